@@ -1,0 +1,19 @@
+# PGXS build of the mq extension.  `make` builds the extension; broker/ and
+# the CLI get their own targets once they exist.
+EXTENSION = mq
+EXTVERSION = 0.1.0
+
+MODULE_big = mq
+OBJS = $(patsubst %.c,%.o,$(wildcard src/*.c))
+
+DATA = $(wildcard src/mq--*.sql)
+
+# pg_regress suites live in sql/ and expected/ (see DESIGN.md, section 2).
+REGRESS = $(patsubst sql/%.sql,%,$(sort $(wildcard sql/*.sql)))
+REGRESS_OPTS = --load-extension=mq
+
+PG_CPPFLAGS = -Wall -Wextra -Werror -Wno-unused-parameter -Wno-missing-field-initializers -Wno-sign-compare
+
+PG_CONFIG ?= pg_config
+PGXS := $(shell $(PG_CONFIG) --pgxs)
+include $(PGXS)

@@ -1,0 +1,351 @@
+/*-------------------------------------------------------------------------
+ *
+ * log.c
+ *	  The storage engine: appending records to a partition's segments with
+ *	  gapless offsets, and finding a partition's log end offset.
+ *
+ * Offsets.  A producer takes the partition's produce lock (an advisory
+ * lock tag of our own, held until its transaction ends) and then reads the
+ * last offset from the newest non-empty segment's index with SnapshotSelf,
+ * which sees every committed row and the backend's own, but not rows of
+ * aborted transactions or rolled-back subtransactions.  So no counter row
+ * is written, an abort leaves no hole (the next producer reuses the
+ * offsets), and because a commit becomes visible before its locks are
+ * released, offsets become visible in offset order.
+ *
+ * Inserts bypass the executor: the segment is chosen from the offset and
+ * rows go straight to the heap (multi-insert for batches, as COPY does)
+ * and its indexes.  Triggers and rules on log tables therefore do not fire
+ * for produced records; the only trigger mq puts there refuses UPDATE,
+ * DELETE and TRUNCATE.
+ *
+ *-------------------------------------------------------------------------
+ */
+#include "postgres.h"
+
+#include "access/genam.h"
+#include "access/heapam.h"
+#include "access/table.h"
+#include "access/tableam.h"
+#include "access/xact.h"
+#include "catalog/namespace.h"
+#include "catalog/pg_type.h"
+#include "commands/trigger.h"
+#include "executor/executor.h"
+#include "fmgr.h"
+#include "miscadmin.h"
+#include "nodes/makefuncs.h"
+#include "parser/parse_func.h"
+#include "storage/lmgr.h"
+#include "storage/lock.h"
+#include "utils/builtins.h"
+#include "utils/inval.h"
+#include "utils/lsyscache.h"
+#include "utils/memutils.h"
+#include "utils/rel.h"
+#include "utils/snapmgr.h"
+#include "utils/timestamp.h"
+
+#include "mq.h"
+
+PG_FUNCTION_INFO_V1(mq_refuse_log_change);
+PG_FUNCTION_INFO_V1(mq_invalidate);
+PG_FUNCTION_INFO_V1(mq_log_end_offset_sql);
+
+/* Set by the code paths that may remove records (replica truncation). */
+bool		mq_allow_log_change = false;
+
+/* Rows handed to one table_multi_insert call, as COPY does. */
+#define MQ_MULTI_INSERT_ROWS 1000
+
+void
+mq_lock_partition(MqTopic *topic, int32 partition)
+{
+	LOCKTAG		tag;
+
+	SET_LOCKTAG_ADVISORY(tag, MyDatabaseId, (uint32) topic->topic_id,
+						 (uint32) partition, MQ_LOCK_PRODUCE);
+	(void) LockAcquire(&tag, ExclusiveLock, false, false);
+}
+
+/*
+ * Last offset in one segment as seen by the snapshot, or -1 if it has none.
+ * The index is scanned backwards, so this touches the rightmost leaf page
+ * and, past rows of aborted producers, the heap tuples behind it.
+ */
+static int64
+segment_last_offset(MqSegment *seg, Snapshot snapshot)
+{
+	Relation	rel;
+	Relation	irel;
+	IndexScanDesc scan;
+	TupleTableSlot *slot;
+	int64		result = -1;
+
+	if (!OidIsValid(seg->indexid))
+		elog(ERROR, "mq: segment %u has no index on msg_offset", seg->relid);
+
+	rel = table_open(seg->relid, AccessShareLock);
+	irel = index_open(seg->indexid, AccessShareLock);
+	slot = table_slot_create(rel, NULL);
+	scan = index_beginscan(rel, irel, snapshot, 0, 0);
+	index_rescan(scan, NULL, 0, NULL, 0);
+	if (index_getnext_slot(scan, BackwardScanDirection, slot))
+	{
+		bool		isnull;
+
+		result = DatumGetInt64(slot_getattr(slot, Anum_log_msg_offset, &isnull));
+	}
+	index_endscan(scan);
+	ExecDropSingleTupleTableSlot(slot);
+	index_close(irel, AccessShareLock);
+	table_close(rel, AccessShareLock);
+	return result;
+}
+
+/*
+ * The offset the next record of this partition gets, as seen by the
+ * snapshot.  Segments are contiguous, so the newest non-empty one decides;
+ * when all are empty, the log starts at the oldest segment's base.
+ */
+int64
+mq_log_end_offset(MqPartition *part, Snapshot snapshot)
+{
+	for (int i = part->nsegs - 1; i >= 0; i--)
+	{
+		int64		last = segment_last_offset(&part->segs[i], snapshot);
+
+		if (last >= 0)
+			return last + 1;
+	}
+	return part->nsegs > 0 ? part->segs[0].base : part->log_start;
+}
+
+static MqSegment *
+segment_for_offset(MqPartition *part, int64 offset)
+{
+	for (int i = part->nsegs - 1; i >= 0; i--)
+	{
+		if (part->segs[i].base <= offset && offset < part->segs[i].end)
+			return &part->segs[i];
+		if (part->segs[i].end <= offset)
+			break;
+	}
+	return NULL;
+}
+
+/*
+ * Create the segments the partition is missing.  Maintenance normally keeps
+ * one ahead so that this never runs; it runs as the extension owner because
+ * mq._ensure_segments is SECURITY DEFINER.
+ */
+static void
+create_missing_segments(MqTopic *topic, int32 partition)
+{
+	static Oid	fn = InvalidOid;
+
+	if (!OidIsValid(fn))
+	{
+		Oid			argtypes[2] = {INT4OID, INT4OID};
+
+		fn = LookupFuncName(list_make2(makeString("mq"), makeString("_ensure_segments")),
+							2, argtypes, false);
+	}
+	elog(DEBUG1, "mq: creating a segment for topic \"%s\" partition %d on the produce path",
+		 topic->name, partition);
+	(void) OidFunctionCall2(fn, Int32GetDatum(topic->topic_id), Int32GetDatum(partition));
+	CommandCounterIncrement();
+	mq_topic_cache_reset();
+}
+
+/* Write records [0, n) with offsets base.. into one segment. */
+static void
+append_to_segment(MqSegment *seg, int32 partition, MqRecordIn *recs, int n,
+				  int64 base, MqProducer *producer, TimestampTz now)
+{
+	Relation	rel = table_open(seg->relid, RowExclusiveLock);
+	TupleDesc	desc = RelationGetDescr(rel);
+	EState	   *estate = CreateExecutorState();
+	ResultRelInfo *rri = makeNode(ResultRelInfo);
+	CommandId	cid = GetCurrentCommandId(true);
+	MemoryContext batch_cxt;
+	MemoryContext old;
+	BulkInsertState bistate = n > 1 ? GetBulkInsertState() : NULL;
+	TupleTableSlot **slots;
+	int			nslots = Min(n, MQ_MULTI_INSERT_ROWS);
+
+	if (desc->natts != Natts_log)
+		elog(ERROR, "mq: segment \"%s\" has %d columns, expected %d",
+			 RelationGetRelationName(rel), desc->natts, Natts_log);
+
+	InitResultRelInfo(rri, rel, 1, NULL, 0);
+	ExecOpenIndices(rri, false);
+
+	slots = palloc(sizeof(TupleTableSlot *) * nslots);
+	for (int i = 0; i < nslots; i++)
+		slots[i] = MakeSingleTupleTableSlot(desc, &TTSOpsHeapTuple);
+
+	batch_cxt = AllocSetContextCreate(CurrentMemoryContext, "mq append",
+									  ALLOCSET_DEFAULT_SIZES);
+
+	for (int done = 0; done < n;)
+	{
+		int			k = Min(n - done, nslots);
+
+		old = MemoryContextSwitchTo(batch_cxt);
+		for (int i = 0; i < k; i++)
+		{
+			MqRecordIn *r = &recs[done + i];
+			Datum		values[Natts_log];
+			bool		nulls[Natts_log];
+
+			memset(nulls, 0, sizeof(nulls));
+			values[Anum_log_partition - 1] = Int32GetDatum(partition);
+			values[Anum_log_msg_offset - 1] = Int64GetDatum(base + done + i);
+			values[Anum_log_created_at - 1] = TimestampTzGetDatum(now);
+			values[Anum_log_key - 1] = PointerGetDatum(r->key);
+			nulls[Anum_log_key - 1] = (r->key == NULL);
+			values[Anum_log_value - 1] = PointerGetDatum(r->value);
+			nulls[Anum_log_value - 1] = (r->value == NULL);
+			values[Anum_log_headers - 1] = r->headers;
+			nulls[Anum_log_headers - 1] = (r->headers == (Datum) 0);
+			if (producer != NULL && producer->present)
+			{
+				values[Anum_log_producer_id - 1] = Int64GetDatum(producer->producer_id);
+				values[Anum_log_producer_epoch - 1] = Int32GetDatum(producer->producer_epoch);
+				values[Anum_log_sequence - 1] =
+					Int32GetDatum(producer->base_sequence + r->input_index);
+			}
+			else
+			{
+				nulls[Anum_log_producer_id - 1] = true;
+				nulls[Anum_log_producer_epoch - 1] = true;
+				nulls[Anum_log_sequence - 1] = true;
+			}
+			ExecStoreHeapTuple(heap_form_tuple(desc, values, nulls), slots[i], false);
+		}
+		MemoryContextSwitchTo(old);
+
+		if (k == 1)
+			table_tuple_insert(rel, slots[0], cid, 0, NULL);
+		else
+			table_multi_insert(rel, slots, k, cid, 0, bistate);
+
+		for (int i = 0; i < k; i++)
+		{
+			if (rri->ri_NumIndices > 0)
+				(void) ExecInsertIndexTuples(rri, slots[i], estate, false, false, NULL, NIL);
+			ExecClearTuple(slots[i]);
+			ResetPerTupleExprContext(estate);
+		}
+		MemoryContextReset(batch_cxt);
+		done += k;
+	}
+
+	if (bistate)
+		FreeBulkInsertState(bistate);
+	for (int i = 0; i < nslots; i++)
+		ExecDropSingleTupleTableSlot(slots[i]);
+	MemoryContextDelete(batch_cxt);
+	ExecCloseIndices(rri);
+	FreeExecutorState(estate);
+	table_close(rel, NoLock);
+}
+
+/*
+ * Append records to one partition; returns the offset of the first.  The
+ * records get consecutive offsets in array order.
+ */
+int64
+mq_log_append(const char *topic_name, int32 partition, MqRecordIn *recs,
+			  int nrecs, MqProducer *producer)
+{
+	MqTopic    *topic = mq_topic_lookup(topic_name, false);
+	MqPartition *part;
+	int32		locked_id;
+	int64		base;
+	int64		next;
+	TimestampTz now;
+
+	(void) mq_topic_partition(topic, partition);
+
+	/*
+	 * Lock, then look again: the topic may have changed (or been dropped and
+	 * created anew under another id) while we waited.
+	 */
+	do
+	{
+		locked_id = topic->topic_id;
+		mq_lock_partition(topic, partition);
+		AcceptInvalidationMessages();
+		topic = mq_topic_lookup(topic_name, false);
+	} while (topic->topic_id != locked_id);
+	part = mq_topic_partition(topic, partition);
+
+	base = next = mq_log_end_offset(part, SnapshotSelf);
+	now = GetCurrentTimestamp();
+
+	for (int done = 0; done < nrecs;)
+	{
+		MqSegment  *seg = segment_for_offset(part, next);
+		int			k;
+
+		if (seg == NULL)
+		{
+			create_missing_segments(topic, partition);
+			topic = mq_topic_lookup(topic_name, false);
+			part = mq_topic_partition(topic, partition);
+			seg = segment_for_offset(part, next);
+			if (seg == NULL)
+				elog(ERROR, "mq: no segment covers offset " INT64_FORMAT " of \"%s\" partition %d",
+					 next, topic_name, partition);
+		}
+		k = (int) Min((int64) (nrecs - done), seg->end - next);
+		append_to_segment(seg, partition, recs + done, k, next, producer, now);
+		next += k;
+		done += k;
+	}
+	return base;
+}
+
+/*
+ * Statement trigger on every log table: records are never updated, and are
+ * removed only by retention (dropping whole segments) or replica
+ * truncation.
+ */
+Datum
+mq_refuse_log_change(PG_FUNCTION_ARGS)
+{
+	TriggerData *trigdata = (TriggerData *) fcinfo->context;
+
+	if (!CALLED_AS_TRIGGER(fcinfo))
+		elog(ERROR, "mq._refuse_log_change() must be called as a trigger");
+	if (!mq_allow_log_change)
+		ereport(ERROR,
+				(errcode(ERRCODE_MQ_LOG_IMMUTABLE),
+				 errmsg("records of an mq log cannot be %s",
+						TRIGGER_FIRED_BY_UPDATE(trigdata->tg_event) ? "updated" :
+						TRIGGER_FIRED_BY_DELETE(trigdata->tg_event) ? "deleted" : "truncated"),
+				 errdetail("Table \"%s\" is part of a topic's log, which is append-only.",
+						   RelationGetRelationName(trigdata->tg_relation)),
+				 errhint("Records leave the log through retention (retention.ms, retention.bytes) or mq.drop_topic().")));
+	return PointerGetDatum(NULL);
+}
+
+/* mq._invalidate(rel): make every backend reload its cached topic structure. */
+Datum
+mq_invalidate(PG_FUNCTION_ARGS)
+{
+	CacheInvalidateRelcacheByRelid(PG_GETARG_OID(0));
+	PG_RETURN_VOID();
+}
+
+/* mq._log_end_offset(topic_id, partition), as the caller's snapshot sees it */
+Datum
+mq_log_end_offset_sql(PG_FUNCTION_ARGS)
+{
+	MqTopic    *topic = mq_topic_by_id(PG_GETARG_INT32(0));
+	MqPartition *part = mq_topic_partition(topic, PG_GETARG_INT32(1));
+
+	PG_RETURN_INT64(mq_log_end_offset(part, GetActiveSnapshot()));
+}

@@ -1,0 +1,116 @@
+/*-------------------------------------------------------------------------
+ *
+ * mq.h
+ *	  Declarations shared by the C files of the mq extension.
+ *
+ * The extension's own SQLSTATEs live here, one per condition, in class
+ * "MQ".  docs/errors.md lists them; keep the two in step.
+ *
+ *-------------------------------------------------------------------------
+ */
+#ifndef MQ_H
+#define MQ_H
+
+#include "postgres.h"
+
+#include "access/htup.h"
+#include "utils/relcache.h"
+#include "utils/snapshot.h"
+
+/* SQLSTATEs (class MQ) */
+#define ERRCODE_MQ_UNKNOWN_TOPIC			MAKE_SQLSTATE('M','Q','0','0','1')
+#define ERRCODE_MQ_TOPIC_EXISTS				MAKE_SQLSTATE('M','Q','0','0','2')
+#define ERRCODE_MQ_INVALID_TOPIC_NAME		MAKE_SQLSTATE('M','Q','0','0','3')
+#define ERRCODE_MQ_INVALID_CONFIG			MAKE_SQLSTATE('M','Q','0','0','4')
+#define ERRCODE_MQ_INVALID_PARTITIONS		MAKE_SQLSTATE('M','Q','0','0','5')
+#define ERRCODE_MQ_UNKNOWN_PARTITION		MAKE_SQLSTATE('M','Q','0','0','6')
+#define ERRCODE_MQ_OFFSET_OUT_OF_RANGE		MAKE_SQLSTATE('M','Q','0','0','7')
+#define ERRCODE_MQ_INVALID_RECORD			MAKE_SQLSTATE('M','Q','0','0','8')
+#define ERRCODE_MQ_LOG_IMMUTABLE			MAKE_SQLSTATE('M','Q','0','0','9')
+#define ERRCODE_MQ_INVALID_ARGUMENT			MAKE_SQLSTATE('M','Q','0','1','0')
+
+/* advisory lock tag field4 values, distinct from pg_advisory_lock's 1 and 2 */
+#define MQ_LOCK_PRODUCE		0x4D51	/* one producer per partition at a time */
+#define MQ_LOCK_CLAIM		0x4D52	/* a poller's claim on a group's partition */
+
+/* Column numbers of a log table (1-based, as in the CREATE TABLE) */
+#define Anum_log_partition		1
+#define Anum_log_msg_offset		2
+#define Anum_log_created_at		3
+#define Anum_log_key			4
+#define Anum_log_value			5
+#define Anum_log_headers		6
+#define Anum_log_producer_id	7
+#define Anum_log_producer_epoch 8
+#define Anum_log_sequence		9
+#define Natts_log				9
+
+/* One segment: a table covering offsets [base, end). */
+typedef struct MqSegment
+{
+	int64		base;
+	int64		end;
+	Oid			relid;
+	Oid			indexid;		/* the unique index on msg_offset */
+} MqSegment;
+
+typedef struct MqPartition
+{
+	int32		partition;
+	int64		log_start;
+	bool		replicated;		/* high_watermark is set */
+	int64		high_watermark;
+	int			nsegs;
+	MqSegment  *segs;			/* ordered by base */
+} MqPartition;
+
+/* What the backend caches about a topic; valid until the next invalidation. */
+typedef struct MqTopic
+{
+	char		name[256];		/* hash key: Kafka names have <= 249 chars */
+	int32		topic_id;
+	Oid			relid;
+	int32		npartitions;
+	MqPartition *parts;
+} MqTopic;
+
+/* One record to append. */
+typedef struct MqRecordIn
+{
+	bytea	   *key;			/* NULL for a null key */
+	bytea	   *value;
+	Datum		headers;		/* jsonb datum, or 0 for null */
+	int32		partition;
+	int			input_index;	/* position in the caller's batch */
+} MqRecordIn;
+
+/* Producer identity carried with records (all null when not idempotent). */
+typedef struct MqProducer
+{
+	bool		present;
+	int64		producer_id;
+	int32		producer_epoch;
+	int32		base_sequence;
+} MqProducer;
+
+/* topic.c: the per-backend topic cache */
+extern MqTopic *mq_topic_lookup(const char *name, bool missing_ok);
+extern MqTopic *mq_topic_lookup_text(text *name);
+extern MqTopic *mq_topic_by_id(int32 topic_id);
+extern MqPartition *mq_topic_partition(MqTopic *topic, int32 partition);
+extern void mq_topic_cache_reset(void);
+extern void mq_topic_cache_init(void);
+
+/* log.c: storage engine */
+extern void mq_lock_partition(MqTopic *topic, int32 partition);
+extern int64 mq_log_end_offset(MqPartition *part, Snapshot snapshot);
+extern int64 mq_log_append(const char *topic_name, int32 partition,
+						   MqRecordIn *recs, int nrecs, MqProducer *producer);
+extern bool mq_allow_log_change;
+
+/* partitioner.c */
+extern int32 mq_murmur2(const char *data, int len);
+extern int32 mq_default_partition(bytea *key, int32 npartitions);
+
+
+#endif							/* MQ_H */

@@ -1,0 +1,297 @@
+/*-------------------------------------------------------------------------
+ *
+ * produce.c
+ *	  mq.send and mq.send_batch: argument checking, partition choice, and
+ *	  handing each partition's records to the log in one append.
+ *
+ * A batch is split by partition and the partitions are appended in
+ * ascending order, so two batches that touch the same partitions always
+ * take their produce locks in the same order and cannot deadlock on each
+ * other.  Within a partition records keep their order in the batch.
+ * Records without a key and without an explicit partition all go to one
+ * partition per call (Kafka's "sticky" choice), the next one round-robin.
+ *
+ *-------------------------------------------------------------------------
+ */
+#include "postgres.h"
+
+#include "catalog/pg_type.h"
+#include "fmgr.h"
+#include "funcapi.h"
+#include "mb/pg_wchar.h"
+#include "utils/array.h"
+#include "utils/builtins.h"
+#include "utils/jsonb.h"
+#include "utils/lsyscache.h"
+#include "utils/tuplestore.h"
+
+#include "mq.h"
+
+PG_FUNCTION_INFO_V1(mq_send);
+PG_FUNCTION_INFO_V1(mq_send_text);
+PG_FUNCTION_INFO_V1(mq_send_batch);
+PG_FUNCTION_INFO_V1(mq_send_batch_text);
+
+/* argument positions shared by all send functions */
+#define ARG_TOPIC		0
+#define ARG_KEY			1
+#define ARG_VALUE		2
+#define ARG_HEADERS		3
+#define ARG_PARTITION	4
+#define ARG_PRODUCER_ID 5
+#define ARG_EPOCH		6
+#define ARG_SEQUENCE	7
+
+/* text or jsonb as UTF-8 bytes, the way Kafka's string serializer sends it */
+static bytea *
+text_datum_to_bytea(Datum d, Oid type)
+{
+	char	   *s;
+	char	   *utf8;
+	int			len;
+	bytea	   *result;
+
+	if (type == JSONBOID)
+		s = JsonbToCString(NULL, &DatumGetJsonbP(d)->root, VARSIZE(DatumGetJsonbP(d)));
+	else
+		s = text_to_cstring(DatumGetTextPP(d));
+	len = strlen(s);
+	utf8 = pg_server_to_any(s, len, PG_UTF8);
+	if (utf8 != s)
+		len = strlen(utf8);
+	result = palloc(VARHDRSZ + len);
+	SET_VARSIZE(result, VARHDRSZ + len);
+	memcpy(VARDATA(result), utf8, len);
+	return result;
+}
+
+static int
+cmp_by_partition(const void *a, const void *b)
+{
+	const MqRecordIn *ra = a;
+	const MqRecordIn *rb = b;
+
+	if (ra->partition != rb->partition)
+		return ra->partition < rb->partition ? -1 : 1;
+	return ra->input_index < rb->input_index ? -1 : ra->input_index > rb->input_index;
+}
+
+static void
+read_producer(FunctionCallInfo fcinfo, MqProducer *producer)
+{
+	int			given = !PG_ARGISNULL(ARG_PRODUCER_ID) + !PG_ARGISNULL(ARG_EPOCH) +
+		!PG_ARGISNULL(ARG_SEQUENCE);
+
+	producer->present = (given == 3);
+	if (given != 0 && given != 3)
+		ereport(ERROR,
+				(errcode(ERRCODE_MQ_INVALID_ARGUMENT),
+				 errmsg("producer_id, producer_epoch and base_sequence must be given together")));
+	if (!producer->present)
+		return;
+	producer->producer_id = PG_GETARG_INT64(ARG_PRODUCER_ID);
+	producer->producer_epoch = PG_GETARG_INT32(ARG_EPOCH);
+	producer->base_sequence = PG_GETARG_INT32(ARG_SEQUENCE);
+	if (producer->producer_id < 0 || producer->producer_epoch < 0 || producer->base_sequence < 0)
+		ereport(ERROR,
+				(errcode(ERRCODE_MQ_INVALID_ARGUMENT),
+				 errmsg("producer_id, producer_epoch and base_sequence must not be negative")));
+}
+
+/*
+ * Assign partitions, append partition by partition, and return one row
+ * (partition, msg_offset) per record in input order.
+ */
+static void
+send_records(FunctionCallInfo fcinfo, MqRecordIn *recs, int n)
+{
+	ReturnSetInfo *rsinfo = (ReturnSetInfo *) fcinfo->resultinfo;
+	char	   *topic_name;
+	MqTopic    *topic;
+	MqProducer	producer;
+	int64	   *offsets;
+	int32	   *partitions;
+	int32		sticky = -1;
+
+	if (PG_ARGISNULL(ARG_TOPIC))
+		ereport(ERROR,
+				(errcode(ERRCODE_MQ_INVALID_ARGUMENT),
+				 errmsg("topic must not be null")));
+	topic_name = text_to_cstring(PG_GETARG_TEXT_PP(ARG_TOPIC));
+	topic = mq_topic_lookup(topic_name, false);
+	read_producer(fcinfo, &producer);
+
+	InitMaterializedSRF(fcinfo, 0);
+	if (n == 0)
+		return;
+
+	for (int i = 0; i < n; i++)
+	{
+		recs[i].input_index = i;
+		if (!PG_ARGISNULL(ARG_PARTITION))
+			recs[i].partition = mq_topic_partition(topic, PG_GETARG_INT32(ARG_PARTITION))->partition;
+		else if (recs[i].key != NULL)
+			recs[i].partition = mq_default_partition(recs[i].key, topic->npartitions);
+		else
+		{
+			if (sticky < 0)
+				sticky = mq_default_partition(NULL, topic->npartitions);
+			recs[i].partition = sticky;
+		}
+	}
+	if (producer.present && n > 1)
+	{
+		for (int i = 1; i < n; i++)
+			if (recs[i].partition != recs[0].partition)
+				ereport(ERROR,
+						(errcode(ERRCODE_MQ_INVALID_ARGUMENT),
+						 errmsg("an idempotent batch must go to a single partition"),
+						 errdetail("Sequence numbers are counted per producer and partition; this batch spans partitions %d and %d.",
+								   recs[0].partition, recs[i].partition),
+						 errhint("Give the partition, or split the batch by mq.partition_for().")));
+	}
+
+	offsets = palloc(sizeof(int64) * n);
+	partitions = palloc(sizeof(int32) * n);
+	qsort(recs, n, sizeof(MqRecordIn), cmp_by_partition);
+	for (int i = 0; i < n;)
+	{
+		int			j = i;
+		int64		base;
+
+		while (j < n && recs[j].partition == recs[i].partition)
+			j++;
+		base = mq_log_append(topic_name, recs[i].partition, recs + i, j - i,
+							 producer.present ? &producer : NULL);
+		for (int k = i; k < j; k++)
+		{
+			offsets[recs[k].input_index] = base + (k - i);
+			partitions[recs[k].input_index] = recs[k].partition;
+		}
+		i = j;
+	}
+
+	for (int i = 0; i < n; i++)
+	{
+		Datum		values[2] = {Int32GetDatum(partitions[i]), Int64GetDatum(offsets[i])};
+		bool		nulls[2] = {false, false};
+
+		tuplestore_putvalues(rsinfo->setResult, rsinfo->setDesc, values, nulls);
+	}
+}
+
+static Datum
+headers_arg(FunctionCallInfo fcinfo)
+{
+	return PG_ARGISNULL(ARG_HEADERS) ? (Datum) 0 : PG_GETARG_DATUM(ARG_HEADERS);
+}
+
+/* mq.send(topic, key bytea, value bytea, ...) */
+Datum
+mq_send(PG_FUNCTION_ARGS)
+{
+	MqRecordIn	rec;
+
+	rec.key = PG_ARGISNULL(ARG_KEY) ? NULL : PG_GETARG_BYTEA_PP(ARG_KEY);
+	rec.value = PG_ARGISNULL(ARG_VALUE) ? NULL : PG_GETARG_BYTEA_PP(ARG_VALUE);
+	rec.headers = headers_arg(fcinfo);
+	send_records(fcinfo, &rec, 1);
+	return (Datum) 0;
+}
+
+/* mq.send(topic, key text, value text|jsonb, ...) */
+Datum
+mq_send_text(PG_FUNCTION_ARGS)
+{
+	MqRecordIn	rec;
+	Oid			value_type = get_fn_expr_argtype(fcinfo->flinfo, ARG_VALUE);
+
+	rec.key = PG_ARGISNULL(ARG_KEY) ? NULL :
+		text_datum_to_bytea(PG_GETARG_DATUM(ARG_KEY), TEXTOID);
+	rec.value = PG_ARGISNULL(ARG_VALUE) ? NULL :
+		text_datum_to_bytea(PG_GETARG_DATUM(ARG_VALUE), value_type);
+	rec.headers = headers_arg(fcinfo);
+	send_records(fcinfo, &rec, 1);
+	return (Datum) 0;
+}
+
+/* Elements of a one-dimensional array argument, or NULL when the array is. */
+static int
+array_arg(FunctionCallInfo fcinfo, int argno, Oid elemtype, const char *what,
+		  Datum **elems, bool **nulls)
+{
+	ArrayType  *arr;
+	int16		typlen;
+	bool		typbyval;
+	char		typalign;
+	int			n;
+
+	*elems = NULL;
+	*nulls = NULL;
+	if (PG_ARGISNULL(argno))
+		return -1;
+	arr = PG_GETARG_ARRAYTYPE_P(argno);
+	if (ARR_NDIM(arr) > 1)
+		ereport(ERROR,
+				(errcode(ERRCODE_MQ_INVALID_ARGUMENT),
+				 errmsg("%s must be a one-dimensional array", what)));
+	get_typlenbyvalalign(elemtype, &typlen, &typbyval, &typalign);
+	deconstruct_array(arr, elemtype, typlen, typbyval, typalign, elems, nulls, &n);
+	return n;
+}
+
+static Datum
+send_batch_common(FunctionCallInfo fcinfo, bool text_input)
+{
+	Oid			elemtype = text_input ? TEXTOID : BYTEAOID;
+	Datum	   *keys,
+			   *vals,
+			   *hdrs;
+	bool	   *knulls,
+			   *vnulls,
+			   *hnulls;
+	int			nkeys = array_arg(fcinfo, ARG_KEY, elemtype, "keys", &keys, &knulls);
+	int			nvals = array_arg(fcinfo, ARG_VALUE, elemtype, "vals", &vals, &vnulls);
+	int			nhdrs = array_arg(fcinfo, ARG_HEADERS, JSONBOID, "headers", &hdrs, &hnulls);
+	MqRecordIn *recs;
+
+	if (nvals < 0)
+		ereport(ERROR,
+				(errcode(ERRCODE_MQ_INVALID_ARGUMENT),
+				 errmsg("vals must not be null"),
+				 errhint("Pass an empty array to send nothing; a record with a null value is ARRAY[NULL].")));
+	if ((nkeys >= 0 && nkeys != nvals) || (nhdrs >= 0 && nhdrs != nvals))
+		ereport(ERROR,
+				(errcode(ERRCODE_MQ_INVALID_ARGUMENT),
+				 errmsg("keys, vals and headers must have the same length"),
+				 errdetail("Got %d keys, %d vals and %d headers.",
+						   Max(nkeys, 0), nvals, Max(nhdrs, 0)),
+				 errhint("Pass NULL for keys or headers to leave them all null.")));
+
+	recs = palloc0(sizeof(MqRecordIn) * Max(nvals, 1));
+	for (int i = 0; i < nvals; i++)
+	{
+		if (nkeys >= 0 && !knulls[i])
+			recs[i].key = text_input ? text_datum_to_bytea(keys[i], TEXTOID) : DatumGetByteaPP(keys[i]);
+		if (!vnulls[i])
+			recs[i].value = text_input ? text_datum_to_bytea(vals[i], TEXTOID) : DatumGetByteaPP(vals[i]);
+		if (nhdrs >= 0 && !hnulls[i])
+			recs[i].headers = hdrs[i];
+	}
+	send_records(fcinfo, recs, nvals);
+	return (Datum) 0;
+}
+
+/* mq.send_batch(topic, keys bytea[], vals bytea[], headers jsonb[], ...) */
+Datum
+mq_send_batch(PG_FUNCTION_ARGS)
+{
+	return send_batch_common(fcinfo, false);
+}
+
+/* mq.send_batch(topic, keys text[], vals text[], ...) */
+Datum
+mq_send_batch_text(PG_FUNCTION_ARGS)
+{
+	return send_batch_common(fcinfo, true);
+}

@@ -1,0 +1,289 @@
+/*-------------------------------------------------------------------------
+ *
+ * topic.c
+ *	  The per-backend cache of topic structure: ids, partition count and
+ *	  each partition's segments (offset range, table, index).
+ *
+ * The hot paths must not query the catalog on every call, so they read
+ * this cache.  It holds only what changes through DDL: creating or
+ * dropping a segment invalidates the partition table's relcache entry,
+ * creating a partition invalidates the topic table's, and alter_topic
+ * sends an invalidation itself.  A relcache callback on any of those
+ * relations marks the whole cache stale; the next lookup rebuilds it.
+ * Values that change without DDL (high watermark, log start) are read
+ * from the catalog where they are needed.
+ *
+ * A stale cache is not freed at once: callers may still hold pointers
+ * into it, so its memory is handed to the current transaction and goes
+ * away when that ends.
+ *
+ *-------------------------------------------------------------------------
+ */
+#include "postgres.h"
+
+#include "access/xact.h"
+#include "catalog/pg_type.h"
+#include "executor/spi.h"
+#include "utils/builtins.h"
+#include "utils/hsearch.h"
+#include "utils/inval.h"
+#include "utils/memutils.h"
+
+#include "mq.h"
+
+static MemoryContext cache_cxt = NULL;
+static HTAB *topic_cache = NULL;	/* name -> MqTopic */
+static HTAB *watched_rels = NULL;	/* relids whose invalidation matters */
+static bool cache_stale = false;
+
+static void
+mq_relcache_callback(Datum arg, Oid relid)
+{
+	if (topic_cache == NULL || cache_stale)
+		return;
+	if (!OidIsValid(relid) ||
+		hash_search(watched_rels, &relid, HASH_FIND, NULL) != NULL)
+		cache_stale = true;
+}
+
+void
+mq_topic_cache_init(void)
+{
+	CacheRegisterRelcacheCallback(mq_relcache_callback, (Datum) 0);
+}
+
+void
+mq_topic_cache_reset(void)
+{
+	cache_stale = true;
+}
+
+/* Drop a stale cache (into the transaction's memory) and start afresh. */
+static void
+ensure_cache(void)
+{
+	HASHCTL		ctl;
+
+	if (topic_cache != NULL && !cache_stale)
+		return;
+
+	if (cache_cxt != NULL)
+	{
+		if (IsTransactionState())
+			MemoryContextSetParent(cache_cxt, CurTransactionContext);
+		else
+			MemoryContextDelete(cache_cxt);
+	}
+	cache_cxt = AllocSetContextCreate(CacheMemoryContext, "mq topic cache",
+									  ALLOCSET_SMALL_SIZES);
+
+	memset(&ctl, 0, sizeof(ctl));
+	ctl.keysize = sizeof(((MqTopic *) 0)->name);
+	ctl.entrysize = sizeof(MqTopic);
+	ctl.hcxt = cache_cxt;
+	topic_cache = hash_create("mq topics", 16, &ctl,
+							  HASH_ELEM | HASH_STRINGS | HASH_CONTEXT);
+
+	memset(&ctl, 0, sizeof(ctl));
+	ctl.keysize = sizeof(Oid);
+	ctl.entrysize = sizeof(Oid);
+	ctl.hcxt = cache_cxt;
+	watched_rels = hash_create("mq watched relations", 64, &ctl,
+							   HASH_ELEM | HASH_BLOBS | HASH_CONTEXT);
+	cache_stale = false;
+}
+
+static void
+watch(Oid relid)
+{
+	hash_search(watched_rels, &relid, HASH_ENTER, NULL);
+}
+
+static int64
+spi_int64(int row, int col, bool *isnull)
+{
+	return DatumGetInt64(SPI_getbinval(SPI_tuptable->vals[row],
+									   SPI_tuptable->tupdesc, col, isnull));
+}
+
+/* Read a topic's structure from the catalog into a cache entry. */
+static bool
+load_topic(MqTopic *t, const char *name)
+{
+	Datum		arg[1];
+	Oid			argtype[1] = {TEXTOID};
+	bool		isnull;
+	uint64		n;
+	int			ret;
+
+	SPI_connect();
+	arg[0] = CStringGetTextDatum(name);
+	ret = SPI_execute_with_args("SELECT topic_id, relid::oid, partitions FROM mq.topic "
+								"WHERE topic_name = $1",
+								1, argtype, arg, NULL, true, 1);
+	if (ret != SPI_OK_SELECT)
+		elog(ERROR, "mq: topic lookup failed: %s", SPI_result_code_string(ret));
+	if (SPI_processed == 0)
+	{
+		SPI_finish();
+		return false;
+	}
+	t->topic_id = DatumGetInt32(SPI_getbinval(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 1, &isnull));
+	t->relid = DatumGetObjectId(SPI_getbinval(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 2, &isnull));
+	t->npartitions = DatumGetInt32(SPI_getbinval(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 3, &isnull));
+	watch(t->relid);
+
+	t->parts = MemoryContextAllocZero(cache_cxt, sizeof(MqPartition) * t->npartitions);
+	for (int p = 0; p < t->npartitions; p++)
+		t->parts[p].partition = p;
+
+	argtype[0] = INT4OID;
+	arg[0] = Int32GetDatum(t->topic_id);
+	ret = SPI_execute_with_args("SELECT p.partition, p.relid::oid, p.log_start_offset, "
+								"       p.high_watermark IS NOT NULL "
+								"  FROM mq.partition_state p WHERE p.topic_id = $1",
+								1, argtype, arg, NULL, true, 0);
+	if (ret != SPI_OK_SELECT)
+		elog(ERROR, "mq: partition lookup failed: %s", SPI_result_code_string(ret));
+	for (uint64 i = 0; i < SPI_processed; i++)
+	{
+		HeapTuple	tup = SPI_tuptable->vals[i];
+		TupleDesc	desc = SPI_tuptable->tupdesc;
+		int32		p = DatumGetInt32(SPI_getbinval(tup, desc, 1, &isnull));
+
+		if (p < 0 || p >= t->npartitions)
+			continue;			/* being added by an uncommitted add_partitions */
+		watch(DatumGetObjectId(SPI_getbinval(tup, desc, 2, &isnull)));
+		t->parts[p].log_start = DatumGetInt64(SPI_getbinval(tup, desc, 3, &isnull));
+		t->parts[p].replicated = DatumGetBool(SPI_getbinval(tup, desc, 4, &isnull));
+	}
+
+	ret = SPI_execute_with_args("SELECT s.partition, s.base_offset, s.end_offset, s.relid::oid, "
+								"       (SELECT i.indexrelid FROM pg_catalog.pg_index i "
+								"         WHERE i.indrelid = s.relid AND i.indisunique "
+								"           AND i.indkey = '2'::pg_catalog.int2vector LIMIT 1) "
+								"  FROM mq.segment s WHERE s.topic_id = $1 "
+								" ORDER BY s.partition, s.base_offset",
+								1, argtype, arg, NULL, true, 0);
+	if (ret != SPI_OK_SELECT)
+		elog(ERROR, "mq: segment lookup failed: %s", SPI_result_code_string(ret));
+	n = SPI_processed;
+	for (uint64 i = 0; i < n;)
+	{
+		int32		p = DatumGetInt32(SPI_getbinval(SPI_tuptable->vals[i], SPI_tuptable->tupdesc, 1, &isnull));
+		uint64		j = i;
+		MqPartition *part;
+
+		while (j < n && DatumGetInt32(SPI_getbinval(SPI_tuptable->vals[j], SPI_tuptable->tupdesc, 1, &isnull)) == p)
+			j++;
+		if (p >= 0 && p < t->npartitions)
+		{
+			part = &t->parts[p];
+			part->nsegs = (int) (j - i);
+			part->segs = MemoryContextAlloc(cache_cxt, sizeof(MqSegment) * part->nsegs);
+			for (uint64 k = i; k < j; k++)
+			{
+				MqSegment  *seg = &part->segs[k - i];
+
+				seg->base = spi_int64(k, 2, &isnull);
+				seg->end = spi_int64(k, 3, &isnull);
+				seg->relid = DatumGetObjectId(SPI_getbinval(SPI_tuptable->vals[k], SPI_tuptable->tupdesc, 4, &isnull));
+				seg->indexid = DatumGetObjectId(SPI_getbinval(SPI_tuptable->vals[k], SPI_tuptable->tupdesc, 5, &isnull));
+				if (isnull)
+					seg->indexid = InvalidOid;
+			}
+		}
+		i = j;
+	}
+	SPI_finish();
+	return true;
+}
+
+MqTopic *
+mq_topic_lookup(const char *name, bool missing_ok)
+{
+	MqTopic    *t;
+	bool		found;
+	char		key[sizeof(((MqTopic *) 0)->name)];
+
+	if (strlen(name) >= sizeof(key))
+	{
+		if (missing_ok)
+			return NULL;
+		ereport(ERROR,
+				(errcode(ERRCODE_MQ_UNKNOWN_TOPIC),
+				 errmsg("topic \"%.60s...\" does not exist", name)));
+	}
+	memset(key, 0, sizeof(key));
+	strlcpy(key, name, sizeof(key));
+
+	ensure_cache();
+	t = hash_search(topic_cache, key, HASH_FIND, &found);
+	if (found)
+		return t;
+
+	t = hash_search(topic_cache, key, HASH_ENTER, &found);
+	PG_TRY();
+	{
+		found = load_topic(t, name);
+	}
+	PG_CATCH();
+	{
+		cache_stale = true;
+		PG_RE_THROW();
+	}
+	PG_END_TRY();
+
+	if (!found)
+	{
+		/* a stale flag set while loading may have replaced the table */
+		if (!cache_stale)
+			hash_search(topic_cache, key, HASH_REMOVE, NULL);
+		if (missing_ok)
+			return NULL;
+		ereport(ERROR,
+				(errcode(ERRCODE_MQ_UNKNOWN_TOPIC),
+				 errmsg("topic \"%s\" does not exist", name),
+				 errhint("Create it with mq.create_topic(), or list topics in the view mq.topics.")));
+	}
+	return t;
+}
+
+MqTopic *
+mq_topic_lookup_text(text *name)
+{
+	return mq_topic_lookup(text_to_cstring(name), false);
+}
+
+MqTopic *
+mq_topic_by_id(int32 topic_id)
+{
+	Datum		arg[1] = {Int32GetDatum(topic_id)};
+	Oid			argtype[1] = {INT4OID};
+	char	   *name = NULL;
+
+	SPI_connect();
+	if (SPI_execute_with_args("SELECT topic_name FROM mq.topic WHERE topic_id = $1",
+							  1, argtype, arg, NULL, true, 1) == SPI_OK_SELECT &&
+		SPI_processed == 1)
+		name = MemoryContextStrdup(CurTransactionContext,
+								   SPI_getvalue(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 1));
+	SPI_finish();
+	if (name == NULL)
+		ereport(ERROR,
+				(errcode(ERRCODE_MQ_UNKNOWN_TOPIC),
+				 errmsg("topic with id %d does not exist", topic_id)));
+	return mq_topic_lookup(name, false);
+}
+
+MqPartition *
+mq_topic_partition(MqTopic *topic, int32 partition)
+{
+	if (partition < 0 || partition >= topic->npartitions)
+		ereport(ERROR,
+				(errcode(ERRCODE_MQ_UNKNOWN_PARTITION),
+				 errmsg("partition %d of topic \"%s\" does not exist", partition, topic->name),
+				 errdetail("The topic has %d partition%s, numbered from 0.",
+						   topic->npartitions, topic->npartitions == 1 ? "" : "s")));
+	return &topic->parts[partition];
+}
