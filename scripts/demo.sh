@@ -1,0 +1,28 @@
+#!/usr/bin/env bash
+# Demo: build + install mq, start a throwaway cluster, CREATE EXTENSION mq,
+# run scripts/demo.sql with psql, stop the cluster (also on failure / ^C).
+set -euo pipefail
+
+cd "$(dirname "${BASH_SOURCE[0]}")/.."
+# shellcheck source=scripts/lib.sh
+source scripts/lib.sh
+
+mq_phase "build + install"
+mq_build_install || mq_die "build/install failed"
+
+mq_phase "start throwaway cluster"
+cluster_start demo
+
+mq_phase "CREATE EXTENSION $MQ_EXTENSION"
+psql -X -q -v ON_ERROR_STOP=1 -c "CREATE EXTENSION $MQ_EXTENSION"
+
+if [[ -f scripts/demo.sql ]]; then
+	mq_phase "psql -f scripts/demo.sql"
+	psql -X -v ON_ERROR_STOP=1 -f scripts/demo.sql
+else
+	echo "scripts/demo.sql does not exist yet: nothing to demo beyond CREATE EXTENSION"
+fi
+
+mq_phase "stop cluster"
+cluster_stop
+echo "demo done"

@@ -1,0 +1,345 @@
+# shellcheck shell=bash
+# Shared helpers for mq scripts: PostgreSQL 15 binaries, throwaway clusters,
+# running things as the `postgres` user, build+install, and one cleanup trap.
+#
+# Source it from a bash script running with `set -euo pipefail`:
+#
+#   source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
+#   mq_build_install                 # make -s && make -s install
+#   cluster_start main 'work_mem = 64MB'
+#   psql -c 'select 1'               # PGHOST/PGPORT/PGUSER/PGDATABASE exported
+#   cluster_stop                     # optional: the EXIT trap stops leftovers
+#
+# Knobs (environment):
+#   MQ_EXTENSION     extension name for CREATE EXTENSION (default mq; only
+#                    for dry runs of these scripts with a stand-in).
+#   MQ_PRELOAD       shared_preload_libraries of new clusters (default
+#                    $MQ_EXTENSION; set to '' for none).
+#   MQ_INITDB_OPTS   extra initdb options (default: --no-locale -E UTF8).
+#   MQ_KEEP_TMP=1    keep cluster temp dirs (logs) after stopping.
+#
+# Do not install your own EXIT/INT/TERM trap after sourcing this file; use
+# `mq_on_exit 'command ...'` to register extra cleanup instead.
+
+if [[ -n "${MQ_LIB_SOURCED:-}" ]]; then
+	return 0
+fi
+MQ_LIB_SOURCED=1
+
+MQ_REPO_ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+export MQ_REPO_ROOT
+
+: "${MQ_EXTENSION:=mq}"
+: "${MQ_PRELOAD=$MQ_EXTENSION}"
+: "${MQ_INITDB_OPTS=--no-locale -E UTF8}"
+
+mq_log() { printf '%s\n' "$*" >&2; }
+mq_die() {
+	mq_log "error: $*"
+	exit 1
+}
+mq_phase() { printf '\n==> %s\n' "$*"; }
+
+mq_is_root() { [[ "$(id -u)" -eq 0 ]]; }
+
+# ---------------------------------------------------------------------------
+# PostgreSQL 15 binaries first in PATH
+# ---------------------------------------------------------------------------
+mq_pg_paths() {
+	local cfg=""
+	if [[ -n "${PG_CONFIG:-}" && -x "${PG_CONFIG}" ]]; then
+		cfg="$PG_CONFIG"
+	elif [[ -x /usr/lib/postgresql/15/bin/pg_config ]]; then
+		cfg=/usr/lib/postgresql/15/bin/pg_config
+	elif command -v pg_config >/dev/null 2>&1; then
+		cfg="$(command -v pg_config)"
+	else
+		return 1
+	fi
+	PG_CONFIG="$cfg"
+	PG_BINDIR="$("$cfg" --bindir)"
+	PG_PGXS="$("$cfg" --pgxs)"
+	PG_PGXS_DIR="$(cd "$(dirname "$PG_PGXS")/../.." && pwd)"
+	PG_TAP_PERL="$PG_PGXS_DIR/src/test/perl"
+	PG_REGRESS="$PG_PGXS_DIR/src/test/regress/pg_regress"
+	PG_VERSION_NUM="$("$cfg" --version | sed -E 's/^PostgreSQL ([0-9]+).*/\1/')"
+	export PG_CONFIG PG_BINDIR PG_PGXS PG_PGXS_DIR PG_TAP_PERL PG_REGRESS
+	case ":$PATH:" in
+	"$PG_BINDIR":*) ;;
+	*) PATH="$PG_BINDIR:$PATH" ;;
+	esac
+	export PATH
+	if [[ "$PG_VERSION_NUM" != 15 ]]; then
+		mq_log "warning: $cfg reports PostgreSQL $PG_VERSION_NUM, expected 15"
+	fi
+}
+# Called at source time; harmless if PostgreSQL is not installed yet
+# (install-deps.sh sources nothing; test.sh calls mq_pg_paths again).
+mq_pg_paths || true
+
+# ---------------------------------------------------------------------------
+# Running as the postgres user
+# ---------------------------------------------------------------------------
+# as_postgres CMD...: run CMD as `postgres` when we are root, directly
+# otherwise.  The whole environment (PATH, PG*, PERL5LIB, ...) is kept.  If
+# postgres cannot enter the current directory, CMD runs from / instead.
+as_postgres() {
+	if mq_is_root; then
+		if runuser -u postgres -- test -x . 2>/dev/null; then
+			runuser -u postgres -- "$@"
+		else
+			(cd / && runuser -u postgres -- "$@")
+		fi
+	else
+		"$@"
+	fi
+}
+
+# mq_run_timeout SECS [as_postgres] CMD...: run CMD (a program, not a shell
+# function) with a time limit; `as_postgres` as the first word runs it as the
+# postgres user.  Runs in the background and waits, so INT/TERM reach our
+# trap at once; the trap terminates it.  Returns CMD's status (124: timeout).
+mq_run_timeout() {
+	local secs="$1"
+	shift
+	local pfx=() pid rc=0
+	if [[ "$1" == as_postgres ]]; then
+		shift
+		if mq_is_root; then
+			pfx=(runuser -u postgres --)
+		fi
+	fi
+	(
+		if ((${#pfx[@]})) && ! runuser -u postgres -- test -x . 2>/dev/null; then
+			cd /
+		fi
+		exec "${pfx[@]}" timeout -k 10 "$secs" "$@"
+	) &
+	pid=$!
+	MQ_CHILD_PIDS+=("$pid")
+	wait "$pid" || rc=$?
+	local p kept=()
+	for p in "${MQ_CHILD_PIDS[@]}"; do
+		[[ "$p" == "$pid" ]] || kept+=("$p")
+	done
+	MQ_CHILD_PIDS=("${kept[@]}")
+	if ((rc == 124 || rc == 137)); then
+		mq_log "timed out after ${secs}s: $*"
+	fi
+	return "$rc"
+}
+
+# mq_stop_servers_under DIR: stop (immediate, then SIGKILL) every postmaster
+# whose data directory lies under DIR, e.g. nodes left by a killed TAP test.
+mq_stop_servers_under() {
+	local dir="$1" pidfile data pid
+	[[ -d "$dir" ]] || return 0
+	while IFS= read -r -d '' pidfile; do
+		data="$(dirname "$pidfile")"
+		as_postgres pg_ctl -D "$data" -m immediate -w -t 20 stop >/dev/null 2>&1 || true
+		if [[ -f "$pidfile" ]]; then
+			pid="$(head -n 1 "$pidfile" 2>/dev/null || true)"
+			if [[ "$pid" =~ ^[0-9]+$ ]] && kill -0 "$pid" 2>/dev/null; then
+				kill -KILL "$pid" 2>/dev/null || true
+			fi
+		fi
+	done < <(find "$dir" -name postmaster.pid -print0 2>/dev/null)
+}
+
+# ---------------------------------------------------------------------------
+# Cleanup: one trap for everything
+# ---------------------------------------------------------------------------
+MQ_CLUSTERS=()       # names of running clusters, in start order
+MQ_EXIT_HOOKS=()     # extra commands (strings, eval'ed) run at exit
+declare -gA MQ_CLUSTER_DIR=() MQ_CLUSTER_PORT=()
+MQ_CHILD_PIDS=()     # background commands started by mq_run_timeout
+MQ_CLEANED_UP=""
+
+mq_on_exit() { MQ_EXIT_HOOKS+=("$1"); }
+
+_mq_cleanup() {
+	local rc=$?
+	[[ -n "$MQ_CLEANED_UP" ]] && return "$rc"
+	MQ_CLEANED_UP=1
+	set +e
+	trap - INT TERM
+	local i
+	for i in "${MQ_CHILD_PIDS[@]}"; do
+		kill -TERM "$i" 2>/dev/null
+	done
+	((${#MQ_CHILD_PIDS[@]})) && sleep 1
+	for ((i = ${#MQ_CLUSTERS[@]} - 1; i >= 0; i--)); do
+		cluster_stop "${MQ_CLUSTERS[i]}" >/dev/null 2>&1 ||
+			mq_log "warning: could not stop cluster ${MQ_CLUSTERS[i]}"
+	done
+	for ((i = ${#MQ_EXIT_HOOKS[@]} - 1; i >= 0; i--)); do
+		eval "${MQ_EXIT_HOOKS[i]}" >/dev/null 2>&1
+	done
+	return "$rc"
+}
+trap _mq_cleanup EXIT
+trap 'exit 130' INT
+trap 'exit 143' TERM
+
+# ---------------------------------------------------------------------------
+# Free TCP port on 127.0.0.1 (the kernel picks; perl is always present)
+# ---------------------------------------------------------------------------
+free_port() {
+	perl -MIO::Socket::INET -e '
+		my $s = IO::Socket::INET->new(LocalAddr => "127.0.0.1", LocalPort => 0,
+			Proto => "tcp", Listen => 1, ReuseAddr => 0) or die "bind: $!\n";
+		print $s->sockport, "\n";'
+}
+
+# ---------------------------------------------------------------------------
+# Throwaway clusters
+# ---------------------------------------------------------------------------
+# cluster_start NAME [postgresql.conf line...]
+# Creates, configures and starts a cluster in a fresh temp dir.  Exports
+# PGHOST (the socket dir), PGPORT, PGUSER=postgres, PGDATABASE=postgres, and
+# MQ_CLUSTER (dir), MQ_PGDATA, MQ_SERVER_LOG for the caller.
+cluster_start() {
+	local name="${1:?cluster_start NAME [conf lines...]}"
+	shift
+	[[ "$name" =~ ^[A-Za-z0-9_-]+$ ]] || {
+		mq_log "cluster_start: bad name '$name'"
+		return 1
+	}
+	if [[ -n "${MQ_CLUSTER_DIR[$name]:-}" ]]; then
+		mq_log "cluster_start: cluster '$name' already running"
+		return 1
+	fi
+	command -v initdb >/dev/null || {
+		mq_log "cluster_start: initdb not found (is postgresql-15 installed?)"
+		return 1
+	}
+
+	local dir
+	dir="$(mktemp -d "${TMPDIR:-/tmp}/mq-$name.XXXXXX")" || return 1
+	MQ_CLUSTERS+=("$name")
+	MQ_CLUSTER_DIR[$name]="$dir"
+	chmod 700 "$dir"
+	if mq_is_root; then
+		chown postgres:postgres "$dir" || return 1
+	fi
+	local data="$dir/data" log="$dir/server.log"
+
+	# shellcheck disable=SC2086 # MQ_INITDB_OPTS is a list of options
+	if ! as_postgres initdb -D "$data" -U postgres --auth=trust $MQ_INITDB_OPTS \
+		>"$dir/initdb.log" 2>&1; then
+		mq_log "cluster_start: initdb failed for '$name':"
+		tail -n 30 "$dir/initdb.log" >&2
+		return 1
+	fi
+
+	{
+		printf '\n# --- added by scripts/lib.sh cluster_start ---\n'
+		printf "listen_addresses = '127.0.0.1'\n"
+		printf "unix_socket_directories = '%s'\n" "$dir"
+		printf 'max_connections = 100\n'
+		printf 'logging_collector = off\n'
+		printf "log_line_prefix = '%%m [%%p] %%q%%a '\n"
+		if [[ -n "$MQ_PRELOAD" ]]; then
+			printf "shared_preload_libraries = '%s'\n" "$MQ_PRELOAD"
+		fi
+		local line
+		for line in "$@"; do printf '%s\n' "$line"; done
+	} >>"$data/postgresql.conf"
+
+	local attempt port started=""
+	for attempt in 1 2 3; do
+		port="$(free_port)" || return 1
+		# The last "port" line wins in postgresql.conf.
+		printf 'port = %s\n' "$port" >>"$data/postgresql.conf"
+		if as_postgres pg_ctl -D "$data" -l "$log" -w -t 60 start >/dev/null 2>&1; then
+			started=1
+			break
+		fi
+		if grep -q 'Address already in use' "$log" 2>/dev/null; then
+			mq_log "cluster_start: port $port taken, retrying ($attempt)"
+			continue
+		fi
+		break
+	done
+	if [[ -z "$started" ]]; then
+		mq_log "cluster_start: server '$name' failed to start; last lines of $log:"
+		tail -n 40 "$log" >&2 || true
+		return 1
+	fi
+
+	MQ_CLUSTER_PORT[$name]="$port"
+	cluster_env "$name"
+	mq_log "cluster '$name' up: port $port, socket dir $dir, log $log"
+}
+
+# cluster_env NAME: (re-)export the connection variables for NAME.
+cluster_env() {
+	local name="${1:?cluster_env NAME}"
+	local dir="${MQ_CLUSTER_DIR[$name]:?no such cluster: $name}"
+	export PGHOST="$dir" PGPORT="${MQ_CLUSTER_PORT[$name]}"
+	export PGUSER=postgres PGDATABASE=postgres
+	export MQ_CLUSTER="$dir" MQ_PGDATA="$dir/data" MQ_SERVER_LOG="$dir/server.log"
+}
+
+# cluster_stop [NAME]: stop NAME (default: the last started) and remove its
+# temp dir.  Fast shutdown, then immediate, then SIGKILL of its postmaster.
+cluster_stop() {
+	local name="${1:-}"
+	if [[ -z "$name" ]]; then
+		((${#MQ_CLUSTERS[@]})) || return 0
+		name="${MQ_CLUSTERS[${#MQ_CLUSTERS[@]} - 1]}"
+	fi
+	local dir="${MQ_CLUSTER_DIR[$name]:-}"
+	[[ -n "$dir" ]] || return 0
+	local data="$dir/data"
+	if [[ -f "$data/postmaster.pid" ]]; then
+		if ! as_postgres pg_ctl -D "$data" -m fast -w -t 30 stop >/dev/null 2>&1; then
+			as_postgres pg_ctl -D "$data" -m immediate -w -t 30 stop >/dev/null 2>&1 || true
+		fi
+		if [[ -f "$data/postmaster.pid" ]]; then
+			local pid
+			pid="$(head -n 1 "$data/postmaster.pid" 2>/dev/null || true)"
+			if [[ "$pid" =~ ^[0-9]+$ ]] && kill -0 "$pid" 2>/dev/null; then
+				mq_log "cluster_stop: killing postmaster $pid of '$name'"
+				kill -KILL "$pid" 2>/dev/null || true
+				sleep 1
+			fi
+		fi
+	fi
+	if [[ -n "${MQ_KEEP_TMP:-}" ]]; then
+		mq_log "cluster '$name' stopped; kept $dir"
+	else
+		rm -rf "$dir"
+	fi
+	unset 'MQ_CLUSTER_DIR[$name]' 'MQ_CLUSTER_PORT[$name]'
+	local n kept=()
+	for n in "${MQ_CLUSTERS[@]}"; do
+		[[ "$n" == "$name" ]] || kept+=("$n")
+	done
+	MQ_CLUSTERS=("${kept[@]}")
+	if [[ "${MQ_CLUSTER:-}" == "$dir" ]]; then
+		unset PGHOST PGPORT MQ_CLUSTER MQ_PGDATA MQ_SERVER_LOG
+	fi
+}
+
+# ---------------------------------------------------------------------------
+# Build + install the extension (shared by test.sh and demo.sh)
+# ---------------------------------------------------------------------------
+mq_build_install() {
+	mq_pg_paths || mq_die "pg_config not found; run scripts/install-deps.sh"
+	local jobs
+	jobs="$(nproc 2>/dev/null || echo 2)"
+	if ! compgen -G "$MQ_REPO_ROOT/src/*.c" >/dev/null; then
+		mq_log "mq_build_install: no src/*.c yet: nothing to build"
+		return 1
+	fi
+	(cd "$MQ_REPO_ROOT" && make -s -j"$jobs" PG_CONFIG="$PG_CONFIG") || return 1
+	if mq_is_root; then
+		(cd "$MQ_REPO_ROOT" && make -s install PG_CONFIG="$PG_CONFIG") || return 1
+	elif command -v sudo >/dev/null 2>&1; then
+		(cd "$MQ_REPO_ROOT" && sudo make -s install PG_CONFIG="$PG_CONFIG") || return 1
+	else
+		mq_log "mq_build_install: not root and no sudo: cannot install"
+		return 1
+	fi
+}

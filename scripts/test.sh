@@ -1,0 +1,247 @@
+#!/usr/bin/env bash
+# The mq test command (README and .ci/run call exactly this).
+#
+# Phases:
+#   1. scripts/install-deps.sh
+#   2. build + install the extension (make -s; make -s install)
+#   3. one throwaway cluster (shared_preload_libraries = 'mq'), then
+#      a. pg_regress: `make installcheck` (sql/*.sql vs expected/*.out)
+#      b. pgTAP: each test/pgtap/*.sql with pg_prove, in its own fresh
+#         database where `CREATE EXTENSION pgtap; CREATE EXTENSION mq;`
+#         already ran (suites must not create them again, or must use
+#         IF NOT EXISTS)
+#      c. test/concurrency/*.sh, each run with bash from the repo root with
+#         PGHOST/PGPORT/PGUSER set and PGDATABASE (= MQ_TEST_DB) a fresh
+#         database where `CREATE EXTENSION mq` already ran
+#   4. multi-node TAP tests test/t/*.pl with prove as the postgres user
+#      (PostgreSQL::Test::Cluster; each test starts its own nodes).
+#      MQ_REPO_ROOT names the repo; test/t is in @INC for helper modules.
+#
+# Prints `N passed, N failed` (N counts suites) as its very last line and
+# exits non-zero if any suite failed.
+#
+# Knobs: MQ_SUITE_TIMEOUT (seconds per suite, default 300),
+#        MQ_TEST_ONLY (space-separated phases to run: regress pgtap
+#        concurrency tap; default all),
+#        MQ_SKIP_BUILD=1 (skip install-deps and build/install: rerun
+#        tests against what is already installed),
+#        MQ_PRELOAD / MQ_EXTENSION (see scripts/lib.sh).
+set -euo pipefail
+
+cd "$(dirname "${BASH_SOURCE[0]}")/.."
+# shellcheck source=scripts/lib.sh
+source scripts/lib.sh
+
+SUITE_TIMEOUT="${MQ_SUITE_TIMEOUT:-300}"
+ONLY="${MQ_TEST_ONLY:-regress pgtap concurrency tap}"
+PASSED=0
+FAILED=0
+FAILED_NAMES=()
+LOGS_DIR=""
+
+want() { [[ " $ONLY " == *" $1 "* ]]; }
+
+pass() {
+	PASSED=$((PASSED + 1))
+	printf -- '--- PASS: %s\n' "$1"
+}
+fail() {
+	FAILED=$((FAILED + 1))
+	FAILED_NAMES+=("$1")
+	printf -- '--- FAIL: %s\n' "$1"
+}
+
+# keep_log FILE-OR-DIR [NAME]: copy into a directory kept after the run.
+keep_log() {
+	if [[ -z "$LOGS_DIR" ]]; then
+		LOGS_DIR="$(mktemp -d "${TMPDIR:-/tmp}/mq-test-logs.XXXXXX")"
+		chmod 755 "$LOGS_DIR"
+	fi
+	cp -r "$1" "$LOGS_DIR/${2:-$(basename "$1")}" 2>/dev/null || true
+}
+
+finish() {
+	cluster_stop >/dev/null 2>&1 || true
+	if ((FAILED > 0)); then
+		echo
+		echo "failed suites: ${FAILED_NAMES[*]}"
+		[[ -n "$LOGS_DIR" ]] && echo "logs of failed suites kept in $LOGS_DIR"
+	fi
+	echo
+	printf '%d passed, %d failed\n' "$PASSED" "$FAILED"
+	if ((FAILED > 0)); then exit 1; fi
+	exit 0
+}
+
+# fresh_db NAME [extension...]: create database NAME with the extensions.
+fresh_db() {
+	local db="$1"
+	shift
+	createdb "$db" || return 1
+	local ext args=()
+	for ext in "$@"; do
+		args+=(-c "CREATE EXTENSION $ext")
+	done
+	if ((${#args[@]})); then
+		psql -X -q -v ON_ERROR_STOP=1 -d "$db" "${args[@]}" || return 1
+	fi
+}
+
+# Database-safe name from a file name.
+db_name() {
+	local base
+	base="$(basename "$1")"
+	base="${base%.*}"
+	base="$(printf '%s' "$base" | tr -c 'A-Za-z0-9_' '_' | tr '[:upper:]' '[:lower:]')"
+	printf '%s_%s\n' "$2" "${base:0:50}"
+}
+
+# --------------------------------------------------------------------------
+if [[ -z "${MQ_SKIP_BUILD:-}" ]]; then
+	mq_phase "dependencies (scripts/install-deps.sh)"
+	bash scripts/install-deps.sh
+fi
+mq_pg_paths || mq_die "pg_config not found (run scripts/install-deps.sh)"
+echo "PostgreSQL: $(pg_config --version), binaries in $PG_BINDIR"
+
+# --------------------------------------------------------------------------
+if [[ -z "${MQ_SKIP_BUILD:-}" ]]; then
+	mq_phase "build + install (make -s; make -s install)"
+	if mq_build_install; then
+		echo "extension built and installed into $(pg_config --pkglibdir)"
+	else
+		fail "build"
+		finish
+	fi
+fi
+
+# --------------------------------------------------------------------------
+shopt -s nullglob
+REGRESS_SQL=(sql/*.sql)
+PGTAP_SQL=(test/pgtap/*.sql)
+CONC_SH=(test/concurrency/*.sh)
+TAP_PL=(test/t/*.pl)
+shopt -u nullglob
+
+if want regress || want pgtap || want concurrency; then
+	mq_phase "start throwaway cluster (shared_preload_libraries = '$MQ_PRELOAD')"
+	if ! cluster_start main; then
+		fail "cluster-start"
+		finish
+	fi
+fi
+
+# --------------------------------------------------------------------------
+if want regress; then
+	mq_phase "pg_regress: make installcheck (${#REGRESS_SQL[@]} tests in sql/)"
+	if ((${#REGRESS_SQL[@]} == 0)); then
+		echo "no sql/*.sql: skipped"
+	else
+		rm -rf results regression.diffs regression.out
+		# TAP_TESTS= : never let make run prove here (it would run as root).
+		if mq_run_timeout "$SUITE_TIMEOUT" make -s installcheck TAP_TESTS= \
+			PG_CONFIG="$PG_CONFIG"; then
+			pass "pg_regress"
+		else
+			fail "pg_regress"
+			if [[ -f regression.diffs ]]; then
+				echo "---- regression.diffs (first 400 lines) ----"
+				head -n 400 regression.diffs
+				echo "---- end of regression.diffs ----"
+				keep_log regression.diffs
+			fi
+		fi
+	fi
+fi
+
+# --------------------------------------------------------------------------
+if want pgtap; then
+	mq_phase "pgTAP: pg_prove (${#PGTAP_SQL[@]} suites in test/pgtap/)"
+	((${#PGTAP_SQL[@]})) || echo "no test/pgtap/*.sql: skipped"
+	for f in "${PGTAP_SQL[@]}"; do
+		db="$(db_name "$f" tap)"
+		if ! fresh_db "$db" pgtap "$MQ_EXTENSION"; then
+			fail "pgtap:$f"
+			continue
+		fi
+		if mq_run_timeout "$SUITE_TIMEOUT" pg_prove --failures -d "$db" "$f"; then
+			pass "pgtap:$f"
+		else
+			fail "pgtap:$f"
+		fi
+	done
+fi
+
+# --------------------------------------------------------------------------
+if want concurrency; then
+	mq_phase "concurrency scripts (${#CONC_SH[@]} in test/concurrency/)"
+	((${#CONC_SH[@]})) || echo "no test/concurrency/*.sh: skipped"
+	for f in "${CONC_SH[@]}"; do
+		db="$(db_name "$f" conc)"
+		echo "running $f (database $db)"
+		if ! fresh_db "$db" "$MQ_EXTENSION"; then
+			fail "concurrency:$f"
+			continue
+		fi
+		if PGDATABASE="$db" MQ_TEST_DB="$db" \
+			mq_run_timeout "$SUITE_TIMEOUT" bash "$f"; then
+			pass "concurrency:$f"
+		else
+			fail "concurrency:$f"
+		fi
+	done
+fi
+
+if [[ -n "${MQ_CLUSTER:-}" ]]; then
+	if ((FAILED > 0)) && [[ -f "$MQ_SERVER_LOG" ]]; then
+		keep_log "$MQ_SERVER_LOG" server-main.log
+	fi
+	cluster_stop
+fi
+
+# --------------------------------------------------------------------------
+if want tap; then
+	mq_phase "multi-node TAP: prove as postgres (${#TAP_PL[@]} tests in test/t/)"
+	if ((${#TAP_PL[@]} == 0)); then
+		echo "no test/t/*.pl: skipped"
+	else
+		TAPDIR="$(mktemp -d "${TMPDIR:-/tmp}/mq-tap.XXXXXX")"
+		mkdir -p "$TAPDIR/tmp"
+		if mq_is_root; then chown -R postgres:postgres "$TAPDIR"; fi
+		mq_on_exit "mq_stop_servers_under '$TAPDIR'; rm -rf '$TAPDIR'"
+
+		# postgres must read the tests (and whatever they use in the repo):
+		# grant o+rX where it is missing; never chown the repo.
+		if mq_is_root && ! runuser -u postgres -- test -r "${TAP_PL[0]}"; then
+			echo "making $MQ_REPO_ROOT readable by postgres (chmod o+rX)"
+			d="$MQ_REPO_ROOT"
+			while [[ "$d" != / ]]; do
+				chmod o+x "$d"
+				d="$(dirname "$d")"
+			done
+			chmod -R o+rX "$MQ_REPO_ROOT"
+		fi
+
+		for f in "${TAP_PL[@]}"; do
+			if TESTDIR="$TAPDIR" PG_REGRESS="$PG_REGRESS" TMPDIR="$TAPDIR/tmp" \
+				PERL5LIB="$PG_TAP_PERL:$MQ_REPO_ROOT/test/t${PERL5LIB:+:$PERL5LIB}" \
+				mq_run_timeout "$SUITE_TIMEOUT" as_postgres \
+				prove -I "$PG_TAP_PERL" -I "$MQ_REPO_ROOT/test/t" "$f"; then
+				pass "tap:$f"
+			else
+				fail "tap:$f"
+				base="$(basename "$f" .pl)"
+				log="$TAPDIR/tmp_check/log/regress_log_$base"
+				if [[ -f "$log" ]]; then
+					echo "---- last 60 lines of regress_log_$base ----"
+					tail -n 60 "$log"
+					echo "---- end ----"
+				fi
+				keep_log "$TAPDIR/tmp_check/log" "tap-$base"
+			fi
+			mq_stop_servers_under "$TAPDIR"
+		done
+	fi
+fi
+
+finish
