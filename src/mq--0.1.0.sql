@@ -237,10 +237,15 @@ DECLARE
 BEGIN
     SELECT relid INTO STRICT v_part FROM mq.partition_state
      WHERE topic_id = p_topic_id AND partition = p_partition;
-    EXECUTE format('CREATE TABLE mq_log.%I PARTITION OF %s FOR VALUES FROM (%s) TO (%s)',
-                   v_name, v_part, p_base, p_end);
+    -- CREATE TABLE ... PARTITION OF would lock the partition's table in
+    -- ACCESS EXCLUSIVE mode and so wait for every reader of it; ATTACH of
+    -- an empty table needs only SHARE UPDATE EXCLUSIVE and scans nothing.
+    EXECUTE format('CREATE TABLE mq_log.%I (LIKE %s INCLUDING DEFAULTS INCLUDING CONSTRAINTS)',
+                   v_name, v_part);
     v_rel := format('mq_log.%I', v_name)::regclass;
     EXECUTE format('CREATE UNIQUE INDEX ON %s (msg_offset)', v_rel);
+    EXECUTE format('ALTER TABLE %s ATTACH PARTITION %s FOR VALUES FROM (%s) TO (%s)',
+                   v_part, v_rel, p_base, p_end);
     EXECUTE format('CREATE TRIGGER mq_log_immutable BEFORE UPDATE OR DELETE OR TRUNCATE ON %s
                     FOR EACH STATEMENT EXECUTE FUNCTION mq._refuse_log_change()', v_rel);
     INSERT INTO mq.segment (topic_id, partition, base_offset, end_offset, relid)

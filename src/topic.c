@@ -28,6 +28,7 @@
 #include "utils/hsearch.h"
 #include "utils/inval.h"
 #include "utils/memutils.h"
+#include "utils/snapmgr.h"
 
 #include "mq.h"
 
@@ -116,6 +117,12 @@ load_topic(MqTopic *t, const char *name)
 	uint64		n;
 	int			ret;
 
+	/*
+	 * Read the newest committed structure (and our own changes), not the
+	 * transaction's snapshot: under REPEATABLE READ that would miss segments
+	 * that maintenance created since the transaction began.
+	 */
+	PushActiveSnapshot(GetLatestSnapshot());
 	SPI_connect();
 	arg[0] = CStringGetTextDatum(name);
 	ret = SPI_execute_with_args("SELECT topic_id, relid::oid, partitions FROM mq.topic "
@@ -126,6 +133,7 @@ load_topic(MqTopic *t, const char *name)
 	if (SPI_processed == 0)
 	{
 		SPI_finish();
+		PopActiveSnapshot();
 		return false;
 	}
 	t->topic_id = DatumGetInt32(SPI_getbinval(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 1, &isnull));
@@ -196,6 +204,7 @@ load_topic(MqTopic *t, const char *name)
 		i = j;
 	}
 	SPI_finish();
+	PopActiveSnapshot();
 	return true;
 }
 
