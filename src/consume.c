@@ -14,6 +14,14 @@
  * that lasts until the poller's transaction ends.  Claims are taken with
  * a conditional acquire: a concurrent poller of the same group skips the
  * claimed partitions instead of waiting, so the two get disjoint records.
+ * The committed position is read after the claim, with the latest
+ * snapshot, so a poller that takes over a partition right after another
+ * committed starts where that one stopped.
+ *
+ * Within a transaction a poll advances the consumer's position (as a
+ * Kafka consumer's position advances in memory), and commit_offset sets
+ * it.  With auto_commit, a poll first commits what the same session's
+ * previous auto-commit poll of that group and topic returned.
  *
  *-------------------------------------------------------------------------
  */
@@ -23,6 +31,7 @@
 #include "access/nbtree.h"
 #include "access/table.h"
 #include "access/tableam.h"
+#include "access/xact.h"
 #include "catalog/pg_type.h"
 #include "common/hashfn.h"
 #include "executor/spi.h"
@@ -33,6 +42,8 @@
 #include "storage/lock.h"
 #include "utils/builtins.h"
 #include "utils/fmgroids.h"
+#include "utils/hsearch.h"
+#include "utils/memutils.h"
 #include "utils/snapmgr.h"
 #include "utils/tuplestore.h"
 
@@ -45,27 +56,28 @@ PG_FUNCTION_INFO_V1(mq_committed_offset);
 
 #define MQ_MAX_FETCH 1000000
 
-/* Run a one-row, one-column int8 query with cached plan; false if no row. */
+/*
+ * Run a one-row, one-column int8 query with a cached plan, as the extension
+ * owner and with the latest snapshot; false if there is no row or it is null.
+ */
 static bool
 spi_get_int64(SPIPlanPtr *plan, const char *sql, int nargs, Oid *argtypes,
 			  Datum *args, int64 *result)
 {
 	bool		isnull = true;
+	MqSpiSave	spi;
 
-	SPI_connect();
+	PushActiveSnapshot(GetLatestSnapshot());
+	mq_spi_begin(&spi);
 	if (*plan == NULL)
-	{
-		*plan = SPI_prepare(sql, nargs, argtypes);
-		if (*plan == NULL)
-			elog(ERROR, "mq: SPI_prepare failed: %s", SPI_result_code_string(SPI_result));
-		SPI_keepplan(*plan);
-	}
+		*plan = mq_spi_prepare(sql, nargs, argtypes);
 	if (SPI_execute_plan(*plan, args, NULL, true, 1) != SPI_OK_SELECT)
 		elog(ERROR, "mq: query failed: %s", sql);
 	if (SPI_processed == 1)
 		*result = DatumGetInt64(SPI_getbinval(SPI_tuptable->vals[0],
 											  SPI_tuptable->tupdesc, 1, &isnull));
-	SPI_finish();
+	mq_spi_end(&spi);
+	PopActiveSnapshot();
 	return !isnull;
 }
 
@@ -233,6 +245,83 @@ committed_position(text *group, MqTopic *topic, int32 partition)
 	return pos;
 }
 
+/*
+ * Positions: where a consumer (group, topic, partition) reads next.  One
+ * table lives for the transaction (what polls returned and commit_offset
+ * set), one for the session (what the last auto-commit poll returned,
+ * to be committed by the next).
+ */
+typedef struct PositionKey
+{
+	uint32		group_hash;
+	int32		topic_id;
+	int32		partition;
+	char		group[NAMEDATALEN * 4];
+} PositionKey;
+
+typedef struct Position
+{
+	PositionKey key;
+	int64		next_offset;
+} Position;
+
+static HTAB *xact_positions = NULL;
+static HTAB *pending_autocommit = NULL;
+
+static HTAB *
+position_table(MemoryContext cxt, const char *name)
+{
+	HASHCTL		ctl;
+
+	memset(&ctl, 0, sizeof(ctl));
+	ctl.keysize = sizeof(PositionKey);
+	ctl.entrysize = sizeof(Position);
+	ctl.hcxt = cxt;
+	return hash_create(name, 16, &ctl, HASH_ELEM | HASH_BLOBS | HASH_CONTEXT);
+}
+
+static void
+consume_xact_callback(XactEvent event, void *arg)
+{
+	if (event == XACT_EVENT_COMMIT || event == XACT_EVENT_ABORT ||
+		event == XACT_EVENT_PARALLEL_COMMIT || event == XACT_EVENT_PARALLEL_ABORT ||
+		event == XACT_EVENT_PREPARE)
+		xact_positions = NULL;	/* its memory goes with the transaction */
+}
+
+void
+mq_consume_init(void)
+{
+	RegisterXactCallback(consume_xact_callback, NULL);
+}
+
+static void
+position_key(PositionKey *key, text *group, MqTopic *topic, int32 partition)
+{
+	int			len = VARSIZE_ANY_EXHDR(group);
+
+	if (len >= (int) sizeof(key->group))
+		ereport(ERROR,
+				(errcode(ERRCODE_MQ_INVALID_ARGUMENT),
+				 errmsg("group_id is longer than %d bytes", (int) sizeof(key->group) - 1)));
+	memset(key, 0, sizeof(*key));
+	memcpy(key->group, VARDATA_ANY(group), len);
+	key->group_hash = hash_any((unsigned char *) key->group, len);
+	key->topic_id = topic->topic_id;
+	key->partition = partition;
+}
+
+static void
+set_position(HTAB **table, MemoryContext cxt, PositionKey *key, int64 next)
+{
+	Position   *pos;
+
+	if (*table == NULL)
+		*table = position_table(cxt, "mq positions");
+	pos = hash_search(*table, key, HASH_ENTER, NULL);
+	pos->next_offset = next;
+}
+
 static void
 check_group(text *group)
 {
@@ -244,71 +333,159 @@ check_group(text *group)
 
 /* Claim a group's partition for this transaction, without waiting. */
 static bool
-claim_partition(text *group, MqTopic *topic, int32 partition)
+claim_partition(PositionKey *key)
 {
 	LOCKTAG		tag;
-	uint32		h = hash_any((unsigned char *) VARDATA_ANY(group), VARSIZE_ANY_EXHDR(group));
 
-	SET_LOCKTAG_ADVISORY(tag, MyDatabaseId, hash_combine(h, (uint32) topic->topic_id),
-						 (uint32) partition, MQ_LOCK_CLAIM);
+	SET_LOCKTAG_ADVISORY(tag, MyDatabaseId, hash_combine(key->group_hash, (uint32) key->topic_id),
+						 (uint32) key->partition, MQ_LOCK_CLAIM);
 	return LockAcquire(&tag, ExclusiveLock, false, true) != LOCKACQUIRE_NOT_AVAIL;
 }
 
 /*
- * mq.poll(group_id, topic, max_records): records from the group's committed
- * positions, over the partitions this caller could claim.  Partitions are
- * visited from a rotating start so that one busy partition does not starve
- * the others.  A group with no committed offset starts at the log start.
+ * Store a committed offset.  Forward-only commits (auto-commit) never move
+ * a group's position back over what another consumer committed meanwhile.
+ */
+static void
+store_offset(text *group, MqTopic *topic, int32 partition, int64 next,
+			 Datum metadata, bool metadata_null, bool forward_only)
+{
+	static SPIPlanPtr plans[2] = {NULL, NULL};
+	Datum		args[5];
+	char		argnulls[5] = {' ', ' ', ' ', ' ', ' '};
+	MqSpiSave	spi;
+
+	args[0] = PointerGetDatum(group);
+	args[1] = Int32GetDatum(topic->topic_id);
+	args[2] = Int32GetDatum(partition);
+	args[3] = Int64GetDatum(next);
+	args[4] = metadata;
+	if (metadata_null)
+		argnulls[4] = 'n';
+
+	mq_spi_begin(&spi);
+	if (plans[forward_only] == NULL)
+	{
+		Oid			argtypes[5] = {TEXTOID, INT4OID, INT4OID, INT8OID, TEXTOID};
+
+		plans[forward_only] =
+			mq_spi_prepare(forward_only ?
+						   "INSERT INTO mq.consumer_offset AS c "
+						   "  (group_id, topic_id, partition, next_offset, metadata) "
+						   "VALUES ($1, $2, $3, $4, $5) "
+						   "ON CONFLICT (group_id, topic_id, partition) DO UPDATE "
+						   "SET next_offset = EXCLUDED.next_offset, committed_at = pg_catalog.now() "
+						   "WHERE c.next_offset < EXCLUDED.next_offset" :
+						   "INSERT INTO mq.consumer_offset AS c "
+						   "  (group_id, topic_id, partition, next_offset, metadata) "
+						   "VALUES ($1, $2, $3, $4, $5) "
+						   "ON CONFLICT (group_id, topic_id, partition) DO UPDATE "
+						   "SET next_offset = EXCLUDED.next_offset, metadata = EXCLUDED.metadata, "
+						   "    committed_at = pg_catalog.now()",
+						   5, argtypes);
+	}
+	if (SPI_execute_plan(plans[forward_only], args, argnulls, false, 0) != SPI_OK_INSERT)
+		elog(ERROR, "mq: offset commit failed");
+	mq_spi_end(&spi);
+}
+
+/* Commit what this session's previous auto-commit poll of group/topic returned. */
+static void
+auto_commit(text *group, MqTopic *topic)
+{
+	HASH_SEQ_STATUS status;
+	Position   *pos;
+	PositionKey probe;
+
+	if (pending_autocommit == NULL)
+		return;
+	position_key(&probe, group, topic, 0);
+	hash_seq_init(&status, pending_autocommit);
+	while ((pos = hash_seq_search(&status)) != NULL)
+	{
+		if (pos->key.topic_id != probe.topic_id ||
+			strcmp(pos->key.group, probe.group) != 0)
+			continue;
+		if (pos->key.partition < topic->npartitions)
+			store_offset(group, topic, pos->key.partition, pos->next_offset,
+						 (Datum) 0, true, true);
+		hash_search(pending_autocommit, &pos->key, HASH_REMOVE, NULL);
+	}
+}
+
+/*
+ * mq.poll(group_id, topic, max_records, auto_commit): records from the
+ * group's positions, over the partitions this caller could claim.
+ * Partitions are visited from a rotating start so that one busy partition
+ * does not starve the others.  A group with no committed offset starts at
+ * the log start.
  */
 Datum
 mq_poll(PG_FUNCTION_ARGS)
 {
-	static const char *const names[] = {"group_id", "topic", "max_records"};
+	static const char *const names[] = {"group_id", "topic", "max_records", "auto_commit"};
 	static uint32 rotation = 0;
 	ReturnSetInfo *rsinfo = (ReturnSetInfo *) fcinfo->resultinfo;
 	text	   *group;
 	MqTopic    *topic;
 	int32		max;
+	bool		autocommit;
 	int			got = 0;
 
-	check_not_null(fcinfo, 3, names);
+	check_not_null(fcinfo, 4, names);
 	group = PG_GETARG_TEXT_PP(0);
 	check_group(group);
 	topic = mq_topic_lookup_text(PG_GETARG_TEXT_PP(1));
 	max = PG_GETARG_INT32(2);
 	check_max_records(max);
+	autocommit = PG_GETARG_BOOL(3);
+
+	if (autocommit)
+		auto_commit(group, topic);
 
 	InitMaterializedSRF(fcinfo, 0);
 	rotation++;
 	for (int i = 0; i < topic->npartitions && got < max; i++)
 	{
 		MqPartition *part = &topic->parts[(rotation + i) % topic->npartitions];
+		PositionKey key;
+		Position   *known = NULL;
 		int64		pos;
+		int			n;
 
-		if (!claim_partition(group, topic, part->partition))
+		position_key(&key, group, topic, part->partition);
+		if (!claim_partition(&key))
 			continue;
-		pos = committed_position(group, topic, part->partition);
+		if (xact_positions != NULL)
+			known = hash_search(xact_positions, &key, HASH_FIND, NULL);
+		pos = known ? known->next_offset : committed_position(group, topic, part->partition);
 		if (pos < part->log_start)
 			pos = part->log_start;
-		got += read_partition(topic, part, pos, max - got, PG_GETARG_DATUM(1),
-							  rsinfo->setResult, rsinfo->setDesc);
+		n = read_partition(topic, part, pos, max - got, PG_GETARG_DATUM(1),
+						   rsinfo->setResult, rsinfo->setDesc);
+		got += n;
+		set_position(&xact_positions, TopTransactionContext, &key, pos + n);
+		if (autocommit && n > 0)
+			set_position(&pending_autocommit, TopMemoryContext, &key, pos + n);
 	}
 	return (Datum) 0;
 }
 
-/* mq.commit_offset(group_id, topic, partition, next_offset, metadata) */
+/*
+ * mq.commit_offset(group_id, topic, partition, next_offset, metadata,
+ * producer_id, producer_epoch).  With a producer, the commit is fenced like
+ * a send: a zombie instance of a transactional consumer cannot commit.
+ */
 Datum
 mq_commit_offset(PG_FUNCTION_ARGS)
 {
 	static const char *const names[] = {"group_id", "topic", "partition", "next_offset"};
-	static SPIPlanPtr plan = NULL;
 	text	   *group;
 	MqTopic    *topic;
 	MqPartition *part;
+	PositionKey key;
 	int64		next;
 	int64		end;
-	Datum		args[5];
-	char		argnulls[5] = {' ', ' ', ' ', ' ', ' '};
 
 	check_not_null(fcinfo, 4, names);
 	group = PG_GETARG_TEXT_PP(0);
@@ -316,6 +493,13 @@ mq_commit_offset(PG_FUNCTION_ARGS)
 	topic = mq_topic_lookup_text(PG_GETARG_TEXT_PP(1));
 	part = mq_topic_partition(topic, PG_GETARG_INT32(2));
 	next = PG_GETARG_INT64(3);
+
+	if (PG_ARGISNULL(5) != PG_ARGISNULL(6))
+		ereport(ERROR,
+				(errcode(ERRCODE_MQ_INVALID_ARGUMENT),
+				 errmsg("producer_id and producer_epoch must be given together")));
+	if (!PG_ARGISNULL(5))
+		mq_producer_check_epoch(PG_GETARG_INT64(5), PG_GETARG_INT32(6));
 
 	end = mq_log_end_offset(part, GetActiveSnapshot());
 	if (next < 0 || next > end)
@@ -325,33 +509,10 @@ mq_commit_offset(PG_FUNCTION_ARGS)
 						next, topic->name, part->partition, end),
 				 errhint("Commit the offset of the next record to read: the last processed offset plus one.")));
 
-	args[0] = PointerGetDatum(group);
-	args[1] = Int32GetDatum(topic->topic_id);
-	args[2] = Int32GetDatum(part->partition);
-	args[3] = Int64GetDatum(next);
-	args[4] = PG_ARGISNULL(4) ? (Datum) 0 : PG_GETARG_DATUM(4);
-	if (PG_ARGISNULL(4))
-		argnulls[4] = 'n';
-
-	SPI_connect();
-	if (plan == NULL)
-	{
-		Oid			argtypes[5] = {TEXTOID, INT4OID, INT4OID, INT8OID, TEXTOID};
-
-		plan = SPI_prepare("INSERT INTO mq.consumer_offset AS c "
-						   "  (group_id, topic_id, partition, next_offset, metadata) "
-						   "VALUES ($1, $2, $3, $4, $5) "
-						   "ON CONFLICT (group_id, topic_id, partition) DO UPDATE "
-						   "SET next_offset = EXCLUDED.next_offset, metadata = EXCLUDED.metadata, "
-						   "    committed_at = pg_catalog.now()",
-						   5, argtypes);
-		if (plan == NULL)
-			elog(ERROR, "mq: SPI_prepare failed: %s", SPI_result_code_string(SPI_result));
-		SPI_keepplan(plan);
-	}
-	if (SPI_execute_plan(plan, args, argnulls, false, 0) != SPI_OK_INSERT)
-		elog(ERROR, "mq: offset commit failed");
-	SPI_finish();
+	store_offset(group, topic, part->partition, next,
+				 PG_ARGISNULL(4) ? (Datum) 0 : PG_GETARG_DATUM(4), PG_ARGISNULL(4), false);
+	position_key(&key, group, topic, part->partition);
+	set_position(&xact_positions, TopTransactionContext, &key, next);
 	PG_RETURN_VOID();
 }
 

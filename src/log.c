@@ -254,7 +254,9 @@ append_to_segment(MqSegment *seg, int32 partition, MqRecordIn *recs, int n,
 
 /*
  * Append records to one partition; returns the offset of the first.  The
- * records get consecutive offsets in array order.
+ * records get consecutive offsets in array order.  With a producer, a batch
+ * that repeats one of the producer's last five returns the offset the
+ * original got and writes nothing.
  */
 int64
 mq_log_append(const char *topic_name, int32 partition, MqRecordIn *recs,
@@ -283,6 +285,9 @@ mq_log_append(const char *topic_name, int32 partition, MqRecordIn *recs,
 	part = mq_topic_partition(topic, partition);
 
 	base = next = mq_log_end_offset(part, SnapshotSelf);
+	if (producer != NULL &&
+		mq_producer_check_sequence(topic, partition, producer, nrecs, &base))
+		return base;			/* a retry: the original offsets, nothing written */
 	now = GetCurrentTimestamp();
 
 	for (int done = 0; done < nrecs;)
@@ -305,6 +310,8 @@ mq_log_append(const char *topic_name, int32 partition, MqRecordIn *recs,
 		next += k;
 		done += k;
 	}
+	if (producer != NULL)
+		mq_producer_record_batch(topic, partition, producer, nrecs, base);
 	return base;
 }
 

@@ -38,6 +38,7 @@ PGDLLEXPORT void mq_maintenance_main(Datum arg);
 
 static char *mq_database = NULL;
 static int	mq_maintenance_interval = 1000;
+static int	mq_producer_id_expiration_ms = 86400000;
 
 void
 _PG_init(void)
@@ -45,6 +46,13 @@ _PG_init(void)
 	BackgroundWorker worker;
 
 	mq_topic_cache_init();
+	mq_consume_init();
+
+	DefineCustomIntVariable("mq.producer_id_expiration_ms",
+							"Time after which an unused producer id expires.",
+							"Like Kafka's producer.id.expiration.ms; maintenance removes expired ids.",
+							&mq_producer_id_expiration_ms, 86400000, 1, INT_MAX,
+							PGC_SUSET, 0, NULL, NULL, NULL);
 
 	if (!process_shared_preload_libraries_in_progress)
 		return;

@@ -16,6 +16,7 @@
 #include "access/htup.h"
 #include "utils/relcache.h"
 #include "utils/snapshot.h"
+#include "executor/spi.h"
 
 /* SQLSTATEs (class MQ) */
 #define ERRCODE_MQ_UNKNOWN_TOPIC			MAKE_SQLSTATE('M','Q','0','0','1')
@@ -28,10 +29,15 @@
 #define ERRCODE_MQ_INVALID_RECORD			MAKE_SQLSTATE('M','Q','0','0','8')
 #define ERRCODE_MQ_LOG_IMMUTABLE			MAKE_SQLSTATE('M','Q','0','0','9')
 #define ERRCODE_MQ_INVALID_ARGUMENT			MAKE_SQLSTATE('M','Q','0','1','0')
+#define ERRCODE_MQ_OUT_OF_ORDER_SEQUENCE	MAKE_SQLSTATE('M','Q','0','1','1')
+#define ERRCODE_MQ_PRODUCER_FENCED			MAKE_SQLSTATE('M','Q','0','1','2')
+#define ERRCODE_MQ_UNKNOWN_PRODUCER_ID		MAKE_SQLSTATE('M','Q','0','1','3')
+#define ERRCODE_MQ_INVALID_PRODUCER_EPOCH	MAKE_SQLSTATE('M','Q','0','1','4')
 
 /* advisory lock tag field4 values, distinct from pg_advisory_lock's 1 and 2 */
 #define MQ_LOCK_PRODUCE		0x4D51	/* one producer per partition at a time */
 #define MQ_LOCK_CLAIM		0x4D52	/* a poller's claim on a group's partition */
+#define MQ_LOCK_PRODUCER	0x4D53	/* shared by sends, exclusive by init_producer */
 
 /* Column numbers of a log table (1-based, as in the CREATE TABLE) */
 #define Anum_log_partition		1
@@ -107,6 +113,26 @@ extern int64 mq_log_end_offset(MqPartition *part, Snapshot snapshot);
 extern int64 mq_log_append(const char *topic_name, int32 partition,
 						   MqRecordIn *recs, int nrecs, MqProducer *producer);
 extern bool mq_allow_log_change;
+
+/* consume.c */
+extern void mq_consume_init(void);
+
+/* producer.c */
+extern void mq_producer_check_epoch(int64 producer_id, int32 epoch);
+extern bool mq_producer_check_sequence(MqTopic *topic, int32 partition, MqProducer *p,
+									   int n, int64 *dup_base);
+extern void mq_producer_record_batch(MqTopic *topic, int32 partition, MqProducer *p,
+									 int n, int64 base);
+
+/* spi.c: catalog queries as the extension owner */
+typedef struct MqSpiSave
+{
+	Oid			user;
+	int			sec_context;
+} MqSpiSave;
+extern void mq_spi_begin(MqSpiSave *save);
+extern void mq_spi_end(MqSpiSave *save);
+extern SPIPlanPtr mq_spi_prepare(const char *sql, int nargs, Oid *argtypes);
 
 /* partitioner.c */
 extern int32 mq_murmur2(const char *data, int len);

@@ -151,6 +151,9 @@ send_records(FunctionCallInfo fcinfo, MqRecordIn *recs, int n)
 						 errhint("Give the partition, or split the batch by mq.partition_for().")));
 	}
 
+	if (producer.present)
+		mq_producer_check_epoch(producer.producer_id, producer.producer_epoch);
+
 	offsets = palloc(sizeof(int64) * n);
 	partitions = palloc(sizeof(int32) * n);
 	qsort(recs, n, sizeof(MqRecordIn), cmp_by_partition);

@@ -116,6 +116,7 @@ load_topic(MqTopic *t, const char *name)
 	bool		isnull;
 	uint64		n;
 	int			ret;
+	MqSpiSave	spi;
 
 	/*
 	 * Read the newest committed structure (and our own changes), not the
@@ -123,7 +124,7 @@ load_topic(MqTopic *t, const char *name)
 	 * that maintenance created since the transaction began.
 	 */
 	PushActiveSnapshot(GetLatestSnapshot());
-	SPI_connect();
+	mq_spi_begin(&spi);
 	arg[0] = CStringGetTextDatum(name);
 	ret = SPI_execute_with_args("SELECT topic_id, relid::oid, partitions FROM mq.topic "
 								"WHERE topic_name = $1",
@@ -132,7 +133,7 @@ load_topic(MqTopic *t, const char *name)
 		elog(ERROR, "mq: topic lookup failed: %s", SPI_result_code_string(ret));
 	if (SPI_processed == 0)
 	{
-		SPI_finish();
+		mq_spi_end(&spi);
 		PopActiveSnapshot();
 		return false;
 	}
@@ -203,7 +204,7 @@ load_topic(MqTopic *t, const char *name)
 		}
 		i = j;
 	}
-	SPI_finish();
+	mq_spi_end(&spi);
 	PopActiveSnapshot();
 	return true;
 }
@@ -270,14 +271,15 @@ mq_topic_by_id(int32 topic_id)
 	Datum		arg[1] = {Int32GetDatum(topic_id)};
 	Oid			argtype[1] = {INT4OID};
 	char	   *name = NULL;
+	MqSpiSave	spi;
 
-	SPI_connect();
+	mq_spi_begin(&spi);
 	if (SPI_execute_with_args("SELECT topic_name FROM mq.topic WHERE topic_id = $1",
 							  1, argtype, arg, NULL, true, 1) == SPI_OK_SELECT &&
 		SPI_processed == 1)
 		name = MemoryContextStrdup(CurTransactionContext,
 								   SPI_getvalue(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 1));
-	SPI_finish();
+	mq_spi_end(&spi);
 	if (name == NULL)
 		ereport(ERROR,
 				(errcode(ERRCODE_MQ_UNKNOWN_TOPIC),

@@ -1,0 +1,76 @@
+/*-------------------------------------------------------------------------
+ *
+ * spi.c
+ *	  Running the extension's own catalog queries as the extension owner.
+ *
+ * Producers and consumers are granted EXECUTE on mq's functions, not
+ * privileges on mq's catalog tables: a role that may commit a group's
+ * offsets through mq.commit_offset must not be able to rewrite them with
+ * UPDATE.  So the C code switches to the owner of schema mq around its
+ * SPI calls, the way PostgreSQL itself runs maintenance as the table
+ * owner, with SECURITY_RESTRICTED_OPERATION set.  An error restores the
+ * caller's identity when the (sub)transaction aborts.
+ *
+ *-------------------------------------------------------------------------
+ */
+#include "postgres.h"
+
+#include "access/htup_details.h"
+#include "catalog/namespace.h"
+#include "catalog/pg_namespace.h"
+#include "executor/spi.h"
+#include "miscadmin.h"
+#include "utils/syscache.h"
+
+#include "mq.h"
+
+static Oid
+mq_owner(void)
+{
+	static Oid	owner = InvalidOid;
+
+	if (!OidIsValid(owner))
+	{
+		HeapTuple	tup = SearchSysCache1(NAMESPACEOID,
+										  ObjectIdGetDatum(get_namespace_oid("mq", false)));
+
+		if (!HeapTupleIsValid(tup))
+			elog(ERROR, "mq: schema mq not found");
+		owner = ((Form_pg_namespace) GETSTRUCT(tup))->nspowner;
+		ReleaseSysCache(tup);
+	}
+	return owner;
+}
+
+/* SPI_connect and become the extension owner; save says whom to restore. */
+void
+mq_spi_begin(MqSpiSave *save)
+{
+	Oid			owner = mq_owner();
+
+	if (SPI_connect() != SPI_OK_CONNECT)
+		elog(ERROR, "mq: SPI_connect failed");
+	GetUserIdAndSecContext(&save->user, &save->sec_context);
+	SetUserIdAndSecContext(owner, save->sec_context |
+						   SECURITY_LOCAL_USERID_CHANGE |
+						   SECURITY_RESTRICTED_OPERATION);
+}
+
+void
+mq_spi_end(MqSpiSave *save)
+{
+	SPI_finish();
+	SetUserIdAndSecContext(save->user, save->sec_context);
+}
+
+SPIPlanPtr
+mq_spi_prepare(const char *sql, int nargs, Oid *argtypes)
+{
+	SPIPlanPtr	plan = SPI_prepare(sql, nargs, argtypes);
+
+	if (plan == NULL)
+		elog(ERROR, "mq: SPI_prepare failed for \"%s\": %s", sql,
+			 SPI_result_code_string(SPI_result));
+	SPI_keepplan(plan);
+	return plan;
+}
