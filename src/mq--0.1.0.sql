@@ -600,9 +600,9 @@ BEGIN
     END LOOP;
     -- producer ids unused for mq.producer_id_expiration_ms expire, as in Kafka
     DELETE FROM mq.producer p
-     WHERE p.last_used < now() - v_expiry
+     WHERE p.last_used < clock_timestamp() - v_expiry
        AND NOT EXISTS (SELECT 1 FROM mq.producer_state s
-                        WHERE s.producer_id = p.producer_id AND s.updated_at >= now() - v_expiry);
+                        WHERE s.producer_id = p.producer_id AND s.updated_at >= clock_timestamp() - v_expiry);
     RETURN v_created;
 END $$;
 REVOKE ALL ON FUNCTION mq.run_maintenance() FROM PUBLIC;
