@@ -53,6 +53,7 @@ PG_FUNCTION_INFO_V1(mq_fetch);
 PG_FUNCTION_INFO_V1(mq_poll);
 PG_FUNCTION_INFO_V1(mq_commit_offset);
 PG_FUNCTION_INFO_V1(mq_committed_offset);
+PG_FUNCTION_INFO_V1(mq_commit_polled);
 
 #define MQ_MAX_FETCH 1000000
 
@@ -531,4 +532,40 @@ mq_committed_offset(PG_FUNCTION_ARGS)
 	if (pos < 0)
 		PG_RETURN_NULL();
 	PG_RETURN_INT64(pos);
+}
+
+/*
+ * mq.commit_polled(group_id, topic): commit, for every partition this
+ * transaction polled, the position after the last record polled (or the
+ * offset commit_offset set since).  Returns the number of partitions.
+ * The exactly-once loop is then BEGIN; poll; work; commit_polled; COMMIT.
+ */
+Datum
+mq_commit_polled(PG_FUNCTION_ARGS)
+{
+	static const char *const names[] = {"group_id", "topic"};
+	text	   *group;
+	MqTopic    *topic;
+	PositionKey probe;
+	HASH_SEQ_STATUS status;
+	Position   *pos;
+	int			n = 0;
+
+	check_not_null(fcinfo, 2, names);
+	group = PG_GETARG_TEXT_PP(0);
+	check_group(group);
+	topic = mq_topic_lookup_text(PG_GETARG_TEXT_PP(1));
+	if (xact_positions == NULL)
+		PG_RETURN_INT32(0);
+
+	position_key(&probe, group, topic, 0);
+	hash_seq_init(&status, xact_positions);
+	while ((pos = hash_seq_search(&status)) != NULL)
+	{
+		if (pos->key.topic_id != probe.topic_id || strcmp(pos->key.group, probe.group) != 0)
+			continue;
+		store_offset(group, topic, pos->key.partition, pos->next_offset, (Datum) 0, true, false);
+		n++;
+	}
+	PG_RETURN_INT32(n);
 }

@@ -538,6 +538,11 @@ CREATE FUNCTION mq.commit_offset(group_id text, topic text, partition integer,
     RETURNS void
     AS 'MODULE_PATHNAME', 'mq_commit_offset' LANGUAGE C VOLATILE;
 
+CREATE FUNCTION mq.commit_polled(group_id text, topic text) RETURNS integer
+    AS 'MODULE_PATHNAME', 'mq_commit_polled' LANGUAGE C VOLATILE;
+COMMENT ON FUNCTION mq.commit_polled(text, text) IS
+    'commits the positions this transaction''s polls of the group reached';
+
 CREATE FUNCTION mq.committed_offset(group_id text, topic text, partition integer)
     RETURNS bigint
     AS 'MODULE_PATHNAME', 'mq_committed_offset' LANGUAGE C STABLE;
