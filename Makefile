@@ -6,7 +6,10 @@ EXTVERSION = 0.1.0
 MODULE_big = mq
 OBJS = $(patsubst %.c,%.o,$(wildcard src/*.c))
 
-DATA = $(wildcard src/mq--*.sql)
+# The install script is built from src/sql/*.sql in name order; upgrade
+# scripts (src/mq--OLD--NEW.sql) are installed as they are.
+DATA_built = mq--$(EXTVERSION).sql
+DATA = $(wildcard src/mq--*--*.sql)
 
 # pg_regress suites live in sql/ and expected/ (see DESIGN.md, section 2).
 REGRESS = $(patsubst sql/%.sql,%,$(sort $(wildcard sql/*.sql)))
@@ -17,3 +20,6 @@ PG_CPPFLAGS = -Wall -Wextra -Werror -Wno-unused-parameter -Wno-missing-field-ini
 PG_CONFIG ?= pg_config
 PGXS := $(shell $(PG_CONFIG) --pgxs)
 include $(PGXS)
+
+mq--$(EXTVERSION).sql: $(sort $(wildcard src/sql/*.sql))
+	cat $^ > $@

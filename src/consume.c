@@ -502,8 +502,13 @@ mq_commit_offset(PG_FUNCTION_ARGS)
 	if (!PG_ARGISNULL(5))
 		mq_producer_check_epoch(PG_GETARG_INT64(5), PG_GETARG_INT32(6));
 
+	if (next < 0)
+		ereport(ERROR,
+				(errcode(ERRCODE_MQ_OFFSET_OUT_OF_RANGE),
+				 errmsg("cannot commit negative offset " INT64_FORMAT, next),
+				 errhint("Commit the offset of the next record to read: the last processed offset plus one.")));
 	end = mq_log_end_offset(part, GetActiveSnapshot());
-	if (next < 0 || next > end)
+	if (next > end)
 		ereport(ERROR,
 				(errcode(ERRCODE_MQ_OFFSET_OUT_OF_RANGE),
 				 errmsg("cannot commit offset " INT64_FORMAT " for topic \"%s\" partition %d: the log ends at " INT64_FORMAT,
@@ -526,6 +531,7 @@ mq_committed_offset(PG_FUNCTION_ARGS)
 	int64		pos;
 
 	check_not_null(fcinfo, 3, names);
+	check_group(PG_GETARG_TEXT_PP(0));
 	topic = mq_topic_lookup_text(PG_GETARG_TEXT_PP(1));
 	(void) mq_topic_partition(topic, PG_GETARG_INT32(2));
 	pos = committed_position(PG_GETARG_TEXT_PP(0), topic, PG_GETARG_INT32(2));

@@ -1,0 +1,136 @@
+-------------------------------------------------------------------------------
+-- C helpers
+-------------------------------------------------------------------------------
+
+-- Topic configuration: Kafka's key names, values as JSON numbers or as
+-- strings with a unit ('7d', '512MB').  Returns the config normalised to
+-- plain numbers and booleans; any bad key or value is an MQ004 error.
+CREATE FUNCTION mq.validate_config(config jsonb) RETURNS jsonb
+LANGUAGE plpgsql IMMUTABLE SET search_path = pg_catalog, pg_temp AS $$
+DECLARE
+    v_key text;
+    v_val jsonb;
+    v_kind text;
+    v_min numeric;
+    v_num numeric;
+    v_unit text;
+    v_mult numeric;
+    v_out jsonb := '{}';
+    v_m text[];
+BEGIN
+    IF config IS NULL OR jsonb_typeof(config) <> 'object' THEN
+        RAISE EXCEPTION 'topic config must be a JSON object'
+            USING ERRCODE = 'MQ004', HINT = 'For example ''{"retention.ms": "7d", "segment.bytes": "256MB"}''.';
+    END IF;
+    FOR v_key, v_val IN SELECT * FROM jsonb_each(config) LOOP
+        SELECT s.kind, s.min INTO v_kind, v_min FROM (VALUES
+            ('retention.ms', 'ms', -1),
+            ('retention.bytes', 'bytes', -1),
+            ('segment.bytes', 'bytes', 1024),
+            ('segment.ms', 'ms', 1),
+            ('segment.records', 'count', 1),
+            ('max.message.bytes', 'bytes', 0),
+            ('min.insync.replicas', 'count', 1),
+            ('replication.factor', 'count', 1),
+            ('unclean.leader.election.enable', 'bool', NULL),
+            ('cleanup.policy', 'policy', NULL)) AS s(key, kind, min)
+         WHERE s.key = v_key;
+        IF v_kind IS NULL THEN
+            RAISE EXCEPTION 'unknown topic config key "%"', v_key
+                USING ERRCODE = 'MQ004',
+                      HINT = 'Known keys: retention.ms, retention.bytes, segment.bytes, segment.ms, segment.records, '
+                             'max.message.bytes, min.insync.replicas, replication.factor, '
+                             'unclean.leader.election.enable, cleanup.policy.';
+        END IF;
+        IF v_kind = 'bool' THEN
+            IF jsonb_typeof(v_val) = 'boolean' THEN
+                v_out := v_out || jsonb_build_object(v_key, v_val);
+            ELSIF jsonb_typeof(v_val) = 'string' AND lower(v_val #>> '{}') IN ('true', 'false') THEN
+                v_out := v_out || jsonb_build_object(v_key, lower(v_val #>> '{}')::boolean);
+            ELSE
+                RAISE EXCEPTION 'invalid value % for "%"', v_val, v_key
+                    USING ERRCODE = 'MQ004', HINT = 'Use true or false.';
+            END IF;
+            CONTINUE;
+        END IF;
+        IF v_kind = 'policy' THEN
+            IF v_val <> '"delete"'::jsonb THEN
+                RAISE EXCEPTION 'invalid value % for "cleanup.policy"', v_val
+                    USING ERRCODE = 'MQ004', HINT = 'Only "delete" is supported; log compaction is not.';
+            END IF;
+            v_out := v_out || jsonb_build_object(v_key, v_val);
+            CONTINUE;
+        END IF;
+        -- numbers: a JSON number, or a string holding a number and a unit
+        IF jsonb_typeof(v_val) = 'number' THEN
+            v_num := (v_val #>> '{}')::numeric;
+            v_mult := 1;
+        ELSIF jsonb_typeof(v_val) = 'string' THEN
+            v_m := regexp_match(v_val #>> '{}', '^\s*(-?[0-9]+(?:\.[0-9]+)?)\s*([A-Za-z]*)\s*$');
+            IF v_m IS NULL THEN
+                RAISE EXCEPTION 'invalid value % for "%"', v_val, v_key
+                    USING ERRCODE = 'MQ004', HINT = 'Give a number, optionally followed by a unit.';
+            END IF;
+            v_num := v_m[1]::numeric;
+            v_unit := v_m[2];
+            v_mult := CASE
+                WHEN v_unit = '' THEN 1
+                WHEN v_kind = 'ms' THEN CASE v_unit WHEN 'ms' THEN 1 WHEN 's' THEN 1000 WHEN 'min' THEN 60000
+                                         WHEN 'h' THEN 3600000 WHEN 'd' THEN 86400000 END
+                WHEN v_kind = 'bytes' THEN CASE v_unit WHEN 'B' THEN 1 WHEN 'kB' THEN 1024 WHEN 'MB' THEN 1048576
+                                         WHEN 'GB' THEN 1073741824 WHEN 'TB' THEN 1099511627776 END
+                END;
+            IF v_mult IS NULL THEN
+                RAISE EXCEPTION 'invalid unit "%" for "%"', v_unit, v_key
+                    USING ERRCODE = 'MQ004',
+                          HINT = CASE v_kind WHEN 'ms' THEN 'Valid units for this key are ms, s, min, h and d.'
+                                             WHEN 'bytes' THEN 'Valid units for this key are B, kB, MB, GB and TB.'
+                                             ELSE 'This key takes a plain number.' END;
+            END IF;
+        ELSE
+            RAISE EXCEPTION 'invalid value % for "%"', v_val, v_key
+                USING ERRCODE = 'MQ004', HINT = 'Give a number, optionally followed by a unit.';
+        END IF;
+        v_num := v_num * v_mult;
+        IF v_num <> trunc(v_num) OR v_num > 9223372036854775807 THEN
+            RAISE EXCEPTION 'invalid value % for "%": not a whole number in range', v_val, v_key
+                USING ERRCODE = 'MQ004';
+        END IF;
+        IF v_num < v_min THEN
+            RAISE EXCEPTION 'invalid value % for "%": the minimum is %', v_val, v_key, v_min
+                USING ERRCODE = 'MQ004',
+                      HINT = CASE WHEN v_min = -1 THEN 'Use -1 for no limit.'
+                                  ELSE format('Give at least %s.', v_min) END;
+        END IF;
+        v_out := v_out || jsonb_build_object(v_key, v_num::bigint);
+    END LOOP;
+    -- an unreplicated topic has one replica
+    IF (v_out->>'min.insync.replicas')::int > coalesce((v_out->>'replication.factor')::int, 1) THEN
+        RAISE EXCEPTION 'min.insync.replicas (%) is larger than replication.factor (%)',
+            v_out->>'min.insync.replicas', coalesce(v_out->>'replication.factor', '1')
+            USING ERRCODE = 'MQ004', HINT = 'No write could ever be acknowledged with acks=all.';
+    END IF;
+    RETURN v_out;
+END $$;
+COMMENT ON FUNCTION mq.validate_config(jsonb) IS
+    'checks topic config keys and values; returns them normalised (units resolved)';
+
+CREATE FUNCTION mq.murmur2(data bytea) RETURNS integer
+    AS 'MODULE_PATHNAME', 'mq_murmur2_sql' LANGUAGE C IMMUTABLE STRICT PARALLEL SAFE;
+COMMENT ON FUNCTION mq.murmur2(bytea) IS 'Kafka''s murmur2 hash (seed 0x9747b28c)';
+
+CREATE FUNCTION mq.partition_for(topic text, key bytea) RETURNS integer
+    AS 'MODULE_PATHNAME', 'mq_partition_for' LANGUAGE C STABLE;
+CREATE FUNCTION mq.partition_for(topic text, key text) RETURNS integer
+    AS 'SELECT mq.partition_for($1, pg_catalog.convert_to($2, ''UTF8''))'
+    LANGUAGE SQL STABLE;
+
+CREATE FUNCTION mq._refuse_log_change() RETURNS trigger
+    AS 'MODULE_PATHNAME', 'mq_refuse_log_change' LANGUAGE C;
+
+CREATE FUNCTION mq._invalidate(rel regclass) RETURNS void
+    AS 'MODULE_PATHNAME', 'mq_invalidate' LANGUAGE C STRICT;
+
+CREATE FUNCTION mq._log_end_offset(topic_id integer, partition integer) RETURNS bigint
+    AS 'MODULE_PATHNAME', 'mq_log_end_offset_sql' LANGUAGE C STRICT;
+

@@ -1,0 +1,220 @@
+-------------------------------------------------------------------------------
+-- Administration
+-------------------------------------------------------------------------------
+
+CREATE FUNCTION mq._check_topic_name(topic text) RETURNS void
+LANGUAGE plpgsql IMMUTABLE SET search_path = pg_catalog, pg_temp AS $$
+BEGIN
+    IF topic IS NULL OR topic !~ '^[A-Za-z0-9._-]{1,249}$' OR topic IN ('.', '..') THEN
+        RAISE EXCEPTION 'invalid topic name "%"', left(topic, 300)
+            USING ERRCODE = 'MQ003',
+                  HINT = 'A topic name has 1 to 249 characters from [A-Za-z0-9._-] and is not "." or "..".';
+    END IF;
+END $$;
+
+-- Records of one segment.  Declared offset range [base, end_offset); the
+-- produce path picks the segment itself, so no routing happens on insert.
+CREATE FUNCTION mq._create_segment(p_topic_id integer, p_partition integer,
+                                   p_base bigint, p_end bigint) RETURNS regclass
+LANGUAGE plpgsql SECURITY DEFINER SET search_path = pg_catalog, pg_temp AS $$
+DECLARE
+    v_part regclass;
+    v_name text := format('topic_%s_p%s_%s', p_topic_id, p_partition, p_base);
+    v_rel  regclass;
+BEGIN
+    SELECT relid INTO STRICT v_part FROM mq.partition_state
+     WHERE topic_id = p_topic_id AND partition = p_partition;
+    -- CREATE TABLE ... PARTITION OF would lock the partition's table in
+    -- ACCESS EXCLUSIVE mode and so wait for every reader of it; ATTACH of
+    -- an empty table needs only SHARE UPDATE EXCLUSIVE and scans nothing.
+    EXECUTE format('CREATE TABLE mq_log.%I (LIKE %s INCLUDING DEFAULTS INCLUDING CONSTRAINTS)',
+                   v_name, v_part);
+    v_rel := format('mq_log.%I', v_name)::regclass;
+    EXECUTE format('CREATE UNIQUE INDEX ON %s (msg_offset)', v_rel);
+    EXECUTE format('ALTER TABLE %s ATTACH PARTITION %s FOR VALUES FROM (%s) TO (%s)',
+                   v_part, v_rel, p_base, p_end);
+    EXECUTE format('CREATE TRIGGER mq_log_immutable BEFORE UPDATE OR DELETE OR TRUNCATE ON %s
+                    FOR EACH STATEMENT EXECUTE FUNCTION mq._refuse_log_change()', v_rel);
+    INSERT INTO mq.segment (topic_id, partition, base_offset, end_offset, relid)
+    VALUES (p_topic_id, p_partition, p_base, p_end, v_rel);
+    RETURN v_rel;
+END $$;
+
+-- Offsets a new segment should cover: segment.records when set, otherwise
+-- segment.bytes divided by the bytes per record seen in the newest segment
+-- (256 bytes before there is any).
+CREATE FUNCTION mq._segment_span(p_topic_id integer, p_partition integer) RETURNS bigint
+LANGUAGE plpgsql STABLE SET search_path = pg_catalog, pg_temp AS $$
+DECLARE
+    v_config jsonb;
+    v_rel regclass;
+    v_rows bigint;
+    v_per_row float8 := 256;
+BEGIN
+    SELECT config INTO STRICT v_config FROM mq.topic WHERE topic_id = p_topic_id;
+    IF v_config ? 'segment.records' THEN
+        RETURN (v_config->>'segment.records')::bigint;
+    END IF;
+    SELECT s.relid, s.end_offset - s.base_offset INTO v_rel, v_rows
+      FROM mq.segment s
+     WHERE s.topic_id = p_topic_id AND s.partition = p_partition
+       AND s.end_offset <= mq._log_end_offset(p_topic_id, p_partition)
+     ORDER BY s.base_offset DESC LIMIT 1;
+    IF v_rel IS NOT NULL AND v_rows > 0 THEN
+        v_per_row := greatest(pg_total_relation_size(v_rel)::float8 / v_rows, 32);
+    END IF;
+    RETURN greatest(1000, least(1000000000,
+        (coalesce((v_config->>'segment.bytes')::bigint, 1073741824) / v_per_row)::bigint));
+END $$;
+
+-- Keep one empty segment ahead of the one being written, so that the
+-- produce path never runs DDL.  Returns the number of segments created.
+CREATE FUNCTION mq._ensure_segments(p_topic_id integer, p_partition integer) RETURNS integer
+LANGUAGE plpgsql SECURITY DEFINER SET search_path = pg_catalog, pg_temp AS $$
+DECLARE
+    v_end bigint := mq._log_end_offset(p_topic_id, p_partition);
+    v_last bigint;
+    v_created integer := 0;
+BEGIN
+    LOOP
+        SELECT max(end_offset) INTO v_last FROM mq.segment
+         WHERE topic_id = p_topic_id AND partition = p_partition;
+        -- enough when a whole empty segment lies beyond the log end
+        EXIT WHEN v_last IS NOT NULL AND EXISTS (
+            SELECT 1 FROM mq.segment WHERE topic_id = p_topic_id AND partition = p_partition
+               AND base_offset > v_end);
+        PERFORM mq._create_segment(p_topic_id, p_partition, coalesce(v_last, 0),
+                                   coalesce(v_last, 0) + mq._segment_span(p_topic_id, p_partition));
+        v_created := v_created + 1;
+    END LOOP;
+    RETURN v_created;
+END $$;
+
+CREATE FUNCTION mq._create_partition(p_topic_id integer, p_partition integer) RETURNS void
+LANGUAGE plpgsql SECURITY DEFINER SET search_path = pg_catalog, pg_temp AS $$
+DECLARE
+    v_parent regclass;
+    v_rel regclass;
+BEGIN
+    SELECT relid INTO STRICT v_parent FROM mq.topic WHERE topic_id = p_topic_id;
+    EXECUTE format('CREATE TABLE mq_log.%I PARTITION OF %s FOR VALUES IN (%s) PARTITION BY RANGE (msg_offset)',
+                   format('topic_%s_p%s', p_topic_id, p_partition), v_parent, p_partition);
+    v_rel := format('mq_log.%I', format('topic_%s_p%s', p_topic_id, p_partition))::regclass;
+    EXECUTE format('CREATE TRIGGER mq_log_immutable BEFORE UPDATE OR DELETE OR TRUNCATE ON %s
+                    FOR EACH STATEMENT EXECUTE FUNCTION mq._refuse_log_change()', v_rel);
+    INSERT INTO mq.partition_state (topic_id, partition, relid) VALUES (p_topic_id, p_partition, v_rel);
+    PERFORM mq._ensure_segments(p_topic_id, p_partition);
+END $$;
+
+CREATE FUNCTION mq.create_topic(topic text, partitions integer DEFAULT 1,
+                                config jsonb DEFAULT '{}') RETURNS integer
+LANGUAGE plpgsql SECURITY DEFINER SET search_path = pg_catalog, pg_temp AS $$
+DECLARE
+    v_id integer;
+    v_config jsonb;
+    v_rel regclass;
+BEGIN
+    PERFORM mq._check_topic_name(topic);
+    IF partitions IS NULL OR partitions < 1 OR partitions > 10000 THEN
+        RAISE EXCEPTION 'invalid partition count %', coalesce(partitions::text, 'NULL')
+            USING ERRCODE = 'MQ005', HINT = 'A topic has between 1 and 10000 partitions.';
+    END IF;
+    v_config := mq.validate_config(coalesce(config, '{}'));
+    -- serialise topic creation so that two creators of one name get a clear error
+    PERFORM pg_advisory_xact_lock(hashtext('mq.create_topic'));
+    IF EXISTS (SELECT 1 FROM mq.topic t WHERE t.topic_name = topic) THEN
+        RAISE EXCEPTION 'topic "%" already exists', topic USING ERRCODE = 'MQ002';
+    END IF;
+    INSERT INTO mq.topic (topic_name, partitions, config)
+    VALUES (topic, partitions, v_config) RETURNING topic_id INTO v_id;
+    EXECUTE format('CREATE TABLE mq_log.%I (
+                        partition      integer NOT NULL,
+                        msg_offset     bigint NOT NULL,
+                        created_at     timestamptz NOT NULL,
+                        key            bytea,
+                        value          bytea,
+                        headers        jsonb,
+                        producer_id    bigint,
+                        producer_epoch integer,
+                        sequence       integer
+                    ) PARTITION BY LIST (partition)', 'topic_' || v_id);
+    v_rel := format('mq_log.%I', 'topic_' || v_id)::regclass;
+    EXECUTE format('COMMENT ON TABLE %s IS %L', v_rel, 'mq topic ' || topic);
+    EXECUTE format('CREATE TRIGGER mq_log_immutable BEFORE UPDATE OR DELETE OR TRUNCATE ON %s
+                    FOR EACH STATEMENT EXECUTE FUNCTION mq._refuse_log_change()', v_rel);
+    UPDATE mq.topic SET relid = v_rel WHERE topic_id = v_id;
+    FOR p IN 0 .. partitions - 1 LOOP
+        PERFORM mq._create_partition(v_id, p);
+    END LOOP;
+    RETURN v_id;
+END $$;
+
+CREATE FUNCTION mq._topic_id(topic text) RETURNS integer
+LANGUAGE plpgsql STABLE SET search_path = pg_catalog, pg_temp AS $$
+DECLARE
+    v_id integer;
+BEGIN
+    IF topic IS NULL THEN
+        RAISE EXCEPTION 'topic must not be null' USING ERRCODE = 'MQ010';
+    END IF;
+    SELECT t.topic_id INTO v_id FROM mq.topic t WHERE t.topic_name = topic;
+    IF v_id IS NULL THEN
+        RAISE EXCEPTION 'topic "%" does not exist', topic USING ERRCODE = 'MQ001';
+    END IF;
+    RETURN v_id;
+END $$;
+
+CREATE FUNCTION mq.drop_topic(topic text) RETURNS void
+LANGUAGE plpgsql SECURITY DEFINER SET search_path = pg_catalog, pg_temp AS $$
+DECLARE
+    v_id integer := mq._topic_id(topic);
+    v_rel regclass;
+BEGIN
+    SELECT relid INTO v_rel FROM mq.topic WHERE topic_id = v_id FOR UPDATE;
+    EXECUTE format('DROP TABLE %s', v_rel);
+    DELETE FROM mq.topic WHERE topic_id = v_id;
+END $$;
+
+CREATE FUNCTION mq.alter_topic(topic text, config jsonb) RETURNS jsonb
+LANGUAGE plpgsql SECURITY DEFINER SET search_path = pg_catalog, pg_temp AS $$
+DECLARE
+    v_id integer := mq._topic_id(topic);
+    v_old jsonb;
+    v_config jsonb;
+    v_rel regclass;
+BEGIN
+    SELECT t.config, t.relid INTO v_old, v_rel FROM mq.topic t WHERE t.topic_id = v_id FOR UPDATE;
+    -- validate the merged config, so that checks between keys see both old
+    -- and new values.  A key given as JSON null returns to its default.
+    v_config := jsonb_strip_nulls(v_old || coalesce(alter_topic.config, '{}'));
+    IF (v_config->'replication.factor') IS DISTINCT FROM (v_old->'replication.factor') THEN
+        RAISE EXCEPTION 'replication.factor cannot be changed with alter_topic'
+            USING ERRCODE = 'MQ004', HINT = 'Reassigning replicas is done with the broker.';
+    END IF;
+    v_config := mq.validate_config(v_config);
+    UPDATE mq.topic SET config = v_config WHERE topic_id = v_id;
+    PERFORM mq._invalidate(v_rel);
+    RETURN v_config;
+END $$;
+
+CREATE FUNCTION mq.add_partitions(topic text, count integer) RETURNS integer
+LANGUAGE plpgsql SECURITY DEFINER SET search_path = pg_catalog, pg_temp AS $$
+DECLARE
+    v_id integer := mq._topic_id(topic);
+    v_old integer;
+BEGIN
+    IF count IS NULL OR count < 1 THEN
+        RAISE EXCEPTION 'invalid partition count increase %', coalesce(count::text, 'NULL')
+            USING ERRCODE = 'MQ005', HINT = 'Partitions can be added, never removed: give a positive number to add.';
+    END IF;
+    SELECT partitions INTO v_old FROM mq.topic WHERE topic_id = v_id FOR UPDATE;
+    IF v_old + count > 10000 THEN
+        RAISE EXCEPTION 'a topic cannot have more than 10000 partitions' USING ERRCODE = 'MQ005';
+    END IF;
+    UPDATE mq.topic SET partitions = v_old + count WHERE topic_id = v_id;
+    FOR p IN v_old .. v_old + count - 1 LOOP
+        PERFORM mq._create_partition(v_id, p);
+    END LOOP;
+    RETURN v_old + count;
+END $$;
+

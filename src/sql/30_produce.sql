@@ -1,0 +1,66 @@
+-------------------------------------------------------------------------------
+-- Produce
+-------------------------------------------------------------------------------
+
+CREATE FUNCTION mq.send(topic text, key bytea, value bytea, headers jsonb DEFAULT NULL,
+                        partition integer DEFAULT NULL,
+                        producer_id bigint DEFAULT NULL, producer_epoch integer DEFAULT NULL,
+                        base_sequence integer DEFAULT NULL)
+    RETURNS TABLE (partition integer, msg_offset bigint)
+    AS 'MODULE_PATHNAME', 'mq_send' LANGUAGE C VOLATILE ROWS 1;
+
+CREATE FUNCTION mq.send(topic text, key text, value text, headers jsonb DEFAULT NULL,
+                        partition integer DEFAULT NULL,
+                        producer_id bigint DEFAULT NULL, producer_epoch integer DEFAULT NULL,
+                        base_sequence integer DEFAULT NULL)
+    RETURNS TABLE (partition integer, msg_offset bigint)
+    AS 'MODULE_PATHNAME', 'mq_send_text' LANGUAGE C VOLATILE ROWS 1;
+
+CREATE FUNCTION mq.send(topic text, key text, value jsonb, headers jsonb DEFAULT NULL,
+                        partition integer DEFAULT NULL,
+                        producer_id bigint DEFAULT NULL, producer_epoch integer DEFAULT NULL,
+                        base_sequence integer DEFAULT NULL)
+    RETURNS TABLE (partition integer, msg_offset bigint)
+    AS 'MODULE_PATHNAME', 'mq_send_text' LANGUAGE C VOLATILE ROWS 1;
+
+CREATE FUNCTION mq.send_batch(topic text, keys bytea[], vals bytea[], headers jsonb[] DEFAULT NULL,
+                              partition integer DEFAULT NULL,
+                              producer_id bigint DEFAULT NULL, producer_epoch integer DEFAULT NULL,
+                              base_sequence integer DEFAULT NULL)
+    RETURNS TABLE (partition integer, msg_offset bigint)
+    AS 'MODULE_PATHNAME', 'mq_send_batch' LANGUAGE C VOLATILE;
+
+CREATE FUNCTION mq.send_batch(topic text, keys text[], vals text[], headers jsonb[] DEFAULT NULL,
+                              partition integer DEFAULT NULL,
+                              producer_id bigint DEFAULT NULL, producer_epoch integer DEFAULT NULL,
+                              base_sequence integer DEFAULT NULL)
+    RETURNS TABLE (partition integer, msg_offset bigint)
+    AS 'MODULE_PATHNAME', 'mq_send_batch_text' LANGUAGE C VOLATILE;
+
+CREATE FUNCTION mq._lock_producer(producer_id bigint) RETURNS void
+    AS 'MODULE_PATHNAME', 'mq_lock_producer' LANGUAGE C STRICT;
+
+-- A new producer id (epoch 0), or for a known transactional id the same id
+-- with the next epoch.  Waits until transactions of the older epoch have
+-- ended; from then on they are fenced (MQ012).
+CREATE FUNCTION mq.init_producer(transactional_id text DEFAULT NULL)
+    RETURNS TABLE (producer_id bigint, producer_epoch integer)
+LANGUAGE plpgsql SECURITY DEFINER SET search_path = pg_catalog, pg_temp AS $$
+DECLARE
+    v_id bigint;
+    v_epoch integer;
+BEGIN
+    IF transactional_id = '' THEN
+        RAISE EXCEPTION 'transactional_id must not be empty' USING ERRCODE = 'MQ010',
+            HINT = 'Pass NULL for an idempotent producer without a transactional id.';
+    END IF;
+    INSERT INTO mq.producer AS p (transactional_id) VALUES (init_producer.transactional_id)
+    ON CONFLICT ON CONSTRAINT producer_transactional_id_key DO UPDATE
+        SET producer_epoch = p.producer_epoch + 1, last_used = now()
+    RETURNING p.producer_id, p.producer_epoch INTO v_id, v_epoch;
+    PERFORM mq._lock_producer(v_id);
+    producer_id := v_id;
+    producer_epoch := v_epoch;
+    RETURN NEXT;
+END $$;
+
