@@ -45,6 +45,7 @@
 #include "utils/hsearch.h"
 #include "utils/memutils.h"
 #include "utils/snapmgr.h"
+#include "utils/timestamp.h"
 #include "utils/tuplestore.h"
 
 #include "mq.h"
@@ -187,7 +188,59 @@ check_not_null(FunctionCallInfo fcinfo, int nargs, const char *const *names)
 					 errmsg("%s must not be null", names[i])));
 }
 
-/* mq.fetch(topic, partition, from_offset, max_records) */
+/*
+ * Long polling.  A read that returned fewer than min_records waits, until
+ * max_wait_ms has passed, for a commit to the topic and reads again with a
+ * new snapshot.  Only READ COMMITTED can see newer commits within a
+ * statement; under REPEATABLE READ and SERIALIZABLE the snapshot is the
+ * transaction's, so these calls return at once with what it shows.
+ */
+typedef struct LongPoll
+{
+	bool		enabled;
+	int			min_records;
+	TimestampTz deadline;
+	uint64		seen;			/* the topic's change counter before the read */
+	bool		pushed;			/* a fresh snapshot is pushed */
+} LongPoll;
+
+static void
+long_poll_start(LongPoll *lp, FunctionCallInfo fcinfo, int wait_arg, int min_arg, int32 topic_id)
+{
+	int32		wait_ms = PG_ARGISNULL(wait_arg) ? 0 : PG_GETARG_INT32(wait_arg);
+	int32		min_records = PG_ARGISNULL(min_arg) ? 1 : PG_GETARG_INT32(min_arg);
+
+	if (wait_ms < 0 || min_records < 1)
+		ereport(ERROR,
+				(errcode(ERRCODE_MQ_INVALID_ARGUMENT),
+				 errmsg("max_wait_ms must not be negative and min_records must be at least 1")));
+	lp->enabled = wait_ms > 0 && !IsolationUsesXactSnapshot();
+	lp->min_records = min_records;
+	lp->deadline = TimestampTzPlusMilliseconds(GetCurrentTimestamp(), wait_ms);
+	lp->pushed = false;
+	lp->seen = mq_notify_counter(topic_id);
+}
+
+/* After a read that got `got` records in all: wait and prepare a new read? */
+static bool
+long_poll_again(LongPoll *lp, int got, int max, int32 topic_id)
+{
+	if (lp->pushed)
+	{
+		PopActiveSnapshot();
+		lp->pushed = false;
+	}
+	if (!lp->enabled || got >= lp->min_records || got >= max)
+		return false;
+	if (!mq_notify_wait(topic_id, lp->seen, lp->deadline))
+		return false;
+	lp->seen = mq_notify_counter(topic_id);
+	PushActiveSnapshot(GetLatestSnapshot());
+	lp->pushed = true;
+	return true;
+}
+
+/* mq.fetch(topic, partition, from_offset, max_records, max_wait_ms, min_records) */
 Datum
 mq_fetch(PG_FUNCTION_ARGS)
 {
@@ -197,6 +250,8 @@ mq_fetch(PG_FUNCTION_ARGS)
 	MqPartition *part;
 	int64		from;
 	int32		max;
+	int			got = 0;
+	LongPoll	lp;
 
 	check_not_null(fcinfo, 4, names);
 	topic = mq_topic_lookup_text(PG_GETARG_TEXT_PP(0));
@@ -204,6 +259,7 @@ mq_fetch(PG_FUNCTION_ARGS)
 	from = PG_GETARG_INT64(2);
 	max = PG_GETARG_INT32(3);
 	check_max_records(max);
+	long_poll_start(&lp, fcinfo, 4, 5, topic->topic_id);
 
 	if (from < part->log_start)
 		ereport(ERROR,
@@ -214,18 +270,24 @@ mq_fetch(PG_FUNCTION_ARGS)
 						 part->log_start)));
 
 	InitMaterializedSRF(fcinfo, 0);
-	if (read_partition(topic, part, from, max, PG_GETARG_DATUM(0),
-					   rsinfo->setResult, rsinfo->setDesc) == 0)
+	do
 	{
-		int64		end = mq_log_end_offset(part, GetActiveSnapshot());
+		int			n = read_partition(topic, part, from + got, max - got, PG_GETARG_DATUM(0),
+									   rsinfo->setResult, rsinfo->setDesc);
 
-		if (from > end)
-			ereport(ERROR,
-					(errcode(ERRCODE_MQ_OFFSET_OUT_OF_RANGE),
-					 errmsg("offset " INT64_FORMAT " is beyond the log end offset " INT64_FORMAT " of topic \"%s\" partition %d",
-							from, end, topic->name, part->partition),
-					 errhint("The next record will get offset " INT64_FORMAT ".", end)));
-	}
+		if (n == 0 && got == 0)
+		{
+			int64		end = mq_log_end_offset(part, GetActiveSnapshot());
+
+			if (from > end)
+				ereport(ERROR,
+						(errcode(ERRCODE_MQ_OFFSET_OUT_OF_RANGE),
+						 errmsg("offset " INT64_FORMAT " is beyond the log end offset " INT64_FORMAT " of topic \"%s\" partition %d",
+								from, end, topic->name, part->partition),
+						 errhint("The next record will get offset " INT64_FORMAT ".", end)));
+		}
+		got += n;
+	} while (long_poll_again(&lp, got, max, topic->topic_id));
 	return (Datum) 0;
 }
 
@@ -414,12 +476,93 @@ auto_commit(text *group, MqTopic *topic)
 	}
 }
 
+typedef enum OffsetReset
+{
+	RESET_EARLIEST,
+	RESET_LATEST,
+	RESET_NONE
+} OffsetReset;
+
+static OffsetReset
+parse_offset_reset(text *t)
+{
+	char	   *s = text_to_cstring(t);
+
+	if (strcmp(s, "earliest") == 0)
+		return RESET_EARLIEST;
+	if (strcmp(s, "latest") == 0)
+		return RESET_LATEST;
+	if (strcmp(s, "none") == 0)
+		return RESET_NONE;
+	ereport(ERROR,
+			(errcode(ERRCODE_MQ_INVALID_ARGUMENT),
+			 errmsg("invalid auto_offset_reset \"%s\"", s),
+			 errhint("Use earliest, latest or none.")));
+	return RESET_NONE;			/* keep the compiler quiet */
+}
+
 /*
- * mq.poll(group_id, topic, max_records, auto_commit): records from the
- * group's positions, over the partitions this caller could claim.
+ * Where a consumer without a usable position starts: its committed offset
+ * when that is still in the log, else as auto_offset_reset says (Kafka's
+ * auto.offset.reset).
+ */
+static int64
+start_position(text *group, MqTopic *topic, MqPartition *part, OffsetReset reset)
+{
+	int64		pos = committed_position(group, topic, part->partition);
+
+	if (pos >= part->log_start)
+		return pos;
+	if (reset == RESET_NONE)
+		ereport(ERROR,
+				(errcode(ERRCODE_MQ_OFFSET_OUT_OF_RANGE),
+				 pos < 0 ?
+				 errmsg("group has no committed offset for topic \"%s\" partition %d",
+						topic->name, part->partition) :
+				 errmsg("the group's committed offset " INT64_FORMAT " for topic \"%s\" partition %d is below the log start " INT64_FORMAT,
+						pos, topic->name, part->partition, part->log_start),
+				 errhint("Commit a position with mq.commit_offset(), or poll with auto_offset_reset => 'earliest' or 'latest'.")));
+	if (reset == RESET_LATEST)
+		return mq_log_end_offset(part, GetActiveSnapshot());
+	return part->log_start;
+}
+
+/* Partitions a group member owns now, as a bitmap over the topic's partitions. */
+static bool *
+member_partitions(text *group, MqTopic *topic, text *member)
+{
+	static SPIPlanPtr plan = NULL;
+	bool	   *owned = palloc0(sizeof(bool) * topic->npartitions);
+	Datum		args[3] = {PointerGetDatum(group), Int32GetDatum(topic->topic_id), PointerGetDatum(member)};
+	MqSpiSave	spi;
+	bool		isnull;
+
+	mq_spi_begin(&spi);
+	if (plan == NULL)
+	{
+		Oid			argtypes[3] = {TEXTOID, INT4OID, TEXTOID};
+
+		plan = mq_spi_prepare("SELECT unnest(mq._member_partitions($1, $2, $3))", 3, argtypes);
+	}
+	if (SPI_execute_plan(plan, args, NULL, false, 0) != SPI_OK_SELECT)
+		elog(ERROR, "mq: member assignment lookup failed");
+	for (uint64 i = 0; i < SPI_processed; i++)
+	{
+		int32		p = DatumGetInt32(SPI_getbinval(SPI_tuptable->vals[i], SPI_tuptable->tupdesc, 1, &isnull));
+
+		if (!isnull && p >= 0 && p < topic->npartitions)
+			owned[p] = true;
+	}
+	mq_spi_end(&spi);
+	return owned;
+}
+
+/*
+ * mq.poll(group_id, topic, max_records, auto_commit, max_wait_ms, min_records,
+ * member_id, auto_offset_reset): records from the group's positions, over
+ * the partitions this caller could claim (and, for a group member, owns).
  * Partitions are visited from a rotating start so that one busy partition
- * does not starve the others.  A group with no committed offset starts at
- * the log start.
+ * does not starve the others.
  */
 Datum
 mq_poll(PG_FUNCTION_ARGS)
@@ -431,7 +574,10 @@ mq_poll(PG_FUNCTION_ARGS)
 	MqTopic    *topic;
 	int32		max;
 	bool		autocommit;
+	bool	   *owned = NULL;
+	OffsetReset reset = RESET_EARLIEST;
 	int			got = 0;
+	LongPoll	lp;
 
 	check_not_null(fcinfo, 4, names);
 	group = PG_GETARG_TEXT_PP(0);
@@ -440,42 +586,78 @@ mq_poll(PG_FUNCTION_ARGS)
 	max = PG_GETARG_INT32(2);
 	check_max_records(max);
 	autocommit = PG_GETARG_BOOL(3);
+	long_poll_start(&lp, fcinfo, 4, 5, topic->topic_id);
+	if (!PG_ARGISNULL(7))
+		reset = parse_offset_reset(PG_GETARG_TEXT_PP(7));
 
 	if (autocommit)
 		auto_commit(group, topic);
 
 	InitMaterializedSRF(fcinfo, 0);
-	rotation++;
-	for (int i = 0; i < topic->npartitions && got < max; i++)
+	do
 	{
-		MqPartition *part = &topic->parts[(rotation + i) % topic->npartitions];
-		PositionKey key;
-		Position   *known = NULL;
-		int64		pos;
-		int			n;
+		if (!PG_ARGISNULL(6))
+			owned = member_partitions(group, topic, PG_GETARG_TEXT_PP(6));
+		rotation++;
+		for (int i = 0; i < topic->npartitions && got < max; i++)
+		{
+			MqPartition *part = &topic->parts[(rotation + i) % topic->npartitions];
+			PositionKey key;
+			Position   *known = NULL;
+			int64		pos;
+			int			n;
 
-		position_key(&key, group, topic, part->partition);
-		if (!claim_partition(&key))
-			continue;
-		if (xact_positions != NULL)
-			known = hash_search(xact_positions, &key, HASH_FIND, NULL);
-		pos = known ? known->next_offset : committed_position(group, topic, part->partition);
-		if (pos < part->log_start)
-			pos = part->log_start;
-		n = read_partition(topic, part, pos, max - got, PG_GETARG_DATUM(1),
-						   rsinfo->setResult, rsinfo->setDesc);
-		got += n;
-		set_position(&xact_positions, TopTransactionContext, &key, pos + n);
-		if (autocommit && n > 0)
-			set_position(&pending_autocommit, TopMemoryContext, &key, pos + n);
-	}
+			if (owned != NULL && !owned[part->partition])
+				continue;
+			position_key(&key, group, topic, part->partition);
+			if (!claim_partition(&key))
+				continue;
+			if (xact_positions != NULL)
+				known = hash_search(xact_positions, &key, HASH_FIND, NULL);
+			pos = known ? Max(known->next_offset, part->log_start) :
+				start_position(group, topic, part, reset);
+			n = read_partition(topic, part, pos, max - got, PG_GETARG_DATUM(1),
+							   rsinfo->setResult, rsinfo->setDesc);
+			got += n;
+			set_position(&xact_positions, TopTransactionContext, &key, pos + n);
+			if (autocommit && n > 0)
+				set_position(&pending_autocommit, TopMemoryContext, &key, pos + n);
+		}
+	} while (long_poll_again(&lp, got, max, topic->topic_id));
 	return (Datum) 0;
+}
+
+/* A group member's commit: current generation, owned partition. */
+static void
+check_member_commit(text *group, MqTopic *topic, int32 partition,
+					NullableDatum member, NullableDatum generation)
+{
+	static SPIPlanPtr plan = NULL;
+	Datum		args[5] = {PointerGetDatum(group), Int32GetDatum(topic->topic_id),
+	Int32GetDatum(partition), member.value, generation.value};
+	char		nulls[5] = {' ', ' ', ' ', member.isnull ? 'n' : ' ', generation.isnull ? 'n' : ' '};
+	MqSpiSave	spi;
+
+	PushActiveSnapshot(GetLatestSnapshot());
+	mq_spi_begin(&spi);
+	if (plan == NULL)
+	{
+		Oid			argtypes[5] = {TEXTOID, INT4OID, INT4OID, TEXTOID, INT4OID};
+
+		plan = mq_spi_prepare("SELECT mq._check_member_commit($1, $2, $3, $4, $5)", 5, argtypes);
+	}
+	if (SPI_execute_plan(plan, args, nulls, false, 0) != SPI_OK_SELECT)
+		elog(ERROR, "mq: member check failed");
+	mq_spi_end(&spi);
+	PopActiveSnapshot();
 }
 
 /*
  * mq.commit_offset(group_id, topic, partition, next_offset, metadata,
- * producer_id, producer_epoch).  With a producer, the commit is fenced like
- * a send: a zombie instance of a transactional consumer cannot commit.
+ * producer_id, producer_epoch, member_id, generation_id).  With a producer,
+ * the commit is fenced like a send: a zombie instance of a transactional
+ * consumer cannot commit.  With a member, the commit must come from the
+ * group's current generation and from the partition's owner.
  */
 Datum
 mq_commit_offset(PG_FUNCTION_ARGS)
@@ -501,6 +683,8 @@ mq_commit_offset(PG_FUNCTION_ARGS)
 				 errmsg("producer_id and producer_epoch must be given together")));
 	if (!PG_ARGISNULL(5))
 		mq_producer_check_epoch(PG_GETARG_INT64(5), PG_GETARG_INT32(6));
+	if (!PG_ARGISNULL(7) || !PG_ARGISNULL(8))
+		check_member_commit(group, topic, part->partition, fcinfo->args[7], fcinfo->args[8]);
 
 	if (next < 0)
 		ereport(ERROR,

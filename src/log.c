@@ -16,8 +16,8 @@
  * Inserts bypass the executor: the segment is chosen from the offset and
  * rows go straight to the heap (multi-insert for batches, as COPY does)
  * and its indexes.  Triggers and rules on log tables therefore do not fire
- * for produced records; the only trigger mq puts there refuses UPDATE,
- * DELETE and TRUNCATE.
+ * for produced records; the only trigger mq puts there refuses INSERT
+ * (which would bypass offset assignment), UPDATE, DELETE and TRUNCATE.
  *
  *-------------------------------------------------------------------------
  */
@@ -312,13 +312,14 @@ mq_log_append(const char *topic_name, int32 partition, MqRecordIn *recs,
 	}
 	if (producer != NULL)
 		mq_producer_record_batch(topic, partition, producer, nrecs, base);
+	mq_notify_at_commit(topic->topic_id);
 	return base;
 }
 
 /*
- * Statement trigger on every log table: records are never updated, and are
- * removed only by retention (dropping whole segments) or replica
- * truncation.
+ * Statement trigger on every log table: records are appended only by mq's
+ * produce path (which bypasses triggers), never updated, and removed only
+ * by retention (dropping whole segments) or replica truncation.
  */
 Datum
 mq_refuse_log_change(PG_FUNCTION_ARGS)
@@ -327,6 +328,13 @@ mq_refuse_log_change(PG_FUNCTION_ARGS)
 
 	if (!CALLED_AS_TRIGGER(fcinfo))
 		elog(ERROR, "mq._refuse_log_change() must be called as a trigger");
+	if (TRIGGER_FIRED_BY_INSERT(trigdata->tg_event))
+		ereport(ERROR,
+				(errcode(ERRCODE_MQ_LOG_IMMUTABLE),
+				 errmsg("records cannot be inserted into an mq log directly"),
+				 errdetail("Table \"%s\" is part of a topic's log; offsets are assigned by mq.",
+						   RelationGetRelationName(trigdata->tg_relation)),
+				 errhint("Produce with mq.send() or mq.send_batch().")));
 	if (!mq_allow_log_change)
 		ereport(ERROR,
 				(errcode(ERRCODE_MQ_LOG_IMMUTABLE),

@@ -47,6 +47,7 @@ _PG_init(void)
 
 	mq_topic_cache_init();
 	mq_consume_init();
+	mq_notify_init();
 
 	DefineCustomIntVariable("mq.producer_id_expiration_ms",
 							"Time after which an unused producer id expires.",

@@ -16,6 +16,7 @@
 #include "access/htup.h"
 #include "utils/relcache.h"
 #include "utils/snapshot.h"
+#include "utils/timestamp.h"
 #include "executor/spi.h"
 
 /* SQLSTATEs (class MQ) */
@@ -113,6 +114,13 @@ extern int64 mq_log_end_offset(MqPartition *part, Snapshot snapshot);
 extern int64 mq_log_append(const char *topic_name, int32 partition,
 						   MqRecordIn *recs, int nrecs, MqProducer *producer);
 extern bool mq_allow_log_change;
+
+/* notify.c: waking long pollers */
+extern void mq_notify_init(void);
+extern void mq_notify_now(int32 topic_id);
+extern void mq_notify_at_commit(int32 topic_id);
+extern uint64 mq_notify_counter(int32 topic_id);
+extern bool mq_notify_wait(int32 topic_id, uint64 seen, TimestampTz deadline);
 
 /* consume.c */
 extern void mq_consume_init(void);

@@ -1,0 +1,205 @@
+/*-------------------------------------------------------------------------
+ *
+ * notify.c
+ *	  Waking waiters when a topic changes: the primitive behind long polling
+ *	  (and, for the broker, waits on the high watermark).
+ *
+ * Shared memory holds a fixed array of slots, each a change counter and a
+ * condition variable; a topic maps to a slot by hashing (database, topic
+ * id), so unrelated topics may share a slot and wake each other needlessly,
+ * never miss a wake-up.  A producer remembers the topics it appended to
+ * and, at commit (after the commit is visible to new snapshots), bumps
+ * their counters and broadcasts.  A waiter reads the counter before
+ * looking for records, and sleeps only while the counter is unchanged, so
+ * a commit between its look and its sleep is not lost.
+ *
+ * Shared memory needs shared_preload_libraries; without it the waiter
+ * falls back to re-checking every 10 ms.
+ *
+ *-------------------------------------------------------------------------
+ */
+#include "postgres.h"
+
+#include "access/xact.h"
+#include "common/hashfn.h"
+#include "miscadmin.h"
+#include "port/atomics.h"
+#include "storage/condition_variable.h"
+#include "storage/ipc.h"
+#include "storage/latch.h"
+#include "storage/lwlock.h"
+#include "storage/shmem.h"
+#include "utils/memutils.h"
+#include "utils/timestamp.h"
+#include "utils/wait_event.h"
+
+#include "mq.h"
+
+#define MQ_NOTIFY_SLOTS 1024
+
+typedef struct MqNotifySlot
+{
+	pg_atomic_uint64 changes;
+	ConditionVariable cv;
+} MqNotifySlot;
+
+static MqNotifySlot *slots = NULL;
+static shmem_request_hook_type prev_shmem_request_hook = NULL;
+static shmem_startup_hook_type prev_shmem_startup_hook = NULL;
+
+/* topics this transaction appended to, to be announced at commit */
+static List *touched = NIL;
+
+static Size
+notify_shmem_size(void)
+{
+	return mul_size(MQ_NOTIFY_SLOTS, sizeof(MqNotifySlot));
+}
+
+static void
+notify_shmem_request(void)
+{
+	if (prev_shmem_request_hook)
+		prev_shmem_request_hook();
+	RequestAddinShmemSpace(notify_shmem_size());
+}
+
+static void
+notify_shmem_startup(void)
+{
+	bool		found;
+
+	if (prev_shmem_startup_hook)
+		prev_shmem_startup_hook();
+	LWLockAcquire(AddinShmemInitLock, LW_EXCLUSIVE);
+	slots = ShmemInitStruct("mq notify slots", notify_shmem_size(), &found);
+	if (!found)
+	{
+		for (int i = 0; i < MQ_NOTIFY_SLOTS; i++)
+		{
+			pg_atomic_init_u64(&slots[i].changes, 0);
+			ConditionVariableInit(&slots[i].cv);
+		}
+	}
+	LWLockRelease(AddinShmemInitLock);
+}
+
+static MqNotifySlot *
+slot_for(int32 topic_id)
+{
+	uint32		h = hash_combine(murmurhash32(MyDatabaseId), murmurhash32((uint32) topic_id));
+
+	return &slots[h % MQ_NOTIFY_SLOTS];
+}
+
+/* Wake everyone waiting on the topic now. */
+void
+mq_notify_now(int32 topic_id)
+{
+	MqNotifySlot *slot;
+
+	if (slots == NULL)
+		return;
+	slot = slot_for(topic_id);
+	pg_atomic_fetch_add_u64(&slot->changes, 1);
+	ConditionVariableBroadcast(&slot->cv);
+}
+
+/* Wake the topic's waiters when this transaction commits. */
+void
+mq_notify_at_commit(int32 topic_id)
+{
+	MemoryContext old;
+
+	if (slots == NULL || list_member_int(touched, topic_id))
+		return;
+	old = MemoryContextSwitchTo(TopTransactionContext);
+	touched = lappend_int(touched, topic_id);
+	MemoryContextSwitchTo(old);
+}
+
+static void
+notify_xact_callback(XactEvent event, void *arg)
+{
+	ListCell   *lc;
+
+	switch (event)
+	{
+		case XACT_EVENT_COMMIT:
+		case XACT_EVENT_PARALLEL_COMMIT:
+			foreach(lc, touched)
+				mq_notify_now(lfirst_int(lc));
+			touched = NIL;
+			break;
+		case XACT_EVENT_ABORT:
+		case XACT_EVENT_PARALLEL_ABORT:
+		case XACT_EVENT_PREPARE:
+			touched = NIL;		/* the list lived in the transaction's memory */
+			break;
+		default:
+			break;
+	}
+}
+
+/* The topic's change counter: read it before looking, pass it to the wait. */
+uint64
+mq_notify_counter(int32 topic_id)
+{
+	return slots ? pg_atomic_read_u64(&slot_for(topic_id)->changes) : 0;
+}
+
+/*
+ * Sleep until the topic's counter moves past seen or the deadline passes.
+ * Returns false at the deadline.
+ */
+bool
+mq_notify_wait(int32 topic_id, uint64 seen, TimestampTz deadline)
+{
+	MqNotifySlot *slot;
+	bool		changed = false;
+
+	if (slots == NULL)
+	{
+		/* not preloaded: no shared memory, so re-check every 10 ms */
+		long		left = TimestampDifferenceMilliseconds(GetCurrentTimestamp(), deadline);
+
+		if (left <= 0)
+			return false;
+		(void) WaitLatch(MyLatch, WL_LATCH_SET | WL_TIMEOUT | WL_EXIT_ON_PM_DEATH,
+						 Min(left, 10), PG_WAIT_EXTENSION);
+		ResetLatch(MyLatch);
+		CHECK_FOR_INTERRUPTS();
+		return true;
+	}
+
+	slot = slot_for(topic_id);
+	ConditionVariablePrepareToSleep(&slot->cv);
+	for (;;)
+	{
+		long		left;
+
+		if (pg_atomic_read_u64(&slot->changes) != seen)
+		{
+			changed = true;
+			break;
+		}
+		left = TimestampDifferenceMilliseconds(GetCurrentTimestamp(), deadline);
+		if (left <= 0)
+			break;
+		(void) ConditionVariableTimedSleep(&slot->cv, left, PG_WAIT_EXTENSION);
+	}
+	ConditionVariableCancelSleep();
+	return changed;
+}
+
+void
+mq_notify_init(void)
+{
+	RegisterXactCallback(notify_xact_callback, NULL);
+	if (!process_shared_preload_libraries_in_progress)
+		return;
+	prev_shmem_request_hook = shmem_request_hook;
+	shmem_request_hook = notify_shmem_request;
+	prev_shmem_startup_hook = shmem_startup_hook;
+	shmem_startup_hook = notify_shmem_startup;
+}

@@ -1,0 +1,456 @@
+-------------------------------------------------------------------------------
+-- Consumer groups: membership, generations, assignors, rebalancing
+--
+-- The group coordinator runs in the database.  Members join with the
+-- topics they subscribe to and an assignor; every change of membership or
+-- subscription starts a new generation and recomputes the assignment:
+--   range, roundrobin   eager: every partition is revoked and reassigned
+--   cooperative-sticky  cooperative (KIP-429): partitions keep their owner
+--                       where the balance allows; a partition that moves is
+--                       first marked revoking, announced to its owner by a
+--                       heartbeat, released by the owner's next heartbeat,
+--                       and only then owned by its new member.
+-- Members that stop heartbeating are removed after their session timeout
+-- by maintenance (or by any later call on the group).  A static member
+-- (instance id) that rejoins gets a new member id and keeps its partitions
+-- without a rebalance; the old member id is fenced.
+-------------------------------------------------------------------------------
+
+CREATE TABLE mq.consumer_group (
+    group_id     text PRIMARY KEY,
+    generation   integer NOT NULL DEFAULT 0,
+    assignor     text NOT NULL,
+    rebalances   bigint NOT NULL DEFAULT 0,
+    last_revoked integer NOT NULL DEFAULT 0,   -- partitions the last rebalance revoked
+    updated_at   timestamptz NOT NULL DEFAULT now()
+);
+
+CREATE TABLE mq.group_member (
+    group_id           text NOT NULL REFERENCES mq.consumer_group ON DELETE CASCADE,
+    member_id          text NOT NULL,
+    instance_id        text,
+    topics             integer[] NOT NULL,
+    session_timeout_ms integer NOT NULL,
+    last_heartbeat     timestamptz NOT NULL DEFAULT clock_timestamp(),
+    PRIMARY KEY (group_id, member_id),
+    UNIQUE (group_id, instance_id)
+);
+
+CREATE TABLE mq.group_assignment (
+    group_id   text NOT NULL REFERENCES mq.consumer_group ON DELETE CASCADE,
+    topic_id   integer NOT NULL,
+    partition  integer NOT NULL,
+    owner      text,                  -- the member consuming it now
+    target     text,                  -- where it goes once the owner releases it
+    revoking   boolean NOT NULL DEFAULT false,
+    announced  boolean NOT NULL DEFAULT false,  -- the owner was told by a heartbeat
+    PRIMARY KEY (group_id, topic_id, partition),
+    FOREIGN KEY (topic_id, partition) REFERENCES mq.partition_state ON DELETE CASCADE
+);
+
+-- member ids replaced by a newer instance with the same instance id
+CREATE TABLE mq.fenced_member (
+    group_id    text NOT NULL,
+    member_id   text NOT NULL,
+    instance_id text NOT NULL,
+    fenced_at   timestamptz NOT NULL DEFAULT now(),
+    PRIMARY KEY (group_id, member_id)
+);
+
+SELECT pg_catalog.pg_extension_config_dump('mq.consumer_group', '');
+SELECT pg_catalog.pg_extension_config_dump('mq.group_member', '');
+SELECT pg_catalog.pg_extension_config_dump('mq.group_assignment', '');
+
+-- The target assignment of a group's current members, by its assignor.
+-- Members are ordered by instance id (static) or member id, as Kafka does.
+CREATE FUNCTION mq._assign(p_group text)
+RETURNS TABLE (topic_id integer, partition integer, member_id text)
+LANGUAGE plpgsql STABLE SET search_path = pg_catalog, pg_temp AS $$
+DECLARE
+    v_assignor text;
+BEGIN
+    SELECT g.assignor INTO v_assignor FROM mq.consumer_group g WHERE g.group_id = p_group;
+    IF v_assignor = 'range' THEN
+        -- per topic, contiguous ranges: n / m each, the first n % m one more
+        RETURN QUERY
+        WITH subs AS (
+            SELECT t.topic_id, m.member_id,
+                   row_number() OVER (PARTITION BY t.topic_id ORDER BY coalesce(m.instance_id, m.member_id)) - 1 AS idx,
+                   count(*) OVER (PARTITION BY t.topic_id) AS nm,
+                   t.partitions AS np
+              FROM mq.group_member m
+              JOIN mq.topic t ON t.topic_id = ANY (m.topics)
+             WHERE m.group_id = p_group)
+        SELECT s.topic_id, p.p, s.member_id
+          FROM subs s
+         CROSS JOIN LATERAL generate_series(
+               (s.idx * (s.np / s.nm) + least(s.idx, s.np % s.nm))::int,
+               ((s.idx + 1) * (s.np / s.nm) + least(s.idx + 1, s.np % s.nm) - 1)::int) AS p(p);
+    ELSIF v_assignor = 'roundrobin' THEN
+        -- all topic-partitions in order, dealt to the members in turn
+        -- (members not subscribed to a topic are skipped for it)
+        RETURN QUERY
+        WITH members AS (
+            SELECT m.member_id, m.topics,
+                   row_number() OVER (ORDER BY coalesce(m.instance_id, m.member_id)) - 1 AS idx,
+                   count(*) OVER () AS nm
+              FROM mq.group_member m WHERE m.group_id = p_group),
+        tps AS (
+            SELECT t.topic_id, p.p, row_number() OVER (ORDER BY t.topic_name, p.p) - 1 AS k
+              FROM mq.topic t CROSS JOIN LATERAL generate_series(0, t.partitions - 1) p(p)
+             WHERE EXISTS (SELECT 1 FROM members m WHERE t.topic_id = ANY (m.topics)))
+        SELECT x.topic_id, x.p, x.member_id FROM (
+            SELECT tp.topic_id, tp.p, m.member_id,
+                   row_number() OVER (PARTITION BY tp.topic_id, tp.p
+                                      ORDER BY (m.idx - tp.k % m.nm + m.nm) % m.nm) AS pick
+              FROM tps tp JOIN members m ON tp.topic_id = ANY (m.topics)) x
+         WHERE x.pick = 1;
+    ELSE
+        -- cooperative-sticky: every member keeps what it owns up to its
+        -- quota; the rest goes to the least-loaded subscribed members
+        RETURN QUERY SELECT * FROM mq._assign_sticky(p_group);
+    END IF;
+END $$;
+
+CREATE FUNCTION mq._assign_sticky(p_group text)
+RETURNS TABLE (topic_id integer, partition integer, member_id text)
+LANGUAGE plpgsql SET search_path = pg_catalog, pg_temp AS $$
+DECLARE
+    v_members text[];
+    v_total integer;
+    v_floor integer;
+    v_extra integer;       -- members that may hold one more than the floor
+    r record;
+    v_best text;
+BEGIN
+    SELECT array_agg(m.member_id ORDER BY coalesce(m.instance_id, m.member_id)) INTO v_members
+      FROM mq.group_member m WHERE m.group_id = p_group;
+    CREATE TEMP TABLE IF NOT EXISTS mq_sticky (topic_id int, partition int, member_id text) ON COMMIT DROP;
+    TRUNCATE mq_sticky;
+    IF v_members IS NULL THEN
+        RETURN;
+    END IF;
+    SELECT count(*) INTO v_total
+      FROM mq.topic t CROSS JOIN LATERAL generate_series(0, t.partitions - 1) p
+     WHERE EXISTS (SELECT 1 FROM mq.group_member m WHERE m.group_id = p_group AND t.topic_id = ANY (m.topics));
+    v_floor := v_total / cardinality(v_members);
+    v_extra := v_total % cardinality(v_members);
+
+    -- keep current ownership (the future owner of a revoking partition), up to the floor
+    INSERT INTO mq_sticky
+    SELECT k.topic_id, k.partition, k.who FROM (
+        SELECT a.topic_id, a.partition, coalesce(a.target, a.owner) AS who,
+               row_number() OVER (PARTITION BY coalesce(a.target, a.owner) ORDER BY a.topic_id, a.partition) AS n
+          FROM mq.group_assignment a
+          JOIN mq.group_member m ON m.group_id = a.group_id AND m.member_id = coalesce(a.target, a.owner)
+                                AND a.topic_id = ANY (m.topics)
+         WHERE a.group_id = p_group) k
+     WHERE k.n <= v_floor;
+    -- then one more each for up to v_extra members that own one more
+    FOR r IN
+        SELECT a.topic_id, a.partition, coalesce(a.target, a.owner) AS who
+          FROM mq.group_assignment a
+          JOIN mq.group_member m ON m.group_id = a.group_id AND m.member_id = coalesce(a.target, a.owner)
+                                AND a.topic_id = ANY (m.topics)
+         WHERE a.group_id = p_group
+           AND NOT EXISTS (SELECT 1 FROM mq_sticky s WHERE s.topic_id = a.topic_id AND s.partition = a.partition)
+         ORDER BY a.topic_id, a.partition
+    LOOP
+        EXIT WHEN v_extra = 0;
+        IF (SELECT count(*) FROM mq_sticky s WHERE s.member_id = r.who) = v_floor THEN
+            INSERT INTO mq_sticky VALUES (r.topic_id, r.partition, r.who);
+            v_extra := v_extra - 1;
+        END IF;
+    END LOOP;
+    -- everything else to the least-loaded member subscribed to its topic
+    FOR r IN
+        SELECT t.topic_id, p.p AS partition
+          FROM mq.topic t CROSS JOIN LATERAL generate_series(0, t.partitions - 1) p(p)
+         WHERE EXISTS (SELECT 1 FROM mq.group_member m WHERE m.group_id = p_group AND t.topic_id = ANY (m.topics))
+           AND NOT EXISTS (SELECT 1 FROM mq_sticky s WHERE s.topic_id = t.topic_id AND s.partition = p.p)
+         ORDER BY t.topic_name, p.p
+    LOOP
+        SELECT m.member_id INTO v_best
+          FROM mq.group_member m
+          LEFT JOIN LATERAL (SELECT count(*) AS n FROM mq_sticky s WHERE s.member_id = m.member_id) c ON true
+         WHERE m.group_id = p_group AND r.topic_id = ANY (m.topics)
+         ORDER BY c.n, array_position(v_members, m.member_id)
+         LIMIT 1;
+        INSERT INTO mq_sticky VALUES (r.topic_id, r.partition, v_best);
+    END LOOP;
+    RETURN QUERY SELECT s.topic_id, s.partition, s.member_id FROM mq_sticky s;
+END $$;
+
+-- A new generation with a new assignment.  Eager assignors revoke every
+-- owned partition; cooperative-sticky revokes only those that move.
+CREATE FUNCTION mq._rebalance(p_group text) RETURNS void
+LANGUAGE plpgsql SET search_path = pg_catalog, pg_temp AS $$
+DECLARE
+    v_cooperative boolean;
+    v_revoked integer;
+BEGIN
+    SELECT g.assignor = 'cooperative-sticky' INTO v_cooperative
+      FROM mq.consumer_group g WHERE g.group_id = p_group;
+    CREATE TEMP TABLE IF NOT EXISTS mq_target (topic_id int, partition int, member_id text) ON COMMIT DROP;
+    TRUNCATE mq_target;
+    INSERT INTO mq_target SELECT * FROM mq._assign(p_group);
+
+    -- partitions nobody subscribes to any more leave the assignment
+    DELETE FROM mq.group_assignment a
+     WHERE a.group_id = p_group
+       AND NOT EXISTS (SELECT 1 FROM mq_target t WHERE t.topic_id = a.topic_id AND t.partition = a.partition);
+    INSERT INTO mq.group_assignment (group_id, topic_id, partition)
+    SELECT p_group, t.topic_id, t.partition FROM mq_target t
+    ON CONFLICT DO NOTHING;
+
+    IF v_cooperative THEN
+        SELECT count(*) INTO v_revoked
+          FROM mq.group_assignment a JOIN mq_target t USING (topic_id, partition)
+         WHERE a.group_id = p_group AND a.owner IS NOT NULL AND a.owner <> t.member_id;
+        UPDATE mq.group_assignment a
+           SET owner = CASE WHEN a.owner IS NULL OR a.owner = t.member_id THEN t.member_id ELSE a.owner END,
+               target = t.member_id,
+               revoking = a.owner IS NOT NULL AND a.owner <> t.member_id,
+               announced = false
+          FROM mq_target t
+         WHERE a.group_id = p_group AND a.topic_id = t.topic_id AND a.partition = t.partition;
+    ELSE
+        SELECT count(*) INTO v_revoked
+          FROM mq.group_assignment a WHERE a.group_id = p_group AND a.owner IS NOT NULL;
+        UPDATE mq.group_assignment a
+           SET owner = t.member_id, target = t.member_id, revoking = false, announced = false
+          FROM mq_target t
+         WHERE a.group_id = p_group AND a.topic_id = t.topic_id AND a.partition = t.partition;
+    END IF;
+    UPDATE mq.consumer_group
+       SET generation = generation + 1, rebalances = rebalances + 1,
+           last_revoked = v_revoked, updated_at = now()
+     WHERE group_id = p_group;
+END $$;
+
+-- Remove members whose session timed out; rebalance their groups.
+CREATE FUNCTION mq._expire_members(p_group text DEFAULT NULL) RETURNS integer
+LANGUAGE plpgsql SET search_path = pg_catalog, pg_temp AS $$
+DECLARE
+    v_group text;
+    v_n integer := 0;
+    v_gone text[];
+BEGIN
+    FOR v_group IN
+        SELECT DISTINCT m.group_id FROM mq.group_member m
+         WHERE (p_group IS NULL OR m.group_id = p_group)
+           AND m.last_heartbeat + m.session_timeout_ms * interval '1 millisecond' < clock_timestamp()
+    LOOP
+        PERFORM 1 FROM mq.consumer_group g WHERE g.group_id = v_group FOR UPDATE;
+        WITH gone AS (
+            DELETE FROM mq.group_member m
+             WHERE m.group_id = v_group
+               AND m.last_heartbeat + m.session_timeout_ms * interval '1 millisecond' < clock_timestamp()
+            RETURNING m.member_id)
+        SELECT array_agg(member_id) INTO v_gone FROM gone;
+        IF v_gone IS NOT NULL THEN
+            UPDATE mq.group_assignment SET owner = NULL, revoking = false, announced = false
+             WHERE group_id = v_group AND owner = ANY (v_gone);
+            PERFORM mq._rebalance(v_group);
+            v_n := v_n + cardinality(v_gone);
+        END IF;
+    END LOOP;
+    RETURN v_n;
+END $$;
+
+-- Raise the right error for a member id that is not in the group.
+CREATE FUNCTION mq._check_member(p_group text, p_member text) RETURNS void
+LANGUAGE plpgsql STABLE SET search_path = pg_catalog, pg_temp AS $$
+BEGIN
+    IF p_member IS NULL THEN
+        RAISE EXCEPTION 'member_id must not be null' USING ERRCODE = 'MQ010';
+    END IF;
+    IF EXISTS (SELECT 1 FROM mq.group_member WHERE group_id = p_group AND member_id = p_member) THEN
+        RETURN;
+    END IF;
+    IF EXISTS (SELECT 1 FROM mq.fenced_member WHERE group_id = p_group AND member_id = p_member) THEN
+        RAISE EXCEPTION 'member "%" of group "%" has been fenced by a newer instance with the same instance id',
+            p_member, p_group
+            USING ERRCODE = 'MQ033', HINT = 'Another consumer joined with this instance id; this one must stop.';
+    END IF;
+    RAISE EXCEPTION 'member "%" is not in group "%"', p_member, p_group
+        USING ERRCODE = 'MQ031',
+              HINT = 'Its session may have timed out; join the group again with mq.join_group().';
+END $$;
+
+CREATE FUNCTION mq.join_group(group_id text, topics text[], member_id text DEFAULT NULL,
+                              instance_id text DEFAULT NULL, assignor text DEFAULT 'range',
+                              session_timeout_ms integer DEFAULT 45000)
+    RETURNS TABLE (member text, generation integer)
+LANGUAGE plpgsql SECURITY DEFINER SET search_path = pg_catalog, pg_temp AS $$
+DECLARE
+    v_group text := join_group.group_id;
+    v_topics integer[];
+    v_member text := join_group.member_id;
+    v_old mq.group_member;
+    v_changed boolean := false;
+BEGIN
+    IF v_group IS NULL OR v_group = '' THEN
+        RAISE EXCEPTION 'group_id must not be empty' USING ERRCODE = 'MQ010';
+    END IF;
+    IF join_group.assignor IS NULL OR join_group.assignor NOT IN ('range', 'roundrobin', 'cooperative-sticky') THEN
+        RAISE EXCEPTION 'unknown assignor "%"', join_group.assignor
+            USING ERRCODE = 'MQ010', HINT = 'Use range, roundrobin or cooperative-sticky.';
+    END IF;
+    IF join_group.session_timeout_ms IS NULL OR join_group.session_timeout_ms NOT BETWEEN 100 AND 3600000 THEN
+        RAISE EXCEPTION 'session_timeout_ms must be between 100 and 3600000'
+            USING ERRCODE = 'MQ010';
+    END IF;
+    IF join_group.topics IS NULL OR cardinality(join_group.topics) = 0 THEN
+        RAISE EXCEPTION 'a member subscribes to at least one topic' USING ERRCODE = 'MQ010';
+    END IF;
+    SELECT array_agg(mq._topic_id(t) ORDER BY t) INTO v_topics
+      FROM (SELECT DISTINCT unnest(join_group.topics) AS t) s;
+
+    INSERT INTO mq.consumer_group AS g (group_id, assignor) VALUES (v_group, join_group.assignor)
+    ON CONFLICT ON CONSTRAINT consumer_group_pkey DO NOTHING;
+    PERFORM 1 FROM mq.consumer_group g WHERE g.group_id = v_group FOR UPDATE;
+    PERFORM mq._expire_members(v_group);
+    IF EXISTS (SELECT 1 FROM mq.consumer_group g WHERE g.group_id = v_group AND g.assignor <> join_group.assignor)
+    THEN
+        IF EXISTS (SELECT 1 FROM mq.group_member m WHERE m.group_id = v_group) THEN
+            RAISE EXCEPTION 'group "%" uses assignor "%", not "%"', v_group,
+                (SELECT g.assignor FROM mq.consumer_group g WHERE g.group_id = v_group), join_group.assignor
+                USING ERRCODE = 'MQ032', HINT = 'All members of a group use the same assignor.';
+        END IF;
+        UPDATE mq.consumer_group g SET assignor = join_group.assignor WHERE g.group_id = v_group;
+    END IF;
+
+    IF v_member IS NOT NULL THEN
+        -- a known member joining again, perhaps with new topics
+        PERFORM mq._check_member(v_group, v_member);
+        SELECT * INTO v_old FROM mq.group_member m WHERE m.group_id = v_group AND m.member_id = v_member;
+        v_changed := v_old.topics IS DISTINCT FROM v_topics;
+        UPDATE mq.group_member m
+           SET topics = v_topics, session_timeout_ms = join_group.session_timeout_ms,
+               last_heartbeat = clock_timestamp()
+         WHERE m.group_id = v_group AND m.member_id = v_member;
+    ELSIF join_group.instance_id IS NOT NULL AND EXISTS (
+            SELECT 1 FROM mq.group_member m WHERE m.group_id = v_group AND m.instance_id = join_group.instance_id) THEN
+        -- a static member restarting: a new member id takes over the old
+        -- one's partitions without a rebalance, and the old id is fenced
+        SELECT * INTO v_old FROM mq.group_member m
+         WHERE m.group_id = v_group AND m.instance_id = join_group.instance_id;
+        v_member := join_group.instance_id || '-' || gen_random_uuid();
+        INSERT INTO mq.fenced_member (group_id, member_id, instance_id)
+        VALUES (v_group, v_old.member_id, join_group.instance_id) ON CONFLICT DO NOTHING;
+        UPDATE mq.group_member m
+           SET member_id = v_member, topics = v_topics, session_timeout_ms = join_group.session_timeout_ms,
+               last_heartbeat = clock_timestamp()
+         WHERE m.group_id = v_group AND m.member_id = v_old.member_id;
+        UPDATE mq.group_assignment a SET owner = v_member WHERE a.group_id = v_group AND a.owner = v_old.member_id;
+        UPDATE mq.group_assignment a SET target = v_member WHERE a.group_id = v_group AND a.target = v_old.member_id;
+        v_changed := v_old.topics IS DISTINCT FROM v_topics;
+    ELSE
+        v_member := coalesce(join_group.instance_id, 'consumer') || '-' || gen_random_uuid();
+        INSERT INTO mq.group_member (group_id, member_id, instance_id, topics, session_timeout_ms)
+        VALUES (v_group, v_member, join_group.instance_id, v_topics, join_group.session_timeout_ms);
+        v_changed := true;
+    END IF;
+
+    IF v_changed THEN
+        PERFORM mq._rebalance(v_group);
+    END IF;
+    member := v_member;
+    SELECT g.generation INTO generation FROM mq.consumer_group g WHERE g.group_id = v_group;
+    RETURN NEXT;
+END $$;
+
+-- Keep the session alive and learn the assignment.  A partition the member
+-- must give up is returned once as 'revoking'; the next heartbeat releases
+-- it to its new owner.
+CREATE FUNCTION mq.heartbeat(group_id text, member_id text, generation_id integer DEFAULT NULL)
+    RETURNS TABLE (generation integer, topic text, partition integer, state text)
+LANGUAGE plpgsql SECURITY DEFINER SET search_path = pg_catalog, pg_temp AS $$
+DECLARE
+    v_group text := heartbeat.group_id;
+    v_member text := heartbeat.member_id;
+BEGIN
+    PERFORM 1 FROM mq.consumer_group g WHERE g.group_id = v_group FOR UPDATE;
+    PERFORM mq._expire_members(v_group);
+    PERFORM mq._check_member(v_group, v_member);
+    UPDATE mq.group_member m SET last_heartbeat = clock_timestamp()
+     WHERE m.group_id = v_group AND m.member_id = v_member;
+    UPDATE mq.group_assignment a SET owner = a.target, revoking = false, announced = false
+     WHERE a.group_id = v_group AND a.owner = v_member AND a.revoking AND a.announced;
+    UPDATE mq.group_assignment a SET announced = true
+     WHERE a.group_id = v_group AND a.owner = v_member AND a.revoking AND NOT a.announced;
+    RETURN QUERY
+    SELECT g.generation, t.topic_name, a.partition,
+           CASE WHEN a.revoking THEN 'revoking' ELSE 'owned' END
+      FROM mq.group_assignment a
+      JOIN mq.consumer_group g ON g.group_id = a.group_id
+      JOIN mq.topic t ON t.topic_id = a.topic_id
+     WHERE a.group_id = v_group AND a.owner = v_member
+     ORDER BY t.topic_name, a.partition;
+    IF NOT FOUND THEN
+        -- no partitions: still tell the member its generation
+        RETURN QUERY SELECT g.generation, NULL::text, NULL::integer, 'none'::text
+                       FROM mq.consumer_group g WHERE g.group_id = v_group;
+    END IF;
+END $$;
+
+CREATE FUNCTION mq.leave_group(group_id text, member_id text) RETURNS void
+LANGUAGE plpgsql SECURITY DEFINER SET search_path = pg_catalog, pg_temp AS $$
+DECLARE
+    v_group text := leave_group.group_id;
+BEGIN
+    PERFORM 1 FROM mq.consumer_group g WHERE g.group_id = v_group FOR UPDATE;
+    PERFORM mq._check_member(v_group, leave_group.member_id);
+    DELETE FROM mq.group_member m WHERE m.group_id = v_group AND m.member_id = leave_group.member_id;
+    UPDATE mq.group_assignment a SET owner = NULL, revoking = false, announced = false
+     WHERE a.group_id = v_group AND a.owner = leave_group.member_id;
+    PERFORM mq._rebalance(v_group);
+END $$;
+
+-- Partitions of a topic the member owns (for mq.poll with member_id).
+CREATE FUNCTION mq._member_partitions(p_group text, p_topic_id integer, p_member text) RETURNS integer[]
+LANGUAGE plpgsql SET search_path = pg_catalog, pg_temp AS $$
+BEGIN
+    PERFORM mq._check_member(p_group, p_member);
+    RETURN ARRAY(SELECT a.partition FROM mq.group_assignment a
+                  WHERE a.group_id = p_group AND a.topic_id = p_topic_id AND a.owner = p_member);
+END $$;
+
+-- An offset commit from a member: its generation must be current and it
+-- must own the partition.
+CREATE FUNCTION mq._check_member_commit(p_group text, p_topic_id integer, p_partition integer,
+                                        p_member text, p_generation integer) RETURNS void
+LANGUAGE plpgsql SET search_path = pg_catalog, pg_temp AS $$
+DECLARE
+    v_generation integer;
+BEGIN
+    PERFORM mq._check_member(p_group, p_member);
+    SELECT g.generation INTO v_generation FROM mq.consumer_group g WHERE g.group_id = p_group;
+    IF p_generation IS DISTINCT FROM v_generation THEN
+        RAISE EXCEPTION 'stale generation % for group "%": the current generation is %',
+            coalesce(p_generation::text, 'NULL'), p_group, v_generation
+            USING ERRCODE = 'MQ030',
+                  HINT = 'The group rebalanced; call mq.heartbeat() for the current generation and assignment.';
+    END IF;
+    IF NOT EXISTS (SELECT 1 FROM mq.group_assignment a
+                    WHERE a.group_id = p_group AND a.topic_id = p_topic_id
+                      AND a.partition = p_partition AND a.owner = p_member) THEN
+        RAISE EXCEPTION 'member "%" does not own partition % of topic "%"', p_member, p_partition,
+            (SELECT topic_name FROM mq.topic WHERE topic_id = p_topic_id)
+            USING ERRCODE = 'MQ034', HINT = 'Commit only the partitions mq.heartbeat() lists for the member.';
+    END IF;
+END $$;
+
+CREATE VIEW mq.group_members AS
+SELECT m.group_id, m.member_id, m.instance_id, g.generation, g.assignor,
+       ARRAY(SELECT t.topic_name FROM mq.topic t WHERE t.topic_id = ANY (m.topics) ORDER BY 1) AS topics,
+       m.session_timeout_ms, m.last_heartbeat,
+       (SELECT count(*) FROM mq.group_assignment a WHERE a.group_id = m.group_id AND a.owner = m.member_id)
+           AS partitions
+  FROM mq.group_member m JOIN mq.consumer_group g USING (group_id);
+
+CREATE VIEW mq.group_assignments AS
+SELECT a.group_id, t.topic_name AS topic, a.partition, a.owner, a.target,
+       CASE WHEN a.revoking THEN 'revoking' WHEN a.owner IS NULL THEN 'unassigned' ELSE 'owned' END AS state
+  FROM mq.group_assignment a JOIN mq.topic t USING (topic_id);
