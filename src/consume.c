@@ -502,15 +502,13 @@ parse_offset_reset(text *t)
 }
 
 /*
- * Where a consumer without a usable position starts: its committed offset
- * when that is still in the log, else as auto_offset_reset says (Kafka's
+ * Where a consumer reads next: its position (-1 for none) when that is
+ * still in the log, else as auto_offset_reset says (Kafka's
  * auto.offset.reset).
  */
 static int64
-start_position(text *group, MqTopic *topic, MqPartition *part, OffsetReset reset)
+start_position(int64 pos, MqTopic *topic, MqPartition *part, OffsetReset reset)
 {
-	int64		pos = committed_position(group, topic, part->partition);
-
 	if (pos >= part->log_start)
 		return pos;
 	if (reset == RESET_NONE)
@@ -614,8 +612,9 @@ mq_poll(PG_FUNCTION_ARGS)
 				continue;
 			if (xact_positions != NULL)
 				known = hash_search(xact_positions, &key, HASH_FIND, NULL);
-			pos = known ? Max(known->next_offset, part->log_start) :
-				start_position(group, topic, part, reset);
+			pos = start_position(known ? known->next_offset :
+								 committed_position(group, topic, part->partition),
+								 topic, part, reset);
 			n = read_partition(topic, part, pos, max - got, PG_GETARG_DATUM(1),
 							   rsinfo->setResult, rsinfo->setDesc);
 			got += n;

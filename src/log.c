@@ -158,10 +158,15 @@ create_missing_segments(MqTopic *topic, int32 partition)
 	mq_topic_cache_reset();
 }
 
-/* Write records [0, n) with offsets base.. into one segment. */
+/*
+ * Write records [0, n) with offsets base.. into one segment.  meta, when
+ * not NULL (the replication follower path), gives each record's timestamp
+ * and producer fields instead of now and producer.
+ */
 static void
 append_to_segment(MqSegment *seg, int32 partition, MqRecordIn *recs, int n,
-				  int64 base, MqProducer *producer, TimestampTz now)
+				  int64 base, MqProducer *producer, TimestampTz now,
+				  MqRecordMeta *meta)
 {
 	Relation	rel = table_open(seg->relid, RowExclusiveLock);
 	TupleDesc	desc = RelationGetDescr(rel);
@@ -209,7 +214,19 @@ append_to_segment(MqSegment *seg, int32 partition, MqRecordIn *recs, int n,
 			nulls[Anum_log_value - 1] = (r->value == NULL);
 			values[Anum_log_headers - 1] = r->headers;
 			nulls[Anum_log_headers - 1] = (r->headers == (Datum) 0);
-			if (producer != NULL && producer->present)
+			if (meta != NULL)	/* replication: the leader's fields */
+			{
+				MqRecordMeta *m = &meta[done + i];
+
+				values[Anum_log_created_at - 1] = TimestampTzGetDatum(m->created_at);
+				values[Anum_log_producer_id - 1] = Int64GetDatum(m->producer_id);
+				values[Anum_log_producer_epoch - 1] = Int32GetDatum(m->producer_epoch);
+				values[Anum_log_sequence - 1] = Int32GetDatum(m->sequence);
+				nulls[Anum_log_producer_id - 1] = !m->has_producer;
+				nulls[Anum_log_producer_epoch - 1] = !m->has_producer;
+				nulls[Anum_log_sequence - 1] = !m->has_producer;
+			}
+			else if (producer != NULL && producer->present)
 			{
 				values[Anum_log_producer_id - 1] = Int64GetDatum(producer->producer_id);
 				values[Anum_log_producer_epoch - 1] = Int32GetDatum(producer->producer_epoch);
@@ -284,6 +301,10 @@ mq_log_append(const char *topic_name, int32 partition, MqRecordIn *recs,
 	} while (topic->topic_id != locked_id);
 	part = mq_topic_partition(topic, partition);
 
+	/* replication hook: only the current leader of a replicated partition appends */
+	if (part->replicated)
+		mq_replica_check_produce(topic, partition);
+
 	base = next = mq_log_end_offset(part, SnapshotSelf);
 	if (producer != NULL &&
 		mq_producer_check_sequence(topic, partition, producer, nrecs, &base))
@@ -306,7 +327,7 @@ mq_log_append(const char *topic_name, int32 partition, MqRecordIn *recs,
 					 next, topic_name, partition);
 		}
 		k = (int) Min((int64) (nrecs - done), seg->end - next);
-		append_to_segment(seg, partition, recs + done, k, next, producer, now);
+		append_to_segment(seg, partition, recs + done, k, next, producer, now, NULL);
 		next += k;
 		done += k;
 	}
@@ -314,6 +335,55 @@ mq_log_append(const char *topic_name, int32 partition, MqRecordIn *recs,
 		mq_producer_record_batch(topic, partition, producer, nrecs, base);
 	mq_notify_at_commit(topic->topic_id);
 	return base;
+}
+
+/*
+ * Replication hook: a follower appends records it fetched from the leader
+ * at the leader's offsets, with the leader's timestamps and producer
+ * fields (replica.c checks the leader epoch first).  base_offset must be
+ * the log end offset: a follower's log has no holes either.
+ */
+int64
+mq_log_append_at(const char *topic_name, int32 partition, MqRecordIn *recs,
+				 MqRecordMeta *meta, int nrecs, int64 base_offset)
+{
+	MqTopic    *topic = mq_topic_lookup(topic_name, false);
+	MqPartition *part;
+	int64		next;
+
+	mq_lock_partition(topic, partition);
+	AcceptInvalidationMessages();
+	topic = mq_topic_lookup(topic_name, false);
+	part = mq_topic_partition(topic, partition);
+	next = mq_log_end_offset(part, SnapshotSelf);
+	if (next != base_offset)
+		ereport(ERROR,
+				(errcode(ERRCODE_MQ_OFFSET_OUT_OF_RANGE),
+				 errmsg("replica of \"%s\" partition %d ends at offset " INT64_FORMAT ", not " INT64_FORMAT,
+						topic_name, partition, next, base_offset),
+				 errhint("The broker truncates or refetches from the log end offset.")));
+	for (int done = 0; done < nrecs;)
+	{
+		MqSegment  *seg = segment_for_offset(part, next);
+		int			k;
+
+		if (seg == NULL)
+		{
+			create_missing_segments(topic, partition);
+			topic = mq_topic_lookup(topic_name, false);
+			part = mq_topic_partition(topic, partition);
+			seg = segment_for_offset(part, next);
+			if (seg == NULL)
+				elog(ERROR, "mq: no segment covers offset " INT64_FORMAT " of \"%s\" partition %d",
+					 next, topic_name, partition);
+		}
+		k = (int) Min((int64) (nrecs - done), seg->end - next);
+		append_to_segment(seg, partition, recs + done, k, next, NULL, 0, meta + done);
+		next += k;
+		done += k;
+	}
+	mq_notify_at_commit(topic->topic_id);
+	return next;
 }
 
 /*

@@ -34,6 +34,13 @@
 #define ERRCODE_MQ_PRODUCER_FENCED			MAKE_SQLSTATE('M','Q','0','1','2')
 #define ERRCODE_MQ_UNKNOWN_PRODUCER_ID		MAKE_SQLSTATE('M','Q','0','1','3')
 #define ERRCODE_MQ_INVALID_PRODUCER_EPOCH	MAKE_SQLSTATE('M','Q','0','1','4')
+/* replication (replica.c, src/sql/60_replica.sql; docs/replication.md) */
+#define ERRCODE_MQ_NOT_LEADER				MAKE_SQLSTATE('M','Q','0','2','0')
+#define ERRCODE_MQ_NOT_ENOUGH_REPLICAS		MAKE_SQLSTATE('M','Q','0','2','1')
+#define ERRCODE_MQ_NOT_ENOUGH_REPLICAS_AFTER_APPEND MAKE_SQLSTATE('M','Q','0','2','2')
+#define ERRCODE_MQ_REQUEST_TIMED_OUT		MAKE_SQLSTATE('M','Q','0','2','3')
+#define ERRCODE_MQ_FENCED_LEADER_EPOCH		MAKE_SQLSTATE('M','Q','0','2','4')
+#define ERRCODE_MQ_UNKNOWN_LEADER_EPOCH		MAKE_SQLSTATE('M','Q','0','2','5')
 
 /* advisory lock tag field4 values, distinct from pg_advisory_lock's 1 and 2 */
 #define MQ_LOCK_PRODUCE		0x4D51	/* one producer per partition at a time */
@@ -91,6 +98,19 @@ typedef struct MqRecordIn
 	int			input_index;	/* position in the caller's batch */
 } MqRecordIn;
 
+/*
+ * replica.c: what a follower copies besides key, value and headers (the
+ * leader's timestamp and producer fields), one per record.
+ */
+typedef struct MqRecordMeta
+{
+	TimestampTz created_at;
+	bool		has_producer;
+	int64		producer_id;
+	int32		producer_epoch;
+	int32		sequence;
+} MqRecordMeta;
+
 /* Producer identity carried with records (all null when not idempotent). */
 typedef struct MqProducer
 {
@@ -114,6 +134,11 @@ extern int64 mq_log_end_offset(MqPartition *part, Snapshot snapshot);
 extern int64 mq_log_append(const char *topic_name, int32 partition,
 						   MqRecordIn *recs, int nrecs, MqProducer *producer);
 extern bool mq_allow_log_change;
+/* replication hooks (log.c calls replica.c; replica.c calls log.c) */
+extern int64 mq_log_append_at(const char *topic_name, int32 partition,
+							  MqRecordIn *recs, MqRecordMeta *meta, int nrecs,
+							  int64 base_offset);
+extern void mq_replica_check_produce(MqTopic *topic, int32 partition);
 
 /* notify.c: waking long pollers */
 extern void mq_notify_init(void);

@@ -1,6 +1,8 @@
 -------------------------------------------------------------------------------
 -- Maintenance: called by the background worker when the library is
--- preloaded, or by any scheduler otherwise.
+-- preloaded, or by any scheduler otherwise.  Creates segments ahead,
+-- applies retention, expires silent group members and producer ids, and
+-- samples lag.  Returns the number of segments created.
 -------------------------------------------------------------------------------
 
 CREATE FUNCTION mq.run_maintenance() RETURNS integer
@@ -14,6 +16,9 @@ BEGIN
     FOR r IN SELECT topic_id, partition FROM mq.partition_state ORDER BY topic_id, partition LOOP
         v_created := v_created + mq._ensure_segments(r.topic_id, r.partition);
     END LOOP;
+    PERFORM mq.apply_retention();
+    PERFORM mq._expire_members();
+    PERFORM mq.sample_lag();
     -- producer ids unused for mq.producer_id_expiration_ms expire, as in Kafka
     DELETE FROM mq.producer p
      WHERE p.last_used < clock_timestamp() - v_expiry

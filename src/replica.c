@@ -1,0 +1,496 @@
+/*-------------------------------------------------------------------------
+ *
+ * replica.c
+ *	  The data node's side of replication: the parts of the replica API
+ *	  (src/sql/60_replica.sql) that need C.  Appending fetched records at
+ *	  the leader's offsets, truncating a divergent suffix, waiting for new
+ *	  records (a follower's long poll) and for the high watermark (acks=all),
+ *	  and refusing produce on a partition this node does not lead.
+ *
+ * Who decides what.  The broker (broker/mq-broker) decides roles and
+ * epochs from the coordinator and tells the node with
+ * mq.replica_become_leader / mq.replica_become_follower; the node only
+ * enforces them.  Every replica-side call names the caller's leader epoch
+ * and is refused when it differs from the node's (MQ024 when the caller's
+ * is older, MQ025 when it is newer), because advisory locks on the
+ * coordinator are not leases: a paused broker may still believe it leads.
+ * The epoch checks themselves are in SQL (mq._replica_fence); the
+ * functions here run after them, under the partition's produce lock.
+ *
+ * Waiting.  Both waits use notify.c: an append wakes the topic's waiters
+ * at commit, and so does every high-watermark, ISR or role change made by
+ * the replica API (mq._replica_notify).  A waiter reads the topic's change
+ * counter before it looks, so a change between its look and its sleep is
+ * never missed; there is no sleep loop.
+ *
+ *-------------------------------------------------------------------------
+ */
+#include "postgres.h"
+
+#include "access/htup_details.h"
+#include "access/xact.h"
+#include "catalog/pg_type.h"
+#include "executor/spi.h"
+#include "fmgr.h"
+#include "funcapi.h"
+#include "miscadmin.h"
+#include "storage/lock.h"
+#include "utils/array.h"
+#include "utils/builtins.h"
+#include "utils/inval.h"
+#include "utils/lsyscache.h"
+#include "utils/snapmgr.h"
+#include "utils/timestamp.h"
+
+#include "mq.h"
+
+PG_FUNCTION_INFO_V1(mq_replica_lock);
+PG_FUNCTION_INFO_V1(mq_replica_notify);
+PG_FUNCTION_INFO_V1(mq_replica_wait_records);
+PG_FUNCTION_INFO_V1(mq_replica_await_hwm);
+PG_FUNCTION_INFO_V1(mq_replica_append_records);
+PG_FUNCTION_INFO_V1(mq_replica_truncate_records);
+
+/* Attribute numbers of mq.replica_batch (keep in step with 60_replica.sql) */
+#define RB_BASE_OFFSET		1
+#define RB_CREATED_AT		5
+#define RB_KEYS				6
+#define RB_VALS				7
+#define RB_HEADERS			8
+#define RB_PRODUCER_IDS		9
+#define RB_PRODUCER_EPOCHS	10
+#define RB_SEQUENCES		11
+#define RB_BATCH_PRODUCER	12
+#define RB_BATCH_EPOCH		13
+#define RB_BATCH_FIRST		14
+#define RB_BATCH_LAST		15
+#define RB_BATCH_OFFSET		16
+
+/* What the node knows about a partition's replication state. */
+typedef struct ReplicaState
+{
+	bool		found;
+	char		role[16];
+	int32		leader_epoch;
+	int64		high_watermark; /* -1 when null */
+	int32		leader_id;		/* -1 when unknown */
+	char		leader_name[256];
+	int			isr_size;
+} ReplicaState;
+
+static void
+read_state(int32 topic_id, int32 partition, ReplicaState *st)
+{
+	static SPIPlanPtr plan = NULL;
+	MqSpiSave	spi;
+	Datum		args[2] = {Int32GetDatum(topic_id), Int32GetDatum(partition)};
+	bool		isnull;
+
+	memset(st, 0, sizeof(*st));
+	st->leader_id = -1;
+	st->high_watermark = -1;
+
+	/* the latest snapshot: a role or epoch changed since ours must count */
+	PushActiveSnapshot(GetLatestSnapshot());
+	mq_spi_begin(&spi);
+	if (plan == NULL)
+	{
+		Oid			argtypes[2] = {INT4OID, INT4OID};
+
+		plan = mq_spi_prepare("SELECT p.role, p.leader_epoch, p.high_watermark, r.leader_id, "
+							  "       r.leader_name, pg_catalog.cardinality(r.isr) "
+							  "  FROM mq.partition_state p "
+							  "  LEFT JOIN mq.replica_partition r "
+							  "    ON r.topic_id = p.topic_id AND r.partition = p.partition "
+							  " WHERE p.topic_id = $1 AND p.partition = $2",
+							  2, argtypes);
+	}
+	if (SPI_execute_plan(plan, args, NULL, true, 1) != SPI_OK_SELECT)
+		elog(ERROR, "mq: replica state lookup failed");
+	if (SPI_processed == 1)
+	{
+		HeapTuple	tup = SPI_tuptable->vals[0];
+		TupleDesc	desc = SPI_tuptable->tupdesc;
+		char	   *s;
+		Datum		d;
+
+		st->found = true;
+		s = SPI_getvalue(tup, desc, 1);
+		strlcpy(st->role, s ? s : "", sizeof(st->role));
+		st->leader_epoch = DatumGetInt32(SPI_getbinval(tup, desc, 2, &isnull));
+		d = SPI_getbinval(tup, desc, 3, &isnull);
+		if (!isnull)
+			st->high_watermark = DatumGetInt64(d);
+		d = SPI_getbinval(tup, desc, 4, &isnull);
+		if (!isnull)
+			st->leader_id = DatumGetInt32(d);
+		s = SPI_getvalue(tup, desc, 5);
+		if (s)
+			strlcpy(st->leader_name, s, sizeof(st->leader_name));
+		d = SPI_getbinval(tup, desc, 6, &isnull);
+		st->isr_size = isnull ? 0 : DatumGetInt32(d);
+	}
+	mq_spi_end(&spi);
+	PopActiveSnapshot();
+}
+
+static void
+raise_not_leader(const char *topic_name, int32 partition, ReplicaState *st)
+{
+	if (st->leader_id >= 0)
+		ereport(ERROR,
+				(errcode(ERRCODE_MQ_NOT_LEADER),
+				 errmsg("this node is not the leader of \"%s\" partition %d: broker %d (%s) leads it",
+						topic_name, partition, st->leader_id,
+						st->leader_name[0] ? st->leader_name : "address unknown"),
+				 errdetail("This node's replica is a %s in leader epoch %d.",
+						   st->role, st->leader_epoch),
+				 errhint("Send to the leader; the view mq.replica_status on any node names it.")));
+	ereport(ERROR,
+			(errcode(ERRCODE_MQ_NOT_LEADER),
+			 errmsg("this node is not the leader of \"%s\" partition %d, and the leader is not known yet",
+					topic_name, partition),
+			 errdetail("This node's replica is a %s in leader epoch %d.", st->role, st->leader_epoch),
+			 errhint("An election may be under way: retry shortly, then look at mq.replica_status.")));
+}
+
+/*
+ * Called by mq_log_append under the produce lock for replicated
+ * partitions: only the leader in its current epoch takes new records.
+ * The broker changes the role under the same lock, so an append either
+ * finishes before a node is demoted or sees the demotion.
+ */
+void
+mq_replica_check_produce(MqTopic *topic, int32 partition)
+{
+	ReplicaState st;
+
+	read_state(topic->topic_id, partition, &st);
+	if (st.found && strcmp(st.role, "follower") == 0)
+		raise_not_leader(topic->name, partition, &st);
+}
+
+/* mq._replica_lock(topic_id, partition): the produce lock, until commit */
+Datum
+mq_replica_lock(PG_FUNCTION_ARGS)
+{
+	LOCKTAG		tag;
+
+	SET_LOCKTAG_ADVISORY(tag, MyDatabaseId, (uint32) PG_GETARG_INT32(0),
+						 (uint32) PG_GETARG_INT32(1), MQ_LOCK_PRODUCE);
+	(void) LockAcquire(&tag, ExclusiveLock, false, false);
+	PG_RETURN_VOID();
+}
+
+/* mq._replica_notify(topic_id): wake the topic's waiters at commit */
+Datum
+mq_replica_notify(PG_FUNCTION_ARGS)
+{
+	mq_notify_at_commit(PG_GETARG_INT32(0));
+	PG_RETURN_VOID();
+}
+
+static int64
+current_log_end(int32 topic_id, int32 partition)
+{
+	MqTopic    *topic;
+	int64		leo;
+
+	AcceptInvalidationMessages();	/* segments created since we looked */
+	topic = mq_topic_by_id(topic_id);
+	PushActiveSnapshot(GetLatestSnapshot());
+	leo = mq_log_end_offset(mq_topic_partition(topic, partition), GetActiveSnapshot());
+	PopActiveSnapshot();
+	return leo;
+}
+
+/*
+ * mq._replica_wait_records(topic_id, partition, fetch_offset, wait_ms):
+ * the leader side of a follower's long poll.  Returns true as soon as the
+ * log ends beyond fetch_offset, false when wait_ms passed first.
+ */
+Datum
+mq_replica_wait_records(PG_FUNCTION_ARGS)
+{
+	int32		topic_id = PG_GETARG_INT32(0);
+	int32		partition = PG_GETARG_INT32(1);
+	int64		offset = PG_GETARG_INT64(2);
+	TimestampTz deadline = TimestampTzPlusMilliseconds(GetCurrentTimestamp(),
+													   Max(PG_GETARG_INT32(3), 0));
+
+	for (;;)
+	{
+		uint64		seen = mq_notify_counter(topic_id);
+
+		if (current_log_end(topic_id, partition) > offset)
+			PG_RETURN_BOOL(true);
+		if (!mq_notify_wait(topic_id, seen, deadline) &&
+			GetCurrentTimestamp() >= deadline)
+			PG_RETURN_BOOL(false);
+		CHECK_FOR_INTERRUPTS();
+	}
+}
+
+/*
+ * mq._replica_await_hwm(topic, partition, target, leader_epoch, min_isr,
+ * timeout_ms): the wait of acks=all.  Returns the high watermark once it
+ * reaches target while this node still leads in leader_epoch and the ISR
+ * still has min_isr members; otherwise raises not_leader,
+ * not_enough_replicas_after_append or request_timed_out.
+ */
+Datum
+mq_replica_await_hwm(PG_FUNCTION_ARGS)
+{
+	char	   *topic_name = text_to_cstring(PG_GETARG_TEXT_PP(0));
+	int32		partition = PG_GETARG_INT32(1);
+	int64		target = PG_GETARG_INT64(2);
+	int32		epoch = PG_GETARG_INT32(3);
+	int32		min_isr = PG_GETARG_INT32(4);
+	int32		timeout_ms = PG_GETARG_INT32(5);
+	MqTopic    *topic = mq_topic_lookup(topic_name, false);
+	int32		topic_id = topic->topic_id;
+	TimestampTz deadline = TimestampTzPlusMilliseconds(GetCurrentTimestamp(), Max(timeout_ms, 0));
+
+	for (;;)
+	{
+		uint64		seen = mq_notify_counter(topic_id);
+		ReplicaState st;
+
+		read_state(topic_id, partition, &st);
+		if (!st.found)
+			ereport(ERROR,
+					(errcode(ERRCODE_MQ_UNKNOWN_PARTITION),
+					 errmsg("partition %d of topic \"%s\" does not exist", partition, topic_name)));
+		if (st.leader_epoch != epoch || strcmp(st.role, "leader") != 0)
+		{
+			if (st.high_watermark >= target && st.leader_epoch == epoch)
+				PG_RETURN_INT64(st.high_watermark); /* replicated before it resigned */
+			raise_not_leader(topic_name, partition, &st);
+		}
+		if (st.high_watermark >= target)
+		{
+			if (st.isr_size < min_isr)
+				ereport(ERROR,
+						(errcode(ERRCODE_MQ_NOT_ENOUGH_REPLICAS_AFTER_APPEND),
+						 errmsg("records of \"%s\" partition %d were written but the in-sync replicas shrank to %d, below min.insync.replicas %d",
+								topic_name, partition, st.isr_size, min_isr),
+						 errdetail("The records up to offset " INT64_FORMAT " are committed on the leader and may or may not survive a failover.",
+								   target - 1),
+						 errhint("Retry with the same producer id and sequence: an idempotent retry is not written twice.")));
+			PG_RETURN_INT64(st.high_watermark);
+		}
+		if (!mq_notify_wait(topic_id, seen, deadline) &&
+			GetCurrentTimestamp() >= deadline)
+			ereport(ERROR,
+					(errcode(ERRCODE_MQ_REQUEST_TIMED_OUT),
+					 errmsg("timed out after %d ms waiting for the in-sync replicas of \"%s\" partition %d to reach offset " INT64_FORMAT,
+							timeout_ms, topic_name, partition, target),
+					 errdetail("The high watermark is " INT64_FORMAT "; the records are committed on the leader only.",
+							   st.high_watermark),
+					 errhint("Retry with the same producer id and sequence: an idempotent retry is not written twice.")));
+		CHECK_FOR_INTERRUPTS();
+	}
+}
+
+/* Elements of an array attribute of the batch; n = -1 when it is null. */
+static Datum *
+batch_array(HeapTupleHeader batch, int attno, Oid elemtype, bool **nulls, int *n)
+{
+	bool		isnull;
+	Datum		d = GetAttributeByNum(batch, attno, &isnull);
+	int16		typlen;
+	bool		typbyval;
+	char		typalign;
+	Datum	   *elems;
+
+	*nulls = NULL;
+	*n = 0;
+	if (isnull)
+		return NULL;
+	get_typlenbyvalalign(elemtype, &typlen, &typbyval, &typalign);
+	deconstruct_array(DatumGetArrayTypeP(d), elemtype, typlen, typbyval, typalign,
+					  &elems, nulls, n);
+	return elems;
+}
+
+static void
+check_len(int n, int expected, const char *what)
+{
+	if (n != expected)
+		ereport(ERROR,
+				(errcode(ERRCODE_MQ_INVALID_ARGUMENT),
+				 errmsg("replica batch has %d %s for %d records", n, what, expected)));
+}
+
+/*
+ * mq._replica_append_records(topic, partition, batch): append the batch's
+ * records at its base offset, then record the producer batches that end
+ * inside it in mq.producer_state, oldest first, so that the follower
+ * drops the same retries the leader would.  Returns the new log end.
+ * The caller (mq.replica_append) has checked the epoch under the lock.
+ */
+Datum
+mq_replica_append_records(PG_FUNCTION_ARGS)
+{
+	char	   *topic_name = text_to_cstring(PG_GETARG_TEXT_PP(0));
+	int32		partition = PG_GETARG_INT32(1);
+	HeapTupleHeader batch = PG_GETARG_HEAPTUPLEHEADER(2);
+	bool		isnull;
+	int64		base = DatumGetInt64(GetAttributeByNum(batch, RB_BASE_OFFSET, &isnull));
+	Datum	   *ts,
+			   *keys,
+			   *vals,
+			   *hdrs,
+			   *pids,
+			   *pepochs,
+			   *seqs;
+	bool	   *tsn,
+			   *keyn,
+			   *valn,
+			   *hdrn,
+			   *pidn,
+			   *pepn,
+			   *seqn;
+	int			n,
+				k;
+	Datum	   *bp,
+			   *be,
+			   *bf,
+			   *bl,
+			   *bo;
+	bool	   *bpn,
+			   *ben,
+			   *bfn,
+			   *bln,
+			   *bon;
+	int			nb;
+	MqRecordIn *recs;
+	MqRecordMeta *meta;
+	int64		end;
+	MqTopic    *topic;
+
+	if (isnull)
+		ereport(ERROR, (errcode(ERRCODE_MQ_INVALID_ARGUMENT),
+						errmsg("replica batch has no base offset")));
+	ts = batch_array(batch, RB_CREATED_AT, TIMESTAMPTZOID, &tsn, &n);
+	if (n == 0)
+		PG_RETURN_INT64(base);
+	keys = batch_array(batch, RB_KEYS, BYTEAOID, &keyn, &k);
+	check_len(k, n, "keys");
+	vals = batch_array(batch, RB_VALS, BYTEAOID, &valn, &k);
+	check_len(k, n, "values");
+	hdrs = batch_array(batch, RB_HEADERS, JSONBOID, &hdrn, &k);
+	check_len(k, n, "headers");
+	pids = batch_array(batch, RB_PRODUCER_IDS, INT8OID, &pidn, &k);
+	check_len(k, n, "producer ids");
+	pepochs = batch_array(batch, RB_PRODUCER_EPOCHS, INT4OID, &pepn, &k);
+	check_len(k, n, "producer epochs");
+	seqs = batch_array(batch, RB_SEQUENCES, INT4OID, &seqn, &k);
+	check_len(k, n, "sequences");
+
+	recs = palloc0(sizeof(MqRecordIn) * n);
+	meta = palloc0(sizeof(MqRecordMeta) * n);
+	for (int i = 0; i < n; i++)
+	{
+		if (tsn[i])
+			ereport(ERROR, (errcode(ERRCODE_MQ_INVALID_ARGUMENT),
+							errmsg("replica batch record %d has no timestamp", i)));
+		recs[i].partition = partition;
+		recs[i].input_index = i;
+		recs[i].key = keyn[i] ? NULL : DatumGetByteaPP(keys[i]);
+		recs[i].value = valn[i] ? NULL : DatumGetByteaPP(vals[i]);
+		recs[i].headers = hdrn[i] ? (Datum) 0 : hdrs[i];
+		meta[i].created_at = DatumGetTimestampTz(ts[i]);
+		meta[i].has_producer = !pidn[i] && !pepn[i] && !seqn[i];
+		if (meta[i].has_producer)
+		{
+			meta[i].producer_id = DatumGetInt64(pids[i]);
+			meta[i].producer_epoch = DatumGetInt32(pepochs[i]);
+			meta[i].sequence = DatumGetInt32(seqs[i]);
+		}
+	}
+	end = mq_log_append_at(topic_name, partition, recs, meta, n, base);
+
+	/* producer batches whose last record is in [base, end), in offset order */
+	topic = mq_topic_lookup(topic_name, false);
+	bp = batch_array(batch, RB_BATCH_PRODUCER, INT8OID, &bpn, &nb);
+	be = batch_array(batch, RB_BATCH_EPOCH, INT4OID, &ben, &k);
+	check_len(k, nb, "batch epochs");
+	bf = batch_array(batch, RB_BATCH_FIRST, INT4OID, &bfn, &k);
+	check_len(k, nb, "batch first sequences");
+	bl = batch_array(batch, RB_BATCH_LAST, INT4OID, &bln, &k);
+	check_len(k, nb, "batch last sequences");
+	bo = batch_array(batch, RB_BATCH_OFFSET, INT8OID, &bon, &k);
+	check_len(k, nb, "batch offsets");
+	for (int i = 0; i < nb; i++)
+	{
+		MqProducer	p;
+		int64		first_off;
+		int64		count;
+
+		if (bpn[i] || ben[i] || bfn[i] || bln[i] || bon[i])
+			continue;
+		first_off = DatumGetInt64(bo[i]);
+		count = (int64) DatumGetInt32(bl[i]) - DatumGetInt32(bf[i]) + 1;
+		if (count <= 0)			/* sequence wrapped inside the batch */
+			count += (int64) PG_INT32_MAX + 1;
+		if (first_off + count - 1 < base || first_off + count - 1 >= end)
+			continue;
+		p.present = true;
+		p.producer_id = DatumGetInt64(bp[i]);
+		p.producer_epoch = DatumGetInt32(be[i]);
+		p.base_sequence = DatumGetInt32(bf[i]);
+		mq_producer_record_batch(topic, partition, &p, (int) count, first_off);
+	}
+	PG_RETURN_INT64(end);
+}
+
+/*
+ * mq._replica_truncate_records(topic_id, partition, offset): remove the
+ * records at and above offset (a follower's divergent suffix).  Returns
+ * how many were removed.  The caller holds the produce lock and has
+ * checked the epoch; this is the only DELETE the log tables ever see.
+ */
+Datum
+mq_replica_truncate_records(PG_FUNCTION_ARGS)
+{
+	int32		topic_id = PG_GETARG_INT32(0);
+	int32		partition = PG_GETARG_INT32(1);
+	int64		offset = PG_GETARG_INT64(2);
+	MqSpiSave	spi;
+	Datum		args[3] = {Int32GetDatum(topic_id), Int32GetDatum(partition), Int64GetDatum(offset)};
+	Oid			argtypes[3] = {INT4OID, INT4OID, INT8OID};
+	char	   *relname;
+	bool		isnull;
+	uint64		removed = 0;
+	StringInfoData sql;
+
+	mq_spi_begin(&spi);
+	if (SPI_execute_with_args("SELECT relid::pg_catalog.text FROM mq.partition_state "
+							  "WHERE topic_id = $1 AND partition = $2",
+							  2, argtypes, args, NULL, true, 1) != SPI_OK_SELECT ||
+		SPI_processed != 1)
+		ereport(ERROR,
+				(errcode(ERRCODE_MQ_UNKNOWN_PARTITION),
+				 errmsg("partition %d of topic id %d does not exist", partition, topic_id)));
+	relname = SPI_getvalue(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 1);
+	(void) isnull;
+
+	/* relname is a regclass output: already qualified and quoted */
+	initStringInfo(&sql);
+	appendStringInfo(&sql, "DELETE FROM %s WHERE msg_offset >= $1", relname);
+	mq_allow_log_change = true;
+	PG_TRY();
+	{
+		if (SPI_execute_with_args(sql.data, 1, &argtypes[2], &args[2], NULL, false, 0) != SPI_OK_DELETE)
+			elog(ERROR, "mq: truncating the replica failed");
+		removed = SPI_processed;
+	}
+	PG_FINALLY();
+	{
+		mq_allow_log_change = false;
+	}
+	PG_END_TRY();
+	mq_spi_end(&spi);
+	PG_RETURN_INT64((int64) removed);
+}

@@ -1,0 +1,627 @@
+-------------------------------------------------------------------------------
+-- Replication: the data node's replica API (docs/replication.md).
+--
+-- The broker of each node calls these; every call names the caller's
+-- leader epoch and is refused when it is not the node's (MQ024 when older,
+-- MQ025 when newer).  Roles and epochs are set only by become_leader /
+-- become_follower, under the partition's produce lock, so that an append
+-- either finishes before a demotion or sees it.
+--
+-- Node-local state next to mq.partition_state (role, leader_epoch,
+-- high_watermark):
+--   mq.replica_partition   leader id and address, replicas, ISR (on the
+--                          leader: the maximal ISR, see set_isr)
+--   mq.leader_epoch_history  (epoch, start offset) pairs: KIP-101's
+--                          leader epoch cache
+--   mq.replica_progress    on the leader: each follower's log end offset
+--                          and when it last caught up (Kafka's rule)
+-------------------------------------------------------------------------------
+
+CREATE TABLE mq.replica_partition (
+    topic_id     integer NOT NULL,
+    partition    integer NOT NULL,
+    leader_id    integer,             -- broker id of the leader, NULL while unknown
+    leader_name  text,                -- its node's address, for not_leader messages
+    replicas     integer[] NOT NULL DEFAULT '{}',
+    isr          integer[] NOT NULL DEFAULT '{}',
+    updated_at   timestamptz NOT NULL DEFAULT now(),
+    PRIMARY KEY (topic_id, partition),
+    FOREIGN KEY (topic_id, partition) REFERENCES mq.partition_state ON DELETE CASCADE
+);
+
+CREATE TABLE mq.leader_epoch_history (
+    topic_id     integer NOT NULL,
+    partition    integer NOT NULL,
+    leader_epoch integer NOT NULL,
+    start_offset bigint NOT NULL,
+    PRIMARY KEY (topic_id, partition, leader_epoch),
+    FOREIGN KEY (topic_id, partition) REFERENCES mq.partition_state ON DELETE CASCADE
+);
+
+CREATE TABLE mq.replica_progress (
+    topic_id              integer NOT NULL,
+    partition             integer NOT NULL,
+    replica_id            integer NOT NULL,
+    leader_epoch          integer NOT NULL,
+    log_end_offset        bigint NOT NULL,
+    last_fetch_at         timestamptz NOT NULL,
+    last_fetch_leader_leo bigint NOT NULL,
+    caught_up_at          timestamptz,
+    PRIMARY KEY (topic_id, partition, replica_id),
+    FOREIGN KEY (topic_id, partition) REFERENCES mq.partition_state ON DELETE CASCADE
+);
+
+SELECT pg_catalog.pg_extension_config_dump('mq.replica_partition', '');
+SELECT pg_catalog.pg_extension_config_dump('mq.leader_epoch_history', '');
+
+-- What a follower fetches: records from base_offset on, with the producer
+-- batches that end among them, and the leader's epoch history from
+-- base_offset on.  Also the leader's log end and high watermark.
+CREATE TYPE mq.replica_batch AS (
+    base_offset      bigint,
+    log_end_offset   bigint,
+    high_watermark   bigint,
+    log_start_offset bigint,
+    created_at       timestamptz[],
+    keys             bytea[],
+    vals             bytea[],
+    headers          jsonb[],
+    producer_ids     bigint[],
+    producer_epochs  integer[],
+    sequences        integer[],
+    batch_producer   bigint[],
+    batch_epoch      integer[],
+    batch_first      integer[],
+    batch_last       integer[],
+    batch_offset     bigint[],
+    epochs           integer[],
+    epoch_starts     bigint[]
+);
+
+CREATE FUNCTION mq._replica_lock(topic_id integer, partition integer) RETURNS void
+    AS 'MODULE_PATHNAME', 'mq_replica_lock' LANGUAGE C STRICT;
+CREATE FUNCTION mq._replica_notify(topic_id integer) RETURNS void
+    AS 'MODULE_PATHNAME', 'mq_replica_notify' LANGUAGE C STRICT;
+CREATE FUNCTION mq._replica_wait_records(topic_id integer, partition integer,
+                                         fetch_offset bigint, wait_ms integer) RETURNS boolean
+    AS 'MODULE_PATHNAME', 'mq_replica_wait_records' LANGUAGE C STRICT;
+CREATE FUNCTION mq._replica_await_hwm(topic text, partition integer, target bigint,
+                                      leader_epoch integer, min_isr integer, timeout_ms integer)
+    RETURNS bigint
+    AS 'MODULE_PATHNAME', 'mq_replica_await_hwm' LANGUAGE C STRICT;
+CREATE FUNCTION mq._replica_append_records(topic text, partition integer, batch mq.replica_batch)
+    RETURNS bigint
+    AS 'MODULE_PATHNAME', 'mq_replica_append_records' LANGUAGE C STRICT;
+CREATE FUNCTION mq._replica_truncate_records(topic_id integer, partition integer, from_offset bigint)
+    RETURNS bigint
+    AS 'MODULE_PATHNAME', 'mq_replica_truncate_records' LANGUAGE C STRICT;
+
+-- The epoch check of every replica-side call.  want_role is the role the
+-- caller expects this node to have ('leader' for fetches from followers,
+-- 'follower' for appends and truncation).  Returns the partition's row.
+CREATE FUNCTION mq._replica_fence(p_topic_id integer, p_partition integer,
+                                  p_epoch integer, p_want_role text)
+    RETURNS mq.partition_state
+LANGUAGE plpgsql SET search_path = pg_catalog, pg_temp AS $$
+DECLARE
+    st mq.partition_state;
+    v_topic text;
+    v_leader text;
+BEGIN
+    SELECT * INTO st FROM mq.partition_state WHERE topic_id = p_topic_id AND partition = p_partition;
+    SELECT topic_name INTO v_topic FROM mq.topic WHERE topic_id = p_topic_id;
+    IF NOT FOUND OR st.topic_id IS NULL THEN
+        RAISE EXCEPTION 'partition % of topic id % does not exist', p_partition, p_topic_id
+            USING ERRCODE = 'MQ006';
+    END IF;
+    IF p_epoch < st.leader_epoch THEN
+        RAISE EXCEPTION 'fenced leader epoch % for "%" partition %: this node is at epoch %',
+            p_epoch, v_topic, p_partition, st.leader_epoch
+            USING ERRCODE = 'MQ024',
+                  HINT = 'The caller acts on an old election: refresh the partition state from the coordinator.';
+    END IF;
+    IF p_epoch > st.leader_epoch THEN
+        RAISE EXCEPTION 'unknown leader epoch % for "%" partition %: this node is still at epoch %',
+            p_epoch, v_topic, p_partition, st.leader_epoch
+            USING ERRCODE = 'MQ025',
+                  HINT = 'The node''s broker has not applied the election yet: retry shortly.';
+    END IF;
+    IF st.role <> p_want_role THEN
+        IF p_want_role = 'leader' THEN
+            SELECT format('broker %s (%s)', r.leader_id, coalesce(r.leader_name, 'address unknown'))
+              INTO v_leader FROM mq.replica_partition r
+             WHERE r.topic_id = p_topic_id AND r.partition = p_partition AND r.leader_id IS NOT NULL;
+            RAISE EXCEPTION 'this node is not the leader of "%" partition % in epoch %: %',
+                v_topic, p_partition, p_epoch, coalesce(v_leader, 'the leader is not known')
+                USING ERRCODE = 'MQ020';
+        END IF;
+        RAISE EXCEPTION 'this node is the % of "%" partition % in epoch %, not a %',
+            st.role, v_topic, p_partition, p_epoch, p_want_role
+            USING ERRCODE = 'MQ024',
+                  HINT = 'A replica that led an epoch cannot follow in the same epoch: a new election is needed.';
+    END IF;
+    RETURN st;
+END $$;
+
+-- High watermark = minimum log end offset over the (maximal) ISR, leader
+-- included; it only moves forward.  Followers count with what they fetched
+-- in the current epoch only.  Returns the high watermark.
+CREATE FUNCTION mq._replica_advance_hwm(p_topic_id integer, p_partition integer)
+    RETURNS bigint
+LANGUAGE plpgsql SET search_path = pg_catalog, pg_temp AS $$
+DECLARE
+    st mq.partition_state;
+    rp mq.replica_partition;
+    v_leo bigint := mq._log_end_offset(p_topic_id, p_partition);
+    v_new bigint;
+BEGIN
+    SELECT * INTO st FROM mq.partition_state WHERE topic_id = p_topic_id AND partition = p_partition;
+    SELECT * INTO rp FROM mq.replica_partition WHERE topic_id = p_topic_id AND partition = p_partition;
+    IF st.role <> 'leader' OR rp.topic_id IS NULL THEN
+        RETURN st.high_watermark;
+    END IF;
+    SELECT least(v_leo, min(CASE WHEN g.leader_epoch = st.leader_epoch THEN g.log_end_offset ELSE -1 END))
+      INTO v_new
+      FROM unnest(rp.isr) AS i(replica_id)
+      LEFT JOIN mq.replica_progress g
+        ON g.topic_id = p_topic_id AND g.partition = p_partition AND g.replica_id = i.replica_id
+     WHERE i.replica_id IS DISTINCT FROM rp.leader_id;
+    v_new := coalesce(v_new, v_leo);   -- the ISR is the leader alone
+    IF v_new > coalesce(st.high_watermark, -1) THEN
+        UPDATE mq.partition_state SET high_watermark = v_new
+         WHERE topic_id = p_topic_id AND partition = p_partition;
+        PERFORM mq._replica_notify(p_topic_id);
+        RETURN v_new;
+    END IF;
+    RETURN st.high_watermark;
+END $$;
+
+CREATE FUNCTION mq._replica_set_info(p_topic_id integer, p_partition integer, p_leader integer,
+                                     p_leader_name text, p_replicas integer[], p_isr integer[])
+    RETURNS void
+LANGUAGE sql SET search_path = pg_catalog, pg_temp AS $$
+    INSERT INTO mq.replica_partition AS r (topic_id, partition, leader_id, leader_name, replicas, isr)
+    VALUES (p_topic_id, p_partition, p_leader, p_leader_name,
+            coalesce(p_replicas, '{}'), coalesce(p_isr, '{}'))
+    ON CONFLICT (topic_id, partition) DO UPDATE
+       SET leader_id = EXCLUDED.leader_id, leader_name = EXCLUDED.leader_name,
+           replicas = CASE WHEN p_replicas IS NULL THEN r.replicas ELSE EXCLUDED.replicas END,
+           isr = CASE WHEN p_isr IS NULL THEN r.isr ELSE EXCLUDED.isr END,
+           updated_at = now();
+$$;
+
+-- Make this node the leader of a partition in a new epoch (the broker won
+-- the election on the coordinator).  Waits for in-flight produces, records
+-- the epoch's start offset, forgets follower progress of older epochs.
+-- Returns the log end offset.
+CREATE FUNCTION mq.replica_become_leader(topic text, partition integer, leader_epoch integer,
+                                         broker_id integer, replicas integer[], isr integer[],
+                                         leader_name text DEFAULT NULL)
+    RETURNS bigint
+LANGUAGE plpgsql SECURITY DEFINER SET search_path = pg_catalog, pg_temp AS $$
+DECLARE
+    v_id integer := mq._topic_id(topic);
+    st mq.partition_state;
+    v_leo bigint;
+BEGIN
+    PERFORM mq._replica_lock(v_id, become_leader_p(partition));
+    RETURN NULL;
+END $$;
+DROP FUNCTION mq.replica_become_leader(text, integer, integer, integer, integer[], integer[], text);
+
+CREATE FUNCTION mq.replica_become_leader(p_topic text, p_partition integer, p_leader_epoch integer,
+                                         p_broker_id integer, p_replicas integer[], p_isr integer[],
+                                         p_leader_name text DEFAULT NULL)
+    RETURNS bigint
+LANGUAGE plpgsql SECURITY DEFINER SET search_path = pg_catalog, pg_temp AS $$
+DECLARE
+    v_id integer := mq._topic_id(p_topic);
+    st mq.partition_state;
+    v_leo bigint;
+BEGIN
+    PERFORM mq._replica_lock(v_id, p_partition);
+    SELECT * INTO st FROM mq.partition_state WHERE topic_id = v_id AND partition = p_partition FOR UPDATE;
+    IF NOT FOUND THEN
+        RAISE EXCEPTION 'partition % of topic "%" does not exist', p_partition, p_topic USING ERRCODE = 'MQ006';
+    END IF;
+    IF p_leader_epoch < st.leader_epoch OR (p_leader_epoch = st.leader_epoch AND st.role = 'follower') THEN
+        RAISE EXCEPTION 'fenced leader epoch % for "%" partition %: this node is at epoch % as %',
+            p_leader_epoch, p_topic, p_partition, st.leader_epoch, st.role
+            USING ERRCODE = 'MQ024', HINT = 'Every election must bump the leader epoch.';
+    END IF;
+    v_leo := mq._log_end_offset(v_id, p_partition);
+    UPDATE mq.partition_state
+       SET role = 'leader', leader_epoch = p_leader_epoch,
+           high_watermark = coalesce(high_watermark, 0)
+     WHERE topic_id = v_id AND partition = p_partition;
+    -- KIP-101: the new epoch starts at the log end
+    INSERT INTO mq.leader_epoch_history (topic_id, partition, leader_epoch, start_offset)
+    VALUES (v_id, p_partition, p_leader_epoch, v_leo) ON CONFLICT DO NOTHING;
+    PERFORM mq._replica_set_info(v_id, p_partition, p_broker_id, p_leader_name, p_replicas, p_isr);
+    IF p_leader_epoch <> st.leader_epoch THEN
+        DELETE FROM mq.replica_progress WHERE topic_id = v_id AND partition = p_partition;
+    END IF;
+    IF st.high_watermark IS NULL THEN
+        PERFORM mq._invalidate(st.relid);   -- cached "replicated" flag changes
+    END IF;
+    PERFORM mq._replica_advance_hwm(v_id, p_partition);
+    PERFORM mq._replica_notify(v_id);
+    RETURN v_leo;
+END $$;
+
+-- Make this node a follower in an epoch (the same epoch resigns a
+-- leadership: produce is refused from then on, and acks=all waiters of
+-- the epoch fail).  The broker then truncates (KIP-101) and fetches.
+-- Returns the log end offset.
+CREATE FUNCTION mq.replica_become_follower(p_topic text, p_partition integer, p_leader_epoch integer,
+                                           p_leader_id integer, p_leader_name text DEFAULT NULL,
+                                           p_replicas integer[] DEFAULT NULL)
+    RETURNS bigint
+LANGUAGE plpgsql SECURITY DEFINER SET search_path = pg_catalog, pg_temp AS $$
+DECLARE
+    v_id integer := mq._topic_id(p_topic);
+    st mq.partition_state;
+BEGIN
+    PERFORM mq._replica_lock(v_id, p_partition);
+    SELECT * INTO st FROM mq.partition_state WHERE topic_id = v_id AND partition = p_partition FOR UPDATE;
+    IF NOT FOUND THEN
+        RAISE EXCEPTION 'partition % of topic "%" does not exist', p_partition, p_topic USING ERRCODE = 'MQ006';
+    END IF;
+    IF p_leader_epoch < st.leader_epoch THEN
+        RAISE EXCEPTION 'fenced leader epoch % for "%" partition %: this node is at epoch %',
+            p_leader_epoch, p_topic, p_partition, st.leader_epoch USING ERRCODE = 'MQ024';
+    END IF;
+    UPDATE mq.partition_state
+       SET role = 'follower', leader_epoch = p_leader_epoch,
+           high_watermark = coalesce(high_watermark, 0)
+     WHERE topic_id = v_id AND partition = p_partition;
+    PERFORM mq._replica_set_info(v_id, p_partition, p_leader_id, p_leader_name, p_replicas, NULL);
+    DELETE FROM mq.replica_progress WHERE topic_id = v_id AND partition = p_partition;
+    IF st.high_watermark IS NULL THEN
+        PERFORM mq._invalidate(st.relid);
+    END IF;
+    PERFORM mq._replica_notify(v_id);
+    RETURN mq._log_end_offset(v_id, p_partition);
+END $$;
+
+-- Give up every leadership on this node at once, keeping the epochs: what
+-- a broker does when it starts, and when it loses its coordinator session.
+-- Returns how many partitions it resigned.
+CREATE FUNCTION mq.replica_resign_all() RETURNS integer
+LANGUAGE plpgsql SECURITY DEFINER SET search_path = pg_catalog, pg_temp AS $$
+DECLARE
+    r record;
+    n integer := 0;
+BEGIN
+    FOR r IN SELECT p.topic_id, p.partition, p.leader_epoch, t.topic_name
+               FROM mq.partition_state p JOIN mq.topic t USING (topic_id)
+              WHERE p.role = 'leader' ORDER BY 1, 2 LOOP
+        PERFORM mq.replica_become_follower(r.topic_name, r.partition, r.leader_epoch, NULL, NULL);
+        n := n + 1;
+    END LOOP;
+    RETURN n;
+END $$;
+
+-- On the leader: the local ISR.  A shrink is applied here after the
+-- coordinator accepted it, an expansion before (so this is the maximal
+-- ISR, which the high watermark is computed over).
+CREATE FUNCTION mq.replica_set_isr(p_topic text, p_partition integer, p_leader_epoch integer,
+                                   p_isr integer[]) RETURNS bigint
+LANGUAGE plpgsql SECURITY DEFINER SET search_path = pg_catalog, pg_temp AS $$
+DECLARE
+    v_id integer := mq._topic_id(p_topic);
+BEGIN
+    PERFORM mq._replica_fence(v_id, p_partition, p_leader_epoch, 'leader');
+    UPDATE mq.replica_partition SET isr = p_isr, updated_at = now()
+     WHERE topic_id = v_id AND partition = p_partition;
+    PERFORM mq._replica_notify(v_id);     -- acks=all waiters re-check the ISR size
+    RETURN mq._replica_advance_hwm(v_id, p_partition);
+END $$;
+
+-- On the leader, for its broker's ISR decisions: each follower's progress.
+-- lag_ms is the time since the follower last caught up (since the epoch's
+-- first fetch when it never did).  Also advances the high watermark, which
+-- matters when the ISR is the leader alone.
+CREATE FUNCTION mq.replica_leader_state(p_topic text, p_partition integer, p_leader_epoch integer)
+    RETURNS TABLE (replica_id integer, in_isr boolean, log_end_offset bigint, lag_ms bigint,
+                   leader_log_end_offset bigint, high_watermark bigint, epoch_start_offset bigint)
+LANGUAGE plpgsql SECURITY DEFINER SET search_path = pg_catalog, pg_temp AS $$
+DECLARE
+    v_id integer := mq._topic_id(p_topic);
+    rp mq.replica_partition;
+    v_hwm bigint;
+    v_leo bigint;
+    v_start bigint;
+BEGIN
+    PERFORM mq._replica_fence(v_id, p_partition, p_leader_epoch, 'leader');
+    v_hwm := mq._replica_advance_hwm(v_id, p_partition);
+    v_leo := mq._log_end_offset(v_id, p_partition);
+    SELECT * INTO rp FROM mq.replica_partition r WHERE r.topic_id = v_id AND r.partition = p_partition;
+    SELECT h.start_offset INTO v_start FROM mq.leader_epoch_history h
+     WHERE h.topic_id = v_id AND h.partition = p_partition AND h.leader_epoch = p_leader_epoch;
+    RETURN QUERY
+    SELECT r.id, r.id = ANY (rp.isr), g.log_end_offset,
+           (extract(epoch FROM clock_timestamp() - coalesce(g.caught_up_at, st.updated))* 1000)::bigint,
+           v_leo, v_hwm, v_start
+      FROM unnest(rp.replicas) AS r(id)
+      CROSS JOIN (SELECT rp.updated_at AS updated) st
+      LEFT JOIN mq.replica_progress g
+        ON g.topic_id = v_id AND g.partition = p_partition AND g.replica_id = r.id
+       AND g.leader_epoch = p_leader_epoch
+     WHERE r.id IS DISTINCT FROM rp.leader_id;
+END $$;
+
+-- The leader side of a follower's fetch: record the follower's progress
+-- (its fetch offset is its log end), advance the high watermark, and
+-- return records from fetch_offset on.  When the follower is caught up and
+-- its progress is already recorded, wait up to wait_ms for new records
+-- first (long polling; notify.c wakes the wait).
+CREATE FUNCTION mq.replica_fetch(p_topic text, p_partition integer, p_leader_epoch integer,
+                                 p_replica_id integer, p_fetch_offset bigint,
+                                 p_max_records integer DEFAULT 1000, p_wait_ms integer DEFAULT 500)
+    RETURNS mq.replica_batch
+LANGUAGE plpgsql SECURITY DEFINER SET search_path = pg_catalog, pg_temp AS $$
+DECLARE
+    v_id integer := mq._topic_id(p_topic);
+    st mq.partition_state;
+    g mq.replica_progress;
+    v_leo bigint;
+    v_end bigint;
+    v_now timestamptz;
+    b mq.replica_batch;
+BEGIN
+    st := mq._replica_fence(v_id, p_partition, p_leader_epoch, 'leader');
+    v_leo := mq._log_end_offset(v_id, p_partition);
+    IF p_fetch_offset > v_leo OR p_fetch_offset < st.log_start_offset THEN
+        RAISE EXCEPTION 'fetch offset % of replica % is outside the leader''s log [%, %) of "%" partition %',
+            p_fetch_offset, p_replica_id, st.log_start_offset, v_leo, p_topic, p_partition
+            USING ERRCODE = 'MQ007', HINT = 'The follower must truncate by leader epoch first.';
+    END IF;
+    SELECT * INTO g FROM mq.replica_progress
+     WHERE topic_id = v_id AND partition = p_partition AND replica_id = p_replica_id;
+    IF p_fetch_offset = v_leo AND g.leader_epoch = p_leader_epoch
+       AND g.log_end_offset = p_fetch_offset AND st.high_watermark >= p_fetch_offset
+       AND p_wait_ms > 0 THEN
+        PERFORM mq._replica_wait_records(v_id, p_partition, p_fetch_offset, p_wait_ms);
+        st := mq._replica_fence(v_id, p_partition, p_leader_epoch, 'leader');
+        v_leo := mq._log_end_offset(v_id, p_partition);
+    END IF;
+
+    -- Kafka's lastCaughtUpTime: now if the follower reached the log end; the
+    -- time of its previous fetch if it reached the log end as of then.
+    v_now := clock_timestamp();
+    INSERT INTO mq.replica_progress AS r (topic_id, partition, replica_id, leader_epoch, log_end_offset,
+                                          last_fetch_at, last_fetch_leader_leo, caught_up_at)
+    VALUES (v_id, p_partition, p_replica_id, p_leader_epoch, p_fetch_offset, v_now, v_leo,
+            CASE WHEN p_fetch_offset >= v_leo THEN v_now END)
+    ON CONFLICT (topic_id, partition, replica_id) DO UPDATE SET
+        caught_up_at = CASE WHEN p_fetch_offset >= v_leo THEN v_now
+                            WHEN r.leader_epoch <> p_leader_epoch THEN NULL
+                            WHEN p_fetch_offset >= r.last_fetch_leader_leo THEN r.last_fetch_at
+                            ELSE r.caught_up_at END,
+        leader_epoch = p_leader_epoch, log_end_offset = p_fetch_offset,
+        last_fetch_at = v_now, last_fetch_leader_leo = v_leo;
+    b.high_watermark := mq._replica_advance_hwm(v_id, p_partition);
+
+    v_end := least(v_leo, p_fetch_offset + greatest(p_max_records, 1));
+    b.base_offset := p_fetch_offset;
+    b.log_end_offset := v_leo;
+    b.log_start_offset := st.log_start_offset;
+    IF v_end > p_fetch_offset THEN
+        EXECUTE format('SELECT array_agg(created_at ORDER BY msg_offset), array_agg(key ORDER BY msg_offset),
+                               array_agg(value ORDER BY msg_offset), array_agg(headers ORDER BY msg_offset),
+                               array_agg(producer_id ORDER BY msg_offset), array_agg(producer_epoch ORDER BY msg_offset),
+                               array_agg(sequence ORDER BY msg_offset)
+                          FROM %s WHERE msg_offset >= $1 AND msg_offset < $2', st.relid)
+           INTO b.created_at, b.keys, b.vals, b.headers, b.producer_ids, b.producer_epochs, b.sequences
+          USING p_fetch_offset, v_end;
+        -- producer batches whose last record lies in the range
+        SELECT array_agg(s.producer_id ORDER BY x.o), array_agg(s.producer_epoch ORDER BY x.o),
+               array_agg(x.f ORDER BY x.o), array_agg(x.l ORDER BY x.o), array_agg(x.o ORDER BY x.o)
+          INTO b.batch_producer, b.batch_epoch, b.batch_first, b.batch_last, b.batch_offset
+          FROM mq.producer_state s
+         CROSS JOIN LATERAL unnest(s.batch_first, s.batch_last, s.batch_offset) AS x(f, l, o)
+         WHERE s.topic_id = v_id AND s.partition = p_partition
+           AND x.o + (CASE WHEN x.l >= x.f THEN x.l - x.f ELSE x.l::bigint - x.f + 2147483648 END)
+               BETWEEN p_fetch_offset AND v_end - 1;
+    END IF;
+    SELECT array_agg(h.leader_epoch ORDER BY h.start_offset), array_agg(h.start_offset ORDER BY h.start_offset)
+      INTO b.epochs, b.epoch_starts
+      FROM mq.leader_epoch_history h
+     WHERE h.topic_id = v_id AND h.partition = p_partition AND h.start_offset >= p_fetch_offset;
+    RETURN b;
+END $$;
+
+-- The follower side: append a fetched batch at the leader's offsets, with
+-- the producers and producer batches it carries and the epochs that start
+-- in it; follow the leader's high watermark.  Returns the new log end.
+CREATE FUNCTION mq.replica_append(p_topic text, p_partition integer, p_leader_epoch integer,
+                                  p_batch mq.replica_batch) RETURNS bigint
+LANGUAGE plpgsql SECURITY DEFINER SET search_path = pg_catalog, pg_temp AS $$
+DECLARE
+    v_id integer := mq._topic_id(p_topic);
+    v_end bigint;
+    v_max bigint;
+BEGIN
+    PERFORM mq._replica_lock(v_id, p_partition);
+    PERFORM mq._replica_fence(v_id, p_partition, p_leader_epoch, 'follower');
+    -- producer ids come from the leader: make them known here, and keep this
+    -- node's own id sequence beyond them for when it leads
+    IF p_batch.producer_ids IS NOT NULL THEN
+        INSERT INTO mq.producer AS p (producer_id, producer_epoch)
+        SELECT i, max(e) FROM unnest(p_batch.producer_ids, p_batch.producer_epochs) AS u(i, e)
+         WHERE i IS NOT NULL GROUP BY i
+        ON CONFLICT (producer_id) DO UPDATE
+           SET producer_epoch = greatest(p.producer_epoch, EXCLUDED.producer_epoch), last_used = now();
+        SELECT max(i) INTO v_max FROM unnest(p_batch.producer_ids) AS u(i);
+        IF v_max IS NOT NULL THEN
+            PERFORM setval(pg_get_serial_sequence('mq.producer', 'producer_id'), v_max);
+        END IF;
+    END IF;
+    v_end := mq._replica_append_records(p_topic, p_partition, p_batch);
+    INSERT INTO mq.leader_epoch_history (topic_id, partition, leader_epoch, start_offset)
+    SELECT v_id, p_partition, e, s FROM unnest(p_batch.epochs, p_batch.epoch_starts) AS u(e, s)
+     WHERE s < v_end
+    ON CONFLICT (topic_id, partition, leader_epoch) DO NOTHING;
+    UPDATE mq.partition_state
+       SET high_watermark = greatest(coalesce(high_watermark, 0), least(p_batch.high_watermark, v_end))
+     WHERE topic_id = v_id AND partition = p_partition
+       AND coalesce(high_watermark, 0) < least(p_batch.high_watermark, v_end);
+    IF FOUND THEN
+        PERFORM mq._replica_notify(v_id);
+    END IF;
+    RETURN v_end;
+END $$;
+
+-- The follower side of KIP-101: remove records at and above from_offset,
+-- the epochs that start there, and the producer batches that end there.
+-- Returns the number of records removed.
+CREATE FUNCTION mq.replica_truncate(p_topic text, p_partition integer, p_leader_epoch integer,
+                                    p_from_offset bigint) RETURNS bigint
+LANGUAGE plpgsql SECURITY DEFINER SET search_path = pg_catalog, pg_temp AS $$
+DECLARE
+    v_id integer := mq._topic_id(p_topic);
+    v_removed bigint;
+BEGIN
+    PERFORM mq._replica_lock(v_id, p_partition);
+    PERFORM mq._replica_fence(v_id, p_partition, p_leader_epoch, 'follower');
+    v_removed := mq._replica_truncate_records(v_id, p_partition, p_from_offset);
+    DELETE FROM mq.leader_epoch_history
+     WHERE topic_id = v_id AND partition = p_partition AND start_offset >= p_from_offset;
+    -- keep the producer batches that end below the cut
+    UPDATE mq.producer_state s
+       SET batch_first = k.f, batch_last = k.l, batch_offset = k.o
+      FROM (SELECT s2.producer_id,
+                   array_agg(x.f ORDER BY x.o) AS f, array_agg(x.l ORDER BY x.o) AS l,
+                   array_agg(x.o ORDER BY x.o) AS o
+              FROM mq.producer_state s2
+             CROSS JOIN LATERAL unnest(s2.batch_first, s2.batch_last, s2.batch_offset) AS x(f, l, o)
+             WHERE s2.topic_id = v_id AND s2.partition = p_partition
+               AND x.o + (CASE WHEN x.l >= x.f THEN x.l - x.f ELSE x.l::bigint - x.f + 2147483648 END)
+                   < p_from_offset
+             GROUP BY s2.producer_id) k
+     WHERE s.topic_id = v_id AND s.partition = p_partition AND s.producer_id = k.producer_id;
+    DELETE FROM mq.producer_state s
+     WHERE s.topic_id = v_id AND s.partition = p_partition
+       AND NOT EXISTS (SELECT 1 FROM unnest(s.batch_first, s.batch_last, s.batch_offset) AS x(f, l, o)
+                        WHERE x.o + (CASE WHEN x.l >= x.f THEN x.l - x.f
+                                          ELSE x.l::bigint - x.f + 2147483648 END) < p_from_offset);
+    UPDATE mq.partition_state SET high_watermark = least(high_watermark, p_from_offset)
+     WHERE topic_id = v_id AND partition = p_partition;
+    RETURN v_removed;
+END $$;
+
+-- KIP-101/KIP-279 OffsetsForLeaderEpoch on this node's log: the largest
+-- epoch <= requested_epoch it has, and where that epoch ends (the start of
+-- the next epoch, or the log end).  (-1, -1) when it has none.
+CREATE FUNCTION mq._replica_epoch_end(p_topic_id integer, p_partition integer, p_requested integer,
+                                      OUT leader_epoch integer, OUT end_offset bigint)
+LANGUAGE plpgsql STABLE SET search_path = pg_catalog, pg_temp AS $$
+BEGIN
+    SELECT h.leader_epoch INTO leader_epoch FROM mq.leader_epoch_history h
+     WHERE h.topic_id = p_topic_id AND h.partition = p_partition AND h.leader_epoch <= p_requested
+     ORDER BY h.leader_epoch DESC LIMIT 1;
+    IF leader_epoch IS NULL THEN
+        leader_epoch := -1;
+        end_offset := -1;
+        RETURN;
+    END IF;
+    SELECT min(h.start_offset) INTO end_offset FROM mq.leader_epoch_history h
+     WHERE h.topic_id = p_topic_id AND h.partition = p_partition AND h.leader_epoch > leader_epoch;
+    end_offset := coalesce(end_offset, mq._log_end_offset(p_topic_id, p_partition));
+END $$;
+
+-- Asked of the leader by a follower (fenced by the caller's epoch).
+CREATE FUNCTION mq.replica_epoch_end_offset(p_topic text, p_partition integer, p_leader_epoch integer,
+                                            p_requested_epoch integer,
+                                            OUT leader_epoch integer, OUT end_offset bigint)
+LANGUAGE plpgsql SECURITY DEFINER SET search_path = pg_catalog, pg_temp AS $$
+DECLARE
+    v_id integer := mq._topic_id(p_topic);
+BEGIN
+    PERFORM mq._replica_fence(v_id, p_partition, p_leader_epoch, 'leader');
+    SELECT e.leader_epoch, e.end_offset INTO leader_epoch, end_offset
+      FROM mq._replica_epoch_end(v_id, p_partition, p_requested_epoch) e;
+END $$;
+
+-- A broker's view of its own replica: its latest epoch in the history,
+-- its log end, its high watermark and where a requested epoch ends.
+CREATE FUNCTION mq.replica_log_state(p_topic text, p_partition integer, p_requested_epoch integer DEFAULT NULL)
+    RETURNS TABLE (role text, leader_epoch integer, latest_epoch integer, log_end_offset bigint,
+                   high_watermark bigint, requested_epoch integer, requested_end_offset bigint)
+LANGUAGE plpgsql SECURITY DEFINER SET search_path = pg_catalog, pg_temp AS $$
+DECLARE
+    v_id integer := mq._topic_id(p_topic);
+BEGIN
+    RETURN QUERY
+    SELECT p.role, p.leader_epoch,
+           coalesce((SELECT max(h.leader_epoch) FROM mq.leader_epoch_history h
+                      WHERE h.topic_id = v_id AND h.partition = p_partition), -1),
+           mq._log_end_offset(v_id, p_partition), p.high_watermark,
+           e.leader_epoch, e.end_offset
+      FROM mq.partition_state p
+      LEFT JOIN LATERAL mq._replica_epoch_end(v_id, p_partition, p_requested_epoch) e
+        ON p_requested_epoch IS NOT NULL
+     WHERE p.topic_id = v_id AND p.partition = p_partition;
+END $$;
+
+-------------------------------------------------------------------------------
+-- Producing with acks: mq.produce (a procedure, because acks=all commits
+-- before it waits).  Call it outside an explicit transaction block.
+-------------------------------------------------------------------------------
+
+CREATE PROCEDURE mq.produce(topic text, keys bytea[], vals bytea[], partition integer,
+                            acks text DEFAULT 'all',
+                            producer_id bigint DEFAULT NULL, producer_epoch integer DEFAULT NULL,
+                            base_sequence integer DEFAULT NULL, timeout_ms integer DEFAULT 30000,
+                            INOUT base_offset bigint DEFAULT NULL, INOUT high_watermark bigint DEFAULT NULL)
+LANGUAGE plpgsql SET search_path = pg_catalog, pg_temp AS $$
+DECLARE
+    v_id integer := mq._topic_id(topic);
+    v_epoch integer;
+    v_role text;
+    v_min integer;
+    v_isr integer;
+    v_last bigint;
+BEGIN
+    IF acks NOT IN ('0', '1', 'all', '-1') THEN
+        RAISE EXCEPTION 'acks must be 0, 1 or all, not "%"', acks USING ERRCODE = 'MQ010';
+    END IF;
+    IF acks IN ('all', '-1') THEN
+        SELECT p.leader_epoch, p.role, coalesce((t.config->>'min.insync.replicas')::int, 1),
+               cardinality(r.isr)
+          INTO v_epoch, v_role, v_min, v_isr
+          FROM mq.partition_state p JOIN mq.topic t USING (topic_id)
+          LEFT JOIN mq.replica_partition r USING (topic_id, partition)
+         WHERE p.topic_id = v_id AND p.partition = produce.partition;
+        IF v_role = 'leader' AND coalesce(v_isr, 0) < v_min THEN
+            RAISE EXCEPTION 'not enough in-sync replicas for "%" partition %: % in sync, min.insync.replicas is %',
+                topic, produce.partition, coalesce(v_isr, 0), v_min
+                USING ERRCODE = 'MQ021', DETAIL = 'Nothing was written.',
+                      HINT = 'Wait for the followers to catch up, or produce with acks=1.';
+        END IF;
+    END IF;
+    IF acks = '0' THEN
+        SET LOCAL synchronous_commit = off;
+    END IF;
+    SELECT min(s.msg_offset), max(s.msg_offset) INTO base_offset, v_last
+      FROM mq.send_batch(topic, keys, vals, NULL, produce.partition,
+                         producer_id, producer_epoch, base_sequence) s;
+    COMMIT;
+    IF acks IN ('all', '-1') AND v_role IS DISTINCT FROM 'standalone' AND v_last IS NOT NULL THEN
+        high_watermark := mq._replica_await_hwm(topic, produce.partition, v_last + 1, v_epoch, v_min, timeout_ms);
+    END IF;
+END $$;
+
+-------------------------------------------------------------------------------
+-- Routing: what this node knows about every partition's leader.
+-------------------------------------------------------------------------------
+
+CREATE VIEW mq.replica_status AS
+SELECT t.topic_name AS topic, p.partition, p.role, p.leader_epoch, r.leader_id, r.leader_name,
+       r.replicas, r.isr, e.log_end_offset,
+       coalesce(p.high_watermark, e.log_end_offset) AS high_watermark
+  FROM mq.partition_state p
+  JOIN mq.topic t USING (topic_id)
+  LEFT JOIN mq.replica_partition r USING (topic_id, partition)
+  CROSS JOIN LATERAL (SELECT mq._log_end_offset(p.topic_id, p.partition) AS log_end_offset) e;

@@ -1,0 +1,83 @@
+-------------------------------------------------------------------------------
+-- Retention: whole segments are dropped, oldest first, never the one being
+-- written; the log start offset moves to the next segment's base.  What a
+-- group had not consumed when its segment went is counted as lost.
+-------------------------------------------------------------------------------
+
+CREATE TABLE mq.retention_loss (
+    group_id     text NOT NULL,
+    topic_id     integer NOT NULL,
+    partition    integer NOT NULL,
+    records_lost bigint NOT NULL,
+    last_loss_at timestamptz NOT NULL,
+    PRIMARY KEY (group_id, topic_id, partition),
+    FOREIGN KEY (topic_id, partition) REFERENCES mq.partition_state ON DELETE CASCADE
+);
+SELECT pg_catalog.pg_extension_config_dump('mq.retention_loss', '');
+
+-- Time of the newest record in a segment (NULL when empty).
+CREATE FUNCTION mq._segment_last_time(p_rel regclass) RETURNS timestamptz
+LANGUAGE plpgsql STABLE SECURITY DEFINER SET search_path = pg_catalog, pg_temp AS $$
+DECLARE
+    v_time timestamptz;
+BEGIN
+    EXECUTE format('SELECT created_at FROM %s ORDER BY msg_offset DESC LIMIT 1', p_rel) INTO v_time;
+    RETURN v_time;
+END $$;
+
+-- Apply retention.ms and retention.bytes to every partition (or one
+-- topic's).  Returns the number of segments dropped.
+CREATE FUNCTION mq.apply_retention(topic text DEFAULT NULL) RETURNS integer
+LANGUAGE plpgsql SECURITY DEFINER SET search_path = pg_catalog, pg_temp AS $$
+DECLARE
+    p record;
+    s record;
+    v_end bigint;
+    v_total bigint;
+    v_size bigint;
+    v_ms bigint;
+    v_bytes bigint;
+    v_dropped integer := 0;
+BEGIN
+    FOR p IN
+        SELECT ps.topic_id, ps.partition, t.config
+          FROM mq.partition_state ps JOIN mq.topic t USING (topic_id)
+         WHERE (apply_retention.topic IS NULL OR t.topic_name = apply_retention.topic)
+           AND (coalesce((t.config->>'retention.ms')::bigint, -1) >= 0
+                OR coalesce((t.config->>'retention.bytes')::bigint, -1) >= 0)
+         ORDER BY ps.topic_id, ps.partition
+    LOOP
+        v_ms := coalesce((p.config->>'retention.ms')::bigint, -1);
+        v_bytes := coalesce((p.config->>'retention.bytes')::bigint, -1);
+        v_end := mq._log_end_offset(p.topic_id, p.partition);
+        SELECT sum(pg_total_relation_size(sg.relid)) INTO v_total
+          FROM mq.segment sg WHERE sg.topic_id = p.topic_id AND sg.partition = p.partition;
+        -- closed segments only: the one holding the log end is still written
+        FOR s IN
+            SELECT sg.base_offset, sg.end_offset, sg.relid
+              FROM mq.segment sg
+             WHERE sg.topic_id = p.topic_id AND sg.partition = p.partition AND sg.end_offset <= v_end
+             ORDER BY sg.base_offset
+        LOOP
+            v_size := pg_total_relation_size(s.relid);
+            EXIT WHEN NOT (
+                (v_ms >= 0 AND mq._segment_last_time(s.relid) < clock_timestamp() - v_ms * interval '1 millisecond')
+                OR (v_bytes >= 0 AND v_total - v_size >= v_bytes));
+            INSERT INTO mq.retention_loss AS l (group_id, topic_id, partition, records_lost, last_loss_at)
+            SELECT o.group_id, o.topic_id, o.partition,
+                   s.end_offset - greatest(o.next_offset, s.base_offset), now()
+              FROM mq.consumer_offset o
+             WHERE o.topic_id = p.topic_id AND o.partition = p.partition AND o.next_offset < s.end_offset
+            ON CONFLICT ON CONSTRAINT retention_loss_pkey DO UPDATE
+               SET records_lost = l.records_lost + EXCLUDED.records_lost, last_loss_at = now();
+            DELETE FROM mq.segment sg
+             WHERE sg.topic_id = p.topic_id AND sg.partition = p.partition AND sg.base_offset = s.base_offset;
+            EXECUTE format('DROP TABLE %s', s.relid);
+            UPDATE mq.partition_state ps SET log_start_offset = s.end_offset
+             WHERE ps.topic_id = p.topic_id AND ps.partition = p.partition;
+            v_total := v_total - v_size;
+            v_dropped := v_dropped + 1;
+        END LOOP;
+    END LOOP;
+    RETURN v_dropped;
+END $$;

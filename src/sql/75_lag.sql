@@ -1,0 +1,126 @@
+-------------------------------------------------------------------------------
+-- Lag: how far each group is behind, how long until retention deletes what
+-- it has not read, what it already lost, and where the trend leads.
+-------------------------------------------------------------------------------
+
+-- Samples of end and committed offsets, taken by maintenance every
+-- mq.lag_sample_interval (10 s) and kept for an hour.
+CREATE TABLE mq.lag_sample (
+    group_id    text NOT NULL,
+    topic_id    integer NOT NULL,
+    partition   integer NOT NULL,
+    sampled_at  timestamptz NOT NULL,
+    end_offset  bigint NOT NULL,
+    committed   bigint NOT NULL,
+    PRIMARY KEY (group_id, topic_id, partition, sampled_at),
+    FOREIGN KEY (topic_id, partition) REFERENCES mq.partition_state ON DELETE CASCADE
+);
+
+CREATE FUNCTION mq.sample_lag(min_interval interval DEFAULT '10 seconds') RETURNS integer
+LANGUAGE plpgsql SECURITY DEFINER SET search_path = pg_catalog, pg_temp AS $$
+DECLARE
+    v_n integer;
+BEGIN
+    IF (SELECT max(sampled_at) FROM mq.lag_sample) > clock_timestamp() - min_interval THEN
+        RETURN 0;
+    END IF;
+    INSERT INTO mq.lag_sample (group_id, topic_id, partition, sampled_at, end_offset, committed)
+    SELECT o.group_id, o.topic_id, o.partition, clock_timestamp(),
+           coalesce(ps.high_watermark, mq._log_end_offset(o.topic_id, o.partition)), o.next_offset
+      FROM mq.consumer_offset o JOIN mq.partition_state ps USING (topic_id, partition);
+    GET DIAGNOSTICS v_n = ROW_COUNT;
+    DELETE FROM mq.lag_sample WHERE sampled_at < clock_timestamp() - interval '1 hour';
+    RETURN v_n;
+END $$;
+
+-- Time a record was appended (NULL outside the log).
+CREATE FUNCTION mq._offset_time(p_topic_id integer, p_partition integer, p_offset bigint) RETURNS timestamptz
+LANGUAGE plpgsql STABLE SECURITY DEFINER SET search_path = pg_catalog, pg_temp AS $$
+DECLARE
+    v_rel regclass;
+    v_time timestamptz;
+BEGIN
+    SELECT s.relid INTO v_rel FROM mq.segment s
+     WHERE s.topic_id = p_topic_id AND s.partition = p_partition
+       AND s.base_offset <= p_offset AND p_offset < s.end_offset;
+    IF v_rel IS NULL THEN
+        RETURN NULL;
+    END IF;
+    EXECUTE format('SELECT created_at FROM %s WHERE msg_offset = $1', v_rel) INTO v_time USING p_offset;
+    RETURN v_time;
+END $$;
+
+-- Time left before retention.ms deletes the segment holding a group's next
+-- record: that segment goes once its newest record is older than
+-- retention.ms (and it is closed).  NULL without time retention.
+CREATE FUNCTION mq._retention_headroom(p_topic_id integer, p_partition integer, p_offset bigint)
+RETURNS interval
+LANGUAGE plpgsql STABLE SECURITY DEFINER SET search_path = pg_catalog, pg_temp AS $$
+DECLARE
+    v_ms bigint;
+    v_rel regclass;
+BEGIN
+    SELECT (t.config->>'retention.ms')::bigint INTO v_ms FROM mq.topic t WHERE t.topic_id = p_topic_id;
+    IF v_ms IS NULL OR v_ms < 0 THEN
+        RETURN NULL;
+    END IF;
+    SELECT s.relid INTO v_rel FROM mq.segment s
+     WHERE s.topic_id = p_topic_id AND s.partition = p_partition
+       AND s.base_offset <= p_offset AND p_offset < s.end_offset;
+    RETURN mq._segment_last_time(v_rel) + v_ms * interval '1 millisecond' - now();
+END $$;
+
+CREATE VIEW mq.consumer_lag AS
+SELECT o.group_id, t.topic_name AS topic, o.partition,
+       e.end_offset,
+       o.next_offset AS committed_offset,
+       greatest(e.end_offset - greatest(o.next_offset, ps.log_start_offset), 0) AS lag,
+       CASE WHEN e.end_offset > greatest(o.next_offset, ps.log_start_offset)
+            THEN now() - mq._offset_time(o.topic_id, o.partition, greatest(o.next_offset, ps.log_start_offset))
+       END AS oldest_unconsumed_age,
+       CASE WHEN e.end_offset > greatest(o.next_offset, ps.log_start_offset)
+            THEN mq._retention_headroom(o.topic_id, o.partition, greatest(o.next_offset, ps.log_start_offset))
+       END AS retention_headroom,
+       coalesce(l.records_lost, 0) AS records_lost,
+       tr.produce_rate, tr.consume_rate,
+       -- when the lag, growing at its sampled rate, exceeds what retention
+       -- keeps: retention.bytes over the bytes per record, or retention.ms
+       -- times the produce rate, whichever is smaller
+       CASE WHEN tr.produce_rate > tr.consume_rate AND cap.records IS NOT NULL
+            THEN now() + greatest(cap.records - (e.end_offset - o.next_offset), 0)
+                         / (tr.produce_rate - tr.consume_rate) * interval '1 second'
+       END AS projected_loss_at
+  FROM mq.consumer_offset o
+  JOIN mq.topic t USING (topic_id)
+  JOIN mq.partition_state ps USING (topic_id, partition)
+  LEFT JOIN mq.retention_loss l USING (group_id, topic_id, partition)
+ CROSS JOIN LATERAL (SELECT coalesce(ps.high_watermark, mq._log_end_offset(o.topic_id, o.partition)) AS end_offset) e
+  LEFT JOIN LATERAL (
+       SELECT regr_slope(s.end_offset, extract(epoch FROM s.sampled_at)) AS produce_rate,
+              regr_slope(s.committed, extract(epoch FROM s.sampled_at)) AS consume_rate
+         FROM mq.lag_sample s
+        WHERE s.group_id = o.group_id AND s.topic_id = o.topic_id AND s.partition = o.partition
+          AND s.sampled_at > now() - interval '15 minutes') tr ON true
+  LEFT JOIN LATERAL (
+       SELECT least(
+                CASE WHEN (t.config->>'retention.bytes')::bigint >= 0 AND e.end_offset > ps.log_start_offset
+                     THEN (t.config->>'retention.bytes')::numeric
+                          / greatest((SELECT sum(pg_total_relation_size(sg.relid)) FROM mq.segment sg
+                                       WHERE sg.topic_id = o.topic_id AND sg.partition = o.partition)::numeric
+                                     / (e.end_offset - ps.log_start_offset), 1) END,
+                CASE WHEN (t.config->>'retention.ms')::bigint >= 0 AND tr.produce_rate > 0
+                     THEN tr.produce_rate * (t.config->>'retention.ms')::numeric / 1000 END) AS records) cap ON true;
+
+CREATE VIEW mq.partition_stats AS
+SELECT t.topic_name AS topic, ps.partition, ps.log_start_offset, e.log_end_offset,
+       coalesce(ps.high_watermark, e.log_end_offset) AS high_watermark,
+       e.log_end_offset - ps.log_start_offset AS records,
+       (SELECT count(*) FROM mq.segment sg WHERE sg.topic_id = ps.topic_id AND sg.partition = ps.partition) AS segments,
+       (SELECT sum(pg_total_relation_size(sg.relid)) FROM mq.segment sg
+         WHERE sg.topic_id = ps.topic_id AND sg.partition = ps.partition) AS bytes,
+       mq._offset_time(ps.topic_id, ps.partition, ps.log_start_offset) AS oldest_record_at,
+       mq._offset_time(ps.topic_id, ps.partition, e.log_end_offset - 1) AS newest_record_at,
+       ps.leader_epoch, ps.role
+  FROM mq.partition_state ps
+  JOIN mq.topic t USING (topic_id)
+ CROSS JOIN LATERAL (SELECT mq._log_end_offset(ps.topic_id, ps.partition) AS log_end_offset) e;
