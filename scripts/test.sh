@@ -212,7 +212,7 @@ if want tap; then
 
 		# postgres must read the tests (and whatever they use in the repo):
 		# grant o+rX where it is missing; never chown the repo.
-		if mq_is_root && ! runuser -u postgres -- test -r "${TAP_PL[0]}"; then
+		if mq_is_root && ! (cd / && runuser -u postgres -- test -r "$MQ_REPO_ROOT/${TAP_PL[0]}"); then
 			echo "making $MQ_REPO_ROOT readable by postgres (chmod o+rX)"
 			d="$MQ_REPO_ROOT"
 			while [[ "$d" != / ]]; do

@@ -51,6 +51,7 @@
 PG_FUNCTION_INFO_V1(mq_refuse_log_change);
 PG_FUNCTION_INFO_V1(mq_invalidate);
 PG_FUNCTION_INFO_V1(mq_log_end_offset_sql);
+PG_FUNCTION_INFO_V1(mq_lock_partition_sql);
 
 /* Set by the code paths that may remove records (replica truncation). */
 bool		mq_allow_log_change = false;
@@ -59,13 +60,21 @@ bool		mq_allow_log_change = false;
 #define MQ_MULTI_INSERT_ROWS 1000
 
 void
-mq_lock_partition(MqTopic *topic, int32 partition)
+mq_lock_partition(int32 topic_id, int32 partition)
 {
 	LOCKTAG		tag;
 
-	SET_LOCKTAG_ADVISORY(tag, MyDatabaseId, (uint32) topic->topic_id,
+	SET_LOCKTAG_ADVISORY(tag, MyDatabaseId, (uint32) topic_id,
 						 (uint32) partition, MQ_LOCK_PRODUCE);
 	(void) LockAcquire(&tag, ExclusiveLock, false, false);
+}
+
+/* mq._lock_partition(topic_id, partition): for maintenance that reshapes segments */
+Datum
+mq_lock_partition_sql(PG_FUNCTION_ARGS)
+{
+	mq_lock_partition(PG_GETARG_INT32(0), PG_GETARG_INT32(1));
+	PG_RETURN_VOID();
 }
 
 /*
@@ -295,7 +304,7 @@ mq_log_append(const char *topic_name, int32 partition, MqRecordIn *recs,
 	do
 	{
 		locked_id = topic->topic_id;
-		mq_lock_partition(topic, partition);
+		mq_lock_partition(topic->topic_id, partition);
 		AcceptInvalidationMessages();
 		topic = mq_topic_lookup(topic_name, false);
 	} while (topic->topic_id != locked_id);
@@ -351,7 +360,7 @@ mq_log_append_at(const char *topic_name, int32 partition, MqRecordIn *recs,
 	MqPartition *part;
 	int64		next;
 
-	mq_lock_partition(topic, partition);
+	mq_lock_partition(topic->topic_id, partition);
 	AcceptInvalidationMessages();
 	topic = mq_topic_lookup(topic_name, false);
 	part = mq_topic_partition(topic, partition);

@@ -129,7 +129,7 @@ extern void mq_topic_cache_reset(void);
 extern void mq_topic_cache_init(void);
 
 /* log.c: storage engine */
-extern void mq_lock_partition(MqTopic *topic, int32 partition);
+extern void mq_lock_partition(int32 topic_id, int32 partition);
 extern int64 mq_log_end_offset(MqPartition *part, Snapshot snapshot);
 extern int64 mq_log_append(const char *topic_name, int32 partition,
 						   MqRecordIn *recs, int nrecs, MqProducer *producer);

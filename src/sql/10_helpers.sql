@@ -131,6 +131,9 @@ CREATE FUNCTION mq._refuse_log_change() RETURNS trigger
 CREATE FUNCTION mq._invalidate(rel regclass) RETURNS void
     AS 'MODULE_PATHNAME', 'mq_invalidate' LANGUAGE C STRICT;
 
+CREATE FUNCTION mq._lock_partition(topic_id integer, partition integer) RETURNS void
+    AS 'MODULE_PATHNAME', 'mq_lock_partition_sql' LANGUAGE C STRICT;
+
 CREATE FUNCTION mq._log_end_offset(topic_id integer, partition integer) RETURNS bigint
     AS 'MODULE_PATHNAME', 'mq_log_end_offset_sql' LANGUAGE C STRICT;
 

@@ -90,6 +90,56 @@ BEGIN
     RETURN v_created;
 END $$;
 
+-- segment.ms: close the segment being written at the log end once its first
+-- record is older than segment.ms, so that time-based retention can drop
+-- it.  Segments cover fixed offset ranges, so closing one early means
+-- shrinking its range to [base, log end): under the partition's produce
+-- lock, a CHECK constraint proves the new range (one scan of the segment),
+-- which lets the detach and re-attach skip their own scan; the empty
+-- segments after it are recreated from the new boundary.
+CREATE FUNCTION mq._roll_segment_by_time(p_topic_id integer, p_partition integer) RETURNS boolean
+LANGUAGE plpgsql SECURITY DEFINER SET search_path = pg_catalog, pg_temp AS $$
+DECLARE
+    v_ms bigint;
+    v_end bigint;
+    v_part regclass;
+    s record;
+    f record;
+BEGIN
+    SELECT (t.config->>'segment.ms')::bigint INTO v_ms FROM mq.topic t WHERE t.topic_id = p_topic_id;
+    IF v_ms IS NULL THEN
+        RETURN false;
+    END IF;
+    PERFORM mq._lock_partition(p_topic_id, p_partition);
+    v_end := mq._log_end_offset(p_topic_id, p_partition);
+    SELECT sg.base_offset, sg.end_offset, sg.relid INTO s FROM mq.segment sg
+     WHERE sg.topic_id = p_topic_id AND sg.partition = p_partition
+       AND sg.base_offset < v_end AND v_end < sg.end_offset;
+    IF s IS NULL OR mq._offset_time(p_topic_id, p_partition, s.base_offset)
+                    >= clock_timestamp() - v_ms * interval '1 millisecond' THEN
+        RETURN false;
+    END IF;
+    SELECT ps.relid INTO v_part FROM mq.partition_state ps
+     WHERE ps.topic_id = p_topic_id AND ps.partition = p_partition;
+    EXECUTE format('ALTER TABLE %s ADD CONSTRAINT mq_segment_range CHECK (msg_offset >= %s AND msg_offset < %s)',
+                   s.relid, s.base_offset, v_end);
+    EXECUTE format('ALTER TABLE %s DETACH PARTITION %s', v_part, s.relid);
+    EXECUTE format('ALTER TABLE %s ATTACH PARTITION %s FOR VALUES FROM (%s) TO (%s)',
+                   v_part, s.relid, s.base_offset, v_end);
+    EXECUTE format('ALTER TABLE %s DROP CONSTRAINT mq_segment_range', s.relid);
+    UPDATE mq.segment sg SET end_offset = v_end
+     WHERE sg.topic_id = p_topic_id AND sg.partition = p_partition AND sg.base_offset = s.base_offset;
+    FOR f IN SELECT sg.base_offset, sg.relid FROM mq.segment sg
+              WHERE sg.topic_id = p_topic_id AND sg.partition = p_partition AND sg.base_offset > s.base_offset
+    LOOP
+        DELETE FROM mq.segment sg
+         WHERE sg.topic_id = p_topic_id AND sg.partition = p_partition AND sg.base_offset = f.base_offset;
+        EXECUTE format('DROP TABLE %s', f.relid);
+    END LOOP;
+    PERFORM mq._ensure_segments(p_topic_id, p_partition);
+    RETURN true;
+END $$;
+
 CREATE FUNCTION mq._create_partition(p_topic_id integer, p_partition integer) RETURNS void
 LANGUAGE plpgsql SECURITY DEFINER SET search_path = pg_catalog, pg_temp AS $$
 DECLARE

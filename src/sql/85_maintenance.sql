@@ -14,6 +14,7 @@ DECLARE
     r record;
 BEGIN
     FOR r IN SELECT topic_id, partition FROM mq.partition_state ORDER BY topic_id, partition LOOP
+        PERFORM mq._roll_segment_by_time(r.topic_id, r.partition);
         v_created := v_created + mq._ensure_segments(r.topic_id, r.partition);
     END LOOP;
     PERFORM mq.apply_retention();
