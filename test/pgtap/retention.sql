@@ -3,7 +3,7 @@
 \set ON_ERROR_STOP on
 SET client_min_messages = warning;
 BEGIN;
-SELECT plan(16);
+SELECT plan(21);
 
 SELECT mq.create_topic('ret', 1, '{"segment.records": 10, "retention.bytes": 0}');
 SELECT mq.send_batch('ret', NULL, (SELECT array_agg('x'::bytea) FROM generate_series(1, 35)));
@@ -39,6 +39,23 @@ SELECT pg_sleep(0.02);
 SELECT is(mq.apply_retention('ret-ms'), 2, 'retention.ms drops the closed segments older than it');
 SELECT is((SELECT log_start_offset FROM mq.partitions WHERE topic = 'ret-ms'), 10::bigint,
           'never the segment being written');
+
+-- segment.ms closes the segment being written early, so retention.ms can drop it
+SELECT mq.create_topic('ret-roll', 1, '{"segment.ms": 50}');
+SELECT mq.send_batch('ret-roll', NULL, ARRAY['a', 'b', 'c']);
+SELECT pg_sleep(0.1);
+SELECT mq.run_maintenance();
+SELECT is((SELECT base_offset || '-' || end_offset FROM mq.segments WHERE topic = 'ret-roll' ORDER BY base_offset LIMIT 1),
+          '0-3', 'segment.ms shrank the segment to the records it holds');
+SELECT is((SELECT min(base_offset) FROM mq.segments WHERE topic = 'ret-roll' AND base_offset > 0), 3::bigint,
+          'the next segment starts at the log end');
+SELECT mq.send_batch('ret-roll', NULL, ARRAY['d', 'e']);
+SELECT is((SELECT string_agg(msg_offset || convert_from(value, 'UTF8'), ',' ORDER BY msg_offset) FROM mq.fetch('ret-roll', 0, 0)),
+          '0a,1b,2c,3d,4e', 'records continue gapless in the new segment');
+SELECT mq.alter_topic('ret-roll', '{"retention.ms": 1}');
+SELECT pg_sleep(0.02);
+SELECT is(mq.apply_retention('ret-roll'), 1, 'the rolled segment can now be dropped by time');
+SELECT is((SELECT log_start_offset FROM mq.partitions WHERE topic = 'ret-roll'), 3::bigint, 'log start at the roll point');
 
 SELECT * FROM finish();
 ROLLBACK;
