@@ -12,6 +12,15 @@ BEGIN
     END IF;
 END $$;
 
+-- Every log table (topic, partition, segment) refuses direct writes: rows
+-- come only from the produce path, which bypasses triggers.
+CREATE FUNCTION mq._protect_log_table(p_rel regclass) RETURNS void
+LANGUAGE plpgsql SET search_path = pg_catalog, pg_temp AS $$
+BEGIN
+    EXECUTE format('CREATE TRIGGER mq_log_immutable BEFORE INSERT OR UPDATE OR DELETE OR TRUNCATE ON %s
+                    FOR EACH STATEMENT EXECUTE FUNCTION mq._refuse_log_change()', p_rel);
+END $$;
+
 -- Records of one segment.  Declared offset range [base, end_offset); the
 -- produce path picks the segment itself, so no routing happens on insert.
 CREATE FUNCTION mq._create_segment(p_topic_id integer, p_partition integer,
@@ -33,8 +42,7 @@ BEGIN
     EXECUTE format('CREATE UNIQUE INDEX ON %s (msg_offset)', v_rel);
     EXECUTE format('ALTER TABLE %s ATTACH PARTITION %s FOR VALUES FROM (%s) TO (%s)',
                    v_part, v_rel, p_base, p_end);
-    EXECUTE format('CREATE TRIGGER mq_log_immutable BEFORE INSERT OR UPDATE OR DELETE OR TRUNCATE ON %s
-                    FOR EACH STATEMENT EXECUTE FUNCTION mq._refuse_log_change()', v_rel);
+    PERFORM mq._protect_log_table(v_rel);
     INSERT INTO mq.segment (topic_id, partition, base_offset, end_offset, relid)
     VALUES (p_topic_id, p_partition, p_base, p_end, v_rel);
     RETURN v_rel;
@@ -150,8 +158,7 @@ BEGIN
     EXECUTE format('CREATE TABLE mq_log.%I PARTITION OF %s FOR VALUES IN (%s) PARTITION BY RANGE (msg_offset)',
                    format('topic_%s_p%s', p_topic_id, p_partition), v_parent, p_partition);
     v_rel := format('mq_log.%I', format('topic_%s_p%s', p_topic_id, p_partition))::regclass;
-    EXECUTE format('CREATE TRIGGER mq_log_immutable BEFORE INSERT OR UPDATE OR DELETE OR TRUNCATE ON %s
-                    FOR EACH STATEMENT EXECUTE FUNCTION mq._refuse_log_change()', v_rel);
+    PERFORM mq._protect_log_table(v_rel);
     INSERT INTO mq.partition_state (topic_id, partition, relid) VALUES (p_topic_id, p_partition, v_rel);
     PERFORM mq._ensure_segments(p_topic_id, p_partition);
 END $$;
@@ -190,8 +197,7 @@ BEGIN
                     ) PARTITION BY LIST (partition)', 'topic_' || v_id);
     v_rel := format('mq_log.%I', 'topic_' || v_id)::regclass;
     EXECUTE format('COMMENT ON TABLE %s IS %L', v_rel, 'mq topic ' || topic);
-    EXECUTE format('CREATE TRIGGER mq_log_immutable BEFORE INSERT OR UPDATE OR DELETE OR TRUNCATE ON %s
-                    FOR EACH STATEMENT EXECUTE FUNCTION mq._refuse_log_change()', v_rel);
+    PERFORM mq._protect_log_table(v_rel);
     UPDATE mq.topic SET relid = v_rel WHERE topic_id = v_id;
     FOR p IN 0 .. partitions - 1 LOOP
         PERFORM mq._create_partition(v_id, p);
