@@ -99,6 +99,104 @@ partition_high_watermark(MqTopic *topic, MqPartition *part)
 	return hwm;
 }
 
+/* Append one log row to the caller's result as an mq.record. */
+static void
+emit_record(TupleTableSlot *slot, Datum topic_datum, int32 partition,
+			Tuplestorestate *store, TupleDesc outdesc)
+{
+	Datum		values[7];
+	bool		nulls[7];
+
+	values[0] = topic_datum;
+	nulls[0] = false;
+	values[1] = Int32GetDatum(partition);
+	nulls[1] = false;
+	/* record columns after (topic, partition) are log columns 2..6 */
+	for (int a = Anum_log_msg_offset; a <= Anum_log_headers; a++)
+	{
+		values[a] = slot->tts_values[a - 1];
+		nulls[a] = slot->tts_isnull[a - 1];
+	}
+	tuplestore_putvalues(store, outdesc, values, nulls);
+}
+
+static int64
+slot_offset(TupleTableSlot *slot)
+{
+	slot_getsomeattrs(slot, Anum_log_headers);
+	return DatumGetInt64(slot->tts_values[Anum_log_msg_offset - 1]);
+}
+
+/*
+ * Read one segment from *next on, up to max records and below stop.
+ *
+ * Records are appended in offset order under the produce lock, so the heap
+ * almost always holds them in offset order too.  The index finds the first
+ * record; from there the heap is read in physical order with a TID range
+ * scan (page at a time, no index descent per row) for as long as each row
+ * is the next offset.  Rows of aborted producers are invisible and skipped.
+ * Anything out of order (a row placed in space that VACUUM freed) sends the
+ * reader back to the index, so the result is always the gapless sequence.
+ */
+static int
+read_segment(MqSegment *seg, Snapshot snapshot, int64 *next, int64 stop, int max,
+			 Datum topic_datum, int32 partition, Tuplestorestate *store, TupleDesc outdesc)
+{
+	Relation	rel = table_open(seg->relid, AccessShareLock);
+	Relation	irel = index_open(seg->indexid, AccessShareLock);
+	TupleTableSlot *slot = table_slot_create(rel, NULL);
+	int			count = 0;
+
+	while (count < max && *next < stop)
+	{
+		IndexScanDesc iscan;
+		TableScanDesc hscan;
+		ScanKeyData key;
+		ItemPointerData from;
+		ItemPointerData to;
+		bool		found;
+
+		/* the index finds the next record, if it is visible */
+		ScanKeyInit(&key, 1, BTGreaterEqualStrategyNumber, F_INT8GE, Int64GetDatum(*next));
+		iscan = index_beginscan(rel, irel, snapshot, 1, 0);
+		index_rescan(iscan, &key, 1, NULL, 0);
+		found = index_getnext_slot(iscan, ForwardScanDirection, slot) &&
+			slot_offset(slot) == *next;
+		if (found)
+		{
+			emit_record(slot, topic_datum, partition, store, outdesc);
+			count++;
+			(*next)++;
+			from = slot->tts_tid;
+		}
+		index_endscan(iscan);
+		if (!found)
+			break;				/* the log ends here for this snapshot */
+
+		/* then the heap, in physical order, while the offsets follow on */
+		ItemPointerSet(&to, MaxBlockNumber, MaxOffsetNumber);
+		hscan = table_beginscan_tidrange(rel, snapshot, &from, &to);
+		while (count < max && *next < stop &&
+			   table_scan_getnextslot_tidrange(hscan, ForwardScanDirection, slot))
+		{
+			int64		offset = slot_offset(slot);
+
+			if (offset < *next)
+				continue;		/* read already */
+			if (offset > *next)
+				break;			/* out of order: back to the index */
+			emit_record(slot, topic_datum, partition, store, outdesc);
+			count++;
+			(*next)++;
+		}
+		table_endscan(hscan);
+	}
+	ExecDropSingleTupleTableSlot(slot);
+	index_close(irel, AccessShareLock);
+	table_close(rel, AccessShareLock);
+	return count;
+}
+
 /*
  * Append up to max records of one partition, from offset on, to the
  * tuplestore.  Returns how many were appended.
@@ -115,54 +213,13 @@ read_partition(MqTopic *topic, MqPartition *part, int64 from, int max,
 	for (int i = 0; i < part->nsegs && count < max && next < stop; i++)
 	{
 		MqSegment  *seg = &part->segs[i];
-		Relation	rel;
-		Relation	irel;
-		IndexScanDesc scan;
-		TupleTableSlot *slot;
-		ScanKeyData key;
 
 		if (seg->end <= next)
 			continue;
 		if (seg->base > next)
 			break;				/* only after a crash mid-roll; nothing to read */
-
-		rel = table_open(seg->relid, AccessShareLock);
-		irel = index_open(seg->indexid, AccessShareLock);
-		slot = table_slot_create(rel, NULL);
-		ScanKeyInit(&key, 1, BTGreaterEqualStrategyNumber, F_INT8GE, Int64GetDatum(next));
-		scan = index_beginscan(rel, irel, snapshot, 1, 0);
-		index_rescan(scan, &key, 1, NULL, 0);
-
-		while (count < max && next < stop &&
-			   index_getnext_slot(scan, ForwardScanDirection, slot))
-		{
-			Datum		values[7];
-			bool		nulls[7];
-			int64		offset;
-
-			slot_getsomeattrs(slot, Anum_log_headers);
-			offset = DatumGetInt64(slot->tts_values[Anum_log_msg_offset - 1]);
-			if (offset != next)
-				break;			/* not visible yet (cannot happen when committed in order) */
-			values[0] = topic_datum;
-			nulls[0] = false;
-			values[1] = Int32GetDatum(part->partition);
-			nulls[1] = false;
-			/* record columns after (topic, partition) are log columns 2..6 */
-			for (int a = Anum_log_msg_offset; a <= Anum_log_headers; a++)
-			{
-				values[a] = slot->tts_values[a - 1];
-				nulls[a] = slot->tts_isnull[a - 1];
-			}
-			tuplestore_putvalues(store, outdesc, values, nulls);
-			count++;
-			next++;
-		}
-		index_endscan(scan);
-		ExecDropSingleTupleTableSlot(slot);
-		index_close(irel, AccessShareLock);
-		table_close(rel, AccessShareLock);
-
+		count += read_segment(seg, snapshot, &next, stop, max - count, topic_datum,
+							  part->partition, store, outdesc);
 		if (next < seg->end)
 			break;				/* the segment ended before its range did: log end */
 	}
