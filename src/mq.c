@@ -46,9 +46,14 @@ _PG_init(void)
 	BackgroundWorker worker;
 
 	mq_topic_cache_init();
+	mq_log_init();
 	mq_consume_init();
 	mq_notify_init();
 
+	DefineCustomBoolVariable("mq.release_before_flush",
+							 "Producers release the partition lock before waiting for their commit's WAL flush.",
+							 "Lets producers of one partition share WAL flushes; commits are still acknowledged only once durable.",
+							 &mq_release_before_flush, true, PGC_USERSET, 0, NULL, NULL, NULL);
 	DefineCustomIntVariable("mq.producer_id_expiration_ms",
 							"Time after which an unused producer id expires.",
 							"Like Kafka's producer.id.expiration.ms; maintenance removes expired ids.",

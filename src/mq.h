@@ -130,6 +130,8 @@ extern void mq_topic_cache_init(void);
 
 /* log.c: storage engine */
 extern void mq_lock_partition(int32 topic_id, int32 partition);
+extern void mq_log_init(void);
+extern bool mq_release_before_flush;
 extern int64 mq_log_end_offset(MqPartition *part, Snapshot snapshot);
 extern int64 mq_log_append(const char *topic_name, int32 partition,
 						   MqRecordIn *recs, int nrecs, MqProducer *producer);
