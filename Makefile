@@ -23,3 +23,12 @@ include $(PGXS)
 
 mq--$(EXTVERSION).sql: $(sort $(wildcard src/sql/*.sql))
 	cat $^ > $@
+
+# mqctl (and later mq-broker): broker/Makefile, run by `make`, `make install`
+# (to /usr/local/bin; see docs/cli.md) and `make clean` as well.
+all: broker-all
+install: broker-install
+clean: broker-clean
+broker-all broker-install broker-clean:
+	$(MAKE) -C broker $(@:broker-%=%) PG_CONFIG=$(PG_CONFIG)
+.PHONY: broker-all broker-install broker-clean

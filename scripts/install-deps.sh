@@ -14,6 +14,7 @@ PKGS=(
 	libpq-dev
 	libmicrohttpd-dev
 	libinih-dev
+	libjansson-dev
 )
 
 missing=()

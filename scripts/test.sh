@@ -10,7 +10,8 @@
 #         database where `CREATE EXTENSION pgtap; CREATE EXTENSION mq;`
 #         already ran (suites must not create them again, or must use
 #         IF NOT EXISTS)
-#      c. test/concurrency/*.sh, each run with bash from the repo root with
+#      c. test/concurrency/*.sh and d. test/cli/*.sh (mqctl), each run with
+#         bash from the repo root with
 #         PGHOST/PGPORT/PGUSER set and PGDATABASE (= MQ_TEST_DB) a fresh
 #         database where `CREATE EXTENSION mq` already ran
 #   4. multi-node TAP tests test/t/*.pl with prove as the postgres user
@@ -33,7 +34,7 @@ cd "$(dirname "${BASH_SOURCE[0]}")/.."
 source scripts/lib.sh
 
 SUITE_TIMEOUT="${MQ_SUITE_TIMEOUT:-300}"
-ONLY="${MQ_TEST_ONLY:-regress pgtap concurrency tap}"
+ONLY="${MQ_TEST_ONLY:-regress pgtap concurrency cli tap}"
 PASSED=0
 FAILED=0
 FAILED_NAMES=()
@@ -120,10 +121,11 @@ shopt -s nullglob
 REGRESS_SQL=(sql/*.sql)
 PGTAP_SQL=(test/pgtap/*.sql)
 CONC_SH=(test/concurrency/*.sh)
+CLI_SH=(test/cli/*.sh)
 TAP_PL=(test/t/*.pl)
 shopt -u nullglob
 
-if want regress || want pgtap || want concurrency; then
+if want regress || want pgtap || want concurrency || want cli; then
 	mq_phase "start throwaway cluster (shared_preload_libraries = '$MQ_PRELOAD')"
 	if ! cluster_start main; then
 		fail "cluster-start"
@@ -188,6 +190,25 @@ if want concurrency; then
 			pass "concurrency:$f"
 		else
 			fail "concurrency:$f"
+		fi
+	done
+fi
+
+# --------------------------------------------------------------------------
+if want cli; then
+	mq_phase "mqctl tests (${#CLI_SH[@]} in test/cli/)"
+	for f in "${CLI_SH[@]}"; do
+		db="$(db_name "$f" cli)"
+		echo "running $f (database $db)"
+		if ! fresh_db "$db" "$MQ_EXTENSION"; then
+			fail "cli:$f"
+			continue
+		fi
+		if PGDATABASE="$db" MQ_TEST_DB="$db" \
+			mq_run_timeout "$SUITE_TIMEOUT" bash "$f"; then
+			pass "cli:$f"
+		else
+			fail "cli:$f"
 		fi
 	done
 fi

@@ -1,0 +1,417 @@
+/*-------------------------------------------------------------------------
+ *
+ * mqconn.c
+ *	  Connections, statements and errors on libpq for mqctl and mq-broker
+ *	  (see mqconn.h).
+ *
+ * Passwords: a connection string may hold one, so no message of ours ever
+ * quotes the connection string, and libpq's own parse errors, which may
+ * quote a fragment of it, are not passed on.  Connections are named by
+ * mq_conn_label(), built from what libpq reports after connecting.
+ *
+ * Non-blocking statements (mq_send / mq_collect, mq_exec_timeout) serve
+ * the broker's replication loops, next to their blocking counterparts.
+ *
+ *-------------------------------------------------------------------------
+ */
+#include <errno.h>
+#include <poll.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "mqconn.h"
+#include "util.h"
+
+/* A copy of s without its trailing newlines (libpq ends messages with one). */
+static char *
+chomp_dup(const char *s)
+{
+	char	   *copy = mq_strdup(s ? s : "");
+	size_t		len = strlen(copy);
+
+	while (len > 0 && (copy[len - 1] == '\n' || copy[len - 1] == '\r'))
+		copy[--len] = '\0';
+	return copy;
+}
+
+void
+mq_error_free(MqError *err)
+{
+	free(err->message);
+	free(err->detail);
+	free(err->hint);
+	memset(err, 0, sizeof(*err));
+}
+
+static void
+prefix_message(MqError *err, const char *prefix)
+{
+	char	   *msg = mq_malloc(strlen(prefix) + strlen(err->message) + 1);
+
+	sprintf(msg, "%s%s", prefix, err->message);
+	free(err->message);
+	err->message = msg;
+}
+
+static void
+error_from_conn(PGconn *conn, const PGresult *res, MqError *err)
+{
+	const char *field;
+
+	mq_error_free(err);
+	if (res != NULL && PQresultErrorField(res, PG_DIAG_MESSAGE_PRIMARY) != NULL)
+	{
+		field = PQresultErrorField(res, PG_DIAG_SQLSTATE);
+		if (field != NULL)
+			snprintf(err->sqlstate, sizeof(err->sqlstate), "%s", field);
+		err->message = chomp_dup(PQresultErrorField(res, PG_DIAG_MESSAGE_PRIMARY));
+		field = PQresultErrorField(res, PG_DIAG_MESSAGE_DETAIL);
+		if (field != NULL)
+			err->detail = chomp_dup(field);
+		field = PQresultErrorField(res, PG_DIAG_MESSAGE_HINT);
+		if (field != NULL)
+			err->hint = chomp_dup(field);
+	}
+	else if (res != NULL && *PQresultErrorMessage(res) != '\0')
+		err->message = chomp_dup(PQresultErrorMessage(res));
+	else
+		err->message = chomp_dup(conn ? PQerrorMessage(conn) : "out of memory");
+	if (err->message[0] == '\0')
+	{
+		free(err->message);
+		err->message = mq_strdup("unknown error");
+	}
+	err->connection_lost = (conn == NULL || PQstatus(conn) == CONNECTION_BAD);
+	if (err->connection_lost && err->sqlstate[0] == '\0')
+		prefix_message(err, "connection lost: ");
+}
+
+void
+mq_error_report(const MqError *err)
+{
+	const char *msg = err->message ? err->message : "unknown error";
+
+	if (err->sqlstate[0] != '\0')
+		mq_log_error("%s [SQLSTATE %s]", msg, err->sqlstate);
+	else
+		mq_log_error("%s", msg);
+	/* same prefix on every line, so that grep finds the whole report */
+	if (err->detail)
+		fprintf(stderr, "%s: detail: %s\n", mq_progname, err->detail);
+	if (err->hint)
+		fprintf(stderr, "%s: hint: %s\n", mq_progname, err->hint);
+}
+
+int
+mq_error_exit_code(const MqError *err)
+{
+	/* a FATAL from a dying server has a SQLSTATE but still loses us the link */
+	if (err->connection_lost)
+		return MQ_EXIT_CONNECT;
+	return MQ_EXIT_SERVER;
+}
+
+bool
+mq_error_is(const MqError *err, const char *sqlstate)
+{
+	return strcmp(err->sqlstate, sqlstate) == 0;
+}
+
+PGconn *
+mq_connect(const char *conninfo, const char *appname, MqError *err)
+{
+	return mq_connect_with(conninfo, appname, NULL, NULL, err);
+}
+
+PGconn *
+mq_connect_with(const char *conninfo, const char *appname,
+				const char *const *extra_keys, const char *const *extra_vals,
+				MqError *err)
+{
+	const char *keywords[24];
+	const char *values[24];
+	int			n = 0;
+	PGconn	   *conn;
+
+	mq_error_free(err);
+	if (conninfo != NULL)
+	{
+		char	   *parse_error = NULL;
+		PQconninfoOption *opts = PQconninfoParse(conninfo, &parse_error);
+
+		if (opts == NULL)
+		{
+			/* libpq's message may quote the string, password included */
+			PQfreemem(parse_error);
+			err->message = mq_strdup("cannot connect: invalid connection string: it is neither "
+									 "\"key=value ...\" nor a postgresql:// URI "
+									 "(libpq's message is not shown because it may quote a password)");
+			err->connection_lost = true;
+			return NULL;
+		}
+		PQconninfoFree(opts);
+		keywords[n] = "dbname";		/* with expand_dbname, the whole string */
+		values[n++] = conninfo;
+	}
+	keywords[n] = "fallback_application_name";
+	values[n++] = appname;
+	/* later keywords override what the expanded string set */
+	for (int i = 0; extra_keys != NULL && extra_keys[i] != NULL && n < 23; i++)
+	{
+		keywords[n] = extra_keys[i];
+		values[n++] = extra_vals[i];
+	}
+	keywords[n] = NULL;
+	values[n] = NULL;
+
+	conn = PQconnectdbParams(keywords, values, 1);
+	if (conn == NULL)
+	{
+		err->message = mq_strdup("cannot connect: out of memory");
+		err->connection_lost = true;
+		return NULL;
+	}
+	if (PQstatus(conn) != CONNECTION_OK)
+	{
+		mq_error_free(err);
+		err->message = chomp_dup(PQerrorMessage(conn));
+		prefix_message(err, "cannot connect: ");
+		err->connection_lost = true;
+		if (PQconnectionNeedsPassword(conn))
+			err->hint = mq_strdup("The server wants a password: put it in ~/.pgpass "
+								  "(or PGPASSFILE) or in PGPASSWORD; mq tools do not prompt.");
+		PQfinish(conn);
+		return NULL;
+	}
+	return conn;
+}
+
+static void
+notice_receiver(void *arg, const PGresult *res)
+{
+	const char *severity = PQresultErrorField(res, PG_DIAG_SEVERITY_NONLOCALIZED);
+	char	   *msg = chomp_dup(PQresultErrorField(res, PG_DIAG_MESSAGE_PRIMARY));
+
+	if (severity != NULL && strcmp(severity, "WARNING") == 0)
+		mq_log_warning("server: %s", msg);
+	else
+		mq_log_info("server: %s", msg);
+	free(msg);
+}
+
+void
+mq_log_notices(PGconn *conn)
+{
+	PQsetNoticeReceiver(conn, notice_receiver, NULL);
+}
+
+const char *
+mq_conn_label(PGconn *conn)
+{
+	static char label[512];
+	const char *host = PQhost(conn);
+
+	/* a socket directory is a path: show it the way psql's \conninfo does */
+	snprintf(label, sizeof(label), "%s@%s:%s/%s",
+			 PQuser(conn), host && host[0] ? host : "localhost", PQport(conn), PQdb(conn));
+	return label;
+}
+
+void
+mq_params_init(MqParams *p)
+{
+	p->n = 0;
+}
+
+static int
+next_param(MqParams *p)
+{
+	if (p->n >= MQ_MAX_PARAMS)
+		mq_fatal(MQ_EXIT_LOCAL, "internal error: more than %d statement parameters", MQ_MAX_PARAMS);
+	return p->n++;
+}
+
+void
+mq_param_text(MqParams *p, Oid type, const char *value)
+{
+	int			i = next_param(p);
+
+	p->types[i] = type;
+	p->values[i] = value;
+	p->lengths[i] = 0;
+	p->formats[i] = 0;
+}
+
+void
+mq_param_int(MqParams *p, Oid type, int64_t value)
+{
+	int			i = next_param(p);
+
+	snprintf(p->numbuf[i], sizeof(p->numbuf[i]), "%lld", (long long) value);
+	p->types[i] = type;
+	p->values[i] = p->numbuf[i];
+	p->lengths[i] = 0;
+	p->formats[i] = 0;
+}
+
+void
+mq_param_binary(MqParams *p, Oid type, const char *data, int len)
+{
+	int			i = next_param(p);
+
+	p->types[i] = type;
+	p->values[i] = data;
+	p->lengths[i] = len;
+	p->formats[i] = 1;
+}
+
+/* Keep a successful result, or turn a failed one into err. */
+static PGresult *
+check_result(PGconn *conn, PGresult *res, MqError *err)
+{
+	ExecStatusType st = res ? PQresultStatus(res) : PGRES_FATAL_ERROR;
+
+	if (st == PGRES_TUPLES_OK || st == PGRES_COMMAND_OK)
+		return res;
+	error_from_conn(conn, res, err);
+	PQclear(res);
+	return NULL;
+}
+
+PGresult *
+mq_exec(PGconn *conn, const char *sql, const MqParams *params,
+		int result_format, MqError *err)
+{
+	static const MqParams none = {0};
+
+	if (params == NULL)
+		params = &none;
+	return check_result(conn,
+						PQexecParams(conn, sql, params->n, params->types,
+									 params->values, params->lengths,
+									 params->formats, result_format),
+						err);
+}
+
+bool
+mq_prepare(PGconn *conn, const char *name, const char *sql,
+		   const MqParams *types, MqError *err)
+{
+	PGresult   *res = check_result(conn,
+								   PQprepare(conn, name, sql, types->n, types->types),
+								   err);
+
+	PQclear(res);
+	return res != NULL;
+}
+
+PGresult *
+mq_exec_prepared(PGconn *conn, const char *name, const MqParams *params,
+				 int result_format, MqError *err)
+{
+	return check_result(conn,
+						PQexecPrepared(conn, name, params->n, params->values,
+									   params->lengths, params->formats,
+									   result_format),
+						err);
+}
+
+bool
+mq_command(PGconn *conn, const char *sql, MqError *err)
+{
+	PGresult   *res = mq_exec(conn, sql, NULL, 0, err);
+
+	PQclear(res);
+	return res != NULL;
+}
+
+bool
+mq_send(PGconn *conn, const char *sql, const MqParams *params,
+		int result_format, MqError *err)
+{
+	static const MqParams none = {0};
+
+	if (params == NULL)
+		params = &none;
+	if (!PQsendQueryParams(conn, sql, params->n, params->types, params->values,
+						   params->lengths, params->formats, result_format))
+	{
+		error_from_conn(conn, NULL, err);
+		return false;
+	}
+	return true;
+}
+
+PGresult *
+mq_collect(PGconn *conn, bool *done, MqError *err)
+{
+	PGresult   *res = NULL;
+	PGresult   *r;
+
+	*done = false;
+	if (!PQconsumeInput(conn))
+	{
+		*done = true;
+		error_from_conn(conn, NULL, err);
+		err->connection_lost = true;
+		return NULL;
+	}
+	if (PQisBusy(conn))
+		return NULL;
+	/* keep the first result; read on until libpq says the statement is over */
+	while ((r = PQgetResult(conn)) != NULL)
+	{
+		if (res == NULL)
+			res = r;
+		else
+			PQclear(r);
+		if (PQisBusy(conn) && !PQconsumeInput(conn))
+			break;
+	}
+	*done = true;
+	return check_result(conn, res, err);
+}
+
+PGresult *
+mq_exec_timeout(PGconn *conn, const char *sql, const MqParams *params,
+				int result_format, int timeout_ms, MqError *err)
+{
+	int64_t		deadline = mq_now_us() + (int64_t) timeout_ms * 1000;
+	bool		done = false;
+	PGresult   *res;
+
+	if (!mq_send(conn, sql, params, result_format, err))
+		return NULL;
+	for (;;)
+	{
+		struct pollfd pfd;
+		int64_t		left = (deadline - mq_now_us()) / 1000;
+
+		res = mq_collect(conn, &done, err);
+		if (done)
+			return res;
+		if (left <= 0)
+			break;
+		pfd.fd = PQsocket(conn);
+		pfd.events = POLLIN;
+		pfd.revents = 0;
+		if (poll(&pfd, 1, (int) (left > 1000 ? 1000 : left)) < 0 && errno != EINTR)
+			break;
+	}
+	/* the server did not answer in time: cancel, and treat it as lost */
+	{
+		char		errbuf[256];
+		PGcancel   *cancel = PQgetCancel(conn);
+
+		if (cancel != NULL)
+		{
+			(void) PQcancel(cancel, errbuf, sizeof(errbuf));
+			PQfreeCancel(cancel);
+		}
+	}
+	mq_error_free(err);
+	err->message = mq_strdup("the server did not answer in time");
+	err->connection_lost = true;
+	return NULL;
+}

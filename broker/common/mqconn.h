@@ -1,0 +1,139 @@
+/*-------------------------------------------------------------------------
+ *
+ * mqconn.h
+ *	  The libpq layer shared by mqctl and mq-broker: connecting, running
+ *	  parameterised statements, and errors that carry the server's SQLSTATE.
+ *
+ * Nothing here exits or prints on its own: a failure fills an MqError and
+ * the caller decides.  mqctl reports and exits; the broker will look at
+ * the SQLSTATE (not_leader, fenced epoch, ...) and carry on.
+ *
+ *-------------------------------------------------------------------------
+ */
+#ifndef MQ_MQCONN_H
+#define MQ_MQCONN_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include <libpq-fe.h>
+
+/*
+ * Type OIDs of the built-in types we pass as parameters or read back.
+ * libpq ships no header for them (catalog/pg_type_d.h is a server
+ * header), and they are fixed in pg_type.dat for good.
+ */
+#define MQ_BOOLOID			16
+#define MQ_BYTEAOID			17
+#define MQ_INT8OID			20
+#define MQ_INT2OID			21
+#define MQ_INT4OID			23
+#define MQ_TEXTOID			25
+#define MQ_JSONOID			114
+#define MQ_NUMERICOID		1700
+#define MQ_JSONBOID			3802
+#define MQ_BYTEAARRAYOID	1001
+#define MQ_INT4ARRAYOID		1007
+#define MQ_TEXTARRAYOID		1009
+#define MQ_INT8ARRAYOID		1016
+
+/* Extension SQLSTATEs we act upon (the full list is in docs/errors.md) */
+#define MQ_SQLSTATE_UNKNOWN_TOPIC		"MQ001"
+#define MQ_SQLSTATE_TOPIC_EXISTS		"MQ002"
+#define MQ_SQLSTATE_OFFSET_OUT_OF_RANGE	"MQ007"
+
+/* A failed connection attempt or statement. */
+typedef struct MqError
+{
+	char		sqlstate[6];	/* "" when the server sent none */
+	bool		connection_lost;	/* the connection is unusable now */
+	char	   *message;		/* primary message, never NULL once set */
+	char	   *detail;
+	char	   *hint;
+} MqError;
+
+#define MQ_ERROR_INIT {{0}, false, NULL, NULL, NULL}
+
+extern void mq_error_report(const MqError *err);
+extern int	mq_error_exit_code(const MqError *err);
+extern bool mq_error_is(const MqError *err, const char *sqlstate);
+extern void mq_error_free(MqError *err);
+
+/*
+ * Connect.  conninfo is a connection string or URI, or NULL to use only
+ * libpq's environment (PGHOST, PGSERVICE, ~/.pg_service.conf, ...).
+ * appname becomes application_name unless the user set one.
+ */
+extern PGconn *mq_connect(const char *conninfo, const char *appname, MqError *err);
+
+/*
+ * Connect with extra libpq keywords (keepalives, connect_timeout, ...)
+ * that override the connection string's; keys and vals end with NULL.
+ */
+extern PGconn *mq_connect_with(const char *conninfo, const char *appname,
+							   const char *const *keys, const char *const *vals,
+							   MqError *err);
+
+/* "user@host:port/dbname" of a connection, never its password. */
+extern const char *mq_conn_label(PGconn *conn);
+
+/*
+ * Report the server's notices and warnings on this connection through
+ * util.c's messages ("mqctl: warning: server: ..."), rather than libpq's
+ * bare "WARNING:  ..." lines.
+ */
+extern void mq_log_notices(PGconn *conn);
+
+/* Parameters of one statement: text or binary values with their types. */
+#define MQ_MAX_PARAMS 16
+
+typedef struct MqParams
+{
+	int			n;
+	Oid			types[MQ_MAX_PARAMS];
+	const char *values[MQ_MAX_PARAMS];
+	int			lengths[MQ_MAX_PARAMS];
+	int			formats[MQ_MAX_PARAMS];
+	char		numbuf[MQ_MAX_PARAMS][24];	/* text of mq_param_int values */
+} MqParams;
+
+extern void mq_params_init(MqParams *p);
+/* value NULL is SQL NULL; type 0 lets the server infer it */
+extern void mq_param_text(MqParams *p, Oid type, const char *value);
+extern void mq_param_int(MqParams *p, Oid type, int64_t value);
+extern void mq_param_binary(MqParams *p, Oid type, const char *data, int len);
+
+/*
+ * Run a statement.  result_format 0 asks for text results, 1 for binary.
+ * Returns the result (tuples or command status) or NULL after filling err.
+ */
+extern PGresult *mq_exec(PGconn *conn, const char *sql, const MqParams *params,
+						 int result_format, MqError *err);
+extern bool mq_prepare(PGconn *conn, const char *name, const char *sql,
+					   const MqParams *types, MqError *err);
+extern PGresult *mq_exec_prepared(PGconn *conn, const char *name,
+								  const MqParams *params, int result_format,
+								  MqError *err);
+/*
+ * Non-blocking statements (mq-broker's fetch loops): mq_send starts one;
+ * mq_collect reads what has arrived and returns the result once complete
+ * (*done = true; NULL with err filled on failure), or NULL with *done =
+ * false while the server is still working.  Wait on PQsocket() between.
+ */
+extern bool mq_send(PGconn *conn, const char *sql, const MqParams *params,
+					int result_format, MqError *err);
+extern PGresult *mq_collect(PGconn *conn, bool *done, MqError *err);
+
+/*
+ * A statement that must finish within timeout_ms: on timeout it is
+ * cancelled and err says so with connection_lost set, because a server
+ * that does not answer is as good as gone (the broker then gives up what
+ * depends on it).
+ */
+extern PGresult *mq_exec_timeout(PGconn *conn, const char *sql, const MqParams *params,
+								 int result_format, int timeout_ms, MqError *err);
+
+/* A statement without parameters whose result is not needed (BEGIN, SET). */
+extern bool mq_command(PGconn *conn, const char *sql, MqError *err);
+
+#endif							/* MQ_MQCONN_H */

@@ -1,0 +1,267 @@
+/*-------------------------------------------------------------------------
+ *
+ * consumer.c
+ *	  Batches of records from a topic (see consumer.h).
+ *
+ * In a group, one batch is one transaction: mq.poll() claims the
+ * partitions it reads until the transaction ends, so several consumers of
+ * a group get disjoint records; the caller processes (prints) the batch,
+ * then the offsets past it are committed in the same transaction.  A crash
+ * in between commits nothing, and the batch is delivered again:
+ * at-least-once, the default delivery of Kafka's console consumer too.
+ *
+ * Without a group the positions live here, and each batch is a single
+ * statement that fetches from every partition at once (a LATERAL call of
+ * mq.fetch per partition), so a topic with many partitions still costs one
+ * round trip per batch.  The LIMIT ends the statement once the batch is
+ * full, so partitions late in the list may not be read at all: the
+ * partition that goes first rotates, which keeps a busy partition from
+ * starving the others.  No ORDER BY is needed (nor wanted: it would read
+ * every partition and sort): a function call that refers to the outer
+ * unnest() can only run as the inner side of a nested loop, so rows come
+ * partition by partition, each in offset order, which is what
+ * consumer_commit() relies on.
+ *
+ *-------------------------------------------------------------------------
+ */
+#include <stdlib.h>
+#include <string.h>
+
+#include "consumer.h"
+#include "mqctl.h"
+#include "pgbinary.h"
+
+/*
+ * The record columns of a batch, in REC_* order; f is mq.fetch/mq.poll.
+ * EXTRACT gives numeric, exact to the microsecond, where date_part's
+ * float8 could round a millisecond the wrong way.
+ */
+#define RECORD_COLUMNS \
+	"f.partition, f.msg_offset," \
+	" pg_catalog.floor(EXTRACT(epoch FROM f.created_at) * 1000)::int8," \
+	" f.key, f.value, f.headers::text"
+
+static void
+open_partitions(MqConsumer *c, int32_t partition, ConsumerStart start, int64_t offset)
+{
+	MqParams	params;
+	PGresult   *res;
+	int			n;
+
+	mq_params_init(&params);
+	mq_param_text(&params, MQ_TEXTOID, c->topic);
+	res = mqctl_exec(c->conn,
+					 "SELECT partition, log_start_offset, high_watermark FROM mq.partitions"
+					 " WHERE topic = $1 ORDER BY partition", &params, 0);
+	n = PQntuples(res);
+	if (n == 0)
+	{
+		/* every topic has a partition: the topic is missing (MQ001's words) */
+		mq_log_error("topic \"%s\" does not exist", c->topic);
+		exit(MQ_EXIT_SERVER);
+	}
+	c->partitions = mq_malloc(sizeof(int32_t) * n);
+	c->next = mq_malloc(sizeof(int64_t) * n);
+	for (int i = 0; i < n; i++)
+	{
+		int32_t		part = atoi(PQgetvalue(res, i, 0));
+
+		if (partition >= 0 && part != partition)
+			continue;
+		c->partitions[c->nparts] = part;
+		c->next[c->nparts++] =
+			start == START_OFFSET ? offset :
+			strtoll(PQgetvalue(res, i, start == START_EARLIEST ? 1 : 2), NULL, 10);
+	}
+	if (c->nparts == 0)
+	{
+		mq_log_error("topic \"%s\" has no partition %d (it has %d, numbered from 0)",
+					 c->topic, partition, n);
+		exit(MQ_EXIT_SERVER);
+	}
+	PQclear(res);
+}
+
+void
+consumer_open(MqConsumer *c, PGconn *conn, const char *topic,
+			  const char *group, int32_t partition, ConsumerStart start,
+			  int64_t offset)
+{
+	memset(c, 0, sizeof(*c));
+	c->conn = conn;
+	c->topic = topic;
+	c->group = group;
+	if (group == NULL)
+	{
+		open_partitions(c, partition, start, offset);
+		return;
+	}
+	if (start == START_LATEST)
+	{
+		MqParams	params;
+
+		/*
+		 * mq.poll starts a group without offsets at the log start; Kafka's
+		 * console consumer starts at the end unless --from-beginning.  Two
+		 * consumers of a new group starting at once may both do this; the
+		 * later commit wins, which can only move a position back a little.
+		 */
+		mq_params_init(&params);
+		mq_param_text(&params, MQ_TEXTOID, group);
+		mq_param_text(&params, MQ_TEXTOID, topic);
+		PQclear(mqctl_exec(conn,
+						   "SELECT mq.commit_offset($1, $2, p.partition, p.high_watermark)"
+						   "  FROM mq.partitions p"
+						   " WHERE p.topic = $2 AND mq.committed_offset($1, $2, p.partition) IS NULL",
+						   &params, 0));
+	}
+}
+
+static PGresult *
+poll_group(MqConsumer *c, int max_records)
+{
+	MqParams	params;
+	PGresult   *res;
+
+	mqctl_command(c->conn, "BEGIN");
+	c->in_txn = true;
+	mq_params_init(&params);
+	mq_param_text(&params, MQ_TEXTOID, c->group);
+	mq_param_text(&params, MQ_TEXTOID, c->topic);
+	mq_param_int(&params, MQ_INT4OID, max_records);
+	res = mqctl_exec(c->conn, "SELECT " RECORD_COLUMNS " FROM mq.poll($1, $2, $3) f",
+					 &params, 1);
+	if (PQntuples(res) == 0)
+	{
+		/* nothing to commit: let the claims go at once */
+		mqctl_command(c->conn, "ROLLBACK");
+		c->in_txn = false;
+	}
+	return res;
+}
+
+static PGresult *
+poll_partitions(MqConsumer *c, int max_records)
+{
+	MqArray		parts;
+	MqArray		offsets;
+	MqParams	params;
+	const char *data;
+	int			len;
+	PGresult   *res;
+
+	mq_array_init(&parts, MQ_INT4OID);
+	mq_array_init(&offsets, MQ_INT8OID);
+	for (int k = 0; k < c->nparts; k++)
+	{
+		int			i = (c->rotation + k) % c->nparts;
+
+		mq_array_add_int32(&parts, c->partitions[i]);
+		mq_array_add_int64(&offsets, c->next[i]);
+	}
+	c->rotation = (c->rotation + 1) % c->nparts;
+
+	mq_params_init(&params);
+	mq_param_text(&params, MQ_TEXTOID, c->topic);
+	data = mq_array_bytes(&parts, &len);
+	mq_param_binary(&params, MQ_INT4ARRAYOID, data, len);
+	data = mq_array_bytes(&offsets, &len);
+	mq_param_binary(&params, MQ_INT8ARRAYOID, data, len);
+	mq_param_int(&params, MQ_INT4OID, max_records);
+	res = mqctl_exec(c->conn,
+					 "SELECT " RECORD_COLUMNS
+					 "  FROM unnest($2::int4[], $3::int8[]) AS u(p, o)"
+					 " CROSS JOIN LATERAL mq.fetch($1, u.p, u.o, $4) f"
+					 " LIMIT $4",
+					 &params, 1);
+	mq_array_free(&parts);
+	mq_array_free(&offsets);
+	return res;
+}
+
+PGresult *
+consumer_poll(MqConsumer *c, int max_records)
+{
+	return c->group ? poll_group(c, max_records) : poll_partitions(c, max_records);
+}
+
+static int
+partition_index(const MqConsumer *c, int32_t partition)
+{
+	/* partitions are usually 0..n-1, in order */
+	if (partition < c->nparts && c->partitions[partition] == partition)
+		return partition;
+	for (int i = 0; i < c->nparts; i++)
+		if (c->partitions[i] == partition)
+			return i;
+	return -1;
+}
+
+static void
+commit_group(MqConsumer *c, const PGresult *batch, int nrows)
+{
+	MqArray		parts;
+	MqArray		offsets;
+	MqParams	params;
+	const char *data;
+	int			len;
+
+	/*
+	 * Rows of one partition come in offset order, so the last row of each
+	 * partition has the highest offset: commit the offset after it.
+	 */
+	mq_array_init(&parts, MQ_INT4OID);
+	mq_array_init(&offsets, MQ_INT8OID);
+	for (int r = 0; r < nrows; r++)
+	{
+		int32_t		part = mq_get_int32(batch, r, REC_PARTITION);
+
+		if (r + 1 < nrows && mq_get_int32(batch, r + 1, REC_PARTITION) == part)
+			continue;
+		mq_array_add_int32(&parts, part);
+		mq_array_add_int64(&offsets, mq_get_int64(batch, r, REC_OFFSET) + 1);
+	}
+	mq_params_init(&params);
+	mq_param_text(&params, MQ_TEXTOID, c->group);
+	mq_param_text(&params, MQ_TEXTOID, c->topic);
+	data = mq_array_bytes(&parts, &len);
+	mq_param_binary(&params, MQ_INT4ARRAYOID, data, len);
+	data = mq_array_bytes(&offsets, &len);
+	mq_param_binary(&params, MQ_INT8ARRAYOID, data, len);
+	PQclear(mqctl_exec(c->conn,
+					   "SELECT mq.commit_offset($1, $2, u.p, u.o)"
+					   "  FROM unnest($3::int4[], $4::int8[]) AS u(p, o)",
+					   &params, 0));
+	mq_array_free(&parts);
+	mq_array_free(&offsets);
+	mqctl_command(c->conn, "COMMIT");
+	c->in_txn = false;
+}
+
+void
+consumer_commit(MqConsumer *c, const PGresult *batch, int nrows)
+{
+	if (c->group)
+	{
+		if (c->in_txn)
+			commit_group(c, batch, nrows);
+		return;
+	}
+	for (int r = 0; r < nrows; r++)
+	{
+		int			i = partition_index(c, mq_get_int32(batch, r, REC_PARTITION));
+
+		if (i >= 0)
+			c->next[i] = mq_get_int64(batch, r, REC_OFFSET) + 1;
+	}
+}
+
+void
+consumer_close(MqConsumer *c)
+{
+	if (c->in_txn)
+		mqctl_command(c->conn, "ROLLBACK");
+	free(c->partitions);
+	free(c->next);
+	memset(c, 0, sizeof(*c));
+}

@@ -1,0 +1,74 @@
+/*-------------------------------------------------------------------------
+ *
+ * consumer.h
+ *	  Reading a topic in batches for "mqctl consume" and "mqctl perf
+ *	  consume": as a consumer group (mq.poll, offsets committed with
+ *	  mq.commit_offset) or by offset without a group (mq.fetch).
+ *
+ *-------------------------------------------------------------------------
+ */
+#ifndef MQCTL_CONSUMER_H
+#define MQCTL_CONSUMER_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include <libpq-fe.h>
+
+/* Where reading starts when there is no committed offset to go on. */
+typedef enum ConsumerStart
+{
+	START_LATEST,				/* only records produced from now on */
+	START_EARLIEST,				/* the log start */
+	START_OFFSET				/* a given offset (one partition) */
+} ConsumerStart;
+
+/* Columns of a batch (binary format): int4, int8, int8, bytea, bytea, text */
+enum
+{
+	REC_PARTITION,
+	REC_OFFSET,
+	REC_TIMESTAMP,				/* milliseconds since 1970, as Kafka's */
+	REC_KEY,
+	REC_VALUE,
+	REC_HEADERS					/* jsonb as text */
+};
+
+typedef struct MqConsumer
+{
+	PGconn	   *conn;
+	const char *topic;
+	const char *group;			/* NULL: read by offset, commit nothing */
+	int			nparts;			/* without group: partitions read ... */
+	int32_t    *partitions;
+	int64_t    *next;			/* ... and the next offset of each */
+	int			rotation;		/* which partition comes first next time */
+	bool		in_txn;			/* a group batch holds its claims */
+} MqConsumer;
+
+/*
+ * Start reading topic.  With a group, start only applies to partitions the
+ * group has no committed offset for (START_LATEST commits their end
+ * offsets first, as Kafka's auto.offset.reset=latest).  Without a group,
+ * partition -1 reads all partitions.  Exits through mqctl_fail() on errors.
+ */
+extern void consumer_open(MqConsumer *c, PGconn *conn, const char *topic,
+						  const char *group, int32_t partition,
+						  ConsumerStart start, int64_t offset);
+
+/*
+ * The next batch, up to max_records.  In a group, a non-empty batch
+ * leaves a transaction open (holding the partitions' claims) until
+ * consumer_commit().
+ */
+extern PGresult *consumer_poll(MqConsumer *c, int max_records);
+
+/*
+ * Done with the first nrows rows of batch: commit the group's offsets
+ * past them (and end the transaction), or move the positions past them.
+ */
+extern void consumer_commit(MqConsumer *c, const PGresult *batch, int nrows);
+
+extern void consumer_close(MqConsumer *c);
+
+#endif							/* MQCTL_CONSUMER_H */

@@ -1,0 +1,335 @@
+/*-------------------------------------------------------------------------
+ *
+ * main.c
+ *	  mqctl's entry point: the command table, dispatch from the words the
+ *	  user typed to a command, the top-level help, and the helpers every
+ *	  command shares (its option parser with the common options, connecting,
+ *	  running SQL and giving up with the right exit code).
+ *
+ * Adding a command is one line in the table below plus its file: the
+ * top-level help, "mqctl help ...", dispatch and the documentation test
+ * (test/cli/docs.sh) all work from the table.
+ *
+ *-------------------------------------------------------------------------
+ */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "mqctl.h"
+
+#ifndef MQ_VERSION
+#define MQ_VERSION "unknown"
+#endif
+
+/*
+ * The commands, in the order "mqctl --help" lists them.  Still to come,
+ * each with the feature it needs: "group list", "group describe" (consumer
+ * groups), "cluster status" (mq-broker).
+ */
+static const MqctlCommand commands[] = {
+	{"topic create", "create a topic", topic_create_help, cmd_topic_create},
+	{"topic list", "list topics", topic_list_help, cmd_topic_list},
+	{"topic describe", "show a topic's partitions, offsets and segments", topic_describe_help, cmd_topic_describe},
+	{"topic alter", "change a topic's configuration", topic_alter_help, cmd_topic_alter},
+	{"topic add-partitions", "add partitions to a topic", topic_add_partitions_help, cmd_topic_add_partitions},
+	{"topic delete", "delete a topic and all its records", topic_delete_help, cmd_topic_delete},
+	{"produce", "send lines of standard input as records", produce_help, cmd_produce},
+	{"consume", "print records to standard output", consume_help, cmd_consume},
+	{"perf produce", "measure produce throughput and latency", perf_produce_help, cmd_perf_produce},
+	{"perf consume", "measure consume throughput", perf_consume_help, cmd_perf_consume},
+};
+
+#define NCOMMANDS ((int) (sizeof(commands) / sizeof(commands[0])))
+
+static const char common_help[] =
+"Connection options:\n"
+"  -d, --dbname=CONNINFO  connection string or URI (postgresql://...); without\n"
+"                         it libpq's environment decides: PGHOST, PGPORT,\n"
+"                         PGUSER, PGDATABASE, PGSERVICE, ~/.pgpass, ...\n"
+"      --help             show this help, then exit\n";
+
+static const char exit_status_help[] =
+"Exit status:\n"
+"  0  success\n"
+"  1  the server reported an error (the message shows its SQLSTATE)\n"
+"  2  bad command line\n"
+"  3  cannot connect to the server, or the connection was lost\n"
+"  4  the request needs a feature that mq does not have yet\n"
+"  5  local failure: reading input, writing output, out of memory\n";
+
+/* Set by -d, before the command or among its options. */
+static const char *conninfo = NULL;
+
+static bool
+handle_common(int opt, const char *arg, void *ctx)
+{
+	if (opt != 'd')
+		return false;
+	conninfo = arg;
+	return true;
+}
+
+static const struct option common_longopts[] = {
+	{"dbname", required_argument, NULL, 'd'},
+	{NULL, 0, NULL, 0}
+};
+
+static const CliCommon common = {"d:", common_longopts, common_help, handle_common, NULL};
+
+void
+mqctl_parser_init(CliParser *p, const MqctlCommand *cmd, int argc, char **argv,
+				  const char *shortopts, const struct option *longopts)
+{
+	static char name[128];
+
+	snprintf(name, sizeof(name), "%s %s", mq_progname, cmd->words);
+	cli_init(p, argc, argv, name, cmd->help, &common, shortopts, longopts);
+}
+
+void
+mqctl_fail(PGconn *conn, MqError *err)
+{
+	int			code = mq_error_exit_code(err);
+
+	mq_error_report(err);
+	mq_error_free(err);
+	PQfinish(conn);
+	exit(code);
+}
+
+PGconn *
+mqctl_connect(void)
+{
+	MqError		err = MQ_ERROR_INIT;
+	PGconn	   *conn = mq_connect(conninfo, mq_progname, &err);
+	PGresult   *res;
+
+	if (conn == NULL)
+		mqctl_fail(NULL, &err);
+	mq_log_notices(conn);
+	/* our JSON output and topic names are UTF-8, whatever the locale */
+	if (PQsetClientEncoding(conn, "UTF8") != 0)
+		mq_log_warning("could not set client_encoding to UTF8");
+
+	res = mqctl_exec(conn, "SELECT extversion FROM pg_catalog.pg_extension WHERE extname = 'mq'",
+					 NULL, 0);
+	if (PQntuples(res) == 0)
+	{
+		mq_log_error("the mq extension is not installed in database \"%s\" (%s)",
+					 PQdb(conn), mq_conn_label(conn));
+		fprintf(stderr, "%s: hint: Run CREATE EXTENSION mq; in that database, or choose another with -d.\n",
+				mq_progname);
+		PQclear(res);
+		PQfinish(conn);
+		exit(MQ_EXIT_SERVER);
+	}
+	PQclear(res);
+	return conn;
+}
+
+PGresult *
+mqctl_exec(PGconn *conn, const char *sql, const MqParams *params, int result_format)
+{
+	MqError		err = MQ_ERROR_INIT;
+	PGresult   *res = mq_exec(conn, sql, params, result_format, &err);
+
+	if (res == NULL)
+		mqctl_fail(conn, &err);
+	return res;
+}
+
+void
+mqctl_command(PGconn *conn, const char *sql)
+{
+	PQclear(mqctl_exec(conn, sql, NULL, 0));
+}
+
+/* Number of words in a command's name that match argv, or 0. */
+static int
+match_words(const char *words, int argc, char **argv)
+{
+	const char *w = words;
+	int			n = 0;
+
+	while (*w)
+	{
+		size_t		len = strcspn(w, " ");
+
+		if (n >= argc || strlen(argv[n]) != len || strncmp(argv[n], w, len) != 0)
+			return 0;
+		n++;
+		w += len;
+		while (*w == ' ')
+			w++;
+	}
+	return n;
+}
+
+/*
+ * Commands whose name starts with the words in argv (all for argc 0), one
+ * line each with its summary; with out NULL only counts them.
+ */
+static int
+list_commands(FILE *out, int argc, char **argv)
+{
+	int			found = 0;
+
+	for (int i = 0; i < NCOMMANDS; i++)
+	{
+		bool		prefix = true;
+		const char *w = commands[i].words;
+
+		for (int k = 0; k < argc && prefix; k++)
+		{
+			size_t		len = strcspn(w, " ");
+
+			prefix = strlen(argv[k]) == len && strncmp(argv[k], w, len) == 0;
+			w += len;
+			while (*w == ' ')
+				w++;
+		}
+		if (!prefix)
+			continue;
+		if (out)
+			fprintf(out, "  %-22s%s\n", commands[i].words, commands[i].summary);
+		found++;
+	}
+	return found;
+}
+
+static void
+print_main_help(void)
+{
+	printf("%s is the command-line tool of mq: Kafka's log semantics inside PostgreSQL.\n\n", mq_progname);
+	printf("Usage:\n  %s [-d CONNINFO] COMMAND [OPTIONS] [ARGUMENTS]\n\n", mq_progname);
+	printf("Commands:\n");
+	list_commands(stdout, 0, NULL);
+	printf("\nRun \"%s COMMAND --help\" for the options of a command.\n\n", mq_progname);
+	fputs(common_help, stdout);
+	printf("      --version          show the version, then exit\n\n");
+	fputs(exit_status_help, stdout);
+}
+
+/* Find the command named by the first words of argv; NULL if none. */
+static const MqctlCommand *
+find_command(int argc, char **argv, int *nwords)
+{
+	const MqctlCommand *best = NULL;
+
+	*nwords = 0;
+	for (int i = 0; i < NCOMMANDS; i++)
+	{
+		int			n = match_words(commands[i].words, argc, argv);
+
+		if (n > *nwords)
+		{
+			*nwords = n;
+			best = &commands[i];
+		}
+	}
+	return best;
+}
+
+/*
+ * No command matched argv.  If its leading words start some commands (as
+ * "topic" does), list those: as help with help set, else as a usage error.
+ */
+static int
+no_command(int argc, char **argv, bool help)
+{
+	char		words[256] = "";
+	int			nwords = 0;
+
+	while (nwords < argc && argv[nwords][0] != '-')
+	{
+		snprintf(words + strlen(words), sizeof(words) - strlen(words), "%s%s",
+				 nwords ? " " : "", argv[nwords]);
+		nwords++;
+	}
+	for (int i = nwords; i < argc; i++)
+		if (strcmp(argv[i], "--help") == 0)
+			help = true;
+
+	if (nwords > 0 && list_commands(NULL, nwords, argv) > 0)
+	{
+		FILE	   *out = help ? stdout : stderr;
+
+		if (!help)
+			fprintf(out, "%s: error: \"%s\" needs a subcommand\n", mq_progname, words);
+		fprintf(out, "Commands of %s %s:\n", mq_progname, words);
+		list_commands(out, nwords, argv);
+		fprintf(out, "Run \"%s %s COMMAND --help\" for the options of a command.\n",
+				mq_progname, words);
+		return help ? MQ_EXIT_OK : MQ_EXIT_USAGE;
+	}
+	if (nwords > 0)
+		fprintf(stderr, "%s: error: unknown command \"%s\"\n", mq_progname, words);
+	else
+		fprintf(stderr, "%s: error: no command given\n", mq_progname);
+	fprintf(stderr, "Try \"%s --help\" for the list of commands.\n", mq_progname);
+	return MQ_EXIT_USAGE;
+}
+
+int
+main(int argc, char **argv)
+{
+	static const struct option longopts[] = {
+		{"help", no_argument, NULL, 'H'},
+		{"version", no_argument, NULL, 'V'},
+		{NULL, 0, NULL, 0}
+	};
+	CliParser	p;
+	const MqctlCommand *cmd;
+	int			nwords;
+	int			c;
+
+	mq_progname = "mqctl";
+
+	/*
+	 * Global options come before the first word; '+' keeps getopt from
+	 * reaching past it into the command's own options.  Our "help" shadows
+	 * the generic one, which would print a command's help.
+	 */
+	cli_init(&p, argc, argv, mq_progname, "", &common, "+", longopts);
+	while ((c = cli_next(&p)) != -1)
+	{
+		if (c == 'H')
+		{
+			print_main_help();
+			return MQ_EXIT_OK;
+		}
+		if (c == 'V')
+		{
+			printf("%s (mq) %s\n", mq_progname, MQ_VERSION);
+			return MQ_EXIT_OK;
+		}
+	}
+	argc -= optind;
+	argv += optind;
+	cli_free(&p);
+
+	/* "mqctl help [WORDS]" is "mqctl [WORDS] --help" */
+	if (argc > 0 && strcmp(argv[0], "help") == 0)
+	{
+		char	   *help_argv[3];
+
+		if (argc == 1)
+		{
+			print_main_help();
+			return MQ_EXIT_OK;
+		}
+		cmd = find_command(argc - 1, argv + 1, &nwords);
+		if (cmd == NULL || nwords != argc - 1)
+			return no_command(argc - 1, argv + 1, true);
+		help_argv[0] = argv[nwords];
+		help_argv[1] = "--help";
+		help_argv[2] = NULL;
+		return cmd->run(cmd, 2, help_argv);
+	}
+
+	cmd = find_command(argc, argv, &nwords);
+	if (cmd == NULL)
+		return no_command(argc, argv, false);
+	return cmd->run(cmd, argc - nwords + 1, argv + nwords - 1);
+}

@@ -1,0 +1,70 @@
+/*-------------------------------------------------------------------------
+ *
+ * mqctl.h
+ *	  Declarations shared by the files of mqctl: the command table's entry
+ *	  type, the commands themselves (one file per family), and the few
+ *	  helpers every command uses to parse options, connect and run SQL.
+ *
+ *-------------------------------------------------------------------------
+ */
+#ifndef MQCTL_H
+#define MQCTL_H
+
+#include <libpq-fe.h>
+
+#include "cli.h"
+#include "mqconn.h"
+#include "util.h"
+
+typedef struct MqctlCommand MqctlCommand;
+
+/* argv[0] is the command's last word; returns the exit code */
+typedef int (*MqctlRun) (const MqctlCommand *cmd, int argc, char **argv);
+
+struct MqctlCommand
+{
+	const char *words;			/* "topic create": what the user types */
+	const char *summary;		/* one line for "mqctl --help" */
+	const char *help;			/* the command's own --help text */
+	MqctlRun	run;
+};
+
+/* main.c */
+extern void mqctl_parser_init(CliParser *p, const MqctlCommand *cmd,
+							  int argc, char **argv,
+							  const char *shortopts, const struct option *longopts);
+extern PGconn *mqctl_connect(void);
+extern PGresult *mqctl_exec(PGconn *conn, const char *sql,
+							const MqParams *params, int result_format);
+extern void mqctl_command(PGconn *conn, const char *sql);
+extern void mqctl_fail(PGconn *conn, MqError *err) __attribute__((noreturn));
+
+/* topic.c */
+extern const char topic_create_help[];
+extern const char topic_list_help[];
+extern const char topic_describe_help[];
+extern const char topic_alter_help[];
+extern const char topic_add_partitions_help[];
+extern const char topic_delete_help[];
+extern int	cmd_topic_create(const MqctlCommand *cmd, int argc, char **argv);
+extern int	cmd_topic_list(const MqctlCommand *cmd, int argc, char **argv);
+extern int	cmd_topic_describe(const MqctlCommand *cmd, int argc, char **argv);
+extern int	cmd_topic_alter(const MqctlCommand *cmd, int argc, char **argv);
+extern int	cmd_topic_add_partitions(const MqctlCommand *cmd, int argc, char **argv);
+extern int	cmd_topic_delete(const MqctlCommand *cmd, int argc, char **argv);
+
+/* produce.c */
+extern const char produce_help[];
+extern int	cmd_produce(const MqctlCommand *cmd, int argc, char **argv);
+
+/* consume.c */
+extern const char consume_help[];
+extern int	cmd_consume(const MqctlCommand *cmd, int argc, char **argv);
+
+/* perf.c */
+extern const char perf_produce_help[];
+extern const char perf_consume_help[];
+extern int	cmd_perf_produce(const MqctlCommand *cmd, int argc, char **argv);
+extern int	cmd_perf_consume(const MqctlCommand *cmd, int argc, char **argv);
+
+#endif							/* MQCTL_H */
