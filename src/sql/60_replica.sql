@@ -194,21 +194,6 @@ $$;
 -- the election on the coordinator).  Waits for in-flight produces, records
 -- the epoch's start offset, forgets follower progress of older epochs.
 -- Returns the log end offset.
-CREATE FUNCTION mq.replica_become_leader(topic text, partition integer, leader_epoch integer,
-                                         broker_id integer, replicas integer[], isr integer[],
-                                         leader_name text DEFAULT NULL)
-    RETURNS bigint
-LANGUAGE plpgsql SECURITY DEFINER SET search_path = pg_catalog, pg_temp AS $$
-DECLARE
-    v_id integer := mq._topic_id(topic);
-    st mq.partition_state;
-    v_leo bigint;
-BEGIN
-    PERFORM mq._replica_lock(v_id, become_leader_p(partition));
-    RETURN NULL;
-END $$;
-DROP FUNCTION mq.replica_become_leader(text, integer, integer, integer, integer[], integer[], text);
-
 CREATE FUNCTION mq.replica_become_leader(p_topic text, p_partition integer, p_leader_epoch integer,
                                          p_broker_id integer, p_replicas integer[], p_isr integer[],
                                          p_leader_name text DEFAULT NULL)
@@ -527,7 +512,8 @@ BEGIN
         RETURN;
     END IF;
     SELECT min(h.start_offset) INTO end_offset FROM mq.leader_epoch_history h
-     WHERE h.topic_id = p_topic_id AND h.partition = p_partition AND h.leader_epoch > leader_epoch;
+     WHERE h.topic_id = p_topic_id AND h.partition = p_partition
+       AND h.leader_epoch > _replica_epoch_end.leader_epoch;
     end_offset := coalesce(end_offset, mq._log_end_offset(p_topic_id, p_partition));
 END $$;
 
@@ -575,7 +561,9 @@ CREATE PROCEDURE mq.produce(topic text, keys bytea[], vals bytea[], partition in
                             producer_id bigint DEFAULT NULL, producer_epoch integer DEFAULT NULL,
                             base_sequence integer DEFAULT NULL, timeout_ms integer DEFAULT 30000,
                             INOUT base_offset bigint DEFAULT NULL, INOUT high_watermark bigint DEFAULT NULL)
-LANGUAGE plpgsql SET search_path = pg_catalog, pg_temp AS $$
+-- No SET clause: a procedure with one cannot COMMIT.  Every name is
+-- schema-qualified instead, and it runs with the caller's rights.
+LANGUAGE plpgsql AS $$
 DECLARE
     v_id integer := mq._topic_id(topic);
     v_epoch integer;
@@ -584,32 +572,34 @@ DECLARE
     v_isr integer;
     v_last bigint;
 BEGIN
-    IF acks NOT IN ('0', '1', 'all', '-1') THEN
+    IF acks IS NULL OR acks NOT IN ('0', '1', 'all', '-1') THEN
         RAISE EXCEPTION 'acks must be 0, 1 or all, not "%"', acks USING ERRCODE = 'MQ010';
     END IF;
     IF acks IN ('all', '-1') THEN
-        SELECT p.leader_epoch, p.role, coalesce((t.config->>'min.insync.replicas')::int, 1),
-               cardinality(r.isr)
+        SELECT p.leader_epoch, p.role,
+               COALESCE((t.config OPERATOR(pg_catalog.->>) 'min.insync.replicas')::integer, 1),
+               pg_catalog.cardinality(r.isr)
           INTO v_epoch, v_role, v_min, v_isr
           FROM mq.partition_state p JOIN mq.topic t USING (topic_id)
           LEFT JOIN mq.replica_partition r USING (topic_id, partition)
-         WHERE p.topic_id = v_id AND p.partition = produce.partition;
-        IF v_role = 'leader' AND coalesce(v_isr, 0) < v_min THEN
+         WHERE p.topic_id OPERATOR(pg_catalog.=) v_id AND p.partition OPERATOR(pg_catalog.=) produce.partition;
+        IF v_role = 'leader' AND COALESCE(v_isr, 0) < v_min THEN
             RAISE EXCEPTION 'not enough in-sync replicas for "%" partition %: % in sync, min.insync.replicas is %',
-                topic, produce.partition, coalesce(v_isr, 0), v_min
+                topic, produce.partition, COALESCE(v_isr, 0), v_min
                 USING ERRCODE = 'MQ021', DETAIL = 'Nothing was written.',
                       HINT = 'Wait for the followers to catch up, or produce with acks=1.';
         END IF;
     END IF;
     IF acks = '0' THEN
-        SET LOCAL synchronous_commit = off;
+        PERFORM pg_catalog.set_config('synchronous_commit', 'off', true);
     END IF;
-    SELECT min(s.msg_offset), max(s.msg_offset) INTO base_offset, v_last
+    SELECT pg_catalog.min(s.msg_offset), pg_catalog.max(s.msg_offset) INTO base_offset, v_last
       FROM mq.send_batch(topic, keys, vals, NULL, produce.partition,
                          producer_id, producer_epoch, base_sequence) s;
     COMMIT;
     IF acks IN ('all', '-1') AND v_role IS DISTINCT FROM 'standalone' AND v_last IS NOT NULL THEN
-        high_watermark := mq._replica_await_hwm(topic, produce.partition, v_last + 1, v_epoch, v_min, timeout_ms);
+        high_watermark := mq._replica_await_hwm(topic, produce.partition, v_last OPERATOR(pg_catalog.+) 1,
+                                                v_epoch, v_min, timeout_ms);
     END IF;
 END $$;
 
@@ -625,3 +615,8 @@ SELECT t.topic_name AS topic, p.partition, p.role, p.leader_epoch, r.leader_id, 
   JOIN mq.topic t USING (topic_id)
   LEFT JOIN mq.replica_partition r USING (topic_id, partition)
   CROSS JOIN LATERAL (SELECT mq._log_end_offset(p.topic_id, p.partition) AS log_end_offset) e;
+
+-- Produce and read the routing view like mq.send and mq.partitions; the
+-- replica API itself is for the broker's role (docs/replication.md lists
+-- the grants it needs).
+GRANT SELECT ON mq.replica_status TO PUBLIC;

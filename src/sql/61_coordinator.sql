@@ -1,0 +1,273 @@
+-------------------------------------------------------------------------------
+-- Replication: the coordinator's schema, mq_coord (docs/replication.md).
+--
+-- It is part of the extension so that any mq database can be the
+-- coordinator (one of the data nodes, or a database of its own); it stays
+-- empty everywhere else.  It holds cluster metadata only:
+--   mq_coord.broker     registered brokers: id, their node's address
+--   mq_coord.topic      replicated topics and their config
+--   mq_coord.partition  per partition: replicas (placement, preferred
+--                       leader first), leader, leader epoch, ISR,
+--                       partition epoch (bumped by every change)
+--   mq_coord.event      what happened, for people and tests
+--
+-- Liveness and leadership are session advisory locks held by each broker's
+-- coordinator connection: (MQ_COORD_BROKER_LOCK, broker id) and
+-- (MQ_COORD_PARTITION_LOCK, partition lock id).  Locks are not leases, so
+-- every election bumps the leader epoch and the data nodes fence by it.
+-------------------------------------------------------------------------------
+
+CREATE SCHEMA mq_coord;
+COMMENT ON SCHEMA mq_coord IS 'mq cluster metadata (brokers, placement, leaders, ISR), used by mq-broker';
+REVOKE ALL ON SCHEMA mq_coord FROM PUBLIC;
+
+CREATE TABLE mq_coord.broker (
+    broker_id     integer PRIMARY KEY CHECK (broker_id >= 0),
+    node_conninfo text NOT NULL,      -- how other brokers reach its node: no password here
+    node_name     text NOT NULL,      -- host:port, for messages
+    backend_pid   integer,            -- its coordinator session, for fencing a paused broker
+    heartbeat_at  timestamptz,
+    registered_at timestamptz NOT NULL DEFAULT now()
+);
+
+CREATE TABLE mq_coord.topic (
+    topic      text PRIMARY KEY,
+    partitions integer NOT NULL CHECK (partitions > 0),
+    config     jsonb NOT NULL DEFAULT '{}',
+    created_at timestamptz NOT NULL DEFAULT now()
+);
+
+CREATE TABLE mq_coord.partition (
+    topic           text NOT NULL REFERENCES mq_coord.topic ON DELETE CASCADE,
+    partition       integer NOT NULL,
+    lock_id         integer GENERATED ALWAYS AS IDENTITY UNIQUE,
+    replicas        integer[] NOT NULL,
+    leader          integer,
+    leader_epoch    integer NOT NULL DEFAULT 0,
+    isr             integer[] NOT NULL,
+    partition_epoch integer NOT NULL DEFAULT 0,
+    updated_at      timestamptz NOT NULL DEFAULT now(),
+    PRIMARY KEY (topic, partition)
+);
+
+CREATE TABLE mq_coord.event (
+    event_id  bigint GENERATED ALWAYS AS IDENTITY PRIMARY KEY,
+    at        timestamptz NOT NULL DEFAULT clock_timestamp(),
+    topic     text,
+    partition integer,
+    kind      text NOT NULL,
+    broker_id integer,
+    detail    jsonb
+);
+
+SELECT pg_catalog.pg_extension_config_dump('mq_coord.broker', '');
+SELECT pg_catalog.pg_extension_config_dump('mq_coord.topic', '');
+SELECT pg_catalog.pg_extension_config_dump('mq_coord.partition', '');
+SELECT pg_catalog.pg_extension_config_dump('mq_coord.event', '');
+
+-- Lock classes (first key of pg_advisory_lock(int, int)): "MQB" and "MQP".
+CREATE FUNCTION mq_coord.broker_lock_class() RETURNS integer
+    LANGUAGE sql IMMUTABLE AS 'SELECT 5067074';     -- 0x4D5142
+CREATE FUNCTION mq_coord.partition_lock_class() RETURNS integer
+    LANGUAGE sql IMMUTABLE AS 'SELECT 5067088';     -- 0x4D5150
+
+-- Does this session hold advisory lock (class, id)?
+CREATE FUNCTION mq_coord._holds(p_class integer, p_id integer) RETURNS boolean
+LANGUAGE sql STABLE SET search_path = pg_catalog, pg_temp AS $$
+    SELECT EXISTS (SELECT 1 FROM pg_locks
+                    WHERE locktype = 'advisory' AND pid = pg_backend_pid() AND granted
+                      AND classid = p_class::oid AND objid = p_id::oid AND objsubid = 2
+                      AND mode = 'ExclusiveLock');
+$$;
+
+-- A broker registers after taking its liveness lock.  Returns nothing; the
+-- lock check makes two brokers with one id impossible.
+CREATE FUNCTION mq_coord.register_broker(p_broker_id integer, p_node_conninfo text, p_node_name text)
+    RETURNS void
+LANGUAGE plpgsql SECURITY DEFINER SET search_path = pg_catalog, pg_temp AS $$
+BEGIN
+    IF NOT mq_coord._holds(mq_coord.broker_lock_class(), p_broker_id) THEN
+        RAISE EXCEPTION 'broker % must hold its liveness lock to register', p_broker_id
+            USING ERRCODE = 'MQ010', HINT = 'SELECT pg_try_advisory_lock(mq_coord.broker_lock_class(), id) first.';
+    END IF;
+    IF p_node_conninfo ~* 'password' THEN
+        RAISE EXCEPTION 'the node address of broker % must not contain a password', p_broker_id
+            USING ERRCODE = 'MQ010', HINT = 'Other brokers use their own ~/.pgpass or service file.';
+    END IF;
+    INSERT INTO mq_coord.broker AS b (broker_id, node_conninfo, node_name, backend_pid, heartbeat_at)
+    VALUES (p_broker_id, p_node_conninfo, p_node_name, pg_backend_pid(), clock_timestamp())
+    ON CONFLICT (broker_id) DO UPDATE
+       SET node_conninfo = EXCLUDED.node_conninfo, node_name = EXCLUDED.node_name,
+           backend_pid = EXCLUDED.backend_pid, heartbeat_at = EXCLUDED.heartbeat_at;
+    INSERT INTO mq_coord.event (kind, broker_id, detail)
+    VALUES ('broker_registered', p_broker_id, jsonb_build_object('node', p_node_name));
+END $$;
+
+CREATE FUNCTION mq_coord.heartbeat(p_broker_id integer) RETURNS void
+LANGUAGE sql SECURITY DEFINER SET search_path = pg_catalog, pg_temp AS $$
+    UPDATE mq_coord.broker SET heartbeat_at = clock_timestamp()
+     WHERE broker_id = p_broker_id AND backend_pid = pg_backend_pid();
+$$;
+
+-- Is the broker alive: does some session hold its liveness lock, and has
+-- it heartbeaten within p_timeout_ms?
+CREATE FUNCTION mq_coord.broker_alive(p_broker_id integer, p_timeout_ms integer) RETURNS boolean
+LANGUAGE sql STABLE SECURITY DEFINER SET search_path = pg_catalog, pg_temp AS $$
+    SELECT EXISTS (SELECT 1 FROM pg_locks l JOIN mq_coord.broker b ON b.backend_pid = l.pid
+                    WHERE l.locktype = 'advisory' AND l.granted AND l.objsubid = 2
+                      AND l.classid = mq_coord.broker_lock_class()::oid AND l.objid = p_broker_id::oid
+                      AND b.broker_id = p_broker_id
+                      AND b.heartbeat_at > clock_timestamp() - p_timeout_ms * interval '1 ms');
+$$;
+
+-- A paused broker keeps its locks (they are not leases): when its
+-- heartbeat is older than p_timeout_ms, end its coordinator session so
+-- that its locks go and an election can run.  The data nodes fence it by
+-- epoch if it wakes up.  Returns true when a session was ended.
+CREATE FUNCTION mq_coord.fence_broker(p_broker_id integer, p_timeout_ms integer, p_by integer)
+    RETURNS boolean
+LANGUAGE plpgsql SECURITY DEFINER SET search_path = pg_catalog, pg_temp AS $$
+DECLARE
+    b mq_coord.broker;
+BEGIN
+    SELECT * INTO b FROM mq_coord.broker WHERE broker_id = p_broker_id FOR UPDATE;
+    IF NOT FOUND OR b.backend_pid IS NULL OR b.backend_pid = pg_backend_pid()
+       OR b.heartbeat_at > clock_timestamp() - p_timeout_ms * interval '1 ms' THEN
+        RETURN false;
+    END IF;
+    INSERT INTO mq_coord.event (kind, broker_id, detail)
+    VALUES ('broker_fenced', p_broker_id,
+            jsonb_build_object('by', p_by, 'heartbeat_age_ms',
+                               (extract(epoch FROM clock_timestamp() - b.heartbeat_at) * 1000)::bigint));
+    UPDATE mq_coord.broker SET backend_pid = NULL WHERE broker_id = p_broker_id;
+    RETURN pg_terminate_backend(b.backend_pid);
+END $$;
+
+-- Create a replicated topic: place replication.factor replicas of each
+-- partition on the registered brokers, round robin with a shifting start
+-- so that preferred leaders spread.  The brokers create the partitions on
+-- their nodes when they see them.
+CREATE FUNCTION mq_coord.create_topic(p_topic text, p_partitions integer DEFAULT 1,
+                                      p_config jsonb DEFAULT '{}') RETURNS integer
+LANGUAGE plpgsql SECURITY DEFINER SET search_path = pg_catalog, pg_temp AS $$
+DECLARE
+    v_config jsonb;
+    v_rf integer;
+    v_brokers integer[];
+    v_n integer;
+    v_replicas integer[];
+BEGIN
+    PERFORM mq._check_topic_name(p_topic);
+    IF p_partitions IS NULL OR p_partitions < 1 OR p_partitions > 10000 THEN
+        RAISE EXCEPTION 'invalid partition count %', coalesce(p_partitions::text, 'NULL') USING ERRCODE = 'MQ005';
+    END IF;
+    v_config := mq.validate_config(coalesce(p_config, '{}'));
+    v_rf := coalesce((v_config->>'replication.factor')::integer, 1);
+    SELECT array_agg(broker_id ORDER BY broker_id) INTO v_brokers FROM mq_coord.broker;
+    v_n := coalesce(cardinality(v_brokers), 0);
+    IF v_n < v_rf THEN
+        RAISE EXCEPTION 'replication.factor % is larger than the % registered brokers', v_rf, v_n
+            USING ERRCODE = 'MQ004', HINT = 'Start more brokers, or lower replication.factor.';
+    END IF;
+    INSERT INTO mq_coord.topic (topic, partitions, config) VALUES (p_topic, p_partitions, v_config);
+    FOR p IN 0 .. p_partitions - 1 LOOP
+        SELECT array_agg(v_brokers[1 + ((p + i) % v_n)] ORDER BY i) INTO v_replicas
+          FROM generate_series(0, v_rf - 1) AS i;
+        INSERT INTO mq_coord.partition (topic, partition, replicas, isr)
+        VALUES (p_topic, p, v_replicas, v_replicas);
+    END LOOP;
+    INSERT INTO mq_coord.event (topic, kind, detail)
+    VALUES (p_topic, 'topic_created', jsonb_build_object('partitions', p_partitions, 'config', v_config));
+    RETURN p_partitions;
+END $$;
+
+-- An election.  The candidate holds the partition's lock in this session;
+-- in one transaction it checks that it is a replica and in the ISR (any
+-- replica when unclean.leader.election.enable), bumps the leader epoch and
+-- records itself.  Returns the new epoch, or NULL when not eligible.
+CREATE FUNCTION mq_coord.elect(p_topic text, p_partition integer, p_candidate integer)
+    RETURNS integer
+LANGUAGE plpgsql SECURITY DEFINER SET search_path = pg_catalog, pg_temp AS $$
+DECLARE
+    pt mq_coord.partition;
+    v_unclean boolean;
+    v_isr integer[];
+BEGIN
+    SELECT * INTO pt FROM mq_coord.partition WHERE topic = p_topic AND partition = p_partition FOR UPDATE;
+    IF NOT FOUND THEN
+        RAISE EXCEPTION 'partition % of topic "%" is not known to the coordinator', p_partition, p_topic
+            USING ERRCODE = 'MQ006';
+    END IF;
+    IF NOT mq_coord._holds(mq_coord.partition_lock_class(), pt.lock_id) THEN
+        RAISE EXCEPTION 'broker % must hold the leadership lock of "%" partition % to be elected',
+            p_candidate, p_topic, p_partition USING ERRCODE = 'MQ010';
+    END IF;
+    IF NOT p_candidate = ANY (pt.replicas) THEN
+        RETURN NULL;
+    END IF;
+    SELECT coalesce((config->>'unclean.leader.election.enable')::boolean, false) INTO v_unclean
+      FROM mq_coord.topic WHERE topic = p_topic;
+    v_isr := pt.isr;
+    IF NOT p_candidate = ANY (pt.isr) THEN
+        IF NOT v_unclean THEN
+            RETURN NULL;
+        END IF;
+        v_isr := ARRAY[p_candidate];    -- unclean: the others must truncate to it
+    END IF;
+    UPDATE mq_coord.partition
+       SET leader = p_candidate, leader_epoch = leader_epoch + 1, isr = v_isr,
+           partition_epoch = partition_epoch + 1, updated_at = clock_timestamp()
+     WHERE topic = p_topic AND partition = p_partition;
+    INSERT INTO mq_coord.event (topic, partition, kind, broker_id, detail)
+    VALUES (p_topic, p_partition, 'leader_elected', p_candidate,
+            jsonb_build_object('leader_epoch', pt.leader_epoch + 1, 'previous', pt.leader,
+                               'isr', v_isr, 'unclean', NOT p_candidate = ANY (pt.isr)));
+    RETURN pt.leader_epoch + 1;
+END $$;
+
+-- The leader changes the ISR, conditional on still leading in its epoch.
+-- Returns the new partition epoch, or NULL when the leader was deposed.
+CREATE FUNCTION mq_coord.alter_isr(p_topic text, p_partition integer, p_leader integer,
+                                   p_leader_epoch integer, p_isr integer[]) RETURNS integer
+LANGUAGE plpgsql SECURITY DEFINER SET search_path = pg_catalog, pg_temp AS $$
+DECLARE
+    pt mq_coord.partition;
+BEGIN
+    SELECT * INTO pt FROM mq_coord.partition WHERE topic = p_topic AND partition = p_partition FOR UPDATE;
+    IF NOT FOUND OR pt.leader IS DISTINCT FROM p_leader OR pt.leader_epoch <> p_leader_epoch THEN
+        RETURN NULL;
+    END IF;
+    IF NOT p_leader = ANY (p_isr) OR NOT p_isr <@ pt.replicas THEN
+        RAISE EXCEPTION 'invalid ISR % for "%" partition %', p_isr, p_topic, p_partition USING ERRCODE = 'MQ010';
+    END IF;
+    UPDATE mq_coord.partition
+       SET isr = p_isr, partition_epoch = partition_epoch + 1, updated_at = clock_timestamp()
+     WHERE topic = p_topic AND partition = p_partition;
+    INSERT INTO mq_coord.event (topic, partition, kind, broker_id, detail)
+    VALUES (p_topic, p_partition, CASE WHEN cardinality(p_isr) < cardinality(pt.isr) THEN 'isr_shrink' ELSE 'isr_expand' END,
+            p_leader, jsonb_build_object('leader_epoch', p_leader_epoch, 'from', pt.isr, 'to', p_isr));
+    RETURN pt.partition_epoch + 1;
+END $$;
+
+-- What every broker reads each tick: the partitions it holds a replica of,
+-- with the leader's node address.
+CREATE FUNCTION mq_coord.assignments(p_broker_id integer)
+    RETURNS TABLE (topic text, partition integer, partitions integer, config jsonb, lock_id integer,
+                   replicas integer[], leader integer, leader_epoch integer, isr integer[],
+                   partition_epoch integer, leader_conninfo text, leader_name text)
+LANGUAGE sql STABLE SECURITY DEFINER SET search_path = pg_catalog, pg_temp AS $$
+    SELECT p.topic, p.partition, t.partitions, t.config, p.lock_id, p.replicas, p.leader,
+           p.leader_epoch, p.isr, p.partition_epoch, b.node_conninfo, b.node_name
+      FROM mq_coord.partition p
+      JOIN mq_coord.topic t USING (topic)
+      LEFT JOIN mq_coord.broker b ON b.broker_id = p.leader
+     WHERE p_broker_id = ANY (p.replicas)
+     ORDER BY p.topic, p.partition;
+$$;
+
+-- Routing for clients that ask the coordinator.
+CREATE VIEW mq_coord.metadata AS
+SELECT p.topic, p.partition, p.leader, b.node_name AS leader_node, p.leader_epoch,
+       p.isr, p.replicas, p.partition_epoch, p.updated_at
+  FROM mq_coord.partition p
+  LEFT JOIN mq_coord.broker b ON b.broker_id = p.leader;
