@@ -1,0 +1,342 @@
+# MqCluster: a replicated mq cluster on loopback for TAP tests.
+#
+#   my $c = MqCluster->new(nodes => 3);   # 3 data nodes + a coordinator
+#   $c->start_brokers;                    # one mq-broker per data node
+#   $c->create_topic('t', 1, {'replication.factor' => 3, 'min.insync.replicas' => 2});
+#   my $p = $c->start_producer('t', 0);   # idempotent, acks=all, throughout
+#   ... faults: $c->kill9_node($i), $c->restart_node($i), $c->stop_broker ...
+#   my $acks = $c->stop_producer($p);
+#   $c->check_log('t', 0, $acks);          # the independent checker
+#
+# The producer is a child process that sends batches with psql to whoever
+# the coordinator names leader, retrying a batch with the same sequence
+# until it is acknowledged, and records each acknowledgement (sequence,
+# offset, node, time) in a file.  The checker compares those records with
+# what every replica holds at the end.
+package MqCluster;
+
+use strict;
+use warnings;
+
+use PostgreSQL::Test::Cluster;
+use PostgreSQL::Test::Utils;
+use Test::More;
+use Time::HiRes qw(time usleep);
+use POSIX ();
+
+# every cluster made, so that brokers never outlive a test that died
+my @clusters;
+END { $_->teardown for @clusters; }
+
+sub new
+{
+	my ($class, %opt) = @_;
+	my $self = bless { nodes => [], brokers => [], opt => \%opt }, $class;
+	push @clusters, $self;
+	my $n = $opt{nodes} // 3;
+	for my $i (1 .. $n + 1)
+	{
+		my $name = $i <= $n ? "node$i" : 'coord';
+		my $node = PostgreSQL::Test::Cluster->new($name);
+		$node->init;
+		$node->append_conf('postgresql.conf', "shared_preload_libraries = 'mq'\n"
+			. "mq.maintenance_interval = 500\nlog_statement = none\n"
+			. "log_min_messages = warning\n");
+		$node->start;
+		$node->safe_psql('postgres', 'CREATE EXTENSION mq');
+		if ($i <= $n) { push @{ $self->{nodes} }, $node; }
+		else { $self->{coord} = $node; }
+	}
+	$self->{dir} = PostgreSQL::Test::Utils::tempdir();
+	my $root = $ENV{MQ_REPO_ROOT} // '.';
+	$self->{broker_bin} = -x "$root/broker/mq-broker/mq-broker"
+		? "$root/broker/mq-broker/mq-broker" : 'mq-broker';
+	return $self;
+}
+
+sub node  { $_[0]{nodes}[ $_[1] - 1 ] }
+sub coord { $_[0]{coord} }
+
+sub conninfo
+{
+	my ($node) = @_;
+	return sprintf('host=%s port=%d dbname=postgres', $node->host, $node->port);
+}
+
+sub broker_config
+{
+	my ($self, $i) = @_;
+	my $file = "$self->{dir}/broker$i.ini";
+	my $extra = $self->{opt}{broker_conf} // '';
+	open my $fh, '>', $file or die "cannot write $file: $!";
+	print $fh "[broker]\nid = $i\nnode = " . conninfo($self->node($i)) . "\n"
+		. "node.name = node$i\ncoordinator = " . conninfo($self->coord) . "\n"
+		. "[replication]\nreplica.lag.time.max.ms = "
+		. ($self->{opt}{lag_time_max_ms} // 2000) . "\n$extra";
+	close $fh;
+	return $file;
+}
+
+sub start_broker
+{
+	my ($self, $i) = @_;
+	my $file = $self->broker_config($i);
+	my $log = "$self->{dir}/broker$i.log";
+	my $pid = fork();
+	die "fork: $!" unless defined $pid;
+	if ($pid == 0)
+	{
+		open STDOUT, '>>', $log or POSIX::_exit(1);
+		open STDERR, '>>', $log or POSIX::_exit(1);
+		exec $self->{broker_bin}, '-c', $file or POSIX::_exit(1);
+	}
+	$self->{brokers}[$i] = $pid;
+	return $pid;
+}
+
+sub start_brokers
+{
+	my ($self) = @_;
+	$self->start_broker($_) for 1 .. scalar @{ $self->{nodes} };
+	# all registered
+	$self->coord->poll_query_until('postgres',
+		'SELECT count(*) = ' . scalar(@{ $self->{nodes} }) . ' FROM mq_coord.broker')
+	  or die 'brokers did not register';
+}
+
+sub signal_broker
+{
+	my ($self, $i, $sig) = @_;
+	kill $sig, $self->{brokers}[$i];
+	if ($sig eq 'KILL' || $sig eq 'TERM')
+	{
+		waitpid($self->{brokers}[$i], 0);
+		$self->{brokers}[$i] = undef;
+	}
+}
+
+sub broker_log
+{
+	my ($self, $i) = @_;
+	return slurp_file("$self->{dir}/broker$i.log");
+}
+
+sub create_topic
+{
+	my ($self, $topic, $parts, $config) = @_;
+	my $json = '{' . join(',', map { "\"$_\": $config->{$_}" } sort keys %$config) . '}';
+	$self->coord->safe_psql('postgres', "SELECT mq_coord.create_topic('$topic', $parts, '$json')");
+	$self->coord->poll_query_until('postgres',
+		"SELECT count(*) = $parts FROM mq_coord.partition WHERE topic = '$topic' AND leader IS NOT NULL")
+	  or die 'no leader elected';
+}
+
+sub leader
+{
+	my ($self, $topic, $partition) = @_;
+	return $self->coord->safe_psql('postgres',
+		"SELECT coalesce(leader, -1) FROM mq_coord.partition WHERE topic = '$topic' AND partition = $partition");
+}
+
+sub isr
+{
+	my ($self, $topic, $partition) = @_;
+	return $self->coord->safe_psql('postgres',
+		"SELECT array_to_string(ARRAY(SELECT unnest(isr) ORDER BY 1), ',') FROM mq_coord.partition "
+		. "WHERE topic = '$topic' AND partition = $partition");
+}
+
+# kill -9 the node's postmaster and wait until it is gone
+sub kill9_node
+{
+	my ($self, $i) = @_;
+	my $node = $self->node($i);
+	my $pid = $node->{_pid};
+	$node->kill9;
+	for (1 .. 200) { last unless kill 0, $pid; usleep(20_000); }
+	unlink $node->data_dir . '/postmaster.pid';
+}
+
+# ---------------------------------------------------------------------
+# The producer: a child process sending batches with acks=all
+# ---------------------------------------------------------------------
+
+sub psql_cmd
+{
+	my ($node, $sql) = @_;
+	my @cmd = ('psql', '-X', '-A', '-t', '-q', '-v', 'ON_ERROR_STOP=1', '-v', 'VERBOSITY=verbose',
+		'-h', $node->host, '-p', $node->port, '-d', 'postgres', '-c', $sql);
+	my $out = '';
+	my $pid = open(my $fh, '-|');
+	die "fork: $!" unless defined $pid;
+	if ($pid == 0)
+	{
+		open STDERR, '>&', \*STDOUT;
+		exec @cmd or POSIX::_exit(127);
+	}
+	local $/;
+	$out = <$fh> // '';
+	close $fh;
+	return ($? == 0, $out);
+}
+
+sub start_producer
+{
+	my ($self, $topic, $partition, %opt) = @_;
+	my $batch = $opt{batch} // 5;
+	my $leader = $self->leader($topic, $partition);
+	my ($ok, $out) = psql_cmd($self->node($leader), 'SELECT producer_id FROM mq.init_producer()');
+	die "init_producer: $out" unless $ok;
+	chomp(my $producer_id = $out);
+	my $file = "$self->{dir}/acks.$topic.$partition";
+	my $stop = "$file.stop";
+	unlink $stop;
+	my $pid = fork();
+	die "fork: $!" unless defined $pid;
+	if ($pid == 0)
+	{
+		open my $ack, '>', $file or POSIX::_exit(1);
+		$ack->autoflush(1);
+		my $seq = 0;
+		while (!-e $stop)
+		{
+			my ($lok, $l) = psql_cmd($self->coord,
+				"SELECT coalesce(leader, -1) FROM mq_coord.partition WHERE topic = '$topic' AND partition = $partition");
+			chomp $l;
+			if (!$lok || $l < 1) { usleep(50_000); next; }
+			my $vals = join(',', map { "'v" . ($seq + $_) . "'" } 0 .. $batch - 1);
+			my ($sok, $res) = psql_cmd($self->node($l),
+				"CALL mq.produce('$topic', NULL, ARRAY[$vals]::bytea[], $partition, 'all', "
+				  . "$producer_id, 0, $seq, 5000)");
+			if ($sok)
+			{
+				my ($base) = $res =~ /^(-?\d+)\|/m;
+				$base //= -1;
+				printf $ack "ack %d %d %d %.3f\n", $seq, $base, $l, time;
+				$seq += $batch;
+			}
+			else
+			{
+				my ($state) = $res =~ /ERROR:\s+([0-9A-Z]{5})/;
+				printf $ack "err %d %s %d %.3f\n", $seq, $state // 'conn', $l, time;
+				usleep(20_000);
+			}
+		}
+		close $ack;
+		POSIX::_exit(0);
+	}
+	return { pid => $pid, file => $file, stop => $stop, batch => $batch, topic => $topic,
+		partition => $partition };
+}
+
+# Stop the producer; returns its log lines as hashes.
+sub stop_producer
+{
+	my ($self, $p) = @_;
+	open my $fh, '>', $p->{stop};
+	close $fh;
+	waitpid($p->{pid}, 0);
+	my @lines;
+	for (split /\n/, slurp_file($p->{file}))
+	{
+		my @f = split / /;
+		push @lines, { kind => $f[0], seq => $f[1], base => $f[2], state => $f[2], node => $f[3],
+			at => $f[4] };
+	}
+	return \@lines;
+}
+
+sub acks_since
+{
+	my ($lines, $t) = @_;
+	return grep { $_->{kind} eq 'ack' && $_->{at} >= $t } @$lines;
+}
+
+# ---------------------------------------------------------------------
+# The checker
+# ---------------------------------------------------------------------
+
+# A replica's whole log (values by offset) and its high watermark.
+sub replica_rows
+{
+	my ($self, $i, $topic, $partition) = @_;
+	my $node = $self->node($i);
+	my $rel = $node->safe_psql('postgres',
+		"SELECT p.relid FROM mq.partition_state p JOIN mq.topic t USING (topic_id) "
+		  . "WHERE t.topic_name = '$topic' AND p.partition = $partition");
+	my $hwm = $node->safe_psql('postgres',
+		"SELECT high_watermark FROM mq.replica_status WHERE topic = '$topic' AND partition = $partition");
+	my $out = $node->safe_psql('postgres',
+		"SELECT msg_offset || ' ' || convert_from(value, 'UTF8') FROM $rel ORDER BY msg_offset");
+	my @log = map { (split / /)[1] } grep { length } split /\n/, $out;
+	return (\@log, $hwm);
+}
+
+# Wait until every node in @live has the leader's log end and high watermark.
+sub wait_converged
+{
+	my ($self, $topic, $partition, @live) = @_;
+	my $q = "SELECT log_end_offset || '/' || high_watermark FROM mq.replica_status "
+	  . "WHERE topic = '$topic' AND partition = $partition";
+	for (1 .. 300)
+	{
+		my %seen = map { $self->node($_)->safe_psql('postgres', $q) => 1 } @live;
+		my ($k) = keys %seen;
+		return 1 if keys %seen == 1 && $k =~ m{^(\d+)/\1$};
+		usleep(100_000);
+	}
+	return 0;
+}
+
+# The checks every scenario ends with.
+sub check_log
+{
+	my ($self, $topic, $partition, $lines, @live) = @_;
+	ok($self->wait_converged($topic, $partition, @live), 'replicas converged');
+	my @acks = grep { $_->{kind} eq 'ack' } @$lines;
+	my ($ref, $hwm) = $self->replica_rows($live[0], $topic, $partition);
+	my %where;
+	for my $o (0 .. $#$ref) { push @{ $where{ $ref->[$o] } }, $o; }
+	my ($lost, $dup, $moved) = (0, 0, 0);
+	for my $a (@acks)
+	{
+		for my $k (0 .. 4)
+		{
+			my $v = 'v' . ($a->{seq} + $k);
+			my $at = $where{$v} // [];
+			$lost++ if @$at == 0 || $at->[0] >= $hwm;
+			$moved++ if @$at && $at->[0] != $a->{base} + $k;
+		}
+	}
+	for my $v (keys %where) { $dup++ if @{ $where{$v} } > 1; }
+	my @seqs = map { substr($_, 1) } @$ref;
+	my $ordered = 1;
+	for my $o (1 .. $#seqs) { $ordered = 0 if $seqs[$o] <= $seqs[ $o - 1 ]; }
+	is($lost, 0, 'no acknowledged record lost (' . scalar(@acks) . ' acknowledged batches)');
+	is($dup, 0, 'no record duplicated');
+	is($moved, 0, 'every acknowledged record sits at the offset it was acknowledged with');
+	ok($ordered, 'records in producer order');
+	for my $i (@live[ 1 .. $#live ])
+	{
+		my ($log, $h) = $self->replica_rows($i, $topic, $partition);
+		my $n = $h < $hwm ? $h : $hwm;
+		is_deeply([ @$log[ 0 .. $n - 1 ] ], [ @$ref[ 0 .. $n - 1 ] ],
+			"node$i identical to node$live[0] below the high watermark ($n)");
+	}
+	return ($ref, $hwm);
+}
+
+sub teardown
+{
+	my ($self) = @_;
+	for my $i (1 .. $#{ $self->{brokers} })
+	{
+		my $pid = $self->{brokers}[$i] or next;
+		kill 'CONT', $pid;
+		kill 'TERM', $pid;
+		waitpid($pid, 0);
+		$self->{brokers}[$i] = undef;
+	}
+}
+
+1;
