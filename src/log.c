@@ -136,8 +136,20 @@ produce_xact_callback(XactEvent event, void *arg)
 			}
 			break;
 		case XACT_EVENT_COMMIT:
-			foreach(lc, held_locks)
-				LockRelease((LOCKTAG *) lfirst(lc), ExclusiveLock, false);
+			{
+				/*
+				 * The locks belong to the transaction's resource owner
+				 * (mq_lock_partition), but a procedure's COMMIT (mq.produce)
+				 * runs with its portal's owner current: release them as the
+				 * owner that holds them, or LockRelease refuses.
+				 */
+				ResourceOwner owner = CurrentResourceOwner;
+
+				CurrentResourceOwner = TopTransactionResourceOwner;
+				foreach(lc, held_locks)
+					LockRelease((LOCKTAG *) lfirst(lc), ExclusiveLock, false);
+				CurrentResourceOwner = owner;
+			}
 			held_locks = NIL;
 			if (flush_deferred)
 			{
@@ -283,6 +295,7 @@ append_to_segment(MqSegment *seg, int32 partition, MqRecordIn *recs, int n,
 	MemoryContext old;
 	BulkInsertState bistate = n > 1 ? GetBulkInsertState() : NULL;
 	TupleTableSlot **slots;
+	TupleDesc	slot_desc;
 	int			nslots = Min(n, MQ_MULTI_INSERT_ROWS);
 
 	if (desc->natts != Natts_log)
@@ -292,9 +305,15 @@ append_to_segment(MqSegment *seg, int32 partition, MqRecordIn *recs, int n,
 	InitResultRelInfo(rri, rel, 1, NULL, 0);
 	ExecOpenIndices(rri, false);
 
+	/*
+	 * The slots get a private copy of the descriptor: the relcache's is
+	 * reference-counted, and pinning it once per slot makes the resource
+	 * owner track (and linearly search) a thousand pins per batch.
+	 */
+	slot_desc = CreateTupleDescCopy(desc);
 	slots = palloc(sizeof(TupleTableSlot *) * nslots);
 	for (int i = 0; i < nslots; i++)
-		slots[i] = MakeSingleTupleTableSlot(desc, &TTSOpsHeapTuple);
+		slots[i] = MakeSingleTupleTableSlot(slot_desc, &TTSOpsHeapTuple);
 
 	batch_cxt = AllocSetContextCreate(CurrentMemoryContext, "mq append",
 									  ALLOCSET_DEFAULT_SIZES);
