@@ -74,19 +74,13 @@ typedef enum RecordFormat
 	FORMAT_JSON
 } RecordFormat;
 
-/*
- * How long to wait before polling again when there was nothing to read.
- * Long polling (a server-side wait for new records, woken by the
- * producer) will replace this sleep when the extension offers it.
- */
-#define EMPTY_POLL_SLEEP_MS 100
-
 static volatile sig_atomic_t stop_requested = 0;
 
 static void
 handle_stop(int sig)
 {
 	stop_requested = 1;
+	consumer_interrupt();
 }
 
 typedef struct PrintOptions
@@ -318,24 +312,27 @@ cmd_consume(const MqctlCommand *cmd, int argc, char **argv)
 	while (!stop_requested)
 	{
 		int			want = (int) batch_size;
+		int64_t		wait_ms = follow ? CONSUMER_LONG_POLL_MS : 0;
 		PGresult   *batch;
 		int			n;
 
 		if (max_messages > 0 && max_messages - total < want)
 			want = (int) (max_messages - total);
-		batch = consumer_poll(&consumer, want);
+		if (follow && timeout_ms >= 0)
+		{
+			int64_t		left = timeout_ms - (mq_now_us() - last_record) / 1000;
+
+			wait_ms = left < 0 ? 0 : left < wait_ms ? left : wait_ms;
+		}
+		batch = consumer_poll(&consumer, want, (int) wait_ms);
 		n = PQntuples(batch);
 		if (n == 0)
 		{
 			int64_t		idle_ms = (mq_now_us() - last_record) / 1000;
-			int64_t		sleep_ms = EMPTY_POLL_SLEEP_MS;
 
 			PQclear(batch);
 			if (!follow || (timeout_ms >= 0 && idle_ms >= timeout_ms))
 				break;
-			if (timeout_ms >= 0 && timeout_ms - idle_ms < sleep_ms)
-				sleep_ms = timeout_ms - idle_ms;
-			mq_sleep_ms(sleep_ms);
 			continue;
 		}
 

@@ -22,8 +22,23 @@
  * partition by partition, each in offset order, which is what
  * consumer_commit() relies on.
  *
+ * Long polling: with nothing to read, mq.poll() and mq.fetch() wait on the
+ * server (max_wait_ms) until a producer commits to the topic.  A group
+ * waits inside its batch transaction, so its claims last for the wait;
+ * another member then finds those partitions claimed and waits too, and
+ * whoever wakes first reads.  mq.fetch() waits for one partition only, so
+ * a reader of several partitions without a group waits differently: in a
+ * transaction that is rolled back, it sets the positions of a group of its
+ * own (named after its backend, so unique) with mq.commit_offset() and
+ * lets mq.poll() wait over all of them, since a poll reads from where the
+ * transaction's commit_offset put a position (docs/sql.md).  That costs a
+ * few row writes per idle wait, never committed, and EXECUTE on mq.poll and
+ * mq.commit_offset; without those rights it polls every 100 ms instead.
+ *
  *-------------------------------------------------------------------------
  */
+#include <signal.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -40,6 +55,51 @@
 	"f.partition, f.msg_offset," \
 	" pg_catalog.floor(EXTRACT(epoch FROM f.created_at) * 1000)::int8," \
 	" f.key, f.value, f.headers::text"
+
+/* the wait in progress, for consumer_interrupt() */
+static PGcancel *volatile waiting = NULL;
+static volatile sig_atomic_t interrupted = 0;
+
+/* sleep between polls when the server cannot wait for us */
+#define FALLBACK_POLL_MS 100
+
+void
+consumer_interrupt(void)
+{
+	PGcancel   *cancel = waiting;
+	char		errbuf[256];
+
+	interrupted = 1;
+	/* PQcancel is safe in a signal handler, with a local errbuf */
+	if (cancel != NULL)
+		(void) PQcancel(cancel, errbuf, sizeof(errbuf));
+}
+
+/*
+ * Run a statement that may wait on the server.  Returns NULL when
+ * consumer_interrupt() cancelled it (or came first), and when the
+ * statement failed with the SQLSTATE in may_fail, with the error in *err;
+ * any other failure ends mqctl.
+ */
+static PGresult *
+exec_wait(MqConsumer *c, const char *sql, const MqParams *params,
+		  const char *may_fail, MqError *err)
+{
+	PGresult   *res;
+
+	waiting = c->cancel;
+	res = interrupted ? NULL : mq_exec(c->conn, sql, params, 1, err);
+	waiting = NULL;
+	if (res != NULL || interrupted)
+	{
+		if (res == NULL && err->connection_lost)
+			mqctl_fail(c->conn, err);
+		return res;
+	}
+	if (may_fail != NULL && mq_error_is(err, may_fail))
+		return NULL;
+	mqctl_fail(c->conn, err);
+}
 
 static void
 open_partitions(MqConsumer *c, int32_t partition, ConsumerStart start, int64_t offset)
@@ -89,6 +149,7 @@ consumer_open(MqConsumer *c, PGconn *conn, const char *topic,
 {
 	memset(c, 0, sizeof(*c));
 	c->conn = conn;
+	c->cancel = PQgetCancel(conn);
 	c->topic = topic;
 	c->group = group;
 	if (group == NULL)
@@ -118,9 +179,10 @@ consumer_open(MqConsumer *c, PGconn *conn, const char *topic,
 }
 
 static PGresult *
-poll_group(MqConsumer *c, int max_records)
+poll_group(MqConsumer *c, int max_records, int wait_ms)
 {
 	MqParams	params;
+	MqError		err = MQ_ERROR_INIT;
 	PGresult   *res;
 
 	mqctl_command(c->conn, "BEGIN");
@@ -129,8 +191,10 @@ poll_group(MqConsumer *c, int max_records)
 	mq_param_text(&params, MQ_TEXTOID, c->group);
 	mq_param_text(&params, MQ_TEXTOID, c->topic);
 	mq_param_int(&params, MQ_INT4OID, max_records);
-	res = mqctl_exec(c->conn, "SELECT " RECORD_COLUMNS " FROM mq.poll($1, $2, $3) f",
-					 &params, 1);
+	mq_param_int(&params, MQ_INT4OID, wait_ms);
+	res = exec_wait(c, "SELECT " RECORD_COLUMNS " FROM mq.poll($1, $2, $3, false, $4) f",
+					&params, NULL, &err);
+	mq_error_free(&err);
 	if (PQntuples(res) == 0)
 	{
 		/* nothing to commit: let the claims go at once */
@@ -140,49 +204,124 @@ poll_group(MqConsumer *c, int max_records)
 	return res;
 }
 
-static PGresult *
-poll_partitions(MqConsumer *c, int max_records)
+/* The partitions and their positions as binary int4[] and int8[] parameters. */
+static void
+position_params(MqConsumer *c, MqParams *params, MqArray *parts, MqArray *offsets)
 {
-	MqArray		parts;
-	MqArray		offsets;
-	MqParams	params;
 	const char *data;
 	int			len;
-	PGresult   *res;
 
-	mq_array_init(&parts, MQ_INT4OID);
-	mq_array_init(&offsets, MQ_INT8OID);
+	mq_array_init(parts, MQ_INT4OID);
+	mq_array_init(offsets, MQ_INT8OID);
 	for (int k = 0; k < c->nparts; k++)
 	{
 		int			i = (c->rotation + k) % c->nparts;
 
-		mq_array_add_int32(&parts, c->partitions[i]);
-		mq_array_add_int64(&offsets, c->next[i]);
+		mq_array_add_int32(parts, c->partitions[i]);
+		mq_array_add_int64(offsets, c->next[i]);
 	}
-	c->rotation = (c->rotation + 1) % c->nparts;
+	data = mq_array_bytes(parts, &len);
+	mq_param_binary(params, MQ_INT4ARRAYOID, data, len);
+	data = mq_array_bytes(offsets, &len);
+	mq_param_binary(params, MQ_INT8ARRAYOID, data, len);
+}
 
+/*
+ * Without a group, several partitions: wait for records on any of them
+ * with mq.poll() over a group of this session's own, whose positions are
+ * ours for the length of a transaction that is rolled back (see the top).
+ * Partitions added since consumer_open() are left out, as in every batch.
+ */
+static PGresult *
+wait_partitions(MqConsumer *c, int max_records, int wait_ms)
+{
+	char		group[64];
+	MqParams	params;
+	MqArray		parts;
+	MqArray		offsets;
+	MqError		err = MQ_ERROR_INIT;
+	PGresult   *res = NULL;
+
+	snprintf(group, sizeof(group), "mqctl.wait.%d", PQbackendPID(c->conn));
 	mq_params_init(&params);
+	mq_param_text(&params, MQ_TEXTOID, group);
 	mq_param_text(&params, MQ_TEXTOID, c->topic);
-	data = mq_array_bytes(&parts, &len);
-	mq_param_binary(&params, MQ_INT4ARRAYOID, data, len);
-	data = mq_array_bytes(&offsets, &len);
-	mq_param_binary(&params, MQ_INT8ARRAYOID, data, len);
+	position_params(c, &params, &parts, &offsets);
 	mq_param_int(&params, MQ_INT4OID, max_records);
-	res = mqctl_exec(c->conn,
-					 "SELECT " RECORD_COLUMNS
-					 "  FROM unnest($2::int4[], $3::int8[]) AS u(p, o)"
-					 " CROSS JOIN LATERAL mq.fetch($1, u.p, u.o, $4) f"
-					 " LIMIT $4",
-					 &params, 1);
+	mq_param_int(&params, MQ_INT4OID, wait_ms);
+
+	mqctl_command(c->conn, "BEGIN");
+	res = mq_exec(c->conn,
+				  "SELECT count(mq.commit_offset($1, $2, u.p, u.o))"
+				  "  FROM unnest($3::int4[], $4::int8[]) AS u(p, o)",
+				  &params, 0, &err);
+	if (res != NULL)
+	{
+		PQclear(res);
+		res = exec_wait(c,
+						"SELECT " RECORD_COLUMNS
+						"  FROM mq.poll($1, $2, $5, false, $6, 1, NULL, 'latest') f"
+						" WHERE f.partition = ANY ($3::int4[])",
+						&params, "42501", &err);
+	}
+	else if (err.connection_lost || !mq_error_is(&err, "42501"))
+		mqctl_fail(c->conn, &err);
+	if (res == NULL && !interrupted)
+	{
+		/* insufficient_privilege: poll without a wait from now on */
+		mq_log_warning("%s: reading several partitions without a group polls every %d ms",
+					   err.message, FALLBACK_POLL_MS);
+		c->cannot_wait = true;
+	}
+	mqctl_command(c->conn, "ROLLBACK");
+	mq_error_free(&err);
 	mq_array_free(&parts);
 	mq_array_free(&offsets);
 	return res;
 }
 
-PGresult *
-consumer_poll(MqConsumer *c, int max_records)
+static PGresult *
+poll_partitions(MqConsumer *c, int max_records, int wait_ms)
 {
-	return c->group ? poll_group(c, max_records) : poll_partitions(c, max_records);
+	MqArray		parts;
+	MqArray		offsets;
+	MqParams	params;
+	MqError		err = MQ_ERROR_INIT;
+	PGresult   *res;
+
+	/* one partition: mq.fetch waits for it itself (several: wait_partitions) */
+	mq_params_init(&params);
+	mq_param_text(&params, MQ_TEXTOID, c->topic);
+	position_params(c, &params, &parts, &offsets);
+	mq_param_int(&params, MQ_INT4OID, max_records);
+	mq_param_int(&params, MQ_INT4OID, c->nparts == 1 ? wait_ms : 0);
+	c->rotation = (c->rotation + 1) % c->nparts;
+	res = exec_wait(c,
+					"SELECT " RECORD_COLUMNS
+					"  FROM unnest($2::int4[], $3::int8[]) AS u(p, o)"
+					" CROSS JOIN LATERAL mq.fetch($1, u.p, u.o, $4, $5) f"
+					" LIMIT $4",
+					&params, NULL, &err);
+	mq_error_free(&err);
+	mq_array_free(&parts);
+	mq_array_free(&offsets);
+
+	if (PQntuples(res) > 0 || c->nparts == 1 || wait_ms <= 0 || interrupted)
+		return res;
+	PQclear(res);
+	if (c->cannot_wait)
+	{
+		mq_sleep_ms(wait_ms < FALLBACK_POLL_MS ? wait_ms : FALLBACK_POLL_MS);
+		return NULL;
+	}
+	return wait_partitions(c, max_records, wait_ms);
+}
+
+PGresult *
+consumer_poll(MqConsumer *c, int max_records, int wait_ms)
+{
+	return c->group ? poll_group(c, max_records, wait_ms) :
+		poll_partitions(c, max_records, wait_ms);
 }
 
 static int
@@ -261,6 +400,7 @@ consumer_close(MqConsumer *c)
 {
 	if (c->in_txn)
 		mqctl_command(c->conn, "ROLLBACK");
+	PQfreeCancel(c->cancel);
 	free(c->partitions);
 	free(c->next);
 	memset(c, 0, sizeof(*c));

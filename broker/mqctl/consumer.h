@@ -37,6 +37,7 @@ enum
 typedef struct MqConsumer
 {
 	PGconn	   *conn;
+	PGcancel   *cancel;			/* to cut a wait short (consumer_interrupt) */
 	const char *topic;
 	const char *group;			/* NULL: read by offset, commit nothing */
 	int			nparts;			/* without group: partitions read ... */
@@ -44,6 +45,7 @@ typedef struct MqConsumer
 	int64_t    *next;			/* ... and the next offset of each */
 	int			rotation;		/* which partition comes first next time */
 	bool		in_txn;			/* a group batch holds its claims */
+	bool		cannot_wait;	/* no rights for the several-partition wait */
 } MqConsumer;
 
 /*
@@ -57,11 +59,27 @@ extern void consumer_open(MqConsumer *c, PGconn *conn, const char *topic,
 						  ConsumerStart start, int64_t offset);
 
 /*
- * The next batch, up to max_records.  In a group, a non-empty batch
- * leaves a transaction open (holding the partitions' claims) until
- * consumer_commit().
+ * The longest wait of one poll for records to arrive (long polling: the
+ * server wakes it when a producer commits).  Ctrl-C cuts a wait short
+ * (consumer_interrupt), so this only bounds how long a statement runs.
  */
-extern PGresult *consumer_poll(MqConsumer *c, int max_records);
+#define CONSUMER_LONG_POLL_MS 1000
+
+/*
+ * The next batch, up to max_records.  When there is nothing to read, wait
+ * up to wait_ms for records to arrive (long polling: the server wakes the
+ * wait when a producer commits to the topic).  In a group, a non-empty
+ * batch leaves a transaction open (holding the partitions' claims) until
+ * consumer_commit().  Returns NULL, which is an empty batch for PQntuples()
+ * and PQclear(), when consumer_interrupt() cut a wait short.
+ */
+extern PGresult *consumer_poll(MqConsumer *c, int max_records, int wait_ms);
+
+/*
+ * Cut short the wait in progress, if any (the batch is then empty).  Safe
+ * in a signal handler: Ctrl-C need not wait for a long poll to end.
+ */
+extern void consumer_interrupt(void);
 
 /*
  * Done with the first nrows rows of batch: commit the group's offsets

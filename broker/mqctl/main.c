@@ -23,9 +23,8 @@
 #endif
 
 /*
- * The commands, in the order "mqctl --help" lists them.  Still to come,
- * each with the feature it needs: "group list", "group describe" (consumer
- * groups), "cluster status" (mq-broker).
+ * The commands, in the order "mqctl --help" lists them.  Still to come:
+ * "cluster status" (mq-broker).
  */
 static const MqctlCommand commands[] = {
 	{"topic create", "create a topic", topic_create_help, cmd_topic_create},
@@ -36,6 +35,9 @@ static const MqctlCommand commands[] = {
 	{"topic delete", "delete a topic and all its records", topic_delete_help, cmd_topic_delete},
 	{"produce", "send lines of standard input as records", produce_help, cmd_produce},
 	{"consume", "print records to standard output", consume_help, cmd_consume},
+	{"group list", "list consumer groups with members and lag", group_list_help, cmd_group_list},
+	{"group describe", "show a group's offsets, lag and owners per partition", group_describe_help, cmd_group_describe},
+	{"group reset-offsets", "move a group's committed offsets", group_reset_offsets_help, cmd_group_reset_offsets},
 	{"perf produce", "measure produce throughput and latency", perf_produce_help, cmd_perf_produce},
 	{"perf consume", "measure consume throughput", perf_consume_help, cmd_perf_consume},
 };
@@ -99,23 +101,28 @@ mqctl_fail(PGconn *conn, MqError *err)
 }
 
 PGconn *
-mqctl_connect(void)
+mqctl_try_connect(MqError *err)
 {
-	MqError		err = MQ_ERROR_INIT;
-	PGconn	   *conn = mq_connect(conninfo, mq_progname, &err);
+	PGconn	   *conn = mq_connect(conninfo, mq_progname, err);
 	PGresult   *res;
 
 	if (conn == NULL)
-		mqctl_fail(NULL, &err);
+		return NULL;
 	mq_log_notices(conn);
 	/* our JSON output and topic names are UTF-8, whatever the locale */
 	if (PQsetClientEncoding(conn, "UTF8") != 0)
 		mq_log_warning("could not set client_encoding to UTF8");
 
-	res = mqctl_exec(conn, "SELECT extversion FROM pg_catalog.pg_extension WHERE extname = 'mq'",
-					 NULL, 0);
+	res = mq_exec(conn, "SELECT extversion FROM pg_catalog.pg_extension WHERE extname = 'mq'",
+				  NULL, 0, err);
+	if (res == NULL)
+	{
+		PQfinish(conn);
+		return NULL;
+	}
 	if (PQntuples(res) == 0)
 	{
+		/* not worth a retry: say so and stop */
 		mq_log_error("the mq extension is not installed in database \"%s\" (%s)",
 					 PQdb(conn), mq_conn_label(conn));
 		fprintf(stderr, "%s: hint: Run CREATE EXTENSION mq; in that database, or choose another with -d.\n",
@@ -125,6 +132,17 @@ mqctl_connect(void)
 		exit(MQ_EXIT_SERVER);
 	}
 	PQclear(res);
+	return conn;
+}
+
+PGconn *
+mqctl_connect(void)
+{
+	MqError		err = MQ_ERROR_INIT;
+	PGconn	   *conn = mqctl_try_connect(&err);
+
+	if (conn == NULL)
+		mqctl_fail(NULL, &err);
 	return conn;
 }
 

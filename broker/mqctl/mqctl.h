@@ -34,6 +34,8 @@ extern void mqctl_parser_init(CliParser *p, const MqctlCommand *cmd,
 							  int argc, char **argv,
 							  const char *shortopts, const struct option *longopts);
 extern PGconn *mqctl_connect(void);
+/* mqctl_connect() that returns NULL with err filled instead of exiting */
+extern PGconn *mqctl_try_connect(MqError *err);
 extern PGresult *mqctl_exec(PGconn *conn, const char *sql,
 							const MqParams *params, int result_format);
 extern void mqctl_command(PGconn *conn, const char *sql);
@@ -60,6 +62,14 @@ extern int	cmd_produce(const MqctlCommand *cmd, int argc, char **argv);
 /* consume.c */
 extern const char consume_help[];
 extern int	cmd_consume(const MqctlCommand *cmd, int argc, char **argv);
+
+/* group.c */
+extern const char group_list_help[];
+extern const char group_describe_help[];
+extern const char group_reset_offsets_help[];
+extern int	cmd_group_list(const MqctlCommand *cmd, int argc, char **argv);
+extern int	cmd_group_describe(const MqctlCommand *cmd, int argc, char **argv);
+extern int	cmd_group_reset_offsets(const MqctlCommand *cmd, int argc, char **argv);
 
 /* perf.c */
 extern const char perf_produce_help[];

@@ -20,6 +20,12 @@
 
 const char *const output_format_names[] = {"table", "json", NULL};
 
+OutputFormat
+output_parse_format(const CliParser *p, const char *arg)
+{
+	return (OutputFormat) cli_choice(p, "--format", arg, output_format_names);
+}
+
 /* Characters in a UTF-8 string (continuation bytes do not count). */
 static size_t
 display_width(const char *s)

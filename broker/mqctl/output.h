@@ -15,6 +15,8 @@
 #include <jansson.h>
 #include <libpq-fe.h>
 
+#include "cli.h"
+
 typedef enum OutputFormat
 {
 	OUTPUT_TABLE,
@@ -23,6 +25,9 @@ typedef enum OutputFormat
 
 /* the words of --format, in OutputFormat order, NULL-terminated */
 extern const char *const output_format_names[];
+
+/* The value of --format (table or json), or a usage error. */
+extern OutputFormat output_parse_format(const CliParser *p, const char *arg);
 
 /* All rows of a text-format result as a table; NULLs show as "-". */
 extern void output_table(const PGresult *res);

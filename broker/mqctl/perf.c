@@ -43,7 +43,7 @@ const char	perf_produce_help[] =
 "  -b, --batch=N          records per batch (default 500)\n"
 "  -c, --clients=C        connections sending in parallel (default 1)\n"
 "      --throughput=R     at most R records/s in all (default -1: no limit)\n"
-PRODUCER_ACKS_HELP
+PRODUCER_DELIVERY_HELP
 "      --reporting-interval-ms=MS\n"
 "                         progress line interval (default 5000)\n";
 
@@ -69,6 +69,7 @@ enum
 {
 	OPT_THROUGHPUT = CLI_OPT_LONG_BASE,
 	OPT_ACKS,
+	OPT_NO_IDEMPOTENCE,
 	OPT_REPORTING_INTERVAL,
 	OPT_TIMEOUT_MS
 };
@@ -246,7 +247,7 @@ produce_client(void *arg)
 				mq_sleep_ms((due - mq_now_us()) / 1000);
 		}
 		t0 = mq_now_us();
-		if (!producer_send(&pc->producer, NULL, &pc->error))
+		if (!producer_send(&pc->producer, &pc->error))
 		{
 			pc->failed = true;
 			perf_stop = 1;
@@ -262,6 +263,7 @@ static void
 handle_perf_stop(int sig)
 {
 	perf_stop = 1;
+	consumer_interrupt();
 }
 
 static void
@@ -287,9 +289,11 @@ cmd_perf_produce(const MqctlCommand *cmd, int argc, char **argv)
 		{"clients", required_argument, NULL, 'c'},
 		{"throughput", required_argument, NULL, OPT_THROUGHPUT},
 		{"acks", required_argument, NULL, OPT_ACKS},
+		{"no-idempotence", no_argument, NULL, OPT_NO_IDEMPOTENCE},
 		{"reporting-interval-ms", required_argument, NULL, OPT_REPORTING_INTERVAL},
 		{NULL, 0, NULL, 0}
 	};
+	static const char *const acks_names[] = {"0", "1", "all"};
 	CliParser	p;
 	int64_t		records = -1;
 	int64_t		record_size = 100;
@@ -298,6 +302,7 @@ cmd_perf_produce(const MqctlCommand *cmd, int argc, char **argv)
 	int64_t		throughput = -1;
 	int64_t		interval_ms = 5000;
 	MqAcks		acks = MQ_ACKS_1;
+	bool		idempotent = true;
 	const char *topic;
 	char	   *payload;
 	ProduceClient *pcs;
@@ -330,6 +335,9 @@ cmd_perf_produce(const MqctlCommand *cmd, int argc, char **argv)
 			case OPT_ACKS:
 				acks = producer_parse_acks(&p, optarg);
 				break;
+			case OPT_NO_IDEMPOTENCE:
+				idempotent = false;
+				break;
 			case OPT_REPORTING_INTERVAL:
 				interval_ms = cli_int(&p, "--reporting-interval-ms", optarg, 1, INT32_MAX);
 				break;
@@ -355,7 +363,8 @@ cmd_perf_produce(const MqctlCommand *cmd, int argc, char **argv)
 	{
 		ProduceClient *pc = &pcs[i];
 
-		producer_init(&pc->producer, mqctl_connect(), topic, -1, false, false, acks);
+		producer_init(&pc->producer, mqctl_connect(), topic, -1, false, false, acks,
+					  idempotent, 0);
 		pc->records = records / clients + (i < records % clients);
 		pc->batch = batch;
 		pc->rate = throughput > 0 ? (double) throughput / clients : 0;
@@ -363,9 +372,10 @@ cmd_perf_produce(const MqctlCommand *cmd, int argc, char **argv)
 		pc->record_size = record_size;
 		pc->stats = &stats;
 	}
-	printf("Sending %lld records of %lld bytes to %s: batches of %lld, %lld client%s, acks=%d.\n",
+	printf("Sending %lld records of %lld bytes to %s: batches of %lld, %lld client%s, acks=%s%s.\n",
 		   (long long) records, (long long) record_size, topic, (long long) batch,
-		   (long long) clients, clients > 1 ? "s" : "", acks == MQ_ACKS_0 ? 0 : 1);
+		   (long long) clients, clients > 1 ? "s" : "", acks_names[acks],
+		   idempotent ? ", idempotent" : "");
 	fflush(stdout);
 
 	catch_interrupt();
@@ -399,7 +409,6 @@ cmd_perf_produce(const MqctlCommand *cmd, int argc, char **argv)
 			exitcode = mq_error_exit_code(&pcs[i].error);
 		}
 		mq_error_free(&pcs[i].error);
-		PQfinish(pcs[i].producer.conn);
 		producer_free(&pcs[i].producer);
 	}
 	if (exitcode == MQ_EXIT_OK && stats.records < records)
@@ -476,8 +485,12 @@ cmd_perf_consume(const MqctlCommand *cmd, int argc, char **argv)
 	while (stats.records < records && !perf_stop)
 	{
 		int64_t		want = records - stats.records < batch_size ? records - stats.records : batch_size;
+		int64_t		left = timeout_ms - (mq_now_us() - last_record) / 1000;
 		int64_t		t0 = mq_now_us();
-		PGresult   *batch = consumer_poll(&consumer, (int) want);
+		PGresult   *batch = consumer_poll(&consumer, (int) want,
+										  (int) (left < 0 ? 0 :
+												 left < CONSUMER_LONG_POLL_MS ? left :
+												 CONSUMER_LONG_POLL_MS));
 		int64_t		n = PQntuples(batch);
 		int64_t		bytes = 0;
 
@@ -496,8 +509,6 @@ cmd_perf_consume(const MqctlCommand *cmd, int argc, char **argv)
 						   (long long) stats.records, (long long) records, (long long) timeout_ms);
 			break;
 		}
-		else
-			mq_sleep_ms(10);
 		stats_progress(&stats, interval_ms);
 	}
 	stats_summary(&stats, "poll ");

@@ -13,7 +13,8 @@
  * poll(2) below.
  *
  * Lines are bytes: no encoding is assumed or checked, and a value holds
- * exactly the bytes of its line.
+ * exactly the bytes of its line.  How a batch is delivered (partitions,
+ * idempotence, acks, retries) is producer.c's business.
  *
  *-------------------------------------------------------------------------
  */
@@ -26,7 +27,7 @@
 #include <unistd.h>
 
 #include "mqctl.h"
-#include "pgbinary.h"
+#include "output.h"
 #include "producer.h"
 
 const char	produce_help[] =
@@ -46,14 +47,24 @@ const char	produce_help[] =
 "  -b, --batch-size=N     records per batch (default 500)\n"
 "      --linger-ms=MS     send a partial batch once input has paused for MS\n"
 "                         milliseconds (default 100)\n"
-PRODUCER_ACKS_HELP
+PRODUCER_DELIVERY_HELP
+"      --request-timeout-ms=MS\n"
+"                         with --acks all: how long to wait for the in-sync\n"
+"                         replicas (default 30000)\n"
 "  -v, --verbose          print \"partition=P offset=O\" for every record sent\n";
+
+/* acks=all: written on the leader, not confirmed by the replicas (docs/errors.md) */
+#define SQLSTATE_ISR_SHRANK		"MQ022"
+#define SQLSTATE_REPLICA_TIMEOUT "MQ023"
 
 enum
 {
 	OPT_KEY_SEPARATOR = CLI_OPT_LONG_BASE,
 	OPT_LINGER_MS,
-	OPT_ACKS
+	OPT_ACKS,
+	OPT_NO_IDEMPOTENCE,
+	OPT_REQUEST_TIMEOUT_MS,
+	OPT_RETRY_LAST_BATCH
 };
 
 /* Lines from a file descriptor, with a timeout for "nothing ready". */
@@ -146,36 +157,60 @@ read_line(LineReader *r, int timeout_ms, char **line, size_t *len)
 	}
 }
 
+/* "partition=P offset=O" for every record of the batch just sent */
+static void
+print_offsets(const MqProducer *pr)
+{
+	for (int i = 0; i < pr->nrecords; i++)
+		printf("partition=%d offset=%lld\n", pr->records[i].partition,
+			   (long long) pr->records[i].offset);
+	output_flush();
+}
+
 /* Send the pending batch; on failure say how much got through, and exit. */
 static void
 flush_batch(MqProducer *pr, bool verbose, int64_t *sent)
 {
-	PGresult   *offsets = NULL;
 	MqError		err = MQ_ERROR_INIT;
 	int			n = producer_pending(pr);
 
 	if (n == 0)
 		return;
-	if (!producer_send(pr, &offsets, &err))
+	if (!producer_send(pr, &err))
 	{
 		int			code = mq_error_exit_code(&err);
 
 		mq_error_report(&err);
-		mq_log_info("%lld records were sent before this error; the %d of the failed batch were not",
-					(long long) *sent, n);
+		if (mq_error_is(&err, SQLSTATE_ISR_SHRANK) || mq_error_is(&err, SQLSTATE_REPLICA_TIMEOUT))
+			mq_log_info("%lld records were sent before this error; the %d of the last batch "
+						"are on the leader but not acknowledged", (long long) *sent, n);
+		else
+			mq_log_info("%lld records were sent before this error; the %d of the failed batch were not",
+						(long long) *sent, n);
 		exit(code);
 	}
 	if (verbose)
-	{
-		for (int i = 0; i < PQntuples(offsets); i++)
-			printf("partition=%d offset=%lld\n", mq_get_int32(offsets, i, 0),
-				   (long long) mq_get_int64(offsets, i, 1));
-		if (fflush(stdout) != 0)
-			mq_fatal(MQ_EXIT_LOCAL, "could not write to standard output: %s", strerror(errno));
-	}
-	PQclear(offsets);
+		print_offsets(pr);
 	*sent += n;
-	producer_clear(pr);
+}
+
+/*
+ * --retry-last-batch (for tests, not in --help): send the last batch again
+ * as a retry after a lost reply would, and say where its records are.  An
+ * idempotent producer gets the original offsets and writes nothing.
+ */
+static void
+retry_last_batch(MqProducer *pr, bool verbose)
+{
+	MqError		err = MQ_ERROR_INIT;
+
+	if (producer_pending(pr) == 0)
+		return;
+	if (!producer_retry(pr, &err))
+		mqctl_fail(pr->conn, &err);
+	mq_log_info("sent the last batch of %d records again", producer_pending(pr));
+	if (verbose)
+		print_offsets(pr);
 }
 
 int
@@ -187,6 +222,9 @@ cmd_produce(const MqctlCommand *cmd, int argc, char **argv)
 		{"batch-size", required_argument, NULL, 'b'},
 		{"linger-ms", required_argument, NULL, OPT_LINGER_MS},
 		{"acks", required_argument, NULL, OPT_ACKS},
+		{"no-idempotence", no_argument, NULL, OPT_NO_IDEMPOTENCE},
+		{"request-timeout-ms", required_argument, NULL, OPT_REQUEST_TIMEOUT_MS},
+		{"retry-last-batch", no_argument, NULL, OPT_RETRY_LAST_BATCH},
 		{"verbose", no_argument, NULL, 'v'},
 		{NULL, 0, NULL, 0}
 	};
@@ -197,9 +235,12 @@ cmd_produce(const MqctlCommand *cmd, int argc, char **argv)
 	int64_t		batch_size = 500;
 	int64_t		linger_ms = 100;
 	MqAcks		acks = MQ_ACKS_1;
+	bool		idempotent = true;
+	int64_t		request_timeout_ms = 0;
+	bool		retry_last = false;
 	bool		verbose = false;
+	bool		flushed = false;
 	const char *topic;
-	PGconn	   *conn;
 	MqProducer	pr;
 	LineReader	reader = {STDIN_FILENO};
 	int64_t		lineno = 0;
@@ -227,16 +268,31 @@ cmd_produce(const MqctlCommand *cmd, int argc, char **argv)
 			case OPT_ACKS:
 				acks = producer_parse_acks(&p, optarg);
 				break;
+			case OPT_NO_IDEMPOTENCE:
+				idempotent = false;
+				break;
+			case OPT_REQUEST_TIMEOUT_MS:
+				request_timeout_ms = cli_int(&p, "--request-timeout-ms", optarg, 1, INT32_MAX);
+				break;
+			case OPT_RETRY_LAST_BATCH:
+				retry_last = true;
+				break;
 			case 'v':
 				verbose = true;
 				break;
 		}
 	}
 	topic = cli_positionals(&p, 1, 1, "topic name", NULL)[0];
+	if (request_timeout_ms > 0 && acks != MQ_ACKS_ALL)
+		cli_usage_error(&p, "--request-timeout-ms is the wait of --acks all");
 
-	conn = mqctl_connect();
-	producer_init(&pr, conn, topic, (int32_t) partition, separator != NULL, verbose, acks);
+	producer_init(&pr, mqctl_connect(), topic, (int32_t) partition, separator != NULL,
+				  verbose, acks, idempotent, (int) request_timeout_ms);
 
+	/*
+	 * A batch sent stays in pr (flushed) until the next line comes, so
+	 * that --retry-last-batch has it whichever way the input ended.
+	 */
 	for (;;)
 	{
 		char	   *line;
@@ -244,15 +300,22 @@ cmd_produce(const MqctlCommand *cmd, int argc, char **argv)
 		ReadResult	rr;
 
 		/* wait without limit while nothing is pending; linger otherwise */
-		rr = read_line(&reader, producer_pending(&pr) ? (int) linger_ms : -1, &line, &len);
+		rr = read_line(&reader, !flushed && producer_pending(&pr) ? (int) linger_ms : -1,
+					   &line, &len);
 		if (rr == READ_EOF)
 			break;
 		if (rr == READ_IDLE)
 		{
 			flush_batch(&pr, verbose, &sent);
+			flushed = true;
 			continue;
 		}
 		lineno++;
+		if (flushed)
+		{
+			producer_clear(&pr);
+			flushed = false;
+		}
 		if (separator != NULL)
 		{
 			char	   *sep = memmem(line, len, separator, seplen);
@@ -263,7 +326,7 @@ cmd_produce(const MqctlCommand *cmd, int argc, char **argv)
 				flush_batch(&pr, verbose, &sent);
 				mq_log_error("line %lld has no key separator; the %lld lines before it were sent",
 							 (long long) lineno, (long long) sent);
-				PQfinish(conn);
+				producer_free(&pr);
 				return MQ_EXIT_LOCAL;
 			}
 			producer_add(&pr, line, sep - line, sep + seplen, len - (sep - line) - seplen);
@@ -271,14 +334,19 @@ cmd_produce(const MqctlCommand *cmd, int argc, char **argv)
 		else
 			producer_add(&pr, NULL, 0, line, len);
 		if (producer_pending(&pr) >= batch_size)
+		{
 			flush_batch(&pr, verbose, &sent);
+			flushed = true;
+		}
 	}
-	flush_batch(&pr, verbose, &sent);
+	if (!flushed)
+		flush_batch(&pr, verbose, &sent);
+	if (retry_last)
+		retry_last_batch(&pr, verbose);
 
 	producer_free(&pr);
 	free(reader.buf);
 	free(separator);
-	PQfinish(conn);
 	cli_free(&p);
 	return MQ_EXIT_OK;
 }

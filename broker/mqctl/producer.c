@@ -1,24 +1,59 @@
 /*-------------------------------------------------------------------------
  *
  * producer.c
- *	  Sending batches of records with mq.send_batch() (see producer.h).
+ *	  Sending batches of records (see producer.h).
  *
- * Each batch is one statement in its own transaction, so a batch is
- * acknowledged, whole, when its COMMIT returns: that is the unit of
- * durability and of the latency "perf produce" reports.  Keys and values
- * go as binary bytea[] parameters (see pgbinary.c) through a prepared
- * statement, so the server parses and plans the call once per connection.
+ * Each batch is one transaction, so a batch is acknowledged, whole, when
+ * its COMMIT returns: that is the unit of durability and of the latency
+ * "perf produce" reports.  Keys and values go as binary bytea[] parameters
+ * (see pgbinary.c) through prepared statements, so the server parses and
+ * plans the calls once per connection.
+ *
+ * Idempotence (the default) is Kafka's: mq.init_producer() gives the
+ * producer an id and epoch once, and every batch carries them with the
+ * sequence number of its first record, counted per partition.  The server
+ * remembers the last five batches of each producer and partition, so a
+ * batch sent again after a lost connection, whose first attempt may or
+ * may not have committed, gets the offsets of the first attempt instead
+ * of being written twice.  This is what makes the retry here safe; without
+ * idempotence a lost connection ends the command, as a retry could
+ * duplicate the batch.
+ *
+ * An idempotent batch must go to a single partition, because its
+ * sequence numbers are those of one partition.  So the client decides the
+ * partitions: --partition, or mq.partition_for() on the keys (one query
+ * per batch, the server's own partitioner), or for records without a key
+ * the next partition in turn, one per batch as the server's sticky choice
+ * would.  A batch whose keys span partitions becomes one call per
+ * partition, in ascending partition order (as the server appends, so that
+ * two producers cannot deadlock), all in one transaction.
+ *
+ * acks=all calls the procedure mq.produce(), which commits and then waits
+ * until the in-sync replicas have the records (docs/replication.md).  A
+ * procedure that commits cannot run inside a transaction block, so with
+ * acks=all each partition's part of a batch is its own transaction.
  *
  *-------------------------------------------------------------------------
  */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "mqctl.h"
 #include "producer.h"
 
-#define SEND_STATEMENT "mqctl_send_batch"
+#define SEND_STATEMENT		"mqctl_send_batch"
+#define PRODUCE_STATEMENT	"mqctl_produce"
+#define PARTITION_STATEMENT "mqctl_partition_for"
+
+/* acks=all: mq.produce's wait for the replicas when none is given */
+#define DEFAULT_TIMEOUT_MS	30000
+
+/* how long an idempotent producer keeps retrying a batch, and the pauses */
+#define RETRY_FOR_MS		30000
+#define RETRY_BACKOFF_MS	100
+#define RETRY_BACKOFF_MAX_MS 2000
 
 MqAcks
 producer_parse_acks(const CliParser *p, const char *arg)
@@ -27,22 +62,95 @@ producer_parse_acks(const CliParser *p, const char *arg)
 	int			acks = cli_choice(p, "--acks", arg, names);
 
 	/* Kafka spells "all" as -1 too */
-	if (acks >= MQ_ACKS_ALL)
+	return acks >= MQ_ACKS_ALL ? MQ_ACKS_ALL : (MqAcks) acks;
+}
+
+/*
+ * What a connection needs before it sends: the session's commit mode and
+ * the prepared statements.  Run on the first connection and on each new
+ * one after a loss.
+ */
+static bool
+setup_session(MqProducer *pr, MqError *err)
+{
+	MqParams	types;
+
+	/*
+	 * acks=0 is PostgreSQL's asynchronous commit: COMMIT returns before
+	 * the WAL is flushed.  The log stays consistent after a crash (offsets
+	 * stay gapless), it just may end earlier than what was acknowledged.
+	 */
+	if (pr->acks == MQ_ACKS_0 &&
+		!mq_command(pr->conn, "SET synchronous_commit = off", err))
+		return false;
+
+	mq_params_init(&types);
+	mq_param_text(&types, MQ_TEXTOID, NULL);
+	mq_param_binary(&types, MQ_BYTEAARRAYOID, NULL, 0);
+	mq_param_binary(&types, MQ_BYTEAARRAYOID, NULL, 0);
+	mq_param_text(&types, MQ_INT4OID, NULL);
+	mq_param_text(&types, MQ_INT8OID, NULL);
+	mq_param_text(&types, MQ_INT4OID, NULL);
+	mq_param_text(&types, MQ_INT4OID, NULL);
+	if (pr->acks == MQ_ACKS_ALL)
 	{
-		mq_log_error("--acks=%s waits for every in-sync replica, which needs mq-broker; "
-					 "mq has no broker yet", arg);
-		fprintf(stderr, "%s: hint: Use --acks=1 (durable on this server) or --acks=0.\n",
-				mq_progname);
-		exit(MQ_EXIT_UNAVAILABLE);
+		mq_param_text(&types, MQ_INT4OID, NULL);
+		if (!mq_prepare(pr->conn, PRODUCE_STATEMENT,
+						"CALL mq.produce($1, $2, $3, $4, 'all', $5, $6, $7, $8)",
+						&types, err))
+			return false;
 	}
-	return (MqAcks) acks;
+	else if (!mq_prepare(pr->conn, SEND_STATEMENT,
+						 pr->want_offsets ?
+						 "SELECT partition, msg_offset FROM mq.send_batch($1, $2, $3, NULL, $4, $5, $6, $7)" :
+						 "SELECT count(*) FROM mq.send_batch($1, $2, $3, NULL, $4, $5, $6, $7)",
+						 &types, err))
+		return false;
+
+	if (pr->keyed)
+	{
+		mq_params_init(&types);
+		mq_param_text(&types, MQ_TEXTOID, NULL);
+		mq_param_binary(&types, MQ_BYTEAARRAYOID, NULL, 0);
+		if (!mq_prepare(pr->conn, PARTITION_STATEMENT,
+						"SELECT mq.partition_for($1, u.k)"
+						"  FROM unnest($2::bytea[]) WITH ORDINALITY AS u(k, i) ORDER BY u.i",
+						&types, err))
+			return false;
+	}
+	return true;
+}
+
+/* The topic's partition count; a missing topic ends mqctl with MQ001. */
+static int32_t
+topic_partitions(PGconn *conn, const char *topic)
+{
+	MqParams	params;
+	PGresult   *res;
+	int32_t		n;
+
+	mq_params_init(&params);
+	mq_param_text(&params, MQ_TEXTOID, topic);
+	res = mqctl_exec(conn, "SELECT partitions FROM mq.topics WHERE topic = $1", &params, 0);
+	if (PQntuples(res) == 0)
+	{
+		/* let the server say it, with its SQLSTATE, as a send would */
+		PQclear(res);
+		PQclear(mqctl_exec(conn, "SELECT mq.partition_for($1, ''::bytea)", &params, 0));
+		mq_log_error("topic \"%s\" does not exist", topic);
+		PQfinish(conn);
+		exit(MQ_EXIT_SERVER);
+	}
+	n = atoi(PQgetvalue(res, 0, 0));
+	PQclear(res);
+	return n;
 }
 
 void
 producer_init(MqProducer *pr, PGconn *conn, const char *topic,
-			  int32_t partition, bool keyed, bool want_offsets, MqAcks acks)
+			  int32_t partition, bool keyed, bool want_offsets,
+			  MqAcks acks, bool idempotent, int timeout_ms)
 {
-	MqParams	types;
 	MqError		err = MQ_ERROR_INIT;
 
 	memset(pr, 0, sizeof(*pr));
@@ -51,27 +159,34 @@ producer_init(MqProducer *pr, PGconn *conn, const char *topic,
 	pr->partition = partition;
 	pr->keyed = keyed;
 	pr->want_offsets = want_offsets;
+	pr->acks = acks;
+	pr->idempotent = idempotent;
+	pr->timeout_ms = timeout_ms > 0 ? timeout_ms : DEFAULT_TIMEOUT_MS;
 	mq_array_init(&pr->keys, MQ_BYTEAOID);
 	mq_array_init(&pr->values, MQ_BYTEAOID);
 
-	/*
-	 * acks=0 is PostgreSQL's asynchronous commit: COMMIT returns before
-	 * the WAL is flushed.  The log stays consistent after a crash (offsets
-	 * stay gapless), it just may end earlier than what was acknowledged.
-	 */
-	if (acks == MQ_ACKS_0)
-		mqctl_command(conn, "SET synchronous_commit = off");
+	pr->npartitions = topic_partitions(conn, topic);
+	/* where keyless batches start: anywhere, so that short runs spread too */
+	pr->next_spread = (int32_t) (((uint64_t) mq_now_us() ^ (uint64_t) getpid() ^
+								  (uint64_t) (uintptr_t) pr) % (uint64_t) pr->npartitions);
 
-	mq_params_init(&types);
-	mq_param_text(&types, MQ_TEXTOID, NULL);
-	mq_param_binary(&types, MQ_BYTEAARRAYOID, NULL, 0);
-	mq_param_binary(&types, MQ_BYTEAARRAYOID, NULL, 0);
-	mq_param_text(&types, MQ_INT4OID, NULL);
-	if (!mq_prepare(conn, SEND_STATEMENT,
-					want_offsets ?
-					"SELECT partition, msg_offset FROM mq.send_batch($1, $2, $3, NULL, $4)" :
-					"SELECT count(*) FROM mq.send_batch($1, $2, $3, NULL, $4)",
-					&types, &err))
+	if (idempotent)
+	{
+		PGresult   *res = mq_exec(conn, "SELECT producer_id, producer_epoch FROM mq.init_producer()",
+								  NULL, 0, &err);
+
+		if (res == NULL)
+		{
+			if (mq_error_is(&err, "42501") && err.hint == NULL)
+				err.hint = mq_strdup("Producing idempotently needs EXECUTE on mq.init_producer(text); "
+									 "or produce with --no-idempotence.");
+			mqctl_fail(conn, &err);
+		}
+		pr->producer_id = strtoll(PQgetvalue(res, 0, 0), NULL, 10);
+		pr->producer_epoch = atoi(PQgetvalue(res, 0, 1));
+		PQclear(res);
+	}
+	if (!setup_session(pr, &err))
 		mqctl_fail(conn, &err);
 }
 
@@ -79,23 +194,174 @@ void
 producer_add(MqProducer *pr, const char *key, size_t keylen,
 			 const char *value, size_t valuelen)
 {
+	ProducerRecord *rec;
+	size_t		need = (pr->keyed ? keylen : 0) + valuelen;
+
+	if (keylen > INT32_MAX || valuelen > INT32_MAX)
+		mq_fatal(MQ_EXIT_LOCAL, "a record of more than 2 GB cannot be sent");
+	if (pr->nrecords == pr->cap_records)
+	{
+		pr->cap_records = pr->cap_records ? pr->cap_records * 2 : 1024;
+		pr->records = mq_realloc(pr->records, sizeof(ProducerRecord) * pr->cap_records);
+	}
+	if (pr->data_len + need > pr->data_cap)
+	{
+		while (pr->data_len + need > pr->data_cap)
+			pr->data_cap = pr->data_cap ? pr->data_cap * 2 : 65536;
+		pr->data = mq_realloc(pr->data, pr->data_cap);
+	}
+	rec = &pr->records[pr->nrecords++];
+	rec->key_off = pr->data_len;
+	rec->key_len = -1;
 	if (pr->keyed)
 	{
-		mq_array_add(&pr->keys, key, keylen);
+		memcpy(pr->data + pr->data_len, key, keylen);
+		pr->data_len += keylen;
+		rec->key_len = (int32_t) keylen;
 		pr->bytes += keylen;
 	}
-	mq_array_add(&pr->values, value, valuelen);
+	rec->value_off = pr->data_len;
+	memcpy(pr->data + pr->data_len, value, valuelen);
+	pr->data_len += valuelen;
+	rec->value_len = (int32_t) valuelen;
+	rec->partition = -1;
+	rec->offset = -1;
 	pr->bytes += valuelen;
+	pr->assigned = false;
 }
 
-bool
-producer_send(MqProducer *pr, PGresult **offsets, MqError *err)
+/* Fill the key and value arrays with records order[first .. first+count). */
+static void
+build_arrays(MqProducer *pr, int first, int count)
+{
+	mq_array_reset(&pr->keys);
+	mq_array_reset(&pr->values);
+	for (int k = first; k < first + count; k++)
+	{
+		const ProducerRecord *rec = &pr->records[pr->order[k]];
+
+		if (pr->keyed)
+			mq_array_add(&pr->keys, pr->data + rec->key_off, rec->key_len);
+		mq_array_add(&pr->values, pr->data + rec->value_off, rec->value_len);
+	}
+}
+
+/* Each record's partition from mq.partition_for(), in one query. */
+static bool
+partitions_by_key(MqProducer *pr, MqError *err)
 {
 	MqParams	params;
 	const char *data;
 	int			len;
 	PGresult   *res;
 
+	build_arrays(pr, 0, pr->nrecords);
+	mq_params_init(&params);
+	mq_param_text(&params, MQ_TEXTOID, pr->topic);
+	data = mq_array_bytes(&pr->keys, &len);
+	mq_param_binary(&params, MQ_BYTEAARRAYOID, data, len);
+	res = mq_exec_prepared(pr->conn, PARTITION_STATEMENT, &params, 1, err);
+	if (res == NULL)
+		return false;
+	for (int i = 0; i < pr->nrecords; i++)
+		pr->records[i].partition = mq_get_int32(res, i, 0);
+	PQclear(res);
+	return true;
+}
+
+/* The sequence number of the next record to partition p (0 at first). */
+static int32_t *
+sequence_of(MqProducer *pr, int32_t p)
+{
+	if (p >= pr->npartitions)
+	{
+		/* partitions were added, or --partition names one the server will refuse */
+		pr->next_sequence = mq_realloc(pr->next_sequence, sizeof(int32_t) * (p + 1));
+		memset(pr->next_sequence + pr->npartitions, 0, sizeof(int32_t) * (p + 1 - pr->npartitions));
+		pr->npartitions = p + 1;
+	}
+	else if (pr->next_sequence == NULL)
+		pr->next_sequence = mq_malloc0(sizeof(int32_t) * pr->npartitions);
+	return &pr->next_sequence[p];
+}
+
+/*
+ * Decide the batch's partitions and, idempotent, its sequence numbers:
+ * fixed from here on, so that every retry of the batch is the same batch.
+ */
+static bool
+assign(MqProducer *pr, MqError *err)
+{
+	int			n = pr->nrecords;
+	bool		client_decides = pr->idempotent || pr->acks == MQ_ACKS_ALL;
+
+	/* input order first, for partitions_by_key() */
+	pr->order = mq_realloc(pr->order, sizeof(int) * (n ? n : 1));
+	for (int i = 0; i < n; i++)
+		pr->order[i] = i;
+
+	if (pr->partition >= 0)
+		for (int i = 0; i < n; i++)
+			pr->records[i].partition = pr->partition;
+	else if (client_decides && pr->keyed)
+	{
+		if (!partitions_by_key(pr, err))
+			return false;
+	}
+	else
+	{
+		/* keyless: one partition per batch, the next in turn; or the server's choice */
+		int32_t		p = client_decides ? pr->next_spread : -1;
+
+		if (client_decides)
+			pr->next_spread = (pr->next_spread + 1) % pr->npartitions;
+		for (int i = 0; i < n; i++)
+			pr->records[i].partition = p;
+	}
+
+	/* group by partition, ascending, keeping the input order within each */
+	pr->parts = mq_realloc(pr->parts, sizeof(ProducerPart) * (n ? n : 1));
+	pr->nparts = 0;
+	for (int k = 0; k < n;)
+	{
+		int32_t		lowest = INT32_MAX;
+		ProducerPart *part;
+
+		for (int i = 0; i < n; i++)
+			if (pr->records[i].partition < lowest &&
+				(pr->nparts == 0 || pr->records[i].partition > pr->parts[pr->nparts - 1].partition))
+				lowest = pr->records[i].partition;
+		part = &pr->parts[pr->nparts++];
+		part->partition = lowest;
+		part->first = k;
+		for (int i = 0; i < n; i++)
+			if (pr->records[i].partition == lowest)
+				pr->order[k++] = i;
+		part->count = k - part->first;
+		part->base_sequence = -1;
+		if (pr->idempotent)
+		{
+			int32_t    *seq = sequence_of(pr, lowest);
+
+			part->base_sequence = *seq;
+			/* sequences wrap to 0 after INT32_MAX, as in Kafka and on the server */
+			*seq = (int32_t) (((int64_t) *seq + part->count) % ((int64_t) INT32_MAX + 1));
+		}
+	}
+	pr->assigned = true;
+	return true;
+}
+
+/* One partition's records: one call of mq.send_batch or mq.produce. */
+static bool
+send_part(MqProducer *pr, const ProducerPart *part, MqError *err)
+{
+	MqParams	params;
+	const char *data;
+	int			len;
+	PGresult   *res;
+
+	build_arrays(pr, part->first, part->count);
 	mq_params_init(&params);
 	mq_param_text(&params, MQ_TEXTOID, pr->topic);
 	if (pr->keyed)
@@ -107,32 +373,156 @@ producer_send(MqProducer *pr, PGresult **offsets, MqError *err)
 		mq_param_binary(&params, MQ_BYTEAARRAYOID, NULL, 0);
 	data = mq_array_bytes(&pr->values, &len);
 	mq_param_binary(&params, MQ_BYTEAARRAYOID, data, len);
-	if (pr->partition >= 0)
-		mq_param_int(&params, MQ_INT4OID, pr->partition);
+	if (part->partition >= 0)
+		mq_param_int(&params, MQ_INT4OID, part->partition);
 	else
 		mq_param_text(&params, MQ_INT4OID, NULL);
+	if (pr->idempotent)
+	{
+		mq_param_int(&params, MQ_INT8OID, pr->producer_id);
+		mq_param_int(&params, MQ_INT4OID, pr->producer_epoch);
+		mq_param_int(&params, MQ_INT4OID, part->base_sequence);
+	}
+	else
+	{
+		mq_param_text(&params, MQ_INT8OID, NULL);
+		mq_param_text(&params, MQ_INT4OID, NULL);
+		mq_param_text(&params, MQ_INT4OID, NULL);
+	}
+	if (pr->acks == MQ_ACKS_ALL)
+		mq_param_int(&params, MQ_INT4OID, pr->timeout_ms);
 
-	res = mq_exec_prepared(pr->conn, SEND_STATEMENT, &params, 1, err);
+	res = mq_exec_prepared(pr->conn, pr->acks == MQ_ACKS_ALL ? PRODUCE_STATEMENT : SEND_STATEMENT,
+						   &params, 1, err);
 	if (res == NULL)
 		return false;
-	if (offsets != NULL && pr->want_offsets)
-		*offsets = res;
-	else
-		PQclear(res);
+	if (pr->want_offsets)
+	{
+		for (int r = 0; r < part->count; r++)
+		{
+			ProducerRecord *rec = &pr->records[pr->order[part->first + r]];
+
+			if (pr->acks == MQ_ACKS_ALL)
+			{
+				/* (base_offset, high_watermark): one partition, consecutive offsets */
+				rec->partition = part->partition;
+				rec->offset = mq_get_int64(res, 0, 0) + r;
+			}
+			else
+			{
+				rec->partition = mq_get_int32(res, r, 0);
+				rec->offset = mq_get_int64(res, r, 1);
+			}
+		}
+	}
+	PQclear(res);
 	return true;
+}
+
+/* The assigned batch: one transaction, or with acks=all one per partition. */
+static bool
+send_parts(MqProducer *pr, MqError *err)
+{
+	bool		block = pr->nparts > 1 && pr->acks != MQ_ACKS_ALL;
+
+	if (block && !mq_command(pr->conn, "BEGIN", err))
+		return false;
+	for (int i = 0; i < pr->nparts; i++)
+	{
+		if (!send_part(pr, &pr->parts[i], err))
+		{
+			if (block && !err->connection_lost)
+			{
+				MqError		ignored = MQ_ERROR_INIT;
+
+				(void) mq_command(pr->conn, "ROLLBACK", &ignored);
+				mq_error_free(&ignored);
+			}
+			return false;
+		}
+	}
+	return !block || mq_command(pr->conn, "COMMIT", err);
+}
+
+/*
+ * Send the batch as assigned (assigning it first if it is new).  An
+ * idempotent producer whose connection is lost connects again and sends
+ * the very same batch, for up to RETRY_FOR_MS.
+ */
+static bool
+deliver(MqProducer *pr, MqError *err)
+{
+	int64_t		give_up_at = 0;
+	int			backoff = RETRY_BACKOFF_MS;
+
+	for (;;)
+	{
+		if (pr->conn != NULL)
+		{
+			if ((pr->assigned || assign(pr, err)) && send_parts(pr, err))
+				return true;
+			if (!pr->idempotent || !err->connection_lost)
+				return false;
+			PQfinish(pr->conn);
+			pr->conn = NULL;
+		}
+		if (give_up_at == 0)
+			give_up_at = mq_now_us() + (int64_t) RETRY_FOR_MS * 1000;
+		if (mq_now_us() >= give_up_at)
+			return false;
+		/* libpq's message goes on over lines: its first says enough here */
+		mq_log_warning("%.*s; sending the batch again in %d ms",
+					   (int) strcspn(err->message, "\n"), err->message, backoff);
+		mq_sleep_ms(backoff);
+		backoff = backoff * 2 > RETRY_BACKOFF_MAX_MS ? RETRY_BACKOFF_MAX_MS : backoff * 2;
+
+		pr->conn = mqctl_try_connect(err);
+		if (pr->conn != NULL && !setup_session(pr, err))
+		{
+			if (!err->connection_lost)
+				return false;
+			PQfinish(pr->conn);
+			pr->conn = NULL;
+		}
+	}
+}
+
+bool
+producer_send(MqProducer *pr, MqError *err)
+{
+	if (pr->nrecords == 0)
+		return true;
+	pr->assigned = false;
+	return deliver(pr, err);
+}
+
+bool
+producer_retry(MqProducer *pr, MqError *err)
+{
+	if (pr->nrecords == 0)
+		return true;
+	return deliver(pr, err);
 }
 
 void
 producer_clear(MqProducer *pr)
 {
-	mq_array_reset(&pr->keys);
-	mq_array_reset(&pr->values);
+	pr->nrecords = 0;
+	pr->data_len = 0;
 	pr->bytes = 0;
+	pr->assigned = false;
 }
 
 void
 producer_free(MqProducer *pr)
 {
+	PQfinish(pr->conn);
 	mq_array_free(&pr->keys);
 	mq_array_free(&pr->values);
+	free(pr->records);
+	free(pr->data);
+	free(pr->order);
+	free(pr->parts);
+	free(pr->next_sequence);
+	memset(pr, 0, sizeof(*pr));
 }

@@ -206,13 +206,6 @@ cmd_topic_create(const MqctlCommand *cmd, int argc, char **argv)
 	return MQ_EXIT_OK;
 }
 
-/* --format for the listing commands */
-static OutputFormat
-parse_format(CliParser *p, const char *arg)
-{
-	return (OutputFormat) cli_choice(p, "--format", arg, output_format_names);
-}
-
 int
 cmd_topic_list(const MqctlCommand *cmd, int argc, char **argv)
 {
@@ -230,7 +223,7 @@ cmd_topic_list(const MqctlCommand *cmd, int argc, char **argv)
 	mqctl_parser_init(&p, cmd, argc, argv, NULL, longopts);
 	while ((c = cli_next(&p)) != -1)
 		if (c == OPT_FORMAT)
-			format = parse_format(&p, optarg);
+			format = output_parse_format(&p, optarg);
 	(void) cli_positionals(&p, 0, 0, "", NULL);
 
 	/* people read sizes and config as text; programs get numbers and JSON */
@@ -279,7 +272,7 @@ cmd_topic_describe(const MqctlCommand *cmd, int argc, char **argv)
 	mqctl_parser_init(&p, cmd, argc, argv, NULL, longopts);
 	while ((c = cli_next(&p)) != -1)
 		if (c == OPT_FORMAT)
-			format = parse_format(&p, optarg);
+			format = output_parse_format(&p, optarg);
 	topic = topic_argument(&p);
 
 	conn = mqctl_connect();

@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # mqctl consume: by offset and as a consumer group, the output formats,
 # bytes that are not text, when to stop (end of log, --max-messages,
-# --timeout-ms, Ctrl-C), follow mode with a producer running, and errors
-# (missing topic or partition, bad offset, lost connection).
+# --timeout-ms, Ctrl-C), follow mode with a producer running, long polling
+# (an idle consumer waits in the server and wakes when a producer commits),
+# and errors (missing topic or partition, bad offset, lost connection).
 source "$(dirname "${BASH_SOURCE[0]}")/lib.bash"
 
 mqctl topic create c3 --partitions 3 >/dev/null
@@ -122,6 +123,42 @@ check_eq "$rc" 0 "follow: exits 0 after --timeout-ms without records"
 check_eq "$(grep -c '^f' "$out")" 6 "follow: records produced while it waits arrive"
 check_eq "$(tail -n 1 "$out")" "Processed a total of 6 messages" "follow: the total at the end"
 
+# --- long polling ----------------------------------------------------------------------
+# waits_in_server APPNAME: the consumer's statement is waiting in mq's wait
+# (wait event type Extension), not sleeping between polls in the client
+waits_in_server() {
+	local i
+	for ((i = 0; i < 100; i++)); do
+		if [[ "$(sql "SELECT count(*) FROM pg_stat_activity WHERE application_name = '$1'
+		               AND state = 'active' AND wait_event_type = 'Extension'")" != 0 ]]; then
+			echo yes
+			return
+		fi
+		sleep 0.1
+	done
+	echo no
+}
+for mode in "group:--group lp" "one partition:-p 1" "all partitions:"; do
+	name="${mode%%:*}"
+	app="mqctl_lp_${name// /_}"
+	# shellcheck disable=SC2086 # the options of the mode
+	"$MQCTL" -d "application_name=$app" consume c3 ${mode#*:} --timeout-ms 10000 -n 1 >"$out" 2>&1 &
+	consumer=$!
+	on_exit "kill -KILL $consumer 2>/dev/null"
+	check_eq "$(waits_in_server "$app")" yes "long polling, $name: an idle consumer waits in the server"
+	echo "lp-$app" | mqctl produce c3 -p 1
+	start=$(date +%s%N)
+	rc=0
+	wait "$consumer" || rc=$?
+	elapsed=$((($(date +%s%N) - start) / 1000000))
+	check_eq "$rc $(head -n 1 "$out")" "0 lp-$app" "long polling, $name: the record arrives"
+	# without a wake-up it would come at the end of the wait, up to 1 s later
+	check_match "$elapsed" '^([0-9]{1,2}|[0-4][0-9]{2})$' \
+		"long polling, $name: woken by the commit, not at the end of the 1 s wait (${elapsed} ms after it)"
+done
+check_eq "$(sql "SELECT count(*) FROM mq.consumer_offset WHERE group_id LIKE 'mqctl.wait.%'")" 0 \
+	"waiting over all partitions without a group leaves no offsets behind"
+
 start=$(date +%s%N)
 run mqctl consume c3 -p 2 --timeout-ms 700
 elapsed=$((($(date +%s%N) - start) / 1000000))
@@ -134,10 +171,13 @@ consumer=$!
 on_exit "kill -KILL $consumer 2>/dev/null"
 wait_connected mqctl_sigint
 sleep 0.3
+start=$(date +%s%N)
 kill -INT "$consumer"
 rc=0
 wait "$consumer" || rc=$?
+elapsed=$((($(date +%s%N) - start) / 1000000))
 check_eq "$rc" 0 "SIGINT stops consume cleanly"
+check_match "$elapsed" '^([0-9]{1,2}|[0-4][0-9]{2})$' "at once: it cancels the wait in the server (${elapsed} ms)"
 check_eq "$(cat "$out")" "Processed a total of 0 messages" "and prints the total"
 
 # a lost connection: exit 3

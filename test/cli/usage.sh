@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # mqctl's command line: help for every command, exit codes, and clear
-# messages for bad arguments, unknown commands, missing features, failed
-# connections (which never show a password) and a database without mq.
+# messages for bad arguments, unknown commands, failed connections (which
+# never show a password) and a database without mq.
 source "$(dirname "${BASH_SOURCE[0]}")/lib.bash"
 
 # --- help -----------------------------------------------------------------
@@ -73,13 +73,26 @@ bad '--records is required' perf produce t
 bad '--throughput must be positive' perf produce t --records 1 --throughput 0
 bad '--records is required' perf consume t
 check_match "$ERR" 'Try "mqctl perf consume --help" for more information' "usage errors point to the command's --help"
-
-# --- features that are not there yet: exit 4 -------------------------------
-run mqctl produce t --acks all </dev/null
-expect_rc 4 "produce --acks all"
-check_match "$ERR" 'needs mq-broker' "--acks all says it needs the broker"
-run mqctl perf produce t --records 1 --acks -1
-expect_rc 4 "perf produce --acks -1"
+bad 'option --no-idempotence=yes does not take a value' produce t --no-idempotence=yes
+bad '--request-timeout-ms is the wait of --acks all' produce t --request-timeout-ms 100
+bad '--request-timeout-ms: 0 is out of range' produce t --acks all --request-timeout-ms 0
+bad 'unknown or ambiguous option --retries' perf produce t --records 1 --retries 3
+bad '"group" needs a subcommand' group
+bad 'unknown command "group delete"' group delete
+bad '--format: "csv" is not one of table, json' group list --format csv
+bad 'unexpected argument "g"' group list g
+bad 'missing group name' group describe
+bad 'the group name must not be empty' group describe ''
+bad 'unexpected argument "h"' group describe g h
+bad 'missing group name' group reset-offsets --topic t --to-earliest
+bad '--topic is required' group reset-offsets g --to-earliest
+bad '--topic must not be empty' group reset-offsets g --topic '' --to-earliest
+bad 'say where to: --to-earliest, --to-latest, --to-offset or --to-datetime' group reset-offsets g --topic t
+bad 'give one of --to-earliest, --to-latest, --to-offset and --to-datetime' group reset-offsets g -t t --to-earliest --to-latest
+bad '--to-offset: "first" is not a whole number' group reset-offsets g -t t --to-offset first
+bad '--to-offset: -1 is out of range' group reset-offsets g -t t --to-offset -1
+bad 'option --to-datetime needs a value' group reset-offsets g -t t --to-datetime
+bad 'option --execute=1 does not take a value' group reset-offsets g -t t --to-latest --execute=1
 
 # --- connections: exit 3, and never a password -----------------------------
 run mqctl -d "host=$(tmpdir)/nowhere port=1 user=u password=sekrit123" topic list

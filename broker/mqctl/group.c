@@ -1,0 +1,500 @@
+/*-------------------------------------------------------------------------
+ *
+ * group.c
+ *	  mqctl's consumer group commands: list, describe and reset-offsets, on
+ *	  the group tables mq.consumer_offset and mq.consumer_group, the views
+ *	  mq.group_members, mq.group_assignments, mq.consumer_lag and
+ *	  mq.partitions, and mq.commit_offset().
+ *
+ * A group exists for these commands when it has committed offsets or has
+ * been joined (mq.join_group) at some time: Kafka's groups are the same
+ * (a group of consumers that only commit, like "mqctl consume --group",
+ * has offsets and no members).  A member is active while its session has
+ * not timed out, whether or not maintenance has removed it yet.
+ *
+ * reset-offsets is kafka-consumer-groups' --reset-offsets: a dry run by
+ * default, printing the plan; --execute commits it in one transaction, and
+ * is refused while the group has active members, which would go on
+ * committing their own positions (Kafka refuses for non-empty groups).
+ * --to-datetime searches each partition for the first record created at or
+ * after the time by bisection over mq.fetch(): a record's created_at is
+ * its append time, taken under the partition's produce lock, so it grows
+ * with the offset.
+ *
+ *-------------------------------------------------------------------------
+ */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "mqctl.h"
+#include "output.h"
+#include "pgbinary.h"
+
+const char	group_list_help[] =
+"Usage: mqctl group list [OPTIONS]\n"
+"\n"
+"List the consumer groups (those with committed offsets or members) with their\n"
+"state, active members, generation, assignor, topics and total lag.\n"
+"\n"
+"Options:\n"
+"      --format=FORMAT    table (default) or json\n";
+
+const char	group_describe_help[] =
+"Usage: mqctl group describe GROUP [OPTIONS]\n"
+"\n"
+"Show a consumer group and, per topic and partition, its committed offset, the\n"
+"log end offset (high watermark), the lag, the member that owns the partition,\n"
+"the time left before retention deletes the next record to read, and the\n"
+"records retention deleted before the group read them.\n"
+"\n"
+"Options:\n"
+"      --format=FORMAT    table (default) or json\n";
+
+const char	group_reset_offsets_help[] =
+"Usage: mqctl group reset-offsets GROUP --topic=TOPIC TARGET [OPTIONS]\n"
+"\n"
+"Move the committed offsets of GROUP on every partition of TOPIC.  Without\n"
+"--execute it only prints the plan: per partition, the current and the new\n"
+"offset.  A group with active members is refused, as they would go on\n"
+"committing their own positions: stop them first.\n"
+"\n"
+"Target (one of):\n"
+"      --to-earliest      the log start offset\n"
+"      --to-latest        the log end offset (high watermark)\n"
+"      --to-offset=N      offset N, moved into [log start, log end]\n"
+"      --to-datetime=TS   the first record created at or after TS, an ISO 8601\n"
+"                         time such as 2026-11-29T10:00:00Z (without a zone:\n"
+"                         the session's TimeZone); the log end if none is\n"
+"\n"
+"Options:\n"
+"  -t, --topic=TOPIC      the topic (required)\n"
+"      --execute          commit the new offsets (in one transaction)\n"
+"      --force            with --execute: even while members are active\n"
+"      --format=FORMAT    table (default) or json\n";
+
+enum
+{
+	OPT_FORMAT = CLI_OPT_LONG_BASE,
+	/* the targets, in reset_targets order */
+	OPT_TO_EARLIEST,
+	OPT_TO_LATEST,
+	OPT_TO_OFFSET,
+	OPT_TO_DATETIME,
+	OPT_EXECUTE,
+	OPT_FORCE
+};
+
+/* The words of the reset targets, as the plan query ($3) knows them. */
+static const char *const reset_targets[] = {"earliest", "latest", "offset", "datetime"};
+
+/* Members whose session has not timed out: the "active" of the help texts. */
+#define ACTIVE_MEMBER \
+	"m.last_heartbeat + m.session_timeout_ms * interval '1 millisecond' > pg_catalog.clock_timestamp()"
+
+/*
+ * One row per group, all groups for $1 NULL.  %s: the topics column, a
+ * comma-separated list for tables or a JSON array.
+ */
+#define GROUPS_SQL \
+	"WITH groups AS (SELECT group_id FROM mq.consumer_offset" \
+	"                UNION SELECT group_id FROM mq.consumer_group)," \
+	" active AS (SELECT m.group_id, count(*) AS members FROM mq.group_members m" \
+	"             WHERE " ACTIVE_MEMBER " GROUP BY m.group_id)," \
+	" lag AS (SELECT group_id, sum(lag)::bigint AS lag FROM mq.consumer_lag GROUP BY group_id)" \
+	" SELECT g.group_id AS \"group\"," \
+	"        CASE WHEN coalesce(a.members, 0) = 0 THEN 'Empty'" \
+	"             WHEN EXISTS (SELECT 1 FROM mq.group_assignments ga" \
+	"                           WHERE ga.group_id = g.group_id AND ga.state <> 'owned')" \
+	"             THEN 'Rebalancing' ELSE 'Stable' END AS state," \
+	"        coalesce(a.members, 0) AS members, cg.generation, cg.assignor," \
+	"        %s AS topics, coalesce(l.lag, 0) AS lag" \
+	"   FROM groups g" \
+	"   LEFT JOIN mq.consumer_group cg USING (group_id)" \
+	"   LEFT JOIN active a USING (group_id)" \
+	"   LEFT JOIN lag l USING (group_id)" \
+	"  CROSS JOIN LATERAL (SELECT ARRAY(" \
+	"        SELECT t.topic_name FROM mq.topic t" \
+	"         WHERE t.topic_id IN (SELECT o.topic_id FROM mq.consumer_offset o WHERE o.group_id = g.group_id" \
+	"                              UNION SELECT unnest(gm.topics) FROM mq.group_member gm" \
+	"                                     WHERE gm.group_id = g.group_id)" \
+	"         ORDER BY 1) AS names) tp" \
+	"  WHERE $1::text IS NULL OR g.group_id = $1" \
+	"  ORDER BY 1"
+
+/* The groups query for a format; topics as text for tables, JSON for programs. */
+static void
+groups_sql(char *sql, size_t size, OutputFormat format)
+{
+	snprintf(sql, size, GROUPS_SQL,
+			 format == OUTPUT_TABLE ? "pg_catalog.array_to_string(tp.names, ',')"
+			 : "pg_catalog.to_json(tp.names)");
+}
+
+/* --format as the only option, and the positional arguments. */
+static OutputFormat
+parse_listing(CliParser *p, const MqctlCommand *cmd, int argc, char **argv)
+{
+	static const struct option longopts[] = {
+		{"format", required_argument, NULL, OPT_FORMAT},
+		{NULL, 0, NULL, 0}
+	};
+	OutputFormat format = OUTPUT_TABLE;
+	int			c;
+
+	mqctl_parser_init(p, cmd, argc, argv, NULL, longopts);
+	while ((c = cli_next(p)) != -1)
+		if (c == OPT_FORMAT)
+			format = output_parse_format(p, optarg);
+	return format;
+}
+
+int
+cmd_group_list(const MqctlCommand *cmd, int argc, char **argv)
+{
+	CliParser	p;
+	OutputFormat format = parse_listing(&p, cmd, argc, argv);
+	char		sql[4096];
+	MqParams	params;
+	PGconn	   *conn;
+	PGresult   *res;
+
+	(void) cli_positionals(&p, 0, 0, "", NULL);
+	groups_sql(sql, sizeof(sql), format);
+	mq_params_init(&params);
+	mq_param_text(&params, MQ_TEXTOID, NULL);
+
+	conn = mqctl_connect();
+	res = mqctl_exec(conn, sql, &params, 0);
+	if (format == OUTPUT_JSON)
+		output_json(output_rows_json(res), JSON_INDENT(2));
+	else
+		output_table(res);
+	output_flush();
+	PQclear(res);
+	PQfinish(conn);
+	cli_free(&p);
+	return MQ_EXIT_OK;
+}
+
+/* The group's argument: one non-empty name. */
+static const char *
+group_argument(CliParser *p)
+{
+	const char *group = cli_positionals(p, 1, 1, "group name", NULL)[0];
+
+	if (group[0] == '\0')
+		cli_usage_error(p, "the group name must not be empty");
+	return group;
+}
+
+int
+cmd_group_describe(const MqctlCommand *cmd, int argc, char **argv)
+{
+	CliParser	p;
+	OutputFormat format = parse_listing(&p, cmd, argc, argv);
+	const char *group = group_argument(&p);
+	char		sql[4096];
+	MqParams	params;
+	PGconn	   *conn;
+	PGresult   *group_res;
+	PGresult   *parts_res;
+
+	mq_params_init(&params);
+	mq_param_text(&params, MQ_TEXTOID, group);
+	conn = mqctl_connect();
+
+	groups_sql(sql, sizeof(sql), format);
+	group_res = mqctl_exec(conn, sql, &params, 0);
+	if (PQntuples(group_res) == 0)
+	{
+		mq_log_error("consumer group \"%s\" does not exist (it has no committed offsets and no members)",
+					 group);
+		PQclear(group_res);
+		PQfinish(conn);
+		return MQ_EXIT_SERVER;
+	}
+
+	/*
+	 * The partitions the group has an offset for or is assigned.  Lag,
+	 * headroom and losses come from mq.consumer_lag, which has a row where
+	 * there is an offset; where there is none they are unknown ("-").
+	 */
+	snprintf(sql, sizeof(sql),
+			 "WITH parts AS (SELECT t.topic_name AS topic, o.partition"
+			 "                 FROM mq.consumer_offset o JOIN mq.topic t USING (topic_id)"
+			 "                WHERE o.group_id = $1"
+			 "               UNION SELECT a.topic, a.partition FROM mq.group_assignments a"
+			 "                WHERE a.group_id = $1)"
+			 " SELECT p.topic, p.partition, l.committed_offset,"
+			 "        pt.high_watermark AS log_end_offset, l.lag, a.owner, %s, l.records_lost"
+			 "   FROM parts p"
+			 "   JOIN mq.partitions pt ON pt.topic = p.topic AND pt.partition = p.partition"
+			 "   LEFT JOIN mq.consumer_lag l"
+			 "     ON l.group_id = $1 AND l.topic = p.topic AND l.partition = p.partition"
+			 "   LEFT JOIN mq.group_assignments a"
+			 "     ON a.group_id = $1 AND a.topic = p.topic AND a.partition = p.partition"
+			 "  ORDER BY p.topic, p.partition",
+			 format == OUTPUT_TABLE ?
+			 "pg_catalog.date_trunc('second', l.retention_headroom) AS retention_headroom" :
+			 "(EXTRACT(epoch FROM l.retention_headroom) * 1000)::bigint AS retention_headroom_ms");
+	parts_res = mqctl_exec(conn, sql, &params, 0);
+
+	if (format == OUTPUT_JSON)
+	{
+		json_t	   *obj = output_row_json(group_res, 0);
+
+		json_object_set_new(obj, "partitions", output_rows_json(parts_res));
+		output_json(obj, JSON_INDENT(2));
+	}
+	else
+	{
+		printf("Group: %s\tState: %s\tMembers: %s\tGeneration: %s\tAssignor: %s\tLag: %s\n\n",
+			   PQgetvalue(group_res, 0, 0), PQgetvalue(group_res, 0, 1),
+			   PQgetvalue(group_res, 0, 2),
+			   PQgetisnull(group_res, 0, 3) ? "-" : PQgetvalue(group_res, 0, 3),
+			   PQgetisnull(group_res, 0, 4) ? "-" : PQgetvalue(group_res, 0, 4),
+			   PQgetvalue(group_res, 0, 6));
+		output_table(parts_res);
+	}
+	output_flush();
+	PQclear(group_res);
+	PQclear(parts_res);
+	PQfinish(conn);
+	cli_free(&p);
+	return MQ_EXIT_OK;
+}
+
+/*
+ * The plan: per partition of topic $2, group $1's committed offset and the
+ * new one for target $3 ($4 the offset, $5 the time).  For a time, each
+ * partition's [lo, hi) halves until lo = hi, the first offset whose record
+ * is at least as new (the log end when none is): one mq.fetch of one
+ * record per step, some 30 steps for a billion records.
+ */
+static const char plan_sql[] =
+"WITH RECURSIVE p AS (SELECT partition, log_start_offset, high_watermark"
+"                       FROM mq.partitions WHERE topic = $2),"
+" s(partition, lo, hi) AS ("
+"     SELECT partition, log_start_offset, high_watermark FROM p WHERE $3 = 'datetime'"
+"     UNION ALL"
+"     SELECT s.partition,"
+"            CASE WHEN f.created_at >= $5 THEN s.lo ELSE m.mid + 1 END,"
+"            CASE WHEN f.created_at >= $5 THEN m.mid ELSE s.hi END"
+"       FROM s CROSS JOIN LATERAL (SELECT (s.lo + s.hi) / 2 AS mid) m"
+"      CROSS JOIN LATERAL mq.fetch($2, s.partition, m.mid, 1) f"
+"      WHERE s.lo < s.hi)"
+" SELECT $2 AS topic, p.partition, mq.committed_offset($1, $2, p.partition) AS current_offset,"
+"        CASE $3 WHEN 'earliest' THEN p.log_start_offset"
+"                WHEN 'latest' THEN p.high_watermark"
+"                WHEN 'offset' THEN least(greatest($4, p.log_start_offset), p.high_watermark)"
+"                ELSE coalesce((SELECT s.lo FROM s WHERE s.partition = p.partition AND s.lo >= s.hi),"
+"                              p.high_watermark) END AS new_offset"
+"   FROM p ORDER BY p.partition";
+
+/* Active members of the group (sessions not timed out). */
+static int64_t
+active_members(PGconn *conn, const MqParams *group_param)
+{
+	PGresult   *res = mqctl_exec(conn,
+								 "SELECT count(*) FROM mq.group_members m"
+								 " WHERE m.group_id = $1 AND " ACTIVE_MEMBER,
+								 group_param, 0);
+	int64_t		n = strtoll(PQgetvalue(res, 0, 0), NULL, 10);
+
+	PQclear(res);
+	return n;
+}
+
+/* Commit the plan's new offsets (in the caller's transaction). */
+static void
+commit_plan(PGconn *conn, const char *group, const char *topic, const PGresult *plan)
+{
+	MqArray		parts;
+	MqArray		offsets;
+	MqParams	params;
+	const char *data;
+	int			len;
+
+	mq_array_init(&parts, MQ_INT4OID);
+	mq_array_init(&offsets, MQ_INT8OID);
+	for (int r = 0; r < PQntuples(plan); r++)
+	{
+		mq_array_add_int32(&parts, atoi(PQgetvalue(plan, r, 1)));
+		mq_array_add_int64(&offsets, strtoll(PQgetvalue(plan, r, 3), NULL, 10));
+	}
+	mq_params_init(&params);
+	mq_param_text(&params, MQ_TEXTOID, group);
+	mq_param_text(&params, MQ_TEXTOID, topic);
+	data = mq_array_bytes(&parts, &len);
+	mq_param_binary(&params, MQ_INT4ARRAYOID, data, len);
+	data = mq_array_bytes(&offsets, &len);
+	mq_param_binary(&params, MQ_INT8ARRAYOID, data, len);
+	PQclear(mqctl_exec(conn,
+					   "SELECT mq.commit_offset($1, $2, u.p, u.o)"
+					   "  FROM unnest($3::int4[], $4::int8[]) AS u(p, o)",
+					   &params, 0));
+	mq_array_free(&parts);
+	mq_array_free(&offsets);
+}
+
+int
+cmd_group_reset_offsets(const MqctlCommand *cmd, int argc, char **argv)
+{
+	static const struct option longopts[] = {
+		{"topic", required_argument, NULL, 't'},
+		{"to-earliest", no_argument, NULL, OPT_TO_EARLIEST},
+		{"to-latest", no_argument, NULL, OPT_TO_LATEST},
+		{"to-offset", required_argument, NULL, OPT_TO_OFFSET},
+		{"to-datetime", required_argument, NULL, OPT_TO_DATETIME},
+		{"execute", no_argument, NULL, OPT_EXECUTE},
+		{"force", no_argument, NULL, OPT_FORCE},
+		{"format", required_argument, NULL, OPT_FORMAT},
+		{NULL, 0, NULL, 0}
+	};
+	CliParser	p;
+	OutputFormat format = OUTPUT_TABLE;
+	const char *topic = NULL;
+	int			target = -1;
+	int			ntargets = 0;
+	int64_t		to_offset = 0;
+	const char *to_datetime = NULL;
+	bool		execute = false;
+	bool		force = false;
+	const char *group;
+	MqParams	params;
+	MqParams	check;
+	MqError		err = MQ_ERROR_INIT;
+	PGconn	   *conn;
+	PGresult   *res;
+	int64_t		members;
+	int			c;
+
+	mqctl_parser_init(&p, cmd, argc, argv, "t:", longopts);
+	while ((c = cli_next(&p)) != -1)
+	{
+		switch (c)
+		{
+			case 't':
+				if (optarg[0] == '\0')
+					cli_usage_error(&p, "--topic must not be empty");
+				topic = optarg;
+				break;
+			case OPT_TO_EARLIEST:
+			case OPT_TO_LATEST:
+			case OPT_TO_OFFSET:
+			case OPT_TO_DATETIME:
+				target = c - OPT_TO_EARLIEST;
+				ntargets++;
+				if (c == OPT_TO_OFFSET)
+					to_offset = cli_int(&p, "--to-offset", optarg, 0, INT64_MAX);
+				if (c == OPT_TO_DATETIME)
+					to_datetime = optarg;
+				break;
+			case OPT_EXECUTE:
+				execute = true;
+				break;
+			case OPT_FORCE:
+				force = true;
+				break;
+			case OPT_FORMAT:
+				format = output_parse_format(&p, optarg);
+				break;
+		}
+	}
+	group = group_argument(&p);
+	if (topic == NULL)
+		cli_usage_error(&p, "--topic is required");
+	if (ntargets == 0)
+		cli_usage_error(&p, "say where to: --to-earliest, --to-latest, --to-offset or --to-datetime");
+	if (ntargets > 1)
+		cli_usage_error(&p, "give one of --to-earliest, --to-latest, --to-offset and --to-datetime");
+
+	conn = mqctl_connect();
+	mq_params_init(&params);
+	mq_param_text(&params, MQ_TEXTOID, group);
+	mq_param_text(&params, MQ_TEXTOID, topic);
+	mq_param_text(&params, MQ_TEXTOID, reset_targets[target]);
+	mq_param_int(&params, MQ_INT8OID, to_offset);
+	mq_param_text(&params, MQ_TIMESTAMPTZOID, to_datetime);
+
+	/* the server reads the time, so it is the server that can tell it is wrong */
+	if (to_datetime != NULL)
+	{
+		mq_params_init(&check);
+		mq_param_text(&check, MQ_TEXTOID, to_datetime);
+		res = mq_exec(conn, "SELECT $1::timestamptz", &check, 0, &err);
+		if (res == NULL)
+		{
+			if (err.connection_lost || strncmp(err.sqlstate, "22", 2) != 0)
+				mqctl_fail(conn, &err);
+			PQfinish(conn);
+			cli_usage_error(&p, "--to-datetime: \"%s\" is not a date and time: %s "
+							"(use ISO 8601, e.g. 2026-11-29T10:00:00Z)", to_datetime, err.message);
+		}
+		PQclear(res);
+	}
+
+	mq_params_init(&check);
+	mq_param_text(&check, MQ_TEXTOID, topic);
+	res = mqctl_exec(conn, "SELECT 1 FROM mq.topics WHERE topic = $1", &check, 0);
+	if (PQntuples(res) == 0)
+	{
+		/* the words of the server's MQ001 */
+		mq_log_error("topic \"%s\" does not exist", topic);
+		PQclear(res);
+		PQfinish(conn);
+		return MQ_EXIT_SERVER;
+	}
+	PQclear(res);
+
+	/*
+	 * With --execute, one transaction: the group's row locked against
+	 * members joining, the members counted, the plan made and committed.
+	 */
+	mq_params_init(&check);
+	mq_param_text(&check, MQ_TEXTOID, group);
+	if (execute)
+	{
+		mqctl_command(conn, "BEGIN");
+		PQclear(mqctl_exec(conn, "SELECT 1 FROM mq.consumer_group WHERE group_id = $1 FOR UPDATE",
+						   &check, 0));
+	}
+	members = active_members(conn, &check);
+	if (members > 0 && execute && !force)
+	{
+		mq_log_error("consumer group \"%s\" has %lld active member%s: stop %s before resetting its offsets",
+					 group, (long long) members, members > 1 ? "s" : "", members > 1 ? "them" : "it");
+		fprintf(stderr, "%s: hint: Members commit their own positions and would overwrite the new offsets; "
+				"--force resets all the same.\n", mq_progname);
+		PQfinish(conn);
+		return MQ_EXIT_SERVER;
+	}
+
+	res = mqctl_exec(conn, plan_sql, &params, 0);
+	if (execute)
+	{
+		commit_plan(conn, group, topic, res);
+		mqctl_command(conn, "COMMIT");
+	}
+
+	if (format == OUTPUT_JSON)
+		output_json(output_rows_json(res), JSON_INDENT(2));
+	else
+		output_table(res);
+	output_flush();
+	if (!execute)
+	{
+		if (members > 0)
+			mq_log_warning("consumer group \"%s\" has %lld active member%s: --execute will be refused "
+						   "without --force", group, (long long) members, members > 1 ? "s" : "");
+		mq_log_info("dry run: no offset was changed; add --execute to commit the new offsets");
+	}
+	else
+		mq_log_info("committed the new offsets of group \"%s\" on %d partition%s of topic \"%s\"",
+					group, PQntuples(res), PQntuples(res) == 1 ? "" : "s", topic);
+	PQclear(res);
+	PQfinish(conn);
+	cli_free(&p);
+	return MQ_EXIT_OK;
+}
