@@ -395,6 +395,63 @@ append_to_segment(MqSegment *seg, int32 partition, MqRecordIn *recs, int n,
 }
 
 /*
+ * Take the partition's produce lock, then look the topic up again: it may
+ * have changed (or been dropped and created anew under another id) while
+ * we waited, and the segments we append to must be the current ones.
+ */
+static MqTopic *
+lock_for_append(const char *topic_name, int32 partition)
+{
+	MqTopic    *topic = mq_topic_lookup(topic_name, false);
+	int32		locked_id;
+
+	(void) mq_topic_partition(topic, partition);
+	do
+	{
+		locked_id = topic->topic_id;
+		mq_lock_partition(topic->topic_id, partition);
+		AcceptInvalidationMessages();
+		topic = mq_topic_lookup(topic_name, false);
+	} while (topic->topic_id != locked_id);
+	return topic;
+}
+
+/*
+ * Write records [0, n) at offsets next.. into the segments covering them,
+ * creating a missing segment if maintenance has not (the topic is looked up
+ * again afterwards, hence *topic).
+ */
+static void
+write_records(const char *topic_name, MqTopic **topic, int32 partition,
+			  MqRecordIn *recs, int n, int64 next, MqProducer *producer,
+			  TimestampTz now, MqRecordMeta *meta)
+{
+	MqPartition *part = mq_topic_partition(*topic, partition);
+
+	for (int done = 0; done < n;)
+	{
+		MqSegment  *seg = segment_for_offset(part, next);
+		int			k;
+
+		if (seg == NULL)
+		{
+			create_missing_segments(*topic, partition);
+			*topic = mq_topic_lookup(topic_name, false);
+			part = mq_topic_partition(*topic, partition);
+			seg = segment_for_offset(part, next);
+			if (seg == NULL)
+				elog(ERROR, "mq: no segment covers offset " INT64_FORMAT " of \"%s\" partition %d",
+					 next, topic_name, partition);
+		}
+		k = (int) Min((int64) (n - done), seg->end - next);
+		append_to_segment(seg, partition, recs + done, k, next, producer, now,
+						  meta ? meta + done : NULL);
+		next += k;
+		done += k;
+	}
+}
+
+/*
  * Append records to one partition; returns the offset of the first.  The
  * records get consecutive offsets in array order.  With a producer, a batch
  * that repeats one of the producer's last five returns the offset the
@@ -404,58 +461,20 @@ int64
 mq_log_append(const char *topic_name, int32 partition, MqRecordIn *recs,
 			  int nrecs, MqProducer *producer)
 {
-	MqTopic    *topic = mq_topic_lookup(topic_name, false);
-	MqPartition *part;
-	int32		locked_id;
+	MqTopic    *topic = lock_for_append(topic_name, partition);
+	MqPartition *part = mq_topic_partition(topic, partition);
 	int64		base;
-	int64		next;
-	TimestampTz now;
-
-	(void) mq_topic_partition(topic, partition);
-
-	/*
-	 * Lock, then look again: the topic may have changed (or been dropped and
-	 * created anew under another id) while we waited.
-	 */
-	do
-	{
-		locked_id = topic->topic_id;
-		mq_lock_partition(topic->topic_id, partition);
-		AcceptInvalidationMessages();
-		topic = mq_topic_lookup(topic_name, false);
-	} while (topic->topic_id != locked_id);
-	part = mq_topic_partition(topic, partition);
 
 	/* replication hook: only the current leader of a replicated partition appends */
 	if (part->replicated)
 		mq_replica_check_produce(topic, partition);
 
-	base = next = mq_log_end_offset(part, SnapshotSelf);
+	base = mq_log_end_offset(part, SnapshotSelf);
 	if (producer != NULL &&
 		mq_producer_check_sequence(topic, partition, producer, nrecs, &base))
 		return base;			/* a retry: the original offsets, nothing written */
-	now = GetCurrentTimestamp();
-
-	for (int done = 0; done < nrecs;)
-	{
-		MqSegment  *seg = segment_for_offset(part, next);
-		int			k;
-
-		if (seg == NULL)
-		{
-			create_missing_segments(topic, partition);
-			topic = mq_topic_lookup(topic_name, false);
-			part = mq_topic_partition(topic, partition);
-			seg = segment_for_offset(part, next);
-			if (seg == NULL)
-				elog(ERROR, "mq: no segment covers offset " INT64_FORMAT " of \"%s\" partition %d",
-					 next, topic_name, partition);
-		}
-		k = (int) Min((int64) (nrecs - done), seg->end - next);
-		append_to_segment(seg, partition, recs + done, k, next, producer, now, NULL);
-		next += k;
-		done += k;
-	}
+	write_records(topic_name, &topic, partition, recs, nrecs, base, producer,
+				  GetCurrentTimestamp(), NULL);
 	if (producer != NULL)
 		mq_producer_record_batch(topic, partition, producer, nrecs, base);
 	mq_notify_at_commit(topic->topic_id);
@@ -472,41 +491,17 @@ int64
 mq_log_append_at(const char *topic_name, int32 partition, MqRecordIn *recs,
 				 MqRecordMeta *meta, int nrecs, int64 base_offset)
 {
-	MqTopic    *topic = mq_topic_lookup(topic_name, false);
-	MqPartition *part;
-	int64		next;
+	MqTopic    *topic = lock_for_append(topic_name, partition);
+	int64		next = mq_log_end_offset(mq_topic_partition(topic, partition), SnapshotSelf);
 
-	mq_lock_partition(topic->topic_id, partition);
-	AcceptInvalidationMessages();
-	topic = mq_topic_lookup(topic_name, false);
-	part = mq_topic_partition(topic, partition);
-	next = mq_log_end_offset(part, SnapshotSelf);
 	if (next != base_offset)
 		ereport(ERROR,
 				(errcode(ERRCODE_MQ_OFFSET_OUT_OF_RANGE),
 				 errmsg("replica of \"%s\" partition %d ends at offset " INT64_FORMAT ", not " INT64_FORMAT,
 						topic_name, partition, next, base_offset),
 				 errhint("The broker truncates or refetches from the log end offset.")));
-	for (int done = 0; done < nrecs;)
-	{
-		MqSegment  *seg = segment_for_offset(part, next);
-		int			k;
-
-		if (seg == NULL)
-		{
-			create_missing_segments(topic, partition);
-			topic = mq_topic_lookup(topic_name, false);
-			part = mq_topic_partition(topic, partition);
-			seg = segment_for_offset(part, next);
-			if (seg == NULL)
-				elog(ERROR, "mq: no segment covers offset " INT64_FORMAT " of \"%s\" partition %d",
-					 next, topic_name, partition);
-		}
-		k = (int) Min((int64) (nrecs - done), seg->end - next);
-		append_to_segment(seg, partition, recs + done, k, next, NULL, 0, meta + done);
-		next += k;
-		done += k;
-	}
+	write_records(topic_name, &topic, partition, recs, nrecs, next, NULL, 0, meta);
+	next += nrecs;
 	mq_notify_at_commit(topic->topic_id);
 	return next;
 }
