@@ -1,6 +1,8 @@
 #!/usr/bin/env bash
 # Demo: build + install mq, start a throwaway cluster, CREATE EXTENSION mq,
-# run scripts/demo.sql with psql, stop the cluster (also on failure / ^C).
+# run scripts/demo.sql with psql, stop the cluster (also on failure / ^C);
+# then the replication demo, scripts/demo-cluster.sh (3 data nodes, a
+# coordinator, 3 brokers; the leader is killed while producing).
 set -euo pipefail
 
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
@@ -25,4 +27,9 @@ fi
 
 mq_phase "stop cluster"
 cluster_stop
+echo "single-node demo done"
+
+# Replication: 3 data nodes, a coordinator and 3 brokers; the leader's node
+# is killed while producing with acks=all (scripts/demo-cluster.sh)
+MQ_DEMO_SKIP_BUILD=1 bash scripts/demo-cluster.sh
 echo "demo done"

@@ -343,3 +343,106 @@ mq_build_install() {
 		return 1
 	fi
 }
+
+# ---------------------------------------------------------------------------
+# Replicated clusters: data nodes, a coordinator and mq-broker processes
+# (docs/replication.md).  Each node and the coordinator is a cluster_start
+# cluster; each broker is a background process stopped (SIGTERM) at exit,
+# before the clusters.
+#
+#   cluster_start node1; cluster_start node2; cluster_start node3
+#   cluster_start coord
+#   for n in node1 node2 node3 coord; do cluster_psql $n -c 'CREATE EXTENSION mq'; done
+#   broker_start 1 node1 coord; broker_start 2 node2 coord; broker_start 3 node3 coord
+#   cluster_psql coord -c "SELECT mq_coord.create_topic('t', 1, '{...}')"
+# ---------------------------------------------------------------------------
+declare -gA MQ_BROKER_PID=()
+
+# cluster_conninfo NAME: a libpq connection string for cluster NAME
+# (loopback trust authentication: no password).
+cluster_conninfo() {
+	local name="${1:?cluster_conninfo NAME}"
+	printf 'host=%s port=%s dbname=postgres user=postgres\n' \
+		"${MQ_CLUSTER_DIR[$name]:?no such cluster: $name}" "${MQ_CLUSTER_PORT[$name]}"
+}
+
+# cluster_psql NAME [psql args...]: psql -X -q -v ON_ERROR_STOP=1 on NAME.
+cluster_psql() {
+	local name="${1:?cluster_psql NAME [args]}"
+	shift
+	psql -X -q -v ON_ERROR_STOP=1 -d "$(cluster_conninfo "$name")" "$@"
+}
+
+# cluster_kill9 NAME: kill -9 the postmaster of NAME and wait until it and
+# its children are gone (so that cluster_restart can start it again).
+cluster_kill9() {
+	local name="${1:?cluster_kill9 NAME}" data pid p i kids
+	data="${MQ_CLUSTER_DIR[$name]:?no such cluster: $name}/data"
+	pid="$(head -n 1 "$data/postmaster.pid" 2>/dev/null || true)"
+	[[ "$pid" =~ ^[0-9]+$ ]] || return 0
+	kids="$(pgrep -P "$pid" || true)"
+	kill -KILL "$pid" 2>/dev/null || true
+	# the children leave once they notice; the shared memory goes with them
+	for p in $pid $kids; do
+		for ((i = 0; i < 500; i++)); do
+			kill -0 "$p" 2>/dev/null || break
+			sleep 0.01
+		done
+	done
+}
+
+# cluster_restart NAME: start NAME again (same data, port and socket dir).
+cluster_restart() {
+	local name="${1:?cluster_restart NAME}" dir
+	dir="${MQ_CLUSTER_DIR[$name]:?no such cluster: $name}"
+	local pid
+	pid="$(head -n 1 "$dir/data/postmaster.pid" 2>/dev/null || true)"
+	if [[ "$pid" =~ ^[0-9]+$ ]] && ! kill -0 "$pid" 2>/dev/null; then
+		rm -f "$dir/data/postmaster.pid"	# left by cluster_kill9
+	fi
+	as_postgres pg_ctl -D "$dir/data" -l "$dir/server.log" -w -t 60 start >/dev/null
+}
+
+# broker_start ID NODE COORD [ini line...]: start mq-broker with id ID for
+# cluster NODE, coordinated by cluster COORD; extra lines go to the end of
+# its ini file (say "[replication]" "replica.lag.time.max.ms = 5000").  Its
+# log is NODE's directory's broker.log.  The broker of the build tree is
+# used when there is one, else mq-broker from PATH.
+broker_start() {
+	local id="${1:?broker_start ID NODE COORD}" node="${2:?}" coord="${3:?}"
+	shift 3
+	local dir="${MQ_CLUSTER_DIR[$node]:?no such cluster: $node}" bin line
+	bin="$MQ_REPO_ROOT/broker/mq-broker/mq-broker"
+	[[ -x "$bin" ]] || bin="$(command -v mq-broker)" || {
+		mq_log "broker_start: mq-broker not built (make) nor installed"
+		return 1
+	}
+	{
+		printf '[broker]\nid = %s\nnode = %s\nnode.name = %s\ncoordinator = %s\n' \
+			"$id" "$(cluster_conninfo "$node")" "$node" "$(cluster_conninfo "$coord")"
+		for line in "$@"; do printf '%s\n' "$line"; done
+	} >"$dir/broker.ini"
+	"$bin" -c "$dir/broker.ini" >>"$dir/broker.log" 2>&1 &
+	MQ_BROKER_PID[$id]=$!
+	# stopped with the other children at exit, before the clusters
+	MQ_CHILD_PIDS+=("$!")
+}
+
+# broker_stop ID [SIGNAL]: signal broker ID (default TERM) and, unless the
+# signal is STOP or CONT, wait for it to exit.
+broker_stop() {
+	local id="${1:?broker_stop ID [SIGNAL]}" sig="${2:-TERM}" pid
+	pid="${MQ_BROKER_PID[$id]:-}"
+	[[ -n "$pid" ]] || return 0
+	kill -"$sig" "$pid" 2>/dev/null || true
+	case "$sig" in
+	STOP | CONT) return 0 ;;
+	esac
+	wait "$pid" 2>/dev/null || true
+	unset 'MQ_BROKER_PID[$id]'
+	local p kept=()
+	for p in "${MQ_CHILD_PIDS[@]}"; do
+		[[ "$p" == "$pid" ]] || kept+=("$p")
+	done
+	MQ_CHILD_PIDS=("${kept[@]}")
+}

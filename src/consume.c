@@ -210,6 +210,9 @@ read_partition(MqTopic *topic, MqPartition *part, int64 from, int max,
 	int64		next = from;
 	int			count = 0;
 
+	/* replication hook (replica.c): only the partition's leader serves reads */
+	if (part->replicated)
+		mq_replica_check_leader(topic, part->partition);
 	for (int i = 0; i < part->nsegs && count < max && next < stop; i++)
 	{
 		MqSegment  *seg = &part->segs[i];

@@ -46,6 +46,7 @@
 #define MQ_LOCK_PRODUCE		0x4D51	/* one producer per partition at a time */
 #define MQ_LOCK_CLAIM		0x4D52	/* a poller's claim on a group's partition */
 #define MQ_LOCK_PRODUCER	0x4D53	/* shared by sends, exclusive by init_producer */
+#define MQ_LOCK_BROKER		0x4D54	/* held by the node's mq-broker session (replica.c) */
 
 /* Column numbers of a log table (1-based, as in the CREATE TABLE) */
 #define Anum_log_partition		1
@@ -141,6 +142,7 @@ extern int64 mq_log_append_at(const char *topic_name, int32 partition,
 							  MqRecordIn *recs, MqRecordMeta *meta, int nrecs,
 							  int64 base_offset);
 extern void mq_replica_check_produce(MqTopic *topic, int32 partition);
+extern void mq_replica_check_leader(MqTopic *topic, int32 partition);
 
 /* notify.c: waking long pollers */
 extern void mq_notify_init(void);

@@ -5,7 +5,8 @@
  *	  (src/sql/60_replica.sql) that need C.  Appending fetched records at
  *	  the leader's offsets, truncating a divergent suffix, waiting for new
  *	  records (a follower's long poll) and for the high watermark (acks=all),
- *	  and refusing produce on a partition this node does not lead.
+ *	  and refusing produce and consume on a partition this node does not
+ *	  lead.
  *
  * Who decides what.  The broker (broker/mq-broker) decides roles and
  * epochs from the coordinator and tells the node with
@@ -16,6 +17,15 @@
  * coordinator are not leases: a paused broker may still believe it leads.
  * The epoch checks themselves are in SQL (mq._replica_fence); the
  * functions here run after them, under the partition's produce lock.
+ *
+ * A node's leadership lives only as long as its broker.  The broker's
+ * session on its node holds an advisory lock (mq.replica_attach_broker);
+ * once a node has had a broker, a leader whose broker is gone (killed,
+ * or cut off from its node) takes no produce, serves no reads and
+ * acknowledges no acks=all: nobody would tell it that it was deposed,
+ * and its clients should move to the new leader now rather than time
+ * out.  Nodes that never had a broker (tests playing the broker by hand)
+ * are not affected.
  *
  * Waiting.  Both waits use notify.c: an append wakes the topic's waiters
  * at commit, and so does every high-watermark, ISR or role change made by
@@ -50,6 +60,7 @@ PG_FUNCTION_INFO_V1(mq_replica_wait_records);
 PG_FUNCTION_INFO_V1(mq_replica_await_hwm);
 PG_FUNCTION_INFO_V1(mq_replica_append_records);
 PG_FUNCTION_INFO_V1(mq_replica_truncate_records);
+PG_FUNCTION_INFO_V1(mq_replica_attach_broker);
 
 /* Attribute numbers of mq.replica_batch (keep in step with 60_replica.sql) */
 #define RB_BASE_OFFSET		1
@@ -76,6 +87,7 @@ typedef struct ReplicaState
 	int32		leader_id;		/* -1 when unknown */
 	char		leader_name[256];
 	int			isr_size;
+	bool		brokered;		/* a broker has attached to this node */
 } ReplicaState;
 
 static void
@@ -98,7 +110,8 @@ read_state(int32 topic_id, int32 partition, ReplicaState *st)
 		Oid			argtypes[2] = {INT4OID, INT4OID};
 
 		plan = mq_spi_prepare("SELECT p.role, p.leader_epoch, p.high_watermark, r.leader_id, "
-							  "       r.leader_name, pg_catalog.cardinality(r.isr) "
+							  "       r.leader_name, pg_catalog.cardinality(r.isr), "
+							  "       EXISTS (SELECT 1 FROM mq.replica_broker) "
 							  "  FROM mq.partition_state p "
 							  "  LEFT JOIN mq.replica_partition r "
 							  "    ON r.topic_id = p.topic_id AND r.partition = p.partition "
@@ -129,6 +142,7 @@ read_state(int32 topic_id, int32 partition, ReplicaState *st)
 			strlcpy(st->leader_name, s, sizeof(st->leader_name));
 		d = SPI_getbinval(tup, desc, 6, &isnull);
 		st->isr_size = isnull ? 0 : DatumGetInt32(d);
+		st->brokered = DatumGetBool(SPI_getbinval(tup, desc, 7, &isnull));
 	}
 	mq_spi_end(&spi);
 	PopActiveSnapshot();
@@ -155,6 +169,60 @@ raise_not_leader(const char *topic_name, int32 partition, ReplicaState *st)
 }
 
 /*
+ * Is the node's broker attached (its session holds MQ_LOCK_BROKER)?  A
+ * conditional share lock that we get means nobody holds it.  The broker's
+ * own session holds it already and asks nothing of the lock manager.
+ */
+static bool
+broker_attached(void)
+{
+	LOCKTAG		tag;
+
+	SET_LOCKTAG_ADVISORY(tag, MyDatabaseId, 0, 0, MQ_LOCK_BROKER);
+	if (LockHeldByMe(&tag, ExclusiveLock))
+		return true;
+	if (LockAcquire(&tag, ShareLock, false, true) == LOCKACQUIRE_NOT_AVAIL)
+		return true;
+	LockRelease(&tag, ShareLock, false);
+	return false;
+}
+
+/* A leader that lost its broker: refuse as not_leader (see the header). */
+static void
+check_broker(const char *topic_name, int32 partition, ReplicaState *st)
+{
+	if (!st->brokered || strcmp(st->role, "leader") != 0 || broker_attached())
+		return;
+	ereport(ERROR,
+			(errcode(ERRCODE_MQ_NOT_LEADER),
+			 errmsg("this node's broker is not running, so it no longer leads \"%s\" partition %d",
+					topic_name, partition),
+			 errdetail("The node led leader epoch %d; without its broker it cannot learn that another "
+					   "replica was elected meanwhile.", st->leader_epoch),
+			 errhint("Send to the new leader: mq_coord.metadata on the coordinator names it.")));
+}
+
+/*
+ * mq._replica_attach_broker(): the broker's node session holds the broker
+ * lock for as long as it lives (mq.replica_attach_broker records which
+ * broker).  A second broker on the same node is refused.
+ */
+Datum
+mq_replica_attach_broker(PG_FUNCTION_ARGS)
+{
+	LOCKTAG		tag;
+
+	SET_LOCKTAG_ADVISORY(tag, MyDatabaseId, 0, 0, MQ_LOCK_BROKER);
+	if (!LockHeldByMe(&tag, ExclusiveLock) &&
+		LockAcquire(&tag, ExclusiveLock, true, true) == LOCKACQUIRE_NOT_AVAIL)
+		ereport(ERROR,
+				(errcode(ERRCODE_MQ_INVALID_ARGUMENT),
+				 errmsg("another mq-broker is attached to this node"),
+				 errhint("Run one broker per node; see mq.replica_broker for the one attached.")));
+	PG_RETURN_VOID();
+}
+
+/*
  * Called by mq_log_append under the produce lock for replicated
  * partitions: only the leader in its current epoch takes new records.
  * The broker changes the role under the same lock, so an append either
@@ -168,6 +236,29 @@ mq_replica_check_produce(MqTopic *topic, int32 partition)
 	read_state(topic->topic_id, partition, &st);
 	if (st.found && strcmp(st.role, "follower") == 0)
 		raise_not_leader(topic->name, partition, &st);
+	if (st.found)
+		check_broker(topic->name, partition, &st);
+}
+
+/*
+ * Called by consume.c before it reads a replicated partition (mq.fetch,
+ * mq.poll, and again after every long-poll wake-up): consumers read from
+ * the leader, as Kafka's do, so that what they see is what the leader's
+ * high watermark covers now, not what a follower heard of last.  A
+ * follower, or a resigned leader, raises not_leader naming the leader.
+ * Unreplicated partitions never get here (the topic cache knows), so they
+ * pay nothing; a replicated one pays one catalog lookup per read.
+ */
+void
+mq_replica_check_leader(MqTopic *topic, int32 partition)
+{
+	ReplicaState st;
+
+	read_state(topic->topic_id, partition, &st);
+	if (st.found && strcmp(st.role, "leader") != 0)
+		raise_not_leader(topic->name, partition, &st);
+	if (st.found)
+		check_broker(topic->name, partition, &st);
 }
 
 /* mq._replica_lock(topic_id, partition): the produce lock, until commit */
@@ -205,9 +296,13 @@ current_log_end(int32 topic_id, int32 partition)
 }
 
 /*
- * mq._replica_wait_records(topic_id, partition, fetch_offset, wait_ms):
- * the leader side of a follower's long poll.  Returns true as soon as the
- * log ends beyond fetch_offset, false when wait_ms passed first.
+ * mq._replica_wait_records(topic_id, partition, fetch_offset, wait_ms,
+ * known_hwm): the leader side of a follower's long poll.  Returns true as
+ * soon as the log ends beyond fetch_offset or the high watermark is no
+ * longer known_hwm (the follower should hear of it), false when wait_ms
+ * passed first.  Waking on the high watermark instead of refusing to wait
+ * while it lags keeps a caught-up follower from spinning on empty fetches
+ * while the other followers catch up.
  */
 Datum
 mq_replica_wait_records(PG_FUNCTION_ARGS)
@@ -217,12 +312,17 @@ mq_replica_wait_records(PG_FUNCTION_ARGS)
 	int64		offset = PG_GETARG_INT64(2);
 	TimestampTz deadline = TimestampTzPlusMilliseconds(GetCurrentTimestamp(),
 													   Max(PG_GETARG_INT32(3), 0));
+	int64		known_hwm = PG_GETARG_INT64(4);
 
 	for (;;)
 	{
 		uint64		seen = mq_notify_counter(topic_id);
+		ReplicaState st;
 
 		if (current_log_end(topic_id, partition) > offset)
+			PG_RETURN_BOOL(true);
+		read_state(topic_id, partition, &st);
+		if (!st.found || st.high_watermark != known_hwm)
 			PG_RETURN_BOOL(true);
 		if (!mq_notify_wait(topic_id, seen, deadline) &&
 			GetCurrentTimestamp() >= deadline)
@@ -267,6 +367,8 @@ mq_replica_await_hwm(PG_FUNCTION_ARGS)
 				PG_RETURN_INT64(st.high_watermark); /* replicated before it resigned */
 			raise_not_leader(topic_name, partition, &st);
 		}
+		if (st.high_watermark < target)
+			check_broker(topic_name, partition, &st);
 		if (st.high_watermark >= target)
 		{
 			if (st.isr_size < min_isr)
@@ -279,8 +381,7 @@ mq_replica_await_hwm(PG_FUNCTION_ARGS)
 						 errhint("Retry with the same producer id and sequence: an idempotent retry is not written twice.")));
 			PG_RETURN_INT64(st.high_watermark);
 		}
-		if (!mq_notify_wait(topic_id, seen, deadline) &&
-			GetCurrentTimestamp() >= deadline)
+		if (GetCurrentTimestamp() >= deadline)
 			ereport(ERROR,
 					(errcode(ERRCODE_MQ_REQUEST_TIMED_OUT),
 					 errmsg("timed out after %d ms waiting for the in-sync replicas of \"%s\" partition %d to reach offset " INT64_FORMAT,
@@ -288,6 +389,13 @@ mq_replica_await_hwm(PG_FUNCTION_ARGS)
 					 errdetail("The high watermark is " INT64_FORMAT "; the records are committed on the leader only.",
 							   st.high_watermark),
 					 errhint("Retry with the same producer id and sequence: an idempotent retry is not written twice.")));
+
+		/*
+		 * A broker's death sends no notification: look again at least every
+		 * 250 ms (check_broker above) rather than sleep until the deadline.
+		 */
+		(void) mq_notify_wait(topic_id, seen,
+							  Min(deadline, TimestampTzPlusMilliseconds(GetCurrentTimestamp(), 250)));
 		CHECK_FOR_INTERRUPTS();
 	}
 }

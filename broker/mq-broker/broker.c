@@ -96,6 +96,34 @@ node_exec(Broker *b, const char *sql, const MqParams *params, int fmt, MqError *
 	return res;
 }
 
+/*
+ * The node's connection is idle between ticks, so when it turns readable
+ * the server spoke on its own: almost always to say it is going away
+ * (FATAL, then EOF).  main.c watches it, so that a leader whose node dies
+ * gives up leadership and liveness at once instead of at its next tick.
+ */
+void
+broker_node_readable(Broker *b)
+{
+	PGresult   *res;
+
+	if (b->node == NULL)
+		return;
+	if (!PQconsumeInput(b->node) || PQstatus(b->node) != CONNECTION_OK)
+	{
+		MqError		err = MQ_ERROR_INIT;
+
+		err.message = mq_strdup(PQerrorMessage(b->node));
+		err.connection_lost = true;
+		broker_node_lost(b, &err);
+		mq_error_free(&err);
+		return;
+	}
+	/* nothing is in flight: whatever arrived is not for a statement of ours */
+	while (!PQisBusy(b->node) && (res = PQgetResult(b->node)) != NULL)
+		PQclear(res);
+}
+
 static void coord_lost(Broker *b, const MqError *err);
 
 static PGresult *
@@ -226,6 +254,23 @@ ensure_node(Broker *b)
 		mq_error_free(&err);
 		return;
 	}
+	/*
+	 * Our appends must be durable before our next fetch offset acknowledges
+	 * them to the leader: with the server's synchronous_commit = off, a
+	 * crash of this node would take back records the leader already counted
+	 * as replicated here (test/t/105 loses acknowledged records without
+	 * this).  'local' is enough; a stricter setting is kept.
+	 */
+	if (!mq_command(b->node, "SELECT CASE WHEN pg_catalog.current_setting('synchronous_commit') = 'off' "
+					"THEN pg_catalog.set_config('synchronous_commit', 'local', false) END", &err))
+	{
+		log_error("cannot make the node session's commits durable", &err);
+		mq_error_free(&err);
+		PQfinish(b->node);
+		b->node = NULL;
+		b->node_retry_us = mq_now_us() + (int64_t) b->cfg->retry_ms * 1000;
+		return;
+	}
 	/* whatever the node led before (say, before a crash) it does not lead now */
 	res = node_exec(b, "SELECT mq.replica_resign_all()", NULL, 0, &err);
 	if (res == NULL)
@@ -238,6 +283,32 @@ ensure_node(Broker *b)
 			   "partitions will follow the coordinator's leaders",
 			   mq_conn_label(b->node), PQgetvalue(res, 0, 0));
 	PQclear(res);
+
+	/*
+	 * From now on the node trusts its leaderships only while this session
+	 * lives: if we die, clients of its partitions get not_leader at once
+	 * instead of waiting for acknowledgements nobody will give.
+	 */
+	{
+		MqParams	prm;
+
+		mq_params_init(&prm);
+		mq_param_int(&prm, MQ_INT4OID, b->cfg->broker_id);
+		res = node_exec(b, "SELECT mq.replica_attach_broker($1)", &prm, 0, &err);
+		if (res == NULL)
+		{
+			log_error("cannot attach to the node", &err);
+			mq_error_free(&err);
+			if (b->node)
+			{
+				PQfinish(b->node);
+				b->node = NULL;
+			}
+			b->node_retry_us = mq_now_us() + (int64_t) b->cfg->retry_ms * 1000;
+			return;
+		}
+		PQclear(res);
+	}
 	drop_roles(b, true);
 }
 
@@ -423,6 +494,7 @@ read_assignments(Broker *b)
 			p->partition = partition;
 			p->state = PART_NONE;
 			p->applied_epoch = -1;
+			p->m_log_end = p->m_hwm = p->m_leader_log_end = -1;
 			p->next = b->parts;
 			b->parts = p;
 			broker_log("info", "%s: assigned a replica; will create it on the node if missing",
@@ -545,8 +617,6 @@ try_elect(Broker *b, Part *p)
 	int			prev = p->leader;
 	char		rbuf[128],
 				ibuf[128];
-	const int  *isr = p->isr;
-	int			nisr = p->nisr;
 	int			me = b->cfg->broker_id;
 
 	if (!p->lock_held)
@@ -587,7 +657,8 @@ try_elect(Broker *b, Part *p)
 	mq_param_text(&prm, MQ_TEXTOID, p->topic);
 	mq_param_int(&prm, MQ_INT4OID, p->partition);
 	mq_param_int(&prm, MQ_INT4OID, me);
-	res = coord_exec(b, "SELECT mq_coord.elect($1, $2, $3), isr FROM mq_coord.partition "
+	mq_param_int(&prm, MQ_INT4OID, b->cfg->session_timeout_ms);
+	res = coord_exec(b, "SELECT mq_coord.elect($1, $2, $3, $4), isr FROM mq_coord.partition "
 					 "WHERE topic = $1 AND partition = $2", &prm, &err);
 	if (res == NULL)
 	{
@@ -624,7 +695,8 @@ try_elect(Broker *b, Part *p)
 	mq_param_int(&prm, MQ_INT4OID, epoch);
 	mq_param_int(&prm, MQ_INT4OID, me);
 	mq_param_text(&prm, MQ_INT4ARRAYOID, int_array_text(p->replicas, p->nreplicas, rbuf, sizeof(rbuf)));
-	mq_param_text(&prm, MQ_INT4ARRAYOID, int_array_text(isr, nisr, ibuf, sizeof(ibuf)));
+	/* the ISR as elect left it, not as we read it before */
+	mq_param_text(&prm, MQ_INT4ARRAYOID, int_array_text(p->isr, p->nisr, ibuf, sizeof(ibuf)));
 	mq_param_text(&prm, MQ_TEXTOID, b->cfg->node_name ? b->cfg->node_name : "");
 	res = node_exec(b, "SELECT mq.replica_become_leader($1, $2, $3, $4, $5, $6, $7)", &prm, 0, &err);
 	if (res == NULL)
@@ -642,6 +714,8 @@ try_elect(Broker *b, Part *p)
 	p->applied_epoch = epoch;
 	p->state = PART_LEADER;
 	p->leader_since_us = mq_now_us();
+	p->nfollowers = 0;
+	b->stats.elections++;
 }
 
 /* ---------------------------------------------------------------------
@@ -745,6 +819,7 @@ leader_duties(Broker *b, Part *p)
 		return;
 	}
 	isr[n++] = b->cfg->broker_id;
+	p->nfollowers = 0;
 	for (int i = 0; i < PQntuples(res); i++)
 	{
 		int			id = atoi(PQgetvalue(res, i, 0));
@@ -755,6 +830,18 @@ leader_duties(Broker *b, Part *p)
 		long long	hwm = atoll(PQgetvalue(res, i, 5));
 		long long	start = atoll(PQgetvalue(res, i, 6));
 		bool		live = broker_is_live(b, id);
+
+		/* for metrics.c */
+		p->m_log_end = lleo;
+		p->m_hwm = hwm;
+		if (p->nfollowers < MAX_REPLICAS)
+		{
+			p->followers[p->nfollowers].id = id;
+			p->followers[p->nfollowers].in_isr = in_isr;
+			p->followers[p->nfollowers].log_end = leo;
+			p->followers[p->nfollowers].lag_ms = lag;
+			p->nfollowers++;
+		}
 
 		if (in_isr)
 		{
@@ -791,6 +878,7 @@ leader_duties(Broker *b, Part *p)
 			return;
 		if (!set_local_isr(b, p, isr, n))
 			return;
+		b->stats.isr_shrinks++;
 		broker_log("info", "%s: ISR is now %s", part_label(p), int_array_text(isr, n, buf, sizeof(buf)));
 	}
 	if (ngrow > 0)
@@ -802,6 +890,7 @@ leader_duties(Broker *b, Part *p)
 			return;
 		if (!set_coordinator_isr(b, p, isr, n))
 			return;
+		b->stats.isr_expands++;
 		broker_log("info", "%s: ISR is now %s", part_label(p), int_array_text(isr, n, buf, sizeof(buf)));
 	}
 }
@@ -810,10 +899,87 @@ leader_duties(Broker *b, Part *p)
  * The tick
  * --------------------------------------------------------------------- */
 
+/* ---------------------------------------------------------------------
+ * Preferred leaders
+ *
+ * The first replica of a partition's placement is its preferred leader:
+ * create_topic spreads preferred leaders over the brokers, so leadership
+ * (and produce load) spreads with them.  After a failover leadership sits
+ * elsewhere; once the preferred replica has been back in the ISR for
+ * auto.leader.rebalance.delay.ms, the leader hands it over (Kafka's
+ * auto.leader.rebalance.enable): it resigns on its node and gives up the
+ * partition's lock, and the preferred replica, which tries that lock every
+ * tick while it is in the ISR and not leading, wins the election.  Only
+ * records beyond the preferred replica's log end are cut from the old
+ * leader, and those were never acknowledged with acks=all (the high
+ * watermark is the minimum over the ISR, which holds the preferred one).
+ * --------------------------------------------------------------------- */
+
+static int
+preferred_leader(const Part *p)
+{
+	return p->nreplicas > 0 ? p->replicas[0] : -1;
+}
+
+/* Is the preferred replica (not us) alive and in the ISR? */
+static bool
+preferred_ready(Broker *b, const Part *p)
+{
+	int			pref = preferred_leader(p);
+
+	return pref >= 0 && pref != b->cfg->broker_id &&
+		int_in(pref, p->isr, p->nisr) && broker_is_live(b, pref);
+}
+
+/* The leader's side: hand leadership to the preferred replica when due. */
+static void
+maybe_hand_over(Broker *b, Part *p)
+{
+	MqParams	prm;
+	MqError		err = MQ_ERROR_INIT;
+	PGresult   *res;
+	int64_t		now = mq_now_us();
+
+	if (!b->cfg->auto_rebalance || !preferred_ready(b, p))
+	{
+		p->preferred_ready_since_us = 0;
+		return;
+	}
+	if (p->preferred_ready_since_us == 0)
+		p->preferred_ready_since_us = now;
+	if (now - p->preferred_ready_since_us < (int64_t) b->cfg->rebalance_delay_ms * 1000)
+		return;
+
+	/* resign in our epoch: produce is refused and acks=all waiters fail over */
+	mq_params_init(&prm);
+	mq_param_text(&prm, MQ_TEXTOID, p->topic);
+	mq_param_int(&prm, MQ_INT4OID, p->partition);
+	mq_param_int(&prm, MQ_INT4OID, p->applied_epoch);
+	res = node_exec(b, "SELECT mq.replica_become_follower($1, $2, $3, NULL, NULL)", &prm, 0, &err);
+	if (res == NULL)
+	{
+		log_error("cannot resign to hand leadership to the preferred replica", &err);
+		mq_error_free(&err);
+		return;
+	}
+	PQclear(res);
+	broker_log("info", "%s: the preferred leader, broker %d, has been in the ISR for %d ms; "
+			   "resigned epoch %d and released the leadership for it", part_label(p),
+			   preferred_leader(p), b->cfg->rebalance_delay_ms, p->applied_epoch);
+	p->state = PART_NONE;
+	p->applied_epoch = -1;
+	p->preferred_ready_since_us = 0;
+	b->stats.handovers++;
+	release_lock(b, p);
+	/* do not take it straight back: give the preferred replica its chance */
+	p->hold_off_until_us = now + (int64_t) b->cfg->session_timeout_ms * 1000;
+}
+
 static void
 step(Broker *b, Part *p)
 {
 	int			me = b->cfg->broker_id;
+	bool		unclean;
 
 	if (b->node == NULL || b->coord == NULL || !b->live)
 		return;
@@ -823,8 +989,12 @@ step(Broker *b, Part *p)
 	if (p->leader == me)
 	{
 		if (p->state == PART_LEADER && p->applied_epoch == p->leader_epoch && p->lock_held)
+		{
 			leader_duties(b, p);
-		else
+			if (p->state == PART_LEADER)
+				maybe_hand_over(b, p);
+		}
+		else if (mq_now_us() >= p->hold_off_until_us || !preferred_ready(b, p))
 			try_elect(b, p);	/* e.g. restarted: re-elect to bump the epoch */
 		return;
 	}
@@ -836,12 +1006,34 @@ step(Broker *b, Part *p)
 		p->state = PART_NONE;
 		release_lock(b, p);
 	}
+	unclean = strstr(p->config, "\"unclean.leader.election.enable\": true") != NULL;
 	if (p->leader < 0 || !broker_is_live(b, p->leader))
 	{
-		if (int_in(me, p->isr, p->nisr) || strstr(p->config, "\"unclean.leader.election.enable\": true"))
+		/*
+		 * Leaderless.  When the preferred replica is alive and in the ISR it
+		 * runs for the election this tick: the others give it a few ticks,
+		 * so that leadership starts (and returns) where placement wants it
+		 * without a second change later.
+		 */
+		if (p->leaderless_since_us == 0)
+			p->leaderless_since_us = mq_now_us();
+		if ((int_in(me, p->isr, p->nisr) || unclean) &&
+			(preferred_leader(p) == me || !preferred_ready(b, p) ||
+			 mq_now_us() - p->leaderless_since_us > (int64_t) b->cfg->tick_ms * 3000))
 			try_elect(b, p);
 		if (p->state == PART_LEADER)
 			return;
+	}
+	else
+	{
+		p->leaderless_since_us = 0;
+		/* the preferred replica, back in the ISR, takes the lock when it is let go */
+		if (b->cfg->auto_rebalance && preferred_leader(p) == me && int_in(me, p->isr, p->nisr))
+		{
+			try_elect(b, p);
+			if (p->state == PART_LEADER)
+				return;
+		}
 	}
 	if (p->leader >= 0 && p->leader != me)
 		follower_step(b, p);

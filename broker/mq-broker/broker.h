@@ -59,6 +59,27 @@ typedef struct Part
 	int			applied_epoch;	/* epoch the node was set to, -1 */
 	bool		lock_held;		/* partition leadership lock on the coordinator */
 	int64_t		leader_since_us;
+	int64_t		leaderless_since_us;	/* when we saw it without a live leader, 0 */
+	int64_t		preferred_ready_since_us;	/* leader: preferred replica in the ISR since */
+	int64_t		hold_off_until_us;	/* handed leadership over: no re-election before */
+
+	/*
+	 * What metrics.c reports (-1 while unknown): this replica's log end and
+	 * the high watermark (leader: from its last tick; follower: from its
+	 * last fetch and append), the leader's log end as a follower last saw
+	 * it, and, on the leader, each follower's progress.
+	 */
+	int64_t		m_log_end;
+	int64_t		m_hwm;
+	int64_t		m_leader_log_end;
+	struct
+	{
+		int			id;
+		bool		in_isr;
+		int64_t		log_end;	/* its last fetch offset, -1 */
+		int64_t		lag_ms;		/* since it last caught up */
+	}			followers[MAX_REPLICAS];
+	int			nfollowers;
 
 	/* follower: connection to the leader's node and the fetch in flight */
 	PGconn	   *fconn;
@@ -81,6 +102,14 @@ typedef struct Broker
 	Part	   *parts;
 	int			live_brokers[64];
 	int			nlive;
+	struct
+	{
+		int64_t		elections;	/* won by this broker */
+		int64_t		isr_shrinks;
+		int64_t		isr_expands;
+		int64_t		handovers;	/* to the preferred leader */
+		int64_t		truncations;	/* divergent suffixes cut as a follower */
+	}			stats;			/* counters for metrics.c */
 } Broker;
 
 /* broker.c */
@@ -89,9 +118,18 @@ extern void broker_log(const char *level, const char *fmt,...)
 extern void broker_tick(Broker *b);
 extern void broker_shutdown(Broker *b);
 extern void broker_node_lost(Broker *b, const MqError *err);
+extern void broker_node_readable(Broker *b);
 extern PGresult *node_exec(Broker *b, const char *sql, const MqParams *params,
 						   int fmt, MqError *err);
 extern const char *part_label(const Part *p);
+
+/* metrics.c */
+#include <sys/select.h>
+extern bool metrics_start(Broker *b, const char *address);
+extern void metrics_fdset(fd_set *rfds, fd_set *wfds, fd_set *efds, int *maxfd,
+						  int64_t *timeout_us);
+extern void metrics_run(fd_set *rfds, fd_set *wfds, fd_set *efds);
+extern void metrics_stop(void);
 
 /* follower.c */
 extern void follower_step(Broker *b, Part *p);

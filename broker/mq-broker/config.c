@@ -70,6 +70,8 @@ handler(void *user, const char *section, const char *name, const char *value)
 		{"replication", "replica.lag.max.messages", NULL, &cfg->lag_max_messages, NULL, 0, LONG_MAX},
 		{"replication", "replica.fetch.wait.max.ms", &cfg->fetch_wait_ms, NULL, NULL, 0, 60000},
 		{"replication", "replica.fetch.max.records", &cfg->fetch_max_records, NULL, NULL, 1, 1000000},
+		{"replication", "auto.leader.rebalance.enable", &cfg->auto_rebalance, NULL, NULL, 0, 1},
+		{"replication", "auto.leader.rebalance.delay.ms", &cfg->rebalance_delay_ms, NULL, NULL, 0, INT_MAX},
 		{"metrics", "address", NULL, NULL, &cfg->metrics_address, 0, 0},
 	};
 
@@ -85,6 +87,10 @@ handler(void *user, const char *section, const char *name, const char *value)
 			*keys[i].svar = mq_strdup(value);
 			return 1;
 		}
+		/* booleans are ints 0..1 that also take Kafka's spelling */
+		if (keys[i].min == 0 && keys[i].max == 1 &&
+			(strcmp(value, "true") == 0 || strcmp(value, "false") == 0))
+			value = strcmp(value, "true") == 0 ? "1" : "0";
 		if (!parse_long(value, keys[i].min, keys[i].max, &v))
 		{
 			mq_log_error("%s: [%s] %s must be a whole number between %ld and %ld, not \"%s\"",
@@ -118,8 +124,10 @@ broker_config_load(const char *path, BrokerConfig *cfg)
 	cfg->lag_time_max_ms = 10000;
 	cfg->lag_max_messages = 0;
 	cfg->fetch_wait_ms = 500;
-	cfg->fetch_max_records = 1000;
+	cfg->fetch_max_records = 10000;
 	cfg->retry_ms = 500;
+	cfg->auto_rebalance = 1;
+	cfg->rebalance_delay_ms = 10000;
 
 	rc = ini_parse(path, handler, &st);
 	if (rc < 0)

@@ -31,6 +31,8 @@ typedef struct BrokerConfig
 	int			fetch_wait_ms;	/* replica.fetch.wait.max.ms */
 	int			fetch_max_records;
 	int			retry_ms;		/* reconnect interval */
+	int			auto_rebalance; /* auto.leader.rebalance.enable: 1 or 0 */
+	int			rebalance_delay_ms; /* auto.leader.rebalance.delay.ms */
 	char	   *metrics_address;	/* host:port, or NULL */
 } BrokerConfig;
 

@@ -65,6 +65,21 @@ ensure_leader_conn(Broker *b, Part *p)
 		backoff(b, p, b->cfg->retry_ms);
 		return false;
 	}
+	/*
+	 * What our fetches write on the leader (our progress, its high
+	 * watermark) is soft state that dies with its leadership: no WAL flush
+	 * per fetch for it.  The records themselves are flushed on our node
+	 * before a fetch offset acknowledges them (broker.c, ensure_node).
+	 */
+	if (!mq_command(p->fconn, "SET synchronous_commit = off", &err))
+	{
+		broker_log("warning", "%s: cannot set up the session with leader %d: %s; retrying in %d ms",
+				   part_label(p), p->leader, err.message, b->cfg->retry_ms);
+		mq_error_free(&err);
+		follower_stop(p);
+		backoff(b, p, b->cfg->retry_ms);
+		return false;
+	}
 	free(p->fconn_info);
 	p->fconn_info = mq_strdup(p->leader_conninfo);
 	return true;
@@ -98,6 +113,8 @@ become_follower(Broker *b, Part *p)
 	p->applied_epoch = p->leader_epoch;
 	p->state = PART_FOLLOWER_TRUNCATE;
 	follower_stop(p);
+	/* a back-off earned with the old leader does not delay the new one */
+	p->backoff_until_us = 0;
 	return true;
 }
 
@@ -121,8 +138,11 @@ truncate_to(Broker *b, Part *p, long long offset, long long leo, const char *why
 		return false;
 	}
 	if (offset < leo)
+	{
 		broker_log("warning", "%s: truncated the log from offset %lld (%s records removed, log end was %lld): %s",
 				   part_label(p), offset, PQgetvalue(res, 0, 0), leo, why);
+		b->stats.truncations++;
+	}
 	PQclear(res);
 	return true;
 }
@@ -277,6 +297,40 @@ follower_step(Broker *b, Part *p)
 	send_fetch(b, p);
 }
 
+/*
+ * The leader's log end and high watermark from a fetched batch, for
+ * metrics.c: fields 2 and 3 of the mq.replica_batch value in binary
+ * (record_send: field count, then per field its type oid, length, bytes;
+ * all big-endian).  Nothing else of the batch is ever decoded here.
+ */
+static void
+note_batch_header(Part *p, const unsigned char *d, int len)
+{
+	int64_t		v[3];
+	int			pos = 4;
+
+	if (len < 4)
+		return;
+	for (int f = 0; f < 3; f++)
+	{
+		int32_t		flen;
+
+		if (pos + 8 > len)
+			return;
+		flen = (int32_t) ((uint32_t) d[pos + 4] << 24 | (uint32_t) d[pos + 5] << 16 |
+						  (uint32_t) d[pos + 6] << 8 | d[pos + 7]);
+		pos += 8;
+		if (flen != 8 || pos + 8 > len)
+			return;				/* null or not an int8 */
+		v[f] = 0;
+		for (int i = 0; i < 8; i++)
+			v[f] = (int64_t) ((uint64_t) v[f] << 8 | d[pos + i]);
+		pos += 8;
+	}
+	p->m_leader_log_end = v[1];
+	p->m_hwm = v[2];
+}
+
 /* The leader's node answered (or dropped) our fetch. */
 void
 follower_on_readable(Broker *b, Part *p)
@@ -322,6 +376,7 @@ follower_on_readable(Broker *b, Part *p)
 	mq_param_int(&prm, MQ_INT4OID, p->partition);
 	mq_param_int(&prm, MQ_INT4OID, p->applied_epoch);
 	mq_param_binary(&prm, 0, PQgetvalue(res, 0, 0), PQgetlength(res, 0, 0));
+	note_batch_header(p, (const unsigned char *) PQgetvalue(res, 0, 0), PQgetlength(res, 0, 0));
 	ares = node_exec(b, "SELECT mq.replica_append($1, $2, $3, $4)", &prm, 0, &err);
 	PQclear(res);
 	if (ares == NULL)
@@ -345,6 +400,7 @@ follower_on_readable(Broker *b, Part *p)
 		return;
 	}
 	p->fetch_offset = atoll(PQgetvalue(ares, 0, 0));
+	p->m_log_end = p->fetch_offset;
 	PQclear(ares);
 	/* the next long poll at once: its offset acknowledges what we just wrote */
 	if (p->state == PART_FOLLOWER_FETCH && b->node != NULL)

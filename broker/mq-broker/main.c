@@ -3,7 +3,9 @@
  * main.c
  *	  mq-broker: one per PostgreSQL node.  Command line, signals, and the
  *	  event loop that runs the control tick (broker.c) and waits on every
- *	  follower's long-polling fetch (follower.c) without sleeping to poll.
+ *	  follower's long-polling fetch (follower.c), on the node's own
+ *	  connection to notice its death at once, and on the metrics endpoint
+ *	  (metrics.c), without sleeping to poll.
  *
  *	  mq-broker -c /etc/mq/broker.ini
  *
@@ -101,9 +103,8 @@ main(int argc, char **argv)
 	broker_log("info", "starting broker %d (tick %d ms, replica.lag.time.max.ms %d, "
 			   "session timeout %d ms)", cfg.broker_id, cfg.tick_ms, cfg.lag_time_max_ms,
 			   cfg.session_timeout_ms);
-	if (cfg.metrics_address)
-		broker_log("warning", "[metrics] address is set but metrics are not served yet; "
-				   "read mq.replica_status and mq_coord.metadata instead");
+	if (cfg.metrics_address && !metrics_start(&b, cfg.metrics_address))
+		return 1;
 
 	while (!stop_requested)
 	{
@@ -114,7 +115,9 @@ main(int argc, char **argv)
 		/* until the next tick, serve fetch answers as they arrive */
 		while (!stop_requested)
 		{
-			fd_set		rfds;
+			fd_set		rfds,
+						wfds,
+						efds;
 			int			maxfd = -1;
 			int64_t		left = tick_end - mq_now_us();
 			struct timeval tv;
@@ -123,6 +126,17 @@ main(int argc, char **argv)
 			if (left <= 0)
 				break;
 			FD_ZERO(&rfds);
+			FD_ZERO(&wfds);
+			FD_ZERO(&efds);
+			/* scrapes of [metrics] address are served in this loop too */
+			metrics_fdset(&rfds, &wfds, &efds, &maxfd, &left);
+			/* our node's connection: EOF there means the node is gone */
+			if (b.node && PQsocket(b.node) >= 0)
+			{
+				FD_SET(PQsocket(b.node), &rfds);
+				if (PQsocket(b.node) > maxfd)
+					maxfd = PQsocket(b.node);
+			}
 			for (Part *p = b.parts; p; p = p->next)
 			{
 				if (p->in_flight && p->fconn)
@@ -139,7 +153,7 @@ main(int argc, char **argv)
 			}
 			tv.tv_sec = left / 1000000;
 			tv.tv_usec = left % 1000000;
-			rc = select(maxfd + 1, &rfds, NULL, NULL, &tv);
+			rc = select(maxfd + 1, &rfds, &wfds, &efds, &tv);
 			if (rc < 0)
 			{
 				if (errno == EINTR)
@@ -148,7 +162,15 @@ main(int argc, char **argv)
 				break;
 			}
 			if (rc == 0)
-				break;
+			{
+				metrics_run(&rfds, &wfds, &efds);	/* its own timeouts */
+				if (mq_now_us() >= tick_end)
+					break;
+				continue;
+			}
+			metrics_run(&rfds, &wfds, &efds);
+			if (b.node && PQsocket(b.node) >= 0 && FD_ISSET(PQsocket(b.node), &rfds))
+				broker_node_readable(&b);
 			for (Part *p = b.parts; p; p = p->next)
 				if (p->in_flight && p->fconn && PQsocket(p->fconn) >= 0 &&
 					FD_ISSET(PQsocket(p->fconn), &rfds))
@@ -157,5 +179,6 @@ main(int argc, char **argv)
 	}
 	broker_log("info", "received signal %d; shutting down cleanly", (int) stop_requested);
 	broker_shutdown(&b);
+	metrics_stop();
 	return 0;
 }

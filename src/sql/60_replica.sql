@@ -78,12 +78,38 @@ CREATE TYPE mq.replica_batch AS (
     epoch_starts     bigint[]
 );
 
+-- The broker attached to this node (one row once a broker has attached).
+-- While the attaching session lives it holds an advisory lock; a node that
+-- has a row here and whose broker's session is gone no longer leads
+-- (replica.c, check_broker).  Delete the row to run a node without its
+-- broker again.
+CREATE TABLE mq.replica_broker (
+    singleton   boolean PRIMARY KEY DEFAULT true CHECK (singleton),
+    broker_id   integer NOT NULL,
+    attached_at timestamptz NOT NULL DEFAULT now()
+);
+
+CREATE FUNCTION mq._replica_attach_broker() RETURNS void
+    AS 'MODULE_PATHNAME', 'mq_replica_attach_broker' LANGUAGE C;
+
+-- Called by the broker on its node session, after it resigned whatever
+-- the node led: the node's leaderships are trusted while this session
+-- lives.  Refused while another broker's session is attached.
+CREATE FUNCTION mq.replica_attach_broker(p_broker_id integer) RETURNS void
+LANGUAGE plpgsql SECURITY DEFINER SET search_path = pg_catalog, pg_temp AS $$
+BEGIN
+    PERFORM mq._replica_attach_broker();
+    INSERT INTO mq.replica_broker (broker_id) VALUES (p_broker_id)
+    ON CONFLICT (singleton) DO UPDATE SET broker_id = EXCLUDED.broker_id, attached_at = now();
+END $$;
+
 CREATE FUNCTION mq._replica_lock(topic_id integer, partition integer) RETURNS void
     AS 'MODULE_PATHNAME', 'mq_replica_lock' LANGUAGE C STRICT;
 CREATE FUNCTION mq._replica_notify(topic_id integer) RETURNS void
     AS 'MODULE_PATHNAME', 'mq_replica_notify' LANGUAGE C STRICT;
 CREATE FUNCTION mq._replica_wait_records(topic_id integer, partition integer,
-                                         fetch_offset bigint, wait_ms integer) RETURNS boolean
+                                         fetch_offset bigint, wait_ms integer,
+                                         known_hwm bigint) RETURNS boolean
     AS 'MODULE_PATHNAME', 'mq_replica_wait_records' LANGUAGE C STRICT;
 CREATE FUNCTION mq._replica_await_hwm(topic text, partition integer, target bigint,
                                       leader_epoch integer, min_isr integer, timeout_ms integer)
@@ -339,8 +365,9 @@ END $$;
 -- The leader side of a follower's fetch: record the follower's progress
 -- (its fetch offset is its log end), advance the high watermark, and
 -- return records from fetch_offset on.  When the follower is caught up and
--- its progress is already recorded, wait up to wait_ms for new records
--- first (long polling; notify.c wakes the wait).
+-- its progress is already recorded, wait up to wait_ms for new records or
+-- a change of the high watermark first (long polling; notify.c wakes the
+-- wait).
 CREATE FUNCTION mq.replica_fetch(p_topic text, p_partition integer, p_leader_epoch integer,
                                  p_replica_id integer, p_fetch_offset bigint,
                                  p_max_records integer DEFAULT 1000, p_wait_ms integer DEFAULT 500)
@@ -365,9 +392,10 @@ BEGIN
     SELECT * INTO g FROM mq.replica_progress
      WHERE topic_id = v_id AND partition = p_partition AND replica_id = p_replica_id;
     IF p_fetch_offset = v_leo AND g.leader_epoch = p_leader_epoch
-       AND g.log_end_offset = p_fetch_offset AND st.high_watermark >= p_fetch_offset
-       AND p_wait_ms > 0 THEN
-        PERFORM mq._replica_wait_records(v_id, p_partition, p_fetch_offset, p_wait_ms);
+       AND g.log_end_offset = p_fetch_offset AND p_wait_ms > 0 THEN
+        -- until new records, or a new high watermark for the follower to hear of
+        PERFORM mq._replica_wait_records(v_id, p_partition, p_fetch_offset, p_wait_ms,
+                                         coalesce(st.high_watermark, 0));
         st := mq._replica_fence(v_id, p_partition, p_leader_epoch, 'leader');
         v_leo := mq._log_end_offset(v_id, p_partition);
     END IF;
@@ -592,6 +620,10 @@ BEGIN
     END IF;
     IF acks = '0' THEN
         PERFORM pg_catalog.set_config('synchronous_commit', 'off', true);
+    ELSIF pg_catalog.current_setting('synchronous_commit') OPERATOR(pg_catalog.=) 'off' THEN
+        -- acks=1 and acks=all promise a durable local commit whatever the
+        -- server's default: a crash must not take back an acknowledged write
+        PERFORM pg_catalog.set_config('synchronous_commit', 'local', true);
     END IF;
     SELECT pg_catalog.min(s.msg_offset), pg_catalog.max(s.msg_offset) INTO base_offset, v_last
       FROM mq.send_batch(topic, keys, vals, NULL, produce.partition,

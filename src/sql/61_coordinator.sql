@@ -184,8 +184,13 @@ END $$;
 -- An election.  The candidate holds the partition's lock in this session;
 -- in one transaction it checks that it is a replica and in the ISR (any
 -- replica when unclean.leader.election.enable), bumps the leader epoch and
--- records itself.  Returns the new epoch, or NULL when not eligible.
-CREATE FUNCTION mq_coord.elect(p_topic text, p_partition integer, p_candidate integer)
+-- records itself.  With p_session_timeout_ms, ISR members whose brokers are
+-- not alive (broker_alive) leave the ISR in the same step, as Kafka's
+-- controller does when a broker dies: the new leader's high watermark can
+-- then move as soon as the live followers fetch, instead of waiting for its
+-- first ISR shrink.  Returns the new epoch, or NULL when not eligible.
+CREATE FUNCTION mq_coord.elect(p_topic text, p_partition integer, p_candidate integer,
+                               p_session_timeout_ms integer DEFAULT NULL)
     RETURNS integer
 LANGUAGE plpgsql SECURITY DEFINER SET search_path = pg_catalog, pg_temp AS $$
 DECLARE
@@ -213,6 +218,11 @@ BEGIN
             RETURN NULL;
         END IF;
         v_isr := ARRAY[p_candidate];    -- unclean: the others must truncate to it
+    END IF;
+    IF p_session_timeout_ms IS NOT NULL THEN
+        v_isr := ARRAY(SELECT i FROM unnest(v_isr) WITH ORDINALITY AS u(i, n)
+                        WHERE i = p_candidate OR mq_coord.broker_alive(i, p_session_timeout_ms)
+                        ORDER BY n);
     END IF;
     UPDATE mq_coord.partition
        SET leader = p_candidate, leader_epoch = leader_epoch + 1, isr = v_isr,

@@ -5,14 +5,22 @@
 #   $c->create_topic('t', 1, {'replication.factor' => 3, 'min.insync.replicas' => 2});
 #   my $p = $c->start_producer('t', 0);   # idempotent, acks=all, throughout
 #   ... faults: $c->kill9_node($i), $c->restart_node($i), $c->stop_broker ...
+#   my $r = $c->start_consumer('t', 0);    # reads through the leader
+#   ... faults: $c->kill9_node($i), $c->restart_node($i), $c->stop_broker,
+#       $c->pause_node($i) / resume_node($i), $c->signal_broker($i, 'STOP') ...
 #   my $acks = $c->stop_producer($p);
-#   $c->check_log('t', 0, $acks);          # the independent checker
+#   $c->stop_consumer($r);
+#   $c->check_log('t', 0, $acks, @live);   # the independent checker
 #
 # The producer is a child process that sends batches with psql to whoever
 # the coordinator names leader, retrying a batch with the same sequence
 # until it is acknowledged, and records each acknowledgement (sequence,
-# offset, node, time) in a file.  The checker compares those records with
-# what every replica holds at the end.
+# offset, node, time) in a file.  The consumer is another child that reads
+# with mq.fetch from whoever the coordinator names leader and records every
+# record it was given (offset, value, node, time).  The checker compares
+# those records with what every replica holds at the end: acknowledged
+# records kept, at their offsets, once, in order; replicas identical below
+# the high watermark; nothing a consumer saw later truncated or changed.
 package MqCluster;
 
 use strict;
@@ -23,6 +31,7 @@ use PostgreSQL::Test::Utils;
 use Test::More;
 use Time::HiRes qw(time usleep);
 use POSIX ();
+use File::Basename ();
 
 # every cluster made, so that brokers never outlive a test that died
 my @clusters;
@@ -41,13 +50,19 @@ sub new
 		$node->init;
 		$node->append_conf('postgresql.conf', "shared_preload_libraries = 'mq'\n"
 			. "mq.maintenance_interval = 500\nlog_statement = none\n"
-			. "log_min_messages = warning\n");
+			. "log_min_messages = warning\n"
+			. ($i <= $n ? ($opt{node_conf} // '') : '') . "\n");
 		$node->start;
 		$node->safe_psql('postgres', 'CREATE EXTENSION mq');
 		if ($i <= $n) { push @{ $self->{nodes} }, $node; }
 		else { $self->{coord} = $node; }
 	}
 	$self->{dir} = PostgreSQL::Test::Utils::tempdir();
+	# broker logs and the producer's and consumer's records go next to the
+	# servers' logs, which scripts/test.sh keeps when a test fails
+	(my $test = File::Basename::basename($0)) =~ s/\.[^.]+$//;
+	$self->{logdir} = $PostgreSQL::Test::Utils::log_path;
+	$self->{logprefix} = "$self->{logdir}/${test}_";
 	my $root = $ENV{MQ_REPO_ROOT} // '.';
 	$self->{broker_bin} = -x "$root/broker/mq-broker/mq-broker"
 		? "$root/broker/mq-broker/mq-broker" : 'mq-broker';
@@ -69,8 +84,16 @@ sub broker_config
 	my $file = "$self->{dir}/broker$i.ini";
 	my $extra = $self->{opt}{broker_conf} // '';
 	open my $fh, '>', $file or die "cannot write $file: $!";
+	# metrics => 1: each broker serves Prometheus text on a port of its own
+	my $metrics = '';
+	if ($self->{opt}{metrics})
+	{
+		$self->{metrics_port}[$i] //= PostgreSQL::Test::Cluster::get_free_port();
+		$metrics = "[metrics]\naddress = 127.0.0.1:$self->{metrics_port}[$i]\n";
+	}
 	print $fh "[broker]\nid = $i\nnode = " . conninfo($self->node($i)) . "\n"
 		. "node.name = node$i\ncoordinator = " . conninfo($self->coord) . "\n"
+		. $metrics
 		. "[replication]\nreplica.lag.time.max.ms = "
 		. ($self->{opt}{lag_time_max_ms} // 2000) . "\n$extra";
 	close $fh;
@@ -81,7 +104,7 @@ sub start_broker
 {
 	my ($self, $i) = @_;
 	my $file = $self->broker_config($i);
-	my $log = "$self->{dir}/broker$i.log";
+	my $log = "$self->{logprefix}broker$i.log";
 	my $pid = fork();
 	die "fork: $!" unless defined $pid;
 	if ($pid == 0)
@@ -115,10 +138,42 @@ sub signal_broker
 	}
 }
 
+# GET a path of broker $i's metrics endpoint: (status, body).
+sub http_get
+{
+	my ($self, $i, $path) = @_;
+	require IO::Socket::INET;
+	my $sock = IO::Socket::INET->new(PeerAddr => '127.0.0.1', PeerPort => $self->{metrics_port}[$i],
+		Proto => 'tcp', Timeout => 5) or return (0, "connect: $!");
+	print $sock "GET $path HTTP/1.0\r\nHost: 127.0.0.1\r\n\r\n";
+	local $/;
+	my $resp = <$sock> // '';
+	close $sock;
+	my ($status) = $resp =~ m{^HTTP/1\.\d (\d+)};
+	my (undef, $body) = split /\r\n\r\n/, $resp, 2;
+	return ($status // 0, $body // '');
+}
+
+# Broker $i's metrics as { 'name{labels}' => value }.
+sub metrics
+{
+	my ($self, $i) = @_;
+	my ($status, $body) = $self->http_get($i, '/metrics');
+	return {} unless $status == 200;
+	my %m;
+	for (split /\n/, $body)
+	{
+		next if /^#/ || !length;
+		my ($k, $v) = /^(\S+)\s+(\S+)$/ or next;
+		$m{$k} = $v;
+	}
+	return \%m;
+}
+
 sub broker_log
 {
 	my ($self, $i) = @_;
-	return slurp_file("$self->{dir}/broker$i.log");
+	return slurp_file("$self->{logprefix}broker$i.log");
 }
 
 sub create_topic
@@ -146,6 +201,46 @@ sub isr
 		. "WHERE topic = '$topic' AND partition = $partition");
 }
 
+# The node's postmaster and its children (backends, walwriter, ...).
+sub node_pids
+{
+	my ($self, $i) = @_;
+	my $pm = $self->node($i)->{_pid};
+	my @kids;
+	opendir(my $dh, '/proc') or die "/proc: $!";
+	for my $p (grep { /^\d+$/ } readdir $dh)
+	{
+		open(my $fh, '<', "/proc/$p/stat") or next;
+		my $stat = <$fh> // '';
+		close $fh;
+		# pid (comm) state ppid ...: comm may hold spaces and parentheses
+		my ($ppid) = $stat =~ /\)\s+\S+\s+(\d+)/;
+		push @kids, $p if defined $ppid && $ppid == $pm;
+	}
+	closedir $dh;
+	return ($pm, @kids);
+}
+
+# Pause a whole node: SIGSTOP of the postmaster alone would leave its
+# backends serving the connections they have.  The postmaster first, so
+# that it forks nothing new meanwhile.
+sub pause_node
+{
+	my ($self, $i) = @_;
+	my ($pm, @kids) = $self->node_pids($i);
+	kill 'STOP', $pm;
+	kill 'STOP', @kids;
+	$self->{paused}{$i} = [ $pm, @kids ];
+}
+
+sub resume_node
+{
+	my ($self, $i) = @_;
+	my ($pm, @kids) = @{ delete $self->{paused}{$i} // [] };
+	kill 'CONT', @kids;
+	kill 'CONT', $pm if $pm;
+}
+
 # kill -9 the node's postmaster and wait until it is gone
 sub kill9_node
 {
@@ -161,9 +256,12 @@ sub kill9_node
 # The producer: a child process sending batches with acks=all
 # ---------------------------------------------------------------------
 
+# Run one statement with psql; returns (success, output).  With $timeout
+# (seconds), psql is killed by SIGALRM after that long: a paused node must
+# not hold a client forever.
 sub psql_cmd
 {
-	my ($node, $sql) = @_;
+	my ($node, $sql, $timeout) = @_;
 	my @cmd = ('psql', '-X', '-A', '-t', '-q', '-v', 'ON_ERROR_STOP=1', '-v', 'VERBOSITY=verbose',
 		'-h', $node->host, '-p', $node->port, '-d', 'postgres', '-c', $sql);
 	my $out = '';
@@ -172,6 +270,7 @@ sub psql_cmd
 	if ($pid == 0)
 	{
 		open STDERR, '>&', \*STDOUT;
+		alarm($timeout) if $timeout;	# survives exec: SIGALRM ends psql
 		exec @cmd or POSIX::_exit(127);
 	}
 	local $/;
@@ -184,11 +283,14 @@ sub start_producer
 {
 	my ($self, $topic, $partition, %opt) = @_;
 	my $batch = $opt{batch} // 5;
+	# a whole attempt (connect, produce, wait for acks=all) at most this long
+	my $attempt = $opt{attempt_timeout} // 10;
+	$self->{batch}{"$topic/$partition"} = $batch;
 	my $leader = $self->leader($topic, $partition);
 	my ($ok, $out) = psql_cmd($self->node($leader), 'SELECT producer_id FROM mq.init_producer()');
 	die "init_producer: $out" unless $ok;
 	chomp(my $producer_id = $out);
-	my $file = "$self->{dir}/acks.$topic.$partition";
+	my $file = "$self->{logprefix}acks.$topic.$partition";
 	my $stop = "$file.stop";
 	unlink $stop;
 	my $pid = fork();
@@ -203,11 +305,11 @@ sub start_producer
 			my ($lok, $l) = psql_cmd($self->coord,
 				"SELECT coalesce(leader, -1) FROM mq_coord.partition WHERE topic = '$topic' AND partition = $partition");
 			chomp $l;
-			if (!$lok || $l < 1) { usleep(50_000); next; }
+			if (!$lok || $l !~ /^\d+$/ || $l < 1) { usleep(50_000); next; }
 			my $vals = join(',', map { "'v" . ($seq + $_) . "'" } 0 .. $batch - 1);
 			my ($sok, $res) = psql_cmd($self->node($l),
 				"CALL mq.produce('$topic', NULL, ARRAY[$vals]::bytea[], $partition, 'all', "
-				  . "$producer_id, 0, $seq, 5000)");
+				  . "$producer_id, 0, $seq, 5000)", $attempt);
 			if ($sok)
 			{
 				my ($base) = $res =~ /^(-?\d+)\|/m;
@@ -225,6 +327,7 @@ sub start_producer
 		close $ack;
 		POSIX::_exit(0);
 	}
+	$self->{children}{$pid} = 1;
 	return { pid => $pid, file => $file, stop => $stop, batch => $batch, topic => $topic,
 		partition => $partition };
 }
@@ -236,6 +339,7 @@ sub stop_producer
 	open my $fh, '>', $p->{stop};
 	close $fh;
 	waitpid($p->{pid}, 0);
+	delete $self->{children}{ $p->{pid} };
 	my @lines;
 	for (split /\n/, slurp_file($p->{file}))
 	{
@@ -243,6 +347,77 @@ sub stop_producer
 		push @lines, { kind => $f[0], seq => $f[1], base => $f[2], state => $f[2], node => $f[3],
 			at => $f[4] };
 	}
+	return \@lines;
+}
+
+# ---------------------------------------------------------------------
+# The consumer: a child process reading through the leader
+# ---------------------------------------------------------------------
+
+# Reads the partition from offset 0 with mq.fetch (long polling) on
+# whoever the coordinator names leader, and records every record it is
+# given: "rec OFFSET VALUE NODE TIME".  Refusals are recorded as "err".
+sub start_consumer
+{
+	my ($self, $topic, $partition, %opt) = @_;
+	my $file = "$self->{logprefix}consumed.$topic.$partition";
+	my $stop = "$file.stop";
+	unlink $stop;
+	my $pid = fork();
+	die "fork: $!" unless defined $pid;
+	if ($pid == 0)
+	{
+		open my $out, '>', $file or POSIX::_exit(1);
+		$out->autoflush(1);
+		my $pos = 0;
+		while (!-e $stop)
+		{
+			my ($lok, $l) = psql_cmd($self->coord,
+				"SELECT coalesce(leader, -1) FROM mq_coord.partition WHERE topic = '$topic' AND partition = $partition");
+			chomp $l;
+			if (!$lok || $l !~ /^\d+$/ || $l < 1) { usleep(50_000); next; }
+			my ($ok, $res) = psql_cmd($self->node($l),
+				"SELECT msg_offset || ' ' || convert_from(value, 'UTF8') "
+				  . "FROM mq.fetch('$topic', $partition, $pos, 1000, 300)", 5);
+			if (!$ok)
+			{
+				my ($state) = $res =~ /ERROR:\s+([0-9A-Z]{5})/;
+				printf $out "err %d %s %d %.3f\n", $pos, $state // 'conn', $l, time;
+				usleep(50_000);
+				next;
+			}
+			my $t = time;
+			for my $row (grep { length } split /\n/, $res)
+			{
+				my ($o, $v) = split / /, $row;
+				# a gap or a step back would be the server's fault: record it
+				printf $out "rec %d %s %d %.3f\n", $o, $v, $l, $t;
+				$pos = $o + 1;
+			}
+		}
+		close $out;
+		POSIX::_exit(0);
+	}
+	$self->{children}{$pid} = 1;
+	return { pid => $pid, file => $file, stop => $stop, topic => $topic, partition => $partition };
+}
+
+# Stop the consumer; its records are kept for check_log.
+sub stop_consumer
+{
+	my ($self, $r) = @_;
+	open my $fh, '>', $r->{stop};
+	close $fh;
+	waitpid($r->{pid}, 0);
+	delete $self->{children}{ $r->{pid} };
+	my @lines;
+	for (split /\n/, slurp_file($r->{file}))
+	{
+		my @f = split / /;
+		push @lines, { kind => $f[0], offset => $f[1], value => $f[2], state => $f[2],
+			node => $f[3], at => $f[4] };
+	}
+	$self->{consumed}{"$r->{topic}/$r->{partition}"} = \@lines;
 	return \@lines;
 }
 
@@ -300,7 +475,7 @@ sub check_log
 	my ($lost, $dup, $moved) = (0, 0, 0);
 	for my $a (@acks)
 	{
-		for my $k (0 .. 4)
+		for my $k (0 .. ($self->{batch}{"$topic/$partition"} // 5) - 1)
 		{
 			my $v = 'v' . ($a->{seq} + $k);
 			my $at = $where{$v} // [];
@@ -323,12 +498,37 @@ sub check_log
 		is_deeply([ @$log[ 0 .. $n - 1 ] ], [ @$ref[ 0 .. $n - 1 ] ],
 			"node$i identical to node$live[0] below the high watermark ($n)");
 	}
+	if (my $seen = $self->{consumed}{"$topic/$partition"})
+	{
+		# what a consumer was given must never be truncated or replaced
+		my @recs = grep { $_->{kind} eq 'rec' } @$seen;
+		my ($gone, $changed, $gaps, $next) = (0, 0, 0, 0);
+		for my $r (@recs)
+		{
+			$gaps++ if $r->{offset} != $next;
+			$next = $r->{offset} + 1;
+			if ($r->{offset} >= $hwm || $r->{offset} > $#$ref) { $gone++; next; }
+			$changed++ if $ref->[ $r->{offset} ] ne $r->{value};
+		}
+		ok(@recs > 0, 'the consumer read records (' . scalar(@recs) . ')');
+		is($gone, 0, 'no offset a consumer saw was truncated');
+		is($changed, 0, 'no record a consumer saw was replaced');
+		is($gaps, 0, 'the consumer saw gapless offsets in order');
+	}
 	return ($ref, $hwm);
 }
 
 sub teardown
 {
 	my ($self) = @_;
+	# producers and consumers a failed test left behind: they hold prove's pipe
+	for my $pid (keys %{ $self->{children} // {} })
+	{
+		kill 'KILL', $pid;
+		waitpid($pid, 0);
+	}
+	$self->{children} = {};
+	$self->resume_node($_) for keys %{ $self->{paused} // {} };
 	for my $i (1 .. $#{ $self->{brokers} })
 	{
 		my $pid = $self->{brokers}[$i] or next;
