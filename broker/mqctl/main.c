@@ -22,10 +22,7 @@
 #define MQ_VERSION "unknown"
 #endif
 
-/*
- * The commands, in the order "mqctl --help" lists them.  Still to come:
- * "cluster status" (mq-broker).
- */
+/* The commands, in the order "mqctl --help" lists them. */
 static const MqctlCommand commands[] = {
 	{"topic create", "create a topic", topic_create_help, cmd_topic_create},
 	{"topic list", "list topics", topic_list_help, cmd_topic_list},
@@ -38,6 +35,7 @@ static const MqctlCommand commands[] = {
 	{"group list", "list consumer groups with members and lag", group_list_help, cmd_group_list},
 	{"group describe", "show a group's offsets, lag and owners per partition", group_describe_help, cmd_group_describe},
 	{"group reset-offsets", "move a group's committed offsets", group_reset_offsets_help, cmd_group_reset_offsets},
+	{"cluster status", "show brokers, leaders, ISR and under-replicated partitions", cluster_status_help, cmd_cluster_status},
 	{"perf produce", "measure produce throughput and latency", perf_produce_help, cmd_perf_produce},
 	{"perf consume", "measure consume throughput", perf_consume_help, cmd_perf_consume},
 };

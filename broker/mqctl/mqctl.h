@@ -64,6 +64,8 @@ extern const char consume_help[];
 extern int	cmd_consume(const MqctlCommand *cmd, int argc, char **argv);
 
 /* group.c */
+extern const char cluster_status_help[];
+extern int	cmd_cluster_status(const MqctlCommand *cmd, int argc, char **argv);
 extern const char group_list_help[];
 extern const char group_describe_help[];
 extern const char group_reset_offsets_help[];
