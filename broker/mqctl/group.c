@@ -166,11 +166,7 @@ cmd_group_list(const MqctlCommand *cmd, int argc, char **argv)
 
 	conn = mqctl_connect();
 	res = mqctl_exec(conn, sql, &params, 0);
-	if (format == OUTPUT_JSON)
-		output_json(output_rows_json(res), JSON_INDENT(2));
-	else
-		output_table(res);
-	output_flush();
+	output_rows(res, format);
 	PQclear(res);
 	PQfinish(conn);
 	cli_free(&p);
@@ -478,11 +474,7 @@ cmd_group_reset_offsets(const MqctlCommand *cmd, int argc, char **argv)
 		mqctl_command(conn, "COMMIT");
 	}
 
-	if (format == OUTPUT_JSON)
-		output_json(output_rows_json(res), JSON_INDENT(2));
-	else
-		output_table(res);
-	output_flush();
+	output_rows(res, format);
 	if (!execute)
 	{
 		if (members > 0)

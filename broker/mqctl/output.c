@@ -221,3 +221,13 @@ output_flush(void)
 	if (fflush(stdout) != 0 || ferror(stdout))
 		mq_fatal(MQ_EXIT_LOCAL, "could not write to standard output: %s", strerror(errno));
 }
+
+void
+output_rows(const PGresult *res, OutputFormat format)
+{
+	if (format == OUTPUT_JSON)
+		output_json(output_rows_json(res), JSON_INDENT(2));
+	else
+		output_table(res);
+	output_flush();
+}

@@ -31,6 +31,8 @@ extern OutputFormat output_parse_format(const CliParser *p, const char *arg);
 
 /* All rows of a text-format result as a table; NULLs show as "-". */
 extern void output_table(const PGresult *res);
+/* All rows of res in the chosen format (a JSON array or a table), flushed. */
+extern void output_rows(const PGresult *res, OutputFormat format);
 
 /* Rows of a text-format result as JSON, typed by the columns' types. */
 extern json_t *output_row_json(const PGresult *res, int row);

@@ -241,11 +241,7 @@ cmd_topic_list(const MqctlCommand *cmd, int argc, char **argv)
 
 	conn = mqctl_connect();
 	res = mqctl_exec(conn, sql, NULL, 0);
-	if (format == OUTPUT_JSON)
-		output_json(output_rows_json(res), JSON_INDENT(2));
-	else
-		output_table(res);
-	output_flush();
+	output_rows(res, format);
 	PQclear(res);
 	PQfinish(conn);
 	cli_free(&p);
