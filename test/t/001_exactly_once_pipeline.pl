@@ -49,12 +49,15 @@ DECLARE
     n int := 0;
     next_offsets bigint[] := array_fill(NULL::bigint, ARRAY[4], ARRAY[0]);
 BEGIN
-    FOR r IN SELECT * FROM mq.poll('pipe', 'A', 100) ORDER BY partition, msg_offset LOOP
+    FOR r IN SELECT * FROM mq.poll('pipe', 'A', 10) ORDER BY partition, msg_offset LOOP
         PERFORM mq.send('B', r.key, r.value);
         INSERT INTO app VALUES (convert_from(r.value, 'UTF8')::int, convert_from(r.key, 'UTF8'));
         next_offsets[r.partition] := r.msg_offset + 1;
         n := n + 1;
     END LOOP;
+    -- stay in the transaction a while, so that the killer finds workers
+    -- mid-transaction however fast the rest of the step is
+    PERFORM pg_sleep(0.02);
     FOR p IN 0 .. 3 LOOP
         IF next_offsets[p] IS NOT NULL THEN
             PERFORM mq.commit_offset('pipe', 'A', p, next_offsets[p]);
