@@ -17,6 +17,11 @@
 #                    $MQ_EXTENSION; set to '' for none).
 #   MQ_INITDB_OPTS   extra initdb options (default: --no-locale -E UTF8).
 #   MQ_KEEP_TMP=1    keep cluster temp dirs (logs) after stopping.
+#   MQ_PG_ROOT       a private copy of PostgreSQL made by scripts/pg-private.sh:
+#                    the extension is installed there (make install
+#                    DESTDIR=...) and servers run from it, so that several
+#                    work trees can build and test side by side without
+#                    overwriting each other's mq.so.
 #
 # Do not install your own EXIT/INT/TERM trap after sourcing this file; use
 # `mq_on_exit 'command ...'` to register extra cleanup instead.
@@ -57,7 +62,7 @@ mq_pg_paths() {
 		return 1
 	fi
 	PG_CONFIG="$cfg"
-	PG_BINDIR="$("$cfg" --bindir)"
+	PG_BINDIR="${MQ_PG_ROOT:-}$("$cfg" --bindir)"
 	PG_PGXS="$("$cfg" --pgxs)"
 	PG_PGXS_DIR="$(cd "$(dirname "$PG_PGXS")/../.." && pwd)"
 	PG_TAP_PERL="$PG_PGXS_DIR/src/test/perl"
@@ -334,7 +339,9 @@ mq_build_install() {
 		return 1
 	fi
 	(cd "$MQ_REPO_ROOT" && make -s -j"$jobs" PG_CONFIG="$PG_CONFIG") || return 1
-	if mq_is_root; then
+	if [[ -n "${MQ_PG_ROOT:-}" ]]; then
+		(cd "$MQ_REPO_ROOT" && make -s install PG_CONFIG="$PG_CONFIG" DESTDIR="$MQ_PG_ROOT") || return 1
+	elif mq_is_root; then
 		(cd "$MQ_REPO_ROOT" && make -s install PG_CONFIG="$PG_CONFIG") || return 1
 	elif command -v sudo >/dev/null 2>&1; then
 		(cd "$MQ_REPO_ROOT" && sudo make -s install PG_CONFIG="$PG_CONFIG") || return 1
