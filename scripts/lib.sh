@@ -410,11 +410,29 @@ cluster_restart() {
 	as_postgres pg_ctl -D "$dir/data" -l "$dir/server.log" -w -t 60 start >/dev/null
 }
 
+# The role brokers connect as: a login role without superuser, granted
+# what a broker needs by mq.grant_broker / mq_coord.grant_broker
+# (docs/replication.md, "The broker's role").
+MQ_BROKER_ROLE=mq_broker
+
+# broker_role_setup NAME: create the broker role on cluster NAME (where
+# the extension exists) and grant it what a broker needs; idempotent.
+broker_role_setup() {
+	local name="${1:?broker_role_setup NAME}"
+	cluster_psql "$name" -c "DO \$\$ BEGIN
+		IF NOT EXISTS (SELECT 1 FROM pg_catalog.pg_roles WHERE rolname = '$MQ_BROKER_ROLE') THEN
+			CREATE ROLE $MQ_BROKER_ROLE LOGIN NOSUPERUSER;
+		END IF; END \$\$" \
+		-c "SELECT mq.grant_broker('$MQ_BROKER_ROLE')" \
+		-c "SELECT mq_coord.grant_broker('$MQ_BROKER_ROLE')" >/dev/null
+}
+
 # broker_start ID NODE COORD [ini line...]: start mq-broker with id ID for
 # cluster NODE, coordinated by cluster COORD; extra lines go to the end of
 # its ini file (say "[replication]" "replica.lag.time.max.ms = 5000").  Its
 # log is NODE's directory's broker.log.  The broker of the build tree is
-# used when there is one, else mq-broker from PATH.
+# used when there is one, else mq-broker from PATH.  It connects as
+# $MQ_BROKER_ROLE, set up on NODE and COORD first (broker_role_setup).
 broker_start() {
 	local id="${1:?broker_start ID NODE COORD}" node="${2:?}" coord="${3:?}"
 	shift 3
@@ -424,9 +442,12 @@ broker_start() {
 		mq_log "broker_start: mq-broker not built (make) nor installed"
 		return 1
 	}
+	broker_role_setup "$node" || return 1
+	broker_role_setup "$coord" || return 1
 	{
-		printf '[broker]\nid = %s\nnode = %s\nnode.name = %s\ncoordinator = %s\n' \
-			"$id" "$(cluster_conninfo "$node")" "$node" "$(cluster_conninfo "$coord")"
+		printf '[broker]\nid = %s\nnode = %s user=%s\nnode.name = %s\ncoordinator = %s user=%s\n' \
+			"$id" "$(cluster_conninfo "$node" | sed 's/ user=[^ ]*//')" "$MQ_BROKER_ROLE" "$node" \
+			"$(cluster_conninfo "$coord" | sed 's/ user=[^ ]*//')" "$MQ_BROKER_ROLE"
 		for line in "$@"; do printf '%s\n' "$line"; done
 	} >"$dir/broker.ini"
 	"$bin" -c "$dir/broker.ini" >>"$dir/broker.log" 2>&1 &

@@ -20,6 +20,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "connpolicy.h"
 #include "mqconn.h"
 #include "util.h"
 
@@ -399,17 +400,12 @@ mq_exec_timeout(PGconn *conn, const char *sql, const MqParams *params,
 		if (poll(&pfd, 1, (int) (left > 1000 ? 1000 : left)) < 0 && errno != EINTR)
 			break;
 	}
-	/* the server did not answer in time: cancel, and treat it as lost */
-	{
-		char		errbuf[256];
-		PGcancel   *cancel = PQgetCancel(conn);
-
-		if (cancel != NULL)
-		{
-			(void) PQcancel(cancel, errbuf, sizeof(errbuf));
-			PQfreeCancel(cancel);
-		}
-	}
+	/*
+	 * The server did not answer in time: ask it to cancel, waiting for that
+	 * request no more than a second (connpolicy.h says why it could hang),
+	 * and treat the connection as lost.
+	 */
+	(void) mq_cancel_bounded(conn, 1000);
 	mq_error_free(err);
 	err->message = mq_strdup("the server did not answer in time");
 	err->connection_lost = true;

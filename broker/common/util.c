@@ -5,7 +5,8 @@
  *	  mqctl and mq-broker (see util.h).
  *
  * Every message starts with the program name and a severity, so that the
- * output of several tools mixed in one log stays attributable.
+ * output of several tools mixed in one log stays attributable; a daemon
+ * (mq-broker) also asks for a timestamp in front of each.
  *
  *-------------------------------------------------------------------------
  */
@@ -19,15 +20,34 @@
 #include "util.h"
 
 const char *mq_progname = "mq";
+static bool log_timestamps = false;
+
+void
+mq_log_set_timestamps(bool on)
+{
+	log_timestamps = on;
+}
 
 static void
 log_message(const char *severity, const char *fmt, va_list ap)
 {
 	/* stdout may hold output of ours: keep the order a reader would expect */
 	fflush(stdout);
+	if (log_timestamps)
+	{
+		struct timespec ts;
+		struct tm	tm;
+		char		buf[32];
+
+		clock_gettime(CLOCK_REALTIME, &ts);
+		localtime_r(&ts.tv_sec, &tm);
+		strftime(buf, sizeof(buf), "%Y-%m-%d %H:%M:%S", &tm);
+		fprintf(stderr, "%s.%03d ", buf, (int) (ts.tv_nsec / 1000000));
+	}
 	fprintf(stderr, "%s: %s: ", mq_progname, severity);
 	vfprintf(stderr, fmt, ap);
 	fputc('\n', stderr);
+	fflush(stderr);
 }
 
 void

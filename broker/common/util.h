@@ -32,6 +32,9 @@ typedef enum MqExitCode
 /* Program name used as the prefix of every message ("mqctl"). */
 extern const char *mq_progname;
 
+/* Start every message with the local date and time (for daemons' logs). */
+extern void mq_log_set_timestamps(bool on);
+
 extern void mq_log_error(const char *fmt,...) __attribute__((format(printf, 1, 2)));
 extern void mq_log_warning(const char *fmt,...) __attribute__((format(printf, 1, 2)));
 extern void mq_log_info(const char *fmt,...) __attribute__((format(printf, 1, 2)));

@@ -2,16 +2,27 @@
  *
  * broker.h
  *	  mq-broker's state: its two connections (own node, coordinator), the
- *	  partitions it holds a replica of, and each one's named state.
+ *	  partitions it holds a replica of, and each one's state in the state
+ *	  machine of fsm.h (docs/replication.md shows it as a graph).
  *
- * Partition states and their transitions (docs/replication.md has the
- * diagram):
+ * Where the work lives (each file's header says more):
+ *	 main.c        command line, signals, --print-fsm
+ *	 loop.c        the poll() loop: ticks, fetch answers, metrics
+ *	 conn.c        connections to the node and the coordinator; liveness
+ *	 calls_node.c  typed calls of the node's (and a leader node's) functions
+ *	 calls_coord.c typed calls of the coordinator's functions
+ *	 assign.c      reading assignments; creating topics on the node
+ *	 step.c        the tick: one event per partition, the table's actions
+ *	 elect.c       elections and fencing a paused leader
+ *	 isr.c         a leader's ISR shrink and expansion
+ *	 handover.c    handing leadership to the preferred replica
+ *	 follower.c    a follower's epoch, truncation and fetch loop
+ *	 batch.c       the little of a fetched batch the broker reads
+ *	 config.c      the ini file
+ *	 metrics.c     the Prometheus endpoint
  *
- *	 NONE ----(coordinator names another leader)----> FOLLOWER_TRUNCATE
- *	 NONE ----(leader gone, we are in the ISR, lock won)----> LEADER
- *	 FOLLOWER_TRUNCATE --(KIP-101 done)--> FOLLOWER_FETCH
- *	 FOLLOWER_FETCH --(epoch changes / log diverged)--> FOLLOWER_TRUNCATE
- *	 LEADER --(deposed, node lost, coordinator lost, shutdown)--> NONE
+ * Locking: none; the broker is one thread (connpolicy.c's cancel threads
+ * touch nothing of this).
  *
  *-------------------------------------------------------------------------
  */
@@ -24,17 +35,20 @@
 #include <libpq-fe.h>
 
 #include "config.h"
+#include "connpolicy.h"
+#include "fsm.h"
 #include "mqconn.h"
 
 #define MAX_REPLICAS 16
+#define MAX_LIVE_BROKERS 64
 
-typedef enum PartState
+typedef struct FollowerInfo
 {
-	PART_NONE,					/* no role applied on the node yet */
-	PART_LEADER,
-	PART_FOLLOWER_TRUNCATE,		/* must run leader-epoch truncation */
-	PART_FOLLOWER_FETCH			/* fetching from the leader */
-} PartState;
+	int			id;
+	bool		in_isr;
+	int64_t		log_end;		/* its last fetch offset, -1 */
+	int64_t		lag_ms;			/* since it last caught up */
+} FollowerInfo;
 
 typedef struct Part
 {
@@ -43,6 +57,7 @@ typedef struct Part
 	int			partition;
 	int			partitions;
 	char	   *config;			/* topic config, JSON */
+	bool		unclean;		/* config: unclean.leader.election.enable */
 	int			lock_id;
 	int			replicas[MAX_REPLICAS];
 	int			nreplicas;
@@ -54,7 +69,7 @@ typedef struct Part
 	char	   *leader_name;
 	bool		seen;
 
-	/* what this broker has applied */
+	/* what this broker has applied; state is written by fsm_fire() only */
 	PartState	state;
 	int			applied_epoch;	/* epoch the node was set to, -1 */
 	bool		lock_held;		/* partition leadership lock on the coordinator */
@@ -72,21 +87,16 @@ typedef struct Part
 	int64_t		m_log_end;
 	int64_t		m_hwm;
 	int64_t		m_leader_log_end;
-	struct
-	{
-		int			id;
-		bool		in_isr;
-		int64_t		log_end;	/* its last fetch offset, -1 */
-		int64_t		lag_ms;		/* since it last caught up */
-	}			followers[MAX_REPLICAS];
+	FollowerInfo followers[MAX_REPLICAS];
 	int			nfollowers;
 
 	/* follower: connection to the leader's node and the fetch in flight */
 	PGconn	   *fconn;
 	char	   *fconn_info;
+	MqRetry		fconn_retry;	/* reconnecting to the leader's node */
 	bool		in_flight;
 	int64_t		fetch_offset;
-	int64_t		backoff_until_us;
+	int64_t		backoff_until_us;	/* no fetch before (leader said "not yet") */
 
 	struct Part *next;
 } Part;
@@ -94,13 +104,14 @@ typedef struct Part
 typedef struct Broker
 {
 	BrokerConfig *cfg;
+	MqConnPolicy policy;		/* every connection of this broker */
 	PGconn	   *node;
 	PGconn	   *coord;
 	bool		live;			/* holds its liveness lock */
-	int64_t		node_retry_us;
-	int64_t		coord_retry_us;
+	MqRetry		node_retry;
+	MqRetry		coord_retry;
 	Part	   *parts;
-	int			live_brokers[64];
+	int			live_brokers[MAX_LIVE_BROKERS];
 	int			nlive;
 	struct
 	{
@@ -112,28 +123,59 @@ typedef struct Broker
 	}			stats;			/* counters for metrics.c */
 } Broker;
 
-/* broker.c */
-extern void broker_log(const char *level, const char *fmt,...)
-			__attribute__((format(printf, 2, 3)));
-extern void broker_tick(Broker *b);
-extern void broker_shutdown(Broker *b);
-extern void broker_node_lost(Broker *b, const MqError *err);
-extern void broker_node_readable(Broker *b);
-extern PGresult *node_exec(Broker *b, const char *sql, const MqParams *params,
-						   int fmt, MqError *err);
+/* fsm.c */
 extern const char *part_label(const Part *p);
 
-/* metrics.c */
-#include <sys/select.h>
-extern bool metrics_start(Broker *b, const char *address);
-extern void metrics_fdset(fd_set *rfds, fd_set *wfds, fd_set *efds, int *maxfd,
-						  int64_t *timeout_us);
-extern void metrics_run(fd_set *rfds, fd_set *wfds, fd_set *efds);
-extern void metrics_stop(void);
+/* conn.c */
+extern void broker_init(Broker *b, BrokerConfig *cfg);
+extern void ensure_node(Broker *b);
+extern void ensure_coordinator(Broker *b);
+extern PGresult *node_exec(Broker *b, const char *sql, const MqParams *params,
+						   int fmt, MqError *err);
+extern PGresult *coord_exec(Broker *b, const char *sql, const MqParams *params,
+							MqError *err);
+extern void broker_node_lost(Broker *b, const MqError *err);
+extern void broker_node_readable(Broker *b);
+extern void log_mq_error(const char *what, const MqError *err);
+extern void release_lock(Broker *b, Part *p);
+
+/* assign.c */
+extern bool read_assignments(Broker *b);
+extern bool ensure_topic(Broker *b, Part *p);
+extern bool int_in(int v, const int *a, int n);
+extern bool broker_is_live(Broker *b, int id);
+extern int	parse_int_array(const char *s, int *out, int max);
+extern bool topic_config_unclean(const char *config_json);
+
+/* step.c */
+extern void broker_tick(Broker *b);
+extern void broker_shutdown(Broker *b);
+
+/* elect.c */
+extern void try_elect(Broker *b, Part *p);
+
+/* isr.c */
+extern void leader_duties(Broker *b, Part *p);
+
+/* handover.c */
+extern int	preferred_leader(const Part *p);
+extern bool preferred_ready(Broker *b, const Part *p);
+extern void maybe_hand_over(Broker *b, Part *p);
 
 /* follower.c */
 extern void follower_step(Broker *b, Part *p);
 extern void follower_on_readable(Broker *b, Part *p);
 extern void follower_stop(Part *p);
+
+/* loop.c */
+extern void broker_run(Broker *b, volatile int *stop_requested);
+
+/* metrics.c */
+struct pollfd;
+extern bool metrics_start(Broker *b, const char *address);
+/* add the daemon's descriptor to fds (returns how many); lower *timeout_ms if due sooner */
+extern int	metrics_pollfds(struct pollfd *fds, int64_t *timeout_ms);
+extern void metrics_run(void);
+extern void metrics_stop(void);
 
 #endif							/* MQ_BROKER_H */

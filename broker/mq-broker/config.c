@@ -6,6 +6,13 @@
  *
  * Unknown keys are errors, not warnings: a misspelt timeout silently left
  * at its default is the kind of mistake that shows only in an outage.
+ * Numbers are whole numbers within the bounds of the table below; the
+ * metrics port is 1..65535; connection strings are parsed with libpq's
+ * PQconninfoParse, so that a password is found in a URI
+ * (postgresql://u:pw@host) as well as in key=value form.  The parser takes
+ * text (broker_config_parse) so that fuzz/config_fuzz.c can feed it.
+ *
+ * Locking: none; called once at start.
  *
  *-------------------------------------------------------------------------
  */
@@ -16,6 +23,7 @@
 #include <string.h>
 
 #include <ini.h>
+#include <libpq-fe.h>
 
 #include "config.h"
 #include "util.h"
@@ -26,6 +34,40 @@ typedef struct ParseState
 	const char *path;
 	bool		ok;
 } ParseState;
+
+typedef struct ConfigKey
+{
+	const char *section;
+	const char *name;
+	size_t		offset;			/* of the field in BrokerConfig */
+	char		kind;			/* 'i' int, 'l' long, 's' string */
+	long		min;
+	long		max;
+} ConfigKey;
+
+#define KEY(sec, name, field, kind, min, max) \
+	{sec, name, offsetof(BrokerConfig, field), kind, min, max}
+
+static const ConfigKey keys[] = {
+	KEY("broker", "id", broker_id, 'i', 0, INT_MAX),
+	KEY("broker", "node", node, 's', 0, 0),
+	KEY("broker", "node.advertised", node_advertised, 's', 0, 0),
+	KEY("broker", "node.name", node_name, 's', 0, 0),
+	KEY("broker", "coordinator", coordinator, 's', 0, 0),
+	KEY("broker", "tick.ms", tick_ms, 'i', 10, 10000),
+	KEY("broker", "node.timeout.ms", node_timeout_ms, 'i', 100, 600000),
+	KEY("broker", "coordinator.timeout.ms", coordinator_timeout_ms, 'i', 100, 600000),
+	KEY("broker", "session.timeout.ms", session_timeout_ms, 'i', 100, 600000),
+	KEY("broker", "retry.ms", retry_ms, 'i', 10, 60000),
+	KEY("broker", "retry.max.ms", retry_max_ms, 'i', 10, 600000),
+	KEY("replication", "replica.lag.time.max.ms", lag_time_max_ms, 'i', 100, 86400000),
+	KEY("replication", "replica.lag.max.messages", lag_max_messages, 'l', 0, LONG_MAX),
+	KEY("replication", "replica.fetch.wait.max.ms", fetch_wait_ms, 'i', 0, 60000),
+	KEY("replication", "replica.fetch.max.records", fetch_max_records, 'i', 1, 1000000),
+	KEY("replication", "auto.leader.rebalance.enable", auto_rebalance, 'i', 0, 1),
+	KEY("replication", "auto.leader.rebalance.delay.ms", rebalance_delay_ms, 'i', 0, 86400000),
+	KEY("metrics", "address", metrics_address, 's', 0, 0),
+};
 
 static bool
 parse_long(const char *value, long min, long max, long *out)
@@ -42,79 +84,155 @@ parse_long(const char *value, long min, long max, long *out)
 }
 
 static int
+set_key(ParseState *st, const ConfigKey *k, const char *section, const char *value)
+{
+	char	   *field = (char *) st->cfg + k->offset;
+	long		v;
+
+	if (k->kind == 's')
+	{
+		free(*(char **) field);
+		*(char **) field = mq_strdup(value);
+		return 1;
+	}
+	/* booleans are ints 0..1 that also take Kafka's spelling */
+	if (k->min == 0 && k->max == 1 && (strcmp(value, "true") == 0 || strcmp(value, "false") == 0))
+		value = strcmp(value, "true") == 0 ? "1" : "0";
+	if (!parse_long(value, k->min, k->max, &v))
+	{
+		mq_log_error("%s: [%s] %s must be a whole number between %ld and %ld, not \"%s\"",
+					 st->path, section, k->name, k->min, k->max, value);
+		st->ok = false;
+		return 1;
+	}
+	if (k->kind == 'i')
+		*(int *) field = (int) v;
+	else
+		*(long *) field = v;
+	return 1;
+}
+
+static int
 handler(void *user, const char *section, const char *name, const char *value)
 {
 	ParseState *st = user;
-	BrokerConfig *cfg = st->cfg;
-	struct
-	{
-		const char *section;
-		const char *name;
-		int		   *ivar;
-		long	   *lvar;
-		char	  **svar;
-		long		min;
-		long		max;
-	}			keys[] = {
-		{"broker", "id", &cfg->broker_id, NULL, NULL, 0, INT_MAX},
-		{"broker", "node", NULL, NULL, &cfg->node, 0, 0},
-		{"broker", "node.advertised", NULL, NULL, &cfg->node_advertised, 0, 0},
-		{"broker", "node.name", NULL, NULL, &cfg->node_name, 0, 0},
-		{"broker", "coordinator", NULL, NULL, &cfg->coordinator, 0, 0},
-		{"broker", "tick.ms", &cfg->tick_ms, NULL, NULL, 10, 10000},
-		{"broker", "node.timeout.ms", &cfg->node_timeout_ms, NULL, NULL, 100, 600000},
-		{"broker", "coordinator.timeout.ms", &cfg->coordinator_timeout_ms, NULL, NULL, 100, 600000},
-		{"broker", "session.timeout.ms", &cfg->session_timeout_ms, NULL, NULL, 100, 600000},
-		{"broker", "retry.ms", &cfg->retry_ms, NULL, NULL, 10, 60000},
-		{"replication", "replica.lag.time.max.ms", &cfg->lag_time_max_ms, NULL, NULL, 100, INT_MAX},
-		{"replication", "replica.lag.max.messages", NULL, &cfg->lag_max_messages, NULL, 0, LONG_MAX},
-		{"replication", "replica.fetch.wait.max.ms", &cfg->fetch_wait_ms, NULL, NULL, 0, 60000},
-		{"replication", "replica.fetch.max.records", &cfg->fetch_max_records, NULL, NULL, 1, 1000000},
-		{"replication", "auto.leader.rebalance.enable", &cfg->auto_rebalance, NULL, NULL, 0, 1},
-		{"replication", "auto.leader.rebalance.delay.ms", &cfg->rebalance_delay_ms, NULL, NULL, 0, INT_MAX},
-		{"metrics", "address", NULL, NULL, &cfg->metrics_address, 0, 0},
-	};
 
 	for (size_t i = 0; i < sizeof(keys) / sizeof(keys[0]); i++)
-	{
-		long		v;
-
-		if (strcmp(keys[i].section, section) != 0 || strcmp(keys[i].name, name) != 0)
-			continue;
-		if (keys[i].svar)
-		{
-			free(*keys[i].svar);
-			*keys[i].svar = mq_strdup(value);
-			return 1;
-		}
-		/* booleans are ints 0..1 that also take Kafka's spelling */
-		if (keys[i].min == 0 && keys[i].max == 1 &&
-			(strcmp(value, "true") == 0 || strcmp(value, "false") == 0))
-			value = strcmp(value, "true") == 0 ? "1" : "0";
-		if (!parse_long(value, keys[i].min, keys[i].max, &v))
-		{
-			mq_log_error("%s: [%s] %s must be a whole number between %ld and %ld, not \"%s\"",
-						 st->path, section, name, keys[i].min, keys[i].max, value);
-			st->ok = false;
-			return 1;
-		}
-		if (keys[i].ivar)
-			*keys[i].ivar = (int) v;
-		else
-			*keys[i].lvar = v;
-		return 1;
-	}
+		if (strcmp(keys[i].section, section) == 0 && strcmp(keys[i].name, name) == 0)
+			return set_key(st, &keys[i], section, value);
 	mq_log_error("%s: unknown setting \"%s\" in section [%s]", st->path, name, section);
 	st->ok = false;
 	return 1;
 }
 
 bool
-broker_config_load(const char *path, BrokerConfig *cfg)
+conninfo_has_password(const char *conninfo, bool *unparsable)
 {
-	ParseState	st = {cfg, path, true};
-	int			rc;
+	char	   *errmsg = NULL;
+	PQconninfoOption *opts = PQconninfoParse(conninfo, &errmsg);
+	bool		found = false;
 
+	*unparsable = opts == NULL;
+	PQfreemem(errmsg);			/* it may quote the string: never shown */
+	if (opts == NULL)
+		return true;
+	for (PQconninfoOption *o = opts; o->keyword; o++)
+		if (strcmp(o->keyword, "password") == 0 && o->val != NULL)
+			found = true;
+	PQconninfoFree(opts);
+	return found;
+}
+
+bool
+split_host_port(const char *address, char **host, int *port)
+{
+	const char *colon = strrchr(address, ':');
+	long		v;
+	size_t		hlen;
+
+	if (colon == NULL || !parse_long(colon + 1, 1, 65535, &v))
+		return false;
+	hlen = (size_t) (colon - address);
+	if (hlen >= 2 && address[0] == '[' && address[hlen - 1] == ']')
+	{
+		address++;
+		hlen -= 2;
+	}
+	*host = mq_malloc(hlen + 1);
+	memcpy(*host, address, hlen);
+	(*host)[hlen] = '\0';
+	*port = (int) v;
+	return true;
+}
+
+/* Each connection string: parsable by libpq and without a password. */
+static bool
+check_conninfos(BrokerConfig *cfg, const char *path)
+{
+	const char *names[] = {"node", "node.advertised", "coordinator"};
+	const char *vals[] = {cfg->node, cfg->node_advertised, cfg->coordinator};
+
+	for (int i = 0; i < 3; i++)
+	{
+		bool		unparsable;
+
+		if (vals[i] == NULL || !conninfo_has_password(vals[i], &unparsable))
+			continue;
+		if (unparsable)
+			mq_log_error("%s: [broker] %s is not a libpq connection string (key=value or postgresql:// URI)",
+						 path, names[i]);
+		else
+			mq_log_error("%s: [broker] %s must not hold a password; use ~/.pgpass or a service file",
+						 path, names[i]);
+		return false;
+	}
+	return true;
+}
+
+/* What no single key can say: required keys and relations between keys. */
+static bool
+check_config(BrokerConfig *cfg, const char *path)
+{
+	char	   *host = NULL;
+	int			port;
+
+	if (cfg->broker_id < 0)
+	{
+		mq_log_error("%s: [broker] id is required", path);
+		return false;
+	}
+	if (cfg->node == NULL || cfg->coordinator == NULL)
+	{
+		mq_log_error("%s: [broker] node and coordinator are required (libpq connection strings)", path);
+		return false;
+	}
+	if (!check_conninfos(cfg, path))
+		return false;
+	if (cfg->fetch_wait_ms * 2 >= cfg->lag_time_max_ms)
+	{
+		mq_log_error("%s: replica.fetch.wait.max.ms (%d) must be below half of replica.lag.time.max.ms (%d)",
+					 path, cfg->fetch_wait_ms, cfg->lag_time_max_ms);
+		return false;
+	}
+	if (cfg->retry_max_ms < cfg->retry_ms)
+	{
+		mq_log_error("%s: retry.max.ms (%d) must not be below retry.ms (%d)",
+					 path, cfg->retry_max_ms, cfg->retry_ms);
+		return false;
+	}
+	if (cfg->metrics_address && !split_host_port(cfg->metrics_address, &host, &port))
+	{
+		mq_log_error("%s: [metrics] address must be host:port with a port from 1 to 65535, not \"%s\"",
+					 path, cfg->metrics_address);
+		return false;
+	}
+	free(host);
+	return true;
+}
+
+static void
+set_defaults(BrokerConfig *cfg)
+{
 	memset(cfg, 0, sizeof(*cfg));
 	cfg->broker_id = -1;
 	cfg->tick_ms = 100;
@@ -126,43 +244,82 @@ broker_config_load(const char *path, BrokerConfig *cfg)
 	cfg->fetch_wait_ms = 500;
 	cfg->fetch_max_records = 10000;
 	cfg->retry_ms = 500;
+	cfg->retry_max_ms = 2000;
 	cfg->auto_rebalance = 1;
 	cfg->rebalance_delay_ms = 10000;
+}
 
-	rc = ini_parse(path, handler, &st);
-	if (rc < 0)
+bool
+broker_config_parse(const char *text, const char *name, BrokerConfig *cfg)
+{
+	ParseState	st = {cfg, name, true};
+	int			rc;
+
+	set_defaults(cfg);
+	rc = ini_parse_string(text, handler, &st);
+	if (rc != 0)
 	{
+		mq_log_error("%s:%d: syntax error", name, rc);
+		return false;
+	}
+	if (!st.ok || !check_config(cfg, name))
+		return false;
+	if (cfg->node_advertised == NULL)
+		cfg->node_advertised = mq_strdup(cfg->node);
+	return true;
+}
+
+bool
+broker_config_load(const char *path, BrokerConfig *cfg)
+{
+	FILE	   *f = fopen(path, "r");
+	char	   *text = NULL;
+	size_t		len = 0;
+	size_t		cap = 0;
+	size_t		n;
+	bool		ok;
+
+	if (f == NULL)
+	{
+		set_defaults(cfg);
 		mq_log_error("cannot read configuration file \"%s\": %s", path, strerror(errno));
 		return false;
 	}
-	if (rc > 0)
+	do
 	{
-		mq_log_error("%s:%d: syntax error", path, rc);
+		if (cap - len < 4096)
+			text = mq_realloc(text, cap = cap * 2 + 4096);
+		n = fread(text + len, 1, cap - len - 1, f);
+		len += n;
+	} while (n > 0 && len < 1024 * 1024);
+	fclose(f);
+	text[len] = '\0';
+	if (len >= 1024 * 1024)
+	{
+		free(text);
+		set_defaults(cfg);
+		mq_log_error("%s: larger than 1 MB; not a broker configuration", path);
 		return false;
 	}
-	if (st.ok && cfg->broker_id < 0)
+	if (strlen(text) != len)
 	{
-		mq_log_error("%s: [broker] id is required", path);
-		st.ok = false;
+		free(text);
+		set_defaults(cfg);
+		mq_log_error("%s: the file holds a NUL byte; it is not an ini file", path);
+		return false;
 	}
-	if (st.ok && (cfg->node == NULL || cfg->coordinator == NULL))
-	{
-		mq_log_error("%s: [broker] node and coordinator are required (libpq connection strings)", path);
-		st.ok = false;
-	}
-	if (st.ok && (strstr(cfg->node, "password") || strstr(cfg->coordinator, "password") ||
-				  (cfg->node_advertised && strstr(cfg->node_advertised, "password"))))
-	{
-		mq_log_error("%s: connection strings must not hold passwords; use ~/.pgpass or a service file", path);
-		st.ok = false;
-	}
-	if (st.ok && cfg->fetch_wait_ms * 2 >= cfg->lag_time_max_ms)
-	{
-		mq_log_error("%s: replica.fetch.wait.max.ms (%d) must be below half of replica.lag.time.max.ms (%d)",
-					 path, cfg->fetch_wait_ms, cfg->lag_time_max_ms);
-		st.ok = false;
-	}
-	if (st.ok && cfg->node_advertised == NULL)
-		cfg->node_advertised = mq_strdup(cfg->node);
-	return st.ok;
+	ok = broker_config_parse(text, path, cfg);
+	free(text);
+	return ok;
+}
+
+void
+broker_config_free(BrokerConfig *cfg)
+{
+	free(cfg->node);
+	free(cfg->node_advertised);
+	free(cfg->node_name);
+	free(cfg->coordinator);
+	free(cfg->metrics_address);
+	memset(cfg, 0, sizeof(*cfg));
 }

@@ -6,7 +6,9 @@
  * An ini file (parsed with libinih).  It names the broker, its node and
  * the coordinator with libpq connection strings that carry no password:
  * secrets stay in ~/.pgpass or a service file (PGSERVICEFILE), so the file
- * can be world-readable and the broker never logs a secret.
+ * can be world-readable and the broker never logs a secret.  Every number
+ * is range-checked and every connection string is parsed by libpq
+ * (key=value and URI forms alike) when the file is read.
  *
  *-------------------------------------------------------------------------
  */
@@ -30,7 +32,8 @@ typedef struct BrokerConfig
 	long		lag_max_messages;	/* replica.lag.max.messages, 0 = unset */
 	int			fetch_wait_ms;	/* replica.fetch.wait.max.ms */
 	int			fetch_max_records;
-	int			retry_ms;		/* reconnect interval */
+	int			retry_ms;		/* first reconnect pause */
+	int			retry_max_ms;	/* longest reconnect pause (back-off cap) */
 	int			auto_rebalance; /* auto.leader.rebalance.enable: 1 or 0 */
 	int			rebalance_delay_ms; /* auto.leader.rebalance.delay.ms */
 	char	   *metrics_address;	/* host:port, or NULL */
@@ -38,5 +41,20 @@ typedef struct BrokerConfig
 
 /* Fill cfg from path; on error print what is wrong and return false. */
 extern bool broker_config_load(const char *path, BrokerConfig *cfg);
+
+/* The same from the text of a file; name is what messages call it. */
+extern bool broker_config_parse(const char *text, const char *name, BrokerConfig *cfg);
+
+/* Free what a load or parse allocated (also after a failed one). */
+extern void broker_config_free(BrokerConfig *cfg);
+
+/*
+ * Does conninfo (key=value or URI) hold a password?  Also true when libpq
+ * cannot parse it, with *unparsable set: then nobody can tell.
+ */
+extern bool conninfo_has_password(const char *conninfo, bool *unparsable);
+
+/* Split "host:port", "[v6]:port" or ":port"; false unless port is 1..65535. */
+extern bool split_host_port(const char *address, char **host, int *port);
 
 #endif							/* MQ_BROKER_CONFIG_H */

@@ -4,9 +4,10 @@
  *	  mq-broker's Prometheus endpoint: GET /metrics on [metrics] address,
  *	  served with libmicrohttpd from the broker's own event loop.
  *
- * The daemon runs in libmicrohttpd's "external select" mode: main.c adds
- * its sockets to the select() that also waits on the followers' fetches,
- * and calls metrics_run() after it.  So a scrape is answered by the one
+ * The daemon runs in libmicrohttpd's external epoll mode: loop.c adds the
+ * daemon's one epoll descriptor to the poll() that also waits on the
+ * followers' fetches, and calls metrics_run() after it (no fd_set, so no
+ * FD_SETSIZE limit on any descriptor number).  So a scrape is answered by the one
  * broker thread between two steps of its work, from the values the broker
  * already keeps (broker.h: what leader_duties read from the node on the
  * last tick, what the last fetch brought), without locks and without
@@ -19,6 +20,7 @@
  *-------------------------------------------------------------------------
  */
 #include <netdb.h>
+#include <poll.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -249,11 +251,11 @@ metrics_start(Broker *b, const char *address)
 	struct addrinfo hints,
 			   *ai = NULL;
 	int			rc;
-	unsigned int flags = MHD_USE_ERROR_LOG;
+	unsigned int flags = MHD_USE_ERROR_LOG | MHD_USE_EPOLL;
 
 	if (port == NULL || port[1] == '\0')
 	{
-		broker_log("error", "[metrics] address \"%s\" must be host:port", address);
+		mq_log_error("[metrics] address \"%s\" must be host:port", address);
 		free(copy);
 		return false;
 	}
@@ -269,7 +271,7 @@ metrics_start(Broker *b, const char *address)
 	rc = getaddrinfo(host[0] ? host : NULL, port, &hints, &ai);
 	if (rc != 0)
 	{
-		broker_log("error", "[metrics] address \"%s\": %s", address, gai_strerror(rc));
+		mq_log_error("[metrics] address \"%s\": %s", address, gai_strerror(rc));
 		free(copy);
 		return false;
 	}
@@ -283,36 +285,41 @@ metrics_start(Broker *b, const char *address)
 	freeaddrinfo(ai);
 	if (daemon_ == NULL)
 	{
-		broker_log("error", "cannot serve metrics on %s (address in use?)", address);
+		mq_log_error("cannot serve metrics on %s (address in use?)", address);
 		free(copy);
 		return false;
 	}
-	broker_log("info", "serving Prometheus metrics on http://%s/metrics", address);
+	mq_log_info("serving Prometheus metrics on http://%s/metrics", address);
 	free(copy);
 	return true;
 }
 
-/* Add the daemon's sockets to main.c's select(); lower *timeout_us if it must run sooner. */
-void
-metrics_fdset(fd_set *rfds, fd_set *wfds, fd_set *efds, int *maxfd, int64_t *timeout_us)
+/* The daemon's epoll descriptor for loop.c's poll(); lower *timeout_ms if it must run sooner. */
+int
+metrics_pollfds(struct pollfd *fds, int64_t *timeout_ms)
 {
-	MHD_socket	max = -1;
+	const union MHD_DaemonInfo *info;
 	MHD_UNSIGNED_LONG_LONG ms;
 
 	if (daemon_ == NULL)
-		return;
-	if (MHD_get_fdset2(daemon_, rfds, wfds, efds, &max, FD_SETSIZE) == MHD_YES && max > *maxfd)
-		*maxfd = max;
-	if (MHD_get_timeout(daemon_, &ms) == MHD_YES && (int64_t) ms * 1000 < *timeout_us)
-		*timeout_us = (int64_t) ms * 1000;
+		return 0;
+	info = MHD_get_daemon_info(daemon_, MHD_DAEMON_INFO_EPOLL_FD);
+	if (info == NULL)
+		return 0;
+	fds[0].fd = info->epoll_fd;
+	fds[0].events = POLLIN;
+	fds[0].revents = 0;
+	if (MHD_get_timeout(daemon_, &ms) == MHD_YES && (int64_t) ms < *timeout_ms)
+		*timeout_ms = (int64_t) ms;
+	return 1;
 }
 
-/* After select(): let the daemon accept, read and answer what is ready. */
+/* After poll(): let the daemon accept, read and answer what is ready. */
 void
-metrics_run(fd_set *rfds, fd_set *wfds, fd_set *efds)
+metrics_run(void)
 {
 	if (daemon_ != NULL)
-		MHD_run_from_select(daemon_, rfds, wfds, efds);
+		MHD_run(daemon_);
 }
 
 void

@@ -54,6 +54,8 @@ sub new
 			. ($i <= $n ? ($opt{node_conf} // '') : '') . "\n");
 		$node->start;
 		$node->safe_psql('postgres', 'CREATE EXTENSION mq');
+		# the brokers run as a role that is no superuser (docs/replication.md)
+		$node->safe_psql('postgres', broker_role_sql());
 		if ($i <= $n) { push @{ $self->{nodes} }, $node; }
 		else { $self->{coord} = $node; }
 	}
@@ -72,10 +74,22 @@ sub new
 sub node  { $_[0]{nodes}[ $_[1] - 1 ] }
 sub coord { $_[0]{coord} }
 
+# The role every broker connects as: a login role without superuser,
+# granted exactly what a broker needs by mq.grant_broker (data node) and
+# mq_coord.grant_broker (coordinator); every test that starts brokers
+# proves those grants are enough.
+our $BROKER_ROLE = 'mq_broker';
+
+sub broker_role_sql
+{
+	return "CREATE ROLE $BROKER_ROLE LOGIN NOSUPERUSER; "
+	  . "SELECT mq.grant_broker('$BROKER_ROLE'); SELECT mq_coord.grant_broker('$BROKER_ROLE');";
+}
+
 sub conninfo
 {
 	my ($node) = @_;
-	return sprintf('host=%s port=%d dbname=postgres', $node->host, $node->port);
+	return sprintf('host=%s port=%d dbname=postgres user=%s', $node->host, $node->port, $BROKER_ROLE);
 }
 
 sub broker_config

@@ -1,0 +1,227 @@
+/*-------------------------------------------------------------------------
+ *
+ * connpolicy.c
+ *	  Connection policies: connecting with a timeout and keepalives, retry
+ *	  back-off with jitter, and cancel requests that cannot block for long
+ *	  (see connpolicy.h).
+ *
+ * Locking: the only shared state is the count of cancel threads still
+ * running, an atomic.  A cancel thread owns its PGcancel and the small
+ * block it reports through; whoever of it and the waiting caller finishes
+ * last frees that block (a reference count of two).
+ *
+ *-------------------------------------------------------------------------
+ */
+#include <errno.h>
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "connpolicy.h"
+#include "util.h"
+
+void
+mq_conn_policy_default(MqConnPolicy *policy)
+{
+	policy->connect_timeout_s = 2;
+	policy->keepalives_idle_s = 2;
+	policy->keepalives_interval_s = 1;
+	policy->keepalives_count = 2;
+	policy->retry_initial_ms = 500;
+	policy->retry_max_ms = 5000;
+	policy->cancel_wait_ms = 1000;
+}
+
+PGconn *
+mq_connect_policy(const char *conninfo, const char *appname,
+				  const MqConnPolicy *policy, MqError *err)
+{
+	char		vals[5][16];
+	const char *keys[6];
+	const char *vp[6];
+	int			n = 0;
+
+	/* libpq treats connect_timeout below 2 as 2; say so here too */
+	snprintf(vals[n], sizeof(vals[n]), "%d",
+			 policy->connect_timeout_s < 2 ? 2 : policy->connect_timeout_s);
+	keys[n] = "connect_timeout";
+	vp[n] = vals[n];
+	n++;
+	if (policy->keepalives_idle_s > 0)
+	{
+		static const char *const kk[] = {"keepalives_idle", "keepalives_interval", "keepalives_count"};
+		int			kv[] = {policy->keepalives_idle_s, policy->keepalives_interval_s,
+		policy->keepalives_count};
+
+		keys[n] = "keepalives";
+		vp[n++] = "1";
+		for (int i = 0; i < 3; i++)
+		{
+			snprintf(vals[i + 1], sizeof(vals[i + 1]), "%d", kv[i]);
+			keys[n] = kk[i];
+			vp[n++] = vals[i + 1];
+		}
+	}
+	keys[n] = NULL;
+	vp[n] = NULL;
+	return mq_connect_with(conninfo, appname, keys, vp, err);
+}
+
+/* ---------------------------------------------------------------------
+ * Retries
+ * --------------------------------------------------------------------- */
+
+bool
+mq_retry_due(const MqRetry *r)
+{
+	return r->next_us == 0 || mq_now_us() >= r->next_us;
+}
+
+int
+mq_retry_next_pause(const MqConnPolicy *policy, int last_ms, uint32_t rnd)
+{
+	int64_t		lo = policy->retry_initial_ms;
+	int64_t		hi = last_ms > 0 ? (int64_t) last_ms * 3 : lo;
+	int64_t		pause;
+
+	if (hi > policy->retry_max_ms)
+		hi = policy->retry_max_ms;
+	if (hi < lo)
+		hi = lo;
+	pause = lo + (int64_t) (rnd % (uint32_t) (hi - lo + 1));
+	return (int) pause;
+}
+
+int
+mq_retry_failed(MqRetry *r, const MqConnPolicy *policy)
+{
+	static unsigned int seed;
+	int			pause;
+
+	if (seed == 0)
+		seed = (unsigned int) (mq_now_us() ^ (int64_t) getpid());
+	/* the first pause after a success is exactly retry_initial_ms */
+	pause = r->failures == 0 ? policy->retry_initial_ms
+		: mq_retry_next_pause(policy, r->last_ms, (uint32_t) rand_r(&seed));
+	r->failures++;
+	r->last_ms = pause;
+	r->next_us = mq_now_us() + (int64_t) pause * 1000;
+	return pause;
+}
+
+void
+mq_retry_succeeded(MqRetry *r)
+{
+	r->next_us = 0;
+	r->last_ms = 0;
+	r->failures = 0;
+}
+
+/* ---------------------------------------------------------------------
+ * Bounded cancel requests
+ * --------------------------------------------------------------------- */
+
+static atomic_int pending_cancels;
+
+typedef struct CancelJob
+{
+	PGcancel   *cancel;
+	pthread_mutex_t lock;
+	pthread_cond_t done_cv;
+	bool		done;
+	bool		sent;
+	int			refs;			/* the thread and the waiter */
+} CancelJob;
+
+static void
+job_release(CancelJob *job)
+{
+	bool		last;
+
+	pthread_mutex_lock(&job->lock);
+	last = --job->refs == 0;
+	pthread_mutex_unlock(&job->lock);
+	if (last)
+	{
+		pthread_mutex_destroy(&job->lock);
+		pthread_cond_destroy(&job->done_cv);
+		free(job);
+	}
+}
+
+static void *
+cancel_thread(void *arg)
+{
+	CancelJob  *job = arg;
+	char		errbuf[256];
+	bool		sent = PQcancel(job->cancel, errbuf, sizeof(errbuf)) == 1;
+
+	PQfreeCancel(job->cancel);
+	pthread_mutex_lock(&job->lock);
+	job->done = true;
+	job->sent = sent;
+	pthread_cond_signal(&job->done_cv);
+	pthread_mutex_unlock(&job->lock);
+	job_release(job);
+	atomic_fetch_sub(&pending_cancels, 1);
+	return NULL;
+}
+
+bool
+mq_cancel_bounded(PGconn *conn, int wait_ms)
+{
+	CancelJob  *job;
+	pthread_t	tid;
+	pthread_attr_t attr;
+	struct timespec until;
+	bool		sent;
+
+	if (atomic_fetch_add(&pending_cancels, 1) >= MQ_CANCEL_MAX_PENDING)
+	{
+		atomic_fetch_sub(&pending_cancels, 1);
+		return false;
+	}
+	job = mq_malloc0(sizeof(CancelJob));
+	job->cancel = PQgetCancel(conn);
+	if (job->cancel == NULL)
+	{
+		free(job);
+		atomic_fetch_sub(&pending_cancels, 1);
+		return false;
+	}
+	pthread_mutex_init(&job->lock, NULL);
+	pthread_cond_init(&job->done_cv, NULL);
+	job->refs = 2;
+	pthread_attr_init(&attr);
+	pthread_attr_setdetachstate(&attr, PTHREAD_CREATE_DETACHED);
+	if (pthread_create(&tid, &attr, cancel_thread, job) != 0)
+	{
+		pthread_attr_destroy(&attr);
+		PQfreeCancel(job->cancel);
+		job->refs = 1;
+		job_release(job);
+		atomic_fetch_sub(&pending_cancels, 1);
+		return false;
+	}
+	pthread_attr_destroy(&attr);
+	clock_gettime(CLOCK_REALTIME, &until);
+	until.tv_sec += wait_ms / 1000;
+	until.tv_nsec += (long) (wait_ms % 1000) * 1000000;
+	if (until.tv_nsec >= 1000000000)
+	{
+		until.tv_sec++;
+		until.tv_nsec -= 1000000000;
+	}
+	pthread_mutex_lock(&job->lock);
+	while (!job->done)
+		if (pthread_cond_timedwait(&job->done_cv, &job->lock, &until) == ETIMEDOUT)
+			break;
+	sent = job->done && job->sent;
+	pthread_mutex_unlock(&job->lock);
+	job_release(job);
+	return sent;
+}

@@ -1,0 +1,90 @@
+/*-------------------------------------------------------------------------
+ *
+ * connpolicy.h
+ *	  How mq's tools connect, keep a connection and try again: one policy
+ *	  object (connect timeout, TCP keepalives, retry with exponential
+ *	  back-off and jitter, the bound on a cancel request) that every
+ *	  mq-broker connection (its node, the coordinator, a leader's node) is
+ *	  made with, in the manner of pg_auto_failover's connection retry
+ *	  policies.
+ *
+ * Every blocking step of a connection has a deadline under a policy:
+ *	 - connecting: libpq's connect_timeout (per host address tried);
+ *	 - a dead or silently cut peer: client-side TCP keepalives end the
+ *	   connection after keepalives_idle + keepalives_interval *
+ *	   keepalives_count seconds;
+ *	 - a statement: mq_exec_timeout() (mqconn.h) waits at most its timeout;
+ *	 - cancelling it: libpq 15's PQcancel() opens a new connection with a
+ *	   blocking connect() that ignores connect_timeout, so a peer cut
+ *	   without a RST freezes it for the kernel's SYN retries (about two
+ *	   minutes, issue 13).  mq_cancel_bounded() therefore runs PQcancel() on
+ *	   a detached thread and waits for it at most cancel_wait_ms; at most
+ *	   MQ_CANCEL_MAX_PENDING such threads exist at once (beyond that the
+ *	   request is skipped: the caller drops the connection anyway, and the
+ *	   server's own statement_timeout and keepalives end the statement).
+ *
+ * The retry state (MqRetry) belongs to whoever owns the connection and is
+ * touched by that thread only.
+ *
+ *-------------------------------------------------------------------------
+ */
+#ifndef MQ_CONNPOLICY_H
+#define MQ_CONNPOLICY_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include <libpq-fe.h>
+
+#include "mqconn.h"
+
+typedef struct MqConnPolicy
+{
+	int			connect_timeout_s;	/* libpq connect_timeout, seconds (>= 2) */
+	int			keepalives_idle_s;	/* 0: no client keepalive settings */
+	int			keepalives_interval_s;
+	int			keepalives_count;
+	int			retry_initial_ms;	/* first pause after a failure */
+	int			retry_max_ms;	/* the back-off never exceeds this */
+	int			cancel_wait_ms; /* how long a cancel request may block us */
+} MqConnPolicy;
+
+#define MQ_CANCEL_MAX_PENDING 4
+
+/* The defaults: 2 s connect timeout, dead peer noticed in 4 s, 0.5..5 s retries. */
+extern void mq_conn_policy_default(MqConnPolicy *policy);
+
+/* Connect under a policy (its timeout and keepalives override the string's). */
+extern PGconn *mq_connect_policy(const char *conninfo, const char *appname,
+								 const MqConnPolicy *policy, MqError *err);
+
+/*
+ * Retry scheduling: exponential back-off with decorrelated jitter (each
+ * pause is drawn between retry_initial_ms and three times the previous
+ * one, capped at retry_max_ms), so that brokers that lost the same server
+ * do not come back in lockstep.
+ */
+typedef struct MqRetry
+{
+	int64_t		next_us;		/* no attempt before this (0: at once) */
+	int			last_ms;		/* the previous pause, 0 after a success */
+	int			failures;		/* consecutive */
+} MqRetry;
+
+/* May we try now? */
+extern bool mq_retry_due(const MqRetry *r);
+/* A failure: schedule the next attempt; returns the pause in ms. */
+extern int	mq_retry_failed(MqRetry *r, const MqConnPolicy *policy);
+/* A success: the next failure starts again from retry_initial_ms. */
+extern void mq_retry_succeeded(MqRetry *r);
+/* The pause after last_ms, for the given random value (exposed for tests). */
+extern int	mq_retry_next_pause(const MqConnPolicy *policy, int last_ms, uint32_t rnd);
+
+/*
+ * Ask the server to cancel what conn runs, waiting at most
+ * policy->cancel_wait_ms (see the header comment).  Returns true if the
+ * request was sent within that time.
+ */
+extern bool mq_cancel_bounded(PGconn *conn, int wait_ms);
+
+#endif							/* MQ_CONNPOLICY_H */

@@ -1,0 +1,217 @@
+/*-------------------------------------------------------------------------
+ *
+ * assign.c
+ *	  The partitions this broker holds a replica of, as the coordinator
+ *	  assigns them: read every tick (with the heartbeat and the list of
+ *	  live brokers), kept as Part entries, forgotten when unassigned; and
+ *	  the topic created on the node the first time one of its replicas
+ *	  shows up.
+ *
+ * Topic config arrives as jsonb text and is read with jansson, never by
+ * substring.
+ *
+ * Locking: none; the broker's one thread.
+ *
+ *-------------------------------------------------------------------------
+ */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <jansson.h>
+
+#include "broker.h"
+#include "calls.h"
+#include "util.h"
+
+/* The integers of an int4[] in text form ("{1,2,3}"), at most max. */
+int
+parse_int_array(const char *s, int *out, int max)
+{
+	int			n = 0;
+
+	while (*s && n < max)
+	{
+		char	   *end;
+		long		v;
+
+		while (*s == '{' || *s == ',' || *s == ' ')
+			s++;
+		if (*s == '}' || *s == '\0')
+			break;
+		v = strtol(s, &end, 10);
+		if (end == s)
+			break;
+		out[n++] = (int) v;
+		s = end;
+	}
+	return n;
+}
+
+bool
+int_in(int v, const int *a, int n)
+{
+	for (int i = 0; i < n; i++)
+		if (a[i] == v)
+			return true;
+	return false;
+}
+
+bool
+broker_is_live(Broker *b, int id)
+{
+	return int_in(id, b->live_brokers, b->nlive);
+}
+
+/* Does the topic config allow unclean leader election?  Unparsable: no. */
+bool
+topic_config_unclean(const char *config_json)
+{
+	json_error_t jerr;
+	json_t	   *root = config_json ? json_loads(config_json, 0, &jerr) : NULL;
+	json_t	   *v = root ? json_object_get(root, "unclean.leader.election.enable") : NULL;
+	bool		on = v && (json_is_true(v) ||
+						   (json_is_string(v) && strcmp(json_string_value(v), "true") == 0));
+
+	json_decref(root);
+	return on;
+}
+
+static char *
+replace_str(char *old, const char *s)
+{
+	if (old && s && strcmp(old, s) == 0)
+		return old;
+	free(old);
+	return s ? mq_strdup(s) : NULL;
+}
+
+static Part *
+find_part(Broker *b, const char *topic, int partition)
+{
+	for (Part *p = b->parts; p; p = p->next)
+		if (p->partition == partition && strcmp(p->topic, topic) == 0)
+			return p;
+	return NULL;
+}
+
+static Part *
+new_part(Broker *b, const char *topic, int partition)
+{
+	Part	   *p = mq_malloc0(sizeof(Part));
+
+	p->topic = mq_strdup(topic);
+	p->partition = partition;
+	p->state = PART_NONE;
+	p->applied_epoch = -1;
+	p->m_log_end = p->m_hwm = p->m_leader_log_end = -1;
+	p->next = b->parts;
+	b->parts = p;
+	mq_log_info("%s: assigned a replica; will create it on the node if missing", part_label(p));
+	return p;
+}
+
+static void
+apply_assignment(Broker *b, const Assignment *a)
+{
+	Part	   *p = find_part(b, a->topic, a->partition);
+
+	if (p == NULL)
+		p = new_part(b, a->topic, a->partition);
+	p->seen = true;
+	p->partitions = a->partitions;
+	if (p->config == NULL || strcmp(p->config, a->config) != 0)
+	{
+		p->config = replace_str(p->config, a->config);
+		p->unclean = topic_config_unclean(p->config);
+	}
+	p->lock_id = a->lock_id;
+	p->nreplicas = parse_int_array(a->replicas, p->replicas, MAX_REPLICAS);
+	p->leader = a->leader;
+	p->leader_epoch = a->leader_epoch;
+	p->nisr = parse_int_array(a->isr, p->isr, MAX_REPLICAS);
+	p->leader_conninfo = replace_str(p->leader_conninfo, a->leader_conninfo);
+	p->leader_name = replace_str(p->leader_name, a->leader_name);
+}
+
+static void
+free_part(Part *p)
+{
+	free(p->topic);
+	free(p->config);
+	free(p->leader_conninfo);
+	free(p->leader_name);
+	free(p->fconn_info);
+	free(p);
+}
+
+/* Partitions no longer assigned (topic dropped): forget them. */
+static void
+forget_unassigned(Broker *b)
+{
+	Part	  **pp = &b->parts;
+
+	while (*pp)
+	{
+		Part	   *p = *pp;
+
+		if (p->seen)
+		{
+			pp = &p->next;
+			continue;
+		}
+		mq_log_info("%s: no longer assigned; dropping its state", part_label(p));
+		follower_stop(p);
+		release_lock(b, p);
+		*pp = p->next;
+		free_part(p);
+	}
+}
+
+bool
+read_assignments(Broker *b)
+{
+	MqError		err = MQ_ERROR_INIT;
+
+	if (!coord_heartbeat(b, &err) || !coord_live_brokers(b, &err))
+	{
+		mq_error_free(&err);
+		return false;
+	}
+	for (Part *p = b->parts; p; p = p->next)
+		p->seen = false;
+	if (!coord_assignments(b, apply_assignment, &err))
+	{
+		mq_error_free(&err);
+		return false;
+	}
+	forget_unassigned(b);
+	return true;
+}
+
+/* Create the topic on the node the first time we see one of its replicas. */
+bool
+ensure_topic(Broker *b, Part *p)
+{
+	MqError		err = MQ_ERROR_INIT;
+	bool		exists;
+
+	if (p->applied_epoch >= 0 || p->state != PART_NONE)
+		return true;
+	if (!node_topic_exists(b, p->topic, &exists, &err))
+	{
+		mq_error_free(&err);
+		return false;
+	}
+	if (exists)
+		return true;
+	if (!node_create_topic(b, p, &err) && !mq_error_is(&err, MQ_SQLSTATE_TOPIC_EXISTS))
+	{
+		log_mq_error("cannot create the topic on the node", &err);
+		mq_error_free(&err);
+		return false;
+	}
+	mq_error_free(&err);
+	mq_log_info("created topic \"%s\" (%d partitions) on the node", p->topic, p->partitions);
+	return true;
+}

@@ -1,0 +1,100 @@
+/*-------------------------------------------------------------------------
+ *
+ * calls.h
+ *	  Typed calls of the SQL functions mq-broker uses: on its own node and
+ *	  on a leader's node (calls_node.c), and on the coordinator
+ *	  (calls_coord.c).  Each builds its parameters, runs the statement with
+ *	  the connection's deadline and hands back plain C values, so that no
+ *	  other file builds a parameter block or reads a result by column.
+ *
+ * Every function returns false after filling err (err->connection_lost
+ * when the connection is gone; conn.c has then already given up what
+ * depended on it).  docs/replication.md, "Privileges of the broker's
+ * role", lists exactly these functions: src/sql/62_broker_role.sql grants
+ * them, so a call added here needs a grant there too.
+ *
+ * Locking: none; called from the broker's one thread.
+ *
+ *-------------------------------------------------------------------------
+ */
+#ifndef MQ_BROKER_CALLS_H
+#define MQ_BROKER_CALLS_H
+
+#include "broker.h"
+
+/* A follower as a leader's node sees it (mq.replica_leader_state). */
+typedef struct ReplicaProgress
+{
+	int			id;
+	bool		in_isr;
+	int64_t		log_end;		/* -1 while unknown */
+	int64_t		lag_ms;
+	int64_t		leader_log_end;
+	int64_t		high_watermark;
+	int64_t		epoch_start;
+} ReplicaProgress;
+
+/* One row of mq_coord.assignments, valid during the callback only. */
+typedef struct Assignment
+{
+	const char *topic;
+	int			partition;
+	int			partitions;
+	const char *config;
+	int			lock_id;
+	const char *replicas;		/* int4[] text */
+	int			leader;			/* -1: none */
+	int			leader_epoch;
+	const char *isr;			/* int4[] text */
+	const char *leader_conninfo;	/* NULL: none */
+	const char *leader_name;
+} Assignment;
+
+/* calls_node.c: the broker's own node */
+extern bool node_setup_session(Broker *b, MqError *err);
+extern bool node_resign_all(Broker *b, int *count, MqError *err);
+extern bool node_attach(Broker *b, MqError *err);
+extern bool node_topic_exists(Broker *b, const char *topic, bool *exists, MqError *err);
+extern bool node_create_topic(Broker *b, const Part *p, MqError *err);
+extern bool node_become_leader(Broker *b, const Part *p, int epoch, int64_t *log_end,
+							   MqError *err);
+extern bool node_become_follower(Broker *b, const Part *p, int epoch, int leader,
+								 const char *leader_name, MqError *err);
+extern bool node_set_isr(Broker *b, const Part *p, const int *isr, int n, MqError *err);
+extern int	node_leader_state(Broker *b, const Part *p, ReplicaProgress *out, int max,
+							  MqError *err);
+extern bool node_truncate(Broker *b, const Part *p, int64_t offset, int64_t *removed,
+						  MqError *err);
+extern bool node_log_state(Broker *b, const Part *p, int *latest_epoch, int64_t *log_end,
+						   int64_t *hwm, MqError *err);
+extern bool node_epoch_end(Broker *b, const Part *p, int epoch, int64_t *end, MqError *err);
+extern bool node_append(Broker *b, const Part *p, const char *batch, int len,
+						int64_t *log_end, MqError *err);
+
+/* calls_node.c: the leader's node, over the follower's connection p->fconn */
+extern bool leader_setup_session(Broker *b, Part *p, MqError *err);
+extern bool leader_epoch_end_offset(Broker *b, Part *p, int latest, int *epoch,
+									int64_t *end, MqError *err);
+extern bool leader_send_fetch(Broker *b, Part *p, MqError *err);
+
+/* calls_coord.c */
+extern bool coord_setup_session(Broker *b, MqError *err);
+extern bool coord_try_lock_broker(Broker *b, bool *got, MqError *err);
+extern bool coord_unlock_broker(Broker *b, MqError *err);
+extern bool coord_register(Broker *b, const char *node_name, MqError *err);
+extern bool coord_heartbeat(Broker *b, MqError *err);
+extern bool coord_live_brokers(Broker *b, MqError *err);
+extern bool coord_assignments(Broker *b, void (*each) (Broker *b, const Assignment *a),
+							  MqError *err);
+extern bool coord_try_lock_partition(Broker *b, const Part *p, bool *got, MqError *err);
+extern bool coord_unlock_partition(Broker *b, const Part *p, MqError *err);
+extern bool coord_fence(Broker *b, int broker_id, bool *fenced, MqError *err);
+extern bool coord_elect(Broker *b, const Part *p, int *epoch, MqError *err);
+extern bool coord_read_isr(Broker *b, Part *p, MqError *err);
+extern bool coord_alter_isr(Broker *b, const Part *p, const int *isr, int n,
+							bool *accepted, MqError *err);
+
+/* "{1,2,3}" into buf */
+extern const char *int_array_text(const int *a, int n, char *buf, size_t size);
+
+#endif							/* MQ_BROKER_CALLS_H */

@@ -1,0 +1,247 @@
+/*-------------------------------------------------------------------------
+ *
+ * calls_coord.c
+ *	  Typed calls of the coordinator's functions (mq_coord.*) and of the
+ *	  advisory locks that carry liveness and leadership (see calls.h and
+ *	  src/sql/61_coordinator.sql).
+ *
+ * All go through conn.c's coord_exec, which gives up every role that
+ * depends on the coordinator when its connection is lost.
+ *
+ * Locking: none; the broker's one thread.
+ *
+ *-------------------------------------------------------------------------
+ */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "calls.h"
+#include "util.h"
+
+/* Run; report the first value of the first row as a boolean when asked. */
+static bool
+coord_call(Broker *b, const char *sql, const MqParams *prm, bool *first, MqError *err)
+{
+	PGresult   *res = coord_exec(b, sql, prm, err);
+
+	if (res == NULL)
+		return false;
+	if (first)
+		*first = PQntuples(res) > 0 && strcmp(PQgetvalue(res, 0, 0), "t") == 0;
+	PQclear(res);
+	return true;
+}
+
+static void
+one_int(MqParams *prm, int v)
+{
+	mq_params_init(prm);
+	mq_param_int(prm, MQ_INT4OID, v);
+}
+
+bool
+coord_setup_session(Broker *b, MqError *err)
+{
+	MqParams	prm;
+	const MqConnPolicy *pol = &b->policy;
+
+	/* the server side of our keepalives: it frees our locks if we vanish */
+	mq_params_init(&prm);
+	mq_param_int(&prm, MQ_INT4OID, pol->keepalives_idle_s);
+	mq_param_int(&prm, MQ_INT4OID, pol->keepalives_interval_s);
+	mq_param_int(&prm, MQ_INT4OID, pol->keepalives_count);
+	return coord_call(b, "SELECT pg_catalog.set_config('tcp_keepalives_idle', $1::text, false), "
+					  "pg_catalog.set_config('tcp_keepalives_interval', $2::text, false), "
+					  "pg_catalog.set_config('tcp_keepalives_count', $3::text, false), "
+					  "pg_catalog.set_config('statement_timeout', '10s', false)", &prm, NULL, err);
+}
+
+bool
+coord_try_lock_broker(Broker *b, bool *got, MqError *err)
+{
+	MqParams	prm;
+
+	one_int(&prm, b->cfg->broker_id);
+	return coord_call(b, "SELECT pg_catalog.pg_try_advisory_lock(mq_coord.broker_lock_class(), $1)",
+					  &prm, got, err);
+}
+
+bool
+coord_unlock_broker(Broker *b, MqError *err)
+{
+	MqParams	prm;
+
+	one_int(&prm, b->cfg->broker_id);
+	return coord_call(b, "SELECT pg_catalog.pg_advisory_unlock(mq_coord.broker_lock_class(), $1)",
+					  &prm, NULL, err);
+}
+
+bool
+coord_register(Broker *b, const char *node_name, MqError *err)
+{
+	MqParams	prm;
+
+	one_int(&prm, b->cfg->broker_id);
+	mq_param_text(&prm, MQ_TEXTOID, b->cfg->node_advertised);
+	mq_param_text(&prm, MQ_TEXTOID, node_name);
+	return coord_call(b, "SELECT mq_coord.register_broker($1, $2, $3)", &prm, NULL, err);
+}
+
+bool
+coord_heartbeat(Broker *b, MqError *err)
+{
+	MqParams	prm;
+
+	one_int(&prm, b->cfg->broker_id);
+	return coord_call(b, "SELECT mq_coord.heartbeat($1)", &prm, NULL, err);
+}
+
+bool
+coord_live_brokers(Broker *b, MqError *err)
+{
+	MqParams	prm;
+	PGresult   *res;
+
+	one_int(&prm, b->cfg->session_timeout_ms);
+	res = coord_exec(b, "SELECT b.broker_id FROM mq_coord.broker b "
+					 "WHERE mq_coord.broker_alive(b.broker_id, $1)", &prm, err);
+	if (res == NULL)
+		return false;
+	b->nlive = 0;
+	for (int i = 0; i < PQntuples(res) && b->nlive < MAX_LIVE_BROKERS; i++)
+		b->live_brokers[b->nlive++] = atoi(PQgetvalue(res, i, 0));
+	PQclear(res);
+	return true;
+}
+
+static const char *
+value_or_null(const PGresult *res, int row, int col)
+{
+	return PQgetisnull(res, row, col) ? NULL : PQgetvalue(res, row, col);
+}
+
+bool
+coord_assignments(Broker *b, void (*each) (Broker *b, const Assignment *a), MqError *err)
+{
+	MqParams	prm;
+	PGresult   *res;
+
+	one_int(&prm, b->cfg->broker_id);
+	res = coord_exec(b, "SELECT topic, partition, partitions, config, lock_id, replicas, "
+					 "coalesce(leader, -1), leader_epoch, isr, leader_conninfo, leader_name "
+					 "FROM mq_coord.assignments($1)", &prm, err);
+	if (res == NULL)
+		return false;
+	for (int i = 0; i < PQntuples(res); i++)
+	{
+		Assignment	a;
+
+		a.topic = PQgetvalue(res, i, 0);
+		a.partition = atoi(PQgetvalue(res, i, 1));
+		a.partitions = atoi(PQgetvalue(res, i, 2));
+		a.config = PQgetvalue(res, i, 3);
+		a.lock_id = atoi(PQgetvalue(res, i, 4));
+		a.replicas = PQgetvalue(res, i, 5);
+		a.leader = atoi(PQgetvalue(res, i, 6));
+		a.leader_epoch = atoi(PQgetvalue(res, i, 7));
+		a.isr = PQgetvalue(res, i, 8);
+		a.leader_conninfo = value_or_null(res, i, 9);
+		a.leader_name = value_or_null(res, i, 10);
+		each(b, &a);
+	}
+	PQclear(res);
+	return true;
+}
+
+bool
+coord_try_lock_partition(Broker *b, const Part *p, bool *got, MqError *err)
+{
+	MqParams	prm;
+
+	one_int(&prm, p->lock_id);
+	return coord_call(b, "SELECT pg_catalog.pg_try_advisory_lock(mq_coord.partition_lock_class(), $1)",
+					  &prm, got, err);
+}
+
+bool
+coord_unlock_partition(Broker *b, const Part *p, MqError *err)
+{
+	MqParams	prm;
+
+	one_int(&prm, p->lock_id);
+	return coord_call(b, "SELECT pg_catalog.pg_advisory_unlock(mq_coord.partition_lock_class(), $1)",
+					  &prm, NULL, err);
+}
+
+bool
+coord_fence(Broker *b, int broker_id, bool *fenced, MqError *err)
+{
+	MqParams	prm;
+
+	one_int(&prm, broker_id);
+	mq_param_int(&prm, MQ_INT4OID, b->cfg->session_timeout_ms);
+	mq_param_int(&prm, MQ_INT4OID, b->cfg->broker_id);
+	return coord_call(b, "SELECT mq_coord.fence_broker($1, $2, $3)", &prm, fenced, err);
+}
+
+/* *epoch = the new leader epoch, or -1 when we are not eligible. */
+bool
+coord_elect(Broker *b, const Part *p, int *epoch, MqError *err)
+{
+	MqParams	prm;
+	PGresult   *res;
+
+	mq_params_init(&prm);
+	mq_param_text(&prm, MQ_TEXTOID, p->topic);
+	mq_param_int(&prm, MQ_INT4OID, p->partition);
+	mq_param_int(&prm, MQ_INT4OID, b->cfg->broker_id);
+	mq_param_int(&prm, MQ_INT4OID, b->cfg->session_timeout_ms);
+	res = coord_exec(b, "SELECT mq_coord.elect($1, $2, $3, $4)", &prm, err);
+	if (res == NULL)
+		return false;
+	*epoch = PQntuples(res) == 1 && !PQgetisnull(res, 0, 0) ? atoi(PQgetvalue(res, 0, 0)) : -1;
+	PQclear(res);
+	return true;
+}
+
+/* The ISR as the coordinator holds it now (elect may have reset it). */
+bool
+coord_read_isr(Broker *b, Part *p, MqError *err)
+{
+	MqParams	prm;
+	PGresult   *res;
+
+	mq_params_init(&prm);
+	mq_param_text(&prm, MQ_TEXTOID, p->topic);
+	mq_param_int(&prm, MQ_INT4OID, p->partition);
+	res = coord_exec(b, "SELECT isr FROM mq_coord.partition WHERE topic = $1 AND partition = $2",
+					 &prm, err);
+	if (res == NULL)
+		return false;
+	if (PQntuples(res) == 1)
+		p->nisr = parse_int_array(PQgetvalue(res, 0, 0), p->isr, MAX_REPLICAS);
+	PQclear(res);
+	return true;
+}
+
+bool
+coord_alter_isr(Broker *b, const Part *p, const int *isr, int n, bool *accepted, MqError *err)
+{
+	MqParams	prm;
+	PGresult   *res;
+	char		buf[128];
+
+	mq_params_init(&prm);
+	mq_param_text(&prm, MQ_TEXTOID, p->topic);
+	mq_param_int(&prm, MQ_INT4OID, p->partition);
+	mq_param_int(&prm, MQ_INT4OID, b->cfg->broker_id);
+	mq_param_int(&prm, MQ_INT4OID, p->applied_epoch);
+	mq_param_text(&prm, MQ_INT4ARRAYOID, int_array_text(isr, n, buf, sizeof(buf)));
+	res = coord_exec(b, "SELECT mq_coord.alter_isr($1, $2, $3, $4, $5)", &prm, err);
+	if (res == NULL)
+		return false;
+	*accepted = !PQgetisnull(res, 0, 0);
+	PQclear(res);
+	return true;
+}

@@ -1,0 +1,305 @@
+/*-------------------------------------------------------------------------
+ *
+ * calls_node.c
+ *	  Typed calls of the extension's replica functions on the broker's own
+ *	  node (through conn.c's node_exec, so that a lost node is noticed at
+ *	  once) and on a leader's node over a follower's connection (see
+ *	  calls.h).
+ *
+ * The replica functions are SECURITY DEFINER and check the leader epoch
+ * themselves; the broker's role needs EXECUTE on them only
+ * (src/sql/62_broker_role.sql).
+ *
+ * Locking: none; the broker's one thread.
+ *
+ *-------------------------------------------------------------------------
+ */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "calls.h"
+#include "util.h"
+
+const char *
+int_array_text(const int *a, int n, char *buf, size_t size)
+{
+	size_t		len = 0;
+
+	len += snprintf(buf + len, size - len, "{");
+	for (int i = 0; i < n && len < size; i++)
+		len += snprintf(buf + len, size - len, "%s%d", i ? "," : "", a[i]);
+	if (len < size)
+		snprintf(buf + len, size - len, "}");
+	return buf;
+}
+
+/* topic, partition: the first two parameters of every replica function */
+static void
+part_params(MqParams *prm, const Part *p)
+{
+	mq_params_init(prm);
+	mq_param_text(prm, MQ_TEXTOID, p->topic);
+	mq_param_int(prm, MQ_INT4OID, p->partition);
+}
+
+/* Run on the node; keep the first value of the first row when asked. */
+static bool
+node_call(Broker *b, const char *sql, const MqParams *prm, int64_t *first, MqError *err)
+{
+	PGresult   *res = node_exec(b, sql, prm, 0, err);
+
+	if (res == NULL)
+		return false;
+	if (first)
+		*first = PQntuples(res) > 0 && !PQgetisnull(res, 0, 0)
+			? atoll(PQgetvalue(res, 0, 0)) : -1;
+	PQclear(res);
+	return true;
+}
+
+bool
+node_setup_session(Broker *b, MqError *err)
+{
+	/*
+	 * Our appends must be durable before our next fetch offset acknowledges
+	 * them to the leader: with the server's synchronous_commit = off, a
+	 * crash of this node would take back records the leader already counted
+	 * as replicated here (test/t/105 loses acknowledged records without
+	 * this).  'local' is enough; a stricter setting is kept.
+	 */
+	return node_call(b, "SELECT CASE WHEN pg_catalog.current_setting('synchronous_commit') = 'off' "
+					 "THEN pg_catalog.set_config('synchronous_commit', 'local', false) END",
+					 NULL, NULL, err);
+}
+
+bool
+node_resign_all(Broker *b, int *count, MqError *err)
+{
+	int64_t		n;
+
+	if (!node_call(b, "SELECT mq.replica_resign_all()", NULL, &n, err))
+		return false;
+	*count = (int) n;
+	return true;
+}
+
+bool
+node_attach(Broker *b, MqError *err)
+{
+	MqParams	prm;
+
+	mq_params_init(&prm);
+	mq_param_int(&prm, MQ_INT4OID, b->cfg->broker_id);
+	return node_call(b, "SELECT mq.replica_attach_broker($1)", &prm, NULL, err);
+}
+
+bool
+node_topic_exists(Broker *b, const char *topic, bool *exists, MqError *err)
+{
+	MqParams	prm;
+	PGresult   *res;
+
+	mq_params_init(&prm);
+	mq_param_text(&prm, MQ_TEXTOID, topic);
+	res = node_exec(b, "SELECT EXISTS (SELECT 1 FROM mq.topics WHERE topic = $1)", &prm, 0, err);
+	if (res == NULL)
+		return false;
+	*exists = strcmp(PQgetvalue(res, 0, 0), "t") == 0;
+	PQclear(res);
+	return true;
+}
+
+bool
+node_create_topic(Broker *b, const Part *p, MqError *err)
+{
+	MqParams	prm;
+
+	mq_params_init(&prm);
+	mq_param_text(&prm, MQ_TEXTOID, p->topic);
+	mq_param_int(&prm, MQ_INT4OID, p->partitions);
+	mq_param_text(&prm, MQ_JSONBOID, p->config);
+	return node_call(b, "SELECT mq.create_topic($1, $2, $3)", &prm, NULL, err);
+}
+
+bool
+node_become_leader(Broker *b, const Part *p, int epoch, int64_t *log_end, MqError *err)
+{
+	MqParams	prm;
+	char		rbuf[128],
+				ibuf[128];
+
+	part_params(&prm, p);
+	mq_param_int(&prm, MQ_INT4OID, epoch);
+	mq_param_int(&prm, MQ_INT4OID, b->cfg->broker_id);
+	mq_param_text(&prm, MQ_INT4ARRAYOID, int_array_text(p->replicas, p->nreplicas, rbuf, sizeof(rbuf)));
+	mq_param_text(&prm, MQ_INT4ARRAYOID, int_array_text(p->isr, p->nisr, ibuf, sizeof(ibuf)));
+	mq_param_text(&prm, MQ_TEXTOID, b->cfg->node_name ? b->cfg->node_name : "");
+	return node_call(b, "SELECT mq.replica_become_leader($1, $2, $3, $4, $5, $6, $7)",
+					 &prm, log_end, err);
+}
+
+bool
+node_become_follower(Broker *b, const Part *p, int epoch, int leader,
+					 const char *leader_name, MqError *err)
+{
+	MqParams	prm;
+
+	part_params(&prm, p);
+	mq_param_int(&prm, MQ_INT4OID, epoch);
+	if (leader >= 0)
+		mq_param_int(&prm, MQ_INT4OID, leader);
+	else
+		mq_param_text(&prm, MQ_INT4OID, NULL);	/* resign: no leader known */
+	mq_param_text(&prm, MQ_TEXTOID, leader >= 0 ? leader_name : NULL);
+	return node_call(b, "SELECT mq.replica_become_follower($1, $2, $3, $4, $5)", &prm, NULL, err);
+}
+
+bool
+node_set_isr(Broker *b, const Part *p, const int *isr, int n, MqError *err)
+{
+	MqParams	prm;
+	char		buf[128];
+
+	part_params(&prm, p);
+	mq_param_int(&prm, MQ_INT4OID, p->applied_epoch);
+	mq_param_text(&prm, MQ_INT4ARRAYOID, int_array_text(isr, n, buf, sizeof(buf)));
+	return node_call(b, "SELECT mq.replica_set_isr($1, $2, $3, $4)", &prm, NULL, err);
+}
+
+int
+node_leader_state(Broker *b, const Part *p, ReplicaProgress *out, int max, MqError *err)
+{
+	MqParams	prm;
+	PGresult   *res;
+	int			n;
+
+	part_params(&prm, p);
+	mq_param_int(&prm, MQ_INT4OID, p->applied_epoch);
+	res = node_exec(b, "SELECT replica_id, in_isr, coalesce(log_end_offset, -1), lag_ms, "
+					"leader_log_end_offset, high_watermark, coalesce(epoch_start_offset, 0) "
+					"FROM mq.replica_leader_state($1, $2, $3)", &prm, 0, err);
+	if (res == NULL)
+		return -1;
+	n = PQntuples(res) < max ? PQntuples(res) : max;
+	for (int i = 0; i < n; i++)
+	{
+		out[i].id = atoi(PQgetvalue(res, i, 0));
+		out[i].in_isr = strcmp(PQgetvalue(res, i, 1), "t") == 0;
+		out[i].log_end = atoll(PQgetvalue(res, i, 2));
+		out[i].lag_ms = atoll(PQgetvalue(res, i, 3));
+		out[i].leader_log_end = atoll(PQgetvalue(res, i, 4));
+		out[i].high_watermark = atoll(PQgetvalue(res, i, 5));
+		out[i].epoch_start = atoll(PQgetvalue(res, i, 6));
+	}
+	PQclear(res);
+	return n;
+}
+
+bool
+node_truncate(Broker *b, const Part *p, int64_t offset, int64_t *removed, MqError *err)
+{
+	MqParams	prm;
+
+	part_params(&prm, p);
+	mq_param_int(&prm, MQ_INT4OID, p->applied_epoch);
+	mq_param_int(&prm, MQ_INT8OID, offset);
+	return node_call(b, "SELECT mq.replica_truncate($1, $2, $3, $4)", &prm, removed, err);
+}
+
+bool
+node_log_state(Broker *b, const Part *p, int *latest_epoch, int64_t *log_end,
+			   int64_t *hwm, MqError *err)
+{
+	MqParams	prm;
+	PGresult   *res;
+
+	part_params(&prm, p);
+	res = node_exec(b, "SELECT latest_epoch, log_end_offset, coalesce(high_watermark, 0) "
+					"FROM mq.replica_log_state($1, $2)", &prm, 0, err);
+	if (res == NULL)
+		return false;
+	*latest_epoch = atoi(PQgetvalue(res, 0, 0));
+	*log_end = atoll(PQgetvalue(res, 0, 1));
+	*hwm = atoll(PQgetvalue(res, 0, 2));
+	PQclear(res);
+	return true;
+}
+
+bool
+node_epoch_end(Broker *b, const Part *p, int epoch, int64_t *end, MqError *err)
+{
+	MqParams	prm;
+
+	part_params(&prm, p);
+	mq_param_int(&prm, MQ_INT4OID, epoch);
+	return node_call(b, "SELECT coalesce(requested_end_offset, 0) FROM mq.replica_log_state($1, $2, $3)",
+					 &prm, end, err);
+}
+
+bool
+node_append(Broker *b, const Part *p, const char *batch, int len, int64_t *log_end,
+			MqError *err)
+{
+	MqParams	prm;
+
+	part_params(&prm, p);
+	mq_param_int(&prm, MQ_INT4OID, p->applied_epoch);
+	mq_param_binary(&prm, 0, batch, len);
+	return node_call(b, "SELECT mq.replica_append($1, $2, $3, $4)", &prm, log_end, err);
+}
+
+/* ---------------------------------------------------------------------
+ * The leader's node, over the follower's own connection
+ * --------------------------------------------------------------------- */
+
+bool
+leader_setup_session(Broker *b, Part *p, MqError *err)
+{
+	/*
+	 * What our fetches write on the leader (our progress, its high
+	 * watermark) is soft state that dies with its leadership: no WAL flush
+	 * per fetch for it.  The records themselves are flushed on our node
+	 * before a fetch offset acknowledges them (node_setup_session).
+	 */
+	PGresult   *res = mq_exec_timeout(p->fconn, "SET synchronous_commit = off", NULL, 0,
+									  b->cfg->node_timeout_ms, err);
+
+	PQclear(res);
+	return res != NULL;
+}
+
+bool
+leader_epoch_end_offset(Broker *b, Part *p, int latest, int *epoch, int64_t *end, MqError *err)
+{
+	MqParams	prm;
+	PGresult   *res;
+
+	part_params(&prm, p);
+	mq_param_int(&prm, MQ_INT4OID, p->applied_epoch);
+	mq_param_int(&prm, MQ_INT4OID, latest);
+	res = mq_exec_timeout(p->fconn, "SELECT leader_epoch, end_offset "
+						  "FROM mq.replica_epoch_end_offset($1, $2, $3, $4)",
+						  &prm, 0, b->cfg->node_timeout_ms, err);
+	if (res == NULL)
+		return false;
+	*epoch = atoi(PQgetvalue(res, 0, 0));
+	*end = atoll(PQgetvalue(res, 0, 1));
+	PQclear(res);
+	return true;
+}
+
+/* The long poll: answered by follower_on_readable (binary batch). */
+bool
+leader_send_fetch(Broker *b, Part *p, MqError *err)
+{
+	MqParams	prm;
+
+	part_params(&prm, p);
+	mq_param_int(&prm, MQ_INT4OID, p->applied_epoch);
+	mq_param_int(&prm, MQ_INT4OID, b->cfg->broker_id);
+	mq_param_int(&prm, MQ_INT8OID, p->fetch_offset);
+	mq_param_int(&prm, MQ_INT4OID, b->cfg->fetch_max_records);
+	mq_param_int(&prm, MQ_INT4OID, b->cfg->fetch_wait_ms);
+	return mq_send(p->fconn, "SELECT mq.replica_fetch($1, $2, $3, $4, $5, $6, $7)", &prm, 1, err);
+}

@@ -1,0 +1,307 @@
+/*-------------------------------------------------------------------------
+ *
+ * conn.c
+ *	  mq-broker's connections to its own data node and to the coordinator,
+ *	  and its liveness.
+ *
+ * Both are made under the broker's connection policy (connpolicy.h:
+ * connect timeout, keepalives, retries with back-off and jitter) and every
+ * statement on them has a deadline (node.timeout.ms,
+ * coordinator.timeout.ms); a statement that misses it counts as a lost
+ * connection.
+ *
+ * Liveness: the coordinator session holds the advisory lock
+ * (broker_lock_class, broker id) and heartbeats.  A broker that loses its
+ * node gives up its liveness lock and every leadership lock at once, so
+ * the other brokers elect new leaders and drop it from the ISR; when it
+ * loses the coordinator it resigns every leadership on its node (produce
+ * is refused from then on), because it can no longer prove it leads.
+ * Either loss moves every partition to NONE through the state machine
+ * (events node_lost, coord_lost).
+ *
+ * Locking: none; the broker's one thread.
+ *
+ *-------------------------------------------------------------------------
+ */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "broker.h"
+#include "calls.h"
+#include "util.h"
+
+static void coord_lost(Broker *b, const MqError *err);
+
+void
+broker_init(Broker *b, BrokerConfig *cfg)
+{
+	memset(b, 0, sizeof(*b));
+	b->cfg = cfg;
+	mq_conn_policy_default(&b->policy);
+	b->policy.retry_initial_ms = cfg->retry_ms;
+	b->policy.retry_max_ms = cfg->retry_max_ms;
+}
+
+void
+log_mq_error(const char *what, const MqError *err)
+{
+	mq_log_error("%s: %s%s%s%s", what, err->message ? err->message : "unknown error",
+				 err->sqlstate[0] ? " [SQLSTATE " : "", err->sqlstate,
+				 err->sqlstate[0] ? "]" : "");
+}
+
+static PGresult *
+not_connected(MqError *err, const char *what)
+{
+	mq_error_free(err);
+	err->message = mq_strdup(what);
+	err->connection_lost = true;
+	return NULL;
+}
+
+PGresult *
+node_exec(Broker *b, const char *sql, const MqParams *params, int fmt, MqError *err)
+{
+	PGresult   *res;
+
+	if (b->node == NULL)
+		return not_connected(err, "no connection to the node");
+	res = mq_exec_timeout(b->node, sql, params, fmt, b->cfg->node_timeout_ms, err);
+	if (res == NULL && (err->connection_lost || PQstatus(b->node) != CONNECTION_OK))
+		broker_node_lost(b, err);
+	return res;
+}
+
+PGresult *
+coord_exec(Broker *b, const char *sql, const MqParams *params, MqError *err)
+{
+	PGresult   *res;
+
+	if (b->coord == NULL)
+		return not_connected(err, "no connection to the coordinator");
+	res = mq_exec_timeout(b->coord, sql, params, 0, b->cfg->coordinator_timeout_ms, err);
+	if (res == NULL && (err->connection_lost || PQstatus(b->coord) != CONNECTION_OK))
+		coord_lost(b, err);
+	return res;
+}
+
+/*
+ * The node's connection is idle between ticks, so when it turns readable
+ * the server spoke on its own: almost always to say it is going away
+ * (FATAL, then EOF).  loop.c watches it, so that a leader whose node dies
+ * gives up leadership and liveness at once instead of at its next tick.
+ */
+void
+broker_node_readable(Broker *b)
+{
+	PGresult   *res;
+
+	if (b->node == NULL)
+		return;
+	if (!PQconsumeInput(b->node) || PQstatus(b->node) != CONNECTION_OK)
+	{
+		MqError		err = MQ_ERROR_INIT;
+
+		err.message = mq_strdup(PQerrorMessage(b->node));
+		err.connection_lost = true;
+		broker_node_lost(b, &err);
+		mq_error_free(&err);
+		return;
+	}
+	/* nothing is in flight: whatever arrived is not for a statement of ours */
+	while (!PQisBusy(b->node) && (res = PQgetResult(b->node)) != NULL)
+		PQclear(res);
+}
+
+/* Give up the leadership lock of one partition (no-op when not held). */
+void
+release_lock(Broker *b, Part *p)
+{
+	MqError		err = MQ_ERROR_INIT;
+
+	if (!p->lock_held)
+		return;
+	p->lock_held = false;
+	if (b->coord == NULL)
+		return;
+	(void) coord_unlock_partition(b, p, &err);
+	mq_error_free(&err);
+}
+
+static void
+drop_roles(Broker *b, FsmEvent why)
+{
+	for (Part *p = b->parts; p; p = p->next)
+		fsm_fire(b, p, why);
+}
+
+void
+broker_node_lost(Broker *b, const MqError *err)
+{
+	int			led = 0;
+	int			pause;
+
+	if (b->node == NULL)
+		return;
+	for (Part *p = b->parts; p; p = p->next)
+		led += (p->state == PART_LEADER);
+	log_mq_error("lost the connection to the node", err);
+	PQfinish(b->node);
+	b->node = NULL;
+	pause = mq_retry_failed(&b->node_retry, &b->policy);
+	/* leadership and liveness go at once: others elect and shrink us out */
+	drop_roles(b, EV_NODE_LOST);
+	if (b->coord != NULL && b->live)
+	{
+		MqError		e2 = MQ_ERROR_INIT;
+
+		(void) coord_unlock_broker(b, &e2);
+		mq_error_free(&e2);
+		b->live = false;
+	}
+	mq_log_warning("gave up leadership of %d partition(s) and liveness; "
+				   "reconnecting to the node in %d ms", led, pause);
+}
+
+static void
+coord_lost(Broker *b, const MqError *err)
+{
+	MqError		e2 = MQ_ERROR_INIT;
+	int			resigned;
+	int			pause;
+
+	if (b->coord == NULL)
+		return;
+	log_mq_error("lost the connection to the coordinator", err);
+	PQfinish(b->coord);
+	b->coord = NULL;
+	b->live = false;
+	pause = mq_retry_failed(&b->coord_retry, &b->policy);
+	drop_roles(b, EV_COORD_LOST);	/* the locks went with the session */
+	/* without the coordinator we cannot prove we lead: stop taking produce */
+	if (node_resign_all(b, &resigned, &e2))
+		mq_log_warning("resigned %d leadership(s) on the node; reconnecting to the coordinator in %d ms",
+					   resigned, pause);
+	mq_error_free(&e2);
+}
+
+/* A node connection that cannot be set up: drop it and retry later. */
+static void
+node_setup_failed(Broker *b, const char *what, MqError *err)
+{
+	log_mq_error(what, err);
+	mq_error_free(err);
+	if (b->node)
+	{
+		PQfinish(b->node);
+		b->node = NULL;
+	}
+	(void) mq_retry_failed(&b->node_retry, &b->policy);
+}
+
+void
+ensure_node(Broker *b)
+{
+	MqError		err = MQ_ERROR_INIT;
+	int			resigned;
+
+	if (b->node != NULL || !mq_retry_due(&b->node_retry))
+		return;
+	b->node = mq_connect_policy(b->cfg->node, "mq-broker", &b->policy, &err);
+	if (b->node == NULL)
+	{
+		int			pause = mq_retry_failed(&b->node_retry, &b->policy);
+
+		mq_log_error("cannot connect to the node; retrying in %d ms: %s", pause, err.message);
+		mq_error_free(&err);
+		return;
+	}
+	if (!node_setup_session(b, &err))
+	{
+		node_setup_failed(b, "cannot make the node session's commits durable", &err);
+		return;
+	}
+	/* whatever the node led before (say, before a crash) it does not lead now */
+	if (!node_resign_all(b, &resigned, &err))
+	{
+		node_setup_failed(b, "cannot resign old leaderships on the node", &err);
+		return;
+	}
+	mq_log_info("connected to the node %s; resigned %d old leadership(s); "
+				"partitions will follow the coordinator's leaders",
+				mq_conn_label(b->node), resigned);
+
+	/*
+	 * From now on the node trusts its leaderships only while this session
+	 * lives: if we die, clients of its partitions get not_leader at once
+	 * instead of waiting for acknowledgements nobody will give.
+	 */
+	if (!node_attach(b, &err))
+	{
+		node_setup_failed(b, "cannot attach to the node", &err);
+		return;
+	}
+	mq_retry_succeeded(&b->node_retry);
+	drop_roles(b, EV_NODE_ATTACHED);
+}
+
+static bool
+connect_coordinator(Broker *b)
+{
+	MqError		err = MQ_ERROR_INIT;
+
+	if (!mq_retry_due(&b->coord_retry))
+		return false;
+	b->coord = mq_connect_policy(b->cfg->coordinator, "mq-broker", &b->policy, &err);
+	if (b->coord == NULL)
+	{
+		int			pause = mq_retry_failed(&b->coord_retry, &b->policy);
+
+		mq_log_error("cannot connect to the coordinator; retrying in %d ms: %s", pause, err.message);
+		mq_error_free(&err);
+		return false;
+	}
+	if (!coord_setup_session(b, &err))
+	{
+		log_mq_error("cannot set up the coordinator session", &err);
+		mq_error_free(&err);
+		if (b->coord == NULL)
+			return false;
+	}
+	mq_retry_succeeded(&b->coord_retry);
+	mq_log_info("connected to the coordinator %s", mq_conn_label(b->coord));
+	return true;
+}
+
+void
+ensure_coordinator(Broker *b)
+{
+	MqError		err = MQ_ERROR_INIT;
+	bool		got;
+
+	if (b->coord == NULL && !connect_coordinator(b))
+		return;
+	if (b->live || b->node == NULL)
+		return;					/* without a node we are no live replica */
+	if (!coord_try_lock_broker(b, &got, &err))
+	{
+		mq_error_free(&err);
+		return;
+	}
+	if (!got)
+	{
+		mq_log_warning("broker id %d is held by another session (another broker, or our old "
+					   "session not yet gone); retrying", b->cfg->broker_id);
+		return;
+	}
+	if (!coord_register(b, b->cfg->node_name ? b->cfg->node_name : mq_conn_label(b->node), &err))
+	{
+		log_mq_error("cannot register with the coordinator", &err);
+		mq_error_free(&err);
+		return;
+	}
+	b->live = true;
+	mq_log_info("registered as broker %d (liveness lock held); reading assignments",
+				b->cfg->broker_id);
+}

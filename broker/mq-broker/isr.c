@@ -1,0 +1,171 @@
+/*-------------------------------------------------------------------------
+ *
+ * isr.c
+ *	  A leader's duties each tick: read its followers' progress from the
+ *	  node, shrink the ISR by replicas that fell behind or whose broker is
+ *	  not live, and expand it by replicas that caught up.
+ *
+ * Shrinking changes the coordinator first, then the node; expanding the
+ * node first (the node's ISR is then the larger one, so the high
+ * watermark never counts a replica the coordinator would not elect), then
+ * the coordinator.  A coordinator that refuses the change for our epoch
+ * means we were deposed: the partition takes the event deposed.
+ *
+ * Locking: none; the broker's one thread.
+ *
+ *-------------------------------------------------------------------------
+ */
+#include <stdio.h>
+#include <string.h>
+
+#include "broker.h"
+#include "calls.h"
+#include "util.h"
+
+static bool
+set_local_isr(Broker *b, Part *p, const int *isr, int n)
+{
+	MqError		err = MQ_ERROR_INIT;
+
+	if (!node_set_isr(b, p, isr, n, &err))
+	{
+		log_mq_error("cannot set the ISR on the node", &err);
+		mq_error_free(&err);
+		return false;
+	}
+	return true;
+}
+
+static bool
+set_coordinator_isr(Broker *b, Part *p, const int *isr, int n)
+{
+	MqError		err = MQ_ERROR_INIT;
+	bool		accepted;
+
+	if (!coord_alter_isr(b, p, isr, n, &accepted, &err))
+	{
+		log_mq_error("cannot change the ISR on the coordinator", &err);
+		mq_error_free(&err);
+		return false;
+	}
+	if (!accepted)
+	{
+		mq_log_warning("%s: the coordinator refused an ISR change for epoch %d: we were deposed; "
+					   "resigning", part_label(p), p->applied_epoch);
+		fsm_fire(b, p, EV_DEPOSED);
+		return false;
+	}
+	memcpy(p->isr, isr, sizeof(int) * n);
+	p->nisr = n;
+	return true;
+}
+
+/* Should an ISR member leave it?  The reason, or NULL. */
+static const char *
+why_shrink(Broker *b, const ReplicaProgress *r)
+{
+	if (!broker_is_live(b, r->id))
+		return "its broker is not live";
+	if (r->lag_ms > b->cfg->lag_time_max_ms)
+		return "it has not caught up within replica.lag.time.max.ms";
+	if (b->cfg->lag_max_messages > 0 && r->leader_log_end - r->log_end > b->cfg->lag_max_messages)
+		return "it lags more than replica.lag.max.messages";
+	return NULL;
+}
+
+static bool
+may_join(Broker *b, const ReplicaProgress *r)
+{
+	return broker_is_live(b, r->id) && r->log_end >= 0 && r->log_end >= r->high_watermark &&
+		r->log_end >= r->epoch_start && r->lag_ms <= b->cfg->lag_time_max_ms;
+}
+
+/* Remember what metrics.c reports. */
+static void
+note_progress(Part *p, const ReplicaProgress *r)
+{
+	p->m_log_end = r->leader_log_end;
+	p->m_hwm = r->high_watermark;
+	if (p->nfollowers < MAX_REPLICAS)
+	{
+		p->followers[p->nfollowers].id = r->id;
+		p->followers[p->nfollowers].in_isr = r->in_isr;
+		p->followers[p->nfollowers].log_end = r->log_end;
+		p->followers[p->nfollowers].lag_ms = r->lag_ms;
+		p->nfollowers++;
+	}
+}
+
+/* Shrink first (coordinator, then node), then expand (node, then coordinator). */
+static void
+change_isr(Broker *b, Part *p, int *isr, int n, int nshrink, const int *grow, int ngrow)
+{
+	char		buf[128];
+
+	if (nshrink > 0)
+	{
+		if (!set_coordinator_isr(b, p, isr, n) || !set_local_isr(b, p, isr, n))
+			return;
+		b->stats.isr_shrinks++;
+		mq_log_info("%s: ISR is now %s", part_label(p), int_array_text(isr, n, buf, sizeof(buf)));
+	}
+	if (ngrow > 0)
+	{
+		for (int i = 0; i < ngrow; i++)
+			isr[n++] = grow[i];
+		if (!set_local_isr(b, p, isr, n) || !set_coordinator_isr(b, p, isr, n))
+			return;
+		b->stats.isr_expands++;
+		mq_log_info("%s: ISR is now %s", part_label(p), int_array_text(isr, n, buf, sizeof(buf)));
+	}
+}
+
+void
+leader_duties(Broker *b, Part *p)
+{
+	MqError		err = MQ_ERROR_INIT;
+	ReplicaProgress prog[MAX_REPLICAS];
+	int			nprog;
+	int			isr[MAX_REPLICAS];
+	int			n = 0;
+	int			nshrink = 0;
+	int			grow[MAX_REPLICAS],
+				ngrow = 0;
+
+	nprog = node_leader_state(b, p, prog, MAX_REPLICAS - 1, &err);
+	if (nprog < 0)
+	{
+		if (!err.connection_lost)
+		{
+			log_mq_error("the node no longer leads as we think; resigning", &err);
+			fsm_fire(b, p, EV_DEPOSED);
+		}
+		mq_error_free(&err);
+		return;
+	}
+	isr[n++] = b->cfg->broker_id;
+	p->nfollowers = 0;
+	for (int i = 0; i < nprog; i++)
+	{
+		const ReplicaProgress *r = &prog[i];
+		const char *why;
+
+		note_progress(p, r);
+		if (r->in_isr && (why = why_shrink(b, r)) != NULL)
+		{
+			mq_log_warning("%s: removing replica %d from the ISR: %s (log end %lld, leader's %lld, "
+						   "last caught up %lld ms ago)", part_label(p), r->id, why,
+						   (long long) r->log_end, (long long) r->leader_log_end, (long long) r->lag_ms);
+			nshrink++;
+		}
+		else if (r->in_isr)
+			isr[n++] = r->id;
+		else if (may_join(b, r))
+		{
+			mq_log_info("%s: replica %d caught up (log end %lld, high watermark %lld); adding it to the ISR",
+						part_label(p), r->id, (long long) r->log_end, (long long) r->high_watermark);
+			grow[ngrow++] = r->id;
+		}
+	}
+	change_isr(b, p, isr, n, nshrink, grow, ngrow);
+}

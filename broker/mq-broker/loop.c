@@ -1,0 +1,132 @@
+/*-------------------------------------------------------------------------
+ *
+ * loop.c
+ *	  mq-broker's event loop: run the control tick every tick.ms (step.c)
+ *	  and, until the next one, wait with poll() on every follower's
+ *	  long-polling fetch (follower.c), on the node's own connection to
+ *	  notice its death at once (conn.c), and on the metrics endpoint
+ *	  (metrics.c), without sleeping to poll.
+ *
+ * poll() rather than select(): a descriptor number is never limited by
+ * FD_SETSIZE, so a broker with many connections (or started with many
+ * descriptors open) cannot overflow a stack fd_set.
+ *
+ * Locking: none; the broker's one thread.  A signal handler only sets
+ * *stop_requested; poll() returns EINTR and the loop looks at it.
+ *
+ *-------------------------------------------------------------------------
+ */
+#include <errno.h>
+#include <poll.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "broker.h"
+#include "util.h"
+
+typedef struct Watch
+{
+	struct pollfd *fds;
+	Part	  **parts;			/* parts[i]: whose fetch fds[i] is, NULL */
+	int			n;
+	int			cap;
+} Watch;
+
+static void
+watch_add(Watch *w, int fd, Part *p)
+{
+	if (w->n == w->cap)
+	{
+		w->cap = w->cap ? w->cap * 2 : 16;
+		w->fds = mq_realloc(w->fds, sizeof(struct pollfd) * w->cap);
+		w->parts = mq_realloc(w->parts, sizeof(Part *) * w->cap);
+	}
+	w->fds[w->n].fd = fd;
+	w->fds[w->n].events = POLLIN;
+	w->fds[w->n].revents = 0;
+	w->parts[w->n] = p;
+	w->n++;
+}
+
+/* Fill w: metrics first, then the node, then each fetch in flight. */
+static int64_t
+watch_build(Broker *b, Watch *w, int64_t timeout_ms, int *metrics_n)
+{
+	struct pollfd mfd;
+
+	w->n = 0;
+	*metrics_n = metrics_pollfds(&mfd, &timeout_ms);
+	if (*metrics_n)
+		watch_add(w, mfd.fd, NULL);
+	if (b->node && PQsocket(b->node) >= 0)
+		watch_add(w, PQsocket(b->node), NULL);
+	for (Part *p = b->parts; p; p = p->next)
+		if (p->in_flight && p->fconn && PQsocket(p->fconn) >= 0)
+			watch_add(w, PQsocket(p->fconn), p);
+	return timeout_ms;
+}
+
+/* Serve what poll() found ready. */
+static void
+watch_dispatch(Broker *b, Watch *w, int metrics_n)
+{
+	int			node_fd = b->node ? PQsocket(b->node) : -1;
+
+	if (metrics_n)
+		metrics_run();			/* also its own timeouts */
+	for (int i = metrics_n; i < w->n; i++)
+	{
+		Part	   *p = w->parts[i];
+
+		if (w->fds[i].revents == 0)
+			continue;
+		if (p == NULL)
+		{
+			if (b->node && w->fds[i].fd == node_fd)
+				broker_node_readable(b);
+		}
+		else if (p->in_flight && p->fconn && PQsocket(p->fconn) == w->fds[i].fd)
+			follower_on_readable(b, p);
+	}
+}
+
+/* Until tick_end, serve fetch answers, node events and scrapes. */
+static void
+wait_for_tick(Broker *b, Watch *w, int64_t tick_end, volatile int *stop_requested)
+{
+	while (!*stop_requested)
+	{
+		int64_t		left_ms = (tick_end - mq_now_us() + 999) / 1000;
+		int			metrics_n;
+		int			rc;
+
+		if (left_ms <= 0)
+			return;
+		left_ms = watch_build(b, w, left_ms, &metrics_n);
+		rc = poll(w->fds, (nfds_t) w->n, (int) left_ms);
+		if (rc < 0)
+		{
+			if (errno == EINTR)
+				continue;
+			mq_log_error("poll failed: %s", strerror(errno));
+			return;
+		}
+		watch_dispatch(b, w, metrics_n);
+	}
+}
+
+void
+broker_run(Broker *b, volatile int *stop_requested)
+{
+	Watch		w = {0};
+
+	while (!*stop_requested)
+	{
+		int64_t		tick_end = mq_now_us() + (int64_t) b->cfg->tick_ms * 1000;
+
+		broker_tick(b);
+		wait_for_tick(b, &w, tick_end, stop_requested);
+	}
+	free(w.fds);
+	free(w.parts);
+}

@@ -1,0 +1,205 @@
+/*-------------------------------------------------------------------------
+ *
+ * step.c
+ *	  The control tick (every tick.ms): make sure both connections are up,
+ *	  read the assignments, and move each partition one step: pick the
+ *	  tick event that says what the coordinator's view is (it names us
+ *	  leader, names another live broker, or nobody live leads) and let the
+ *	  transition table (fsm.c) choose the action.  The actions of the table
+ *	  live here too: the tick's work per state, and the tidying up on
+ *	  entering NONE.
+ *
+ * Locking: none; the broker's one thread.
+ *
+ *-------------------------------------------------------------------------
+ */
+#include <stdio.h>
+
+#include "broker.h"
+#include "calls.h"
+#include "util.h"
+
+static FsmEvent
+tick_event(Broker *b, const Part *p)
+{
+	if (p->leader == b->cfg->broker_id)
+		return EV_NAMED_ME;
+	if (p->leader < 0 || !broker_is_live(b, p->leader))
+		return EV_LEADERLESS;
+	return EV_NAMED_OTHER;
+}
+
+/* ---------------------------------------------------------------------
+ * Tick actions
+ * --------------------------------------------------------------------- */
+
+/* Named leader but not leading (yet): run, unless we just handed it over. */
+void
+act_claim(Broker *b, Part *p)
+{
+	if (mq_now_us() >= p->hold_off_until_us || !preferred_ready(b, p))
+		try_elect(b, p);		/* e.g. restarted: re-elect to bump the epoch */
+}
+
+/* Leading: the leader's duties, or a re-election when our epoch is stale. */
+void
+act_lead(Broker *b, Part *p)
+{
+	if (p->applied_epoch != p->leader_epoch || !p->lock_held)
+	{
+		act_claim(b, p);
+		return;
+	}
+	leader_duties(b, p);
+	if (p->state == PART_LEADER)
+		maybe_hand_over(b, p);
+}
+
+/* We lead, but the coordinator says otherwise: resign, then act as a replica. */
+void
+act_step_down(Broker *b, Part *p)
+{
+	mq_log_warning("%s: the coordinator names broker %d leader in epoch %d; "
+				   "we led epoch %d: becoming a follower", part_label(p), p->leader,
+				   p->leader_epoch, p->applied_epoch);
+	if (fsm_fire(b, p, EV_DEPOSED))
+		fsm_fire(b, p, tick_event(b, p));
+}
+
+/* Another live broker leads: follow it, unless we are its preferred leader. */
+void
+act_replicate(Broker *b, Part *p)
+{
+	int			me = b->cfg->broker_id;
+
+	p->leaderless_since_us = 0;
+	/* the preferred replica, back in the ISR, takes the lock when it is let go */
+	if (b->cfg->auto_rebalance && preferred_leader(p) == me && int_in(me, p->isr, p->nisr))
+	{
+		try_elect(b, p);
+		if (p->state == PART_LEADER)
+			return;
+	}
+	follower_step(b, p);
+}
+
+/*
+ * Nobody live leads.  When the preferred replica is alive and in the ISR
+ * it runs for the election this tick: the others give it a few ticks, so
+ * that leadership starts (and returns) where placement wants it without a
+ * second change later.
+ */
+void
+act_leaderless(Broker *b, Part *p)
+{
+	int			me = b->cfg->broker_id;
+	int64_t		now = mq_now_us();
+
+	if (p->leaderless_since_us == 0)
+		p->leaderless_since_us = now;
+	if ((int_in(me, p->isr, p->nisr) || p->unclean) &&
+		(preferred_leader(p) == me || !preferred_ready(b, p) ||
+		 now - p->leaderless_since_us > (int64_t) b->cfg->tick_ms * 3000))
+		try_elect(b, p);
+	if (p->state == PART_LEADER)
+		return;
+	/* a leader whose broker is not live: keep trying it until one is elected */
+	if (p->leader >= 0 && p->leader != me)
+		follower_step(b, p);
+}
+
+/* ---------------------------------------------------------------------
+ * Outcome actions: tidying up on entering NONE
+ * --------------------------------------------------------------------- */
+
+/* Deposed or handed over: the epoch is no longer ours, nor the lock. */
+void
+act_resign(Broker *b, Part *p)
+{
+	p->applied_epoch = -1;
+	release_lock(b, p);
+}
+
+void
+act_forget_epoch(Broker *b, Part *p)
+{
+	p->applied_epoch = -1;
+}
+
+/* The node is gone or new: no fetch, no epoch, no leadership lock. */
+void
+act_drop_role(Broker *b, Part *p)
+{
+	follower_stop(p);
+	p->applied_epoch = -1;
+	release_lock(b, p);
+}
+
+/* The coordinator is gone: the locks went with its session. */
+void
+act_drop_role_keep_locks(Broker *b, Part *p)
+{
+	follower_stop(p);
+	p->applied_epoch = -1;
+	p->lock_held = false;
+}
+
+void
+act_stop_fetching(Broker *b, Part *p)
+{
+	follower_stop(p);
+}
+
+/* ---------------------------------------------------------------------
+ * The tick
+ * --------------------------------------------------------------------- */
+
+static void
+step(Broker *b, Part *p)
+{
+	if (b->node == NULL || b->coord == NULL || !b->live)
+		return;
+	if (!ensure_topic(b, p))
+		return;
+	fsm_fire(b, p, tick_event(b, p));
+}
+
+void
+broker_tick(Broker *b)
+{
+	ensure_node(b);
+	ensure_coordinator(b);
+	if (b->node == NULL || b->coord == NULL || !b->live)
+		return;
+	if (!read_assignments(b))
+		return;
+	for (Part *p = b->parts; p; p = p->next)
+		step(b, p);
+}
+
+/* SIGTERM: resign every leadership on the node, then leave. */
+void
+broker_shutdown(Broker *b)
+{
+	int			n = 0;
+
+	for (Part *p = b->parts; p; p = p->next)
+	{
+		n += (p->state == PART_LEADER);
+		fsm_fire(b, p, EV_SHUTDOWN);
+	}
+	if (b->node)
+	{
+		MqError		err = MQ_ERROR_INIT;
+		int			resigned;
+
+		(void) node_resign_all(b, &resigned, &err);
+		mq_error_free(&err);
+	}
+	if (b->coord)
+		PQfinish(b->coord);		/* our locks go with the session */
+	if (b->node)
+		PQfinish(b->node);
+	b->coord = b->node = NULL;
+	mq_log_info("shut down: resigned %d leadership(s) and released every lock", n);
+}

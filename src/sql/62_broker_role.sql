@@ -1,0 +1,79 @@
+-------------------------------------------------------------------------------
+-- The broker's role: least privilege for mq-broker (docs/replication.md,
+-- "The broker's role").
+--
+-- mq-broker runs as an ordinary login role, never a superuser.  An
+-- administrator creates that role and calls, on every data node,
+--     SELECT mq.grant_broker('mq_broker');
+-- and on the coordinator
+--     SELECT mq_coord.grant_broker('mq_broker');
+-- which grant exactly what the broker calls (broker/mq-broker/calls.h):
+-- the replica functions and mq.create_topic on a data node (all SECURITY
+-- DEFINER: they check leader epochs themselves and run their catalog work
+-- as the extension owner), the coordinator functions and the few columns it
+-- reads there.  A data node's grants also serve the followers of the
+-- partitions it leads: they connect to it with the same role.
+--
+-- Both functions are SECURITY INVOKER: the caller needs the grant option
+-- on these objects (the extension owner, or a superuser), and nothing runs
+-- with more rights than the caller has.  Every name is qualified.
+--
+-- mq_coord functions are not executable by PUBLIC (the schema never had
+-- USAGE for PUBLIC; its functions are now revoked too).
+-------------------------------------------------------------------------------
+
+CREATE FUNCTION mq.grant_broker(role regrole) RETURNS void
+LANGUAGE plpgsql SECURITY INVOKER SET search_path = pg_catalog, pg_temp AS $$
+BEGIN
+    IF role IS NULL THEN
+        RAISE EXCEPTION 'role must not be NULL' USING ERRCODE = 'MQ010';
+    END IF;
+    EXECUTE pg_catalog.format('GRANT USAGE ON SCHEMA mq TO %s', role);
+    EXECUTE pg_catalog.format('GRANT SELECT ON mq.topics TO %s', role);
+    EXECUTE pg_catalog.format(
+        'GRANT EXECUTE ON FUNCTION '
+        'mq.create_topic(text, integer, jsonb), '
+        'mq.replica_attach_broker(integer), '
+        'mq.replica_resign_all(), '
+        'mq.replica_become_leader(text, integer, integer, integer, integer[], integer[], text), '
+        'mq.replica_become_follower(text, integer, integer, integer, text, integer[]), '
+        'mq.replica_set_isr(text, integer, integer, integer[]), '
+        'mq.replica_leader_state(text, integer, integer), '
+        'mq.replica_fetch(text, integer, integer, integer, bigint, integer, integer), '
+        'mq.replica_append(text, integer, integer, mq.replica_batch), '
+        'mq.replica_truncate(text, integer, integer, bigint), '
+        'mq.replica_epoch_end_offset(text, integer, integer, integer), '
+        'mq.replica_log_state(text, integer, integer) '
+        'TO %s', role);
+END;
+$$;
+COMMENT ON FUNCTION mq.grant_broker(regrole) IS
+    'grant a role exactly what mq-broker needs on a data node (see docs/replication.md)';
+
+CREATE FUNCTION mq_coord.grant_broker(role regrole) RETURNS void
+LANGUAGE plpgsql SECURITY INVOKER SET search_path = pg_catalog, pg_temp AS $$
+BEGIN
+    IF role IS NULL THEN
+        RAISE EXCEPTION 'role must not be NULL' USING ERRCODE = 'MQ010';
+    END IF;
+    EXECUTE pg_catalog.format('GRANT USAGE ON SCHEMA mq_coord TO %s', role);
+    EXECUTE pg_catalog.format('GRANT SELECT (broker_id) ON mq_coord.broker TO %s', role);
+    EXECUTE pg_catalog.format('GRANT SELECT (topic, partition, isr) ON mq_coord.partition TO %s', role);
+    EXECUTE pg_catalog.format(
+        'GRANT EXECUTE ON FUNCTION '
+        'mq_coord.broker_lock_class(), '
+        'mq_coord.partition_lock_class(), '
+        'mq_coord.register_broker(integer, text, text), '
+        'mq_coord.heartbeat(integer), '
+        'mq_coord.broker_alive(integer, integer), '
+        'mq_coord.fence_broker(integer, integer, integer), '
+        'mq_coord.elect(text, integer, integer, integer), '
+        'mq_coord.alter_isr(text, integer, integer, integer, integer[]), '
+        'mq_coord.assignments(integer) '
+        'TO %s', role);
+END;
+$$;
+COMMENT ON FUNCTION mq_coord.grant_broker(regrole) IS
+    'grant a role exactly what mq-broker needs on the coordinator (see docs/replication.md)';
+
+REVOKE ALL ON ALL FUNCTIONS IN SCHEMA mq_coord FROM PUBLIC;
