@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
-# Install the Debian 12 packages mq needs to build and test.  Idempotent:
+# Install the Debian 12 packages mq needs to build and test (clang-14 and
+# libfuzzer-14-dev for scripts/fuzz.sh, graphviz for scripts/fsm-graph.sh).  Idempotent:
 # packages already installed are skipped, and `apt-get update` only runs
 # when something is missing.
 set -euo pipefail
@@ -15,6 +16,9 @@ PKGS=(
 	libmicrohttpd-dev
 	libinih-dev
 	libjansson-dev
+	clang-14
+	libfuzzer-14-dev
+	graphviz
 )
 
 missing=()

@@ -3,8 +3,11 @@
 #
 # Phases:
 #   1. scripts/install-deps.sh
-#   2. build + install the extension (make -s; make -s install)
-#   3. one throwaway cluster (shared_preload_libraries = 'mq'), then
+#   2. build + install the extension and the tools (make -s; make -s install)
+#   3. unit: tests that need no PostgreSQL server: the C unit tests
+#      test/unit/*_test.c (built by `make -C broker unit`) and the checks
+#      test/unit/*.sh (run with bash from the repo root)
+#   4. one throwaway cluster (shared_preload_libraries = 'mq'), then
 #      a. pg_regress: `make installcheck` (sql/*.sql vs expected/*.out)
 #      b. pgTAP: each test/pgtap/*.sql with pg_prove, in its own fresh
 #         database where `CREATE EXTENSION pgtap; CREATE EXTENSION mq;`
@@ -14,7 +17,7 @@
 #         bash from the repo root with
 #         PGHOST/PGPORT/PGUSER set and PGDATABASE (= MQ_TEST_DB) a fresh
 #         database where `CREATE EXTENSION mq` already ran
-#   4. multi-node TAP tests test/t/*.pl with prove as the postgres user
+#   5. multi-node TAP tests test/t/*.pl with prove as the postgres user
 #      (PostgreSQL::Test::Cluster; each test starts its own nodes).
 #      MQ_REPO_ROOT names the repo; test/t is in @INC for helper modules.
 #
@@ -22,8 +25,8 @@
 # exits non-zero if any suite failed.
 #
 # Knobs: MQ_SUITE_TIMEOUT (seconds per suite, default 300),
-#        MQ_TEST_ONLY (space-separated phases to run: regress pgtap
-#        concurrency tap; default all),
+#        MQ_TEST_ONLY (space-separated phases to run: unit regress pgtap
+#        concurrency cli tap; default all),
 #        MQ_SKIP_BUILD=1 (skip install-deps and build/install: rerun
 #        tests against what is already installed),
 #        MQ_PRELOAD / MQ_EXTENSION (see scripts/lib.sh).
@@ -34,7 +37,7 @@ cd "$(dirname "${BASH_SOURCE[0]}")/.."
 source scripts/lib.sh
 
 SUITE_TIMEOUT="${MQ_SUITE_TIMEOUT:-300}"
-ONLY="${MQ_TEST_ONLY:-regress pgtap concurrency cli tap}"
+ONLY="${MQ_TEST_ONLY:-unit regress pgtap concurrency cli tap}"
 PASSED=0
 FAILED=0
 FAILED_NAMES=()
@@ -123,7 +126,32 @@ PGTAP_SQL=(test/pgtap/*.sql)
 CONC_SH=(test/concurrency/*.sh)
 CLI_SH=(test/cli/*.sh)
 TAP_PL=(test/t/*.pl)
+UNIT_C=(test/unit/*_test.c)
+UNIT_SH=(test/unit/*.sh)
 shopt -u nullglob
+
+# --------------------------------------------------------------------------
+if want unit; then
+	mq_phase "unit tests without PostgreSQL (${#UNIT_C[@]} in C, ${#UNIT_SH[@]} scripts in test/unit/)"
+	if ! make -s -C broker unit PG_CONFIG="$PG_CONFIG"; then
+		fail "unit:build"
+	else
+		for f in "${UNIT_C[@]}"; do
+			if mq_run_timeout "$SUITE_TIMEOUT" "${f%.c}" 2>/dev/null; then
+				pass "unit:$f"
+			else
+				fail "unit:$f"
+			fi
+		done
+	fi
+	for f in "${UNIT_SH[@]}"; do
+		if mq_run_timeout "$SUITE_TIMEOUT" bash "$f"; then
+			pass "unit:$f"
+		else
+			fail "unit:$f"
+		fi
+	done
+fi
 
 if want regress || want pgtap || want concurrency || want cli; then
 	mq_phase "start throwaway cluster (shared_preload_libraries = '$MQ_PRELOAD')"

@@ -1,6 +1,7 @@
 # MqCluster: a replicated mq cluster on loopback for TAP tests.
 #
 #   my $c = MqCluster->new(nodes => 3);   # 3 data nodes + a coordinator
+#   (options: metrics => 1, high_fds => 1, lag_time_max_ms, node_conf, broker_conf)
 #   $c->start_brokers;                    # one mq-broker per data node
 #   $c->create_topic('t', 1, {'replication.factor' => 3, 'min.insync.replicas' => 2});
 #   my $p = $c->start_producer('t', 0);   # idempotent, acks=all, throughout
@@ -125,6 +126,15 @@ sub start_broker
 	{
 		open STDOUT, '>>', $log or POSIX::_exit(1);
 		open STDERR, '>>', $log or POSIX::_exit(1);
+		if ($self->{opt}{high_fds})
+		{
+			# high_fds => 1: the broker starts with descriptors 3..1100 taken,
+			# so every socket it opens has a number above FD_SETSIZE (1024)
+			exec 'bash', '-c', 'ulimit -n 4096 || exit 1; '
+			  . 'for ((i = 0; i < 1100; i++)); do exec {fd}</dev/null || exit 1; done; exec "$@"',
+			  'mq-broker', $self->{broker_bin}, '-c', $file
+			  or POSIX::_exit(1);
+		}
 		exec $self->{broker_bin}, '-c', $file or POSIX::_exit(1);
 	}
 	$self->{brokers}[$i] = $pid;

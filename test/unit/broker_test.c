@@ -1,0 +1,146 @@
+/*
+ * broker_test.c: mq-broker's pure parts without PostgreSQL: the config
+ * parser (numbers out of range, passwords in key=value and URI
+ * connection strings, the metrics port), the replica batch header decoder,
+ * and the connection policy's back-off.
+ */
+#include <stdlib.h>
+#include <string.h>
+
+#include "batch.h"
+#include "config.h"
+#include "connpolicy.h"
+#include "util.h"
+#include "unit.h"
+
+static const char *base =
+"[broker]\nid = 1\nnode = host=/tmp port=5432 dbname=postgres\n"
+"coordinator = host=/tmp port=5433 dbname=postgres\n";
+
+static bool
+parse_with(const char *extra)
+{
+	char		text[2048];
+	BrokerConfig cfg;
+	bool		ok;
+
+	snprintf(text, sizeof(text), "%s%s", base, extra);
+	ok = broker_config_parse(text, "test.ini", &cfg);
+	broker_config_free(&cfg);
+	return ok;
+}
+
+static bool
+parse_conn(const char *coordinator)
+{
+	char		text[2048];
+	BrokerConfig cfg;
+	bool		ok;
+
+	snprintf(text, sizeof(text), "[broker]\nid = 1\nnode = dbname=x\ncoordinator = %s\n", coordinator);
+	ok = broker_config_parse(text, "test.ini", &cfg);
+	broker_config_free(&cfg);
+	return ok;
+}
+
+static void
+test_config(void)
+{
+	CHECK(parse_with(""), "a minimal config is accepted");
+	CHECK(!parse_with("tick.ms = 5\n"), "tick.ms below its minimum is refused");
+	CHECK(!parse_with("tick.ms = 99999999999999999999\n"), "a number beyond long is refused");
+	CHECK(!parse_with("retry.ms = 1000\nretry.max.ms = 500\n"), "retry.max.ms below retry.ms is refused");
+	CHECK(!parse_with("[replication]\nreplica.fetch.max.records = 0\n"), "a record count of 0 is refused");
+	CHECK(!parse_with("[replication]\nauto.leader.rebalance.enable = maybe\n"), "a boolean must be one");
+	CHECK(parse_with("[replication]\nauto.leader.rebalance.enable = false\n"), "false is a boolean");
+	CHECK(!parse_with("bogus = 1\n"), "an unknown key is refused");
+	CHECK(parse_with("[metrics]\naddress = 127.0.0.1:9187\n"), "a metrics address is accepted");
+	CHECK(parse_with("[metrics]\naddress = [::1]:9187\n"), "an IPv6 metrics address is accepted");
+	CHECK(!parse_with("[metrics]\naddress = 127.0.0.1:65536\n"), "metrics port 65536 is refused");
+	CHECK(!parse_with("[metrics]\naddress = 127.0.0.1:0\n"), "metrics port 0 is refused");
+	CHECK(!parse_with("[metrics]\naddress = 127.0.0.1:-1\n"), "a negative metrics port is refused");
+	CHECK(!parse_with("[metrics]\naddress = 127.0.0.1\n"), "a metrics address without port is refused");
+	CHECK(parse_conn("postgresql://u@h/db"), "a URI without password is accepted");
+	CHECK(!parse_conn("host=h password=secret"), "a key=value password is refused");
+	CHECK(!parse_conn("postgresql://u:secret@h/db"), "a URI password is refused");
+	CHECK(!parse_conn("postgres://u@h/db?password=secret"), "a URI password parameter is refused");
+	CHECK(!parse_conn("host='h' password = 'x y'"), "a quoted password is refused");
+	CHECK(!parse_conn("host=h 'unterminated"), "an unparsable connection string is refused");
+}
+
+static void
+test_batch(void)
+{
+	unsigned char buf[64];
+	BatchHeader h;
+	size_t		len = 0;
+
+	memset(buf, 0, sizeof(buf));
+	buf[3] = 12;				/* 12 fields */
+	len = 4;
+	for (int f = 0; f < 3; f++)
+	{
+		buf[len + 3] = 20;		/* int8 oid */
+		buf[len + 7] = 8;		/* length */
+		len += 8;
+		buf[len + 7] = (unsigned char) (f + 1);
+		len += 8;
+	}
+	CHECK(batch_header_decode(buf, len, &h) && h.base_offset == 1 && h.leader_log_end == 2 &&
+		  h.high_watermark == 3, "a batch header decodes");
+	{
+		bool		any = false;
+
+		for (size_t cut = 0; cut < len; cut++)
+			any |= batch_header_decode(buf, cut, &h);
+		CHECK(!any, "every truncated header is refused");
+	}
+	buf[4 + 7] = 0xff;			/* field 1 null (-1 length) */
+	buf[4 + 4] = buf[4 + 5] = buf[4 + 6] = 0xff;
+	CHECK(!batch_header_decode(buf, len, &h), "a null field is refused");
+	CHECK(!batch_header_decode(NULL, 0, &h), "no data is refused");
+}
+
+static void
+test_backoff(void)
+{
+	MqConnPolicy pol;
+	MqRetry		r = {0};
+	bool		within = true;
+	int			last = 0;
+
+	mq_conn_policy_default(&pol);
+	pol.retry_initial_ms = 100;
+	pol.retry_max_ms = 1000;
+	CHECK(mq_retry_due(&r), "a fresh retry is due at once");
+	{
+		int			first = mq_retry_failed(&r, &pol);
+
+		CHECK(first == 100, "the first pause is retry_initial_ms (got %d)", first);
+	}
+	CHECK(!mq_retry_due(&r), "not due right after a failure");
+	for (int i = 0; i < 1000; i++)
+	{
+		int			p = mq_retry_next_pause(&pol, last, (uint32_t) rand());
+		int			hi = last ? (last * 3 > 1000 ? 1000 : last * 3) : 100;
+
+		if (p < 100 || p > (hi < 100 ? 100 : hi))
+			within = false;
+		last = p;
+	}
+	CHECK(within, "pauses stay between retry_initial_ms and min(3 x previous, retry_max_ms)");
+	CHECK(mq_retry_next_pause(&pol, 1000, 0) == 100 && mq_retry_next_pause(&pol, 1000, 900) == 1000,
+		  "the jitter spans the whole range");
+	mq_retry_succeeded(&r);
+	CHECK(mq_retry_due(&r) && r.failures == 0, "a success resets the back-off");
+}
+
+int
+main(void)
+{
+	mq_progname = "broker_test";
+	test_config();
+	test_batch();
+	test_backoff();
+	return unit_done();
+}
