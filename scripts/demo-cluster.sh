@@ -33,7 +33,10 @@ for n in node1 node2 node3 coord; do
 	cluster_psql "$n" -c "CREATE EXTENSION mq"
 done
 
-mq_phase "3 brokers, one per data node"
+# each broker connects as the login role mq_broker, no superuser: broker_start
+# creates it and grants it what a broker needs (mq.grant_broker on the node,
+# mq_coord.grant_broker on the coordinator; docs/replication.md)
+mq_phase "3 brokers, one per data node, as the non-superuser role $MQ_BROKER_ROLE"
 for i in 1 2 3; do
 	broker_start "$i" "node$i" coord
 	echo "mq-broker $i: node$i, log ${MQ_CLUSTER_DIR[node$i]}/broker.log"

@@ -355,7 +355,8 @@ mq_build_install() {
 # Replicated clusters: data nodes, a coordinator and mq-broker processes
 # (docs/replication.md).  Each node and the coordinator is a cluster_start
 # cluster; each broker is a background process stopped (SIGTERM) at exit,
-# before the clusters.
+# before the clusters, and connects as the non-superuser role
+# $MQ_BROKER_ROLE (broker_role_setup).
 #
 #   cluster_start node1; cluster_start node2; cluster_start node3
 #   cluster_start coord

@@ -31,6 +31,7 @@ mq_conn_policy_default(MqConnPolicy *policy)
 	policy->keepalives_idle_s = 2;
 	policy->keepalives_interval_s = 1;
 	policy->keepalives_count = 2;
+	policy->tcp_user_timeout_ms = 10000;
 	policy->retry_initial_ms = 500;
 	policy->retry_max_ms = 5000;
 	policy->cancel_wait_ms = 1000;
@@ -40,15 +41,15 @@ PGconn *
 mq_connect_policy(const char *conninfo, const char *appname,
 				  const MqConnPolicy *policy, MqError *err)
 {
-	char		vals[5][16];
-	const char *keys[6];
-	const char *vp[6];
+	char		vals[6][16];
+	const char *keys[7];
+	const char *vp[7];
 	int			n = 0;
 
 	/* libpq treats connect_timeout below 2 as 2; say so here too */
+	keys[n] = "connect_timeout";
 	snprintf(vals[n], sizeof(vals[n]), "%d",
 			 policy->connect_timeout_s < 2 ? 2 : policy->connect_timeout_s);
-	keys[n] = "connect_timeout";
 	vp[n] = vals[n];
 	n++;
 	if (policy->keepalives_idle_s > 0)
@@ -59,12 +60,19 @@ mq_connect_policy(const char *conninfo, const char *appname,
 
 		keys[n] = "keepalives";
 		vp[n++] = "1";
-		for (int i = 0; i < 3; i++)
+		for (int i = 0; i < 3; i++, n++)
 		{
-			snprintf(vals[i + 1], sizeof(vals[i + 1]), "%d", kv[i]);
+			snprintf(vals[n], sizeof(vals[n]), "%d", kv[i]);
 			keys[n] = kk[i];
-			vp[n++] = vals[i + 1];
+			vp[n] = vals[n];
 		}
+	}
+	if (policy->tcp_user_timeout_ms > 0)
+	{
+		snprintf(vals[n], sizeof(vals[n]), "%d", policy->tcp_user_timeout_ms);
+		keys[n] = "tcp_user_timeout";
+		vp[n] = vals[n];
+		n++;
 	}
 	keys[n] = NULL;
 	vp[n] = NULL;

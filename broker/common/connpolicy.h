@@ -10,9 +10,11 @@
  *
  * Every blocking step of a connection has a deadline under a policy:
  *	 - connecting: libpq's connect_timeout (per host address tried);
- *	 - a dead or silently cut peer: client-side TCP keepalives end the
+ *	 - a dead or silently cut peer: client-side TCP keepalives end an idle
  *	   connection after keepalives_idle + keepalives_interval *
- *	   keepalives_count seconds;
+ *	   keepalives_count seconds, and tcp_user_timeout one whose sent data
+ *	   stays unacknowledged (a write blocked on a full socket buffer)
+ *	   after tcp_user_timeout_ms;
  *	 - a statement: mq_exec_timeout() (mqconn.h) waits at most its timeout;
  *	 - cancelling it: libpq 15's PQcancel() opens a new connection with a
  *	   blocking connect() that ignores connect_timeout, so a peer cut
@@ -44,6 +46,7 @@ typedef struct MqConnPolicy
 	int			keepalives_idle_s;	/* 0: no client keepalive settings */
 	int			keepalives_interval_s;
 	int			keepalives_count;
+	int			tcp_user_timeout_ms;	/* 0: the kernel's default */
 	int			retry_initial_ms;	/* first pause after a failure */
 	int			retry_max_ms;	/* the back-off never exceeds this */
 	int			cancel_wait_ms; /* how long a cancel request may block us */

@@ -134,7 +134,7 @@ apply_assignment(Broker *b, const Assignment *a)
 	p->leader_name = replace_str(p->leader_name, a->leader_name);
 }
 
-static void
+void
 free_part(Part *p)
 {
 	free(p->topic);

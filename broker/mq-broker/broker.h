@@ -146,6 +146,7 @@ extern bool int_in(int v, const int *a, int n);
 extern bool broker_is_live(Broker *b, int id);
 extern int	parse_int_array(const char *s, int *out, int max);
 extern bool topic_config_unclean(const char *config_json);
+extern void free_part(Part *p);
 
 /* step.c */
 extern void broker_tick(Broker *b);

@@ -201,5 +201,12 @@ broker_shutdown(Broker *b)
 	if (b->node)
 		PQfinish(b->node);
 	b->coord = b->node = NULL;
+	while (b->parts)
+	{
+		Part	   *p = b->parts;
+
+		b->parts = p->next;
+		free_part(p);
+	}
 	mq_log_info("shut down: resigned %d leadership(s) and released every lock", n);
 }
