@@ -95,6 +95,8 @@ find_part(Broker *b, const char *topic, int partition)
 	return NULL;
 }
 
+_Static_assert(PART_NONE == 0, "a zeroed Part is in state NONE");
+
 static Part *
 new_part(Broker *b, const char *topic, int partition)
 {
@@ -102,7 +104,7 @@ new_part(Broker *b, const char *topic, int partition)
 
 	p->topic = mq_strdup(topic);
 	p->partition = partition;
-	p->state = PART_NONE;
+	/* zeroed: state PART_NONE (only fsm_fire changes it from here on) */
 	p->applied_epoch = -1;
 	p->m_log_end = p->m_hwm = p->m_leader_log_end = -1;
 	p->next = b->parts;
