@@ -49,6 +49,7 @@ _PG_init(void)
 	mq_log_init();
 	mq_consume_init();
 	mq_notify_init();
+	mq_acl_init();
 
 	DefineCustomBoolVariable("mq.release_before_flush",
 							 "Producers release the partition lock before waiting for their commit's WAL flush.",

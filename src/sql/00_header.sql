@@ -38,3 +38,10 @@ END $$;
 CREATE SCHEMA mq_log;
 COMMENT ON SCHEMA mq_log IS 'mq storage: one partitioned table per topic, one per partition, one per segment';
 REVOKE ALL ON SCHEMA mq_log FROM PUBLIC;
+
+-- Implementations that run as the owner behind the C wrappers of
+-- src/owner.c: nobody else may use the schema, so their checks cannot be
+-- bypassed by calling them directly.
+CREATE SCHEMA mq_internal;
+COMMENT ON SCHEMA mq_internal IS 'mq: implementations of checked administration and group functions (owner only)';
+REVOKE ALL ON SCHEMA mq_internal FROM PUBLIC;

@@ -103,7 +103,8 @@ BEGIN
         IF v_num > v_max THEN
             RAISE EXCEPTION 'invalid value % for "%": the maximum is %', v_val, v_key, v_max
                 USING ERRCODE = 'MQ004',
-                      HINT = CASE WHEN v_min = -1 THEN 'Use -1 for no limit.' END;
+                      HINT = CASE WHEN v_min = -1 THEN 'Use -1 for no limit.'
+                                  ELSE 'Give a smaller value.' END;
         END IF;
         IF v_num < v_min THEN
             RAISE EXCEPTION 'invalid value % for "%": the minimum is %', v_val, v_key, v_min
@@ -133,6 +134,11 @@ CREATE FUNCTION mq.partition_for(topic text, key bytea) RETURNS integer
 CREATE FUNCTION mq.partition_for(topic text, key text) RETURNS integer
     AS 'SELECT mq.partition_for($1, pg_catalog.convert_to($2, ''UTF8''))'
     LANGUAGE SQL STABLE;
+
+-- May the current user DESCRIBE this topic or group (src/acl.c)?  The
+-- views show only what it may.
+CREATE FUNCTION mq._describable(resource_type text, resource_name text) RETURNS boolean
+    AS 'MODULE_PATHNAME', 'mq_describable_sql' LANGUAGE C STABLE STRICT;
 
 CREATE FUNCTION mq._refuse_log_change() RETURNS trigger
     AS 'MODULE_PATHNAME', 'mq_refuse_log_change' LANGUAGE C;
