@@ -8,10 +8,11 @@
 -- and on the coordinator
 --     SELECT mq_coord.grant_broker('mq_broker');
 -- which grant exactly what the broker calls (broker/mq-broker/calls.h):
--- the replica functions and mq.create_topic on a data node (all SECURITY
--- DEFINER: they check leader epochs themselves and run their catalog work
--- as the extension owner), the coordinator functions and the few columns it
--- reads there.  A data node's grants also serve the followers of the
+-- the replica functions on a data node (all SECURITY DEFINER: they check
+-- leader epochs themselves and run their catalog work as the extension
+-- owner) and, in mq's own authorization (mq.grant), create and describe on
+-- every topic, so that it sees and creates the replicas it is assigned;
+-- the coordinator functions and the few columns it reads there.  A data node's grants also serve the followers of the
 -- partitions it leads: they connect to it with the same role.
 --
 -- Both functions are SECURITY INVOKER: the caller needs the grant option
@@ -45,6 +46,10 @@ BEGIN
         'mq.replica_epoch_end_offset(text, integer, integer, integer), '
         'mq.replica_log_state(text, integer, integer) '
         'TO %s', role);
+    -- mq's own authorization (90_acl.sql): the broker sees every topic in
+    -- mq.topics and creates the replicas it is assigned
+    PERFORM mq.grant('create, describe', 'topic', '*',
+                     (SELECT r.rolname FROM pg_catalog.pg_roles r WHERE r.oid OPERATOR(pg_catalog.=) role));
 END;
 $$;
 COMMENT ON FUNCTION mq.grant_broker(regrole) IS

@@ -32,6 +32,10 @@ for f in "${called[@]}"; do
 		FROM pg_catalog.pg_proc p JOIN pg_catalog.pg_namespace n ON n.oid = p.pronamespace
 		WHERE n.nspname || '.' || p.proname = '$f'")" t "$role may execute $f"
 done
+check_eq "$(sql "SELECT mq.has_topic_privilege('$role', 'any.topic', 'create')
+	AND mq.has_topic_privilege('$role', 'any.topic', 'describe')
+	AND NOT mq.has_topic_privilege('$role', 'any.topic', 'write')")" t \
+	"$role may create and describe every topic (mq.grant), not write to one"
 for rel in mq.topics; do
 	check_eq "$(sql "SELECT pg_catalog.has_table_privilege('$role', '$rel', 'SELECT')")" t "$role may read $rel"
 done
