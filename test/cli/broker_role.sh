@@ -34,8 +34,9 @@ for f in "${called[@]}"; do
 done
 check_eq "$(sql "SELECT mq.has_topic_privilege('$role', 'any.topic', 'create')
 	AND mq.has_topic_privilege('$role', 'any.topic', 'describe')
-	AND NOT mq.has_topic_privilege('$role', 'any.topic', 'write')")" t \
-	"$role may create and describe every topic (mq.grant), not write to one"
+	AND NOT mq.has_topic_privilege('$role', 'any.topic', 'write')
+	AND NOT mq.has_topic_privilege('$role', 'any.topic', 'delete')")" t \
+	"$role may create and describe every topic (mq.grant), not write to one nor delete it"
 for rel in mq.topics; do
 	check_eq "$(sql "SELECT pg_catalog.has_table_privilege('$role', '$rel', 'SELECT')")" t "$role may read $rel"
 done
@@ -44,7 +45,7 @@ check_eq "$(sql "SELECT pg_catalog.has_column_privilege('$role', 'mq_coord.parti
 	"$role reads the coordinator's ISR column, not the brokers' connection strings"
 
 # what administrators call stays theirs
-for f in 'mq_coord.create_topic(text, integer, jsonb)' 'mq.drop_topic(text)' \
+for f in 'mq_coord.create_topic(text, integer, jsonb)' \
 	'mq.grant_broker(regrole)' 'mq_coord.grant_broker(regrole)'; do
 	check_eq "$(sql "SELECT pg_catalog.has_function_privilege('$role', '$f', 'EXECUTE')")" f \
 		"$role may not execute $f"
