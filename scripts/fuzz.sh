@@ -31,6 +31,7 @@ declare -A SOURCES=(
 	[batch]="fuzz/batch_fuzz.c broker/mq-broker/batch.c"
 )
 declare -A LIBS=([config]="-L$PG_LIBDIR -lpq -linih" [batch]="")
+declare -A DICTS=([config]="-dict=$PWD/fuzz/config.dict" [batch]="")
 # seeds: the configurations the tests use, and a few batch headers
 mkdir -p "$WORK/seed-config" "$WORK/seed-batch"
 printf '[broker]\nid = 1\nnode = host=/tmp port=5432 dbname=postgres user=mq_broker\ncoordinator = postgresql://mq_broker@h/db\n[replication]\nreplica.lag.time.max.ms = 2000\n[metrics]\naddress = [::1]:9400\n' \
@@ -46,8 +47,9 @@ for t in "${TARGETS[@]}"; do
 	"$CC" "${FLAGS[@]}" -o "$WORK/$t" ${SOURCES[$t]} ${LIBS[$t]}
 	echo "fuzz: running $t for ${SECONDS_EACH}s"
 	mkdir -p "$WORK/corpus-$t"
+	# shellcheck disable=SC2086 # an optional word
 	if (cd "$WORK" && "./$t" -max_total_time="$SECONDS_EACH" -timeout=10 -rss_limit_mb=2048 \
-		-print_final_stats=1 "corpus-$t" "seed-$t" >"$WORK/$t.log" 2>&1); then
+		-print_final_stats=1 ${DICTS[$t]} "corpus-$t" "seed-$t" >"$WORK/$t.log" 2>&1); then
 		echo "fuzz: $t: no crash ($(grep -c . <(ls "$WORK/corpus-$t")) inputs in its corpus)"
 	else
 		echo "fuzz: $t FAILED; last lines of $WORK/$t.log:"
