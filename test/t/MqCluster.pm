@@ -414,7 +414,10 @@ sub start_consumer
 			my $t = time;
 			for my $row (grep { length } split /\n/, $res)
 			{
-				my ($o, $v) = split / /, $row;
+				# psql's stderr is merged in: a server message that follows the
+				# rows (FATAL when the node is killed right after answering) is
+				# no record; keep it in the file as a note
+				my ($o, $v) = $row =~ /^(\d+) (.*)$/ or do { print $out "note $row\n"; next; };
 				# a gap or a step back would be the server's fault: record it
 				printf $out "rec %d %s %d %.3f\n", $o, $v, $l, $t;
 				$pos = $o + 1;
