@@ -18,6 +18,8 @@
 #include "utils/snapshot.h"
 #include "utils/timestamp.h"
 #include "executor/spi.h"
+#include "fmgr.h"
+#include "utils/tuplestore.h"
 
 /* SQLSTATEs (class MQ) */
 #define ERRCODE_MQ_UNKNOWN_TOPIC			MAKE_SQLSTATE('M','Q','0','0','1')
@@ -151,10 +153,39 @@ extern void mq_notify_at_commit(int32 topic_id);
 extern uint64 mq_notify_counter(int32 topic_id);
 extern bool mq_notify_wait(int32 topic_id, uint64 seen, TimestampTz deadline);
 
-/* consume.c */
-extern void mq_consume_init(void);
+/* fetch.c: the log reader and long polling */
+typedef struct MqLongPoll
+{
+	bool		enabled;
+	int			min_records;
+	TimestampTz deadline;
+	uint64		seen;			/* the topic's change counter before the read */
+	bool		pushed;			/* a fresh snapshot is pushed */
+} MqLongPoll;
+extern int	mq_read_partition(MqTopic *topic, MqPartition *part, int64 from, int max,
+							  Datum topic_datum, Tuplestorestate *store, TupleDesc outdesc);
+extern void mq_check_max_records(int32 max);
+extern void mq_check_not_null(FunctionCallInfo fcinfo, int nargs, const char *const *names);
+extern void mq_long_poll_start(MqLongPoll *lp, FunctionCallInfo fcinfo, int wait_arg,
+							   int min_arg, int32 topic_id);
+extern bool mq_long_poll_again(MqLongPoll *lp, int got, int max, int32 topic_id);
 
-/* producer.c */
+/* offsets.c: group positions and committed offsets */
+typedef struct MqPositionKey
+{
+	uint32		group_hash;
+	int32		topic_id;
+	int32		partition;
+	char		group[NAMEDATALEN * 4];
+} MqPositionKey;
+extern void mq_offsets_init(void);
+extern void mq_check_group(text *group);
+extern void mq_position_key(MqPositionKey *key, text *group, MqTopic *topic, int32 partition);
+extern void mq_auto_commit(text *group, MqTopic *topic);
+extern int64 mq_position_current(MqPositionKey *key, text *group, MqTopic *topic);
+extern void mq_position_advance(MqPositionKey *key, int64 next, bool autocommit, int n);
+
+/* idempotence.c: idempotent producer state */
 extern void mq_producer_check_epoch(int64 producer_id, int32 epoch);
 extern bool mq_producer_check_sequence(MqTopic *topic, int32 partition, MqProducer *p,
 									   int n, int64 *dup_base);
@@ -170,6 +201,8 @@ typedef struct MqSpiSave
 extern void mq_spi_begin(MqSpiSave *save);
 extern void mq_spi_end(MqSpiSave *save);
 extern SPIPlanPtr mq_spi_prepare(const char *sql, int nargs, Oid *argtypes);
+extern bool mq_spi_get_int64(SPIPlanPtr *plan, const char *sql, int nargs, Oid *argtypes,
+							 Datum *args, int64 *result);
 
 /* partitioner.c */
 extern int32 mq_murmur2(const char *data, int len);

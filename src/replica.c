@@ -241,7 +241,7 @@ mq_replica_check_produce(MqTopic *topic, int32 partition)
 }
 
 /*
- * Called by consume.c before it reads a replicated partition (mq.fetch,
+ * Called by fetch.c before it reads a replicated partition (mq.fetch,
  * mq.poll, and again after every long-poll wake-up): consumers read from
  * the leader, as Kafka's do, so that what they see is what the leader's
  * high watermark covers now, not what a follower heard of last.  A
