@@ -139,10 +139,29 @@ extern int64 mq_log_end_offset(MqPartition *part, Snapshot snapshot);
 extern int64 mq_log_append(const char *topic_name, int32 partition,
 						   MqRecordIn *recs, int nrecs, MqProducer *producer);
 extern bool mq_allow_log_change;
-/* replication hooks (log.c calls replica.c; replica.c calls log.c) */
+/* replication hooks (log.c calls leadership.c; replica.c calls log.c) */
 extern int64 mq_log_append_at(const char *topic_name, int32 partition,
 							  MqRecordIn *recs, MqRecordMeta *meta, int nrecs,
 							  int64 base_offset);
+
+/* leadership.c: refusing produce and reads where this node does not lead */
+/* What the node knows about a partition's replication state. */
+typedef struct MqReplicaState
+{
+	bool		found;
+	char		role[16];
+	int32		leader_epoch;
+	int64		high_watermark; /* -1 when null */
+	int32		leader_id;		/* -1 when unknown */
+	char		leader_name[256];
+	int			isr_size;
+	bool		brokered;		/* a broker has attached to this node */
+} MqReplicaState;
+extern void mq_replica_read_state(int32 topic_id, int32 partition, MqReplicaState *st);
+extern void mq_replica_raise_not_leader(const char *topic_name, int32 partition,
+										MqReplicaState *st);
+extern void mq_replica_check_broker(const char *topic_name, int32 partition,
+									MqReplicaState *st);
 extern void mq_replica_check_produce(MqTopic *topic, int32 partition);
 extern void mq_replica_check_leader(MqTopic *topic, int32 partition);
 
