@@ -158,7 +158,7 @@ mq_replica_attach_broker(PG_FUNCTION_ARGS)
 	if (!LockHeldByMe(&tag, ExclusiveLock) &&
 		LockAcquire(&tag, ExclusiveLock, true, true) == LOCKACQUIRE_NOT_AVAIL)
 		ereport(ERROR,
-				(errcode(ERRCODE_MQ_INVALID_ARGUMENT),
+				(errcode(ERRCODE_MQ_BROKER_ALREADY_ATTACHED),
 				 errmsg("another mq-broker is attached to this node"),
 				 errhint("Run one broker per node; see mq.replica_broker for the one attached.")));
 	PG_RETURN_VOID();

@@ -3,8 +3,9 @@
  * mq.h
  *	  Declarations shared by the C files of the mq extension.
  *
- * The extension's own SQLSTATEs live here, one per condition, in class
- * "MQ".  docs/errors.md lists them; keep the two in step.
+ * The extension's own SQLSTATEs, one per condition in class "MQ", are
+ * defined in src/errcodes.txt; the build generates mq_errcodes.h (the
+ * ERRCODE_MQ_* macros) and the table in docs/errors.md from it.
  *
  *-------------------------------------------------------------------------
  */
@@ -21,28 +22,8 @@
 #include "fmgr.h"
 #include "utils/tuplestore.h"
 
-/* SQLSTATEs (class MQ) */
-#define ERRCODE_MQ_UNKNOWN_TOPIC			MAKE_SQLSTATE('M','Q','0','0','1')
-#define ERRCODE_MQ_TOPIC_EXISTS				MAKE_SQLSTATE('M','Q','0','0','2')
-#define ERRCODE_MQ_INVALID_TOPIC_NAME		MAKE_SQLSTATE('M','Q','0','0','3')
-#define ERRCODE_MQ_INVALID_CONFIG			MAKE_SQLSTATE('M','Q','0','0','4')
-#define ERRCODE_MQ_INVALID_PARTITIONS		MAKE_SQLSTATE('M','Q','0','0','5')
-#define ERRCODE_MQ_UNKNOWN_PARTITION		MAKE_SQLSTATE('M','Q','0','0','6')
-#define ERRCODE_MQ_OFFSET_OUT_OF_RANGE		MAKE_SQLSTATE('M','Q','0','0','7')
-#define ERRCODE_MQ_INVALID_RECORD			MAKE_SQLSTATE('M','Q','0','0','8')
-#define ERRCODE_MQ_LOG_IMMUTABLE			MAKE_SQLSTATE('M','Q','0','0','9')
-#define ERRCODE_MQ_INVALID_ARGUMENT			MAKE_SQLSTATE('M','Q','0','1','0')
-#define ERRCODE_MQ_OUT_OF_ORDER_SEQUENCE	MAKE_SQLSTATE('M','Q','0','1','1')
-#define ERRCODE_MQ_PRODUCER_FENCED			MAKE_SQLSTATE('M','Q','0','1','2')
-#define ERRCODE_MQ_UNKNOWN_PRODUCER_ID		MAKE_SQLSTATE('M','Q','0','1','3')
-#define ERRCODE_MQ_INVALID_PRODUCER_EPOCH	MAKE_SQLSTATE('M','Q','0','1','4')
-/* replication (replica.c, src/sql/60_replica.sql; docs/replication.md) */
-#define ERRCODE_MQ_NOT_LEADER				MAKE_SQLSTATE('M','Q','0','2','0')
-#define ERRCODE_MQ_NOT_ENOUGH_REPLICAS		MAKE_SQLSTATE('M','Q','0','2','1')
-#define ERRCODE_MQ_NOT_ENOUGH_REPLICAS_AFTER_APPEND MAKE_SQLSTATE('M','Q','0','2','2')
-#define ERRCODE_MQ_REQUEST_TIMED_OUT		MAKE_SQLSTATE('M','Q','0','2','3')
-#define ERRCODE_MQ_FENCED_LEADER_EPOCH		MAKE_SQLSTATE('M','Q','0','2','4')
-#define ERRCODE_MQ_UNKNOWN_LEADER_EPOCH		MAKE_SQLSTATE('M','Q','0','2','5')
+/* SQLSTATEs (class MQ): ERRCODE_MQ_*, generated from src/errcodes.txt */
+#include "mq_errcodes.h"
 
 /* advisory lock tag field4 values, distinct from pg_advisory_lock's 1 and 2 */
 #define MQ_LOCK_PRODUCE		0x4D51	/* one producer per partition at a time */
