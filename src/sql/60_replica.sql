@@ -81,8 +81,8 @@ CREATE TYPE mq.replica_batch AS (
 -- The broker attached to this node (one row once a broker has attached).
 -- While the attaching session lives it holds an advisory lock; a node that
 -- has a row here and whose broker's session is gone no longer leads
--- (replica.c, check_broker).  Delete the row to run a node without its
--- broker again.
+-- (leadership.c, mq_replica_check_broker).  Delete the row to run a node
+-- without its broker again.
 CREATE TABLE mq.replica_broker (
     singleton   boolean PRIMARY KEY DEFAULT true CHECK (singleton),
     broker_id   integer NOT NULL,
