@@ -40,6 +40,7 @@
 #include "replication/syncrep.h"
 #include "storage/lmgr.h"
 #include "storage/lock.h"
+#include "tcop/utility.h"
 #include "utils/builtins.h"
 #include "utils/inval.h"
 #include "utils/lsyscache.h"
@@ -401,8 +402,15 @@ append_to_segment(MqSegment *seg, int32 partition, MqRecordIn *recs, int n,
 static MqTopic *
 lock_for_append(const char *topic_name, int32 partition)
 {
-	MqTopic    *topic = mq_topic_lookup(topic_name, false);
+	MqTopic    *topic;
 	int32		locked_id;
+
+	/*
+	 * The heap inserts below bypass the executor and its read-only check:
+	 * refuse here (25006, also on a hot standby) before taking any lock.
+	 */
+	PreventCommandIfReadOnly("a produce to a topic");
+	topic = mq_topic_lookup(topic_name, false);
 
 	(void) mq_topic_partition(topic, partition);
 	do

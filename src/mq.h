@@ -197,6 +197,7 @@ typedef struct MqSpiSave
 {
 	Oid			user;
 	int			sec_context;
+	int			guc_nestlevel;	/* the pinned search_path's GUC level */
 } MqSpiSave;
 extern void mq_spi_begin(MqSpiSave *save);
 extern void mq_spi_end(MqSpiSave *save);

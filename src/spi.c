@@ -20,6 +20,7 @@
 #include "catalog/pg_namespace.h"
 #include "executor/spi.h"
 #include "miscadmin.h"
+#include "utils/guc.h"
 #include "utils/snapmgr.h"
 #include "utils/syscache.h"
 
@@ -55,12 +56,17 @@ mq_spi_begin(MqSpiSave *save)
 	SetUserIdAndSecContext(owner, save->sec_context |
 						   SECURITY_LOCAL_USERID_CHANGE |
 						   SECURITY_RESTRICTED_OPERATION);
+	save->guc_nestlevel = NewGUCNestLevel();
+	(void) set_config_option("search_path", "pg_catalog, pg_temp",
+							 PGC_USERSET, PGC_S_SESSION, GUC_ACTION_SAVE,
+							 true, 0, false);
 }
 
 void
 mq_spi_end(MqSpiSave *save)
 {
 	SPI_finish();
+	AtEOXact_GUC(true, save->guc_nestlevel);
 	SetUserIdAndSecContext(save->user, save->sec_context);
 }
 

@@ -249,5 +249,7 @@ COMMENT ON VIEW mq.partitions IS
     'partitions with log start, log end, high watermark, leader epoch, role and log table';
 COMMENT ON VIEW mq.segments IS
     'segments with offset range, table, creation time and size';
+COMMENT ON FUNCTION mq._maintain_topic(integer, text) IS
+    'internal (maintenance): one topic''s share: rolls segments by time, keeps one ahead, applies retention; returns segments created';
 COMMENT ON FUNCTION mq.run_maintenance() IS
     'creates segments ahead, applies retention, expires group members and producer ids, samples lag; returns segments created. Run by the background worker, or by any scheduler';

@@ -13,4 +13,4 @@ GRANT EXECUTE ON FUNCTION mq.validate_config(jsonb), mq.murmur2(bytea),
 -- monitoring: lag and statistics for pg_monitor (postgres_exporter's role)
 GRANT SELECT ON mq.consumer_lag, mq.partition_stats, mq.group_members, mq.group_assignments TO pg_monitor;
 GRANT EXECUTE ON FUNCTION mq._offset_time(integer, integer, bigint),
-    mq._retention_headroom(integer, integer, bigint), mq._segment_last_time(regclass) TO pg_monitor;
+    mq._retention_headroom(integer, integer, bigint) TO pg_monitor;
