@@ -29,7 +29,7 @@
 #define MQ_LOCK_PRODUCE		0x4D51	/* one producer per partition at a time */
 #define MQ_LOCK_CLAIM		0x4D52	/* a poller's claim on a group's partition */
 #define MQ_LOCK_PRODUCER	0x4D53	/* shared by sends, exclusive by init_producer */
-#define MQ_LOCK_BROKER		0x4D54	/* held by the node's mq-broker session (replica.c) */
+#define MQ_LOCK_BROKER		0x4D54	/* held by the node's mq-broker session (leadership.c) */
 
 /* Column numbers of a log table (1-based, as in the CREATE TABLE) */
 #define Anum_log_partition		1
@@ -125,8 +125,10 @@ extern int64 mq_log_append_at(const char *topic_name, int32 partition,
 							  MqRecordIn *recs, MqRecordMeta *meta, int nrecs,
 							  int64 base_offset);
 
-/* leadership.c: refusing produce and reads where this node does not lead */
-/* What the node knows about a partition's replication state. */
+/*
+ * leadership.c: refusing produce and reads where this node does not lead.
+ * MqReplicaState is what the node knows about a partition's replication.
+ */
 typedef struct MqReplicaState
 {
 	bool		found;
@@ -205,7 +207,7 @@ extern SPIPlanPtr mq_spi_prepare(const char *sql, int nargs, Oid *argtypes);
 extern bool mq_spi_get_int64(SPIPlanPtr *plan, const char *sql, int nargs, Oid *argtypes,
 							 Datum *args, int64 *result);
 
-/* partitioner.c */
+/* partitioner.c: Kafka's default partitioner */
 extern int32 mq_murmur2(const char *data, int len);
 extern int32 mq_default_partition(bytea *key, int32 npartitions);
 
