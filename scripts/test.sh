@@ -14,6 +14,9 @@
 #         bash from the repo root with
 #         PGHOST/PGPORT/PGUSER set and PGDATABASE (= MQ_TEST_DB) a fresh
 #         database where `CREATE EXTENSION mq` already ran
+#   0. static checks: test/static/*.sh, run with bash from the repo root
+#      before anything is built (generated files vs. their committed
+#      copies, and the like); they need no server
 #   4. multi-node TAP tests test/t/*.pl with prove as the postgres user
 #      (PostgreSQL::Test::Cluster; each test starts its own nodes).
 #      MQ_REPO_ROOT names the repo; test/t is in @INC for helper modules.
@@ -22,8 +25,8 @@
 # exits non-zero if any suite failed.
 #
 # Knobs: MQ_SUITE_TIMEOUT (seconds per suite, default 300),
-#        MQ_TEST_ONLY (space-separated phases to run: regress pgtap
-#        concurrency tap; default all),
+#        MQ_TEST_ONLY (space-separated phases to run: static regress
+#        pgtap concurrency cli tap; default all),
 #        MQ_SKIP_BUILD=1 (skip install-deps and build/install: rerun
 #        tests against what is already installed),
 #        MQ_PRELOAD / MQ_EXTENSION (see scripts/lib.sh).
@@ -34,7 +37,7 @@ cd "$(dirname "${BASH_SOURCE[0]}")/.."
 source scripts/lib.sh
 
 SUITE_TIMEOUT="${MQ_SUITE_TIMEOUT:-300}"
-ONLY="${MQ_TEST_ONLY:-regress pgtap concurrency cli tap}"
+ONLY="${MQ_TEST_ONLY:-static regress pgtap concurrency cli tap}"
 PASSED=0
 FAILED=0
 FAILED_NAMES=()
@@ -96,6 +99,22 @@ db_name() {
 	base="$(printf '%s' "$base" | tr -c 'A-Za-z0-9_' '_' | tr '[:upper:]' '[:lower:]')"
 	printf '%s_%s\n' "$2" "${base:0:50}"
 }
+
+# --------------------------------------------------------------------------
+shopt -s nullglob
+STATIC_SH=(test/static/*.sh)
+shopt -u nullglob
+if want static; then
+	mq_phase "static checks (${#STATIC_SH[@]} in test/static/)"
+	for f in "${STATIC_SH[@]}"; do
+		echo "running $f"
+		if mq_run_timeout "$SUITE_TIMEOUT" bash "$f"; then
+			pass "static:$f"
+		else
+			fail "static:$f"
+		fi
+	done
+fi
 
 # --------------------------------------------------------------------------
 if [[ -z "${MQ_SKIP_BUILD:-}" ]]; then

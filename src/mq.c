@@ -47,7 +47,7 @@ _PG_init(void)
 
 	mq_topic_cache_init();
 	mq_log_init();
-	mq_consume_init();
+	mq_offsets_init();
 	mq_notify_init();
 	mq_acl_init();
 

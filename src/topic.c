@@ -8,8 +8,9 @@
  * this cache.  It holds only what changes through DDL: creating or
  * dropping a segment invalidates the partition table's relcache entry,
  * creating a partition invalidates the topic table's, and alter_topic
- * sends an invalidation itself.  A relcache callback on any of those
- * relations marks the whole cache stale; the next lookup rebuilds it.
+ * sends an invalidation itself (mq._invalidate, at the end of this
+ * file).  A relcache callback on any of those relations marks the whole
+ * cache stale; the next lookup rebuilds it.
  * Values that change without DDL (high watermark, log start) are read
  * from the catalog where they are needed.
  *
@@ -24,6 +25,7 @@
 #include "access/xact.h"
 #include "catalog/pg_type.h"
 #include "executor/spi.h"
+#include "fmgr.h"
 #include "utils/builtins.h"
 #include "utils/hsearch.h"
 #include "utils/inval.h"
@@ -31,6 +33,8 @@
 #include "utils/snapmgr.h"
 
 #include "mq.h"
+
+PG_FUNCTION_INFO_V1(mq_invalidate);
 
 static MemoryContext cache_cxt = NULL;
 static HTAB *topic_cache = NULL;	/* name -> MqTopic */
@@ -297,4 +301,12 @@ mq_topic_partition(MqTopic *topic, int32 partition)
 				 errdetail("The topic has %d partition%s, numbered from 0.",
 						   topic->npartitions, topic->npartitions == 1 ? "" : "s")));
 	return &topic->parts[partition];
+}
+
+/* mq._invalidate(rel): make every backend reload its cached topic structure. */
+Datum
+mq_invalidate(PG_FUNCTION_ARGS)
+{
+	CacheInvalidateRelcacheByRelid(PG_GETARG_OID(0));
+	PG_RETURN_VOID();
 }

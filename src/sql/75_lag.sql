@@ -3,8 +3,9 @@
 -- it has not read, what it already lost, and where the trend leads.
 -------------------------------------------------------------------------------
 
--- Samples of end and committed offsets, taken by maintenance every
--- mq.lag_sample_interval (10 s) and kept for an hour.
+-- Samples of end and committed offsets, taken by mq.sample_lag (which
+-- maintenance calls on every run; it samples at most once per its
+-- min_interval, 10 s by default) and kept for an hour.
 CREATE TABLE mq.lag_sample (
     group_id    text NOT NULL,
     topic_id    integer NOT NULL,
