@@ -10,7 +10,7 @@
 SET client_min_messages = warning;
 
 BEGIN;
-SELECT plan(86);
+SELECT plan(90);
 
 CREATE ROLE mqp_attacker LOGIN;
 CREATE ROLE mqp_alice LOGIN;
@@ -341,6 +341,31 @@ RESET ROLE;
 SELECT throws_ok($$ SELECT mq.grant('fly', 'topic', 'x', 'mqp_bob') $$, 'MQ010', NULL, 'unknown operation');
 SELECT throws_ok($$ SELECT mq.grant('read', 'queue', 'x', 'mqp_bob') $$, 'MQ010', NULL, 'unknown resource type');
 SELECT throws_ok($$ SELECT mq.grant('read', 'topic', 'x', 'no_such_role_mqp') $$, '42704', NULL, 'unknown role');
+
+-------------------------------------------------------------------------------
+-- The privilege surface, from the catalog: what PUBLIC may execute is a
+-- reviewed list (each checks its caller's rights itself, or reveals
+-- nothing), the implementations are out of reach, and every SECURITY
+-- DEFINER function pins its search_path.
+-------------------------------------------------------------------------------
+SELECT is((SELECT array_agg(DISTINCT p.proname::text ORDER BY p.proname::text)
+             FROM pg_proc p, aclexplode(coalesce(p.proacl, acldefault('f', p.proowner))) a
+            WHERE p.pronamespace = 'mq'::regnamespace AND a.grantee = 0 AND a.privilege_type = 'EXECUTE'),
+          ARRAY['_describable', '_has_privilege', '_log_end_offset', '_produce_state', '_replica_await_hwm',
+                '_topic_id', 'add_partitions', 'alter_topic', 'commit_offset', 'commit_polled',
+                'committed_offset', 'create_topic', 'drop_topic', 'fetch', 'grant', 'has_group_privilege',
+                'has_topic_privilege', 'heartbeat', 'join_group', 'leave_group', 'murmur2', 'partition_for',
+                'poll', 'produce', 'revoke', 'send', 'send_batch', 'validate_config'],
+          'PUBLIC executes exactly the reviewed functions of schema mq');
+SELECT is((SELECT count(*) FROM pg_proc p, aclexplode(coalesce(p.proacl, acldefault('f', p.proowner))) a
+            WHERE p.pronamespace = 'mq_internal'::regnamespace AND a.grantee <> p.proowner),
+          0::bigint, 'nobody but the owner may execute the implementations in mq_internal');
+SELECT ok(NOT has_schema_privilege('public', 'mq_internal', 'USAGE'), 'schema mq_internal is closed to PUBLIC');
+SELECT is((SELECT array_agg(p.oid::regprocedure::text) FROM pg_proc p
+            WHERE p.pronamespace IN ('mq'::regnamespace, 'mq_coord'::regnamespace, 'mq_internal'::regnamespace)
+              AND p.prosecdef
+              AND NOT coalesce(p.proconfig @> ARRAY['search_path=pg_catalog, pg_temp'], false)),
+          NULL, 'every SECURITY DEFINER function pins search_path to pg_catalog, pg_temp');
 
 SELECT * FROM finish();
 ROLLBACK;
