@@ -38,6 +38,13 @@ BEGIN
             RAISE WARNING 'mq maintenance skipped topic "%": %', r.topic_name, SQLERRM;
         END;
     END LOOP;
+    -- a dropped role's grants and topic ownership go, so that a new role
+    -- that gets the same OID inherits nothing (roles have no dependency
+    -- records on mq's rows)
+    DELETE FROM mq.acl a
+     WHERE a.grantee IS NOT NULL AND NOT EXISTS (SELECT 1 FROM pg_roles ro WHERE ro.oid = a.grantee);
+    UPDATE mq.topic t SET owner = NULL
+     WHERE t.owner IS NOT NULL AND NOT EXISTS (SELECT 1 FROM pg_roles ro WHERE ro.oid = t.owner);
     BEGIN
         PERFORM mq._expire_members();
     EXCEPTION WHEN OTHERS THEN

@@ -287,5 +287,5 @@ COMMENT ON FUNCTION mq._acl_rows(text, text, text, text, text, text) IS
     'internal: the mq.acl rows one grant or revoke call names (operation list, prefix, PUBLIC resolved)';
 COMMENT ON FUNCTION mq._authorize_grant(oid, text, text, text) IS
     'internal: raises 42501 unless the role may grant on the resource (alter on the cluster, or the topic''s owner)';
-COMMENT ON FUNCTION mq._produce_state(integer, integer) IS
-    'internal: leader epoch, role, min.insync.replicas and ISR size of a partition, for mq.produce';
+COMMENT ON FUNCTION mq._produce_state(text, integer) IS
+    'internal: leader epoch, role, min.insync.replicas and ISR size of a partition, for mq.produce (producers of the topic only)';

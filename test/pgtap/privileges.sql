@@ -10,7 +10,7 @@
 SET client_min_messages = warning;
 
 BEGIN;
-SELECT plan(90);
+SELECT plan(93);
 
 CREATE ROLE mqp_attacker LOGIN;
 CREATE ROLE mqp_alice LOGIN;
@@ -205,6 +205,10 @@ SELECT throws_ok($$ SELECT mq.add_partitions('payments', 1) $$, '42501', NULL,
                  'alice without grants: add_partitions refused');
 SELECT throws_ok($$ SELECT mq.partition_for('payments', 'k'::bytea) $$, '42501', NULL,
                  'alice without grants: partition_for refused');
+SELECT throws_ok($$ CALL mq.produce('payments', NULL, ARRAY['x']::bytea[], 0, 'all') $$, '42501', NULL,
+                 'alice without grants: mq.produce refused');
+SELECT throws_ok($$ CALL mq.produce('no-such-topic', NULL, ARRAY['x']::bytea[], 0, 'all') $$, '42501', NULL,
+                 'and for a topic that does not exist, the same answer');
 SELECT is((SELECT count(*) FROM mq.topics), 0::bigint, 'alice sees no topics');
 SELECT is((SELECT count(*) FROM mq.partitions), 0::bigint, 'alice sees no partitions');
 SELECT throws_ok($$ SELECT mq.grant('read', 'topic', 'payments', 'mqp_alice') $$, '42501', NULL,
@@ -337,6 +341,18 @@ SELECT is((SELECT array_agg(DISTINCT operation || ' ' || resource_name) FROM mq.
             WHERE role = 'mqp_carol'), ARRAY['write payments'], 'effective_grants lists what carol has');
 RESET ROLE;
 
+-- a dropped role's grants and topics are forgotten by maintenance, so a
+-- new role that happens to get the same OID inherits nothing
+SAVEPOINT dropped;
+CREATE ROLE mqp_gone;
+SELECT mq.grant('read', 'topic', 'orders', 'mqp_gone');
+DROP ROLE mqp_gone;
+SELECT mq.run_maintenance();
+SELECT is((SELECT count(*) FROM mq.acl a WHERE NOT EXISTS (SELECT 1 FROM pg_roles r WHERE r.oid = a.grantee)
+                                          AND a.grantee IS NOT NULL), 0::bigint,
+          'grants of a dropped role are removed by maintenance');
+ROLLBACK TO SAVEPOINT dropped;
+
 -- input errors of grant(): their own SQLSTATE, nothing granted
 SELECT throws_ok($$ SELECT mq.grant('fly', 'topic', 'x', 'mqp_bob') $$, 'MQ010', NULL, 'unknown operation');
 SELECT throws_ok($$ SELECT mq.grant('read', 'queue', 'x', 'mqp_bob') $$, 'MQ010', NULL, 'unknown resource type');
@@ -352,7 +368,7 @@ SELECT is((SELECT array_agg(DISTINCT p.proname::text ORDER BY p.proname::text)
              FROM pg_proc p, aclexplode(coalesce(p.proacl, acldefault('f', p.proowner))) a
             WHERE p.pronamespace = 'mq'::regnamespace AND a.grantee = 0 AND a.privilege_type = 'EXECUTE'),
           ARRAY['_describable', '_has_privilege', '_log_end_offset', '_produce_state', '_replica_await_hwm',
-                '_topic_id', 'add_partitions', 'alter_topic', 'commit_offset', 'commit_polled',
+                'add_partitions', 'alter_topic', 'commit_offset', 'commit_polled',
                 'committed_offset', 'create_topic', 'drop_topic', 'fetch', 'grant', 'has_group_privilege',
                 'has_topic_privilege', 'heartbeat', 'join_group', 'leave_group', 'murmur2', 'partition_for',
                 'poll', 'produce', 'revoke', 'send', 'send_batch', 'validate_config'],
