@@ -52,23 +52,34 @@ BEGIN
 END $$;
 
 -- Time left before retention.ms deletes the segment holding a group's next
--- record: that segment goes once its newest record is older than
--- retention.ms (and it is closed).  NULL without time retention.
+-- record.  Retention drops only closed segments (the one holding the log
+-- end is still being written), once their newest record is older than
+-- retention.ms.  So: NULL without time retention, and NULL while that
+-- record is in the segment being written (its deadline does not exist
+-- yet: it starts when the segment closes, and the segment's newest record
+-- sets it); for a closed segment the time until its newest record is
+-- older than retention.ms, and zero once it is (the next maintenance
+-- drops it), never negative.
 CREATE FUNCTION mq._retention_headroom(p_topic_id integer, p_partition integer, p_offset bigint)
 RETURNS interval
 LANGUAGE plpgsql STABLE SECURITY DEFINER SET search_path = pg_catalog, pg_temp AS $$
 DECLARE
     v_ms bigint;
     v_rel regclass;
+    v_end bigint;
 BEGIN
     SELECT (t.config->>'retention.ms')::bigint INTO v_ms FROM mq.topic t WHERE t.topic_id = p_topic_id;
     IF v_ms IS NULL OR v_ms < 0 THEN
         RETURN NULL;
     END IF;
-    SELECT s.relid INTO v_rel FROM mq.segment s
+    SELECT s.relid, s.end_offset INTO v_rel, v_end FROM mq.segment s
      WHERE s.topic_id = p_topic_id AND s.partition = p_partition
        AND s.base_offset <= p_offset AND p_offset < s.end_offset;
-    RETURN mq._segment_last_time(v_rel) + v_ms * interval '1 millisecond' - now();
+    IF v_rel IS NULL OR v_end > mq._log_end_offset(p_topic_id, p_partition) THEN
+        RETURN NULL;
+    END IF;
+    RETURN greatest(mq._segment_last_time(v_rel) + v_ms * interval '1 millisecond' - clock_timestamp(),
+                    interval '0');
 END $$;
 
 CREATE VIEW mq.consumer_lag AS

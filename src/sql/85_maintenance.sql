@@ -1,7 +1,8 @@
 -------------------------------------------------------------------------------
 -- Maintenance: called by the background worker when the library is
 -- preloaded, or by any scheduler otherwise.  Creates segments ahead,
--- applies retention, expires silent group members and producer ids, and
+-- applies retention, expires silent group members and producer ids,
+-- rebalances groups whose topics gained partitions, and
 -- samples lag.  Returns the number of segments created.
 -------------------------------------------------------------------------------
 
@@ -49,6 +50,11 @@ BEGIN
         PERFORM mq._expire_members();
     EXCEPTION WHEN OTHERS THEN
         RAISE WARNING 'mq maintenance could not expire group members: %', SQLERRM;
+    END;
+    BEGIN
+        PERFORM mq._refresh_metadata();
+    EXCEPTION WHEN OTHERS THEN
+        RAISE WARNING 'mq maintenance could not rebalance groups onto new partitions: %', SQLERRM;
     END;
     BEGIN
         PERFORM mq.sample_lag();

@@ -106,11 +106,21 @@ COMMENT ON TABLE mq.fenced_member IS
 COMMENT ON FUNCTION mq.join_group(text, text[], text, text, text, integer) IS
     'joins (or rejoins) a consumer group subscribing to topics, with an assignor (range, roundrobin, cooperative-sticky); returns the member id and generation';
 COMMENT ON FUNCTION mq.heartbeat(text, text, integer) IS
-    'keeps a group member alive and returns its assignment (partitions owned, or being revoked) in the current generation';
+    'keeps a group member alive and returns its assignment (partitions owned, or being revoked) in the current generation; a generation_id other than the group''s is refused (MQ030)';
 COMMENT ON FUNCTION mq.leave_group(text, text) IS
     'removes a member from its group, which rebalances';
 COMMENT ON FUNCTION mq._assign(text) IS
-    'internal: the target assignment of a group''s current members by its eager assignor (range or roundrobin)';
+    'internal: the target assignment of a group''s current members by its assignor';
+COMMENT ON FUNCTION mq._assign_roundrobin(text) IS
+    'internal: the roundrobin assignment, as Kafka''s RoundRobinAssignor deals it';
+COMMENT ON FUNCTION mq._members_ordered(text) IS
+    'internal: a group''s members in Kafka''s assignor order (static members by instance id, then member ids)';
+COMMENT ON FUNCTION mq._group_partitions(text) IS
+    'internal: the partitions of the topics a group subscribes to, in the assignors'' order (topic name, partition)';
+COMMENT ON FUNCTION mq._metadata_changed(text) IS
+    'internal: whether a group''s subscribed topics gained partitions since its last rebalance';
+COMMENT ON FUNCTION mq._refresh_metadata(text) IS
+    'internal (group calls, maintenance): rebalances the groups whose subscribed topics gained partitions; returns how many';
 COMMENT ON FUNCTION mq._assign_sticky(text) IS
     'internal: the target assignment by cooperative-sticky, keeping owners where the balance allows';
 COMMENT ON FUNCTION mq._rebalance(text) IS
@@ -236,7 +246,7 @@ COMMENT ON FUNCTION mq.sample_lag(interval) IS
 COMMENT ON FUNCTION mq._offset_time(integer, integer, bigint) IS
     'internal: the time a record was appended (null outside the log)';
 COMMENT ON FUNCTION mq._retention_headroom(integer, integer, bigint) IS
-    'internal: time left before retention.ms deletes the segment holding an offset (null without time retention)';
+    'internal: the shortest time in which retention.ms can delete the segment holding an offset, never negative (null without time retention)';
 COMMENT ON VIEW mq.consumer_lag IS
     'per group and partition: committed offset, lag, age of the oldest unconsumed record, retention headroom, records lost and trend';
 COMMENT ON VIEW mq.partition_stats IS
