@@ -77,6 +77,8 @@ COMMENT ON FUNCTION mq.send_batch(text, bytea[], bytea[], jsonb[], integer, bigi
     'appends a batch of records (arrays of keys, values and optional headers) in one call; returns each record''s partition and offset';
 COMMENT ON FUNCTION mq.send_batch(text, text[], text[], jsonb[], integer, bigint, integer, integer) IS
     'appends a batch of records with text keys and values; returns each record''s partition and offset';
+COMMENT ON FUNCTION mq.record_size(bytea, bytea, jsonb) IS
+    'the size max.message.bytes limits: the Kafka record batch holding this record alone (61 bytes of header, key, value and headers with their lengths); see docs/sql.md#record-size';
 COMMENT ON FUNCTION mq.init_producer(text) IS
     'registers an idempotent producer, or for a transactional id bumps its epoch and fences the older instance; returns producer id and epoch';
 COMMENT ON FUNCTION mq._lock_producer(bigint) IS

@@ -42,3 +42,6 @@ END $$;
 GRANT SELECT ON mq.consumer_lag, mq.partition_stats, mq.group_members, mq.group_assignments TO pg_monitor;
 GRANT EXECUTE ON FUNCTION mq._offset_time(integer, integer, bigint),
     mq._retention_headroom(integer, integer, bigint) TO pg_monitor;
+
+-- what max.message.bytes counts (src/record_size.c), for anyone sizing records
+GRANT EXECUTE ON FUNCTION mq.record_size(bytea, bytea, jsonb) TO PUBLIC;

@@ -371,7 +371,7 @@ SELECT is((SELECT array_agg(DISTINCT p.proname::text ORDER BY p.proname::text)
                 'add_partitions', 'alter_topic', 'commit_offset', 'commit_polled',
                 'committed_offset', 'create_topic', 'drop_topic', 'fetch', 'grant', 'has_group_privilege',
                 'has_topic_privilege', 'heartbeat', 'join_group', 'leave_group', 'murmur2', 'partition_for',
-                'poll', 'produce', 'revoke', 'send', 'send_batch', 'validate_config'],
+                'poll', 'produce', 'record_size', 'revoke', 'send', 'send_batch', 'validate_config'],
           'PUBLIC executes exactly the reviewed functions of schema mq');
 SELECT is((SELECT count(*) FROM pg_proc p, aclexplode(coalesce(p.proacl, acldefault('f', p.proowner))) a
             WHERE p.pronamespace = 'mq_internal'::regnamespace AND a.grantee <> p.proowner),
