@@ -8,7 +8,7 @@
 \set ON_ERROR_STOP on
 SET client_min_messages = warning;
 BEGIN;
-SELECT plan(28);
+SELECT plan(29);
 
 -- "a:t/0,t/1|b:u/2": each member (instance id, else member id) and what it owns
 CREATE FUNCTION pg_temp.layout(g text) RETURNS text LANGUAGE sql AS $$
@@ -170,8 +170,8 @@ SELECT mq.create_topic('head', 1, '{"segment.records": 5, "retention.ms": 1}');
 SELECT mq.send_batch('head', NULL, ARRAY['a', 'b', 'c']);
 SELECT mq.commit_offset('head-g', 'head', 0, 1);
 SELECT pg_sleep(0.01);
-SELECT is((SELECT retention_headroom FROM mq.consumer_lag WHERE group_id = 'head-g'), NULL::interval,
-          'the next record is in the segment being written, which retention never drops: NULL');
+SELECT is((SELECT retention_headroom FROM mq.consumer_lag WHERE group_id = 'head-g'), interval '1 millisecond',
+          'the next record is in the segment being written: it must close first, so at least retention.ms, never negative');
 SELECT mq.send_batch('head', NULL, ARRAY['d', 'e', 'f', 'g']);
 SELECT pg_sleep(0.01);
 SELECT is((SELECT retention_headroom FROM mq.consumer_lag WHERE group_id = 'head-g'), interval '0',
@@ -179,12 +179,19 @@ SELECT is((SELECT retention_headroom FROM mq.consumer_lag WHERE group_id = 'head
 SELECT mq.create_topic('head-day', 1, '{"segment.records": 5, "retention.ms": "1d"}');
 SELECT mq.send_batch('head-day', NULL, ARRAY['a', 'b', 'c', 'd', 'e', 'f']);
 SELECT mq.commit_offset('head-g', 'head-day', 0, 1);
-SELECT ok((SELECT retention_headroom BETWEEN interval '23 hours' AND interval '1 day'
+SELECT ok((SELECT retention_headroom BETWEEN interval '23 hours' AND interval '1 day' - interval '1 microsecond'
              FROM mq.consumer_lag WHERE group_id = 'head-g' AND topic = 'head-day'),
           'a closed segment: the time until its newest record is older than retention.ms');
 SELECT mq.commit_offset('head-g', 'head-day', 0, 5);
-SELECT is((SELECT retention_headroom FROM mq.consumer_lag WHERE group_id = 'head-g' AND topic = 'head-day'), NULL::interval,
-          'a day of retention, but the next record is in the segment being written: NULL');
+SELECT is((SELECT retention_headroom FROM mq.consumer_lag WHERE group_id = 'head-g' AND topic = 'head-day'), interval '1 day',
+          'the segment being written, no segment.ms: it closes when filled, by records no older than now: retention.ms');
+SELECT mq.create_topic('head-roll', 1, '{"segment.records": 5, "retention.ms": "1d", "segment.ms": 1}');
+SELECT mq.send_batch('head-roll', NULL, ARRAY['a', 'b']);
+SELECT mq.commit_offset('head-g', 'head-roll', 0, 1);
+SELECT pg_sleep(0.01);
+SELECT ok((SELECT retention_headroom BETWEEN interval '23 hours' AND interval '1 day' - interval '5 milliseconds'
+             FROM mq.consumer_lag WHERE group_id = 'head-g' AND topic = 'head-roll'),
+          'with segment.ms it may close now, without new records: until its newest record is older than retention.ms');
 
 -------------------------------------------------------------------------------
 -- (e) heartbeat checks the generation (ILLEGAL_GENERATION)
