@@ -8,7 +8,7 @@
 \set ON_ERROR_STOP on
 SET client_min_messages = warning;
 BEGIN;
-SELECT plan(29);
+SELECT plan(30);
 
 -- "a:t/0,t/1|b:u/2": each member (instance id, else member id) and what it owns
 CREATE FUNCTION pg_temp.layout(g text) RETURNS text LANGUAGE sql AS $$
@@ -66,6 +66,10 @@ SELECT is((SELECT count(*) FROM spied), 0::bigint,
 RESET ROLE;
 SELECT is((SELECT count(*) FROM mq.group_member WHERE group_id = 'trap-g'), 1::bigint,
           'and they worked: one member left, one is in the group');
+-- the class: no mq function creates a temporary table at all
+SELECT is((SELECT string_agg(p.oid::regprocedure::text, ', ') FROM pg_proc p
+            WHERE p.pronamespace = 'mq'::regnamespace AND p.prosrc ~* 'create\s+(temp|temporary)\s'), NULL,
+          'no function in schema mq creates a temporary table');
 
 -------------------------------------------------------------------------------
 -- (a) add_partitions reaches a stable group
