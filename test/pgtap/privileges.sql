@@ -10,7 +10,7 @@
 SET client_min_messages = warning;
 
 BEGIN;
-SELECT plan(93);
+SELECT plan(96);
 
 CREATE ROLE mqp_attacker LOGIN;
 CREATE ROLE mqp_alice LOGIN;
@@ -211,6 +211,10 @@ SELECT throws_ok($$ CALL mq.produce('no-such-topic', NULL, ARRAY['x']::bytea[], 
                  'and for a topic that does not exist, the same answer');
 SELECT is((SELECT count(*) FROM mq.topics), 0::bigint, 'alice sees no topics');
 SELECT is((SELECT count(*) FROM mq.partitions), 0::bigint, 'alice sees no partitions');
+SELECT is((SELECT count(*) FROM mq.segments), 0::bigint, 'no segments');
+SELECT is((SELECT count(*) FROM mq.replica_status), 0::bigint, 'no replica status');
+SELECT is((SELECT count(*) FROM mq.group_members) + (SELECT count(*) FROM mq.group_assignments), 0::bigint,
+          'no group members or assignments');
 SELECT throws_ok($$ SELECT mq.grant('read', 'topic', 'payments', 'mqp_alice') $$, '42501', NULL,
                  'alice cannot grant herself rights');
 SELECT throws_ok($$ SELECT mq_internal.create_topic('x', 1, '{}', 10) $$, '42501', NULL,
