@@ -2,6 +2,9 @@
 # The mq test command (README and .ci/run call exactly this).
 #
 # Phases:
+#   0. static: checks test/static/*.sh, run with bash from the repo root
+#      before anything is built (generated files vs. their committed
+#      copies, and the like); they need no server
 #   1. scripts/install-deps.sh
 #   2. build + install the extension and the tools (make -s; make -s install)
 #   3. unit: tests that need no PostgreSQL server: the C unit tests
@@ -25,8 +28,8 @@
 # exits non-zero if any suite failed.
 #
 # Knobs: MQ_SUITE_TIMEOUT (seconds per suite, default 300),
-#        MQ_TEST_ONLY (space-separated phases to run: unit regress pgtap
-#        concurrency cli tap; default all),
+#        MQ_TEST_ONLY (space-separated phases to run: static unit
+#        regress pgtap concurrency cli tap; default all),
 #        MQ_SKIP_BUILD=1 (skip install-deps and build/install: rerun
 #        tests against what is already installed),
 #        MQ_PRELOAD / MQ_EXTENSION (see scripts/lib.sh).
@@ -37,7 +40,7 @@ cd "$(dirname "${BASH_SOURCE[0]}")/.."
 source scripts/lib.sh
 
 SUITE_TIMEOUT="${MQ_SUITE_TIMEOUT:-300}"
-ONLY="${MQ_TEST_ONLY:-unit regress pgtap concurrency cli tap}"
+ONLY="${MQ_TEST_ONLY:-static unit regress pgtap concurrency cli tap}"
 PASSED=0
 FAILED=0
 FAILED_NAMES=()
@@ -99,6 +102,22 @@ db_name() {
 	base="$(printf '%s' "$base" | tr -c 'A-Za-z0-9_' '_' | tr '[:upper:]' '[:lower:]')"
 	printf '%s_%s\n' "$2" "${base:0:50}"
 }
+
+# --------------------------------------------------------------------------
+shopt -s nullglob
+STATIC_SH=(test/static/*.sh)
+shopt -u nullglob
+if want static; then
+	mq_phase "static checks (${#STATIC_SH[@]} in test/static/)"
+	for f in "${STATIC_SH[@]}"; do
+		echo "running $f"
+		if mq_run_timeout "$SUITE_TIMEOUT" bash "$f"; then
+			pass "static:$f"
+		else
+			fail "static:$f"
+		fi
+	done
+fi
 
 # --------------------------------------------------------------------------
 if [[ -z "${MQ_SKIP_BUILD:-}" ]]; then

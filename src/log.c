@@ -53,7 +53,6 @@
 #include "mq.h"
 
 PG_FUNCTION_INFO_V1(mq_refuse_log_change);
-PG_FUNCTION_INFO_V1(mq_invalidate);
 PG_FUNCTION_INFO_V1(mq_log_end_offset_sql);
 PG_FUNCTION_INFO_V1(mq_lock_partition_sql);
 
@@ -461,7 +460,8 @@ write_records(const char *topic_name, MqTopic **topic, int32 partition,
 
 /*
  * Append records to one partition; returns the offset of the first.  The
- * records get consecutive offsets in array order.  With a producer, a batch
+ * records get consecutive offsets in array order.  Callers have checked
+ * the records' sizes (mq_check_record_sizes) before appending anything.  With a producer, a batch
  * that repeats one of the producer's last five returns the offset the
  * original got and writes nothing.
  */
@@ -543,14 +543,6 @@ mq_refuse_log_change(PG_FUNCTION_ARGS)
 						   RelationGetRelationName(trigdata->tg_relation)),
 				 errhint("Records leave the log through retention (retention.ms, retention.bytes) or mq.drop_topic().")));
 	return PointerGetDatum(NULL);
-}
-
-/* mq._invalidate(rel): make every backend reload its cached topic structure. */
-Datum
-mq_invalidate(PG_FUNCTION_ARGS)
-{
-	CacheInvalidateRelcacheByRelid(PG_GETARG_OID(0));
-	PG_RETURN_VOID();
 }
 
 /* mq._log_end_offset(topic_id, partition), as the caller's snapshot sees it */

@@ -54,8 +54,8 @@ PRODUCER_DELIVERY_HELP
 "  -v, --verbose          print \"partition=P offset=O\" for every record sent\n";
 
 /* acks=all: written on the leader, not confirmed by the replicas (docs/errors.md) */
-#define SQLSTATE_ISR_SHRANK		"MQ022"
-#define SQLSTATE_REPLICA_TIMEOUT "MQ023"
+#define SQLSTATE_ISR_SHRANK		MQ_SQLSTATE_NOT_ENOUGH_REPLICAS_AFTER_APPEND
+#define SQLSTATE_REPLICA_TIMEOUT MQ_SQLSTATE_REQUEST_TIMED_OUT
 
 enum
 {

@@ -1,6 +1,6 @@
 /*-------------------------------------------------------------------------
  *
- * producer.c
+ * idempotence.c
  *	  Idempotent producers: producer ids and epochs, per-partition sequence
  *	  checks that drop retried batches, and fencing of older epochs.
  *
