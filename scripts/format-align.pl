@@ -1,22 +1,31 @@
 #!/usr/bin/perl
-# scripts/format-align.pl TYPEDEFS ORIGINAL < in.c > out.c: the part of pgindent's
-# layout that clang-format cannot express, applied after clang-format by
-# scripts/format.sh.
+# scripts/format-align.pl TYPEDEFS ORIGINAL < in.c > out.c: the part of
+# pgindent's layout that clang-format 14 cannot express, applied to
+# clang-format's output by scripts/format.sh.  ORIGINAL is the file as it
+# was before clang-format.
 #
+#  - Line breaks are the author's, as with pgindent, which never joins or
+#    splits code lines: where clang-format joined lines inside a statement
+#    (it will not break some operands and nested arguments, even with no
+#    column limit) they are cut again where ORIGINAL had its breaks, and
+#    where it broke a line ORIGINAL has whole (after a string continued on
+#    the next line, inside chains of ?:) the pieces are joined again.
+#    Braces on their own lines and one statement a line stay clang-format's.
+#  - Continuation lines: inside parentheses under the innermost open one
+#    (pgindent -lp); a statement continued after an operator 4 columns in
+#    from its first line (-ci4).
 #  - Declarations: the declared name starts 12 columns right of the
 #    statement's indentation ("int			n;", "ListCell   *lc;"), the
-#    stars hanging to its left; a type too long for that gets one space.
-#    A line is a declaration when every word before the name is a
-#    qualifier, a C type, a struct/union/enum tag or a name in TYPEDEFS
-#    (scripts/typedefs.list): that list is what tells "Foo *bar;" from a
-#    multiplication, as it does for pgindent.  Lines inside parentheses
-#    (parameter lists, calls) and preprocessor lines are left alone.
-#  - Further declarators of a declaration ("*vals," under "*keys,") are
-#    aligned with the first.
-#  - Preprocessor directives are kept as they were written (pgindent leaves
-#    them alone): ORIGINAL, the file before clang-format, gives them back.
-#  - Trailing comments ("x = 1;	/* why */") start at column 33, or one tab
-#    after code that reaches past it.
+#    stars hanging to its left, further declarators under the first; a
+#    type too long for that gets one space (-di12).  A line is a
+#    declaration when every word before the name is a qualifier, a C type,
+#    a struct/union/enum tag or a name in TYPEDEFS (scripts/typedefs.list):
+#    that list is what tells "Foo *bar;" from a multiplication, as it is
+#    for pgindent.
+#  - Trailing comments ("x = 1;	/* why */") start at column 33, or one
+#    tab after code that reaches past it (-c33).
+#  - Preprocessor directives are kept as written (pgindent leaves them
+#    alone); "(*fn) (args)" and ",...)" are written as pgindent does.
 #
 # Whitespace is written as pgindent's entab writes it: tabs (width 4) for
 # every stretch that reaches a tab stop, spaces for the rest, and a single
@@ -216,22 +225,6 @@ sub code_only
 	return $out;
 }
 
-# visual column of the first "(" of a line, if any
-sub paren_column
-{
-	my ($line) = @_;
-	return undef unless $line =~ /^([^(]*)\(/;
-	return width_to(0, $1);
-}
-
-# leading whitespace of a continuation line moved by $delta columns
-sub shift_line
-{
-	my ($line, $delta) = @_;
-	return $line unless $line =~ /^([ \t]+)(\S.*)$/;
-	return entab(0, width_to(0, $1) + $delta) . $2;
-}
-
 open my $of, '<', $original or die "$original: $!\n";
 chomp(my @orig = <$of>);
 close $of;
@@ -241,46 +234,153 @@ my @lines = restore_directives(\@orig, \@input);
 # insists on a line break that the author did not make, the line decides
 my %written = map { squeeze($_) => 1 } @orig;
 
-my ($in_comment, $depth, $braces, $macro, $shift) = (0, 0, 0, 0, 0);
+# Line breaks the author made inside a statement that clang-format took
+# out (it joins operands and nested arguments it will not break, even
+# with no column limit): pgindent keeps them, so the joined line is cut
+# again where the original had its breaks, and the pieces after the first
+# are marked for a continuation indent (see below): "\x01WS\x02" before
+# the piece, WS the indentation the original gave it.
+my %where;			# squeezed original line => its indexes
+push @{ $where{ squeeze($orig[$_]) } }, $_ for 0 .. $#orig;
+my $cursor = 0;		# where in the original the lines have got to
+sub resplit
+{
+	my ($line) = @_;
+	my $want = squeeze($line);
+	if ($written{$want})
+	{
+		my ($next) = grep { $_ >= $cursor } @{ $where{$want} };
+		$cursor = $next if defined $next;
+		return ($line);
+	}
+	return ($line) if $line =~ /^\s*#/ || length($want) < 2;
+	# the nearest candidates first: the same text may stand elsewhere
+	for my $i ($cursor .. $#orig, 0 .. $cursor - 1)
+	{
+		my $first = squeeze($orig[$i]);
+		next unless length $first && length $first < length $want
+		  && substr($want, 0, length $first) eq $first;
+		my @sizes = (length $first);
+		my $have = $first;
+		for (my $j = $i + 1; $j < @orig && length $have < length $want; $j++)
+		{
+			my $next = squeeze($orig[$j]);
+			last unless length $next
+			  && substr($want, length $have, length $next) eq $next;
+			$have .= $next;
+			push @sizes, length $next;
+		}
+		next unless $have eq $want;
+		# cut the line after as many non-blank characters as each piece has
+		my @ws = map { /^([ \t]*)/; $1 } @orig[ $i + 1 .. $i + $#sizes ];
+		my @pieces;
+		my ($piece, $count) = ('', 0);
+		for my $ch (split //, $line)
+		{
+			if (@sizes > 1 && $count == $sizes[0] && $ch =~ /\S/)
+			{
+				push @pieces, $piece;
+				($piece, $count) = ('', 0);
+				shift @sizes;
+			}
+			$piece .= $ch;
+			$count++ if $ch !~ /[\s\\]/;
+		}
+		push @pieces, $piece;
+		s/[ \t]+$// for @pieces;
+		s/^\s+// for @pieces[ 1 .. $#pieces ];
+		$pieces[$_] = "\x01$ws[$_ - 1]\x02$pieces[$_]" for 1 .. $#pieces;
+		$cursor = $i + @pieces - 1;
+		return @pieces;
+	}
+	return ($line);
+}
+# Line breaks clang-format made that the author did not (after a string
+# continued on the next line, inside chains of ?:) go again: consecutive
+# lines none of which the original has, joined, make a line it has.
+sub rejoin
+{
+	my @in = @_;
+	my @out;
+	for (my $i = 0; $i < @in; $i++)
+	{
+		my $line = $in[$i];
+		if ($line !~ /^\s*#/ && !$written{ squeeze($line) })
+		{
+			my $joined = $line;
+			for (my $j = $i + 1; $j < @in && $j < $i + 8; $j++)
+			{
+				# within one statement only: a line ending in "," or an
+				# operator, the next not a brace
+				my $open = 0;
+				last if code_only($in[ $j - 1 ], \$open) !~ /[-+*\/%&|^<>=?:,(]\s*$/ || $open;
+				last if $in[$j] =~ /^\s*(#|$|[{}])/;
+				(my $next = $in[$j]) =~ s/^\s+//;
+				$joined .= " $next";
+				if ($written{ squeeze($joined) })
+				{
+					($line, $i) = ($joined, $j);
+					last;
+				}
+			}
+		}
+		push @out, $line;
+	}
+	return @out;
+}
+@lines = map { resplit($_) } rejoin(@lines);
+
+my ($in_comment, $depth, $braces, $macro) = (0, 0, 0, 0);
 my @parens;			# visual columns just inside each open "("
 my $prev_code = '';
+my $stmt_indent = 0;
 for (my $i = 0; $i < @lines; $i++)
 {
 	my $line = $lines[$i];
+	my $continued = $line =~ s/^\x01([^\x02]*)\x02// ? $1 : undef;
 	my $was_comment = $in_comment;
 	my $code = code_only($line, \$in_comment);
 	my $is_macro = $macro || $line =~ /^\s*#/;
 	my $plain = !$was_comment && !$is_macro;
 	$macro = $is_macro && $line =~ /\\$/;
-	if ($plain && $depth == 0)
+	if ($plain && defined $continued)
 	{
-		my $before = $line;
+		# a line break of the author's put back: continued under the
+		# innermost open parenthesis, or as the author indented it
+		$line = (@parens ? entab(0, $parens[-1]) : $continued) . $line;
+	}
+	elsif ($plain && $depth == 0 && $braces > 0 && $line =~ /\S/ && $prev_code =~ /(?:[-+*\/%&|^<>=?]|[^:]:)\s*$/
+		&& $prev_code !~ /^\s*(?:case\b.*|default|[A-Za-z_]\w*)\s*:\s*$/)
+	{
+		# a statement continued after an operator: 4 columns in from its
+		# first line (pgindent's -ci4)
+		$line =~ s/^[ \t]*/entab(0, $stmt_indent + $TAB)/e;
+	}
+	elsif ($plain && $depth == 0)
+	{
 		my $further = defined $decl_column ? align_declarator($line) : undef;
 		$line = defined $further ? $further : align_declaration($line);
 		$decl_column = undef if $code !~ /,\s*$/;
-		# continuation lines aligned under its "(" move with it
-		my ($was, $now) = (paren_column($before), paren_column($line));
-		$shift = defined $was && defined $now ? $now - $was : 0;
 	}
-	elsif ($plain && $line =~ /^\s*"/ && $prev_code =~ /"\s*$/ && @parens)
+	elsif ($plain && @parens && $line =~ /^[ \t]*\S/)
 	{
-		# a string continued from the line before (implicit concatenation)
-		# lines up with the other arguments, not with the first string, and
-		# the arguments after it stay on its line
-		$line =~ s/^\s*/entab(0, $parens[-1])/e;
-		if ($code =~ /",\s*$/ && $i + 1 < @lines && $lines[ $i + 1 ] =~ /^\s+([^\s"\/].*)$/
-			&& $written{ squeeze("$line $1") })
-		{
-			$line .= " $1";
-			splice @lines, $i + 1, 1;
-		}
-	}
-	elsif ($plain && $shift)
-	{
-		$line = shift_line($line, $shift);
+		# inside parentheses a line continues under the innermost open
+		# one (pgindent's -lp), whatever clang-format aligned it with
+		$line =~ s/^[ \t]*/entab(0, $parens[-1])/e;
 	}
 	if ($plain)
 	{
+		# no alignment inside a line (clang-format lines up chained ?:)
+		my $c = code_only($line, \(my $ignore = 0));
+		while ($c =~ /(?<=\S)([ \t]{2,}|\t)(?=[?:])/g)
+		{
+			my ($at, $len) = ($-[1], length $1);
+			substr($line, $at, $len) = ' ';
+			substr($c, $at, $len) = ' ';
+			pos($c) = $at + 1;
+		}
+		# a function pointer and its arguments: "(*fn) (x)"
+		$line =~ s/(\(\*+\w+\))\(/$1 (/g if $c =~ /\(\*+\w+\)\(/;
 		# pgindent writes variadic parameters as ",...)"
 		$line =~ s/, \.\.\.\)/,...)/ if $code =~ /, \.\.\.\)/;
 		# file-scope strings continued on further lines start at column 1
@@ -298,6 +398,7 @@ for (my $i = 0; $i < @lines; $i++)
 	$line =~ s/^(\t+)(\{.*\})\}(;?)$/"$1$2\n" . substr($1, 1) . "}$3"/e if $plain;
 	print "$line\n";
 	next if $is_macro;
+	my $depth_before = $depth;
 	my $still = $was_comment;
 	$code = code_only($line, \$still);
 	my $col = 0;
@@ -309,7 +410,12 @@ for (my $i = 0; $i < @lines; $i++)
 		$braces++ if $ch eq '{';
 		$braces-- if $ch eq '}' && $braces > 0;
 	}
-	$prev_code = $code if $code =~ /\S/;
+	if ($code =~ /\S/)
+	{
+		# the indentation of the statement a continuation line belongs to
+		my $continues = $prev_code =~ /(?:[-+*\/%&|^<>=?,(]|[^:]:)\s*$/ || $depth_before > 0;
+		$stmt_indent = width_to(0, $line =~ /^([ \t]*)/ ? $1 : '') unless $continues;
+		$prev_code = $code;
+	}
 	$decl_column = undef if $depth > 0;
-	$shift = 0 if $depth == 0;
 }

@@ -51,11 +51,25 @@ format() {
 
 if [[ "$mode" == fix ]]; then
 	cp "$tmp/typedefs.list" scripts/typedefs.list
+	status=0
 	for f in "${files[@]}"; do
-		format "$f" >"$tmp/out"
-		cmp -s "$tmp/out" "$f" || cat "$tmp/out" >"$f"
+		# format-align.pl keeps line breaks of the text it is given, so a
+		# second round may still move something: repeat until nothing does
+		stable=0
+		for _ in 1 2 3; do
+			format "$f" >"$tmp/out"
+			if cmp -s "$tmp/out" "$f"; then
+				stable=1
+				break
+			fi
+			cat "$tmp/out" >"$f"
+		done
+		if ((!stable)); then
+			echo "format.sh: $f does not settle; format it by hand and retry" >&2
+			status=1
+		fi
 	done
-	exit 0
+	exit "$status"
 fi
 
 status=0
