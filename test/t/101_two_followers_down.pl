@@ -28,7 +28,7 @@ $c->coord->poll_query_until('postgres',
 is($c->isr('t', 0), $leader, 'the ISR shrank to the leader');
 my $t_shrunk = time;
 # several attempts while the ISR is the leader alone: each must be refused
-$c->wait_refusals($p, count => 10, since => $t_shrunk + 0.2)
+$c->wait_refusals($p, count => 20, since => $t_shrunk + 0.2)
   or diag('the producer was not refused while the ISR was below min.insync.replicas');
 my $t_back = time;
 $c->node($_)->start for @followers;

@@ -368,7 +368,10 @@ sub stop_producer
 # later), node => N (by node N), where => sub { ... } (any test of the line
 # hash in $_).  Returns true then, false (with a diag) after the test
 # timeout.  Tests wait on this instead of sleeping "long enough" for
-# progress.
+# progress.  It looks every 10 ms, so that a fault injected as it returns
+# lands just after the producer recorded a line, while it asks the
+# coordinator for the leader, and seldom while an acknowledgement is on
+# its way back to it (which it would record only after the fault).
 sub wait_lines
 {
 	my ($self, $what, $file, $parse, $kind, %opt) = @_;
@@ -385,7 +388,7 @@ sub wait_lines
 		} @{ $parse->($file) };
 		return 1 if @got >= $count;
 		last if time > $deadline;
-		usleep(50_000);
+		usleep(10_000);
 	}
 	diag("gave up waiting for $count $what line(s) ($kind) in $file; saw " . scalar(@got));
 	return 0;
