@@ -37,8 +37,9 @@ my $TAB = 4;
 my $DECL_COLUMN = 12;		# pgindent -di12
 my $COMMENT_COLUMN = 32;	# pgindent -c33 (0-based here)
 
-my %types = map { $_ => 1 }
+my %keywords = map { $_ => 1 }
   qw(void char short int long float double signed unsigned bool _Bool);
+my %types = %keywords;
 my %quals = map { $_ => 1 }
   qw(static extern const volatile register inline);
 my %tagged = map { $_ => 1 } qw(struct union enum);
@@ -119,7 +120,8 @@ sub align_declaration
 		my ($stars, $name);
 		($indent, $type, $stars, $name, $decl) = ($1, $2, $3, $4, $5);
 		return $line unless is_type($type);
-		return $line if $types{$name} || $quals{$name} || $tagged{$name};
+		# the name may be a typedef's too ("char *text;"), not a keyword
+		return $line if $keywords{$name} || $quals{$name} || $tagged{$name};
 		$decl = "$stars$name$decl";
 	}
 	else { return $line; }
@@ -191,11 +193,7 @@ sub align_comment
 	my $end = width_to(0, $code);
 	my $ws;
 	if ($end < $COMMENT_COLUMN) { $ws = entab($end, $COMMENT_COLUMN); }
-	else
-	{
-		my $stop = $end - $end % $TAB + $TAB;
-		$ws = $stop - $end > 1 ? "\t" : ' ';
-	}
+	else { $ws = "\t"; }
 	return "$code$ws$comment";
 }
 
@@ -225,14 +223,22 @@ sub code_only
 	return $out;
 }
 
-open my $of, '<', $original or die "$original: $!\n";
-chomp(my @orig = <$of>);
-close $of;
-chomp(my @input = <STDIN>);
-my @lines = restore_directives(\@orig, \@input);
-# lines as the original has them, whitespace aside: where clang-format
-# insists on a line break that the author did not make, the line decides
-my %written = map { squeeze($_) => 1 } @orig;
+# The original's lines, and each (whitespace aside) with where it stands:
+# where clang-format breaks or joins lines against the author's choice,
+# the original decides.
+my (@orig, %written, %where);
+sub read_original
+{
+	open my $of, '<', $original or die "$original: $!\n";
+	chomp(@orig = <$of>);
+	close $of;
+	for my $i (0 .. $#orig)
+	{
+		my $s = squeeze($orig[$i]);
+		$written{$s} = 1;
+		push @{ $where{$s} }, $i;
+	}
+}
 
 # Line breaks the author made inside a statement that clang-format took
 # out (it joins operands and nested arguments it will not break, even
@@ -240,8 +246,6 @@ my %written = map { squeeze($_) => 1 } @orig;
 # again where the original had its breaks, and the pieces after the first
 # are marked for a continuation indent (see below): "\x01WS\x02" before
 # the piece, WS the indentation the original gave it.
-my %where;			# squeezed original line => its indexes
-push @{ $where{ squeeze($orig[$_]) } }, $_ for 0 .. $#orig;
 my $cursor = 0;		# where in the original the lines have got to
 sub resplit
 {
@@ -328,94 +332,129 @@ sub rejoin
 	}
 	return @out;
 }
-@lines = map { resplit($_) } rejoin(@lines);
+# What the lines before tell about the next one.
+my %at = (
+	comment => 0,		# inside a block comment
+	macro => 0,			# on a continued preprocessor line
+	depth => 0,			# open parentheses
+	braces => 0,		# open braces
+	prev_code => '',	# the last line with code, literals and comments blanked
+	stmt_indent => 0,	# indentation of the statement going on
+);
+my @parens;				# visual columns just inside each open "("
 
-my ($in_comment, $depth, $braces, $macro) = (0, 0, 0, 0);
-my @parens;			# visual columns just inside each open "("
-my $prev_code = '';
-my $stmt_indent = 0;
-for (my $i = 0; $i < @lines; $i++)
+# The indentation (and declaration alignment) of a line of plain code;
+# $continued is the author's indentation of a line break put back.
+sub indent_line
 {
-	my $line = $lines[$i];
-	my $continued = $line =~ s/^\x01([^\x02]*)\x02// ? $1 : undef;
-	my $was_comment = $in_comment;
-	my $code = code_only($line, \$in_comment);
-	my $is_macro = $macro || $line =~ /^\s*#/;
-	my $plain = !$was_comment && !$is_macro;
-	$macro = $is_macro && $line =~ /\\$/;
-	if ($plain && defined $continued)
+	my ($line, $code, $continued) = @_;
+	if (defined $continued)
 	{
 		# a line break of the author's put back: continued under the
 		# innermost open parenthesis, or as the author indented it
-		$line = (@parens ? entab(0, $parens[-1]) : $continued) . $line;
+		return (@parens ? entab(0, $parens[-1]) : $continued) . $line;
 	}
-	elsif ($plain && $depth == 0 && $braces > 0 && $line =~ /\S/ && $prev_code =~ /(?:[-+*\/%&|^<>=?]|[^:]:)\s*$/
-		&& $prev_code !~ /^\s*(?:case\b.*|default|[A-Za-z_]\w*)\s*:\s*$/)
-	{
-		# a statement continued after an operator: 4 columns in from its
-		# first line (pgindent's -ci4)
-		$line =~ s/^[ \t]*/entab(0, $stmt_indent + $TAB)/e;
-	}
-	elsif ($plain && $depth == 0)
-	{
-		my $further = defined $decl_column ? align_declarator($line) : undef;
-		$line = defined $further ? $further : align_declaration($line);
-		$decl_column = undef if $code !~ /,\s*$/;
-	}
-	elsif ($plain && @parens && $line =~ /^[ \t]*\S/)
+	if (@parens)
 	{
 		# inside parentheses a line continues under the innermost open
 		# one (pgindent's -lp), whatever clang-format aligned it with
-		$line =~ s/^[ \t]*/entab(0, $parens[-1])/e;
+		$line =~ s/^[ \t]*(?=\S)/entab(0, $parens[-1])/e;
+		return $line;
 	}
-	if ($plain)
+	if ($at{braces} > 0 && $line =~ /\S/ && $at{prev_code} =~ /(?:[-+*\/%&|^<>=?]|[^:]:)\s*$/
+		&& $at{prev_code} !~ /^\s*(?:case\b.*|default|[A-Za-z_]\w*)\s*:\s*$/)
 	{
-		# no alignment inside a line (clang-format lines up chained ?:)
-		my $c = code_only($line, \(my $ignore = 0));
-		while ($c =~ /(?<=\S)([ \t]{2,}|\t)(?=[?:])/g)
-		{
-			my ($at, $len) = ($-[1], length $1);
-			substr($line, $at, $len) = ' ';
-			substr($c, $at, $len) = ' ';
-			pos($c) = $at + 1;
-		}
-		# a function pointer and its arguments: "(*fn) (x)"
-		$line =~ s/(\(\*+\w+\))\(/$1 (/g if $c =~ /\(\*+\w+\)\(/;
-		# pgindent writes variadic parameters as ",...)"
-		$line =~ s/, \.\.\.\)/,...)/ if $code =~ /, \.\.\.\)/;
-		# file-scope strings continued on further lines start at column 1
-		$line =~ s/^[ \t]+"/"/ if $braces == 0 && $depth == 0;
+		# a statement continued after an operator: 4 columns in from its
+		# first line (pgindent's -ci4)
+		$line =~ s/^[ \t]*/entab(0, $at{stmt_indent} + $TAB)/e;
+		return $line;
 	}
-	if (!$was_comment && $line =~ m{^(.*\S)[ \t]+(/\*(?:(?!\*/).)*\*/)[ \t]*$})
+	my $further = defined $decl_column ? align_declarator($line) : undef;
+	$line = defined $further ? $further : align_declaration($line);
+	$decl_column = undef if $code !~ /,\s*$/;
+	return $line;
+}
+
+# Spacing inside a line of plain code.
+sub space_line
+{
+	my ($line) = @_;
+	my $code = code_only($line, \(my $ignore = 0));
+	# no alignment inside a line (clang-format lines up chained ?:)
+	while ($code =~ /(?<=\S)([ \t]{2,}|\t)(?=[?:])/g)
 	{
-		my ($c, $comment) = ($1, $2);
-		my $open = 0;
-		# only when it is the line's one comment
-		$line = align_comment($c, $comment)
-		  if code_only($c, \$open) !~ m{/\*} && !$open && $c !~ m{^\s*/?\*};
+		my ($at, $len) = ($-[1], length $1);
+		substr($line, $at, $len) = ' ';
+		substr($code, $at, $len) = ' ';
+		pos($code) = $at + 1;
 	}
-	# the last row of an initializer list: the list's "};" on a line of its own
-	$line =~ s/^(\t+)(\{.*\})\}(;?)$/"$1$2\n" . substr($1, 1) . "}$3"/e if $plain;
-	print "$line\n";
-	next if $is_macro;
-	my $depth_before = $depth;
-	my $still = $was_comment;
-	$code = code_only($line, \$still);
+	# a function pointer and its arguments: "(*fn) (x)"
+	$line =~ s/(\(\*+\w+\))\(/$1 (/g if $code =~ /\(\*+\w+\)\(/;
+	# pgindent writes variadic parameters as ",...)"
+	$line =~ s/, \.\.\.\)/,...)/ if $code =~ /, \.\.\.\)/;
+	# file-scope strings continued on further lines start at column 1
+	$line =~ s/^[ \t]+"/"/ if $at{braces} == 0 && !@parens;
+	return $line;
+}
+
+# A trailing comment moved to its column.
+sub place_comment
+{
+	my ($line) = @_;
+	return $line unless $line =~ m{^(.*\S)[ \t]+(/\*(?:(?!\*/).)*\*/)[ \t]*$};
+	my ($c, $comment) = ($1, $2);
+	my $open = 0;
+	# only when it is the line's one comment
+	return $line if code_only($c, \$open) =~ m{/\*} || $open || $c =~ m{^\s*/?\*};
+	return align_comment($c, $comment);
+}
+
+# Keep count of parentheses and braces after a line of code.
+sub track
+{
+	my ($line, $code) = @_;
+	my $depth_before = $at{depth};
 	my $col = 0;
 	for my $ch (split //, $code)
 	{
 		$col = $ch eq "\t" ? $col - $col % $TAB + $TAB : $col + 1;
-		if ($ch eq '(') { $depth++; push @parens, $col; }
-		if ($ch eq ')' && $depth > 0) { $depth--; pop @parens; }
-		$braces++ if $ch eq '{';
-		$braces-- if $ch eq '}' && $braces > 0;
+		if ($ch eq '(') { $at{depth}++; push @parens, $col; }
+		if ($ch eq ')' && $at{depth} > 0) { $at{depth}--; pop @parens; }
+		$at{braces}++ if $ch eq '{';
+		$at{braces}-- if $ch eq '}' && $at{braces} > 0;
 	}
 	if ($code =~ /\S/)
 	{
 		# the indentation of the statement a continuation line belongs to
-		my $continues = $prev_code =~ /(?:[-+*\/%&|^<>=?,(]|[^:]:)\s*$/ || $depth_before > 0;
-		$stmt_indent = width_to(0, $line =~ /^([ \t]*)/ ? $1 : '') unless $continues;
-		$prev_code = $code;
+		my $continues = $at{prev_code} =~ /(?:[-+*\/%&|^<>=?,(]|[^:]:)\s*$/ || $depth_before > 0;
+		$at{stmt_indent} = width_to(0, $line =~ /^([ \t]*)/ ? $1 : '') unless $continues;
+		$at{prev_code} = $code;
 	}
-	$decl_column = undef if $depth > 0;
+	$decl_column = undef if $at{depth} > 0;
 }
+
+sub main
+{
+	read_original();
+	chomp(my @input = <STDIN>);
+	my @lines = map { resplit($_) } rejoin(restore_directives(\@orig, \@input));
+	for my $line (@lines)
+	{
+		my $continued = $line =~ s/^\x01([^\x02]*)\x02// ? $1 : undef;
+		my $was_comment = $at{comment};
+		my $code = code_only($line, \$at{comment});
+		my $is_macro = $at{macro} || $line =~ /^\s*#/;
+		$at{macro} = $is_macro && $line =~ /\\$/;
+		if (!$was_comment && !$is_macro)
+		{
+			$line = space_line(indent_line($line, $code, $continued));
+		}
+		$line = place_comment($line) unless $was_comment;
+		print "$line\n";
+		next if $is_macro;
+		my $still = $was_comment;
+		track($line, code_only($line, \$still));
+	}
+}
+
+main();
