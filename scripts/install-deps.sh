@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # Install the Debian 12 packages mq needs to build and test (clang-14 and
-# libfuzzer-14-dev for scripts/fuzz.sh, graphviz for scripts/fsm-graph.sh).  Idempotent:
-# packages already installed are skipped, and `apt-get update` only runs
-# when something is missing.
+# libfuzzer-14-dev for scripts/fuzz.sh, graphviz for scripts/fsm-graph.sh,
+# clang-format-14 for scripts/format.sh).  Idempotent: packages already
+# installed are skipped, and `apt-get update` only runs when something is
+# missing.
 set -euo pipefail
 
 PKGS=(
@@ -19,6 +20,7 @@ PKGS=(
 	clang-14
 	libfuzzer-14-dev
 	graphviz
+	clang-format-14
 )
 
 missing=()

@@ -272,7 +272,7 @@ COMMENT ON TABLE mq.acl IS
 COMMENT ON COLUMN mq.topic.owner IS
     'the role that created the topic: it has every right on it and may grant them';
 COMMENT ON FUNCTION mq.grant(text, text, text, text, text, text) IS
-    'grants operations (''read, describe'') on a topic, group or the cluster to a role or PUBLIC; a name ending in * is a prefix; permission => ''deny'' refuses; returns the number of grants';
+    'grants operations (''read, describe'') on a topic, group or the cluster to a role or PUBLIC; a name ending in * is a prefix; permission => ''deny'' refuses; returns the number of grants added';
 COMMENT ON FUNCTION mq.revoke(text, text, text, text, text, text) IS
     'takes back grants made by mq.grant (''all'' takes back every operation); returns the number removed';
 COMMENT ON FUNCTION mq.has_topic_privilege(name, text, text) IS
