@@ -68,7 +68,7 @@ extern char **cli_positionals(CliParser *p, int min, int max,
 
 extern void cli_print_help(const CliParser *p);
 extern void cli_usage_error(const CliParser *p, const char *fmt,...)
-			__attribute__((format(printf, 2, 3), noreturn));
+	__attribute__((format(printf, 2, 3), noreturn));
 
 /* A whole decimal number between min and max, or a usage error. */
 extern int64_t cli_int(const CliParser *p, const char *option, const char *arg,

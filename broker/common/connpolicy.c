@@ -56,7 +56,7 @@ mq_connect_policy(const char *conninfo, const char *appname,
 	{
 		static const char *const kk[] = {"keepalives_idle", "keepalives_interval", "keepalives_count"};
 		int			kv[] = {policy->keepalives_idle_s, policy->keepalives_interval_s,
-		policy->keepalives_count};
+					policy->keepalives_count};
 
 		keys[n] = "keepalives";
 		vp[n++] = "1";

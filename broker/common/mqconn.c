@@ -152,7 +152,7 @@ mq_connect_with(const char *conninfo, const char *appname,
 			return NULL;
 		}
 		PQconninfoFree(opts);
-		keywords[n] = "dbname";		/* with expand_dbname, the whole string */
+		keywords[n] = "dbname"; /* with expand_dbname, the whole string */
 		values[n++] = conninfo;
 	}
 	keywords[n] = "fallback_application_name";

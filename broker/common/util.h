@@ -39,7 +39,7 @@ extern void mq_log_error(const char *fmt,...) __attribute__((format(printf, 1, 2
 extern void mq_log_warning(const char *fmt,...) __attribute__((format(printf, 1, 2)));
 extern void mq_log_info(const char *fmt,...) __attribute__((format(printf, 1, 2)));
 extern void mq_fatal(int exitcode, const char *fmt,...)
-			__attribute__((format(printf, 2, 3), noreturn));
+	__attribute__((format(printf, 2, 3), noreturn));
 
 /* Allocation: on failure these report and exit with MQ_EXIT_LOCAL. */
 extern void *mq_malloc(size_t size);

@@ -27,7 +27,7 @@ typedef struct BrokerConfig
 	int			tick_ms;		/* control loop period */
 	int			node_timeout_ms;	/* a node call slower than this: node lost */
 	int			coordinator_timeout_ms;
-	int			session_timeout_ms; /* heartbeat age at which a broker is dead */
+	int			session_timeout_ms;	/* heartbeat age at which a broker is dead */
 	int			lag_time_max_ms;	/* replica.lag.time.max.ms */
 	long		lag_max_messages;	/* replica.lag.max.messages, 0 = unset */
 	int			fetch_wait_ms;	/* replica.fetch.wait.max.ms */
@@ -35,7 +35,7 @@ typedef struct BrokerConfig
 	int			retry_ms;		/* first reconnect pause */
 	int			retry_max_ms;	/* longest reconnect pause (back-off cap) */
 	int			auto_rebalance; /* auto.leader.rebalance.enable: 1 or 0 */
-	int			rebalance_delay_ms; /* auto.leader.rebalance.delay.ms */
+	int			rebalance_delay_ms;	/* auto.leader.rebalance.delay.ms */
 	char	   *metrics_address;	/* host:port, or NULL */
 } BrokerConfig;
 

@@ -46,7 +46,7 @@ const FsmTransition fsm_table[] = {
 	{N, EV_ELECTED, L, NULL, NULL},
 	{T, EV_ELECTED, L, NULL, NULL},
 	{F, EV_ELECTED, L, NULL, NULL},
-	{L, EV_ELECTED, L, NULL, NULL}, /* re-elected: a new epoch */
+	{L, EV_ELECTED, L, NULL, NULL},	/* re-elected: a new epoch */
 	{N, EV_FOLLOWING, T, NULL, NULL},
 	{T, EV_FOLLOWING, T, NULL, NULL},	/* a new leader epoch */
 	{F, EV_FOLLOWING, T, NULL, NULL},
