@@ -187,12 +187,14 @@ mq_lock_partition_sql(PG_FUNCTION_ARGS)
 }
 
 /*
- * Last offset in one segment as seen by the snapshot, or -1 if it has none.
- * The index is scanned backwards, so this touches the rightmost leaf page
- * and, past rows of aborted producers, the heap tuples behind it.
+ * Last offset in one segment as seen by the snapshot, or -1 if it has none;
+ * with max_ts, also the segment's largest timestamp (the last record's
+ * running maximum, timeindex.c).  The index is scanned backwards, so this
+ * touches the rightmost leaf page and, past rows of aborted producers, the
+ * heap tuples behind it.
  */
-static int64
-segment_last_offset(MqSegment *seg, Snapshot snapshot)
+int64
+mq_segment_last_offset(MqSegment *seg, Snapshot snapshot, TimestampTz *max_ts)
 {
 	Relation	rel;
 	Relation	irel;
@@ -213,6 +215,8 @@ segment_last_offset(MqSegment *seg, Snapshot snapshot)
 		bool		isnull;
 
 		result = DatumGetInt64(slot_getattr(slot, Anum_log_msg_offset, &isnull));
+		if (max_ts != NULL)
+			*max_ts = mq_slot_max_timestamp(slot);
 	}
 	index_endscan(scan);
 	ExecDropSingleTupleTableSlot(slot);
@@ -226,17 +230,23 @@ segment_last_offset(MqSegment *seg, Snapshot snapshot)
  * snapshot.  Segments are contiguous, so the newest non-empty one decides;
  * when all are empty, the log starts at the oldest segment's base.
  */
-int64
-mq_log_end_offset(MqPartition *part, Snapshot snapshot)
+static int64
+log_end_offset(MqPartition *part, Snapshot snapshot, TimestampTz *max_ts)
 {
 	for (int i = part->nsegs - 1; i >= 0; i--)
 	{
-		int64		last = segment_last_offset(&part->segs[i], snapshot);
+		int64		last = mq_segment_last_offset(&part->segs[i], snapshot, max_ts);
 
 		if (last >= 0)
 			return last + 1;
 	}
 	return part->nsegs > 0 ? part->segs[0].base : part->log_start;
+}
+
+int64
+mq_log_end_offset(MqPartition *part, Snapshot snapshot)
+{
+	return log_end_offset(part, snapshot, NULL);
 }
 
 static MqSegment *
@@ -278,13 +288,15 @@ create_missing_segments(MqTopic *topic, int32 partition)
 
 /*
  * Write records [0, n) with offsets base.. into one segment.  meta, when
- * not NULL (the replication follower path), gives each record's timestamp
- * and producer fields instead of now and producer.
+ * not NULL (the replication follower path), gives each record's append
+ * time and producer fields instead of now and producer.  *running is the
+ * segment's largest timestamp so far (DT_NOBEGIN when it is empty): each
+ * record stores it in max_timestamp when it exceeds its own (timeindex.c).
  */
 static void
 append_to_segment(MqSegment *seg, int32 partition, MqRecordIn *recs, int n,
 				  int64 base, MqProducer *producer, TimestampTz now,
-				  MqRecordMeta *meta)
+				  MqRecordMeta *meta, TimestampTz *running)
 {
 	Relation	rel = table_open(seg->relid, RowExclusiveLock);
 	TupleDesc	desc = RelationGetDescr(rel);
@@ -328,6 +340,7 @@ append_to_segment(MqSegment *seg, int32 partition, MqRecordIn *recs, int n,
 			MqRecordIn *r = &recs[done + i];
 			Datum		values[Natts_log];
 			bool		nulls[Natts_log];
+			TimestampTz ts;
 
 			memset(nulls, 0, sizeof(nulls));
 			values[Anum_log_partition - 1] = Int32GetDatum(partition);
@@ -364,6 +377,15 @@ append_to_segment(MqSegment *seg, int32 partition, MqRecordIn *recs, int n,
 				nulls[Anum_log_producer_epoch - 1] = true;
 				nulls[Anum_log_sequence - 1] = true;
 			}
+			/* Kafka's timestamp: CreateTime, or NULL meaning created_at */
+			ts = r->has_timestamp ? r->timestamp :
+				DatumGetTimestampTz(values[Anum_log_created_at - 1]);
+			values[Anum_log_timestamp - 1] = TimestampTzGetDatum(r->timestamp);
+			nulls[Anum_log_timestamp - 1] = !r->has_timestamp;
+			if (ts > *running)
+				*running = ts;
+			values[Anum_log_max_timestamp - 1] = TimestampTzGetDatum(*running);
+			nulls[Anum_log_max_timestamp - 1] = (*running == ts);
 			ExecStoreHeapTuple(heap_form_tuple(desc, values, nulls), slots[i], false);
 		}
 		MemoryContextSwitchTo(old);
@@ -431,7 +453,7 @@ lock_for_append(const char *topic_name, int32 partition)
 static void
 write_records(const char *topic_name, MqTopic **topic, int32 partition,
 			  MqRecordIn *recs, int n, int64 next, MqProducer *producer,
-			  TimestampTz now, MqRecordMeta *meta)
+			  TimestampTz now, MqRecordMeta *meta, TimestampTz last_max)
 {
 	MqPartition *part = mq_topic_partition(*topic, partition);
 
@@ -451,8 +473,11 @@ write_records(const char *topic_name, MqTopic **topic, int32 partition,
 					 next, topic_name, partition);
 		}
 		k = (int) Min((int64) (n - done), seg->end - next);
+		/* the segment's running maximum continues from its last record */
+		if (next == seg->base)
+			last_max = DT_NOBEGIN;
 		append_to_segment(seg, partition, recs + done, k, next, producer, now,
-						  meta ? meta + done : NULL);
+						  meta ? meta + done : NULL, &last_max);
 		next += k;
 		done += k;
 	}
@@ -471,17 +496,30 @@ mq_log_append(const char *topic_name, int32 partition, MqRecordIn *recs,
 	MqTopic    *topic = lock_for_append(topic_name, partition);
 	MqPartition *part = mq_topic_partition(topic, partition);
 	int64		base;
+	TimestampTz now = GetCurrentTimestamp();
+	TimestampTz last_max = DT_NOBEGIN;
 
 	/* replication hook: only the current leader of a replicated partition appends */
 	if (part->replicated)
 		mq_replica_check_produce(topic, partition);
 
-	base = mq_log_end_offset(part, SnapshotSelf);
+	base = log_end_offset(part, SnapshotSelf, &last_max);
 	if (producer != NULL &&
 		mq_producer_check_sequence(topic, partition, producer, nrecs, &base))
 		return base;			/* a retry: the original offsets, nothing written */
+	/* Kafka's timestamps: the append time (NULL) or the CreateTime, now by default */
+	for (int i = 0; i < nrecs; i++)
+	{
+		if (topic->log_append_time)
+			recs[i].has_timestamp = false;
+		else if (!recs[i].has_timestamp)
+		{
+			recs[i].has_timestamp = true;
+			recs[i].timestamp = now;
+		}
+	}
 	write_records(topic_name, &topic, partition, recs, nrecs, base, producer,
-				  GetCurrentTimestamp(), NULL);
+				  now, NULL, last_max);
 	if (producer != NULL)
 		mq_producer_record_batch(topic, partition, producer, nrecs, base);
 	mq_notify_at_commit(topic->topic_id);
@@ -492,14 +530,17 @@ mq_log_append(const char *topic_name, int32 partition, MqRecordIn *recs,
  * Replication hook: a follower appends records it fetched from the leader
  * at the leader's offsets, with the leader's timestamps and producer
  * fields (replica.c checks the leader epoch first).  base_offset must be
- * the log end offset: a follower's log has no holes either.
+ * the log end offset: a follower's log has no holes either.  The records'
+ * timestamps (recs[].has_timestamp, .timestamp) are the leader's too.
  */
 int64
 mq_log_append_at(const char *topic_name, int32 partition, MqRecordIn *recs,
 				 MqRecordMeta *meta, int nrecs, int64 base_offset)
 {
 	MqTopic    *topic = lock_for_append(topic_name, partition);
-	int64		next = mq_log_end_offset(mq_topic_partition(topic, partition), SnapshotSelf);
+	TimestampTz last_max = DT_NOBEGIN;
+	int64		next = log_end_offset(mq_topic_partition(topic, partition), SnapshotSelf,
+									  &last_max);
 
 	if (next != base_offset)
 		ereport(ERROR,
@@ -507,7 +548,7 @@ mq_log_append_at(const char *topic_name, int32 partition, MqRecordIn *recs,
 				 errmsg("replica of \"%s\" partition %d ends at offset " INT64_FORMAT ", not " INT64_FORMAT,
 						topic_name, partition, next, base_offset),
 				 errhint("The broker truncates or refetches from the log end offset.")));
-	write_records(topic_name, &topic, partition, recs, nrecs, next, NULL, 0, meta);
+	write_records(topic_name, &topic, partition, recs, nrecs, next, NULL, 0, meta, last_max);
 	next += nrecs;
 	mq_notify_at_commit(topic->topic_id);
 	return next;

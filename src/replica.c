@@ -75,6 +75,7 @@ PG_FUNCTION_INFO_V1(mq_replica_truncate_records);
 #define RB_BATCH_FIRST		14
 #define RB_BATCH_LAST		15
 #define RB_BATCH_OFFSET		16
+#define RB_TIMESTAMPS		19	/* Kafka timestamps: NULL for LogAppendTime */
 
 
 /* mq._replica_lock(topic_id, partition): the produce lock, until commit */
@@ -267,8 +268,10 @@ mq_replica_append_records(PG_FUNCTION_ARGS)
 			   *hdrs,
 			   *pids,
 			   *pepochs,
-			   *seqs;
+			   *seqs,
+			   *kts;
 	bool	   *tsn,
+			   *ktsn,
 			   *keyn,
 			   *valn,
 			   *hdrn,
@@ -311,6 +314,9 @@ mq_replica_append_records(PG_FUNCTION_ARGS)
 	check_len(k, n, "producer epochs");
 	seqs = batch_array(batch, RB_SEQUENCES, INT4OID, &seqn, &k);
 	check_len(k, n, "sequences");
+	kts = batch_array(batch, RB_TIMESTAMPS, TIMESTAMPTZOID, &ktsn, &k);
+	if (kts != NULL)
+		check_len(k, n, "timestamps");
 
 	recs = palloc0(sizeof(MqRecordIn) * n);
 	meta = palloc0(sizeof(MqRecordMeta) * n);
@@ -325,6 +331,10 @@ mq_replica_append_records(PG_FUNCTION_ARGS)
 		recs[i].value = valn[i] ? NULL : DatumGetByteaPP(vals[i]);
 		recs[i].headers = hdrn[i] ? (Datum) 0 : hdrs[i];
 		meta[i].created_at = DatumGetTimestampTz(ts[i]);
+		/* the leader's Kafka timestamp exactly, NULL (LogAppendTime) included */
+		recs[i].has_timestamp = kts != NULL && !ktsn[i];
+		if (recs[i].has_timestamp)
+			recs[i].timestamp = DatumGetTimestampTz(kts[i]);
 		meta[i].has_producer = !pidn[i] && !pepn[i] && !seqn[i];
 		if (meta[i].has_producer)
 		{

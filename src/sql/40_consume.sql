@@ -35,3 +35,41 @@ CREATE FUNCTION mq.poll(group_id text, topic text, max_records integer DEFAULT 1
                         member_id text DEFAULT NULL, auto_offset_reset text DEFAULT 'earliest')
     RETURNS SETOF mq.record
     AS 'MODULE_PATHNAME', 'mq_poll' LANGUAGE C VOLATILE ROWS 100;
+
+-- Kafka's ListOffsets by timestamp: the earliest offset whose timestamp is
+-- at least ts, or the log end offset when there is none (src/timeindex.c).
+CREATE FUNCTION mq.offsets_for_times(topic text, partition integer, ts timestamptz)
+    RETURNS bigint
+    AS 'MODULE_PATHNAME', 'mq_offsets_for_times' LANGUAGE C STABLE;
+
+-- Commit, for every partition of the topic, the group's position at the
+-- first record at or after to_timestamp (kafka-consumer-groups
+-- --reset-offsets --to-datetime).  The caller's rights: commit_offset
+-- checks READ on the group and the topic.
+CREATE FUNCTION mq.reset_offsets(group_id text, topic text, to_timestamp timestamptz)
+    RETURNS TABLE (partition integer, next_offset bigint)
+LANGUAGE plpgsql SET search_path = pg_catalog, pg_temp AS $$
+DECLARE
+    v_partitions integer;
+BEGIN
+    IF to_timestamp IS NULL THEN
+        RAISE EXCEPTION 'to_timestamp must not be null' USING ERRCODE = 'MQ010';
+    END IF;
+    SELECT t.partitions INTO v_partitions FROM mq.topic t WHERE t.topic_name = reset_offsets.topic;
+    IF v_partitions IS NULL THEN
+        PERFORM mq._topic_id(reset_offsets.topic);   -- MQ001
+    END IF;
+    FOR p IN 0 .. v_partitions - 1 LOOP
+        partition := p;
+        next_offset := mq.offsets_for_times(reset_offsets.topic, p, reset_offsets.to_timestamp);
+        PERFORM mq.commit_offset(reset_offsets.group_id, reset_offsets.topic, p, next_offset);
+        RETURN NEXT;
+    END LOOP;
+END $$;
+
+-- Headers: Kafka's list from any headers jsonb, and the jsonb form of a
+-- list (src/headers.c; docs/sql.md#headers).
+CREATE FUNCTION mq.header_list(headers jsonb) RETURNS mq.header[]
+    AS 'MODULE_PATHNAME', 'mq_header_list_sql' LANGUAGE C IMMUTABLE STRICT PARALLEL SAFE;
+CREATE FUNCTION mq.headers_jsonb(header_list mq.header[]) RETURNS jsonb
+    AS 'MODULE_PATHNAME', 'mq_headers_jsonb_sql' LANGUAGE C IMMUTABLE STRICT PARALLEL SAFE;
