@@ -96,19 +96,17 @@ mq_check_timestamps(MqTopic *topic, MqRecordIn *recs, int n)
 }
 
 /*
- * The first row of the segment visible to the snapshot with an offset of
- * at least from, in slot; returns its offset, or -1 when there is none.
+ * The first row of the segment visible to the scan's snapshot with an
+ * offset of at least from, in slot; returns its offset, or -1 when there
+ * is none.  One scan is rescanned for every probe of a segment.
  */
 static int64
-probe(Relation rel, Relation irel, Snapshot snapshot, int64 from, TupleTableSlot *slot,
-	  int *descents)
+probe(IndexScanDesc scan, int64 from, TupleTableSlot *slot, int *descents)
 {
-	IndexScanDesc scan;
 	ScanKeyData key;
 	int64		result = -1;
 
 	ScanKeyInit(&key, 1, BTGreaterEqualStrategyNumber, F_INT8GE, Int64GetDatum(from));
-	scan = index_beginscan(rel, irel, snapshot, 1, 0);
 	index_rescan(scan, &key, 1, NULL, 0);
 	if (index_getnext_slot(scan, ForwardScanDirection, slot))
 	{
@@ -116,7 +114,6 @@ probe(Relation rel, Relation irel, Snapshot snapshot, int64 from, TupleTableSlot
 
 		result = DatumGetInt64(slot_getattr(slot, Anum_log_msg_offset, &isnull));
 	}
-	index_endscan(scan);
 	(*descents)++;
 	return result;
 }
@@ -133,6 +130,7 @@ search_segment(MqSegment *seg, int64 from, int64 last, TimestampTz ts, Snapshot 
 	Relation	rel = table_open(seg->relid, AccessShareLock);
 	Relation	irel = index_open(seg->indexid, AccessShareLock);
 	TupleTableSlot *slot = table_slot_create(rel, NULL);
+	IndexScanDesc scan = index_beginscan(rel, irel, snapshot, 1, 0);
 	int64		lo = Max(from, seg->base);
 	int64		hi = last - 1;
 	int64		best = last;
@@ -142,7 +140,7 @@ search_segment(MqSegment *seg, int64 from, int64 last, TimestampTz ts, Snapshot 
 	while (lo <= hi)
 	{
 		int64		mid = lo + (hi - lo) / 2;
-		int64		o = probe(rel, irel, snapshot, mid, slot, descents);
+		int64		o = probe(scan, mid, slot, descents);
 
 		if (o < 0 || o > hi)
 			hi = mid - 1;		/* nothing visible in [mid, hi] */
@@ -158,7 +156,7 @@ search_segment(MqSegment *seg, int64 from, int64 last, TimestampTz ts, Snapshot 
 	/* then the first record from there whose own timestamp reaches ts */
 	for (int64 o = best; o >= 0 && o <= last; o++)
 	{
-		o = probe(rel, irel, snapshot, o, slot, descents);
+		o = probe(scan, o, slot, descents);
 		if (o >= 0 && slot_timestamp(slot) >= ts)
 		{
 			result = o;
@@ -167,6 +165,7 @@ search_segment(MqSegment *seg, int64 from, int64 last, TimestampTz ts, Snapshot 
 		if (o < 0)
 			break;
 	}
+	index_endscan(scan);
 	ExecDropSingleTupleTableSlot(slot);
 	index_close(irel, AccessShareLock);
 	table_close(rel, AccessShareLock);
