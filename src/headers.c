@@ -212,59 +212,102 @@ make_header(TupleDesc desc, const char *key, int keylen, bytea *value)
 }
 
 /*
+ * Any headers jsonb as Kafka's list: the number of headers, or -1 when it
+ * has no list form; keys (in the server encoding) and values in order.
+ */
+static int
+parse_list(Jsonb *headers, char ***keys, int **keylens, bytea ***values)
+{
+	JsonbIterator *it;
+	JsonbValue	v;
+	JsonbIteratorToken tok;
+	int			n = 0;
+	int			max = Max(JB_ROOT_COUNT(headers), 1);
+	bool		object = JB_ROOT_IS_OBJECT(headers);
+
+	if (JB_ROOT_IS_SCALAR(headers))
+		return -1;
+	*keys = palloc(sizeof(char *) * max);
+	*keylens = palloc(sizeof(int) * max);
+	*values = palloc(sizeof(bytea *) * max);
+	it = JsonbIteratorInit(&headers->root);
+	while ((tok = JsonbIteratorNext(&it, &v, true)) != WJB_DONE)
+	{
+		JsonbValue *k = NULL;
+		JsonbValue *val = &v;
+
+		if (object && tok == WJB_KEY)
+		{
+			(*keys)[n] = pnstrdup(v.val.string.val, v.val.string.len);
+			(*keylens)[n] = v.val.string.len;
+			(void) JsonbIteratorNext(&it, &v, true);
+			(*values)[n++] = value_bytes(&v);
+			continue;
+		}
+		if (object || tok != WJB_ELEM)
+			continue;
+		if (v.type == jbvBinary && JsonContainerIsArray(v.val.binary.data) &&
+			JsonContainerSize(v.val.binary.data) == 2)
+		{
+			k = getIthJsonbValueFromContainer(v.val.binary.data, 0);
+			val = getIthJsonbValueFromContainer(v.val.binary.data, 1);
+		}
+		if (k == NULL || k->type != jbvString)
+			return -1;			/* not a list of pairs */
+		(*keys)[n] = k->val.string.val;
+		(*keylens)[n] = k->val.string.len;
+		(*values)[n++] = value_bytes(val);
+	}
+	return n;
+}
+
+/*
  * Any headers jsonb as Kafka's list (an mq.header[] of element type
  * elemtype), or *isnull when it has no list form.
  */
 Datum
 mq_header_list_from_jsonb(Jsonb *headers, Oid elemtype, bool *isnull)
 {
-	TupleDesc	desc = lookup_rowtype_tupdesc_copy(elemtype, -1);
-	JsonbIterator *it;
-	JsonbValue	v;
-	JsonbIteratorToken tok;
+	char	  **keys;
+	int		   *keylens;
+	bytea	  **values;
+	int			n = parse_list(headers, &keys, &keylens, &values);
+	TupleDesc	desc;
 	Datum	   *elems;
-	int			n = 0;
-	bool		object = JB_ROOT_IS_OBJECT(headers);
 
-	*isnull = false;
-	if (JB_ROOT_IS_SCALAR(headers))
-	{
-		*isnull = true;
+	*isnull = (n < 0);
+	if (n < 0)
 		return (Datum) 0;
-	}
-	elems = palloc(sizeof(Datum) * Max(JB_ROOT_COUNT(headers), 1));
-	it = JsonbIteratorInit(&headers->root);
-	while ((tok = JsonbIteratorNext(&it, &v, true)) != WJB_DONE)
-	{
-		if (object && tok == WJB_KEY)
-		{
-			char	   *key = pnstrdup(v.val.string.val, v.val.string.len);
-			int			keylen = v.val.string.len;
-
-			tok = JsonbIteratorNext(&it, &v, true);
-			elems[n++] = make_header(desc, key, keylen, value_bytes(&v));
-		}
-		else if (!object && tok == WJB_ELEM)
-		{
-			JsonbValue *k = NULL;
-			JsonbValue *val = NULL;
-
-			if (v.type == jbvBinary && JsonContainerIsArray(v.val.binary.data) &&
-				JsonContainerSize(v.val.binary.data) == 2)
-			{
-				k = getIthJsonbValueFromContainer(v.val.binary.data, 0);
-				val = getIthJsonbValueFromContainer(v.val.binary.data, 1);
-			}
-			if (k == NULL || k->type != jbvString)
-			{
-				*isnull = true;		/* not a list of pairs */
-				return (Datum) 0;
-			}
-			elems[n++] = make_header(desc, k->val.string.val, k->val.string.len,
-									 value_bytes(val));
-		}
-	}
+	desc = lookup_rowtype_tupdesc_copy(elemtype, -1);
+	elems = palloc(sizeof(Datum) * Max(n, 1));
+	for (int i = 0; i < n; i++)
+		elems[i] = make_header(desc, keys[i], keylens[i], values[i]);
 	return PointerGetDatum(construct_array(elems, n, elemtype, -1, false, TYPALIGN_DOUBLE));
+}
+
+/*
+ * For record_size.c: the UTF-8 lengths of the keys and values (-1 for a
+ * null value) of a headers jsonb's list, Kafka's wire sizes; returns the
+ * number of headers, or -1 when the jsonb has no list form.
+ */
+int
+mq_header_list_lengths(Jsonb *headers, int64 **keylens, int64 **vallens)
+{
+	char	  **keys;
+	int		   *klens;
+	bytea	  **values;
+	int			n = parse_list(headers, &keys, &klens, &values);
+
+	if (n < 0)
+		return -1;
+	*keylens = palloc(sizeof(int64) * Max(n, 1));
+	*vallens = palloc(sizeof(int64) * Max(n, 1));
+	for (int i = 0; i < n; i++)
+	{
+		(*keylens)[i] = VARSIZE_ANY_EXHDR(utf8_bytes(keys[i], klens[i]));
+		(*vallens)[i] = values[i] == NULL ? -1 : VARSIZE_ANY_EXHDR(values[i]);
+	}
+	return n;
 }
 
 /* mq.header_list(headers jsonb) RETURNS mq.header[] */

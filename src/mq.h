@@ -17,6 +17,7 @@
 #include "access/htup.h"
 #include "utils/relcache.h"
 #include "utils/snapshot.h"
+#include "utils/jsonb.h"
 #include "utils/timestamp.h"
 #include "executor/spi.h"
 #include "fmgr.h"
@@ -77,6 +78,7 @@ typedef struct MqTopic
 	int32		topic_id;
 	Oid			relid;
 	int32		npartitions;
+	int64		max_message_bytes;	/* the topic's max.message.bytes, -1 if unset */
 	MqPartition *parts;
 	bool		log_append_time;	/* message.timestamp.type is LogAppendTime */
 	int64		timestamp_max_diff_ms;	/* message.timestamp.difference.max.ms, -1: none */
@@ -162,6 +164,12 @@ extern void mq_replica_check_broker(const char *topic_name, int32 partition,
 extern void mq_replica_check_produce(MqTopic *topic, int32 partition);
 extern void mq_replica_check_leader(MqTopic *topic, int32 partition);
 
+/* record_size.c: max.message.bytes; every leader append checks first */
+extern int	mq_message_max_bytes;
+extern void mq_record_size_init(void);
+extern int64 mq_record_size(bytea *key, bytea *value, Jsonb *headers);
+extern void mq_check_record_sizes(MqTopic *topic, MqRecordIn *recs, int n);
+
 /* timeindex.c: Kafka's record timestamps and the lookup by time */
 extern TimestampTz mq_slot_max_timestamp(TupleTableSlot *slot);
 extern int64 mq_offset_for_time(MqPartition *part, TimestampTz ts, Snapshot snapshot,
@@ -171,6 +179,7 @@ extern void mq_check_timestamps(MqTopic *topic, MqRecordIn *recs, int n);
 /* headers.c: Kafka headers as mq.header[] and their jsonb form */
 extern Datum mq_header_list_from_jsonb(Jsonb *headers, Oid elemtype, bool *isnull);
 extern Jsonb *mq_header_list_to_jsonb(ArrayType *list);
+extern int	mq_header_list_lengths(Jsonb *headers, int64 **keylens, int64 **vallens);
 
 /* notify.c: waking long pollers */
 extern void mq_notify_init(void);

@@ -131,8 +131,10 @@ load_topic(MqTopic *t, const char *name)
 	mq_spi_begin(&spi);
 	arg[0] = CStringGetTextDatum(name);
 	ret = SPI_execute_with_args("SELECT topic_id, relid::oid, partitions, "
-								"       config->>'message.timestamp.type' IS NOT DISTINCT FROM 'LogAppendTime', "
-								"       (config->>'message.timestamp.difference.max.ms')::int8 "
+								"       (config OPERATOR(pg_catalog.->>) 'max.message.bytes')::pg_catalog.int8, "
+								"       (config OPERATOR(pg_catalog.->>) 'message.timestamp.type') "
+								"         IS NOT DISTINCT FROM 'LogAppendTime', "
+								"       (config OPERATOR(pg_catalog.->>) 'message.timestamp.difference.max.ms')::pg_catalog.int8 "
 								"  FROM mq.topic WHERE topic_name = $1",
 								1, argtype, arg, NULL, true, 1);
 	if (ret != SPI_OK_SELECT)
@@ -146,8 +148,11 @@ load_topic(MqTopic *t, const char *name)
 	t->topic_id = DatumGetInt32(SPI_getbinval(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 1, &isnull));
 	t->relid = DatumGetObjectId(SPI_getbinval(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 2, &isnull));
 	t->npartitions = DatumGetInt32(SPI_getbinval(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 3, &isnull));
-	t->log_append_time = DatumGetBool(SPI_getbinval(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 4, &isnull));
-	t->timestamp_max_diff_ms = DatumGetInt64(SPI_getbinval(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 5, &isnull));
+	t->max_message_bytes = spi_int64(0, 4, &isnull);
+	if (isnull)
+		t->max_message_bytes = -1;
+	t->log_append_time = DatumGetBool(SPI_getbinval(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 5, &isnull));
+	t->timestamp_max_diff_ms = spi_int64(0, 6, &isnull);
 	if (isnull)
 		t->timestamp_max_diff_ms = -1;
 	watch(t->relid);

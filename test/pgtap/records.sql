@@ -53,10 +53,10 @@ SELECT throws_ok($$SELECT mq.create_topic('ts-bad', 1, '{"message.timestamp.type
 -- message.timestamp.difference.max.ms (Kafka's InvalidTimestampException)
 SELECT mq.create_topic('ts-diff', 1, '{"message.timestamp.difference.max.ms": "1h"}');
 SELECT throws_ok($$SELECT * FROM mq.send('ts-diff', 'k', 'v', "timestamp" => clock_timestamp() - interval '2 hours')$$,
-                 'MQ040', NULL, 'a timestamp older than the allowed difference is refused');
+                 'MQ041', NULL, 'a timestamp older than the allowed difference is refused');
 SELECT throws_ok($$SELECT * FROM mq.send_batch('ts-diff', NULL, ARRAY['a', 'b']::bytea[],
                        timestamps => ARRAY[clock_timestamp(), clock_timestamp() + interval '2 hours'])$$,
-                 'MQ040', NULL, 'one timestamp too far in the future refuses the batch');
+                 'MQ041', NULL, 'one timestamp too far in the future refuses the batch');
 SELECT is((SELECT log_end_offset FROM mq.partitions WHERE topic = 'ts-diff'), 0::bigint, 'nothing was written');
 SELECT lives_ok($$SELECT * FROM mq.send('ts-diff', 'k', 'v', "timestamp" => clock_timestamp() - interval '30 minutes')$$,
                 'a timestamp within the difference is accepted');
