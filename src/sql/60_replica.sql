@@ -621,7 +621,8 @@ SELECT t.topic_name AS topic, p.partition, p.role, p.leader_epoch, r.leader_id, 
   FROM mq.partition_state p
   JOIN mq.topic t USING (topic_id)
   LEFT JOIN mq.replica_partition r USING (topic_id, partition)
-  CROSS JOIN LATERAL (SELECT mq._log_end_offset(p.topic_id, p.partition) AS log_end_offset) e;
+  CROSS JOIN LATERAL (SELECT mq._log_end_offset(p.topic_id, p.partition) AS log_end_offset) e
+ WHERE mq._describable('topic', t.topic_name);
 
 -- Produce and read the routing view like mq.send and mq.partitions; the
 -- replica API itself is for the broker's role (docs/replication.md lists

@@ -10,7 +10,7 @@
 SET client_min_messages = warning;
 
 BEGIN;
-SELECT plan(93);
+SELECT plan(100);
 
 CREATE ROLE mqp_attacker LOGIN;
 CREATE ROLE mqp_alice LOGIN;
@@ -22,7 +22,7 @@ GRANT CREATE ON DATABASE :"DBNAME" TO mqp_attacker;
 
 SELECT mq.create_topic('orders', 2);
 SELECT mq.create_topic('orders.eu', 1);
-SELECT mq.create_topic('payments', 1);
+SELECT mq.create_topic('payments', 1) AS payments_id \gset
 SELECT mq.send('orders', 'k'::bytea, 'v'::bytea, partition => 0);
 SELECT mq.send('payments', 'k'::bytea, 'v'::bytea);
 
@@ -161,6 +161,15 @@ SELECT throws_ok($$ SELECT mq.create_topic('huge', 1, '{"replication.factor": 30
                  'MQ004', NULL, 'a count beyond int4 is refused');
 SELECT throws_ok($$ SELECT mq.alter_topic('payments', '{"retention.ms": "300000000000d"}') $$,
                  'MQ004', NULL, 'alter_topic is bounded the same way');
+SAVEPOINT monitor;
+SELECT count(*) AS all_topics FROM mq.topic \gset
+GRANT pg_monitor TO mqp_bob;
+SET ROLE mqp_bob;
+SELECT ok((SELECT count(*) FROM mq.consumer_lag WHERE group_id = 'g') >= 0
+          AND (SELECT count(*) FROM mq.topics) = :all_topics,
+          'pg_monitor members see every topic and the lag');
+RESET ROLE;
+ROLLBACK TO SAVEPOINT monitor;
 SELECT lives_ok($$ SELECT mq.create_topic('long-lived', 1, '{"retention.ms": "1000d", "segment.ms": "1000d"}') $$,
                 'long but computable times are accepted');
 SAVEPOINT maint;
@@ -211,6 +220,16 @@ SELECT throws_ok($$ CALL mq.produce('no-such-topic', NULL, ARRAY['x']::bytea[], 
                  'and for a topic that does not exist, the same answer');
 SELECT is((SELECT count(*) FROM mq.topics), 0::bigint, 'alice sees no topics');
 SELECT is((SELECT count(*) FROM mq.partitions), 0::bigint, 'alice sees no partitions');
+SELECT is((SELECT count(*) FROM mq.segments), 0::bigint, 'no segments');
+SELECT is((SELECT count(*) FROM mq.replica_status), 0::bigint, 'no replica status');
+SELECT is(mq._log_end_offset(:payments_id, 0), NULL,
+          'no log end offset of a topic she may not describe');
+SELECT throws_ok($$ SELECT mq._replica_await_hwm('payments', 0, 1, 0, 1, 0) $$, '42501', NULL,
+                 'no acks=all wait on a topic she may not write');
+SELECT throws_ok($$ SELECT count(*) FROM mq.consumer_lag $$, '42501', NULL,
+                 'lag is for monitoring roles');
+SELECT is((SELECT count(*) FROM mq.group_members) + (SELECT count(*) FROM mq.group_assignments), 0::bigint,
+          'no group members or assignments');
 SELECT throws_ok($$ SELECT mq.grant('read', 'topic', 'payments', 'mqp_alice') $$, '42501', NULL,
                  'alice cannot grant herself rights');
 SELECT throws_ok($$ SELECT mq_internal.create_topic('x', 1, '{}', 10) $$, '42501', NULL,
