@@ -287,6 +287,52 @@ create_missing_segments(MqTopic *topic, int32 partition)
 }
 
 /*
+ * One log row: the record r at offset, appended now by producer, or with
+ * the leader's fields m on the replication follower path.
+ */
+static HeapTuple
+form_row(TupleDesc desc, int32 partition, int64 offset, MqRecordIn *r, TimestampTz now,
+		 MqProducer *producer, MqRecordMeta *m, TimestampTz *running)
+{
+	Datum		values[Natts_log];
+	bool		nulls[Natts_log];
+
+	memset(nulls, 0, sizeof(nulls));
+	values[Anum_log_partition - 1] = Int32GetDatum(partition);
+	values[Anum_log_msg_offset - 1] = Int64GetDatum(offset);
+	values[Anum_log_created_at - 1] = TimestampTzGetDatum(m ? m->created_at : now);
+	values[Anum_log_key - 1] = PointerGetDatum(r->key);
+	nulls[Anum_log_key - 1] = (r->key == NULL);
+	values[Anum_log_value - 1] = PointerGetDatum(r->value);
+	nulls[Anum_log_value - 1] = (r->value == NULL);
+	values[Anum_log_headers - 1] = r->headers;
+	nulls[Anum_log_headers - 1] = (r->headers == (Datum) 0);
+	if (m != NULL)				/* replication: the leader's fields */
+	{
+		values[Anum_log_producer_id - 1] = Int64GetDatum(m->producer_id);
+		values[Anum_log_producer_epoch - 1] = Int32GetDatum(m->producer_epoch);
+		values[Anum_log_sequence - 1] = Int32GetDatum(m->sequence);
+		nulls[Anum_log_producer_id - 1] = !m->has_producer;
+		nulls[Anum_log_producer_epoch - 1] = !m->has_producer;
+		nulls[Anum_log_sequence - 1] = !m->has_producer;
+	}
+	else if (producer != NULL && producer->present)
+	{
+		values[Anum_log_producer_id - 1] = Int64GetDatum(producer->producer_id);
+		values[Anum_log_producer_epoch - 1] = Int32GetDatum(producer->producer_epoch);
+		values[Anum_log_sequence - 1] = Int32GetDatum(producer->base_sequence + r->input_index);
+	}
+	else
+	{
+		nulls[Anum_log_producer_id - 1] = true;
+		nulls[Anum_log_producer_epoch - 1] = true;
+		nulls[Anum_log_sequence - 1] = true;
+	}
+	mq_row_timestamps(r, values, nulls, running);
+	return heap_form_tuple(desc, values, nulls);
+}
+
+/*
  * Write records [0, n) with offsets base.. into one segment.  meta, when
  * not NULL (the replication follower path), gives each record's append
  * time and producer fields instead of now and producer.  *running is the
@@ -336,58 +382,9 @@ append_to_segment(MqSegment *seg, int32 partition, MqRecordIn *recs, int n,
 
 		old = MemoryContextSwitchTo(batch_cxt);
 		for (int i = 0; i < k; i++)
-		{
-			MqRecordIn *r = &recs[done + i];
-			Datum		values[Natts_log];
-			bool		nulls[Natts_log];
-			TimestampTz ts;
-
-			memset(nulls, 0, sizeof(nulls));
-			values[Anum_log_partition - 1] = Int32GetDatum(partition);
-			values[Anum_log_msg_offset - 1] = Int64GetDatum(base + done + i);
-			values[Anum_log_created_at - 1] = TimestampTzGetDatum(now);
-			values[Anum_log_key - 1] = PointerGetDatum(r->key);
-			nulls[Anum_log_key - 1] = (r->key == NULL);
-			values[Anum_log_value - 1] = PointerGetDatum(r->value);
-			nulls[Anum_log_value - 1] = (r->value == NULL);
-			values[Anum_log_headers - 1] = r->headers;
-			nulls[Anum_log_headers - 1] = (r->headers == (Datum) 0);
-			if (meta != NULL)	/* replication: the leader's fields */
-			{
-				MqRecordMeta *m = &meta[done + i];
-
-				values[Anum_log_created_at - 1] = TimestampTzGetDatum(m->created_at);
-				values[Anum_log_producer_id - 1] = Int64GetDatum(m->producer_id);
-				values[Anum_log_producer_epoch - 1] = Int32GetDatum(m->producer_epoch);
-				values[Anum_log_sequence - 1] = Int32GetDatum(m->sequence);
-				nulls[Anum_log_producer_id - 1] = !m->has_producer;
-				nulls[Anum_log_producer_epoch - 1] = !m->has_producer;
-				nulls[Anum_log_sequence - 1] = !m->has_producer;
-			}
-			else if (producer != NULL && producer->present)
-			{
-				values[Anum_log_producer_id - 1] = Int64GetDatum(producer->producer_id);
-				values[Anum_log_producer_epoch - 1] = Int32GetDatum(producer->producer_epoch);
-				values[Anum_log_sequence - 1] =
-					Int32GetDatum(producer->base_sequence + r->input_index);
-			}
-			else
-			{
-				nulls[Anum_log_producer_id - 1] = true;
-				nulls[Anum_log_producer_epoch - 1] = true;
-				nulls[Anum_log_sequence - 1] = true;
-			}
-			/* Kafka's timestamp: CreateTime, or NULL meaning created_at */
-			ts = r->has_timestamp ? r->timestamp :
-				DatumGetTimestampTz(values[Anum_log_created_at - 1]);
-			values[Anum_log_timestamp - 1] = TimestampTzGetDatum(r->timestamp);
-			nulls[Anum_log_timestamp - 1] = !r->has_timestamp;
-			if (ts > *running)
-				*running = ts;
-			values[Anum_log_max_timestamp - 1] = TimestampTzGetDatum(*running);
-			nulls[Anum_log_max_timestamp - 1] = (*running == ts);
-			ExecStoreHeapTuple(heap_form_tuple(desc, values, nulls), slots[i], false);
-		}
+			ExecStoreHeapTuple(form_row(desc, partition, base + done + i, &recs[done + i], now,
+										producer, meta ? &meta[done + i] : NULL, running),
+							   slots[i], false);
 		MemoryContextSwitchTo(old);
 
 		if (k == 1)
@@ -508,17 +505,7 @@ mq_log_append(const char *topic_name, int32 partition, MqRecordIn *recs,
 	if (producer != NULL &&
 		mq_producer_check_sequence(topic, partition, producer, nrecs, &base))
 		return base;			/* a retry: the original offsets, nothing written */
-	/* Kafka's timestamps: the append time (NULL) or the CreateTime, now by default */
-	for (int i = 0; i < nrecs; i++)
-	{
-		if (topic->log_append_time)
-			recs[i].has_timestamp = false;
-		else if (!recs[i].has_timestamp)
-		{
-			recs[i].has_timestamp = true;
-			recs[i].timestamp = now;
-		}
-	}
+	mq_stamp_records(topic, recs, nrecs, now);
 	write_records(topic_name, &topic, partition, recs, nrecs, base, producer,
 				  now, NULL, last_max);
 	if (producer != NULL)

@@ -175,6 +175,8 @@ extern TimestampTz mq_slot_max_timestamp(TupleTableSlot *slot);
 extern int64 mq_offset_for_time(MqPartition *part, TimestampTz ts, Snapshot snapshot,
 								int *descents);
 extern void mq_check_timestamps(MqTopic *topic, MqRecordIn *recs, int n);
+extern void mq_stamp_records(MqTopic *topic, MqRecordIn *recs, int n, TimestampTz now);
+extern void mq_row_timestamps(MqRecordIn *r, Datum *values, bool *nulls, TimestampTz *running);
 
 /* headers.c: Kafka headers as mq.header[] and their jsonb form */
 extern Datum mq_header_list_from_jsonb(Jsonb *headers, Oid elemtype, bool *isnull);

@@ -253,20 +253,12 @@ check_len(int n, int expected, const char *what)
 }
 
 /*
- * mq._replica_append_records(topic, partition, batch): append the batch's
- * records at its base offset, then record the producer batches that end
- * inside it in mq.producer_state, oldest first, so that the follower
- * drops the same retries the leader would.  Returns the new log end.
- * The caller (mq.replica_append) has checked the epoch under the lock.
+ * The records of a replica batch, with the leader's append times, Kafka
+ * timestamps (NULL: LogAppendTime) and producer fields; returns how many.
  */
-Datum
-mq_replica_append_records(PG_FUNCTION_ARGS)
+static int
+batch_records(HeapTupleHeader batch, int32 partition, MqRecordIn **precs, MqRecordMeta **pmeta)
 {
-	char	   *topic_name = text_to_cstring(PG_GETARG_TEXT_PP(0));
-	int32		partition = PG_GETARG_INT32(1);
-	HeapTupleHeader batch = PG_GETARG_HEAPTUPLEHEADER(2);
-	bool		isnull;
-	int64		base = DatumGetInt64(GetAttributeByNum(batch, RB_BASE_OFFSET, &isnull));
 	Datum	   *ts,
 			   *keys,
 			   *vals,
@@ -285,28 +277,12 @@ mq_replica_append_records(PG_FUNCTION_ARGS)
 			   *seqn;
 	int			n,
 				k;
-	Datum	   *bp,
-			   *be,
-			   *bf,
-			   *bl,
-			   *bo;
-	bool	   *bpn,
-			   *ben,
-			   *bfn,
-			   *bln,
-			   *bon;
-	int			nb;
 	MqRecordIn *recs;
 	MqRecordMeta *meta;
-	int64		end;
-	MqTopic    *topic;
 
-	if (isnull)
-		ereport(ERROR, (errcode(ERRCODE_MQ_INVALID_ARGUMENT),
-						errmsg("replica batch has no base offset")));
 	ts = batch_array(batch, RB_CREATED_AT, TIMESTAMPTZOID, &tsn, &n);
 	if (n == 0)
-		PG_RETURN_INT64(base);
+		return 0;
 	keys = batch_array(batch, RB_KEYS, BYTEAOID, &keyn, &k);
 	check_len(k, n, "keys");
 	vals = batch_array(batch, RB_VALS, BYTEAOID, &valn, &k);
@@ -323,8 +299,8 @@ mq_replica_append_records(PG_FUNCTION_ARGS)
 	if (kts != NULL)
 		check_len(k, n, "timestamps");
 
-	recs = palloc0(sizeof(MqRecordIn) * n);
-	meta = palloc0(sizeof(MqRecordMeta) * n);
+	*precs = recs = palloc0(sizeof(MqRecordIn) * n);
+	*pmeta = meta = palloc0(sizeof(MqRecordMeta) * n);
 	for (int i = 0; i < n; i++)
 	{
 		if (tsn[i])
@@ -348,6 +324,48 @@ mq_replica_append_records(PG_FUNCTION_ARGS)
 			meta[i].sequence = DatumGetInt32(seqs[i]);
 		}
 	}
+	return n;
+}
+
+/*
+ * mq._replica_append_records(topic, partition, batch): append the batch's
+ * records at its base offset, then record the producer batches that end
+ * inside it in mq.producer_state, oldest first, so that the follower
+ * drops the same retries the leader would.  Returns the new log end.
+ * The caller (mq.replica_append) has checked the epoch under the lock.
+ */
+Datum
+mq_replica_append_records(PG_FUNCTION_ARGS)
+{
+	char	   *topic_name = text_to_cstring(PG_GETARG_TEXT_PP(0));
+	int32		partition = PG_GETARG_INT32(1);
+	HeapTupleHeader batch = PG_GETARG_HEAPTUPLEHEADER(2);
+	bool		isnull;
+	int64		base = DatumGetInt64(GetAttributeByNum(batch, RB_BASE_OFFSET, &isnull));
+	int			n,
+				k;
+	Datum	   *bp,
+			   *be,
+			   *bf,
+			   *bl,
+			   *bo;
+	bool	   *bpn,
+			   *ben,
+			   *bfn,
+			   *bln,
+			   *bon;
+	int			nb;
+	MqRecordIn *recs;
+	MqRecordMeta *meta;
+	int64		end;
+	MqTopic    *topic;
+
+	if (isnull)
+		ereport(ERROR, (errcode(ERRCODE_MQ_INVALID_ARGUMENT),
+						errmsg("replica batch has no base offset")));
+	n = batch_records(batch, partition, &recs, &meta);
+	if (n == 0)
+		PG_RETURN_INT64(base);
 	end = mq_log_append_at(topic_name, partition, recs, meta, n, base);
 
 	/* producer batches whose last record is in [base, end), in offset order */

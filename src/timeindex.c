@@ -1,11 +1,12 @@
 /*-------------------------------------------------------------------------
  *
  * timeindex.c
- *	  Kafka's record timestamps: the producer's timestamp check
- *	  (message.timestamp.difference.max.ms) and the lookup of the first
- *	  offset at or after a time (mq.offsets_for_times, Kafka's ListOffsets
- *	  by timestamp), which mq.poll's auto_offset_reset 'by_duration:' and
- *	  mq.reset_offsets use too.
+ *	  Kafka's record timestamps: stamping records at append (CreateTime or
+ *	  LogAppendTime, and the time index column, for log.c), the producer's
+ *	  timestamp check (message.timestamp.difference.max.ms), and the
+ *	  lookup of the first offset at or after a time (mq.offsets_for_times,
+ *	  Kafka's ListOffsets by timestamp), which mq.poll's auto_offset_reset
+ *	  'by_duration:' and mq.reset_offsets use too.
  *
  * The time index.  With CreateTime, timestamps need not grow with the
  * offset, so the lookup relies on what Kafka's time index keeps: the
@@ -62,6 +63,45 @@ mq_slot_max_timestamp(TupleTableSlot *slot)
 	if (!slot->tts_isnull[Anum_log_max_timestamp - 1])
 		return DatumGetTimestampTz(slot->tts_values[Anum_log_max_timestamp - 1]);
 	return slot_timestamp(slot);
+}
+
+/*
+ * Under the produce lock: Kafka's timestamp of each record to append, the
+ * append time (has_timestamp false, stored as NULL) on a LogAppendTime
+ * topic, else the producer's CreateTime, now when it gave none.
+ */
+void
+mq_stamp_records(MqTopic *topic, MqRecordIn *recs, int n, TimestampTz now)
+{
+	for (int i = 0; i < n; i++)
+	{
+		if (topic->log_append_time)
+			recs[i].has_timestamp = false;
+		else if (!recs[i].has_timestamp)
+		{
+			recs[i].has_timestamp = true;
+			recs[i].timestamp = now;
+		}
+	}
+}
+
+/*
+ * A log row's timestamp columns (created_at already set): the CreateTime
+ * or NULL, and the segment's running maximum *running when it exceeds the
+ * record's own timestamp, else NULL.
+ */
+void
+mq_row_timestamps(MqRecordIn *r, Datum *values, bool *nulls, TimestampTz *running)
+{
+	TimestampTz ts = r->has_timestamp ? r->timestamp :
+		DatumGetTimestampTz(values[Anum_log_created_at - 1]);
+
+	values[Anum_log_timestamp - 1] = TimestampTzGetDatum(r->timestamp);
+	nulls[Anum_log_timestamp - 1] = !r->has_timestamp;
+	if (ts > *running)
+		*running = ts;
+	values[Anum_log_max_timestamp - 1] = TimestampTzGetDatum(*running);
+	nulls[Anum_log_max_timestamp - 1] = (*running == ts);
 }
 
 /*

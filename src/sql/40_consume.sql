@@ -49,22 +49,21 @@ CREATE FUNCTION mq.offsets_for_times(topic text, partition integer, ts timestamp
 CREATE FUNCTION mq.reset_offsets(group_id text, topic text, to_timestamp timestamptz)
     RETURNS TABLE (partition integer, next_offset bigint)
 LANGUAGE plpgsql SET search_path = pg_catalog, pg_temp AS $$
-DECLARE
-    v_partitions integer;
 BEGIN
     IF to_timestamp IS NULL THEN
         RAISE EXCEPTION 'to_timestamp must not be null' USING ERRCODE = 'MQ010';
     END IF;
-    SELECT t.partitions INTO v_partitions FROM mq.topic t WHERE t.topic_name = reset_offsets.topic;
-    IF v_partitions IS NULL THEN
-        PERFORM mq._topic_id(reset_offsets.topic);   -- MQ001
-    END IF;
-    FOR p IN 0 .. v_partitions - 1 LOOP
-        partition := p;
-        next_offset := mq.offsets_for_times(reset_offsets.topic, p, reset_offsets.to_timestamp);
-        PERFORM mq.commit_offset(reset_offsets.group_id, reset_offsets.topic, p, next_offset);
+    -- mq.partitions shows the topics the caller may DESCRIBE
+    FOR partition IN SELECT ps.partition FROM mq.partitions ps
+                      WHERE ps.topic = reset_offsets.topic ORDER BY ps.partition LOOP
+        next_offset := mq.offsets_for_times(reset_offsets.topic, partition, reset_offsets.to_timestamp);
+        PERFORM mq.commit_offset(reset_offsets.group_id, reset_offsets.topic, partition, next_offset);
         RETURN NEXT;
     END LOOP;
+    IF NOT FOUND THEN
+        -- no such topic, or not one the caller may see: its error
+        PERFORM mq.offsets_for_times(reset_offsets.topic, 0, reset_offsets.to_timestamp);
+    END IF;
 END $$;
 
 -- Headers: Kafka's list from any headers jsonb, and the jsonb form of a

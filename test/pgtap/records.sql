@@ -7,7 +7,7 @@
 SET client_min_messages = warning;
 SET TIME ZONE 'UTC';
 BEGIN;
-SELECT plan(52);
+SELECT plan(54);
 
 ---------------------------------------------------------------------------
 -- Timestamps
@@ -112,6 +112,15 @@ SELECT mq.commit_offset('ft-group', 'ft', 0, 10);
 SELECT results_eq($$SELECT partition, next_offset FROM mq.reset_offsets('ft-group', 'ft', '2020-01-01 11:30+00')$$,
                   $$VALUES (0, 5::bigint)$$, 'reset_offsets returns the new positions');
 SELECT is(mq.committed_offset('ft-group', 'ft', 0), 5::bigint, 'and commits them');
+CREATE ROLE rec_reader;
+SELECT mq.grant('read', 'topic', 'ft', 'rec_reader');
+SELECT mq.grant('read', 'group', 'ft-reader', 'rec_reader');
+SET ROLE rec_reader;
+SELECT results_eq($$SELECT partition, next_offset FROM mq.reset_offsets('ft-reader', 'ft', '2020-01-01 12:15+00')$$,
+                  $$VALUES (0, 7::bigint)$$, 'a role with READ on the topic and the group may reset it');
+SELECT throws_ok($$SELECT * FROM mq.reset_offsets('ft-group', 'ft', now())$$, '42501', NULL,
+                 'but not a group it may not read');
+RESET ROLE;
 SELECT mq.create_topic('ft-poll', 1);
 SELECT mq.send_batch('ft-poll', NULL, ARRAY['old', 'new', 'newer']::bytea[],
                      timestamps => ARRAY[now() - interval '2 hours', now() - interval '10 minutes', now()]);
