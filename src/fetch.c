@@ -31,6 +31,7 @@
 #include "utils/builtins.h"
 #include "utils/fmgroids.h"
 #include "utils/lsyscache.h"
+#include "utils/memutils.h"
 #include "utils/snapmgr.h"
 #include "utils/timestamp.h"
 #include "utils/tuplestore.h"
@@ -55,6 +56,23 @@ mq_partition_high_watermark(MqTopic *topic, MqPartition *part)
 						    "WHERE topic_id = $1 AND partition = $2",
 						    2, argtypes, args, &hwm);
 	return hwm;
+}
+
+/* 'CreateTime' or 'LogAppendTime' as text, made once per backend */
+static Datum
+timestamp_type_text(bool log_append)
+{
+	static Datum names[2];
+
+	if (names[0] == (Datum) 0)
+	{
+		MemoryContext old = MemoryContextSwitchTo(TopMemoryContext);
+
+		names[0] = CStringGetTextDatum("CreateTime");
+		names[1] = CStringGetTextDatum("LogAppendTime");
+		MemoryContextSwitchTo(old);
+	}
+	return names[log_append ? 1 : 0];
 }
 
 /*
@@ -84,7 +102,7 @@ emit_record(TupleTableSlot *slot, Datum topic_datum, int32 partition,
 	log_append = slot->tts_isnull[Anum_log_timestamp - 1];
 	values[7] = slot->tts_values[log_append ? Anum_log_created_at - 1 : Anum_log_timestamp - 1];
 	nulls[7] = false;
-	values[8] = CStringGetTextDatum(log_append ? "LogAppendTime" : "CreateTime");
+	values[8] = timestamp_type_text(log_append);
 	nulls[8] = false;
 	nulls[9] = true;
 	values[9] = (Datum) 0;
