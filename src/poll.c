@@ -72,12 +72,34 @@ parse_offset_reset(text *t, TimestampTz *since)
 		return RESET_NONE;
 	if (strncmp(s, BY_DURATION, strlen(BY_DURATION)) == 0 && s[strlen(BY_DURATION)] == 'P')
 	{
-		Datum		iv = DirectFunctionCall3(interval_in,
-											 CStringGetDatum(s + strlen(BY_DURATION)),
-											 ObjectIdGetDatum(InvalidOid), Int32GetDatum(-1));
+		MemoryContext cxt = CurrentMemoryContext;
 
-		*since = DatumGetTimestampTz(DirectFunctionCall2(timestamptz_mi_interval,
-														 TimestampTzGetDatum(GetCurrentTimestamp()), iv));
+		/*
+		 * A bad or huge duration is a bad argument (MQ010), not the
+		 * datetime SQLSTATE interval_in would raise: rethrown at once.
+		 */
+		PG_TRY();
+		{
+			Datum		iv = DirectFunctionCall3(interval_in,
+												 CStringGetDatum(s + strlen(BY_DURATION)),
+												 ObjectIdGetDatum(InvalidOid), Int32GetDatum(-1));
+
+			*since = DatumGetTimestampTz(DirectFunctionCall2(timestamptz_mi_interval,
+															 TimestampTzGetDatum(GetCurrentTimestamp()), iv));
+		}
+		PG_CATCH();
+		{
+			ErrorData  *e;
+
+			MemoryContextSwitchTo(cxt);
+			e = CopyErrorData();
+			FlushErrorState();
+			ereport(ERROR,
+					(errcode(ERRCODE_MQ_INVALID_ARGUMENT),
+					 errmsg("invalid auto_offset_reset \"%s\": %s", s, e->message),
+					 errhint("Use earliest, latest, none or by_duration:<ISO 8601 duration> (by_duration:PT1H).")));
+		}
+		PG_END_TRY();
 		return RESET_BY_DURATION;
 	}
 	ereport(ERROR,

@@ -7,7 +7,7 @@
 SET client_min_messages = warning;
 SET TIME ZONE 'UTC';
 BEGIN;
-SELECT plan(54);
+SELECT plan(56);
 
 ---------------------------------------------------------------------------
 -- Timestamps
@@ -128,6 +128,10 @@ SELECT is((SELECT array_agg(msg_offset ORDER BY msg_offset) FROM mq.poll('by-dur
           ARRAY[1, 2]::bigint[], 'auto_offset_reset by_duration starts at the first record of the last hour');
 SELECT throws_ok($$SELECT * FROM mq.poll('x', 'ft-poll', auto_offset_reset => 'by_duration:1h')$$, 'MQ010', NULL,
                  'by_duration takes an ISO 8601 duration');
+SELECT throws_ok($$SELECT * FROM mq.poll('x', 'ft-poll', auto_offset_reset => 'by_duration:PTxH')$$, 'MQ010', NULL,
+                 'a malformed duration is MQ010, not a datetime error');
+SELECT throws_ok($$SELECT * FROM mq.poll('x', 'ft-poll', auto_offset_reset => 'by_duration:P9999999999Y')$$, 'MQ010', NULL,
+                 'so is a duration out of range');
 
 ---------------------------------------------------------------------------
 -- Headers: an ordered list of (key, value or null), keys may repeat
