@@ -1,7 +1,7 @@
 /*-------------------------------------------------------------------------
  *
- * cluster.c
- *	  mqctl cluster status: the brokers and the partitions as the
+ * cmd_cluster.c
+ *	  The command "mqctl cluster status": the brokers and the partitions as the
  *	  coordinator database sees them (schema mq_coord, see
  *	  docs/replication.md): which brokers are alive, who leads each
  *	  partition in which epoch, the in-sync replicas, and the partitions
