@@ -101,6 +101,12 @@ check_eq "$(sql "SELECT bool_and(f.partition = mq.partition_for('lim', f.key))
                    FROM mq.partitions p, mq.fetch('lim', p.partition, 0) f
                   WHERE p.topic = 'lim' AND f.key <> 'k0'::bytea")" t \
 	"each key after the change on its partition of 8"
+check_eq "$(sql "SELECT count(DISTINCT f.partition) > 0 AND count(DISTINCT s.partition) = count(DISTINCT f.partition)
+                   FROM mq.partitions p JOIN mq.fetch('lim', p.partition, 0) f ON true
+                   LEFT JOIN mq.topics t ON t.topic = 'lim'
+                   LEFT JOIN mq.producer_state s ON s.topic_id = t.topic_id AND s.partition = f.partition
+                  WHERE p.topic = 'lim' AND f.partition >= 3")" t \
+	"the new partitions got the producer's sequences (idempotent), not sends without producer id"
 
 # --- the smallest sizes: empty values are empty, not NULL ---------------------
 mqctl topic create small --partitions 2 >/dev/null
