@@ -1,7 +1,8 @@
 /*-------------------------------------------------------------------------
  *
  * producer.c
- *	  Sending batches of records (see producer.h).
+ *	  The producing engine: sending batches of records (see producer.h),
+ *	  for the commands in cmd_produce.c and cmd_perf.c.
  *
  * Each batch is one transaction, so a batch is acknowledged, whole, when
  * its COMMIT returns: that is the unit of durability and of the latency
@@ -26,7 +27,11 @@
  * the next partition in turn, one per batch as the server's sticky choice
  * would.  A batch whose keys span partitions becomes one call per
  * partition, in ascending partition order (as the server appends, so that
- * two producers cannot deadlock), all in one transaction.
+ * two producers cannot deadlock), all in one transaction.  Sequence
+ * numbers are kept per partition up to the count the server reports,
+ * read again when a key maps beyond it (partitions were added); a
+ * partition the topic lacks, whatever --partition said, gets no sequence
+ * and the server refuses it.
  *
  * acks=all calls the procedure mq.produce(), which commits and then waits
  * until the in-sync replicas have the records (docs/replication.md).  A
