@@ -184,6 +184,29 @@ group_argument(CliParser *p)
 	return group;
 }
 
+/* group describe's output: the group, then its partitions. */
+static void
+print_description(const PGresult *group_res, const PGresult *parts_res, OutputFormat format)
+{
+	if (format == OUTPUT_JSON)
+	{
+		json_t	   *obj = output_row_json(group_res, 0);
+
+		json_object_set_new(obj, "partitions", output_rows_json(parts_res));
+		output_json(obj, JSON_INDENT(2));
+	}
+	else
+	{
+		printf("Group: %s\tState: %s\tMembers: %s\tGeneration: %s\tAssignor: %s\tLag: %s\n\n",
+			   PQgetvalue(group_res, 0, 0), PQgetvalue(group_res, 0, 1),
+			   PQgetvalue(group_res, 0, 2),
+			   PQgetisnull(group_res, 0, 3) ? "-" : PQgetvalue(group_res, 0, 3),
+			   PQgetisnull(group_res, 0, 4) ? "-" : PQgetvalue(group_res, 0, 4),
+			   PQgetvalue(group_res, 0, 6));
+		output_table(parts_res);
+	}
+}
+
 int
 cmd_group_describe(const MqctlCommand *cmd, int argc, char **argv)
 {
@@ -237,23 +260,7 @@ cmd_group_describe(const MqctlCommand *cmd, int argc, char **argv)
 			 "(EXTRACT(epoch FROM l.retention_headroom) * 1000)::bigint AS retention_headroom_ms");
 	parts_res = mqctl_exec(conn, sql, &params, 0);
 
-	if (format == OUTPUT_JSON)
-	{
-		json_t	   *obj = output_row_json(group_res, 0);
-
-		json_object_set_new(obj, "partitions", output_rows_json(parts_res));
-		output_json(obj, JSON_INDENT(2));
-	}
-	else
-	{
-		printf("Group: %s\tState: %s\tMembers: %s\tGeneration: %s\tAssignor: %s\tLag: %s\n\n",
-			   PQgetvalue(group_res, 0, 0), PQgetvalue(group_res, 0, 1),
-			   PQgetvalue(group_res, 0, 2),
-			   PQgetisnull(group_res, 0, 3) ? "-" : PQgetvalue(group_res, 0, 3),
-			   PQgetisnull(group_res, 0, 4) ? "-" : PQgetvalue(group_res, 0, 4),
-			   PQgetvalue(group_res, 0, 6));
-		output_table(parts_res);
-	}
+	print_description(group_res, parts_res, format);
 	output_flush();
 	PQclear(group_res);
 	PQclear(parts_res);
