@@ -140,4 +140,3 @@ stats_free(PerfStats *s)
 	free(s->latencies);
 	pthread_mutex_destroy(&s->lock);
 }
-

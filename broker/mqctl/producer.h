@@ -33,7 +33,7 @@ typedef struct ProducerConfig
 	int			batch_size;		/* records per batch (the commands' loops) */
 	MqAcks		acks;
 	bool		idempotent;
-	int			request_timeout_ms; /* acks=all: mq.produce's wait, 0: its default */
+	int			request_timeout_ms;	/* acks=all: mq.produce's wait, 0: its default */
 } ProducerConfig;
 
 /* One record of the batch: where its bytes are in MqProducer.data. */
