@@ -21,6 +21,7 @@ PKGS=(
 	libfuzzer-14-dev
 	graphviz
 	clang-format-14
+	clang
 )
 
 missing=()
