@@ -48,6 +48,13 @@ text_add(Text *t, const char *fmt,...)
 	va_list		ap;
 	int			n;
 
+	if (t->data == NULL)
+	{
+		/* never form data + len from a null pointer (undefined behaviour) */
+		t->cap = 4096;
+		t->data = mq_malloc(t->cap);
+		t->len = 0;
+	}
 	for (;;)
 	{
 		va_start(ap, fmt);
