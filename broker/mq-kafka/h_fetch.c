@@ -1,0 +1,399 @@
+/*-------------------------------------------------------------------------
+ *
+ * h_fetch.c
+ *	  Fetch (v4-v11): reading records of many partitions with one
+ *	  statement, encoding them as record batches within the byte limits,
+ *	  and long polling by parking the request in the daemon.
+ *
+ * The request is decoded once on the loop thread; each attempt runs on a
+ * worker (one statement: mq.partitions for the bounds, a LATERAL
+ * mq.fetch per partition, so only records below the high watermark are
+ * read) and comes back to the loop thread.  With fewer than min_bytes and
+ * time left, the request is parked: it holds no database connection.  A
+ * parked fetch is retried at once when a Produce through this daemon
+ * commits to one of its topics, every --recheck-ms for records appended
+ * by other producers (SQL), and a last time at its deadline.
+ *
+ * Byte limits (KIP-74): records are added while the partition's and the
+ * response's limits allow, except that the first record of the response
+ * is always returned whole, so a consumer can always make progress.
+ * Batches carry LogAppendTime with mq's created_at; one batch per run of
+ * records with the same millisecond, so every record keeps its own time.
+ *
+ *-------------------------------------------------------------------------
+ */
+#include "handlers.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+#include "batch.h"
+#include "kerr.h"
+#include "pgbinary.h"
+#include "util.h"
+
+#define FETCH_SQL \
+	"WITH r AS (SELECT u.i, u.t, u.p, u.o, u.n, s.log_start_offset AS lso," \
+	"                  s.high_watermark AS hw, s.log_end_offset AS leo" \
+	"             FROM unnest($1::text[], $2::int4[], $3::int8[], $4::int4[])" \
+	"                  WITH ORDINALITY AS u(t, p, o, n, i)" \
+	"             JOIN mq.partitions s ON s.topic = u.t AND s.partition = u.p)" \
+	" SELECT r.i, r.lso, r.hw, f.msg_offset," \
+	"        (extract(epoch FROM f.created_at) * 1000)::int8, f.key, f.value" \
+	"   FROM r LEFT JOIN LATERAL mq.fetch(r.t, r.p," \
+	"        CASE WHEN r.o >= r.lso AND r.o < r.hw THEN r.o ELSE r.leo END, r.n) f ON true" \
+	"  ORDER BY r.i, f.msg_offset"
+
+typedef struct FPart
+{
+	int32_t		topic;			/* index into topics */
+	int32_t		partition;
+	int64_t		offset;
+	int32_t		max_bytes;
+} FPart;
+
+typedef struct FetchState
+{
+	int32_t		ntopics;
+	KSlice	   *topics;
+	int32_t		nparts;
+	FPart	   *parts;
+	int32_t		min_bytes;
+	int32_t		max_bytes;
+	int64_t		deadline_us;
+	size_t		bytes;			/* record bytes of the last attempt */
+	bool		failed;			/* the last attempt got a database error */
+	bool		final;
+	struct event *timer;
+	KRequest   *req;
+	struct FetchState *prev,
+			   *next;			/* parked list */
+} FetchState;
+
+static FetchState *parked;
+static struct event *recheck_ev;
+
+static void fetch_db(KRequest *req, PGconn *db);
+static void fetch_done(KRequest *req);
+
+static void
+fetch_state_free(void *p)
+{
+	FetchState *s = p;
+
+	if (s->timer)
+		event_free(s->timer);
+	free(s->topics);
+	free(s->parts);
+	free(s);
+}
+
+/* the records of one partition from rows [*row, ...) with index i */
+static void
+encode_partition(PGresult *res, int *row, int64_t i, const FPart *fp, size_t *total,
+				 int32_t max_total, KWriter *recs)
+{
+	KBatchEnc	e;
+	bool		open = false;
+	int64_t		ts_open = 0;
+	size_t		part = 0;
+
+	for (; *row < PQntuples(res) && mq_get_int64(res, *row, 0) == i; (*row)++)
+	{
+		int64_t		off,
+					ts;
+		int			klen,
+					vlen;
+		size_t		size;
+
+		if (PQgetisnull(res, *row, 3))
+			continue;
+		off = mq_get_int64(res, *row, 3);
+		ts = mq_get_int64(res, *row, 4);
+		klen = PQgetisnull(res, *row, 5) ? -1 : PQgetlength(res, *row, 5);
+		vlen = PQgetisnull(res, *row, 6) ? -1 : PQgetlength(res, *row, 6);
+		size = (klen > 0 ? klen : 0) + (vlen > 0 ? vlen : 0) + 24 + (open ? 0 : KBATCH_HEADER_SIZE);
+		if (*total > 0 && (part + size > (size_t) fp->max_bytes || *total + size > (size_t) max_total))
+		{
+			/* full: skip the rest of this partition's rows */
+			while (*row < PQntuples(res) && mq_get_int64(res, *row, 0) == i)
+				(*row)++;
+			break;
+		}
+		if (open && ts != ts_open)
+		{
+			batch_end(&e);
+			open = false;
+		}
+		if (!open)
+		{
+			batch_begin(&e, recs, off, 0, ts);
+			open = true;
+			ts_open = ts;
+		}
+		batch_add(&e, off, ts, PQgetvalue(res, *row, 5), klen, PQgetvalue(res, *row, 6), vlen);
+		part += size;
+		*total += size;
+	}
+	if (open)
+		batch_end(&e);
+}
+
+static PGresult *
+fetch_query(FetchState *s, PGconn *db, MqError *err)
+{
+	MqArray		t,
+				p,
+				o,
+				n;
+	MqParams	params;
+	PGresult   *res;
+	const char *b;
+	int			len;
+
+	mq_array_init(&t, MQ_TEXTOID);
+	mq_array_init(&p, MQ_INT4OID);
+	mq_array_init(&o, MQ_INT8OID);
+	mq_array_init(&n, MQ_INT4OID);
+	for (int32_t k = 0; k < s->nparts; k++)
+	{
+		const FPart *fp = &s->parts[k];
+		int32_t		cnt = fp->max_bytes / 64 + 1;
+
+		mq_array_add(&t, s->topics[fp->topic].p, s->topics[fp->topic].len);
+		mq_array_add_int32(&p, fp->partition);
+		mq_array_add_int64(&o, fp->offset);
+		mq_array_add_int32(&n, cnt < 1 ? 1 : cnt > 5000 ? 5000 : cnt);
+	}
+	mq_params_init(&params);
+	b = mq_array_bytes(&t, &len);
+	mq_param_binary(&params, MQ_TEXTARRAYOID, b, len);
+	b = mq_array_bytes(&p, &len);
+	mq_param_binary(&params, MQ_INT4ARRAYOID, b, len);
+	b = mq_array_bytes(&o, &len);
+	mq_param_binary(&params, MQ_INT8ARRAYOID, b, len);
+	b = mq_array_bytes(&n, &len);
+	mq_param_binary(&params, MQ_INT4ARRAYOID, b, len);
+	res = kdb_exec(db, FETCH_SQL, &params, 1, err);
+	mq_array_free(&t);
+	mq_array_free(&p);
+	mq_array_free(&o);
+	mq_array_free(&n);
+	return res;
+}
+
+/* one partition's response entry */
+static void
+write_partition(KRequest *req, const FPart *fp, int16_t code, int64_t lso, int64_t hw,
+				const KWriter *recs)
+{
+	KWriter    *w = &req->resp;
+
+	kw_i32(w, fp->partition);
+	kw_i16(w, code);
+	kw_i64(w, hw);
+	kw_i64(w, hw);				/* last stable offset: mq has no open transactions */
+	if (req->api_version >= 5)
+		kw_i64(w, lso);
+	kw_i32(w, 0);				/* aborted transactions */
+	if (req->api_version >= 11)
+		kw_i32(w, -1);			/* preferred read replica */
+	kw_bytes(w, recs->buf, (int32_t) recs->len);
+}
+
+static void
+fetch_db(KRequest *req, PGconn *db)
+{
+	FetchState *s = req->state;
+	KWriter    *w = &req->resp;
+	MqError		err = MQ_ERROR_INIT;
+	PGresult   *res = fetch_query(s, db, &err);
+	int			row = 0;
+	int32_t		k = 0;
+	KWriter		recs;
+
+	kw_reset(w);
+	kw_init(&recs);
+	s->bytes = 0;
+	s->failed = res == NULL;
+	kw_i32(w, 0);				/* throttle */
+	if (req->api_version >= 7)
+	{
+		kw_i16(w, KERR_NONE);
+		kw_i32(w, 0);			/* session id: no fetch sessions */
+	}
+	kw_i32(w, s->ntopics);
+	for (int32_t t = 0; t < s->ntopics; t++)
+	{
+		size_t		count_at;
+		int32_t		cnt = 0;
+
+		kw_strn(w, s->topics[t].p, s->topics[t].len);
+		count_at = w->len;
+		kw_i32(w, 0);
+		for (; k < s->nparts && s->parts[k].topic == t; k++, cnt++)
+		{
+			const FPart *fp = &s->parts[k];
+			int64_t		lso = -1,
+						hw = -1;
+			int16_t		code = res ? KERR_UNKNOWN_TOPIC_OR_PARTITION : kerr_from_mq(&err);
+
+			kw_reset(&recs);
+			if (res && row < PQntuples(res) && mq_get_int64(res, row, 0) == k + 1)
+			{
+				lso = mq_get_int64(res, row, 1);
+				hw = mq_get_int64(res, row, 2);
+				code = (fp->offset < lso || fp->offset > hw) ? KERR_OFFSET_OUT_OF_RANGE : KERR_NONE;
+				encode_partition(res, &row, k + 1, fp, &s->bytes, s->max_bytes, &recs);
+			}
+			write_partition(req, fp, code, lso, hw, &recs);
+		}
+		kw_put_i32_at(w, count_at, cnt);
+	}
+	kw_free(&recs);
+	PQclear(res);
+	mq_error_free(&err);
+}
+
+static void
+unpark(FetchState *s)
+{
+	if (s->prev)
+		s->prev->next = s->next;
+	else
+		parked = s->next;
+	if (s->next)
+		s->next->prev = s->prev;
+	s->prev = s->next = NULL;
+	evtimer_del(s->timer);
+}
+
+static void
+retry(FetchState *s, bool final)
+{
+	unpark(s);
+	s->final = final;
+	pool_submit(s->req, fetch_db, fetch_done);
+}
+
+static void
+on_deadline(evutil_socket_t fd, short what, void *arg)
+{
+	retry(arg, true);
+}
+
+static void
+on_recheck(evutil_socket_t fd, short what, void *arg)
+{
+	while (parked)
+		retry(parked, false);
+}
+
+static void
+fetch_done(KRequest *req)
+{
+	FetchState *s = req->state;
+	int64_t		left = s->deadline_us - mq_now_us();
+	struct timeval tv;
+
+	if (s->final || s->failed || s->bytes >= (size_t) s->min_bytes || left <= 1000 ||
+		conn_closed(req->conn))
+	{
+		req_finish(req);
+		return;
+	}
+	s->next = parked;
+	if (parked)
+		parked->prev = s;
+	parked = s;
+	tv.tv_sec = left / 1000000;
+	tv.tv_usec = left % 1000000;
+	evtimer_add(s->timer, &tv);
+	tv.tv_sec = kconfig.recheck_ms / 1000;
+	tv.tv_usec = (kconfig.recheck_ms % 1000) * 1000;
+	if (!evtimer_pending(recheck_ev, NULL))
+		evtimer_add(recheck_ev, &tv);
+}
+
+void
+fetch_wake_topic(const char *topic)
+{
+	FetchState *s = parked;
+
+	while (s)
+	{
+		FetchState *next = s->next;
+
+		for (int32_t t = 0; t < s->ntopics; t++)
+			if (kslice_eq(s->topics[t], topic))
+			{
+				retry(s, false);
+				break;
+			}
+		s = next;
+	}
+}
+
+/* decode the request; false if malformed */
+static bool
+fetch_decode(KRequest *req, FetchState *s)
+{
+	KReader    *r = &req->body;
+	int16_t		v = req->api_version;
+	int32_t		max_wait;
+
+	(void) kr_i32(r);			/* replica_id */
+	max_wait = kr_i32(r);
+	s->min_bytes = kr_i32(r);
+	s->max_bytes = kr_i32(r);
+	(void) kr_i8(r);			/* isolation level: LSO is the high watermark */
+	if (v >= 7)
+	{
+		(void) kr_i32(r);		/* session id */
+		(void) kr_i32(r);		/* session epoch */
+	}
+	s->ntopics = kr_array(r, 6);
+	s->topics = mq_malloc0(sizeof(KSlice) * (s->ntopics > 0 ? s->ntopics : 1));
+	s->parts = mq_malloc0(sizeof(FPart) * (kr_left(r) / 16 + 1));
+	for (int32_t t = 0; t < s->ntopics && !r->err; t++)
+	{
+		int32_t		n;
+
+		s->topics[t] = kr_str(r);
+		n = kr_array(r, 16);
+		for (int32_t i = 0; i < n && !r->err; i++)
+		{
+			FPart	   *fp = &s->parts[s->nparts++];
+
+			fp->topic = t;
+			fp->partition = kr_i32(r);
+			if (v >= 9)
+				(void) kr_i32(r);	/* current leader epoch */
+			fp->offset = kr_i64(r);
+			if (v >= 5)
+				(void) kr_i64(r);	/* log start offset */
+			fp->max_bytes = kr_i32(r);
+		}
+	}
+	s->deadline_us = mq_now_us() + (int64_t) (max_wait > 0 ? max_wait : 0) * 1000;
+	return !r->err && s->max_bytes >= 0;
+}
+
+void
+h_fetch(KRequest *req)
+{
+	FetchState *s = mq_malloc0(sizeof(FetchState));
+
+	req->state = s;
+	req->free_state = fetch_state_free;
+	s->req = req;
+	if (!fetch_decode(req, s))
+	{
+		req_abort(req);
+		return;
+	}
+	s->timer = evtimer_new(kbase, on_deadline, s);
+	if (recheck_ev == NULL)
+		recheck_ev = evtimer_new(kbase, on_recheck, NULL);
+	pool_submit(req, fetch_db, fetch_done);
+}

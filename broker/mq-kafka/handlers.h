@@ -1,0 +1,70 @@
+/*-------------------------------------------------------------------------
+ *
+ * handlers.h
+ *	  The API handlers, one file per group of APIs.  Each runs on the loop
+ *	  thread with the request body positioned after the header; it either
+ *	  answers at once (req_finish), hands the request to a database worker
+ *	  (pool_submit), or parks it (fetch, join, sync).
+ *
+ *-------------------------------------------------------------------------
+ */
+#ifndef MQK_HANDLERS_H
+#define MQK_HANDLERS_H
+
+#include "mqconn.h"
+#include "mqkafka.h"
+
+/* api keys */
+enum
+{
+	KAPI_PRODUCE = 0,
+	KAPI_FETCH = 1,
+	KAPI_LIST_OFFSETS = 2,
+	KAPI_METADATA = 3,
+	KAPI_OFFSET_COMMIT = 8,
+	KAPI_OFFSET_FETCH = 9,
+	KAPI_FIND_COORDINATOR = 10,
+	KAPI_JOIN_GROUP = 11,
+	KAPI_HEARTBEAT = 12,
+	KAPI_LEAVE_GROUP = 13,
+	KAPI_SYNC_GROUP = 14,
+	KAPI_DESCRIBE_GROUPS = 15,
+	KAPI_LIST_GROUPS = 16,
+	KAPI_API_VERSIONS = 18,
+	KAPI_CREATE_TOPICS = 19,
+	KAPI_DELETE_TOPICS = 20,
+	KAPI_INIT_PRODUCER_ID = 22,
+};
+
+/* h_metadata.c */
+extern void h_metadata(KRequest *req);
+extern void h_create_topics(KRequest *req);
+extern void h_delete_topics(KRequest *req);
+/* h_produce.c */
+extern void h_produce(KRequest *req);
+extern void h_init_producer_id(KRequest *req);
+/* h_fetch.c */
+extern void h_fetch(KRequest *req);
+extern void fetch_wake_topic(const char *topic);
+/* h_offsets.c */
+extern void h_list_offsets(KRequest *req);
+extern void h_offset_commit(KRequest *req);
+extern void h_offset_fetch(KRequest *req);
+/* h_group.c */
+extern void h_find_coordinator(KRequest *req);
+extern void h_join_group(KRequest *req);
+extern void h_sync_group(KRequest *req);
+extern void h_heartbeat(KRequest *req);
+extern void h_leave_group(KRequest *req);
+extern void h_list_groups(KRequest *req);
+extern void h_describe_groups(KRequest *req);
+
+/*
+ * A statement run by a worker: NULL with err filled on failure (and
+ * err->connection_lost when the database is unreachable, db == NULL).
+ */
+extern PGresult *kdb_exec(PGconn *db, const char *sql, const MqParams *params,
+						  int result_format,
+						  MqError *err);
+
+#endif							/* MQK_HANDLERS_H */

@@ -1,0 +1,92 @@
+/*-------------------------------------------------------------------------
+ *
+ * mqkafka.h
+ *	  The core types of mq-kafka: its configuration, client connections,
+ *	  and requests as they travel from a socket through a handler (and
+ *	  maybe a database worker) back to the socket.
+ *
+ * Threads: one event-loop thread (libevent) owns every connection, the
+ * group coordinator and the parked fetches; a bounded pool of worker
+ * threads, each with its own libpq connection, runs the statements
+ * (pool.c).  A request is touched by one thread at a time: the loop hands
+ * it to a worker through the pool's queue and gets it back through the
+ * pool's done queue, both under the pool's mutex.
+ *
+ * Ordering: a connection has at most one request in flight, and reading
+ * stops until its response is written, which is how Kafka brokers keep a
+ * connection's responses in request order.
+ *
+ *-------------------------------------------------------------------------
+ */
+#ifndef MQK_MQKAFKA_H
+#define MQK_MQKAFKA_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include <event2/event.h>
+#include <libpq-fe.h>
+
+#include "kbuf.h"
+
+typedef struct KConfig
+{
+	const char *conninfo;		/* -d, as psql takes it; NULL: environment */
+	char	   *listen_host;	/* default 127.0.0.1 */
+	int			listen_port;	/* default 9092 */
+	char	   *advertised_host;	/* what Metadata tells clients */
+	int			advertised_port;
+	int			node_id;
+	int			pool_size;		/* database connections */
+	int32_t		max_request_bytes;	/* larger frames close the connection */
+	int32_t		max_inflated_bytes; /* decompressed size cap per batch */
+	int			group_initial_delay_ms;
+	int			auto_create_partitions; /* 0: no automatic topic creation */
+	int			recheck_ms;		/* parked fetches re-read this often */
+} KConfig;
+
+extern KConfig kconfig;
+extern struct event_base *kbase;
+
+typedef struct KConn KConn;
+typedef struct KRequest KRequest;
+
+typedef void (*KDbFn) (KRequest *req, PGconn *db);
+typedef void (*KDoneFn) (KRequest *req);
+
+struct KRequest
+{
+	KConn	   *conn;
+	int16_t		api_key;
+	int16_t		api_version;
+	int32_t		corr;
+	char	   *client_id;
+	uint8_t    *frame;			/* the whole request, header included */
+	KReader		body;			/* positioned after the request header */
+	KWriter		resp;			/* the response body */
+	bool		flexible_resp;	/* response header v1 (tagged fields) */
+	bool		no_response;	/* acks=0 produce */
+	KDbFn		db_fn;			/* run by a worker */
+	KDoneFn		done_fn;		/* then this on the loop thread; NULL: respond */
+	void	   *state;			/* the handler's own */
+	void		(*free_state) (void *state);
+	KRequest   *next;			/* pool queue link */
+};
+
+/* server.c: connections */
+extern void server_start(void);
+extern const char *conn_peer(const KConn *c);
+extern bool conn_closed(const KConn *c);
+/* send req's response (unless no_response), free req, resume reading */
+extern void req_finish(KRequest *req);
+/* drop req without a response and close its connection */
+extern void req_abort(KRequest *req);
+
+/* pool.c: database workers */
+extern void pool_start(void);
+extern void pool_submit(KRequest *req, KDbFn db_fn, KDoneFn done_fn);
+
+/* api.c: header parsing and dispatch */
+extern void api_dispatch(KRequest *req, size_t frame_len);
+
+#endif							/* MQK_MQKAFKA_H */
