@@ -15,6 +15,19 @@ PKGS=(
 	libmicrohttpd-dev
 	libinih-dev
 	libjansson-dev
+	# mq-kafka (docs/kafka.md): its event loop and the four codecs
+	libevent-dev
+	zlib1g-dev
+	libsnappy-dev
+	liblz4-dev
+	libzstd-dev
+	# mq-kafka's tests: Kafka clients, and clang's libFuzzer for
+	# scripts/fuzz-kafka.sh; kafkajs comes from npm (test/kafka/js)
+	kcat
+	librdkafka-dev
+	clang
+	libfuzzer-14-dev
+	nodejs
 )
 
 missing=()
@@ -24,6 +37,12 @@ for p in "${PKGS[@]}"; do
 		missing+=("$p")
 	fi
 done
+
+# npm: Debian's package, unless a node distribution that bundles npm
+# (NodeSource's nodejs) is installed already; the two conflict.
+if ! command -v npm >/dev/null 2>&1; then
+	missing+=(npm)
+fi
 
 if ((${#missing[@]} == 0)); then
 	echo "install-deps: all ${#PKGS[@]} packages already installed"

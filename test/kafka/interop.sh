@@ -1,0 +1,43 @@
+#!/usr/bin/env bash
+# SQL and Kafka clients on the same topics: records sent with mq.send are
+# read by kcat and the reverse; offsets a Kafka group commits are mq's
+# (mq.committed_offset, mq.consumer_lag, mqctl group describe), and a
+# group can move from SQL to Kafka; topics made with CreateTopics are
+# ordinary mq topics.
+source "$(dirname "${BASH_SOURCE[0]}")/lib.bash"
+T="$(tmpdir)"
+
+sql "SELECT mq.create_topic('io', 2)" >/dev/null
+kafka_start || { fail "mq-kafka starts"; finish; }
+
+# SQL -> Kafka
+sql "SELECT mq.send('io', 'sql-key'::bytea, '\x00ff10'::bytea, partition => 0)" >/dev/null
+sql "SELECT mq.send('io', NULL::bytea, 'no key'::bytea, partition => 0)" >/dev/null
+kcat_ -C -t io -p 0 -e -o beginning -q -f '%k|%S|%s\n' >"$T/sql.out"
+check_eq "$(od -An -tx1 <"$T/sql.out" | tr -d ' \n')" \
+	"$(printf 'sql-key|3|\x00\xff\x10\n|6|no key\n' | od -An -tx1 | tr -d ' \n')" \
+	"kcat reads records sent with mq.send, bytes intact"
+
+# Kafka -> SQL
+printf 'kafka-key\tkafka value\n' | kcat_ -P -t io -p 1 -K $'\t'
+check_eq "$(sql "SELECT convert_from(key, 'UTF8') || '=' || convert_from(value, 'UTF8') FROM mq.fetch('io', 1, 0, 10)")" \
+	"kafka-key=kafka value" "mq.fetch reads records produced by kcat"
+
+# a Kafka group's commits are mq's
+run kcat_ -G iogrp -X auto.offset.reset=earliest -e -q -f '%p:%o\n' io
+expect_rc 0 "kcat group consumes"
+check_eq "$(sql "SELECT mq.committed_offset('iogrp', 'io', 0) || ',' || mq.committed_offset('iogrp', 'io', 1)")" \
+	"2,1" "mq.committed_offset shows the Kafka group's commits"
+check_eq "$(sql "SELECT string_agg(partition || ':' || committed_offset || ':' || lag, ',' ORDER BY partition)
+                   FROM mq.consumer_lag WHERE group_id = 'iogrp'")" "0:2:0,1:1:0" "mq.consumer_lag sees them"
+run mqctl group describe iogrp --format json
+expect_rc 0 "mqctl group describe"
+check_match "$OUT" '"committed_offset": ?2' "mqctl group describe shows the committed offset"
+
+# a group moves from SQL to Kafka: kcat resumes where SQL committed
+sql "SELECT mq.send('io', 'a'::text, 'after-sql-commit'::text, partition => 0)" >/dev/null
+sql "SELECT mq.commit_offset('sqlgrp', 'io', 0, 2), mq.commit_offset('sqlgrp', 'io', 1, 1)" >/dev/null
+run kcat_ -G sqlgrp -X auto.offset.reset=earliest -e -q io
+check_eq "$OUT" "after-sql-commit" "a Kafka consumer resumes from offsets committed in SQL"
+
+finish
