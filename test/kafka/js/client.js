@@ -1,0 +1,51 @@
+// kafkajs against mq-kafka (test/kafka/kafkajs.sh runs it):
+//   node client.js BROKER TOPIC GROUP
+// creates TOPIC (2 partitions) with the admin API, produces 100 records
+// with an idempotent producer, consumes them with a group that commits,
+// and prints one JSON line: what was created, produced and consumed.
+'use strict';
+const { Kafka, logLevel } = require('kafkajs');
+
+const [broker, topic, groupId] = process.argv.slice(2);
+const kafka = new Kafka({ clientId: 'kafkajs-test', brokers: [broker], logLevel: logLevel.WARN });
+const N = 100;
+
+async function main() {
+  const admin = kafka.admin();
+  await admin.connect();
+  const created = await admin.createTopics({ topics: [{ topic, numPartitions: 2 }], waitForLeaders: true });
+  const listed = await admin.listTopics();
+  await admin.disconnect();
+
+  const producer = kafka.producer({ idempotent: true, maxInFlightRequests: 1 });
+  await producer.connect();
+  const messages = [];
+  for (let i = 0; i < N; i++) messages.push({ key: `k${i}`, value: `v${i}` });
+  await producer.send({ topic, messages });
+  await producer.disconnect();
+
+  const consumer = kafka.consumer({ groupId, sessionTimeout: 10000, heartbeatInterval: 500 });
+  await consumer.connect();
+  await consumer.subscribe({ topic, fromBeginning: true });
+  const seen = new Set();
+  let done;
+  const finished = new Promise((resolve) => { done = resolve; });
+  await consumer.run({
+    autoCommit: true,
+    eachMessage: async ({ message }) => {
+      seen.add(`${message.key}=${message.value}`);
+      if (seen.size === N) done();
+    },
+  });
+  const timer = setTimeout(done, 60000);
+  await finished;
+  clearTimeout(timer);
+  await consumer.commitOffsets([]);
+  await consumer.disconnect();
+
+  let ok = 0;
+  for (let i = 0; i < N; i++) if (seen.has(`k${i}=v${i}`)) ok++;
+  console.log(JSON.stringify({ created, listed: listed.includes(topic), produced: N, consumed: ok }));
+}
+
+main().catch((e) => { console.error(e); process.exit(1); });
