@@ -32,3 +32,6 @@ clean: broker-clean
 broker-all broker-install broker-clean:
 	$(MAKE) -C broker $(@:broker-%=%) PG_CONFIG=$(PG_CONFIG)
 .PHONY: broker-all broker-install broker-clean
+
+# PGXS tracks no header dependencies: every object includes src/mq.h.
+$(OBJS): src/mq.h

@@ -314,7 +314,7 @@ mq_fetch(PG_FUNCTION_ARGS)
 	LongPoll	lp;
 
 	check_not_null(fcinfo, 4, names);
-	topic = mq_topic_lookup_text(PG_GETARG_TEXT_PP(0));
+	topic = mq_topic_authorized(PG_GETARG_TEXT_PP(0), MQ_ACL_READ);
 	part = mq_topic_partition(topic, PG_GETARG_INT32(1));
 	from = PG_GETARG_INT64(2);
 	max = PG_GETARG_INT32(3);
@@ -640,7 +640,8 @@ mq_poll(PG_FUNCTION_ARGS)
 	check_not_null(fcinfo, 4, names);
 	group = PG_GETARG_TEXT_PP(0);
 	check_group(group);
-	topic = mq_topic_lookup_text(PG_GETARG_TEXT_PP(1));
+	mq_group_authorize(group, MQ_ACL_READ);
+	topic = mq_topic_authorized(PG_GETARG_TEXT_PP(1), MQ_ACL_READ);
 	max = PG_GETARG_INT32(2);
 	check_max_records(max);
 	autocommit = PG_GETARG_BOOL(3);
@@ -732,7 +733,8 @@ mq_commit_offset(PG_FUNCTION_ARGS)
 	check_not_null(fcinfo, 4, names);
 	group = PG_GETARG_TEXT_PP(0);
 	check_group(group);
-	topic = mq_topic_lookup_text(PG_GETARG_TEXT_PP(1));
+	mq_group_authorize(group, MQ_ACL_READ);
+	topic = mq_topic_authorized(PG_GETARG_TEXT_PP(1), MQ_ACL_READ);
 	part = mq_topic_partition(topic, PG_GETARG_INT32(2));
 	next = PG_GETARG_INT64(3);
 
@@ -775,7 +777,8 @@ mq_committed_offset(PG_FUNCTION_ARGS)
 
 	check_not_null(fcinfo, 3, names);
 	check_group(PG_GETARG_TEXT_PP(0));
-	topic = mq_topic_lookup_text(PG_GETARG_TEXT_PP(1));
+	mq_group_authorize(PG_GETARG_TEXT_PP(0), MQ_ACL_DESCRIBE);
+	topic = mq_topic_authorized(PG_GETARG_TEXT_PP(1), MQ_ACL_DESCRIBE);
 	(void) mq_topic_partition(topic, PG_GETARG_INT32(2));
 	pos = committed_position(PG_GETARG_TEXT_PP(0), topic, PG_GETARG_INT32(2));
 	if (pos < 0)
@@ -803,7 +806,8 @@ mq_commit_polled(PG_FUNCTION_ARGS)
 	check_not_null(fcinfo, 2, names);
 	group = PG_GETARG_TEXT_PP(0);
 	check_group(group);
-	topic = mq_topic_lookup_text(PG_GETARG_TEXT_PP(1));
+	mq_group_authorize(group, MQ_ACL_READ);
+	topic = mq_topic_authorized(PG_GETARG_TEXT_PP(1), MQ_ACL_READ);
 	if (xact_positions == NULL)
 		PG_RETURN_INT32(0);
 

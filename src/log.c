@@ -40,6 +40,7 @@
 #include "replication/syncrep.h"
 #include "storage/lmgr.h"
 #include "storage/lock.h"
+#include "tcop/utility.h"
 #include "utils/builtins.h"
 #include "utils/inval.h"
 #include "utils/lsyscache.h"
@@ -402,8 +403,15 @@ append_to_segment(MqSegment *seg, int32 partition, MqRecordIn *recs, int n,
 static MqTopic *
 lock_for_append(const char *topic_name, int32 partition)
 {
-	MqTopic    *topic = mq_topic_lookup(topic_name, false);
+	MqTopic    *topic;
 	int32		locked_id;
+
+	/*
+	 * The heap inserts below bypass the executor and its read-only check:
+	 * refuse here (25006, also on a hot standby) before taking any lock.
+	 */
+	PreventCommandIfReadOnly("a produce to a topic");
+	topic = mq_topic_lookup(topic_name, false);
 
 	(void) mq_topic_partition(topic, partition);
 	do
@@ -550,7 +558,11 @@ Datum
 mq_log_end_offset_sql(PG_FUNCTION_ARGS)
 {
 	MqTopic    *topic = mq_topic_by_id(PG_GETARG_INT32(0));
-	MqPartition *part = mq_topic_partition(topic, PG_GETARG_INT32(1));
+	MqPartition *part;
 
+	/* NULL, not an error, so that views filtering on DESCRIBE never fail */
+	if (!mq_acl_allowed(GetUserId(), MQ_RES_TOPIC, topic->name, MQ_ACL_DESCRIBE))
+		PG_RETURN_NULL();
+	part = mq_topic_partition(topic, PG_GETARG_INT32(1));
 	PG_RETURN_INT64(mq_log_end_offset(part, GetActiveSnapshot()));
 }

@@ -49,6 +49,7 @@ _PG_init(void)
 	mq_log_init();
 	mq_consume_init();
 	mq_notify_init();
+	mq_acl_init();
 
 	DefineCustomBoolVariable("mq.release_before_flush",
 							 "Producers release the partition lock before waiting for their commit's WAL flush.",
@@ -93,7 +94,10 @@ maintenance_pass(void)
 	SPI_connect();
 	PushActiveSnapshot(GetTransactionSnapshot());
 	pgstat_report_activity(STATE_RUNNING, "mq maintenance");
-	if (SPI_execute("SELECT 1 FROM pg_catalog.pg_extension WHERE extname = 'mq'", true, 1) == SPI_OK_SELECT &&
+	/* the worker is a superuser: nothing of a user's may be on its path */
+	SetConfigOption("search_path", "pg_catalog, pg_temp", PGC_SUSET, PGC_S_OVERRIDE);
+	if (SPI_execute("SELECT 1 FROM pg_catalog.pg_extension "
+					"WHERE extname OPERATOR(pg_catalog.=) 'mq'", true, 1) == SPI_OK_SELECT &&
 		SPI_processed == 1)
 		SPI_execute("SELECT mq.run_maintenance()", false, 0);
 	SPI_finish();

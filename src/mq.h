@@ -166,10 +166,33 @@ typedef struct MqSpiSave
 {
 	Oid			user;
 	int			sec_context;
+	int			guc_nestlevel;	/* the pinned search_path's GUC level */
 } MqSpiSave;
 extern void mq_spi_begin(MqSpiSave *save);
 extern void mq_spi_end(MqSpiSave *save);
 extern SPIPlanPtr mq_spi_prepare(const char *sql, int nargs, Oid *argtypes);
+extern void mq_spi_begin_definer(MqSpiSave *save);
+
+/* acl.c: Kafka's resource rights on PostgreSQL roles */
+#define MQ_ACL_READ			(1 << 0)
+#define MQ_ACL_WRITE		(1 << 1)
+#define MQ_ACL_DESCRIBE		(1 << 2)
+#define MQ_ACL_CREATE		(1 << 3)
+#define MQ_ACL_ALTER		(1 << 4)
+#define MQ_ACL_DELETE		(1 << 5)
+#define MQ_ACL_ALL			0x3f
+#define MQ_RES_TOPIC		't'
+#define MQ_RES_GROUP		'g'
+extern void mq_acl_init(void);
+extern int	mq_acl_op_from_name(const char *name);
+extern bool mq_acl_allowed(Oid role, char restype, const char *name, int op);
+extern void mq_acl_check_role(Oid role, char restype, const char *name, int op);
+extern void mq_acl_check(char restype, const char *name, int op);
+extern MqTopic *mq_topic_authorized(text *name, int op);
+extern void mq_group_authorize(text *group, int op);
+
+/* owner.c: SQL functions that run as the owner after their checks */
+extern Oid	mq_owner(void);
 
 /* partitioner.c */
 extern int32 mq_murmur2(const char *data, int len);

@@ -99,7 +99,7 @@ mq_partition_for(PG_FUNCTION_ARGS)
 		ereport(ERROR,
 				(errcode(ERRCODE_MQ_INVALID_ARGUMENT),
 				 errmsg("topic must not be null")));
-	topic = mq_topic_lookup_text(PG_GETARG_TEXT_PP(0));
+	topic = mq_topic_authorized(PG_GETARG_TEXT_PP(0), MQ_ACL_DESCRIBE);
 	if (PG_ARGISNULL(1))
 		PG_RETURN_NULL();		/* a null key has no fixed partition */
 	PG_RETURN_INT32(mq_default_partition(PG_GETARG_BYTEA_PP(1), topic->npartitions));

@@ -118,6 +118,7 @@ send_records(FunctionCallInfo fcinfo, MqRecordIn *recs, int n)
 				(errcode(ERRCODE_MQ_INVALID_ARGUMENT),
 				 errmsg("topic must not be null")));
 	topic_name = text_to_cstring(PG_GETARG_TEXT_PP(ARG_TOPIC));
+	mq_acl_check(MQ_RES_TOPIC, topic_name, MQ_ACL_WRITE);
 	topic = mq_topic_lookup(topic_name, false);
 	read_producer(fcinfo, &producer);
 

@@ -20,11 +20,12 @@
 #include "catalog/pg_namespace.h"
 #include "executor/spi.h"
 #include "miscadmin.h"
+#include "utils/guc.h"
 #include "utils/syscache.h"
 
 #include "mq.h"
 
-static Oid
+Oid
 mq_owner(void)
 {
 	static Oid	owner = InvalidOid;
@@ -42,24 +43,43 @@ mq_owner(void)
 	return owner;
 }
 
-/* SPI_connect and become the extension owner; save says whom to restore. */
-void
-mq_spi_begin(MqSpiSave *save)
+static void
+spi_begin(MqSpiSave *save, int sec_flags)
 {
 	Oid			owner = mq_owner();
 
 	if (SPI_connect() != SPI_OK_CONNECT)
 		elog(ERROR, "mq: SPI_connect failed");
 	GetUserIdAndSecContext(&save->user, &save->sec_context);
-	SetUserIdAndSecContext(owner, save->sec_context |
-						   SECURITY_LOCAL_USERID_CHANGE |
-						   SECURITY_RESTRICTED_OPERATION);
+	SetUserIdAndSecContext(owner, save->sec_context | sec_flags);
+	save->guc_nestlevel = NewGUCNestLevel();
+	(void) set_config_option("search_path", "pg_catalog, pg_temp",
+							 PGC_USERSET, PGC_S_SESSION, GUC_ACTION_SAVE,
+							 true, 0, false);
+}
+
+/* SPI_connect and become the extension owner; save says whom to restore. */
+void
+mq_spi_begin(MqSpiSave *save)
+{
+	spi_begin(save, SECURITY_LOCAL_USERID_CHANGE | SECURITY_RESTRICTED_OPERATION);
+}
+
+/*
+ * The same as the owner would run a SECURITY DEFINER function: for the
+ * SQL implementations that owner.c calls after its checks.
+ */
+void
+mq_spi_begin_definer(MqSpiSave *save)
+{
+	spi_begin(save, SECURITY_LOCAL_USERID_CHANGE);
 }
 
 void
 mq_spi_end(MqSpiSave *save)
 {
 	SPI_finish();
+	AtEOXact_GUC(true, save->guc_nestlevel);
 	SetUserIdAndSecContext(save->user, save->sec_context);
 }
 

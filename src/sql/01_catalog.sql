@@ -8,7 +8,8 @@ CREATE TABLE mq.topic (
     partitions  integer NOT NULL CHECK (partitions > 0),
     config      jsonb NOT NULL DEFAULT '{}',
     relid       regclass,
-    created_at  timestamptz NOT NULL DEFAULT now()
+    created_at  timestamptz NOT NULL DEFAULT now(),
+    owner       regrole           -- its creator: every right on it (src/acl.c)
 );
 
 CREATE TABLE mq.partition_state (

@@ -12,6 +12,7 @@ DECLARE
     v_val jsonb;
     v_kind text;
     v_min numeric;
+    v_max numeric;
     v_num numeric;
     v_unit text;
     v_mult numeric;
@@ -23,17 +24,20 @@ BEGIN
             USING ERRCODE = 'MQ004', HINT = 'For example ''{"retention.ms": "7d", "segment.bytes": "256MB"}''.';
     END IF;
     FOR v_key, v_val IN SELECT * FROM jsonb_each(config) LOOP
-        SELECT s.kind, s.min INTO v_kind, v_min FROM (VALUES
-            ('retention.ms', 'ms', -1),
-            ('retention.bytes', 'bytes', -1),
-            ('segment.bytes', 'bytes', 1024),
-            ('segment.ms', 'ms', 1),
-            ('segment.records', 'count', 1),
-            ('max.message.bytes', 'bytes', 0),
-            ('min.insync.replicas', 'count', 1),
-            ('replication.factor', 'count', 1),
-            ('unclean.leader.election.enable', 'bool', NULL),
-            ('cleanup.policy', 'policy', NULL)) AS s(key, kind, min)
+        -- maxima: what the code can compute with (times as intervals added
+        -- to timestamps: 1,000 years; sizes and counts Kafka keeps in an int
+        -- as int4; retention.bytes as int8)
+        SELECT s.kind, s.min, s.max INTO v_kind, v_min, v_max FROM (VALUES
+            ('retention.ms', 'ms', -1, 31557600000000),
+            ('retention.bytes', 'bytes', -1, 9223372036854775807),
+            ('segment.bytes', 'bytes', 1024, 2147483647),
+            ('segment.ms', 'ms', 1, 31557600000000),
+            ('segment.records', 'count', 1, 2147483647),
+            ('max.message.bytes', 'bytes', 0, 2147483647),
+            ('min.insync.replicas', 'count', 1, 2147483647),
+            ('replication.factor', 'count', 1, 2147483647),
+            ('unclean.leader.election.enable', 'bool', NULL, NULL),
+            ('cleanup.policy', 'policy', NULL, NULL)) AS s(key, kind, min, max)
          WHERE s.key = v_key;
         IF v_kind IS NULL THEN
             RAISE EXCEPTION 'unknown topic config key "%"', v_key
@@ -96,6 +100,12 @@ BEGIN
             RAISE EXCEPTION 'invalid value % for "%": not a whole number in range', v_val, v_key
                 USING ERRCODE = 'MQ004';
         END IF;
+        IF v_num > v_max THEN
+            RAISE EXCEPTION 'invalid value % for "%": the maximum is %', v_val, v_key, v_max
+                USING ERRCODE = 'MQ004',
+                      HINT = CASE WHEN v_min = -1 THEN 'Use -1 for no limit.'
+                                  ELSE 'Give a smaller value.' END;
+        END IF;
         IF v_num < v_min THEN
             RAISE EXCEPTION 'invalid value % for "%": the minimum is %', v_val, v_key, v_min
                 USING ERRCODE = 'MQ004',
@@ -124,6 +134,11 @@ CREATE FUNCTION mq.partition_for(topic text, key bytea) RETURNS integer
 CREATE FUNCTION mq.partition_for(topic text, key text) RETURNS integer
     AS 'SELECT mq.partition_for($1, pg_catalog.convert_to($2, ''UTF8''))'
     LANGUAGE SQL STABLE;
+
+-- May the current user DESCRIBE this topic or group (src/acl.c)?  The
+-- views show only what it may.
+CREATE FUNCTION mq._describable(resource_type text, resource_name text) RETURNS boolean
+    AS 'MODULE_PATHNAME', 'mq_describable_sql' LANGUAGE C STABLE STRICT;
 
 CREATE FUNCTION mq._refuse_log_change() RETURNS trigger
     AS 'MODULE_PATHNAME', 'mq_refuse_log_change' LANGUAGE C;

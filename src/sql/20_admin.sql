@@ -163,14 +163,18 @@ BEGIN
     PERFORM mq._ensure_segments(p_topic_id, p_partition);
 END $$;
 
-CREATE FUNCTION mq.create_topic(topic text, partitions integer DEFAULT 1,
-                                config jsonb DEFAULT '{}') RETURNS integer
-LANGUAGE plpgsql SECURITY DEFINER SET search_path = pg_catalog, pg_temp AS $$
+-- The public mq.create_topic, drop_topic, alter_topic and add_partitions
+-- are C wrappers (src/owner.c) that call these as the owner, passing the
+-- caller's role last; each checks the caller's right first.
+CREATE FUNCTION mq_internal.create_topic(topic text, partitions integer,
+                                         config jsonb, p_caller oid) RETURNS integer
+LANGUAGE plpgsql SET search_path = pg_catalog, pg_temp AS $$
 DECLARE
     v_id integer;
     v_config jsonb;
     v_rel regclass;
 BEGIN
+    PERFORM mq._authorize(p_caller, 'topic', topic, 'create');
     PERFORM mq._check_topic_name(topic);
     IF partitions IS NULL OR partitions < 1 OR partitions > 10000 THEN
         RAISE EXCEPTION 'invalid partition count %', coalesce(partitions::text, 'NULL')
@@ -182,8 +186,8 @@ BEGIN
     IF EXISTS (SELECT 1 FROM mq.topic t WHERE t.topic_name = topic) THEN
         RAISE EXCEPTION 'topic "%" already exists', topic USING ERRCODE = 'MQ002';
     END IF;
-    INSERT INTO mq.topic (topic_name, partitions, config)
-    VALUES (topic, partitions, v_config) RETURNING topic_id INTO v_id;
+    INSERT INTO mq.topic (topic_name, partitions, config, owner)
+    VALUES (topic, partitions, v_config, p_caller) RETURNING topic_id INTO v_id;
     EXECUTE format('CREATE TABLE mq_log.%I (
                         partition      integer NOT NULL,
                         msg_offset     bigint NOT NULL,
@@ -206,7 +210,7 @@ BEGIN
 END $$;
 
 CREATE FUNCTION mq._topic_id(topic text) RETURNS integer
-LANGUAGE plpgsql STABLE SET search_path = pg_catalog, pg_temp AS $$
+LANGUAGE plpgsql STABLE SECURITY DEFINER SET search_path = pg_catalog, pg_temp AS $$
 DECLARE
     v_id integer;
 BEGIN
@@ -220,25 +224,29 @@ BEGIN
     RETURN v_id;
 END $$;
 
-CREATE FUNCTION mq.drop_topic(topic text) RETURNS void
-LANGUAGE plpgsql SECURITY DEFINER SET search_path = pg_catalog, pg_temp AS $$
+CREATE FUNCTION mq_internal.drop_topic(topic text, p_caller oid) RETURNS void
+LANGUAGE plpgsql SET search_path = pg_catalog, pg_temp AS $$
 DECLARE
-    v_id integer := mq._topic_id(topic);
+    v_id integer;
     v_rel regclass;
 BEGIN
+    PERFORM mq._authorize(p_caller, 'topic', topic, 'delete');
+    v_id := mq._topic_id(topic);
     SELECT relid INTO v_rel FROM mq.topic WHERE topic_id = v_id FOR UPDATE;
     EXECUTE format('DROP TABLE %s', v_rel);
     DELETE FROM mq.topic WHERE topic_id = v_id;
 END $$;
 
-CREATE FUNCTION mq.alter_topic(topic text, config jsonb) RETURNS jsonb
-LANGUAGE plpgsql SECURITY DEFINER SET search_path = pg_catalog, pg_temp AS $$
+CREATE FUNCTION mq_internal.alter_topic(topic text, config jsonb, p_caller oid) RETURNS jsonb
+LANGUAGE plpgsql SET search_path = pg_catalog, pg_temp AS $$
 DECLARE
-    v_id integer := mq._topic_id(topic);
+    v_id integer;
     v_old jsonb;
     v_config jsonb;
     v_rel regclass;
 BEGIN
+    PERFORM mq._authorize(p_caller, 'topic', topic, 'alter');
+    v_id := mq._topic_id(topic);
     SELECT t.config, t.relid INTO v_old, v_rel FROM mq.topic t WHERE t.topic_id = v_id FOR UPDATE;
     -- validate the merged config, so that checks between keys see both old
     -- and new values.  A key given as JSON null returns to its default.
@@ -253,18 +261,20 @@ BEGIN
     RETURN v_config;
 END $$;
 
-CREATE FUNCTION mq.add_partitions(topic text, count integer) RETURNS integer
-LANGUAGE plpgsql SECURITY DEFINER SET search_path = pg_catalog, pg_temp AS $$
+CREATE FUNCTION mq_internal.add_partitions(topic text, count integer, p_caller oid) RETURNS integer
+LANGUAGE plpgsql SET search_path = pg_catalog, pg_temp AS $$
 DECLARE
-    v_id integer := mq._topic_id(topic);
+    v_id integer;
     v_old integer;
 BEGIN
+    PERFORM mq._authorize(p_caller, 'topic', topic, 'alter');
+    v_id := mq._topic_id(topic);
     IF count IS NULL OR count < 1 THEN
         RAISE EXCEPTION 'invalid partition count increase %', coalesce(count::text, 'NULL')
             USING ERRCODE = 'MQ005', HINT = 'Partitions can be added, never removed: give a positive number to add.';
     END IF;
     SELECT partitions INTO v_old FROM mq.topic WHERE topic_id = v_id FOR UPDATE;
-    IF v_old + count > 10000 THEN
+    IF count > 10000 - v_old THEN
         RAISE EXCEPTION 'a topic cannot have more than 10000 partitions' USING ERRCODE = 'MQ005';
     END IF;
     UPDATE mq.topic SET partitions = v_old + count WHERE topic_id = v_id;
@@ -274,3 +284,13 @@ BEGIN
     RETURN v_old + count;
 END $$;
 
+
+CREATE FUNCTION mq.create_topic(topic text, partitions integer DEFAULT 1,
+                                config jsonb DEFAULT '{}') RETURNS integer
+    AS 'MODULE_PATHNAME', 'mq_call_as_owner' LANGUAGE C VOLATILE;
+CREATE FUNCTION mq.drop_topic(topic text) RETURNS void
+    AS 'MODULE_PATHNAME', 'mq_call_as_owner' LANGUAGE C VOLATILE;
+CREATE FUNCTION mq.alter_topic(topic text, config jsonb) RETURNS jsonb
+    AS 'MODULE_PATHNAME', 'mq_call_as_owner' LANGUAGE C VOLATILE;
+CREATE FUNCTION mq.add_partitions(topic text, count integer) RETURNS integer
+    AS 'MODULE_PATHNAME', 'mq_call_as_owner' LANGUAGE C VOLATILE;

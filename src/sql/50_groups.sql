@@ -278,11 +278,14 @@ BEGIN
               HINT = 'Its session may have timed out; join the group again with mq.join_group().';
 END $$;
 
-CREATE FUNCTION mq.join_group(group_id text, topics text[], member_id text DEFAULT NULL,
-                              instance_id text DEFAULT NULL, assignor text DEFAULT 'range',
-                              session_timeout_ms integer DEFAULT 45000)
+-- The public mq.join_group, heartbeat and leave_group are C wrappers
+-- (src/owner.c) that call these as the owner with the caller's role last;
+-- a member acts for its group only with READ on the group.
+CREATE FUNCTION mq_internal.join_group(group_id text, topics text[], member_id text,
+                                       instance_id text, assignor text,
+                                       session_timeout_ms integer, p_caller oid)
     RETURNS TABLE (member text, generation integer)
-LANGUAGE plpgsql SECURITY DEFINER SET search_path = pg_catalog, pg_temp AS $$
+LANGUAGE plpgsql SET search_path = pg_catalog, pg_temp AS $$
 DECLARE
     v_group text := join_group.group_id;
     v_topics integer[];
@@ -290,6 +293,7 @@ DECLARE
     v_old mq.group_member;
     v_changed boolean := false;
 BEGIN
+    PERFORM mq._authorize(p_caller, 'group', v_group, 'read');
     IF v_group IS NULL OR v_group = '' THEN
         RAISE EXCEPTION 'group_id must not be empty' USING ERRCODE = 'MQ010';
     END IF;
@@ -364,13 +368,14 @@ END $$;
 -- Keep the session alive and learn the assignment.  A partition the member
 -- must give up is returned once as 'revoking'; the next heartbeat releases
 -- it to its new owner.
-CREATE FUNCTION mq.heartbeat(group_id text, member_id text, generation_id integer DEFAULT NULL)
+CREATE FUNCTION mq_internal.heartbeat(group_id text, member_id text, generation_id integer, p_caller oid)
     RETURNS TABLE (generation integer, topic text, partition integer, state text)
-LANGUAGE plpgsql SECURITY DEFINER SET search_path = pg_catalog, pg_temp AS $$
+LANGUAGE plpgsql SET search_path = pg_catalog, pg_temp AS $$
 DECLARE
     v_group text := heartbeat.group_id;
     v_member text := heartbeat.member_id;
 BEGIN
+    PERFORM mq._authorize(p_caller, 'group', v_group, 'read');
     PERFORM 1 FROM mq.consumer_group g WHERE g.group_id = v_group FOR UPDATE;
     PERFORM mq._expire_members(v_group);
     PERFORM mq._check_member(v_group, v_member);
@@ -395,11 +400,12 @@ BEGIN
     END IF;
 END $$;
 
-CREATE FUNCTION mq.leave_group(group_id text, member_id text) RETURNS void
-LANGUAGE plpgsql SECURITY DEFINER SET search_path = pg_catalog, pg_temp AS $$
+CREATE FUNCTION mq_internal.leave_group(group_id text, member_id text, p_caller oid) RETURNS void
+LANGUAGE plpgsql SET search_path = pg_catalog, pg_temp AS $$
 DECLARE
     v_group text := leave_group.group_id;
 BEGIN
+    PERFORM mq._authorize(p_caller, 'group', v_group, 'read');
     PERFORM 1 FROM mq.consumer_group g WHERE g.group_id = v_group FOR UPDATE;
     PERFORM mq._check_member(v_group, leave_group.member_id);
     DELETE FROM mq.group_member m WHERE m.group_id = v_group AND m.member_id = leave_group.member_id;
@@ -407,6 +413,17 @@ BEGIN
      WHERE a.group_id = v_group AND a.owner = leave_group.member_id;
     PERFORM mq._rebalance(v_group);
 END $$;
+
+CREATE FUNCTION mq.join_group(group_id text, topics text[], member_id text DEFAULT NULL,
+                              instance_id text DEFAULT NULL, assignor text DEFAULT 'range',
+                              session_timeout_ms integer DEFAULT 45000)
+    RETURNS TABLE (member text, generation integer)
+    AS 'MODULE_PATHNAME', 'mq_call_as_owner' LANGUAGE C VOLATILE;
+CREATE FUNCTION mq.heartbeat(group_id text, member_id text, generation_id integer DEFAULT NULL)
+    RETURNS TABLE (generation integer, topic text, partition integer, state text)
+    AS 'MODULE_PATHNAME', 'mq_call_as_owner' LANGUAGE C VOLATILE;
+CREATE FUNCTION mq.leave_group(group_id text, member_id text) RETURNS void
+    AS 'MODULE_PATHNAME', 'mq_call_as_owner' LANGUAGE C VOLATILE;
 
 -- Partitions of a topic the member owns (for mq.poll with member_id).
 CREATE FUNCTION mq._member_partitions(p_group text, p_topic_id integer, p_member text) RETURNS integer[]
@@ -448,9 +465,11 @@ SELECT m.group_id, m.member_id, m.instance_id, g.generation, g.assignor,
        m.session_timeout_ms, m.last_heartbeat,
        (SELECT count(*) FROM mq.group_assignment a WHERE a.group_id = m.group_id AND a.owner = m.member_id)
            AS partitions
-  FROM mq.group_member m JOIN mq.consumer_group g USING (group_id);
+  FROM mq.group_member m JOIN mq.consumer_group g USING (group_id)
+ WHERE mq._describable('group', m.group_id);
 
 CREATE VIEW mq.group_assignments AS
 SELECT a.group_id, t.topic_name AS topic, a.partition, a.owner, a.target,
        CASE WHEN a.revoking THEN 'revoking' WHEN a.owner IS NULL THEN 'unassigned' ELSE 'owned' END AS state
-  FROM mq.group_assignment a JOIN mq.topic t USING (topic_id);
+  FROM mq.group_assignment a JOIN mq.topic t USING (topic_id)
+ WHERE mq._describable('group', a.group_id) AND mq._describable('topic', t.topic_name);

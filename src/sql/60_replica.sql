@@ -584,6 +584,19 @@ END $$;
 -- before it waits).  Call it outside an explicit transaction block.
 -------------------------------------------------------------------------------
 
+-- What mq.produce needs to know of a partition for acks=all; the caller
+-- may not read mq's catalog, and the procedure cannot be SECURITY DEFINER.
+CREATE FUNCTION mq._produce_state(p_topic_id integer, p_partition integer,
+                                  OUT leader_epoch integer, OUT role text, OUT min_isr integer,
+                                  OUT isr integer)
+LANGUAGE sql STABLE SECURITY DEFINER SET search_path = pg_catalog, pg_temp AS $$
+    SELECT p.leader_epoch, p.role,
+           coalesce((t.config->>'min.insync.replicas')::integer, 1), cardinality(r.isr)
+      FROM mq.partition_state p JOIN mq.topic t USING (topic_id)
+      LEFT JOIN mq.replica_partition r USING (topic_id, partition)
+     WHERE p.topic_id = p_topic_id AND p.partition = p_partition
+$$;
+
 CREATE PROCEDURE mq.produce(topic text, keys bytea[], vals bytea[], partition integer,
                             acks text DEFAULT 'all',
                             producer_id bigint DEFAULT NULL, producer_epoch integer DEFAULT NULL,
@@ -604,13 +617,9 @@ BEGIN
         RAISE EXCEPTION 'acks must be 0, 1 or all, not "%"', acks USING ERRCODE = 'MQ010';
     END IF;
     IF acks IN ('all', '-1') THEN
-        SELECT p.leader_epoch, p.role,
-               COALESCE((t.config OPERATOR(pg_catalog.->>) 'min.insync.replicas')::integer, 1),
-               pg_catalog.cardinality(r.isr)
+        SELECT s.leader_epoch, s.role, s.min_isr, s.isr
           INTO v_epoch, v_role, v_min, v_isr
-          FROM mq.partition_state p JOIN mq.topic t USING (topic_id)
-          LEFT JOIN mq.replica_partition r USING (topic_id, partition)
-         WHERE p.topic_id OPERATOR(pg_catalog.=) v_id AND p.partition OPERATOR(pg_catalog.=) produce.partition;
+          FROM mq._produce_state(v_id, produce.partition) s;
         IF v_role = 'leader' AND COALESCE(v_isr, 0) < v_min THEN
             RAISE EXCEPTION 'not enough in-sync replicas for "%" partition %: % in sync, min.insync.replicas is %',
                 topic, produce.partition, COALESCE(v_isr, 0), v_min

@@ -15,12 +15,18 @@ CREATE TABLE mq.retention_loss (
 );
 SELECT pg_catalog.pg_extension_config_dump('mq.retention_loss', '');
 
--- Time of the newest record in a segment (NULL when empty).
+-- Time of the newest record in a segment (NULL when empty).  Only mq's own
+-- segments: this reads as the owner, so a relation named by a caller that
+-- is not a segment (a view calling the caller's function, say) is refused.
 CREATE FUNCTION mq._segment_last_time(p_rel regclass) RETURNS timestamptz
 LANGUAGE plpgsql STABLE SECURITY DEFINER SET search_path = pg_catalog, pg_temp AS $$
 DECLARE
     v_time timestamptz;
 BEGIN
+    IF NOT EXISTS (SELECT 1 FROM mq.segment s WHERE s.relid = p_rel) THEN
+        RAISE EXCEPTION 'relation % is not a segment of an mq topic', p_rel
+            USING ERRCODE = '42501';
+    END IF;
     EXECUTE format('SELECT created_at FROM %s ORDER BY msg_offset DESC LIMIT 1', p_rel) INTO v_time;
     RETURN v_time;
 END $$;

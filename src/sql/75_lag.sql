@@ -109,7 +109,8 @@ SELECT o.group_id, t.topic_name AS topic, o.partition,
                                        WHERE sg.topic_id = o.topic_id AND sg.partition = o.partition)::numeric
                                      / (e.end_offset - ps.log_start_offset), 1) END,
                 CASE WHEN (t.config->>'retention.ms')::bigint >= 0 AND tr.produce_rate > 0
-                     THEN tr.produce_rate * (t.config->>'retention.ms')::numeric / 1000 END) AS records) cap ON true;
+                     THEN tr.produce_rate * (t.config->>'retention.ms')::numeric / 1000 END) AS records) cap ON true
+ WHERE mq._describable('group', o.group_id) AND mq._describable('topic', t.topic_name);
 
 CREATE VIEW mq.partition_stats AS
 SELECT t.topic_name AS topic, ps.partition, ps.log_start_offset, e.log_end_offset,
@@ -123,4 +124,5 @@ SELECT t.topic_name AS topic, ps.partition, ps.log_start_offset, e.log_end_offse
        ps.leader_epoch, ps.role
   FROM mq.partition_state ps
   JOIN mq.topic t USING (topic_id)
- CROSS JOIN LATERAL (SELECT mq._log_end_offset(ps.topic_id, ps.partition) AS log_end_offset) e;
+ CROSS JOIN LATERAL (SELECT mq._log_end_offset(ps.topic_id, ps.partition) AS log_end_offset) e
+ WHERE mq._describable('topic', t.topic_name);

@@ -4,7 +4,8 @@
 
 CREATE VIEW mq.topics AS
 SELECT t.topic_name AS topic, t.topic_id, t.partitions, t.config, t.created_at
-  FROM mq.topic t;
+  FROM mq.topic t
+ WHERE mq._describable('topic', t.topic_name);
 
 CREATE VIEW mq.partitions AS
 SELECT t.topic_name AS topic, p.partition, p.log_start_offset,
@@ -13,11 +14,13 @@ SELECT t.topic_name AS topic, p.partition, p.log_start_offset,
        p.leader_epoch, p.role, p.relid
   FROM mq.partition_state p
   JOIN mq.topic t USING (topic_id)
-  CROSS JOIN LATERAL (SELECT mq._log_end_offset(p.topic_id, p.partition) AS log_end_offset) e;
+  CROSS JOIN LATERAL (SELECT mq._log_end_offset(p.topic_id, p.partition) AS log_end_offset) e
+ WHERE mq._describable('topic', t.topic_name);
 
 CREATE VIEW mq.segments AS
 SELECT t.topic_name AS topic, s.partition, s.base_offset, s.end_offset, s.relid,
        s.created_at, pg_total_relation_size(s.relid) AS bytes
   FROM mq.segment s
-  JOIN mq.topic t USING (topic_id);
+  JOIN mq.topic t USING (topic_id)
+ WHERE mq._describable('topic', t.topic_name);
 

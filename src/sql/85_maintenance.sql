@@ -5,6 +5,22 @@
 -- samples lag.  Returns the number of segments created.
 -------------------------------------------------------------------------------
 
+-- One topic's share: roll by time, keep a segment ahead, apply retention.
+CREATE FUNCTION mq._maintain_topic(p_topic_id integer, p_topic text) RETURNS integer
+LANGUAGE plpgsql SET search_path = pg_catalog, pg_temp AS $$
+DECLARE
+    v_created integer := 0;
+    v_partition integer;
+BEGIN
+    FOR v_partition IN SELECT ps.partition FROM mq.partition_state ps
+                        WHERE ps.topic_id = p_topic_id ORDER BY ps.partition LOOP
+        PERFORM mq._roll_segment_by_time(p_topic_id, v_partition);
+        v_created := v_created + mq._ensure_segments(p_topic_id, v_partition);
+    END LOOP;
+    PERFORM mq.apply_retention(p_topic);
+    RETURN v_created;
+END $$;
+
 CREATE FUNCTION mq.run_maintenance() RETURNS integer
 LANGUAGE plpgsql SECURITY DEFINER SET search_path = pg_catalog, pg_temp AS $$
 DECLARE
@@ -13,13 +29,25 @@ DECLARE
                          * interval '1 millisecond';
     r record;
 BEGIN
-    FOR r IN SELECT topic_id, partition FROM mq.partition_state ORDER BY topic_id, partition LOOP
-        PERFORM mq._roll_segment_by_time(r.topic_id, r.partition);
-        v_created := v_created + mq._ensure_segments(r.topic_id, r.partition);
+    -- one topic at a time: whatever fails for one topic (a bad config, a
+    -- lock timeout, ...) is a WARNING and skips that topic, not the rest
+    FOR r IN SELECT t.topic_id, t.topic_name FROM mq.topic t ORDER BY t.topic_id LOOP
+        BEGIN
+            v_created := v_created + mq._maintain_topic(r.topic_id, r.topic_name);
+        EXCEPTION WHEN OTHERS THEN
+            RAISE WARNING 'mq maintenance skipped topic "%": %', r.topic_name, SQLERRM;
+        END;
     END LOOP;
-    PERFORM mq.apply_retention();
-    PERFORM mq._expire_members();
-    PERFORM mq.sample_lag();
+    BEGIN
+        PERFORM mq._expire_members();
+    EXCEPTION WHEN OTHERS THEN
+        RAISE WARNING 'mq maintenance could not expire group members: %', SQLERRM;
+    END;
+    BEGIN
+        PERFORM mq.sample_lag();
+    EXCEPTION WHEN OTHERS THEN
+        RAISE WARNING 'mq maintenance could not sample lag: %', SQLERRM;
+    END;
     -- producer ids unused for mq.producer_id_expiration_ms expire, as in Kafka
     DELETE FROM mq.producer p
      WHERE p.last_used < clock_timestamp() - v_expiry

@@ -1,16 +1,44 @@
 -------------------------------------------------------------------------------
--- Privileges: administration is for the extension owner unless granted;
--- produce and consume are granted explicitly too (see docs/operations.md).
+-- Privileges (docs/operations.md): EXECUTE for what checks its own rights;
+-- everything else for the owner and the roles it grants.
 -------------------------------------------------------------------------------
 
 REVOKE ALL ON ALL FUNCTIONS IN SCHEMA mq FROM PUBLIC;
+REVOKE ALL ON ALL FUNCTIONS IN SCHEMA mq_internal FROM PUBLIC;
 GRANT USAGE ON SCHEMA mq TO PUBLIC;
-GRANT SELECT ON mq.topics, mq.partitions, mq.segments TO PUBLIC;
+-- the views show each role only the topics and groups it may DESCRIBE
+GRANT SELECT ON mq.topics, mq.partitions, mq.segments, mq.group_members, mq.group_assignments,
+    mq.grants, mq.effective_grants TO PUBLIC;
 GRANT EXECUTE ON FUNCTION mq.validate_config(jsonb), mq.murmur2(bytea),
     mq.partition_for(text, bytea), mq.partition_for(text, text),
-    mq._log_end_offset(integer, integer) TO PUBLIC;
+    mq._log_end_offset(integer, integer), mq._describable(text, text),
+    mq._has_privilege(oid, text, text, text),
+    mq.has_topic_privilege(name, text, text), mq.has_topic_privilege(text, text),
+    mq.has_group_privilege(name, text, text), mq.has_group_privilege(text, text),
+    -- what mq.produce (the caller's rights) calls besides send_batch
+    mq._topic_id(text), mq._produce_state(integer, integer),
+    mq._replica_await_hwm(text, integer, bigint, integer, integer, integer) TO PUBLIC;
+-- Produce, consume, groups, topic administration, grant and revoke check
+-- the caller's rights on each topic and group themselves (src/acl.c), as
+-- a Kafka broker does: every role may call them, mq.grant() decides what
+-- they may do (docs/operations.md).  Replication, coordination,
+-- maintenance and init_producer stay with roles granted EXECUTE.
+DO $$
+DECLARE
+    f regprocedure;
+BEGIN
+    FOR f IN SELECT p.oid::regprocedure FROM pg_catalog.pg_proc p
+              WHERE p.pronamespace OPERATOR(pg_catalog.=) 'mq'::regnamespace
+                AND p.proname OPERATOR(pg_catalog.=) ANY (ARRAY[
+                    'send', 'send_batch', 'produce', 'fetch', 'poll', 'commit_offset',
+                    'commit_polled', 'committed_offset', 'join_group', 'heartbeat',
+                    'leave_group', 'create_topic', 'drop_topic', 'alter_topic',
+                    'add_partitions', 'grant', 'revoke']::name[]) LOOP
+        EXECUTE pg_catalog.format('GRANT EXECUTE ON ROUTINE %s TO PUBLIC', f);
+    END LOOP;
+END $$;
 
 -- monitoring: lag and statistics for pg_monitor (postgres_exporter's role)
 GRANT SELECT ON mq.consumer_lag, mq.partition_stats, mq.group_members, mq.group_assignments TO pg_monitor;
 GRANT EXECUTE ON FUNCTION mq._offset_time(integer, integer, bigint),
-    mq._retention_headroom(integer, integer, bigint), mq._segment_last_time(regclass) TO pg_monitor;
+    mq._retention_headroom(integer, integer, bigint) TO pg_monitor;
