@@ -17,6 +17,7 @@ if [[ -z "${MQ_KAFKA:-}" ]]; then
 		make -s -C broker >&2
 	fi
 fi
+export MQ_KAFKA
 
 KAFKA_PID=""
 KAFKA_PORT=""
