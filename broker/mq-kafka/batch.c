@@ -193,24 +193,41 @@ batch_begin(KBatchEnc *e, KWriter *w, int64_t base_offset, int32_t leader_epoch,
 	kw_i32(w, 0);				/* count */
 }
 
+/* bytes of a zigzag varint */
+static size_t
+varint_size(int64_t v)
+{
+	uint64_t	u = ((uint64_t) v << 1) ^ (uint64_t) (v >> 63);
+	size_t		n = 1;
+
+	while (u >= 0x80)
+	{
+		u >>= 7;
+		n++;
+	}
+	return n;
+}
+
 void
 batch_add(KBatchEnc *e, int64_t offset, int64_t timestamp_ms,
 		  const void *key, int32_t keylen, const void *value, int32_t valuelen)
 {
-	KWriter		rec;
+	int64_t		ts_delta = timestamp_ms - e->base_ts;
+	int64_t		off_delta = offset - e->base_offset;
+	size_t		len;
 
-	kw_init(&rec);
-	kw_i8(&rec, 0);
-	kw_varint(&rec, timestamp_ms - e->base_ts);
-	kw_varint(&rec, offset - e->base_offset);
-	kw_varint(&rec, keylen);
-	kw_raw(&rec, key, keylen > 0 ? keylen : 0);
-	kw_varint(&rec, valuelen);
-	kw_raw(&rec, value, valuelen > 0 ? valuelen : 0);
-	kw_varint(&rec, 0);			/* headers: see batch_check_storable() */
-	kw_varint(e->w, (int64_t) rec.len);
-	kw_raw(e->w, rec.buf, rec.len);
-	kw_free(&rec);
+	len = 1 + varint_size(ts_delta) + varint_size(off_delta) +
+		varint_size(keylen) + (keylen > 0 ? keylen : 0) +
+		varint_size(valuelen) + (valuelen > 0 ? valuelen : 0) + 1;
+	kw_varint(e->w, (int64_t) len);
+	kw_i8(e->w, 0);				/* record attributes */
+	kw_varint(e->w, ts_delta);
+	kw_varint(e->w, off_delta);
+	kw_varint(e->w, keylen);
+	kw_raw(e->w, key, keylen > 0 ? keylen : 0);
+	kw_varint(e->w, valuelen);
+	kw_raw(e->w, value, valuelen > 0 ? valuelen : 0);
+	kw_varint(e->w, 0);			/* headers: see batch_check_storable() */
 	if (timestamp_ms > e->max_ts)
 		e->max_ts = timestamp_ms;
 	e->last_offset = offset;

@@ -32,17 +32,32 @@
 #include "pgbinary.h"
 #include "util.h"
 
+/*
+ * Each partition's rows stop before the one that would pass the partition's
+ * byte limit ($5; record overhead counted as 24 bytes), so rows that cannot
+ * be sent are not transferred; the first row always passes.  octet_length()
+ * of a toasted value does not detoast it.
+ */
 #define FETCH_SQL \
-	"WITH r AS (SELECT u.i, u.t, u.p, u.o, u.n, s.log_start_offset AS lso," \
+	"WITH r AS (SELECT u.i, u.t, u.p, u.o, u.n, u.mb, s.log_start_offset AS lso," \
 	"                  s.high_watermark AS hw, s.log_end_offset AS leo" \
-	"             FROM unnest($1::text[], $2::int4[], $3::int8[], $4::int4[])" \
-	"                  WITH ORDINALITY AS u(t, p, o, n, i)" \
+	"             FROM unnest($1::text[], $2::int4[], $3::int8[], $4::int4[], $5::int4[])" \
+	"                  WITH ORDINALITY AS u(t, p, o, n, mb, i)" \
 	"             JOIN mq.partitions s ON s.topic = u.t AND s.partition = u.p)" \
 	" SELECT r.i, r.lso, r.hw, f.msg_offset," \
-	"        (extract(epoch FROM f.created_at) * 1000)::int8, f.key, f.value" \
-	"   FROM r LEFT JOIN LATERAL mq.fetch(r.t, r.p," \
-	"        CASE WHEN r.o >= r.lso AND r.o < r.hw THEN r.o ELSE r.leo END, r.n) f ON true" \
+	"        f.created_at, f.key, f.value" \
+	"   FROM r LEFT JOIN LATERAL (" \
+	"        SELECT g.* FROM (SELECT x.*, sum(coalesce(octet_length(x.key), 0)" \
+	"                                  + coalesce(octet_length(x.value), 0) + 24)" \
+	"                               OVER (ORDER BY x.msg_offset ROWS UNBOUNDED PRECEDING) AS run" \
+	"                          FROM mq.fetch(r.t, r.p, CASE WHEN r.o >= r.lso AND r.o < r.hw" \
+	"                                                  THEN r.o ELSE r.leo END, r.n) x) g" \
+	"         WHERE g.run - coalesce(octet_length(g.key), 0) - coalesce(octet_length(g.value), 0)" \
+	"               - 24 < r.mb) f ON true" \
 	"  ORDER BY r.i, f.msg_offset"
+
+/* 2000-01-01 (PostgreSQL's epoch) in Unix milliseconds */
+#define PG_EPOCH_MS INT64_C(946684800000)
 
 typedef struct FPart
 {
@@ -109,7 +124,8 @@ encode_partition(PGresult *res, int *row, int64_t i, const FPart *fp, size_t *to
 		if (PQgetisnull(res, *row, 3))
 			continue;
 		off = mq_get_int64(res, *row, 3);
-		ts = mq_get_int64(res, *row, 4);
+		/* binary timestamptz: microseconds since 2000-01-01 UTC */
+		ts = mq_get_int64(res, *row, 4) / 1000 + PG_EPOCH_MS;
 		klen = PQgetisnull(res, *row, 5) ? -1 : PQgetlength(res, *row, 5);
 		vlen = PQgetisnull(res, *row, 6) ? -1 : PQgetlength(res, *row, 6);
 		size = (klen > 0 ? klen : 0) + (vlen > 0 ? vlen : 0) + 24 + (open ? 0 : KBATCH_HEADER_SIZE);
@@ -145,7 +161,8 @@ fetch_query(FetchState *s, PGconn *db, MqError *err)
 	MqArray		t,
 				p,
 				o,
-				n;
+				n,
+				mb;
 	MqParams	params;
 	PGresult   *res;
 	const char *b;
@@ -155,15 +172,17 @@ fetch_query(FetchState *s, PGconn *db, MqError *err)
 	mq_array_init(&p, MQ_INT4OID);
 	mq_array_init(&o, MQ_INT8OID);
 	mq_array_init(&n, MQ_INT4OID);
+	mq_array_init(&mb, MQ_INT4OID);
 	for (int32_t k = 0; k < s->nparts; k++)
 	{
 		const FPart *fp = &s->parts[k];
-		int32_t		cnt = fp->max_bytes / 64 + 1;
+		int32_t		cnt = fp->max_bytes / 32 + 1;
 
 		mq_array_add(&t, s->topics[fp->topic].p, s->topics[fp->topic].len);
 		mq_array_add_int32(&p, fp->partition);
 		mq_array_add_int64(&o, fp->offset);
-		mq_array_add_int32(&n, cnt < 1 ? 1 : cnt > 5000 ? 5000 : cnt);
+		mq_array_add_int32(&n, cnt < 1 ? 1 : cnt > 10000 ? 10000 : cnt);
+		mq_array_add_int32(&mb, fp->max_bytes > 0 ? fp->max_bytes : 1);
 	}
 	mq_params_init(&params);
 	b = mq_array_bytes(&t, &len);
@@ -174,11 +193,14 @@ fetch_query(FetchState *s, PGconn *db, MqError *err)
 	mq_param_binary(&params, MQ_INT8ARRAYOID, b, len);
 	b = mq_array_bytes(&n, &len);
 	mq_param_binary(&params, MQ_INT4ARRAYOID, b, len);
+	b = mq_array_bytes(&mb, &len);
+	mq_param_binary(&params, MQ_INT4ARRAYOID, b, len);
 	res = kdb_exec(db, FETCH_SQL, &params, 1, err);
 	mq_array_free(&t);
 	mq_array_free(&p);
 	mq_array_free(&o);
 	mq_array_free(&n);
+	mq_array_free(&mb);
 	return res;
 }
 

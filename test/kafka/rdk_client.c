@@ -15,6 +15,14 @@
  *	      records; exit 0 only if every record 0..N-1 was committed
  *	      exactly once.
  *
+ *	  rdk_client perf BROKERS TOPIC N [RATE]
+ *	      N 100-byte records as fast as librdkafka batches them (acks=all),
+ *	      or at RATE records/s with linger.ms=0; prints records/s and the p50/p99 produce
+ *	      latency (enqueue to acknowledgement), for test/bench/kafka.sh
+ *	  rdk_client consume BROKERS TOPIC N
+ *	      reads N records from the beginning of every partition; prints
+ *	      records/s
+ *
  * Threads in group mode share only the atomic counters.
  *
  *-------------------------------------------------------------------------
@@ -192,15 +200,139 @@ group(const char *brokers, const char *topic, int n, const char *grp)
 	return missing == 0 && dups == 0 ? 0 : 1;
 }
 
+/* perf mode */
+static double *sent_at,
+		   *lat_ms;
+static atomic_int acked;
+
+static double
+now_ms(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return ts.tv_sec * 1000.0 + ts.tv_nsec / 1e6;
+}
+
+static void
+on_perf_delivery(rd_kafka_t *rk, const rd_kafka_message_t *m, void *opaque)
+{
+	long		i = (long) m->_private;
+
+	if (m->err == 0)
+		lat_ms[atomic_fetch_add(&acked, 1)] = now_ms() - sent_at[i];
+}
+
+static int
+cmp_double(const void *a, const void *b)
+{
+	double		x = *(const double *) a,
+				y = *(const double *) b;
+
+	return x < y ? -1 : x > y;
+}
+
+static int
+perf(const char *brokers, const char *topic, int n, int rate)
+{
+	rd_kafka_conf_t *conf = rd_kafka_conf_new();
+	rd_kafka_t *rk;
+	char		err[256],
+				val[100];
+	double		start;
+
+	sent_at = calloc(n, sizeof(double));
+	lat_ms = calloc(n, sizeof(double));
+	memset(val, 'x', sizeof(val));
+	set(conf, "bootstrap.servers", brokers);
+	set(conf, "queue.buffering.max.messages", "1000000");
+	if (rate > 0)
+		set(conf, "linger.ms", "0");	/* latency mode: send at once */
+	rd_kafka_conf_set_dr_msg_cb(conf, on_perf_delivery);
+	rk = rd_kafka_new(RD_KAFKA_PRODUCER, conf, err, sizeof(err));
+	start = now_ms();
+	for (long i = 0; i < n; i++)
+	{
+		if (rate > 0)
+			while (now_ms() - start < i * 1000.0 / rate)
+				rd_kafka_poll(rk, 1);
+		sent_at[i] = now_ms();
+		while (rd_kafka_producev(rk, RD_KAFKA_V_TOPIC(topic), RD_KAFKA_V_VALUE(val, sizeof(val)),
+								 RD_KAFKA_V_MSGFLAGS(RD_KAFKA_MSG_F_COPY),
+								 RD_KAFKA_V_OPAQUE((void *) i), RD_KAFKA_V_END) ==
+			   RD_KAFKA_RESP_ERR__QUEUE_FULL)
+			rd_kafka_poll(rk, 10);
+		rd_kafka_poll(rk, 0);
+	}
+	rd_kafka_flush(rk, 120000);
+	{
+		int			ok = atomic_load(&acked);
+		double		secs = (now_ms() - start) / 1000.0;
+
+		qsort(lat_ms, ok, sizeof(double), cmp_double);
+		printf("records %d acked %d records/s %.0f p50_ms %.2f p99_ms %.2f\n", n, ok, ok / secs,
+			   ok ? lat_ms[ok / 2] : 0, ok ? lat_ms[(int) (ok * 0.99)] : 0);
+	}
+	rd_kafka_destroy(rk);
+	return atomic_load(&acked) == n ? 0 : 1;
+}
+
+static int
+consume(const char *brokers, const char *topic, int n)
+{
+	rd_kafka_conf_t *conf = rd_kafka_conf_new();
+	rd_kafka_t *rk;
+	const rd_kafka_metadata_t *md;
+	rd_kafka_topic_t *rkt;
+	rd_kafka_topic_partition_list_t *parts = rd_kafka_topic_partition_list_new(8);
+	char		err[256];
+	int			got = 0;
+	double		start;
+
+	set(conf, "bootstrap.servers", brokers);
+	set(conf, "group.id", "rdk-perf-unused");
+	set(conf, "enable.auto.commit", "false");
+	rk = rd_kafka_new(RD_KAFKA_CONSUMER, conf, err, sizeof(err));
+	rkt = rd_kafka_topic_new(rk, topic, NULL);
+	if (rd_kafka_metadata(rk, 0, rkt, &md, 10000) != RD_KAFKA_RESP_ERR_NO_ERROR)
+		return 1;
+	for (int i = 0; i < md->topics[0].partition_cnt; i++)
+		rd_kafka_topic_partition_list_add(parts, topic, i)->offset = RD_KAFKA_OFFSET_BEGINNING;
+	rd_kafka_metadata_destroy(md);
+	rd_kafka_topic_destroy(rkt);
+	start = now_ms();
+	rd_kafka_assign(rk, parts);
+	while (got < n && now_ms() - start < 120000)
+	{
+		rd_kafka_message_t *m = rd_kafka_consumer_poll(rk, 100);
+
+		if (m && m->err == 0)
+			got++;
+		if (m)
+			rd_kafka_message_destroy(m);
+	}
+	printf("records %d records/s %.0f\n", got, got / ((now_ms() - start) / 1000.0));
+	rd_kafka_topic_partition_list_destroy(parts);
+	rd_kafka_consumer_close(rk);
+	rd_kafka_destroy(rk);
+	return got == n ? 0 : 1;
+}
+
 int
 main(int argc, char **argv)
 {
 	if (argc >= 6 && strcmp(argv[1], "produce") == 0)
 		return produce(argv[2], argv[3], atoi(argv[4]), argv[5],
 					   argc > 6 && strcmp(argv[6], "idempotent") == 0);
+	if ((argc == 5 || argc == 6) && strcmp(argv[1], "perf") == 0)
+		return perf(argv[2], argv[3], atoi(argv[4]), argc == 6 ? atoi(argv[5]) : 0);
+	if (argc == 5 && strcmp(argv[1], "consume") == 0)
+		return consume(argv[2], argv[3], atoi(argv[4]));
 	if (argc == 6 && strcmp(argv[1], "group") == 0)
 		return group(argv[2], argv[3], atoi(argv[4]), argv[5]);
 	fprintf(stderr, "usage: rdk_client produce BROKERS TOPIC N CODEC [idempotent]\n"
-			"       rdk_client group BROKERS TOPIC N GROUP\n");
+			"       rdk_client group BROKERS TOPIC N GROUP\n"
+			"       rdk_client perf BROKERS TOPIC N [RATE]\n"
+			"       rdk_client consume BROKERS TOPIC N\n");
 	return 2;
 }
