@@ -75,6 +75,8 @@ produce(const char *brokers, const char *topic, int n, const char *codec, int id
 	set(conf, "enable.idempotence", idem ? "true" : "false");
 	set(conf, "message.timeout.ms", "60000");
 	set(conf, "linger.ms", "5");
+	if (getenv("RDK_DEBUG"))
+		set(conf, "debug", getenv("RDK_DEBUG"));
 	rd_kafka_conf_set_dr_msg_cb(conf, on_delivery);
 	rk = rd_kafka_new(RD_KAFKA_PRODUCER, conf, err, sizeof(err));
 	if (rk == NULL)
