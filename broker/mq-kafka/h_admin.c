@@ -2,7 +2,7 @@
  *
  * h_admin.c
  *	  CreateTopics (v0-v4) and DeleteTopics (v0-v3) on mq.create_topic and
- *	  mq.drop_topic, decoded and answered on a database worker.
+ *	  mq.drop_topic.  Loop thread; one job with a statement per topic.
  *
  * Topics are created unreplicated: a replication factor above 1 and
  * manual replica assignments are refused (INVALID_REPLICATION_FACTOR,
@@ -16,6 +16,7 @@
 #include "handlers.h"
 
 #include <stdlib.h>
+#include <string.h>
 
 #include "kerr.h"
 #include "pgbinary.h"
@@ -23,162 +24,202 @@
 
 #define KERR_INVALID_REPLICA_ASSIGNMENT 39
 
+#define CREATE_SQL "SELECT mq.create_topic($1, $2, jsonb_object($3::text[], $4::text[]))"
+
 typedef struct TopicSpec
 {
 	KSlice		name;
-	int32_t		partitions;
-	int16_t		replication;
-	int32_t		nassign;
-	MqArray		keys;
-	MqArray		vals;
+	int16_t		code;			/* refused before reaching the database */
+	int			stmt;			/* the create or drop statement, or -1 */
 } TopicSpec;
 
-static void
-read_spec(KReader *r, TopicSpec *t)
+typedef struct AdminState
 {
+	KJob		job;
 	int32_t		n;
+	TopicSpec  *specs;
+} AdminState;
+
+static void
+admin_state_free(void *p)
+{
+	AdminState *s = p;
+
+	kjob_free(&s->job);
+	free(s->specs);
+	free(s);
+}
+
+static AdminState *
+admin_state(KRequest *req, int32_t n)
+{
+	AdminState *s = mq_malloc0(sizeof(AdminState));
+
+	req->state = s;
+	req->free_state = admin_state_free;
+	s->n = n;
+	s->specs = mq_malloc0(sizeof(TopicSpec) * (n > 0 ? n : 1));
+	return s;
+}
+
+/* one topic of the request, and its statement(s) unless refused here */
+static void
+read_spec(KReader *r, AdminState *s, TopicSpec *t)
+{
+	int32_t		partitions,
+				nassign,
+				n;
+	int16_t		replication;
+	MqArray		keys,
+				vals;
+	const char *b;
+	int			len;
+	KStmt	   *st;
+	char	   *name;
 
 	t->name = kr_str(r);
-	t->partitions = kr_i32(r);
-	t->replication = kr_i16(r);
-	t->nassign = kr_array(r, 8);
-	for (int32_t i = 0; i < t->nassign; i++)
+	partitions = kr_i32(r);
+	replication = kr_i16(r);
+	nassign = kr_array(r, 8);
+	for (int32_t i = 0; i < nassign; i++)
 	{
 		(void) kr_i32(r);
 		n = kr_array(r, 4);
 		for (int32_t j = 0; j < n; j++)
 			(void) kr_i32(r);
 	}
-	mq_array_init(&t->keys, MQ_TEXTOID);
-	mq_array_init(&t->vals, MQ_TEXTOID);
+	mq_array_init(&keys, MQ_TEXTOID);
+	mq_array_init(&vals, MQ_TEXTOID);
 	n = kr_array(r, 4);
 	for (int32_t i = 0; i < n && !r->err; i++)
 	{
 		KSlice		k = kr_str(r);
 		KSlice		v = kr_str(r);
 
-		mq_array_add(&t->keys, k.p, k.len < 0 ? 0 : k.len);
-		mq_array_add(&t->vals, v.len < 0 ? NULL : v.p, v.len < 0 ? 0 : v.len);
+		mq_array_add(&keys, k.p, k.len < 0 ? 0 : k.len);
+		mq_array_add(&vals, v.len < 0 ? NULL : v.p, v.len < 0 ? 0 : v.len);
 	}
-}
-
-/* create one topic; returns the Kafka error, *msg the server's message */
-static int16_t
-create_one(PGconn *db, TopicSpec *t, bool validate_only, char **msg)
-{
-	MqParams	params;
-	MqError		err = MQ_ERROR_INIT;
-	PGresult   *res;
-	const char *b;
-	int			len;
-	int16_t		code = KERR_NONE;
-	char	   *name = kslice_dup(t->name);
-
-	*msg = NULL;
-	if (t->replication > 1)
-		code = KERR_INVALID_REPLICATION_FACTOR;
-	else if (t->nassign > 0)
-		code = KERR_INVALID_REPLICA_ASSIGNMENT;
-	if (code != KERR_NONE)
+	t->stmt = -1;
+	t->code = replication > 1 ? KERR_INVALID_REPLICATION_FACTOR
+		: nassign > 0 ? KERR_INVALID_REPLICA_ASSIGNMENT : KERR_NONE;
+	if (t->code == KERR_NONE && !r->err)
 	{
+		name = kslice_dup(t->name);
+		st = kjob_add(&s->job, CREATE_SQL, 0);
+		t->stmt = s->job.n - 1;
+		kstmt_text(st, MQ_TEXTOID, name ? name : "");
+		kstmt_int(st, MQ_INT4OID, partitions < 0 ? 1 : partitions);
+		b = mq_array_bytes(&keys, &len);
+		kstmt_binary(st, MQ_TEXTARRAYOID, b, len);
+		b = mq_array_bytes(&vals, &len);
+		kstmt_binary(st, MQ_TEXTARRAYOID, b, len);
 		free(name);
-		return code;
 	}
-	if (validate_only && db)
-		PQclear(PQexec(db, "BEGIN"));
-	mq_params_init(&params);
-	mq_param_text(&params, MQ_TEXTOID, name ? name : "");
-	mq_param_int(&params, MQ_INT4OID, t->partitions < 0 ? 1 : t->partitions);
-	b = mq_array_bytes(&t->keys, &len);
-	mq_param_binary(&params, MQ_TEXTARRAYOID, b, len);
-	b = mq_array_bytes(&t->vals, &len);
-	mq_param_binary(&params, MQ_TEXTARRAYOID, b, len);
-	res = kdb_exec(db, "SELECT mq.create_topic($1, $2, jsonb_object($3::text[], $4::text[]))",
-				   &params, 0, &err);
-	if (res == NULL)
-	{
-		code = kerr_from_mq(&err);
-		*msg = mq_strdup(err.message);
-	}
-	PQclear(res);
-	if (validate_only && db)
-		PQclear(PQexec(db, "ROLLBACK"));
-	mq_error_free(&err);
-	free(name);
-	return code;
+	mq_array_free(&keys);
+	mq_array_free(&vals);
 }
 
 static void
-create_topics_db(KRequest *req, PGconn *db)
+create_topics_done(KRequest *req)
 {
-	KReader    *r = &req->body;
+	AdminState *s = req->state;
 	KWriter    *w = &req->resp;
-	int32_t		n = kr_array(r, 12);
-	TopicSpec  *specs = mq_malloc0(sizeof(TopicSpec) * (n > 0 ? n : 1));
-	bool		validate_only = false;
 
-	for (int32_t i = 0; i < n; i++)
-		read_spec(r, &specs[i]);
-	(void) kr_i32(r);			/* timeout_ms */
-	if (req->api_version >= 1)
-		validate_only = kr_i8(r) != 0;
 	if (req->api_version >= 2)
 		kw_i32(w, 0);
-	kw_i32(w, n);
-	for (int32_t i = 0; i < n; i++)
+	kw_i32(w, s->n);
+	for (int32_t i = 0; i < s->n; i++)
 	{
-		char	   *msg = NULL;
-		int16_t		code = r->err ? KERR_INVALID_REQUEST
-			: create_one(db, &specs[i], validate_only, &msg);
+		TopicSpec  *t = &s->specs[i];
+		KStmt	   *st = t->stmt >= 0 ? &s->job.stmts[t->stmt] : NULL;
+		int16_t		code = t->code;
 
-		kw_strn(w, specs[i].name.p, specs[i].name.len);
+		if (st)
+			(void) kstmt_failed(st, &code);
+		kw_strn(w, t->name.p, t->name.len);
 		kw_i16(w, code);
 		if (req->api_version >= 1)
-			kw_str(w, msg);
-		free(msg);
-		mq_array_free(&specs[i].keys);
-		mq_array_free(&specs[i].vals);
+			kw_str(w, st && st->err.message ? st->err.message : NULL);
 	}
-	free(specs);
+	req_finish(req);
 }
 
 void
 h_create_topics(KRequest *req)
 {
-	pool_submit(req, create_topics_db, NULL);
+	KReader    *r = &req->body;
+	AdminState *s = admin_state(req, kr_array(r, 12));
+	KJob		creates = {0};
+	bool		validate_only = false;
+
+	for (int32_t i = 0; i < s->n && !r->err; i++)
+		read_spec(r, s, &s->specs[i]);
+	(void) kr_i32(r);			/* timeout_ms */
+	if (req->api_version >= 1)
+		validate_only = kr_i8(r) != 0;
+	if (r->err)
+	{
+		req_abort(req);
+		return;
+	}
+	if (validate_only && s->job.n > 0)
+	{
+		/* each create between BEGIN and ROLLBACK, each statement synced */
+		creates = s->job;
+		memset(&s->job, 0, sizeof(s->job));
+		for (int i = 0; i < creates.n; i++)
+		{
+			(void) kjob_add(&s->job, "BEGIN", 0);
+			*kjob_add(&s->job, NULL, 0) = creates.stmts[i];
+			(void) kjob_add(&s->job, "ROLLBACK", 0);
+		}
+		free(creates.stmts);
+		for (int32_t i = 0; i < s->n; i++)
+			if (s->specs[i].stmt >= 0)
+				s->specs[i].stmt = 3 * s->specs[i].stmt + 1;
+	}
+	pool_run(req, &s->job, create_topics_done);
 }
 
 static void
-delete_topics_db(KRequest *req, PGconn *db)
+delete_topics_done(KRequest *req)
 {
-	KReader    *r = &req->body;
+	AdminState *s = req->state;
 	KWriter    *w = &req->resp;
-	int32_t		n = kr_array(r, 2);
 
 	if (req->api_version >= 1)
 		kw_i32(w, 0);
-	kw_i32(w, n);
-	for (int32_t i = 0; i < n; i++)
+	kw_i32(w, s->n);
+	for (int32_t i = 0; i < s->n; i++)
 	{
-		KSlice		s = kr_str(r);
-		char	   *name = kslice_dup(s);
-		MqParams	params;
-		MqError		err = MQ_ERROR_INIT;
-		PGresult   *res;
+		int16_t		code;
 
-		mq_params_init(&params);
-		mq_param_text(&params, MQ_TEXTOID, name ? name : "");
-		res = kdb_exec(db, "SELECT mq.drop_topic($1)", &params, 0, &err);
-		kw_strn(w, s.p, s.len);
-		kw_i16(w, res ? KERR_NONE : kerr_from_mq(&err));
-		PQclear(res);
-		mq_error_free(&err);
-		free(name);
+		(void) kstmt_failed(&s->job.stmts[i], &code);
+		kw_strn(w, s->specs[i].name.p, s->specs[i].name.len);
+		kw_i16(w, code);
 	}
+	req_finish(req);
 }
 
 void
 h_delete_topics(KRequest *req)
 {
-	pool_submit(req, delete_topics_db, NULL);
+	KReader    *r = &req->body;
+	AdminState *s = admin_state(req, kr_array(r, 2));
+
+	for (int32_t i = 0; i < s->n && !r->err; i++)
+	{
+		char	   *name;
+
+		s->specs[i].name = kr_str(r);
+		name = kslice_dup(s->specs[i].name);
+		kstmt_text(kjob_add(&s->job, "SELECT mq.drop_topic($1)", 0), MQ_TEXTOID, name ? name : "");
+		free(name);
+	}
+	if (r->err)
+	{
+		req_abort(req);
+		return;
+	}
+	pool_run(req, &s->job, delete_topics_done);
 }

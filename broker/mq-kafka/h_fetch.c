@@ -5,11 +5,11 @@
  *	  statement, encoding them as record batches within the byte limits,
  *	  and long polling by parking the request in the daemon.
  *
- * The request is decoded once on the loop thread; each attempt runs on a
- * worker (one statement: mq.partitions for the bounds, a LATERAL
- * mq.fetch per partition, so only records below the high watermark are
- * read) and comes back to the loop thread.  With fewer than min_bytes and
- * time left, the request is parked: it holds no database connection.  A
+ * Loop thread.  The request is decoded once; each attempt is a job of one
+ * statement (mq.partitions for the bounds, a LATERAL mq.fetch per
+ * partition, so only records below the high watermark are read).  With
+ * fewer than min_bytes and time left, the request is parked: it holds no
+ * database connection.  A
  * parked fetch is retried at once when a Produce through this daemon
  * commits to one of its topics, every --recheck-ms for records appended
  * by other producers (SQL), and a last time at its deadline.
@@ -69,6 +69,7 @@ typedef struct FPart
 
 typedef struct FetchState
 {
+	KJob		job;
 	int32_t		ntopics;
 	KSlice	   *topics;
 	int32_t		nparts;
@@ -88,7 +89,7 @@ typedef struct FetchState
 static FetchState *parked;
 static struct event *recheck_ev;
 
-static void fetch_db(KRequest *req, PGconn *db);
+static void fetch_attempt(FetchState *s);
 static void fetch_done(KRequest *req);
 
 static void
@@ -98,6 +99,7 @@ fetch_state_free(void *p)
 
 	if (s->timer)
 		event_free(s->timer);
+	kjob_free(&s->job);
 	free(s->topics);
 	free(s->parts);
 	free(s);
@@ -155,53 +157,40 @@ encode_partition(PGresult *res, int *row, int64_t i, const FPart *fp, size_t *to
 		batch_end(&e);
 }
 
-static PGresult *
-fetch_query(FetchState *s, PGconn *db, MqError *err)
+/* a new attempt: the statement of this fetch, run by the pool */
+static void
+fetch_attempt(FetchState *s)
 {
-	MqArray		t,
-				p,
-				o,
-				n,
-				mb;
-	MqParams	params;
-	PGresult   *res;
-	const char *b;
-	int			len;
+	MqArray		a[5];
+	static const Oid elem[5] = {MQ_TEXTOID, MQ_INT4OID, MQ_INT8OID, MQ_INT4OID, MQ_INT4OID};
+	static const Oid arr[5] = {MQ_TEXTARRAYOID, MQ_INT4ARRAYOID, MQ_INT8ARRAYOID,
+	MQ_INT4ARRAYOID, MQ_INT4ARRAYOID};
+	KStmt	   *st;
 
-	mq_array_init(&t, MQ_TEXTOID);
-	mq_array_init(&p, MQ_INT4OID);
-	mq_array_init(&o, MQ_INT8OID);
-	mq_array_init(&n, MQ_INT4OID);
-	mq_array_init(&mb, MQ_INT4OID);
+	kjob_free(&s->job);
+	st = kjob_add(&s->job, FETCH_SQL, 1);
+	for (int i = 0; i < 5; i++)
+		mq_array_init(&a[i], elem[i]);
 	for (int32_t k = 0; k < s->nparts; k++)
 	{
 		const FPart *fp = &s->parts[k];
 		int32_t		cnt = fp->max_bytes / 32 + 1;
 
-		mq_array_add(&t, s->topics[fp->topic].p, s->topics[fp->topic].len);
-		mq_array_add_int32(&p, fp->partition);
-		mq_array_add_int64(&o, fp->offset);
-		mq_array_add_int32(&n, cnt < 1 ? 1 : cnt > 10000 ? 10000 : cnt);
-		mq_array_add_int32(&mb, fp->max_bytes > 0 ? fp->max_bytes : 1);
+		mq_array_add(&a[0], s->topics[fp->topic].p, s->topics[fp->topic].len);
+		mq_array_add_int32(&a[1], fp->partition);
+		mq_array_add_int64(&a[2], fp->offset);
+		mq_array_add_int32(&a[3], cnt < 1 ? 1 : cnt > 10000 ? 10000 : cnt);
+		mq_array_add_int32(&a[4], fp->max_bytes > 0 ? fp->max_bytes : 1);
 	}
-	mq_params_init(&params);
-	b = mq_array_bytes(&t, &len);
-	mq_param_binary(&params, MQ_TEXTARRAYOID, b, len);
-	b = mq_array_bytes(&p, &len);
-	mq_param_binary(&params, MQ_INT4ARRAYOID, b, len);
-	b = mq_array_bytes(&o, &len);
-	mq_param_binary(&params, MQ_INT8ARRAYOID, b, len);
-	b = mq_array_bytes(&n, &len);
-	mq_param_binary(&params, MQ_INT4ARRAYOID, b, len);
-	b = mq_array_bytes(&mb, &len);
-	mq_param_binary(&params, MQ_INT4ARRAYOID, b, len);
-	res = kdb_exec(db, FETCH_SQL, &params, 1, err);
-	mq_array_free(&t);
-	mq_array_free(&p);
-	mq_array_free(&o);
-	mq_array_free(&n);
-	mq_array_free(&mb);
-	return res;
+	for (int i = 0; i < 5; i++)
+	{
+		int			len;
+		const char *b = mq_array_bytes(&a[i], &len);
+
+		kstmt_binary(st, arr[i], b, len);
+		mq_array_free(&a[i]);
+	}
+	pool_run(s->req, &s->job, fetch_done);
 }
 
 /* one partition's response entry */
@@ -223,13 +212,14 @@ write_partition(KRequest *req, const FPart *fp, int16_t code, int64_t lso, int64
 	kw_bytes(w, recs->buf, (int32_t) recs->len);
 }
 
+/* the response from the attempt's result */
 static void
-fetch_db(KRequest *req, PGconn *db)
+fetch_encode(KRequest *req, FetchState *s)
 {
-	FetchState *s = req->state;
 	KWriter    *w = &req->resp;
-	MqError		err = MQ_ERROR_INIT;
-	PGresult   *res = fetch_query(s, db, &err);
+	KStmt	   *st = &s->job.stmts[0];
+	PGresult   *res = st->res;
+	int16_t		failed_code;
 	int			row = 0;
 	int32_t		k = 0;
 	KWriter		recs;
@@ -237,7 +227,9 @@ fetch_db(KRequest *req, PGconn *db)
 	kw_reset(w);
 	kw_init(&recs);
 	s->bytes = 0;
-	s->failed = res == NULL;
+	s->failed = kstmt_failed(st, &failed_code);
+	if (s->failed && failed_code == KERR_UNKNOWN_SERVER_ERROR)
+		mq_log_warning("fetch: %s", st->err.message);
 	kw_i32(w, 0);				/* throttle */
 	if (req->api_version >= 7)
 	{
@@ -258,7 +250,7 @@ fetch_db(KRequest *req, PGconn *db)
 			const FPart *fp = &s->parts[k];
 			int64_t		lso = -1,
 						hw = -1;
-			int16_t		code = res ? KERR_UNKNOWN_TOPIC_OR_PARTITION : kerr_from_mq(&err);
+			int16_t		code = res ? KERR_UNKNOWN_TOPIC_OR_PARTITION : failed_code;
 
 			kw_reset(&recs);
 			if (res && row < PQntuples(res) && mq_get_int64(res, row, 0) == k + 1)
@@ -273,8 +265,6 @@ fetch_db(KRequest *req, PGconn *db)
 		kw_put_i32_at(w, count_at, cnt);
 	}
 	kw_free(&recs);
-	PQclear(res);
-	mq_error_free(&err);
 }
 
 static void
@@ -295,7 +285,7 @@ retry(FetchState *s, bool final)
 {
 	unpark(s);
 	s->final = final;
-	pool_submit(s->req, fetch_db, fetch_done);
+	fetch_attempt(s);
 }
 
 static void
@@ -315,9 +305,11 @@ static void
 fetch_done(KRequest *req)
 {
 	FetchState *s = req->state;
-	int64_t		left = s->deadline_us - mq_now_us();
+	int64_t		left;
 	struct timeval tv;
 
+	fetch_encode(req, s);
+	left = s->deadline_us - mq_now_us();
 	if (s->final || s->failed || s->bytes >= (size_t) s->min_bytes || left <= 1000 ||
 		conn_closed(req->conn))
 	{
@@ -417,5 +409,5 @@ h_fetch(KRequest *req)
 	s->timer = evtimer_new(kbase, on_deadline, s);
 	if (recheck_ev == NULL)
 		recheck_ev = evtimer_new(kbase, on_recheck, NULL);
-	pool_submit(req, fetch_db, fetch_done);
+	fetch_attempt(s);
 }

@@ -1,13 +1,12 @@
 /*-------------------------------------------------------------------------
  *
  * h_metadata.c
- *	  Metadata (v1-v6), CreateTopics (v0-v4) and DeleteTopics (v0-v3).
- *	  Requests are decoded and answered on a database worker.
+ *	  Metadata (v1-v6).  Loop thread; one job of one or two statements.
  *
  * A single node: every partition is led by this broker (--node-id), with
  * itself as the only replica and in-sync replica.  Unknown topics are
- * UNKNOWN_TOPIC_OR_PARTITION, or are created with mq.create_topic when
- * --auto-create-topics is set and the client allows it (Metadata v4+).
+ * UNKNOWN_TOPIC_OR_PARTITION, or are created with mq.create_topic first
+ * when --auto-create-topics is set and the client allows it (v4+).
  *
  *-------------------------------------------------------------------------
  */
@@ -21,8 +20,29 @@
 #include "util.h"
 
 #define METADATA_SQL \
-	"SELECT p.topic, p.partition, p.leader_epoch FROM mq.partitions p" \
+	"SELECT p.topic, p.partition FROM mq.partitions p" \
 	" WHERE $1::text[] IS NULL OR p.topic = ANY ($1) ORDER BY p.topic, p.partition"
+
+#define AUTO_CREATE_SQL \
+	"SELECT mq.create_topic(t, $2) FROM unnest($1::text[]) t" \
+	" WHERE NOT EXISTS (SELECT 1 FROM mq.topics x WHERE x.topic = t)"
+
+typedef struct MetaState
+{
+	KJob		job;
+	int32_t		n;				/* -1: all topics */
+	KSlice	   *names;
+} MetaState;
+
+static void
+meta_state_free(void *p)
+{
+	MetaState  *s = p;
+
+	kjob_free(&s->job);
+	free(s->names);
+	free(s);
+}
 
 static void
 write_brokers(KWriter *w, int16_t v)
@@ -51,135 +71,109 @@ write_partition(KWriter *w, int16_t v, int32_t index)
 		kw_i32(w, 0);			/* offline replicas */
 }
 
-/* one topic's entry from rows [*row, ...) of res that name it */
+/* one topic: its rows of res (sorted by name), or the error if it has none */
 static void
-write_topic(KWriter *w, int16_t v, const char *name, int16_t error, PGresult *res, int *row)
+write_topic(KWriter *w, int16_t v, KSlice name, PGresult *res, int16_t error)
 {
 	size_t		count_at;
 	int32_t		n = 0;
+	int			row = 0;
 
+	while (res && row < PQntuples(res) && !kslice_eq(name, PQgetvalue(res, row, 0)))
+		row++;
+	if (res && row == PQntuples(res) && error == KERR_NONE)
+		error = KERR_UNKNOWN_TOPIC_OR_PARTITION;
 	kw_i16(w, error);
-	kw_str(w, name);
+	kw_strn(w, name.p, name.len);
 	kw_i8(w, 0);				/* is_internal */
 	count_at = w->len;
 	kw_i32(w, 0);
-	while (res && *row < PQntuples(res) && strcmp(PQgetvalue(res, *row, 0), name) == 0)
-	{
-		write_partition(w, v, atoi(PQgetvalue(res, *row, 1)));
-		(*row)++;
-		n++;
-	}
+	for (; res && row < PQntuples(res) && kslice_eq(name, PQgetvalue(res, row, 0)); row++, n++)
+		write_partition(w, v, atoi(PQgetvalue(res, row, 1)));
 	kw_put_i32_at(w, count_at, n);
 }
 
 static void
-auto_create(PGconn *db, MqArray *names)
+metadata_done(KRequest *req)
 {
-	MqParams	params;
-	MqError		err = MQ_ERROR_INIT;
-	PGresult   *res;
-	const char *bytes;
-	int			len;
-
-	mq_params_init(&params);
-	bytes = mq_array_bytes(names, &len);
-	mq_param_binary(&params, MQ_TEXTARRAYOID, bytes, len);
-	mq_param_int(&params, MQ_INT4OID, kconfig.auto_create_partitions);
-	res = kdb_exec(db, "SELECT mq.create_topic(t, $2) FROM unnest($1::text[]) t"
-				   " WHERE NOT EXISTS (SELECT 1 FROM mq.topics x WHERE x.topic = t)",
-				   &params, 0, &err);
-	if (res == NULL)
-		mq_log_warning("automatic topic creation: %s", err.message);
-	PQclear(res);
-	mq_error_free(&err);
-}
-
-static void
-metadata_db(KRequest *req, PGconn *db)
-{
-	KReader    *r = &req->body;
+	MetaState  *s = req->state;
 	KWriter    *w = &req->resp;
 	int16_t		v = req->api_version;
-	int32_t		n = kr_array(r, 2);
-	KSlice	   *names = mq_malloc0(sizeof(KSlice) * (n > 0 ? n : 1));
-	MqArray		arr;
-	MqParams	params;
-	MqError		err = MQ_ERROR_INIT;
-	PGresult   *res;
-	bool		allow_auto = true;
-	int			row = 0;
-	const char *bytes;
-	int			len;
+	KStmt	   *st = &s->job.stmts[s->job.n - 1];
+	int16_t		code;
 
-	mq_array_init(&arr, MQ_TEXTOID);
-	for (int32_t i = 0; i < n; i++)
-	{
-		names[i] = kr_str(r);
-		mq_array_add(&arr, names[i].p, names[i].len < 0 ? 0 : names[i].len);
-	}
-	if (v >= 4)
-		allow_auto = kr_i8(r) != 0;
-	if (n > 0 && allow_auto && kconfig.auto_create_partitions > 0 && !r->err)
-		auto_create(db, &arr);
-	mq_params_init(&params);
-	bytes = mq_array_bytes(&arr, &len);
-	mq_param_binary(&params, MQ_TEXTARRAYOID, n < 0 ? NULL : bytes, len);
-	res = kdb_exec(db, METADATA_SQL, &params, 0, &err);
-	if (res == NULL)
-		mq_log_warning("metadata: %s", err.message);
-
+	if (kstmt_failed(st, &code))
+		mq_log_warning("metadata: %s", st->err.message);
 	if (v >= 3)
 		kw_i32(w, 0);			/* throttle */
 	write_brokers(w, v);
-	if (n < 0)
+	if (s->n >= 0)
+	{
+		kw_i32(w, s->n);
+		for (int32_t i = 0; i < s->n; i++)
+			write_topic(w, v, s->names[i], st->res, code);
+	}
+	else
 	{
 		size_t		count_at = w->len;
 		int32_t		topics = 0;
 
 		kw_i32(w, 0);
-		while (res && row < PQntuples(res))
+		for (int row = 0; st->res && row < PQntuples(st->res); topics++)
 		{
-			char	   *name = mq_strdup(PQgetvalue(res, row, 0));
+			const char *name = PQgetvalue(st->res, row, 0);
+			KSlice		sl = {(const uint8_t *) name, (int32_t) strlen(name)};
 
-			write_topic(w, v, name, KERR_NONE, res, &row);
-			free(name);
-			topics++;
+			write_topic(w, v, sl, st->res, KERR_NONE);
+			while (row < PQntuples(st->res) && strcmp(PQgetvalue(st->res, row, 0), name) == 0)
+				row++;
 		}
 		kw_put_i32_at(w, count_at, topics);
 	}
-	else
-	{
-		kw_i32(w, n);
-		for (int32_t i = 0; i < n; i++)
-		{
-			char	   *name = kslice_dup(names[i]);
-			int			start;
-
-			/* rows are sorted by name; find this one's */
-			for (row = 0; res && row < PQntuples(res) &&
-				 strcmp(PQgetvalue(res, row, 0), name ? name : "") != 0; row++)
-				;
-			start = row;
-			write_topic(w, v, name ? name : "", KERR_NONE, res, &row);
-			if (row == start)
-			{
-				/* nothing written for it: rewrite as an unknown topic */
-				w->len -= 2 + 2 + (name ? strlen(name) : 0) + 1 + 4;
-				write_topic(w, v, name ? name : "",
-							res ? KERR_UNKNOWN_TOPIC_OR_PARTITION : kerr_from_mq(&err),
-							NULL, &row);
-			}
-			free(name);
-		}
-	}
-	PQclear(res);
-	mq_error_free(&err);
-	mq_array_free(&arr);
-	free(names);
+	req_finish(req);
 }
 
 void
 h_metadata(KRequest *req)
 {
-	pool_submit(req, metadata_db, NULL);
+	KReader    *r = &req->body;
+	MetaState  *s = mq_malloc0(sizeof(MetaState));
+	MqArray		arr;
+	const char *bytes;
+	int			len;
+	bool		allow_auto = true;
+	KStmt	   *st;
+
+	req->state = s;
+	req->free_state = meta_state_free;
+	s->n = kr_array(r, 2);
+	s->names = mq_malloc0(sizeof(KSlice) * (s->n > 0 ? s->n : 1));
+	mq_array_init(&arr, MQ_TEXTOID);
+	for (int32_t i = 0; i < s->n; i++)
+	{
+		s->names[i] = kr_str(r);
+		mq_array_add(&arr, s->names[i].p, s->names[i].len < 0 ? 0 : s->names[i].len);
+	}
+	if (req->api_version >= 4)
+		allow_auto = kr_i8(r) != 0;
+	if (r->err)
+	{
+		mq_array_free(&arr);
+		req_abort(req);
+		return;
+	}
+	bytes = mq_array_bytes(&arr, &len);
+	if (s->n > 0 && allow_auto && kconfig.auto_create_partitions > 0)
+	{
+		st = kjob_add(&s->job, AUTO_CREATE_SQL, 0);
+		kstmt_binary(st, MQ_TEXTARRAYOID, bytes, len);
+		kstmt_int(st, MQ_INT4OID, kconfig.auto_create_partitions);
+	}
+	st = kjob_add(&s->job, METADATA_SQL, 0);
+	if (s->n < 0)
+		kstmt_text(st, MQ_TEXTARRAYOID, NULL);
+	else
+		kstmt_binary(st, MQ_TEXTARRAYOID, bytes, len);
+	mq_array_free(&arr);
+	pool_run(req, &s->job, metadata_done);
 }

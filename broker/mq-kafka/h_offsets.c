@@ -2,14 +2,15 @@
  *
  * h_offsets.c
  *	  ListOffsets (v1-v3), OffsetCommit (v2-v7) and OffsetFetch (v1-v5).
- *	  Decoded and answered on a database worker; OffsetCommit first asks
- *	  the group coordinator (loop thread) whether the member and
+ *	  Loop thread; each request is one job with a statement per partition.
+ *	  OffsetCommit first asks the group coordinator whether the member and
  *	  generation may commit.
  *
  * Committed offsets are mq's own (mq.commit_offset, mq.committed_offset,
  * with the metadata read from mq.consumer_offset), so SQL consumers,
  * mqctl and Kafka clients share them.  ListOffsets by timestamp bisects
- * over created_at (the append time), as mqctl's reset-offsets does.
+ * over created_at (the append time, which grows with the offset) in one
+ * recursive statement, a mq.fetch of one record per step.
  *
  *-------------------------------------------------------------------------
  */
@@ -22,218 +23,263 @@
 #include "kerr.h"
 #include "util.h"
 
-#define TS_SQL "SELECT (extract(epoch FROM created_at) * 1000)::int8 FROM mq.fetch($1, $2, $3, 1)"
+#define BOUNDS_SQL \
+	"SELECT log_start_offset, high_watermark, NULL, NULL FROM mq.partitions" \
+	" WHERE topic = $1 AND partition = $2"
 
-static PGresult *
-exec_tp(PGconn *db, const char *sql, const char *topic, int32_t partition, const int64_t *off,
-		MqError *err)
+/* lo ends at the first offset appended at or after $3 (ms), hw if none */
+#define BY_TIME_SQL \
+	"WITH RECURSIVE s AS (SELECT log_start_offset AS lso, high_watermark AS hw" \
+	"                       FROM mq.partitions WHERE topic = $1 AND partition = $2)," \
+	" b(lo, hi) AS (SELECT lso, hw FROM s" \
+	"   UNION ALL" \
+	"   SELECT CASE WHEN m.t < $3 THEN m.mid + 1 ELSE b.lo END," \
+	"          CASE WHEN m.t < $3 THEN b.hi ELSE m.mid END" \
+	"     FROM b CROSS JOIN LATERAL (SELECT (b.lo + b.hi) / 2 AS mid) x" \
+	"     CROSS JOIN LATERAL (SELECT x.mid, coalesce((SELECT (extract(epoch FROM f.created_at) * 1000)::int8" \
+	"                                                  FROM mq.fetch($1, $2, x.mid, 1) f)," \
+	"                                                9223372036854775807) AS t) m" \
+	"    WHERE b.lo < b.hi)" \
+	" SELECT s.lso, s.hw, b.lo, (SELECT (extract(epoch FROM f.created_at) * 1000)::int8" \
+	"                              FROM mq.fetch($1, $2, b.lo, 1) f WHERE b.lo < s.hw)" \
+	"   FROM s, b WHERE b.lo >= b.hi"
+
+typedef struct OPart
 {
-	MqParams	params;
+	int32_t		topic;
+	int32_t		partition;
+	int64_t		timestamp;		/* ListOffsets */
+	int16_t		code;			/* OffsetCommit: the coordinator's verdict */
+	int			stmt;
+} OPart;
 
-	mq_params_init(&params);
-	mq_param_text(&params, MQ_TEXTOID, topic);
-	mq_param_int(&params, MQ_INT4OID, partition);
-	if (off)
-		mq_param_int(&params, MQ_INT8OID, *off);
-	return kdb_exec(db, sql, &params, 0, err);
-}
-
-/* first offset in [lo, hi) appended at or after ts (ms), hi if none */
-static int64_t
-offset_for_time(PGconn *db, const char *topic, int32_t partition, int64_t lo, int64_t hi,
-				int64_t ts, int64_t *found_ts, MqError *err)
+typedef struct OffState
 {
-	*found_ts = -1;
-	while (lo < hi)
-	{
-		int64_t		mid = lo + (hi - lo) / 2;
-		PGresult   *res = exec_tp(db, TS_SQL, topic, partition, &mid, err);
-		int64_t		t;
-
-		if (res == NULL)
-			return -1;
-		t = PQntuples(res) ? strtoll(PQgetvalue(res, 0, 0), NULL, 10) : INT64_MAX;
-		PQclear(res);
-		if (t < ts)
-			lo = mid + 1;
-		else
-		{
-			hi = mid;
-			*found_ts = t;
-		}
-	}
-	return lo;
-}
+	KJob		job;
+	int32_t		ntopics;		/* -1: OffsetFetch of all the group's offsets */
+	KSlice	   *topics;
+	int32_t		nparts;
+	OPart	   *parts;
+	char	   *group;
+	int16_t		verdict;		/* OffsetCommit: the coordinator's */
+} OffState;
 
 static void
-list_one(PGconn *db, KWriter *w, const char *topic, int32_t partition, int64_t ts)
+off_state_free(void *p)
 {
-	MqError		err = MQ_ERROR_INIT;
-	PGresult   *res = exec_tp(db, "SELECT log_start_offset, high_watermark FROM mq.partitions"
-							  " WHERE topic = $1 AND partition = $2", topic, partition, NULL, &err);
-	int16_t		code = KERR_NONE;
-	int64_t		off = -1,
-				found = -1;
+	OffState   *s = p;
 
-	if (res == NULL)
-		code = kerr_from_mq(&err);
-	else if (PQntuples(res) == 0)
-		code = KERR_UNKNOWN_TOPIC_OR_PARTITION;
-	else
-	{
-		int64_t		lso = strtoll(PQgetvalue(res, 0, 0), NULL, 10);
-		int64_t		hw = strtoll(PQgetvalue(res, 0, 1), NULL, 10);
-
-		if (ts == -2)
-			off = lso;
-		else if (ts == -1)
-			off = hw;
-		else
-		{
-			off = offset_for_time(db, topic, partition, lso, hw, ts, &found, &err);
-			if (err.message)
-				code = kerr_from_mq(&err);
-			else if (off == hw)
-				off = -1;
-		}
-	}
-	kw_i32(w, partition);
-	kw_i16(w, code);
-	kw_i64(w, code ? -1 : found);
-	kw_i64(w, code ? -1 : off);
-	PQclear(res);
-	mq_error_free(&err);
+	kjob_free(&s->job);
+	free(s->topics);
+	free(s->parts);
+	free(s->group);
+	free(s);
 }
 
+static OffState *
+off_state(KRequest *req)
+{
+	OffState   *s = mq_malloc0(sizeof(OffState));
+
+	req->state = s;
+	req->free_state = off_state_free;
+	return s;
+}
+
+/*
+ * The topics and partitions of a request (arrays of topic name, then
+ * partitions of at least part_size bytes each); read_part reads one
+ * partition's fields and adds its statement.
+ */
 static void
-list_offsets_db(KRequest *req, PGconn *db)
+read_topics(KRequest *req, OffState *s, size_t part_size,
+			void (*read_part) (KRequest *req, OffState *s, OPart *op, const char *topic))
 {
 	KReader    *r = &req->body;
-	KWriter    *w = &req->resp;
-	int32_t		nt;
 
-	(void) kr_i32(r);			/* replica id */
-	if (req->api_version >= 2)
-		(void) kr_i8(r);		/* isolation level */
-	if (req->api_version >= 2)
-		kw_i32(w, 0);
-	nt = kr_array(r, 6);
-	kw_i32(w, nt);
-	for (int32_t t = 0; t < nt && !r->err; t++)
+	s->ntopics = kr_array(r, 6);
+	s->topics = mq_malloc0(sizeof(KSlice) * (s->ntopics > 0 ? s->ntopics : 1));
+	s->parts = mq_malloc0(sizeof(OPart) * (kr_left(r) / part_size + 1));
+	for (int32_t t = 0; t < s->ntopics && !r->err; t++)
 	{
-		KSlice		name = kr_str(r);
-		char	   *topic = kslice_dup(name);
-		int32_t		np = kr_array(r, 12);
+		int32_t		n;
+		char	   *topic;
 
-		kw_strn(w, name.p, name.len);
-		kw_i32(w, np);
-		for (int32_t i = 0; i < np && !r->err; i++)
+		s->topics[t] = kr_str(r);
+		topic = kslice_dup(s->topics[t]);
+		n = kr_array(r, part_size);
+		for (int32_t i = 0; i < n && !r->err; i++)
 		{
-			int32_t		partition = kr_i32(r);
-			int64_t		ts = kr_i64(r);
+			OPart	   *op = &s->parts[s->nparts++];
 
-			list_one(db, w, topic ? topic : "", partition, ts);
+			op->topic = t;
+			op->stmt = -1;
+			read_part(req, s, op, topic ? topic : "");
 		}
 		free(topic);
 	}
+}
+
+/* write each topic with its partitions, write_part writing one */
+static void
+write_topics(KRequest *req, OffState *s,
+			 void (*write_part) (KRequest *req, OffState *s, OPart *op))
+{
+	KWriter    *w = &req->resp;
+	int32_t		k = 0;
+
+	kw_i32(w, s->ntopics);
+	for (int32_t t = 0; t < s->ntopics; t++)
+	{
+		size_t		count_at;
+		int32_t		n = 0;
+
+		kw_strn(w, s->topics[t].p, s->topics[t].len);
+		count_at = w->len;
+		kw_i32(w, 0);
+		for (; k < s->nparts && s->parts[k].topic == t; k++, n++)
+			write_part(req, s, &s->parts[k]);
+		kw_put_i32_at(w, count_at, n);
+	}
+}
+
+static void
+read_list_part(KRequest *req, OffState *s, OPart *op, const char *topic)
+{
+	KStmt	   *st;
+
+	op->partition = kr_i32(&req->body);
+	op->timestamp = kr_i64(&req->body);
+	st = kjob_add(&s->job, op->timestamp < 0 ? BOUNDS_SQL : BY_TIME_SQL, 0);
+	op->stmt = s->job.n - 1;
+	kstmt_text(st, MQ_TEXTOID, topic);
+	kstmt_int(st, MQ_INT4OID, op->partition);
+	if (op->timestamp >= 0)
+		kstmt_int(st, MQ_INT8OID, op->timestamp);
+}
+
+static void
+write_list_part(KRequest *req, OffState *s, OPart *op)
+{
+	KWriter    *w = &req->resp;
+	KStmt	   *st = &s->job.stmts[op->stmt];
+	PGresult   *res = st->res;
+	int16_t		code;
+	int64_t		off = -1,
+				ts = -1;
+
+	if (!kstmt_failed(st, &code) && PQntuples(res) == 0)
+		code = KERR_UNKNOWN_TOPIC_OR_PARTITION;
+	else if (code == KERR_NONE)
+	{
+		int64_t		hw = strtoll(PQgetvalue(res, 0, 1), NULL, 10);
+
+		if (op->timestamp == -2)
+			off = strtoll(PQgetvalue(res, 0, 0), NULL, 10);
+		else if (op->timestamp == -1)
+			off = hw;
+		else if (strtoll(PQgetvalue(res, 0, 2), NULL, 10) < hw)
+		{
+			off = strtoll(PQgetvalue(res, 0, 2), NULL, 10);
+			ts = strtoll(PQgetvalue(res, 0, 3), NULL, 10);
+		}
+	}
+	kw_i32(w, op->partition);
+	kw_i16(w, code);
+	kw_i64(w, ts);
+	kw_i64(w, off);
+}
+
+static void
+list_offsets_done(KRequest *req)
+{
+	OffState   *s = req->state;
+
+	if (req->api_version >= 2)
+		kw_i32(&req->resp, 0);
+	write_topics(req, s, write_list_part);
+	req_finish(req);
 }
 
 void
 h_list_offsets(KRequest *req)
 {
-	pool_submit(req, list_offsets_db, NULL);
-}
-
-/* the coordinator's verdict, decided on the loop thread */
-typedef struct CommitState
-{
-	int16_t		code;
-	char	   *group;
-} CommitState;
-
-static void
-commit_state_free(void *p)
-{
-	CommitState *s = p;
-
-	free(s->group);
-	free(s);
-}
-
-static void
-offset_commit_db(KRequest *req, PGconn *db)
-{
-	CommitState *s = req->state;
 	KReader    *r = &req->body;
-	KWriter    *w = &req->resp;
-	int32_t		nt = kr_array(r, 6);
+	OffState   *s = off_state(req);
+
+	(void) kr_i32(r);			/* replica id */
+	if (req->api_version >= 2)
+		(void) kr_i8(r);		/* isolation level */
+	read_topics(req, s, 12, read_list_part);
+	if (r->err)
+	{
+		req_abort(req);
+		return;
+	}
+	pool_run(req, &s->job, list_offsets_done);
+}
+
+/* OffsetCommit: the coordinator's verdict is in s->parts[].code */
+static void
+read_commit_part(KRequest *req, OffState *s, OPart *op, const char *topic)
+{
+	KReader    *r = &req->body;
+	int64_t		off;
+	char	   *meta;
+	KStmt	   *st;
+
+	op->partition = kr_i32(r);
+	off = kr_i64(r);
+	if (req->api_version >= 6)
+		(void) kr_i32(r);		/* leader epoch */
+	meta = kslice_dup(kr_str(r));
+	op->code = s->verdict;
+	if (op->code != KERR_NONE || r->err)
+	{
+		free(meta);
+		return;
+	}
+	st = kjob_add(&s->job, "SELECT mq.commit_offset($1, $2, $3, $4, $5)", 0);
+	op->stmt = s->job.n - 1;
+	kstmt_text(st, MQ_TEXTOID, s->group);
+	kstmt_text(st, MQ_TEXTOID, topic);
+	kstmt_int(st, MQ_INT4OID, op->partition);
+	kstmt_int(st, MQ_INT8OID, off);
+	kstmt_text(st, MQ_TEXTOID, meta);
+	free(meta);
+}
+
+static void
+write_commit_part(KRequest *req, OffState *s, OPart *op)
+{
+	int16_t		code = op->code;
+
+	if (op->stmt >= 0)
+		(void) kstmt_failed(&s->job.stmts[op->stmt], &code);
+	kw_i32(&req->resp, op->partition);
+	kw_i16(&req->resp, code);
+}
+
+static void
+offset_commit_done(KRequest *req)
+{
+	OffState   *s = req->state;
 
 	if (req->api_version >= 3)
-		kw_i32(w, 0);
-	kw_i32(w, nt);
-	for (int32_t t = 0; t < nt && !r->err; t++)
-	{
-		KSlice		name = kr_str(r);
-		char	   *topic = kslice_dup(name);
-		int32_t		np = kr_array(r, 14);
-
-		kw_strn(w, name.p, name.len);
-		kw_i32(w, np);
-		for (int32_t i = 0; i < np && !r->err; i++)
-		{
-			int32_t		partition = kr_i32(r);
-			int64_t		off = kr_i64(r);
-			char	   *meta;
-			MqParams	params;
-			MqError		err = MQ_ERROR_INIT;
-			PGresult   *res = NULL;
-			int16_t		code = s->code;
-
-			if (req->api_version >= 6)
-				(void) kr_i32(r);	/* leader epoch */
-			meta = kslice_dup(kr_str(r));
-			if (code == KERR_NONE && !r->err)
-			{
-				mq_params_init(&params);
-				mq_param_text(&params, MQ_TEXTOID, s->group);
-				mq_param_text(&params, MQ_TEXTOID, topic ? topic : "");
-				mq_param_int(&params, MQ_INT4OID, partition);
-				mq_param_int(&params, MQ_INT8OID, off);
-				mq_param_text(&params, MQ_TEXTOID, meta);
-				res = kdb_exec(db, "SELECT mq.commit_offset($1, $2, $3, $4, $5)", &params, 0, &err);
-				if (res == NULL)
-					code = kerr_from_mq(&err);
-			}
-			kw_i32(w, partition);
-			kw_i16(w, code);
-			PQclear(res);
-			mq_error_free(&err);
-			free(meta);
-		}
-		free(topic);
-	}
-}
-
-static void
-offsets_done(KRequest *req)
-{
-	if (req->body.err)
-		req_abort(req);
-	else
-		req_finish(req);
+		kw_i32(&req->resp, 0);
+	write_topics(req, s, write_commit_part);
+	req_finish(req);
 }
 
 void
 h_offset_commit(KRequest *req)
 {
 	KReader    *r = &req->body;
-	CommitState *s = mq_malloc0(sizeof(CommitState));
+	OffState   *s = off_state(req);
 	int32_t		generation;
 	char	   *member;
 	char	   *instance = NULL;
 
-	req->state = s;
-	req->free_state = commit_state_free;
 	s->group = kslice_dup(kr_str(r));
 	generation = kr_i32(r);
 	member = kslice_dup(kr_str(r));
@@ -241,17 +287,18 @@ h_offset_commit(KRequest *req)
 		instance = kslice_dup(kr_str(r));
 	if (req->api_version <= 4)
 		(void) kr_i64(r);		/* retention time */
+	if (!r->err && s->group)
+		s->verdict = group_commit_check(s->group, member, instance, generation);
+	free(member);
+	free(instance);
+	if (!r->err && s->group)
+		read_topics(req, s, 14, read_commit_part);
 	if (r->err || s->group == NULL)
 	{
-		free(member);
-		free(instance);
 		req_abort(req);
 		return;
 	}
-	s->code = group_commit_check(s->group, member, instance, generation);
-	free(member);
-	free(instance);
-	pool_submit(req, offset_commit_db, offsets_done);
+	pool_run(req, &s->job, offset_commit_done);
 }
 
 #define COMMITTED_SQL \
@@ -277,47 +324,47 @@ write_committed(KRequest *req, int32_t partition, int64_t off, const char *meta,
 	kw_i16(w, code);
 }
 
+static void
+read_fetch_part(KRequest *req, OffState *s, OPart *op, const char *topic)
+{
+	KStmt	   *st = kjob_add(&s->job, COMMITTED_SQL, 0);
+
+	op->partition = kr_i32(&req->body);
+	op->stmt = s->job.n - 1;
+	kstmt_text(st, MQ_TEXTOID, s->group);
+	kstmt_text(st, MQ_TEXTOID, topic);
+	kstmt_int(st, MQ_INT4OID, op->partition);
+}
+
 /* one requested partition; an unknown topic has no committed offset (-1) */
 static void
-fetch_one(KRequest *req, PGconn *db, const char *group, const char *topic, int32_t partition)
+write_fetch_part(KRequest *req, OffState *s, OPart *op)
 {
-	MqParams	params;
-	MqError		err = MQ_ERROR_INIT;
-	PGresult   *res;
+	KStmt	   *st = &s->job.stmts[op->stmt];
+	PGresult   *res = st->res;
 	int16_t		code = KERR_NONE;
 
-	mq_params_init(&params);
-	mq_param_text(&params, MQ_TEXTOID, group);
-	mq_param_text(&params, MQ_TEXTOID, topic);
-	mq_param_int(&params, MQ_INT4OID, partition);
-	res = kdb_exec(db, COMMITTED_SQL, &params, 0, &err);
-	if (res == NULL && !mq_error_is(&err, "MQ001") && !mq_error_is(&err, "MQ006"))
-		code = kerr_from_mq(&err);
-	write_committed(req, partition,
+	if (res == NULL && !mq_error_is(&st->err, "MQ001") && !mq_error_is(&st->err, "MQ006"))
+		(void) kstmt_failed(st, &code);
+	write_committed(req, op->partition,
 					res && !PQgetisnull(res, 0, 0) ? strtoll(PQgetvalue(res, 0, 0), NULL, 10) : -1,
 					res && !PQgetisnull(res, 0, 1) ? PQgetvalue(res, 0, 1) : "", code);
-	PQclear(res);
-	mq_error_free(&err);
 }
 
 /* every committed offset of the group (topics = null, v2+) */
 static int16_t
-fetch_all(KRequest *req, PGconn *db, const char *group)
+write_all(KRequest *req, OffState *s)
 {
 	KWriter    *w = &req->resp;
-	MqParams	params;
-	MqError		err = MQ_ERROR_INIT;
-	PGresult   *res;
+	KStmt	   *st = &s->job.stmts[0];
+	PGresult   *res = st->res;
 	size_t		topics_at = w->len;
 	int32_t		ntopics = 0;
 	int16_t		code;
 
-	mq_params_init(&params);
-	mq_param_text(&params, MQ_TEXTOID, group);
-	res = kdb_exec(db, ALL_COMMITTED_SQL, &params, 0, &err);
-	code = res ? KERR_NONE : kerr_from_mq(&err);
+	(void) kstmt_failed(st, &code);
 	kw_i32(w, 0);
-	for (int row = 0; res && row < PQntuples(res);)
+	for (int row = 0; res && row < PQntuples(res); ntopics++)
 	{
 		const char *topic = PQgetvalue(res, row, 0);
 		size_t		parts_at;
@@ -331,48 +378,43 @@ fetch_all(KRequest *req, PGconn *db, const char *group)
 							strtoll(PQgetvalue(res, row, 2), NULL, 10),
 							PQgetvalue(res, row, 3), KERR_NONE);
 		kw_put_i32_at(w, parts_at, n);
-		ntopics++;
 	}
 	kw_put_i32_at(w, topics_at, ntopics);
-	PQclear(res);
-	mq_error_free(&err);
 	return code;
 }
 
 static void
-offset_fetch_db(KRequest *req, PGconn *db)
+offset_fetch_done(KRequest *req)
 {
-	KReader    *r = &req->body;
-	KWriter    *w = &req->resp;
-	char	   *group = kslice_dup(kr_str(r));
-	int32_t		nt = kr_array(r, 6);
+	OffState   *s = req->state;
 	int16_t		code = KERR_NONE;
 
 	if (req->api_version >= 3)
-		kw_i32(w, 0);
-	if (nt < 0)
-		code = fetch_all(req, db, group ? group : "");
+		kw_i32(&req->resp, 0);
+	if (s->ntopics < 0)
+		code = write_all(req, s);
 	else
-		kw_i32(w, nt);
-	for (int32_t t = 0; t < nt && !r->err; t++)
-	{
-		KSlice		name = kr_str(r);
-		char	   *topic = kslice_dup(name);
-		int32_t		np = kr_array(r, 4);
-
-		kw_strn(w, name.p, name.len);
-		kw_i32(w, np);
-		for (int32_t i = 0; i < np && !r->err; i++)
-			fetch_one(req, db, group ? group : "", topic ? topic : "", kr_i32(r));
-		free(topic);
-	}
+		write_topics(req, s, write_fetch_part);
 	if (req->api_version >= 2)
-		kw_i16(w, code);
-	free(group);
+		kw_i16(&req->resp, code);
+	req_finish(req);
 }
 
 void
 h_offset_fetch(KRequest *req)
 {
-	pool_submit(req, offset_fetch_db, offsets_done);
+	KReader    *r = &req->body;
+	OffState   *s = off_state(req);
+
+	s->group = kslice_dup(kr_str(r));
+	if (s->group)
+		read_topics(req, s, 4, read_fetch_part);
+	if (r->err || s->group == NULL)
+	{
+		req_abort(req);
+		return;
+	}
+	if (s->ntopics < 0)
+		kstmt_text(kjob_add(&s->job, ALL_COMMITTED_SQL, 0), MQ_TEXTOID, s->group);
+	pool_run(req, &s->job, offset_fetch_done);
 }

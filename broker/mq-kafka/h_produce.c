@@ -1,8 +1,9 @@
 /*-------------------------------------------------------------------------
  *
  * h_produce.c
- *	  Produce (v3-v7) and InitProducerId (v0-v1), decoded and run on a
- *	  database worker; waking parked fetches runs on the loop thread.
+ *	  Produce (v3-v7) and InitProducerId (v0-v1).  Loop thread: the
+ *	  request is decoded and each batch checked here, the appends run as
+ *	  one job, and parked fetches of the topics written are woken.
  *
  * Each partition's batch is checked (batch.c) and appended with one
  * mq.send_batch call, its own transaction; the batch's producer id,
@@ -29,11 +30,21 @@
 	"SELECT min(msg_offset) FROM mq.send_batch($1, $2::bytea[], $3::bytea[], NULL," \
 	" $4, $5, $6, $7)"
 
-/* topics written to, whose parked fetches are woken afterwards */
+typedef struct PPart
+{
+	int32_t		topic;			/* index into topics */
+	int32_t		partition;
+	int16_t		code;			/* refused before reaching the database */
+	int			stmt;			/* its mq.send_batch, or -1 */
+} PPart;
+
 typedef struct ProduceState
 {
-	int			n;
-	char	  **topics;
+	KJob		job;
+	int32_t		ntopics;
+	KSlice	   *topics;
+	int32_t		nparts;
+	PPart	   *parts;
 } ProduceState;
 
 static void
@@ -41,26 +52,21 @@ produce_state_free(void *p)
 {
 	ProduceState *s = p;
 
-	for (int i = 0; i < s->n; i++)
-		free(s->topics[i]);
+	kjob_free(&s->job);
 	free(s->topics);
+	free(s->parts);
 	free(s);
 }
 
-/* append one decoded batch; returns the Kafka error, *base the first offset */
-static int16_t
-append_batch(PGconn *db, const char *topic, int32_t partition, const KBatch *b,
-			 int64_t *base)
+/* the mq.send_batch statement of one decoded batch */
+static void
+add_append(KJob *job, const char *topic, int32_t partition, const KBatch *b)
 {
+	KStmt	   *st = kjob_add(job, SEND_SQL, 0);
 	MqArray		keys,
 				vals;
-	MqParams	params;
-	MqError		err = MQ_ERROR_INIT;
-	PGresult   *res;
 	const char *bytes;
 	int			len;
-	bool		idem = b->producer_id >= 0;
-	int16_t		code = KERR_NONE;
 
 	mq_array_init(&keys, MQ_BYTEAOID);
 	mq_array_init(&vals, MQ_BYTEAOID);
@@ -71,149 +77,187 @@ append_batch(PGconn *db, const char *topic, int32_t partition, const KBatch *b,
 		mq_array_add(&keys, rec->key.len < 0 ? NULL : rec->key.p, rec->key.len < 0 ? 0 : rec->key.len);
 		mq_array_add(&vals, rec->value.len < 0 ? NULL : rec->value.p, rec->value.len < 0 ? 0 : rec->value.len);
 	}
-	mq_params_init(&params);
-	mq_param_text(&params, MQ_TEXTOID, topic);
+	kstmt_text(st, MQ_TEXTOID, topic);
 	bytes = mq_array_bytes(&keys, &len);
-	mq_param_binary(&params, MQ_BYTEAARRAYOID, bytes, len);
+	kstmt_binary(st, MQ_BYTEAARRAYOID, bytes, len);
 	bytes = mq_array_bytes(&vals, &len);
-	mq_param_binary(&params, MQ_BYTEAARRAYOID, bytes, len);
-	mq_param_int(&params, MQ_INT4OID, partition);
-	if (idem)
+	kstmt_binary(st, MQ_BYTEAARRAYOID, bytes, len);
+	kstmt_int(st, MQ_INT4OID, partition);
+	if (b->producer_id >= 0)
 	{
-		mq_param_int(&params, MQ_INT8OID, b->producer_id);
-		mq_param_int(&params, MQ_INT4OID, b->producer_epoch);
-		mq_param_int(&params, MQ_INT4OID, b->base_sequence);
+		kstmt_int(st, MQ_INT8OID, b->producer_id);
+		kstmt_int(st, MQ_INT4OID, b->producer_epoch);
+		kstmt_int(st, MQ_INT4OID, b->base_sequence);
 	}
 	else
-		for (int i = 0; i < 3; i++)
-			mq_param_text(&params, i == 0 ? MQ_INT8OID : MQ_INT4OID, NULL);
-	res = kdb_exec(db, SEND_SQL, &params, 0, &err);
-	if (res == NULL)
 	{
-		code = kerr_from_mq(&err);
-		if (code == KERR_UNKNOWN_SERVER_ERROR)
-			mq_log_warning("produce to %s/%d: %s", topic, partition, err.message);
+		kstmt_text(st, MQ_INT8OID, NULL);
+		kstmt_text(st, MQ_INT4OID, NULL);
+		kstmt_text(st, MQ_INT4OID, NULL);
 	}
-	else
-		*base = strtoll(PQgetvalue(res, 0, 0), NULL, 10);
-	PQclear(res);
-	mq_error_free(&err);
 	mq_array_free(&keys);
 	mq_array_free(&vals);
-	return code;
 }
 
-/* one partition of the request: decode, check, append, answer */
-static bool
-produce_partition(KRequest *req, PGconn *db, const char *topic, bool txn)
-{
-	KReader    *r = &req->body;
-	KWriter    *w = &req->resp;
-	int32_t		partition = kr_i32(r);
-	KSlice		records = kr_bytes(r);
-	KBatch		b;
-	int64_t		base = -1;
-	int16_t		code;
-
-	if (r->err)
-		return false;
-	if (txn)
-		code = KERR_TRANSACTIONAL_ID_AUTHORIZATION_FAILED;
-	else if ((code = batch_decode(records.p, records.len < 0 ? 0 : records.len,
-								  kconfig.max_inflated_bytes, &b)) == KERR_NONE &&
-			 (code = batch_check_storable(&b)) == KERR_NONE)
-		code = append_batch(db, topic, partition, &b, &base);
-	if (!txn)
-		batch_free(&b);
-	kw_i32(w, partition);
-	kw_i16(w, code);
-	kw_i64(w, base);
-	kw_i64(w, -1);				/* log_append_time: not known here */
-	if (req->api_version >= 5)
-		kw_i64(w, -1);			/* log_start_offset */
-	return code == KERR_NONE;
-}
-
+/* one partition of the request: decode and check its batch */
 static void
-produce_db(KRequest *req, PGconn *db)
+read_partition(KReader *r, ProduceState *s, PPart *pp, const char *topic, bool txn)
 {
-	KReader    *r = &req->body;
-	KWriter    *w = &req->resp;
-	ProduceState *s = mq_malloc0(sizeof(ProduceState));
-	bool		txn = kr_str(r).len >= 0;
-	int32_t		ntopics;
+	KSlice		records;
+	KBatch		b;
 
-	req->state = s;
-	req->free_state = produce_state_free;
-	req->no_response = kr_i16(r) == 0;	/* acks */
-	(void) kr_i32(r);			/* timeout_ms */
-	ntopics = kr_array(r, 6);
-	s->topics = mq_malloc0(sizeof(char *) * (ntopics > 0 ? ntopics : 1));
-	kw_i32(w, ntopics);
-	for (int32_t t = 0; t < ntopics && !r->err; t++)
+	pp->partition = kr_i32(r);
+	records = kr_bytes(r);
+	pp->stmt = -1;
+	if (r->err)
+		return;
+	if (txn)
 	{
-		KSlice		name = kr_str(r);
-		char	   *topic = kslice_dup(name);
-		int32_t		nparts = kr_array(r, 8);
-		bool		wrote = false;
-
-		kw_strn(w, name.p, name.len);
-		kw_i32(w, nparts);
-		for (int32_t p = 0; p < nparts && !r->err; p++)
-			wrote |= produce_partition(req, db, topic ? topic : "", txn);
-		if (wrote)
-			s->topics[s->n++] = topic;
-		else
-			free(topic);
+		pp->code = KERR_TRANSACTIONAL_ID_AUTHORIZATION_FAILED;
+		return;
 	}
-	kw_i32(w, 0);				/* throttle_time_ms */
+	pp->code = batch_decode(records.p, records.len < 0 ? 0 : records.len,
+							kconfig.max_inflated_bytes, &b);
+	if (pp->code == KERR_NONE)
+		pp->code = batch_check_storable(&b);
+	if (pp->code == KERR_NONE)
+	{
+		add_append(&s->job, topic, pp->partition, &b);
+		pp->stmt = s->job.n - 1;
+	}
+	batch_free(&b);
 }
 
 static void
 produce_done(KRequest *req)
 {
 	ProduceState *s = req->state;
+	KWriter    *w = &req->resp;
+	int32_t		k = 0;
 
-	for (int i = 0; i < s->n; i++)
-		fetch_wake_topic(s->topics[i]);
-	if (req->body.err)
-		req_abort(req);			/* malformed: the response would be too */
-	else
-		req_finish(req);
+	kw_i32(w, s->ntopics);
+	for (int32_t t = 0; t < s->ntopics; t++)
+	{
+		size_t		count_at;
+		int32_t		n = 0;
+		bool		wrote = false;
+
+		kw_strn(w, s->topics[t].p, s->topics[t].len);
+		count_at = w->len;
+		kw_i32(w, 0);
+		for (; k < s->nparts && s->parts[k].topic == t; k++, n++)
+		{
+			PPart	   *pp = &s->parts[k];
+			KStmt	   *st = pp->stmt >= 0 ? &s->job.stmts[pp->stmt] : NULL;
+			int16_t		code = pp->code;
+
+			if (st && kstmt_failed(st, &code) && code == KERR_UNKNOWN_SERVER_ERROR)
+				mq_log_warning("produce: %s", st->err.message);
+			kw_i32(w, pp->partition);
+			kw_i16(w, code);
+			kw_i64(w, code == KERR_NONE ? strtoll(PQgetvalue(st->res, 0, 0), NULL, 10) : -1);
+			kw_i64(w, -1);		/* log_append_time: not known here */
+			if (req->api_version >= 5)
+				kw_i64(w, -1);	/* log_start_offset */
+			wrote |= code == KERR_NONE;
+		}
+		kw_put_i32_at(w, count_at, n);
+		if (wrote)
+		{
+			char	   *topic = kslice_dup(s->topics[t]);
+
+			fetch_wake_topic(topic ? topic : "");
+			free(topic);
+		}
+	}
+	kw_i32(w, 0);				/* throttle_time_ms */
+	req_finish(req);
 }
 
 void
 h_produce(KRequest *req)
 {
-	pool_submit(req, produce_db, produce_done);
+	KReader    *r = &req->body;
+	ProduceState *s = mq_malloc0(sizeof(ProduceState));
+	bool		txn;
+
+	req->state = s;
+	req->free_state = produce_state_free;
+	txn = kr_str(r).len >= 0;
+	req->no_response = kr_i16(r) == 0;	/* acks */
+	(void) kr_i32(r);			/* timeout_ms */
+	s->ntopics = kr_array(r, 6);
+	s->topics = mq_malloc0(sizeof(KSlice) * (s->ntopics > 0 ? s->ntopics : 1));
+	s->parts = mq_malloc0(sizeof(PPart) * (kr_left(r) / 8 + 1));
+	for (int32_t t = 0; t < s->ntopics && !r->err; t++)
+	{
+		char	   *topic;
+		int32_t		n;
+
+		s->topics[t] = kr_str(r);
+		topic = kslice_dup(s->topics[t]);
+		n = kr_array(r, 8);
+		for (int32_t i = 0; i < n && !r->err; i++)
+		{
+			s->parts[s->nparts].topic = t;
+			read_partition(r, s, &s->parts[s->nparts++], topic ? topic : "", txn);
+		}
+		free(topic);
+	}
+	if (r->err)
+	{
+		req_abort(req);
+		return;
+	}
+	pool_run(req, &s->job, produce_done);
+}
+
+typedef struct InitState
+{
+	KJob		job;
+	bool		txn;
+} InitState;
+
+static void
+init_state_free(void *p)
+{
+	kjob_free(&((InitState *) p)->job);
+	free(p);
 }
 
 static void
-init_producer_db(KRequest *req, PGconn *db)
+init_producer_done(KRequest *req)
 {
-	KReader    *r = &req->body;
+	InitState  *s = req->state;
 	KWriter    *w = &req->resp;
-	bool		txn = kr_str(r).len >= 0;
-	MqError		err = MQ_ERROR_INIT;
-	PGresult   *res = NULL;
-	int16_t		code = KERR_NONE;
+	PGresult   *res = s->txn ? NULL : s->job.stmts[0].res;
+	int16_t		code = KERR_TRANSACTIONAL_ID_AUTHORIZATION_FAILED;	/* no transactions */
 
-	(void) kr_i32(r);			/* transaction_timeout_ms */
-	if (txn)
-		code = KERR_TRANSACTIONAL_ID_AUTHORIZATION_FAILED;	/* no transactions */
-	else if ((res = kdb_exec(db, "SELECT producer_id, producer_epoch FROM mq.init_producer()",
-							 NULL, 0, &err)) == NULL)
-		code = kerr_from_mq(&err);
+	if (!s->txn)
+		(void) kstmt_failed(&s->job.stmts[0], &code);
 	kw_i32(w, 0);
 	kw_i16(w, code);
 	kw_i64(w, res ? strtoll(PQgetvalue(res, 0, 0), NULL, 10) : -1);
 	kw_i16(w, res ? (int16_t) atoi(PQgetvalue(res, 0, 1)) : -1);
-	PQclear(res);
-	mq_error_free(&err);
+	req_finish(req);
 }
 
 void
 h_init_producer_id(KRequest *req)
 {
-	pool_submit(req, init_producer_db, NULL);
+	KReader    *r = &req->body;
+	InitState  *s = mq_malloc0(sizeof(InitState));
+
+	req->state = s;
+	req->free_state = init_state_free;
+	s->txn = kr_str(r).len >= 0;
+	(void) kr_i32(r);			/* transaction_timeout_ms */
+	if (r->err)
+	{
+		req_abort(req);
+		return;
+	}
+	if (!s->txn)
+		(void) kjob_add(&s->job, "SELECT producer_id, producer_epoch FROM mq.init_producer()", 0);
+	pool_run(req, &s->job, init_producer_done);
 }

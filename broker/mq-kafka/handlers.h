@@ -2,16 +2,18 @@
  *
  * handlers.h
  *	  The API handlers, one file per group of APIs.  Each runs on the loop
- *	  thread with the request body positioned after the header; it either
- *	  answers at once (req_finish), hands the request to a database worker
- *	  (pool_submit), or parks it (fetch, join, sync).
+ *	  thread with the request body positioned after the header; it decodes
+ *	  the request, then answers at once (req_finish), gives the pool a job
+ *	  of statements and answers when it is done (pool_run), or parks the
+ *	  request (fetch, join, sync).  A request that cannot be decoded
+ *	  closes its connection (req_abort).
  *
  *-------------------------------------------------------------------------
  */
 #ifndef MQK_HANDLERS_H
 #define MQK_HANDLERS_H
 
-#include "mqconn.h"
+#include "kjob.h"
 #include "mqkafka.h"
 
 /* api keys */
@@ -58,13 +60,5 @@ extern void h_heartbeat(KRequest *req);
 extern void h_leave_group(KRequest *req);
 extern void h_list_groups(KRequest *req);
 extern void h_describe_groups(KRequest *req);
-
-/*
- * A statement run by a worker: NULL with err filled on failure (and
- * err->connection_lost when the database is unreachable, db == NULL).
- */
-extern PGresult *kdb_exec(PGconn *db, const char *sql, const MqParams *params,
-						  int result_format,
-						  MqError *err);
 
 #endif							/* MQK_HANDLERS_H */

@@ -6,8 +6,8 @@
  *
  *	  mq-kafka --listen 127.0.0.1:9092 -d "dbname=app"
  *
- * The loop thread owns every connection and the group coordinator;
- * database statements run on the pool's worker threads (pool.c).
+ * One thread: the event loop owns every client connection, the group
+ * coordinator and the asynchronous database connections (pool.c).
  * SIGTERM or SIGINT ends the loop and the process: clients reconnect and
  * rejoin their groups elsewhere or after a restart (group state lives in
  * memory; committed offsets live in mq).
@@ -18,8 +18,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-
-#include <event2/thread.h>
 
 #include "cli.h"
 #include "mqkafka.h"
@@ -171,7 +169,6 @@ main(int argc, char **argv)
 	}
 
 	signal(SIGPIPE, SIG_IGN);
-	evthread_use_pthreads();
 	kbase = event_base_new();
 	if (kbase == NULL)
 		mq_fatal(MQ_EXIT_LOCAL, "cannot create the event loop");

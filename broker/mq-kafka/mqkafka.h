@@ -3,14 +3,13 @@
  * mqkafka.h
  *	  The core types of mq-kafka: its configuration, client connections,
  *	  and requests as they travel from a socket through a handler (and
- *	  maybe a database worker) back to the socket.
+ *	  maybe the database pool) back to the socket.
  *
- * Threads: one event-loop thread (libevent) owns every connection, the
- * group coordinator and the parked fetches; a bounded pool of worker
- * threads, each with its own libpq connection, runs the statements
- * (pool.c).  A request is touched by one thread at a time: the loop hands
- * it to a worker through the pool's queue and gets it back through the
- * pool's done queue, both under the pool's mutex.
+ * One thread: the event loop (libevent) owns every client connection,
+ * the group coordinator, the parked fetches and the pool of asynchronous
+ * libpq connections (pool.c), so nothing needs a lock.  A handler decodes
+ * its request, gives the pool a job of statements, and encodes the
+ * response when the results are back.
  *
  * Ordering: a connection has at most one request in flight, and reading
  * stops until its response is written, which is how Kafka brokers keep a
@@ -51,8 +50,8 @@ extern struct event_base *kbase;
 typedef struct KConn KConn;
 typedef struct KRequest KRequest;
 
-typedef void (*KDbFn) (KRequest *req, PGconn *db);
 typedef void (*KDoneFn) (KRequest *req);
+struct KJob;
 
 struct KRequest
 {
@@ -66,11 +65,11 @@ struct KRequest
 	KWriter		resp;			/* the response body */
 	bool		flexible_resp;	/* response header v1 (tagged fields) */
 	bool		no_response;	/* acks=0 produce */
-	KDbFn		db_fn;			/* run by a worker */
-	KDoneFn		done_fn;		/* then this on the loop thread; NULL: respond */
+	struct KJob *job;			/* statements being run by the pool */
+	KDoneFn		done_fn;		/* when they are done; NULL: respond */
 	void	   *state;			/* the handler's own */
 	void		(*free_state) (void *state);
-	KRequest   *next;			/* pool queue link */
+	KRequest   *next;			/* the pool's wait queue */
 };
 
 /* server.c: connections */
@@ -82,9 +81,10 @@ extern void req_finish(KRequest *req);
 /* drop req without a response and close its connection */
 extern void req_abort(KRequest *req);
 
-/* pool.c: database workers */
+/* pool.c: database connections */
 extern void pool_start(void);
-extern void pool_submit(KRequest *req, KDbFn db_fn, KDoneFn done_fn);
+/* run job's statements, then done_fn(req) (NULL: req_finish) */
+extern void pool_run(KRequest *req, struct KJob *job, KDoneFn done_fn);
 
 /* api.c: header parsing and dispatch */
 extern void api_dispatch(KRequest *req, size_t frame_len);

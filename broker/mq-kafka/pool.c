@@ -1,147 +1,323 @@
 /*-------------------------------------------------------------------------
  *
  * pool.c
- *	  The bounded pool of database connections: kconfig.pool_size worker
- *	  threads, each owning one libpq connection, take requests from a FIFO
- *	  queue, run the request's statements, and hand it back to the event
- *	  loop through a done queue and a libevent event made active.
+ *	  The bounded pool of asynchronous database connections: --pool libpq
+ *	  connections in non-blocking pipeline mode, watched by the event loop.
+ *	  A request's job (kjob.h) runs on one idle connection: all its
+ *	  statements are sent at once, each followed by a sync point (so each
+ *	  is its own transaction), and the results are read as the socket
+ *	  becomes readable; then the request's done callback runs.  Requests
+ *	  that find no idle connection wait in a FIFO.
  *
- * Locking: both queues are guarded by one mutex; a worker sleeps on the
- * condition variable while the queue is empty.  The loop thread never
- * waits on the database, and a parked fetch or join holds no connection.
- * A worker that lost its connection reconnects before its next request;
- * while the database is down, handlers get db == NULL and answer with a
- * retriable error (KAFKA_STORAGE_ERROR).
+ * Loop thread only: no locking.  Nothing here waits on the database except
+ * (re)connecting, which is blocking with a 5 s connect_timeout and tried
+ * at most once a second per connection; while the database is down, jobs
+ * fail at once with connection_lost (KAFKA_STORAGE_ERROR to clients).  A
+ * parked fetch or join holds no connection.
  *
  *-------------------------------------------------------------------------
  */
 #include "mqkafka.h"
 
-#include <pthread.h>
+#include <stdlib.h>
+#include <string.h>
 
+#include "kjob.h"
 #include "mqconn.h"
 #include "util.h"
 
-static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
-static pthread_cond_t work_cv = PTHREAD_COND_INITIALIZER;
-static KRequest *work_head,
-		   *work_tail;
-static KRequest *done_head,
-		   *done_tail;
-static struct event *done_ev;
+typedef struct Slot
+{
+	PGconn	   *conn;
+	struct event *ev;
+	bool		writing;		/* output not flushed: also wait for EV_WRITE */
+	KRequest   *req;			/* the running job's request, or NULL */
+	int			next;			/* statement whose results come next */
+	bool		saw_null;
+	int64_t		retry_at_us;	/* no reconnect attempt before */
+} Slot;
+
+static Slot *slots;
+static KRequest *wait_head,
+		   *wait_tail;
+
+static void slot_io(evutil_socket_t fd, short what, void *arg);
 
 static void
-push(KRequest **head, KRequest **tail, KRequest *req)
+fail_stmt(KStmt *s, const char *msg)
 {
-	req->next = NULL;
-	if (*tail)
-		(*tail)->next = req;
-	else
-		*head = req;
-	*tail = req;
+	if (s->res || s->err.message)
+		return;
+	s->err.connection_lost = true;
+	s->err.message = mq_strdup(msg);
 }
 
-static KRequest *
-pop(KRequest **head, KRequest **tail)
+static void
+drop_conn(Slot *s)
 {
-	KRequest   *req = *head;
-
-	if (req)
-	{
-		*head = req->next;
-		if (*head == NULL)
-			*tail = NULL;
-		req->next = NULL;
-	}
-	return req;
+	if (s->ev)
+		event_free(s->ev);
+	s->ev = NULL;
+	if (s->conn)
+		PQfinish(s->conn);
+	s->conn = NULL;
+	s->writing = false;
 }
 
-/* a usable connection, reconnecting if needed; NULL while the database is down */
-static PGconn *
-worker_conn(PGconn *db)
+static void
+watch(Slot *s, bool writing)
 {
+	if (s->ev)
+		event_free(s->ev);
+	s->writing = writing;
+	s->ev = event_new(kbase, PQsocket(s->conn), EV_READ | EV_PERSIST | (writing ? EV_WRITE : 0),
+					  slot_io, s);
+	event_add(s->ev, NULL);
+}
+
+/* a connection in pipeline mode, reconnecting if allowed; false if none */
+static bool
+slot_ready(Slot *s)
+{
+	static const char *const keys[] = {"connect_timeout", NULL};
+	static const char *const vals[] = {"5", NULL};
 	MqError		err = MQ_ERROR_INIT;
 
-	if (db && PQstatus(db) == CONNECTION_OK)
-		return db;
-	if (db)
-		PQfinish(db);
-	db = mq_connect(kconfig.conninfo, "mq-kafka", &err);
-	if (db == NULL)
+	if (s->conn && PQstatus(s->conn) == CONNECTION_OK)
+		return true;
+	drop_conn(s);
+	if (mq_now_us() < s->retry_at_us)
+		return false;
+	s->conn = mq_connect_with(kconfig.conninfo, "mq-kafka", keys, vals, &err);
+	if (s->conn == NULL || PQsetnonblocking(s->conn, 1) != 0 ||
+		PQenterPipelineMode(s->conn) != 1)
 	{
-		mq_log_warning("cannot connect to the database: %s", err.message);
+		mq_log_warning("cannot connect to the database: %s",
+					   err.message ? err.message : PQerrorMessage(s->conn));
 		mq_error_free(&err);
+		drop_conn(s);
+		s->retry_at_us = mq_now_us() + 1000000;
+		return false;
 	}
-	return db;
+	mq_log_notices(s->conn);
+	watch(s, false);
+	return true;
 }
 
-static void *
-worker_main(void *arg)
-{
-	PGconn	   *db = NULL;
-
-	for (;;)
-	{
-		KRequest   *req;
-
-		pthread_mutex_lock(&lock);
-		while (work_head == NULL)
-			pthread_cond_wait(&work_cv, &lock);
-		req = pop(&work_head, &work_tail);
-		pthread_mutex_unlock(&lock);
-
-		db = worker_conn(db);
-		req->db_fn(req, db);
-
-		pthread_mutex_lock(&lock);
-		push(&done_head, &done_tail, req);
-		pthread_mutex_unlock(&lock);
-		event_active(done_ev, EV_READ, 0);
-	}
-	return NULL;
-}
-
-/* loop thread: requests back from the workers */
 static void
-on_done(evutil_socket_t fd, short what, void *arg)
+job_done(KRequest *req)
 {
-	for (;;)
-	{
-		KRequest   *req;
+	if (req->done_fn)
+		req->done_fn(req);
+	else
+		req_finish(req);
+}
 
-		pthread_mutex_lock(&lock);
-		req = pop(&done_head, &done_tail);
-		pthread_mutex_unlock(&lock);
-		if (req == NULL)
-			break;
-		if (req->done_fn)
-			req->done_fn(req);
+/* every statement without an outcome fails; the request is answered */
+static void
+fail_job(KRequest *req, const char *msg)
+{
+	for (int i = 0; i < req->job->n; i++)
+		fail_stmt(&req->job->stmts[i], msg);
+	job_done(req);
+}
+
+static void start(Slot *s, KRequest *req);
+
+/* the slot's job is complete: take the next waiting request, answer this one */
+static void
+slot_finish(Slot *s)
+{
+	KRequest   *req = s->req;
+	KRequest   *next = wait_head;
+
+	s->req = NULL;
+	if (next)
+	{
+		wait_head = next->next;
+		if (wait_head == NULL)
+			wait_tail = NULL;
+		next->next = NULL;
+		if (slot_ready(s))
+			start(s, next);
 		else
-			req_finish(req);
+			fail_job(next, "no database connection");
 	}
+	if (req)
+		job_done(req);
+}
+
+static void
+slot_broken(Slot *s)
+{
+	const char *msg = s->conn ? PQerrorMessage(s->conn) : "connection lost";
+
+	mq_log_warning("database connection lost: %.*s", (int) strcspn(msg, "\n"), msg);
+	if (s->req)
+		for (int i = 0; i < s->req->job->n; i++)
+			fail_stmt(&s->req->job->stmts[i], "database connection lost");
+	drop_conn(s);
+	slot_finish(s);
+}
+
+static void
+start(Slot *s, KRequest *req)
+{
+	KJob	   *job = req->job;
+
+	s->req = req;
+	s->next = 0;
+	s->saw_null = false;
+	for (int i = 0; i < job->n; i++)
+	{
+		KStmt	   *st = &job->stmts[i];
+
+		if (!PQsendQueryParams(s->conn, st->sql, st->nparams, st->types,
+							   (const char *const *) st->values, st->lengths, st->formats,
+							   st->result_format) ||
+			!PQpipelineSync(s->conn))
+		{
+			slot_broken(s);
+			return;
+		}
+	}
+	switch (PQflush(s->conn))
+	{
+		case 0:
+			break;
+		case 1:
+			watch(s, true);
+			break;
+		default:
+			slot_broken(s);
+	}
+}
+
+static void
+take_error(KStmt *st, PGconn *conn, const PGresult *r)
+{
+	const char *state = PQresultErrorField(r, PG_DIAG_SQLSTATE);
+	const char *msg = PQresultErrorField(r, PG_DIAG_MESSAGE_PRIMARY);
+
+	if (st->err.message)
+		return;
+	snprintf(st->err.sqlstate, sizeof(st->err.sqlstate), "%s", state ? state : "");
+	st->err.message = mq_strdup(msg ? msg : (PQresultStatus(r) == PGRES_PIPELINE_ABORTED
+											 ? "pipeline aborted" : PQerrorMessage(conn)));
+	st->err.connection_lost = PQstatus(conn) != CONNECTION_OK;
+}
+
+/* take the results that have arrived */
+static void
+drain(Slot *s)
+{
+	while (s->req && !PQisBusy(s->conn))
+	{
+		PGresult   *r = PQgetResult(s->conn);
+		KStmt	   *st;
+
+		if (r == NULL)
+		{
+			if (s->saw_null)
+				return;
+			s->saw_null = true;
+			continue;
+		}
+		s->saw_null = false;
+		st = &s->req->job->stmts[s->next];
+		switch (PQresultStatus(r))
+		{
+			case PGRES_PIPELINE_SYNC:
+				PQclear(r);
+				if (++s->next == s->req->job->n)
+					slot_finish(s);
+				continue;
+			case PGRES_TUPLES_OK:
+			case PGRES_COMMAND_OK:
+				if (st->res == NULL)
+				{
+					st->res = r;
+					continue;
+				}
+				break;
+			default:
+				take_error(st, s->conn, r);
+		}
+		PQclear(r);
+	}
+}
+
+static void
+slot_io(evutil_socket_t fd, short what, void *arg)
+{
+	Slot	   *s = arg;
+
+	if (what & EV_WRITE)
+	{
+		int			rc = PQflush(s->conn);
+
+		if (rc < 0)
+		{
+			slot_broken(s);
+			return;
+		}
+		if (rc == 0)
+			watch(s, false);
+	}
+	if ((what & EV_READ) && !PQconsumeInput(s->conn))
+	{
+		slot_broken(s);
+		return;
+	}
+	if (s->req == NULL && PQstatus(s->conn) != CONNECTION_OK)
+	{
+		drop_conn(s);			/* idle and gone: reconnect on next use */
+		return;
+	}
+	drain(s);
 }
 
 void
 pool_start(void)
 {
-	done_ev = event_new(kbase, -1, EV_PERSIST, on_done, NULL);
+	slots = mq_malloc0(sizeof(Slot) * kconfig.pool_size);
 	for (int i = 0; i < kconfig.pool_size; i++)
-	{
-		pthread_t	t;
-
-		if (pthread_create(&t, NULL, worker_main, NULL) != 0)
-			mq_fatal(MQ_EXIT_LOCAL, "cannot start a database worker thread");
-		pthread_detach(t);
-	}
+		(void) slot_ready(&slots[i]);
 }
 
 void
-pool_submit(KRequest *req, KDbFn db_fn, KDoneFn done_fn)
+pool_run(KRequest *req, KJob *job, KDoneFn done_fn)
 {
-	req->db_fn = db_fn;
+	bool		busy = false;
+
+	req->job = job;
 	req->done_fn = done_fn;
-	pthread_mutex_lock(&lock);
-	push(&work_head, &work_tail, req);
-	pthread_cond_signal(&work_cv);
-	pthread_mutex_unlock(&lock);
+	if (job->n == 0)
+	{
+		job_done(req);
+		return;
+	}
+	for (int i = 0; i < kconfig.pool_size; i++)
+	{
+		Slot	   *s = &slots[i];
+
+		if (s->req)
+			busy = true;
+		else if (slot_ready(s))
+		{
+			start(s, req);
+			return;
+		}
+	}
+	if (!busy)
+	{
+		fail_job(req, "no database connection");
+		return;
+	}
+	req->next = NULL;
+	if (wait_tail)
+		wait_tail->next = req;
+	else
+		wait_head = req;
+	wait_tail = req;
 }

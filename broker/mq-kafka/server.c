@@ -9,8 +9,8 @@
  * once the response is queued, so responses leave in request order.  A
  * frame with a size below 8 or above max_request_bytes closes the
  * connection: there is no way to answer a request whose header cannot be
- * trusted.  A connection that closes while its request is with a worker
- * or parked is freed when the request comes back (refs).
+ * trusted.  A connection that closes while its request is with the pool
+ * or parked is freed when the request is done (refs).
  *
  *-------------------------------------------------------------------------
  */

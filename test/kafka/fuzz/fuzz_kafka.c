@@ -6,7 +6,7 @@
  *
  * An input whose first byte is even is a request frame (without its
  * size): it goes through api_dispatch() and the real handlers, with the
- * database replaced by "no connection" (kdb_exec with db == NULL), so
+ * database replaced by "no connection" (every statement of a job fails), so
  * every request decoder, the record batch decoder and the codecs run, and
  * group requests drive the coordinator's state machine.  An odd first
  * byte feeds the rest to batch_decode() directly.  The connection and
@@ -66,9 +66,14 @@ req_abort(KRequest *req)
 }
 
 void
-pool_submit(KRequest *req, KDbFn db_fn, KDoneFn done_fn)
+pool_run(KRequest *req, KJob *job, KDoneFn done_fn)
 {
-	db_fn(req, NULL);
+	req->job = job;
+	for (int i = 0; i < job->n; i++)
+	{
+		job->stmts[i].err.connection_lost = true;
+		job->stmts[i].err.message = mq_strdup("fuzzing: no database");
+	}
 	if (done_fn)
 		done_fn(req);
 	else
