@@ -40,4 +40,18 @@ sql "SELECT mq.commit_offset('sqlgrp', 'io', 0, 2), mq.commit_offset('sqlgrp', '
 run kcat_ -G sqlgrp -X auto.offset.reset=earliest -e -q io
 check_eq "$OUT" "after-sql-commit" "a Kafka consumer resumes from offsets committed in SQL"
 
+# long polling: a consumer waiting at the end gets a record sent with SQL,
+# and one produced through Kafka (its first fetch is sent before either)
+hw="$(sql "SELECT high_watermark FROM mq.partitions WHERE topic = 'io' AND partition = 1")"
+kcat_ -C -u -t io -p 1 -o "$hw" -c 2 -f '%s\n' -X fetch.wait.max.ms=30000 -X debug=protocol \
+	>"$T/poll.out" 2>"$T/poll.err" &
+poller=$!
+wait_for 30 grep -q 'Sent FetchRequest' "$T/poll.err" || fail "the consumer sent a fetch"
+sql "SELECT mq.send('io', 'w'::text, 'woken by sql'::text, partition => 1)" >/dev/null
+wait_for 30 grep -q 'woken by sql' "$T/poll.out" || fail "the waiting consumer got the SQL record"
+printf 'woken by kafka\n' | kcat_ -P -t io -p 1
+RC=0
+wait "$poller" || RC=$?
+check_eq "$(cat "$T/poll.out")" $'woken by sql\nwoken by kafka' "a waiting fetch returns records from SQL and Kafka producers"
+
 finish

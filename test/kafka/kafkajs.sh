@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # kafkajs (npm, pinned by test/kafka/js/package-lock.json) against
-# mq-kafka: admin.createTopics, an idempotent producer, and a consumer
-# group that commits; then the same records and commits seen from SQL.
+# mq-kafka: admin.createTopics, an idempotent producer, a consumer group
+# that commits, the admin API's listGroups, describeGroups, fetchOffsets
+# and deleteTopics; then the same records and commits seen from SQL.
 source "$(dirname "${BASH_SOURCE[0]}")/lib.bash"
 
 if [[ ! -d test/kafka/js/node_modules/kafkajs ]]; then
@@ -12,8 +13,14 @@ kafka_start || { fail "mq-kafka starts"; finish; }
 
 run env KAFKAJS_NO_PARTITIONER_WARNING=1 timeout 120 node test/kafka/js/client.js "$BROKER" jstopic jsgroup
 expect_rc 0 "kafkajs client"
-check_eq "$OUT" '{"created":true,"listed":true,"produced":100,"consumed":100}' \
-	"kafkajs creates the topic, produces 100 records and consumes them in a group"
+check_eq "$(json_get "$OUT" '{created}') $(json_get "$OUT" '{listed}') $(json_get "$OUT" '{consumed}')" \
+	"true true 100" "kafkajs creates the topic, produces 100 records and consumes them in a group"
+check_eq "$(json_get "$OUT" '{groupListed}') $(json_get "$OUT" '{groupState}')" "true Empty" \
+	"ListGroups and DescribeGroups show the group, empty after its consumer left"
+check_eq "$(json_get "$OUT" '{committed}')" "100" "OffsetFetch returns the committed offsets"
+check_eq "$(json_get "$OUT" '{scratchDeleted}')" "true" "DeleteTopics deletes a topic"
+check_eq "$(sql "SELECT count(*) FROM mq.topics WHERE topic = 'jstopic-scratch'")" "0" \
+	"the deleted topic is gone from mq"
 check_eq "$(sql "SELECT partitions FROM mq.topics WHERE topic = 'jstopic'")" "2" \
 	"CreateTopics made an mq topic with 2 partitions"
 check_eq "$(sql "SELECT count(*) FILTER (WHERE convert_from(value, 'UTF8') = 'v' || substr(convert_from(key, 'UTF8'), 2))

@@ -56,6 +56,15 @@ ts="$(sql "SELECT (extract(epoch FROM created_at) * 1000)::int8 FROM mq.fetch('k
 run kcat_ -C -t kc -p 2 -o "s@$ts" -e -q
 check_eq "$OUT" $'after1\nafter2' "kcat -o s@<timestamp> starts at the right offset"
 
+# a record larger than the consumer's byte limits still arrives whole (KIP-74)
+sql "SELECT mq.create_topic('big', 1)" >/dev/null
+head -c 300000 /dev/zero | tr '\0' 'x' >"$T/big"
+printf 'small\n' | kcat_ -P -t big
+kcat_ -P -t big -X message.max.bytes=1000000 "$T/big"
+run kcat_ -C -t big -e -q -o beginning -X message.max.bytes=1000 -X fetch.max.bytes=1024 \
+	-X max.partition.fetch.bytes=1024 -f '%S\n'
+check_eq "$OUT" $'5\n300000' "fetch byte limits: a record over the limit is returned whole"
+
 # -G: a group consumes, commits, and resumes after its commit
 run kcat_ -G kgrp -X auto.offset.reset=earliest -e -q -f '%s\n' kc
 expect_rc 0 "kcat -G consumes"

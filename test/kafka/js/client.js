@@ -2,7 +2,8 @@
 //   node client.js BROKER TOPIC GROUP
 // creates TOPIC (2 partitions) with the admin API, produces 100 records
 // with an idempotent producer, consumes them with a group that commits,
-// and prints one JSON line: what was created, produced and consumed.
+// lists and describes the group, creates and deletes a scratch topic,
+// and prints one JSON line of what it saw.
 'use strict';
 const { Kafka, logLevel } = require('kafkajs');
 
@@ -45,7 +46,23 @@ async function main() {
 
   let ok = 0;
   for (let i = 0; i < N; i++) if (seen.has(`k${i}=v${i}`)) ok++;
-  console.log(JSON.stringify({ created, listed: listed.includes(topic), produced: N, consumed: ok }));
+
+  const admin2 = kafka.admin();
+  await admin2.connect();
+  const groups = (await admin2.listGroups()).groups.map((g) => g.groupId);
+  const described = (await admin2.describeGroups([groupId])).groups[0];
+  const offsets = await admin2.fetchOffsets({ groupId, topics: [topic] });
+  const committed = offsets[0].partitions.reduce((sum, p) => sum + Number(p.offset), 0);
+  await admin2.createTopics({ topics: [{ topic: `${topic}-scratch` }] });
+  await admin2.deleteTopics({ topics: [`${topic}-scratch`] });
+  const after = await admin2.listTopics();
+  await admin2.disconnect();
+
+  console.log(JSON.stringify({
+    created, listed: listed.includes(topic), produced: N, consumed: ok,
+    groupListed: groups.includes(groupId), groupState: described.state, committed,
+    scratchDeleted: !after.includes(`${topic}-scratch`),
+  }));
 }
 
 main().catch((e) => { console.error(e); process.exit(1); });
