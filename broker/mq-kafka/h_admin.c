@@ -1,8 +1,9 @@
 /*-------------------------------------------------------------------------
  *
  * h_admin.c
- *	  CreateTopics (v0-v4) and DeleteTopics (v0-v3) on mq.create_topic and
- *	  mq.drop_topic.  Loop thread; one job with a statement per topic.
+ *	  CreateTopics (v0-v4), DeleteTopics (v0-v3) and CreatePartitions
+ *	  (v0-v1) on mq.create_topic, mq.drop_topic and mq.add_partitions.
+ *	  Loop thread; one job with a statement per topic.
  *
  * Topics are created unreplicated: a replication factor above 1 and
  * manual replica assignments are refused (INVALID_REPLICATION_FACTOR,
@@ -119,6 +120,25 @@ read_spec(KReader *r, AdminState *s, TopicSpec *t)
 	mq_array_free(&vals);
 }
 
+/* validate_only: each statement between BEGIN and ROLLBACK, each synced */
+static void
+wrap_in_rollback(AdminState *s)
+{
+	KJob		orig = s->job;
+
+	memset(&s->job, 0, sizeof(s->job));
+	for (int i = 0; i < orig.n; i++)
+	{
+		(void) kjob_add(&s->job, "BEGIN", 0);
+		*kjob_add(&s->job, NULL, 0) = orig.stmts[i];
+		(void) kjob_add(&s->job, "ROLLBACK", 0);
+	}
+	free(orig.stmts);
+	for (int32_t i = 0; i < s->n; i++)
+		if (s->specs[i].stmt >= 0)
+			s->specs[i].stmt = 3 * s->specs[i].stmt + 1;
+}
+
 static void
 create_topics_done(KRequest *req)
 {
@@ -149,7 +169,6 @@ h_create_topics(KRequest *req)
 {
 	KReader    *r = &req->body;
 	AdminState *s = admin_state(req, kr_array(r, 12));
-	KJob		creates = {0};
 	bool		validate_only = false;
 
 	for (int32_t i = 0; i < s->n && !r->err; i++)
@@ -162,22 +181,8 @@ h_create_topics(KRequest *req)
 		req_abort(req);
 		return;
 	}
-	if (validate_only && s->job.n > 0)
-	{
-		/* each create between BEGIN and ROLLBACK, each statement synced */
-		creates = s->job;
-		memset(&s->job, 0, sizeof(s->job));
-		for (int i = 0; i < creates.n; i++)
-		{
-			(void) kjob_add(&s->job, "BEGIN", 0);
-			*kjob_add(&s->job, NULL, 0) = creates.stmts[i];
-			(void) kjob_add(&s->job, "ROLLBACK", 0);
-		}
-		free(creates.stmts);
-		for (int32_t i = 0; i < s->n; i++)
-			if (s->specs[i].stmt >= 0)
-				s->specs[i].stmt = 3 * s->specs[i].stmt + 1;
-	}
+	if (validate_only)
+		wrap_in_rollback(s);
 	pool_run(req, &s->job, create_topics_done);
 }
 
@@ -222,4 +227,83 @@ h_delete_topics(KRequest *req)
 		return;
 	}
 	pool_run(req, &s->job, delete_topics_done);
+}
+
+#define ADD_PARTITIONS_SQL \
+	"SELECT mq.add_partitions($1, $2 - (SELECT partitions FROM mq.topics WHERE topic = $1))"
+
+static void
+create_partitions_done(KRequest *req)
+{
+	AdminState *s = req->state;
+	KWriter    *w = &req->resp;
+
+	kw_i32(w, 0);				/* throttle */
+	kw_i32(w, s->n);
+	for (int32_t i = 0; i < s->n; i++)
+	{
+		TopicSpec  *t = &s->specs[i];
+		KStmt	   *st = t->stmt >= 0 ? &s->job.stmts[t->stmt] : NULL;
+		int16_t		code = t->code;
+
+		if (st)
+			(void) kstmt_failed(st, &code);
+		kw_strn(w, t->name.p, t->name.len);
+		kw_i16(w, code);
+		kw_str(w, st && st->err.message ? st->err.message : NULL);
+	}
+	req_finish(req);
+}
+
+/*
+ * CreatePartitions (v0-v1): Kafka's count is the new total, mq.add_partitions
+ * takes the number to add; a total not above the current one is
+ * INVALID_PARTITIONS (MQ005), manual assignments are refused.
+ */
+void
+h_create_partitions(KRequest *req)
+{
+	KReader    *r = &req->body;
+	AdminState *s = admin_state(req, kr_array(r, 10));
+	bool		validate_only;
+
+	for (int32_t i = 0; i < s->n && !r->err; i++)
+	{
+		TopicSpec  *t = &s->specs[i];
+		int32_t		count;
+		int32_t		nassign;
+		char	   *name;
+		KStmt	   *st;
+
+		t->name = kr_str(r);
+		count = kr_i32(r);
+		nassign = kr_array(r, 4);
+		for (int32_t a = 0; a < nassign && !r->err; a++)
+		{
+			int32_t		nb = kr_array(r, 4);
+
+			for (int32_t b = 0; b < nb; b++)
+				(void) kr_i32(r);
+		}
+		t->stmt = -1;
+		t->code = nassign > 0 ? KERR_INVALID_REPLICA_ASSIGNMENT : KERR_NONE;
+		if (t->code != KERR_NONE)
+			continue;
+		name = kslice_dup(t->name);
+		st = kjob_add(&s->job, ADD_PARTITIONS_SQL, 0);
+		t->stmt = s->job.n - 1;
+		kstmt_text(st, MQ_TEXTOID, name ? name : "");
+		kstmt_int(st, MQ_INT4OID, count);
+		free(name);
+	}
+	(void) kr_i32(r);			/* timeout_ms */
+	validate_only = kr_i8(r) != 0;
+	if (r->err)
+	{
+		req_abort(req);
+		return;
+	}
+	if (validate_only)
+		wrap_in_rollback(s);
+	pool_run(req, &s->job, create_partitions_done);
 }

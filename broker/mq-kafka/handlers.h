@@ -36,12 +36,18 @@ enum
 	KAPI_CREATE_TOPICS = 19,
 	KAPI_DELETE_TOPICS = 20,
 	KAPI_INIT_PRODUCER_ID = 22,
+	KAPI_DESCRIBE_CONFIGS = 32,
+	KAPI_CREATE_PARTITIONS = 37,
 };
 
 /* h_metadata.c */
 extern void h_metadata(KRequest *req);
+/* h_admin.c */
 extern void h_create_topics(KRequest *req);
 extern void h_delete_topics(KRequest *req);
+extern void h_create_partitions(KRequest *req);
+/* h_config.c */
+extern void h_describe_configs(KRequest *req);
 /* h_produce.c */
 extern void h_produce(KRequest *req);
 extern void h_init_producer_id(KRequest *req);

@@ -2,7 +2,8 @@
 # kafkajs (npm, pinned by test/kafka/js/package-lock.json) against
 # mq-kafka: admin.createTopics, an idempotent producer, a consumer group
 # that commits, the admin API's listGroups, describeGroups, fetchOffsets
-# and deleteTopics; then the same records and commits seen from SQL.
+# deleteTopics, createPartitions and describeConfigs; then the same
+# records, commits and topics seen from SQL.
 source "$(dirname "${BASH_SOURCE[0]}")/lib.bash"
 
 if [[ ! -d test/kafka/js/node_modules/kafkajs ]]; then
@@ -21,6 +22,11 @@ check_eq "$(json_get "$OUT" '{committed}')" "100" "OffsetFetch returns the commi
 check_eq "$(json_get "$OUT" '{scratchDeleted}')" "true" "DeleteTopics deletes a topic"
 check_eq "$(sql "SELECT count(*) FROM mq.topics WHERE topic = 'jstopic-scratch'")" "0" \
 	"the deleted topic is gone from mq"
+check_eq "$(sql "SELECT partitions FROM mq.topics WHERE topic = 'jstopic-grow'")" "3" \
+	"CreatePartitions grows a topic to the requested total"
+check_eq "$(json_get "$OUT" '{retention}')" "$(sql "SELECT config->>'retention.ms' FROM mq.topics WHERE topic = 'jstopic-grow'")" \
+	"DescribeConfigs returns the config mq stores"
+check_match "$(json_get "$OUT" '{retention}')" '^86400000' "the config given to CreateTopics reached mq"
 check_eq "$(sql "SELECT partitions FROM mq.topics WHERE topic = 'jstopic'")" "2" \
 	"CreateTopics made an mq topic with 2 partitions"
 check_eq "$(sql "SELECT count(*) FILTER (WHERE convert_from(value, 'UTF8') = 'v' || substr(convert_from(key, 'UTF8'), 2))

@@ -5,7 +5,7 @@
 // lists and describes the group, creates and deletes a scratch topic,
 // and prints one JSON line of what it saw.
 'use strict';
-const { Kafka, logLevel } = require('kafkajs');
+const { Kafka, logLevel, ConfigResourceTypes } = require('kafkajs');
 
 const [broker, topic, groupId] = process.argv.slice(2);
 const kafka = new Kafka({ clientId: 'kafkajs-test', brokers: [broker], logLevel: logLevel.WARN });
@@ -56,12 +56,20 @@ async function main() {
   await admin2.createTopics({ topics: [{ topic: `${topic}-scratch` }] });
   await admin2.deleteTopics({ topics: [`${topic}-scratch`] });
   const after = await admin2.listTopics();
+  const grow = `${topic}-grow`;
+  await admin2.createTopics({ topics: [{ topic: grow, numPartitions: 1,
+    configEntries: [{ name: 'retention.ms', value: '86400000' }] }] });
+  await admin2.createPartitions({ topicPartitions: [{ topic: grow, count: 3 }] });
+  const described2 = await admin2.describeConfigs({ includeSynonyms: false,
+    resources: [{ type: ConfigResourceTypes.TOPIC, name: grow }] });
+  const retention = described2.resources[0].configEntries
+    .filter((c) => c.configName === 'retention.ms').map((c) => c.configValue)[0];
   await admin2.disconnect();
 
   console.log(JSON.stringify({
     created, listed: listed.includes(topic), produced: N, consumed: ok,
     groupListed: groups.includes(groupId), groupState: described.state, committed,
-    scratchDeleted: !after.includes(`${topic}-scratch`),
+    scratchDeleted: !after.includes(`${topic}-scratch`), retention,
   }));
 }
 
