@@ -32,7 +32,8 @@
 struct KConn
 {
 	struct bufferevent *bev;
-	int			refs;			/* the socket side, plus a request in flight */
+	struct event *resume;		/* reads the next buffered frame */
+	int			refs;			/* the socket, a request in flight, a resume */
 	bool		closed;
 	bool		busy;
 	char		peer[64];
@@ -56,7 +57,25 @@ static void
 conn_unref(KConn *c)
 {
 	if (--c->refs == 0)
+	{
+		event_free(c->resume);
 		free(c);
+	}
+}
+
+/*
+ * After a response, the next frame may already be buffered: read it from
+ * the loop rather than from here, so that a client pipelining thousands of
+ * requests answered at once cannot grow the stack.
+ */
+static void
+on_resume(evutil_socket_t fd, short what, void *arg)
+{
+	KConn	   *c = arg;
+
+	if (!c->closed)
+		conn_read(c->bev, c);
+	conn_unref(c);
 }
 
 static void
@@ -116,7 +135,10 @@ req_finish(KRequest *req)
 	}
 	req_free(req);
 	if (!c->closed)
-		conn_read(c->bev, c);
+	{
+		c->refs++;
+		event_active(c->resume, 0, 0);
+	}
 	conn_unref(c);
 }
 
@@ -185,6 +207,7 @@ on_accept(struct evconnlistener *l, evutil_socket_t fd, struct sockaddr *sa,
 		inet_ntop(AF_INET6, &((struct sockaddr_in6 *) sa)->sin6_addr, host, sizeof(host));
 	snprintf(c->peer, sizeof(c->peer), "%s", host);
 	c->refs = 1;
+	c->resume = event_new(kbase, -1, 0, on_resume, c);
 	c->bev = bufferevent_socket_new(kbase, fd, BEV_OPT_CLOSE_ON_FREE);
 	bufferevent_setcb(c->bev, conn_read, NULL, conn_event, c);
 	bufferevent_enable(c->bev, EV_READ | EV_WRITE);

@@ -148,6 +148,33 @@ ok(!defined call(connect_broker(), 18, 0, '', size => 0x7fffffff), 'an oversized
 ok(!defined call(connect_broker(), 18, 0, '', size => 2), 'an undersized frame closes the connection');
 ok(!defined call(connect_broker(), 0, 3, str(undef) . pack('s> l> l>', 1, 5000, 100000)),
 	'a request whose array count exceeds its bytes closes the connection');
+# many pipelined requests are answered in order (and do not grow the stack)
+{
+	my $p = connect_broker();
+	my $count = 50000;
+	my $frames = join '', map {
+		my $f = pack('s> s> l>', 18, 0, $_) . str('p');
+		pack('l>', length $f) . $f;
+	} 1 .. $count;
+	my $sel = IO::Select->new($p);
+	my ($buf, $sent, $next, $in_order) = ('', 0, 1, 1);
+	while ($next <= $count) {
+		my ($r, $w) = IO::Select->select($sel, $sent < length $frames ? $sel : undef, undef, 10);
+		last unless $r || $w;
+		$sent += $p->syswrite($frames, 65536, $sent) if $w && @$w;
+		if ($r && @$r) {
+			last unless $p->sysread($buf, 1 << 20, length $buf);
+			while (length $buf >= 8 && length $buf >= 4 + unpack('l>', $buf)) {
+				my ($size, $corr) = unpack('l> l>', $buf);
+				$in_order = 0 if $corr != $next;
+				$next++;
+				substr($buf, 0, 4 + $size) = '';
+			}
+		}
+	}
+	ok($next == $count + 1 && $in_order, "$count pipelined requests answered in order", "got " . ($next - 1));
+}
+
 $r = call(connect_broker(), 18, 0, '');
 ok(defined $r && unpack('s>', $r) == 0, 'the broker still answers afterwards');
 
