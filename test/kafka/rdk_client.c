@@ -145,6 +145,8 @@ consumer_main(void *arg)
 	set(conf, "enable.auto.commit", "false");
 	set(conf, "auto.offset.reset", "earliest");
 	set(conf, "session.timeout.ms", "6000");
+	if (getenv("RDK_ASSIGNOR"))
+		set(conf, "partition.assignment.strategy", getenv("RDK_ASSIGNOR"));
 	rk = rd_kafka_new(RD_KAFKA_CONSUMER, conf, err, sizeof(err));
 	rd_kafka_poll_set_consumer(rk);
 	rd_kafka_topic_partition_list_add(sub, g_topic, RD_KAFKA_PARTITION_UA);
