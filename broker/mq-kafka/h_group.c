@@ -7,7 +7,11 @@
  *	  only; the state machine is group.c.  Loop thread only, no database.
  *
  * This daemon coordinates every group it is asked about, so
- * FindCoordinator names this broker for any key.
+ * FindCoordinator names this broker for any key.  A group that has live
+ * members through SQL (mq.join_group) is refused to Kafka clients with
+ * INCONSISTENT_GROUP_PROTOCOL: the two memberships would not know each
+ * other.  That is checked with one statement when a JoinGroup arrives for
+ * a group without Kafka members.
  *
  *-------------------------------------------------------------------------
  */
@@ -92,43 +96,100 @@ join_free(KJoin *j)
 	free(j->protocol_type);
 }
 
-void
-h_join_group(KRequest *req)
+#define SQL_MEMBERS_SQL \
+	"SELECT EXISTS (SELECT 1 FROM mq.group_members m WHERE m.group_id = $1" \
+	"                  AND m.last_heartbeat > now() - m.session_timeout_ms * interval '1 ms')"
+
+typedef struct JoinState
+{
+	KJob		job;
+	KJoin		join;
+} JoinState;
+
+static void
+join_state_free(void *p)
+{
+	JoinState  *s = p;
+
+	kjob_free(&s->job);
+	join_free(&s->join);
+	free(s);
+}
+
+/* after the check for SQL members */
+static void
+join_checked(KRequest *req)
+{
+	JoinState  *s = req->state;
+	KStmt	   *st = s->job.n ? &s->job.stmts[0] : NULL;
+
+	if (st && st->res && strcmp(PQgetvalue(st->res, 0, 0), "t") == 0)
+	{
+		mq_log_warning("group %s has SQL members (mq.join_group): refusing Kafka member",
+					   s->join.group_id);
+		join_respond(req, NULL, NULL, KERR_INCONSISTENT_GROUP_PROTOCOL);
+		return;
+	}
+	group_join(req, &s->join);
+}
+
+static bool
+join_decode(KRequest *req, KJoin *j)
 {
 	KReader    *r = &req->body;
-	KJoin		j;
 	int32_t		n;
 
-	memset(&j, 0, sizeof(j));
-	j.group_id = kslice_dup(kr_str(r));
-	j.session_ms = kr_i32(r);
-	j.rebalance_ms = req->api_version >= 1 ? kr_i32(r) : j.session_ms;
-	j.member_id = kslice_dup(kr_str(r));
+	j->group_id = kslice_dup(kr_str(r));
+	j->session_ms = kr_i32(r);
+	j->rebalance_ms = req->api_version >= 1 ? kr_i32(r) : j->session_ms;
+	j->member_id = kslice_dup(kr_str(r));
 	if (req->api_version >= 5)
-		j.instance_id = kslice_dup(kr_str(r));
-	j.protocol_type = kslice_dup(kr_str(r));
+		j->instance_id = kslice_dup(kr_str(r));
+	j->protocol_type = kslice_dup(kr_str(r));
 	n = kr_array(r, 6);
-	j.protos = mq_malloc0(sizeof(KProto) * (n > 0 ? n : 1));
-	for (int32_t i = 0; i < n && !r->err; i++, j.nprotos++)
+	j->protos = mq_malloc0(sizeof(KProto) * (n > 0 ? n : 1));
+	for (int32_t i = 0; i < n && !r->err; i++, j->nprotos++)
 	{
 		KSlice		meta;
 
-		j.protos[i].name = kslice_dup(kr_str(r));
+		j->protos[i].name = kslice_dup(kr_str(r));
 		meta = kr_bytes(r);
-		j.protos[i].len = meta.len < 0 ? 0 : meta.len;
-		j.protos[i].meta = mq_malloc(j.protos[i].len + 1);
+		j->protos[i].len = meta.len < 0 ? 0 : meta.len;
+		j->protos[i].meta = mq_malloc(j->protos[i].len + 1);
 		if (meta.len > 0)
-			memcpy(j.protos[i].meta, meta.p, meta.len);
-		if (j.protos[i].name == NULL)
+			memcpy(j->protos[i].meta, meta.p, meta.len);
+		if (j->protos[i].name == NULL)
 			r->err = true;
 	}
-	if (r->err || j.group_id == NULL || j.member_id == NULL)
+	return !r->err && j->group_id && j->member_id;
+}
+
+void
+h_join_group(KRequest *req)
+{
+	JoinState  *s = mq_malloc0(sizeof(JoinState));
+	KGroup	   *g;
+
+	req->state = s;
+	req->free_state = join_state_free;
+	if (!join_decode(req, &s->join))
+	{
 		req_abort(req);
-	else if (j.group_id[0] == '\0')
+		return;
+	}
+	if (s->join.group_id[0] == '\0')
+	{
 		join_respond(req, NULL, NULL, KERR_INVALID_GROUP_ID);
-	else
-		group_join(req, &j);
-	join_free(&j);
+		return;
+	}
+	g = group_find(s->join.group_id);
+	if (g && g->nmembers > 0)
+	{
+		group_join(req, &s->join);
+		return;
+	}
+	kstmt_text(kjob_add(&s->job, SQL_MEMBERS_SQL, 0), MQ_TEXTOID, s->join.group_id);
+	pool_run(req, &s->job, join_checked);
 }
 
 void

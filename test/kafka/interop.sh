@@ -40,6 +40,12 @@ sql "SELECT mq.commit_offset('sqlgrp', 'io', 0, 2), mq.commit_offset('sqlgrp', '
 run kcat_ -G sqlgrp -X auto.offset.reset=earliest -e -q io
 check_eq "$OUT" "after-sql-commit" "a Kafka consumer resumes from offsets committed in SQL"
 
+# a group with SQL members (mq.join_group) is refused to Kafka clients
+sql "SELECT member FROM mq.join_group('mixgrp', ARRAY['io'])" >/dev/null
+timeout 10 kcat -b "$BROKER" -G mixgrp -e -q io >/dev/null 2>"$T/mix.err" || true
+check_match "$(cat "$T/mix.err")" 'Inconsistent group protocol' \
+	"a Kafka member of a group with SQL members gets INCONSISTENT_GROUP_PROTOCOL"
+
 # long polling: a consumer waiting at the end gets a record sent with SQL,
 # and one produced through Kafka (its first fetch is sent before either)
 hw="$(sql "SELECT high_watermark FROM mq.partitions WHERE topic = 'io' AND partition = 1")"
