@@ -4,7 +4,8 @@
  *	  The group APIs' wire formats: FindCoordinator (v0-v2), JoinGroup
  *	  (v0-v5), SyncGroup (v0-v3), Heartbeat (v0-v3), LeaveGroup (v0-v3),
  *	  ListGroups (v0-v2) and DescribeGroups (v0-v4).  Decoding and encoding
- *	  only; the state machine is group.c.  Loop thread only, no database.
+ *	  only; the state machine is group.c.  Loop thread only; the database
+ *	  is asked only whether a new group has SQL members (below).
  *
  * This daemon coordinates every group it is asked about, so
  * FindCoordinator names this broker for any key.  A group that has live
