@@ -11,7 +11,8 @@
 #         already ran (suites must not create them again, or must use
 #         IF NOT EXISTS)
 #      c. test/concurrency/*.sh, d. test/cli/*.sh (mqctl) and
-#      e. test/kafka/*.sh (mq-kafka with kcat, librdkafka, kafkajs), each
+#      e. test/kafka/*.sh (mq-kafka: kcat, librdkafka, kafkajs, raw
+#         protocol, its docs, a short libFuzzer run), each
 #         run with bash from the repo root with
 #         PGHOST/PGPORT/PGUSER set and PGDATABASE (= MQ_TEST_DB) a fresh
 #         database where `CREATE EXTENSION mq` already ran
