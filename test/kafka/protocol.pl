@@ -61,8 +61,9 @@ sub batch {
 }
 
 sub connect_broker {
-	return IO::Socket::INET->new(PeerAddr => '127.0.0.1', PeerPort => $port, Proto => 'tcp')
+	my $sock = IO::Socket::INET->new(PeerAddr => '127.0.0.1', PeerPort => $port, Proto => 'tcp')
 	  or die "connect: $!\n";
+	return $sock;
 }
 
 # send one request, return the response body after the correlation id, or
