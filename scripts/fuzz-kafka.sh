@@ -8,7 +8,8 @@
 # Builds with clang (scripts/install-deps.sh installs clang and
 # libfuzzer-14-dev) into a temp dir, seeds the corpus with a few valid
 # requests and batches, and exits non-zero if libFuzzer finds a crash,
-# a leak or a hang (the reproducer is kept and its path printed).
+# a leak or a hang (the reproducer is kept and its path printed; add it
+# to test/kafka/fuzz/regressions once fixed, so every run replays it).
 # Knobs: MQ_FUZZ_CORPUS (a corpus directory to reuse and grow).
 set -euo pipefail
 
@@ -42,6 +43,9 @@ seed apiversions '\x00\x00\x12\x00\x00\x00\x00\x00\x01\x00\x01c'
 seed metadata '\x00\x00\x03\x00\x01\x00\x00\x00\x01\x00\x01c\xff\xff\xff\xff'
 seed join '\x00\x00\x0b\x00\x05\x00\x00\x00\x01\x00\x01c\x00\x01g\x00\x00\x27\x10\x00\x00\x75\x30\x00\x00\xff\xff\x00\x08consumer\x00\x00\x00\x01\x00\x05range\x00\x00\x00\x00'
 seed batch '\x01\x00\x00\x00\x00\x00\x00\x00\x00\x00\x00\x00\x36\x00\x00\x00\x00\x02\x6c\x4e\x4b\xcf\x00\x00\x00\x00\x00\x00\x00\x00\x00\x00\x00\x00\x00\x00\x00\x00\x00\x00\x00\x00\xff\xff\xff\xff\xff\xff\xff\xff\xff\xff\xff\xff\xff\xff\x00\x00\x00\x01\x0a\x00\x00\x00\x02k\x02v\x00'
+
+# inputs that once crashed it stay in the corpus (test/kafka/fuzz/regressions)
+cp test/kafka/fuzz/regressions/* "$CORPUS/"
 
 echo "fuzz-kafka: running for ${SECONDS_TO_RUN}s (corpus $CORPUS)"
 if (cd "$WORK" && ASAN_OPTIONS=detect_leaks=1 "$WORK/bin/fuzz_kafka" -max_total_time="$SECONDS_TO_RUN" \

@@ -374,6 +374,8 @@ fetch_decode(KRequest *req, FetchState *s)
 		int32_t		n;
 
 		s->topics[t] = kr_str(r);
+		if (s->topics[t].len < 0)
+			r->err = true;		/* a topic name is never null */
 		n = kr_array(r, 16);
 		for (int32_t i = 0; i < n && !r->err; i++)
 		{

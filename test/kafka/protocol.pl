@@ -144,6 +144,9 @@ ok(defined $r && unpack("x4 x4 x2 x$tl x4 x4 s>", $r) == 1, 'a fetch beyond the 
 
 # connection-level errors: the broker closes, and keeps serving others
 ok(!defined call(connect_broker(), 999, 0, ''), 'an unknown api key closes the connection');
+ok(!defined call(connect_broker(), 1, 4, pack('l> l> l> l> C', -1, 0, 1, 1048576, 0) . pack('l>', 1)
+	  . str(undef) . pack('l> l> q> l>', 1, 0, 0, 1048576)),
+	'a fetch of a null topic name closes the connection (found by fuzzing)');
 ok(!defined call(connect_broker(), 0, 99, ''), 'an unsupported Produce version closes the connection');
 ok(!defined call(connect_broker(), 18, 0, '', size => 0x7fffffff), 'an oversized frame closes the connection');
 ok(!defined call(connect_broker(), 18, 0, '', size => 2), 'an undersized frame closes the connection');
