@@ -3,10 +3,15 @@
  * h_metadata.c
  *	  Metadata (v1-v6).  Loop thread; one job of one or two statements.
  *
- * A single node: every partition is led by this broker (--node-id), with
- * itself as the only replica and in-sync replica.  Unknown topics are
- * UNKNOWN_TOPIC_OR_PARTITION, or are created with mq.create_topic first
- * when --auto-create-topics is set and the client allows it (v4+).
+ * The brokers are this daemon (--node-id) and its --peer daemons.  A
+ * partition's leader, replicas and in-sync replicas are what this node's
+ * mq.replica_status knows (mq-broker keeps it; broker ids are node ids);
+ * an unreplicated partition is led by this daemon alone.  A replicated
+ * partition whose leader is unknown is LEADER_NOT_AVAILABLE.  Unknown
+ * topics are UNKNOWN_TOPIC_OR_PARTITION, or are created with
+ * mq.create_topic first when --auto-create-topics is set and the client
+ * allows it (v4+).  While this node's database is unreachable, every
+ * topic is LEADER_NOT_AVAILABLE, so clients ask another broker.
  *
  *-------------------------------------------------------------------------
  */
@@ -20,8 +25,13 @@
 #include "util.h"
 
 #define METADATA_SQL \
-	"SELECT p.topic, p.partition FROM mq.partitions p" \
+	"SELECT p.topic, p.partition, r.role IS NULL OR r.role = 'standalone'," \
+	"       r.leader_id, r.replicas, r.isr" \
+	"  FROM mq.partitions p" \
+	"  LEFT JOIN mq.replica_status r ON r.topic = p.topic AND r.partition = p.partition" \
 	" WHERE $1::text[] IS NULL OR p.topic = ANY ($1) ORDER BY p.topic, p.partition"
+
+#define KERR_LEADER_NOT_AVAILABLE 5
 
 #define AUTO_CREATE_SQL \
 	"SELECT mq.create_topic(t, $2) FROM unnest($1::text[]) t" \
@@ -45,28 +55,59 @@ meta_state_free(void *p)
 }
 
 static void
+write_broker(KWriter *w, int32_t id, const char *host, int32_t port)
+{
+	kw_i32(w, id);
+	kw_str(w, host);
+	kw_i32(w, port);
+	kw_str(w, NULL);			/* rack */
+}
+
+static void
 write_brokers(KWriter *w, int16_t v)
 {
-	kw_i32(w, 1);
-	kw_i32(w, kconfig.node_id);
-	kw_str(w, kconfig.advertised_host);
-	kw_i32(w, kconfig.advertised_port);
-	kw_str(w, NULL);			/* rack */
+	kw_i32(w, 1 + kconfig.npeers);
+	write_broker(w, kconfig.node_id, kconfig.advertised_host, kconfig.advertised_port);
+	for (int i = 0; i < kconfig.npeers; i++)
+		write_broker(w, kconfig.peers[i].id, kconfig.peers[i].host, kconfig.peers[i].port);
 	if (v >= 2)
 		kw_str(w, "mq");		/* cluster_id */
 	kw_i32(w, kconfig.node_id); /* controller_id */
 }
 
+/* an int[] in text form ("{1,2,3}") as a Kafka int32 array; NULL: just me */
 static void
-write_partition(KWriter *w, int16_t v, int32_t index)
+write_ids(KWriter *w, const char *text)
 {
-	kw_i16(w, KERR_NONE);
-	kw_i32(w, index);
-	kw_i32(w, kconfig.node_id);
-	kw_i32(w, 1);
-	kw_i32(w, kconfig.node_id); /* replicas */
-	kw_i32(w, 1);
-	kw_i32(w, kconfig.node_id); /* isr */
+	size_t		count_at = w->len;
+	int32_t		n = 0;
+
+	kw_i32(w, 0);
+	if (text == NULL)
+	{
+		kw_i32(w, kconfig.node_id);
+		n = 1;
+	}
+	for (const char *c = text; c && *c; c++)
+		if (*c >= '0' && *c <= '9' && (c == text || c[-1] < '0' || c[-1] > '9'))
+		{
+			kw_i32(w, atoi(c));
+			n++;
+		}
+	kw_put_i32_at(w, count_at, n);
+}
+
+static void
+write_partition(KWriter *w, int16_t v, PGresult *res, int row)
+{
+	bool		standalone = strcmp(PQgetvalue(res, row, 2), "t") == 0;
+	bool		known = !PQgetisnull(res, row, 3);
+
+	kw_i16(w, standalone || known ? KERR_NONE : KERR_LEADER_NOT_AVAILABLE);
+	kw_i32(w, atoi(PQgetvalue(res, row, 1)));
+	kw_i32(w, standalone ? kconfig.node_id : known ? atoi(PQgetvalue(res, row, 3)) : -1);
+	write_ids(w, standalone ? NULL : PQgetvalue(res, row, 4));	/* replicas */
+	write_ids(w, standalone ? NULL : PQgetvalue(res, row, 5));	/* isr */
 	if (v >= 5)
 		kw_i32(w, 0);			/* offline replicas */
 }
@@ -89,7 +130,7 @@ write_topic(KWriter *w, int16_t v, KSlice name, PGresult *res, int16_t error)
 	count_at = w->len;
 	kw_i32(w, 0);
 	for (; res && row < PQntuples(res) && kslice_eq(name, PQgetvalue(res, row, 0)); row++, n++)
-		write_partition(w, v, atoi(PQgetvalue(res, row, 1)));
+		write_partition(w, v, res, row);
 	kw_put_i32_at(w, count_at, n);
 }
 
@@ -104,6 +145,8 @@ metadata_done(KRequest *req)
 
 	if (kstmt_failed(st, &code))
 		mq_log_warning("metadata: %s", st->err.message);
+	if (st->err.connection_lost)
+		code = KERR_LEADER_NOT_AVAILABLE;	/* retriable: clients ask elsewhere */
 	if (v >= 3)
 		kw_i32(w, 0);			/* throttle */
 	write_brokers(w, v);

@@ -10,9 +10,11 @@
  * epoch and base sequence go along, so mq's idempotence applies: a retry
  * of one of the producer's last five batches returns the original
  * offsets (Kafka's broker does the same), a gap is MQ011 and becomes
- * OUT_OF_ORDER_SEQUENCE_NUMBER.  acks=0 gets no response; acks=1 and
- * acks=-1 are the same on a single node (the record is committed when
- * answered).  Transactional produce is refused.
+ * OUT_OF_ORDER_SEQUENCE_NUMBER.  acks=0 gets no response; acks=1 is
+ * answered once the append is committed on this node; acks=-1 on a
+ * replicated partition also waits until the in-sync replicas have it
+ * (a second job of mq._replica_await_hwm calls, as mq.produce does), and
+ * on an unreplicated one is acks=1.  Transactional produce is refused.
  *
  *-------------------------------------------------------------------------
  */
@@ -26,9 +28,14 @@
 #include "pgbinary.h"
 #include "util.h"
 
+/* the first and last offsets, and what acks=-1 waits on (mq.produce's way) */
 #define SEND_SQL \
-	"SELECT min(msg_offset) FROM mq.send_batch($1, $2::bytea[], $3::bytea[], NULL," \
-	" $4, $5, $6, $7)"
+	"SELECT min(s.msg_offset), max(s.msg_offset), ps.role, ps.leader_epoch, ps.min_isr" \
+	"  FROM mq.send_batch($1, $2::bytea[], $3::bytea[], NULL, $4, $5, $6, $7) s," \
+	"       mq._produce_state(mq._topic_id($1), $4) ps" \
+	" GROUP BY ps.role, ps.leader_epoch, ps.min_isr"
+
+#define AWAIT_SQL "SELECT mq._replica_await_hwm($1, $2, $3, $4, $5, $6)"
 
 typedef struct PPart
 {
@@ -36,11 +43,15 @@ typedef struct PPart
 	int32_t		partition;
 	int16_t		code;			/* refused before reaching the database */
 	int			stmt;			/* its mq.send_batch, or -1 */
+	int			await;			/* acks=-1: its wait in acked, or -1 */
 } PPart;
 
 typedef struct ProduceState
 {
 	KJob		job;
+	KJob		acked;			/* acks=-1 on replicated partitions */
+	int16_t		acks;
+	int32_t		timeout_ms;
 	int32_t		ntopics;
 	KSlice	   *topics;
 	int32_t		nparts;
@@ -53,6 +64,7 @@ produce_state_free(void *p)
 	ProduceState *s = p;
 
 	kjob_free(&s->job);
+	kjob_free(&s->acked);
 	free(s->topics);
 	free(s->parts);
 	free(s);
@@ -109,6 +121,7 @@ read_partition(KReader *r, ProduceState *s, PPart *pp, const char *topic, bool t
 	pp->partition = kr_i32(r);
 	records = kr_bytes(r);
 	pp->stmt = -1;
+	pp->await = -1;
 	if (r->err)
 		return;
 	if (txn)
@@ -128,8 +141,25 @@ read_partition(KReader *r, ProduceState *s, PPart *pp, const char *topic, bool t
 	batch_free(&b);
 }
 
+/* the partition's outcome: error code and base offset */
+static int16_t
+part_result(ProduceState *s, PPart *pp, int64_t *base)
+{
+	KStmt	   *st = pp->stmt >= 0 ? &s->job.stmts[pp->stmt] : NULL;
+	int16_t		code = pp->code;
+
+	*base = -1;
+	if (st && kstmt_failed(st, &code) && code == KERR_UNKNOWN_SERVER_ERROR)
+		mq_log_warning("produce: %s", st->err.message);
+	if (code == KERR_NONE && pp->await >= 0 && kstmt_failed(&s->acked.stmts[pp->await], &code))
+		return code;
+	if (code == KERR_NONE)
+		*base = strtoll(PQgetvalue(st->res, 0, 0), NULL, 10);
+	return code;
+}
+
 static void
-produce_done(KRequest *req)
+produce_encode(KRequest *req)
 {
 	ProduceState *s = req->state;
 	KWriter    *w = &req->resp;
@@ -148,18 +178,16 @@ produce_done(KRequest *req)
 		for (; k < s->nparts && s->parts[k].topic == t; k++, n++)
 		{
 			PPart	   *pp = &s->parts[k];
-			KStmt	   *st = pp->stmt >= 0 ? &s->job.stmts[pp->stmt] : NULL;
-			int16_t		code = pp->code;
+			int64_t		base;
+			int16_t		code = part_result(s, pp, &base);
 
-			if (st && kstmt_failed(st, &code) && code == KERR_UNKNOWN_SERVER_ERROR)
-				mq_log_warning("produce: %s", st->err.message);
 			kw_i32(w, pp->partition);
 			kw_i16(w, code);
-			kw_i64(w, code == KERR_NONE ? strtoll(PQgetvalue(st->res, 0, 0), NULL, 10) : -1);
+			kw_i64(w, base);
 			kw_i64(w, -1);		/* log_append_time: not known here */
 			if (req->api_version >= 5)
 				kw_i64(w, -1);	/* log_start_offset */
-			wrote |= code == KERR_NONE;
+			wrote |= pp->stmt >= 0 && s->job.stmts[pp->stmt].res != NULL;
 		}
 		kw_put_i32_at(w, count_at, n);
 		if (wrote)
@@ -174,6 +202,39 @@ produce_done(KRequest *req)
 	req_finish(req);
 }
 
+/* appends done: acks=-1 waits for the replicas of replicated partitions */
+static void
+produce_done(KRequest *req)
+{
+	ProduceState *s = req->state;
+
+	for (int32_t k = 0; s->acks == -1 && k < s->nparts; k++)
+	{
+		PPart	   *pp = &s->parts[k];
+		PGresult   *res = pp->stmt >= 0 ? s->job.stmts[pp->stmt].res : NULL;
+		KStmt	   *st;
+		char	   *topic;
+
+		if (res == NULL || PQgetisnull(res, 0, 2) ||
+			strcmp(PQgetvalue(res, 0, 2), "standalone") == 0)
+			continue;
+		topic = kslice_dup(s->topics[pp->topic]);
+		st = kjob_add(&s->acked, AWAIT_SQL, 0);
+		pp->await = s->acked.n - 1;
+		kstmt_text(st, MQ_TEXTOID, topic ? topic : "");
+		kstmt_int(st, MQ_INT4OID, pp->partition);
+		kstmt_int(st, MQ_INT8OID, strtoll(PQgetvalue(res, 0, 1), NULL, 10) + 1);
+		kstmt_text(st, MQ_INT4OID, PQgetisnull(res, 0, 3) ? NULL : PQgetvalue(res, 0, 3));
+		kstmt_text(st, MQ_INT4OID, PQgetisnull(res, 0, 4) ? NULL : PQgetvalue(res, 0, 4));
+		kstmt_int(st, MQ_INT4OID, s->timeout_ms > 0 ? s->timeout_ms : 30000);
+		free(topic);
+	}
+	if (s->acked.n > 0)
+		pool_run(req, &s->acked, produce_encode);
+	else
+		produce_encode(req);
+}
+
 void
 h_produce(KRequest *req)
 {
@@ -184,8 +245,9 @@ h_produce(KRequest *req)
 	req->state = s;
 	req->free_state = produce_state_free;
 	txn = kr_str(r).len >= 0;
-	req->no_response = kr_i16(r) == 0;	/* acks */
-	(void) kr_i32(r);			/* timeout_ms */
+	s->acks = kr_i16(r);
+	req->no_response = s->acks == 0;
+	s->timeout_ms = kr_i32(r);
 	s->ntopics = kr_array(r, 6);
 	s->topics = mq_malloc0(sizeof(KSlice) * (s->ntopics > 0 ? s->ntopics : 1));
 	s->parts = mq_malloc0(sizeof(PPart) * (kr_left(r) / 8 + 1));

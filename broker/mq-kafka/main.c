@@ -34,7 +34,9 @@ static const char help[] =
 "                               environment); passwords belong in ~/.pgpass\n"
 "  -l, --listen=HOST:PORT       address to listen on (default 127.0.0.1:9092)\n"
 "      --advertise=HOST:PORT    address Metadata gives clients (default: --listen)\n"
-"      --node-id=N              broker id in Metadata (default 1)\n"
+"      --node-id=N              broker id in Metadata (default 1); in a replicated\n"
+"                               cluster, the mq-broker id of this node\n"
+"      --peer=ID=HOST:PORT      the mq-kafka of another node (repeat for each)\n"
 "      --pool=N                 database connections (default 4)\n"
 "      --max-request-bytes=N    larger requests close the connection (default 104857600)\n"
 "      --max-batch-bytes=N      decompressed size cap per batch (default 67108864)\n"
@@ -71,13 +73,29 @@ parse_hostport(const CliParser *p, const char *opt, const char *arg, char **host
 	*host = h;
 }
 
+/* "ID=HOST:PORT" */
+static void
+parse_peer(const CliParser *p, char *arg)
+{
+	char	   *key,
+			   *value;
+	KPeer	   *peer;
+
+	if (kconfig.npeers == KMAX_PEERS)
+		cli_usage_error(p, "at most %d --peer options", KMAX_PEERS);
+	peer = &kconfig.peers[kconfig.npeers++];
+	cli_key_value(p, "--peer", arg, &key, &value);
+	peer->id = (int) cli_int(p, "--peer", key, 0, INT32_MAX);
+	parse_hostport(p, "--peer", value, &peer->host, &peer->port);
+}
+
 static void
 parse_args(int argc, char **argv)
 {
 	enum
 	{
 		O_ADV = CLI_OPT_LONG_BASE, O_NODE, O_POOL, O_MAXREQ, O_MAXBATCH, O_DELAY,
-		O_AUTO, O_RECHECK
+		O_AUTO, O_RECHECK, O_PEER
 	};
 	static const struct option longopts[] = {
 		{"dbname", required_argument, NULL, 'd'},
@@ -90,6 +108,7 @@ parse_args(int argc, char **argv)
 		{"group-initial-delay-ms", required_argument, NULL, O_DELAY},
 		{"auto-create-topics", required_argument, NULL, O_AUTO},
 		{"recheck-ms", required_argument, NULL, O_RECHECK},
+		{"peer", required_argument, NULL, O_PEER},
 		{"version", no_argument, NULL, 'V'},
 		{NULL, 0, NULL, 0}
 	};
@@ -128,6 +147,9 @@ parse_args(int argc, char **argv)
 				break;
 			case O_AUTO:
 				kconfig.auto_create_partitions = (int) cli_int(&p, "--auto-create-topics", optarg, 0, 10000);
+				break;
+			case O_PEER:
+				parse_peer(&p, optarg);
 				break;
 			case O_RECHECK:
 				kconfig.recheck_ms = (int) cli_int(&p, "--recheck-ms", optarg, 1, 60000);

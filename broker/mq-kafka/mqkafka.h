@@ -28,6 +28,16 @@
 
 #include "kbuf.h"
 
+/* Another node's mq-kafka (replicated clusters: --peer ID=HOST:PORT) */
+typedef struct KPeer
+{
+	int			id;
+	char	   *host;
+	int			port;
+} KPeer;
+
+#define KMAX_PEERS 64
+
 typedef struct KConfig
 {
 	const char *conninfo;		/* -d, as psql takes it; NULL: environment */
@@ -42,6 +52,8 @@ typedef struct KConfig
 	int			group_initial_delay_ms;
 	int			auto_create_partitions; /* 0: no automatic topic creation */
 	int			recheck_ms;		/* parked fetches re-read this often */
+	int			npeers;
+	KPeer		peers[KMAX_PEERS];
 } KConfig;
 
 extern KConfig kconfig;
@@ -65,6 +77,7 @@ struct KRequest
 	KWriter		resp;			/* the response body */
 	bool		flexible_resp;	/* response header v1 (tagged fields) */
 	bool		no_response;	/* acks=0 produce */
+	bool		db_lost;		/* the database was unreachable: close afterwards */
 	struct KJob *job;			/* statements being run by the pool */
 	KDoneFn		done_fn;		/* when they are done; NULL: respond */
 	void	   *state;			/* the handler's own */
@@ -85,6 +98,8 @@ extern void req_abort(KRequest *req);
 extern void pool_start(void);
 /* run job's statements, then done_fn(req) (NULL: req_finish) */
 extern void pool_run(KRequest *req, struct KJob *job, KDoneFn done_fn);
+/* false while no database connection can be made */
+extern bool pool_available(void);
 
 /* api.c: header parsing and dispatch */
 extern void api_dispatch(KRequest *req, size_t frame_len);

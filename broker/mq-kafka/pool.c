@@ -12,8 +12,10 @@
  * Loop thread only: no locking.  Nothing here waits on the database except
  * (re)connecting, which is blocking with a 5 s connect_timeout and tried
  * at most once a second per connection; while the database is down, jobs
- * fail at once with connection_lost (KAFKA_STORAGE_ERROR to clients).  A
- * parked fetch or join holds no connection.
+ * fail at once with connection_lost, and the request's client connection
+ * is closed after its answer (server.c), as is every new one: clients
+ * then treat this broker as down and turn to the others.  A parked fetch
+ * or join holds no connection.
  *
  *-------------------------------------------------------------------------
  */
@@ -42,6 +44,16 @@ static KRequest *wait_head,
 		   *wait_tail;
 
 static void slot_io(evutil_socket_t fd, short what, void *arg);
+
+static bool db_down;			/* the last connection attempt failed */
+static struct event *retry_ev;	/* while db_down: try again every second */
+static const struct timeval one_second = {1, 0};
+
+bool
+pool_available(void)
+{
+	return !db_down;
+}
 
 static void
 fail_stmt(KStmt *s, const char *msg)
@@ -92,13 +104,22 @@ slot_ready(Slot *s)
 	if (s->conn == NULL || PQsetnonblocking(s->conn, 1) != 0 ||
 		PQenterPipelineMode(s->conn) != 1)
 	{
-		mq_log_warning("cannot connect to the database: %s",
-					   err.message ? err.message : PQerrorMessage(s->conn));
+		const char *msg = err.message ? err.message : PQerrorMessage(s->conn);
+
+		if (!db_down)
+			mq_log_warning("cannot connect to the database: %.*s",
+						   (int) strcspn(msg, "\n"), msg);
+		db_down = true;
 		mq_error_free(&err);
 		drop_conn(s);
 		s->retry_at_us = mq_now_us() + 1000000;
+		if (!evtimer_pending(retry_ev, NULL))
+			evtimer_add(retry_ev, &one_second);
 		return false;
 	}
+	if (db_down)
+		mq_log_info("connected to the database again");
+	db_down = false;
 	mq_log_notices(s->conn);
 	watch(s, false);
 	return true;
@@ -119,6 +140,7 @@ fail_job(KRequest *req, const char *msg)
 {
 	for (int i = 0; i < req->job->n; i++)
 		fail_stmt(&req->job->stmts[i], msg);
+	req->db_lost = true;
 	job_done(req);
 }
 
@@ -154,8 +176,11 @@ slot_broken(Slot *s)
 
 	mq_log_warning("database connection lost: %.*s", (int) strcspn(msg, "\n"), msg);
 	if (s->req)
+	{
 		for (int i = 0; i < s->req->job->n; i++)
 			fail_stmt(&s->req->job->stmts[i], "database connection lost");
+		s->req->db_lost = true;
+	}
 	drop_conn(s);
 	slot_finish(s);
 }
@@ -277,9 +302,19 @@ slot_io(evutil_socket_t fd, short what, void *arg)
 	drain(s);
 }
 
+/* while the database is down and nobody asks, find out when it is back */
+static void
+on_retry(evutil_socket_t fd, short what, void *arg)
+{
+	for (int i = 0; i < kconfig.pool_size && db_down; i++)
+		if (slots[i].req == NULL)
+			(void) slot_ready(&slots[i]);
+}
+
 void
 pool_start(void)
 {
+	retry_ev = evtimer_new(kbase, on_retry, NULL);
 	slots = mq_malloc0(sizeof(Slot) * kconfig.pool_size);
 	for (int i = 0; i < kconfig.pool_size; i++)
 		(void) slot_ready(&slots[i]);

@@ -126,6 +126,8 @@ req_finish(KRequest *req)
 {
 	KConn	   *c = req->conn;
 
+	if (!c->closed && req->db_lost)
+		conn_close(c);			/* no database: let the client try another broker */
 	if (!c->closed)
 	{
 		if (!req->no_response)
@@ -196,10 +198,16 @@ static void
 on_accept(struct evconnlistener *l, evutil_socket_t fd, struct sockaddr *sa,
 		  int salen, void *arg)
 {
-	KConn	   *c = mq_malloc0(sizeof(KConn));
+	KConn	   *c;
 	int			one = 1;
 	char		host[INET6_ADDRSTRLEN] = "?";
 
+	if (!pool_available())
+	{
+		evutil_closesocket(fd);	/* no database: this broker is down */
+		return;
+	}
+	c = mq_malloc0(sizeof(KConn));
 	setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
 	if (sa->sa_family == AF_INET)
 		inet_ntop(AF_INET, &((struct sockaddr_in *) sa)->sin_addr, host, sizeof(host));

@@ -7,8 +7,9 @@
  *	  rdk_client produce BROKERS TOPIC N CODEC [idempotent]
  *	      N records "rec-<i>-<padding>" (keys "k<i>"), printing "half"
  *	      once half are queued, then the rest more slowly so that the
- *	      script can kill the broker while records are in flight; exit 0
- *	      only if every record was acknowledged.
+ *	      script can kill the broker while records are in flight
+ *	      (RDK_PACE_US between them, default 200); exit 0 only if every
+ *	      record was acknowledged.
  *	  rdk_client group BROKERS TOPIC N GROUP
  *	      three consumers (threads) of one group; each commits every
  *	      record synchronously, and the third leaves after a sixth of the
@@ -112,8 +113,8 @@ produce(const char *brokers, const char *topic, int n, const char *codec, int id
 			printf("half\n");
 			fflush(stdout);
 		}
-		if (i > n / 2)
-			usleep(200);		/* pacing: records stay in flight over a broker kill */
+		if (i > n / 2)			/* pacing: records stay in flight over a broker kill */
+			usleep(getenv("RDK_PACE_US") ? atoi(getenv("RDK_PACE_US")) : 200);
 	}
 	rd_kafka_flush(rk, 90000);
 	printf("acknowledged %d, failed %d\n", atomic_load(&delivered_ok), atomic_load(&delivered_err));
