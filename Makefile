@@ -1,5 +1,5 @@
-# PGXS build of the mq extension.  `make` builds the extension; broker/ and
-# the CLI get their own targets once they exist.
+# PGXS build of the mq extension.  `make` builds the extension and, through
+# broker/Makefile, the frontend tools mqctl and mq-broker.
 EXTENSION = mq
 EXTVERSION = 0.1.0
 
@@ -17,6 +17,9 @@ REGRESS_OPTS = --load-extension=mq
 
 PG_CPPFLAGS = -Wall -Wextra -Werror -Wno-unused-parameter -Wno-missing-field-initializers -Wno-sign-compare
 
+# generated from src/errcodes.txt (below)
+EXTRA_CLEAN = src/mq_errcodes.h src/mq_errcodes.h.tmp
+
 PG_CONFIG ?= pg_config
 PGXS := $(shell $(PG_CONFIG) --pgxs)
 include $(PGXS)
@@ -24,7 +27,17 @@ include $(PGXS)
 mq--$(EXTVERSION).sql: $(sort $(wildcard src/sql/*.sql))
 	cat $^ > $@
 
-# mqctl (and later mq-broker): broker/Makefile, run by `make`, `make install`
+# The ERRCODE_MQ_* macros, generated from src/errcodes.txt (the one list of
+# mq's SQLSTATEs) before anything is compiled.
+src/mq_errcodes.h: src/errcodes.txt scripts/errcodes.sh
+	bash scripts/errcodes.sh c-header $< > $@.tmp && mv $@.tmp $@
+$(OBJS) $(OBJS:.o=.bc): src/mq_errcodes.h
+
+# every object includes src/mq.h: rebuild them all when it changes (a stale
+# object with an old struct layout crashes the server)
+$(OBJS): src/mq.h
+
+# mqctl and mq-broker: broker/Makefile, run by `make`, `make install`
 # (to /usr/local/bin; see docs/cli.md) and `make clean` as well.
 all: broker-all
 install: broker-install

@@ -9,6 +9,10 @@ cd "$(dirname "${BASH_SOURCE[0]}")/.."
 # shellcheck source=scripts/lib.sh
 source scripts/lib.sh
 
+mq_phase "dependencies (scripts/install-deps.sh)"
+bash scripts/install-deps.sh
+mq_pg_paths || mq_die "pg_config not found after installing the dependencies"
+
 mq_phase "build + install"
 mq_build_install || mq_die "build/install failed"
 

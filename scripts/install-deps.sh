@@ -28,6 +28,7 @@ PKGS=(
 	clang
 	libfuzzer-14-dev
 	nodejs
+	clang-format-14
 )
 
 missing=()

@@ -16,7 +16,16 @@
 #         run with bash from the repo root with
 #         PGHOST/PGPORT/PGUSER set and PGDATABASE (= MQ_TEST_DB) a fresh
 #         database where `CREATE EXTENSION mq` already ran
-#   4. multi-node TAP tests test/t/*.pl with prove as the postgres user
+#   0. static checks: test/static/*.sh, run with bash from the repo root
+#      before anything is built (generated files vs. their committed
+#      copies, and the like); they need no server
+#   4. sanitize: test/cli/*.sh again, with mqctl built with
+#      -fsanitize=address,undefined in a copy of the tree (scripts/sanitize.sh
+#      with MQ_SANITIZE_ONLY=cli, in a throwaway cluster of its own; about
+#      a minute); any sanitizer report fails it.  The multi-node tests with
+#      a sanitized mq-broker take some 4 minutes more: `bash
+#      scripts/sanitize.sh` runs them, not this command.
+#   5. multi-node TAP tests test/t/*.pl with prove as the postgres user
 #      (PostgreSQL::Test::Cluster; each test starts its own nodes).
 #      MQ_REPO_ROOT names the repo; test/t is in @INC for helper modules.
 #
@@ -24,8 +33,8 @@
 # exits non-zero if any suite failed.
 #
 # Knobs: MQ_SUITE_TIMEOUT (seconds per suite, default 300),
-#        MQ_TEST_ONLY (space-separated phases to run: regress pgtap
-#        concurrency cli kafka tap; default all),
+#        MQ_TEST_ONLY (space-separated phases to run: static regress
+#        pgtap concurrency cli kafka sanitize tap; default all),
 #        MQ_SKIP_BUILD=1 (skip install-deps and build/install: rerun
 #        tests against what is already installed),
 #        MQ_PRELOAD / MQ_EXTENSION (see scripts/lib.sh).
@@ -36,7 +45,7 @@ cd "$(dirname "${BASH_SOURCE[0]}")/.."
 source scripts/lib.sh
 
 SUITE_TIMEOUT="${MQ_SUITE_TIMEOUT:-300}"
-ONLY="${MQ_TEST_ONLY:-regress pgtap concurrency cli kafka tap}"
+ONLY="${MQ_TEST_ONLY:-static regress pgtap concurrency cli kafka sanitize tap}"
 PASSED=0
 FAILED=0
 FAILED_NAMES=()
@@ -98,6 +107,22 @@ db_name() {
 	base="$(printf '%s' "$base" | tr -c 'A-Za-z0-9_' '_' | tr '[:upper:]' '[:lower:]')"
 	printf '%s_%s\n' "$2" "${base:0:50}"
 }
+
+# --------------------------------------------------------------------------
+shopt -s nullglob
+STATIC_SH=(test/static/*.sh)
+shopt -u nullglob
+if want static; then
+	mq_phase "static checks (${#STATIC_SH[@]} in test/static/)"
+	for f in "${STATIC_SH[@]}"; do
+		echo "running $f"
+		if mq_run_timeout "$SUITE_TIMEOUT" bash "$f"; then
+			pass "static:$f"
+		else
+			fail "static:$f"
+		fi
+	done
+fi
 
 # --------------------------------------------------------------------------
 if [[ -z "${MQ_SKIP_BUILD:-}" ]]; then
@@ -240,6 +265,18 @@ if [[ -n "${MQ_CLUSTER:-}" ]]; then
 		keep_log "$MQ_SERVER_LOG" server-main.log
 	fi
 	cluster_stop
+fi
+
+# --------------------------------------------------------------------------
+if want sanitize; then
+	mq_phase "sanitizers: test/cli/*.sh with mqctl built with -fsanitize=address,undefined"
+	# the extension is built and installed already (or MQ_SKIP_BUILD said so)
+	if MQ_SKIP_BUILD=1 MQ_SANITIZE_ONLY=cli \
+		mq_run_timeout "$((SUITE_TIMEOUT * 2))" bash scripts/sanitize.sh; then
+		pass "sanitize:cli"
+	else
+		fail "sanitize:cli"
+	fi
 fi
 
 # --------------------------------------------------------------------------

@@ -47,9 +47,10 @@ _PG_init(void)
 
 	mq_topic_cache_init();
 	mq_log_init();
-	mq_consume_init();
+	mq_offsets_init();
 	mq_notify_init();
 	mq_acl_init();
+	mq_record_size_init();
 
 	DefineCustomBoolVariable("mq.release_before_flush",
 							 "Producers release the partition lock before waiting for their commit's WAL flush.",

@@ -3,8 +3,9 @@
  * mq.h
  *	  Declarations shared by the C files of the mq extension.
  *
- * The extension's own SQLSTATEs live here, one per condition, in class
- * "MQ".  docs/errors.md lists them; keep the two in step.
+ * The extension's own SQLSTATEs, one per condition in class "MQ", are
+ * defined in src/errcodes.txt; the build generates mq_errcodes.h (the
+ * ERRCODE_MQ_* macros) and the table in docs/errors.md from it.
  *
  *-------------------------------------------------------------------------
  */
@@ -16,37 +17,23 @@
 #include "access/htup.h"
 #include "utils/relcache.h"
 #include "utils/snapshot.h"
+#include "utils/jsonb.h"
 #include "utils/timestamp.h"
 #include "executor/spi.h"
+#include "fmgr.h"
+#include "utils/tuplestore.h"
+#include "executor/tuptable.h"
+#include "utils/array.h"
+#include "utils/jsonb.h"
 
-/* SQLSTATEs (class MQ) */
-#define ERRCODE_MQ_UNKNOWN_TOPIC			MAKE_SQLSTATE('M','Q','0','0','1')
-#define ERRCODE_MQ_TOPIC_EXISTS				MAKE_SQLSTATE('M','Q','0','0','2')
-#define ERRCODE_MQ_INVALID_TOPIC_NAME		MAKE_SQLSTATE('M','Q','0','0','3')
-#define ERRCODE_MQ_INVALID_CONFIG			MAKE_SQLSTATE('M','Q','0','0','4')
-#define ERRCODE_MQ_INVALID_PARTITIONS		MAKE_SQLSTATE('M','Q','0','0','5')
-#define ERRCODE_MQ_UNKNOWN_PARTITION		MAKE_SQLSTATE('M','Q','0','0','6')
-#define ERRCODE_MQ_OFFSET_OUT_OF_RANGE		MAKE_SQLSTATE('M','Q','0','0','7')
-#define ERRCODE_MQ_INVALID_RECORD			MAKE_SQLSTATE('M','Q','0','0','8')
-#define ERRCODE_MQ_LOG_IMMUTABLE			MAKE_SQLSTATE('M','Q','0','0','9')
-#define ERRCODE_MQ_INVALID_ARGUMENT			MAKE_SQLSTATE('M','Q','0','1','0')
-#define ERRCODE_MQ_OUT_OF_ORDER_SEQUENCE	MAKE_SQLSTATE('M','Q','0','1','1')
-#define ERRCODE_MQ_PRODUCER_FENCED			MAKE_SQLSTATE('M','Q','0','1','2')
-#define ERRCODE_MQ_UNKNOWN_PRODUCER_ID		MAKE_SQLSTATE('M','Q','0','1','3')
-#define ERRCODE_MQ_INVALID_PRODUCER_EPOCH	MAKE_SQLSTATE('M','Q','0','1','4')
-/* replication (replica.c, src/sql/60_replica.sql; docs/replication.md) */
-#define ERRCODE_MQ_NOT_LEADER				MAKE_SQLSTATE('M','Q','0','2','0')
-#define ERRCODE_MQ_NOT_ENOUGH_REPLICAS		MAKE_SQLSTATE('M','Q','0','2','1')
-#define ERRCODE_MQ_NOT_ENOUGH_REPLICAS_AFTER_APPEND MAKE_SQLSTATE('M','Q','0','2','2')
-#define ERRCODE_MQ_REQUEST_TIMED_OUT		MAKE_SQLSTATE('M','Q','0','2','3')
-#define ERRCODE_MQ_FENCED_LEADER_EPOCH		MAKE_SQLSTATE('M','Q','0','2','4')
-#define ERRCODE_MQ_UNKNOWN_LEADER_EPOCH		MAKE_SQLSTATE('M','Q','0','2','5')
+/* SQLSTATEs (class MQ): ERRCODE_MQ_*, generated from src/errcodes.txt */
+#include "mq_errcodes.h"
 
 /* advisory lock tag field4 values, distinct from pg_advisory_lock's 1 and 2 */
 #define MQ_LOCK_PRODUCE		0x4D51	/* one producer per partition at a time */
 #define MQ_LOCK_CLAIM		0x4D52	/* a poller's claim on a group's partition */
 #define MQ_LOCK_PRODUCER	0x4D53	/* shared by sends, exclusive by init_producer */
-#define MQ_LOCK_BROKER		0x4D54	/* held by the node's mq-broker session (replica.c) */
+#define MQ_LOCK_BROKER		0x4D54	/* held by the node's mq-broker session (leadership.c) */
 
 /* Column numbers of a log table (1-based, as in the CREATE TABLE) */
 #define Anum_log_partition		1
@@ -58,7 +45,12 @@
 #define Anum_log_producer_id	7
 #define Anum_log_producer_epoch 8
 #define Anum_log_sequence		9
-#define Natts_log				9
+#define Anum_log_timestamp		10	/* NULL for LogAppendTime: then created_at */
+#define Anum_log_max_timestamp	11	/* NULL unless above the record's own */
+#define Natts_log				11
+
+/* Columns of mq.record (fetch.c) */
+#define Natts_record			10
 
 /* One segment: a table covering offsets [base, end). */
 typedef struct MqSegment
@@ -86,7 +78,10 @@ typedef struct MqTopic
 	int32		topic_id;
 	Oid			relid;
 	int32		npartitions;
+	int64		max_message_bytes;	/* the topic's max.message.bytes, -1 if unset */
 	MqPartition *parts;
+	bool		log_append_time;	/* message.timestamp.type is LogAppendTime */
+	int64		timestamp_max_diff_ms;	/* message.timestamp.difference.max.ms, -1: none */
 } MqTopic;
 
 /* One record to append. */
@@ -95,13 +90,16 @@ typedef struct MqRecordIn
 	bytea	   *key;			/* NULL for a null key */
 	bytea	   *value;
 	Datum		headers;		/* jsonb datum, or 0 for null */
+	bool		has_timestamp;	/* the producer gave a CreateTime */
+	TimestampTz timestamp;
 	int32		partition;
 	int			input_index;	/* position in the caller's batch */
 } MqRecordIn;
 
 /*
- * replica.c: what a follower copies besides key, value and headers (the
- * leader's timestamp and producer fields), one per record.
+ * replica.c: what a follower copies besides key, value, headers and the
+ * Kafka timestamp (the leader's append time and producer fields), one per
+ * record.
  */
 typedef struct MqRecordMeta
 {
@@ -134,15 +132,56 @@ extern void mq_lock_partition(int32 topic_id, int32 partition);
 extern void mq_log_init(void);
 extern bool mq_release_before_flush;
 extern int64 mq_log_end_offset(MqPartition *part, Snapshot snapshot);
+extern int64 mq_segment_last_offset(MqSegment *seg, Snapshot snapshot, TimestampTz *max_ts);
 extern int64 mq_log_append(const char *topic_name, int32 partition,
 						   MqRecordIn *recs, int nrecs, MqProducer *producer);
 extern bool mq_allow_log_change;
-/* replication hooks (log.c calls replica.c; replica.c calls log.c) */
+/* replication hooks (log.c calls leadership.c; replica.c calls log.c) */
 extern int64 mq_log_append_at(const char *topic_name, int32 partition,
 							  MqRecordIn *recs, MqRecordMeta *meta, int nrecs,
 							  int64 base_offset);
+
+/*
+ * leadership.c: refusing produce and reads where this node does not lead.
+ * MqReplicaState is what the node knows about a partition's replication.
+ */
+typedef struct MqReplicaState
+{
+	bool		found;
+	char		role[16];
+	int32		leader_epoch;
+	int64		high_watermark; /* -1 when null */
+	int32		leader_id;		/* -1 when unknown */
+	char		leader_name[256];
+	int			isr_size;
+	bool		brokered;		/* a broker has attached to this node */
+} MqReplicaState;
+extern void mq_replica_read_state(int32 topic_id, int32 partition, MqReplicaState *st);
+extern void mq_replica_raise_not_leader(const char *topic_name, int32 partition,
+										MqReplicaState *st);
+extern void mq_replica_check_broker(const char *topic_name, int32 partition,
+									MqReplicaState *st);
 extern void mq_replica_check_produce(MqTopic *topic, int32 partition);
 extern void mq_replica_check_leader(MqTopic *topic, int32 partition);
+
+/* record_size.c: max.message.bytes; every leader append checks first */
+extern int	mq_message_max_bytes;
+extern void mq_record_size_init(void);
+extern int64 mq_record_size(bytea *key, bytea *value, Jsonb *headers);
+extern void mq_check_record_sizes(MqTopic *topic, MqRecordIn *recs, int n);
+
+/* timeindex.c: Kafka's record timestamps and the lookup by time */
+extern TimestampTz mq_slot_max_timestamp(TupleTableSlot *slot);
+extern int64 mq_offset_for_time(MqPartition *part, TimestampTz ts, Snapshot snapshot,
+								int *descents);
+extern void mq_check_timestamps(MqTopic *topic, MqRecordIn *recs, int n);
+extern void mq_stamp_records(MqTopic *topic, MqRecordIn *recs, int n, TimestampTz now);
+extern void mq_row_timestamps(MqRecordIn *r, Datum *values, bool *nulls, TimestampTz *running);
+
+/* headers.c: Kafka headers as mq.header[] and their jsonb form */
+extern Datum mq_header_list_from_jsonb(Jsonb *headers, Oid elemtype, bool *isnull);
+extern Jsonb *mq_header_list_to_jsonb(ArrayType *list);
+extern int	mq_header_list_lengths(Jsonb *headers, int64 **keylens, int64 **vallens);
 
 /* notify.c: waking long pollers */
 extern void mq_notify_init(void);
@@ -151,10 +190,40 @@ extern void mq_notify_at_commit(int32 topic_id);
 extern uint64 mq_notify_counter(int32 topic_id);
 extern bool mq_notify_wait(int32 topic_id, uint64 seen, TimestampTz deadline);
 
-/* consume.c */
-extern void mq_consume_init(void);
+/* fetch.c: the log reader and long polling */
+typedef struct MqLongPoll
+{
+	bool		enabled;
+	int			min_records;
+	TimestampTz deadline;
+	uint64		seen;			/* the topic's change counter before the read */
+	bool		pushed;			/* a fresh snapshot is pushed */
+} MqLongPoll;
+extern int64 mq_partition_high_watermark(MqTopic *topic, MqPartition *part);
+extern int	mq_read_partition(MqTopic *topic, MqPartition *part, int64 from, int max,
+							  Datum topic_datum, Tuplestorestate *store, TupleDesc outdesc);
+extern void mq_check_max_records(int32 max);
+extern void mq_check_not_null(FunctionCallInfo fcinfo, int nargs, const char *const *names);
+extern void mq_long_poll_start(MqLongPoll *lp, FunctionCallInfo fcinfo, int wait_arg,
+							   int min_arg, int32 topic_id);
+extern bool mq_long_poll_again(MqLongPoll *lp, int got, int max, int32 topic_id);
 
-/* producer.c */
+/* offsets.c: group positions and committed offsets */
+typedef struct MqPositionKey
+{
+	uint32		group_hash;
+	int32		topic_id;
+	int32		partition;
+	char		group[NAMEDATALEN * 4];
+} MqPositionKey;
+extern void mq_offsets_init(void);
+extern void mq_check_group(text *group);
+extern void mq_position_key(MqPositionKey *key, text *group, MqTopic *topic, int32 partition);
+extern void mq_auto_commit(text *group, MqTopic *topic);
+extern int64 mq_position_current(MqPositionKey *key, text *group, MqTopic *topic);
+extern void mq_position_advance(MqPositionKey *key, int64 next, bool autocommit, int n);
+
+/* idempotence.c: idempotent producer state */
 extern void mq_producer_check_epoch(int64 producer_id, int32 epoch);
 extern bool mq_producer_check_sequence(MqTopic *topic, int32 partition, MqProducer *p,
 									   int n, int64 *dup_base);
@@ -171,6 +240,8 @@ typedef struct MqSpiSave
 extern void mq_spi_begin(MqSpiSave *save);
 extern void mq_spi_end(MqSpiSave *save);
 extern SPIPlanPtr mq_spi_prepare(const char *sql, int nargs, Oid *argtypes);
+extern bool mq_spi_get_int64(SPIPlanPtr *plan, const char *sql, int nargs, Oid *argtypes,
+							 Datum *args, int64 *result);
 extern void mq_spi_begin_definer(MqSpiSave *save);
 
 /* acl.c: Kafka's resource rights on PostgreSQL roles */
@@ -194,7 +265,7 @@ extern void mq_group_authorize(text *group, int op);
 /* owner.c: SQL functions that run as the owner after their checks */
 extern Oid	mq_owner(void);
 
-/* partitioner.c */
+/* partitioner.c: Kafka's default partitioner */
 extern int32 mq_murmur2(const char *data, int len);
 extern int32 mq_default_partition(bytea *key, int32 npartitions);
 

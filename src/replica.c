@@ -4,9 +4,9 @@
  *	  The data node's side of replication: the parts of the replica API
  *	  (src/sql/60_replica.sql) that need C.  Appending fetched records at
  *	  the leader's offsets, truncating a divergent suffix, waiting for new
- *	  records (a follower's long poll) and for the high watermark (acks=all),
- *	  and refusing produce and consume on a partition this node does not
- *	  lead.
+ *	  records (a follower's long poll) and for the high watermark
+ *	  (acks=all).  Refusing produce and consume on a partition this node
+ *	  does not lead is leadership.c's.
  *
  * Who decides what.  The broker (broker/mq-broker) decides roles and
  * epochs from the coordinator and tells the node with
@@ -60,7 +60,6 @@ PG_FUNCTION_INFO_V1(mq_replica_wait_records);
 PG_FUNCTION_INFO_V1(mq_replica_await_hwm);
 PG_FUNCTION_INFO_V1(mq_replica_append_records);
 PG_FUNCTION_INFO_V1(mq_replica_truncate_records);
-PG_FUNCTION_INFO_V1(mq_replica_attach_broker);
 
 /* Attribute numbers of mq.replica_batch (keep in step with 60_replica.sql) */
 #define RB_BASE_OFFSET		1
@@ -76,190 +75,8 @@ PG_FUNCTION_INFO_V1(mq_replica_attach_broker);
 #define RB_BATCH_FIRST		14
 #define RB_BATCH_LAST		15
 #define RB_BATCH_OFFSET		16
+#define RB_TIMESTAMPS		19	/* Kafka timestamps: NULL for LogAppendTime */
 
-/* What the node knows about a partition's replication state. */
-typedef struct ReplicaState
-{
-	bool		found;
-	char		role[16];
-	int32		leader_epoch;
-	int64		high_watermark; /* -1 when null */
-	int32		leader_id;		/* -1 when unknown */
-	char		leader_name[256];
-	int			isr_size;
-	bool		brokered;		/* a broker has attached to this node */
-} ReplicaState;
-
-static void
-read_state(int32 topic_id, int32 partition, ReplicaState *st)
-{
-	static SPIPlanPtr plan = NULL;
-	MqSpiSave	spi;
-	Datum		args[2] = {Int32GetDatum(topic_id), Int32GetDatum(partition)};
-	bool		isnull;
-
-	memset(st, 0, sizeof(*st));
-	st->leader_id = -1;
-	st->high_watermark = -1;
-
-	/* the latest snapshot: a role or epoch changed since ours must count */
-	PushActiveSnapshot(GetLatestSnapshot());
-	mq_spi_begin(&spi);
-	if (plan == NULL)
-	{
-		Oid			argtypes[2] = {INT4OID, INT4OID};
-
-		plan = mq_spi_prepare("SELECT p.role, p.leader_epoch, p.high_watermark, r.leader_id, "
-							  "       r.leader_name, pg_catalog.cardinality(r.isr), "
-							  "       EXISTS (SELECT 1 FROM mq.replica_broker) "
-							  "  FROM mq.partition_state p "
-							  "  LEFT JOIN mq.replica_partition r "
-							  "    ON r.topic_id = p.topic_id AND r.partition = p.partition "
-							  " WHERE p.topic_id = $1 AND p.partition = $2",
-							  2, argtypes);
-	}
-	if (SPI_execute_plan(plan, args, NULL, true, 1) != SPI_OK_SELECT)
-		elog(ERROR, "mq: replica state lookup failed");
-	if (SPI_processed == 1)
-	{
-		HeapTuple	tup = SPI_tuptable->vals[0];
-		TupleDesc	desc = SPI_tuptable->tupdesc;
-		char	   *s;
-		Datum		d;
-
-		st->found = true;
-		s = SPI_getvalue(tup, desc, 1);
-		strlcpy(st->role, s ? s : "", sizeof(st->role));
-		st->leader_epoch = DatumGetInt32(SPI_getbinval(tup, desc, 2, &isnull));
-		d = SPI_getbinval(tup, desc, 3, &isnull);
-		if (!isnull)
-			st->high_watermark = DatumGetInt64(d);
-		d = SPI_getbinval(tup, desc, 4, &isnull);
-		if (!isnull)
-			st->leader_id = DatumGetInt32(d);
-		s = SPI_getvalue(tup, desc, 5);
-		if (s)
-			strlcpy(st->leader_name, s, sizeof(st->leader_name));
-		d = SPI_getbinval(tup, desc, 6, &isnull);
-		st->isr_size = isnull ? 0 : DatumGetInt32(d);
-		st->brokered = DatumGetBool(SPI_getbinval(tup, desc, 7, &isnull));
-	}
-	mq_spi_end(&spi);
-	PopActiveSnapshot();
-}
-
-static void
-raise_not_leader(const char *topic_name, int32 partition, ReplicaState *st)
-{
-	if (st->leader_id >= 0)
-		ereport(ERROR,
-				(errcode(ERRCODE_MQ_NOT_LEADER),
-				 errmsg("this node is not the leader of \"%s\" partition %d: broker %d (%s) leads it",
-						topic_name, partition, st->leader_id,
-						st->leader_name[0] ? st->leader_name : "address unknown"),
-				 errdetail("This node's replica is a %s in leader epoch %d.",
-						   st->role, st->leader_epoch),
-				 errhint("Send to the leader; the view mq.replica_status on any node names it.")));
-	ereport(ERROR,
-			(errcode(ERRCODE_MQ_NOT_LEADER),
-			 errmsg("this node is not the leader of \"%s\" partition %d, and the leader is not known yet",
-					topic_name, partition),
-			 errdetail("This node's replica is a %s in leader epoch %d.", st->role, st->leader_epoch),
-			 errhint("An election may be under way: retry shortly, then look at mq.replica_status.")));
-}
-
-/*
- * Is the node's broker attached (its session holds MQ_LOCK_BROKER)?  A
- * conditional share lock that we get means nobody holds it.  The broker's
- * own session holds it already and asks nothing of the lock manager.
- */
-static bool
-broker_attached(void)
-{
-	LOCKTAG		tag;
-
-	SET_LOCKTAG_ADVISORY(tag, MyDatabaseId, 0, 0, MQ_LOCK_BROKER);
-	if (LockHeldByMe(&tag, ExclusiveLock))
-		return true;
-	if (LockAcquire(&tag, ShareLock, false, true) == LOCKACQUIRE_NOT_AVAIL)
-		return true;
-	LockRelease(&tag, ShareLock, false);
-	return false;
-}
-
-/* A leader that lost its broker: refuse as not_leader (see the header). */
-static void
-check_broker(const char *topic_name, int32 partition, ReplicaState *st)
-{
-	if (!st->brokered || strcmp(st->role, "leader") != 0 || broker_attached())
-		return;
-	ereport(ERROR,
-			(errcode(ERRCODE_MQ_NOT_LEADER),
-			 errmsg("this node's broker is not running, so it no longer leads \"%s\" partition %d",
-					topic_name, partition),
-			 errdetail("The node led leader epoch %d; without its broker it cannot learn that another "
-					   "replica was elected meanwhile.", st->leader_epoch),
-			 errhint("Send to the new leader: mq_coord.metadata on the coordinator names it.")));
-}
-
-/*
- * mq._replica_attach_broker(): the broker's node session holds the broker
- * lock for as long as it lives (mq.replica_attach_broker records which
- * broker).  A second broker on the same node is refused.
- */
-Datum
-mq_replica_attach_broker(PG_FUNCTION_ARGS)
-{
-	LOCKTAG		tag;
-
-	SET_LOCKTAG_ADVISORY(tag, MyDatabaseId, 0, 0, MQ_LOCK_BROKER);
-	if (!LockHeldByMe(&tag, ExclusiveLock) &&
-		LockAcquire(&tag, ExclusiveLock, true, true) == LOCKACQUIRE_NOT_AVAIL)
-		ereport(ERROR,
-				(errcode(ERRCODE_MQ_INVALID_ARGUMENT),
-				 errmsg("another mq-broker is attached to this node"),
-				 errhint("Run one broker per node; see mq.replica_broker for the one attached.")));
-	PG_RETURN_VOID();
-}
-
-/*
- * Called by mq_log_append under the produce lock for replicated
- * partitions: only the leader in its current epoch takes new records.
- * The broker changes the role under the same lock, so an append either
- * finishes before a node is demoted or sees the demotion.
- */
-void
-mq_replica_check_produce(MqTopic *topic, int32 partition)
-{
-	ReplicaState st;
-
-	read_state(topic->topic_id, partition, &st);
-	if (st.found && strcmp(st.role, "follower") == 0)
-		raise_not_leader(topic->name, partition, &st);
-	if (st.found)
-		check_broker(topic->name, partition, &st);
-}
-
-/*
- * Called by consume.c before it reads a replicated partition (mq.fetch,
- * mq.poll, and again after every long-poll wake-up): consumers read from
- * the leader, as Kafka's do, so that what they see is what the leader's
- * high watermark covers now, not what a follower heard of last.  A
- * follower, or a resigned leader, raises not_leader naming the leader.
- * Unreplicated partitions never get here (the topic cache knows), so they
- * pay nothing; a replicated one pays one catalog lookup per read.
- */
-void
-mq_replica_check_leader(MqTopic *topic, int32 partition)
-{
-	ReplicaState st;
-
-	read_state(topic->topic_id, partition, &st);
-	if (st.found && strcmp(st.role, "leader") != 0)
-		raise_not_leader(topic->name, partition, &st);
-	if (st.found)
-		check_broker(topic->name, partition, &st);
-}
 
 /* mq._replica_lock(topic_id, partition): the produce lock, until commit */
 Datum
@@ -317,11 +134,11 @@ mq_replica_wait_records(PG_FUNCTION_ARGS)
 	for (;;)
 	{
 		uint64		seen = mq_notify_counter(topic_id);
-		ReplicaState st;
+		MqReplicaState st;
 
 		if (current_log_end(topic_id, partition) > offset)
 			PG_RETURN_BOOL(true);
-		read_state(topic_id, partition, &st);
+		mq_replica_read_state(topic_id, partition, &st);
 		if (!st.found || st.high_watermark != known_hwm)
 			PG_RETURN_BOOL(true);
 		if (!mq_notify_wait(topic_id, seen, deadline) &&
@@ -347,16 +164,21 @@ mq_replica_await_hwm(PG_FUNCTION_ARGS)
 	int32		epoch = PG_GETARG_INT32(3);
 	int32		min_isr = PG_GETARG_INT32(4);
 	int32		timeout_ms = PG_GETARG_INT32(5);
-	MqTopic    *topic = mq_topic_lookup(topic_name, false);
-	int32		topic_id = topic->topic_id;
+	MqTopic    *topic;
+	int32		topic_id;
 	TimestampTz deadline = TimestampTzPlusMilliseconds(GetCurrentTimestamp(), Max(timeout_ms, 0));
+
+	/* mq.produce's acks=all wait, open to its callers: producers only */
+	mq_acl_check(MQ_RES_TOPIC, topic_name, MQ_ACL_WRITE);
+	topic = mq_topic_lookup(topic_name, false);
+	topic_id = topic->topic_id;
 
 	for (;;)
 	{
 		uint64		seen = mq_notify_counter(topic_id);
-		ReplicaState st;
+		MqReplicaState st;
 
-		read_state(topic_id, partition, &st);
+		mq_replica_read_state(topic_id, partition, &st);
 		if (!st.found)
 			ereport(ERROR,
 					(errcode(ERRCODE_MQ_UNKNOWN_PARTITION),
@@ -365,10 +187,10 @@ mq_replica_await_hwm(PG_FUNCTION_ARGS)
 		{
 			if (st.high_watermark >= target && st.leader_epoch == epoch)
 				PG_RETURN_INT64(st.high_watermark); /* replicated before it resigned */
-			raise_not_leader(topic_name, partition, &st);
+			mq_replica_raise_not_leader(topic_name, partition, &st);
 		}
 		if (st.high_watermark < target)
-			check_broker(topic_name, partition, &st);
+			mq_replica_check_broker(topic_name, partition, &st);
 		if (st.high_watermark >= target)
 		{
 			if (st.isr_size < min_isr)
@@ -431,6 +253,81 @@ check_len(int n, int expected, const char *what)
 }
 
 /*
+ * The records of a replica batch, with the leader's append times, Kafka
+ * timestamps (NULL: LogAppendTime) and producer fields; returns how many.
+ */
+static int
+batch_records(HeapTupleHeader batch, int32 partition, MqRecordIn **precs, MqRecordMeta **pmeta)
+{
+	Datum	   *ts,
+			   *keys,
+			   *vals,
+			   *hdrs,
+			   *pids,
+			   *pepochs,
+			   *seqs,
+			   *kts;
+	bool	   *tsn,
+			   *ktsn,
+			   *keyn,
+			   *valn,
+			   *hdrn,
+			   *pidn,
+			   *pepn,
+			   *seqn;
+	int			n,
+				k;
+	MqRecordIn *recs;
+	MqRecordMeta *meta;
+
+	ts = batch_array(batch, RB_CREATED_AT, TIMESTAMPTZOID, &tsn, &n);
+	if (n == 0)
+		return 0;
+	keys = batch_array(batch, RB_KEYS, BYTEAOID, &keyn, &k);
+	check_len(k, n, "keys");
+	vals = batch_array(batch, RB_VALS, BYTEAOID, &valn, &k);
+	check_len(k, n, "values");
+	hdrs = batch_array(batch, RB_HEADERS, JSONBOID, &hdrn, &k);
+	check_len(k, n, "headers");
+	pids = batch_array(batch, RB_PRODUCER_IDS, INT8OID, &pidn, &k);
+	check_len(k, n, "producer ids");
+	pepochs = batch_array(batch, RB_PRODUCER_EPOCHS, INT4OID, &pepn, &k);
+	check_len(k, n, "producer epochs");
+	seqs = batch_array(batch, RB_SEQUENCES, INT4OID, &seqn, &k);
+	check_len(k, n, "sequences");
+	kts = batch_array(batch, RB_TIMESTAMPS, TIMESTAMPTZOID, &ktsn, &k);
+	if (kts != NULL)
+		check_len(k, n, "timestamps");
+
+	*precs = recs = palloc0(sizeof(MqRecordIn) * n);
+	*pmeta = meta = palloc0(sizeof(MqRecordMeta) * n);
+	for (int i = 0; i < n; i++)
+	{
+		if (tsn[i])
+			ereport(ERROR, (errcode(ERRCODE_MQ_INVALID_ARGUMENT),
+							errmsg("replica batch record %d has no timestamp", i)));
+		recs[i].partition = partition;
+		recs[i].input_index = i;
+		recs[i].key = keyn[i] ? NULL : DatumGetByteaPP(keys[i]);
+		recs[i].value = valn[i] ? NULL : DatumGetByteaPP(vals[i]);
+		recs[i].headers = hdrn[i] ? (Datum) 0 : hdrs[i];
+		meta[i].created_at = DatumGetTimestampTz(ts[i]);
+		/* the leader's Kafka timestamp exactly, NULL (LogAppendTime) included */
+		recs[i].has_timestamp = kts != NULL && !ktsn[i];
+		if (recs[i].has_timestamp)
+			recs[i].timestamp = DatumGetTimestampTz(kts[i]);
+		meta[i].has_producer = !pidn[i] && !pepn[i] && !seqn[i];
+		if (meta[i].has_producer)
+		{
+			meta[i].producer_id = DatumGetInt64(pids[i]);
+			meta[i].producer_epoch = DatumGetInt32(pepochs[i]);
+			meta[i].sequence = DatumGetInt32(seqs[i]);
+		}
+	}
+	return n;
+}
+
+/*
  * mq._replica_append_records(topic, partition, batch): append the batch's
  * records at its base offset, then record the producer batches that end
  * inside it in mq.producer_state, oldest first, so that the follower
@@ -445,20 +342,6 @@ mq_replica_append_records(PG_FUNCTION_ARGS)
 	HeapTupleHeader batch = PG_GETARG_HEAPTUPLEHEADER(2);
 	bool		isnull;
 	int64		base = DatumGetInt64(GetAttributeByNum(batch, RB_BASE_OFFSET, &isnull));
-	Datum	   *ts,
-			   *keys,
-			   *vals,
-			   *hdrs,
-			   *pids,
-			   *pepochs,
-			   *seqs;
-	bool	   *tsn,
-			   *keyn,
-			   *valn,
-			   *hdrn,
-			   *pidn,
-			   *pepn,
-			   *seqn;
 	int			n,
 				k;
 	Datum	   *bp,
@@ -480,43 +363,9 @@ mq_replica_append_records(PG_FUNCTION_ARGS)
 	if (isnull)
 		ereport(ERROR, (errcode(ERRCODE_MQ_INVALID_ARGUMENT),
 						errmsg("replica batch has no base offset")));
-	ts = batch_array(batch, RB_CREATED_AT, TIMESTAMPTZOID, &tsn, &n);
+	n = batch_records(batch, partition, &recs, &meta);
 	if (n == 0)
 		PG_RETURN_INT64(base);
-	keys = batch_array(batch, RB_KEYS, BYTEAOID, &keyn, &k);
-	check_len(k, n, "keys");
-	vals = batch_array(batch, RB_VALS, BYTEAOID, &valn, &k);
-	check_len(k, n, "values");
-	hdrs = batch_array(batch, RB_HEADERS, JSONBOID, &hdrn, &k);
-	check_len(k, n, "headers");
-	pids = batch_array(batch, RB_PRODUCER_IDS, INT8OID, &pidn, &k);
-	check_len(k, n, "producer ids");
-	pepochs = batch_array(batch, RB_PRODUCER_EPOCHS, INT4OID, &pepn, &k);
-	check_len(k, n, "producer epochs");
-	seqs = batch_array(batch, RB_SEQUENCES, INT4OID, &seqn, &k);
-	check_len(k, n, "sequences");
-
-	recs = palloc0(sizeof(MqRecordIn) * n);
-	meta = palloc0(sizeof(MqRecordMeta) * n);
-	for (int i = 0; i < n; i++)
-	{
-		if (tsn[i])
-			ereport(ERROR, (errcode(ERRCODE_MQ_INVALID_ARGUMENT),
-							errmsg("replica batch record %d has no timestamp", i)));
-		recs[i].partition = partition;
-		recs[i].input_index = i;
-		recs[i].key = keyn[i] ? NULL : DatumGetByteaPP(keys[i]);
-		recs[i].value = valn[i] ? NULL : DatumGetByteaPP(vals[i]);
-		recs[i].headers = hdrn[i] ? (Datum) 0 : hdrs[i];
-		meta[i].created_at = DatumGetTimestampTz(ts[i]);
-		meta[i].has_producer = !pidn[i] && !pepn[i] && !seqn[i];
-		if (meta[i].has_producer)
-		{
-			meta[i].producer_id = DatumGetInt64(pids[i]);
-			meta[i].producer_epoch = DatumGetInt32(pepochs[i]);
-			meta[i].sequence = DatumGetInt32(seqs[i]);
-		}
-	}
 	end = mq_log_append_at(topic_name, partition, recs, meta, n, base);
 
 	/* producer batches whose last record is in [base, end), in offset order */

@@ -21,6 +21,7 @@
 #include "executor/spi.h"
 #include "miscadmin.h"
 #include "utils/guc.h"
+#include "utils/snapmgr.h"
 #include "utils/syscache.h"
 
 #include "mq.h"
@@ -93,4 +94,29 @@ mq_spi_prepare(const char *sql, int nargs, Oid *argtypes)
 			 SPI_result_code_string(SPI_result));
 	SPI_keepplan(plan);
 	return plan;
+}
+
+/*
+ * Run a one-row, one-column int8 query with a cached plan, as the extension
+ * owner and with the latest snapshot; false if there is no row or it is null.
+ */
+bool
+mq_spi_get_int64(SPIPlanPtr *plan, const char *sql, int nargs, Oid *argtypes,
+				 Datum *args, int64 *result)
+{
+	bool		isnull = true;
+	MqSpiSave	spi;
+
+	PushActiveSnapshot(GetLatestSnapshot());
+	mq_spi_begin(&spi);
+	if (*plan == NULL)
+		*plan = mq_spi_prepare(sql, nargs, argtypes);
+	if (SPI_execute_plan(*plan, args, NULL, true, 1) != SPI_OK_SELECT)
+		elog(ERROR, "mq: query failed: %s", sql);
+	if (SPI_processed == 1)
+		*result = DatumGetInt64(SPI_getbinval(SPI_tuptable->vals[0],
+											  SPI_tuptable->tupdesc, 1, &isnull));
+	mq_spi_end(&spi);
+	PopActiveSnapshot();
+	return !isnull;
 }

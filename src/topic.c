@@ -8,8 +8,9 @@
  * this cache.  It holds only what changes through DDL: creating or
  * dropping a segment invalidates the partition table's relcache entry,
  * creating a partition invalidates the topic table's, and alter_topic
- * sends an invalidation itself.  A relcache callback on any of those
- * relations marks the whole cache stale; the next lookup rebuilds it.
+ * sends an invalidation itself (mq._invalidate, at the end of this
+ * file).  A relcache callback on any of those relations marks the whole
+ * cache stale; the next lookup rebuilds it.
  * Values that change without DDL (high watermark, log start) are read
  * from the catalog where they are needed.
  *
@@ -24,6 +25,7 @@
 #include "access/xact.h"
 #include "catalog/pg_type.h"
 #include "executor/spi.h"
+#include "fmgr.h"
 #include "utils/builtins.h"
 #include "utils/hsearch.h"
 #include "utils/inval.h"
@@ -31,6 +33,8 @@
 #include "utils/snapmgr.h"
 
 #include "mq.h"
+
+PG_FUNCTION_INFO_V1(mq_invalidate);
 
 static MemoryContext cache_cxt = NULL;
 static HTAB *topic_cache = NULL;	/* name -> MqTopic */
@@ -107,6 +111,39 @@ spi_int64(int row, int col, bool *isnull)
 									   SPI_tuptable->tupdesc, col, isnull));
 }
 
+/* The topic's row of mq.topic, with the config keys the C code uses. */
+static bool
+read_topic_row(MqTopic *t, const char *name)
+{
+	Datum		arg[1] = {CStringGetTextDatum(name)};
+	Oid			argtype[1] = {TEXTOID};
+	bool		isnull;
+	int			ret;
+
+	ret = SPI_execute_with_args("SELECT topic_id, relid::oid, partitions, "
+								"       (config OPERATOR(pg_catalog.->>) 'max.message.bytes')::pg_catalog.int8, "
+								"       (config OPERATOR(pg_catalog.->>) 'message.timestamp.type') "
+								"         IS NOT DISTINCT FROM 'LogAppendTime', "
+								"       (config OPERATOR(pg_catalog.->>) 'message.timestamp.difference.max.ms')::pg_catalog.int8 "
+								"  FROM mq.topic WHERE topic_name = $1",
+								1, argtype, arg, NULL, true, 1);
+	if (ret != SPI_OK_SELECT)
+		elog(ERROR, "mq: topic lookup failed: %s", SPI_result_code_string(ret));
+	if (SPI_processed == 0)
+		return false;
+	t->topic_id = DatumGetInt32(SPI_getbinval(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 1, &isnull));
+	t->relid = DatumGetObjectId(SPI_getbinval(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 2, &isnull));
+	t->npartitions = DatumGetInt32(SPI_getbinval(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 3, &isnull));
+	t->max_message_bytes = spi_int64(0, 4, &isnull);
+	if (isnull)
+		t->max_message_bytes = -1;
+	t->log_append_time = DatumGetBool(SPI_getbinval(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 5, &isnull));
+	t->timestamp_max_diff_ms = spi_int64(0, 6, &isnull);
+	if (isnull)
+		t->timestamp_max_diff_ms = -1;
+	return true;
+}
+
 /* Read a topic's structure from the catalog into a cache entry. */
 static bool
 load_topic(MqTopic *t, const char *name)
@@ -125,21 +162,12 @@ load_topic(MqTopic *t, const char *name)
 	 */
 	PushActiveSnapshot(GetLatestSnapshot());
 	mq_spi_begin(&spi);
-	arg[0] = CStringGetTextDatum(name);
-	ret = SPI_execute_with_args("SELECT topic_id, relid::oid, partitions FROM mq.topic "
-								"WHERE topic_name = $1",
-								1, argtype, arg, NULL, true, 1);
-	if (ret != SPI_OK_SELECT)
-		elog(ERROR, "mq: topic lookup failed: %s", SPI_result_code_string(ret));
-	if (SPI_processed == 0)
+	if (!read_topic_row(t, name))
 	{
 		mq_spi_end(&spi);
 		PopActiveSnapshot();
 		return false;
 	}
-	t->topic_id = DatumGetInt32(SPI_getbinval(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 1, &isnull));
-	t->relid = DatumGetObjectId(SPI_getbinval(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 2, &isnull));
-	t->npartitions = DatumGetInt32(SPI_getbinval(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 3, &isnull));
 	watch(t->relid);
 
 	t->parts = MemoryContextAllocZero(cache_cxt, sizeof(MqPartition) * t->npartitions);
@@ -297,4 +325,12 @@ mq_topic_partition(MqTopic *topic, int32 partition)
 				 errdetail("The topic has %d partition%s, numbered from 0.",
 						   topic->npartitions, topic->npartitions == 1 ? "" : "s")));
 	return &topic->parts[partition];
+}
+
+/* mq._invalidate(rel): make every backend reload its cached topic structure. */
+Datum
+mq_invalidate(PG_FUNCTION_ARGS)
+{
+	CacheInvalidateRelcacheByRelid(PG_GETARG_OID(0));
+	PG_RETURN_VOID();
 }

@@ -38,10 +38,8 @@
 #define MQ_TEXTARRAYOID		1009
 #define MQ_INT8ARRAYOID		1016
 
-/* Extension SQLSTATEs we act upon (the full list is in docs/errors.md) */
-#define MQ_SQLSTATE_UNKNOWN_TOPIC		"MQ001"
-#define MQ_SQLSTATE_TOPIC_EXISTS		"MQ002"
-#define MQ_SQLSTATE_OFFSET_OUT_OF_RANGE	"MQ007"
+/* The extension's SQLSTATEs: MQ_SQLSTATE_*, generated from src/errcodes.txt */
+#include "mq_sqlstates.h"
 
 /* A failed connection attempt or statement. */
 typedef struct MqError

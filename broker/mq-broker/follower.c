@@ -353,7 +353,7 @@ follower_on_readable(Broker *b, Part *p)
 			follower_stop(p);
 			backoff(b, p, b->cfg->retry_ms);
 		}
-		else if (mq_error_is(&err, "MQ007"))
+		else if (mq_error_is(&err, MQ_SQLSTATE_OFFSET_OUT_OF_RANGE))
 		{
 			broker_log("warning", "%s: leader %d says our log end %lld is outside its log: %s; truncating again",
 					   part_label(p), p->leader, (long long) p->fetch_offset, err.message);
@@ -383,7 +383,7 @@ follower_on_readable(Broker *b, Part *p)
 	{
 		if (!err.connection_lost)
 		{
-			if (mq_error_is(&err, "MQ007"))
+			if (mq_error_is(&err, MQ_SQLSTATE_OFFSET_OUT_OF_RANGE))
 			{
 				broker_log("warning", "%s: append refused: %s; truncating again", part_label(p), err.message);
 				p->state = PART_FOLLOWER_TRUNCATE;

@@ -21,6 +21,7 @@
 
 #include "group.h"
 #include "kerr.h"
+#include "mq_sqlstates.h"
 #include "util.h"
 
 #define BOUNDS_SQL \
@@ -344,7 +345,8 @@ write_fetch_part(KRequest *req, OffState *s, OPart *op)
 	PGresult   *res = st->res;
 	int16_t		code = KERR_NONE;
 
-	if (res == NULL && !mq_error_is(&st->err, "MQ001") && !mq_error_is(&st->err, "MQ006"))
+	if (res == NULL && !mq_error_is(&st->err, MQ_SQLSTATE_UNKNOWN_TOPIC) &&
+		!mq_error_is(&st->err, MQ_SQLSTATE_UNKNOWN_PARTITION))
 		(void) kstmt_failed(st, &code);
 	write_committed(req, op->partition,
 					res && !PQgetisnull(res, 0, 0) ? strtoll(PQgetvalue(res, 0, 0), NULL, 10) : -1,

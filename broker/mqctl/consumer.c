@@ -1,7 +1,8 @@
 /*-------------------------------------------------------------------------
  *
  * consumer.c
- *	  Batches of records from a topic (see consumer.h).
+ *	  The consuming engine: batches of records from a topic (see
+ *	  consumer.h), for the commands in cmd_consume.c and cmd_perf.c.
  *
  * In a group, one batch is one transaction: mq.poll() claims the
  * partitions it reads until the transaction ends, so several consumers of
@@ -53,7 +54,7 @@
  */
 #define RECORD_COLUMNS \
 	"f.partition, f.msg_offset," \
-	" pg_catalog.floor(EXTRACT(epoch FROM f.created_at) * 1000)::int8," \
+	" pg_catalog.floor(EXTRACT(epoch FROM f.\"timestamp\") * 1000)::int8," \
 	" f.key, f.value, f.headers::text"
 
 /* the wait in progress, for consumer_interrupt() */

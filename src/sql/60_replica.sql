@@ -75,14 +75,16 @@ CREATE TYPE mq.replica_batch AS (
     batch_last       integer[],
     batch_offset     bigint[],
     epochs           integer[],
-    epoch_starts     bigint[]
+    epoch_starts     bigint[],
+    -- Kafka timestamps, per record: NULL for a LogAppendTime record
+    timestamps       timestamptz[]
 );
 
 -- The broker attached to this node (one row once a broker has attached).
 -- While the attaching session lives it holds an advisory lock; a node that
 -- has a row here and whose broker's session is gone no longer leads
--- (replica.c, check_broker).  Delete the row to run a node without its
--- broker again.
+-- (leadership.c, mq_replica_check_broker).  Delete the row to run a node
+-- without its broker again.
 CREATE TABLE mq.replica_broker (
     singleton   boolean PRIMARY KEY DEFAULT true CHECK (singleton),
     broker_id   integer NOT NULL,
@@ -424,9 +426,10 @@ BEGIN
         EXECUTE format('SELECT array_agg(created_at ORDER BY msg_offset), array_agg(key ORDER BY msg_offset),
                                array_agg(value ORDER BY msg_offset), array_agg(headers ORDER BY msg_offset),
                                array_agg(producer_id ORDER BY msg_offset), array_agg(producer_epoch ORDER BY msg_offset),
-                               array_agg(sequence ORDER BY msg_offset)
+                               array_agg(sequence ORDER BY msg_offset), array_agg("timestamp" ORDER BY msg_offset)
                           FROM %s WHERE msg_offset >= $1 AND msg_offset < $2', st.relid)
-           INTO b.created_at, b.keys, b.vals, b.headers, b.producer_ids, b.producer_epochs, b.sequences
+           INTO b.created_at, b.keys, b.vals, b.headers, b.producer_ids, b.producer_epochs, b.sequences,
+                b.timestamps
           USING p_fetch_offset, v_end;
         -- producer batches whose last record lies in the range
         SELECT array_agg(s.producer_id ORDER BY x.o), array_agg(s.producer_epoch ORDER BY x.o),
@@ -580,69 +583,32 @@ BEGIN
 END $$;
 
 -------------------------------------------------------------------------------
--- Producing with acks: mq.produce (a procedure, because acks=all commits
--- before it waits).  Call it outside an explicit transaction block.
+-- mq.produce (src/sql/31_produce_acks.sql) reads this for acks=all.
 -------------------------------------------------------------------------------
 
--- What mq.produce needs to know of a partition for acks=all; the caller
--- may not read mq's catalog, and the procedure cannot be SECURITY DEFINER.
-CREATE FUNCTION mq._produce_state(p_topic_id integer, p_partition integer,
-                                  OUT leader_epoch integer, OUT role text, OUT min_isr integer,
-                                  OUT isr integer)
-LANGUAGE sql STABLE SECURITY DEFINER SET search_path = pg_catalog, pg_temp AS $$
-    SELECT p.leader_epoch, p.role,
-           coalesce((t.config->>'min.insync.replicas')::integer, 1), cardinality(r.isr)
+-- What mq.produce needs to know of a partition for acks=all.  The caller
+-- may not read mq's catalog and the procedure cannot be SECURITY DEFINER,
+-- so this runs as the owner behind src/owner.c, for producers of the topic.
+CREATE FUNCTION mq_internal._produce_state(topic text, partition integer, p_caller oid,
+                                           OUT leader_epoch integer, OUT role text, OUT min_isr integer,
+                                           OUT isr integer)
+LANGUAGE plpgsql STABLE SET search_path = pg_catalog, pg_temp AS $$
+DECLARE
+    v_id integer;
+BEGIN
+    PERFORM mq._authorize(p_caller, 'topic', topic, 'write');
+    v_id := mq._topic_id(topic);
+    SELECT p.leader_epoch, p.role, coalesce((t.config->>'min.insync.replicas')::integer, 1),
+           cardinality(r.isr)
+      INTO leader_epoch, role, min_isr, isr
       FROM mq.partition_state p JOIN mq.topic t USING (topic_id)
       LEFT JOIN mq.replica_partition r USING (topic_id, partition)
-     WHERE p.topic_id = p_topic_id AND p.partition = p_partition
-$$;
-
-CREATE PROCEDURE mq.produce(topic text, keys bytea[], vals bytea[], partition integer,
-                            acks text DEFAULT 'all',
-                            producer_id bigint DEFAULT NULL, producer_epoch integer DEFAULT NULL,
-                            base_sequence integer DEFAULT NULL, timeout_ms integer DEFAULT 30000,
-                            INOUT base_offset bigint DEFAULT NULL, INOUT high_watermark bigint DEFAULT NULL)
--- No SET clause: a procedure with one cannot COMMIT.  Every name is
--- schema-qualified instead, and it runs with the caller's rights.
-LANGUAGE plpgsql AS $$
-DECLARE
-    v_id integer := mq._topic_id(topic);
-    v_epoch integer;
-    v_role text;
-    v_min integer;
-    v_isr integer;
-    v_last bigint;
-BEGIN
-    IF acks IS NULL OR acks NOT IN ('0', '1', 'all', '-1') THEN
-        RAISE EXCEPTION 'acks must be 0, 1 or all, not "%"', acks USING ERRCODE = 'MQ010';
-    END IF;
-    IF acks IN ('all', '-1') THEN
-        SELECT s.leader_epoch, s.role, s.min_isr, s.isr
-          INTO v_epoch, v_role, v_min, v_isr
-          FROM mq._produce_state(v_id, produce.partition) s;
-        IF v_role = 'leader' AND COALESCE(v_isr, 0) < v_min THEN
-            RAISE EXCEPTION 'not enough in-sync replicas for "%" partition %: % in sync, min.insync.replicas is %',
-                topic, produce.partition, COALESCE(v_isr, 0), v_min
-                USING ERRCODE = 'MQ021', DETAIL = 'Nothing was written.',
-                      HINT = 'Wait for the followers to catch up, or produce with acks=1.';
-        END IF;
-    END IF;
-    IF acks = '0' THEN
-        PERFORM pg_catalog.set_config('synchronous_commit', 'off', true);
-    ELSIF pg_catalog.current_setting('synchronous_commit') OPERATOR(pg_catalog.=) 'off' THEN
-        -- acks=1 and acks=all promise a durable local commit whatever the
-        -- server's default: a crash must not take back an acknowledged write
-        PERFORM pg_catalog.set_config('synchronous_commit', 'local', true);
-    END IF;
-    SELECT pg_catalog.min(s.msg_offset), pg_catalog.max(s.msg_offset) INTO base_offset, v_last
-      FROM mq.send_batch(topic, keys, vals, NULL, produce.partition,
-                         producer_id, producer_epoch, base_sequence) s;
-    COMMIT;
-    IF acks IN ('all', '-1') AND v_role IS DISTINCT FROM 'standalone' AND v_last IS NOT NULL THEN
-        high_watermark := mq._replica_await_hwm(topic, produce.partition, v_last OPERATOR(pg_catalog.+) 1,
-                                                v_epoch, v_min, timeout_ms);
-    END IF;
+     WHERE p.topic_id = v_id AND p.partition = _produce_state.partition;
 END $$;
+CREATE FUNCTION mq._produce_state(topic text, partition integer,
+                                  OUT leader_epoch integer, OUT role text, OUT min_isr integer,
+                                  OUT isr integer)
+    AS 'MODULE_PATHNAME', 'mq_call_as_owner' LANGUAGE C STABLE;
 
 -------------------------------------------------------------------------------
 -- Routing: what this node knows about every partition's leader.
@@ -655,7 +621,8 @@ SELECT t.topic_name AS topic, p.partition, p.role, p.leader_epoch, r.leader_id, 
   FROM mq.partition_state p
   JOIN mq.topic t USING (topic_id)
   LEFT JOIN mq.replica_partition r USING (topic_id, partition)
-  CROSS JOIN LATERAL (SELECT mq._log_end_offset(p.topic_id, p.partition) AS log_end_offset) e;
+  CROSS JOIN LATERAL (SELECT mq._log_end_offset(p.topic_id, p.partition) AS log_end_offset) e
+ WHERE mq._describable('topic', t.topic_name);
 
 -- Produce and read the routing view like mq.send and mq.partitions; the
 -- replica API itself is for the broker's role (docs/replication.md lists

@@ -12,11 +12,12 @@ GRANT SELECT ON mq.topics, mq.partitions, mq.segments, mq.group_members, mq.grou
 GRANT EXECUTE ON FUNCTION mq.validate_config(jsonb), mq.murmur2(bytea),
     mq.partition_for(text, bytea), mq.partition_for(text, text),
     mq._log_end_offset(integer, integer), mq._describable(text, text),
+    mq.header_list(jsonb), mq.headers_jsonb(mq.header[]),
     mq._has_privilege(oid, text, text, text),
     mq.has_topic_privilege(name, text, text), mq.has_topic_privilege(text, text),
     mq.has_group_privilege(name, text, text), mq.has_group_privilege(text, text),
     -- what mq.produce (the caller's rights) calls besides send_batch
-    mq._topic_id(text), mq._produce_state(integer, integer),
+    mq._produce_state(text, integer),
     mq._replica_await_hwm(text, integer, bigint, integer, integer, integer) TO PUBLIC;
 -- Produce, consume, groups, topic administration, grant and revoke check
 -- the caller's rights on each topic and group themselves (src/acl.c), as
@@ -33,7 +34,8 @@ BEGIN
                     'send', 'send_batch', 'produce', 'fetch', 'poll', 'commit_offset',
                     'commit_polled', 'committed_offset', 'join_group', 'heartbeat',
                     'leave_group', 'create_topic', 'drop_topic', 'alter_topic',
-                    'add_partitions', 'grant', 'revoke']::name[]) LOOP
+                    'add_partitions', 'grant', 'revoke', 'offsets_for_times',
+                    'reset_offsets']::name[]) LOOP
         EXECUTE pg_catalog.format('GRANT EXECUTE ON ROUTINE %s TO PUBLIC', f);
     END LOOP;
 END $$;
@@ -42,3 +44,6 @@ END $$;
 GRANT SELECT ON mq.consumer_lag, mq.partition_stats, mq.group_members, mq.group_assignments TO pg_monitor;
 GRANT EXECUTE ON FUNCTION mq._offset_time(integer, integer, bigint),
     mq._retention_headroom(integer, integer, bigint) TO pg_monitor;
+
+-- what max.message.bytes counts (src/record_size.c), for anyone sizing records
+GRANT EXECUTE ON FUNCTION mq.record_size(bytea, bytea, jsonb) TO PUBLIC;

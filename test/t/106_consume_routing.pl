@@ -92,6 +92,7 @@ is($node->safe_psql('postgres', "SELECT count(*) FROM mq.fetch('rep', 0, 0)"), 3
 	'with its broker attached the leader serves reads');
 ($rc, $out, $err) = try_sql("SELECT mq.replica_attach_broker(2)");
 like($err, qr/another mq-broker is attached to this node/, 'a second broker is refused');
+like($err, qr/MQ026: another mq-broker/, 'with its own SQLSTATE, not invalid argument');
 $broker->quit;
 $node->poll_query_until('postgres',
 	"SELECT count(*) = 0 FROM pg_locks WHERE locktype = 'advisory' AND objsubid = 19796")

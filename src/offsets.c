@@ -1,0 +1,363 @@
+/*-------------------------------------------------------------------------
+ *
+ * offsets.c
+ *	  Consumer group positions and committed offsets: mq.commit_offset,
+ *	  mq.committed_offset, mq.commit_polled, and the positions mq.poll
+ *	  (poll.c) reads from and advances.
+ *
+ * Within a transaction a poll advances the consumer's position (as a
+ * Kafka consumer's position advances in memory), and commit_offset sets
+ * it.  With auto_commit, a poll first commits what the same session's
+ * previous auto-commit poll of that group and topic returned.
+ *
+ * Locking: committed offsets are rows of mq.consumer_offset, written by
+ * upsert as the extension owner (spi.c); a concurrent commit of the same
+ * partition waits on the row.  Positions are backend-local hash tables:
+ * one lives for the transaction, one for the session.
+ *
+ *-------------------------------------------------------------------------
+ */
+#include "postgres.h"
+
+#include "access/xact.h"
+#include "catalog/pg_type.h"
+#include "common/hashfn.h"
+#include "executor/spi.h"
+#include "fmgr.h"
+#include "utils/builtins.h"
+#include "utils/hsearch.h"
+#include "utils/memutils.h"
+#include "utils/snapmgr.h"
+
+#include "mq.h"
+
+PG_FUNCTION_INFO_V1(mq_commit_offset);
+PG_FUNCTION_INFO_V1(mq_committed_offset);
+PG_FUNCTION_INFO_V1(mq_commit_polled);
+
+/* The group's committed position, or -1 when it has none. */
+static int64
+committed_position(text *group, MqTopic *topic, int32 partition)
+{
+	static SPIPlanPtr plan = NULL;
+	Oid			argtypes[3] = {TEXTOID, INT4OID, INT4OID};
+	Datum		args[3] = {PointerGetDatum(group), Int32GetDatum(topic->topic_id),
+	Int32GetDatum(partition)};
+	int64		pos = -1;
+
+	(void) mq_spi_get_int64(&plan,
+						    "SELECT next_offset FROM mq.consumer_offset "
+						    "WHERE group_id = $1 AND topic_id = $2 AND partition = $3",
+						    3, argtypes, args, &pos);
+	return pos;
+}
+
+/*
+ * Positions: where a consumer (group, topic, partition) reads next.  One
+ * table lives for the transaction (what polls returned and commit_offset
+ * set), one for the session (what the last auto-commit poll returned,
+ * to be committed by the next).
+ */
+typedef struct Position
+{
+	MqPositionKey key;
+	int64		next_offset;
+} Position;
+
+static HTAB *xact_positions = NULL;
+static HTAB *pending_autocommit = NULL;
+
+static HTAB *
+position_table(MemoryContext cxt, const char *name)
+{
+	HASHCTL		ctl;
+
+	memset(&ctl, 0, sizeof(ctl));
+	ctl.keysize = sizeof(MqPositionKey);
+	ctl.entrysize = sizeof(Position);
+	ctl.hcxt = cxt;
+	return hash_create(name, 16, &ctl, HASH_ELEM | HASH_BLOBS | HASH_CONTEXT);
+}
+
+static void
+offsets_xact_callback(XactEvent event, void *arg)
+{
+	if (event == XACT_EVENT_COMMIT || event == XACT_EVENT_ABORT ||
+		event == XACT_EVENT_PARALLEL_COMMIT || event == XACT_EVENT_PARALLEL_ABORT ||
+		event == XACT_EVENT_PREPARE)
+		xact_positions = NULL;	/* its memory goes with the transaction */
+}
+
+void
+mq_offsets_init(void)
+{
+	RegisterXactCallback(offsets_xact_callback, NULL);
+}
+
+void
+mq_position_key(MqPositionKey *key, text *group, MqTopic *topic, int32 partition)
+{
+	int			len = VARSIZE_ANY_EXHDR(group);
+
+	if (len >= (int) sizeof(key->group))
+		ereport(ERROR,
+				(errcode(ERRCODE_MQ_INVALID_ARGUMENT),
+				 errmsg("group_id is longer than %d bytes", (int) sizeof(key->group) - 1)));
+	memset(key, 0, sizeof(*key));
+	memcpy(key->group, VARDATA_ANY(group), len);
+	key->group_hash = hash_any((unsigned char *) key->group, len);
+	key->topic_id = topic->topic_id;
+	key->partition = partition;
+}
+
+static void
+set_position(HTAB **table, MemoryContext cxt, MqPositionKey *key, int64 next)
+{
+	Position   *pos;
+
+	if (*table == NULL)
+		*table = position_table(cxt, "mq positions");
+	pos = hash_search(*table, key, HASH_ENTER, NULL);
+	pos->next_offset = next;
+}
+
+void
+mq_check_group(text *group)
+{
+	if (VARSIZE_ANY_EXHDR(group) == 0)
+		ereport(ERROR,
+				(errcode(ERRCODE_MQ_INVALID_ARGUMENT),
+				 errmsg("group_id must not be empty")));
+}
+
+/*
+ * Store a committed offset.  Forward-only commits (auto-commit) never move
+ * a group's position back over what another consumer committed meanwhile.
+ */
+static void
+store_offset(text *group, MqTopic *topic, int32 partition, int64 next,
+			 Datum metadata, bool metadata_null, bool forward_only)
+{
+	static SPIPlanPtr plans[2] = {NULL, NULL};
+	Datum		args[5];
+	char		argnulls[5] = {' ', ' ', ' ', ' ', ' '};
+	MqSpiSave	spi;
+
+	args[0] = PointerGetDatum(group);
+	args[1] = Int32GetDatum(topic->topic_id);
+	args[2] = Int32GetDatum(partition);
+	args[3] = Int64GetDatum(next);
+	args[4] = metadata;
+	if (metadata_null)
+		argnulls[4] = 'n';
+
+	mq_spi_begin(&spi);
+	if (plans[forward_only] == NULL)
+	{
+		Oid			argtypes[5] = {TEXTOID, INT4OID, INT4OID, INT8OID, TEXTOID};
+
+		plans[forward_only] =
+			mq_spi_prepare(forward_only ?
+						   "INSERT INTO mq.consumer_offset AS c "
+						   "  (group_id, topic_id, partition, next_offset, metadata) "
+						   "VALUES ($1, $2, $3, $4, $5) "
+						   "ON CONFLICT (group_id, topic_id, partition) DO UPDATE "
+						   "SET next_offset = EXCLUDED.next_offset, committed_at = pg_catalog.now() "
+						   "WHERE c.next_offset < EXCLUDED.next_offset" :
+						   "INSERT INTO mq.consumer_offset AS c "
+						   "  (group_id, topic_id, partition, next_offset, metadata) "
+						   "VALUES ($1, $2, $3, $4, $5) "
+						   "ON CONFLICT (group_id, topic_id, partition) DO UPDATE "
+						   "SET next_offset = EXCLUDED.next_offset, metadata = EXCLUDED.metadata, "
+						   "    committed_at = pg_catalog.now()",
+						   5, argtypes);
+	}
+	if (SPI_execute_plan(plans[forward_only], args, argnulls, false, 0) != SPI_OK_INSERT)
+		elog(ERROR, "mq: offset commit failed");
+	mq_spi_end(&spi);
+}
+
+/* Commit what this session's previous auto-commit poll of group/topic returned. */
+void
+mq_auto_commit(text *group, MqTopic *topic)
+{
+	HASH_SEQ_STATUS status;
+	Position   *pos;
+	MqPositionKey probe;
+
+	if (pending_autocommit == NULL)
+		return;
+	mq_position_key(&probe, group, topic, 0);
+	hash_seq_init(&status, pending_autocommit);
+	while ((pos = hash_seq_search(&status)) != NULL)
+	{
+		if (pos->key.topic_id != probe.topic_id ||
+			strcmp(pos->key.group, probe.group) != 0)
+			continue;
+		if (pos->key.partition < topic->npartitions)
+			store_offset(group, topic, pos->key.partition, pos->next_offset,
+						 (Datum) 0, true, true);
+		hash_search(pending_autocommit, &pos->key, HASH_REMOVE, NULL);
+	}
+}
+
+/*
+ * Where a poll of key's partition starts, before auto_offset_reset: this
+ * transaction's position, else the group's committed position (-1: none).
+ */
+int64
+mq_position_current(MqPositionKey *key, text *group, MqTopic *topic)
+{
+	Position   *known = NULL;
+
+	if (xact_positions != NULL)
+		known = hash_search(xact_positions, key, HASH_FIND, NULL);
+	return known ? known->next_offset :
+		committed_position(group, topic, key->partition);
+}
+
+/* A poll returned records up to next: advance the positions it keeps. */
+void
+mq_position_advance(MqPositionKey *key, int64 next, bool autocommit, int n)
+{
+	set_position(&xact_positions, TopTransactionContext, key, next);
+	if (autocommit && n > 0)
+		set_position(&pending_autocommit, TopMemoryContext, key, next);
+}
+
+/* A group member's commit: current generation, owned partition. */
+static void
+check_member_commit(text *group, MqTopic *topic, int32 partition,
+					NullableDatum member, NullableDatum generation)
+{
+	static SPIPlanPtr plan = NULL;
+	Datum		args[5] = {PointerGetDatum(group), Int32GetDatum(topic->topic_id),
+	Int32GetDatum(partition), member.value, generation.value};
+	char		nulls[5] = {' ', ' ', ' ', member.isnull ? 'n' : ' ', generation.isnull ? 'n' : ' '};
+	MqSpiSave	spi;
+
+	PushActiveSnapshot(GetLatestSnapshot());
+	mq_spi_begin(&spi);
+	if (plan == NULL)
+	{
+		Oid			argtypes[5] = {TEXTOID, INT4OID, INT4OID, TEXTOID, INT4OID};
+
+		plan = mq_spi_prepare("SELECT mq._check_member_commit($1, $2, $3, $4, $5)", 5, argtypes);
+	}
+	if (SPI_execute_plan(plan, args, nulls, false, 0) != SPI_OK_SELECT)
+		elog(ERROR, "mq: member check failed");
+	mq_spi_end(&spi);
+	PopActiveSnapshot();
+}
+
+/*
+ * mq.commit_offset(group_id, topic, partition, next_offset, metadata,
+ * producer_id, producer_epoch, member_id, generation_id).  With a producer,
+ * the commit is fenced like a send: a zombie instance of a transactional
+ * consumer cannot commit.  With a member, the commit must come from the
+ * group's current generation and from the partition's owner.
+ */
+Datum
+mq_commit_offset(PG_FUNCTION_ARGS)
+{
+	static const char *const names[] = {"group_id", "topic", "partition", "next_offset"};
+	text	   *group;
+	MqTopic    *topic;
+	MqPartition *part;
+	MqPositionKey key;
+	int64		next;
+	int64		end;
+
+	mq_check_not_null(fcinfo, 4, names);
+	group = PG_GETARG_TEXT_PP(0);
+	mq_check_group(group);
+	mq_group_authorize(group, MQ_ACL_READ);
+	topic = mq_topic_authorized(PG_GETARG_TEXT_PP(1), MQ_ACL_READ);
+	part = mq_topic_partition(topic, PG_GETARG_INT32(2));
+	next = PG_GETARG_INT64(3);
+
+	if (PG_ARGISNULL(5) != PG_ARGISNULL(6))
+		ereport(ERROR,
+				(errcode(ERRCODE_MQ_INVALID_ARGUMENT),
+				 errmsg("producer_id and producer_epoch must be given together")));
+	if (!PG_ARGISNULL(5))
+		mq_producer_check_epoch(PG_GETARG_INT64(5), PG_GETARG_INT32(6));
+	if (!PG_ARGISNULL(7) || !PG_ARGISNULL(8))
+		check_member_commit(group, topic, part->partition, fcinfo->args[7], fcinfo->args[8]);
+
+	if (next < 0)
+		ereport(ERROR,
+				(errcode(ERRCODE_MQ_OFFSET_OUT_OF_RANGE),
+				 errmsg("cannot commit negative offset " INT64_FORMAT, next),
+				 errhint("Commit the offset of the next record to read: the last processed offset plus one.")));
+	end = mq_log_end_offset(part, GetActiveSnapshot());
+	if (next > end)
+		ereport(ERROR,
+				(errcode(ERRCODE_MQ_OFFSET_OUT_OF_RANGE),
+				 errmsg("cannot commit offset " INT64_FORMAT " for topic \"%s\" partition %d: the log ends at " INT64_FORMAT,
+						next, topic->name, part->partition, end),
+				 errhint("Commit the offset of the next record to read: the last processed offset plus one.")));
+
+	store_offset(group, topic, part->partition, next,
+				 PG_ARGISNULL(4) ? (Datum) 0 : PG_GETARG_DATUM(4), PG_ARGISNULL(4), false);
+	mq_position_key(&key, group, topic, part->partition);
+	set_position(&xact_positions, TopTransactionContext, &key, next);
+	PG_RETURN_VOID();
+}
+
+/* mq.committed_offset(group_id, topic, partition): NULL when none */
+Datum
+mq_committed_offset(PG_FUNCTION_ARGS)
+{
+	static const char *const names[] = {"group_id", "topic", "partition"};
+	MqTopic    *topic;
+	int64		pos;
+
+	mq_check_not_null(fcinfo, 3, names);
+	mq_check_group(PG_GETARG_TEXT_PP(0));
+	mq_group_authorize(PG_GETARG_TEXT_PP(0), MQ_ACL_DESCRIBE);
+	topic = mq_topic_authorized(PG_GETARG_TEXT_PP(1), MQ_ACL_DESCRIBE);
+	(void) mq_topic_partition(topic, PG_GETARG_INT32(2));
+	pos = committed_position(PG_GETARG_TEXT_PP(0), topic, PG_GETARG_INT32(2));
+	if (pos < 0)
+		PG_RETURN_NULL();
+	PG_RETURN_INT64(pos);
+}
+
+/*
+ * mq.commit_polled(group_id, topic): commit, for every partition this
+ * transaction polled, the position after the last record polled (or the
+ * offset commit_offset set since).  Returns the number of partitions.
+ * The exactly-once loop is then BEGIN; poll; work; commit_polled; COMMIT.
+ */
+Datum
+mq_commit_polled(PG_FUNCTION_ARGS)
+{
+	static const char *const names[] = {"group_id", "topic"};
+	text	   *group;
+	MqTopic    *topic;
+	MqPositionKey probe;
+	HASH_SEQ_STATUS status;
+	Position   *pos;
+	int			n = 0;
+
+	mq_check_not_null(fcinfo, 2, names);
+	group = PG_GETARG_TEXT_PP(0);
+	mq_check_group(group);
+	mq_group_authorize(group, MQ_ACL_READ);
+	topic = mq_topic_authorized(PG_GETARG_TEXT_PP(1), MQ_ACL_READ);
+	if (xact_positions == NULL)
+		PG_RETURN_INT32(0);
+
+	mq_position_key(&probe, group, topic, 0);
+	hash_seq_init(&status, xact_positions);
+	while ((pos = hash_seq_search(&status)) != NULL)
+	{
+		if (pos->key.topic_id != probe.topic_id || strcmp(pos->key.group, probe.group) != 0)
+			continue;
+		store_offset(group, topic, pos->key.partition, pos->next_offset, (Datum) 0, true, false);
+		n++;
+	}
+	PG_RETURN_INT32(n);
+}
+

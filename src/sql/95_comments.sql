@@ -1,0 +1,313 @@
+-------------------------------------------------------------------------------
+-- Descriptions of every function, procedure, view, table and type of
+-- schemas mq and mq_coord, so that \df+ mq.*, \dv+ and \dt+ explain
+-- themselves.  They live here, apart from the definitions, so that edits
+-- to the other files do not collide with them.  A function or view without
+-- a comment fails test/pgtap/comments.sql: document new objects here.
+-- Public objects say what they do for a user; objects whose names start
+-- with an underscore are internal and say who calls them.
+-------------------------------------------------------------------------------
+
+-- Catalog (01_catalog.sql)
+COMMENT ON TABLE mq.topic IS
+    'one row per topic: id, name, partition count, config and its partitioned log table in mq_log';
+COMMENT ON COLUMN mq.topic.config IS
+    'topic configuration with Kafka''s key names (retention.ms, segment.bytes, replication.factor, ...), normalised by mq.validate_config; see docs/sql.md#configuration';
+COMMENT ON TABLE mq.partition_state IS
+    'per partition: its log table, log start offset, and the replication role, leader epoch and high watermark (null when not replicated)';
+COMMENT ON TABLE mq.segment IS
+    'per segment: the table holding the offsets [base_offset, end_offset) of one partition';
+COMMENT ON TABLE mq.consumer_offset IS
+    'committed offsets: per group, topic and partition, the offset of the next record to read';
+COMMENT ON TABLE mq.producer IS
+    'idempotent producers: id, current epoch and optional transactional id';
+COMMENT ON TABLE mq.producer_state IS
+    'per partition and producer: the epoch and the last five batches (sequences, base offset) for deduplicating retries';
+COMMENT ON TYPE mq.record IS
+    'one record as fetch and poll return it: topic, partition, offset, append time, key, value, headers (jsonb), Kafka timestamp and its type, headers as Kafka''s list';
+COMMENT ON TYPE mq.header IS
+    'one Kafka record header: a key (keys may repeat in a list) and a value (null differs from empty)';
+
+-- Helpers (10_helpers.sql; validate_config and murmur2 are commented there)
+COMMENT ON FUNCTION mq.partition_for(text, bytea) IS
+    'the partition a key goes to in a topic, by Kafka''s default partitioner (murmur2)';
+COMMENT ON FUNCTION mq.partition_for(text, text) IS
+    'the partition a text key (as UTF-8) goes to in a topic, by Kafka''s default partitioner';
+COMMENT ON FUNCTION mq._refuse_log_change() IS
+    'internal: trigger on log tables refusing UPDATE, DELETE and TRUNCATE (MQ009)';
+COMMENT ON FUNCTION mq._invalidate(regclass) IS
+    'internal: make every backend reload its cached structure of the topic stored in this table';
+COMMENT ON FUNCTION mq._lock_partition(integer, integer) IS
+    'internal: take the partition''s produce lock until the transaction ends';
+COMMENT ON FUNCTION mq._log_end_offset(integer, integer) IS
+    'internal: the log end offset of a partition (topic id, partition) as the caller''s snapshot sees it';
+
+-- Administration (20_admin.sql)
+COMMENT ON FUNCTION mq.create_topic(text, integer, jsonb) IS
+    'creates a topic with 1 to 10000 partitions and a config; returns its topic id';
+COMMENT ON FUNCTION mq.drop_topic(text) IS
+    'drops a topic with its records, committed offsets and producer state';
+COMMENT ON FUNCTION mq.alter_topic(text, jsonb) IS
+    'merges config keys into a topic''s config (a JSON null resets a key); returns the new config';
+COMMENT ON FUNCTION mq.add_partitions(text, integer) IS
+    'adds partitions to a topic (never removes any); returns the new partition count';
+COMMENT ON FUNCTION mq._check_topic_name(text) IS
+    'internal: refuses a topic name outside Kafka''s rule (MQ003)';
+COMMENT ON FUNCTION mq._protect_log_table(regclass) IS
+    'internal: attaches the triggers that make a log table append-only';
+COMMENT ON FUNCTION mq._create_segment(integer, integer, bigint, bigint) IS
+    'internal: creates and attaches the segment table of a partition covering offsets [base, end)';
+COMMENT ON FUNCTION mq._segment_span(integer, integer) IS
+    'internal: how many offsets a new segment of the partition covers (segment.records, or segment.bytes over the record size seen)';
+COMMENT ON FUNCTION mq._ensure_segments(integer, integer) IS
+    'internal (maintenance): keeps one empty segment ahead of the one being written; returns the number created';
+COMMENT ON FUNCTION mq._roll_segment_by_time(integer, integer) IS
+    'internal (maintenance): closes the segment being written once its first record is older than segment.ms';
+COMMENT ON FUNCTION mq._create_partition(integer, integer) IS
+    'internal: creates a partition''s log table, its state row and its first segments';
+COMMENT ON FUNCTION mq._topic_id(text) IS
+    'internal: the id of a topic by name; MQ001 when it does not exist';
+
+-- Produce (30_produce.sql, 31_produce_acks.sql)
+COMMENT ON FUNCTION mq.send(text, bytea, bytea, jsonb, integer, bigint, integer, integer, timestamptz, mq.header[]) IS
+    'appends one record (bytea key and value) to a topic; returns its partition and offset. Optional: headers, partition, and producer id, epoch and sequence for idempotence';
+COMMENT ON FUNCTION mq.send(text, text, text, jsonb, integer, bigint, integer, integer, timestamptz, mq.header[]) IS
+    'appends one record with a text key and value (stored as UTF-8); returns its partition and offset';
+COMMENT ON FUNCTION mq.send(text, text, jsonb, jsonb, integer, bigint, integer, integer, timestamptz, mq.header[]) IS
+    'appends one record with a text key and a jsonb value (stored as its text in UTF-8); returns its partition and offset';
+COMMENT ON FUNCTION mq.send_batch(text, bytea[], bytea[], jsonb[], integer, bigint, integer, integer, timestamptz[], timestamptz) IS
+    'appends a batch of records (arrays of keys, values and optional headers) in one call; returns each record''s partition and offset';
+COMMENT ON FUNCTION mq.send_batch(text, text[], text[], jsonb[], integer, bigint, integer, integer, timestamptz[], timestamptz) IS
+    'appends a batch of records with text keys and values; returns each record''s partition and offset';
+COMMENT ON FUNCTION mq.record_size(bytea, bytea, jsonb) IS
+    'the size max.message.bytes limits: the Kafka record batch holding this record alone (61 bytes of header, key, value and headers with their lengths); see docs/sql.md#record-size';
+COMMENT ON FUNCTION mq.init_producer(text) IS
+    'registers an idempotent producer, or for a transactional id bumps its epoch and fences the older instance; returns producer id and epoch';
+COMMENT ON FUNCTION mq._lock_producer(bigint) IS
+    'internal: init_producer''s exclusive producer lock, waiting for sends of older epochs to end';
+COMMENT ON PROCEDURE mq.produce(text, bytea[], bytea[], integer, text, bigint, integer, integer, integer, bigint, bigint, jsonb[], timestamptz[], timestamptz) IS
+    'produces a batch to one partition with Kafka''s acks (0, 1 or all) and commits; with acks=all waits for the in-sync replicas. Call outside a transaction block';
+
+-- Consume (40_consume.sql; commit_polled is commented there)
+COMMENT ON FUNCTION mq.fetch(text, integer, bigint, integer, integer, integer) IS
+    'reads up to max_records records of one partition from an offset; with max_wait_ms waits for at least min_records (long polling)';
+COMMENT ON FUNCTION mq.commit_offset(text, text, integer, bigint, text, bigint, integer, text, integer) IS
+    'commits a group''s position (the next offset to read) in a partition; fenced by producer epoch or group generation when those are given';
+COMMENT ON FUNCTION mq.committed_offset(text, text, integer) IS
+    'the group''s committed position in a partition, or null when it has none';
+COMMENT ON FUNCTION mq.offsets_for_times(text, integer, timestamptz) IS
+    'the earliest offset of a partition whose record timestamp is at or after ts, or the log end offset (Kafka''s ListOffsets by timestamp)';
+COMMENT ON FUNCTION mq.reset_offsets(text, text, timestamptz) IS
+    'commits a group''s position in every partition of a topic at the first record at or after a time; returns the positions';
+COMMENT ON FUNCTION mq.header_list(jsonb) IS
+    'headers jsonb (an object, or an array of [key, value] pairs) as Kafka''s ordered header list';
+COMMENT ON FUNCTION mq.headers_jsonb(mq.header[]) IS
+    'Kafka''s header list as jsonb: an array of [key, value] pairs, a value being text, null or {"base64": ...}';
+COMMENT ON FUNCTION mq.poll(text, text, integer, boolean, integer, integer, text, text) IS
+    'reads records for a consumer group from its positions, over the partitions it can claim (or, with member_id, owns); optionally auto-commits and long-polls';
+
+-- Consumer groups (50_groups.sql)
+COMMENT ON TABLE mq.consumer_group IS
+    'consumer groups: current generation, assignor and rebalance counters';
+COMMENT ON TABLE mq.group_member IS
+    'members of consumer groups: subscribed topics, optional static instance id, session timeout and last heartbeat';
+COMMENT ON TABLE mq.group_assignment IS
+    'per group and partition: the owning member, the target member while it moves, and whether it is being revoked';
+COMMENT ON TABLE mq.fenced_member IS
+    'member ids replaced by a newer member with the same instance id (their calls fail with MQ033)';
+COMMENT ON FUNCTION mq.join_group(text, text[], text, text, text, integer) IS
+    'joins (or rejoins) a consumer group subscribing to topics, with an assignor (range, roundrobin, cooperative-sticky); returns the member id and generation';
+COMMENT ON FUNCTION mq.heartbeat(text, text, integer) IS
+    'keeps a group member alive and returns its assignment (partitions owned, or being revoked) in the current generation; a generation_id other than the group''s is refused (MQ030)';
+COMMENT ON FUNCTION mq.leave_group(text, text) IS
+    'removes a member from its group, which rebalances';
+COMMENT ON FUNCTION mq._assign(text) IS
+    'internal: the target assignment of a group''s current members by its assignor';
+COMMENT ON FUNCTION mq._assign_roundrobin(text) IS
+    'internal: the roundrobin assignment, as Kafka''s RoundRobinAssignor deals it';
+COMMENT ON FUNCTION mq._members_ordered(text) IS
+    'internal: a group''s members in Kafka''s assignor order (static members by instance id, then member ids)';
+COMMENT ON FUNCTION mq._group_partitions(text) IS
+    'internal: the partitions of the topics a group subscribes to, in the assignors'' order (topic name, partition)';
+COMMENT ON FUNCTION mq._metadata_changed(text) IS
+    'internal: whether a group''s subscribed topics gained partitions since its last rebalance';
+COMMENT ON FUNCTION mq._refresh_metadata(text) IS
+    'internal (group calls, maintenance): rebalances the groups whose subscribed topics gained partitions; returns how many';
+COMMENT ON FUNCTION mq._assign_sticky(text) IS
+    'internal: the target assignment by cooperative-sticky, keeping owners where the balance allows';
+COMMENT ON FUNCTION mq._rebalance(text) IS
+    'internal: starts a new generation of a group with a new assignment';
+COMMENT ON FUNCTION mq._expire_members(text) IS
+    'internal (maintenance): removes members whose session timed out and rebalances their groups; returns how many';
+COMMENT ON FUNCTION mq._check_member(text, text) IS
+    'internal: raises the right error (MQ031, MQ033) for a member id that is not in the group';
+COMMENT ON FUNCTION mq._member_partitions(text, integer, text) IS
+    'internal: the partitions of a topic a group member owns (for mq.poll with member_id)';
+COMMENT ON FUNCTION mq._check_member_commit(text, integer, integer, text, integer) IS
+    'internal: refuses a member''s offset commit from a stale generation (MQ030) or for a partition it does not own (MQ034)';
+COMMENT ON VIEW mq.group_members IS
+    'members of every consumer group with generation, assignor, topics, session and number of partitions owned';
+COMMENT ON VIEW mq.group_assignments IS
+    'every group''s partitions with owner, target and state (owned, revoking, unassigned)';
+
+-- Replication, data node side (60_replica.sql)
+COMMENT ON TABLE mq.replica_partition IS
+    'replication state of this node''s partitions: leader broker id and address, replicas and ISR';
+COMMENT ON TABLE mq.leader_epoch_history IS
+    'per partition: the offset each leader epoch started at (KIP-101''s leader epoch cache)';
+COMMENT ON TABLE mq.replica_progress IS
+    'on a leader: each follower''s log end offset and when it last caught up, for ISR decisions';
+COMMENT ON TABLE mq.replica_broker IS
+    'the mq-broker attached to this node (one row once one has attached)';
+COMMENT ON TYPE mq.replica_batch IS
+    'what a follower fetches from its leader: records with their producer fields, producer batches, epoch history, leader log end and high watermark';
+COMMENT ON FUNCTION mq.replica_attach_broker(integer) IS
+    'broker API: attaches the calling session as this node''s broker; refused (MQ026) while another broker is attached';
+COMMENT ON FUNCTION mq.replica_become_leader(text, integer, integer, integer, integer[], integer[], text) IS
+    'broker API: makes this node the leader of a partition in a new leader epoch; returns the log end offset';
+COMMENT ON FUNCTION mq.replica_become_follower(text, integer, integer, integer, text, integer[]) IS
+    'broker API: makes this node a follower of a partition in a leader epoch (the same epoch resigns a leadership); returns the log end offset';
+COMMENT ON FUNCTION mq.replica_resign_all() IS
+    'broker API: gives up every leadership on this node, keeping the epochs; returns how many were resigned';
+COMMENT ON FUNCTION mq.replica_set_isr(text, integer, integer, integer[]) IS
+    'broker API, on the leader: sets the local in-sync replica set; returns the high watermark';
+COMMENT ON FUNCTION mq.replica_leader_state(text, integer, integer) IS
+    'broker API, on the leader: each follower''s progress and lag, for ISR decisions';
+COMMENT ON FUNCTION mq.replica_fetch(text, integer, integer, integer, bigint, integer, integer) IS
+    'broker API, on the leader: a follower''s fetch; records its progress, advances the high watermark, returns records (long polling)';
+COMMENT ON FUNCTION mq.replica_append(text, integer, integer, mq.replica_batch) IS
+    'broker API, on a follower: appends a fetched batch at the leader''s offsets; returns the new log end offset';
+COMMENT ON FUNCTION mq.replica_truncate(text, integer, integer, bigint) IS
+    'broker API, on a follower: removes records from an offset on (KIP-101 truncation); returns how many';
+COMMENT ON FUNCTION mq.replica_epoch_end_offset(text, integer, integer, integer) IS
+    'broker API, on the leader: where a leader epoch ends in its log (OffsetsForLeaderEpoch)';
+COMMENT ON FUNCTION mq.replica_log_state(text, integer, integer) IS
+    'broker API: this node''s replica of a partition: role, epochs, log end, high watermark, and where a requested epoch ends';
+COMMENT ON FUNCTION mq._replica_attach_broker() IS
+    'internal: takes the broker lock for the calling session (MQ026 when another broker holds it)';
+COMMENT ON FUNCTION mq._replica_lock(integer, integer) IS
+    'internal: the partition''s produce lock until commit, for the replica API';
+COMMENT ON FUNCTION mq._replica_notify(integer) IS
+    'internal: wakes the topic''s waiters (long polls, acks=all) at commit';
+COMMENT ON FUNCTION mq._replica_wait_records(integer, integer, bigint, integer, bigint) IS
+    'internal: the leader side of a follower''s long poll, waiting for records past an offset or a high watermark change';
+COMMENT ON FUNCTION mq._replica_await_hwm(text, integer, bigint, integer, integer, integer) IS
+    'internal: acks=all, waits until the high watermark reaches an offset (MQ022, MQ023 when it cannot)';
+COMMENT ON FUNCTION mq._replica_append_records(text, integer, mq.replica_batch) IS
+    'internal: appends a fetched batch''s records at the leader''s offsets';
+COMMENT ON FUNCTION mq._replica_truncate_records(integer, integer, bigint) IS
+    'internal: removes a partition''s records from an offset on';
+COMMENT ON FUNCTION mq._replica_fence(integer, integer, integer, text) IS
+    'internal: the leader epoch check of every replica API call (MQ024, MQ025, MQ020)';
+COMMENT ON FUNCTION mq._replica_advance_hwm(integer, integer) IS
+    'internal: moves the high watermark forward to the least log end offset over the ISR';
+COMMENT ON FUNCTION mq._replica_set_info(integer, integer, integer, text, integer[], integer[]) IS
+    'internal: records a partition''s leader, replicas and ISR on this node';
+COMMENT ON FUNCTION mq._replica_epoch_end(integer, integer, integer) IS
+    'internal: the largest leader epoch up to the requested one in this node''s history, and where it ends';
+COMMENT ON VIEW mq.replica_status IS
+    'routing: what this node knows of each partition''s role, leader, replicas, ISR, log end and high watermark';
+
+-- Replication, coordinator (61_coordinator.sql)
+COMMENT ON TABLE mq_coord.broker IS
+    'registered brokers: id, how to reach their node, coordinator session and last heartbeat';
+COMMENT ON TABLE mq_coord.topic IS
+    'replicated topics: partition count and config';
+COMMENT ON COLUMN mq_coord.topic.config IS
+    'topic configuration with Kafka''s key names, as in mq.topic.config; see docs/sql.md#configuration';
+COMMENT ON TABLE mq_coord.partition IS
+    'per replicated partition: replicas (preferred leader first), leader, leader epoch, ISR and partition epoch';
+COMMENT ON TABLE mq_coord.event IS
+    'what happened in the cluster (registrations, elections, ISR changes), for people and tests';
+COMMENT ON FUNCTION mq_coord.broker_lock_class() IS
+    'the first key of the brokers'' liveness advisory locks';
+COMMENT ON FUNCTION mq_coord.partition_lock_class() IS
+    'the first key of the partitions'' leadership advisory locks';
+COMMENT ON FUNCTION mq_coord._holds(integer, integer) IS
+    'internal: whether this session holds advisory lock (class, id)';
+COMMENT ON FUNCTION mq_coord.register_broker(integer, text, text) IS
+    'broker API: registers a broker that holds its liveness lock, with its node''s connection info and name';
+COMMENT ON FUNCTION mq_coord.heartbeat(integer) IS
+    'broker API: records that the broker is alive';
+COMMENT ON FUNCTION mq_coord.broker_alive(integer, integer) IS
+    'whether a broker holds its liveness lock and heartbeat within the timeout';
+COMMENT ON FUNCTION mq_coord.fence_broker(integer, integer, integer) IS
+    'broker API: ends the coordinator session of a broker whose heartbeat is too old, so that its locks go; returns true when it did';
+COMMENT ON FUNCTION mq_coord.create_topic(text, integer, jsonb) IS
+    'creates a replicated topic, placing replication.factor replicas of each partition on the registered brokers';
+COMMENT ON FUNCTION mq_coord.elect(text, integer, integer, integer) IS
+    'broker API: elects the candidate leader of a partition if eligible; returns the new leader epoch or null';
+COMMENT ON FUNCTION mq_coord.alter_isr(text, integer, integer, integer, integer[]) IS
+    'broker API: the leader changes the ISR if it still leads in its epoch; returns the new partition epoch or null';
+COMMENT ON FUNCTION mq_coord.assignments(integer) IS
+    'broker API: the partitions a broker holds a replica of, with leaders and their node addresses';
+COMMENT ON VIEW mq_coord.metadata IS
+    'routing for clients: each replicated partition''s leader, its node, epoch, ISR and replicas';
+
+-- Retention and lag (70_retention.sql, 75_lag.sql)
+COMMENT ON TABLE mq.retention_loss IS
+    'records retention removed before a group consumed them, per group and partition';
+COMMENT ON FUNCTION mq.apply_retention(text) IS
+    'applies retention.ms and retention.bytes to every topic (or one), dropping whole segments; returns how many were dropped';
+COMMENT ON FUNCTION mq._segment_last_time(regclass) IS
+    'internal: the time of the newest record in a segment (null when empty)';
+COMMENT ON TABLE mq.lag_sample IS
+    'samples of end and committed offsets per group and partition over the last hour, for lag trends';
+COMMENT ON FUNCTION mq.sample_lag(interval) IS
+    'samples every group''s end and committed offsets, unless sampled within min_interval; returns the number of rows sampled';
+COMMENT ON FUNCTION mq._offset_time(integer, integer, bigint) IS
+    'internal: the time a record was appended (null outside the log)';
+COMMENT ON FUNCTION mq._retention_headroom(integer, integer, bigint) IS
+    'internal: the shortest time in which retention.ms can delete the segment holding an offset, never negative (null without time retention)';
+COMMENT ON VIEW mq.consumer_lag IS
+    'per group and partition: committed offset, lag, age of the oldest unconsumed record, retention headroom, records lost and trend';
+COMMENT ON VIEW mq.partition_stats IS
+    'per partition: offsets, records, segments, bytes, oldest and newest record times, leader epoch and role';
+
+-- Views (80_views.sql) and maintenance (85_maintenance.sql)
+COMMENT ON VIEW mq.topics IS
+    'topics with id, partition count, config and creation time';
+COMMENT ON VIEW mq.partitions IS
+    'partitions with log start, log end, high watermark, leader epoch, role and log table';
+COMMENT ON VIEW mq.segments IS
+    'segments with offset range, table, creation time and size';
+COMMENT ON FUNCTION mq._maintain_topic(integer, text) IS
+    'internal (maintenance): one topic''s share: rolls segments by time, keeps one ahead, applies retention; returns segments created';
+COMMENT ON FUNCTION mq.run_maintenance() IS
+    'creates segments ahead, applies retention, expires group members and producer ids, samples lag; returns segments created. Run by the background worker, or by any scheduler';
+
+-- Authorization (90_acl.sql; src/acl.c, src/owner.c)
+COMMENT ON TABLE mq.acl IS
+    'grants of Kafka-style rights: operation (read, write, describe, create, alter, delete, all) on a topic, group or the cluster, by literal name, * or prefix, allowed or denied to a role or PUBLIC';
+COMMENT ON COLUMN mq.topic.owner IS
+    'the role that created the topic: it has every right on it and may grant them';
+COMMENT ON FUNCTION mq.grant(text, text, text, text, text, text) IS
+    'grants operations (''read, describe'') on a topic, group or the cluster to a role or PUBLIC; a name ending in * is a prefix; permission => ''deny'' refuses; returns the number of grants added';
+COMMENT ON FUNCTION mq.revoke(text, text, text, text, text, text) IS
+    'takes back grants made by mq.grant (''all'' takes back every operation); returns the number removed';
+COMMENT ON FUNCTION mq.has_topic_privilege(name, text, text) IS
+    'whether the role may do the operation on the topic, as mq''s checks decide';
+COMMENT ON FUNCTION mq.has_topic_privilege(text, text) IS
+    'whether the current role may do the operation on the topic';
+COMMENT ON FUNCTION mq.has_group_privilege(name, text, text) IS
+    'whether the role may do the operation on the consumer group';
+COMMENT ON FUNCTION mq.has_group_privilege(text, text) IS
+    'whether the current role may do the operation on the consumer group';
+COMMENT ON VIEW mq.grants IS
+    'the grants that apply to the current role (directly, by membership or PUBLIC); every grant for roles with describe on the cluster';
+COMMENT ON VIEW mq.effective_grants IS
+    'each role with each grant it has and through which grantee (itself, a role it inherits, or PUBLIC)';
+COMMENT ON FUNCTION mq._has_privilege(oid, text, text, text) IS
+    'internal: the authorization decision for a role, resource and operation (src/acl.c); used by has_*_privilege and the views';
+COMMENT ON FUNCTION mq._authorize(oid, text, text, text) IS
+    'internal: raises 42501 unless the role may do the operation; called by the implementations in mq_internal with the caller''s role';
+COMMENT ON FUNCTION mq._describable(text, text) IS
+    'internal: whether the current role may describe the topic or group; the views show only such rows';
+COMMENT ON FUNCTION mq._acl_changed() IS
+    'internal: statement trigger on mq.acl and mq.topic that drops every backend''s rights cache';
+COMMENT ON FUNCTION mq._acl_rows(text, text, text, text, text, text) IS
+    'internal: the mq.acl rows one grant or revoke call names (operation list, prefix, PUBLIC resolved)';
+COMMENT ON FUNCTION mq._authorize_grant(oid, text, text, text) IS
+    'internal: raises 42501 unless the role may grant on the resource (alter on the cluster, or the topic''s owner)';
+COMMENT ON FUNCTION mq._produce_state(text, integer) IS
+    'internal: leader epoch, role, min.insync.replicas and ISR size of a partition, for mq.produce (producers of the topic only)';
