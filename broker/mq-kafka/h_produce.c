@@ -32,7 +32,7 @@
 #define SEND_SQL \
 	"SELECT min(s.msg_offset), max(s.msg_offset), ps.role, ps.leader_epoch, ps.min_isr" \
 	"  FROM mq.send_batch($1, $2::bytea[], $3::bytea[], NULL, $4, $5, $6, $7) s," \
-	"       mq._produce_state(mq._topic_id($1), $4) ps" \
+	"       mq._produce_state($1, $4) ps" \
 	" GROUP BY ps.role, ps.leader_epoch, ps.min_isr"
 
 #define AWAIT_SQL "SELECT mq._replica_await_hwm($1, $2, $3, $4, $5, $6)"
