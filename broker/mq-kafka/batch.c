@@ -18,6 +18,7 @@
 #include "compress.h"
 #include "crc32c.h"
 #include "kerr.h"
+#include "kjson.h"
 #include "util.h"
 
 /* bytes a record takes at least: length, attributes, 2 deltas, key, value, headers */
@@ -159,17 +160,25 @@ batch_free(KBatch *b)
 int
 batch_check_storable(const KBatch *b)
 {
-	for (int32_t i = 0; i < b->count; i++)
+	KWriter		json;
+	bool		ok = true;
+
+	kw_init(&json);
+	for (int32_t i = 0; i < b->count && ok; i++)
 		if (b->records[i].nheaders > 0)
-			return KERR_INVALID_RECORD;
-	return KERR_NONE;
+		{
+			kw_reset(&json);
+			ok = headers_to_json(b->records[i].headers, &json);
+		}
+	kw_free(&json);
+	return ok ? KERR_NONE : KERR_INVALID_RECORD;
 }
 
 /* ---- encoding ---- */
 
 void
 batch_begin(KBatchEnc *e, KWriter *w, int64_t base_offset, int32_t leader_epoch,
-			int64_t timestamp_ms)
+			int64_t timestamp_ms, bool log_append_time)
 {
 	e->w = w;
 	e->start = w->len;
@@ -183,7 +192,7 @@ batch_begin(KBatchEnc *e, KWriter *w, int64_t base_offset, int32_t leader_epoch,
 	kw_i32(w, leader_epoch);
 	kw_i8(w, 2);
 	kw_i32(w, 0);				/* crc */
-	kw_i16(w, KBATCH_LOG_APPEND_TIME);
+	kw_i16(w, log_append_time ? KBATCH_LOG_APPEND_TIME : 0);
 	kw_i32(w, 0);				/* lastOffsetDelta */
 	kw_i64(w, timestamp_ms);
 	kw_i64(w, timestamp_ms);	/* maxTimestamp */
@@ -210,7 +219,8 @@ varint_size(int64_t v)
 
 void
 batch_add(KBatchEnc *e, int64_t offset, int64_t timestamp_ms,
-		  const void *key, int32_t keylen, const void *value, int32_t valuelen)
+		  const void *key, int32_t keylen, const void *value, int32_t valuelen,
+		  const KSlice *hkeys, const KSlice *hvals, int nh)
 {
 	int64_t		ts_delta = timestamp_ms - e->base_ts;
 	int64_t		off_delta = offset - e->base_offset;
@@ -218,7 +228,10 @@ batch_add(KBatchEnc *e, int64_t offset, int64_t timestamp_ms,
 
 	len = 1 + varint_size(ts_delta) + varint_size(off_delta) +
 		varint_size(keylen) + (keylen > 0 ? keylen : 0) +
-		varint_size(valuelen) + (valuelen > 0 ? valuelen : 0) + 1;
+		varint_size(valuelen) + (valuelen > 0 ? valuelen : 0) + varint_size(nh);
+	for (int i = 0; i < nh; i++)
+		len += varint_size(hkeys[i].len) + (hkeys[i].len > 0 ? hkeys[i].len : 0) +
+			varint_size(hvals[i].len) + (hvals[i].len > 0 ? hvals[i].len : 0);
 	kw_varint(e->w, (int64_t) len);
 	kw_i8(e->w, 0);				/* record attributes */
 	kw_varint(e->w, ts_delta);
@@ -227,7 +240,14 @@ batch_add(KBatchEnc *e, int64_t offset, int64_t timestamp_ms,
 	kw_raw(e->w, key, keylen > 0 ? keylen : 0);
 	kw_varint(e->w, valuelen);
 	kw_raw(e->w, value, valuelen > 0 ? valuelen : 0);
-	kw_varint(e->w, 0);			/* headers: see batch_check_storable() */
+	kw_varint(e->w, nh);
+	for (int i = 0; i < nh; i++)
+	{
+		kw_varint(e->w, hkeys[i].len);
+		kw_raw(e->w, hkeys[i].p, hkeys[i].len > 0 ? hkeys[i].len : 0);
+		kw_varint(e->w, hvals[i].len);
+		kw_raw(e->w, hvals[i].p, hvals[i].len > 0 ? hvals[i].len : 0);
+	}
 	if (timestamp_ms > e->max_ts)
 		e->max_ts = timestamp_ms;
 	e->last_offset = offset;

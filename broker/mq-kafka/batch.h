@@ -15,6 +15,7 @@
 #ifndef MQK_BATCH_H
 #define MQK_BATCH_H
 
+#include <stdbool.h>
 #include <stdint.h>
 
 #include "kbuf.h"
@@ -59,18 +60,20 @@ extern int	batch_decode(const uint8_t *p, size_t len, size_t cap, KBatch *b);
 extern void batch_free(KBatch *b);
 
 /*
- * What mq cannot store yet is refused here, in one place: record headers
- * (issue 11 brings ordered binary headers to mq; until then a batch with
- * headers is refused with INVALID_RECORD rather than silently losing
- * them).  Returns 0 or the Kafka error code.
+ * What mq cannot store is refused here, in one place: a header key that
+ * is not UTF-8 text without NUL bytes (mq's header keys are text; Kafka's
+ * are strings too, so clients do not send others).  INVALID_RECORD then,
+ * and nothing of the batch is stored.  Returns 0 or the Kafka error code.
  */
 extern int	batch_check_storable(const KBatch *b);
 
 /*
  * Encoding: batch_begin() starts a batch at w's end, batch_add() appends a
- * record (offsets ascending), batch_end() fills lengths, counts and CRC.
- * Batches carry the LogAppendTime attribute: mq's timestamp is the append
- * time (created_at).
+ * record (offsets ascending) with its headers (nh keys and values, a value
+ * len -1 for null), batch_end() fills lengths, counts and CRC.  A batch
+ * is CreateTime (each record its own timestamp) or LogAppendTime (then
+ * clients take maxTimestamp for every record, so such a batch holds
+ * records of one millisecond).
  */
 typedef struct KBatchEnc
 {
@@ -84,10 +87,11 @@ typedef struct KBatchEnc
 } KBatchEnc;
 
 extern void batch_begin(KBatchEnc *e, KWriter *w, int64_t base_offset,
-						int32_t leader_epoch, int64_t timestamp_ms);
+						int32_t leader_epoch, int64_t timestamp_ms, bool log_append_time);
 extern void batch_add(KBatchEnc *e, int64_t offset, int64_t timestamp_ms,
 					  const void *key, int32_t keylen,
-					  const void *value, int32_t valuelen);
+					  const void *value, int32_t valuelen,
+					  const KSlice *hkeys, const KSlice *hvals, int nh);
 extern void batch_end(KBatchEnc *e);
 
 #endif							/* MQK_BATCH_H */

@@ -17,8 +17,10 @@
  * Byte limits (KIP-74): records are added while the partition's and the
  * response's limits allow, except that the first record of the response
  * is always returned whole, so a consumer can always make progress.
- * Batches carry LogAppendTime with mq's created_at; one batch per run of
- * records with the same millisecond, so every record keeps its own time.
+ * Records keep mq's timestamp and type (mq.record.timestamp,
+ * timestamp_type) and headers (header_list); a new batch starts when the
+ * type changes, and for LogAppendTime when the millisecond does, since
+ * clients give every record of such a batch its maxTimestamp.
  *
  *-------------------------------------------------------------------------
  */
@@ -29,6 +31,7 @@
 
 #include "batch.h"
 #include "kerr.h"
+#include "kjson.h"
 #include "pgbinary.h"
 #include "util.h"
 
@@ -44,8 +47,12 @@
 	"             FROM unnest($1::text[], $2::int4[], $3::int8[], $4::int4[], $5::int4[])" \
 	"                  WITH ORDINALITY AS u(t, p, o, n, mb, i)" \
 	"             JOIN mq.partitions s ON s.topic = u.t AND s.partition = u.p)" \
-	" SELECT r.i, r.lso, r.hw, f.msg_offset," \
-	"        f.created_at, f.key, f.value" \
+	" SELECT r.i, r.lso, r.hw, f.msg_offset, f.created_at, f.key, f.value," \
+	"        f.timestamp, f.timestamp_type = 'LogAppendTime'," \
+	"        CASE WHEN f.header_list IS NOT NULL THEN ARRAY(SELECT h.key" \
+	"          FROM unnest(f.header_list) WITH ORDINALITY h(key, value, n) ORDER BY h.n) END," \
+	"        CASE WHEN f.header_list IS NOT NULL THEN ARRAY(SELECT h.value" \
+	"          FROM unnest(f.header_list) WITH ORDINALITY h(key, value, n) ORDER BY h.n) END" \
 	"   FROM r LEFT JOIN LATERAL (" \
 	"        SELECT g.* FROM (SELECT x.*, sum(coalesce(octet_length(x.key), 0)" \
 	"                                  + coalesce(octet_length(x.value), 0) + 24)" \
@@ -105,13 +112,36 @@ fetch_state_free(void *p)
 	free(s);
 }
 
+#define MAX_HEADERS 1024
+
+/* a record's timestamp (ms), its type, and its headers */
+static int64_t
+row_meta(PGresult *res, int row, bool *log_append, KSlice *hk, KSlice *hv, int *nh)
+{
+	int			col = PQgetisnull(res, row, 7) ? 4 : 7;
+	int			nv = 0;
+
+	*log_append = !PQgetisnull(res, row, 8) && PQgetvalue(res, row, 8)[0] == 1;
+	*nh = 0;
+	if (!PQgetisnull(res, row, 9) &&
+		(!pg_array_elems(PQgetvalue(res, row, 9), PQgetlength(res, row, 9), hk, MAX_HEADERS, nh) ||
+		 !pg_array_elems(PQgetvalue(res, row, 10), PQgetlength(res, row, 10), hv, MAX_HEADERS, &nv) ||
+		 nv != *nh))
+		*nh = 0;				/* not a list we can read: no headers */
+	/* binary timestamptz: microseconds since 2000-01-01 UTC */
+	return mq_get_int64(res, row, col) / 1000 + PG_EPOCH_MS;
+}
+
 /* the records of one partition from rows [*row, ...) with index i */
 static void
 encode_partition(PGresult *res, int *row, int64_t i, const FPart *fp, size_t *total,
 				 int32_t max_total, KWriter *recs)
 {
+	static KSlice hk[MAX_HEADERS],
+				hv[MAX_HEADERS];
 	KBatchEnc	e;
 	bool		open = false;
+	bool		open_append = false;
 	int64_t		ts_open = 0;
 	size_t		part = 0;
 
@@ -120,17 +150,20 @@ encode_partition(PGresult *res, int *row, int64_t i, const FPart *fp, size_t *to
 		int64_t		off,
 					ts;
 		int			klen,
-					vlen;
+					vlen,
+					nh;
+		bool		log_append;
 		size_t		size;
 
 		if (PQgetisnull(res, *row, 3))
 			continue;
 		off = mq_get_int64(res, *row, 3);
-		/* binary timestamptz: microseconds since 2000-01-01 UTC */
-		ts = mq_get_int64(res, *row, 4) / 1000 + PG_EPOCH_MS;
+		ts = row_meta(res, *row, &log_append, hk, hv, &nh);
 		klen = PQgetisnull(res, *row, 5) ? -1 : PQgetlength(res, *row, 5);
 		vlen = PQgetisnull(res, *row, 6) ? -1 : PQgetlength(res, *row, 6);
 		size = (klen > 0 ? klen : 0) + (vlen > 0 ? vlen : 0) + 24 + (open ? 0 : KBATCH_HEADER_SIZE);
+		for (int h = 0; h < nh; h++)
+			size += 4 + (hk[h].len > 0 ? hk[h].len : 0) + (hv[h].len > 0 ? hv[h].len : 0);
 		if (*total > 0 && (part + size > (size_t) fp->max_bytes || *total + size > (size_t) max_total))
 		{
 			/* full: skip the rest of this partition's rows */
@@ -138,18 +171,20 @@ encode_partition(PGresult *res, int *row, int64_t i, const FPart *fp, size_t *to
 				(*row)++;
 			break;
 		}
-		if (open && ts != ts_open)
+		if (open && (log_append != open_append || (log_append && ts != ts_open)))
 		{
 			batch_end(&e);
 			open = false;
 		}
 		if (!open)
 		{
-			batch_begin(&e, recs, off, 0, ts);
+			batch_begin(&e, recs, off, 0, ts, log_append);
 			open = true;
+			open_append = log_append;
 			ts_open = ts;
 		}
-		batch_add(&e, off, ts, PQgetvalue(res, *row, 5), klen, PQgetvalue(res, *row, 6), vlen);
+		batch_add(&e, off, ts, PQgetvalue(res, *row, 5), klen, PQgetvalue(res, *row, 6), vlen,
+				  hk, hv, nh);
 		part += size;
 		*total += size;
 	}

@@ -8,9 +8,9 @@
  *
  * Committed offsets are mq's own (mq.commit_offset, mq.committed_offset,
  * with the metadata read from mq.consumer_offset), so SQL consumers,
- * mqctl and Kafka clients share them.  ListOffsets by timestamp bisects
- * over created_at (the append time, which grows with the offset) in one
- * recursive statement, a mq.fetch of one record per step.
+ * mqctl and Kafka clients share them.  ListOffsets by timestamp is
+ * mq.offsets_for_times (Kafka's semantics: the first offset whose record
+ * timestamp is at or after the time).
  *
  *-------------------------------------------------------------------------
  */
@@ -28,22 +28,13 @@
 	"SELECT log_start_offset, high_watermark, NULL, NULL FROM mq.partitions" \
 	" WHERE topic = $1 AND partition = $2"
 
-/* lo ends at the first offset appended at or after $3 (ms), hw if none */
+/* the first offset whose timestamp is at or after $3 (ms), hw if none */
 #define BY_TIME_SQL \
-	"WITH RECURSIVE s AS (SELECT log_start_offset AS lso, high_watermark AS hw" \
-	"                       FROM mq.partitions WHERE topic = $1 AND partition = $2)," \
-	" b(lo, hi) AS (SELECT lso, hw FROM s" \
-	"   UNION ALL" \
-	"   SELECT CASE WHEN m.t < $3 THEN m.mid + 1 ELSE b.lo END," \
-	"          CASE WHEN m.t < $3 THEN b.hi ELSE m.mid END" \
-	"     FROM b CROSS JOIN LATERAL (SELECT (b.lo + b.hi) / 2 AS mid) x" \
-	"     CROSS JOIN LATERAL (SELECT x.mid, coalesce((SELECT (extract(epoch FROM f.created_at) * 1000)::int8" \
-	"                                                  FROM mq.fetch($1, $2, x.mid, 1) f)," \
-	"                                                9223372036854775807) AS t) m" \
-	"    WHERE b.lo < b.hi)" \
-	" SELECT s.lso, s.hw, b.lo, (SELECT (extract(epoch FROM f.created_at) * 1000)::int8" \
-	"                              FROM mq.fetch($1, $2, b.lo, 1) f WHERE b.lo < s.hw)" \
-	"   FROM s, b WHERE b.lo >= b.hi"
+	"SELECT s.log_start_offset, s.high_watermark, o.o," \
+	"       (SELECT (extract(epoch FROM f.timestamp) * 1000)::int8" \
+	"          FROM mq.fetch($1, $2, o.o, 1) f WHERE o.o < s.high_watermark)" \
+	"  FROM mq.partitions s, mq.offsets_for_times($1, $2, to_timestamp($3 / 1000.0)) o(o)" \
+	" WHERE s.topic = $1 AND s.partition = $2"
 
 typedef struct OPart
 {

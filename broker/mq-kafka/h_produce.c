@@ -25,13 +25,14 @@
 
 #include "batch.h"
 #include "kerr.h"
+#include "kjson.h"
 #include "pgbinary.h"
 #include "util.h"
 
 /* the first and last offsets, and what acks=-1 waits on (mq.produce's way) */
 #define SEND_SQL \
 	"SELECT min(s.msg_offset), max(s.msg_offset), ps.role, ps.leader_epoch, ps.min_isr" \
-	"  FROM mq.send_batch($1, $2::bytea[], $3::bytea[], NULL, $4, $5, $6, $7) s," \
+	"  FROM mq.send_batch($1, $2::bytea[], $3::bytea[], $8, $4, $5, $6, $7, $9) s," \
 	"       mq._produce_state($1, $4) ps" \
 	" GROUP BY ps.role, ps.leader_epoch, ps.min_isr"
 
@@ -68,6 +69,56 @@ produce_state_free(void *p)
 	free(s->topics);
 	free(s->parts);
 	free(s);
+}
+
+#define MQ_TIMESTAMPTZARRAYOID 1185
+#define MQ_JSONBARRAYOID 3807
+/* 2000-01-01 (PostgreSQL's epoch) in Unix milliseconds */
+#define PG_EPOCH_MS INT64_C(946684800000)
+
+/* per record: its timestamp (CreateTime) and headers as mq's jsonb list */
+static void
+add_meta(KStmt *st, const KBatch *b)
+{
+	MqArray		ts,
+				hdr;
+	KWriter		json;
+	bool		any_headers = false;
+	const char *bytes;
+	int			len;
+
+	mq_array_init(&ts, MQ_TIMESTAMPTZOID);
+	mq_array_init(&hdr, MQ_JSONBOID);
+	kw_init(&json);
+	for (int32_t i = 0; i < b->count; i++)
+	{
+		const KRecord *rec = &b->records[i];
+
+		if (b->base_timestamp < 0)
+			mq_array_add(&ts, NULL, 0);
+		else
+			mq_array_add_int64(&ts, (b->base_timestamp + rec->timestamp_delta - PG_EPOCH_MS) * 1000);
+		if (rec->nheaders == 0)
+		{
+			mq_array_add(&hdr, NULL, 0);
+			continue;
+		}
+		any_headers = true;
+		kw_reset(&json);
+		kw_i8(&json, 1);		/* jsonb binary format version */
+		(void) headers_to_json(rec->headers, &json);	/* checked by batch_check_storable */
+		mq_array_add(&hdr, json.buf, json.len);
+	}
+	bytes = mq_array_bytes(&hdr, &len);
+	if (any_headers)
+		kstmt_binary(st, MQ_JSONBARRAYOID, bytes, len);
+	else
+		kstmt_text(st, MQ_JSONBARRAYOID, NULL);
+	bytes = mq_array_bytes(&ts, &len);
+	kstmt_binary(st, MQ_TIMESTAMPTZARRAYOID, bytes, len);
+	kw_free(&json);
+	mq_array_free(&ts);
+	mq_array_free(&hdr);
 }
 
 /* the mq.send_batch statement of one decoded batch */
@@ -107,6 +158,7 @@ add_append(KJob *job, const char *topic, int32_t partition, const KBatch *b)
 		kstmt_text(st, MQ_INT4OID, NULL);
 		kstmt_text(st, MQ_INT4OID, NULL);
 	}
+	add_meta(st, b);
 	mq_array_free(&keys);
 	mq_array_free(&vals);
 }

@@ -17,7 +17,7 @@
 
 #include "mqconn.h"
 
-#define KSTMT_MAX_PARAMS 8
+#define KSTMT_MAX_PARAMS 12
 
 typedef struct KStmt
 {

@@ -18,6 +18,14 @@ check_eq "$(od -An -tx1 <"$T/sql.out" | tr -d ' \n')" \
 	"$(printf 'sql-key|3|\x00\xff\x10\n|6|no key\n' | od -An -tx1 | tr -d ' \n')" \
 	"kcat reads records sent with mq.send, bytes intact"
 
+# headers and a timestamp given in SQL reach Kafka consumers
+sql "SELECT mq.send('io', 'h'::bytea, 'with headers'::bytea, partition => 0, \"timestamp\" => '2020-01-02 03:04:05.678Z',
+                    header_list => ARRAY[('k', 'v1'), ('k', NULL), ('bin', '\\xff01')]::mq.header[])" >/dev/null
+kcat_ -C -t io -p 0 -o 2 -c 1 -q -f '%T|%h\n' >"$T/hdr.out"
+check_eq "$(od -An -tx1 <"$T/hdr.out" | tr -d ' \n')" \
+	"$(printf '1577934245678|k=v1,k=NULL,bin=\xff\x01\n' | od -An -tx1 | tr -d ' \n')" \
+	"kcat sees the headers and timestamp given to mq.send"
+
 # Kafka -> SQL
 printf 'kafka-key\tkafka value\n' | kcat_ -P -t io -p 1 -K $'\t'
 check_eq "$(sql "SELECT convert_from(key, 'UTF8') || '=' || convert_from(value, 'UTF8') FROM mq.fetch('io', 1, 0, 10)")" \
@@ -27,16 +35,16 @@ check_eq "$(sql "SELECT convert_from(key, 'UTF8') || '=' || convert_from(value, 
 run kcat_ -G iogrp -X auto.offset.reset=earliest -e -q -f '%p:%o\n' io
 expect_rc 0 "kcat group consumes"
 check_eq "$(sql "SELECT mq.committed_offset('iogrp', 'io', 0) || ',' || mq.committed_offset('iogrp', 'io', 1)")" \
-	"2,1" "mq.committed_offset shows the Kafka group's commits"
+	"3,1" "mq.committed_offset shows the Kafka group's commits"
 check_eq "$(sql "SELECT string_agg(partition || ':' || committed_offset || ':' || lag, ',' ORDER BY partition)
-                   FROM mq.consumer_lag WHERE group_id = 'iogrp'")" "0:2:0,1:1:0" "mq.consumer_lag sees them"
+                   FROM mq.consumer_lag WHERE group_id = 'iogrp'")" "0:3:0,1:1:0" "mq.consumer_lag sees them"
 run mqctl group describe iogrp --format json
 expect_rc 0 "mqctl group describe"
-check_match "$OUT" '"committed_offset": ?2' "mqctl group describe shows the committed offset"
+check_match "$OUT" '"committed_offset": ?3' "mqctl group describe shows the committed offset"
 
 # a group moves from SQL to Kafka: kcat resumes where SQL committed
 sql "SELECT mq.send('io', 'a'::text, 'after-sql-commit'::text, partition => 0)" >/dev/null
-sql "SELECT mq.commit_offset('sqlgrp', 'io', 0, 2), mq.commit_offset('sqlgrp', 'io', 1, 1)" >/dev/null
+sql "SELECT mq.commit_offset('sqlgrp', 'io', 0, 3), mq.commit_offset('sqlgrp', 'io', 1, 1)" >/dev/null
 run kcat_ -G sqlgrp -X auto.offset.reset=earliest -e -q io
 check_eq "$OUT" "after-sql-commit" "a Kafka consumer resumes from offsets committed in SQL"
 

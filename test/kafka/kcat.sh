@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # kcat against mq-kafka: metadata, produce with keys then consume byte for
-# byte, each compression codec, consuming from a timestamp, and a consumer
-# group that commits and resumes after its commit.
+# byte, each compression codec, headers and timestamps, consuming from a
+# timestamp, and a consumer group that commits and resumes after its
+# commit.
 source "$(dirname "${BASH_SOURCE[0]}")/lib.bash"
 T="$(tmpdir)"
 
@@ -48,11 +49,23 @@ done
 check_eq "$(sql "SELECT count(DISTINCT value) FROM mq.fetch('kc', 1, 0, 10000)")" "1200" \
 	"1200 distinct records stored"
 
-# -o s@TIMESTAMP starts at the first record appended at or after it
+# headers: ordered, repeated keys, a null value, round trip through mq
+printf 'with headers\n' | kcat_ -P -t kc -p 2 -H trace=a -H trace=b -H none -H "bin=$(printf 'x\ty')"
+check_eq "$(sql "SELECT headers FROM mq.fetch('kc', 2, 0, 1)")" '[["trace", "a"], ["trace", "b"], ["none", null], ["bin", "x\ty"]]' \
+	"kcat's headers are stored in order, with the null value"
+run kcat_ -C -t kc -p 2 -o 0 -c 1 -q -f '%h\n'
+check_eq "$OUT" "trace=a,trace=b,none=NULL,bin=$(printf 'x\ty')" "and come back to kcat as sent"
+
+# timestamps: the producer's (CreateTime) are stored and returned
+run kcat_ -C -t kc -p 2 -o 0 -c 1 -q -f '%T\n'
+check_eq "$OUT" "$(sql "SELECT (extract(epoch FROM timestamp) * 1000)::int8 || ' ' || timestamp_type FROM mq.fetch('kc', 2, 0, 1)" | sed 's/ CreateTime$//')" \
+	"kcat sees the producer's timestamp mq stored (CreateTime)"
+
+# -o s@TIMESTAMP starts at the first record stamped at or after it
 echo "before" | kcat_ -P -t kc -p 2
-wait_for 10 test "$(sql "SELECT clock_timestamp() > max(created_at) + interval '5 ms' FROM mq.fetch('kc', 2, 0, 100)")" = t
+wait_for 10 test "$(sql "SELECT clock_timestamp() > max(timestamp) + interval '5 ms' FROM mq.fetch('kc', 2, 0, 100)")" = t
 printf 'after1\nafter2\n' | kcat_ -P -t kc -p 2
-ts="$(sql "SELECT (extract(epoch FROM created_at) * 1000)::int8 FROM mq.fetch('kc', 2, 1, 1)")"
+ts="$(sql "SELECT (extract(epoch FROM timestamp) * 1000)::int8 FROM mq.fetch('kc', 2, 2, 1)")"
 run kcat_ -C -t kc -p 2 -o "s@$ts" -e -q
 check_eq "$OUT" $'after1\nafter2' "kcat -o s@<timestamp> starts at the right offset"
 

@@ -118,8 +118,10 @@ ok(defined $r && unpack('s>', $r) == 35, 'ApiVersions v99 gets UNSUPPORTED_VERSI
 ok(defined $err && $err == 0 && $base == 0, 'a valid batch is appended at offset 0', "error " . ($err // 'none'));
 ($err) = produce_result(call($s, 0, 3, produce_body('pt', batch(records => [['k', 'x']], bad_crc => 1))));
 ok(defined $err && $err == 2, 'a wrong CRC gets CORRUPT_MESSAGE');
-($err) = produce_result(call($s, 0, 3, produce_body('pt', batch(records => [['k', 'h', 'hk', 'hv']]))));
-ok(defined $err && $err == 87, 'a record with headers gets INVALID_RECORD (not stored yet)');
+($err) = produce_result(call($s, 0, 3, produce_body('pt', batch(records => [['k', 'h', 'hk', 'hv', 'hk', undef]]))));
+ok(defined $err && $err == 0, 'a record with headers (a repeated key, a null value) is stored');
+($err) = produce_result(call($s, 0, 3, produce_body('pt', batch(records => [['k', 'u', "\xff\xfe", 'v']]))));
+ok(defined $err && $err == 87, 'a header key that is not UTF-8 text gets INVALID_RECORD');
 my $b = batch(records => [['k', 'truncated']]);
 ($err) = produce_result(call($s, 0, 3, produce_body('pt', substr($b, 0, length($b) - 3))));
 ok(defined $err && $err == 2, 'a truncated batch gets CORRUPT_MESSAGE');
