@@ -165,7 +165,8 @@ typedef struct MqLongPoll
 	bool		pushed;			/* a fresh snapshot is pushed */
 } MqLongPoll;
 extern int	mq_read_partition(MqTopic *topic, MqPartition *part, int64 from, int max,
-							  Datum topic_datum, Tuplestorestate *store, TupleDesc outdesc);
+							  Datum topic_datum, Tuplestorestate *store, TupleDesc outdesc,
+							  int64 *next_out);
 extern void mq_check_max_records(int32 max);
 extern void mq_check_not_null(FunctionCallInfo fcinfo, int nargs, const char *const *names);
 extern void mq_long_poll_start(MqLongPoll *lp, FunctionCallInfo fcinfo, int wait_arg,

@@ -5,7 +5,8 @@
 -- samples lag.  Returns the number of segments created.
 -------------------------------------------------------------------------------
 
--- One topic's share: roll by time, keep a segment ahead, apply retention.
+-- One topic's share: roll by time, keep a segment ahead, apply retention,
+-- compact.
 CREATE FUNCTION mq._maintain_topic(p_topic_id integer, p_topic text) RETURNS integer
 LANGUAGE plpgsql SET search_path = pg_catalog, pg_temp AS $$
 DECLARE
@@ -18,6 +19,7 @@ BEGIN
         v_created := v_created + mq._ensure_segments(p_topic_id, v_partition);
     END LOOP;
     PERFORM mq.apply_retention(p_topic);
+    PERFORM mq.compact(p_topic);    -- src/sql/72_compaction.sql
     RETURN v_created;
 END $$;
 
