@@ -97,13 +97,15 @@ slot_offset(TupleTableSlot *slot)
  *
  * Compaction (src/sql/72_compaction.sql) removes records below a
  * partition's cleaner point, leaving gaps there: the index then finds the
- * next surviving record, and the reader goes on from it.  Elsewhere the
- * visible offsets are a prefix of the log (offsets become visible in
- * order), so a record the index finds is always the next offset.
+ * next surviving record, and the reader goes on from it when everything
+ * it skips lies below the cleaner point.  Anywhere else a missing offset
+ * is the end of the log for this snapshot (a REPEATABLE READ producer
+ * sees its own records but not those committed after its snapshot).
  */
 static int
 read_segment(MqSegment *seg, Snapshot snapshot, int64 *next, int64 stop, int max,
-			 Datum topic_datum, int32 partition, Tuplestorestate *store, TupleDesc outdesc)
+			 int64 cleaner_point, Datum topic_datum, int32 partition,
+			 Tuplestorestate *store, TupleDesc outdesc)
 {
 	Relation	rel = table_open(seg->relid, AccessShareLock);
 	Relation	irel = index_open(seg->indexid, AccessShareLock);
@@ -124,10 +126,11 @@ read_segment(MqSegment *seg, Snapshot snapshot, int64 *next, int64 stop, int max
 		iscan = index_beginscan(rel, irel, snapshot, 1, 0);
 		index_rescan(iscan, &key, 1, NULL, 0);
 		found = index_getnext_slot(iscan, ForwardScanDirection, slot) &&
-			slot_offset(slot) < stop;
+			slot_offset(slot) < stop &&
+			(slot_offset(slot) == *next || slot_offset(slot) <= cleaner_point);
 		if (found)
 		{
-			/* past a gap that compaction left (visible offsets are otherwise a prefix) */
+			/* perhaps past a gap that compaction left */
 			*next = slot_offset(slot);
 			emit_record(slot, topic_datum, partition, store, outdesc);
 			count++;
@@ -191,17 +194,21 @@ mq_read_partition(MqTopic *topic, MqPartition *part, int64 from, int max,
 			continue;
 		if (seg->base > next)
 			break;				/* only after a crash mid-roll; nothing to read */
-		n = read_segment(seg, snapshot, &next, stop, max - count, topic_datum,
-						 part->partition, store, outdesc);
+		n = read_segment(seg, snapshot, &next, stop, max - count, part->cleaner_point,
+						 topic_datum, part->partition, store, outdesc);
 		count += n;
 		if (n > 0)
 			last = next;
 		/*
-		 * The segment ended before its range did: the log end, or records
-		 * that compaction removed at its end.  The next segment tells.
+		 * The segment ended before its range did: records that compaction
+		 * removed at its end, or else the log end.
 		 */
 		if (next < seg->end && count < max)
+		{
+			if (seg->end > part->cleaner_point)
+				break;
 			next = seg->end;
+		}
 	}
 	*next_out = last;
 	return count;

@@ -58,6 +58,7 @@ typedef struct MqPartition
 	int64		log_start;
 	bool		replicated;		/* high_watermark is set */
 	int64		high_watermark;
+	int64		cleaner_point;	/* compaction left gaps below (72_compaction.sql) */
 	int			nsegs;
 	MqSegment  *segs;			/* ordered by base */
 } MqPartition;

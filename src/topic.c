@@ -12,7 +12,8 @@
  * file).  A relcache callback on any of those relations marks the whole
  * cache stale; the next lookup rebuilds it.
  * Values that change without DDL (high watermark, log start) are read
- * from the catalog where they are needed.
+ * from the catalog where they are needed; a compaction pass sends an
+ * invalidation for the cleaner point it moves.
  *
  * A stale cache is not freed at once: callers may still hold pointers
  * into it, so its memory is handed to the current transaction and goes
@@ -153,7 +154,9 @@ load_topic(MqTopic *t, const char *name)
 	argtype[0] = INT4OID;
 	arg[0] = Int32GetDatum(t->topic_id);
 	ret = SPI_execute_with_args("SELECT p.partition, p.relid::oid, p.log_start_offset, "
-								"       p.high_watermark IS NOT NULL "
+								"       p.high_watermark IS NOT NULL, "
+								"       (SELECT pg_catalog.max(c.clean_end) FROM mq.cleaner_pass c "
+								"         WHERE c.topic_id = p.topic_id AND c.partition = p.partition) "
 								"  FROM mq.partition_state p WHERE p.topic_id = $1",
 								1, argtype, arg, NULL, true, 0);
 	if (ret != SPI_OK_SELECT)
@@ -169,6 +172,9 @@ load_topic(MqTopic *t, const char *name)
 		watch(DatumGetObjectId(SPI_getbinval(tup, desc, 2, &isnull)));
 		t->parts[p].log_start = DatumGetInt64(SPI_getbinval(tup, desc, 3, &isnull));
 		t->parts[p].replicated = DatumGetBool(SPI_getbinval(tup, desc, 4, &isnull));
+		t->parts[p].cleaner_point = DatumGetInt64(SPI_getbinval(tup, desc, 5, &isnull));
+		if (isnull)
+			t->parts[p].cleaner_point = 0;
 	}
 
 	ret = SPI_execute_with_args("SELECT s.partition, s.base_offset, s.end_offset, s.relid::oid, "

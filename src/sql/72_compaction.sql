@@ -189,6 +189,7 @@ BEGIN
       JOIN mq.segment sg ON sg.relid = r.key::regclass
     ON CONFLICT (topic_id, partition, base_offset) DO UPDATE
        SET removed = mq.cleaner_rewrite.removed + EXCLUDED.removed, pass_xid = EXCLUDED.pass_xid;
+    PERFORM mq._invalidate(st.relid);   -- readers cache the cleaner point (topic.c)
     INSERT INTO mq.cleaner_pass (topic_id, partition, clean_end, cleaned_at, removed)
     SELECT p_topic_id, p_partition, v_ce, v_now, coalesce(sum(r.value::bigint), 0)
       FROM jsonb_each_text(v_removed) r;
