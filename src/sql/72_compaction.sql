@@ -128,8 +128,7 @@ BEGIN
                 AND w.pass_xid <> pg_current_xact_id()
               ORDER BY w.base_offset LOOP
         BEGIN
-            PERFORM set_config('lock_timeout', coalesce(nullif(current_setting('mq.compaction_lock_timeout_ms', true), ''),
-                                                        '200'), true);
+            PERFORM set_config('lock_timeout', '200ms', true);
             EXECUTE format('CLUSTER %s USING %I', r.relid, (SELECT c.relname FROM pg_class c WHERE c.oid = r.idx));
             PERFORM set_config('lock_timeout', v_timeout, true);
             DELETE FROM mq.cleaner_rewrite w

@@ -44,6 +44,19 @@ bytes() { psql -X -At -c "SELECT sum(bytes) FROM mq.segments WHERE topic = 'cb'"
 records() { psql -X -At -c "SELECT count(*) FROM mq.fetch('cb', 0, 0, 1000000)"; }
 before=$(bytes)
 
+# the alternative: copy the survivors into new tables (to be swapped in
+# for the old segments), timed on the same data; dropped again
+psql -X -q -c "CREATE TABLE swap_alt (LIKE mq_log.topic_1_p0_0)" >/dev/null
+start=$(date +%s.%N)
+psql -X -q -v ON_ERROR_STOP=1 <<'SQL' >/dev/null
+INSERT INTO swap_alt
+WITH m AS (SELECT key, max(msg_offset) AS o FROM mq_log.topic_1_p0 WHERE msg_offset < 1000000 GROUP BY key)
+SELECT s.* FROM mq_log.topic_1_p0 s JOIN m ON s.key = m.key AND s.msg_offset = m.o ORDER BY s.msg_offset;
+CREATE UNIQUE INDEX ON swap_alt (msg_offset);
+SQL
+swap_s=$(awk -v s="$start" -v e="$(date +%s.%N)" 'BEGIN {printf "%.2f", e - s}')
+psql -X -q -c "DROP TABLE swap_alt" >/dev/null
+
 echo "SELECT * FROM mq.send('cb', 'hot', 'x', partition => 0);" > "$work/p.sql"
 alone=$(pgbench -n -T 3 -c 1 -f "$work/p.sql" 2>&1 | grep -oP 'tps = \K[0-9.]+')
 
@@ -74,6 +87,7 @@ echo "| pass (DELETE) | $pass_s s, $(awk -v r="$removed" -v s="$pass_s" 'BEGIN {
 echo "| rewrite (CLUSTER, $(echo "$segs" | grep -c .) segments) | $rewrite_s s |"
 nseg=$(echo "$segs" | grep -c .)
 echo "| per segment (ACCESS EXCLUSIVE on that closed segment) | $(awk -v t="$rewrite_s" -v n="$nseg" 'BEGIN {printf "%.2f", t / n}') s |"
+echo "| alternative: copy the survivors to new tables (no swap) | $swap_s s |"
 echo "| log size before | $(mb "$before") |"
 echo "| after the pass | $(mb "$after_pass") |"
 echo "| after the rewrite | $(mb "$after_rewrite") ($left records) |"

@@ -7,7 +7,7 @@
 \set ON_ERROR_STOP on
 SET client_min_messages = warning;
 CREATE EXTENSION IF NOT EXISTS dblink;
-SELECT plan(47);
+SELECT plan(49);
 
 CREATE FUNCTION pg_temp.offsets(p_topic text, p_from bigint DEFAULT 0, p_max integer DEFAULT 1000) RETURNS text
 LANGUAGE sql AS $$ SELECT string_agg(msg_offset::text, ',' ORDER BY msg_offset) FROM mq.fetch(p_topic, 0, p_from, p_max) $$;
@@ -121,6 +121,15 @@ UPDATE mq.partition_state SET high_watermark = 7 WHERE topic_id = (SELECT topic_
 SELECT mq.compact('hw');
 SELECT is(pg_temp.cleaner_point('hw'), 5::bigint, 'only segments below the high watermark are cleaned');
 UPDATE mq.partition_state SET high_watermark = NULL WHERE topic_id = (SELECT topic_id FROM mq.topic WHERE topic_name = 'hw');
+
+-- the segment holding the last record is never cleaned, even when full:
+-- the log end is read from it
+SELECT mq.create_topic('full', 1, '{"cleanup.policy": "compact", "segment.records": 5, "min.cleanable.dirty.ratio": 0}');
+SELECT count(*) FROM mq.send_batch('full', (SELECT array_agg('k'::text) FROM generate_series(1, 10)),
+                                   (SELECT array_agg('v'::text) FROM generate_series(1, 10)), partition => 0);
+SELECT mq.compact('full');
+SELECT is(pg_temp.offsets('full'), '4,5,6,7,8,9', 'a full last segment is not cleaned');
+SELECT is((SELECT msg_offset FROM mq.send('full', 'k', 'w', partition => 0)), 10::bigint, 'the log end did not move back');
 
 -- retention: compact alone keeps old segments, compact,delete drops them
 SELECT mq.create_topic('keep', 1, '{"cleanup.policy": "compact", "segment.records": 5, "retention.ms": 0}');
