@@ -18,7 +18,8 @@
 -- maintenance transaction's snapshot; producers and readers never wait for
 -- it.  A later pass (in another transaction, once the removal committed)
 -- rewrites the segments that lost records with CLUSTER to give the space
--- back: that takes ACCESS EXCLUSIVE on one closed segment for the length
+-- back, once no transaction older than the pass remains in the database
+-- (CLUSTER keeps what an open snapshot may still see): that takes ACCESS EXCLUSIVE on one closed segment for the length
 -- of its copy, tried with a short lock_timeout so that a long reader of
 -- that segment postpones the rewrite instead of queueing others behind it.
 -------------------------------------------------------------------------------
@@ -43,6 +44,7 @@ CREATE TABLE mq.cleaner_rewrite (
     base_offset bigint NOT NULL,
     removed     bigint NOT NULL,
     pass_xid    xid8 NOT NULL,
+    passed_at   timestamptz NOT NULL,
     PRIMARY KEY (topic_id, partition, base_offset),
     FOREIGN KEY (topic_id, partition, base_offset) REFERENCES mq.segment ON DELETE CASCADE
 );
@@ -126,6 +128,11 @@ BEGIN
                JOIN mq.segment sg USING (topic_id, partition, base_offset)
               WHERE w.topic_id = p_topic_id AND w.partition = p_partition
                 AND w.pass_xid <> pg_current_xact_id()
+                -- no snapshot here may still see the removed records: CLUSTER
+                -- would keep them, and the space would never come back
+                AND NOT EXISTS (SELECT 1 FROM pg_stat_activity a
+                                 WHERE a.datname = current_database() AND a.pid <> pg_backend_pid()
+                                   AND a.backend_xmin IS NOT NULL AND a.xact_start <= w.passed_at)
               ORDER BY w.base_offset LOOP
         BEGIN
             PERFORM set_config('lock_timeout', '200ms', true);
@@ -182,12 +189,13 @@ BEGIN
      WHERE c.topic_id = p_topic_id AND c.partition = p_partition
        AND c.cleaned_at <= v_now - v_dr * interval '1 millisecond';
     v_removed := mq._compact_delete(st.relid, st.log_start_offset, v_cp, v_ce, v_tomb);
-    INSERT INTO mq.cleaner_rewrite (topic_id, partition, base_offset, removed, pass_xid)
-    SELECT p_topic_id, p_partition, sg.base_offset, r.value::bigint, pg_current_xact_id()
+    INSERT INTO mq.cleaner_rewrite (topic_id, partition, base_offset, removed, pass_xid, passed_at)
+    SELECT p_topic_id, p_partition, sg.base_offset, r.value::bigint, pg_current_xact_id(), v_now
       FROM jsonb_each_text(v_removed) r
       JOIN mq.segment sg ON sg.relid = r.key::regclass
     ON CONFLICT (topic_id, partition, base_offset) DO UPDATE
-       SET removed = mq.cleaner_rewrite.removed + EXCLUDED.removed, pass_xid = EXCLUDED.pass_xid;
+       SET removed = mq.cleaner_rewrite.removed + EXCLUDED.removed, pass_xid = EXCLUDED.pass_xid,
+           passed_at = EXCLUDED.passed_at;
     PERFORM mq._invalidate(st.relid);   -- readers cache the cleaner point (topic.c)
     INSERT INTO mq.cleaner_pass (topic_id, partition, clean_end, cleaned_at, removed)
     SELECT p_topic_id, p_partition, v_ce, v_now, coalesce(sum(r.value::bigint), 0)

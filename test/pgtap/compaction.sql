@@ -7,7 +7,7 @@
 \set ON_ERROR_STOP on
 SET client_min_messages = warning;
 CREATE EXTENSION IF NOT EXISTS dblink;
-SELECT plan(49);
+SELECT plan(52);
 
 CREATE FUNCTION pg_temp.offsets(p_topic text, p_from bigint DEFAULT 0, p_max integer DEFAULT 1000) RETURNS text
 LANGUAGE sql AS $$ SELECT string_agg(msg_offset::text, ',' ORDER BY msg_offset) FROM mq.fetch(p_topic, 0, p_from, p_max) $$;
@@ -39,7 +39,20 @@ SELECT count(*) FROM mq.send_batch('cmp',
        FROM generate_series(0, 34) i),
     (SELECT array_agg(CASE WHEN i = 29 THEN NULL ELSE 'v' || i END ORDER BY i) FROM generate_series(0, 34) i),
     partition => 0);
+-- a reader whose snapshot is older than the pass
+SELECT dblink_connect('reader', format('host=%s port=%s dbname=%s user=%s',
+    split_part(current_setting('unix_socket_directories'), ',', 1),
+    current_setting('port'), current_database(), current_user));
+SELECT dblink_exec('reader', 'BEGIN ISOLATION LEVEL REPEATABLE READ');
+SELECT * FROM dblink('reader', 'SELECT 1') AS t(n int);   -- takes the snapshot, locks no segment
 SELECT is(mq.compact('cmp'), 26::bigint, 'the pass removed every superseded record of the closed segments');
+SELECT is(mq.compact('cmp'), 0::bigint, 'nothing dirty: no pass');
+SELECT is((SELECT removed_awaiting_rewrite FROM mq.compaction WHERE topic = 'cmp'), 26::numeric,
+          'no rewrite while a snapshot older than the pass is open');
+SELECT is((SELECT n FROM dblink('reader', 'SELECT count(*) FROM mq.fetch(''cmp'', 0, 0, 1000)') AS t(n bigint)), 35::bigint,
+          'that snapshot still sees every record');
+SELECT dblink_exec('reader', 'COMMIT');
+SELECT dblink_disconnect('reader');
 SELECT is(pg_temp.offsets('cmp'), '4,27,28,29,30,31,32,33,34',
           'survivors keep their offsets; the null key stays; the segment being written is untouched');
 SELECT is(pg_temp.cleaner_point('cmp'), 30::bigint, 'the cleaner point is the end of the cleaned segments');
