@@ -19,7 +19,12 @@ BEGIN
         v_created := v_created + mq._ensure_segments(p_topic_id, v_partition);
     END LOOP;
     PERFORM mq.apply_retention(p_topic);
-    PERFORM mq.compact(p_topic);    -- src/sql/72_compaction.sql
+    -- a failed pass (src/sql/72_compaction.sql) must not undo the rest
+    BEGIN
+        PERFORM mq.compact(p_topic);
+    EXCEPTION WHEN OTHERS THEN
+        RAISE WARNING 'mq maintenance could not compact topic "%": %', p_topic, SQLERRM;
+    END;
     RETURN v_created;
 END $$;
 

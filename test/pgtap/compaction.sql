@@ -7,7 +7,7 @@
 \set ON_ERROR_STOP on
 SET client_min_messages = warning;
 CREATE EXTENSION IF NOT EXISTS dblink;
-SELECT plan(52);
+SELECT plan(54);
 
 CREATE FUNCTION pg_temp.offsets(p_topic text, p_from bigint DEFAULT 0, p_max integer DEFAULT 1000) RETURNS text
 LANGUAGE sql AS $$ SELECT string_agg(msg_offset::text, ',' ORDER BY msg_offset) FROM mq.fetch(p_topic, 0, p_from, p_max) $$;
@@ -159,6 +159,25 @@ SELECT count(*) FROM mq.send_batch('maint', (SELECT array_agg('k'::text) FROM ge
                                    (SELECT array_agg('v'::text) FROM generate_series(1, 12)), partition => 0);
 SELECT mq.run_maintenance();
 SELECT is(pg_temp.offsets('maint'), '9,10,11', 'mq.run_maintenance compacts');
+
+-- a failed pass does not undo the rest of the topic's maintenance
+SELECT mq.create_topic('broken', 1, '{"cleanup.policy": "compact,delete", "segment.records": 5,
+                                       "min.cleanable.dirty.ratio": 0}');
+SELECT count(*) FROM mq.send_batch('broken', (SELECT array_agg('k'::text) FROM generate_series(1, 17)),
+                                   (SELECT array_agg('v'::text) FROM generate_series(1, 17)), partition => 0);
+-- retention.bytes that drops exactly the oldest segment
+SELECT mq.alter_topic('broken', jsonb_build_object('retention.bytes',
+    (SELECT sum(bytes) FROM mq.segments WHERE topic = 'broken')
+    - (SELECT bytes FROM mq.segments WHERE topic = 'broken' AND base_offset = 0)));
+ALTER FUNCTION mq._compact_delete(regclass, bigint, bigint, bigint, bigint) RENAME TO _compact_delete_gone;
+SET client_min_messages = error;
+SELECT mq.run_maintenance();
+SET client_min_messages = warning;
+ALTER FUNCTION mq._compact_delete_gone(regclass, bigint, bigint, bigint, bigint) RENAME TO _compact_delete;
+SELECT is((SELECT log_start_offset FROM mq.partitions WHERE topic = 'broken'), 5::bigint,
+          'retention still ran in the round where compaction failed');
+SELECT is((SELECT count(*) FROM mq.cleaner_pass c JOIN mq.topic t USING (topic_id) WHERE t.topic_name = 'broken'),
+          0::bigint, 'and the pass did not happen');
 
 -- fetch reads in physical order and goes back to the index at gaps and
 -- where physical order breaks (as in physical_order.sql: an aborted batch
