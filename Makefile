@@ -33,6 +33,10 @@ src/mq_errcodes.h: src/errcodes.txt scripts/errcodes.sh
 	bash scripts/errcodes.sh c-header $< > $@.tmp && mv $@.tmp $@
 $(OBJS) $(OBJS:.o=.bc): src/mq_errcodes.h
 
+# every object includes src/mq.h: rebuild them all when it changes (a stale
+# object with an old struct layout crashes the server)
+$(OBJS): src/mq.h
+
 # mqctl and mq-broker: broker/Makefile, run by `make`, `make install`
 # (to /usr/local/bin; see docs/cli.md) and `make clean` as well.
 all: broker-all

@@ -460,7 +460,8 @@ write_records(const char *topic_name, MqTopic **topic, int32 partition,
 
 /*
  * Append records to one partition; returns the offset of the first.  The
- * records get consecutive offsets in array order.  With a producer, a batch
+ * records get consecutive offsets in array order.  Callers have checked
+ * the records' sizes (mq_check_record_sizes) before appending anything.  With a producer, a batch
  * that repeats one of the producer's last five returns the offset the
  * original got and writes nothing.
  */

@@ -50,6 +50,7 @@ _PG_init(void)
 	mq_offsets_init();
 	mq_notify_init();
 	mq_acl_init();
+	mq_record_size_init();
 
 	DefineCustomBoolVariable("mq.release_before_flush",
 							 "Producers release the partition lock before waiting for their commit's WAL flush.",

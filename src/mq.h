@@ -17,6 +17,7 @@
 #include "access/htup.h"
 #include "utils/relcache.h"
 #include "utils/snapshot.h"
+#include "utils/jsonb.h"
 #include "utils/timestamp.h"
 #include "executor/spi.h"
 #include "fmgr.h"
@@ -70,6 +71,7 @@ typedef struct MqTopic
 	int32		topic_id;
 	Oid			relid;
 	int32		npartitions;
+	int64		max_message_bytes;	/* the topic's max.message.bytes, -1 if unset */
 	MqPartition *parts;
 } MqTopic;
 
@@ -148,6 +150,12 @@ extern void mq_replica_check_broker(const char *topic_name, int32 partition,
 									MqReplicaState *st);
 extern void mq_replica_check_produce(MqTopic *topic, int32 partition);
 extern void mq_replica_check_leader(MqTopic *topic, int32 partition);
+
+/* record_size.c: max.message.bytes; every leader append checks first */
+extern int	mq_message_max_bytes;
+extern void mq_record_size_init(void);
+extern int64 mq_record_size(bytea *key, bytea *value, Jsonb *headers);
+extern void mq_check_record_sizes(MqTopic *topic, MqRecordIn *recs, int n);
 
 /* notify.c: waking long pollers */
 extern void mq_notify_init(void);

@@ -125,6 +125,8 @@ send_records(FunctionCallInfo fcinfo, MqRecordIn *recs, int n)
 	InitMaterializedSRF(fcinfo, 0);
 	if (n == 0)
 		return;
+	/* max.message.bytes: the whole call fails before anything is appended */
+	mq_check_record_sizes(topic, recs, n);
 
 	for (int i = 0; i < n; i++)
 	{

@@ -163,9 +163,14 @@ mq_replica_await_hwm(PG_FUNCTION_ARGS)
 	int32		epoch = PG_GETARG_INT32(3);
 	int32		min_isr = PG_GETARG_INT32(4);
 	int32		timeout_ms = PG_GETARG_INT32(5);
-	MqTopic    *topic = mq_topic_lookup(topic_name, false);
-	int32		topic_id = topic->topic_id;
+	MqTopic    *topic;
+	int32		topic_id;
 	TimestampTz deadline = TimestampTzPlusMilliseconds(GetCurrentTimestamp(), Max(timeout_ms, 0));
+
+	/* mq.produce's acks=all wait, open to its callers: producers only */
+	mq_acl_check(MQ_RES_TOPIC, topic_name, MQ_ACL_WRITE);
+	topic = mq_topic_lookup(topic_name, false);
+	topic_id = topic->topic_id;
 
 	for (;;)
 	{

@@ -131,8 +131,9 @@ load_topic(MqTopic *t, const char *name)
 	PushActiveSnapshot(GetLatestSnapshot());
 	mq_spi_begin(&spi);
 	arg[0] = CStringGetTextDatum(name);
-	ret = SPI_execute_with_args("SELECT topic_id, relid::oid, partitions FROM mq.topic "
-								"WHERE topic_name = $1",
+	ret = SPI_execute_with_args("SELECT topic_id, relid::oid, partitions, "
+								"       (config OPERATOR(pg_catalog.->>) 'max.message.bytes')::pg_catalog.int8 "
+								"  FROM mq.topic WHERE topic_name = $1",
 								1, argtype, arg, NULL, true, 1);
 	if (ret != SPI_OK_SELECT)
 		elog(ERROR, "mq: topic lookup failed: %s", SPI_result_code_string(ret));
@@ -145,6 +146,9 @@ load_topic(MqTopic *t, const char *name)
 	t->topic_id = DatumGetInt32(SPI_getbinval(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 1, &isnull));
 	t->relid = DatumGetObjectId(SPI_getbinval(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 2, &isnull));
 	t->npartitions = DatumGetInt32(SPI_getbinval(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 3, &isnull));
+	t->max_message_bytes = spi_int64(0, 4, &isnull);
+	if (isnull)
+		t->max_message_bytes = -1;
 	watch(t->relid);
 
 	t->parts = MemoryContextAllocZero(cache_cxt, sizeof(MqPartition) * t->npartitions);

@@ -37,6 +37,11 @@ CREATE FUNCTION mq.send_batch(topic text, keys text[], vals text[], headers json
     RETURNS TABLE (partition integer, msg_offset bigint)
     AS 'MODULE_PATHNAME', 'mq_send_batch_text' LANGUAGE C VOLATILE;
 
+-- The size max.message.bytes (or mq.message_max_bytes) limits: the Kafka
+-- record batch holding this record alone (src/record_size.c).
+CREATE FUNCTION mq.record_size(key bytea, value bytea, headers jsonb DEFAULT NULL) RETURNS bigint
+    AS 'MODULE_PATHNAME', 'mq_record_size_sql' LANGUAGE C IMMUTABLE PARALLEL SAFE;
+
 CREATE FUNCTION mq._lock_producer(producer_id bigint) RETURNS void
     AS 'MODULE_PATHNAME', 'mq_lock_producer' LANGUAGE C STRICT;
 

@@ -14,7 +14,6 @@ CREATE PROCEDURE mq.produce(topic text, keys bytea[], vals bytea[], partition in
 -- schema-qualified instead, and it runs with the caller's rights.
 LANGUAGE plpgsql AS $$
 DECLARE
-    v_id integer := mq._topic_id(topic);
     v_epoch integer;
     v_role text;
     v_min integer;
@@ -27,7 +26,7 @@ BEGIN
     IF acks IN ('all', '-1') THEN
         SELECT s.leader_epoch, s.role, s.min_isr, s.isr
           INTO v_epoch, v_role, v_min, v_isr
-          FROM mq._produce_state(v_id, produce.partition) s;
+          FROM mq._produce_state(topic, produce.partition) s;
         IF v_role = 'leader' AND COALESCE(v_isr, 0) < v_min THEN
             RAISE EXCEPTION 'not enough in-sync replicas for "%" partition %: % in sync, min.insync.replicas is %',
                 topic, produce.partition, COALESCE(v_isr, 0), v_min

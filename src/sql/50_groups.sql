@@ -13,7 +13,16 @@
 -- Members that stop heartbeating are removed after their session timeout
 -- by maintenance (or by any later call on the group).  A static member
 -- (instance id) that rejoins gets a new member id and keeps its partitions
--- without a rebalance; the old member id is fenced.
+-- without a rebalance; the old member id is fenced.  A subscribed topic
+-- that gains partitions rebalances the group at its next join, heartbeat
+-- or member poll, or at maintenance (_refresh_metadata).
+--
+-- Locking: every change to a group runs under its consumer_group row lock
+-- (FOR UPDATE).  Assignments are computed in variables and arrays, never
+-- in helper tables: join_group, heartbeat and leave_group run as the
+-- extension owner, and a table the caller created first under the same
+-- name (a temp table with a trigger) would run the caller's code as the
+-- owner.
 -------------------------------------------------------------------------------
 
 CREATE TABLE mq.consumer_group (
@@ -61,8 +70,45 @@ SELECT pg_catalog.pg_extension_config_dump('mq.consumer_group', '');
 SELECT pg_catalog.pg_extension_config_dump('mq.group_member', '');
 SELECT pg_catalog.pg_extension_config_dump('mq.group_assignment', '');
 
+-- The group's members in Kafka's assignor order
+-- (AbstractPartitionAssignor.MemberInfo.compareTo): static members first,
+-- by instance id, then dynamic members by member id; ids compare as Java
+-- strings do (byte order here, whatever the database's collation).
+CREATE FUNCTION mq._members_ordered(p_group text)
+RETURNS TABLE (member_id text, topics integer[], ord integer)
+LANGUAGE sql STABLE SET search_path = pg_catalog, pg_temp AS $$
+    SELECT m.member_id, m.topics,
+           (row_number() OVER (ORDER BY m.instance_id IS NULL, m.instance_id COLLATE "C",
+                                        m.member_id COLLATE "C"))::integer
+      FROM mq.group_member m WHERE m.group_id = p_group
+$$;
+
+-- Every partition of the topics the group's members subscribe to, sorted
+-- by topic name (byte order) and partition, as the assignors see them.
+CREATE FUNCTION mq._group_partitions(p_group text)
+RETURNS TABLE (topic_id integer, partition integer, ord bigint)
+LANGUAGE sql STABLE SET search_path = pg_catalog, pg_temp AS $$
+    SELECT t.topic_id, p.p, row_number() OVER (ORDER BY t.topic_name COLLATE "C", p.p)
+      FROM mq.topic t CROSS JOIN LATERAL generate_series(0, t.partitions - 1) p(p)
+     WHERE EXISTS (SELECT 1 FROM mq.group_member m WHERE m.group_id = p_group AND t.topic_id = ANY (m.topics))
+$$;
+
+-- Whether the group's assignment no longer covers the partitions its
+-- members subscribe to: a subscribed topic gained partitions
+-- (mq.add_partitions) since the last rebalance.  Kafka's consumers notice
+-- this in their metadata and rejoin; here the group's next join,
+-- heartbeat or member poll, or maintenance, rebalances.  After a
+-- rebalance the assignment has one row per subscribed partition, and
+-- partitions are never removed, so counting suffices.
+CREATE FUNCTION mq._metadata_changed(p_group text) RETURNS boolean
+LANGUAGE sql STABLE SET search_path = pg_catalog, pg_temp AS $$
+    SELECT coalesce((SELECT sum(t.partitions) FROM mq.topic t
+                      WHERE EXISTS (SELECT 1 FROM mq.group_member m
+                                     WHERE m.group_id = p_group AND t.topic_id = ANY (m.topics))), 0)
+           <> (SELECT count(*) FROM mq.group_assignment a WHERE a.group_id = p_group)
+$$;
+
 -- The target assignment of a group's current members, by its assignor.
--- Members are ordered by instance id (static) or member id, as Kafka does.
 CREATE FUNCTION mq._assign(p_group text)
 RETURNS TABLE (topic_id integer, partition integer, member_id text)
 LANGUAGE plpgsql STABLE SET search_path = pg_catalog, pg_temp AS $$
@@ -71,40 +117,23 @@ DECLARE
 BEGIN
     SELECT g.assignor INTO v_assignor FROM mq.consumer_group g WHERE g.group_id = p_group;
     IF v_assignor = 'range' THEN
-        -- per topic, contiguous ranges: n / m each, the first n % m one more
+        -- RangeAssignor: per topic, its subscribers in member order get
+        -- contiguous ranges: n / m each, the first n % m one more
         RETURN QUERY
         WITH subs AS (
-            SELECT t.topic_id, m.member_id,
-                   row_number() OVER (PARTITION BY t.topic_id ORDER BY coalesce(m.instance_id, m.member_id)) - 1 AS idx,
+            SELECT t.topic_id, o.member_id,
+                   row_number() OVER (PARTITION BY t.topic_id ORDER BY o.ord) - 1 AS idx,
                    count(*) OVER (PARTITION BY t.topic_id) AS nm,
                    t.partitions AS np
-              FROM mq.group_member m
-              JOIN mq.topic t ON t.topic_id = ANY (m.topics)
-             WHERE m.group_id = p_group)
+              FROM mq._members_ordered(p_group) o
+              JOIN mq.topic t ON t.topic_id = ANY (o.topics))
         SELECT s.topic_id, p.p, s.member_id
           FROM subs s
          CROSS JOIN LATERAL generate_series(
                (s.idx * (s.np / s.nm) + least(s.idx, s.np % s.nm))::int,
                ((s.idx + 1) * (s.np / s.nm) + least(s.idx + 1, s.np % s.nm) - 1)::int) AS p(p);
     ELSIF v_assignor = 'roundrobin' THEN
-        -- all topic-partitions in order, dealt to the members in turn
-        -- (members not subscribed to a topic are skipped for it)
-        RETURN QUERY
-        WITH members AS (
-            SELECT m.member_id, m.topics,
-                   row_number() OVER (ORDER BY coalesce(m.instance_id, m.member_id)) - 1 AS idx,
-                   count(*) OVER () AS nm
-              FROM mq.group_member m WHERE m.group_id = p_group),
-        tps AS (
-            SELECT t.topic_id, p.p, row_number() OVER (ORDER BY t.topic_name, p.p) - 1 AS k
-              FROM mq.topic t CROSS JOIN LATERAL generate_series(0, t.partitions - 1) p(p)
-             WHERE EXISTS (SELECT 1 FROM members m WHERE t.topic_id = ANY (m.topics)))
-        SELECT x.topic_id, x.p, x.member_id FROM (
-            SELECT tp.topic_id, tp.p, m.member_id,
-                   row_number() OVER (PARTITION BY tp.topic_id, tp.p
-                                      ORDER BY (m.idx - tp.k % m.nm + m.nm) % m.nm) AS pick
-              FROM tps tp JOIN members m ON tp.topic_id = ANY (m.topics)) x
-         WHERE x.pick = 1;
+        RETURN QUERY SELECT * FROM mq._assign_roundrobin(p_group);
     ELSE
         -- cooperative-sticky: every member keeps what it owns up to its
         -- quota; the rest goes to the least-loaded subscribed members
@@ -112,120 +141,185 @@ BEGIN
     END IF;
 END $$;
 
-CREATE FUNCTION mq._assign_sticky(p_group text)
+-- RoundRobinAssignor: all subscribed topic-partitions in order, dealt by
+-- a circular pointer over the members in member order; for each
+-- partition the pointer moves on past members not subscribed to its
+-- topic, and after an assignment it moves to the next member.
+CREATE FUNCTION mq._assign_roundrobin(p_group text)
 RETURNS TABLE (topic_id integer, partition integer, member_id text)
-LANGUAGE plpgsql SET search_path = pg_catalog, pg_temp AS $$
+LANGUAGE plpgsql STABLE SET search_path = pg_catalog, pg_temp AS $$
 DECLARE
     v_members text[];
+    v_n integer;
+    v_ptr integer := 1;    -- position in v_members
+    r record;
+BEGIN
+    SELECT array_agg(o.member_id ORDER BY o.ord) INTO v_members FROM mq._members_ordered(p_group) o;
+    v_n := coalesce(cardinality(v_members), 0);
+    FOR r IN
+        SELECT gp.topic_id AS tid, gp.partition AS pn,
+               (SELECT array_agg(o.ord) FROM mq._members_ordered(p_group) o
+                 WHERE gp.topic_id = ANY (o.topics)) AS subscribers
+          FROM mq._group_partitions(p_group) gp
+         ORDER BY gp.ord
+    LOOP
+        WHILE NOT (v_ptr = ANY (r.subscribers)) LOOP
+            v_ptr := v_ptr % v_n + 1;
+        END LOOP;
+        topic_id := r.tid;
+        partition := r.pn;
+        member_id := v_members[v_ptr];
+        RETURN NEXT;
+        v_ptr := v_ptr % v_n + 1;
+    END LOOP;
+END $$;
+
+-- cooperative-sticky.  Built in variables, not in a helper table: these
+-- run as the extension owner, where a table the caller created first (a
+-- temp table with a trigger) would run the caller's code as the owner.
+CREATE FUNCTION mq._assign_sticky(p_group text)
+RETURNS TABLE (topic_id integer, partition integer, member_id text)
+LANGUAGE plpgsql STABLE SET search_path = pg_catalog, pg_temp AS $$
+DECLARE
+    v_members text[];      -- in member order
+    v_load integer[];      -- partitions given to each of v_members so far
+    v_tid integer[] := '{}';
+    v_part integer[] := '{}';
+    v_who text[] := '{}';
     v_total integer;
     v_floor integer;
     v_extra integer;       -- members that may hold one more than the floor
+    v_i integer;
     r record;
-    v_best text;
 BEGIN
-    SELECT array_agg(m.member_id ORDER BY coalesce(m.instance_id, m.member_id)) INTO v_members
-      FROM mq.group_member m WHERE m.group_id = p_group;
-    CREATE TEMP TABLE IF NOT EXISTS mq_sticky (topic_id int, partition int, member_id text) ON COMMIT DROP;
-    TRUNCATE mq_sticky;
+    SELECT array_agg(o.member_id ORDER BY o.ord) INTO v_members FROM mq._members_ordered(p_group) o;
     IF v_members IS NULL THEN
         RETURN;
     END IF;
-    SELECT count(*) INTO v_total
-      FROM mq.topic t CROSS JOIN LATERAL generate_series(0, t.partitions - 1) p
-     WHERE EXISTS (SELECT 1 FROM mq.group_member m WHERE m.group_id = p_group AND t.topic_id = ANY (m.topics));
+    v_load := array_fill(0, ARRAY[cardinality(v_members)]);
+    SELECT count(*) INTO v_total FROM mq._group_partitions(p_group);
     v_floor := v_total / cardinality(v_members);
     v_extra := v_total % cardinality(v_members);
 
-    -- keep current ownership (the future owner of a revoking partition), up to the floor
-    INSERT INTO mq_sticky
-    SELECT k.topic_id, k.partition, k.who FROM (
-        SELECT a.topic_id, a.partition, coalesce(a.target, a.owner) AS who,
-               row_number() OVER (PARTITION BY coalesce(a.target, a.owner) ORDER BY a.topic_id, a.partition) AS n
-          FROM mq.group_assignment a
-          JOIN mq.group_member m ON m.group_id = a.group_id AND m.member_id = coalesce(a.target, a.owner)
-                                AND a.topic_id = ANY (m.topics)
-         WHERE a.group_id = p_group) k
-     WHERE k.n <= v_floor;
-    -- then one more each for up to v_extra members that own one more
+    -- keep current ownership (the future owner of a revoking partition), up
+    -- to the floor; then one more each for up to v_extra members
     FOR r IN
-        SELECT a.topic_id, a.partition, coalesce(a.target, a.owner) AS who
-          FROM mq.group_assignment a
-          JOIN mq.group_member m ON m.group_id = a.group_id AND m.member_id = coalesce(a.target, a.owner)
-                                AND a.topic_id = ANY (m.topics)
-         WHERE a.group_id = p_group
-           AND NOT EXISTS (SELECT 1 FROM mq_sticky s WHERE s.topic_id = a.topic_id AND s.partition = a.partition)
-         ORDER BY a.topic_id, a.partition
+        SELECT k.topic_id AS tid, k.partition AS pn, k.who, k.n <= v_floor AS within FROM (
+            SELECT a.topic_id, a.partition, coalesce(a.target, a.owner) AS who,
+                   row_number() OVER (PARTITION BY coalesce(a.target, a.owner) ORDER BY a.topic_id, a.partition) AS n
+              FROM mq.group_assignment a
+              JOIN mq.group_member m ON m.group_id = a.group_id AND m.member_id = coalesce(a.target, a.owner)
+                                    AND a.topic_id = ANY (m.topics)
+             WHERE a.group_id = p_group) k
+         ORDER BY k.n > v_floor, k.topic_id, k.partition
     LOOP
-        EXIT WHEN v_extra = 0;
-        IF (SELECT count(*) FROM mq_sticky s WHERE s.member_id = r.who) = v_floor THEN
-            INSERT INTO mq_sticky VALUES (r.topic_id, r.partition, r.who);
+        v_i := array_position(v_members, r.who);
+        IF NOT r.within THEN
+            EXIT WHEN v_extra = 0;
+            CONTINUE WHEN v_load[v_i] <> v_floor;
             v_extra := v_extra - 1;
         END IF;
+        v_tid := v_tid || r.tid;
+        v_part := v_part || r.pn;
+        v_who := v_who || r.who;
+        v_load[v_i] := v_load[v_i] + 1;
     END LOOP;
-    -- everything else to the least-loaded member subscribed to its topic
+    -- everything else to the least-loaded member subscribed to its topic,
+    -- the first in member order among equals
     FOR r IN
-        SELECT t.topic_id, p.p AS partition
-          FROM mq.topic t CROSS JOIN LATERAL generate_series(0, t.partitions - 1) p(p)
-         WHERE EXISTS (SELECT 1 FROM mq.group_member m WHERE m.group_id = p_group AND t.topic_id = ANY (m.topics))
-           AND NOT EXISTS (SELECT 1 FROM mq_sticky s WHERE s.topic_id = t.topic_id AND s.partition = p.p)
-         ORDER BY t.topic_name, p.p
+        SELECT gp.topic_id AS tid, gp.partition AS pn
+          FROM mq._group_partitions(p_group) gp
+         WHERE NOT EXISTS (SELECT 1 FROM unnest(v_tid, v_part) AS k(t, p)
+                            WHERE k.t = gp.topic_id AND k.p = gp.partition)
+         ORDER BY gp.ord
     LOOP
-        SELECT m.member_id INTO v_best
-          FROM mq.group_member m
-          LEFT JOIN LATERAL (SELECT count(*) AS n FROM mq_sticky s WHERE s.member_id = m.member_id) c ON true
-         WHERE m.group_id = p_group AND r.topic_id = ANY (m.topics)
-         ORDER BY c.n, array_position(v_members, m.member_id)
+        SELECT u.i::integer INTO v_i
+          FROM unnest(v_load) WITH ORDINALITY AS u(n, i)
+          JOIN mq.group_member m ON m.group_id = p_group AND m.member_id = v_members[u.i::integer]
+         WHERE r.tid = ANY (m.topics)
+         ORDER BY u.n, u.i
          LIMIT 1;
-        INSERT INTO mq_sticky VALUES (r.topic_id, r.partition, v_best);
+        v_tid := v_tid || r.tid;
+        v_part := v_part || r.pn;
+        v_who := v_who || v_members[v_i];
+        v_load[v_i] := v_load[v_i] + 1;
     END LOOP;
-    RETURN QUERY SELECT s.topic_id, s.partition, s.member_id FROM mq_sticky s;
+    RETURN QUERY SELECT * FROM unnest(v_tid, v_part, v_who);
 END $$;
 
 -- A new generation with a new assignment.  Eager assignors revoke every
--- owned partition; cooperative-sticky revokes only those that move.
+-- owned partition; cooperative-sticky revokes only those that move.  The
+-- target is held in arrays, not in a helper table (see _assign_sticky).
 CREATE FUNCTION mq._rebalance(p_group text) RETURNS void
 LANGUAGE plpgsql SET search_path = pg_catalog, pg_temp AS $$
 DECLARE
     v_cooperative boolean;
     v_revoked integer;
+    v_t integer[];
+    v_p integer[];
+    v_m text[];
 BEGIN
     SELECT g.assignor = 'cooperative-sticky' INTO v_cooperative
       FROM mq.consumer_group g WHERE g.group_id = p_group;
-    CREATE TEMP TABLE IF NOT EXISTS mq_target (topic_id int, partition int, member_id text) ON COMMIT DROP;
-    TRUNCATE mq_target;
-    INSERT INTO mq_target SELECT * FROM mq._assign(p_group);
+    SELECT array_agg(x.topic_id), array_agg(x.partition), array_agg(x.member_id)
+      INTO v_t, v_p, v_m FROM mq._assign(p_group) x;
 
     -- partitions nobody subscribes to any more leave the assignment
     DELETE FROM mq.group_assignment a
      WHERE a.group_id = p_group
-       AND NOT EXISTS (SELECT 1 FROM mq_target t WHERE t.topic_id = a.topic_id AND t.partition = a.partition);
+       AND NOT EXISTS (SELECT 1 FROM unnest(v_t, v_p) AS t(topic_id, partition)
+                        WHERE t.topic_id = a.topic_id AND t.partition = a.partition);
     INSERT INTO mq.group_assignment (group_id, topic_id, partition)
-    SELECT p_group, t.topic_id, t.partition FROM mq_target t
+    SELECT p_group, t.topic_id, t.partition FROM unnest(v_t, v_p) AS t(topic_id, partition)
     ON CONFLICT DO NOTHING;
 
     IF v_cooperative THEN
         SELECT count(*) INTO v_revoked
-          FROM mq.group_assignment a JOIN mq_target t USING (topic_id, partition)
+          FROM mq.group_assignment a JOIN unnest(v_t, v_p, v_m) AS t(topic_id, partition, member_id)
+               USING (topic_id, partition)
          WHERE a.group_id = p_group AND a.owner IS NOT NULL AND a.owner <> t.member_id;
         UPDATE mq.group_assignment a
            SET owner = CASE WHEN a.owner IS NULL OR a.owner = t.member_id THEN t.member_id ELSE a.owner END,
                target = t.member_id,
                revoking = a.owner IS NOT NULL AND a.owner <> t.member_id,
                announced = false
-          FROM mq_target t
+          FROM unnest(v_t, v_p, v_m) AS t(topic_id, partition, member_id)
          WHERE a.group_id = p_group AND a.topic_id = t.topic_id AND a.partition = t.partition;
     ELSE
         SELECT count(*) INTO v_revoked
           FROM mq.group_assignment a WHERE a.group_id = p_group AND a.owner IS NOT NULL;
         UPDATE mq.group_assignment a
            SET owner = t.member_id, target = t.member_id, revoking = false, announced = false
-          FROM mq_target t
+          FROM unnest(v_t, v_p, v_m) AS t(topic_id, partition, member_id)
          WHERE a.group_id = p_group AND a.topic_id = t.topic_id AND a.partition = t.partition;
     END IF;
     UPDATE mq.consumer_group
        SET generation = generation + 1, rebalances = rebalances + 1,
            last_revoked = v_revoked, updated_at = now()
      WHERE group_id = p_group;
+END $$;
+
+-- Rebalance the groups (or one group) whose subscribed topics gained
+-- partitions (see _metadata_changed); maintenance calls it for all
+-- groups.  A group locked by one of its members is skipped: that
+-- member's call rebalances it.  Returns the number of groups rebalanced.
+CREATE FUNCTION mq._refresh_metadata(p_group text DEFAULT NULL) RETURNS integer
+LANGUAGE plpgsql SET search_path = pg_catalog, pg_temp AS $$
+DECLARE
+    v_group text;
+    v_n integer := 0;
+BEGIN
+    FOR v_group IN
+        SELECT g.group_id FROM mq.consumer_group g
+         WHERE (p_group IS NULL OR g.group_id = p_group) AND mq._metadata_changed(g.group_id)
+    LOOP
+        PERFORM 1 FROM mq.consumer_group g WHERE g.group_id = v_group FOR UPDATE SKIP LOCKED;
+        IF FOUND AND mq._metadata_changed(v_group) THEN
+            PERFORM mq._rebalance(v_group);
+            v_n := v_n + 1;
+        END IF;
+    END LOOP;
+    RETURN v_n;
 END $$;
 
 -- Remove members whose session timed out; rebalance their groups.
@@ -359,6 +453,8 @@ BEGIN
 
     IF v_changed THEN
         PERFORM mq._rebalance(v_group);
+    ELSE
+        PERFORM mq._refresh_metadata(v_group);
     END IF;
     member := v_member;
     SELECT g.generation INTO generation FROM mq.consumer_group g WHERE g.group_id = v_group;
@@ -367,18 +463,32 @@ END $$;
 
 -- Keep the session alive and learn the assignment.  A partition the member
 -- must give up is returned once as 'revoking'; the next heartbeat releases
--- it to its new owner.
+-- it to its new owner.  With generation_id, a heartbeat from another
+-- generation than the group's is refused (Kafka's ILLEGAL_GENERATION) and
+-- changes nothing: the member rejoins (join_group with its member id) to
+-- learn the current one.  Without it (NULL) the generation is not checked.
+-- The check is against the generation the heartbeat found: what this call
+-- itself then changes (expiring silent members, rebalancing onto new
+-- partitions) comes back in the rows it returns.
 CREATE FUNCTION mq_internal.heartbeat(group_id text, member_id text, generation_id integer, p_caller oid)
     RETURNS TABLE (generation integer, topic text, partition integer, state text)
 LANGUAGE plpgsql SET search_path = pg_catalog, pg_temp AS $$
 DECLARE
     v_group text := heartbeat.group_id;
     v_member text := heartbeat.member_id;
+    v_generation integer;
 BEGIN
     PERFORM mq._authorize(p_caller, 'group', v_group, 'read');
-    PERFORM 1 FROM mq.consumer_group g WHERE g.group_id = v_group FOR UPDATE;
+    SELECT g.generation INTO v_generation FROM mq.consumer_group g WHERE g.group_id = v_group FOR UPDATE;
     PERFORM mq._expire_members(v_group);
     PERFORM mq._check_member(v_group, v_member);
+    IF heartbeat.generation_id IS NOT NULL AND heartbeat.generation_id <> v_generation THEN
+        RAISE EXCEPTION 'stale generation % for group "%": the current generation is %',
+            heartbeat.generation_id, v_group, v_generation
+            USING ERRCODE = 'MQ030',
+                  HINT = 'The group rebalanced; join again with mq.join_group(..., member_id => ...) for the current generation.';
+    END IF;
+    PERFORM mq._refresh_metadata(v_group);
     UPDATE mq.group_member m SET last_heartbeat = clock_timestamp()
      WHERE m.group_id = v_group AND m.member_id = v_member;
     UPDATE mq.group_assignment a SET owner = a.target, revoking = false, announced = false
@@ -426,10 +536,16 @@ CREATE FUNCTION mq.leave_group(group_id text, member_id text) RETURNS void
     AS 'MODULE_PATHNAME', 'mq_call_as_owner' LANGUAGE C VOLATILE;
 
 -- Partitions of a topic the member owns (for mq.poll with member_id).
+-- A poll, like a heartbeat, first rebalances a group whose topics gained
+-- partitions (not in a read-only transaction; a group that another
+-- transaction holds is left to that one).
 CREATE FUNCTION mq._member_partitions(p_group text, p_topic_id integer, p_member text) RETURNS integer[]
 LANGUAGE plpgsql SET search_path = pg_catalog, pg_temp AS $$
 BEGIN
     PERFORM mq._check_member(p_group, p_member);
+    IF current_setting('transaction_read_only') = 'off' AND mq._metadata_changed(p_group) THEN
+        PERFORM mq._refresh_metadata(p_group);
+    END IF;
     RETURN ARRAY(SELECT a.partition FROM mq.group_assignment a
                   WHERE a.group_id = p_group AND a.topic_id = p_topic_id AND a.owner = p_member);
 END $$;

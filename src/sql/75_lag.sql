@@ -54,24 +54,52 @@ BEGIN
     RETURN NULL;
 END $$;
 
--- Time left before retention.ms deletes the segment holding a group's next
--- record: that segment goes once its newest record is older than
--- retention.ms (and it is closed).  NULL without time retention.
+-- The shortest time in which retention.ms can delete the segment holding a
+-- group's next record (NULL without time retention).  Retention drops only
+-- closed segments, once their newest record is older than retention.ms:
+--   a closed segment: until its newest record is older than retention.ms,
+--     zero once it is (the next maintenance drops it), never negative;
+--   the segment being written: it must close first.  Filled by new
+--     records, its newest record is then at least as new as now: at least
+--     retention.ms.  Rolled by segment.ms (at its first record's time plus
+--     segment.ms) with no new record: once that time has come and its
+--     newest record is older than retention.ms.  The smaller of the two.
 CREATE FUNCTION mq._retention_headroom(p_topic_id integer, p_partition integer, p_offset bigint)
 RETURNS interval
 LANGUAGE plpgsql STABLE SECURITY DEFINER SET search_path = pg_catalog, pg_temp AS $$
 DECLARE
     v_ms bigint;
+    v_segment_ms bigint;
     v_rel regclass;
+    v_base bigint;
+    v_end bigint;
+    v_expiry timestamptz;      -- when its newest record is older than retention.ms
+    v_headroom interval;
 BEGIN
-    SELECT (t.config->>'retention.ms')::bigint INTO v_ms FROM mq.topic t WHERE t.topic_id = p_topic_id;
+    SELECT (t.config->>'retention.ms')::bigint, (t.config->>'segment.ms')::bigint INTO v_ms, v_segment_ms
+      FROM mq.topic t WHERE t.topic_id = p_topic_id;
     IF v_ms IS NULL OR v_ms < 0 THEN
         RETURN NULL;
     END IF;
-    SELECT s.relid INTO v_rel FROM mq.segment s
+    SELECT s.relid, s.base_offset, s.end_offset INTO v_rel, v_base, v_end FROM mq.segment s
      WHERE s.topic_id = p_topic_id AND s.partition = p_partition
        AND s.base_offset <= p_offset AND p_offset < s.end_offset;
-    RETURN mq._segment_last_time(v_rel) + v_ms * interval '1 millisecond' - now();
+    IF v_rel IS NULL THEN
+        RETURN NULL;
+    END IF;
+    v_expiry := mq._segment_last_time(v_rel) + v_ms * interval '1 millisecond';
+    IF v_end <= mq._log_end_offset(p_topic_id, p_partition) THEN
+        v_headroom := v_expiry - clock_timestamp();
+    ELSE
+        v_headroom := v_ms * interval '1 millisecond';
+        IF v_segment_ms IS NOT NULL THEN
+            v_headroom := least(v_headroom,
+                                greatest(mq._offset_time(p_topic_id, p_partition, v_base)
+                                         + v_segment_ms * interval '1 millisecond', v_expiry)
+                                - clock_timestamp());
+        END IF;
+    END IF;
+    RETURN greatest(v_headroom, interval '0');
 END $$;
 
 CREATE VIEW mq.consumer_lag AS

@@ -1,7 +1,8 @@
 -------------------------------------------------------------------------------
 -- Maintenance: called by the background worker when the library is
 -- preloaded, or by any scheduler otherwise.  Creates segments ahead,
--- applies retention, expires silent group members and producer ids, and
+-- applies retention, expires silent group members and producer ids,
+-- rebalances groups whose topics gained partitions, and
 -- samples lag.  Returns the number of segments created.
 -------------------------------------------------------------------------------
 
@@ -45,10 +46,22 @@ BEGIN
             RAISE WARNING 'mq maintenance skipped topic "%": %', r.topic_name, SQLERRM;
         END;
     END LOOP;
+    -- a dropped role's grants and topic ownership go, so that a new role
+    -- that gets the same OID inherits nothing (roles have no dependency
+    -- records on mq's rows)
+    DELETE FROM mq.acl a
+     WHERE a.grantee IS NOT NULL AND NOT EXISTS (SELECT 1 FROM pg_roles ro WHERE ro.oid = a.grantee);
+    UPDATE mq.topic t SET owner = NULL
+     WHERE t.owner IS NOT NULL AND NOT EXISTS (SELECT 1 FROM pg_roles ro WHERE ro.oid = t.owner);
     BEGIN
         PERFORM mq._expire_members();
     EXCEPTION WHEN OTHERS THEN
         RAISE WARNING 'mq maintenance could not expire group members: %', SQLERRM;
+    END;
+    BEGIN
+        PERFORM mq._refresh_metadata();
+    EXCEPTION WHEN OTHERS THEN
+        RAISE WARNING 'mq maintenance could not rebalance groups onto new partitions: %', SQLERRM;
     END;
     BEGIN
         PERFORM mq.sample_lag();

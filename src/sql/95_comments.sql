@@ -77,6 +77,8 @@ COMMENT ON FUNCTION mq.send_batch(text, bytea[], bytea[], jsonb[], integer, bigi
     'appends a batch of records (arrays of keys, values and optional headers) in one call; returns each record''s partition and offset';
 COMMENT ON FUNCTION mq.send_batch(text, text[], text[], jsonb[], integer, bigint, integer, integer) IS
     'appends a batch of records with text keys and values; returns each record''s partition and offset';
+COMMENT ON FUNCTION mq.record_size(bytea, bytea, jsonb) IS
+    'the size max.message.bytes limits: the Kafka record batch holding this record alone (61 bytes of header, key, value and headers with their lengths); see docs/sql.md#record-size';
 COMMENT ON FUNCTION mq.init_producer(text) IS
     'registers an idempotent producer, or for a transactional id bumps its epoch and fences the older instance; returns producer id and epoch';
 COMMENT ON FUNCTION mq._lock_producer(bigint) IS
@@ -106,11 +108,21 @@ COMMENT ON TABLE mq.fenced_member IS
 COMMENT ON FUNCTION mq.join_group(text, text[], text, text, text, integer) IS
     'joins (or rejoins) a consumer group subscribing to topics, with an assignor (range, roundrobin, cooperative-sticky); returns the member id and generation';
 COMMENT ON FUNCTION mq.heartbeat(text, text, integer) IS
-    'keeps a group member alive and returns its assignment (partitions owned, or being revoked) in the current generation';
+    'keeps a group member alive and returns its assignment (partitions owned, or being revoked) in the current generation; a generation_id other than the group''s is refused (MQ030)';
 COMMENT ON FUNCTION mq.leave_group(text, text) IS
     'removes a member from its group, which rebalances';
 COMMENT ON FUNCTION mq._assign(text) IS
-    'internal: the target assignment of a group''s current members by its eager assignor (range or roundrobin)';
+    'internal: the target assignment of a group''s current members by its assignor';
+COMMENT ON FUNCTION mq._assign_roundrobin(text) IS
+    'internal: the roundrobin assignment, as Kafka''s RoundRobinAssignor deals it';
+COMMENT ON FUNCTION mq._members_ordered(text) IS
+    'internal: a group''s members in Kafka''s assignor order (static members by instance id, then member ids)';
+COMMENT ON FUNCTION mq._group_partitions(text) IS
+    'internal: the partitions of the topics a group subscribes to, in the assignors'' order (topic name, partition)';
+COMMENT ON FUNCTION mq._metadata_changed(text) IS
+    'internal: whether a group''s subscribed topics gained partitions since its last rebalance';
+COMMENT ON FUNCTION mq._refresh_metadata(text) IS
+    'internal (group calls, maintenance): rebalances the groups whose subscribed topics gained partitions; returns how many';
 COMMENT ON FUNCTION mq._assign_sticky(text) IS
     'internal: the target assignment by cooperative-sticky, keeping owners where the balance allows';
 COMMENT ON FUNCTION mq._rebalance(text) IS
@@ -236,7 +248,7 @@ COMMENT ON FUNCTION mq.sample_lag(interval) IS
 COMMENT ON FUNCTION mq._offset_time(integer, integer, bigint) IS
     'internal: the time a record was appended (null outside the log)';
 COMMENT ON FUNCTION mq._retention_headroom(integer, integer, bigint) IS
-    'internal: time left before retention.ms deletes the segment holding an offset (null without time retention)';
+    'internal: the shortest time in which retention.ms can delete the segment holding an offset, never negative (null without time retention)';
 COMMENT ON VIEW mq.consumer_lag IS
     'per group and partition: committed offset, lag, age of the oldest unconsumed record, retention headroom, records lost and trend';
 COMMENT ON VIEW mq.partition_stats IS
@@ -287,5 +299,5 @@ COMMENT ON FUNCTION mq._acl_rows(text, text, text, text, text, text) IS
     'internal: the mq.acl rows one grant or revoke call names (operation list, prefix, PUBLIC resolved)';
 COMMENT ON FUNCTION mq._authorize_grant(oid, text, text, text) IS
     'internal: raises 42501 unless the role may grant on the resource (alter on the cluster, or the topic''s owner)';
-COMMENT ON FUNCTION mq._produce_state(integer, integer) IS
-    'internal: leader epoch, role, min.insync.replicas and ISR size of a partition, for mq.produce';
+COMMENT ON FUNCTION mq._produce_state(text, integer) IS
+    'internal: leader epoch, role, min.insync.replicas and ISR size of a partition, for mq.produce (producers of the topic only)';

@@ -16,7 +16,7 @@ GRANT EXECUTE ON FUNCTION mq.validate_config(jsonb), mq.murmur2(bytea),
     mq.has_topic_privilege(name, text, text), mq.has_topic_privilege(text, text),
     mq.has_group_privilege(name, text, text), mq.has_group_privilege(text, text),
     -- what mq.produce (the caller's rights) calls besides send_batch
-    mq._topic_id(text), mq._produce_state(integer, integer),
+    mq._produce_state(text, integer),
     mq._replica_await_hwm(text, integer, bigint, integer, integer, integer) TO PUBLIC;
 -- Produce, consume, groups, topic administration, grant and revoke check
 -- the caller's rights on each topic and group themselves (src/acl.c), as
@@ -42,3 +42,6 @@ END $$;
 GRANT SELECT ON mq.consumer_lag, mq.partition_stats, mq.group_members, mq.group_assignments TO pg_monitor;
 GRANT EXECUTE ON FUNCTION mq._offset_time(integer, integer, bigint),
     mq._retention_headroom(integer, integer, bigint) TO pg_monitor;
+
+-- what max.message.bytes counts (src/record_size.c), for anyone sizing records
+GRANT EXECUTE ON FUNCTION mq.record_size(bytea, bytea, jsonb) TO PUBLIC;

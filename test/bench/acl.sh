@@ -9,8 +9,13 @@
 #   B  batch produce, mq.send_batch of 1,000 x 100 B records per transaction
 #
 # Prints records/s per run, the medians and new/base (goal >= 0.97).
+# Timing on a shared 2-core machine is noisy, so it also counts CPU
+# instructions (valgrind --tool=callgrind, repeatable whatever else runs)
+# of a single-user backend that sends N records one call at a time as the
+# same role, on each build: the difference per call is what the checks
+# cost.
 #
-# Usage: test/bench/acl.sh [--duration S] [--runs N]
+# Usage: test/bench/acl.sh [--duration S] [--runs N] [--calls N]
 # Environment: BASE_REV (default 1837dfc), BENCH_DURATION (10), BENCH_RUNS (3).
 set -euo pipefail
 
@@ -23,10 +28,12 @@ mq_pg_paths || mq_die "PostgreSQL 15 (pg_config) not found"
 DURATION="${BENCH_DURATION:-10}"
 RUNS="${BENCH_RUNS:-3}"
 BASE_REV="${BASE_REV:-1837dfc}"
+CALLS="${BENCH_CALLS:-2000}"
 while (($#)); do
 	case "$1" in
 	--duration) DURATION="$2"; shift 2 ;;
 	--runs) RUNS="$2"; shift 2 ;;
+	--calls) CALLS="$2"; shift 2 ;;
 	*) mq_die "unknown option $1" ;;
 	esac
 done
@@ -89,3 +96,29 @@ for w in "send 1 A_single_send" "batch 1000 B_batch_1000"; do
 	printf '%s median: base %s, with checks %s, ratio %s\n' "$name" "$mb" "$mn" \
 		"$(awk -v a="$mn" -v b="$mb" 'BEGIN { printf "%.3f", a / b }')"
 done
+
+# instructions SIDE: callgrind's instruction count of a single-user backend
+# of that build sending $CALLS records (the cluster is stopped for it)
+instructions() {
+	local side="$1" data="${MQ_CLUSTER_DIR[$1]}/data" out="${MQ_CLUSTER_DIR[$1]}/callgrind.out"
+	as_postgres pg_ctl -D "$data" -m fast -w stop >/dev/null
+	{
+		echo "SET ROLE bench;"
+		for ((i = 0; i < CALLS; i++)); do
+			echo "SELECT * FROM mq.send('t', NULL::bytea, '\\x00'::bytea, partition => 0);"
+		done
+	} >"$WORK/calls.sql"
+	chmod 644 "$WORK/calls.sql"
+	as_postgres valgrind --tool=callgrind --callgrind-out-file="$out" \
+		"$WORK/$side$("$PG_CONFIG" --bindir)/postgres" --single -D "$data" \
+		-c synchronous_commit=off postgres <"$WORK/calls.sql" >"$WORK/single.$side.log" 2>&1 ||
+		mq_die "single-user run of $side failed: $(tail -5 "$WORK/single.$side.log")"
+	sed -n 's/^summary: //p' "$out"
+}
+if command -v valgrind >/dev/null; then
+	mq_phase "instructions per mq.send (callgrind, $CALLS calls)"
+	ib="$(instructions base)" in="$(instructions new)"
+	printf 'instructions: base %s, with checks %s, per call %+.0f (%+.2f%%)\n' "$ib" "$in" \
+		"$(awk -v a="$in" -v b="$ib" -v n="$CALLS" 'BEGIN { print (a - b) / n }')" \
+		"$(awk -v a="$in" -v b="$ib" 'BEGIN { print (a - b) * 100 / b }')"
+fi

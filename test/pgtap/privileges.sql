@@ -10,7 +10,7 @@
 SET client_min_messages = warning;
 
 BEGIN;
-SELECT plan(86);
+SELECT plan(100);
 
 CREATE ROLE mqp_attacker LOGIN;
 CREATE ROLE mqp_alice LOGIN;
@@ -22,7 +22,7 @@ GRANT CREATE ON DATABASE :"DBNAME" TO mqp_attacker;
 
 SELECT mq.create_topic('orders', 2);
 SELECT mq.create_topic('orders.eu', 1);
-SELECT mq.create_topic('payments', 1);
+SELECT mq.create_topic('payments', 1) AS payments_id \gset
 SELECT mq.send('orders', 'k'::bytea, 'v'::bytea, partition => 0);
 SELECT mq.send('payments', 'k'::bytea, 'v'::bytea);
 
@@ -161,6 +161,15 @@ SELECT throws_ok($$ SELECT mq.create_topic('huge', 1, '{"replication.factor": 30
                  'MQ004', NULL, 'a count beyond int4 is refused');
 SELECT throws_ok($$ SELECT mq.alter_topic('payments', '{"retention.ms": "300000000000d"}') $$,
                  'MQ004', NULL, 'alter_topic is bounded the same way');
+SAVEPOINT monitor;
+SELECT count(*) AS all_topics FROM mq.topic \gset
+GRANT pg_monitor TO mqp_bob;
+SET ROLE mqp_bob;
+SELECT ok((SELECT count(*) FROM mq.consumer_lag WHERE group_id = 'g') >= 0
+          AND (SELECT count(*) FROM mq.topics) = :all_topics,
+          'pg_monitor members see every topic and the lag');
+RESET ROLE;
+ROLLBACK TO SAVEPOINT monitor;
 SELECT lives_ok($$ SELECT mq.create_topic('long-lived', 1, '{"retention.ms": "1000d", "segment.ms": "1000d"}') $$,
                 'long but computable times are accepted');
 SAVEPOINT maint;
@@ -205,8 +214,22 @@ SELECT throws_ok($$ SELECT mq.add_partitions('payments', 1) $$, '42501', NULL,
                  'alice without grants: add_partitions refused');
 SELECT throws_ok($$ SELECT mq.partition_for('payments', 'k'::bytea) $$, '42501', NULL,
                  'alice without grants: partition_for refused');
+SELECT throws_ok($$ CALL mq.produce('payments', NULL, ARRAY['x']::bytea[], 0, 'all') $$, '42501', NULL,
+                 'alice without grants: mq.produce refused');
+SELECT throws_ok($$ CALL mq.produce('no-such-topic', NULL, ARRAY['x']::bytea[], 0, 'all') $$, '42501', NULL,
+                 'and for a topic that does not exist, the same answer');
 SELECT is((SELECT count(*) FROM mq.topics), 0::bigint, 'alice sees no topics');
 SELECT is((SELECT count(*) FROM mq.partitions), 0::bigint, 'alice sees no partitions');
+SELECT is((SELECT count(*) FROM mq.segments), 0::bigint, 'no segments');
+SELECT is((SELECT count(*) FROM mq.replica_status), 0::bigint, 'no replica status');
+SELECT is(mq._log_end_offset(:payments_id, 0), NULL,
+          'no log end offset of a topic she may not describe');
+SELECT throws_ok($$ SELECT mq._replica_await_hwm('payments', 0, 1, 0, 1, 0) $$, '42501', NULL,
+                 'no acks=all wait on a topic she may not write');
+SELECT throws_ok($$ SELECT count(*) FROM mq.consumer_lag $$, '42501', NULL,
+                 'lag is for monitoring roles');
+SELECT is((SELECT count(*) FROM mq.group_members) + (SELECT count(*) FROM mq.group_assignments), 0::bigint,
+          'no group members or assignments');
 SELECT throws_ok($$ SELECT mq.grant('read', 'topic', 'payments', 'mqp_alice') $$, '42501', NULL,
                  'alice cannot grant herself rights');
 SELECT throws_ok($$ SELECT mq_internal.create_topic('x', 1, '{}', 10) $$, '42501', NULL,
@@ -337,10 +360,47 @@ SELECT is((SELECT array_agg(DISTINCT operation || ' ' || resource_name) FROM mq.
             WHERE role = 'mqp_carol'), ARRAY['write payments'], 'effective_grants lists what carol has');
 RESET ROLE;
 
+-- a dropped role's grants and topics are forgotten by maintenance, so a
+-- new role that happens to get the same OID inherits nothing
+SAVEPOINT dropped;
+CREATE ROLE mqp_gone;
+SELECT mq.grant('read', 'topic', 'orders', 'mqp_gone');
+DROP ROLE mqp_gone;
+SELECT mq.run_maintenance();
+SELECT is((SELECT count(*) FROM mq.acl a WHERE NOT EXISTS (SELECT 1 FROM pg_roles r WHERE r.oid = a.grantee)
+                                          AND a.grantee IS NOT NULL), 0::bigint,
+          'grants of a dropped role are removed by maintenance');
+ROLLBACK TO SAVEPOINT dropped;
+
 -- input errors of grant(): their own SQLSTATE, nothing granted
 SELECT throws_ok($$ SELECT mq.grant('fly', 'topic', 'x', 'mqp_bob') $$, 'MQ010', NULL, 'unknown operation');
 SELECT throws_ok($$ SELECT mq.grant('read', 'queue', 'x', 'mqp_bob') $$, 'MQ010', NULL, 'unknown resource type');
 SELECT throws_ok($$ SELECT mq.grant('read', 'topic', 'x', 'no_such_role_mqp') $$, '42704', NULL, 'unknown role');
+
+-------------------------------------------------------------------------------
+-- The privilege surface, from the catalog: what PUBLIC may execute is a
+-- reviewed list (each checks its caller's rights itself, or reveals
+-- nothing), the implementations are out of reach, and every SECURITY
+-- DEFINER function pins its search_path.
+-------------------------------------------------------------------------------
+SELECT is((SELECT array_agg(DISTINCT p.proname::text ORDER BY p.proname::text)
+             FROM pg_proc p, aclexplode(coalesce(p.proacl, acldefault('f', p.proowner))) a
+            WHERE p.pronamespace = 'mq'::regnamespace AND a.grantee = 0 AND a.privilege_type = 'EXECUTE'),
+          ARRAY['_describable', '_has_privilege', '_log_end_offset', '_produce_state', '_replica_await_hwm',
+                'add_partitions', 'alter_topic', 'commit_offset', 'commit_polled',
+                'committed_offset', 'create_topic', 'drop_topic', 'fetch', 'grant', 'has_group_privilege',
+                'has_topic_privilege', 'heartbeat', 'join_group', 'leave_group', 'murmur2', 'partition_for',
+                'poll', 'produce', 'record_size', 'revoke', 'send', 'send_batch', 'validate_config'],
+          'PUBLIC executes exactly the reviewed functions of schema mq');
+SELECT is((SELECT count(*) FROM pg_proc p, aclexplode(coalesce(p.proacl, acldefault('f', p.proowner))) a
+            WHERE p.pronamespace = 'mq_internal'::regnamespace AND a.grantee <> p.proowner),
+          0::bigint, 'nobody but the owner may execute the implementations in mq_internal');
+SELECT ok(NOT has_schema_privilege('public', 'mq_internal', 'USAGE'), 'schema mq_internal is closed to PUBLIC');
+SELECT is((SELECT array_agg(p.oid::regprocedure::text) FROM pg_proc p
+            WHERE p.pronamespace IN ('mq'::regnamespace, 'mq_coord'::regnamespace, 'mq_internal'::regnamespace)
+              AND p.prosecdef
+              AND NOT coalesce(p.proconfig @> ARRAY['search_path=pg_catalog, pg_temp'], false)),
+          NULL, 'every SECURITY DEFINER function pins search_path to pg_catalog, pg_temp');
 
 SELECT * FROM finish();
 ROLLBACK;

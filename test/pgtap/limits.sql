@@ -1,0 +1,113 @@
+-- Record size limits (issue 11, "Size limits"): a topic's max.message.bytes,
+-- else the server's mq.message_max_bytes (Kafka's broker message.max.bytes,
+-- 1048588 by default), refuses a larger record with MQ040 (Kafka's
+-- MESSAGE_TOO_LARGE) in every produce path, and a refused call writes
+-- nothing.  Sizes are counted as Kafka counts them (mq.record_size).
+\set ON_ERROR_STOP on
+SET client_min_messages = warning;
+BEGIN;
+SELECT plan(35);
+
+CREATE FUNCTION pg_temp.leo(t text) RETURNS bigint LANGUAGE sql AS $$
+    SELECT sum(log_end_offset)::bigint FROM mq.partitions WHERE topic = t
+$$;
+
+-------------------------------------------------------------------------------
+-- the size of a record: a Kafka v2 record batch holding it alone
+-------------------------------------------------------------------------------
+SELECT is(mq.record_size(NULL, NULL), 68::bigint, 'null key and value: 61 bytes of batch header and 7 of record');
+SELECT is(mq.record_size('k'::bytea, 'v'::bytea), 70::bigint, 'one-byte key and value');
+SELECT is(mq.record_size(NULL, convert_to(repeat('x', 1000), 'UTF8')), 1070::bigint,
+          'a 1,000-byte value: its length takes a two-byte varint, so does the record''s');
+SELECT is(mq.record_size('k'::bytea, 'v'::bytea, '{"h": "x"}'), 74::bigint, 'a header: key and value with their lengths');
+SELECT is(mq.record_size('k'::bytea, 'v'::bytea, '{"h": null}'), 73::bigint, 'a header with a null value');
+SELECT is(mq.record_size('k'::bytea, 'v'::bytea, '{"h": 12}'), 75::bigint, 'a header value that is not a string counts as its JSON text');
+SELECT is(mq.record_size('k'::bytea, 'v'::bytea, '{}'), 70::bigint, 'no headers');
+SELECT is(mq.record_size(NULL, convert_to(repeat('x', 1048516), 'UTF8')), 1048588::bigint,
+          'the largest value without key and headers under the default limit');
+
+-------------------------------------------------------------------------------
+-- the topic's max.message.bytes
+-------------------------------------------------------------------------------
+SELECT mq.create_topic('lim', 2, '{"max.message.bytes": 10}');
+SELECT throws_ok($$SELECT * FROM mq.send('lim', NULL::bytea, convert_to(repeat('x', 1000), 'UTF8'))$$,
+                 'MQ040', 'record of 1070 bytes is larger than max.message.bytes 10 of topic "lim"',
+                 'mq.send(bytea) refuses a 1,000-byte record into a topic with max.message.bytes 10');
+SELECT throws_ok($$SELECT * FROM mq.send('lim', NULL::bytea, NULL::bytea)$$, 'MQ040', NULL,
+                 'even an empty record is larger than 10 bytes');
+SELECT throws_ok($$SELECT * FROM mq.send('lim', 'k', 'v')$$, 'MQ040', NULL, 'mq.send(text, text)');
+SELECT throws_ok($$SELECT * FROM mq.send('lim', 'k', '{"a": 1}'::jsonb)$$, 'MQ040', NULL, 'mq.send(text, jsonb)');
+SELECT throws_ok($$SELECT * FROM mq.send_batch('lim', NULL, ARRAY['v'::bytea])$$, 'MQ040', NULL, 'mq.send_batch(bytea[])');
+SELECT throws_ok($$SELECT * FROM mq.send_batch('lim', NULL, ARRAY['v'])$$, 'MQ040', NULL, 'mq.send_batch(text[])');
+SELECT throws_ok($$CALL mq.produce('lim', NULL, ARRAY['v'::bytea], 0, acks => '1')$$, 'MQ040', NULL,
+                 'mq.produce (acks=1)');
+SELECT throws_ok($$CALL mq.produce('lim', NULL, ARRAY['v'::bytea], 0, acks => 'all')$$, 'MQ040', NULL,
+                 'mq.produce (acks=all)');
+SELECT is(pg_temp.leo('lim'), 0::bigint, 'nothing was written');
+
+-- the boundary, and alter_topic taking effect at once
+SELECT mq.alter_topic('lim', '{"max.message.bytes": 70}');
+SELECT lives_ok($$SELECT * FROM mq.send('lim', 'k', 'v')$$, 'a record of exactly max.message.bytes is accepted');
+SELECT throws_ok($$SELECT * FROM mq.send('lim', 'k', 'vv')$$, 'MQ040', NULL, 'one byte more is refused');
+SELECT throws_ok($$SELECT * FROM mq.send('lim', 'k', 'v', headers => '{"h": null}')$$, 'MQ040', NULL,
+                 'headers count');
+SELECT is(pg_temp.leo('lim'), 1::bigint, 'only the accepted record was written');
+
+-- a batch fails as a whole, across partitions, with the record named
+SELECT mq.alter_topic('lim', '{"max.message.bytes": 100}');
+SELECT throws_ok($$SELECT * FROM mq.send_batch('lim', ARRAY['a', 'b', 'c', 'd'], ARRAY['1', '2', repeat('x', 100), '4'])$$,
+                 'MQ040', 'record 2 of the batch, 171 bytes, is larger than max.message.bytes 100 of topic "lim"',
+                 'send_batch with one record too large fails');
+SELECT is(pg_temp.leo('lim'), 1::bigint, 'and writes nothing, in no partition');
+SELECT is((SELECT count(*) FROM mq.send_batch('lim', ARRAY['a', 'b', 'c', 'd'], ARRAY['1', '2', '3', '4'])), 4::bigint,
+          'the same batch with small records is written');
+
+-- idempotent producers: a refused batch does not take up sequence numbers
+SELECT mq.create_topic('lim-idem', 1, '{"max.message.bytes": 100}');
+CREATE TEMP TABLE prod AS SELECT * FROM mq.init_producer();
+SELECT throws_ok(format($$SELECT * FROM mq.send_batch('lim-idem', NULL, ARRAY['a', %L], NULL, 0, %s, %s, 0)$$,
+                        repeat('x', 200), (SELECT producer_id FROM prod), (SELECT producer_epoch FROM prod)),
+                 'MQ040', NULL, 'an idempotent batch with a record too large is refused');
+SELECT lives_ok(format($$SELECT * FROM mq.send_batch('lim-idem', NULL, ARRAY['a', 'b'], NULL, 0, %s, %s, 0)$$,
+                       (SELECT producer_id FROM prod), (SELECT producer_epoch FROM prod)),
+                'the producer goes on at the same sequence');
+
+-------------------------------------------------------------------------------
+-- the server-wide default, mq.message_max_bytes (Kafka's message.max.bytes)
+-------------------------------------------------------------------------------
+SELECT is(current_setting('mq.message_max_bytes'), '1048588B', 'mq.message_max_bytes defaults to Kafka''s 1048588');
+SELECT mq.create_topic('lim-default', 1);
+SELECT lives_ok($$SELECT * FROM mq.send('lim-default', NULL::bytea, convert_to(repeat('x', 1048516), 'UTF8'))$$,
+                'without max.message.bytes a record of 1048588 bytes is accepted');
+SELECT throws_ok($$SELECT * FROM mq.send('lim-default', NULL::bytea, convert_to(repeat('x', 1048517), 'UTF8'))$$,
+                 'MQ040', 'record of 1048589 bytes is larger than mq.message_max_bytes 1048588',
+                 'one byte more is refused');
+SET LOCAL mq.message_max_bytes = 100;
+SELECT throws_ok($$SELECT * FROM mq.send('lim-default', NULL, repeat('x', 100))$$, 'MQ040', NULL,
+                 'a lower mq.message_max_bytes applies to topics without max.message.bytes');
+SELECT lives_ok($$SELECT * FROM mq.send('lim', NULL, repeat('x', 20))$$,
+                'a topic''s max.message.bytes overrides it, also upwards');
+RESET mq.message_max_bytes;
+
+-------------------------------------------------------------------------------
+-- replication: the leader checks; replica_append is only for followers
+-------------------------------------------------------------------------------
+CREATE FUNCTION pg_temp.batch(base bigint, val bytea) RETURNS mq.replica_batch LANGUAGE sql AS $$
+    SELECT ROW(base, base + 1, base + 1, 0, ARRAY[now()], ARRAY[NULL::bytea], ARRAY[val], ARRAY[NULL::jsonb],
+               ARRAY[NULL::bigint], ARRAY[NULL::integer], ARRAY[NULL::integer],
+               NULL, NULL, NULL, NULL, NULL, ARRAY[1], ARRAY[base])::mq.replica_batch
+$$;
+SELECT mq.create_topic('lim-rep', 1, '{"max.message.bytes": 100}');
+SELECT throws_ok($$SELECT mq.replica_append('lim-rep', 0, 0, pg_temp.batch(0, convert_to(repeat('x', 1000), 'UTF8')))$$,
+                 'MQ024', NULL, 'replica_append cannot write into a partition this node does not follow');
+SELECT mq.replica_become_leader('lim-rep', 0, 1, 1, ARRAY[1], ARRAY[1]);
+SELECT throws_ok($$SELECT mq.replica_append('lim-rep', 0, 1, pg_temp.batch(0, convert_to(repeat('x', 1000), 'UTF8')))$$,
+                 'MQ024', NULL, 'nor into a partition it leads');
+SELECT throws_ok($$SELECT * FROM mq.send('lim-rep', NULL::bytea, convert_to(repeat('x', 1000), 'UTF8'), partition => 0)$$,
+                 'MQ040', NULL, 'the leader refuses a record too large');
+SELECT mq.replica_become_follower('lim-rep', 0, 2, 2);
+SELECT is(mq.replica_append('lim-rep', 0, 2, pg_temp.batch(0, convert_to(repeat('x', 1000), 'UTF8'))), 1::bigint,
+          'a follower appends what its leader accepted, whatever its own copy of the config says');
+
+SELECT * FROM finish();
+ROLLBACK;
