@@ -1,10 +1,12 @@
 /*-------------------------------------------------------------------------
  *
  * compact.c
- *	  The one part of log compaction that needs C: removing the records a
+ *	  The parts of log compaction that need C: removing the records a
  *	  cleaning pass makes obsolete, past the trigger that keeps log tables
- *	  append-only (log.c, mq_refuse_log_change).  What to clean, when, and
- *	  the cleaner point are decided in src/sql/72_compaction.sql.
+ *	  append-only (log.c, mq_refuse_log_change), and refusing records
+ *	  without a key on compacted topics at produce, as Kafka does.  What to
+ *	  clean, when, and the cleaner point are decided in
+ *	  src/sql/72_compaction.sql.
  *
  * A pass over [log_start, clean_end) keeps, for every non-null key, only
  * the record with the highest offset, where the candidates for "newer"
@@ -34,6 +36,26 @@
 #include "mq.h"
 
 PG_FUNCTION_INFO_V1(mq_compact_delete);
+
+/*
+ * Produce to a compacted topic: every record needs a key (Kafka's
+ * InvalidRecordException, "compacted topic cannot accept message without
+ * key").  The whole call fails before anything is appended.  The replica
+ * path does not check: the leader did.
+ */
+void
+mq_check_compacted_keys(MqTopic *topic, MqRecordIn *recs, int n)
+{
+	if (!topic->compacted)
+		return;
+	for (int i = 0; i < n; i++)
+		if (recs[i].key == NULL)
+			ereport(ERROR,
+					(errcode(ERRCODE_MQ_INVALID_RECORD),
+					 errmsg("a record without a key cannot be produced to compacted topic \"%s\"", topic->name),
+					 errdetail("Record %d of the call has a null key; nothing of the call was written.", i + 1),
+					 errhint("Give every record a key, or use a topic whose cleanup.policy is \"delete\".")));
+}
 
 /*
  * mq._compact_delete(partition_table, log_start, cleaner_point, clean_end,

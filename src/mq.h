@@ -72,6 +72,7 @@ typedef struct MqTopic
 	Oid			relid;
 	int32		npartitions;
 	int64		max_message_bytes;	/* the topic's max.message.bytes, -1 if unset */
+	bool		compacted;		/* cleanup.policy compacts: records need keys */
 	MqPartition *parts;
 } MqTopic;
 
@@ -156,6 +157,9 @@ extern int	mq_message_max_bytes;
 extern void mq_record_size_init(void);
 extern int64 mq_record_size(bytea *key, bytea *value, Jsonb *headers);
 extern void mq_check_record_sizes(MqTopic *topic, MqRecordIn *recs, int n);
+
+/* compact.c: log compaction's removals; compacted topics need keys */
+extern void mq_check_compacted_keys(MqTopic *topic, MqRecordIn *recs, int n);
 
 /* notify.c: waking long pollers */
 extern void mq_notify_init(void);

@@ -132,7 +132,9 @@ load_topic(MqTopic *t, const char *name)
 	mq_spi_begin(&spi);
 	arg[0] = CStringGetTextDatum(name);
 	ret = SPI_execute_with_args("SELECT topic_id, relid::oid, partitions, "
-								"       (config OPERATOR(pg_catalog.->>) 'max.message.bytes')::pg_catalog.int8 "
+								"       (config OPERATOR(pg_catalog.->>) 'max.message.bytes')::pg_catalog.int8, "
+								"       coalesce(config OPERATOR(pg_catalog.->>) 'cleanup.policy', 'delete') "
+								"         OPERATOR(pg_catalog.<>) 'delete' "
 								"  FROM mq.topic WHERE topic_name = $1",
 								1, argtype, arg, NULL, true, 1);
 	if (ret != SPI_OK_SELECT)
@@ -149,6 +151,7 @@ load_topic(MqTopic *t, const char *name)
 	t->max_message_bytes = spi_int64(0, 4, &isnull);
 	if (isnull)
 		t->max_message_bytes = -1;
+	t->compacted = DatumGetBool(SPI_getbinval(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 5, &isnull));
 	watch(t->relid);
 
 	t->parts = MemoryContextAllocZero(cache_cxt, sizeof(MqPartition) * t->npartitions);

@@ -7,7 +7,7 @@
 \set ON_ERROR_STOP on
 SET client_min_messages = warning;
 CREATE EXTENSION IF NOT EXISTS dblink;
-SELECT plan(54);
+SELECT plan(59);
 
 CREATE FUNCTION pg_temp.offsets(p_topic text, p_from bigint DEFAULT 0, p_max integer DEFAULT 1000) RETURNS text
 LANGUAGE sql AS $$ SELECT string_agg(msg_offset::text, ',' ORDER BY msg_offset) FROM mq.fetch(p_topic, 0, p_from, p_max) $$;
@@ -30,12 +30,12 @@ SELECT throws_ok($$SELECT mq.validate_config('{"min.cleanable.dirty.ratio": -0.1
 SELECT throws_ok($$SELECT mq.validate_config('{"min.compaction.lag.ms": -1}')$$, 'MQ004', NULL, 'a negative lag');
 SELECT throws_ok($$SELECT mq.validate_config('{"delete.retention.ms": "1 week"}')$$, 'MQ004', NULL, 'a bad unit');
 
--- one pass: segments of 10; offsets 0..29 over keys k0..k2 (4 has a null
--- key, 29 is a tombstone for k2); 30..34 in the segment being written
+-- one pass: segments of 10; offsets 0..29 over keys k0..k2 (29 is a
+-- tombstone for k2); 30..34 in the segment being written
 SELECT mq.create_topic('cmp', 1, '{"cleanup.policy": "compact", "segment.records": 10,
                                     "min.cleanable.dirty.ratio": 0, "delete.retention.ms": "1d"}');
 SELECT count(*) FROM mq.send_batch('cmp',
-    (SELECT array_agg(CASE WHEN i = 4 THEN NULL WHEN i < 30 THEN 'k' || i % 3 ELSE (ARRAY['a','b','a','b','c'])[i - 29] END ORDER BY i)
+    (SELECT array_agg(CASE WHEN i < 30 THEN 'k' || i % 3 ELSE (ARRAY['a','b','a','b','c'])[i - 29] END ORDER BY i)
        FROM generate_series(0, 34) i),
     (SELECT array_agg(CASE WHEN i = 29 THEN NULL ELSE 'v' || i END ORDER BY i) FROM generate_series(0, 34) i),
     partition => 0);
@@ -45,16 +45,16 @@ SELECT dblink_connect('reader', format('host=%s port=%s dbname=%s user=%s',
     current_setting('port'), current_database(), current_user));
 SELECT dblink_exec('reader', 'BEGIN ISOLATION LEVEL REPEATABLE READ');
 SELECT * FROM dblink('reader', 'SELECT 1') AS t(n int);   -- takes the snapshot, locks no segment
-SELECT is(mq.compact('cmp'), 26::bigint, 'the pass removed every superseded record of the closed segments');
+SELECT is(mq.compact('cmp'), 27::bigint, 'the pass removed every superseded record of the closed segments');
 SELECT is(mq.compact('cmp'), 0::bigint, 'nothing dirty: no pass');
-SELECT is((SELECT removed_awaiting_rewrite FROM mq.compaction WHERE topic = 'cmp'), 26::numeric,
+SELECT is((SELECT removed_awaiting_rewrite FROM mq.compaction WHERE topic = 'cmp'), 27::numeric,
           'no rewrite while a snapshot older than the pass is open');
 SELECT is((SELECT n FROM dblink('reader', 'SELECT count(*) FROM mq.fetch(''cmp'', 0, 0, 1000)') AS t(n bigint)), 35::bigint,
           'that snapshot still sees every record');
 SELECT dblink_exec('reader', 'COMMIT');
 SELECT dblink_disconnect('reader');
-SELECT is(pg_temp.offsets('cmp'), '4,27,28,29,30,31,32,33,34',
-          'survivors keep their offsets; the null key stays; the segment being written is untouched');
+SELECT is(pg_temp.offsets('cmp'), '27,28,29,30,31,32,33,34',
+          'survivors keep their offsets; the segment being written is untouched');
 SELECT is(pg_temp.cleaner_point('cmp'), 30::bigint, 'the cleaner point is the end of the cleaned segments');
 SELECT is((SELECT log_start_offset || '-' || log_end_offset FROM mq.partitions WHERE topic = 'cmp'), '0-35',
           'log start and log end do not move');
@@ -84,17 +84,32 @@ SELECT ok((SELECT oldest_unconsumed_age IS NOT NULL FROM mq.consumer_lag WHERE g
 CREATE FUNCTION pg_temp.cleaned_bytes() RETURNS bigint LANGUAGE sql AS
     $$ SELECT sum(pg_relation_size(relid)) FROM mq.segments WHERE topic = 'cmp' AND end_offset <= 30 $$;
 SELECT pg_temp.cleaned_bytes() AS before_rewrite \gset
-SELECT is((SELECT removed_awaiting_rewrite FROM mq.compaction WHERE topic = 'cmp'), 26::numeric, 'removed records await the rewrite');
+SELECT is((SELECT removed_awaiting_rewrite FROM mq.compaction WHERE topic = 'cmp'), 27::numeric, 'removed records await the rewrite');
 SELECT is(mq.compact('cmp'), 0::bigint, 'nothing dirty: no pass');
 SELECT is((SELECT removed_awaiting_rewrite FROM mq.compaction WHERE topic = 'cmp'), 0::numeric, 'the next pass rewrote them');
 SELECT ok(pg_temp.cleaned_bytes() < :before_rewrite, 'the rewritten segments are smaller');
-SELECT is(pg_temp.offsets('cmp'), '4,27,28,29,30,31,32,33,34', 'the rewrite kept the records');
+SELECT is(pg_temp.offsets('cmp'), '27,28,29,30,31,32,33,34', 'the rewrite kept the records');
 
 -- a later pass deduplicates the clean part against the new dirty part
 SELECT count(*) FROM mq.send_batch('cmp', (SELECT array_agg('k0'::text) FROM generate_series(35, 44)),
                                    (SELECT array_agg('v' || i ORDER BY i) FROM generate_series(35, 44) i), partition => 0);
 SELECT is(mq.compact('cmp'), 7::bigint, 'the second pass removed k0@27, a@30, b@31 and k0@35..38');
-SELECT is(pg_temp.offsets('cmp'), '4,28,29,32,33,34,39,40,41,42,43,44', 'k0 keeps only its latest record below 40');
+SELECT is(pg_temp.offsets('cmp'), '28,29,32,33,34,39,40,41,42,43,44', 'k0 keeps only its latest record below 40');
+
+-- records without a key: refused at produce (Kafka's InvalidRecordException);
+-- those written before the topic was compacted stay
+SELECT throws_ok($$SELECT * FROM mq.send('cmp', NULL::text, 'v', partition => 0)$$, 'MQ008', NULL,
+                 'a compacted topic refuses a record without a key');
+SELECT throws_ok($$SELECT * FROM mq.send_batch('cmp', ARRAY['a', NULL], ARRAY['1', '2'], partition => 0)$$, 'MQ008', NULL,
+                 'a batch with one record without a key is refused');
+SELECT is((SELECT log_end_offset FROM mq.partitions WHERE topic = 'cmp'), 45::bigint, 'and nothing of it was written');
+SELECT mq.create_topic('nokey', 1, '{"segment.records": 5}');
+SELECT count(*) FROM mq.send_batch('nokey', ARRAY[NULL, 'k', NULL, 'k', 'k', 'k'], ARRAY['a', 'b', 'c', 'd', 'e', 'f'], partition => 0);
+SELECT mq.alter_topic('nokey', '{"cleanup.policy": "compact", "min.cleanable.dirty.ratio": 0}');
+SELECT throws_ok($$SELECT * FROM mq.send('nokey', NULL::text, 'v', partition => 0)$$, 'MQ008', NULL,
+                 'a topic altered to compact refuses them from then on');
+SELECT mq.compact('nokey');
+SELECT is(pg_temp.offsets('nokey'), '0,2,4,5', 'records without a key are never compacted away');
 
 -- tombstones go delete.retention.ms after the pass that first cleaned them
 SELECT mq.create_topic('tomb', 1, '{"cleanup.policy": "compact", "segment.records": 5,
@@ -184,7 +199,8 @@ SELECT is((SELECT count(*) FROM mq.cleaner_pass c JOIN mq.topic t USING (topic_i
 -- freed by VACUUM, refilled by another backend before lower offsets)
 SELECT mq.create_topic('phys', 1, '{"cleanup.policy": "compact", "segment.records": 1000, "min.cleanable.dirty.ratio": 0}');
 BEGIN;
-SELECT count(*) FROM mq.send_batch('phys', NULL, (SELECT array_agg(convert_to(repeat('d', 200), 'UTF8')) FROM generate_series(1, 500)));
+SELECT count(*) FROM mq.send_batch('phys', (SELECT array_agg(convert_to('dead', 'UTF8')) FROM generate_series(1, 500)),
+                                   (SELECT array_agg(convert_to(repeat('d', 200), 'UTF8')) FROM generate_series(1, 500)));
 ROLLBACK;
 SELECT count(*) FROM mq.send_batch('phys', (SELECT array_agg('p' || i / 2 ORDER BY i) FROM generate_series(0, 99) i),
                                    (SELECT array_agg('a' || i ORDER BY i) FROM generate_series(0, 99) i), partition => 0);
