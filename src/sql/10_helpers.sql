@@ -3,7 +3,8 @@
 -------------------------------------------------------------------------------
 
 -- cleanup.policy ("delete", "compact", or both as a comma-separated list
--- in either order; stored as "delete", "compact" or "compact,delete") and
+-- or a JSON array, in either order; stored as "delete", "compact" or
+-- "compact,delete") and
 -- min.cleanable.dirty.ratio (a fraction from 0 to 1), for validate_config.
 CREATE FUNCTION mq._validate_compaction_config(p_key text, p_val jsonb) RETURNS jsonb
 LANGUAGE plpgsql IMMUTABLE SET search_path = pg_catalog, pg_temp AS $$
@@ -27,6 +28,10 @@ BEGIN
     IF jsonb_typeof(p_val) = 'string' THEN
         SELECT array_agg(DISTINCT trim(x) ORDER BY trim(x))
           INTO v_parts FROM regexp_split_to_table(p_val #>> '{}', ',') AS x;
+    ELSIF jsonb_typeof(p_val) = 'array'
+          AND NOT EXISTS (SELECT 1 FROM jsonb_array_elements(p_val) e WHERE jsonb_typeof(e) <> 'string') THEN
+        SELECT array_agg(DISTINCT trim(x) ORDER BY trim(x))
+          INTO v_parts FROM jsonb_array_elements_text(p_val) AS x;
     END IF;
     IF v_parts IS NULL OR NOT v_parts <@ ARRAY['compact', 'delete'] OR cardinality(v_parts) = 0 THEN
         RAISE EXCEPTION 'invalid value % for "cleanup.policy"', p_val

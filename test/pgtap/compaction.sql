@@ -7,7 +7,7 @@
 \set ON_ERROR_STOP on
 SET client_min_messages = warning;
 CREATE EXTENSION IF NOT EXISTS dblink;
-SELECT plan(59);
+SELECT plan(61);
 
 CREATE FUNCTION pg_temp.offsets(p_topic text, p_from bigint DEFAULT 0, p_max integer DEFAULT 1000) RETURNS text
 LANGUAGE sql AS $$ SELECT string_agg(msg_offset::text, ',' ORDER BY msg_offset) FROM mq.fetch(p_topic, 0, p_from, p_max) $$;
@@ -18,6 +18,9 @@ LANGUAGE sql AS $$ SELECT cleaner_point FROM mq.compaction WHERE topic = p_topic
 SELECT is(mq.validate_config('{"cleanup.policy": "delete,compact"}'), '{"cleanup.policy": "compact,delete"}',
           'compact and delete in either order, stored as compact,delete');
 SELECT is(mq.validate_config('{"cleanup.policy": "compact"}'), '{"cleanup.policy": "compact"}', 'compact alone');
+SELECT is(mq.validate_config('{"cleanup.policy": ["delete", "compact"]}'), '{"cleanup.policy": "compact,delete"}',
+          'or as a JSON array');
+SELECT throws_ok($$SELECT mq.validate_config('{"cleanup.policy": ["compact", 1]}')$$, 'MQ004', NULL, 'an array of non-strings');
 SELECT is(mq.validate_config('{"cleanup.policy": "compact, delete", "min.cleanable.dirty.ratio": "0.25",
                                "min.compaction.lag.ms": "1h", "delete.retention.ms": "1d"}'),
           '{"cleanup.policy": "compact,delete", "min.cleanable.dirty.ratio": 0.25,
