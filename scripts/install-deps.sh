@@ -15,6 +15,7 @@ PKGS=(
 	libmicrohttpd-dev
 	libinih-dev
 	libjansson-dev
+	clang-format-14
 )
 
 missing=()

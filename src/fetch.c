@@ -30,6 +30,8 @@
 #include "miscadmin.h"
 #include "utils/builtins.h"
 #include "utils/fmgroids.h"
+#include "utils/lsyscache.h"
+#include "utils/memutils.h"
 #include "utils/snapmgr.h"
 #include "utils/timestamp.h"
 #include "utils/tuplestore.h"
@@ -41,8 +43,8 @@ PG_FUNCTION_INFO_V1(mq_fetch);
 #define MQ_MAX_FETCH 1000000
 
 /* The high watermark of a replicated partition, from the catalog. */
-static int64
-partition_high_watermark(MqTopic *topic, MqPartition *part)
+int64
+mq_partition_high_watermark(MqTopic *topic, MqPartition *part)
 {
 	static SPIPlanPtr plan = NULL;
 	Oid			argtypes[2] = {INT4OID, INT4OID};
@@ -56,13 +58,36 @@ partition_high_watermark(MqTopic *topic, MqPartition *part)
 	return hwm;
 }
 
-/* Append one log row to the caller's result as an mq.record. */
+/* 'CreateTime' or 'LogAppendTime' as text, made once per backend */
+static Datum
+timestamp_type_text(bool log_append)
+{
+	static Datum names[2];
+
+	if (names[0] == (Datum) 0)
+	{
+		MemoryContext old = MemoryContextSwitchTo(TopMemoryContext);
+
+		names[0] = CStringGetTextDatum("CreateTime");
+		names[1] = CStringGetTextDatum("LogAppendTime");
+		MemoryContextSwitchTo(old);
+	}
+	return names[log_append ? 1 : 0];
+}
+
+/*
+ * Append one log row to the caller's result as an mq.record: the log's
+ * columns, then Kafka's timestamp and its type (a NULL timestamp column
+ * is a LogAppendTime record, whose timestamp is created_at) and the
+ * headers as Kafka's list (headers.c).
+ */
 static void
 emit_record(TupleTableSlot *slot, Datum topic_datum, int32 partition,
 			Tuplestorestate *store, TupleDesc outdesc)
 {
-	Datum		values[7];
-	bool		nulls[7];
+	Datum		values[Natts_record];
+	bool		nulls[Natts_record];
+	bool		log_append;
 
 	values[0] = topic_datum;
 	nulls[0] = false;
@@ -74,13 +99,24 @@ emit_record(TupleTableSlot *slot, Datum topic_datum, int32 partition,
 		values[a] = slot->tts_values[a - 1];
 		nulls[a] = slot->tts_isnull[a - 1];
 	}
+	log_append = slot->tts_isnull[Anum_log_timestamp - 1];
+	values[7] = slot->tts_values[log_append ? Anum_log_created_at - 1 : Anum_log_timestamp - 1];
+	nulls[7] = false;
+	values[8] = timestamp_type_text(log_append);
+	nulls[8] = false;
+	nulls[9] = true;
+	values[9] = (Datum) 0;
+	if (!slot->tts_isnull[Anum_log_headers - 1])
+		values[9] = mq_header_list_from_jsonb(DatumGetJsonbP(slot->tts_values[Anum_log_headers - 1]),
+											  get_element_type(TupleDescAttr(outdesc, 9)->atttypid),
+											  &nulls[9]);
 	tuplestore_putvalues(store, outdesc, values, nulls);
 }
 
 static int64
 slot_offset(TupleTableSlot *slot)
 {
-	slot_getsomeattrs(slot, Anum_log_headers);
+	slot_getsomeattrs(slot, Anum_log_timestamp);
 	return DatumGetInt64(slot->tts_values[Anum_log_msg_offset - 1]);
 }
 
@@ -177,7 +213,7 @@ mq_read_partition(MqTopic *topic, MqPartition *part, int64 from, int max,
 				  int64 *next_out)
 {
 	Snapshot	snapshot = GetActiveSnapshot();
-	int64		stop = part->replicated ? partition_high_watermark(topic, part) : PG_INT64_MAX;
+	int64		stop = part->replicated ? mq_partition_high_watermark(topic, part) : PG_INT64_MAX;
 	int64		next = from;
 	int64		last = from;
 	int			count = 0;

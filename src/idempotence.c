@@ -136,10 +136,24 @@ next_sequence(int32 s, int64 count)
 }
 
 /*
+ * Is sequence a before b, in the half of the wrapping sequence space that
+ * precedes b?  (A batch ahead of the window, a gap, is not.)
+ */
+static bool
+seq_before(int32 a, int32 b)
+{
+	int64		d = ((int64) b - a + (int64) PG_INT32_MAX + 1) % ((int64) PG_INT32_MAX + 1);
+
+	return d > 0 && d <= ((int64) PG_INT32_MAX + 1) / 2;
+}
+
+/*
  * Under the partition's produce lock: decide whether a batch of n records
  * with this producer identity is new (returns false), or a retry of one of
  * the last five batches (returns true and sets *dup_base to the offset the
- * original got).  Anything else is an error.
+ * original got).  A batch entirely before those five is a duplicate whose
+ * offsets are forgotten (MQ015, Kafka's DUPLICATE_SEQUENCE_NUMBER); any
+ * other sequence is a gap (MQ011).
  */
 bool
 mq_producer_check_sequence(MqTopic *topic, int32 partition, MqProducer *p,
@@ -217,6 +231,15 @@ mq_producer_check_sequence(MqTopic *topic, int32 partition, MqProducer *p,
 			*dup_base = bases[i];
 			break;
 		}
+		if (!duplicate && seq_before(last_seq, firsts[0]))
+			ereport(ERROR,
+					(errcode(ERRCODE_MQ_DUPLICATE_SEQUENCE),
+					 errmsg("duplicate sequences %d..%d from producer " INT64_FORMAT " epoch %d on topic \"%s\" partition %d",
+							p->base_sequence, last_seq, p->producer_id, p->producer_epoch,
+							topic->name, partition),
+					 errdetail("The batch was written before the last %d batches the partition remembers (from sequence %d on); its offsets are no longer known and nothing was written.",
+							   MQ_PRODUCER_HISTORY, firsts[0]),
+					 errhint("Treat the batch as acknowledged, as Kafka's DUPLICATE_SEQUENCE_NUMBER is.")));
 		if (!duplicate && p->base_sequence != next_sequence(lasts[nfirst - 1], 1))
 			ereport(ERROR,
 					(errcode(ERRCODE_MQ_OUT_OF_ORDER_SEQUENCE),

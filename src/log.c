@@ -187,12 +187,14 @@ mq_lock_partition_sql(PG_FUNCTION_ARGS)
 }
 
 /*
- * Last offset in one segment as seen by the snapshot, or -1 if it has none.
- * The index is scanned backwards, so this touches the rightmost leaf page
- * and, past rows of aborted producers, the heap tuples behind it.
+ * Last offset in one segment as seen by the snapshot, or -1 if it has none;
+ * with max_ts, also the segment's largest timestamp (the last record's
+ * running maximum, timeindex.c).  The index is scanned backwards, so this
+ * touches the rightmost leaf page and, past rows of aborted producers, the
+ * heap tuples behind it.
  */
-static int64
-segment_last_offset(MqSegment *seg, Snapshot snapshot)
+int64
+mq_segment_last_offset(MqSegment *seg, Snapshot snapshot, TimestampTz *max_ts)
 {
 	Relation	rel;
 	Relation	irel;
@@ -213,6 +215,8 @@ segment_last_offset(MqSegment *seg, Snapshot snapshot)
 		bool		isnull;
 
 		result = DatumGetInt64(slot_getattr(slot, Anum_log_msg_offset, &isnull));
+		if (max_ts != NULL)
+			*max_ts = mq_slot_max_timestamp(slot);
 	}
 	index_endscan(scan);
 	ExecDropSingleTupleTableSlot(slot);
@@ -226,17 +230,23 @@ segment_last_offset(MqSegment *seg, Snapshot snapshot)
  * snapshot.  Segments are contiguous, so the newest non-empty one decides;
  * when all are empty, the log starts at the oldest segment's base.
  */
-int64
-mq_log_end_offset(MqPartition *part, Snapshot snapshot)
+static int64
+log_end_offset(MqPartition *part, Snapshot snapshot, TimestampTz *max_ts)
 {
 	for (int i = part->nsegs - 1; i >= 0; i--)
 	{
-		int64		last = segment_last_offset(&part->segs[i], snapshot);
+		int64		last = mq_segment_last_offset(&part->segs[i], snapshot, max_ts);
 
 		if (last >= 0)
 			return last + 1;
 	}
 	return part->nsegs > 0 ? part->segs[0].base : part->log_start;
+}
+
+int64
+mq_log_end_offset(MqPartition *part, Snapshot snapshot)
+{
+	return log_end_offset(part, snapshot, NULL);
 }
 
 static MqSegment *
@@ -277,14 +287,62 @@ create_missing_segments(MqTopic *topic, int32 partition)
 }
 
 /*
+ * One log row: the record r at offset, appended now by producer, or with
+ * the leader's fields m on the replication follower path.
+ */
+static HeapTuple
+form_row(TupleDesc desc, int32 partition, int64 offset, MqRecordIn *r, TimestampTz now,
+		 MqProducer *producer, MqRecordMeta *m, TimestampTz *running)
+{
+	Datum		values[Natts_log];
+	bool		nulls[Natts_log];
+
+	memset(nulls, 0, sizeof(nulls));
+	values[Anum_log_partition - 1] = Int32GetDatum(partition);
+	values[Anum_log_msg_offset - 1] = Int64GetDatum(offset);
+	values[Anum_log_created_at - 1] = TimestampTzGetDatum(m ? m->created_at : now);
+	values[Anum_log_key - 1] = PointerGetDatum(r->key);
+	nulls[Anum_log_key - 1] = (r->key == NULL);
+	values[Anum_log_value - 1] = PointerGetDatum(r->value);
+	nulls[Anum_log_value - 1] = (r->value == NULL);
+	values[Anum_log_headers - 1] = r->headers;
+	nulls[Anum_log_headers - 1] = (r->headers == (Datum) 0);
+	if (m != NULL)				/* replication: the leader's fields */
+	{
+		values[Anum_log_producer_id - 1] = Int64GetDatum(m->producer_id);
+		values[Anum_log_producer_epoch - 1] = Int32GetDatum(m->producer_epoch);
+		values[Anum_log_sequence - 1] = Int32GetDatum(m->sequence);
+		nulls[Anum_log_producer_id - 1] = !m->has_producer;
+		nulls[Anum_log_producer_epoch - 1] = !m->has_producer;
+		nulls[Anum_log_sequence - 1] = !m->has_producer;
+	}
+	else if (producer != NULL && producer->present)
+	{
+		values[Anum_log_producer_id - 1] = Int64GetDatum(producer->producer_id);
+		values[Anum_log_producer_epoch - 1] = Int32GetDatum(producer->producer_epoch);
+		values[Anum_log_sequence - 1] = Int32GetDatum(producer->base_sequence + r->input_index);
+	}
+	else
+	{
+		nulls[Anum_log_producer_id - 1] = true;
+		nulls[Anum_log_producer_epoch - 1] = true;
+		nulls[Anum_log_sequence - 1] = true;
+	}
+	mq_row_timestamps(r, values, nulls, running);
+	return heap_form_tuple(desc, values, nulls);
+}
+
+/*
  * Write records [0, n) with offsets base.. into one segment.  meta, when
- * not NULL (the replication follower path), gives each record's timestamp
- * and producer fields instead of now and producer.
+ * not NULL (the replication follower path), gives each record's append
+ * time and producer fields instead of now and producer.  *running is the
+ * segment's largest timestamp so far (DT_NOBEGIN when it is empty): each
+ * record stores it in max_timestamp when it exceeds its own (timeindex.c).
  */
 static void
 append_to_segment(MqSegment *seg, int32 partition, MqRecordIn *recs, int n,
 				  int64 base, MqProducer *producer, TimestampTz now,
-				  MqRecordMeta *meta)
+				  MqRecordMeta *meta, TimestampTz *running)
 {
 	Relation	rel = table_open(seg->relid, RowExclusiveLock);
 	TupleDesc	desc = RelationGetDescr(rel);
@@ -324,48 +382,9 @@ append_to_segment(MqSegment *seg, int32 partition, MqRecordIn *recs, int n,
 
 		old = MemoryContextSwitchTo(batch_cxt);
 		for (int i = 0; i < k; i++)
-		{
-			MqRecordIn *r = &recs[done + i];
-			Datum		values[Natts_log];
-			bool		nulls[Natts_log];
-
-			memset(nulls, 0, sizeof(nulls));
-			values[Anum_log_partition - 1] = Int32GetDatum(partition);
-			values[Anum_log_msg_offset - 1] = Int64GetDatum(base + done + i);
-			values[Anum_log_created_at - 1] = TimestampTzGetDatum(now);
-			values[Anum_log_key - 1] = PointerGetDatum(r->key);
-			nulls[Anum_log_key - 1] = (r->key == NULL);
-			values[Anum_log_value - 1] = PointerGetDatum(r->value);
-			nulls[Anum_log_value - 1] = (r->value == NULL);
-			values[Anum_log_headers - 1] = r->headers;
-			nulls[Anum_log_headers - 1] = (r->headers == (Datum) 0);
-			if (meta != NULL)	/* replication: the leader's fields */
-			{
-				MqRecordMeta *m = &meta[done + i];
-
-				values[Anum_log_created_at - 1] = TimestampTzGetDatum(m->created_at);
-				values[Anum_log_producer_id - 1] = Int64GetDatum(m->producer_id);
-				values[Anum_log_producer_epoch - 1] = Int32GetDatum(m->producer_epoch);
-				values[Anum_log_sequence - 1] = Int32GetDatum(m->sequence);
-				nulls[Anum_log_producer_id - 1] = !m->has_producer;
-				nulls[Anum_log_producer_epoch - 1] = !m->has_producer;
-				nulls[Anum_log_sequence - 1] = !m->has_producer;
-			}
-			else if (producer != NULL && producer->present)
-			{
-				values[Anum_log_producer_id - 1] = Int64GetDatum(producer->producer_id);
-				values[Anum_log_producer_epoch - 1] = Int32GetDatum(producer->producer_epoch);
-				values[Anum_log_sequence - 1] =
-					Int32GetDatum(producer->base_sequence + r->input_index);
-			}
-			else
-			{
-				nulls[Anum_log_producer_id - 1] = true;
-				nulls[Anum_log_producer_epoch - 1] = true;
-				nulls[Anum_log_sequence - 1] = true;
-			}
-			ExecStoreHeapTuple(heap_form_tuple(desc, values, nulls), slots[i], false);
-		}
+			ExecStoreHeapTuple(form_row(desc, partition, base + done + i, &recs[done + i], now,
+										producer, meta ? &meta[done + i] : NULL, running),
+							   slots[i], false);
 		MemoryContextSwitchTo(old);
 
 		if (k == 1)
@@ -431,7 +450,7 @@ lock_for_append(const char *topic_name, int32 partition)
 static void
 write_records(const char *topic_name, MqTopic **topic, int32 partition,
 			  MqRecordIn *recs, int n, int64 next, MqProducer *producer,
-			  TimestampTz now, MqRecordMeta *meta)
+			  TimestampTz now, MqRecordMeta *meta, TimestampTz last_max)
 {
 	MqPartition *part = mq_topic_partition(*topic, partition);
 
@@ -451,8 +470,11 @@ write_records(const char *topic_name, MqTopic **topic, int32 partition,
 					 next, topic_name, partition);
 		}
 		k = (int) Min((int64) (n - done), seg->end - next);
+		/* the segment's running maximum continues from its last record */
+		if (next == seg->base)
+			last_max = DT_NOBEGIN;
 		append_to_segment(seg, partition, recs + done, k, next, producer, now,
-						  meta ? meta + done : NULL);
+						  meta ? meta + done : NULL, &last_max);
 		next += k;
 		done += k;
 	}
@@ -472,17 +494,20 @@ mq_log_append(const char *topic_name, int32 partition, MqRecordIn *recs,
 	MqTopic    *topic = lock_for_append(topic_name, partition);
 	MqPartition *part = mq_topic_partition(topic, partition);
 	int64		base;
+	TimestampTz now = GetCurrentTimestamp();
+	TimestampTz last_max = DT_NOBEGIN;
 
 	/* replication hook: only the current leader of a replicated partition appends */
 	if (part->replicated)
 		mq_replica_check_produce(topic, partition);
 
-	base = mq_log_end_offset(part, SnapshotSelf);
+	base = log_end_offset(part, SnapshotSelf, &last_max);
 	if (producer != NULL &&
 		mq_producer_check_sequence(topic, partition, producer, nrecs, &base))
 		return base;			/* a retry: the original offsets, nothing written */
+	mq_stamp_records(topic, recs, nrecs, now);
 	write_records(topic_name, &topic, partition, recs, nrecs, base, producer,
-				  GetCurrentTimestamp(), NULL);
+				  now, NULL, last_max);
 	if (producer != NULL)
 		mq_producer_record_batch(topic, partition, producer, nrecs, base);
 	mq_notify_at_commit(topic->topic_id);
@@ -493,14 +518,17 @@ mq_log_append(const char *topic_name, int32 partition, MqRecordIn *recs,
  * Replication hook: a follower appends records it fetched from the leader
  * at the leader's offsets, with the leader's timestamps and producer
  * fields (replica.c checks the leader epoch first).  base_offset must be
- * the log end offset: a follower's log has no holes either.
+ * the log end offset: a follower's log has no holes either.  The records'
+ * timestamps (recs[].has_timestamp, .timestamp) are the leader's too.
  */
 int64
 mq_log_append_at(const char *topic_name, int32 partition, MqRecordIn *recs,
 				 MqRecordMeta *meta, int nrecs, int64 base_offset)
 {
 	MqTopic    *topic = lock_for_append(topic_name, partition);
-	int64		next = mq_log_end_offset(mq_topic_partition(topic, partition), SnapshotSelf);
+	TimestampTz last_max = DT_NOBEGIN;
+	int64		next = log_end_offset(mq_topic_partition(topic, partition), SnapshotSelf,
+									  &last_max);
 
 	if (next != base_offset)
 		ereport(ERROR,
@@ -508,7 +536,7 @@ mq_log_append_at(const char *topic_name, int32 partition, MqRecordIn *recs,
 				 errmsg("replica of \"%s\" partition %d ends at offset " INT64_FORMAT ", not " INT64_FORMAT,
 						topic_name, partition, next, base_offset),
 				 errhint("The broker truncates or refetches from the log end offset.")));
-	write_records(topic_name, &topic, partition, recs, nrecs, next, NULL, 0, meta);
+	write_records(topic_name, &topic, partition, recs, nrecs, next, NULL, 0, meta, last_max);
 	next += nrecs;
 	mq_notify_at_commit(topic->topic_id);
 	return next;

@@ -22,6 +22,9 @@
 #include "executor/spi.h"
 #include "fmgr.h"
 #include "utils/tuplestore.h"
+#include "executor/tuptable.h"
+#include "utils/array.h"
+#include "utils/jsonb.h"
 
 /* SQLSTATEs (class MQ): ERRCODE_MQ_*, generated from src/errcodes.txt */
 #include "mq_errcodes.h"
@@ -42,7 +45,12 @@
 #define Anum_log_producer_id	7
 #define Anum_log_producer_epoch 8
 #define Anum_log_sequence		9
-#define Natts_log				9
+#define Anum_log_timestamp		10	/* NULL for LogAppendTime: then created_at */
+#define Anum_log_max_timestamp	11	/* NULL unless above the record's own */
+#define Natts_log				11
+
+/* Columns of mq.record (fetch.c) */
+#define Natts_record			10
 
 /* One segment: a table covering offsets [base, end). */
 typedef struct MqSegment
@@ -74,6 +82,8 @@ typedef struct MqTopic
 	int64		max_message_bytes;	/* the topic's max.message.bytes, -1 if unset */
 	bool		compacted;		/* cleanup.policy compacts: records need keys */
 	MqPartition *parts;
+	bool		log_append_time;	/* message.timestamp.type is LogAppendTime */
+	int64		timestamp_max_diff_ms;	/* message.timestamp.difference.max.ms, -1: none */
 } MqTopic;
 
 /* One record to append. */
@@ -82,13 +92,16 @@ typedef struct MqRecordIn
 	bytea	   *key;			/* NULL for a null key */
 	bytea	   *value;
 	Datum		headers;		/* jsonb datum, or 0 for null */
+	bool		has_timestamp;	/* the producer gave a CreateTime */
+	TimestampTz timestamp;
 	int32		partition;
 	int			input_index;	/* position in the caller's batch */
 } MqRecordIn;
 
 /*
- * replica.c: what a follower copies besides key, value and headers (the
- * leader's timestamp and producer fields), one per record.
+ * replica.c: what a follower copies besides key, value, headers and the
+ * Kafka timestamp (the leader's append time and producer fields), one per
+ * record.
  */
 typedef struct MqRecordMeta
 {
@@ -121,6 +134,7 @@ extern void mq_lock_partition(int32 topic_id, int32 partition);
 extern void mq_log_init(void);
 extern bool mq_release_before_flush;
 extern int64 mq_log_end_offset(MqPartition *part, Snapshot snapshot);
+extern int64 mq_segment_last_offset(MqSegment *seg, Snapshot snapshot, TimestampTz *max_ts);
 extern int64 mq_log_append(const char *topic_name, int32 partition,
 						   MqRecordIn *recs, int nrecs, MqProducer *producer);
 extern bool mq_allow_log_change;
@@ -158,6 +172,19 @@ extern void mq_record_size_init(void);
 extern int64 mq_record_size(bytea *key, bytea *value, Jsonb *headers);
 extern void mq_check_record_sizes(MqTopic *topic, MqRecordIn *recs, int n);
 
+/* timeindex.c: Kafka's record timestamps and the lookup by time */
+extern TimestampTz mq_slot_max_timestamp(TupleTableSlot *slot);
+extern int64 mq_offset_for_time(MqPartition *part, TimestampTz ts, Snapshot snapshot,
+								int *descents);
+extern void mq_check_timestamps(MqTopic *topic, MqRecordIn *recs, int n);
+extern void mq_stamp_records(MqTopic *topic, MqRecordIn *recs, int n, TimestampTz now);
+extern void mq_row_timestamps(MqRecordIn *r, Datum *values, bool *nulls, TimestampTz *running);
+
+/* headers.c: Kafka headers as mq.header[] and their jsonb form */
+extern Datum mq_header_list_from_jsonb(Jsonb *headers, Oid elemtype, bool *isnull);
+extern Jsonb *mq_header_list_to_jsonb(ArrayType *list);
+extern int	mq_header_list_lengths(Jsonb *headers, int64 **keylens, int64 **vallens);
+
 /* compact.c: log compaction's removals; compacted topics need keys */
 extern void mq_check_compacted_keys(MqTopic *topic, MqRecordIn *recs, int n);
 
@@ -177,6 +204,7 @@ typedef struct MqLongPoll
 	uint64		seen;			/* the topic's change counter before the read */
 	bool		pushed;			/* a fresh snapshot is pushed */
 } MqLongPoll;
+extern int64 mq_partition_high_watermark(MqTopic *topic, MqPartition *part);
 extern int	mq_read_partition(MqTopic *topic, MqPartition *part, int64 from, int max,
 							  Datum topic_datum, Tuplestorestate *store, TupleDesc outdesc,
 							  int64 *next_out);

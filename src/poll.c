@@ -27,6 +27,7 @@
 #include "storage/lock.h"
 #include "utils/builtins.h"
 #include "utils/snapmgr.h"
+#include "utils/timestamp.h"
 
 #include "mq.h"
 
@@ -47,11 +48,19 @@ typedef enum OffsetReset
 {
 	RESET_EARLIEST,
 	RESET_LATEST,
-	RESET_NONE
+	RESET_NONE,
+	RESET_BY_DURATION
 } OffsetReset;
 
+#define BY_DURATION "by_duration:"
+
+/*
+ * earliest, latest, none, or Kafka's by_duration:<ISO 8601 duration>
+ * (KIP-1106): the first record at or after now minus the duration, whose
+ * time *since is set to.
+ */
 static OffsetReset
-parse_offset_reset(text *t)
+parse_offset_reset(text *t, TimestampTz *since)
 {
 	char	   *s = text_to_cstring(t);
 
@@ -61,10 +70,42 @@ parse_offset_reset(text *t)
 		return RESET_LATEST;
 	if (strcmp(s, "none") == 0)
 		return RESET_NONE;
+	if (strncmp(s, BY_DURATION, strlen(BY_DURATION)) == 0 && s[strlen(BY_DURATION)] == 'P')
+	{
+		MemoryContext cxt = CurrentMemoryContext;
+
+		/*
+		 * A bad or huge duration is a bad argument (MQ010), not the
+		 * datetime SQLSTATE interval_in would raise: rethrown at once.
+		 */
+		PG_TRY();
+		{
+			Datum		iv = DirectFunctionCall3(interval_in,
+												 CStringGetDatum(s + strlen(BY_DURATION)),
+												 ObjectIdGetDatum(InvalidOid), Int32GetDatum(-1));
+
+			*since = DatumGetTimestampTz(DirectFunctionCall2(timestamptz_mi_interval,
+															 TimestampTzGetDatum(GetCurrentTimestamp()), iv));
+		}
+		PG_CATCH();
+		{
+			ErrorData  *e;
+
+			MemoryContextSwitchTo(cxt);
+			e = CopyErrorData();
+			FlushErrorState();
+			ereport(ERROR,
+					(errcode(ERRCODE_MQ_INVALID_ARGUMENT),
+					 errmsg("invalid auto_offset_reset \"%s\": %s", s, e->message),
+					 errhint("Use earliest, latest, none or by_duration:<ISO 8601 duration> (by_duration:PT1H).")));
+		}
+		PG_END_TRY();
+		return RESET_BY_DURATION;
+	}
 	ereport(ERROR,
 			(errcode(ERRCODE_MQ_INVALID_ARGUMENT),
 			 errmsg("invalid auto_offset_reset \"%s\"", s),
-			 errhint("Use earliest, latest or none.")));
+			 errhint("Use earliest, latest, none or by_duration:<ISO 8601 duration> (by_duration:PT1H).")));
 	return RESET_NONE;			/* keep the compiler quiet */
 }
 
@@ -74,7 +115,8 @@ parse_offset_reset(text *t)
  * auto.offset.reset).
  */
 static int64
-start_position(int64 pos, MqTopic *topic, MqPartition *part, OffsetReset reset)
+start_position(int64 pos, MqTopic *topic, MqPartition *part, OffsetReset reset,
+			   TimestampTz since)
 {
 	if (pos >= part->log_start)
 		return pos;
@@ -89,6 +131,12 @@ start_position(int64 pos, MqTopic *topic, MqPartition *part, OffsetReset reset)
 				 errhint("Commit a position with mq.commit_offset(), or poll with auto_offset_reset => 'earliest' or 'latest'.")));
 	if (reset == RESET_LATEST)
 		return mq_log_end_offset(part, GetActiveSnapshot());
+	if (reset == RESET_BY_DURATION)
+	{
+		int			descents = 0;
+
+		return mq_offset_for_time(part, since, GetActiveSnapshot(), &descents);
+	}
 	return part->log_start;
 }
 
@@ -141,6 +189,7 @@ mq_poll(PG_FUNCTION_ARGS)
 	bool		autocommit;
 	bool	   *owned = NULL;
 	OffsetReset reset = RESET_EARLIEST;
+	TimestampTz since = 0;
 	int			got = 0;
 	MqLongPoll	lp;
 
@@ -154,7 +203,7 @@ mq_poll(PG_FUNCTION_ARGS)
 	autocommit = PG_GETARG_BOOL(3);
 	mq_long_poll_start(&lp, fcinfo, 4, 5, topic->topic_id);
 	if (!PG_ARGISNULL(7))
-		reset = parse_offset_reset(PG_GETARG_TEXT_PP(7));
+		reset = parse_offset_reset(PG_GETARG_TEXT_PP(7), &since);
 
 	if (autocommit)
 		mq_auto_commit(group, topic);
@@ -179,7 +228,7 @@ mq_poll(PG_FUNCTION_ARGS)
 			if (!claim_partition(&key))
 				continue;
 			pos = start_position(mq_position_current(&key, group, topic),
-								 topic, part, reset);
+								 topic, part, reset, since);
 			n = mq_read_partition(topic, part, pos, max - got, PG_GETARG_DATUM(1),
 								  rsinfo->setResult, rsinfo->setDesc, &next);
 			got += n;

@@ -10,6 +10,8 @@
  * other.  Within a partition records keep their order in the batch.
  * Records without a key and without an explicit partition all go to one
  * partition per call (Kafka's "sticky" choice), the next one round-robin.
+ * A record's timestamp (CreateTime) is checked against the topic's
+ * message.timestamp.difference.max.ms before anything is appended.
  *
  *-------------------------------------------------------------------------
  */
@@ -41,6 +43,11 @@ PG_FUNCTION_INFO_V1(mq_send_batch_text);
 #define ARG_PRODUCER_ID 5
 #define ARG_EPOCH		6
 #define ARG_SEQUENCE	7
+/* mq.send: timestamp, header_list; mq.send_batch: timestamps, timestamp */
+#define ARG_TIMESTAMP	8
+#define ARG_HEADER_LIST	9
+#define ARG_TIMESTAMPS	8
+#define ARG_BATCH_TIMESTAMP 9
 
 /* text or jsonb as UTF-8 bytes, the way Kafka's string serializer sends it */
 static bytea *
@@ -158,6 +165,7 @@ send_records(FunctionCallInfo fcinfo, MqRecordIn *recs, int n)
 
 	if (producer.present)
 		mq_producer_check_epoch(producer.producer_id, producer.producer_epoch);
+	mq_check_timestamps(topic, recs, n);
 
 	offsets = palloc(sizeof(int64) * n);
 	partitions = palloc(sizeof(int32) * n);
@@ -188,21 +196,37 @@ send_records(FunctionCallInfo fcinfo, MqRecordIn *recs, int n)
 	}
 }
 
-static Datum
-headers_arg(FunctionCallInfo fcinfo)
+/*
+ * mq.send's headers: the jsonb as given, or Kafka's list (header_list)
+ * stored in its jsonb form (headers.c); and its timestamp.
+ */
+static void
+send_args(FunctionCallInfo fcinfo, MqRecordIn *rec)
 {
-	return PG_ARGISNULL(ARG_HEADERS) ? (Datum) 0 : PG_GETARG_DATUM(ARG_HEADERS);
+	bool		has_list = PG_NARGS() > ARG_HEADER_LIST && !PG_ARGISNULL(ARG_HEADER_LIST);
+
+	if (has_list && !PG_ARGISNULL(ARG_HEADERS))
+		ereport(ERROR,
+				(errcode(ERRCODE_MQ_INVALID_ARGUMENT),
+				 errmsg("give headers or header_list, not both")));
+	if (has_list)
+		rec->headers = JsonbPGetDatum(mq_header_list_to_jsonb(PG_GETARG_ARRAYTYPE_P(ARG_HEADER_LIST)));
+	else
+		rec->headers = PG_ARGISNULL(ARG_HEADERS) ? (Datum) 0 : PG_GETARG_DATUM(ARG_HEADERS);
+	rec->has_timestamp = PG_NARGS() > ARG_TIMESTAMP && !PG_ARGISNULL(ARG_TIMESTAMP);
+	if (rec->has_timestamp)
+		rec->timestamp = PG_GETARG_TIMESTAMPTZ(ARG_TIMESTAMP);
 }
 
 /* mq.send(topic, key bytea, value bytea, ...) */
 Datum
 mq_send(PG_FUNCTION_ARGS)
 {
-	MqRecordIn	rec;
+	MqRecordIn	rec = {0};
 
 	rec.key = PG_ARGISNULL(ARG_KEY) ? NULL : PG_GETARG_BYTEA_PP(ARG_KEY);
 	rec.value = PG_ARGISNULL(ARG_VALUE) ? NULL : PG_GETARG_BYTEA_PP(ARG_VALUE);
-	rec.headers = headers_arg(fcinfo);
+	send_args(fcinfo, &rec);
 	send_records(fcinfo, &rec, 1);
 	return (Datum) 0;
 }
@@ -211,14 +235,14 @@ mq_send(PG_FUNCTION_ARGS)
 Datum
 mq_send_text(PG_FUNCTION_ARGS)
 {
-	MqRecordIn	rec;
+	MqRecordIn	rec = {0};
 	Oid			value_type = get_fn_expr_argtype(fcinfo->flinfo, ARG_VALUE);
 
 	rec.key = PG_ARGISNULL(ARG_KEY) ? NULL :
 		text_datum_to_bytea(PG_GETARG_DATUM(ARG_KEY), TEXTOID);
 	rec.value = PG_ARGISNULL(ARG_VALUE) ? NULL :
 		text_datum_to_bytea(PG_GETARG_DATUM(ARG_VALUE), value_type);
-	rec.headers = headers_arg(fcinfo);
+	send_args(fcinfo, &rec);
 	send_records(fcinfo, &rec, 1);
 	return (Datum) 0;
 }
@@ -261,6 +285,9 @@ send_batch_common(FunctionCallInfo fcinfo, bool text_input)
 	int			nkeys = array_arg(fcinfo, ARG_KEY, elemtype, "keys", &keys, &knulls);
 	int			nvals = array_arg(fcinfo, ARG_VALUE, elemtype, "vals", &vals, &vnulls);
 	int			nhdrs = array_arg(fcinfo, ARG_HEADERS, JSONBOID, "headers", &hdrs, &hnulls);
+	Datum	   *tss;
+	bool	   *tsnulls;
+	int			nts = -1;
 	MqRecordIn *recs;
 
 	if (nvals < 0)
@@ -275,6 +302,19 @@ send_batch_common(FunctionCallInfo fcinfo, bool text_input)
 				 errdetail("Got %d keys, %d vals and %d headers.",
 						   Max(nkeys, 0), nvals, Max(nhdrs, 0)),
 				 errhint("Pass NULL for keys or headers to leave them all null.")));
+	if (PG_NARGS() > ARG_BATCH_TIMESTAMP)
+	{
+		nts = array_arg(fcinfo, ARG_TIMESTAMPS, TIMESTAMPTZOID, "timestamps", &tss, &tsnulls);
+		if (nts >= 0 && !PG_ARGISNULL(ARG_BATCH_TIMESTAMP))
+			ereport(ERROR,
+					(errcode(ERRCODE_MQ_INVALID_ARGUMENT),
+					 errmsg("give timestamps or timestamp, not both")));
+		if (nts >= 0 && nts != nvals)
+			ereport(ERROR,
+					(errcode(ERRCODE_MQ_INVALID_ARGUMENT),
+					 errmsg("timestamps and vals must have the same length"),
+					 errdetail("Got %d timestamps and %d vals.", nts, nvals)));
+	}
 
 	recs = palloc0(sizeof(MqRecordIn) * Max(nvals, 1));
 	for (int i = 0; i < nvals; i++)
@@ -285,6 +325,16 @@ send_batch_common(FunctionCallInfo fcinfo, bool text_input)
 			recs[i].value = text_input ? text_datum_to_bytea(vals[i], TEXTOID) : DatumGetByteaPP(vals[i]);
 		if (nhdrs >= 0 && !hnulls[i])
 			recs[i].headers = hdrs[i];
+		if (nts >= 0 && !tsnulls[i])
+		{
+			recs[i].has_timestamp = true;
+			recs[i].timestamp = DatumGetTimestampTz(tss[i]);
+		}
+		else if (nts < 0 && PG_NARGS() > ARG_BATCH_TIMESTAMP && !PG_ARGISNULL(ARG_BATCH_TIMESTAMP))
+		{
+			recs[i].has_timestamp = true;
+			recs[i].timestamp = PG_GETARG_TIMESTAMPTZ(ARG_BATCH_TIMESTAMP);
+		}
 	}
 	send_records(fcinfo, recs, nvals);
 	return (Datum) 0;

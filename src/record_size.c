@@ -18,11 +18,12 @@
  *     of headers (varint), and per header its key length and key (UTF-8),
  *     its value length (-1 for null) and value.
  *
- * Varints are zigzag-encoded, 7 bits a byte.  Headers are a jsonb object
- * today: each key/value pair is a header, a JSON string value counts as
+ * Varints are zigzag-encoded, 7 bits a byte.  Headers given as a jsonb
+ * object: each key/value pair is a header, a JSON string value counts as
  * its UTF-8 text, JSON null as a null value, any other value as its JSON
- * text; a jsonb that is not an object counts as one header with an empty
- * key and the JSON text as value.
+ * text.  Kafka's header list, stored as an array of [key, value] pairs
+ * (headers.c), counts header by header as Kafka sends it.  Any other jsonb
+ * counts as one header with an empty key and the JSON text as value.
  *
  * Limit.  The topic's max.message.bytes when set, else the setting
  * mq.message_max_bytes (default 1048588, Kafka's); as in Kafka a topic's
@@ -138,6 +139,18 @@ headers_size(Jsonb *headers)
 
 	if (headers == NULL)
 		return varint_size(0);
+	if (JB_ROOT_IS_ARRAY(headers) && !JB_ROOT_IS_SCALAR(headers))
+	{
+		/* Kafka's header list as [[key, value], ...] pairs (headers.c) */
+		int64	   *keylens;
+		int64	   *vallens;
+		int			n = mq_header_list_lengths(headers, &keylens, &vallens);
+
+		for (int i = 0; i < n; i++)
+			bytes += field_size(keylens[i]) + field_size(vallens[i]);
+		if (n >= 0)
+			return varint_size(n) + bytes;
+	}
 	if (!JB_ROOT_IS_OBJECT(headers) || JB_ROOT_IS_SCALAR(headers))
 	{
 		char	   *text = JsonbToCString(NULL, &headers->root, VARSIZE(headers));

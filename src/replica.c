@@ -75,6 +75,7 @@ PG_FUNCTION_INFO_V1(mq_replica_truncate_records);
 #define RB_BATCH_FIRST		14
 #define RB_BATCH_LAST		15
 #define RB_BATCH_OFFSET		16
+#define RB_TIMESTAMPS		19	/* Kafka timestamps: NULL for LogAppendTime */
 
 
 /* mq._replica_lock(topic_id, partition): the produce lock, until commit */
@@ -252,6 +253,81 @@ check_len(int n, int expected, const char *what)
 }
 
 /*
+ * The records of a replica batch, with the leader's append times, Kafka
+ * timestamps (NULL: LogAppendTime) and producer fields; returns how many.
+ */
+static int
+batch_records(HeapTupleHeader batch, int32 partition, MqRecordIn **precs, MqRecordMeta **pmeta)
+{
+	Datum	   *ts,
+			   *keys,
+			   *vals,
+			   *hdrs,
+			   *pids,
+			   *pepochs,
+			   *seqs,
+			   *kts;
+	bool	   *tsn,
+			   *ktsn,
+			   *keyn,
+			   *valn,
+			   *hdrn,
+			   *pidn,
+			   *pepn,
+			   *seqn;
+	int			n,
+				k;
+	MqRecordIn *recs;
+	MqRecordMeta *meta;
+
+	ts = batch_array(batch, RB_CREATED_AT, TIMESTAMPTZOID, &tsn, &n);
+	if (n == 0)
+		return 0;
+	keys = batch_array(batch, RB_KEYS, BYTEAOID, &keyn, &k);
+	check_len(k, n, "keys");
+	vals = batch_array(batch, RB_VALS, BYTEAOID, &valn, &k);
+	check_len(k, n, "values");
+	hdrs = batch_array(batch, RB_HEADERS, JSONBOID, &hdrn, &k);
+	check_len(k, n, "headers");
+	pids = batch_array(batch, RB_PRODUCER_IDS, INT8OID, &pidn, &k);
+	check_len(k, n, "producer ids");
+	pepochs = batch_array(batch, RB_PRODUCER_EPOCHS, INT4OID, &pepn, &k);
+	check_len(k, n, "producer epochs");
+	seqs = batch_array(batch, RB_SEQUENCES, INT4OID, &seqn, &k);
+	check_len(k, n, "sequences");
+	kts = batch_array(batch, RB_TIMESTAMPS, TIMESTAMPTZOID, &ktsn, &k);
+	if (kts != NULL)
+		check_len(k, n, "timestamps");
+
+	*precs = recs = palloc0(sizeof(MqRecordIn) * n);
+	*pmeta = meta = palloc0(sizeof(MqRecordMeta) * n);
+	for (int i = 0; i < n; i++)
+	{
+		if (tsn[i])
+			ereport(ERROR, (errcode(ERRCODE_MQ_INVALID_ARGUMENT),
+							errmsg("replica batch record %d has no timestamp", i)));
+		recs[i].partition = partition;
+		recs[i].input_index = i;
+		recs[i].key = keyn[i] ? NULL : DatumGetByteaPP(keys[i]);
+		recs[i].value = valn[i] ? NULL : DatumGetByteaPP(vals[i]);
+		recs[i].headers = hdrn[i] ? (Datum) 0 : hdrs[i];
+		meta[i].created_at = DatumGetTimestampTz(ts[i]);
+		/* the leader's Kafka timestamp exactly, NULL (LogAppendTime) included */
+		recs[i].has_timestamp = kts != NULL && !ktsn[i];
+		if (recs[i].has_timestamp)
+			recs[i].timestamp = DatumGetTimestampTz(kts[i]);
+		meta[i].has_producer = !pidn[i] && !pepn[i] && !seqn[i];
+		if (meta[i].has_producer)
+		{
+			meta[i].producer_id = DatumGetInt64(pids[i]);
+			meta[i].producer_epoch = DatumGetInt32(pepochs[i]);
+			meta[i].sequence = DatumGetInt32(seqs[i]);
+		}
+	}
+	return n;
+}
+
+/*
  * mq._replica_append_records(topic, partition, batch): append the batch's
  * records at its base offset, then record the producer batches that end
  * inside it in mq.producer_state, oldest first, so that the follower
@@ -266,20 +342,6 @@ mq_replica_append_records(PG_FUNCTION_ARGS)
 	HeapTupleHeader batch = PG_GETARG_HEAPTUPLEHEADER(2);
 	bool		isnull;
 	int64		base = DatumGetInt64(GetAttributeByNum(batch, RB_BASE_OFFSET, &isnull));
-	Datum	   *ts,
-			   *keys,
-			   *vals,
-			   *hdrs,
-			   *pids,
-			   *pepochs,
-			   *seqs;
-	bool	   *tsn,
-			   *keyn,
-			   *valn,
-			   *hdrn,
-			   *pidn,
-			   *pepn,
-			   *seqn;
 	int			n,
 				k;
 	Datum	   *bp,
@@ -301,43 +363,9 @@ mq_replica_append_records(PG_FUNCTION_ARGS)
 	if (isnull)
 		ereport(ERROR, (errcode(ERRCODE_MQ_INVALID_ARGUMENT),
 						errmsg("replica batch has no base offset")));
-	ts = batch_array(batch, RB_CREATED_AT, TIMESTAMPTZOID, &tsn, &n);
+	n = batch_records(batch, partition, &recs, &meta);
 	if (n == 0)
 		PG_RETURN_INT64(base);
-	keys = batch_array(batch, RB_KEYS, BYTEAOID, &keyn, &k);
-	check_len(k, n, "keys");
-	vals = batch_array(batch, RB_VALS, BYTEAOID, &valn, &k);
-	check_len(k, n, "values");
-	hdrs = batch_array(batch, RB_HEADERS, JSONBOID, &hdrn, &k);
-	check_len(k, n, "headers");
-	pids = batch_array(batch, RB_PRODUCER_IDS, INT8OID, &pidn, &k);
-	check_len(k, n, "producer ids");
-	pepochs = batch_array(batch, RB_PRODUCER_EPOCHS, INT4OID, &pepn, &k);
-	check_len(k, n, "producer epochs");
-	seqs = batch_array(batch, RB_SEQUENCES, INT4OID, &seqn, &k);
-	check_len(k, n, "sequences");
-
-	recs = palloc0(sizeof(MqRecordIn) * n);
-	meta = palloc0(sizeof(MqRecordMeta) * n);
-	for (int i = 0; i < n; i++)
-	{
-		if (tsn[i])
-			ereport(ERROR, (errcode(ERRCODE_MQ_INVALID_ARGUMENT),
-							errmsg("replica batch record %d has no timestamp", i)));
-		recs[i].partition = partition;
-		recs[i].input_index = i;
-		recs[i].key = keyn[i] ? NULL : DatumGetByteaPP(keys[i]);
-		recs[i].value = valn[i] ? NULL : DatumGetByteaPP(vals[i]);
-		recs[i].headers = hdrn[i] ? (Datum) 0 : hdrs[i];
-		meta[i].created_at = DatumGetTimestampTz(ts[i]);
-		meta[i].has_producer = !pidn[i] && !pepn[i] && !seqn[i];
-		if (meta[i].has_producer)
-		{
-			meta[i].producer_id = DatumGetInt64(pids[i]);
-			meta[i].producer_epoch = DatumGetInt32(pepochs[i]);
-			meta[i].sequence = DatumGetInt32(seqs[i]);
-		}
-	}
 	end = mq_log_append_at(topic_name, partition, recs, meta, n, base);
 
 	/* producer batches whose last record is in [base, end), in offset order */

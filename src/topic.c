@@ -112,6 +112,42 @@ spi_int64(int row, int col, bool *isnull)
 									   SPI_tuptable->tupdesc, col, isnull));
 }
 
+/* The topic's row of mq.topic, with the config keys the C code uses. */
+static bool
+read_topic_row(MqTopic *t, const char *name)
+{
+	Datum		arg[1] = {CStringGetTextDatum(name)};
+	Oid			argtype[1] = {TEXTOID};
+	bool		isnull;
+	int			ret;
+
+	ret = SPI_execute_with_args("SELECT topic_id, relid::oid, partitions, "
+								"       (config OPERATOR(pg_catalog.->>) 'max.message.bytes')::pg_catalog.int8, "
+								"       (config OPERATOR(pg_catalog.->>) 'message.timestamp.type') "
+								"         IS NOT DISTINCT FROM 'LogAppendTime', "
+								"       (config OPERATOR(pg_catalog.->>) 'message.timestamp.difference.max.ms')::pg_catalog.int8, "
+								"       coalesce(config OPERATOR(pg_catalog.->>) 'cleanup.policy', 'delete') "
+								"         OPERATOR(pg_catalog.<>) 'delete' "
+								"  FROM mq.topic WHERE topic_name = $1",
+								1, argtype, arg, NULL, true, 1);
+	if (ret != SPI_OK_SELECT)
+		elog(ERROR, "mq: topic lookup failed: %s", SPI_result_code_string(ret));
+	if (SPI_processed == 0)
+		return false;
+	t->topic_id = DatumGetInt32(SPI_getbinval(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 1, &isnull));
+	t->relid = DatumGetObjectId(SPI_getbinval(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 2, &isnull));
+	t->npartitions = DatumGetInt32(SPI_getbinval(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 3, &isnull));
+	t->max_message_bytes = spi_int64(0, 4, &isnull);
+	if (isnull)
+		t->max_message_bytes = -1;
+	t->log_append_time = DatumGetBool(SPI_getbinval(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 5, &isnull));
+	t->timestamp_max_diff_ms = spi_int64(0, 6, &isnull);
+	if (isnull)
+		t->timestamp_max_diff_ms = -1;
+	t->compacted = DatumGetBool(SPI_getbinval(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 7, &isnull));
+	return true;
+}
+
 /* Read a topic's structure from the catalog into a cache entry. */
 static bool
 load_topic(MqTopic *t, const char *name)
@@ -130,28 +166,12 @@ load_topic(MqTopic *t, const char *name)
 	 */
 	PushActiveSnapshot(GetLatestSnapshot());
 	mq_spi_begin(&spi);
-	arg[0] = CStringGetTextDatum(name);
-	ret = SPI_execute_with_args("SELECT topic_id, relid::oid, partitions, "
-								"       (config OPERATOR(pg_catalog.->>) 'max.message.bytes')::pg_catalog.int8, "
-								"       coalesce(config OPERATOR(pg_catalog.->>) 'cleanup.policy', 'delete') "
-								"         OPERATOR(pg_catalog.<>) 'delete' "
-								"  FROM mq.topic WHERE topic_name = $1",
-								1, argtype, arg, NULL, true, 1);
-	if (ret != SPI_OK_SELECT)
-		elog(ERROR, "mq: topic lookup failed: %s", SPI_result_code_string(ret));
-	if (SPI_processed == 0)
+	if (!read_topic_row(t, name))
 	{
 		mq_spi_end(&spi);
 		PopActiveSnapshot();
 		return false;
 	}
-	t->topic_id = DatumGetInt32(SPI_getbinval(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 1, &isnull));
-	t->relid = DatumGetObjectId(SPI_getbinval(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 2, &isnull));
-	t->npartitions = DatumGetInt32(SPI_getbinval(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 3, &isnull));
-	t->max_message_bytes = spi_int64(0, 4, &isnull);
-	if (isnull)
-		t->max_message_bytes = -1;
-	t->compacted = DatumGetBool(SPI_getbinval(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 5, &isnull));
 	watch(t->relid);
 
 	t->parts = MemoryContextAllocZero(cache_cxt, sizeof(MqPartition) * t->npartitions);

@@ -53,7 +53,7 @@
  */
 #define RECORD_COLUMNS \
 	"f.partition, f.msg_offset," \
-	" pg_catalog.floor(EXTRACT(epoch FROM f.created_at) * 1000)::int8," \
+	" pg_catalog.floor(EXTRACT(epoch FROM f.\"timestamp\") * 1000)::int8," \
 	" f.key, f.value, f.headers::text"
 
 /* the wait in progress, for consumer_interrupt() */

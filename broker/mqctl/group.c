@@ -16,10 +16,9 @@
  * default, printing the plan; --execute commits it in one transaction, and
  * is refused while the group has active members, which would go on
  * committing their own positions (Kafka refuses for non-empty groups).
- * --to-datetime searches each partition for the first record created at or
- * after the time by bisection over mq.fetch(): a record's created_at is
- * its append time, taken under the partition's produce lock, so it grows
- * with the offset.
+ * --to-datetime asks mq.offsets_for_times for each partition's first
+ * record whose timestamp (Kafka's CreateTime or LogAppendTime) is at or
+ * after the time.
  *
  *-------------------------------------------------------------------------
  */
@@ -63,7 +62,7 @@ const char	group_reset_offsets_help[] =
 "      --to-earliest      the log start offset\n"
 "      --to-latest        the log end offset (high watermark)\n"
 "      --to-offset=N      offset N, moved into [log start, log end]\n"
-"      --to-datetime=TS   the first record created at or after TS, an ISO 8601\n"
+"      --to-datetime=TS   the first record timestamped at or after TS, ISO 8601\n"
 "                         time such as 2026-11-29T10:00:00Z (without a zone:\n"
 "                         the session's TimeZone); the log end if none is\n"
 "\n"
@@ -263,29 +262,19 @@ cmd_group_describe(const MqctlCommand *cmd, int argc, char **argv)
 
 /*
  * The plan: per partition of topic $2, group $1's committed offset and the
- * new one for target $3 ($4 the offset, $5 the time).  For a time, each
- * partition's [lo, hi) halves until lo = hi, the first offset whose record
- * is at least as new (the log end when none is): one mq.fetch of one
- * record per step, some 30 steps for a billion records.
+ * new one for target $3 ($4 the offset, $5 the time).  For a time, the
+ * first offset whose record timestamp is at least $5, or the log end:
+ * mq.offsets_for_times, Kafka's ListOffsets by timestamp.
  */
 static const char plan_sql[] =
-"WITH RECURSIVE p AS (SELECT partition, log_start_offset, high_watermark"
-"                       FROM mq.partitions WHERE topic = $2),"
-" s(partition, lo, hi) AS ("
-"     SELECT partition, log_start_offset, high_watermark FROM p WHERE $3 = 'datetime'"
-"     UNION ALL"
-"     SELECT s.partition,"
-"            CASE WHEN f.created_at >= $5 THEN s.lo ELSE m.mid + 1 END,"
-"            CASE WHEN f.created_at >= $5 THEN m.mid ELSE s.hi END"
-"       FROM s CROSS JOIN LATERAL (SELECT (s.lo + s.hi) / 2 AS mid) m"
-"      CROSS JOIN LATERAL mq.fetch($2, s.partition, m.mid, 1) f"
-"      WHERE s.lo < s.hi)"
+"WITH p AS (SELECT partition, log_start_offset, high_watermark"
+"             FROM mq.partitions WHERE topic = $2)"
 " SELECT $2 AS topic, p.partition, mq.committed_offset($1, $2, p.partition) AS current_offset,"
 "        CASE $3 WHEN 'earliest' THEN p.log_start_offset"
 "                WHEN 'latest' THEN p.high_watermark"
 "                WHEN 'offset' THEN least(greatest($4, p.log_start_offset), p.high_watermark)"
-"                ELSE coalesce((SELECT s.lo FROM s WHERE s.partition = p.partition AND s.lo >= s.hi),"
-"                              p.high_watermark) END AS new_offset"
+"                ELSE least(mq.offsets_for_times($2, p.partition, $5::timestamptz),"
+"                           p.high_watermark) END AS new_offset"
 "   FROM p ORDER BY p.partition";
 
 /* Active members of the group (sessions not timed out). */

@@ -80,13 +80,27 @@ SELECT pg_catalog.pg_extension_config_dump('mq.partition_state', '');
 SELECT pg_catalog.pg_extension_config_dump('mq.segment', '');
 SELECT pg_catalog.pg_extension_config_dump('mq.consumer_offset', '');
 
+-- A Kafka record header: keys may repeat in a record's list, and a null
+-- value differs from an empty one (docs/sql.md#headers).
+CREATE TYPE mq.header AS (
+    key   text,
+    value bytea
+);
+
+-- created_at is the append time; timestamp is Kafka's record timestamp
+-- (the producer's CreateTime, or the append time for LogAppendTime
+-- topics) and timestamp_type says which.  headers is the jsonb given at
+-- produce time; header_list the same headers as Kafka's ordered list.
 CREATE TYPE mq.record AS (
-    topic      text,
-    partition  integer,
-    msg_offset bigint,
-    created_at timestamptz,
-    key        bytea,
-    value      bytea,
-    headers    jsonb
+    topic          text,
+    partition      integer,
+    msg_offset     bigint,
+    created_at     timestamptz,
+    key            bytea,
+    value          bytea,
+    headers        jsonb,
+    timestamp      timestamptz,
+    timestamp_type text,
+    header_list    mq.header[]
 );
 

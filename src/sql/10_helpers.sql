@@ -78,6 +78,8 @@ BEGIN
             ('replication.factor', 'count', 1, 2147483647),
             ('unclean.leader.election.enable', 'bool', NULL, NULL),
             ('cleanup.policy', 'policy', NULL, NULL),
+            ('message.timestamp.type', 'tstype', NULL, NULL),
+            ('message.timestamp.difference.max.ms', 'ms', 0, 9223372036854775807),
             ('min.cleanable.dirty.ratio', 'policy', 0, 1),
             ('min.compaction.lag.ms', 'ms', 0, 31557600000000),
             ('delete.retention.ms', 'ms', 0, 31557600000000)) AS s(key, kind, min, max)
@@ -87,7 +89,8 @@ BEGIN
                 USING ERRCODE = 'MQ004',
                       HINT = 'Known keys: retention.ms, retention.bytes, segment.bytes, segment.ms, segment.records, '
                              'max.message.bytes, min.insync.replicas, replication.factor, '
-                             'unclean.leader.election.enable, cleanup.policy, min.cleanable.dirty.ratio, '
+                             'unclean.leader.election.enable, cleanup.policy, message.timestamp.type, '
+                             'message.timestamp.difference.max.ms, min.cleanable.dirty.ratio, '
                              'min.compaction.lag.ms, delete.retention.ms.';
         END IF;
         IF v_kind = 'bool' THEN
@@ -99,6 +102,14 @@ BEGIN
                 RAISE EXCEPTION 'invalid value % for "%"', v_val, v_key
                     USING ERRCODE = 'MQ004', HINT = 'Use true or false.';
             END IF;
+            CONTINUE;
+        END IF;
+        IF v_kind = 'tstype' THEN
+            IF v_val NOT IN ('"CreateTime"'::jsonb, '"LogAppendTime"'::jsonb) THEN
+                RAISE EXCEPTION 'invalid value % for "message.timestamp.type"', v_val
+                    USING ERRCODE = 'MQ004', HINT = 'Use "CreateTime" or "LogAppendTime".';
+            END IF;
+            v_out := v_out || jsonb_build_object(v_key, v_val);
             CONTINUE;
         END IF;
         IF v_kind = 'policy' THEN

@@ -197,7 +197,14 @@ BEGIN
                         headers        jsonb,
                         producer_id    bigint,
                         producer_epoch integer,
-                        sequence       integer
+                        sequence       integer,
+                        -- the Kafka record timestamp: NULL for LogAppendTime
+                        -- (then it is created_at), the CreateTime otherwise;
+                        -- max_timestamp: NULL unless an earlier record of
+                        -- the segment has a later timestamp, then the running
+                        -- maximum of the segment (the Kafka time index)
+                        timestamp      timestamptz,
+                        max_timestamp  timestamptz
                     ) PARTITION BY LIST (partition)', 'topic_' || v_id);
     v_rel := format('mq_log.%I', 'topic_' || v_id)::regclass;
     EXECUTE format('COMMENT ON TABLE %s IS %L', v_rel, 'mq topic ' || topic);

@@ -2,38 +2,47 @@
 -- Produce
 -------------------------------------------------------------------------------
 
+-- timestamp: the record's CreateTime (NULL: now); header_list: Kafka
+-- headers, instead of headers (docs/sql.md#timestamps, #headers).
 CREATE FUNCTION mq.send(topic text, key bytea, value bytea, headers jsonb DEFAULT NULL,
                         partition integer DEFAULT NULL,
                         producer_id bigint DEFAULT NULL, producer_epoch integer DEFAULT NULL,
-                        base_sequence integer DEFAULT NULL)
+                        base_sequence integer DEFAULT NULL,
+                        "timestamp" timestamptz DEFAULT NULL, header_list mq.header[] DEFAULT NULL)
     RETURNS TABLE (partition integer, msg_offset bigint)
     AS 'MODULE_PATHNAME', 'mq_send' LANGUAGE C VOLATILE ROWS 1;
 
 CREATE FUNCTION mq.send(topic text, key text, value text, headers jsonb DEFAULT NULL,
                         partition integer DEFAULT NULL,
                         producer_id bigint DEFAULT NULL, producer_epoch integer DEFAULT NULL,
-                        base_sequence integer DEFAULT NULL)
+                        base_sequence integer DEFAULT NULL,
+                        "timestamp" timestamptz DEFAULT NULL, header_list mq.header[] DEFAULT NULL)
     RETURNS TABLE (partition integer, msg_offset bigint)
     AS 'MODULE_PATHNAME', 'mq_send_text' LANGUAGE C VOLATILE ROWS 1;
 
 CREATE FUNCTION mq.send(topic text, key text, value jsonb, headers jsonb DEFAULT NULL,
                         partition integer DEFAULT NULL,
                         producer_id bigint DEFAULT NULL, producer_epoch integer DEFAULT NULL,
-                        base_sequence integer DEFAULT NULL)
+                        base_sequence integer DEFAULT NULL,
+                        "timestamp" timestamptz DEFAULT NULL, header_list mq.header[] DEFAULT NULL)
     RETURNS TABLE (partition integer, msg_offset bigint)
     AS 'MODULE_PATHNAME', 'mq_send_text' LANGUAGE C VOLATILE ROWS 1;
 
+-- timestamps: one CreateTime per record (a NULL element: now), or one
+-- timestamp for all; headers: per record, an object or a list of pairs.
 CREATE FUNCTION mq.send_batch(topic text, keys bytea[], vals bytea[], headers jsonb[] DEFAULT NULL,
                               partition integer DEFAULT NULL,
                               producer_id bigint DEFAULT NULL, producer_epoch integer DEFAULT NULL,
-                              base_sequence integer DEFAULT NULL)
+                              base_sequence integer DEFAULT NULL,
+                              timestamps timestamptz[] DEFAULT NULL, "timestamp" timestamptz DEFAULT NULL)
     RETURNS TABLE (partition integer, msg_offset bigint)
     AS 'MODULE_PATHNAME', 'mq_send_batch' LANGUAGE C VOLATILE;
 
 CREATE FUNCTION mq.send_batch(topic text, keys text[], vals text[], headers jsonb[] DEFAULT NULL,
                               partition integer DEFAULT NULL,
                               producer_id bigint DEFAULT NULL, producer_epoch integer DEFAULT NULL,
-                              base_sequence integer DEFAULT NULL)
+                              base_sequence integer DEFAULT NULL,
+                              timestamps timestamptz[] DEFAULT NULL, "timestamp" timestamptz DEFAULT NULL)
     RETURNS TABLE (partition integer, msg_offset bigint)
     AS 'MODULE_PATHNAME', 'mq_send_batch_text' LANGUAGE C VOLATILE;
 

@@ -9,7 +9,9 @@ CREATE PROCEDURE mq.produce(topic text, keys bytea[], vals bytea[], partition in
                             acks text DEFAULT 'all',
                             producer_id bigint DEFAULT NULL, producer_epoch integer DEFAULT NULL,
                             base_sequence integer DEFAULT NULL, timeout_ms integer DEFAULT 30000,
-                            INOUT base_offset bigint DEFAULT NULL, INOUT high_watermark bigint DEFAULT NULL)
+                            INOUT base_offset bigint DEFAULT NULL, INOUT high_watermark bigint DEFAULT NULL,
+                            headers jsonb[] DEFAULT NULL, timestamps timestamptz[] DEFAULT NULL,
+                            "timestamp" timestamptz DEFAULT NULL)
 -- No SET clause: a procedure with one cannot COMMIT.  Every name is
 -- schema-qualified instead, and it runs with the caller's rights.
 LANGUAGE plpgsql AS $$
@@ -42,8 +44,9 @@ BEGIN
         PERFORM pg_catalog.set_config('synchronous_commit', 'local', true);
     END IF;
     SELECT pg_catalog.min(s.msg_offset), pg_catalog.max(s.msg_offset) INTO base_offset, v_last
-      FROM mq.send_batch(topic, keys, vals, NULL, produce.partition,
-                         producer_id, producer_epoch, base_sequence) s;
+      FROM mq.send_batch(topic, keys, vals, produce.headers, produce.partition,
+                         producer_id, producer_epoch, base_sequence,
+                         produce.timestamps, produce."timestamp") s;
     COMMIT;
     IF acks IN ('all', '-1') AND v_role IS DISTINCT FROM 'standalone' AND v_last IS NOT NULL THEN
         high_watermark := mq._replica_await_hwm(topic, produce.partition, v_last OPERATOR(pg_catalog.+) 1,

@@ -35,3 +35,40 @@ CREATE FUNCTION mq.poll(group_id text, topic text, max_records integer DEFAULT 1
                         member_id text DEFAULT NULL, auto_offset_reset text DEFAULT 'earliest')
     RETURNS SETOF mq.record
     AS 'MODULE_PATHNAME', 'mq_poll' LANGUAGE C VOLATILE ROWS 100;
+
+-- Kafka's ListOffsets by timestamp: the earliest offset whose timestamp is
+-- at least ts, or the log end offset when there is none (src/timeindex.c).
+CREATE FUNCTION mq.offsets_for_times(topic text, partition integer, ts timestamptz)
+    RETURNS bigint
+    AS 'MODULE_PATHNAME', 'mq_offsets_for_times' LANGUAGE C STABLE;
+
+-- Commit, for every partition of the topic, the group's position at the
+-- first record at or after to_timestamp (kafka-consumer-groups
+-- --reset-offsets --to-datetime).  The caller's rights: commit_offset
+-- checks READ on the group and the topic.
+CREATE FUNCTION mq.reset_offsets(group_id text, topic text, to_timestamp timestamptz)
+    RETURNS TABLE (partition integer, next_offset bigint)
+LANGUAGE plpgsql SET search_path = pg_catalog, pg_temp AS $$
+BEGIN
+    IF to_timestamp IS NULL THEN
+        RAISE EXCEPTION 'to_timestamp must not be null' USING ERRCODE = 'MQ010';
+    END IF;
+    -- mq.partitions shows the topics the caller may DESCRIBE
+    FOR partition IN SELECT ps.partition FROM mq.partitions ps
+                      WHERE ps.topic = reset_offsets.topic ORDER BY ps.partition LOOP
+        next_offset := mq.offsets_for_times(reset_offsets.topic, partition, reset_offsets.to_timestamp);
+        PERFORM mq.commit_offset(reset_offsets.group_id, reset_offsets.topic, partition, next_offset);
+        RETURN NEXT;
+    END LOOP;
+    IF NOT FOUND THEN
+        -- no such topic, or not one the caller may see: its error
+        PERFORM mq.offsets_for_times(reset_offsets.topic, 0, reset_offsets.to_timestamp);
+    END IF;
+END $$;
+
+-- Headers: Kafka's list from any headers jsonb, and the jsonb form of a
+-- list (src/headers.c; docs/sql.md#headers).
+CREATE FUNCTION mq.header_list(headers jsonb) RETURNS mq.header[]
+    AS 'MODULE_PATHNAME', 'mq_header_list_sql' LANGUAGE C IMMUTABLE STRICT PARALLEL SAFE;
+CREATE FUNCTION mq.headers_jsonb(header_list mq.header[]) RETURNS jsonb
+    AS 'MODULE_PATHNAME', 'mq_headers_jsonb_sql' LANGUAGE C IMMUTABLE STRICT PARALLEL SAFE;

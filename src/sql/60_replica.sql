@@ -75,7 +75,9 @@ CREATE TYPE mq.replica_batch AS (
     batch_last       integer[],
     batch_offset     bigint[],
     epochs           integer[],
-    epoch_starts     bigint[]
+    epoch_starts     bigint[],
+    -- Kafka timestamps, per record: NULL for a LogAppendTime record
+    timestamps       timestamptz[]
 );
 
 -- The broker attached to this node (one row once a broker has attached).
@@ -425,9 +427,10 @@ BEGIN
         EXECUTE format('SELECT array_agg(created_at ORDER BY msg_offset), array_agg(key ORDER BY msg_offset),
                                array_agg(value ORDER BY msg_offset), array_agg(headers ORDER BY msg_offset),
                                array_agg(producer_id ORDER BY msg_offset), array_agg(producer_epoch ORDER BY msg_offset),
-                               array_agg(sequence ORDER BY msg_offset)
+                               array_agg(sequence ORDER BY msg_offset), array_agg("timestamp" ORDER BY msg_offset)
                           FROM %s WHERE msg_offset >= $1 AND msg_offset < $2', st.relid)
-           INTO b.created_at, b.keys, b.vals, b.headers, b.producer_ids, b.producer_epochs, b.sequences
+           INTO b.created_at, b.keys, b.vals, b.headers, b.producer_ids, b.producer_epochs, b.sequences,
+                b.timestamps
           USING p_fetch_offset, v_end;
         -- producer batches whose last record lies in the range
         SELECT array_agg(s.producer_id ORDER BY x.o), array_agg(s.producer_epoch ORDER BY x.o),

@@ -15,7 +15,9 @@ CREATE TABLE mq.retention_loss (
 );
 SELECT pg_catalog.pg_extension_config_dump('mq.retention_loss', '');
 
--- Time of the newest record in a segment (NULL when empty).  Only mq's own
+-- The largest record timestamp in a segment (NULL when empty), which
+-- retention.ms compares with now as Kafka does: the last record's running
+-- maximum (src/timeindex.c), its CreateTime or its append time.  Only mq's own
 -- segments: this reads as the owner, so a relation named by a caller that
 -- is not a segment (a view calling the caller's function, say) is refused.
 CREATE FUNCTION mq._segment_last_time(p_rel regclass) RETURNS timestamptz
@@ -27,7 +29,8 @@ BEGIN
         RAISE EXCEPTION 'relation % is not a segment of an mq topic', p_rel
             USING ERRCODE = '42501';
     END IF;
-    EXECUTE format('SELECT created_at FROM %s ORDER BY msg_offset DESC LIMIT 1', p_rel) INTO v_time;
+    EXECUTE format('SELECT coalesce(max_timestamp, "timestamp", created_at) FROM %s
+                     ORDER BY msg_offset DESC LIMIT 1', p_rel) INTO v_time;
     RETURN v_time;
 END $$;
 

@@ -123,41 +123,33 @@ CREATE FUNCTION mq_internal.grant(operations text, resource_type text, resource_
                                   grantee text, pattern_type text, permission text, p_caller oid)
 RETURNS integer LANGUAGE plpgsql SET search_path = pg_catalog, pg_temp AS $$
 DECLARE
-    r record;
-    v_n integer := 0;
+    v_n integer;
 BEGIN
-    FOR r IN SELECT * FROM mq._acl_rows(operations, resource_type, resource_name, grantee,
-                                       pattern_type, permission) LOOP
-        PERFORM mq._authorize_grant(p_caller, r.resource_type, r.pattern_type, r.resource_name);
-        INSERT INTO mq.acl AS a (resource_type, pattern_type, resource_name, grantee, operation,
-                                 permission, grantor)
-        VALUES (r.resource_type, r.pattern_type, r.resource_name, r.grantee, r.operation,
-                r.permission, p_caller::regrole)
-        ON CONFLICT DO NOTHING;
-        v_n := v_n + 1;
-    END LOOP;
+    INSERT INTO mq.acl (resource_type, pattern_type, resource_name, grantee, operation, permission, grantor)
+    SELECT r.resource_type, r.pattern_type, r.resource_name, r.grantee, r.operation, r.permission,
+           p_caller::regrole
+      FROM mq._acl_rows(operations, resource_type, resource_name, grantee, pattern_type, permission) r,
+           LATERAL mq._authorize_grant(p_caller, r.resource_type, r.pattern_type, r.resource_name)
+    ON CONFLICT DO NOTHING;
+    GET DIAGNOSTICS v_n = ROW_COUNT;
     RETURN v_n;
 END $$;
 
+-- like REVOKE ALL, 'all' takes back every operation
 CREATE FUNCTION mq_internal.revoke(operations text, resource_type text, resource_name text,
                                    grantee text, pattern_type text, permission text, p_caller oid)
 RETURNS integer LANGUAGE plpgsql SET search_path = pg_catalog, pg_temp AS $$
 DECLARE
-    r record;
-    v_n integer := 0;
-    v_d integer;
+    v_n integer;
 BEGIN
-    FOR r IN SELECT * FROM mq._acl_rows(operations, resource_type, resource_name, grantee,
-                                       pattern_type, permission) LOOP
-        PERFORM mq._authorize_grant(p_caller, r.resource_type, r.pattern_type, r.resource_name);
-        -- like REVOKE ALL, 'all' takes back every operation
-        DELETE FROM mq.acl a
-         WHERE a.resource_type = r.resource_type AND a.pattern_type = r.pattern_type
-           AND a.resource_name = r.resource_name AND a.grantee IS NOT DISTINCT FROM r.grantee
-           AND a.permission = r.permission AND (r.operation = 'all' OR a.operation = r.operation);
-        GET DIAGNOSTICS v_d = ROW_COUNT;
-        v_n := v_n + v_d;
-    END LOOP;
+    DELETE FROM mq.acl a
+     USING mq._acl_rows(revoke.operations, revoke.resource_type, revoke.resource_name, revoke.grantee,
+                        revoke.pattern_type, revoke.permission) r,
+           LATERAL mq._authorize_grant(p_caller, r.resource_type, r.pattern_type, r.resource_name)
+     WHERE a.resource_type = r.resource_type AND a.pattern_type = r.pattern_type
+       AND a.resource_name = r.resource_name AND a.grantee IS NOT DISTINCT FROM r.grantee
+       AND a.permission = r.permission AND (r.operation = 'all' OR a.operation = r.operation);
+    GET DIAGNOSTICS v_n = ROW_COUNT;
     RETURN v_n;
 END $$;
 

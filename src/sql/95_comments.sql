@@ -24,7 +24,9 @@ COMMENT ON TABLE mq.producer IS
 COMMENT ON TABLE mq.producer_state IS
     'per partition and producer: the epoch and the last five batches (sequences, base offset) for deduplicating retries';
 COMMENT ON TYPE mq.record IS
-    'one record as fetch and poll return it: topic, partition, offset, timestamp, key, value, headers';
+    'one record as fetch and poll return it: topic, partition, offset, append time, key, value, headers (jsonb), Kafka timestamp and its type, headers as Kafka''s list';
+COMMENT ON TYPE mq.header IS
+    'one Kafka record header: a key (keys may repeat in a list) and a value (null differs from empty)';
 
 -- Helpers (10_helpers.sql; validate_config and murmur2 are commented there)
 COMMENT ON FUNCTION mq.partition_for(text, bytea) IS
@@ -67,15 +69,15 @@ COMMENT ON FUNCTION mq._topic_id(text) IS
     'internal: the id of a topic by name; MQ001 when it does not exist';
 
 -- Produce (30_produce.sql, 31_produce_acks.sql)
-COMMENT ON FUNCTION mq.send(text, bytea, bytea, jsonb, integer, bigint, integer, integer) IS
+COMMENT ON FUNCTION mq.send(text, bytea, bytea, jsonb, integer, bigint, integer, integer, timestamptz, mq.header[]) IS
     'appends one record (bytea key and value) to a topic; returns its partition and offset. Optional: headers, partition, and producer id, epoch and sequence for idempotence';
-COMMENT ON FUNCTION mq.send(text, text, text, jsonb, integer, bigint, integer, integer) IS
+COMMENT ON FUNCTION mq.send(text, text, text, jsonb, integer, bigint, integer, integer, timestamptz, mq.header[]) IS
     'appends one record with a text key and value (stored as UTF-8); returns its partition and offset';
-COMMENT ON FUNCTION mq.send(text, text, jsonb, jsonb, integer, bigint, integer, integer) IS
+COMMENT ON FUNCTION mq.send(text, text, jsonb, jsonb, integer, bigint, integer, integer, timestamptz, mq.header[]) IS
     'appends one record with a text key and a jsonb value (stored as its text in UTF-8); returns its partition and offset';
-COMMENT ON FUNCTION mq.send_batch(text, bytea[], bytea[], jsonb[], integer, bigint, integer, integer) IS
+COMMENT ON FUNCTION mq.send_batch(text, bytea[], bytea[], jsonb[], integer, bigint, integer, integer, timestamptz[], timestamptz) IS
     'appends a batch of records (arrays of keys, values and optional headers) in one call; returns each record''s partition and offset';
-COMMENT ON FUNCTION mq.send_batch(text, text[], text[], jsonb[], integer, bigint, integer, integer) IS
+COMMENT ON FUNCTION mq.send_batch(text, text[], text[], jsonb[], integer, bigint, integer, integer, timestamptz[], timestamptz) IS
     'appends a batch of records with text keys and values; returns each record''s partition and offset';
 COMMENT ON FUNCTION mq.record_size(bytea, bytea, jsonb) IS
     'the size max.message.bytes limits: the Kafka record batch holding this record alone (61 bytes of header, key, value and headers with their lengths); see docs/sql.md#record-size';
@@ -83,7 +85,7 @@ COMMENT ON FUNCTION mq.init_producer(text) IS
     'registers an idempotent producer, or for a transactional id bumps its epoch and fences the older instance; returns producer id and epoch';
 COMMENT ON FUNCTION mq._lock_producer(bigint) IS
     'internal: init_producer''s exclusive producer lock, waiting for sends of older epochs to end';
-COMMENT ON PROCEDURE mq.produce(text, bytea[], bytea[], integer, text, bigint, integer, integer, integer, bigint, bigint) IS
+COMMENT ON PROCEDURE mq.produce(text, bytea[], bytea[], integer, text, bigint, integer, integer, integer, bigint, bigint, jsonb[], timestamptz[], timestamptz) IS
     'produces a batch to one partition with Kafka''s acks (0, 1 or all) and commits; with acks=all waits for the in-sync replicas. Call outside a transaction block';
 
 -- Consume (40_consume.sql; commit_polled is commented there)
@@ -93,6 +95,14 @@ COMMENT ON FUNCTION mq.commit_offset(text, text, integer, bigint, text, bigint, 
     'commits a group''s position (the next offset to read) in a partition; fenced by producer epoch or group generation when those are given';
 COMMENT ON FUNCTION mq.committed_offset(text, text, integer) IS
     'the group''s committed position in a partition, or null when it has none';
+COMMENT ON FUNCTION mq.offsets_for_times(text, integer, timestamptz) IS
+    'the earliest offset of a partition whose record timestamp is at or after ts, or the log end offset (Kafka''s ListOffsets by timestamp)';
+COMMENT ON FUNCTION mq.reset_offsets(text, text, timestamptz) IS
+    'commits a group''s position in every partition of a topic at the first record at or after a time; returns the positions';
+COMMENT ON FUNCTION mq.header_list(jsonb) IS
+    'headers jsonb (an object, or an array of [key, value] pairs) as Kafka''s ordered header list';
+COMMENT ON FUNCTION mq.headers_jsonb(mq.header[]) IS
+    'Kafka''s header list as jsonb: an array of [key, value] pairs, a value being text, null or {"base64": ...}';
 COMMENT ON FUNCTION mq.poll(text, text, integer, boolean, integer, integer, text, text) IS
     'reads records for a consumer group from its positions, over the partitions it can claim (or, with member_id, owns); optionally auto-commits and long-polls';
 
@@ -272,7 +282,7 @@ COMMENT ON TABLE mq.acl IS
 COMMENT ON COLUMN mq.topic.owner IS
     'the role that created the topic: it has every right on it and may grant them';
 COMMENT ON FUNCTION mq.grant(text, text, text, text, text, text) IS
-    'grants operations (''read, describe'') on a topic, group or the cluster to a role or PUBLIC; a name ending in * is a prefix; permission => ''deny'' refuses; returns the number of grants';
+    'grants operations (''read, describe'') on a topic, group or the cluster to a role or PUBLIC; a name ending in * is a prefix; permission => ''deny'' refuses; returns the number of grants added';
 COMMENT ON FUNCTION mq.revoke(text, text, text, text, text, text) IS
     'takes back grants made by mq.grant (''all'' takes back every operation); returns the number removed';
 COMMENT ON FUNCTION mq.has_topic_privilege(name, text, text) IS

@@ -53,6 +53,10 @@ check_eq "$(json_get "$first" '{timestamp}')" \
 	"$(sql "SELECT floor(extract(epoch FROM created_at) * 1000)::bigint FROM mq.fetch('c3', 1, 0, 1)")" \
 	"json: timestamp in milliseconds since 1970"
 check_eq "$(echo "$OUT" | wc -l)" 2 "json: one object per line"
+sql "SELECT mq.create_topic('c-ts', 1)" >/dev/null
+sql "SELECT mq.send('c-ts', 'k', 'v', \"timestamp\" => '2001-02-03 04:05:06.789Z')" >/dev/null
+run mqctl consume c-ts -p 0 --from-beginning --no-follow --format json
+check_eq "$(json_get "$OUT" '{timestamp}')" "981173106789" "json: the timestamp is the producer's CreateTime"
 
 # null values, headers, bytes that are not text
 sql "SELECT mq.send('c3', NULL::bytea, NULL::bytea, '{\"trace\": \"t-1\"}', 2)" >/dev/null

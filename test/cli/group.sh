@@ -128,7 +128,7 @@ check_eq "$(offsets newcomers g3)" "0,0,0" "it gets offsets on every partition"
 run mqctl consume g3 --group newcomers --no-follow
 check_eq "$(echo "$OUT" | wc -l)" 8 "and reads from there"
 
-# --to-datetime: the first record created at or after the time
+# --to-datetime: the first record timestamped at or after the time
 seq -f 'late%g' 1 2 | mqctl produce g1 -p 0
 sleep 0.3
 mark="$(sql "SELECT to_char(clock_timestamp() AT TIME ZONE 'UTC', 'YYYY-MM-DD\"T\"HH24:MI:SS.US\"Z\"')")"
@@ -143,6 +143,12 @@ run mqctl group reset-offsets readers --topic g1 --to-datetime tomorrow
 check_match "$OUT" 'g1 +0 +2 +5$' "--to-datetime after every record: the log end"
 run mqctl group reset-offsets readers --topic short --to-datetime 2000-01-01T00:00:00Z
 check_match "$OUT" 'short +0 +- +6$' "--to-datetime after retention: the log start"
+# record timestamps (a producer's CreateTime) decide, not append times
+sql "SELECT mq.create_topic('gts', 1)" >/dev/null
+sql "SELECT count(*) FROM mq.send_batch('gts', NULL, ARRAY['a', 'b', 'c']::bytea[],
+         timestamps => ARRAY['2001-01-01Z', '2003-01-01Z', '2002-01-01Z']::timestamptz[])" >/dev/null
+run mqctl group reset-offsets readers --topic gts --to-datetime 2002-06-01T00:00:00Z
+check_match "$OUT" 'gts +0 +- +1$' "--to-datetime follows the records' timestamps"
 
 # --- reset-offsets and active members --------------------------------------------------
 before="$(offsets workers g3)"

@@ -41,7 +41,7 @@ SELECT is((SELECT log_end_offset FROM mq.partitions WHERE topic = 'idem' AND par
 SELECT throws_ok(
     $$SELECT * FROM mq.send_batch('idem', NULL, ARRAY['\x00','\x10']::bytea[], partition => 0,
         producer_id => (SELECT producer_id FROM p), producer_epoch => 0, base_sequence => 0)$$,
-    'MQ011', NULL, 'a batch older than the last five is out of order');
+    'MQ015', NULL, 'a batch older than the last five is a duplicate too old to return its offsets');
 SELECT throws_ok(
     $$SELECT * FROM mq.send('idem', NULL::bytea, '\x00'::bytea, partition => 0,
         producer_id => (SELECT producer_id FROM p), producer_epoch => 0, base_sequence => 13)$$,

@@ -389,8 +389,9 @@ SELECT is((SELECT array_agg(DISTINCT p.proname::text ORDER BY p.proname::text)
           ARRAY['_describable', '_has_privilege', '_log_end_offset', '_produce_state', '_replica_await_hwm',
                 'add_partitions', 'alter_topic', 'commit_offset', 'commit_polled',
                 'committed_offset', 'create_topic', 'drop_topic', 'fetch', 'grant', 'has_group_privilege',
-                'has_topic_privilege', 'heartbeat', 'join_group', 'leave_group', 'murmur2', 'partition_for',
-                'poll', 'produce', 'record_size', 'revoke', 'send', 'send_batch', 'validate_config'],
+                'has_topic_privilege', 'header_list', 'headers_jsonb', 'heartbeat', 'join_group',
+                'leave_group', 'murmur2', 'offsets_for_times', 'partition_for', 'poll', 'produce',
+                'record_size', 'reset_offsets', 'revoke', 'send', 'send_batch', 'validate_config'],
           'PUBLIC executes exactly the reviewed functions of schema mq');
 SELECT is((SELECT count(*) FROM pg_proc p, aclexplode(coalesce(p.proacl, acldefault('f', p.proowner))) a
             WHERE p.pronamespace = 'mq_internal'::regnamespace AND a.grantee <> p.proowner),

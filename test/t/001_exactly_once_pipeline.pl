@@ -71,7 +71,8 @@ my $connstr = $node->connstr('postgres') . ' application_name=pipeline-worker';
 my $stopfile = "$PostgreSQL::Test::Utils::tmp_check/pipeline.stop";
 unlink $stopfile;
 
-# workers: a fresh connection after every failure, until told to stop
+# workers: a fresh connection after every failure, until told to stop (the
+# sleep is a retry pause while the server is down, not a wait for anything)
 my @workers;
 for my $w (1 .. $nworkers)
 {
@@ -112,6 +113,8 @@ while (time < $deadline)
 			 WHERE application_name = 'pipeline-worker' AND state = 'active'
 			 ORDER BY random() LIMIT 1) s});
 	$kills += $out if $ret == 0 && $out;
+	# the pace of the fault injection, one kill every 0.2 s; the loop itself
+	# ends on a condition (all of A consumed)
 	sleep 0.2;
 }
 

@@ -20,12 +20,15 @@ my $old = $c->leader('t', 0);
 is($c->isr('t', 0), '1,2,3', 'all three replicas in sync at the start');
 
 my $p = $c->start_producer('t', 0);
-sleep 2;
+$c->wait_acks($p, count => 3) or diag('the producer made no progress');
 
 my $t_kill = time;
 $c->kill9_node($old);
 note("killed node$old (the leader) at $t_kill");
-sleep 4;
+$c->coord->poll_query_until('postgres',
+	"SELECT leader <> $old AND NOT isr @> ARRAY[$old] FROM mq_coord.partition "
+	  . "WHERE topic = 't' AND partition = 0")
+  or diag('no new leader, or the dead replica stayed in the ISR');
 my $new = $c->leader('t', 0);
 isnt($new, $old, "a new leader was elected (broker $new)");
 is($c->isr('t', 0), join(',', sort grep { $_ != $old } 1 .. 3), 'the dead replica left the ISR');
@@ -36,7 +39,8 @@ $c->coord->poll_query_until('postgres',
 	"SELECT isr @> ARRAY[$old] FROM mq_coord.partition WHERE topic = 't' AND partition = 0")
   or diag('old leader did not rejoin the ISR');
 is($c->isr('t', 0), '1,2,3', 'the old leader rejoined the ISR');
-sleep 1;
+# writes acknowledged with all three in sync again, for the checker
+$c->wait_acks($p, since => time) or diag('no write acknowledged after the rejoin');
 my $lines = $c->stop_producer($p);
 
 my ($first) = MqCluster::acks_since($lines, $t_kill);

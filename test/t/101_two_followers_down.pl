@@ -19,7 +19,7 @@ my $leader = $c->leader('t', 0);
 my @followers = grep { $_ != $leader } 1 .. 3;
 
 my $p = $c->start_producer('t', 0);
-sleep 2;
+$c->wait_acks($p, count => 3) or diag('the producer made no progress');
 my $t_down = time;
 $c->kill9_node($_) for @followers;
 $c->coord->poll_query_until('postgres',
@@ -27,14 +27,16 @@ $c->coord->poll_query_until('postgres',
   or diag('ISR did not shrink');
 is($c->isr('t', 0), $leader, 'the ISR shrank to the leader');
 my $t_shrunk = time;
-sleep 3;
+# several attempts while the ISR is the leader alone: each must be refused
+$c->wait_refusals($p, count => 20, since => $t_shrunk + 0.2)
+  or diag('the producer was not refused while the ISR was below min.insync.replicas');
 my $t_back = time;
 $c->node($_)->start for @followers;
 $c->coord->poll_query_until('postgres',
 	"SELECT cardinality(isr) = 3 FROM mq_coord.partition WHERE topic = 't' AND partition = 0")
   or diag('ISR did not expand');
 is($c->isr('t', 0), '1,2,3', 'both followers rejoined the ISR');
-sleep 1;
+$c->wait_acks($p, since => time) or diag('no write acknowledged after the recovery');
 my $lines = $c->stop_producer($p);
 
 my @during = grep { $_->{kind} eq 'ack' && $_->{at} > $t_shrunk + 0.2 && $_->{at} < $t_back } @$lines;

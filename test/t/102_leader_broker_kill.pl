@@ -25,7 +25,8 @@ my @others = grep { $_ != $old } 1 .. 3;
 
 my $p = $c->start_producer('t', 0);
 my $r = $c->start_consumer('t', 0);
-sleep 2;
+$c->wait_acks($p, count => 3) or diag('the producer made no progress');
+$c->wait_consumed($r) or diag('the consumer read nothing');
 
 my $t_kill = time;
 $c->signal_broker($old, 'KILL');
@@ -45,7 +46,8 @@ my ($ok, $out) = MqCluster::psql_cmd($c->node($old),
 like($out, qr/ERROR:\s+MQ020: this node's broker is not running, so it no longer leads "t" partition 0/,
 	'but without its broker it refuses produce with not_leader');
 my $t_elected = time;
-sleep 2;
+$c->wait_acks($p, count => 2, since => $t_elected)
+  or diag('no write acknowledged by the new leader');
 
 $c->start_broker($old);
 note("restarted the broker of node$old");
@@ -56,7 +58,7 @@ is($c->isr('t', 0), '1,2,3', 'the old leader rejoined the ISR');
 is($c->node($old)->safe_psql('postgres',
 		"SELECT role FROM mq.replica_status WHERE topic = 't' AND partition = 0"),
 	'follower', "node$old follows now");
-sleep 1;
+$c->wait_acks($p, since => time) or diag('no write acknowledged after the rejoin');
 my $lines = $c->stop_producer($p);
 $c->stop_consumer($r);
 

@@ -24,7 +24,8 @@ my $ln = $c->node($leader);
 
 my $p = $c->start_producer('t', 0);
 my $r = $c->start_consumer('t', 0);
-sleep 1;
+$c->wait_acks($p, count => 3) or diag('the producer made no progress');
+$c->wait_consumed($r) or diag('the consumer read nothing');
 
 # Pause, wait for the shrink, keep the follower paused a while longer,
 # resume, wait for the expansion.  Returns the times of those steps.
@@ -49,7 +50,9 @@ sub pause_and_resume
 			  . "AND detail->'from' @> '[$who]' AND NOT detail->'to' @> '[$who]' "
 			  . "ORDER BY event_id DESC LIMIT 1"),
 		't', 'the shrink was written to the coordinator before the node');
-	sleep 2;
+	# writes go on with two replicas while this one is paused
+	$c->wait_acks($p, count => 2, since => $t{shrunk})
+	  or diag("no write acknowledged while replica $who was out of the ISR");
 	$t{resume} = time;
 	$resume->();
 	ok($c->coord->poll_query_until('postgres',
@@ -66,7 +69,7 @@ my $t2 = pause_and_resume($f2, sub { $c->signal_broker($f2, 'STOP') },
 note("broker$f2 paused: " . join(', ', map { sprintf('%s %.2f', $_, $t2->{$_} - $t2->{pause}) } sort keys %$t2));
 is($c->isr('t', 0), '1,2,3', 'all three replicas in sync at the end');
 is($c->leader('t', 0), $leader, 'the leader never changed');
-sleep 1;
+$c->wait_acks($p, since => time) or diag('no write acknowledged at the end');
 my $lines = $c->stop_producer($p);
 $c->stop_consumer($r);
 

@@ -31,7 +31,8 @@ my $old_epoch = $c->coord->safe_psql('postgres',
 # the coordinator again
 my $p = $c->start_producer('t', 0, attempt_timeout => 3);
 my $r = $c->start_consumer('t', 0);
-sleep 2;
+$c->wait_acks($p, count => 3) or diag('the producer made no progress');
+$c->wait_consumed($r) or diag('the consumer read nothing');
 
 my $t_pause = time;
 $c->pause_node($old);
@@ -52,7 +53,9 @@ $c->coord->poll_query_until('postgres',
 	"SELECT NOT isr @> ARRAY[$old] FROM mq_coord.partition WHERE topic = 't' AND partition = 0")
   or diag('the paused leader stayed in the ISR');
 is($c->isr('t', 0), join(',', sort grep { $_ != $old } 1 .. 3), 'the paused leader left the ISR');
-sleep 2;
+# the new leader takes writes before the old one wakes up
+$c->wait_acks($p, count => 2, since => $t_elected, node => $new)
+  or diag("no write acknowledged by the new leader $new");
 
 # The node wakes up first: it still leads the old epoch as far as it knows.
 $c->resume_node($old);
@@ -83,7 +86,11 @@ sub zombies
 }
 ok($on->poll_query_until('postgres', zombies($on), 1),
 	"a write sent to the deposed leader was appended there");
-sleep 1;
+# its session is parked in the acks=all wait (it re-checks every 250 ms)
+$on->poll_query_until('postgres',
+	"SELECT count(*) > 0 FROM pg_stat_activity WHERE query LIKE 'CALL mq.produce(%zombie%' "
+	  . "AND wait_event_type = 'Extension' AND pid <> pg_backend_pid()")
+  or diag('the write sent to the deposed leader is not waiting for acks=all');
 ok(!-e $zfile, 'and it was not acknowledged');
 
 # Now its broker wakes up: it has lost its coordinator session.
@@ -100,7 +107,7 @@ is($on->safe_psql('postgres', "SELECT role FROM mq.replica_status WHERE topic = 
 	'follower', "node$old follows now");
 like($c->broker_log($old), qr/truncated the log from offset \d+/,
 	'the old leader truncated its divergent suffix by leader epoch');
-sleep 1;
+$c->wait_acks($p, since => time) or diag('no write acknowledged after the rejoin');
 my $lines = $c->stop_producer($p);
 $c->stop_consumer($r);
 

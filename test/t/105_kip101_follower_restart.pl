@@ -34,7 +34,8 @@ my ($na, $nb) = ($c->node($a), $c->node($b));
 
 my $p = $c->start_producer('t', 0);
 my $r = $c->start_consumer('t', 0);
-sleep 1;
+$c->wait_acks($p, count => 3) or diag('the producer made no progress');
+$c->wait_consumed($r) or diag('the consumer read nothing');
 
 # The third replica goes away first: the ISR is the leader and b.
 $c->kill9_node($x);
@@ -42,7 +43,10 @@ ok($c->coord->poll_query_until('postgres',
 		"SELECT isr = ARRAY[$a, $b] OR isr = ARRAY[$b, $a] FROM mq_coord.partition "
 		  . "WHERE topic = 't' AND partition = 0"),
 	"replica $x left the ISR");
-sleep 1;
+my $t_shrunk = time;
+# the leader acknowledges with the ISR {a, b}
+$c->wait_acks($p, count => 2, since => $t_shrunk)
+  or diag("no write acknowledged after replica $x left the ISR");
 
 # Catch b right after a fetch.  b's high watermark lags by one fetch: the
 # fetch that brings records carries the high watermark as it was before
@@ -60,6 +64,8 @@ my $holder = fork();
 die "fork: $!" unless defined $holder;
 if ($holder == 0)
 {
+	# holds the lock until node b is killed below (pg_sleep is the holding,
+	# not a wait)
 	MqCluster::psql_cmd($nb, "BEGIN; SELECT 1 FROM mq.partition_state p JOIN mq.topic t USING (topic_id) "
 		  . "WHERE t.topic_name = 't' AND p.partition = 0 FOR UPDATE OF p; SELECT pg_sleep(60)", 60);
 	POSIX::_exit(0);
@@ -71,7 +77,9 @@ $nb->poll_query_until('postgres',
 my ($b_leo, $b_hwm) = split / /, $nb->safe_psql('postgres', $q_b);
 ok($na->poll_query_until('postgres', "SELECT split_part(($q_a), ' ', 1)::bigint > $b_hwm"),
 	'the leader recorded a fetch offset above the follower\'s high watermark');
-usleep(300_000);    # the producer hears its acknowledgement
+# the producer hears the acknowledgement of records above b's high watermark
+$c->wait_acks($p, where => sub { $_->{base} + 5 > $b_hwm })
+  or diag("no acknowledgement above the follower's high watermark $b_hwm");
 ($b_leo, $b_hwm) = split / /, $nb->safe_psql('postgres', $q_b);
 my ($a_saw, $a_hwm) = split / /, $na->safe_psql('postgres', $q_a);
 note("follower $b: log end $b_leo, high watermark $b_hwm; the leader's record of its fetch offset "
@@ -105,7 +113,7 @@ $c->node($x)->start;
 ok($c->coord->poll_query_until('postgres',
 		"SELECT cardinality(isr) = 3 FROM mq_coord.partition WHERE topic = 't' AND partition = 0"),
 	'both other replicas rejoined the ISR');
-sleep 1;
+$c->wait_acks($p, since => time) or diag('no write acknowledged after the rejoin');
 my $lines = $c->stop_producer($p);
 $c->stop_consumer($r);
 

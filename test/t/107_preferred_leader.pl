@@ -26,7 +26,8 @@ is($c->leader('t', 1), $pref[1], 'partition 1 starts on its preferred leader');
 
 my $p = $c->start_producer('t', 0);
 my $r = $c->start_consumer('t', 0);
-sleep 1;
+$c->wait_acks($p, count => 3) or diag('the producer made no progress');
+$c->wait_consumed($r) or diag('the consumer read nothing');
 
 my $victim = $pref[0];
 $c->kill9_node($victim);
@@ -35,7 +36,8 @@ ok($c->coord->poll_query_until('postgres',
 	"partition 0 failed over from broker $victim");
 my $interim = $c->leader('t', 0);
 is($c->leader('t', 1), $pref[1], 'partition 1 did not move');
-sleep 1;
+# the interim leader takes writes before the preferred one returns
+$c->wait_acks($p, count => 2, node => $interim) or diag("no write acknowledged by broker $interim");
 
 my $t_back = time;
 $c->node($victim)->start;
@@ -50,7 +52,8 @@ is($c->coord->safe_psql('postgres',
 		  . "WHERE kind = 'leader_elected' AND topic = 't' AND partition = 0"),
 	"$victim,$interim,$victim", 'elections of partition 0: preferred, interim, preferred again');
 is($c->leader('t', 1), $pref[1], 'partition 1 still on its preferred leader');
-sleep 1;
+$c->wait_acks($p, since => $t_back, node => $victim)
+  or diag("no write acknowledged by the preferred leader $victim");
 my $lines = $c->stop_producer($p);
 $c->stop_consumer($r);
 

@@ -8,6 +8,7 @@
 #   my $r = $c->start_consumer('t', 0);    # reads through the leader
 #   ... faults: $c->kill9_node($i), $c->restart_node($i), $c->stop_broker,
 #       $c->pause_node($i) / resume_node($i), $c->signal_broker($i, 'STOP') ...
+#   $c->wait_acks($p, since => $t);      # wait on progress, never sleep
 #   my $acks = $c->stop_producer($p);
 #   $c->stop_consumer($r);
 #   $c->check_log('t', 0, $acks, @live);   # the independent checker
@@ -21,6 +22,9 @@
 # those records with what every replica holds at the end: acknowledged
 # records kept, at their offsets, once, in order; replicas identical below
 # the high watermark; nothing a consumer saw later truncated or changed.
+# A run that acknowledged nothing would pass all of that, so the checker
+# fails it, unless the caller says that nothing was to be acknowledged
+# ($c->check_log('t', 0, $acks, { expect_no_acks => 1 }, @live)).
 package MqCluster;
 
 use strict;
@@ -332,6 +336,22 @@ sub start_producer
 		partition => $partition };
 }
 
+# The producer's log lines so far, as hashes; a line still being written
+# is left out.
+sub producer_lines
+{
+	my ($file) = @_;
+	my @lines;
+	for (split /\n/, -e $file ? slurp_file($file) : '')
+	{
+		my @f = split / /;
+		next unless @f == 5;
+		push @lines, { kind => $f[0], seq => $f[1], base => $f[2], state => $f[2], node => $f[3],
+			at => $f[4] };
+	}
+	return \@lines;
+}
+
 # Stop the producer; returns its log lines as hashes.
 sub stop_producer
 {
@@ -340,14 +360,54 @@ sub stop_producer
 	close $fh;
 	waitpid($p->{pid}, 0);
 	delete $self->{children}{ $p->{pid} };
-	my @lines;
-	for (split /\n/, slurp_file($p->{file}))
+	return producer_lines($p->{file});
+}
+
+# Poll the child's log file until $count of its lines (default 1) are of
+# the kind asked for and pass the filters: since => TIME (recorded then or
+# later), node => N (by node N), where => sub { ... } (any test of the line
+# hash in $_).  Returns true then, false (with a diag) after the test
+# timeout.  Tests wait on this instead of sleeping "long enough" for
+# progress.  It looks every 10 ms, so that a fault injected as it returns
+# lands just after the producer recorded a line, while it asks the
+# coordinator for the leader, and seldom while an acknowledgement is on
+# its way back to it (which it would record only after the fault).
+sub wait_lines
+{
+	my ($self, $what, $file, $parse, $kind, %opt) = @_;
+	my $count = $opt{count} // 1;
+	my $deadline = time + $PostgreSQL::Test::Utils::timeout_default;
+	my @got;
+	while (1)
 	{
-		my @f = split / /;
-		push @lines, { kind => $f[0], seq => $f[1], base => $f[2], state => $f[2], node => $f[3],
-			at => $f[4] };
+		@got = grep {
+			$_->{kind} eq $kind
+			  && (!defined $opt{since} || $_->{at} >= $opt{since})
+			  && (!defined $opt{node} || $_->{node} == $opt{node})
+			  && (!$opt{where} || $opt{where}->())
+		} @{ $parse->($file) };
+		return 1 if @got >= $count;
+		last if time > $deadline;
+		usleep(10_000);
 	}
-	return \@lines;
+	diag("gave up waiting for $count $what line(s) ($kind) in $file; saw " . scalar(@got));
+	return 0;
+}
+
+# Wait until the producer has had $opt{count} (default 1) batches
+# acknowledged (see wait_lines for the filters).
+sub wait_acks
+{
+	my ($self, $p, %opt) = @_;
+	return $self->wait_lines('producer', $p->{file}, \&producer_lines, 'ack', %opt);
+}
+
+# Wait until the producer has been refused $opt{count} (default 1) times;
+# where => sub { $_->{state} eq 'MQ021' } picks the error.
+sub wait_refusals
+{
+	my ($self, $p, %opt) = @_;
+	return $self->wait_lines('producer', $p->{file}, \&producer_lines, 'err', %opt);
 }
 
 # ---------------------------------------------------------------------
@@ -402,6 +462,21 @@ sub start_consumer
 	return { pid => $pid, file => $file, stop => $stop, topic => $topic, partition => $partition };
 }
 
+# The consumer's log lines so far, as hashes (as producer_lines).
+sub consumer_lines
+{
+	my ($file) = @_;
+	my @lines;
+	for (split /\n/, -e $file ? slurp_file($file) : '')
+	{
+		my @f = split / /;
+		next unless @f == 5;
+		push @lines, { kind => $f[0], offset => $f[1], value => $f[2], state => $f[2],
+			node => $f[3], at => $f[4] };
+	}
+	return \@lines;
+}
+
 # Stop the consumer; its records are kept for check_log.
 sub stop_consumer
 {
@@ -410,15 +485,17 @@ sub stop_consumer
 	close $fh;
 	waitpid($r->{pid}, 0);
 	delete $self->{children}{ $r->{pid} };
-	my @lines;
-	for (split /\n/, slurp_file($r->{file}))
-	{
-		my @f = split / /;
-		push @lines, { kind => $f[0], offset => $f[1], value => $f[2], state => $f[2],
-			node => $f[3], at => $f[4] };
-	}
-	$self->{consumed}{"$r->{topic}/$r->{partition}"} = \@lines;
-	return \@lines;
+	my $lines = consumer_lines($r->{file});
+	$self->{consumed}{"$r->{topic}/$r->{partition}"} = $lines;
+	return $lines;
+}
+
+# Wait until the consumer has been given $opt{count} (default 1) records
+# (filters as wait_lines).
+sub wait_consumed
+{
+	my ($self, $r, %opt) = @_;
+	return $self->wait_lines('consumer', $r->{file}, \&consumer_lines, 'rec', %opt);
 }
 
 sub acks_since
@@ -463,12 +540,24 @@ sub wait_converged
 	return 0;
 }
 
-# The checks every scenario ends with.
+# The checks every scenario ends with.  Options go in a hash before the
+# live nodes: { expect_no_acks => 1 } for a run in which nothing was to be
+# acknowledged.
 sub check_log
 {
 	my ($self, $topic, $partition, $lines, @live) = @_;
+	my $opt = ref $live[0] eq 'HASH' ? shift @live : {};
 	ok($self->wait_converged($topic, $partition, @live), 'replicas converged');
 	my @acks = grep { $_->{kind} eq 'ack' } @$lines;
+	# with nothing acknowledged, no check below could fail
+	if ($opt->{expect_no_acks})
+	{
+		is(scalar(@acks), 0, 'nothing was acknowledged, as the test expects');
+	}
+	else
+	{
+		ok(@acks > 0, 'the producer had batches acknowledged (' . scalar(@acks) . ')');
+	}
 	my ($ref, $hwm) = $self->replica_rows($live[0], $topic, $partition);
 	my %where;
 	for my $o (0 .. $#$ref) { push @{ $where{ $ref->[$o] } }, $o; }

@@ -1,0 +1,107 @@
+#!/usr/bin/env bash
+# scripts/typedefs.sh: print the typedefs list that scripts/format.sh uses
+# to tell declarations from expressions (pgindent's typedefs.list).
+#
+# Every C file under src/ and broker/ is run through the C preprocessor with
+# the include paths its Makefile uses, and every name a `typedef` declares
+# in what the compiler sees is listed: the project's own types and those of
+# PostgreSQL, libpq and the C library that the code can name.  One name a
+# line, sorted.  scripts/format.sh fix rewrites scripts/typedefs.list with
+# this; scripts/format.sh check fails when the list is out of date.
+#
+# Knobs: PG_CONFIG (default pg_config), CC (default cc).
+set -euo pipefail
+cd "$(dirname "${BASH_SOURCE[0]}")/.."
+
+PG_CONFIG="${PG_CONFIG:-pg_config}"
+CC="${CC:-cc}"
+server="$("$PG_CONFIG" --includedir-server)"
+client="$("$PG_CONFIG" --includedir)"
+cppflags="$("$PG_CONFIG" --cppflags)"
+
+# Headers the build generates (from src/errcodes.txt, ...) may not exist
+# yet: they are given as empty files, which is enough for the typedefs
+# (the code's own headers declare its types).
+stubs="$(mktemp -d)"
+trap 'rm -rf "$stubs"' EXIT
+
+preprocess_once() {
+	local f="$1"
+	# shellcheck disable=SC2086 # $cppflags is a list of flags
+	case "$f" in
+	src/*) "$CC" -E $cppflags -Isrc -I"$server" -I"$server/../internal" -I"$stubs" "$f" ;;
+	broker/*) "$CC" -E -DMQ_VERSION='"0"' -I"$client" -Ibroker/common \
+		-I"$(dirname "$f")" -I"$stubs" "$f" ;;
+	esac
+}
+
+# preprocess FILE: the text the compiler sees, a stub for each missing
+# generated header ("name.h" includes only)
+preprocess() {
+	local f="$1" err missing
+	for _ in 1 2 3 4 5 6 7 8; do
+		if preprocess_once "$f" >"$stubs/.out" 2>"$stubs/.err"; then
+			cat "$stubs/.out"
+			return 0
+		fi
+		err="$(cat "$stubs/.err")"
+		missing="$(sed -n 's/.*fatal error: \([A-Za-z0-9_./-]*\.h\): No such file or directory.*/\1/p' <<<"$err" | head -n 1)"
+		if [[ -z "$missing" || -e "$stubs/$missing" ]]; then
+			echo "$err" >&2
+			return 1
+		fi
+		mkdir -p "$stubs/$(dirname "$missing")"
+		: >"$stubs/$missing"
+	done
+	return 1
+}
+
+mapfile -t files < <(git ls-files 'src/*.c' 'broker/*.c')
+for f in "${files[@]}"; do
+	preprocess "$f" || { echo "typedefs.sh: cannot preprocess $f" >&2; exit 1; }
+done | perl -e '
+	# The names declared by each top-level "typedef ...;" of C source.
+	local $/;
+	my $src = <STDIN>;
+	$src =~ s/^#.*$//mg;                          # line markers
+	$src =~ s/"(?:\\.|[^"\\])*"/""/g;             # string literals
+	# GNU attributes and asm labels, whose parentheses nest
+	my $paren;
+	$paren = qr/\((?:[^()]++|(??{$paren}))*\)/;
+	$src =~ s/\b(?:__attribute__|__asm__|__asm|asm)\s*$paren//g;
+	my %names;
+	while ($src =~ /\btypedef\b/g)
+	{
+		my $start = pos($src);
+		my ($depth, $i) = (0, $start);
+		for (; $i < length $src; $i++)
+		{
+			my $ch = substr($src, $i, 1);
+			$depth++ if $ch eq "{" || $ch eq "(";
+			$depth-- if $ch eq "}" || $ch eq ")";
+			last if $ch eq ";" && $depth == 0;
+		}
+		my $decl = substr($src, $start, $i - $start);
+		pos($src) = $i;
+		1 while $decl =~ s/\{[^{}]*\}//g;             # struct and enum bodies
+		# split the declarators at top-level commas
+		my @parts = ("");
+		my $d = 0;
+		for my $ch (split //, $decl)
+		{
+			$d++ if $ch eq "(" || $ch eq "[";
+			$d-- if $ch eq ")" || $ch eq "]";
+			if ($ch eq "," && $d == 0) { push @parts, ""; next; }
+			$parts[-1] .= $ch;
+		}
+		for my $p (@parts)
+		{
+			if ($p =~ /\(\s*\*+\s*(?:const\s+)?(\w+)\s*\)/) { $names{$1} = 1; next; }
+			$p =~ s/(?:\[[^\]]*\]\s*)+$//;
+			$p =~ s/\s*\(.*$//s if $p !~ /\(\s*\*/;   # function types: name(args)
+			$names{$1} = 1 if $p =~ /(\w+)\s*$/;
+		}
+	}
+	# reserved names of the C library (__off_t, ...) are never written here
+	print "$_\n" for sort grep { !/^__/ } keys %names;
+'
