@@ -16,6 +16,7 @@ PKGS=(
 	libinih-dev
 	libjansson-dev
 	clang-format-14
+	clang
 )
 
 missing=()

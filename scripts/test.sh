@@ -17,7 +17,13 @@
 #   0. static checks: test/static/*.sh, run with bash from the repo root
 #      before anything is built (generated files vs. their committed
 #      copies, and the like); they need no server
-#   4. multi-node TAP tests test/t/*.pl with prove as the postgres user
+#   4. sanitize: test/cli/*.sh again, with mqctl built with
+#      -fsanitize=address,undefined in a copy of the tree (scripts/sanitize.sh
+#      with MQ_SANITIZE_ONLY=cli, in a throwaway cluster of its own; about
+#      a minute); any sanitizer report fails it.  The multi-node tests with
+#      a sanitized mq-broker take some 4 minutes more: `bash
+#      scripts/sanitize.sh` runs them, not this command.
+#   5. multi-node TAP tests test/t/*.pl with prove as the postgres user
 #      (PostgreSQL::Test::Cluster; each test starts its own nodes).
 #      MQ_REPO_ROOT names the repo; test/t is in @INC for helper modules.
 #
@@ -26,7 +32,7 @@
 #
 # Knobs: MQ_SUITE_TIMEOUT (seconds per suite, default 300),
 #        MQ_TEST_ONLY (space-separated phases to run: static regress
-#        pgtap concurrency cli tap; default all),
+#        pgtap concurrency cli sanitize tap; default all),
 #        MQ_SKIP_BUILD=1 (skip install-deps and build/install: rerun
 #        tests against what is already installed),
 #        MQ_PRELOAD / MQ_EXTENSION (see scripts/lib.sh).
@@ -37,7 +43,7 @@ cd "$(dirname "${BASH_SOURCE[0]}")/.."
 source scripts/lib.sh
 
 SUITE_TIMEOUT="${MQ_SUITE_TIMEOUT:-300}"
-ONLY="${MQ_TEST_ONLY:-static regress pgtap concurrency cli tap}"
+ONLY="${MQ_TEST_ONLY:-static regress pgtap concurrency cli sanitize tap}"
 PASSED=0
 FAILED=0
 FAILED_NAMES=()
@@ -237,6 +243,18 @@ if [[ -n "${MQ_CLUSTER:-}" ]]; then
 		keep_log "$MQ_SERVER_LOG" server-main.log
 	fi
 	cluster_stop
+fi
+
+# --------------------------------------------------------------------------
+if want sanitize; then
+	mq_phase "sanitizers: test/cli/*.sh with mqctl built with -fsanitize=address,undefined"
+	# the extension is built and installed already (or MQ_SKIP_BUILD said so)
+	if MQ_SKIP_BUILD=1 MQ_SANITIZE_ONLY=cli \
+		mq_run_timeout "$((SUITE_TIMEOUT * 2))" bash scripts/sanitize.sh; then
+		pass "sanitize:cli"
+	else
+		fail "sanitize:cli"
+	fi
 fi
 
 # --------------------------------------------------------------------------

@@ -224,12 +224,16 @@ cli_unescape(const CliParser *p, const char *option, const char *arg)
 				*o++ = '\\';
 				break;
 			default:
+				free(out);
 				cli_usage_error(p, "%s: unknown escape in \"%s\" (use \\t, \\n or \\\\)",
 								option, arg);
 		}
 	}
 	*o = '\0';
 	if (out[0] == '\0')
+	{
+		free(out);
 		cli_usage_error(p, "%s must not be empty", option);
+	}
 	return out;
 }

@@ -1,7 +1,8 @@
 /*-------------------------------------------------------------------------
  *
  * consumer.c
- *	  Batches of records from a topic (see consumer.h).
+ *	  The consuming engine: batches of records from a topic (see
+ *	  consumer.h), for the commands in cmd_consume.c and cmd_perf.c.
  *
  * In a group, one batch is one transaction: mq.poll() claims the
  * partitions it reads until the transaction ends, so several consumers of

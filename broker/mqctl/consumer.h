@@ -1,9 +1,11 @@
 /*-------------------------------------------------------------------------
  *
  * consumer.h
- *	  Reading a topic in batches for "mqctl consume" and "mqctl perf
- *	  consume": as a consumer group (mq.poll, offsets committed with
- *	  mq.commit_offset) or by offset without a group (mq.fetch).
+ *	  The consuming engine: reading a topic in batches for "mqctl consume"
+ *	  and "mqctl perf consume", as a consumer group (mq.poll, offsets
+ *	  committed with mq.commit_offset) or by offset without a group
+ *	  (mq.fetch).  The commands' options and output are cmd_consume.c's
+ *	  and cmd_perf.c's.
  *
  *-------------------------------------------------------------------------
  */

@@ -311,13 +311,12 @@ main(int argc, char **argv)
 	while ((c = cli_next(&p)) != -1)
 	{
 		if (c == 'H')
-		{
 			print_main_help();
-			return MQ_EXIT_OK;
-		}
 		if (c == 'V')
-		{
 			printf("%s (mq) %s\n", mq_progname, MQ_VERSION);
+		if (c == 'H' || c == 'V')
+		{
+			cli_free(&p);
 			return MQ_EXIT_OK;
 		}
 	}

@@ -2,8 +2,10 @@
  *
  * mqctl.h
  *	  Declarations shared by the files of mqctl: the command table's entry
- *	  type, the commands themselves (one file per family), and the few
- *	  helpers every command uses to parse options, connect and run SQL.
+ *	  type, the commands themselves (one cmd_*.c file per family; each
+ *	  command reads and checks all its options before it connects, then
+ *	  runs), and the few helpers every command uses to parse options,
+ *	  connect and run SQL.
  *
  *-------------------------------------------------------------------------
  */
@@ -41,7 +43,7 @@ extern PGresult *mqctl_exec(PGconn *conn, const char *sql,
 extern void mqctl_command(PGconn *conn, const char *sql);
 extern void mqctl_fail(PGconn *conn, MqError *err) __attribute__((noreturn));
 
-/* topic.c */
+/* cmd_topic.c */
 extern const char topic_create_help[];
 extern const char topic_list_help[];
 extern const char topic_describe_help[];
@@ -55,17 +57,19 @@ extern int	cmd_topic_alter(const MqctlCommand *cmd, int argc, char **argv);
 extern int	cmd_topic_add_partitions(const MqctlCommand *cmd, int argc, char **argv);
 extern int	cmd_topic_delete(const MqctlCommand *cmd, int argc, char **argv);
 
-/* produce.c */
+/* cmd_produce.c */
 extern const char produce_help[];
 extern int	cmd_produce(const MqctlCommand *cmd, int argc, char **argv);
 
-/* consume.c */
+/* cmd_consume.c */
 extern const char consume_help[];
 extern int	cmd_consume(const MqctlCommand *cmd, int argc, char **argv);
 
-/* group.c */
+/* cmd_cluster.c */
 extern const char cluster_status_help[];
 extern int	cmd_cluster_status(const MqctlCommand *cmd, int argc, char **argv);
+
+/* cmd_group.c */
 extern const char group_list_help[];
 extern const char group_describe_help[];
 extern const char group_reset_offsets_help[];
@@ -73,7 +77,7 @@ extern int	cmd_group_list(const MqctlCommand *cmd, int argc, char **argv);
 extern int	cmd_group_describe(const MqctlCommand *cmd, int argc, char **argv);
 extern int	cmd_group_reset_offsets(const MqctlCommand *cmd, int argc, char **argv);
 
-/* perf.c */
+/* cmd_perf.c */
 extern const char perf_produce_help[];
 extern const char perf_consume_help[];
 extern int	cmd_perf_produce(const MqctlCommand *cmd, int argc, char **argv);

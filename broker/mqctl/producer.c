@@ -1,7 +1,8 @@
 /*-------------------------------------------------------------------------
  *
  * producer.c
- *	  Sending batches of records (see producer.h).
+ *	  The producing engine: sending batches of records (see producer.h),
+ *	  for the commands in cmd_produce.c and cmd_perf.c.
  *
  * Each batch is one transaction, so a batch is acknowledged, whole, when
  * its COMMIT returns: that is the unit of durability and of the latency
@@ -26,7 +27,11 @@
  * the next partition in turn, one per batch as the server's sticky choice
  * would.  A batch whose keys span partitions becomes one call per
  * partition, in ascending partition order (as the server appends, so that
- * two producers cannot deadlock), all in one transaction.
+ * two producers cannot deadlock), all in one transaction.  Sequence
+ * numbers are kept per partition up to the count the server reports,
+ * read again when a key maps beyond it (partitions were added); a
+ * partition the topic lacks, whatever --partition said, gets no sequence
+ * and the server refuses it.
  *
  * acks=all calls the procedure mq.produce(), which commits and then waits
  * until the in-sync replicas have the records (docs/replication.md).  A
@@ -54,16 +59,6 @@
 #define RETRY_FOR_MS		30000
 #define RETRY_BACKOFF_MS	100
 #define RETRY_BACKOFF_MAX_MS 2000
-
-MqAcks
-producer_parse_acks(const CliParser *p, const char *arg)
-{
-	static const char *const names[] = {"0", "1", "all", "-1", NULL};
-	int			acks = cli_choice(p, "--acks", arg, names);
-
-	/* Kafka spells "all" as -1 too */
-	return acks >= MQ_ACKS_ALL ? MQ_ACKS_ALL : (MqAcks) acks;
-}
 
 /*
  * What a connection needs before it sends: the session's commit mode and
@@ -148,29 +143,35 @@ topic_partitions(PGconn *conn, const char *topic)
 
 void
 producer_init(MqProducer *pr, PGconn *conn, const char *topic,
-			  int32_t partition, bool keyed, bool want_offsets,
-			  MqAcks acks, bool idempotent, int timeout_ms)
+			  const ProducerConfig *cfg, bool keyed, bool want_offsets)
 {
 	MqError		err = MQ_ERROR_INIT;
 
 	memset(pr, 0, sizeof(*pr));
 	pr->conn = conn;
 	pr->topic = topic;
-	pr->partition = partition;
+	pr->partition = cfg->partition;
 	pr->keyed = keyed;
 	pr->want_offsets = want_offsets;
-	pr->acks = acks;
-	pr->idempotent = idempotent;
-	pr->timeout_ms = timeout_ms > 0 ? timeout_ms : DEFAULT_TIMEOUT_MS;
+	pr->acks = cfg->acks;
+	pr->idempotent = cfg->idempotent;
+	pr->timeout_ms = cfg->request_timeout_ms > 0 ? cfg->request_timeout_ms : DEFAULT_TIMEOUT_MS;
 	mq_array_init(&pr->keys, MQ_BYTEAOID);
 	mq_array_init(&pr->values, MQ_BYTEAOID);
+
+	/*
+	 * Never NULL, even for a batch of empty values: a record's bytes are
+	 * data + offset, and a NULL there would be sent as a NULL value.
+	 */
+	pr->data_cap = 65536;
+	pr->data = mq_malloc(pr->data_cap);
 
 	pr->npartitions = topic_partitions(conn, topic);
 	/* where keyless batches start: anywhere, so that short runs spread too */
 	pr->next_spread = (int32_t) (((uint64_t) mq_now_us() ^ (uint64_t) getpid() ^
 								  (uint64_t) (uintptr_t) pr) % (uint64_t) pr->npartitions);
 
-	if (idempotent)
+	if (pr->idempotent)
 	{
 		PGresult   *res = mq_exec(conn, "SELECT producer_id, producer_epoch FROM mq.init_producer()",
 								  NULL, 0, &err);
@@ -207,7 +208,7 @@ producer_add(MqProducer *pr, const char *key, size_t keylen,
 	if (pr->data_len + need > pr->data_cap)
 	{
 		while (pr->data_len + need > pr->data_cap)
-			pr->data_cap = pr->data_cap ? pr->data_cap * 2 : 65536;
+			pr->data_cap *= 2;
 		pr->data = mq_realloc(pr->data, pr->data_cap);
 	}
 	rec = &pr->records[pr->nrecords++];
@@ -269,20 +270,81 @@ partitions_by_key(MqProducer *pr, MqError *err)
 	return true;
 }
 
-/* The sequence number of the next record to partition p (0 at first). */
-static int32_t *
-sequence_of(MqProducer *pr, int32_t p)
+/*
+ * The partition count as the server has it now (partitions may have been
+ * added since producer_init), or -1 with err filled.
+ */
+static int32_t
+current_partitions(MqProducer *pr, MqError *err)
 {
+	MqParams	params;
+	PGresult   *res;
+	int32_t		n = pr->npartitions;
+
+	mq_params_init(&params);
+	mq_param_text(&params, MQ_TEXTOID, pr->topic);
+	res = mq_exec(pr->conn, "SELECT partitions FROM mq.topics WHERE topic = $1", &params, 0, err);
+	if (res == NULL)
+		return -1;
+	if (PQntuples(res) == 1)
+		n = atoi(PQgetvalue(res, 0, 0));
+	PQclear(res);
+	return n;
+}
+
+/*
+ * Where the sequence number of the next record to partition p (0 at
+ * first) is kept, or NULL when the partition does not exist (on err's
+ * failure too, which *ok says).  The array only ever grows to the
+ * server's partition count, however large a number --partition gave.
+ */
+static int32_t *
+sequence_of(MqProducer *pr, int32_t p, bool *ok, MqError *err)
+{
+	*ok = true;
+	if (pr->next_sequence == NULL)
+		pr->next_sequence = mq_malloc0(sizeof(int32_t) * pr->npartitions);
 	if (p >= pr->npartitions)
 	{
-		/* partitions were added, or --partition names one the server will refuse */
-		pr->next_sequence = mq_realloc(pr->next_sequence, sizeof(int32_t) * (p + 1));
-		memset(pr->next_sequence + pr->npartitions, 0, sizeof(int32_t) * (p + 1 - pr->npartitions));
-		pr->npartitions = p + 1;
+		int32_t		n = current_partitions(pr, err);
+
+		if (n < 0)
+		{
+			*ok = false;
+			return NULL;
+		}
+		if (p >= n)
+			return NULL;
+		pr->next_sequence = mq_realloc(pr->next_sequence, sizeof(int32_t) * (size_t) n);
+		memset(pr->next_sequence + pr->npartitions, 0,
+			   sizeof(int32_t) * (size_t) (n - pr->npartitions));
+		pr->npartitions = n;
 	}
-	else if (pr->next_sequence == NULL)
-		pr->next_sequence = mq_malloc0(sizeof(int32_t) * pr->npartitions);
 	return &pr->next_sequence[p];
+}
+
+/*
+ * An idempotent part's base sequence (-1 otherwise); the partition's next
+ * sequence moves past its records.  A partition that does not exist goes
+ * without producer id: the server refuses it (MQ006), and should it have
+ * been added in the meantime this one batch is simply not idempotent.
+ */
+static bool
+assign_sequence(MqProducer *pr, ProducerPart *part, MqError *err)
+{
+	bool		ok;
+	int32_t    *seq;
+
+	part->base_sequence = -1;
+	if (!pr->idempotent)
+		return true;
+	seq = sequence_of(pr, part->partition, &ok, err);
+	if (seq == NULL)
+		return ok;
+	part->base_sequence = *seq;
+	/* sequences wrap to 0 after INT32_MAX, as in Kafka and on the server */
+	*seq = (int32_t) (((int64_t) *seq + part->count) % ((int64_t) INT32_MAX + 1));
+	return true;
 }
 
 /*
@@ -338,15 +400,8 @@ assign(MqProducer *pr, MqError *err)
 			if (pr->records[i].partition == lowest)
 				pr->order[k++] = i;
 		part->count = k - part->first;
-		part->base_sequence = -1;
-		if (pr->idempotent)
-		{
-			int32_t    *seq = sequence_of(pr, lowest);
-
-			part->base_sequence = *seq;
-			/* sequences wrap to 0 after INT32_MAX, as in Kafka and on the server */
-			*seq = (int32_t) (((int64_t) *seq + part->count) % ((int64_t) INT32_MAX + 1));
-		}
+		if (!assign_sequence(pr, part, err))
+			return false;
 	}
 	pr->assigned = true;
 	return true;
@@ -377,7 +432,7 @@ send_part(MqProducer *pr, const ProducerPart *part, MqError *err)
 		mq_param_int(&params, MQ_INT4OID, part->partition);
 	else
 		mq_param_text(&params, MQ_INT4OID, NULL);
-	if (pr->idempotent)
+	if (part->base_sequence >= 0)
 	{
 		mq_param_int(&params, MQ_INT8OID, pr->producer_id);
 		mq_param_int(&params, MQ_INT4OID, pr->producer_epoch);

@@ -1,10 +1,12 @@
 /*-------------------------------------------------------------------------
  *
  * producer.h
- *	  Batches of records sent to a topic, for "mqctl produce" and "mqctl
- *	  perf produce": the acks setting, idempotence (producer id, epoch and
- *	  sequence numbers), the split of a batch by partition, the calls of
- *	  mq.send_batch() or mq.produce(), and retries after a lost connection.
+ *	  The producing engine: batches of records sent to a topic, for "mqctl
+ *	  produce" and "mqctl perf produce": the acks setting, idempotence
+ *	  (producer id, epoch and sequence numbers), the split of a batch by
+ *	  partition, the calls of mq.send_batch() or mq.produce(), and retries
+ *	  after a lost connection.  The command-line options that configure it
+ *	  are producer_options.h's.
  *
  *-------------------------------------------------------------------------
  */
@@ -14,7 +16,6 @@
 #include <stdbool.h>
 #include <stdint.h>
 
-#include "cli.h"
 #include "mqconn.h"
 #include "pgbinary.h"
 
@@ -25,20 +26,15 @@ typedef enum MqAcks
 	MQ_ACKS_ALL					/* and every in-sync replica (mq.produce) */
 } MqAcks;
 
-/* The value of --acks: 0, 1, all or -1 (Kafka's other name for all). */
-extern MqAcks producer_parse_acks(const CliParser *p, const char *arg);
-
-/* Help text of --acks and --no-idempotence, shared by produce and perf produce */
-#define PRODUCER_DELIVERY_HELP \
-"      --acks=ACKS        1 (default): each batch is committed as the server's\n" \
-"                         synchronous_commit says (durable by default);\n" \
-"                         0: asynchronous commit (fast, a crash may lose\n" \
-"                         the last batches); all: also wait until every\n" \
-"                         in-sync replica has it (mq.produce; the same as 1\n" \
-"                         on a partition that is not replicated)\n" \
-"      --no-idempotence   no producer id: a batch is not retried after a lost\n" \
-"                         connection (by default it is, and the server drops\n" \
-"                         the duplicate)\n"
+/* How a producer delivers; producer_options.c fills it from the command line. */
+typedef struct ProducerConfig
+{
+	int32_t		partition;		/* -1: by key, or spread over partitions */
+	int			batch_size;		/* records per batch (the commands' loops) */
+	MqAcks		acks;
+	bool		idempotent;
+	int			request_timeout_ms;	/* acks=all: mq.produce's wait, 0: its default */
+} ProducerConfig;
 
 /* One record of the batch: where its bytes are in MqProducer.data. */
 typedef struct ProducerRecord
@@ -55,7 +51,7 @@ typedef struct ProducerRecord
 typedef struct ProducerPart
 {
 	int32_t		partition;		/* -1: the server decides (not idempotent) */
-	int32_t		base_sequence;	/* idempotent: sequence of the first record */
+	int32_t		base_sequence;	/* sequence of the first record; -1: sent without producer id */
 	int			first;			/* in MqProducer.order */
 	int			count;
 } ProducerPart;
@@ -98,14 +94,13 @@ typedef struct MqProducer
 } MqProducer;
 
 /*
- * Prepare conn for producing to topic: check the topic, get a producer id
- * (idempotent), apply acks, prepare the statements.  timeout_ms bounds the
- * wait of acks=all (0: the server's default).  Exits through mqctl_fail()
- * on an error.
+ * Prepare conn for producing to topic as cfg says: check the topic, get a
+ * producer id (idempotent), apply acks, prepare the statements.  keyed:
+ * records have keys; want_offsets: keep where each record went.  Exits
+ * through mqctl_fail() on an error.
  */
 extern void producer_init(MqProducer *pr, PGconn *conn, const char *topic,
-						  int32_t partition, bool keyed, bool want_offsets,
-						  MqAcks acks, bool idempotent, int timeout_ms);
+						  const ProducerConfig *cfg, bool keyed, bool want_offsets);
 /* Append a record to the batch; key is ignored unless the producer is keyed. */
 extern void producer_add(MqProducer *pr, const char *key, size_t keylen,
 						 const char *value, size_t valuelen);

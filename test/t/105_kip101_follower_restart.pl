@@ -103,7 +103,8 @@ $c->start_broker($b);
 ok($c->coord->poll_query_until('postgres',
 		"SELECT leader = $b FROM mq_coord.partition WHERE topic = 't' AND partition = 0"),
 	"the restarted follower $b was elected leader");
-like($c->broker_log($b), qr/elected leader in epoch \d+ \(previous leader $a, ISR \{[\d,]+\}, log end $b_leo\)/,
+like($c->wait_broker_log($b, qr/elected leader in epoch/),
+	qr/elected leader in epoch \d+ \(previous leader $a, ISR \{[\d,]+\}, log end $b_leo\)/,
 	"it leads with its whole log ($b_leo records), not truncated to its high watermark $b_hwm");
 
 # Everyone else comes back and follows b.

@@ -180,6 +180,22 @@ sub broker_log
 	return slurp_file("$self->{logprefix}broker$i.log");
 }
 
+# Broker $i's log once it matches $re (what it holds at the timeout
+# otherwise): a broker writes its log after it acts, so a test that saw
+# the action elsewhere (the coordinator) waits for the line.
+sub wait_broker_log
+{
+	my ($self, $i, $re) = @_;
+	my $deadline = time + $PostgreSQL::Test::Utils::timeout_default;
+	my $log;
+	while (1)
+	{
+		$log = $self->broker_log($i);
+		return $log if $log =~ $re || time > $deadline;
+		usleep(10_000);
+	}
+}
+
 sub create_topic
 {
 	my ($self, $topic, $parts, $config) = @_;

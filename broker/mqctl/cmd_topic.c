@@ -1,8 +1,9 @@
 /*-------------------------------------------------------------------------
  *
- * topic.c
- *	  mqctl's topic commands: create, list, describe, alter, add-partitions
- *	  and delete, on mq.create_topic(), mq.alter_topic(), mq.add_partitions(),
+ * cmd_topic.c
+ *	  The topic commands of mqctl, "topic create", "list", "describe",
+ *	  "alter", "add-partitions" and "delete": their options and their calls
+ *	  of mq.create_topic(), mq.alter_topic(), mq.add_partitions(),
  *	  mq.drop_topic() and the views mq.topics, mq.partitions, mq.segments.
  *
  * Configuration travels as two text arrays turned into jsonb by the
@@ -138,8 +139,18 @@ topic_argument(CliParser *p)
 	return cli_positionals(p, 1, 1, "topic name", NULL)[0];
 }
 
-int
-cmd_topic_create(const MqctlCommand *cmd, int argc, char **argv)
+/* What the command line of topic create says. */
+typedef struct CreateOptions
+{
+	const char *topic;
+	int64_t		partitions;
+	ConfigArgs	config;
+	bool		if_not_exists;
+} CreateOptions;
+
+static void
+parse_create_options(CliParser *p, const MqctlCommand *cmd, int argc, char **argv,
+					 CreateOptions *o)
 {
 	static const struct option longopts[] = {
 		{"partitions", required_argument, NULL, 'p'},
@@ -147,61 +158,61 @@ cmd_topic_create(const MqctlCommand *cmd, int argc, char **argv)
 		{"if-not-exists", no_argument, NULL, OPT_IF_NOT_EXISTS},
 		{NULL, 0, NULL, 0}
 	};
-	CliParser	p;
-	ConfigArgs	config;
-	int64_t		partitions = 1;
-	bool		if_not_exists = false;
-	const char *topic;
 	char	   *key,
 			   *value;
-	MqParams	params;
-	MqError		err = MQ_ERROR_INIT;
-	PGconn	   *conn;
-	PGresult   *res;
 	int			c;
 
-	config_init(&config);
-	mqctl_parser_init(&p, cmd, argc, argv, "p:c:", longopts);
-	while ((c = cli_next(&p)) != -1)
+	o->partitions = 1;
+	o->if_not_exists = false;
+	config_init(&o->config);
+	mqctl_parser_init(p, cmd, argc, argv, "p:c:", longopts);
+	while ((c = cli_next(p)) != -1)
 	{
 		switch (c)
 		{
 			case 'p':
-				partitions = cli_int(&p, "--partitions", optarg, 1, 10000);
+				o->partitions = cli_int(p, "--partitions", optarg, 1, 10000);
 				break;
 			case 'c':
-				cli_key_value(&p, "--config", optarg, &key, &value);
-				config_set(&config, key, value);
+				cli_key_value(p, "--config", optarg, &key, &value);
+				config_set(&o->config, key, value);
 				break;
 			case OPT_IF_NOT_EXISTS:
-				if_not_exists = true;
+				o->if_not_exists = true;
 				break;
 		}
 	}
-	topic = topic_argument(&p);
+	o->topic = topic_argument(p);
+}
 
+int
+cmd_topic_create(const MqctlCommand *cmd, int argc, char **argv)
+{
+	CliParser	p;
+	CreateOptions o;
+	MqParams	params;
+	MqError		err = MQ_ERROR_INIT;
+	PGconn	   *conn;
+	PGresult   *res;
+
+	parse_create_options(&p, cmd, argc, argv, &o);
 	conn = mqctl_connect();
 	mq_params_init(&params);
-	mq_param_text(&params, MQ_TEXTOID, topic);
-	mq_param_int(&params, MQ_INT4OID, partitions);
-	config_params(&config, &params);
+	mq_param_text(&params, MQ_TEXTOID, o.topic);
+	mq_param_int(&params, MQ_INT4OID, o.partitions);
+	config_params(&o.config, &params);
 	res = mq_exec(conn, "SELECT mq.create_topic($1, $2, pg_catalog.jsonb_object($3, $4))",
 				  &params, 0, &err);
-	if (res == NULL)
-	{
-		if (if_not_exists && mq_error_is(&err, MQ_SQLSTATE_TOPIC_EXISTS))
-		{
-			printf("Topic %s exists already.\n", topic);
-			mq_error_free(&err);
-			PQfinish(conn);
-			return MQ_EXIT_OK;
-		}
+	if (res != NULL)
+		printf("Created topic %s.\n", o.topic);
+	else if (o.if_not_exists && mq_error_is(&err, MQ_SQLSTATE_TOPIC_EXISTS))
+		printf("Topic %s exists already.\n", o.topic);
+	else
 		mqctl_fail(conn, &err);
-	}
-	printf("Created topic %s.\n", topic);
+	mq_error_free(&err);
 	PQclear(res);
 	PQfinish(conn);
-	config_free(&config);
+	config_free(&o.config);
 	cli_free(&p);
 	return MQ_EXIT_OK;
 }
@@ -248,6 +259,27 @@ cmd_topic_list(const MqctlCommand *cmd, int argc, char **argv)
 	return MQ_EXIT_OK;
 }
 
+/* topic describe's output: the topic, then its partitions. */
+static void
+print_description(const PGresult *topic_res, const PGresult *parts_res, OutputFormat format)
+{
+	if (format == OUTPUT_JSON)
+	{
+		json_t	   *obj = output_row_json(topic_res, 0);
+
+		json_object_set_new(obj, "partition_details", output_rows_json(parts_res));
+		output_json(obj, JSON_INDENT(2));
+	}
+	else
+	{
+		printf("Topic: %s\tPartitions: %s\tConfig: %s\tCreated: %s\n\n",
+			   PQgetvalue(topic_res, 0, 0), PQgetvalue(topic_res, 0, 2),
+			   *PQgetvalue(topic_res, 0, 3) ? PQgetvalue(topic_res, 0, 3) : "(defaults)",
+			   PQgetvalue(topic_res, 0, 4));
+		output_table(parts_res);
+	}
+}
+
 int
 cmd_topic_describe(const MqctlCommand *cmd, int argc, char **argv)
 {
@@ -286,7 +318,9 @@ cmd_topic_describe(const MqctlCommand *cmd, int argc, char **argv)
 	{
 		/* the same words as the server's MQ001, which a view cannot raise */
 		mq_log_error("topic \"%s\" does not exist", topic);
+		PQclear(topic_res);
 		PQfinish(conn);
+		cli_free(&p);
 		return MQ_EXIT_SERVER;
 	}
 
@@ -309,21 +343,7 @@ cmd_topic_describe(const MqctlCommand *cmd, int argc, char **argv)
 			 : "coalesce(sum(s.bytes), 0)::bigint AS bytes");
 	parts_res = mqctl_exec(conn, sql, &params, 0);
 
-	if (format == OUTPUT_JSON)
-	{
-		json_t	   *obj = output_row_json(topic_res, 0);
-
-		json_object_set_new(obj, "partition_details", output_rows_json(parts_res));
-		output_json(obj, JSON_INDENT(2));
-	}
-	else
-	{
-		printf("Topic: %s\tPartitions: %s\tConfig: %s\tCreated: %s\n\n",
-			   PQgetvalue(topic_res, 0, 0), PQgetvalue(topic_res, 0, 2),
-			   *PQgetvalue(topic_res, 0, 3) ? PQgetvalue(topic_res, 0, 3) : "(defaults)",
-			   PQgetvalue(topic_res, 0, 4));
-		output_table(parts_res);
-	}
+	print_description(topic_res, parts_res, format);
 	output_flush();
 	PQclear(topic_res);
 	PQclear(parts_res);
@@ -449,18 +469,13 @@ cmd_topic_delete(const MqctlCommand *cmd, int argc, char **argv)
 	mq_params_init(&params);
 	mq_param_text(&params, MQ_TEXTOID, topic);
 	res = mq_exec(conn, "SELECT mq.drop_topic($1)", &params, 0, &err);
-	if (res == NULL)
-	{
-		if (if_exists && mq_error_is(&err, MQ_SQLSTATE_UNKNOWN_TOPIC))
-		{
-			printf("Topic %s does not exist.\n", topic);
-			mq_error_free(&err);
-			PQfinish(conn);
-			return MQ_EXIT_OK;
-		}
+	if (res != NULL)
+		printf("Deleted topic %s.\n", topic);
+	else if (if_exists && mq_error_is(&err, MQ_SQLSTATE_UNKNOWN_TOPIC))
+		printf("Topic %s does not exist.\n", topic);
+	else
 		mqctl_fail(conn, &err);
-	}
-	printf("Deleted topic %s.\n", topic);
+	mq_error_free(&err);
 	PQclear(res);
 	PQfinish(conn);
 	cli_free(&p);

@@ -1,7 +1,8 @@
 /*-------------------------------------------------------------------------
  *
- * group.c
- *	  mqctl's consumer group commands: list, describe and reset-offsets, on
+ * cmd_group.c
+ *	  The consumer group commands of mqctl, "group list", "group describe"
+ *	  and "group reset-offsets": their options and their queries, on
  *	  the group tables mq.consumer_offset and mq.consumer_group, the views
  *	  mq.group_members, mq.group_assignments, mq.consumer_lag and
  *	  mq.partitions, and mq.commit_offset().
@@ -183,6 +184,29 @@ group_argument(CliParser *p)
 	return group;
 }
 
+/* group describe's output: the group, then its partitions. */
+static void
+print_description(const PGresult *group_res, const PGresult *parts_res, OutputFormat format)
+{
+	if (format == OUTPUT_JSON)
+	{
+		json_t	   *obj = output_row_json(group_res, 0);
+
+		json_object_set_new(obj, "partitions", output_rows_json(parts_res));
+		output_json(obj, JSON_INDENT(2));
+	}
+	else
+	{
+		printf("Group: %s\tState: %s\tMembers: %s\tGeneration: %s\tAssignor: %s\tLag: %s\n\n",
+			   PQgetvalue(group_res, 0, 0), PQgetvalue(group_res, 0, 1),
+			   PQgetvalue(group_res, 0, 2),
+			   PQgetisnull(group_res, 0, 3) ? "-" : PQgetvalue(group_res, 0, 3),
+			   PQgetisnull(group_res, 0, 4) ? "-" : PQgetvalue(group_res, 0, 4),
+			   PQgetvalue(group_res, 0, 6));
+		output_table(parts_res);
+	}
+}
+
 int
 cmd_group_describe(const MqctlCommand *cmd, int argc, char **argv)
 {
@@ -207,6 +231,7 @@ cmd_group_describe(const MqctlCommand *cmd, int argc, char **argv)
 					 group);
 		PQclear(group_res);
 		PQfinish(conn);
+		cli_free(&p);
 		return MQ_EXIT_SERVER;
 	}
 
@@ -235,23 +260,7 @@ cmd_group_describe(const MqctlCommand *cmd, int argc, char **argv)
 			 "(EXTRACT(epoch FROM l.retention_headroom) * 1000)::bigint AS retention_headroom_ms");
 	parts_res = mqctl_exec(conn, sql, &params, 0);
 
-	if (format == OUTPUT_JSON)
-	{
-		json_t	   *obj = output_row_json(group_res, 0);
-
-		json_object_set_new(obj, "partitions", output_rows_json(parts_res));
-		output_json(obj, JSON_INDENT(2));
-	}
-	else
-	{
-		printf("Group: %s\tState: %s\tMembers: %s\tGeneration: %s\tAssignor: %s\tLag: %s\n\n",
-			   PQgetvalue(group_res, 0, 0), PQgetvalue(group_res, 0, 1),
-			   PQgetvalue(group_res, 0, 2),
-			   PQgetisnull(group_res, 0, 3) ? "-" : PQgetvalue(group_res, 0, 3),
-			   PQgetisnull(group_res, 0, 4) ? "-" : PQgetvalue(group_res, 0, 4),
-			   PQgetvalue(group_res, 0, 6));
-		output_table(parts_res);
-	}
+	print_description(group_res, parts_res, format);
 	output_flush();
 	PQclear(group_res);
 	PQclear(parts_res);
@@ -323,8 +332,22 @@ commit_plan(PGconn *conn, const char *group, const char *topic, const PGresult *
 	mq_array_free(&offsets);
 }
 
-int
-cmd_group_reset_offsets(const MqctlCommand *cmd, int argc, char **argv)
+/* What the command line of reset-offsets says. */
+typedef struct ResetOptions
+{
+	const char *group;
+	const char *topic;
+	int			target;			/* index into reset_targets */
+	int64_t		to_offset;
+	const char *to_datetime;
+	bool		execute;
+	bool		force;
+	OutputFormat format;
+} ResetOptions;
+
+static void
+parse_reset_options(CliParser *p, const MqctlCommand *cmd, int argc, char **argv,
+					ResetOptions *o)
 {
 	static const struct option longopts[] = {
 		{"topic", required_argument, NULL, 't'},
@@ -337,143 +360,175 @@ cmd_group_reset_offsets(const MqctlCommand *cmd, int argc, char **argv)
 		{"format", required_argument, NULL, OPT_FORMAT},
 		{NULL, 0, NULL, 0}
 	};
-	CliParser	p;
-	OutputFormat format = OUTPUT_TABLE;
-	const char *topic = NULL;
-	int			target = -1;
 	int			ntargets = 0;
-	int64_t		to_offset = 0;
-	const char *to_datetime = NULL;
-	bool		execute = false;
-	bool		force = false;
-	const char *group;
-	MqParams	params;
-	MqParams	check;
-	MqError		err = MQ_ERROR_INIT;
-	PGconn	   *conn;
-	PGresult   *res;
-	int64_t		members;
 	int			c;
 
-	mqctl_parser_init(&p, cmd, argc, argv, "t:", longopts);
-	while ((c = cli_next(&p)) != -1)
+	memset(o, 0, sizeof(*o));
+	o->format = OUTPUT_TABLE;
+	mqctl_parser_init(p, cmd, argc, argv, "t:", longopts);
+	while ((c = cli_next(p)) != -1)
 	{
 		switch (c)
 		{
 			case 't':
 				if (optarg[0] == '\0')
-					cli_usage_error(&p, "--topic must not be empty");
-				topic = optarg;
+					cli_usage_error(p, "--topic must not be empty");
+				o->topic = optarg;
 				break;
 			case OPT_TO_EARLIEST:
 			case OPT_TO_LATEST:
 			case OPT_TO_OFFSET:
 			case OPT_TO_DATETIME:
-				target = c - OPT_TO_EARLIEST;
+				o->target = c - OPT_TO_EARLIEST;
 				ntargets++;
 				if (c == OPT_TO_OFFSET)
-					to_offset = cli_int(&p, "--to-offset", optarg, 0, INT64_MAX);
+					o->to_offset = cli_int(p, "--to-offset", optarg, 0, INT64_MAX);
 				if (c == OPT_TO_DATETIME)
-					to_datetime = optarg;
+					o->to_datetime = optarg;
 				break;
 			case OPT_EXECUTE:
-				execute = true;
+				o->execute = true;
 				break;
 			case OPT_FORCE:
-				force = true;
+				o->force = true;
 				break;
 			case OPT_FORMAT:
-				format = output_parse_format(&p, optarg);
+				o->format = output_parse_format(p, optarg);
 				break;
 		}
 	}
-	group = group_argument(&p);
-	if (topic == NULL)
-		cli_usage_error(&p, "--topic is required");
+	o->group = group_argument(p);
+	if (o->topic == NULL)
+		cli_usage_error(p, "--topic is required");
 	if (ntargets == 0)
-		cli_usage_error(&p, "say where to: --to-earliest, --to-latest, --to-offset or --to-datetime");
+		cli_usage_error(p, "say where to: --to-earliest, --to-latest, --to-offset or --to-datetime");
 	if (ntargets > 1)
-		cli_usage_error(&p, "give one of --to-earliest, --to-latest, --to-offset and --to-datetime");
+		cli_usage_error(p, "give one of --to-earliest, --to-latest, --to-offset and --to-datetime");
+}
 
-	conn = mqctl_connect();
-	mq_params_init(&params);
-	mq_param_text(&params, MQ_TEXTOID, group);
-	mq_param_text(&params, MQ_TEXTOID, topic);
-	mq_param_text(&params, MQ_TEXTOID, reset_targets[target]);
-	mq_param_int(&params, MQ_INT8OID, to_offset);
-	mq_param_text(&params, MQ_TIMESTAMPTZOID, to_datetime);
+/* The server reads the time, so it is the server that can tell it is wrong. */
+static void
+check_datetime(CliParser *p, PGconn *conn, const char *to_datetime)
+{
+	MqParams	check;
+	MqError		err = MQ_ERROR_INIT;
+	PGresult   *res;
 
-	/* the server reads the time, so it is the server that can tell it is wrong */
-	if (to_datetime != NULL)
+	mq_params_init(&check);
+	mq_param_text(&check, MQ_TEXTOID, to_datetime);
+	res = mq_exec(conn, "SELECT $1::timestamptz", &check, 0, &err);
+	if (res == NULL)
 	{
-		mq_params_init(&check);
-		mq_param_text(&check, MQ_TEXTOID, to_datetime);
-		res = mq_exec(conn, "SELECT $1::timestamptz", &check, 0, &err);
-		if (res == NULL)
-		{
-			if (err.connection_lost || strncmp(err.sqlstate, "22", 2) != 0)
-				mqctl_fail(conn, &err);
-			PQfinish(conn);
-			cli_usage_error(&p, "--to-datetime: \"%s\" is not a date and time: %s "
-							"(use ISO 8601, e.g. 2026-11-29T10:00:00Z)", to_datetime, err.message);
-		}
-		PQclear(res);
+		if (err.connection_lost || strncmp(err.sqlstate, "22", 2) != 0)
+			mqctl_fail(conn, &err);
+		PQfinish(conn);
+		cli_usage_error(p, "--to-datetime: \"%s\" is not a date and time: %s "
+						"(use ISO 8601, e.g. 2026-11-29T10:00:00Z)", to_datetime, err.message);
 	}
+	PQclear(res);
+}
+
+/* Whether the topic exists; says so when it does not. */
+static bool
+check_topic(PGconn *conn, const char *topic)
+{
+	MqParams	check;
+	PGresult   *res;
+	bool		found;
 
 	mq_params_init(&check);
 	mq_param_text(&check, MQ_TEXTOID, topic);
 	res = mqctl_exec(conn, "SELECT 1 FROM mq.topics WHERE topic = $1", &check, 0);
-	if (PQntuples(res) == 0)
-	{
-		/* the words of the server's MQ001 */
-		mq_log_error("topic \"%s\" does not exist", topic);
-		PQclear(res);
-		PQfinish(conn);
-		return MQ_EXIT_SERVER;
-	}
+	found = PQntuples(res) > 0;
+	if (!found)
+		mq_log_error("topic \"%s\" does not exist", topic);	/* the words of the server's MQ001 */
 	PQclear(res);
+	return found;
+}
 
-	/*
-	 * With --execute, one transaction: the group's row locked against
-	 * members joining, the members counted, the plan made and committed.
-	 */
+/*
+ * The group's active members, counted (with --execute, in the transaction
+ * begun here, the group's row locked against members joining).  Returns
+ * -1 after saying why when --execute must be refused.
+ */
+static int64_t
+lock_members(PGconn *conn, const ResetOptions *o)
+{
+	MqParams	check;
+	int64_t		members;
+
 	mq_params_init(&check);
-	mq_param_text(&check, MQ_TEXTOID, group);
-	if (execute)
+	mq_param_text(&check, MQ_TEXTOID, o->group);
+	if (o->execute)
 	{
 		mqctl_command(conn, "BEGIN");
 		PQclear(mqctl_exec(conn, "SELECT 1 FROM mq.consumer_group WHERE group_id = $1 FOR UPDATE",
 						   &check, 0));
 	}
 	members = active_members(conn, &check);
-	if (members > 0 && execute && !force)
+	if (members > 0 && o->execute && !o->force)
 	{
 		mq_log_error("consumer group \"%s\" has %lld active member%s: stop %s before resetting its offsets",
-					 group, (long long) members, members > 1 ? "s" : "", members > 1 ? "them" : "it");
+					 o->group, (long long) members, members > 1 ? "s" : "", members > 1 ? "them" : "it");
 		fprintf(stderr, "%s: hint: Members commit their own positions and would overwrite the new offsets; "
 				"--force resets all the same.\n", mq_progname);
-		PQfinish(conn);
-		return MQ_EXIT_SERVER;
+		return -1;
 	}
+	return members;
+}
 
-	res = mqctl_exec(conn, plan_sql, &params, 0);
-	if (execute)
-	{
-		commit_plan(conn, group, topic, res);
-		mqctl_command(conn, "COMMIT");
-	}
-
-	output_rows(res, format);
-	if (!execute)
+/* What was done, or would be with --execute. */
+static void
+report_reset(const ResetOptions *o, int64_t members, int nparts)
+{
+	if (!o->execute)
 	{
 		if (members > 0)
 			mq_log_warning("consumer group \"%s\" has %lld active member%s: --execute will be refused "
-						   "without --force", group, (long long) members, members > 1 ? "s" : "");
+						   "without --force", o->group, (long long) members, members > 1 ? "s" : "");
 		mq_log_info("dry run: no offset was changed; add --execute to commit the new offsets");
 	}
 	else
 		mq_log_info("committed the new offsets of group \"%s\" on %d partition%s of topic \"%s\"",
-					group, PQntuples(res), PQntuples(res) == 1 ? "" : "s", topic);
+					o->group, nparts, nparts == 1 ? "" : "s", o->topic);
+}
+
+int
+cmd_group_reset_offsets(const MqctlCommand *cmd, int argc, char **argv)
+{
+	CliParser	p;
+	ResetOptions o;
+	MqParams	params;
+	PGconn	   *conn;
+	PGresult   *res;
+	int64_t		members;
+
+	parse_reset_options(&p, cmd, argc, argv, &o);
+	conn = mqctl_connect();
+	if (o.to_datetime != NULL)
+		check_datetime(&p, conn, o.to_datetime);
+	if (!check_topic(conn, o.topic) || (members = lock_members(conn, &o)) < 0)
+	{
+		PQfinish(conn);
+		cli_free(&p);
+		return MQ_EXIT_SERVER;
+	}
+
+	mq_params_init(&params);
+	mq_param_text(&params, MQ_TEXTOID, o.group);
+	mq_param_text(&params, MQ_TEXTOID, o.topic);
+	mq_param_text(&params, MQ_TEXTOID, reset_targets[o.target]);
+	mq_param_int(&params, MQ_INT8OID, o.to_offset);
+	mq_param_text(&params, MQ_TIMESTAMPTZOID, o.to_datetime);
+	res = mqctl_exec(conn, plan_sql, &params, 0);
+	if (o.execute)
+	{
+		commit_plan(conn, o.group, o.topic, res);
+		mqctl_command(conn, "COMMIT");
+	}
+
+	output_rows(res, o.format);
+	report_reset(&o, members, PQntuples(res));
 	PQclear(res);
 	PQfinish(conn);
 	cli_free(&p);

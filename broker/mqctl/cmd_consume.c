@@ -1,8 +1,10 @@
 /*-------------------------------------------------------------------------
  *
- * consume.c
- *	  "mqctl consume TOPIC": records to standard output, one per line, as
- *	  a consumer group member (--group) or by offset without a group.
+ * cmd_consume.c
+ *	  The command "mqctl consume TOPIC": its options, the printing of
+ *	  records to standard output, one per line, and the loop that reads
+ *	  them through the consuming engine (consumer.c) as a consumer group
+ *	  member (--group) or by offset without a group.
  *
  * Values are bytea.  A key or value that is text (valid UTF-8 without NUL,
  * what convert_from(x, 'UTF8') accepts) is printed as it is; any other is
@@ -54,7 +56,7 @@ const char	consume_help[] =
 "      --print-key        value format: print the key and a separator first\n"
 "      --key-separator=SEP\n"
 "                         separator for --print-key (default \\t)\n"
-"  -b, --batch-size=N     records per poll (default 500)\n";
+"  -b, --batch-size=N     records per poll, 1 to 100000 (default 500)\n";
 
 enum
 {
@@ -90,6 +92,21 @@ typedef struct PrintOptions
 	const char *key_separator;
 	const char *topic;
 } PrintOptions;
+
+/* What the command line says. */
+typedef struct ConsumeOptions
+{
+	PrintOptions print;			/* print.topic is the topic */
+	char	   *key_separator;	/* --key-separator, to free */
+	const char *group;
+	int32_t		partition;		/* -1: all */
+	ConsumerStart start;
+	int64_t		offset;			/* START_OFFSET's */
+	int64_t		max_messages;	/* 0: no limit */
+	int64_t		timeout_ms;		/* -1: none */
+	bool		follow;
+	int			batch_size;
+} ConsumeOptions;
 
 static void
 print_bytes(const PGresult *res, int row, int col)
@@ -197,8 +214,26 @@ parse_offset(CliParser *p, const char *arg, int64_t *offset)
 	return START_OFFSET;
 }
 
-int
-cmd_consume(const MqctlCommand *cmd, int argc, char **argv)
+/* Where to start, from --group, --partition, --offset and --from-beginning. */
+static void
+check_start(CliParser *p, ConsumeOptions *o, const char *offset_arg, bool from_beginning)
+{
+	if (o->group != NULL && (o->partition >= 0 || offset_arg != NULL))
+		cli_usage_error(p, "--group reads the partitions the group is given; "
+						"--partition and --offset are for reading without a group");
+	if (offset_arg != NULL && o->partition < 0)
+		cli_usage_error(p, "--offset needs --partition");
+	if (offset_arg != NULL && from_beginning)
+		cli_usage_error(p, "--offset and --from-beginning exclude each other");
+	if (offset_arg != NULL)
+		o->start = parse_offset(p, offset_arg, &o->offset);
+	else if (from_beginning)
+		o->start = START_EARLIEST;
+}
+
+static void
+parse_options(CliParser *p, const MqctlCommand *cmd, int argc, char **argv,
+			  ConsumeOptions *o)
 {
 	static const struct option longopts[] = {
 		{"group", required_argument, NULL, 'g'},
@@ -216,38 +251,28 @@ cmd_consume(const MqctlCommand *cmd, int argc, char **argv)
 		{NULL, 0, NULL, 0}
 	};
 	static const char *const formats[] = {"value", "kv", "json", NULL};
-	CliParser	p;
-	PrintOptions print = {FORMAT_VALUE, false, NULL, NULL};
-	char	   *key_separator = NULL;
-	const char *group = NULL;
-	int64_t		partition = -1;
 	const char *offset_arg = NULL;
-	ConsumerStart start = START_LATEST;
-	int64_t		offset = 0;
 	bool		from_beginning = false;
-	int64_t		max_messages = 0;
-	int64_t		timeout_ms = -1;
-	bool		follow = true;
-	int64_t		batch_size = 500;
-	PGconn	   *conn;
-	MqConsumer	consumer;
-	struct sigaction sa;
-	int64_t		total = 0;
-	int64_t		last_record;
 	int			c;
 
-	mqctl_parser_init(&p, cmd, argc, argv, "g:p:o:n:b:", longopts);
-	while ((c = cli_next(&p)) != -1)
+	memset(o, 0, sizeof(*o));
+	o->partition = -1;
+	o->start = START_LATEST;
+	o->timeout_ms = -1;
+	o->follow = true;
+	o->batch_size = 500;
+	mqctl_parser_init(p, cmd, argc, argv, "g:p:o:n:b:", longopts);
+	while ((c = cli_next(p)) != -1)
 	{
 		switch (c)
 		{
 			case 'g':
 				if (optarg[0] == '\0')
-					cli_usage_error(&p, "--group must not be empty");
-				group = optarg;
+					cli_usage_error(p, "--group must not be empty");
+				o->group = optarg;
 				break;
 			case 'p':
-				partition = cli_int(&p, "--partition", optarg, 0, INT32_MAX);
+				o->partition = (int32_t) cli_int(p, "--partition", optarg, 0, INT32_MAX);
 				break;
 			case 'o':
 				offset_arg = optarg;
@@ -256,102 +281,116 @@ cmd_consume(const MqctlCommand *cmd, int argc, char **argv)
 				from_beginning = true;
 				break;
 			case 'n':
-				max_messages = cli_int(&p, "--max-messages", optarg, 1, INT64_MAX);
+				o->max_messages = cli_int(p, "--max-messages", optarg, 1, INT64_MAX);
 				break;
 			case OPT_TIMEOUT_MS:
-				timeout_ms = cli_int(&p, "--timeout-ms", optarg, 0, INT32_MAX);
+				o->timeout_ms = cli_int(p, "--timeout-ms", optarg, 0, INT32_MAX);
 				break;
 			case OPT_NO_FOLLOW:
-				follow = false;
-				break;
 			case OPT_FOLLOW:
-				follow = true;
+				o->follow = c == OPT_FOLLOW;
 				break;
 			case OPT_FORMAT:
-				print.format = (RecordFormat) cli_choice(&p, "--format", optarg, formats);
+				o->print.format = (RecordFormat) cli_choice(p, "--format", optarg, formats);
 				break;
 			case OPT_PRINT_KEY:
-				print.print_key = true;
+				o->print.print_key = true;
 				break;
 			case OPT_KEY_SEPARATOR:
-				free(key_separator);
-				key_separator = cli_unescape(&p, "--key-separator", optarg);
+				free(o->key_separator);
+				o->key_separator = cli_unescape(p, "--key-separator", optarg);
 				break;
 			case 'b':
-				batch_size = cli_int(&p, "--batch-size", optarg, 1, 100000);
+				o->batch_size = (int) cli_int(p, "--batch-size", optarg, 1, 100000);
 				break;
 		}
 	}
-	print.topic = cli_positionals(&p, 1, 1, "topic name", NULL)[0];
-	print.key_separator = key_separator ? key_separator : "\t";
+	o->print.topic = cli_positionals(p, 1, 1, "topic name", NULL)[0];
+	o->print.key_separator = o->key_separator ? o->key_separator : "\t";
+	check_start(p, o, offset_arg, from_beginning);
+}
 
-	if (group != NULL && (partition >= 0 || offset_arg != NULL))
-		cli_usage_error(&p, "--group reads the partitions the group is given; "
-						"--partition and --offset are for reading without a group");
-	if (offset_arg != NULL && partition < 0)
-		cli_usage_error(&p, "--offset needs --partition");
-	if (offset_arg != NULL && from_beginning)
-		cli_usage_error(&p, "--offset and --from-beginning exclude each other");
-	if (offset_arg != NULL)
-		start = parse_offset(&p, offset_arg, &offset);
-	else if (from_beginning)
-		start = START_EARLIEST;
+/* Ctrl-C finishes the batch in hand (printed and committed), then stops. */
+static void
+catch_stop(void)
+{
+	struct sigaction sa;
 
-	conn = mqctl_connect();
-	consumer_open(&consumer, conn, print.topic, group, (int32_t) partition, start, offset);
-
-	/* Ctrl-C finishes the batch in hand (printed and committed), then stops */
 	memset(&sa, 0, sizeof(sa));
 	sa.sa_handler = handle_stop;
 	sa.sa_flags = SA_RESETHAND; /* a second Ctrl-C ends at once */
 	sigemptyset(&sa.sa_mask);
 	sigaction(SIGINT, &sa, NULL);
 	sigaction(SIGTERM, &sa, NULL);
+}
 
-	last_record = mq_now_us();
+/* Read, print and commit batches until told to stop; the records printed. */
+static int64_t
+consume_records(const ConsumeOptions *o, MqConsumer *consumer)
+{
+	int64_t		total = 0;
+	int64_t		last_record = mq_now_us();
+
 	while (!stop_requested)
 	{
-		int			want = (int) batch_size;
-		int64_t		wait_ms = follow ? CONSUMER_LONG_POLL_MS : 0;
+		int			want = o->batch_size;
+		int64_t		wait_ms = o->follow ? CONSUMER_LONG_POLL_MS : 0;
 		PGresult   *batch;
 		int			n;
 
-		if (max_messages > 0 && max_messages - total < want)
-			want = (int) (max_messages - total);
-		if (follow && timeout_ms >= 0)
+		if (o->max_messages > 0 && o->max_messages - total < want)
+			want = (int) (o->max_messages - total);
+		if (o->follow && o->timeout_ms >= 0)
 		{
-			int64_t		left = timeout_ms - (mq_now_us() - last_record) / 1000;
+			int64_t		left = o->timeout_ms - (mq_now_us() - last_record) / 1000;
 
 			wait_ms = left < 0 ? 0 : left < wait_ms ? left : wait_ms;
 		}
-		batch = consumer_poll(&consumer, want, (int) wait_ms);
+		batch = consumer_poll(consumer, want, (int) wait_ms);
 		n = PQntuples(batch);
 		if (n == 0)
 		{
 			int64_t		idle_ms = (mq_now_us() - last_record) / 1000;
 
 			PQclear(batch);
-			if (!follow || (timeout_ms >= 0 && idle_ms >= timeout_ms))
+			if (!o->follow || (o->timeout_ms >= 0 && idle_ms >= o->timeout_ms))
 				break;
 			continue;
 		}
 
 		for (int r = 0; r < n; r++)
-			print_record(&print, batch, r);
+			print_record(&o->print, batch, r);
 		output_flush();
-		consumer_commit(&consumer, batch, n);
+		consumer_commit(consumer, batch, n);
 		PQclear(batch);
 		total += n;
 		last_record = mq_now_us();
-		if (max_messages > 0 && total >= max_messages)
+		if (o->max_messages > 0 && total >= o->max_messages)
 			break;
 	}
+	return total;
+}
+
+int
+cmd_consume(const MqctlCommand *cmd, int argc, char **argv)
+{
+	CliParser	p;
+	ConsumeOptions o;
+	PGconn	   *conn;
+	MqConsumer	consumer;
+	int64_t		total;
+
+	parse_options(&p, cmd, argc, argv, &o);
+	conn = mqctl_connect();
+	consumer_open(&consumer, conn, o.print.topic, o.group, o.partition, o.start, o.offset);
+	catch_stop();
+	total = consume_records(&o, &consumer);
 
 	consumer_close(&consumer);
 	PQfinish(conn);
 	/* on stderr, as Kafka's console consumer, so that stdout holds records only */
 	fprintf(stderr, "Processed a total of %lld messages\n", (long long) total);
-	free(key_separator);
+	free(o.key_separator);
 	cli_free(&p);
 	return MQ_EXIT_OK;
 }

@@ -1,7 +1,7 @@
 /*-------------------------------------------------------------------------
  *
- * cluster.c
- *	  mqctl cluster status: the brokers and the partitions as the
+ * cmd_cluster.c
+ *	  The command "mqctl cluster status": the brokers and the partitions as the
  *	  coordinator database sees them (schema mq_coord, see
  *	  docs/replication.md): which brokers are alive, who leads each
  *	  partition in which epoch, the in-sync replicas, and the partitions
@@ -52,45 +52,43 @@ enum
 "       m.leader IS NULL OR NOT mq_coord.broker_alive(m.leader, $1) AS offline\n" \
 "  FROM mq_coord.metadata m ORDER BY m.topic, m.partition"
 
-int
-cmd_cluster_status(const MqctlCommand *cmd, int argc, char **argv)
+/* What the command line says. */
+typedef struct StatusOptions
+{
+	OutputFormat format;
+	int			timeout_ms;		/* a broker silent for longer is not alive */
+} StatusOptions;
+
+static void
+parse_options(CliParser *p, const MqctlCommand *cmd, int argc, char **argv, StatusOptions *o)
 {
 	static const struct option longopts[] = {
 		{"format", required_argument, NULL, OPT_FORMAT},
 		{"timeout-ms", required_argument, NULL, OPT_TIMEOUT},
 		{NULL, 0, NULL, 0}
 	};
-	CliParser	p;
-	OutputFormat format = OUTPUT_TABLE;
-	int			timeout_ms = 10000;
-	char		sql[1024];
-	MqParams	params;
-	PGconn	   *conn;
-	PGresult   *brokers;
-	PGresult   *parts;
 	int			c;
+
+	o->format = OUTPUT_TABLE;
+	o->timeout_ms = 10000;
+	mqctl_parser_init(p, cmd, argc, argv, NULL, longopts);
+	while ((c = cli_next(p)) != -1)
+	{
+		if (c == OPT_FORMAT)
+			o->format = output_parse_format(p, optarg);
+		else if (c == OPT_TIMEOUT)
+			o->timeout_ms = (int) cli_int(p, "--timeout-ms", optarg, 1, 3600000);
+	}
+	(void) cli_positionals(p, 0, 0, "", NULL);
+}
+
+/* The counts of the first line, then the brokers and the partitions. */
+static void
+print_status(const PGresult *brokers, const PGresult *parts, OutputFormat format)
+{
 	int			alive = 0;
 	int			under = 0;
 	int			offline = 0;
-
-	mqctl_parser_init(&p, cmd, argc, argv, NULL, longopts);
-	while ((c = cli_next(&p)) != -1)
-	{
-		if (c == OPT_FORMAT)
-			format = output_parse_format(&p, optarg);
-		else if (c == OPT_TIMEOUT)
-			timeout_ms = (int) cli_int(&p, "--timeout-ms", optarg, 1, 3600000);
-	}
-	(void) cli_positionals(&p, 0, 0, "", NULL);
-
-	conn = mqctl_connect();
-	mq_params_init(&params);
-	mq_param_int(&params, MQ_INT4OID, timeout_ms);
-	brokers = mqctl_exec(conn, BROKERS_SQL, &params, 0);
-	snprintf(sql, sizeof(sql), PARTITIONS_SQL,
-			 format == OUTPUT_TABLE ? "array_to_string(m.isr, ',')" : "to_json(m.isr)",
-			 format == OUTPUT_TABLE ? "array_to_string(m.replicas, ',')" : "to_json(m.replicas)");
-	parts = mqctl_exec(conn, sql, &params, 0);
 
 	for (int i = 0; i < PQntuples(brokers); i++)
 		alive += PQgetvalue(brokers, i, 2)[0] == 't';
@@ -119,6 +117,29 @@ cmd_cluster_status(const MqctlCommand *cmd, int argc, char **argv)
 		output_table(parts);
 	}
 	output_flush();
+}
+
+int
+cmd_cluster_status(const MqctlCommand *cmd, int argc, char **argv)
+{
+	CliParser	p;
+	StatusOptions o;
+	char		sql[1024];
+	MqParams	params;
+	PGconn	   *conn;
+	PGresult   *brokers;
+	PGresult   *parts;
+
+	parse_options(&p, cmd, argc, argv, &o);
+	conn = mqctl_connect();
+	mq_params_init(&params);
+	mq_param_int(&params, MQ_INT4OID, o.timeout_ms);
+	brokers = mqctl_exec(conn, BROKERS_SQL, &params, 0);
+	snprintf(sql, sizeof(sql), PARTITIONS_SQL,
+			 o.format == OUTPUT_TABLE ? "array_to_string(m.isr, ',')" : "to_json(m.isr)",
+			 o.format == OUTPUT_TABLE ? "array_to_string(m.replicas, ',')" : "to_json(m.replicas)");
+	parts = mqctl_exec(conn, sql, &params, 0);
+	print_status(brokers, parts, o.format);
 	PQclear(brokers);
 	PQclear(parts);
 	PQfinish(conn);

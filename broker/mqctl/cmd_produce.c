@@ -1,9 +1,11 @@
 /*-------------------------------------------------------------------------
  *
- * produce.c
- *	  "mqctl produce TOPIC": every line of standard input becomes a record
- *	  (the line without its newline is the value; with --key-separator the
- *	  part before the first separator is the key), sent in batches.
+ * cmd_produce.c
+ *	  The command "mqctl produce TOPIC": its options, and the loop that
+ *	  turns every line of standard input into a record (the line without
+ *	  its newline is the value; with --key-separator the part before the
+ *	  first separator is the key) and hands batches to the producing
+ *	  engine (producer.c).
  *
  * A batch is sent when it is full, at the end of input, and when input
  * has paused for --linger-ms with records waiting, so that someone typing
@@ -29,6 +31,7 @@
 #include "mqctl.h"
 #include "output.h"
 #include "producer.h"
+#include "producer_options.h"
 
 const char	produce_help[] =
 "Usage: mqctl produce TOPIC [OPTIONS]\n"
@@ -42,15 +45,9 @@ const char	produce_help[] =
 "                         each line is KEY SEP VALUE (split at the first SEP;\n"
 "                         \\t, \\n and \\\\ are understood); a line without SEP is\n"
 "                         an error.  Without it records have no key.\n"
-"  -p, --partition=N      send every record to partition N (default: by key,\n"
-"                         Kafka's partitioner; records without key spread)\n"
-"  -b, --batch-size=N     records per batch (default 500)\n"
+PRODUCER_OPTIONS_HELP
 "      --linger-ms=MS     send a partial batch once input has paused for MS\n"
-"                         milliseconds (default 100)\n"
-PRODUCER_DELIVERY_HELP
-"      --request-timeout-ms=MS\n"
-"                         with --acks all: how long to wait for the in-sync\n"
-"                         replicas (default 30000)\n"
+"                         milliseconds, up to 3600000 (default 100)\n"
 "  -v, --verbose          print \"partition=P offset=O\" for every record sent\n";
 
 /* acks=all: written on the leader, not confirmed by the replicas (docs/errors.md) */
@@ -61,11 +58,20 @@ enum
 {
 	OPT_KEY_SEPARATOR = CLI_OPT_LONG_BASE,
 	OPT_LINGER_MS,
-	OPT_ACKS,
-	OPT_NO_IDEMPOTENCE,
-	OPT_REQUEST_TIMEOUT_MS,
 	OPT_RETRY_LAST_BATCH
 };
+
+/* What the command line says. */
+typedef struct ProduceOptions
+{
+	const char *topic;
+	ProducerConfig producer;	/* partition, batch size, acks, ... */
+	char	   *separator;		/* --key-separator; NULL: no keys */
+	size_t		seplen;
+	int			linger_ms;
+	bool		retry_last;		/* --retry-last-batch (for tests) */
+	bool		verbose;
+} ProduceOptions;
 
 /* Lines from a file descriptor, with a timeout for "nothing ready". */
 typedef struct LineReader
@@ -213,86 +219,92 @@ retry_last_batch(MqProducer *pr, bool verbose)
 		print_offsets(pr);
 }
 
-int
-cmd_produce(const MqctlCommand *cmd, int argc, char **argv)
+static void
+parse_options(CliParser *p, const MqctlCommand *cmd, int argc, char **argv,
+			  ProduceOptions *o)
 {
 	static const struct option longopts[] = {
 		{"key-separator", required_argument, NULL, OPT_KEY_SEPARATOR},
-		{"partition", required_argument, NULL, 'p'},
-		{"batch-size", required_argument, NULL, 'b'},
+		PRODUCER_LONGOPTS,
 		{"linger-ms", required_argument, NULL, OPT_LINGER_MS},
-		{"acks", required_argument, NULL, OPT_ACKS},
-		{"no-idempotence", no_argument, NULL, OPT_NO_IDEMPOTENCE},
-		{"request-timeout-ms", required_argument, NULL, OPT_REQUEST_TIMEOUT_MS},
 		{"retry-last-batch", no_argument, NULL, OPT_RETRY_LAST_BATCH},
 		{"verbose", no_argument, NULL, 'v'},
 		{NULL, 0, NULL, 0}
 	};
-	CliParser	p;
-	char	   *separator = NULL;
-	size_t		seplen = 0;
-	int64_t		partition = -1;
-	int64_t		batch_size = 500;
-	int64_t		linger_ms = 100;
-	MqAcks		acks = MQ_ACKS_1;
-	bool		idempotent = true;
-	int64_t		request_timeout_ms = 0;
-	bool		retry_last = false;
-	bool		verbose = false;
-	bool		flushed = false;
-	const char *topic;
-	MqProducer	pr;
-	LineReader	reader = {STDIN_FILENO};
-	int64_t		lineno = 0;
-	int64_t		sent = 0;
 	int			c;
 
-	mqctl_parser_init(&p, cmd, argc, argv, "p:b:v", longopts);
-	while ((c = cli_next(&p)) != -1)
+	memset(o, 0, sizeof(*o));
+	producer_options_init(&o->producer);
+	o->linger_ms = 100;
+	mqctl_parser_init(p, cmd, argc, argv, PRODUCER_SHORTOPTS "v", longopts);
+	while ((c = cli_next(p)) != -1)
 	{
+		if (producer_option(p, c, optarg, &o->producer))
+			continue;
 		switch (c)
 		{
 			case OPT_KEY_SEPARATOR:
-				separator = cli_unescape(&p, "--key-separator", optarg);
-				seplen = strlen(separator);
-				break;
-			case 'p':
-				partition = cli_int(&p, "--partition", optarg, 0, INT32_MAX);
-				break;
-			case 'b':
-				batch_size = cli_int(&p, "--batch-size", optarg, 1, 1000000);
+				free(o->separator);
+				o->separator = cli_unescape(p, "--key-separator", optarg);
+				o->seplen = strlen(o->separator);
 				break;
 			case OPT_LINGER_MS:
-				linger_ms = cli_int(&p, "--linger-ms", optarg, 0, 3600000);
-				break;
-			case OPT_ACKS:
-				acks = producer_parse_acks(&p, optarg);
-				break;
-			case OPT_NO_IDEMPOTENCE:
-				idempotent = false;
-				break;
-			case OPT_REQUEST_TIMEOUT_MS:
-				request_timeout_ms = cli_int(&p, "--request-timeout-ms", optarg, 1, INT32_MAX);
+				o->linger_ms = (int) cli_int(p, "--linger-ms", optarg, 0, 3600000);
 				break;
 			case OPT_RETRY_LAST_BATCH:
-				retry_last = true;
+				o->retry_last = true;
 				break;
 			case 'v':
-				verbose = true;
+				o->verbose = true;
 				break;
 		}
 	}
-	topic = cli_positionals(&p, 1, 1, "topic name", NULL)[0];
-	if (request_timeout_ms > 0 && acks != MQ_ACKS_ALL)
-		cli_usage_error(&p, "--request-timeout-ms is the wait of --acks all");
+	o->topic = cli_positionals(p, 1, 1, "topic name", NULL)[0];
+	producer_options_check(p, &o->producer);
+}
 
-	producer_init(&pr, mqctl_connect(), topic, (int32_t) partition, separator != NULL,
-				  verbose, acks, idempotent, (int) request_timeout_ms);
+/*
+ * Add a line to the batch.  Returns false for a line without the key
+ * separator, after sending what came before it.
+ */
+static bool
+add_line(MqProducer *pr, const ProduceOptions *o, char *line, size_t len,
+		 int64_t lineno, int64_t *sent)
+{
+	char	   *sep;
 
-	/*
-	 * A batch sent stays in pr (flushed) until the next line comes, so
-	 * that --retry-last-batch has it whichever way the input ended.
-	 */
+	if (o->separator == NULL)
+	{
+		producer_add(pr, NULL, 0, line, len);
+		return true;
+	}
+	sep = memmem(line, len, o->separator, o->seplen);
+	if (sep == NULL)
+	{
+		/* what came before is fine: send it, then stop here */
+		flush_batch(pr, o->verbose, sent);
+		mq_log_error("line %lld has no key separator; the %lld lines before it were sent",
+					 (long long) lineno, (long long) *sent);
+		return false;
+	}
+	producer_add(pr, line, sep - line, sep + o->seplen, len - (sep - line) - o->seplen);
+	return true;
+}
+
+/*
+ * The lines of standard input, in batches.  A batch sent stays in pr
+ * (flushed) until the next line comes, so that --retry-last-batch has it
+ * whichever way the input ended.
+ */
+static int
+produce_lines(MqProducer *pr, const ProduceOptions *o)
+{
+	LineReader	reader = {STDIN_FILENO};
+	bool		flushed = false;
+	int64_t		lineno = 0;
+	int64_t		sent = 0;
+	int			rc = MQ_EXIT_OK;
+
 	for (;;)
 	{
 		char	   *line;
@@ -300,53 +312,49 @@ cmd_produce(const MqctlCommand *cmd, int argc, char **argv)
 		ReadResult	rr;
 
 		/* wait without limit while nothing is pending; linger otherwise */
-		rr = read_line(&reader, !flushed && producer_pending(&pr) ? (int) linger_ms : -1,
+		rr = read_line(&reader, !flushed && producer_pending(pr) ? o->linger_ms : -1,
 					   &line, &len);
 		if (rr == READ_EOF)
 			break;
-		if (rr == READ_IDLE)
+		if (rr == READ_LINE)
 		{
-			flush_batch(&pr, verbose, &sent);
-			flushed = true;
-			continue;
-		}
-		lineno++;
-		if (flushed)
-		{
-			producer_clear(&pr);
+			lineno++;
+			if (flushed)
+				producer_clear(pr);
 			flushed = false;
-		}
-		if (separator != NULL)
-		{
-			char	   *sep = memmem(line, len, separator, seplen);
-
-			if (sep == NULL)
+			if (!add_line(pr, o, line, len, lineno, &sent))
 			{
-				/* what came before is fine: send it, then stop here */
-				flush_batch(&pr, verbose, &sent);
-				mq_log_error("line %lld has no key separator; the %lld lines before it were sent",
-							 (long long) lineno, (long long) sent);
-				producer_free(&pr);
-				return MQ_EXIT_LOCAL;
+				rc = MQ_EXIT_LOCAL;
+				break;
 			}
-			producer_add(&pr, line, sep - line, sep + seplen, len - (sep - line) - seplen);
 		}
-		else
-			producer_add(&pr, NULL, 0, line, len);
-		if (producer_pending(&pr) >= batch_size)
+		if (rr == READ_IDLE || producer_pending(pr) >= o->producer.batch_size)
 		{
-			flush_batch(&pr, verbose, &sent);
+			flush_batch(pr, o->verbose, &sent);
 			flushed = true;
 		}
 	}
-	if (!flushed)
-		flush_batch(&pr, verbose, &sent);
-	if (retry_last)
-		retry_last_batch(&pr, verbose);
-
-	producer_free(&pr);
+	if (rc == MQ_EXIT_OK && !flushed)
+		flush_batch(pr, o->verbose, &sent);
+	if (rc == MQ_EXIT_OK && o->retry_last)
+		retry_last_batch(pr, o->verbose);
 	free(reader.buf);
-	free(separator);
+	return rc;
+}
+
+int
+cmd_produce(const MqctlCommand *cmd, int argc, char **argv)
+{
+	CliParser	p;
+	ProduceOptions o;
+	MqProducer	pr;
+	int			rc;
+
+	parse_options(&p, cmd, argc, argv, &o);
+	producer_init(&pr, mqctl_connect(), o.topic, &o.producer, o.separator != NULL, o.verbose);
+	rc = produce_lines(&pr, &o);
+	producer_free(&pr);
+	free(o.separator);
 	cli_free(&p);
-	return MQ_EXIT_OK;
+	return rc;
 }
