@@ -17,11 +17,23 @@ PKGS=(
 	libmicrohttpd-dev
 	libinih-dev
 	libjansson-dev
-	clang-14
-	libfuzzer-14-dev
-	graphviz
-	clang-format-14
+	# mq-kafka (docs/kafka.md): its event loop and the four codecs
+	libevent-dev
+	zlib1g-dev
+	libsnappy-dev
+	liblz4-dev
+	libzstd-dev
+	# mq-kafka's tests: Kafka clients, and clang's libFuzzer for
+	# scripts/fuzz-kafka.sh; kafkajs comes from npm (test/kafka/js)
+	kcat
+	librdkafka-dev
 	clang
+	libfuzzer-14-dev
+	nodejs
+	clang-format-14
+	# scripts/fuzz.sh (mq-broker's parsers) and scripts/fsm-graph.sh
+	clang-14
+	graphviz
 )
 
 missing=()
@@ -31,6 +43,12 @@ for p in "${PKGS[@]}"; do
 		missing+=("$p")
 	fi
 done
+
+# npm: Debian's package, unless a node distribution that bundles npm
+# (NodeSource's nodejs) is installed already; the two conflict.
+if ! command -v npm >/dev/null 2>&1; then
+	missing+=(npm)
+fi
 
 if ((${#missing[@]} == 0)); then
 	echo "install-deps: all ${#PKGS[@]} packages already installed"

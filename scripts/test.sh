@@ -16,8 +16,10 @@
 #         database where `CREATE EXTENSION pgtap; CREATE EXTENSION mq;`
 #         already ran (suites must not create them again, or must use
 #         IF NOT EXISTS)
-#      c. test/concurrency/*.sh and d. test/cli/*.sh (mqctl), each run with
-#         bash from the repo root with
+#      c. test/concurrency/*.sh, d. test/cli/*.sh (mqctl) and
+#      e. test/kafka/*.sh (mq-kafka: kcat, librdkafka, kafkajs, raw
+#         protocol, its docs, a short libFuzzer run), each
+#         run with bash from the repo root with
 #         PGHOST/PGPORT/PGUSER set and PGDATABASE (= MQ_TEST_DB) a fresh
 #         database where `CREATE EXTENSION mq` already ran
 #   5. sanitize: test/cli/*.sh again, with mqctl built with
@@ -35,7 +37,7 @@
 #
 # Knobs: MQ_SUITE_TIMEOUT (seconds per suite, default 300),
 #        MQ_TEST_ONLY (space-separated phases to run: static unit
-#        regress pgtap concurrency cli sanitize tap; default all),
+#        regress pgtap concurrency cli kafka sanitize tap; default all),
 #        MQ_SKIP_BUILD=1 (skip install-deps and build/install: rerun
 #        tests against what is already installed),
 #        MQ_PRELOAD / MQ_EXTENSION (see scripts/lib.sh).
@@ -46,7 +48,7 @@ cd "$(dirname "${BASH_SOURCE[0]}")/.."
 source scripts/lib.sh
 
 SUITE_TIMEOUT="${MQ_SUITE_TIMEOUT:-300}"
-ONLY="${MQ_TEST_ONLY:-static unit regress pgtap concurrency cli sanitize tap}"
+ONLY="${MQ_TEST_ONLY:-static unit regress pgtap concurrency cli kafka sanitize tap}"
 PASSED=0
 FAILED=0
 FAILED_NAMES=()
@@ -150,6 +152,7 @@ REGRESS_SQL=(sql/*.sql)
 PGTAP_SQL=(test/pgtap/*.sql)
 CONC_SH=(test/concurrency/*.sh)
 CLI_SH=(test/cli/*.sh)
+KAFKA_SH=(test/kafka/*.sh)
 TAP_PL=(test/t/*.pl)
 UNIT_C=(test/unit/*_test.c)
 UNIT_SH=(test/unit/*.sh)
@@ -178,7 +181,7 @@ if want unit; then
 	done
 fi
 
-if want regress || want pgtap || want concurrency || want cli; then
+if want regress || want pgtap || want concurrency || want cli || want kafka; then
 	mq_phase "start throwaway cluster (shared_preload_libraries = '$MQ_PRELOAD')"
 	if ! cluster_start main; then
 		fail "cluster-start"
@@ -262,6 +265,25 @@ if want cli; then
 			pass "cli:$f"
 		else
 			fail "cli:$f"
+		fi
+	done
+fi
+
+# --------------------------------------------------------------------------
+if want kafka; then
+	mq_phase "mq-kafka tests (${#KAFKA_SH[@]} in test/kafka/)"
+	for f in "${KAFKA_SH[@]}"; do
+		db="$(db_name "$f" kafka)"
+		echo "running $f (database $db)"
+		if ! fresh_db "$db" "$MQ_EXTENSION"; then
+			fail "kafka:$f"
+			continue
+		fi
+		if PGDATABASE="$db" MQ_TEST_DB="$db" \
+			mq_run_timeout "$SUITE_TIMEOUT" bash "$f"; then
+			pass "kafka:$f"
+		else
+			fail "kafka:$f"
 		fi
 	done
 fi

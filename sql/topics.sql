@@ -154,7 +154,7 @@ SELECT pg_temp.err($$SELECT mq.create_topic('cfg', 1, '{"retention.bytes": 99999
 SELECT pg_temp.err($$SELECT mq.create_topic('cfg', 1, '{"retention.bytes": "9000000TB"}')$$);
 SELECT pg_temp.err($$SELECT mq.create_topic('cfg', 1, '{"unclean.leader.election.enable": "yes"}')$$);
 SELECT pg_temp.err($$SELECT mq.create_topic('cfg', 1, '{"unclean.leader.election.enable": 1}')$$);
-SELECT pg_temp.err($$SELECT mq.create_topic('cfg', 1, '{"cleanup.policy": "compact"}')$$);
+SELECT pg_temp.err($$SELECT mq.create_topic('cfg', 1, '{"cleanup.policy": "compact,retain"}')$$);
 -- below the minimum of the key
 SELECT pg_temp.err($$SELECT mq.create_topic('cfg', 1, '{"retention.ms": -2}')$$);
 SELECT pg_temp.err($$SELECT mq.create_topic('cfg', 1, '{"retention.bytes": "-5"}')$$);

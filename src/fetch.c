@@ -130,10 +130,18 @@ slot_offset(TupleTableSlot *slot)
  * is the next offset.  Rows of aborted producers are invisible and skipped.
  * Anything out of order (a row placed in space that VACUUM freed) sends the
  * reader back to the index, so the result is always the gapless sequence.
+ *
+ * Compaction (src/sql/72_compaction.sql) removes records below a
+ * partition's cleaner point, leaving gaps there: the index then finds the
+ * next surviving record, and the reader goes on from it when everything
+ * it skips lies below the cleaner point.  Anywhere else a missing offset
+ * is the end of the log for this snapshot (a REPEATABLE READ producer
+ * sees its own records but not those committed after its snapshot).
  */
 static int
 read_segment(MqSegment *seg, Snapshot snapshot, int64 *next, int64 stop, int max,
-			 Datum topic_datum, int32 partition, Tuplestorestate *store, TupleDesc outdesc)
+			 int64 cleaner_point, Datum topic_datum, int32 partition,
+			 Tuplestorestate *store, TupleDesc outdesc)
 {
 	Relation	rel = table_open(seg->relid, AccessShareLock);
 	Relation	irel = index_open(seg->indexid, AccessShareLock);
@@ -154,9 +162,12 @@ read_segment(MqSegment *seg, Snapshot snapshot, int64 *next, int64 stop, int max
 		iscan = index_beginscan(rel, irel, snapshot, 1, 0);
 		index_rescan(iscan, &key, 1, NULL, 0);
 		found = index_getnext_slot(iscan, ForwardScanDirection, slot) &&
-			slot_offset(slot) == *next;
+			slot_offset(slot) < stop &&
+			(slot_offset(slot) == *next || slot_offset(slot) <= cleaner_point);
 		if (found)
 		{
+			/* perhaps past a gap that compaction left */
+			*next = slot_offset(slot);
 			emit_record(slot, topic_datum, partition, store, outdesc);
 			count++;
 			(*next)++;
@@ -192,16 +203,21 @@ read_segment(MqSegment *seg, Snapshot snapshot, int64 *next, int64 stop, int max
 
 /*
  * Append up to max records of one partition, from offset on, to the
- * tuplestore.  Returns how many were appended.
+ * tuplestore.  Returns how many were appended; *next_out is the offset
+ * after the last one (from if none), which on a compacted partition may
+ * be more than from + count.
  */
 int
 mq_read_partition(MqTopic *topic, MqPartition *part, int64 from, int max,
-				  Datum topic_datum, Tuplestorestate *store, TupleDesc outdesc)
+				  Datum topic_datum, Tuplestorestate *store, TupleDesc outdesc,
+				  int64 *next_out)
 {
 	Snapshot	snapshot = GetActiveSnapshot();
 	int64		stop = part->replicated ? mq_partition_high_watermark(topic, part) : PG_INT64_MAX;
 	int64		next = from;
+	int64		last = from;
 	int			count = 0;
+	int			n;
 
 	/* replication hook (replica.c): only the partition's leader serves reads */
 	if (part->replicated)
@@ -214,11 +230,23 @@ mq_read_partition(MqTopic *topic, MqPartition *part, int64 from, int max,
 			continue;
 		if (seg->base > next)
 			break;				/* only after a crash mid-roll; nothing to read */
-		count += read_segment(seg, snapshot, &next, stop, max - count, topic_datum,
-							  part->partition, store, outdesc);
-		if (next < seg->end)
-			break;				/* the segment ended before its range did: log end */
+		n = read_segment(seg, snapshot, &next, stop, max - count, part->cleaner_point,
+						 topic_datum, part->partition, store, outdesc);
+		count += n;
+		if (n > 0)
+			last = next;
+		/*
+		 * The segment ended before its range did: records that compaction
+		 * removed at its end, or else the log end.
+		 */
+		if (next < seg->end && count < max)
+		{
+			if (seg->end > part->cleaner_point)
+				break;
+			next = seg->end;
+		}
 	}
+	*next_out = last;
 	return count;
 }
 
@@ -293,6 +321,7 @@ mq_fetch(PG_FUNCTION_ARGS)
 	MqTopic    *topic;
 	MqPartition *part;
 	int64		from;
+	int64		next;
 	int32		max;
 	int			got = 0;
 	MqLongPoll	lp;
@@ -314,10 +343,11 @@ mq_fetch(PG_FUNCTION_ARGS)
 						 part->log_start)));
 
 	InitMaterializedSRF(fcinfo, 0);
+	next = from;
 	do
 	{
-		int			n = mq_read_partition(topic, part, from + got, max - got, PG_GETARG_DATUM(0),
-										  rsinfo->setResult, rsinfo->setDesc);
+		int			n = mq_read_partition(topic, part, next, max - got, PG_GETARG_DATUM(0),
+										  rsinfo->setResult, rsinfo->setDesc, &next);
 
 		if (n == 0 && got == 0)
 		{

@@ -67,6 +67,7 @@ typedef struct MqPartition
 	int64		log_start;
 	bool		replicated;		/* high_watermark is set */
 	int64		high_watermark;
+	int64		cleaner_point;	/* compaction left gaps below (72_compaction.sql) */
 	int			nsegs;
 	MqSegment  *segs;			/* ordered by base */
 } MqPartition;
@@ -79,6 +80,7 @@ typedef struct MqTopic
 	Oid			relid;
 	int32		npartitions;
 	int64		max_message_bytes;	/* the topic's max.message.bytes, -1 if unset */
+	bool		compacted;		/* cleanup.policy compacts: records need keys */
 	MqPartition *parts;
 	bool		log_append_time;	/* message.timestamp.type is LogAppendTime */
 	int64		timestamp_max_diff_ms;	/* message.timestamp.difference.max.ms, -1: none */
@@ -183,6 +185,9 @@ extern Datum mq_header_list_from_jsonb(Jsonb *headers, Oid elemtype, bool *isnul
 extern Jsonb *mq_header_list_to_jsonb(ArrayType *list);
 extern int	mq_header_list_lengths(Jsonb *headers, int64 **keylens, int64 **vallens);
 
+/* compact.c: log compaction's removals; compacted topics need keys */
+extern void mq_check_compacted_keys(MqTopic *topic, MqRecordIn *recs, int n);
+
 /* notify.c: waking long pollers */
 extern void mq_notify_init(void);
 extern void mq_notify_now(int32 topic_id);
@@ -201,7 +206,8 @@ typedef struct MqLongPoll
 } MqLongPoll;
 extern int64 mq_partition_high_watermark(MqTopic *topic, MqPartition *part);
 extern int	mq_read_partition(MqTopic *topic, MqPartition *part, int64 from, int max,
-							  Datum topic_datum, Tuplestorestate *store, TupleDesc outdesc);
+							  Datum topic_datum, Tuplestorestate *store, TupleDesc outdesc,
+							  int64 *next_out);
 extern void mq_check_max_records(int32 max);
 extern void mq_check_not_null(FunctionCallInfo fcinfo, int nargs, const char *const *names);
 extern void mq_long_poll_start(MqLongPoll *lp, FunctionCallInfo fcinfo, int wait_arg,

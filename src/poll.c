@@ -219,6 +219,7 @@ mq_poll(PG_FUNCTION_ARGS)
 			MqPartition *part = &topic->parts[(rotation + i) % topic->npartitions];
 			MqPositionKey key;
 			int64		pos;
+			int64		next;
 			int			n;
 
 			if (owned != NULL && !owned[part->partition])
@@ -229,9 +230,9 @@ mq_poll(PG_FUNCTION_ARGS)
 			pos = start_position(mq_position_current(&key, group, topic),
 								 topic, part, reset, since);
 			n = mq_read_partition(topic, part, pos, max - got, PG_GETARG_DATUM(1),
-								  rsinfo->setResult, rsinfo->setDesc);
+								  rsinfo->setResult, rsinfo->setDesc, &next);
 			got += n;
-			mq_position_advance(&key, pos + n, autocommit, n);
+			mq_position_advance(&key, next, autocommit, n);
 		}
 	} while (mq_long_poll_again(&lp, got, max, topic->topic_id));
 	return (Datum) 0;

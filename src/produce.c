@@ -134,6 +134,8 @@ send_records(FunctionCallInfo fcinfo, MqRecordIn *recs, int n)
 		return;
 	/* max.message.bytes: the whole call fails before anything is appended */
 	mq_check_record_sizes(topic, recs, n);
+	/* compacted topics refuse records without a key (compact.c) */
+	mq_check_compacted_keys(topic, recs, n);
 
 	for (int i = 0; i < n; i++)
 	{

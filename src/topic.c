@@ -12,7 +12,8 @@
  * file).  A relcache callback on any of those relations marks the whole
  * cache stale; the next lookup rebuilds it.
  * Values that change without DDL (high watermark, log start) are read
- * from the catalog where they are needed.
+ * from the catalog where they are needed; a compaction pass sends an
+ * invalidation for the cleaner point it moves.
  *
  * A stale cache is not freed at once: callers may still hold pointers
  * into it, so its memory is handed to the current transaction and goes
@@ -124,7 +125,9 @@ read_topic_row(MqTopic *t, const char *name)
 								"       (config OPERATOR(pg_catalog.->>) 'max.message.bytes')::pg_catalog.int8, "
 								"       (config OPERATOR(pg_catalog.->>) 'message.timestamp.type') "
 								"         IS NOT DISTINCT FROM 'LogAppendTime', "
-								"       (config OPERATOR(pg_catalog.->>) 'message.timestamp.difference.max.ms')::pg_catalog.int8 "
+								"       (config OPERATOR(pg_catalog.->>) 'message.timestamp.difference.max.ms')::pg_catalog.int8, "
+								"       coalesce(config OPERATOR(pg_catalog.->>) 'cleanup.policy', 'delete') "
+								"         OPERATOR(pg_catalog.<>) 'delete' "
 								"  FROM mq.topic WHERE topic_name = $1",
 								1, argtype, arg, NULL, true, 1);
 	if (ret != SPI_OK_SELECT)
@@ -141,6 +144,7 @@ read_topic_row(MqTopic *t, const char *name)
 	t->timestamp_max_diff_ms = spi_int64(0, 6, &isnull);
 	if (isnull)
 		t->timestamp_max_diff_ms = -1;
+	t->compacted = DatumGetBool(SPI_getbinval(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 7, &isnull));
 	return true;
 }
 
@@ -177,7 +181,9 @@ load_topic(MqTopic *t, const char *name)
 	argtype[0] = INT4OID;
 	arg[0] = Int32GetDatum(t->topic_id);
 	ret = SPI_execute_with_args("SELECT p.partition, p.relid::oid, p.log_start_offset, "
-								"       p.high_watermark IS NOT NULL "
+								"       p.high_watermark IS NOT NULL, "
+								"       (SELECT pg_catalog.max(c.clean_end) FROM mq.cleaner_pass c "
+								"         WHERE c.topic_id = p.topic_id AND c.partition = p.partition) "
 								"  FROM mq.partition_state p WHERE p.topic_id = $1",
 								1, argtype, arg, NULL, true, 0);
 	if (ret != SPI_OK_SELECT)
@@ -193,6 +199,9 @@ load_topic(MqTopic *t, const char *name)
 		watch(DatumGetObjectId(SPI_getbinval(tup, desc, 2, &isnull)));
 		t->parts[p].log_start = DatumGetInt64(SPI_getbinval(tup, desc, 3, &isnull));
 		t->parts[p].replicated = DatumGetBool(SPI_getbinval(tup, desc, 4, &isnull));
+		t->parts[p].cleaner_point = DatumGetInt64(SPI_getbinval(tup, desc, 5, &isnull));
+		if (isnull)
+			t->parts[p].cleaner_point = 0;
 	}
 
 	ret = SPI_execute_with_args("SELECT s.partition, s.base_offset, s.end_offset, s.relid::oid, "

@@ -2,6 +2,46 @@
 -- C helpers
 -------------------------------------------------------------------------------
 
+-- cleanup.policy ("delete", "compact", or both as a comma-separated list
+-- or a JSON array, in either order; stored as "delete", "compact" or
+-- "compact,delete") and
+-- min.cleanable.dirty.ratio (a fraction from 0 to 1), for validate_config.
+CREATE FUNCTION mq._validate_compaction_config(p_key text, p_val jsonb) RETURNS jsonb
+LANGUAGE plpgsql IMMUTABLE SET search_path = pg_catalog, pg_temp AS $$
+DECLARE
+    v_parts text[];
+    v_num numeric;
+BEGIN
+    IF p_key = 'min.cleanable.dirty.ratio' THEN
+        IF jsonb_typeof(p_val) NOT IN ('number', 'string')
+           OR (p_val #>> '{}') !~ '^\s*[0-9]+(\.[0-9]+)?([eE]-?[0-9]+)?\s*$' THEN
+            RAISE EXCEPTION 'invalid value % for "%"', p_val, p_key
+                USING ERRCODE = 'MQ004', HINT = 'Give a fraction from 0 to 1, for example 0.5.';
+        END IF;
+        v_num := (p_val #>> '{}')::numeric;
+        IF v_num > 1 THEN
+            RAISE EXCEPTION 'invalid value % for "%": the maximum is 1', p_val, p_key
+                USING ERRCODE = 'MQ004', HINT = 'Give a fraction from 0 to 1, for example 0.5.';
+        END IF;
+        RETURN jsonb_build_object(p_key, v_num);
+    END IF;
+    IF jsonb_typeof(p_val) = 'string' THEN
+        SELECT array_agg(DISTINCT trim(x) ORDER BY trim(x))
+          INTO v_parts FROM regexp_split_to_table(p_val #>> '{}', ',') AS x;
+    ELSIF jsonb_typeof(p_val) = 'array'
+          AND NOT EXISTS (SELECT 1 FROM jsonb_array_elements(p_val) e WHERE jsonb_typeof(e) <> 'string') THEN
+        SELECT array_agg(DISTINCT trim(x) ORDER BY trim(x))
+          INTO v_parts FROM jsonb_array_elements_text(p_val) AS x;
+    END IF;
+    IF v_parts IS NULL OR NOT v_parts <@ ARRAY['compact', 'delete'] OR cardinality(v_parts) = 0 THEN
+        RAISE EXCEPTION 'invalid value % for "cleanup.policy"', p_val
+            USING ERRCODE = 'MQ004', HINT = 'Use "delete", "compact" or "compact,delete".';
+    END IF;
+    RETURN jsonb_build_object(p_key, array_to_string(v_parts, ','));
+END $$;
+COMMENT ON FUNCTION mq._validate_compaction_config(text, jsonb) IS
+    'validate_config''s checks of cleanup.policy and min.cleanable.dirty.ratio';
+
 -- Topic configuration: Kafka's key names, values as JSON numbers or as
 -- strings with a unit ('7d', '512MB').  Returns the config normalised to
 -- plain numbers and booleans; any bad key or value is an MQ004 error.
@@ -39,7 +79,10 @@ BEGIN
             ('unclean.leader.election.enable', 'bool', NULL, NULL),
             ('cleanup.policy', 'policy', NULL, NULL),
             ('message.timestamp.type', 'tstype', NULL, NULL),
-            ('message.timestamp.difference.max.ms', 'ms', 0, 9223372036854775807)) AS s(key, kind, min, max)
+            ('message.timestamp.difference.max.ms', 'ms', 0, 9223372036854775807),
+            ('min.cleanable.dirty.ratio', 'policy', 0, 1),
+            ('min.compaction.lag.ms', 'ms', 0, 31557600000000),
+            ('delete.retention.ms', 'ms', 0, 31557600000000)) AS s(key, kind, min, max)
          WHERE s.key = v_key;
         IF v_kind IS NULL THEN
             RAISE EXCEPTION 'unknown topic config key "%"', v_key
@@ -47,7 +90,8 @@ BEGIN
                       HINT = 'Known keys: retention.ms, retention.bytes, segment.bytes, segment.ms, segment.records, '
                              'max.message.bytes, min.insync.replicas, replication.factor, '
                              'unclean.leader.election.enable, cleanup.policy, message.timestamp.type, '
-                             'message.timestamp.difference.max.ms.';
+                             'message.timestamp.difference.max.ms, min.cleanable.dirty.ratio, '
+                             'min.compaction.lag.ms, delete.retention.ms.';
         END IF;
         IF v_kind = 'bool' THEN
             IF jsonb_typeof(v_val) = 'boolean' THEN
@@ -69,11 +113,7 @@ BEGIN
             CONTINUE;
         END IF;
         IF v_kind = 'policy' THEN
-            IF v_val <> '"delete"'::jsonb THEN
-                RAISE EXCEPTION 'invalid value % for "cleanup.policy"', v_val
-                    USING ERRCODE = 'MQ004', HINT = 'Only "delete" is supported; log compaction is not.';
-            END IF;
-            v_out := v_out || jsonb_build_object(v_key, v_val);
+            v_out := v_out || mq._validate_compaction_config(v_key, v_val);
             CONTINUE;
         END IF;
         -- numbers: a JSON number, or a string holding a number and a unit

@@ -391,6 +391,7 @@ BEGIN
             p_fetch_offset, p_replica_id, st.log_start_offset, v_leo, p_topic, p_partition
             USING ERRCODE = 'MQ007', HINT = 'The follower must truncate by leader epoch first.';
     END IF;
+    PERFORM mq._compaction_check_fetch(v_id, p_partition, p_fetch_offset);
     SELECT * INTO g FROM mq.replica_progress
      WHERE topic_id = v_id AND partition = p_partition AND replica_id = p_replica_id;
     IF p_fetch_offset = v_leo AND g.leader_epoch = p_leader_epoch

@@ -52,6 +52,7 @@ BEGIN
         SELECT ps.topic_id, ps.partition, t.config
           FROM mq.partition_state ps JOIN mq.topic t USING (topic_id)
          WHERE (apply_retention.topic IS NULL OR t.topic_name = apply_retention.topic)
+           AND coalesce(t.config->>'cleanup.policy', 'delete') <> 'compact'  -- compact only: no retention
            AND (coalesce((t.config->>'retention.ms')::bigint, -1) >= 0
                 OR coalesce((t.config->>'retention.bytes')::bigint, -1) >= 0)
          ORDER BY ps.topic_id, ps.partition

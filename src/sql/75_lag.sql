@@ -41,14 +41,17 @@ DECLARE
     v_rel regclass;
     v_time timestamptz;
 BEGIN
-    SELECT s.relid INTO v_rel FROM mq.segment s
-     WHERE s.topic_id = p_topic_id AND s.partition = p_partition
-       AND s.base_offset <= p_offset AND p_offset < s.end_offset;
-    IF v_rel IS NULL THEN
-        RETURN NULL;
-    END IF;
-    EXECUTE format('SELECT created_at FROM %s WHERE msg_offset = $1', v_rel) INTO v_time USING p_offset;
-    RETURN v_time;
+    -- the record at p_offset, or on a compacted partition the next one left
+    FOR v_rel IN SELECT s.relid FROM mq.segment s
+                  WHERE s.topic_id = p_topic_id AND s.partition = p_partition AND p_offset < s.end_offset
+                  ORDER BY s.base_offset LOOP
+        EXECUTE format('SELECT created_at FROM %s WHERE msg_offset >= $1 ORDER BY msg_offset LIMIT 1', v_rel)
+           INTO v_time USING p_offset;
+        IF v_time IS NOT NULL THEN
+            RETURN v_time;
+        END IF;
+    END LOOP;
+    RETURN NULL;
 END $$;
 
 -- The shortest time in which retention.ms can delete the segment holding a

@@ -6,7 +6,8 @@
 -- samples lag.  Returns the number of segments created.
 -------------------------------------------------------------------------------
 
--- One topic's share: roll by time, keep a segment ahead, apply retention.
+-- One topic's share: roll by time, keep a segment ahead, apply retention,
+-- compact.
 CREATE FUNCTION mq._maintain_topic(p_topic_id integer, p_topic text) RETURNS integer
 LANGUAGE plpgsql SET search_path = pg_catalog, pg_temp AS $$
 DECLARE
@@ -19,6 +20,12 @@ BEGIN
         v_created := v_created + mq._ensure_segments(p_topic_id, v_partition);
     END LOOP;
     PERFORM mq.apply_retention(p_topic);
+    -- a failed pass (src/sql/72_compaction.sql) must not undo the rest
+    BEGIN
+        PERFORM mq.compact(p_topic);
+    EXCEPTION WHEN OTHERS THEN
+        RAISE WARNING 'mq maintenance could not compact topic "%": %', p_topic, SQLERRM;
+    END;
     RETURN v_created;
 END $$;
 

@@ -1,0 +1,142 @@
+/*-------------------------------------------------------------------------
+ *
+ * api.c
+ *	  Request headers, the table of supported APIs and version ranges, and
+ *	  ApiVersions.  Loop thread only.
+ *
+ * Request header v1 is api_key, api_version, correlation_id, client_id;
+ * v2 (flexible versions) adds tagged fields.  Only ApiVersions v3 is
+ * flexible among the versions advertised here (librdkafka asks v3 first);
+ * its response keeps header v0, as KIP-511 says.  An unknown API key or
+ * an unsupported version of any API other than ApiVersions closes the
+ * connection, as Kafka does; an unsupported ApiVersions version gets
+ * UNSUPPORTED_VERSION with the supported ranges in the v0 format, on
+ * which clients retry with a version they share.
+ *
+ *-------------------------------------------------------------------------
+ */
+#include "handlers.h"
+
+#include "kerr.h"
+#include "util.h"
+
+typedef struct KApi
+{
+	int16_t		key;
+	int16_t		min;
+	int16_t		max;
+	int16_t		flex;			/* first flexible version */
+	void		(*handle) (KRequest *req);
+} KApi;
+
+static void h_api_versions(KRequest *req);
+
+static const KApi apis[] = {
+	{KAPI_PRODUCE, 3, 7, 9, h_produce},
+	{KAPI_FETCH, 4, 11, 12, h_fetch},
+	{KAPI_LIST_OFFSETS, 1, 3, 6, h_list_offsets},
+	{KAPI_METADATA, 1, 6, 9, h_metadata},
+	{KAPI_OFFSET_COMMIT, 2, 7, 8, h_offset_commit},
+	{KAPI_OFFSET_FETCH, 1, 5, 6, h_offset_fetch},
+	{KAPI_FIND_COORDINATOR, 0, 2, 3, h_find_coordinator},
+	{KAPI_JOIN_GROUP, 0, 5, 6, h_join_group},
+	{KAPI_HEARTBEAT, 0, 3, 4, h_heartbeat},
+	{KAPI_LEAVE_GROUP, 0, 3, 4, h_leave_group},
+	{KAPI_SYNC_GROUP, 0, 3, 4, h_sync_group},
+	{KAPI_DESCRIBE_GROUPS, 0, 4, 5, h_describe_groups},
+	{KAPI_LIST_GROUPS, 0, 2, 3, h_list_groups},
+	{KAPI_API_VERSIONS, 0, 3, 3, h_api_versions},
+	{KAPI_CREATE_TOPICS, 0, 4, 5, h_create_topics},
+	{KAPI_DELETE_TOPICS, 0, 3, 4, h_delete_topics},
+	{KAPI_INIT_PRODUCER_ID, 0, 1, 2, h_init_producer_id},
+	{KAPI_DESCRIBE_CONFIGS, 0, 2, 4, h_describe_configs},
+	{KAPI_CREATE_PARTITIONS, 0, 1, 2, h_create_partitions},
+};
+
+#define NAPIS (int) (sizeof(apis) / sizeof(apis[0]))
+
+static const KApi *
+api_find(int16_t key)
+{
+	for (int i = 0; i < NAPIS; i++)
+		if (apis[i].key == key)
+			return &apis[i];
+	return NULL;
+}
+
+static void
+api_versions_body(KRequest *req, int16_t error, int16_t version)
+{
+	KWriter    *w = &req->resp;
+
+	kw_i16(w, error);
+	if (version >= 3)
+		kw_uvarint(w, NAPIS + 1);
+	else
+		kw_i32(w, NAPIS);
+	for (int i = 0; i < NAPIS; i++)
+	{
+		kw_i16(w, apis[i].key);
+		kw_i16(w, apis[i].min);
+		kw_i16(w, apis[i].max);
+		if (version >= 3)
+			kw_uvarint(w, 0);
+	}
+	if (version >= 1)
+		kw_i32(w, 0);			/* throttle_time_ms */
+	if (version >= 3)
+		kw_uvarint(w, 0);
+}
+
+static void
+h_api_versions(KRequest *req)
+{
+	/* the v3 body (client software name and version) is informational */
+	api_versions_body(req, KERR_NONE, req->api_version);
+	req_finish(req);
+}
+
+void
+api_dispatch(KRequest *req, size_t frame_len)
+{
+	KReader		r;
+	const KApi *api;
+
+	kr_init(&r, req->frame, frame_len);
+	req->api_key = kr_i16(&r);
+	req->api_version = kr_i16(&r);
+	req->corr = kr_i32(&r);
+	req->client_id = kslice_dup(kr_str(&r));
+	api = api_find(req->api_key);
+	if (r.err || api == NULL)
+	{
+		mq_log_warning("%s: unknown api key %d, closing", conn_peer(req->conn), req->api_key);
+		req_abort(req);
+		return;
+	}
+	if (req->api_version < api->min || req->api_version > api->max)
+	{
+		if (req->api_key == KAPI_API_VERSIONS)
+		{
+			api_versions_body(req, KERR_UNSUPPORTED_VERSION, 0);
+			req_finish(req);
+			return;
+		}
+		mq_log_warning("%s: api key %d version %d not supported, closing",
+					   conn_peer(req->conn), req->api_key, req->api_version);
+		req_abort(req);
+		return;
+	}
+	if (req->api_version >= api->flex)
+	{
+		kr_skip_tags(&r);
+		req->flexible_resp = req->api_key != KAPI_API_VERSIONS;
+	}
+	req->body = r;
+	if (r.err)
+	{
+		req_abort(req);
+		return;
+	}
+	api->handle(req);
+}

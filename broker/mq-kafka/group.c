@@ -1,0 +1,556 @@
+/*-------------------------------------------------------------------------
+ *
+ * group.c
+ *	  The classic group coordinator's state machine (see group.h).  Loop
+ *	  thread only.
+ *
+ * Generations: a rebalance completes the JoinGroup barrier by bumping the
+ * generation; SyncGroup, Heartbeat and OffsetCommit must carry it
+ * (ILLEGAL_GENERATION otherwise).  While a rebalance is being prepared,
+ * Heartbeat answers REBALANCE_IN_PROGRESS so members rejoin, and commits
+ * of the current (old) generation are still accepted, so a member can
+ * commit what it consumed before giving partitions up.
+ *
+ * Static members (group.instance.id): a join without a member id but with
+ * a known instance id takes over that member under a new id; the old id
+ * is fenced (FENCED_INSTANCE_ID).
+ *
+ *-------------------------------------------------------------------------
+ */
+#include "group.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "kerr.h"
+#include "util.h"
+
+static KGroup *groups;
+static uint64_t member_counter;
+
+static void prepare_rebalance(KGroup *g);
+static void member_remove(KGroup *g, KMember *m);
+
+KGroup *
+group_list(void)
+{
+	return groups;
+}
+
+KGroup *
+group_find(const char *group_id)
+{
+	for (KGroup *g = groups; g; g = g->next)
+		if (strcmp(g->id, group_id) == 0)
+			return g;
+	return NULL;
+}
+
+const char *
+group_state_name(KGroupState s)
+{
+	static const char *const names[] = {"Empty", "PreparingRebalance",
+	"CompletingRebalance", "Stable"};
+
+	return names[s];
+}
+
+const KProto *
+member_proto(const KMember *m, const char *name)
+{
+	for (int i = 0; name && i < m->nprotos; i++)
+		if (strcmp(m->protos[i].name, name) == 0)
+			return &m->protos[i];
+	return NULL;
+}
+
+static void
+free_protos(int n, KProto *p)
+{
+	for (int i = 0; i < n; i++)
+	{
+		free(p[i].name);
+		free(p[i].meta);
+	}
+	free(p);
+}
+
+static void on_join_timer(evutil_socket_t fd, short what, void *arg);
+static void on_expire(evutil_socket_t fd, short what, void *arg);
+
+static KGroup *
+group_get(const char *group_id)
+{
+	KGroup	   *g = group_find(group_id);
+
+	if (g)
+		return g;
+	g = mq_malloc0(sizeof(KGroup));
+	g->id = mq_strdup(group_id);
+	g->state = KG_EMPTY;
+	g->join_timer = evtimer_new(kbase, on_join_timer, g);
+	g->next = groups;
+	groups = g;
+	return g;
+}
+
+static KMember *
+member_find(KGroup *g, const char *member_id)
+{
+	for (KMember *m = g ? g->members : NULL; m; m = m->next)
+		if (member_id && strcmp(m->id, member_id) == 0)
+			return m;
+	return NULL;
+}
+
+static KMember *
+member_by_instance(KGroup *g, const char *instance_id)
+{
+	for (KMember *m = g ? g->members : NULL; m; m = m->next)
+		if (instance_id && m->instance_id && strcmp(m->instance_id, instance_id) == 0)
+			return m;
+	return NULL;
+}
+
+/*
+ * The member a request speaks for: *code is UNKNOWN_MEMBER_ID, or
+ * FENCED_INSTANCE_ID when the instance id now belongs to another member id.
+ */
+static KMember *
+member_lookup(KGroup *g, const char *member_id, const char *instance_id, int16_t *code)
+{
+	KMember    *m = member_find(g, member_id);
+	KMember    *byinst = member_by_instance(g, instance_id);
+
+	*code = KERR_NONE;
+	if (byinst && byinst != m)
+	{
+		*code = KERR_FENCED_INSTANCE_ID;
+		return NULL;
+	}
+	if (m == NULL)
+		*code = KERR_UNKNOWN_MEMBER_ID;
+	return m;
+}
+
+static void
+touch(KMember *m)
+{
+	struct timeval tv = {m->session_ms / 1000, (m->session_ms % 1000) * 1000};
+
+	evtimer_add(m->expire, &tv);
+}
+
+static bool
+all_joined(KGroup *g)
+{
+	for (KMember *m = g->members; m; m = m->next)
+		if (m->join_req == NULL)
+			return false;
+	return true;
+}
+
+/* the first protocol of the leader's that every member supports */
+static char *
+choose_protocol(KGroup *g, KMember *leader)
+{
+	for (int i = 0; i < leader->nprotos; i++)
+	{
+		bool		ok = true;
+
+		for (KMember *m = g->members; m && ok; m = m->next)
+			ok = member_proto(m, leader->protos[i].name) != NULL;
+		if (ok)
+			return mq_strdup(leader->protos[i].name);
+	}
+	return NULL;
+}
+
+static void
+complete_join(KGroup *g)
+{
+	KMember    *leader;
+
+	evtimer_del(g->join_timer);
+	g->initial_delay = false;
+	for (KMember *m = g->members, *next; m; m = next)
+	{
+		next = m->next;
+		if (m->join_req == NULL)
+			member_remove(g, m);
+	}
+	g->generation++;
+	free(g->protocol);
+	g->protocol = NULL;
+	if (g->nmembers == 0)
+	{
+		g->state = KG_EMPTY;
+		return;
+	}
+	leader = member_find(g, g->leader);
+	if (leader == NULL)
+		leader = g->members;
+	free(g->leader);
+	g->leader = mq_strdup(leader->id);
+	g->protocol = choose_protocol(g, leader);
+	g->state = KG_COMPLETING;
+	for (KMember *m = g->members; m; m = m->next)
+	{
+		KRequest   *req = m->join_req;
+
+		m->join_req = NULL;
+		free(m->assignment);
+		m->assignment = NULL;
+		m->assign_len = 0;
+		touch(m);
+		join_respond(req, g, m, g->protocol ? KERR_NONE : KERR_INCONSISTENT_GROUP_PROTOCOL);
+	}
+}
+
+static void
+maybe_complete_join(KGroup *g)
+{
+	if (g->state == KG_PREPARING && !g->initial_delay && all_joined(g))
+		complete_join(g);
+}
+
+static void
+on_join_timer(evutil_socket_t fd, short what, void *arg)
+{
+	KGroup	   *g = arg;
+
+	if (g->state != KG_PREPARING)
+		return;
+	if (g->initial_delay && !all_joined(g))
+	{
+		int32_t		ms = 0;
+		struct timeval tv;
+
+		/* members still missing: the rest of the rebalance timeout */
+		for (KMember *m = g->members; m; m = m->next)
+			if (m->rebalance_ms > ms)
+				ms = m->rebalance_ms;
+		g->initial_delay = false;
+		tv.tv_sec = ms / 1000;
+		tv.tv_usec = (ms % 1000) * 1000;
+		evtimer_add(g->join_timer, &tv);
+		return;
+	}
+	complete_join(g);
+}
+
+static void
+prepare_rebalance(KGroup *g)
+{
+	int32_t		ms = 0;
+	struct timeval tv;
+
+	if (g->state == KG_PREPARING)
+	{
+		maybe_complete_join(g);
+		return;
+	}
+	/* followers waiting for the leader's assignment must rejoin */
+	for (KMember *m = g->members; m; m = m->next)
+		if (m->sync_req)
+		{
+			KRequest   *req = m->sync_req;
+
+			m->sync_req = NULL;
+			sync_respond(req, NULL, 0, KERR_REBALANCE_IN_PROGRESS);
+		}
+	g->initial_delay = g->state == KG_EMPTY && kconfig.group_initial_delay_ms > 0;
+	g->state = KG_PREPARING;
+	for (KMember *m = g->members; m; m = m->next)
+		if (m->rebalance_ms > ms)
+			ms = m->rebalance_ms;
+	if (g->initial_delay && kconfig.group_initial_delay_ms < ms)
+		ms = kconfig.group_initial_delay_ms;
+	tv.tv_sec = ms / 1000;
+	tv.tv_usec = (ms % 1000) * 1000;
+	evtimer_add(g->join_timer, &tv);
+	maybe_complete_join(g);
+}
+
+static void
+member_free(KMember *m)
+{
+	event_free(m->expire);
+	free(m->id);
+	free(m->instance_id);
+	free(m->client_id);
+	free(m->client_host);
+	free(m->assignment);
+	free_protos(m->nprotos, m->protos);
+	free(m);
+}
+
+/* drop a member, answering its parked requests */
+static void
+member_remove(KGroup *g, KMember *m)
+{
+	KMember   **pp = &g->members;
+
+	while (*pp != m)
+		pp = &(*pp)->next;
+	*pp = m->next;
+	g->nmembers--;
+	if (m->join_req)
+		join_respond(m->join_req, g, m, KERR_UNKNOWN_MEMBER_ID);
+	if (m->sync_req)
+		sync_respond(m->sync_req, NULL, 0, KERR_UNKNOWN_MEMBER_ID);
+	member_free(m);
+}
+
+/* a member left or expired: the others rebalance */
+static void
+member_gone(KGroup *g, KMember *m)
+{
+	member_remove(g, m);
+	if (g->nmembers == 0)
+	{
+		evtimer_del(g->join_timer);
+		g->state = KG_EMPTY;
+		g->initial_delay = false;
+	}
+	else
+		prepare_rebalance(g);
+}
+
+static void
+on_expire(evutil_socket_t fd, short what, void *arg)
+{
+	KMember    *m = arg;
+
+	if (m->join_req || m->sync_req)
+	{
+		touch(m);				/* waiting on us, not gone */
+		return;
+	}
+	mq_log_info("group %s: member %s expired", m->group->id, m->id);
+	member_gone(m->group, m);
+}
+
+static KMember *
+member_new(KGroup *g, KRequest *req, const char *instance_id)
+{
+	KMember    *m = mq_malloc0(sizeof(KMember));
+	char		id[300];
+
+	snprintf(id, sizeof(id), "%.200s-%llu-%08x", req->client_id ? req->client_id : "member",
+			 (unsigned long long) ++member_counter, (unsigned) (mq_now_us() & 0xffffffff));
+	m->id = mq_strdup(id);
+	m->instance_id = instance_id ? mq_strdup(instance_id) : NULL;
+	m->group = g;
+	m->expire = evtimer_new(kbase, on_expire, m);
+	m->next = g->members;
+	g->members = m;
+	g->nmembers++;
+	return m;
+}
+
+/* a protocol type and at least one protocol shared with the group */
+static bool
+join_compatible(KGroup *g, KJoin *j)
+{
+	if (g->nmembers == 0)
+		return j->nprotos > 0;
+	if (g->protocol_type == NULL || j->protocol_type == NULL ||
+		strcmp(g->protocol_type, j->protocol_type) != 0)
+		return false;
+	for (int i = 0; i < j->nprotos; i++)
+	{
+		bool		ok = true;
+
+		for (KMember *m = g->members; m && ok; m = m->next)
+			ok = member_proto(m, j->protos[i].name) != NULL;
+		if (ok)
+			return true;
+	}
+	return false;
+}
+
+/* the member a JoinGroup speaks for, created or taken over; NULL: *code says why */
+static KMember *
+join_member(KGroup *g, KRequest *req, KJoin *j, int16_t *code)
+{
+	KMember    *m;
+
+	*code = KERR_NONE;
+	if (j->member_id[0] != '\0')
+		return member_lookup(g, j->member_id, j->instance_id, code);
+	m = member_by_instance(g, j->instance_id);
+	if (m)
+	{
+		/* a static member restarted: new id, the old one is fenced */
+		char		id[300];
+
+		snprintf(id, sizeof(id), "%.200s-%llu-%08x", req->client_id ? req->client_id : "member",
+				 (unsigned long long) ++member_counter, (unsigned) (mq_now_us() & 0xffffffff));
+		if (m->join_req)
+			join_respond(m->join_req, g, m, KERR_FENCED_INSTANCE_ID);
+		m->join_req = NULL;
+		if (g->leader && strcmp(g->leader, m->id) == 0)
+		{
+			free(g->leader);
+			g->leader = mq_strdup(id);
+		}
+		free(m->id);
+		m->id = mq_strdup(id);
+		return m;
+	}
+	return member_new(g, req, j->instance_id);
+}
+
+void
+group_join(KRequest *req, KJoin *j)
+{
+	KGroup	   *g = group_get(j->group_id);
+	KMember    *m;
+	int16_t		code;
+
+	if (j->session_ms < 1000 || j->session_ms > 30 * 60 * 1000)
+	{
+		join_respond(req, g, NULL, KERR_INVALID_SESSION_TIMEOUT);
+		return;
+	}
+	if (!join_compatible(g, j))
+	{
+		join_respond(req, g, NULL, KERR_INCONSISTENT_GROUP_PROTOCOL);
+		return;
+	}
+	if ((m = join_member(g, req, j, &code)) == NULL)
+	{
+		join_respond(req, g, NULL, code);
+		return;
+	}
+	if (g->nmembers == 1)
+	{
+		free(g->protocol_type);
+		g->protocol_type = mq_strdup(j->protocol_type ? j->protocol_type : "");
+	}
+	free_protos(m->nprotos, m->protos);
+	m->protos = j->protos;
+	m->nprotos = j->nprotos;
+	j->protos = NULL;
+	j->nprotos = 0;
+	m->session_ms = j->session_ms;
+	m->rebalance_ms = j->rebalance_ms;
+	free(m->client_id);
+	m->client_id = mq_strdup(req->client_id ? req->client_id : "");
+	free(m->client_host);
+	m->client_host = mq_strdup(conn_peer(req->conn));
+	if (m->join_req)			/* the same member again: the older one is stale */
+		join_respond(m->join_req, g, m, KERR_UNKNOWN_MEMBER_ID);
+	m->join_req = req;
+	touch(m);
+	prepare_rebalance(g);
+}
+
+void
+group_sync(KRequest *req, const char *group_id, int32_t generation, const char *member_id,
+		   const char *instance_id, int nassign, const KAssign *assign)
+{
+	KGroup	   *g = group_find(group_id);
+	int16_t		code;
+	KMember    *m = member_lookup(g, member_id, instance_id, &code);
+
+	if (m == NULL)
+		;						/* code says why */
+	else if (generation != g->generation)
+		code = KERR_ILLEGAL_GENERATION;
+	else if (g->state == KG_PREPARING)
+		code = KERR_REBALANCE_IN_PROGRESS;
+	if (code != KERR_NONE)
+	{
+		sync_respond(req, NULL, 0, code);
+		return;
+	}
+	touch(m);
+	if (g->state == KG_STABLE)
+	{
+		sync_respond(req, m->assignment, m->assign_len, KERR_NONE);
+		return;
+	}
+	if (m->sync_req)
+		sync_respond(m->sync_req, NULL, 0, KERR_REBALANCE_IN_PROGRESS);
+	m->sync_req = req;
+	if (strcmp(m->id, g->leader) != 0)
+		return;					/* a follower waits for the leader */
+	for (int i = 0; i < nassign; i++)
+	{
+		KMember    *to = member_find(g, assign[i].member_id);
+
+		if (to == NULL || assign[i].bytes.len < 0)
+			continue;
+		free(to->assignment);
+		to->assignment = mq_malloc(assign[i].bytes.len + 1);
+		memcpy(to->assignment, assign[i].bytes.p, assign[i].bytes.len);
+		to->assign_len = assign[i].bytes.len;
+	}
+	g->state = KG_STABLE;
+	for (KMember *x = g->members; x; x = x->next)
+		if (x->sync_req)
+		{
+			KRequest   *r = x->sync_req;
+
+			x->sync_req = NULL;
+			sync_respond(r, x->assignment, x->assign_len, KERR_NONE);
+		}
+}
+
+int16_t
+group_heartbeat(const char *group_id, int32_t generation, const char *member_id,
+				const char *instance_id)
+{
+	KGroup	   *g = group_find(group_id);
+	int16_t		code;
+	KMember    *m = member_lookup(g, member_id, instance_id, &code);
+
+	if (m == NULL)
+		return code;
+	touch(m);
+	if (generation != g->generation)
+		return KERR_ILLEGAL_GENERATION;
+	if (g->state == KG_PREPARING)
+		return KERR_REBALANCE_IN_PROGRESS;
+	return KERR_NONE;
+}
+
+int16_t
+group_leave(const char *group_id, const char *member_id, const char *instance_id)
+{
+	KGroup	   *g = group_find(group_id);
+	KMember    *m;
+	int16_t		code;
+
+	if (member_id == NULL || member_id[0] == '\0')
+		m = member_by_instance(g, instance_id);
+	else
+		m = member_lookup(g, member_id, instance_id, &code);
+	if (m == NULL)
+		return member_id && member_id[0] ? code : KERR_UNKNOWN_MEMBER_ID;
+	member_gone(g, m);
+	return KERR_NONE;
+}
+
+int16_t
+group_commit_check(const char *group_id, const char *member_id, const char *instance_id,
+				   int32_t generation)
+{
+	KGroup	   *g = group_find(group_id);
+	KMember    *m;
+	int16_t		code;
+
+	if (generation < 0 && (member_id == NULL || member_id[0] == '\0'))
+		return (g == NULL || g->nmembers == 0) ? KERR_NONE : KERR_UNKNOWN_MEMBER_ID;
+	if ((m = member_lookup(g, member_id, instance_id, &code)) == NULL)
+		return code;
+	touch(m);
+	if (generation != g->generation)
+		return KERR_ILLEGAL_GENERATION;
+	if (g->state == KG_COMPLETING)
+		return KERR_REBALANCE_IN_PROGRESS;
+	return KERR_NONE;
+}

@@ -1,0 +1,112 @@
+/*-------------------------------------------------------------------------
+ *
+ * group.h
+ *	  Kafka's classic group coordinator, in memory on the loop thread:
+ *	  groups move Empty -> PreparingRebalance -> CompletingRebalance ->
+ *	  Stable as members join, sync, heartbeat, leave or expire.
+ *
+ * The clients compute assignments: the leader sends them in SyncGroup and
+ * the coordinator relays each member's opaque bytes.  JoinGroup requests
+ * are parked until every known member has rejoined (or the rebalance
+ * timeout passes, and the missing members are dropped), and a new group
+ * waits group_initial_delay_ms for more members first; followers'
+ * SyncGroup requests are parked until the leader's arrives.  Offsets are
+ * not kept here: they live in mq (h_offsets.c).  State is lost on restart,
+ * and clients then rejoin (UNKNOWN_MEMBER_ID).  Loop thread only, so no
+ * locking.
+ *
+ *-------------------------------------------------------------------------
+ */
+#ifndef MQK_GROUP_H
+#define MQK_GROUP_H
+
+#include "mqkafka.h"
+
+typedef struct KProto
+{
+	char	   *name;
+	uint8_t    *meta;
+	int32_t		len;
+} KProto;
+
+typedef struct KGroup KGroup;
+
+typedef struct KMember
+{
+	char	   *id;
+	char	   *instance_id;	/* static membership, or NULL */
+	char	   *client_id;
+	char	   *client_host;
+	int32_t		session_ms;
+	int32_t		rebalance_ms;
+	int			nprotos;
+	KProto	   *protos;
+	KRequest   *join_req;		/* parked JoinGroup */
+	KRequest   *sync_req;		/* parked SyncGroup */
+	uint8_t    *assignment;
+	int32_t		assign_len;
+	struct event *expire;
+	KGroup	   *group;
+	struct KMember *next;
+} KMember;
+
+typedef enum KGroupState
+{
+	KG_EMPTY, KG_PREPARING, KG_COMPLETING, KG_STABLE
+} KGroupState;
+
+struct KGroup
+{
+	char	   *id;
+	KGroupState state;
+	int32_t		generation;
+	char	   *protocol_type;
+	char	   *protocol;
+	char	   *leader;
+	KMember    *members;
+	int			nmembers;
+	bool		initial_delay;	/* a new group waiting for more members */
+	struct event *join_timer;
+	struct KGroup *next;
+};
+
+/* What a JoinGroup asks, decoded by h_group.c; the group takes protos. */
+typedef struct KJoin
+{
+	char	   *group_id;
+	int32_t		session_ms;
+	int32_t		rebalance_ms;
+	char	   *member_id;
+	char	   *instance_id;
+	char	   *protocol_type;
+	int			nprotos;
+	KProto	   *protos;
+} KJoin;
+
+typedef struct KAssign
+{
+	char	   *member_id;
+	KSlice		bytes;
+} KAssign;
+
+extern void group_join(KRequest *req, KJoin *j);
+extern void group_sync(KRequest *req, const char *group_id, int32_t generation,
+					   const char *member_id, const char *instance_id,
+					   int nassign, const KAssign *assign);
+extern int16_t group_heartbeat(const char *group_id, int32_t generation,
+							   const char *member_id, const char *instance_id);
+extern int16_t group_leave(const char *group_id, const char *member_id,
+						   const char *instance_id);
+/* may this member commit offsets for the group now? */
+extern int16_t group_commit_check(const char *group_id, const char *member_id,
+								  const char *instance_id, int32_t generation);
+extern KGroup *group_find(const char *group_id);
+extern KGroup *group_list(void);
+extern const char *group_state_name(KGroupState s);
+extern const KProto *member_proto(const KMember *m, const char *name);
+
+/* h_group.c: answers to parked requests */
+extern void join_respond(KRequest *req, KGroup *g, KMember *m, int16_t error);
+extern void sync_respond(KRequest *req, const uint8_t *assign, int32_t len, int16_t error);
+
+#endif							/* MQK_GROUP_H */

@@ -1,0 +1,309 @@
+/*-------------------------------------------------------------------------
+ *
+ * h_admin.c
+ *	  CreateTopics (v0-v4), DeleteTopics (v0-v3) and CreatePartitions
+ *	  (v0-v1) on mq.create_topic, mq.drop_topic and mq.add_partitions.
+ *	  Loop thread; one job with a statement per topic.
+ *
+ * Topics are created unreplicated: a replication factor above 1 and
+ * manual replica assignments are refused (INVALID_REPLICATION_FACTOR,
+ * INVALID_REPLICA_ASSIGNMENT); replicated topics are made with SQL
+ * (docs/replication.md).  Configs go to mq.create_topic as a JSON object
+ * of strings, so mq's own validation decides (INVALID_CONFIG).
+ * validate_only runs the creation in a transaction that is rolled back.
+ *
+ *-------------------------------------------------------------------------
+ */
+#include "handlers.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+#include "kerr.h"
+#include "pgbinary.h"
+#include "util.h"
+
+#define KERR_INVALID_REPLICA_ASSIGNMENT 39
+
+#define CREATE_SQL "SELECT mq.create_topic($1, $2, jsonb_object($3::text[], $4::text[]))"
+
+typedef struct TopicSpec
+{
+	KSlice		name;
+	int16_t		code;			/* refused before reaching the database */
+	int			stmt;			/* the create or drop statement, or -1 */
+} TopicSpec;
+
+typedef struct AdminState
+{
+	KJob		job;
+	int32_t		n;
+	TopicSpec  *specs;
+} AdminState;
+
+static void
+admin_state_free(void *p)
+{
+	AdminState *s = p;
+
+	kjob_free(&s->job);
+	free(s->specs);
+	free(s);
+}
+
+static AdminState *
+admin_state(KRequest *req, int32_t n)
+{
+	AdminState *s = mq_malloc0(sizeof(AdminState));
+
+	req->state = s;
+	req->free_state = admin_state_free;
+	s->n = n;
+	s->specs = mq_malloc0(sizeof(TopicSpec) * (n > 0 ? n : 1));
+	return s;
+}
+
+/* one topic of the request, and its statement(s) unless refused here */
+static void
+read_spec(KReader *r, AdminState *s, TopicSpec *t)
+{
+	int32_t		partitions,
+				nassign,
+				n;
+	int16_t		replication;
+	MqArray		keys,
+				vals;
+	const char *b;
+	int			len;
+	KStmt	   *st;
+	char	   *name;
+
+	t->name = kr_str(r);
+	partitions = kr_i32(r);
+	replication = kr_i16(r);
+	nassign = kr_array(r, 8);
+	for (int32_t i = 0; i < nassign; i++)
+	{
+		(void) kr_i32(r);
+		n = kr_array(r, 4);
+		for (int32_t j = 0; j < n; j++)
+			(void) kr_i32(r);
+	}
+	mq_array_init(&keys, MQ_TEXTOID);
+	mq_array_init(&vals, MQ_TEXTOID);
+	n = kr_array(r, 4);
+	for (int32_t i = 0; i < n && !r->err; i++)
+	{
+		KSlice		k = kr_str(r);
+		KSlice		v = kr_str(r);
+
+		mq_array_add(&keys, k.p, k.len < 0 ? 0 : k.len);
+		mq_array_add(&vals, v.len < 0 ? NULL : v.p, v.len < 0 ? 0 : v.len);
+	}
+	t->stmt = -1;
+	t->code = replication > 1 ? KERR_INVALID_REPLICATION_FACTOR
+		: nassign > 0 ? KERR_INVALID_REPLICA_ASSIGNMENT : KERR_NONE;
+	if (t->code == KERR_NONE && !r->err)
+	{
+		name = kslice_dup(t->name);
+		st = kjob_add(&s->job, CREATE_SQL, 0);
+		t->stmt = s->job.n - 1;
+		kstmt_text(st, MQ_TEXTOID, name ? name : "");
+		kstmt_int(st, MQ_INT4OID, partitions < 0 ? 1 : partitions);
+		b = mq_array_bytes(&keys, &len);
+		kstmt_binary(st, MQ_TEXTARRAYOID, b, len);
+		b = mq_array_bytes(&vals, &len);
+		kstmt_binary(st, MQ_TEXTARRAYOID, b, len);
+		free(name);
+	}
+	mq_array_free(&keys);
+	mq_array_free(&vals);
+}
+
+/* validate_only: each statement between BEGIN and ROLLBACK, each synced */
+static void
+wrap_in_rollback(AdminState *s)
+{
+	KJob		orig = s->job;
+
+	memset(&s->job, 0, sizeof(s->job));
+	for (int i = 0; i < orig.n; i++)
+	{
+		(void) kjob_add(&s->job, "BEGIN", 0);
+		*kjob_add(&s->job, NULL, 0) = orig.stmts[i];
+		(void) kjob_add(&s->job, "ROLLBACK", 0);
+	}
+	free(orig.stmts);
+	for (int32_t i = 0; i < s->n; i++)
+		if (s->specs[i].stmt >= 0)
+			s->specs[i].stmt = 3 * s->specs[i].stmt + 1;
+}
+
+static void
+create_topics_done(KRequest *req)
+{
+	AdminState *s = req->state;
+	KWriter    *w = &req->resp;
+
+	if (req->api_version >= 2)
+		kw_i32(w, 0);
+	kw_i32(w, s->n);
+	for (int32_t i = 0; i < s->n; i++)
+	{
+		TopicSpec  *t = &s->specs[i];
+		KStmt	   *st = t->stmt >= 0 ? &s->job.stmts[t->stmt] : NULL;
+		int16_t		code = t->code;
+
+		if (st)
+			(void) kstmt_failed(st, &code);
+		kw_strn(w, t->name.p, t->name.len);
+		kw_i16(w, code);
+		if (req->api_version >= 1)
+			kw_str(w, st && st->err.message ? st->err.message : NULL);
+	}
+	req_finish(req);
+}
+
+void
+h_create_topics(KRequest *req)
+{
+	KReader    *r = &req->body;
+	AdminState *s = admin_state(req, kr_array(r, 12));
+	bool		validate_only = false;
+
+	for (int32_t i = 0; i < s->n && !r->err; i++)
+		read_spec(r, s, &s->specs[i]);
+	(void) kr_i32(r);			/* timeout_ms */
+	if (req->api_version >= 1)
+		validate_only = kr_i8(r) != 0;
+	if (r->err)
+	{
+		req_abort(req);
+		return;
+	}
+	if (validate_only)
+		wrap_in_rollback(s);
+	pool_run(req, &s->job, create_topics_done);
+}
+
+static void
+delete_topics_done(KRequest *req)
+{
+	AdminState *s = req->state;
+	KWriter    *w = &req->resp;
+
+	if (req->api_version >= 1)
+		kw_i32(w, 0);
+	kw_i32(w, s->n);
+	for (int32_t i = 0; i < s->n; i++)
+	{
+		int16_t		code;
+
+		(void) kstmt_failed(&s->job.stmts[i], &code);
+		kw_strn(w, s->specs[i].name.p, s->specs[i].name.len);
+		kw_i16(w, code);
+	}
+	req_finish(req);
+}
+
+void
+h_delete_topics(KRequest *req)
+{
+	KReader    *r = &req->body;
+	AdminState *s = admin_state(req, kr_array(r, 2));
+
+	for (int32_t i = 0; i < s->n && !r->err; i++)
+	{
+		char	   *name;
+
+		s->specs[i].name = kr_str(r);
+		name = kslice_dup(s->specs[i].name);
+		kstmt_text(kjob_add(&s->job, "SELECT mq.drop_topic($1)", 0), MQ_TEXTOID, name ? name : "");
+		free(name);
+	}
+	if (r->err)
+	{
+		req_abort(req);
+		return;
+	}
+	pool_run(req, &s->job, delete_topics_done);
+}
+
+#define ADD_PARTITIONS_SQL \
+	"SELECT mq.add_partitions($1, $2 - (SELECT partitions FROM mq.topics WHERE topic = $1))"
+
+static void
+create_partitions_done(KRequest *req)
+{
+	AdminState *s = req->state;
+	KWriter    *w = &req->resp;
+
+	kw_i32(w, 0);				/* throttle */
+	kw_i32(w, s->n);
+	for (int32_t i = 0; i < s->n; i++)
+	{
+		TopicSpec  *t = &s->specs[i];
+		KStmt	   *st = t->stmt >= 0 ? &s->job.stmts[t->stmt] : NULL;
+		int16_t		code = t->code;
+
+		if (st)
+			(void) kstmt_failed(st, &code);
+		kw_strn(w, t->name.p, t->name.len);
+		kw_i16(w, code);
+		kw_str(w, st && st->err.message ? st->err.message : NULL);
+	}
+	req_finish(req);
+}
+
+/*
+ * CreatePartitions (v0-v1): Kafka's count is the new total, mq.add_partitions
+ * takes the number to add; a total not above the current one is
+ * INVALID_PARTITIONS (MQ005), manual assignments are refused.
+ */
+void
+h_create_partitions(KRequest *req)
+{
+	KReader    *r = &req->body;
+	AdminState *s = admin_state(req, kr_array(r, 10));
+	bool		validate_only;
+
+	for (int32_t i = 0; i < s->n && !r->err; i++)
+	{
+		TopicSpec  *t = &s->specs[i];
+		int32_t		count;
+		int32_t		nassign;
+		char	   *name;
+		KStmt	   *st;
+
+		t->name = kr_str(r);
+		count = kr_i32(r);
+		nassign = kr_array(r, 4);
+		for (int32_t a = 0; a < nassign && !r->err; a++)
+		{
+			int32_t		nb = kr_array(r, 4);
+
+			for (int32_t b = 0; b < nb; b++)
+				(void) kr_i32(r);
+		}
+		t->stmt = -1;
+		t->code = nassign > 0 ? KERR_INVALID_REPLICA_ASSIGNMENT : KERR_NONE;
+		if (t->code != KERR_NONE)
+			continue;
+		name = kslice_dup(t->name);
+		st = kjob_add(&s->job, ADD_PARTITIONS_SQL, 0);
+		t->stmt = s->job.n - 1;
+		kstmt_text(st, MQ_TEXTOID, name ? name : "");
+		kstmt_int(st, MQ_INT4OID, count);
+		free(name);
+	}
+	(void) kr_i32(r);			/* timeout_ms */
+	validate_only = kr_i8(r) != 0;
+	if (r->err)
+	{
+		req_abort(req);
+		return;
+	}
+	if (validate_only)
+		wrap_in_rollback(s);
+	pool_run(req, &s->job, create_partitions_done);
+}

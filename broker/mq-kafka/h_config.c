@@ -1,0 +1,160 @@
+/*-------------------------------------------------------------------------
+ *
+ * h_config.c
+ *	  DescribeConfigs (v0-v2): a topic's configuration as mq keeps it
+ *	  (mq.topics.config, the keys set at creation or with mq.alter_topic,
+ *	  normalised by mq).  Loop thread; one statement per topic resource.
+ *
+ * Only the keys that are set are listed (source DYNAMIC_TOPIC_CONFIG),
+ * not Kafka's defaults.  A broker resource is answered with no configs.
+ * Other resource types get INVALID_REQUEST.
+ *
+ *-------------------------------------------------------------------------
+ */
+#include "handlers.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+#include "kerr.h"
+#include "util.h"
+
+#define RESOURCE_TOPIC	2
+#define RESOURCE_BROKER 4
+#define SOURCE_DYNAMIC_TOPIC_CONFIG 1
+
+/* no rows: unknown topic; one row of nulls: a topic without configs */
+#define CONFIG_SQL \
+	"SELECT c.k, c.v FROM mq.topics t LEFT JOIN LATERAL jsonb_each_text(t.config) c(k, v) ON true" \
+	" WHERE t.topic = $1 ORDER BY c.k"
+
+typedef struct Resource
+{
+	int8_t		type;
+	KSlice		name;
+	int32_t		nkeys;			/* -1: all */
+	KSlice	   *keys;
+	int			stmt;
+} Resource;
+
+typedef struct ConfigState
+{
+	KJob		job;
+	int32_t		n;
+	Resource   *res;
+} ConfigState;
+
+static void
+config_state_free(void *p)
+{
+	ConfigState *s = p;
+
+	for (int32_t i = 0; i < s->n; i++)
+		free(s->res[i].keys);
+	kjob_free(&s->job);
+	free(s->res);
+	free(s);
+}
+
+static bool
+wanted(const Resource *rs, const char *key)
+{
+	if (rs->nkeys < 0)
+		return true;
+	for (int32_t i = 0; i < rs->nkeys; i++)
+		if (kslice_eq(rs->keys[i], key))
+			return true;
+	return false;
+}
+
+static void
+write_resource(KRequest *req, ConfigState *s, Resource *rs)
+{
+	KWriter    *w = &req->resp;
+	KStmt	   *st = rs->stmt >= 0 ? &s->job.stmts[rs->stmt] : NULL;
+	int16_t		code = KERR_NONE;
+	size_t		count_at;
+	int32_t		n = 0;
+
+	if (rs->type != RESOURCE_TOPIC && rs->type != RESOURCE_BROKER)
+		code = KERR_INVALID_REQUEST;
+	else if (st && !kstmt_failed(st, &code) && PQntuples(st->res) == 0)
+		code = KERR_UNKNOWN_TOPIC_OR_PARTITION;
+	kw_i16(w, code);
+	kw_str(w, code == KERR_NONE ? NULL : st && st->err.message ? st->err.message : "");
+	kw_i8(w, rs->type);
+	kw_strn(w, rs->name.p, rs->name.len);
+	count_at = w->len;
+	kw_i32(w, 0);
+	for (int row = 0; code == KERR_NONE && st && row < PQntuples(st->res); row++)
+	{
+		const char *key = PQgetvalue(st->res, row, 0);
+
+		if (PQgetisnull(st->res, row, 0) || !wanted(rs, key))
+			continue;
+		kw_str(w, key);
+		kw_str(w, PQgetvalue(st->res, row, 1));
+		kw_i8(w, 0);			/* read_only */
+		if (req->api_version == 0)
+			kw_i8(w, 0);		/* is_default */
+		else
+			kw_i8(w, SOURCE_DYNAMIC_TOPIC_CONFIG);
+		kw_i8(w, 0);			/* is_sensitive */
+		if (req->api_version >= 1)
+			kw_i32(w, 0);		/* synonyms */
+		n++;
+	}
+	kw_put_i32_at(w, count_at, n);
+}
+
+static void
+describe_configs_done(KRequest *req)
+{
+	ConfigState *s = req->state;
+
+	kw_i32(&req->resp, 0);		/* throttle */
+	kw_i32(&req->resp, s->n);
+	for (int32_t i = 0; i < s->n; i++)
+		write_resource(req, s, &s->res[i]);
+	req_finish(req);
+}
+
+void
+h_describe_configs(KRequest *req)
+{
+	KReader    *r = &req->body;
+	ConfigState *s = mq_malloc0(sizeof(ConfigState));
+
+	req->state = s;
+	req->free_state = config_state_free;
+	s->n = kr_array(r, 7);
+	s->res = mq_malloc0(sizeof(Resource) * (s->n > 0 ? s->n : 1));
+	for (int32_t i = 0; i < s->n && !r->err; i++)
+	{
+		Resource   *rs = &s->res[i];
+
+		rs->type = kr_i8(r);
+		rs->name = kr_str(r);
+		rs->nkeys = kr_array(r, 2);
+		rs->keys = mq_malloc0(sizeof(KSlice) * (rs->nkeys > 0 ? rs->nkeys : 1));
+		for (int32_t k = 0; k < rs->nkeys; k++)
+			rs->keys[k] = kr_str(r);
+		rs->stmt = -1;
+		if (rs->type == RESOURCE_TOPIC && !r->err)
+		{
+			char	   *name = kslice_dup(rs->name);
+
+			kstmt_text(kjob_add(&s->job, CONFIG_SQL, 0), MQ_TEXTOID, name ? name : "");
+			rs->stmt = s->job.n - 1;
+			free(name);
+		}
+	}
+	if (req->api_version >= 1)
+		(void) kr_i8(r);		/* include_synonyms */
+	if (r->err)
+	{
+		req_abort(req);
+		return;
+	}
+	pool_run(req, &s->job, describe_configs_done);
+}

@@ -1,0 +1,222 @@
+/*-------------------------------------------------------------------------
+ *
+ * h_metadata.c
+ *	  Metadata (v1-v6).  Loop thread; one job of one or two statements.
+ *
+ * The brokers are this daemon (--node-id) and its --peer daemons.  A
+ * partition's leader, replicas and in-sync replicas are what this node's
+ * mq.replica_status knows (mq-broker keeps it; broker ids are node ids);
+ * an unreplicated partition is led by this daemon alone.  A replicated
+ * partition whose leader is unknown is LEADER_NOT_AVAILABLE.  Unknown
+ * topics are UNKNOWN_TOPIC_OR_PARTITION, or are created with
+ * mq.create_topic first when --auto-create-topics is set and the client
+ * allows it (v4+).  While this node's database is unreachable, every
+ * topic is LEADER_NOT_AVAILABLE, so clients ask another broker.
+ *
+ *-------------------------------------------------------------------------
+ */
+#include "handlers.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+#include "kerr.h"
+#include "pgbinary.h"
+#include "util.h"
+
+#define METADATA_SQL \
+	"SELECT p.topic, p.partition, r.role IS NULL OR r.role = 'standalone'," \
+	"       r.leader_id, r.replicas, r.isr" \
+	"  FROM mq.partitions p" \
+	"  LEFT JOIN mq.replica_status r ON r.topic = p.topic AND r.partition = p.partition" \
+	" WHERE $1::text[] IS NULL OR p.topic = ANY ($1) ORDER BY p.topic, p.partition"
+
+#define KERR_LEADER_NOT_AVAILABLE 5
+
+#define AUTO_CREATE_SQL \
+	"SELECT mq.create_topic(t, $2) FROM unnest($1::text[]) t" \
+	" WHERE NOT EXISTS (SELECT 1 FROM mq.topics x WHERE x.topic = t)"
+
+typedef struct MetaState
+{
+	KJob		job;
+	int32_t		n;				/* -1: all topics */
+	KSlice	   *names;
+} MetaState;
+
+static void
+meta_state_free(void *p)
+{
+	MetaState  *s = p;
+
+	kjob_free(&s->job);
+	free(s->names);
+	free(s);
+}
+
+static void
+write_broker(KWriter *w, int32_t id, const char *host, int32_t port)
+{
+	kw_i32(w, id);
+	kw_str(w, host);
+	kw_i32(w, port);
+	kw_str(w, NULL);			/* rack */
+}
+
+static void
+write_brokers(KWriter *w, int16_t v)
+{
+	kw_i32(w, 1 + kconfig.npeers);
+	write_broker(w, kconfig.node_id, kconfig.advertised_host, kconfig.advertised_port);
+	for (int i = 0; i < kconfig.npeers; i++)
+		write_broker(w, kconfig.peers[i].id, kconfig.peers[i].host, kconfig.peers[i].port);
+	if (v >= 2)
+		kw_str(w, "mq");		/* cluster_id */
+	kw_i32(w, kconfig.node_id); /* controller_id */
+}
+
+/* an int[] in text form ("{1,2,3}") as a Kafka int32 array; NULL: just me */
+static void
+write_ids(KWriter *w, const char *text)
+{
+	size_t		count_at = w->len;
+	int32_t		n = 0;
+
+	kw_i32(w, 0);
+	if (text == NULL)
+	{
+		kw_i32(w, kconfig.node_id);
+		n = 1;
+	}
+	for (const char *c = text; c && *c; c++)
+		if (*c >= '0' && *c <= '9' && (c == text || c[-1] < '0' || c[-1] > '9'))
+		{
+			kw_i32(w, atoi(c));
+			n++;
+		}
+	kw_put_i32_at(w, count_at, n);
+}
+
+static void
+write_partition(KWriter *w, int16_t v, PGresult *res, int row)
+{
+	bool		standalone = strcmp(PQgetvalue(res, row, 2), "t") == 0;
+	bool		known = !PQgetisnull(res, row, 3);
+
+	kw_i16(w, standalone || known ? KERR_NONE : KERR_LEADER_NOT_AVAILABLE);
+	kw_i32(w, atoi(PQgetvalue(res, row, 1)));
+	kw_i32(w, standalone ? kconfig.node_id : known ? atoi(PQgetvalue(res, row, 3)) : -1);
+	write_ids(w, standalone ? NULL : PQgetvalue(res, row, 4));	/* replicas */
+	write_ids(w, standalone ? NULL : PQgetvalue(res, row, 5));	/* isr */
+	if (v >= 5)
+		kw_i32(w, 0);			/* offline replicas */
+}
+
+/* one topic: its rows of res (sorted by name), or the error if it has none */
+static void
+write_topic(KWriter *w, int16_t v, KSlice name, PGresult *res, int16_t error)
+{
+	size_t		count_at;
+	int32_t		n = 0;
+	int			row = 0;
+
+	while (res && row < PQntuples(res) && !kslice_eq(name, PQgetvalue(res, row, 0)))
+		row++;
+	if (res && row == PQntuples(res) && error == KERR_NONE)
+		error = KERR_UNKNOWN_TOPIC_OR_PARTITION;
+	kw_i16(w, error);
+	kw_strn(w, name.p, name.len);
+	kw_i8(w, 0);				/* is_internal */
+	count_at = w->len;
+	kw_i32(w, 0);
+	for (; res && row < PQntuples(res) && kslice_eq(name, PQgetvalue(res, row, 0)); row++, n++)
+		write_partition(w, v, res, row);
+	kw_put_i32_at(w, count_at, n);
+}
+
+static void
+metadata_done(KRequest *req)
+{
+	MetaState  *s = req->state;
+	KWriter    *w = &req->resp;
+	int16_t		v = req->api_version;
+	KStmt	   *st = &s->job.stmts[s->job.n - 1];
+	int16_t		code;
+
+	if (kstmt_failed(st, &code))
+		mq_log_warning("metadata: %s", st->err.message);
+	if (st->err.connection_lost)
+		code = KERR_LEADER_NOT_AVAILABLE;	/* retriable: clients ask elsewhere */
+	if (v >= 3)
+		kw_i32(w, 0);			/* throttle */
+	write_brokers(w, v);
+	if (s->n >= 0)
+	{
+		kw_i32(w, s->n);
+		for (int32_t i = 0; i < s->n; i++)
+			write_topic(w, v, s->names[i], st->res, code);
+	}
+	else
+	{
+		size_t		count_at = w->len;
+		int32_t		topics = 0;
+
+		kw_i32(w, 0);
+		for (int row = 0; st->res && row < PQntuples(st->res); topics++)
+		{
+			const char *name = PQgetvalue(st->res, row, 0);
+			KSlice		sl = {(const uint8_t *) name, (int32_t) strlen(name)};
+
+			write_topic(w, v, sl, st->res, KERR_NONE);
+			while (row < PQntuples(st->res) && strcmp(PQgetvalue(st->res, row, 0), name) == 0)
+				row++;
+		}
+		kw_put_i32_at(w, count_at, topics);
+	}
+	req_finish(req);
+}
+
+void
+h_metadata(KRequest *req)
+{
+	KReader    *r = &req->body;
+	MetaState  *s = mq_malloc0(sizeof(MetaState));
+	MqArray		arr;
+	const char *bytes;
+	int			len;
+	bool		allow_auto = true;
+	KStmt	   *st;
+
+	req->state = s;
+	req->free_state = meta_state_free;
+	s->n = kr_array(r, 2);
+	s->names = mq_malloc0(sizeof(KSlice) * (s->n > 0 ? s->n : 1));
+	mq_array_init(&arr, MQ_TEXTOID);
+	for (int32_t i = 0; i < s->n; i++)
+	{
+		s->names[i] = kr_str(r);
+		mq_array_add(&arr, s->names[i].p, s->names[i].len < 0 ? 0 : s->names[i].len);
+	}
+	if (req->api_version >= 4)
+		allow_auto = kr_i8(r) != 0;
+	if (r->err)
+	{
+		mq_array_free(&arr);
+		req_abort(req);
+		return;
+	}
+	bytes = mq_array_bytes(&arr, &len);
+	if (s->n > 0 && allow_auto && kconfig.auto_create_partitions > 0)
+	{
+		st = kjob_add(&s->job, AUTO_CREATE_SQL, 0);
+		kstmt_binary(st, MQ_TEXTARRAYOID, bytes, len);
+		kstmt_int(st, MQ_INT4OID, kconfig.auto_create_partitions);
+	}
+	st = kjob_add(&s->job, METADATA_SQL, 0);
+	if (s->n < 0)
+		kstmt_text(st, MQ_TEXTARRAYOID, NULL);
+	else
+		kstmt_binary(st, MQ_TEXTARRAYOID, bytes, len);
+	mq_array_free(&arr);
+	pool_run(req, &s->job, metadata_done);
+}

@@ -1,0 +1,413 @@
+/*-------------------------------------------------------------------------
+ *
+ * h_offsets.c
+ *	  ListOffsets (v1-v3), OffsetCommit (v2-v7) and OffsetFetch (v1-v5).
+ *	  Loop thread; each request is one job with a statement per partition.
+ *	  OffsetCommit first asks the group coordinator whether the member and
+ *	  generation may commit.
+ *
+ * Committed offsets are mq's own (mq.commit_offset, mq.committed_offset,
+ * with the metadata read from mq.consumer_offset), so SQL consumers,
+ * mqctl and Kafka clients share them.  ListOffsets by timestamp is
+ * mq.offsets_for_times (Kafka's semantics: the first offset whose record
+ * timestamp is at or after the time).
+ *
+ *-------------------------------------------------------------------------
+ */
+#include "handlers.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+#include "group.h"
+#include "kerr.h"
+#include "mq_sqlstates.h"
+#include "util.h"
+
+#define BOUNDS_SQL \
+	"SELECT log_start_offset, high_watermark, NULL, NULL FROM mq.partitions" \
+	" WHERE topic = $1 AND partition = $2"
+
+/* the first offset whose timestamp is at or after $3 (ms), hw if none */
+#define BY_TIME_SQL \
+	"SELECT s.log_start_offset, s.high_watermark, o.o," \
+	"       (SELECT (extract(epoch FROM f.timestamp) * 1000)::int8" \
+	"          FROM mq.fetch($1, $2, o.o, 1) f WHERE o.o < s.high_watermark)" \
+	"  FROM mq.partitions s, mq.offsets_for_times($1, $2, to_timestamp($3 / 1000.0)) o(o)" \
+	" WHERE s.topic = $1 AND s.partition = $2"
+
+typedef struct OPart
+{
+	int32_t		topic;
+	int32_t		partition;
+	int64_t		timestamp;		/* ListOffsets */
+	int16_t		code;			/* OffsetCommit: the coordinator's verdict */
+	int			stmt;
+} OPart;
+
+typedef struct OffState
+{
+	KJob		job;
+	int32_t		ntopics;		/* -1: OffsetFetch of all the group's offsets */
+	KSlice	   *topics;
+	int32_t		nparts;
+	OPart	   *parts;
+	char	   *group;
+	int16_t		verdict;		/* OffsetCommit: the coordinator's */
+} OffState;
+
+static void
+off_state_free(void *p)
+{
+	OffState   *s = p;
+
+	kjob_free(&s->job);
+	free(s->topics);
+	free(s->parts);
+	free(s->group);
+	free(s);
+}
+
+static OffState *
+off_state(KRequest *req)
+{
+	OffState   *s = mq_malloc0(sizeof(OffState));
+
+	req->state = s;
+	req->free_state = off_state_free;
+	return s;
+}
+
+/*
+ * The topics and partitions of a request (arrays of topic name, then
+ * partitions of at least part_size bytes each); read_part reads one
+ * partition's fields and adds its statement.
+ */
+static void
+read_topics(KRequest *req, OffState *s, size_t part_size,
+			void (*read_part) (KRequest *req, OffState *s, OPart *op, const char *topic))
+{
+	KReader    *r = &req->body;
+
+	s->ntopics = kr_array(r, 6);
+	s->topics = mq_malloc0(sizeof(KSlice) * (s->ntopics > 0 ? s->ntopics : 1));
+	s->parts = mq_malloc0(sizeof(OPart) * (kr_left(r) / part_size + 1));
+	for (int32_t t = 0; t < s->ntopics && !r->err; t++)
+	{
+		int32_t		n;
+		char	   *topic;
+
+		s->topics[t] = kr_str(r);
+		topic = kslice_dup(s->topics[t]);
+		n = kr_array(r, part_size);
+		for (int32_t i = 0; i < n && !r->err; i++)
+		{
+			OPart	   *op = &s->parts[s->nparts++];
+
+			op->topic = t;
+			op->stmt = -1;
+			read_part(req, s, op, topic ? topic : "");
+		}
+		free(topic);
+	}
+}
+
+/* write each topic with its partitions, write_part writing one */
+static void
+write_topics(KRequest *req, OffState *s,
+			 void (*write_part) (KRequest *req, OffState *s, OPart *op))
+{
+	KWriter    *w = &req->resp;
+	int32_t		k = 0;
+
+	kw_i32(w, s->ntopics);
+	for (int32_t t = 0; t < s->ntopics; t++)
+	{
+		size_t		count_at;
+		int32_t		n = 0;
+
+		kw_strn(w, s->topics[t].p, s->topics[t].len);
+		count_at = w->len;
+		kw_i32(w, 0);
+		for (; k < s->nparts && s->parts[k].topic == t; k++, n++)
+			write_part(req, s, &s->parts[k]);
+		kw_put_i32_at(w, count_at, n);
+	}
+}
+
+static void
+read_list_part(KRequest *req, OffState *s, OPart *op, const char *topic)
+{
+	KStmt	   *st;
+
+	op->partition = kr_i32(&req->body);
+	op->timestamp = kr_i64(&req->body);
+	st = kjob_add(&s->job, op->timestamp < 0 ? BOUNDS_SQL : BY_TIME_SQL, 0);
+	op->stmt = s->job.n - 1;
+	kstmt_text(st, MQ_TEXTOID, topic);
+	kstmt_int(st, MQ_INT4OID, op->partition);
+	if (op->timestamp >= 0)
+		kstmt_int(st, MQ_INT8OID, op->timestamp);
+}
+
+static void
+write_list_part(KRequest *req, OffState *s, OPart *op)
+{
+	KWriter    *w = &req->resp;
+	KStmt	   *st = &s->job.stmts[op->stmt];
+	PGresult   *res = st->res;
+	int16_t		code;
+	int64_t		off = -1,
+				ts = -1;
+
+	if (!kstmt_failed(st, &code) && PQntuples(res) == 0)
+		code = KERR_UNKNOWN_TOPIC_OR_PARTITION;
+	else if (code == KERR_NONE)
+	{
+		int64_t		hw = strtoll(PQgetvalue(res, 0, 1), NULL, 10);
+
+		if (op->timestamp == -2)
+			off = strtoll(PQgetvalue(res, 0, 0), NULL, 10);
+		else if (op->timestamp == -1)
+			off = hw;
+		else if (strtoll(PQgetvalue(res, 0, 2), NULL, 10) < hw)
+		{
+			off = strtoll(PQgetvalue(res, 0, 2), NULL, 10);
+			ts = strtoll(PQgetvalue(res, 0, 3), NULL, 10);
+		}
+	}
+	kw_i32(w, op->partition);
+	kw_i16(w, code);
+	kw_i64(w, ts);
+	kw_i64(w, off);
+}
+
+static void
+list_offsets_done(KRequest *req)
+{
+	OffState   *s = req->state;
+
+	if (req->api_version >= 2)
+		kw_i32(&req->resp, 0);
+	write_topics(req, s, write_list_part);
+	req_finish(req);
+}
+
+void
+h_list_offsets(KRequest *req)
+{
+	KReader    *r = &req->body;
+	OffState   *s = off_state(req);
+
+	(void) kr_i32(r);			/* replica id */
+	if (req->api_version >= 2)
+		(void) kr_i8(r);		/* isolation level */
+	read_topics(req, s, 12, read_list_part);
+	if (r->err)
+	{
+		req_abort(req);
+		return;
+	}
+	pool_run(req, &s->job, list_offsets_done);
+}
+
+/* OffsetCommit: the coordinator's verdict is in s->parts[].code */
+static void
+read_commit_part(KRequest *req, OffState *s, OPart *op, const char *topic)
+{
+	KReader    *r = &req->body;
+	int64_t		off;
+	char	   *meta;
+	KStmt	   *st;
+
+	op->partition = kr_i32(r);
+	off = kr_i64(r);
+	if (req->api_version >= 6)
+		(void) kr_i32(r);		/* leader epoch */
+	meta = kslice_dup(kr_str(r));
+	op->code = s->verdict;
+	if (op->code != KERR_NONE || r->err)
+	{
+		free(meta);
+		return;
+	}
+	st = kjob_add(&s->job, "SELECT mq.commit_offset($1, $2, $3, $4, $5)", 0);
+	op->stmt = s->job.n - 1;
+	kstmt_text(st, MQ_TEXTOID, s->group);
+	kstmt_text(st, MQ_TEXTOID, topic);
+	kstmt_int(st, MQ_INT4OID, op->partition);
+	kstmt_int(st, MQ_INT8OID, off);
+	kstmt_text(st, MQ_TEXTOID, meta);
+	free(meta);
+}
+
+static void
+write_commit_part(KRequest *req, OffState *s, OPart *op)
+{
+	int16_t		code = op->code;
+
+	if (op->stmt >= 0)
+		(void) kstmt_failed(&s->job.stmts[op->stmt], &code);
+	kw_i32(&req->resp, op->partition);
+	kw_i16(&req->resp, code);
+}
+
+static void
+offset_commit_done(KRequest *req)
+{
+	OffState   *s = req->state;
+
+	if (req->api_version >= 3)
+		kw_i32(&req->resp, 0);
+	write_topics(req, s, write_commit_part);
+	req_finish(req);
+}
+
+void
+h_offset_commit(KRequest *req)
+{
+	KReader    *r = &req->body;
+	OffState   *s = off_state(req);
+	int32_t		generation;
+	char	   *member;
+	char	   *instance = NULL;
+
+	s->group = kslice_dup(kr_str(r));
+	generation = kr_i32(r);
+	member = kslice_dup(kr_str(r));
+	if (req->api_version >= 7)
+		instance = kslice_dup(kr_str(r));
+	if (req->api_version <= 4)
+		(void) kr_i64(r);		/* retention time */
+	if (!r->err && s->group)
+		s->verdict = group_commit_check(s->group, member, instance, generation);
+	free(member);
+	free(instance);
+	if (!r->err && s->group)
+		read_topics(req, s, 14, read_commit_part);
+	if (r->err || s->group == NULL)
+	{
+		req_abort(req);
+		return;
+	}
+	pool_run(req, &s->job, offset_commit_done);
+}
+
+#define COMMITTED_SQL \
+	"SELECT mq.committed_offset($1, $2, $3)," \
+	"       (SELECT c.metadata FROM mq.consumer_offset c JOIN mq.topic t USING (topic_id)" \
+	"         WHERE c.group_id = $1 AND t.topic_name = $2 AND c.partition = $3)"
+
+#define ALL_COMMITTED_SQL \
+	"SELECT t.topic_name, c.partition, c.next_offset, c.metadata" \
+	"  FROM mq.consumer_offset c JOIN mq.topic t USING (topic_id)" \
+	" WHERE c.group_id = $1 ORDER BY 1, 2"
+
+static void
+write_committed(KRequest *req, int32_t partition, int64_t off, const char *meta, int16_t code)
+{
+	KWriter    *w = &req->resp;
+
+	kw_i32(w, partition);
+	kw_i64(w, off);
+	if (req->api_version >= 5)
+		kw_i32(w, -1);			/* leader epoch */
+	kw_str(w, meta ? meta : "");
+	kw_i16(w, code);
+}
+
+static void
+read_fetch_part(KRequest *req, OffState *s, OPart *op, const char *topic)
+{
+	KStmt	   *st = kjob_add(&s->job, COMMITTED_SQL, 0);
+
+	op->partition = kr_i32(&req->body);
+	op->stmt = s->job.n - 1;
+	kstmt_text(st, MQ_TEXTOID, s->group);
+	kstmt_text(st, MQ_TEXTOID, topic);
+	kstmt_int(st, MQ_INT4OID, op->partition);
+}
+
+/* one requested partition; an unknown topic has no committed offset (-1) */
+static void
+write_fetch_part(KRequest *req, OffState *s, OPart *op)
+{
+	KStmt	   *st = &s->job.stmts[op->stmt];
+	PGresult   *res = st->res;
+	int16_t		code = KERR_NONE;
+
+	if (res == NULL && !mq_error_is(&st->err, MQ_SQLSTATE_UNKNOWN_TOPIC) &&
+		!mq_error_is(&st->err, MQ_SQLSTATE_UNKNOWN_PARTITION))
+		(void) kstmt_failed(st, &code);
+	write_committed(req, op->partition,
+					res && !PQgetisnull(res, 0, 0) ? strtoll(PQgetvalue(res, 0, 0), NULL, 10) : -1,
+					res && !PQgetisnull(res, 0, 1) ? PQgetvalue(res, 0, 1) : "", code);
+}
+
+/* every committed offset of the group (topics = null, v2+) */
+static int16_t
+write_all(KRequest *req, OffState *s)
+{
+	KWriter    *w = &req->resp;
+	KStmt	   *st = &s->job.stmts[0];
+	PGresult   *res = st->res;
+	size_t		topics_at = w->len;
+	int32_t		ntopics = 0;
+	int16_t		code;
+
+	(void) kstmt_failed(st, &code);
+	kw_i32(w, 0);
+	for (int row = 0; res && row < PQntuples(res); ntopics++)
+	{
+		const char *topic = PQgetvalue(res, row, 0);
+		size_t		parts_at;
+		int32_t		n = 0;
+
+		kw_str(w, topic);
+		parts_at = w->len;
+		kw_i32(w, 0);
+		for (; row < PQntuples(res) && strcmp(PQgetvalue(res, row, 0), topic) == 0; row++, n++)
+			write_committed(req, atoi(PQgetvalue(res, row, 1)),
+							strtoll(PQgetvalue(res, row, 2), NULL, 10),
+							PQgetvalue(res, row, 3), KERR_NONE);
+		kw_put_i32_at(w, parts_at, n);
+	}
+	kw_put_i32_at(w, topics_at, ntopics);
+	return code;
+}
+
+static void
+offset_fetch_done(KRequest *req)
+{
+	OffState   *s = req->state;
+	int16_t		code = KERR_NONE;
+
+	if (req->api_version >= 3)
+		kw_i32(&req->resp, 0);
+	if (s->ntopics < 0)
+		code = write_all(req, s);
+	else
+		write_topics(req, s, write_fetch_part);
+	if (req->api_version >= 2)
+		kw_i16(&req->resp, code);
+	req_finish(req);
+}
+
+void
+h_offset_fetch(KRequest *req)
+{
+	KReader    *r = &req->body;
+	OffState   *s = off_state(req);
+
+	s->group = kslice_dup(kr_str(r));
+	if (s->group)
+		read_topics(req, s, 4, read_fetch_part);
+	if (r->err || s->group == NULL)
+	{
+		req_abort(req);
+		return;
+	}
+	if (s->ntopics < 0)
+		kstmt_text(kjob_add(&s->job, ALL_COMMITTED_SQL, 0), MQ_TEXTOID, s->group);
+	pool_run(req, &s->job, offset_fetch_done);
+}

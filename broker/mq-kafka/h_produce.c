@@ -1,0 +1,377 @@
+/*-------------------------------------------------------------------------
+ *
+ * h_produce.c
+ *	  Produce (v3-v7) and InitProducerId (v0-v1).  Loop thread: the
+ *	  request is decoded and each batch checked here, the appends run as
+ *	  one job, and parked fetches of the topics written are woken.
+ *
+ * Each partition's batch is checked (batch.c) and appended with one
+ * mq.send_batch call, its own transaction; the batch's producer id,
+ * epoch and base sequence go along, so mq's idempotence applies: a retry
+ * of one of the producer's last five batches returns the original
+ * offsets (Kafka's broker does the same), a gap is MQ011 and becomes
+ * OUT_OF_ORDER_SEQUENCE_NUMBER.  acks=0 gets no response; acks=1 is
+ * answered once the append is committed on this node; acks=-1 on a
+ * replicated partition also waits until the in-sync replicas have it
+ * (a second job of mq._replica_await_hwm calls, as mq.produce does), and
+ * on an unreplicated one is acks=1.  Transactional produce is refused.
+ *
+ *-------------------------------------------------------------------------
+ */
+#include "handlers.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+#include "batch.h"
+#include "kerr.h"
+#include "kjson.h"
+#include "pgbinary.h"
+#include "util.h"
+
+/* the first and last offsets, and what acks=-1 waits on (mq.produce's way) */
+#define SEND_SQL \
+	"SELECT min(s.msg_offset), max(s.msg_offset), ps.role, ps.leader_epoch, ps.min_isr" \
+	"  FROM mq.send_batch($1, $2::bytea[], $3::bytea[], $8, $4, $5, $6, $7, $9) s," \
+	"       mq._produce_state($1, $4) ps" \
+	" GROUP BY ps.role, ps.leader_epoch, ps.min_isr"
+
+#define AWAIT_SQL "SELECT mq._replica_await_hwm($1, $2, $3, $4, $5, $6)"
+
+typedef struct PPart
+{
+	int32_t		topic;			/* index into topics */
+	int32_t		partition;
+	int16_t		code;			/* refused before reaching the database */
+	int			stmt;			/* its mq.send_batch, or -1 */
+	int			await;			/* acks=-1: its wait in acked, or -1 */
+} PPart;
+
+typedef struct ProduceState
+{
+	KJob		job;
+	KJob		acked;			/* acks=-1 on replicated partitions */
+	int16_t		acks;
+	int32_t		timeout_ms;
+	int32_t		ntopics;
+	KSlice	   *topics;
+	int32_t		nparts;
+	PPart	   *parts;
+} ProduceState;
+
+static void
+produce_state_free(void *p)
+{
+	ProduceState *s = p;
+
+	kjob_free(&s->job);
+	kjob_free(&s->acked);
+	free(s->topics);
+	free(s->parts);
+	free(s);
+}
+
+#define MQ_TIMESTAMPTZARRAYOID 1185
+#define MQ_JSONBARRAYOID 3807
+/* 2000-01-01 (PostgreSQL's epoch) in Unix milliseconds */
+#define PG_EPOCH_MS INT64_C(946684800000)
+
+/* per record: its timestamp (CreateTime) and headers as mq's jsonb list */
+static void
+add_meta(KStmt *st, const KBatch *b)
+{
+	MqArray		ts,
+				hdr;
+	KWriter		json;
+	bool		any_headers = false;
+	const char *bytes;
+	int			len;
+
+	mq_array_init(&ts, MQ_TIMESTAMPTZOID);
+	mq_array_init(&hdr, MQ_JSONBOID);
+	kw_init(&json);
+	for (int32_t i = 0; i < b->count; i++)
+	{
+		const KRecord *rec = &b->records[i];
+
+		if (b->base_timestamp < 0)
+			mq_array_add(&ts, NULL, 0);
+		else
+			mq_array_add_int64(&ts, (b->base_timestamp + rec->timestamp_delta - PG_EPOCH_MS) * 1000);
+		if (rec->nheaders == 0)
+		{
+			mq_array_add(&hdr, NULL, 0);
+			continue;
+		}
+		any_headers = true;
+		kw_reset(&json);
+		kw_i8(&json, 1);		/* jsonb binary format version */
+		(void) headers_to_json(rec->headers, &json);	/* checked by batch_check_storable */
+		mq_array_add(&hdr, json.buf, json.len);
+	}
+	bytes = mq_array_bytes(&hdr, &len);
+	if (any_headers)
+		kstmt_binary(st, MQ_JSONBARRAYOID, bytes, len);
+	else
+		kstmt_text(st, MQ_JSONBARRAYOID, NULL);
+	bytes = mq_array_bytes(&ts, &len);
+	kstmt_binary(st, MQ_TIMESTAMPTZARRAYOID, bytes, len);
+	kw_free(&json);
+	mq_array_free(&ts);
+	mq_array_free(&hdr);
+}
+
+/* the mq.send_batch statement of one decoded batch */
+static void
+add_append(KJob *job, const char *topic, int32_t partition, const KBatch *b)
+{
+	KStmt	   *st = kjob_add(job, SEND_SQL, 0);
+	MqArray		keys,
+				vals;
+	const char *bytes;
+	int			len;
+
+	mq_array_init(&keys, MQ_BYTEAOID);
+	mq_array_init(&vals, MQ_BYTEAOID);
+	for (int32_t i = 0; i < b->count; i++)
+	{
+		const KRecord *rec = &b->records[i];
+
+		mq_array_add(&keys, rec->key.len < 0 ? NULL : rec->key.p, rec->key.len < 0 ? 0 : rec->key.len);
+		mq_array_add(&vals, rec->value.len < 0 ? NULL : rec->value.p, rec->value.len < 0 ? 0 : rec->value.len);
+	}
+	kstmt_text(st, MQ_TEXTOID, topic);
+	bytes = mq_array_bytes(&keys, &len);
+	kstmt_binary(st, MQ_BYTEAARRAYOID, bytes, len);
+	bytes = mq_array_bytes(&vals, &len);
+	kstmt_binary(st, MQ_BYTEAARRAYOID, bytes, len);
+	kstmt_int(st, MQ_INT4OID, partition);
+	if (b->producer_id >= 0)
+	{
+		kstmt_int(st, MQ_INT8OID, b->producer_id);
+		kstmt_int(st, MQ_INT4OID, b->producer_epoch);
+		kstmt_int(st, MQ_INT4OID, b->base_sequence);
+	}
+	else
+	{
+		kstmt_text(st, MQ_INT8OID, NULL);
+		kstmt_text(st, MQ_INT4OID, NULL);
+		kstmt_text(st, MQ_INT4OID, NULL);
+	}
+	add_meta(st, b);
+	mq_array_free(&keys);
+	mq_array_free(&vals);
+}
+
+/* one partition of the request: decode and check its batch */
+static void
+read_partition(KReader *r, ProduceState *s, PPart *pp, const char *topic, bool txn)
+{
+	KSlice		records;
+	KBatch		b;
+
+	pp->partition = kr_i32(r);
+	records = kr_bytes(r);
+	pp->stmt = -1;
+	pp->await = -1;
+	if (r->err)
+		return;
+	if (txn)
+	{
+		pp->code = KERR_TRANSACTIONAL_ID_AUTHORIZATION_FAILED;
+		return;
+	}
+	pp->code = batch_decode(records.p, records.len < 0 ? 0 : records.len,
+							kconfig.max_inflated_bytes, &b);
+	if (pp->code == KERR_NONE)
+		pp->code = batch_check_storable(&b);
+	if (pp->code == KERR_NONE)
+	{
+		add_append(&s->job, topic, pp->partition, &b);
+		pp->stmt = s->job.n - 1;
+	}
+	batch_free(&b);
+}
+
+/* the partition's outcome: error code and base offset */
+static int16_t
+part_result(ProduceState *s, PPart *pp, int64_t *base)
+{
+	KStmt	   *st = pp->stmt >= 0 ? &s->job.stmts[pp->stmt] : NULL;
+	int16_t		code = pp->code;
+
+	*base = -1;
+	if (st && kstmt_failed(st, &code) && code == KERR_UNKNOWN_SERVER_ERROR)
+		mq_log_warning("produce: %s", st->err.message);
+	if (code == KERR_NONE && pp->await >= 0 && kstmt_failed(&s->acked.stmts[pp->await], &code))
+		return code;
+	if (code == KERR_NONE)
+		*base = strtoll(PQgetvalue(st->res, 0, 0), NULL, 10);
+	return code;
+}
+
+static void
+produce_encode(KRequest *req)
+{
+	ProduceState *s = req->state;
+	KWriter    *w = &req->resp;
+	int32_t		k = 0;
+
+	kw_i32(w, s->ntopics);
+	for (int32_t t = 0; t < s->ntopics; t++)
+	{
+		size_t		count_at;
+		int32_t		n = 0;
+		bool		wrote = false;
+
+		kw_strn(w, s->topics[t].p, s->topics[t].len);
+		count_at = w->len;
+		kw_i32(w, 0);
+		for (; k < s->nparts && s->parts[k].topic == t; k++, n++)
+		{
+			PPart	   *pp = &s->parts[k];
+			int64_t		base;
+			int16_t		code = part_result(s, pp, &base);
+
+			kw_i32(w, pp->partition);
+			kw_i16(w, code);
+			kw_i64(w, base);
+			kw_i64(w, -1);		/* log_append_time: not known here */
+			if (req->api_version >= 5)
+				kw_i64(w, -1);	/* log_start_offset */
+			wrote |= pp->stmt >= 0 && s->job.stmts[pp->stmt].res != NULL;
+		}
+		kw_put_i32_at(w, count_at, n);
+		if (wrote)
+		{
+			char	   *topic = kslice_dup(s->topics[t]);
+
+			fetch_wake_topic(topic ? topic : "");
+			free(topic);
+		}
+	}
+	kw_i32(w, 0);				/* throttle_time_ms */
+	req_finish(req);
+}
+
+/* appends done: acks=-1 waits for the replicas of replicated partitions */
+static void
+produce_done(KRequest *req)
+{
+	ProduceState *s = req->state;
+
+	for (int32_t k = 0; s->acks == -1 && k < s->nparts; k++)
+	{
+		PPart	   *pp = &s->parts[k];
+		PGresult   *res = pp->stmt >= 0 ? s->job.stmts[pp->stmt].res : NULL;
+		KStmt	   *st;
+		char	   *topic;
+
+		if (res == NULL || PQgetisnull(res, 0, 2) ||
+			strcmp(PQgetvalue(res, 0, 2), "standalone") == 0)
+			continue;
+		topic = kslice_dup(s->topics[pp->topic]);
+		st = kjob_add(&s->acked, AWAIT_SQL, 0);
+		pp->await = s->acked.n - 1;
+		kstmt_text(st, MQ_TEXTOID, topic ? topic : "");
+		kstmt_int(st, MQ_INT4OID, pp->partition);
+		kstmt_int(st, MQ_INT8OID, strtoll(PQgetvalue(res, 0, 1), NULL, 10) + 1);
+		kstmt_text(st, MQ_INT4OID, PQgetisnull(res, 0, 3) ? NULL : PQgetvalue(res, 0, 3));
+		kstmt_text(st, MQ_INT4OID, PQgetisnull(res, 0, 4) ? NULL : PQgetvalue(res, 0, 4));
+		kstmt_int(st, MQ_INT4OID, s->timeout_ms > 0 ? s->timeout_ms : 30000);
+		free(topic);
+	}
+	if (s->acked.n > 0)
+		pool_run(req, &s->acked, produce_encode);
+	else
+		produce_encode(req);
+}
+
+void
+h_produce(KRequest *req)
+{
+	KReader    *r = &req->body;
+	ProduceState *s = mq_malloc0(sizeof(ProduceState));
+	bool		txn;
+
+	req->state = s;
+	req->free_state = produce_state_free;
+	txn = kr_str(r).len >= 0;
+	s->acks = kr_i16(r);
+	req->no_response = s->acks == 0;
+	s->timeout_ms = kr_i32(r);
+	s->ntopics = kr_array(r, 6);
+	s->topics = mq_malloc0(sizeof(KSlice) * (s->ntopics > 0 ? s->ntopics : 1));
+	s->parts = mq_malloc0(sizeof(PPart) * (kr_left(r) / 8 + 1));
+	for (int32_t t = 0; t < s->ntopics && !r->err; t++)
+	{
+		char	   *topic;
+		int32_t		n;
+
+		s->topics[t] = kr_str(r);
+		topic = kslice_dup(s->topics[t]);
+		n = kr_array(r, 8);
+		for (int32_t i = 0; i < n && !r->err; i++)
+		{
+			s->parts[s->nparts].topic = t;
+			read_partition(r, s, &s->parts[s->nparts++], topic ? topic : "", txn);
+		}
+		free(topic);
+	}
+	if (r->err)
+	{
+		req_abort(req);
+		return;
+	}
+	pool_run(req, &s->job, produce_done);
+}
+
+typedef struct InitState
+{
+	KJob		job;
+	bool		txn;
+} InitState;
+
+static void
+init_state_free(void *p)
+{
+	kjob_free(&((InitState *) p)->job);
+	free(p);
+}
+
+static void
+init_producer_done(KRequest *req)
+{
+	InitState  *s = req->state;
+	KWriter    *w = &req->resp;
+	PGresult   *res = s->txn ? NULL : s->job.stmts[0].res;
+	int16_t		code = KERR_TRANSACTIONAL_ID_AUTHORIZATION_FAILED;	/* no transactions */
+
+	if (!s->txn)
+		(void) kstmt_failed(&s->job.stmts[0], &code);
+	kw_i32(w, 0);
+	kw_i16(w, code);
+	kw_i64(w, res ? strtoll(PQgetvalue(res, 0, 0), NULL, 10) : -1);
+	kw_i16(w, res ? (int16_t) atoi(PQgetvalue(res, 0, 1)) : -1);
+	req_finish(req);
+}
+
+void
+h_init_producer_id(KRequest *req)
+{
+	KReader    *r = &req->body;
+	InitState  *s = mq_malloc0(sizeof(InitState));
+
+	req->state = s;
+	req->free_state = init_state_free;
+	s->txn = kr_str(r).len >= 0;
+	(void) kr_i32(r);			/* transaction_timeout_ms */
+	if (r->err)
+	{
+		req_abort(req);
+		return;
+	}
+	if (!s->txn)
+		(void) kjob_add(&s->job, "SELECT producer_id, producer_epoch FROM mq.init_producer()", 0);
+	pool_run(req, &s->job, init_producer_done);
+}

@@ -1,0 +1,70 @@
+/*-------------------------------------------------------------------------
+ *
+ * handlers.h
+ *	  The API handlers, one file per group of APIs.  Each runs on the loop
+ *	  thread with the request body positioned after the header; it decodes
+ *	  the request, then answers at once (req_finish), gives the pool a job
+ *	  of statements and answers when it is done (pool_run), or parks the
+ *	  request (fetch, join, sync).  A request that cannot be decoded
+ *	  closes its connection (req_abort).
+ *
+ *-------------------------------------------------------------------------
+ */
+#ifndef MQK_HANDLERS_H
+#define MQK_HANDLERS_H
+
+#include "kjob.h"
+#include "mqkafka.h"
+
+/* api keys */
+enum
+{
+	KAPI_PRODUCE = 0,
+	KAPI_FETCH = 1,
+	KAPI_LIST_OFFSETS = 2,
+	KAPI_METADATA = 3,
+	KAPI_OFFSET_COMMIT = 8,
+	KAPI_OFFSET_FETCH = 9,
+	KAPI_FIND_COORDINATOR = 10,
+	KAPI_JOIN_GROUP = 11,
+	KAPI_HEARTBEAT = 12,
+	KAPI_LEAVE_GROUP = 13,
+	KAPI_SYNC_GROUP = 14,
+	KAPI_DESCRIBE_GROUPS = 15,
+	KAPI_LIST_GROUPS = 16,
+	KAPI_API_VERSIONS = 18,
+	KAPI_CREATE_TOPICS = 19,
+	KAPI_DELETE_TOPICS = 20,
+	KAPI_INIT_PRODUCER_ID = 22,
+	KAPI_DESCRIBE_CONFIGS = 32,
+	KAPI_CREATE_PARTITIONS = 37,
+};
+
+/* h_metadata.c */
+extern void h_metadata(KRequest *req);
+/* h_admin.c */
+extern void h_create_topics(KRequest *req);
+extern void h_delete_topics(KRequest *req);
+extern void h_create_partitions(KRequest *req);
+/* h_config.c */
+extern void h_describe_configs(KRequest *req);
+/* h_produce.c */
+extern void h_produce(KRequest *req);
+extern void h_init_producer_id(KRequest *req);
+/* h_fetch.c */
+extern void h_fetch(KRequest *req);
+extern void fetch_wake_topic(const char *topic);
+/* h_offsets.c */
+extern void h_list_offsets(KRequest *req);
+extern void h_offset_commit(KRequest *req);
+extern void h_offset_fetch(KRequest *req);
+/* h_group.c */
+extern void h_find_coordinator(KRequest *req);
+extern void h_join_group(KRequest *req);
+extern void h_sync_group(KRequest *req);
+extern void h_heartbeat(KRequest *req);
+extern void h_leave_group(KRequest *req);
+extern void h_list_groups(KRequest *req);
+extern void h_describe_groups(KRequest *req);
+
+#endif							/* MQK_HANDLERS_H */

@@ -1,0 +1,343 @@
+/*-------------------------------------------------------------------------
+ *
+ * kbuf.c
+ *	  Kafka primitive types: bounded reading and growing writing (see
+ *	  kbuf.h for the contract).  No locking.
+ *
+ *-------------------------------------------------------------------------
+ */
+#include "kbuf.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+#include "util.h"
+
+void
+kr_init(KReader *r, const void *p, size_t len)
+{
+	r->p = p;
+	r->len = len;
+	r->pos = 0;
+	r->err = false;
+}
+
+size_t
+kr_left(const KReader *r)
+{
+	return r->err ? 0 : r->len - r->pos;
+}
+
+/* n bytes from the current position, or NULL (and err) if fewer are left */
+static const uint8_t *
+take(KReader *r, size_t n)
+{
+	const uint8_t *p;
+
+	if (r->err || r->len - r->pos < n)
+	{
+		r->err = true;
+		return NULL;
+	}
+	p = r->p + r->pos;
+	r->pos += n;
+	return p;
+}
+
+static uint64_t
+take_be(KReader *r, int n)
+{
+	const uint8_t *p = take(r, n);
+	uint64_t	v = 0;
+
+	if (p == NULL)
+		return 0;
+	for (int i = 0; i < n; i++)
+		v = (v << 8) | p[i];
+	return v;
+}
+
+int8_t
+kr_i8(KReader *r)
+{
+	return (int8_t) take_be(r, 1);
+}
+
+int16_t
+kr_i16(KReader *r)
+{
+	return (int16_t) take_be(r, 2);
+}
+
+int32_t
+kr_i32(KReader *r)
+{
+	return (int32_t) take_be(r, 4);
+}
+
+int64_t
+kr_i64(KReader *r)
+{
+	return (int64_t) take_be(r, 8);
+}
+
+uint64_t
+kr_uvarint(KReader *r)
+{
+	uint64_t	v = 0;
+
+	for (int shift = 0; shift < 64; shift += 7)
+	{
+		const uint8_t *p = take(r, 1);
+
+		if (p == NULL)
+			return 0;
+		v |= (uint64_t) (*p & 0x7f) << shift;
+		if ((*p & 0x80) == 0)
+			return v;
+	}
+	r->err = true;				/* more than 10 bytes */
+	return 0;
+}
+
+int64_t
+kr_varint(KReader *r)
+{
+	uint64_t	u = kr_uvarint(r);
+
+	return (int64_t) (u >> 1) ^ -(int64_t) (u & 1);
+}
+
+static KSlice
+slice_of(KReader *r, int64_t len)
+{
+	KSlice		s = {NULL, -1};
+
+	if (len < -1)
+		r->err = true;
+	if (len < 0 || r->err)
+		return s;
+	s.p = take(r, (size_t) len);
+	s.len = s.p ? (int32_t) len : -1;
+	return s;
+}
+
+KSlice
+kr_str(KReader *r)
+{
+	return slice_of(r, kr_i16(r));
+}
+
+KSlice
+kr_bytes(KReader *r)
+{
+	return slice_of(r, kr_i32(r));
+}
+
+KSlice
+kr_compact_str(KReader *r)
+{
+	uint64_t	n = kr_uvarint(r);
+
+	if (n > INT32_MAX)
+	{
+		r->err = true;
+		n = 0;
+	}
+	return slice_of(r, (int64_t) n - 1);
+}
+
+KSlice
+kr_raw(KReader *r, size_t n)
+{
+	return slice_of(r, n > INT32_MAX ? -2 : (int64_t) n);
+}
+
+int32_t
+kr_array(KReader *r, size_t min_size)
+{
+	int32_t		n = kr_i32(r);
+
+	if (n < -1 || (n > 0 && (size_t) n > kr_left(r) / (min_size ? min_size : 1)))
+	{
+		r->err = true;
+		return 0;
+	}
+	return r->err ? 0 : n;
+}
+
+void
+kr_skip_tags(KReader *r)
+{
+	uint64_t	n = kr_uvarint(r);
+
+	for (uint64_t i = 0; i < n && !r->err; i++)
+	{
+		(void) kr_uvarint(r);	/* tag */
+		(void) kr_raw(r, kr_uvarint(r));
+	}
+}
+
+char *
+kslice_dup(KSlice s)
+{
+	char	   *c;
+
+	if (s.len < 0)
+		return NULL;
+	c = mq_malloc((size_t) s.len + 1);
+	memcpy(c, s.p, s.len);
+	c[s.len] = '\0';
+	return c;
+}
+
+bool
+kslice_eq(KSlice s, const char *cstr)
+{
+	if (s.len < 0 || cstr == NULL)
+		return s.len < 0 && cstr == NULL;
+	return strlen(cstr) == (size_t) s.len && memcmp(s.p, cstr, s.len) == 0;
+}
+
+void
+kw_init(KWriter *w)
+{
+	w->buf = NULL;
+	w->len = 0;
+	w->cap = 0;
+}
+
+void
+kw_reset(KWriter *w)
+{
+	w->len = 0;
+}
+
+void
+kw_free(KWriter *w)
+{
+	free(w->buf);
+	kw_init(w);
+}
+
+uint8_t *
+kw_reserve(KWriter *w, size_t n)
+{
+	uint8_t    *p;
+
+	if (w->cap - w->len < n)
+	{
+		size_t		cap = w->cap ? w->cap : 256;
+
+		while (cap - w->len < n)
+			cap *= 2;
+		w->buf = mq_realloc(w->buf, cap);
+		w->cap = cap;
+	}
+	p = w->buf + w->len;
+	w->len += n;
+	return p;
+}
+
+static void
+put_be(KWriter *w, uint64_t v, int n)
+{
+	uint8_t    *p = kw_reserve(w, n);
+
+	for (int i = n - 1; i >= 0; i--)
+	{
+		p[i] = (uint8_t) v;
+		v >>= 8;
+	}
+}
+
+void
+kw_i8(KWriter *w, int8_t v)
+{
+	put_be(w, (uint8_t) v, 1);
+}
+
+void
+kw_i16(KWriter *w, int16_t v)
+{
+	put_be(w, (uint16_t) v, 2);
+}
+
+void
+kw_i32(KWriter *w, int32_t v)
+{
+	put_be(w, (uint32_t) v, 4);
+}
+
+void
+kw_i64(KWriter *w, int64_t v)
+{
+	put_be(w, (uint64_t) v, 8);
+}
+
+void
+kw_uvarint(KWriter *w, uint64_t v)
+{
+	while (v >= 0x80)
+	{
+		kw_i8(w, (int8_t) ((v & 0x7f) | 0x80));
+		v >>= 7;
+	}
+	kw_i8(w, (int8_t) v);
+}
+
+void
+kw_varint(KWriter *w, int64_t v)
+{
+	kw_uvarint(w, ((uint64_t) v << 1) ^ (uint64_t) (v >> 63));
+}
+
+void
+kw_raw(KWriter *w, const void *p, size_t n)
+{
+	if (n > 0)
+		memcpy(kw_reserve(w, n), p, n);
+}
+
+void
+kw_strn(KWriter *w, const void *p, int32_t len)
+{
+	kw_i16(w, (int16_t) (len < 0 ? -1 : len));
+	if (len > 0)
+		kw_raw(w, p, len);
+}
+
+void
+kw_str(KWriter *w, const char *s)
+{
+	kw_strn(w, s, s ? (int32_t) strlen(s) : -1);
+}
+
+void
+kw_bytes(KWriter *w, const void *p, int32_t len)
+{
+	kw_i32(w, len < 0 ? -1 : len);
+	if (len > 0)
+		kw_raw(w, p, len);
+}
+
+void
+kw_compact_str(KWriter *w, const char *s)
+{
+	size_t		n = s ? strlen(s) : 0;
+
+	kw_uvarint(w, s ? n + 1 : 0);
+	kw_raw(w, s, n);
+}
+
+void
+kw_put_i32_at(KWriter *w, size_t pos, int32_t v)
+{
+	uint32_t	u = (uint32_t) v;
+
+	for (int i = 3; i >= 0; i--)
+	{
+		w->buf[pos + i] = (uint8_t) u;
+		u >>= 8;
+	}
+}

@@ -1,0 +1,85 @@
+/*-------------------------------------------------------------------------
+ *
+ * kbuf.h
+ *	  Readers and writers of Kafka's primitive types: big-endian integers,
+ *	  zigzag and unsigned varints, int16-length strings, int32-length
+ *	  bytes, arrays, and the compact (KIP-482) forms that ApiVersions v3
+ *	  needs.
+ *
+ * A KReader never reads past its end: the first short read sets err and
+ * every later read returns zero, so a decoder checks err once at the end.
+ * Array counts are checked against the bytes left (an element takes at
+ * least one byte), so a forged count cannot make a decoder allocate
+ * gigabytes.  A KWriter grows its buffer as needed.  No locking: each
+ * reader or writer belongs to one request.
+ *
+ *-------------------------------------------------------------------------
+ */
+#ifndef MQK_KBUF_H
+#define MQK_KBUF_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+typedef struct KReader
+{
+	const uint8_t *p;
+	size_t		len;
+	size_t		pos;
+	bool		err;
+} KReader;
+
+/* A string or bytes field pointing into the reader's buffer. */
+typedef struct KSlice
+{
+	const uint8_t *p;
+	int32_t		len;			/* -1 for null */
+} KSlice;
+
+extern void kr_init(KReader *r, const void *p, size_t len);
+extern size_t kr_left(const KReader *r);
+extern int8_t kr_i8(KReader *r);
+extern int16_t kr_i16(KReader *r);
+extern int32_t kr_i32(KReader *r);
+extern int64_t kr_i64(KReader *r);
+extern uint64_t kr_uvarint(KReader *r);
+extern int64_t kr_varint(KReader *r);	/* zigzag */
+extern KSlice kr_str(KReader *r);	/* int16 length, -1 null */
+extern KSlice kr_bytes(KReader *r); /* int32 length, -1 null */
+extern KSlice kr_compact_str(KReader *r);	/* uvarint length + 1, 0 null */
+extern KSlice kr_raw(KReader *r, size_t n);
+/* int32 count of an array of elements of at least min_size bytes; -1 null */
+extern int32_t kr_array(KReader *r, size_t min_size);
+extern void kr_skip_tags(KReader *r);
+/* a NUL-terminated copy of a string field (NULL for null), mq_malloc'ed */
+extern char *kslice_dup(KSlice s);
+extern bool kslice_eq(KSlice s, const char *cstr);
+
+typedef struct KWriter
+{
+	uint8_t    *buf;
+	size_t		len;
+	size_t		cap;
+} KWriter;
+
+extern void kw_init(KWriter *w);
+extern void kw_reset(KWriter *w);
+extern void kw_free(KWriter *w);
+extern uint8_t *kw_reserve(KWriter *w, size_t n);
+extern void kw_i8(KWriter *w, int8_t v);
+extern void kw_i16(KWriter *w, int16_t v);
+extern void kw_i32(KWriter *w, int32_t v);
+extern void kw_i64(KWriter *w, int64_t v);
+extern void kw_uvarint(KWriter *w, uint64_t v);
+extern void kw_varint(KWriter *w, int64_t v);
+extern void kw_raw(KWriter *w, const void *p, size_t n);
+/* int16-length string; NULL writes the null string */
+extern void kw_str(KWriter *w, const char *s);
+extern void kw_strn(KWriter *w, const void *p, int32_t len);	/* len -1: null */
+extern void kw_bytes(KWriter *w, const void *p, int32_t len);	/* len -1: null */
+extern void kw_compact_str(KWriter *w, const char *s);
+/* overwrite an int32 written earlier (lengths and counts known later) */
+extern void kw_put_i32_at(KWriter *w, size_t pos, int32_t v);
+
+#endif							/* MQK_KBUF_H */

@@ -1,0 +1,101 @@
+/*-------------------------------------------------------------------------
+ *
+ * kjob.c
+ *	  Building a job's statements with owned parameter copies (kjob.h).
+ *	  Loop thread only.
+ *
+ *-------------------------------------------------------------------------
+ */
+#include "kjob.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "kerr.h"
+#include "util.h"
+
+KStmt *
+kjob_add(KJob *job, const char *sql, int result_format)
+{
+	KStmt	   *s;
+
+	if (job->n == job->cap)
+	{
+		job->cap = job->cap ? job->cap * 2 : 4;
+		job->stmts = mq_realloc(job->stmts, sizeof(KStmt) * job->cap);
+	}
+	s = &job->stmts[job->n++];
+	memset(s, 0, sizeof(*s));
+	s->sql = sql;
+	s->result_format = result_format;
+	return s;
+}
+
+static int
+next_param(KStmt *s)
+{
+	if (s->nparams == KSTMT_MAX_PARAMS)
+		mq_fatal(MQ_EXIT_LOCAL, "too many parameters for \"%s\"", s->sql);
+	return s->nparams++;
+}
+
+void
+kstmt_text(KStmt *s, Oid type, const char *value)
+{
+	int			i = next_param(s);
+
+	s->types[i] = type;
+	s->values[i] = value ? mq_strdup(value) : NULL;
+}
+
+void
+kstmt_int(KStmt *s, Oid type, int64_t value)
+{
+	char		buf[24];
+
+	snprintf(buf, sizeof(buf), "%lld", (long long) value);
+	kstmt_text(s, type, buf);
+}
+
+void
+kstmt_binary(KStmt *s, Oid type, const void *data, int len)
+{
+	int			i = next_param(s);
+
+	s->types[i] = type;
+	s->values[i] = mq_malloc(len > 0 ? len : 1);
+	if (len > 0)
+		memcpy(s->values[i], data, len);
+	s->lengths[i] = len;
+	s->formats[i] = 1;
+}
+
+bool
+kstmt_failed(const KStmt *s, int16_t *code)
+{
+	if (s->res)
+	{
+		*code = KERR_NONE;
+		return false;
+	}
+	*code = kerr_from_mq(&s->err);
+	return true;
+}
+
+void
+kjob_free(KJob *job)
+{
+	for (int i = 0; i < job->n; i++)
+	{
+		KStmt	   *s = &job->stmts[i];
+
+		for (int p = 0; p < s->nparams; p++)
+			free(s->values[p]);
+		PQclear(s->res);
+		mq_error_free(&s->err);
+	}
+	free(job->stmts);
+	job->stmts = NULL;
+	job->n = job->cap = 0;
+}

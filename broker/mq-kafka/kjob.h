@@ -1,0 +1,51 @@
+/*-------------------------------------------------------------------------
+ *
+ * kjob.h
+ *	  The statements a request needs from the database, as one job for the
+ *	  connection pool (pool.c): each statement owns copies of its parameter
+ *	  values, and gets its result or error back.
+ *
+ * A job's statements are sent together (libpq pipeline mode) and run in
+ * order, each in its own transaction, so one failing does not stop the
+ * others.  A job belongs to its request's handler state; the pool only
+ * borrows it while it runs.  Loop thread only.
+ *
+ *-------------------------------------------------------------------------
+ */
+#ifndef MQK_KJOB_H
+#define MQK_KJOB_H
+
+#include "mqconn.h"
+
+#define KSTMT_MAX_PARAMS 12
+
+typedef struct KStmt
+{
+	const char *sql;			/* a string constant */
+	int			result_format;	/* 0 text, 1 binary */
+	int			nparams;
+	Oid			types[KSTMT_MAX_PARAMS];
+	char	   *values[KSTMT_MAX_PARAMS];	/* owned copies; NULL is SQL NULL */
+	int			lengths[KSTMT_MAX_PARAMS];
+	int			formats[KSTMT_MAX_PARAMS];
+	PGresult   *res;			/* on success */
+	MqError		err;			/* on failure (err.message set) */
+} KStmt;
+
+typedef struct KJob
+{
+	int			n;
+	int			cap;
+	KStmt	   *stmts;
+} KJob;
+
+/* a new statement at the end of the job; its index is job->n - 1 */
+extern KStmt *kjob_add(KJob *job, const char *sql, int result_format);
+extern void kstmt_text(KStmt *s, Oid type, const char *value);
+extern void kstmt_int(KStmt *s, Oid type, int64_t value);
+extern void kstmt_binary(KStmt *s, Oid type, const void *data, int len);
+/* true if the statement failed; its Kafka error code in *code */
+extern bool kstmt_failed(const KStmt *s, int16_t *code);
+extern void kjob_free(KJob *job);
+
+#endif							/* MQK_KJOB_H */

@@ -1,0 +1,208 @@
+/*-------------------------------------------------------------------------
+ *
+ * main.c
+ *	  mq-kafka: serves the Kafka protocol on top of an mq database.
+ *	  Command line, signals, and the event loop (libevent).
+ *
+ *	  mq-kafka --listen 127.0.0.1:9092 -d "dbname=app"
+ *
+ * One thread: the event loop owns every client connection, the group
+ * coordinator and the asynchronous database connections (pool.c).
+ * SIGTERM or SIGINT ends the loop and the process: clients reconnect and
+ * rejoin their groups elsewhere or after a restart (group state lives in
+ * memory; committed offsets live in mq).
+ *
+ *-------------------------------------------------------------------------
+ */
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "cli.h"
+#include "mqkafka.h"
+#include "util.h"
+
+KConfig		kconfig;
+struct event_base *kbase;
+
+static const char help[] =
+"mq-kafka serves the Kafka protocol on an mq database.\n\n"
+"Usage:\n  mq-kafka [OPTION]...\n\n"
+"Options:\n"
+"  -d, --dbname=CONNINFO        database to serve, as psql takes it (default: libpq\n"
+"                               environment); passwords belong in ~/.pgpass\n"
+"  -l, --listen=HOST:PORT       address to listen on (default 127.0.0.1:9092)\n"
+"      --advertise=HOST:PORT    address Metadata gives clients (default: --listen)\n"
+"      --node-id=N              broker id in Metadata (default 1); in a replicated\n"
+"                               cluster, the mq-broker id of this node\n"
+"      --peer=ID=HOST:PORT      the mq-kafka of another node (repeat for each)\n"
+"      --pool=N                 database connections (default 4)\n"
+"      --max-request-bytes=N    larger requests close the connection (default 104857600)\n"
+"      --max-batch-bytes=N      decompressed size cap per batch (default 67108864)\n"
+"      --group-initial-delay-ms=N  wait for more members of a new group (default 3000)\n"
+"      --auto-create-topics=N   create unknown topics with N partitions when a\n"
+"                               Metadata request allows it (default 0: never)\n"
+"      --recheck-ms=N           how often a waiting fetch looks for records that\n"
+"                               SQL producers appended (default 100)\n"
+"  -V, --version                print the version and exit\n"
+"  -h, --help                   show this help and exit\n\n"
+"See docs/kafka.md.\n";
+
+static void
+on_signal(evutil_socket_t sig, short what, void *arg)
+{
+	mq_log_info("signal %d, stopping", (int) sig);
+	event_base_loopbreak(kbase);
+}
+
+/* "HOST:PORT" (or "[V6]:PORT") into its parts */
+static void
+parse_hostport(const CliParser *p, const char *opt, const char *arg, char **host, int *port)
+{
+	const char *colon = strrchr(arg, ':');
+	char	   *h;
+
+	if (colon == NULL || colon == arg)
+		cli_usage_error(p, "%s must be HOST:PORT", opt);
+	*port = (int) cli_int(p, opt, colon + 1, 1, 65535);
+	if (arg[0] == '[' && colon[-1] == ']')
+		h = strndup(arg + 1, colon - arg - 2);
+	else
+		h = strndup(arg, colon - arg);
+	*host = h;
+}
+
+/* "ID=HOST:PORT" */
+static void
+parse_peer(const CliParser *p, char *arg)
+{
+	char	   *key,
+			   *value;
+	KPeer	   *peer;
+
+	if (kconfig.npeers == KMAX_PEERS)
+		cli_usage_error(p, "at most %d --peer options", KMAX_PEERS);
+	peer = &kconfig.peers[kconfig.npeers++];
+	cli_key_value(p, "--peer", arg, &key, &value);
+	peer->id = (int) cli_int(p, "--peer", key, 0, INT32_MAX);
+	parse_hostport(p, "--peer", value, &peer->host, &peer->port);
+}
+
+static void
+parse_args(int argc, char **argv)
+{
+	enum
+	{
+		O_ADV = CLI_OPT_LONG_BASE, O_NODE, O_POOL, O_MAXREQ, O_MAXBATCH, O_DELAY,
+		O_AUTO, O_RECHECK, O_PEER
+	};
+	static const struct option longopts[] = {
+		{"dbname", required_argument, NULL, 'd'},
+		{"listen", required_argument, NULL, 'l'},
+		{"advertise", required_argument, NULL, O_ADV},
+		{"node-id", required_argument, NULL, O_NODE},
+		{"pool", required_argument, NULL, O_POOL},
+		{"max-request-bytes", required_argument, NULL, O_MAXREQ},
+		{"max-batch-bytes", required_argument, NULL, O_MAXBATCH},
+		{"group-initial-delay-ms", required_argument, NULL, O_DELAY},
+		{"auto-create-topics", required_argument, NULL, O_AUTO},
+		{"recheck-ms", required_argument, NULL, O_RECHECK},
+		{"peer", required_argument, NULL, O_PEER},
+		{"version", no_argument, NULL, 'V'},
+		{NULL, 0, NULL, 0}
+	};
+	CliParser	p;
+	int			c;
+
+	cli_init(&p, argc, argv, "mq-kafka", help, NULL, "d:l:Vh", longopts);
+	while ((c = cli_next(&p)) != -1)
+	{
+		switch (c)
+		{
+			case 'd':
+				kconfig.conninfo = optarg;
+				break;
+			case 'l':
+				parse_hostport(&p, "--listen", optarg, &kconfig.listen_host, &kconfig.listen_port);
+				break;
+			case O_ADV:
+				parse_hostport(&p, "--advertise", optarg, &kconfig.advertised_host,
+							   &kconfig.advertised_port);
+				break;
+			case O_NODE:
+				kconfig.node_id = (int) cli_int(&p, "--node-id", optarg, 0, INT32_MAX);
+				break;
+			case O_POOL:
+				kconfig.pool_size = (int) cli_int(&p, "--pool", optarg, 1, 256);
+				break;
+			case O_MAXREQ:
+				kconfig.max_request_bytes = (int32_t) cli_int(&p, "--max-request-bytes", optarg, 1024, INT32_MAX);
+				break;
+			case O_MAXBATCH:
+				kconfig.max_inflated_bytes = (int32_t) cli_int(&p, "--max-batch-bytes", optarg, 1024, INT32_MAX);
+				break;
+			case O_DELAY:
+				kconfig.group_initial_delay_ms = (int) cli_int(&p, "--group-initial-delay-ms", optarg, 0, 300000);
+				break;
+			case O_AUTO:
+				kconfig.auto_create_partitions = (int) cli_int(&p, "--auto-create-topics", optarg, 0, 10000);
+				break;
+			case O_PEER:
+				parse_peer(&p, optarg);
+				break;
+			case O_RECHECK:
+				kconfig.recheck_ms = (int) cli_int(&p, "--recheck-ms", optarg, 1, 60000);
+				break;
+			case 'V':
+				printf("mq-kafka %s\n", MQ_VERSION);
+				exit(0);
+			case 'h':
+				cli_print_help(&p);
+				exit(0);
+			default:
+				cli_usage_error(&p, "unexpected option");
+		}
+	}
+	(void) cli_positionals(&p, 0, 0, "nothing", NULL);
+	cli_free(&p);
+}
+
+int
+main(int argc, char **argv)
+{
+	struct event *sigint,
+			   *sigterm;
+
+	mq_progname = "mq-kafka";
+	kconfig.listen_host = "127.0.0.1";
+	kconfig.listen_port = 9092;
+	kconfig.node_id = 1;
+	kconfig.pool_size = 4;
+	kconfig.max_request_bytes = 100 * 1024 * 1024;
+	kconfig.max_inflated_bytes = 64 * 1024 * 1024;
+	kconfig.group_initial_delay_ms = 3000;
+	kconfig.recheck_ms = 100;
+	parse_args(argc, argv);
+	if (kconfig.advertised_host == NULL)
+	{
+		kconfig.advertised_host = kconfig.listen_host;
+		kconfig.advertised_port = kconfig.listen_port;
+	}
+
+	signal(SIGPIPE, SIG_IGN);
+	kbase = event_base_new();
+	if (kbase == NULL)
+		mq_fatal(MQ_EXIT_LOCAL, "cannot create the event loop");
+	sigint = evsignal_new(kbase, SIGINT, on_signal, NULL);
+	sigterm = evsignal_new(kbase, SIGTERM, on_signal, NULL);
+	event_add(sigint, NULL);
+	event_add(sigterm, NULL);
+
+	server_start();
+	pool_start();
+	mq_log_info("listening on %s:%d (pool of %d database connections)",
+				kconfig.listen_host, kconfig.listen_port, kconfig.pool_size);
+	event_base_dispatch(kbase);
+	return 0;
+}

@@ -1,0 +1,107 @@
+/*-------------------------------------------------------------------------
+ *
+ * mqkafka.h
+ *	  The core types of mq-kafka: its configuration, client connections,
+ *	  and requests as they travel from a socket through a handler (and
+ *	  maybe the database pool) back to the socket.
+ *
+ * One thread: the event loop (libevent) owns every client connection,
+ * the group coordinator, the parked fetches and the pool of asynchronous
+ * libpq connections (pool.c), so nothing needs a lock.  A handler decodes
+ * its request, gives the pool a job of statements, and encodes the
+ * response when the results are back.
+ *
+ * Ordering: a connection has at most one request in flight, and reading
+ * stops until its response is written, which is how Kafka brokers keep a
+ * connection's responses in request order.
+ *
+ *-------------------------------------------------------------------------
+ */
+#ifndef MQK_MQKAFKA_H
+#define MQK_MQKAFKA_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include <event2/event.h>
+#include <libpq-fe.h>
+
+#include "kbuf.h"
+
+/* Another node's mq-kafka (replicated clusters: --peer ID=HOST:PORT) */
+typedef struct KPeer
+{
+	int			id;
+	char	   *host;
+	int			port;
+} KPeer;
+
+#define KMAX_PEERS 64
+
+typedef struct KConfig
+{
+	const char *conninfo;		/* -d, as psql takes it; NULL: environment */
+	char	   *listen_host;	/* default 127.0.0.1 */
+	int			listen_port;	/* default 9092 */
+	char	   *advertised_host;	/* what Metadata tells clients */
+	int			advertised_port;
+	int			node_id;
+	int			pool_size;		/* database connections */
+	int32_t		max_request_bytes;	/* larger frames close the connection */
+	int32_t		max_inflated_bytes; /* decompressed size cap per batch */
+	int			group_initial_delay_ms;
+	int			auto_create_partitions; /* 0: no automatic topic creation */
+	int			recheck_ms;		/* parked fetches re-read this often */
+	int			npeers;
+	KPeer		peers[KMAX_PEERS];
+} KConfig;
+
+extern KConfig kconfig;
+extern struct event_base *kbase;
+
+typedef struct KConn KConn;
+typedef struct KRequest KRequest;
+
+typedef void (*KDoneFn) (KRequest *req);
+struct KJob;
+
+struct KRequest
+{
+	KConn	   *conn;
+	int16_t		api_key;
+	int16_t		api_version;
+	int32_t		corr;
+	char	   *client_id;
+	uint8_t    *frame;			/* the whole request, header included */
+	KReader		body;			/* positioned after the request header */
+	KWriter		resp;			/* the response body */
+	bool		flexible_resp;	/* response header v1 (tagged fields) */
+	bool		no_response;	/* acks=0 produce */
+	bool		db_lost;		/* the database was unreachable: close afterwards */
+	struct KJob *job;			/* statements being run by the pool */
+	KDoneFn		done_fn;		/* when they are done; NULL: respond */
+	void	   *state;			/* the handler's own */
+	void		(*free_state) (void *state);
+	KRequest   *next;			/* the pool's wait queue */
+};
+
+/* server.c: connections */
+extern void server_start(void);
+extern const char *conn_peer(const KConn *c);
+extern bool conn_closed(const KConn *c);
+/* send req's response (unless no_response), free req, resume reading */
+extern void req_finish(KRequest *req);
+/* drop req without a response and close its connection */
+extern void req_abort(KRequest *req);
+
+/* pool.c: database connections */
+extern void pool_start(void);
+/* run job's statements, then done_fn(req) (NULL: req_finish) */
+extern void pool_run(KRequest *req, struct KJob *job, KDoneFn done_fn);
+/* false while no database connection can be made */
+extern bool pool_available(void);
+
+/* api.c: header parsing and dispatch */
+extern void api_dispatch(KRequest *req, size_t frame_len);
+
+#endif							/* MQK_MQKAFKA_H */

@@ -1,0 +1,358 @@
+/*-------------------------------------------------------------------------
+ *
+ * pool.c
+ *	  The bounded pool of asynchronous database connections: --pool libpq
+ *	  connections in non-blocking pipeline mode, watched by the event loop.
+ *	  A request's job (kjob.h) runs on one idle connection: all its
+ *	  statements are sent at once, each followed by a sync point (so each
+ *	  is its own transaction), and the results are read as the socket
+ *	  becomes readable; then the request's done callback runs.  Requests
+ *	  that find no idle connection wait in a FIFO.
+ *
+ * Loop thread only: no locking.  Nothing here waits on the database except
+ * (re)connecting, which is blocking with a 5 s connect_timeout and tried
+ * at most once a second per connection; while the database is down, jobs
+ * fail at once with connection_lost, and the request's client connection
+ * is closed after its answer (server.c), as is every new one: clients
+ * then treat this broker as down and turn to the others.  A parked fetch
+ * or join holds no connection.
+ *
+ *-------------------------------------------------------------------------
+ */
+#include "mqkafka.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+#include "kjob.h"
+#include "mqconn.h"
+#include "util.h"
+
+typedef struct Slot
+{
+	PGconn	   *conn;
+	struct event *ev;
+	bool		writing;		/* output not flushed: also wait for EV_WRITE */
+	KRequest   *req;			/* the running job's request, or NULL */
+	int			next;			/* statement whose results come next */
+	bool		saw_null;
+	int64_t		retry_at_us;	/* no reconnect attempt before */
+} Slot;
+
+static Slot *slots;
+static KRequest *wait_head,
+		   *wait_tail;
+
+static void slot_io(evutil_socket_t fd, short what, void *arg);
+
+static bool db_down;			/* the last connection attempt failed */
+static struct event *retry_ev;	/* while db_down: try again every second */
+static const struct timeval one_second = {1, 0};
+
+bool
+pool_available(void)
+{
+	return !db_down;
+}
+
+static void
+fail_stmt(KStmt *s, const char *msg)
+{
+	if (s->res || s->err.message)
+		return;
+	s->err.connection_lost = true;
+	s->err.message = mq_strdup(msg);
+}
+
+static void
+drop_conn(Slot *s)
+{
+	if (s->ev)
+		event_free(s->ev);
+	s->ev = NULL;
+	if (s->conn)
+		PQfinish(s->conn);
+	s->conn = NULL;
+	s->writing = false;
+}
+
+static void
+watch(Slot *s, bool writing)
+{
+	if (s->ev)
+		event_free(s->ev);
+	s->writing = writing;
+	s->ev = event_new(kbase, PQsocket(s->conn), EV_READ | EV_PERSIST | (writing ? EV_WRITE : 0),
+					  slot_io, s);
+	event_add(s->ev, NULL);
+}
+
+/* a connection in pipeline mode, reconnecting if allowed; false if none */
+static bool
+slot_ready(Slot *s)
+{
+	static const char *const keys[] = {"connect_timeout", NULL};
+	static const char *const vals[] = {"5", NULL};
+	MqError		err = MQ_ERROR_INIT;
+
+	if (s->conn && PQstatus(s->conn) == CONNECTION_OK)
+		return true;
+	drop_conn(s);
+	if (mq_now_us() < s->retry_at_us)
+		return false;
+	s->conn = mq_connect_with(kconfig.conninfo, "mq-kafka", keys, vals, &err);
+	if (s->conn == NULL || PQsetnonblocking(s->conn, 1) != 0 ||
+		PQenterPipelineMode(s->conn) != 1)
+	{
+		const char *msg = err.message ? err.message : PQerrorMessage(s->conn);
+
+		if (!db_down)
+			mq_log_warning("cannot connect to the database: %.*s",
+						   (int) strcspn(msg, "\n"), msg);
+		db_down = true;
+		mq_error_free(&err);
+		drop_conn(s);
+		s->retry_at_us = mq_now_us() + 1000000;
+		if (!evtimer_pending(retry_ev, NULL))
+			evtimer_add(retry_ev, &one_second);
+		return false;
+	}
+	if (db_down)
+		mq_log_info("connected to the database again");
+	db_down = false;
+	mq_log_notices(s->conn);
+	watch(s, false);
+	return true;
+}
+
+static void
+job_done(KRequest *req)
+{
+	if (req->done_fn)
+		req->done_fn(req);
+	else
+		req_finish(req);
+}
+
+/* every statement without an outcome fails; the request is answered */
+static void
+fail_job(KRequest *req, const char *msg)
+{
+	for (int i = 0; i < req->job->n; i++)
+		fail_stmt(&req->job->stmts[i], msg);
+	req->db_lost = true;
+	job_done(req);
+}
+
+static void start(Slot *s, KRequest *req);
+
+/* the slot's job is complete: take the next waiting request, answer this one */
+static void
+slot_finish(Slot *s)
+{
+	KRequest   *req = s->req;
+	KRequest   *next = wait_head;
+
+	s->req = NULL;
+	if (next)
+	{
+		wait_head = next->next;
+		if (wait_head == NULL)
+			wait_tail = NULL;
+		next->next = NULL;
+		if (slot_ready(s))
+			start(s, next);
+		else
+			fail_job(next, "no database connection");
+	}
+	if (req)
+		job_done(req);
+}
+
+static void
+slot_broken(Slot *s)
+{
+	const char *msg = s->conn ? PQerrorMessage(s->conn) : "connection lost";
+
+	mq_log_warning("database connection lost: %.*s", (int) strcspn(msg, "\n"), msg);
+	if (s->req)
+	{
+		for (int i = 0; i < s->req->job->n; i++)
+			fail_stmt(&s->req->job->stmts[i], "database connection lost");
+		s->req->db_lost = true;
+	}
+	drop_conn(s);
+	slot_finish(s);
+}
+
+static void
+start(Slot *s, KRequest *req)
+{
+	KJob	   *job = req->job;
+
+	s->req = req;
+	s->next = 0;
+	s->saw_null = false;
+	for (int i = 0; i < job->n; i++)
+	{
+		KStmt	   *st = &job->stmts[i];
+
+		if (!PQsendQueryParams(s->conn, st->sql, st->nparams, st->types,
+							   (const char *const *) st->values, st->lengths, st->formats,
+							   st->result_format) ||
+			!PQpipelineSync(s->conn))
+		{
+			slot_broken(s);
+			return;
+		}
+	}
+	switch (PQflush(s->conn))
+	{
+		case 0:
+			break;
+		case 1:
+			watch(s, true);
+			break;
+		default:
+			slot_broken(s);
+	}
+}
+
+static void
+take_error(KStmt *st, PGconn *conn, const PGresult *r)
+{
+	const char *state = PQresultErrorField(r, PG_DIAG_SQLSTATE);
+	const char *msg = PQresultErrorField(r, PG_DIAG_MESSAGE_PRIMARY);
+
+	if (st->err.message)
+		return;
+	snprintf(st->err.sqlstate, sizeof(st->err.sqlstate), "%s", state ? state : "");
+	st->err.message = mq_strdup(msg ? msg : (PQresultStatus(r) == PGRES_PIPELINE_ABORTED
+											 ? "pipeline aborted" : PQerrorMessage(conn)));
+	st->err.connection_lost = PQstatus(conn) != CONNECTION_OK;
+}
+
+/* take the results that have arrived */
+static void
+drain(Slot *s)
+{
+	while (s->req && !PQisBusy(s->conn))
+	{
+		PGresult   *r = PQgetResult(s->conn);
+		KStmt	   *st;
+
+		if (r == NULL)
+		{
+			if (s->saw_null)
+				return;
+			s->saw_null = true;
+			continue;
+		}
+		s->saw_null = false;
+		st = &s->req->job->stmts[s->next];
+		switch (PQresultStatus(r))
+		{
+			case PGRES_PIPELINE_SYNC:
+				PQclear(r);
+				if (++s->next == s->req->job->n)
+					slot_finish(s);
+				continue;
+			case PGRES_TUPLES_OK:
+			case PGRES_COMMAND_OK:
+				if (st->res == NULL)
+				{
+					st->res = r;
+					continue;
+				}
+				break;
+			default:
+				take_error(st, s->conn, r);
+		}
+		PQclear(r);
+	}
+}
+
+static void
+slot_io(evutil_socket_t fd, short what, void *arg)
+{
+	Slot	   *s = arg;
+
+	if (what & EV_WRITE)
+	{
+		int			rc = PQflush(s->conn);
+
+		if (rc < 0)
+		{
+			slot_broken(s);
+			return;
+		}
+		if (rc == 0)
+			watch(s, false);
+	}
+	if ((what & EV_READ) && !PQconsumeInput(s->conn))
+	{
+		slot_broken(s);
+		return;
+	}
+	if (s->req == NULL && PQstatus(s->conn) != CONNECTION_OK)
+	{
+		drop_conn(s);			/* idle and gone: reconnect on next use */
+		return;
+	}
+	drain(s);
+}
+
+/* while the database is down and nobody asks, find out when it is back */
+static void
+on_retry(evutil_socket_t fd, short what, void *arg)
+{
+	for (int i = 0; i < kconfig.pool_size && db_down; i++)
+		if (slots[i].req == NULL)
+			(void) slot_ready(&slots[i]);
+}
+
+void
+pool_start(void)
+{
+	retry_ev = evtimer_new(kbase, on_retry, NULL);
+	slots = mq_malloc0(sizeof(Slot) * kconfig.pool_size);
+	for (int i = 0; i < kconfig.pool_size; i++)
+		(void) slot_ready(&slots[i]);
+}
+
+void
+pool_run(KRequest *req, KJob *job, KDoneFn done_fn)
+{
+	bool		busy = false;
+
+	req->job = job;
+	req->done_fn = done_fn;
+	if (job->n == 0)
+	{
+		job_done(req);
+		return;
+	}
+	for (int i = 0; i < kconfig.pool_size; i++)
+	{
+		Slot	   *s = &slots[i];
+
+		if (s->req)
+			busy = true;
+		else if (slot_ready(s))
+		{
+			start(s, req);
+			return;
+		}
+	}
+	if (!busy)
+	{
+		fail_job(req, "no database connection");
+		return;
+	}
+	req->next = NULL;
+	if (wait_tail)
+		wait_tail->next = req;
+	else
+		wait_head = req;
+	wait_tail = req;
+}

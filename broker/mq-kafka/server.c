@@ -1,0 +1,246 @@
+/*-------------------------------------------------------------------------
+ *
+ * server.c
+ *	  Client connections: the listening socket, framing (an int32 size,
+ *	  then the request), one request in flight per connection, and
+ *	  writing responses.  Loop thread only.
+ *
+ * A connection stops reading while its request is in flight and resumes
+ * once the response is queued, so responses leave in request order.  A
+ * frame with a size below 8 or above max_request_bytes closes the
+ * connection: there is no way to answer a request whose header cannot be
+ * trusted.  A connection that closes while its request is with the pool
+ * or parked is freed when the request is done (refs).
+ *
+ *-------------------------------------------------------------------------
+ */
+#include "mqkafka.h"
+
+#include <arpa/inet.h>
+#include <netinet/in.h>
+#include <netinet/tcp.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+
+#include <event2/buffer.h>
+#include <event2/bufferevent.h>
+#include <event2/listener.h>
+
+#include "util.h"
+
+struct KConn
+{
+	struct bufferevent *bev;
+	struct event *resume;		/* reads the next buffered frame */
+	int			refs;			/* the socket, a request in flight, a resume */
+	bool		closed;
+	bool		busy;
+	char		peer[64];
+};
+
+static void conn_read(struct bufferevent *bev, void *arg);
+
+const char *
+conn_peer(const KConn *c)
+{
+	return c->peer;
+}
+
+bool
+conn_closed(const KConn *c)
+{
+	return c->closed;
+}
+
+static void
+conn_unref(KConn *c)
+{
+	if (--c->refs == 0)
+	{
+		event_free(c->resume);
+		free(c);
+	}
+}
+
+/*
+ * After a response, the next frame may already be buffered: read it from
+ * the loop rather than from here, so that a client pipelining thousands of
+ * requests answered at once cannot grow the stack.
+ */
+static void
+on_resume(evutil_socket_t fd, short what, void *arg)
+{
+	KConn	   *c = arg;
+
+	if (!c->closed)
+		conn_read(c->bev, c);
+	conn_unref(c);
+}
+
+static void
+conn_close(KConn *c)
+{
+	if (c->closed)
+		return;
+	c->closed = true;
+	bufferevent_free(c->bev);
+	c->bev = NULL;
+	conn_unref(c);
+}
+
+static void
+req_free(KRequest *req)
+{
+	if (req->free_state && req->state)
+		req->free_state(req->state);
+	kw_free(&req->resp);
+	free(req->frame);
+	free(req->client_id);
+	free(req);
+}
+
+static void
+write_response(KRequest *req)
+{
+	struct evbuffer *out = bufferevent_get_output(req->conn->bev);
+	uint8_t		hdr[9];
+	size_t		hlen = req->flexible_resp ? 9 : 8;
+	uint32_t	size = (uint32_t) (hlen - 4 + req->resp.len);
+
+	hdr[0] = size >> 24;
+	hdr[1] = size >> 16;
+	hdr[2] = size >> 8;
+	hdr[3] = size;
+	hdr[4] = (uint32_t) req->corr >> 24;
+	hdr[5] = (uint32_t) req->corr >> 16;
+	hdr[6] = (uint32_t) req->corr >> 8;
+	hdr[7] = (uint32_t) req->corr;
+	hdr[8] = 0;					/* no tagged fields */
+	evbuffer_add(out, hdr, hlen);
+	evbuffer_add(out, req->resp.buf, req->resp.len);
+}
+
+void
+req_finish(KRequest *req)
+{
+	KConn	   *c = req->conn;
+
+	if (!c->closed && req->db_lost)
+		conn_close(c);			/* no database: let the client try another broker */
+	if (!c->closed)
+	{
+		if (!req->no_response)
+			write_response(req);
+		c->busy = false;
+		bufferevent_enable(c->bev, EV_READ);
+	}
+	req_free(req);
+	if (!c->closed)
+	{
+		c->refs++;
+		event_active(c->resume, 0, 0);
+	}
+	conn_unref(c);
+}
+
+void
+req_abort(KRequest *req)
+{
+	KConn	   *c = req->conn;
+
+	conn_close(c);
+	req_free(req);
+	conn_unref(c);
+}
+
+/* the next whole frame, if one has arrived and none is in flight */
+static void
+conn_read(struct bufferevent *bev, void *arg)
+{
+	KConn	   *c = arg;
+	struct evbuffer *in = bufferevent_get_input(bev);
+	uint8_t		szb[4];
+	int32_t		size;
+	KRequest   *req;
+
+	if (c->busy || c->closed || evbuffer_get_length(in) < 4)
+		return;
+	evbuffer_copyout(in, szb, 4);
+	size = (int32_t) (((uint32_t) szb[0] << 24) | (szb[1] << 16) | (szb[2] << 8) | szb[3]);
+	if (size < 8 || size > kconfig.max_request_bytes)
+	{
+		mq_log_warning("%s: frame size %d out of range, closing", c->peer, size);
+		conn_close(c);
+		return;
+	}
+	if (evbuffer_get_length(in) < (size_t) size + 4)
+		return;
+	evbuffer_drain(in, 4);
+	req = mq_malloc0(sizeof(KRequest));
+	req->frame = mq_malloc(size);
+	evbuffer_remove(in, req->frame, size);
+	req->conn = c;
+	c->refs++;
+	c->busy = true;
+	bufferevent_disable(bev, EV_READ);
+	api_dispatch(req, size);
+}
+
+static void
+conn_event(struct bufferevent *bev, short what, void *arg)
+{
+	if (what & (BEV_EVENT_EOF | BEV_EVENT_ERROR))
+		conn_close(arg);
+}
+
+static void
+on_accept(struct evconnlistener *l, evutil_socket_t fd, struct sockaddr *sa,
+		  int salen, void *arg)
+{
+	KConn	   *c;
+	int			one = 1;
+	char		host[INET6_ADDRSTRLEN] = "?";
+
+	if (!pool_available())
+	{
+		evutil_closesocket(fd);	/* no database: this broker is down */
+		return;
+	}
+	c = mq_malloc0(sizeof(KConn));
+	setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
+	if (sa->sa_family == AF_INET)
+		inet_ntop(AF_INET, &((struct sockaddr_in *) sa)->sin_addr, host, sizeof(host));
+	else if (sa->sa_family == AF_INET6)
+		inet_ntop(AF_INET6, &((struct sockaddr_in6 *) sa)->sin6_addr, host, sizeof(host));
+	snprintf(c->peer, sizeof(c->peer), "%s", host);
+	c->refs = 1;
+	c->resume = event_new(kbase, -1, 0, on_resume, c);
+	c->bev = bufferevent_socket_new(kbase, fd, BEV_OPT_CLOSE_ON_FREE);
+	bufferevent_setcb(c->bev, conn_read, NULL, conn_event, c);
+	bufferevent_enable(c->bev, EV_READ | EV_WRITE);
+}
+
+void
+server_start(void)
+{
+	struct evutil_addrinfo hints,
+			   *ai;
+	struct evconnlistener *l;
+	char		port[16];
+
+	memset(&hints, 0, sizeof(hints));
+	hints.ai_family = AF_UNSPEC;
+	hints.ai_socktype = SOCK_STREAM;
+	hints.ai_flags = EVUTIL_AI_PASSIVE;
+	snprintf(port, sizeof(port), "%d", kconfig.listen_port);
+	if (evutil_getaddrinfo(kconfig.listen_host, port, &hints, &ai) != 0)
+		mq_fatal(MQ_EXIT_USAGE, "cannot resolve listen address \"%s\"", kconfig.listen_host);
+	l = evconnlistener_new_bind(kbase, on_accept, NULL,
+								LEV_OPT_CLOSE_ON_FREE | LEV_OPT_REUSEABLE, 128,
+								ai->ai_addr, (int) ai->ai_addrlen);
+	evutil_freeaddrinfo(ai);
+	if (l == NULL)
+		mq_fatal(MQ_EXIT_LOCAL, "cannot listen on %s:%d: %m", kconfig.listen_host,
+				 kconfig.listen_port);
+}

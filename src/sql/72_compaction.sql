@@ -1,0 +1,281 @@
+-------------------------------------------------------------------------------
+-- Log compaction (cleanup.policy = compact): Kafka's log cleaner.  For the
+-- closed segments of a partition below the high watermark, keep only the
+-- latest record of each key; tombstones (null value) go delete.retention.ms
+-- after the pass that first cleaned them.  Offsets are never rewritten: a
+-- compacted partition has gaps below its cleaner point (docs/compaction.md).
+--
+-- What is cleanable: segments wholly below the first uncleanable offset,
+-- the least of the base of the segment holding the last record (never the
+-- segment being written), the high watermark, on a leader the log end of
+-- its slowest replica (the replica protocol ships records without their
+-- offsets, so a follower must not fetch a compacted range), and the base
+-- of the first segment with a record younger than min.compaction.lag.ms.
+-- A partition is cleaned when its dirty part (cleanable, above the cleaner
+-- point) is at least min.cleanable.dirty.ratio of its cleanable bytes.
+--
+-- Locking: a pass removes records with one DELETE (compact.c) under the
+-- maintenance transaction's snapshot; producers and readers never wait for
+-- it.  A later pass (in another transaction, once the removal committed)
+-- rewrites the segments that lost records with CLUSTER to give the space
+-- back, once no transaction older than the pass remains in the database
+-- (CLUSTER keeps what an open snapshot may still see): that takes ACCESS EXCLUSIVE on one closed segment for the length
+-- of its copy, tried with a short lock_timeout so that a long reader of
+-- that segment postpones the rewrite instead of queueing others behind it.
+-------------------------------------------------------------------------------
+
+-- One row per cleaning pass still needed: the cleaner point is the highest
+-- clean_end; the tombstone horizon is the highest clean_end of a pass older
+-- than delete.retention.ms.  Older passes are pruned.
+CREATE TABLE mq.cleaner_pass (
+    topic_id   integer NOT NULL,
+    partition  integer NOT NULL,
+    clean_end  bigint NOT NULL,
+    cleaned_at timestamptz NOT NULL,
+    removed    bigint NOT NULL,
+    PRIMARY KEY (topic_id, partition, clean_end),
+    FOREIGN KEY (topic_id, partition) REFERENCES mq.partition_state ON DELETE CASCADE
+);
+
+-- Segments that lost records in a committed pass and wait to be rewritten.
+CREATE TABLE mq.cleaner_rewrite (
+    topic_id    integer NOT NULL,
+    partition   integer NOT NULL,
+    base_offset bigint NOT NULL,
+    removed     bigint NOT NULL,
+    pass_xid    xid8 NOT NULL,
+    passed_at   timestamptz NOT NULL,
+    PRIMARY KEY (topic_id, partition, base_offset),
+    FOREIGN KEY (topic_id, partition, base_offset) REFERENCES mq.segment ON DELETE CASCADE
+);
+SELECT pg_catalog.pg_extension_config_dump('mq.cleaner_pass', '');
+SELECT pg_catalog.pg_extension_config_dump('mq.cleaner_rewrite', '');
+
+CREATE FUNCTION mq._compact_delete(p_part regclass, p_log_start bigint, p_cleaner_point bigint,
+                                   p_clean_end bigint, p_tomb_end bigint) RETURNS jsonb
+    AS 'MODULE_PATHNAME', 'mq_compact_delete' LANGUAGE C STRICT;
+
+-- Does a (normalised) topic config compact?  Does it delete by retention?
+CREATE FUNCTION mq._policy_compacts(p_config jsonb) RETURNS boolean
+LANGUAGE sql IMMUTABLE SET search_path = pg_catalog, pg_temp AS $$
+    SELECT coalesce(p_config->>'cleanup.policy', 'delete') IN ('compact', 'compact,delete')
+$$;
+CREATE FUNCTION mq._policy_deletes(p_config jsonb) RETURNS boolean
+LANGUAGE sql IMMUTABLE SET search_path = pg_catalog, pg_temp AS $$
+    SELECT coalesce(p_config->>'cleanup.policy', 'delete') IN ('delete', 'compact,delete')
+$$;
+
+-- The partition's cleaner point: where the last pass ended (the log start
+-- before any pass, or when retention dropped past it).
+CREATE FUNCTION mq._cleaner_point(p_topic_id integer, p_partition integer) RETURNS bigint
+LANGUAGE sql STABLE SET search_path = pg_catalog, pg_temp AS $$
+    SELECT greatest(ps.log_start_offset,
+                    (SELECT max(c.clean_end) FROM mq.cleaner_pass c
+                      WHERE c.topic_id = p_topic_id AND c.partition = p_partition))
+      FROM mq.partition_state ps
+     WHERE ps.topic_id = p_topic_id AND ps.partition = p_partition
+$$;
+
+-- The first offset a pass may not touch (see the file header).
+CREATE FUNCTION mq._first_uncleanable(p_topic_id integer, p_partition integer, p_lag_ms bigint)
+    RETURNS bigint
+LANGUAGE plpgsql SET search_path = pg_catalog, pg_temp AS $$
+DECLARE
+    st mq.partition_state;
+    v_end bigint := mq._log_end_offset(p_topic_id, p_partition);
+    v_bound bigint;
+    s record;
+BEGIN
+    SELECT * INTO st FROM mq.partition_state WHERE topic_id = p_topic_id AND partition = p_partition;
+    -- the segment holding the last record is never cleaned: the log end is
+    -- read from it, so it must keep that record
+    SELECT coalesce(max(sg.base_offset), 0) INTO v_bound FROM mq.segment sg
+     WHERE sg.topic_id = p_topic_id AND sg.partition = p_partition AND sg.base_offset <= v_end - 1;
+    v_bound := least(v_bound, coalesce(st.high_watermark, v_end));
+    IF st.role = 'leader' THEN
+        v_bound := least(v_bound, coalesce((SELECT min(r.log_end_offset) FROM mq.replica_progress r
+                                             WHERE r.topic_id = p_topic_id AND r.partition = p_partition),
+                                           v_bound));
+    END IF;
+    IF p_lag_ms > 0 THEN
+        FOR s IN SELECT sg.base_offset, sg.relid FROM mq.segment sg
+                  WHERE sg.topic_id = p_topic_id AND sg.partition = p_partition
+                    AND sg.base_offset >= mq._cleaner_point(p_topic_id, p_partition)
+                    AND sg.end_offset <= v_bound
+                  ORDER BY sg.base_offset LOOP
+            IF mq._segment_last_time(s.relid) > clock_timestamp() - p_lag_ms * interval '1 millisecond' THEN
+                RETURN s.base_offset;
+            END IF;
+        END LOOP;
+    END IF;
+    RETURN v_bound;
+END $$;
+
+-- Rewrite the segments that lost records in earlier (committed) passes, so
+-- that their space is given back.  Returns how many were rewritten.
+CREATE FUNCTION mq._compact_rewrite(p_topic_id integer, p_partition integer) RETURNS integer
+LANGUAGE plpgsql SET search_path = pg_catalog, pg_temp AS $$
+DECLARE
+    r record;
+    v_done integer := 0;
+    v_timeout text := current_setting('lock_timeout');
+BEGIN
+    FOR r IN SELECT w.base_offset, sg.relid,
+                    (SELECT i.indexrelid::regclass FROM pg_index i
+                      WHERE i.indrelid = sg.relid AND i.indisunique
+                      ORDER BY i.indexrelid LIMIT 1) AS idx
+               FROM mq.cleaner_rewrite w
+               JOIN mq.segment sg USING (topic_id, partition, base_offset)
+              WHERE w.topic_id = p_topic_id AND w.partition = p_partition
+                AND w.pass_xid <> pg_current_xact_id()
+                -- no snapshot here may still see the removed records: CLUSTER
+                -- would keep them, and the space would never come back
+                AND NOT EXISTS (SELECT 1 FROM pg_stat_activity a
+                                 WHERE a.datname = current_database() AND a.pid <> pg_backend_pid()
+                                   AND a.backend_xmin IS NOT NULL AND a.xact_start <= w.passed_at)
+              ORDER BY w.base_offset LOOP
+        BEGIN
+            PERFORM set_config('lock_timeout', '200ms', true);
+            EXECUTE format('CLUSTER %s USING %I', r.relid, (SELECT c.relname FROM pg_class c WHERE c.oid = r.idx));
+            PERFORM set_config('lock_timeout', v_timeout, true);
+            DELETE FROM mq.cleaner_rewrite w
+             WHERE w.topic_id = p_topic_id AND w.partition = p_partition AND w.base_offset = r.base_offset;
+            v_done := v_done + 1;
+        EXCEPTION WHEN lock_not_available THEN
+            NULL;               -- a reader holds the segment: next round
+        END;
+    END LOOP;
+    RETURN v_done;
+END $$;
+
+-- One cleaning pass over a partition if its dirty ratio calls for one.
+-- Returns the number of records removed (NULL when no pass ran).
+CREATE FUNCTION mq._compact_partition(p_topic_id integer, p_partition integer, p_config jsonb)
+    RETURNS bigint
+LANGUAGE plpgsql SET search_path = pg_catalog, pg_temp AS $$
+DECLARE
+    st mq.partition_state;
+    v_ratio numeric := coalesce((p_config->>'min.cleanable.dirty.ratio')::numeric, 0.5);
+    v_lag bigint := coalesce((p_config->>'min.compaction.lag.ms')::bigint, 0);
+    v_dr bigint := coalesce((p_config->>'delete.retention.ms')::bigint, 86400000);
+    v_cp bigint;
+    v_ce bigint;
+    v_tomb bigint;
+    v_clean numeric;
+    v_dirty numeric;
+    v_removed jsonb;
+    v_now timestamptz := clock_timestamp();
+BEGIN
+    PERFORM mq._compact_rewrite(p_topic_id, p_partition);
+    SELECT * INTO st FROM mq.partition_state WHERE topic_id = p_topic_id AND partition = p_partition;
+    v_cp := mq._cleaner_point(p_topic_id, p_partition);
+    SELECT max(sg.end_offset) INTO v_ce FROM mq.segment sg
+     WHERE sg.topic_id = p_topic_id AND sg.partition = p_partition
+       AND sg.end_offset <= mq._first_uncleanable(p_topic_id, p_partition, v_lag);
+    IF v_ce IS NULL OR v_ce <= v_cp THEN
+        RETURN NULL;
+    END IF;
+    SELECT coalesce(sum(pg_relation_size(sg.relid)) FILTER (WHERE sg.base_offset < v_cp), 0),
+           coalesce(sum(pg_relation_size(sg.relid)) FILTER (WHERE sg.base_offset >= v_cp), 0)
+      INTO v_clean, v_dirty
+      FROM mq.segment sg
+     WHERE sg.topic_id = p_topic_id AND sg.partition = p_partition
+       AND sg.base_offset >= st.log_start_offset AND sg.end_offset <= v_ce;
+    IF v_dirty = 0 OR v_dirty / (v_clean + v_dirty) < v_ratio THEN
+        RETURN NULL;
+    END IF;
+    -- tombstones first cleaned by a pass older than delete.retention.ms go
+    SELECT coalesce(max(c.clean_end), st.log_start_offset) INTO v_tomb FROM mq.cleaner_pass c
+     WHERE c.topic_id = p_topic_id AND c.partition = p_partition
+       AND c.cleaned_at <= v_now - v_dr * interval '1 millisecond';
+    v_removed := mq._compact_delete(st.relid, st.log_start_offset, v_cp, v_ce, v_tomb);
+    INSERT INTO mq.cleaner_rewrite (topic_id, partition, base_offset, removed, pass_xid, passed_at)
+    SELECT p_topic_id, p_partition, sg.base_offset, r.value::bigint, pg_current_xact_id(), v_now
+      FROM jsonb_each_text(v_removed) r
+      JOIN mq.segment sg ON sg.relid = r.key::regclass
+    ON CONFLICT (topic_id, partition, base_offset) DO UPDATE
+       SET removed = mq.cleaner_rewrite.removed + EXCLUDED.removed, pass_xid = EXCLUDED.pass_xid,
+           passed_at = EXCLUDED.passed_at;
+    PERFORM mq._invalidate(st.relid);   -- readers cache the cleaner point (topic.c)
+    INSERT INTO mq.cleaner_pass (topic_id, partition, clean_end, cleaned_at, removed)
+    SELECT p_topic_id, p_partition, v_ce, v_now, coalesce(sum(r.value::bigint), 0)
+      FROM jsonb_each_text(v_removed) r;
+    -- keep the passes that still define the cleaner point or a horizon
+    DELETE FROM mq.cleaner_pass c
+     WHERE c.topic_id = p_topic_id AND c.partition = p_partition
+       AND c.clean_end < v_tomb;
+    RETURN (SELECT coalesce(sum(r.value::bigint), 0) FROM jsonb_each_text(v_removed) r);
+END $$;
+
+-- Compact every compacted topic's partitions (or one topic's) whose dirty
+-- ratio calls for it.  Returns the number of records removed.
+CREATE FUNCTION mq.compact(topic text DEFAULT NULL) RETURNS bigint
+LANGUAGE plpgsql SECURITY DEFINER SET search_path = pg_catalog, pg_temp AS $$
+DECLARE
+    p record;
+    v_total bigint := 0;
+BEGIN
+    FOR p IN SELECT ps.topic_id, ps.partition, t.config
+               FROM mq.partition_state ps JOIN mq.topic t USING (topic_id)
+              WHERE (compact.topic IS NULL OR t.topic_name = compact.topic)
+                AND mq._policy_compacts(t.config)
+              ORDER BY ps.topic_id, ps.partition LOOP
+        v_total := v_total + coalesce(mq._compact_partition(p.topic_id, p.partition, p.config), 0);
+    END LOOP;
+    RETURN v_total;
+END $$;
+
+-- The leader refuses a replica fetch below its cleaner point: the batch
+-- carries no offsets, so records there could not be placed (see above).
+CREATE FUNCTION mq._compaction_check_fetch(p_topic_id integer, p_partition integer, p_offset bigint)
+    RETURNS void
+LANGUAGE plpgsql STABLE SET search_path = pg_catalog, pg_temp AS $$
+DECLARE
+    v_cp bigint := mq._cleaner_point(p_topic_id, p_partition);
+BEGIN
+    IF p_offset < v_cp AND EXISTS (SELECT 1 FROM mq.cleaner_pass c
+                                    WHERE c.topic_id = p_topic_id AND c.partition = p_partition) THEN
+        RAISE EXCEPTION 'replica fetch offset % is below the cleaner point % of topic id % partition %',
+            p_offset, v_cp, p_topic_id, p_partition
+            USING ERRCODE = 'MQ007',
+                  HINT = 'A compacted range cannot be replicated; rebuild the replica from a copy of the leader.';
+    END IF;
+END $$;
+
+-- table reads only (as the view's owner), so that any role may select
+CREATE VIEW mq.compaction AS
+SELECT t.topic_name AS topic, ps.partition, t.config->>'cleanup.policy' AS cleanup_policy,
+       greatest(ps.log_start_offset, c.clean_end) AS cleaner_point,
+       c.cleaned_at AS last_cleaned_at,
+       (SELECT coalesce(sum(w.removed), 0) FROM mq.cleaner_rewrite w
+         WHERE w.topic_id = ps.topic_id AND w.partition = ps.partition) AS removed_awaiting_rewrite
+  FROM mq.partition_state ps
+  JOIN mq.topic t USING (topic_id)
+  LEFT JOIN LATERAL (SELECT max(x.clean_end) AS clean_end, max(x.cleaned_at) AS cleaned_at
+                       FROM mq.cleaner_pass x
+                      WHERE x.topic_id = ps.topic_id AND x.partition = ps.partition) c ON true
+ WHERE coalesce(t.config->>'cleanup.policy', 'delete') <> 'delete'
+   AND mq._describable('topic', t.topic_name);
+GRANT SELECT ON mq.compaction TO PUBLIC;
+
+COMMENT ON TABLE mq.cleaner_pass IS
+    'log compaction passes per partition: the cleaner point is the highest clean_end';
+COMMENT ON TABLE mq.cleaner_rewrite IS
+    'segments that lost records to compaction and wait to be rewritten (CLUSTER) to give space back';
+COMMENT ON FUNCTION mq._compact_delete(regclass, bigint, bigint, bigint, bigint) IS
+    'removes the records a compaction pass makes obsolete (past the append-only trigger)';
+COMMENT ON FUNCTION mq._policy_compacts(jsonb) IS 'true when cleanup.policy includes compact';
+COMMENT ON FUNCTION mq._policy_deletes(jsonb) IS 'true when cleanup.policy includes delete';
+COMMENT ON FUNCTION mq._cleaner_point(integer, integer) IS
+    'the offset below which a partition has been compacted';
+COMMENT ON FUNCTION mq._first_uncleanable(integer, integer, bigint) IS
+    'the first offset a compaction pass may not touch';
+COMMENT ON FUNCTION mq._compact_rewrite(integer, integer) IS
+    'rewrites segments compacted by earlier passes to give their space back';
+COMMENT ON FUNCTION mq._compact_partition(integer, integer, jsonb) IS
+    'one compaction pass over a partition when its dirty ratio calls for one';
+COMMENT ON FUNCTION mq.compact(text) IS
+    'compacts the partitions of compacted topics whose dirty ratio calls for it; returns records removed';
+COMMENT ON FUNCTION mq._compaction_check_fetch(integer, integer, bigint) IS
+    'refuses a replica fetch below the leader''s cleaner point';
+COMMENT ON VIEW mq.compaction IS 'compacted partitions: cleaner point, last pass, records awaiting rewrite';

@@ -1,0 +1,127 @@
+/*-------------------------------------------------------------------------
+ *
+ * fuzz_kafka.c
+ *	  libFuzzer target for mq-kafka's decoders (scripts/fuzz-kafka.sh
+ *	  builds and runs it).
+ *
+ * An input whose first byte is even is a request frame (without its
+ * size): it goes through api_dispatch() and the real handlers, with the
+ * database replaced by "no connection" (every statement of a job fails), so
+ * every request decoder, the record batch decoder and the codecs run, and
+ * group requests drive the coordinator's state machine.  An odd first
+ * byte feeds the rest to batch_decode() directly.  The connection and
+ * pool functions are stubbed here: a request is answered synchronously.
+ *
+ *-------------------------------------------------------------------------
+ */
+#include <stdlib.h>
+#include <string.h>
+
+#include "batch.h"
+#include "handlers.h"
+#include "util.h"
+
+KConfig		kconfig;
+struct event_base *kbase;
+
+struct KConn
+{
+	int			unused;
+};
+static struct KConn conn;
+
+const char *
+conn_peer(const KConn *c)
+{
+	return "fuzz";
+}
+
+bool
+conn_closed(const KConn *c)
+{
+	return false;
+}
+
+static void
+req_free(KRequest *req)
+{
+	if (req->free_state && req->state)
+		req->free_state(req->state);
+	kw_free(&req->resp);
+	free(req->frame);
+	free(req->client_id);
+	free(req);
+}
+
+void
+req_finish(KRequest *req)
+{
+	req_free(req);
+}
+
+void
+req_abort(KRequest *req)
+{
+	req_free(req);
+}
+
+void
+pool_run(KRequest *req, KJob *job, KDoneFn done_fn)
+{
+	req->job = job;
+	for (int i = 0; i < job->n; i++)
+	{
+		job->stmts[i].err.connection_lost = true;
+		job->stmts[i].err.message = mq_strdup("fuzzing: no database");
+	}
+	if (done_fn)
+		done_fn(req);
+	else
+		req_finish(req);
+}
+
+static void
+setup(void)
+{
+	mq_progname = "fuzz";
+	kconfig.listen_host = kconfig.advertised_host = "127.0.0.1";
+	kconfig.listen_port = kconfig.advertised_port = 9092;
+	kconfig.node_id = 1;
+	kconfig.max_request_bytes = 1 << 20;
+	kconfig.max_inflated_bytes = 1 << 20;
+	kconfig.group_initial_delay_ms = 0;
+	kconfig.recheck_ms = 100;
+	kbase = event_base_new();
+}
+
+int
+LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
+{
+	static bool ready;
+
+	if (!ready)
+	{
+		setup();
+		ready = true;
+	}
+	if (size < 1)
+		return 0;
+	if (data[0] & 1)
+	{
+		KBatch		b;
+
+		if (batch_decode(data + 1, size - 1, 1 << 20, &b) == 0)
+			(void) batch_check_storable(&b);
+		batch_free(&b);
+	}
+	else if (size - 1 >= 8)
+	{
+		KRequest   *req = mq_malloc0(sizeof(KRequest));
+
+		req->conn = &conn;
+		req->frame = mq_malloc(size - 1);
+		memcpy(req->frame, data + 1, size - 1);
+		api_dispatch(req, size - 1);
+	}
+	return 0;
+}

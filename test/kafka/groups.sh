@@ -1,0 +1,45 @@
+#!/usr/bin/env bash
+# The group coordinator with kcat consumers: static membership fences an
+# older instance with the same group.instance.id, and a member that dies
+# without leaving is expired after its session timeout, its partitions
+# going to the others.
+source "$(dirname "${BASH_SOURCE[0]}")/lib.bash"
+T="$(tmpdir)"
+
+sql "SELECT mq.create_topic('gt', 2)" >/dev/null
+kafka_start || { fail "mq-kafka starts"; finish; }
+
+member() {	# member NAME GROUP [kcat options]: a consumer in the background
+	local name="$1" group="$2"
+	shift 2
+	kcat -b "$BROKER" -G "$group" gt -X session.timeout.ms=6000 -X heartbeat.interval.ms=500 "$@" \
+		>"$T/$name.out" 2>"$T/$name.err" &
+	eval "${name}_pid=$!"
+}
+stop() { kill "$1" 2>/dev/null || true; wait "$1" 2>/dev/null || true; }
+
+# static membership: a second instance with the same id fences the first
+member s1 static -X group.instance.id=inst-1
+wait_for 30 grep -q 'assigned: gt \[0\], gt \[1\]' "$T/s1.err" || fail "the first instance gets both partitions"
+member s2 static -X group.instance.id=inst-1
+wait_for 30 grep -q 'assigned: gt \[0\], gt \[1\]' "$T/s2.err"
+RC=0
+wait_for 30 bash -c "! kill -0 $s1_pid 2>/dev/null" || RC=$?
+check_eq "$RC" "0" "the older instance stops"
+check_match "$(cat "$T/s1.err")" 'fenced by other consumer with same group.instance.id' \
+	"the older instance was fenced (FENCED_INSTANCE_ID)"
+stop "$s2_pid"
+
+# session expiry: a member killed without leaving loses its partition
+member e1 expiry
+member e2 expiry
+both() { grep -q 'assigned: gt \[[01]\]$' "$T/e1.err" && grep -q 'assigned: gt \[[01]\]$' "$T/e2.err"; }
+wait_for 60 both || fail "two members get a partition each" "$(cat "$T/e1.err" "$T/e2.err")"
+kill -9 "$e1_pid"
+wait "$e1_pid" 2>/dev/null || true
+wait_for 60 grep -q 'assigned: gt \[0\], gt \[1\]' "$T/e2.err" || true
+check_match "$(cat "$T/e2.err")" 'assigned: gt \[0\], gt \[1\]' \
+	"after the session timeout the survivor owns both partitions"
+stop "$e2_pid"
+
+finish

@@ -1,0 +1,72 @@
+# shellcheck shell=bash
+# Helpers for the Kafka protocol tests in test/kafka/*.sh (sourced, not
+# run).  They build on test/cli/lib.bash (run, check_eq, sql, finish, ...)
+# and run against the database in PGHOST, PGPORT, PGUSER and PGDATABASE,
+# where `CREATE EXTENSION mq` has run (scripts/test.sh provides one).
+#
+#   kafka_start [OPTION...]   # mq-kafka on a free loopback port; sets BROKER
+#   kafka_kill                # SIGKILL it (a crash); kafka_start again after
+#
+# mq-kafka is broker/mq-kafka/mq-kafka (built here if missing) or $MQ_KAFKA.
+# shellcheck source=test/cli/lib.bash
+source "$(dirname "${BASH_SOURCE[0]}")/../cli/lib.bash"
+
+if [[ -z "${MQ_KAFKA:-}" ]]; then
+	MQ_KAFKA="$PWD/broker/mq-kafka/mq-kafka"
+	if [[ ! -x "$MQ_KAFKA" ]]; then
+		make -s -C broker >&2
+	fi
+fi
+export MQ_KAFKA
+
+KAFKA_PID=""
+KAFKA_PORT=""
+BROKER=""
+
+_free_port() {
+	perl -MIO::Socket::INET -e '
+		my $s = IO::Socket::INET->new(LocalAddr => "127.0.0.1", LocalPort => 0,
+			Proto => "tcp", Listen => 1) or die "bind: $!\n";
+		print $s->sockport, "\n";'
+}
+
+# kafka_start [OPTION...]: start mq-kafka (on the same port as before, if
+# it ran already) and wait until it accepts connections.
+kafka_start() {
+	[[ -n "$KAFKA_PORT" ]] || KAFKA_PORT="$(_free_port)"
+	BROKER="127.0.0.1:$KAFKA_PORT"
+	"$MQ_KAFKA" --listen "$BROKER" -d "dbname=$PGDATABASE" --group-initial-delay-ms 300 "$@" \
+		>>"$(tmpdir)/mq-kafka.log" 2>&1 &
+	KAFKA_PID=$!
+	local deadline=$((SECONDS + 30))
+	until (exec 3<>"/dev/tcp/127.0.0.1/$KAFKA_PORT") 2>/dev/null; do
+		if ! kill -0 "$KAFKA_PID" 2>/dev/null || ((SECONDS > deadline)); then
+			echo "# mq-kafka did not start:" >&2
+			sed 's/^/#   /' "$(tmpdir)/mq-kafka.log" >&2
+			return 1
+		fi
+		sleep 0.05
+	done
+}
+
+kafka_kill() {
+	if [[ -n "$KAFKA_PID" ]]; then
+		kill -9 "$KAFKA_PID" 2>/dev/null || true
+		wait "$KAFKA_PID" 2>/dev/null || true
+		KAFKA_PID=""
+	fi
+}
+
+on_exit kafka_kill
+
+# wait_for SECONDS CMD...: until CMD succeeds; false after SECONDS
+wait_for() {
+	local deadline=$((SECONDS + $1))
+	shift
+	until "$@"; do
+		((SECONDS > deadline)) && return 1
+		sleep 0.05
+	done
+}
+
+kcat_() { kcat -b "$BROKER" "$@"; }

@@ -1,0 +1,67 @@
+#!/usr/bin/env bash
+# librdkafka (rdk_client.c) against mq-kafka: an idempotent producer whose
+# broker is killed mid-run delivers each record exactly once; three group
+# members over six partitions, one leaving, commit every record exactly
+# once; each compression codec round-trips.
+source "$(dirname "${BASH_SOURCE[0]}")/lib.bash"
+T="$(tmpdir)"
+
+cc -O2 -Wall -o "$T/rdk_client" test/kafka/rdk_client.c -lrdkafka -lpthread ||
+	{ fail "rdk_client builds"; finish; }
+kafka_start || { fail "mq-kafka starts"; finish; }
+
+# Idempotent producer, broker killed while records are in flight.  To be
+# sure some batch is committed in the database but never acknowledged, a
+# SQL session holds partition 0's produce lock (an uncommitted mq.send):
+# the daemon's appends to partition 0 wait on it; the daemon is killed, the
+# session commits, the waiting appends commit with nobody to answer, and
+# the producer retries them against the restarted daemon.  Only
+# idempotence keeps them from being stored twice.
+sql "SELECT mq.create_topic('idem', 2)" >/dev/null
+mkfifo "$T/hold"
+psql -X -q -v ON_ERROR_STOP=1 <"$T/hold" >/dev/null &
+holder=$!
+exec 5>"$T/hold"
+echo "BEGIN; SELECT mq.send('idem', 'hold'::text, 'hold'::text, partition => 0);" >&5
+waiting() { [[ "$(sql "SELECT count(*) FROM pg_stat_activity WHERE wait_event = 'advisory'")" -ge "$1" ]]; }
+holding() { [[ "$(sql "SELECT count(*) FROM pg_stat_activity WHERE state = 'idle in transaction' AND query LIKE '%''hold''%'")" == 1 ]]; }
+wait_for 30 holding || fail "a SQL session holds partition 0"
+"$T/rdk_client" produce "$BROKER" idem 20000 none idempotent >"$T/p.out" 2>"$T/p.err" 5>&- &
+prod=$!
+wait_for 60 grep -q half "$T/p.out" || fail "producer reached half"
+wait_for 60 waiting 1 || fail "an append waits on partition 0"
+kafka_kill
+echo "COMMIT;" >&5
+exec 5>&-
+wait "$holder" || true
+wait_for 30 test "$(sql "SELECT count(*) FROM pg_stat_activity WHERE wait_event = 'advisory'")" = 0 ||
+	fail "the waiting appends finished"
+kafka_start || fail "mq-kafka restarts"
+RC=0
+wait "$prod" || RC=$?
+OUT="$(cat "$T/p.out")" ERR="$(tail -5 "$T/p.err")"
+expect_rc 0 "idempotent producer: every record acknowledged across a broker kill"
+check_eq "$(sql "SELECT count(*) || ' ' || count(DISTINCT value)
+                   FROM generate_series(0, 1) p, mq.fetch('idem', p, 0, 100000)")" \
+	"20001 20001" "each record stored exactly once (and the SQL session's one)"
+
+# a group of three over six partitions; the third member leaves
+sql "SELECT mq.create_topic('grp6', 6)" >/dev/null
+run "$T/rdk_client" produce "$BROKER" grp6 3000 none
+expect_rc 0 "3000 records produced"
+run timeout 150 "$T/rdk_client" group "$BROKER" grp6 3000 g6
+expect_rc 0 "three members: every record committed exactly once"
+check_match "$OUT" "member 2 committed 500 records" "the third member left after its share"
+check_eq "$(sql "SELECT sum(mq.committed_offset('g6', 'grp6', p)) FROM generate_series(0, 5) p")" \
+	"3000" "the group's committed offsets cover the topic"
+
+# each codec, produced by librdkafka and read back through SQL
+for codec in gzip snappy lz4 zstd; do
+	sql "SELECT mq.create_topic('codec_$codec', 1)" >/dev/null
+	run "$T/rdk_client" produce "$BROKER" "codec_$codec" 2000 "$codec"
+	expect_rc 0 "librdkafka produces with $codec"
+	check_eq "$(sql "SELECT count(*) FILTER (WHERE convert_from(value, 'UTF8') = format('rec-%s-%s', msg_offset, repeat('0', 100)))
+	                   FROM mq.fetch('codec_$codec', 0, 0, 10000)")" "2000" "$codec records stored intact"
+done
+
+finish

@@ -1,0 +1,188 @@
+# Raw Kafka protocol checks against mq-kafka (run by protocol.sh with the
+# broker's port as argument): well-formed requests get answers, and each
+# kind of bad input gets its Kafka error code or a closed connection,
+# never a crash or a hang.  Prints TAP.
+use strict;
+use warnings;
+use IO::Socket::INET;
+use IO::Select;
+use Compress::Zlib ();
+
+my $port = shift or die "usage: protocol.pl PORT\n";
+my $n = 0;
+my $failed = 0;
+
+sub ok {
+	my ($cond, $what, $detail) = @_;
+	$n++;
+	print(($cond ? "ok" : "not ok") . " $n - $what\n");
+	print "#   $detail\n" if !$cond && defined $detail;
+	$failed++ unless $cond;
+}
+
+# CRC-32C (Castagnoli), as batch.c computes it
+my @crc_table = map {
+	my $c = $_;
+	$c = ($c & 1) ? (($c >> 1) ^ 0x82F63B78) : ($c >> 1) for 1 .. 8;
+	$c;
+} 0 .. 255;
+sub crc32c {
+	my $c = 0xFFFFFFFF;
+	$c = $crc_table[($c ^ $_) & 0xff] ^ ($c >> 8) for unpack('C*', $_[0]);
+	return $c ^ 0xFFFFFFFF;
+}
+
+sub varint {
+	my $v = shift;
+	my $u = $v >= 0 ? 2 * $v : -2 * $v - 1;
+	my $out = '';
+	while ($u >= 0x80) { $out .= chr(($u & 0x7f) | 0x80); $u >>= 7; }
+	return $out . chr($u);
+}
+sub str { defined $_[0] ? pack('n', length $_[0]) . $_[0] : pack('s>', -1) }
+sub vbytes { defined $_[0] ? varint(length $_[0]) . $_[0] : varint(-1) }
+
+# a record batch: records are [key, value, [header key, header value]...]
+sub batch {
+	my (%o) = @_;
+	my $recs = '';
+	my $i = 0;
+	for my $r (@{ $o{records} }) {
+		my ($k, $v, @h) = @$r;
+		my $body = "\0" . varint(0) . varint($i++) . vbytes($k) . vbytes($v) . varint(@h / 2);
+		$body .= vbytes(shift @h) . vbytes(shift @h) while @h;
+		$recs .= varint(length $body) . $body;
+	}
+	$recs = $o{compress}->($recs) if $o{compress};
+	my $rest = pack('s> l> q> q> q> s> l> l>', $o{attributes} // 0, $i - 1, 0, 0, -1, -1, -1, $i) . $recs;
+	my $crc = crc32c($rest);
+	$crc ^= 1 if $o{bad_crc};
+	return pack('q> l> l> C N', 0, 9 + length $rest, 0, 2, $crc) . $rest;
+}
+
+sub connect_broker {
+	my $sock = IO::Socket::INET->new(PeerAddr => '127.0.0.1', PeerPort => $port, Proto => 'tcp')
+	  or die "connect: $!\n";
+	return $sock;
+}
+
+# send one request, return the response body after the correlation id, or
+# undef when the broker closed the connection
+sub call {
+	my ($sock, $api, $ver, $body, %o) = @_;
+	my $hdr = pack('s> s> l>', $api, $ver, 7) . str('protocol.pl');
+	$hdr .= "\0" if $o{flexible};
+	my $frame = $hdr . $body;
+	$sock->syswrite(defined $o{size} ? pack('l>', $o{size}) . $frame : pack('l>', length $frame) . $frame);
+	my $sel = IO::Select->new($sock);
+	my $buf = '';
+	while (1) {
+		return 'timeout' unless $sel->can_read(10);
+		my $got = $sock->sysread($buf, 65536, length $buf);
+		return undef unless $got;
+		if (length $buf >= 4) {
+			my $size = unpack('l>', $buf);
+			return substr($buf, 8, $size - 4) if length $buf >= 4 + $size;
+		}
+	}
+}
+
+sub produce_body {
+	my ($topic, $records) = @_;
+	return str(undef) . pack('s> l> l>', 1, 5000, 1) . str($topic) . pack('l> l> l>', 1, 0, length $records) . $records;
+}
+
+# the partition error code and base offset of a Produce v3 response
+sub produce_result {
+	my $r = shift;
+	return (undef, undef) unless defined $r && $r ne 'timeout';
+	my $tlen = unpack('x4 n', $r);
+	my ($err, $base) = unpack("x4 x2 x$tlen x4 x4 s> q>", $r);
+	return ($err, $base);
+}
+
+my $s = connect_broker();
+
+# ApiVersions v0, v3 (flexible request header), and one too new
+my $r = call($s, 18, 0, '');
+my ($err, $count) = unpack('s> l>', $r);
+my %ranges = map { my ($k, $lo, $hi) = unpack('s> s> s>', substr($r, 6 + 6 * $_, 6)); ($k => "$lo-$hi") } 0 .. $count - 1;
+ok($err == 0 && $ranges{0} eq '3-7' && $ranges{1} eq '4-11', 'ApiVersions v0 lists Produce 3-7 and Fetch 4-11', "error $err");
+$r = call($s, 18, 3, "\x0Bprotocol.pl\x021\0", flexible => 1);
+ok(defined $r && unpack('s>', $r) == 0 && unpack('x2 C', $r) == $count + 1, 'ApiVersions v3 answers with a compact array');
+$r = call($s, 18, 99, '');
+ok(defined $r && unpack('s>', $r) == 35, 'ApiVersions v99 gets UNSUPPORTED_VERSION');
+
+# produce: good, bad CRC, headers, truncated, bomb, transactional, unknown topic
+($err, my $base) = produce_result(call($s, 0, 3, produce_body('pt', batch(records => [['k', 'v'], [undef, 'w']]))));
+ok(defined $err && $err == 0 && $base == 0, 'a valid batch is appended at offset 0', "error " . ($err // 'none'));
+($err) = produce_result(call($s, 0, 3, produce_body('pt', batch(records => [['k', 'x']], bad_crc => 1))));
+ok(defined $err && $err == 2, 'a wrong CRC gets CORRUPT_MESSAGE');
+($err) = produce_result(call($s, 0, 3, produce_body('pt', batch(records => [['k', 'h', 'hk', 'hv', 'hk', undef]]))));
+ok(defined $err && $err == 0, 'a record with headers (a repeated key, a null value) is stored');
+($err) = produce_result(call($s, 0, 3, produce_body('pt', batch(records => [['k', 'u', "\xff\xfe", 'v']]))));
+ok(defined $err && $err == 87, 'a header key that is not UTF-8 text gets INVALID_RECORD');
+my $b = batch(records => [['k', 'truncated']]);
+($err) = produce_result(call($s, 0, 3, produce_body('pt', substr($b, 0, length($b) - 3))));
+ok(defined $err && $err == 2, 'a truncated batch gets CORRUPT_MESSAGE');
+my $bomb = sub { Compress::Zlib::memGzip($_[0] . ("\0" x (8 * 1024 * 1024))) };
+($err) = produce_result(call($s, 0, 3, produce_body('pt', batch(records => [['k', 'b']], attributes => 1, compress => $bomb))));
+ok(defined $err && $err == 10, 'a gzip bomb over --max-batch-bytes gets MESSAGE_TOO_LARGE', "error " . ($err // 'none'));
+($err) = produce_result(call($s, 0, 3, produce_body('pt', batch(records => [['k', 'g']], attributes => 1,
+	compress => sub { Compress::Zlib::memGzip($_[0]) }))));
+ok(defined $err && $err == 0, 'a small gzip batch is accepted');
+($err) = produce_result(call($s, 0, 3, produce_body('pt', batch(records => [['k', 't']], attributes => 0x10))));
+ok(defined $err && $err == 87, 'a transactional batch gets INVALID_RECORD');
+($err) = produce_result(call($s, 0, 3, produce_body('nosuchtopic', batch(records => [['k', 'v']]))));
+ok(defined $err && $err == 3, 'an unknown topic gets UNKNOWN_TOPIC_OR_PARTITION');
+($err) = produce_result(call($s, 0, 3, produce_body('pt', batch(records => [['k', 'c']], attributes => 7))));
+ok(defined $err && $err == 76, 'an unknown codec gets UNSUPPORTED_COMPRESSION_TYPE');
+
+# fetch beyond the high watermark: OFFSET_OUT_OF_RANGE
+$r = call($s, 1, 4, pack('l> l> l> l> C', -1, 0, 1, 1048576, 0) . pack('l>', 1) . str('pt')
+	  . pack('l> l> q> l>', 1, 0, 1000, 1048576));
+my $tl = length 'pt';
+ok(defined $r && unpack("x4 x4 x2 x$tl x4 x4 s>", $r) == 1, 'a fetch beyond the log end gets OFFSET_OUT_OF_RANGE');
+
+# connection-level errors: the broker closes, and keeps serving others
+ok(!defined call(connect_broker(), 999, 0, ''), 'an unknown api key closes the connection');
+ok(!defined call(connect_broker(), 1, 4, pack('l> l> l> l> C', -1, 0, 1, 1048576, 0) . pack('l>', 1)
+	  . str(undef) . pack('l> l> q> l>', 1, 0, 0, 1048576)),
+	'a fetch of a null topic name closes the connection (found by fuzzing)');
+ok(!defined call(connect_broker(), 0, 99, ''), 'an unsupported Produce version closes the connection');
+ok(!defined call(connect_broker(), 18, 0, '', size => 0x7fffffff), 'an oversized frame closes the connection');
+ok(!defined call(connect_broker(), 18, 0, '', size => 2), 'an undersized frame closes the connection');
+ok(!defined call(connect_broker(), 0, 3, str(undef) . pack('s> l> l>', 1, 5000, 100000)),
+	'a request whose array count exceeds its bytes closes the connection');
+# many pipelined requests are answered in order (and do not grow the stack)
+{
+	my $p = connect_broker();
+	my $count = 50000;
+	my $frames = join '', map {
+		my $f = pack('s> s> l>', 18, 0, $_) . str('p');
+		pack('l>', length $f) . $f;
+	} 1 .. $count;
+	my $sel = IO::Select->new($p);
+	my ($buf, $sent, $next, $in_order) = ('', 0, 1, 1);
+	while ($next <= $count) {
+		my ($r, $w) = IO::Select->select($sel, $sent < length $frames ? $sel : undef, undef, 10);
+		last unless $r || $w;
+		$sent += $p->syswrite($frames, 65536, $sent) if $w && @$w;
+		if ($r && @$r) {
+			last unless $p->sysread($buf, 1 << 20, length $buf);
+			while (length $buf >= 8 && length $buf >= 4 + unpack('l>', $buf)) {
+				my ($size, $corr) = unpack('l> l>', $buf);
+				$in_order = 0 if $corr != $next;
+				$next++;
+				substr($buf, 0, 4 + $size) = '';
+			}
+		}
+	}
+	ok($next == $count + 1 && $in_order, "$count pipelined requests answered in order", "got " . ($next - 1));
+}
+
+$r = call(connect_broker(), 18, 0, '');
+ok(defined $r && unpack('s>', $r) == 0, 'the broker still answers afterwards');
+
+print "1..$n\n";
+exit($failed ? 1 : 0);
