@@ -171,7 +171,7 @@ granted_rights(Oid role, char restype, const char *name)
 		"((a.pattern_type = 'literal' AND a.resource_name IN ($2, '*')) OR "
 		" (a.pattern_type = 'prefixed' AND pg_catalog.starts_with($2, a.resource_name)))";
 	Datum		args[2] = {CStringGetTextDatum(restype_name(restype)),
-	CStringGetTextDatum(name)};
+					 CStringGetTextDatum(name)};
 	Oid			argtypes[2] = {TEXTOID, TEXTOID};
 	int			allow = 0,
 				deny = 0;

@@ -52,9 +52,9 @@ mq_partition_high_watermark(MqTopic *topic, MqPartition *part)
 	int64		hwm = PG_INT64_MAX;
 
 	(void) mq_spi_get_int64(&plan,
-						    "SELECT high_watermark FROM mq.partition_state "
-						    "WHERE topic_id = $1 AND partition = $2",
-						    2, argtypes, args, &hwm);
+							"SELECT high_watermark FROM mq.partition_state "
+							"WHERE topic_id = $1 AND partition = $2",
+							2, argtypes, args, &hwm);
 	return hwm;
 }
 

@@ -42,13 +42,13 @@ committed_position(text *group, MqTopic *topic, int32 partition)
 	static SPIPlanPtr plan = NULL;
 	Oid			argtypes[3] = {TEXTOID, INT4OID, INT4OID};
 	Datum		args[3] = {PointerGetDatum(group), Int32GetDatum(topic->topic_id),
-	Int32GetDatum(partition)};
+					 Int32GetDatum(partition)};
 	int64		pos = -1;
 
 	(void) mq_spi_get_int64(&plan,
-						    "SELECT next_offset FROM mq.consumer_offset "
-						    "WHERE group_id = $1 AND topic_id = $2 AND partition = $3",
-						    3, argtypes, args, &pos);
+							"SELECT next_offset FROM mq.consumer_offset "
+							"WHERE group_id = $1 AND topic_id = $2 AND partition = $3",
+							3, argtypes, args, &pos);
 	return pos;
 }
 
@@ -232,7 +232,7 @@ check_member_commit(text *group, MqTopic *topic, int32 partition,
 {
 	static SPIPlanPtr plan = NULL;
 	Datum		args[5] = {PointerGetDatum(group), Int32GetDatum(topic->topic_id),
-	Int32GetDatum(partition), member.value, generation.value};
+					 Int32GetDatum(partition), member.value, generation.value};
 	char		nulls[5] = {' ', ' ', ' ', member.isnull ? 'n' : ' ', generation.isnull ? 'n' : ' '};
 	MqSpiSave	spi;
 
@@ -360,4 +360,3 @@ mq_commit_polled(PG_FUNCTION_ARGS)
 	}
 	PG_RETURN_INT32(n);
 }
-

@@ -186,7 +186,7 @@ mq_replica_await_hwm(PG_FUNCTION_ARGS)
 		if (st.leader_epoch != epoch || strcmp(st.role, "leader") != 0)
 		{
 			if (st.high_watermark >= target && st.leader_epoch == epoch)
-				PG_RETURN_INT64(st.high_watermark); /* replicated before it resigned */
+				PG_RETURN_INT64(st.high_watermark);	/* replicated before it resigned */
 			mq_replica_raise_not_leader(topic_name, partition, &st);
 		}
 		if (st.high_watermark < target)

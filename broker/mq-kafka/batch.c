@@ -35,7 +35,7 @@ varbytes(KReader *r)
 	if (len < -1 || len > INT32_MAX)
 		r->err = true;
 	if (len < 0 || r->err)
-		return (KSlice) {NULL, -1};
+		return (KSlice){NULL, -1};
 	return kr_raw(r, (size_t) len);
 }
 
@@ -55,7 +55,7 @@ headers_decode(KReader *r, KRecord *rec)
 		(void) varbytes(r);
 	}
 	rec->nheaders = (int32_t) n;
-	rec->headers = (KSlice) {r->p + start, (int32_t) (r->pos - start)};
+	rec->headers = (KSlice){r->p + start, (int32_t) (r->pos - start)};
 	return !r->err;
 }
 
@@ -114,7 +114,7 @@ batch_decode(const uint8_t *p, size_t len, size_t cap, KBatch *b)
 	if (batch_len < KBATCH_HEADER_SIZE - 12 || (size_t) batch_len > len - 12)
 		return KERR_CORRUPT_MESSAGE;
 	if ((size_t) batch_len < len - 12)
-		return KERR_INVALID_RECORD; /* v3+ produce: exactly one batch */
+		return KERR_INVALID_RECORD;	/* v3+ produce: exactly one batch */
 	(void) kr_i32(&r);			/* partitionLeaderEpoch */
 	if (kr_i8(&r) != 2)
 		return KERR_CORRUPT_MESSAGE;
@@ -130,7 +130,7 @@ batch_decode(const uint8_t *p, size_t len, size_t cap, KBatch *b)
 	b->base_sequence = kr_i32(&r);
 	b->count = kr_i32(&r);
 	if (b->attributes & (KBATCH_TRANSACTIONAL | KBATCH_CONTROL))
-		return KERR_INVALID_RECORD; /* no transactions (docs/kafka.md) */
+		return KERR_INVALID_RECORD;	/* no transactions (docs/kafka.md) */
 	if (b->count < 1 || last_delta != b->count - 1)
 		return KERR_CORRUPT_MESSAGE;
 	codec = b->attributes & KBATCH_CODEC_MASK;

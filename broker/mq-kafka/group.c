@@ -51,7 +51,7 @@ const char *
 group_state_name(KGroupState s)
 {
 	static const char *const names[] = {"Empty", "PreparingRebalance",
-	"CompletingRebalance", "Stable"};
+										"CompletingRebalance", "Stable"};
 
 	return names[s];
 }

@@ -101,8 +101,8 @@ read_spec(KReader *r, AdminState *s, TopicSpec *t)
 		mq_array_add(&vals, v.len < 0 ? NULL : v.p, v.len < 0 ? 0 : v.len);
 	}
 	t->stmt = -1;
-	t->code = replication > 1 ? KERR_INVALID_REPLICATION_FACTOR
-		: nassign > 0 ? KERR_INVALID_REPLICA_ASSIGNMENT : KERR_NONE;
+	t->code = replication > 1 ? KERR_INVALID_REPLICATION_FACTOR : nassign > 0 ? KERR_INVALID_REPLICA_ASSIGNMENT :
+		KERR_NONE;
 	if (t->code == KERR_NONE && !r->err)
 	{
 		name = kslice_dup(t->name);

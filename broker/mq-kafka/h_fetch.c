@@ -90,7 +90,7 @@ typedef struct FetchState
 	struct event *timer;
 	KRequest   *req;
 	struct FetchState *prev,
-			   *next;			/* parked list */
+			   *next; /* parked list */
 } FetchState;
 
 static FetchState *parked;
@@ -127,7 +127,7 @@ row_meta(PGresult *res, int row, bool *log_append, KSlice *hk, KSlice *hv, int *
 		(!pg_array_elems(PQgetvalue(res, row, 9), PQgetlength(res, row, 9), hk, MAX_HEADERS, nh) ||
 		 !pg_array_elems(PQgetvalue(res, row, 10), PQgetlength(res, row, 10), hv, MAX_HEADERS, &nv) ||
 		 nv != *nh))
-		*nh = 0;				/* not a list we can read: no headers */
+		*nh = 0; /* not a list we can read: no headers */
 	/* binary timestamptz: microseconds since 2000-01-01 UTC */
 	return mq_get_int64(res, row, col) / 1000 + PG_EPOCH_MS;
 }
@@ -199,7 +199,7 @@ fetch_attempt(FetchState *s)
 	MqArray		a[5];
 	static const Oid elem[5] = {MQ_TEXTOID, MQ_INT4OID, MQ_INT8OID, MQ_INT4OID, MQ_INT4OID};
 	static const Oid arr[5] = {MQ_TEXTARRAYOID, MQ_INT4ARRAYOID, MQ_INT8ARRAYOID,
-	MQ_INT4ARRAYOID, MQ_INT4ARRAYOID};
+				MQ_INT4ARRAYOID, MQ_INT4ARRAYOID};
 	KStmt	   *st;
 
 	kjob_free(&s->job);

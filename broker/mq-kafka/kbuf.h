@@ -46,7 +46,7 @@ extern int64_t kr_i64(KReader *r);
 extern uint64_t kr_uvarint(KReader *r);
 extern int64_t kr_varint(KReader *r);	/* zigzag */
 extern KSlice kr_str(KReader *r);	/* int16 length, -1 null */
-extern KSlice kr_bytes(KReader *r); /* int32 length, -1 null */
+extern KSlice kr_bytes(KReader *r);	/* int32 length, -1 null */
 extern KSlice kr_compact_str(KReader *r);	/* uvarint length + 1, 0 null */
 extern KSlice kr_raw(KReader *r, size_t n);
 /* int32 count of an array of elements of at least min_size bytes; -1 null */

@@ -17,8 +17,10 @@ utf8_text(const uint8_t *p, int32_t len)
 	for (int32_t i = 0; i < len;)
 	{
 		uint8_t		c = p[i];
-		int			n = c < 0x80 ? 0 : (c & 0xE0) == 0xC0 ? 1 : (c & 0xF0) == 0xE0 ? 2
-			: (c & 0xF8) == 0xF0 ? 3 : -1;
+		int			n = c < 0x80 ? 0 : (c & 0xE0) == 0xC0 ? 1 :
+			(c & 0xF0) == 0xE0 ? 2 :
+			(c & 0xF8) == 0xF0 ? 3 :
+			-1;
 
 		if (c == 0 || n < 0 || (c & 0xFE) == 0xC0 || len - i <= n)
 			return false;
@@ -81,7 +83,7 @@ varbytes(KReader *r)
 {
 	int64_t		len = kr_varint(r);
 
-	return len < 0 ? (KSlice) {NULL, -1} : kr_raw(r, (size_t) len);
+	return len < 0 ? (KSlice){NULL, -1} : kr_raw(r, (size_t) len);
 }
 
 bool
@@ -141,7 +143,7 @@ pg_array_elems(const char *data, int len, KSlice *elems, int max, int *n)
 	{
 		int32_t		l = kr_i32(&r);
 
-		elems[i] = l < 0 ? (KSlice) {NULL, -1} : kr_raw(&r, (size_t) l);
+		elems[i] = l < 0 ? (KSlice){NULL, -1} : kr_raw(&r, (size_t) l);
 	}
 	*n = count;
 	return !r.err;

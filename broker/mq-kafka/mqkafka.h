@@ -48,9 +48,9 @@ typedef struct KConfig
 	int			node_id;
 	int			pool_size;		/* database connections */
 	int32_t		max_request_bytes;	/* larger frames close the connection */
-	int32_t		max_inflated_bytes; /* decompressed size cap per batch */
+	int32_t		max_inflated_bytes;	/* decompressed size cap per batch */
 	int			group_initial_delay_ms;
-	int			auto_create_partitions; /* 0: no automatic topic creation */
+	int			auto_create_partitions;	/* 0: no automatic topic creation */
 	int			recheck_ms;		/* parked fetches re-read this often */
 	int			npeers;
 	KPeer		peers[KMAX_PEERS];

@@ -204,7 +204,7 @@ on_accept(struct evconnlistener *l, evutil_socket_t fd, struct sockaddr *sa,
 
 	if (!pool_available())
 	{
-		evutil_closesocket(fd);	/* no database: this broker is down */
+		evutil_closesocket(fd); /* no database: this broker is down */
 		return;
 	}
 	c = mq_malloc0(sizeof(KConn));
