@@ -5,7 +5,9 @@
 #   0. static: checks test/static/*.sh, run with bash from the repo root
 #      before anything is built (generated files vs. their committed
 #      copies, and the like); they need no server
-#   1. scripts/install-deps.sh
+#   1. scripts/install-deps.sh; then format: scripts/format.sh check
+#      (the C code in pgindent's layout; it needs clang-format from the
+#      dependencies)
 #   2. build + install the extension and the tools (make -s; make -s install)
 #   3. unit: tests that need no PostgreSQL server: the C unit tests
 #      test/unit/*_test.c (built by `make -C broker unit`) and the checks
@@ -36,7 +38,7 @@
 # exits non-zero if any suite failed.
 #
 # Knobs: MQ_SUITE_TIMEOUT (seconds per suite, default 300),
-#        MQ_TEST_ONLY (space-separated phases to run: static unit
+#        MQ_TEST_ONLY (space-separated phases to run: static format unit
 #        regress pgtap concurrency cli kafka sanitize tap; default all),
 #        MQ_SKIP_BUILD=1 (skip install-deps and build/install: rerun
 #        tests against what is already installed),
@@ -48,7 +50,7 @@ cd "$(dirname "${BASH_SOURCE[0]}")/.."
 source scripts/lib.sh
 
 SUITE_TIMEOUT="${MQ_SUITE_TIMEOUT:-300}"
-ONLY="${MQ_TEST_ONLY:-static unit regress pgtap concurrency cli kafka sanitize tap}"
+ONLY="${MQ_TEST_ONLY:-static format unit regress pgtap concurrency cli kafka sanitize tap}"
 PASSED=0
 FAILED=0
 FAILED_NAMES=()
@@ -134,6 +136,12 @@ if [[ -z "${MQ_SKIP_BUILD:-}" ]]; then
 fi
 mq_pg_paths || mq_die "pg_config not found (run scripts/install-deps.sh)"
 echo "PostgreSQL: $(pg_config --version), binaries in $PG_BINDIR"
+
+# --------------------------------------------------------------------------
+if want format; then
+	mq_phase "C layout: scripts/format.sh check (pgindent style, typedefs list)"
+	if bash scripts/format.sh check; then pass "format"; else fail "format"; fi
+fi
 
 # --------------------------------------------------------------------------
 if [[ -z "${MQ_SKIP_BUILD:-}" ]]; then

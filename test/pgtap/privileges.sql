@@ -10,7 +10,7 @@
 SET client_min_messages = warning;
 
 BEGIN;
-SELECT plan(100);
+SELECT plan(101);
 
 CREATE ROLE mqp_attacker LOGIN;
 CREATE ROLE mqp_alice LOGIN;
@@ -393,6 +393,10 @@ SELECT is((SELECT array_agg(DISTINCT p.proname::text ORDER BY p.proname::text)
                 'leave_group', 'murmur2', 'offsets_for_times', 'partition_for', 'poll', 'produce',
                 'record_size', 'reset_offsets', 'revoke', 'send', 'send_batch', 'validate_config'],
           'PUBLIC executes exactly the reviewed functions of schema mq');
+SELECT is((SELECT array_agg(p.oid::regprocedure::text)
+             FROM pg_proc p, aclexplode(coalesce(p.proacl, acldefault('f', p.proowner))) a
+            WHERE p.pronamespace = 'mq_coord'::regnamespace AND a.grantee = 0),
+          NULL, 'PUBLIC executes nothing of mq_coord (the broker''s role is granted what it needs)');
 SELECT is((SELECT count(*) FROM pg_proc p, aclexplode(coalesce(p.proacl, acldefault('f', p.proowner))) a
             WHERE p.pronamespace = 'mq_internal'::regnamespace AND a.grantee <> p.proowner),
           0::bigint, 'nobody but the owner may execute the implementations in mq_internal');

@@ -1,0 +1,54 @@
+#!/usr/bin/env bash
+# Short files and functions (docs/design.md, "How the code is written"):
+# no C file of src/ or broker/ over 600 lines, no function over 100 lines.
+# Functions are found in PostgreSQL's layout, which scripts/format.sh
+# enforces: the body's braces alone on a line in column 0.  An exception
+# is named in EXCEPTIONS with its reason; there are none today.
+# Run from the repository root; needs no server.
+set -euo pipefail
+
+MAX_FILE=600
+MAX_FUNCTION=100
+EXCEPTIONS=()	# "path:function  reason"
+
+excepted() {
+	local e
+	for e in "${EXCEPTIONS[@]}"; do
+		[[ "${e%% *}" == "$1" ]] && return 0
+	done
+	return 1
+}
+
+bad=0
+while IFS= read -r f; do
+	n="$(wc -l <"$f")"
+	if ((n > MAX_FILE)) && ! excepted "$f"; then
+		echo "FAIL: $f has $n lines (at most $MAX_FILE)" >&2
+		bad=1
+	fi
+	# name(...) at column 0, then "{" alone ... "}" alone
+	while IFS=' ' read -r name len; do
+		if ! excepted "$f:$name"; then
+			echo "FAIL: $f: $name has $len lines (at most $MAX_FUNCTION)" >&2
+			bad=1
+		fi
+	done < <(awk -v max="$MAX_FUNCTION" '
+		/^[A-Za-z_][A-Za-z_0-9]*\(/ { name = $0; sub(/\(.*/, "", name) }
+		/^\{$/ { start = NR }
+		/^\}$/ && start { if (NR - start - 1 > max) print name, NR - start - 1; start = 0 }' "$f")
+done < <(find src broker -name '*.c' | sort)
+
+# the check must notice a long function
+tmp="$(mktemp -d)"
+trap 'rm -rf "$tmp"' EXIT
+{
+	printf 'static int\nlong_one(void)\n{\n'
+	for ((i = 0; i <= MAX_FUNCTION; i++)); do printf '\tx++;\n'; done
+	printf '}\n'
+} >"$tmp/t.c"
+if ! awk '/^\{$/ { s = NR } /^\}$/ && s { if (NR - s - 1 > 100) found = 1 } END { exit !found }' "$tmp/t.c"; then
+	echo "FAIL: the function-length check missed a long function" >&2
+	bad=1
+fi
+((bad == 0)) && echo "sizes: every C file and function within its limit"
+exit "$bad"
