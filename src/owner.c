@@ -83,7 +83,7 @@ wrapped_prepare(FunctionCallInfo fcinfo)
 	if (nargs > MAX_WRAPPED_ARGS)
 		elog(ERROR, "mq: too many arguments to wrap %s", get_func_name(fn));
 	initStringInfo(&sql);
-	appendStringInfo(&sql, "SELECT %smq_internal.%s(", get_func_retset(fn) ? "* FROM " : "",
+	appendStringInfo(&sql, "SELECT %smq_internal.%s(", fcinfo->flinfo->fn_retset ? "* FROM " : "",
 					 quote_identifier(get_func_name(fn)));
 	for (int i = 0; i <= nargs; i++)
 		appendStringInfo(&sql, "%s$%d", i ? ", " : "", i + 1);
@@ -93,7 +93,7 @@ wrapped_prepare(FunctionCallInfo fcinfo)
 	w->nargs = nargs;
 	memcpy(w->argtypes, argtypes, nargs * sizeof(Oid));
 	w->argtypes[nargs] = OIDOID;
-	w->retset = get_func_retset(fn);
+	w->retset = fcinfo->flinfo->fn_retset;
 	w->retvoid = (rettype == VOIDOID);
 	get_typlenbyval(rettype, &w->typlen, &w->typbyval);
 	w->plan = NULL;
@@ -122,7 +122,7 @@ mq_call_as_owner(PG_FUNCTION_ARGS)
 	MqSpiSave	spi;
 	Wrapped    *w;
 
-	if (get_func_retset(fcinfo->flinfo->fn_oid))
+	if (fcinfo->flinfo->fn_retset)
 		InitMaterializedSRF(fcinfo, MAT_SRF_USE_EXPECTED_DESC);
 	mq_spi_begin_definer(&spi);
 	w = wrapped_lookup(fcinfo->flinfo->fn_oid);

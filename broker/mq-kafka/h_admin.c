@@ -139,13 +139,18 @@ wrap_in_rollback(AdminState *s)
 			s->specs[i].stmt = 3 * s->specs[i].stmt + 1;
 }
 
+/*
+ * The per-topic results of CreateTopics and CreatePartitions: an optional
+ * throttle time, then name, error code and (optionally) error message of
+ * each topic, from its statement's outcome or the code set while parsing.
+ */
 static void
-create_topics_done(KRequest *req)
+write_topic_results(KRequest *req, bool throttle, bool messages)
 {
 	AdminState *s = req->state;
 	KWriter    *w = &req->resp;
 
-	if (req->api_version >= 2)
+	if (throttle)
 		kw_i32(w, 0);
 	kw_i32(w, s->n);
 	for (int32_t i = 0; i < s->n; i++)
@@ -158,10 +163,16 @@ create_topics_done(KRequest *req)
 			(void) kstmt_failed(st, &code);
 		kw_strn(w, t->name.p, t->name.len);
 		kw_i16(w, code);
-		if (req->api_version >= 1)
+		if (messages)
 			kw_str(w, st && st->err.message ? st->err.message : NULL);
 	}
 	req_finish(req);
+}
+
+static void
+create_topics_done(KRequest *req)
+{
+	write_topic_results(req, req->api_version >= 2, req->api_version >= 1);
 }
 
 void
@@ -235,24 +246,7 @@ h_delete_topics(KRequest *req)
 static void
 create_partitions_done(KRequest *req)
 {
-	AdminState *s = req->state;
-	KWriter    *w = &req->resp;
-
-	kw_i32(w, 0);				/* throttle */
-	kw_i32(w, s->n);
-	for (int32_t i = 0; i < s->n; i++)
-	{
-		TopicSpec  *t = &s->specs[i];
-		KStmt	   *st = t->stmt >= 0 ? &s->job.stmts[t->stmt] : NULL;
-		int16_t		code = t->code;
-
-		if (st)
-			(void) kstmt_failed(st, &code);
-		kw_strn(w, t->name.p, t->name.len);
-		kw_i16(w, code);
-		kw_str(w, st && st->err.message ? st->err.message : NULL);
-	}
-	req_finish(req);
+	write_topic_results(req, true, true);
 }
 
 /*
