@@ -109,6 +109,7 @@ typedef struct Broker
 	PGconn	   *node;
 	PGconn	   *coord;
 	bool		live;			/* holds its liveness lock */
+	int64_t		live_since_us;	/* when it took it (mq_now_us) */
 	MqRetry		node_retry;
 	MqRetry		coord_retry;
 	Part	   *parts;
@@ -155,6 +156,7 @@ extern void broker_shutdown(Broker *b);
 
 /* elect.c */
 extern void try_elect(Broker *b, Part *p);
+extern bool take_lock(Broker *b, Part *p);
 
 /* isr.c */
 extern void leader_duties(Broker *b, Part *p);

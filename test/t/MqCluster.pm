@@ -9,6 +9,7 @@
 #   my $r = $c->start_consumer('t', 0);    # reads through the leader
 #   ... faults: $c->kill9_node($i), $c->restart_node($i), $c->stop_broker,
 #       $c->pause_node($i) / resume_node($i), $c->signal_broker($i, 'STOP') ...
+#       $c->kill9_coord / $c->coord->start, $c->pause_coord / resume_coord ...
 #   $c->wait_acks($p, since => $t);      # wait on progress, never sleep
 #   my $acks = $c->stop_producer($p);
 #   $c->stop_consumer($r);
@@ -251,7 +252,13 @@ sub isr
 sub node_pids
 {
 	my ($self, $i) = @_;
-	my $pm = $self->node($i)->{_pid};
+	return server_pids($self->node($i));
+}
+
+sub server_pids
+{
+	my ($server) = @_;
+	my $pm = $server->{_pid};
 	my @kids;
 	opendir(my $dh, '/proc') or die "/proc: $!";
 	for my $p (grep { /^\d+$/ } readdir $dh)
@@ -287,11 +294,36 @@ sub resume_node
 	kill 'CONT', $pm if $pm;
 }
 
+# Pause and resume the coordinator's whole server, as pause_node does.
+sub pause_coord
+{
+	my ($self) = @_;
+	my ($pm, @kids) = server_pids($self->coord);
+	kill 'STOP', $pm;
+	kill 'STOP', @kids;
+	$self->{paused}{coord} = [ $pm, @kids ];
+}
+
+sub resume_coord
+{
+	my ($self) = @_;
+	my ($pm, @kids) = @{ delete $self->{paused}{coord} // [] };
+	kill 'CONT', @kids;
+	kill 'CONT', $pm if $pm;
+}
+
 # kill -9 the node's postmaster and wait until it is gone
 sub kill9_node
 {
 	my ($self, $i) = @_;
-	my $node = $self->node($i);
+	kill9_server($self->node($i));
+}
+
+sub kill9_coord { kill9_server($_[0]->coord); }
+
+sub kill9_server
+{
+	my ($node) = @_;
 	my $pid = $node->{_pid};
 	$node->kill9;
 	for (1 .. 200) { last unless kill 0, $pid; usleep(20_000); }
@@ -362,12 +394,17 @@ sub start_producer
 		open my $ack, '>', $file or POSIX::_exit(1);
 		$ack->autoflush(1);
 		my $seq = 0;
+		my $known = -1;
 		while (!-e $stop)
 		{
+			# the leader the coordinator names; while the coordinator cannot
+			# answer, the last one it named (leaders serve on without it)
 			my ($lok, $l) = psql_cmd($self->coord,
-				"SELECT coalesce(leader, -1) FROM mq_coord.partition WHERE topic = '$topic' AND partition = $partition");
+				"SELECT coalesce(leader, -1) FROM mq_coord.partition WHERE topic = '$topic' AND partition = $partition", 2);
 			chomp $l;
-			if (!$lok || $l !~ /^\d+$/ || $l < 1) { usleep(50_000); next; }
+			$l = $known if !$lok && $known > 0;
+			if ($l !~ /^\d+$/ || $l < 1) { usleep(50_000); next; }
+			$known = $l;
 			my $vals = join(',', map { "'v" . ($seq + $_) . "'" } 0 .. $batch - 1);
 			my ($sok, $res) = psql_cmd($self->node($l),
 				"CALL mq.produce('$topic', NULL, ARRAY[$vals]::bytea[], $partition, 'all', "
@@ -680,6 +717,7 @@ sub teardown
 		waitpid($pid, 0);
 	}
 	$self->{children} = {};
+	$self->resume_coord if $self->{paused}{coord};
 	$self->resume_node($_) for keys %{ $self->{paused} // {} };
 	for my $i (1 .. $#{ $self->{brokers} })
 	{
