@@ -128,7 +128,7 @@ register_foreign(int64 producer_id, int32 epoch)
 
 		plan = mq_spi_prepare("INSERT INTO mq.producer AS p (producer_id, producer_epoch) "
 							  "VALUES ($1, $2) ON CONFLICT (producer_id) DO UPDATE "
-							  "SET producer_epoch = pg_catalog.greatest(p.producer_epoch, EXCLUDED.producer_epoch), "
+							  "SET producer_epoch = GREATEST(p.producer_epoch, EXCLUDED.producer_epoch), "
 							  "    last_used = pg_catalog.now()",
 							  2, argtypes);
 	}
