@@ -364,6 +364,14 @@ BEGIN
      WHERE r.id IS DISTINCT FROM rp.leader_id;
 END $$;
 
+-- Records in a producer batch of sequences first..last (sequences wrap to
+-- 0 after 2^31 - 1, as in Kafka).
+CREATE FUNCTION mq._batch_length(first integer, last integer) RETURNS bigint
+LANGUAGE sql IMMUTABLE PARALLEL SAFE SET search_path = pg_catalog, pg_temp AS $$
+    SELECT CASE WHEN last >= first THEN last::bigint - first + 1
+                ELSE last::bigint - first + 2147483649 END
+$$;
+
 -- The leader side of a follower's fetch: record the follower's progress
 -- (its fetch offset is its log end), advance the high watermark, and
 -- return records from fetch_offset on.  When the follower is caught up and
@@ -381,6 +389,7 @@ DECLARE
     g mq.replica_progress;
     v_leo bigint;
     v_end bigint;
+    v_cut bigint;
     v_now timestamptz;
     b mq.replica_batch;
 BEGIN
@@ -420,6 +429,21 @@ BEGIN
     b.high_watermark := mq._replica_advance_hwm(v_id, p_partition);
 
     v_end := least(v_leo, p_fetch_offset + greatest(p_max_records, 1));
+    -- Never end inside a producer batch (Kafka's followers fetch whole
+    -- batches): a follower holding part of one would record no batch for
+    -- it, and once elected would take the producer's retry for a new batch.
+    -- A fetch ends before the batch the limit cuts, or after it when that
+    -- batch is the first (KIP-74: at least one whole batch).
+    IF v_end < v_leo THEN
+        SELECT CASE WHEN x.o > p_fetch_offset THEN x.o
+                    ELSE least(v_leo, x.o + mq._batch_length(x.f, x.l)) END
+          INTO v_cut
+          FROM mq.producer_state s
+         CROSS JOIN LATERAL unnest(s.batch_first, s.batch_last, s.batch_offset) AS x(f, l, o)
+         WHERE s.topic_id = v_id AND s.partition = p_partition
+           AND x.o < v_end AND x.o + mq._batch_length(x.f, x.l) > v_end;
+        v_end := coalesce(v_cut, v_end);
+    END IF;
     b.base_offset := p_fetch_offset;
     b.log_end_offset := v_leo;
     b.log_start_offset := st.log_start_offset;
@@ -439,8 +463,7 @@ BEGIN
           FROM mq.producer_state s
          CROSS JOIN LATERAL unnest(s.batch_first, s.batch_last, s.batch_offset) AS x(f, l, o)
          WHERE s.topic_id = v_id AND s.partition = p_partition
-           AND x.o + (CASE WHEN x.l >= x.f THEN x.l - x.f ELSE x.l::bigint - x.f + 2147483648 END)
-               BETWEEN p_fetch_offset AND v_end - 1;
+           AND x.o + mq._batch_length(x.f, x.l) - 1 BETWEEN p_fetch_offset AND v_end - 1;
     END IF;
     SELECT array_agg(h.leader_epoch ORDER BY h.start_offset), array_agg(h.start_offset ORDER BY h.start_offset)
       INTO b.epochs, b.epoch_starts
@@ -514,15 +537,13 @@ BEGIN
               FROM mq.producer_state s2
              CROSS JOIN LATERAL unnest(s2.batch_first, s2.batch_last, s2.batch_offset) AS x(f, l, o)
              WHERE s2.topic_id = v_id AND s2.partition = p_partition
-               AND x.o + (CASE WHEN x.l >= x.f THEN x.l - x.f ELSE x.l::bigint - x.f + 2147483648 END)
-                   < p_from_offset
+               AND x.o + mq._batch_length(x.f, x.l) <= p_from_offset
              GROUP BY s2.producer_id) k
      WHERE s.topic_id = v_id AND s.partition = p_partition AND s.producer_id = k.producer_id;
     DELETE FROM mq.producer_state s
      WHERE s.topic_id = v_id AND s.partition = p_partition
        AND NOT EXISTS (SELECT 1 FROM unnest(s.batch_first, s.batch_last, s.batch_offset) AS x(f, l, o)
-                        WHERE x.o + (CASE WHEN x.l >= x.f THEN x.l - x.f
-                                          ELSE x.l::bigint - x.f + 2147483648 END) < p_from_offset);
+                        WHERE x.o + mq._batch_length(x.f, x.l) <= p_from_offset);
     UPDATE mq.partition_state SET high_watermark = least(high_watermark, p_from_offset)
      WHERE topic_id = v_id AND partition = p_partition;
     RETURN v_removed;

@@ -203,6 +203,8 @@ COMMENT ON FUNCTION mq._replica_advance_hwm(integer, integer) IS
     'internal: moves the high watermark forward to the least log end offset over the ISR';
 COMMENT ON FUNCTION mq._replica_set_info(integer, integer, integer, text, integer[], integer[]) IS
     'internal: records a partition''s leader, replicas and ISR on this node';
+COMMENT ON FUNCTION mq._batch_length(integer, integer) IS
+    'internal: the number of records in a producer batch of sequences first..last (sequences wrap after 2^31 - 1)';
 COMMENT ON FUNCTION mq._replica_epoch_end(integer, integer, integer) IS
     'internal: the largest leader epoch up to the requested one in this node''s history, and where it ends';
 COMMENT ON TABLE mq.producer_id_block IS

@@ -37,6 +37,7 @@ use Test::More;
 use Time::HiRes qw(time usleep);
 use POSIX ();
 use File::Basename ();
+use File::Temp ();
 
 # every cluster made, so that brokers never outlive a test that died
 my @clusters;
@@ -308,7 +309,21 @@ sub psql_cmd
 {
 	my ($node, $sql, $timeout) = @_;
 	my @cmd = ('psql', '-X', '-A', '-t', '-q', '-v', 'ON_ERROR_STOP=1', '-v', 'VERBOSITY=verbose',
-		'-h', $node->host, '-p', $node->port, '-d', 'postgres', '-c', $sql);
+		'-h', $node->host, '-p', $node->port, '-d', 'postgres');
+	# a statement too long for one argument (a big batch) goes in a file
+	my $sqlfile;
+	if (length($sql) > 64 * 1024)
+	{
+		my $fh;
+		($fh, $sqlfile) = File::Temp::tempfile('mq-sql-XXXXXX', TMPDIR => 1);
+		print $fh $sql;
+		close $fh;
+		push @cmd, '-f', $sqlfile;
+	}
+	else
+	{
+		push @cmd, '-c', $sql;
+	}
 	my $out = '';
 	my $pid = open(my $fh, '-|');
 	die "fork: $!" unless defined $pid;
@@ -321,7 +336,9 @@ sub psql_cmd
 	local $/;
 	$out = <$fh> // '';
 	close $fh;
-	return ($? == 0, $out);
+	my $status = $?;
+	unlink $sqlfile if $sqlfile;
+	return ($status == 0, $out);
 }
 
 sub start_producer
