@@ -504,12 +504,19 @@ mq_log_append(const char *topic_name, int32 partition, MqRecordIn *recs,
 	base = log_end_offset(part, SnapshotSelf, &last_max);
 	if (producer != NULL &&
 		mq_producer_check_sequence(topic, partition, producer, nrecs, &base))
-		return base;			/* a retry: the original offsets, nothing written */
+	{
+		/* a retry: the original offsets, nothing written */
+		if (part->replicated)
+			mq_commit_note_records(topic, partition, base + nrecs);
+		return base;
+	}
 	mq_stamp_records(topic, recs, nrecs, now);
 	write_records(topic_name, &topic, partition, recs, nrecs, base, producer,
 				  now, NULL, last_max);
 	if (producer != NULL)
 		mq_producer_record_batch(topic, partition, producer, nrecs, base);
+	if (mq_topic_partition(topic, partition)->replicated)
+		mq_commit_note_records(topic, partition, base + nrecs);
 	mq_notify_at_commit(topic->topic_id);
 	return base;
 }

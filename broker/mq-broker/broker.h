@@ -97,6 +97,7 @@ typedef struct Part
 	MqRetry		fconn_retry;	/* reconnecting to the leader's node */
 	bool		in_flight;
 	int64_t		fetch_offset;
+	int64_t		offsets_version;	/* committed offsets the node applied; -1: unknown */
 	int64_t		backoff_until_us;	/* no fetch before (leader said "not yet") */
 
 	struct Part *next;

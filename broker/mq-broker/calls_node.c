@@ -301,7 +301,12 @@ leader_send_fetch(Broker *b, Part *p, MqError *err)
 	mq_param_int(&prm, MQ_INT8OID, p->fetch_offset);
 	mq_param_int(&prm, MQ_INT4OID, b->cfg->fetch_max_records);
 	mq_param_int(&prm, MQ_INT4OID, b->cfg->fetch_wait_ms);
-	return mq_send(p->fconn, "SELECT mq.replica_fetch($1, $2, $3, $4, $5, $6, $7)", &prm, 1, err);
+	/* the committed-offsets version our node applied (unknown: ship them all) */
+	if (p->offsets_version >= 0)
+		mq_param_int(&prm, MQ_INT8OID, p->offsets_version);
+	else
+		mq_param_text(&prm, MQ_INT8OID, NULL);
+	return mq_send(p->fconn, "SELECT mq.replica_fetch($1, $2, $3, $4, $5, $6, $7, $8)", &prm, 1, err);
 }
 
 /* How many producer ids the node can still issue from its blocks. */

@@ -173,7 +173,7 @@ COMMENT ON FUNCTION mq.replica_set_isr(text, integer, integer, integer[]) IS
     'broker API, on the leader: sets the local in-sync replica set; returns the high watermark';
 COMMENT ON FUNCTION mq.replica_leader_state(text, integer, integer) IS
     'broker API, on the leader: each follower''s progress and lag, for ISR decisions';
-COMMENT ON FUNCTION mq.replica_fetch(text, integer, integer, integer, bigint, integer, integer) IS
+COMMENT ON FUNCTION mq.replica_fetch(text, integer, integer, integer, bigint, integer, integer, bigint) IS
     'broker API, on the leader: a follower''s fetch; records its progress, advances the high watermark, returns records (long polling)';
 COMMENT ON FUNCTION mq.replica_append(text, integer, integer, mq.replica_batch) IS
     'broker API, on a follower: appends a fetched batch at the leader''s offsets; returns the new log end offset';
@@ -189,8 +189,20 @@ COMMENT ON FUNCTION mq._replica_lock(integer, integer) IS
     'internal: the partition''s produce lock until commit, for the replica API';
 COMMENT ON FUNCTION mq._replica_notify(integer) IS
     'internal: wakes the topic''s waiters (long polls, acks=all) at commit';
-COMMENT ON FUNCTION mq._replica_wait_records(integer, integer, bigint, integer, bigint) IS
-    'internal: the leader side of a follower''s long poll, waiting for records past an offset or a high watermark change';
+COMMENT ON FUNCTION mq._replica_wait_records(integer, integer, bigint, integer, bigint, bigint) IS
+    'internal: the leader side of a follower''s long poll, waiting for records past an offset, a high watermark change or an offset commit';
+COMMENT ON FUNCTION mq.await_commit(integer) IS
+    'waits until what the session''s last transaction wrote to replicated partitions (records, committed offsets) is on every in-sync replica; MQ020, MQ022 or MQ023 otherwise';
+COMMENT ON FUNCTION mq._offsets_version(integer, integer) IS
+    'internal: the version of a partition''s committed group offsets';
+COMMENT ON FUNCTION mq._offsets_snapshot(integer, integer) IS
+    'internal: all committed offsets of a partition with their version, for a follower''s fetch';
+COMMENT ON FUNCTION mq._offsets_apply(integer, integer, mq.replica_batch) IS
+    'internal: a follower takes the leader''s committed offsets and their version';
+COMMENT ON FUNCTION mq._offsets_acked_version(integer, integer, integer) IS
+    'internal: the committed-offsets version every in-sync replica applied in the epoch';
+COMMENT ON TABLE mq.offset_version IS
+    'per replicated partition: the version of its committed group offsets, bumped by each commit on the leader';
 COMMENT ON FUNCTION mq._replica_await_hwm(text, integer, bigint, integer, integer, integer) IS
     'internal: acks=all, waits until the high watermark reaches an offset (MQ022, MQ023 when it cannot)';
 COMMENT ON FUNCTION mq._replica_append_records(text, integer, mq.replica_batch) IS
