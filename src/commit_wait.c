@@ -91,15 +91,11 @@ note(int32 topic_id, int32 partition, int32 epoch, int64 records_end, int64 vers
 	a->offsets_version = Max(a->offsets_version, version);
 }
 
-/* log.c: records of a replicated partition end at end (leader epoch known) */
+/* log.c: this transaction's records of a replicated partition end at end */
 void
-mq_commit_note_records(MqTopic *topic, int32 partition, int64 end)
+mq_commit_note_records(MqTopic *topic, int32 partition, int32 epoch, int64 end)
 {
-	MqReplicaState st;
-
-	mq_replica_read_state(topic->topic_id, partition, &st);
-	if (st.found)
-		note(topic->topic_id, partition, st.leader_epoch, end, -1);
+	note(topic->topic_id, partition, epoch, end, -1);
 }
 
 /*

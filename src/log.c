@@ -496,18 +496,19 @@ mq_log_append(const char *topic_name, int32 partition, MqRecordIn *recs,
 	int64		base;
 	TimestampTz now = GetCurrentTimestamp();
 	TimestampTz last_max = DT_NOBEGIN;
+	int32		epoch = -1;
 
 	/* replication hook: only the current leader of a replicated partition appends */
 	if (part->replicated)
-		mq_replica_check_produce(topic, partition);
+		epoch = mq_replica_check_produce(topic, partition);
 
 	base = log_end_offset(part, SnapshotSelf, &last_max);
 	if (producer != NULL &&
 		mq_producer_check_sequence(topic, partition, producer, nrecs, &base))
 	{
 		/* a retry: the original offsets, nothing written */
-		if (part->replicated)
-			mq_commit_note_records(topic, partition, base + nrecs);
+		if (epoch >= 0)
+			mq_commit_note_records(topic, partition, epoch, base + nrecs);
 		return base;
 	}
 	mq_stamp_records(topic, recs, nrecs, now);
@@ -515,8 +516,8 @@ mq_log_append(const char *topic_name, int32 partition, MqRecordIn *recs,
 				  now, NULL, last_max);
 	if (producer != NULL)
 		mq_producer_record_batch(topic, partition, producer, nrecs, base);
-	if (mq_topic_partition(topic, partition)->replicated)
-		mq_commit_note_records(topic, partition, base + nrecs);
+	if (epoch >= 0)
+		mq_commit_note_records(topic, partition, epoch, base + nrecs);
 	mq_notify_at_commit(topic->topic_id);
 	return base;
 }
