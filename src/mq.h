@@ -238,7 +238,7 @@ extern int64 mq_position_current(MqPositionKey *key, text *group, MqTopic *topic
 extern void mq_position_advance(MqPositionKey *key, int64 next, bool autocommit, int n);
 
 /* idempotence.c: idempotent producer state */
-extern void mq_producer_check_epoch(int64 producer_id, int32 epoch);
+extern void mq_producer_check_epoch(int64 producer_id, int32 epoch, int32 base_sequence);
 extern bool mq_producer_check_sequence(MqTopic *topic, int32 partition, MqProducer *p,
 									   int n, int64 *dup_base);
 extern void mq_producer_record_batch(MqTopic *topic, int32 partition, MqProducer *p,

@@ -284,7 +284,7 @@ mq_commit_offset(PG_FUNCTION_ARGS)
 				(errcode(ERRCODE_MQ_INVALID_ARGUMENT),
 				 errmsg("producer_id and producer_epoch must be given together")));
 	if (!PG_ARGISNULL(5))
-		mq_producer_check_epoch(PG_GETARG_INT64(5), PG_GETARG_INT32(6));
+		mq_producer_check_epoch(PG_GETARG_INT64(5), PG_GETARG_INT32(6), -1);
 	if (!PG_ARGISNULL(7) || !PG_ARGISNULL(8))
 		check_member_commit(group, topic, part->partition, fcinfo->args[7], fcinfo->args[8]);
 

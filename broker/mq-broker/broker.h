@@ -18,6 +18,7 @@
  *	 handover.c    handing leadership to the preferred replica
  *	 follower.c    a follower's epoch, truncation and fetch loop
  *	 batch.c       the little of a fetched batch the broker reads
+ *	 producer_ids.c keeping the node supplied with cluster-wide producer ids
  *	 config.c      the ini file
  *	 metrics.c     the Prometheus endpoint
  *
@@ -170,6 +171,9 @@ extern void maybe_hand_over(Broker *b, Part *p);
 extern void follower_step(Broker *b, Part *p);
 extern void follower_on_readable(Broker *b, Part *p);
 extern void follower_stop(Part *p);
+
+/* producer_ids.c */
+extern void supply_producer_ids(Broker *b);
 
 /* loop.c */
 extern void broker_run(Broker *b, volatile int *stop_requested);

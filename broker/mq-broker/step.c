@@ -194,6 +194,7 @@ broker_tick(Broker *b)
 	ensure_coordinator(b);
 	if (b->node == NULL || b->coord == NULL || !b->live)
 		return;
+	supply_producer_ids(b);		/* before the node leads anything */
 	if (!read_assignments(b))
 		return;
 	for (Part *p = b->parts; p; p = p->next)

@@ -219,6 +219,16 @@ COMMENT ON FUNCTION mq._batch_length(integer, integer) IS
     'internal: the number of records in a producer batch of sequences first..last (sequences wrap after 2^31 - 1)';
 COMMENT ON FUNCTION mq._replica_epoch_end(integer, integer, integer) IS
     'internal: the largest leader epoch up to the requested one in this node''s history, and where it ends';
+COMMENT ON TABLE mq.producer_id_block IS
+    'the blocks of cluster-wide producer ids this node''s broker fetched from the coordinator, with the next id to issue of each';
+COMMENT ON FUNCTION mq.replica_add_producer_ids(bigint, bigint) IS
+    'broker API: adds a block of producer ids from mq_coord.allocate_producer_ids; returns the ids the node has left';
+COMMENT ON FUNCTION mq.replica_producer_ids_left() IS
+    'broker API: how many producer ids this node can still issue from its blocks';
+COMMENT ON FUNCTION mq._cluster_producer_ids() IS
+    'internal: whether this node issues producer ids from coordinator blocks (a broker has attached)';
+COMMENT ON FUNCTION mq._next_producer_id() IS
+    'internal: issues the next producer id of this node''s blocks (MQ027 when none is left)';
 COMMENT ON VIEW mq.replica_status IS
     'routing: what this node knows of each partition''s role, leader, replicas, ISR, log end and high watermark';
 
@@ -255,6 +265,12 @@ COMMENT ON FUNCTION mq_coord.alter_isr(text, integer, integer, integer, integer[
     'broker API: the leader changes the ISR if it still leads in its epoch; returns the new partition epoch or null';
 COMMENT ON FUNCTION mq_coord.assignments(integer) IS
     'broker API: the partitions a broker holds a replica of, with leaders and their node addresses';
+COMMENT ON TABLE mq_coord.producer_id_counter IS
+    'the first producer id of the next block (one row): every block of producer ids is cut from it';
+COMMENT ON TABLE mq_coord.producer_id_block IS
+    'every block of producer ids handed out: to which broker, first and last id, when';
+COMMENT ON FUNCTION mq_coord.allocate_producer_ids(integer, integer) IS
+    'broker API: a new block of cluster-wide producer ids for a live broker, committed durably (KIP-730)';
 COMMENT ON VIEW mq_coord.metadata IS
     'routing for clients: each replicated partition''s leader, its node, epoch, ISR and replicas';
 

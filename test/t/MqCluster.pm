@@ -380,11 +380,20 @@ sub start_producer
 	# a whole attempt (connect, produce, wait for acks=all) at most this long
 	my $attempt = $opt{attempt_timeout} // 10;
 	$self->{batch}{"$topic/$partition"} = $batch;
-	my $leader = $self->leader($topic, $partition);
-	my ($ok, $out) = psql_cmd($self->node($leader), 'SELECT producer_id FROM mq.init_producer()');
-	die "init_producer: $out" unless $ok;
-	chomp(my $producer_id = $out);
-	my $file = "$self->{logprefix}acks.$topic.$partition";
+	# producer_id => ID: an id the test got itself (default: one from the
+	# leader's mq.init_producer); value_base => N: values (and the
+	# sequences recorded for the checker) start at vN, so that two
+	# producers of one partition write different values
+	my $vbase = $opt{value_base} // 0;
+	my $producer_id = $opt{producer_id};
+	if (!defined $producer_id)
+	{
+		my $leader = $self->leader($topic, $partition);
+		my ($ok, $out) = psql_cmd($self->node($leader), 'SELECT producer_id FROM mq.init_producer()');
+		die "init_producer: $out" unless $ok;
+		chomp($producer_id = $out);
+	}
+	my $file = "$self->{logprefix}acks.$topic.$partition" . ($vbase ? ".$vbase" : '');
 	my $stop = "$file.stop";
 	unlink $stop;
 	my $pid = fork();
@@ -405,7 +414,7 @@ sub start_producer
 			$l = $known if !$lok && $known > 0;
 			if ($l !~ /^\d+$/ || $l < 1) { usleep(50_000); next; }
 			$known = $l;
-			my $vals = join(',', map { "'v" . ($seq + $_) . "'" } 0 .. $batch - 1);
+			my $vals = join(',', map { "'v" . ($vbase + $seq + $_) . "'" } 0 .. $batch - 1);
 			my ($sok, $res) = psql_cmd($self->node($l),
 				"CALL mq.produce('$topic', NULL, ARRAY[$vals]::bytea[], $partition, 'all', "
 				  . "$producer_id, 0, $seq, 5000)", $attempt);
@@ -413,13 +422,13 @@ sub start_producer
 			{
 				my ($base) = $res =~ /^(-?\d+)\|/m;
 				$base //= -1;
-				printf $ack "ack %d %d %d %.3f\n", $seq, $base, $l, time;
+				printf $ack "ack %d %d %d %.3f\n", $vbase + $seq, $base, $l, time;
 				$seq += $batch;
 			}
 			else
 			{
 				my ($state) = $res =~ /ERROR:\s+([0-9A-Z]{5})/;
-				printf $ack "err %d %s %d %.3f\n", $seq, $state // 'conn', $l, time;
+				printf $ack "err %d %s %d %.3f\n", $vbase + $seq, $state // 'conn', $l, time;
 				usleep(20_000);
 			}
 		}
