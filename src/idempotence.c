@@ -141,8 +141,10 @@ register_foreign(int64 producer_id, int32 epoch)
  * Check that the producer exists and that the epoch is its current one,
  * holding the producer's shared lock until the transaction ends.
  * base_sequence is the batch's first sequence (-1 for an offset commit):
- * on a node issuing cluster-wide ids, a batch at sequence 0 of an unknown
- * id, or of a newer epoch of a foreign id, registers that epoch here.
+ * on a node issuing cluster-wide ids, a batch at sequence 0 or a fenced
+ * offset commit of an unknown id, or of a newer epoch of a foreign id
+ * (such as a transactional id's, from mq_coord.init_producer), registers
+ * that epoch here.
  */
 void
 mq_producer_check_epoch(int64 producer_id, int32 epoch, int32 base_sequence)
@@ -154,7 +156,7 @@ mq_producer_check_epoch(int64 producer_id, int32 epoch, int32 base_sequence)
 
 	lock_producer(producer_id, ShareLock);
 	found = read_producer(producer_id, &current, &cluster, &transactional);
-	if (cluster && base_sequence == 0 && (!found || (epoch > current && !transactional)))
+	if (cluster && base_sequence <= 0 && (!found || (epoch > current && !transactional)))
 	{
 		register_foreign(producer_id, epoch);
 		found = read_producer(producer_id, &current, &cluster, &transactional);

@@ -337,3 +337,60 @@ BEGIN
     VALUES (p_broker_id, allocate_producer_ids.first_id, allocate_producer_ids.last_id);
     RETURN NEXT;
 END $$;
+
+-- Transactional ids, cluster-wide (Kafka's transaction coordinator does
+-- InitProducerId): one producer id per transactional id, from the same
+-- counter as the blocks, and an epoch bumped by every call.  A producer
+-- that got (id, epoch) here writes to every partition leader, which
+-- registers that epoch with its first batch (or fenced offset commit) and
+-- fences older ones from then on (src/idempotence.c).  Committed durably,
+-- like the blocks: an epoch handed out is never handed out again.
+CREATE TABLE mq_coord.transactional_producer (
+    transactional_id text PRIMARY KEY CHECK (transactional_id <> ''),
+    producer_id      bigint NOT NULL UNIQUE,
+    producer_epoch   integer NOT NULL,
+    updated_at       timestamptz NOT NULL DEFAULT clock_timestamp()
+);
+SELECT pg_catalog.pg_extension_config_dump('mq_coord.transactional_producer', '');
+
+CREATE FUNCTION mq_coord.init_producer(p_transactional_id text,
+                                       OUT producer_id bigint, OUT producer_epoch integer)
+LANGUAGE plpgsql SECURITY DEFINER SET search_path = pg_catalog, pg_temp AS $$
+DECLARE
+    v_next bigint;
+BEGIN
+    IF p_transactional_id IS NULL OR p_transactional_id = '' THEN
+        RAISE EXCEPTION 'a transactional id must not be empty' USING ERRCODE = 'MQ010',
+            HINT = 'An idempotent producer without a transactional id calls mq.init_producer() on a node.';
+    END IF;
+    IF current_setting('synchronous_commit') IN ('off', 'local', 'remote_write') THEN
+        PERFORM set_config('synchronous_commit', 'on', true);
+    END IF;
+    UPDATE mq_coord.transactional_producer t
+       SET producer_epoch = t.producer_epoch + 1, updated_at = clock_timestamp()
+     WHERE t.transactional_id = p_transactional_id
+    RETURNING t.producer_id, t.producer_epoch INTO producer_id, producer_epoch;
+    IF FOUND THEN
+        RETURN;
+    END IF;
+    INSERT INTO mq_coord.producer_id_counter AS c (singleton, next_id) VALUES (true, 2)
+    ON CONFLICT (singleton) DO UPDATE SET next_id = c.next_id + 1
+    RETURNING c.next_id - 1 INTO v_next;
+    -- a concurrent first call for the same id: the loser bumps the winner's epoch
+    INSERT INTO mq_coord.transactional_producer AS t (transactional_id, producer_id, producer_epoch)
+    VALUES (p_transactional_id, v_next, 0)
+    ON CONFLICT (transactional_id) DO UPDATE
+       SET producer_epoch = t.producer_epoch + 1, updated_at = clock_timestamp()
+    RETURNING t.producer_id, t.producer_epoch INTO producer_id, producer_epoch;
+END $$;
+
+-- What an application role needs to get transactional producer ids here.
+CREATE FUNCTION mq_coord.grant_producer(role regrole) RETURNS void
+LANGUAGE plpgsql SECURITY INVOKER SET search_path = pg_catalog, pg_temp AS $$
+BEGIN
+    IF role IS NULL THEN
+        RAISE EXCEPTION 'role must not be NULL' USING ERRCODE = 'MQ010';
+    END IF;
+    EXECUTE pg_catalog.format('GRANT USAGE ON SCHEMA mq_coord TO %s', role);
+    EXECUTE pg_catalog.format('GRANT EXECUTE ON FUNCTION mq_coord.init_producer(text) TO %s', role);
+END $$;
