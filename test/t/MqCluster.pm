@@ -534,12 +534,16 @@ sub start_consumer
 		open my $out, '>', $file or POSIX::_exit(1);
 		$out->autoflush(1);
 		my $pos = 0;
+		my $known = -1;
 		while (!-e $stop)
 		{
+			# as the producer: the last leader named while the coordinator is away
 			my ($lok, $l) = psql_cmd($self->coord,
-				"SELECT coalesce(leader, -1) FROM mq_coord.partition WHERE topic = '$topic' AND partition = $partition");
+				"SELECT coalesce(leader, -1) FROM mq_coord.partition WHERE topic = '$topic' AND partition = $partition", 2);
 			chomp $l;
-			if (!$lok || $l !~ /^\d+$/ || $l < 1) { usleep(50_000); next; }
+			$l = $known if !$lok && $known > 0;
+			if ($l !~ /^\d+$/ || $l < 1) { usleep(50_000); next; }
+			$known = $l;
 			my ($ok, $res) = psql_cmd($self->node($l),
 				"SELECT msg_offset || ' ' || convert_from(value, 'UTF8') "
 				  . "FROM mq.fetch('$topic', $partition, $pos, 1000, 300)", 5);
