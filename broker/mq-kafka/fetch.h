@@ -19,9 +19,12 @@ typedef struct FPart
 	int32_t		partition;
 	int64_t		offset;
 	int32_t		max_bytes;
+	int32_t		max_records;	/* records to read at most; 0: from max_bytes */
 	/* set by encoding a response */
 	int64_t		next_offset;	/* the offset after the records returned */
 	int64_t		high_watermark; /* -1: unknown partition */
+	int32_t		returned;		/* records returned */
+	size_t		returned_bytes; /* their size as the byte limits count it */
 } FPart;
 
 typedef struct FetchState

@@ -169,7 +169,7 @@ static void
 hand_over(Ahead *a, FetchState *s)
 {
 	KJob		job = s->job;
-	bool		ok = !kstmt_failed(&a->fs.job.stmts[0], &(int16_t) {0});
+	bool		ok = !kstmt_failed(&a->fs.job.stmts[0], &(int16_t){0});
 
 	s->job = a->fs.job;
 	a->fs.job = job;
@@ -243,8 +243,19 @@ next_request(const FetchState *s)
 	a->fs.parts = mq_malloc0(sizeof(FPart) * (s->nparts > 0 ? s->nparts : 1));
 	for (int32_t k = 0; k < s->nparts; k++)
 	{
-		a->fs.parts[k] = s->parts[k];
-		a->fs.parts[k].offset = s->parts[k].next_offset;
+		const FPart *p = &s->parts[k];
+
+		a->fs.parts[k] = *p;
+		a->fs.parts[k].offset = p->next_offset;
+		a->fs.parts[k].max_records = 0;
+		if (p->returned > 0 && p->returned_bytes > 0)
+		{
+			/* as many as fill max_bytes at the size of the last ones, and a little more */
+			int64_t		n = (int64_t) p->max_bytes * p->returned / (int64_t) p->returned_bytes;
+
+			n += n / 16 + 2;
+			a->fs.parts[k].max_records = n > INT32_MAX ? INT32_MAX : (int32_t) n;
+		}
 	}
 	a->fs.max_bytes = s->max_bytes;
 	a->req.state = a;

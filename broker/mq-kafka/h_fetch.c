@@ -199,6 +199,8 @@ encode_partition(PGresult *res, const FRow *rows, int n, FPart *fp, size_t *tota
 		part += size;
 		*total += size;
 		fp->next_offset = rows[k].offset + 1;
+		fp->returned++;
+		fp->returned_bytes = part;
 	}
 	if (open)
 		batch_end(&e);
@@ -272,7 +274,7 @@ fetch_job(FetchState *s)
 	for (int32_t k = 0; k < s->nparts; k++)
 	{
 		const FPart *fp = &s->parts[k];
-		int32_t		cnt = fp->max_bytes / 32 + 1;
+		int32_t		cnt = fp->max_records > 0 ? fp->max_records : fp->max_bytes / 32 + 1;
 
 		mq_array_add(&a[0], s->topics[fp->topic].p, s->topics[fp->topic].len);
 		mq_array_add_int32(&a[1], fp->partition);
@@ -366,6 +368,8 @@ fetch_encode(KRequest *req, FetchState *s)
 			while (next < nrows && rows[next].part == k)
 				next++;
 			fp->next_offset = fp->offset;
+			fp->returned = 0;
+			fp->returned_bytes = 0;
 			kw_reset(&recs);
 			if (res && bounds[k] >= 0)
 			{
@@ -436,6 +440,9 @@ fetch_done(KRequest *req)
 		req_finish(req);
 		return;
 	}
+	/* a read-ahead's record counts may have been short: retries go by bytes */
+	for (int32_t k = 0; k < s->nparts; k++)
+		s->parts[k].max_records = 0;
 	s->next = parked;
 	if (parked)
 		parked->prev = s;
