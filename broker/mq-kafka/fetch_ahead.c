@@ -169,7 +169,8 @@ static void
 hand_over(Ahead *a, FetchState *s)
 {
 	KJob		job = s->job;
-	bool		ok = !kstmt_failed(&a->fs.job.stmts[0], &(int16_t){0});
+	int16_t		code;
+	bool		ok = !kstmt_failed(&a->fs.job.stmts[0], &code);
 
 	s->job = a->fs.job;
 	a->fs.job = job;
