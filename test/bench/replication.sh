@@ -13,6 +13,10 @@
 #      acks=all, acks=1, ...); each figure is the median of --runs runs; the
 #      followers replicate during both (acks=1 does not wait for them).
 #      Printed: records/s of each and the ratio all/1 (goal >= 0.6).
+#   L  single-record produce latency: one CALL mq.produce of one record per
+#      transaction from 1 client, acks=1 vs acks=all, --runs runs of
+#      --duration s each alternating; p50 and p99 over all of them, beside
+#      Kafka's published end-to-end 2 ms / 3 ms (same machine, fsync on).
 #   F  failover: a client (test/bench/failover.c) writes small acks=all
 #      batches to whoever the coordinator names leader; the leader's node is
 #      killed (kill -9 of its postmaster); the figure is the time from the
@@ -61,8 +65,8 @@ done
 WORK="$(mktemp -d "${TMPDIR:-/tmp}/mq-bench-repl.XXXXXX")"
 chmod 755 "$WORK"
 mq_on_exit "rm -rf '$WORK'"
-gcc -O2 -Wall -Wextra -Werror -I"$(pg_config --includedir)" -o "$WORK/failover" \
-	"$HERE/failover.c" -L"$(pg_config --libdir)" -lpq
+gcc -O2 -Wall -Wextra -Werror -I"$("$PG_CONFIG" --includedir)" -o "$WORK/failover" \
+	"$HERE/failover.c" -L"$("$PG_CONFIG" --libdir)" -lpq
 
 now_us() { date +%s%6N; }
 median() { sort -n | awk '{a[NR]=$1} END {print a[int((NR+1)/2)]}'; }
@@ -109,6 +113,8 @@ converged() {
 	fi
 }
 wait_until isr_size 3 || mq_die "the ISR never reached 3"
+led() { [[ "$(leader)" -gt 0 ]] && echo yes; }
+wait_until led yes || mq_die "no leader was elected"
 L="$(leader)"
 echo "leader of bench/0: broker $L (node$L)"
 
@@ -143,6 +149,30 @@ for c in $CLIENTS; do
 	done
 	RES[$c,ratio]="$(awk -v a="${RES[$c,all]}" -v b="${RES[$c,1]}" 'BEGIN { printf "%.2f", a / b }')"
 	echo "clients $c: median acks=1 ${RES[$c,1]} records/s, acks=all ${RES[$c,all]} records/s, ratio all/1 ${RES[$c,ratio]} (goal >= 0.6)"
+done
+
+# ---------------------------------------------------------------------------
+mq_phase "L: single-record produce latency, acks=1 vs acks=all (1 client, one CALL per record)"
+declare -A LAT=()
+for acks in 1 all; do
+	echo "CALL mq.produce('bench', NULL, ARRAY['x']::bytea[], 0, '$acks');" >"$WORK/one_$acks.sql"
+done
+for ((r = 1; r <= RUNS; r++)); do
+	for acks in 1 all; do
+		wait_until converged yes 120 || mq_die "replicas did not converge"
+		(cd "$WORK" && "$PGBENCH" -n -M prepared -c 1 -T "$DURATION" -f "$WORK/one_$acks.sql" \
+			--log --log-prefix="lat_${acks}_$r" -d "$(cluster_conninfo "node$L")" >/dev/null 2>&1) ||
+			mq_die "pgbench failed (latency, acks=$acks)"
+	done
+done
+# pgbench's per-transaction log: the third field is the latency in us
+pct() { sort -n | awk -v p="$1" '{a[NR]=$1} END {i=int(NR*p/100); if (i<1) i=1; printf "%.2f", a[i]/1000}'; }
+for acks in 1 all; do
+	cat "$WORK"/lat_"${acks}"_* | awk '{print $3}' >"$WORK/lat.$acks"
+	LAT[$acks,n]="$(wc -l <"$WORK/lat.$acks")"
+	LAT[$acks,50]="$(pct 50 <"$WORK/lat.$acks")"
+	LAT[$acks,99]="$(pct 99 <"$WORK/lat.$acks")"
+	echo "acks=$acks: ${LAT[$acks,n]} records, latency p50 ${LAT[$acks,50]} ms, p99 ${LAT[$acks,99]} ms"
 done
 
 # ---------------------------------------------------------------------------
@@ -193,6 +223,12 @@ for c in $CLIENTS; do
 	table+="
 | produce, 1,000 x 100 B batches, $c client(s), records/s (median of $RUNS x ${DURATION} s) | ${RES[$c,1]} | ${RES[$c,all]} | ${RES[$c,ratio]} | >= 0.6 |"
 done
+table+="
+
+| single-record produce latency, 1 client (all runs pooled) | acks=1 | acks=all | Kafka's published end-to-end |
+|---|---|---|---|
+| p50, ms | ${LAT[1,50]} | ${LAT[all,50]} | 2 |
+| p99, ms | ${LAT[1,99]} | ${LAT[all,99]} | 3 |"
 table+="
 
 | failover: kill -9 of the leader's node -> first acks=all write acknowledged by the new leader | each | median |
