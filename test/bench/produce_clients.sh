@@ -19,19 +19,26 @@
 #   waits     where the clients' backends were, sampled from
 #             pg_stat_activity every 5 ms during the run (CPU = no wait event)
 #
+# With --side-by-side, two identical clusters run at the same time instead:
+# for each round, the plain baseline on one and an mq variant on the other,
+# swapping clusters every round, so that both sides see the same disk and
+# CPU at the same moment; the ratio of each round's pair is printed and its
+# median kept.  This is the figure to read on a machine shared with others.
+#
 # The server: PostgreSQL 15 as the postgres user, temp dir, free port,
 # shared_preload_libraries = 'mq', fsync = on, synchronous_commit = on;
 # stopped and removed at exit.  Uses the INSTALLED extension (build and
 # install it first; this script never runs make).
 #
 # Usage: test/bench/produce_clients.sh [--duration S] [--rounds N] [--clients N]
-#                                      [--wal-in-memory]
+#                                      [--wal-in-memory] [--side-by-side]
 #   --duration S     seconds per pgbench run (default 5)
 #   --rounds N       rounds (default 5; the median is kept)
 #   --clients N      clients of the multi-client variants (default 4)
 #   --wal-in-memory  put pg_wal on /dev/shm (initdb --waldir): fsync costs
 #                    nothing, so what is left is CPU and locks, the regime
 #                    of a fast disk; for profiling, never for durability
+#   --side-by-side   the paired mode above (4-client variants only)
 set -euo pipefail
 
 HERE="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
@@ -42,13 +49,14 @@ source "$REPO/scripts/lib.sh"
 mq_pg_paths || mq_die "PostgreSQL 15 (pg_config) not found"
 PGBENCH="$PG_BINDIR/pgbench"
 
-DURATION=5 ROUNDS=5 CLIENTS=4 WAL_MEM=""
+DURATION=5 ROUNDS=5 CLIENTS=4 WAL_MEM="" SIDE=""
 while (($#)); do
 	case "$1" in
 	--duration) DURATION="${2:?--duration S}"; shift ;;
 	--rounds) ROUNDS="${2:?--rounds N}"; shift ;;
 	--clients) CLIENTS="${2:?--clients N}"; shift ;;
 	--wal-in-memory) WAL_MEM=1 ;;
+	--side-by-side) SIDE=1 ;;
 	-h | --help) sed -n '2,/^set -euo/p' "${BASH_SOURCE[0]}" | sed '$d; s/^# \{0,1\}//'; exit 0 ;;
 	*) mq_die "unknown option $1 (see --help)" ;;
 	esac
@@ -64,16 +72,14 @@ if [[ -n "$WAL_MEM" ]]; then
 	chown postgres:postgres "$WALDIR" 2>/dev/null || true
 	MQ_INITDB_OPTS="${MQ_INITDB_OPTS:-} --waldir=$WALDIR/pg_wal"
 fi
-cluster_start clients \
-	"shared_buffers = '1GB'" "fsync = on" "synchronous_commit = on" \
-	"full_page_writes = on" "max_wal_size = '16GB'" "checkpoint_timeout = '1h'" \
-	"wal_buffers = '64MB'" "max_connections = 50" "log_min_messages = warning"
-W="$MQ_CLUSTER/clients"
-mkdir -p "$W"
-chown postgres:postgres "$W"
+CONF=("shared_buffers = '1GB'" "fsync = on" "synchronous_commit = on"
+	"full_page_writes = on" "max_wal_size = '16GB'" "checkpoint_timeout = '1h'"
+	"wal_buffers = '64MB'" "max_connections = 50" "log_min_messages = warning")
 sql() { psql -X -q -v ON_ERROR_STOP=1 -At -c "$1"; }
 
-psql -X -q -v ON_ERROR_STOP=1 >/dev/null <<'EOF'
+setup_cluster() { # setup_cluster NAME: start it, create the topics and tables
+	cluster_start "$1" "${CONF[@]}"
+	psql -X -q -v ON_ERROR_STOP=1 >/dev/null <<'EOF'
 CREATE EXTENSION mq;
 SELECT mq.create_topic('b1', 1);
 SELECT mq.create_topic('b4', 4);
@@ -95,6 +101,16 @@ BEGIN
   END LOOP;
 END $$;
 EOF
+}
+if [[ -n "$SIDE" ]]; then
+	setup_cluster sbs_b
+	setup_cluster sbs_a
+else
+	setup_cluster clients
+fi
+W="$MQ_CLUSTER/work" # the last cluster started is current
+mkdir -p "$W"
+chmod 755 "$W"
 VAL="$(sql "SELECT encode(substr(sha256('a') || sha256('b') || sha256('c') || sha256('d'), 1, 100), 'hex')")"
 printf '%s\n' "SELECT * FROM mq.send('b1', NULL::bytea, '\\x$VAL'::bytea, partition => 0);" >"$W/mq1.sql"
 printf '%s\n' '\set p :client_id % 4' \
@@ -139,6 +155,37 @@ paired() { # paired A B: ratio of A's and B's runs of each round
 		awk '{ printf "%s%.2f", (NR > 1 ? " " : ""), $1 / $2 }'
 }
 
+# One pgbench run of VARIANT on cluster NAME; prints its tx/s.
+tps_on() { # tps_on NAME VARIANT
+	cluster_env "$1"
+	"$PGBENCH" -n -M prepared -c "$CLIENTS" -j 2 -T "$DURATION" -f "$W/$(script_of "$2").sql" 2>&1 |
+		sed -nE 's/^tps = ([0-9.]+) \(without.*/\1/p'
+}
+
+side_by_side() {
+	local v r c x y a b per
+	echo "single-record produce side by side on two clusters, $CLIENTS clients, ${DURATION} s per run, $ROUNDS rounds${WAL_MEM:+, WAL in memory}"
+	for v in mq4x1 mq4x4 plain4; do
+		per=""
+		for ((r = 0; r < ROUNDS; r++)); do
+			if ((r % 2)); then x=sbs_b y=sbs_a; else x=sbs_a y=sbs_b; fi
+			for c in sbs_a sbs_b; do cluster_env "$c" && sql "CHECKPOINT"; done
+			tps_on "$x" plain4 >"$W/a.tps" &
+			tps_on "$y" "$v" >"$W/b.tps" &
+			wait
+			a="$(cat "$W/a.tps")" b="$(cat "$W/b.tps")"
+			[[ -n "$a" && -n "$b" ]] || mq_die "pgbench failed in round $((r + 1)) of $v"
+			per="$per $(awk -v a="$a" -v b="$b" 'BEGIN { printf "%.2f", b / a }')"
+			printf '  %-6s %6.0f tx/s  against plain4 %6.0f tx/s: %s\n' "$v" "$b" "$a" "${per##* }"
+		done
+		echo "$v / plain4 side by side: median $(median "$per") (rounds:$per)"
+	done
+}
+
+if [[ -n "$SIDE" ]]; then
+	side_by_side
+	exit 0
+fi
 echo "single-record produce, $CLIENTS clients, ${DURATION} s per run, $ROUNDS rounds${WAL_MEM:+, WAL in memory}"
 for ((r = 0; r < ROUNDS; r++)); do
 	echo "round $((r + 1))"
