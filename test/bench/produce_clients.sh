@@ -70,14 +70,15 @@ if [[ -n "$WAL_MEM" ]]; then
 	WALDIR="$(mktemp -d /dev/shm/mq-bench-wal.XXXXXX)"
 	mq_on_exit "rm -rf '$WALDIR'"
 	chown postgres:postgres "$WALDIR" 2>/dev/null || true
-	MQ_INITDB_OPTS="${MQ_INITDB_OPTS:-} --waldir=$WALDIR/pg_wal"
 fi
+BASE_INITDB_OPTS="${MQ_INITDB_OPTS:-}"
 CONF=("shared_buffers = '1GB'" "fsync = on" "synchronous_commit = on"
 	"full_page_writes = on" "max_wal_size = '16GB'" "checkpoint_timeout = '1h'"
 	"wal_buffers = '64MB'" "max_connections = 50" "log_min_messages = warning")
 sql() { psql -X -q -v ON_ERROR_STOP=1 -At -c "$1"; }
 
 setup_cluster() { # setup_cluster NAME: start it, create the topics and tables
+	MQ_INITDB_OPTS="$BASE_INITDB_OPTS${WAL_MEM:+ --waldir=$WALDIR/$1}"
 	cluster_start "$1" "${CONF[@]}"
 	psql -X -q -v ON_ERROR_STOP=1 >/dev/null <<'EOF'
 CREATE EXTENSION mq;
