@@ -190,4 +190,3 @@ mq_lock_partition_sql(PG_FUNCTION_ARGS)
 	mq_lock_partition(PG_GETARG_INT32(0), PG_GETARG_INT32(1));
 	PG_RETURN_VOID();
 }
-
