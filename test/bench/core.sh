@@ -103,7 +103,7 @@ done
 ((D_SMALL >= BATCH && D_BIG > D_SMALL)) || mq_die "need $BATCH <= D small < D big"
 
 T0=$SECONDS
-SO="$("$PG_CONFIG" --pkglibdir)/mq.so"
+SO="${MQ_PG_ROOT:-}$("$PG_CONFIG" --pkglibdir)/mq.so" # the copy the server loads
 [[ -f "$SO" ]] || mq_die "$SO not installed: build and install the extension first"
 so_info() { echo "$(date -u -r "$SO" '+%Y-%m-%d %H:%M:%S UTC'), md5 $(md5sum "$SO" | cut -c1-12)"; }
 SO_INFO="$(so_info)" # the build the server loads at start
