@@ -4,8 +4,8 @@
  *	  The storage engine: appending records to a partition's segments with
  *	  gapless offsets, and finding a partition's log end offset.
  *
- * Offsets.  A producer takes the partition's produce lock (an advisory
- * lock tag of our own, held until its transaction ends) and then reads the
+ * Offsets.  A producer takes the partition's produce lock (produce_lock.c:
+ * an advisory lock tag of our own, held until its commit) and then reads the
  * last offset from the newest non-empty segment's index with SnapshotSelf,
  * which sees every committed row and the backend's own, but not rows of
  * aborted transactions or rolled-back subtransactions.  So no counter row
@@ -54,137 +54,12 @@
 
 PG_FUNCTION_INFO_V1(mq_refuse_log_change);
 PG_FUNCTION_INFO_V1(mq_log_end_offset_sql);
-PG_FUNCTION_INFO_V1(mq_lock_partition_sql);
 
 /* Set by the code paths that may remove records (replica truncation). */
 bool		mq_allow_log_change = false;
 
 /* Rows handed to one table_multi_insert call, as COPY does. */
 #define MQ_MULTI_INSERT_ROWS 1000
-
-/*
- * Produce locks held by this transaction, and whether its commit flush was
- * deferred until after they are released (see produce_xact_callback).
- */
-static List *held_locks = NIL;	/* of LOCKTAG *, in TopTransactionContext */
-static bool flush_deferred = false;
-static int	saved_synchronous_commit;
-
-void
-mq_lock_partition(int32 topic_id, int32 partition)
-{
-	LOCKTAG		tag;
-	ResourceOwner owner = CurrentResourceOwner;
-	LockAcquireResult res;
-
-	SET_LOCKTAG_ADVISORY(tag, MyDatabaseId, (uint32) topic_id,
-						 (uint32) partition, MQ_LOCK_PRODUCE);
-	/* owned by the transaction, not the portal, so that commit can release it */
-	CurrentResourceOwner = TopTransactionResourceOwner;
-	PG_TRY();
-	{
-		res = LockAcquire(&tag, ExclusiveLock, false, false);
-	}
-	PG_FINALLY();
-	{
-		CurrentResourceOwner = owner;
-	}
-	PG_END_TRY();
-	if (res == LOCKACQUIRE_OK)
-	{
-		MemoryContext old = MemoryContextSwitchTo(TopTransactionContext);
-		LOCKTAG    *copy = palloc(sizeof(LOCKTAG));
-
-		*copy = tag;
-		held_locks = lappend(held_locks, copy);
-		MemoryContextSwitchTo(old);
-	}
-}
-
-/*
- * Group commit for producers of one partition.  A producer holds the
- * partition's lock until its commit, so with a synchronous commit each
- * producer's WAL flush would happen inside the lock and producers of one
- * partition could never share a flush.  With mq.release_before_flush (the
- * default) a transaction that produced commits asynchronously: its commit
- * record is written and it becomes visible, then, in the commit callback,
- * it releases its produce locks and only then waits for the WAL flush up to
- * its commit record, before the client hears of the commit.  The next
- * producer's commit record comes after this one in the WAL, so a crash can
- * never keep a later producer's records and lose an earlier one's, and
- * offsets still become visible in order.  The cost: other sessions can see
- * the records for the duration of the flush before they are durable, as
- * Kafka consumers see records before they are fsynced.
- */
-bool		mq_release_before_flush = true;
-
-static void
-produce_xact_callback(XactEvent event, void *arg)
-{
-	ListCell   *lc;
-
-	switch (event)
-	{
-		case XACT_EVENT_PRE_COMMIT:
-			if (held_locks != NIL && mq_release_before_flush &&
-				synchronous_commit >= SYNCHRONOUS_COMMIT_LOCAL_FLUSH &&
-				(SyncRepStandbyNames == NULL || SyncRepStandbyNames[0] == '\0'))
-			{
-				saved_synchronous_commit = synchronous_commit;
-				synchronous_commit = SYNCHRONOUS_COMMIT_OFF;
-				flush_deferred = true;
-			}
-			break;
-		case XACT_EVENT_COMMIT:
-			{
-				/*
-				 * The locks belong to the transaction's resource owner
-				 * (mq_lock_partition), but a procedure's COMMIT (mq.produce)
-				 * runs with its portal's owner current: release them as the
-				 * owner that holds them, or LockRelease refuses.
-				 */
-				ResourceOwner owner = CurrentResourceOwner;
-
-				CurrentResourceOwner = TopTransactionResourceOwner;
-				foreach(lc, held_locks)
-					LockRelease((LOCKTAG *) lfirst(lc), ExclusiveLock, false);
-				CurrentResourceOwner = owner;
-			}
-			held_locks = NIL;
-			if (flush_deferred)
-			{
-				synchronous_commit = saved_synchronous_commit;
-				flush_deferred = false;
-				XLogFlush(XactLastCommitEnd);
-			}
-			break;
-		case XACT_EVENT_ABORT:
-		case XACT_EVENT_PREPARE:
-			if (flush_deferred)
-			{
-				synchronous_commit = saved_synchronous_commit;
-				flush_deferred = false;
-			}
-			held_locks = NIL;	/* released with the transaction's locks */
-			break;
-		default:
-			break;
-	}
-}
-
-void
-mq_log_init(void)
-{
-	RegisterXactCallback(produce_xact_callback, NULL);
-}
-
-/* mq._lock_partition(topic_id, partition): for maintenance that reshapes segments */
-Datum
-mq_lock_partition_sql(PG_FUNCTION_ARGS)
-{
-	mq_lock_partition(PG_GETARG_INT32(0), PG_GETARG_INT32(1));
-	PG_RETURN_VOID();
-}
 
 /*
  * Last offset in one segment as seen by the snapshot, or -1 if it has none;

@@ -46,7 +46,7 @@ _PG_init(void)
 	BackgroundWorker worker;
 
 	mq_topic_cache_init();
-	mq_log_init();
+	mq_produce_lock_init();
 	mq_offsets_init();
 	mq_notify_init();
 	mq_commit_wait_init();

@@ -131,7 +131,7 @@ extern void mq_topic_cache_init(void);
 
 /* log.c: storage engine */
 extern void mq_lock_partition(int32 topic_id, int32 partition);
-extern void mq_log_init(void);
+extern void mq_produce_lock_init(void);
 extern bool mq_release_before_flush;
 extern int64 mq_log_end_offset(MqPartition *part, Snapshot snapshot);
 extern int64 mq_segment_last_offset(MqSegment *seg, Snapshot snapshot, TimestampTz *max_ts);

@@ -103,7 +103,7 @@ done
 ((D_SMALL >= BATCH && D_BIG > D_SMALL)) || mq_die "need $BATCH <= D small < D big"
 
 T0=$SECONDS
-SO="$("$PG_CONFIG" --pkglibdir)/mq.so"
+SO="${MQ_PG_ROOT:-}$("$PG_CONFIG" --pkglibdir)/mq.so" # the copy the server loads
 [[ -f "$SO" ]] || mq_die "$SO not installed: build and install the extension first"
 so_info() { echo "$(date -u -r "$SO" '+%Y-%m-%d %H:%M:%S UTC'), md5 $(md5sum "$SO" | cut -c1-12)"; }
 SO_INFO="$(so_info)" # the build the server loads at start
@@ -323,24 +323,25 @@ INSERT INTO plain_b (partition, msg_offset, created_at, key, value, headers, pro
   VALUES (:p, nextval('plain_b_seq'), now(), NULL, '\\x$VAL_HEX'::bytea, NULL, NULL, NULL, NULL)
   RETURNING partition, msg_offset;")"
 # B1 uses client 0 only, so the baseline's partition is 0 there too.
+# Every run starts from a checkpoint, and the three 4-client variants take
+# turns in each position (the baseline used to run second every time).
 b_run() { # b_run KEY SCRIPT CLIENTS
+	checkpoint
 	bench_run "$1" "$2" "$3" T "$DURATION"
 	record "$1" "$LAST_TPS"
 	WAL_RUNS[$1]="${WAL_RUNS[$1]:-} $(awk -v w="$LAST_WAL" -v n="$LAST_TX" 'BEGIN { printf "%.1f", w / n }')"
 	say "  B $1 run: $(fmt_num "$LAST_TPS") records/s"
 }
 for ((r = 1; r <= RUNS; r++)); do
-	checkpoint
 	if ((r % 2)); then
 		b_run b1_mq "$SB_MQ1" 1; b_run b1_plain "$SB_PL" 1
 	else
 		b_run b1_plain "$SB_PL" 1; b_run b1_mq "$SB_MQ1" 1
 	fi
 done
+B4_ORDERS=("b4x1_mq b4_plain b4x4_mq" "b4_plain b4x4_mq b4x1_mq" "b4x4_mq b4x1_mq b4_plain")
 for ((r = 1; r <= RUNS; r++)); do
-	checkpoint
-	if ((r % 2)); then order="b4x1_mq b4_plain b4x4_mq"; else order="b4x4_mq b4_plain b4x1_mq"; fi
-	for k in $order; do
+	for k in ${B4_ORDERS[$(((r - 1) % 3))]}; do
 		case "$k" in
 		b4x1_mq) b_run b4x1_mq "$SB_MQ1" 4 ;;
 		b4x4_mq) b_run b4x4_mq "$SB_MQ4" 4 ;;
