@@ -18,6 +18,7 @@
  */
 #include "postgres.h"
 
+#include "access/detoast.h"
 #include "access/genam.h"
 #include "access/nbtree.h"
 #include "access/table.h"
@@ -113,6 +114,28 @@ emit_record(TupleTableSlot *slot, Datum topic_datum, int32 partition,
 	tuplestore_putvalues(store, outdesc, values, nulls);
 }
 
+/*
+ * The byte budget of mq.fetch(max_bytes): a record costs its key and value
+ * sizes plus 24 bytes (about a Kafka record's overhead); the first record
+ * is always returned (KIP-74), later ones only while they fit.  NULL
+ * budget: no limit.
+ */
+static bool
+fits_budget(TupleTableSlot *slot, MqByteBudget *budget)
+{
+	int64		size = 24;
+
+	if (budget == NULL)
+		return true;
+	for (int a = Anum_log_key; a <= Anum_log_value; a++)
+		if (!slot->tts_isnull[a - 1])
+			size += toast_raw_datum_size(slot->tts_values[a - 1]) - VARHDRSZ;
+	if (budget->used > 0 && budget->used + size > budget->max)
+		return false;
+	budget->used += size;
+	return true;
+}
+
 static int64
 slot_offset(TupleTableSlot *slot)
 {
@@ -141,7 +164,7 @@ slot_offset(TupleTableSlot *slot)
 static int
 read_segment(MqSegment *seg, Snapshot snapshot, int64 *next, int64 stop, int max,
 			 int64 cleaner_point, Datum topic_datum, int32 partition,
-			 Tuplestorestate *store, TupleDesc outdesc)
+			 Tuplestorestate *store, TupleDesc outdesc, MqByteBudget *budget)
 {
 	Relation	rel = table_open(seg->relid, AccessShareLock);
 	Relation	irel = index_open(seg->indexid, AccessShareLock);
@@ -163,7 +186,8 @@ read_segment(MqSegment *seg, Snapshot snapshot, int64 *next, int64 stop, int max
 		index_rescan(iscan, &key, 1, NULL, 0);
 		found = index_getnext_slot(iscan, ForwardScanDirection, slot) &&
 			slot_offset(slot) < stop &&
-			(slot_offset(slot) == *next || slot_offset(slot) <= cleaner_point);
+			(slot_offset(slot) == *next || slot_offset(slot) <= cleaner_point) &&
+			fits_budget(slot, budget);
 		if (found)
 		{
 			/* perhaps past a gap that compaction left */
@@ -189,6 +213,11 @@ read_segment(MqSegment *seg, Snapshot snapshot, int64 *next, int64 stop, int max
 				continue;		/* read already */
 			if (offset > *next)
 				break;			/* out of order: back to the index */
+			if (!fits_budget(slot, budget))
+			{
+				max = count;	/* full */
+				break;
+			}
 			emit_record(slot, topic_datum, partition, store, outdesc);
 			count++;
 			(*next)++;
@@ -210,7 +239,7 @@ read_segment(MqSegment *seg, Snapshot snapshot, int64 *next, int64 stop, int max
 int
 mq_read_partition(MqTopic *topic, MqPartition *part, int64 from, int max,
 				  Datum topic_datum, Tuplestorestate *store, TupleDesc outdesc,
-				  int64 *next_out)
+				  int64 *next_out, MqByteBudget *budget)
 {
 	Snapshot	snapshot = GetActiveSnapshot();
 	int64		stop = part->replicated ? mq_partition_high_watermark(topic, part) : PG_INT64_MAX;
@@ -231,7 +260,7 @@ mq_read_partition(MqTopic *topic, MqPartition *part, int64 from, int max,
 		if (seg->base > next)
 			break;				/* only after a crash mid-roll; nothing to read */
 		n = read_segment(seg, snapshot, &next, stop, max - count, part->cleaner_point,
-						 topic_datum, part->partition, store, outdesc);
+						 topic_datum, part->partition, store, outdesc, budget);
 		count += n;
 		if (n > 0)
 			last = next;
@@ -312,7 +341,10 @@ mq_long_poll_again(MqLongPoll *lp, int got, int max, int32 topic_id)
 	return true;
 }
 
-/* mq.fetch(topic, partition, from_offset, max_records, max_wait_ms, min_records) */
+/*
+ * mq.fetch(topic, partition, from_offset, max_records, max_wait_ms,
+ * min_records, max_bytes)
+ */
 Datum
 mq_fetch(PG_FUNCTION_ARGS)
 {
@@ -325,6 +357,8 @@ mq_fetch(PG_FUNCTION_ARGS)
 	int32		max;
 	int			got = 0;
 	MqLongPoll	lp;
+	MqByteBudget budget = {0, 0};
+	MqByteBudget *limit = NULL;
 
 	mq_check_not_null(fcinfo, 4, names);
 	topic = mq_topic_authorized(PG_GETARG_TEXT_PP(0), MQ_ACL_READ);
@@ -332,6 +366,15 @@ mq_fetch(PG_FUNCTION_ARGS)
 	from = PG_GETARG_INT64(2);
 	max = PG_GETARG_INT32(3);
 	mq_check_max_records(max);
+	if (PG_NARGS() > 6 && !PG_ARGISNULL(6))
+	{
+		budget.max = PG_GETARG_INT64(6);
+		if (budget.max < 1)
+			ereport(ERROR,
+					(errcode(ERRCODE_MQ_INVALID_ARGUMENT),
+					 errmsg("max_bytes must be positive, not " INT64_FORMAT, budget.max)));
+		limit = &budget;
+	}
 	mq_long_poll_start(&lp, fcinfo, 4, 5, topic->topic_id);
 
 	if (from < part->log_start)
@@ -347,7 +390,7 @@ mq_fetch(PG_FUNCTION_ARGS)
 	do
 	{
 		int			n = mq_read_partition(topic, part, next, max - got, PG_GETARG_DATUM(0),
-										  rsinfo->setResult, rsinfo->setDesc, &next);
+										  rsinfo->setResult, rsinfo->setDesc, &next, limit);
 
 		if (n == 0 && got == 0)
 		{

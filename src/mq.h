@@ -213,9 +213,15 @@ typedef struct MqLongPoll
 	bool		pushed;			/* a fresh snapshot is pushed */
 } MqLongPoll;
 extern int64 mq_partition_high_watermark(MqTopic *topic, MqPartition *part);
+/* mq.fetch's max_bytes: what the records read so far take of it */
+typedef struct MqByteBudget
+{
+	int64		max;
+	int64		used;
+} MqByteBudget;
 extern int	mq_read_partition(MqTopic *topic, MqPartition *part, int64 from, int max,
 							  Datum topic_datum, Tuplestorestate *store, TupleDesc outdesc,
-							  int64 *next_out);
+							  int64 *next_out, MqByteBudget *budget);
 extern void mq_check_max_records(int32 max);
 extern void mq_check_not_null(FunctionCallInfo fcinfo, int nargs, const char *const *names);
 extern void mq_long_poll_start(MqLongPoll *lp, FunctionCallInfo fcinfo, int wait_arg,

@@ -230,7 +230,7 @@ mq_poll(PG_FUNCTION_ARGS)
 			pos = start_position(mq_position_current(&key, group, topic),
 								 topic, part, reset, since);
 			n = mq_read_partition(topic, part, pos, max - got, PG_GETARG_DATUM(1),
-								  rsinfo->setResult, rsinfo->setDesc, &next);
+								  rsinfo->setResult, rsinfo->setDesc, &next, NULL);
 			got += n;
 			mq_position_advance(&key, next, autocommit, n);
 		}

@@ -43,12 +43,10 @@
  * records, with no ORDER BY: rows are put in order by the daemon
  * (fetch_order), which costs less than a sort in the backend.  Each
  * partition's records stop before the one that would pass the partition's
- * byte limit ($5; record overhead counted as 24 bytes), so records that
- * cannot be sent are not transferred; the first one always passes.  The
- * running sum is taken in mq.fetch's order (offsets ascending) without a
- * window ORDER BY, which would sort rows that are already sorted; the
+ * byte limit ($5), which mq.fetch's max_bytes counts as it reads (key and
+ * value sizes plus 24 bytes a record; the first record always passes), so
+ * records that cannot be sent are neither read nor transferred; the
  * daemon checks the limits again, so the cut is only an economy.
- * octet_length() of a toasted value does not detoast it.
  */
 #define FETCH_SQL \
 	"WITH r AS (SELECT u.i::int4 AS i, u.t, u.p, u.o, u.n, u.mb, s.log_start_offset AS lso," \
@@ -65,13 +63,8 @@
 	"          FROM unnest(f.header_list) WITH ORDINALITY h(key, value, n) ORDER BY h.n) END," \
 	"        CASE WHEN f.header_list IS NOT NULL THEN ARRAY(SELECT h.value" \
 	"          FROM unnest(f.header_list) WITH ORDINALITY h(key, value, n) ORDER BY h.n) END" \
-	"   FROM r CROSS JOIN LATERAL (" \
-	"        SELECT g.* FROM (SELECT x.*, sum(x.sz) OVER (ROWS UNBOUNDED PRECEDING) AS run" \
-	"          FROM (SELECT y.*, coalesce(octet_length(y.key), 0)" \
-	"                            + coalesce(octet_length(y.value), 0) + 24 AS sz" \
-	"                  FROM mq.fetch(r.t, r.p, CASE WHEN r.o >= r.lso AND r.o < r.hw" \
-	"                                          THEN r.o ELSE r.leo END, r.n) y) x) g" \
-	"         WHERE g.run - g.sz < r.mb) f"
+	"   FROM r CROSS JOIN LATERAL mq.fetch(r.t, r.p, CASE WHEN r.o >= r.lso AND r.o < r.hw" \
+	"                                      THEN r.o ELSE r.leo END, r.n, max_bytes => r.mb) f"
 
 /* result columns */
 enum

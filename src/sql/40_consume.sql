@@ -6,7 +6,8 @@
 -- min_records waits for commits to the topic (READ COMMITTED only).
 CREATE FUNCTION mq.fetch(topic text, partition integer, from_offset bigint,
                          max_records integer DEFAULT 1000,
-                         max_wait_ms integer DEFAULT 0, min_records integer DEFAULT 1)
+                         max_wait_ms integer DEFAULT 0, min_records integer DEFAULT 1,
+                         max_bytes bigint DEFAULT NULL)
     RETURNS SETOF mq.record
     AS 'MODULE_PATHNAME', 'mq_fetch' LANGUAGE C VOLATILE ROWS 1000;
 

@@ -89,7 +89,7 @@ COMMENT ON PROCEDURE mq.produce(text, bytea[], bytea[], integer, text, bigint, i
     'produces a batch to one partition with Kafka''s acks (0, 1 or all) and commits; with acks=all waits for the in-sync replicas. Call outside a transaction block';
 
 -- Consume (40_consume.sql; commit_polled is commented there)
-COMMENT ON FUNCTION mq.fetch(text, integer, bigint, integer, integer, integer) IS
+COMMENT ON FUNCTION mq.fetch(text, integer, bigint, integer, integer, integer, bigint) IS
     'reads up to max_records records of one partition from an offset; with max_wait_ms waits for at least min_records (long polling)';
 COMMENT ON FUNCTION mq.commit_offset(text, text, integer, bigint, text, bigint, integer, text, integer) IS
     'commits a group''s position (the next offset to read) in a partition; fenced by producer epoch or group generation when those are given';
