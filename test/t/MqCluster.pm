@@ -302,8 +302,10 @@ sub kill9_node
 # ---------------------------------------------------------------------
 
 # Run one statement with psql; returns (success, output).  With $timeout
-# (seconds), psql is killed by SIGALRM after that long: a paused node must
-# not hold a client forever.
+# (seconds), psql is killed (SIGKILL) after that long: a paused node must
+# not hold a client forever.  Not by an alarm inherited across exec: psql 15
+# catches SIGALRM once connected (its \watch timer), so an alarm ended a
+# connection attempt but never a statement in progress.
 sub psql_cmd
 {
 	my ($node, $sql, $timeout) = @_;
@@ -315,11 +317,26 @@ sub psql_cmd
 	if ($pid == 0)
 	{
 		open STDERR, '>&', \*STDOUT;
-		alarm($timeout) if $timeout;	# survives exec: SIGALRM ends psql
 		exec @cmd or POSIX::_exit(127);
 	}
-	local $/;
-	$out = <$fh> // '';
+	my $deadline = $timeout ? time + $timeout : undef;
+	my $rin = '';
+	vec($rin, fileno($fh), 1) = 1;
+	while (1)
+	{
+		my $left = defined $deadline ? $deadline - time : undef;
+		if (defined $left && $left <= 0)
+		{
+			kill 'KILL', $pid;	# then read on to the EOF its death brings
+			$deadline = undef;
+			next;
+		}
+		next if select(my $r = $rin, undef, undef, $left) <= 0;
+		my $n = sysread($fh, my $buf, 65536);
+		next if !defined $n && $!{EINTR};
+		last unless $n;
+		$out .= $buf;
+	}
 	close $fh;
 	return ($? == 0, $out);
 }
