@@ -1,14 +1,16 @@
 # MqCluster: a replicated mq cluster on loopback for TAP tests.
 #
 #   my $c = MqCluster->new(nodes => 3);   # 3 data nodes + a coordinator
-#   (options: metrics => 1, high_fds => 1, lag_time_max_ms, node_conf, broker_conf)
+#   (options: metrics => 1, high_fds => 1, lag_time_max_ms, node_conf, broker_conf,
+#    coord_proxy => 1)
 #   $c->start_brokers;                    # one mq-broker per data node
 #   $c->create_topic('t', 1, {'replication.factor' => 3, 'min.insync.replicas' => 2});
 #   my $p = $c->start_producer('t', 0);   # idempotent, acks=all, throughout
 #   ... faults: $c->kill9_node($i), $c->restart_node($i), $c->stop_broker ...
 #   my $r = $c->start_consumer('t', 0);    # reads through the leader
 #   ... faults: $c->kill9_node($i), $c->restart_node($i), $c->stop_broker,
-#       $c->pause_node($i) / resume_node($i), $c->signal_broker($i, 'STOP') ...
+#       $c->pause_node($i) / resume_node($i), $c->signal_broker($i, 'STOP'),
+#       $c->cut_coordinator($i) / heal_coordinator($i) (coord_proxy => 1) ...
 #   $c->wait_acks($p, since => $t);      # wait on progress, never sleep
 #   my $acks = $c->stop_producer($p);
 #   $c->stop_consumer($r);
@@ -26,6 +28,19 @@
 # A run that acknowledged nothing would pass all of that, so the checker
 # fails it, unless the caller says that nothing was to be acknowledged
 # ($c->check_log('t', 0, $acks, { expect_no_acks => 1 }, @live)).
+#
+# Cutting a broker from the coordinator: with coord_proxy => 1 every broker
+# reaches the coordinator through a forwarder of its own (MqProxy.pm: a
+# child process on a port of 127.0.0.1, kept across broker restarts).
+# $c->cut_coordinator($i) makes broker $i's forwarder stop accepting,
+# reading and writing at once, so the broker and its coordinator session
+# hear silence, as behind a firewall dropping packets (no reset, no
+# close); heal_coordinator($i) resumes forwarding.  Its node, the other
+# brokers and the test's clients are not cut.  Unlike a real drop, the
+# forwarder's kernel answers TCP keepalives, so the broker notices the cut
+# by its statement deadline (coordinator.timeout.ms) and the coordinator by
+# its heartbeat age (session.timeout.ms: another broker fences the
+# session), not by keepalives.  No root, iptables or namespaces needed.
 package MqCluster;
 
 use strict;
@@ -37,6 +52,7 @@ use Test::More;
 use Time::HiRes qw(time usleep);
 use POSIX ();
 use File::Basename ();
+use MqProxy;
 
 # every cluster made, so that brokers never outlive a test that died
 my @clusters;
@@ -111,12 +127,43 @@ sub broker_config
 		$metrics = "[metrics]\naddress = 127.0.0.1:$self->{metrics_port}[$i]\n";
 	}
 	print $fh "[broker]\nid = $i\nnode = " . conninfo($self->node($i)) . "\n"
-		. "node.name = node$i\ncoordinator = " . conninfo($self->coord) . "\n"
+		. "node.name = node$i\ncoordinator = " . $self->coord_conninfo($i) . "\n"
 		. $metrics
 		. "[replication]\nreplica.lag.time.max.ms = "
 		. ($self->{opt}{lag_time_max_ms} // 2000) . "\n$extra";
 	close $fh;
 	return $file;
+}
+
+# The coordinator as broker $i reaches it: directly, or with coord_proxy
+# => 1 through its forwarder (started on first use, kept until teardown).
+sub coord_conninfo
+{
+	my ($self, $i) = @_;
+	return conninfo($self->coord) unless $self->{opt}{coord_proxy};
+	my $coord = $self->coord;
+	my $up = $coord->host =~ m{^/}
+	  ? sprintf('%s/.s.PGSQL.%d', $coord->host, $coord->port)
+	  : sprintf('%s:%d', $coord->host, $coord->port);
+	$self->{proxies}[$i] //= MqProxy->start(upstream => $up,
+		state => "$self->{dir}/coord_proxy$i.state");
+	return sprintf('host=127.0.0.1 port=%d dbname=postgres user=%s',
+		$self->{proxies}[$i]{port}, $BROKER_ROLE);
+}
+
+# Silence between broker $i and the coordinator (both ways), and its end.
+sub cut_coordinator
+{
+	my ($self, $i) = @_;
+	my $px = $self->{proxies}[$i] or die "cut_coordinator needs coord_proxy => 1";
+	$px->cut;
+}
+
+sub heal_coordinator
+{
+	my ($self, $i) = @_;
+	my $px = $self->{proxies}[$i] or die "heal_coordinator needs coord_proxy => 1";
+	$px->heal;
 }
 
 sub start_broker
@@ -689,6 +736,7 @@ sub teardown
 		waitpid($pid, 0);
 		$self->{brokers}[$i] = undef;
 	}
+	$_ && $_->stop for @{ $self->{proxies} // [] };
 }
 
 1;
