@@ -6,6 +6,7 @@
 #   $c->start_brokers;                    # one mq-broker per data node
 #   $c->create_topic('t', 1, {'replication.factor' => 3, 'min.insync.replicas' => 2});
 #   my $p = $c->start_producer('t', 0);   # idempotent, acks=all, throughout
+#   my $q = $c->start_producer('t', 0, tag => 'w', batch => 50);  # a second one
 #   ... faults: $c->kill9_node($i), $c->restart_node($i), $c->stop_broker ...
 #   my $r = $c->start_consumer('t', 0);    # reads through the leader
 #   ... faults: $c->kill9_node($i), $c->restart_node($i), $c->stop_broker,
@@ -15,6 +16,7 @@
 #   my $acks = $c->stop_producer($p);
 #   $c->stop_consumer($r);
 #   $c->check_log('t', 0, $acks, @live);   # the independent checker
+#   $c->check_log('t', 0, [ @$acks, @$acks_q ], @live);  # several producers
 #
 # The producer is a child process that sends batches with psql to whoever
 # the coordinator names leader, retrying a batch with the same sequence
@@ -28,6 +30,11 @@
 # A run that acknowledged nothing would pass all of that, so the checker
 # fails it, unless the caller says that nothing was to be acknowledged
 # ($c->check_log('t', 0, $acks, { expect_no_acks => 1 }, @live)).
+#
+# Several producers may write one partition: each has a tag (default 'v')
+# that prefixes its values ('v0', 'v1', ...; 'w0', ...), its own producer
+# id, batch size and acks file; check_log takes their lines together and
+# checks each acknowledged batch, and each producer's order, by its tag.
 #
 # Cutting a broker from the coordinator: with coord_proxy => 1 every broker
 # reaches the coordinator through a forwarder of its own (MqProxy.pm: a
@@ -392,14 +399,16 @@ sub start_producer
 {
 	my ($self, $topic, $partition, %opt) = @_;
 	my $batch = $opt{batch} // 5;
+	my $tag = $opt{tag} // 'v';
+	die "producer tag must be lower-case letters" unless $tag =~ /^[a-z]+$/;
 	# a whole attempt (connect, produce, wait for acks=all) at most this long
 	my $attempt = $opt{attempt_timeout} // 10;
-	$self->{batch}{"$topic/$partition"} = $batch;
+	$self->{batch}{"$topic/$partition"} = $batch if $tag eq 'v';
 	my $leader = $self->leader($topic, $partition);
 	my ($ok, $out) = psql_cmd($self->node($leader), 'SELECT producer_id FROM mq.init_producer()');
 	die "init_producer: $out" unless $ok;
 	chomp(my $producer_id = $out);
-	my $file = "$self->{logprefix}acks.$topic.$partition";
+	my $file = "$self->{logprefix}acks.$topic.$partition" . ($tag eq 'v' ? '' : ".$tag");
 	my $stop = "$file.stop";
 	unlink $stop;
 	my $pid = fork();
@@ -415,7 +424,7 @@ sub start_producer
 				"SELECT coalesce(leader, -1) FROM mq_coord.partition WHERE topic = '$topic' AND partition = $partition");
 			chomp $l;
 			if (!$lok || $l !~ /^\d+$/ || $l < 1) { usleep(50_000); next; }
-			my $vals = join(',', map { "'v" . ($seq + $_) . "'" } 0 .. $batch - 1);
+			my $vals = join(',', map { "'$tag" . ($seq + $_) . "'" } 0 .. $batch - 1);
 			my ($sok, $res) = psql_cmd($self->node($l),
 				"CALL mq.produce('$topic', NULL, ARRAY[$vals]::bytea[], $partition, 'all', "
 				  . "$producer_id, 0, $seq, 5000)", $attempt);
@@ -437,8 +446,8 @@ sub start_producer
 		POSIX::_exit(0);
 	}
 	$self->{children}{$pid} = 1;
-	return { pid => $pid, file => $file, stop => $stop, batch => $batch, topic => $topic,
-		partition => $partition };
+	return { pid => $pid, file => $file, stop => $stop, batch => $batch, tag => $tag,
+		topic => $topic, partition => $partition };
 }
 
 # The producer's log lines so far, as hashes; a line still being written
@@ -457,7 +466,8 @@ sub producer_lines
 	return \@lines;
 }
 
-# Stop the producer; returns its log lines as hashes.
+# Stop the producer; returns its log lines as hashes, each with the
+# producer's tag and batch size (for check_log).
 sub stop_producer
 {
 	my ($self, $p) = @_;
@@ -465,7 +475,9 @@ sub stop_producer
 	close $fh;
 	waitpid($p->{pid}, 0);
 	delete $self->{children}{ $p->{pid} };
-	return producer_lines($p->{file});
+	my $lines = producer_lines($p->{file});
+	@$_{qw(tag batch)} = @$p{qw(tag batch)} for @$lines;
+	return $lines;
 }
 
 # Poll the child's log file until $count of its lines (default 1) are of
@@ -648,6 +660,23 @@ sub wait_converged
 	return 0;
 }
 
+# Whether the log holds each producer's records in the order it sent them
+# (its sequence numbers rising), and nothing from anyone else.
+sub producer_order
+{
+	my ($ref, @tags) = @_;
+	my %known = map { $_ => 1 } 'v', @tags;
+	my %last;
+	for my $v (@$ref)
+	{
+		my ($tag, $seq) = $v =~ /^([a-z]+)(\d+)$/ or return 0;
+		return 0 unless $known{$tag};
+		return 0 if defined $last{$tag} && $seq <= $last{$tag};
+		$last{$tag} = $seq;
+	}
+	return 1;
+}
+
 # The checks every scenario ends with.  Options go in a hash before the
 # live nodes: { expect_no_acks => 1 } for a run in which nothing was to be
 # acknowledged.
@@ -672,22 +701,25 @@ sub check_log
 	my ($lost, $dup, $moved) = (0, 0, 0);
 	for my $a (@acks)
 	{
-		for my $k (0 .. ($self->{batch}{"$topic/$partition"} // 5) - 1)
+		my $tag = $a->{tag} // 'v';
+		for my $k (0 .. ($a->{batch} // $self->{batch}{"$topic/$partition"} // 5) - 1)
 		{
-			my $v = 'v' . ($a->{seq} + $k);
+			my $v = $tag . ($a->{seq} + $k);
 			my $at = $where{$v} // [];
 			$lost++ if @$at == 0 || $at->[0] >= $hwm;
 			$moved++ if @$at && $at->[0] != $a->{base} + $k;
 		}
 	}
-	for my $v (keys %where) { $dup++ if @{ $where{$v} } > 1; }
-	my @seqs = map { substr($_, 1) } @$ref;
-	my $ordered = 1;
-	for my $o (1 .. $#seqs) { $ordered = 0 if $seqs[$o] <= $seqs[ $o - 1 ]; }
+	my @dups = sort { $where{$a}[0] <=> $where{$b}[0] } grep { @{ $where{$_} } > 1 } keys %where;
+	$dup = scalar @dups;
+	diag("$topic/$partition: $dup record(s) twice in the log, e.g. "
+		  . join(', ', map { "$_ at offsets @{ $where{$_} }" } @dups[ 0 .. ($#dups < 2 ? $#dups : 2) ]))
+	  if @dups;
+	my $ordered = producer_order($ref, map { $_->{tag} // 'v' } @acks);
 	is($lost, 0, 'no acknowledged record lost (' . scalar(@acks) . ' acknowledged batches)');
 	is($dup, 0, 'no record duplicated');
 	is($moved, 0, 'every acknowledged record sits at the offset it was acknowledged with');
-	ok($ordered, 'records in producer order');
+	ok($ordered, 'records in producer order (each producer\'s own), none from elsewhere');
 	for my $i (@live[ 1 .. $#live ])
 	{
 		my ($log, $h) = $self->replica_rows($i, $topic, $partition);
