@@ -21,8 +21,8 @@ LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	BatchHeader h;
 
 	memcpy(copy, data, size);
-	if (batch_header_decode(copy, size, &h) && size < 4 + 3 * 16)
-		abort();				/* accepted fewer bytes than three int8 fields take */
+	if (batch_header_decode(copy, size, &h) && size < 4 + BATCH_HEADER_FIELDS * 16)
+		abort();				/* accepted fewer bytes than the int8 fields take */
 	free(copy);
 	return 0;
 }

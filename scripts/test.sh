@@ -42,6 +42,8 @@
 #        regress pgtap concurrency cli kafka sanitize tap; default all),
 #        MQ_SKIP_BUILD=1 (skip install-deps and build/install: rerun
 #        tests against what is already installed),
+#        MQ_TESTS (space-separated globs narrowing the suites of every
+#        phase to those matching, e.g. MQ_TESTS='test/t/112*'),
 #        MQ_PRELOAD / MQ_EXTENSION (see scripts/lib.sh).
 set -euo pipefail
 
@@ -164,6 +166,21 @@ KAFKA_SH=(test/kafka/*.sh)
 TAP_PL=(test/t/*.pl)
 UNIT_C=(test/unit/*_test.c)
 UNIT_SH=(test/unit/*.sh)
+# MQ_TESTS narrows every list to the files matching one of its globs
+if [[ -n "${MQ_TESTS:-}" ]]; then
+	narrow() {
+		local -n list="$1"
+		local keep=() f g
+		for f in "${list[@]}"; do
+			for g in $MQ_TESTS; do
+				# shellcheck disable=SC2053
+				if [[ "$f" == $g ]]; then keep+=("$f"); break; fi
+			done
+		done
+		list=("${keep[@]}")
+	}
+	for l in REGRESS_SQL PGTAP_SQL CONC_SH CLI_SH KAFKA_SH TAP_PL UNIT_C UNIT_SH; do narrow "$l"; done
+fi
 shopt -u nullglob
 
 # --------------------------------------------------------------------------

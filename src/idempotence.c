@@ -13,6 +13,14 @@
  * carry producer id, epoch and sequence, so a replica can rebuild the
  * state from the log it copied.
  *
+ * Ids issued elsewhere.  In a cluster (a node whose broker attached) ids
+ * are cluster-wide (src/sql/63_producer_ids.sql) and a producer writes to
+ * every partition leader with the id one node issued.  As on a Kafka
+ * partition leader, a batch at sequence 0 registers an id this node does
+ * not know, or a newer epoch of such an id (one without a transactional id
+ * here); any other batch of an unknown id is refused (MQ013).  Nodes that
+ * never had a broker know only the ids they issued.
+ *
  * Fencing.  Every idempotent send (and fenced offset commit) holds a
  * shared lock on its producer id until its transaction ends, then reads
  * the current epoch with the latest snapshot.  init_producer bumps the
@@ -58,38 +66,101 @@ mq_lock_producer(PG_FUNCTION_ARGS)
 }
 
 /*
- * Check that the producer exists and that the epoch is its current one,
- * holding the producer's shared lock until the transaction ends.
+ * The producer's row: its current epoch and whether it is foreign here
+ * (found, with no transactional id, on a node that issues cluster-wide ids
+ * from coordinator blocks: some other node may have issued it).  Read with
+ * the latest snapshot: an epoch bumped since our snapshot must count.
  */
-void
-mq_producer_check_epoch(int64 producer_id, int32 epoch)
+static bool
+read_producer(int64 producer_id, int32 *current, bool *cluster, bool *transactional)
 {
 	static SPIPlanPtr plan = NULL;
 	MqSpiSave	spi;
 	Datum		arg = Int64GetDatum(producer_id);
 	bool		isnull;
-	int32		current;
 	bool		found;
 
-	lock_producer(producer_id, ShareLock);
-
-	/* the latest snapshot: an epoch bumped since our snapshot must count */
 	PushActiveSnapshot(GetLatestSnapshot());
 	mq_spi_begin(&spi);
 	if (plan == NULL)
 	{
 		Oid			argtype = INT8OID;
 
-		plan = mq_spi_prepare("SELECT producer_epoch FROM mq.producer WHERE producer_id = $1",
+		plan = mq_spi_prepare("SELECT p.producer_epoch, p.transactional_id IS NOT NULL, "
+							  "       EXISTS (SELECT 1 FROM mq.replica_broker) "
+							  "  FROM (SELECT 1) AS one "
+							  "  LEFT JOIN mq.producer p ON p.producer_id = $1",
 							  1, &argtype);
 	}
-	if (SPI_execute_plan(plan, &arg, NULL, true, 1) != SPI_OK_SELECT)
+	if (SPI_execute_plan(plan, &arg, NULL, true, 1) != SPI_OK_SELECT || SPI_processed != 1)
 		elog(ERROR, "mq: producer lookup failed");
-	found = (SPI_processed == 1);
-	current = found ? DatumGetInt32(SPI_getbinval(SPI_tuptable->vals[0],
-												  SPI_tuptable->tupdesc, 1, &isnull)) : 0;
+	{
+		HeapTuple	tup = SPI_tuptable->vals[0];
+		TupleDesc	desc = SPI_tuptable->tupdesc;
+		Datum		d = SPI_getbinval(tup, desc, 1, &isnull);
+
+		found = !isnull;
+		*current = found ? DatumGetInt32(d) : 0;
+		*transactional = found && DatumGetBool(SPI_getbinval(tup, desc, 2, &isnull));
+		*cluster = DatumGetBool(SPI_getbinval(tup, desc, 3, &isnull));
+	}
 	mq_spi_end(&spi);
 	PopActiveSnapshot();
+	return found;
+}
+
+/*
+ * A producer id issued by another node of the cluster starts here, as on a
+ * Kafka partition leader, with its first batch (sequence 0): register it,
+ * or move it to the newer epoch its batch carries.
+ */
+static void
+register_foreign(int64 producer_id, int32 epoch)
+{
+	static SPIPlanPtr plan = NULL;
+	MqSpiSave	spi;
+	Datum		args[2] = {Int64GetDatum(producer_id), Int32GetDatum(epoch)};
+
+	mq_spi_begin(&spi);
+	if (plan == NULL)
+	{
+		Oid			argtypes[2] = {INT8OID, INT4OID};
+
+		plan = mq_spi_prepare("INSERT INTO mq.producer AS p (producer_id, producer_epoch) "
+							  "VALUES ($1, $2) ON CONFLICT (producer_id) DO UPDATE "
+							  "SET producer_epoch = GREATEST(p.producer_epoch, EXCLUDED.producer_epoch), "
+							  "    last_used = pg_catalog.now()",
+							  2, argtypes);
+	}
+	if (SPI_execute_plan(plan, args, NULL, false, 0) != SPI_OK_INSERT)
+		elog(ERROR, "mq: producer registration failed");
+	mq_spi_end(&spi);
+}
+
+/*
+ * Check that the producer exists and that the epoch is its current one,
+ * holding the producer's shared lock until the transaction ends.
+ * base_sequence is the batch's first sequence (-1 for an offset commit):
+ * on a node issuing cluster-wide ids, a batch at sequence 0 or a fenced
+ * offset commit of an unknown id, or of a newer epoch of a foreign id
+ * (such as a transactional id's, from mq_coord.init_producer), registers
+ * that epoch here.
+ */
+void
+mq_producer_check_epoch(int64 producer_id, int32 epoch, int32 base_sequence)
+{
+	int32		current;
+	bool		cluster;
+	bool		transactional;
+	bool		found;
+
+	lock_producer(producer_id, ShareLock);
+	found = read_producer(producer_id, &current, &cluster, &transactional);
+	if (cluster && base_sequence <= 0 && (!found || (epoch > current && !transactional)))
+	{
+		register_foreign(producer_id, epoch);
+		found = read_producer(producer_id, &current, &cluster, &transactional);
+	}
 
 	if (!found)
 		ereport(ERROR,

@@ -170,7 +170,7 @@ mq_replica_attach_broker(PG_FUNCTION_ARGS)
  * The broker changes the role under the same lock, so an append either
  * finishes before a node is demoted or sees the demotion.
  */
-void
+int32
 mq_replica_check_produce(MqTopic *topic, int32 partition)
 {
 	MqReplicaState st;
@@ -180,6 +180,7 @@ mq_replica_check_produce(MqTopic *topic, int32 partition)
 		mq_replica_raise_not_leader(topic->name, partition, &st);
 	if (st.found)
 		mq_replica_check_broker(topic->name, partition, &st);
+	return st.found ? st.leader_epoch : -1;
 }
 
 /*

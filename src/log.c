@@ -496,20 +496,28 @@ mq_log_append(const char *topic_name, int32 partition, MqRecordIn *recs,
 	int64		base;
 	TimestampTz now = GetCurrentTimestamp();
 	TimestampTz last_max = DT_NOBEGIN;
+	int32		epoch = -1;
 
 	/* replication hook: only the current leader of a replicated partition appends */
 	if (part->replicated)
-		mq_replica_check_produce(topic, partition);
+		epoch = mq_replica_check_produce(topic, partition);
 
 	base = log_end_offset(part, SnapshotSelf, &last_max);
 	if (producer != NULL &&
 		mq_producer_check_sequence(topic, partition, producer, nrecs, &base))
-		return base;			/* a retry: the original offsets, nothing written */
+	{
+		/* a retry: the original offsets, nothing written */
+		if (epoch >= 0)
+			mq_commit_note_records(topic, partition, epoch, base + nrecs);
+		return base;
+	}
 	mq_stamp_records(topic, recs, nrecs, now);
 	write_records(topic_name, &topic, partition, recs, nrecs, base, producer,
 				  now, NULL, last_max);
 	if (producer != NULL)
 		mq_producer_record_batch(topic, partition, producer, nrecs, base);
+	if (epoch >= 0)
+		mq_commit_note_records(topic, partition, epoch, base + nrecs);
 	mq_notify_at_commit(topic->topic_id);
 	return base;
 }

@@ -49,6 +49,7 @@ _PG_init(void)
 	mq_log_init();
 	mq_offsets_init();
 	mq_notify_init();
+	mq_commit_wait_init();
 	mq_acl_init();
 	mq_record_size_init();
 

@@ -163,8 +163,16 @@ extern void mq_replica_raise_not_leader(const char *topic_name, int32 partition,
 										MqReplicaState *st);
 extern void mq_replica_check_broker(const char *topic_name, int32 partition,
 									MqReplicaState *st);
-extern void mq_replica_check_produce(MqTopic *topic, int32 partition);
+extern int32 mq_replica_check_produce(MqTopic *topic, int32 partition);
 extern void mq_replica_check_leader(MqTopic *topic, int32 partition);
+
+/* commit_wait.c: acknowledging writes to replicated partitions */
+extern void mq_commit_note_records(MqTopic *topic, int32 partition, int32 epoch, int64 end);
+extern void mq_commit_note_offsets(MqTopic *topic, int32 partition);
+extern int64 mq_offsets_version(int32 topic_id, int32 partition);
+extern void mq_replica_await_records(const char *topic_name, int32 topic_id, int32 partition,
+									 int32 epoch, int64 target, int32 min_isr, int timeout_ms);
+extern void mq_commit_wait_init(void);
 
 /* record_size.c: max.message.bytes; every leader append checks first */
 extern int	mq_message_max_bytes;
@@ -230,7 +238,7 @@ extern int64 mq_position_current(MqPositionKey *key, text *group, MqTopic *topic
 extern void mq_position_advance(MqPositionKey *key, int64 next, bool autocommit, int n);
 
 /* idempotence.c: idempotent producer state */
-extern void mq_producer_check_epoch(int64 producer_id, int32 epoch);
+extern void mq_producer_check_epoch(int64 producer_id, int32 epoch, int32 base_sequence);
 extern bool mq_producer_check_sequence(MqTopic *topic, int32 partition, MqProducer *p,
 									   int n, int64 *dup_base);
 extern void mq_producer_record_batch(MqTopic *topic, int32 partition, MqProducer *p,

@@ -143,6 +143,9 @@ store_offset(text *group, MqTopic *topic, int32 partition, int64 next,
 	char		argnulls[5] = {' ', ' ', ' ', ' ', ' '};
 	MqSpiSave	spi;
 
+	/* replicated: the leader alone takes commits, and followers copy them */
+	if (mq_topic_partition(topic, partition)->replicated)
+		mq_commit_note_offsets(topic, partition);
 	args[0] = PointerGetDatum(group);
 	args[1] = Int32GetDatum(topic->topic_id);
 	args[2] = Int32GetDatum(partition);
@@ -281,7 +284,7 @@ mq_commit_offset(PG_FUNCTION_ARGS)
 				(errcode(ERRCODE_MQ_INVALID_ARGUMENT),
 				 errmsg("producer_id and producer_epoch must be given together")));
 	if (!PG_ARGISNULL(5))
-		mq_producer_check_epoch(PG_GETARG_INT64(5), PG_GETARG_INT32(6));
+		mq_producer_check_epoch(PG_GETARG_INT64(5), PG_GETARG_INT32(6), -1);
 	if (!PG_ARGISNULL(7) || !PG_ARGISNULL(8))
 		check_member_commit(group, topic, part->partition, fcinfo->args[7], fcinfo->args[8]);
 
@@ -290,6 +293,8 @@ mq_commit_offset(PG_FUNCTION_ARGS)
 				(errcode(ERRCODE_MQ_OFFSET_OUT_OF_RANGE),
 				 errmsg("cannot commit negative offset " INT64_FORMAT, next),
 				 errhint("Commit the offset of the next record to read: the last processed offset plus one.")));
+	if (part->replicated)
+		mq_replica_check_leader(topic, part->partition);	/* MQ020 first */
 	end = mq_log_end_offset(part, GetActiveSnapshot());
 	if (next > end)
 		ereport(ERROR,

@@ -164,7 +164,8 @@ send_records(FunctionCallInfo fcinfo, MqRecordIn *recs, int n)
 	}
 
 	if (producer.present)
-		mq_producer_check_epoch(producer.producer_id, producer.producer_epoch);
+		mq_producer_check_epoch(producer.producer_id, producer.producer_epoch,
+								producer.base_sequence);
 	mq_check_timestamps(topic, recs, n);
 
 	offsets = palloc(sizeof(int64) * n);

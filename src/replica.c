@@ -63,19 +63,19 @@ PG_FUNCTION_INFO_V1(mq_replica_truncate_records);
 
 /* Attribute numbers of mq.replica_batch (keep in step with 60_replica.sql) */
 #define RB_BASE_OFFSET		1
-#define RB_CREATED_AT		5
-#define RB_KEYS				6
-#define RB_VALS				7
-#define RB_HEADERS			8
-#define RB_PRODUCER_IDS		9
-#define RB_PRODUCER_EPOCHS	10
-#define RB_SEQUENCES		11
-#define RB_BATCH_PRODUCER	12
-#define RB_BATCH_EPOCH		13
-#define RB_BATCH_FIRST		14
-#define RB_BATCH_LAST		15
-#define RB_BATCH_OFFSET		16
-#define RB_TIMESTAMPS		19	/* Kafka timestamps: NULL for LogAppendTime */
+#define RB_CREATED_AT		6
+#define RB_KEYS				7
+#define RB_VALS				8
+#define RB_HEADERS			9
+#define RB_PRODUCER_IDS		10
+#define RB_PRODUCER_EPOCHS	11
+#define RB_SEQUENCES		12
+#define RB_BATCH_PRODUCER	13
+#define RB_BATCH_EPOCH		14
+#define RB_BATCH_FIRST		15
+#define RB_BATCH_LAST		16
+#define RB_BATCH_OFFSET		17
+#define RB_TIMESTAMPS		20	/* Kafka timestamps: NULL for LogAppendTime */
 
 
 /* mq._replica_lock(topic_id, partition): the produce lock, until commit */
@@ -114,10 +114,11 @@ current_log_end(int32 topic_id, int32 partition)
 
 /*
  * mq._replica_wait_records(topic_id, partition, fetch_offset, wait_ms,
- * known_hwm): the leader side of a follower's long poll.  Returns true as
- * soon as the log ends beyond fetch_offset or the high watermark is no
- * longer known_hwm (the follower should hear of it), false when wait_ms
- * passed first.  Waking on the high watermark instead of refusing to wait
+ * known_hwm, known_offsets_version): the leader side of a follower's long
+ * poll.  Returns true as soon as the log ends beyond fetch_offset, or the
+ * high watermark is no longer known_hwm, or the committed offsets are no
+ * longer at known_offsets_version (the follower should hear of it), false
+ * when wait_ms passed first.  Waking on the high watermark instead of refusing to wait
  * while it lags keeps a caught-up follower from spinning on empty fetches
  * while the other followers catch up.
  */
@@ -130,6 +131,7 @@ mq_replica_wait_records(PG_FUNCTION_ARGS)
 	TimestampTz deadline = TimestampTzPlusMilliseconds(GetCurrentTimestamp(),
 													   Max(PG_GETARG_INT32(3), 0));
 	int64		known_hwm = PG_GETARG_INT64(4);
+	int64		known_offsets = PG_GETARG_INT64(5);
 
 	for (;;)
 	{
@@ -139,7 +141,8 @@ mq_replica_wait_records(PG_FUNCTION_ARGS)
 		if (current_log_end(topic_id, partition) > offset)
 			PG_RETURN_BOOL(true);
 		mq_replica_read_state(topic_id, partition, &st);
-		if (!st.found || st.high_watermark != known_hwm)
+		if (!st.found || st.high_watermark != known_hwm ||
+			mq_offsets_version(topic_id, partition) != known_offsets)
 			PG_RETURN_BOOL(true);
 		if (!mq_notify_wait(topic_id, seen, deadline) &&
 			GetCurrentTimestamp() >= deadline)
@@ -153,73 +156,23 @@ mq_replica_wait_records(PG_FUNCTION_ARGS)
  * timeout_ms): the wait of acks=all.  Returns the high watermark once it
  * reaches target while this node still leads in leader_epoch and the ISR
  * still has min_isr members; otherwise raises not_leader,
- * not_enough_replicas_after_append or request_timed_out.
+ * not_enough_replicas_after_append or request_timed_out (commit_wait.c).
  */
 Datum
 mq_replica_await_hwm(PG_FUNCTION_ARGS)
 {
 	char	   *topic_name = text_to_cstring(PG_GETARG_TEXT_PP(0));
 	int32		partition = PG_GETARG_INT32(1);
-	int64		target = PG_GETARG_INT64(2);
-	int32		epoch = PG_GETARG_INT32(3);
-	int32		min_isr = PG_GETARG_INT32(4);
-	int32		timeout_ms = PG_GETARG_INT32(5);
 	MqTopic    *topic;
-	int32		topic_id;
-	TimestampTz deadline = TimestampTzPlusMilliseconds(GetCurrentTimestamp(), Max(timeout_ms, 0));
+	MqReplicaState st;
 
 	/* mq.produce's acks=all wait, open to its callers: producers only */
 	mq_acl_check(MQ_RES_TOPIC, topic_name, MQ_ACL_WRITE);
 	topic = mq_topic_lookup(topic_name, false);
-	topic_id = topic->topic_id;
-
-	for (;;)
-	{
-		uint64		seen = mq_notify_counter(topic_id);
-		MqReplicaState st;
-
-		mq_replica_read_state(topic_id, partition, &st);
-		if (!st.found)
-			ereport(ERROR,
-					(errcode(ERRCODE_MQ_UNKNOWN_PARTITION),
-					 errmsg("partition %d of topic \"%s\" does not exist", partition, topic_name)));
-		if (st.leader_epoch != epoch || strcmp(st.role, "leader") != 0)
-		{
-			if (st.high_watermark >= target && st.leader_epoch == epoch)
-				PG_RETURN_INT64(st.high_watermark);	/* replicated before it resigned */
-			mq_replica_raise_not_leader(topic_name, partition, &st);
-		}
-		if (st.high_watermark < target)
-			mq_replica_check_broker(topic_name, partition, &st);
-		if (st.high_watermark >= target)
-		{
-			if (st.isr_size < min_isr)
-				ereport(ERROR,
-						(errcode(ERRCODE_MQ_NOT_ENOUGH_REPLICAS_AFTER_APPEND),
-						 errmsg("records of \"%s\" partition %d were written but the in-sync replicas shrank to %d, below min.insync.replicas %d",
-								topic_name, partition, st.isr_size, min_isr),
-						 errdetail("The records up to offset " INT64_FORMAT " are committed on the leader and may or may not survive a failover.",
-								   target - 1),
-						 errhint("Retry with the same producer id and sequence: an idempotent retry is not written twice.")));
-			PG_RETURN_INT64(st.high_watermark);
-		}
-		if (GetCurrentTimestamp() >= deadline)
-			ereport(ERROR,
-					(errcode(ERRCODE_MQ_REQUEST_TIMED_OUT),
-					 errmsg("timed out after %d ms waiting for the in-sync replicas of \"%s\" partition %d to reach offset " INT64_FORMAT,
-							timeout_ms, topic_name, partition, target),
-					 errdetail("The high watermark is " INT64_FORMAT "; the records are committed on the leader only.",
-							   st.high_watermark),
-					 errhint("Retry with the same producer id and sequence: an idempotent retry is not written twice.")));
-
-		/*
-		 * A broker's death sends no notification: look again at least every
-		 * 250 ms (check_broker above) rather than sleep until the deadline.
-		 */
-		(void) mq_notify_wait(topic_id, seen,
-							  Min(deadline, TimestampTzPlusMilliseconds(GetCurrentTimestamp(), 250)));
-		CHECK_FOR_INTERRUPTS();
-	}
+	mq_replica_await_records(topic_name, topic->topic_id, partition, PG_GETARG_INT32(3),
+							 PG_GETARG_INT64(2), PG_GETARG_INT32(4), PG_GETARG_INT32(5));
+	mq_replica_read_state(topic->topic_id, partition, &st);
+	PG_RETURN_INT64(st.high_watermark);
 }
 
 /* Elements of an array attribute of the batch; n = -1 when it is null. */

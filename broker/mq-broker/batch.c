@@ -20,16 +20,16 @@ be32(const unsigned char *d)
 bool
 batch_header_decode(const unsigned char *data, size_t len, BatchHeader *out)
 {
-	int64_t		v[3];
+	int64_t		v[BATCH_HEADER_FIELDS];
 	size_t		pos = 4;
 	int32_t		nfields;
 
 	if (data == NULL || len < 4)
 		return false;
 	nfields = (int32_t) be32(data);
-	if (nfields < 3)
+	if (nfields < BATCH_HEADER_FIELDS)
 		return false;
-	for (int f = 0; f < 3; f++)
+	for (int f = 0; f < BATCH_HEADER_FIELDS; f++)
 	{
 		int32_t		flen;
 		uint64_t	u = 0;
@@ -48,5 +48,6 @@ batch_header_decode(const unsigned char *data, size_t len, BatchHeader *out)
 	out->base_offset = v[0];
 	out->leader_log_end = v[1];
 	out->high_watermark = v[2];
+	out->offsets_version = v[3];
 	return true;
 }

@@ -3,7 +3,8 @@
  * batch.h
  *	  The only part of a fetched replica batch the broker reads: the
  *	  header fields of an mq.replica_batch value in binary (record_send
- *	  format), for metrics.  The records themselves are passed on to the
+ *	  format), for metrics and for the committed-offsets version the
+ *	  follower applied, which its next fetch reports.  The records themselves are passed on to the
  *	  local mq.replica_append as they came and never decoded here.
  *
  * Pure functions on untrusted bytes (whatever a leader's node sent):
@@ -23,10 +24,13 @@ typedef struct BatchHeader
 	int64_t		base_offset;	/* field 1 */
 	int64_t		leader_log_end; /* field 2 */
 	int64_t		high_watermark; /* field 3 */
+	int64_t		offsets_version;	/* field 4: the leader's committed-offsets version */
 } BatchHeader;
 
+#define BATCH_HEADER_FIELDS 4
+
 /*
- * Decode the first three fields (all int8) of an mq.replica_batch in
+ * Decode the first four fields (all int8) of an mq.replica_batch in
  * binary: a field count, then per field its type oid, length and bytes,
  * big-endian.  False when the bytes are not that (short, null, not int8).
  */

@@ -18,6 +18,7 @@
  *	 handover.c    handing leadership to the preferred replica
  *	 follower.c    a follower's epoch, truncation and fetch loop
  *	 batch.c       the little of a fetched batch the broker reads
+ *	 producer_ids.c keeping the node supplied with cluster-wide producer ids
  *	 config.c      the ini file
  *	 metrics.c     the Prometheus endpoint
  *
@@ -96,6 +97,7 @@ typedef struct Part
 	MqRetry		fconn_retry;	/* reconnecting to the leader's node */
 	bool		in_flight;
 	int64_t		fetch_offset;
+	int64_t		offsets_version;	/* committed offsets the node applied; -1: unknown */
 	int64_t		backoff_until_us;	/* no fetch before (leader said "not yet") */
 
 	struct Part *next;
@@ -108,6 +110,7 @@ typedef struct Broker
 	PGconn	   *node;
 	PGconn	   *coord;
 	bool		live;			/* holds its liveness lock */
+	int64_t		live_since_us;	/* when it took it (mq_now_us) */
 	MqRetry		node_retry;
 	MqRetry		coord_retry;
 	Part	   *parts;
@@ -154,6 +157,7 @@ extern void broker_shutdown(Broker *b);
 
 /* elect.c */
 extern void try_elect(Broker *b, Part *p);
+extern bool take_lock(Broker *b, Part *p);
 
 /* isr.c */
 extern void leader_duties(Broker *b, Part *p);
@@ -167,6 +171,9 @@ extern void maybe_hand_over(Broker *b, Part *p);
 extern void follower_step(Broker *b, Part *p);
 extern void follower_on_readable(Broker *b, Part *p);
 extern void follower_stop(Part *p);
+
+/* producer_ids.c */
+extern void supply_producer_ids(Broker *b);
 
 /* loop.c */
 extern void broker_run(Broker *b, volatile int *stop_requested);

@@ -70,6 +70,9 @@ extern bool node_log_state(Broker *b, const Part *p, int *latest_epoch, int64_t 
 extern bool node_epoch_end(Broker *b, const Part *p, int epoch, int64_t *end, MqError *err);
 extern bool node_append(Broker *b, const Part *p, const char *batch, int len,
 						int64_t *log_end, MqError *err);
+extern bool node_producer_ids_left(Broker *b, int64_t *left, MqError *err);
+extern bool node_add_producer_ids(Broker *b, int64_t first, int64_t last, int64_t *left,
+								  MqError *err);
 
 /* calls_node.c: the leader's node, over the follower's connection p->fconn */
 extern bool leader_setup_session(Broker *b, Part *p, MqError *err);
@@ -93,6 +96,8 @@ extern bool coord_elect(Broker *b, const Part *p, int *epoch, MqError *err);
 extern bool coord_read_isr(Broker *b, Part *p, MqError *err);
 extern bool coord_alter_isr(Broker *b, const Part *p, const int *isr, int n,
 							bool *accepted, MqError *err);
+extern bool coord_allocate_producer_ids(Broker *b, int count, int64_t *first, int64_t *last,
+										MqError *err);
 
 /* "{1,2,3}" into buf */
 extern const char *int_array_text(const int *a, int n, char *buf, size_t size);

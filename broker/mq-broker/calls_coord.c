@@ -245,3 +245,22 @@ coord_alter_isr(Broker *b, const Part *p, const int *isr, int n, bool *accepted,
 	PQclear(res);
 	return true;
 }
+
+/* A new block of count cluster-wide producer ids for this broker. */
+bool
+coord_allocate_producer_ids(Broker *b, int count, int64_t *first, int64_t *last, MqError *err)
+{
+	MqParams	prm;
+	PGresult   *res;
+
+	one_int(&prm, b->cfg->broker_id);
+	mq_param_int(&prm, MQ_INT4OID, count);
+	res = coord_exec(b, "SELECT first_id, last_id FROM mq_coord.allocate_producer_ids($1, $2)",
+					 &prm, err);
+	if (res == NULL)
+		return false;
+	*first = atoll(PQgetvalue(res, 0, 0));
+	*last = atoll(PQgetvalue(res, 0, 1));
+	PQclear(res);
+	return true;
+}

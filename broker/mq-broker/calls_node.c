@@ -301,5 +301,29 @@ leader_send_fetch(Broker *b, Part *p, MqError *err)
 	mq_param_int(&prm, MQ_INT8OID, p->fetch_offset);
 	mq_param_int(&prm, MQ_INT4OID, b->cfg->fetch_max_records);
 	mq_param_int(&prm, MQ_INT4OID, b->cfg->fetch_wait_ms);
-	return mq_send(p->fconn, "SELECT mq.replica_fetch($1, $2, $3, $4, $5, $6, $7)", &prm, 1, err);
+	/* the committed-offsets version our node applied (unknown: ship them all) */
+	if (p->offsets_version >= 0)
+		mq_param_int(&prm, MQ_INT8OID, p->offsets_version);
+	else
+		mq_param_text(&prm, MQ_INT8OID, NULL);
+	return mq_send(p->fconn, "SELECT mq.replica_fetch($1, $2, $3, $4, $5, $6, $7, $8)", &prm, 1, err);
+}
+
+/* How many producer ids the node can still issue from its blocks. */
+bool
+node_producer_ids_left(Broker *b, int64_t *left, MqError *err)
+{
+	return node_call(b, "SELECT mq.replica_producer_ids_left()", NULL, left, err);
+}
+
+/* Add a block from the coordinator; *left: the node's ids left after it. */
+bool
+node_add_producer_ids(Broker *b, int64_t first, int64_t last, int64_t *left, MqError *err)
+{
+	MqParams	prm;
+
+	mq_params_init(&prm);
+	mq_param_int(&prm, MQ_INT8OID, first);
+	mq_param_int(&prm, MQ_INT8OID, last);
+	return node_call(b, "SELECT mq.replica_add_producer_ids($1, $2)", &prm, left, err);
 }

@@ -13,11 +13,12 @@
  * Liveness: the coordinator session holds the advisory lock
  * (broker_lock_class, broker id) and heartbeats.  A broker that loses its
  * node gives up its liveness lock and every leadership lock at once, so
- * the other brokers elect new leaders and drop it from the ISR; when it
- * loses the coordinator it resigns every leadership on its node (produce
- * is refused from then on), because it can no longer prove it leads.
- * Either loss moves every partition to NONE through the state machine
- * (events node_lost, coord_lost).
+ * the other brokers elect new leaders and drop it from the ISR (event
+ * node_lost: every partition to NONE).  One that loses the coordinator
+ * keeps leading and following in the epochs it has (event coord_lost):
+ * another leader can only be elected in a new epoch, which the data nodes
+ * fence, so acks=all stays safe; back on the coordinator it takes its
+ * leadership locks back or steps down.
  *
  * Locking: none; the broker's one thread.
  *
@@ -167,9 +168,8 @@ broker_node_lost(Broker *b, const MqError *err)
 static void
 coord_lost(Broker *b, const MqError *err)
 {
-	MqError		e2 = MQ_ERROR_INIT;
-	int			resigned;
 	int			pause;
+	int			led = 0;
 
 	if (b->coord == NULL)
 		return;
@@ -178,12 +178,12 @@ coord_lost(Broker *b, const MqError *err)
 	b->coord = NULL;
 	b->live = false;
 	pause = mq_retry_failed(&b->coord_retry, &b->policy);
+	for (Part *p = b->parts; p; p = p->next)
+		led += (p->state == PART_LEADER);
 	drop_roles(b, EV_COORD_LOST);	/* the locks went with the session */
-	/* without the coordinator we cannot prove we lead: stop taking produce */
-	if (node_resign_all(b, &resigned, &e2))
-		mq_log_warning("resigned %d leadership(s) on the node; reconnecting to the coordinator in %d ms",
-					   resigned, pause);
-	mq_error_free(&e2);
+	mq_log_warning("serving %d leadership(s) on in their epochs without the coordinator "
+				   "(a new election fences them on the data nodes); reconnecting in %d ms",
+				   led, pause);
 }
 
 /* A node connection that cannot be set up: drop it and retry later. */
@@ -302,6 +302,7 @@ ensure_coordinator(Broker *b)
 		return;
 	}
 	b->live = true;
+	b->live_since_us = mq_now_us();
 	mq_log_info("registered as broker %d (liveness lock held); reading assignments",
 				b->cfg->broker_id);
 }

@@ -42,7 +42,7 @@ fence_if_paused(Broker *b, Part *p)
 }
 
 /* Take the partition's leadership lock; false when we do not hold it. */
-static bool
+bool
 take_lock(Broker *b, Part *p)
 {
 	MqError		err = MQ_ERROR_INIT;

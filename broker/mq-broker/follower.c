@@ -147,6 +147,7 @@ truncation_round(Broker *b, Part *p)
 	if (latest < 0 || leo == 0)
 	{
 		p->fetch_offset = leo;
+		p->offsets_version = -1;
 		return 1;				/* nothing of any epoch to compare */
 	}
 	if (!leader_epoch_end_offset(b, p, latest, &le, &lend, &err))
@@ -170,6 +171,7 @@ truncation_round(Broker *b, Part *p)
 		if (cut < leo && !truncate_to(b, p, cut, leo, "our last epoch ends earlier on the leader"))
 			return -1;
 		p->fetch_offset = cut;
+		p->offsets_version = -1;
 		return 1;
 	}
 	/* the leader never had our latest epoch: cut where its epoch le ends, in both logs */
@@ -316,8 +318,10 @@ follower_on_readable(Broker *b, Part *p)
 		wait_a_tick(b, p);
 		return;
 	}
-	if (batch_header_decode((const unsigned char *) PQgetvalue(res, 0, 0),
-							(size_t) PQgetlength(res, 0, 0), &hdr))
+	if (!batch_header_decode((const unsigned char *) PQgetvalue(res, 0, 0),
+							 (size_t) PQgetlength(res, 0, 0), &hdr))
+		hdr.offsets_version = -1;
+	else
 	{
 		p->m_leader_log_end = hdr.leader_log_end;
 		p->m_hwm = hdr.high_watermark;
@@ -332,6 +336,7 @@ follower_on_readable(Broker *b, Part *p)
 		return;
 	}
 	p->fetch_offset = log_end;
+	p->offsets_version = hdr.offsets_version;	/* applied with the batch */
 	p->m_log_end = log_end;
 	/* the next long poll at once: its offset acknowledges what we just wrote */
 	if (p->state == PART_FOLLOWER_FETCH && b->node != NULL && p->fconn != NULL)

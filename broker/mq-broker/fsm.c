@@ -64,9 +64,9 @@ const FsmTransition fsm_table[] = {
 	{T, EV_NODE_ATTACHED, N, ACT(act_drop_role)},
 	{F, EV_NODE_ATTACHED, N, ACT(act_drop_role)},
 	{N, EV_COORD_LOST, N, ACT(act_drop_role_keep_locks)},
-	{L, EV_COORD_LOST, N, ACT(act_drop_role_keep_locks)},
+	{L, EV_COORD_LOST, L, ACT(act_keep_role_lose_locks)},	/* serve on: epochs fence */
 	{T, EV_COORD_LOST, N, ACT(act_drop_role_keep_locks)},
-	{F, EV_COORD_LOST, N, ACT(act_drop_role_keep_locks)},
+	{F, EV_COORD_LOST, F, ACT(act_keep_role_lose_locks)},
 	{N, EV_SHUTDOWN, N, ACT(act_stop_fetching)},
 	{L, EV_SHUTDOWN, N, ACT(act_stop_fetching)},
 	{T, EV_SHUTDOWN, N, ACT(act_stop_fetching)},

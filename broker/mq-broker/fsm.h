@@ -110,6 +110,7 @@ extern void act_resign(struct Broker *b, struct Part *p);
 extern void act_forget_epoch(struct Broker *b, struct Part *p);
 extern void act_drop_role(struct Broker *b, struct Part *p);
 extern void act_drop_role_keep_locks(struct Broker *b, struct Part *p);
+extern void act_keep_role_lose_locks(struct Broker *b, struct Part *p);
 extern void act_stop_fetching(struct Broker *b, struct Part *p);
 
 #endif							/* MQ_BROKER_FSM_H */

@@ -41,10 +41,17 @@ act_claim(Broker *b, Part *p)
 		try_elect(b, p);		/* e.g. restarted: re-elect to bump the epoch */
 }
 
-/* Leading: the leader's duties, or a re-election when our epoch is stale. */
+/*
+ * Leading: the leader's duties, or a re-election when our epoch is stale.
+ * Back from a coordinator outage that nobody used to elect another leader,
+ * the lock is taken back and the epoch kept.
+ */
 void
 act_lead(Broker *b, Part *p)
 {
+	if (p->applied_epoch == p->leader_epoch && !p->lock_held && take_lock(b, p))
+		mq_log_info("%s: leadership lock taken back; still leading epoch %d",
+					part_label(p), p->applied_epoch);
 	if (p->applied_epoch != p->leader_epoch || !p->lock_held)
 	{
 		act_claim(b, p);
@@ -87,17 +94,22 @@ act_replicate(Broker *b, Part *p)
  * Nobody live leads.  When the preferred replica is alive and in the ISR
  * it runs for the election this tick: the others give it a few ticks, so
  * that leadership starts (and returns) where placement wants it without a
- * second change later.
+ * second change later.  Right after we (re)took our liveness lock, a named
+ * leader that is not live may only be slower to come back from the same
+ * coordinator outage (it serves on meanwhile): it gets session.timeout.ms
+ * to take its lock back before anyone runs against it.
  */
 void
 act_leaderless(Broker *b, Part *p)
 {
 	int			me = b->cfg->broker_id;
 	int64_t		now = mq_now_us();
+	bool		grace = p->leader >= 0 && p->leader != me &&
+		now - b->live_since_us < (int64_t) b->cfg->session_timeout_ms * 1000;
 
 	if (p->leaderless_since_us == 0)
 		p->leaderless_since_us = now;
-	if ((int_in(me, p->isr, p->nisr) || p->unclean) &&
+	if (!grace && (int_in(me, p->isr, p->nisr) || p->unclean) &&
 		(preferred_leader(p) == me || !preferred_ready(b, p) ||
 		 now - p->leaderless_since_us > (int64_t) b->cfg->tick_ms * 3000))
 		try_elect(b, p);
@@ -144,6 +156,17 @@ act_drop_role_keep_locks(Broker *b, Part *p)
 	p->lock_held = false;
 }
 
+/*
+ * The coordinator is gone but the node is not: a leader keeps serving and
+ * a follower keeps fetching in the epoch they have (docs/replication.md,
+ * "Serving without the coordinator"); only the lock went with the session.
+ */
+void
+act_keep_role_lose_locks(Broker *b, Part *p)
+{
+	p->lock_held = false;
+}
+
 void
 act_stop_fetching(Broker *b, Part *p)
 {
@@ -171,6 +194,7 @@ broker_tick(Broker *b)
 	ensure_coordinator(b);
 	if (b->node == NULL || b->coord == NULL || !b->live)
 		return;
+	supply_producer_ids(b);		/* before the node leads anything */
 	if (!read_assignments(b))
 		return;
 	for (Part *p = b->parts; p; p = p->next)

@@ -3,8 +3,9 @@
  * crc32c.h
  *	  CRC-32C (Castagnoli), the checksum of Kafka's record batch v2.
  *
- * Table-driven, one byte at a time; the table is built once at first use
- * under pthread_once, so it is safe from any thread.  (PostgreSQL's
+ * The crc32 instruction of SSE 4.2 where the processor has it, a table
+ * elsewhere; both are set up once at first use under pthread_once, so it
+ * is safe from any thread.  (PostgreSQL's
  * pg_crc32c lives in server headers, which frontend code does not include.)
  *
  *-------------------------------------------------------------------------

@@ -12,7 +12,9 @@
  * database connection.  A
  * parked fetch is retried at once when a Produce through this daemon
  * commits to one of its topics, every --recheck-ms for records appended
- * by other producers (SQL), and a last time at its deadline.
+ * by other producers (SQL), and a last time at its deadline.  A response
+ * that leaves records behind starts the consumer's next read at once
+ * (fetch_ahead.c), and the next Fetch takes it if it asks for just that.
  *
  * Byte limits (KIP-74): records are added while the partition's and the
  * response's limits allow, except that the first record of the response
@@ -30,74 +32,77 @@
 #include <string.h>
 
 #include "batch.h"
+#include "fetch.h"
 #include "kerr.h"
 #include "kjson.h"
 #include "pgbinary.h"
 #include "util.h"
 
 /*
- * Each partition's rows stop before the one that would pass the partition's
- * byte limit ($5; record overhead counted as 24 bytes), so rows that cannot
- * be sent are not transferred; the first row always passes.  octet_length()
- * of a toasted value does not detoast it.
+ * One row per partition with its bounds (record columns null), then the
+ * records, with no ORDER BY: rows are put in order by the daemon
+ * (fetch_order), which costs less than a sort in the backend.  Each
+ * partition's records stop before the one that would pass the partition's
+ * byte limit ($5; record overhead counted as 24 bytes), so records that
+ * cannot be sent are not transferred; the first one always passes.  The
+ * running sum is taken in mq.fetch's order (offsets ascending) without a
+ * window ORDER BY, which would sort rows that are already sorted; the
+ * daemon checks the limits again, so the cut is only an economy.
+ * octet_length() of a toasted value does not detoast it.
  */
 #define FETCH_SQL \
-	"WITH r AS (SELECT u.i, u.t, u.p, u.o, u.n, u.mb, s.log_start_offset AS lso," \
+	"WITH r AS (SELECT u.i::int4 AS i, u.t, u.p, u.o, u.n, u.mb, s.log_start_offset AS lso," \
 	"                  s.high_watermark AS hw, s.log_end_offset AS leo" \
 	"             FROM unnest($1::text[], $2::int4[], $3::int8[], $4::int4[], $5::int4[])" \
 	"                  WITH ORDINALITY AS u(t, p, o, n, mb, i)" \
 	"             JOIN mq.partitions s ON s.topic = u.t AND s.partition = u.p)" \
-	" SELECT r.i, r.lso, r.hw, f.msg_offset, f.created_at, f.key, f.value," \
-	"        f.timestamp, f.timestamp_type = 'LogAppendTime'," \
+	" SELECT r.i, r.lso, r.hw, NULL::int8, NULL::timestamptz, NULL::bytea, NULL::bytea," \
+	"        NULL::bool, NULL::text[], NULL::bytea[] FROM r" \
+	" UNION ALL" \
+	" SELECT r.i, NULL, NULL, f.msg_offset, coalesce(f.timestamp, f.created_at), f.key, f.value," \
+	"        f.timestamp_type = 'LogAppendTime'," \
 	"        CASE WHEN f.header_list IS NOT NULL THEN ARRAY(SELECT h.key" \
 	"          FROM unnest(f.header_list) WITH ORDINALITY h(key, value, n) ORDER BY h.n) END," \
 	"        CASE WHEN f.header_list IS NOT NULL THEN ARRAY(SELECT h.value" \
 	"          FROM unnest(f.header_list) WITH ORDINALITY h(key, value, n) ORDER BY h.n) END" \
-	"   FROM r LEFT JOIN LATERAL (" \
-	"        SELECT g.* FROM (SELECT x.*, sum(coalesce(octet_length(x.key), 0)" \
-	"                                  + coalesce(octet_length(x.value), 0) + 24)" \
-	"                               OVER (ORDER BY x.msg_offset ROWS UNBOUNDED PRECEDING) AS run" \
-	"                          FROM mq.fetch(r.t, r.p, CASE WHEN r.o >= r.lso AND r.o < r.hw" \
-	"                                                  THEN r.o ELSE r.leo END, r.n) x) g" \
-	"         WHERE g.run - coalesce(octet_length(g.key), 0) - coalesce(octet_length(g.value), 0)" \
-	"               - 24 < r.mb) f ON true" \
-	"  ORDER BY r.i, f.msg_offset"
+	"   FROM r CROSS JOIN LATERAL (" \
+	"        SELECT g.* FROM (SELECT x.*, sum(x.sz) OVER (ROWS UNBOUNDED PRECEDING) AS run" \
+	"          FROM (SELECT y.*, coalesce(octet_length(y.key), 0)" \
+	"                            + coalesce(octet_length(y.value), 0) + 24 AS sz" \
+	"                  FROM mq.fetch(r.t, r.p, CASE WHEN r.o >= r.lso AND r.o < r.hw" \
+	"                                          THEN r.o ELSE r.leo END, r.n) y) x) g" \
+	"         WHERE g.run - g.sz < r.mb) f"
+
+/* result columns */
+enum
+{
+	COL_I,						/* the partition's index in the request, from 1 */
+	COL_LSO,					/* bounds row: log start offset, high watermark */
+	COL_HW,
+	COL_OFFSET,					/* record row: offset (null on a bounds row) */
+	COL_TS,
+	COL_KEY,
+	COL_VALUE,
+	COL_LOG_APPEND,
+	COL_HKEYS,
+	COL_HVALS
+};
+
+/* a record row of the result, for putting rows in order */
+typedef struct FRow
+{
+	int32_t		part;			/* COL_I */
+	int			row;
+	int64_t		offset;
+} FRow;
 
 /* 2000-01-01 (PostgreSQL's epoch) in Unix milliseconds */
 #define PG_EPOCH_MS INT64_C(946684800000)
-
-typedef struct FPart
-{
-	int32_t		topic;			/* index into topics */
-	int32_t		partition;
-	int64_t		offset;
-	int32_t		max_bytes;
-} FPart;
-
-typedef struct FetchState
-{
-	KJob		job;
-	int32_t		ntopics;
-	KSlice	   *topics;
-	int32_t		nparts;
-	FPart	   *parts;
-	int32_t		min_bytes;
-	int32_t		max_bytes;
-	int64_t		deadline_us;
-	size_t		bytes;			/* record bytes of the last attempt */
-	bool		failed;			/* the last attempt got a database error */
-	bool		final;
-	struct event *timer;
-	KRequest   *req;
-	struct FetchState *prev,
-			   *next; /* parked list */
-} FetchState;
 
 static FetchState *parked;
 static struct event *recheck_ev;
 
 static void fetch_attempt(FetchState *s);
-static void fetch_done(KRequest *req);
 
 static void
 fetch_state_free(void *p)
@@ -118,23 +123,41 @@ fetch_state_free(void *p)
 static int64_t
 row_meta(PGresult *res, int row, bool *log_append, KSlice *hk, KSlice *hv, int *nh)
 {
-	int			col = PQgetisnull(res, row, 7) ? 4 : 7;
 	int			nv = 0;
 
-	*log_append = !PQgetisnull(res, row, 8) && PQgetvalue(res, row, 8)[0] == 1;
+	*log_append = !PQgetisnull(res, row, COL_LOG_APPEND) &&
+		PQgetvalue(res, row, COL_LOG_APPEND)[0] == 1;
 	*nh = 0;
-	if (!PQgetisnull(res, row, 9) &&
-		(!pg_array_elems(PQgetvalue(res, row, 9), PQgetlength(res, row, 9), hk, MAX_HEADERS, nh) ||
-		 !pg_array_elems(PQgetvalue(res, row, 10), PQgetlength(res, row, 10), hv, MAX_HEADERS, &nv) ||
+	if (!PQgetisnull(res, row, COL_HKEYS) &&
+		(!pg_array_elems(PQgetvalue(res, row, COL_HKEYS), PQgetlength(res, row, COL_HKEYS), hk,
+						 MAX_HEADERS, nh) ||
+		 !pg_array_elems(PQgetvalue(res, row, COL_HVALS), PQgetlength(res, row, COL_HVALS), hv,
+						 MAX_HEADERS, &nv) ||
 		 nv != *nh))
 		*nh = 0; /* not a list we can read: no headers */
+	if (PQgetisnull(res, row, COL_TS))
+		return 0;
 	/* binary timestamptz: microseconds since 2000-01-01 UTC */
-	return mq_get_int64(res, row, col) / 1000 + PG_EPOCH_MS;
+	return mq_get_int64(res, row, COL_TS) / 1000 + PG_EPOCH_MS;
 }
 
-/* the records of one partition from rows [*row, ...) with index i */
+/* a record's size as the byte limits count it */
+static size_t
+record_size(int klen, int vlen, const KSlice *hk, const KSlice *hv, int nh)
+{
+	size_t		size = (klen > 0 ? klen : 0) + (vlen > 0 ? vlen : 0) + 24;
+
+	for (int h = 0; h < nh; h++)
+		size += 4 + (hk[h].len > 0 ? hk[h].len : 0) + (hv[h].len > 0 ? hv[h].len : 0);
+	return size;
+}
+
+/*
+ * The records of one partition (rows[0..n), in offset order) as batches;
+ * fp->next_offset becomes the offset after the last one written.
+ */
 static void
-encode_partition(PGresult *res, int *row, int64_t i, const FPart *fp, size_t *total,
+encode_partition(PGresult *res, const FRow *rows, int n, FPart *fp, size_t *total,
 				 int32_t max_total, KWriter *recs)
 {
 	static KSlice hk[MAX_HEADERS],
@@ -145,32 +168,20 @@ encode_partition(PGresult *res, int *row, int64_t i, const FPart *fp, size_t *to
 	int64_t		ts_open = 0;
 	size_t		part = 0;
 
-	for (; *row < PQntuples(res) && mq_get_int64(res, *row, 0) == i; (*row)++)
+	for (int k = 0; k < n; k++)
 	{
-		int64_t		off,
-					ts;
-		int			klen,
-					vlen,
-					nh;
+		int			row = rows[k].row;
+		int64_t		ts;
+		int			klen = PQgetisnull(res, row, COL_KEY) ? -1 : PQgetlength(res, row, COL_KEY);
+		int			vlen = PQgetisnull(res, row, COL_VALUE) ? -1 : PQgetlength(res, row, COL_VALUE);
+		int			nh;
 		bool		log_append;
 		size_t		size;
 
-		if (PQgetisnull(res, *row, 3))
-			continue;
-		off = mq_get_int64(res, *row, 3);
-		ts = row_meta(res, *row, &log_append, hk, hv, &nh);
-		klen = PQgetisnull(res, *row, 5) ? -1 : PQgetlength(res, *row, 5);
-		vlen = PQgetisnull(res, *row, 6) ? -1 : PQgetlength(res, *row, 6);
-		size = (klen > 0 ? klen : 0) + (vlen > 0 ? vlen : 0) + 24 + (open ? 0 : KBATCH_HEADER_SIZE);
-		for (int h = 0; h < nh; h++)
-			size += 4 + (hk[h].len > 0 ? hk[h].len : 0) + (hv[h].len > 0 ? hv[h].len : 0);
+		ts = row_meta(res, row, &log_append, hk, hv, &nh);
+		size = record_size(klen, vlen, hk, hv, nh) + (open ? 0 : KBATCH_HEADER_SIZE);
 		if (*total > 0 && (part + size > (size_t) fp->max_bytes || *total + size > (size_t) max_total))
-		{
-			/* full: skip the rest of this partition's rows */
-			while (*row < PQntuples(res) && mq_get_int64(res, *row, 0) == i)
-				(*row)++;
-			break;
-		}
+			break;				/* full */
 		if (open && (log_append != open_append || (log_append && ts != ts_open)))
 		{
 			batch_end(&e);
@@ -178,23 +189,77 @@ encode_partition(PGresult *res, int *row, int64_t i, const FPart *fp, size_t *to
 		}
 		if (!open)
 		{
-			batch_begin(&e, recs, off, 0, ts, log_append);
+			batch_begin(&e, recs, rows[k].offset, 0, ts, log_append);
 			open = true;
 			open_append = log_append;
 			ts_open = ts;
 		}
-		batch_add(&e, off, ts, PQgetvalue(res, *row, 5), klen, PQgetvalue(res, *row, 6), vlen,
-				  hk, hv, nh);
+		batch_add(&e, rows[k].offset, ts, PQgetvalue(res, row, COL_KEY), klen,
+				  PQgetvalue(res, row, COL_VALUE), vlen, hk, hv, nh);
 		part += size;
 		*total += size;
+		fp->next_offset = rows[k].offset + 1;
+		fp->returned++;
+		fp->returned_bytes = part;
 	}
 	if (open)
 		batch_end(&e);
 }
 
-/* a new attempt: the statement of this fetch, run by the pool */
+static int
+frow_cmp(const void *a, const void *b)
+{
+	const FRow *x = a,
+			   *y = b;
+
+	if (x->part != y->part)
+		return x->part < y->part ? -1 : 1;
+	return x->offset < y->offset ? -1 : x->offset > y->offset;
+}
+
+/*
+ * The result's rows in order: bounds[k] is the bounds row of partition k
+ * (-1: none, the partition is unknown), and the record rows sorted by
+ * partition and offset, in *rows (*nrows of them; the caller frees).  The
+ * backend sends them in that order already, so the sort is only a check.
+ */
 static void
-fetch_attempt(FetchState *s)
+fetch_order(PGresult *res, int32_t nparts, int *bounds, FRow **rows, int *nrows)
+{
+	int			ntup = PQntuples(res);
+	bool		sorted = true;
+
+	*rows = mq_malloc0(sizeof(FRow) * (ntup > 0 ? ntup : 1));
+	*nrows = 0;
+	for (int32_t k = 0; k < nparts; k++)
+		bounds[k] = -1;
+	for (int row = 0; row < ntup; row++)
+	{
+		int32_t		i = mq_get_int32(res, row, COL_I);
+		FRow	   *r;
+
+		if (i < 1 || i > nparts)
+			continue;
+		if (PQgetisnull(res, row, COL_OFFSET))
+		{
+			if (!PQgetisnull(res, row, COL_LSO) && !PQgetisnull(res, row, COL_HW))
+				bounds[i - 1] = row;
+			continue;
+		}
+		r = &(*rows)[(*nrows)++];
+		r->part = i - 1;
+		r->row = row;
+		r->offset = mq_get_int64(res, row, COL_OFFSET);
+		if (*nrows > 1 && frow_cmp(r - 1, r) > 0)
+			sorted = false;
+	}
+	if (!sorted)
+		qsort(*rows, *nrows, sizeof(FRow), frow_cmp);
+}
+
+/* the statement that reads s's partitions, as s->job */
+void
+fetch_job(FetchState *s)
 {
 	MqArray		a[5];
 	static const Oid elem[5] = {MQ_TEXTOID, MQ_INT4OID, MQ_INT8OID, MQ_INT4OID, MQ_INT4OID};
@@ -209,7 +274,7 @@ fetch_attempt(FetchState *s)
 	for (int32_t k = 0; k < s->nparts; k++)
 	{
 		const FPart *fp = &s->parts[k];
-		int32_t		cnt = fp->max_bytes / 32 + 1;
+		int32_t		cnt = fp->max_records > 0 ? fp->max_records : fp->max_bytes / 32 + 1;
 
 		mq_array_add(&a[0], s->topics[fp->topic].p, s->topics[fp->topic].len);
 		mq_array_add_int32(&a[1], fp->partition);
@@ -225,6 +290,13 @@ fetch_attempt(FetchState *s)
 		kstmt_binary(st, arr[i], b, len);
 		mq_array_free(&a[i]);
 	}
+}
+
+/* a new attempt: the statement of this fetch, run by the pool */
+static void
+fetch_attempt(FetchState *s)
+{
+	fetch_job(s);
 	pool_run(s->req, &s->job, fetch_done);
 }
 
@@ -255,8 +327,11 @@ fetch_encode(KRequest *req, FetchState *s)
 	KStmt	   *st = &s->job.stmts[0];
 	PGresult   *res = st->res;
 	int16_t		failed_code;
-	int			row = 0;
 	int32_t		k = 0;
+	int		   *bounds = mq_malloc0(sizeof(int) * (s->nparts > 0 ? s->nparts : 1));
+	FRow	   *rows = NULL;
+	int			nrows = 0,
+				next = 0;
 	KWriter		recs;
 
 	kw_reset(w);
@@ -265,6 +340,8 @@ fetch_encode(KRequest *req, FetchState *s)
 	s->failed = kstmt_failed(st, &failed_code);
 	if (s->failed && failed_code == KERR_UNKNOWN_SERVER_ERROR)
 		mq_log_warning("fetch: %s", st->err.message);
+	if (res)
+		fetch_order(res, s->nparts, bounds, &rows, &nrows);
 	kw_i32(w, 0);				/* throttle */
 	if (req->api_version >= 7)
 	{
@@ -282,24 +359,34 @@ fetch_encode(KRequest *req, FetchState *s)
 		kw_i32(w, 0);
 		for (; k < s->nparts && s->parts[k].topic == t; k++, cnt++)
 		{
-			const FPart *fp = &s->parts[k];
+			FPart	   *fp = &s->parts[k];
 			int64_t		lso = -1,
 						hw = -1;
 			int16_t		code = res ? KERR_UNKNOWN_TOPIC_OR_PARTITION : failed_code;
+			int			first = next;
 
+			while (next < nrows && rows[next].part == k)
+				next++;
+			fp->next_offset = fp->offset;
+			fp->returned = 0;
+			fp->returned_bytes = 0;
 			kw_reset(&recs);
-			if (res && row < PQntuples(res) && mq_get_int64(res, row, 0) == k + 1)
+			if (res && bounds[k] >= 0)
 			{
-				lso = mq_get_int64(res, row, 1);
-				hw = mq_get_int64(res, row, 2);
+				lso = mq_get_int64(res, bounds[k], COL_LSO);
+				hw = mq_get_int64(res, bounds[k], COL_HW);
 				code = (fp->offset < lso || fp->offset > hw) ? KERR_OFFSET_OUT_OF_RANGE : KERR_NONE;
-				encode_partition(res, &row, k + 1, fp, &s->bytes, s->max_bytes, &recs);
+				encode_partition(res, rows + first, next - first, fp, &s->bytes, s->max_bytes,
+								 &recs);
 			}
+			fp->high_watermark = hw;
 			write_partition(req, fp, code, lso, hw, &recs);
 		}
 		kw_put_i32_at(w, count_at, cnt);
 	}
 	kw_free(&recs);
+	free(rows);
+	free(bounds);
 }
 
 static void
@@ -336,7 +423,7 @@ on_recheck(evutil_socket_t fd, short what, void *arg)
 		retry(parked, false);
 }
 
-static void
+void
 fetch_done(KRequest *req)
 {
 	FetchState *s = req->state;
@@ -348,9 +435,14 @@ fetch_done(KRequest *req)
 	if (s->final || s->failed || s->bytes >= (size_t) s->min_bytes || left <= 1000 ||
 		conn_closed(req->conn))
 	{
+		if (!s->failed && s->bytes > 0 && !conn_closed(req->conn))
+			ahead_after(s);
 		req_finish(req);
 		return;
 	}
+	/* a read-ahead's record counts may have been short: retries go by bytes */
+	for (int32_t k = 0; k < s->nparts; k++)
+		s->parts[k].max_records = 0;
 	s->next = parked;
 	if (parked)
 		parked->prev = s;
@@ -446,5 +538,6 @@ h_fetch(KRequest *req)
 	s->timer = evtimer_new(kbase, on_deadline, s);
 	if (recheck_ev == NULL)
 		recheck_ev = evtimer_new(kbase, on_recheck, NULL);
-	fetch_attempt(s);
+	if (!ahead_take(s))
+		fetch_attempt(s);
 }

@@ -14,6 +14,7 @@
  *
  *-------------------------------------------------------------------------
  */
+#include <malloc.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -168,6 +169,22 @@ parse_args(int argc, char **argv)
 	cli_free(&p);
 }
 
+/*
+ * Every Fetch allocates and frees buffers of about a megabyte (the query
+ * result, the encoded batches, the response).  glibc would map and unmap
+ * each, and the page faults of the fresh pages were a fifth of the
+ * daemon's time when consuming: keep them in the heap instead, and give
+ * memory back to the system only above 64 MB free.
+ */
+static void
+keep_freed_memory(void)
+{
+#if defined(M_MMAP_THRESHOLD) && defined(M_TRIM_THRESHOLD)
+	(void) mallopt(M_MMAP_THRESHOLD, 32 * 1024 * 1024);
+	(void) mallopt(M_TRIM_THRESHOLD, 64 * 1024 * 1024);
+#endif
+}
+
 int
 main(int argc, char **argv)
 {
@@ -191,6 +208,7 @@ main(int argc, char **argv)
 	}
 
 	signal(SIGPIPE, SIG_IGN);
+	keep_freed_memory();
 	kbase = event_base_new();
 	if (kbase == NULL)
 		mq_fatal(MQ_EXIT_LOCAL, "cannot create the event loop");

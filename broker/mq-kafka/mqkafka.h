@@ -98,6 +98,8 @@ extern void req_abort(KRequest *req);
 extern void pool_start(void);
 /* run job's statements, then done_fn(req) (NULL: req_finish) */
 extern void pool_run(KRequest *req, struct KJob *job, KDoneFn done_fn);
+/* connections that are up and running nothing */
+extern int	pool_idle(void);
 /* false while no database connection can be made */
 extern bool pool_available(void);
 

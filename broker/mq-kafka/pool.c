@@ -320,6 +320,18 @@ pool_start(void)
 		(void) slot_ready(&slots[i]);
 }
 
+int
+pool_idle(void)
+{
+	int			n = 0;
+
+	for (int i = 0; i < kconfig.pool_size; i++)
+		if (slots != NULL && slots[i].req == NULL && slots[i].conn != NULL &&
+			PQstatus(slots[i].conn) == CONNECTION_OK)
+			n++;
+	return n;
+}
+
 void
 pool_run(KRequest *req, KJob *job, KDoneFn done_fn)
 {

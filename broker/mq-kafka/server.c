@@ -29,6 +29,9 @@
 
 #include "util.h"
 
+/* bytes one write(2) to a client may take */
+#define MAX_SINGLE_WRITE (4 * 1024 * 1024)
+
 struct KConn
 {
 	struct bufferevent *bev;
@@ -218,6 +221,8 @@ on_accept(struct evconnlistener *l, evutil_socket_t fd, struct sockaddr *sa,
 	c->resume = event_new(kbase, -1, 0, on_resume, c);
 	c->bev = bufferevent_socket_new(kbase, fd, BEV_OPT_CLOSE_ON_FREE);
 	bufferevent_setcb(c->bev, conn_read, NULL, conn_event, c);
+	/* a Fetch response is often a megabyte: not libevent's 16 kB per write */
+	bufferevent_set_max_single_write(c->bev, MAX_SINGLE_WRITE);
 	bufferevent_enable(c->bev, EV_READ | EV_WRITE);
 }
 

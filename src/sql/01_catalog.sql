@@ -48,6 +48,8 @@ CREATE TABLE mq.consumer_offset (
     PRIMARY KEY (group_id, topic_id, partition),
     FOREIGN KEY (topic_id, partition) REFERENCES mq.partition_state ON DELETE CASCADE
 );
+-- a partition's offsets: a follower's fetch ships them all
+CREATE INDEX ON mq.consumer_offset (topic_id, partition);
 
 -- Idempotent producers: one row per producer id; a transactional id keeps
 -- its producer id and gets a new epoch from each init_producer.

@@ -56,7 +56,10 @@ CREATE FUNCTION mq._lock_producer(producer_id bigint) RETURNS void
 
 -- A new producer id (epoch 0), or for a known transactional id the same id
 -- with the next epoch.  Waits until transactions of the older epoch have
--- ended; from then on they are fenced (MQ012).
+-- ended; from then on they are fenced (MQ012).  On a node whose broker
+-- attached, a new id comes from the coordinator's blocks
+-- (63_producer_ids.sql; MQ027 when none is left) and the transaction
+-- commits with at least a local flush, so that the id is never issued twice.
 CREATE FUNCTION mq.init_producer(transactional_id text DEFAULT NULL)
     RETURNS TABLE (producer_id bigint, producer_epoch integer)
 LANGUAGE plpgsql SECURITY DEFINER SET search_path = pg_catalog, pg_temp AS $$
@@ -68,13 +71,30 @@ BEGIN
         RAISE EXCEPTION 'transactional_id must not be empty' USING ERRCODE = 'MQ010',
             HINT = 'Pass NULL for an idempotent producer without a transactional id.';
     END IF;
-    INSERT INTO mq.producer AS p (transactional_id) VALUES (init_producer.transactional_id)
-    ON CONFLICT ON CONSTRAINT producer_transactional_id_key DO UPDATE
-        SET producer_epoch = p.producer_epoch + 1, last_used = now()
-    RETURNING p.producer_id, p.producer_epoch INTO v_id, v_epoch;
+    IF mq._cluster_producer_ids() THEN
+        -- not in this function's SET list, so it lasts until the commit
+        IF current_setting('synchronous_commit') = 'off' THEN
+            PERFORM set_config('synchronous_commit', 'local', true);
+        END IF;
+        -- a known transactional id keeps its id: only its first call draws one
+        UPDATE mq.producer AS p SET producer_epoch = p.producer_epoch + 1, last_used = now()
+         WHERE p.transactional_id = init_producer.transactional_id
+        RETURNING p.producer_id, p.producer_epoch INTO v_id, v_epoch;
+        IF v_id IS NULL THEN
+            INSERT INTO mq.producer AS p (producer_id, transactional_id)
+            VALUES (mq._next_producer_id(), init_producer.transactional_id)
+            ON CONFLICT ON CONSTRAINT producer_transactional_id_key DO UPDATE
+                SET producer_epoch = p.producer_epoch + 1, last_used = now()
+            RETURNING p.producer_id, p.producer_epoch INTO v_id, v_epoch;
+        END IF;
+    ELSE
+        INSERT INTO mq.producer AS p (transactional_id) VALUES (init_producer.transactional_id)
+        ON CONFLICT ON CONSTRAINT producer_transactional_id_key DO UPDATE
+            SET producer_epoch = p.producer_epoch + 1, last_used = now()
+        RETURNING p.producer_id, p.producer_epoch INTO v_id, v_epoch;
+    END IF;
     PERFORM mq._lock_producer(v_id);
     producer_id := v_id;
     producer_epoch := v_epoch;
     RETURN NEXT;
 END $$;
-

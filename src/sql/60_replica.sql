@@ -14,7 +14,13 @@
 --   mq.leader_epoch_history  (epoch, start offset) pairs: KIP-101's
 --                          leader epoch cache
 --   mq.replica_progress    on the leader: each follower's log end offset
---                          and when it last caught up (Kafka's rule)
+--                          and when it last caught up (Kafka's rule), and
+--                          the committed-offsets version it applied
+--   mq.offset_version      per partition: the version of its committed
+--                          group offsets (mq.consumer_offset), bumped by
+--                          every commit on the leader; followers copy the
+--                          offsets with the version (docs/replication.md,
+--                          "Committed offsets")
 -------------------------------------------------------------------------------
 
 CREATE TABLE mq.replica_partition (
@@ -47,20 +53,37 @@ CREATE TABLE mq.replica_progress (
     last_fetch_at         timestamptz NOT NULL,
     last_fetch_leader_leo bigint NOT NULL,
     caught_up_at          timestamptz,
+    offsets_version       bigint,       -- the committed-offsets version the follower applied
+    offsets_caught_up     boolean NOT NULL DEFAULT false,   -- it had what the ISR acknowledged
     PRIMARY KEY (topic_id, partition, replica_id),
     FOREIGN KEY (topic_id, partition) REFERENCES mq.partition_state ON DELETE CASCADE
 );
 
+-- Leader epoch E numbers its versions from E * 2^32 on, so versions of
+-- different leaders never compare equal.
+CREATE TABLE mq.offset_version (
+    topic_id     integer NOT NULL,
+    partition    integer NOT NULL,
+    version      bigint NOT NULL,
+    PRIMARY KEY (topic_id, partition),
+    FOREIGN KEY (topic_id, partition) REFERENCES mq.partition_state ON DELETE CASCADE
+);
+
+SELECT pg_catalog.pg_extension_config_dump('mq.offset_version', '');
 SELECT pg_catalog.pg_extension_config_dump('mq.replica_partition', '');
 SELECT pg_catalog.pg_extension_config_dump('mq.leader_epoch_history', '');
 
 -- What a follower fetches: records from base_offset on, with the producer
 -- batches that end among them, and the leader's epoch history from
--- base_offset on.  Also the leader's log end and high watermark.
+-- base_offset on.  Also the leader's log end and high watermark, and its
+-- committed-offsets version with (when the follower's differs) all the
+-- partition's committed group offsets.  The broker reads the first four
+-- fields (broker/mq-broker/batch.c).
 CREATE TYPE mq.replica_batch AS (
     base_offset      bigint,
     log_end_offset   bigint,
     high_watermark   bigint,
+    offsets_version  bigint,
     log_start_offset bigint,
     created_at       timestamptz[],
     keys             bytea[],
@@ -77,7 +100,12 @@ CREATE TYPE mq.replica_batch AS (
     epochs           integer[],
     epoch_starts     bigint[],
     -- Kafka timestamps, per record: NULL for a LogAppendTime record
-    timestamps       timestamptz[]
+    timestamps       timestamptz[],
+    -- the committed offsets of every group, when shipped (NULL: unchanged)
+    offset_groups    text[],
+    offset_next      bigint[],
+    offset_metadata  text[],
+    offset_committed_at timestamptz[]
 );
 
 -- The broker attached to this node (one row once a broker has attached).
@@ -111,7 +139,7 @@ CREATE FUNCTION mq._replica_notify(topic_id integer) RETURNS void
     AS 'MODULE_PATHNAME', 'mq_replica_notify' LANGUAGE C STRICT;
 CREATE FUNCTION mq._replica_wait_records(topic_id integer, partition integer,
                                          fetch_offset bigint, wait_ms integer,
-                                         known_hwm bigint) RETURNS boolean
+                                         known_hwm bigint, known_offsets_version bigint) RETURNS boolean
     AS 'MODULE_PATHNAME', 'mq_replica_wait_records' LANGUAGE C STRICT;
 CREATE FUNCTION mq._replica_await_hwm(topic text, partition integer, target bigint,
                                       leader_epoch integer, min_isr integer, timeout_ms integer)
@@ -254,6 +282,11 @@ BEGIN
     IF p_leader_epoch <> st.leader_epoch THEN
         DELETE FROM mq.replica_progress WHERE topic_id = v_id AND partition = p_partition;
     END IF;
+    -- this epoch's committed-offsets versions: followers copy them afresh
+    INSERT INTO mq.offset_version AS v (topic_id, partition, version)
+    VALUES (v_id, p_partition, p_leader_epoch::bigint << 32)
+    ON CONFLICT (topic_id, partition) DO UPDATE SET version = EXCLUDED.version
+     WHERE v.version < EXCLUDED.version;
     IF st.high_watermark IS NULL THEN
         PERFORM mq._invalidate(st.relid);   -- cached "replicated" flag changes
     END IF;
@@ -352,8 +385,13 @@ BEGIN
     SELECT * INTO rp FROM mq.replica_partition r WHERE r.topic_id = v_id AND r.partition = p_partition;
     SELECT h.start_offset INTO v_start FROM mq.leader_epoch_history h
      WHERE h.topic_id = v_id AND h.partition = p_partition AND h.leader_epoch = p_leader_epoch;
+    -- A follower outside the ISR whose committed offsets have not caught
+    -- up is reported below the high watermark, so its broker does not add
+    -- it yet: every ISR member must hold what mq.await_commit acknowledged.
     RETURN QUERY
-    SELECT r.id, r.id = ANY (rp.isr), g.log_end_offset,
+    SELECT r.id, r.id = ANY (rp.isr),
+           CASE WHEN r.id = ANY (rp.isr) OR g.offsets_caught_up THEN g.log_end_offset
+                ELSE least(g.log_end_offset, v_hwm - 1) END,
            (extract(epoch FROM clock_timestamp() - coalesce(g.caught_up_at, st.updated))* 1000)::bigint,
            v_leo, v_hwm, v_start
       FROM unnest(rp.replicas) AS r(id)
@@ -364,6 +402,72 @@ BEGIN
      WHERE r.id IS DISTINCT FROM rp.leader_id;
 END $$;
 
+-- Records in a producer batch of sequences first..last (sequences wrap to
+-- 0 after 2^31 - 1, as in Kafka).
+-- Committed offsets on replicated partitions.  The version of a
+-- partition's offsets (0 before it was ever led).
+CREATE FUNCTION mq._offsets_version(p_topic_id integer, p_partition integer) RETURNS bigint
+LANGUAGE sql STABLE SET search_path = pg_catalog, pg_temp AS $$
+    SELECT coalesce((SELECT v.version FROM mq.offset_version v
+                      WHERE v.topic_id = p_topic_id AND v.partition = p_partition), 0)
+$$;
+
+-- All committed offsets of a partition with their version, in one snapshot.
+CREATE FUNCTION mq._offsets_snapshot(p_topic_id integer, p_partition integer,
+                                     OUT version bigint, OUT groups text[], OUT next bigint[],
+                                     OUT metadata text[], OUT committed_at timestamptz[])
+LANGUAGE sql STABLE SET search_path = pg_catalog, pg_temp AS $$
+    SELECT mq._offsets_version(p_topic_id, p_partition),
+           coalesce(array_agg(o.group_id ORDER BY o.group_id), '{}'),
+           coalesce(array_agg(o.next_offset ORDER BY o.group_id), '{}'),
+           coalesce(array_agg(o.metadata ORDER BY o.group_id), '{}'),
+           coalesce(array_agg(o.committed_at ORDER BY o.group_id), '{}')
+      FROM mq.consumer_offset o
+     WHERE o.topic_id = p_topic_id AND o.partition = p_partition
+$$;
+
+-- A follower takes the leader's committed offsets and version, when the
+-- batch carries them (the leader ships all of them when versions differ).
+CREATE FUNCTION mq._offsets_apply(p_topic_id integer, p_partition integer, p_batch mq.replica_batch)
+    RETURNS void
+LANGUAGE plpgsql SET search_path = pg_catalog, pg_temp AS $$
+BEGIN
+    IF p_batch.offset_groups IS NOT NULL THEN
+        DELETE FROM mq.consumer_offset WHERE topic_id = p_topic_id AND partition = p_partition;
+        INSERT INTO mq.consumer_offset (group_id, topic_id, partition, next_offset, metadata, committed_at)
+        SELECT g, p_topic_id, p_partition, n, m, c
+          FROM unnest(p_batch.offset_groups, p_batch.offset_next, p_batch.offset_metadata,
+                      p_batch.offset_committed_at) AS u(g, n, m, c);
+    END IF;
+    INSERT INTO mq.offset_version AS v (topic_id, partition, version)
+    VALUES (p_topic_id, p_partition, p_batch.offsets_version)
+    ON CONFLICT (topic_id, partition) DO UPDATE SET version = EXCLUDED.version
+     WHERE v.version IS DISTINCT FROM EXCLUDED.version;
+END $$;
+
+-- On the leader: the committed-offsets version every ISR member has
+-- applied in this epoch (the leader's own when the ISR is the leader
+-- alone); mq.await_commit waits for it to reach a commit's version.
+CREATE FUNCTION mq._offsets_acked_version(p_topic_id integer, p_partition integer, p_leader_epoch integer)
+    RETURNS bigint
+LANGUAGE sql STABLE SET search_path = pg_catalog, pg_temp AS $$
+    SELECT coalesce(min(CASE WHEN g.leader_epoch OPERATOR(pg_catalog.=) p_leader_epoch
+                             THEN coalesce(g.offsets_version, -1) ELSE -1 END),
+                    mq._offsets_version(p_topic_id, p_partition))
+      FROM mq.replica_partition rp
+     CROSS JOIN LATERAL unnest(rp.isr) AS i(replica_id)
+      LEFT JOIN mq.replica_progress g
+        ON g.topic_id = p_topic_id AND g.partition = p_partition AND g.replica_id = i.replica_id
+     WHERE rp.topic_id = p_topic_id AND rp.partition = p_partition
+       AND i.replica_id IS DISTINCT FROM rp.leader_id
+$$;
+
+CREATE FUNCTION mq._batch_length(first integer, last integer) RETURNS bigint
+LANGUAGE sql IMMUTABLE PARALLEL SAFE SET search_path = pg_catalog, pg_temp AS $$
+    SELECT CASE WHEN last >= first THEN last::bigint - first + 1
+                ELSE last::bigint - first + 2147483649 END
+$$;
+
 -- The leader side of a follower's fetch: record the follower's progress
 -- (its fetch offset is its log end), advance the high watermark, and
 -- return records from fetch_offset on.  When the follower is caught up and
@@ -372,7 +476,8 @@ END $$;
 -- wait).
 CREATE FUNCTION mq.replica_fetch(p_topic text, p_partition integer, p_leader_epoch integer,
                                  p_replica_id integer, p_fetch_offset bigint,
-                                 p_max_records integer DEFAULT 1000, p_wait_ms integer DEFAULT 500)
+                                 p_max_records integer DEFAULT 1000, p_wait_ms integer DEFAULT 500,
+                                 p_offsets_version bigint DEFAULT NULL)
     RETURNS mq.replica_batch
 LANGUAGE plpgsql SECURITY DEFINER SET search_path = pg_catalog, pg_temp AS $$
 DECLARE
@@ -381,6 +486,8 @@ DECLARE
     g mq.replica_progress;
     v_leo bigint;
     v_end bigint;
+    v_cut bigint;
+    v_ov bigint;
     v_now timestamptz;
     b mq.replica_batch;
 BEGIN
@@ -394,32 +501,72 @@ BEGIN
     PERFORM mq._compaction_check_fetch(v_id, p_partition, p_fetch_offset);
     SELECT * INTO g FROM mq.replica_progress
      WHERE topic_id = v_id AND partition = p_partition AND replica_id = p_replica_id;
+    v_ov := mq._offsets_version(v_id, p_partition);
     IF p_fetch_offset = v_leo AND g.leader_epoch = p_leader_epoch
-       AND g.log_end_offset = p_fetch_offset AND p_wait_ms > 0 THEN
-        -- until new records, or a new high watermark for the follower to hear of
+       AND g.log_end_offset = p_fetch_offset AND p_wait_ms > 0
+       AND p_offsets_version = v_ov AND g.offsets_version = p_offsets_version THEN
+        -- until new records, a new high watermark for the follower to hear
+        -- of, or a new offset commit
         PERFORM mq._replica_wait_records(v_id, p_partition, p_fetch_offset, p_wait_ms,
-                                         coalesce(st.high_watermark, 0));
+                                         coalesce(st.high_watermark, 0), v_ov);
         st := mq._replica_fence(v_id, p_partition, p_leader_epoch, 'leader');
         v_leo := mq._log_end_offset(v_id, p_partition);
     END IF;
 
+    -- The committed offsets, when the follower's version is not the
+    -- leader's: all of them, read with their version in one snapshot.
+    v_ov := mq._offsets_version(v_id, p_partition);
+    IF p_offsets_version IS DISTINCT FROM v_ov THEN
+        SELECT s.version, s.groups, s.next, s.metadata, s.committed_at
+          INTO v_ov, b.offset_groups, b.offset_next, b.offset_metadata, b.offset_committed_at
+          FROM mq._offsets_snapshot(v_id, p_partition) s;
+    END IF;
+    b.offsets_version := v_ov;
+
     -- Kafka's lastCaughtUpTime: now if the follower reached the log end; the
-    -- time of its previous fetch if it reached the log end as of then.
+    -- time of its previous fetch if it reached the log end as of then.  For
+    -- committed offsets, as for records against the high watermark: caught
+    -- up when it applied (in this epoch) what the ISR has acknowledged.
     v_now := clock_timestamp();
     INSERT INTO mq.replica_progress AS r (topic_id, partition, replica_id, leader_epoch, log_end_offset,
-                                          last_fetch_at, last_fetch_leader_leo, caught_up_at)
+                                          last_fetch_at, last_fetch_leader_leo, caught_up_at,
+                                          offsets_version)
     VALUES (v_id, p_partition, p_replica_id, p_leader_epoch, p_fetch_offset, v_now, v_leo,
-            CASE WHEN p_fetch_offset >= v_leo THEN v_now END)
+            CASE WHEN p_fetch_offset >= v_leo THEN v_now END, p_offsets_version)
     ON CONFLICT (topic_id, partition, replica_id) DO UPDATE SET
         caught_up_at = CASE WHEN p_fetch_offset >= v_leo THEN v_now
                             WHEN r.leader_epoch <> p_leader_epoch THEN NULL
                             WHEN p_fetch_offset >= r.last_fetch_leader_leo THEN r.last_fetch_at
                             ELSE r.caught_up_at END,
+        offsets_caught_up = coalesce(r.leader_epoch = p_leader_epoch
+                                     AND p_offsets_version >= p_leader_epoch::bigint << 32
+                                     AND p_offsets_version >= mq._offsets_acked_version(v_id, p_partition,
+                                                                                        p_leader_epoch),
+                                     false),
         leader_epoch = p_leader_epoch, log_end_offset = p_fetch_offset,
-        last_fetch_at = v_now, last_fetch_leader_leo = v_leo;
+        last_fetch_at = v_now, last_fetch_leader_leo = v_leo,
+        offsets_version = p_offsets_version;
+    IF p_offsets_version IS DISTINCT FROM g.offsets_version THEN
+        PERFORM mq._replica_notify(v_id);      -- mq.await_commit waiters look again
+    END IF;
     b.high_watermark := mq._replica_advance_hwm(v_id, p_partition);
 
     v_end := least(v_leo, p_fetch_offset + greatest(p_max_records, 1));
+    -- Never end inside a producer batch (Kafka's followers fetch whole
+    -- batches): a follower holding part of one would record no batch for
+    -- it, and once elected would take the producer's retry for a new batch.
+    -- A fetch ends before the batch the limit cuts, or after it when that
+    -- batch is the first (KIP-74: at least one whole batch).
+    IF v_end < v_leo THEN
+        SELECT CASE WHEN x.o > p_fetch_offset THEN x.o
+                    ELSE least(v_leo, x.o + mq._batch_length(x.f, x.l)) END
+          INTO v_cut
+          FROM mq.producer_state s
+         CROSS JOIN LATERAL unnest(s.batch_first, s.batch_last, s.batch_offset) AS x(f, l, o)
+         WHERE s.topic_id = v_id AND s.partition = p_partition
+           AND x.o < v_end AND x.o + mq._batch_length(x.f, x.l) > v_end;
+        v_end := coalesce(v_cut, v_end);
+    END IF;
     b.base_offset := p_fetch_offset;
     b.log_end_offset := v_leo;
     b.log_start_offset := st.log_start_offset;
@@ -439,8 +586,7 @@ BEGIN
           FROM mq.producer_state s
          CROSS JOIN LATERAL unnest(s.batch_first, s.batch_last, s.batch_offset) AS x(f, l, o)
          WHERE s.topic_id = v_id AND s.partition = p_partition
-           AND x.o + (CASE WHEN x.l >= x.f THEN x.l - x.f ELSE x.l::bigint - x.f + 2147483648 END)
-               BETWEEN p_fetch_offset AND v_end - 1;
+           AND x.o + mq._batch_length(x.f, x.l) - 1 BETWEEN p_fetch_offset AND v_end - 1;
     END IF;
     SELECT array_agg(h.leader_epoch ORDER BY h.start_offset), array_agg(h.start_offset ORDER BY h.start_offset)
       INTO b.epochs, b.epoch_starts
@@ -476,6 +622,9 @@ BEGIN
         END IF;
     END IF;
     v_end := mq._replica_append_records(p_topic, p_partition, p_batch);
+    IF p_batch.offsets_version IS NOT NULL THEN
+        PERFORM mq._offsets_apply(v_id, p_partition, p_batch);
+    END IF;
     INSERT INTO mq.leader_epoch_history (topic_id, partition, leader_epoch, start_offset)
     SELECT v_id, p_partition, e, s FROM unnest(p_batch.epochs, p_batch.epoch_starts) AS u(e, s)
      WHERE s < v_end
@@ -514,15 +663,13 @@ BEGIN
               FROM mq.producer_state s2
              CROSS JOIN LATERAL unnest(s2.batch_first, s2.batch_last, s2.batch_offset) AS x(f, l, o)
              WHERE s2.topic_id = v_id AND s2.partition = p_partition
-               AND x.o + (CASE WHEN x.l >= x.f THEN x.l - x.f ELSE x.l::bigint - x.f + 2147483648 END)
-                   < p_from_offset
+               AND x.o + mq._batch_length(x.f, x.l) <= p_from_offset
              GROUP BY s2.producer_id) k
      WHERE s.topic_id = v_id AND s.partition = p_partition AND s.producer_id = k.producer_id;
     DELETE FROM mq.producer_state s
      WHERE s.topic_id = v_id AND s.partition = p_partition
        AND NOT EXISTS (SELECT 1 FROM unnest(s.batch_first, s.batch_last, s.batch_offset) AS x(f, l, o)
-                        WHERE x.o + (CASE WHEN x.l >= x.f THEN x.l - x.f
-                                          ELSE x.l::bigint - x.f + 2147483648 END) < p_from_offset);
+                        WHERE x.o + mq._batch_length(x.f, x.l) <= p_from_offset);
     UPDATE mq.partition_state SET high_watermark = least(high_watermark, p_from_offset)
      WHERE topic_id = v_id AND partition = p_partition;
     RETURN v_removed;
@@ -582,6 +729,12 @@ BEGIN
         ON p_requested_epoch IS NOT NULL
      WHERE p.topic_id = v_id AND p.partition = p_partition;
 END $$;
+
+-- After a transaction that sent records to or committed offsets of
+-- replicated partitions: wait until all of it is on every in-sync replica
+-- (src/commit_wait.c).  Returns the number of partitions waited for.
+CREATE FUNCTION mq.await_commit(timeout_ms integer DEFAULT 30000) RETURNS integer
+    AS 'MODULE_PATHNAME', 'mq_await_commit' LANGUAGE C VOLATILE;
 
 -------------------------------------------------------------------------------
 -- mq.produce (src/sql/31_produce_acks.sql) reads this for acks=all.

@@ -281,3 +281,116 @@ SELECT p.topic, p.partition, p.leader, b.node_name AS leader_node, p.leader_epoc
        p.isr, p.replicas, p.partition_epoch, p.updated_at
   FROM mq_coord.partition p
   LEFT JOIN mq_coord.broker b ON b.broker_id = p.leader;
+
+-- Producer ids, cluster-wide (KIP-730): the coordinator hands each broker
+-- blocks of ids from one counter, and the broker's node issues ids only
+-- from the blocks it was given (src/sql/63_producer_ids.sql), so no two
+-- producers anywhere share an id.  The counter is one row, advanced under
+-- its row lock and committed with synchronous_commit on: a block handed
+-- out is never handed out again, also after the coordinator restarts.
+-- Every block is recorded per broker for operators.
+CREATE TABLE mq_coord.producer_id_counter (
+    singleton boolean PRIMARY KEY DEFAULT true CHECK (singleton),
+    next_id   bigint NOT NULL CHECK (next_id > 0)     -- the first id of the next block
+);
+
+CREATE TABLE mq_coord.producer_id_block (
+    broker_id    integer NOT NULL,
+    first_id     bigint NOT NULL,
+    last_id      bigint NOT NULL CHECK (last_id >= first_id),
+    allocated_at timestamptz NOT NULL DEFAULT clock_timestamp(),
+    PRIMARY KEY (first_id)
+);
+CREATE INDEX ON mq_coord.producer_id_block (broker_id, allocated_at);
+
+SELECT pg_catalog.pg_extension_config_dump('mq_coord.producer_id_counter', '');
+SELECT pg_catalog.pg_extension_config_dump('mq_coord.producer_id_block', '');
+
+-- A block of p_count producer ids for a live broker (one that holds its
+-- liveness lock in this session).  Ids start at 1.
+CREATE FUNCTION mq_coord.allocate_producer_ids(p_broker_id integer, p_count integer DEFAULT 1000)
+    RETURNS TABLE (first_id bigint, last_id bigint)
+LANGUAGE plpgsql SECURITY DEFINER SET search_path = pg_catalog, pg_temp AS $$
+DECLARE
+    v_next bigint;
+BEGIN
+    IF p_count IS NULL OR p_count < 1 OR p_count > 1000000 THEN
+        RAISE EXCEPTION 'a block of producer ids holds 1 to 1000000 ids, not %', p_count
+            USING ERRCODE = 'MQ010';
+    END IF;
+    IF NOT mq_coord._holds(mq_coord.broker_lock_class(), p_broker_id) THEN
+        RAISE EXCEPTION 'broker % must hold its liveness lock to get producer ids', p_broker_id
+            USING ERRCODE = 'MQ010', HINT = 'SELECT pg_try_advisory_lock(mq_coord.broker_lock_class(), id) first.';
+    END IF;
+    -- the block must survive a crash of the coordinator once returned: this
+    -- transaction commits with a flush whatever the session's setting
+    -- (a setting made here outlives the function: it is not in its SET list)
+    IF current_setting('synchronous_commit') IN ('off', 'local', 'remote_write') THEN
+        PERFORM set_config('synchronous_commit', 'on', true);
+    END IF;
+    INSERT INTO mq_coord.producer_id_counter AS c (singleton, next_id) VALUES (true, 1 + p_count)
+    ON CONFLICT (singleton) DO UPDATE SET next_id = c.next_id + p_count
+    RETURNING c.next_id INTO v_next;
+    first_id := v_next - p_count;
+    last_id := v_next - 1;
+    INSERT INTO mq_coord.producer_id_block (broker_id, first_id, last_id)
+    VALUES (p_broker_id, allocate_producer_ids.first_id, allocate_producer_ids.last_id);
+    RETURN NEXT;
+END $$;
+
+-- Transactional ids, cluster-wide (Kafka's transaction coordinator does
+-- InitProducerId): one producer id per transactional id, from the same
+-- counter as the blocks, and an epoch bumped by every call.  A producer
+-- that got (id, epoch) here writes to every partition leader, which
+-- registers that epoch with its first batch (or fenced offset commit) and
+-- fences older ones from then on (src/idempotence.c).  Committed durably,
+-- like the blocks: an epoch handed out is never handed out again.
+CREATE TABLE mq_coord.transactional_producer (
+    transactional_id text PRIMARY KEY CHECK (transactional_id <> ''),
+    producer_id      bigint NOT NULL UNIQUE,
+    producer_epoch   integer NOT NULL,
+    updated_at       timestamptz NOT NULL DEFAULT clock_timestamp()
+);
+SELECT pg_catalog.pg_extension_config_dump('mq_coord.transactional_producer', '');
+
+CREATE FUNCTION mq_coord.init_producer(p_transactional_id text,
+                                       OUT producer_id bigint, OUT producer_epoch integer)
+LANGUAGE plpgsql SECURITY DEFINER SET search_path = pg_catalog, pg_temp AS $$
+DECLARE
+    v_next bigint;
+BEGIN
+    IF p_transactional_id IS NULL OR p_transactional_id = '' THEN
+        RAISE EXCEPTION 'a transactional id must not be empty' USING ERRCODE = 'MQ010',
+            HINT = 'An idempotent producer without a transactional id calls mq.init_producer() on a node.';
+    END IF;
+    IF current_setting('synchronous_commit') IN ('off', 'local', 'remote_write') THEN
+        PERFORM set_config('synchronous_commit', 'on', true);
+    END IF;
+    UPDATE mq_coord.transactional_producer t
+       SET producer_epoch = t.producer_epoch + 1, updated_at = clock_timestamp()
+     WHERE t.transactional_id = p_transactional_id
+    RETURNING t.producer_id, t.producer_epoch INTO producer_id, producer_epoch;
+    IF FOUND THEN
+        RETURN;
+    END IF;
+    INSERT INTO mq_coord.producer_id_counter AS c (singleton, next_id) VALUES (true, 2)
+    ON CONFLICT (singleton) DO UPDATE SET next_id = c.next_id + 1
+    RETURNING c.next_id - 1 INTO v_next;
+    -- a concurrent first call for the same id: the loser bumps the winner's epoch
+    INSERT INTO mq_coord.transactional_producer AS t (transactional_id, producer_id, producer_epoch)
+    VALUES (p_transactional_id, v_next, 0)
+    ON CONFLICT (transactional_id) DO UPDATE
+       SET producer_epoch = t.producer_epoch + 1, updated_at = clock_timestamp()
+    RETURNING t.producer_id, t.producer_epoch INTO producer_id, producer_epoch;
+END $$;
+
+-- What an application role needs to get transactional producer ids here.
+CREATE FUNCTION mq_coord.grant_producer(role regrole) RETURNS void
+LANGUAGE plpgsql SECURITY INVOKER SET search_path = pg_catalog, pg_temp AS $$
+BEGIN
+    IF role IS NULL THEN
+        RAISE EXCEPTION 'role must not be NULL' USING ERRCODE = 'MQ010';
+    END IF;
+    EXECUTE pg_catalog.format('GRANT USAGE ON SCHEMA mq_coord TO %s', role);
+    EXECUTE pg_catalog.format('GRANT EXECUTE ON FUNCTION mq_coord.init_producer(text) TO %s', role);
+END $$;

@@ -40,11 +40,13 @@ BEGIN
         'mq.replica_become_follower(text, integer, integer, integer, text, integer[]), '
         'mq.replica_set_isr(text, integer, integer, integer[]), '
         'mq.replica_leader_state(text, integer, integer), '
-        'mq.replica_fetch(text, integer, integer, integer, bigint, integer, integer), '
+        'mq.replica_fetch(text, integer, integer, integer, bigint, integer, integer, bigint), '
         'mq.replica_append(text, integer, integer, mq.replica_batch), '
         'mq.replica_truncate(text, integer, integer, bigint), '
         'mq.replica_epoch_end_offset(text, integer, integer, integer), '
-        'mq.replica_log_state(text, integer, integer) '
+        'mq.replica_log_state(text, integer, integer), '
+        'mq.replica_add_producer_ids(bigint, bigint), '
+        'mq.replica_producer_ids_left() '
         'TO %s', role);
     -- mq's own authorization (90_acl.sql): the broker sees every topic in
     -- mq.topics and creates the replicas it is assigned
@@ -74,7 +76,8 @@ BEGIN
         'mq_coord.fence_broker(integer, integer, integer), '
         'mq_coord.elect(text, integer, integer, integer), '
         'mq_coord.alter_isr(text, integer, integer, integer, integer[]), '
-        'mq_coord.assignments(integer) '
+        'mq_coord.assignments(integer), '
+        'mq_coord.allocate_producer_ids(integer, integer) '
         'TO %s', role);
 END;
 $$;

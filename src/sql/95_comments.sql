@@ -173,7 +173,7 @@ COMMENT ON FUNCTION mq.replica_set_isr(text, integer, integer, integer[]) IS
     'broker API, on the leader: sets the local in-sync replica set; returns the high watermark';
 COMMENT ON FUNCTION mq.replica_leader_state(text, integer, integer) IS
     'broker API, on the leader: each follower''s progress and lag, for ISR decisions';
-COMMENT ON FUNCTION mq.replica_fetch(text, integer, integer, integer, bigint, integer, integer) IS
+COMMENT ON FUNCTION mq.replica_fetch(text, integer, integer, integer, bigint, integer, integer, bigint) IS
     'broker API, on the leader: a follower''s fetch; records its progress, advances the high watermark, returns records (long polling)';
 COMMENT ON FUNCTION mq.replica_append(text, integer, integer, mq.replica_batch) IS
     'broker API, on a follower: appends a fetched batch at the leader''s offsets; returns the new log end offset';
@@ -189,8 +189,20 @@ COMMENT ON FUNCTION mq._replica_lock(integer, integer) IS
     'internal: the partition''s produce lock until commit, for the replica API';
 COMMENT ON FUNCTION mq._replica_notify(integer) IS
     'internal: wakes the topic''s waiters (long polls, acks=all) at commit';
-COMMENT ON FUNCTION mq._replica_wait_records(integer, integer, bigint, integer, bigint) IS
-    'internal: the leader side of a follower''s long poll, waiting for records past an offset or a high watermark change';
+COMMENT ON FUNCTION mq._replica_wait_records(integer, integer, bigint, integer, bigint, bigint) IS
+    'internal: the leader side of a follower''s long poll, waiting for records past an offset, a high watermark change or an offset commit';
+COMMENT ON FUNCTION mq.await_commit(integer) IS
+    'waits until what the session''s last transaction wrote to replicated partitions (records, committed offsets) is on every in-sync replica; MQ020, MQ022 or MQ023 otherwise';
+COMMENT ON FUNCTION mq._offsets_version(integer, integer) IS
+    'internal: the version of a partition''s committed group offsets';
+COMMENT ON FUNCTION mq._offsets_snapshot(integer, integer) IS
+    'internal: all committed offsets of a partition with their version, for a follower''s fetch';
+COMMENT ON FUNCTION mq._offsets_apply(integer, integer, mq.replica_batch) IS
+    'internal: a follower takes the leader''s committed offsets and their version';
+COMMENT ON FUNCTION mq._offsets_acked_version(integer, integer, integer) IS
+    'internal: the committed-offsets version every in-sync replica applied in the epoch';
+COMMENT ON TABLE mq.offset_version IS
+    'per replicated partition: the version of its committed group offsets, bumped by each commit on the leader';
 COMMENT ON FUNCTION mq._replica_await_hwm(text, integer, bigint, integer, integer, integer) IS
     'internal: acks=all, waits until the high watermark reaches an offset (MQ022, MQ023 when it cannot)';
 COMMENT ON FUNCTION mq._replica_append_records(text, integer, mq.replica_batch) IS
@@ -203,8 +215,20 @@ COMMENT ON FUNCTION mq._replica_advance_hwm(integer, integer) IS
     'internal: moves the high watermark forward to the least log end offset over the ISR';
 COMMENT ON FUNCTION mq._replica_set_info(integer, integer, integer, text, integer[], integer[]) IS
     'internal: records a partition''s leader, replicas and ISR on this node';
+COMMENT ON FUNCTION mq._batch_length(integer, integer) IS
+    'internal: the number of records in a producer batch of sequences first..last (sequences wrap after 2^31 - 1)';
 COMMENT ON FUNCTION mq._replica_epoch_end(integer, integer, integer) IS
     'internal: the largest leader epoch up to the requested one in this node''s history, and where it ends';
+COMMENT ON TABLE mq.producer_id_block IS
+    'the blocks of cluster-wide producer ids this node''s broker fetched from the coordinator, with the next id to issue of each';
+COMMENT ON FUNCTION mq.replica_add_producer_ids(bigint, bigint) IS
+    'broker API: adds a block of producer ids from mq_coord.allocate_producer_ids; returns the ids the node has left';
+COMMENT ON FUNCTION mq.replica_producer_ids_left() IS
+    'broker API: how many producer ids this node can still issue from its blocks';
+COMMENT ON FUNCTION mq._cluster_producer_ids() IS
+    'internal: whether this node issues producer ids from coordinator blocks (a broker has attached)';
+COMMENT ON FUNCTION mq._next_producer_id() IS
+    'internal: issues the next producer id of this node''s blocks (MQ027 when none is left)';
 COMMENT ON VIEW mq.replica_status IS
     'routing: what this node knows of each partition''s role, leader, replicas, ISR, log end and high watermark';
 
@@ -241,6 +265,18 @@ COMMENT ON FUNCTION mq_coord.alter_isr(text, integer, integer, integer, integer[
     'broker API: the leader changes the ISR if it still leads in its epoch; returns the new partition epoch or null';
 COMMENT ON FUNCTION mq_coord.assignments(integer) IS
     'broker API: the partitions a broker holds a replica of, with leaders and their node addresses';
+COMMENT ON TABLE mq_coord.producer_id_counter IS
+    'the first producer id of the next block (one row): every block of producer ids is cut from it';
+COMMENT ON TABLE mq_coord.producer_id_block IS
+    'every block of producer ids handed out: to which broker, first and last id, when';
+COMMENT ON FUNCTION mq_coord.allocate_producer_ids(integer, integer) IS
+    'broker API: a new block of cluster-wide producer ids for a live broker, committed durably (KIP-730)';
+COMMENT ON FUNCTION mq_coord.init_producer(text) IS
+    'cluster-wide transactional id: the same producer id with the next epoch on every call (Kafka''s InitProducerId), committed durably';
+COMMENT ON FUNCTION mq_coord.grant_producer(regrole) IS
+    'grant a role what it needs to call mq_coord.init_producer';
+COMMENT ON TABLE mq_coord.transactional_producer IS
+    'cluster-wide transactional ids: producer id and current epoch of each';
 COMMENT ON VIEW mq_coord.metadata IS
     'routing for clients: each replicated partition''s leader, its node, epoch, ISR and replicas';
 

@@ -35,7 +35,7 @@ BEGIN
                     'commit_polled', 'committed_offset', 'join_group', 'heartbeat',
                     'leave_group', 'create_topic', 'drop_topic', 'alter_topic',
                     'add_partitions', 'grant', 'revoke', 'offsets_for_times',
-                    'reset_offsets']::name[]) LOOP
+                    'reset_offsets', 'await_commit']::name[]) LOOP
         EXECUTE pg_catalog.format('GRANT EXECUTE ON ROUTINE %s TO PUBLIC', f);
     END LOOP;
 END $$;

@@ -11,6 +11,7 @@
 #   my $r = $c->start_consumer('t', 0);    # reads through the leader
 #   ... faults: $c->kill9_node($i), $c->restart_node($i), $c->stop_broker,
 #       $c->pause_node($i) / resume_node($i), $c->signal_broker($i, 'STOP'),
+#       $c->kill9_coord / $c->coord->start, $c->pause_coord / resume_coord,
 #       $c->cut_coordinator($i) / heal_coordinator($i) (coord_proxy => 1) ...
 #   $c->wait_acks($p, since => $t);      # wait on progress, never sleep
 #   my $acks = $c->stop_producer($p);
@@ -59,6 +60,7 @@ use Test::More;
 use Time::HiRes qw(time usleep);
 use POSIX ();
 use File::Basename ();
+use File::Temp ();
 use MqProxy;
 
 # every cluster made, so that brokers never outlive a test that died
@@ -304,7 +306,13 @@ sub isr
 sub node_pids
 {
 	my ($self, $i) = @_;
-	my $pm = $self->node($i)->{_pid};
+	return server_pids($self->node($i));
+}
+
+sub server_pids
+{
+	my ($server) = @_;
+	my $pm = $server->{_pid};
 	my @kids;
 	opendir(my $dh, '/proc') or die "/proc: $!";
 	for my $p (grep { /^\d+$/ } readdir $dh)
@@ -340,11 +348,36 @@ sub resume_node
 	kill 'CONT', $pm if $pm;
 }
 
+# Pause and resume the coordinator's whole server, as pause_node does.
+sub pause_coord
+{
+	my ($self) = @_;
+	my ($pm, @kids) = server_pids($self->coord);
+	kill 'STOP', $pm;
+	kill 'STOP', @kids;
+	$self->{paused}{coord} = [ $pm, @kids ];
+}
+
+sub resume_coord
+{
+	my ($self) = @_;
+	my ($pm, @kids) = @{ delete $self->{paused}{coord} // [] };
+	kill 'CONT', @kids;
+	kill 'CONT', $pm if $pm;
+}
+
 # kill -9 the node's postmaster and wait until it is gone
 sub kill9_node
 {
 	my ($self, $i) = @_;
-	my $node = $self->node($i);
+	kill9_server($self->node($i));
+}
+
+sub kill9_coord { kill9_server($_[0]->coord); }
+
+sub kill9_server
+{
+	my ($node) = @_;
 	my $pid = $node->{_pid};
 	$node->kill9;
 	for (1 .. 200) { last unless kill 0, $pid; usleep(20_000); }
@@ -364,7 +397,21 @@ sub psql_cmd
 {
 	my ($node, $sql, $timeout) = @_;
 	my @cmd = ('psql', '-X', '-A', '-t', '-q', '-v', 'ON_ERROR_STOP=1', '-v', 'VERBOSITY=verbose',
-		'-h', $node->host, '-p', $node->port, '-d', 'postgres', '-c', $sql);
+		'-h', $node->host, '-p', $node->port, '-d', 'postgres');
+	# a statement too long for one argument (a big batch) goes in a file
+	my $sqlfile;
+	if (length($sql) > 64 * 1024)
+	{
+		my $fh;
+		($fh, $sqlfile) = File::Temp::tempfile('mq-sql-XXXXXX', TMPDIR => 1);
+		print $fh $sql;
+		close $fh;
+		push @cmd, '-f', $sqlfile;
+	}
+	else
+	{
+		push @cmd, '-c', $sql;
+	}
 	my $out = '';
 	my $pid = open(my $fh, '-|');
 	die "fork: $!" unless defined $pid;
@@ -392,7 +439,9 @@ sub psql_cmd
 		$out .= $buf;
 	}
 	close $fh;
-	return ($? == 0, $out);
+	my $status = $?;
+	unlink $sqlfile if $sqlfile;
+	return ($status == 0, $out);
 }
 
 sub start_producer
@@ -404,11 +453,21 @@ sub start_producer
 	# a whole attempt (connect, produce, wait for acks=all) at most this long
 	my $attempt = $opt{attempt_timeout} // 10;
 	$self->{batch}{"$topic/$partition"} = $batch if $tag eq 'v';
-	my $leader = $self->leader($topic, $partition);
-	my ($ok, $out) = psql_cmd($self->node($leader), 'SELECT producer_id FROM mq.init_producer()');
-	die "init_producer: $out" unless $ok;
-	chomp(my $producer_id = $out);
-	my $file = "$self->{logprefix}acks.$topic.$partition" . ($tag eq 'v' ? '' : ".$tag");
+	# producer_id => ID: an id the test got itself (default: one from the
+	# leader's mq.init_producer); value_base => N: values (and the
+	# sequences recorded for the checker) start at vN, so that two
+	# producers of one partition write different values
+	my $vbase = $opt{value_base} // 0;
+	my $producer_id = $opt{producer_id};
+	if (!defined $producer_id)
+	{
+		my $leader = $self->leader($topic, $partition);
+		my ($ok, $out) = psql_cmd($self->node($leader), 'SELECT producer_id FROM mq.init_producer()');
+		die "init_producer: $out" unless $ok;
+		chomp($producer_id = $out);
+	}
+	my $file = "$self->{logprefix}acks.$topic.$partition" . ($tag eq 'v' ? '' : ".$tag")
+	  . ($vbase ? ".$vbase" : '');
 	my $stop = "$file.stop";
 	unlink $stop;
 	my $pid = fork();
@@ -418,13 +477,18 @@ sub start_producer
 		open my $ack, '>', $file or POSIX::_exit(1);
 		$ack->autoflush(1);
 		my $seq = 0;
+		my $known = -1;
 		while (!-e $stop)
 		{
+			# the leader the coordinator names; while the coordinator cannot
+			# answer, the last one it named (leaders serve on without it)
 			my ($lok, $l) = psql_cmd($self->coord,
-				"SELECT coalesce(leader, -1) FROM mq_coord.partition WHERE topic = '$topic' AND partition = $partition");
+				"SELECT coalesce(leader, -1) FROM mq_coord.partition WHERE topic = '$topic' AND partition = $partition", 2);
 			chomp $l;
-			if (!$lok || $l !~ /^\d+$/ || $l < 1) { usleep(50_000); next; }
-			my $vals = join(',', map { "'$tag" . ($seq + $_) . "'" } 0 .. $batch - 1);
+			$l = $known if !$lok && $known > 0;
+			if ($l !~ /^\d+$/ || $l < 1) { usleep(50_000); next; }
+			$known = $l;
+			my $vals = join(',', map { "'$tag" . ($vbase + $seq + $_) . "'" } 0 .. $batch - 1);
 			my ($sok, $res) = psql_cmd($self->node($l),
 				"CALL mq.produce('$topic', NULL, ARRAY[$vals]::bytea[], $partition, 'all', "
 				  . "$producer_id, 0, $seq, 5000)", $attempt);
@@ -432,13 +496,13 @@ sub start_producer
 			{
 				my ($base) = $res =~ /^(-?\d+)\|/m;
 				$base //= -1;
-				printf $ack "ack %d %d %d %.3f\n", $seq, $base, $l, time;
+				printf $ack "ack %d %d %d %.3f\n", $vbase + $seq, $base, $l, time;
 				$seq += $batch;
 			}
 			else
 			{
 				my ($state) = $res =~ /ERROR:\s+([0-9A-Z]{5})/;
-				printf $ack "err %d %s %d %.3f\n", $seq, $state // 'conn', $l, time;
+				printf $ack "err %d %s %d %.3f\n", $vbase + $seq, $state // 'conn', $l, time;
 				usleep(20_000);
 			}
 		}
@@ -447,7 +511,7 @@ sub start_producer
 	}
 	$self->{children}{$pid} = 1;
 	return { pid => $pid, file => $file, stop => $stop, batch => $batch, tag => $tag,
-		topic => $topic, partition => $partition };
+		vbase => $vbase, topic => $topic, partition => $partition };
 }
 
 # The producer's log lines so far, as hashes; a line still being written
@@ -467,7 +531,7 @@ sub producer_lines
 }
 
 # Stop the producer; returns its log lines as hashes, each with the
-# producer's tag and batch size (for check_log).
+# producer's tag, batch size and value base (for check_log).
 sub stop_producer
 {
 	my ($self, $p) = @_;
@@ -476,7 +540,7 @@ sub stop_producer
 	waitpid($p->{pid}, 0);
 	delete $self->{children}{ $p->{pid} };
 	my $lines = producer_lines($p->{file});
-	@$_{qw(tag batch)} = @$p{qw(tag batch)} for @$lines;
+	@$_{qw(tag batch vbase)} = @$p{qw(tag batch vbase)} for @$lines;
 	return $lines;
 }
 
@@ -547,12 +611,16 @@ sub start_consumer
 		open my $out, '>', $file or POSIX::_exit(1);
 		$out->autoflush(1);
 		my $pos = 0;
+		my $known = -1;
 		while (!-e $stop)
 		{
+			# as the producer: the last leader named while the coordinator is away
 			my ($lok, $l) = psql_cmd($self->coord,
-				"SELECT coalesce(leader, -1) FROM mq_coord.partition WHERE topic = '$topic' AND partition = $partition");
+				"SELECT coalesce(leader, -1) FROM mq_coord.partition WHERE topic = '$topic' AND partition = $partition", 2);
 			chomp $l;
-			if (!$lok || $l !~ /^\d+$/ || $l < 1) { usleep(50_000); next; }
+			$l = $known if !$lok && $known > 0;
+			if ($l !~ /^\d+$/ || $l < 1) { usleep(50_000); next; }
+			$known = $l;
 			my ($ok, $res) = psql_cmd($self->node($l),
 				"SELECT msg_offset || ' ' || convert_from(value, 'UTF8') "
 				  . "FROM mq.fetch('$topic', $partition, $pos, 1000, 300)", 5);
@@ -661,18 +729,24 @@ sub wait_converged
 }
 
 # Whether the log holds each producer's records in the order it sent them
-# (its sequence numbers rising), and nothing from anyone else.
+# (its sequence numbers rising), and nothing from anyone else.  A producer
+# is a tag and a value base: value tagN is the record N of the producer of
+# that tag with the largest base not above N.
 sub producer_order
 {
-	my ($ref, @tags) = @_;
-	my %known = map { $_ => 1 } 'v', @tags;
+	my ($ref, @producers) = @_;
+	my %bases;
+	for (@producers, [ 'v', 0 ]) { $bases{ $_->[0] }{ $_->[1] } = 1; }
 	my %last;
 	for my $v (@$ref)
 	{
 		my ($tag, $seq) = $v =~ /^([a-z]+)(\d+)$/ or return 0;
-		return 0 unless $known{$tag};
-		return 0 if defined $last{$tag} && $seq <= $last{$tag};
-		$last{$tag} = $seq;
+		return 0 unless $bases{$tag};
+		my ($base) = sort { $b <=> $a } grep { $_ <= $seq } keys %{ $bases{$tag} };
+		return 0 unless defined $base;
+		my $who = "$tag/$base";
+		return 0 if defined $last{$who} && $seq <= $last{$who};
+		$last{$who} = $seq;
 	}
 	return 1;
 }
@@ -715,7 +789,7 @@ sub check_log
 	diag("$topic/$partition: $dup record(s) twice in the log, e.g. "
 		  . join(', ', map { "$_ at offsets @{ $where{$_} }" } @dups[ 0 .. ($#dups < 2 ? $#dups : 2) ]))
 	  if @dups;
-	my $ordered = producer_order($ref, map { $_->{tag} // 'v' } @acks);
+	my $ordered = producer_order($ref, map { [ $_->{tag} // 'v', $_->{vbase} // 0 ] } @acks);
 	is($lost, 0, 'no acknowledged record lost (' . scalar(@acks) . ' acknowledged batches)');
 	is($dup, 0, 'no record duplicated');
 	is($moved, 0, 'every acknowledged record sits at the offset it was acknowledged with');
@@ -759,6 +833,7 @@ sub teardown
 		waitpid($pid, 0);
 	}
 	$self->{children} = {};
+	$self->resume_coord if $self->{paused}{coord};
 	$self->resume_node($_) for keys %{ $self->{paused} // {} };
 	for my $i (1 .. $#{ $self->{brokers} })
 	{

@@ -71,14 +71,14 @@ test_config(void)
 static void
 test_batch(void)
 {
-	unsigned char buf[64];
+	unsigned char buf[128];
 	BatchHeader h;
 	size_t		len = 0;
 
 	memset(buf, 0, sizeof(buf));
 	buf[3] = 12;				/* 12 fields */
 	len = 4;
-	for (int f = 0; f < 3; f++)
+	for (int f = 0; f < BATCH_HEADER_FIELDS; f++)
 	{
 		buf[len + 3] = 20;		/* int8 oid */
 		buf[len + 7] = 8;		/* length */
@@ -87,7 +87,7 @@ test_batch(void)
 		len += 8;
 	}
 	CHECK(batch_header_decode(buf, len, &h) && h.base_offset == 1 && h.leader_log_end == 2 &&
-		  h.high_watermark == 3, "a batch header decodes");
+		  h.high_watermark == 3 && h.offsets_version == 4, "a batch header decodes");
 	{
 		bool		any = false;
 

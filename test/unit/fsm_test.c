@@ -28,6 +28,7 @@ STUB(act_resign)
 STUB(act_forget_epoch)
 STUB(act_drop_role)
 STUB(act_drop_role_keep_locks)
+STUB(act_keep_role_lose_locks)
 STUB(act_stop_fetching)
 
 #define N PART_NONE
@@ -56,8 +57,8 @@ static const Spec spec[] = {
 	{EV_HANDED_OVER, {X, N, X, X}, {NULL, "act_resign", NULL, NULL}},
 	{EV_NODE_LOST, {N, N, N, N}, {"act_drop_role", "act_drop_role", "act_drop_role", "act_drop_role"}},
 	{EV_NODE_ATTACHED, {N, N, N, N}, {"act_drop_role", "act_drop_role", "act_drop_role", "act_drop_role"}},
-	{EV_COORD_LOST, {N, N, N, N}, {"act_drop_role_keep_locks", "act_drop_role_keep_locks",
-	"act_drop_role_keep_locks", "act_drop_role_keep_locks"}},
+	{EV_COORD_LOST, {N, L, N, F}, {"act_drop_role_keep_locks", "act_keep_role_lose_locks",
+	"act_drop_role_keep_locks", "act_keep_role_lose_locks"}},
 	{EV_SHUTDOWN, {N, N, N, N}, {"act_stop_fetching", "act_stop_fetching", "act_stop_fetching",
 	"act_stop_fetching"}},
 };
