@@ -1,19 +1,23 @@
 # MqCluster: a replicated mq cluster on loopback for TAP tests.
 #
 #   my $c = MqCluster->new(nodes => 3);   # 3 data nodes + a coordinator
-#   (options: metrics => 1, high_fds => 1, lag_time_max_ms, node_conf, broker_conf)
+#   (options: metrics => 1, high_fds => 1, lag_time_max_ms, node_conf, broker_conf,
+#    coord_proxy => 1)
 #   $c->start_brokers;                    # one mq-broker per data node
 #   $c->create_topic('t', 1, {'replication.factor' => 3, 'min.insync.replicas' => 2});
 #   my $p = $c->start_producer('t', 0);   # idempotent, acks=all, throughout
+#   my $q = $c->start_producer('t', 0, tag => 'w', batch => 50);  # a second one
 #   ... faults: $c->kill9_node($i), $c->restart_node($i), $c->stop_broker ...
 #   my $r = $c->start_consumer('t', 0);    # reads through the leader
 #   ... faults: $c->kill9_node($i), $c->restart_node($i), $c->stop_broker,
-#       $c->pause_node($i) / resume_node($i), $c->signal_broker($i, 'STOP') ...
-#       $c->kill9_coord / $c->coord->start, $c->pause_coord / resume_coord ...
+#       $c->pause_node($i) / resume_node($i), $c->signal_broker($i, 'STOP'),
+#       $c->kill9_coord / $c->coord->start, $c->pause_coord / resume_coord,
+#       $c->cut_coordinator($i) / heal_coordinator($i) (coord_proxy => 1) ...
 #   $c->wait_acks($p, since => $t);      # wait on progress, never sleep
 #   my $acks = $c->stop_producer($p);
 #   $c->stop_consumer($r);
 #   $c->check_log('t', 0, $acks, @live);   # the independent checker
+#   $c->check_log('t', 0, [ @$acks, @$acks_q ], @live);  # several producers
 #
 # The producer is a child process that sends batches with psql to whoever
 # the coordinator names leader, retrying a batch with the same sequence
@@ -27,6 +31,24 @@
 # A run that acknowledged nothing would pass all of that, so the checker
 # fails it, unless the caller says that nothing was to be acknowledged
 # ($c->check_log('t', 0, $acks, { expect_no_acks => 1 }, @live)).
+#
+# Several producers may write one partition: each has a tag (default 'v')
+# that prefixes its values ('v0', 'v1', ...; 'w0', ...), its own producer
+# id, batch size and acks file; check_log takes their lines together and
+# checks each acknowledged batch, and each producer's order, by its tag.
+#
+# Cutting a broker from the coordinator: with coord_proxy => 1 every broker
+# reaches the coordinator through a forwarder of its own (MqProxy.pm: a
+# child process on a port of 127.0.0.1, kept across broker restarts).
+# $c->cut_coordinator($i) makes broker $i's forwarder stop accepting,
+# reading and writing at once, so the broker and its coordinator session
+# hear silence, as behind a firewall dropping packets (no reset, no
+# close); heal_coordinator($i) resumes forwarding.  Its node, the other
+# brokers and the test's clients are not cut.  Unlike a real drop, the
+# forwarder's kernel answers TCP keepalives, so the broker notices the cut
+# by its statement deadline (coordinator.timeout.ms) and the coordinator by
+# its heartbeat age (session.timeout.ms: another broker fences the
+# session), not by keepalives.  No root, iptables or namespaces needed.
 package MqCluster;
 
 use strict;
@@ -39,6 +61,7 @@ use Time::HiRes qw(time usleep);
 use POSIX ();
 use File::Basename ();
 use File::Temp ();
+use MqProxy;
 
 # every cluster made, so that brokers never outlive a test that died
 my @clusters;
@@ -113,12 +136,43 @@ sub broker_config
 		$metrics = "[metrics]\naddress = 127.0.0.1:$self->{metrics_port}[$i]\n";
 	}
 	print $fh "[broker]\nid = $i\nnode = " . conninfo($self->node($i)) . "\n"
-		. "node.name = node$i\ncoordinator = " . conninfo($self->coord) . "\n"
+		. "node.name = node$i\ncoordinator = " . $self->coord_conninfo($i) . "\n"
 		. $metrics
 		. "[replication]\nreplica.lag.time.max.ms = "
 		. ($self->{opt}{lag_time_max_ms} // 2000) . "\n$extra";
 	close $fh;
 	return $file;
+}
+
+# The coordinator as broker $i reaches it: directly, or with coord_proxy
+# => 1 through its forwarder (started on first use, kept until teardown).
+sub coord_conninfo
+{
+	my ($self, $i) = @_;
+	return conninfo($self->coord) unless $self->{opt}{coord_proxy};
+	my $coord = $self->coord;
+	my $up = $coord->host =~ m{^/}
+	  ? sprintf('%s/.s.PGSQL.%d', $coord->host, $coord->port)
+	  : sprintf('%s:%d', $coord->host, $coord->port);
+	$self->{proxies}[$i] //= MqProxy->start(upstream => $up,
+		state => "$self->{dir}/coord_proxy$i.state");
+	return sprintf('host=127.0.0.1 port=%d dbname=postgres user=%s',
+		$self->{proxies}[$i]{port}, $BROKER_ROLE);
+}
+
+# Silence between broker $i and the coordinator (both ways), and its end.
+sub cut_coordinator
+{
+	my ($self, $i) = @_;
+	my $px = $self->{proxies}[$i] or die "cut_coordinator needs coord_proxy => 1";
+	$px->cut;
+}
+
+sub heal_coordinator
+{
+	my ($self, $i) = @_;
+	my $px = $self->{proxies}[$i] or die "heal_coordinator needs coord_proxy => 1";
+	$px->heal;
 }
 
 sub start_broker
@@ -335,8 +389,10 @@ sub kill9_server
 # ---------------------------------------------------------------------
 
 # Run one statement with psql; returns (success, output).  With $timeout
-# (seconds), psql is killed by SIGALRM after that long: a paused node must
-# not hold a client forever.
+# (seconds), psql is killed (SIGKILL) after that long: a paused node must
+# not hold a client forever.  Not by an alarm inherited across exec: psql 15
+# catches SIGALRM once connected (its \watch timer), so an alarm ended a
+# connection attempt but never a statement in progress.
 sub psql_cmd
 {
 	my ($node, $sql, $timeout) = @_;
@@ -362,11 +418,26 @@ sub psql_cmd
 	if ($pid == 0)
 	{
 		open STDERR, '>&', \*STDOUT;
-		alarm($timeout) if $timeout;	# survives exec: SIGALRM ends psql
 		exec @cmd or POSIX::_exit(127);
 	}
-	local $/;
-	$out = <$fh> // '';
+	my $deadline = $timeout ? time + $timeout : undef;
+	my $rin = '';
+	vec($rin, fileno($fh), 1) = 1;
+	while (1)
+	{
+		my $left = defined $deadline ? $deadline - time : undef;
+		if (defined $left && $left <= 0)
+		{
+			kill 'KILL', $pid;	# then read on to the EOF its death brings
+			$deadline = undef;
+			next;
+		}
+		next if select(my $r = $rin, undef, undef, $left) <= 0;
+		my $n = sysread($fh, my $buf, 65536);
+		next if !defined $n && $!{EINTR};
+		last unless $n;
+		$out .= $buf;
+	}
 	close $fh;
 	my $status = $?;
 	unlink $sqlfile if $sqlfile;
@@ -377,9 +448,11 @@ sub start_producer
 {
 	my ($self, $topic, $partition, %opt) = @_;
 	my $batch = $opt{batch} // 5;
+	my $tag = $opt{tag} // 'v';
+	die "producer tag must be lower-case letters" unless $tag =~ /^[a-z]+$/;
 	# a whole attempt (connect, produce, wait for acks=all) at most this long
 	my $attempt = $opt{attempt_timeout} // 10;
-	$self->{batch}{"$topic/$partition"} = $batch;
+	$self->{batch}{"$topic/$partition"} = $batch if $tag eq 'v';
 	# producer_id => ID: an id the test got itself (default: one from the
 	# leader's mq.init_producer); value_base => N: values (and the
 	# sequences recorded for the checker) start at vN, so that two
@@ -393,7 +466,8 @@ sub start_producer
 		die "init_producer: $out" unless $ok;
 		chomp($producer_id = $out);
 	}
-	my $file = "$self->{logprefix}acks.$topic.$partition" . ($vbase ? ".$vbase" : '');
+	my $file = "$self->{logprefix}acks.$topic.$partition" . ($tag eq 'v' ? '' : ".$tag")
+	  . ($vbase ? ".$vbase" : '');
 	my $stop = "$file.stop";
 	unlink $stop;
 	my $pid = fork();
@@ -414,7 +488,7 @@ sub start_producer
 			$l = $known if !$lok && $known > 0;
 			if ($l !~ /^\d+$/ || $l < 1) { usleep(50_000); next; }
 			$known = $l;
-			my $vals = join(',', map { "'v" . ($vbase + $seq + $_) . "'" } 0 .. $batch - 1);
+			my $vals = join(',', map { "'$tag" . ($vbase + $seq + $_) . "'" } 0 .. $batch - 1);
 			my ($sok, $res) = psql_cmd($self->node($l),
 				"CALL mq.produce('$topic', NULL, ARRAY[$vals]::bytea[], $partition, 'all', "
 				  . "$producer_id, 0, $seq, 5000)", $attempt);
@@ -436,8 +510,8 @@ sub start_producer
 		POSIX::_exit(0);
 	}
 	$self->{children}{$pid} = 1;
-	return { pid => $pid, file => $file, stop => $stop, batch => $batch, topic => $topic,
-		partition => $partition };
+	return { pid => $pid, file => $file, stop => $stop, batch => $batch, tag => $tag,
+		vbase => $vbase, topic => $topic, partition => $partition };
 }
 
 # The producer's log lines so far, as hashes; a line still being written
@@ -456,7 +530,8 @@ sub producer_lines
 	return \@lines;
 }
 
-# Stop the producer; returns its log lines as hashes.
+# Stop the producer; returns its log lines as hashes, each with the
+# producer's tag, batch size and value base (for check_log).
 sub stop_producer
 {
 	my ($self, $p) = @_;
@@ -464,7 +539,9 @@ sub stop_producer
 	close $fh;
 	waitpid($p->{pid}, 0);
 	delete $self->{children}{ $p->{pid} };
-	return producer_lines($p->{file});
+	my $lines = producer_lines($p->{file});
+	@$_{qw(tag batch vbase)} = @$p{qw(tag batch vbase)} for @$lines;
+	return $lines;
 }
 
 # Poll the child's log file until $count of its lines (default 1) are of
@@ -651,6 +728,29 @@ sub wait_converged
 	return 0;
 }
 
+# Whether the log holds each producer's records in the order it sent them
+# (its sequence numbers rising), and nothing from anyone else.  A producer
+# is a tag and a value base: value tagN is the record N of the producer of
+# that tag with the largest base not above N.
+sub producer_order
+{
+	my ($ref, @producers) = @_;
+	my %bases;
+	for (@producers, [ 'v', 0 ]) { $bases{ $_->[0] }{ $_->[1] } = 1; }
+	my %last;
+	for my $v (@$ref)
+	{
+		my ($tag, $seq) = $v =~ /^([a-z]+)(\d+)$/ or return 0;
+		return 0 unless $bases{$tag};
+		my ($base) = sort { $b <=> $a } grep { $_ <= $seq } keys %{ $bases{$tag} };
+		return 0 unless defined $base;
+		my $who = "$tag/$base";
+		return 0 if defined $last{$who} && $seq <= $last{$who};
+		$last{$who} = $seq;
+	}
+	return 1;
+}
+
 # The checks every scenario ends with.  Options go in a hash before the
 # live nodes: { expect_no_acks => 1 } for a run in which nothing was to be
 # acknowledged.
@@ -675,22 +775,25 @@ sub check_log
 	my ($lost, $dup, $moved) = (0, 0, 0);
 	for my $a (@acks)
 	{
-		for my $k (0 .. ($self->{batch}{"$topic/$partition"} // 5) - 1)
+		my $tag = $a->{tag} // 'v';
+		for my $k (0 .. ($a->{batch} // $self->{batch}{"$topic/$partition"} // 5) - 1)
 		{
-			my $v = 'v' . ($a->{seq} + $k);
+			my $v = $tag . ($a->{seq} + $k);
 			my $at = $where{$v} // [];
 			$lost++ if @$at == 0 || $at->[0] >= $hwm;
 			$moved++ if @$at && $at->[0] != $a->{base} + $k;
 		}
 	}
-	for my $v (keys %where) { $dup++ if @{ $where{$v} } > 1; }
-	my @seqs = map { substr($_, 1) } @$ref;
-	my $ordered = 1;
-	for my $o (1 .. $#seqs) { $ordered = 0 if $seqs[$o] <= $seqs[ $o - 1 ]; }
+	my @dups = sort { $where{$a}[0] <=> $where{$b}[0] } grep { @{ $where{$_} } > 1 } keys %where;
+	$dup = scalar @dups;
+	diag("$topic/$partition: $dup record(s) twice in the log, e.g. "
+		  . join(', ', map { "$_ at offsets @{ $where{$_} }" } @dups[ 0 .. ($#dups < 2 ? $#dups : 2) ]))
+	  if @dups;
+	my $ordered = producer_order($ref, map { [ $_->{tag} // 'v', $_->{vbase} // 0 ] } @acks);
 	is($lost, 0, 'no acknowledged record lost (' . scalar(@acks) . ' acknowledged batches)');
 	is($dup, 0, 'no record duplicated');
 	is($moved, 0, 'every acknowledged record sits at the offset it was acknowledged with');
-	ok($ordered, 'records in producer order');
+	ok($ordered, 'records in producer order (each producer\'s own), none from elsewhere');
 	for my $i (@live[ 1 .. $#live ])
 	{
 		my ($log, $h) = $self->replica_rows($i, $topic, $partition);
@@ -740,6 +843,7 @@ sub teardown
 		waitpid($pid, 0);
 		$self->{brokers}[$i] = undef;
 	}
+	$_ && $_->stop for @{ $self->{proxies} // [] };
 }
 
 1;
