@@ -56,10 +56,10 @@ typedef struct PendingAck
 	int			nest_level;		/* subtransaction that wrote it */
 } PendingAck;
 
-#define MAX_ACKS 1024
-
-static PendingAck xact_acks[MAX_ACKS];
+/* this transaction's notes (kept in TopMemoryContext, grown as needed) */
+static PendingAck *xact_acks = NULL;
 static int	n_xact_acks = 0;
+static int	xact_acks_size = 0;
 static PendingAck *session_acks = NULL;
 static int	n_session_acks = 0;
 
@@ -75,10 +75,13 @@ note(int32 topic_id, int32 partition, int32 epoch, int64 records_end, int64 vers
 			a = &xact_acks[i];
 	if (a == NULL)
 	{
-		if (n_xact_acks == MAX_ACKS)
-			ereport(ERROR,
-					(errcode(ERRCODE_MQ_INVALID_ARGUMENT),
-					 errmsg("a transaction may write to at most %d replicated partitions", MAX_ACKS)));
+		if (n_xact_acks == xact_acks_size)
+		{
+			xact_acks_size = Max(16, xact_acks_size * 2);
+			xact_acks = xact_acks == NULL ?
+				MemoryContextAlloc(TopMemoryContext, sizeof(PendingAck) * xact_acks_size) :
+				repalloc(xact_acks, sizeof(PendingAck) * xact_acks_size);
+		}
 		a = &xact_acks[n_xact_acks++];
 		a->topic_id = topic_id;
 		a->partition = partition;
