@@ -402,8 +402,6 @@ BEGIN
      WHERE r.id IS DISTINCT FROM rp.leader_id;
 END $$;
 
--- Records in a producer batch of sequences first..last (sequences wrap to
--- 0 after 2^31 - 1, as in Kafka).
 -- Committed offsets on replicated partitions.  The version of a
 -- partition's offsets (0 before it was ever led).
 CREATE FUNCTION mq._offsets_version(p_topic_id integer, p_partition integer) RETURNS bigint
@@ -462,6 +460,8 @@ LANGUAGE sql STABLE SET search_path = pg_catalog, pg_temp AS $$
        AND i.replica_id IS DISTINCT FROM rp.leader_id
 $$;
 
+-- Records in a producer batch of sequences first..last (sequences wrap to
+-- 0 after 2^31 - 1, as in Kafka).
 CREATE FUNCTION mq._batch_length(first integer, last integer) RETURNS bigint
 LANGUAGE sql IMMUTABLE PARALLEL SAFE SET search_path = pg_catalog, pg_temp AS $$
     SELECT CASE WHEN last >= first THEN last::bigint - first + 1

@@ -5,7 +5,8 @@
 # one random fault after another, each held for a random time and then
 # healed: kill -9 of a leader's node or broker, SIGSTOP of a leader's node
 # and broker past the session timeout, of a follower's node, or of the
-# coordinator, kill -9 of the coordinator.  Then the independent checker
+# coordinator, kill -9 of the coordinator, a broker cut silently from the
+# coordinator (MqCluster's coord_proxy).  Then the independent checker
 # on both partitions: nothing acknowledged lost, duplicated or moved,
 # replicas identical below the high watermark, nothing a consumer saw
 # truncated or replaced.  The fault schedule is printed with its seed, so a
@@ -24,7 +25,7 @@ my $seed = $ENV{MQ_SOAK_SEED} // time;
 srand($seed);
 note("seed $seed, $seconds s");
 
-my $c = MqCluster->new(nodes => 3);
+my $c = MqCluster->new(nodes => 3, coord_proxy => 1);
 $c->start_brokers;
 $c->create_topic('t', 2, { 'replication.factor' => 3, 'min.insync.replicas' => 2 });
 my @p = map { $c->start_producer('t', $_) } 0, 1;
@@ -65,6 +66,12 @@ my @faults = (
 		$c->pause_node($f);
 		hold(4);
 		$c->resume_node($f);
+	} ],
+	[ 'a broker cut from the coordinator', sub {
+		my $b = 1 + int(rand(3));
+		$c->cut_coordinator($b);
+		hold(5);
+		$c->heal_coordinator($b);
 	} ],
 	[ 'kill -9 of the coordinator', sub {
 		$c->kill9_coord;
