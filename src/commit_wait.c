@@ -110,14 +110,12 @@ void
 mq_commit_note_offsets(MqTopic *topic, int32 partition)
 {
 	static SPIPlanPtr plan = NULL;
-	MqReplicaState st;
 	Datum		args[2] = {Int32GetDatum(topic->topic_id), Int32GetDatum(partition)};
 	bool		isnull;
 	int64		version;
+	int32		epoch = mq_replica_check_leader(topic, partition);
 	MqSpiSave	spi;
 
-	mq_replica_check_leader(topic, partition);
-	mq_replica_read_state(topic->topic_id, partition, &st);
 	mq_spi_begin(&spi);
 	if (plan == NULL)
 	{
@@ -134,7 +132,7 @@ mq_commit_note_offsets(MqTopic *topic, int32 partition)
 		elog(ERROR, "mq: offsets version update failed");
 	version = DatumGetInt64(SPI_getbinval(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 1, &isnull));
 	mq_spi_end(&spi);
-	note(topic->topic_id, partition, st.leader_epoch, -1, version);
+	note(topic->topic_id, partition, epoch, -1, version);
 	mq_notify_at_commit(topic->topic_id);	/* wake the followers' fetches */
 }
 

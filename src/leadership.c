@@ -192,7 +192,7 @@ mq_replica_check_produce(MqTopic *topic, int32 partition)
  * Unreplicated partitions never get here (the topic cache knows), so they
  * pay nothing; a replicated one pays one catalog lookup per read.
  */
-void
+int32
 mq_replica_check_leader(MqTopic *topic, int32 partition)
 {
 	MqReplicaState st;
@@ -202,4 +202,5 @@ mq_replica_check_leader(MqTopic *topic, int32 partition)
 		mq_replica_raise_not_leader(topic->name, partition, &st);
 	if (st.found)
 		mq_replica_check_broker(topic->name, partition, &st);
+	return st.found ? st.leader_epoch : -1;
 }

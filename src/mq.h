@@ -164,7 +164,7 @@ extern void mq_replica_raise_not_leader(const char *topic_name, int32 partition,
 extern void mq_replica_check_broker(const char *topic_name, int32 partition,
 									MqReplicaState *st);
 extern int32 mq_replica_check_produce(MqTopic *topic, int32 partition);
-extern void mq_replica_check_leader(MqTopic *topic, int32 partition);
+extern int32 mq_replica_check_leader(MqTopic *topic, int32 partition);
 
 /* commit_wait.c: acknowledging writes to replicated partitions */
 extern void mq_commit_note_records(MqTopic *topic, int32 partition, int32 epoch, int64 end);

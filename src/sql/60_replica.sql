@@ -511,11 +511,11 @@ BEGIN
                                          coalesce(st.high_watermark, 0), v_ov);
         st := mq._replica_fence(v_id, p_partition, p_leader_epoch, 'leader');
         v_leo := mq._log_end_offset(v_id, p_partition);
+        v_ov := mq._offsets_version(v_id, p_partition);
     END IF;
 
     -- The committed offsets, when the follower's version is not the
     -- leader's: all of them, read with their version in one snapshot.
-    v_ov := mq._offsets_version(v_id, p_partition);
     IF p_offsets_version IS DISTINCT FROM v_ov THEN
         SELECT s.version, s.groups, s.next, s.metadata, s.committed_at
           INTO v_ov, b.offset_groups, b.offset_next, b.offset_metadata, b.offset_committed_at

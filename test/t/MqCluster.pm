@@ -331,37 +331,29 @@ sub server_pids
 # Pause a whole node: SIGSTOP of the postmaster alone would leave its
 # backends serving the connections they have.  The postmaster first, so
 # that it forks nothing new meanwhile.
-sub pause_node
-{
-	my ($self, $i) = @_;
-	my ($pm, @kids) = $self->node_pids($i);
-	kill 'STOP', $pm;
-	kill 'STOP', @kids;
-	$self->{paused}{$i} = [ $pm, @kids ];
-}
-
-sub resume_node
-{
-	my ($self, $i) = @_;
-	my ($pm, @kids) = @{ delete $self->{paused}{$i} // [] };
-	kill 'CONT', @kids;
-	kill 'CONT', $pm if $pm;
-}
+sub pause_node  { $_[0]->pause_server($_[1], $_[0]->node($_[1])); }
+sub resume_node { $_[0]->resume_server($_[1]); }
 
 # Pause and resume the coordinator's whole server, as pause_node does.
-sub pause_coord
+sub pause_coord  { $_[0]->pause_server('coord', $_[0]->coord); }
+sub resume_coord { $_[0]->resume_server('coord'); }
+
+# SIGSTOP a server's postmaster (first, so that it forks nothing new
+# meanwhile) and its children, remembered under $key; resume_server
+# continues them.
+sub pause_server
 {
-	my ($self) = @_;
-	my ($pm, @kids) = server_pids($self->coord);
+	my ($self, $key, $server) = @_;
+	my ($pm, @kids) = server_pids($server);
 	kill 'STOP', $pm;
 	kill 'STOP', @kids;
-	$self->{paused}{coord} = [ $pm, @kids ];
+	$self->{paused}{$key} = [ $pm, @kids ];
 }
 
-sub resume_coord
+sub resume_server
 {
-	my ($self) = @_;
-	my ($pm, @kids) = @{ delete $self->{paused}{coord} // [] };
+	my ($self, $key) = @_;
+	my ($pm, @kids) = @{ delete $self->{paused}{$key} // [] };
 	kill 'CONT', @kids;
 	kill 'CONT', $pm if $pm;
 }
@@ -833,8 +825,7 @@ sub teardown
 		waitpid($pid, 0);
 	}
 	$self->{children} = {};
-	$self->resume_coord if $self->{paused}{coord};
-	$self->resume_node($_) for keys %{ $self->{paused} // {} };
+	$self->resume_server($_) for keys %{ $self->{paused} // {} };
 	for my $i (1 .. $#{ $self->{brokers} })
 	{
 		my $pid = $self->{brokers}[$i] or next;
