@@ -41,10 +41,10 @@ REPO="$(cd "$HERE/../.." && pwd)"
 source "$REPO/scripts/lib.sh"
 mq_pg_paths || mq_die "PostgreSQL 15 (pg_config) not found"
 
-SECONDS_RUN=5 RUNS=3 BACKLOG=300000 RATE=500 LCOUNT=2500 OUT="" DATA=""
+SECONDS_RUN=5 RUNS=3 BACKLOG=200000 RATE=500 LCOUNT=2500 OUT="" DATA=""
 SYSTEMS="mq mq-async pgq plain redis-always redis-everysec nats"
 if [[ -n "${MQ_PEERS_SHORT:-}" ]]; then
-	SECONDS_RUN=0.4 RUNS=1 BACKLOG=3000 LCOUNT=100
+	SECONDS_RUN=0.25 RUNS=1 BACKLOG=2000 LCOUNT=60
 fi
 while (($#)); do
 	case "$1" in
