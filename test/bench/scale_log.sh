@@ -129,7 +129,7 @@ for n in 10000 100000 1000000 10000000 30000000 100000000; do
 	read -r last slast rlast <<<"$(pair "$WORK/tail.last.sql" "$WORK/small.last.sql")"
 	read -r end send rend <<<"$(pair "$WORK/tail.end.sql" "$WORK/small.end.sql")"
 	segs="$(sql "SELECT count(*) || ' segments, ' || pg_size_pretty(sum(pg_total_relation_size(relid))) FROM mq.segments WHERE topic = 'tail'")"
-	echo "$n records ($segs, loaded in $((SECONDS - t1)) s): last 1000 $last us (10k: $slast, ratio $rlast), at the end $end us (10k: $send, ratio $rend)"
+	echo "$n records ($segs, step done in $((SECONDS - t1)) s): last 1000 $last us (10k: $slast, ratio $rlast), at the end $end us (10k: $send, ratio $rend)"
 	rows+=("$n $last $slast $rlast $end $send $rend|$segs")
 done
 cluster_stop scalelog
