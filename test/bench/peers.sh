@@ -32,7 +32,8 @@
 #
 # Usage: test/bench/peers.sh [--seconds S] [--runs N] [--backlog N]
 #                            [--rate R] [--latency-count N] [--systems "..."]
-#                            [--out FILE] [--data FILE]
+#                            [--workloads "..."] [--out FILE] [--data FILE]
+# (with --workloads, the figures of the others are left empty)
 set -euo pipefail
 
 HERE="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
@@ -43,6 +44,7 @@ mq_pg_paths || mq_die "PostgreSQL 15 (pg_config) not found"
 
 SECONDS_RUN=5 RUNS=3 BACKLOG=200000 RATE=500 LCOUNT=2500 OUT="" DATA=""
 SYSTEMS="mq mq-async pgq plain redis-always redis-everysec nats"
+WORKLOADS="single1 single4 batch consume latency"
 if [[ -n "${MQ_PEERS_SHORT:-}" ]]; then
 	SECONDS_RUN=0.25 RUNS=1 BACKLOG=2000 LCOUNT=60
 fi
@@ -54,6 +56,7 @@ while (($#)); do
 	--rate) RATE="${2:?}"; shift ;;
 	--latency-count) LCOUNT="${2:?}"; shift ;;
 	--systems) SYSTEMS="${2:?}"; shift ;;
+	--workloads) WORKLOADS="${2:?}"; shift ;;
 	--out) OUT="${2:?}"; shift ;;
 	--data) DATA="${2:?}"; shift ;;
 	*) mq_die "unknown option $1" ;;
@@ -186,7 +189,6 @@ measure() {
 	esac
 }
 
-WORKLOADS="single1 single4 batch consume latency"
 read -r -a sys <<<"$SYSTEMS"
 for ((r = 1; r <= RUNS; r++)); do
 	mq_phase "round $r of $RUNS"
