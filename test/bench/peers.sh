@@ -123,11 +123,17 @@ cat >"$WORK/pgqd.ini" <<-EOF
 EOF
 chown postgres "$WORK" 2>/dev/null || true
 as_postgres pgqd -q -d "$WORK/pgqd.ini" >/dev/null 2>&1
+# the daemon's pid: the pid file may first name the process that forked
+# it, so wait until it names a live pgqd running our ini file
 for ((i = 0; i < 200; i++)); do
-	[[ -s "$WORK/pgqd.pid" ]] && break
+	p="$(cat "$WORK/pgqd.pid" 2>/dev/null || true)"
+	if [[ "$p" =~ ^[0-9]+$ ]] && grep -qaF "$WORK/pgqd.ini" "/proc/$p/cmdline" 2>/dev/null; then
+		PID[pgqd]="$p"
+		break
+	fi
 	sleep 0.05
 done
-PID[pgqd]="$(cat "$WORK/pgqd.pid")" || mq_die "pgqd did not start: $(cat "$WORK/pgqd.log" 2>/dev/null)"
+[[ -n "${PID[pgqd]:-}" ]] || mq_die "pgqd did not start: $(cat "$WORK/pgqd.log" 2>/dev/null)"
 
 mq_phase "Redis (appendfsync always and everysec) and NATS JetStream"
 for mode in always everysec; do
