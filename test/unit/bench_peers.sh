@@ -55,7 +55,7 @@ ok "$([[ -z "$missing" ]] && echo 0 || echo 1)" "the table states each system's 
 # the run or whose working directory is in it (Redis rewrites its title,
 # but runs in its --dir)
 left=""
-for p in $(pgrep 'redis-server|nats-server|pgqd|postgres' || true); do
+for p in $(pgrep 'redis-server|nats-server|pgqd|postgres' 2>/dev/null || true); do
 	if grep -qaF "$tmp/run" "/proc/$p/cmdline" 2>/dev/null ||
 		[[ "$(readlink "/proc/$p/cwd" 2>/dev/null)" == "$tmp/run"* ]]; then
 		left+=" $p"
