@@ -210,37 +210,54 @@ timestamp_type_text(bool log_append)
 	return names[log_append ? 1 : 0];
 }
 
+/* The log column each column of mq.record comes from (0: none). */
+static const int record_source[Natts_record] = {
+	0, 0, Anum_log_msg_offset, Anum_log_created_at, Anum_log_key, Anum_log_value,
+	Anum_log_headers, Anum_log_timestamp, Anum_log_timestamp, Anum_log_headers
+};
+
 /*
  * A log row as an mq.record: the log's columns, then Kafka's timestamp and
  * its type (a NULL timestamp column is a LogAppendTime record, whose
- * timestamp is created_at) and, when wanted, the headers as Kafka's list
- * (headers.c; header_elem is mq.header).  Values of the log row point into
- * its slot.
+ * timestamp is created_at) and the headers as Kafka's list (headers.c;
+ * header_elem is mq.header).  Only the columns in the set are filled (the
+ * others are null), and the log row is deformed only as far as they need.
+ * Values of the log row point into its slot.
  */
 void
-mq_feed_record(MqFeed *f, TupleTableSlot *log, Oid header_elem, bool headers,
+mq_feed_record(MqFeed *f, TupleTableSlot *log, Oid header_elem, uint32 columns,
 			   Datum *values, bool *nulls)
 {
+	int			deform = Anum_log_msg_offset;
 	bool		log_append;
 
+	for (int c = 0; c < Natts_record; c++)
+	{
+		nulls[c] = true;
+		values[c] = (Datum) 0;
+		if ((columns & MQ_RECORD_COLUMN(c + 1)) && record_source[c] > deform)
+			deform = record_source[c];
+	}
+	slot_getsomeattrs(log, deform);
 	values[0] = f->topic_datum;
 	nulls[0] = false;
 	values[1] = Int32GetDatum(f->reader.part->partition);
 	nulls[1] = false;
 	/* record columns after (topic, partition) are log columns 2..6 */
-	for (int a = Anum_log_msg_offset; a <= Anum_log_headers; a++)
+	for (int a = Anum_log_msg_offset; a <= Min(Anum_log_headers, deform); a++)
 	{
 		values[a] = log->tts_values[a - 1];
 		nulls[a] = log->tts_isnull[a - 1];
 	}
-	log_append = log->tts_isnull[Anum_log_timestamp - 1];
-	values[7] = log->tts_values[log_append ? Anum_log_created_at - 1 : Anum_log_timestamp - 1];
-	nulls[7] = false;
-	values[8] = timestamp_type_text(log_append);
-	nulls[8] = false;
-	nulls[9] = true;
-	values[9] = (Datum) 0;
-	if (headers && !log->tts_isnull[Anum_log_headers - 1])
+	if (deform >= Anum_log_timestamp)
+	{
+		log_append = log->tts_isnull[Anum_log_timestamp - 1];
+		values[7] = log->tts_values[log_append ? Anum_log_created_at - 1 : Anum_log_timestamp - 1];
+		nulls[7] = false;
+		values[8] = timestamp_type_text(log_append);
+		nulls[8] = false;
+	}
+	if ((columns & MQ_RECORD_COLUMN(Natts_record)) && !log->tts_isnull[Anum_log_headers - 1])
 		values[9] = mq_header_list_from_jsonb(DatumGetJsonbP(log->tts_values[Anum_log_headers - 1]),
 											  header_elem, &nulls[9]);
 }
@@ -259,7 +276,7 @@ mq_feed_materialize(FunctionCallInfo fcinfo, MqFeed *f)
 	header_elem = get_element_type(TupleDescAttr(rsinfo->setDesc, 9)->atttypid);
 	while ((log = mq_feed_next(f)) != NULL)
 	{
-		mq_feed_record(f, log, header_elem, true, values, nulls);
+		mq_feed_record(f, log, header_elem, MQ_RECORD_ALL, values, nulls);
 		tuplestore_putvalues(rsinfo->setResult, rsinfo->setDesc, values, nulls);
 	}
 	mq_feed_end(f);

@@ -12,7 +12,8 @@
  * arguments refer to no other relation (constants, parameters of prepared
  * statements and PL/pgSQL variables, initplan results), and no whole-row
  * reference to its result is needed.  Anything else keeps the function
- * scan, whose results are the same.
+ * scan, whose results are the same; so does everything while the setting
+ * mq.enable_fetch_scan is off.
  *
  * The custom scan has no scan relation (scanrelid 0): its scan tuple is
  * the mq.record columns, described by custom_scan_tlist.  custom_exprs
@@ -38,11 +39,15 @@
 #include "optimizer/paths.h"
 #include "optimizer/restrictinfo.h"
 #include "utils/builtins.h"
+#include "utils/guc.h"
 #include "utils/syscache.h"
 
 #include "mq.h"
 
 static set_rel_pathlist_hook_type prev_set_rel_pathlist = NULL;
+
+/* mq.enable_fetch_scan: off plans every call as a function scan again */
+static bool enable_fetch_scan = true;
 
 /* Is this function mq's fetch or poll?  *poll says which. */
 static bool
@@ -122,14 +127,20 @@ mq_set_rel_pathlist(PlannerInfo *root, RelOptInfo *rel, Index rti, RangeTblEntry
 	CustomPath *cpath;
 	Path	   *fscan;
 	bool		poll = false;
-	bool		headers;
+	uint32		columns = 0;
+	Bitmapset  *used;
 
 	if (prev_set_rel_pathlist)
 		prev_set_rel_pathlist(root, rel, rti, rte);
+	if (!enable_fetch_scan)
+		return;
 	call = streamable_call(rel, rti, rte, &poll);
 	if (call == NULL)
 		return;
-	headers = COLUMN_USED(used_columns(rel, rti), Natts_record);
+	used = used_columns(rel, rti);
+	for (int a = 1; a <= Natts_record; a++)
+		if (COLUMN_USED(used, a))
+			columns |= MQ_RECORD_COLUMN(a);
 	fscan = linitial(rel->pathlist);
 
 	cpath = makeNode(CustomPath);
@@ -140,7 +151,7 @@ mq_set_rel_pathlist(PlannerInfo *root, RelOptInfo *rel, Index rti, RangeTblEntry
 	/* the same work as the function scan, but rows come as they are read */
 	cpath->path.startup_cost = rel->baserestrictcost.startup;
 	cpath->path.total_cost = fscan->total_cost;
-	cpath->custom_private = list_make3(copyObject(call), makeBoolean(headers), makeBoolean(poll));
+	cpath->custom_private = list_make3(copyObject(call), makeInteger(columns), makeBoolean(poll));
 	cpath->methods = mq_scan_path_methods(poll);
 	rel->pathlist = NIL;
 	add_path(rel, &cpath->path);
@@ -186,6 +197,10 @@ mq_plan_scan(PlannerInfo *root, RelOptInfo *rel, CustomPath *best_path,
 void
 mq_fetch_path_init(void)
 {
+	DefineCustomBoolVariable("mq.enable_fetch_scan",
+							 "Plans mq.fetch and mq.poll in FROM as a scan that streams records.",
+							 "Off: a function scan, which materializes the records first; the rows are the same.",
+							 &enable_fetch_scan, true, PGC_USERSET, 0, NULL, NULL, NULL);
 	prev_set_rel_pathlist = set_rel_pathlist_hook;
 	set_rel_pathlist_hook = mq_set_rel_pathlist;
 }

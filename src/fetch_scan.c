@@ -43,7 +43,7 @@ typedef struct MqScanState
 {
 	CustomScanState css;
 	bool		poll;
-	bool		headers;		/* header_list is used */
+	uint32		columns;		/* the columns used (MQ_RECORD_COLUMN) */
 	Oid			header_elem;	/* mq.header */
 	List	   *args;			/* ExprStates of the call's arguments */
 	Bitmapset  *params;			/* PARAM_EXEC ids the arguments use */
@@ -130,7 +130,7 @@ begin_scan(CustomScanState *node, EState *estate, int eflags)
 		aclcheck_error(aclresult, OBJECT_FUNCTION, get_func_name(call->funcid));
 	InvokeFunctionExecuteHook(call->funcid);
 
-	s->headers = boolVal(linitial(cscan->custom_private));
+	s->columns = intVal(linitial(cscan->custom_private));
 	s->header_elem = get_element_type(TupleDescAttr(desc, Natts_record - 1)->atttypid);
 	s->args = ExecInitExprList(call->args, &node->ss.ps);
 	(void) exec_params_walker((Node *) call->args, &s->params);
@@ -184,7 +184,7 @@ next_row(ScanState *ss)
 	ExecClearTuple(out);
 	if (log != NULL)
 	{
-		mq_feed_record(&s->feed, log, s->header_elem, s->headers,
+		mq_feed_record(&s->feed, log, s->header_elem, s->columns,
 					   out->tts_values, out->tts_isnull);
 		ExecStoreVirtualTuple(out);
 	}

@@ -53,6 +53,7 @@ fits_budget(TupleTableSlot *slot, MqByteBudget *budget)
 
 	if (budget == NULL)
 		return true;
+	slot_getsomeattrs(slot, Anum_log_value);
 	for (int a = Anum_log_key; a <= Anum_log_value; a++)
 		if (!slot->tts_isnull[a - 1])
 			size += toast_raw_datum_size(slot->tts_values[a - 1]) - VARHDRSZ;
@@ -65,7 +66,7 @@ fits_budget(TupleTableSlot *slot, MqByteBudget *budget)
 static int64
 slot_offset(TupleTableSlot *slot)
 {
-	slot_getsomeattrs(slot, Anum_log_timestamp);
+	slot_getsomeattrs(slot, Anum_log_msg_offset);
 	return DatumGetInt64(slot->tts_values[Anum_log_msg_offset - 1]);
 }
 

@@ -281,7 +281,10 @@ extern void mq_feed_read_partition(MqFeed *f, MqPartition *part, int64 from,
 extern TupleTableSlot *mq_feed_next(MqFeed *f);
 extern void mq_feed_rewind(MqFeed *f);
 extern void mq_feed_end(MqFeed *f);
-extern void mq_feed_record(MqFeed *f, TupleTableSlot *log, Oid header_elem, bool headers,
+/* a column of mq.record (1-based) in the set mq_feed_record fills */
+#define MQ_RECORD_COLUMN(attno)	((uint32) 1 << ((attno) - 1))
+#define MQ_RECORD_ALL			(MQ_RECORD_COLUMN(Natts_record + 1) - 1)
+extern void mq_feed_record(MqFeed *f, TupleTableSlot *log, Oid header_elem, uint32 columns,
 						   Datum *values, bool *nulls);
 extern void mq_feed_materialize(FunctionCallInfo fcinfo, MqFeed *f);
 extern void mq_fetch_feed_begin(MqFeed *f, NullableDatum *args, int nargs);
