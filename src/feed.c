@@ -26,6 +26,7 @@
 #include "postgres.h"
 
 #include "funcapi.h"
+#include "miscadmin.h"
 #include "nodes/pg_list.h"
 #include "utils/builtins.h"
 #include "utils/lsyscache.h"
@@ -130,6 +131,7 @@ mq_feed_next(MqFeed *f)
 {
 	while (!f->done)
 	{
+		CHECK_FOR_INTERRUPTS();
 		if (f->reading)
 		{
 			TupleTableSlot *slot = mq_reader_next(&f->reader);
