@@ -19,6 +19,9 @@
 #   poll  mq.poll(group, topic, 1000, auto_commit => true): each call
 #         commits the previous one's position (no plain equivalent; shown
 #         against the plain rows read)
+#   pollr mq.poll(group, topic, 1000) without a commit: every call reads
+#         the group's first 1,000 records again (the read, the claim and
+#         the position lookup, without the offset write)
 #
 # Usage: test/bench/fetch_cpu.sh [--records N] [--runs N]
 # It uses the INSTALLED extension (MQ_PG_ROOT honoured, as core.sh).
@@ -88,6 +91,7 @@ printf '%s\n' "SELECT topic, $COLS FROM mq.fetch('seq', 0, :off, $PAGE);" "$NEXT
 printf '%s\n' "SELECT 'seq'::text AS topic, $COLS FROM plain_c WHERE msg_offset >= :off ORDER BY msg_offset LIMIT $PAGE;" \
 	"$NEXT" >"$W/rows_plain.sql"
 printf '%s\n' "SELECT topic, $COLS FROM mq.poll('cpu' || :run, 'seq', $PAGE, true);" >"$W/poll_mq.sql"
+printf '%s\n' "SELECT topic, $COLS FROM mq.poll('cpu' || :run, 'seq', $PAGE);" >"$W/pollr_mq.sql"
 chmod a+r "$W"/*.sql
 
 reaped() { # the postmaster's reaped children's CPU, in ticks
@@ -119,11 +123,12 @@ say "warm-up: one pass of each"
 for s in cnt_mq cnt_plain rows_mq rows_plain; do one warmup "$W/$s.sql"; done
 [[ "$(psqlq -c "EXPLAIN SELECT * FROM mq.fetch('seq', 0, 0)" | head -n 1)" == *MqFetch* ]] ||
 	mq_die "mq.fetch is not planned as the streaming scan: is this build installed?"
-ORDER=(cnt_plain cnt_stream cnt_fscan rows_plain rows_stream rows_fscan poll_stream poll_fscan)
+ORDER=(cnt_plain cnt_stream cnt_fscan rows_plain rows_stream rows_fscan poll_stream poll_fscan pollr_stream pollr_fscan)
 for ((r = 1; r <= RUNS; r++)); do
 	say "round $r"
 	keys=("${ORDER[@]}")
-	((r % 2)) || keys=(poll_fscan poll_stream rows_fscan rows_stream rows_plain cnt_fscan cnt_stream cnt_plain)
+	((r % 2)) || keys=(pollr_fscan pollr_stream poll_fscan poll_stream rows_fscan rows_stream rows_plain
+		cnt_fscan cnt_stream cnt_plain)
 	for k in "${keys[@]}"; do
 		case "$k" in
 		cnt_plain) one "$k" "$W/cnt_plain.sql" ;;
@@ -134,6 +139,8 @@ for ((r = 1; r <= RUNS; r++)); do
 		rows_fscan) one "$k" "$W/rows_mq.sql" off ;;
 		poll_stream) one "$k" "$W/poll_mq.sql" on ;;
 		poll_fscan) one "$k" "$W/poll_mq.sql" off ;;
+		pollr_stream) one "$k" "$W/pollr_mq.sql" on ;;
+		pollr_fscan) one "$k" "$W/pollr_mq.sql" off ;;
 		esac
 	done
 done
