@@ -151,6 +151,7 @@ mq_set_rel_pathlist(PlannerInfo *root, RelOptInfo *rel, Index rti, RangeTblEntry
 	/* the same work as the function scan, but rows come as they are read */
 	cpath->path.startup_cost = rel->baserestrictcost.startup;
 	cpath->path.total_cost = fscan->total_cost;
+	cpath->flags = CUSTOMPATH_SUPPORT_PROJECTION;	/* ExecScan projects */
 	cpath->custom_private = list_make3(copyObject(call), makeInteger(columns), makeBoolean(poll));
 	cpath->methods = mq_scan_path_methods(poll);
 	rel->pathlist = NIL;
