@@ -36,6 +36,8 @@ extern void mqctl_parser_init(CliParser *p, const MqctlCommand *cmd,
 							  int argc, char **argv,
 							  const char *shortopts, const struct option *longopts);
 extern PGconn *mqctl_connect(void);
+/* -d's connection string (NULL: libpq's environment), e.g. to connect again */
+extern const char *mqctl_conninfo(void);
 /* mqctl_connect() that returns NULL with err filled instead of exiting */
 extern PGconn *mqctl_try_connect(MqError *err);
 extern PGresult *mqctl_exec(PGconn *conn, const char *sql,
