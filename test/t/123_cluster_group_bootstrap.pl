@@ -38,6 +38,7 @@ my $prod = $c->start_mqctl('produce', $fifo, 'produce', 't', '--acks', 'all', '-
 open my $feed, '>', $fifo or die "open $fifo: $!";
 $feed->autoflush(1);
 my $fed = 0;
+$SIG{PIPE} = 'IGNORE';    # a producer that died must not kill the test
 sub feed
 {
 	print $feed join('', map { 'v' . $fed++ . "\n" } 1 .. 20);
@@ -64,7 +65,8 @@ sub consumed
 	  lines_of("member$m.out", qr/^partition=\d+ offset=\d+ .* value=\S+$/);
 }
 
-# feed until $cond holds (or the test's timeout)
+# feed until $cond holds (or the test's timeout, or the producer's exit)
+my $prod_status;
 sub feed_until
 {
 	my ($what, $cond) = @_;
@@ -72,6 +74,16 @@ sub feed_until
 	while (time < $deadline)
 	{
 		return 1 if $cond->();
+		if (!defined $prod_status && waitpid($prod, POSIX::WNOHANG()) == $prod)
+		{
+			$prod_status = $?;
+			delete $c->{children}{$prod};
+		}
+		if (defined $prod_status)
+		{
+			diag("mqctl produce exited ($prod_status) while waiting: $what");
+			return 0;
+		}
 		feed();
 	}
 	diag("gave up waiting: $what");
@@ -101,8 +113,9 @@ ok(feed_until('the old leader back in the ISR', sub {
 		"SELECT bool_and(isr @> ARRAY[$old]) FROM mq_coord.partition WHERE topic = 't'") eq 't' }),
 	"node$old rejoined the ISR");
 feed() for 1 .. 10;
-close $feed;
-is($c->wait_mqctl($prod), 0, 'mqctl produce exits 0 (every batch acknowledged)');
+close $feed;	# EOF: the producer sends what it has and exits
+$prod_status //= $c->wait_mqctl($prod);
+is($prod_status, 0, 'mqctl produce exits 0 (every batch acknowledged)');
 
 my @acked = acked();
 is(scalar(@acked), $fed, "every line was acknowledged ($fed)");
@@ -112,7 +125,7 @@ $value_at{"$acked[$_][0]:$acked[$_][1]"} = "v$_" for 0 .. $#acked;
 # let the group read everything, then stop both members (SIGTERM: the
 # batch in hand is finished and committed, the member leaves)
 my $deadline = time + $PostgreSQL::Test::Utils::timeout_default;
-while (time < $deadline)
+while (time < $deadline && kill(0, @members) == 2)
 {
 	my %seen = map { ("$_->[0]:$_->[1]" => 1) } (consumed(1), consumed(2));
 	last if scalar(grep { !$seen{$_} } keys %value_at) == 0;
