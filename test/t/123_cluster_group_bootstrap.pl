@@ -97,6 +97,12 @@ is($c->coord->safe_psql('postgres',
 		  . "FROM mq_coord.cluster_group_members('g') WHERE active"),
 	'2 members, 2', 'the coordinator has two active members, with 1 and 2 partitions');
 
+my ($describe) = run_command([ MqCluster::mqctl_bin(), '-d', $c->bootstrap, 'group', 'describe', 'g' ]);
+like($describe, qr/^Group: g\tState: Stable\tMembers: 2\tGeneration: \d+\tAssignor: range\t/,
+	'group describe through the coordinator shows the two members');
+is(scalar(() = $describe =~ /^t +\d +\S+ +\S+ +\S+ +g-[0-9a-f-]+ +\d+ *$/mg), 3,
+	'and a row per partition with its owner and leader');
+
 my $old = $c->leader('t', 0);
 my $acked_at_kill = scalar(acked());
 $c->kill9_node($old);
@@ -125,14 +131,22 @@ $value_at{"$acked[$_][0]:$acked[$_][1]"} = "v$_" for 0 .. $#acked;
 # let the group read everything, then stop both members (SIGTERM: the
 # batch in hand is finished and committed, the member leaves)
 my $deadline = time + $PostgreSQL::Test::Utils::timeout_default;
-while (time < $deadline && kill(0, @members) == 2)
+my %member_status;
+while (time < $deadline)
 {
+	for my $pid (@members)
+	{
+		next if defined $member_status{$pid} || waitpid($pid, POSIX::WNOHANG()) != $pid;
+		$member_status{$pid} = $?;
+		delete $c->{children}{$pid};
+	}
+	last if keys %member_status;    # a member died: nothing more will come
 	my %seen = map { ("$_->[0]:$_->[1]" => 1) } (consumed(1), consumed(2));
 	last if scalar(grep { !$seen{$_} } keys %value_at) == 0;
 	usleep(50_000);
 }
-kill 'TERM', @members;
-is($c->wait_mqctl($_), 0, 'a member exits 0 on SIGTERM') for @members;
+kill 'TERM', grep { !defined $member_status{$_} } @members;
+is($member_status{$_} // $c->wait_mqctl($_), 0, 'a member exits 0 on SIGTERM') for @members;
 
 # records a member declared may come again: "p:o" of each such range
 my %may_repeat;
