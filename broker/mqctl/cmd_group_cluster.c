@@ -75,11 +75,12 @@ partition_rows(const PGresult *members, const char *group)
 			 item = strtok_r(NULL, ",}", &save))
 		{
 			char	   *colon = strrchr(item, ':');
-			json_t	   *row = json_object();
+			json_t	   *row;
 
 			if (colon == NULL)
 				continue;
 			*colon = '\0';
+			row = json_object();
 			if (!open || strcmp(router.topic, item) != 0)
 			{
 				if (open)
