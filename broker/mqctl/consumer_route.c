@@ -70,6 +70,15 @@ take_assignment(MqConsumer *c, PGresult *res)
 		c->assigned[p] = true;
 	}
 	PQclear(res);
+	/* partitions were added: learn their leaders */
+	if (c->nassigned > c->router->npartitions)
+	{
+		MqError		err = MQ_ERROR_INIT;
+
+		if (!mq_router_refresh(c->router, &err))
+			mq_log_warning("cannot read the routes of \"%s\": %s", c->topic, err.message);
+		mq_error_free(&err);
+	}
 }
 
 /* Join (again, with our member id once we have one). */

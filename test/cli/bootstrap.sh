@@ -45,6 +45,23 @@ expect_rc 0 "group describe --format json"
 check_eq "$(json_get "$OUT" '{members}')" 1 "json: members"
 check_eq "$(json_get "$OUT" '{partitions,1,committed_offset}')" 3 "json: committed offset of partition 1"
 
+# partitions added to the topic (the coordinator's rows, as a placement
+# change would write them): the member gets them in a new generation
+psql -X -q -v ON_ERROR_STOP=1 <<'SQL'
+SELECT mq.add_partitions('orders', 1);
+UPDATE mq_coord.topic SET partitions = 4 WHERE topic = 'orders';
+INSERT INTO mq_coord.partition (topic, partition, replicas, leader, leader_epoch, isr)
+VALUES ('orders', 3, '{1}', 1, 1, '{1}');
+SQL
+printf 'hej\n' | mqctl produce orders -p 3
+for _ in $(seq 100); do
+	[[ "$(wc -l <"$(tmpdir)/member.out")" -ge 4 ]] && break
+	sleep 0.1
+done
+check_eq "$(tail -n 1 "$(tmpdir)/member.out")" "hej" "the member reads a partition added to the topic"
+check_eq "$(psql -X -At -c "SELECT generation || ' ' || array_to_string(assigned, ',') FROM mq_coord.cluster_group_members('billing')")" \
+	"2 orders:0,orders:1,orders:2,orders:3" "in a new generation"
+
 kill -TERM "$member"
 wait "$member" || true
 check_eq "$(psql -X -At -c "SELECT count(*) FROM mq_coord.cluster_group_member WHERE group_id = 'billing'")" 0 \
@@ -55,6 +72,12 @@ printf 'ciao\n' | mqctl produce orders -p 1
 run mqctl consume orders --group billing --no-follow
 expect_rc 0 "a second member"
 check_eq "$OUT" "ciao" "it reads from the committed offset"
+
+run mqctl perf produce orders --records 2000
+expect_rc 0 "perf produce through the coordinator"
+run mqctl perf consume orders --records 2000 --group perf
+expect_rc 0 "perf consume --group through the coordinator"
+check_match "$OUT" '2000 records received' "perf consume read them"
 
 run mqctl consume orders --no-follow
 expect_rc 4 "no group through the coordinator"
