@@ -48,22 +48,8 @@ sub feed
 my @members = map { $c->start_mqctl("member$_", undef, 'consume', 't', '--group', 'g',
 		'--from-beginning', '--format', 'kv') } 1 .. 2;
 
-sub lines_of
-{
-	my ($name, $re) = @_;
-	my $f = "$c->{logprefix}$name";
-	return () unless -e $f;
-	return grep { /$re/ } split /\n/, slurp_file($f);
-}
-
-sub acked { return map { [ /^partition=(\d+) offset=(\d+)$/ ] } lines_of('produce.out', qr/^partition=\d+ offset=\d+$/); }
-
-sub consumed
-{
-	my ($m) = @_;
-	return map { [ /^partition=(\d+) offset=(\d+) .* value=(\S+)$/ ] }
-	  lines_of("member$m.out", qr/^partition=\d+ offset=\d+ .* value=\S+$/);
-}
+sub acked { return $c->mqctl_acked('produce'); }
+sub consumed { return $c->mqctl_consumed("member$_[0]"); }
 
 # feed until $cond holds (or the test's timeout, or the producer's exit)
 my $prod_status;
@@ -149,15 +135,7 @@ kill 'TERM', grep { !defined $member_status{$_} } @members;
 is($member_status{$_} // $c->wait_mqctl($_), 0, 'a member exits 0 on SIGTERM') for @members;
 
 # records a member declared may come again: "p:o" of each such range
-my %may_repeat;
-for my $m (1, 2)
-{
-	for (lines_of("member$m.err", qr/may be read again/))
-	{
-		my ($p, $from, $to) = /partition (\d+) offsets (\d+) to (\d+)/ or next;
-		$may_repeat{"$p:$_"} = 1 for $from .. $to;
-	}
-}
+my %may_repeat = %{ $c->mqctl_may_repeat('member1', 'member2') };
 note(scalar(keys %may_repeat) . ' records declared as possibly read again');
 
 my (%count, @wrong, %partitions_read);

@@ -885,4 +885,47 @@ sub wait_mqctl
 	return $status;
 }
 
+# What mqctl printed, parsed: the lines of $c->{logprefix}$name that
+# match $re.
+sub mqctl_lines
+{
+	my ($self, $name, $re) = @_;
+	my $f = "$self->{logprefix}$name";
+	return () unless -e $f;
+	return grep { /$re/ } split /\n/, slurp_file($f);
+}
+
+# produce -v: [partition, offset] per acknowledged record, in input order
+sub mqctl_acked
+{
+	my ($self, $name) = @_;
+	return map { [/^partition=(\d+) offset=(\d+)$/] }
+	  $self->mqctl_lines("$name.out", qr/^partition=\d+ offset=\d+$/);
+}
+
+# consume --format kv: [partition, offset, value] per record printed
+sub mqctl_consumed
+{
+	my ($self, $name) = @_;
+	return map { [/^partition=(\d+) offset=(\d+) .* value=(\S+)$/] }
+	  $self->mqctl_lines("$name.out", qr/^partition=\d+ offset=\d+ .* value=\S+$/);
+}
+
+# "p:o" of every record a member said may be read again (a commit that
+# was not acknowledged), over the members named
+sub mqctl_may_repeat
+{
+	my ($self, @names) = @_;
+	my %may;
+	for my $name (@names)
+	{
+		for ($self->mqctl_lines("$name.err", qr/may be read again/))
+		{
+			my ($p, $from, $to) = /partition (\d+) offsets (\d+) to (\d+)/ or next;
+			$may{"$p:$_"} = 1 for $from .. $to;
+		}
+	}
+	return \%may;
+}
+
 1;
