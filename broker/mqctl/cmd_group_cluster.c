@@ -87,6 +87,8 @@ partition_rows(const PGresult *members, const char *group)
 					mq_router_close(&router);
 				open = mq_router_open(&router, NULL, mqctl_conninfo(), mq_progname, item,
 									  NULL, NULL, &err);
+				if (!open)
+					mq_router_close(&router);
 				mq_error_free(&err);
 			}
 			json_object_set_new(row, "topic", json_string(item));
