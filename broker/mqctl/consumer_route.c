@@ -53,7 +53,8 @@ take_assignment(MqConsumer *c, PGresult *res)
 	if (gen != c->generation)
 		mq_log_info("cluster group \"%s\": generation %d", c->group, gen);
 	c->generation = gen;
-	memset(c->assigned, 0, sizeof(bool) * c->nassigned);
+	if (c->nassigned > 0)
+		memset(c->assigned, 0, sizeof(bool) * c->nassigned);
 	for (int i = 0; i < PQntuples(res); i++)
 	{
 		int32_t		p;

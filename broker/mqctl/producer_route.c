@@ -79,7 +79,10 @@ producer_home(MqProducer *pr, MqError *err)
 				continue;
 			conn = mq_router_conn(pr->router, p, err);
 			if (conn != NULL)
+			{
+				mq_error_free(err);
 				return conn;
+			}
 			mq_router_failed(pr->router, p, err);
 		}
 		if (mq_now_us() >= give_up_at)
@@ -138,6 +141,8 @@ producer_route_deliver(MqProducer *pr, ProducerAssign assign, MqError *err)
 
 		if ((pr->assigned || assign(pr, err)) && send_routed(pr, &failed, err))
 		{
+			/* what the retries left in err */
+			mq_error_free(err);
 			mq_router_succeeded(pr->router);
 			return true;
 		}
