@@ -72,7 +72,7 @@ is_mq_reader(Oid funcid, bool *poll)
 		{
 			src = TextDatumGetCString(SysCacheGetAttr(PROCOID, tup, Anum_pg_proc_prosrc, &isnull));
 			*poll = strcmp(src, "mq_poll") == 0;
-			ok = (*poll && proc->pronargs == 8) ||
+			ok = (*poll && proc->pronargs >= 8) ||
 				(strcmp(src, "mq_fetch") == 0 && proc->pronargs == 7);
 		}
 	}

@@ -12,6 +12,9 @@
  * claim, with the latest snapshot, so a poller that takes over a
  * partition right after another committed starts where that one stopped.
  * A member's partitions are looked up again on every read of a long poll.
+ * The partitions argument restricts a poll to the partitions it names: a
+ * client of a replicated cluster polls each leader for the partitions that
+ * leader leads (a partition named but not led still raises MQ020).
  *
  *-------------------------------------------------------------------------
  */
@@ -25,6 +28,7 @@
 #include "funcapi.h"
 #include "miscadmin.h"
 #include "storage/lock.h"
+#include "utils/array.h"
 #include "utils/builtins.h"
 #include "utils/snapmgr.h"
 #include "utils/timestamp.h"
@@ -170,6 +174,29 @@ member_partitions(text *group, MqTopic *topic, text *member)
 	return owned;
 }
 
+/* The partitions argument as a bitmap over the topic's partitions. */
+static bool *
+listed_partitions(ArrayType *arr, MqTopic *topic)
+{
+	bool	   *listed = palloc0(sizeof(bool) * topic->npartitions);
+	Datum	   *elems;
+	bool	   *nulls;
+	int			n;
+
+	deconstruct_array(arr, INT4OID, sizeof(int32), true, TYPALIGN_INT, &elems, &nulls, &n);
+	for (int i = 0; i < n; i++)
+	{
+		int32		p = nulls[i] ? -1 : DatumGetInt32(elems[i]);
+
+		if (p < 0 || p >= topic->npartitions)
+			ereport(ERROR,
+					(errcode(ERRCODE_MQ_UNKNOWN_PARTITION),
+					 errmsg("topic \"%s\" has no partition %d", topic->name, p)));
+		listed[p] = true;
+	}
+	return listed;
+}
+
 /* What a poll keeps between its reads. */
 typedef struct PollState
 {
@@ -179,15 +206,17 @@ typedef struct PollState
 	OffsetReset reset;
 	TimestampTz since;
 	bool	   *owned;			/* the member's partitions in this pass */
+	bool	   *listed;			/* the partitions argument, or NULL */
 	uint32		rotation;		/* where this pass starts */
 	int			visited;		/* partitions of this pass looked at */
 	MqPositionKey key;			/* of the partition being read */
 } PollState;
 
 /*
- * The pass's next partition this caller owns (if a member) and could
- * claim, read from the group's position.  Partitions are visited from a
- * rotating start so that one busy partition does not starve the others.
+ * The pass's next partition this caller owns (if a member), the call
+ * lists (if it does) and could claim, read from the group's position.
+ * Partitions are visited from a rotating start so that one busy partition
+ * does not starve the others.
  */
 static bool
 poll_start_read(MqFeed *f)
@@ -208,7 +237,8 @@ poll_start_read(MqFeed *f)
 		MqPartition *part = &topic->parts[(ps->rotation + ps->visited++) % topic->npartitions];
 		int64		pos;
 
-		if (ps->owned != NULL && !ps->owned[part->partition])
+		if ((ps->owned != NULL && !ps->owned[part->partition]) ||
+			(ps->listed != NULL && !ps->listed[part->partition]))
 			continue;
 		mq_position_key(&ps->key, ps->group, topic, part->partition);
 		if (!claim_partition(&ps->key))
@@ -232,9 +262,10 @@ poll_read_done(MqFeed *f)
 
 /*
  * A call of mq.poll(group_id, topic, max_records, auto_commit, max_wait_ms,
- * min_records, member_id, auto_offset_reset), checked, as a feed: records
- * from the group's positions, over the partitions this caller could claim
- * (and, for a group member, owns).
+ * min_records, member_id, auto_offset_reset, partitions), checked, as a
+ * feed: records from the group's positions, over the partitions this
+ * caller could claim (and, for a group member, owns; with partitions, of
+ * those named).
  */
 void
 mq_poll_feed_begin(MqFeed *f, NullableDatum *args, int nargs)
@@ -259,6 +290,8 @@ mq_poll_feed_begin(MqFeed *f, NullableDatum *args, int nargs)
 		ps->reset = parse_offset_reset(DatumGetTextPP(args[7].value), &ps->since);
 	if (!args[6].isnull)
 		ps->member = DatumGetTextPP(args[6].value);
+	if (nargs > 8 && !args[8].isnull)
+		ps->listed = listed_partitions(DatumGetArrayTypeP(args[8].value), topic);
 
 	if (ps->autocommit)
 		mq_auto_commit(ps->group, topic);
