@@ -7,7 +7,7 @@
 \set ON_ERROR_STOP on
 SET client_min_messages = warning;
 BEGIN;
-SELECT plan(34);
+SELECT plan(35);
 
 -- the rows of a query, in order, with the streaming scan or without
 CREATE FUNCTION pg_temp.rows_of(q text, stream boolean) RETURNS text LANGUAGE plpgsql AS $$
@@ -81,6 +81,9 @@ SELECT is(pg_temp.differing(ARRAY[
           '{}', 'header lists, quals, projections, an empty partition, the log end');
 SELECT is((SELECT string_agg(msg_offset::text, ',') FROM mq.fetch('fs', 0, 0, max_bytes => 81)), '0,1,2',
           'max_bytes: records while they fit');
+SELECT is((SELECT array[count(*) FILTER (WHERE partition = 0), count(*) FILTER (WHERE partition = 1)]
+             FROM mq.poll('fs-listed', 'fs', 100, partitions => ARRAY[1])), ARRAY[0, 0]::bigint[],
+          'a poll of the partitions named reads only those');
 SELECT is((SELECT count(*)::int FROM mq.fetch('fs', 0, 34, max_bytes => 1)), 1,
           'max_bytes: at least one whole record (KIP-74)');
 SELECT throws_ok($$SELECT * FROM mq.fetch('fs', 0, 36)$$, 'MQ007', NULL, 'beyond the log end: MQ007');
