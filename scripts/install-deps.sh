@@ -32,6 +32,8 @@ PKGS=(
 	libfuzzer-14-dev
 	nodejs
 	clang-format-14
+	# the highly available coordinator (scripts/coord-ha.sh): pg_auto_failover
+	postgresql-15-auto-failover
 	# scripts/fuzz.sh (mq-broker's parsers) and scripts/fsm-graph.sh
 	clang-14
 	graphviz

@@ -2,7 +2,7 @@
 #
 #   my $c = MqCluster->new(nodes => 3);   # 3 data nodes + a coordinator
 #   (options: metrics => 1, high_fds => 1, lag_time_max_ms, node_conf, broker_conf,
-#    coord_proxy => 1)
+#    coord_proxy => 1, coord_ha => 1: the coordinator highly available, MqHaCoord.pm)
 #   $c->start_brokers;                    # one mq-broker per data node
 #   $c->create_topic('t', 1, {'replication.factor' => 3, 'min.insync.replicas' => 2});
 #   my $p = $c->start_producer('t', 0);   # idempotent, acks=all, throughout
@@ -62,6 +62,7 @@ use POSIX ();
 use File::Basename ();
 use File::Temp ();
 use MqProxy;
+use MqHaCoord;
 
 # every cluster made, so that brokers never outlive a test that died
 my @clusters;
@@ -73,7 +74,9 @@ sub new
 	my $self = bless { nodes => [], brokers => [], opt => \%opt }, $class;
 	push @clusters, $self;
 	my $n = $opt{nodes} // 3;
-	for my $i (1 .. $n + 1)
+	# coord_ha => 1: the coordinator runs highly available (MqHaCoord.pm)
+	$self->{coord} = MqHaCoord->start(role => $MqCluster::BROKER_ROLE) if $opt{coord_ha};
+	for my $i (1 .. $n + ($opt{coord_ha} ? 0 : 1))
 	{
 		my $name = $i <= $n ? "node$i" : 'coord';
 		my $node = PostgreSQL::Test::Cluster->new($name);
@@ -149,6 +152,7 @@ sub broker_config
 sub coord_conninfo
 {
 	my ($self, $i) = @_;
+	return $self->coord->conninfo_for($BROKER_ROLE) if $self->{opt}{coord_ha};
 	return conninfo($self->coord) unless $self->{opt}{coord_proxy};
 	my $coord = $self->coord;
 	my $up = $coord->host =~ m{^/}
@@ -835,6 +839,97 @@ sub teardown
 		$self->{brokers}[$i] = undef;
 	}
 	$_ && $_->stop for @{ $self->{proxies} // [] };
+}
+
+# ---------------------------------------------------------------------
+# mqctl given the coordinator's address alone (docs/cli.md, "A replicated
+# cluster"): the client's connection string names the coordinator, as
+# the test's own user (no user=: mqctl connects to every node as itself).
+# ---------------------------------------------------------------------
+
+sub mqctl_bin
+{
+	my $root = $ENV{MQ_REPO_ROOT} // '.';
+	return -x "$root/broker/mqctl/mqctl" ? "$root/broker/mqctl/mqctl" : 'mqctl';
+}
+
+sub bootstrap
+{
+	my ($self) = @_;
+	return sprintf('host=%s port=%d dbname=postgres', $self->coord->host, $self->coord->port);
+}
+
+# Start mqctl with the coordinator's address, its stdin from $in (a file
+# name or undef for /dev/null), stdout and stderr to files; returns the pid
+# (registered for teardown).  Its files are $c->{logprefix}$name.out/.err.
+sub start_mqctl
+{
+	my ($self, $name, $in, @args) = @_;
+	my $out = "$self->{logprefix}$name.out";
+	my $pid = fork();
+	die "fork: $!" unless defined $pid;
+	if ($pid == 0)
+	{
+		open STDIN, '<', $in // '/dev/null' or POSIX::_exit(1);
+		open STDOUT, '>', $out or POSIX::_exit(1);
+		open STDERR, '>', "$self->{logprefix}$name.err" or POSIX::_exit(1);
+		exec mqctl_bin(), '-d', $self->bootstrap, @args or POSIX::_exit(127);
+	}
+	$self->{children}{$pid} = 1;
+	return $pid;
+}
+
+# Wait for a child started by start_mqctl; its exit status.
+sub wait_mqctl
+{
+	my ($self, $pid) = @_;
+	waitpid($pid, 0);
+	my $status = $?;
+	delete $self->{children}{$pid};
+	return $status;
+}
+
+# What mqctl printed, parsed: the lines of $c->{logprefix}$name that
+# match $re.
+sub mqctl_lines
+{
+	my ($self, $name, $re) = @_;
+	my $f = "$self->{logprefix}$name";
+	return () unless -e $f;
+	return grep { /$re/ } split /\n/, slurp_file($f);
+}
+
+# produce -v: [partition, offset] per acknowledged record, in input order
+sub mqctl_acked
+{
+	my ($self, $name) = @_;
+	return map { [/^partition=(\d+) offset=(\d+)$/] }
+	  $self->mqctl_lines("$name.out", qr/^partition=\d+ offset=\d+$/);
+}
+
+# consume --format kv: [partition, offset, value] per record printed
+sub mqctl_consumed
+{
+	my ($self, $name) = @_;
+	return map { [/^partition=(\d+) offset=(\d+) .* value=(\S+)$/] }
+	  $self->mqctl_lines("$name.out", qr/^partition=\d+ offset=\d+ .* value=\S+$/);
+}
+
+# "p:o" of every record a member said may be read again (a commit that
+# was not acknowledged), over the members named
+sub mqctl_may_repeat
+{
+	my ($self, @names) = @_;
+	my %may;
+	for my $name (@names)
+	{
+		for ($self->mqctl_lines("$name.err", qr/may be read again/))
+		{
+			my ($p, $from, $to) = /partition (\d+) offsets (\d+) to (\d+)/ or next;
+			$may{"$p:$_"} = 1 for $from .. $to;
+		}
+	}
+	return \%may;
 }
 
 1;
