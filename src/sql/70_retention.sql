@@ -34,31 +34,33 @@ BEGIN
     RETURN v_time;
 END $$;
 
--- Apply retention.ms and retention.bytes to every partition (or one
--- topic's).  Returns the number of segments dropped.
-CREATE FUNCTION mq.apply_retention(topic text DEFAULT NULL) RETURNS integer
-LANGUAGE plpgsql SECURITY DEFINER SET search_path = pg_catalog, pg_temp AS $$
+-- Apply retention.ms and retention.bytes to one topic's partitions, by
+-- id: maintenance calls this once per topic, so it must find them by an
+-- index (a "name IS NULL OR name = $1" filter plans as a scan of every
+-- topic, which made a maintenance pass quadratic in topics).  Returns the
+-- number of segments dropped.
+CREATE FUNCTION mq._retain_topic(p_topic_id integer, p_config jsonb) RETURNS integer
+LANGUAGE plpgsql SET search_path = pg_catalog, pg_temp AS $$
 DECLARE
     p record;
     s record;
     v_end bigint;
     v_total bigint;
     v_size bigint;
-    v_ms bigint;
-    v_bytes bigint;
+    v_ms bigint := coalesce((p_config->>'retention.ms')::bigint, -1);
+    v_bytes bigint := coalesce((p_config->>'retention.bytes')::bigint, -1);
     v_dropped integer := 0;
 BEGIN
+    -- compact only: no retention; and nothing to do without a limit
+    IF coalesce(p_config->>'cleanup.policy', 'delete') = 'compact' OR (v_ms < 0 AND v_bytes < 0) THEN
+        RETURN 0;
+    END IF;
     FOR p IN
-        SELECT ps.topic_id, ps.partition, t.config
-          FROM mq.partition_state ps JOIN mq.topic t USING (topic_id)
-         WHERE (apply_retention.topic IS NULL OR t.topic_name = apply_retention.topic)
-           AND coalesce(t.config->>'cleanup.policy', 'delete') <> 'compact'  -- compact only: no retention
-           AND (coalesce((t.config->>'retention.ms')::bigint, -1) >= 0
-                OR coalesce((t.config->>'retention.bytes')::bigint, -1) >= 0)
-         ORDER BY ps.topic_id, ps.partition
+        SELECT ps.topic_id, ps.partition
+          FROM mq.partition_state ps
+         WHERE ps.topic_id = p_topic_id
+         ORDER BY ps.partition
     LOOP
-        v_ms := coalesce((p.config->>'retention.ms')::bigint, -1);
-        v_bytes := coalesce((p.config->>'retention.bytes')::bigint, -1);
         v_end := mq._log_end_offset(p.topic_id, p.partition);
         SELECT sum(pg_total_relation_size(sg.relid)) INTO v_total
           FROM mq.segment sg WHERE sg.topic_id = p.topic_id AND sg.partition = p.partition;
@@ -88,6 +90,22 @@ BEGIN
             v_total := v_total - v_size;
             v_dropped := v_dropped + 1;
         END LOOP;
+    END LOOP;
+    RETURN v_dropped;
+END $$;
+
+-- Apply retention.ms and retention.bytes to every partition (or one
+-- topic's).  Returns the number of segments dropped.
+CREATE FUNCTION mq.apply_retention(topic text DEFAULT NULL) RETURNS integer
+LANGUAGE plpgsql SECURITY DEFINER SET search_path = pg_catalog, pg_temp AS $$
+DECLARE
+    t record;
+    v_dropped integer := 0;
+BEGIN
+    FOR t IN SELECT tp.topic_id, tp.config FROM mq.topic tp
+              WHERE apply_retention.topic IS NULL OR tp.topic_name = apply_retention.topic
+              ORDER BY tp.topic_id LOOP
+        v_dropped := v_dropped + mq._retain_topic(t.topic_id, t.config);
     END LOOP;
     RETURN v_dropped;
 END $$;

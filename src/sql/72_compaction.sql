@@ -207,20 +207,37 @@ BEGIN
     RETURN (SELECT coalesce(sum(r.value::bigint), 0) FROM jsonb_each_text(v_removed) r);
 END $$;
 
+-- Compact one topic's partitions whose dirty ratio calls for it, by id
+-- (maintenance calls this once per topic: see mq._retain_topic).  Returns
+-- the number of records removed.
+CREATE FUNCTION mq._compact_topic(p_topic_id integer, p_config jsonb) RETURNS bigint
+LANGUAGE plpgsql SET search_path = pg_catalog, pg_temp AS $$
+DECLARE
+    v_partition integer;
+    v_total bigint := 0;
+BEGIN
+    IF NOT mq._policy_compacts(p_config) THEN
+        RETURN 0;
+    END IF;
+    FOR v_partition IN SELECT ps.partition FROM mq.partition_state ps
+                        WHERE ps.topic_id = p_topic_id ORDER BY ps.partition LOOP
+        v_total := v_total + coalesce(mq._compact_partition(p_topic_id, v_partition, p_config), 0);
+    END LOOP;
+    RETURN v_total;
+END $$;
+
 -- Compact every compacted topic's partitions (or one topic's) whose dirty
 -- ratio calls for it.  Returns the number of records removed.
 CREATE FUNCTION mq.compact(topic text DEFAULT NULL) RETURNS bigint
 LANGUAGE plpgsql SECURITY DEFINER SET search_path = pg_catalog, pg_temp AS $$
 DECLARE
-    p record;
+    t record;
     v_total bigint := 0;
 BEGIN
-    FOR p IN SELECT ps.topic_id, ps.partition, t.config
-               FROM mq.partition_state ps JOIN mq.topic t USING (topic_id)
-              WHERE (compact.topic IS NULL OR t.topic_name = compact.topic)
-                AND mq._policy_compacts(t.config)
-              ORDER BY ps.topic_id, ps.partition LOOP
-        v_total := v_total + coalesce(mq._compact_partition(p.topic_id, p.partition, p.config), 0);
+    FOR t IN SELECT tp.topic_id, tp.config FROM mq.topic tp
+              WHERE compact.topic IS NULL OR tp.topic_name = compact.topic
+              ORDER BY tp.topic_id LOOP
+        v_total := v_total + mq._compact_topic(t.topic_id, t.config);
     END LOOP;
     RETURN v_total;
 END $$;
@@ -274,6 +291,8 @@ COMMENT ON FUNCTION mq._compact_rewrite(integer, integer) IS
     'rewrites segments compacted by earlier passes to give their space back';
 COMMENT ON FUNCTION mq._compact_partition(integer, integer, jsonb) IS
     'one compaction pass over a partition when its dirty ratio calls for one';
+COMMENT ON FUNCTION mq._compact_topic(integer, jsonb) IS
+    'internal (maintenance): compacts one topic''s partitions, found by topic id; returns records removed';
 COMMENT ON FUNCTION mq.compact(text) IS
     'compacts the partitions of compacted topics whose dirty ratio calls for it; returns records removed';
 COMMENT ON FUNCTION mq._compaction_check_fetch(integer, integer, bigint) IS

@@ -13,16 +13,17 @@ LANGUAGE plpgsql SET search_path = pg_catalog, pg_temp AS $$
 DECLARE
     v_created integer := 0;
     v_partition integer;
+    v_config jsonb := (SELECT t.config FROM mq.topic t WHERE t.topic_id = p_topic_id);
 BEGIN
     FOR v_partition IN SELECT ps.partition FROM mq.partition_state ps
                         WHERE ps.topic_id = p_topic_id ORDER BY ps.partition LOOP
         PERFORM mq._roll_segment_by_time(p_topic_id, v_partition);
         v_created := v_created + mq._ensure_segments(p_topic_id, v_partition);
     END LOOP;
-    PERFORM mq.apply_retention(p_topic);
+    PERFORM mq._retain_topic(p_topic_id, v_config);
     -- a failed pass (src/sql/72_compaction.sql) must not undo the rest
     BEGIN
-        PERFORM mq.compact(p_topic);
+        PERFORM mq._compact_topic(p_topic_id, v_config);
     EXCEPTION WHEN OTHERS THEN
         RAISE WARNING 'mq maintenance could not compact topic "%": %', p_topic, SQLERRM;
     END;

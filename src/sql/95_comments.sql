@@ -307,6 +307,8 @@ COMMENT ON VIEW mq.partitions IS
     'partitions with log start, log end, high watermark, leader epoch, role and log table';
 COMMENT ON VIEW mq.segments IS
     'segments with offset range, table, creation time and size';
+COMMENT ON FUNCTION mq._retain_topic(integer, jsonb) IS
+    'internal (maintenance): applies retention to one topic''s partitions, found by topic id; returns segments dropped';
 COMMENT ON FUNCTION mq._maintain_topic(integer, text) IS
     'internal (maintenance): one topic''s share: rolls segments by time, keeps one ahead, applies retention; returns segments created';
 COMMENT ON FUNCTION mq.run_maintenance() IS
