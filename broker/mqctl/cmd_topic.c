@@ -69,7 +69,9 @@ const char	topic_add_partitions_help[] =
 "Usage: mqctl topic add-partitions NAME --count=N\n"
 "\n"
 "Add N partitions to a topic.  Partitions are never removed, and keys may map\n"
-"to other partitions afterwards (as in Kafka).\n"
+"to other partitions afterwards (as in Kafka).  Connected to a cluster's\n"
+"coordinator, a replicated topic gets them there, placed on the brokers, which\n"
+"add them on their nodes.\n"
 "\n"
 "Options:\n"
 "      --count=N          number of partitions to add (required)\n";
@@ -417,6 +419,7 @@ cmd_topic_add_partitions(const MqctlCommand *cmd, int argc, char **argv)
 	};
 	CliParser	p;
 	int64_t		count = 0;
+	int			total;
 	const char *topic;
 	MqParams	params;
 	PGconn	   *conn;
@@ -435,6 +438,13 @@ cmd_topic_add_partitions(const MqctlCommand *cmd, int argc, char **argv)
 	mq_params_init(&params);
 	mq_param_text(&params, MQ_TEXTOID, topic);
 	mq_param_int(&params, MQ_INT4OID, count);
+	if (cluster_add_partitions(conn, topic, (int) count, &total))
+	{
+		printf("Replicated topic %s now has %d partitions.\n", topic, total);
+		PQfinish(conn);
+		cli_free(&p);
+		return MQ_EXIT_OK;
+	}
 	res = mqctl_exec(conn, "SELECT mq.add_partitions($1, $2)", &params, 0);
 	printf("Topic %s now has %s partitions.\n", topic, PQgetvalue(res, 0, 0));
 	PQclear(res);
