@@ -36,7 +36,7 @@
 const char	reassign_help[] =
 "Usage: mqctl reassign --generate --topics=T[,T...] --brokers=ID[,ID...]\n"
 "       mqctl reassign --execute --file=PLAN [--throttle=BYTES] [--dry-run]\n"
-"       mqctl reassign --verify --file=PLAN [--wait]\n"
+"       mqctl reassign --verify --file=PLAN [--wait [--timeout-ms=MS]]\n"
 "\n"
 "Move the replicas of a replicated topic's partitions between brokers.\n"
 "--generate prints the current placement of the topics and a proposed one on\n"
@@ -62,7 +62,8 @@ const char	reassign_help[] =
 "      --throttle=BYTES   copy at most BYTES per second to each new replica\n"
 "      --dry-run          check the plan and show the moves, change nothing\n"
 "      --wait             with --verify: until complete\n"
-"      --interval-ms=MS   with --wait: how often to look (default 500)\n";
+"      --interval-ms=MS   with --wait: how often to look (default 500)\n"
+"      --timeout-ms=MS    with --wait: give up after MS (exit 1; default: never)\n";
 
 const char	broker_remove_help[] =
 "Usage: mqctl broker remove ID\n"
@@ -87,7 +88,8 @@ enum
 	OPT_THROTTLE,
 	OPT_DRY_RUN,
 	OPT_WAIT,
-	OPT_INTERVAL
+	OPT_INTERVAL,
+	OPT_TIMEOUT
 };
 
 typedef struct ReassignOptions
@@ -100,6 +102,7 @@ typedef struct ReassignOptions
 	bool		dry_run;
 	bool		wait;
 	int			interval_ms;
+	int64_t		timeout_ms;		/* 0: wait for ever */
 } ReassignOptions;
 
 static void
@@ -116,6 +119,7 @@ parse_reassign(CliParser *p, const MqctlCommand *cmd, int argc, char **argv, Rea
 		{"dry-run", no_argument, NULL, OPT_DRY_RUN},
 		{"wait", no_argument, NULL, OPT_WAIT},
 		{"interval-ms", required_argument, NULL, OPT_INTERVAL},
+		{"timeout-ms", required_argument, NULL, OPT_TIMEOUT},
 		{NULL, 0, NULL, 0}
 	};
 	int			c;
@@ -145,6 +149,8 @@ parse_reassign(CliParser *p, const MqctlCommand *cmd, int argc, char **argv, Rea
 			o->wait = true;
 		else if (c == OPT_INTERVAL)
 			o->interval_ms = (int) cli_int(p, "--interval-ms", optarg, 10, 60000);
+		else if (c == OPT_TIMEOUT)
+			o->timeout_ms = cli_int(p, "--timeout-ms", optarg, 1, INT32_MAX);
 	}
 	(void) cli_positionals(p, 0, 0, "", NULL);
 	if (o->mode == 0)
@@ -157,6 +163,8 @@ parse_reassign(CliParser *p, const MqctlCommand *cmd, int argc, char **argv, Rea
 		cli_usage_error(p, "--throttle and --dry-run go with --execute");
 	if (o->wait && o->mode != OPT_VERIFY)
 		cli_usage_error(p, "--wait goes with --verify");
+	if (o->timeout_ms && !o->wait)
+		cli_usage_error(p, "--timeout-ms goes with --wait");
 }
 
 /* "a,b,c" as a text[] or int4[] literal ("{a,b,c}"), malloc'd. */
@@ -400,8 +408,10 @@ reassign_verify(PGconn *conn, const ReassignOptions *o)
 	json_t	   *parts = load_plan(o->file);
 	char	  **last = calloc(json_array_size(parts), sizeof(char *));
 	int			pending;
+	int64_t		deadline = mq_now_us() + o->timeout_ms * 1000;
 
-	while ((pending = verify_pass(conn, o, parts, last)) > 0 && o->wait)
+	while ((pending = verify_pass(conn, o, parts, last)) > 0 && o->wait &&
+		   (o->timeout_ms == 0 || mq_now_us() < deadline))
 		usleep((useconds_t) o->interval_ms * 1000);
 	printf(pending ? "%d of %zu partition(s) still moving.\n"
 		   : "Reassignment complete (%d of %zu partition(s) moving).\n",

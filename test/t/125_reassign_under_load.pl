@@ -89,7 +89,8 @@ my $t_move = time;
 ($rc, $out) = $c->mqctl('reassign', '--execute', "--file=$plan", '--throttle=1000000');
 ok($rc == 0 && $out =~ /Started the reassignment of 3 partition\(s\), new replicas throttled/,
 	'reassign --execute starts the moves') or diag($out);
-($rc, $out) = $c->mqctl('reassign', '--verify', "--file=$plan", '--wait', '--interval-ms=100');
+($rc, $out) = $c->mqctl('reassign', '--verify', "--file=$plan", '--wait', '--interval-ms=100',
+	'--timeout-ms=' . 1000 * $PostgreSQL::Test::Utils::timeout_default);
 ok($rc == 0 && $out =~ /Reassignment complete/, 'reassign --verify --wait sees every move complete')
   or diag($out);
 note($out);
