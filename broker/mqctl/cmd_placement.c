@@ -316,12 +316,13 @@ reassign_execute(PGconn *conn, const ReassignOptions *o)
 		mq_param_text(&params, MQ_INT4ARRAYOID, replicas);
 		mq_param_text(&params, MQ_INT8OID, o->throttle ? throttle : NULL);
 		res = mqctl_exec(conn, "SELECT pg_catalog.array_to_string(p.replicas, ','), "
-						 "pg_catalog.array_to_string(mq_coord.reassign($1, $2, $3, $4), ',') "
+						 "pg_catalog.array_to_string(mq_coord.reassign($1, $2, $3, $4), ','), "
+						 "pg_catalog.array_to_string($3::int4[], ',') "
 						 "FROM mq_coord.partition p WHERE p.topic = $1 AND p.partition = $2",
 						 &params, 0);
 		if (PQntuples(res) == 1)
 			printf("%s[%d]: replicas %s -> %s (while moving: %s)\n", topic, partition,
-				   PQgetvalue(res, 0, 0), replicas, PQgetvalue(res, 0, 1));
+				   PQgetvalue(res, 0, 0), PQgetvalue(res, 0, 2), PQgetvalue(res, 0, 1));
 		PQclear(res);
 	}
 	mqctl_command(conn, o->dry_run ? "ROLLBACK" : "COMMIT");

@@ -72,26 +72,47 @@ my @proposed = (split /Proposed/, $gen)[1] =~ /"replicas":\[([\d,]+)\]/g;
 is(scalar(@proposed), 3, 'one proposal per partition');
 is(scalar(grep { /\b1\b/ } @proposed), 0, 'the proposal leaves broker 1 out') or diag($gen);
 
-# broker 1 leaves: partition 0's leader hands over, 2's follower goes;
-# partition 1's follower 3 is replaced by 4 with leader 2 staying
+# The walk-through of docs/cli.md ("reassign"), run as it stands: broker
+# 1 leaves; partition 0's leader hands over, partition 2's follower goes;
+# partition 1's follower 3 is replaced by 4 with leader 2 staying.
+my $root = $ENV{MQ_REPO_ROOT} // '.';
+my ($example) = slurp_file("$root/docs/cli.md")
+  =~ /<!-- reassign-example:begin -->\n```console\n(.*?)```\n<!-- reassign-example:end -->/s
+  or die 'docs/cli.md has no reassign example';
+my (@steps, %shown);
+for (split /\n/, $example)
+{
+	if (/^\$ (.*)$/) { push @steps, $1; $shown{$1} = ''; }
+	else { $shown{ $steps[-1] } .= "$_\n"; }
+}
+is_deeply([ map { (split / /)[ 0 .. 1 ] } @steps ],
+	[ 'cat', 'plan.json', ('mqctl', 'reassign') x 3, 'mqctl', 'broker' ], 'the example has its five steps');
 my $plan = "$PostgreSQL::Test::Utils::tmp_check/plan.json";
 open my $fh, '>', $plan or die $!;
-print $fh '{"version": 1, "partitions": [{"topic": "t", "partition": 0, "replicas": [4, 2]}, '
-  . '{"topic": "t", "partition": 1, "replicas": [2, 4]}, {"topic": "t", "partition": 2, "replicas": [3, 4]}]}';
+print $fh $shown{'cat plan.json'};
 close $fh;
-($rc, $out) = $c->mqctl('reassign', '--execute', "--file=$plan", '--dry-run');
-ok($rc == 0 && $out =~ /Dry run: 3 partition\(s\) checked/ && $out =~ /t\[0\]: replicas 1,2 -> \{4,2\}/,
-	'a dry run shows the moves') or diag($out);
+# run step $n of the example: (exit status, output)
+sub step
+{
+	my ($n, @more) = @_;
+	my @args = map { s/^--file=plan\.json$/--file=$plan/r } split / /, $steps[$n];
+	shift @args;    # mqctl
+	return $c->mqctl(@args, @more);
+}
+
+($rc, $out) = step(1);
+is($rc, 0, 'reassign --execute --dry-run runs');
+is($out, $shown{ $steps[1] }, 'a dry run shows the moves, as documented');
 is($c->coord->safe_psql('postgres', "SELECT count(*) FROM mq_coord.reassignments"), '0',
 	'and changes nothing');
 
 my $t_move = time;
-($rc, $out) = $c->mqctl('reassign', '--execute', "--file=$plan", '--throttle=1000000');
-ok($rc == 0 && $out =~ /Started the reassignment of 3 partition\(s\), new replicas throttled/,
-	'reassign --execute starts the moves') or diag($out);
-($rc, $out) = $c->mqctl('reassign', '--verify', "--file=$plan", '--wait', '--interval-ms=100',
-	'--timeout-ms=' . 1000 * $PostgreSQL::Test::Utils::timeout_default);
-ok($rc == 0 && $out =~ /Reassignment complete/, 'reassign --verify --wait sees every move complete')
+($rc, $out) = step(2);
+is($rc, 0, 'reassign --execute runs');
+is($out, $shown{ $steps[2] }, 'it starts the moves, throttled, as documented');
+($rc, $out) = step(3, '--interval-ms=100', '--timeout-ms=' . 1000 * $PostgreSQL::Test::Utils::timeout_default);
+is($rc, 0, 'reassign --verify --wait sees every move complete');
+is((split /\n/, $out)[-1], (split /\n/, $shown{ $steps[3] })[-1], 'its last line as documented')
   or diag($out);
 note($out);
 
@@ -137,8 +158,9 @@ ok($rc == 1 && $out =~ /MQ043/ && $out =~ /still holds replicas/, 'a broker hold
 ($rc, $out) = $c->mqctl('broker', 'remove', '1');
 ok($rc == 1 && $out =~ /is running/, 'nor one whose mq-broker runs') or diag($out);
 $c->signal_broker(1, 'TERM');
-($rc, $out) = $c->mqctl('broker', 'remove', '1');
-ok($rc == 0 && $out =~ /Removed broker 1\./, 'a stopped broker holding nothing is removed') or diag($out);
+($rc, $out) = step(4);
+ok($rc == 0 && $out eq $shown{ $steps[4] }, 'a stopped broker holding nothing is removed, as documented')
+  or diag($out);
 is($c->coord->safe_psql('postgres', 'SELECT string_agg(broker_id::text, \',\' ORDER BY broker_id) FROM mq_coord.broker'),
 	'2,3,4', 'brokers 2, 3 and 4 remain');
 $c->teardown;

@@ -29,8 +29,13 @@ my $member = $g->safe_psql('postgres',
 is($g->safe_psql('postgres', "SELECT string_agg(partition::text, ',' ORDER BY partition) "
 		  . "FROM mq.heartbeat('g', '$member')"), '0,1', 'the member owns partitions 0 and 1');
 
-my ($rc, $out) = $c->mqctl('topic', 'add-partitions', 't', '--count=2');
-ok($rc == 0 && $out =~ /Replicated topic t now has 4 partitions\./, 'mqctl adds two partitions on the coordinator')
+# the example of docs/cli.md ("topic add-partitions"), as it stands
+my $root = $ENV{MQ_REPO_ROOT} // '.';
+my ($cmd, $shown) = slurp_file("$root/docs/cli.md")
+  =~ /<!-- add-partitions-example:begin -->\n```console\n\$ mqctl (.*?)\n(.*?)```\n<!-- add-partitions-example:end -->/s
+  or die 'docs/cli.md has no add-partitions example';
+my ($rc, $out) = $c->mqctl(split / /, $cmd);
+ok($rc == 0 && $out eq $shown, "mqctl $cmd adds two partitions on the coordinator, as documented")
   or diag($out);
 ok($c->coord->poll_query_until('postgres',
 		"SELECT count(*) = 4 FROM mq_coord.partition WHERE topic = 't' AND leader IS NOT NULL"),
