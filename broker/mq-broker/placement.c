@@ -82,7 +82,11 @@ hosted_text(Broker *b, const char *topic)
 	return s;
 }
 
-/* Place p's topic on the node unless it is placed with this many partitions. */
+/*
+ * Place p's topic on the node unless it is placed with this many
+ * partitions.  False while p's partition is not on the node: a failure to
+ * grow the topic holds up only the new partitions.
+ */
 bool
 placement_ensure_topic(Broker *b, Part *p)
 {
@@ -101,7 +105,7 @@ placement_ensure_topic(Broker *b, Part *p)
 		log_mq_error("cannot place the topic on the node", &err);
 		mq_error_free(&err);
 		free(hosted);
-		return false;
+		return t != NULL && p->partition < t->partitions;
 	}
 	mq_log_info("placed topic \"%s\" on the node: %d partitions, replicas here %s "
 				"(%d newly marked not hosted)", p->topic, p->partitions, hosted, absent);
