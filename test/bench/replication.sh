@@ -231,7 +231,7 @@ echo "failover (ms): ${FO[*]}; median $FO_MED"
 # ---------------------------------------------------------------------------
 # R: reassignment throughput, without and with a throttle
 bench_reassign() {
-	local p k ms
+	local p ms
 	cluster_start node4 "${CONF[@]}"
 	cluster_psql node4 -c "CREATE EXTENSION mq"
 	broker_start 4 node4 coord
@@ -243,10 +243,10 @@ bench_reassign() {
 	wait_until rled 2 || mq_die "no leaders for rbench"
 	for p in 0 1; do
 		L="$(coord_sql "SELECT leader FROM mq_coord.partition WHERE topic = 'rbench' AND partition = $p")"
-		for ((k = 0; k < REASSIGN_MB; k++)); do
-			cluster_psql "node$L" -q -c "CALL mq.produce('rbench', NULL, ARRAY(SELECT convert_to(lpad(i::text, 1000, 'x'), \
-				'UTF8') FROM generate_series(1, 1000) i), $p, '1')" >/dev/null
-		done
+		cluster_psql "node$L" -q -c "DO \$\$ DECLARE v bytea[] := ARRAY(SELECT convert_to(lpad(i::text, 1000, 'x'), \
+			'UTF8') FROM generate_series(1, 1000) i); o bigint; h bigint; BEGIN FOR k IN 1 .. $REASSIGN_MB LOOP \
+			CALL mq.produce('rbench', NULL, v, $p, '1', base_offset => o, high_watermark => h); \
+			END LOOP; END \$\$" >/dev/null
 		RB_BYTES[$p]="$(cluster_psql "node$L" -A -t -c "SELECT sum(bytes) FROM mq.segments WHERE topic = 'rbench' AND partition = $p")"
 	done
 	# partition 0: replicas 1,2 -> 4,2 (its leader leaves); partition 1: 2,3 -> 2,4 throttled
