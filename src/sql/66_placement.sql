@@ -349,6 +349,8 @@ END $$;
 -- On the leader: the replica set changed (a move started or ended).  The
 -- followers listed by replica_leader_state are these; p_isr, when given,
 -- is the ISR after a completed move (the coordinator changed it first).
+-- The ISR keeps only members of the replica set: the set shrinks only
+-- after the coordinator completed the move, whose ISR is within it.
 CREATE FUNCTION mq.replica_set_replicas(p_topic text, p_partition integer, p_leader_epoch integer,
                                         p_replicas integer[], p_isr integer[] DEFAULT NULL)
     RETURNS bigint
@@ -358,7 +360,10 @@ DECLARE
 BEGIN
     PERFORM mq._replica_fence(v_id, p_partition, p_leader_epoch, 'leader');
     UPDATE mq.replica_partition
-       SET replicas = p_replicas, isr = coalesce(p_isr, isr), updated_at = now()
+       SET replicas = p_replicas,
+           isr = ARRAY(SELECT i FROM unnest(coalesce(p_isr, isr)) WITH ORDINALITY AS u(i, k)
+                        WHERE i = ANY (p_replicas) ORDER BY k),
+           updated_at = now()
      WHERE topic_id = v_id AND partition = p_partition;
     DELETE FROM mq.replica_progress
      WHERE topic_id = v_id AND partition = p_partition AND NOT replica_id = ANY (p_replicas);

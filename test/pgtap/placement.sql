@@ -9,7 +9,7 @@
 \set ON_ERROR_STOP on
 SET client_min_messages = warning;
 BEGIN;
-SELECT plan(35);
+SELECT plan(36);
 
 -- four brokers, two racks: placement order is 1, 3, 2, 4 (first of each rack, ...)
 INSERT INTO mq_coord.broker (broker_id, node_conninfo, node_name, rack)
@@ -82,6 +82,10 @@ SELECT throws_like($$ SELECT * FROM mq.fetch('q', 2, 0) $$,
                    'this node holds no replica of "q" partition 2', 'and reads');
 SELECT mq.replica_become_leader('q', 1, 1, 7, '{7}', '{7}');
 SELECT lives_ok($$ SELECT mq.send('q', NULL::text, 'x', partition => 1) $$, 'the hosted partition, once led, takes produce');
+SELECT mq.replica_set_replicas('q', 1, 1, '{7,8}', '{7,8}');
+SELECT mq.replica_set_replicas('q', 1, 1, '{7}');
+SELECT is((SELECT isr FROM mq.replica_status WHERE topic = 'q' AND partition = 1), '{7}',
+          'a replica dropped from the leader''s replica set leaves its ISR');
 SELECT mq.replica_unhost('q', 1);
 SELECT throws_like($$ SELECT mq.send('q', NULL::text, 'y', partition => 1) $$,
                    'this node holds no replica of "q" partition 1', 'a replica that moved away refuses produce');
