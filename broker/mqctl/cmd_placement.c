@@ -501,6 +501,32 @@ cmd_broker_set_rack(const MqctlCommand *cmd, int argc, char **argv)
 }
 
 /*
+ * Is the connected database the coordinator of a replicated topic of this
+ * name (and may we ask it)?
+ */
+static bool
+cluster_topic(PGconn *conn, const char *topic)
+{
+	MqParams	params;
+	PGresult   *res;
+	bool		replicated;
+
+	res = mqctl_exec(conn, "SELECT pg_catalog.has_table_privilege('mq_coord.topic', 'SELECT') "
+					 "AND pg_catalog.has_function_privilege('mq_coord.add_partitions(text, integer)', 'EXECUTE')",
+					 NULL, 0);
+	replicated = PQgetvalue(res, 0, 0)[0] == 't';
+	PQclear(res);
+	if (!replicated)
+		return false;
+	mq_params_init(&params);
+	mq_param_text(&params, MQ_TEXTOID, topic);
+	res = mqctl_exec(conn, "SELECT EXISTS (SELECT 1 FROM mq_coord.topic WHERE topic = $1)", &params, 0);
+	replicated = PQgetvalue(res, 0, 0)[0] == 't';
+	PQclear(res);
+	return replicated;
+}
+
+/*
  * topic add-partitions on a cluster: when the connected database is the
  * coordinator of a replicated topic of that name, add the partitions
  * there (the brokers add them on their nodes).  Returns false when it is
@@ -511,27 +537,57 @@ cluster_add_partitions(PGconn *conn, const char *topic, int count, int *total)
 {
 	MqParams	params;
 	PGresult   *res;
-	bool		replicated;
 
+	if (!cluster_topic(conn, topic))
+		return false;
 	mq_params_init(&params);
 	mq_param_text(&params, MQ_TEXTOID, topic);
-	res = mqctl_exec(conn, "SELECT pg_catalog.has_table_privilege('mq_coord.topic', 'SELECT') "
-					 "AND pg_catalog.has_function_privilege('mq_coord.add_partitions(text, integer)', 'EXECUTE')",
-					 NULL, 0);
-	replicated = PQgetvalue(res, 0, 0)[0] == 't';
-	PQclear(res);
-	if (replicated)
-	{
-		res = mqctl_exec(conn, "SELECT EXISTS (SELECT 1 FROM mq_coord.topic WHERE topic = $1)",
-						 &params, 0);
-		replicated = PQgetvalue(res, 0, 0)[0] == 't';
-		PQclear(res);
-	}
-	if (!replicated)
-		return false;
 	mq_param_int(&params, MQ_INT4OID, count);
 	res = mqctl_exec(conn, "SELECT mq_coord.add_partitions($1, $2)", &params, 0);
 	*total = atoi(PQgetvalue(res, 0, 0));
 	PQclear(res);
 	return true;
+}
+
+/*
+ * topic alter --partitions N (Kafka's kafka-topics --alter --partitions):
+ * grow the topic to N partitions, on the coordinator for a replicated
+ * topic, else here.  Partitions are never removed.
+ */
+void
+alter_partition_count(PGconn *conn, const char *topic, int wanted)
+{
+	bool		cluster = cluster_topic(conn, topic);
+	MqParams	params;
+	PGresult   *res;
+	int			have;
+
+	mq_params_init(&params);
+	mq_param_text(&params, MQ_TEXTOID, topic);
+	res = mqctl_exec(conn, cluster ? "SELECT partitions FROM mq_coord.topic WHERE topic = $1"
+					 : "SELECT partitions FROM mq.topics WHERE topic = $1", &params, 0);
+	if (PQntuples(res) == 0)
+	{
+		fprintf(stderr, "mqctl topic alter: topic %s does not exist\n", topic);
+		exit(MQ_EXIT_SERVER);
+	}
+	have = atoi(PQgetvalue(res, 0, 0));
+	PQclear(res);
+	if (wanted < have)
+	{
+		fprintf(stderr, "mqctl topic alter: topic %s has %d partitions; partitions can be added, "
+				"never removed\n", topic, have);
+		exit(MQ_EXIT_SERVER);
+	}
+	if (wanted == have)
+	{
+		printf("Topic %s already has %d partitions.\n", topic, have);
+		return;
+	}
+	mq_param_int(&params, MQ_INT4OID, wanted - have);
+	res = mqctl_exec(conn, cluster ? "SELECT mq_coord.add_partitions($1, $2)"
+					 : "SELECT mq.add_partitions($1, $2)", &params, 0);
+	printf("%s %s now has %s partitions.\n", cluster ? "Replicated topic" : "Topic", topic,
+		   PQgetvalue(res, 0, 0));
+	PQclear(res);
 }

@@ -1,5 +1,5 @@
 # Placement (docs/replication.md, "Placement and reassignment"): partitions
-# added to a replicated topic with mqctl topic add-partitions on the
+# added to a replicated topic with mqctl topic alter --partitions on the
 # coordinator are placed on the brokers, which add them on their nodes
 # (hosting only their replicas) and elect their leaders, while an
 # idempotent acks=all producer keeps writing an old partition; a consumer
@@ -29,7 +29,7 @@ my $member = $g->safe_psql('postgres',
 is($g->safe_psql('postgres', "SELECT string_agg(partition::text, ',' ORDER BY partition) "
 		  . "FROM mq.heartbeat('g', '$member')"), '0,1', 'the member owns partitions 0 and 1');
 
-# the example of docs/cli.md ("topic add-partitions"), as it stands
+# the example of docs/cli.md ("topic alter"), as it stands
 my $root = $ENV{MQ_REPO_ROOT} // '.';
 my ($cmd, $shown) = slurp_file("$root/docs/cli.md")
   =~ /<!-- add-partitions-example:begin -->\n```console\n\$ mqctl (.*?)\n(.*?)```\n<!-- add-partitions-example:end -->/s
