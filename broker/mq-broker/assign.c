@@ -190,6 +190,7 @@ read_assignments(Broker *b)
 		return false;
 	}
 	forget_unassigned(b);
+	placement_register_rack(b);
 	if (!placement_read_moving(b))
 		return false;
 	placement_retry_unhost(b);

@@ -133,6 +133,7 @@ typedef struct Broker
 	int			nlive;
 	struct PlacedTopic *placed; /* topics placed on the node (placement.c) */
 	struct Unhost *unhosts;		/* replicas that moved away, still to mark */
+	int64_t		rack_live_since_us;	/* live_since_us when our rack was registered */
 	struct
 	{
 		int64_t		elections;	/* won by this broker */

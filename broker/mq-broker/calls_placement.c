@@ -104,6 +104,22 @@ coord_moving(Broker *b, void (*each) (Broker *b, const Moving *m), MqError *err)
 	return true;
 }
 
+bool
+coord_register_rack(Broker *b, MqError *err)
+{
+	MqParams	prm;
+	PGresult   *res;
+
+	mq_params_init(&prm);
+	mq_param_int(&prm, MQ_INT4OID, b->cfg->broker_id);
+	mq_param_text(&prm, MQ_TEXTOID, b->cfg->rack);
+	res = coord_exec(b, "SELECT mq_coord.register_rack($1, $2)", &prm, err);
+	if (res == NULL)
+		return false;
+	PQclear(res);
+	return true;
+}
+
 /* *done: the coordinator ended the move; *isr is then the new ISR. */
 bool
 coord_complete_reassignment(Broker *b, const Part *p, int *isr, int *nisr, bool *done,

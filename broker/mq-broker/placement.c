@@ -11,6 +11,7 @@
  * partition replication has not touched into a follower, hosted when this
  * broker replicates it and not hosted otherwise, so that the node never
  * serves a partition it does not replicate, not even for an instant.  A
+ * broker with a rack in its config registers it once per liveness.  A
  * replica the coordinator no longer assigns us (it moved away, or the
  * topic went) is marked not hosted on the node (mq.replica_unhost),
  * retried every tick until the node has it.  Each tick also reads which of
@@ -183,6 +184,24 @@ apply_moving(Broker *b, const Moving *m)
 		return;
 	p->ntarget = parse_int_array(m->target, p->target, MAX_REPLICAS);
 	p->throttle_bytes = m->throttle_bytes;
+}
+
+/* Our configured rack, once per liveness (an administrator's stays otherwise). */
+void
+placement_register_rack(Broker *b)
+{
+	MqError		err = MQ_ERROR_INIT;
+
+	if (b->cfg->rack == NULL || b->rack_live_since_us == b->live_since_us)
+		return;
+	if (!coord_register_rack(b, &err))
+	{
+		log_mq_error("cannot register our rack on the coordinator; retrying", &err);
+		mq_error_free(&err);
+		return;
+	}
+	b->rack_live_since_us = b->live_since_us;
+	mq_log_info("registered rack \"%s\" on the coordinator", b->cfg->rack);
 }
 
 /* Which of our partitions are moving, each tick after the assignments. */

@@ -32,6 +32,7 @@ extern bool node_place_topic(Broker *b, const Part *p, const char *hosted, int *
 extern bool node_unhost(Broker *b, const char *topic, int partition, MqError *err);
 extern bool node_set_replicas(Broker *b, const Part *p, const int *isr, int nisr, MqError *err);
 extern bool coord_moving(Broker *b, void (*each) (Broker *b, const Moving *m), MqError *err);
+extern bool coord_register_rack(Broker *b, MqError *err);
 extern bool coord_complete_reassignment(Broker *b, const Part *p, int *isr, int *nisr,
 										bool *done, MqError *err);
 
@@ -39,6 +40,7 @@ extern bool coord_complete_reassignment(Broker *b, const Part *p, int *isr, int 
 extern bool placement_ensure_topic(Broker *b, Part *p);
 extern void placement_forget(Broker *b, const Part *p);
 extern bool placement_read_moving(Broker *b);
+extern void placement_register_rack(Broker *b);
 extern void placement_retry_unhost(Broker *b);
 extern void placement_throttle(Broker *b, Part *p, int64_t bytes);
 extern bool placement_throttled(Broker *b, const Part *p);

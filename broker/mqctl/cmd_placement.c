@@ -75,7 +75,9 @@ const char	broker_set_rack_help[] =
 "Usage: mqctl broker set-rack ID RACK\n"
 "\n"
 "Record the rack of a registered broker (\"\" for none).  Topics created and\n"
-"partitions added afterwards spread each partition's replicas over racks.\n";
+"partitions added afterwards spread each partition's replicas over racks.  A\n"
+"broker with rack set in its configuration registers that one instead each time\n"
+"it connects.\n";
 
 enum
 {

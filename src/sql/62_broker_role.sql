@@ -83,6 +83,7 @@ BEGIN
         'mq_coord.assignments(integer), '
         'mq_coord.allocate_producer_ids(integer, integer), '
         'mq_coord.moving(integer), '
+        'mq_coord.register_rack(integer, text), '
         'mq_coord.complete_reassignment(text, integer, integer, integer) '
         'TO %s', role);
 END;

@@ -88,6 +88,18 @@ BEGIN
     VALUES ('broker_rack', p_broker_id, jsonb_build_object('rack', nullif(p_rack, '')));
 END $$;
 
+-- A live broker records its own rack (its config's rack), as it registers.
+CREATE FUNCTION mq_coord.register_rack(p_broker_id integer, p_rack text) RETURNS void
+LANGUAGE plpgsql SECURITY DEFINER SET search_path = pg_catalog, pg_temp AS $$
+BEGIN
+    IF NOT mq_coord._holds(mq_coord.broker_lock_class(), p_broker_id) THEN
+        RAISE EXCEPTION 'broker % must hold its liveness lock to register its rack', p_broker_id
+            USING ERRCODE = 'MQ010';
+    END IF;
+    UPDATE mq_coord.broker SET rack = nullif(p_rack, '')
+     WHERE broker_id = p_broker_id AND rack IS DISTINCT FROM nullif(p_rack, '');
+END $$;
+
 -- Remove a broker that holds no replica and whose mq-broker is stopped.
 CREATE FUNCTION mq_coord.remove_broker(p_broker_id integer) RETURNS void
 LANGUAGE plpgsql SECURITY DEFINER SET search_path = pg_catalog, pg_temp AS $$

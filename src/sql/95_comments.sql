@@ -357,6 +357,8 @@ COMMENT ON FUNCTION mq_coord._check_broker(integer) IS
     'internal: raises MQ042 unless the broker is registered';
 COMMENT ON FUNCTION mq_coord.set_broker_rack(integer, text) IS
     'sets the rack of a registered broker; placements made afterwards spread replicas over racks';
+COMMENT ON FUNCTION mq_coord.register_rack(integer, text) IS
+    'broker API: a live broker records the rack of its configuration';
 COMMENT ON FUNCTION mq_coord.remove_broker(integer) IS
     'removes a stopped broker that holds no replicas (MQ043 otherwise)';
 COMMENT ON FUNCTION mq_coord.add_partitions(text, integer) IS

@@ -4,7 +4,8 @@
 # (hosting only their replicas) and elect their leaders, while an
 # idempotent acks=all producer keeps writing an old partition; a consumer
 # group member on one node sees the new partition count, rebalances and
-# reads the new partitions from their leaders.  The checker then finds
+# reads the new partitions from their leaders.  The brokers register the
+# rack of their config.  The checker then finds
 # nothing acknowledged lost on any partition.
 use strict;
 use warnings;
@@ -14,8 +15,11 @@ use Test::More;
 use Time::HiRes qw(time usleep);
 use MqCluster;
 
-my $c = MqCluster->new(nodes => 3);
+# every broker registers the rack of its config (one rack: placement by id)
+my $c = MqCluster->new(nodes => 3, broker_conf => "[broker]\nrack = r1\n");
 $c->start_brokers;
+ok($c->coord->poll_query_until('postgres', "SELECT count(*) = 3 FROM mq_coord.broker WHERE rack = 'r1'"),
+	'the brokers registered their rack');
 $c->create_topic('t', 2, { 'replication.factor' => 2, 'min.insync.replicas' => 2 });
 my $p0 = $c->start_producer('t', 0);
 $c->wait_acks($p0, count => 3) or diag('the producer made no progress');
