@@ -2,8 +2,9 @@
  *
  * leadership.c
  *	  Enforcing the roles the broker assigns: refusing produce and reads on
- *	  a partition this node does not lead, and the broker's attachment to
- *	  its node (mq._replica_attach_broker).
+ *	  a partition this node does not lead (or holds no replica of:
+ *	  src/sql/66_placement.sql), and the broker's attachment to its node
+ *	  (mq._replica_attach_broker).
  *
  * The broker decides roles and epochs; the node only enforces them (see
  * replica.c's header).  A node's leadership lives only as long as its
