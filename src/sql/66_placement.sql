@@ -32,6 +32,7 @@
 ALTER TABLE mq_coord.broker ADD COLUMN rack text;
 ALTER TABLE mq_coord.partition
     ADD COLUMN target_replicas integer[],     -- while moving: the replica set it moves to
+    ADD COLUMN original_replicas integer[],   -- while moving: the replicas before (a cancel goes back)
     ADD COLUMN throttle_bytes bigint CHECK (throttle_bytes > 0);  -- copy rate of the new replicas
 
 -- Registered brokers in placement order: the first of each rack, then the
@@ -175,7 +176,10 @@ END $$;
 -- Start moving a partition to p_target (preferred leader first), copying
 -- at most p_throttle_bytes per second to each new replica (NULL: no
 -- limit).  Returns the replica set while moving: target, then the
--- replicas leaving.  The same target again changes only the throttle.
+-- replicas leaving.  The same target again changes only the throttle;
+-- while moving, the replicas it had before cancel the move (it then
+-- moves back: the replicas added are dropped once the original ones are
+-- in sync); any other target is refused.
 CREATE FUNCTION mq_coord.reassign(p_topic text, p_partition integer, p_target integer[],
                                   p_throttle_bytes bigint DEFAULT NULL) RETURNS integer[]
 LANGUAGE plpgsql SECURITY DEFINER SET search_path = pg_catalog, pg_temp AS $$
@@ -202,9 +206,12 @@ BEGIN
                                 'and a positive throttle in bytes per second.', v_min);
     END IF;
     PERFORM mq_coord._check_broker(b) FROM unnest(p_target) AS b;
-    IF pt.target_replicas IS NOT NULL AND pt.target_replicas <> p_target THEN
+    IF pt.target_replicas IS NOT NULL AND pt.target_replicas <> p_target
+       AND pt.original_replicas <> p_target THEN
         RAISE EXCEPTION '"%" partition % is already moving to %', p_topic, p_partition, pt.target_replicas
-            USING ERRCODE = 'MQ045', HINT = 'Wait until mqctl reassign --verify reports it complete.';
+            USING ERRCODE = 'MQ045',
+                  HINT = format('Wait until mqctl reassign --verify reports it complete, or cancel it by '
+                                'moving it back to %s.', pt.original_replicas);
     END IF;
     IF pt.target_replicas IS NULL AND pt.replicas = p_target THEN
         RETURN pt.replicas;             -- already there
@@ -213,12 +220,17 @@ BEGIN
                                  WHERE NOT r = ANY (p_target) ORDER BY k);
     UPDATE mq_coord.partition
        SET replicas = v_full, target_replicas = p_target, throttle_bytes = p_throttle_bytes,
+           original_replicas = coalesce(pt.original_replicas, pt.replicas),
            partition_epoch = partition_epoch + 1, updated_at = clock_timestamp()
      WHERE topic = p_topic AND partition = p_partition;
     IF pt.target_replicas IS NULL THEN
         INSERT INTO mq_coord.event (topic, partition, kind, detail)
         VALUES (p_topic, p_partition, 'reassignment_started',
                 jsonb_build_object('from', pt.replicas, 'to', p_target, 'throttle_bytes', p_throttle_bytes));
+    ELSIF pt.target_replicas <> p_target THEN
+        INSERT INTO mq_coord.event (topic, partition, kind, detail)
+        VALUES (p_topic, p_partition, 'reassignment_cancelled',
+                jsonb_build_object('was_moving_to', pt.target_replicas, 'back_to', p_target));
     END IF;
     RETURN v_full;
 END $$;
@@ -244,7 +256,7 @@ BEGIN
                     WHERE i = ANY (pt.target_replicas) ORDER BY k);
     UPDATE mq_coord.partition
        SET replicas = pt.target_replicas, isr = v_isr, target_replicas = NULL, throttle_bytes = NULL,
-           partition_epoch = partition_epoch + 1, updated_at = clock_timestamp()
+           original_replicas = NULL, partition_epoch = partition_epoch + 1, updated_at = clock_timestamp()
      WHERE topic = p_topic AND partition = p_partition;
     INSERT INTO mq_coord.event (topic, partition, kind, broker_id, detail)
     VALUES (p_topic, p_partition, 'reassignment_completed', p_leader,

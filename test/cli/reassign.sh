@@ -75,6 +75,12 @@ printf '{"version": 1, "partitions": [{"topic": "moving", "partition": 0, "repli
 run mqctl reassign --execute --file="$plan"
 expect_rc 1 "another target while moving"
 check_match "$ERR" 'SQLSTATE MQ045' "is refused with MQ045"
+check_match "$ERR" 'cancel it by moving it back to \{1,2\}' "the hint names the replicas it had"
+printf '{"version": 1, "partitions": [{"topic": "moving", "partition": 0, "replicas": [1, 2]}]}' >"$plan"
+run mqctl reassign --execute --file="$plan"
+expect_rc 0 "the replicas it had cancel the move"
+check_eq "$(sql "SELECT target_replicas::text || ' ' || replicas::text FROM mq_coord.partition WHERE topic = 'moving' AND partition = 0")" \
+	'{1,2} {1,2,3}' "it moves back; broker 3 leaves once 1 and 2 are in sync"
 
 # brokers
 run mqctl broker remove 9

@@ -9,7 +9,7 @@
 \set ON_ERROR_STOP on
 SET client_min_messages = warning;
 BEGIN;
-SELECT plan(36);
+SELECT plan(39);
 
 -- four brokers, two racks: placement order is 1, 3, 2, 4 (first of each rack, ...)
 INSERT INTO mq_coord.broker (broker_id, node_conninfo, node_name, rack)
@@ -64,6 +64,12 @@ SELECT is(mq_coord.complete_reassignment('p', 0, 4, 1), NULL, 'nor in an old epo
 SELECT is(mq_coord.complete_reassignment('p', 0, 4, 2), '{3,4}', 'the new leader completes it: ISR within the target');
 SELECT results_eq($$ SELECT replicas, target_replicas FROM mq_coord.partition WHERE topic = 'p' AND partition = 0 $$,
                   $$ VALUES ('{4,3}'::int[], NULL::int[]) $$, 'replicas are the target');
+
+-- a cancel: back to the replicas it had
+SELECT is(mq_coord.reassign('p', 1, '{1,4}'), '{1,4,3,2}', 'partition 1 starts moving');
+SELECT is(mq_coord.reassign('p', 1, '{3,2}'), '{3,2,1,4}', 'the replicas it had before cancel the move');
+SELECT is((SELECT target_replicas FROM mq_coord.partition WHERE topic = 'p' AND partition = 1), '{3,2}',
+          'it moves back: the replicas added leave once the original ones are in sync');
 
 -- removing brokers
 SELECT throws_ok($$ SELECT mq_coord.remove_broker(1) $$, 'MQ043', NULL, 'a broker holding replicas stays');
