@@ -48,6 +48,7 @@ GRANT EXECUTE ON FUNCTION mq._offset_time(integer, integer, bigint),
 -- what max.message.bytes counts (src/record_size.c), for anyone sizing records
 GRANT EXECUTE ON FUNCTION mq.record_size(bytea, bytea, jsonb) TO PUBLIC;
 
--- mq_coord functions defined after 62_broker_role.sql (66_placement.sql)
--- are not executable by PUBLIC either
+-- the coordinator's client functions (65_cluster_groups.sql) go to roles
+-- given mq_coord.grant_client, never to PUBLIC; nor do the placement
+-- functions (66_placement.sql), which stay with administrators
 REVOKE ALL ON ALL FUNCTIONS IN SCHEMA mq_coord FROM PUBLIC;
