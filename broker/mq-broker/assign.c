@@ -172,12 +172,20 @@ forget_unassigned(Broker *b)
 	}
 }
 
+/*
+ * The heartbeat comes last: it is a write, so its commit waits for the
+ * coordinator's synchronous standby, if it has one.  Once it returns
+ * without a warning (conn.c), the standby holds everything the two reads
+ * before it saw, and a failover cannot take back what this tick acts on
+ * (docs/replication.md, "A highly available coordinator").  When it fails,
+ * the tick does nothing.
+ */
 bool
 read_assignments(Broker *b)
 {
 	MqError		err = MQ_ERROR_INIT;
 
-	if (!coord_heartbeat(b, &err) || !coord_live_brokers(b, &err))
+	if (!coord_live_brokers(b, &err))
 	{
 		mq_error_free(&err);
 		return false;
@@ -190,10 +198,15 @@ read_assignments(Broker *b)
 		return false;
 	}
 	forget_unassigned(b);
-	placement_register_rack(b);
-	if (!placement_read_moving(b))
+	if (!placement_read_moving(b))	/* a read too: before the heartbeat */
 		return false;
-	placement_retry_unhost(b);
+	if (!coord_heartbeat(b, &err))
+	{
+		mq_error_free(&err);
+		return false;
+	}
+	placement_register_rack(b);
+	placement_retry_unhost(b);	/* acts on what the standby holds */
 	return true;
 }
 
