@@ -15,8 +15,10 @@
  *      within it; coordinator first, then its node, as for an ISR shrink:
  *      the node's ISR stays the larger, and dropping members only raises
  *      the high watermark over records every remaining member holds);
- *      otherwise it hands leadership to the first target replica as
- *      handover.c does for a preferred leader (resign in its epoch,
+ *      otherwise, once its progress shows every target replica in its
+ *      node's ISR holding the high watermark, it hands leadership to the
+ *      first target replica as handover.c does for a preferred leader
+ *      (resign in its epoch,
  *      release the lock; that replica, in the ISR, is elected in a new
  *      epoch and completes the move itself).
  * The brokers of the replicas that left then no longer see them assigned
@@ -110,6 +112,30 @@ complete(Broker *b, Part *p)
 	p->nnode_replicas = p->nreplicas;
 }
 
+/*
+ * Before handing over: did this tick's progress (read before this tick's
+ * ISR changes) show every target replica in the node's ISR with the whole
+ * high watermark?  A replica added to the ISR may have been behind a high
+ * watermark that moved after its progress was read; once it is in the
+ * node's ISR and holds the high watermark, the high watermark cannot pass
+ * its log end, so nothing acknowledged is missing from it.
+ */
+static bool
+target_holds_hwm(Broker *b, const Part *p)
+{
+	for (int i = 0; i < p->ntarget; i++)
+	{
+		bool		ok = p->target[i] == b->cfg->broker_id;
+
+		for (int j = 0; j < p->nfollowers && !ok; j++)
+			ok = p->followers[j].id == p->target[i] && p->followers[j].in_isr &&
+				p->m_hwm >= 0 && p->followers[j].log_end >= p->m_hwm;
+		if (!ok)
+			return false;
+	}
+	return true;
+}
+
 /* 2b. We leave the replica set: hand leadership to the first target replica. */
 static void
 hand_over(Broker *b, Part *p)
@@ -117,7 +143,7 @@ hand_over(Broker *b, Part *p)
 	MqError		err = MQ_ERROR_INIT;
 	int			epoch = p->applied_epoch;
 
-	if (!broker_is_live(b, p->target[0]))
+	if (!broker_is_live(b, p->target[0]) || !target_holds_hwm(b, p))
 		return;
 	if (!node_become_follower(b, p, epoch, -1, NULL, &err))
 	{
