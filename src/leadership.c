@@ -2,8 +2,9 @@
  *
  * leadership.c
  *	  Enforcing the roles the broker assigns: refusing produce and reads on
- *	  a partition this node does not lead, and the broker's attachment to
- *	  its node (mq._replica_attach_broker).
+ *	  a partition this node does not lead (or holds no replica of:
+ *	  src/sql/66_placement.sql), and the broker's attachment to its node
+ *	  (mq._replica_attach_broker).
  *
  * The broker decides roles and epochs; the node only enforces them (see
  * replica.c's header).  A node's leadership lives only as long as its
@@ -43,6 +44,7 @@ mq_replica_read_state(int32 topic_id, int32 partition, MqReplicaState *st)
 	memset(st, 0, sizeof(*st));
 	st->leader_id = -1;
 	st->high_watermark = -1;
+	st->hosted = true;
 
 	/* the latest snapshot: a role or epoch changed since ours must count */
 	PushActiveSnapshot(GetLatestSnapshot());
@@ -53,7 +55,8 @@ mq_replica_read_state(int32 topic_id, int32 partition, MqReplicaState *st)
 
 		plan = mq_spi_prepare("SELECT p.role, p.leader_epoch, p.high_watermark, r.leader_id, "
 							  "       r.leader_name, pg_catalog.cardinality(r.isr), "
-							  "       EXISTS (SELECT 1 FROM mq.replica_broker) "
+							  "       EXISTS (SELECT 1 FROM mq.replica_broker), "
+							  "       coalesce(r.hosted, true) "
 							  "  FROM mq.partition_state p "
 							  "  LEFT JOIN mq.replica_partition r "
 							  "    ON r.topic_id = p.topic_id AND r.partition = p.partition "
@@ -85,6 +88,7 @@ mq_replica_read_state(int32 topic_id, int32 partition, MqReplicaState *st)
 		d = SPI_getbinval(tup, desc, 6, &isnull);
 		st->isr_size = isnull ? 0 : DatumGetInt32(d);
 		st->brokered = DatumGetBool(SPI_getbinval(tup, desc, 7, &isnull));
+		st->hosted = DatumGetBool(SPI_getbinval(tup, desc, 8, &isnull));
 	}
 	mq_spi_end(&spi);
 	PopActiveSnapshot();
@@ -93,6 +97,13 @@ mq_replica_read_state(int32 topic_id, int32 partition, MqReplicaState *st)
 void
 mq_replica_raise_not_leader(const char *topic_name, int32 partition, MqReplicaState *st)
 {
+	if (st->found && !st->hosted)
+		ereport(ERROR,
+				(errcode(ERRCODE_MQ_NOT_LEADER),
+				 errmsg("this node holds no replica of \"%s\" partition %d", topic_name, partition),
+				 errdetail("The topic is replicated on this node only in part (its placement, or a "
+						   "replica that moved away)."),
+				 errhint("mq_coord.metadata on the coordinator names the partition's replicas and leader.")));
 	if (st->leader_id >= 0)
 		ereport(ERROR,
 				(errcode(ERRCODE_MQ_NOT_LEADER),

@@ -157,6 +157,7 @@ typedef struct MqReplicaState
 	char		leader_name[256];
 	int			isr_size;
 	bool		brokered;		/* a broker has attached to this node */
+	bool		hosted;			/* false: this node holds no replica of it */
 } MqReplicaState;
 extern void mq_replica_read_state(int32 topic_id, int32 partition, MqReplicaState *st);
 extern void mq_replica_raise_not_leader(const char *topic_name, int32 partition,

@@ -3,9 +3,9 @@
  * assign.c
  *	  The partitions this broker holds a replica of, as the coordinator
  *	  assigns them: read every tick (with the heartbeat and the list of
- *	  live brokers), kept as Part entries, forgotten when unassigned; and
- *	  the topic created on the node the first time one of its replicas
- *	  shows up.
+ *	  live brokers), kept as Part entries, forgotten when unassigned (the
+ *	  node then stops serving them); and the topic placed on the node the
+ *	  first time one of its replicas shows up (placement.c).
  *
  * Topic config arrives as jsonb text and is read with jansson, never by
  * substring.
@@ -22,6 +22,7 @@
 
 #include "broker.h"
 #include "calls.h"
+#include "placement.h"
 #include "util.h"
 
 /* The integers of an int4[] in text form ("{1,2,3}"), at most max. */
@@ -163,6 +164,7 @@ forget_unassigned(Broker *b)
 			continue;
 		}
 		mq_log_info("%s: no longer assigned; dropping its state", part_label(p));
+		placement_forget(b, p); /* the node stops serving it */
 		follower_stop(p);
 		release_lock(b, p);
 		*pp = p->next;
@@ -196,37 +198,25 @@ read_assignments(Broker *b)
 		return false;
 	}
 	forget_unassigned(b);
+	if (!placement_read_moving(b))	/* a read too: before the heartbeat */
+		return false;
 	if (!coord_heartbeat(b, &err))
 	{
 		mq_error_free(&err);
 		return false;
 	}
+	placement_register_rack(b);
+	placement_retry_unhost(b);	/* acts on what the standby holds */
 	return true;
 }
 
-/* Create the topic on the node the first time we see one of its replicas. */
+/*
+ * The topic on the node, with only our replicas hosted, the first time we
+ * see one of its replicas and whenever its partition count grows
+ * (placement.c).
+ */
 bool
 ensure_topic(Broker *b, Part *p)
 {
-	MqError		err = MQ_ERROR_INIT;
-	bool		exists;
-
-	if (p->applied_epoch >= 0 || p->state != PART_NONE)
-		return true;
-	if (!node_topic_exists(b, p->topic, &exists, &err))
-	{
-		mq_error_free(&err);
-		return false;
-	}
-	if (exists)
-		return true;
-	if (!node_create_topic(b, p, &err) && !mq_error_is(&err, MQ_SQLSTATE_TOPIC_EXISTS))
-	{
-		log_mq_error("cannot create the topic on the node", &err);
-		mq_error_free(&err);
-		return false;
-	}
-	mq_error_free(&err);
-	mq_log_info("created topic \"%s\" (%d partitions) on the node", p->topic, p->partitions);
-	return true;
+	return placement_ensure_topic(b, p);
 }

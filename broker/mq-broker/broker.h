@@ -16,6 +16,9 @@
  *	 elect.c       elections and fencing a paused leader
  *	 isr.c         a leader's ISR shrink and expansion
  *	 handover.c    handing leadership to the preferred replica
+ *	 placement.c   topics placed with only our replicas hosted; throttle
+ *	 reassign.c    the leader's part of moving replicas (placement.h)
+ *	 calls_placement.c typed calls of the placement functions
  *	 follower.c    a follower's epoch, truncation and fetch loop
  *	 batch.c       the little of a fetched batch the broker reads
  *	 producer_ids.c keeping the node supplied with cluster-wide producer ids
@@ -91,6 +94,18 @@ typedef struct Part
 	FollowerInfo followers[MAX_REPLICAS];
 	int			nfollowers;
 
+	/*
+	 * Reassignment (placement.c, reassign.c): the target replica set while
+	 * the partition moves (ntarget 0: not moving) and the copy throttle of
+	 * new replicas; on the leader, the replica set its node has (0: not
+	 * set by us yet).
+	 */
+	int			target[MAX_REPLICAS];
+	int			ntarget;
+	int64_t		throttle_bytes; /* 0: none */
+	int			node_replicas[MAX_REPLICAS];
+	int			nnode_replicas;
+
 	/* follower: connection to the leader's node and the fetch in flight */
 	PGconn	   *fconn;
 	char	   *fconn_info;
@@ -117,6 +132,9 @@ typedef struct Broker
 	Part	   *parts;
 	int			live_brokers[MAX_LIVE_BROKERS];
 	int			nlive;
+	struct PlacedTopic *placed; /* topics placed on the node (placement.c) */
+	struct Unhost *unhosts;		/* replicas that moved away, still to mark */
+	int64_t		rack_live_since_us;	/* live_since_us when our rack was registered */
 	struct
 	{
 		int64_t		elections;	/* won by this broker */

@@ -54,8 +54,6 @@ typedef struct Assignment
 extern bool node_setup_session(Broker *b, MqError *err);
 extern bool node_resign_all(Broker *b, int *count, MqError *err);
 extern bool node_attach(Broker *b, MqError *err);
-extern bool node_topic_exists(Broker *b, const char *topic, bool *exists, MqError *err);
-extern bool node_create_topic(Broker *b, const Part *p, MqError *err);
 extern bool node_become_leader(Broker *b, const Part *p, int epoch, int64_t *log_end,
 							   MqError *err);
 extern bool node_become_follower(Broker *b, const Part *p, int epoch, int leader,

@@ -95,34 +95,6 @@ node_attach(Broker *b, MqError *err)
 }
 
 bool
-node_topic_exists(Broker *b, const char *topic, bool *exists, MqError *err)
-{
-	MqParams	prm;
-	PGresult   *res;
-
-	mq_params_init(&prm);
-	mq_param_text(&prm, MQ_TEXTOID, topic);
-	res = node_exec(b, "SELECT EXISTS (SELECT 1 FROM mq.topics WHERE topic = $1)", &prm, 0, err);
-	if (res == NULL)
-		return false;
-	*exists = strcmp(PQgetvalue(res, 0, 0), "t") == 0;
-	PQclear(res);
-	return true;
-}
-
-bool
-node_create_topic(Broker *b, const Part *p, MqError *err)
-{
-	MqParams	prm;
-
-	mq_params_init(&prm);
-	mq_param_text(&prm, MQ_TEXTOID, p->topic);
-	mq_param_int(&prm, MQ_INT4OID, p->partitions);
-	mq_param_text(&prm, MQ_JSONBOID, p->config);
-	return node_call(b, "SELECT mq.create_topic($1, $2, $3)", &prm, NULL, err);
-}
-
-bool
 node_become_leader(Broker *b, const Part *p, int epoch, int64_t *log_end, MqError *err)
 {
 	MqParams	prm;

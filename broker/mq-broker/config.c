@@ -53,6 +53,7 @@ static const ConfigKey keys[] = {
 	KEY("broker", "node", node, 's', 0, 0),
 	KEY("broker", "node.advertised", node_advertised, 's', 0, 0),
 	KEY("broker", "node.name", node_name, 's', 0, 0),
+	KEY("broker", "rack", rack, 's', 0, 0),
 	KEY("broker", "coordinator", coordinator, 's', 0, 0),
 	KEY("broker", "tick.ms", tick_ms, 'i', 10, 10000),
 	KEY("broker", "node.timeout.ms", node_timeout_ms, 'i', 100, 600000),
@@ -319,6 +320,7 @@ broker_config_free(BrokerConfig *cfg)
 	free(cfg->node);
 	free(cfg->node_advertised);
 	free(cfg->node_name);
+	free(cfg->rack);
 	free(cfg->coordinator);
 	free(cfg->metrics_address);
 	memset(cfg, 0, sizeof(*cfg));

@@ -23,6 +23,7 @@ typedef struct BrokerConfig
 	char	   *node;			/* conninfo of this broker's data node */
 	char	   *node_advertised;	/* conninfo other brokers use for it */
 	char	   *node_name;		/* "host:port" for messages */
+	char	   *rack;			/* registered for placement, or NULL */
 	char	   *coordinator;	/* conninfo of the coordinator database */
 	int			tick_ms;		/* control loop period */
 	int			node_timeout_ms;	/* a node call slower than this: node lost */

@@ -29,6 +29,7 @@
 #include "batch.h"
 #include "broker.h"
 #include "calls.h"
+#include "placement.h"
 #include "util.h"
 
 void
@@ -328,6 +329,7 @@ follower_on_readable(Broker *b, Part *p)
 	}
 	/* append the batch as it came, in binary */
 	ok = node_append(b, p, PQgetvalue(res, 0, 0), PQgetlength(res, 0, 0), &log_end, &err);
+	placement_throttle(b, p, PQgetlength(res, 0, 0));	/* a new replica of a move */
 	PQclear(res);
 	if (!ok)
 	{
@@ -339,6 +341,7 @@ follower_on_readable(Broker *b, Part *p)
 	p->offsets_version = hdr.offsets_version;	/* applied with the batch */
 	p->m_log_end = log_end;
 	/* the next long poll at once: its offset acknowledges what we just wrote */
-	if (p->state == PART_FOLLOWER_FETCH && b->node != NULL && p->fconn != NULL)
+	if (p->state == PART_FOLLOWER_FETCH && b->node != NULL && p->fconn != NULL &&
+		mq_now_us() >= p->backoff_until_us)
 		send_fetch(b, p);
 }

@@ -17,6 +17,7 @@
 
 #include "broker.h"
 #include "calls.h"
+#include "placement.h"
 #include "util.h"
 
 static FsmEvent
@@ -59,6 +60,8 @@ act_lead(Broker *b, Part *p)
 	}
 	leader_duties(b, p);
 	if (p->state == PART_LEADER)
+		reassign_leader_step(b, p);
+	if (p->state == PART_LEADER)
 		maybe_hand_over(b, p);
 }
 
@@ -81,7 +84,8 @@ act_replicate(Broker *b, Part *p)
 
 	p->leaderless_since_us = 0;
 	/* the preferred replica, back in the ISR, takes the lock when it is let go */
-	if (b->cfg->auto_rebalance && preferred_leader(p) == me && int_in(me, p->isr, p->nisr))
+	if ((b->cfg->auto_rebalance && preferred_leader(p) == me && int_in(me, p->isr, p->nisr)) ||
+		reassign_claims(b, p))
 	{
 		try_elect(b, p);
 		if (p->state == PART_LEADER)
@@ -240,5 +244,6 @@ broker_shutdown(Broker *b)
 		b->parts = p->next;
 		free_part(p);
 	}
+	placement_free(b);
 	mq_log_info("shut down: resigned %d leadership(s) and released every lock", n);
 }

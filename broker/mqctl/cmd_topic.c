@@ -58,18 +58,23 @@ const char	topic_describe_help[] =
 const char	topic_alter_help[] =
 "Usage: mqctl topic alter NAME OPTIONS\n"
 "\n"
-"Change a topic's configuration; keys not named keep their values.\n"
+"Change a topic's configuration; keys not named keep their values.  With\n"
+"--partitions, grow the topic to N partitions first (never fewer); connected to\n"
+"a cluster's coordinator, a replicated topic grows there (as add-partitions).\n"
 "\n"
 "Options:\n"
 "  -c, --config=KEY=VALUE set a key (repeatable)\n"
 "      --delete-config=KEY\n"
-"                         reset a key to its default (repeatable)\n";
+"                         reset a key to its default (repeatable)\n"
+"      --partitions=N     the partition count to reach (1 to 10000)\n";
 
 const char	topic_add_partitions_help[] =
 "Usage: mqctl topic add-partitions NAME --count=N\n"
 "\n"
 "Add N partitions to a topic.  Partitions are never removed, and keys may map\n"
-"to other partitions afterwards (as in Kafka).\n"
+"to other partitions afterwards (as in Kafka).  Connected to a cluster's\n"
+"coordinator, a replicated topic gets them there, placed on the brokers, which\n"
+"add them on their nodes.\n"
 "\n"
 "Options:\n"
 "      --count=N          number of partitions to add (required)\n";
@@ -358,10 +363,12 @@ cmd_topic_alter(const MqctlCommand *cmd, int argc, char **argv)
 	static const struct option longopts[] = {
 		{"config", required_argument, NULL, 'c'},
 		{"delete-config", required_argument, NULL, OPT_DELETE_CONFIG},
+		{"partitions", required_argument, NULL, OPT_COUNT},
 		{NULL, 0, NULL, 0}
 	};
 	CliParser	p;
 	ConfigArgs	config;
+	int			partitions = 0;
 	const char *topic;
 	char	   *key,
 			   *value;
@@ -385,13 +392,25 @@ cmd_topic_alter(const MqctlCommand *cmd, int argc, char **argv)
 					cli_usage_error(&p, "--delete-config takes a key alone, not \"%s\"", optarg);
 				config_set(&config, optarg, NULL);
 				break;
+			case OPT_COUNT:
+				partitions = (int) cli_int(&p, "--partitions", optarg, 1, 10000);
+				break;
 		}
 	}
 	topic = topic_argument(&p);
-	if (config.keys.nelems == 0)
-		cli_usage_error(&p, "nothing to change: give --config or --delete-config");
+	if (config.keys.nelems == 0 && partitions == 0)
+		cli_usage_error(&p, "nothing to change: give --config, --delete-config or --partitions");
 
 	conn = mqctl_connect();
+	if (partitions > 0)
+		alter_partition_count(conn, topic, partitions);
+	if (config.keys.nelems == 0)
+	{
+		PQfinish(conn);
+		config_free(&config);
+		cli_free(&p);
+		return MQ_EXIT_OK;
+	}
 	mq_params_init(&params);
 	mq_param_text(&params, MQ_TEXTOID, topic);
 	config_params(&config, &params);
@@ -417,6 +436,7 @@ cmd_topic_add_partitions(const MqctlCommand *cmd, int argc, char **argv)
 	};
 	CliParser	p;
 	int64_t		count = 0;
+	int			total;
 	const char *topic;
 	MqParams	params;
 	PGconn	   *conn;
@@ -435,6 +455,13 @@ cmd_topic_add_partitions(const MqctlCommand *cmd, int argc, char **argv)
 	mq_params_init(&params);
 	mq_param_text(&params, MQ_TEXTOID, topic);
 	mq_param_int(&params, MQ_INT4OID, count);
+	if (cluster_add_partitions(conn, topic, (int) count, &total))
+	{
+		printf("Replicated topic %s now has %d partitions.\n", topic, total);
+		PQfinish(conn);
+		cli_free(&p);
+		return MQ_EXIT_OK;
+	}
 	res = mqctl_exec(conn, "SELECT mq.add_partitions($1, $2)", &params, 0);
 	printf("Topic %s now has %s partitions.\n", topic, PQgetvalue(res, 0, 0));
 	PQclear(res);

@@ -36,6 +36,9 @@ static const MqctlCommand commands[] = {
 	{"group describe", "show a group's offsets, lag and owners per partition", group_describe_help, cmd_group_describe},
 	{"group reset-offsets", "move a group's committed offsets", group_reset_offsets_help, cmd_group_reset_offsets},
 	{"cluster status", "show brokers, leaders, ISR and under-replicated partitions", cluster_status_help, cmd_cluster_status},
+	{"reassign", "move replicas of partitions between brokers", reassign_help, cmd_reassign},
+	{"broker remove", "remove a broker that holds no replicas", broker_remove_help, cmd_broker_remove},
+	{"broker set-rack", "record the rack of a broker", broker_set_rack_help, cmd_broker_set_rack},
 	{"perf produce", "measure produce throughput and latency", perf_produce_help, cmd_perf_produce},
 	{"perf consume", "measure consume throughput", perf_consume_help, cmd_perf_consume},
 };

@@ -72,6 +72,16 @@ extern int	cmd_consume(const MqctlCommand *cmd, int argc, char **argv);
 extern const char cluster_status_help[];
 extern int	cmd_cluster_status(const MqctlCommand *cmd, int argc, char **argv);
 
+/* cmd_placement.c */
+extern const char reassign_help[];
+extern const char broker_remove_help[];
+extern const char broker_set_rack_help[];
+extern int	cmd_reassign(const MqctlCommand *cmd, int argc, char **argv);
+extern int	cmd_broker_remove(const MqctlCommand *cmd, int argc, char **argv);
+extern int	cmd_broker_set_rack(const MqctlCommand *cmd, int argc, char **argv);
+extern bool cluster_add_partitions(PGconn *conn, const char *topic, int count, int *total);
+extern void alter_partition_count(PGconn *conn, const char *topic, int wanted);
+
 /* cmd_group.c */
 extern const char group_list_help[];
 extern const char group_describe_help[];

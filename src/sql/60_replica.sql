@@ -30,6 +30,9 @@ CREATE TABLE mq.replica_partition (
     leader_name  text,                -- its node's address, for not_leader messages
     replicas     integer[] NOT NULL DEFAULT '{}',
     isr          integer[] NOT NULL DEFAULT '{}',
+    -- false: this node holds no replica of the partition (its topic is
+    -- replicated here only in part; src/sql/66_placement.sql)
+    hosted       boolean NOT NULL DEFAULT true,
     updated_at   timestamptz NOT NULL DEFAULT now(),
     PRIMARY KEY (topic_id, partition),
     FOREIGN KEY (topic_id, partition) REFERENCES mq.partition_state ON DELETE CASCADE
@@ -243,7 +246,7 @@ LANGUAGE sql SET search_path = pg_catalog, pg_temp AS $$
        SET leader_id = EXCLUDED.leader_id, leader_name = EXCLUDED.leader_name,
            replicas = CASE WHEN p_replicas IS NULL THEN r.replicas ELSE EXCLUDED.replicas END,
            isr = CASE WHEN p_isr IS NULL THEN r.isr ELSE EXCLUDED.isr END,
-           updated_at = now();
+           hosted = true, updated_at = now();
 $$;
 
 -- Make this node the leader of a partition in a new epoch (the broker won
@@ -771,7 +774,8 @@ CREATE FUNCTION mq._produce_state(topic text, partition integer,
 CREATE VIEW mq.replica_status AS
 SELECT t.topic_name AS topic, p.partition, p.role, p.leader_epoch, r.leader_id, r.leader_name,
        r.replicas, r.isr, e.log_end_offset,
-       coalesce(p.high_watermark, e.log_end_offset) AS high_watermark
+       coalesce(p.high_watermark, e.log_end_offset) AS high_watermark,
+       coalesce(r.hosted, true) AS hosted
   FROM mq.partition_state p
   JOIN mq.topic t USING (topic_id)
   LEFT JOIN mq.replica_partition r USING (topic_id, partition)

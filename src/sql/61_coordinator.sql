@@ -145,7 +145,8 @@ END $$;
 
 -- Create a replicated topic: place replication.factor replicas of each
 -- partition on the registered brokers, round robin with a shifting start
--- so that preferred leaders spread.  The brokers create the partitions on
+-- so that preferred leaders spread, over the brokers in placement order
+-- (alternating racks when they have one).  The brokers create the partitions on
 -- their nodes when they see them.
 CREATE FUNCTION mq_coord.create_topic(p_topic text, p_partitions integer DEFAULT 1,
                                       p_config jsonb DEFAULT '{}') RETURNS integer
@@ -163,7 +164,7 @@ BEGIN
     END IF;
     v_config := mq.validate_config(coalesce(p_config, '{}'));
     v_rf := coalesce((v_config->>'replication.factor')::integer, 1);
-    SELECT array_agg(broker_id ORDER BY broker_id) INTO v_brokers FROM mq_coord.broker;
+    v_brokers := mq_coord._placement_order();     -- rack-alternated (66_placement.sql)
     v_n := coalesce(cardinality(v_brokers), 0);
     IF v_n < v_rf THEN
         RAISE EXCEPTION 'replication.factor % is larger than the % registered brokers', v_rf, v_n

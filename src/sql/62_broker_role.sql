@@ -46,7 +46,11 @@ BEGIN
         'mq.replica_epoch_end_offset(text, integer, integer, integer), '
         'mq.replica_log_state(text, integer, integer), '
         'mq.replica_add_producer_ids(bigint, bigint), '
-        'mq.replica_producer_ids_left() '
+        'mq.replica_producer_ids_left(), '
+        'mq.replica_place_topic(text, integer, jsonb, integer[]), '
+        'mq.replica_adopt_partitions(text, integer[]), '
+        'mq.replica_unhost(text, integer), '
+        'mq.replica_set_replicas(text, integer, integer, integer[], integer[]) '
         'TO %s', role);
     -- mq's own authorization (90_acl.sql): the broker sees every topic in
     -- mq.topics and creates the replicas it is assigned
@@ -77,7 +81,10 @@ BEGIN
         'mq_coord.elect(text, integer, integer, integer), '
         'mq_coord.alter_isr(text, integer, integer, integer, integer[]), '
         'mq_coord.assignments(integer), '
-        'mq_coord.allocate_producer_ids(integer, integer) '
+        'mq_coord.allocate_producer_ids(integer, integer), '
+        'mq_coord.moving(integer), '
+        'mq_coord.register_rack(integer, text), '
+        'mq_coord.complete_reassignment(text, integer, integer, integer) '
         'TO %s', role);
 END;
 $$;

@@ -377,3 +377,39 @@ COMMENT ON FUNCTION mq_coord.cluster_group_members(text) IS
     'members of a cluster consumer group, whether active, and what each is assigned';
 COMMENT ON FUNCTION mq_coord.grant_client(regrole) IS
     'grant a role what mqctl needs on the coordinator: routing and cluster consumer groups';
+
+-- Placement and reassignment (66_placement.sql)
+COMMENT ON FUNCTION mq_coord._placement_order() IS
+    'internal: registered brokers in placement order, alternating between racks';
+COMMENT ON FUNCTION mq_coord._place_partitions(text, integer, integer, integer) IS
+    'internal: places partitions of a replicated topic on the brokers, round robin with a shifting start';
+COMMENT ON FUNCTION mq_coord._check_broker(integer) IS
+    'internal: raises MQ042 unless the broker is registered';
+COMMENT ON FUNCTION mq_coord.set_broker_rack(integer, text) IS
+    'sets the rack of a registered broker; placements made afterwards spread replicas over racks';
+COMMENT ON FUNCTION mq_coord.register_rack(integer, text) IS
+    'broker API: a live broker records the rack of its configuration';
+COMMENT ON FUNCTION mq_coord.remove_broker(integer) IS
+    'removes a stopped broker that holds no replicas (MQ043 otherwise)';
+COMMENT ON FUNCTION mq_coord.add_partitions(text, integer) IS
+    'adds partitions to a replicated topic, placed like create_topic; returns the new partition count';
+COMMENT ON FUNCTION mq_coord.propose_reassignment(text[], integer[]) IS
+    'a placement of the topics'' partitions on the given brokers (replication factor kept); changes nothing';
+COMMENT ON FUNCTION mq_coord.reassign(text, integer, integer[], bigint) IS
+    'starts moving a partition to a replica set, new replicas copying at most the throttle in bytes/s; returns the replicas while moving';
+COMMENT ON FUNCTION mq_coord.complete_reassignment(text, integer, integer, integer) IS
+    'broker API: the leader ends a move once the whole target is in the ISR; returns the new ISR or NULL';
+COMMENT ON FUNCTION mq_coord.moving(integer) IS
+    'broker API: the broker''s partitions that are moving, with target replicas and throttle';
+COMMENT ON VIEW mq_coord.reassignments IS
+    'partitions moving to another replica set: target, ISR, the target replicas still catching up, throttle';
+COMMENT ON FUNCTION mq._replica_mark(integer, integer, boolean) IS
+    'internal: makes a partition a follower on this node, hosted or not (under the produce lock)';
+COMMENT ON FUNCTION mq.replica_adopt_partitions(text, integer[]) IS
+    'broker API: partitions replication has not touched become followers, hosted or not; returns how many are not hosted';
+COMMENT ON FUNCTION mq.replica_place_topic(text, integer, jsonb, integer[]) IS
+    'broker API: creates or grows a replicated topic on this node and adopts its partitions, in one transaction';
+COMMENT ON FUNCTION mq.replica_unhost(text, integer) IS
+    'broker API: this node no longer holds a replica of the partition (it moved away); produce and reads raise MQ020';
+COMMENT ON FUNCTION mq.replica_set_replicas(text, integer, integer, integer[], integer[]) IS
+    'broker API, on the leader: the replica set (and, after a completed move, the ISR) changed';

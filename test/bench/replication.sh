@@ -31,6 +31,14 @@
 #      coordinator: -> the promoted standby takes writes) and the longest
 #      time between two acknowledgements around it.  --availability N
 #      rounds per fault (0: skip A); --availability-only runs A alone.
+#   R  reassignment throughput (docs/replication.md, "Placement and
+#      reassignment"): a fourth node and broker join; a topic of two
+#      partitions at replication.factor 2 gets --reassign-mb MB in each
+#      (1,000-record batches of 1,000 B, acks=1); then one partition moves a
+#      replica onto broker 4 without a throttle and the other with
+#      --reassign-throttle bytes/s.  The figure is the partition's size on
+#      disk divided by the time from reassignment_started to
+#      reassignment_completed on the coordinator.
 #
 # Servers: PostgreSQL 15 as the postgres user in temp dirs on 127.0.0.1,
 # shared_preload_libraries = 'mq', fsync = on, synchronous_commit = on;
@@ -40,12 +48,15 @@
 #
 # Usage: test/bench/replication.sh [--duration S] [--runs N] [--clients "1 4"]
 #                                  [--failovers N] [--out FILE]
+#                                  [--reassign-mb MB] [--reassign-throttle B]
 #                                  [--availability N] [--availability-only]
 #   --duration S   seconds per pgbench run (default 10)
 #   --runs N       runs per figure and side (default 3; the median is kept)
 #   --clients L    client counts for T (default "1 4")
 #   --failovers N  failovers measured in F (default 3)
 #   --out FILE     also write the results as a markdown table to FILE
+#   --reassign-mb MB        data per partition moved in R (default 20)
+#   --reassign-throttle B   the throttled move's bytes/s in R (default 2000000)
 set -euo pipefail
 
 HERE="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
@@ -55,7 +66,7 @@ source "$REPO/scripts/lib.sh"
 mq_pg_paths || mq_die "PostgreSQL 15 (pg_config) not found"
 PGBENCH="$PG_BINDIR/pgbench"
 
-DURATION=10 RUNS=3 CLIENTS="1 4" FAILOVERS=3 OUT="" AROUNDS=1 AONLY=""
+DURATION=10 RUNS=3 CLIENTS="1 4" FAILOVERS=3 OUT="" AROUNDS=1 AONLY="" REASSIGN_MB=20 REASSIGN_THROTTLE=2000000
 while (($#)); do
 	case "$1" in
 	--duration) DURATION="${2:?}"; shift ;;
@@ -65,6 +76,8 @@ while (($#)); do
 	--out) OUT="${2:?}"; shift ;;
 	--availability) AROUNDS="${2:?}"; shift ;;
 	--availability-only) AONLY=1 ;;
+	--reassign-mb) REASSIGN_MB="${2:?}"; shift ;;
+	--reassign-throttle) REASSIGN_THROTTLE="${2:?}"; shift ;;
 	-h | --help) sed -n '2,/^set -euo/p' "${BASH_SOURCE[0]}" | sed '$d; s/^# \{0,1\}//'; exit 0 ;;
 	*) mq_die "unknown option $1 (see --help)" ;;
 	esac
@@ -261,6 +274,49 @@ FO_MED="$(median <"$WORK/f")"
 echo "failover (ms): ${FO[*]}; median $FO_MED"
 
 # ---------------------------------------------------------------------------
+# R: reassignment throughput, without and with a throttle
+bench_reassign() {
+	local p ms
+	cluster_start node4 "${CONF[@]}"
+	cluster_psql node4 -c "CREATE EXTENSION mq"
+	broker_start 4 node4 coord
+	rb4() { coord_sql "SELECT count(*) FROM mq_coord.broker WHERE broker_id = 4"; }
+	wait_until rb4 1 || mq_die "broker 4 did not register"
+	# placement order 1,2,3,4: partition 0 on 1,2 and partition 1 on 2,3
+	coord_sql "SELECT mq_coord.create_topic('rbench', 2, '{\"replication.factor\": 2}')" >/dev/null
+	rled() { coord_sql "SELECT count(*) FROM mq_coord.partition WHERE topic = 'rbench' AND leader IS NOT NULL"; }
+	wait_until rled 2 || mq_die "no leaders for rbench"
+	for p in 0 1; do
+		L="$(coord_sql "SELECT leader FROM mq_coord.partition WHERE topic = 'rbench' AND partition = $p")"
+		cluster_psql "node$L" -q -c "DO \$\$ DECLARE v bytea[] := ARRAY(SELECT convert_to(lpad(i::text, 1000, 'x'), \
+			'UTF8') FROM generate_series(1, 1000) i); o bigint; h bigint; BEGIN FOR k IN 1 .. $REASSIGN_MB LOOP \
+			CALL mq.produce('rbench', NULL, v, $p, '1', base_offset => o, high_watermark => h); \
+			END LOOP; END \$\$" >/dev/null
+		RB_BYTES[$p]="$(cluster_psql "node$L" -A -t -c "SELECT sum(bytes) FROM mq.segments WHERE topic = 'rbench' AND partition = $p")"
+	done
+	# partition 0: replicas 1,2 -> 4,2 (its leader leaves); partition 1: 2,3 -> 2,4 throttled
+	for p in 0 1; do
+		if ((p == 0)); then
+			coord_sql "SELECT mq_coord.reassign('rbench', 0, '{4,2}')" >/dev/null
+		else
+			coord_sql "SELECT mq_coord.reassign('rbench', 1, '{2,4}', $REASSIGN_THROTTLE)" >/dev/null
+		fi
+		rdone() { coord_sql "SELECT count(*) FROM mq_coord.event WHERE topic = 'rbench' AND partition = $p \
+			AND kind = 'reassignment_completed'"; }
+		wait_until rdone 1 600 || mq_die "the move of rbench/$p did not complete"
+		ms="$(coord_sql "SELECT round(extract(epoch FROM max(at) FILTER (WHERE kind = 'reassignment_completed') \
+			- max(at) FILTER (WHERE kind = 'reassignment_started')) * 1000) FROM mq_coord.event \
+			WHERE topic = 'rbench' AND partition = $p")"
+		RB_MS[$p]="$ms"
+		RB_MBS[$p]="$(awk -v b="${RB_BYTES[$p]}" -v ms="$ms" 'BEGIN { printf "%.1f", b / 1e6 / (ms / 1000) }')"
+		echo "rbench/$p: ${RB_BYTES[$p]} bytes moved in $ms ms: ${RB_MBS[$p]} MB/s"
+	done
+}
+declare -A RB_BYTES RB_MS RB_MBS
+mq_phase "R: reassignment throughput, unthrottled and throttled to $REASSIGN_THROTTLE bytes/s"
+bench_reassign
+
+# ---------------------------------------------------------------------------
 mq_phase "results"
 table="| figure | acks=1 | acks=all | ratio all/1 | goal |
 |---|---|---|---|---|"
@@ -279,6 +335,12 @@ table+="
 | failover: kill -9 of the leader's node -> first acks=all write acknowledged by the new leader | each | median |
 |---|---|---|
 | ms | ${FO[*]} | $FO_MED |"
+table+="
+
+| reassignment: one replica moved onto a new broker, ${REASSIGN_MB} MB of 1,000 B records | bytes | ms | MB/s |
+|---|---|---|---|
+| no throttle | ${RB_BYTES[0]} | ${RB_MS[0]} | ${RB_MBS[0]} |
+| throttle $REASSIGN_THROTTLE bytes/s | ${RB_BYTES[1]} | ${RB_MS[1]} | ${RB_MBS[1]} |"
 [[ -n "$ATABLE" ]] && table+="
 
 $ATABLE"

@@ -2,7 +2,7 @@
 # The broker's role (docs/replication.md, "The broker's role"): the SQL
 # block of the docs is run as it stands; the role it makes is no superuser
 # and may call every function mq-broker calls (the names are read from
-# broker/mq-broker/calls_node.c and calls_coord.c, so a new call without a
+# broker/mq-broker/calls_*.c, so a new call without a
 # grant fails here), and nothing an administrator calls.  mq_coord's
 # functions are not executable by PUBLIC.  (Every multi-node test then runs
 # its brokers as such a role: test/t/MqCluster.pm.)
@@ -24,8 +24,8 @@ check_eq "$(sql "SELECT rolsuper OR rolcreaterole OR rolcreatedb FROM pg_roles W
 	f "the broker role is no superuser and creates nothing"
 
 # every mq.* / mq_coord.* function the broker's sources call
-mapfile -t called < <(grep -ohE '\bmq(_coord)?\.[a-z_]+\(' broker/mq-broker/calls_node.c \
-	broker/mq-broker/calls_coord.c | tr -d '(' | sort -u)
+mapfile -t called < <(grep -ohE '\bmq(_coord)?\.[a-z_]+\(' broker/mq-broker/calls_*.c \
+	| tr -d '(' | sort -u)
 check_match "${#called[@]}" '^[1-9][0-9]+$' "found the broker's calls (${#called[@]})"
 for f in "${called[@]}"; do
 	check_eq "$(sql "SELECT coalesce(bool_and(pg_catalog.has_function_privilege('$role', p.oid, 'EXECUTE')), false)
@@ -45,7 +45,8 @@ check_eq "$(sql "SELECT pg_catalog.has_column_privilege('$role', 'mq_coord.parti
 	"$role reads the coordinator's ISR column, not the brokers' connection strings"
 
 # what administrators call stays theirs
-for f in 'mq_coord.create_topic(text, integer, jsonb)' \
+for f in 'mq_coord.create_topic(text, integer, jsonb)' 'mq_coord.add_partitions(text, integer)' \
+	'mq_coord.reassign(text, integer, integer[], bigint)' 'mq_coord.remove_broker(integer)' \
 	'mq.grant_broker(regrole)' 'mq_coord.grant_broker(regrole)'; do
 	check_eq "$(sql "SELECT pg_catalog.has_function_privilege('$role', '$f', 'EXECUTE')")" f \
 		"$role may not execute $f"

@@ -100,6 +100,15 @@ check_eq "$(sql "SELECT count(*) FROM mq.partitions WHERE topic = 'orders'")" 5 
 run mqctl topic add-partitions orders --count 10000
 expect_rc 1 "too many partitions"
 check_match "$ERR" 'SQLSTATE MQ005' "too many partitions: MQ005"
+run mqctl topic alter orders --partitions 6
+expect_rc 0 "alter --partitions"
+check_eq "$OUT" "Topic orders now has 6 partitions." "alter --partitions grows the topic to the count given"
+run mqctl topic alter orders --partitions 6
+check_eq "$OUT" "Topic orders already has 6 partitions." "the same count again changes nothing"
+run mqctl topic alter orders --partitions 2
+expect_rc 1 "alter --partitions below the count"
+check_match "$ERR" 'never removed' "partitions are never removed"
+check_eq "$(sql "SELECT count(*) FROM mq.partitions WHERE topic = 'orders'")" 6 "six partitions now"
 
 # --- delete ------------------------------------------------------------------------------
 run mqctl topic delete orders

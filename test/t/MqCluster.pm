@@ -932,4 +932,61 @@ sub mqctl_may_repeat
 	return \%may;
 }
 
+# ---------------------------------------------------------------------
+# Placement (test/t/125, 126): growing a running cluster, and mqctl
+# ---------------------------------------------------------------------
+
+# One more data node, configured like the others, and its broker; returns
+# its number, which is also the new broker's id.  With later => 1 it is
+# only made (its address fixed), to be started by start_added($i): the
+# producers and consumers forked meanwhile know it, so they can follow a
+# leader there.
+sub add_node
+{
+	my ($self, %opt) = @_;
+	my $i = scalar(@{ $self->{nodes} }) + 1;
+	my $node = PostgreSQL::Test::Cluster->new("node$i");
+	$node->init;
+	$node->append_conf('postgresql.conf', "shared_preload_libraries = 'mq'\n"
+		. "mq.maintenance_interval = 500\nlog_statement = none\n"
+		. "log_min_messages = warning\n" . ($self->{opt}{node_conf} // '') . "\n");
+	push @{ $self->{nodes} }, $node;
+	$self->start_added($i) unless $opt{later};
+	return $i;
+}
+
+sub start_added
+{
+	my ($self, $i) = @_;
+	my $node = $self->node($i);
+	$node->start;
+	$node->safe_psql('postgres', 'CREATE EXTENSION mq');
+	$node->safe_psql('postgres', broker_role_sql());
+	$self->start_broker($i);
+	$self->coord->poll_query_until('postgres', "SELECT count(*) = 1 FROM mq_coord.broker WHERE broker_id = $i")
+	  or die "broker $i did not register";
+}
+
+# A partition's replicas on the coordinator, as "1,2" in placement order.
+sub replicas
+{
+	my ($self, $topic, $partition) = @_;
+	return $self->coord->safe_psql('postgres',
+		"SELECT array_to_string(replicas, ',') FROM mq_coord.partition "
+		  . "WHERE topic = '$topic' AND partition = $partition");
+}
+
+# Run mqctl against the coordinator: (exit status, stdout and stderr).
+sub mqctl
+{
+	my ($self, @args) = @_;
+	my $root = $ENV{MQ_REPO_ROOT} // '.';
+	my $bin = -x "$root/broker/mqctl/mqctl" ? "$root/broker/mqctl/mqctl" : 'mqctl';
+	my $conn = sprintf('host=%s port=%d dbname=postgres', $self->coord->host, $self->coord->port);
+	my ($stdout, $stderr);
+	require IPC::Run;
+	IPC::Run::run([ $bin, @args, '-d', $conn ], '<', \undef, '>', \$stdout, '2>', \$stderr);
+	return ($? >> 8, $stdout . $stderr);
+}
+
 1;

@@ -1,0 +1,143 @@
+/*-------------------------------------------------------------------------
+ *
+ * calls_placement.c
+ *	  Typed calls of the placement functions (src/sql/66_placement.sql):
+ *	  on the broker's own node, placing a topic, marking a replica not
+ *	  hosted, and the leader's replica set; on the coordinator, the
+ *	  partitions that are moving and completing a move.  As calls_node.c
+ *	  and calls_coord.c, each builds its parameters and reads its result
+ *	  here only; src/sql/62_broker_role.sql grants them to the broker's role.
+ *
+ * Locking: none; the broker's one thread.
+ *
+ *-------------------------------------------------------------------------
+ */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "calls.h"
+#include "placement.h"
+#include "util.h"
+
+/* hosted: the partitions we replicate, int4[] text; *absent: marked not hosted */
+bool
+node_place_topic(Broker *b, const Part *p, const char *hosted, int *absent, MqError *err)
+{
+	MqParams	prm;
+	PGresult   *res;
+
+	mq_params_init(&prm);
+	mq_param_text(&prm, MQ_TEXTOID, p->topic);
+	mq_param_int(&prm, MQ_INT4OID, p->partitions);
+	mq_param_text(&prm, MQ_JSONBOID, p->config);
+	mq_param_text(&prm, MQ_INT4ARRAYOID, hosted);
+	res = node_exec(b, "SELECT mq.replica_place_topic($1, $2, $3, $4)", &prm, 0, err);
+	if (res == NULL)
+		return false;
+	*absent = atoi(PQgetvalue(res, 0, 0));
+	PQclear(res);
+	return true;
+}
+
+bool
+node_unhost(Broker *b, const char *topic, int partition, MqError *err)
+{
+	MqParams	prm;
+	PGresult   *res;
+
+	mq_params_init(&prm);
+	mq_param_text(&prm, MQ_TEXTOID, topic);
+	mq_param_int(&prm, MQ_INT4OID, partition);
+	res = node_exec(b, "SELECT mq.replica_unhost($1, $2)", &prm, 0, err);
+	if (res == NULL)
+		return false;
+	PQclear(res);
+	return true;
+}
+
+/* The leader's node: replicas as p has them; isr too when nisr > 0. */
+bool
+node_set_replicas(Broker *b, const Part *p, const int *isr, int nisr, MqError *err)
+{
+	MqParams	prm;
+	PGresult   *res;
+	char		rbuf[128],
+				ibuf[128];
+
+	mq_params_init(&prm);
+	mq_param_text(&prm, MQ_TEXTOID, p->topic);
+	mq_param_int(&prm, MQ_INT4OID, p->partition);
+	mq_param_int(&prm, MQ_INT4OID, p->applied_epoch);
+	mq_param_text(&prm, MQ_INT4ARRAYOID, int_array_text(p->replicas, p->nreplicas, rbuf, sizeof(rbuf)));
+	mq_param_text(&prm, MQ_INT4ARRAYOID, nisr > 0 ? int_array_text(isr, nisr, ibuf, sizeof(ibuf)) : NULL);
+	res = node_exec(b, "SELECT mq.replica_set_replicas($1, $2, $3, $4, $5)", &prm, 0, err);
+	if (res == NULL)
+		return false;
+	PQclear(res);
+	return true;
+}
+
+bool
+coord_moving(Broker *b, void (*each) (Broker *b, const Moving *m), MqError *err)
+{
+	MqParams	prm;
+	PGresult   *res;
+
+	mq_params_init(&prm);
+	mq_param_int(&prm, MQ_INT4OID, b->cfg->broker_id);
+	res = coord_exec(b, "SELECT topic, partition, target_replicas, coalesce(throttle_bytes, 0) "
+					 "FROM mq_coord.moving($1)", &prm, err);
+	if (res == NULL)
+		return false;
+	for (int i = 0; i < PQntuples(res); i++)
+	{
+		Moving		m;
+
+		m.topic = PQgetvalue(res, i, 0);
+		m.partition = atoi(PQgetvalue(res, i, 1));
+		m.target = PQgetvalue(res, i, 2);
+		m.throttle_bytes = atoll(PQgetvalue(res, i, 3));
+		each(b, &m);
+	}
+	PQclear(res);
+	return true;
+}
+
+bool
+coord_register_rack(Broker *b, MqError *err)
+{
+	MqParams	prm;
+	PGresult   *res;
+
+	mq_params_init(&prm);
+	mq_param_int(&prm, MQ_INT4OID, b->cfg->broker_id);
+	mq_param_text(&prm, MQ_TEXTOID, b->cfg->rack);
+	res = coord_exec(b, "SELECT mq_coord.register_rack($1, $2)", &prm, err);
+	if (res == NULL)
+		return false;
+	PQclear(res);
+	return true;
+}
+
+/* *done: the coordinator ended the move; *isr is then the new ISR. */
+bool
+coord_complete_reassignment(Broker *b, const Part *p, int *isr, int *nisr, bool *done,
+							MqError *err)
+{
+	MqParams	prm;
+	PGresult   *res;
+
+	mq_params_init(&prm);
+	mq_param_text(&prm, MQ_TEXTOID, p->topic);
+	mq_param_int(&prm, MQ_INT4OID, p->partition);
+	mq_param_int(&prm, MQ_INT4OID, b->cfg->broker_id);
+	mq_param_int(&prm, MQ_INT4OID, p->applied_epoch);
+	res = coord_exec(b, "SELECT mq_coord.complete_reassignment($1, $2, $3, $4)", &prm, err);
+	if (res == NULL)
+		return false;
+	*done = !PQgetisnull(res, 0, 0);
+	*nisr = *done ? parse_int_array(PQgetvalue(res, 0, 0), isr, MAX_REPLICAS) : 0;
+	PQclear(res);
+	return true;
+}

@@ -1,0 +1,265 @@
+/*-------------------------------------------------------------------------
+ *
+ * placement.c
+ *	  What this broker's node holds of the replicated topics, and the copy
+ *	  throttle of new replicas (docs/replication.md, "Placement and
+ *	  reassignment").
+ *
+ * A topic is placed on the node when one of its replicas first shows up
+ * here, and again when the coordinator's partition count grows: one node
+ * transaction (mq.replica_place_topic) creates or grows it and turns every
+ * partition replication has not touched into a follower, hosted when this
+ * broker replicates it and not hosted otherwise, so that the node never
+ * serves a partition it does not replicate, not even for an instant.  A
+ * broker with a rack in its config registers it once per liveness.  A
+ * replica the coordinator no longer assigns us (it moved away, or the
+ * topic went) is marked not hosted on the node (mq.replica_unhost),
+ * retried every tick until the node has it.  Each tick also reads which of
+ * our partitions are moving (mq_coord.moving): their target replica set
+ * and throttle.  A follower that is a new replica of a moving partition
+ * (not yet in the ISR) copies at most throttle bytes per second: after
+ * each fetch it waits as long as the fetched bytes take at that rate.
+ *
+ * Locking: none; the broker's one thread.
+ *
+ *-------------------------------------------------------------------------
+ */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "calls.h"
+#include "placement.h"
+#include "util.h"
+
+typedef struct PlacedTopic
+{
+	char	   *topic;
+	int			partitions;		/* the count the node was placed with */
+	struct PlacedTopic *next;
+} PlacedTopic;
+
+typedef struct Unhost
+{
+	char	   *topic;
+	int			partition;
+	struct Unhost *next;
+} Unhost;
+
+static PlacedTopic *
+find_placed(Broker *b, const char *topic)
+{
+	for (PlacedTopic *t = b->placed; t; t = t->next)
+		if (strcmp(t->topic, topic) == 0)
+			return t;
+	return NULL;
+}
+
+static Part *
+find_part(Broker *b, const char *topic, int partition)
+{
+	for (Part *p = b->parts; p; p = p->next)
+		if (p->partition == partition && strcmp(p->topic, topic) == 0)
+			return p;
+	return NULL;
+}
+
+/* The partitions of topic that we replicate, as int4[] text (malloc'd). */
+static char *
+hosted_text(Broker *b, const char *topic)
+{
+	size_t		size = 16,
+				len = 0;
+	char	   *s;
+
+	for (Part *p = b->parts; p; p = p->next)
+		size += 12;
+	s = mq_malloc0(size);
+	len += snprintf(s, size, "{");
+	for (Part *p = b->parts; p; p = p->next)
+		if (strcmp(p->topic, topic) == 0)
+			len += snprintf(s + len, size - len, "%s%d", len > 1 ? "," : "", p->partition);
+	snprintf(s + len, size - len, "}");
+	return s;
+}
+
+/*
+ * Place p's topic on the node unless it is placed with this many
+ * partitions.  False while p's partition is not on the node: a failure to
+ * grow the topic holds up only the new partitions.
+ */
+bool
+placement_ensure_topic(Broker *b, Part *p)
+{
+	PlacedTopic *t = find_placed(b, p->topic);
+	MqError		err = MQ_ERROR_INIT;
+	char	   *hosted;
+	int			absent;
+	bool		ok;
+
+	if (t && t->partitions >= p->partitions)
+		return true;
+	hosted = hosted_text(b, p->topic);
+	ok = node_place_topic(b, p, hosted, &absent, &err);
+	if (!ok)
+	{
+		log_mq_error("cannot place the topic on the node", &err);
+		mq_error_free(&err);
+		free(hosted);
+		return t != NULL && p->partition < t->partitions;
+	}
+	mq_log_info("placed topic \"%s\" on the node: %d partitions, replicas here %s "
+				"(%d newly marked not hosted)", p->topic, p->partitions, hosted, absent);
+	free(hosted);
+	if (t == NULL)
+	{
+		t = mq_malloc0(sizeof(PlacedTopic));
+		t->topic = mq_strdup(p->topic);
+		t->next = b->placed;
+		b->placed = t;
+	}
+	t->partitions = p->partitions;
+	return true;
+}
+
+/* The coordinator no longer assigns p to us: mark it not hosted (retried). */
+void
+placement_forget(Broker *b, const Part *p)
+{
+	Unhost	   *u = mq_malloc0(sizeof(Unhost));
+
+	u->topic = mq_strdup(p->topic);
+	u->partition = p->partition;
+	u->next = b->unhosts;
+	b->unhosts = u;
+}
+
+static void
+free_unhost(Unhost *u)
+{
+	free(u->topic);
+	free(u);
+}
+
+/* Mark not hosted what moved away; keep what the node did not take yet. */
+void
+placement_retry_unhost(Broker *b)
+{
+	Unhost	  **pp = &b->unhosts;
+
+	while (*pp && b->node)
+	{
+		Unhost	   *u = *pp;
+		MqError		err = MQ_ERROR_INIT;
+		bool		done = find_part(b, u->topic, u->partition) != NULL;	/* assigned again */
+
+		if (!done && node_unhost(b, u->topic, u->partition, &err))
+		{
+			mq_log_info("%s[%d]: no longer a replica here; the node stops serving it",
+						u->topic, u->partition);
+			done = true;
+		}
+		else if (!done && (mq_error_is(&err, MQ_SQLSTATE_UNKNOWN_TOPIC) ||
+						   mq_error_is(&err, MQ_SQLSTATE_UNKNOWN_PARTITION)))
+			done = true;		/* never placed here */
+		else if (!done)
+			log_mq_error("cannot mark a replica that moved away not hosted; retrying", &err);
+		mq_error_free(&err);
+		if (!done)
+		{
+			pp = &u->next;
+			continue;
+		}
+		*pp = u->next;
+		free_unhost(u);
+	}
+}
+
+static void
+apply_moving(Broker *b, const Moving *m)
+{
+	Part	   *p = find_part(b, m->topic, m->partition);
+
+	if (p == NULL)
+		return;
+	p->ntarget = parse_int_array(m->target, p->target, MAX_REPLICAS);
+	p->throttle_bytes = m->throttle_bytes;
+}
+
+/* Our configured rack, once per liveness (an administrator's stays otherwise). */
+void
+placement_register_rack(Broker *b)
+{
+	MqError		err = MQ_ERROR_INIT;
+
+	if (b->cfg->rack == NULL || b->rack_live_since_us == b->live_since_us)
+		return;
+	if (!coord_register_rack(b, &err))
+	{
+		log_mq_error("cannot register our rack on the coordinator; retrying", &err);
+		mq_error_free(&err);
+		return;
+	}
+	b->rack_live_since_us = b->live_since_us;
+	mq_log_info("registered rack \"%s\" on the coordinator", b->cfg->rack);
+}
+
+/* Which of our partitions are moving, each tick after the assignments. */
+bool
+placement_read_moving(Broker *b)
+{
+	MqError		err = MQ_ERROR_INIT;
+
+	for (Part *p = b->parts; p; p = p->next)
+	{
+		p->ntarget = 0;
+		p->throttle_bytes = 0;
+	}
+	if (!coord_moving(b, apply_moving, &err))
+	{
+		mq_error_free(&err);
+		return false;
+	}
+	return true;
+}
+
+/* A new replica of a moving partition, copying under a throttle? */
+bool
+placement_throttled(Broker *b, const Part *p)
+{
+	return p->ntarget > 0 && p->throttle_bytes > 0 &&
+		!int_in(b->cfg->broker_id, p->isr, p->nisr);
+}
+
+/* After a fetch of bytes: no next fetch before the throttle allows it. */
+void
+placement_throttle(Broker *b, Part *p, int64_t bytes)
+{
+	int64_t		until;
+
+	if (!placement_throttled(b, p))
+		return;
+	until = mq_now_us() + bytes * 1000000 / p->throttle_bytes;
+	if (until > p->backoff_until_us)
+		p->backoff_until_us = until;
+}
+
+void
+placement_free(Broker *b)
+{
+	while (b->placed)
+	{
+		PlacedTopic *t = b->placed;
+
+		b->placed = t->next;
+		free(t->topic);
+		free(t);
+	}
+	while (b->unhosts)
+	{
+		Unhost	   *u = b->unhosts;
+
+		b->unhosts = u->next;
+		free_unhost(u);
+	}
+}

@@ -1,0 +1,100 @@
+-- Placement and reassignment on the coordinator and a node's side of it
+-- (docs/replication.md, "Placement and reassignment";
+-- src/sql/66_placement.sql): rack-alternated placement, adding
+-- partitions, the checks of mq_coord.reassign, completing a move only when
+-- its time has come, removing brokers; on the node, a topic placed with
+-- only some partitions hosted, the others refusing with MQ020.  Runs in a
+-- fresh database where pgtap and mq are installed; it plays both the
+-- coordinator (brokers registered by hand, no mq-broker) and a data node.
+\set ON_ERROR_STOP on
+SET client_min_messages = warning;
+BEGIN;
+SELECT plan(39);
+
+-- four brokers, two racks: placement order is 1, 3, 2, 4 (first of each rack, ...)
+INSERT INTO mq_coord.broker (broker_id, node_conninfo, node_name, rack)
+VALUES (1, 'host=a', 'a', 'r1'), (2, 'host=b', 'b', 'r1'), (3, 'host=c', 'c', 'r2'), (4, 'host=d', 'd', 'r2');
+SELECT is(mq_coord._placement_order(), ARRAY[1, 3, 2, 4], 'brokers alternate between racks');
+SELECT mq_coord.create_topic('p', 4, '{"replication.factor": 2, "min.insync.replicas": 2}');
+SELECT results_eq($$ SELECT replicas FROM mq_coord.partition WHERE topic = 'p' ORDER BY partition $$,
+                  $$ VALUES ('{1,3}'::int[]), ('{3,2}'), ('{2,4}'), ('{4,1}') $$,
+                  'replication.factor 2 on 4 brokers: each partition in both racks, leaders spread');
+SELECT is((SELECT count(*)::int FROM mq_coord.partition p, mq_coord.broker a, mq_coord.broker b
+            WHERE p.topic = 'p' AND a.broker_id = p.replicas[1] AND b.broker_id = p.replicas[2]
+              AND a.rack = b.rack), 0, 'no partition has both replicas in one rack');
+SELECT mq_coord.set_broker_rack(2, NULL);
+SELECT is(mq_coord._placement_order(), ARRAY[2, 1, 3, 4], 'a broker without a rack is a rack of its own');
+SELECT mq_coord.set_broker_rack(2, 'r1');
+SELECT throws_ok($$ SELECT mq_coord.set_broker_rack(9, 'r1') $$, 'MQ042', NULL, 'an unknown broker has no rack');
+
+-- adding partitions places them like the first ones
+SELECT is(mq_coord.add_partitions('p', 2), 6, 'two partitions added');
+SELECT results_eq($$ SELECT replicas FROM mq_coord.partition WHERE topic = 'p' AND partition >= 4 ORDER BY partition $$,
+                  $$ VALUES ('{1,3}'::int[]), ('{3,2}') $$, 'the new partitions continue the placement');
+SELECT is((SELECT partitions FROM mq_coord.topic WHERE topic = 'p'), 6, 'the topic has 6 partitions');
+SELECT throws_ok($$ SELECT mq_coord.add_partitions('p', 0) $$, 'MQ005', NULL, 'adding none is refused');
+SELECT throws_ok($$ SELECT mq_coord.add_partitions('nope', 1) $$, 'MQ001', NULL, 'an unknown topic is refused');
+
+-- a proposal moves nothing
+SELECT results_eq($$ SELECT proposed FROM mq_coord.propose_reassignment('{p}', '{3,4}') WHERE partition < 2 $$,
+                  $$ VALUES ('{3,4}'::int[]), ('{4,3}') $$, 'a proposal on brokers 3 and 4');
+SELECT is((SELECT replicas FROM mq_coord.partition WHERE topic = 'p' AND partition = 0), '{1,3}', 'and changes nothing');
+
+-- reassign: the checks
+SELECT throws_ok($$ SELECT mq_coord.reassign('p', 0, '{4}') $$, 'MQ044', NULL,
+                 'fewer replicas than min.insync.replicas');
+SELECT throws_ok($$ SELECT mq_coord.reassign('p', 0, '{4,4}') $$, 'MQ044', NULL, 'a broker twice');
+SELECT throws_ok($$ SELECT mq_coord.reassign('p', 0, '{4,2}', 0) $$, 'MQ044', NULL, 'a throttle of 0');
+SELECT throws_ok($$ SELECT mq_coord.reassign('p', 0, '{4,9}') $$, 'MQ042', NULL, 'an unknown broker');
+SELECT throws_ok($$ SELECT mq_coord.reassign('p', 9, '{4,2}') $$, 'MQ006', NULL, 'an unknown partition');
+
+-- a move: replicas widen to target + leaving, the ISR stays
+UPDATE mq_coord.partition SET leader = 1, leader_epoch = 1 WHERE topic = 'p' AND partition = 0;
+SELECT is(mq_coord.reassign('p', 0, '{4,3}', 1000), '{4,3,1}', 'while moving: target, then the replica leaving');
+SELECT results_eq($$ SELECT isr, target_replicas, throttle_bytes FROM mq_coord.partition WHERE topic = 'p' AND partition = 0 $$,
+                  $$ VALUES ('{1,3}'::int[], '{4,3}'::int[], 1000::bigint) $$, 'the ISR is unchanged, the target recorded');
+SELECT throws_ok($$ SELECT mq_coord.reassign('p', 0, '{2,3}') $$, 'MQ045', NULL, 'a moving partition cannot get another target');
+SELECT results_eq($$ SELECT topic, partition, target_replicas FROM mq_coord.moving(4) $$,
+                  $$ VALUES ('p'::text, 0, '{4,3}'::int[]) $$, 'the new replica''s broker sees the move');
+SELECT is(mq_coord.complete_reassignment('p', 0, 1, 1), NULL, 'not complete while the target is not in the ISR');
+UPDATE mq_coord.partition SET isr = '{1,3,4}' WHERE topic = 'p' AND partition = 0;
+SELECT is(mq_coord.complete_reassignment('p', 0, 1, 1), NULL, 'nor by a leader that leaves the replica set');
+UPDATE mq_coord.partition SET leader = 4, leader_epoch = 2 WHERE topic = 'p' AND partition = 0;
+SELECT is(mq_coord.complete_reassignment('p', 0, 4, 1), NULL, 'nor in an old epoch');
+SELECT is(mq_coord.complete_reassignment('p', 0, 4, 2), '{3,4}', 'the new leader completes it: ISR within the target');
+SELECT results_eq($$ SELECT replicas, target_replicas FROM mq_coord.partition WHERE topic = 'p' AND partition = 0 $$,
+                  $$ VALUES ('{4,3}'::int[], NULL::int[]) $$, 'replicas are the target');
+
+-- a cancel: back to the replicas it had
+SELECT is(mq_coord.reassign('p', 1, '{1,4}'), '{1,4,3,2}', 'partition 1 starts moving');
+SELECT is(mq_coord.reassign('p', 1, '{3,2}'), '{3,2,1,4}', 'the replicas it had before cancel the move');
+SELECT is((SELECT target_replicas FROM mq_coord.partition WHERE topic = 'p' AND partition = 1), '{3,2}',
+          'it moves back: the replicas added leave once the original ones are in sync');
+
+-- removing brokers
+SELECT throws_ok($$ SELECT mq_coord.remove_broker(1) $$, 'MQ043', NULL, 'a broker holding replicas stays');
+SELECT lives_ok($$ INSERT INTO mq_coord.broker (broker_id, node_conninfo, node_name) VALUES (5, 'host=e', 'e');
+                   SELECT mq_coord.remove_broker(5) $$, 'a broker holding nothing is removed');
+
+-- the node's side: a topic placed with partition 1 hosted, 0 and 2 not
+SELECT is(mq.replica_place_topic('q', 3, '{"replication.factor": 2}', '{1}'), 2,
+          'the topic is created, two partitions marked not hosted');
+SELECT results_eq($$ SELECT partition, role, hosted FROM mq.replica_status WHERE topic = 'q' ORDER BY 1 $$,
+                  $$ VALUES (0, 'follower'::text, false), (1, 'follower', true), (2, 'follower', false) $$,
+                  'every partition is given to replication at once, only partition 1 hosted');
+SELECT throws_like($$ SELECT mq.send('q', NULL::text, 'x', partition => 0) $$,
+                   'this node holds no replica of "q" partition 0', 'a partition not hosted refuses produce');
+SELECT throws_like($$ SELECT * FROM mq.fetch('q', 2, 0) $$,
+                   'this node holds no replica of "q" partition 2', 'and reads');
+SELECT mq.replica_become_leader('q', 1, 1, 7, '{7}', '{7}');
+SELECT lives_ok($$ SELECT mq.send('q', NULL::text, 'x', partition => 1) $$, 'the hosted partition, once led, takes produce');
+SELECT mq.replica_set_replicas('q', 1, 1, '{7,8}', '{7,8}');
+SELECT mq.replica_set_replicas('q', 1, 1, '{7}');
+SELECT is((SELECT isr FROM mq.replica_status WHERE topic = 'q' AND partition = 1), '{7}',
+          'a replica dropped from the leader''s replica set leaves its ISR');
+SELECT mq.replica_unhost('q', 1);
+SELECT throws_like($$ SELECT mq.send('q', NULL::text, 'y', partition => 1) $$,
+                   'this node holds no replica of "q" partition 1', 'a replica that moved away refuses produce');
+SELECT is(mq.replica_place_topic('q', 4, '{}', '{}'), 1, 'growing the topic marks only the new partition');
+
+ROLLBACK;
