@@ -136,7 +136,8 @@ slot_ready(Slot *s)
 		mq_error_free(&err);
 		drop_conn(s);
 		s->retry_at_us = mq_now_us() + 1000000;
-		if (!evtimer_pending(s->pool->retry_ev, NULL))
+		/* only this node's pool looks for its database in the background */
+		if (s->pool->local && !evtimer_pending(s->pool->retry_ev, NULL))
 			evtimer_add(s->pool->retry_ev, &one_second);
 		return false;
 	}
