@@ -209,6 +209,9 @@ slot_broken(Slot *s)
 			s->req->db_lost = true;
 	}
 	drop_conn(s);
+	/* find out soon whether the database is gone, even if nobody asks */
+	if (s->pool->local && !evtimer_pending(s->pool->retry_ev, NULL))
+		evtimer_add(s->pool->retry_ev, &one_second);
 	slot_finish(s);
 }
 
@@ -324,20 +327,27 @@ slot_io(evutil_socket_t fd, short what, void *arg)
 	if (s->req == NULL && PQstatus(s->conn) != CONNECTION_OK)
 	{
 		drop_conn(s);			/* idle and gone: reconnect on next use */
+		if (s->pool->local && !evtimer_pending(s->pool->retry_ev, NULL))
+			evtimer_add(s->pool->retry_ev, &one_second);	/* or in a second */
 		return;
 	}
 	drain(s);
 }
 
-/* while the database is down and nobody asks, find out when it is back */
+/* reconnect idle slots whose connection was lost (slot_ready re-arms on failure) */
 static void
 on_retry(evutil_socket_t fd, short what, void *arg)
 {
 	KPool	   *p = arg;
 
-	for (int i = 0; i < p->size && p->db_down; i++)
-		if (p->slots[i].req == NULL)
-			(void) slot_ready(&p->slots[i]);
+	bool		missing = false;
+
+	for (int i = 0; i < p->size; i++)
+		if (p->slots[i].req == NULL && p->slots[i].conn == NULL)
+			missing |= !slot_ready(&p->slots[i]);
+	/* a slot not due yet (retry_at_us) arms nothing itself: try again */
+	if (missing && !evtimer_pending(p->retry_ev, NULL))
+		evtimer_add(p->retry_ev, &one_second);
 }
 
 KPool *
