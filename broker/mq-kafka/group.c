@@ -197,6 +197,8 @@ complete_join(KGroup *g)
 	g->leader = mq_strdup(leader->id);
 	g->protocol = choose_protocol(g, leader);
 	g->state = KG_COMPLETING;
+	mq_log_info("group %s: generation %d with %d members, leader %s", g->id, g->generation,
+				g->nmembers, g->leader);
 	for (KMember *m = g->members; m; m = m->next)
 	{
 		KRequest   *req = m->join_req;

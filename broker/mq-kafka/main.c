@@ -222,6 +222,15 @@ main(int argc, char **argv)
 		mq_log_error("--peer and --coordinator exclude each other: the coordinator names the peers");
 		return MQ_EXIT_USAGE;
 	}
+	if (kconfig.coordinator)
+	{
+		static char progname[32];
+
+		/* its lines go into its mq-broker's log: name the broker, stamp the time */
+		snprintf(progname, sizeof(progname), "mq-kafka[%d]", kconfig.node_id);
+		mq_progname = progname;
+		mq_log_set_timestamps(true);
+	}
 	if (kconfig.advertised_host == NULL)
 	{
 		kconfig.advertised_host = kconfig.listen_host;

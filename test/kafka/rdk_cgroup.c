@@ -21,7 +21,8 @@
  *	          through);
  *	        - the committed positions add up to N (everything committed).
  *	      A commit that fails is not counted: its record may be delivered
- *	      again (at-least-once between commits, as in Kafka).
+ *	      again (at-least-once between commits, as in Kafka).  Rebalances
+ *	      are handled in the polling thread (on_rebalance).
  *	      The last line is "delivered D of N, committed C, twice T".
  *
  * The threads share the counters below under one mutex.
@@ -63,16 +64,28 @@ set(rd_kafka_conf_t *conf, const char *k, const char *v)
 	}
 }
 
+static double
+now(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_REALTIME, &ts);
+	return ts.tv_sec + ts.tv_nsec / 1e9;
+}
+
 /* a successful commit of position pos (the next offset) of partition p */
 static void
 note_commit(int member, int p, int64_t pos)
 {
 	pthread_mutex_lock(&mu);
+	if (getenv("RDK_TRACE"))
+		fprintf(stderr, "%.3f member %d committed partition %d position %lld\n",
+				now(), member, p, (long long) pos);
 	if (pos <= committed[p])
 	{
 		twice++;
-		fprintf(stderr, "member %d committed partition %d position %lld again (at %lld)\n",
-				member, p, (long long) pos, (long long) committed[p]);
+		fprintf(stderr, "%.3f member %d committed partition %d position %lld again (at %lld)\n",
+				now(), member, p, (long long) pos, (long long) committed[p]);
 	}
 	else
 	{
@@ -112,6 +125,23 @@ finished(void)
 	return d;
 }
 
+/*
+ * Rebalances run in the polling thread (between records), so a record's
+ * commit never straddles one: without this, librdkafka handles them on
+ * its own, and a record of a revoked partition can be committed with the
+ * next generation's id after the new owner read the committed offsets,
+ * and be read again (at-least-once, by the application's doing).
+ */
+static void
+on_rebalance(rd_kafka_t *rk, rd_kafka_resp_err_t err, rd_kafka_topic_partition_list_t *parts,
+			 void *opaque)
+{
+	if (err == RD_KAFKA_RESP_ERR__ASSIGN_PARTITIONS)
+		rd_kafka_assign(rk, parts);
+	else
+		rd_kafka_assign(rk, NULL);
+}
+
 static rd_kafka_t *
 consumer_new(void)
 {
@@ -126,6 +156,7 @@ consumer_new(void)
 	set(conf, "auto.offset.reset", "earliest");
 	set(conf, "session.timeout.ms", "6000");
 	set(conf, "topic.metadata.refresh.interval.ms", "2000");
+	rd_kafka_conf_set_rebalance_cb(conf, on_rebalance);
 	if (getenv("RDK_DEBUG"))
 		set(conf, "debug", getenv("RDK_DEBUG"));
 	rk = rd_kafka_new(RD_KAFKA_CONSUMER, conf, err, sizeof(err));
@@ -168,8 +199,8 @@ consumer_main(void *arg)
 			if (err == RD_KAFKA_RESP_ERR_NO_ERROR)
 				note_commit(id, m->partition, m->offset + 1);
 			else
-				fprintf(stderr, "member %d: commit of partition %d offset %lld failed: %s\n",
-						id, (int) m->partition, (long long) m->offset, rd_kafka_err2str(err));
+				fprintf(stderr, "%.3f member %d: commit of partition %d offset %lld failed: %s\n",
+						now(), id, (int) m->partition, (long long) m->offset, rd_kafka_err2str(err));
 		}
 		rd_kafka_message_destroy(m);
 	}
