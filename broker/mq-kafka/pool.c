@@ -14,8 +14,9 @@
  *	  that find no idle connection wait in a FIFO.
  *
  * Loop thread only: no locking.  Nothing here waits on the database except
- * (re)connecting, which is blocking with a 5 s connect_timeout and tried
- * at most once a second per connection; while the database is down, jobs
+ * (re)connecting to this node's, which is blocking with a 5 s
+ * connect_timeout and tried at most once a second per connection (other
+ * databases are connected asynchronously, with the same limits); while the database is down, jobs
  * fail at once with connection_lost, and the request's client connection
  * is closed after its answer (server.c), as is every new one: clients
  * then treat this broker as down and turn to the others.  A parked fetch
@@ -41,6 +42,7 @@ typedef struct Slot
 	PGconn	   *conn;
 	struct event *ev;
 	bool		writing;		/* output not flushed: also wait for EV_WRITE */
+	bool		connecting;		/* other databases: connecting asynchronously */
 	KRequest   *req;			/* the running job's request, or NULL */
 	int			next;			/* statement whose results come next */
 	bool		saw_null;
@@ -110,7 +112,13 @@ watch(Slot *s, bool writing)
 	event_add(s->ev, NULL);
 }
 
-/* a connection in pipeline mode, reconnecting if allowed; false if none */
+static bool connect_start(Slot *s);
+
+/*
+ * A connection in pipeline mode, reconnecting if allowed; false if none.
+ * Other databases than this node's are connected asynchronously: false
+ * then, with s->connecting set, and the waiting requests run once it is up.
+ */
 static bool
 slot_ready(Slot *s)
 {
@@ -118,11 +126,18 @@ slot_ready(Slot *s)
 	static const char *const vals[] = {"5", NULL};
 	MqError		err = MQ_ERROR_INIT;
 
-	if (s->conn && PQstatus(s->conn) == CONNECTION_OK)
+	if (s->conn && PQstatus(s->conn) == CONNECTION_OK && !s->connecting)
 		return true;
+	if (s->connecting)
+		return false;
 	drop_conn(s);
 	if (mq_now_us() < s->retry_at_us)
 		return false;
+	if (!s->pool->local)
+	{
+		(void) connect_start(s);
+		return false;
+	}
 	s->conn = mq_connect_with(s->pool->conninfo, "mq-kafka", keys, vals, &err);
 	if (s->conn == NULL || PQsetnonblocking(s->conn, 1) != 0 ||
 		PQenterPipelineMode(s->conn) != 1)
@@ -146,6 +161,110 @@ slot_ready(Slot *s)
 	s->pool->db_down = false;
 	mq_log_notices(s->conn);
 	watch(s, false);
+	return true;
+}
+
+static void slot_finish(Slot *s);
+static void fail_job(KPool *p, KRequest *req, const char *msg);
+
+/* an asynchronous connection attempt failed: so do waiting requests if no other slot can serve */
+static void
+connect_failed(Slot *s, const char *msg)
+{
+	KPool	   *p = s->pool;
+	bool		other = false;
+
+	if (!p->db_down)
+		mq_log_warning("cannot connect to %s: %.*s", p->name, (int) strcspn(msg, "\n"), msg);
+	p->db_down = true;
+	s->connecting = false;
+	drop_conn(s);
+	s->retry_at_us = mq_now_us() + 1000000;
+	for (int i = 0; i < p->size; i++)
+		other |= p->slots[i].connecting || p->slots[i].req != NULL ||
+			(p->slots[i].conn && PQstatus(p->slots[i].conn) == CONNECTION_OK);
+	while (!other && p->wait_head)
+	{
+		KRequest   *req = p->wait_head;
+
+		p->wait_head = req->next;
+		if (p->wait_head == NULL)
+			p->wait_tail = NULL;
+		req->next = NULL;
+		fail_job(p, req, "no database connection");
+	}
+}
+
+static void connect_step(evutil_socket_t fd, short what, void *arg);
+
+/* wait for the socket as PQconnectPoll asks, at most connect_timeout */
+static void
+connect_watch(Slot *s, PostgresPollingStatusType st)
+{
+	static const struct timeval limit = {5, 0};
+
+	if (s->ev)
+		event_free(s->ev);
+	s->ev = event_new(kbase, PQsocket(s->conn), st == PGRES_POLLING_READING ? EV_READ : EV_WRITE,
+					  connect_step, s);
+	event_add(s->ev, &limit);
+}
+
+static void
+connect_step(evutil_socket_t fd, short what, void *arg)
+{
+	Slot	   *s = arg;
+	PostgresPollingStatusType st;
+
+	if (what & EV_TIMEOUT)
+	{
+		connect_failed(s, "timeout expired");
+		return;
+	}
+	st = PQconnectPoll(s->conn);
+	if (st == PGRES_POLLING_READING || st == PGRES_POLLING_WRITING)
+	{
+		connect_watch(s, st);
+		return;
+	}
+	if (st != PGRES_POLLING_OK || PQsetnonblocking(s->conn, 1) != 0 ||
+		PQenterPipelineMode(s->conn) != 1)
+	{
+		connect_failed(s, PQerrorMessage(s->conn));
+		return;
+	}
+	s->connecting = false;
+	if (s->pool->db_down)
+		mq_log_info("connected to %s again", s->pool->name);
+	s->pool->db_down = false;
+	mq_log_notices(s->conn);
+	watch(s, false);
+	slot_finish(s);				/* takes a waiting request */
+}
+
+/* begin connecting s without waiting (libpq's PQconnectStartParams) */
+static bool
+connect_start(Slot *s)
+{
+	const char *keys[] = {"dbname", "fallback_application_name", "connect_timeout", NULL};
+	const char *vals[] = {s->pool->conninfo, "mq-kafka", "5", NULL};
+	PQconninfoOption *opts = PQconninfoParse(s->pool->conninfo, NULL);
+
+	if (opts == NULL)
+	{
+		/* libpq's message may quote the string, password included */
+		connect_failed(s, "invalid connection string");
+		return false;
+	}
+	PQconninfoFree(opts);
+	s->conn = PQconnectStartParams(keys, vals, 1);
+	if (s->conn == NULL || PQstatus(s->conn) == CONNECTION_BAD)
+	{
+		connect_failed(s, s->conn ? PQerrorMessage(s->conn) : "out of memory");
+		return false;
+	}
+	s->connecting = true;
+	connect_watch(s, PGRES_POLLING_WRITING);
 	return true;
 }
 
@@ -180,13 +299,13 @@ slot_finish(Slot *s)
 	KRequest   *next = p->wait_head;
 
 	s->req = NULL;
-	if (next)
+	if (next && (slot_ready(s) || !s->connecting))
 	{
 		p->wait_head = next->next;
 		if (p->wait_head == NULL)
 			p->wait_tail = NULL;
 		next->next = NULL;
-		if (slot_ready(s))
+		if (s->conn && !s->connecting)
 			start(s, next);
 		else
 			fail_job(p, next, "no database connection");
@@ -412,13 +531,15 @@ pool_run_on(KPool *p, KRequest *req, KJob *job, KDoneFn done_fn)
 	{
 		Slot	   *s = &p->slots[i];
 
-		if (s->req)
+		if (s->req || s->connecting)
 			busy = true;
 		else if (slot_ready(s))
 		{
 			start(s, req);
 			return;
 		}
+		else if (s->connecting)
+			busy = true;		/* runs req once connected */
 	}
 	if (!busy)
 	{
