@@ -151,11 +151,13 @@ cluster_coordinates(const char *group)
 	return cluster_group_coordinator(group) == kconfig.node_id;
 }
 
-static KPool *
-node_pool(const KBroker *b)
+KPool *
+cluster_node_pool(const KBroker *b)
 {
 	char		name[64];
 
+	if (b->node_conninfo == NULL)
+		return NULL;
 	for (int i = 0; i < nnode_pools; i++)
 		if (node_pools[i].id == b->id && strcmp(node_pools[i].conninfo, b->node_conninfo) == 0)
 			return node_pools[i].pool;
@@ -183,7 +185,7 @@ cluster_leader_pool(const char *topic, int partition, int16_t *code)
 		*code = KERR_COORDINATOR_NOT_AVAILABLE; /* retriable: no leader yet */
 		return NULL;
 	}
-	return node_pool(b);
+	return cluster_node_pool(b);
 }
 
 static void

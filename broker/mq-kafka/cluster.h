@@ -53,5 +53,7 @@ extern bool cluster_coordinates(const char *group);
  * a Kafka error when no live leader is known.
  */
 extern KPool *cluster_leader_pool(const char *topic, int partition, int16_t *code);
+/* the pool of broker b's node (made on first use); NULL if none can be */
+extern KPool *cluster_node_pool(const KBroker *b);
 
 #endif							/* MQK_CLUSTER_H */

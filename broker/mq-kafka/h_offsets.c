@@ -2,9 +2,10 @@
  *
  * h_offsets.c
  *	  ListOffsets (v1-v3), OffsetCommit (v2-v7) and OffsetFetch (v1-v5).
- *	  Loop thread; each request is one job with a statement per partition.
- *	  OffsetCommit first asks the group coordinator whether the member and
- *	  generation may commit.
+ *	  Loop thread; a request is one job with a statement per partition (two
+ *	  for a commit: the commit, then mq.await_commit), or one such job per
+ *	  node that leads its partitions.  OffsetCommit first asks the group
+ *	  coordinator whether the member and generation may commit.
  *
  * Committed offsets are mq's own (mq.commit_offset, mq.committed_offset,
  * with the metadata read from mq.consumer_offset), so SQL consumers,
@@ -22,8 +23,8 @@
  * Kafka coordinator maps its offsets log's: a node that no longer leads
  * (MQ020) or cannot be reached is NOT_COORDINATOR, missing replicas or a
  * timeout COORDINATOR_NOT_AVAILABLE; clients find the coordinator again
- * and retry.  OffsetFetch of all of a group's offsets (topics null) reads
- * this node's only.
+ * and retry.  OffsetFetch of all of a group's offsets (topics null) asks
+ * every live node and takes each partition's offset from its leader's.
  *
  *-------------------------------------------------------------------------
  */
@@ -413,35 +414,104 @@ write_fetch_part(KRequest *req, OffState *s, OPart *op)
 					res && !PQgetisnull(res, 0, 1) ? PQgetvalue(res, 0, 1) : "", code);
 }
 
+/* a committed offset of the group, as one node has it */
+typedef struct ORow
+{
+	const char *topic;
+	int32_t		partition;
+	const char *offset;
+	const char *meta;
+} ORow;
+
+static int
+orow_cmp(const void *a, const void *b)
+{
+	const ORow *x = a,
+			   *y = b;
+	int			c = strcmp(x->topic, y->topic);
+
+	return c != 0 ? c : (x->partition > y->partition) - (x->partition < y->partition);
+}
+
+/* topics = null: every node's offsets, each partition's from its leader's node */
+static void
+add_all_jobs(OffState *s)
+{
+	KJob	   *job = kfan_job(&s->fan, pool_local());
+
+	kstmt_text(kjob_add(job, ALL_COMMITTED_SQL, 0), MQ_TEXTOID, s->group);
+	for (int i = 0; cluster_enabled() && i < cluster_nbrokers(); i++)
+	{
+		const KBroker *b = cluster_broker_at(i);
+		KPool	   *pool = b->live && b->id != kconfig.node_id ? cluster_node_pool(b) : NULL;
+
+		if (pool && (job = kfan_job(&s->fan, pool)) != NULL)
+			kstmt_text(kjob_add(job, ALL_COMMITTED_SQL, 0), MQ_TEXTOID, s->group);
+	}
+}
+
+/* the rows of every node that leads them, sorted; *code: the local node's failure */
+static ORow *
+collect_all(OffState *s, int *nrows, int16_t *code)
+{
+	ORow	   *rows = NULL;
+	int			n = 0;
+
+	*code = KERR_NONE;
+	for (int i = 0; i < s->fan.n; i++)
+	{
+		KRoute	   *r = s->fan.routes[i];
+		PGresult   *res = r->job.stmts[0].res;
+		int16_t		c;
+
+		if (kstmt_failed(&r->job.stmts[0], &c) && r->pool == pool_local())
+			*code = c;
+		rows = mq_realloc(rows, sizeof(ORow) * (n + (res ? PQntuples(res) : 0) + 1));
+		for (int row = 0; res && row < PQntuples(res); row++)
+		{
+			ORow	   *o = &rows[n];
+
+			o->topic = PQgetvalue(res, row, 0);
+			o->partition = atoi(PQgetvalue(res, row, 1));
+			o->offset = PQgetvalue(res, row, 2);
+			o->meta = PQgetvalue(res, row, 3);
+			if (cluster_leader_pool(o->topic, o->partition, &c) == r->pool)
+				n++;
+		}
+	}
+	qsort(rows, n, sizeof(ORow), orow_cmp);
+	*nrows = n;
+	return rows;
+}
+
 /* every committed offset of the group (topics = null, v2+) */
 static int16_t
 write_all(KRequest *req, OffState *s)
 {
 	KWriter    *w = &req->resp;
-	KStmt	   *st = &s->job.stmts[0];
-	PGresult   *res = st->res;
 	size_t		topics_at = w->len;
 	int32_t		ntopics = 0;
 	int16_t		code;
+	int			nrows;
+	ORow	   *rows = collect_all(s, &nrows, &code);
 
-	(void) kstmt_failed(st, &code);
 	kw_i32(w, 0);
-	for (int row = 0; res && row < PQntuples(res); ntopics++)
+	for (int row = 0; row < nrows; ntopics++)
 	{
-		const char *topic = PQgetvalue(res, row, 0);
+		const char *topic = rows[row].topic;
 		size_t		parts_at;
 		int32_t		n = 0;
 
 		kw_str(w, topic);
 		parts_at = w->len;
 		kw_i32(w, 0);
-		for (; row < PQntuples(res) && strcmp(PQgetvalue(res, row, 0), topic) == 0; row++, n++)
-			write_committed(req, atoi(PQgetvalue(res, row, 1)),
-							strtoll(PQgetvalue(res, row, 2), NULL, 10),
-							PQgetvalue(res, row, 3), KERR_NONE);
+		for (; row < nrows && strcmp(rows[row].topic, topic) == 0; row++, n++)
+			write_committed(req, rows[row].partition, strtoll(rows[row].offset, NULL, 10),
+							rows[row].meta, KERR_NONE);
 		kw_put_i32_at(w, parts_at, n);
 	}
 	kw_put_i32_at(w, topics_at, ntopics);
+	free(rows);
 	return code;
 }
 
@@ -477,10 +547,6 @@ h_offset_fetch(KRequest *req)
 		return;
 	}
 	if (s->ntopics < 0)
-	{
-		kstmt_text(kjob_add(&s->job, ALL_COMMITTED_SQL, 0), MQ_TEXTOID, s->group);
-		pool_run(req, &s->job, offset_fetch_done);
-	}
-	else
-		kfan_run(&s->fan, req, offset_fetch_done);
+		add_all_jobs(s);
+	kfan_run(&s->fan, req, offset_fetch_done);
 }

@@ -89,8 +89,11 @@ is($? >> 8, 0, 'the consumer group exited successfully') or diag(`tail -30 $logs
 like($summary, qr/delivered $n of $n, committed $n, twice 0/,
 	'every record delivered, every position committed once, all of them committed');
 
-# the committed offsets live with their partitions, on the leaders
+# the committed offsets live with their partitions, on the leaders; an
+# OffsetFetch of all of the group's offsets gets each from its leader
 my $committed = 0;
+my $fetched = $c->kafka_offsets($live, 'cgroup') // {};
+is(scalar keys %$fetched, 6, "an OffsetFetch of all the group's offsets at broker $live names six partitions");
 for my $p (0 .. 5)
 {
 	my $l = $c->leader('cg', $p);
@@ -99,6 +102,7 @@ for my $p (0 .. 5)
 		"SELECT mq.committed_offset('cgroup', 'cg', $p), high_watermark"
 		  . " FROM mq.partitions WHERE topic = 'cg' AND partition = $p");
 	is($co, $hw, "partition $p: the committed offset on its leader is its high watermark");
+	is($fetched->{"cg/$p"}, $co, "partition $p: OffsetFetch of all offsets has the leader's");
 	$committed += $co;
 }
 is($committed, $produced, 'the committed offsets add up to what was produced');

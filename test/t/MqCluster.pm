@@ -844,6 +844,8 @@ sub teardown
 #   $c->kafka_address($i)               # "127.0.0.1:PORT" of broker $i's mq-kafka
 #   $c->kafka_pid($i)                   # pid of the mq-kafka broker $i runs now
 #   $c->kafka_find_coordinator($i, $g)  # (error, node id) FindCoordinator v0 at $i
+#   $c->kafka_offsets($i, $g)           # { "topic/partition" => offset }: OffsetFetch v2
+#                                       # of all of $g's offsets (topics null) at $i
 
 # Start every broker with a [kafka] section (the given one, or a minimal
 # one; each broker's address on a port of its own, the mq-kafka of this
@@ -875,6 +877,21 @@ sub start_kafka_brokers
 	$self->coord->poll_query_until('postgres',
 		"SELECT count(*) FILTER (WHERE live) = $n FROM mq_coord.kafka_listeners()")
 	  or die 'the Kafka listeners did not register';
+	# and every daemon has read that view: they agree on the coordinators
+	# of a few groups, and each of them is named for one of them
+	my $deadline = time + $PostgreSQL::Test::Utils::timeout_default;
+	while (1)
+	{
+		my @answers = map {
+			my $i = $_;
+			join ',', map { join ':', $self->kafka_find_coordinator($i, "probe$_") } 1 .. 30
+		} 1 .. $n;
+		my %named = map { $_ => 1 } split /,/, $answers[0];
+		last if !grep({ $_ ne $answers[0] } @answers) && keys %named == $n
+		  && !grep { !/^0:/ } keys %named;
+		die 'the Kafka listeners do not agree on group coordinators' if time > $deadline;
+		usleep(50_000);
+	}
 }
 
 sub kafka_address { return "127.0.0.1:$_[0]{kafka_port}[$_[1]]"; }
@@ -901,6 +918,36 @@ sub kafka_find_coordinator
 	close $sock;
 	my (undef, $err, $node) = unpack('l> s> l>', $resp);
 	return ($err, $node);
+}
+
+sub kafka_offsets
+{
+	my ($self, $i, $group) = @_;
+	require IO::Socket::INET;
+	my $sock = IO::Socket::INET->new(PeerAddr => '127.0.0.1', PeerPort => $self->{kafka_port}[$i],
+		Proto => 'tcp', Timeout => 5) or return undef;
+	print $sock pack('l>/a*', pack('s> s> l> s>/a* s>/a* l>', 9, 2, 1, 'tap', $group, -1));
+	my ($len, $resp) = ('', '');
+	return undef unless read($sock, $len, 4) == 4;
+	read($sock, $resp, unpack('l>', $len));
+	close $sock;
+	my %off;
+	my @t = unpack('x4 l>', $resp);
+	my $pos = 8;
+	for (1 .. $t[0])
+	{
+		my ($tn) = unpack("x$pos s>/a", $resp);
+		$pos += 2 + length $tn;
+		my ($np) = unpack("x$pos l>", $resp);
+		$pos += 4;
+		for (1 .. $np)
+		{
+			my ($p, $o, $m) = unpack("x$pos l> q> s>/a", $resp);
+			$pos += 4 + 8 + 2 + length($m) + 2;
+			$off{"$tn/$p"} = $o;
+		}
+	}
+	return \%off;
 }
 
 1;
