@@ -12,6 +12,9 @@
  * claim, with the latest snapshot, so a poller that takes over a
  * partition right after another committed starts where that one stopped.
  * A member's partitions are looked up again on every read of a long poll.
+ * The partitions argument restricts a poll to the partitions it names: a
+ * client of a replicated cluster polls each leader for the partitions that
+ * leader leads (a partition named but not led still raises MQ020).
  *
  *-------------------------------------------------------------------------
  */
@@ -25,6 +28,7 @@
 #include "funcapi.h"
 #include "miscadmin.h"
 #include "storage/lock.h"
+#include "utils/array.h"
 #include "utils/builtins.h"
 #include "utils/snapmgr.h"
 #include "utils/timestamp.h"
@@ -170,9 +174,32 @@ member_partitions(text *group, MqTopic *topic, text *member)
 	return owned;
 }
 
+/* The partitions argument as a bitmap over the topic's partitions. */
+static bool *
+listed_partitions(ArrayType *arr, MqTopic *topic)
+{
+	bool	   *listed = palloc0(sizeof(bool) * topic->npartitions);
+	Datum	   *elems;
+	bool	   *nulls;
+	int			n;
+
+	deconstruct_array(arr, INT4OID, sizeof(int32), true, TYPALIGN_INT, &elems, &nulls, &n);
+	for (int i = 0; i < n; i++)
+	{
+		int32		p = nulls[i] ? -1 : DatumGetInt32(elems[i]);
+
+		if (p < 0 || p >= topic->npartitions)
+			ereport(ERROR,
+					(errcode(ERRCODE_MQ_UNKNOWN_PARTITION),
+					 errmsg("topic \"%s\" has no partition %d", topic->name, p)));
+		listed[p] = true;
+	}
+	return listed;
+}
+
 /*
  * mq.poll(group_id, topic, max_records, auto_commit, max_wait_ms, min_records,
- * member_id, auto_offset_reset): records from the group's positions, over
+ * member_id, auto_offset_reset, partitions): records from the group's positions, over
  * the partitions this caller could claim (and, for a group member, owns).
  * Partitions are visited from a rotating start so that one busy partition
  * does not starve the others.
@@ -188,6 +215,7 @@ mq_poll(PG_FUNCTION_ARGS)
 	int32		max;
 	bool		autocommit;
 	bool	   *owned = NULL;
+	bool	   *listed = NULL;
 	OffsetReset reset = RESET_EARLIEST;
 	TimestampTz since = 0;
 	int			got = 0;
@@ -204,6 +232,8 @@ mq_poll(PG_FUNCTION_ARGS)
 	mq_long_poll_start(&lp, fcinfo, 4, 5, topic->topic_id);
 	if (!PG_ARGISNULL(7))
 		reset = parse_offset_reset(PG_GETARG_TEXT_PP(7), &since);
+	if (PG_NARGS() > 8 && !PG_ARGISNULL(8))
+		listed = listed_partitions(PG_GETARG_ARRAYTYPE_P(8), topic);
 
 	if (autocommit)
 		mq_auto_commit(group, topic);
@@ -222,7 +252,8 @@ mq_poll(PG_FUNCTION_ARGS)
 			int64		next;
 			int			n;
 
-			if (owned != NULL && !owned[part->partition])
+			if ((owned != NULL && !owned[part->partition]) ||
+				(listed != NULL && !listed[part->partition]))
 				continue;
 			mq_position_key(&key, group, topic, part->partition);
 			if (!claim_partition(&key))

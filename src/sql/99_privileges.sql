@@ -47,3 +47,7 @@ GRANT EXECUTE ON FUNCTION mq._offset_time(integer, integer, bigint),
 
 -- what max.message.bytes counts (src/record_size.c), for anyone sizing records
 GRANT EXECUTE ON FUNCTION mq.record_size(bytea, bytea, jsonb) TO PUBLIC;
+
+-- the coordinator's client functions (65_cluster_groups.sql) go to roles
+-- given mq_coord.grant_client, never to PUBLIC
+REVOKE ALL ON ALL FUNCTIONS IN SCHEMA mq_coord FROM PUBLIC;
