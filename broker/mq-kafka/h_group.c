@@ -11,7 +11,8 @@
  * replicated cluster (--coordinator) FindCoordinator names the live
  * daemon that cluster.c chooses for the group, the same from every
  * daemon, and the other group APIs answer NOT_COORDINATOR on any other
- * daemon, so that clients look again.  A group that has live
+ * daemon, so that clients look again (ListGroups lists the groups this
+ * daemon coordinates, as a Kafka broker's does).  A group that has live
  * members through SQL (mq.join_group) is refused to Kafka clients with
  * INCONSISTENT_GROUP_PROTOCOL: the two memberships would not know each
  * other.  That is checked with one statement when a JoinGroup arrives for
@@ -328,8 +329,11 @@ h_list_groups(KRequest *req)
 	kw_i16(w, KERR_NONE);
 	count_at = w->len;
 	kw_i32(w, 0);
-	for (KGroup *g = group_list(); g; g = g->next, n++)
+	for (KGroup *g = group_list(); g; g = g->next)
 	{
+		if (!cluster_coordinates(g->id))
+			continue;			/* it moved to another daemon */
+		n++;
 		kw_str(w, g->id);
 		kw_str(w, g->protocol_type ? g->protocol_type : "");
 	}
@@ -342,10 +346,11 @@ describe_one(KRequest *req, KSlice id)
 {
 	KWriter    *w = &req->resp;
 	char	   *name = kslice_dup(id);
-	KGroup	   *g = name ? group_find(name) : NULL;
+	bool		mine = name == NULL || cluster_coordinates(name);
+	KGroup	   *g = name && mine ? group_find(name) : NULL;
 	bool		stable = g && g->state == KG_STABLE;
 
-	kw_i16(w, KERR_NONE);
+	kw_i16(w, mine ? KERR_NONE : KERR_NOT_COORDINATOR);
 	kw_strn(w, id.p, id.len);
 	kw_str(w, g ? group_state_name(g->state) : "Dead");
 	kw_str(w, g && g->protocol_type ? g->protocol_type : "");

@@ -69,6 +69,13 @@ for (1 .. 300)
 }
 like($after[0], qr/^0:[13]$/, "$group moved to a live daemon ($after[0])");
 is($after[1], $after[0], 'both live daemons name the same one');
+# the other live daemon does not describe it: it is not its coordinator
+my ($now) = $after[0] =~ /^0:(\d)$/;
+my $other = $now == 1 ? 3 : 1;
+my ($derr) = $c->kafka_describe_group($other, $group);
+is($derr, 16, "DescribeGroups of $group at broker $other is NOT_COORDINATOR");
+my ($merr, $mstate) = $c->kafka_describe_group($now, $group);
+is("$merr $mstate", '0 Dead', "DescribeGroups of $group at broker $now answers for it (no members: Dead)");
 $c->coord->poll_query_until('postgres',
 	"SELECT count(*) = 0 FROM mq_coord.partition WHERE topic = 'vt' AND leader = 2")
   or diag('node 2 still leads');

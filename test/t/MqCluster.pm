@@ -846,6 +846,7 @@ sub teardown
 #   $c->kafka_find_coordinator($i, $g)  # (error, node id) FindCoordinator v0 at $i
 #   $c->kafka_offsets($i, $g)           # { "topic/partition" => offset }: OffsetFetch v2
 #                                       # of all of $g's offsets (topics null) at $i
+#   $c->kafka_describe_group($i, $g)    # (error, state) DescribeGroups v0 at $i
 
 # Start every broker with a [kafka] section (the given one, or a minimal
 # one; each broker's address on a port of its own, the mq-kafka of this
@@ -918,6 +919,21 @@ sub kafka_find_coordinator
 	close $sock;
 	my (undef, $err, $node) = unpack('l> s> l>', $resp);
 	return ($err, $node);
+}
+
+sub kafka_describe_group
+{
+	my ($self, $i, $group) = @_;
+	require IO::Socket::INET;
+	my $sock = IO::Socket::INET->new(PeerAddr => '127.0.0.1', PeerPort => $self->{kafka_port}[$i],
+		Proto => 'tcp', Timeout => 5) or return (-100, '');
+	print $sock pack('l>/a*', pack('s> s> l> s>/a* l> s>/a*', 15, 0, 1, 'tap', 1, $group));
+	my ($len, $resp) = ('', '');
+	return (-101, '') unless read($sock, $len, 4) == 4;
+	read($sock, $resp, unpack('l>', $len));
+	close $sock;
+	my (undef, undef, $err, undef, $state) = unpack('l> l> s> s>/a s>/a', $resp);
+	return ($err, $state);
 }
 
 sub kafka_offsets
