@@ -1,14 +1,19 @@
 #!/usr/bin/env bash
 # Demo of replication (docs/replication.md) on this machine: three data
-# nodes, a coordinator and three mq-broker processes on loopback, all
-# throwaway (stopped and removed at exit, also on failure or ^C).
+# nodes, a highly available coordinator (pg_auto_failover: a primary and a
+# synchronous standby, scripts/coord-ha.sh) and three mq-broker processes
+# on loopback, all throwaway (stopped and removed at exit, also on failure
+# or ^C).
 #
 #   1. a topic with replication.factor 3 and min.insync.replicas 2
 #   2. an idempotent producer writes batches with acks=all to the leader
 #   3. the leader's node is killed (kill -9); a new leader is elected and
 #      the producer carries on (retrying a batch with the same sequence
 #      never writes it twice)
-#   4. everything is read back from the new leader and counted; the killed
+#   4. the coordinator's primary is killed (kill -9 of pg_autoctl and
+#      PostgreSQL): the leader keeps acknowledging, the standby is promoted
+#      and the brokers find it (multi-host conninfo, read-write)
+#   5. everything is read back from the new leader and counted; the killed
 #      node restarts, truncates by leader epoch, catches up and rejoins
 #
 # Usage: scripts/demo-cluster.sh   (builds and installs mq first, unless
@@ -30,11 +35,12 @@ if [[ -z "${MQ_DEMO_SKIP_BUILD:-}" ]]; then
 	mq_build_install || mq_die "build/install failed"
 fi
 
-mq_phase "3 data nodes and a coordinator (throwaway PostgreSQL clusters on 127.0.0.1)"
-for n in node1 node2 node3 coord; do
+mq_phase "3 data nodes and a highly available coordinator (throwaway PostgreSQL clusters on 127.0.0.1)"
+for n in node1 node2 node3; do
 	cluster_start "$n" "log_min_messages = warning"
 	cluster_psql "$n" -c "CREATE EXTENSION mq"
 done
+coord_ha_start coord
 
 # each broker connects as the login role mq_broker, no superuser: broker_start
 # creates it and grants it what a broker needs (mq.grant_broker on the node,
@@ -65,6 +71,7 @@ metadata
 
 L="$(leader)"
 PRODUCER_ID="$(cluster_psql "node$L" -A -t -c "SELECT producer_id FROM mq.init_producer()")"
+KNOWN="$L"
 ACKED=0
 # produce_batch SEQ: send records r<SEQ>..r<SEQ+9> with acks=all to whoever
 # leads, retrying with the same sequence until acknowledged
@@ -74,7 +81,8 @@ produce_batch() {
 		vals+="${vals:+,}'r$((seq + k))'"
 	done
 	while :; do
-		l="$(leader 2>/dev/null || echo -1)"
+		# the last leader named while no coordinator answers: it serves on
+		l="$(leader 2>/dev/null)" && KNOWN="$l" || l="$KNOWN"
 		if [[ "$l" -gt 0 ]] && out="$(cluster_psql "node$l" -A -t -c \
 			"CALL mq.produce('orders', NULL, ARRAY[$vals]::bytea[], 0, 'all', $PRODUCER_ID, 0, $seq, 5000)" 2>&1)"; then
 			printf 'batch at sequence %3d: acknowledged by broker %d at offset %s%s\n' \
@@ -105,6 +113,23 @@ for ((b = BATCHES; b < 2 * BATCHES; b++)); do
 	produce_batch $((b * PER_BATCH))
 done
 metadata
+
+P="$(coord_ha coord primary)"
+mq_phase "kill -9 the coordinator's primary (node $P of 2: pg_autoctl and PostgreSQL)"
+coord_ha coord kill9 "$P"
+START=$SECONDS
+for ((b = 2 * BATCHES; b < 3 * BATCHES; b++)); do
+	produce_batch $((b * PER_BATCH))
+done
+echo "$BATCHES batches acknowledged in $((SECONDS - START)) s meanwhile; waiting for the standby to take writes"
+until coord "SELECT mq_coord.broker_alive(leader, 3000) FROM mq_coord.partition WHERE topic = 'orders'" 2>/dev/null | grep -qx t; do
+	((SECONDS - START < 120)) || mq_die "the coordinator did not fail over"
+	sleep 0.2
+done
+echo "the standby is the coordinator's primary now ($((SECONDS - START)) s after the kill); the leader is back on it"
+coord_ha coord restart "$P"
+coord_ha coord wait
+echo "the old primary rejoined as the standby"
 
 NEW="$(leader)"
 mq_phase "consume everything from the new leader (node$NEW) with mq.fetch"

@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Install the Debian 12 packages mq needs to build and test (clang-14 and
 # libfuzzer-14-dev for scripts/fuzz.sh, graphviz for scripts/fsm-graph.sh,
-# clang-format-14 for scripts/format.sh).  Idempotent: packages already
+# clang-format-14 for scripts/format.sh, the peers of test/bench/peers.sh
+# and gnuplot for test/bench/plot.sh).  Idempotent: packages already
 # installed are skipped, and `apt-get update` only runs when something is
 # missing.
 set -euo pipefail
@@ -31,9 +32,20 @@ PKGS=(
 	libfuzzer-14-dev
 	nodejs
 	clang-format-14
+	# the highly available coordinator (scripts/coord-ha.sh): pg_auto_failover
+	postgresql-15-auto-failover
 	# scripts/fuzz.sh (mq-broker's parsers) and scripts/fsm-graph.sh
 	clang-14
 	graphviz
+	# test/bench/peers.sh (its short mode is a unit test): PgQ and its
+	# ticker, Redis, NATS JetStream and their C clients; test/bench/plot.sh
+	postgresql-15-pgq3
+	pgqd
+	redis-server
+	libhiredis-dev
+	nats-server
+	libnats-dev
+	gnuplot-nox
 )
 
 missing=()

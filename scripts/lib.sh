@@ -156,7 +156,7 @@ mq_stop_servers_under() {
 # ---------------------------------------------------------------------------
 MQ_CLUSTERS=()       # names of running clusters, in start order
 MQ_EXIT_HOOKS=()     # extra commands (strings, eval'ed) run at exit
-declare -gA MQ_CLUSTER_DIR=() MQ_CLUSTER_PORT=()
+declare -gA MQ_CLUSTER_DIR=() MQ_CLUSTER_PORT=() MQ_COORD_HA=()
 MQ_CHILD_PIDS=()     # background commands started by mq_run_timeout
 MQ_CLEANED_UP=""
 
@@ -369,9 +369,45 @@ declare -gA MQ_BROKER_PID=()
 # cluster_conninfo NAME: a libpq connection string for cluster NAME
 # (loopback trust authentication: no password).
 cluster_conninfo() {
-	local name="${1:?cluster_conninfo NAME}"
-	printf 'host=%s port=%s dbname=postgres user=postgres\n' \
-		"${MQ_CLUSTER_DIR[$name]:?no such cluster: $name}" "${MQ_CLUSTER_PORT[$name]}"
+	local name="${1:?cluster_conninfo NAME}" dir
+	dir="${MQ_CLUSTER_DIR[$name]:?no such cluster: $name}"
+	if [[ -n "${MQ_COORD_HA[$name]:-}" ]]; then
+		# both nodes of a coord_ha_start coordinator: libpq finds the primary
+		printf 'host=%s,%s port=%s dbname=postgres user=postgres target_session_attrs=read-write connect_timeout=2\n' \
+			"$dir" "$dir" "${MQ_CLUSTER_PORT[$name]}"
+		return
+	fi
+	printf 'host=%s port=%s dbname=postgres user=postgres\n' "$dir" "${MQ_CLUSTER_PORT[$name]}"
+}
+
+# coord_ha_start NAME: a highly available coordinator (scripts/coord-ha.sh:
+# pg_auto_failover's monitor, a primary and a synchronous standby, with
+# CREATE EXTENSION mq), stopped and removed at exit.  cluster_conninfo and
+# cluster_psql NAME reach its primary, whichever node that is; coord_ha
+# NAME primary|kill9 N|restart N|wait runs scripts/coord-ha.sh on it.
+coord_ha_start() {
+	local name="${1:?coord_ha_start NAME}" dir p1 p2
+	dir="$(mktemp -d "${TMPDIR:-/tmp}/mq-$name.XXXXXX")" || return 1
+	chmod 755 "$dir"
+	if mq_is_root; then chown postgres:postgres "$dir" || return 1; fi
+	mq_on_exit "bash '$MQ_REPO_ROOT/scripts/coord-ha.sh' stop '$dir/ha'; rm -rf '$dir'"
+	p1="$(free_port)" && p2="$(free_port)" || return 1
+	if ! bash "$MQ_REPO_ROOT/scripts/coord-ha.sh" start "$dir/ha" "$(free_port)" "$p1" "$p2" \
+		>/dev/null 2>"$dir/coord-ha.log"; then
+		mq_log "coord_ha_start: scripts/coord-ha.sh failed:"
+		tail -n 20 "$dir/coord-ha.log" >&2
+		return 1
+	fi
+	MQ_CLUSTER_DIR[$name]="$dir/ha"
+	MQ_CLUSTER_PORT[$name]="$p1,$p2"
+	MQ_COORD_HA[$name]=1
+	mq_log "coordinator '$name' up, highly available: nodes on ports $p1 and $p2, logs in $dir/ha"
+}
+
+coord_ha() {
+	local name="${1:?coord_ha NAME COMMAND [N]}"
+	shift
+	bash "$MQ_REPO_ROOT/scripts/coord-ha.sh" "$1" "${MQ_CLUSTER_DIR[$name]:?no such coordinator: $name}" "${@:2}"
 }
 
 # cluster_psql NAME [psql args...]: psql -X -q -v ON_ERROR_STOP=1 on NAME.

@@ -9,7 +9,7 @@
 #      (the C code in pgindent's layout; it needs clang-format from the
 #      dependencies)
 #   2. build + install the extension and the tools (make -s; make -s install)
-#   3. unit: tests that need no PostgreSQL server: the C unit tests
+#   3. unit: tests that need no shared PostgreSQL server: the C unit tests
 #      test/unit/*_test.c (built by `make -C broker unit`) and the checks
 #      test/unit/*.sh (run with bash from the repo root)
 #   4. one throwaway cluster (shared_preload_libraries = 'mq'), then

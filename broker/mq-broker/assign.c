@@ -170,12 +170,20 @@ forget_unassigned(Broker *b)
 	}
 }
 
+/*
+ * The heartbeat comes last: it is a write, so its commit waits for the
+ * coordinator's synchronous standby, if it has one.  Once it returns
+ * without a warning (conn.c), the standby holds everything the two reads
+ * before it saw, and a failover cannot take back what this tick acts on
+ * (docs/replication.md, "A highly available coordinator").  When it fails,
+ * the tick does nothing.
+ */
 bool
 read_assignments(Broker *b)
 {
 	MqError		err = MQ_ERROR_INIT;
 
-	if (!coord_heartbeat(b, &err) || !coord_live_brokers(b, &err))
+	if (!coord_live_brokers(b, &err))
 	{
 		mq_error_free(&err);
 		return false;
@@ -188,6 +196,11 @@ read_assignments(Broker *b)
 		return false;
 	}
 	forget_unassigned(b);
+	if (!coord_heartbeat(b, &err))
+	{
+		mq_error_free(&err);
+		return false;
+	}
 	return true;
 }
 

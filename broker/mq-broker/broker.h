@@ -109,6 +109,7 @@ typedef struct Broker
 	MqConnPolicy policy;		/* every connection of this broker */
 	PGconn	   *node;
 	PGconn	   *coord;
+	bool		coord_warned;	/* a WARNING came with the statement under way */
 	bool		live;			/* holds its liveness lock */
 	int64_t		live_since_us;	/* when it took it (mq_now_us) */
 	MqRetry		node_retry;
@@ -161,6 +162,7 @@ extern bool take_lock(Broker *b, Part *p);
 
 /* isr.c */
 extern void leader_duties(Broker *b, Part *p);
+extern void leader_refresh(Broker *b, Part *p);
 
 /* handover.c */
 extern int	preferred_leader(const Part *p);

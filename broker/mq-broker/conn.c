@@ -20,6 +20,15 @@
  * fence, so acks=all stays safe; back on the coordinator it takes its
  * leadership locks back or steps down.
  *
+ * A highly available coordinator (a primary with a synchronous standby,
+ * docs/replication.md, "A highly available coordinator"): the broker
+ * acts only on what a coordinator statement returned when the server sent
+ * no WARNING with it.  A commit whose wait for the synchronous standby was
+ * cancelled (our deadline, the server's statement_timeout, a terminated
+ * session) returns with such a WARNING: it is committed on that server
+ * only and a promoted standby may never have it, so the statement counts
+ * as failed and the connection as lost.
+ *
  * Locking: none; the broker's one thread.
  *
  *-------------------------------------------------------------------------
@@ -74,6 +83,26 @@ node_exec(Broker *b, const char *sql, const MqParams *params, int fmt, MqError *
 	return res;
 }
 
+/*
+ * The coordinator's notices: logged, and a WARNING marks the statement
+ * under way as unconfirmed (see the file header).
+ */
+static void
+coord_notice(void *arg, const PGresult *res)
+{
+	Broker	   *b = arg;
+	const char *severity = PQresultErrorField(res, PG_DIAG_SEVERITY_NONLOCALIZED);
+	const char *msg = PQresultErrorField(res, PG_DIAG_MESSAGE_PRIMARY);
+
+	if (severity != NULL && strcmp(severity, "WARNING") == 0)
+	{
+		b->coord_warned = true;
+		mq_log_warning("coordinator: %s", msg ? msg : "(no message)");
+	}
+	else
+		mq_log_info("coordinator: %s", msg ? msg : "(no message)");
+}
+
 PGresult *
 coord_exec(Broker *b, const char *sql, const MqParams *params, MqError *err)
 {
@@ -81,7 +110,17 @@ coord_exec(Broker *b, const char *sql, const MqParams *params, MqError *err)
 
 	if (b->coord == NULL)
 		return not_connected(err, "no connection to the coordinator");
+	b->coord_warned = false;
 	res = mq_exec_timeout(b->coord, sql, params, 0, b->cfg->coordinator_timeout_ms, err);
+	if (res != NULL && b->coord_warned)
+	{
+		PQclear(res);
+		res = NULL;
+		mq_error_free(err);
+		err->message = mq_strdup("the coordinator answered with a warning (a commit not "
+								 "confirmed by its synchronous standby?); not acting on it");
+		err->connection_lost = true;
+	}
 	if (res == NULL && (err->connection_lost || PQstatus(b->coord) != CONNECTION_OK))
 		coord_lost(b, err);
 	return res;
@@ -262,6 +301,7 @@ connect_coordinator(Broker *b)
 		mq_error_free(&err);
 		return false;
 	}
+	PQsetNoticeReceiver(b->coord, coord_notice, b);
 	if (!coord_setup_session(b, &err))
 	{
 		log_mq_error("cannot set up the coordinator session", &err);

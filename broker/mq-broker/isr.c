@@ -5,6 +5,11 @@
  *	  node, shrink the ISR by replicas that fell behind or whose broker is
  *	  not live, and expand it by replicas that caught up.
  *
+ * Without the coordinator (leader_refresh) no ISR change is possible, but
+ * the leader still reads its followers' progress every tick: that call
+ * advances the node's high watermark, which nothing else does for a leader
+ * alone in its ISR (min.insync.replicas 1: no follower fetch counts).
+ *
  * Shrinking changes the coordinator first, then the node; expanding the
  * node first (the node's ISR is then the larger one, so the high
  * watermark never counts a replica the coordinator would not elect), then
@@ -168,4 +173,28 @@ leader_duties(Broker *b, Part *p)
 		}
 	}
 	change_isr(b, p, isr, n, nshrink, grow, ngrow);
+}
+
+/* The coordinator is away: read progress (the high watermark moves), change nothing. */
+void
+leader_refresh(Broker *b, Part *p)
+{
+	MqError		err = MQ_ERROR_INIT;
+	ReplicaProgress prog[MAX_REPLICAS];
+	int			nprog;
+
+	nprog = node_leader_state(b, p, prog, MAX_REPLICAS - 1, &err);
+	if (nprog < 0)
+	{
+		if (!err.connection_lost)
+		{
+			log_mq_error("the node no longer leads as we think; resigning", &err);
+			fsm_fire(b, p, EV_DEPOSED);
+		}
+		mq_error_free(&err);
+		return;
+	}
+	p->nfollowers = 0;
+	for (int i = 0; i < nprog; i++)
+		note_progress(p, &prog[i]);
 }

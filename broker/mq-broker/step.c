@@ -192,6 +192,14 @@ broker_tick(Broker *b)
 {
 	ensure_node(b);
 	ensure_coordinator(b);
+	if (b->node != NULL && (b->coord == NULL || !b->live))
+	{
+		/* serving without the coordinator: leaders keep their watermark moving */
+		for (Part *p = b->parts; p; p = p->next)
+			if (p->state == PART_LEADER)
+				leader_refresh(b, p);
+		return;
+	}
 	if (b->node == NULL || b->coord == NULL || !b->live)
 		return;
 	supply_producer_ids(b);		/* before the node leads anything */

@@ -23,6 +23,14 @@
 #      kill to the first write acknowledged by the new leader.  --failovers
 #      times (the killed node is restarted and rejoins the ISR in between).
 #      Also printed: when the coordinator recorded the election.
+#   A  availability per fault kind (test/bench/availability.pl, with the
+#      test helpers of test/t): the leader's node killed, the leader's broker
+#      killed, the leader paused, the highly available coordinator's primary
+#      killed, the leader cut from the coordinator; for each, the failover
+#      time (fault -> first acknowledgement by a new leader; for the
+#      coordinator: -> the promoted standby takes writes) and the longest
+#      time between two acknowledgements around it.  --availability N
+#      rounds per fault (0: skip A); --availability-only runs A alone.
 #
 # Servers: PostgreSQL 15 as the postgres user in temp dirs on 127.0.0.1,
 # shared_preload_libraries = 'mq', fsync = on, synchronous_commit = on;
@@ -32,6 +40,7 @@
 #
 # Usage: test/bench/replication.sh [--duration S] [--runs N] [--clients "1 4"]
 #                                  [--failovers N] [--out FILE]
+#                                  [--availability N] [--availability-only]
 #   --duration S   seconds per pgbench run (default 10)
 #   --runs N       runs per figure and side (default 3; the median is kept)
 #   --clients L    client counts for T (default "1 4")
@@ -46,7 +55,7 @@ source "$REPO/scripts/lib.sh"
 mq_pg_paths || mq_die "PostgreSQL 15 (pg_config) not found"
 PGBENCH="$PG_BINDIR/pgbench"
 
-DURATION=10 RUNS=3 CLIENTS="1 4" FAILOVERS=3 OUT=""
+DURATION=10 RUNS=3 CLIENTS="1 4" FAILOVERS=3 OUT="" AROUNDS=1 AONLY=""
 while (($#)); do
 	case "$1" in
 	--duration) DURATION="${2:?}"; shift ;;
@@ -54,6 +63,8 @@ while (($#)); do
 	--clients) CLIENTS="${2:?}"; shift ;;
 	--failovers) FAILOVERS="${2:?}"; shift ;;
 	--out) OUT="${2:?}"; shift ;;
+	--availability) AROUNDS="${2:?}"; shift ;;
+	--availability-only) AONLY=1 ;;
 	-h | --help) sed -n '2,/^set -euo/p' "${BASH_SOURCE[0]}" | sed '$d; s/^# \{0,1\}//'; exit 0 ;;
 	*) mq_die "unknown option $1 (see --help)" ;;
 	esac
@@ -70,6 +81,40 @@ gcc -O2 -Wall -Wextra -Werror -I"$("$PG_CONFIG" --includedir)" -o "$WORK/failove
 
 now_us() { date +%s%6N; }
 median() { sort -n | awk '{a[NR]=$1} END {print a[int((NR+1)/2)]}'; }
+
+# ---------------------------------------------------------------------------
+ATABLE=""
+if ((AROUNDS > 0)); then
+	mq_phase "A: availability per fault kind, $AROUNDS round(s) each (test/bench/availability.pl)"
+	ADIR="$WORK/availability"
+	for part in main cut; do
+		mkdir -p "$ADIR/$part/tmp"
+		if mq_is_root; then chown -R postgres:postgres "$ADIR"; fi
+		if ! as_postgres env TESTDIR="$ADIR/$part" PG_REGRESS="$PG_REGRESS" TMPDIR="$ADIR/$part/tmp" \
+			PERL5LIB="$PG_TAP_PERL:$REPO/test/t" MQ_REPO_ROOT="$REPO" MQ_BENCH_OUT="$ADIR/$part.tsv" \
+			MQ_BENCH_ROUNDS="$AROUNDS" MQ_BENCH_PART="$part" perl "$HERE/availability.pl" \
+			>"$WORK/availability.log" 2>&1; then
+			tail -n 40 "$WORK/availability.log"
+			mq_die "the availability run failed"
+		fi
+		grep -h '^\[' "$WORK/availability.log" | grep 'round' || true
+	done
+	cat "$ADIR/main.tsv" "$ADIR/cut.tsv" >"$ADIR/out.tsv"
+	ATABLE="| fault | failover, ms (each) | longest acknowledgement gap, ms (each) | worst gap, ms |
+|---|---|---|---|"
+	while IFS= read -r fault; do
+		fo="$(awk -F'\t' -v f="$fault" '$1 == f { printf "%s%s", sep, $2; sep = ", " }' "$ADIR/out.tsv")"
+		gap="$(awk -F'\t' -v f="$fault" '$1 == f { printf "%s%s", sep, $3; sep = ", " }' "$ADIR/out.tsv")"
+		worst="$(awk -F'\t' -v f="$fault" '$1 == f && $3 > m { m = $3 } END { print m + 0 }' "$ADIR/out.tsv")"
+		ATABLE+="
+| $fault | $fo | $gap | $worst |"
+	done < <(cut -f1 "$ADIR/out.tsv" | awk '!seen[$0]++')
+	echo "$ATABLE"
+fi
+if [[ -n "$AONLY" ]]; then
+	[[ -n "$OUT" ]] && printf '%s\n' "$ATABLE" >"$OUT"
+	exit 0
+fi
 
 # ---------------------------------------------------------------------------
 mq_phase "3 data nodes, a coordinator, 3 brokers"
@@ -234,6 +279,9 @@ table+="
 | failover: kill -9 of the leader's node -> first acks=all write acknowledged by the new leader | each | median |
 |---|---|---|
 | ms | ${FO[*]} | $FO_MED |"
+[[ -n "$ATABLE" ]] && table+="
+
+$ATABLE"
 echo "$table"
 if [[ -n "$OUT" ]]; then
 	printf '%s\n' "$table" >"$OUT"

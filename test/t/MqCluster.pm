@@ -2,7 +2,7 @@
 #
 #   my $c = MqCluster->new(nodes => 3);   # 3 data nodes + a coordinator
 #   (options: metrics => 1, high_fds => 1, lag_time_max_ms, node_conf, broker_conf,
-#    coord_proxy => 1)
+#    coord_proxy => 1, coord_ha => 1: the coordinator highly available, MqHaCoord.pm)
 #   $c->start_brokers;                    # one mq-broker per data node
 #   $c->create_topic('t', 1, {'replication.factor' => 3, 'min.insync.replicas' => 2});
 #   my $p = $c->start_producer('t', 0);   # idempotent, acks=all, throughout
@@ -62,6 +62,7 @@ use POSIX ();
 use File::Basename ();
 use File::Temp ();
 use MqProxy;
+use MqHaCoord;
 
 # every cluster made, so that brokers never outlive a test that died
 my @clusters;
@@ -73,7 +74,9 @@ sub new
 	my $self = bless { nodes => [], brokers => [], opt => \%opt }, $class;
 	push @clusters, $self;
 	my $n = $opt{nodes} // 3;
-	for my $i (1 .. $n + 1)
+	# coord_ha => 1: the coordinator runs highly available (MqHaCoord.pm)
+	$self->{coord} = MqHaCoord->start(role => $MqCluster::BROKER_ROLE) if $opt{coord_ha};
+	for my $i (1 .. $n + ($opt{coord_ha} ? 0 : 1))
 	{
 		my $name = $i <= $n ? "node$i" : 'coord';
 		my $node = PostgreSQL::Test::Cluster->new($name);
@@ -149,6 +152,7 @@ sub broker_config
 sub coord_conninfo
 {
 	my ($self, $i) = @_;
+	return $self->coord->conninfo_for($BROKER_ROLE) if $self->{opt}{coord_ha};
 	return conninfo($self->coord) unless $self->{opt}{coord_proxy};
 	my $coord = $self->coord;
 	my $up = $coord->host =~ m{^/}

@@ -1,0 +1,66 @@
+#!/usr/bin/env bash
+# test/bench/peers.sh works: in its short mode (MQ_PEERS_SHORT=1: tiny
+# sizes, one round) it builds its clients, starts its own throwaway
+# PostgreSQL (mq, PgQ and its ticker), two Redis servers and NATS on free
+# loopback ports, runs every workload on every system, prints a figure for
+# each and a durability statement for each system, and stops every server
+# it started.  It needs no shared test server (it starts its own), and the
+# figures themselves never decide anything: timing is not a test.
+set -euo pipefail
+cd "$(dirname "${BASH_SOURCE[0]}")/../.."
+
+status=0
+n=0
+ok() {
+	n=$((n + 1))
+	if [[ "$1" == 0 ]]; then
+		echo "ok $n - $2"
+	else
+		echo "not ok $n - $2"
+		status=1
+	fi
+}
+
+tmp="$(mktemp -d "${TMPDIR:-/tmp}/bench-peers-test.XXXXXX")"
+trap 'rm -rf "$tmp"' EXIT
+# everything the run creates (its clients, data directories, logs) lies
+# under $tmp, so that its processes can be told from any other run's
+chmod 755 "$tmp"
+mkdir -m 755 "$tmp/run"
+rc=0
+TMPDIR="$tmp/run" MQ_PEERS_SHORT=1 bash test/bench/peers.sh --out "$tmp/table.md" --data "$tmp/data" \
+	>"$tmp/out" 2>&1 || rc=$?
+ok "$rc" "peers.sh runs in its short mode (exit $rc)"
+((rc == 0)) || tail -n 30 "$tmp/out"
+
+systems="mq mq-async pgq plain redis-always redis-everysec nats"
+bad=""
+for s in $systems; do
+	# system, five throughputs/latencies: all positive numbers
+	line="$(awk -v s="$s" '$1 == s' "$tmp/data" 2>/dev/null || true)"
+	if ! awk '{ if (NF != 7) exit 1; for (i = 2; i <= 7; i++) if ($i !~ /^[0-9.]+$/ || $i + 0 <= 0) exit 1 }' \
+		<<<"${line:-x}"; then
+		bad+=" $s"
+	fi
+done
+ok "$([[ -z "$bad" ]] && echo 0 || echo 1)" "a figure for every workload on every system${bad:+ (missing:$bad)}"
+
+missing=""
+for s in $systems; do
+	grep -q "^| $s | .*| [a-zA-Z].* |\$" "$tmp/table.md" 2>/dev/null || missing+=" $s"
+done
+ok "$([[ -z "$missing" ]] && echo 0 || echo 1)" "the table states each system's durability${missing:+ (missing:$missing)}"
+
+# no server of the run is left: none whose command line names a file of
+# the run or whose working directory is in it (Redis rewrites its title,
+# but runs in its --dir)
+left=""
+for p in $(pgrep 'redis-server|nats-server|pgqd|postgres' 2>/dev/null || true); do
+	if grep -qaF "$tmp/run" "/proc/$p/cmdline" 2>/dev/null ||
+		[[ "$(readlink "/proc/$p/cwd" 2>/dev/null)" == "$tmp/run"* ]]; then
+		left+=" $p"
+	fi
+done
+ok "$([[ -z "${left// /}" ]] && echo 0 || echo 1)" "no server of the run is left running${left:+: $left}"
+echo "1..$n"
+exit "$status"

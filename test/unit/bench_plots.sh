@@ -1,0 +1,42 @@
+#!/usr/bin/env bash
+# The plots of docs/benchmarks.md are the data's: test/bench/plot.sh,
+# run on the committed outputs in docs/img/data/, draws exactly the
+# committed docs/img/*.svg, and every image docs/benchmarks.md shows is
+# one of them.  Fix with `bash test/bench/plot.sh`.  Needs no PostgreSQL
+# server (gnuplot from scripts/install-deps.sh).
+set -euo pipefail
+cd "$(dirname "${BASH_SOURCE[0]}")/../.."
+
+status=0
+n=0
+ok() {
+	n=$((n + 1))
+	if [[ "$1" == 0 ]]; then
+		echo "ok $n - $2"
+	else
+		echo "not ok $n - $2"
+		status=1
+	fi
+}
+
+tmp="$(mktemp -d)"
+trap 'rm -rf "$tmp"' EXIT
+rc=0
+bash test/bench/plot.sh docs/img/data "$tmp" >/dev/null 2>"$tmp/err" || rc=$?
+ok "$rc" "test/bench/plot.sh draws the plots$( ((rc == 0)) || echo ": $(head -3 "$tmp/err")")"
+
+differ=""
+for f in "$tmp"/*.svg docs/img/*.svg; do
+	b="$(basename "$f")"
+	[[ -f "$tmp/$b" && -f "docs/img/$b" ]] && cmp -s "$tmp/$b" "docs/img/$b" || differ+=" $b"
+done
+ok "$([[ -z "$differ" ]] && echo 0 || echo 1)" "docs/img/*.svg are what plot.sh draws from docs/img/data${differ:+ (differ:$(tr ' ' '\n' <<<"$differ" | sort -u | tr '\n' ' '))}"
+
+missing=""
+while IFS= read -r img; do
+	[[ -f "docs/$img" ]] || missing+=" $img"
+done < <(sed -n 's/.*!\[[^]]*\](\([^)]*\)).*/\1/p' docs/benchmarks.md)
+shown="$(sed -n 's/.*!\[[^]]*\](\([^)]*\)).*/\1/p' docs/benchmarks.md | wc -l)"
+ok "$([[ -z "$missing" && "$shown" -gt 0 ]] && echo 0 || echo 1)" "the $shown images docs/benchmarks.md shows exist${missing:+ (missing:$missing)}"
+echo "1..$n"
+exit "$status"
