@@ -68,6 +68,11 @@ static const ConfigKey keys[] = {
 	KEY("replication", "auto.leader.rebalance.enable", auto_rebalance, 'i', 0, 1),
 	KEY("replication", "auto.leader.rebalance.delay.ms", rebalance_delay_ms, 'i', 0, 86400000),
 	KEY("metrics", "address", metrics_address, 's', 0, 0),
+	KEY("kafka", "listen", kafka_listen, 's', 0, 0),
+	KEY("kafka", "advertise", kafka_advertise, 's', 0, 0),
+	KEY("kafka", "program", kafka_program, 's', 0, 0),
+	KEY("kafka", "pool", kafka_pool, 'i', 1, 256),
+	KEY("kafka", "group.initial.rebalance.delay.ms", kafka_group_delay_ms, 'i', 0, 300000),
 };
 
 static bool
@@ -190,6 +195,35 @@ check_conninfos(BrokerConfig *cfg, const char *path)
 	return true;
 }
 
+/* [kafka]: addresses that are host:port, and listen when anything is set */
+static bool
+check_kafka(BrokerConfig *cfg, const char *path)
+{
+	const char *names[] = {"listen", "advertise"};
+	const char *vals[] = {cfg->kafka_listen, cfg->kafka_advertise};
+
+	if (cfg->kafka_listen == NULL &&
+		(cfg->kafka_advertise || cfg->kafka_program || cfg->kafka_pool || cfg->kafka_group_delay_ms >= 0))
+	{
+		mq_log_error("%s: [kafka] needs listen (host:port) to start mq-kafka", path);
+		return false;
+	}
+	for (int i = 0; i < 2; i++)
+	{
+		char	   *host = NULL;
+		int			port;
+
+		if (vals[i] && !split_host_port(vals[i], &host, &port))
+		{
+			mq_log_error("%s: [kafka] %s must be host:port with a port from 1 to 65535, not \"%s\"",
+						 path, names[i], vals[i]);
+			return false;
+		}
+		free(host);
+	}
+	return true;
+}
+
 /* What no single key can say: required keys and relations between keys. */
 static bool
 check_config(BrokerConfig *cfg, const char *path)
@@ -228,7 +262,7 @@ check_config(BrokerConfig *cfg, const char *path)
 		return false;
 	}
 	free(host);
-	return true;
+	return check_kafka(cfg, path);
 }
 
 static void
@@ -248,6 +282,7 @@ set_defaults(BrokerConfig *cfg)
 	cfg->retry_max_ms = 2000;
 	cfg->auto_rebalance = 1;
 	cfg->rebalance_delay_ms = 10000;
+	cfg->kafka_group_delay_ms = -1;	/* unset: mq-kafka's default */
 }
 
 bool
@@ -323,5 +358,8 @@ broker_config_free(BrokerConfig *cfg)
 	free(cfg->rack);
 	free(cfg->coordinator);
 	free(cfg->metrics_address);
+	free(cfg->kafka_listen);
+	free(cfg->kafka_advertise);
+	free(cfg->kafka_program);
 	memset(cfg, 0, sizeof(*cfg));
 }

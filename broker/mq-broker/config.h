@@ -38,6 +38,12 @@ typedef struct BrokerConfig
 	int			auto_rebalance; /* auto.leader.rebalance.enable: 1 or 0 */
 	int			rebalance_delay_ms;	/* auto.leader.rebalance.delay.ms */
 	char	   *metrics_address;	/* host:port, or NULL */
+	/* [kafka]: the node's mq-kafka, started and kept running (kafka_child.c) */
+	char	   *kafka_listen;	/* host:port; NULL: no Kafka listener */
+	char	   *kafka_advertise;	/* host:port clients are told; NULL: listen */
+	char	   *kafka_program;	/* the mq-kafka executable (default: on PATH) */
+	int			kafka_pool;		/* its database connections */
+	int			kafka_group_delay_ms;	/* group.initial.rebalance.delay.ms */
 } BrokerConfig;
 
 /* Fill cfg from path; on error print what is wrong and return false. */

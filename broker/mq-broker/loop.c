@@ -22,6 +22,7 @@
 #include <string.h>
 
 #include "broker.h"
+#include "kafka_child.h"
 #include "util.h"
 
 typedef struct Watch
@@ -125,6 +126,7 @@ broker_run(Broker *b, volatile int *stop_requested)
 		int64_t		tick_end = mq_now_us() + (int64_t) b->cfg->tick_ms * 1000;
 
 		broker_tick(b);
+		kafka_child_check();
 		wait_for_tick(b, &w, tick_end, stop_requested);
 	}
 	free(w.fds);

@@ -8,7 +8,8 @@
  *	  mq-broker -c /etc/mq/broker.ini
  *	  mq-broker --print-fsm     the partition state machine as Graphviz dot
  *
- * SIGTERM or SIGINT: resign every leadership on the node (producers get
+ * With a [kafka] section it also runs the node's mq-kafka (kafka_child.c).
+ * SIGTERM or SIGINT: stop mq-kafka, resign every leadership on the node (producers get
  * not_leader at once, not a timeout) and exit 0.  The loop is safe to
  * restart at any point: on start the broker resigns whatever its node
  * led, and re-earns leadership by election with a new epoch.
@@ -25,6 +26,7 @@
 #include "broker.h"
 #include "cli.h"
 #include "config.h"
+#include "kafka_child.h"
 #include "util.h"
 
 static volatile int stop_requested = 0;
@@ -125,9 +127,11 @@ main(int argc, char **argv)
 				cfg.session_timeout_ms);
 	if (cfg.metrics_address && !metrics_start(&b, cfg.metrics_address))
 		return 1;
+	kafka_child_start(&cfg);
 
 	broker_run(&b, &stop_requested);
 	mq_log_info("received signal %d; shutting down cleanly", (int) stop_requested);
+	kafka_child_stop();
 	broker_shutdown(&b);
 	metrics_stop();
 	broker_config_free(&cfg);

@@ -19,6 +19,8 @@
  */
 #include "group.h"
 
+#include "cluster.h"
+
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -195,6 +197,8 @@ complete_join(KGroup *g)
 	g->leader = mq_strdup(leader->id);
 	g->protocol = choose_protocol(g, leader);
 	g->state = KG_COMPLETING;
+	mq_log_info("group %s: generation %d with %d members, leader %s", g->id, g->generation,
+				g->nmembers, g->leader);
 	for (KMember *m = g->members; m; m = m->next)
 	{
 		KRequest   *req = m->join_req;
@@ -286,9 +290,9 @@ member_free(KMember *m)
 	free(m);
 }
 
-/* drop a member, answering its parked requests */
+/* drop a member, answering its parked requests with error */
 static void
-member_remove(KGroup *g, KMember *m)
+member_drop(KGroup *g, KMember *m, int16_t error)
 {
 	KMember   **pp = &g->members;
 
@@ -297,10 +301,33 @@ member_remove(KGroup *g, KMember *m)
 	*pp = m->next;
 	g->nmembers--;
 	if (m->join_req)
-		join_respond(m->join_req, g, m, KERR_UNKNOWN_MEMBER_ID);
+		join_respond(m->join_req, g, m, error);
 	if (m->sync_req)
-		sync_respond(m->sync_req, NULL, 0, KERR_UNKNOWN_MEMBER_ID);
+		sync_respond(m->sync_req, NULL, 0, error);
 	member_free(m);
+}
+
+static void
+member_remove(KGroup *g, KMember *m)
+{
+	member_drop(g, m, KERR_UNKNOWN_MEMBER_ID);
+}
+
+void
+group_drop_moved(void)
+{
+	for (KGroup *g = groups; g; g = g->next)
+	{
+		if (g->nmembers == 0 || cluster_coordinates(g->id))
+			continue;
+		mq_log_info("group %s: coordinated by broker %d now, dropping its %d members",
+					g->id, cluster_group_coordinator(g->id), g->nmembers);
+		while (g->members)
+			member_drop(g, g->members, KERR_NOT_COORDINATOR);
+		evtimer_del(g->join_timer);
+		g->state = KG_EMPTY;
+		g->initial_delay = false;
+	}
 }
 
 /* a member left or expired: the others rebalance */

@@ -101,6 +101,8 @@ extern int16_t group_leave(const char *group_id, const char *member_id,
 extern int16_t group_commit_check(const char *group_id, const char *member_id,
 								  const char *instance_id, int32_t generation);
 extern KGroup *group_find(const char *group_id);
+/* drop the members of groups another daemon coordinates now (cluster.c) */
+extern void group_drop_moved(void);
 extern KGroup *group_list(void);
 extern const char *group_state_name(KGroupState s);
 extern const KProto *member_proto(const KMember *m, const char *name);

@@ -7,8 +7,12 @@
  *	  only; the state machine is group.c.  Loop thread only; the database
  *	  is asked only whether a new group has SQL members (below).
  *
- * This daemon coordinates every group it is asked about, so
- * FindCoordinator names this broker for any key.  A group that has live
+ * A single daemon coordinates every group it is asked about.  In a
+ * replicated cluster (--coordinator) FindCoordinator names the live
+ * daemon that cluster.c chooses for the group, the same from every
+ * daemon, and the other group APIs answer NOT_COORDINATOR on any other
+ * daemon, so that clients look again (ListGroups lists the groups this
+ * daemon coordinates, as a Kafka broker's does).  A group that has live
  * members through SQL (mq.join_group) is refused to Kafka clients with
  * INCONSISTENT_GROUP_PROTOCOL: the two memberships would not know each
  * other.  That is checked with one statement when a JoinGroup arrives for
@@ -21,6 +25,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "cluster.h"
 #include "group.h"
 #include "kerr.h"
 #include "util.h"
@@ -29,18 +34,26 @@ void
 h_find_coordinator(KRequest *req)
 {
 	KWriter    *w = &req->resp;
+	char	   *key = kslice_dup(kr_str(&req->body));
+	int			id = cluster_group_coordinator(key ? key : "");
+	const KBroker *b = cluster_enabled() ? cluster_broker(id) : NULL;
 
-	(void) kr_str(&req->body);	/* key */
+	free(key);
 	if (req->api_version >= 1)
 		(void) kr_i8(&req->body);	/* key type: groups and transactions alike */
+	if (req->body.err)
+	{
+		req_abort(req);
+		return;
+	}
 	if (req->api_version >= 1)
 		kw_i32(w, 0);
-	kw_i16(w, KERR_NONE);
+	kw_i16(w, id < 0 || (cluster_enabled() && b == NULL) ? KERR_COORDINATOR_NOT_AVAILABLE : KERR_NONE);
 	if (req->api_version >= 1)
 		kw_str(w, NULL);
-	kw_i32(w, kconfig.node_id);
-	kw_str(w, kconfig.advertised_host);
-	kw_i32(w, kconfig.advertised_port);
+	kw_i32(w, id < 0 ? -1 : id);
+	kw_str(w, b ? b->host : id < 0 ? "" : kconfig.advertised_host);
+	kw_i32(w, b ? b->port : id < 0 ? -1 : kconfig.advertised_port);
 	req_finish(req);
 }
 
@@ -183,6 +196,11 @@ h_join_group(KRequest *req)
 		join_respond(req, NULL, NULL, KERR_INVALID_GROUP_ID);
 		return;
 	}
+	if (!cluster_coordinates(s->join.group_id))
+	{
+		join_respond(req, NULL, NULL, KERR_NOT_COORDINATOR);
+		return;
+	}
 	g = group_find(s->join.group_id);
 	if (g && g->nmembers > 0)
 	{
@@ -214,6 +232,8 @@ h_sync_group(KRequest *req)
 	}
 	if (r->err || group == NULL || member == NULL)
 		req_abort(req);
+	else if (!cluster_coordinates(group))
+		sync_respond(req, NULL, 0, KERR_NOT_COORDINATOR);
 	else
 		group_sync(req, group, generation, member, instance, na, a);
 	for (int32_t i = 0; i < na; i++)
@@ -239,7 +259,8 @@ h_heartbeat(KRequest *req)
 	{
 		if (req->api_version >= 1)
 			kw_i32(&req->resp, 0);
-		kw_i16(&req->resp, group_heartbeat(group, generation, member, instance));
+		kw_i16(&req->resp, !cluster_coordinates(group) ? KERR_NOT_COORDINATOR :
+			   group_heartbeat(group, generation, member, instance));
 		req_finish(req);
 	}
 	free(group);
@@ -262,13 +283,18 @@ h_leave_group(KRequest *req)
 		char	   *member = kslice_dup(kr_str(r));
 
 		if (!r->err && group && member)
-			kw_i16(w, group_leave(group, member, NULL));
+			kw_i16(w, !cluster_coordinates(group) ? KERR_NOT_COORDINATOR :
+				   group_leave(group, member, NULL));
 		free(member);
 	}
 	else
 	{
-		kw_i16(w, KERR_NONE);
+		bool		mine = group == NULL || cluster_coordinates(group);
+
+		kw_i16(w, mine ? KERR_NONE : KERR_NOT_COORDINATOR);
 		n = kr_array(r, 4);
+		if (!mine)
+			n = 0;
 		kw_i32(w, n);
 		for (int32_t i = 0; i < n && !r->err && group; i++)
 		{
@@ -303,8 +329,11 @@ h_list_groups(KRequest *req)
 	kw_i16(w, KERR_NONE);
 	count_at = w->len;
 	kw_i32(w, 0);
-	for (KGroup *g = group_list(); g; g = g->next, n++)
+	for (KGroup *g = group_list(); g; g = g->next)
 	{
+		if (!cluster_coordinates(g->id))
+			continue;			/* it moved to another daemon */
+		n++;
 		kw_str(w, g->id);
 		kw_str(w, g->protocol_type ? g->protocol_type : "");
 	}
@@ -317,10 +346,11 @@ describe_one(KRequest *req, KSlice id)
 {
 	KWriter    *w = &req->resp;
 	char	   *name = kslice_dup(id);
-	KGroup	   *g = name ? group_find(name) : NULL;
+	bool		mine = name == NULL || cluster_coordinates(name);
+	KGroup	   *g = name && mine ? group_find(name) : NULL;
 	bool		stable = g && g->state == KG_STABLE;
 
-	kw_i16(w, KERR_NONE);
+	kw_i16(w, mine ? KERR_NONE : KERR_NOT_COORDINATOR);
 	kw_strn(w, id.p, id.len);
 	kw_str(w, g ? group_state_name(g->state) : "Dead");
 	kw_str(w, g && g->protocol_type ? g->protocol_type : "");

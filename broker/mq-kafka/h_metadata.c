@@ -3,10 +3,14 @@
  * h_metadata.c
  *	  Metadata (v1-v6).  Loop thread; one job of one or two statements.
  *
- * The brokers are this daemon (--node-id) and its --peer daemons.  A
- * partition's leader, replicas and in-sync replicas are what this node's
- * mq.replica_status knows (mq-broker keeps it; broker ids are node ids);
- * an unreplicated partition is led by this daemon alone.  A replicated
+ * The brokers are this daemon (--node-id) and its --peer daemons; in a
+ * replicated cluster (--coordinator), the live listeners of the cluster's
+ * view (cluster.c) instead, so no --peer is needed.  A partition's leader,
+ * replicas and in-sync replicas come from the cluster's view when it has
+ * the partition (a leader whose listener is not live is
+ * LEADER_NOT_AVAILABLE, so clients wait for the election), otherwise from
+ * this node's mq.replica_status (mq-broker keeps it; broker ids are node
+ * ids); an unreplicated partition is led by this daemon alone.  A replicated
  * partition whose leader is unknown is LEADER_NOT_AVAILABLE.  Unknown
  * topics are UNKNOWN_TOPIC_OR_PARTITION, or are created with
  * mq.create_topic first when --auto-create-topics is set and the client
@@ -20,6 +24,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "cluster.h"
 #include "kerr.h"
 #include "pgbinary.h"
 #include "util.h"
@@ -63,13 +68,45 @@ write_broker(KWriter *w, int32_t id, const char *host, int32_t port)
 	kw_str(w, NULL);			/* rack */
 }
 
+/* the cluster's live listeners, and this daemon in any case */
+static void
+write_cluster_brokers(KWriter *w)
+{
+	size_t		count_at = w->len;
+	int32_t		n = 0;
+	bool		me = false;
+
+	kw_i32(w, 0);
+	for (int i = 0; i < cluster_nbrokers(); i++)
+	{
+		const KBroker *b = cluster_broker_at(i);
+
+		if (!b->live && b->id != kconfig.node_id)
+			continue;
+		me |= b->id == kconfig.node_id;
+		write_broker(w, b->id, b->host, b->port);
+		n++;
+	}
+	if (!me)
+	{
+		write_broker(w, kconfig.node_id, kconfig.advertised_host, kconfig.advertised_port);
+		n++;
+	}
+	kw_put_i32_at(w, count_at, n);
+}
+
 static void
 write_brokers(KWriter *w, int16_t v)
 {
-	kw_i32(w, 1 + kconfig.npeers);
-	write_broker(w, kconfig.node_id, kconfig.advertised_host, kconfig.advertised_port);
-	for (int i = 0; i < kconfig.npeers; i++)
-		write_broker(w, kconfig.peers[i].id, kconfig.peers[i].host, kconfig.peers[i].port);
+	if (cluster_enabled())
+		write_cluster_brokers(w);
+	else
+	{
+		kw_i32(w, 1 + kconfig.npeers);
+		write_broker(w, kconfig.node_id, kconfig.advertised_host, kconfig.advertised_port);
+		for (int i = 0; i < kconfig.npeers; i++)
+			write_broker(w, kconfig.peers[i].id, kconfig.peers[i].host, kconfig.peers[i].port);
+	}
 	if (v >= 2)
 		kw_str(w, "mq");		/* cluster_id */
 	kw_i32(w, kconfig.node_id); /* controller_id */
@@ -97,11 +134,35 @@ write_ids(KWriter *w, const char *text)
 	kw_put_i32_at(w, count_at, n);
 }
 
+/* a partition the cluster's view knows */
+static void
+write_viewed_partition(KWriter *w, int16_t v, const KPartView *p)
+{
+	const KBroker *b = p->leader >= 0 ? cluster_broker(p->leader) : NULL;
+	bool		up = b && b->live;
+
+	kw_i16(w, up ? KERR_NONE : KERR_LEADER_NOT_AVAILABLE);
+	kw_i32(w, p->partition);
+	kw_i32(w, up ? p->leader : -1);
+	write_ids(w, p->replicas);
+	write_ids(w, p->isr);
+	if (v >= 5)
+		kw_i32(w, 0);			/* offline replicas */
+}
+
 static void
 write_partition(KWriter *w, int16_t v, PGresult *res, int row)
 {
 	bool		standalone = strcmp(PQgetvalue(res, row, 2), "t") == 0;
 	bool		known = !PQgetisnull(res, row, 3);
+	const KPartView *p = cluster_enabled() && !standalone
+		? cluster_partition(PQgetvalue(res, row, 0), atoi(PQgetvalue(res, row, 1))) : NULL;
+
+	if (p)
+	{
+		write_viewed_partition(w, v, p);
+		return;
+	}
 
 	kw_i16(w, standalone || known ? KERR_NONE : KERR_LEADER_NOT_AVAILABLE);
 	kw_i32(w, atoi(PQgetvalue(res, row, 1)));

@@ -2,15 +2,29 @@
  *
  * h_offsets.c
  *	  ListOffsets (v1-v3), OffsetCommit (v2-v7) and OffsetFetch (v1-v5).
- *	  Loop thread; each request is one job with a statement per partition.
- *	  OffsetCommit first asks the group coordinator whether the member and
- *	  generation may commit.
+ *	  Loop thread; a request is one job with a statement per partition (two
+ *	  for a commit: the commit, then mq.await_commit), or one such job per
+ *	  node that leads its partitions.  OffsetCommit first asks the group
+ *	  coordinator whether the member and generation may commit.
  *
  * Committed offsets are mq's own (mq.commit_offset, mq.committed_offset,
  * with the metadata read from mq.consumer_offset), so SQL consumers,
  * mqctl and Kafka clients share them.  ListOffsets by timestamp is
  * mq.offsets_for_times (Kafka's semantics: the first offset whose record
  * timestamp is at or after the time).
+ *
+ * In a replicated cluster a partition's committed offsets live with the
+ * partition, and only its leader takes commits: OffsetCommit and
+ * OffsetFetch go to the node that leads each partition in the cluster's
+ * view (cluster.c), this node's or another's, on that node's pool and
+ * without waiting in the loop (kfan.h).  A commit is followed by
+ * mq.await_commit, so that it is acknowledged only once the partition's
+ * in-sync replicas have it and survives a failover.  Failures map as a
+ * Kafka coordinator maps its offsets log's: a node that no longer leads
+ * (MQ020) or cannot be reached is NOT_COORDINATOR, missing replicas or a
+ * timeout COORDINATOR_NOT_AVAILABLE; clients find the coordinator again
+ * and retry.  OffsetFetch of all of a group's offsets (topics null) asks
+ * every live node and takes each partition's offset from its leader's.
  *
  *-------------------------------------------------------------------------
  */
@@ -19,8 +33,10 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "cluster.h"
 #include "group.h"
 #include "kerr.h"
+#include "kfan.h"
 #include "mq_sqlstates.h"
 #include "util.h"
 
@@ -42,6 +58,7 @@ typedef struct OPart
 	int32_t		partition;
 	int64_t		timestamp;		/* ListOffsets */
 	int16_t		code;			/* OffsetCommit: the coordinator's verdict */
+	KJob	   *job;			/* whose statements stmt indexes */
 	int			stmt;
 } OPart;
 
@@ -54,6 +71,7 @@ typedef struct OffState
 	OPart	   *parts;
 	char	   *group;
 	int16_t		verdict;		/* OffsetCommit: the coordinator's */
+	KFan		fan;			/* OffsetCommit, OffsetFetch: a job per leader */
 } OffState;
 
 static void
@@ -62,6 +80,7 @@ off_state_free(void *p)
 	OffState   *s = p;
 
 	kjob_free(&s->job);
+	kfan_free(&s->fan);
 	free(s->topics);
 	free(s->parts);
 	free(s->group);
@@ -143,6 +162,7 @@ read_list_part(KRequest *req, OffState *s, OPart *op, const char *topic)
 	op->partition = kr_i32(&req->body);
 	op->timestamp = kr_i64(&req->body);
 	st = kjob_add(&s->job, op->timestamp < 0 ? BOUNDS_SQL : BY_TIME_SQL, 0);
+	op->job = &s->job;
 	op->stmt = s->job.n - 1;
 	kstmt_text(st, MQ_TEXTOID, topic);
 	kstmt_int(st, MQ_INT4OID, op->partition);
@@ -154,7 +174,7 @@ static void
 write_list_part(KRequest *req, OffState *s, OPart *op)
 {
 	KWriter    *w = &req->resp;
-	KStmt	   *st = &s->job.stmts[op->stmt];
+	KStmt	   *st = &op->job->stmts[op->stmt];
 	PGresult   *res = st->res;
 	int16_t		code;
 	int64_t		off = -1,
@@ -211,6 +231,37 @@ h_list_offsets(KRequest *req)
 	pool_run(req, &s->job, list_offsets_done);
 }
 
+#define COMMIT_WAIT_MS 10000
+
+/* the job of the pool of the node leading (topic, partition); NULL: *code */
+static KJob *
+leader_job(OffState *s, const char *topic, int32_t partition, int16_t *code)
+{
+	KPool	   *pool = cluster_leader_pool(topic, partition, code);
+	KJob	   *job = pool ? kfan_job(&s->fan, pool) : NULL;
+
+	if (pool && job == NULL)
+		*code = KERR_COORDINATOR_NOT_AVAILABLE;
+	return job;
+}
+
+/* a statement's failure as a coordinator reports its offsets log's */
+static int16_t
+offsets_error(const KStmt *st)
+{
+	int16_t		code;
+
+	if (!kstmt_failed(st, &code))
+		return KERR_NONE;
+	if (mq_error_is(&st->err, MQ_SQLSTATE_NOT_LEADER) || st->err.connection_lost)
+		return KERR_NOT_COORDINATOR;
+	if (mq_error_is(&st->err, MQ_SQLSTATE_NOT_ENOUGH_REPLICAS) ||
+		mq_error_is(&st->err, MQ_SQLSTATE_NOT_ENOUGH_REPLICAS_AFTER_APPEND) ||
+		mq_error_is(&st->err, MQ_SQLSTATE_REQUEST_TIMED_OUT))
+		return KERR_COORDINATOR_NOT_AVAILABLE;
+	return code;
+}
+
 /* OffsetCommit: the coordinator's verdict is in s->parts[].code */
 static void
 read_commit_part(KRequest *req, OffState *s, OPart *op, const char *topic)
@@ -226,19 +277,23 @@ read_commit_part(KRequest *req, OffState *s, OPart *op, const char *topic)
 		(void) kr_i32(r);		/* leader epoch */
 	meta = kslice_dup(kr_str(r));
 	op->code = s->verdict;
-	if (op->code != KERR_NONE || r->err)
+	if (op->code == KERR_NONE && !r->err)
+		op->job = leader_job(s, topic, op->partition, &op->code);
+	if (op->job == NULL)
 	{
 		free(meta);
 		return;
 	}
-	st = kjob_add(&s->job, "SELECT mq.commit_offset($1, $2, $3, $4, $5)", 0);
-	op->stmt = s->job.n - 1;
+	st = kjob_add(op->job, "SELECT mq.commit_offset($1, $2, $3, $4, $5)", 0);
+	op->stmt = op->job->n - 1;
 	kstmt_text(st, MQ_TEXTOID, s->group);
 	kstmt_text(st, MQ_TEXTOID, topic);
 	kstmt_int(st, MQ_INT4OID, op->partition);
 	kstmt_int(st, MQ_INT8OID, off);
 	kstmt_text(st, MQ_TEXTOID, meta);
 	free(meta);
+	/* acknowledged once the in-sync replicas have it (at once if unreplicated) */
+	kstmt_int(kjob_add(op->job, "SELECT mq.await_commit($1)", 0), MQ_INT4OID, COMMIT_WAIT_MS);
 }
 
 static void
@@ -246,8 +301,18 @@ write_commit_part(KRequest *req, OffState *s, OPart *op)
 {
 	int16_t		code = op->code;
 
-	if (op->stmt >= 0)
-		(void) kstmt_failed(&s->job.stmts[op->stmt], &code);
+	if (op->job)
+	{
+		const KStmt *c = &op->job->stmts[op->stmt];
+		const KStmt *w = &op->job->stmts[op->stmt + 1];
+
+		code = offsets_error(c);
+		if (code == KERR_NONE)
+			code = offsets_error(w);
+		if (code != KERR_NONE)
+			mq_log_warning("offset commit of group %s, partition %d: %s", s->group,
+						   op->partition, c->err.message ? c->err.message : w->err.message);
+	}
 	kw_i32(&req->resp, op->partition);
 	kw_i16(&req->resp, code);
 }
@@ -280,7 +345,8 @@ h_offset_commit(KRequest *req)
 	if (req->api_version <= 4)
 		(void) kr_i64(r);		/* retention time */
 	if (!r->err && s->group)
-		s->verdict = group_commit_check(s->group, member, instance, generation);
+		s->verdict = !cluster_coordinates(s->group) ? KERR_NOT_COORDINATOR :
+			group_commit_check(s->group, member, instance, generation);
 	free(member);
 	free(instance);
 	if (!r->err && s->group)
@@ -290,7 +356,7 @@ h_offset_commit(KRequest *req)
 		req_abort(req);
 		return;
 	}
-	pool_run(req, &s->job, offset_commit_done);
+	kfan_run(&s->fan, req, offset_commit_done);
 }
 
 #define COMMITTED_SQL \
@@ -319,10 +385,14 @@ write_committed(KRequest *req, int32_t partition, int64_t off, const char *meta,
 static void
 read_fetch_part(KRequest *req, OffState *s, OPart *op, const char *topic)
 {
-	KStmt	   *st = kjob_add(&s->job, COMMITTED_SQL, 0);
+	KStmt	   *st;
 
 	op->partition = kr_i32(&req->body);
-	op->stmt = s->job.n - 1;
+	op->job = leader_job(s, topic, op->partition, &op->code);
+	if (op->job == NULL)
+		return;
+	st = kjob_add(op->job, COMMITTED_SQL, 0);
+	op->stmt = op->job->n - 1;
 	kstmt_text(st, MQ_TEXTOID, s->group);
 	kstmt_text(st, MQ_TEXTOID, topic);
 	kstmt_int(st, MQ_INT4OID, op->partition);
@@ -332,16 +402,86 @@ read_fetch_part(KRequest *req, OffState *s, OPart *op, const char *topic)
 static void
 write_fetch_part(KRequest *req, OffState *s, OPart *op)
 {
-	KStmt	   *st = &s->job.stmts[op->stmt];
-	PGresult   *res = st->res;
-	int16_t		code = KERR_NONE;
+	KStmt	   *st = op->job ? &op->job->stmts[op->stmt] : NULL;
+	PGresult   *res = st ? st->res : NULL;
+	int16_t		code = op->code;
 
-	if (res == NULL && !mq_error_is(&st->err, MQ_SQLSTATE_UNKNOWN_TOPIC) &&
+	if (st && res == NULL && !mq_error_is(&st->err, MQ_SQLSTATE_UNKNOWN_TOPIC) &&
 		!mq_error_is(&st->err, MQ_SQLSTATE_UNKNOWN_PARTITION))
-		(void) kstmt_failed(st, &code);
+		code = offsets_error(st);
 	write_committed(req, op->partition,
 					res && !PQgetisnull(res, 0, 0) ? strtoll(PQgetvalue(res, 0, 0), NULL, 10) : -1,
 					res && !PQgetisnull(res, 0, 1) ? PQgetvalue(res, 0, 1) : "", code);
+}
+
+/* a committed offset of the group, as one node has it */
+typedef struct ORow
+{
+	const char *topic;
+	int32_t		partition;
+	const char *offset;
+	const char *meta;
+} ORow;
+
+static int
+orow_cmp(const void *a, const void *b)
+{
+	const ORow *x = a,
+			   *y = b;
+	int			c = strcmp(x->topic, y->topic);
+
+	return c != 0 ? c : (x->partition > y->partition) - (x->partition < y->partition);
+}
+
+/* topics = null: every node's offsets, each partition's from its leader's node */
+static void
+add_all_jobs(OffState *s)
+{
+	KJob	   *job = kfan_job(&s->fan, pool_local());
+
+	kstmt_text(kjob_add(job, ALL_COMMITTED_SQL, 0), MQ_TEXTOID, s->group);
+	for (int i = 0; cluster_enabled() && i < cluster_nbrokers(); i++)
+	{
+		const KBroker *b = cluster_broker_at(i);
+		KPool	   *pool = b->live && b->id != kconfig.node_id ? cluster_node_pool(b) : NULL;
+
+		if (pool && (job = kfan_job(&s->fan, pool)) != NULL)
+			kstmt_text(kjob_add(job, ALL_COMMITTED_SQL, 0), MQ_TEXTOID, s->group);
+	}
+}
+
+/* the rows of every node that leads them, sorted; *code: the local node's failure */
+static ORow *
+collect_all(OffState *s, int *nrows, int16_t *code)
+{
+	ORow	   *rows = NULL;
+	int			n = 0;
+
+	*code = KERR_NONE;
+	for (int i = 0; i < s->fan.n; i++)
+	{
+		KRoute	   *r = s->fan.routes[i];
+		PGresult   *res = r->job.stmts[0].res;
+		int16_t		c;
+
+		if (kstmt_failed(&r->job.stmts[0], &c) && r->pool == pool_local())
+			*code = c;
+		rows = mq_realloc(rows, sizeof(ORow) * (n + (res ? PQntuples(res) : 0) + 1));
+		for (int row = 0; res && row < PQntuples(res); row++)
+		{
+			ORow	   *o = &rows[n];
+
+			o->topic = PQgetvalue(res, row, 0);
+			o->partition = atoi(PQgetvalue(res, row, 1));
+			o->offset = PQgetvalue(res, row, 2);
+			o->meta = PQgetvalue(res, row, 3);
+			if (cluster_leader_pool(o->topic, o->partition, &c) == r->pool)
+				n++;
+		}
+	}
+	qsort(rows, n, sizeof(ORow), orow_cmp);
+	*nrows = n;
+	return rows;
 }
 
 /* every committed offset of the group (topics = null, v2+) */
@@ -349,30 +489,29 @@ static int16_t
 write_all(KRequest *req, OffState *s)
 {
 	KWriter    *w = &req->resp;
-	KStmt	   *st = &s->job.stmts[0];
-	PGresult   *res = st->res;
 	size_t		topics_at = w->len;
 	int32_t		ntopics = 0;
 	int16_t		code;
+	int			nrows;
+	ORow	   *rows = collect_all(s, &nrows, &code);
 
-	(void) kstmt_failed(st, &code);
 	kw_i32(w, 0);
-	for (int row = 0; res && row < PQntuples(res); ntopics++)
+	for (int row = 0; row < nrows; ntopics++)
 	{
-		const char *topic = PQgetvalue(res, row, 0);
+		const char *topic = rows[row].topic;
 		size_t		parts_at;
 		int32_t		n = 0;
 
 		kw_str(w, topic);
 		parts_at = w->len;
 		kw_i32(w, 0);
-		for (; row < PQntuples(res) && strcmp(PQgetvalue(res, row, 0), topic) == 0; row++, n++)
-			write_committed(req, atoi(PQgetvalue(res, row, 1)),
-							strtoll(PQgetvalue(res, row, 2), NULL, 10),
-							PQgetvalue(res, row, 3), KERR_NONE);
+		for (; row < nrows && strcmp(rows[row].topic, topic) == 0; row++, n++)
+			write_committed(req, rows[row].partition, strtoll(rows[row].offset, NULL, 10),
+							rows[row].meta, KERR_NONE);
 		kw_put_i32_at(w, parts_at, n);
 	}
 	kw_put_i32_at(w, topics_at, ntopics);
+	free(rows);
 	return code;
 }
 
@@ -408,6 +547,6 @@ h_offset_fetch(KRequest *req)
 		return;
 	}
 	if (s->ntopics < 0)
-		kstmt_text(kjob_add(&s->job, ALL_COMMITTED_SQL, 0), MQ_TEXTOID, s->group);
-	pool_run(req, &s->job, offset_fetch_done);
+		add_all_jobs(s);
+	kfan_run(&s->fan, req, offset_fetch_done);
 }

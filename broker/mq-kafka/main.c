@@ -8,6 +8,8 @@
  *
  * One thread: the event loop owns every client connection, the group
  * coordinator and the asynchronous database connections (pool.c).
+ * With --coordinator it is one node's listener in a replicated cluster
+ * (cluster.c); mq-broker starts it so from its [kafka] section.
  * SIGTERM or SIGINT ends the loop and the process: clients reconnect and
  * rejoin their groups elsewhere or after a restart (group state lives in
  * memory; committed offsets live in mq).
@@ -21,6 +23,7 @@
 #include <string.h>
 
 #include "cli.h"
+#include "cluster.h"
 #include "mqkafka.h"
 #include "util.h"
 
@@ -38,6 +41,10 @@ static const char help[] =
 "      --node-id=N              broker id in Metadata (default 1); in a replicated\n"
 "                               cluster, the mq-broker id of this node\n"
 "      --peer=ID=HOST:PORT      the mq-kafka of another node (repeat for each)\n"
+"      --coordinator=CONNINFO   replicated cluster: the coordinator database, where\n"
+"                               this daemon registers and reads brokers, leaders\n"
+"                               and group coordinators (replaces --peer)\n"
+"      --refresh-ms=N           how often the coordinator is read (default 500)\n"
 "      --pool=N                 database connections (default 4)\n"
 "      --max-request-bytes=N    larger requests close the connection (default 104857600)\n"
 "      --max-batch-bytes=N      decompressed size cap per batch (default 67108864)\n"
@@ -96,7 +103,7 @@ parse_args(int argc, char **argv)
 	enum
 	{
 		O_ADV = CLI_OPT_LONG_BASE, O_NODE, O_POOL, O_MAXREQ, O_MAXBATCH, O_DELAY,
-		O_AUTO, O_RECHECK, O_PEER
+		O_AUTO, O_RECHECK, O_PEER, O_COORD, O_REFRESH
 	};
 	static const struct option longopts[] = {
 		{"dbname", required_argument, NULL, 'd'},
@@ -110,6 +117,8 @@ parse_args(int argc, char **argv)
 		{"auto-create-topics", required_argument, NULL, O_AUTO},
 		{"recheck-ms", required_argument, NULL, O_RECHECK},
 		{"peer", required_argument, NULL, O_PEER},
+		{"coordinator", required_argument, NULL, O_COORD},
+		{"refresh-ms", required_argument, NULL, O_REFRESH},
 		{"version", no_argument, NULL, 'V'},
 		{NULL, 0, NULL, 0}
 	};
@@ -151,6 +160,12 @@ parse_args(int argc, char **argv)
 				break;
 			case O_PEER:
 				parse_peer(&p, optarg);
+				break;
+			case O_COORD:
+				kconfig.coordinator = optarg;
+				break;
+			case O_REFRESH:
+				kconfig.refresh_ms = (int) cli_int(&p, "--refresh-ms", optarg, 10, 60000);
 				break;
 			case O_RECHECK:
 				kconfig.recheck_ms = (int) cli_int(&p, "--recheck-ms", optarg, 1, 60000);
@@ -200,7 +215,22 @@ main(int argc, char **argv)
 	kconfig.max_inflated_bytes = 64 * 1024 * 1024;
 	kconfig.group_initial_delay_ms = 3000;
 	kconfig.recheck_ms = 100;
+	kconfig.refresh_ms = 500;
 	parse_args(argc, argv);
+	if (kconfig.coordinator && kconfig.npeers > 0)
+	{
+		mq_log_error("--peer and --coordinator exclude each other: the coordinator names the peers");
+		return MQ_EXIT_USAGE;
+	}
+	if (kconfig.coordinator)
+	{
+		static char progname[32];
+
+		/* its lines go into its mq-broker's log: name the broker, stamp the time */
+		snprintf(progname, sizeof(progname), "mq-kafka[%d]", kconfig.node_id);
+		mq_progname = progname;
+		mq_log_set_timestamps(true);
+	}
 	if (kconfig.advertised_host == NULL)
 	{
 		kconfig.advertised_host = kconfig.listen_host;
@@ -219,6 +249,7 @@ main(int argc, char **argv)
 
 	server_start();
 	pool_start();
+	cluster_start();
 	mq_log_info("listening on %s:%d (pool of %d database connections)",
 				kconfig.listen_host, kconfig.listen_port, kconfig.pool_size);
 	event_base_dispatch(kbase);

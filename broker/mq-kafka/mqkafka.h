@@ -54,6 +54,8 @@ typedef struct KConfig
 	int			recheck_ms;		/* parked fetches re-read this often */
 	int			npeers;
 	KPeer		peers[KMAX_PEERS];
+	const char *coordinator;	/* --coordinator: the cluster's view (cluster.c) */
+	int			refresh_ms;		/* how often the view is read */
 } KConfig;
 
 extern KConfig kconfig;
@@ -95,6 +97,7 @@ extern void req_finish(KRequest *req);
 extern void req_abort(KRequest *req);
 
 /* pool.c: database connections */
+typedef struct KPool KPool;
 extern void pool_start(void);
 /* run job's statements, then done_fn(req) (NULL: req_finish) */
 extern void pool_run(KRequest *req, struct KJob *job, KDoneFn done_fn);
@@ -102,6 +105,11 @@ extern void pool_run(KRequest *req, struct KJob *job, KDoneFn done_fn);
 extern int	pool_idle(void);
 /* false while no database connection can be made */
 extern bool pool_available(void);
+/* a pool of size connections to conninfo; local: this node's database */
+extern KPool *pool_new(const char *conninfo, int size, const char *name, bool local);
+extern KPool *pool_local(void);
+extern void pool_run_on(KPool *p, KRequest *req, struct KJob *job, KDoneFn done_fn);
+extern bool pool_up(const KPool *p);
 
 /* api.c: header parsing and dispatch */
 extern void api_dispatch(KRequest *req, size_t frame_len);

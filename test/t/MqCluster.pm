@@ -841,6 +841,135 @@ sub teardown
 	$_ && $_->stop for @{ $self->{proxies} // [] };
 }
 
+# --- Kafka listeners run by the brokers ([kafka] section) ---
+#   $c->start_kafka_brokers(section => $text);  # brokers whose config has
+#                                       # [kafka] ($text: the section, with
+#                                       # 127.0.0.1:9092 for the address)
+#   $c->kafka_address($i)               # "127.0.0.1:PORT" of broker $i's mq-kafka
+#   $c->kafka_pid($i)                   # pid of the mq-kafka broker $i runs now
+#   $c->kafka_find_coordinator($i, $g)  # (error, node id) FindCoordinator v0 at $i
+#   $c->kafka_offsets($i, $g)           # { "topic/partition" => offset }: OffsetFetch v2
+#                                       # of all of $g's offsets (topics null) at $i
+#   $c->kafka_describe_group($i, $g)    # (error, state) DescribeGroups v0 at $i
+
+# Start every broker with a [kafka] section (the given one, or a minimal
+# one; each broker's address on a port of its own, the mq-kafka of this
+# tree, group_delay_ms as the group rebalance delay), grant the brokers'
+# role what mq-kafka needs, and wait until every listener is live on the
+# coordinator.
+sub start_kafka_brokers
+{
+	my ($self, %o) = @_;
+	my $root = $ENV{MQ_REPO_ROOT} // '.';
+	my $base = $self->{opt}{broker_conf} // '';
+	my $n = scalar @{ $self->{nodes} };
+	$self->coord->safe_psql('postgres', "SELECT mq_coord.grant_kafka('$BROKER_ROLE')");
+	$self->node($_)->safe_psql('postgres',
+		"GRANT EXECUTE ON FUNCTION mq.init_producer(text) TO $BROKER_ROLE; "
+		  . "GRANT SELECT ON mq.consumer_offset, mq.topic TO $BROKER_ROLE; "
+		  . "SELECT mq.grant('read, describe', 'group', '*', '$BROKER_ROLE')")
+	  for 1 .. $n;
+	for my $i (1 .. $n)
+	{
+		$self->{kafka_port}[$i] //= PostgreSQL::Test::Cluster::get_free_port();
+		(my $section = $o{section} // "[kafka]\nlisten = 127.0.0.1:9092\n")
+		  =~ s/127\.0\.0\.1:9092/127.0.0.1:$self->{kafka_port}[$i]/g;
+		local $self->{opt}{broker_conf} = $base . $section
+		  . "program = $root/broker/mq-kafka/mq-kafka\n"
+		  . 'group.initial.rebalance.delay.ms = ' . ($o{group_delay_ms} // 1000) . "\n";
+		$self->start_broker($i);
+	}
+	$self->coord->poll_query_until('postgres',
+		"SELECT count(*) FILTER (WHERE live) = $n FROM mq_coord.kafka_listeners()")
+	  or die 'the Kafka listeners did not register';
+	# and every daemon has read that view: they agree on the coordinators
+	# of a few groups, and each of them is named for one of them
+	my $deadline = time + $PostgreSQL::Test::Utils::timeout_default;
+	while (1)
+	{
+		my @answers = map {
+			my $i = $_;
+			join ',', map { join ':', $self->kafka_find_coordinator($i, "probe$_") } 1 .. 30
+		} 1 .. $n;
+		my %named = map { $_ => 1 } split /,/, $answers[0];
+		last if !grep({ $_ ne $answers[0] } @answers) && keys %named == $n
+		  && !grep { !/^0:/ } keys %named;
+		die 'the Kafka listeners do not agree on group coordinators' if time > $deadline;
+		usleep(50_000);
+	}
+}
+
+sub kafka_address { return "127.0.0.1:$_[0]{kafka_port}[$_[1]]"; }
+
+sub kafka_pid
+{
+	my ($self, $i) = @_;
+	my @pids = $self->broker_log($i) =~ /started mq-kafka \(pid (\d+)\)/g;
+	return $pids[-1];
+}
+
+sub kafka_find_coordinator
+{
+	my ($self, $i, $group) = @_;
+	require IO::Socket::INET;
+	my $sock = IO::Socket::INET->new(PeerAddr => '127.0.0.1', PeerPort => $self->{kafka_port}[$i],
+		Proto => 'tcp', Timeout => 5) or return (-100, -1);
+	my $body = pack('s> s> l> s>/a* s>/a*', 10, 0, 1, 'tap', $group);
+	print $sock pack('l>/a*', $body);
+	my $len = '';
+	return (-101, -1) unless read($sock, $len, 4) == 4;
+	my $resp = '';
+	read($sock, $resp, unpack('l>', $len));
+	close $sock;
+	my (undef, $err, $node) = unpack('l> s> l>', $resp);
+	return ($err, $node);
+}
+
+sub kafka_describe_group
+{
+	my ($self, $i, $group) = @_;
+	require IO::Socket::INET;
+	my $sock = IO::Socket::INET->new(PeerAddr => '127.0.0.1', PeerPort => $self->{kafka_port}[$i],
+		Proto => 'tcp', Timeout => 5) or return (-100, '');
+	print $sock pack('l>/a*', pack('s> s> l> s>/a* l> s>/a*', 15, 0, 1, 'tap', 1, $group));
+	my ($len, $resp) = ('', '');
+	return (-101, '') unless read($sock, $len, 4) == 4;
+	read($sock, $resp, unpack('l>', $len));
+	close $sock;
+	my (undef, undef, $err, undef, $state) = unpack('l> l> s> s>/a s>/a', $resp);
+	return ($err, $state);
+}
+
+sub kafka_offsets
+{
+	my ($self, $i, $group) = @_;
+	require IO::Socket::INET;
+	my $sock = IO::Socket::INET->new(PeerAddr => '127.0.0.1', PeerPort => $self->{kafka_port}[$i],
+		Proto => 'tcp', Timeout => 5) or return undef;
+	print $sock pack('l>/a*', pack('s> s> l> s>/a* s>/a* l>', 9, 2, 1, 'tap', $group, -1));
+	my ($len, $resp) = ('', '');
+	return undef unless read($sock, $len, 4) == 4;
+	read($sock, $resp, unpack('l>', $len));
+	close $sock;
+	my %off;
+	my @t = unpack('x4 l>', $resp);
+	my $pos = 8;
+	for (1 .. $t[0])
+	{
+		my ($tn) = unpack("x$pos s>/a", $resp);
+		$pos += 2 + length $tn;
+		my ($np) = unpack("x$pos l>", $resp);
+		$pos += 4;
+		for (1 .. $np)
+		{
+			my ($p, $o, $m) = unpack("x$pos l> q> s>/a", $resp);
+			$pos += 4 + 8 + 2 + length($m) + 2;
+			$off{"$tn/$p"} = $o;
+		}
+	}
+	return \%off;
+}
+
 # ---------------------------------------------------------------------
 # mqctl given the coordinator's address alone (docs/cli.md, "A replicated
 # cluster"): the client's connection string names the coordinator, as

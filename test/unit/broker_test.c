@@ -60,6 +60,12 @@ test_config(void)
 	CHECK(!parse_with("[metrics]\naddress = 127.0.0.1:0\n"), "metrics port 0 is refused");
 	CHECK(!parse_with("[metrics]\naddress = 127.0.0.1:-1\n"), "a negative metrics port is refused");
 	CHECK(!parse_with("[metrics]\naddress = 127.0.0.1\n"), "a metrics address without port is refused");
+	CHECK(parse_with("[kafka]\nlisten = 127.0.0.1:9092\npool = 2\n"), "a [kafka] listen address is accepted");
+	CHECK(!parse_with("[kafka]\nlisten = 127.0.0.1\n"), "a [kafka] listen address without port is refused");
+	CHECK(!parse_with("[kafka]\nlisten = h:1\nadvertise = h:0\n"), "a [kafka] advertise port 0 is refused");
+	CHECK(!parse_with("[kafka]\npool = 2\n"), "a [kafka] section without listen is refused");
+	CHECK(!parse_with("[kafka]\nlisten = h:1\npool = 0\n"), "a [kafka] pool of 0 is refused");
+	CHECK(!parse_with("[kafka]\nlisten = h:1\nport = 1\n"), "an unknown [kafka] key is refused");
 	CHECK(parse_conn("postgresql://u@h/db"), "a URI without password is accepted");
 	CHECK(!parse_conn("host=h password=secret"), "a key=value password is refused");
 	CHECK(!parse_conn("postgresql://u:secret@h/db"), "a URI password is refused");

@@ -86,6 +86,30 @@ pool_idle(void)
 	return 0;					/* so Fetch never reads ahead */
 }
 
+void
+pool_run_on(KPool *p, KRequest *req, KJob *job, KDoneFn done_fn)
+{
+	pool_run(req, job, done_fn);
+}
+
+KPool *
+pool_local(void)
+{
+	return NULL;				/* a single daemon: every job is local */
+}
+
+KPool *
+pool_new(const char *conninfo, int size, const char *name, bool local)
+{
+	return NULL;
+}
+
+bool
+pool_available(void)
+{
+	return true;
+}
+
 static void
 setup(void)
 {
