@@ -34,7 +34,11 @@ set_local_isr(Broker *b, Part *p, const int *isr, int n)
 
 	if (!node_set_isr(b, p, isr, n, &err))
 	{
-		log_mq_error("cannot set the ISR on the node", &err);
+		/* the high watermark moved past a joining replica: next tick */
+		if (mq_error_is(&err, MQ_SQLSTATE_REPLICA_NOT_CAUGHT_UP))
+			mq_log_info("%s: %s", part_label(p), err.message);
+		else
+			log_mq_error("cannot set the ISR on the node", &err);
 		mq_error_free(&err);
 		return false;
 	}

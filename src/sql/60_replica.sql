@@ -205,6 +205,27 @@ END $$;
 -- High watermark = minimum log end offset over the (maximal) ISR, leader
 -- included; it only moves forward.  Followers count with what they fetched
 -- in the current epoch only.  Returns the high watermark.
+CREATE FUNCTION mq._replica_isr_min(p_topic_id integer, p_partition integer, p_leader_epoch integer,
+                                    p_rp mq.replica_partition, p_leo bigint) RETURNS bigint
+LANGUAGE sql STABLE SET search_path = pg_catalog, pg_temp AS $$
+    -- the log end every ISR member holds in this epoch; the leader's own
+    -- when the ISR is the leader alone
+    SELECT coalesce(least(p_leo, min(CASE WHEN g.leader_epoch = p_leader_epoch
+                                          THEN g.log_end_offset ELSE -1 END)), p_leo)
+      FROM unnest(p_rp.isr) AS i(replica_id)
+      LEFT JOIN mq.replica_progress g
+        ON g.topic_id = p_topic_id AND g.partition = p_partition
+       AND g.replica_id = i.replica_id
+     WHERE i.replica_id IS DISTINCT FROM p_rp.leader_id;
+$$;
+
+-- Move the high watermark to what every ISR member holds.  It never moves
+-- back (concurrent fetches may compute it in either order), and it is
+-- written only under a share lock on the partition's replica row, taken
+-- after a first unlocked look says it would move: mq.replica_set_isr
+-- locks that row for update before it checks that a joining replica holds
+-- the high watermark, so an ISR read before a member joined can never
+-- raise the high watermark past that member after its check.
 CREATE FUNCTION mq._replica_advance_hwm(p_topic_id integer, p_partition integer)
     RETURNS bigint
 LANGUAGE plpgsql SET search_path = pg_catalog, pg_temp AS $$
@@ -219,20 +240,22 @@ BEGIN
     IF st.role <> 'leader' OR rp.topic_id IS NULL THEN
         RETURN st.high_watermark;
     END IF;
-    SELECT least(v_leo, min(CASE WHEN g.leader_epoch = st.leader_epoch THEN g.log_end_offset ELSE -1 END))
-      INTO v_new
-      FROM unnest(rp.isr) AS i(replica_id)
-      LEFT JOIN mq.replica_progress g
-        ON g.topic_id = p_topic_id AND g.partition = p_partition AND g.replica_id = i.replica_id
-     WHERE i.replica_id IS DISTINCT FROM rp.leader_id;
-    v_new := coalesce(v_new, v_leo);   -- the ISR is the leader alone
-    IF v_new > coalesce(st.high_watermark, -1) THEN
-        UPDATE mq.partition_state SET high_watermark = v_new
-         WHERE topic_id = p_topic_id AND partition = p_partition;
+    v_new := mq._replica_isr_min(p_topic_id, p_partition, st.leader_epoch, rp, v_leo);
+    IF v_new <= coalesce(st.high_watermark, -1) THEN
+        RETURN st.high_watermark;
+    END IF;
+    SELECT * INTO rp FROM mq.replica_partition
+     WHERE topic_id = p_topic_id AND partition = p_partition FOR SHARE;
+    v_new := mq._replica_isr_min(p_topic_id, p_partition, st.leader_epoch, rp, v_leo);
+    UPDATE mq.partition_state SET high_watermark = v_new
+     WHERE topic_id = p_topic_id AND partition = p_partition
+       AND coalesce(high_watermark, -1) < v_new;
+    IF FOUND THEN
         PERFORM mq._replica_notify(p_topic_id);
         RETURN v_new;
     END IF;
-    RETURN st.high_watermark;
+    RETURN (SELECT high_watermark FROM mq.partition_state
+             WHERE topic_id = p_topic_id AND partition = p_partition);
 END $$;
 
 CREATE FUNCTION mq._replica_set_info(p_topic_id integer, p_partition integer, p_leader integer,
@@ -359,8 +382,32 @@ CREATE FUNCTION mq.replica_set_isr(p_topic text, p_partition integer, p_leader_e
 LANGUAGE plpgsql SECURITY DEFINER SET search_path = pg_catalog, pg_temp AS $$
 DECLARE
     v_id integer := mq._topic_id(p_topic);
+    rp mq.replica_partition;
+    v_hwm bigint;
+    v_behind integer[];
 BEGIN
     PERFORM mq._replica_fence(v_id, p_partition, p_leader_epoch, 'leader');
+    -- Waits for fetches moving the high watermark with the old ISR
+    -- (mq._replica_advance_hwm), so the check below sees where they left it.
+    SELECT * INTO rp FROM mq.replica_partition
+     WHERE topic_id = v_id AND partition = p_partition FOR UPDATE;
+    SELECT ps.high_watermark INTO v_hwm FROM mq.partition_state ps
+     WHERE ps.topic_id = v_id AND ps.partition = p_partition;
+    -- A replica joins only holding everything acknowledged: the broker
+    -- decided on progress it read earlier, and the high watermark may have
+    -- moved since.
+    SELECT array_agg(i.id ORDER BY i.id) INTO v_behind
+      FROM unnest(p_isr) AS i(id)
+     WHERE NOT i.id = ANY (rp.isr) AND i.id IS DISTINCT FROM rp.leader_id
+       AND NOT EXISTS (SELECT 1 FROM mq.replica_progress g
+                        WHERE g.topic_id = v_id AND g.partition = p_partition AND g.replica_id = i.id
+                          AND g.leader_epoch = p_leader_epoch AND g.offsets_caught_up
+                          AND g.log_end_offset >= coalesce(v_hwm, 0));
+    IF v_behind IS NOT NULL THEN
+        RAISE EXCEPTION 'replicas % of topic "%" partition % do not hold the high watermark % yet',
+            v_behind, p_topic, p_partition, v_hwm
+            USING ERRCODE = 'MQ028', HINT = 'The broker adds them once their fetches reach it.';
+    END IF;
     UPDATE mq.replica_partition SET isr = p_isr, updated_at = now()
      WHERE topic_id = v_id AND partition = p_partition;
     PERFORM mq._replica_notify(v_id);     -- acks=all waiters re-check the ISR size
@@ -452,7 +499,7 @@ END $$;
 CREATE FUNCTION mq._offsets_acked_version(p_topic_id integer, p_partition integer, p_leader_epoch integer)
     RETURNS bigint
 LANGUAGE sql STABLE SET search_path = pg_catalog, pg_temp AS $$
-    SELECT coalesce(min(CASE WHEN g.leader_epoch OPERATOR(pg_catalog.=) p_leader_epoch
+    SELECT coalesce(min(CASE WHEN g.leader_epoch = p_leader_epoch
                              THEN coalesce(g.offsets_version, -1) ELSE -1 END),
                     mq._offsets_version(p_topic_id, p_partition))
       FROM mq.replica_partition rp
