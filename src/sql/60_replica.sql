@@ -543,10 +543,28 @@ DECLARE
 BEGIN
     st := mq._replica_fence(v_id, p_partition, p_leader_epoch, 'leader');
     v_leo := mq._log_end_offset(v_id, p_partition);
-    IF p_fetch_offset > v_leo OR p_fetch_offset < st.log_start_offset THEN
+    IF p_fetch_offset > v_leo THEN
         RAISE EXCEPTION 'fetch offset % of replica % is outside the leader''s log [%, %) of "%" partition %',
             p_fetch_offset, p_replica_id, st.log_start_offset, v_leo, p_topic, p_partition
             USING ERRCODE = 'MQ007', HINT = 'The follower must truncate by leader epoch first.';
+    END IF;
+    IF p_fetch_offset < st.log_start_offset THEN
+        -- the follower's whole log lies below ours (retention dropped it
+        -- here): no records, and a base at our log start, where
+        -- mq.replica_append restarts the follower's log (as Kafka's
+        -- followers truncate fully and start at the leader's log start)
+        b.base_offset := st.log_start_offset;
+        b.log_start_offset := st.log_start_offset;
+        b.log_end_offset := v_leo;
+        b.high_watermark := st.high_watermark;
+        SELECT array_agg(h.leader_epoch ORDER BY h.start_offset), array_agg(h.start_offset ORDER BY h.start_offset)
+          INTO b.epochs, b.epoch_starts
+          FROM mq.leader_epoch_history h
+         WHERE h.topic_id = v_id AND h.partition = p_partition
+           AND h.start_offset >= (SELECT coalesce(max(e.start_offset), 0) FROM mq.leader_epoch_history e
+                                   WHERE e.topic_id = v_id AND e.partition = p_partition
+                                     AND e.start_offset <= st.log_start_offset);
+        RETURN b;
     END IF;
     PERFORM mq._compaction_check_fetch(v_id, p_partition, p_fetch_offset);
     SELECT * INTO g FROM mq.replica_progress
@@ -645,6 +663,39 @@ BEGIN
     RETURN b;
 END $$;
 
+-- The follower side of a fetch below the leader's log start: every record
+-- this node holds lies below it (gone on the leader too), so the log
+-- restarts empty there: its segments go, one is made from that offset,
+-- and the producer batches and leader epochs it recorded for those
+-- records go with them (the fetch brings the epoch in force there).
+-- The caller holds the replica lock (mq._replica_lock).
+CREATE FUNCTION mq._replica_restart_log(p_topic_id integer, p_partition integer, p_offset bigint)
+    RETURNS void
+LANGUAGE plpgsql SET search_path = pg_catalog, pg_temp AS $$
+DECLARE
+    s record;
+BEGIN
+    IF mq._log_end_offset(p_topic_id, p_partition) > p_offset THEN
+        RAISE EXCEPTION 'the log of topic id % partition % ends above %: it cannot restart there',
+            p_topic_id, p_partition, p_offset USING ERRCODE = 'MQ007';
+    END IF;
+    FOR s IN SELECT sg.base_offset, sg.relid FROM mq.segment sg
+              WHERE sg.topic_id = p_topic_id AND sg.partition = p_partition LOOP
+        DELETE FROM mq.segment sg
+         WHERE sg.topic_id = p_topic_id AND sg.partition = p_partition AND sg.base_offset = s.base_offset;
+        EXECUTE format('DROP TABLE %s', s.relid);
+    END LOOP;
+    UPDATE mq.partition_state SET log_start_offset = p_offset
+     WHERE topic_id = p_topic_id AND partition = p_partition;
+    DELETE FROM mq.producer_state WHERE topic_id = p_topic_id AND partition = p_partition;
+    DELETE FROM mq.leader_epoch_history WHERE topic_id = p_topic_id AND partition = p_partition;
+    PERFORM mq._create_segment(p_topic_id, p_partition, p_offset,
+                               p_offset + mq._segment_span(p_topic_id, p_partition));
+    PERFORM mq._ensure_segments(p_topic_id, p_partition);
+    PERFORM mq._invalidate((SELECT relid FROM mq.partition_state
+                             WHERE topic_id = p_topic_id AND partition = p_partition));
+END $$;
+
 -- The follower side: append a fetched batch at the leader's offsets, with
 -- the producers and producer batches it carries and the epochs that start
 -- in it; follow the leader's high watermark.  Returns the new log end.
@@ -658,6 +709,10 @@ DECLARE
 BEGIN
     PERFORM mq._replica_lock(v_id, p_partition);
     PERFORM mq._replica_fence(v_id, p_partition, p_leader_epoch, 'follower');
+    IF p_batch.base_offset > mq._log_end_offset(v_id, p_partition)
+       AND p_batch.base_offset = p_batch.log_start_offset THEN
+        PERFORM mq._replica_restart_log(v_id, p_partition, p_batch.log_start_offset);
+    END IF;
     -- producer ids come from the leader: make them known here, and keep this
     -- node's own id sequence beyond them for when it leads
     IF p_batch.producer_ids IS NOT NULL THEN
