@@ -46,7 +46,10 @@ BEGIN
         'mq.replica_epoch_end_offset(text, integer, integer, integer), '
         'mq.replica_log_state(text, integer, integer), '
         'mq.replica_add_producer_ids(bigint, bigint), '
-        'mq.replica_producer_ids_left() '
+        'mq.replica_producer_ids_left(), '
+        -- recovery of mq's prepared transactions (64_twophase.sql)
+        'mq.txn_in_doubt(), mq.txn_finish(text, boolean), '
+        'mq.txn_output_replicated(text, integer, integer, bigint) '
         'TO %s', role);
     -- mq's own authorization (90_acl.sql): the broker sees every topic in
     -- mq.topics and creates the replicas it is assigned
@@ -77,7 +80,10 @@ BEGIN
         'mq_coord.elect(text, integer, integer, integer), '
         'mq_coord.alter_isr(text, integer, integer, integer, integer[]), '
         'mq_coord.assignments(integer), '
-        'mq_coord.allocate_producer_ids(integer, integer) '
+        'mq_coord.allocate_producer_ids(integer, integer), '
+        'mq_coord.txn_resolve(text, integer, bigint, integer), '
+        'mq_coord.txn_outputs_pending(integer), '
+        'mq_coord.txn_output_durable(text, text, integer) '
         'TO %s', role);
 END;
 $$;
