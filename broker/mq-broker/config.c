@@ -66,6 +66,7 @@ static const ConfigKey keys[] = {
 	KEY("replication", "replica.fetch.max.records", fetch_max_records, 'i', 1, 1000000),
 	KEY("replication", "auto.leader.rebalance.enable", auto_rebalance, 'i', 0, 1),
 	KEY("replication", "auto.leader.rebalance.delay.ms", rebalance_delay_ms, 'i', 0, 86400000),
+	KEY("replication", "txn.timeout.ms", txn_timeout_ms, 'i', 100, 3600000),
 	KEY("metrics", "address", metrics_address, 's', 0, 0),
 };
 
@@ -247,6 +248,7 @@ set_defaults(BrokerConfig *cfg)
 	cfg->retry_max_ms = 2000;
 	cfg->auto_rebalance = 1;
 	cfg->rebalance_delay_ms = 10000;
+	cfg->txn_timeout_ms = 10000;
 }
 
 bool

@@ -36,6 +36,7 @@ static const MqctlCommand commands[] = {
 	{"group describe", "show a group's offsets, lag and owners per partition", group_describe_help, cmd_group_describe},
 	{"group reset-offsets", "move a group's committed offsets", group_reset_offsets_help, cmd_group_reset_offsets},
 	{"cluster status", "show brokers, leaders, ISR and under-replicated partitions", cluster_status_help, cmd_cluster_status},
+	{"pipeline", "copy a topic to another exactly once across a cluster", pipeline_help, cmd_pipeline},
 	{"perf produce", "measure produce throughput and latency", perf_produce_help, cmd_perf_produce},
 	{"perf consume", "measure consume throughput", perf_consume_help, cmd_perf_consume},
 };

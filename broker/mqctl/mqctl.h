@@ -69,6 +69,10 @@ extern int	cmd_consume(const MqctlCommand *cmd, int argc, char **argv);
 extern const char cluster_status_help[];
 extern int	cmd_cluster_status(const MqctlCommand *cmd, int argc, char **argv);
 
+/* cmd_pipeline.c */
+extern const char pipeline_help[];
+extern int	cmd_pipeline(const MqctlCommand *cmd, int argc, char **argv);
+
 /* cmd_group.c */
 extern const char group_list_help[];
 extern const char group_describe_help[];

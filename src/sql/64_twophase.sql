@@ -95,16 +95,31 @@ BEGIN
 END $$;
 
 -- The commit decision: every participant is prepared.  Returns the state
--- (commit, or later if it was decided before: a retry).
-CREATE FUNCTION mq_coord.txn_decide(p_txn text, p_owner text, p_participants jsonb)
+-- (commit, or later if it was decided before: a retry).  With
+-- p_producer_epoch, the owner's transactional id must still have that
+-- epoch (mq_coord.init_producer): a newer run of the same pipeline fences
+-- an older one here, where each of its steps must pass (MQ012).
+CREATE FUNCTION mq_coord.txn_decide(p_txn text, p_owner text, p_participants jsonb,
+                                    p_producer_epoch integer DEFAULT NULL)
     RETURNS text
 LANGUAGE plpgsql SECURITY DEFINER SET search_path = pg_catalog, pg_temp AS $$
 DECLARE
     v_state text;
+    v_epoch integer;
 BEGIN
     IF p_txn IS NULL OR p_txn = '' OR strpos(p_txn, ':') > 0 THEN
         RAISE EXCEPTION 'invalid transaction id "%"', p_txn USING ERRCODE = 'MQ050',
             HINT = 'A transaction id is not empty and holds no ":".';
+    END IF;
+    IF p_producer_epoch IS NOT NULL THEN
+        -- the row lock orders this against init_producer's epoch bump
+        SELECT t.producer_epoch INTO v_epoch FROM mq_coord.transactional_producer t
+         WHERE t.transactional_id = p_owner FOR SHARE;
+        IF v_epoch IS DISTINCT FROM p_producer_epoch THEN
+            RAISE EXCEPTION 'transactional id "%" is fenced: epoch % is not the current %',
+                p_owner, p_producer_epoch, v_epoch USING ERRCODE = 'MQ012',
+                HINT = 'A newer run of the same pipeline took over; this one must stop.';
+        END IF;
     END IF;
     PERFORM mq_coord._txn_check_participants(p_txn, p_participants);
     PERFORM mq_coord._txn_durably();
@@ -318,7 +333,7 @@ BEGIN
     EXECUTE pg_catalog.format('GRANT USAGE ON SCHEMA mq_coord TO %s', role);
     EXECUTE pg_catalog.format(
         'GRANT EXECUTE ON FUNCTION mq_coord.init_producer(text), '
-        'mq_coord.txn_leaders(text[]), mq_coord.txn_decide(text, text, jsonb), '
+        'mq_coord.txn_leaders(text[]), mq_coord.txn_decide(text, text, jsonb, integer), '
         'mq_coord.txn_abort(text, text), mq_coord.txn_state(text), '
         'mq_coord.txn_output_durable(text, text, integer), mq_coord.txn_done(text) TO %s', role);
 END $$;

@@ -359,7 +359,7 @@ COMMENT ON FUNCTION mq.grant_pipeline(regrole) IS
     'grant a role what an exactly-once pipeline client needs on a data node (mq.txn_finish)';
 COMMENT ON TABLE mq_coord.txn IS
     'two-phase commit decisions of exactly-once pipeline steps: commit, outputs_durable, done or abort, with the participants';
-COMMENT ON FUNCTION mq_coord.txn_decide(text, text, jsonb) IS
+COMMENT ON FUNCTION mq_coord.txn_decide(text, text, jsonb, integer) IS
     'record the commit decision of a prepared step (MQ051 when recovery aborted it first)';
 COMMENT ON FUNCTION mq_coord.txn_abort(text, text) IS
     'abort a step unless it was decided; returns the state that holds';
