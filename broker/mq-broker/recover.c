@@ -41,16 +41,17 @@ typedef struct InDoubt
 {
 	int			n;
 	char	   *gid[MAX_IN_DOUBT];
-	long long	age_ms[MAX_IN_DOUBT];
+	int64_t		age_ms[MAX_IN_DOUBT];
 } InDoubt;
 
-static void
-in_doubt_free(InDoubt *d)
+/* A decided output part being checked, partition by partition. */
+typedef struct OutputCheck
 {
-	for (int i = 0; i < d->n; i++)
-		free(d->gid[i]);
-	d->n = 0;
-}
+	const InDoubt *in_doubt;
+	char		txn_id[128];
+	char		gid[160];
+	bool		replicated;		/* every partition seen so far */
+} OutputCheck;
 
 static bool
 in_doubt_has(const InDoubt *d, const char *gid)
@@ -61,177 +62,115 @@ in_doubt_has(const InDoubt *d, const char *gid)
 	return false;
 }
 
-/* The node's mq: prepared transactions; false when the node failed. */
-static bool
-list_in_doubt(Broker *b, InDoubt *d)
-{
-	MqError		err = MQ_ERROR_INIT;
-	PGresult   *res = node_exec(b, "SELECT gid, age_ms FROM mq.txn_in_doubt()", NULL, 0, &err);
-
-	d->n = 0;
-	if (res == NULL)
-	{
-		log_mq_error("recovery: cannot list the node's prepared transactions", &err);
-		mq_error_free(&err);
-		return false;
-	}
-	for (int i = 0; i < PQntuples(res) && d->n < MAX_IN_DOUBT; i++)
-	{
-		d->gid[d->n] = mq_strdup(PQgetvalue(res, i, 0));
-		d->age_ms[d->n] = atoll(PQgetvalue(res, i, 1));
-		d->n++;
-	}
-	PQclear(res);
-	return true;
-}
-
 /* Ask the coordinator about one gid and act on the answer. */
 static void
-resolve_one(Broker *b, const char *gid, long long age_ms)
+resolve_one(Broker *b, const char *gid, int64_t age_ms)
 {
 	MqError		err = MQ_ERROR_INIT;
-	MqParams	prm;
-	PGresult   *res;
 	char		action[16];
 	bool		commit;
+	bool		finished;
 
-	mq_params_init(&prm);
-	mq_param_text(&prm, MQ_TEXTOID, gid);
-	mq_param_int(&prm, MQ_INT4OID, b->cfg->broker_id);
-	mq_param_int(&prm, MQ_INT8OID, age_ms);
-	mq_param_int(&prm, MQ_INT4OID, b->cfg->txn_timeout_ms);
-	res = coord_exec(b, "SELECT mq_coord.txn_resolve($1, $2, $3, $4)", &prm, &err);
-	if (res == NULL)
+	if (!coord_txn_resolve(b, gid, age_ms, action, sizeof(action), &err))
 	{
 		log_mq_error("recovery: cannot ask the coordinator about a prepared transaction", &err);
 		mq_error_free(&err);
 		return;
 	}
-	snprintf(action, sizeof(action), "%s", PQgetvalue(res, 0, 0));
-	PQclear(res);
 	if (strcmp(action, "wait") == 0)
 		return;
 	commit = strcmp(action, "commit") == 0;
-	mq_params_init(&prm);
-	mq_param_text(&prm, MQ_TEXTOID, gid);
-	mq_param_text(&prm, MQ_BOOLOID, commit ? "true" : "false");
-	res = node_exec(b, "SELECT mq.txn_finish($1, $2)", &prm, 0, &err);
-	if (res == NULL)
+	if (!node_txn_finish(b, gid, commit, &finished, &err))
 	{
 		log_mq_error("recovery: cannot finish a prepared transaction", &err);
 		mq_error_free(&err);
 		return;
 	}
-	if (strcmp(PQgetvalue(res, 0, 0), "t") == 0)
+	if (finished)
 		mq_log_info("recovery: %s prepared transaction %s (prepared %lld ms ago)",
-					commit ? "committed" : "rolled back", gid, age_ms);
-	PQclear(res);
+					commit ? "committed" : "rolled back", gid, (long long) age_ms);
 }
 
-/* Is one partition of a decided output replicated on this leader? */
-static bool
-output_replicated(Broker *b, PGresult *rows, int i, bool *ok)
-{
-	MqError		err = MQ_ERROR_INIT;
-	MqParams	prm;
-	PGresult   *res;
-
-	mq_params_init(&prm);
-	mq_param_text(&prm, MQ_TEXTOID, PQgetvalue(rows, i, 2));
-	mq_param_text(&prm, MQ_INT4OID, PQgetvalue(rows, i, 3));
-	mq_param_text(&prm, MQ_INT4OID, PQgetvalue(rows, i, 4));
-	mq_param_text(&prm, MQ_INT8OID, PQgetvalue(rows, i, 5));
-	res = node_exec(b, "SELECT mq.txn_output_replicated($1, $2, $3, $4)", &prm, 0, &err);
-	if (res == NULL)
-	{
-		log_mq_error("recovery: cannot read an output's high watermark", &err);
-		mq_error_free(&err);
-		return false;
-	}
-	*ok = strcmp(PQgetvalue(res, 0, 0), "t") == 0;
-	PQclear(res);
-	return true;
-}
-
+/* The part checked so far is complete: report it if it is replicated. */
 static void
-report_durable(Broker *b, const char *txn_id, const char *gid)
+report_part(Broker *b, OutputCheck *c)
 {
 	MqError		err = MQ_ERROR_INIT;
-	MqParams	prm;
-	PGresult   *res;
+	char		state[32];
 
-	mq_params_init(&prm);
-	mq_param_text(&prm, MQ_TEXTOID, txn_id);
-	mq_param_text(&prm, MQ_TEXTOID, gid);
-	mq_param_int(&prm, MQ_INT4OID, b->cfg->broker_id);
-	res = coord_exec(b, "SELECT mq_coord.txn_output_durable($1, $2, $3)", &prm, &err);
-	if (res == NULL)
+	if (c->gid[0] == '\0' || !c->replicated || b->coord == NULL)
+		return;
+	if (!coord_txn_output_durable(b, c->txn_id, c->gid, state, sizeof(state), &err))
 	{
 		log_mq_error("recovery: cannot report a durable output", &err);
 		mq_error_free(&err);
 		return;
 	}
 	mq_log_info("recovery: output %s is on its in-sync replicas; step %s is %s",
-				gid, txn_id, PQgetvalue(res, 0, 0));
-	PQclear(res);
+				c->gid, c->txn_id, state);
 }
 
 /*
- * Decided outputs of this broker not known durable: report those its node
- * committed (no longer prepared) and whose every partition's high
- * watermark passed them in the epoch they were written in.
+ * One partition of a decided output of this broker: the part counts as
+ * durable when the node committed it (it is no longer prepared) and leads
+ * each of its partitions in the epoch written, with the high watermark past
+ * the records.
  */
 static void
-report_outputs(Broker *b, const InDoubt *d)
+check_output(Broker *b, const PendingOutput *o, void *arg)
 {
+	OutputCheck *c = arg;
 	MqError		err = MQ_ERROR_INIT;
-	MqParams	prm;
-	PGresult   *rows;
-	int			n;
+	bool		replicated = false;
 
-	mq_params_init(&prm);
-	mq_param_int(&prm, MQ_INT4OID, b->cfg->broker_id);
-	rows = coord_exec(b, "SELECT txn_id, gid, topic, partition, epoch, records_end "
-					  "FROM mq_coord.txn_outputs_pending($1)", &prm, &err);
-	if (rows == NULL)
+	if (strcmp(c->gid, o->gid) != 0)
 	{
-		log_mq_error("recovery: cannot list decided outputs", &err);
-		mq_error_free(&err);
+		report_part(b, c);
+		snprintf(c->txn_id, sizeof(c->txn_id), "%s", o->txn_id);
+		snprintf(c->gid, sizeof(c->gid), "%s", o->gid);
+		c->replicated = !in_doubt_has(c->in_doubt, o->gid);
+	}
+	if (!c->replicated || b->node == NULL)
+	{
+		c->replicated = false;
 		return;
 	}
-	n = PQntuples(rows);
-	for (int i = 0; i < n;)
+	if (!node_txn_output_replicated(b, o, &replicated, &err))
 	{
-		const char *gid = PQgetvalue(rows, i, 1);
-		int			end = i;
-		bool		all = !in_doubt_has(d, gid);
-
-		while (end < n && strcmp(PQgetvalue(rows, end, 1), gid) == 0)
-			end++;
-		for (int j = i; all && j < end; j++)
-			if (!output_replicated(b, rows, j, &all) || b->node == NULL)
-				all = false;
-		if (all)
-			report_durable(b, PQgetvalue(rows, i, 0), gid);
-		i = end;
-		if (b->node == NULL || b->coord == NULL)
-			break;
+		log_mq_error("recovery: cannot read an output's high watermark", &err);
+		mq_error_free(&err);
 	}
-	PQclear(rows);
+	c->replicated = replicated;
 }
 
 void
 recover_prepared(Broker *b)
 {
+	MqError		err = MQ_ERROR_INIT;
 	InDoubt		d;
+	OutputCheck c = {&d, "", "", false};
 
 	if (b->node == NULL || b->coord == NULL)
 		return;
-	if (!list_in_doubt(b, &d))
+	d.n = node_txn_in_doubt(b, d.gid, d.age_ms, MAX_IN_DOUBT, &err);
+	if (d.n < 0)
+	{
+		log_mq_error("recovery: cannot list the node's prepared transactions", &err);
+		mq_error_free(&err);
 		return;
+	}
 	for (int i = 0; i < d.n && b->node != NULL && b->coord != NULL; i++)
 		resolve_one(b, d.gid[i], d.age_ms[i]);
 	if (b->node != NULL && b->coord != NULL)
-		report_outputs(b, &d);
-	in_doubt_free(&d);
+	{
+		if (coord_txn_outputs_pending(b, check_output, &c, &err))
+			report_part(b, &c);
+		else
+		{
+			log_mq_error("recovery: cannot list decided outputs", &err);
+			mq_error_free(&err);
+		}
+	}
+	for (int i = 0; i < d.n; i++)
+		free(d.gid[i]);
 }

@@ -132,10 +132,10 @@ read_batch(Step *s, MqError *err)
 	mq_param_text(&prm, MQ_TEXTOID, pl->opt.output);
 	mq_param_int(&prm, MQ_INT4OID, pl->n_out);
 	res = step_run(s, &s->in,
-			  "SELECT f.msg_offset, f.key, f.value, CASE WHEN f.key IS NULL THEN $2 % $6 "
-			  "ELSE mq.partition_for($5, f.key) END "
-			  "FROM mq.fetch($1, $2, coalesce(mq.committed_offset($3, $1, $2), 0), $4) f "
-			  "ORDER BY f.msg_offset", &prm, err);
+				   "SELECT f.msg_offset, f.key, f.value, CASE WHEN f.key IS NULL THEN $2 % $6 "
+				   "ELSE mq.partition_for($5, f.key) END "
+				   "FROM mq.fetch($1, $2, coalesce(mq.committed_offset($3, $1, $2), 0), $4) f "
+				   "ORDER BY f.msg_offset", &prm, err);
 	if (res == NULL)
 		return -1;
 	s->n = PQntuples(res);
@@ -218,6 +218,7 @@ send_outputs(Step *s, MqError *err)
 			continue;
 		if ((p = output_part(s, q, err)) == NULL)
 			return false;
+		s->sent_via[q] = (int) (p - s->outs);
 		keys = bytea_array(s, q, true);
 		vals = bytea_array(s, q, false);
 		mq_params_init(&prm);
@@ -229,7 +230,7 @@ send_outputs(Step *s, MqError *err)
 		mq_param_int(&prm, MQ_INT4OID, pl->producer_epoch);
 		mq_param_int(&prm, MQ_INT4OID, pl->seq[q]);
 		ok = step_run_ok(s, p, "SELECT count(*) FROM mq.send_batch($1, $2, $3, NULL, $4, $5, $6, $7)",
-					&prm, err);
+						 &prm, err);
 		free(keys);
 		free(vals);
 		if (!ok)
@@ -407,6 +408,7 @@ step_free(Step *s)
 		free(s->recs[i].value);
 	}
 	free(s->recs);
+	free(s->sent_via);
 	json_decref(s->in.notes);
 	for (int i = 0; i < s->n_outs; i++)
 		json_decref(s->outs[i].notes);
@@ -432,6 +434,9 @@ pipeline_step(Pipeline *pl, int partition, MqError *err)
 	snprintf(s.txn, sizeof(s.txn), "p%lld-e%d-s%ld", (long long) pl->producer_id,
 			 pl->producer_epoch, pl->steps++);
 	snprintf(s.in.gid, sizeof(s.in.gid), "mq:%s:0", s.txn);
+	s.sent_via = mq_malloc(pl->n_out * sizeof(int));
+	for (int q = 0; q < pl->n_out; q++)
+		s.sent_via[q] = -1;
 	n = read_batch(&s, err);
 	if (n > 0 && (!apply_and_commit(&s, err) || !send_outputs(&s, err) || !prepare_all(&s, err)))
 		n = -1;

@@ -157,7 +157,7 @@ recommit_offset(Step *s)
 		mq_param_int(&prm, MQ_INT8OID, s->next_offset);
 		if (p.conn && step_run_ok(s, &p, "BEGIN", NULL, &err) &&
 			step_run_ok(s, &p, "SELECT mq.commit_offset($1, $2, $3, $4) "
-				   "WHERE coalesce(mq.committed_offset($1, $2, $3), -1) < $4", &prm, &err) &&
+						"WHERE coalesce(mq.committed_offset($1, $2, $3), -1) < $4", &prm, &err) &&
 			step_run_ok(s, &p, "COMMIT", NULL, &err))
 		{
 			mq_params_init(&prm);
@@ -185,7 +185,7 @@ pipeline_complete(Step *s)
 
 		if (!finish_and_await(s, p))
 			for (int q = 0; q < pl->n_out; q++)
-				if (count_for(s, q) > 0 && pl->out[q].leader == p->broker)
+				if (s->sent_via[q] == i)	/* not the leaders now: routes change */
 					redo_output(s, q);
 		coord_until_ok(pl, "SELECT mq_coord.txn_output_durable($1, $2)", s->txn, p->gid);
 	}

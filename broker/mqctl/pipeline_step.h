@@ -41,6 +41,7 @@ typedef struct Step
 	Participant in;
 	Participant outs[PIPELINE_MAX_BROKERS];
 	int			n_outs;
+	int		   *sent_via;		/* per output partition: its part in outs, -1: none */
 } Step;
 
 /* pipeline.c */
