@@ -72,6 +72,8 @@ CREATE TABLE mq_coord.txn (
     updated_at   timestamptz NOT NULL DEFAULT clock_timestamp()
 );
 SELECT pg_catalog.pg_extension_config_dump('mq_coord.txn', '');
+-- every broker reads the decided, unfinished ones each tick
+CREATE INDEX txn_open ON mq_coord.txn (decided_at) WHERE state = 'commit';
 
 CREATE FUNCTION mq_coord._txn_durably() RETURNS void
 LANGUAGE plpgsql SET search_path = pg_catalog, pg_temp AS $$
@@ -312,7 +314,8 @@ LANGUAGE sql STABLE SECURITY DEFINER SET search_path = pg_catalog, pg_temp AS $$
 $$;
 
 -- What a pipeline client's role needs (docs/delivery.md): on each data
--- node, finishing mq's prepared transactions; on the coordinator, the
+-- node, finishing mq's prepared transactions and the notes of its own
+-- transaction; on the coordinator, the
 -- decisions, routing and its transactional producer id.  SECURITY
 -- INVOKER, like mq.grant_broker.
 CREATE FUNCTION mq.grant_pipeline(role regrole) RETURNS void
@@ -321,7 +324,8 @@ BEGIN
     IF role IS NULL THEN
         RAISE EXCEPTION 'role must not be NULL' USING ERRCODE = 'MQ010';
     END IF;
-    EXECUTE pg_catalog.format('GRANT EXECUTE ON FUNCTION mq.txn_finish(text, boolean) TO %s', role);
+    EXECUTE pg_catalog.format('GRANT EXECUTE ON FUNCTION mq.txn_finish(text, boolean), mq.txn_notes() TO %s',
+                              role);
 END $$;
 
 CREATE FUNCTION mq_coord.grant_pipeline(role regrole) RETURNS void

@@ -356,7 +356,7 @@ COMMENT ON FUNCTION mq.txn_in_doubt() IS
 COMMENT ON FUNCTION mq.txn_output_replicated(text, integer, integer, bigint) IS
     'whether this node leads the partition in the epoch with its high watermark at least the end';
 COMMENT ON FUNCTION mq.grant_pipeline(regrole) IS
-    'grant a role what an exactly-once pipeline client needs on a data node (mq.txn_finish)';
+    'grant a role what an exactly-once pipeline client needs on a data node (mq.txn_finish, mq.txn_notes)';
 COMMENT ON TABLE mq_coord.txn IS
     'two-phase commit decisions of exactly-once pipeline steps: commit, outputs_durable, done or abort, with the participants';
 COMMENT ON FUNCTION mq_coord.txn_decide(text, text, jsonb, integer) IS
@@ -377,3 +377,7 @@ COMMENT ON FUNCTION mq_coord.txn_leaders(text[]) IS
     'leaders, epochs and node addresses of the topics'' partitions, for pipeline clients';
 COMMENT ON FUNCTION mq_coord.grant_pipeline(regrole) IS
     'grant a role what an exactly-once pipeline client needs on the coordinator';
+COMMENT ON FUNCTION mq_coord._txn_durably() IS
+    'internal: this transaction commits with synchronous_commit on (a decision must survive a coordinator crash)';
+COMMENT ON FUNCTION mq_coord._txn_check_participants(text, jsonb) IS
+    'internal: raises MQ054 unless the participants are objects with a gid of the transaction and a kind';

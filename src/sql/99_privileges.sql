@@ -20,9 +20,7 @@ GRANT EXECUTE ON FUNCTION mq.validate_config(jsonb), mq.murmur2(bytea),
     mq.has_group_privilege(name, text, text), mq.has_group_privilege(text, text),
     -- what mq.produce (the caller's rights) calls besides send_batch
     mq._produce_state(text, integer),
-    mq._replica_await_hwm(text, integer, bigint, integer, integer, integer),
-    -- what a transaction wrote to replicated partitions, for its commit decision
-    mq.txn_notes() TO PUBLIC;
+    mq._replica_await_hwm(text, integer, bigint, integer, integer, integer) TO PUBLIC;
 -- Produce, consume, groups, topic administration, grant and revoke check
 -- the caller's rights on each topic and group themselves (src/acl.c), as
 -- a Kafka broker does: every role may call them, mq.grant() decides what

@@ -4,7 +4,7 @@
 -- coordinator move only forward (an abort where no decision exists, a
 -- commit refused after an abort); recovery's rules; privileges.
 BEGIN;
-SELECT plan(32);
+SELECT plan(34);
 
 -- mq.txn_finish
 SELECT throws_ok($$SELECT mq.txn_finish('app-gid-1', true)$$, 'MQ050', NULL,
@@ -81,6 +81,18 @@ SELECT ok(has_function_privilege('mq_twophase_test_broker', 'mq.txn_finish(text,
           AND has_function_privilege('mq_twophase_test_broker', 'mq_coord.txn_resolve(text, integer, bigint, integer)', 'EXECUTE')
           AND NOT has_function_privilege('mq_twophase_test_broker', 'mq_coord.txn_decide(text, text, jsonb, integer)', 'EXECUTE'),
           'a broker may finish and resolve, not decide');
+
+CREATE ROLE mq_twophase_test_client;
+SELECT ok(NOT has_function_privilege('mq_twophase_test_client', 'mq.txn_notes()', 'EXECUTE'),
+          'a role without the grant cannot read notes or finish');
+SELECT mq.grant_pipeline('mq_twophase_test_client');
+SELECT mq_coord.grant_pipeline('mq_twophase_test_client');
+SELECT ok(has_function_privilege('mq_twophase_test_client', 'mq.txn_finish(text, boolean)', 'EXECUTE')
+          AND has_function_privilege('mq_twophase_test_client', 'mq.txn_notes()', 'EXECUTE')
+          AND has_function_privilege('mq_twophase_test_client', 'mq_coord.txn_decide(text, text, jsonb, integer)', 'EXECUTE')
+          AND has_function_privilege('mq_twophase_test_client', 'mq_coord.init_producer(text)', 'EXECUTE')
+          AND NOT has_function_privilege('mq_twophase_test_client', 'mq_coord.txn_resolve(text, integer, bigint, integer)', 'EXECUTE'),
+          'a pipeline client may finish, read its notes and decide, not resolve');
 
 SELECT * FROM finish();
 ROLLBACK;
