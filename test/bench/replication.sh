@@ -199,8 +199,19 @@ for i in 1 2 3; do
 done
 for p in 0 1; do
 	l="$(coord_sql "SELECT leader FROM mq_coord.partition WHERE topic = 'eos_in' AND partition = $p")"
-	cluster_psql "node$l" -q -c "CALL mq.produce('eos_in', NULL, $PAYLOAD, $p, 'all', timeout_ms => 60000)"
+	cluster_psql "node$l" -q -c "SELECT count(*) FROM mq.send_batch('eos_in', NULL, $PAYLOAD, partition => $p)"
 done
+# the pipeline reads below the high watermark: wait until it covers the input
+eos_hwm() {
+	local p l sum=0
+	for p in 0 1; do
+		l="$(coord_sql "SELECT leader FROM mq_coord.partition WHERE topic = 'eos_in' AND partition = $p")"
+		sum=$((sum + $(cluster_psql "node$l" -A -t -c "SELECT high_watermark FROM mq.replica_status \
+			WHERE topic = 'eos_in' AND partition = $p")))
+	done
+	echo "$sum"
+}
+wait_until eos_hwm "$EOS_RECORDS" 120 || mq_die "the eos input was not replicated"
 cluster_psql node1 -q <<SQL
 SELECT mq.create_topic('eos1_in', 2);
 SELECT mq.create_topic('eos1_out', 3);
