@@ -327,7 +327,10 @@ participant_json(const Step *s, const Participant *p, bool offsets)
 	json_object_set_new(o, "gid", json_string(p->gid));
 	json_object_set_new(o, "broker", json_integer(p->broker));
 	json_object_set_new(o, "kind", json_string(offsets ? "offsets" : "output"));
-	json_object_set(o, "partitions", p->notes ? p->notes : json_array());
+	if (p->notes)
+		json_object_set(o, "partitions", p->notes);
+	else
+		json_object_set_new(o, "partitions", json_array());
 	if (offsets)
 		json_object_set_new(o, "offsets",
 							json_pack("[{s:s,s:s,s:i,s:I}]", "group", s->pl->opt.group,

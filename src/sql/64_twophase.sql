@@ -29,8 +29,9 @@
 -- an epoch, has its high watermark past an end.
 --
 -- Locking: mq_coord.txn rows are changed under their row lock, one
--- statement each; decisions commit with synchronous_commit = on whatever
--- the session's setting.
+-- statement each; decisions (commit and abort) commit with
+-- synchronous_commit = on whatever the session's setting, and so does
+-- outputs_durable; done (for people and tests) does not wait for a flush.
 -------------------------------------------------------------------------------
 
 CREATE FUNCTION mq.txn_finish(gid text, commit boolean) RETURNS boolean
@@ -177,6 +178,9 @@ DECLARE
     v_row mq_coord.txn;
     v_parts jsonb;
 BEGIN
+    -- durable: the input part commits once this returned, and a state lost
+    -- in a coordinator crash could not always be reported again (the
+    -- output's leader may have changed meanwhile)
     PERFORM mq_coord._txn_durably();
     SELECT * INTO v_row FROM mq_coord.txn t WHERE t.txn_id = p_txn FOR UPDATE;
     IF NOT FOUND OR v_row.state = 'abort' THEN
@@ -215,6 +219,8 @@ LANGUAGE plpgsql SECURITY DEFINER SET search_path = pg_catalog, pg_temp AS $$
 DECLARE
     v_state text;
 BEGIN
+    -- for people and tests only: no flush needed
+    PERFORM set_config('synchronous_commit', 'off', true);
     SELECT t.state INTO v_state FROM mq_coord.txn t WHERE t.txn_id = p_txn FOR UPDATE;
     IF v_state IS NULL OR v_state = 'abort' THEN
         RAISE EXCEPTION 'transaction "%" has no commit decision', p_txn USING ERRCODE = 'MQ053';
