@@ -158,15 +158,31 @@ apply_and_commit(Step *s, MqError *err)
 	Pipeline   *pl = s->pl;
 	MqParams	prm;
 
-	for (int i = 0; pl->opt.apply && i < s->n; i++)
+	if (pl->opt.apply)
 	{
-		mq_params_init(&prm);
-		mq_param_text(&prm, MQ_BYTEAOID, s->recs[i].key);
-		mq_param_text(&prm, MQ_BYTEAOID, s->recs[i].value);
-		mq_param_int(&prm, MQ_INT4OID, s->partition);
-		mq_param_int(&prm, MQ_INT8OID, s->next_offset - s->n + i);
-		if (!step_run_ok(s, &s->in, pl->opt.apply, &prm, err))
+		/* one round trip for the batch's rows (libpq's pipeline mode) */
+		MqParams   *each = mq_malloc(s->n * sizeof(MqParams));
+		bool		ok;
+
+		for (int i = 0; i < s->n; i++)
+		{
+			mq_params_init(&each[i]);
+			mq_param_text(&each[i], MQ_BYTEAOID, s->recs[i].key);
+			mq_param_text(&each[i], MQ_BYTEAOID, s->recs[i].value);
+			mq_param_int(&each[i], MQ_INT4OID, s->partition);
+			mq_param_int(&each[i], MQ_INT8OID, s->next_offset - s->n + i);
+		}
+		ok = mq_exec_many(s->in.conn, pl->opt.apply, each, s->n, err);
+		free(each);
+		if (!ok)
+		{
+			if (err->connection_lost)
+			{
+				pipeline_conn_failed(pl, s->in.conn);
+				s->in.conn = NULL;
+			}
 			return false;
+		}
 	}
 	mq_params_init(&prm);
 	mq_param_text(&prm, MQ_TEXTOID, pl->opt.group);
