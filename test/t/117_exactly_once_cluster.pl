@@ -6,7 +6,11 @@
 # The input partition, the output partitions and the offsets are led by
 # different nodes.  Faults, one after the other, each while records flow:
 #   a. kill -9 of an input partition's leader node (restarted);
-#   b. kill -9 of an output partition's leader node (restarted);
+#   b. kill -9 of an output partition's leader node (restarted), once
+#      anywhere in a step and once holding a prepared output part just
+#      before the decision (the client stops itself there:
+#      MQCTL_PIPELINE_TEST_STOP), which the client must send again to the
+#      new leader;
 #   c. the client killed between prepare and decision (it stops itself
 #      there: MQCTL_PIPELINE_TEST_STOP): recovery aborts after
 #      txn.timeout.ms and rolls every part back;
@@ -254,6 +258,32 @@ produce_inputs(100);
 ok(wait_processed($produced, 'output leader killed'), 'the pipeline went on after an output leader died');
 check_offsets_behind_outputs('after an output leader died');
 $c->node($victim)->start;
+wait_isr_full();
+
+# b2. an output leader killed holding a prepared output part, just before
+# the decision (within txn.timeout.ms): the client decides, cannot commit
+# that part, and sends its records again to the new leader (same producer
+# id, epoch and sequence); the node's broker rolls the old part back when
+# the node returns (its partitions have a new leader epoch)
+stop_pipeline($pipe);
+produce_inputs(100);
+$pipe = start_pipeline(MQCTL_PIPELINE_TEST_STOP => 'prepared:2');
+ok(stopped($pipe), 'the client stopped itself with its parts prepared');
+my ($out_node) = grep {
+	$c->node($_)->safe_psql('postgres',
+		"SELECT count(*) FROM pg_prepared_xacts WHERE gid LIKE 'mq:%' AND gid NOT LIKE '%:0'") > 0
+} 1 .. 3;
+ok(defined $out_node, 'an output part is prepared on a node');
+$out_node //= 1;
+$c->kill9_node($out_node);
+kill 'CONT', $pipe;
+produce_inputs(100);
+ok(wait_processed($produced, 'output leader killed holding a prepared part'),
+	'the pipeline went on after an output leader died holding a prepared part');
+like(slurp_file("$c->{logprefix}pipeline$run.log"), qr/sending it again/,
+	'the client sent the lost part again');
+check_offsets_behind_outputs('after an output leader died holding a prepared part');
+$c->node($out_node)->start;
 wait_isr_full();
 
 # c. the client killed between prepare and decision
