@@ -1,8 +1,9 @@
 /*-------------------------------------------------------------------------
  *
  * mq.c
- *	  Module entry point: settings, the topic cache's invalidation hook and,
- *	  when the library is preloaded, the maintenance background worker.
+ *	  Module entry point: settings, the topic cache's invalidation hook, the
+ *	  planner hook of the streaming fetch scan (fetch_path.c) and, when the
+ *	  library is preloaded, the maintenance background worker.
  *
  * The worker connects to the database named by mq.database and calls
  * mq.run_maintenance() every mq.maintenance_interval, so that the next
@@ -52,6 +53,7 @@ _PG_init(void)
 	mq_commit_wait_init();
 	mq_acl_init();
 	mq_record_size_init();
+	mq_fetch_scan_init();
 
 	DefineCustomBoolVariable("mq.release_before_flush",
 							 "Producers release the partition lock before waiting for their commit's WAL flush.",

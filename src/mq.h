@@ -205,14 +205,13 @@ extern void mq_notify_all(void);
 extern uint64 mq_notify_counter(int32 topic_id);
 extern bool mq_notify_wait(int32 topic_id, uint64 seen, TimestampTz deadline);
 
-/* fetch.c: the log reader and long polling */
+/* fetch.c: mq.fetch, and long polling for it and mq.poll */
 typedef struct MqLongPoll
 {
 	bool		enabled;
 	int			min_records;
 	TimestampTz deadline;
 	uint64		seen;			/* the topic's change counter before the read */
-	bool		pushed;			/* a fresh snapshot is pushed */
 } MqLongPoll;
 extern int64 mq_partition_high_watermark(MqTopic *topic, MqPartition *part);
 /* mq.fetch's max_bytes: what the records read so far take of it */
@@ -221,14 +220,95 @@ typedef struct MqByteBudget
 	int64		max;
 	int64		used;
 } MqByteBudget;
-extern int	mq_read_partition(MqTopic *topic, MqPartition *part, int64 from, int max,
-							  Datum topic_datum, Tuplestorestate *store, TupleDesc outdesc,
-							  int64 *next_out, MqByteBudget *budget);
 extern void mq_check_max_records(int32 max);
-extern void mq_check_not_null(FunctionCallInfo fcinfo, int nargs, const char *const *names);
-extern void mq_long_poll_start(MqLongPoll *lp, FunctionCallInfo fcinfo, int wait_arg,
-							   int min_arg, int32 topic_id);
-extern bool mq_long_poll_again(MqLongPoll *lp, int got, int max, int32 topic_id);
+extern void mq_check_not_null(NullableDatum *args, int nargs, const char *const *names);
+extern void mq_long_poll_start(MqLongPoll *lp, NullableDatum wait, NullableDatum min,
+							   int32 topic_id);
+extern bool mq_long_poll_wait(MqLongPoll *lp, int got, int max, int32 topic_id);
+
+/* log_reader.c: one partition from an offset, a record at a time */
+typedef struct MqLogReader
+{
+	MqPartition *part;
+	Snapshot	snapshot;
+	int64		from;			/* where the read started */
+	int64		next;			/* the offset wanted next */
+	int64		last;			/* the offset after the last record returned */
+	int64		stop;			/* the high watermark, or PG_INT64_MAX */
+	int			max;
+	int			count;			/* records returned */
+	MqByteBudget *budget;		/* NULL: no byte limit */
+	int			seg;			/* index in part->segs of the open segment */
+	Relation	rel;			/* the open segment, or NULL */
+	Relation	irel;
+	TupleTableSlot *slot;
+	struct TableScanDescData *hscan;	/* the TID range scan, or NULL */
+	bool		done;
+} MqLogReader;
+extern void mq_reader_start(MqLogReader *r, MqPartition *part, int64 from, int max,
+							Snapshot snapshot, int64 stop, MqByteBudget *budget);
+extern TupleTableSlot *mq_reader_next(MqLogReader *r);
+extern void mq_reader_close(MqLogReader *r);
+
+/*
+ * feed.c: one call of mq.fetch or mq.poll, as a stream of log rows.  The
+ * SQL functions materialize it; the custom scan (fetch_scan.c) streams it.
+ * fetch.c and poll.c fill in the callbacks and their private state.
+ */
+typedef struct MqFeed MqFeed;
+struct MqFeed
+{
+	MqTopic    *topic;
+	Datum		topic_datum;	/* the topic argument, as given */
+	int			max;			/* max_records */
+	int			got;			/* records returned so far */
+	MqLongPoll	lp;
+	Snapshot	snapshot;		/* what the current pass reads (registered) */
+	List	   *snapshots;		/* all registered, released at the end */
+	int			step;			/* reads started in the current pass */
+	bool		(*start_read) (MqFeed *f);	/* the pass's next read; false: none */
+	void		(*read_done) (MqFeed *f);	/* the read in f->reader ended */
+	bool		drain_at_end;	/* mq.poll: positions move as if read to the end */
+	void	   *priv;			/* fetch.c's or poll.c's state */
+	bool		reading;		/* f->reader is started */
+	MqLogReader reader;
+	bool		done;
+	List	   *runs;			/* what each read returned, for rewinds */
+	bool		replaying;
+	int			replay_next;
+};
+extern void mq_feed_init(MqFeed *f, MqTopic *topic, Datum topic_datum, int max);
+extern void mq_feed_read_partition(MqFeed *f, MqPartition *part, int64 from,
+								   MqByteBudget *budget);
+extern TupleTableSlot *mq_feed_next(MqFeed *f);
+extern void mq_feed_rewind(MqFeed *f);
+extern void mq_feed_end(MqFeed *f);
+/* a column of mq.record (1-based) in the set mq_feed_record fills */
+#define MQ_RECORD_COLUMN(attno)	((uint32) 1 << ((attno) - 1))
+#define MQ_RECORD_ALL			(MQ_RECORD_COLUMN(Natts_record + 1) - 1)
+extern void mq_feed_record(MqFeed *f, TupleTableSlot *log, Oid header_elem, uint32 columns,
+						   Datum *values, bool *nulls);
+extern void mq_feed_materialize(FunctionCallInfo fcinfo, MqFeed *f);
+extern void mq_fetch_feed_begin(MqFeed *f, NullableDatum *args, int nargs);
+extern void mq_poll_feed_begin(MqFeed *f, NullableDatum *args, int nargs);
+
+/*
+ * fetch_path.c and fetch_scan.c: mq.fetch and mq.poll in FROM, planned as
+ * a custom scan that streams their rows
+ */
+struct CustomPathMethods;
+struct CustomScanMethods;
+struct PlannerInfo;
+struct RelOptInfo;
+struct CustomPath;
+struct Plan;
+extern void mq_fetch_path_init(void);
+extern struct Plan *mq_plan_scan(struct PlannerInfo *root, struct RelOptInfo *rel,
+								 struct CustomPath *best_path, List *tlist, List *clauses,
+								 List *custom_plans);
+extern const struct CustomPathMethods *mq_scan_path_methods(bool poll);
+extern const struct CustomScanMethods *mq_scan_plan_methods(bool poll);
+extern void mq_fetch_scan_init(void);
 
 /* offsets.c: group positions and committed offsets */
 typedef struct MqPositionKey

@@ -271,7 +271,7 @@ mq_commit_offset(PG_FUNCTION_ARGS)
 	int64		next;
 	int64		end;
 
-	mq_check_not_null(fcinfo, 4, names);
+	mq_check_not_null(fcinfo->args, 4, names);
 	group = PG_GETARG_TEXT_PP(0);
 	mq_check_group(group);
 	mq_group_authorize(group, MQ_ACL_READ);
@@ -318,7 +318,7 @@ mq_committed_offset(PG_FUNCTION_ARGS)
 	MqTopic    *topic;
 	int64		pos;
 
-	mq_check_not_null(fcinfo, 3, names);
+	mq_check_not_null(fcinfo->args, 3, names);
 	mq_check_group(PG_GETARG_TEXT_PP(0));
 	mq_group_authorize(PG_GETARG_TEXT_PP(0), MQ_ACL_DESCRIBE);
 	topic = mq_topic_authorized(PG_GETARG_TEXT_PP(1), MQ_ACL_DESCRIBE);
@@ -346,7 +346,7 @@ mq_commit_polled(PG_FUNCTION_ARGS)
 	Position   *pos;
 	int			n = 0;
 
-	mq_check_not_null(fcinfo, 2, names);
+	mq_check_not_null(fcinfo->args, 2, names);
 	group = PG_GETARG_TEXT_PP(0);
 	mq_check_group(group);
 	mq_group_authorize(group, MQ_ACL_READ);

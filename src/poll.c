@@ -12,6 +12,9 @@
  * claim, with the latest snapshot, so a poller that takes over a
  * partition right after another committed starts where that one stopped.
  * A member's partitions are looked up again on every read of a long poll.
+ * The partitions argument restricts a poll to the partitions it names: a
+ * client of a replicated cluster polls each leader for the partitions that
+ * leader leads (a partition named but not led still raises MQ020).
  *
  *-------------------------------------------------------------------------
  */
@@ -25,6 +28,7 @@
 #include "funcapi.h"
 #include "miscadmin.h"
 #include "storage/lock.h"
+#include "utils/array.h"
 #include "utils/builtins.h"
 #include "utils/snapmgr.h"
 #include "utils/timestamp.h"
@@ -116,7 +120,7 @@ parse_offset_reset(text *t, TimestampTz *since)
  */
 static int64
 start_position(int64 pos, MqTopic *topic, MqPartition *part, OffsetReset reset,
-			   TimestampTz since)
+			   TimestampTz since, Snapshot snapshot)
 {
 	if (pos >= part->log_start)
 		return pos;
@@ -130,12 +134,12 @@ start_position(int64 pos, MqTopic *topic, MqPartition *part, OffsetReset reset,
 						pos, topic->name, part->partition, part->log_start),
 				 errhint("Commit a position with mq.commit_offset(), or poll with auto_offset_reset => 'earliest' or 'latest'.")));
 	if (reset == RESET_LATEST)
-		return mq_log_end_offset(part, GetActiveSnapshot());
+		return mq_log_end_offset(part, snapshot);
 	if (reset == RESET_BY_DURATION)
 	{
 		int			descents = 0;
 
-		return mq_offset_for_time(part, since, GetActiveSnapshot(), &descents);
+		return mq_offset_for_time(part, since, snapshot, &descents);
 	}
 	return part->log_start;
 }
@@ -170,70 +174,140 @@ member_partitions(text *group, MqTopic *topic, text *member)
 	return owned;
 }
 
+/* The partitions argument as a bitmap over the topic's partitions. */
+static bool *
+listed_partitions(ArrayType *arr, MqTopic *topic)
+{
+	bool	   *listed = palloc0(sizeof(bool) * topic->npartitions);
+	Datum	   *elems;
+	bool	   *nulls;
+	int			n;
+
+	deconstruct_array(arr, INT4OID, sizeof(int32), true, TYPALIGN_INT, &elems, &nulls, &n);
+	for (int i = 0; i < n; i++)
+	{
+		int32		p = nulls[i] ? -1 : DatumGetInt32(elems[i]);
+
+		if (p < 0 || p >= topic->npartitions)
+			ereport(ERROR,
+					(errcode(ERRCODE_MQ_UNKNOWN_PARTITION),
+					 errmsg("topic \"%s\" has no partition %d", topic->name, p)));
+		listed[p] = true;
+	}
+	return listed;
+}
+
+/* What a poll keeps between its reads. */
+typedef struct PollState
+{
+	text	   *group;
+	bool		autocommit;
+	text	   *member;			/* NULL: not a group member */
+	OffsetReset reset;
+	TimestampTz since;
+	bool	   *owned;			/* the member's partitions in this pass */
+	bool	   *listed;			/* the partitions argument, or NULL */
+	uint32		rotation;		/* where this pass starts */
+	int			visited;		/* partitions of this pass looked at */
+	MqPositionKey key;			/* of the partition being read */
+} PollState;
+
 /*
- * mq.poll(group_id, topic, max_records, auto_commit, max_wait_ms, min_records,
- * member_id, auto_offset_reset): records from the group's positions, over
- * the partitions this caller could claim (and, for a group member, owns).
+ * The pass's next partition this caller owns (if a member), the call
+ * lists (if it does) and could claim, read from the group's position.
  * Partitions are visited from a rotating start so that one busy partition
  * does not starve the others.
  */
+static bool
+poll_start_read(MqFeed *f)
+{
+	static uint32 rotation = 0;
+	PollState  *ps = f->priv;
+	MqTopic    *topic = f->topic;
+
+	if (f->step++ == 0)
+	{
+		if (ps->member != NULL)
+			ps->owned = member_partitions(ps->group, topic, ps->member);
+		ps->rotation = ++rotation;
+		ps->visited = 0;
+	}
+	while (ps->visited < topic->npartitions)
+	{
+		MqPartition *part = &topic->parts[(ps->rotation + ps->visited++) % topic->npartitions];
+		int64		pos;
+
+		if ((ps->owned != NULL && !ps->owned[part->partition]) ||
+			(ps->listed != NULL && !ps->listed[part->partition]))
+			continue;
+		mq_position_key(&ps->key, ps->group, topic, part->partition);
+		if (!claim_partition(&ps->key))
+			continue;
+		pos = start_position(mq_position_current(&ps->key, ps->group, topic),
+							 topic, part, ps->reset, ps->since, f->snapshot);
+		mq_feed_read_partition(f, part, pos, NULL);
+		return true;
+	}
+	return false;
+}
+
+/* A partition's read ended: the group's position moves past it. */
+static void
+poll_read_done(MqFeed *f)
+{
+	PollState  *ps = f->priv;
+
+	mq_position_advance(&ps->key, f->reader.last, ps->autocommit, f->reader.count);
+}
+
+/*
+ * A call of mq.poll(group_id, topic, max_records, auto_commit, max_wait_ms,
+ * min_records, member_id, auto_offset_reset, partitions), checked, as a
+ * feed: records from the group's positions, over the partitions this
+ * caller could claim (and, for a group member, owns; with partitions, of
+ * those named).
+ */
+void
+mq_poll_feed_begin(MqFeed *f, NullableDatum *args, int nargs)
+{
+	static const char *const names[] = {"group_id", "topic", "max_records", "auto_commit"};
+	PollState  *ps = palloc0(sizeof(PollState));
+	MqTopic    *topic;
+	int32		max;
+
+	mq_check_not_null(args, 4, names);
+	ps->group = DatumGetTextPP(args[0].value);
+	mq_check_group(ps->group);
+	mq_group_authorize(ps->group, MQ_ACL_READ);
+	topic = mq_topic_authorized(DatumGetTextPP(args[1].value), MQ_ACL_READ);
+	max = DatumGetInt32(args[2].value);
+	mq_check_max_records(max);
+	ps->autocommit = DatumGetBool(args[3].value);
+	mq_feed_init(f, topic, args[1].value, max);
+	mq_long_poll_start(&f->lp, args[4], args[5], topic->topic_id);
+	ps->reset = RESET_EARLIEST;
+	if (!args[7].isnull)
+		ps->reset = parse_offset_reset(DatumGetTextPP(args[7].value), &ps->since);
+	if (!args[6].isnull)
+		ps->member = DatumGetTextPP(args[6].value);
+	if (nargs > 8 && !args[8].isnull)
+		ps->listed = listed_partitions(DatumGetArrayTypeP(args[8].value), topic);
+
+	if (ps->autocommit)
+		mq_auto_commit(ps->group, topic);
+	f->priv = ps;
+	f->start_read = poll_start_read;
+	f->read_done = poll_read_done;
+	f->drain_at_end = true;
+}
+
+/* mq.poll(group_id, topic, max_records, ...): see mq_poll_feed_begin */
 Datum
 mq_poll(PG_FUNCTION_ARGS)
 {
-	static const char *const names[] = {"group_id", "topic", "max_records", "auto_commit"};
-	static uint32 rotation = 0;
-	ReturnSetInfo *rsinfo = (ReturnSetInfo *) fcinfo->resultinfo;
-	text	   *group;
-	MqTopic    *topic;
-	int32		max;
-	bool		autocommit;
-	bool	   *owned = NULL;
-	OffsetReset reset = RESET_EARLIEST;
-	TimestampTz since = 0;
-	int			got = 0;
-	MqLongPoll	lp;
+	MqFeed		feed;
 
-	mq_check_not_null(fcinfo, 4, names);
-	group = PG_GETARG_TEXT_PP(0);
-	mq_check_group(group);
-	mq_group_authorize(group, MQ_ACL_READ);
-	topic = mq_topic_authorized(PG_GETARG_TEXT_PP(1), MQ_ACL_READ);
-	max = PG_GETARG_INT32(2);
-	mq_check_max_records(max);
-	autocommit = PG_GETARG_BOOL(3);
-	mq_long_poll_start(&lp, fcinfo, 4, 5, topic->topic_id);
-	if (!PG_ARGISNULL(7))
-		reset = parse_offset_reset(PG_GETARG_TEXT_PP(7), &since);
-
-	if (autocommit)
-		mq_auto_commit(group, topic);
-
-	InitMaterializedSRF(fcinfo, 0);
-	do
-	{
-		if (!PG_ARGISNULL(6))
-			owned = member_partitions(group, topic, PG_GETARG_TEXT_PP(6));
-		rotation++;
-		for (int i = 0; i < topic->npartitions && got < max; i++)
-		{
-			MqPartition *part = &topic->parts[(rotation + i) % topic->npartitions];
-			MqPositionKey key;
-			int64		pos;
-			int64		next;
-			int			n;
-
-			if (owned != NULL && !owned[part->partition])
-				continue;
-			mq_position_key(&key, group, topic, part->partition);
-			if (!claim_partition(&key))
-				continue;
-			pos = start_position(mq_position_current(&key, group, topic),
-								 topic, part, reset, since);
-			n = mq_read_partition(topic, part, pos, max - got, PG_GETARG_DATUM(1),
-								  rsinfo->setResult, rsinfo->setDesc, &next, NULL);
-			got += n;
-			mq_position_advance(&key, next, autocommit, n);
-		}
-	} while (mq_long_poll_again(&lp, got, max, topic->topic_id));
+	mq_poll_feed_begin(&feed, fcinfo->args, PG_NARGS());
+	mq_feed_materialize(fcinfo, &feed);
 	return (Datum) 0;
 }

@@ -41,16 +41,31 @@ PGconn *
 mq_connect_policy(const char *conninfo, const char *appname,
 				  const MqConnPolicy *policy, MqError *err)
 {
+	return mq_connect_policy_with(conninfo, appname, policy, NULL, NULL, err);
+}
+
+PGconn *
+mq_connect_policy_with(const char *conninfo, const char *appname,
+					   const MqConnPolicy *policy,
+					   const char *const *extra_keys, const char *const *extra_vals,
+					   MqError *err)
+{
 	char		vals[6][16];
-	const char *keys[7];
-	const char *vp[7];
+	const char *keys[16];
+	const char *vp[16];
 	int			n = 0;
+
+	for (int i = 0; extra_keys != NULL && extra_keys[i] != NULL && n < 8; i++, n++)
+	{
+		keys[n] = extra_keys[i];
+		vp[n] = extra_vals[i];
+	}
 
 	/* libpq treats connect_timeout below 2 as 2; say so here too */
 	keys[n] = "connect_timeout";
-	snprintf(vals[n], sizeof(vals[n]), "%d",
+	snprintf(vals[0], sizeof(vals[0]), "%d",
 			 policy->connect_timeout_s < 2 ? 2 : policy->connect_timeout_s);
-	vp[n] = vals[n];
+	vp[n] = vals[0];
 	n++;
 	if (policy->keepalives_idle_s > 0)
 	{
@@ -62,16 +77,16 @@ mq_connect_policy(const char *conninfo, const char *appname,
 		vp[n++] = "1";
 		for (int i = 0; i < 3; i++, n++)
 		{
-			snprintf(vals[n], sizeof(vals[n]), "%d", kv[i]);
+			snprintf(vals[1 + i], sizeof(vals[1 + i]), "%d", kv[i]);
 			keys[n] = kk[i];
-			vp[n] = vals[n];
+			vp[n] = vals[1 + i];
 		}
 	}
 	if (policy->tcp_user_timeout_ms > 0)
 	{
-		snprintf(vals[n], sizeof(vals[n]), "%d", policy->tcp_user_timeout_ms);
+		snprintf(vals[4], sizeof(vals[4]), "%d", policy->tcp_user_timeout_ms);
 		keys[n] = "tcp_user_timeout";
-		vp[n] = vals[n];
+		vp[n] = vals[4];
 		n++;
 	}
 	keys[n] = NULL;

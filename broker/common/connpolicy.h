@@ -60,6 +60,11 @@ extern void mq_conn_policy_default(MqConnPolicy *policy);
 /* Connect under a policy (its timeout and keepalives override the string's). */
 extern PGconn *mq_connect_policy(const char *conninfo, const char *appname,
 								 const MqConnPolicy *policy, MqError *err);
+/* The same with more libpq keywords (host, port, ...) over the string's. */
+extern PGconn *mq_connect_policy_with(const char *conninfo, const char *appname,
+									  const MqConnPolicy *policy,
+									  const char *const *extra_keys,
+									  const char *const *extra_vals, MqError *err);
 
 /*
  * Retry scheduling: exponential back-off with decorrelated jitter (each

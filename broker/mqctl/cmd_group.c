@@ -222,6 +222,13 @@ cmd_group_describe(const MqctlCommand *cmd, int argc, char **argv)
 	mq_params_init(&params);
 	mq_param_text(&params, MQ_TEXTOID, group);
 	conn = mqctl_connect();
+	/* the coordinator's address: a group that spans the cluster */
+	if (group_describe_cluster(conn, group, format))
+	{
+		PQfinish(conn);
+		cli_free(&p);
+		return MQ_EXIT_OK;
+	}
 
 	groups_sql(sql, sizeof(sql), format);
 	group_res = mqctl_exec(conn, sql, &params, 0);

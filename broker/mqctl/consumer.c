@@ -47,15 +47,7 @@
 #include "mqctl.h"
 #include "pgbinary.h"
 
-/*
- * The record columns of a batch, in REC_* order; f is mq.fetch/mq.poll.
- * EXTRACT gives numeric, exact to the microsecond, where date_part's
- * float8 could round a millisecond the wrong way.
- */
-#define RECORD_COLUMNS \
-	"f.partition, f.msg_offset," \
-	" pg_catalog.floor(EXTRACT(epoch FROM f.\"timestamp\") * 1000)::int8," \
-	" f.key, f.value, f.headers::text"
+#define RECORD_COLUMNS CONSUMER_RECORD_COLUMNS
 
 /* the wait in progress, for consumer_interrupt() */
 static PGcancel *volatile waiting = NULL;
@@ -63,6 +55,12 @@ static volatile sig_atomic_t interrupted = 0;
 
 /* sleep between polls when the server cannot wait for us */
 #define FALLBACK_POLL_MS 100
+
+bool
+consumer_interrupted(void)
+{
+	return interrupted != 0;
+}
 
 void
 consumer_interrupt(void)
@@ -153,6 +151,9 @@ consumer_open(MqConsumer *c, PGconn *conn, const char *topic,
 	c->cancel = PQgetCancel(conn);
 	c->topic = topic;
 	c->group = group;
+	/* a coordinator: a cluster group over the partitions' leaders (consumer_route.c) */
+	if (consumer_route_open(c, start))
+		return;
 	if (group == NULL)
 	{
 		open_partitions(c, partition, start, offset);
@@ -321,6 +322,8 @@ poll_partitions(MqConsumer *c, int max_records, int wait_ms)
 PGresult *
 consumer_poll(MqConsumer *c, int max_records, int wait_ms)
 {
+	if (c->router != NULL)
+		return consumer_route_poll(c, max_records, wait_ms);
 	return c->group ? poll_group(c, max_records, wait_ms) :
 		poll_partitions(c, max_records, wait_ms);
 }
@@ -381,6 +384,11 @@ commit_group(MqConsumer *c, const PGresult *batch, int nrows)
 void
 consumer_commit(MqConsumer *c, const PGresult *batch, int nrows)
 {
+	if (c->router != NULL)
+	{
+		consumer_route_commit(c, batch, nrows);
+		return;
+	}
 	if (c->group)
 	{
 		if (c->in_txn)
@@ -399,7 +407,9 @@ consumer_commit(MqConsumer *c, const PGresult *batch, int nrows)
 void
 consumer_close(MqConsumer *c)
 {
-	if (c->in_txn)
+	if (c->router != NULL)
+		consumer_route_close(c);
+	else if (c->in_txn)
 		mqctl_command(c->conn, "ROLLBACK");
 	PQfreeCancel(c->cancel);
 	free(c->partitions);

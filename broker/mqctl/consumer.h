@@ -17,6 +17,8 @@
 
 #include <libpq-fe.h>
 
+#include "route.h"
+
 /* Where reading starts when there is no committed offset to go on. */
 typedef enum ConsumerStart
 {
@@ -36,6 +38,16 @@ enum
 	REC_HEADERS					/* jsonb as text */
 };
 
+/*
+ * The record columns of a batch, in REC_* order; f is mq.fetch/mq.poll.
+ * EXTRACT gives numeric, exact to the microsecond, where date_part's
+ * float8 could round a millisecond the wrong way.
+ */
+#define CONSUMER_RECORD_COLUMNS \
+	"f.partition, f.msg_offset," \
+	" pg_catalog.floor(EXTRACT(epoch FROM f.\"timestamp\") * 1000)::int8," \
+	" f.key, f.value, f.headers::text"
+
 typedef struct MqConsumer
 {
 	PGconn	   *conn;
@@ -48,6 +60,17 @@ typedef struct MqConsumer
 	int			rotation;		/* which partition comes first next time */
 	bool		in_txn;			/* a group batch holds its claims */
 	bool		cannot_wait;	/* no rights for the several-partition wait */
+
+	/* a cluster group through the coordinator (consumer_route.c) */
+	MqRouter   *router;			/* non-NULL: conn is the coordinator's */
+	ConsumerStart start;
+	char	   *member_id;
+	int32_t		generation;
+	bool	   *assigned;		/* per partition of router */
+	int32_t		nassigned;		/* entries of assigned */
+	int64_t		heartbeat_due_us;
+	PGconn	   *txn_conn;		/* the leader whose transaction holds the batch */
+	int			leader_rotation;
 } MqConsumer;
 
 /*
@@ -90,5 +113,18 @@ extern void consumer_interrupt(void);
 extern void consumer_commit(MqConsumer *c, const PGresult *batch, int nrows);
 
 extern void consumer_close(MqConsumer *c);
+
+/* consumer.c: did consumer_interrupt() run? */
+extern bool consumer_interrupted(void);
+
+/*
+ * consumer_route.c: a cluster group given the coordinator's address.
+ * consumer_route_open() is false when conn's database does not route the
+ * topic (not a coordinator, or the topic is not replicated).
+ */
+extern bool consumer_route_open(MqConsumer *c, ConsumerStart start);
+extern PGresult *consumer_route_poll(MqConsumer *c, int max_records, int wait_ms);
+extern void consumer_route_commit(MqConsumer *c, const PGresult *batch, int nrows);
+extern void consumer_route_close(MqConsumer *c);
 
 #endif							/* MQCTL_CONSUMER_H */

@@ -99,6 +99,12 @@ mqctl_fail(PGconn *conn, MqError *err)
 	exit(code);
 }
 
+const char *
+mqctl_conninfo(void)
+{
+	return conninfo;
+}
+
 PGconn *
 mqctl_try_connect(MqError *err)
 {

@@ -16,6 +16,7 @@
 
 #include "cli.h"
 #include "mqconn.h"
+#include "output.h"
 #include "util.h"
 
 typedef struct MqctlCommand MqctlCommand;
@@ -36,6 +37,8 @@ extern void mqctl_parser_init(CliParser *p, const MqctlCommand *cmd,
 							  int argc, char **argv,
 							  const char *shortopts, const struct option *longopts);
 extern PGconn *mqctl_connect(void);
+/* -d's connection string (NULL: libpq's environment), e.g. to connect again */
+extern const char *mqctl_conninfo(void);
 /* mqctl_connect() that returns NULL with err filled instead of exiting */
 extern PGconn *mqctl_try_connect(MqError *err);
 extern PGresult *mqctl_exec(PGconn *conn, const char *sql,
@@ -80,6 +83,12 @@ extern const char group_reset_offsets_help[];
 extern int	cmd_group_list(const MqctlCommand *cmd, int argc, char **argv);
 extern int	cmd_group_describe(const MqctlCommand *cmd, int argc, char **argv);
 extern int	cmd_group_reset_offsets(const MqctlCommand *cmd, int argc, char **argv);
+
+/*
+ * cmd_group_cluster.c: "group describe" of a group that spans the cluster,
+ * when conn is its coordinator; false when it is not (nothing printed).
+ */
+extern bool group_describe_cluster(PGconn *conn, const char *group, OutputFormat format);
 
 /* cmd_perf.c */
 extern const char perf_produce_help[];

@@ -3,7 +3,7 @@
  * pipeline_route.c
  *	  Where "mqctl pipeline" sends each statement: the leaders of the
  *	  input and output partitions as the coordinator names them
- *	  (mq_coord.txn_leaders), and one session per broker's node and side
+ *	  (mq_coord.route), and one session per broker's node and side
  *	  (the input side holds the offsets and application rows of a step,
  *	  the output side its records), made on first use and dropped when it
  *	  fails.
@@ -31,47 +31,56 @@ free_routes(Route *r, int n)
 	free(r);
 }
 
+/* One topic's routes: an array of *n (NULL with err filled on failure). */
+static Route *
+read_routes(Pipeline *pl, const char *topic, int *n, MqError *err)
+{
+	MqParams	prm;
+	PGresult   *res;
+	Route	   *r;
+
+	mq_params_init(&prm);
+	mq_param_text(&prm, MQ_TEXTOID, topic);
+	res = mq_exec(pl->coord, "SELECT partition, coalesce(leader, -1), leader_epoch, leader_conninfo "
+				  "FROM mq_coord.route($1)", &prm, 0, err);
+	if (res == NULL)
+		return NULL;
+	*n = PQntuples(res);
+	r = mq_malloc0((*n + 1) * sizeof(Route));
+	for (int i = 0; i < *n; i++)
+	{
+		int			part = atoi(PQgetvalue(res, i, 0));
+
+		if (part < 0 || part >= *n)
+			continue;
+		r[part].leader = atoi(PQgetvalue(res, i, 1));
+		r[part].epoch = atoi(PQgetvalue(res, i, 2));
+		r[part].conninfo = PQgetisnull(res, i, 3) ? NULL : mq_strdup(PQgetvalue(res, i, 3));
+	}
+	PQclear(res);
+	return r;
+}
+
 /* Read the leaders of the input's and the output's partitions. */
 bool
 pipeline_refresh_routes(Pipeline *pl, MqError *err)
 {
-	MqParams	prm;
-	PGresult   *res;
-	char		topics[1024];
 	int			n_in = 0;
 	int			n_out = 0;
+	Route	   *in = read_routes(pl, pl->opt.input, &n_in, err);
+	Route	   *out = in ? read_routes(pl, pl->opt.output, &n_out, err) : NULL;
 
-	snprintf(topics, sizeof(topics), "{\"%s\",\"%s\"}", pl->opt.input, pl->opt.output);
-	mq_params_init(&prm);
-	mq_param_text(&prm, MQ_TEXTARRAYOID, topics);
-	res = mq_exec(pl->coord, "SELECT topic, partition, coalesce(leader, -1), leader_epoch, "
-				  "node_conninfo FROM mq_coord.txn_leaders($1)", &prm, 0, err);
-	if (res == NULL)
-		return false;
-	for (int i = 0; i < PQntuples(res); i++)
+	if (out == NULL)
 	{
-		n_in += strcmp(PQgetvalue(res, i, 0), pl->opt.input) == 0;
-		n_out += strcmp(PQgetvalue(res, i, 0), pl->opt.output) == 0;
+		free_routes(in, n_in);
+		return false;
 	}
 	free_routes(pl->in, pl->n_in);
 	free_routes(pl->out, pl->n_out);
-	pl->in = mq_malloc0((n_in + 1) * sizeof(Route));
-	pl->out = mq_malloc0((n_out + 1) * sizeof(Route));
+	pl->in = in;
+	pl->out = out;
 	pl->n_in = n_in;
 	pl->n_out = n_out;
-	for (int i = 0; i < PQntuples(res); i++)
-	{
-		bool		is_in = strcmp(PQgetvalue(res, i, 0), pl->opt.input) == 0;
-		int			part = atoi(PQgetvalue(res, i, 1));
-		Route	   *r = is_in ? &pl->in[part] : &pl->out[part];
-
-		if (part < 0 || part >= (is_in ? n_in : n_out))
-			continue;
-		r->leader = atoi(PQgetvalue(res, i, 2));
-		r->epoch = atoi(PQgetvalue(res, i, 3));
-		r->conninfo = PQgetisnull(res, i, 4) ? NULL : mq_strdup(PQgetvalue(res, i, 4));
-	}
-	PQclear(res);
 	return true;
 }
 

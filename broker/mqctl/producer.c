@@ -65,8 +65,8 @@
  * the prepared statements.  Run on the first connection and on each new
  * one after a loss.
  */
-static bool
-setup_session(MqProducer *pr, MqError *err)
+bool
+producer_setup_session(MqProducer *pr, PGconn *conn, MqError *err)
 {
 	MqParams	types;
 
@@ -76,7 +76,7 @@ setup_session(MqProducer *pr, MqError *err)
 	 * stay gapless), it just may end earlier than what was acknowledged.
 	 */
 	if (pr->acks == MQ_ACKS_0 &&
-		!mq_command(pr->conn, "SET synchronous_commit = off", err))
+		!mq_command(conn, "SET synchronous_commit = off", err))
 		return false;
 
 	mq_params_init(&types);
@@ -90,12 +90,12 @@ setup_session(MqProducer *pr, MqError *err)
 	if (pr->acks == MQ_ACKS_ALL)
 	{
 		mq_param_text(&types, MQ_INT4OID, NULL);
-		if (!mq_prepare(pr->conn, PRODUCE_STATEMENT,
+		if (!mq_prepare(conn, PRODUCE_STATEMENT,
 						"CALL mq.produce($1, $2, $3, $4, 'all', $5, $6, $7, $8)",
 						&types, err))
 			return false;
 	}
-	else if (!mq_prepare(pr->conn, SEND_STATEMENT,
+	else if (!mq_prepare(conn, SEND_STATEMENT,
 						 pr->want_offsets ?
 						 "SELECT partition, msg_offset FROM mq.send_batch($1, $2, $3, NULL, $4, $5, $6, $7)" :
 						 "SELECT count(*) FROM mq.send_batch($1, $2, $3, NULL, $4, $5, $6, $7)",
@@ -107,7 +107,7 @@ setup_session(MqProducer *pr, MqError *err)
 		mq_params_init(&types);
 		mq_param_text(&types, MQ_TEXTOID, NULL);
 		mq_param_binary(&types, MQ_BYTEAARRAYOID, NULL, 0);
-		if (!mq_prepare(pr->conn, PARTITION_STATEMENT,
+		if (!mq_prepare(conn, PARTITION_STATEMENT,
 						"SELECT mq.partition_for($1, u.k)"
 						"  FROM unnest($2::bytea[]) WITH ORDINALITY AS u(k, i) ORDER BY u.i",
 						&types, err))
@@ -166,7 +166,13 @@ producer_init(MqProducer *pr, PGconn *conn, const char *topic,
 	pr->data_cap = 65536;
 	pr->data = mq_malloc(pr->data_cap);
 
-	pr->npartitions = topic_partitions(conn, topic);
+	/* a coordinator routes each partition to its leader (producer_route.c) */
+	if (producer_route_open(pr, conn))
+		conn = producer_home(pr, &err);
+	else
+		pr->npartitions = topic_partitions(conn, topic);
+	if (conn == NULL)
+		mqctl_fail(NULL, &err);
 	/* where keyless batches start: anywhere, so that short runs spread too */
 	pr->next_spread = (int32_t) (((uint64_t) mq_now_us() ^ (uint64_t) getpid() ^
 								  (uint64_t) (uintptr_t) pr) % (uint64_t) pr->npartitions);
@@ -187,7 +193,7 @@ producer_init(MqProducer *pr, PGconn *conn, const char *topic,
 		pr->producer_epoch = atoi(PQgetvalue(res, 0, 1));
 		PQclear(res);
 	}
-	if (!setup_session(pr, &err))
+	if (pr->router == NULL && !producer_setup_session(pr, conn, &err))
 		mqctl_fail(conn, &err);
 }
 
@@ -256,12 +262,16 @@ partitions_by_key(MqProducer *pr, MqError *err)
 	int			len;
 	PGresult   *res;
 
+	PGconn	   *conn = producer_home(pr, err);
+
+	if (conn == NULL)
+		return false;
 	build_arrays(pr, 0, pr->nrecords);
 	mq_params_init(&params);
 	mq_param_text(&params, MQ_TEXTOID, pr->topic);
 	data = mq_array_bytes(&pr->keys, &len);
 	mq_param_binary(&params, MQ_BYTEAARRAYOID, data, len);
-	res = mq_exec_prepared(pr->conn, PARTITION_STATEMENT, &params, 1, err);
+	res = mq_exec_prepared(conn, PARTITION_STATEMENT, &params, 1, err);
 	if (res == NULL)
 		return false;
 	for (int i = 0; i < pr->nrecords; i++)
@@ -281,6 +291,8 @@ current_partitions(MqProducer *pr, MqError *err)
 	PGresult   *res;
 	int32_t		n = pr->npartitions;
 
+	if (pr->router != NULL)
+		return mq_router_refresh(pr->router, err) ? pr->router->npartitions : -1;
 	mq_params_init(&params);
 	mq_param_text(&params, MQ_TEXTOID, pr->topic);
 	res = mq_exec(pr->conn, "SELECT partitions FROM mq.topics WHERE topic = $1", &params, 0, err);
@@ -355,7 +367,7 @@ static bool
 assign(MqProducer *pr, MqError *err)
 {
 	int			n = pr->nrecords;
-	bool		client_decides = pr->idempotent || pr->acks == MQ_ACKS_ALL;
+	bool		client_decides = pr->idempotent || pr->acks == MQ_ACKS_ALL || pr->router != NULL;
 
 	/* input order first, for partitions_by_key() */
 	pr->order = mq_realloc(pr->order, sizeof(int) * (n ? n : 1));
@@ -400,6 +412,7 @@ assign(MqProducer *pr, MqError *err)
 			if (pr->records[i].partition == lowest)
 				pr->order[k++] = i;
 		part->count = k - part->first;
+		part->sent = false;
 		if (!assign_sequence(pr, part, err))
 			return false;
 	}
@@ -408,8 +421,8 @@ assign(MqProducer *pr, MqError *err)
 }
 
 /* One partition's records: one call of mq.send_batch or mq.produce. */
-static bool
-send_part(MqProducer *pr, const ProducerPart *part, MqError *err)
+bool
+producer_send_part(MqProducer *pr, PGconn *conn, const ProducerPart *part, MqError *err)
 {
 	MqParams	params;
 	const char *data;
@@ -447,7 +460,7 @@ send_part(MqProducer *pr, const ProducerPart *part, MqError *err)
 	if (pr->acks == MQ_ACKS_ALL)
 		mq_param_int(&params, MQ_INT4OID, pr->timeout_ms);
 
-	res = mq_exec_prepared(pr->conn, pr->acks == MQ_ACKS_ALL ? PRODUCE_STATEMENT : SEND_STATEMENT,
+	res = mq_exec_prepared(conn, pr->acks == MQ_ACKS_ALL ? PRODUCE_STATEMENT : SEND_STATEMENT,
 						   &params, 1, err);
 	if (res == NULL)
 		return false;
@@ -484,7 +497,7 @@ send_parts(MqProducer *pr, MqError *err)
 		return false;
 	for (int i = 0; i < pr->nparts; i++)
 	{
-		if (!send_part(pr, &pr->parts[i], err))
+		if (!producer_send_part(pr, pr->conn, &pr->parts[i], err))
 		{
 			if (block && !err->connection_lost)
 			{
@@ -510,6 +523,8 @@ deliver(MqProducer *pr, MqError *err)
 	int64_t		give_up_at = 0;
 	int			backoff = RETRY_BACKOFF_MS;
 
+	if (pr->router != NULL)
+		return producer_route_deliver(pr, assign, err);
 	for (;;)
 	{
 		if (pr->conn != NULL)
@@ -532,7 +547,7 @@ deliver(MqProducer *pr, MqError *err)
 		backoff = backoff * 2 > RETRY_BACKOFF_MAX_MS ? RETRY_BACKOFF_MAX_MS : backoff * 2;
 
 		pr->conn = mqctl_try_connect(err);
-		if (pr->conn != NULL && !setup_session(pr, err))
+		if (pr->conn != NULL && !producer_setup_session(pr, pr->conn, err))
 		{
 			if (!err->connection_lost)
 				return false;
@@ -572,6 +587,7 @@ void
 producer_free(MqProducer *pr)
 {
 	PQfinish(pr->conn);
+	producer_route_close(pr);
 	mq_array_free(&pr->keys);
 	mq_array_free(&pr->values);
 	free(pr->records);

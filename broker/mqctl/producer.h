@@ -18,6 +18,7 @@
 
 #include "mqconn.h"
 #include "pgbinary.h"
+#include "route.h"
 
 typedef enum MqAcks
 {
@@ -54,11 +55,13 @@ typedef struct ProducerPart
 	int32_t		base_sequence;	/* sequence of the first record; -1: sent without producer id */
 	int			first;			/* in MqProducer.order */
 	int			count;
+	bool		sent;			/* cluster: acknowledged by its leader */
 } ProducerPart;
 
 typedef struct MqProducer
 {
-	PGconn	   *conn;
+	PGconn	   *conn;			/* NULL when routed */
+	MqRouter   *router;			/* non-NULL: a cluster, through its coordinator */
 	const char *topic;
 	int32_t		partition;		/* -1: by key, or spread over partitions */
 	bool		keyed;			/* records have keys (else all keys NULL) */
@@ -131,5 +134,23 @@ extern bool producer_retry(MqProducer *pr, MqError *err);
 
 extern void producer_clear(MqProducer *pr);
 extern void producer_free(MqProducer *pr);
+
+/* producer.c, for producer_route.c */
+extern bool producer_setup_session(MqProducer *pr, PGconn *conn, MqError *err);
+extern bool producer_send_part(MqProducer *pr, PGconn *conn, const ProducerPart *part,
+							   MqError *err);
+
+/*
+ * producer_route.c: a producer given the coordinator's address.
+ * producer_route_open() routes when conn's database is a coordinator that
+ * knows the topic (it then owns conn); producer_home() is the connection
+ * for calls any node answers (pr->conn, or a leader's); deliver sends
+ * every part to its partition's leader, following leader changes.
+ */
+typedef bool (*ProducerAssign) (MqProducer *pr, MqError *err);
+extern bool producer_route_open(MqProducer *pr, PGconn *conn);
+extern PGconn *producer_home(MqProducer *pr, MqError *err);
+extern bool producer_route_deliver(MqProducer *pr, ProducerAssign assign, MqError *err);
+extern void producer_route_close(MqProducer *pr);
 
 #endif							/* MQCTL_PRODUCER_H */

@@ -27,13 +27,15 @@ CREATE FUNCTION mq.committed_offset(group_id text, topic text, partition integer
     RETURNS bigint
     AS 'MODULE_PATHNAME', 'mq_committed_offset' LANGUAGE C STABLE;
 
--- member_id restricts the poll to the partitions the group member owns;
--- auto_offset_reset (earliest, latest, none) says where to start without
--- a committed offset or below the log start.
+-- member_id restricts the poll to the partitions the group member owns,
+-- partitions to those it names (a client of a replicated cluster names
+-- what the node leads); auto_offset_reset (earliest, latest, none) says
+-- where to start without a committed offset or below the log start.
 CREATE FUNCTION mq.poll(group_id text, topic text, max_records integer DEFAULT 100,
                         auto_commit boolean DEFAULT false,
                         max_wait_ms integer DEFAULT 0, min_records integer DEFAULT 1,
-                        member_id text DEFAULT NULL, auto_offset_reset text DEFAULT 'earliest')
+                        member_id text DEFAULT NULL, auto_offset_reset text DEFAULT 'earliest',
+                        partitions integer[] DEFAULT NULL)
     RETURNS SETOF mq.record
     AS 'MODULE_PATHNAME', 'mq_poll' LANGUAGE C VOLATILE ROWS 100;
 

@@ -306,24 +306,11 @@ LANGUAGE sql STABLE SECURITY DEFINER SET search_path = pg_catalog, pg_temp AS $$
      ORDER BY t.decided_at, 2
 $$;
 
--- Routing for a pipeline client: each partition's leader, its epoch and how
--- to reach its node (the client connects as itself: it drops the user).
-CREATE FUNCTION mq_coord.txn_leaders(p_topics text[])
-    RETURNS TABLE (topic text, partition integer, leader integer, leader_epoch integer,
-                   node_conninfo text)
-LANGUAGE sql STABLE SECURITY DEFINER SET search_path = pg_catalog, pg_temp AS $$
-    SELECT p.topic, p.partition, p.leader, p.leader_epoch, b.node_conninfo
-      FROM mq_coord.partition p
-      LEFT JOIN mq_coord.broker b ON b.broker_id = p.leader
-     WHERE p.topic = ANY (p_topics)
-     ORDER BY p.topic, p.partition
-$$;
-
 -- What a pipeline client's role needs (docs/delivery.md): on each data
 -- node, finishing mq's prepared transactions and the notes of its own
--- transaction; on the coordinator, the
--- decisions, routing and its transactional producer id.  SECURITY
--- INVOKER, like mq.grant_broker.
+-- transaction; on the coordinator, the decisions, routing
+-- (mq_coord.route, 65_cluster_groups.sql) and its transactional producer
+-- id.  SECURITY INVOKER, like mq.grant_broker.
 CREATE FUNCTION mq.grant_pipeline(role regrole) RETURNS void
 LANGUAGE plpgsql SECURITY INVOKER SET search_path = pg_catalog, pg_temp AS $$
 BEGIN
@@ -342,8 +329,8 @@ BEGIN
     END IF;
     EXECUTE pg_catalog.format('GRANT USAGE ON SCHEMA mq_coord TO %s', role);
     EXECUTE pg_catalog.format(
-        'GRANT EXECUTE ON FUNCTION mq_coord.init_producer(text), '
-        'mq_coord.txn_leaders(text[]), mq_coord.txn_decide(text, text, jsonb, integer), '
+        'GRANT EXECUTE ON FUNCTION mq_coord.init_producer(text), mq_coord.route(text), '
+        'mq_coord.txn_decide(text, text, jsonb, integer), '
         'mq_coord.txn_abort(text, text), mq_coord.txn_state(text), '
         'mq_coord.txn_output_durable(text, text, integer), mq_coord.txn_done(text) TO %s', role);
 END $$;

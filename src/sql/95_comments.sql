@@ -103,7 +103,7 @@ COMMENT ON FUNCTION mq.header_list(jsonb) IS
     'headers jsonb (an object, or an array of [key, value] pairs) as Kafka''s ordered header list';
 COMMENT ON FUNCTION mq.headers_jsonb(mq.header[]) IS
     'Kafka''s header list as jsonb: an array of [key, value] pairs, a value being text, null or {"base64": ...}';
-COMMENT ON FUNCTION mq.poll(text, text, integer, boolean, integer, integer, text, text) IS
+COMMENT ON FUNCTION mq.poll(text, text, integer, boolean, integer, integer, text, text, integer[]) IS
     'reads records for a consumer group from its positions, over the partitions it can claim (or, with member_id, owns); optionally auto-commits and long-polls';
 
 -- Consumer groups (50_groups.sql)
@@ -347,6 +347,34 @@ COMMENT ON FUNCTION mq._authorize_grant(oid, text, text, text) IS
     'internal: raises 42501 unless the role may grant on the resource (alter on the cluster, or the topic''s owner)';
 COMMENT ON FUNCTION mq._produce_state(text, integer) IS
     'internal: leader epoch, role, min.insync.replicas and ISR size of a partition, for mq.produce (producers of the topic only)';
+
+-- one address for clients and cluster consumer groups (65_cluster_groups.sql)
+COMMENT ON FUNCTION mq_coord.route(text) IS
+    'routing for clients: each partition''s leader, leader epoch and the address of its node';
+COMMENT ON TABLE mq_coord.cluster_group IS
+    'consumer groups that span the cluster: generation and the partition counts of the last rebalance';
+COMMENT ON TABLE mq_coord.cluster_group_member IS
+    'members of cluster consumer groups: subscribed topics, session timeout, last heartbeat';
+COMMENT ON TABLE mq_coord.cluster_group_assignment IS
+    'which member of a cluster consumer group reads which partition, per generation (range assignor)';
+COMMENT ON FUNCTION mq_coord._cluster_group_partitions(text) IS
+    'internal: the partition counts of the topics a cluster group subscribes to';
+COMMENT ON FUNCTION mq_coord._cluster_group_rebalance(text) IS
+    'internal: a new generation of a cluster group with a range assignment';
+COMMENT ON FUNCTION mq_coord._cluster_group_lock(text) IS
+    'internal: lock a cluster group, drop expired members, rebalance when needed';
+COMMENT ON FUNCTION mq_coord._cluster_group_mine(text, text) IS
+    'internal: a member''s partitions in the group''s current generation';
+COMMENT ON FUNCTION mq_coord.join_cluster_group(text, text[], text, integer) IS
+    'join a cluster consumer group: member id, generation and the member''s partitions';
+COMMENT ON FUNCTION mq_coord.cluster_group_heartbeat(text, text) IS
+    'a cluster group member''s heartbeat: the generation and its partitions now (MQ031 when expired)';
+COMMENT ON FUNCTION mq_coord.leave_cluster_group(text, text) IS
+    'leave a cluster consumer group (its partitions go to the others)';
+COMMENT ON FUNCTION mq_coord.cluster_group_members(text) IS
+    'members of a cluster consumer group, whether active, and what each is assigned';
+COMMENT ON FUNCTION mq_coord.grant_client(regrole) IS
+    'grant a role what mqctl needs on the coordinator: routing and cluster consumer groups';
 COMMENT ON FUNCTION mq.txn_finish(text, boolean) IS
     'commit (true) or roll back an mq: prepared transaction, as a statement of its own; false when it is not prepared (docs/delivery.md)';
 COMMENT ON FUNCTION mq.txn_notes() IS
@@ -373,8 +401,6 @@ COMMENT ON FUNCTION mq_coord.txn_resolve(text, integer, bigint, integer) IS
     'mq-broker recovery: commit, rollback or wait for one mq: prepared transaction of its node';
 COMMENT ON FUNCTION mq_coord.txn_outputs_pending(integer) IS
     'decided output participants of a broker not yet known durable';
-COMMENT ON FUNCTION mq_coord.txn_leaders(text[]) IS
-    'leaders, epochs and node addresses of the topics'' partitions, for pipeline clients';
 COMMENT ON FUNCTION mq_coord.grant_pipeline(regrole) IS
     'grant a role what an exactly-once pipeline client needs on the coordinator';
 COMMENT ON FUNCTION mq_coord._txn_durably() IS

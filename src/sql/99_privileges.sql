@@ -5,8 +5,6 @@
 
 REVOKE ALL ON ALL FUNCTIONS IN SCHEMA mq FROM PUBLIC;
 REVOKE ALL ON ALL FUNCTIONS IN SCHEMA mq_internal FROM PUBLIC;
--- mq_coord's later files too (64_twophase.sql): nothing there is PUBLIC's
-REVOKE ALL ON ALL FUNCTIONS IN SCHEMA mq_coord FROM PUBLIC;
 GRANT USAGE ON SCHEMA mq TO PUBLIC;
 -- the views show each role only the topics and groups it may DESCRIBE
 GRANT SELECT ON mq.topics, mq.partitions, mq.segments, mq.group_members, mq.group_assignments,
@@ -49,3 +47,7 @@ GRANT EXECUTE ON FUNCTION mq._offset_time(integer, integer, bigint),
 
 -- what max.message.bytes counts (src/record_size.c), for anyone sizing records
 GRANT EXECUTE ON FUNCTION mq.record_size(bytea, bytea, jsonb) TO PUBLIC;
+
+-- the coordinator's client functions (64_twophase.sql, 65_cluster_groups.sql)
+-- go to roles given mq_coord.grant_pipeline or grant_client, never to PUBLIC
+REVOKE ALL ON ALL FUNCTIONS IN SCHEMA mq_coord FROM PUBLIC;

@@ -34,7 +34,7 @@ SELECT cmp_ok((SELECT count(*)::int FROM pg_catalog.pg_proc
                 WHERE pronamespace IN ('mq'::regnamespace, 'mq_coord'::regnamespace)
                   AND pg_catalog.obj_description(oid, 'pg_proc') IS NOT NULL),
               '>=', 80, 'at least 80 functions of mq and mq_coord are described');
-SELECT isnt(pg_catalog.obj_description('mq.poll(text, text, integer, boolean, integer, integer, text, text)'::regprocedure,
+SELECT isnt(pg_catalog.obj_description('mq.poll(text, text, integer, boolean, integer, integer, text, text, integer[])'::regprocedure,
                                        'pg_proc'), NULL, 'mq.poll is described');
 SELECT isnt(pg_catalog.obj_description('mq.consumer_lag'::regclass, 'pg_class'), NULL,
             'mq.consumer_lag is described');

@@ -837,4 +837,95 @@ sub teardown
 	$_ && $_->stop for @{ $self->{proxies} // [] };
 }
 
+# ---------------------------------------------------------------------
+# mqctl given the coordinator's address alone (docs/cli.md, "A replicated
+# cluster"): the client's connection string names the coordinator, as
+# the test's own user (no user=: mqctl connects to every node as itself).
+# ---------------------------------------------------------------------
+
+sub mqctl_bin
+{
+	my $root = $ENV{MQ_REPO_ROOT} // '.';
+	return -x "$root/broker/mqctl/mqctl" ? "$root/broker/mqctl/mqctl" : 'mqctl';
+}
+
+sub bootstrap
+{
+	my ($self) = @_;
+	return sprintf('host=%s port=%d dbname=postgres', $self->coord->host, $self->coord->port);
+}
+
+# Start mqctl with the coordinator's address, its stdin from $in (a file
+# name or undef for /dev/null), stdout and stderr to files; returns the pid
+# (registered for teardown).  Its files are $c->{logprefix}$name.out/.err.
+sub start_mqctl
+{
+	my ($self, $name, $in, @args) = @_;
+	my $out = "$self->{logprefix}$name.out";
+	my $pid = fork();
+	die "fork: $!" unless defined $pid;
+	if ($pid == 0)
+	{
+		open STDIN, '<', $in // '/dev/null' or POSIX::_exit(1);
+		open STDOUT, '>', $out or POSIX::_exit(1);
+		open STDERR, '>', "$self->{logprefix}$name.err" or POSIX::_exit(1);
+		exec mqctl_bin(), '-d', $self->bootstrap, @args or POSIX::_exit(127);
+	}
+	$self->{children}{$pid} = 1;
+	return $pid;
+}
+
+# Wait for a child started by start_mqctl; its exit status.
+sub wait_mqctl
+{
+	my ($self, $pid) = @_;
+	waitpid($pid, 0);
+	my $status = $?;
+	delete $self->{children}{$pid};
+	return $status;
+}
+
+# What mqctl printed, parsed: the lines of $c->{logprefix}$name that
+# match $re.
+sub mqctl_lines
+{
+	my ($self, $name, $re) = @_;
+	my $f = "$self->{logprefix}$name";
+	return () unless -e $f;
+	return grep { /$re/ } split /\n/, slurp_file($f);
+}
+
+# produce -v: [partition, offset] per acknowledged record, in input order
+sub mqctl_acked
+{
+	my ($self, $name) = @_;
+	return map { [/^partition=(\d+) offset=(\d+)$/] }
+	  $self->mqctl_lines("$name.out", qr/^partition=\d+ offset=\d+$/);
+}
+
+# consume --format kv: [partition, offset, value] per record printed
+sub mqctl_consumed
+{
+	my ($self, $name) = @_;
+	return map { [/^partition=(\d+) offset=(\d+) .* value=(\S+)$/] }
+	  $self->mqctl_lines("$name.out", qr/^partition=\d+ offset=\d+ .* value=\S+$/);
+}
+
+# "p:o" of every record a member said may be read again (a commit that
+# was not acknowledged), over the members named
+sub mqctl_may_repeat
+{
+	my ($self, @names) = @_;
+	my %may;
+	for my $name (@names)
+	{
+		for ($self->mqctl_lines("$name.err", qr/may be read again/))
+		{
+			my ($p, $from, $to) = /partition (\d+) offsets (\d+) to (\d+)/ or next;
+			$may{"$p:$_"} = 1 for $from .. $to;
+		}
+	}
+	return \%may;
+}
+
 1;
