@@ -25,6 +25,12 @@
  * min.insync.replicas; it raises MQ020, MQ022 or MQ023 otherwise, exactly
  * as mq.produce's acks=all wait does (replica.c calls the same loop).
  *
+ * A transaction that is prepared (PREPARE TRANSACTION) hands its notes to
+ * the session as a commit does, so that after mq.txn_finish commits it
+ * (twophase.c) the same session's mq.await_commit waits for what it
+ * wrote; mq.txn_notes shows the notes before PREPARE, for the commit
+ * decision that recovery reads (src/sql/64_twophase.sql).
+ *
  * Locking: the version row is held until the committing transaction
  * ends; the wait holds nothing.
  *
@@ -38,6 +44,8 @@
 #include "fmgr.h"
 #include "miscadmin.h"
 #include "utils/builtins.h"
+#include "utils/json.h"
+#include "utils/jsonb.h"
 #include "utils/memutils.h"
 #include "utils/snapmgr.h"
 #include "utils/timestamp.h"
@@ -45,6 +53,7 @@
 #include "mq.h"
 
 PG_FUNCTION_INFO_V1(mq_await_commit);
+PG_FUNCTION_INFO_V1(mq_txn_notes);
 
 typedef struct PendingAck
 {
@@ -134,6 +143,29 @@ mq_commit_note_offsets(MqTopic *topic, int32 partition)
 	mq_spi_end(&spi);
 	note(topic->topic_id, partition, epoch, -1, version);
 	mq_notify_at_commit(topic->topic_id);	/* wake the followers' fetches */
+}
+
+/* The largest records end and offsets version noted for a's partition. */
+static int64
+max_records_end(const PendingAck *a)
+{
+	int64		v = -1;
+
+	for (int i = 0; i < n_xact_acks; i++)
+		if (xact_acks[i].topic_id == a->topic_id && xact_acks[i].partition == a->partition)
+			v = Max(v, xact_acks[i].records_end);
+	return v;
+}
+
+static int64
+max_version(const PendingAck *a)
+{
+	int64		v = -1;
+
+	for (int i = 0; i < n_xact_acks; i++)
+		if (xact_acks[i].topic_id == a->topic_id && xact_acks[i].partition == a->partition)
+			v = Max(v, xact_acks[i].offsets_version);
+	return v;
 }
 
 /* The partition's committed-offsets version (0 when never led). */
@@ -282,10 +314,55 @@ mq_await_commit(PG_FUNCTION_ARGS)
 	PG_RETURN_INT32(n);
 }
 
+/*
+ * mq.txn_notes(): what this transaction wrote to replicated partitions so
+ * far, as a jsonb array of {topic, partition, epoch, records_end,
+ * offsets_version} (-1: none of that kind), one per partition.
+ */
+Datum
+mq_txn_notes(PG_FUNCTION_ARGS)
+{
+	StringInfoData buf;
+
+	initStringInfo(&buf);
+	appendStringInfoChar(&buf, '[');
+	for (int i = 0; i < n_xact_acks; i++)
+	{
+		const PendingAck *a = &xact_acks[i];
+		bool		merged = false;
+
+		/* a subtransaction's note of the same partition is one entry */
+		for (int j = 0; j < i; j++)
+			merged |= xact_acks[j].topic_id == a->topic_id && xact_acks[j].partition == a->partition;
+		if (merged)
+			continue;
+		if (buf.len > 1)
+			appendStringInfoChar(&buf, ',');
+		appendStringInfoString(&buf, "{\"topic\": ");
+		escape_json(&buf, mq_topic_by_id(a->topic_id)->name);
+		appendStringInfo(&buf, ", \"partition\": %d, \"epoch\": %d, \"records_end\": " INT64_FORMAT
+						 ", \"offsets_version\": " INT64_FORMAT "}",
+						 a->partition, a->leader_epoch, max_records_end(a), max_version(a));
+	}
+	appendStringInfoChar(&buf, ']');
+	PG_RETURN_DATUM(DirectFunctionCall1(jsonb_in, CStringGetDatum(buf.data)));
+}
+
+/* twophase.c: a prepared transaction was rolled back, nothing to wait for */
+void
+mq_commit_wait_forget(void)
+{
+	if (session_acks)
+		pfree(session_acks);
+	session_acks = NULL;
+	n_session_acks = 0;
+}
+
 static void
 commit_wait_xact_callback(XactEvent event, void *arg)
 {
-	if (event == XACT_EVENT_COMMIT && n_xact_acks > 0)
+	/* a prepared transaction's notes wait for its mq.txn_finish */
+	if ((event == XACT_EVENT_COMMIT || event == XACT_EVENT_PREPARE) && n_xact_acks > 0)
 	{
 		if (session_acks)
 			pfree(session_acks);

@@ -174,6 +174,7 @@ extern int64 mq_offsets_version(int32 topic_id, int32 partition);
 extern void mq_replica_await_records(const char *topic_name, int32 topic_id, int32 partition,
 									 int32 epoch, int64 target, int32 min_isr, int timeout_ms);
 extern void mq_commit_wait_init(void);
+extern void mq_commit_wait_forget(void);
 
 /* record_size.c: max.message.bytes; every leader append checks first */
 extern int	mq_message_max_bytes;
@@ -201,6 +202,7 @@ extern void mq_check_compacted_keys(MqTopic *topic, MqRecordIn *recs, int n);
 extern void mq_notify_init(void);
 extern void mq_notify_now(int32 topic_id);
 extern void mq_notify_at_commit(int32 topic_id);
+extern void mq_notify_all(void);
 extern uint64 mq_notify_counter(int32 topic_id);
 extern bool mq_notify_wait(int32 topic_id, uint64 seen, TimestampTz deadline);
 

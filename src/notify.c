@@ -105,6 +105,25 @@ mq_notify_now(int32 topic_id)
 	ConditionVariableBroadcast(&slot->cv);
 }
 
+/*
+ * Wake every waiter of this server.  For commits whose topics this
+ * backend does not know: a prepared transaction committed by
+ * mq.txn_finish (twophase.c) announces nothing itself, since its commit
+ * callbacks ran at PREPARE (with the list dropped) and COMMIT PREPARED
+ * runs none.
+ */
+void
+mq_notify_all(void)
+{
+	if (slots == NULL)
+		return;
+	for (int i = 0; i < MQ_NOTIFY_SLOTS; i++)
+	{
+		pg_atomic_fetch_add_u64(&slots[i].changes, 1);
+		ConditionVariableBroadcast(&slots[i].cv);
+	}
+}
+
 /* Wake the topic's waiters when this transaction commits. */
 void
 mq_notify_at_commit(int32 topic_id)

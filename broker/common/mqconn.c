@@ -411,3 +411,65 @@ mq_exec_timeout(PGconn *conn, const char *sql, const MqParams *params,
 	err->connection_lost = true;
 	return NULL;
 }
+
+/*
+ * Run one statement n times, with params[i] each, in libpq's pipeline mode:
+ * one round trip for all of them.  Stops at the first error (the ones
+ * after it are not run) and returns false with err filled.  Use inside a
+ * transaction block, so that an error leaves nothing half done.
+ */
+bool
+mq_exec_many(PGconn *conn, const char *sql, const MqParams *params, int n, MqError *err)
+{
+	bool		ok = true;
+	bool		failed = false;
+	PGresult   *res;
+
+	if (n == 0)
+		return true;
+	if (!PQenterPipelineMode(conn))
+	{
+		error_from_conn(conn, NULL, err);
+		return false;
+	}
+	for (int i = 0; i < n && ok; i++)
+		ok = PQsendQueryParams(conn, sql, params[i].n, params[i].types, params[i].values,
+							   params[i].lengths, params[i].formats, 0) == 1;
+	ok = ok && PQpipelineSync(conn) == 1;
+	if (!ok)
+		error_from_conn(conn, NULL, err);
+	failed = !ok;
+	/* every result up to the sync (a NULL ends each query's): keep the first error */
+	for (int nulls = 0; ok && nulls <= n + 1;)
+	{
+		ExecStatusType st;
+
+		if ((res = PQgetResult(conn)) == NULL)
+		{
+			if (PQstatus(conn) == CONNECTION_BAD)
+				break;
+			nulls++;
+			continue;
+		}
+		st = PQresultStatus(res);
+		if (st == PGRES_FATAL_ERROR && !failed)
+		{
+			error_from_conn(conn, res, err);
+			failed = true;
+		}
+		PQclear(res);
+		if (st == PGRES_PIPELINE_SYNC)
+			break;
+	}
+	if (!failed && PQstatus(conn) == CONNECTION_BAD)
+	{
+		error_from_conn(conn, NULL, err);
+		failed = true;
+	}
+	if (PQexitPipelineMode(conn) != 1 && !failed)
+	{
+		error_from_conn(conn, NULL, err);
+		failed = true;
+	}
+	return !failed;
+}

@@ -132,6 +132,13 @@ extern PGresult *mq_collect(PGconn *conn, bool *done, MqError *err);
 extern PGresult *mq_exec_timeout(PGconn *conn, const char *sql, const MqParams *params,
 								 int result_format, int timeout_ms, MqError *err);
 
+/*
+ * One statement run n times with params[i] each, pipelined (one round
+ * trip); false with err filled at the first error.
+ */
+extern bool mq_exec_many(PGconn *conn, const char *sql, const MqParams *params, int n,
+						 MqError *err);
+
 /* A statement without parameters whose result is not needed (BEGIN, SET). */
 extern bool mq_command(PGconn *conn, const char *sql, MqError *err);
 

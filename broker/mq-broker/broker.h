@@ -195,6 +195,9 @@ extern void follower_stop(Part *p);
 /* producer_ids.c */
 extern void supply_producer_ids(Broker *b);
 
+/* recover.c */
+extern void recover_prepared(Broker *b);
+
 /* loop.c */
 extern void broker_run(Broker *b, volatile int *stop_requested);
 

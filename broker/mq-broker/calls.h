@@ -50,6 +50,17 @@ typedef struct Assignment
 	const char *leader_name;
 } Assignment;
 
+/* One partition of a decided output part (mq_coord.txn_outputs_pending). */
+typedef struct PendingOutput
+{
+	const char *txn_id;
+	const char *gid;
+	const char *topic;
+	int			partition;
+	int			epoch;
+	int64_t		records_end;
+} PendingOutput;
+
 /* calls_node.c: the broker's own node */
 extern bool node_setup_session(Broker *b, MqError *err);
 extern bool node_resign_all(Broker *b, int *count, MqError *err);
@@ -71,6 +82,11 @@ extern bool node_append(Broker *b, const Part *p, const char *batch, int len,
 extern bool node_producer_ids_left(Broker *b, int64_t *left, MqError *err);
 extern bool node_add_producer_ids(Broker *b, int64_t first, int64_t last, int64_t *left,
 								  MqError *err);
+extern int	node_txn_in_doubt(Broker *b, char **gid, int64_t *age_ms, int max, MqError *err);
+extern bool node_txn_finish(Broker *b, const char *gid, bool commit, bool *finished,
+							MqError *err);
+extern bool node_txn_output_replicated(Broker *b, const PendingOutput *o, bool *replicated,
+									   MqError *err);
 
 /* calls_node.c: the leader's node, over the follower's connection p->fconn */
 extern bool leader_setup_session(Broker *b, Part *p, MqError *err);
@@ -94,6 +110,13 @@ extern bool coord_elect(Broker *b, const Part *p, int *epoch, MqError *err);
 extern bool coord_read_isr(Broker *b, Part *p, MqError *err);
 extern bool coord_alter_isr(Broker *b, const Part *p, const int *isr, int n,
 							bool *accepted, MqError *err);
+extern bool coord_txn_resolve(Broker *b, const char *gid, int64_t age_ms, char *action,
+							  size_t size, MqError *err);
+extern bool coord_txn_outputs_pending(Broker *b,
+									  void (*each) (Broker *b, const PendingOutput *o, void *arg),
+									  void *arg, MqError *err);
+extern bool coord_txn_output_durable(Broker *b, const char *txn_id, const char *gid,
+									 char *state, size_t size, MqError *err);
 extern bool coord_allocate_producer_ids(Broker *b, int count, int64_t *first, int64_t *last,
 										MqError *err);
 

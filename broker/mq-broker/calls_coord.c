@@ -264,3 +264,73 @@ coord_allocate_producer_ids(Broker *b, int count, int64_t *first, int64_t *last,
 	PQclear(res);
 	return true;
 }
+
+/* What recovery does with a gid prepared age_ms ago: commit, rollback or wait. */
+bool
+coord_txn_resolve(Broker *b, const char *gid, int64_t age_ms, char *action, size_t size,
+				  MqError *err)
+{
+	MqParams	prm;
+	PGresult   *res;
+
+	mq_params_init(&prm);
+	mq_param_text(&prm, MQ_TEXTOID, gid);
+	mq_param_int(&prm, MQ_INT4OID, b->cfg->broker_id);
+	mq_param_int(&prm, MQ_INT8OID, age_ms);
+	mq_param_int(&prm, MQ_INT4OID, b->cfg->txn_timeout_ms);
+	res = coord_exec(b, "SELECT mq_coord.txn_resolve($1, $2, $3, $4)", &prm, err);
+	if (res == NULL)
+		return false;
+	snprintf(action, size, "%s", PQgetvalue(res, 0, 0));
+	PQclear(res);
+	return true;
+}
+
+/* Each partition of this broker's decided outputs not known durable, by gid. */
+bool
+coord_txn_outputs_pending(Broker *b, void (*each) (Broker *b, const PendingOutput *o, void *arg),
+						  void *arg, MqError *err)
+{
+	MqParams	prm;
+	PGresult   *res;
+
+	one_int(&prm, b->cfg->broker_id);
+	res = coord_exec(b, "SELECT txn_id, gid, topic, partition, epoch, records_end "
+					 "FROM mq_coord.txn_outputs_pending($1)", &prm, err);
+	if (res == NULL)
+		return false;
+	for (int i = 0; i < PQntuples(res); i++)
+	{
+		PendingOutput o;
+
+		o.txn_id = PQgetvalue(res, i, 0);
+		o.gid = PQgetvalue(res, i, 1);
+		o.topic = PQgetvalue(res, i, 2);
+		o.partition = atoi(PQgetvalue(res, i, 3));
+		o.epoch = atoi(PQgetvalue(res, i, 4));
+		o.records_end = atoll(PQgetvalue(res, i, 5));
+		each(b, &o, arg);
+	}
+	PQclear(res);
+	return true;
+}
+
+/* An output part is on its ISR (checked by this broker); *state: the step's. */
+bool
+coord_txn_output_durable(Broker *b, const char *txn_id, const char *gid, char *state,
+						 size_t size, MqError *err)
+{
+	MqParams	prm;
+	PGresult   *res;
+
+	mq_params_init(&prm);
+	mq_param_text(&prm, MQ_TEXTOID, txn_id);
+	mq_param_text(&prm, MQ_TEXTOID, gid);
+	mq_param_int(&prm, MQ_INT4OID, b->cfg->broker_id);
+	res = coord_exec(b, "SELECT mq_coord.txn_output_durable($1, $2, $3)", &prm, err);
+	if (res == NULL)
+		return false;
+	snprintf(state, size, "%s", PQgetvalue(res, 0, 0));
+	PQclear(res);
+	return true;
+}

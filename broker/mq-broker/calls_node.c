@@ -299,3 +299,59 @@ node_add_producer_ids(Broker *b, int64_t first, int64_t last, int64_t *left, MqE
 	mq_param_int(&prm, MQ_INT8OID, last);
 	return node_call(b, "SELECT mq.replica_add_producer_ids($1, $2)", &prm, left, err);
 }
+
+/*
+ * The node's mq: prepared transactions, oldest first (at most max): gid[i]
+ * is allocated (the caller frees it), age_ms[i] how long it has been
+ * prepared.  Returns how many, or -1 after a failure.
+ */
+int
+node_txn_in_doubt(Broker *b, char **gid, int64_t *age_ms, int max, MqError *err)
+{
+	PGresult   *res = node_exec(b, "SELECT gid, age_ms FROM mq.txn_in_doubt()", NULL, 0, err);
+	int			n = 0;
+
+	if (res == NULL)
+		return -1;
+	for (; n < PQntuples(res) && n < max; n++)
+	{
+		gid[n] = mq_strdup(PQgetvalue(res, n, 0));
+		age_ms[n] = atoll(PQgetvalue(res, n, 1));
+	}
+	PQclear(res);
+	return n;
+}
+
+/* COMMIT or ROLLBACK PREPARED; *finished: false when it was not prepared. */
+bool
+node_txn_finish(Broker *b, const char *gid, bool commit, bool *finished, MqError *err)
+{
+	MqParams	prm;
+	int64_t		v;
+
+	mq_params_init(&prm);
+	mq_param_text(&prm, MQ_TEXTOID, gid);
+	mq_param_text(&prm, MQ_BOOLOID, commit ? "true" : "false");
+	if (!node_call(b, "SELECT mq.txn_finish($1, $2)::integer", &prm, &v, err))
+		return false;
+	*finished = v == 1;
+	return true;
+}
+
+/* Does the node lead the partition in epoch with its high watermark >= end? */
+bool
+node_txn_output_replicated(Broker *b, const PendingOutput *o, bool *replicated, MqError *err)
+{
+	MqParams	prm;
+	int64_t		v;
+
+	mq_params_init(&prm);
+	mq_param_text(&prm, MQ_TEXTOID, o->topic);
+	mq_param_int(&prm, MQ_INT4OID, o->partition);
+	mq_param_int(&prm, MQ_INT4OID, o->epoch);
+	mq_param_int(&prm, MQ_INT8OID, o->records_end);
+	if (!node_call(b, "SELECT mq.txn_output_replicated($1, $2, $3, $4)::integer", &prm, &v, err))
+		return false;
+	*replicated = v == 1;
+	return true;
+}

@@ -67,6 +67,7 @@ static const ConfigKey keys[] = {
 	KEY("replication", "replica.fetch.max.records", fetch_max_records, 'i', 1, 1000000),
 	KEY("replication", "auto.leader.rebalance.enable", auto_rebalance, 'i', 0, 1),
 	KEY("replication", "auto.leader.rebalance.delay.ms", rebalance_delay_ms, 'i', 0, 86400000),
+	KEY("replication", "txn.timeout.ms", txn_timeout_ms, 'i', 100, 3600000),
 	KEY("metrics", "address", metrics_address, 's', 0, 0),
 	KEY("kafka", "listen", kafka_listen, 's', 0, 0),
 	KEY("kafka", "advertise", kafka_advertise, 's', 0, 0),
@@ -283,6 +284,7 @@ set_defaults(BrokerConfig *cfg)
 	cfg->auto_rebalance = 1;
 	cfg->rebalance_delay_ms = 10000;
 	cfg->kafka_group_delay_ms = -1;	/* unset: mq-kafka's default */
+	cfg->txn_timeout_ms = 10000;
 }
 
 bool

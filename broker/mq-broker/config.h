@@ -37,6 +37,7 @@ typedef struct BrokerConfig
 	int			retry_max_ms;	/* longest reconnect pause (back-off cap) */
 	int			auto_rebalance; /* auto.leader.rebalance.enable: 1 or 0 */
 	int			rebalance_delay_ms;	/* auto.leader.rebalance.delay.ms */
+	int			txn_timeout_ms; /* an undecided mq: prepared transaction lives this long */
 	char	   *metrics_address;	/* host:port, or NULL */
 	/* [kafka]: the node's mq-kafka, started and kept running (kafka_child.c) */
 	char	   *kafka_listen;	/* host:port; NULL: no Kafka listener */

@@ -261,6 +261,15 @@ ensure_node(Broker *b)
 		node_setup_failed(b, "cannot make the node session's commits durable", &err);
 		return;
 	}
+	/*
+	 * A prepared transaction of a pipeline step holds its partitions'
+	 * produce locks, which resigning waits for: settle what the coordinator
+	 * has decided first (recover.c; without the coordinator, the resign
+	 * may wait, fail and be retried until it is back).
+	 */
+	recover_prepared(b);
+	if (b->node == NULL)
+		return;
 	/* whatever the node led before (say, before a crash) it does not lead now */
 	if (!node_resign_all(b, &resigned, &err))
 	{

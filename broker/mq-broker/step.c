@@ -207,6 +207,9 @@ broker_tick(Broker *b)
 	if (b->node == NULL || b->coord == NULL || !b->live)
 		return;
 	supply_producer_ids(b);		/* before the node leads anything */
+	recover_prepared(b);		/* before a role change waits on a prepared one */
+	if (b->node == NULL || b->coord == NULL)
+		return;
 	if (!read_assignments(b))
 		return;
 	for (Part *p = b->parts; p; p = p->next)

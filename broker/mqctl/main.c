@@ -39,6 +39,7 @@ static const MqctlCommand commands[] = {
 	{"reassign", "move replicas of partitions between brokers", reassign_help, cmd_reassign},
 	{"broker remove", "remove a broker that holds no replicas", broker_remove_help, cmd_broker_remove},
 	{"broker set-rack", "record the rack of a broker", broker_set_rack_help, cmd_broker_set_rack},
+	{"pipeline", "copy a topic to another exactly once across a cluster", pipeline_help, cmd_pipeline},
 	{"perf produce", "measure produce throughput and latency", perf_produce_help, cmd_perf_produce},
 	{"perf consume", "measure consume throughput", perf_consume_help, cmd_perf_consume},
 };

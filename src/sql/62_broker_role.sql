@@ -50,7 +50,10 @@ BEGIN
         'mq.replica_place_topic(text, integer, jsonb, integer[]), '
         'mq.replica_adopt_partitions(text, integer[]), '
         'mq.replica_unhost(text, integer), '
-        'mq.replica_set_replicas(text, integer, integer, integer[], integer[]) '
+        'mq.replica_set_replicas(text, integer, integer, integer[], integer[]), '
+        -- recovery of mq's prepared transactions (64_twophase.sql)
+        'mq.txn_in_doubt(), mq.txn_finish(text, boolean), '
+        'mq.txn_output_replicated(text, integer, integer, bigint) '
         'TO %s', role);
     -- mq's own authorization (90_acl.sql): the broker sees every topic in
     -- mq.topics and creates the replicas it is assigned
@@ -84,7 +87,10 @@ BEGIN
         'mq_coord.allocate_producer_ids(integer, integer), '
         'mq_coord.moving(integer), '
         'mq_coord.register_rack(integer, text), '
-        'mq_coord.complete_reassignment(text, integer, integer, integer) '
+        'mq_coord.complete_reassignment(text, integer, integer, integer), '
+        'mq_coord.txn_resolve(text, integer, bigint, integer), '
+        'mq_coord.txn_outputs_pending(integer), '
+        'mq_coord.txn_output_durable(text, text, integer) '
         'TO %s', role);
 END;
 $$;

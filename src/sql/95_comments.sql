@@ -417,3 +417,35 @@ COMMENT ON FUNCTION mq.replica_unhost(text, integer) IS
     'broker API: this node no longer holds a replica of the partition (it moved away); produce and reads raise MQ020';
 COMMENT ON FUNCTION mq.replica_set_replicas(text, integer, integer, integer[], integer[]) IS
     'broker API, on the leader: the replica set (and, after a completed move, the ISR) changed';
+COMMENT ON FUNCTION mq.txn_finish(text, boolean) IS
+    'commit (true) or roll back an mq: prepared transaction, as a statement of its own; false when it is not prepared (docs/delivery.md)';
+COMMENT ON FUNCTION mq.txn_notes() IS
+    'what this transaction wrote to replicated partitions so far (topic, partition, epoch, records end, offsets version), for a two-phase commit decision';
+COMMENT ON FUNCTION mq.txn_in_doubt() IS
+    'this database''s mq: prepared transactions and their age, for mq-broker''s recovery';
+COMMENT ON FUNCTION mq.txn_output_replicated(text, integer, integer, bigint) IS
+    'whether this node leads the partition in the epoch with its high watermark at least the end';
+COMMENT ON FUNCTION mq.grant_pipeline(regrole) IS
+    'grant a role what an exactly-once pipeline client needs on a data node (mq.txn_finish, mq.txn_notes)';
+COMMENT ON TABLE mq_coord.txn IS
+    'two-phase commit decisions of exactly-once pipeline steps: commit, outputs_durable, done or abort, with the participants';
+COMMENT ON FUNCTION mq_coord.txn_decide(text, text, jsonb, integer) IS
+    'record the commit decision of a prepared step (MQ051 when recovery aborted it first)';
+COMMENT ON FUNCTION mq_coord.txn_abort(text, text) IS
+    'abort a step unless it was decided; returns the state that holds';
+COMMENT ON FUNCTION mq_coord.txn_state(text) IS
+    'the decision state of a step (NULL: none)';
+COMMENT ON FUNCTION mq_coord.txn_output_durable(text, text, integer) IS
+    'an output participant is on its ISR; outputs_durable once all are';
+COMMENT ON FUNCTION mq_coord.txn_done(text) IS
+    'the step''s offsets are on their ISR too: complete';
+COMMENT ON FUNCTION mq_coord.txn_resolve(text, integer, bigint, integer) IS
+    'mq-broker recovery: commit, rollback or wait for one mq: prepared transaction of its node';
+COMMENT ON FUNCTION mq_coord.txn_outputs_pending(integer) IS
+    'decided output participants of a broker not yet known durable';
+COMMENT ON FUNCTION mq_coord.grant_pipeline(regrole) IS
+    'grant a role what an exactly-once pipeline client needs on the coordinator';
+COMMENT ON FUNCTION mq_coord._txn_durably() IS
+    'internal: this transaction commits with synchronous_commit on (a decision must survive a coordinator crash)';
+COMMENT ON FUNCTION mq_coord._txn_check_participants(text, jsonb) IS
+    'internal: raises MQ054 unless the participants are objects with a gid of the transaction and a kind';

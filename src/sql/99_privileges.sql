@@ -48,7 +48,8 @@ GRANT EXECUTE ON FUNCTION mq._offset_time(integer, integer, bigint),
 -- what max.message.bytes counts (src/record_size.c), for anyone sizing records
 GRANT EXECUTE ON FUNCTION mq.record_size(bytea, bytea, jsonb) TO PUBLIC;
 
--- the coordinator's client functions (65_cluster_groups.sql) go to roles
--- given mq_coord.grant_client, never to PUBLIC; nor do the placement
--- functions (66_placement.sql), which stay with administrators
+-- the coordinator's client functions (64_twophase.sql, 65_cluster_groups.sql)
+-- go to roles given mq_coord.grant_pipeline or grant_client, never to PUBLIC;
+-- nor do the placement functions (66_placement.sql), which stay with
+-- administrators
 REVOKE ALL ON ALL FUNCTIONS IN SCHEMA mq_coord FROM PUBLIC;

@@ -17,6 +17,15 @@
 #      transaction from 1 client, acks=1 vs acks=all, --runs runs of
 #      --duration s each alternating; p50 and p99 over all of them, beside
 #      Kafka's published end-to-end 2 ms / 3 ms (same machine, fsync on).
+#   E  the exactly-once pipeline: --eos-records records (100 B, null keys)
+#      of a 2-partition topic copied to a 3-partition topic with an
+#      application row per record, in steps of 100 records: in the cluster
+#      by `mqctl pipeline` (both topics replication.factor 3, min ISR 2;
+#      two-phase commit across the leaders, docs/delivery.md), and the same
+#      steps on one node (node1's own unreplicated topics: one local
+#      transaction per step, a procedure that commits after each).  A new
+#      group per run reads the whole input again; runs alternate; records/s
+#      of each (median of --runs) and the ratio cluster/one node.
 #   F  failover: a client (test/bench/failover.c) writes small acks=all
 #      batches to whoever the coordinator names leader; the leader's node is
 #      killed (kill -9 of its postmaster); the figure is the time from the
@@ -47,13 +56,14 @@
 # broker: run `make && make install` first (this script never runs make).
 #
 # Usage: test/bench/replication.sh [--duration S] [--runs N] [--clients "1 4"]
-#                                  [--failovers N] [--out FILE]
+#                                  [--failovers N] [--eos-records N] [--out FILE]
 #                                  [--reassign-mb MB] [--reassign-throttle B]
 #                                  [--availability N] [--availability-only]
 #   --duration S   seconds per pgbench run (default 10)
 #   --runs N       runs per figure and side (default 3; the median is kept)
 #   --clients L    client counts for T (default "1 4")
 #   --failovers N  failovers measured in F (default 3)
+#   --eos-records N  input records of E (default 10000)
 #   --out FILE     also write the results as a markdown table to FILE
 #   --reassign-mb MB        data per partition moved in R (default 20)
 #   --reassign-throttle B   the throttled move's bytes/s in R (default 2000000)
@@ -66,13 +76,14 @@ source "$REPO/scripts/lib.sh"
 mq_pg_paths || mq_die "PostgreSQL 15 (pg_config) not found"
 PGBENCH="$PG_BINDIR/pgbench"
 
-DURATION=10 RUNS=3 CLIENTS="1 4" FAILOVERS=3 OUT="" AROUNDS=1 AONLY="" REASSIGN_MB=20 REASSIGN_THROTTLE=2000000
+DURATION=10 RUNS=3 CLIENTS="1 4" FAILOVERS=3 EOS_RECORDS=10000 OUT="" AROUNDS=1 AONLY="" REASSIGN_MB=20 REASSIGN_THROTTLE=2000000
 while (($#)); do
 	case "$1" in
 	--duration) DURATION="${2:?}"; shift ;;
 	--runs) RUNS="${2:?}"; shift ;;
 	--clients) CLIENTS="${2:?}"; shift ;;
 	--failovers) FAILOVERS="${2:?}"; shift ;;
+	--eos-records) EOS_RECORDS="${2:?}"; shift ;;
 	--out) OUT="${2:?}"; shift ;;
 	--availability) AROUNDS="${2:?}"; shift ;;
 	--availability-only) AONLY=1 ;;
@@ -132,7 +143,7 @@ fi
 # ---------------------------------------------------------------------------
 mq_phase "3 data nodes, a coordinator, 3 brokers"
 CONF=("fsync = on" "synchronous_commit = on" "shared_buffers = 256MB" "max_wal_size = 4GB"
-	"log_min_messages = warning")
+	"log_min_messages = warning" "max_prepared_transactions = 10")
 for n in node1 node2 node3 coord; do
 	cluster_start "$n" "${CONF[@]}"
 	cluster_psql "$n" -c "CREATE EXTENSION mq"
@@ -234,6 +245,85 @@ for acks in 1 all; do
 done
 
 # ---------------------------------------------------------------------------
+mq_phase "E: exactly-once pipeline, 3-node cluster (mqctl pipeline) vs one node ($EOS_RECORDS records)"
+RF3='{"replication.factor": 3, "min.insync.replicas": 2}'
+coord_sql "SELECT mq_coord.create_topic('eos_in', 2, '$RF3')" >/dev/null
+coord_sql "SELECT mq_coord.create_topic('eos_out', 3, '$RF3')" >/dev/null
+eos_led() { coord_sql "SELECT count(*) FROM mq_coord.partition WHERE topic LIKE 'eos%' AND leader IS NOT NULL"; }
+wait_until eos_led 5 || mq_die "no leaders for the eos topics"
+PAYLOAD="(SELECT array_agg(convert_to(lpad(i::text, 100, 'x'), 'UTF8')) FROM generate_series(1, $((EOS_RECORDS / 2))) i)"
+for i in 1 2 3; do
+	cluster_psql "node$i" -q -c "CREATE TABLE eos_app (v bytea, part int, off bigint)"
+done
+for p in 0 1; do
+	l="$(coord_sql "SELECT leader FROM mq_coord.partition WHERE topic = 'eos_in' AND partition = $p")"
+	cluster_psql "node$l" -q -c "SELECT count(*) FROM mq.send_batch('eos_in', NULL, $PAYLOAD, partition => $p)"
+done
+# the pipeline reads below the high watermark: wait until it covers the input
+eos_hwm() {
+	local p l sum=0
+	for p in 0 1; do
+		l="$(coord_sql "SELECT leader FROM mq_coord.partition WHERE topic = 'eos_in' AND partition = $p")"
+		sum=$((sum + $(cluster_psql "node$l" -A -t -c "SELECT high_watermark FROM mq.replica_status \
+			WHERE topic = 'eos_in' AND partition = $p")))
+	done
+	echo "$sum"
+}
+wait_until eos_hwm "$EOS_RECORDS" 120 || mq_die "the eos input was not replicated"
+cluster_psql node1 -q <<SQL
+SELECT mq.create_topic('eos1_in', 2);
+SELECT mq.create_topic('eos1_out', 3);
+SELECT count(*) FROM mq.send_batch('eos1_in', NULL, $PAYLOAD, partition => 0);
+SELECT count(*) FROM mq.send_batch('eos1_in', NULL, $PAYLOAD, partition => 1);
+CREATE TABLE eos1_app (v bytea, part int, off bigint);
+-- the pipeline's step as one local transaction: fetch from the committed
+-- offset, application rows, send (null keys: partition p % 3), offset
+CREATE PROCEDURE eos1_run(g text, batch int) LANGUAGE plpgsql AS \$\$
+DECLARE
+    ks bytea[]; vs bytea[]; offs bigint[]; busy boolean;
+BEGIN
+    LOOP
+        busy := false;
+        FOR p IN 0 .. 1 LOOP
+            SELECT array_agg(key ORDER BY msg_offset), array_agg(value ORDER BY msg_offset),
+                   array_agg(msg_offset ORDER BY msg_offset)
+              INTO ks, vs, offs
+              FROM mq.fetch('eos1_in', p, coalesce(mq.committed_offset(g, 'eos1_in', p), 0), batch);
+            CONTINUE WHEN offs IS NULL;
+            INSERT INTO eos1_app SELECT v, p, o FROM unnest(vs, offs) AS u(v, o);
+            PERFORM mq.send_batch('eos1_out', ks, vs, NULL, p % 3);
+            PERFORM mq.commit_offset(g, 'eos1_in', p, offs[cardinality(offs)] + 1);
+            COMMIT;
+            busy := true;
+        END LOOP;
+        EXIT WHEN NOT busy;
+    END LOOP;
+END \$\$;
+SQL
+MQCTL="$REPO/broker/mqctl/mqctl"
+[[ -x "$MQCTL" ]] || MQCTL=mqctl
+declare -A EOS=()
+for ((r = 1; r <= RUNS; r++)); do
+	wait_until isr_size 3 120 || mq_die "the ISR did not recover"
+	t0="$(now_us)"
+	"$MQCTL" -d "$(cluster_conninfo coord)" pipeline --input eos_in --output eos_out --group "g$r" \
+		--batch-size 100 --no-follow --apply 'INSERT INTO eos_app VALUES ($2, $3, $4)' 2>"$WORK/eos.$r.log" ||
+		mq_die "mqctl pipeline failed: $(tail -n 3 "$WORK/eos.$r.log")"
+	t1="$(now_us)"
+	cluster_psql node1 -q -c "CALL eos1_run('g$r', 100)"
+	t2="$(now_us)"
+	c_rps="$(awk -v n="$EOS_RECORDS" -v a="$t0" -v b="$t1" 'BEGIN { printf "%.0f", n / ((b - a) / 1e6) }')"
+	o_rps="$(awk -v n="$EOS_RECORDS" -v a="$t1" -v b="$t2" 'BEGIN { printf "%.0f", n / ((b - a) / 1e6) }')"
+	echo "$c_rps" >>"$WORK/e.cluster"
+	echo "$o_rps" >>"$WORK/e.one"
+	echo "run $r: cluster $c_rps records/s, one node $o_rps records/s"
+done
+EOS[cluster]="$(median <"$WORK/e.cluster")"
+EOS[one]="$(median <"$WORK/e.one")"
+EOS[ratio]="$(awk -v a="${EOS[cluster]}" -v b="${EOS[one]}" 'BEGIN { printf "%.2f", a / b }')"
+echo "exactly-once pipeline: cluster ${EOS[cluster]} records/s, one node ${EOS[one]} records/s, ratio ${EOS[ratio]}"
+
+# ---------------------------------------------------------------------------
 mq_phase "F: failover, kill -9 of the leader's node -> first acks=all write acknowledged by the new leader"
 FLOG="$WORK/failover.log"
 "$WORK/failover" "$(cluster_conninfo coord)" bench 0 \
@@ -330,6 +420,11 @@ table+="
 |---|---|---|---|
 | p50, ms | ${LAT[1,50]} | ${LAT[all,50]} | 2 |
 | p99, ms | ${LAT[1,99]} | ${LAT[all,99]} | 3 |"
+table+="
+
+| exactly-once pipeline, $EOS_RECORDS x 100 B records, steps of 100, records/s (median of $RUNS) | 3-node cluster (mqctl pipeline) | one node (one transaction per step) | ratio cluster/one |
+|---|---|---|---|
+| records/s | ${EOS[cluster]} | ${EOS[one]} | ${EOS[ratio]} |"
 table+="
 
 | failover: kill -9 of the leader's node -> first acks=all write acknowledged by the new leader | each | median |

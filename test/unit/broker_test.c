@@ -53,6 +53,8 @@ test_config(void)
 	CHECK(!parse_with("[replication]\nreplica.fetch.max.records = 0\n"), "a record count of 0 is refused");
 	CHECK(!parse_with("[replication]\nauto.leader.rebalance.enable = maybe\n"), "a boolean must be one");
 	CHECK(parse_with("[replication]\nauto.leader.rebalance.enable = false\n"), "false is a boolean");
+	CHECK(!parse_with("[replication]\ntxn.timeout.ms = 99\n"), "txn.timeout.ms below 100 is refused");
+	CHECK(parse_with("[replication]\ntxn.timeout.ms = 3000\n"), "txn.timeout.ms in range is accepted");
 	CHECK(!parse_with("bogus = 1\n"), "an unknown key is refused");
 	CHECK(parse_with("[metrics]\naddress = 127.0.0.1:9187\n"), "a metrics address is accepted");
 	CHECK(parse_with("[metrics]\naddress = [::1]:9187\n"), "an IPv6 metrics address is accepted");

@@ -1,0 +1,176 @@
+/*-------------------------------------------------------------------------
+ *
+ * recover.c
+ *	  Recovery of the node's in-doubt mq: prepared transactions (the parts
+ *	  of exactly-once pipeline steps across nodes; docs/delivery.md,
+ *	  "Exactly-once in a cluster"), and durability reports for decided
+ *	  outputs whose client went away.
+ *
+ * Each tick, before any partition is stepped, and on connecting to the
+ * node before it resigns old leaderships (a prepared output holds its
+ * partition's produce lock, which a role change waits for), the broker
+ * lists the node's mq: prepared transactions (mq.txn_in_doubt) and asks
+ * the coordinator what to do with each (mq_coord.txn_resolve, which holds
+ * the rules and records an abort for one prepared longer than
+ * txn.timeout.ms without a decision); it then commits or rolls back with
+ * mq.txn_finish.  So a prepared transaction is in doubt at most
+ * txn.timeout.ms while its node, its broker and the coordinator are up.
+ *
+ * A decided output that this node committed and still leads in the epoch
+ * it was written in is reported durable (mq_coord.txn_output_durable)
+ * once the node's high watermark passes it, which lets the step's offsets
+ * participant commit even when the client died after the decision.
+ *
+ * Locking: none; the broker's one thread.  The client may finish the same
+ * gid at the same moment: one of the two finishes fails or finds it gone,
+ * and the next tick looks again.
+ *
+ *-------------------------------------------------------------------------
+ */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "broker.h"
+#include "calls.h"
+#include "util.h"
+
+#define MAX_IN_DOUBT 256
+
+typedef struct InDoubt
+{
+	int			n;
+	char	   *gid[MAX_IN_DOUBT];
+	int64_t		age_ms[MAX_IN_DOUBT];
+} InDoubt;
+
+/* A decided output part being checked, partition by partition. */
+typedef struct OutputCheck
+{
+	const InDoubt *in_doubt;
+	char		txn_id[128];
+	char		gid[160];
+	bool		replicated;		/* every partition seen so far */
+} OutputCheck;
+
+static bool
+in_doubt_has(const InDoubt *d, const char *gid)
+{
+	for (int i = 0; i < d->n; i++)
+		if (strcmp(d->gid[i], gid) == 0)
+			return true;
+	return false;
+}
+
+/* Ask the coordinator about one gid and act on the answer. */
+static void
+resolve_one(Broker *b, const char *gid, int64_t age_ms)
+{
+	MqError		err = MQ_ERROR_INIT;
+	char		action[16];
+	bool		commit;
+	bool		finished;
+
+	if (!coord_txn_resolve(b, gid, age_ms, action, sizeof(action), &err))
+	{
+		log_mq_error("recovery: cannot ask the coordinator about a prepared transaction", &err);
+		mq_error_free(&err);
+		return;
+	}
+	if (strcmp(action, "wait") == 0)
+		return;
+	commit = strcmp(action, "commit") == 0;
+	if (!node_txn_finish(b, gid, commit, &finished, &err))
+	{
+		log_mq_error("recovery: cannot finish a prepared transaction", &err);
+		mq_error_free(&err);
+		return;
+	}
+	if (finished)
+		mq_log_info("recovery: %s prepared transaction %s (prepared %lld ms ago)",
+					commit ? "committed" : "rolled back", gid, (long long) age_ms);
+}
+
+/* The part checked so far is complete: report it if it is replicated. */
+static void
+report_part(Broker *b, OutputCheck *c)
+{
+	MqError		err = MQ_ERROR_INIT;
+	char		state[32];
+
+	if (c->gid[0] == '\0' || !c->replicated || b->coord == NULL)
+		return;
+	if (!coord_txn_output_durable(b, c->txn_id, c->gid, state, sizeof(state), &err))
+	{
+		log_mq_error("recovery: cannot report a durable output", &err);
+		mq_error_free(&err);
+		return;
+	}
+	mq_log_info("recovery: output %s is on its in-sync replicas; step %s is %s",
+				c->gid, c->txn_id, state);
+}
+
+/*
+ * One partition of a decided output of this broker: the part counts as
+ * durable when the node committed it (it is no longer prepared) and leads
+ * each of its partitions in the epoch written, with the high watermark past
+ * the records.
+ */
+static void
+check_output(Broker *b, const PendingOutput *o, void *arg)
+{
+	OutputCheck *c = arg;
+	MqError		err = MQ_ERROR_INIT;
+	bool		replicated = false;
+
+	if (strcmp(c->gid, o->gid) != 0)
+	{
+		report_part(b, c);
+		snprintf(c->txn_id, sizeof(c->txn_id), "%s", o->txn_id);
+		snprintf(c->gid, sizeof(c->gid), "%s", o->gid);
+		c->replicated = !in_doubt_has(c->in_doubt, o->gid);
+	}
+	if (!c->replicated || b->node == NULL)
+	{
+		c->replicated = false;
+		return;
+	}
+	if (!node_txn_output_replicated(b, o, &replicated, &err))
+	{
+		log_mq_error("recovery: cannot read an output's high watermark", &err);
+		mq_error_free(&err);
+	}
+	c->replicated = replicated;
+}
+
+void
+recover_prepared(Broker *b)
+{
+	MqError		err = MQ_ERROR_INIT;
+	InDoubt		d;
+	OutputCheck c = {&d, "", "", false};
+
+	if (b->node == NULL || b->coord == NULL)
+		return;
+	d.n = node_txn_in_doubt(b, d.gid, d.age_ms, MAX_IN_DOUBT, &err);
+	if (d.n < 0)
+	{
+		log_mq_error("recovery: cannot list the node's prepared transactions", &err);
+		mq_error_free(&err);
+		return;
+	}
+	for (int i = 0; i < d.n && b->node != NULL && b->coord != NULL; i++)
+		resolve_one(b, d.gid[i], d.age_ms[i]);
+	if (b->node != NULL && b->coord != NULL)
+	{
+		if (coord_txn_outputs_pending(b, check_output, &c, &err))
+			report_part(b, &c);
+		else
+		{
+			log_mq_error("recovery: cannot list decided outputs", &err);
+			mq_error_free(&err);
+		}
+	}
+	for (int i = 0; i < d.n; i++)
+		free(d.gid[i]);
+}

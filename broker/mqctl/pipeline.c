@@ -1,0 +1,511 @@
+/*-------------------------------------------------------------------------
+ *
+ * pipeline.c
+ *	  One exactly-once step of "mqctl pipeline": read a batch of an input
+ *	  partition, run the application's SQL for each record and commit the
+ *	  group's offset on the input's leader, send the records to the output
+ *	  partitions' leaders, and commit all of it across those nodes with
+ *	  two-phase commit (docs/delivery.md, "Exactly-once in a cluster").
+ *
+ * The order, and why:
+ *   1. every part is a transaction on its node, each prepared with gid
+ *      "mq:<txn>:<n>" (n = 0: the input side, offsets and application
+ *      rows; 1..: one per output leader);
+ *   2. the commit decision, with what each part wrote (mq.txn_notes), is
+ *      written durably on the coordinator (mq_coord.txn_decide); before
+ *      it, any failure rolls every part back (and recovery rolls back
+ *      parts left prepared without a decision after txn.timeout.ms);
+ *   3. the outputs commit, and each is waited for on its in-sync replicas
+ *      (mq.await_commit); one whose commit or wait failed is sent again
+ *      to the partition's current leader with acks=all and the same
+ *      producer id, epoch and sequence, so it is written once whether the
+ *      first commit survived or not (mq.produce drops the retry);
+ *   4. only when every output is durable (mq_coord.txn_output_durable)
+ *      does the input side commit: its offsets never run ahead of the
+ *      outputs.  If its commit or wait fails, the offset is committed
+ *      again on the input's current leader (forward only), and the
+ *      prepared part commits where it was (its broker, or on the old
+ *      leader's return), keeping the application rows;
+ *   5. mq_coord.txn_done.
+ *
+ * For tests of the crash windows: with MQCTL_PIPELINE_TEST_STOP set to
+ * "prepared:N" or "decided:N", the process stops itself (SIGSTOP) in its
+ * N-th step that has records, after every part is prepared or after the
+ * decision is recorded, so that a test can kill it exactly there.
+ *
+ * Locking: none here; each prepared part holds its node's locks (the
+ * output partitions' produce locks, the input partition's offsets row)
+ * until it is finished.
+ *
+ *-------------------------------------------------------------------------
+ */
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <jansson.h>
+
+#include "mqctl.h"
+#include "pipeline.h"
+#include "pipeline_step.h"
+
+PGresult *
+step_run(Step *s, Participant *p, const char *sql, const MqParams *prm, MqError *err)
+{
+	PGresult   *res = mq_exec(p->conn, sql, prm, 0, err);
+
+	if (res == NULL && err->connection_lost)
+	{
+		pipeline_conn_failed(s->pl, p->conn);
+		p->conn = NULL;
+	}
+	return res;
+}
+
+bool
+step_run_ok(Step *s, Participant *p, const char *sql, const MqParams *prm, MqError *err)
+{
+	PGresult   *res = p->conn ? step_run(s, p, sql, prm, err) : NULL;
+
+	if (res)
+		PQclear(res);
+	return res != NULL;
+}
+
+/* "{\"\\x6b\",NULL}": a bytea[] literal of the keys or values going to q */
+char *
+bytea_array(const Step *s, int q, bool keys)
+{
+	size_t		len = 3;
+	char	   *out;
+	char	   *w;
+
+	for (int i = 0; i < s->n; i++)
+		if (s->recs[i].out == q)
+			len += (keys ? (s->recs[i].key ? strlen(s->recs[i].key) : 4) : strlen(s->recs[i].value)) + 4;
+	out = w = mq_malloc(len);
+	*w++ = '{';
+	for (int i = 0; i < s->n; i++)
+	{
+		const char *v = keys ? s->recs[i].key : s->recs[i].value;
+
+		if (s->recs[i].out != q)
+			continue;
+		if (w > out + 1)
+			*w++ = ',';
+		w += v ? sprintf(w, "\"\\%s\"", v) : sprintf(w, "NULL");
+	}
+	*w++ = '}';
+	*w = '\0';
+	return out;
+}
+
+int
+count_for(const Step *s, int q)
+{
+	int			n = 0;
+
+	for (int i = 0; i < s->n; i++)
+		n += s->recs[i].out == q;
+	return n;
+}
+
+/* Step 0 on the input's leader: the batch from the committed offset. */
+static int
+read_batch(Step *s, MqError *err)
+{
+	Pipeline   *pl = s->pl;
+	Route	   *r = &pl->in[s->partition];
+	MqParams	prm;
+	PGresult   *res;
+
+	s->in.broker = r->leader;
+	s->in.conn = pipeline_conn(pl, r->leader, r->conninfo, false, err);
+	if (s->in.conn == NULL || !step_run_ok(s, &s->in, "BEGIN", NULL, err))
+		return -1;
+	mq_params_init(&prm);
+	mq_param_text(&prm, MQ_TEXTOID, pl->opt.input);
+	mq_param_int(&prm, MQ_INT4OID, s->partition);
+	mq_param_text(&prm, MQ_TEXTOID, pl->opt.group);
+	mq_param_int(&prm, MQ_INT4OID, pl->opt.batch);
+	mq_param_text(&prm, MQ_TEXTOID, pl->opt.output);
+	mq_param_int(&prm, MQ_INT4OID, pl->n_out);
+	res = step_run(s, &s->in,
+				   "SELECT f.msg_offset, f.key, f.value, CASE WHEN f.key IS NULL THEN $2 % $6 "
+				   "ELSE mq.partition_for($5, f.key) END "
+				   "FROM mq.fetch($1, $2, coalesce(mq.committed_offset($3, $1, $2), 0), $4) f "
+				   "ORDER BY f.msg_offset", &prm, err);
+	if (res == NULL)
+		return -1;
+	s->n = PQntuples(res);
+	s->recs = mq_malloc0((s->n + 1) * sizeof(Rec));
+	for (int i = 0; i < s->n; i++)
+	{
+		s->recs[i].key = PQgetisnull(res, i, 1) ? NULL : mq_strdup(PQgetvalue(res, i, 1));
+		s->recs[i].value = mq_strdup(PQgetisnull(res, i, 2) ? "\\x" : PQgetvalue(res, i, 2));
+		s->recs[i].out = atoi(PQgetvalue(res, i, 3));
+		s->next_offset = atoll(PQgetvalue(res, i, 0)) + 1;
+	}
+	PQclear(res);
+	return s->n;
+}
+
+/* The application's rows and the group's offset, on the input side. */
+static bool
+apply_and_commit(Step *s, MqError *err)
+{
+	Pipeline   *pl = s->pl;
+	MqParams	prm;
+
+	if (pl->opt.apply)
+	{
+		/* one round trip for the batch's rows (libpq's pipeline mode) */
+		MqParams   *each = mq_malloc(s->n * sizeof(MqParams));
+		bool		ok;
+
+		for (int i = 0; i < s->n; i++)
+		{
+			mq_params_init(&each[i]);
+			mq_param_text(&each[i], MQ_BYTEAOID, s->recs[i].key);
+			mq_param_text(&each[i], MQ_BYTEAOID, s->recs[i].value);
+			mq_param_int(&each[i], MQ_INT4OID, s->partition);
+			mq_param_int(&each[i], MQ_INT8OID, s->next_offset - s->n + i);
+		}
+		ok = mq_exec_many(s->in.conn, pl->opt.apply, each, s->n, err);
+		free(each);
+		if (!ok)
+		{
+			if (err->connection_lost)
+			{
+				pipeline_conn_failed(pl, s->in.conn);
+				s->in.conn = NULL;
+			}
+			return false;
+		}
+	}
+	mq_params_init(&prm);
+	mq_param_text(&prm, MQ_TEXTOID, pl->opt.group);
+	mq_param_text(&prm, MQ_TEXTOID, pl->opt.input);
+	mq_param_int(&prm, MQ_INT4OID, s->partition);
+	mq_param_int(&prm, MQ_INT8OID, s->next_offset);
+
+	/*
+	 * Not a fenced commit (producer id and epoch): that registers the
+	 * producer on the node in this transaction, and the step's output part
+	 * on the same node would wait for it.  The decision fences instead.
+	 */
+	return step_run_ok(s, &s->in, "SELECT mq.commit_offset($1, $2, $3, $4)", &prm, err);
+}
+
+static Participant *
+output_part(Step *s, int q, MqError *err)
+{
+	Route	   *r = &s->pl->out[q];
+	Participant *p;
+
+	for (int i = 0; i < s->n_outs; i++)
+		if (s->outs[i].broker == r->leader)
+			return s->outs[i].conn ? &s->outs[i] : NULL;
+	p = &s->outs[s->n_outs++];
+	p->broker = r->leader;
+	snprintf(p->gid, sizeof(p->gid), "mq:%s:%d", s->txn, s->n_outs);
+	p->conn = pipeline_conn(s->pl, r->leader, r->conninfo, true, err);
+	if (p->conn == NULL || !step_run_ok(s, p, "BEGIN", NULL, err))
+		return NULL;
+	return p;
+}
+
+/* Each output partition's records, in a transaction on its leader. */
+static bool
+send_outputs(Step *s, MqError *err)
+{
+	Pipeline   *pl = s->pl;
+
+	for (int q = 0; q < pl->n_out; q++)
+	{
+		Participant *p;
+		MqParams	prm;
+		char	   *keys;
+		char	   *vals;
+		bool		ok;
+
+		if (count_for(s, q) == 0)
+			continue;
+		if ((p = output_part(s, q, err)) == NULL)
+			return false;
+		s->sent_via[q] = (int) (p - s->outs);
+		keys = bytea_array(s, q, true);
+		vals = bytea_array(s, q, false);
+		mq_params_init(&prm);
+		mq_param_text(&prm, MQ_TEXTOID, pl->opt.output);
+		mq_param_text(&prm, MQ_BYTEAARRAYOID, keys);
+		mq_param_text(&prm, MQ_BYTEAARRAYOID, vals);
+		mq_param_int(&prm, MQ_INT4OID, q);
+		mq_param_int(&prm, MQ_INT8OID, pl->producer_id);
+		mq_param_int(&prm, MQ_INT4OID, pl->producer_epoch);
+		mq_param_int(&prm, MQ_INT4OID, pl->seq[q]);
+		ok = step_run_ok(s, p, "SELECT count(*) FROM mq.send_batch($1, $2, $3, NULL, $4, $5, $6, $7)",
+						 &prm, err);
+		free(keys);
+		free(vals);
+		if (!ok)
+			return false;
+	}
+	return true;
+}
+
+/* What the part wrote to replicated partitions, then PREPARE TRANSACTION. */
+static bool
+prepare(Step *s, Participant *p, MqError *err)
+{
+	PGresult   *res = step_run(s, p, "SELECT mq.txn_notes()::text", NULL, err);
+	char		sql[200];
+
+	if (res == NULL)
+		return false;
+	p->notes = json_loads(PQgetvalue(res, 0, 0), 0, NULL);
+	PQclear(res);
+	snprintf(sql, sizeof(sql), "PREPARE TRANSACTION '%s'", p->gid);
+	if (!step_run_ok(s, p, sql, NULL, err))
+		return false;
+	p->prepared = true;
+	return true;
+}
+
+static bool
+prepare_all(Step *s, MqError *err)
+{
+	if (!prepare(s, &s->in, err))
+		return false;
+	for (int i = 0; i < s->n_outs; i++)
+		if (!prepare(s, &s->outs[i], err))
+			return false;
+	return true;
+}
+
+/* Roll back what was prepared or begun; recovery finishes what we cannot. */
+static void
+undo_part(Step *s, Participant *p)
+{
+	MqError		err = MQ_ERROR_INIT;
+	MqParams	prm;
+
+	if (p->conn == NULL)
+		return;
+	if (p->prepared)
+	{
+		mq_params_init(&prm);
+		mq_param_text(&prm, MQ_TEXTOID, p->gid);
+		(void) step_run_ok(s, p, "SELECT mq.txn_finish($1, false)", &prm, &err);
+	}
+	else
+		(void) step_run_ok(s, p, "ROLLBACK", NULL, &err);
+	mq_error_free(&err);
+}
+
+static void
+abort_step(Step *s, const char *why)
+{
+	MqError		err = MQ_ERROR_INIT;
+	MqParams	prm;
+	PGresult   *res;
+	bool		prepared = s->in.prepared;
+
+	for (int i = 0; i < s->n_outs; i++)
+		prepared |= s->outs[i].prepared;
+	if (!prepared)
+	{
+		/* nothing to recover: plain rollbacks, no decision needed */
+		undo_part(s, &s->in);
+		for (int i = 0; i < s->n_outs; i++)
+			undo_part(s, &s->outs[i]);
+		return;
+	}
+	mq_params_init(&prm);
+	mq_param_text(&prm, MQ_TEXTOID, s->txn);
+	mq_param_text(&prm, MQ_TEXTOID, why);
+	res = pipeline_coord_ok(s->pl, &err)
+		? mq_exec(s->pl->coord, "SELECT mq_coord.txn_abort($1, $2)", &prm, 0, &err) : NULL;
+	if (res)
+		PQclear(res);
+	mq_error_free(&err);
+	undo_part(s, &s->in);
+	for (int i = 0; i < s->n_outs; i++)
+		undo_part(s, &s->outs[i]);
+}
+
+static json_t *
+participant_json(const Step *s, const Participant *p, bool offsets)
+{
+	json_t	   *o = json_object();
+
+	json_object_set_new(o, "gid", json_string(p->gid));
+	json_object_set_new(o, "broker", json_integer(p->broker));
+	json_object_set_new(o, "kind", json_string(offsets ? "offsets" : "output"));
+	if (p->notes)
+		json_object_set(o, "partitions", p->notes);
+	else
+		json_object_set_new(o, "partitions", json_array());
+	if (offsets)
+		json_object_set_new(o, "offsets",
+							json_pack("[{s:s,s:s,s:i,s:I}]", "group", s->pl->opt.group,
+									  "topic", s->pl->opt.input, "partition", s->partition,
+									  "next", (json_int_t) s->next_offset));
+	return o;
+}
+
+/*
+ * The decision: true to commit.  A lost answer is asked again (an abort
+ * takes effect only where no commit was recorded) until the coordinator
+ * answers; the prepared parts wait meanwhile.
+ */
+static bool
+decide(Step *s)
+{
+	Pipeline   *pl = s->pl;
+	json_t	   *parts = json_array();
+	char	   *text;
+	bool		commit = false;
+
+	json_array_append_new(parts, participant_json(s, &s->in, true));
+	for (int i = 0; i < s->n_outs; i++)
+		json_array_append_new(parts, participant_json(s, &s->outs[i], false));
+	text = json_dumps(parts, JSON_COMPACT);
+	json_decref(parts);
+	for (int attempt = 0;; attempt++)
+	{
+		MqError		err = MQ_ERROR_INIT;
+		MqParams	prm;
+		PGresult   *res = NULL;
+
+		mq_params_init(&prm);
+		mq_param_text(&prm, MQ_TEXTOID, s->txn);
+		if (attempt == 0)
+		{
+			mq_param_text(&prm, MQ_TEXTOID, pl->opt.id);
+			mq_param_text(&prm, MQ_JSONBOID, text);
+			mq_param_int(&prm, MQ_INT4OID, pl->producer_epoch);
+		}
+		if (pipeline_coord_ok(pl, &err))
+			res = attempt == 0
+				? mq_exec(pl->coord, "SELECT mq_coord.txn_decide($1, $2, $3, $4)", &prm, 0, &err)
+				: mq_exec(pl->coord, "SELECT mq_coord.txn_abort($1, 'the client lost the decision')",
+						  &prm, 0, &err);
+		if (res != NULL)
+		{
+			commit = strcmp(PQgetvalue(res, 0, 0), "abort") != 0;
+			PQclear(res);
+			break;
+		}
+		if (!err.connection_lost)
+		{
+			/* MQ051 (recovery aborted it first), MQ012 (fenced) or another refusal */
+			mq_log_warning("step %s not committed: %s", s->txn, err.message);
+			pl->fenced |= mq_error_is(&err, MQ_SQLSTATE_PRODUCER_FENCED);
+			mq_error_free(&err);
+			break;
+		}
+		mq_log_warning("step %s: the coordinator did not answer the decision; asking again: %s",
+					   s->txn, err.message);
+		mq_error_free(&err);
+		if (pl->coord)
+			PQfinish(pl->coord);
+		pl->coord = NULL;
+		mq_sleep_ms(attempt < 10 ? 100 : 1000);
+	}
+	free(text);
+	return commit;
+}
+
+static void
+step_free(Step *s)
+{
+	for (int i = 0; i < s->n; i++)
+	{
+		free(s->recs[i].key);
+		free(s->recs[i].value);
+	}
+	free(s->recs);
+	free(s->sent_via);
+	json_decref(s->in.notes);
+	for (int i = 0; i < s->n_outs; i++)
+		json_decref(s->outs[i].notes);
+}
+
+/* The test hook above. */
+static void
+test_stop(const Pipeline *pl, const char *where)
+{
+	if (strcmp(pl->test_stop_at, where) == 0 && pl->done_steps + 1 == pl->test_stop_step)
+		raise(SIGSTOP);
+}
+
+int
+pipeline_step(Pipeline *pl, int partition, MqError *err)
+{
+	Step		s;
+	int			n;
+
+	memset(&s, 0, sizeof(s));
+	s.pl = pl;
+	s.partition = partition;
+	snprintf(s.txn, sizeof(s.txn), "p%lld-e%d-s%ld", (long long) pl->producer_id,
+			 pl->producer_epoch, pl->steps++);
+	snprintf(s.in.gid, sizeof(s.in.gid), "mq:%s:0", s.txn);
+	s.sent_via = mq_malloc(pl->n_out * sizeof(int));
+	for (int q = 0; q < pl->n_out; q++)
+		s.sent_via[q] = -1;
+	n = read_batch(&s, err);
+	if (n > 0 && (!apply_and_commit(&s, err) || !send_outputs(&s, err) || !prepare_all(&s, err)))
+		n = -1;
+	if (n > 0)
+		test_stop(pl, "prepared");
+	if (n <= 0)
+		abort_step(&s, n < 0 ? "a part failed before the decision" : "nothing to read");
+	else if (!decide(&s))
+	{
+		abort_step(&s, "refused");
+		n = -1;
+	}
+	else
+	{
+		test_stop(pl, "decided");
+		pipeline_complete(&s);
+		pl->done_steps++;
+	}
+	step_free(&s);
+	return n;
+}
+
+bool
+pipeline_init(Pipeline *pl, PGconn *coord, const PipelineOptions *opt, MqError *err)
+{
+	MqParams	prm;
+	PGresult   *res;
+
+	memset(pl, 0, sizeof(*pl));
+	pl->opt = *opt;
+	pl->coord = coord;
+	mq_params_init(&prm);
+	mq_param_text(&prm, MQ_TEXTOID, opt->id);
+	res = mq_exec(coord, "SELECT producer_id, producer_epoch FROM mq_coord.init_producer($1)",
+				  &prm, 0, err);
+	if (res == NULL)
+		return false;
+	pl->producer_id = atoll(PQgetvalue(res, 0, 0));
+	pl->producer_epoch = atoi(PQgetvalue(res, 0, 1));
+	PQclear(res);
+	if (!pipeline_refresh_routes(pl, err))
+		return false;
+	if (pl->n_in == 0 || pl->n_out == 0)
+	{
+		err->message = mq_strdup("the input and output topics must be replicated topics of the coordinator");
+		return false;
+	}
+	pl->seq = mq_malloc0(pl->n_out * sizeof(int32_t));
+	if (getenv("MQCTL_PIPELINE_TEST_STOP"))
+		(void) sscanf(getenv("MQCTL_PIPELINE_TEST_STOP"), "%15[a-z]:%ld",
+					  pl->test_stop_at, &pl->test_stop_step);
+	return true;
+}
