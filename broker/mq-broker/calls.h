@@ -32,6 +32,7 @@ typedef struct ReplicaProgress
 	int64_t		leader_log_end;
 	int64_t		high_watermark;
 	int64_t		epoch_start;
+	bool		caught_up;		/* reached the log end in this epoch */
 } ReplicaProgress;
 
 /* One row of mq_coord.assignments, valid during the callback only. */

@@ -149,7 +149,7 @@ node_leader_state(Broker *b, const Part *p, ReplicaProgress *out, int max, MqErr
 	part_params(&prm, p);
 	mq_param_int(&prm, MQ_INT4OID, p->applied_epoch);
 	res = node_exec(b, "SELECT replica_id, in_isr, coalesce(log_end_offset, -1), lag_ms, "
-					"leader_log_end_offset, high_watermark, coalesce(epoch_start_offset, 0) "
+					"leader_log_end_offset, high_watermark, coalesce(epoch_start_offset, 0), caught_up "
 					"FROM mq.replica_leader_state($1, $2, $3)", &prm, 0, err);
 	if (res == NULL)
 		return -1;
@@ -163,6 +163,7 @@ node_leader_state(Broker *b, const Part *p, ReplicaProgress *out, int max, MqErr
 		out[i].leader_log_end = atoll(PQgetvalue(res, i, 4));
 		out[i].high_watermark = atoll(PQgetvalue(res, i, 5));
 		out[i].epoch_start = atoll(PQgetvalue(res, i, 6));
+		out[i].caught_up = strcmp(PQgetvalue(res, i, 7), "t") == 0;
 	}
 	PQclear(res);
 	return n;

@@ -12,8 +12,8 @@
  *
  * Shrinking changes the coordinator first, then the node; expanding the
  * node first (the node's ISR is then the larger one, so the high
- * watermark never counts a replica the coordinator would not elect), then
- * the coordinator.  A coordinator that refuses the change for our epoch
+ * watermark never counts a replica the coordinator would not elect), then,
+ * in a later tick, the coordinator (may_join_node says why).  A coordinator that refuses the change for our epoch
  * means we were deposed: the partition takes the event deposed.
  *
  * Locking: none; the broker's one thread.
@@ -34,7 +34,7 @@ set_local_isr(Broker *b, Part *p, const int *isr, int n)
 
 	if (!node_set_isr(b, p, isr, n, &err))
 	{
-		/* the high watermark moved past a joining replica: next tick */
+		/* a joining replica has not caught up after all: next tick */
 		if (mq_error_is(&err, MQ_SQLSTATE_REPLICA_NOT_CAUGHT_UP))
 			mq_log_info("%s: %s", part_label(p), err.message);
 		else
@@ -82,11 +82,29 @@ why_shrink(Broker *b, const ReplicaProgress *r)
 	return NULL;
 }
 
+/*
+ * Joining takes two ticks, as Kafka's maximal ISR: a follower that reached
+ * the log end recently joins the node's ISR (the high watermark then waits
+ * for it); a later read that shows it there holding the high watermark adds
+ * it to the coordinator's ISR, which elections use.  From its first tick in
+ * the node's ISR the high watermark cannot pass its log end, so once it
+ * holds the high watermark it holds everything acknowledged.  Asking it to
+ * hold the high watermark in the tick that adds it would race the ISR's
+ * fetches: under steady load the high watermark is always a batch past a
+ * follower that fetches a little later, and it never joined.
+ */
 static bool
-may_join(Broker *b, const ReplicaProgress *r)
+may_join_node(Broker *b, const ReplicaProgress *r)
 {
-	return broker_is_live(b, r->id) && r->log_end >= 0 && r->log_end >= r->high_watermark &&
+	return broker_is_live(b, r->id) && r->caught_up && r->log_end >= 0 &&
 		r->log_end >= r->epoch_start && r->lag_ms <= b->cfg->lag_time_max_ms;
+}
+
+static bool
+may_join_coordinator(const Part *p, const ReplicaProgress *r)
+{
+	return r->in_isr && !int_in(r->id, p->isr, p->nisr) && r->caught_up &&
+		r->log_end >= r->high_watermark;
 }
 
 /* Remember what metrics.c reports. */
@@ -105,27 +123,90 @@ note_progress(Part *p, const ReplicaProgress *r)
 	}
 }
 
-/* Shrink first (coordinator, then node), then expand (node, then coordinator). */
+/* The ISRs a tick decided on: the node's and the coordinator's. */
+typedef struct IsrChange
+{
+	int			node[MAX_REPLICAS];
+	int			nnode;
+	int			coord[MAX_REPLICAS];
+	int			ncoord;
+	int			nshrink;
+	int			grow[MAX_REPLICAS];
+	int			ngrow;
+	int			promote[MAX_REPLICAS];
+	int			npromote;
+} IsrChange;
+
 static void
-change_isr(Broker *b, Part *p, int *isr, int n, int nshrink, const int *grow, int ngrow)
+log_isr(const Part *p, const char *where, const int *isr, int n)
 {
 	char		buf[128];
 
-	if (nshrink > 0)
+	mq_log_info("%s: ISR %s is now %s", part_label(p), where, int_array_text(isr, n, buf, sizeof(buf)));
+}
+
+/*
+ * Shrink first (coordinator, then node), then grow the node's ISR, then
+ * the coordinator's by the members that hold the high watermark.
+ */
+static void
+change_isr(Broker *b, Part *p, IsrChange *c)
+{
+	if (c->nshrink > 0)
 	{
-		if (!set_coordinator_isr(b, p, isr, n) || !set_local_isr(b, p, isr, n))
+		if (!set_coordinator_isr(b, p, c->coord, c->ncoord) || !set_local_isr(b, p, c->node, c->nnode))
 			return;
 		b->stats.isr_shrinks++;
-		mq_log_info("%s: ISR is now %s", part_label(p), int_array_text(isr, n, buf, sizeof(buf)));
+		log_isr(p, "on the node", c->node, c->nnode);
 	}
-	if (ngrow > 0)
+	if (c->ngrow > 0)
 	{
-		for (int i = 0; i < ngrow; i++)
-			isr[n++] = grow[i];
-		if (!set_local_isr(b, p, isr, n) || !set_coordinator_isr(b, p, isr, n))
+		memcpy(c->node + c->nnode, c->grow, sizeof(int) * c->ngrow);
+		if (!set_local_isr(b, p, c->node, c->nnode + c->ngrow))
+			return;
+		log_isr(p, "on the node", c->node, c->nnode + c->ngrow);
+	}
+	if (c->npromote > 0)
+	{
+		memcpy(c->coord + c->ncoord, c->promote, sizeof(int) * c->npromote);
+		if (!set_coordinator_isr(b, p, c->coord, c->ncoord + c->npromote))
 			return;
 		b->stats.isr_expands++;
-		mq_log_info("%s: ISR is now %s", part_label(p), int_array_text(isr, n, buf, sizeof(buf)));
+		log_isr(p, "on the coordinator", c->coord, c->ncoord + c->npromote);
+	}
+}
+
+/* One follower's part in this tick's ISR change. */
+static void
+decide_isr(Broker *b, Part *p, const ReplicaProgress *r, IsrChange *c)
+{
+	const char *why;
+
+	if (r->in_isr && (why = why_shrink(b, r)) != NULL)
+	{
+		mq_log_warning("%s: removing replica %d from the ISR: %s (log end %lld, leader's %lld, "
+					   "last caught up %lld ms ago)", part_label(p), r->id, why,
+					   (long long) r->log_end, (long long) r->leader_log_end, (long long) r->lag_ms);
+		c->nshrink++;
+		return;
+	}
+	if (r->in_isr)
+	{
+		c->node[c->nnode++] = r->id;
+		if (int_in(r->id, p->isr, p->nisr))
+			c->coord[c->ncoord++] = r->id;
+		else if (may_join_coordinator(p, r))
+		{
+			mq_log_info("%s: replica %d holds the high watermark %lld; adding it to the coordinator's ISR",
+						part_label(p), r->id, (long long) r->high_watermark);
+			c->promote[c->npromote++] = r->id;
+		}
+	}
+	else if (may_join_node(b, r))
+	{
+		mq_log_info("%s: replica %d caught up (log end %lld, high watermark %lld); adding it to the ISR",
+					part_label(p), r->id, (long long) r->log_end, (long long) r->high_watermark);
+		c->grow[c->ngrow++] = r->id;
 	}
 }
 
@@ -135,11 +216,7 @@ leader_duties(Broker *b, Part *p)
 	MqError		err = MQ_ERROR_INIT;
 	ReplicaProgress prog[MAX_REPLICAS];
 	int			nprog;
-	int			isr[MAX_REPLICAS];
-	int			n = 0;
-	int			nshrink = 0;
-	int			grow[MAX_REPLICAS],
-				ngrow = 0;
+	IsrChange	c = {0};
 
 	nprog = node_leader_state(b, p, prog, MAX_REPLICAS - 1, &err);
 	if (nprog < 0)
@@ -152,31 +229,15 @@ leader_duties(Broker *b, Part *p)
 		mq_error_free(&err);
 		return;
 	}
-	isr[n++] = b->cfg->broker_id;
+	c.node[c.nnode++] = b->cfg->broker_id;
+	c.coord[c.ncoord++] = b->cfg->broker_id;
 	p->nfollowers = 0;
 	for (int i = 0; i < nprog; i++)
 	{
-		const ReplicaProgress *r = &prog[i];
-		const char *why;
-
-		note_progress(p, r);
-		if (r->in_isr && (why = why_shrink(b, r)) != NULL)
-		{
-			mq_log_warning("%s: removing replica %d from the ISR: %s (log end %lld, leader's %lld, "
-						   "last caught up %lld ms ago)", part_label(p), r->id, why,
-						   (long long) r->log_end, (long long) r->leader_log_end, (long long) r->lag_ms);
-			nshrink++;
-		}
-		else if (r->in_isr)
-			isr[n++] = r->id;
-		else if (may_join(b, r))
-		{
-			mq_log_info("%s: replica %d caught up (log end %lld, high watermark %lld); adding it to the ISR",
-						part_label(p), r->id, (long long) r->log_end, (long long) r->high_watermark);
-			grow[ngrow++] = r->id;
-		}
+		note_progress(p, &prog[i]);
+		decide_isr(b, p, &prog[i], &c);
 	}
-	change_isr(b, p, isr, n, nshrink, grow, ngrow);
+	change_isr(b, p, &c);
 }
 
 /* The coordinator is away: read progress (the high watermark moves), change nothing. */

@@ -383,30 +383,31 @@ LANGUAGE plpgsql SECURITY DEFINER SET search_path = pg_catalog, pg_temp AS $$
 DECLARE
     v_id integer := mq._topic_id(p_topic);
     rp mq.replica_partition;
-    v_hwm bigint;
     v_behind integer[];
 BEGIN
     PERFORM mq._replica_fence(v_id, p_partition, p_leader_epoch, 'leader');
     -- Waits for fetches moving the high watermark with the old ISR
-    -- (mq._replica_advance_hwm), so the check below sees where they left it.
+    -- (mq._replica_advance_hwm); any fetch after this commits computes
+    -- it with the new members, so it cannot pass their log end.
     SELECT * INTO rp FROM mq.replica_partition
      WHERE topic_id = v_id AND partition = p_partition FOR UPDATE;
-    SELECT ps.high_watermark INTO v_hwm FROM mq.partition_state ps
-     WHERE ps.topic_id = v_id AND ps.partition = p_partition;
-    -- A replica joins only holding everything acknowledged: the broker
-    -- decided on progress it read earlier, and the high watermark may have
-    -- moved since.
+    -- A replica joins the node's ISR (the maximal ISR the high watermark is
+    -- computed over) only once it reached the log end in this epoch and
+    -- holds the group offsets the ISR acknowledged.  It may still be below
+    -- the high watermark, which then waits for it; the broker adds it to
+    -- the coordinator's ISR, which elections use, only once a later read
+    -- shows it in this ISR holding the high watermark.
     SELECT array_agg(i.id ORDER BY i.id) INTO v_behind
       FROM unnest(p_isr) AS i(id)
      WHERE NOT i.id = ANY (rp.isr) AND i.id IS DISTINCT FROM rp.leader_id
        AND NOT EXISTS (SELECT 1 FROM mq.replica_progress g
                         WHERE g.topic_id = v_id AND g.partition = p_partition AND g.replica_id = i.id
                           AND g.leader_epoch = p_leader_epoch AND g.offsets_caught_up
-                          AND g.log_end_offset >= coalesce(v_hwm, 0));
+                          AND g.caught_up_at IS NOT NULL);
     IF v_behind IS NOT NULL THEN
-        RAISE EXCEPTION 'replicas % of topic "%" partition % do not hold the high watermark % yet',
-            v_behind, p_topic, p_partition, v_hwm
-            USING ERRCODE = 'MQ028', HINT = 'The broker adds them once their fetches reach it.';
+        RAISE EXCEPTION 'replicas % of topic "%" partition % have not caught up in leader epoch %',
+            v_behind, p_topic, p_partition, p_leader_epoch
+            USING ERRCODE = 'MQ028', HINT = 'The broker adds them once their fetches reach the log end.';
     END IF;
     UPDATE mq.replica_partition SET isr = p_isr, updated_at = now()
      WHERE topic_id = v_id AND partition = p_partition;
@@ -416,11 +417,14 @@ END $$;
 
 -- On the leader, for its broker's ISR decisions: each follower's progress.
 -- lag_ms is the time since the follower last caught up (since the epoch's
--- first fetch when it never did).  Also advances the high watermark, which
+-- first fetch when it never did); caught_up says it did in this epoch,
+-- with the group offsets the ISR acknowledged, as mq.replica_set_isr
+-- requires of a joining replica.  Also advances the high watermark, which
 -- matters when the ISR is the leader alone.
 CREATE FUNCTION mq.replica_leader_state(p_topic text, p_partition integer, p_leader_epoch integer)
     RETURNS TABLE (replica_id integer, in_isr boolean, log_end_offset bigint, lag_ms bigint,
-                   leader_log_end_offset bigint, high_watermark bigint, epoch_start_offset bigint)
+                   leader_log_end_offset bigint, high_watermark bigint, epoch_start_offset bigint,
+                   caught_up boolean)
 LANGUAGE plpgsql SECURITY DEFINER SET search_path = pg_catalog, pg_temp AS $$
 DECLARE
     v_id integer := mq._topic_id(p_topic);
@@ -443,7 +447,9 @@ BEGIN
            CASE WHEN r.id = ANY (rp.isr) OR g.offsets_caught_up THEN g.log_end_offset
                 ELSE least(g.log_end_offset, v_hwm - 1) END,
            (extract(epoch FROM clock_timestamp() - coalesce(g.caught_up_at, st.updated))* 1000)::bigint,
-           v_leo, v_hwm, v_start
+           v_leo, v_hwm, v_start,
+           coalesce(g.leader_epoch = p_leader_epoch AND g.caught_up_at IS NOT NULL
+                    AND g.offsets_caught_up, false)
       FROM unnest(rp.replicas) AS r(id)
       CROSS JOIN (SELECT rp.updated_at AS updated) st
       LEFT JOIN mq.replica_progress g
