@@ -210,13 +210,16 @@ decide_isr(Broker *b, Part *p, const ReplicaProgress *r, IsrChange *c)
 	}
 }
 
-void
-leader_duties(Broker *b, Part *p)
+/*
+ * Read the followers' progress (which advances the high watermark) and
+ * note it for metrics; -1 after resigning when the node no longer has us
+ * lead, or when the node is unreachable.
+ */
+static int
+read_progress(Broker *b, Part *p, ReplicaProgress *prog)
 {
 	MqError		err = MQ_ERROR_INIT;
-	ReplicaProgress prog[MAX_REPLICAS];
 	int			nprog;
-	IsrChange	c = {0};
 
 	nprog = node_leader_state(b, p, prog, MAX_REPLICAS - 1, &err);
 	if (nprog < 0)
@@ -227,16 +230,27 @@ leader_duties(Broker *b, Part *p)
 			fsm_fire(b, p, EV_DEPOSED);
 		}
 		mq_error_free(&err);
-		return;
+		return -1;
 	}
-	c.node[c.nnode++] = b->cfg->broker_id;
-	c.coord[c.ncoord++] = b->cfg->broker_id;
 	p->nfollowers = 0;
 	for (int i = 0; i < nprog; i++)
-	{
 		note_progress(p, &prog[i]);
+	return nprog;
+}
+
+void
+leader_duties(Broker *b, Part *p)
+{
+	ReplicaProgress prog[MAX_REPLICAS];
+	int			nprog = read_progress(b, p, prog);
+	IsrChange	c = {0};
+
+	if (nprog < 0)
+		return;
+	c.node[c.nnode++] = b->cfg->broker_id;
+	c.coord[c.ncoord++] = b->cfg->broker_id;
+	for (int i = 0; i < nprog; i++)
 		decide_isr(b, p, &prog[i], &c);
-	}
 	change_isr(b, p, &c);
 }
 
@@ -244,22 +258,7 @@ leader_duties(Broker *b, Part *p)
 void
 leader_refresh(Broker *b, Part *p)
 {
-	MqError		err = MQ_ERROR_INIT;
 	ReplicaProgress prog[MAX_REPLICAS];
-	int			nprog;
 
-	nprog = node_leader_state(b, p, prog, MAX_REPLICAS - 1, &err);
-	if (nprog < 0)
-	{
-		if (!err.connection_lost)
-		{
-			log_mq_error("the node no longer leads as we think; resigning", &err);
-			fsm_fire(b, p, EV_DEPOSED);
-		}
-		mq_error_free(&err);
-		return;
-	}
-	p->nfollowers = 0;
-	for (int i = 0; i < nprog; i++)
-		note_progress(p, &prog[i]);
+	(void) read_progress(b, p, prog);
 }

@@ -340,41 +340,48 @@ partition_index(const MqConsumer *c, int32_t partition)
 	return -1;
 }
 
-static void
-commit_group(MqConsumer *c, const PGresult *batch, int nrows)
+/*
+ * The parameters of CONSUMER_COMMIT_SQL for the rows of a batch.  Rows of
+ * one partition come in offset order, so the last row of each partition
+ * has the highest offset: commit the offset after it.  The caller frees
+ * the two arrays after the statement.
+ */
+void
+consumer_commit_params(const MqConsumer *c, const PGresult *batch, int nrows,
+					   MqArray *parts, MqArray *offsets, MqParams *params)
 {
-	MqArray		parts;
-	MqArray		offsets;
-	MqParams	params;
 	const char *data;
 	int			len;
 
-	/*
-	 * Rows of one partition come in offset order, so the last row of each
-	 * partition has the highest offset: commit the offset after it.
-	 */
-	mq_array_init(&parts, MQ_INT4OID);
-	mq_array_init(&offsets, MQ_INT8OID);
+	mq_array_init(parts, MQ_INT4OID);
+	mq_array_init(offsets, MQ_INT8OID);
 	for (int r = 0; r < nrows; r++)
 	{
 		int32_t		part = mq_get_int32(batch, r, REC_PARTITION);
 
 		if (r + 1 < nrows && mq_get_int32(batch, r + 1, REC_PARTITION) == part)
 			continue;
-		mq_array_add_int32(&parts, part);
-		mq_array_add_int64(&offsets, mq_get_int64(batch, r, REC_OFFSET) + 1);
+		mq_array_add_int32(parts, part);
+		mq_array_add_int64(offsets, mq_get_int64(batch, r, REC_OFFSET) + 1);
 	}
-	mq_params_init(&params);
-	mq_param_text(&params, MQ_TEXTOID, c->group);
-	mq_param_text(&params, MQ_TEXTOID, c->topic);
-	data = mq_array_bytes(&parts, &len);
-	mq_param_binary(&params, MQ_INT4ARRAYOID, data, len);
-	data = mq_array_bytes(&offsets, &len);
-	mq_param_binary(&params, MQ_INT8ARRAYOID, data, len);
-	PQclear(mqctl_exec(c->conn,
-					   "SELECT mq.commit_offset($1, $2, u.p, u.o)"
-					   "  FROM unnest($3::int4[], $4::int8[]) AS u(p, o)",
-					   &params, 0));
+	mq_params_init(params);
+	mq_param_text(params, MQ_TEXTOID, c->group);
+	mq_param_text(params, MQ_TEXTOID, c->topic);
+	data = mq_array_bytes(parts, &len);
+	mq_param_binary(params, MQ_INT4ARRAYOID, data, len);
+	data = mq_array_bytes(offsets, &len);
+	mq_param_binary(params, MQ_INT8ARRAYOID, data, len);
+}
+
+static void
+commit_group(MqConsumer *c, const PGresult *batch, int nrows)
+{
+	MqArray		parts;
+	MqArray		offsets;
+	MqParams	params;
+
+	consumer_commit_params(c, batch, nrows, &parts, &offsets, &params);
+	PQclear(mqctl_exec(c->conn, CONSUMER_COMMIT_SQL, &params, 0));
 	mq_array_free(&parts);
 	mq_array_free(&offsets);
 	mqctl_command(c->conn, "COMMIT");

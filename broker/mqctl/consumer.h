@@ -17,6 +17,7 @@
 
 #include <libpq-fe.h>
 
+#include "pgbinary.h"
 #include "route.h"
 
 /* Where reading starts when there is no committed offset to go on. */
@@ -116,6 +117,15 @@ extern void consumer_close(MqConsumer *c);
 
 /* consumer.c: did consumer_interrupt() run? */
 extern bool consumer_interrupted(void);
+
+/*
+ * consumer.c: a group's offsets past the first nrows rows of batch, as the
+ * parameters of CONSUMER_COMMIT_SQL; free parts and offsets after it ran.
+ */
+#define CONSUMER_COMMIT_SQL \
+	"SELECT mq.commit_offset($1, $2, u.p, u.o) FROM unnest($3::int4[], $4::int8[]) AS u(p, o)"
+extern void consumer_commit_params(const MqConsumer *c, const PGresult *batch, int nrows,
+								   MqArray *parts, MqArray *offsets, MqParams *params);
 
 /*
  * consumer_route.c: a cluster group given the coordinator's address.
