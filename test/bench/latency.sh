@@ -26,7 +26,7 @@ done
 mq_phase "build"
 mq_build_install || mq_die "build/install failed"
 bin="$(mktemp -d)/latency"
-gcc -O2 -Wall -Wextra -Werror -I"$(pg_config --includedir)" -o "$bin" test/bench/latency.c -lpq
+gcc -O2 -Wall -Wextra -Werror -I"$("$PG_CONFIG" --includedir)" -o "$bin" test/bench/latency.c -lpq
 mq_on_exit "rm -rf '$(dirname "$bin")'"
 
 mq_phase "throwaway cluster"
@@ -35,7 +35,6 @@ psql -X -q -v ON_ERROR_STOP=1 -c "CREATE EXTENSION mq" \
 	-c "SELECT mq.create_topic('latency', 1)" \
 	-c "CREATE TABLE latency_plain (id bigserial PRIMARY KEY, sent bigint)" >/dev/null
 
-median() { sort -n | awk '{a[NR]=$1} END {print a[int((NR+1)/2)]}'; }
 declare -A res
 for mode in mq notify; do
 	: > "/tmp/latency.$mode.$$"
@@ -49,7 +48,7 @@ for ((r = 1; r <= RUNS; r++)); do
 done
 for mode in mq notify; do
 	for col in 1 2 3 4; do
-		res[$mode,$col]=$(awk -v c=$col '{print $c}' "/tmp/latency.$mode.$$" | median)
+		res[$mode,$col]=$(awk -v c=$col '{print $c}' "/tmp/latency.$mode.$$" | mq_median)
 	done
 	rm -f "/tmp/latency.$mode.$$"
 done

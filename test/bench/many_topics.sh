@@ -44,10 +44,7 @@ while (($#)); do
 	shift
 done
 
-WORK="$(mktemp -d "${TMPDIR:-/tmp}/mq-bench-topics.XXXXXX")"
-chmod 755 "$WORK"
-mq_on_exit "rm -rf '$WORK'"
-median() { sort -n | awk '{a[NR]=$1} END {print a[int((NR+1)/2)]}'; }
+mq_bench_work topics
 
 mq_phase "a throwaway cluster (fsync on)"
 cluster_start topics "fsync = on" "shared_buffers = 256MB" "max_wal_size = 4GB" \
@@ -119,7 +116,7 @@ for n in $STEPS; do
 	read -r mem cache topic_cache <<<"$(memory_last "$n")"
 	send="$(bench_us "$WORK/send.sql" 2)"
 	fetch="$(bench_us "$WORK/fetch.sql" 2)"
-	maint="$(for _ in 1 2 3; do ms "SELECT mq.run_maintenance()"; done | median)"
+	maint="$(for _ in 1 2 3; do ms "SELECT mq.run_maintenance()"; done | mq_median)"
 	read -r relations catalog <<<"$(sql "SELECT (SELECT count(*) FROM pg_class),
 		(SELECT sum(pg_total_relation_size(oid)) FROM pg_class WHERE relnamespace = 'pg_catalog'::regnamespace AND relkind = 'r')" | tr '|' ' ')"
 	prelations="$(cluster_psql topics -d "$(cluster_conninfo topics | sed 's/dbname=postgres/dbname=plain/')" -A -t -c "SELECT count(*) FROM pg_class")"

@@ -97,14 +97,11 @@ done
 [[ -x "$REPO/broker/mq-broker/mq-broker" ]] || command -v mq-broker >/dev/null ||
 	mq_die "mq-broker is not built: run make first"
 
-WORK="$(mktemp -d "${TMPDIR:-/tmp}/mq-bench-repl.XXXXXX")"
-chmod 755 "$WORK"
-mq_on_exit "rm -rf '$WORK'"
+mq_bench_work repl
 gcc -O2 -Wall -Wextra -Werror -I"$("$PG_CONFIG" --includedir)" -o "$WORK/failover" \
 	"$HERE/failover.c" -L"$("$PG_CONFIG" --libdir)" -lpq
 
 now_us() { date +%s%6N; }
-median() { sort -n | awk '{a[NR]=$1} END {print a[int((NR+1)/2)]}'; }
 
 # ---------------------------------------------------------------------------
 ATABLE=""
@@ -124,14 +121,15 @@ if ((AROUNDS > 0)); then
 		grep -h '^\[' "$WORK/availability.log" | grep 'round' || true
 	done
 	cat "$ADIR/main.tsv" "$ADIR/cut.tsv" >"$ADIR/out.tsv"
-	ATABLE="| fault | failover, ms (each) | longest acknowledgement gap, ms (each) | worst gap, ms |
-|---|---|---|---|"
+	ATABLE="| fault | new leader named, ms (each) | failover, ms (each) | longest acknowledgement gap, ms (each) | worst gap, ms |
+|---|---|---|---|---|"
 	while IFS= read -r fault; do
+		nm="$(awk -F'\t' -v f="$fault" '$1 == f { printf "%s%s", sep, $4; sep = ", " }' "$ADIR/out.tsv")"
 		fo="$(awk -F'\t' -v f="$fault" '$1 == f { printf "%s%s", sep, $2; sep = ", " }' "$ADIR/out.tsv")"
 		gap="$(awk -F'\t' -v f="$fault" '$1 == f { printf "%s%s", sep, $3; sep = ", " }' "$ADIR/out.tsv")"
 		worst="$(awk -F'\t' -v f="$fault" '$1 == f && $3 > m { m = $3 } END { print m + 0 }' "$ADIR/out.tsv")"
 		ATABLE+="
-| $fault | $fo | $gap | $worst |"
+| $fault | $nm | $fo | $gap | $worst |"
 	done < <(cut -f1 "$ADIR/out.tsv" | awk '!seen[$0]++')
 	echo "$ATABLE"
 fi
@@ -214,7 +212,7 @@ for c in $CLIENTS; do
 		echo "$line"
 	done
 	for acks in 1 all; do
-		RES[$c,$acks]="$(median <"$WORK/t.$c.$acks")"
+		RES[$c,$acks]="$(mq_median <"$WORK/t.$c.$acks")"
 	done
 	RES[$c,ratio]="$(awk -v a="${RES[$c,all]}" -v b="${RES[$c,1]}" 'BEGIN { printf "%.2f", a / b }')"
 	echo "clients $c: median acks=1 ${RES[$c,1]} records/s, acks=all ${RES[$c,all]} records/s, ratio all/1 ${RES[$c,ratio]} (goal >= 0.6)"
@@ -318,8 +316,8 @@ for ((r = 1; r <= RUNS; r++)); do
 	echo "$o_rps" >>"$WORK/e.one"
 	echo "run $r: cluster $c_rps records/s, one node $o_rps records/s"
 done
-EOS[cluster]="$(median <"$WORK/e.cluster")"
-EOS[one]="$(median <"$WORK/e.one")"
+EOS[cluster]="$(mq_median <"$WORK/e.cluster")"
+EOS[one]="$(mq_median <"$WORK/e.one")"
 EOS[ratio]="$(awk -v a="${EOS[cluster]}" -v b="${EOS[one]}" 'BEGIN { printf "%.2f", a / b }')"
 echo "exactly-once pipeline: cluster ${EOS[cluster]} records/s, one node ${EOS[one]} records/s, ratio ${EOS[ratio]}"
 
@@ -360,7 +358,7 @@ for ((k = 1; k <= FAILOVERS; k++)); do
 	cluster_restart "node$L"
 done
 kill "$FPID" 2>/dev/null || true
-FO_MED="$(median <"$WORK/f")"
+FO_MED="$(mq_median <"$WORK/f")"
 echo "failover (ms): ${FO[*]}; median $FO_MED"
 
 # ---------------------------------------------------------------------------

@@ -40,10 +40,7 @@ while (($#)); do
 	shift
 done
 
-WORK="$(mktemp -d "${TMPDIR:-/tmp}/mq-bench-scale.XXXXXX")"
-chmod 755 "$WORK"
-mq_on_exit "rm -rf '$WORK'"
-median() { sort -n | awk '{a[NR]=$1} END {print a[int((NR+1)/2)]}'; }
+mq_bench_work scale
 
 mq_phase "a throwaway cluster (fsync on)"
 cluster_start scale "fsync = on" "synchronous_commit = on" "shared_buffers = 256MB" \
@@ -74,8 +71,8 @@ point() {
 		run "$3" "$c" >>"$WORK/$name.mq"; echo >>"$WORK/$name.mq"
 		run "$4" "$c" >>"$WORK/$name.plain"; echo >>"$WORK/$name.plain"
 	done
-	R[$name,mq]="$(median <"$WORK/$name.mq")"
-	R[$name,plain]="$(median <"$WORK/$name.plain")"
+	R[$name,mq]="$(mq_median <"$WORK/$name.mq")"
+	R[$name,plain]="$(mq_median <"$WORK/$name.plain")"
 	R[$name,ratio]="$(awk -v a="${R[$name,mq]}" -v b="${R[$name,plain]}" 'BEGIN { printf "%.2f", a / b }')"
 	echo "$name: mq ${R[$name,mq]} records/s, plain ${R[$name,plain]}, ratio ${R[$name,ratio]}"
 }

@@ -45,10 +45,7 @@ while (($#)); do
 	shift
 done
 
-WORK="$(mktemp -d "${TMPDIR:-/tmp}/mq-bench-scalelog.XXXXXX")"
-chmod 755 "$WORK"
-mq_on_exit "rm -rf '$WORK'"
-median() { sort -n | awk '{a[NR]=$1} END {print a[int((NR+1)/2)]}'; }
+mq_bench_work scalelog
 
 mq_phase "a throwaway cluster (fsync on)"
 cluster_start scalelog "fsync = on" "shared_buffers = 256MB" "max_wal_size = 8GB" \
@@ -95,7 +92,7 @@ pair() {
 		b="$(us "$1")" s="$(us "$2")"
 		echo "$b $s" >>"$WORK/pair"
 	done
-	echo "$(awk '{ print $1 }' "$WORK/pair" | median) $(awk '{ print $2 }' "$WORK/pair" | median) $(awk '{ printf "%.3f\n", $1 / $2 }' "$WORK/pair" | median)"
+	echo "$(awk '{ print $1 }' "$WORK/pair" | mq_median) $(awk '{ print $2 }' "$WORK/pair" | mq_median) $(awk '{ printf "%.3f\n", $1 / $2 }' "$WORK/pair" | mq_median)"
 }
 
 rows=() stopped="reached --max $MAX"
