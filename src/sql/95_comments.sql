@@ -121,6 +121,12 @@ COMMENT ON FUNCTION mq.heartbeat(text, text, integer) IS
     'keeps a group member alive and returns its assignment (partitions owned, or being revoked) in the current generation; a generation_id other than the group''s is refused (MQ030)';
 COMMENT ON FUNCTION mq.leave_group(text, text) IS
     'removes a member from its group, which rebalances';
+COMMENT ON FUNCTION mq.delete_group(text) IS
+    'deletes a consumer group: its committed offsets and group state (Kafka''s DeleteGroups); needs DELETE on the group; MQ035 unknown group, MQ036 group with live members; returns the number of offsets deleted';
+COMMENT ON FUNCTION mq._delete_group_check(text) IS
+    'internal: raises MQ036 (live members), MQ035 (unknown group) or MQ020 (offsets on a partition this node follows) before mq.delete_group';
+COMMENT ON FUNCTION mq._delete_group_versions(text) IS
+    'internal: bumps the offsets version of the replicated partitions where a deleted group had offsets, so followers copy the deletion';
 COMMENT ON FUNCTION mq._assign(text) IS
     'internal: the target assignment of a group''s current members by its assignor';
 COMMENT ON FUNCTION mq._assign_roundrobin(text) IS
