@@ -51,6 +51,7 @@ static const KApi apis[] = {
 	{KAPI_INIT_PRODUCER_ID, 0, 1, 2, h_init_producer_id},
 	{KAPI_DESCRIBE_CONFIGS, 0, 2, 4, h_describe_configs},
 	{KAPI_CREATE_PARTITIONS, 0, 1, 2, h_create_partitions},
+	{KAPI_DELETE_GROUPS, 0, 1, 2, h_delete_groups},
 };
 
 #define NAPIS (int) (sizeof(apis) / sizeof(apis[0]))

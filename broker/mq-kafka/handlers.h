@@ -38,6 +38,7 @@ enum
 	KAPI_INIT_PRODUCER_ID = 22,
 	KAPI_DESCRIBE_CONFIGS = 32,
 	KAPI_CREATE_PARTITIONS = 37,
+	KAPI_DELETE_GROUPS = 42,
 };
 
 /* h_metadata.c */
@@ -66,5 +67,7 @@ extern void h_heartbeat(KRequest *req);
 extern void h_leave_group(KRequest *req);
 extern void h_list_groups(KRequest *req);
 extern void h_describe_groups(KRequest *req);
+/* h_group_delete.c */
+extern void h_delete_groups(KRequest *req);
 
 #endif							/* MQK_HANDLERS_H */

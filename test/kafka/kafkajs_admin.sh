@@ -1,0 +1,26 @@
+#!/usr/bin/env bash
+# kafkajs's admin API (test/kafka/js/admin.js) on the APIs that delete
+# and alter: DeleteGroups; then what they did, seen from SQL.
+source "$(dirname "${BASH_SOURCE[0]}")/lib.bash"
+
+if [[ ! -d test/kafka/js/node_modules/kafkajs ]]; then
+	run npm ci --prefix test/kafka/js --no-audit --no-fund
+	expect_rc 0 "npm ci installs kafkajs"
+fi
+kafka_start || { fail "mq-kafka starts"; finish; }
+
+run env KAFKAJS_NO_PARTITIONER_WARNING=1 timeout 120 node test/kafka/js/admin.js "$BROKER" jsadm
+expect_rc 0 "kafkajs admin client"
+
+# DeleteGroups
+check_eq "$(json_get "$OUT" '{groups,live}')" "68" "DeleteGroups of a group with a live consumer: NON_EMPTY_GROUP"
+check_eq "$(json_get "$OUT" '{groups,unknown}')" "69" "DeleteGroups of an unknown group: GROUP_ID_NOT_FOUND"
+check_eq "$(json_get "$OUT" '{groups,gone}')" "0" "DeleteGroups of a group whose consumer left: deleted"
+check_eq "$(json_get "$OUT" '{groups,goneOffsets}')" "-1" "the deleted group has no committed offset left"
+check_eq "$(json_get "$OUT" '{groups,goneListed}')" "false" "nor is it listed by ListGroups"
+check_eq "$(sql "SELECT count(*) FROM mq.consumer_offset WHERE group_id = 'jsadm-gone'")" "0" \
+	"SQL sees its offsets gone"
+check_eq "$(sql "SELECT count(*) FROM mq.consumer_offset WHERE group_id = 'jsadm-live'")" "1" \
+	"the refused group keeps its offsets"
+
+finish
