@@ -121,6 +121,12 @@ COMMENT ON FUNCTION mq.heartbeat(text, text, integer) IS
     'keeps a group member alive and returns its assignment (partitions owned, or being revoked) in the current generation; a generation_id other than the group''s is refused (MQ030)';
 COMMENT ON FUNCTION mq.leave_group(text, text) IS
     'removes a member from its group, which rebalances';
+COMMENT ON FUNCTION mq.delete_records(text, integer, bigint) IS
+    'moves a partition''s log start offset up to before_offset (-1: the high watermark), as Kafka''s DeleteRecords: records below are no longer readable; needs DELETE on the topic; MQ007 beyond the high watermark, MQ020 on a follower; returns the new log start';
+COMMENT ON FUNCTION mq._delete_records_lock(text, integer, integer) IS
+    'internal: locks a partition for mq.delete_records and returns its state; MQ006 unknown partition, MQ020 when this node does not lead it';
+COMMENT ON FUNCTION mq._drop_segment(integer, integer, bigint) IS
+    'internal: drops one segment of a partition (its row and table), for retention and mq.delete_records';
 COMMENT ON FUNCTION mq.delete_group(text) IS
     'deletes a consumer group: its committed offsets and group state (Kafka''s DeleteGroups); needs DELETE on the group; MQ035 unknown group, MQ036 group with live members; returns the number of offsets deleted';
 COMMENT ON FUNCTION mq._delete_group_check(text) IS
