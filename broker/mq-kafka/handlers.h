@@ -35,6 +35,7 @@ enum
 	KAPI_API_VERSIONS = 18,
 	KAPI_CREATE_TOPICS = 19,
 	KAPI_DELETE_TOPICS = 20,
+	KAPI_DELETE_RECORDS = 21,
 	KAPI_INIT_PRODUCER_ID = 22,
 	KAPI_DESCRIBE_CONFIGS = 32,
 	KAPI_CREATE_PARTITIONS = 37,
@@ -47,6 +48,8 @@ extern void h_metadata(KRequest *req);
 extern void h_create_topics(KRequest *req);
 extern void h_delete_topics(KRequest *req);
 extern void h_create_partitions(KRequest *req);
+/* h_delete_records.c */
+extern void h_delete_records(KRequest *req);
 /* h_config.c */
 extern void h_describe_configs(KRequest *req);
 /* h_produce.c */

@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # kafkajs's admin API (test/kafka/js/admin.js) on the APIs that delete
-# and alter: DeleteGroups; then what they did, seen from SQL.
+# and alter: DeleteGroups, DeleteRecords; then what they did, seen from
+# SQL.
 source "$(dirname "${BASH_SOURCE[0]}")/lib.bash"
 
 if [[ ! -d test/kafka/js/node_modules/kafkajs ]]; then
@@ -22,5 +23,19 @@ check_eq "$(sql "SELECT count(*) FROM mq.consumer_offset WHERE group_id = 'jsadm
 	"SQL sees its offsets gone"
 check_eq "$(sql "SELECT count(*) FROM mq.consumer_offset WHERE group_id = 'jsadm-live'")" "1" \
 	"the refused group keeps its offsets"
+
+# DeleteRecords
+check_eq "$(json_get "$OUT" '{records,deleted}') $(json_get "$OUT" '{records,low}')" "none 4" \
+	"DeleteRecords up to 4: the low watermark is 4"
+check_eq "$(json_get "$OUT" '{records,first}')" "4" "a new consumer from the beginning starts at 4"
+check_eq "$(json_get "$OUT" '{records,beyond}')" "OFFSET_OUT_OF_RANGE" \
+	"DeleteRecords beyond the high watermark: OFFSET_OUT_OF_RANGE"
+check_eq "$(json_get "$OUT" '{records,lowAfterBeyond}')" "4" "and the low watermark did not move"
+check_eq "$(json_get "$OUT" '{records,all}') $(json_get "$OUT" '{records,lowAll}') $(json_get "$OUT" '{records,high}')" \
+	"none 10 10" "DeleteRecords -1: up to the high watermark"
+check_eq "$(sql "SELECT log_start_offset FROM mq.partitions WHERE topic = 'jsadm'")" "10" \
+	"SQL sees the new log start"
+run sql "SELECT count(*) FROM mq.fetch('jsadm', 0, 9)"
+check_match "$ERR" "below the log start offset 10" "mq.fetch below it is out of range"
 
 finish

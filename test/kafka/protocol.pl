@@ -144,6 +144,34 @@ $r = call($s, 1, 4, pack('l> l> l> l> C', -1, 0, 1, 1048576, 0) . pack('l>', 1) 
 my $tl = length 'pt';
 ok(defined $r && unpack("x4 x4 x2 x$tl x4 x4 s>", $r) == 1, 'a fetch beyond the log end gets OFFSET_OUT_OF_RANGE');
 
+# DeleteRecords v1 on topic pdel (3 records): the new low watermark, or
+# the error of each partition
+sub delete_records {
+	my ($sock, @parts) = @_;
+	my $body = pack('l>', 1) . str('pdel') . pack('l>', scalar @parts);
+	$body .= pack('l> q>', @$_) for @parts;
+	my $r = call($sock, 21, 1, $body . pack('l>', 5000));
+	return () unless defined $r && $r ne 'timeout';
+	my @out;
+	my $np = unpack('x4 x4 x2 x4 l>', $r);
+	push @out, [unpack('l> q> s>', substr($r, 18 + 14 * $_, 14))] for 0 .. $np - 1;
+	return @out;
+}
+my @dr = delete_records($s, [0, 2], [7, 1], [0, 99]);
+ok(@dr == 3 && $dr[0][1] == 2 && $dr[0][2] == 0, 'DeleteRecords up to 2 answers the low watermark 2',
+	join(' ', map { "@$_" } @dr));
+ok(@dr == 3 && $dr[1][0] == 7 && $dr[1][2] == 3, 'DeleteRecords of an unknown partition: UNKNOWN_TOPIC_OR_PARTITION');
+ok(@dr == 3 && $dr[2][1] == -1 && $dr[2][2] == 1, 'DeleteRecords beyond the high watermark: OFFSET_OUT_OF_RANGE');
+ok(!defined call(connect_broker(), 21, 1, pack('l>', 1) . str('pdel') . pack('l>', 100000)),
+	'a DeleteRecords whose partition count exceeds its bytes closes the connection');
+
+# DeleteGroups v1: an empty and an unknown group id
+$r = call($s, 42, 1, pack('l>', 2) . str('') . str('nosuchgroup'));
+my @dg = defined $r ? unpack('x4 l> n/a s> n/a s>', $r) : ();
+ok(@dg == 5 && $dg[2] == 24 && $dg[4] == 69, 'DeleteGroups: INVALID_GROUP_ID for "", GROUP_ID_NOT_FOUND for an unknown group',
+	"@dg");
+ok(!defined call(connect_broker(), 42, 1, pack('l>', 3) . str('g')), 'a truncated DeleteGroups closes the connection');
+
 # connection-level errors: the broker closes, and keeps serving others
 ok(!defined call(connect_broker(), 999, 0, ''), 'an unknown api key closes the connection');
 ok(!defined call(connect_broker(), 1, 4, pack('l> l> l> l> C', -1, 0, 1, 1048576, 0) . pack('l>', 1)

@@ -2,7 +2,10 @@
 // runs it):   node admin.js BROKER TOPIC
 // DeleteGroups: a group with a live consumer (NON_EMPTY_GROUP), an
 // unknown group (GROUP_ID_NOT_FOUND), and a group that committed and
-// left (deleted, its offsets gone).  Prints one JSON line of what it saw.
+// left (deleted, its offsets gone).  DeleteRecords: up to an offset, the
+// low watermark after it and where a new consumer starts, beyond the high
+// watermark (OFFSET_OUT_OF_RANGE), and -1 (the high watermark).  Prints
+// one JSON line of what it saw.
 'use strict';
 const { Kafka, logLevel } = require('kafkajs');
 
@@ -51,6 +54,39 @@ async function groupsTest(admin) {
   };
 }
 
+// the error type of admin.deleteTopicRecords, or 'none'
+async function deleteRecords(admin, partition, offset) {
+  try {
+    await admin.deleteTopicRecords({ topic, partitions: [{ partition, offset }] });
+    return 'none';
+  } catch (e) {
+    const err = e.partitions ? e : e.cause; // the retrier wraps it
+    if (!err || !err.partitions) throw e;
+    return err.partitions.map((p) => p.error.type).join(',');
+  }
+}
+
+async function recordsTest(admin) {
+  const deleted = await deleteRecords(admin, 0, '4');
+  const low = (await admin.fetchTopicOffsets(topic))[0].low;
+  const consumer = kafka.consumer({ groupId: `${topic}-after`, sessionTimeout: 10000, heartbeatInterval: 500 });
+  await consumer.connect();
+  await consumer.subscribe({ topic, fromBeginning: true });
+  let first;
+  let done;
+  const finished = new Promise((resolve) => { done = resolve; });
+  await consumer.run({ eachMessage: async ({ message }) => { if (first === undefined) first = message.offset; done(); } });
+  const timer = setTimeout(done, 30000);
+  await finished;
+  clearTimeout(timer);
+  await consumer.disconnect();
+  const beyond = await deleteRecords(admin, 0, '11');
+  const lowAfterBeyond = (await admin.fetchTopicOffsets(topic))[0].low;
+  const all = await deleteRecords(admin, 0, '-1');
+  const offsets = (await admin.fetchTopicOffsets(topic))[0];
+  return { deleted, low, first, beyond, lowAfterBeyond, all, lowAll: offsets.low, high: offsets.high };
+}
+
 async function main() {
   const admin = kafka.admin();
   await admin.connect();
@@ -60,6 +96,7 @@ async function main() {
   await producer.send({ topic, messages: [...Array(10).keys()].map((i) => ({ value: `v${i}` })) });
   await producer.disconnect();
   const out = { groups: await groupsTest(admin) };
+  out.records = await recordsTest(admin);
   await admin.disconnect();
   console.log(JSON.stringify(out));
 }
