@@ -38,8 +38,10 @@ enum
 	KAPI_DELETE_RECORDS = 21,
 	KAPI_INIT_PRODUCER_ID = 22,
 	KAPI_DESCRIBE_CONFIGS = 32,
+	KAPI_ALTER_CONFIGS = 33,
 	KAPI_CREATE_PARTITIONS = 37,
 	KAPI_DELETE_GROUPS = 42,
+	KAPI_INCREMENTAL_ALTER_CONFIGS = 44,
 };
 
 /* h_metadata.c */
@@ -52,6 +54,9 @@ extern void h_create_partitions(KRequest *req);
 extern void h_delete_records(KRequest *req);
 /* h_config.c */
 extern void h_describe_configs(KRequest *req);
+/* h_config_alter.c */
+extern void h_alter_configs(KRequest *req);
+extern void h_incremental_alter_configs(KRequest *req);
 /* h_produce.c */
 extern void h_produce(KRequest *req);
 extern void h_init_producer_id(KRequest *req);

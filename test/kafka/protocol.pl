@@ -172,6 +172,32 @@ ok(@dg == 5 && $dg[2] == 24 && $dg[4] == 69, 'DeleteGroups: INVALID_GROUP_ID for
 	"@dg");
 ok(!defined call(connect_broker(), 42, 1, pack('l>', 3) . str('g')), 'a truncated DeleteGroups closes the connection');
 
+# IncrementalAlterConfigs v0 of one resource: [name, op, value]...; the
+# resource's error code
+sub incremental_alter {
+	my ($type, $name, $validate, @configs) = @_;
+	my $body = pack('l> c', 1, $type) . str($name) . pack('l>', scalar @configs);
+	$body .= str($_->[0]) . pack('c', $_->[1]) . str($_->[2]) for @configs;
+	my $r = call($s, 44, 0, $body . pack('c', $validate));
+	return undef unless defined $r && $r ne 'timeout' && unpack('x4 l>', $r) == 1;
+	return unpack('x8 s>', $r);
+}
+ok((incremental_alter(2, 'pdel', 0, ['retention.ms', 0, '1h'], ['cleanup.policy', 2, 'compact']) // -99) == 0,
+	'IncrementalAlterConfigs: SET a key and APPEND to cleanup.policy');
+ok((incremental_alter(2, 'pdel', 1, ['retention.ms', 1, undef]) // -99) == 0,
+	'IncrementalAlterConfigs validate_only: DELETE accepted (and undone)');
+ok((incremental_alter(2, 'pdel', 0, ['retention.ms', 2, '5']) // -99) == 42,
+	'IncrementalAlterConfigs APPEND to a key that is not a list: INVALID_REQUEST');
+ok((incremental_alter(2, 'pdel', 0, ['retention.ms', 0, 'soon']) // -99) == 40,
+	'IncrementalAlterConfigs of a bad value: INVALID_CONFIG');
+ok((incremental_alter(2, 'nosuchtopic', 0, ['retention.ms', 0, '1']) // -99) == 3,
+	'IncrementalAlterConfigs of an unknown topic: UNKNOWN_TOPIC_OR_PARTITION');
+ok((incremental_alter(4, '1', 0, ['log.retention.ms', 0, '1']) // -99) == 42,
+	'IncrementalAlterConfigs of a broker: INVALID_REQUEST');
+ok(!defined call(connect_broker(), 44, 0, pack('l> c', 1, 2) . str('pdel') . pack('l>', 50000)),
+	'a truncated IncrementalAlterConfigs closes the connection');
+ok(!defined call(connect_broker(), 44, 1, ''), 'IncrementalAlterConfigs v1 (flexible) is not served: closed');
+
 # connection-level errors: the broker closes, and keeps serving others
 ok(!defined call(connect_broker(), 999, 0, ''), 'an unknown api key closes the connection');
 ok(!defined call(connect_broker(), 1, 4, pack('l> l> l> l> C', -1, 0, 1, 1048576, 0) . pack('l>', 1)

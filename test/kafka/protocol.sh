@@ -1,9 +1,9 @@
 #!/usr/bin/env bash
 # Raw protocol: handshakes, bad frames, bad batches (CRC, truncation,
 # decompression bomb, header keys, transactions, unknown codec), admin
-# requests (DeleteRecords, DeleteGroups) and unknown APIs, each answered
-# with Kafka's error code or a closed connection (test/kafka/protocol.pl);
-# afterwards nothing bad was stored.
+# requests (DeleteRecords, DeleteGroups, IncrementalAlterConfigs) and
+# unknown APIs, each answered with Kafka's error code or a closed
+# connection (test/kafka/protocol.pl); afterwards nothing bad was stored.
 source "$(dirname "${BASH_SOURCE[0]}")/lib.bash"
 
 sql "SELECT mq.create_topic('pt', 1)" >/dev/null
@@ -20,6 +20,9 @@ check_eq "$(sql "SELECT headers FROM mq.fetch('pt', 0, 2, 1)")" '[["hk", "hv"], 
 	"the headers were stored in order, the null value as null"
 check_eq "$(sql "SELECT log_start_offset FROM mq.partitions WHERE topic = 'pdel'")" "2" \
 	"DeleteRecords moved the log start; the refused partitions changed nothing"
+check_eq "$(sql "SELECT config FROM mq.topics WHERE topic = 'pdel'")" \
+	'{"retention.ms": 3600000, "cleanup.policy": "compact,delete"}' \
+	"IncrementalAlterConfigs changed the config; the refused and validate_only ones did not"
 check_eq "$(kill -0 "$KAFKA_PID" && echo alive)" "alive" "mq-kafka is still running"
 
 finish

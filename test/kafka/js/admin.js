@@ -4,10 +4,12 @@
 // unknown group (GROUP_ID_NOT_FOUND), and a group that committed and
 // left (deleted, its offsets gone).  DeleteRecords: up to an offset, the
 // low watermark after it and where a new consumer starts, beyond the high
-// watermark (OFFSET_OUT_OF_RANGE), and -1 (the high watermark).  Prints
-// one JSON line of what it saw.
+// watermark (OFFSET_OUT_OF_RANGE), and -1 (the high watermark).
+// AlterConfigs: validate_only, the whole config replaced, a bad value
+// (INVALID_CONFIG), an unknown topic and a broker resource.  Prints one
+// JSON line of what it saw.
 'use strict';
-const { Kafka, logLevel } = require('kafkajs');
+const { Kafka, logLevel, ConfigResourceTypes } = require('kafkajs');
 
 const [broker, topic] = process.argv.slice(2);
 const kafka = new Kafka({ clientId: 'kafkajs-admin-test', brokers: [broker], logLevel: logLevel.NOTHING });
@@ -87,6 +89,40 @@ async function recordsTest(admin) {
   return { deleted, low, first, beyond, lowAfterBeyond, all, lowAll: offsets.low, high: offsets.high };
 }
 
+// the error type of admin.alterConfigs of one resource, or 'none'
+async function alter(admin, type, name, entries, validateOnly) {
+  try {
+    await admin.alterConfigs({ validateOnly, resources: [{ type, name, configEntries: entries }] });
+    return 'none';
+  } catch (e) {
+    const err = e.type ? e : e.cause; // the retrier wraps it
+    if (!err || !err.type) throw e;
+    return err.type;
+  }
+}
+
+// a topic's config as "key=value,..." in key order
+async function config(admin, name) {
+  const res = await admin.describeConfigs({ includeSynonyms: false,
+    resources: [{ type: ConfigResourceTypes.TOPIC, name }] });
+  return res.resources[0].configEntries.map((c) => `${c.configName}=${c.configValue}`).sort().join(',');
+}
+
+async function configsTest(admin) {
+  const name = `${topic}-cfg`;
+  await admin.createTopics({ topics: [{ topic: name, configEntries: [{ name: 'retention.ms', value: '86400000' }] }] });
+  const T = ConfigResourceTypes.TOPIC;
+  const validated = await alter(admin, T, name, [{ name: 'retention.ms', value: '3600000' }], true);
+  const afterValidate = await config(admin, name);
+  const replaced = await alter(admin, T, name, [{ name: 'max.message.bytes', value: '1000' }]);
+  const afterReplace = await config(admin, name);
+  const invalid = await alter(admin, T, name, [{ name: 'retention.ms', value: 'soon' }]);
+  const afterInvalid = await config(admin, name);
+  const unknown = await alter(admin, T, `${topic}-nope`, [{ name: 'retention.ms', value: '1' }]);
+  const broker = await alter(admin, ConfigResourceTypes.BROKER, '1', [{ name: 'log.retention.ms', value: '1' }]);
+  return { validated, afterValidate, replaced, afterReplace, invalid, afterInvalid, unknown, broker };
+}
+
 async function main() {
   const admin = kafka.admin();
   await admin.connect();
@@ -97,6 +133,7 @@ async function main() {
   await producer.disconnect();
   const out = { groups: await groupsTest(admin) };
   out.records = await recordsTest(admin);
+  out.configs = await configsTest(admin);
   await admin.disconnect();
   console.log(JSON.stringify(out));
 }
