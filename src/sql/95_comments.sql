@@ -121,6 +121,8 @@ COMMENT ON FUNCTION mq.heartbeat(text, text, integer) IS
     'keeps a group member alive and returns its assignment (partitions owned, or being revoked) in the current generation; a generation_id other than the group''s is refused (MQ030)';
 COMMENT ON FUNCTION mq.leave_group(text, text) IS
     'removes a member from its group, which rebalances';
+COMMENT ON FUNCTION mq.config_defaults() IS
+    'the value of each topic config key while a topic does not set it (what mq does then); DescribeConfigs lists them as defaults';
 COMMENT ON FUNCTION mq._config_replace(jsonb, text[], text[]) IS
     'internal: the mq.alter_topic change that makes the given keys a topic''s whole config (Kafka''s AlterConfigs); replication.factor is kept';
 COMMENT ON FUNCTION mq._config_incremental(jsonb, text[], integer[], text[]) IS

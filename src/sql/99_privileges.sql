@@ -14,6 +14,7 @@ GRANT EXECUTE ON FUNCTION mq.validate_config(jsonb), mq.murmur2(bytea),
     mq._log_end_offset(integer, integer), mq._describable(text, text),
     -- pure: what mq-kafka's AlterConfigs pass to mq.alter_topic
     mq._config_replace(jsonb, text[], text[]), mq._config_incremental(jsonb, text[], integer[], text[]),
+    mq.config_defaults(),
     mq.header_list(jsonb), mq.headers_jsonb(mq.header[]),
     mq._has_privilege(oid, text, text, text),
     mq.has_topic_privilege(name, text, text), mq.has_topic_privilege(text, text),

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # kafkajs's admin API (test/kafka/js/admin.js) on the APIs that delete
-# and alter: DeleteGroups, DeleteRecords, AlterConfigs; then what they
-# did, seen from SQL.
+# and alter: DeleteGroups, DeleteRecords, AlterConfigs, and
+# DescribeConfigs' defaults; then what they did, seen from SQL.
 source "$(dirname "${BASH_SOURCE[0]}")/lib.bash"
 
 if [[ ! -d test/kafka/js/node_modules/kafkajs ]]; then
@@ -50,5 +50,13 @@ check_eq "$(json_get "$JS" '{configs,unknown}')" "UNKNOWN_TOPIC_OR_PARTITION" "a
 check_eq "$(json_get "$JS" '{configs,broker}')" "INVALID_REQUEST" "a broker resource: INVALID_REQUEST"
 check_eq "$(sql "SELECT config FROM mq.topics WHERE topic = 'jsadm-cfg'")" '{"max.message.bytes": 1000}' \
 	"SQL sees the new config"
+
+# DescribeConfigs: the keys not set, with mq's defaults (source DEFAULT_CONFIG, 5)
+check_eq "$(json_get "$JS" '{configs,defaults}')" \
+	"$(sql "SELECT string_agg(k || '=' || v || '(5)', ',' ORDER BY k COLLATE \"C\") FROM jsonb_each_text(mq.config_defaults()) d(k, v)
+	         WHERE k <> 'max.message.bytes'")" \
+	"DescribeConfigs lists every other key mq knows with its default, as DEFAULT_CONFIG"
+check_match "$(json_get "$JS" '{configs,defaults}')" 'cleanup.policy=delete\(5\).*retention.ms=-1\(5\)' \
+	"such as cleanup.policy delete and retention.ms -1"
 
 finish

@@ -2,11 +2,12 @@
 -- changes (issue 14): mq._config_replace makes the given keys the whole
 -- config, mq._config_incremental applies SET, DELETE, APPEND and
 -- SUBTRACT; bad operations get MQ010, bad values MQ004 from
--- mq.alter_topic, and neither changes the topic.
+-- mq.alter_topic, and neither changes the topic.  mq.config_defaults,
+-- which DescribeConfigs lists, are valid values of known keys.
 \set ON_ERROR_STOP on
 SET client_min_messages = warning;
 BEGIN;
-SELECT plan(13);
+SELECT plan(17);
 
 SELECT mq.create_topic('co', 1, '{"retention.ms": "1d", "segment.records": 100}');
 CREATE TEMP VIEW cfg AS SELECT config FROM mq.topics WHERE topic = 'co';
@@ -43,6 +44,16 @@ SELECT throws_ok($$SELECT mq.alter_topic('co', mq._config_incremental((SELECT co
 SELECT throws_ok($$SELECT mq.alter_topic('co', mq._config_replace((SELECT config FROM cfg), ARRAY['no.such.key'], ARRAY['1']))$$,
                  'MQ004', NULL, 'an unknown key is MQ004');
 SELECT is((SELECT config FROM cfg), '{"segment.records": 50}', 'the refused changes left the config');
+
+-- defaults: every one a valid, normalised value of a key mq knows
+SELECT is(mq.validate_config(mq.config_defaults()), mq.config_defaults(),
+          'mq.config_defaults passes validate_config unchanged: describe, then alter, round-trips');
+SELECT ok(NOT mq.config_defaults() ?| ARRAY['segment.ms', 'segment.records', 'replication.factor'],
+          'keys without a fixed default are left out');
+SET LOCAL mq.message_max_bytes = 5000;
+SELECT is(mq.config_defaults()->>'max.message.bytes', '5000', 'max.message.bytes follows mq.message_max_bytes');
+RESET mq.message_max_bytes;
+SELECT is(mq.config_defaults()->>'retention.ms', '-1', 'retention.ms: mq keeps everything by default');
 
 SELECT * FROM finish();
 ROLLBACK;

@@ -6,8 +6,8 @@
 // low watermark after it and where a new consumer starts, beyond the high
 // watermark (OFFSET_OUT_OF_RANGE), and -1 (the high watermark).
 // AlterConfigs: validate_only, the whole config replaced, a bad value
-// (INVALID_CONFIG), an unknown topic and a broker resource.  Prints one
-// JSON line of what it saw.
+// (INVALID_CONFIG), an unknown topic and a broker resource; then
+// DescribeConfigs' defaults.  Prints one JSON line of what it saw.
 'use strict';
 const { Kafka, logLevel, ConfigResourceTypes } = require('kafkajs');
 
@@ -101,11 +101,13 @@ async function alter(admin, type, name, entries, validateOnly) {
   }
 }
 
-// a topic's config as "key=value,..." in key order
-async function config(admin, name) {
+// a topic's configs from DescribeConfigs, as "key=value,..." in key
+// order: those set (defaults false) or the defaults (true, with source)
+async function config(admin, name, defaults = false) {
   const res = await admin.describeConfigs({ includeSynonyms: false,
     resources: [{ type: ConfigResourceTypes.TOPIC, name }] });
-  return res.resources[0].configEntries.map((c) => `${c.configName}=${c.configValue}`).sort().join(',');
+  return res.resources[0].configEntries.filter((c) => c.isDefault === defaults)
+    .map((c) => `${c.configName}=${c.configValue}${defaults ? `(${c.configSource})` : ''}`).sort().join(',');
 }
 
 async function configsTest(admin) {
@@ -120,7 +122,8 @@ async function configsTest(admin) {
   const afterInvalid = await config(admin, name);
   const unknown = await alter(admin, T, `${topic}-nope`, [{ name: 'retention.ms', value: '1' }]);
   const broker = await alter(admin, ConfigResourceTypes.BROKER, '1', [{ name: 'log.retention.ms', value: '1' }]);
-  return { validated, afterValidate, replaced, afterReplace, invalid, afterInvalid, unknown, broker };
+  const defaults = await config(admin, name, true);
+  return { validated, afterValidate, replaced, afterReplace, invalid, afterInvalid, unknown, broker, defaults };
 }
 
 async function main() {
