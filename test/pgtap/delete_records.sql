@@ -6,7 +6,7 @@
 \set ON_ERROR_STOP on
 SET client_min_messages = warning;
 BEGIN;
-SELECT plan(25);
+SELECT plan(31);
 
 SELECT mq.create_topic('dr', 2, '{"segment.records": 10}');
 SELECT mq.send_batch('dr', NULL, (SELECT array_agg(('r' || i)::bytea) FROM generate_series(0, 34) i), partition => 0);
@@ -63,10 +63,28 @@ SELECT is((SELECT count(*) FROM mq.fetch('dr', 0, 35)), 0::bigint, 'nothing is l
 SELECT mq.send('dr', NULL::bytea, 'after'::bytea, partition => 0);
 SELECT is((SELECT convert_from(value, 'UTF8') FROM mq.fetch('dr', 0, 35)), 'after', 'producing goes on at the log end');
 
--- replicated: only the leader
-SELECT mq.create_topic('dr_followed', 1);
-SELECT mq.replica_become_follower('dr_followed', 0, 2, 1);
-SELECT throws_ok($$SELECT mq.delete_records('dr_followed', 0, 0)$$, 'MQ020', NULL, 'a follower refuses: MQ020');
+-- replicated: only the leader, and the log start is not replicated (as
+-- docs/replication.md says).  Topics of one database stand for nodes:
+-- drl leads, drf followed it to its log end, drn is a new follower.
+SELECT mq.create_topic('drl', 1);
+SELECT mq.create_topic('drf', 1);
+SELECT mq.create_topic('drn', 1);
+SELECT mq.replica_become_leader('drl', 0, 1, 1, ARRAY[1, 2, 3], ARRAY[1]);
+SELECT mq.replica_become_follower('drf', 0, 1, 1);
+SELECT mq.replica_become_follower('drn', 0, 1, 1);
+SELECT mq.send_batch('drl', NULL, array_agg(('r' || i)::bytea), partition => 0) FROM generate_series(0, 19) i;
+SELECT mq.replica_append('drf', 0, 1, mq.replica_fetch('drl', 0, 1, 2, 0, 100, 0, NULL));
+SELECT throws_ok($$SELECT mq.delete_records('drf', 0, 0)$$, 'MQ020', NULL, 'a follower refuses: MQ020');
+SELECT throws_ok($$SELECT mq.delete_records('drl', 0, (SELECT high_watermark + 1 FROM mq.partitions WHERE topic = 'drl'))$$,
+                 'MQ007', NULL, 'the leader refuses beyond its high watermark');
+SELECT is(mq.delete_records('drl', 0, 12), 12::bigint, 'the leader moves its log start');
+SELECT mq.replica_append('drf', 0, 1, mq.replica_fetch('drl', 0, 1, 2, 20, 100, 0, NULL));
+SELECT is((SELECT log_start_offset FROM mq.partitions WHERE topic = 'drf'), 0::bigint,
+          'a follower above it keeps its log start: it is not replicated');
+CREATE TEMP TABLE nf AS SELECT mq.replica_fetch('drl', 0, 1, 3, 0, 100, 0, NULL) AS b;
+SELECT is((SELECT (b).base_offset FROM nf), 12::bigint, 'a follower below it is answered at it');
+SELECT is(mq.replica_append('drn', 0, 1, (SELECT b FROM nf)), 12::bigint, 'and restarts its log there');
+SELECT is((SELECT log_start_offset FROM mq.partitions WHERE topic = 'drn'), 12::bigint, 'from the new log start');
 
 SELECT * FROM finish();
 ROLLBACK;
