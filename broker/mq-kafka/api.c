@@ -48,9 +48,13 @@ static const KApi apis[] = {
 	{KAPI_API_VERSIONS, 0, 3, 3, h_api_versions},
 	{KAPI_CREATE_TOPICS, 0, 4, 5, h_create_topics},
 	{KAPI_DELETE_TOPICS, 0, 3, 4, h_delete_topics},
+	{KAPI_DELETE_RECORDS, 0, 1, 2, h_delete_records},
 	{KAPI_INIT_PRODUCER_ID, 0, 1, 2, h_init_producer_id},
 	{KAPI_DESCRIBE_CONFIGS, 0, 2, 4, h_describe_configs},
+	{KAPI_ALTER_CONFIGS, 0, 1, 2, h_alter_configs},
 	{KAPI_CREATE_PARTITIONS, 0, 1, 2, h_create_partitions},
+	{KAPI_DELETE_GROUPS, 0, 1, 2, h_delete_groups},
+	{KAPI_INCREMENTAL_ALTER_CONFIGS, 0, 0, 1, h_incremental_alter_configs},
 };
 
 #define NAPIS (int) (sizeof(apis) / sizeof(apis[0]))

@@ -32,7 +32,7 @@ static KGroup *groups;
 static uint64_t member_counter;
 
 static void prepare_rebalance(KGroup *g);
-static void member_remove(KGroup *g, KMember *m);
+static void member_drop(KGroup *g, KMember *m, int16_t error);
 
 KGroup *
 group_list(void)
@@ -180,7 +180,7 @@ complete_join(KGroup *g)
 	{
 		next = m->next;
 		if (m->join_req == NULL)
-			member_remove(g, m);
+			member_drop(g, m, KERR_UNKNOWN_MEMBER_ID);
 	}
 	g->generation++;
 	free(g->protocol);
@@ -307,12 +307,6 @@ member_drop(KGroup *g, KMember *m, int16_t error)
 	member_free(m);
 }
 
-static void
-member_remove(KGroup *g, KMember *m)
-{
-	member_drop(g, m, KERR_UNKNOWN_MEMBER_ID);
-}
-
 void
 group_drop_moved(void)
 {
@@ -334,7 +328,7 @@ group_drop_moved(void)
 static void
 member_gone(KGroup *g, KMember *m)
 {
-	member_remove(g, m);
+	member_drop(g, m, KERR_UNKNOWN_MEMBER_ID);
 	if (g->nmembers == 0)
 	{
 		evtimer_del(g->join_timer);
@@ -580,4 +574,25 @@ group_commit_check(const char *group_id, const char *member_id, const char *inst
 	if (g->state == KG_COMPLETING)
 		return KERR_REBALANCE_IN_PROGRESS;
 	return KERR_NONE;
+}
+
+/* DeleteGroups: forget an empty group (one with members stays: false) */
+bool
+group_forget(const char *group_id)
+{
+	KGroup	  **pp = &groups;
+	KGroup	   *g;
+
+	while (*pp && strcmp((*pp)->id, group_id) != 0)
+		pp = &(*pp)->next;
+	if ((g = *pp) == NULL || g->nmembers > 0)
+		return g == NULL;
+	*pp = g->next;
+	event_free(g->join_timer);
+	free(g->id);
+	free(g->protocol_type);
+	free(g->protocol);
+	free(g->leader);
+	free(g);
+	return true;
 }

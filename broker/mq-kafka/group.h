@@ -104,6 +104,8 @@ extern KGroup *group_find(const char *group_id);
 /* drop the members of groups another daemon coordinates now (cluster.c) */
 extern void group_drop_moved(void);
 extern KGroup *group_list(void);
+/* DeleteGroups: forget an empty group; false if it has members */
+extern bool group_forget(const char *group_id);
 extern const char *group_state_name(KGroupState s);
 extern const KProto *member_proto(const KMember *m, const char *name);
 

@@ -124,16 +124,7 @@ read_spec(KReader *r, AdminState *s, TopicSpec *t)
 static void
 wrap_in_rollback(AdminState *s)
 {
-	KJob		orig = s->job;
-
-	memset(&s->job, 0, sizeof(s->job));
-	for (int i = 0; i < orig.n; i++)
-	{
-		(void) kjob_add(&s->job, "BEGIN", 0);
-		*kjob_add(&s->job, NULL, 0) = orig.stmts[i];
-		(void) kjob_add(&s->job, "ROLLBACK", 0);
-	}
-	free(orig.stmts);
+	kjob_rollback_each(&s->job);
 	for (int32_t i = 0; i < s->n; i++)
 		if (s->specs[i].stmt >= 0)
 			s->specs[i].stmt = 3 * s->specs[i].stmt + 1;

@@ -5,9 +5,11 @@
  *	  (mq.topics.config, the keys set at creation or with mq.alter_topic,
  *	  normalised by mq).  Loop thread; one statement per topic resource.
  *
- * Only the keys that are set are listed (source DYNAMIC_TOPIC_CONFIG),
- * not Kafka's defaults.  A broker resource is answered with no configs.
- * Other resource types get INVALID_REQUEST.
+ * The keys that are set are listed with source DYNAMIC_TOPIC_CONFIG, the
+ * others mq knows with their defaults (mq.config_defaults(): what mq does
+ * while a key is not set) as DEFAULT_CONFIG, is_default in v0, so that
+ * tools show a full config.  A broker resource is answered with no
+ * configs.  Other resource types get INVALID_REQUEST.
  *
  *-------------------------------------------------------------------------
  */
@@ -22,10 +24,14 @@
 #define RESOURCE_TOPIC	2
 #define RESOURCE_BROKER 4
 #define SOURCE_DYNAMIC_TOPIC_CONFIG 1
+#define SOURCE_DEFAULT_CONFIG 5
 
-/* no rows: unknown topic; one row of nulls: a topic without configs */
+/* no rows: unknown topic; else key, value and whether it is a default */
 #define CONFIG_SQL \
-	"SELECT c.k, c.v FROM mq.topics t LEFT JOIN LATERAL jsonb_each_text(t.config) c(k, v) ON true" \
+	"SELECT c.k, c.v, c.d FROM mq.topics t CROSS JOIN LATERAL" \
+	" (SELECT k, v, false FROM jsonb_each_text(t.config) s(k, v)" \
+	"  UNION ALL SELECT k, v, true FROM jsonb_each_text(mq.config_defaults()) d(k, v)" \
+	"   WHERE NOT t.config ? k) c(k, v, d)" \
 	" WHERE t.topic = $1 ORDER BY c.k"
 
 typedef struct Resource
@@ -89,16 +95,17 @@ write_resource(KRequest *req, ConfigState *s, Resource *rs)
 	for (int row = 0; code == KERR_NONE && st && row < PQntuples(st->res); row++)
 	{
 		const char *key = PQgetvalue(st->res, row, 0);
+		bool		is_default = strcmp(PQgetvalue(st->res, row, 2), "t") == 0;
 
-		if (PQgetisnull(st->res, row, 0) || !wanted(rs, key))
+		if (!wanted(rs, key))
 			continue;
 		kw_str(w, key);
 		kw_str(w, PQgetvalue(st->res, row, 1));
 		kw_i8(w, 0);			/* read_only */
 		if (req->api_version == 0)
-			kw_i8(w, 0);		/* is_default */
+			kw_i8(w, is_default);
 		else
-			kw_i8(w, SOURCE_DYNAMIC_TOPIC_CONFIG);
+			kw_i8(w, is_default ? SOURCE_DEFAULT_CONFIG : SOURCE_DYNAMIC_TOPIC_CONFIG);
 		kw_i8(w, 0);			/* is_sensitive */
 		if (req->api_version >= 1)
 			kw_i32(w, 0);		/* synonyms */

@@ -35,9 +35,13 @@ enum
 	KAPI_API_VERSIONS = 18,
 	KAPI_CREATE_TOPICS = 19,
 	KAPI_DELETE_TOPICS = 20,
+	KAPI_DELETE_RECORDS = 21,
 	KAPI_INIT_PRODUCER_ID = 22,
 	KAPI_DESCRIBE_CONFIGS = 32,
+	KAPI_ALTER_CONFIGS = 33,
 	KAPI_CREATE_PARTITIONS = 37,
+	KAPI_DELETE_GROUPS = 42,
+	KAPI_INCREMENTAL_ALTER_CONFIGS = 44,
 };
 
 /* h_metadata.c */
@@ -46,8 +50,13 @@ extern void h_metadata(KRequest *req);
 extern void h_create_topics(KRequest *req);
 extern void h_delete_topics(KRequest *req);
 extern void h_create_partitions(KRequest *req);
+/* h_delete_records.c */
+extern void h_delete_records(KRequest *req);
 /* h_config.c */
 extern void h_describe_configs(KRequest *req);
+/* h_config_alter.c */
+extern void h_alter_configs(KRequest *req);
+extern void h_incremental_alter_configs(KRequest *req);
 /* h_produce.c */
 extern void h_produce(KRequest *req);
 extern void h_init_producer_id(KRequest *req);
@@ -66,5 +75,7 @@ extern void h_heartbeat(KRequest *req);
 extern void h_leave_group(KRequest *req);
 extern void h_list_groups(KRequest *req);
 extern void h_describe_groups(KRequest *req);
+/* h_group_delete.c */
+extern void h_delete_groups(KRequest *req);
 
 #endif							/* MQK_HANDLERS_H */

@@ -99,3 +99,18 @@ kjob_free(KJob *job)
 	job->stmts = NULL;
 	job->n = job->cap = 0;
 }
+
+void
+kjob_rollback_each(KJob *job)
+{
+	KJob		orig = *job;
+
+	memset(job, 0, sizeof(*job));
+	for (int i = 0; i < orig.n; i++)
+	{
+		(void) kjob_add(job, "BEGIN", 0);
+		*kjob_add(job, NULL, 0) = orig.stmts[i];
+		(void) kjob_add(job, "ROLLBACK", 0);
+	}
+	free(orig.stmts);
+}

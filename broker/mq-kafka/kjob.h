@@ -48,4 +48,10 @@ extern void kstmt_binary(KStmt *s, Oid type, const void *data, int len);
 extern bool kstmt_failed(const KStmt *s, int16_t *code);
 extern void kjob_free(KJob *job);
 
+/*
+ * validate_only: each statement of the job between BEGIN and ROLLBACK, so
+ * that it is checked and undone; statement i becomes statement 3 i + 1.
+ */
+extern void kjob_rollback_each(KJob *job);
+
 #endif							/* MQK_KJOB_H */

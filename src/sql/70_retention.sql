@@ -34,6 +34,19 @@ BEGIN
     RETURN v_time;
 END $$;
 
+-- Drop one segment of a partition: its row and its table.  Retention and
+-- mq.delete_records move the log start past it.
+CREATE FUNCTION mq._drop_segment(p_topic_id integer, p_partition integer, p_base_offset bigint)
+RETURNS void LANGUAGE plpgsql SET search_path = pg_catalog, pg_temp AS $$
+DECLARE
+    v_rel regclass;
+BEGIN
+    DELETE FROM mq.segment sg
+     WHERE sg.topic_id = p_topic_id AND sg.partition = p_partition AND sg.base_offset = p_base_offset
+    RETURNING sg.relid INTO v_rel;
+    EXECUTE format('DROP TABLE %s', v_rel);
+END $$;
+
 -- Apply retention.ms and retention.bytes to one topic's partitions, by
 -- id: maintenance calls this once per topic, so it must find them by an
 -- index (a "name IS NULL OR name = $1" filter plans as a scan of every
@@ -82,9 +95,7 @@ BEGIN
              WHERE o.topic_id = p.topic_id AND o.partition = p.partition AND o.next_offset < s.end_offset
             ON CONFLICT ON CONSTRAINT retention_loss_pkey DO UPDATE
                SET records_lost = l.records_lost + EXCLUDED.records_lost, last_loss_at = now();
-            DELETE FROM mq.segment sg
-             WHERE sg.topic_id = p.topic_id AND sg.partition = p.partition AND sg.base_offset = s.base_offset;
-            EXECUTE format('DROP TABLE %s', s.relid);
+            PERFORM mq._drop_segment(p.topic_id, p.partition, s.base_offset);
             UPDATE mq.partition_state ps SET log_start_offset = s.end_offset
              WHERE ps.topic_id = p.topic_id AND ps.partition = p.partition;
             v_total := v_total - v_size;

@@ -121,6 +121,24 @@ COMMENT ON FUNCTION mq.heartbeat(text, text, integer) IS
     'keeps a group member alive and returns its assignment (partitions owned, or being revoked) in the current generation; a generation_id other than the group''s is refused (MQ030)';
 COMMENT ON FUNCTION mq.leave_group(text, text) IS
     'removes a member from its group, which rebalances';
+COMMENT ON FUNCTION mq.config_defaults() IS
+    'the value of each topic config key while a topic does not set it (what mq does then); DescribeConfigs lists them as defaults';
+COMMENT ON FUNCTION mq._config_replace(jsonb, text[], text[]) IS
+    'internal: the mq.alter_topic change that makes the given keys a topic''s whole config (Kafka''s AlterConfigs); replication.factor is kept';
+COMMENT ON FUNCTION mq._config_incremental(jsonb, text[], integer[], text[]) IS
+    'internal: the mq.alter_topic change of Kafka''s IncrementalAlterConfigs operations (0 SET, 1 DELETE, 2 APPEND, 3 SUBTRACT; the last two for cleanup.policy only, MQ010 otherwise)';
+COMMENT ON FUNCTION mq.delete_records(text, integer, bigint) IS
+    'moves a partition''s log start offset up to before_offset (-1: the high watermark), as Kafka''s DeleteRecords: records below are no longer readable; needs DELETE on the topic; MQ007 beyond the high watermark, MQ020 on a follower; returns the new log start';
+COMMENT ON FUNCTION mq._delete_records_lock(text, integer, integer) IS
+    'internal: locks a partition for mq.delete_records and returns its state; MQ006 unknown partition, MQ020 when this node does not lead it';
+COMMENT ON FUNCTION mq._drop_segment(integer, integer, bigint) IS
+    'internal: drops one segment of a partition (its row and table), for retention and mq.delete_records';
+COMMENT ON FUNCTION mq.delete_group(text) IS
+    'deletes a consumer group: its committed offsets and group state (Kafka''s DeleteGroups); needs DELETE on the group; MQ035 unknown group, MQ036 group with live members; returns the number of offsets deleted';
+COMMENT ON FUNCTION mq._delete_group_check(text) IS
+    'internal: raises MQ036 (live members), MQ035 (unknown group) or MQ020 (offsets on a partition this node follows) before mq.delete_group';
+COMMENT ON FUNCTION mq._delete_group_versions(text) IS
+    'internal: bumps the offsets version of the replicated partitions where a deleted group had offsets, so followers copy the deletion';
 COMMENT ON FUNCTION mq._assign(text) IS
     'internal: the target assignment of a group''s current members by its assignor';
 COMMENT ON FUNCTION mq._assign_roundrobin(text) IS

@@ -12,6 +12,9 @@ GRANT SELECT ON mq.topics, mq.partitions, mq.segments, mq.group_members, mq.grou
 GRANT EXECUTE ON FUNCTION mq.validate_config(jsonb), mq.murmur2(bytea),
     mq.partition_for(text, bytea), mq.partition_for(text, text),
     mq._log_end_offset(integer, integer), mq._describable(text, text),
+    -- pure: what mq-kafka's AlterConfigs pass to mq.alter_topic
+    mq._config_replace(jsonb, text[], text[]), mq._config_incremental(jsonb, text[], integer[], text[]),
+    mq.config_defaults(),
     mq.header_list(jsonb), mq.headers_jsonb(mq.header[]),
     mq._has_privilege(oid, text, text, text),
     mq.has_topic_privilege(name, text, text), mq.has_topic_privilege(text, text),
@@ -33,7 +36,7 @@ BEGIN
                 AND p.proname OPERATOR(pg_catalog.=) ANY (ARRAY[
                     'send', 'send_batch', 'produce', 'fetch', 'poll', 'commit_offset',
                     'commit_polled', 'committed_offset', 'join_group', 'heartbeat',
-                    'leave_group', 'create_topic', 'drop_topic', 'alter_topic',
+                    'leave_group', 'delete_group', 'delete_records', 'create_topic', 'drop_topic', 'alter_topic',
                     'add_partitions', 'grant', 'revoke', 'offsets_for_times',
                     'reset_offsets', 'await_commit']::name[]) LOOP
         EXECUTE pg_catalog.format('GRANT EXECUTE ON ROUTINE %s TO PUBLIC', f);

@@ -3,7 +3,7 @@
 # (mqctl consume --group) and groups with members (mq.join_group), lag,
 # owners, retention headroom and records lost, JSON output, the reset
 # plan (dry run), --execute in one transaction, the refusal while members
-# are active, --force, --to-datetime, and errors.
+# are active, --force, --to-datetime, group delete, and errors.
 source "$(dirname "${BASH_SOURCE[0]}")/lib.bash"
 
 mqctl topic create g3 --partitions 3 >/dev/null
@@ -168,6 +168,26 @@ sql "SELECT mq.leave_group('workers', '$m1'), mq.leave_group('workers', '$m2')" 
 run mqctl group reset-offsets workers --topic g3 --to-latest --execute
 expect_rc 0 "reset once the members left"
 check_eq "$(offsets workers g3)" "6,2,0" "applied"
+
+# --- group delete ---------------------------------------------------------------------------
+m3=$(sql "SELECT member FROM mq.join_group('workers', ARRAY['g3'])")
+run mqctl group delete workers
+expect_rc 1 "delete refused while the group has a live member"
+check_match "$ERR" 'group "workers" has live members' "says why"
+check_eq "$(offsets workers g3)" "6,2,0" "nothing deleted"
+sql "SELECT mq.leave_group('workers', '$m3')" >/dev/null
+readers_before=$(offsets readers g3)
+run mqctl group delete workers
+expect_rc 0 "delete once the member left"
+check_eq "$OUT" "Deleted group workers (3 committed offsets)." "says what it deleted"
+check_eq "$(offsets workers g3)" "-,-,-" "the group's offsets are gone"
+check_eq "$(offsets readers g3)" "$readers_before" "another group's are kept"
+run mqctl group delete workers
+expect_rc 1 "delete a missing group"
+check_match "$ERR" 'group "workers" does not exist' "says the group does not exist"
+run mqctl group delete workers --if-exists
+expect_rc 0 "--if-exists"
+check_eq "$OUT" "Group workers does not exist." "says so"
 
 # --- errors ---------------------------------------------------------------------------------
 run mqctl group describe nosuch

@@ -78,7 +78,7 @@ bad '--request-timeout-ms is the wait of --acks all' produce t --request-timeout
 bad '--request-timeout-ms: 0 is out of range' produce t --acks all --request-timeout-ms 0
 bad 'unknown or ambiguous option --retries' perf produce t --records 1 --retries 3
 bad '"group" needs a subcommand' group
-bad 'unknown command "group delete"' group delete
+bad 'unknown command "group frobnicate"' group frobnicate
 bad '--format: "csv" is not one of table, json' group list --format csv
 bad 'unexpected argument "g"' group list g
 bad 'missing group name' group describe

@@ -2,7 +2,8 @@
 # librdkafka (rdk_client.c) against mq-kafka: an idempotent producer whose
 # broker is killed mid-run delivers each record exactly once; three group
 # members over six partitions, one leaving, commit every record exactly
-# once; each compression codec round-trips.
+# once; each compression codec round-trips; the admin APIs that delete
+# and alter (DeleteRecords, DeleteGroups, AlterConfigs).
 source "$(dirname "${BASH_SOURCE[0]}")/lib.bash"
 T="$(tmpdir)"
 
@@ -63,5 +64,27 @@ for codec in gzip snappy lz4 zstd; do
 	check_eq "$(sql "SELECT count(*) FILTER (WHERE convert_from(value, 'UTF8') = format('rec-%s-%s', msg_offset, repeat('0', 100)))
 	                   FROM mq.fetch('codec_$codec', 0, 0, 10000)")" "2000" "$codec records stored intact"
 done
+
+# admin: DeleteRecords, DeleteGroups (one deletable, one with a live SQL
+# member, one unknown), AlterConfigs
+sql "SELECT mq.create_topic('rdkadm', 1, '{\"segment.bytes\": \"1MB\"}')" >/dev/null
+sql "SELECT mq.send_batch('rdkadm', NULL, ARRAY['a', 'b', 'c', 'd', 'e']::bytea[])" >/dev/null
+sql "SELECT mq.commit_offset('rdkdel', 'rdkadm', 0, 2), mq.commit_offset('rdklive', 'rdkadm', 0, 2)" >/dev/null
+sql "SELECT mq.join_group('rdklive', ARRAY['rdkadm'], session_timeout_ms => 600000)" >/dev/null
+run timeout 120 "$T/rdk_client" admin "$BROKER" rdkadm rdkdel rdklive rdknope
+expect_rc 0 "librdkafka admin client"
+check_match "$OUT" $'delete-records 0 NO_ERROR 3\ndelete-records 0 OFFSET_OUT_OF_RANGE' \
+	"DeleteRecords: the new low watermark, then OFFSET_OUT_OF_RANGE beyond the end"
+check_eq "$(sql "SELECT log_start_offset FROM mq.partitions WHERE topic = 'rdkadm'")" "3" "SQL sees the new log start"
+check_match "$OUT" 'delete-group rdkdel NO_ERROR' "DeleteGroups deletes a group without members"
+check_match "$OUT" 'delete-group rdklive NON_EMPTY_GROUP' "a group with a live SQL member: NON_EMPTY_GROUP"
+check_match "$OUT" 'delete-group rdknope GROUP_ID_NOT_FOUND' "an unknown group: GROUP_ID_NOT_FOUND"
+check_eq "$(sql "SELECT string_agg(group_id, ',' ORDER BY group_id) FROM mq.consumer_offset
+                   WHERE topic_id = (SELECT topic_id FROM mq.topics WHERE topic = 'rdkadm')")" "rdklive" \
+	"only the deleted group's offsets are gone"
+check_match "$OUT" $'alter-configs retention.ms=3600000 NO_ERROR\nalter-configs retention.ms=soon INVALID_CONFIG' \
+	"AlterConfigs: a valid value applies, an invalid one is INVALID_CONFIG"
+check_eq "$(sql "SELECT config FROM mq.topics WHERE topic = 'rdkadm'")" '{"retention.ms": 3600000}' \
+	"and replaces the whole config (segment.bytes returned to its default)"
 
 finish

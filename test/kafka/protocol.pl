@@ -144,6 +144,60 @@ $r = call($s, 1, 4, pack('l> l> l> l> C', -1, 0, 1, 1048576, 0) . pack('l>', 1) 
 my $tl = length 'pt';
 ok(defined $r && unpack("x4 x4 x2 x$tl x4 x4 s>", $r) == 1, 'a fetch beyond the log end gets OFFSET_OUT_OF_RANGE');
 
+# DeleteRecords v1 on topic pdel (3 records): the new low watermark, or
+# the error of each partition
+sub delete_records {
+	my ($sock, @parts) = @_;
+	my $body = pack('l>', 1) . str('pdel') . pack('l>', scalar @parts);
+	$body .= pack('l> q>', @$_) for @parts;
+	my $r = call($sock, 21, 1, $body . pack('l>', 5000));
+	return () unless defined $r && $r ne 'timeout';
+	my @out;
+	my $np = unpack('x4 x4 x2 x4 l>', $r);
+	push @out, [unpack('l> q> s>', substr($r, 18 + 14 * $_, 14))] for 0 .. $np - 1;
+	return @out;
+}
+my @dr = delete_records($s, [0, 2], [7, 1], [0, 99]);
+ok(@dr == 3 && $dr[0][1] == 2 && $dr[0][2] == 0, 'DeleteRecords up to 2 answers the low watermark 2',
+	join(' ', map { "@$_" } @dr));
+ok(@dr == 3 && $dr[1][0] == 7 && $dr[1][2] == 3, 'DeleteRecords of an unknown partition: UNKNOWN_TOPIC_OR_PARTITION');
+ok(@dr == 3 && $dr[2][1] == -1 && $dr[2][2] == 1, 'DeleteRecords beyond the high watermark: OFFSET_OUT_OF_RANGE');
+ok(!defined call(connect_broker(), 21, 1, pack('l>', 1) . str('pdel') . pack('l>', 100000)),
+	'a DeleteRecords whose partition count exceeds its bytes closes the connection');
+
+# DeleteGroups v1: an empty and an unknown group id
+$r = call($s, 42, 1, pack('l>', 2) . str('') . str('nosuchgroup'));
+my @dg = defined $r ? unpack('x4 l> n/a s> n/a s>', $r) : ();
+ok(@dg == 5 && $dg[2] == 24 && $dg[4] == 69, 'DeleteGroups: INVALID_GROUP_ID for "", GROUP_ID_NOT_FOUND for an unknown group',
+	"@dg");
+ok(!defined call(connect_broker(), 42, 1, pack('l>', 3) . str('g')), 'a truncated DeleteGroups closes the connection');
+
+# IncrementalAlterConfigs v0 of one resource: [name, op, value]...; the
+# resource's error code
+sub incremental_alter {
+	my ($type, $name, $validate, @configs) = @_;
+	my $body = pack('l> c', 1, $type) . str($name) . pack('l>', scalar @configs);
+	$body .= str($_->[0]) . pack('c', $_->[1]) . str($_->[2]) for @configs;
+	my $r = call($s, 44, 0, $body . pack('c', $validate));
+	return undef unless defined $r && $r ne 'timeout' && unpack('x4 l>', $r) == 1;
+	return unpack('x8 s>', $r);
+}
+ok((incremental_alter(2, 'pdel', 0, ['retention.ms', 0, '1h'], ['cleanup.policy', 2, 'compact']) // -99) == 0,
+	'IncrementalAlterConfigs: SET a key and APPEND to cleanup.policy');
+ok((incremental_alter(2, 'pdel', 1, ['retention.ms', 1, undef]) // -99) == 0,
+	'IncrementalAlterConfigs validate_only: DELETE accepted (and undone)');
+ok((incremental_alter(2, 'pdel', 0, ['retention.ms', 2, '5']) // -99) == 42,
+	'IncrementalAlterConfigs APPEND to a key that is not a list: INVALID_REQUEST');
+ok((incremental_alter(2, 'pdel', 0, ['retention.ms', 0, 'soon']) // -99) == 40,
+	'IncrementalAlterConfigs of a bad value: INVALID_CONFIG');
+ok((incremental_alter(2, 'nosuchtopic', 0, ['retention.ms', 0, '1']) // -99) == 3,
+	'IncrementalAlterConfigs of an unknown topic: UNKNOWN_TOPIC_OR_PARTITION');
+ok((incremental_alter(4, '1', 0, ['log.retention.ms', 0, '1']) // -99) == 42,
+	'IncrementalAlterConfigs of a broker: INVALID_REQUEST');
+ok(!defined call(connect_broker(), 44, 0, pack('l> c', 1, 2) . str('pdel') . pack('l>', 50000)),
+	'a truncated IncrementalAlterConfigs closes the connection');
+ok(!defined call(connect_broker(), 44, 1, ''), 'IncrementalAlterConfigs v1 (flexible) is not served: closed');
+
 # connection-level errors: the broker closes, and keeps serving others
 ok(!defined call(connect_broker(), 999, 0, ''), 'an unknown api key closes the connection');
 ok(!defined call(connect_broker(), 1, 4, pack('l> l> l> l> C', -1, 0, 1, 1048576, 0) . pack('l>', 1)

@@ -1,11 +1,14 @@
 #!/usr/bin/env bash
 # Raw protocol: handshakes, bad frames, bad batches (CRC, truncation,
-# decompression bomb, header keys, transactions, unknown codec) and unknown
-# APIs, each answered with Kafka's error code or a closed connection
-# (test/kafka/protocol.pl); afterwards nothing bad was stored.
+# decompression bomb, header keys, transactions, unknown codec), admin
+# requests (DeleteRecords, DeleteGroups, IncrementalAlterConfigs) and
+# unknown APIs, each answered with Kafka's error code or a closed
+# connection (test/kafka/protocol.pl); afterwards nothing bad was stored.
 source "$(dirname "${BASH_SOURCE[0]}")/lib.bash"
 
 sql "SELECT mq.create_topic('pt', 1)" >/dev/null
+sql "SELECT mq.create_topic('pdel', 1)" >/dev/null
+sql "SELECT mq.send_batch('pdel', NULL, ARRAY['a', 'b', 'c']::bytea[])" >/dev/null
 kafka_start --max-batch-bytes 1048576 || { fail "mq-kafka starts"; finish; }
 
 run perl test/kafka/protocol.pl "$KAFKA_PORT"
@@ -15,6 +18,11 @@ check_eq "$(sql "SELECT string_agg(convert_from(value, 'UTF8'), ',' ORDER BY msg
 	"v,w,h,g" "only the valid batches were stored"
 check_eq "$(sql "SELECT headers FROM mq.fetch('pt', 0, 2, 1)")" '[["hk", "hv"], ["hk", null]]' \
 	"the headers were stored in order, the null value as null"
+check_eq "$(sql "SELECT log_start_offset FROM mq.partitions WHERE topic = 'pdel'")" "2" \
+	"DeleteRecords moved the log start; the refused partitions changed nothing"
+check_eq "$(sql "SELECT config FROM mq.topics WHERE topic = 'pdel'")" \
+	'{"retention.ms": 3600000, "cleanup.policy": "compact,delete"}' \
+	"IncrementalAlterConfigs changed the config; the refused and validate_only ones did not"
 check_eq "$(kill -0 "$KAFKA_PID" && echo alive)" "alive" "mq-kafka is still running"
 
 finish

@@ -23,6 +23,11 @@
  *	  rdk_client consume BROKERS TOPIC N
  *	      reads N records from the beginning of every partition; prints
  *	      records/s
+ *	  rdk_client admin BROKERS TOPIC GROUP...
+ *	      the admin APIs that delete and alter: DeleteRecords of TOPIC's
+ *	      partition 0 up to 3, then beyond its end; DeleteGroups of the
+ *	      GROUPs; AlterConfigs of TOPIC, valid then invalid.  Prints one
+ *	      line per result: what, then the error name (and offset).
  *
  * Threads in group mode share only the atomic counters.
  *
@@ -323,6 +328,111 @@ consume(const char *brokers, const char *topic, int n)
 	return got == n ? 0 : 1;
 }
 
+/* the next admin result of the queue, of type type, or exit */
+static rd_kafka_event_t *
+admin_event(rd_kafka_queue_t *q, rd_kafka_event_type_t type)
+{
+	rd_kafka_event_t *ev = rd_kafka_queue_poll(q, 60000);
+
+	if (ev == NULL || rd_kafka_event_type(ev) != type || rd_kafka_event_error(ev))
+	{
+		fprintf(stderr, "admin request failed: %s\n", ev ? rd_kafka_event_error_string(ev) : "timeout");
+		exit(1);
+	}
+	return ev;
+}
+
+static void
+admin_delete_records(rd_kafka_t *rk, rd_kafka_queue_t *q, const char *topic, int64_t before)
+{
+	rd_kafka_topic_partition_list_t *offsets = rd_kafka_topic_partition_list_new(1);
+	rd_kafka_DeleteRecords_t *dr;
+	rd_kafka_event_t *ev;
+	const rd_kafka_topic_partition_list_t *res;
+
+	rd_kafka_topic_partition_list_add(offsets, topic, 0)->offset = before;
+	dr = rd_kafka_DeleteRecords_new(offsets);
+	rd_kafka_DeleteRecords(rk, &dr, 1, NULL, q);
+	ev = admin_event(q, RD_KAFKA_EVENT_DELETERECORDS_RESULT);
+	res = rd_kafka_DeleteRecords_result_offsets(rd_kafka_event_DeleteRecords_result(ev));
+	for (int i = 0; i < res->cnt; i++)
+		printf("delete-records %d %s %lld\n", res->elems[i].partition, rd_kafka_err2name(res->elems[i].err),
+			   (long long) res->elems[i].offset);
+	rd_kafka_event_destroy(ev);
+	rd_kafka_DeleteRecords_destroy(dr);
+	rd_kafka_topic_partition_list_destroy(offsets);
+}
+
+static void
+admin_delete_groups(rd_kafka_t *rk, rd_kafka_queue_t *q, int n, char **names)
+{
+	rd_kafka_DeleteGroup_t **dg = calloc(n, sizeof(*dg));
+	rd_kafka_event_t *ev;
+	const rd_kafka_group_result_t **res;
+	size_t		cnt;
+
+	for (int i = 0; i < n; i++)
+		dg[i] = rd_kafka_DeleteGroup_new(names[i]);
+	rd_kafka_DeleteGroups(rk, dg, n, NULL, q);
+	ev = admin_event(q, RD_KAFKA_EVENT_DELETEGROUPS_RESULT);
+	res = rd_kafka_DeleteGroups_result_groups(rd_kafka_event_DeleteGroups_result(ev), &cnt);
+	for (size_t i = 0; i < cnt; i++)
+	{
+		const rd_kafka_error_t *e = rd_kafka_group_result_error(res[i]);
+
+		printf("delete-group %s %s\n", rd_kafka_group_result_name(res[i]),
+			   rd_kafka_err2name(e ? rd_kafka_error_code(e) : RD_KAFKA_RESP_ERR_NO_ERROR));
+	}
+	rd_kafka_event_destroy(ev);
+	rd_kafka_DeleteGroup_destroy_array(dg, n);
+	free(dg);
+}
+
+static void
+admin_alter_configs(rd_kafka_t *rk, rd_kafka_queue_t *q, const char *topic, const char *key,
+					const char *value)
+{
+	rd_kafka_ConfigResource_t *cr = rd_kafka_ConfigResource_new(RD_KAFKA_RESOURCE_TOPIC, topic);
+	rd_kafka_event_t *ev;
+	const rd_kafka_ConfigResource_t **res;
+	size_t		cnt;
+
+	rd_kafka_ConfigResource_set_config(cr, key, value);
+	rd_kafka_AlterConfigs(rk, &cr, 1, NULL, q);
+	ev = admin_event(q, RD_KAFKA_EVENT_ALTERCONFIGS_RESULT);
+	res = rd_kafka_AlterConfigs_result_resources(rd_kafka_event_AlterConfigs_result(ev), &cnt);
+	for (size_t i = 0; i < cnt; i++)
+		printf("alter-configs %s=%s %s\n", key, value, rd_kafka_err2name(rd_kafka_ConfigResource_error(res[i])));
+	rd_kafka_event_destroy(ev);
+	rd_kafka_ConfigResource_destroy(cr);
+}
+
+static int
+admin(const char *brokers, const char *topic, int ngroups, char **groups)
+{
+	rd_kafka_conf_t *conf = rd_kafka_conf_new();
+	rd_kafka_t *rk;
+	rd_kafka_queue_t *q;
+	char		err[256];
+
+	set(conf, "bootstrap.servers", brokers);
+	rk = rd_kafka_new(RD_KAFKA_PRODUCER, conf, err, sizeof(err));
+	if (rk == NULL)
+	{
+		fprintf(stderr, "%s\n", err);
+		return 2;
+	}
+	q = rd_kafka_queue_new(rk);
+	admin_delete_records(rk, q, topic, 3);
+	admin_delete_records(rk, q, topic, 999);
+	admin_delete_groups(rk, q, ngroups, groups);
+	admin_alter_configs(rk, q, topic, "retention.ms", "3600000");
+	admin_alter_configs(rk, q, topic, "retention.ms", "soon");
+	rd_kafka_queue_destroy(q);
+	rd_kafka_destroy(rk);
+	return 0;
+}
+
 int
 main(int argc, char **argv)
 {
@@ -335,9 +445,12 @@ main(int argc, char **argv)
 		return consume(argv[2], argv[3], atoi(argv[4]));
 	if (argc == 6 && strcmp(argv[1], "group") == 0)
 		return group(argv[2], argv[3], atoi(argv[4]), argv[5]);
+	if (argc >= 5 && strcmp(argv[1], "admin") == 0)
+		return admin(argv[2], argv[3], argc - 4, argv + 4);
 	fprintf(stderr, "usage: rdk_client produce BROKERS TOPIC N CODEC [idempotent]\n"
 			"       rdk_client group BROKERS TOPIC N GROUP\n"
 			"       rdk_client perf BROKERS TOPIC N [RATE]\n"
-			"       rdk_client consume BROKERS TOPIC N\n");
+			"       rdk_client consume BROKERS TOPIC N\n"
+			"       rdk_client admin BROKERS TOPIC GROUP...\n");
 	return 2;
 }

@@ -10,7 +10,7 @@
 SET client_min_messages = warning;
 
 BEGIN;
-SELECT plan(101);
+SELECT plan(102);
 
 CREATE ROLE mqp_attacker LOGIN;
 CREATE ROLE mqp_alice LOGIN;
@@ -283,6 +283,8 @@ SELECT throws_ok($$ SELECT * FROM mq.heartbeat('alice-group', 'm') $$, '42501', 
                  'heartbeat for another group is refused');
 SELECT throws_ok($$ SELECT mq.leave_group('alice-group', 'm') $$, '42501', NULL,
                  'leave_group for another group is refused');
+SELECT throws_ok($$ SELECT mq.delete_group('bob-group') $$, '42501', NULL,
+                 'delete_group needs DELETE on the group: READ is not enough');
 SELECT is((SELECT array_agg(topic ORDER BY topic) FROM mq.topics), ARRAY['orders.eu'],
           'bob sees only orders.eu');
 RESET ROLE;
@@ -386,9 +388,9 @@ SELECT throws_ok($$ SELECT mq.grant('read', 'topic', 'x', 'no_such_role_mqp') $$
 SELECT is((SELECT array_agg(DISTINCT p.proname::text ORDER BY p.proname::text)
              FROM pg_proc p, aclexplode(coalesce(p.proacl, acldefault('f', p.proowner))) a
             WHERE p.pronamespace = 'mq'::regnamespace AND a.grantee = 0 AND a.privilege_type = 'EXECUTE'),
-          ARRAY['_describable', '_has_privilege', '_log_end_offset', '_produce_state', '_replica_await_hwm',
+          ARRAY['_config_incremental', '_config_replace', '_describable', '_has_privilege', '_log_end_offset', '_produce_state', '_replica_await_hwm',
                 'add_partitions', 'alter_topic', 'await_commit', 'commit_offset', 'commit_polled',
-                'committed_offset', 'create_topic', 'drop_topic', 'fetch', 'grant', 'has_group_privilege',
+                'committed_offset', 'config_defaults', 'create_topic', 'delete_group', 'delete_records', 'drop_topic', 'fetch', 'grant', 'has_group_privilege',
                 'has_topic_privilege', 'header_list', 'headers_jsonb', 'heartbeat', 'join_group',
                 'leave_group', 'murmur2', 'offsets_for_times', 'partition_for', 'poll', 'produce',
                 'record_size', 'reset_offsets', 'revoke', 'send', 'send_batch', 'validate_config'],

@@ -1,0 +1,62 @@
+#!/usr/bin/env bash
+# kafkajs's admin API (test/kafka/js/admin.js) on the APIs that delete
+# and alter: DeleteGroups, DeleteRecords, AlterConfigs, and
+# DescribeConfigs' defaults; then what they did, seen from SQL.
+source "$(dirname "${BASH_SOURCE[0]}")/lib.bash"
+
+if [[ ! -d test/kafka/js/node_modules/kafkajs ]]; then
+	run npm ci --prefix test/kafka/js --no-audit --no-fund
+	expect_rc 0 "npm ci installs kafkajs"
+fi
+kafka_start || { fail "mq-kafka starts"; finish; }
+
+run env KAFKAJS_NO_PARTITIONER_WARNING=1 timeout 120 node test/kafka/js/admin.js "$BROKER" jsadm
+expect_rc 0 "kafkajs admin client"
+JS="$OUT"
+
+# DeleteGroups
+check_eq "$(json_get "$JS" '{groups,live}')" "68" "DeleteGroups of a group with a live consumer: NON_EMPTY_GROUP"
+check_eq "$(json_get "$JS" '{groups,unknown}')" "69" "DeleteGroups of an unknown group: GROUP_ID_NOT_FOUND"
+check_eq "$(json_get "$JS" '{groups,gone}')" "0" "DeleteGroups of a group whose consumer left: deleted"
+check_eq "$(json_get "$JS" '{groups,goneOffsets}')" "-1" "the deleted group has no committed offset left"
+check_eq "$(json_get "$JS" '{groups,goneListed}')" "false" "nor is it listed by ListGroups"
+check_eq "$(sql "SELECT count(*) FROM mq.consumer_offset WHERE group_id = 'jsadm-gone'")" "0" \
+	"SQL sees its offsets gone"
+check_eq "$(sql "SELECT count(*) FROM mq.consumer_offset WHERE group_id = 'jsadm-live'")" "1" \
+	"the refused group keeps its offsets"
+
+# DeleteRecords
+check_eq "$(json_get "$JS" '{records,deleted}') $(json_get "$JS" '{records,low}')" "none 4" \
+	"DeleteRecords up to 4: the low watermark is 4"
+check_eq "$(json_get "$JS" '{records,first}')" "4" "a new consumer from the beginning starts at 4"
+check_eq "$(json_get "$JS" '{records,beyond}')" "OFFSET_OUT_OF_RANGE" \
+	"DeleteRecords beyond the high watermark: OFFSET_OUT_OF_RANGE"
+check_eq "$(json_get "$JS" '{records,lowAfterBeyond}')" "4" "and the low watermark did not move"
+check_eq "$(json_get "$JS" '{records,all}') $(json_get "$JS" '{records,lowAll}') $(json_get "$JS" '{records,high}')" \
+	"none 10 10" "DeleteRecords -1: up to the high watermark"
+check_eq "$(sql "SELECT log_start_offset FROM mq.partitions WHERE topic = 'jsadm'")" "10" \
+	"SQL sees the new log start"
+run sql "SELECT count(*) FROM mq.fetch('jsadm', 0, 9)"
+check_match "$ERR" "below the log start offset 10" "mq.fetch below it is out of range"
+
+# AlterConfigs
+check_eq "$(json_get "$JS" '{configs,validated}') $(json_get "$JS" '{configs,afterValidate}')" \
+	"none retention.ms=86400000" "AlterConfigs validate_only: accepted, nothing changed"
+check_eq "$(json_get "$JS" '{configs,replaced}') $(json_get "$JS" '{configs,afterReplace}')" \
+	"none max.message.bytes=1000" "AlterConfigs replaces the whole config, as Kafka does"
+check_eq "$(json_get "$JS" '{configs,invalid}') $(json_get "$JS" '{configs,afterInvalid}')" \
+	"INVALID_CONFIG max.message.bytes=1000" "an invalid value: INVALID_CONFIG, nothing changed"
+check_eq "$(json_get "$JS" '{configs,unknown}')" "UNKNOWN_TOPIC_OR_PARTITION" "an unknown topic: UNKNOWN_TOPIC_OR_PARTITION"
+check_eq "$(json_get "$JS" '{configs,broker}')" "INVALID_REQUEST" "a broker resource: INVALID_REQUEST"
+check_eq "$(sql "SELECT config FROM mq.topics WHERE topic = 'jsadm-cfg'")" '{"max.message.bytes": 1000}' \
+	"SQL sees the new config"
+
+# DescribeConfigs: the keys not set, with mq's defaults (source DEFAULT_CONFIG, 5)
+check_eq "$(json_get "$JS" '{configs,defaults}')" \
+	"$(sql "SELECT string_agg(k || '=' || v || '(5)', ',' ORDER BY k COLLATE \"C\") FROM jsonb_each_text(mq.config_defaults()) d(k, v)
+	         WHERE k <> 'max.message.bytes'")" \
+	"DescribeConfigs lists every other key mq knows with its default, as DEFAULT_CONFIG"
+check_match "$(json_get "$JS" '{configs,defaults}')" 'cleanup.policy=delete\(5\).*retention.ms=-1\(5\)' \
+	"such as cleanup.policy delete and retention.ms -1"
+
+finish

@@ -1,0 +1,59 @@
+-- Kafka's AlterConfigs and IncrementalAlterConfigs as mq.alter_topic
+-- changes (issue 14): mq._config_replace makes the given keys the whole
+-- config, mq._config_incremental applies SET, DELETE, APPEND and
+-- SUBTRACT; bad operations get MQ010, bad values MQ004 from
+-- mq.alter_topic, and neither changes the topic.  mq.config_defaults,
+-- which DescribeConfigs lists, are valid values of known keys.
+\set ON_ERROR_STOP on
+SET client_min_messages = warning;
+BEGIN;
+SELECT plan(17);
+
+SELECT mq.create_topic('co', 1, '{"retention.ms": "1d", "segment.records": 100}');
+CREATE TEMP VIEW cfg AS SELECT config FROM mq.topics WHERE topic = 'co';
+
+-- replace
+SELECT is(mq._config_replace('{"retention.ms": 1, "segment.records": 2}', ARRAY['max.message.bytes'], ARRAY['1000']),
+          '{"retention.ms": null, "segment.records": null, "max.message.bytes": "1000"}',
+          'replace: the other keys return to their defaults');
+SELECT is(mq._config_replace('{"replication.factor": 3, "retention.ms": 1}', ARRAY['replication.factor'], ARRAY['3']),
+          '{"retention.ms": null}', 'replace: replication.factor is kept, and ignored when given unchanged');
+SELECT is(mq.alter_topic('co', mq._config_replace((SELECT config FROM cfg), ARRAY['retention.ms'], ARRAY['2h'])),
+          '{"retention.ms": 7200000}', 'through mq.alter_topic: only the given keys remain');
+
+-- incremental
+SELECT is(mq._config_incremental('{"retention.ms": 1}', ARRAY['segment.records', 'retention.ms'], ARRAY[0, 1], ARRAY['5', NULL]),
+          '{"retention.ms": null, "segment.records": "5"}', 'SET and DELETE');
+SELECT is(mq._config_incremental('{}', ARRAY['cleanup.policy'], ARRAY[2], ARRAY['compact']),
+          '{"cleanup.policy": "compact,delete"}', 'APPEND to cleanup.policy adds to its default, delete');
+SELECT is(mq._config_incremental('{"cleanup.policy": "compact,delete"}', ARRAY['cleanup.policy'], ARRAY[3], ARRAY['delete']),
+          '{"cleanup.policy": "compact"}', 'SUBTRACT from cleanup.policy');
+SELECT throws_ok($$SELECT mq._config_incremental('{}', ARRAY['retention.ms'], ARRAY[2], ARRAY['1'])$$, 'MQ010', NULL,
+                 'APPEND to a key that is not a list is MQ010');
+SELECT throws_ok($$SELECT mq._config_incremental('{}', ARRAY['retention.ms'], ARRAY[7], ARRAY['1'])$$, 'MQ010', NULL,
+                 'an unknown operation is MQ010');
+SELECT is(mq.alter_topic('co', mq._config_incremental((SELECT config FROM cfg), ARRAY['segment.records', 'retention.ms'],
+                                                      ARRAY[0, 1], ARRAY['50', NULL])),
+          '{"segment.records": 50}', 'through mq.alter_topic: set one key, delete another');
+
+-- bad values are mq.alter_topic's: MQ004, nothing changed
+SELECT throws_ok($$SELECT mq.alter_topic('co', mq._config_replace((SELECT config FROM cfg), ARRAY['retention.ms'], ARRAY['soon']))$$,
+                 'MQ004', NULL, 'an invalid value is MQ004');
+SELECT throws_ok($$SELECT mq.alter_topic('co', mq._config_incremental((SELECT config FROM cfg), ARRAY['cleanup.policy'], ARRAY[3], ARRAY['delete']))$$,
+                 'MQ004', NULL, 'subtracting the last policy is MQ004');
+SELECT throws_ok($$SELECT mq.alter_topic('co', mq._config_replace((SELECT config FROM cfg), ARRAY['no.such.key'], ARRAY['1']))$$,
+                 'MQ004', NULL, 'an unknown key is MQ004');
+SELECT is((SELECT config FROM cfg), '{"segment.records": 50}', 'the refused changes left the config');
+
+-- defaults: every one a valid, normalised value of a key mq knows
+SELECT is(mq.validate_config(mq.config_defaults()), mq.config_defaults(),
+          'mq.config_defaults passes validate_config unchanged: describe, then alter, round-trips');
+SELECT ok(NOT mq.config_defaults() ?| ARRAY['segment.ms', 'segment.records', 'replication.factor'],
+          'keys without a fixed default are left out');
+SET LOCAL mq.message_max_bytes = 5000;
+SELECT is(mq.config_defaults()->>'max.message.bytes', '5000', 'max.message.bytes follows mq.message_max_bytes');
+RESET mq.message_max_bytes;
+SELECT is(mq.config_defaults()->>'retention.ms', '-1', 'retention.ms: mq keeps everything by default');
+
+SELECT * FROM finish();
+ROLLBACK;
