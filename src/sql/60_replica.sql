@@ -685,11 +685,9 @@ BEGIN
         RAISE EXCEPTION 'the log of topic id % partition % ends above %: it cannot restart there',
             p_topic_id, p_partition, p_offset USING ERRCODE = 'MQ007';
     END IF;
-    FOR s IN SELECT sg.base_offset, sg.relid FROM mq.segment sg
+    FOR s IN SELECT sg.base_offset FROM mq.segment sg
               WHERE sg.topic_id = p_topic_id AND sg.partition = p_partition LOOP
-        DELETE FROM mq.segment sg
-         WHERE sg.topic_id = p_topic_id AND sg.partition = p_partition AND sg.base_offset = s.base_offset;
-        EXECUTE format('DROP TABLE %s', s.relid);
+        PERFORM mq._drop_segment(p_topic_id, p_partition, s.base_offset);
     END LOOP;
     UPDATE mq.partition_state SET log_start_offset = p_offset
      WHERE topic_id = p_topic_id AND partition = p_partition;
@@ -702,9 +700,42 @@ BEGIN
                              WHERE topic_id = p_topic_id AND partition = p_partition));
 END $$;
 
+-- A follower's log start follows the leader's (moved by retention or
+-- mq.delete_records), as Kafka's followers do, up to the follower's high
+-- watermark: records deleted on the leader are not served again by a
+-- follower that it elects.  The segments entirely below go at once.  The
+-- caller holds the replica lock (mq._replica_lock).
+CREATE FUNCTION mq._replica_follow_log_start(p_topic_id integer, p_partition integer,
+                                             p_leader_log_start bigint) RETURNS void
+LANGUAGE plpgsql SET search_path = pg_catalog, pg_temp AS $$
+DECLARE
+    st mq.partition_state;
+    v_to bigint;
+    s record;
+BEGIN
+    -- no row lock on the common path: it would write WAL on every append
+    SELECT * INTO st FROM mq.partition_state
+     WHERE topic_id = p_topic_id AND partition = p_partition;
+    v_to := least(p_leader_log_start, st.high_watermark);
+    IF v_to IS NULL OR v_to <= st.log_start_offset THEN
+        RETURN;
+    END IF;
+    UPDATE mq.partition_state SET log_start_offset = v_to
+     WHERE topic_id = p_topic_id AND partition = p_partition AND log_start_offset < v_to;
+    IF NOT FOUND THEN
+        RETURN;
+    END IF;
+    FOR s IN SELECT sg.base_offset FROM mq.segment sg
+              WHERE sg.topic_id = p_topic_id AND sg.partition = p_partition AND sg.end_offset <= v_to LOOP
+        PERFORM mq._drop_segment(p_topic_id, p_partition, s.base_offset);
+    END LOOP;
+    PERFORM mq._invalidate(st.relid);
+END $$;
+
 -- The follower side: append a fetched batch at the leader's offsets, with
 -- the producers and producer batches it carries and the epochs that start
--- in it; follow the leader's high watermark.  Returns the new log end.
+-- in it; follow the leader's high watermark and log start.  Returns the
+-- new log end.
 CREATE FUNCTION mq.replica_append(p_topic text, p_partition integer, p_leader_epoch integer,
                                   p_batch mq.replica_batch) RETURNS bigint
 LANGUAGE plpgsql SECURITY DEFINER SET search_path = pg_catalog, pg_temp AS $$
@@ -747,6 +778,7 @@ BEGIN
     IF FOUND THEN
         PERFORM mq._replica_notify(v_id);
     END IF;
+    PERFORM mq._replica_follow_log_start(v_id, p_partition, p_batch.log_start_offset);
     RETURN v_end;
 END $$;
 

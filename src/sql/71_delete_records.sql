@@ -7,11 +7,10 @@
 -- mq.retention_loss); the segments entirely below it are dropped at once,
 -- the rest of the segment holding it is dropped by retention later.
 --
--- Replicated partitions: only the leader takes it (MQ020 elsewhere).  The
--- raised log start is not replicated: a follower whose log ends below it
--- restarts its log there on its next fetch (mq.replica_fetch), as after
--- retention; a follower above it keeps its records below until its own
--- retention drops them, and would serve them again if it became leader.
+-- Replicated partitions: only the leader takes it (MQ020 elsewhere).
+-- Followers follow the leader's log start with their next fetch
+-- (mq._replica_follow_log_start, or mq._replica_restart_log for one whose
+-- log ends below it).
 --
 -- Locking: the partition's produce lock (mq._lock_partition), so that the
 -- high watermark and log end do not move meanwhile, and its

@@ -231,6 +231,8 @@ COMMENT ON FUNCTION mq._replica_fence(integer, integer, integer, text) IS
     'internal: the leader epoch check of every replica API call (MQ024, MQ025, MQ020)';
 COMMENT ON FUNCTION mq._replica_restart_log(integer, integer, bigint) IS
     'internal (replication): a follower whose whole log lies below the leader''s log start restarts it empty there';
+COMMENT ON FUNCTION mq._replica_follow_log_start(integer, integer, bigint) IS
+    'internal (replication): a follower moves its log start up to the leader''s, at most to its high watermark';
 COMMENT ON FUNCTION mq._replica_isr_min(integer, integer, integer, mq.replica_partition, bigint) IS
     'internal (replication): the log end every ISR member holds in the epoch, capped by the leader''s';
 COMMENT ON FUNCTION mq._replica_advance_hwm(integer, integer) IS

@@ -63,8 +63,9 @@ SELECT is((SELECT count(*) FROM mq.fetch('dr', 0, 35)), 0::bigint, 'nothing is l
 SELECT mq.send('dr', NULL::bytea, 'after'::bytea, partition => 0);
 SELECT is((SELECT convert_from(value, 'UTF8') FROM mq.fetch('dr', 0, 35)), 'after', 'producing goes on at the log end');
 
--- replicated: only the leader, and the log start is not replicated (as
--- docs/replication.md says).  Topics of one database stand for nodes:
+-- replicated: only the leader takes it, and followers follow its log
+-- start up to their high watermark (docs/replication.md).  Topics of one
+-- database stand for nodes:
 -- drl leads, drf followed it to its log end, drn is a new follower.
 SELECT mq.create_topic('drl', 1);
 SELECT mq.create_topic('drf', 1);
@@ -79,8 +80,8 @@ SELECT throws_ok($$SELECT mq.delete_records('drl', 0, (SELECT high_watermark + 1
                  'MQ007', NULL, 'the leader refuses beyond its high watermark');
 SELECT is(mq.delete_records('drl', 0, 12), 12::bigint, 'the leader moves its log start');
 SELECT mq.replica_append('drf', 0, 1, mq.replica_fetch('drl', 0, 1, 2, 20, 100, 0, NULL));
-SELECT is((SELECT log_start_offset FROM mq.partitions WHERE topic = 'drf'), 0::bigint,
-          'a follower above it keeps its log start: it is not replicated');
+SELECT is((SELECT log_start_offset FROM mq.partitions WHERE topic = 'drf'), 12::bigint,
+          'a follower above it moves its log start to the leader''s');
 CREATE TEMP TABLE nf AS SELECT mq.replica_fetch('drl', 0, 1, 3, 0, 100, 0, NULL) AS b;
 SELECT is((SELECT (b).base_offset FROM nf), 12::bigint, 'a follower below it is answered at it');
 SELECT is(mq.replica_append('drn', 0, 1, (SELECT b FROM nf)), 12::bigint, 'and restarts its log there');
