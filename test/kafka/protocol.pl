@@ -2,6 +2,9 @@
 # broker's port as argument): well-formed requests get answers, and each
 # kind of bad input gets its Kafka error code or a closed connection,
 # never a crash or a hang.  Prints TAP.
+#   protocol.pl PORT sasl USER    # against --sasl=plain (sasl.sh): only the
+#                                 # SASL checks; USER's password in
+#                                 # MQ_SASL_PASSWORD
 use strict;
 use warnings;
 use IO::Socket::INET;
@@ -99,6 +102,85 @@ sub produce_result {
 	my $tlen = unpack('x4 n', $r);
 	my ($err, $base) = unpack("x4 x2 x$tlen x4 x4 s> q>", $r);
 	return ($err, $base);
+}
+
+# SaslHandshake v1: (error, [mechanisms]), or undef when closed
+sub handshake {
+	my ($sock, $mech) = @_;
+	my $r = call($sock, 17, 1, str($mech));
+	return undef unless defined $r && $r ne 'timeout';
+	my ($e, $cnt) = unpack('s> l>', $r);
+	my ($pos, @m) = (6);
+	for (1 .. $cnt) { my $l = unpack("x$pos n", $r); push @m, substr($r, $pos + 2, $l); $pos += 2 + $l; }
+	return ($e, \@m);
+}
+
+# SaslAuthenticate v1: (error, message, session_lifetime_ms), or () when closed
+sub authenticate {
+	my ($sock, $token) = @_;
+	my $r = call($sock, 36, 1, pack('l>', length $token) . $token);
+	return () unless defined $r && $r ne 'timeout';
+	my ($e, $ml) = unpack('s> s>', $r);
+	my $msg = $ml < 0 ? undef : substr($r, 4, $ml);
+	my $pos = 4 + ($ml < 0 ? 0 : $ml);
+	my $bl = unpack("x$pos l>", $r);
+	my $life = unpack('x' . ($pos + 4 + ($bl < 0 ? 0 : $bl)) . ' q>', $r);
+	return ($e, $msg, $life);
+}
+
+sub closed { my $r = call($_[0], 18, 0, ''); return !defined $r }
+
+sub sasl_checks {
+	my ($user, $password) = @_;
+	my $s = connect_broker();
+	my $r = call($s, 18, 0, '');
+	my ($err, $count) = unpack('s> l>', $r);
+	my %ranges = map { my ($k, $lo, $hi) = unpack('s> s> s>', substr($r, 6 + 6 * $_, 6)); ($k => "$lo-$hi") } 0 .. $count - 1;
+	ok(($ranges{17} // '') eq '0-1' && ($ranges{36} // '') eq '0-1', 'ApiVersions lists SaslHandshake 0-1 and SaslAuthenticate 0-1');
+	$r = call($s, 3, 1, pack('l>', -1));
+	ok(!defined $r, 'a Metadata request before authentication closes the connection');
+
+	$s = connect_broker();
+	my ($e, $mechs) = handshake($s, 'SCRAM-SHA-256');
+	ok(defined $e && $e == 33 && "@$mechs" eq 'PLAIN', 'an unknown mechanism gets UNSUPPORTED_SASL_MECHANISM and the list [PLAIN]',
+		'got ' . ($e // 'closed'));
+	ok(closed($s), 'and the connection is closed');
+
+	$s = connect_broker();
+	($e) = authenticate($s, "\0$user\0$password");
+	ok(defined $e && $e == 34, 'SaslAuthenticate before SaslHandshake gets ILLEGAL_SASL_STATE');
+
+	my %msg;
+	for my $case (['no NUL', 'plainly'], ['one NUL', "$user\0$password"], ['three NULs', "\0$user\0$password\0"],
+		['empty password', "\0$user\0"], ['a 300-byte user', "\0" . ('u' x 300) . "\0x"],
+		['another authzid', "other\0$user\0$password"], ['wrong password', "\0$user\0$password-wrong"],
+		['unknown user', "\0mq_sasl_nobody\0$password"]) {
+		$s = connect_broker();
+		($e) = handshake($s, 'PLAIN');
+		my ($ae, $m) = authenticate($s, $case->[1]);
+		ok(defined $ae && $ae == 58 && closed($s), "a token with $case->[0] gets SASL_AUTHENTICATION_FAILED, then the connection closes",
+			'got ' . ($ae // 'closed'));
+		$msg{ $case->[0] } = $m // '';
+	}
+	ok($msg{'wrong password'} eq $msg{'unknown user'} && $msg{'wrong password'} ne '',
+		'a wrong password and an unknown user get the same message', "'$msg{'wrong password'}' vs '$msg{'unknown user'}'");
+
+	$s = connect_broker();
+	($e) = handshake($s, 'PLAIN');
+	ok(defined $e && $e == 0, 'SaslHandshake PLAIN');
+	my ($ae, $m, $life) = authenticate($s, "\0$user\0$password");
+	ok(defined $ae && $ae == 0 && !defined $m && $life == 0, 'the right password authenticates, session_lifetime_ms 0',
+		'got ' . ($ae // 'closed') . ' ' . ($m // ''));
+	$r = call($s, 3, 1, pack('l>', -1));
+	ok(defined $r && $r ne 'timeout', 'then Metadata is answered');
+	($e) = handshake($s, 'PLAIN');
+	ok(defined $e && $e == 34, 'a second SaslHandshake gets ILLEGAL_SASL_STATE');
+}
+
+if (($ARGV[0] // '') eq 'sasl') {
+	sasl_checks($ARGV[1], $ENV{MQ_SASL_PASSWORD} // die "MQ_SASL_PASSWORD not set\n");
+	print "1..$n\n";
+	exit($failed ? 1 : 0);
 }
 
 my $s = connect_broker();
