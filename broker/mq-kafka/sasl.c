@@ -36,13 +36,13 @@
 #define AUTH_FAILED_MESSAGE "authentication failed: invalid user name or password"
 
 /* a password check in progress */
-typedef struct Check
+typedef struct SaslCheck
 {
 	KRequest   *req;
 	PGconn	   *conn;
 	struct event *ev;
 	char	   *user;
-} Check;
+} SaslCheck;
 
 bool
 sasl_plain_parse(const uint8_t *p, size_t len, SaslPlain *out)
@@ -127,7 +127,7 @@ authenticate_respond(KRequest *req, int16_t error, const char *message)
 }
 
 static void
-check_free(Check *c)
+check_free(SaslCheck *c)
 {
 	if (c->ev)
 		event_free(c->ev);
@@ -139,7 +139,7 @@ check_free(Check *c)
 
 /* the check is over: ok, or why not (for the log only) */
 static void
-check_done(Check *c, bool ok, const char *why)
+check_done(SaslCheck *c, bool ok, const char *why)
 {
 	KRequest   *req = c->req;
 
@@ -161,7 +161,7 @@ check_done(Check *c, bool ok, const char *why)
 static void check_step(evutil_socket_t fd, short what, void *arg);
 
 static void
-check_watch(Check *c, PostgresPollingStatusType st)
+check_watch(SaslCheck *c, PostgresPollingStatusType st)
 {
 	static const struct timeval limit = {AUTH_TIMEOUT_S, 0};
 
@@ -175,7 +175,7 @@ check_watch(Check *c, PostgresPollingStatusType st)
 static void
 check_step(evutil_socket_t fd, short what, void *arg)
 {
-	Check	   *c = arg;
+	SaslCheck  *c = arg;
 	PostgresPollingStatusType st;
 
 	if (what & EV_TIMEOUT)
@@ -203,11 +203,11 @@ static void
 check_start(KRequest *req, SaslPlain *tok)
 {
 	const char *keys[] = {"dbname", "user", "password", "connect_timeout",
-	"fallback_application_name", NULL};
+						  "fallback_application_name", NULL};
 	char		timeout[16];
 	const char *vals[] = {kconfig.conninfo, tok->user, tok->password, timeout,
-	"mq-kafka-auth", NULL};
-	Check	   *c = mq_malloc0(sizeof(Check));
+						  "mq-kafka-auth", NULL};
+	SaslCheck  *c = mq_malloc0(sizeof(SaslCheck));
 
 	snprintf(timeout, sizeof(timeout), "%d", AUTH_TIMEOUT_S);
 	c->req = req;
