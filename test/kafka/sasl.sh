@@ -15,6 +15,8 @@ sql "DO \$\$ BEGIN
 	IF NOT EXISTS (SELECT FROM pg_roles WHERE rolname = 'mq_sasl_test') THEN CREATE ROLE mq_sasl_test; END IF;
 	IF NOT EXISTS (SELECT FROM pg_roles WHERE rolname = 'mq_sasl_alice') THEN CREATE ROLE mq_sasl_alice LOGIN IN ROLE mq_sasl_test; END IF;
 	IF NOT EXISTS (SELECT FROM pg_roles WHERE rolname = 'mq_sasl_bob') THEN CREATE ROLE mq_sasl_bob LOGIN IN ROLE mq_sasl_test; END IF;
+	-- not a member: pg_hba.conf trusts it, so no password proves anything
+	IF NOT EXISTS (SELECT FROM pg_roles WHERE rolname = 'mq_sasl_carol') THEN CREATE ROLE mq_sasl_carol LOGIN; END IF;
 END \$\$" >/dev/null
 # the passwords go to PostgreSQL through psql's stdin, never a command line
 psql -X -q -v ON_ERROR_STOP=1 >/dev/null <<EOF
@@ -36,6 +38,7 @@ kcat_conf() {
 kcat_conf mq_sasl_alice "$PW_ALICE" alice
 kcat_conf mq_sasl_bob "$PW_BOB" bob
 kcat_conf mq_sasl_alice "$PW_ALICE-wrong" wrong
+kcat_conf mq_sasl_carol "$PW_ALICE" carol
 
 printf 'one\ntwo\nthree\n' >"$T/in"
 run kcat_ -F "$T/alice.conf" -P -t sasl_t -p 0 -l "$T/in"
@@ -51,9 +54,14 @@ check_match "$ERR" "Topic authorization failed" "bob (read only) gets TOPIC_AUTH
 check_eq "$(sql "SELECT count(*) FROM mq.fetch('sasl_t', 0, 0, 10)")" "3" "and nothing of bob's was stored"
 run kcat_ -F "$T/bob.conf" -C -t sasl_t -p 0 -o beginning -e -q
 check_eq "$OUT" $'one\ntwo\nthree' "bob may read"
+run timeout 15 kcat -b "$BROKER" -F "$T/bob.conf" -C -G sasl_g -o beginning -e -q sasl_t
+check_match "$ERR" "Group authorization failed" "bob (no right on the group) may not join it"
 
 run timeout 30 kcat -b "$BROKER" -F "$T/wrong.conf" -L -m 5
 check_match "$ERR" "[Aa]uthentication failed" "a wrong password fails authentication"
+run timeout 30 kcat -b "$BROKER" -F "$T/carol.conf" -L -m 5
+check_match "$ERR" "[Aa]uthentication failed" "a role that pg_hba.conf trusts is refused: no password was checked"
+check_match "$(cat "$T/mq-kafka.log")" "let \"mq_sasl_carol\" connect without a password" "and the daemon says why"
 run timeout 30 kcat -b "$BROKER" -L -m 3
 check_no_match "$OUT" "sasl_t" "a client without SASL sees no metadata"
 check_match "$(cat "$T/mq-kafka.log")" "api key 3 before sasl authentication, closing" \
