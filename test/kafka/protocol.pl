@@ -2,9 +2,11 @@
 # broker's port as argument): well-formed requests get answers, and each
 # kind of bad input gets its Kafka error code or a closed connection,
 # never a crash or a hang.  Prints TAP.
-#   protocol.pl PORT sasl USER    # against --sasl=plain (sasl.sh): only the
-#                                 # SASL checks; USER's password in
-#                                 # MQ_SASL_PASSWORD
+#   protocol.pl PORT sasl USER OTHER  # against --sasl=plain (sasl.sh): only
+#                                 # the SASL checks; USER's password in
+#                                 # MQ_SASL_PASSWORD, OTHER's (a role
+#                                 # without rights on topic sasl_t) in
+#                                 # MQ_SASL_PASSWORD_OTHER
 use strict;
 use warnings;
 use IO::Socket::INET;
@@ -130,6 +132,51 @@ sub authenticate {
 
 sub closed { my $r = call($_[0], 18, 0, ''); return !defined $r }
 
+sub authenticated {
+	my ($user, $password) = @_;
+	my $s = connect_broker();
+	handshake($s, 'PLAIN');
+	my ($e) = authenticate($s, "\0$user\0$password");
+	die "cannot authenticate as $user\n" unless defined $e && $e == 0;
+	return $s;
+}
+
+# Fetch v4 of sasl_t partition 0 from an offset, 1 byte per partition (so
+# at least one record, and the rest left for a read-ahead): (error, the
+# offset after the last record returned)
+sub fetch_one {
+	my ($s, $offset) = @_;
+	my $body = pack('l> l> l> l> c l>', -1, 0, 1, 1 << 20, 0, 1) . str('sasl_t') . pack('l> l> q> l>', 1, 0, $offset, 1);
+	my $r = call($s, 1, 4, $body);
+	return (undef, undef) unless defined $r && $r ne 'timeout';
+	my $tlen = unpack('x8 n', $r);
+	my $pos = 8 + 2 + $tlen + 4;
+	my ($err, $naborted) = unpack("x$pos x4 s> x8 x8 l>", $r);
+	$pos += 4 + 2 + 16 + 4 + ($naborted > 0 ? 16 * $naborted : 0);
+	my $rlen = unpack("x$pos l>", $r);
+	my $recs = $rlen > 0 ? substr($r, $pos + 4, $rlen) : '';
+	my $next = $offset;
+	while (length $recs >= 61) {
+		my ($base, $blen) = unpack('q> l>', $recs);
+		$next = $base + unpack('x23 l>', $recs) + 1;
+		substr($recs, 0, 12 + $blen) = '';
+	}
+	return ($err, $next);
+}
+
+# a read-ahead made for one role's Fetch is not given to another role
+sub read_ahead_check {
+	my ($user, $password, $other, $other_password) = @_;
+	my $o = authenticated($other, $other_password);
+	my $u = authenticated($user, $password);
+	my ($e, $next) = fetch_one($u, 0);
+	ok(defined $e && $e == 0 && $next > 0, "$user fetches from offset 0", 'got ' . ($e // 'closed'));
+	my ($oe, $onext) = fetch_one($o, $next);
+	ok(defined $oe && ($oe == 29 || $oe == 3) && $onext == $next,
+		"$other, without rights, asking what was read ahead for $user gets no records but TOPIC_AUTHORIZATION_FAILED or UNKNOWN_TOPIC_OR_PARTITION",
+		'got ' . ($oe // 'closed') . ', next offset ' . ($onext // '-'));
+}
+
 sub sasl_checks {
 	my ($user, $password) = @_;
 	my $s = connect_broker();
@@ -179,6 +226,7 @@ sub sasl_checks {
 
 if (($ARGV[0] // '') eq 'sasl') {
 	sasl_checks($ARGV[1], $ENV{MQ_SASL_PASSWORD} // die "MQ_SASL_PASSWORD not set\n");
+	read_ahead_check($ARGV[1], $ENV{MQ_SASL_PASSWORD}, $ARGV[2], $ENV{MQ_SASL_PASSWORD_OTHER});
 	print "1..$n\n";
 	exit($failed ? 1 : 0);
 }

@@ -3,7 +3,8 @@
 # (PostgreSQL checks the password: scripts/lib.sh's clusters ask members of
 # mq_sasl_test for one) and act with exactly that role's mq rights; a role
 # without write gets TOPIC_AUTHORIZATION_FAILED, a wrong password and an
-# unauthenticated client are turned away; raw frames (protocol.pl sasl);
+# unauthenticated client are turned away; raw frames (protocol.pl sasl,
+# also: one role's read-ahead never answers another's Fetch);
 # no password reaches a log.
 source "$(dirname "${BASH_SOURCE[0]}")/lib.bash"
 T="$(tmpdir)"
@@ -11,10 +12,12 @@ T="$(tmpdir)"
 # roles are the cluster's, shared by every test database: made once
 PW_ALICE="alice-$RANDOM-$RANDOM-secret"
 PW_BOB="bob-$RANDOM-$RANDOM-secret"
+PW_DAVE="dave-$RANDOM-$RANDOM-secret"
 sql "DO \$\$ BEGIN
 	IF NOT EXISTS (SELECT FROM pg_roles WHERE rolname = 'mq_sasl_test') THEN CREATE ROLE mq_sasl_test; END IF;
 	IF NOT EXISTS (SELECT FROM pg_roles WHERE rolname = 'mq_sasl_alice') THEN CREATE ROLE mq_sasl_alice LOGIN IN ROLE mq_sasl_test; END IF;
 	IF NOT EXISTS (SELECT FROM pg_roles WHERE rolname = 'mq_sasl_bob') THEN CREATE ROLE mq_sasl_bob LOGIN IN ROLE mq_sasl_test; END IF;
+	IF NOT EXISTS (SELECT FROM pg_roles WHERE rolname = 'mq_sasl_dave') THEN CREATE ROLE mq_sasl_dave LOGIN IN ROLE mq_sasl_test; END IF;
 	-- not a member: pg_hba.conf trusts it, so no password proves anything
 	IF NOT EXISTS (SELECT FROM pg_roles WHERE rolname = 'mq_sasl_carol') THEN CREATE ROLE mq_sasl_carol LOGIN; END IF;
 END \$\$" >/dev/null
@@ -22,6 +25,7 @@ END \$\$" >/dev/null
 psql -X -q -v ON_ERROR_STOP=1 >/dev/null <<EOF
 ALTER ROLE mq_sasl_alice PASSWORD '$PW_ALICE';
 ALTER ROLE mq_sasl_bob PASSWORD '$PW_BOB';
+ALTER ROLE mq_sasl_dave PASSWORD '$PW_DAVE';
 EOF
 sql "SELECT mq.create_topic('sasl_t', 1)" >/dev/null
 sql "SELECT mq.grant('read, write', 'topic', 'sasl_t', 'mq_sasl_alice')" >/dev/null
@@ -67,7 +71,8 @@ check_no_match "$OUT" "sasl_t" "a client without SASL sees no metadata"
 check_match "$(cat "$T/mq-kafka.log")" "api key 3 before sasl authentication, closing" \
 	"and is disconnected"
 
-run env MQ_SASL_PASSWORD="$PW_ALICE" perl test/kafka/protocol.pl "$KAFKA_PORT" sasl mq_sasl_alice
+run env MQ_SASL_PASSWORD="$PW_ALICE" MQ_SASL_PASSWORD_OTHER="$PW_DAVE" \
+	perl test/kafka/protocol.pl "$KAFKA_PORT" sasl mq_sasl_alice mq_sasl_dave
 printf '%s\n' "$OUT" | sed 's/^/# /'
 expect_rc 0 "protocol.pl sasl: every check passed"
 
@@ -84,7 +89,7 @@ run env MQ_SASL_PASSWORD="$PW_BOB" KAFKAJS_NO_PARTITIONER_WARNING=1 timeout 120 
 check_match "$(json_get "$OUT" '{produceError}')" "TOPIC_AUTHORIZATION_FAILED" \
 	"kafkajs as bob gets TOPIC_AUTHORIZATION_FAILED"
 
-check_eq "$(grep -c -e "$PW_ALICE" -e "$PW_BOB" "$T/mq-kafka.log" "${MQ_SERVER_LOG:-/dev/null}" | awk -F: '{s += $NF} END {print s}')" \
+check_eq "$(grep -c -e "$PW_ALICE" -e "$PW_BOB" -e "$PW_DAVE" "$T/mq-kafka.log" "${MQ_SERVER_LOG:-/dev/null}" | awk -F: '{s += $NF} END {print s}')" \
 	"0" "no password in mq-kafka's or PostgreSQL's log"
 check_eq "$(kill -0 "$KAFKA_PID" && echo alive)" "alive" "mq-kafka is still running"
 
