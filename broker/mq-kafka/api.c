@@ -17,8 +17,9 @@
  * may send only ApiVersions, SaslHandshake and SaslAuthenticate: any
  * other request closes it, as Kafka does.  Without it, the SASL APIs are
  * neither advertised nor served.  SaslHandshake v0 (whose token follows
- * as a bare frame) is not served: the clients use v1, then
- * SaslAuthenticate, up to its last non-flexible version (1).
+ * as a bare frame) is advertised, since librdkafka enables SASL only if
+ * the range holds 0, but answered UNSUPPORTED_VERSION: the clients use
+ * v1, then SaslAuthenticate, up to its last non-flexible version (1).
  *
  *-------------------------------------------------------------------------
  */

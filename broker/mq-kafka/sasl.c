@@ -99,6 +99,12 @@ h_sasl_handshake(KRequest *req)
 		handshake_respond(req, KERR_ILLEGAL_SASL_STATE);
 		return;
 	}
+	/* v0's token would follow as a bare frame: advertised for librdkafka's feature check only */
+	if (req->api_version == 0)
+	{
+		handshake_respond(req, KERR_UNSUPPORTED_VERSION);
+		return;
+	}
 	if (!kslice_eq(mech, "PLAIN"))
 	{
 		mq_log_info("%s: sasl mechanism %.*s refused", conn_peer(req->conn),

@@ -194,6 +194,10 @@ sub sasl_checks {
 	ok(closed($s), 'and the connection is closed');
 
 	$s = connect_broker();
+	$r = call($s, 17, 0, str('PLAIN'));
+	ok(defined $r && unpack('s>', $r) == 35 && closed($s), 'SaslHandshake v0 (bare token frames) gets UNSUPPORTED_VERSION, then the connection closes');
+
+	$s = connect_broker();
 	($e) = authenticate($s, "\0$user\0$password");
 	ok(defined $e && $e == 34, 'SaslAuthenticate before SaslHandshake gets ILLEGAL_SASL_STATE');
 
