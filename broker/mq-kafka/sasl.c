@@ -42,7 +42,23 @@ typedef struct SaslCheck
 	PGconn	   *conn;
 	struct event *ev;
 	char	   *user;
+	char		user_log[SASL_PLAIN_MAX + 1];	/* user, for the log */
 } SaslCheck;
+
+/*
+ * A name the client chose, fit for one log line: control characters
+ * (a newline would forge a line) become '?'.  Returns buf.
+ */
+static const char *
+log_name(const char *name, size_t len, char *buf, size_t size)
+{
+	size_t		n = len < size - 1 ? len : size - 1;
+
+	for (size_t i = 0; i < n; i++)
+		buf[i] = ((unsigned char) name[i] < 0x20 || name[i] == 0x7f) ? '?' : name[i];
+	buf[n] = '\0';
+	return buf;
+}
 
 bool
 sasl_plain_parse(const uint8_t *p, size_t len, SaslPlain *out)
@@ -107,9 +123,11 @@ h_sasl_handshake(KRequest *req)
 	}
 	if (!kslice_eq(mech, "PLAIN"))
 	{
-		mq_log_info("%s: sasl mechanism %.*s refused", conn_peer(req->conn),
-					mech.len > 0 ? (int) (mech.len > 32 ? 32 : mech.len) : 0,
-					mech.len > 0 ? (const char *) mech.p : "");
+		char		buf[33];
+
+		mq_log_info("%s: sasl mechanism \"%s\" refused", conn_peer(req->conn),
+					log_name((const char *) mech.p, mech.len > 0 ? (size_t) mech.len : 0,
+							 buf, sizeof(buf)));
 		handshake_respond(req, KERR_UNSUPPORTED_SASL_MECHANISM);
 		return;
 	}
@@ -151,14 +169,14 @@ check_done(SaslCheck *c, bool ok, const char *why)
 
 	if (ok)
 	{
-		mq_log_info("%s: authenticated as \"%s\"", conn_peer(req->conn), c->user);
+		mq_log_info("%s: authenticated as \"%s\"", conn_peer(req->conn), c->user_log);
 		conn_set_sasl(req->conn, KSASL_DONE, c->user);
 		authenticate_respond(req, KERR_NONE, NULL);
 	}
 	else
 	{
 		mq_log_info("%s: authentication as \"%s\" failed: %.*s", conn_peer(req->conn),
-					c->user, (int) strcspn(why, "\n"), why);
+					c->user_log, (int) strcspn(why, "\n"), why);
 		authenticate_respond(req, KERR_SASL_AUTHENTICATION_FAILED, AUTH_FAILED_MESSAGE);
 	}
 	check_free(c);
@@ -197,7 +215,7 @@ check_step(evutil_socket_t fd, short what, void *arg)
 	else if (!PQconnectionUsedPassword(c->conn))
 	{
 		mq_log_warning("pg_hba.conf let \"%s\" connect without a password: sasl needs a password method for the daemon's database",
-					   c->user);
+					   c->user_log);
 		check_done(c, false, "no password asked");
 	}
 	else
@@ -218,6 +236,7 @@ check_start(KRequest *req, SaslPlain *tok)
 	snprintf(timeout, sizeof(timeout), "%d", AUTH_TIMEOUT_S);
 	c->req = req;
 	c->user = mq_strdup(tok->user);
+	log_name(tok->user, strlen(tok->user), c->user_log, sizeof(c->user_log));
 	c->conn = PQconnectStartParams(keys, vals, 1);
 	explicit_bzero(tok, sizeof(*tok));
 	if (c->conn == NULL || PQstatus(c->conn) == CONNECTION_BAD)
@@ -258,7 +277,10 @@ h_sasl_authenticate(KRequest *req)
 	/* "none" would SET ROLE back to the daemon's own; authzid: no proxying */
 	if (strcmp(tok.user, "none") == 0 || (tok.authzid[0] && strcmp(tok.authzid, tok.user) != 0))
 	{
-		mq_log_info("%s: sasl plain user \"%s\" refused", conn_peer(req->conn), tok.user);
+		char		buf[SASL_PLAIN_MAX + 1];
+
+		mq_log_info("%s: sasl plain user \"%s\" refused", conn_peer(req->conn),
+					log_name(tok.user, strlen(tok.user), buf, sizeof(buf)));
 		explicit_bzero(&tok, sizeof(tok));
 		authenticate_respond(req, KERR_SASL_AUTHENTICATION_FAILED, AUTH_FAILED_MESSAGE);
 		return;

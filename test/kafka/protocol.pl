@@ -205,7 +205,7 @@ sub sasl_checks {
 	for my $case (['no NUL', 'plainly'], ['one NUL', "$user\0$password"], ['three NULs', "\0$user\0$password\0"],
 		['empty password', "\0$user\0"], ['a 300-byte user', "\0" . ('u' x 300) . "\0x"],
 		['another authzid', "other\0$user\0$password"], ['wrong password', "\0$user\0$password-wrong"],
-		['unknown user', "\0mq_sasl_nobody\0$password"]) {
+		['unknown user', "\0mq_sasl_nobody\0$password"], ['a newline in the user', "\0mq_sasl_x\nforged: line\0$password"]) {
 		$s = connect_broker();
 		($e) = handshake($s, 'PLAIN');
 		my ($ae, $m) = authenticate($s, $case->[1]);
