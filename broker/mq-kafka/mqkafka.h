@@ -106,10 +106,9 @@ typedef enum KSaslStep
 {
 	KSASL_START,				/* nothing yet */
 	KSASL_HANDSHAKEN,			/* SaslHandshake chose PLAIN */
-	KSASL_DONE					/* authenticated as conn_role() */
+	KSASL_DONE					/* authenticated: requests carry its role */
 } KSaslStep;
 extern KSaslStep conn_sasl_step(const KConn *c);
-extern const char *conn_role(const KConn *c);
 extern void conn_set_sasl(KConn *c, KSaslStep step, const char *role);
 
 /* pool.c: database connections */

@@ -68,12 +68,6 @@ conn_sasl_step(const KConn *c)
 	return c->sasl_step;
 }
 
-const char *
-conn_role(const KConn *c)
-{
-	return c->role;
-}
-
 void
 conn_set_sasl(KConn *c, KSaslStep step, const char *role)
 {

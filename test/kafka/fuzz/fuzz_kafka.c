@@ -51,12 +51,6 @@ conn_sasl_step(const KConn *c)
 	return KSASL_START;
 }
 
-const char *
-conn_role(const KConn *c)
-{
-	return NULL;
-}
-
 void
 conn_set_sasl(KConn *c, KSaslStep step, const char *role)
 {
