@@ -18,8 +18,12 @@
  * answers SASL_AUTHENTICATION_FAILED with a message that does not say
  * whether the user exists, and closes the connection, as Kafka does.
  *
+ * At most --pool checks run at once, so that clients that have not
+ * authenticated cannot take more of PostgreSQL's connection slots; the
+ * others wait in a FIFO, holding their token (zeroed when freed).
+ *
  * Loop thread only: no locking.  A connection has at most one request
- * in flight, so at most one check per client connection runs.
+ * in flight, so at most one check per client connection exists.
  *
  *-------------------------------------------------------------------------
  */
@@ -35,15 +39,23 @@
 #define AUTH_TIMEOUT_S 5
 #define AUTH_FAILED_MESSAGE "authentication failed: invalid user name or password"
 
-/* a password check in progress */
+/* a password check, waiting or in progress */
 typedef struct SaslCheck
 {
 	KRequest   *req;
 	PGconn	   *conn;
 	struct event *ev;
-	char	   *user;
+	bool		running;		/* counted in nrunning */
+	SaslPlain	tok;			/* the password zeroed once libpq has it */
 	char		user_log[SASL_PLAIN_MAX + 1];	/* user, for the log */
+	struct SaslCheck *next;		/* the wait queue */
 } SaslCheck;
+
+static int	nrunning;
+static SaslCheck *wait_head,
+		   *wait_tail;
+
+static void check_connect(SaslCheck *c);
 
 /*
  * A name the client chose, fit for one log line: control characters
@@ -150,15 +162,27 @@ authenticate_respond(KRequest *req, int16_t error, const char *message)
 		req_finish_close(req);
 }
 
+/* free a finished check; the first waiting one may start */
 static void
 check_free(SaslCheck *c)
 {
+	SaslCheck  *next = wait_head;
+
 	if (c->ev)
 		event_free(c->ev);
 	if (c->conn)
 		PQfinish(c->conn);
-	free(c->user);
+	if (c->running)
+		nrunning--;
+	explicit_bzero(&c->tok, sizeof(c->tok));
 	free(c);
+	if (next && nrunning < kconfig.pool_size)
+	{
+		wait_head = next->next;
+		if (wait_head == NULL)
+			wait_tail = NULL;
+		check_connect(next);
+	}
 }
 
 /* the check is over: ok, or why not (for the log only) */
@@ -170,7 +194,7 @@ check_done(SaslCheck *c, bool ok, const char *why)
 	if (ok)
 	{
 		mq_log_info("%s: authenticated as \"%s\"", conn_peer(req->conn), c->user_log);
-		conn_set_sasl(req->conn, KSASL_DONE, c->user);
+		conn_set_sasl(req->conn, KSASL_DONE, c->tok.user);
 		authenticate_respond(req, KERR_NONE, NULL);
 	}
 	else
@@ -222,29 +246,51 @@ check_step(evutil_socket_t fd, short what, void *arg)
 		check_done(c, true, NULL);
 }
 
-/* start connecting as the token's user; the token's copy is zeroed */
+/* connect as the check's user; the password is zeroed once libpq has it */
 static void
-check_start(KRequest *req, SaslPlain *tok)
+check_connect(SaslCheck *c)
 {
 	const char *keys[] = {"dbname", "user", "password", "connect_timeout",
 						  "fallback_application_name", NULL};
 	char		timeout[16];
-	const char *vals[] = {kconfig.conninfo, tok->user, tok->password, timeout,
+	const char *vals[] = {kconfig.conninfo, c->tok.user, c->tok.password, timeout,
 						  "mq-kafka-auth", NULL};
-	SaslCheck  *c = mq_malloc0(sizeof(SaslCheck));
 
 	snprintf(timeout, sizeof(timeout), "%d", AUTH_TIMEOUT_S);
-	c->req = req;
-	c->user = mq_strdup(tok->user);
-	log_name(tok->user, strlen(tok->user), c->user_log, sizeof(c->user_log));
+	c->running = true;
+	nrunning++;
 	c->conn = PQconnectStartParams(keys, vals, 1);
-	explicit_bzero(tok, sizeof(*tok));
+	explicit_bzero(c->tok.password, sizeof(c->tok.password));
 	if (c->conn == NULL || PQstatus(c->conn) == CONNECTION_BAD)
 	{
 		check_done(c, false, c->conn ? PQerrorMessage(c->conn) : "out of memory");
 		return;
 	}
 	check_watch(c, PGRES_POLLING_WRITING);
+}
+
+/* check the token's user and password, now or once fewer checks run; tok is zeroed */
+static void
+check_start(KRequest *req, SaslPlain *tok)
+{
+	SaslCheck  *c = mq_malloc0(sizeof(SaslCheck));
+
+	c->req = req;
+	c->tok = *tok;
+	explicit_bzero(tok, sizeof(*tok));
+	log_name(c->tok.user, strlen(c->tok.user), c->user_log, sizeof(c->user_log));
+	if (nrunning < kconfig.pool_size)
+	{
+		check_connect(c);
+		return;
+	}
+	mq_log_info("%s: %d password checks running: \"%s\" waits", conn_peer(req->conn),
+				nrunning, c->user_log);
+	if (wait_tail)
+		wait_tail->next = c;
+	else
+		wait_head = c;
+	wait_tail = c;
 }
 
 void

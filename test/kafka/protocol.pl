@@ -164,6 +164,27 @@ sub fetch_one {
 	return ($err, $next);
 }
 
+# more simultaneous authentications than the daemon checks at once (its
+# --pool): they wait their turn, and every one succeeds
+sub concurrent_check {
+	my ($user, $password, $n) = @_;
+	my @socks = map { my $s = connect_broker(); handshake($s, 'PLAIN'); $s } 1 .. $n;
+	my $token = "\0$user\0$password";
+	for my $s (@socks) {
+		my $frame = pack('s> s> l>', 36, 1, 7) . str('protocol.pl') . pack('l>', length $token) . $token;
+		$s->syswrite(pack('l>', length $frame) . $frame);
+	}
+	my $good = 0;
+	for my $s (@socks) {
+		my ($buf, $sel) = ('', IO::Select->new($s));
+		while ($sel->can_read(20) && $s->sysread($buf, 65536, length $buf)) {
+			last if length $buf >= 4 && length $buf >= 4 + unpack('l>', $buf);
+		}
+		$good++ if length $buf >= 10 && unpack('x8 s>', $buf) == 0;
+	}
+	ok($good == $n, "$n simultaneous authentications all succeed", "$good of $n");
+}
+
 # a read-ahead made for one role's Fetch is not given to another role
 sub read_ahead_check {
 	my ($user, $password, $other, $other_password) = @_;
@@ -231,6 +252,7 @@ sub sasl_checks {
 if (($ARGV[0] // '') eq 'sasl') {
 	sasl_checks($ARGV[1], $ENV{MQ_SASL_PASSWORD} // die "MQ_SASL_PASSWORD not set\n");
 	read_ahead_check($ARGV[1], $ENV{MQ_SASL_PASSWORD}, $ARGV[2], $ENV{MQ_SASL_PASSWORD_OTHER});
+	concurrent_check($ARGV[1], $ENV{MQ_SASL_PASSWORD}, 12);
 	print "1..$n\n";
 	exit($failed ? 1 : 0);
 }

@@ -89,6 +89,8 @@ run env MQ_SASL_PASSWORD="$PW_BOB" KAFKAJS_NO_PARTITIONER_WARNING=1 timeout 120 
 check_match "$(json_get "$OUT" '{produceError}')" "TOPIC_AUTHORIZATION_FAILED" \
 	"kafkajs as bob gets TOPIC_AUTHORIZATION_FAILED"
 
+check_match "$(cat "$T/mq-kafka.log")" "password checks running: \"mq_sasl_alice\" waits" \
+	"authentications beyond --pool wait for their turn"
 check_no_match "$(cat "$T/mq-kafka.log")" $'\nforged: line' "a user name cannot forge a log line"
 check_eq "$(grep -c -e "$PW_ALICE" -e "$PW_BOB" -e "$PW_DAVE" "$T/mq-kafka.log" "${MQ_SERVER_LOG:-/dev/null}" | awk -F: '{s += $NF} END {print s}')" \
 	"0" "no password in mq-kafka's or PostgreSQL's log"
