@@ -32,7 +32,7 @@ bash scripts/errcodes.sh frontend-header >"$WORK/bin/mq_sqlstates.h"
 SRCS=("$K"/api.c "$K"/batch.c "$K"/cluster.c "$K"/compress.c "$K"/crc32c.c "$K"/fetch_ahead.c "$K"/group.c
 	"$K"/h_admin.c "$K"/h_config.c "$K"/h_config_alter.c "$K"/h_delete_records.c "$K"/h_fetch.c
 	"$K"/h_group.c "$K"/h_group_delete.c "$K"/h_metadata.c
-	"$K"/h_offsets.c "$K"/h_produce.c "$K"/kbuf.c "$K"/kfan.c "$K"/kjob.c "$K"/kjson.c "$K"/kerr.c
+	"$K"/h_offsets.c "$K"/h_produce.c "$K"/sasl.c "$K"/kbuf.c "$K"/kfan.c "$K"/kjob.c "$K"/kjson.c "$K"/kerr.c
 	"$C"/util.c "$C"/mqconn.c "$C"/connpolicy.c "$C"/pgbinary.c)
 "$CC_FUZZ" -g -O1 -fsanitize=fuzzer,address,undefined -fno-sanitize-recover=undefined \
 	-I"$("$PG_CONFIG" --includedir)" -I"$WORK/bin" -I"$C" -I"$K" -DMQ_VERSION='"fuzz"' \
@@ -40,11 +40,14 @@ SRCS=("$K"/api.c "$K"/batch.c "$K"/cluster.c "$K"/compress.c "$K"/crc32c.c "$K"/
 	-L"$("$PG_CONFIG" --libdir)" -lpq -levent -lz -lsnappy -llz4 -lzstd
 
 # seeds: 0x00 then a request frame (api key, version, correlation id,
-# client id, body); 0x01 then a record batch
+# client id, body); 0x01 then a record batch; 0xff then a SASL PLAIN token
 seed() { printf "$2" >"$CORPUS/seed-$1"; }
 seed apiversions '\x00\x00\x12\x00\x00\x00\x00\x00\x01\x00\x01c'
 seed metadata '\x00\x00\x03\x00\x01\x00\x00\x00\x01\x00\x01c\xff\xff\xff\xff'
 seed join '\x00\x00\x0b\x00\x05\x00\x00\x00\x01\x00\x01c\x00\x01g\x00\x00\x27\x10\x00\x00\x75\x30\x00\x00\xff\xff\x00\x08consumer\x00\x00\x00\x01\x00\x05range\x00\x00\x00\x00'
+seed sasl_handshake '\x00\x00\x11\x00\x01\x00\x00\x00\x01\x00\x01c\x00\x05PLAIN'
+seed sasl_authenticate '\x00\x00\x24\x00\x01\x00\x00\x00\x01\x00\x01c\x00\x00\x00\x07\x00u\x00pass'
+seed sasl_plain '\xffauthz\x00user\x00password'
 seed batch '\x01\x00\x00\x00\x00\x00\x00\x00\x00\x00\x00\x00\x36\x00\x00\x00\x00\x02\x6c\x4e\x4b\xcf\x00\x00\x00\x00\x00\x00\x00\x00\x00\x00\x00\x00\x00\x00\x00\x00\x00\x00\x00\x00\xff\xff\xff\xff\xff\xff\xff\xff\xff\xff\xff\xff\xff\xff\x00\x00\x00\x01\x0a\x00\x00\x00\x02k\x02v\x00'
 
 # inputs that once crashed it stay in the corpus (test/kafka/fuzz/regressions)

@@ -246,6 +246,17 @@ cluster_start() {
 		return 1
 	fi
 
+	# members of mq_sasl_test (test/kafka/sasl*.sh makes it) log in with a
+	# password: mq-kafka --sasl=plain checks passwords by logging in
+	{
+		printf '# --- added by scripts/lib.sh cluster_start ---\n'
+		printf 'local all +mq_sasl_test scram-sha-256\n'
+		printf 'host all +mq_sasl_test 127.0.0.1/32 scram-sha-256\n'
+		cat "$data/pg_hba.conf"
+	} >"$data/pg_hba.conf.new" && mv "$data/pg_hba.conf.new" "$data/pg_hba.conf" || return 1
+	if mq_is_root; then
+		chown postgres:postgres "$data/pg_hba.conf" || return 1
+	fi
 	{
 		printf '\n# --- added by scripts/lib.sh cluster_start ---\n'
 		printf "listen_addresses = '127.0.0.1'\n"

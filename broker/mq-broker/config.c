@@ -74,6 +74,7 @@ static const ConfigKey keys[] = {
 	KEY("kafka", "program", kafka_program, 's', 0, 0),
 	KEY("kafka", "pool", kafka_pool, 'i', 1, 256),
 	KEY("kafka", "group.initial.rebalance.delay.ms", kafka_group_delay_ms, 'i', 0, 300000),
+	KEY("kafka", "sasl", kafka_sasl, 's', 0, 0),
 };
 
 static bool
@@ -204,9 +205,15 @@ check_kafka(BrokerConfig *cfg, const char *path)
 	const char *vals[] = {cfg->kafka_listen, cfg->kafka_advertise};
 
 	if (cfg->kafka_listen == NULL &&
-		(cfg->kafka_advertise || cfg->kafka_program || cfg->kafka_pool || cfg->kafka_group_delay_ms >= 0))
+		(cfg->kafka_advertise || cfg->kafka_program || cfg->kafka_pool || cfg->kafka_group_delay_ms >= 0 ||
+		 cfg->kafka_sasl))
 	{
 		mq_log_error("%s: [kafka] needs listen (host:port) to start mq-kafka", path);
+		return false;
+	}
+	if (cfg->kafka_sasl && strcmp(cfg->kafka_sasl, "plain") != 0)
+	{
+		mq_log_error("%s: [kafka] sasl must be plain, not \"%s\"", path, cfg->kafka_sasl);
 		return false;
 	}
 	for (int i = 0; i < 2; i++)
@@ -363,5 +370,6 @@ broker_config_free(BrokerConfig *cfg)
 	free(cfg->kafka_listen);
 	free(cfg->kafka_advertise);
 	free(cfg->kafka_program);
+	free(cfg->kafka_sasl);
 	memset(cfg, 0, sizeof(*cfg));
 }

@@ -45,6 +45,7 @@ typedef struct BrokerConfig
 	char	   *kafka_program;	/* the mq-kafka executable (default: on PATH) */
 	int			kafka_pool;		/* its database connections */
 	int			kafka_group_delay_ms;	/* group.initial.rebalance.delay.ms */
+	char	   *kafka_sasl;		/* "plain": clients authenticate (--sasl) */
 } BrokerConfig;
 
 /* Fill cfg from path; on error print what is wrong and return false. */

@@ -13,6 +13,14 @@
  * UNSUPPORTED_VERSION with the supported ranges in the v0 format, on
  * which clients retry with a version they share.
  *
+ * With --sasl=plain, a connection that has not authenticated (sasl.c)
+ * may send only ApiVersions, SaslHandshake and SaslAuthenticate: any
+ * other request closes it, as Kafka does.  Without it, the SASL APIs are
+ * neither advertised nor served.  SaslHandshake v0 (whose token follows
+ * as a bare frame) is advertised, since librdkafka enables SASL only if
+ * the range holds 0, but answered UNSUPPORTED_VERSION: the clients use
+ * v1, then SaslAuthenticate, up to its last non-flexible version (1).
+ *
  *-------------------------------------------------------------------------
  */
 #include "handlers.h"
@@ -45,6 +53,7 @@ static const KApi apis[] = {
 	{KAPI_SYNC_GROUP, 0, 3, 4, h_sync_group},
 	{KAPI_DESCRIBE_GROUPS, 0, 4, 5, h_describe_groups},
 	{KAPI_LIST_GROUPS, 0, 2, 3, h_list_groups},
+	{KAPI_SASL_HANDSHAKE, 0, 1, 99, h_sasl_handshake},
 	{KAPI_API_VERSIONS, 0, 3, 3, h_api_versions},
 	{KAPI_CREATE_TOPICS, 0, 4, 5, h_create_topics},
 	{KAPI_DELETE_TOPICS, 0, 3, 4, h_delete_topics},
@@ -53,19 +62,37 @@ static const KApi apis[] = {
 	{KAPI_DESCRIBE_CONFIGS, 0, 2, 4, h_describe_configs},
 	{KAPI_ALTER_CONFIGS, 0, 1, 2, h_alter_configs},
 	{KAPI_CREATE_PARTITIONS, 0, 1, 2, h_create_partitions},
+	{KAPI_SASL_AUTHENTICATE, 0, 1, 2, h_sasl_authenticate},
 	{KAPI_DELETE_GROUPS, 0, 1, 2, h_delete_groups},
 	{KAPI_INCREMENTAL_ALTER_CONFIGS, 0, 0, 1, h_incremental_alter_configs},
 };
 
 #define NAPIS (int) (sizeof(apis) / sizeof(apis[0]))
 
+static bool
+is_sasl_api(int16_t key)
+{
+	return key == KAPI_SASL_HANDSHAKE || key == KAPI_SASL_AUTHENTICATE;
+}
+
+/* the API, if this daemon serves it */
 static const KApi *
 api_find(int16_t key)
 {
+	if (is_sasl_api(key) && !kconfig.sasl_plain)
+		return NULL;
 	for (int i = 0; i < NAPIS; i++)
 		if (apis[i].key == key)
 			return &apis[i];
 	return NULL;
+}
+
+/* may this connection send this request yet? */
+static bool
+api_allowed(const KRequest *req)
+{
+	return !kconfig.sasl_plain || conn_sasl_step(req->conn) == KSASL_DONE ||
+		req->api_key == KAPI_API_VERSIONS || is_sasl_api(req->api_key);
 }
 
 static void
@@ -73,13 +100,19 @@ api_versions_body(KRequest *req, int16_t error, int16_t version)
 {
 	KWriter    *w = &req->resp;
 
+	int			n = 0;
+
+	for (int i = 0; i < NAPIS; i++)
+		n += api_find(apis[i].key) != NULL;
 	kw_i16(w, error);
 	if (version >= 3)
-		kw_uvarint(w, NAPIS + 1);
+		kw_uvarint(w, n + 1);
 	else
-		kw_i32(w, NAPIS);
+		kw_i32(w, n);
 	for (int i = 0; i < NAPIS; i++)
 	{
+		if (api_find(apis[i].key) == NULL)
+			continue;
 		kw_i16(w, apis[i].key);
 		kw_i16(w, apis[i].min);
 		kw_i16(w, apis[i].max);
@@ -115,6 +148,13 @@ api_dispatch(KRequest *req, size_t frame_len)
 	if (r.err || api == NULL)
 	{
 		mq_log_warning("%s: unknown api key %d, closing", conn_peer(req->conn), req->api_key);
+		req_abort(req);
+		return;
+	}
+	if (!api_allowed(req))
+	{
+		mq_log_warning("%s: api key %d before sasl authentication, closing",
+					   conn_peer(req->conn), req->api_key);
 		req_abort(req);
 		return;
 	}

@@ -24,6 +24,10 @@
  * several of those (consumers slower than the TTL, or changing their
  * requests), read-ahead pauses and only probes now and then.
  *
+ * A read-ahead runs as the role of the Fetch it follows (sasl.c), and
+ * only a Fetch of the same role takes it: one principal never gets what
+ * another one's rights read.
+ *
  * Loop thread only: no locking.
  *
  *-------------------------------------------------------------------------
@@ -68,6 +72,7 @@ ahead_free(Ahead *a)
 	free(a->fs.topics);
 	free(a->fs.parts);
 	free(a->names);
+	free(a->req.role);
 	free(a);
 }
 
@@ -164,6 +169,12 @@ take_order(FetchState *s, const FetchState *x, const int32_t *tmap)
 	s->parts = parts;
 }
 
+static bool
+same_role(const char *a, const char *b)
+{
+	return (a == NULL && b == NULL) || (a && b && strcmp(a, b) == 0);
+}
+
 /* s takes a's finished statement and goes on as if it had run it */
 static void
 hand_over(Ahead *a, FetchState *s)
@@ -208,7 +219,7 @@ ahead_take(FetchState *s)
 	if (s->nparts > AHEAD_MAX_PARTS || s->ntopics > AHEAD_MAX_PARTS)
 		return false;
 	for (Ahead *a = aheads; a; a = a->next)
-		if (same_request(&a->fs, s, tmap))
+		if (same_role(a->req.role, s->req->role) && same_request(&a->fs, s, tmap))
 		{
 			unlink_ahead(a);
 			take_order(s, &a->fs, tmap);
@@ -260,6 +271,7 @@ next_request(const FetchState *s)
 	}
 	a->fs.max_bytes = s->max_bytes;
 	a->req.state = a;
+	a->req.role = s->req->role ? mq_strdup(s->req->role) : NULL;
 	return a;
 }
 

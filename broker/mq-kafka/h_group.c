@@ -114,6 +114,9 @@ join_free(KJoin *j)
 	"SELECT EXISTS (SELECT 1 FROM mq.group_members m WHERE m.group_id = $1" \
 	"                  AND m.last_heartbeat > now() - m.session_timeout_ms * interval '1 ms')"
 
+/* a SASL client's role may join only groups it may read, as in Kafka */
+static const char sql_group_read[] = "SELECT mq.has_group_privilege($1, 'read')";
+
 typedef struct JoinState
 {
 	KJob		job;
@@ -130,13 +133,23 @@ join_state_free(void *p)
 	free(s);
 }
 
-/* after the check for SQL members */
+/* after the checks of the role's right (SASL) and for SQL members */
 static void
 join_checked(KRequest *req)
 {
 	JoinState  *s = req->state;
 	KStmt	   *st = s->job.n ? &s->job.stmts[0] : NULL;
+	int16_t		code;
 
+	if (st && st->sql == sql_group_read)
+	{
+		if (kstmt_failed(st, &code) || strcmp(PQgetvalue(st->res, 0, 0), "t") != 0)
+		{
+			join_respond(req, NULL, NULL, st->res ? KERR_GROUP_AUTHORIZATION_FAILED : code);
+			return;
+		}
+		st = s->job.n > 1 ? &s->job.stmts[1] : NULL;
+	}
 	if (st && st->res && strcmp(PQgetvalue(st->res, 0, 0), "t") == 0)
 	{
 		mq_log_warning("group %s has SQL members (mq.join_group): refusing Kafka member",
@@ -202,12 +215,15 @@ h_join_group(KRequest *req)
 		return;
 	}
 	g = group_find(s->join.group_id);
-	if (g && g->nmembers > 0)
+	if (g && g->nmembers > 0 && req->role == NULL)
 	{
 		group_join(req, &s->join);
 		return;
 	}
-	kstmt_text(kjob_add(&s->job, SQL_MEMBERS_SQL, 0), MQ_TEXTOID, s->join.group_id);
+	if (req->role)
+		kstmt_text(kjob_add(&s->job, sql_group_read, 0), MQ_TEXTOID, s->join.group_id);
+	if (g == NULL || g->nmembers == 0)
+		kstmt_text(kjob_add(&s->job, SQL_MEMBERS_SQL, 0), MQ_TEXTOID, s->join.group_id);
 	pool_run(req, &s->job, join_checked);
 }
 

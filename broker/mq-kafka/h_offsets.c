@@ -8,7 +8,7 @@
  *	  coordinator whether the member and generation may commit.
  *
  * Committed offsets are mq's own (mq.commit_offset, mq.committed_offset,
- * with the metadata read from mq.consumer_offset), so SQL consumers,
+ * with the metadata from mq.committed_offsets), so SQL consumers,
  * mqctl and Kafka clients share them.  ListOffsets by timestamp is
  * mq.offsets_for_times (Kafka's semantics: the first offset whose record
  * timestamp is at or after the time).
@@ -359,15 +359,14 @@ h_offset_commit(KRequest *req)
 	kfan_run(&s->fan, req, offset_commit_done);
 }
 
+/* mq.committed_offsets checks the rights: a client's role may not read the table */
 #define COMMITTED_SQL \
 	"SELECT mq.committed_offset($1, $2, $3)," \
-	"       (SELECT c.metadata FROM mq.consumer_offset c JOIN mq.topic t USING (topic_id)" \
-	"         WHERE c.group_id = $1 AND t.topic_name = $2 AND c.partition = $3)"
+	"       (SELECT c.metadata FROM mq.committed_offsets($1) c" \
+	"         WHERE c.topic = $2 AND c.partition = $3)"
 
 #define ALL_COMMITTED_SQL \
-	"SELECT t.topic_name, c.partition, c.next_offset, c.metadata" \
-	"  FROM mq.consumer_offset c JOIN mq.topic t USING (topic_id)" \
-	" WHERE c.group_id = $1 ORDER BY 1, 2"
+	"SELECT topic, partition, next_offset, metadata FROM mq.committed_offsets($1)"
 
 static void
 write_committed(KRequest *req, int32_t partition, int64_t off, const char *meta, int16_t code)

@@ -32,6 +32,7 @@ enum
 	KAPI_SYNC_GROUP = 14,
 	KAPI_DESCRIBE_GROUPS = 15,
 	KAPI_LIST_GROUPS = 16,
+	KAPI_SASL_HANDSHAKE = 17,
 	KAPI_API_VERSIONS = 18,
 	KAPI_CREATE_TOPICS = 19,
 	KAPI_DELETE_TOPICS = 20,
@@ -41,6 +42,7 @@ enum
 	KAPI_ALTER_CONFIGS = 33,
 	KAPI_CREATE_PARTITIONS = 37,
 	KAPI_DELETE_GROUPS = 42,
+	KAPI_SASL_AUTHENTICATE = 36,
 	KAPI_INCREMENTAL_ALTER_CONFIGS = 44,
 };
 
@@ -77,5 +79,8 @@ extern void h_list_groups(KRequest *req);
 extern void h_describe_groups(KRequest *req);
 /* h_group_delete.c */
 extern void h_delete_groups(KRequest *req);
+/* sasl.c */
+extern void h_sasl_handshake(KRequest *req);
+extern void h_sasl_authenticate(KRequest *req);
 
 #endif							/* MQK_HANDLERS_H */

@@ -3,6 +3,12 @@
  * kerr.c
  *	  SQLSTATE to Kafka error code (the table in docs/kafka.md).
  *
+ * insufficient_privilege (42501) becomes one of Kafka's authorization
+ * errors after the resource mq's message names ("... on group ..." or
+ * "... on cluster ..."; topics otherwise).  PostgreSQL's own refusal of a
+ * function (no EXECUTE, as on mq.init_producer) is the cluster's, as
+ * Kafka's IdempotentWrite on the cluster.
+ *
  *-------------------------------------------------------------------------
  */
 #include "kerr.h"
@@ -46,11 +52,24 @@ static const struct
 		{MQ_SQLSTATE_INVALID_TIMESTAMP, KERR_INVALID_TIMESTAMP},
 };
 
+static int16_t
+authorization_error(const char *message)
+{
+	if (message && strstr(message, " on group \""))
+		return KERR_GROUP_AUTHORIZATION_FAILED;
+	if (message && (strstr(message, " on cluster \"") ||
+					strncmp(message, "permission denied for function", 30) == 0))
+		return KERR_CLUSTER_AUTHORIZATION_FAILED;
+	return KERR_TOPIC_AUTHORIZATION_FAILED;
+}
+
 int16_t
 kerr_from_mq(const MqError *err)
 {
 	if (err->connection_lost)
 		return KERR_KAFKA_STORAGE_ERROR;
+	if (strcmp(err->sqlstate, "42501") == 0)
+		return authorization_error(err->message);
 	for (size_t i = 0; i < sizeof(map) / sizeof(map[0]); i++)
 		if (strcmp(err->sqlstate, map[i].sqlstate) == 0)
 			return map[i].code;

@@ -46,6 +46,9 @@ static const char help[] =
 "                               and group coordinators (replaces --peer)\n"
 "      --refresh-ms=N           how often the coordinator is read (default 500)\n"
 "      --pool=N                 database connections (default 4)\n"
+"      --sasl=plain             clients must authenticate with SASL/PLAIN as a\n"
+"                               PostgreSQL role, whose password PostgreSQL checks;\n"
+"                               their requests then run as that role\n"
 "      --max-request-bytes=N    larger requests close the connection (default 104857600)\n"
 "      --max-batch-bytes=N      decompressed size cap per batch (default 67108864)\n"
 "      --group-initial-delay-ms=N  wait for more members of a new group (default 3000)\n"
@@ -103,7 +106,7 @@ parse_args(int argc, char **argv)
 	enum
 	{
 		O_ADV = CLI_OPT_LONG_BASE, O_NODE, O_POOL, O_MAXREQ, O_MAXBATCH, O_DELAY,
-		O_AUTO, O_RECHECK, O_PEER, O_COORD, O_REFRESH
+		O_AUTO, O_RECHECK, O_PEER, O_COORD, O_REFRESH, O_SASL
 	};
 	static const struct option longopts[] = {
 		{"dbname", required_argument, NULL, 'd'},
@@ -119,6 +122,7 @@ parse_args(int argc, char **argv)
 		{"peer", required_argument, NULL, O_PEER},
 		{"coordinator", required_argument, NULL, O_COORD},
 		{"refresh-ms", required_argument, NULL, O_REFRESH},
+		{"sasl", required_argument, NULL, O_SASL},
 		{"version", no_argument, NULL, 'V'},
 		{NULL, 0, NULL, 0}
 	};
@@ -167,6 +171,11 @@ parse_args(int argc, char **argv)
 			case O_REFRESH:
 				kconfig.refresh_ms = (int) cli_int(&p, "--refresh-ms", optarg, 10, 60000);
 				break;
+			case O_SASL:
+				if (strcmp(optarg, "plain") != 0)
+					cli_usage_error(&p, "--sasl must be plain");
+				kconfig.sasl_plain = true;
+				break;
 			case O_RECHECK:
 				kconfig.recheck_ms = (int) cli_int(&p, "--recheck-ms", optarg, 1, 60000);
 				break;
@@ -182,6 +191,13 @@ parse_args(int argc, char **argv)
 	}
 	(void) cli_positionals(&p, 0, 0, "nothing", NULL);
 	cli_free(&p);
+}
+
+static bool
+is_loopback(const char *host)
+{
+	return strncmp(host, "127.", 4) == 0 || strcmp(host, "::1") == 0 ||
+		strcmp(host, "localhost") == 0;
 }
 
 /*
@@ -237,6 +253,10 @@ main(int argc, char **argv)
 		kconfig.advertised_port = kconfig.listen_port;
 	}
 
+	if (kconfig.sasl_plain && !is_loopback(kconfig.listen_host))
+		mq_log_warning("sasl plain on %s: passwords cross the network in clear text (there is no tls yet)",
+					   kconfig.listen_host);
+
 	signal(SIGPIPE, SIG_IGN);
 	keep_freed_memory();
 	kbase = event_base_new();
@@ -250,8 +270,9 @@ main(int argc, char **argv)
 	server_start();
 	pool_start();
 	cluster_start();
-	mq_log_info("listening on %s:%d (pool of %d database connections)",
-				kconfig.listen_host, kconfig.listen_port, kconfig.pool_size);
+	mq_log_info("listening on %s:%d (pool of %d database connections%s)",
+				kconfig.listen_host, kconfig.listen_port, kconfig.pool_size,
+				kconfig.sasl_plain ? ", sasl plain" : "");
 	event_base_dispatch(kbase);
 	return 0;
 }

@@ -56,6 +56,7 @@ typedef struct KConfig
 	KPeer		peers[KMAX_PEERS];
 	const char *coordinator;	/* --coordinator: the cluster's view (cluster.c) */
 	int			refresh_ms;		/* how often the view is read */
+	bool		sasl_plain;		/* --sasl=plain: clients must authenticate */
 } KConfig;
 
 extern KConfig kconfig;
@@ -74,6 +75,8 @@ struct KRequest
 	int16_t		api_version;
 	int32_t		corr;
 	char	   *client_id;
+	char	   *role; /* its statements run as this role (sasl.c);
+								 * NULL: as the daemon's own */
 	uint8_t    *frame;			/* the whole request, header included */
 	KReader		body;			/* positioned after the request header */
 	KWriter		resp;			/* the response body */
@@ -95,6 +98,18 @@ extern bool conn_closed(const KConn *c);
 extern void req_finish(KRequest *req);
 /* drop req without a response and close its connection */
 extern void req_abort(KRequest *req);
+/* send req's response, free req, close the connection once it is sent */
+extern void req_finish_close(KRequest *req);
+
+/* server.c keeps sasl.c's state of a connection */
+typedef enum KSaslStep
+{
+	KSASL_START,				/* nothing yet */
+	KSASL_HANDSHAKEN,			/* SaslHandshake chose PLAIN */
+	KSASL_DONE					/* authenticated: requests carry its role */
+} KSaslStep;
+extern KSaslStep conn_sasl_step(const KConn *c);
+extern void conn_set_sasl(KConn *c, KSaslStep step, const char *role);
 
 /* pool.c: database connections */
 typedef struct KPool KPool;

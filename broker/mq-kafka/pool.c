@@ -23,6 +23,14 @@
  * or join holds no connection.  Only the local pool's failures close
  * client connections: another node being down is the caller's to map.
  *
+ * Acting as a client's role (sasl.c): a request with a role sends, in
+ * each statement's transaction and before it, set_config('role', role,
+ * true), i.e. SET LOCAL ROLE.  If that fails, the statement is not run
+ * (the pipeline aborts up to its sync point); the role lasts until the
+ * transaction ends, so a connection never carries one principal's role
+ * into another's statement, and the daemon's own jobs (no role) run as
+ * the daemon's role.  The pool's bound stays --pool connections.
+ *
  *-------------------------------------------------------------------------
  */
 #include "mqkafka.h"
@@ -46,6 +54,7 @@ typedef struct Slot
 	KRequest   *req;			/* the running job's request, or NULL */
 	int			next;			/* statement whose results come next */
 	bool		saw_null;
+	bool		role_result;	/* the next result is set_config's */
 	int64_t		retry_at_us;	/* no reconnect attempt before */
 } Slot;
 
@@ -334,19 +343,25 @@ slot_broken(Slot *s)
 	slot_finish(s);
 }
 
+#define SQL_SET_LOCAL_ROLE "SELECT pg_catalog.set_config('role', $1, true)"
+
 static void
 start(Slot *s, KRequest *req)
 {
 	KJob	   *job = req->job;
+	const char *role[1] = {req->role};
 
 	s->req = req;
 	s->next = 0;
 	s->saw_null = false;
+	s->role_result = req->role != NULL;
 	for (int i = 0; i < job->n; i++)
 	{
 		KStmt	   *st = &job->stmts[i];
 
-		if (!PQsendQueryParams(s->conn, st->sql, st->nparams, st->types,
+		if ((req->role &&
+			 !PQsendQueryParams(s->conn, SQL_SET_LOCAL_ROLE, 1, NULL, role, NULL, NULL, 0)) ||
+			!PQsendQueryParams(s->conn, st->sql, st->nparams, st->types,
 							   (const char *const *) st->values, st->lengths, st->formats,
 							   st->result_format) ||
 			!PQpipelineSync(s->conn))
@@ -399,10 +414,20 @@ drain(Slot *s)
 		}
 		s->saw_null = false;
 		st = &s->req->job->stmts[s->next];
+		if (s->role_result && PQresultStatus(r) != PGRES_PIPELINE_SYNC)
+		{
+			/* set_config's: if it failed, so does the statement */
+			s->role_result = false;
+			if (PQresultStatus(r) != PGRES_TUPLES_OK)
+				take_error(st, s->conn, r);
+			PQclear(r);
+			continue;
+		}
 		switch (PQresultStatus(r))
 		{
 			case PGRES_PIPELINE_SYNC:
 				PQclear(r);
+				s->role_result = s->req->role != NULL;
 				if (++s->next == s->req->job->n)
 					slot_finish(s);
 				continue;

@@ -10,7 +10,9 @@
  * frame with a size below 8 or above max_request_bytes closes the
  * connection: there is no way to answer a request whose header cannot be
  * trusted.  A connection that closes while its request is with the pool
- * or parked is freed when the request is done (refs).
+ * or parked is freed when the request is done (refs).  Each connection
+ * keeps who it authenticated as (sasl.c), and each of its requests runs
+ * its statements as that role.
  *
  *-------------------------------------------------------------------------
  */
@@ -39,10 +41,14 @@ struct KConn
 	int			refs;			/* the socket, a request in flight, a resume */
 	bool		closed;
 	bool		busy;
+	bool		closing;		/* closes once its output is written */
+	KSaslStep	sasl_step;
+	char	   *role;			/* authenticated as, or NULL */
 	char		peer[64];
 };
 
 static void conn_read(struct bufferevent *bev, void *arg);
+static void conn_event(struct bufferevent *bev, short what, void *arg);
 
 const char *
 conn_peer(const KConn *c)
@@ -56,12 +62,27 @@ conn_closed(const KConn *c)
 	return c->closed;
 }
 
+KSaslStep
+conn_sasl_step(const KConn *c)
+{
+	return c->sasl_step;
+}
+
+void
+conn_set_sasl(KConn *c, KSaslStep step, const char *role)
+{
+	free(c->role);
+	c->role = role ? mq_strdup(role) : NULL;
+	c->sasl_step = step;
+}
+
 static void
 conn_unref(KConn *c)
 {
 	if (--c->refs == 0)
 	{
 		event_free(c->resume);
+		free(c->role);
 		free(c);
 	}
 }
@@ -100,6 +121,7 @@ req_free(KRequest *req)
 	kw_free(&req->resp);
 	free(req->frame);
 	free(req->client_id);
+	free(req->role);
 	free(req);
 }
 
@@ -147,6 +169,34 @@ req_finish(KRequest *req)
 	conn_unref(c);
 }
 
+/* the output is written: close a connection that was closing */
+static void
+conn_written(struct bufferevent *bev, void *arg)
+{
+	KConn	   *c = arg;
+
+	if (c->closing)
+		conn_close(c);
+}
+
+void
+req_finish_close(KRequest *req)
+{
+	KConn	   *c = req->conn;
+
+	if (!c->closed)
+	{
+		c->closing = true;
+		write_response(req);
+		bufferevent_setcb(c->bev, NULL, conn_written, conn_event, c);
+		bufferevent_disable(c->bev, EV_READ);
+		if (evbuffer_get_length(bufferevent_get_output(c->bev)) == 0)
+			conn_close(c);
+	}
+	req_free(req);
+	conn_unref(c);
+}
+
 void
 req_abort(KRequest *req)
 {
@@ -184,6 +234,7 @@ conn_read(struct bufferevent *bev, void *arg)
 	req->frame = mq_malloc(size);
 	evbuffer_remove(in, req->frame, size);
 	req->conn = c;
+	req->role = c->role ? mq_strdup(c->role) : NULL;
 	c->refs++;
 	c->busy = true;
 	bufferevent_disable(bev, EV_READ);

@@ -35,7 +35,7 @@ BEGIN
               WHERE p.pronamespace OPERATOR(pg_catalog.=) 'mq'::regnamespace
                 AND p.proname OPERATOR(pg_catalog.=) ANY (ARRAY[
                     'send', 'send_batch', 'produce', 'fetch', 'poll', 'commit_offset',
-                    'commit_polled', 'committed_offset', 'join_group', 'heartbeat',
+                    'commit_polled', 'committed_offset', 'committed_offsets', 'join_group', 'heartbeat',
                     'leave_group', 'delete_group', 'delete_records', 'create_topic', 'drop_topic', 'alter_topic',
                     'add_partitions', 'grant', 'revoke', 'offsets_for_times',
                     'reset_offsets', 'await_commit']::name[]) LOOP

@@ -2,6 +2,11 @@
 # broker's port as argument): well-formed requests get answers, and each
 # kind of bad input gets its Kafka error code or a closed connection,
 # never a crash or a hang.  Prints TAP.
+#   protocol.pl PORT sasl USER OTHER  # against --sasl=plain (sasl.sh): only
+#                                 # the SASL checks; USER's password in
+#                                 # MQ_SASL_PASSWORD, OTHER's (a role
+#                                 # without rights on topic sasl_t) in
+#                                 # MQ_SASL_PASSWORD_OTHER
 use strict;
 use warnings;
 use IO::Socket::INET;
@@ -99,6 +104,157 @@ sub produce_result {
 	my $tlen = unpack('x4 n', $r);
 	my ($err, $base) = unpack("x4 x2 x$tlen x4 x4 s> q>", $r);
 	return ($err, $base);
+}
+
+# SaslHandshake v1: (error, [mechanisms]), or undef when closed
+sub handshake {
+	my ($sock, $mech) = @_;
+	my $r = call($sock, 17, 1, str($mech));
+	return undef unless defined $r && $r ne 'timeout';
+	my ($e, $cnt) = unpack('s> l>', $r);
+	my ($pos, @m) = (6);
+	for (1 .. $cnt) { my $l = unpack("x$pos n", $r); push @m, substr($r, $pos + 2, $l); $pos += 2 + $l; }
+	return ($e, \@m);
+}
+
+# SaslAuthenticate v1: (error, message, session_lifetime_ms), or () when closed
+sub authenticate {
+	my ($sock, $token) = @_;
+	my $r = call($sock, 36, 1, pack('l>', length $token) . $token);
+	return () unless defined $r && $r ne 'timeout';
+	my ($e, $ml) = unpack('s> s>', $r);
+	my $msg = $ml < 0 ? undef : substr($r, 4, $ml);
+	my $pos = 4 + ($ml < 0 ? 0 : $ml);
+	my $bl = unpack("x$pos l>", $r);
+	my $life = unpack('x' . ($pos + 4 + ($bl < 0 ? 0 : $bl)) . ' q>', $r);
+	return ($e, $msg, $life);
+}
+
+sub closed { my $r = call($_[0], 18, 0, ''); return !defined $r }
+
+sub authenticated {
+	my ($user, $password) = @_;
+	my $s = connect_broker();
+	handshake($s, 'PLAIN');
+	my ($e) = authenticate($s, "\0$user\0$password");
+	die "cannot authenticate as $user\n" unless defined $e && $e == 0;
+	return $s;
+}
+
+# Fetch v4 of sasl_t partition 0 from an offset, 1 byte per partition (so
+# at least one record, and the rest left for a read-ahead): (error, the
+# offset after the last record returned)
+sub fetch_one {
+	my ($s, $offset) = @_;
+	my $body = pack('l> l> l> l> c l>', -1, 0, 1, 1 << 20, 0, 1) . str('sasl_t') . pack('l> l> q> l>', 1, 0, $offset, 1);
+	my $r = call($s, 1, 4, $body);
+	return (undef, undef) unless defined $r && $r ne 'timeout';
+	my $tlen = unpack('x8 n', $r);
+	my $pos = 8 + 2 + $tlen + 4;
+	my ($err, $naborted) = unpack("x$pos x4 s> x8 x8 l>", $r);
+	$pos += 4 + 2 + 16 + 4 + ($naborted > 0 ? 16 * $naborted : 0);
+	my $rlen = unpack("x$pos l>", $r);
+	my $recs = $rlen > 0 ? substr($r, $pos + 4, $rlen) : '';
+	my $next = $offset;
+	while (length $recs >= 61) {
+		my ($base, $blen) = unpack('q> l>', $recs);
+		$next = $base + unpack('x23 l>', $recs) + 1;
+		substr($recs, 0, 12 + $blen) = '';
+	}
+	return ($err, $next);
+}
+
+# more simultaneous authentications than the daemon checks at once (its
+# --pool): they wait their turn, and every one succeeds
+sub concurrent_check {
+	my ($user, $password, $n) = @_;
+	my @socks = map { my $s = connect_broker(); handshake($s, 'PLAIN'); $s } 1 .. $n;
+	my $token = "\0$user\0$password";
+	for my $s (@socks) {
+		my $frame = pack('s> s> l>', 36, 1, 7) . str('protocol.pl') . pack('l>', length $token) . $token;
+		$s->syswrite(pack('l>', length $frame) . $frame);
+	}
+	my $good = 0;
+	for my $s (@socks) {
+		my ($buf, $sel) = ('', IO::Select->new($s));
+		while ($sel->can_read(20) && $s->sysread($buf, 65536, length $buf)) {
+			last if length $buf >= 4 && length $buf >= 4 + unpack('l>', $buf);
+		}
+		$good++ if length $buf >= 10 && unpack('x8 s>', $buf) == 0;
+	}
+	ok($good == $n, "$n simultaneous authentications all succeed", "$good of $n");
+}
+
+# a read-ahead made for one role's Fetch is not given to another role
+sub read_ahead_check {
+	my ($user, $password, $other, $other_password) = @_;
+	my $o = authenticated($other, $other_password);
+	my $u = authenticated($user, $password);
+	my ($e, $next) = fetch_one($u, 0);
+	ok(defined $e && $e == 0 && $next > 0, "$user fetches from offset 0", 'got ' . ($e // 'closed'));
+	my ($oe, $onext) = fetch_one($o, $next);
+	ok(defined $oe && ($oe == 29 || $oe == 3) && $onext == $next,
+		"$other, without rights, asking what was read ahead for $user gets no records but TOPIC_AUTHORIZATION_FAILED or UNKNOWN_TOPIC_OR_PARTITION",
+		'got ' . ($oe // 'closed') . ', next offset ' . ($onext // '-'));
+}
+
+sub sasl_checks {
+	my ($user, $password) = @_;
+	my $s = connect_broker();
+	my $r = call($s, 18, 0, '');
+	my ($err, $count) = unpack('s> l>', $r);
+	my %ranges = map { my ($k, $lo, $hi) = unpack('s> s> s>', substr($r, 6 + 6 * $_, 6)); ($k => "$lo-$hi") } 0 .. $count - 1;
+	ok(($ranges{17} // '') eq '0-1' && ($ranges{36} // '') eq '0-1', 'ApiVersions lists SaslHandshake 0-1 and SaslAuthenticate 0-1');
+	$r = call($s, 3, 1, pack('l>', -1));
+	ok(!defined $r, 'a Metadata request before authentication closes the connection');
+
+	$s = connect_broker();
+	my ($e, $mechs) = handshake($s, 'SCRAM-SHA-256');
+	ok(defined $e && $e == 33 && "@$mechs" eq 'PLAIN', 'an unknown mechanism gets UNSUPPORTED_SASL_MECHANISM and the list [PLAIN]',
+		'got ' . ($e // 'closed'));
+	ok(closed($s), 'and the connection is closed');
+
+	$s = connect_broker();
+	$r = call($s, 17, 0, str('PLAIN'));
+	ok(defined $r && unpack('s>', $r) == 35 && closed($s), 'SaslHandshake v0 (bare token frames) gets UNSUPPORTED_VERSION, then the connection closes');
+
+	$s = connect_broker();
+	($e) = authenticate($s, "\0$user\0$password");
+	ok(defined $e && $e == 34, 'SaslAuthenticate before SaslHandshake gets ILLEGAL_SASL_STATE');
+
+	my %msg;
+	for my $case (['no NUL', 'plainly'], ['one NUL', "$user\0$password"], ['three NULs', "\0$user\0$password\0"],
+		['empty password', "\0$user\0"], ['a 300-byte user', "\0" . ('u' x 300) . "\0x"],
+		['another authzid', "other\0$user\0$password"], ['wrong password', "\0$user\0$password-wrong"],
+		['unknown user', "\0mq_sasl_nobody\0$password"], ['a newline in the user', "\0mq_sasl_x\nforged: line\0$password"]) {
+		$s = connect_broker();
+		($e) = handshake($s, 'PLAIN');
+		my ($ae, $m) = authenticate($s, $case->[1]);
+		ok(defined $ae && $ae == 58 && closed($s), "a token with $case->[0] gets SASL_AUTHENTICATION_FAILED, then the connection closes",
+			'got ' . ($ae // 'closed'));
+		$msg{ $case->[0] } = $m // '';
+	}
+	ok($msg{'wrong password'} eq $msg{'unknown user'} && $msg{'wrong password'} ne '',
+		'a wrong password and an unknown user get the same message', "'$msg{'wrong password'}' vs '$msg{'unknown user'}'");
+
+	$s = connect_broker();
+	($e) = handshake($s, 'PLAIN');
+	ok(defined $e && $e == 0, 'SaslHandshake PLAIN');
+	my ($ae, $m, $life) = authenticate($s, "\0$user\0$password");
+	ok(defined $ae && $ae == 0 && !defined $m && $life == 0, 'the right password authenticates, session_lifetime_ms 0',
+		'got ' . ($ae // 'closed') . ' ' . ($m // ''));
+	$r = call($s, 3, 1, pack('l>', -1));
+	ok(defined $r && $r ne 'timeout', 'then Metadata is answered');
+	($e) = handshake($s, 'PLAIN');
+	ok(defined $e && $e == 34, 'a second SaslHandshake gets ILLEGAL_SASL_STATE');
+}
+
+if (($ARGV[0] // '') eq 'sasl') {
+	sasl_checks($ARGV[1], $ENV{MQ_SASL_PASSWORD} // die "MQ_SASL_PASSWORD not set\n");
+	read_ahead_check($ARGV[1], $ENV{MQ_SASL_PASSWORD}, $ARGV[2], $ENV{MQ_SASL_PASSWORD_OTHER});
+	concurrent_check($ARGV[1], $ENV{MQ_SASL_PASSWORD}, 12);
+	print "1..$n\n";
+	exit($failed ? 1 : 0);
 }
 
 my $s = connect_broker();

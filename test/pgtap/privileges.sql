@@ -390,7 +390,7 @@ SELECT is((SELECT array_agg(DISTINCT p.proname::text ORDER BY p.proname::text)
             WHERE p.pronamespace = 'mq'::regnamespace AND a.grantee = 0 AND a.privilege_type = 'EXECUTE'),
           ARRAY['_config_incremental', '_config_replace', '_describable', '_has_privilege', '_log_end_offset', '_produce_state', '_replica_await_hwm',
                 'add_partitions', 'alter_topic', 'await_commit', 'commit_offset', 'commit_polled',
-                'committed_offset', 'config_defaults', 'create_topic', 'delete_group', 'delete_records', 'drop_topic', 'fetch', 'grant', 'has_group_privilege',
+                'committed_offset', 'committed_offsets', 'config_defaults', 'create_topic', 'delete_group', 'delete_records', 'drop_topic', 'fetch', 'grant', 'has_group_privilege',
                 'has_topic_privilege', 'header_list', 'headers_jsonb', 'heartbeat', 'join_group',
                 'leave_group', 'murmur2', 'offsets_for_times', 'partition_for', 'poll', 'produce',
                 'record_size', 'reset_offsets', 'revoke', 'send', 'send_batch', 'validate_config'],

@@ -68,6 +68,8 @@ test_config(void)
 	CHECK(!parse_with("[kafka]\npool = 2\n"), "a [kafka] section without listen is refused");
 	CHECK(!parse_with("[kafka]\nlisten = h:1\npool = 0\n"), "a [kafka] pool of 0 is refused");
 	CHECK(!parse_with("[kafka]\nlisten = h:1\nport = 1\n"), "an unknown [kafka] key is refused");
+	CHECK(parse_with("[kafka]\nlisten = h:1\nsasl = plain\n"), "[kafka] sasl = plain is accepted");
+	CHECK(!parse_with("[kafka]\nlisten = h:1\nsasl = scram\n"), "[kafka] sasl other than plain is refused");
 	CHECK(parse_conn("postgresql://u@h/db"), "a URI without password is accepted");
 	CHECK(!parse_conn("host=h password=secret"), "a key=value password is refused");
 	CHECK(!parse_conn("postgresql://u:secret@h/db"), "a URI password is refused");

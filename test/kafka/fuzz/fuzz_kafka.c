@@ -8,8 +8,10 @@
  * size): it goes through api_dispatch() and the real handlers, with the
  * database replaced by "no connection" (every statement of a job fails), so
  * every request decoder, the record batch decoder and the codecs run, and
- * group requests drive the coordinator's state machine.  An odd first
- * byte feeds the rest to batch_decode() directly.  The connection and
+ * group requests drive the coordinator's state machine; SASL is on, but
+ * the connection never gets past SaslHandshake, so no request tries to
+ * log in.  A first byte 0xff feeds the rest to the SASL PLAIN token
+ * parser; another odd first byte feeds it to batch_decode() directly.  The connection and
  * pool functions are stubbed here: a request is answered synchronously.
  *
  *-------------------------------------------------------------------------
@@ -19,6 +21,7 @@
 
 #include "batch.h"
 #include "handlers.h"
+#include "sasl.h"
 #include "util.h"
 
 KConfig		kconfig;
@@ -42,6 +45,17 @@ conn_closed(const KConn *c)
 	return false;
 }
 
+KSaslStep
+conn_sasl_step(const KConn *c)
+{
+	return KSASL_START;
+}
+
+void
+conn_set_sasl(KConn *c, KSaslStep step, const char *role)
+{
+}
+
 static void
 req_free(KRequest *req)
 {
@@ -50,6 +64,7 @@ req_free(KRequest *req)
 	kw_free(&req->resp);
 	free(req->frame);
 	free(req->client_id);
+	free(req->role);
 	free(req);
 }
 
@@ -61,6 +76,12 @@ req_finish(KRequest *req)
 
 void
 req_abort(KRequest *req)
+{
+	req_free(req);
+}
+
+void
+req_finish_close(KRequest *req)
 {
 	req_free(req);
 }
@@ -121,6 +142,7 @@ setup(void)
 	kconfig.max_inflated_bytes = 1 << 20;
 	kconfig.group_initial_delay_ms = 0;
 	kconfig.recheck_ms = 100;
+	kconfig.sasl_plain = true;
 	kbase = event_base_new();
 }
 
@@ -136,7 +158,16 @@ LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	}
 	if (size < 1)
 		return 0;
-	if (data[0] & 1)
+	if (data[0] == 0xff)
+	{
+		SaslPlain	tok;
+
+		if (sasl_plain_parse(data + 1, size - 1, &tok) &&
+			(tok.user[0] == '\0' || tok.password[0] == '\0' ||
+			 strlen(tok.user) > SASL_PLAIN_MAX || strlen(tok.password) > SASL_PLAIN_MAX))
+			abort();			/* what the parser promises */
+	}
+	else if (data[0] & 1)
 	{
 		KBatch		b;
 

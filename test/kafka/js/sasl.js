@@ -1,0 +1,58 @@
+// kafkajs with SASL/PLAIN against mq-kafka --sasl=plain (test/kafka/sasl.sh
+// runs it):
+//   MQ_SASL_PASSWORD=... node sasl.js BROKER TOPIC GROUP USER
+// produces 5 records as USER, then consumes TOPIC in GROUP from the start
+// and prints one JSON line: produced (or produceError, the Kafka error's
+// type), consumed (records seen, 0 if producing failed).
+'use strict';
+const { Kafka, logLevel } = require('kafkajs');
+
+const [broker, topic, groupId, username] = process.argv.slice(2);
+const kafka = new Kafka({
+  clientId: 'kafkajs-sasl', brokers: [broker], logLevel: logLevel.NOTHING,
+  sasl: { mechanism: 'plain', username, password: process.env.MQ_SASL_PASSWORD },
+  retry: { retries: 1 },
+});
+const N = 5;
+
+async function main() {
+  const out = { produced: false, consumed: 0 };
+  const producer = kafka.producer();
+  await producer.connect();
+  const messages = [];
+  for (let i = 0; i < N; i++) messages.push({ key: `k${i}`, value: `js${i}` });
+  try {
+    await producer.send({ topic, messages, acks: -1 });
+    out.produced = true;
+  } catch (e) {
+    out.produceError = (e.cause && e.cause.type) || e.type || e.name;
+  }
+  await producer.disconnect();
+  if (!out.produced) {
+    console.log(JSON.stringify(out));
+    return;
+  }
+  const consumer = kafka.consumer({ groupId, sessionTimeout: 10000, heartbeatInterval: 500 });
+  await consumer.connect();
+  await consumer.subscribe({ topic, fromBeginning: true });
+  const seen = new Set();
+  let done;
+  const finished = new Promise((resolve) => { done = resolve; });
+  await consumer.run({
+    eachMessage: async ({ message }) => {
+      if (String(message.value).startsWith('js')) seen.add(String(message.value));
+      if (seen.size === N) done();
+    },
+  });
+  const timer = setTimeout(done, 60000);
+  await finished;
+  clearTimeout(timer);
+  await consumer.disconnect();
+  out.consumed = seen.size;
+  console.log(JSON.stringify(out));
+}
+
+main().catch((e) => {
+  console.error(e);
+  process.exit(1);
+});
