@@ -353,13 +353,19 @@ my @lost = grep { !$seen{"r$_"} } 1 .. $produced;
 is(scalar(@twice), 0, 'no input is in "out" twice') or diag("twice: @twice[0 .. ($#twice < 5 ? $#twice : 5)]");
 is(scalar(@lost), 0, 'every input is in "out"') or diag("missing: r@lost[0 .. ($#lost < 5 ? $#lost : 5)]");
 is(scalar(keys %seen), $produced, "\"out\" holds exactly the $produced inputs");
-my %app;
+my (%app, %where);
 for my $i (1 .. 3)
 {
-	$app{$_}++ for split /\n/, $c->node($i)->safe_psql('postgres', 'SELECT v FROM app');
+	for (split /\n/, $c->node($i)->safe_psql('postgres', "SELECT v || ' ' || part || ' ' || off FROM app"))
+	{
+		my ($v, $part, $off) = split / /;
+		$app{$v}++;
+		push @{ $where{$v} }, "node$i in/$part\@$off";
+	}
 }
-my @app_twice = grep { $app{$_} > 1 } keys %app;
-is(scalar(@app_twice), 0, 'no input has two application rows (all nodes)');
+my @app_twice = grep { $app{$_} > 1 } sort keys %app;
+is(scalar(@app_twice), 0, 'no input has two application rows (all nodes)')
+  or diag(join('; ', map { "$_: @{ $where{$_} }" } @app_twice[0 .. ($#app_twice < 5 ? $#app_twice : 5)]));
 is(scalar(keys %app), $produced, 'every input has its application row on some node');
 $c->teardown;
 done_testing();
