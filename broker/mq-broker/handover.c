@@ -52,8 +52,12 @@ maybe_hand_over(Broker *b, Part *p)
 		p->preferred_ready_since_us = 0;
 		return;
 	}
-	if (p->preferred_ready_since_us == 0)
+	/* counted from within this leadership: an older one's start is stale */
+	if (p->preferred_ready_since_us == 0 || p->preferred_ready_epoch != epoch)
+	{
 		p->preferred_ready_since_us = now;
+		p->preferred_ready_epoch = epoch;
+	}
 	if (now - p->preferred_ready_since_us < (int64_t) b->cfg->rebalance_delay_ms * 1000)
 		return;
 
