@@ -73,7 +73,15 @@ set_coordinator_isr(Broker *b, Part *p, const int *isr, int n)
 static const char *
 why_shrink(Broker *b, const ReplicaProgress *r)
 {
-	if (!broker_is_live(b, r->id))
+	/*
+	 * Right after we (re)took our liveness lock, a broker that is not live
+	 * may only be slower to come back from the same coordinator outage
+	 * (act_leaderless gives leaders the same grace): it keeps its place
+	 * for session.timeout.ms unless it falls behind.
+	 */
+	bool		settling = mq_now_us() - b->live_since_us < (int64_t) b->cfg->session_timeout_ms * 1000;
+
+	if (!broker_is_live(b, r->id) && !settling)
 		return "its broker is not live";
 	if (r->lag_ms > b->cfg->lag_time_max_ms)
 		return "it has not caught up within replica.lag.time.max.ms";
