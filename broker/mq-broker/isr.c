@@ -13,8 +13,9 @@
  * Shrinking changes the coordinator first, then the node; expanding the
  * node first (the node's ISR is then the larger one, so the high
  * watermark never counts a replica the coordinator would not elect), then,
- * in a later tick, the coordinator (may_join_node says why).  A coordinator that refuses the change for our epoch
- * means we were deposed: the partition takes the event deposed.
+ * in a later tick, the coordinator (may_join_node says why).  A
+ * coordinator that refuses the change for our epoch means we were
+ * deposed: the partition takes the event deposed.
  *
  * Locking: none; the broker's one thread.
  *
