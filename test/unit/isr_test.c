@@ -15,6 +15,7 @@
 #include "fsm.h"
 #include "util.h"
 #include "unit.h"
+#include "broker_stubs.h"
 
 static ReplicaProgress progress[2];
 static int	node_isr[MAX_REPLICAS],
@@ -23,15 +24,6 @@ static int	coord_isr[MAX_REPLICAS],
 			ncoord_isr = -1;
 static int	live[MAX_REPLICAS],
 			nlive;
-
-bool
-int_in(int v, const int *a, int n)
-{
-	for (int i = 0; i < n; i++)
-		if (a[i] == v)
-			return true;
-	return false;
-}
 
 bool
 broker_is_live(Broker *b, int id)
@@ -90,20 +82,6 @@ fsm_fire(Broker *b, Part *p, FsmEvent event)
 	(void) p;
 	(void) event;
 	return true;
-}
-
-const char *
-part_label(const Part *p)
-{
-	(void) p;
-	return "\"t\" partition 0";
-}
-
-void
-log_mq_error(const char *what, const MqError *err)
-{
-	(void) what;
-	(void) err;
 }
 
 static void
