@@ -146,6 +146,14 @@ typedef struct IsrChange
 	int			npromote;
 } IsrChange;
 
+/* The node's ISR changed: metrics.c reports the followers' new places. */
+static void
+note_node_isr(Part *p, const int *isr, int n)
+{
+	for (int i = 0; i < p->nfollowers; i++)
+		p->followers[i].in_isr = int_in(p->followers[i].id, isr, n);
+}
+
 static void
 log_isr(const Part *p, const char *where, const int *isr, int n)
 {
@@ -165,6 +173,7 @@ change_isr(Broker *b, Part *p, IsrChange *c)
 	{
 		if (!set_coordinator_isr(b, p, c->coord, c->ncoord) || !set_local_isr(b, p, c->node, c->nnode))
 			return;
+		note_node_isr(p, c->node, c->nnode);
 		b->stats.isr_shrinks++;
 		log_isr(p, "on the node", c->node, c->nnode);
 	}
@@ -173,6 +182,7 @@ change_isr(Broker *b, Part *p, IsrChange *c)
 		memcpy(c->node + c->nnode, c->grow, sizeof(int) * c->ngrow);
 		if (!set_local_isr(b, p, c->node, c->nnode + c->ngrow))
 			return;
+		note_node_isr(p, c->node, c->nnode + c->ngrow);
 		log_isr(p, "on the node", c->node, c->nnode + c->ngrow);
 	}
 	if (c->npromote > 0)

@@ -146,5 +146,7 @@ main(void)
 	leader_duties(&b, &p);
 	CHECK(nnode_isr == 2 && ncoord_isr == 2 && p.nisr == 2 && p.isr[1] == 2,
 		  "after session.timeout.ms a member whose broker is not live leaves both ISRs");
+	CHECK(p.nfollowers == 2 && p.followers[1].id == 3 && !p.followers[1].in_isr && p.followers[0].in_isr,
+		  "the metrics see it out of sync in the same tick");
 	return unit_done();
 }
