@@ -704,7 +704,8 @@ END $$;
 -- mq.delete_records), as Kafka's followers do, up to the follower's high
 -- watermark: records deleted on the leader are not served again by a
 -- follower that it elects.  The segments entirely below go at once.  The
--- caller holds the replica lock (mq._replica_lock).
+-- caller holds the replica lock (mq._replica_lock) and calls this only
+-- when the leader's log start is above its own.
 CREATE FUNCTION mq._replica_follow_log_start(p_topic_id integer, p_partition integer,
                                              p_leader_log_start bigint) RETURNS void
 LANGUAGE plpgsql SET search_path = pg_catalog, pg_temp AS $$
@@ -713,7 +714,6 @@ DECLARE
     v_to bigint;
     s record;
 BEGIN
-    -- no row lock on the common path: it would write WAL on every append
     SELECT * INTO st FROM mq.partition_state
      WHERE topic_id = p_topic_id AND partition = p_partition;
     v_to := least(p_leader_log_start, st.high_watermark);
@@ -741,11 +741,12 @@ CREATE FUNCTION mq.replica_append(p_topic text, p_partition integer, p_leader_ep
 LANGUAGE plpgsql SECURITY DEFINER SET search_path = pg_catalog, pg_temp AS $$
 DECLARE
     v_id integer := mq._topic_id(p_topic);
+    st mq.partition_state;
     v_end bigint;
     v_max bigint;
 BEGIN
     PERFORM mq._replica_lock(v_id, p_partition);
-    PERFORM mq._replica_fence(v_id, p_partition, p_leader_epoch, 'follower');
+    st := mq._replica_fence(v_id, p_partition, p_leader_epoch, 'follower');
     IF p_batch.base_offset > mq._log_end_offset(v_id, p_partition)
        AND p_batch.base_offset = p_batch.log_start_offset THEN
         PERFORM mq._replica_restart_log(v_id, p_partition, p_batch.log_start_offset);
@@ -778,7 +779,9 @@ BEGIN
     IF FOUND THEN
         PERFORM mq._replica_notify(v_id);
     END IF;
-    PERFORM mq._replica_follow_log_start(v_id, p_partition, p_batch.log_start_offset);
+    IF p_batch.log_start_offset > st.log_start_offset THEN     -- seldom: no query otherwise
+        PERFORM mq._replica_follow_log_start(v_id, p_partition, p_batch.log_start_offset);
+    END IF;
     RETURN v_end;
 END $$;
 
