@@ -208,7 +208,7 @@ fi
 
 if want regress || want pgtap || want concurrency || want cli || want kafka; then
 	mq_phase "start throwaway cluster (shared_preload_libraries = '$MQ_PRELOAD')"
-	if ! cluster_start main; then
+	if ! cluster_start main "max_prepared_transactions = 10"; then
 		fail "cluster-start"
 		finish
 	fi

@@ -25,11 +25,16 @@
  * min.insync.replicas; it raises MQ020, MQ022 or MQ023 otherwise, exactly
  * as mq.produce's acks=all wait does (replica.c calls the same loop).
  *
- * A transaction that is prepared (PREPARE TRANSACTION) hands its notes to
- * the session as a commit does, so that after mq.txn_finish commits it
- * (twophase.c) the same session's mq.await_commit waits for what it
- * wrote; mq.txn_notes shows the notes before PREPARE, for the commit
- * decision that recovery reads (src/sql/64_twophase.sql).
+ * A transaction that is prepared (PREPARE TRANSACTION) keeps its notes in
+ * the session under its transaction id, and mq.txn_finish (twophase.c)
+ * makes them the session's pending acknowledgements when it commits that
+ * transaction, so that the same session's mq.await_commit waits for what
+ * the part wrote, whatever the session committed between the PREPARE and
+ * the finish (mqctl pipeline sends outputs again on it meanwhile; handing
+ * the notes over at PREPARE let a later commit replace them, and the wait
+ * then acknowledged an input part on a node that had resigned).
+ * mq.txn_notes shows the notes before PREPARE, for the commit decision
+ * that recovery reads (src/sql/64_twophase.sql).
  *
  * Locking: the version row is held until the committing transaction
  * ends; the wait holds nothing.
@@ -71,6 +76,18 @@ static int	n_xact_acks = 0;
 static int	xact_acks_size = 0;
 static PendingAck *session_acks = NULL;
 static int	n_session_acks = 0;
+
+/* the notes of transactions this session prepared, by transaction id */
+#define MAX_PREPARED_NOTES 16
+typedef struct PreparedNotes
+{
+	TransactionId xid;
+	PendingAck *acks;
+	int			n;
+} PreparedNotes;
+static PreparedNotes prepared[MAX_PREPARED_NOTES];
+static int	n_prepared = 0;
+static TransactionId preparing_xid = InvalidTransactionId;
 
 /* Note a write in this transaction, merging with an earlier one. */
 static void
@@ -348,31 +365,86 @@ mq_txn_notes(PG_FUNCTION_ARGS)
 	PG_RETURN_DATUM(DirectFunctionCall1(jsonb_in, CStringGetDatum(buf.data)));
 }
 
-/* twophase.c: a prepared transaction was rolled back, nothing to wait for */
-void
-mq_commit_wait_forget(void)
+/* A copy of this transaction's notes, in TopMemoryContext. */
+static PendingAck *
+copy_xact_acks(void)
+{
+	PendingAck *copy = MemoryContextAlloc(TopMemoryContext, sizeof(PendingAck) * n_xact_acks);
+
+	memcpy(copy, xact_acks, sizeof(PendingAck) * n_xact_acks);
+	return copy;
+}
+
+static void
+set_session_acks(PendingAck *acks, int n)
 {
 	if (session_acks)
 		pfree(session_acks);
-	session_acks = NULL;
-	n_session_acks = 0;
+	session_acks = acks;
+	n_session_acks = n;
+}
+
+/* At PREPARE: keep the notes for the transaction's mq.txn_finish. */
+static void
+keep_prepared_notes(void)
+{
+	if (n_prepared == MAX_PREPARED_NOTES)
+	{
+		/* the oldest was most likely finished by another session */
+		pfree(prepared[0].acks);
+		memmove(&prepared[0], &prepared[1], sizeof(PreparedNotes) * (MAX_PREPARED_NOTES - 1));
+		n_prepared--;
+	}
+	prepared[n_prepared].xid = preparing_xid;
+	prepared[n_prepared].acks = copy_xact_acks();
+	prepared[n_prepared].n = n_xact_acks;
+	n_prepared++;
+}
+
+/*
+ * twophase.c, once prepared transaction xid is finished: a commit makes its
+ * notes (none when another session prepared it) the session's pending
+ * acknowledgements, a rollback leaves nothing to wait for.
+ */
+void
+mq_commit_wait_finished(TransactionId xid, bool commit)
+{
+	PendingAck *acks = NULL;
+	int			n = 0;
+
+	for (int i = 0; i < n_prepared; i++)
+		if (TransactionIdEquals(prepared[i].xid, xid))
+		{
+			acks = prepared[i].acks;
+			n = prepared[i].n;
+			memmove(&prepared[i], &prepared[i + 1], sizeof(PreparedNotes) * (n_prepared - i - 1));
+			n_prepared--;
+			break;
+		}
+	if (!commit && acks)
+	{
+		pfree(acks);
+		acks = NULL;
+		n = 0;
+	}
+	set_session_acks(acks, n);
 }
 
 static void
 commit_wait_xact_callback(XactEvent event, void *arg)
 {
-	/* a prepared transaction's notes wait for its mq.txn_finish */
-	if ((event == XACT_EVENT_COMMIT || event == XACT_EVENT_PREPARE) && n_xact_acks > 0)
-	{
-		if (session_acks)
-			pfree(session_acks);
-		session_acks = MemoryContextAlloc(TopMemoryContext, sizeof(PendingAck) * n_xact_acks);
-		memcpy(session_acks, xact_acks, sizeof(PendingAck) * n_xact_acks);
-		n_session_acks = n_xact_acks;
-	}
+	if (event == XACT_EVENT_PRE_PREPARE)
+		preparing_xid = GetTopTransactionIdIfAny();
+	if (event == XACT_EVENT_COMMIT && n_xact_acks > 0)
+		set_session_acks(copy_xact_acks(), n_xact_acks);
+	if (event == XACT_EVENT_PREPARE && n_xact_acks > 0 && TransactionIdIsValid(preparing_xid))
+		keep_prepared_notes();
 	if (event == XACT_EVENT_COMMIT || event == XACT_EVENT_ABORT ||
 		event == XACT_EVENT_PREPARE)
+	{
 		n_xact_acks = 0;
+		preparing_xid = InvalidTransactionId;
+	}
 }
 
 static void

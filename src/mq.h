@@ -174,7 +174,7 @@ extern int64 mq_offsets_version(int32 topic_id, int32 partition);
 extern void mq_replica_await_records(const char *topic_name, int32 topic_id, int32 partition,
 									 int32 epoch, int64 target, int32 min_isr, int timeout_ms);
 extern void mq_commit_wait_init(void);
-extern void mq_commit_wait_forget(void);
+extern void mq_commit_wait_finished(TransactionId xid, bool commit);
 
 /* record_size.c: max.message.bytes; every leader append checks first */
 extern int	mq_message_max_bytes;

@@ -19,9 +19,11 @@
  * A committed prepared transaction wakes nothing by itself: the commit
  * callbacks that announce new records and offsets (notify.c) ran at
  * PREPARE, and COMMIT PREPARED runs none.  So a commit here wakes every
- * waiter of the server (long polls, followers' fetches, acks=all waits);
- * a rollback forgets the session's pending acknowledgements
- * (commit_wait.c), which the PREPARE had handed it.
+ * waiter of the server (long polls, followers' fetches, acks=all waits).
+ * The session's pending acknowledgements become the finished
+ * transaction's own notes (commit_wait.c kept them at PREPARE, by
+ * transaction id): a commit's, for mq.await_commit to wait for; none
+ * after a rollback, or when another session prepared it.
  *
  * Locking: FinishPreparedTransaction's own (the gid is locked while it is
  * finished; a concurrent finish of the same gid fails with PostgreSQL's
@@ -43,21 +45,21 @@
 
 PG_FUNCTION_INFO_V1(mq_txn_finish);
 
-/* Is gid a transaction prepared in this database? */
-static bool
-is_prepared(const char *gid)
+/* The transaction id of gid, prepared in this database; invalid if none. */
+static TransactionId
+prepared_xid(const char *gid)
 {
 	static SPIPlanPtr plan = NULL;
 	Datum		arg = CStringGetTextDatum(gid);
 	Oid			argtype = TEXTOID;
-	int64		n = 0;
+	int64		xid = InvalidTransactionId;
 
 	(void) mq_spi_get_int64(&plan,
-							"SELECT pg_catalog.count(*) FROM pg_catalog.pg_prepared_xacts "
+							"SELECT pg_catalog.min(transaction::text::bigint) FROM pg_catalog.pg_prepared_xacts "
 							"WHERE gid OPERATOR(pg_catalog.=) $1 "
 							"AND database OPERATOR(pg_catalog.=) pg_catalog.current_database()",
-							1, &argtype, &arg, &n);
-	return n > 0;
+							1, &argtype, &arg, &xid);
+	return (TransactionId) xid;
 }
 
 /* mq.txn_finish(gid, commit): COMMIT PREPARED or ROLLBACK PREPARED of an mq gid */
@@ -66,6 +68,7 @@ mq_txn_finish(PG_FUNCTION_ARGS)
 {
 	char	   *gid;
 	bool		commit;
+	TransactionId xid;
 
 	if (PG_ARGISNULL(0) || PG_ARGISNULL(1))
 		ereport(ERROR,
@@ -84,12 +87,12 @@ mq_txn_finish(PG_FUNCTION_ARGS)
 				(errcode(ERRCODE_MQ_TXN_FINISH_IN_BLOCK),
 				 errmsg("mq.txn_finish cannot run inside a transaction block"),
 				 errhint("Call it as a statement of its own.")));
-	if (!is_prepared(gid))
+	xid = prepared_xid(gid);
+	if (!TransactionIdIsValid(xid))
 		PG_RETURN_BOOL(false);
 	FinishPreparedTransaction(gid, commit);
 	if (commit)
 		mq_notify_all();
-	else
-		mq_commit_wait_forget();
+	mq_commit_wait_finished(xid, commit);
 	PG_RETURN_BOOL(true);
 }
