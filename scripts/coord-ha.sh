@@ -13,8 +13,8 @@
 #       (both nodes, target_session_attrs=read-write) on stdout
 #   scripts/coord-ha.sh primary DIR     the primary's number (1 or 2), once there is one
 #   scripts/coord-ha.sh wait DIR        until a primary and a secondary run
-#   scripts/coord-ha.sh pids DIR N      node N's (1 or 2) pg_autoctl and
-#                                       PostgreSQL processes
+#   scripts/coord-ha.sh pids DIR N      node N's (1 or 2, or "monitor")
+#                                       pg_autoctl and PostgreSQL processes
 #   scripts/coord-ha.sh kill9 DIR N     kill -9 all of them (a machine lost)
 #   scripts/coord-ha.sh restart DIR N   start node N's pg_autoctl again
 #   scripts/coord-ha.sh stop DIR        stop everything (DIR stays)
@@ -192,15 +192,19 @@ primary() {
 	return 1
 }
 
+# The name of node N under DIR: node1, node2 or monitor.
+node_name() { [[ "$1" == monitor ]] && echo monitor || echo "node$1"; }
+
 # Node N's pg_autoctl process group, and its PostgreSQL (postmaster.pid).
 pids() {
-	local n="$1" pgid pm
-	pgid="$(cat "$dir/node$n.pid" 2>/dev/null || true)"
+	local name pgid pm
+	name="$(node_name "$1")"
+	pgid="$(cat "$dir/$name.pid" 2>/dev/null || true)"
 	if [[ -n "$pgid" ]]; then
 		pgrep -g "$pgid" || true
 	fi
-	if [[ -f "$dir/node$n/postmaster.pid" ]]; then
-		pm="$(head -n 1 "$dir/node$n/postmaster.pid")"
+	if [[ -f "$dir/$name/postmaster.pid" ]]; then
+		pm="$(head -n 1 "$dir/$name/postmaster.pid")"
 		if kill -0 "$pm" 2>/dev/null; then
 			echo "$pm"
 			pgrep -P "$pm" || true
@@ -243,7 +247,7 @@ primary) primary ;;
 wait) wait_monitor "$ready_sql" "${1:-120}" ;;
 pids) pids "$1" ;;
 kill9) kill9 "$1" ;;
-restart) run_keeper "$dir/node$1" "node$1" ;;
+restart) run_keeper "$dir/$(node_name "$1")" "$(node_name "$1")" ;;
 stop) stop ;;
 *) say "unknown command $cmd"; exit 2 ;;
 esac

@@ -7,6 +7,7 @@
 #   my $n = $c->coord->kill9_primary; # kill -9 its pg_autoctl and PostgreSQL
 #   $c->coord->wait_writable;         # a primary takes writes again
 #   $c->coord->restart_node($n);      # it rejoins as the standby
+#   $c->coord->kill9_node('monitor'); $c->coord->restart_node('monitor');
 #   $c->coord->wait_ready;            # a primary and a secondary again
 #   $c->coord->pause_node($n) / resume_node($n) (SIGSTOP / SIGCONT of the
 #       whole node: pg_autoctl and PostgreSQL; resume_node($n, 'postgres')
@@ -97,8 +98,15 @@ sub kill9_primary
 {
 	my ($self) = @_;
 	my $n = $self->primary;
-	$self->ha('kill9', $self->{ha_dir}, $n);
+	$self->kill9_node($n);
 	return $n;
+}
+
+# kill -9 node $n (1, 2 or 'monitor'): its pg_autoctl and PostgreSQL
+sub kill9_node
+{
+	my ($self, $n) = @_;
+	$self->ha('kill9', $self->{ha_dir}, $n);
 }
 
 sub restart_node
