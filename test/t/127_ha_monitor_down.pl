@@ -29,7 +29,7 @@ $c->wait_acks($p, count => 3) or diag('the producer made no progress');
 
 # 1. the monitor is lost
 $c->coord->kill9_node('monitor');
-note('killed the monitor');
+is(scalar($c->coord->node_pids('monitor')), 0, 'the monitor\'s pg_autoctl and PostgreSQL are gone');
 ok($c->wait_acks($p, count => 5, since => time, node => $leader),
 	'acks=all writes are acknowledged with the monitor down');
 ok($c->wait_consumed($r, count => 5, since => time), 'and the consumer reads on');
