@@ -73,16 +73,7 @@ is($c->coord->safe_psql('postgres',
 ok($c->wait_acks($p, count => 3, since => time), 'writes acknowledged after the failover');
 
 # 2. elections after the failover: the leader's node dies, another is elected
-$c->kill9_node($leader);
-note("killed the leader's node $leader");
-$c->coord->poll_query_until('postgres',
-	"SELECT leader <> $leader AND leader_epoch > $epoch FROM mq_coord.partition "
-	  . "WHERE topic = 't' AND partition = 0")
-  or diag('no new leader was elected');
-my $new = $c->leader('t', 0);
-isnt($new, $leader, "broker $new was elected in a new epoch");
-ok($c->wait_acks($p, count => 5, since => time, node => $new), 'the new leader acknowledges');
-ok($c->wait_consumed($r, count => 5, since => time), 'the consumer reads from it');
+MqHaCoord::elect_after_kill($c, 't', 0, $leader, $epoch, $p, $r);
 
 # 3. the killed node and coordinator node come back; everything converges
 $c->node($leader)->start;
@@ -90,10 +81,5 @@ $c->coord->restart_node($dead);
 ok($c->coord->wait_ready, 'the old coordinator primary rejoined as the standby');
 $c->wait_acks($p, count => 3, since => time) or diag('no write acknowledged at the end');
 
-my $lines = $c->stop_producer($p);
-$c->stop_consumer($r);
-my $final = $c->leader('t', 0);
-MqHaCoord::check_roles($c, $roles, 't', 0, $lines, $final);
-$c->check_log('t', 0, $lines, $final, grep { $_ != $final } 1 .. 3);
-$c->teardown;
+MqHaCoord::finish($c, $roles, 't', 0, $p, $r);
 done_testing();

@@ -78,10 +78,5 @@ $c->coord->poll_query_until('postgres',
   or diag("broker $x did not rejoin the ISR");
 ok($c->wait_acks($p, count => 5, since => time), 'writes acknowledged at the end');
 
-my $lines = $c->stop_producer($p);
-$c->stop_consumer($r);
-my $final = $c->leader('t', 0);
-MqHaCoord::check_roles($c, $roles, 't', 0, $lines, $final);
-$c->check_log('t', 0, $lines, $final, grep { $_ != $final } 1 .. 3);
-$c->teardown;
+MqHaCoord::finish($c, $roles, 't', 0, $p, $r);
 done_testing();

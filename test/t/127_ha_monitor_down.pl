@@ -43,16 +43,7 @@ while (time < $deadline)	# the primary's keeper does not demote it
 ok($writable, 'the coordinator\'s primary took writes throughout, without its monitor');
 
 # 2. an election with the monitor down
-$c->kill9_node($leader);
-note("killed the leader's node $leader");
-$c->coord->poll_query_until('postgres',
-	"SELECT leader <> $leader AND leader_epoch > $epoch FROM mq_coord.partition "
-	  . "WHERE topic = 't' AND partition = 0")
-  or diag('no new leader was elected');
-my $new = $c->leader('t', 0);
-isnt($new, $leader, "broker $new was elected in a new epoch while the monitor was down");
-ok($c->wait_acks($p, count => 5, since => time, node => $new), 'the new leader acknowledges');
-ok($c->wait_consumed($r, count => 5, since => time), 'the consumer reads from it');
+MqHaCoord::elect_after_kill($c, 't', 0, $leader, $epoch, $p, $r);
 
 # 3. the monitor and the node come back
 $c->coord->restart_node('monitor');
@@ -60,10 +51,5 @@ ok($c->coord->wait_ready, 'the monitor is back and sees a primary and a secondar
 $c->node($leader)->start;
 $c->wait_acks($p, count => 3, since => time) or diag('no write acknowledged at the end');
 
-my $lines = $c->stop_producer($p);
-$c->stop_consumer($r);
-my $final = $c->leader('t', 0);
-MqHaCoord::check_roles($c, $roles, 't', 0, $lines, $final);
-$c->check_log('t', 0, $lines, $final, grep { $_ != $final } 1 .. 3);
-$c->teardown;
+MqHaCoord::finish($c, $roles, 't', 0, $p, $r);
 done_testing();

@@ -240,6 +240,38 @@ sub start_role_sampler
 	return { pid => $pid, file => $file, stop => $stop };
 }
 
+# Kill the node of $leader (which leads $topic/$partition in $epoch) and
+# wait for another broker's election in a newer epoch; it must then take
+# the producer's writes and feed the consumer.  Returns the new leader.
+sub elect_after_kill
+{
+	my ($c, $topic, $partition, $leader, $epoch, $p, $r) = @_;
+	$c->kill9_node($leader);
+	note("killed the leader's node $leader");
+	$c->coord->poll_query_until('postgres',
+		"SELECT leader <> $leader AND leader_epoch > $epoch FROM mq_coord.partition "
+		  . "WHERE topic = '$topic' AND partition = $partition")
+	  or diag('no new leader was elected');
+	my $new = $c->leader($topic, $partition);
+	isnt($new, $leader, "broker $new was elected in a new epoch");
+	ok($c->wait_acks($p, count => 5, since => time, node => $new), 'the new leader acknowledges');
+	ok($c->wait_consumed($r, count => 5, since => time), 'the consumer reads from it');
+	return $new;
+}
+
+# The end of a test: stop the producer and the consumer, check_roles, and
+# the checker on every replica of $topic/$partition.
+sub finish
+{
+	my ($c, $roles, $topic, $partition, $p, $r) = @_;
+	my $lines = $c->stop_producer($p);
+	$c->stop_consumer($r);
+	my $final = $c->leader($topic, $partition);
+	check_roles($c, $roles, $topic, $partition, $lines, $final);
+	$c->check_log($topic, $partition, $lines, $final, grep { $_ != $final } 1 .. 3);
+	$c->teardown;
+}
+
 # Every epoch the coordinator elected a leader in, once, and every leader a
 # data node was (as sampled) elected for that epoch: a broker that acted on
 # an election a failover took back, or an epoch handed out twice, shows as
