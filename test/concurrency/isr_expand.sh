@@ -13,8 +13,8 @@ set -euo pipefail
 
 work=$(mktemp -d)
 trap 'exec 3>&- 2>/dev/null || true; kill $(jobs -p) 2>/dev/null || true; rm -rf "$work"' EXIT
-fail() { echo "FAIL: $*" >&2; exit 1; }
-q() { psql -X -qAt -v ON_ERROR_STOP=1 "$@"; }
+# shellcheck source=test/concurrency/common.bash
+. "$(dirname "${BASH_SOURCE[0]}")/common.bash"
 
 q >/dev/null <<'SQL'
 SELECT mq.create_topic('isrx', 1);
@@ -28,14 +28,6 @@ SELECT mq.send_batch('isrx', NULL, array_agg(('s' || i)::bytea), partition => 0)
 SQL
 hwm() { q -c "SELECT high_watermark FROM mq.partition_state ps JOIN mq.topic t USING (topic_id) WHERE t.topic_name = 'isrx'"; }
 [[ "$(hwm)" == 5 ]] || fail "high watermark $(hwm), expected 5"
-
-wait_for() {	# a condition on pg_stat_activity, polled for up to 20 s
-	for _ in $(seq 1 200); do
-		[[ "$(q -c "SELECT count(*) FROM pg_stat_activity WHERE $1")" != 0 ]] && return 0
-		sleep 0.1
-	done
-	return 1
-}
 
 # A: the broker adds replica 3 to the node's ISR; open
 mkfifo "$work/a"

@@ -16,8 +16,8 @@
 # it needs max_prepared_transactions > 0).
 set -euo pipefail
 
-fail() { echo "FAIL: $*" >&2; exit 1; }
-q() { psql -X -qAt -v ON_ERROR_STOP=1 "$@"; }
+# shellcheck source=test/concurrency/common.bash
+. "$(dirname "${BASH_SOURCE[0]}")/common.bash"
 
 q >/dev/null <<'SQL'
 SELECT mq.create_topic('tfa', 1);
@@ -36,13 +36,6 @@ cleanup() {
 	rm -rf "$work"
 }
 trap cleanup EXIT
-wait_for() {	# a condition on pg_stat_activity, polled for up to 20 s
-	for _ in $(seq 1 200); do
-		[[ "$(q -c "SELECT count(*) FROM pg_stat_activity WHERE $1")" != 0 ]] && return 0
-		sleep 0.1
-	done
-	return 1
-}
 
 # A, the pipeline's session on the input's leader: the part with the
 # group's offset, prepared; then another commit on the same session,
