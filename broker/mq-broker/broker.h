@@ -17,6 +17,7 @@
  *	 isr.c         a leader's ISR shrink and expansion
  *	 handover.c    handing leadership to the preferred replica
  *	 placement.c   topics placed with only our replicas hosted; throttle
+ *	 throttle.c    the throttle's budgets: a leader's, a follower's
  *	 reassign.c    the leader's part of moving replicas (placement.h)
  *	 calls_placement.c typed calls of the placement functions
  *	 follower.c    a follower's epoch, truncation and fetch loop
@@ -97,13 +98,13 @@ typedef struct Part
 
 	/*
 	 * Reassignment (placement.c, reassign.c): the target replica set while
-	 * the partition moves (ntarget 0: not moving) and the copy throttle of
-	 * new replicas; on the leader, the replica set its node has (0: not
-	 * set by us yet).
+	 * the partition moves (ntarget 0: not moving) and, on a throttled
+	 * copy, the bytes/s it copies at (throttle.c); on the leader, the
+	 * replica set its node has (0: not set by us yet).
 	 */
 	int			target[MAX_REPLICAS];
 	int			ntarget;
-	int64_t		throttle_bytes; /* 0: none */
+	int64_t		copy_rate;		/* 0: no limit */
 	int			node_replicas[MAX_REPLICAS];
 	int			nnode_replicas;
 

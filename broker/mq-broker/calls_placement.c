@@ -78,30 +78,47 @@ node_set_replicas(Broker *b, const Part *p, const int *isr, int nisr, MqError *e
 	return true;
 }
 
+/*
+ * Our moves, and the throttled moves led by a leader of one of our
+ * throttled copies (its budget is shared with them): *rows malloc'd, to
+ * free with moving_free.
+ */
 bool
-coord_moving(Broker *b, void (*each) (Broker *b, const Moving *m), MqError *err)
+coord_moving(Broker *b, Moving **rows, int *nrows, MqError *err)
 {
 	MqParams	prm;
 	PGresult   *res;
 
 	mq_params_init(&prm);
 	mq_param_int(&prm, MQ_INT4OID, b->cfg->broker_id);
-	res = coord_exec(b, "SELECT topic, partition, target_replicas, coalesce(throttle_bytes, 0) "
-					 "FROM mq_coord.moving($1)", &prm, err);
+	res = coord_exec(b, "SELECT topic, partition, target_replicas, coalesce(throttle_bytes, 0), "
+					 "coalesce(leader, -1), replicas, isr FROM mq_coord.moving($1)", &prm, err);
 	if (res == NULL)
 		return false;
-	for (int i = 0; i < PQntuples(res); i++)
+	*nrows = PQntuples(res);
+	*rows = mq_malloc0(sizeof(Moving) * (*nrows > 0 ? *nrows : 1));
+	for (int i = 0; i < *nrows; i++)
 	{
-		Moving		m;
+		Moving	   *m = &(*rows)[i];
 
-		m.topic = PQgetvalue(res, i, 0);
-		m.partition = atoi(PQgetvalue(res, i, 1));
-		m.target = PQgetvalue(res, i, 2);
-		m.throttle_bytes = atoll(PQgetvalue(res, i, 3));
-		each(b, &m);
+		m->topic = mq_strdup(PQgetvalue(res, i, 0));
+		m->partition = atoi(PQgetvalue(res, i, 1));
+		m->ntarget = parse_int_array(PQgetvalue(res, i, 2), m->target, MAX_REPLICAS);
+		m->throttle_bytes = atoll(PQgetvalue(res, i, 3));
+		m->leader = atoi(PQgetvalue(res, i, 4));
+		m->nreplicas = parse_int_array(PQgetvalue(res, i, 5), m->replicas, MAX_REPLICAS);
+		m->nisr = parse_int_array(PQgetvalue(res, i, 6), m->isr, MAX_REPLICAS);
 	}
 	PQclear(res);
 	return true;
+}
+
+void
+moving_free(Moving *rows, int nrows)
+{
+	for (int i = 0; i < nrows; i++)
+		free(rows[i].topic);
+	free(rows);
 }
 
 bool

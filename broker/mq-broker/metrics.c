@@ -109,6 +109,38 @@ part_sample(Text *t, const char *name, const Part *p, long long value)
 	text_add(t, "%s{topic=\"%s\",partition=\"%d\"} %lld\n", name, esc(p->topic), p->partition, value);
 }
 
+/* A follower's throttled copy, and a leader's view of its followers. */
+static void
+render_copies(Broker *b, Text *t)
+{
+	family(t, "mq_partition_copy_rate_bytes", "gauge",
+		   "Follower copying under a reassignment throttle: its share, bytes/s (absent: no limit).");
+	for (Part *p = b->parts; p; p = p->next)
+		if (p->copy_rate > 0 && p->state != PART_LEADER)
+			part_sample(t, "mq_partition_copy_rate_bytes", p, p->copy_rate);
+
+	family(t, "mq_follower_lag_records", "gauge",
+		   "Leader: records between its log end and a follower's last fetch offset.");
+	for (Part *p = b->parts; p; p = p->next)
+		for (int i = 0; p->state == PART_LEADER && i < p->nfollowers; i++)
+			if (p->followers[i].log_end >= 0)
+				text_add(t, "mq_follower_lag_records{topic=\"%s\",partition=\"%d\",replica=\"%d\"} %lld\n",
+						 esc(p->topic), p->partition, p->followers[i].id,
+						 (long long) (p->m_log_end > p->followers[i].log_end ?
+									  p->m_log_end - p->followers[i].log_end : 0));
+	family(t, "mq_follower_lag_ms", "gauge",
+		   "Leader: milliseconds since a follower last caught up (Kafka's lastCaughtUpTime rule).");
+	for (Part *p = b->parts; p; p = p->next)
+		for (int i = 0; p->state == PART_LEADER && i < p->nfollowers; i++)
+			text_add(t, "mq_follower_lag_ms{topic=\"%s\",partition=\"%d\",replica=\"%d\"} %lld\n",
+					 esc(p->topic), p->partition, p->followers[i].id, (long long) p->followers[i].lag_ms);
+	family(t, "mq_follower_in_sync", "gauge", "Leader: 1 when the follower is in the partition's ISR.");
+	for (Part *p = b->parts; p; p = p->next)
+		for (int i = 0; p->state == PART_LEADER && i < p->nfollowers; i++)
+			text_add(t, "mq_follower_in_sync{topic=\"%s\",partition=\"%d\",replica=\"%d\"} %d\n",
+					 esc(p->topic), p->partition, p->followers[i].id, p->followers[i].in_isr ? 1 : 0);
+}
+
 static void
 render(Broker *b, Text *t)
 {
@@ -189,26 +221,7 @@ render(Broker *b, Text *t)
 			part_sample(t, "mq_partition_fetch_lag_records", p,
 						p->m_leader_log_end > p->m_log_end ? p->m_leader_log_end - p->m_log_end : 0);
 
-	family(t, "mq_follower_lag_records", "gauge",
-		   "Leader: records between its log end and a follower's last fetch offset.");
-	for (Part *p = b->parts; p; p = p->next)
-		for (int i = 0; p->state == PART_LEADER && i < p->nfollowers; i++)
-			if (p->followers[i].log_end >= 0)
-				text_add(t, "mq_follower_lag_records{topic=\"%s\",partition=\"%d\",replica=\"%d\"} %lld\n",
-						 esc(p->topic), p->partition, p->followers[i].id,
-						 (long long) (p->m_log_end > p->followers[i].log_end ?
-									  p->m_log_end - p->followers[i].log_end : 0));
-	family(t, "mq_follower_lag_ms", "gauge",
-		   "Leader: milliseconds since a follower last caught up (Kafka's lastCaughtUpTime rule).");
-	for (Part *p = b->parts; p; p = p->next)
-		for (int i = 0; p->state == PART_LEADER && i < p->nfollowers; i++)
-			text_add(t, "mq_follower_lag_ms{topic=\"%s\",partition=\"%d\",replica=\"%d\"} %lld\n",
-					 esc(p->topic), p->partition, p->followers[i].id, (long long) p->followers[i].lag_ms);
-	family(t, "mq_follower_in_sync", "gauge", "Leader: 1 when the follower is in the partition's ISR.");
-	for (Part *p = b->parts; p; p = p->next)
-		for (int i = 0; p->state == PART_LEADER && i < p->nfollowers; i++)
-			text_add(t, "mq_follower_in_sync{topic=\"%s\",partition=\"%d\",replica=\"%d\"} %d\n",
-					 esc(p->topic), p->partition, p->followers[i].id, p->followers[i].in_isr ? 1 : 0);
+	render_copies(b, t);
 }
 
 static enum MHD_Result

@@ -16,8 +16,10 @@
  * topic went) is marked not hosted on the node (mq.replica_unhost),
  * retried every tick until the node has it.  Each tick also reads which of
  * our partitions are moving (mq_coord.moving): their target replica set
- * and throttle.  A follower that is a new replica of a moving partition
- * (not yet in the ISR) copies at most throttle bytes per second: after
+ * and throttle, and the throttled moves that share a leader with ours.  A
+ * follower that is a throttled copy (a replica of a moving partition, not
+ * yet in the ISR) copies at most its rate: its share of the leader's
+ * budget or of this broker's, whichever is smaller (throttle.c); after
  * each fetch it waits as long as the fetched bytes take at that rate.
  *
  * Locking: none; the broker's one thread.
@@ -175,15 +177,25 @@ placement_retry_unhost(Broker *b)
 	}
 }
 
+/* One of our moves: its target, and our replica's copy rate (0: no limit). */
 static void
-apply_moving(Broker *b, const Moving *m)
+apply_moving(Broker *b, const Moving *m, const Throttles *t)
 {
 	Part	   *p = find_part(b, m->topic, m->partition);
+	int64_t		rate;
+	const ThrottleLoad *l;
 
 	if (p == NULL)
 		return;
-	p->ntarget = parse_int_array(m->target, p->target, MAX_REPLICAS);
-	p->throttle_bytes = m->throttle_bytes;
+	memcpy(p->target, m->target, sizeof(int) * m->ntarget);
+	p->ntarget = m->ntarget;
+	rate = throttle_rate(t, m, b->cfg->broker_id);
+	if (rate > 0 && rate != p->copy_rate && (l = throttles_load(t, m->leader)) != NULL)
+		mq_log_info("%s: copying at most %lld bytes/s (throttle %lld; leader %d serves %d "
+					"throttled copies, this broker receives %d)", part_label(p), (long long) rate,
+					(long long) m->throttle_bytes, m->leader, l->served,
+					throttles_load(t, b->cfg->broker_id)->received);
+	p->copy_rate = rate;
 }
 
 /* Our configured rack, once per liveness (an administrator's stays otherwise). */
@@ -204,42 +216,48 @@ placement_register_rack(Broker *b)
 	mq_log_info("registered rack \"%s\" on the coordinator", b->cfg->rack);
 }
 
-/* Which of our partitions are moving, each tick after the assignments. */
+/*
+ * Which of our partitions are moving, each tick after the assignments,
+ * and the rate of each throttled copy we receive: the moves are counted
+ * first (throttle.c), then applied.  A failed read changes nothing.
+ */
 bool
 placement_read_moving(Broker *b)
 {
 	MqError		err = MQ_ERROR_INIT;
+	Moving	   *rows;
+	int			nrows;
+	Throttles	t = {0};
 
-	for (Part *p = b->parts; p; p = p->next)
-	{
-		p->ntarget = 0;
-		p->throttle_bytes = 0;
-	}
-	if (!coord_moving(b, apply_moving, &err))
+	if (!coord_moving(b, &rows, &nrows, &err))
 	{
 		mq_error_free(&err);
 		return false;
 	}
+	for (int i = 0; i < nrows; i++)
+		throttles_add(&t, &rows[i]);
+	for (Part *p = b->parts; p; p = p->next)
+		p->ntarget = 0;
+	for (int i = 0; i < nrows; i++)
+		if (int_in(b->cfg->broker_id, rows[i].replicas, rows[i].nreplicas))
+			apply_moving(b, &rows[i], &t);
+	for (Part *p = b->parts; p; p = p->next)
+		if (p->ntarget == 0)
+			p->copy_rate = 0;	/* not moving: no limit */
+	throttles_free(&t);
+	moving_free(rows, nrows);
 	return true;
 }
 
-/* A new replica of a moving partition, copying under a throttle? */
-bool
-placement_throttled(Broker *b, const Part *p)
-{
-	return p->ntarget > 0 && p->throttle_bytes > 0 &&
-		!int_in(b->cfg->broker_id, p->isr, p->nisr);
-}
-
-/* After a fetch of bytes: no next fetch before the throttle allows it. */
+/* After a fetch of bytes: no next fetch before our copy rate allows it. */
 void
 placement_throttle(Broker *b, Part *p, int64_t bytes)
 {
 	int64_t		until;
 
-	if (!placement_throttled(b, p))
+	if (p->copy_rate <= 0)
 		return;
-	until = mq_now_us() + bytes * 1000000 / p->throttle_bytes;
+	until = mq_now_us() + bytes * 1000000 / p->copy_rate;
 	if (until > p->backoff_until_us)
 		p->backoff_until_us = until;
 }

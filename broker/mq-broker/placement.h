@@ -5,8 +5,9 @@
  *	  "Placement and reassignment"): placing a replicated topic on the node
  *	  with only this broker's replicas hosted, marking replicas that moved
  *	  away not hosted, reading which partitions are moving, the copy
- *	  throttle of new replicas (placement.c), and the leader's part of a
- *	  move (reassign.c).  Their typed calls are in calls_placement.c.
+ *	  throttle of new replicas (placement.c, its budgets in throttle.c),
+ *	  and the leader's part of a move (reassign.c).  Their typed calls are
+ *	  in calls_placement.c.
  *
  * Locking: none; the broker's one thread.
  *
@@ -17,21 +18,45 @@
 
 #include "broker.h"
 
-/* One row of mq_coord.moving, valid during the callback only. */
+/* One row of mq_coord.moving: a move of ours, or one led by a leader of ours. */
 typedef struct Moving
 {
-	const char *topic;
+	char	   *topic;
 	int			partition;
-	const char *target;			/* int4[] text */
+	int			target[MAX_REPLICAS];
+	int			ntarget;
 	int64_t		throttle_bytes; /* 0: none */
+	int			leader;			/* -1: none */
+	int			replicas[MAX_REPLICAS];	/* while moving: target, then leaving */
+	int			nreplicas;
+	int			isr[MAX_REPLICAS];
+	int			nisr;
 } Moving;
+
+/* A broker's throttled copies (throttle.c): as leader, as follower. */
+typedef struct ThrottleLoad
+{
+	int			broker;
+	int			served;			/* throttled copies it serves as leader */
+	int64_t		served_budget;	/* the smallest throttle among them */
+	int			received;		/* throttled copies it receives */
+	int64_t		received_budget;	/* the smallest throttle among them */
+} ThrottleLoad;
+
+typedef struct Throttles
+{
+	ThrottleLoad *load;
+	int			n;
+	int			cap;
+} Throttles;
 
 /* calls_placement.c */
 extern bool node_place_topic(Broker *b, const Part *p, const char *hosted, int *absent,
 							 MqError *err);
 extern bool node_unhost(Broker *b, const char *topic, int partition, MqError *err);
 extern bool node_set_replicas(Broker *b, const Part *p, const int *isr, int nisr, MqError *err);
-extern bool coord_moving(Broker *b, void (*each) (Broker *b, const Moving *m), MqError *err);
+extern bool coord_moving(Broker *b, Moving **rows, int *nrows, MqError *err);
+extern void moving_free(Moving *rows, int nrows);
 extern bool coord_register_rack(Broker *b, MqError *err);
 extern bool coord_complete_reassignment(Broker *b, const Part *p, int *isr, int *nisr,
 										bool *done, MqError *err);
@@ -43,8 +68,14 @@ extern bool placement_read_moving(Broker *b);
 extern void placement_register_rack(Broker *b);
 extern void placement_retry_unhost(Broker *b);
 extern void placement_throttle(Broker *b, Part *p, int64_t bytes);
-extern bool placement_throttled(Broker *b, const Part *p);
 extern void placement_free(Broker *b);
+
+/* throttle.c */
+extern bool throttle_is_copy(const Moving *m, int replica);
+extern void throttles_add(Throttles *t, const Moving *m);
+extern const ThrottleLoad *throttles_load(const Throttles *t, int broker);
+extern int64_t throttle_rate(const Throttles *t, const Moving *m, int replica);
+extern void throttles_free(Throttles *t);
 
 /* reassign.c */
 extern void reassign_leader_step(Broker *b, Part *p);

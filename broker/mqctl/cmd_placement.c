@@ -42,12 +42,14 @@ const char	reassign_help[] =
 "--generate prints the current placement of the topics and a proposed one on\n"
 "the given brokers (replication factor kept), as two plans; nothing changes.\n"
 "--execute starts the moves of a plan (all or none): new replicas copy the\n"
-"partition as followers, at most BYTES per second each with --throttle; once\n"
-"the whole target is in sync, leadership moves to the first target replica\n"
-"if the leader leaves, and the old replicas are dropped.  --verify shows each\n"
-"partition's progress and exits 0 only when every move is complete (1 while\n"
-"any is still moving); --wait waits for that, printing progress as it\n"
-"changes.  Connect to the coordinator database (-d).\n"
+"partition as followers; with --throttle, what each broker sends to the new\n"
+"replicas it leads and what it receives for its own stay under BYTES per\n"
+"second, summed over its copies.  Once the whole target is in sync,\n"
+"leadership moves to the first target replica if the leader leaves, and the\n"
+"old replicas are dropped.  --verify shows each partition's progress and\n"
+"exits 0 only when every move is complete (1 while any is still moving);\n"
+"--wait waits for that, printing progress as it changes.  Connect to the\n"
+"coordinator database (-d).\n"
 "\n"
 "A plan: {\"version\": 1, \"partitions\": [{\"topic\": \"t\", \"partition\": 0,\n"
 "\"replicas\": [4, 2]}]}; the first replica is the preferred leader.\n"
@@ -59,7 +61,8 @@ const char	reassign_help[] =
 "      --topics=LIST      topics to place (comma-separated)\n"
 "      --brokers=LIST     broker ids to place them on (comma-separated)\n"
 "      --file=PLAN        the plan (JSON file; - for standard input)\n"
-"      --throttle=BYTES   copy at most BYTES per second to each new replica\n"
+"      --throttle=BYTES   at most BYTES per second out of each leader and into\n"
+"                         each broker, shared by the copies (Kafka's rule)\n"
 "      --dry-run          check the plan and show the moves, change nothing\n"
 "      --wait             with --verify: until complete\n"
 "      --interval-ms=MS   with --wait: how often to look (default 500)\n"
@@ -331,7 +334,7 @@ reassign_execute(PGconn *conn, const ReassignOptions *o)
 	if (o->dry_run)
 		printf("Dry run: %zu partition(s) checked, nothing changed.\n", json_array_size(parts));
 	else if (o->throttle)
-		printf("Started the reassignment of %zu partition(s), new replicas throttled to %lld bytes/s.\n",
+		printf("Started the reassignment of %zu partition(s), throttled to %lld bytes/s per broker.\n",
 			   json_array_size(parts), (long long) o->throttle);
 	else
 		printf("Started the reassignment of %zu partition(s).\n", json_array_size(parts));

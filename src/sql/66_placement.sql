@@ -8,13 +8,15 @@
 --   topic; removing a broker that holds nothing; and reassignment, as
 --   Kafka's KIP-455: mq_coord.reassign records the target replica set in
 --   mq_coord.partition.target_replicas and widens replicas to target first,
---   then the replicas leaving; the new replicas follow (copying at most
---   throttle_bytes per second) until the leader's ISR holds the whole
---   target; a leader outside the target then hands leadership to the first
---   target replica (a new election, a new epoch); the leader, inside the
---   target, completes the move (mq_coord.complete_reassignment: replicas =
---   target, ISR = ISR within target), and the brokers of the replicas that
---   left mark them not hosted on their nodes.
+--   then the replicas leaving; the new replicas follow (under the
+--   throttle: the copies a broker serves as leader share throttle_bytes
+--   per second, and so do the copies it receives) until the leader's ISR
+--   holds the whole target; a leader outside the target then hands
+--   leadership to the first target replica (a new election, a new epoch);
+--   the leader, inside the target, completes the move
+--   (mq_coord.complete_reassignment: replicas = target, ISR = ISR within
+--   target), and the brokers of the replicas that left mark them not
+--   hosted on their nodes.
 --
 -- On a data node (schema mq): a broker places a replicated topic on its
 -- node in one transaction (mq.replica_place_topic: created or grown, every
@@ -173,9 +175,11 @@ BEGIN
      ORDER BY p.topic, p.partition;
 END $$;
 
--- Start moving a partition to p_target (preferred leader first), copying
--- at most p_throttle_bytes per second to each new replica (NULL: no
--- limit).  Returns the replica set while moving: target, then the
+-- Start moving a partition to p_target (preferred leader first), under a
+-- throttle of p_throttle_bytes per second (NULL: no limit): per broker,
+-- the throttled copies it serves as leader share the smallest throttle
+-- among their moves, and so do the copies it receives (docs/replication.md,
+-- "Moving replicas").  Returns the replica set while moving: target, then the
 -- replicas leaving.  The same target again changes only the throttle;
 -- while moving, the replicas it had before cancel the move (it then
 -- moves back: the replicas added are dropped once the original ones are
@@ -267,14 +271,24 @@ BEGIN
 END $$;
 
 -- What a broker reads every tick besides its assignments: its partitions
--- that are moving, with their target and throttle (usually none).
+-- that are moving, with their target and throttle (usually none), and the
+-- throttled moves led by a leader of one of its throttled copies (a
+-- replica of a throttled move, not the leader, not in the ISR): that
+-- leader's budget is shared by all the copies it serves, and the broker
+-- works out its share from them (broker/mq-broker/throttle.c).
 CREATE FUNCTION mq_coord.moving(p_broker_id integer)
-    RETURNS TABLE (topic text, partition integer, target_replicas integer[], throttle_bytes bigint)
+    RETURNS TABLE (topic text, partition integer, target_replicas integer[], throttle_bytes bigint,
+                   leader integer, replicas integer[], isr integer[])
 LANGUAGE sql STABLE SECURITY DEFINER SET search_path = pg_catalog, pg_temp AS $$
-    SELECT p.topic, p.partition, p.target_replicas, p.throttle_bytes
-      FROM mq_coord.partition p
-     WHERE p.target_replicas IS NOT NULL AND p_broker_id = ANY (p.replicas)
-     ORDER BY p.topic, p.partition;
+    WITH m AS (SELECT * FROM mq_coord.partition p WHERE p.target_replicas IS NOT NULL)
+    SELECT m.topic, m.partition, m.target_replicas, m.throttle_bytes, m.leader, m.replicas, m.isr
+      FROM m
+     WHERE p_broker_id = ANY (m.replicas)
+        OR (m.throttle_bytes IS NOT NULL
+            AND m.leader IN (SELECT c.leader FROM m c
+                              WHERE c.throttle_bytes IS NOT NULL AND c.leader <> p_broker_id
+                                AND p_broker_id = ANY (c.replicas) AND NOT p_broker_id = ANY (c.isr)))
+     ORDER BY m.topic, m.partition;
 $$;
 
 -- For people and mqctl: every partition's move, if any.

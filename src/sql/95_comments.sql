@@ -420,11 +420,11 @@ COMMENT ON FUNCTION mq_coord.add_partitions(text, integer) IS
 COMMENT ON FUNCTION mq_coord.propose_reassignment(text[], integer[]) IS
     'a placement of the topics'' partitions on the given brokers (replication factor kept); changes nothing';
 COMMENT ON FUNCTION mq_coord.reassign(text, integer, integer[], bigint) IS
-    'starts moving a partition to a replica set, new replicas copying at most the throttle in bytes/s; returns the replicas while moving';
+    'starts moving a partition to a replica set under a throttle in bytes/s (per broker, shared by the copies it serves or receives); returns the replicas while moving';
 COMMENT ON FUNCTION mq_coord.complete_reassignment(text, integer, integer, integer) IS
     'broker API: the leader ends a move once the whole target is in the ISR; returns the new ISR or NULL';
 COMMENT ON FUNCTION mq_coord.moving(integer) IS
-    'broker API: the broker''s partitions that are moving, with target replicas and throttle';
+    'broker API: the broker''s partitions that are moving, and the throttled moves sharing a leader with its throttled copies: target, throttle, leader, replicas, ISR';
 COMMENT ON VIEW mq_coord.reassignments IS
     'partitions moving to another replica set: target, ISR, the target replicas still catching up, throttle';
 COMMENT ON FUNCTION mq._replica_mark(integer, integer, boolean) IS

@@ -47,7 +47,15 @@
 #      replica onto broker 4 without a throttle and the other with
 #      --reassign-throttle bytes/s.  The figure is the partition's size on
 #      disk divided by the time from reassignment_started to
-#      reassignment_completed on the coordinator.
+#      reassignment_completed on the coordinator.  Then the leader's side
+#      of the throttle: two partitions of another topic, both led by
+#      broker 1 and each holding --reassign-mb MB, move at once (one
+#      statement) with the same throttle, each copy to another broker (3
+#      and 4, so that each receiving broker has one copy and only the
+#      leader's budget is shared): the leader's total outbound rate, both
+#      partitions' bytes over the time from the start to the last
+#      completion, printed against the throttle, with each copy's rate and
+#      the shares the receiving brokers logged.
 #
 # Servers: PostgreSQL 15 as the postgres user in temp dirs on 127.0.0.1,
 # shared_preload_libraries = 'mq', fsync = on, synchronous_commit = on;
@@ -400,9 +408,61 @@ bench_reassign() {
 		echo "rbench/$p: ${RB_BYTES[$p]} bytes moved in $ms ms: ${RB_MBS[$p]} MB/s"
 	done
 }
-declare -A RB_BYTES RB_MS RB_MBS
+# R, the leader's side: two partitions led by broker 1 copied at once to
+# brokers 3 and 4 under one throttle; their sum is the leader's outbound
+bench_reassign_leader() {
+	local p l n
+	# placement order 1,2,3,4: partition 0 on 1,2 and partition 1 on 2,3
+	coord_sql "SELECT mq_coord.create_topic('rlead', 2, '{\"replication.factor\": 2}')" >/dev/null
+	lled() { coord_sql "SELECT count(*) FROM mq_coord.partition WHERE topic = 'rlead' AND leader IS NOT NULL"; }
+	wait_until lled 2 || mq_die "no leaders for rlead"
+	# partition 1, still empty, to 1,3: broker 1 (preferred) leads both
+	coord_sql "SELECT mq_coord.reassign('rlead', 1, '{1,3}')" >/dev/null
+	lone() { coord_sql "SELECT count(*) FROM mq_coord.partition WHERE topic = 'rlead' AND leader = 1 \
+		AND target_replicas IS NULL AND cardinality(isr) = 2"; }
+	wait_until lone 2 120 || mq_die "broker 1 does not lead both partitions of rlead"
+	for p in 0 1; do
+		cluster_psql node1 -q -c "DO \$\$ DECLARE v bytea[] := ARRAY(SELECT convert_to(lpad(i::text, 1000, 'x'), \
+			'UTF8') FROM generate_series(1, 1000) i); o bigint; h bigint; BEGIN FOR k IN 1 .. $REASSIGN_MB LOOP \
+			CALL mq.produce('rlead', NULL, v, $p, '1', base_offset => o, high_watermark => h); \
+			END LOOP; END \$\$" >/dev/null
+		RL_BYTES[$p]="$(cluster_psql node1 -A -t -c "SELECT sum(bytes) FROM mq.segments WHERE topic = 'rlead' AND partition = $p")"
+	done
+	# both at once: partition 0 1,2 -> 1,3 (copy to 3), partition 1 1,3 -> 1,4 (copy to 4)
+	coord_sql "SELECT mq_coord.reassign('rlead', 0, '{1,3}', $REASSIGN_THROTTLE), \
+		mq_coord.reassign('rlead', 1, '{1,4}', $REASSIGN_THROTTLE)" >/dev/null
+	ldone() { coord_sql "SELECT count(*) FROM mq_coord.partition WHERE topic = 'rlead' AND target_replicas IS NULL \
+		AND ((partition = 0 AND replicas = '{1,3}') OR (partition = 1 AND replicas = '{1,4}'))"; }
+	wait_until ldone 2 900 || mq_die "the moves of rlead did not complete"
+	# from the throttled start to each completion
+	for p in 0 1; do
+		RL_MS[$p]="$(coord_sql "SELECT round(extract(epoch FROM max(at) FILTER (WHERE kind = 'reassignment_completed') \
+			- max(at) FILTER (WHERE kind = 'reassignment_started')) * 1000) FROM mq_coord.event \
+			WHERE topic = 'rlead' AND partition = $p")"
+		RL_RATE[$p]="$(awk -v b="${RL_BYTES[$p]}" -v ms="${RL_MS[$p]}" 'BEGIN { printf "%.0f", b / (ms / 1000) }')"
+	done
+	RL_MS[all]="$(coord_sql "SELECT round(extract(epoch FROM max(at) FILTER (WHERE kind = 'reassignment_completed') \
+		- min(at) FILTER (WHERE kind = 'reassignment_started' AND detail->>'throttle_bytes' IS NOT NULL)) * 1000) \
+		FROM mq_coord.event WHERE topic = 'rlead'")"
+	RL_BYTES[all]=$((${RL_BYTES[0]} + ${RL_BYTES[1]}))
+	RL_RATE[all]="$(awk -v b="${RL_BYTES[all]}" -v ms="${RL_MS[all]}" 'BEGIN { printf "%.0f", b / (ms / 1000) }')"
+	RL_RATIO="$(awk -v r="${RL_RATE[all]}" -v t="$REASSIGN_THROTTLE" 'BEGIN { printf "%.2f", r / t }')"
+	for p in 0 1; do
+		echo "rlead/$p: ${RL_BYTES[$p]} bytes copied in ${RL_MS[$p]} ms: ${RL_RATE[$p]} bytes/s"
+	done
+	for n in 3 4; do
+		l="$(grep -h 'rlead.*copying at most' "${MQ_CLUSTER_DIR[node$n]}/broker.log" | tail -n 1 || true)"
+		echo "broker $n: ${l:-no share logged}"
+	done
+	echo "leader broker 1, two copies at once: ${RL_BYTES[all]} bytes in ${RL_MS[all]} ms: ${RL_RATE[all]} bytes/s" \
+		"against the throttle of $REASSIGN_THROTTLE (${RL_RATIO}x)"
+}
+declare -A RB_BYTES RB_MS RB_MBS RL_BYTES RL_MS RL_RATE
+RL_RATIO=""
 mq_phase "R: reassignment throughput, unthrottled and throttled to $REASSIGN_THROTTLE bytes/s"
 bench_reassign
+mq_phase "R: the leader's side, two copies from one leader at once, throttled to $REASSIGN_THROTTLE bytes/s"
+bench_reassign_leader
 
 # ---------------------------------------------------------------------------
 mq_phase "results"
@@ -433,7 +493,13 @@ table+="
 | reassignment: one replica moved onto a new broker, ${REASSIGN_MB} MB of 1,000 B records | bytes | ms | MB/s |
 |---|---|---|---|
 | no throttle | ${RB_BYTES[0]} | ${RB_MS[0]} | ${RB_MBS[0]} |
-| throttle $REASSIGN_THROTTLE bytes/s | ${RB_BYTES[1]} | ${RB_MS[1]} | ${RB_MBS[1]} |"
+| throttle $REASSIGN_THROTTLE bytes/s | ${RB_BYTES[1]} | ${RB_MS[1]} | ${RB_MBS[1]} |
+
+| the leader's side: two partitions led by broker 1 copied at once, throttle $REASSIGN_THROTTLE bytes/s | bytes | ms | bytes/s | / throttle |
+|---|---|---|---|---|
+| partition 0, copy to broker 3 | ${RL_BYTES[0]} | ${RL_MS[0]} | ${RL_RATE[0]} | |
+| partition 1, copy to broker 4 | ${RL_BYTES[1]} | ${RL_MS[1]} | ${RL_RATE[1]} | |
+| leader broker 1's outbound, both | ${RL_BYTES[all]} | ${RL_MS[all]} | ${RL_RATE[all]} | $RL_RATIO |"
 [[ -n "$ATABLE" ]] && table+="
 
 $ATABLE"

@@ -2,14 +2,15 @@
 -- (docs/replication.md, "Placement and reassignment";
 -- src/sql/66_placement.sql): rack-alternated placement, adding
 -- partitions, the checks of mq_coord.reassign, completing a move only when
--- its time has come, removing brokers; on the node, a topic placed with
--- only some partitions hosted, the others refusing with MQ020.  Runs in a
--- fresh database where pgtap and mq are installed; it plays both the
--- coordinator (brokers registered by hand, no mq-broker) and a data node.
+-- its time has come, the moves a broker reads (its throttle's shares),
+-- removing brokers; on the node, a topic placed with only some partitions
+-- hosted, the others refusing with MQ020.  Runs in a fresh database where
+-- pgtap and mq are installed; it plays both the coordinator (brokers
+-- registered by hand, no mq-broker) and a data node.
 \set ON_ERROR_STOP on
 SET client_min_messages = warning;
 BEGIN;
-SELECT plan(39);
+SELECT plan(41);
 
 -- four brokers, two racks: placement order is 1, 3, 2, 4 (first of each rack, ...)
 INSERT INTO mq_coord.broker (broker_id, node_conninfo, node_name, rack)
@@ -70,6 +71,16 @@ SELECT is(mq_coord.reassign('p', 1, '{1,4}'), '{1,4,3,2}', 'partition 1 starts m
 SELECT is(mq_coord.reassign('p', 1, '{3,2}'), '{3,2,1,4}', 'the replicas it had before cancel the move');
 SELECT is((SELECT target_replicas FROM mq_coord.partition WHERE topic = 'p' AND partition = 1), '{3,2}',
           'it moves back: the replicas added leave once the original ones are in sync');
+
+-- the moves a broker reads: its own, and the throttled ones led by a leader of its throttled copies
+UPDATE mq_coord.partition SET leader = 2, leader_epoch = 1 WHERE topic = 'p' AND partition IN (2, 5);
+SELECT mq_coord.reassign('p', 2, '{2,1}', 1000), mq_coord.reassign('p', 5, '{2,4}', 500);
+SELECT results_eq($$ SELECT partition, throttle_bytes, leader, replicas, isr FROM mq_coord.moving(1) $$,
+                  $$ VALUES (1, NULL::bigint, NULL::int, '{3,2,1,4}'::int[], '{3,2}'::int[]),
+                            (2, 1000, 2, '{2,1,4}', '{2,4}'), (5, 500, 2, '{2,4,3}', '{3,2}') $$,
+                  'broker 1 copying from leader 2 also sees the other throttled move leader 2 serves');
+SELECT results_eq($$ SELECT partition FROM mq_coord.moving(3) $$, $$ VALUES (1), (5) $$,
+                  'a broker with no throttled copy sees only its own moves');
 
 -- removing brokers
 SELECT throws_ok($$ SELECT mq_coord.remove_broker(1) $$, 'MQ043', NULL, 'a broker holding replicas stays');

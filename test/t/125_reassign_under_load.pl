@@ -4,9 +4,9 @@
 # nothing, and mqctl reassign moves replicas onto it while idempotent
 # acks=all producers write every partition and a consumer reads one: a
 # leader that leaves its replica set hands over (a new epoch), the new
-# replicas catch up (throttled) and the old ones are dropped and stop
-# serving.  The checker then finds nothing acknowledged lost and the
-# replicas agreeing.  Last, a broker that still holds replicas cannot be
+# replicas catch up (throttled: the three broker 4 receives share the
+# throttle) and the old ones are dropped and stop serving.  The checker
+# then finds nothing acknowledged lost and the replicas agreeing.  Last, a broker that still holds replicas cannot be
 # removed; once it holds none and is stopped, it can.
 use strict;
 use warnings;
@@ -124,6 +124,13 @@ is($c->leader('t', 1), '2', "partition 1's leader stayed");
 is($c->isr('t', 0), '2,4', 'partition 0: both new replicas in sync');
 like($c->broker_log(1), qr/leaving the replica set: the target is in the ISR; resigned epoch \d+ and released the leadership for broker 4/,
 	'broker 1 handed partition 0 over');
+# the throttle per broker: the three copies broker 4 receives share 1 MB/s
+for my $part (0 .. 2)
+{
+	like($c->broker_log(4),
+		qr/"t" partition $part: copying at most 333333 bytes\/s \(throttle 1000000; leader \d+ serves \d+ throttled copies, this broker receives 3\)/,
+		"broker 4 copied partition $part at a third of the throttle");
+}
 ok($c->coord->safe_psql('postgres',
 		"SELECT count(*) FROM mq_coord.event WHERE topic = 't' AND partition = 0 AND kind = 'leader_elected' "
 		  . "AND broker_id = 4 AND at > to_timestamp($t_move)") == 1,
