@@ -3,12 +3,14 @@
 -- carries each record's offset when they are not consecutive, the
 -- follower's append places the records there, and the copy reads, serves
 -- and is elected with the same records at the same offsets.  A batch
--- whose offsets are wrong is refused with MQ029 and changes nothing.
+-- whose offsets are wrong is refused with MQ029 and changes nothing.  A
+-- follower that held part of the range before the leader cleaned it ends,
+-- after its own pass, with the leader's records.
 -- Before, the leader refused such a fetch (MQ007) and a compacted
 -- partition could not be moved.  Topics of one database stand for nodes:
 -- 'cl' leads, 'cf' and 'cx' follow it.
 BEGIN;
-SELECT plan(36);
+SELECT plan(40);
 
 SELECT mq.create_topic(t, 1, '{"cleanup.policy": "compact", "segment.records": 10,
                                "min.cleanable.dirty.ratio": 0, "delete.retention.ms": "1d"}')
@@ -156,6 +158,26 @@ SELECT is(pg_temp.state('cx'), (SELECT s FROM before),
 SELECT mq.replica_truncate('cx', 0, 1, 35);
 SELECT is((SELECT string_agg(clean_end || ':' || copied, ',') FROM mq.cleaner_pass c JOIN mq.topic t USING (topic_id)
             WHERE t.topic_name = 'cx'), '32:true', 'truncation ends the copied gaps at the new log end');
+
+-- A follower that held part of the range uncleaned when its leader
+-- cleaned it copies the rest with the gaps, and its own pass (which
+-- counts the copy dirty) removes what the leader removed, no more.
+SELECT mq.create_topic(t, 1, '{"cleanup.policy": "compact", "segment.records": 10,
+                               "min.cleanable.dirty.ratio": 0, "delete.retention.ms": "1d"}')
+  FROM unnest(ARRAY['ml', 'mf']) t;
+SELECT mq.replica_become_leader('ml', 0, 1, 1, ARRAY[1, 2], ARRAY[1]);
+SELECT mq.replica_become_follower('mf', 0, 1, 1);
+SELECT count(*) FROM mq.send_batch('ml', (SELECT array_agg('k' || i % 3 ORDER BY i) FROM generate_series(0, 34) i),
+                                   (SELECT array_agg('v' || i ORDER BY i) FROM generate_series(0, 34) i), partition => 0);
+SELECT mq.replica_append('mf', 0, 1, mq.replica_fetch('ml', 0, 1, 2, 0, 12, 0));
+SELECT mq.replica_leader_state('ml', 0, 1);
+SELECT mq.compact('ml');
+SELECT is(mq.replica_append('mf', 0, 1, mq.replica_fetch('ml', 0, 1, 2, 12, 100, 0)), 35::bigint,
+          'a follower holding 0-11 uncleaned copies the cleaned rest');
+SELECT is(pg_temp.offsets('mf'), '0,1,2,3,4,5,6,7,8,9,10,11,27,28,29,30,31,32,33,34', 'with its gaps');
+SELECT is(mq.compact('mf'), 12::bigint, 'its own pass removes the records the copy supersedes');
+SELECT results_eq('SELECT * FROM pg_temp.log(''mf'')', 'SELECT * FROM pg_temp.log(''ml'')',
+                  'and it holds the leader''s records at the leader''s offsets');
 
 -- a pass that commits between the leader's look at its passes and its
 -- read of the records (here: the passes not seen at all) still ships
