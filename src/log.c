@@ -2,7 +2,9 @@
  *
  * log.c
  *	  The storage engine: appending records to a partition's segments with
- *	  gapless offsets, and finding a partition's log end offset.
+ *	  gapless offsets (a follower copying a compacted range places them
+ *	  at the leader's offsets, gaps included), and finding a partition's
+ *	  log end offset.
  *
  * Offsets.  A producer takes the partition's produce lock (produce_lock.c:
  * an advisory lock tag of our own, held until its commit) and then reads the
@@ -138,25 +140,34 @@ segment_for_offset(MqPartition *part, int64 offset)
 }
 
 /*
- * Create the segments the partition is missing.  Maintenance normally keeps
- * one ahead so that this never runs; it runs as the extension owner because
- * mq._ensure_segments is SECURITY DEFINER.
+ * Create the segments the partition is missing: one beyond the log end,
+ * or (upto >= 0: a follower placing a record past a compaction gap) up to
+ * the one covering offset upto.  Maintenance normally keeps one ahead so
+ * that this never runs; it runs as the extension owner because
+ * mq._ensure_segments and mq._ensure_segments_to are SECURITY DEFINER.
  */
 static void
-create_missing_segments(MqTopic *topic, int32 partition)
+create_missing_segments(MqTopic *topic, int32 partition, int64 upto)
 {
 	static Oid	fn = InvalidOid;
+	static Oid	fn_to = InvalidOid;
 
 	if (!OidIsValid(fn))
 	{
-		Oid			argtypes[2] = {INT4OID, INT4OID};
+		Oid			argtypes[3] = {INT4OID, INT4OID, INT8OID};
 
 		fn = LookupFuncName(list_make2(makeString("mq"), makeString("_ensure_segments")),
 							2, argtypes, false);
+		fn_to = LookupFuncName(list_make2(makeString("mq"), makeString("_ensure_segments_to")),
+							   3, argtypes, false);
 	}
 	elog(DEBUG1, "mq: creating a segment for topic \"%s\" partition %d on the produce path",
 		 topic->name, partition);
-	(void) OidFunctionCall2(fn, Int32GetDatum(topic->topic_id), Int32GetDatum(partition));
+	if (upto < 0)
+		(void) OidFunctionCall2(fn, Int32GetDatum(topic->topic_id), Int32GetDatum(partition));
+	else
+		(void) OidFunctionCall3(fn_to, Int32GetDatum(topic->topic_id), Int32GetDatum(partition),
+								Int64GetDatum(upto));
 	CommandCounterIncrement();
 	mq_topic_cache_reset();
 }
@@ -208,7 +219,8 @@ form_row(TupleDesc desc, int32 partition, int64 offset, MqRecordIn *r, Timestamp
 }
 
 /*
- * Write records [0, n) with offsets base.. into one segment.  meta, when
+ * Write records [0, n) with offsets base.. (or offsets[0..n), when not
+ * NULL) into one segment.  meta, when
  * not NULL (the replication follower path), gives each record's append
  * time and producer fields instead of now and producer.  *running is the
  * segment's largest timestamp so far (DT_NOBEGIN when it is empty): each
@@ -216,7 +228,7 @@ form_row(TupleDesc desc, int32 partition, int64 offset, MqRecordIn *r, Timestamp
  */
 static void
 append_to_segment(MqSegment *seg, int32 partition, MqRecordIn *recs, int n,
-				  int64 base, MqProducer *producer, TimestampTz now,
+				  int64 base, const int64 *offsets, MqProducer *producer, TimestampTz now,
 				  MqRecordMeta *meta, TimestampTz *running)
 {
 	Relation	rel = table_open(seg->relid, RowExclusiveLock);
@@ -257,8 +269,10 @@ append_to_segment(MqSegment *seg, int32 partition, MqRecordIn *recs, int n,
 
 		old = MemoryContextSwitchTo(batch_cxt);
 		for (int i = 0; i < k; i++)
-			ExecStoreHeapTuple(form_row(desc, partition, base + done + i, &recs[done + i], now,
-										producer, meta ? &meta[done + i] : NULL, running),
+			ExecStoreHeapTuple(form_row(desc, partition,
+										offsets ? offsets[done + i] : base + done + i,
+										&recs[done + i], now, producer,
+										meta ? &meta[done + i] : NULL, running),
 							   slots[i], false);
 		MemoryContextSwitchTo(old);
 
@@ -318,39 +332,50 @@ lock_for_append(const char *topic_name, int32 partition)
 }
 
 /*
- * Write records [0, n) at offsets next.. into the segments covering them,
- * creating a missing segment if maintenance has not (the topic is looked up
- * again afterwards, hence *topic).
+ * Write records [0, n) at offsets next.. (or, on a follower copying a
+ * range with compaction gaps, at offsets[0..n), rising from next) into the
+ * segments covering them, creating a missing segment if maintenance has
+ * not (the topic is looked up again afterwards, hence *topic).
  */
 static void
 write_records(const char *topic_name, MqTopic **topic, int32 partition,
-			  MqRecordIn *recs, int n, int64 next, MqProducer *producer,
-			  TimestampTz now, MqRecordMeta *meta, TimestampTz last_max)
+			  MqRecordIn *recs, int n, int64 next, const int64 *offsets,
+			  MqProducer *producer, TimestampTz now, MqRecordMeta *meta,
+			  TimestampTz last_max)
 {
 	MqPartition *part = mq_topic_partition(*topic, partition);
 
 	for (int done = 0; done < n;)
 	{
-		MqSegment  *seg = segment_for_offset(part, next);
+		int64		at = offsets ? offsets[done] : next;
+		MqSegment  *seg = segment_for_offset(part, at);
 		int			k;
 
 		if (seg == NULL)
 		{
-			create_missing_segments(*topic, partition);
+			create_missing_segments(*topic, partition, offsets ? at : -1);
 			*topic = mq_topic_lookup(topic_name, false);
 			part = mq_topic_partition(*topic, partition);
-			seg = segment_for_offset(part, next);
+			seg = segment_for_offset(part, at);
 			if (seg == NULL)
 				elog(ERROR, "mq: no segment covers offset " INT64_FORMAT " of \"%s\" partition %d",
-					 next, topic_name, partition);
+					 at, topic_name, partition);
 		}
-		k = (int) Min((int64) (n - done), seg->end - next);
-		/* the segment's running maximum continues from its last record */
-		if (next == seg->base)
+		if (offsets == NULL)
+			k = (int) Min((int64) (n - done), seg->end - next);
+		else
+			for (k = 1; done + k < n && offsets[done + k] < seg->end; k++)
+				;
+		/*
+		 * The segment's running maximum continues from its last record:
+		 * the record before this one (next - 1) is in it, or it is new.
+		 */
+		if (next - 1 < seg->base)
 			last_max = DT_NOBEGIN;
-		append_to_segment(seg, partition, recs + done, k, next, producer, now,
+		append_to_segment(seg, partition, recs + done, k, at,
+						  offsets ? offsets + done : NULL, producer, now,
 						  meta ? meta + done : NULL, &last_max);
-		next += k;
+		next = (offsets ? offsets[done + k - 1] : next + k - 1) + 1;
 		done += k;
 	}
 }
@@ -387,7 +412,7 @@ mq_log_append(const char *topic_name, int32 partition, MqRecordIn *recs,
 		return base;
 	}
 	mq_stamp_records(topic, recs, nrecs, now);
-	write_records(topic_name, &topic, partition, recs, nrecs, base, producer,
+	write_records(topic_name, &topic, partition, recs, nrecs, base, NULL, producer,
 				  now, NULL, last_max);
 	if (producer != NULL)
 		mq_producer_record_batch(topic, partition, producer, nrecs, base);
@@ -401,12 +426,15 @@ mq_log_append(const char *topic_name, int32 partition, MqRecordIn *recs,
  * Replication hook: a follower appends records it fetched from the leader
  * at the leader's offsets, with the leader's timestamps and producer
  * fields (replica.c checks the leader epoch first).  base_offset must be
- * the log end offset: a follower's log has no holes either.  The records'
+ * the log end offset.  The records go at base_offset, base_offset + 1, ...
+ * or, when offsets is not NULL, at offsets[i] (rising from base_offset,
+ * checked by the caller): the leader's gaps that compaction left, copied.
+ * Returns the new log end, the last record's offset + 1.  The records'
  * timestamps (recs[].has_timestamp, .timestamp) are the leader's too.
  */
 int64
 mq_log_append_at(const char *topic_name, int32 partition, MqRecordIn *recs,
-				 MqRecordMeta *meta, int nrecs, int64 base_offset)
+				 MqRecordMeta *meta, int nrecs, int64 base_offset, const int64 *offsets)
 {
 	MqTopic    *topic = lock_for_append(topic_name, partition);
 	TimestampTz last_max = DT_NOBEGIN;
@@ -419,8 +447,9 @@ mq_log_append_at(const char *topic_name, int32 partition, MqRecordIn *recs,
 				 errmsg("replica of \"%s\" partition %d ends at offset " INT64_FORMAT ", not " INT64_FORMAT,
 						topic_name, partition, next, base_offset),
 				 errhint("The broker truncates or refetches from the log end offset.")));
-	write_records(topic_name, &topic, partition, recs, nrecs, next, NULL, 0, meta, last_max);
-	next += nrecs;
+	write_records(topic_name, &topic, partition, recs, nrecs, next, offsets, NULL, 0, meta,
+				  last_max);
+	next = (offsets ? offsets[nrecs - 1] : next + nrecs - 1) + 1;
 	mq_notify_at_commit(topic->topic_id);
 	return next;
 }

@@ -13,9 +13,10 @@
  * reader back to the index, so the result is always the gapless sequence.
  *
  * Compaction (src/sql/72_compaction.sql) removes records below a
- * partition's cleaner point, leaving gaps there: the index then finds the
- * next surviving record, and the reader goes on from it when everything
- * it skips lies below the cleaner point.  Anywhere else a missing offset
+ * partition's cleaner point, leaving gaps there (and a follower copies a
+ * leader's gaps: part->cleaner_point is the end of both): the index then
+ * finds the next surviving record, and the reader goes on from it when
+ * everything it skips lies below that point.  Anywhere else a missing offset
  * is the end of the log for this snapshot (a REPEATABLE READ producer
  * sees its own records but not those committed after its snapshot).
  *

@@ -67,7 +67,7 @@ typedef struct MqPartition
 	int64		log_start;
 	bool		replicated;		/* high_watermark is set */
 	int64		high_watermark;
-	int64		cleaner_point;	/* compaction left gaps below (72_compaction.sql) */
+	int64		cleaner_point;	/* gaps below: compacted, copied (72_compaction.sql) */
 	int			nsegs;
 	MqSegment  *segs;			/* ordered by base */
 } MqPartition;
@@ -141,7 +141,7 @@ extern bool mq_allow_log_change;
 /* replication hooks (log.c calls leadership.c; replica.c calls log.c) */
 extern int64 mq_log_append_at(const char *topic_name, int32 partition,
 							  MqRecordIn *recs, MqRecordMeta *meta, int nrecs,
-							  int64 base_offset);
+							  int64 base_offset, const int64 *offsets);
 
 /*
  * leadership.c: refusing produce and reads where this node does not lead.

@@ -63,6 +63,7 @@ PG_FUNCTION_INFO_V1(mq_replica_truncate_records);
 
 /* Attribute numbers of mq.replica_batch (keep in step with 60_replica.sql) */
 #define RB_BASE_OFFSET		1
+#define RB_LOG_END_OFFSET	2
 #define RB_CREATED_AT		6
 #define RB_KEYS				7
 #define RB_VALS				8
@@ -76,6 +77,7 @@ PG_FUNCTION_INFO_V1(mq_replica_truncate_records);
 #define RB_BATCH_LAST		16
 #define RB_BATCH_OFFSET		17
 #define RB_TIMESTAMPS		20	/* Kafka timestamps: NULL for LogAppendTime */
+#define RB_OFFSETS			25	/* NULL: base_offset, base_offset + 1, ... */
 
 
 /* mq._replica_lock(topic_id, partition): the produce lock, until commit */
@@ -280,12 +282,69 @@ batch_records(HeapTupleHeader batch, int32 partition, MqRecordIn **precs, MqReco
 	return n;
 }
 
+static void
+bad_offsets(const char *why, int i, int64 off, int64 bound)
+{
+	ereport(ERROR,
+			(errcode(ERRCODE_MQ_INVALID_REPLICA_OFFSETS),
+			 errmsg("replica batch record %d has offset " INT64_FORMAT ", %s " INT64_FORMAT, i, off, why, bound),
+			 errdetail("Nothing of the batch was written."),
+			 errhint("A leader sends record offsets only for a range with compaction gaps, rising from the follower's log end.")));
+}
+
+/*
+ * The offsets of a batch's n records: NULL when the batch carries none
+ * (they are base, base + 1, ...), else one per record, strictly rising,
+ * from base (the follower's log end, checked under the lock) and below
+ * the leader's log end.  Checked before anything is written.
+ */
+static int64 *
+batch_offsets(HeapTupleHeader batch, int n, int64 base)
+{
+	bool	   *nulls;
+	int			k;
+	Datum	   *elems = batch_array(batch, RB_OFFSETS, INT8OID, &nulls, &k);
+	bool		isnull;
+	Datum		leo;
+	int64	   *offsets;
+
+	if (elems == NULL)
+		return NULL;			/* the common case: nothing more to read */
+	leo = GetAttributeByNum(batch, RB_LOG_END_OFFSET, &isnull);
+	if (k != n)
+		ereport(ERROR,
+				(errcode(ERRCODE_MQ_INVALID_REPLICA_OFFSETS),
+				 errmsg("replica batch has %d offsets for %d records", k, n),
+				 errdetail("Nothing of the batch was written.")));
+	if (n == 0)
+		return NULL;
+	offsets = palloc(sizeof(int64) * n);
+	for (int i = 0; i < n; i++)
+	{
+		if (nulls[i])
+			ereport(ERROR,
+					(errcode(ERRCODE_MQ_INVALID_REPLICA_OFFSETS),
+					 errmsg("replica batch record %d has no offset", i),
+					 errdetail("Nothing of the batch was written.")));
+		offsets[i] = DatumGetInt64(elems[i]);
+		if (i == 0 && offsets[i] < base)
+			bad_offsets("below the batch's base offset", i, offsets[i], base);
+		if (i > 0 && offsets[i] <= offsets[i - 1])
+			bad_offsets("not above the previous record's", i, offsets[i], offsets[i - 1]);
+	}
+	if (!isnull && offsets[n - 1] >= DatumGetInt64(leo))
+		bad_offsets("not below the leader's log end", n - 1, offsets[n - 1], DatumGetInt64(leo));
+	return offsets;
+}
+
 /*
  * mq._replica_append_records(topic, partition, batch): append the batch's
- * records at its base offset, then record the producer batches that end
- * inside it in mq.producer_state, oldest first, so that the follower
- * drops the same retries the leader would.  Returns the new log end.
- * The caller (mq.replica_append) has checked the epoch under the lock.
+ * records from its base offset on (consecutively, or at the offsets it
+ * lists where compaction left gaps), then record the producer batches that
+ * end inside it in mq.producer_state, oldest first, so that the follower
+ * drops the same retries the leader would.  Returns the new log end (the
+ * last record's offset + 1).  The caller (mq.replica_append) has checked
+ * the epoch under the lock.
  */
 Datum
 mq_replica_append_records(PG_FUNCTION_ARGS)
@@ -310,6 +369,7 @@ mq_replica_append_records(PG_FUNCTION_ARGS)
 	int			nb;
 	MqRecordIn *recs;
 	MqRecordMeta *meta;
+	int64	   *offsets;
 	int64		end;
 	MqTopic    *topic;
 
@@ -317,9 +377,10 @@ mq_replica_append_records(PG_FUNCTION_ARGS)
 		ereport(ERROR, (errcode(ERRCODE_MQ_INVALID_ARGUMENT),
 						errmsg("replica batch has no base offset")));
 	n = batch_records(batch, partition, &recs, &meta);
+	offsets = batch_offsets(batch, n, base);
 	if (n == 0)
 		PG_RETURN_INT64(base);
-	end = mq_log_append_at(topic_name, partition, recs, meta, n, base);
+	end = mq_log_append_at(topic_name, partition, recs, meta, n, base, offsets);
 
 	/* producer batches whose last record is in [base, end), in offset order */
 	topic = mq_topic_lookup(topic_name, false);

@@ -12,8 +12,9 @@
  * file).  A relcache callback on any of those relations marks the whole
  * cache stale; the next lookup rebuilds it.
  * Values that change without DDL (high watermark, log start) are read
- * from the catalog where they are needed; a compaction pass sends an
- * invalidation for the cleaner point it moves.
+ * from the catalog where they are needed; a compaction pass, and a
+ * follower's copy of a leader's gaps, send an invalidation for the
+ * cleaner point (readers' gap bound) they move.
  *
  * A stale cache is not freed at once: callers may still hold pointers
  * into it, so its memory is handed to the current transaction and goes

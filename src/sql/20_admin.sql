@@ -98,6 +98,27 @@ BEGIN
     RETURN v_created;
 END $$;
 
+-- A follower placing a record past a gap that compaction left on the
+-- leader (mq.replica_append): segments up to the one covering p_offset,
+-- then one empty segment ahead as above.  Returns the number created.
+CREATE FUNCTION mq._ensure_segments_to(p_topic_id integer, p_partition integer, p_offset bigint)
+    RETURNS integer
+LANGUAGE plpgsql SECURITY DEFINER SET search_path = pg_catalog, pg_temp AS $$
+DECLARE
+    v_last bigint;
+    v_created integer := 0;
+BEGIN
+    LOOP
+        SELECT max(end_offset) INTO v_last FROM mq.segment
+         WHERE topic_id = p_topic_id AND partition = p_partition;
+        EXIT WHEN v_last > p_offset;
+        PERFORM mq._create_segment(p_topic_id, p_partition, coalesce(v_last, 0),
+                                   coalesce(v_last, 0) + mq._segment_span(p_topic_id, p_partition));
+        v_created := v_created + 1;
+    END LOOP;
+    RETURN v_created + mq._ensure_segments(p_topic_id, p_partition);
+END $$;
+
 -- segment.ms: close the segment being written at the log end once its first
 -- record is older than segment.ms, so that time-based retention can drop
 -- it.  Segments cover fixed offset ranges, so closing one early means

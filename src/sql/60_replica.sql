@@ -76,11 +76,12 @@ SELECT pg_catalog.pg_extension_config_dump('mq.offset_version', '');
 SELECT pg_catalog.pg_extension_config_dump('mq.replica_partition', '');
 SELECT pg_catalog.pg_extension_config_dump('mq.leader_epoch_history', '');
 
--- What a follower fetches: records from base_offset on, with the producer
--- batches that end among them, and the leader's epoch history from
--- base_offset on.  Also the leader's log end and high watermark, and its
--- committed-offsets version with (when the follower's differs) all the
--- partition's committed group offsets.  The broker reads the first four
+-- What a follower fetches: records from base_offset on (at consecutive
+-- offsets, or at the offsets listed in offsets where compaction left
+-- gaps), with the producer batches that end among them, and the leader's
+-- epoch history from base_offset on.  Also the leader's log end and high
+-- watermark, and its committed-offsets version with (when the follower's
+-- differs) all the partition's committed group offsets.  The broker reads the first four
 -- fields (broker/mq-broker/batch.c).
 CREATE TYPE mq.replica_batch AS (
     base_offset      bigint,
@@ -108,7 +109,11 @@ CREATE TYPE mq.replica_batch AS (
     offset_groups    text[],
     offset_next      bigint[],
     offset_metadata  text[],
-    offset_committed_at timestamptz[]
+    offset_committed_at timestamptz[],
+    -- each record's offset, only when they are not base_offset,
+    -- base_offset + 1, ...: the range has gaps that compaction left
+    -- (NULL otherwise, so gapless batches carry nothing more)
+    offsets          bigint[]
 );
 
 -- The broker attached to this node (one row once a broker has attached).
@@ -526,7 +531,11 @@ $$;
 
 -- The leader side of a follower's fetch: record the follower's progress
 -- (its fetch offset is its log end), advance the high watermark, and
--- return records from fetch_offset on.  When the follower is caught up and
+-- return records from fetch_offset on.  Below the last gap compaction left
+-- (this node's cleaner passes, or the gaps it copied from a leader) the
+-- batch lists each record's offset when they are not consecutive, and
+-- p_max_records counts records rather than offsets, so that every fetch
+-- of a cleaned range holds records.  When the follower is caught up and
 -- its progress is already recorded, wait up to wait_ms for new records or
 -- a change of the high watermark first (long polling; notify.c wakes the
 -- wait).
@@ -545,6 +554,13 @@ DECLARE
     v_cut bigint;
     v_ov bigint;
     v_now timestamptz;
+    v_gaps bigint;
+    v_first bigint;
+    v_next bigint;
+    v_count bigint;
+    v_lo bigint;
+    v_hi bigint;
+    v_listed boolean;
     b mq.replica_batch;
 BEGIN
     st := mq._replica_fence(v_id, p_partition, p_leader_epoch, 'leader');
@@ -572,7 +588,9 @@ BEGIN
                                      AND e.start_offset <= st.log_start_offset);
         RETURN b;
     END IF;
-    PERFORM mq._compaction_check_fetch(v_id, p_partition, p_fetch_offset);
+    -- offsets below this may be missing (src/sql/72_compaction.sql)
+    SELECT max(c.clean_end) INTO v_gaps FROM mq.cleaner_pass c
+     WHERE c.topic_id = v_id AND c.partition = p_partition;
     SELECT * INTO g FROM mq.replica_progress
      WHERE topic_id = v_id AND partition = p_partition AND replica_id = p_replica_id;
     v_ov := mq._offsets_version(v_id, p_partition);
@@ -625,14 +643,27 @@ BEGIN
     END IF;
     b.high_watermark := mq._replica_advance_hwm(v_id, p_partition);
 
+    v_first := p_fetch_offset;
     v_end := least(v_leo, p_fetch_offset + greatest(p_max_records, 1));
+    IF p_fetch_offset < v_gaps THEN
+        -- a cleaned range: from the first record there, up to the record
+        -- after the limit's (or the log end)
+        EXECUTE format('SELECT (SELECT msg_offset FROM %1$s WHERE msg_offset >= $1
+                                 ORDER BY msg_offset LIMIT 1),
+                               (SELECT msg_offset FROM %1$s WHERE msg_offset >= $1
+                                 ORDER BY msg_offset OFFSET $2 LIMIT 1)', st.relid)
+           INTO v_first, v_next USING p_fetch_offset, greatest(p_max_records, 1)::bigint;
+        v_first := least(coalesce(v_first, v_leo), v_leo);
+        v_end := least(coalesce(v_next, v_leo), v_leo);
+    END IF;
     -- Never end inside a producer batch (Kafka's followers fetch whole
     -- batches): a follower holding part of one would record no batch for
     -- it, and once elected would take the producer's retry for a new batch.
     -- A fetch ends before the batch the limit cuts, or after it when that
-    -- batch is the first (KIP-74: at least one whole batch).
+    -- batch is the first (KIP-74: at least one whole batch; a gap that
+    -- compaction left before it does not count).
     IF v_end < v_leo THEN
-        SELECT CASE WHEN x.o > p_fetch_offset THEN x.o
+        SELECT CASE WHEN x.o > v_first THEN x.o
                     ELSE least(v_leo, x.o + mq._batch_length(x.f, x.l)) END
           INTO v_cut
           FROM mq.producer_state s
@@ -645,14 +676,29 @@ BEGIN
     b.log_end_offset := v_leo;
     b.log_start_offset := st.log_start_offset;
     IF v_end > p_fetch_offset THEN
-        EXECUTE format('SELECT array_agg(created_at ORDER BY msg_offset), array_agg(key ORDER BY msg_offset),
-                               array_agg(value ORDER BY msg_offset), array_agg(headers ORDER BY msg_offset),
-                               array_agg(producer_id ORDER BY msg_offset), array_agg(producer_epoch ORDER BY msg_offset),
-                               array_agg(sequence ORDER BY msg_offset), array_agg("timestamp" ORDER BY msg_offset)
-                          FROM %s WHERE msg_offset >= $1 AND msg_offset < $2', st.relid)
-           INTO b.created_at, b.keys, b.vals, b.headers, b.producer_ids, b.producer_epochs, b.sequences,
-                b.timestamps
-          USING p_fetch_offset, v_end;
+        v_listed := p_fetch_offset < v_gaps;
+        LOOP
+            EXECUTE format('SELECT array_agg(created_at ORDER BY msg_offset), array_agg(key ORDER BY msg_offset),
+                                   array_agg(value ORDER BY msg_offset), array_agg(headers ORDER BY msg_offset),
+                                   array_agg(producer_id ORDER BY msg_offset), array_agg(producer_epoch ORDER BY msg_offset),
+                                   array_agg(sequence ORDER BY msg_offset), array_agg("timestamp" ORDER BY msg_offset),
+                                   %s, count(*), min(msg_offset), max(msg_offset)
+                              FROM %s WHERE msg_offset >= $1 AND msg_offset < $2',
+                           CASE WHEN v_listed THEN 'array_agg(msg_offset ORDER BY msg_offset)'
+                                ELSE 'NULL::bigint[]' END, st.relid)
+               INTO b.created_at, b.keys, b.vals, b.headers, b.producer_ids, b.producer_epochs, b.sequences,
+                    b.timestamps, b.offsets, v_count, v_lo, v_hi
+              USING p_fetch_offset, v_end;
+            -- consecutive from the fetch offset: no offsets to ship
+            IF v_count = 0 OR (v_lo = p_fetch_offset AND v_hi = p_fetch_offset + v_count - 1) THEN
+                b.offsets := NULL;
+                EXIT;
+            END IF;
+            -- gaps: with their offsets (read again if a pass removed
+            -- records since the look at the cleaner passes above)
+            EXIT WHEN v_listed;
+            v_listed := true;
+        END LOOP;
         -- producer batches whose last record lies in the range
         SELECT array_agg(s.producer_id ORDER BY x.o), array_agg(s.producer_epoch ORDER BY x.o),
                array_agg(x.f ORDER BY x.o), array_agg(x.l ORDER BY x.o), array_agg(x.o ORDER BY x.o)
@@ -734,8 +780,11 @@ END $$;
 
 -- The follower side: append a fetched batch at the leader's offsets, with
 -- the producers and producer batches it carries and the epochs that start
--- in it; follow the leader's high watermark and log start.  Returns the
--- new log end.
+-- in it; follow the leader's high watermark and log start.  A batch with
+-- its records' offsets (a range of the leader's with compaction gaps)
+-- leaves the same gaps here, and readers step over them as they do over
+-- this node's own compaction gaps.  Returns the new log end (the last
+-- record's offset + 1).
 CREATE FUNCTION mq.replica_append(p_topic text, p_partition integer, p_leader_epoch integer,
                                   p_batch mq.replica_batch) RETURNS bigint
 LANGUAGE plpgsql SECURITY DEFINER SET search_path = pg_catalog, pg_temp AS $$
@@ -765,6 +814,9 @@ BEGIN
         END IF;
     END IF;
     v_end := mq._replica_append_records(p_topic, p_partition, p_batch);
+    IF p_batch.offsets IS NOT NULL THEN     -- seldom: a cleaned range of the leader's
+        PERFORM mq._cleaner_copied(v_id, p_partition, v_end);
+    END IF;
     IF p_batch.offsets_version IS NOT NULL THEN
         PERFORM mq._offsets_apply(v_id, p_partition, p_batch);
     END IF;
@@ -786,18 +838,25 @@ BEGIN
 END $$;
 
 -- The follower side of KIP-101: remove records at and above from_offset,
--- the epochs that start there, and the producer batches that end there.
--- Returns the number of records removed.
+-- the epochs that start there, and the producer batches that end there;
+-- gaps copied from a leader now end there too.  Returns the number of
+-- records removed.
 CREATE FUNCTION mq.replica_truncate(p_topic text, p_partition integer, p_leader_epoch integer,
                                     p_from_offset bigint) RETURNS bigint
 LANGUAGE plpgsql SECURITY DEFINER SET search_path = pg_catalog, pg_temp AS $$
 DECLARE
     v_id integer := mq._topic_id(p_topic);
     v_removed bigint;
+    v_to bigint;
 BEGIN
     PERFORM mq._replica_lock(v_id, p_partition);
     PERFORM mq._replica_fence(v_id, p_partition, p_leader_epoch, 'follower');
     v_removed := mq._replica_truncate_records(v_id, p_partition, p_from_offset);
+    v_to := least(p_from_offset, mq._log_end_offset(v_id, p_partition));
+    IF EXISTS (SELECT 1 FROM mq.cleaner_pass c WHERE c.topic_id = v_id AND c.partition = p_partition
+                  AND c.copied AND c.clean_end > v_to) THEN
+        PERFORM mq._cleaner_copied(v_id, p_partition, v_to);
+    END IF;
     DELETE FROM mq.leader_epoch_history
      WHERE topic_id = v_id AND partition = p_partition AND start_offset >= p_from_offset;
     -- keep the producer batches that end below the cut

@@ -7,10 +7,17 @@
 --
 -- What is cleanable: segments wholly below the first uncleanable offset,
 -- the least of the base of the segment holding the last record (never the
--- segment being written), the high watermark, on a leader the log end of
--- its slowest replica (the replica protocol ships records without their
--- offsets, so a follower must not fetch a compacted range), and the base
--- of the first segment with a record younger than min.compaction.lag.ms.
+-- segment being written), the high watermark, and the base of the first
+-- segment with a record younger than min.compaction.lag.ms.  A leader does
+-- not wait for its followers: a fetch of a cleaned range carries each
+-- record's offset (mq.replica_fetch), so a follower copies the gaps.
+--
+-- Replicas: each node compacts its own copy (its maintenance worker).  A
+-- follower that copied a range with gaps from its leader records that
+-- (a cleaner_pass row with copied = true, clean_end its log end then):
+-- its readers step over those gaps as over its own, but its own passes
+-- still count the range dirty (records below a copied range may be
+-- superseded by records in it), so its cleaner point is its own passes'.
 -- A partition is cleaned when its dirty part (cleanable, above the cleaner
 -- point) is at least min.cleanable.dirty.ratio of its cleanable bytes.
 --
@@ -26,13 +33,18 @@
 
 -- One row per cleaning pass still needed: the cleaner point is the highest
 -- clean_end; the tombstone horizon is the highest clean_end of a pass older
--- than delete.retention.ms.  Older passes are pruned.
+-- than delete.retention.ms.  Older passes are pruned.  Readers step over a
+-- missing offset below the highest clean_end of all rows, copied included
+-- (src/topic.c); the cleaner point and the horizon count passes only.
 CREATE TABLE mq.cleaner_pass (
     topic_id   integer NOT NULL,
     partition  integer NOT NULL,
     clean_end  bigint NOT NULL,
     cleaned_at timestamptz NOT NULL,
     removed    bigint NOT NULL,
+    -- not a pass of this node: records copied from a leader with the gaps
+    -- its compaction left lie below clean_end (at most one such row)
+    copied     boolean NOT NULL DEFAULT false,
     PRIMARY KEY (topic_id, partition, clean_end),
     FOREIGN KEY (topic_id, partition) REFERENCES mq.partition_state ON DELETE CASCADE
 );
@@ -71,7 +83,7 @@ CREATE FUNCTION mq._cleaner_point(p_topic_id integer, p_partition integer) RETUR
 LANGUAGE sql STABLE SET search_path = pg_catalog, pg_temp AS $$
     SELECT greatest(ps.log_start_offset,
                     (SELECT max(c.clean_end) FROM mq.cleaner_pass c
-                      WHERE c.topic_id = p_topic_id AND c.partition = p_partition))
+                      WHERE c.topic_id = p_topic_id AND c.partition = p_partition AND NOT c.copied))
       FROM mq.partition_state ps
      WHERE ps.topic_id = p_topic_id AND ps.partition = p_partition
 $$;
@@ -92,11 +104,6 @@ BEGIN
     SELECT coalesce(max(sg.base_offset), 0) INTO v_bound FROM mq.segment sg
      WHERE sg.topic_id = p_topic_id AND sg.partition = p_partition AND sg.base_offset <= v_end - 1;
     v_bound := least(v_bound, coalesce(st.high_watermark, v_end));
-    IF st.role = 'leader' THEN
-        v_bound := least(v_bound, coalesce((SELECT min(r.log_end_offset) FROM mq.replica_progress r
-                                             WHERE r.topic_id = p_topic_id AND r.partition = p_partition),
-                                           v_bound));
-    END IF;
     IF p_lag_ms > 0 THEN
         FOR s IN SELECT sg.base_offset, sg.relid FROM mq.segment sg
                   WHERE sg.topic_id = p_topic_id AND sg.partition = p_partition
@@ -186,7 +193,7 @@ BEGIN
     END IF;
     -- tombstones first cleaned by a pass older than delete.retention.ms go
     SELECT coalesce(max(c.clean_end), st.log_start_offset) INTO v_tomb FROM mq.cleaner_pass c
-     WHERE c.topic_id = p_topic_id AND c.partition = p_partition
+     WHERE c.topic_id = p_topic_id AND c.partition = p_partition AND NOT c.copied
        AND c.cleaned_at <= v_now - v_dr * interval '1 millisecond';
     v_removed := mq._compact_delete(st.relid, st.log_start_offset, v_cp, v_ce, v_tomb);
     INSERT INTO mq.cleaner_rewrite (topic_id, partition, base_offset, removed, pass_xid, passed_at)
@@ -197,6 +204,9 @@ BEGIN
        SET removed = mq.cleaner_rewrite.removed + EXCLUDED.removed, pass_xid = EXCLUDED.pass_xid,
            passed_at = EXCLUDED.passed_at;
     PERFORM mq._invalidate(st.relid);   -- readers cache the cleaner point (topic.c)
+    -- gaps copied from a leader below the pass's end: the pass's row covers them
+    DELETE FROM mq.cleaner_pass c
+     WHERE c.topic_id = p_topic_id AND c.partition = p_partition AND c.copied AND c.clean_end <= v_ce;
     INSERT INTO mq.cleaner_pass (topic_id, partition, clean_end, cleaned_at, removed)
     SELECT p_topic_id, p_partition, v_ce, v_now, coalesce(sum(r.value::bigint), 0)
       FROM jsonb_each_text(v_removed) r;
@@ -242,21 +252,21 @@ BEGIN
     RETURN v_total;
 END $$;
 
--- The leader refuses a replica fetch below its cleaner point: the batch
--- carries no offsets, so records there could not be placed (see above).
-CREATE FUNCTION mq._compaction_check_fetch(p_topic_id integer, p_partition integer, p_offset bigint)
+-- A follower copied records of a range with compaction gaps from its
+-- leader (mq.replica_append), or cut its log (mq.replica_truncate): its
+-- readers step over missing offsets below p_end, its log end then, and
+-- no further.  One copied row per partition; readers' caches hear of it.
+CREATE FUNCTION mq._cleaner_copied(p_topic_id integer, p_partition integer, p_end bigint)
     RETURNS void
-LANGUAGE plpgsql STABLE SET search_path = pg_catalog, pg_temp AS $$
-DECLARE
-    v_cp bigint := mq._cleaner_point(p_topic_id, p_partition);
+LANGUAGE plpgsql SET search_path = pg_catalog, pg_temp AS $$
 BEGIN
-    IF p_offset < v_cp AND EXISTS (SELECT 1 FROM mq.cleaner_pass c
-                                    WHERE c.topic_id = p_topic_id AND c.partition = p_partition) THEN
-        RAISE EXCEPTION 'replica fetch offset % is below the cleaner point % of topic id % partition %',
-            p_offset, v_cp, p_topic_id, p_partition
-            USING ERRCODE = 'MQ007',
-                  HINT = 'A compacted range cannot be replicated; rebuild the replica from a copy of the leader.';
-    END IF;
+    DELETE FROM mq.cleaner_pass c
+     WHERE c.topic_id = p_topic_id AND c.partition = p_partition AND c.copied;
+    INSERT INTO mq.cleaner_pass (topic_id, partition, clean_end, cleaned_at, removed, copied)
+    VALUES (p_topic_id, p_partition, p_end, clock_timestamp(), 0, true)
+    ON CONFLICT (topic_id, partition, clean_end) DO NOTHING;     -- a pass of ours ends there
+    PERFORM mq._invalidate((SELECT relid FROM mq.partition_state
+                             WHERE topic_id = p_topic_id AND partition = p_partition));
 END $$;
 
 -- table reads only (as the view's owner), so that any role may select
@@ -270,7 +280,7 @@ SELECT t.topic_name AS topic, ps.partition, t.config->>'cleanup.policy' AS clean
   JOIN mq.topic t USING (topic_id)
   LEFT JOIN LATERAL (SELECT max(x.clean_end) AS clean_end, max(x.cleaned_at) AS cleaned_at
                        FROM mq.cleaner_pass x
-                      WHERE x.topic_id = ps.topic_id AND x.partition = ps.partition) c ON true
+                      WHERE x.topic_id = ps.topic_id AND x.partition = ps.partition AND NOT x.copied) c ON true
  WHERE coalesce(t.config->>'cleanup.policy', 'delete') <> 'delete'
    AND mq._describable('topic', t.topic_name);
 GRANT SELECT ON mq.compaction TO PUBLIC;
@@ -295,6 +305,6 @@ COMMENT ON FUNCTION mq._compact_topic(integer, jsonb) IS
     'internal (maintenance): compacts one topic''s partitions, found by topic id; returns records removed';
 COMMENT ON FUNCTION mq.compact(text) IS
     'compacts the partitions of compacted topics whose dirty ratio calls for it; returns records removed';
-COMMENT ON FUNCTION mq._compaction_check_fetch(integer, integer, bigint) IS
-    'refuses a replica fetch below the leader''s cleaner point';
+COMMENT ON FUNCTION mq._cleaner_copied(integer, integer, bigint) IS
+    'internal (replication): records that a follower''s log has gaps copied from its leader below an offset';
 COMMENT ON VIEW mq.compaction IS 'compacted partitions: cleaner point, last pass, records awaiting rewrite';

@@ -61,6 +61,8 @@ COMMENT ON FUNCTION mq._segment_span(integer, integer) IS
     'internal: how many offsets a new segment of the partition covers (segment.records, or segment.bytes over the record size seen)';
 COMMENT ON FUNCTION mq._ensure_segments(integer, integer) IS
     'internal (maintenance): keeps one empty segment ahead of the one being written; returns the number created';
+COMMENT ON FUNCTION mq._ensure_segments_to(integer, integer, bigint) IS
+    'internal (replication): creates the segments up to the one covering an offset past a compaction gap; returns the number created';
 COMMENT ON FUNCTION mq._roll_segment_by_time(integer, integer) IS
     'internal (maintenance): closes the segment being written once its first record is older than segment.ms';
 COMMENT ON FUNCTION mq._create_partition(integer, integer) IS

@@ -95,7 +95,7 @@ RESET mq.message_max_bytes;
 CREATE FUNCTION pg_temp.batch(base bigint, val bytea) RETURNS mq.replica_batch LANGUAGE sql AS $$
     SELECT ROW(base, base + 1, base + 1, NULL, 0, ARRAY[now()], ARRAY[NULL::bytea], ARRAY[val], ARRAY[NULL::jsonb],
                ARRAY[NULL::bigint], ARRAY[NULL::integer], ARRAY[NULL::integer],
-               NULL, NULL, NULL, NULL, NULL, ARRAY[1], ARRAY[base], NULL, NULL, NULL, NULL, NULL)::mq.replica_batch
+               NULL, NULL, NULL, NULL, NULL, ARRAY[1], ARRAY[base], NULL, NULL, NULL, NULL, NULL, NULL)::mq.replica_batch
 $$;
 SELECT mq.create_topic('lim-rep', 1, '{"max.message.bytes": 100}');
 SELECT throws_ok($$SELECT mq.replica_append('lim-rep', 0, 0, pg_temp.batch(0, convert_to(repeat('x', 1000), 'UTF8')))$$,
