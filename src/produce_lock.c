@@ -30,6 +30,7 @@
 #include "mq.h"
 
 PG_FUNCTION_INFO_V1(mq_lock_partition_sql);
+PG_FUNCTION_INFO_V1(mq_try_lock_partition_sql);
 
 /*
  * Produce locks held by this transaction, and whether its commit flush was
@@ -41,8 +42,9 @@ static TimestampTz last_contended = DT_NOBEGIN;
 static bool flush_deferred = false;
 static int	saved_synchronous_commit;
 
-void
-mq_lock_partition(int32 topic_id, int32 partition)
+/* Take the lock (without waiting: false when another holds it). */
+static bool
+acquire_partition(int32 topic_id, int32 partition, bool wait)
 {
 	LOCKTAG		tag;
 	ResourceOwner owner = CurrentResourceOwner;
@@ -54,7 +56,7 @@ mq_lock_partition(int32 topic_id, int32 partition)
 	CurrentResourceOwner = TopTransactionResourceOwner;
 	PG_TRY();
 	{
-		res = LockAcquire(&tag, ExclusiveLock, false, false);
+		res = LockAcquire(&tag, ExclusiveLock, false, !wait);
 	}
 	PG_FINALLY();
 	{
@@ -70,6 +72,13 @@ mq_lock_partition(int32 topic_id, int32 partition)
 		held_locks = lappend(held_locks, copy);
 		MemoryContextSwitchTo(old);
 	}
+	return res != LOCKACQUIRE_NOT_AVAIL;
+}
+
+void
+mq_lock_partition(int32 topic_id, int32 partition)
+{
+	(void) acquire_partition(topic_id, partition, true);
 }
 
 /*
@@ -189,4 +198,14 @@ mq_lock_partition_sql(PG_FUNCTION_ARGS)
 {
 	mq_lock_partition(PG_GETARG_INT32(0), PG_GETARG_INT32(1));
 	PG_RETURN_VOID();
+}
+
+/*
+ * mq._try_lock_partition(topic_id, partition): the same without waiting;
+ * false when a producer (or a follower's append) holds it.
+ */
+Datum
+mq_try_lock_partition_sql(PG_FUNCTION_ARGS)
+{
+	PG_RETURN_BOOL(acquire_partition(PG_GETARG_INT32(0), PG_GETARG_INT32(1), false));
 }

@@ -199,6 +199,8 @@ CREATE FUNCTION mq._invalidate(rel regclass) RETURNS void
 
 CREATE FUNCTION mq._lock_partition(topic_id integer, partition integer) RETURNS void
     AS 'MODULE_PATHNAME', 'mq_lock_partition_sql' LANGUAGE C STRICT;
+CREATE FUNCTION mq._try_lock_partition(topic_id integer, partition integer) RETURNS boolean
+    AS 'MODULE_PATHNAME', 'mq_try_lock_partition_sql' LANGUAGE C STRICT;
 
 CREATE FUNCTION mq._log_end_offset(topic_id integer, partition integer) RETURNS bigint
     AS 'MODULE_PATHNAME', 'mq_log_end_offset_sql' LANGUAGE C STRICT;

@@ -77,6 +77,14 @@ END $$;
 
 -- Keep one empty segment ahead of the one being written, so that the
 -- produce path never runs DDL.  Returns the number of segments created.
+-- Is there a whole empty segment beyond the log end (nothing to create)?
+CREATE FUNCTION mq._segment_ahead(p_topic_id integer, p_partition integer) RETURNS boolean
+LANGUAGE sql STABLE SET search_path = pg_catalog, pg_temp AS $$
+    SELECT EXISTS (SELECT 1 FROM mq.segment s
+                    WHERE s.topic_id = p_topic_id AND s.partition = p_partition
+                      AND s.base_offset > mq._log_end_offset(p_topic_id, p_partition))
+$$;
+
 CREATE FUNCTION mq._ensure_segments(p_topic_id integer, p_partition integer) RETURNS integer
 LANGUAGE plpgsql SECURITY DEFINER SET search_path = pg_catalog, pg_temp AS $$
 DECLARE

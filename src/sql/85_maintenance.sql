@@ -18,7 +18,14 @@ BEGIN
     FOR v_partition IN SELECT ps.partition FROM mq.partition_state ps
                         WHERE ps.topic_id = p_topic_id ORDER BY ps.partition LOOP
         PERFORM mq._roll_segment_by_time(p_topic_id, v_partition);
-        v_created := v_created + mq._ensure_segments(p_topic_id, v_partition);
+        -- a producer or a follower's append that needs a segment makes it
+        -- under the produce lock: make one only under it too, or both
+        -- would create the same table (one failing on pg_type's key); a
+        -- partition whose lock is busy gets its segment next pass
+        IF NOT mq._segment_ahead(p_topic_id, v_partition)
+           AND mq._try_lock_partition(p_topic_id, v_partition) THEN
+            v_created := v_created + mq._ensure_segments(p_topic_id, v_partition);
+        END IF;
     END LOOP;
     PERFORM mq._retain_topic(p_topic_id, v_config);
     -- a failed pass (src/sql/72_compaction.sql) must not undo the rest

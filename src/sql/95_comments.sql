@@ -39,6 +39,8 @@ COMMENT ON FUNCTION mq._invalidate(regclass) IS
     'internal: make every backend reload its cached structure of the topic stored in this table';
 COMMENT ON FUNCTION mq._lock_partition(integer, integer) IS
     'internal: take the partition''s produce lock until the transaction ends';
+COMMENT ON FUNCTION mq._try_lock_partition(integer, integer) IS
+    'internal: take the partition''s produce lock until the transaction ends if nobody holds it; false otherwise';
 COMMENT ON FUNCTION mq._log_end_offset(integer, integer) IS
     'internal: the log end offset of a partition (topic id, partition) as the caller''s snapshot sees it';
 
@@ -59,6 +61,8 @@ COMMENT ON FUNCTION mq._create_segment(integer, integer, bigint, bigint) IS
     'internal: creates and attaches the segment table of a partition covering offsets [base, end)';
 COMMENT ON FUNCTION mq._segment_span(integer, integer) IS
     'internal: how many offsets a new segment of the partition covers (segment.records, or segment.bytes over the record size seen)';
+COMMENT ON FUNCTION mq._segment_ahead(integer, integer) IS
+    'internal (maintenance): whether a whole empty segment lies beyond the partition''s log end';
 COMMENT ON FUNCTION mq._ensure_segments(integer, integer) IS
     'internal (maintenance): keeps one empty segment ahead of the one being written; returns the number created';
 COMMENT ON FUNCTION mq._ensure_segments_to(integer, integer, bigint) IS
