@@ -25,8 +25,11 @@
  *	 config.c      the ini file
  *	 metrics.c     the Prometheus endpoint
  *
- * Locking: none; the broker is one thread (connpolicy.c's cancel threads
- * touch nothing of this).
+ * Locking: none; the broker is one thread (connpolicy.c's cancel and
+ * connect threads touch nothing of this).  While it waits for the
+ * coordinator it serves only what needs no coordinator (loop.c,
+ * broker_serve_while_waiting): follower fetch answers, the next fetch,
+ * leaders' progress reads and scrapes.
  *
  *-------------------------------------------------------------------------
  */
@@ -125,7 +128,11 @@ typedef struct Broker
 	MqConnPolicy policy;		/* every connection of this broker */
 	PGconn	   *node;
 	PGconn	   *coord;
+	MqConnectJob *coord_job;	/* connecting to the coordinator (conn.c), NULL */
 	bool		coord_warned;	/* a WARNING came with the statement under way */
+	bool		coord_busy;		/* conn.c waits for a coordinator statement */
+	bool		node_lost_pending;	/* lost the node meanwhile: roles go after it */
+	int64_t		wait_refresh_us;	/* next leader refresh while waiting (loop.c) */
 	bool		live;			/* holds its liveness lock */
 	int64_t		live_since_us;	/* when it took it (mq_now_us) */
 	MqRetry		node_retry;
@@ -182,6 +189,7 @@ extern bool take_lock(Broker *b, Part *p);
 /* isr.c */
 extern void leader_duties(Broker *b, Part *p);
 extern void leader_refresh(Broker *b, Part *p);
+extern void leader_refresh_waiting(Broker *b, Part *p);
 
 /* handover.c */
 extern int	preferred_leader(const Part *p);
@@ -201,6 +209,7 @@ extern void recover_prepared(Broker *b);
 
 /* loop.c */
 extern void broker_run(Broker *b, volatile int *stop_requested);
+extern void broker_serve_while_waiting(Broker *b, int fd, int64_t deadline_us);
 
 /* metrics.c */
 struct pollfd;
