@@ -10,8 +10,12 @@
 #
 # The pause stays below coordinator.timeout.ms and session.timeout.ms:
 # no broker loses the coordinator and no heartbeat goes stale, so once the
-# coordinator resumes the same leader goes on in the same epoch, and the
-# checker finds every acknowledged record in place.
+# coordinator resumes the same leader goes on in the same epoch.  Then a
+# follower's node is killed during a second pause: its broker notices at
+# once but gives its liveness and locks up only after the coordinator
+# statement it waits for (nothing served while waiting calls the
+# coordinator).  Finally the leader's broker stops and a follower is
+# elected, and the checker finds every acknowledged record in place.
 use strict;
 use warnings;
 
@@ -67,6 +71,38 @@ is($c->coord->safe_psql('postgres',
 $c->coord->poll_query_until('postgres',
 	"SELECT cardinality(isr) = 3 FROM mq_coord.partition WHERE topic = 't' AND partition = 0")
   or diag('the ISR is not whole after the pause');
+# 3. a follower's node dies while its broker waits for the paused
+# coordinator: the broker notices at once (it watches its node while it
+# waits), but giving its liveness and locks up takes the coordinator, so
+# that waits until the coordinator answers; then the leader shrinks it
+# out and acknowledges again, and the restarted node rejoins
+my $x = $followers[0];
+my $off = length($c->broker_log($x));
+my $since_kill = sub { substr($c->broker_log($x), $off) };
+my $t_pause2 = time;
+$c->pause_coord;
+# a second on (ten ticks): every broker sits in a coordinator statement
+ok($c->wait_acks($p, count => 1, since => $t_pause2 + 1, node => $leader, timeout => 12),
+	'acknowledged again a second into the second pause');
+$c->kill9_node($x);
+note("killed node $x during the second pause");
+my $deadline = time + 12;
+usleep(20_000) while time < $deadline && $since_kill->() !~ /lost the connection to the node/;
+like($since_kill->(), qr/lost the connection to the node/,
+	"broker $x noticed its node's death while waiting for the coordinator");
+unlike($since_kill->(), qr/gave up leadership of \d+ partition\(s\) and liveness/,
+	'and leaves its liveness and locks for after the coordinator statement');
+$c->resume_coord;
+like($c->wait_broker_log($x, qr/gave up leadership of \d+ partition\(s\) and liveness/),
+	qr/gave up leadership of \d+ partition\(s\) and liveness/,
+	'it gave them up once the coordinator answered');
+ok($c->wait_acks($p, count => 3, since => time, node => $leader),
+	'the leader acknowledges again without the dead follower');
+$c->node($x)->start;
+$c->coord->poll_query_until('postgres',
+	"SELECT cardinality(isr) = 3 FROM mq_coord.partition WHERE topic = 't' AND partition = 0")
+  or diag("node $x did not rejoin the ISR");
+
 my $lines = $c->stop_producer($p);
 
 # the cluster still elects: the leader's broker stops, a follower takes over
