@@ -37,9 +37,16 @@ $c->coord->poll_query_until('postgres',
 	"SELECT cardinality(isr) = 3 FROM mq_coord.partition WHERE topic = 't' AND partition = 0")
   or diag('the ISR did not fill');
 
-# the producer sends to the leader it has, never asking the paused coordinator
+# a partition whose ISR is its leader alone: its high watermark moves
+# only when its broker reads the followers' progress (none) from the node
+$c->create_topic('solo', 1, { 'replication.factor' => 1, 'min.insync.replicas' => 1 });
+my $solo = $c->leader('solo', 0);
+
+# the producers send to the leader they have, never asking the paused coordinator
 my $p = $c->start_producer('t', 0, leader => $leader);
+my $s = $c->start_producer('solo', 0, leader => $solo);
 $c->wait_acks($p, count => 3) or diag('the producer made no progress');
+$c->wait_acks($s, count => 3) or diag('the producer of solo made no progress');
 
 # 1. the coordinator stops answering; each broker is in a coordinator
 # statement within a tick (every tick heartbeats), and stays there
@@ -51,6 +58,8 @@ note("paused the coordinator at $t_pause");
 # The deadline is well below coordinator.timeout.ms (20 s)
 ok($c->wait_acks($p, count => 10, since => $t_pause + 1, node => $leader, timeout => 12),
 	'acks=all writes go on being acknowledged while the coordinator is stopped');
+ok($c->wait_acks($s, count => 5, since => $t_pause + 1, node => $solo, timeout => 12),
+	'and so are those to a leader alone in its ISR (its broker reads progress while waiting)');
 my $t_still = time;
 ok($t_still - $t_pause < 15,
 	'all of that while the coordinator was still paused (below both timeouts)');
@@ -68,6 +77,8 @@ $c->wait_acks($p, count => 5, since => time)
 is($c->coord->safe_psql('postgres',
 		"SELECT leader || ' ' || leader_epoch FROM mq_coord.partition WHERE topic = 't' AND partition = 0"),
 	"$leader $epoch", 'the same leader in the same epoch');
+my $lines_s = $c->stop_producer($s);
+$c->check_log('solo', 0, $lines_s, $solo);
 $c->coord->poll_query_until('postgres',
 	"SELECT cardinality(isr) = 3 FROM mq_coord.partition WHERE topic = 't' AND partition = 0")
   or diag('the ISR is not whole after the pause');
