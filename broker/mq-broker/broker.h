@@ -7,7 +7,8 @@
  *
  * Where the work lives (each file's header says more):
  *	 main.c        command line, signals, --print-fsm
- *	 loop.c        the poll() loop: ticks, fetch answers, metrics
+ *	 loop.c        the poll() loop: ticks, fetch answers, metrics; the
+ *	               same served while conn.c waits for the coordinator
  *	 conn.c        connections to the node and the coordinator; liveness
  *	 calls_node.c  typed calls of the node's (and a leader node's) functions
  *	 calls_coord.c typed calls of the coordinator's functions
