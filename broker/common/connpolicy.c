@@ -8,7 +8,9 @@
  * Locking: the only shared state is the count of cancel threads still
  * running, an atomic.  A cancel thread owns its PGcancel and the small
  * block it reports through; whoever of it and the waiting caller finishes
- * last frees that block (a reference count of two).
+ * last frees that block (a reference count of two).  A connect thread
+ * (mq_connect_start) likewise shares only its job with the caller, under
+ * the job's mutex, and the last of the two frees it.
  *
  *-------------------------------------------------------------------------
  */
@@ -247,4 +249,113 @@ mq_cancel_bounded(PGconn *conn, int wait_ms)
 	pthread_mutex_unlock(&job->lock);
 	job_release(job);
 	return sent;
+}
+
+/* ---------------------------------------------------------------------
+ * Connecting on a thread
+ * --------------------------------------------------------------------- */
+
+struct MqConnectJob
+{
+	char	   *conninfo;		/* NULL: libpq's environment */
+	char	   *appname;
+	MqConnPolicy policy;
+	pthread_mutex_t lock;
+	bool		done;			/* the attempt is over: conn, err */
+	PGconn	   *conn;
+	MqError		err;
+	int			refs;			/* the thread and the caller */
+};
+
+static void
+connect_job_release(MqConnectJob *job)
+{
+	bool		last;
+
+	pthread_mutex_lock(&job->lock);
+	last = --job->refs == 0;
+	pthread_mutex_unlock(&job->lock);
+	if (!last)
+		return;
+	if (job->conn)
+		PQfinish(job->conn);
+	mq_error_free(&job->err);
+	pthread_mutex_destroy(&job->lock);
+	free(job->conninfo);
+	free(job->appname);
+	free(job);
+}
+
+static void *
+connect_thread(void *arg)
+{
+	MqConnectJob *job = arg;
+	MqError		err = MQ_ERROR_INIT;
+	PGconn	   *conn = mq_connect_policy(job->conninfo, job->appname, &job->policy, &err);
+
+	pthread_mutex_lock(&job->lock);
+	job->conn = conn;			/* the last release closes it if nobody took it */
+	job->err = err;
+	job->done = true;
+	pthread_mutex_unlock(&job->lock);
+	connect_job_release(job);
+	return NULL;
+}
+
+MqConnectJob *
+mq_connect_start(const char *conninfo, const char *appname, const MqConnPolicy *policy,
+				 MqError *err)
+{
+	MqConnectJob *job = mq_malloc0(sizeof(MqConnectJob));
+	pthread_t	tid;
+	pthread_attr_t attr;
+	int			rc;
+
+	job->conninfo = conninfo ? mq_strdup(conninfo) : NULL;
+	job->appname = mq_strdup(appname);
+	job->policy = *policy;
+	job->refs = 2;
+	pthread_mutex_init(&job->lock, NULL);
+	pthread_attr_init(&attr);
+	pthread_attr_setdetachstate(&attr, PTHREAD_CREATE_DETACHED);
+	rc = pthread_create(&tid, &attr, connect_thread, job);
+	pthread_attr_destroy(&attr);
+	if (rc != 0)
+	{
+		mq_error_free(err);
+		err->message = mq_strdup("cannot connect: no thread to connect on");
+		err->connection_lost = true;
+		job->refs = 1;
+		connect_job_release(job);
+		return NULL;
+	}
+	return job;
+}
+
+bool
+mq_connect_finish(MqConnectJob *job, PGconn **conn, MqError *err)
+{
+	bool		done;
+
+	pthread_mutex_lock(&job->lock);
+	done = job->done;
+	if (done)
+	{
+		*conn = job->conn;
+		job->conn = NULL;
+		mq_error_free(err);
+		*err = job->err;
+		memset(&job->err, 0, sizeof(job->err));
+	}
+	pthread_mutex_unlock(&job->lock);
+	if (done)
+		connect_job_release(job);
+	return done;
+}
+
+/* Whichever of us releases last closes a connection nobody took. */
+void
+mq_connect_abandon(MqConnectJob *job)
+{
+	connect_job_release(job);
 }

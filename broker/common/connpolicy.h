@@ -23,7 +23,12 @@
  *	   a detached thread and waits for it at most cancel_wait_ms; at most
  *	   MQ_CANCEL_MAX_PENDING such threads exist at once (beyond that the
  *	   request is skipped: the caller drops the connection anyway, and the
- *	   server's own statement_timeout and keepalives end the statement).
+ *	   server's own statement_timeout and keepalives end the statement);
+ *	 - waiting for a connection at all: mq_connect_start() connects on a
+ *	   detached thread of its own (libpq's blocking connect, so its
+ *	   multi-host rules and per-host connect_timeout stay as they are) and
+ *	   the caller looks at the result when it likes (mq_connect_finish),
+ *	   so an event loop goes on serving while a silent host is tried.
  *
  * The retry state (MqRetry) belongs to whoever owns the connection and is
  * touched by that thread only.
@@ -94,5 +99,21 @@ extern int	mq_retry_next_pause(const MqConnPolicy *policy, int last_ms, uint32_t
  * request was sent within that time.
  */
 extern bool mq_cancel_bounded(PGconn *conn, int wait_ms);
+
+/*
+ * A connection attempt under a policy on a thread of its own: start it,
+ * then ask whether it is over.  mq_connect_finish() returns false while
+ * it runs; once it is over it returns true with *conn (NULL after filling
+ * err) and the job is gone.  mq_connect_abandon() gives the job up: the
+ * thread closes whatever it connects.  The thread touches nothing but the
+ * job (its own copies of the strings and the policy).  NULL from
+ * mq_connect_start: no thread could be started (err filled).
+ */
+typedef struct MqConnectJob MqConnectJob;
+
+extern MqConnectJob *mq_connect_start(const char *conninfo, const char *appname,
+									  const MqConnPolicy *policy, MqError *err);
+extern bool mq_connect_finish(MqConnectJob *job, PGconn **conn, MqError *err);
+extern void mq_connect_abandon(MqConnectJob *job);
 
 #endif							/* MQ_CONNPOLICY_H */

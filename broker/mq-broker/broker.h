@@ -7,7 +7,8 @@
  *
  * Where the work lives (each file's header says more):
  *	 main.c        command line, signals, --print-fsm
- *	 loop.c        the poll() loop: ticks, fetch answers, metrics
+ *	 loop.c        the poll() loop: ticks, fetch answers, metrics; the
+ *	               same served while conn.c waits for the coordinator
  *	 conn.c        connections to the node and the coordinator; liveness
  *	 calls_node.c  typed calls of the node's (and a leader node's) functions
  *	 calls_coord.c typed calls of the coordinator's functions
@@ -26,8 +27,11 @@
  *	 config.c      the ini file
  *	 metrics.c     the Prometheus endpoint
  *
- * Locking: none; the broker is one thread (connpolicy.c's cancel threads
- * touch nothing of this).
+ * Locking: none; the broker is one thread (connpolicy.c's cancel and
+ * connect threads touch nothing of this).  While it waits for the
+ * coordinator it serves only what needs no coordinator (loop.c,
+ * broker_serve_while_waiting): follower fetch answers, the next fetch,
+ * leaders' progress reads and scrapes.
  *
  *-------------------------------------------------------------------------
  */
@@ -126,7 +130,11 @@ typedef struct Broker
 	MqConnPolicy policy;		/* every connection of this broker */
 	PGconn	   *node;
 	PGconn	   *coord;
+	MqConnectJob *coord_job;	/* connecting to the coordinator (conn.c), NULL */
 	bool		coord_warned;	/* a WARNING came with the statement under way */
+	bool		coord_busy;		/* conn.c waits for a coordinator statement */
+	bool		node_lost_pending;	/* lost the node meanwhile: roles go after it */
+	int64_t		wait_refresh_us;	/* next leader refresh while waiting (loop.c) */
 	bool		live;			/* holds its liveness lock */
 	int64_t		live_since_us;	/* when it took it (mq_now_us) */
 	MqRetry		node_retry;
@@ -183,6 +191,7 @@ extern bool take_lock(Broker *b, Part *p);
 /* isr.c */
 extern void leader_duties(Broker *b, Part *p);
 extern void leader_refresh(Broker *b, Part *p);
+extern void leader_refresh_waiting(Broker *b, Part *p);
 
 /* handover.c */
 extern int	preferred_leader(const Part *p);
@@ -202,6 +211,7 @@ extern void recover_prepared(Broker *b);
 
 /* loop.c */
 extern void broker_run(Broker *b, volatile int *stop_requested);
+extern void broker_serve_while_waiting(Broker *b, int fd, int64_t deadline_us);
 
 /* metrics.c */
 struct pollfd;

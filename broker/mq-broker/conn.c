@@ -29,6 +29,17 @@
  * only and a promoted standby may never have it, so the statement counts
  * as failed and the connection as lost.
  *
+ * Waiting for the coordinator holds nothing else (docs/design.md,
+ * "Waiting for the coordinator"): connecting runs on a thread of its own
+ * (connpolicy.h, mq_connect_start), looked at each tick, and while a
+ * statement is under way loop.c serves the followers' fetches, the
+ * leaders' progress reads and scrapes (broker_serve_while_waiting).  None
+ * of those calls the coordinator: a statement asked for meanwhile is
+ * refused, and a node lost meanwhile gives its roles and locks up once
+ * the statement is over, which then counts as failed (node_lost_pending).
+ * A statement that missed its deadline is cancelled without waiting for
+ * the cancel request: its connection is dropped anyway.
+ *
  * Locking: none; the broker's one thread.
  *
  *-------------------------------------------------------------------------
@@ -42,6 +53,7 @@
 #include "util.h"
 
 static void coord_lost(Broker *b, const MqError *err);
+static void node_lost_drop_roles(Broker *b);
 
 void
 broker_init(Broker *b, BrokerConfig *cfg)
@@ -103,15 +115,55 @@ coord_notice(void *arg, const PGresult *res)
 		mq_log_info("coordinator: %s", msg ? msg : "(no message)");
 }
 
+/*
+ * Wait for the answer to the statement just sent, serving meanwhile what
+ * needs no coordinator (loop.c), at most coordinator.timeout.ms.
+ */
+static PGresult *
+coord_wait(Broker *b, MqError *err)
+{
+	int64_t		deadline = mq_now_us() + (int64_t) b->cfg->coordinator_timeout_ms * 1000;
+	bool		done;
+	PGresult   *res;
+
+	b->coord_busy = true;
+	b->wait_refresh_us = mq_now_us() + (int64_t) b->cfg->tick_ms * 1000;
+	for (;;)
+	{
+		res = mq_collect(b->coord, &done, err);
+		if (done || mq_now_us() >= deadline)
+			break;
+		broker_serve_while_waiting(b, PQsocket(b->coord), deadline);
+	}
+	b->coord_busy = false;
+	if (done)
+		return res;
+	/* the connection is dropped next: no need to wait for the request */
+	(void) mq_cancel_bounded(b->coord, 0);
+	mq_error_free(err);
+	err->message = mq_strdup("the server did not answer in time");
+	err->connection_lost = true;
+	return NULL;
+}
+
 PGresult *
 coord_exec(Broker *b, const char *sql, const MqParams *params, MqError *err)
 {
-	PGresult   *res;
+	PGresult   *res = NULL;
 
 	if (b->coord == NULL)
 		return not_connected(err, "no connection to the coordinator");
+	if (b->coord_busy)
+	{
+		/* a bug: what is served while waiting must not need the coordinator */
+		mq_error_free(err);
+		err->message = mq_strdup("internal error: a coordinator statement while one is under way");
+		mq_log_error("%s", err->message);
+		return NULL;
+	}
 	b->coord_warned = false;
-	res = mq_exec_timeout(b->coord, sql, params, 0, b->cfg->coordinator_timeout_ms, err);
+	if (mq_send(b->coord, sql, params, 0, err))
+		res = coord_wait(b, err);
 	if (res != NULL && b->coord_warned)
 	{
 		PQclear(res);
@@ -123,6 +175,19 @@ coord_exec(Broker *b, const char *sql, const MqParams *params, MqError *err)
 	}
 	if (res == NULL && (err->connection_lost || PQstatus(b->coord) != CONNECTION_OK))
 		coord_lost(b, err);
+	if (b->node_lost_pending)
+	{
+		/* what we asked assumed a node: not acting on the answer */
+		if (res != NULL)
+		{
+			PQclear(res);
+			res = NULL;
+			mq_error_free(err);
+			err->message = mq_strdup("lost the node while waiting for the coordinator; "
+									 "not acting on its answer");
+		}
+		node_lost_drop_roles(b);
+	}
 	return res;
 }
 
@@ -176,21 +241,15 @@ drop_roles(Broker *b, FsmEvent why)
 		fsm_fire(b, p, why);
 }
 
-void
-broker_node_lost(Broker *b, const MqError *err)
+/* The node is gone: leadership and liveness go, others elect and shrink us out. */
+static void
+node_lost_drop_roles(Broker *b)
 {
 	int			led = 0;
-	int			pause;
 
-	if (b->node == NULL)
-		return;
+	b->node_lost_pending = false;
 	for (Part *p = b->parts; p; p = p->next)
 		led += (p->state == PART_LEADER);
-	log_mq_error("lost the connection to the node", err);
-	PQfinish(b->node);
-	b->node = NULL;
-	pause = mq_retry_failed(&b->node_retry, &b->policy);
-	/* leadership and liveness go at once: others elect and shrink us out */
 	drop_roles(b, EV_NODE_LOST);
 	if (b->coord != NULL && b->live)
 	{
@@ -198,10 +257,29 @@ broker_node_lost(Broker *b, const MqError *err)
 
 		(void) coord_unlock_broker(b, &e2);
 		mq_error_free(&e2);
-		b->live = false;
 	}
+	b->live = false;
 	mq_log_warning("gave up leadership of %d partition(s) and liveness; "
-				   "reconnecting to the node in %d ms", led, pause);
+				   "reconnecting to the node in %d ms", led, b->node_retry.last_ms);
+}
+
+void
+broker_node_lost(Broker *b, const MqError *err)
+{
+	if (b->node == NULL)
+		return;
+	log_mq_error("lost the connection to the node", err);
+	PQfinish(b->node);
+	b->node = NULL;
+	(void) mq_retry_failed(&b->node_retry, &b->policy);
+	/*
+	 * Giving the locks up takes coordinator statements: while one is under
+	 * way (we are serving fetches meanwhile), they follow it (coord_exec).
+	 */
+	if (b->coord_busy)
+		b->node_lost_pending = true;
+	else
+		node_lost_drop_roles(b);
 }
 
 static void
@@ -294,14 +372,27 @@ ensure_node(Broker *b)
 	drop_roles(b, EV_NODE_ATTACHED);
 }
 
+/*
+ * Connecting runs on a thread (connpolicy.h): a silent coordinator host
+ * holds it for connect_timeout, not the broker.  Each tick looks whether
+ * the attempt is over; true once connected.
+ */
 static bool
 connect_coordinator(Broker *b)
 {
 	MqError		err = MQ_ERROR_INIT;
 
-	if (!mq_retry_due(&b->coord_retry))
+	if (b->coord_job == NULL)
+	{
+		if (!mq_retry_due(&b->coord_retry))
+			return false;
+		b->coord_job = mq_connect_start(b->cfg->coordinator, "mq-broker", &b->policy, &err);
+		if (b->coord_job != NULL)
+			return false;
+	}
+	else if (!mq_connect_finish(b->coord_job, &b->coord, &err))
 		return false;
-	b->coord = mq_connect_policy(b->cfg->coordinator, "mq-broker", &b->policy, &err);
+	b->coord_job = NULL;
 	if (b->coord == NULL)
 	{
 		int			pause = mq_retry_failed(&b->coord_retry, &b->policy);

@@ -9,7 +9,11 @@
  *
  * The fetch is a long poll on a non-blocking connection to the leader's
  * node (mq.replica_fetch waits on the leader for new records), so the main
- * loop poll()s on every follower's socket and never sleeps to poll.
+ * loop poll()s on every follower's socket and never sleeps to poll; so
+ * does the broker while it waits for the coordinator (loop.c), so that a
+ * coordinator that stopped answering holds no fetch: the answer is
+ * appended and the next fetch sent in the epoch the node applied, and
+ * whatever needs the coordinator waits for the tick.
  * The fetched batch is one value of type mq.replica_batch, passed to the
  * local mq.replica_append in binary as it came: the broker reads only its
  * header (batch.c).  The fetch offset is the follower's log end, which is

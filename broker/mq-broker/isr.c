@@ -9,6 +9,9 @@
  * the leader still reads its followers' progress every tick: that call
  * advances the node's high watermark, which nothing else does for a leader
  * alone in its ISR (min.insync.replicas 1: no follower fetch counts).
+ * While the broker waits for a coordinator statement (loop.c) it does the
+ * same every tick.ms (leader_refresh_waiting), leaving a refusal to the
+ * next tick: resigning would need the coordinator.
  *
  * Shrinking changes the coordinator first, then the node; expanding the
  * node first (the node's ISR is then the larger one, so the high
@@ -280,4 +283,24 @@ leader_refresh(Broker *b, Part *p)
 	ReplicaProgress prog[MAX_REPLICAS];
 
 	(void) read_progress(b, p, prog);
+}
+
+/*
+ * The same while a coordinator statement is under way (loop.c): the node
+ * says whether we still lead at the next tick, where resigning can give
+ * the lock up; here nothing happens that could need the coordinator.
+ */
+void
+leader_refresh_waiting(Broker *b, Part *p)
+{
+	ReplicaProgress prog[MAX_REPLICAS];
+	MqError		err = MQ_ERROR_INIT;
+	int			nprog = node_leader_state(b, p, prog, MAX_REPLICAS - 1, &err);
+
+	mq_error_free(&err);
+	if (nprog < 0)
+		return;
+	p->nfollowers = 0;
+	for (int i = 0; i < nprog; i++)
+		note_progress(p, &prog[i]);
 }

@@ -11,6 +11,20 @@
  * FD_SETSIZE, so a broker with many connections (or started with many
  * descriptors open) cannot overflow a stack fd_set.
  *
+ * While conn.c waits for a coordinator statement, it calls
+ * broker_serve_while_waiting() instead of sleeping in poll() on the
+ * coordinator alone: the same watch (fetch answers, the node, scrapes)
+ * plus the coordinator's socket, and every tick.ms the leaders' progress
+ * read (isr.c, leader_refresh_waiting).  So a coordinator that stopped
+ * answering holds none of that for up to coordinator.timeout.ms: a
+ * follower appends what its leader sent and fetches again, in the epoch
+ * its node applied, and its offset acknowledges what it wrote, exactly as
+ * between ticks.  Nothing served there calls the coordinator (conn.c
+ * refuses a nested statement, and defers the roles of a node lost
+ * meanwhile until the statement is over): the broker's state keeps one
+ * writer, the one thread, and no work waits on another's half-done step
+ * (docs/design.md, "Waiting for the coordinator").
+ *
  * Locking: none; the broker's one thread.  A signal handler only sets
  * *stop_requested; poll() returns EINTR and the loop looks at it.
  *
@@ -114,6 +128,46 @@ wait_for_tick(Broker *b, Watch *w, int64_t tick_end, volatile int *stop_requeste
 		}
 		watch_dispatch(b, w, metrics_n);
 	}
+}
+
+/*
+ * One wait of conn.c for the coordinator: until fd (its socket) turns
+ * readable or deadline_us, serve what the loop serves between ticks.  The
+ * watch is its own: the loop's may be in the middle of a dispatch that
+ * led here (a node lost between ticks gives its locks up).
+ */
+void
+broker_serve_while_waiting(Broker *b, int fd, int64_t deadline_us)
+{
+	static Watch w;
+	int64_t		now = mq_now_us();
+	int64_t		left_ms;
+	int			metrics_n;
+	int			rc;
+
+	if (now >= b->wait_refresh_us)
+	{
+		/* the high watermark of a leader alone in its ISR moves only so */
+		for (Part *p = b->parts; p; p = p->next)
+			if (p->state == PART_LEADER)
+				leader_refresh_waiting(b, p);
+		now = mq_now_us();
+		b->wait_refresh_us = now + (int64_t) b->cfg->tick_ms * 1000;
+	}
+	if (deadline_us > b->wait_refresh_us)
+		deadline_us = b->wait_refresh_us;
+	left_ms = (deadline_us - now + 999) / 1000;
+	if (left_ms <= 0)
+		return;
+	left_ms = watch_build(b, &w, left_ms, &metrics_n);
+	watch_add(&w, fd, NULL);
+	rc = poll(w.fds, (nfds_t) w.n, (int) left_ms);
+	if (rc < 0 && errno != EINTR)
+		mq_log_error("poll failed: %s", strerror(errno));
+	if (rc <= 0)
+		return;
+	w.n--;						/* the coordinator's is conn.c's to read */
+	watch_dispatch(b, &w, metrics_n);
 }
 
 void

@@ -235,6 +235,9 @@ broker_shutdown(Broker *b)
 		(void) node_resign_all(b, &resigned, &err);
 		mq_error_free(&err);
 	}
+	if (b->coord_job)
+		mq_connect_abandon(b->coord_job);	/* its thread closes what it connects */
+	b->coord_job = NULL;
 	if (b->coord)
 		PQfinish(b->coord);		/* our locks go with the session */
 	if (b->node)

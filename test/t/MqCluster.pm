@@ -7,6 +7,7 @@
 #   $c->create_topic('t', 1, {'replication.factor' => 3, 'min.insync.replicas' => 2});
 #   my $p = $c->start_producer('t', 0);   # idempotent, acks=all, throughout
 #   my $q = $c->start_producer('t', 0, tag => 'w', batch => 50);  # a second one
+#   (leader => N: always to node N, without asking the coordinator)
 #   ... faults: $c->kill9_node($i), $c->restart_node($i), $c->stop_broker ...
 #   my $r = $c->start_consumer('t', 0);    # reads through the leader
 #   ... faults: $c->kill9_node($i), $c->restart_node($i), $c->stop_broker,
@@ -454,6 +455,8 @@ sub start_producer
 	# sequences recorded for the checker) start at vN, so that two
 	# producers of one partition write different values
 	my $vbase = $opt{value_base} // 0;
+	# leader => N: always send to node N, never asking the coordinator
+	my $fixed = $opt{leader};
 	my $producer_id = $opt{producer_id};
 	if (!defined $producer_id)
 	{
@@ -478,7 +481,7 @@ sub start_producer
 		{
 			# the leader the coordinator names; while the coordinator cannot
 			# answer, the last one it named (leaders serve on without it)
-			my ($lok, $l) = psql_cmd($self->coord,
+			my ($lok, $l) = defined $fixed ? (1, $fixed) : psql_cmd($self->coord,
 				"SELECT coalesce(leader, -1) FROM mq_coord.partition WHERE topic = '$topic' AND partition = $partition", 2);
 			chomp $l;
 			$l = $known if !$lok && $known > 0;
@@ -544,7 +547,7 @@ sub stop_producer
 # the kind asked for and pass the filters: since => TIME (recorded then or
 # later), node => N (by node N), where => sub { ... } (any test of the line
 # hash in $_).  Returns true then, false (with a diag) after the test
-# timeout.  Tests wait on this instead of sleeping "long enough" for
+# timeout (or timeout => SECONDS).  Tests wait on this instead of sleeping "long enough" for
 # progress.  It looks every 10 ms, so that a fault injected as it returns
 # lands just after the producer recorded a line, while it asks the
 # coordinator for the leader, and seldom while an acknowledgement is on
@@ -553,7 +556,8 @@ sub wait_lines
 {
 	my ($self, $what, $file, $parse, $kind, %opt) = @_;
 	my $count = $opt{count} // 1;
-	my $deadline = time + $PostgreSQL::Test::Utils::timeout_default;
+	# timeout => SECONDS: give up sooner than the test timeout
+	my $deadline = time + ($opt{timeout} // $PostgreSQL::Test::Utils::timeout_default);
 	my @got;
 	while (1)
 	{

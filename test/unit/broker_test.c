@@ -2,10 +2,18 @@
  * broker_test.c: mq-broker's pure parts without PostgreSQL: the config
  * parser (numbers out of range, passwords in key=value and URI
  * connection strings, the metrics port), the replica batch header decoder,
- * and the connection policy's back-off.
+ * the connection policy's back-off, and connecting on a thread
+ * (mq_connect_start: the broker's way to the coordinator) against local
+ * sockets: one that refuses, and one that accepts and never answers, as a
+ * paused server does.
  */
+#include <arpa/inet.h>
+#include <netinet/in.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/socket.h>
+#include <unistd.h>
 
 #include "batch.h"
 #include "config.h"
@@ -145,6 +153,93 @@ test_backoff(void)
 	CHECK(mq_retry_due(&r) && r.failures == 0, "a success resets the back-off");
 }
 
+/* A listening socket on 127.0.0.1 that never accepts: its port, or -1. */
+static int
+silent_listener(int *fd)
+{
+	struct sockaddr_in a;
+	socklen_t	len = sizeof(a);
+
+	*fd = socket(AF_INET, SOCK_STREAM, 0);
+	memset(&a, 0, sizeof(a));
+	a.sin_family = AF_INET;
+	a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+	if (*fd < 0 || bind(*fd, (struct sockaddr *) &a, sizeof(a)) != 0 || listen(*fd, 8) != 0 ||
+		getsockname(*fd, (struct sockaddr *) &a, &len) != 0)
+		return -1;
+	return ntohs(a.sin_port);
+}
+
+/* The first line of an error message (libpq's may have a second). */
+static const char *
+first_line(const MqError *err)
+{
+	static char buf[200];
+
+	snprintf(buf, sizeof(buf), "%s", err->message ? err->message : "none");
+	buf[strcspn(buf, "\n")] = '\0';
+	return buf;
+}
+
+/* Poll the job until it is over (at most wait_ms): true then. */
+static bool
+finish_within(MqConnectJob *job, int wait_ms, PGconn **conn, MqError *err)
+{
+	for (int i = 0; i < wait_ms / 10; i++)
+	{
+		if (mq_connect_finish(job, conn, err))
+			return true;
+		usleep(10000);
+	}
+	return false;
+}
+
+static void
+test_connect_job(void)
+{
+	MqConnPolicy pol;
+	MqError		err = MQ_ERROR_INIT;
+	PGconn	   *conn = (PGconn *) &pol;
+	MqConnectJob *job;
+	char		info[128];
+	int			fd;
+	int			port = silent_listener(&fd);
+	int64_t		t0;
+
+	mq_conn_policy_default(&pol);
+
+	/* a port that refuses: over at once, with the failure */
+	job = mq_connect_start("host=127.0.0.1 port=1 dbname=x user=x", "t", &pol, &err);
+	CHECK(job != NULL, "a connection attempt starts on its thread");
+	CHECK(job && finish_within(job, 10000, &conn, &err) && conn == NULL &&
+		  err.connection_lost && err.message && strncmp(err.message, "cannot connect", 14) == 0,
+		  "a refused attempt ends with no connection and the error (%s)", first_line(&err));
+	mq_error_free(&err);
+
+	/* a server that accepts and never answers: the caller is not held */
+	CHECK(port > 0, "a silent listener on 127.0.0.1");
+	snprintf(info, sizeof(info), "host=127.0.0.1 port=%d dbname=x user=x", port);
+	t0 = mq_now_us();
+	job = mq_connect_start(info, "t", &pol, &err);
+	CHECK(job != NULL && !mq_connect_finish(job, &conn, &err),
+		  "connecting to a silent server returns at once and is not over yet");
+	CHECK(mq_now_us() - t0 < 1000000, "starting it took less than connect_timeout");
+	conn = (PGconn *) &pol;
+	CHECK(job && finish_within(job, 15000, &conn, &err) && conn == NULL && err.connection_lost &&
+		  mq_now_us() - t0 >= (int64_t) pol.connect_timeout_s * 1000000 - 100000,
+		  "it ends after connect_timeout with no connection (%s)", first_line(&err));
+	mq_error_free(&err);
+
+	/* given up while it runs: the thread finishes and frees it alone */
+	job = mq_connect_start(info, "t", &pol, &err);
+	CHECK(job != NULL, "another attempt on the silent server starts");
+	if (job)
+		mq_connect_abandon(job);
+	CHECK(true, "abandoning an attempt under way returns at once");
+	if (fd >= 0)
+		close(fd);
+}
+
 int
 main(void)
 {
@@ -152,5 +247,6 @@ main(void)
 	test_config();
 	test_batch();
 	test_backoff();
+	test_connect_job();
 	return unit_done();
 }
