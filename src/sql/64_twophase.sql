@@ -13,10 +13,15 @@
 --   commit           decided: every part commits;
 --   outputs_durable  every output is on its partitions' ISR: now the
 --                    offsets participant may commit;
---   done             the offsets are on their ISR too;
+--   done             the offsets are on their ISR too (the client), or
+--                    the offsets part committed (a broker's recovery:
+--                    mq_coord.txn_part_committed, 64_twophase_redo.sql);
 --   abort            decided against (by the client, or by recovery for a
 --                    part prepared longer than txn.timeout.ms without any
 --                    decision): every part rolls back.
+-- The decision also stores the records of every output partition
+-- (mq_coord.txn_output, 64_twophase_redo.sql), which recovery sends again
+-- when an output's leader changed and the client is gone.
 -- A decision is never changed from commit to abort or back: txn_decide
 -- refuses (MQ051) once recovery has aborted, and recovery aborts only
 -- where no decision exists (one INSERT ... ON CONFLICT decides the race).
