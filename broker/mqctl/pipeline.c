@@ -62,11 +62,18 @@ PGresult *
 step_run(Step *s, Participant *p, const char *sql, const MqParams *prm, MqError *err)
 {
 	PGresult   *res = mq_exec(p->conn, sql, prm, 0, err);
+	PGconn	   *lost = p->conn;
 
 	if (res == NULL && err->connection_lost)
 	{
-		pipeline_conn_failed(s->pl, p->conn);
+		/* the session is shared per node and side: no part may keep it */
+		pipeline_conn_failed(s->pl, lost);
 		p->conn = NULL;
+		if (s->in.conn == lost)
+			s->in.conn = NULL;
+		for (int i = 0; i < s->n_outs; i++)
+			if (s->outs[i].conn == lost)
+				s->outs[i].conn = NULL;
 	}
 	return res;
 }
