@@ -397,5 +397,54 @@ coord_txn_part_committed(Broker *b, const char *gid, MqError *err)
 
 	mq_params_init(&prm);
 	mq_param_text(&prm, MQ_TEXTOID, gid);
-	return coord_call(b, "SELECT mq_coord.txn_part_committed($1)", &prm, NULL, err);
+	mq_param_int(&prm, MQ_INT4OID, b->cfg->broker_id);
+	return coord_call(b, "SELECT mq_coord.txn_part_committed($1, $2)", &prm, NULL, err);
+}
+
+/* Each step's offset this broker, the input's leader now, must commit again. */
+bool
+coord_txn_offsets_moved(Broker *b, void (*each) (Broker *b, const MovedOffset *o, void *arg),
+						void *arg, MqError *err)
+{
+	MqParams	prm;
+	PGresult   *res;
+
+	one_int(&prm, b->cfg->broker_id);
+	res = coord_exec(b, "SELECT txn_id, group_id, topic, partition, next_offset, epoch "
+					 "FROM mq_coord.txn_offsets_moved($1)", &prm, err);
+	if (res == NULL)
+		return false;
+	for (int i = 0; i < PQntuples(res) && b->coord != NULL; i++)
+	{
+		MovedOffset o;
+
+		o.txn_id = PQgetvalue(res, i, 0);
+		o.group = PQgetvalue(res, i, 1);
+		o.topic = PQgetvalue(res, i, 2);
+		o.partition = atoi(PQgetvalue(res, i, 3));
+		o.next_offset = atoll(PQgetvalue(res, i, 4));
+		o.epoch = atoi(PQgetvalue(res, i, 5));
+		each(b, &o, arg);
+	}
+	PQclear(res);
+	return true;
+}
+
+/* A step's offset is on this broker's ISR in o->epoch; *state: the step's. */
+bool
+coord_txn_offsets_redone(Broker *b, const MovedOffset *o, char *state, size_t size, MqError *err)
+{
+	MqParams	prm;
+	PGresult   *res;
+
+	mq_params_init(&prm);
+	mq_param_text(&prm, MQ_TEXTOID, o->txn_id);
+	mq_param_int(&prm, MQ_INT4OID, b->cfg->broker_id);
+	mq_param_int(&prm, MQ_INT4OID, o->epoch);
+	res = coord_exec(b, "SELECT mq_coord.txn_offsets_redone($1, $2, $3)", &prm, err);
+	if (res == NULL)
+		return false;
+	snprintf(state, size, "%s", PQgetvalue(res, 0, 0));
+	PQclear(res);
+	return true;
 }

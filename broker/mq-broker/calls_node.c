@@ -375,3 +375,22 @@ node_txn_redo_output(Broker *b, const MovedOutput *o, int64_t *records_end, MqEr
 	return node_call(b, "SELECT mq.txn_redo_output($1, $2, $3, $4, $5, $6, $7, $8)", &prm,
 					 records_end, err);
 }
+
+/* Commit a step's offset again on this node (its leader), forward only; *replicated: on the ISR. */
+bool
+node_txn_redo_offset(Broker *b, const MovedOffset *o, bool *replicated, MqError *err)
+{
+	MqParams	prm;
+	int64_t		v;
+
+	mq_params_init(&prm);
+	mq_param_text(&prm, MQ_TEXTOID, o->group);
+	mq_param_text(&prm, MQ_TEXTOID, o->topic);
+	mq_param_int(&prm, MQ_INT4OID, o->partition);
+	mq_param_int(&prm, MQ_INT4OID, o->epoch);
+	mq_param_int(&prm, MQ_INT8OID, o->next_offset);
+	if (!node_call(b, "SELECT mq.txn_redo_offset($1, $2, $3, $4, $5)::integer", &prm, &v, err))
+		return false;
+	*replicated = v == 1;
+	return true;
+}

@@ -28,7 +28,10 @@
  * time), and reported durable when this node's high watermark passes them
  * (mq_coord.txn_output_redone).  Committing a step's offsets part marks
  * the step done (mq_coord.txn_part_committed), after which the pipeline
- * may start a new run (a new producer epoch).
+ * may start a new run (a new producer epoch), unless the input partition
+ * changed leader meanwhile: then its new leader's broker commits the
+ * step's offset again, forward only (mq_coord.txn_offsets_moved,
+ * mq.txn_redo_offset), and reports the step done once its ISR has it.
  *
  * Locking: none; the broker's one thread.  The client may finish the same
  * gid at the same moment: one of the two finishes fails or finds it gone,
@@ -194,6 +197,40 @@ redo_output(Broker *b, const MovedOutput *o, void *arg)
 				o->topic, o->partition, o->txn_id, (long long) p.records_end, state);
 }
 
+/*
+ * A step's offset on the input partition this broker now leads, its
+ * offsets part having been prepared elsewhere or in an older epoch:
+ * commit it here, forward only, and report the step done once the ISR
+ * has it (the client does the same, recommit_offset in mqctl).
+ */
+static void
+redo_offset(Broker *b, const MovedOffset *o, void *arg)
+{
+	MqError		err = MQ_ERROR_INIT;
+	bool		replicated = false;
+	char		state[32];
+
+	if (b->node == NULL)
+		return;
+	if (!node_txn_redo_offset(b, o, &replicated, &err))
+	{
+		log_mq_error("recovery: cannot commit a decided step's offset again", &err);
+		mq_error_free(&err);
+		return;
+	}
+	if (!replicated || b->coord == NULL)
+		return;
+	if (!coord_txn_offsets_redone(b, o, state, sizeof(state), &err))
+	{
+		log_mq_error("recovery: cannot report an offset committed again", &err);
+		mq_error_free(&err);
+		return;
+	}
+	mq_log_info("recovery: committed the offset %lld of %s partition %d for step %s again "
+				"(its leader changed); the step is %s",
+				(long long) o->next_offset, o->topic, o->partition, o->txn_id, state);
+}
+
 void
 recover_prepared(Broker *b)
 {
@@ -226,6 +263,12 @@ recover_prepared(Broker *b)
 		!coord_txn_outputs_moved(b, redo_output, NULL, &err))
 	{
 		log_mq_error("recovery: cannot list decided outputs whose leader changed", &err);
+		mq_error_free(&err);
+	}
+	if (b->node != NULL && b->coord != NULL &&
+		!coord_txn_offsets_moved(b, redo_offset, NULL, &err))
+	{
+		log_mq_error("recovery: cannot list decided offsets whose leader changed", &err);
 		mq_error_free(&err);
 	}
 	for (int i = 0; i < d.n; i++)

@@ -25,7 +25,12 @@
 -- not complete, because a new epoch would fence the redo on the data
 -- nodes, and a new run would read offsets a prepared input part still
 -- holds.  The broker that commits a step's offsets part marks the step
--- done (mq_coord.txn_part_committed), which ends the refusal.
+-- done (mq_coord.txn_part_committed), which ends the refusal, if it still
+-- leads the input partition as the part noted; otherwise the input's
+-- current leader commits the step's offset again, forward only
+-- (txn_offsets_moved, mq.txn_redo_offset, txn_offsets_redone), as the
+-- client does, since the offset committed on the old leader is not the
+-- new one's, and a new run would process the step again.
 --
 -- Locking: mq_coord.txn_output rows are written in txn_decide's
 -- transaction and changed under the step's mq_coord.txn row lock (FOR
@@ -166,9 +171,12 @@ BEGIN
 END $$;
 
 -- A broker committed prepared part p_gid on its node: if it is the offsets
--- part of a step whose outputs are durable, the step is done (nothing of
--- it is prepared any more; a new run of its pipeline may start).
-CREATE FUNCTION mq_coord.txn_part_committed(p_gid text) RETURNS text
+-- part of a step whose outputs are durable, and that broker still leads
+-- the input partition in the epoch the part noted, the step is done
+-- (nothing of it is prepared any more; a new run of its pipeline may
+-- start).  Otherwise the offset committed there is not the input's
+-- current leader's: txn_offsets_moved has the leader commit it again.
+CREATE FUNCTION mq_coord.txn_part_committed(p_gid text, p_broker integer) RETURNS text
 LANGUAGE plpgsql SECURITY DEFINER SET search_path = pg_catalog, pg_temp AS $$
 DECLARE
     v_txn text := substring(p_gid FROM '^mq:(.*):[^:]*$');
@@ -178,9 +186,91 @@ BEGIN
     UPDATE mq_coord.txn t SET state = 'done', updated_at = clock_timestamp()
      WHERE t.txn_id = v_txn AND t.state = 'outputs_durable'
        AND EXISTS (SELECT 1 FROM jsonb_array_elements(t.participants) e
-                    WHERE e->>'gid' = p_gid AND e->>'kind' = 'offsets');
+                    WHERE e->>'gid' = p_gid AND e->>'kind' = 'offsets'
+                      AND NOT mq_coord._txn_offsets_moved(e, p_broker));
     SELECT t.state INTO v_state FROM mq_coord.txn t WHERE t.txn_id = v_txn;
     RETURN v_state;
+END $$;
+
+-- Has an offsets participant's input partition left it: another leader
+-- than p_broker (the part's), or a leader epoch other than the one noted?
+CREATE FUNCTION mq_coord._txn_offsets_moved(p_part jsonb, p_broker integer) RETURNS boolean
+LANGUAGE sql STABLE SET search_path = pg_catalog, pg_temp AS $$
+    SELECT EXISTS (
+        SELECT 1 FROM jsonb_array_elements(p_part->'offsets') o
+          LEFT JOIN mq_coord.partition c
+                 ON c.topic = o->>'topic' AND c.partition = (o->>'partition')::integer
+         WHERE c.leader IS DISTINCT FROM p_broker
+            OR EXISTS (SELECT 1 FROM jsonb_array_elements(p_part->'partitions') w
+                        WHERE w->>'topic' = o->>'topic' AND w->>'partition' = o->>'partition'
+                          AND (w->>'epoch')::integer <> c.leader_epoch))
+$$;
+
+-- Offsets of steps whose outputs are durable, whose input partition broker
+-- p_broker leads now while their offsets part was prepared on another
+-- node or in an older epoch (the client is gone, and the offset that part
+-- commits would not be the leader's): the broker commits the offset on
+-- its node, forward only (mq.txn_redo_offset), and reports it
+-- (txn_offsets_redone) once its ISR has it.  epoch: the current one.
+CREATE FUNCTION mq_coord.txn_offsets_moved(p_broker integer)
+    RETURNS TABLE (txn_id text, group_id text, topic text, partition integer, next_offset bigint,
+                   epoch integer)
+LANGUAGE sql STABLE SECURITY DEFINER SET search_path = pg_catalog, pg_temp AS $$
+    SELECT t.txn_id, o->>'group', o->>'topic', (o->>'partition')::integer, (o->>'next')::bigint,
+           c.leader_epoch
+      FROM mq_coord.txn t
+     CROSS JOIN LATERAL jsonb_array_elements(t.participants) e
+     CROSS JOIN LATERAL jsonb_array_elements(e->'offsets') o
+      JOIN mq_coord.partition c ON c.topic = o->>'topic' AND c.partition = (o->>'partition')::integer
+     WHERE t.state = 'outputs_durable' AND e->>'kind' = 'offsets' AND c.leader = p_broker
+       AND mq_coord._txn_offsets_moved(e, (e->>'broker')::integer)
+     ORDER BY t.decided_at
+$$;
+
+-- Broker p_broker has a step's offset on its ISR, leading the input
+-- partition in p_epoch: the step is done.  Returns its state.
+CREATE FUNCTION mq_coord.txn_offsets_redone(p_txn text, p_broker integer, p_epoch integer)
+    RETURNS text
+LANGUAGE plpgsql SECURITY DEFINER SET search_path = pg_catalog, pg_temp AS $$
+DECLARE
+    v_state text;
+BEGIN
+    PERFORM set_config('synchronous_commit', 'off', true);  -- as txn_done: no flush needed
+    UPDATE mq_coord.txn t SET state = 'done', updated_at = clock_timestamp()
+     WHERE t.txn_id = p_txn AND t.state = 'outputs_durable'
+       AND EXISTS (SELECT 1 FROM jsonb_array_elements(t.participants) e,
+                                 jsonb_array_elements(e->'offsets') o
+                     JOIN mq_coord.partition c
+                       ON c.topic = o->>'topic' AND c.partition = (o->>'partition')::integer
+                    WHERE e->>'kind' = 'offsets' AND c.leader = p_broker AND c.leader_epoch = p_epoch);
+    SELECT t.state INTO v_state FROM mq_coord.txn t WHERE t.txn_id = p_txn;
+    RETURN v_state;
+END $$;
+
+-- On a data node: a decided step's offset on the input partition's leader
+-- in p_epoch (MQ020 otherwise), committed forward only.  True once it is
+-- committed and every in-sync replica has the partition's offsets as of
+-- then (the next call after the commit tells).
+CREATE FUNCTION mq.txn_redo_offset(p_group text, p_topic text, p_partition integer, p_epoch integer,
+                                   p_next bigint) RETURNS boolean
+LANGUAGE plpgsql VOLATILE SECURITY DEFINER SET search_path = pg_catalog, pg_temp
+    SET lock_timeout = '2s' AS $$
+DECLARE
+    v_topic_id integer;
+BEGIN
+    IF NOT EXISTS (SELECT 1 FROM mq.replica_status s
+                    WHERE s.topic = p_topic AND s.partition = p_partition
+                      AND s.role = 'leader' AND s.leader_epoch = p_epoch) THEN
+        RAISE EXCEPTION 'this node does not lead "%" partition % in epoch %', p_topic, p_partition, p_epoch
+            USING ERRCODE = 'MQ020';
+    END IF;
+    IF coalesce(mq.committed_offset(p_group, p_topic, p_partition), -1) < p_next THEN
+        PERFORM mq.commit_offset(p_group, p_topic, p_partition, p_next);
+        RETURN false;
+    END IF;
+    SELECT t.topic_id INTO v_topic_id FROM mq.topic t WHERE t.topic_name = p_topic;
+    RETURN mq._offsets_acked_version(v_topic_id, p_partition, p_epoch)
+           >= mq._offsets_version(v_topic_id, p_partition);
 END $$;
 
 -- On a data node: send a decided step's records of one output partition

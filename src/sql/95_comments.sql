@@ -461,8 +461,16 @@ COMMENT ON FUNCTION mq_coord.txn_outputs_moved(integer) IS
     'mq-broker recovery: decided outputs whose partition this broker now leads and whose first leader lost it, with their records';
 COMMENT ON FUNCTION mq_coord.txn_output_redone(text, text, integer, integer, integer) IS
     'mq-broker recovery: an output partition sent again is on its new leader''s ISR; the part is durable once all its partitions are';
-COMMENT ON FUNCTION mq_coord.txn_part_committed(text) IS
-    'mq-broker recovery: a broker committed a prepared part; the offsets part of a step whose outputs are durable makes it done';
+COMMENT ON FUNCTION mq_coord.txn_part_committed(text, integer) IS
+    'mq-broker recovery: a broker committed a prepared part; the offsets part of a step whose outputs are durable makes it done, on the input''s leader';
+COMMENT ON FUNCTION mq_coord._txn_offsets_moved(jsonb, integer) IS
+    'internal: whether an offsets participant''s input partition has another leader or epoch than the part''s';
+COMMENT ON FUNCTION mq_coord.txn_offsets_moved(integer) IS
+    'mq-broker recovery: offsets of steps whose outputs are durable that this broker, the input''s new leader, commits again';
+COMMENT ON FUNCTION mq_coord.txn_offsets_redone(text, integer, integer) IS
+    'mq-broker recovery: the input''s leader has the step''s offset on its ISR: the step is done';
+COMMENT ON FUNCTION mq.txn_redo_offset(text, text, integer, integer, bigint) IS
+    'mq-broker recovery: commit a decided step''s offset again on the input''s leader, forward only; true once on the ISR';
 COMMENT ON FUNCTION mq.txn_redo_output(text, integer, integer, bigint, integer, integer, bytea[], bytea[]) IS
     'mq-broker recovery: send a decided step''s records of an output partition again on its leader, idempotently; the records'' end';
 COMMENT ON FUNCTION mq_coord.txn_abort(text, text) IS

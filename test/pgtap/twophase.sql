@@ -6,7 +6,7 @@
 -- records and their redo by recovery (64_twophase_redo.sql); a new epoch
 -- of a pipeline refused while its decided step is open; privileges.
 BEGIN;
-SELECT plan(51);
+SELECT plan(56);
 
 -- mq.txn_finish
 SELECT throws_ok($$SELECT mq.txn_finish('app-gid-1', true)$$, 'MQ050', NULL,
@@ -128,9 +128,25 @@ SELECT is(mq_coord.txn_output_redone('t7', 'o2', 1, 2, 3), 'outputs_durable',
           'every partition of the part durable: the outputs are');
 SELECT is((SELECT count(*) FROM mq_coord.txn_output WHERE txn_id = 't7'), 0::bigint,
           'the records are deleted once every output is durable');
-SELECT is(mq_coord.txn_part_committed('mq:t7:1'), 'outputs_durable', 'an output part does not end the step');
-SELECT is(mq_coord.txn_part_committed('mq:t7:0'), 'done', 'committing the offsets part does');
+SELECT is(mq_coord.txn_part_committed('mq:t7:1', 2), 'outputs_durable', 'an output part does not end the step');
+SELECT is(mq_coord.txn_part_committed('mq:t7:0', 1), 'done', 'committing the offsets part does');
 SELECT lives_ok($$SELECT mq_coord.init_producer('pipe-y')$$, 'then the owner gets a new epoch');
+
+-- an offsets part committed on a node that no longer leads the input
+-- partition: its current leader commits the offset again
+SELECT is(mq_coord.txn_decide('t8', 'p',
+          '[{"gid": "mq:t8:0", "kind": "offsets", "broker": 1,
+             "partitions": [{"topic": "o", "partition": 0, "epoch": 2, "records_end": -1}],
+             "offsets": [{"group": "g", "topic": "o", "partition": 0, "next": 5}]},
+            {"gid": "mq:t8:1", "kind": "output", "broker": 2, "partitions": []}]'),
+          'commit', 'a step whose input partition (o/0) is led by broker 2 in epoch 3 now');
+SELECT is(mq_coord.txn_output_durable('t8', 'mq:t8:1'), 'outputs_durable', 'its outputs are durable');
+SELECT is(mq_coord.txn_part_committed('mq:t8:0', 1), 'outputs_durable',
+          'its offsets part committed on the old leader does not complete it');
+SELECT results_eq($$SELECT txn_id, group_id, topic, partition, next_offset, epoch FROM mq_coord.txn_offsets_moved(2)$$,
+                  $$VALUES ('t8', 'g', 'o', 0, 5::bigint, 3)$$,
+                  'the input''s leader is told to commit the offset again');
+SELECT is(mq_coord.txn_offsets_redone('t8', 2, 3), 'done', 'once it has, the step is done');
 
 -- privileges
 SELECT ok(NOT has_function_privilege('public', 'mq.txn_finish(text, boolean)', 'EXECUTE'),
