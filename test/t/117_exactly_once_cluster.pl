@@ -20,8 +20,10 @@
 #      killed before that output was known durable (its broker paused
 #      from before the decision, so that it cannot commit the part first):
 #      the broker of the partition's new leader sends the records the
-#      decision stored again, and the step completes without its client;
-#      a new client waits for that (MQ056), then goes on;
+#      decision stored again, and the step completes without its client
+#      (when that node also held the input part, the input's new leader
+#      commits the step's offset again); a new client waits for that
+#      (MQ056), then goes on;
 #   e. kill -9 of the coordinator (restarted);
 #   f. kill -9 of an input leader's broker (restarted).
 # The checks, independent of mq's own bookkeeping: every input record is
