@@ -323,7 +323,7 @@ ok(wait_processed($produced, 'client restarted'), 'a new client went on');
 # Its broker is paused from before the decision so that it cannot commit
 # the part first.  An output part on a node that is not the input's is
 # chosen if there is one; otherwise the input's node dies too, and the
-# step completes when it returns (its outputs are made durable before).
+# input's new leader commits the step's offset again.
 stop_pipeline($pipe);
 produce_inputs(100);
 $pipe = start_pipeline(MQCTL_PIPELINE_TEST_STOP => 'prepared+decided:2');
@@ -355,18 +355,17 @@ stop_pipeline($pipe, 'KILL');
 $c->signal_broker($out_node, 'CONT');
 $pipe = start_pipeline();
 my @live = grep { $_ != $out_node } 1 .. 3;
-ok($c->coord->poll_query_until('postgres',
-		"SELECT mq_coord.txn_state('$txn') = '" . ($with_input ? 'outputs_durable' : 'done') . "'"),
-	'recovery made the outputs durable without the client');
+ok($c->coord->poll_query_until('postgres', "SELECT mq_coord.txn_state('$txn') = 'done'"),
+	'recovery completed the step without its client');
 like(join('', map { $c->broker_log($_) } @live), qr/sent out partition \d+ of step \Q$txn\E again/,
 	'a new leader\'s broker sent the lost output again');
+like(join('', map { $c->broker_log($_) } @live), qr/committed the offset \d+ of in partition \d+ for step \Q$txn\E again/,
+	'the input\'s new leader committed the step\'s offset again')
+  if $with_input;
 is(join(',', map { $c->node($_)->safe_psql('postgres', "SELECT count(*) FROM pg_prepared_xacts WHERE gid LIKE 'mq:$txn:%'") } @live),
-	join(',', map { 0 } @live), 'nothing of the step is left prepared on the live nodes')
-  unless $with_input;
+	join(',', map { 0 } @live), 'nothing of the step is left prepared on the live nodes');
 $c->node($out_node)->start;
-ok($c->coord->poll_query_until('postgres', "SELECT mq_coord.txn_state('$txn') = 'done'"),
-	'the step is done');
-ok(wait_no_prepared('old output leader back'), 'its prepared output part was rolled back on its return');
+ok(wait_no_prepared('old output leader back'), 'its prepared parts were finished on its return');
 wait_isr_full();
 ok(wait_processed($produced, 'client after recovery'), 'the new client went on');
 like(slurp_file("$c->{logprefix}pipeline$run.log"), qr/waiting for the previous run's step/,
