@@ -55,6 +55,9 @@ CREATE TABLE mq_coord.txn_output (
     PRIMARY KEY (txn_id, topic, partition)
 );
 SELECT pg_catalog.pg_extension_config_dump('mq_coord.txn_output', '');
+-- the steps not complete: init_producer's check by owner, and every
+-- broker's txn_offsets_moved each tick (done and aborted steps stay a day)
+CREATE INDEX txn_unfinished ON mq_coord.txn (owner) WHERE state IN ('commit', 'outputs_durable');
 
 -- p_outputs: one object per output partition, {gid, topic, partition,
 -- producer_id, producer_epoch, base_sequence, count}, whose records are
