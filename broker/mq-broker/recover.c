@@ -35,7 +35,10 @@
  *
  * Locking: none; the broker's one thread.  The client may finish the same
  * gid at the same moment: one of the two finishes fails or finds it gone,
- * and the next tick looks again.
+ * and the next tick looks again.  Sending records or an offset again takes
+ * the partition's produce lock or offsets row on the node like any write,
+ * under a lock_timeout (a prepared part may hold them): the next tick
+ * tries again.
  *
  *-------------------------------------------------------------------------
  */
