@@ -157,6 +157,9 @@ extern bool coord_txn_outputs_moved(Broker *b,
 extern bool coord_txn_output_redone(Broker *b, const MovedOutput *o, char *state, size_t size,
 									MqError *err);
 extern bool coord_txn_part_committed(Broker *b, const char *gid, MqError *err);
+extern bool coord_txn_offsets_pending(Broker *b,
+									  void (*each) (Broker *b, const char *gid, void *arg),
+									  void *arg, MqError *err);
 extern bool coord_txn_offsets_moved(Broker *b,
 									void (*each) (Broker *b, const MovedOffset *o, void *arg),
 									void *arg, MqError *err);

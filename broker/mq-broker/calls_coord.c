@@ -401,6 +401,24 @@ coord_txn_part_committed(Broker *b, const char *gid, MqError *err)
 	return coord_call(b, "SELECT mq_coord.txn_part_committed($1, $2)", &prm, NULL, err);
 }
 
+/* The gid of each offsets part of this broker's node whose step's outputs are durable. */
+bool
+coord_txn_offsets_pending(Broker *b, void (*each) (Broker *b, const char *gid, void *arg),
+						  void *arg, MqError *err)
+{
+	MqParams	prm;
+	PGresult   *res;
+
+	one_int(&prm, b->cfg->broker_id);
+	res = coord_exec(b, "SELECT gid FROM mq_coord.txn_offsets_pending($1)", &prm, err);
+	if (res == NULL)
+		return false;
+	for (int i = 0; i < PQntuples(res) && b->coord != NULL; i++)
+		each(b, PQgetvalue(res, i, 0), arg);
+	PQclear(res);
+	return true;
+}
+
 /* Each step's offset this broker, the input's leader now, must commit again. */
 bool
 coord_txn_offsets_moved(Broker *b, void (*each) (Broker *b, const MovedOffset *o, void *arg),

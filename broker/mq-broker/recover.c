@@ -201,6 +201,26 @@ redo_output(Broker *b, const MovedOutput *o, void *arg)
 }
 
 /*
+ * An offsets part of this node whose step's outputs are durable and which
+ * is no longer prepared here was committed (by us, or by a client that
+ * died before marking the step done): report it, which completes the step.
+ */
+static void
+report_offsets(Broker *b, const char *gid, void *arg)
+{
+	const InDoubt *d = arg;
+	MqError		err = MQ_ERROR_INIT;
+
+	if (d->n >= MAX_IN_DOUBT || in_doubt_has(d, gid))
+		return;					/* a list cut short proves nothing */
+	if (!coord_txn_part_committed(b, gid, &err))
+	{
+		log_mq_error("recovery: cannot report a committed part", &err);
+		mq_error_free(&err);
+	}
+}
+
+/*
  * A step's offset on the input partition this broker now leads, its
  * offsets part having been prepared elsewhere or in an older epoch:
  * commit it here, forward only, and report the step done once the ISR
@@ -266,6 +286,12 @@ recover_prepared(Broker *b)
 		!coord_txn_outputs_moved(b, redo_output, NULL, &err))
 	{
 		log_mq_error("recovery: cannot list decided outputs whose leader changed", &err);
+		mq_error_free(&err);
+	}
+	if (b->node != NULL && b->coord != NULL &&
+		!coord_txn_offsets_pending(b, report_offsets, &d, &err))
+	{
+		log_mq_error("recovery: cannot list decided offsets parts", &err);
 		mq_error_free(&err);
 	}
 	if (b->node != NULL && b->coord != NULL &&

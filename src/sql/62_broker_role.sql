@@ -97,6 +97,7 @@ BEGIN
         'mq_coord.txn_output_redone(text, text, integer, integer, integer), '
         'mq_coord.txn_part_committed(text, integer), '
         'mq_coord.txn_offsets_moved(integer), '
+        'mq_coord.txn_offsets_pending(integer), '
         'mq_coord.txn_offsets_redone(text, integer, integer) '
         'TO %s', role);
 END;

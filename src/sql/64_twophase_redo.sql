@@ -195,6 +195,20 @@ BEGIN
     RETURN v_state;
 END $$;
 
+-- Offsets parts of broker p_broker's node whose steps' outputs are durable:
+-- one no longer prepared there was committed (after outputs_durable
+-- nothing rolls it back), by the broker or by a client that died before
+-- txn_done; the broker reports it (txn_part_committed), which completes
+-- the step.
+CREATE FUNCTION mq_coord.txn_offsets_pending(p_broker integer) RETURNS TABLE (txn_id text, gid text)
+LANGUAGE sql STABLE SECURITY DEFINER SET search_path = pg_catalog, pg_temp AS $$
+    SELECT t.txn_id, e->>'gid'
+      FROM mq_coord.txn t, jsonb_array_elements(t.participants) e
+     WHERE t.state = 'outputs_durable' AND e->>'kind' = 'offsets'
+       AND (e->>'broker')::integer = p_broker
+     ORDER BY t.decided_at
+$$;
+
 -- Has an offsets participant's input partition left it: another leader
 -- than p_broker (the part's), or a leader epoch other than the one noted?
 CREATE FUNCTION mq_coord._txn_offsets_moved(p_part jsonb, p_broker integer) RETURNS boolean

@@ -465,6 +465,8 @@ COMMENT ON FUNCTION mq_coord.txn_part_committed(text, integer) IS
     'mq-broker recovery: a broker committed a prepared part; the offsets part of a step whose outputs are durable makes it done, on the input''s leader';
 COMMENT ON FUNCTION mq_coord._txn_offsets_moved(jsonb, integer) IS
     'internal: whether an offsets participant''s input partition has another leader or epoch than the part''s';
+COMMENT ON FUNCTION mq_coord.txn_offsets_pending(integer) IS
+    'mq-broker recovery: offsets parts of a broker''s node whose steps have durable outputs, to report those committed';
 COMMENT ON FUNCTION mq_coord.txn_offsets_moved(integer) IS
     'mq-broker recovery: offsets of steps whose outputs are durable that this broker, the input''s new leader, commits again';
 COMMENT ON FUNCTION mq_coord.txn_offsets_redone(text, integer, integer) IS

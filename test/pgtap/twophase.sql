@@ -6,7 +6,7 @@
 -- records and their redo by recovery (64_twophase_redo.sql); a new epoch
 -- of a pipeline refused while its decided step is open; privileges.
 BEGIN;
-SELECT plan(56);
+SELECT plan(57);
 
 -- mq.txn_finish
 SELECT throws_ok($$SELECT mq.txn_finish('app-gid-1', true)$$, 'MQ050', NULL,
@@ -128,6 +128,9 @@ SELECT is(mq_coord.txn_output_redone('t7', 'o2', 1, 2, 3), 'outputs_durable',
           'every partition of the part durable: the outputs are');
 SELECT is((SELECT count(*) FROM mq_coord.txn_output WHERE txn_id = 't7'), 0::bigint,
           'the records are deleted once every output is durable');
+SELECT results_eq($$SELECT txn_id, gid FROM mq_coord.txn_offsets_pending(1) WHERE txn_id = 't7'$$,
+                  $$VALUES ('t7', 'mq:t7:0')$$,
+                  'the offsets part''s broker is asked to report it once committed');
 SELECT is(mq_coord.txn_part_committed('mq:t7:1', 2), 'outputs_durable', 'an output part does not end the step');
 SELECT is(mq_coord.txn_part_committed('mq:t7:0', 1), 'done', 'committing the offsets part does');
 SELECT lives_ok($$SELECT mq_coord.init_producer('pipe-y')$$, 'then the owner gets a new epoch');
