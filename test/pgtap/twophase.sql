@@ -6,7 +6,7 @@
 -- records and their redo by recovery (64_twophase_redo.sql); a new epoch
 -- of a pipeline refused while its decided step is open; privileges.
 BEGIN;
-SELECT plan(57);
+SELECT plan(58);
 
 -- mq.txn_finish
 SELECT throws_ok($$SELECT mq.txn_finish('app-gid-1', true)$$, 'MQ050', NULL,
@@ -128,6 +128,8 @@ SELECT is(mq_coord.txn_output_redone('t7', 'o2', 1, 2, 3), 'outputs_durable',
           'every partition of the part durable: the outputs are');
 SELECT is((SELECT count(*) FROM mq_coord.txn_output WHERE txn_id = 't7'), 0::bigint,
           'the records are deleted once every output is durable');
+SELECT throws_ok($$SELECT mq_coord.init_producer('pipe-y')$$, 'MQ056', NULL,
+                 'a new epoch is still refused while the offsets part is not committed');
 SELECT results_eq($$SELECT txn_id, gid FROM mq_coord.txn_offsets_pending(1) WHERE txn_id = 't7'$$,
                   $$VALUES ('t7', 'mq:t7:0')$$,
                   'the offsets part''s broker is asked to report it once committed');
