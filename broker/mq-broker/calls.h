@@ -62,6 +62,36 @@ typedef struct PendingOutput
 	int64_t		records_end;
 } PendingOutput;
 
+/*
+ * One output partition this broker now leads whose decided records must be
+ * sent again (mq_coord.txn_outputs_moved): epoch is the partition's current
+ * leader epoch, keys and vals bytea[] text as the coordinator gave them.
+ */
+typedef struct MovedOutput
+{
+	const char *txn_id;
+	const char *gid;
+	const char *topic;
+	int			partition;
+	int			epoch;
+	int64_t		producer_id;
+	int			producer_epoch;
+	int			base_sequence;
+	const char *keys;
+	const char *vals;
+} MovedOutput;
+
+/* A step's offset this broker, the input's leader now, commits again. */
+typedef struct MovedOffset
+{
+	const char *txn_id;
+	const char *group;
+	const char *topic;
+	int			partition;
+	int64_t		next_offset;
+	int			epoch;
+} MovedOffset;
+
 /* calls_node.c: the broker's own node */
 extern bool node_setup_session(Broker *b, MqError *err);
 extern bool node_resign_all(Broker *b, int *count, MqError *err);
@@ -88,6 +118,9 @@ extern bool node_txn_finish(Broker *b, const char *gid, bool commit, bool *finis
 							MqError *err);
 extern bool node_txn_output_replicated(Broker *b, const PendingOutput *o, bool *replicated,
 									   MqError *err);
+extern bool node_txn_redo_output(Broker *b, const MovedOutput *o, int64_t *records_end,
+								 MqError *err);
+extern bool node_txn_redo_offset(Broker *b, const MovedOffset *o, bool *replicated, MqError *err);
 
 /* calls_node.c: the leader's node, over the follower's connection p->fconn */
 extern bool leader_setup_session(Broker *b, Part *p, MqError *err);
@@ -118,6 +151,20 @@ extern bool coord_txn_outputs_pending(Broker *b,
 									  void *arg, MqError *err);
 extern bool coord_txn_output_durable(Broker *b, const char *txn_id, const char *gid,
 									 char *state, size_t size, MqError *err);
+extern bool coord_txn_outputs_moved(Broker *b,
+									void (*each) (Broker *b, const MovedOutput *o, void *arg),
+									void *arg, MqError *err);
+extern bool coord_txn_output_redone(Broker *b, const MovedOutput *o, char *state, size_t size,
+									MqError *err);
+extern bool coord_txn_part_committed(Broker *b, const char *gid, MqError *err);
+extern bool coord_txn_offsets_pending(Broker *b,
+									  void (*each) (Broker *b, const char *gid, void *arg),
+									  void *arg, MqError *err);
+extern bool coord_txn_offsets_moved(Broker *b,
+									void (*each) (Broker *b, const MovedOffset *o, void *arg),
+									void *arg, MqError *err);
+extern bool coord_txn_offsets_redone(Broker *b, const MovedOffset *o, char *state, size_t size,
+									 MqError *err);
 extern bool coord_allocate_producer_ids(Broker *b, int count, int64_t *first, int64_t *last,
 										MqError *err);
 

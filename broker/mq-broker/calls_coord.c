@@ -335,3 +335,135 @@ coord_txn_output_durable(Broker *b, const char *txn_id, const char *gid, char *s
 	PQclear(res);
 	return true;
 }
+
+/* Each output partition this broker leads whose decided records must be sent again. */
+bool
+coord_txn_outputs_moved(Broker *b, void (*each) (Broker *b, const MovedOutput *o, void *arg),
+						void *arg, MqError *err)
+{
+	MqParams	prm;
+	PGresult   *res;
+
+	one_int(&prm, b->cfg->broker_id);
+	res = coord_exec(b, "SELECT txn_id, gid, topic, partition, epoch, producer_id, producer_epoch, "
+					 "base_sequence, keys, vals FROM mq_coord.txn_outputs_moved($1)", &prm, err);
+	if (res == NULL)
+		return false;
+	for (int i = 0; i < PQntuples(res) && b->coord != NULL; i++)
+	{
+		MovedOutput o;
+
+		o.txn_id = PQgetvalue(res, i, 0);
+		o.gid = PQgetvalue(res, i, 1);
+		o.topic = PQgetvalue(res, i, 2);
+		o.partition = atoi(PQgetvalue(res, i, 3));
+		o.epoch = atoi(PQgetvalue(res, i, 4));
+		o.producer_id = atoll(PQgetvalue(res, i, 5));
+		o.producer_epoch = atoi(PQgetvalue(res, i, 6));
+		o.base_sequence = atoi(PQgetvalue(res, i, 7));
+		o.keys = PQgetvalue(res, i, 8);
+		o.vals = PQgetvalue(res, i, 9);
+		each(b, &o, arg);
+	}
+	PQclear(res);
+	return true;
+}
+
+/* A partition sent again is on this broker's ISR in o->epoch; *state: the step's. */
+bool
+coord_txn_output_redone(Broker *b, const MovedOutput *o, char *state, size_t size, MqError *err)
+{
+	MqParams	prm;
+	PGresult   *res;
+
+	mq_params_init(&prm);
+	mq_param_text(&prm, MQ_TEXTOID, o->txn_id);
+	mq_param_text(&prm, MQ_TEXTOID, o->topic);
+	mq_param_int(&prm, MQ_INT4OID, o->partition);
+	mq_param_int(&prm, MQ_INT4OID, b->cfg->broker_id);
+	mq_param_int(&prm, MQ_INT4OID, o->epoch);
+	res = coord_exec(b, "SELECT mq_coord.txn_output_redone($1, $2, $3, $4, $5)", &prm, err);
+	if (res == NULL)
+		return false;
+	snprintf(state, size, "%s", PQgetvalue(res, 0, 0));
+	PQclear(res);
+	return true;
+}
+
+/* This broker committed prepared part gid: an offsets part ends its step. */
+bool
+coord_txn_part_committed(Broker *b, const char *gid, MqError *err)
+{
+	MqParams	prm;
+
+	mq_params_init(&prm);
+	mq_param_text(&prm, MQ_TEXTOID, gid);
+	mq_param_int(&prm, MQ_INT4OID, b->cfg->broker_id);
+	return coord_call(b, "SELECT mq_coord.txn_part_committed($1, $2)", &prm, NULL, err);
+}
+
+/* The gid of each offsets part of this broker's node whose step's outputs are durable. */
+bool
+coord_txn_offsets_pending(Broker *b, void (*each) (Broker *b, const char *gid, void *arg),
+						  void *arg, MqError *err)
+{
+	MqParams	prm;
+	PGresult   *res;
+
+	one_int(&prm, b->cfg->broker_id);
+	res = coord_exec(b, "SELECT gid FROM mq_coord.txn_offsets_pending($1)", &prm, err);
+	if (res == NULL)
+		return false;
+	for (int i = 0; i < PQntuples(res) && b->coord != NULL; i++)
+		each(b, PQgetvalue(res, i, 0), arg);
+	PQclear(res);
+	return true;
+}
+
+/* Each step's offset this broker, the input's leader now, must commit again. */
+bool
+coord_txn_offsets_moved(Broker *b, void (*each) (Broker *b, const MovedOffset *o, void *arg),
+						void *arg, MqError *err)
+{
+	MqParams	prm;
+	PGresult   *res;
+
+	one_int(&prm, b->cfg->broker_id);
+	res = coord_exec(b, "SELECT txn_id, group_id, topic, partition, next_offset, epoch "
+					 "FROM mq_coord.txn_offsets_moved($1)", &prm, err);
+	if (res == NULL)
+		return false;
+	for (int i = 0; i < PQntuples(res) && b->coord != NULL; i++)
+	{
+		MovedOffset o;
+
+		o.txn_id = PQgetvalue(res, i, 0);
+		o.group = PQgetvalue(res, i, 1);
+		o.topic = PQgetvalue(res, i, 2);
+		o.partition = atoi(PQgetvalue(res, i, 3));
+		o.next_offset = atoll(PQgetvalue(res, i, 4));
+		o.epoch = atoi(PQgetvalue(res, i, 5));
+		each(b, &o, arg);
+	}
+	PQclear(res);
+	return true;
+}
+
+/* A step's offset is on this broker's ISR in o->epoch; *state: the step's. */
+bool
+coord_txn_offsets_redone(Broker *b, const MovedOffset *o, char *state, size_t size, MqError *err)
+{
+	MqParams	prm;
+	PGresult   *res;
+
+	mq_params_init(&prm);
+	mq_param_text(&prm, MQ_TEXTOID, o->txn_id);
+	mq_param_int(&prm, MQ_INT4OID, b->cfg->broker_id);
+	mq_param_int(&prm, MQ_INT4OID, o->epoch);
+	res = coord_exec(b, "SELECT mq_coord.txn_offsets_redone($1, $2, $3)", &prm, err);
+	if (res == NULL)
+		return false;
+	snprintf(state, size, "%s", PQgetvalue(res, 0, 0));
+	PQclear(res);
+	return true;
+}

@@ -356,3 +356,41 @@ node_txn_output_replicated(Broker *b, const PendingOutput *o, bool *replicated, 
 	*replicated = v == 1;
 	return true;
 }
+
+/* Send decided records again on this node (its leader); *records_end: their end. */
+bool
+node_txn_redo_output(Broker *b, const MovedOutput *o, int64_t *records_end, MqError *err)
+{
+	MqParams	prm;
+
+	mq_params_init(&prm);
+	mq_param_text(&prm, MQ_TEXTOID, o->topic);
+	mq_param_int(&prm, MQ_INT4OID, o->partition);
+	mq_param_int(&prm, MQ_INT4OID, o->epoch);
+	mq_param_int(&prm, MQ_INT8OID, o->producer_id);
+	mq_param_int(&prm, MQ_INT4OID, o->producer_epoch);
+	mq_param_int(&prm, MQ_INT4OID, o->base_sequence);
+	mq_param_text(&prm, MQ_BYTEAARRAYOID, o->keys);
+	mq_param_text(&prm, MQ_BYTEAARRAYOID, o->vals);
+	return node_call(b, "SELECT mq.txn_redo_output($1, $2, $3, $4, $5, $6, $7, $8)", &prm,
+					 records_end, err);
+}
+
+/* Commit a step's offset again on this node (its leader), forward only; *replicated: on the ISR. */
+bool
+node_txn_redo_offset(Broker *b, const MovedOffset *o, bool *replicated, MqError *err)
+{
+	MqParams	prm;
+	int64_t		v;
+
+	mq_params_init(&prm);
+	mq_param_text(&prm, MQ_TEXTOID, o->group);
+	mq_param_text(&prm, MQ_TEXTOID, o->topic);
+	mq_param_int(&prm, MQ_INT4OID, o->partition);
+	mq_param_int(&prm, MQ_INT4OID, o->epoch);
+	mq_param_int(&prm, MQ_INT8OID, o->next_offset);
+	if (!node_call(b, "SELECT mq.txn_redo_offset($1, $2, $3, $4, $5)::integer", &prm, &v, err))
+		return false;
+	*replicated = v == 1;
+	return true;
+}

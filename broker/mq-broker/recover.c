@@ -19,11 +19,26 @@
  * A decided output that this node committed and still leads in the epoch
  * it was written in is reported durable (mq_coord.txn_output_durable)
  * once the node's high watermark passes it, which lets the step's offsets
- * participant commit even when the client died after the decision.
+ * participant commit even when the client died after the decision.  An
+ * output partition whose leader changed before that (its part is rolled
+ * back, or was lost with its node) is sent again by the broker that leads
+ * it now, from the records the decision stored on the coordinator
+ * (mq_coord.txn_outputs_moved, mq.txn_redo_output: the idempotent
+ * producer writes them once, also when the client sends them at the same
+ * time), and reported durable when this node's high watermark passes them
+ * (mq_coord.txn_output_redone).  Committing a step's offsets part marks
+ * the step done (mq_coord.txn_part_committed), after which the pipeline
+ * may start a new run (a new producer epoch), unless the input partition
+ * changed leader meanwhile: then its new leader's broker commits the
+ * step's offset again, forward only (mq_coord.txn_offsets_moved,
+ * mq.txn_redo_offset), and reports the step done once its ISR has it.
  *
  * Locking: none; the broker's one thread.  The client may finish the same
  * gid at the same moment: one of the two finishes fails or finds it gone,
- * and the next tick looks again.
+ * and the next tick looks again.  Sending records or an offset again takes
+ * the partition's produce lock or offsets row on the node like any write,
+ * under a lock_timeout (a prepared part may hold them): the next tick
+ * tries again.
  *
  *-------------------------------------------------------------------------
  */
@@ -89,6 +104,11 @@ resolve_one(Broker *b, const char *gid, int64_t age_ms)
 	if (finished)
 		mq_log_info("recovery: %s prepared transaction %s (prepared %lld ms ago)",
 					commit ? "committed" : "rolled back", gid, (long long) age_ms);
+	if (finished && commit && !coord_txn_part_committed(b, gid, &err))
+	{
+		log_mq_error("recovery: cannot report a committed part", &err);
+		mq_error_free(&err);
+	}
 }
 
 /* The part checked so far is complete: report it if it is replicated. */
@@ -143,6 +163,97 @@ check_output(Broker *b, const PendingOutput *o, void *arg)
 	c->replicated = replicated;
 }
 
+/*
+ * An output partition this broker now leads, of a decided step whose part
+ * lost it before it was known durable: send the stored records again on
+ * this node, and report the partition durable once the high watermark
+ * passes them.  Each tick until then; a retry of records the node already
+ * holds costs one duplicate check.
+ */
+static void
+redo_output(Broker *b, const MovedOutput *o, void *arg)
+{
+	MqError		err = MQ_ERROR_INIT;
+	PendingOutput p = {o->txn_id, o->gid, o->topic, o->partition, o->epoch, -1};
+	bool		replicated = false;
+	char		state[32];
+
+	if (b->node == NULL)
+		return;
+	if (!node_txn_redo_output(b, o, &p.records_end, &err) ||
+		(p.records_end >= 0 && !node_txn_output_replicated(b, &p, &replicated, &err)))
+	{
+		log_mq_error("recovery: cannot send a decided output again", &err);
+		mq_error_free(&err);
+		return;
+	}
+	if (!replicated || b->coord == NULL)
+		return;
+	if (!coord_txn_output_redone(b, o, state, sizeof(state), &err))
+	{
+		log_mq_error("recovery: cannot report an output sent again", &err);
+		mq_error_free(&err);
+		return;
+	}
+	mq_log_info("recovery: sent %s partition %d of step %s again (its leader changed), "
+				"on the in-sync replicas up to %lld; the step is %s",
+				o->topic, o->partition, o->txn_id, (long long) p.records_end, state);
+}
+
+/*
+ * An offsets part of this node whose step's outputs are durable and which
+ * is no longer prepared here was committed (by us, or by a client that
+ * died before marking the step done): report it, which completes the step.
+ */
+static void
+report_offsets(Broker *b, const char *gid, void *arg)
+{
+	const InDoubt *d = arg;
+	MqError		err = MQ_ERROR_INIT;
+
+	if (d->n >= MAX_IN_DOUBT || in_doubt_has(d, gid))
+		return;					/* a list cut short proves nothing */
+	if (!coord_txn_part_committed(b, gid, &err))
+	{
+		log_mq_error("recovery: cannot report a committed part", &err);
+		mq_error_free(&err);
+	}
+}
+
+/*
+ * A step's offset on the input partition this broker now leads, its
+ * offsets part having been prepared elsewhere or in an older epoch:
+ * commit it here, forward only, and report the step done once the ISR
+ * has it (the client does the same, recommit_offset in mqctl).
+ */
+static void
+redo_offset(Broker *b, const MovedOffset *o, void *arg)
+{
+	MqError		err = MQ_ERROR_INIT;
+	bool		replicated = false;
+	char		state[32];
+
+	if (b->node == NULL)
+		return;
+	if (!node_txn_redo_offset(b, o, &replicated, &err))
+	{
+		log_mq_error("recovery: cannot commit a decided step's offset again", &err);
+		mq_error_free(&err);
+		return;
+	}
+	if (!replicated || b->coord == NULL)
+		return;
+	if (!coord_txn_offsets_redone(b, o, state, sizeof(state), &err))
+	{
+		log_mq_error("recovery: cannot report an offset committed again", &err);
+		mq_error_free(&err);
+		return;
+	}
+	mq_log_info("recovery: committed the offset %lld of %s partition %d for step %s again "
+				"(its leader changed); the step is %s",
+				(long long) o->next_offset, o->topic, o->partition, o->txn_id, state);
+}
+
 void
 recover_prepared(Broker *b)
 {
@@ -170,6 +281,24 @@ recover_prepared(Broker *b)
 			log_mq_error("recovery: cannot list decided outputs", &err);
 			mq_error_free(&err);
 		}
+	}
+	if (b->node != NULL && b->coord != NULL &&
+		!coord_txn_outputs_moved(b, redo_output, NULL, &err))
+	{
+		log_mq_error("recovery: cannot list decided outputs whose leader changed", &err);
+		mq_error_free(&err);
+	}
+	if (b->node != NULL && b->coord != NULL &&
+		!coord_txn_offsets_pending(b, report_offsets, &d, &err))
+	{
+		log_mq_error("recovery: cannot list decided offsets parts", &err);
+		mq_error_free(&err);
+	}
+	if (b->node != NULL && b->coord != NULL &&
+		!coord_txn_offsets_moved(b, redo_offset, NULL, &err))
+	{
+		log_mq_error("recovery: cannot list decided offsets whose leader changed", &err);
+		mq_error_free(&err);
 	}
 	for (int i = 0; i < d.n; i++)
 		free(d.gid[i]);

@@ -28,10 +28,18 @@
  *      leader's return), keeping the application rows;
  *   5. mq_coord.txn_done.
  *
+ * The decision also stores every output partition's records on the
+ * coordinator (mq_coord.txn_output): if we die after it and an output's
+ * leader changes before that output is known durable, the broker that
+ * leads the partition then sends them again (broker/mq-broker/recover.c).
+ * So a new run of the same id first waits until such a step is complete
+ * (mq_coord.init_producer refuses it with MQ056 until then).
+ *
  * For tests of the crash windows: with MQCTL_PIPELINE_TEST_STOP set to
- * "prepared:N" or "decided:N", the process stops itself (SIGSTOP) in its
- * N-th step that has records, after every part is prepared or after the
- * decision is recorded, so that a test can kill it exactly there.
+ * "prepared:N", "decided:N" or "prepared+decided:N", the process stops
+ * itself (SIGSTOP) in its N-th step that has records, after every part is
+ * prepared and/or after the decision is recorded, so that a test can act
+ * (or kill it) exactly there.
  *
  * Locking: none here; each prepared part holds its node's locks (the
  * output partitions' produce locks, the input partition's offsets row)
@@ -54,11 +62,18 @@ PGresult *
 step_run(Step *s, Participant *p, const char *sql, const MqParams *prm, MqError *err)
 {
 	PGresult   *res = mq_exec(p->conn, sql, prm, 0, err);
+	PGconn	   *lost = p->conn;
 
 	if (res == NULL && err->connection_lost)
 	{
-		pipeline_conn_failed(s->pl, p->conn);
+		/* the session is shared per node and side: no part may keep it */
+		pipeline_conn_failed(s->pl, lost);
 		p->conn = NULL;
+		if (s->in.conn == lost)
+			s->in.conn = NULL;
+		for (int i = 0; i < s->n_outs; i++)
+			if (s->outs[i].conn == lost)
+				s->outs[i].conn = NULL;
 	}
 	return res;
 }
@@ -73,7 +88,10 @@ step_run_ok(Step *s, Participant *p, const char *sql, const MqParams *prm, MqErr
 	return res != NULL;
 }
 
-/* "{\"\\x6b\",NULL}": a bytea[] literal of the keys or values going to q */
+/*
+ * "{\"\\x6b\",NULL}": a bytea[] literal of the keys or values going to
+ * output partition q, or (q < 0) of every record by output partition.
+ */
 char *
 bytea_array(const Step *s, int q, bool keys)
 {
@@ -82,20 +100,21 @@ bytea_array(const Step *s, int q, bool keys)
 	char	   *w;
 
 	for (int i = 0; i < s->n; i++)
-		if (s->recs[i].out == q)
+		if (q < 0 || s->recs[i].out == q)
 			len += (keys ? (s->recs[i].key ? strlen(s->recs[i].key) : 4) : strlen(s->recs[i].value)) + 4;
 	out = w = mq_malloc(len);
 	*w++ = '{';
-	for (int i = 0; i < s->n; i++)
-	{
-		const char *v = keys ? s->recs[i].key : s->recs[i].value;
+	for (int o = q < 0 ? 0 : q; o <= (q < 0 ? s->pl->n_out - 1 : q); o++)
+		for (int i = 0; i < s->n; i++)
+		{
+			const char *v = keys ? s->recs[i].key : s->recs[i].value;
 
-		if (s->recs[i].out != q)
-			continue;
-		if (w > out + 1)
-			*w++ = ',';
-		w += v ? sprintf(w, "\"\\%s\"", v) : sprintf(w, "NULL");
-	}
+			if (s->recs[i].out != o)
+				continue;
+			if (w > out + 1)
+				*w++ = ',';
+			w += v ? sprintf(w, "\"\\%s\"", v) : sprintf(w, "NULL");
+		}
 	*w++ = '}';
 	*w = '\0';
 	return out;
@@ -356,6 +375,32 @@ participant_json(const Step *s, const Participant *p, bool offsets)
 }
 
 /*
+ * What the decision stores of the outputs, so that recovery can send them
+ * again when we are gone: one object per output partition, whose records
+ * are the next "count" of bytea_array(s, -1, ...).
+ */
+static char *
+outputs_json(const Step *s)
+{
+	const Pipeline *pl = s->pl;
+	json_t	   *a = json_array();
+	char	   *text;
+
+	for (int q = 0; q < pl->n_out; q++)
+		if (count_for(s, q) > 0)
+			json_array_append_new(a, json_pack("{s:s,s:s,s:i,s:I,s:i,s:i,s:i}",
+											   "gid", s->outs[s->sent_via[q]].gid,
+											   "topic", pl->opt.output, "partition", q,
+											   "producer_id", (json_int_t) pl->producer_id,
+											   "producer_epoch", pl->producer_epoch,
+											   "base_sequence", (int) pl->seq[q],
+											   "count", count_for(s, q)));
+	text = json_dumps(a, JSON_COMPACT);
+	json_decref(a);
+	return text;
+}
+
+/*
  * The decision: true to commit.  A lost answer is asked again (an abort
  * takes effect only where no commit was recorded) until the coordinator
  * answers; the prepared parts wait meanwhile.
@@ -366,6 +411,9 @@ decide(Step *s)
 	Pipeline   *pl = s->pl;
 	json_t	   *parts = json_array();
 	char	   *text;
+	char	   *outputs;
+	char	   *keys;
+	char	   *vals;
 	bool		commit = false;
 
 	json_array_append_new(parts, participant_json(s, &s->in, true));
@@ -373,6 +421,9 @@ decide(Step *s)
 		json_array_append_new(parts, participant_json(s, &s->outs[i], false));
 	text = json_dumps(parts, JSON_COMPACT);
 	json_decref(parts);
+	outputs = outputs_json(s);
+	keys = bytea_array(s, -1, true);
+	vals = bytea_array(s, -1, false);
 	for (int attempt = 0;; attempt++)
 	{
 		MqError		err = MQ_ERROR_INIT;
@@ -386,12 +437,16 @@ decide(Step *s)
 			mq_param_text(&prm, MQ_TEXTOID, pl->opt.id);
 			mq_param_text(&prm, MQ_JSONBOID, text);
 			mq_param_int(&prm, MQ_INT4OID, pl->producer_epoch);
+			mq_param_text(&prm, MQ_JSONBOID, outputs);
+			mq_param_text(&prm, MQ_BYTEAARRAYOID, keys);
+			mq_param_text(&prm, MQ_BYTEAARRAYOID, vals);
 		}
 		if (pipeline_coord_ok(pl, &err))
 			res = attempt == 0
-				? mq_exec(pl->coord, "SELECT mq_coord.txn_decide($1, $2, $3, $4)", &prm, 0, &err)
-				: mq_exec(pl->coord, "SELECT mq_coord.txn_abort($1, 'the client lost the decision')",
-						  &prm, 0, &err);
+				? mq_exec(pl->coord, "SELECT mq_coord.txn_decide($1, $2, $3, $4, $5, $6, $7)",
+						  &prm, 0, &err) :
+					mq_exec(pl->coord, "SELECT mq_coord.txn_abort($1, 'the client lost the decision')",
+							&prm, 0, &err);
 		if (res != NULL)
 		{
 			commit = strcmp(PQgetvalue(res, 0, 0), "abort") != 0;
@@ -415,6 +470,9 @@ decide(Step *s)
 		mq_sleep_ms(attempt < 10 ? 100 : 1000);
 	}
 	free(text);
+	free(outputs);
+	free(keys);
+	free(vals);
 	return commit;
 }
 
@@ -437,7 +495,7 @@ step_free(Step *s)
 static void
 test_stop(const Pipeline *pl, const char *where)
 {
-	if (strcmp(pl->test_stop_at, where) == 0 && pl->done_steps + 1 == pl->test_stop_step)
+	if (strstr(pl->test_stop_at, where) != NULL && pl->done_steps + 1 == pl->test_stop_step)
 		raise(SIGSTOP);
 }
 
@@ -489,8 +547,15 @@ pipeline_init(Pipeline *pl, PGconn *coord, const PipelineOptions *opt, MqError *
 	pl->coord = coord;
 	mq_params_init(&prm);
 	mq_param_text(&prm, MQ_TEXTOID, opt->id);
-	res = mq_exec(coord, "SELECT producer_id, producer_epoch FROM mq_coord.init_producer($1)",
-				  &prm, 0, err);
+	while ((res = mq_exec(coord, "SELECT producer_id, producer_epoch FROM mq_coord.init_producer($1)",
+						  &prm, 0, err)) == NULL &&
+		   mq_error_is(err, MQ_SQLSTATE_CONCURRENT_TRANSACTIONS))
+	{
+		/* a step of the previous run is decided: it completes first */
+		mq_log_warning("waiting for the previous run's step to complete: %s", err->message);
+		mq_error_free(err);
+		mq_sleep_ms(1000);
+	}
 	if (res == NULL)
 		return false;
 	pl->producer_id = atoll(PQgetvalue(res, 0, 0));
@@ -505,7 +570,7 @@ pipeline_init(Pipeline *pl, PGconn *coord, const PipelineOptions *opt, MqError *
 	}
 	pl->seq = mq_malloc0(pl->n_out * sizeof(int32_t));
 	if (getenv("MQCTL_PIPELINE_TEST_STOP"))
-		(void) sscanf(getenv("MQCTL_PIPELINE_TEST_STOP"), "%15[a-z]:%ld",
+		(void) sscanf(getenv("MQCTL_PIPELINE_TEST_STOP"), "%31[a-z+]:%ld",
 					  pl->test_stop_at, &pl->test_stop_step);
 	return true;
 }

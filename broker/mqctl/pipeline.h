@@ -63,7 +63,7 @@ typedef struct Pipeline
 	long		done_steps;		/* steps that committed records */
 	bool		fenced;			/* a newer run of the same id took over */
 	/* test hook: SIGSTOP itself at this point of this step (see pipeline.c) */
-	char		test_stop_at[16];
+	char		test_stop_at[32];
 	long		test_stop_step;
 } Pipeline;
 

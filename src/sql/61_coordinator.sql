@@ -359,6 +359,7 @@ CREATE FUNCTION mq_coord.init_producer(p_transactional_id text,
 LANGUAGE plpgsql SECURITY DEFINER SET search_path = pg_catalog, pg_temp AS $$
 DECLARE
     v_next bigint;
+    v_open text;
 BEGIN
     IF p_transactional_id IS NULL OR p_transactional_id = '' THEN
         RAISE EXCEPTION 'a transactional id must not be empty' USING ERRCODE = 'MQ010',
@@ -366,6 +367,22 @@ BEGIN
     END IF;
     IF current_setting('synchronous_commit') IN ('off', 'local', 'remote_write') THEN
         PERFORM set_config('synchronous_commit', 'on', true);
+    END IF;
+    -- as Kafka's InitProducerId, complete a pending transaction first: a
+    -- pipeline step of this id decided to commit and not complete would be
+    -- fenced by the new epoch where it is sent again (64_twophase_redo.sql).
+    -- The row lock orders this against txn_decide's check of the epoch, and
+    -- the next statement sees a decision that committed meanwhile.
+    PERFORM 1 FROM mq_coord.transactional_producer t
+     WHERE t.transactional_id = p_transactional_id FOR UPDATE;
+    SELECT t.txn_id INTO v_open FROM mq_coord.txn t
+     WHERE t.owner = p_transactional_id AND t.state IN ('commit', 'outputs_durable')
+     ORDER BY t.decided_at LIMIT 1;
+    IF v_open IS NOT NULL THEN
+        RAISE EXCEPTION 'transactional id "%" has a step decided and not yet complete: %',
+            p_transactional_id, v_open USING ERRCODE = 'MQ056',
+            DETAIL = 'A new epoch would fence the step''s completion.',
+            HINT = 'Retry shortly: the previous run or the brokers'' recovery completes the step.';
     END IF;
     UPDATE mq_coord.transactional_producer t
        SET producer_epoch = t.producer_epoch + 1, updated_at = clock_timestamp()

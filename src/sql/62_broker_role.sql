@@ -53,7 +53,9 @@ BEGIN
         'mq.replica_set_replicas(text, integer, integer, integer[], integer[]), '
         -- recovery of mq's prepared transactions (64_twophase.sql)
         'mq.txn_in_doubt(), mq.txn_finish(text, boolean), '
-        'mq.txn_output_replicated(text, integer, integer, bigint) '
+        'mq.txn_output_replicated(text, integer, integer, bigint), '
+        'mq.txn_redo_output(text, integer, integer, bigint, integer, integer, bytea[], bytea[]), '
+        'mq.txn_redo_offset(text, text, integer, integer, bigint) '
         'TO %s', role);
     -- mq's own authorization (90_acl.sql): the broker sees every topic in
     -- mq.topics and creates the replicas it is assigned
@@ -90,7 +92,13 @@ BEGIN
         'mq_coord.complete_reassignment(text, integer, integer, integer), '
         'mq_coord.txn_resolve(text, integer, bigint, integer), '
         'mq_coord.txn_outputs_pending(integer), '
-        'mq_coord.txn_output_durable(text, text, integer) '
+        'mq_coord.txn_output_durable(text, text, integer), '
+        'mq_coord.txn_outputs_moved(integer), '
+        'mq_coord.txn_output_redone(text, text, integer, integer, integer), '
+        'mq_coord.txn_part_committed(text, integer), '
+        'mq_coord.txn_offsets_moved(integer), '
+        'mq_coord.txn_offsets_pending(integer), '
+        'mq_coord.txn_offsets_redone(text, integer, integer) '
         'TO %s', role);
 END;
 $$;

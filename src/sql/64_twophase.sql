@@ -13,10 +13,15 @@
 --   commit           decided: every part commits;
 --   outputs_durable  every output is on its partitions' ISR: now the
 --                    offsets participant may commit;
---   done             the offsets are on their ISR too;
+--   done             the offsets are on their ISR too (the client), or
+--                    the offsets part committed (a broker's recovery:
+--                    mq_coord.txn_part_committed, 64_twophase_redo.sql);
 --   abort            decided against (by the client, or by recovery for a
 --                    part prepared longer than txn.timeout.ms without any
 --                    decision): every part rolls back.
+-- The decision also stores the records of every output partition
+-- (mq_coord.txn_output, 64_twophase_redo.sql), which recovery sends again
+-- when an output's leader changed and the client is gone.
 -- A decision is never changed from commit to abort or back: txn_decide
 -- refuses (MQ051) once recovery has aborted, and recovery aborts only
 -- where no decision exists (one INSERT ... ON CONFLICT decides the race).
@@ -101,9 +106,14 @@ END $$;
 -- (commit, or later if it was decided before: a retry).  With
 -- p_producer_epoch, the owner's transactional id must still have that
 -- epoch (mq_coord.init_producer): a newer run of the same pipeline fences
--- an older one here, where each of its steps must pass (MQ012).
+-- an older one here, where each of its steps must pass (MQ012).  With
+-- p_outputs, the records of every output partition are stored with the
+-- decision (mq_coord.txn_output, 64_twophase_redo.sql), so that recovery
+-- can send them again when the client is gone.
 CREATE FUNCTION mq_coord.txn_decide(p_txn text, p_owner text, p_participants jsonb,
-                                    p_producer_epoch integer DEFAULT NULL)
+                                    p_producer_epoch integer DEFAULT NULL,
+                                    p_outputs jsonb DEFAULT NULL, p_keys bytea[] DEFAULT NULL,
+                                    p_vals bytea[] DEFAULT NULL)
     RETURNS text
 LANGUAGE plpgsql SECURITY DEFINER SET search_path = pg_catalog, pg_temp AS $$
 DECLARE
@@ -125,6 +135,7 @@ BEGIN
         END IF;
     END IF;
     PERFORM mq_coord._txn_check_participants(p_txn, p_participants);
+    PERFORM mq_coord._txn_check_outputs(p_txn, p_participants, p_outputs, p_keys, p_vals);
     PERFORM mq_coord._txn_durably();
     -- decisions a day old are of no use to anyone
     DELETE FROM mq_coord.txn t
@@ -135,6 +146,8 @@ BEGIN
     RETURNING t.state INTO v_state;
     IF v_state IS NULL THEN
         SELECT t.state INTO v_state FROM mq_coord.txn t WHERE t.txn_id = p_txn;
+    ELSE
+        PERFORM mq_coord._txn_store_outputs(p_txn, p_outputs, p_keys, p_vals);
     END IF;
     IF v_state = 'abort' THEN
         RAISE EXCEPTION 'transaction "%" was aborted', p_txn USING ERRCODE = 'MQ051',
@@ -210,6 +223,10 @@ BEGIN
                         THEN 'outputs_durable' ELSE 'commit' END
      WHERE t.txn_id = p_txn
     RETURNING t.state INTO v_row.state;
+    IF v_row.state = 'outputs_durable' THEN
+        -- nobody sends them again now
+        DELETE FROM mq_coord.txn_output o WHERE o.txn_id = p_txn;
+    END IF;
     RETURN v_row.state;
 END $$;
 
@@ -330,7 +347,7 @@ BEGIN
     EXECUTE pg_catalog.format('GRANT USAGE ON SCHEMA mq_coord TO %s', role);
     EXECUTE pg_catalog.format(
         'GRANT EXECUTE ON FUNCTION mq_coord.init_producer(text), mq_coord.route(text), '
-        'mq_coord.txn_decide(text, text, jsonb, integer), '
+        'mq_coord.txn_decide(text, text, jsonb, integer, jsonb, bytea[], bytea[]), '
         'mq_coord.txn_abort(text, text), mq_coord.txn_state(text), '
         'mq_coord.txn_output_durable(text, text, integer), mq_coord.txn_done(text) TO %s', role);
 END $$;

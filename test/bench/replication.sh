@@ -66,7 +66,7 @@
 # Usage: test/bench/replication.sh [--duration S] [--runs N] [--clients "1 4"]
 #                                  [--failovers N] [--eos-records N] [--out FILE]
 #                                  [--reassign-mb MB] [--reassign-throttle B]
-#                                  [--availability N] [--availability-only]
+#                                  [--availability N] [--availability-only] [--eos-only]
 #   --duration S   seconds per pgbench run (default 10)
 #   --runs N       runs per figure and side (default 3; the median is kept)
 #   --clients L    client counts for T (default "1 4")
@@ -75,6 +75,8 @@
 #   --out FILE     also write the results as a markdown table to FILE
 #   --reassign-mb MB        data per partition moved in R (default 20)
 #   --reassign-throttle B   the throttled move's bytes/s in R (default 2000000)
+#   --eos-only     run E alone (no A, T, L, F, R); MQ_BENCH_MQCTL names another
+#                  mqctl to run the pipeline with (an older build, to compare)
 set -euo pipefail
 
 HERE="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
@@ -84,7 +86,7 @@ source "$REPO/scripts/lib.sh"
 mq_pg_paths || mq_die "PostgreSQL 15 (pg_config) not found"
 PGBENCH="$PG_BINDIR/pgbench"
 
-DURATION=10 RUNS=3 CLIENTS="1 4" FAILOVERS=3 EOS_RECORDS=10000 OUT="" AROUNDS=1 AONLY="" REASSIGN_MB=20 REASSIGN_THROTTLE=2000000
+DURATION=10 RUNS=3 CLIENTS="1 4" FAILOVERS=3 EOS_RECORDS=10000 OUT="" AROUNDS=1 AONLY="" EONLY="" REASSIGN_MB=20 REASSIGN_THROTTLE=2000000
 while (($#)); do
 	case "$1" in
 	--duration) DURATION="${2:?}"; shift ;;
@@ -95,6 +97,7 @@ while (($#)); do
 	--out) OUT="${2:?}"; shift ;;
 	--availability) AROUNDS="${2:?}"; shift ;;
 	--availability-only) AONLY=1 ;;
+	--eos-only) EONLY=1 AROUNDS=0 ;;
 	--reassign-mb) REASSIGN_MB="${2:?}"; shift ;;
 	--reassign-throttle) REASSIGN_THROTTLE="${2:?}"; shift ;;
 	-h | --help) sed -n '2,/^set -euo/p' "${BASH_SOURCE[0]}" | sed '$d; s/^# \{0,1\}//'; exit 0 ;;
@@ -194,6 +197,7 @@ L="$(leader)"
 echo "leader of bench/0: broker $L (node$L)"
 
 # ---------------------------------------------------------------------------
+if [[ -z "$EONLY" ]]; then
 mq_phase "T: throughput, acks=1 vs acks=all (batches of 1,000 x 100 B)"
 cluster_psql "node$L" <<'SQL'
 CREATE TABLE bench_payload AS
@@ -249,6 +253,8 @@ for acks in 1 all; do
 	LAT[$acks,99]="$(pct 99 <"$WORK/lat.$acks")"
 	echo "acks=$acks: ${LAT[$acks,n]} records, latency p50 ${LAT[$acks,50]} ms, p99 ${LAT[$acks,99]} ms"
 done
+
+fi # not --eos-only
 
 # ---------------------------------------------------------------------------
 mq_phase "E: exactly-once pipeline, 3-node cluster (mqctl pipeline) vs one node ($EOS_RECORDS records)"
@@ -306,7 +312,7 @@ BEGIN
     END LOOP;
 END \$\$;
 SQL
-MQCTL="$REPO/broker/mqctl/mqctl"
+MQCTL="${MQ_BENCH_MQCTL:-$REPO/broker/mqctl/mqctl}"
 [[ -x "$MQCTL" ]] || MQCTL=mqctl
 declare -A EOS=()
 for ((r = 1; r <= RUNS; r++)); do
@@ -328,6 +334,7 @@ EOS[cluster]="$(mq_median <"$WORK/e.cluster")"
 EOS[one]="$(mq_median <"$WORK/e.one")"
 EOS[ratio]="$(awk -v a="${EOS[cluster]}" -v b="${EOS[one]}" 'BEGIN { printf "%.2f", a / b }')"
 echo "exactly-once pipeline: cluster ${EOS[cluster]} records/s, one node ${EOS[one]} records/s, ratio ${EOS[ratio]}"
+[[ -z "$EONLY" ]] || exit 0
 
 # ---------------------------------------------------------------------------
 mq_phase "F: failover, kill -9 of the leader's node -> first acks=all write acknowledged by the new leader"

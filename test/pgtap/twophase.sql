@@ -2,9 +2,11 @@
 -- src/twophase.c): mq.txn_finish finishes mq's own prepared transactions
 -- only, never inside a transaction block; the decisions on the
 -- coordinator move only forward (an abort where no decision exists, a
--- commit refused after an abort); recovery's rules; privileges.
+-- commit refused after an abort); recovery's rules; a decision's output
+-- records and their redo by recovery (64_twophase_redo.sql); a new epoch
+-- of a pipeline refused while its decided step is open; privileges.
 BEGIN;
-SELECT plan(34);
+SELECT plan(58);
 
 -- mq.txn_finish
 SELECT throws_ok($$SELECT mq.txn_finish('app-gid-1', true)$$, 'MQ050', NULL,
@@ -68,18 +70,105 @@ SELECT is(mq_coord.txn_output_durable('t1', 'mq:t1:1', 2), 'outputs_durable',
           'its leader can: every output is durable');
 SELECT is(mq_coord.txn_resolve('mq:t1:0', 1, 10, 3000), 'commit', 'then the offsets part commits');
 
+-- the decision stores the output records; recovery sends them again on
+-- the new leader of a partition whose leader changed
+SELECT throws_ok($$SELECT mq_coord.txn_decide('t6', 'p', '[{"gid": "mq:t6:1", "kind": "output"}]', NULL,
+                   '[{"gid": "mq:t6:1", "topic": "o", "partition": 0, "producer_id": 7, "producer_epoch": 0,
+                      "base_sequence": 0, "count": 2}]', ARRAY['\x01']::bytea[], ARRAY['\x02']::bytea[])$$,
+                 'MQ055', NULL, 'output counts that do not add up to the records are refused');
+SELECT throws_ok($$SELECT mq_coord.txn_decide('t6', 'p', '[{"gid": "mq:t6:1", "kind": "output"}]', NULL,
+                   '[{"gid": "mq:t6:9", "topic": "o", "partition": 0, "producer_id": 7, "producer_epoch": 0,
+                      "base_sequence": 0, "count": 1}]', ARRAY['\x01']::bytea[], ARRAY['\x02']::bytea[])$$,
+                 'MQ055', NULL, 'outputs of a part the decision does not list are refused');
+SELECT throws_ok($$SELECT mq_coord.txn_decide('t6', 'p', '[{"gid": "mq:t6:1", "kind": "output"}]', NULL,
+                   '[{"gid": "mq:t6:1", "topic": "o", "partition": 0, "producer_id": 7, "producer_epoch": 0,
+                      "base_sequence": 0, "count": 1},
+                     {"gid": "mq:t6:1", "topic": "o", "partition": 0, "producer_id": 7, "producer_epoch": 0,
+                      "base_sequence": 1, "count": 1}]',
+                   ARRAY['\x01', '\x03']::bytea[], ARRAY['\x02', '\x04']::bytea[])$$,
+                 'MQ055', NULL, 'a partition given twice is refused');
+SELECT is(mq_coord.txn_state('t6'), NULL, 'nothing was decided');
+INSERT INTO mq_coord.topic (topic, partitions) VALUES ('o2', 2);
+INSERT INTO mq_coord.partition (topic, partition, replicas, leader, leader_epoch, isr)
+VALUES ('o2', 0, '{2,1}', 2, 3, '{2,1}'), ('o2', 1, '{2,1}', 2, 3, '{2,1}');
+SELECT mq_coord.init_producer('pipe-y');
+SELECT is(mq_coord.txn_decide('t7', 'pipe-y',
+          '[{"gid": "mq:t7:0", "kind": "offsets", "broker": 1, "partitions": []},
+            {"gid": "mq:t7:1", "kind": "output", "broker": 2,
+             "partitions": [{"topic": "o2", "partition": 0, "epoch": 3, "records_end": 2},
+                            {"topic": "o2", "partition": 1, "epoch": 3, "records_end": 1}]}]', 0,
+          '[{"gid": "mq:t7:1", "topic": "o2", "partition": 0, "producer_id": 7, "producer_epoch": 0,
+             "base_sequence": 5, "count": 2},
+            {"gid": "mq:t7:1", "topic": "o2", "partition": 1, "producer_id": 7, "producer_epoch": 0,
+             "base_sequence": 9, "count": 1}]',
+          ARRAY['\x6b31', NULL, '\x6b33']::bytea[], ARRAY['\x7631', '\x7632', '\x7633']::bytea[]),
+          'commit', 'a decision with output records');
+SELECT results_eq($$SELECT gid, topic, partition, producer_id, producer_epoch, base_sequence, keys, vals
+                      FROM mq_coord.txn_output WHERE txn_id = 't7' ORDER BY partition$$,
+                  $$VALUES ('mq:t7:1', 'o2', 0, 7::bigint, 0, 5, ARRAY['\x6b31', NULL]::bytea[],
+                            ARRAY['\x7631', '\x7632']::bytea[]),
+                           ('mq:t7:1', 'o2', 1, 7::bigint, 0, 9, ARRAY['\x6b33']::bytea[],
+                            ARRAY['\x7633']::bytea[])$$,
+                  'the records of each output partition are stored with the decision');
+SELECT throws_ok($$SELECT mq_coord.init_producer('pipe-y')$$, 'MQ056', NULL,
+                 'a new epoch of the owner is refused while its decided step is open');
+SELECT is((SELECT count(*) FROM mq_coord.txn_outputs_moved(1)), 0::bigint,
+          'nothing to send again while the part''s broker leads its partitions in their epoch');
+UPDATE mq_coord.partition SET leader = 1, leader_epoch = 4 WHERE topic = 'o2' AND partition = 0;
+SELECT results_eq($$SELECT topic, partition, epoch FROM mq_coord.txn_outputs_moved(1)$$,
+                  $$VALUES ('o2', 0, 4)$$, 'the new leader of a moved partition sends its records again');
+SELECT results_eq($$SELECT topic, partition, epoch FROM mq_coord.txn_outputs_moved(2)$$,
+                  $$VALUES ('o2', 1, 3)$$,
+                  '... and so does the old leader for the part''s partition it kept (the part rolls back)');
+SELECT is(mq_coord.txn_output_redone('t7', 'o2', 0, 1, 3), 'commit',
+          'a report in an epoch that is not the leader''s does not count');
+SELECT is(mq_coord.txn_output_redone('t7', 'o2', 0, 1, 4), 'commit',
+          'one partition durable: the part is not yet');
+SELECT is(mq_coord.txn_output_redone('t7', 'o2', 1, 2, 3), 'outputs_durable',
+          'every partition of the part durable: the outputs are');
+SELECT is((SELECT count(*) FROM mq_coord.txn_output WHERE txn_id = 't7'), 0::bigint,
+          'the records are deleted once every output is durable');
+SELECT throws_ok($$SELECT mq_coord.init_producer('pipe-y')$$, 'MQ056', NULL,
+                 'a new epoch is still refused while the offsets part is not committed');
+SELECT results_eq($$SELECT txn_id, gid FROM mq_coord.txn_offsets_pending(1) WHERE txn_id = 't7'$$,
+                  $$VALUES ('t7', 'mq:t7:0')$$,
+                  'the offsets part''s broker is asked to report it once committed');
+SELECT is(mq_coord.txn_part_committed('mq:t7:1', 2), 'outputs_durable', 'an output part does not end the step');
+SELECT is(mq_coord.txn_part_committed('mq:t7:0', 1), 'done', 'committing the offsets part does');
+SELECT lives_ok($$SELECT mq_coord.init_producer('pipe-y')$$, 'then the owner gets a new epoch');
+
+-- an offsets part committed on a node that no longer leads the input
+-- partition: its current leader commits the offset again
+SELECT is(mq_coord.txn_decide('t8', 'p',
+          '[{"gid": "mq:t8:0", "kind": "offsets", "broker": 1,
+             "partitions": [{"topic": "o", "partition": 0, "epoch": 2, "records_end": -1}],
+             "offsets": [{"group": "g", "topic": "o", "partition": 0, "next": 5}]},
+            {"gid": "mq:t8:1", "kind": "output", "broker": 2, "partitions": []}]'),
+          'commit', 'a step whose input partition (o/0) is led by broker 2 in epoch 3 now');
+SELECT is(mq_coord.txn_output_durable('t8', 'mq:t8:1'), 'outputs_durable', 'its outputs are durable');
+SELECT is(mq_coord.txn_part_committed('mq:t8:0', 1), 'outputs_durable',
+          'its offsets part committed on the old leader does not complete it');
+SELECT results_eq($$SELECT txn_id, group_id, topic, partition, next_offset, epoch FROM mq_coord.txn_offsets_moved(2)$$,
+                  $$VALUES ('t8', 'g', 'o', 0, 5::bigint, 3)$$,
+                  'the input''s leader is told to commit the offset again');
+SELECT is(mq_coord.txn_offsets_redone('t8', 2, 3), 'done', 'once it has, the step is done');
+
 -- privileges
 SELECT ok(NOT has_function_privilege('public', 'mq.txn_finish(text, boolean)', 'EXECUTE'),
           'PUBLIC cannot finish prepared transactions');
 SELECT ok(NOT has_function_privilege('public', 'mq_coord.txn_resolve(text, integer, bigint, integer)', 'EXECUTE')
-          AND NOT has_function_privilege('public', 'mq_coord.txn_decide(text, text, jsonb, integer)', 'EXECUTE'),
-          'nor decide or resolve');
+          AND NOT has_function_privilege('public', 'mq_coord.txn_decide(text, text, jsonb, integer, jsonb, bytea[], bytea[])', 'EXECUTE')
+          AND NOT has_function_privilege('public', 'mq.txn_redo_output(text, integer, integer, bigint, integer, integer, bytea[], bytea[])', 'EXECUTE'),
+          'nor decide, resolve or send a step''s records again');
 CREATE ROLE mq_twophase_test_broker;
 SELECT mq.grant_broker('mq_twophase_test_broker');
 SELECT mq_coord.grant_broker('mq_twophase_test_broker');
 SELECT ok(has_function_privilege('mq_twophase_test_broker', 'mq.txn_finish(text, boolean)', 'EXECUTE')
           AND has_function_privilege('mq_twophase_test_broker', 'mq_coord.txn_resolve(text, integer, bigint, integer)', 'EXECUTE')
-          AND NOT has_function_privilege('mq_twophase_test_broker', 'mq_coord.txn_decide(text, text, jsonb, integer)', 'EXECUTE'),
+          AND has_function_privilege('mq_twophase_test_broker', 'mq_coord.txn_outputs_moved(integer)', 'EXECUTE')
+          AND has_function_privilege('mq_twophase_test_broker',
+                                     'mq.txn_redo_output(text, integer, integer, bigint, integer, integer, bytea[], bytea[])', 'EXECUTE')
+          AND NOT has_function_privilege('mq_twophase_test_broker', 'mq_coord.txn_decide(text, text, jsonb, integer, jsonb, bytea[], bytea[])', 'EXECUTE'),
           'a broker may finish and resolve, not decide');
 
 CREATE ROLE mq_twophase_test_client;
@@ -89,7 +178,7 @@ SELECT mq.grant_pipeline('mq_twophase_test_client');
 SELECT mq_coord.grant_pipeline('mq_twophase_test_client');
 SELECT ok(has_function_privilege('mq_twophase_test_client', 'mq.txn_finish(text, boolean)', 'EXECUTE')
           AND has_function_privilege('mq_twophase_test_client', 'mq.txn_notes()', 'EXECUTE')
-          AND has_function_privilege('mq_twophase_test_client', 'mq_coord.txn_decide(text, text, jsonb, integer)', 'EXECUTE')
+          AND has_function_privilege('mq_twophase_test_client', 'mq_coord.txn_decide(text, text, jsonb, integer, jsonb, bytea[], bytea[])', 'EXECUTE')
           AND has_function_privilege('mq_twophase_test_client', 'mq_coord.init_producer(text)', 'EXECUTE')
           AND NOT has_function_privilege('mq_twophase_test_client', 'mq_coord.txn_resolve(text, integer, bigint, integer)', 'EXECUTE'),
           'a pipeline client may finish, read its notes and decide, not resolve');

@@ -16,6 +16,14 @@
 #      txn.timeout.ms and rolls every part back;
 #   d. the client killed right after the decision: the brokers commit the
 #      outputs, report them durable, then commit the offsets part;
+#   d2. the same, and the node leading an output partition of the step
+#      killed before that output was known durable (its broker paused
+#      from before the decision, so that it cannot commit the part first):
+#      the broker of the partition's new leader sends the records the
+#      decision stored again, and the step completes without its client
+#      (when that node also held the input part, the input's new leader
+#      commits the step's offset again); a new client waits for that
+#      (MQ056), then goes on;
 #   e. kill -9 of the coordinator (restarted);
 #   f. kill -9 of an input leader's broker (restarted).
 # The checks, independent of mq's own bookkeeping: every input record is
@@ -309,6 +317,60 @@ ok($c->coord->poll_query_until('postgres',
 check_offsets_behind_outputs('after recovery committed a decided step');
 $pipe = start_pipeline();
 ok(wait_processed($produced, 'client restarted'), 'a new client went on');
+
+# d2. the client killed after the decision and an output leader killed
+# before that output was durable: nobody but recovery can finish the step.
+# Its broker is paused from before the decision so that it cannot commit
+# the part first.  An output part on a node that is not the input's is
+# chosen if there is one; otherwise the input's node dies too, and the
+# input's new leader commits the step's offset again.
+stop_pipeline($pipe);
+produce_inputs(100);
+$pipe = start_pipeline(MQCTL_PIPELINE_TEST_STOP => 'prepared+decided:2');
+ok(stopped($pipe), 'the client stopped itself with its parts prepared');
+my %gids = map {
+	my $i = $_;
+	map { $_ => $i } split /\n/, $c->node($i)->safe_psql('postgres',
+		"SELECT gid FROM pg_prepared_xacts WHERE gid LIKE 'mq:%'")
+} 1 .. 3;
+my ($in_gid) = grep { /:0$/ } keys %gids;
+my ($txn) = ($in_gid // '') =~ /^mq:(.*):0$/;
+my ($lost) = sort { ($gids{$a} == $gids{$in_gid}) <=> ($gids{$b} == $gids{$in_gid}) or $a cmp $b }
+  grep { /:[1-9]\d*$/ } keys %gids;
+ok(defined $txn && defined $lost, 'the step has an output part prepared')
+  or diag('prepared: ' . join(', ', map { "$_ on node$gids{$_}" } sort keys %gids));
+$out_node = $gids{ $lost // '' } // 1;
+my $with_input = $out_node == ($gids{ $in_gid // '' } // 0);
+note("output part $lost on node$out_node" . ($with_input ? ', with the input part' : ''));
+$c->signal_broker($out_node, 'STOP');
+kill 'CONT', $pipe;
+ok($c->coord->poll_query_until('postgres', "SELECT mq_coord.txn_state('$txn') = 'commit'"),
+	'the step is decided');
+ok(stopped($pipe), 'the client stopped itself after the decision');
+ok($c->coord->safe_psql('postgres',
+		"SELECT count(*) FROM mq_coord.txn_output WHERE txn_id = '$txn' AND gid = '$lost'") > 0,
+	'the decision stored the records of the part');
+$c->kill9_node($out_node);
+stop_pipeline($pipe, 'KILL');
+$c->signal_broker($out_node, 'CONT');
+$pipe = start_pipeline();
+my @live = grep { $_ != $out_node } 1 .. 3;
+ok($c->coord->poll_query_until('postgres', "SELECT mq_coord.txn_state('$txn') = 'done'"),
+	'recovery completed the step without its client');
+like(join('', map { $c->broker_log($_) } @live), qr/sent out partition \d+ of step \Q$txn\E again/,
+	'a new leader\'s broker sent the lost output again');
+like(join('', map { $c->broker_log($_) } @live), qr/committed the offset \d+ of in partition \d+ for step \Q$txn\E again/,
+	'the input\'s new leader committed the step\'s offset again')
+  if $with_input;
+is(join(',', map { $c->node($_)->safe_psql('postgres', "SELECT count(*) FROM pg_prepared_xacts WHERE gid LIKE 'mq:$txn:%'") } @live),
+	join(',', map { 0 } @live), 'nothing of the step is left prepared on the live nodes');
+$c->node($out_node)->start;
+ok(wait_no_prepared('old output leader back'), 'its prepared parts were finished on its return');
+wait_isr_full();
+ok(wait_processed($produced, 'client after recovery'), 'the new client went on');
+like(slurp_file("$c->{logprefix}pipeline$run.log"), qr/waiting for the previous run's step/,
+	'the new client waited for the step to complete');
+check_offsets_behind_outputs('after recovery sent a lost output again');
 
 # e. the coordinator
 produce_inputs(100);
