@@ -131,7 +131,18 @@ send_records(FunctionCallInfo fcinfo, MqRecordIn *recs, int n)
 
 	InitMaterializedSRF(fcinfo, 0);
 	if (n == 0)
+	{
+		/*
+		 * Nothing to send, but an idempotent producer's epoch is checked,
+		 * and registered at sequence 0 where ids are cluster-wide: mqctl
+		 * pipeline does so in a transaction of its own before its first
+		 * prepared step, so that no prepared part holds the producer's row.
+		 */
+		if (producer.present)
+			mq_producer_check_epoch(producer.producer_id, producer.producer_epoch,
+									producer.base_sequence);
 		return;
+	}
 	/* max.message.bytes: the whole call fails before anything is appended */
 	mq_check_record_sizes(topic, recs, n);
 	/* compacted topics refuse records without a key (compact.c) */

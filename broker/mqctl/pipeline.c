@@ -217,6 +217,36 @@ apply_and_commit(Step *s, MqError *err)
 	return step_run_ok(s, &s->in, "SELECT mq.commit_offset($1, $2, $3, $4)", &prm, err);
 }
 
+/*
+ * Before the first prepared part on an output leader's node: register our
+ * producer epoch there in a transaction of its own (an empty idempotent
+ * batch at sequence 0).  The first send of an epoch would register it
+ * inside the prepared part, whose lock on the producer's row would then
+ * hold every follower append of that node carrying our records (other
+ * output partitions) until the part commits.
+ */
+static bool
+register_epoch(Step *s, Participant *p, int q, MqError *err)
+{
+	Pipeline   *pl = s->pl;
+	MqParams	prm;
+
+	for (int i = 0; i < pl->n_registered; i++)
+		if (pl->registered[i] == p->broker)
+			return true;
+	mq_params_init(&prm);
+	mq_param_text(&prm, MQ_TEXTOID, pl->opt.output);
+	mq_param_int(&prm, MQ_INT4OID, q);
+	mq_param_int(&prm, MQ_INT8OID, pl->producer_id);
+	mq_param_int(&prm, MQ_INT4OID, pl->producer_epoch);
+	if (!step_run_ok(s, p, "SELECT count(*) FROM mq.send_batch($1, '{}'::bytea[], '{}'::bytea[], NULL, $2, $3, $4, 0)",
+					 &prm, err))
+		return false;
+	if (pl->n_registered < PIPELINE_MAX_BROKERS)
+		pl->registered[pl->n_registered++] = p->broker;
+	return true;
+}
+
 static Participant *
 output_part(Step *s, int q, MqError *err)
 {
@@ -230,7 +260,7 @@ output_part(Step *s, int q, MqError *err)
 	p->broker = r->leader;
 	snprintf(p->gid, sizeof(p->gid), "mq:%s:%d", s->txn, s->n_outs);
 	p->conn = pipeline_conn(s->pl, r->leader, r->conninfo, true, err);
-	if (p->conn == NULL || !step_run_ok(s, p, "BEGIN", NULL, err))
+	if (p->conn == NULL || !register_epoch(s, p, q, err) || !step_run_ok(s, p, "BEGIN", NULL, err))
 		return NULL;
 	return p;
 }
@@ -354,128 +384,6 @@ abort_step(Step *s, const char *why)
 		undo_part(s, &s->outs[i]);
 }
 
-static json_t *
-participant_json(const Step *s, const Participant *p, bool offsets)
-{
-	json_t	   *o = json_object();
-
-	json_object_set_new(o, "gid", json_string(p->gid));
-	json_object_set_new(o, "broker", json_integer(p->broker));
-	json_object_set_new(o, "kind", json_string(offsets ? "offsets" : "output"));
-	if (p->notes)
-		json_object_set(o, "partitions", p->notes);
-	else
-		json_object_set_new(o, "partitions", json_array());
-	if (offsets)
-		json_object_set_new(o, "offsets",
-							json_pack("[{s:s,s:s,s:i,s:I}]", "group", s->pl->opt.group,
-									  "topic", s->pl->opt.input, "partition", s->partition,
-									  "next", (json_int_t) s->next_offset));
-	return o;
-}
-
-/*
- * What the decision stores of the outputs, so that recovery can send them
- * again when we are gone: one object per output partition, whose records
- * are the next "count" of bytea_array(s, -1, ...).
- */
-static char *
-outputs_json(const Step *s)
-{
-	const Pipeline *pl = s->pl;
-	json_t	   *a = json_array();
-	char	   *text;
-
-	for (int q = 0; q < pl->n_out; q++)
-		if (count_for(s, q) > 0)
-			json_array_append_new(a, json_pack("{s:s,s:s,s:i,s:I,s:i,s:i,s:i}",
-											   "gid", s->outs[s->sent_via[q]].gid,
-											   "topic", pl->opt.output, "partition", q,
-											   "producer_id", (json_int_t) pl->producer_id,
-											   "producer_epoch", pl->producer_epoch,
-											   "base_sequence", (int) pl->seq[q],
-											   "count", count_for(s, q)));
-	text = json_dumps(a, JSON_COMPACT);
-	json_decref(a);
-	return text;
-}
-
-/*
- * The decision: true to commit.  A lost answer is asked again (an abort
- * takes effect only where no commit was recorded) until the coordinator
- * answers; the prepared parts wait meanwhile.
- */
-static bool
-decide(Step *s)
-{
-	Pipeline   *pl = s->pl;
-	json_t	   *parts = json_array();
-	char	   *text;
-	char	   *outputs;
-	char	   *keys;
-	char	   *vals;
-	bool		commit = false;
-
-	json_array_append_new(parts, participant_json(s, &s->in, true));
-	for (int i = 0; i < s->n_outs; i++)
-		json_array_append_new(parts, participant_json(s, &s->outs[i], false));
-	text = json_dumps(parts, JSON_COMPACT);
-	json_decref(parts);
-	outputs = outputs_json(s);
-	keys = bytea_array(s, -1, true);
-	vals = bytea_array(s, -1, false);
-	for (int attempt = 0;; attempt++)
-	{
-		MqError		err = MQ_ERROR_INIT;
-		MqParams	prm;
-		PGresult   *res = NULL;
-
-		mq_params_init(&prm);
-		mq_param_text(&prm, MQ_TEXTOID, s->txn);
-		if (attempt == 0)
-		{
-			mq_param_text(&prm, MQ_TEXTOID, pl->opt.id);
-			mq_param_text(&prm, MQ_JSONBOID, text);
-			mq_param_int(&prm, MQ_INT4OID, pl->producer_epoch);
-			mq_param_text(&prm, MQ_JSONBOID, outputs);
-			mq_param_text(&prm, MQ_BYTEAARRAYOID, keys);
-			mq_param_text(&prm, MQ_BYTEAARRAYOID, vals);
-		}
-		if (pipeline_coord_ok(pl, &err))
-			res = attempt == 0
-				? mq_exec(pl->coord, "SELECT mq_coord.txn_decide($1, $2, $3, $4, $5, $6, $7)",
-						  &prm, 0, &err) :
-					mq_exec(pl->coord, "SELECT mq_coord.txn_abort($1, 'the client lost the decision')",
-							&prm, 0, &err);
-		if (res != NULL)
-		{
-			commit = strcmp(PQgetvalue(res, 0, 0), "abort") != 0;
-			PQclear(res);
-			break;
-		}
-		if (!err.connection_lost)
-		{
-			/* MQ051 (recovery aborted it first), MQ012 (fenced) or another refusal */
-			mq_log_warning("step %s not committed: %s", s->txn, err.message);
-			pl->fenced |= mq_error_is(&err, MQ_SQLSTATE_PRODUCER_FENCED);
-			mq_error_free(&err);
-			break;
-		}
-		mq_log_warning("step %s: the coordinator did not answer the decision; asking again: %s",
-					   s->txn, err.message);
-		mq_error_free(&err);
-		if (pl->coord)
-			PQfinish(pl->coord);
-		pl->coord = NULL;
-		mq_sleep_ms(attempt < 10 ? 100 : 1000);
-	}
-	free(text);
-	free(outputs);
-	free(keys);
-	free(vals);
-	return commit;
-}
-
 static void
 step_free(Step *s)
 {
@@ -521,7 +429,7 @@ pipeline_step(Pipeline *pl, int partition, MqError *err)
 		test_stop(pl, "prepared");
 	if (n <= 0)
 		abort_step(&s, n < 0 ? "a part failed before the decision" : "nothing to read");
-	else if (!decide(&s))
+	else if (!pipeline_decide(&s))
 	{
 		abort_step(&s, "refused");
 		n = -1;

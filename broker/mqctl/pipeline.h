@@ -59,6 +59,8 @@ typedef struct Pipeline
 	int32_t    *seq;			/* next sequence per output partition */
 	NodeConns	conns[PIPELINE_MAX_BROKERS];
 	int			n_conns;
+	int			registered[PIPELINE_MAX_BROKERS];	/* brokers whose node has our epoch */
+	int			n_registered;
 	long		redone;			/* outputs sent again after a lost commit */
 	long		done_steps;		/* steps that committed records */
 	bool		fenced;			/* a newer run of the same id took over */

@@ -1,9 +1,10 @@
 /*-------------------------------------------------------------------------
  *
  * pipeline_step.h
- *	  What pipeline.c (a step up to its commit decision) and
- *	  pipeline_commit.c (the step after it) share: the step's records and
- *	  parts, and running a statement in a part.
+ *	  What pipeline.c (a step up to its commit decision),
+ *	  pipeline_decide.c (the decision) and pipeline_commit.c (the step
+ *	  after it) share: the step's records and parts, and running a
+ *	  statement in a part.
  *
  *-------------------------------------------------------------------------
  */
@@ -49,6 +50,9 @@ extern PGresult *step_run(Step *s, Participant *p, const char *sql, const MqPara
 extern bool step_run_ok(Step *s, Participant *p, const char *sql, const MqParams *prm, MqError *err);
 extern char *bytea_array(const Step *s, int q, bool keys);
 extern int	count_for(const Step *s, int q);
+
+/* pipeline_decide.c */
+extern bool pipeline_decide(Step *s);
 
 /* pipeline_commit.c */
 extern void pipeline_complete(Step *s);

@@ -7,7 +7,7 @@
 \set ON_ERROR_STOP on
 SET client_min_messages = warning;
 BEGIN;
-SELECT plan(43);
+SELECT plan(47);
 
 -------------------------------------------------------------------------------
 -- Coordinator: blocks from one counter, never overlapping
@@ -125,6 +125,16 @@ SELECT throws_ok($$ SELECT * FROM mq.send_batch('pid', NULL, ARRAY['\x04']::byte
 SELECT throws_ok($$ SELECT * FROM mq.send_batch('pid', NULL, ARRAY['\x04']::bytea[], partition => 0,
                      producer_id => 2002, producer_epoch => 5, base_sequence => 0) $$,
                  'MQ014', NULL, 'the epochs of a transactional id issued here are this node''s own');
+-- an empty batch writes nothing but checks and registers the epoch
+-- (mqctl pipeline registers its epoch so, before its first prepared step)
+SELECT is((SELECT count(*) FROM mq.send_batch('pid', '{}'::bytea[], '{}'::bytea[], NULL, 0, 900001, 4, 0)), 0::bigint,
+          'an empty batch at sequence 0 of a newer epoch writes nothing');
+SELECT results_eq($$ SELECT producer_epoch FROM mq.producer WHERE producer_id = 900001 $$,
+                  ARRAY[4], 'but registers the epoch on the node');
+SELECT throws_ok($$ SELECT * FROM mq.send_batch('pid', '{}'::bytea[], '{}'::bytea[], NULL, 0, 900001, 2, 0) $$,
+                 'MQ012', NULL, 'an empty batch of a fenced epoch is refused');
+SELECT throws_ok($$ SELECT * FROM mq.send_batch('pid', '{}'::bytea[], '{}'::bytea[], NULL, 0, 900005, 0, 3) $$,
+                 'MQ013', NULL, 'and one of an unknown id not at sequence 0');
 
 -- without its broker row the node is brokerless again
 DELETE FROM mq.replica_broker;
