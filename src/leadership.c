@@ -8,8 +8,9 @@
  *
  * The broker decides roles and epochs; the node only enforces them (see
  * replica.c's header).  A node's leadership lives only as long as its
- * broker: once a node has had a broker, a leader whose broker is gone
- * takes no produce and serves no reads.
+ * broker: once a node has had a broker, a leader whose broker is gone, or
+ * whose broker's lease (mq.replica_renew_lease, renewed every tick for
+ * session.timeout.ms) ran out, takes no produce and serves no reads.
  *
  * Locking: the state is read with the latest snapshot, under the
  * partition's produce lock when called from an append (the broker changes
@@ -28,6 +29,7 @@
 #include "storage/lock.h"
 #include "utils/builtins.h"
 #include "utils/snapmgr.h"
+#include "utils/timestamp.h"
 
 #include "mq.h"
 
@@ -56,7 +58,8 @@ mq_replica_read_state(int32 topic_id, int32 partition, MqReplicaState *st)
 		plan = mq_spi_prepare("SELECT p.role, p.leader_epoch, p.high_watermark, r.leader_id, "
 							  "       r.leader_name, pg_catalog.cardinality(r.isr), "
 							  "       EXISTS (SELECT 1 FROM mq.replica_broker), "
-							  "       coalesce(r.hosted, true) "
+							  "       coalesce(r.hosted, true), "
+							  "       (SELECT b.lease_until FROM mq.replica_broker b) "
 							  "  FROM mq.partition_state p "
 							  "  LEFT JOIN mq.replica_partition r "
 							  "    ON r.topic_id = p.topic_id AND r.partition = p.partition "
@@ -89,6 +92,8 @@ mq_replica_read_state(int32 topic_id, int32 partition, MqReplicaState *st)
 		st->isr_size = isnull ? 0 : DatumGetInt32(d);
 		st->brokered = DatumGetBool(SPI_getbinval(tup, desc, 7, &isnull));
 		st->hosted = DatumGetBool(SPI_getbinval(tup, desc, 8, &isnull));
+		d = SPI_getbinval(tup, desc, 9, &isnull);
+		st->lease_until = isnull ? 0 : DatumGetTimestampTz(d);
 	}
 	mq_spi_end(&spi);
 	PopActiveSnapshot();
@@ -140,11 +145,24 @@ broker_attached(void)
 	return false;
 }
 
-/* A leader that lost its broker: refuse as not_leader (see the header). */
+/*
+ * A leader that lost its broker, or whose broker's lease ran out (paused or
+ * stuck: another broker may be elected by now): refuse as not_leader.
+ */
 void
 mq_replica_check_broker(const char *topic_name, int32 partition, MqReplicaState *st)
 {
-	if (!st->brokered || strcmp(st->role, "leader") != 0 || broker_attached())
+	if (!st->brokered || strcmp(st->role, "leader") != 0)
+		return;
+	if (st->lease_until != 0 && st->lease_until < GetCurrentTimestamp())
+		ereport(ERROR,
+				(errcode(ERRCODE_MQ_NOT_LEADER),
+				 errmsg("this node's broker has not renewed its lease since %s, so it no longer leads \"%s\" partition %d",
+						timestamptz_to_str(st->lease_until), topic_name, partition),
+				 errdetail("The node led leader epoch %d; its broker is paused or stuck, and another replica "
+						   "may have been elected meanwhile.", st->leader_epoch),
+				 errhint("Send to the new leader: mq_coord.metadata on the coordinator names it.")));
+	if (broker_attached())
 		return;
 	ereport(ERROR,
 			(errcode(ERRCODE_MQ_NOT_LEADER),

@@ -157,6 +157,7 @@ typedef struct MqReplicaState
 	char		leader_name[256];
 	int			isr_size;
 	bool		brokered;		/* a broker has attached to this node */
+	TimestampTz lease_until;	/* its lease; 0: none taken yet */
 	bool		hosted;			/* false: this node holds no replica of it */
 } MqReplicaState;
 extern void mq_replica_read_state(int32 topic_id, int32 partition, MqReplicaState *st);

@@ -182,6 +182,7 @@ extern void free_part(Part *p);
 
 /* step.c */
 extern void broker_tick(Broker *b);
+extern void broker_renew_lease(Broker *b);
 extern void broker_shutdown(Broker *b);
 
 /* elect.c */

@@ -96,6 +96,7 @@ typedef struct MovedOffset
 extern bool node_setup_session(Broker *b, MqError *err);
 extern bool node_resign_all(Broker *b, int *count, MqError *err);
 extern bool node_attach(Broker *b, MqError *err);
+extern bool node_renew_lease(Broker *b, MqError *err);
 extern bool node_become_leader(Broker *b, const Part *p, int epoch, int64_t *log_end,
 							   MqError *err);
 extern bool node_become_follower(Broker *b, const Part *p, int epoch, int leader,

@@ -94,6 +94,17 @@ node_attach(Broker *b, MqError *err)
 	return node_call(b, "SELECT mq.replica_attach_broker($1)", &prm, NULL, err);
 }
 
+/* Every tick: the node leads on our word for session.timeout.ms more. */
+bool
+node_renew_lease(Broker *b, MqError *err)
+{
+	MqParams	prm;
+
+	mq_params_init(&prm);
+	mq_param_int(&prm, MQ_INT4OID, b->cfg->session_timeout_ms);
+	return node_call(b, "SELECT mq.replica_renew_lease($1)", &prm, NULL, err);
+}
+
 bool
 node_become_leader(Broker *b, const Part *p, int epoch, int64_t *log_end, MqError *err)
 {

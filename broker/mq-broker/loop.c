@@ -147,6 +147,7 @@ broker_serve_while_waiting(Broker *b, int fd, int64_t deadline_us)
 
 	if (now >= b->wait_refresh_us)
 	{
+		broker_renew_lease(b);
 		/* the high watermark of a leader alone in its ISR moves only so */
 		for (Part *p = b->parts; p; p = p->next)
 			if (p->state == PART_LEADER)

@@ -191,10 +191,29 @@ step(Broker *b, Part *p)
 	fsm_fire(b, p, tick_event(b, p));
 }
 
+/*
+ * The node leads on our word only while our lease there lasts (leadership.c):
+ * renewed every tick, and while a coordinator statement is waited for
+ * (loop.c), for session.timeout.ms, the time after which another broker may
+ * be elected in our place.
+ */
+void
+broker_renew_lease(Broker *b)
+{
+	MqError		err = MQ_ERROR_INIT;
+
+	if (b->node != NULL && !node_renew_lease(b, &err))
+	{
+		log_mq_error("cannot renew the broker's lease on its node", &err);
+		mq_error_free(&err);
+	}
+}
+
 void
 broker_tick(Broker *b)
 {
 	ensure_node(b);
+	broker_renew_lease(b);
 	ensure_coordinator(b);
 	if (b->node != NULL && (b->coord == NULL || !b->live))
 	{

@@ -119,12 +119,16 @@ CREATE TYPE mq.replica_batch AS (
 -- The broker attached to this node (one row once a broker has attached).
 -- While the attaching session lives it holds an advisory lock; a node that
 -- has a row here and whose broker's session is gone no longer leads
--- (leadership.c, mq_replica_check_broker).  Delete the row to run a node
--- without its broker again.
+-- (leadership.c, mq_replica_check_broker).  Nor does it once the broker's
+-- lease has run out: the broker renews it every tick (for
+-- session.timeout.ms), so a broker that is paused or stuck while its
+-- session lives stops its node leading by the time another broker can be
+-- elected.  Delete the row to run a node without its broker again.
 CREATE TABLE mq.replica_broker (
     singleton   boolean PRIMARY KEY DEFAULT true CHECK (singleton),
     broker_id   integer NOT NULL,
-    attached_at timestamptz NOT NULL DEFAULT now()
+    attached_at timestamptz NOT NULL DEFAULT now(),
+    lease_until timestamptz             -- NULL: no lease taken yet
 );
 
 CREATE FUNCTION mq._replica_attach_broker() RETURNS void
@@ -138,7 +142,22 @@ LANGUAGE plpgsql SECURITY DEFINER SET search_path = pg_catalog, pg_temp AS $$
 BEGIN
     PERFORM mq._replica_attach_broker();
     INSERT INTO mq.replica_broker (broker_id) VALUES (p_broker_id)
-    ON CONFLICT (singleton) DO UPDATE SET broker_id = EXCLUDED.broker_id, attached_at = now();
+    ON CONFLICT (singleton) DO UPDATE SET broker_id = EXCLUDED.broker_id, attached_at = now(),
+                                          lease_until = NULL;
+END $$;
+
+-- Called by the attached broker every tick: its node leads for p_lease_ms
+-- more.  The commit is not flushed (a lease lost in a crash is renewed at
+-- the next tick; the node's restart ends the broker's session anyway).
+CREATE FUNCTION mq.replica_renew_lease(p_lease_ms integer) RETURNS void
+LANGUAGE plpgsql SECURITY DEFINER SET search_path = pg_catalog, pg_temp AS $$
+BEGIN
+    IF p_lease_ms IS NULL OR p_lease_ms <= 0 THEN
+        RAISE EXCEPTION 'lease_ms must be positive, not %', p_lease_ms USING ERRCODE = 'MQ010';
+    END IF;
+    PERFORM set_config('synchronous_commit', 'off', true);
+    UPDATE mq.replica_broker
+       SET lease_until = clock_timestamp() + p_lease_ms * interval '1 millisecond';
 END $$;
 
 CREATE FUNCTION mq._replica_lock(topic_id integer, partition integer) RETURNS void

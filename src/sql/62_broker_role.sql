@@ -35,6 +35,7 @@ BEGIN
         'GRANT EXECUTE ON FUNCTION '
         'mq.create_topic(text, integer, jsonb), '
         'mq.replica_attach_broker(integer), '
+        'mq.replica_renew_lease(integer), '
         'mq.replica_resign_all(), '
         'mq.replica_become_leader(text, integer, integer, integer, integer[], integer[], text), '
         'mq.replica_become_follower(text, integer, integer, integer, text, integer[]), '

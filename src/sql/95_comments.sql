@@ -185,6 +185,8 @@ COMMENT ON TABLE mq.replica_broker IS
     'the mq-broker attached to this node (one row once one has attached)';
 COMMENT ON TYPE mq.replica_batch IS
     'what a follower fetches from its leader: records with their producer fields, producer batches, epoch history, leader log end and high watermark';
+COMMENT ON FUNCTION mq.replica_renew_lease(integer) IS
+    'broker: the attached broker renews its lease every tick; a leader whose broker''s lease ran out refuses produce and reads (MQ020)';
 COMMENT ON FUNCTION mq.replica_attach_broker(integer) IS
     'broker API: attaches the calling session as this node''s broker; refused (MQ026) while another broker is attached';
 COMMENT ON FUNCTION mq.replica_become_leader(text, integer, integer, integer, integer[], integer[], text) IS
