@@ -264,6 +264,18 @@ BEGIN
     RETURN v_state;
 END $$;
 
+-- Recovery acts on a partition only where this node leads it in p_epoch.
+CREATE FUNCTION mq._txn_check_leads(p_topic text, p_partition integer, p_epoch integer) RETURNS void
+LANGUAGE plpgsql STABLE SET search_path = pg_catalog, pg_temp AS $$
+BEGIN
+    IF NOT EXISTS (SELECT 1 FROM mq.replica_status s
+                    WHERE s.topic = p_topic AND s.partition = p_partition
+                      AND s.role = 'leader' AND s.leader_epoch = p_epoch) THEN
+        RAISE EXCEPTION 'this node does not lead "%" partition % in epoch %', p_topic, p_partition, p_epoch
+            USING ERRCODE = 'MQ020';
+    END IF;
+END $$;
+
 -- On a data node: a decided step's offset on the input partition's leader
 -- in p_epoch (MQ020 otherwise), committed forward only.  True once it is
 -- committed and every in-sync replica has the partition's offsets as of
@@ -275,12 +287,7 @@ LANGUAGE plpgsql VOLATILE SECURITY DEFINER SET search_path = pg_catalog, pg_temp
 DECLARE
     v_topic_id integer;
 BEGIN
-    IF NOT EXISTS (SELECT 1 FROM mq.replica_status s
-                    WHERE s.topic = p_topic AND s.partition = p_partition
-                      AND s.role = 'leader' AND s.leader_epoch = p_epoch) THEN
-        RAISE EXCEPTION 'this node does not lead "%" partition % in epoch %', p_topic, p_partition, p_epoch
-            USING ERRCODE = 'MQ020';
-    END IF;
+    PERFORM mq._txn_check_leads(p_topic, p_partition, p_epoch);
     IF coalesce(mq.committed_offset(p_group, p_topic, p_partition), -1) < p_next THEN
         PERFORM mq.commit_offset(p_group, p_topic, p_partition, p_next);
         RETURN false;
@@ -306,12 +313,7 @@ LANGUAGE plpgsql VOLATILE SECURITY DEFINER SET search_path = pg_catalog, pg_temp
 DECLARE
     v_last bigint;
 BEGIN
-    IF NOT EXISTS (SELECT 1 FROM mq.replica_status s
-                    WHERE s.topic = p_topic AND s.partition = p_partition
-                      AND s.role = 'leader' AND s.leader_epoch = p_epoch) THEN
-        RAISE EXCEPTION 'this node does not lead "%" partition % in epoch %', p_topic, p_partition, p_epoch
-            USING ERRCODE = 'MQ020';
-    END IF;
+    PERFORM mq._txn_check_leads(p_topic, p_partition, p_epoch);
     IF current_setting('synchronous_commit') = 'off' THEN
         PERFORM set_config('synchronous_commit', 'local', true);
     END IF;

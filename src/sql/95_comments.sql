@@ -479,6 +479,8 @@ COMMENT ON FUNCTION mq_coord.txn_offsets_moved(integer) IS
     'mq-broker recovery: offsets of steps whose outputs are durable that this broker, the input''s new leader, commits again';
 COMMENT ON FUNCTION mq_coord.txn_offsets_redone(text, integer, integer) IS
     'mq-broker recovery: the input''s leader has the step''s offset on its ISR: the step is done';
+COMMENT ON FUNCTION mq._txn_check_leads(text, integer, integer) IS
+    'internal (recovery): MQ020 unless this node leads the partition in the epoch';
 COMMENT ON FUNCTION mq.txn_redo_offset(text, text, integer, integer, bigint) IS
     'mq-broker recovery: commit a decided step''s offset again on the input''s leader, forward only; true once on the ISR';
 COMMENT ON FUNCTION mq.txn_redo_output(text, integer, integer, bigint, integer, integer, bytea[], bytea[]) IS
