@@ -234,11 +234,11 @@ decide_isr(Broker *b, Part *p, const ReplicaProgress *r, IsrChange *c)
 
 /*
  * Read the followers' progress (which advances the high watermark) and
- * note it for metrics; -1 after resigning when the node no longer has us
- * lead, or when the node is unreachable.
+ * note it for metrics; -1 when the node no longer has us lead (after
+ * resigning, if may_resign) or is unreachable.
  */
 static int
-read_progress(Broker *b, Part *p, ReplicaProgress *prog)
+read_progress(Broker *b, Part *p, ReplicaProgress *prog, bool may_resign)
 {
 	MqError		err = MQ_ERROR_INIT;
 	int			nprog;
@@ -246,7 +246,7 @@ read_progress(Broker *b, Part *p, ReplicaProgress *prog)
 	nprog = node_leader_state(b, p, prog, MAX_REPLICAS - 1, &err);
 	if (nprog < 0)
 	{
-		if (!err.connection_lost)
+		if (!err.connection_lost && may_resign)
 		{
 			log_mq_error("the node no longer leads as we think; resigning", &err);
 			fsm_fire(b, p, EV_DEPOSED);
@@ -264,7 +264,7 @@ void
 leader_duties(Broker *b, Part *p)
 {
 	ReplicaProgress prog[MAX_REPLICAS];
-	int			nprog = read_progress(b, p, prog);
+	int			nprog = read_progress(b, p, prog, true);
 	IsrChange	c = {0};
 
 	if (nprog < 0)
@@ -282,7 +282,7 @@ leader_refresh(Broker *b, Part *p)
 {
 	ReplicaProgress prog[MAX_REPLICAS];
 
-	(void) read_progress(b, p, prog);
+	(void) read_progress(b, p, prog, true);
 }
 
 /*
@@ -294,13 +294,6 @@ void
 leader_refresh_waiting(Broker *b, Part *p)
 {
 	ReplicaProgress prog[MAX_REPLICAS];
-	MqError		err = MQ_ERROR_INIT;
-	int			nprog = node_leader_state(b, p, prog, MAX_REPLICAS - 1, &err);
 
-	mq_error_free(&err);
-	if (nprog < 0)
-		return;
-	p->nfollowers = 0;
-	for (int i = 0; i < nprog; i++)
-		note_progress(p, &prog[i]);
+	(void) read_progress(b, p, prog, false);
 }
