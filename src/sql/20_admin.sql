@@ -82,23 +82,20 @@ CREATE FUNCTION mq._segment_ahead(p_topic_id integer, p_partition integer) RETUR
 LANGUAGE sql STABLE SET search_path = pg_catalog, pg_temp AS $$
     SELECT EXISTS (SELECT 1 FROM mq.segment s
                     WHERE s.topic_id = p_topic_id AND s.partition = p_partition
-                      AND s.base_offset > mq._log_end_offset(p_topic_id, p_partition))
+                      AND s.base_offset > e.log_end)
+      FROM (SELECT mq._log_end_offset(p_topic_id, p_partition) AS log_end) e
 $$;
 
 CREATE FUNCTION mq._ensure_segments(p_topic_id integer, p_partition integer) RETURNS integer
 LANGUAGE plpgsql SECURITY DEFINER SET search_path = pg_catalog, pg_temp AS $$
 DECLARE
-    v_end bigint := mq._log_end_offset(p_topic_id, p_partition);
     v_last bigint;
     v_created integer := 0;
 BEGIN
-    LOOP
+    -- enough when a whole empty segment lies beyond the log end
+    WHILE NOT mq._segment_ahead(p_topic_id, p_partition) LOOP
         SELECT max(end_offset) INTO v_last FROM mq.segment
          WHERE topic_id = p_topic_id AND partition = p_partition;
-        -- enough when a whole empty segment lies beyond the log end
-        EXIT WHEN v_last IS NOT NULL AND EXISTS (
-            SELECT 1 FROM mq.segment WHERE topic_id = p_topic_id AND partition = p_partition
-               AND base_offset > v_end);
         PERFORM mq._create_segment(p_topic_id, p_partition, coalesce(v_last, 0),
                                    coalesce(v_last, 0) + mq._segment_span(p_topic_id, p_partition));
         v_created := v_created + 1;
