@@ -147,6 +147,7 @@ extern bool coord_alter_isr(Broker *b, const Part *p, const int *isr, int n,
 							bool *accepted, MqError *err);
 extern bool coord_txn_resolve(Broker *b, const char *gid, int64_t age_ms, char *action,
 							  size_t size, MqError *err);
+extern bool coord_txn_any_open(Broker *b, bool *open, MqError *err);
 extern bool coord_txn_outputs_pending(Broker *b,
 									  void (*each) (Broker *b, const PendingOutput *o, void *arg),
 									  void *arg, MqError *err);

@@ -336,6 +336,13 @@ coord_txn_output_durable(Broker *b, const char *txn_id, const char *gid, char *s
 	return true;
 }
 
+/* Is any step decided and not complete? */
+bool
+coord_txn_any_open(Broker *b, bool *open, MqError *err)
+{
+	return coord_call(b, "SELECT mq_coord.txn_any_open()", NULL, open, err);
+}
+
 /* Each output partition this broker leads whose decided records must be sent again. */
 bool
 coord_txn_outputs_moved(Broker *b, void (*each) (Broker *b, const MovedOutput *o, void *arg),

@@ -16,6 +16,11 @@
  * mq.txn_finish.  So a prepared transaction is in doubt at most
  * txn.timeout.ms while its node, its broker and the coordinator are up.
  *
+ * The decided steps' work below is looked for only while the coordinator
+ * has a step decided and not complete (mq_coord.txn_any_open): without a
+ * pipeline running, recovery costs one node and one coordinator statement
+ * a tick.
+ *
  * A decided output that this node committed and still leads in the epoch
  * it was written in is reported durable (mq_coord.txn_output_durable)
  * once the node's high watermark passes it, which lets the step's offsets
@@ -254,24 +259,22 @@ redo_offset(Broker *b, const MovedOffset *o, void *arg)
 				(long long) o->next_offset, o->topic, o->partition, o->txn_id, state);
 }
 
-void
-recover_prepared(Broker *b)
+/* The decided steps not complete, if any: this broker's share of their work. */
+static void
+finish_decided(Broker *b, InDoubt *d)
 {
 	MqError		err = MQ_ERROR_INIT;
-	InDoubt		d;
-	OutputCheck c = {&d, "", "", false};
+	OutputCheck c = {d, "", "", false};
+	bool		open = false;
 
-	if (b->node == NULL || b->coord == NULL)
-		return;
-	d.n = node_txn_in_doubt(b, d.gid, d.age_ms, MAX_IN_DOUBT, &err);
-	if (d.n < 0)
+	if (!coord_txn_any_open(b, &open, &err))
 	{
-		log_mq_error("recovery: cannot list the node's prepared transactions", &err);
+		log_mq_error("recovery: cannot ask the coordinator for decided steps", &err);
 		mq_error_free(&err);
 		return;
 	}
-	for (int i = 0; i < d.n && b->node != NULL && b->coord != NULL; i++)
-		resolve_one(b, d.gid[i], d.age_ms[i]);
+	if (!open)
+		return;
 	if (b->node != NULL && b->coord != NULL)
 	{
 		if (coord_txn_outputs_pending(b, check_output, &c, &err))
@@ -289,7 +292,7 @@ recover_prepared(Broker *b)
 		mq_error_free(&err);
 	}
 	if (b->node != NULL && b->coord != NULL &&
-		!coord_txn_offsets_pending(b, report_offsets, &d, &err))
+		!coord_txn_offsets_pending(b, report_offsets, d, &err))
 	{
 		log_mq_error("recovery: cannot list decided offsets parts", &err);
 		mq_error_free(&err);
@@ -300,6 +303,27 @@ recover_prepared(Broker *b)
 		log_mq_error("recovery: cannot list decided offsets whose leader changed", &err);
 		mq_error_free(&err);
 	}
+}
+
+void
+recover_prepared(Broker *b)
+{
+	MqError		err = MQ_ERROR_INIT;
+	InDoubt		d;
+
+	if (b->node == NULL || b->coord == NULL)
+		return;
+	d.n = node_txn_in_doubt(b, d.gid, d.age_ms, MAX_IN_DOUBT, &err);
+	if (d.n < 0)
+	{
+		log_mq_error("recovery: cannot list the node's prepared transactions", &err);
+		mq_error_free(&err);
+		return;
+	}
+	for (int i = 0; i < d.n && b->node != NULL && b->coord != NULL; i++)
+		resolve_one(b, d.gid[i], d.age_ms[i]);
+	if (b->node != NULL && b->coord != NULL)
+		finish_decided(b, &d);
 	for (int i = 0; i < d.n; i++)
 		free(d.gid[i]);
 }

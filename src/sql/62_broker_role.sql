@@ -92,6 +92,7 @@ BEGIN
         'mq_coord.register_rack(integer, text), '
         'mq_coord.complete_reassignment(text, integer, integer, integer), '
         'mq_coord.txn_resolve(text, integer, bigint, integer), '
+        'mq_coord.txn_any_open(), '
         'mq_coord.txn_outputs_pending(integer), '
         'mq_coord.txn_output_durable(text, text, integer), '
         'mq_coord.txn_outputs_moved(integer), '

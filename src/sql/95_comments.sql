@@ -495,6 +495,8 @@ COMMENT ON FUNCTION mq_coord.txn_done(text) IS
     'the step''s offsets are on their ISR too: complete';
 COMMENT ON FUNCTION mq_coord.txn_resolve(text, integer, bigint, integer) IS
     'mq-broker recovery: commit, rollback or wait for one mq: prepared transaction of its node';
+COMMENT ON FUNCTION mq_coord.txn_any_open() IS
+    'broker: whether any exactly-once step is decided and not complete (recovery looks further only then)';
 COMMENT ON FUNCTION mq_coord.txn_outputs_pending(integer) IS
     'decided output participants of a broker not yet known durable';
 COMMENT ON FUNCTION mq_coord.grant_pipeline(regrole) IS
