@@ -27,6 +27,7 @@
 #include "cli.h"
 #include "config.h"
 #include "kafka_child.h"
+#include "sdnotify.h"
 #include "util.h"
 
 static volatile int stop_requested = 0;
@@ -131,6 +132,7 @@ main(int argc, char **argv)
 
 	broker_run(&b, &stop_requested);
 	mq_log_info("received signal %d; shutting down cleanly", (int) stop_requested);
+	mq_sd_stopping();
 	kafka_child_stop();
 	broker_shutdown(&b);
 	metrics_stop();
