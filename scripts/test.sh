@@ -5,7 +5,7 @@
 #   0. static: checks test/static/*.sh, run with bash from the repo root
 #      before anything is built (generated files vs. their committed
 #      copies, and the like); they need no server
-#   1. scripts/install-deps.sh; then format: scripts/format.sh check
+#   1. scripts/install-deps.sh run build test; then format: scripts/format.sh check
 #      (the C code in pgindent's layout; it needs clang-format from the
 #      dependencies)
 #   2. build + install the extension and the tools (make -s; make -s install)
@@ -33,13 +33,20 @@
 #   6. multi-node TAP tests test/t/*.pl with prove as the postgres user
 #      (PostgreSQL::Test::Cluster; each test starts its own nodes).
 #      MQ_REPO_ROOT names the repo; test/t is in @INC for helper modules.
+#   7. package: test/package/*.sh, run with bash from the repo root as
+#      root (timeout MQ_PACKAGE_TIMEOUT, default 900 s): the Debian
+#      packages are built, installed with apt, proven on a cluster of the
+#      system's PostgreSQL and under their systemd units, and purged, the
+#      machine left as it was (test/package/deb.sh).  Last, because it
+#      replaces the files `make install` put in the system's PostgreSQL
+#      until it puts them back.
 #
 # Prints `N passed, N failed` (N counts suites) as its very last line and
 # exits non-zero if any suite failed.
 #
 # Knobs: MQ_SUITE_TIMEOUT (seconds per suite, default 300),
 #        MQ_TEST_ONLY (space-separated phases to run: static format unit
-#        regress pgtap concurrency cli kafka sanitize tap; default all),
+#        regress pgtap concurrency cli kafka sanitize tap package; default all),
 #        MQ_SKIP_BUILD=1 (skip install-deps and build/install: rerun
 #        tests against what is already installed),
 #        MQ_TESTS (space-separated globs narrowing the suites of every
@@ -52,7 +59,7 @@ cd "$(dirname "${BASH_SOURCE[0]}")/.."
 source scripts/lib.sh
 
 SUITE_TIMEOUT="${MQ_SUITE_TIMEOUT:-300}"
-ONLY="${MQ_TEST_ONLY:-static format unit regress pgtap concurrency cli kafka sanitize tap}"
+ONLY="${MQ_TEST_ONLY:-static format unit regress pgtap concurrency cli kafka sanitize tap package}"
 PASSED=0
 FAILED=0
 FAILED_NAMES=()
@@ -133,8 +140,8 @@ fi
 
 # --------------------------------------------------------------------------
 if [[ -z "${MQ_SKIP_BUILD:-}" ]]; then
-	mq_phase "dependencies (scripts/install-deps.sh)"
-	bash scripts/install-deps.sh
+	mq_phase "dependencies (scripts/install-deps.sh run build test)"
+	bash scripts/install-deps.sh run build test
 fi
 mq_pg_paths || mq_die "pg_config not found (run scripts/install-deps.sh)"
 echo "PostgreSQL: $(pg_config --version), binaries in $PG_BINDIR"
@@ -166,6 +173,7 @@ KAFKA_SH=(test/kafka/*.sh)
 TAP_PL=(test/t/*.pl)
 UNIT_C=(test/unit/*_test.c)
 UNIT_SH=(test/unit/*.sh)
+PACKAGE_SH=(test/package/*.sh)
 # MQ_TESTS narrows every list to the files matching one of its globs
 if [[ -n "${MQ_TESTS:-}" ]]; then
 	narrow() {
@@ -179,7 +187,7 @@ if [[ -n "${MQ_TESTS:-}" ]]; then
 		done
 		list=("${keep[@]}")
 	}
-	for l in REGRESS_SQL PGTAP_SQL CONC_SH CLI_SH KAFKA_SH TAP_PL UNIT_C UNIT_SH; do narrow "$l"; done
+	for l in REGRESS_SQL PGTAP_SQL CONC_SH CLI_SH KAFKA_SH TAP_PL UNIT_C UNIT_SH PACKAGE_SH; do narrow "$l"; done
 fi
 shopt -u nullglob
 
@@ -375,6 +383,19 @@ if want tap; then
 			mq_stop_servers_under "$TAPDIR"
 		done
 	fi
+fi
+
+# --------------------------------------------------------------------------
+if want package; then
+	mq_phase "Debian packages (${#PACKAGE_SH[@]} in test/package/)"
+	for f in "${PACKAGE_SH[@]}"; do
+		echo "running $f"
+		if mq_run_timeout "${MQ_PACKAGE_TIMEOUT:-900}" bash "$f"; then
+			pass "package:$f"
+		else
+			fail "package:$f"
+		fi
+	done
 fi
 
 finish
