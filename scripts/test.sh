@@ -351,23 +351,16 @@ if want tap; then
 		if mq_is_root; then chown -R postgres:postgres "$TAPDIR"; fi
 		mq_on_exit "mq_stop_servers_under '$TAPDIR'; rm -rf '$TAPDIR'"
 
-		# postgres must read the tests (and whatever they use in the repo):
-		# grant o+rX where it is missing; never chown the repo.
-		if mq_is_root && ! (cd / && runuser -u postgres -- test -r "$MQ_REPO_ROOT/${TAP_PL[0]}"); then
-			echo "making $MQ_REPO_ROOT readable by postgres (chmod o+rX)"
-			d="$MQ_REPO_ROOT"
-			while [[ "$d" != / ]]; do
-				chmod o+x "$d"
-				d="$(dirname "$d")"
-			done
-			chmod -R o+rX "$MQ_REPO_ROOT"
-		fi
+		# postgres must read the tests and whatever they use in the repo: a
+		# copy when it cannot read the checkout (mq_postgres_repo)
+		mq_postgres_repo || mq_die "cannot copy the checkout for the postgres user"
 
 		for f in "${TAP_PL[@]}"; do
 			if TESTDIR="$TAPDIR" PG_REGRESS="$PG_REGRESS" TMPDIR="$TAPDIR/tmp" \
-				PERL5LIB="$PG_TAP_PERL:$MQ_REPO_ROOT/test/t${PERL5LIB:+:$PERL5LIB}" \
+				MQ_REPO_ROOT="$MQ_PG_REPO" \
+				PERL5LIB="$PG_TAP_PERL:$MQ_PG_REPO/test/t${PERL5LIB:+:$PERL5LIB}" \
 				mq_run_timeout "$SUITE_TIMEOUT" as_postgres \
-				prove -I "$PG_TAP_PERL" -I "$MQ_REPO_ROOT/test/t" "$f"; then
+				prove -I "$PG_TAP_PERL" -I "$MQ_PG_REPO/test/t" "$MQ_PG_REPO/$f"; then
 				pass "tap:$f"
 			else
 				fail "tap:$f"
