@@ -106,13 +106,21 @@ def main():
         os.execvpe(cmd[0], cmd, env)
     seen = set()
     failures = []
+    reaped = []                 # the exit status, once waitpid has it
+
+    def exited():
+        if not reaped:
+            done, status = os.waitpid(pid, os.WNOHANG)
+            if done:
+                reaped.append(status)
+        return reaped[0] if reaped else None
 
     def wait_for(state, limit):
         deadline = time.time() + limit
         while state not in seen:
             left = deadline - time.time()
-            done, status = os.waitpid(pid, os.WNOHANG)
-            if done:
+            status = exited()
+            if status is not None:
                 return status
             if left <= 0:
                 return None
@@ -145,16 +153,13 @@ def main():
                 failures.append("check failed: %s" % check)
                 break
             time.sleep(0.2)
-    try:
+    if exited() is None:
         os.kill(pid, signal.SIGTERM)
-    except ProcessLookupError:
-        pass
     end = time.time() + 30
     status = None
     while time.time() < end:
-        done, st = os.waitpid(pid, os.WNOHANG)
-        if done:
-            status = st
+        status = exited()
+        if status is not None:
             break
         wait_for("STOPPING=1", 0.2)
     if status is None:
