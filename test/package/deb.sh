@@ -90,7 +90,12 @@ restore() {
 		"${APT[@]}" purge -y $extra >/dev/null 2>&1
 	fi
 	# files of a `make install` the packages replaced
-	(cd "$WORK/backup" && tar -cf - .) | (cd / && tar --no-overwrite-dir -xpf -)
+	local f
+	while IFS= read -r -d '' f; do
+		f="${f#"$WORK/backup"}"
+		mkdir -p "$(dirname "$f")"
+		cp -a "$WORK/backup$f" "$f"
+	done < <(find "$WORK/backup" -type f -print0)
 	[[ -n "$USER_EXISTED" ]] || deluser --system --quiet mq >/dev/null 2>&1
 	getent group mq >/dev/null && [[ -z "$USER_EXISTED" ]] && delgroup --system --quiet mq >/dev/null 2>&1
 	rm -rf /etc/mq
