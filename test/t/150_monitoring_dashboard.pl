@@ -1,0 +1,205 @@
+# The shipped monitoring (monitoring/, docs/operations.md "Monitoring:
+# Prometheus and Grafana") against a running three-node cluster: Debian's
+# prometheus runs monitoring/prometheus.yml (its scrape interval shortened,
+# its target files written for this cluster's loopback ports) and scrapes
+# every mq-broker's /metrics and one prometheus-postgres-exporter per data
+# node, run with monitoring/postgres-exporter-queries.yaml as a role that
+# has pg_monitor and nothing else.  After a produce and a group's partial
+# consume, every expression of every panel of
+# monitoring/grafana-dashboard.json (and each template variable's
+# label_values) must evaluate without error and return at least one
+# series; a wrong metric or label name returns none and fails here.  The
+# lag Prometheus reports must equal mq.consumer_lag's on the leader.
+use strict;
+use warnings;
+
+use PostgreSQL::Test::Utils;
+use Test::More;
+use HTTP::Tiny;
+use JSON::PP;
+use POSIX ();
+use Time::HiRes qw(time usleep);
+use MqCluster;
+
+for my $bin ('prometheus', 'prometheus-postgres-exporter')
+{
+	plan skip_all => "$bin not installed (scripts/install-deps.sh, monitoring tests)"
+	  unless grep { -x "$_/$bin" } split /:/, $ENV{PATH};
+}
+
+my $root = $ENV{MQ_REPO_ROOT} // '.';
+my $mon = "$root/monitoring";
+my $http = HTTP::Tiny->new(timeout => 5);
+my $json = JSON::PP->new;
+my @procs;    # [pid, name] of what this test starts, stopped at the end
+
+my $c = MqCluster->new(nodes => 3, metrics => 1);
+$c->start_brokers;
+$c->create_topic('t', 1,
+	{ 'replication.factor' => 3, 'min.insync.replicas' => 2, 'retention.ms' => 3_600_000 });
+my $l = $c->leader('t', 0);
+my $ln = $c->node($l);
+
+# Start a program with its output to the test's log directory.
+sub spawn
+{
+	my ($name, $env, @cmd) = @_;
+	my $log = "$c->{logprefix}$name.log";
+	my $pid = fork();
+	die "fork: $!" unless defined $pid;
+	if ($pid == 0)
+	{
+		open STDOUT, '>', $log or POSIX::_exit(1);
+		open STDERR, '>&', \*STDOUT or POSIX::_exit(1);
+		open STDIN, '<', '/dev/null';
+		$ENV{$_} = $env->{$_} for keys %$env;
+		exec @cmd or POSIX::_exit(127);
+	}
+	push @procs, [ $pid, $name ];
+	return $pid;
+}
+
+sub stop_all
+{
+	for my $p (@procs)
+	{
+		kill 'TERM', $p->[0];
+		waitpid($p->[0], 0);
+	}
+	@procs = ();
+}
+END { local $?; stop_all(); }
+
+sub write_file
+{
+	my ($path, $text) = @_;
+	open my $fh, '>', $path or die "$path: $!";
+	print $fh $text;
+	close $fh;
+}
+
+# one exporter per data node, as a role with pg_monitor only
+my (@exporter_port, @broker_targets, @exporter_targets);
+for my $i (1 .. 3)
+{
+	my $node = $c->node($i);
+	$node->safe_psql('postgres', 'CREATE ROLE mq_exporter LOGIN; GRANT pg_monitor TO mq_exporter');
+	$exporter_port[$i] = PostgreSQL::Test::Cluster::get_free_port();
+	spawn("exporter$i",
+		{ DATA_SOURCE_NAME => sprintf('host=%s port=%d user=mq_exporter dbname=postgres sslmode=disable',
+				$node->host, $node->port) },
+		'prometheus-postgres-exporter', "--web.listen-address=127.0.0.1:$exporter_port[$i]",
+		"--extend.query-path=$mon/postgres-exporter-queries.yaml", '--log.level=warn');
+	push @broker_targets, "- targets: ['127.0.0.1:$c->{metrics_port}[$i]']\n  labels: {node: node$i}\n";
+	push @exporter_targets, "- targets: ['127.0.0.1:$exporter_port[$i]']\n  labels: {node: node$i}\n";
+}
+
+# the shipped scrape config, every second instead of every 15 s, and its
+# target files for this cluster
+my $pdir = PostgreSQL::Test::Utils::tempdir();
+mkdir "$pdir/targets";
+open my $in, '<', "$mon/prometheus.yml" or die "prometheus.yml: $!";
+my $conf = do { local $/; <$in> };
+close $in;
+ok($conf =~ s/^(\s*(?:scrape|evaluation)_interval:) 15s$/$1 1s/mg == 2, 'prometheus.yml: intervals substituted');
+write_file("$pdir/prometheus.yml", $conf);
+write_file("$pdir/targets/mq-broker.yml", join '', @broker_targets);
+write_file("$pdir/targets/postgres-exporter.yml", join '', @exporter_targets);
+my $pport = PostgreSQL::Test::Cluster::get_free_port();
+spawn('prometheus', {}, 'prometheus', "--config.file=$pdir/prometheus.yml",
+	"--storage.tsdb.path=$pdir/data", "--web.listen-address=127.0.0.1:$pport", '--log.level=warn');
+my $api = "http://127.0.0.1:$pport/api/v1";
+
+# wait on a condition, up to $secs
+sub wait_for
+{
+	my ($secs, $cond) = @_;
+	my $deadline = time + $secs;
+	while (time < $deadline)
+	{
+		return 1 if $cond->();
+		usleep(200_000);
+	}
+	return 0;
+}
+
+# an instant query: (status, result list, error text)
+sub query
+{
+	my ($expr) = @_;
+	my $r = $http->post_form("$api/query", { query => $expr });
+	return ('http', [], "$r->{status} $r->{content}") unless $r->{content} =~ /^\{/;
+	my $d = $json->decode($r->{content});
+	return ($d->{status}, $d->{data}{result} // [], $d->{error} // '');
+}
+
+ok(wait_for(30, sub {
+	my $r = $http->get("$api/targets");
+	return 0 unless $r->{success};
+	my @t = @{ $json->decode($r->{content})->{data}{activeTargets} };
+	return @t == 6 && !grep { $_->{health} ne 'up' } @t;
+}), 'prometheus scrapes the 3 brokers and the 3 exporters') or diag($http->get("$api/targets")->{content});
+
+# records, and a group that consumed some of them: lag exists
+$ln->safe_psql('postgres',
+	"CALL mq.produce('t', NULL, ARRAY['a','b','c','d','e','f','g','h','i','j']::bytea[], 0, 'all')");
+$ln->safe_psql('postgres',
+	"BEGIN; SELECT count(*) FROM mq.poll('g', 't', 4); SELECT mq.commit_polled('g', 't'); COMMIT;");
+ok($c->wait_converged('t', 0, 1 .. 3), 'replicas converged');
+my $lag = $ln->safe_psql('postgres',
+	"SELECT lag FROM mq.consumer_lag WHERE group_id = 'g' AND topic = 't' AND partition = 0");
+is($lag, 6, 'mq.consumer_lag: 6 records not consumed');
+my $seen;
+ok(wait_for(30, sub {
+	my ($s, $res) = query('mq_consumer_lag{group_id="g",topic="t",partition="0",role="leader"}');
+	$seen = @$res == 1 ? $res->[0]{value}[1] : undef;
+	return defined $seen && $seen eq $lag;
+}), 'Prometheus reports the lag mq.consumer_lag has on the leader')
+  or diag('Prometheus: ' . ($seen // 'no series'));
+
+# every panel's expressions, with the dashboard's variables set to "All"
+open $in, '<', "$mon/grafana-dashboard.json" or die "grafana-dashboard.json: $!";
+my $dash = $json->decode(do { local $/; <$in> });
+close $in;
+my @exprs;
+for my $p (@{ $dash->{panels} })
+{
+	for my $t (@{ $p->{targets} // [] })
+	{
+		(my $e = $t->{expr}) =~ s/\$__rate_interval/5s/g;
+		$e =~ s/\$(topic|group)\b/.*/g;
+		push @exprs, [ "$p->{title} ($t->{refId})", $e ];
+	}
+}
+# template variables: label_values(metric, label) needs series with the label
+for my $v (@{ $dash->{templating}{list} })
+{
+	next unless $v->{type} eq 'query';
+	my ($m, $lab) = $v->{query}{query} =~ /^label_values\((\w+),\s*(\w+)\)$/
+	  or die "variable $v->{name}: unexpected query";
+	push @exprs, [ "variable \$$v->{name}", "$m\{$lab!=\"\"}" ];
+}
+cmp_ok(scalar @exprs, '>=', 25, scalar(@exprs) . ' expressions in the dashboard');
+my %res;
+# rates need a few scrapes after the first sample: wait until all answer
+wait_for(30, sub {
+	for my $x (@exprs)
+	{
+		next if $res{ $x->[0] } && $res{ $x->[0] }[0] eq 'success' && @{ $res{ $x->[0] }[1] };
+		$res{ $x->[0] } = [ query($x->[1]) ];
+	}
+	return !grep { !($res{ $_->[0] }[0] eq 'success' && @{ $res{ $_->[0] }[1] }) } @exprs;
+});
+for my $x (@exprs)
+{
+	my ($status, $result, $err) = @{ $res{ $x->[0] } };
+	ok($status eq 'success' && @$result, "$x->[0]: series returned")
+	  or diag("$x->[1]: $status $err, " . scalar(@$result) . ' series');
+}
+# the check can fail: a name no source exports has no series
+my ($s, $none) = query('mq_partition_isr_sizes');
+ok($s eq 'success' && !@$none, 'a misspelt metric returns no series');
+
+stop_all();
+$c->teardown;
+done_testing();
