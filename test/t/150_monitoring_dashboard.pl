@@ -2,9 +2,11 @@
 # Prometheus and Grafana") against a running three-node cluster: Debian's
 # prometheus runs monitoring/prometheus.yml (its scrape interval shortened,
 # its target files written for this cluster's loopback ports) and scrapes
-# every mq-broker's /metrics and one prometheus-postgres-exporter per data
+# every mq-broker's /metrics, every mq-kafka's (run by the brokers, with
+# metrics = in [kafka]) and one prometheus-postgres-exporter per data
 # node, run with monitoring/postgres-exporter-queries.yaml as a role that
-# has pg_monitor and nothing else.  After a produce and a group's partial
+# has pg_monitor and nothing else.  mq-kafka gets requests, a statement
+# that fails (DeleteGroups of an unknown group) and a frame it must refuse.  After a produce and a group's partial
 # consume, every expression of every panel of
 # monitoring/grafana-dashboard.json (and each template variable's
 # label_values) must evaluate without error and return at least one
@@ -33,8 +35,11 @@ my $http = HTTP::Tiny->new(timeout => 5);
 my $json = JSON::PP->new;
 my @procs;    # [pid, name] of what this test starts, stopped at the end
 
+ok(system('promtool', 'check', 'config', "$mon/prometheus.yml") == 0,
+	'promtool: the shipped prometheus.yml and its target files are valid');
+
 my $c = MqCluster->new(nodes => 3, metrics => 1);
-$c->start_brokers;
+$c->start_kafka_brokers(metrics => 1);
 $c->create_topic('t', 1,
 	{ 'replication.factor' => 3, 'min.insync.replicas' => 2, 'retention.ms' => 3_600_000 });
 my $l = $c->leader('t', 0);
@@ -79,7 +84,7 @@ sub write_file
 }
 
 # one exporter per data node, as a role with pg_monitor only
-my (@exporter_port, @broker_targets, @exporter_targets);
+my (@exporter_port, @broker_targets, @kafka_targets, @exporter_targets);
 for my $i (1 .. 3)
 {
 	my $node = $c->node($i);
@@ -91,6 +96,7 @@ for my $i (1 .. 3)
 		'prometheus-postgres-exporter', "--web.listen-address=127.0.0.1:$exporter_port[$i]",
 		"--extend.query-path=$mon/postgres-exporter-queries.yaml", '--log.level=warn');
 	push @broker_targets, "- targets: ['127.0.0.1:$c->{metrics_port}[$i]']\n  labels: {node: node$i}\n";
+	push @kafka_targets, "- targets: ['127.0.0.1:$c->{kafka_metrics_port}[$i]']\n  labels: {node: node$i}\n";
 	push @exporter_targets, "- targets: ['127.0.0.1:$exporter_port[$i]']\n  labels: {node: node$i}\n";
 }
 
@@ -104,6 +110,7 @@ close $in;
 ok($conf =~ s/^(\s*(?:scrape|evaluation)_interval:) 15s$/$1 1s/mg == 2, 'prometheus.yml: intervals substituted');
 write_file("$pdir/prometheus.yml", $conf);
 write_file("$pdir/targets/mq-broker.yml", join '', @broker_targets);
+write_file("$pdir/targets/mq-kafka.yml", join '', @kafka_targets);
 write_file("$pdir/targets/postgres-exporter.yml", join '', @exporter_targets);
 my $pport = PostgreSQL::Test::Cluster::get_free_port();
 spawn('prometheus', {}, 'prometheus', "--config.file=$pdir/prometheus.yml",
@@ -137,8 +144,8 @@ ok(wait_for(30, sub {
 	my $r = $http->get("$api/targets");
 	return 0 unless $r->{success};
 	my @t = @{ $json->decode($r->{content})->{data}{activeTargets} };
-	return @t == 6 && !grep { $_->{health} ne 'up' } @t;
-}), 'prometheus scrapes the 3 brokers and the 3 exporters') or diag($http->get("$api/targets")->{content});
+	return @t == 9 && !grep { $_->{health} ne 'up' } @t;
+}), 'prometheus scrapes the 3 brokers, the 3 mq-kafka and the 3 exporters') or diag($http->get("$api/targets")->{content});
 
 # records, and a group that consumed some of them: lag exists
 $ln->safe_psql('postgres',
@@ -156,6 +163,43 @@ ok(wait_for(30, sub {
 	return defined $seen && $seen eq $lag;
 }), 'Prometheus reports the lag mq.consumer_lag has on the leader')
   or diag('Prometheus: ' . ($seen // 'no series'));
+
+# mq-kafka: a statement that fails (DeleteGroups of a group that does not
+# exist, at its coordinator) and a frame it must refuse (size 4)
+sub kafka_call
+{
+	my ($i, $frame) = @_;
+	require IO::Socket::INET;
+	my $sock = IO::Socket::INET->new(PeerAddr => '127.0.0.1', PeerPort => $c->{kafka_port}[$i],
+		Proto => 'tcp', Timeout => 5) or die "mq-kafka $i: $!";
+	print $sock $frame;
+	my ($len, $resp) = ('', '');
+	read($sock, $len, 4) == 4 or return undef;
+	read($sock, $resp, unpack('l>', $len));
+	close $sock;
+	return $resp;
+}
+my ($ferr, $gc) = $c->kafka_find_coordinator(1, 'nosuch');
+my $resp = kafka_call($gc, pack('l>/a*', pack('s> s> l> s>/a* l> s>/a*', 42, 0, 7, 'tap', 1, 'nosuch')));
+my (undef, undef, undef, undef, $derr) = unpack('l> l> l> s>/a s>', $resp // '');
+ok(defined $derr && ($derr == 69 || $derr == 30), "DeleteGroups of an unknown group: error " . ($derr // 'none'));
+is(kafka_call(1, pack('l>', 4)), undef, 'a 4-byte frame closes the connection');
+my %kafka_want = (
+	'sum(mq_kafka_requests_total{api="FindCoordinator"})' => sub { $_[0] >= 3 },
+	'sum(mq_kafka_requests_total{api="DeleteGroups"})' => sub { $_[0] == 1 },
+	'sum(mq_kafka_statement_errors_total)' => sub { $_[0] >= 1 },
+	'sum(mq_kafka_statement_errors_by_sqlstate_total{sqlstate=~"MQ035|42501"})' => sub { $_[0] >= 1 },
+	'sum(mq_kafka_protocol_errors_total)' => sub { $_[0] == 1 },
+	'sum(mq_kafka_request_seconds_total{api="DeleteGroups"})' => sub { $_[0] > 0 });
+for my $e (sort keys %kafka_want)
+{
+	my $v;
+	ok(wait_for(20, sub {
+		my ($s, $res) = query($e);
+		$v = @$res ? $res->[0]{value}[1] : undef;
+		return defined $v && $kafka_want{$e}->($v);
+	}), "mq-kafka via Prometheus: $e") or diag('value: ' . ($v // 'no series'));
+}
 
 # every panel's expressions, with the dashboard's variables set to "All"
 open $in, '<', "$mon/grafana-dashboard.json" or die "grafana-dashboard.json: $!";
