@@ -12,6 +12,12 @@
 # label_values) must evaluate without error and return at least one
 # series; a wrong metric or label name returns none and fails here.  The
 # lag Prometheus reports must equal mq.consumer_lag's on the leader.
+#
+# The exporter and Prometheus run with the command lines of
+# docs/operations.md (the sh block after "<!-- monitoring-test: commands
+# -->"), only their addresses, paths and connection made this test's; its
+# alert expressions (the promql block after "<!-- monitoring-test: promql
+# -->") must evaluate, and every metric they name must have series.
 use strict;
 use warnings;
 
@@ -20,6 +26,7 @@ use Test::More;
 use HTTP::Tiny;
 use JSON::PP;
 use POSIX ();
+use Text::ParseWords qw(shellwords);
 use Time::HiRes qw(time usleep);
 use MqCluster;
 
@@ -34,6 +41,44 @@ my $mon = "$root/monitoring";
 my $http = HTTP::Tiny->new(timeout => 5);
 my $json = JSON::PP->new;
 my @procs;    # [pid, name] of what this test starts, stopped at the end
+
+# docs/operations.md's block after "<!-- monitoring-test: NAME -->": its lines,
+# continuation lines joined
+sub doc_block
+{
+	my ($name) = @_;
+	open my $fh, '<', "$root/docs/operations.md" or die "operations.md: $!";
+	my $text = do { local $/; <$fh> };
+	close $fh;
+	$text =~ /^<!-- monitoring-test: \Q$name\E -->\n```\w+\n(.*?)^```$/ms
+	  or die "docs/operations.md: no $name block";
+	(my $block = $1) =~ s/\\\n\s*/ /g;
+	return grep { /\S/ } split /\n/, $block;
+}
+
+# The documented command line of $prog: (environment, arguments), with the
+# values of the flags in %$set (and the paths under monitoring/) this test's.
+sub doc_command
+{
+	my ($prog, %set) = @_;
+	my ($line) = grep { /(^|\s)\Q$prog\E\s/ } doc_block('commands');
+	die "docs/operations.md: no $prog command" unless $line;
+	my (%env, @args);
+	my @words = shellwords($line);
+	while ($words[0] =~ /^([A-Z_]+)=(.*)$/s)
+	{
+		$env{$1} = $2;
+		shift @words;
+	}
+	die "docs/operations.md: $words[0] is not $prog" unless $words[0] eq $prog;
+	for my $w (@words[ 1 .. $#words ])
+	{
+		my ($flag, $v) = $w =~ /^(--[\w.-]+)=(.*)$/ or die "docs/operations.md: $prog $w";
+		$v = $set{$flag} // ($v =~ m{^monitoring/} ? "$root/$v" : $v);
+		push @args, "$flag=$v";
+	}
+	return (\%env, @args);
+}
 
 ok(system('promtool', 'check', 'config', "$mon/prometheus.yml") == 0,
 	'promtool: the shipped prometheus.yml and its target files are valid');
@@ -90,11 +135,14 @@ for my $i (1 .. 3)
 	my $node = $c->node($i);
 	$node->safe_psql('postgres', 'CREATE ROLE mq_exporter LOGIN; GRANT pg_monitor TO mq_exporter');
 	$exporter_port[$i] = PostgreSQL::Test::Cluster::get_free_port();
-	spawn("exporter$i",
-		{ DATA_SOURCE_NAME => sprintf('host=%s port=%d user=mq_exporter dbname=postgres sslmode=disable',
-				$node->host, $node->port) },
-		'prometheus-postgres-exporter', "--web.listen-address=127.0.0.1:$exporter_port[$i]",
-		"--extend.query-path=$mon/postgres-exporter-queries.yaml", '--log.level=warn');
+	my ($env, @args) = doc_command('prometheus-postgres-exporter',
+		'--web.listen-address' => "127.0.0.1:$exporter_port[$i]");
+	my $host = $node->host;
+	my $port = $node->port;
+	$env->{DATA_SOURCE_NAME} =~ s/\bhost=\S+/host=$host/ or die 'DATA_SOURCE_NAME: no host';
+	$env->{DATA_SOURCE_NAME} =~ s/\bport=\d+/port=$port/ or die 'DATA_SOURCE_NAME: no port';
+	$env->{DATA_SOURCE_NAME} =~ s/\bdbname=\S+/dbname=postgres/ or die 'DATA_SOURCE_NAME: no dbname';
+	spawn("exporter$i", $env, 'prometheus-postgres-exporter', @args, '--log.level=warn');
 	push @broker_targets, "- targets: ['127.0.0.1:$c->{metrics_port}[$i]']\n  labels: {node: node$i}\n";
 	push @kafka_targets, "- targets: ['127.0.0.1:$c->{kafka_metrics_port}[$i]']\n  labels: {node: node$i}\n";
 	push @exporter_targets, "- targets: ['127.0.0.1:$exporter_port[$i]']\n  labels: {node: node$i}\n";
@@ -113,8 +161,9 @@ write_file("$pdir/targets/mq-broker.yml", join '', @broker_targets);
 write_file("$pdir/targets/mq-kafka.yml", join '', @kafka_targets);
 write_file("$pdir/targets/postgres-exporter.yml", join '', @exporter_targets);
 my $pport = PostgreSQL::Test::Cluster::get_free_port();
-spawn('prometheus', {}, 'prometheus', "--config.file=$pdir/prometheus.yml",
-	"--storage.tsdb.path=$pdir/data", "--web.listen-address=127.0.0.1:$pport", '--log.level=warn');
+my ($penv, @pargs) = doc_command('prometheus', '--config.file' => "$pdir/prometheus.yml",
+	'--storage.tsdb.path' => "$pdir/data", '--web.listen-address' => "127.0.0.1:$pport");
+spawn('prometheus', $penv, 'prometheus', @pargs, '--log.level=warn');
 my $api = "http://127.0.0.1:$pport/api/v1";
 
 # wait on a condition, up to $secs
@@ -240,6 +289,19 @@ for my $x (@exprs)
 	ok($status eq 'success' && @$result, "$x->[0]: series returned")
 	  or diag("$x->[1]: $status $err, " . scalar(@$result) . ' series');
 }
+# the alert expressions of docs/operations.md evaluate, on metrics that exist
+for my $e (doc_block('promql'))
+{
+	my ($st, undef, $err) = query($e);
+	is($st, 'success', "alert expression evaluates: $e") or diag($err);
+	my %names = map { $_ => 1 } $e =~ /\b((?:mq|pg)_\w+)\b/g;
+	for my $m (sort keys %names)
+	{
+		my ($st2, $res) = query("count($m)");
+		ok(@$res, "alert metric $m has series");
+	}
+}
+
 # the check can fail: a name no source exports has no series
 my ($s, $none) = query('mq_partition_isr_sizes');
 ok($s eq 'success' && !@$none, 'a misspelt metric returns no series');
