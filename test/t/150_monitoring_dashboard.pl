@@ -213,6 +213,14 @@ ok(wait_for(30, sub {
 }), 'Prometheus reports the lag mq.consumer_lag has on the leader')
   or diag('Prometheus: ' . ($seen // 'no series'));
 
+# with retention.ms and lag: a headroom and an age, not NaN
+for my $m ('mq_consumer_retention_headroom_seconds', 'mq_consumer_oldest_unconsumed_seconds')
+{
+	my (undef, $res) = query("$m\{group_id=\"g\",topic=\"t\",role=\"leader\"}");
+	my $v = @$res ? $res->[0]{value}[1] : 'no series';
+	ok($v =~ /^[0-9.e+-]+$/ && $v >= 0 && $v <= 3600, "$m: $v s, within retention.ms");
+}
+
 # mq-kafka: a statement that fails (DeleteGroups of a group that does not
 # exist, at its coordinator) and a frame it must refuse (size 4)
 sub kafka_call
