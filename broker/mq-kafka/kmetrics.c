@@ -33,14 +33,14 @@
 #define KM_MAX_STATES 32		/* distinct SQLSTATEs counted apart; then "other" */
 
 static const char *const api_names[KM_MAX_API] = {
-	[0] = "Produce",[1] = "Fetch",[2] = "ListOffsets",[3] = "Metadata",
-	[8] = "OffsetCommit",[9] = "OffsetFetch",[10] = "FindCoordinator",
-	[11] = "JoinGroup",[12] = "Heartbeat",[13] = "LeaveGroup",[14] = "SyncGroup",
-	[15] = "DescribeGroups",[16] = "ListGroups",[17] = "SaslHandshake",
-	[18] = "ApiVersions",[19] = "CreateTopics",[20] = "DeleteTopics",
-	[21] = "DeleteRecords",[22] = "InitProducerId",[32] = "DescribeConfigs",
-	[33] = "AlterConfigs",[36] = "SaslAuthenticate",[37] = "CreatePartitions",
-	[42] = "DeleteGroups",[44] = "IncrementalAlterConfigs",
+	[0] = "Produce", [1] = "Fetch", [2] = "ListOffsets", [3] = "Metadata",
+	[8] = "OffsetCommit", [9] = "OffsetFetch", [10] = "FindCoordinator",
+	[11] = "JoinGroup", [12] = "Heartbeat", [13] = "LeaveGroup", [14] = "SyncGroup",
+	[15] = "DescribeGroups", [16] = "ListGroups", [17] = "SaslHandshake",
+	[18] = "ApiVersions", [19] = "CreateTopics", [20] = "DeleteTopics",
+	[21] = "DeleteRecords", [22] = "InitProducerId", [32] = "DescribeConfigs",
+	[33] = "AlterConfigs", [36] = "SaslAuthenticate", [37] = "CreatePartitions",
+	[42] = "DeleteGroups", [44] = "IncrementalAlterConfigs",
 };
 
 static struct
