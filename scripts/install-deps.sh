@@ -46,6 +46,10 @@ PKGS=(
 	nats-server
 	libnats-dev
 	gnuplot-nox
+	# monitoring tests: test/t/150_monitoring_dashboard.pl runs Debian's
+	# Prometheus and postgres exporter with monitoring/'s configs
+	prometheus
+	prometheus-postgres-exporter
 )
 
 missing=()

@@ -75,6 +75,7 @@ static const ConfigKey keys[] = {
 	KEY("kafka", "pool", kafka_pool, 'i', 1, 256),
 	KEY("kafka", "group.initial.rebalance.delay.ms", kafka_group_delay_ms, 'i', 0, 300000),
 	KEY("kafka", "sasl", kafka_sasl, 's', 0, 0),
+	KEY("kafka", "metrics", kafka_metrics, 's', 0, 0),
 };
 
 static bool
@@ -201,12 +202,12 @@ check_conninfos(BrokerConfig *cfg, const char *path)
 static bool
 check_kafka(BrokerConfig *cfg, const char *path)
 {
-	const char *names[] = {"listen", "advertise"};
-	const char *vals[] = {cfg->kafka_listen, cfg->kafka_advertise};
+	const char *names[] = {"listen", "advertise", "metrics"};
+	const char *vals[] = {cfg->kafka_listen, cfg->kafka_advertise, cfg->kafka_metrics};
 
 	if (cfg->kafka_listen == NULL &&
 		(cfg->kafka_advertise || cfg->kafka_program || cfg->kafka_pool || cfg->kafka_group_delay_ms >= 0 ||
-		 cfg->kafka_sasl))
+		 cfg->kafka_sasl || cfg->kafka_metrics))
 	{
 		mq_log_error("%s: [kafka] needs listen (host:port) to start mq-kafka", path);
 		return false;
@@ -216,7 +217,7 @@ check_kafka(BrokerConfig *cfg, const char *path)
 		mq_log_error("%s: [kafka] sasl must be plain, not \"%s\"", path, cfg->kafka_sasl);
 		return false;
 	}
-	for (int i = 0; i < 2; i++)
+	for (int i = 0; i < 3; i++)
 	{
 		char	   *host = NULL;
 		int			port;
@@ -371,5 +372,6 @@ broker_config_free(BrokerConfig *cfg)
 	free(cfg->kafka_advertise);
 	free(cfg->kafka_program);
 	free(cfg->kafka_sasl);
+	free(cfg->kafka_metrics);
 	memset(cfg, 0, sizeof(*cfg));
 }

@@ -78,6 +78,9 @@ test_config(void)
 	CHECK(!parse_with("[kafka]\nlisten = h:1\nport = 1\n"), "an unknown [kafka] key is refused");
 	CHECK(parse_with("[kafka]\nlisten = h:1\nsasl = plain\n"), "[kafka] sasl = plain is accepted");
 	CHECK(!parse_with("[kafka]\nlisten = h:1\nsasl = scram\n"), "[kafka] sasl other than plain is refused");
+	CHECK(parse_with("[kafka]\nlisten = h:1\nmetrics = 127.0.0.1:9401\n"), "a [kafka] metrics address is accepted");
+	CHECK(!parse_with("[kafka]\nlisten = h:1\nmetrics = 127.0.0.1\n"), "a [kafka] metrics address without port is refused");
+	CHECK(!parse_with("[kafka]\nmetrics = h:1\n"), "a [kafka] metrics address without listen is refused");
 	CHECK(parse_conn("postgresql://u@h/db"), "a URI without password is accepted");
 	CHECK(!parse_conn("host=h password=secret"), "a key=value password is refused");
 	CHECK(!parse_conn("postgresql://u:secret@h/db"), "a URI password is refused");
