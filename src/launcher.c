@@ -250,7 +250,11 @@ local_db(Oid dboid, const char *name)
 {
 	for (int i = 0; i < ndbs; i++)
 		if (dbs[i].dboid == dboid)
+		{
+			/* renamed since: new workers show the new name */
+			strlcpy(dbs[i].name, name, NAMEDATALEN);
 			return &dbs[i];
+		}
 	if (ndbs == dbs_cap)
 	{
 		dbs_cap = Max(16, dbs_cap * 2);

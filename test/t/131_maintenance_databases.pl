@@ -9,6 +9,8 @@
 #   - retention runs in both without anyone calling mq.run_maintenance()
 #   - DROP DATABASE db_a (plain) and DROP DATABASE db_b WITH (FORCE) while
 #     their workers run both succeed, and no worker starts again for them
+#   - ALTER DATABASE RENAME and CREATE DATABASE ... TEMPLATE succeed while
+#     the worker runs; the renamed database and the copy are maintained
 #   - max_worker_processes too small: a WARNING says which database has
 #     no worker and what to raise
 #   - mq.database set: only that database is maintained
@@ -103,6 +105,18 @@ unlike($log, qr/database "db_[ab]" does not exist|database \d+ does not exist/,
 	'no worker tried to start in a dropped database');
 unlike($log, qr/maintenance worker started in database "db_[ab]"/, 'no worker restarted for them');
 
+# statements that need the database alone succeed while its worker runs,
+# which comes back afterwards; a copy of a database with mq is maintained
+$log_offset = -s $node->logfile;
+($ret, $out, $err) = $node->psql('postgres', 'ALTER DATABASE db_c RENAME TO db_c2');
+is($ret, 0, 'ALTER DATABASE RENAME succeeds while its worker runs') or diag($err);
+$node->wait_for_log(qr/mq maintenance worker started in database "db_c2"/, $log_offset);
+($ret, $out, $err) = $node->psql('postgres', 'CREATE DATABASE db_e TEMPLATE db_c2');
+is($ret, 0, 'CREATE DATABASE ... TEMPLATE succeeds while its worker runs') or diag($err);
+ok($node->poll_query_until('postgres', "SELECT count(DISTINCT datname) = 2 FROM pg_stat_activity WHERE backend_type = 'mq maintenance' AND datname IN ('db_c2', 'db_e')"),
+	'the renamed database and its copy are maintained');
+$node->safe_psql('postgres', 'DROP DATABASE db_e');
+
 # too few worker slots: a clear WARNING, the rest maintained
 $node->safe_psql('postgres', 'CREATE DATABASE db_d');
 $node->safe_psql('db_d', 'CREATE EXTENSION mq');
@@ -112,7 +126,7 @@ ok($node->poll_query_until('postgres', "SELECT count(*) = 1 FROM pg_stat_activit
 $node->append_conf('postgresql.conf', "max_worker_processes = 3\n");
 $log_offset = -s $node->logfile;
 $node->restart;
-$node->wait_for_log(qr/WARNING:  mq launcher: no background worker slot free for the maintenance of database "db_[cd]"/, $log_offset);
+$node->wait_for_log(qr/WARNING:  mq launcher: no background worker slot free for the maintenance of database "db_(c2|d)"/, $log_offset);
 $log = slurp_file($node->logfile, $log_offset);
 like($log, qr/max_worker_processes is 3; mq needs one for its launcher and one per database/, 'the warning says what is needed');
 ok($node->poll_query_until('postgres', "SELECT count(*) = 1 FROM pg_stat_activity WHERE backend_type = 'mq maintenance'"),
