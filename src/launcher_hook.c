@@ -16,6 +16,8 @@
  * its worker is sent SIGTERM; at the end of the transaction the pause is
  * lifted, so a renamed database or a failed drop is maintained again at
  * the launcher's next pass, and a dropped one is gone from pg_database.
+ * Only the database's owner (or a superuser) pauses it: others cannot run
+ * those statements, and must not stop its maintenance by trying.
  *
  * Locking: the launcher's spinlock, through mq_launcher_pause.
  *
@@ -31,6 +33,7 @@
 #include "miscadmin.h"
 #include "nodes/parsenodes.h"
 #include "tcop/utility.h"
+#include "utils/acl.h"
 #include "utils/memutils.h"
 #include "utils/timestamp.h"
 
@@ -79,7 +82,12 @@ pause_database(const char *name)
 	Oid			dboid = get_database_oid(name, true);
 	pid_t		pid;
 
-	if (!OidIsValid(dboid) || npaused == lengthof(paused))
+	/*
+	 * only for its owner (or a superuser), who may run these statements:
+	 * anyone else would fail them anyway, after stopping the worker
+	 */
+	if (!OidIsValid(dboid) || npaused == lengthof(paused) ||
+		!pg_database_ownercheck(dboid, GetUserId()))
 		return;
 	paused[npaused++] = dboid;
 	pid = mq_launcher_pause(dboid, TimestampTzPlusMilliseconds(GetCurrentTimestamp(), MQ_PAUSE_MS));

@@ -10,7 +10,8 @@
 #   - DROP DATABASE db_a (plain) and DROP DATABASE db_b WITH (FORCE) while
 #     their workers run both succeed, and no worker starts again for them
 #   - ALTER DATABASE RENAME and CREATE DATABASE ... TEMPLATE succeed while
-#     the worker runs; the renamed database and the copy are maintained
+#     the worker runs; the renamed database and the copy are maintained;
+#     another role's failed DROP DATABASE leaves the worker alone
 #   - max_worker_processes too small: a WARNING says which database has
 #     no worker and what to raise
 #   - mq.database set: only that database is maintained
@@ -111,6 +112,17 @@ $log_offset = -s $node->logfile;
 ($ret, $out, $err) = $node->psql('postgres', 'ALTER DATABASE db_c RENAME TO db_c2');
 is($ret, 0, 'ALTER DATABASE RENAME succeeds while its worker runs') or diag($err);
 $node->wait_for_log(qr/mq maintenance worker started in database "db_c2"/, $log_offset);
+# someone who may not drop it does not stop its maintenance by trying
+ok($node->poll_query_until('postgres', "SELECT count(*) = 1 FROM pg_stat_activity WHERE backend_type = 'mq maintenance' AND datname = 'db_c2'"),
+	'db_c2 has its worker');
+my $pid = $node->safe_psql('postgres', "SELECT pid FROM pg_stat_activity WHERE backend_type = 'mq maintenance' AND datname = 'db_c2'");
+$node->safe_psql('postgres', 'CREATE ROLE mallory LOGIN CREATEDB');
+($ret, $out, $err) = $node->psql('postgres', 'DROP DATABASE db_c2', extra_params => [ '-U', 'mallory' ]);
+like($err, qr/must be owner of database db_c2/, 'a DROP DATABASE by another role fails');
+($ret, $out, $err) = $node->psql('postgres', 'CREATE DATABASE db_x TEMPLATE db_c2', extra_params => [ '-U', 'mallory' ]);
+like($err, qr/permission denied to copy database "db_c2"/, 'so does a copy');
+is($node->safe_psql('postgres', "SELECT pid FROM pg_stat_activity WHERE backend_type = 'mq maintenance' AND datname = 'db_c2'"),
+	$pid, 'the worker was left alone');
 ($ret, $out, $err) = $node->psql('postgres', 'CREATE DATABASE db_e TEMPLATE db_c2');
 is($ret, 0, 'CREATE DATABASE ... TEMPLATE succeeds while its worker runs') or diag($err);
 ok($node->poll_query_until('postgres', "SELECT count(DISTINCT datname) = 2 FROM pg_stat_activity WHERE backend_type = 'mq maintenance' AND datname IN ('db_c2', 'db_e')"),
