@@ -376,4 +376,14 @@ extern int32 mq_murmur2(const char *data, int len);
 extern int32 mq_default_partition(bytea *key, int32 npartitions);
 
 
+/* launcher.c, launcher_hook.c, maintenance.c: the maintenance workers */
+extern char *mq_database;
+extern int	mq_launcher_interval;
+extern int	mq_maintenance_interval;
+extern void mq_launcher_init(void);
+extern void mq_launcher_hook_init(void);
+extern pid_t mq_launcher_pause(Oid dboid, TimestampTz until);
+extern void mq_launcher_wake(bool probe_all);
+extern bool mq_launcher_worker_state(bool absent);
+
 #endif							/* MQ_H */

@@ -9,7 +9,9 @@
  * Numbers are whole numbers within the bounds of the table below; the
  * metrics port is 1..65535; connection strings are parsed with libpq's
  * PQconninfoParse, so that a password is found in a URI
- * (postgresql://u:pw@host) as well as in key=value form.  The parser takes
+ * (postgresql://u:pw@host) as well as in key=value form.  Lines may be
+ * CONFIG_MAX_LINE characters long (libinih's own limit, 200, is lifted);
+ * a longer line is an error naming it.  The parser takes
  * text (broker_config_parse) so that fuzz/config_fuzz.c can feed it.
  *
  * Locking: none; called once at start.
@@ -27,6 +29,13 @@
 
 #include "config.h"
 #include "util.h"
+
+/*
+ * The longest line of the file: a connection string of a few hundred
+ * characters (hosts, options, TLS paths) fits; a longer line is refused,
+ * never cut.
+ */
+#define CONFIG_MAX_LINE 8192
 
 typedef struct ParseState
 {
@@ -295,6 +304,28 @@ set_defaults(BrokerConfig *cfg)
 	cfg->txn_timeout_ms = 10000;
 }
 
+/*
+ * The number of the first line of text longer than CONFIG_MAX_LINE
+ * characters, or 0.
+ */
+static int
+overlong_line(const char *text)
+{
+	int			lineno = 1;
+
+	for (const char *p = text;; lineno++)
+	{
+		const char *nl = strchr(p, '\n');
+		size_t		len = nl ? (size_t) (nl - p) : strlen(p);
+
+		if (len > CONFIG_MAX_LINE)
+			return lineno;
+		if (nl == NULL)
+			return 0;
+		p = nl + 1;
+	}
+}
+
 bool
 broker_config_parse(const char *text, const char *name, BrokerConfig *cfg)
 {
@@ -302,6 +333,21 @@ broker_config_parse(const char *text, const char *name, BrokerConfig *cfg)
 	int			rc;
 
 	set_defaults(cfg);
+	if ((rc = overlong_line(text)) != 0)
+	{
+		mq_log_error("%s:%d: line longer than %d characters (a value is never cut)",
+					 name, rc, CONFIG_MAX_LINE);
+		return false;
+	}
+	/*
+	 * libinih reads lines into a buffer of 200 bytes unless told otherwise
+	 * (Debian's build makes these settings variables): a heap buffer that
+	 * grows to hold any line overlong_line let through, '\r', '\n' and
+	 * '\0' included.
+	 */
+	ini_use_stack = false;
+	ini_allow_realloc = true;
+	ini_max_line = CONFIG_MAX_LINE + 3;
 	rc = ini_parse_string(text, handler, &st);
 	if (rc != 0)
 	{
