@@ -489,11 +489,16 @@ mq_refuse_log_change(PG_FUNCTION_ARGS)
 Datum
 mq_log_end_offset_sql(PG_FUNCTION_ARGS)
 {
-	MqTopic    *topic = mq_topic_by_id(PG_GETARG_INT32(0));
+	MqTopic    *topic = mq_topic_by_id(PG_GETARG_INT32(0), true);
 	MqPartition *part;
 
-	/* NULL, not an error, so that views filtering on DESCRIBE never fail */
-	if (!mq_acl_allowed(GetUserId(), MQ_RES_TOPIC, topic->name, MQ_ACL_DESCRIBE))
+	/*
+	 * NULL, not an error, so that views filtering on DESCRIBE never fail; and
+	 * NULL for an id no topic has, so that the answer does not tell a hidden
+	 * topic from a missing one
+	 */
+	if (topic == NULL ||
+		!mq_acl_allowed(GetUserId(), MQ_RES_TOPIC, topic->name, MQ_ACL_DESCRIBE))
 		PG_RETURN_NULL();
 	part = mq_topic_partition(topic, PG_GETARG_INT32(1));
 	PG_RETURN_INT64(mq_log_end_offset(part, GetActiveSnapshot()));

@@ -107,7 +107,7 @@ current_log_end(int32 topic_id, int32 partition)
 	int64		leo;
 
 	AcceptInvalidationMessages();	/* segments created since we looked */
-	topic = mq_topic_by_id(topic_id);
+	topic = mq_topic_by_id(topic_id, false);
 	PushActiveSnapshot(GetLatestSnapshot());
 	leo = mq_log_end_offset(mq_topic_partition(topic, partition), GetActiveSnapshot());
 	PopActiveSnapshot();

@@ -304,7 +304,7 @@ mq_topic_lookup_text(text *name)
 }
 
 MqTopic *
-mq_topic_by_id(int32 topic_id)
+mq_topic_by_id(int32 topic_id, bool missing_ok)
 {
 	Datum		arg[1] = {Int32GetDatum(topic_id)};
 	Oid			argtype[1] = {INT4OID};
@@ -318,11 +318,13 @@ mq_topic_by_id(int32 topic_id)
 		name = MemoryContextStrdup(CurTransactionContext,
 								   SPI_getvalue(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 1));
 	mq_spi_end(&spi);
+	if (name == NULL && missing_ok)
+		return NULL;
 	if (name == NULL)
 		ereport(ERROR,
 				(errcode(ERRCODE_MQ_UNKNOWN_TOPIC),
 				 errmsg("topic with id %d does not exist", topic_id)));
-	return mq_topic_lookup(name, false);
+	return mq_topic_lookup(name, missing_ok);
 }
 
 MqPartition *

@@ -268,6 +268,13 @@ BEGIN
     SELECT relid INTO v_rel FROM mq.topic WHERE topic_id = v_id FOR UPDATE;
     EXECUTE format('DROP TABLE %s', v_rel);
     DELETE FROM mq.topic WHERE topic_id = v_id;
+    -- the grants its owner made on it go with it, so that nobody plants
+    -- grants for whoever creates the name next; an administrator's stay,
+    -- as Kafka keeps the ACLs of a deleted topic
+    DELETE FROM mq.acl a
+     WHERE a.resource_type = 'topic' AND a.pattern_type = 'literal' AND a.resource_name = topic
+       AND (a.grantor IS NULL
+            OR NOT mq._has_privilege(a.grantor::oid, 'cluster', 'kafka-cluster', 'alter'));
 END $$;
 
 CREATE FUNCTION mq_internal.alter_topic(topic text, config jsonb, p_caller oid) RETURNS jsonb

@@ -992,7 +992,7 @@ CREATE FUNCTION mq._produce_state(topic text, partition integer,
 -- Routing: what this node knows about every partition's leader.
 -------------------------------------------------------------------------------
 
-CREATE VIEW mq.replica_status AS
+CREATE VIEW mq.replica_status WITH (security_barrier) AS
 SELECT t.topic_name AS topic, p.partition, p.role, p.leader_epoch, r.leader_id, r.leader_name,
        r.replicas, r.isr, e.log_end_offset,
        coalesce(p.high_watermark, e.log_end_offset) AS high_watermark,

@@ -371,6 +371,8 @@ COMMENT ON FUNCTION mq._has_privilege(oid, text, text, text) IS
     'internal: the authorization decision for a role, resource and operation (src/acl.c); used by has_*_privilege and the views';
 COMMENT ON FUNCTION mq._authorize(oid, text, text, text) IS
     'internal: raises 42501 unless the role may do the operation; called by the implementations in mq_internal with the caller''s role';
+COMMENT ON FUNCTION mq._grant_shown(text, text, text) IS
+    'may a role that is not an administrator see this grant (not one naming what it may not describe)';
 COMMENT ON FUNCTION mq._describable(text, text) IS
     'internal: whether the current role may describe the topic or group; the views show only such rows';
 COMMENT ON FUNCTION mq._acl_changed() IS

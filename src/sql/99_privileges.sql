@@ -11,7 +11,7 @@ GRANT SELECT ON mq.topics, mq.partitions, mq.segments, mq.group_members, mq.grou
     mq.grants, mq.effective_grants TO PUBLIC;
 GRANT EXECUTE ON FUNCTION mq.validate_config(jsonb), mq.murmur2(bytea),
     mq.partition_for(text, bytea), mq.partition_for(text, text),
-    mq._log_end_offset(integer, integer), mq._describable(text, text),
+    mq._log_end_offset(integer, integer), mq._describable(text, text), mq._grant_shown(text, text, text),
     -- pure: what mq-kafka's AlterConfigs pass to mq.alter_topic
     mq._config_replace(jsonb, text[], text[]), mq._config_incremental(jsonb, text[], integer[], text[]),
     mq.config_defaults(),
