@@ -114,7 +114,8 @@ main(int argc, char **argv)
 	/* every line of the log names the broker and its time */
 	snprintf(progname, sizeof(progname), "mq-broker[%d]", cfg.broker_id);
 	mq_progname = progname;
-	mq_log_set_timestamps(true);
+	/* the journal stamps lines itself (the systemd unit) */
+	mq_log_set_timestamps(!mq_sd_stderr_is_journal());
 
 	memset(&sa, 0, sizeof(sa));
 	sa.sa_handler = on_signal;	/* no SA_RESTART: poll() returns EINTR */

@@ -274,7 +274,7 @@ main(int argc, char **argv)
 		/* its lines go into its mq-broker's log: name the broker, stamp the time */
 		snprintf(progname, sizeof(progname), "mq-kafka[%d]", kconfig.node_id);
 		mq_progname = progname;
-		mq_log_set_timestamps(true);
+		mq_log_set_timestamps(!mq_sd_stderr_is_journal());
 	}
 	if (kconfig.advertised_host == NULL)
 	{

@@ -10,7 +10,10 @@
  *-------------------------------------------------------------------------
  */
 #include <stdbool.h>
+#include <stdio.h>
 #include <stdlib.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
 #ifdef MQ_SYSTEMD
 #include <systemd/sd-daemon.h>
@@ -80,6 +83,21 @@ mq_sd_watchdog(void)
 		return;
 	last_ping_us = now;
 	notify("WATCHDOG=1");
+}
+
+bool
+mq_sd_stderr_is_journal(void)
+{
+	const char *js = getenv("JOURNAL_STREAM");
+	unsigned long long dev,
+				ino;
+	struct stat st;
+
+	if (js == NULL || sscanf(js, "%llu:%llu", &dev, &ino) != 2)
+		return false;
+	if (fstat(STDERR_FILENO, &st) != 0)
+		return false;
+	return (unsigned long long) st.st_dev == dev && (unsigned long long) st.st_ino == ino;
 }
 
 void

@@ -17,6 +17,7 @@
 #ifndef MQ_SDNOTIFY_H
 #define MQ_SDNOTIFY_H
 
+#include <stdbool.h>
 #include <stdint.h>
 
 /* READY=1, once (later calls do nothing) */
@@ -33,6 +34,13 @@ extern uint64_t mq_sd_watchdog_usec(void);
 
 /* WATCHDOG=1 when the watchdog is on, at most every half interval */
 extern void mq_sd_watchdog(void);
+
+/*
+ * Is stderr systemd's journal (JOURNAL_STREAM names its device and inode)?
+ * The journal stamps every line itself: the daemons then leave out their own
+ * timestamps.
+ */
+extern bool mq_sd_stderr_is_journal(void);
 
 /* Remove NOTIFY_SOCKET and WATCHDOG_* (a child must not speak for us) */
 extern void mq_sd_forget(void);
