@@ -58,8 +58,8 @@ typedef struct MqSegment
 	int64		base;
 	int64		end;
 	Oid			relid;
-	Oid			indexid;		/* the unique index on msg_offset, a hint:
-								 * mq_segment_index_open */
+	/* the unique index on msg_offset, a hint: mq_segment_index_open */
+	Oid			indexid;
 } MqSegment;
 
 typedef struct MqPartition
