@@ -6,9 +6,10 @@
 # inside a maintenance pass that held the partition's produce lock (it had
 # made the segment ahead), so producers stalled for the length of the dump.
 # Here a session holds the dump's locks (LOCK TABLE ... IN ACCESS SHARE
-# MODE on the topic's tables, as pg_dump takes them) during a maintenance
+# MODE on the topics' tables, as pg_dump takes them) during a maintenance
 # pass: the pass must not wait, a producer must not wait, the segment stays;
-# once the "dump" ends, the next pass drops it.
+# once the "dump" ends, the next pass drops it.  The same for a roll by
+# segment.ms (which detaches and re-attaches the segment being written).
 #
 # Runs against the cluster in PGHOST/PGPORT/PGDATABASE (scripts/test.sh).
 set -euo pipefail
@@ -31,12 +32,16 @@ for _ in $(seq 1 30); do
 done
 [[ "$(q -c "SELECT mq._segment_ahead($tid, 0)")" == f ]] || fail "the produce path keeps a segment ahead"
 records=$(q -c "SELECT count(*) FROM mq.fetch('rd', 0, 0, 1000)")
+# a topic whose segment being written is due for a roll by segment.ms
+q -c "SELECT mq.create_topic('rr', 1, '{\"segment.records\": 10, \"segment.ms\": 1}')" >/dev/null
+q -c "SELECT count(*) FROM mq.send_batch('rr', NULL, ARRAY['a', 'b', 'c']::bytea[], partition => 0)" >/dev/null
+rr_first() { q -c "SELECT base_offset || '-' || end_offset FROM mq.segments WHERE topic = 'rr' ORDER BY base_offset LIMIT 1"; }
 
 # the "dump": ACCESS SHARE on the topic's table and every table under it
 mkfifo "$work/d"
 PGAPPNAME=rd_dump psql -X -qAt -v ON_ERROR_STOP=1 < "$work/d" > "$work/d.out" 2>&1 &
 exec 3> "$work/d"
-echo "BEGIN; LOCK TABLE $(q -c "SELECT relid::regclass FROM mq.topic WHERE topic_id = $tid") IN ACCESS SHARE MODE;" >&3
+echo "BEGIN; LOCK TABLE $(q -c "SELECT string_agg(relid::regclass::text, ', ') FROM mq.topic") IN ACCESS SHARE MODE;" >&3
 wait_for "application_name = 'rd_dump' AND state = 'idle in transaction'" || fail "the dump session did not lock"
 
 # a maintenance pass meanwhile: it must not wait for the dump
@@ -58,6 +63,9 @@ wait "$m" || fail "maintenance failed: $(cat "$work/m.out")"
 [[ "$(q -c "SELECT count(*) FROM mq.segment WHERE topic_id = $tid AND base_offset = 0")" == 1 ]] ||
 	fail "the segment the dump holds is gone"
 [[ "$(q -c "SELECT mq._segment_ahead($tid, 0)")" == t ]] || fail "the pass made no segment ahead"
+[[ "$(rr_first)" == 0-10 ]] || fail "segment.ms rolled a segment the dump holds: $(rr_first)"
+PGOPTIONS='-c statement_timeout=5s' q -c "SELECT count(*) FROM mq.send_batch('rr', NULL, ARRAY['d']::bytea[], partition => 0)" >/dev/null ||
+	fail "a producer of the topic due for a roll waited"
 
 # the dump ends: the next pass drops the closed segments
 echo "COMMIT;" >&3
@@ -69,4 +77,5 @@ end=$(q -c "SELECT mq._log_end_offset($tid, 0)")
 [[ "$(log_start)" == $((end / 10 * 10)) ]] || fail "after the dump, log start $(log_start) for log end $end"
 [[ "$(q -c "SELECT count(*) FROM mq.fetch('rd', 0, $(log_start), 1000)")" == $((end - end / 10 * 10)) ]] ||
 	fail "the records of the segment being written are not all there"
-echo "ok: retention left the dump's segments and the producers alone, and dropped them after the dump"
+[[ "$(rr_first)" == 0-4 ]] || fail "segment.ms did not roll after the dump: $(rr_first)"
+echo "ok: retention and segment.ms left the dump's segments and the producers alone, and did their work after the dump"
