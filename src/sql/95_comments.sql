@@ -69,6 +69,8 @@ COMMENT ON FUNCTION mq._ensure_segments_to(integer, integer, bigint) IS
     'internal (replication): creates the segments up to the one covering an offset past a compaction gap; returns the number created';
 COMMENT ON FUNCTION mq._roll_segment_by_time(integer, integer) IS
     'internal (maintenance): closes the segment being written once its first record is older than segment.ms';
+COMMENT ON FUNCTION mq._segment_to_roll(integer, integer, bigint) IS
+    'internal (maintenance): the segment holding the log end, with the log end, when its first record is older than the given segment.ms (base_offset NULL otherwise)';
 COMMENT ON FUNCTION mq._create_partition(integer, integer) IS
     'internal: creates a partition''s log table, its state row and its first segments';
 COMMENT ON FUNCTION mq._topic_id(text) IS
@@ -138,7 +140,9 @@ COMMENT ON FUNCTION mq.delete_records(text, integer, bigint) IS
 COMMENT ON FUNCTION mq._delete_records_lock(text, integer, integer) IS
     'internal: locks a partition for mq.delete_records and returns its state; MQ006 unknown partition, MQ020 when this node does not lead it';
 COMMENT ON FUNCTION mq._drop_segment(integer, integer, bigint) IS
-    'internal: drops one segment of a partition (its row and table), for retention and mq.delete_records';
+    'internal: drops one segment of a partition (its row and table), for mq.delete_records and replica truncation';
+COMMENT ON FUNCTION mq._try_drop_segment(integer, integer, bigint) IS
+    'internal (retention): drops one segment if its table and the partition''s are not locked by anyone now (pg_dump); false otherwise, nothing changed';
 COMMENT ON FUNCTION mq.delete_group(text) IS
     'deletes a consumer group: its committed offsets and group state (Kafka''s DeleteGroups); needs DELETE on the group; MQ035 unknown group, MQ036 group with live members; returns the number of offsets deleted';
 COMMENT ON FUNCTION mq._delete_group_check(text) IS
@@ -342,9 +346,11 @@ COMMENT ON VIEW mq.segments IS
 COMMENT ON FUNCTION mq._retain_topic(integer, jsonb) IS
     'internal (maintenance): applies retention to one topic''s partitions, found by topic id; returns segments dropped';
 COMMENT ON FUNCTION mq._maintain_topic(integer, text) IS
-    'internal (maintenance): one topic''s share: rolls segments by time, keeps one ahead, applies retention; returns segments created';
+    'internal (maintenance): one topic''s share: applies retention, compacts; returns segments dropped';
+COMMENT ON FUNCTION mq._maintain_segments(integer) IS
+    'internal (maintenance): last in a pass, under produce locks taken without waiting: rolls one topic''s segments by time and keeps one ahead; returns segments created';
 COMMENT ON FUNCTION mq.run_maintenance() IS
-    'creates segments ahead, applies retention, expires group members and producer ids, samples lag; returns segments created. Run by the background worker, or by any scheduler';
+    'applies retention and compaction, expires group members and producer ids, samples lag, then rolls segments by time and creates segments ahead; returns segments created. Run by the background worker, or by any scheduler';
 
 -- Authorization (90_acl.sql; src/acl.c, src/owner.c)
 COMMENT ON TABLE mq.acl IS
