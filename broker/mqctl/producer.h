@@ -23,7 +23,7 @@
 typedef enum MqAcks
 {
 	MQ_ACKS_0,					/* asynchronous commit */
-	MQ_ACKS_1,					/* the server's commit setting (durable) */
+	MQ_ACKS_1,					/* a durable commit on the leader */
 	MQ_ACKS_ALL					/* and every in-sync replica (mq.produce) */
 } MqAcks;
 
