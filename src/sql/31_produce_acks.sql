@@ -4,7 +4,7 @@
 -- these functions and keep no copy of the rules:
 --
 --   acks     '0', '1', 'all' or '-1' (Kafka's name for all); anything else
---            is MQ010 and nothing is written.
+--            is MQ016 (Kafka's INVALID_REQUIRED_ACKS) and nothing is written.
 --   before   acks=all needs a partition, and on a replicated partition this
 --            node leads, an ISR smaller than min.insync.replicas is MQ021
 --            (Kafka's NOT_ENOUGH_REPLICAS): nothing is written.
@@ -42,7 +42,7 @@ DECLARE
 BEGIN
     partition := p_partition;
     IF p_acks IS NULL OR NOT p_acks OPERATOR(pg_catalog.=) ANY (ARRAY['0', '1', 'all', '-1']) THEN
-        RAISE EXCEPTION 'acks must be 0, 1, all or -1, not "%"', p_acks USING ERRCODE = 'MQ010';
+        RAISE EXCEPTION 'acks must be 0, 1, all or -1, not "%"', p_acks USING ERRCODE = 'MQ016';
     END IF;
     IF p_acks OPERATOR(pg_catalog.=) ANY (ARRAY['all', '-1']) THEN
         IF p_partition IS NULL THEN

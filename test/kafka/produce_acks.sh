@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Kafka's acks through mq-kafka's Produce handler, which calls the produce
 # contract (src/sql/31_produce_acks.sql) and maps its SQLSTATEs in kerr.c:
-# acks=0, 1 and -1 with a full ISR (-1 answered once the follower has the
+# acks=2 answered INVALID_REQUIRED_ACKS (21), nothing written; acks=0, 1 and -1 with a full ISR (-1 answered once the follower has the
 # record); acks=-1 with the ISR already below min.insync.replicas answered
 # NOT_ENOUGH_REPLICAS (19) with nothing written (the log end unchanged, so
 # a client's retry cannot write it twice); acks=-1 whose ISR shrinks while
@@ -33,6 +33,10 @@ waiting() {
 sql "SELECT mq.create_topic('$t', 1, '{\"replication.factor\": 3, \"min.insync.replicas\": 2}')" >/dev/null
 sql "SELECT mq.replica_become_leader('$t', 0, 1, 1, '{1,2,3}', '{1}')" >/dev/null
 kafka_start || { fail "mq-kafka starts"; finish; }
+
+run perl test/kafka/produce_acks.pl "$KAFKA_PORT" "$t" 2 two
+check_eq "$OUT" "21 -1" "acks=2: INVALID_REQUIRED_ACKS"
+check_eq "$(log_end)" 0 "and nothing was written"
 
 # --- the ISR {1} is below min.insync.replicas 2 before the write -------------
 run perl test/kafka/produce_acks.pl "$KAFKA_PORT" "$t" -1 before

@@ -14,11 +14,11 @@ SELECT mq.create_topic('pc', 1, '{"replication.factor": 3, "min.insync.replicas"
 SELECT mq.create_topic('pc_plain', 1);
 CREATE TEMP VIEW log_end AS SELECT log_end_offset FROM mq.partitions WHERE topic = 'pc';
 
--- acks: 0, 1, all or -1; anything else is MQ010 and writes nothing
+-- acks: 0, 1, all or -1; anything else is MQ016 and writes nothing
 SELECT throws_ok($$SELECT * FROM mq.produce_records('pc_plain', NULL, ARRAY['x']::bytea[], partition => 0, acks => '2')$$,
-                 'MQ010', 'acks must be 0, 1, all or -1, not "2"', 'acks 2 is refused');
+                 'MQ016', 'acks must be 0, 1, all or -1, not "2"', 'acks 2 is refused');
 SELECT throws_ok($$SELECT * FROM mq.produce_records('pc_plain', NULL, ARRAY['x']::bytea[], partition => 0, acks => NULL)$$,
-                 'MQ010', NULL, 'acks NULL is refused');
+                 'MQ016', NULL, 'acks NULL is refused');
 SELECT throws_ok($$SELECT * FROM mq.produce_records('pc_plain', NULL, ARRAY['x']::bytea[], acks => 'all')$$,
                  'MQ010', 'acks=all needs a partition', 'acks=all without a partition is refused');
 SELECT is((SELECT log_end_offset FROM mq.partitions WHERE topic = 'pc_plain'), 0::bigint,
