@@ -23,13 +23,20 @@ my $leader = $c->leader('t', 0);
 my @followers = grep { $_ != $leader } 1 .. 3;
 my $port = $c->{kafka_port}[$leader];
 
-# one Produce of acks $acks: "error_code base_offset"
+# one Produce of acks $acks: "error_code base_offset"; sent again, as a
+# client would, while the answer is NOT_LEADER_OR_FOLLOWER (6: nothing
+# written), which a broker re-electing its node's leadership gives
 sub produce
 {
 	my ($acks, $value) = @_;
-	my $out = `perl $root/test/kafka/produce_acks.pl $port t $acks $value 2>&1`;
-	chomp $out;
-	return $out;
+	my $deadline = time + $PostgreSQL::Test::Utils::timeout_default;
+	while (1)
+	{
+		my $out = `perl $root/test/kafka/produce_acks.pl $port t $acks $value 2>&1`;
+		chomp $out;
+		return $out if $out ne '6 -1' || time > $deadline;
+		sleep 1;
+	}
 }
 sub log_end
 {
