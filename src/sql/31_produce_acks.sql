@@ -17,7 +17,8 @@
 --            min.insync.replicas is MQ022 (NOT_ENOUGH_REPLICAS_AFTER_APPEND),
 --            the timeout MQ023, a lost leadership MQ020.
 --
--- mq.produce_records checks and writes in the caller's transaction;
+-- mq.produce_records checks and writes in the caller's transaction
+-- (PL/pgSQL, so that its statements' plans are cached per session);
 -- mq.produce_await (src/replica.c) waits after the commit.  mq.produce is
 -- the two with a COMMIT between them.  The ISR is read without a lock, as
 -- Kafka's broker reads it: a shrink between the check and the append is
@@ -28,67 +29,64 @@
 -- PL/pgSQL resolves names when it runs.
 -------------------------------------------------------------------------------
 
--- The checks before the write and the durability floor, for one call:
--- returns the partition to write (unchanged) and, when acks=all owes a
--- wait for the replicas, the leader epoch and min.insync.replicas it
--- waits with (NULL otherwise).
-CREATE FUNCTION mq._produce_admit(topic text, p_partition integer, p_acks text,
-                                  OUT partition integer, OUT await_epoch integer,
-                                  OUT await_min_isr integer)
-LANGUAGE plpgsql VOLATILE AS $$
-DECLARE
-    v_role text;
-    v_isr integer;
-BEGIN
-    partition := p_partition;
-    IF p_acks IS NULL OR NOT p_acks OPERATOR(pg_catalog.=) ANY (ARRAY['0', '1', 'all', '-1']) THEN
-        RAISE EXCEPTION 'acks must be 0, 1, all or -1, not "%"', p_acks USING ERRCODE = 'MQ016';
-    END IF;
-    IF p_acks OPERATOR(pg_catalog.=) ANY (ARRAY['all', '-1']) THEN
-        IF p_partition IS NULL THEN
-            RAISE EXCEPTION 'acks=all needs a partition' USING ERRCODE = 'MQ010',
-                HINT = 'mq.partition_for gives the partition of a key.';
-        END IF;
-        SELECT s.leader_epoch, s.role, s.min_isr, COALESCE(s.isr, 0)
-          INTO await_epoch, v_role, await_min_isr, v_isr
-          FROM mq._produce_state(topic, p_partition) s;
-        IF v_role OPERATOR(pg_catalog.=) 'leader' AND v_isr OPERATOR(pg_catalog.<) await_min_isr THEN
-            RAISE EXCEPTION 'not enough in-sync replicas for "%" partition %: % in sync, min.insync.replicas is %',
-                topic, p_partition, v_isr, await_min_isr
-                USING ERRCODE = 'MQ021', DETAIL = 'Nothing was written.',
-                      HINT = 'Wait for the followers to catch up, or produce with acks=1.';
-        END IF;
-        IF v_role IS DISTINCT FROM 'leader' THEN
-            -- standalone: acks=1; a follower refuses the write (MQ020)
-            await_epoch := NULL;
-            await_min_isr := NULL;
-        END IF;
-    END IF;
-    IF p_acks OPERATOR(pg_catalog.=) '0' THEN
-        PERFORM pg_catalog.set_config('synchronous_commit', 'off', true);
-    ELSIF pg_catalog.current_setting('synchronous_commit') OPERATOR(pg_catalog.=) 'off' THEN
-        -- acks=1 and acks=all promise a durable local commit whatever the
-        -- server's default: a crash must not take back an acknowledged write
-        PERFORM pg_catalog.set_config('synchronous_commit', 'local', true);
-    END IF;
-END $$;
+-- What mq.produce_records returns per record: its partition and offset,
+-- and the wait acks=all owes (await_epoch NULL: none).
+CREATE TYPE mq.produced AS (partition integer, msg_offset bigint,
+                            await_epoch integer, await_min_isr integer);
 
--- The write of the contract: _produce_admit, then mq.send_batch (the
--- lateral reference makes the checks run first).  Each record's partition
--- and offset, with the wait acks=all owes (await_epoch NULL: none) for
--- mq.produce_await once the transaction has committed.
+-- The write of the contract: the checks before it, the durability floor,
+-- then mq.send_batch; returns what mq.produce_await needs once the
+-- transaction has committed.
 CREATE FUNCTION mq.produce_records(topic text, keys bytea[], vals bytea[], headers jsonb[] DEFAULT NULL,
                                    partition integer DEFAULT NULL,
                                    producer_id bigint DEFAULT NULL, producer_epoch integer DEFAULT NULL,
                                    base_sequence integer DEFAULT NULL,
                                    timestamps timestamptz[] DEFAULT NULL, "timestamp" timestamptz DEFAULT NULL,
                                    acks text DEFAULT '1')
-    RETURNS TABLE (partition integer, msg_offset bigint, await_epoch integer, await_min_isr integer)
-LANGUAGE sql VOLATILE AS $$
-    SELECT s.partition, s.msg_offset, a.await_epoch, a.await_min_isr
-      FROM mq._produce_admit($1, $5, $11) a
-     CROSS JOIN LATERAL mq.send_batch($1, $2, $3, $4, a.partition, $6, $7, $8, $9, $10) s
-$$;
+    RETURNS SETOF mq.produced
+LANGUAGE plpgsql VOLATILE AS $$
+DECLARE
+    v_epoch integer;
+    v_min integer;
+    v_role text;
+    v_isr integer;
+BEGIN
+    IF acks IS NULL OR NOT acks OPERATOR(pg_catalog.=) ANY (ARRAY['0', '1', 'all', '-1']) THEN
+        RAISE EXCEPTION 'acks must be 0, 1, all or -1, not "%"', acks USING ERRCODE = 'MQ016';
+    END IF;
+    IF acks OPERATOR(pg_catalog.=) ANY (ARRAY['all', '-1']) THEN
+        IF produce_records.partition IS NULL THEN
+            RAISE EXCEPTION 'acks=all needs a partition' USING ERRCODE = 'MQ010',
+                HINT = 'mq.partition_for gives the partition of a key.';
+        END IF;
+        SELECT s.leader_epoch, s.role, s.min_isr, COALESCE(s.isr, 0)
+          INTO v_epoch, v_role, v_min, v_isr
+          FROM mq._produce_state(topic, produce_records.partition) s;
+        IF v_role OPERATOR(pg_catalog.=) 'leader' AND v_isr OPERATOR(pg_catalog.<) v_min THEN
+            RAISE EXCEPTION 'not enough in-sync replicas for "%" partition %: % in sync, min.insync.replicas is %',
+                topic, produce_records.partition, v_isr, v_min
+                USING ERRCODE = 'MQ021', DETAIL = 'Nothing was written.',
+                      HINT = 'Wait for the followers to catch up, or produce with acks=1.';
+        END IF;
+        IF v_role IS DISTINCT FROM 'leader' THEN
+            -- standalone: acks=1; a follower refuses the write (MQ020)
+            v_epoch := NULL;
+            v_min := NULL;
+        END IF;
+    END IF;
+    IF acks OPERATOR(pg_catalog.=) '0' THEN
+        PERFORM pg_catalog.set_config('synchronous_commit', 'off', true);
+    ELSIF pg_catalog.current_setting('synchronous_commit') OPERATOR(pg_catalog.=) 'off' THEN
+        -- acks=1 and acks=all promise a durable local commit whatever the
+        -- server's default: a crash must not take back an acknowledged write
+        PERFORM pg_catalog.set_config('synchronous_commit', 'local', true);
+    END IF;
+    RETURN QUERY
+    SELECT s.partition, s.msg_offset, v_epoch, v_min
+      FROM mq.send_batch(topic, keys, vals, produce_records.headers, produce_records.partition,
+                         producer_id, producer_epoch, base_sequence,
+                         produce_records.timestamps, produce_records."timestamp") s;
+END $$;
 
 -- The acknowledgement of the contract, after the commit: waits until the
 -- high watermark passes last_offset while this node leads in await_epoch

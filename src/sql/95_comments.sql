@@ -91,8 +91,8 @@ COMMENT ON FUNCTION mq.init_producer(text) IS
     'registers an idempotent producer, or for a transactional id bumps its epoch and fences the older instance; returns producer id and epoch';
 COMMENT ON FUNCTION mq._lock_producer(bigint) IS
     'internal: init_producer''s exclusive producer lock, waiting for sends of older epochs to end';
-COMMENT ON FUNCTION mq._produce_admit(text, integer, text) IS
-    'internal: the produce contract''s checks before a write (acks, the ISR for acks=all: MQ021) and its durability floor';
+COMMENT ON TYPE mq.produced IS
+    'a record mq.produce_records wrote: partition, offset, and the wait acks=all owes (await_epoch and await_min_isr for mq.produce_await; NULL: none)';
 COMMENT ON FUNCTION mq.produce_records(text, bytea[], bytea[], jsonb[], integer, bigint, integer, integer, timestamptz[], timestamptz, text) IS
     'the write of the produce contract: checks acks and, for acks=all, the ISR (MQ021, nothing written), applies the durability floor, appends; returns each record''s partition and offset and the wait acks=all owes';
 COMMENT ON FUNCTION mq.produce_await(text, integer, bigint, integer, integer, integer) IS
