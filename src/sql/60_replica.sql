@@ -168,10 +168,6 @@ CREATE FUNCTION mq._replica_wait_records(topic_id integer, partition integer,
                                          fetch_offset bigint, wait_ms integer,
                                          known_hwm bigint, known_offsets_version bigint) RETURNS boolean
     AS 'MODULE_PATHNAME', 'mq_replica_wait_records' LANGUAGE C STRICT;
-CREATE FUNCTION mq._replica_await_hwm(topic text, partition integer, target bigint,
-                                      leader_epoch integer, min_isr integer, timeout_ms integer)
-    RETURNS bigint
-    AS 'MODULE_PATHNAME', 'mq_replica_await_hwm' LANGUAGE C STRICT;
 CREATE FUNCTION mq._replica_append_records(topic text, partition integer, batch mq.replica_batch)
     RETURNS bigint
     AS 'MODULE_PATHNAME', 'mq_replica_append_records' LANGUAGE C STRICT;
@@ -961,11 +957,11 @@ CREATE FUNCTION mq.await_commit(timeout_ms integer DEFAULT 30000) RETURNS intege
     AS 'MODULE_PATHNAME', 'mq_await_commit' LANGUAGE C VOLATILE;
 
 -------------------------------------------------------------------------------
--- mq.produce (src/sql/31_produce_acks.sql) reads this for acks=all.
+-- The produce contract (src/sql/31_produce_acks.sql) reads this for acks=all.
 -------------------------------------------------------------------------------
 
--- What mq.produce needs to know of a partition for acks=all.  The caller
--- may not read mq's catalog and the procedure cannot be SECURITY DEFINER,
+-- What mq.produce_records needs to know of a partition for acks=all.  The
+-- caller may not read mq's catalog and the contract runs with its rights,
 -- so this runs as the owner behind src/owner.c, for producers of the topic.
 CREATE FUNCTION mq_internal._produce_state(topic text, partition integer, p_caller oid,
                                            OUT leader_epoch integer, OUT role text, OUT min_isr integer,

@@ -93,6 +93,12 @@ COMMENT ON FUNCTION mq.init_producer(text) IS
     'registers an idempotent producer, or for a transactional id bumps its epoch and fences the older instance; returns producer id and epoch';
 COMMENT ON FUNCTION mq._lock_producer(bigint) IS
     'internal: init_producer''s exclusive producer lock, waiting for sends of older epochs to end';
+COMMENT ON TYPE mq.produced IS
+    'a record mq.produce_records wrote: partition, offset, and the wait acks=all owes (await_epoch and await_min_isr for mq.produce_await; NULL: none)';
+COMMENT ON FUNCTION mq.produce_records(text, bytea[], bytea[], jsonb[], integer, bigint, integer, integer, timestamptz[], timestamptz, text) IS
+    'the write of the produce contract: checks acks and, for acks=all, the ISR (MQ021, nothing written), applies the durability floor, appends; returns each record''s partition and offset and the wait acks=all owes';
+COMMENT ON FUNCTION mq.produce_await(text, integer, bigint, integer, integer, integer) IS
+    'the acknowledgement of the produce contract, after the commit: waits until the in-sync replicas hold the records (MQ022 when the ISR shrank, MQ023 on timeout); NULL when nothing is owed';
 COMMENT ON PROCEDURE mq.produce(text, bytea[], bytea[], integer, text, bigint, integer, integer, integer, bigint, bigint, jsonb[], timestamptz[], timestamptz) IS
     'produces a batch to one partition with Kafka''s acks (0, 1 or all) and commits; with acks=all waits for the in-sync replicas. Call outside a transaction block';
 
@@ -233,8 +239,6 @@ COMMENT ON FUNCTION mq._offsets_acked_version(integer, integer, integer) IS
     'internal: the committed-offsets version every in-sync replica applied in the epoch';
 COMMENT ON TABLE mq.offset_version IS
     'per replicated partition: the version of its committed group offsets, bumped by each commit on the leader';
-COMMENT ON FUNCTION mq._replica_await_hwm(text, integer, bigint, integer, integer, integer) IS
-    'internal: acks=all, waits until the high watermark reaches an offset (MQ022, MQ023 when it cannot)';
 COMMENT ON FUNCTION mq._replica_append_records(text, integer, mq.replica_batch) IS
     'internal: appends a fetched batch''s records at the leader''s offsets';
 COMMENT ON FUNCTION mq._replica_truncate_records(integer, integer, bigint) IS
@@ -388,7 +392,7 @@ COMMENT ON FUNCTION mq._acl_rows(text, text, text, text, text, text) IS
 COMMENT ON FUNCTION mq._authorize_grant(oid, text, text, text) IS
     'internal: raises 42501 unless the role may grant on the resource (alter on the cluster, or the topic''s owner)';
 COMMENT ON FUNCTION mq._produce_state(text, integer) IS
-    'internal: leader epoch, role, min.insync.replicas and ISR size of a partition, for mq.produce (producers of the topic only)';
+    'internal: leader epoch, role, min.insync.replicas and ISR size of a partition, for the produce contract (producers of the topic only)';
 
 -- one address for clients and cluster consumer groups (65_cluster_groups.sql)
 COMMENT ON FUNCTION mq_coord.route(text) IS
