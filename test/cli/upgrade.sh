@@ -85,7 +85,7 @@ check_match "$pid/$tx_pid/$member" '^[0-9]+/[0-9]+/.+$' "producer ids and group 
 
 old -f "$dir/state.sql" >"$tmp/state.before"
 old -c "SELECT p.oid::regprocedure FROM pg_proc p JOIN pg_depend d ON d.objid = p.oid
-         JOIN pg_extension e ON e.oid = d.refobjid AND e.extname = 'mq' ORDER BY 1" >"$tmp/routines.before"
+         JOIN pg_extension e ON e.oid = d.refobjid AND e.extname = 'mq'" | LC_ALL=C sort >"$tmp/routines.before"
 check_eq "$(($(wc -l <"$tmp/state.before") > 100))" 1 "the state to compare has its facts"
 
 # -- the update, in a session that used mq before it and uses it after --------
@@ -140,7 +140,7 @@ check_eq "$RC:$(tail -n 1 <<<"$OUT")" "0:b=1,a=2,c=1,d=1" "compaction of the com
 
 # -- the routines of 0.1.0 are all there ---------------------------------------
 old -c "SELECT p.oid::regprocedure FROM pg_proc p JOIN pg_depend d ON d.objid = p.oid
-         JOIN pg_extension e ON e.oid = d.refobjid AND e.extname = 'mq' ORDER BY 1" >"$tmp/routines.after"
+         JOIN pg_extension e ON e.oid = d.refobjid AND e.extname = 'mq'" | LC_ALL=C sort >"$tmp/routines.after"
 gone="$(comm -23 "$tmp/routines.before" "$tmp/routines.after")"
 for r in "${REMOVED_SINCE_OLD[@]}"; do gone="$(grep -vxF "${r%%:*}" <<<"$gone" || true)"; done
 check_eq "$gone" "" "every routine of $OLD is still there (or listed in REMOVED_SINCE_OLD)"
