@@ -88,12 +88,22 @@ old -c "SELECT p.oid::regprocedure FROM pg_proc p JOIN pg_depend d ON d.objid = 
          JOIN pg_extension e ON e.oid = d.refobjid AND e.extname = 'mq'" | LC_ALL=C sort >"$tmp/routines.before"
 check_eq "$(($(wc -l <"$tmp/state.before") > 100))" 1 "the state to compare has its facts"
 
-# -- the update, in a session that used mq before it and uses it after --------
-run old -c "SELECT count(*) FROM mq.send('upg.events', 'pre', 'pre', NULL, 0)" \
-	-c "ALTER EXTENSION mq UPDATE" \
+# -- the update as docs/operations.md says it, in a session that used mq -------
+# before it and uses it after
+# doc_block MARK: the fenced block after "<!-- upgrade-test: MARK -->"
+doc_block() {
+	awk -v mark="<!-- upgrade-test: $1 -->" '
+		$0 == mark { found = 1; next }
+		found && !inside && /^```/ { inside = 1; next }
+		inside && /^```/ { exit }
+		inside { print }' docs/operations.md
+}
+doc_block update-sql >"$tmp/update.sql"
+check_match "$(cat "$tmp/update.sql")" 'ALTER EXTENSION mq UPDATE' "docs/operations.md has the update's SQL"
+run old -c "SELECT count(*) FROM mq.send('upg.events', 'pre', 'pre', NULL, 0)" -f "$tmp/update.sql" \
 	-c "SELECT msg_offset FROM mq.send('upg.events', 'post', 'post', NULL, 0)"
 expect_rc 0 "ALTER EXTENSION mq UPDATE $OLD -> $NEW"
-check_eq "$OUT" "$(printf '1\n9')" "the same session produces before and after the update"
+check_eq "$OUT" "$(printf '1\n%s\n9' "$NEW")" "the same session produces before and after the update"
 check_eq "$(old -c "SELECT extversion FROM pg_extension WHERE extname = 'mq'")" "$NEW" "updated version"
 old -c "SELECT mq.delete_records('upg.events', 0, 0)" >/dev/null # no-op: the API is there
 
@@ -144,6 +154,16 @@ old -c "SELECT p.oid::regprocedure FROM pg_proc p JOIN pg_depend d ON d.objid = 
 gone="$(comm -23 "$tmp/routines.before" "$tmp/routines.after")"
 for r in "${REMOVED_SINCE_OLD[@]}"; do gone="$(grep -vxF "${r%%:*}" <<<"$gone" || true)"; done
 check_eq "$gone" "" "every routine of $OLD is still there (or listed in REMOVED_SINCE_OLD)"
+
+# -- docs/operations.md's loop updates every database of the server ------------
+run new -c "CREATE EXTENSION mq VERSION '$OLD'"
+expect_rc 0 "a second database at $OLD"
+doc_block update-all >"$tmp/update-all.sh"
+run bash -e "$tmp/update-all.sh"
+expect_rc 0 "the documented loop over all databases runs"
+check_eq "$(new -c "SELECT extversion FROM pg_extension WHERE extname = 'mq'")" "$NEW" "it updated that database"
+run new -c "DROP EXTENSION mq CASCADE"
+expect_rc 0 "(dropped again for the fresh install below)"
 
 # -- the updated schema equals a fresh install ---------------------------------
 run new -c "CREATE EXTENSION mq"
