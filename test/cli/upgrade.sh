@@ -84,6 +84,7 @@ member="$(old -c "SELECT member_id FROM mq.group_member WHERE group_id = 'upg-g'
 check_match "$pid/$tx_pid/$member" '^[0-9]+/[0-9]+/.+$' "producer ids and group member exist"
 
 old -f "$dir/state.sql" >"$tmp/state.before"
+pg_dump -d "$old_db" -f "$tmp/old.sql" # for the restore across the update, below
 old -c "SELECT p.oid::regprocedure FROM pg_proc p JOIN pg_depend d ON d.objid = p.oid
          JOIN pg_extension e ON e.oid = d.refobjid AND e.extname = 'mq'" | LC_ALL=C sort >"$tmp/routines.before"
 check_eq "$(($(wc -l <"$tmp/state.before") > 100))" 1 "the state to compare has its facts"
@@ -164,6 +165,23 @@ expect_rc 0 "the documented loop over all databases runs"
 check_eq "$(new -c "SELECT extversion FROM pg_extension WHERE extname = 'mq'")" "$NEW" "it updated that database"
 run new -c "DROP EXTENSION mq CASCADE"
 expect_rc 0 "(dropped again for the fresh install below)"
+
+# -- a dump of 0.1.0 restored on this version, as docs/operations.md says -------
+rest_db="${PGDATABASE}_restored"
+dropdb --if-exists "$rest_db" 2>/dev/null
+createdb "$rest_db"
+on_exit "dropdb --if-exists '$rest_db'"
+doc_block restore >"$tmp/restore.sh"
+run env DUMP="$tmp/old.sql" DB="$rest_db" bash -e -o pipefail "$tmp/restore.sh"
+expect_rc 0 "a dump of $OLD restored at $OLD, then updated (docs/operations.md)"
+check_eq "$(psql -X -At -d "$rest_db" -c "SELECT extversion FROM pg_extension WHERE extname = 'mq'")" "$NEW" \
+	"the restored database is at $NEW"
+psql -X -q -At -v ON_ERROR_STOP=1 -d "$rest_db" -f "$dir/state.sql" >"$tmp/state.restored"
+if diff -u "$tmp/state.before" "$tmp/state.restored" >"$tmp/restored.diff"; then
+	pass "the restored and updated database holds what the dump held"
+else
+	fail "the restored and updated database differs from what was dumped" "$(cat "$tmp/restored.diff")"
+fi
 
 # -- the updated schema equals a fresh install ---------------------------------
 run new -c "CREATE EXTENSION mq"
