@@ -20,7 +20,11 @@
 #      (the updated schema differs from a fresh install) until it does.
 #
 # With --skipped instead of OLD NEW HANDWRITTEN, it lists the statements
-# left out (file and first line), for whoever writes the handwritten part.
+# left out (file and first line).  With --changed-since RELEASE-SCRIPT, it
+# prints in full each left-out statement that the released install script
+# (src/release/mq--OLD.sql) does not have word for word: what the
+# hand-written part must carry (a new table as it is, a changed one as
+# ALTER TABLE).
 #
 # Statements are split at top-level semicolons, outside comments, quoted
 # strings, quoted identifiers and dollar quotes; psql meta-commands (lines
@@ -30,9 +34,16 @@ use warnings;
 
 my $skipped = @ARGV && $ARGV[0] eq '--skipped';
 shift @ARGV if $skipped;
+my $since;
+if (@ARGV && $ARGV[0] eq '--changed-since')
+{
+	(undef, $since) = splice(@ARGV, 0, 2);
+	$skipped = 1;
+}
 my ($old, $new, $hand);
 ($old, $new, $hand) = splice(@ARGV, 0, 3) unless $skipped;
-die "usage: $0 OLD NEW HANDWRITTEN SQL-FILE... | --skipped SQL-FILE...\n" unless @ARGV;
+die "usage: $0 OLD NEW HANDWRITTEN SQL-FILE... | --skipped SQL-FILE... | --changed-since RELEASE-SCRIPT SQL-FILE...\n"
+  unless @ARGV;
 
 sub slurp { my $f = shift; open(my $h, '<', $f) or die "$f: $!\n"; local $/; return scalar <$h>; }
 
@@ -84,6 +95,19 @@ sub strip
 	return $t;
 }
 
+# a statement without comments and with its blanks collapsed, to compare
+sub canonical
+{
+	my $t = shift;
+	$t =~ s/--[^\n]*//g;
+	$t =~ s/\s+/ /g;
+	$t =~ s/^ | $//g;
+	return $t;
+}
+
+my %released;
+%released = map { canonical(strip($_)) => 1 } statements(slurp($since)) if defined $since;
+
 my @gen;
 for my $f (@ARGV)
 {
@@ -97,6 +121,11 @@ for my $f (@ARGV)
 		elsif ($body =~ /^(COMMENT\s+ON|GRANT|REVOKE)\b/i) { }
 		elsif ($body =~ /^DO\b/i && $lead =~ /^\s*--\s*rerun on update\s*$/m) { }
 		else { $keep = 0; }
+		if (defined $since)
+		{
+			print "-- $f\n$body\n\n" unless $keep || $released{ canonical($body) };
+			next;
+		}
 		if ($skipped)
 		{
 			my ($line) = $body =~ /^([^\n]*)/;

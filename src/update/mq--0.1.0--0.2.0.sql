@@ -18,7 +18,8 @@
 --      ...), and setval for identity sequences.
 -- Part 2 runs after this part, so a new function may use a new column.
 -- test/cli/upgrade.sh compares the updated schema with a fresh install of
--- 0.2.0 and fails, naming the difference, until this part is complete;
--- `perl scripts/update-sql.pl --skipped src/sql/*.sql` lists the
--- statements part 2 leaves to this part.
+-- 0.2.0 and fails, naming the difference, until this part is complete.
+-- What to carry: `perl scripts/update-sql.pl --changed-since
+-- src/release/mq--0.1.0.sql src/sql/*.sql` prints every statement part 2
+-- cannot re-run that 0.1.0 does not have word for word.
 -------------------------------------------------------------------------------
