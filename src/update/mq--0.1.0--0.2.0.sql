@@ -16,7 +16,10 @@
 --      where ADD COLUMN puts them), constraints, pg_extension_config_dump
 --      for new catalog tables and sequences, data fixes (UPDATE mq.topic
 --      ...), and setval for identity sequences.
--- Part 2 runs after this part, so a new function may use a new column.
+-- Part 2 runs after this part, so a new function may use a new column;
+-- what needs part 2's functions (CREATE TRIGGER ... EXECUTE FUNCTION of a
+-- new trigger function, a data fix calling a new function) goes after a
+-- line "-- @definitions", where part 2 is put then.
 -- test/cli/upgrade.sh compares the updated schema with a fresh install of
 -- 0.2.0 and fails, naming the difference, until this part is complete.
 -- What to carry: `perl scripts/update-sql.pl --changed-since
