@@ -6,7 +6,8 @@
 # fill it through the 0.1.0 API (records with headers, segments, an
 # idempotent and a transactional producer, a consumer group with a member
 # and committed offsets, mq grants and SQL grants, a compacted topic,
-# coordinator rows), run ALTER EXTENSION mq UPDATE, and check:
+# coordinator rows, a maintenance run), run ALTER EXTENSION mq UPDATE (as
+# docs/operations.md says), and check:
 #   - every fact of test/cli/upgrade/state.sql is the same after the update;
 #   - the data is usable: the producer's sequence continues and a resent
 #     batch is deduplicated, the transactional id keeps its producer id,
@@ -14,6 +15,9 @@
 #     offset, the grants still decide, new topics and records get new ids;
 #   - every routine of 0.1.0 is still there with its signature (tools of
 #     0.1.0 keep working against an updated node);
+#   - the documented loop updates every database of a server, and a dump
+#     of 0.1.0 restored the documented way holds the same data after its
+#     update;
 #   - the updated schema (test/cli/upgrade/schema.sql: definitions,
 #     columns in order, constraints, indexes, triggers, rights, comments,
 #     membership) equals a fresh install of the current version: a change
@@ -76,6 +80,8 @@ INSERT INTO mq_coord.topic (topic, partitions, config) VALUES ('upg.replicated',
 INSERT INTO mq_coord.partition (topic, partition, replicas, leader, leader_epoch, isr)
 VALUES ('upg.replicated', 0, '{1}', 1, 3, '{1}');
 INSERT INTO mq_coord.producer_id_counter (next_id) VALUES (4096);
+-- what the maintenance worker does, run by the new library on the old schema
+SELECT mq.run_maintenance();
 SQL
 expect_rc 0 "fill $OLD: topics, records, producers, group, grants, coordinator rows"
 pid="$(old -c "SELECT producer_id FROM mq.producer WHERE transactional_id IS NULL")"
@@ -148,6 +154,8 @@ run old -c "SELECT producer_id > $tx_pid FROM mq.init_producer()"
 check_eq "$RC:$OUT" "0:t" "a new producer gets a new id"
 run old -c "SELECT mq.compact('upg.compacted')" -c "SELECT string_agg(encode(key, 'escape') || '=' || encode(value, 'escape'), ',' ORDER BY msg_offset) FROM mq.fetch('upg.compacted', 0, 0)"
 check_eq "$RC:$(tail -n 1 <<<"$OUT")" "0:b=1,a=2,c=1,d=1" "compaction of the compacted topic works after the update"
+run old -c "SELECT mq.run_maintenance() >= 0"
+check_eq "$RC:$OUT" "0:t" "maintenance runs after the update"
 
 # -- the routines of 0.1.0 are all there ---------------------------------------
 old -c "SELECT p.oid::regprocedure FROM pg_proc p JOIN pg_depend d ON d.objid = p.oid
