@@ -27,6 +27,7 @@ GRANT EXECUTE ON FUNCTION mq.validate_config(jsonb), mq.murmur2(bytea),
 -- a Kafka broker does: every role may call them, mq.grant() decides what
 -- they may do (docs/operations.md).  Replication, coordination,
 -- maintenance and init_producer stay with roles granted EXECUTE.
+-- rerun on update
 DO $$
 DECLARE
     f regprocedure;
