@@ -59,6 +59,7 @@ PG_FUNCTION_INFO_V1(mq_replica_lock);
 PG_FUNCTION_INFO_V1(mq_replica_notify);
 PG_FUNCTION_INFO_V1(mq_replica_wait_records);
 PG_FUNCTION_INFO_V1(mq_produce_await);
+PG_FUNCTION_INFO_V1(mq_replica_await_hwm);
 PG_FUNCTION_INFO_V1(mq_replica_append_records);
 PG_FUNCTION_INFO_V1(mq_replica_truncate_records);
 
@@ -194,6 +195,26 @@ mq_produce_await(PG_FUNCTION_ARGS)
 	mq_replica_await_records(topic_name, topic->topic_id, PG_GETARG_INT32(1), PG_GETARG_INT32(3),
 							 PG_GETARG_INT64(2) + 1, PG_GETARG_INT32(4), timeout_ms);
 	mq_replica_read_state(topic->topic_id, PG_GETARG_INT32(1), &st);
+	PG_RETURN_INT64(st.high_watermark);
+}
+
+/*
+ * mq._replica_await_hwm: 0.1.0's acks=all wait, kept for 0.1.0's mq-kafka
+ * and install script (docs/operations.md, "Upgrades").
+ */
+Datum
+mq_replica_await_hwm(PG_FUNCTION_ARGS)
+{
+	char	   *topic_name = text_to_cstring(PG_GETARG_TEXT_PP(0));
+	int32		partition = PG_GETARG_INT32(1);
+	MqTopic    *topic;
+	MqReplicaState st;
+
+	mq_acl_check(MQ_RES_TOPIC, topic_name, MQ_ACL_WRITE);
+	topic = mq_topic_lookup(topic_name, false);
+	mq_replica_await_records(topic_name, topic->topic_id, partition, PG_GETARG_INT32(3),
+							 PG_GETARG_INT64(2), PG_GETARG_INT32(4), PG_GETARG_INT32(5));
+	mq_replica_read_state(topic->topic_id, partition, &st);
 	PG_RETURN_INT64(st.high_watermark);
 }
 

@@ -168,6 +168,10 @@ CREATE FUNCTION mq._replica_wait_records(topic_id integer, partition integer,
                                          fetch_offset bigint, wait_ms integer,
                                          known_hwm bigint, known_offsets_version bigint) RETURNS boolean
     AS 'MODULE_PATHNAME', 'mq_replica_wait_records' LANGUAGE C STRICT;
+CREATE FUNCTION mq._replica_await_hwm(topic text, partition integer, target bigint,
+                                      leader_epoch integer, min_isr integer, timeout_ms integer)
+    RETURNS bigint
+    AS 'MODULE_PATHNAME', 'mq_replica_await_hwm' LANGUAGE C STRICT;
 CREATE FUNCTION mq._replica_append_records(topic text, partition integer, batch mq.replica_batch)
     RETURNS bigint
     AS 'MODULE_PATHNAME', 'mq_replica_append_records' LANGUAGE C STRICT;

@@ -239,6 +239,8 @@ COMMENT ON FUNCTION mq._offsets_acked_version(integer, integer, integer) IS
     'internal: the committed-offsets version every in-sync replica applied in the epoch';
 COMMENT ON TABLE mq.offset_version IS
     'per replicated partition: the version of its committed group offsets, bumped by each commit on the leader';
+COMMENT ON FUNCTION mq._replica_await_hwm(text, integer, bigint, integer, integer, integer) IS
+    'internal: 0.1.0''s acks=all wait, kept for 0.1.0''s mq-kafka during a rolling upgrade';
 COMMENT ON FUNCTION mq._replica_append_records(text, integer, mq.replica_batch) IS
     'internal: appends a fetched batch''s records at the leader''s offsets';
 COMMENT ON FUNCTION mq._replica_truncate_records(integer, integer, bigint) IS

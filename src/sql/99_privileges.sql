@@ -51,6 +51,8 @@ GRANT EXECUTE ON FUNCTION mq._offset_time(integer, integer, bigint),
 
 -- what max.message.bytes counts (src/record_size.c), for anyone sizing records
 GRANT EXECUTE ON FUNCTION mq.record_size(bytea, bytea, jsonb) TO PUBLIC;
+-- 0.1.0's mq-kafka waits for acks=all with it
+GRANT EXECUTE ON FUNCTION mq._replica_await_hwm(text, integer, bigint, integer, integer, integer) TO PUBLIC;
 
 -- the coordinator's client functions (64_twophase.sql, 65_cluster_groups.sql)
 -- go to roles given mq_coord.grant_pipeline or grant_client, never to PUBLIC;
