@@ -26,3 +26,7 @@
 -- src/release/mq--0.1.0.sql src/sql/*.sql` prints every statement part 2
 -- cannot re-run that 0.1.0 does not have word for word.
 -------------------------------------------------------------------------------
+
+-- the produce contract (31_produce_acks.sql): what mq.produce_records returns
+CREATE TYPE mq.produced AS (partition integer, msg_offset bigint,
+                            await_epoch integer, await_min_isr integer);
