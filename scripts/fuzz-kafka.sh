@@ -5,7 +5,7 @@
 #
 #   bash scripts/fuzz-kafka.sh [SECONDS]      # default 60
 #
-# Builds with clang (scripts/install-deps.sh installs clang and
+# Builds with clang (scripts/install-deps.sh fuzz installs clang and
 # libfuzzer-14-dev) into a temp dir, seeds the corpus with a few valid
 # requests and batches, and exits non-zero if libFuzzer finds a crash,
 # a leak or a hang (the reproducer is kept and its path printed; add it
@@ -16,7 +16,8 @@ set -euo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
 # shellcheck source=scripts/lib.sh
 source scripts/lib.sh
-mq_pg_paths || mq_die "pg_config not found (run scripts/install-deps.sh)"
+bash scripts/install-deps.sh run build fuzz
+mq_pg_paths || mq_die "pg_config not found (run scripts/install-deps.sh run build)"
 SECONDS_TO_RUN="${1:-60}"
 CC_FUZZ="${CC_FUZZ:-clang}"
 WORK="$(mktemp -d "${TMPDIR:-/tmp}/mq-fuzz-kafka.XXXXXX")"

@@ -5,7 +5,7 @@
 #   0. static: checks test/static/*.sh, run with bash from the repo root
 #      before anything is built (generated files vs. their committed
 #      copies, and the like); they need no server
-#   1. scripts/install-deps.sh; then format: scripts/format.sh check
+#   1. scripts/install-deps.sh run build test; then format: scripts/format.sh check
 #      (the C code in pgindent's layout; it needs clang-format from the
 #      dependencies)
 #   2. build + install the extension and the tools (make -s; make -s install)
@@ -37,13 +37,20 @@
 #   6. multi-node TAP tests test/t/*.pl with prove as the postgres user
 #      (PostgreSQL::Test::Cluster; each test starts its own nodes).
 #      MQ_REPO_ROOT names the repo; test/t is in @INC for helper modules.
+#   7. package: test/package/*.sh, run with bash from the repo root as
+#      root (timeout MQ_PACKAGE_TIMEOUT, default 900 s): the Debian
+#      packages are built, installed with apt, proven on a cluster of the
+#      system's PostgreSQL and under their systemd units, and purged, the
+#      machine left as it was (test/package/deb.sh).  Last, because it
+#      replaces the files `make install` put in the system's PostgreSQL
+#      until it puts them back.
 #
 # Prints `N passed, N failed` (N counts suites) as its very last line and
 # exits non-zero if any suite failed.
 #
 # Knobs: MQ_SUITE_TIMEOUT (seconds per suite, default 300),
 #        MQ_TEST_ONLY (space-separated phases to run: static format unit
-#        regress isolation pgtap concurrency cli kafka sanitize tap;
+#        regress isolation pgtap concurrency cli kafka sanitize tap package;
 #        default all),
 #        MQ_SKIP_BUILD=1 (skip install-deps and build/install: rerun
 #        tests against what is already installed),
@@ -57,7 +64,7 @@ cd "$(dirname "${BASH_SOURCE[0]}")/.."
 source scripts/lib.sh
 
 SUITE_TIMEOUT="${MQ_SUITE_TIMEOUT:-300}"
-ONLY="${MQ_TEST_ONLY:-static format unit regress isolation pgtap concurrency cli kafka sanitize tap}"
+ONLY="${MQ_TEST_ONLY:-static format unit regress isolation pgtap concurrency cli kafka sanitize tap package}"
 PASSED=0
 FAILED=0
 FAILED_NAMES=()
@@ -138,8 +145,8 @@ fi
 
 # --------------------------------------------------------------------------
 if [[ -z "${MQ_SKIP_BUILD:-}" ]]; then
-	mq_phase "dependencies (scripts/install-deps.sh)"
-	bash scripts/install-deps.sh
+	mq_phase "dependencies (scripts/install-deps.sh run build test)"
+	bash scripts/install-deps.sh run build test
 fi
 mq_pg_paths || mq_die "pg_config not found (run scripts/install-deps.sh)"
 echo "PostgreSQL: $(pg_config --version), binaries in $PG_BINDIR"
@@ -172,6 +179,7 @@ KAFKA_SH=(test/kafka/*.sh)
 TAP_PL=(test/t/*.pl)
 UNIT_C=(test/unit/*_test.c)
 UNIT_SH=(test/unit/*.sh)
+PACKAGE_SH=(test/package/*.sh)
 # MQ_TESTS narrows every list to the files matching one of its globs
 if [[ -n "${MQ_TESTS:-}" ]]; then
 	narrow() {
@@ -185,7 +193,7 @@ if [[ -n "${MQ_TESTS:-}" ]]; then
 		done
 		list=("${keep[@]}")
 	}
-	for l in REGRESS_SQL ISOLATION_SPECS PGTAP_SQL CONC_SH CLI_SH KAFKA_SH TAP_PL UNIT_C UNIT_SH; do narrow "$l"; done
+	for l in REGRESS_SQL ISOLATION_SPECS PGTAP_SQL CONC_SH CLI_SH KAFKA_SH TAP_PL UNIT_C UNIT_SH PACKAGE_SH; do narrow "$l"; done
 fi
 shopt -u nullglob
 
@@ -378,23 +386,16 @@ if want tap; then
 		if mq_is_root; then chown -R postgres:postgres "$TAPDIR"; fi
 		mq_on_exit "mq_stop_servers_under '$TAPDIR'; rm -rf '$TAPDIR'"
 
-		# postgres must read the tests (and whatever they use in the repo):
-		# grant o+rX where it is missing; never chown the repo.
-		if mq_is_root && ! (cd / && runuser -u postgres -- test -r "$MQ_REPO_ROOT/${TAP_PL[0]}"); then
-			echo "making $MQ_REPO_ROOT readable by postgres (chmod o+rX)"
-			d="$MQ_REPO_ROOT"
-			while [[ "$d" != / ]]; do
-				chmod o+x "$d"
-				d="$(dirname "$d")"
-			done
-			chmod -R o+rX "$MQ_REPO_ROOT"
-		fi
+		# postgres must read the tests and whatever they use in the repo: a
+		# copy when it cannot read the checkout (mq_postgres_repo)
+		mq_postgres_repo || mq_die "cannot copy the checkout for the postgres user"
 
 		for f in "${TAP_PL[@]}"; do
 			if TESTDIR="$TAPDIR" PG_REGRESS="$PG_REGRESS" TMPDIR="$TAPDIR/tmp" \
-				PERL5LIB="$PG_TAP_PERL:$MQ_REPO_ROOT/test/t${PERL5LIB:+:$PERL5LIB}" \
+				MQ_REPO_ROOT="$MQ_PG_REPO" \
+				PERL5LIB="$PG_TAP_PERL:$MQ_PG_REPO/test/t${PERL5LIB:+:$PERL5LIB}" \
 				mq_run_timeout "$SUITE_TIMEOUT" as_postgres \
-				prove -I "$PG_TAP_PERL" -I "$MQ_REPO_ROOT/test/t" "$f"; then
+				prove -I "$PG_TAP_PERL" -I "$MQ_PG_REPO/test/t" "$MQ_PG_REPO/$f"; then
 				pass "tap:$f"
 			else
 				fail "tap:$f"
@@ -410,6 +411,19 @@ if want tap; then
 			mq_stop_servers_under "$TAPDIR"
 		done
 	fi
+fi
+
+# --------------------------------------------------------------------------
+if want package; then
+	mq_phase "Debian packages (${#PACKAGE_SH[@]} in test/package/)"
+	for f in "${PACKAGE_SH[@]}"; do
+		echo "running $f"
+		if mq_run_timeout "${MQ_PACKAGE_TIMEOUT:-900}" bash "$f"; then
+			pass "package:$f"
+		else
+			fail "package:$f"
+		fi
+	done
 fi
 
 finish
