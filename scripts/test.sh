@@ -34,6 +34,13 @@
 #      (PostgreSQL::Test::Cluster; each test starts its own nodes).
 #      MQ_REPO_ROOT names the repo; test/t is in @INC for helper modules.
 #
+# Each phase begins with mq_phase (scripts/lib.sh), which here also ends
+# the previous one: its elapsed time is printed when it ends, and at the
+# end a table of every phase's time and the ten slowest suites (a suite's
+# time runs from the end of the one before it in its phase, so it includes
+# its fresh database).  A new phase needs nothing more than its mq_phase
+# line to be timed.
+#
 # Prints `N passed, N failed` (N counts suites) as its very last line and
 # exits non-zero if any suite failed.
 #
@@ -43,7 +50,12 @@
 #        MQ_SKIP_BUILD=1 (skip install-deps and build/install: rerun
 #        tests against what is already installed),
 #        MQ_TESTS (space-separated globs narrowing the suites of every
-#        phase to those matching, e.g. MQ_TESTS='test/t/112*'),
+#        phase to those matching, e.g. MQ_TESTS='test/t/112*'; pg_regress
+#        then runs only the sql/*.sql that match),
+#        MQ_QUICK=1 (for development: the suites listed in test/quick.txt,
+#        a few of every area, in under 3 minutes on 2 cores; the static
+#        checks and the format check run whole, the sanitize phase is
+#        left out unless MQ_TEST_ONLY names it; MQ_TESTS, if set too, wins),
 #        MQ_PRELOAD / MQ_EXTENSION (see scripts/lib.sh).
 set -euo pipefail
 
@@ -52,7 +64,15 @@ cd "$(dirname "${BASH_SOURCE[0]}")/.."
 source scripts/lib.sh
 
 SUITE_TIMEOUT="${MQ_SUITE_TIMEOUT:-300}"
-ONLY="${MQ_TEST_ONLY:-static format unit regress pgtap concurrency cli kafka sanitize tap}"
+ALL_PHASES="static format unit regress pgtap concurrency cli kafka sanitize tap"
+if [[ -n "${MQ_QUICK:-}" ]]; then
+	ONLY="${MQ_TEST_ONLY:-${ALL_PHASES/ sanitize/}}"
+	if [[ -z "${MQ_TESTS:-}" ]]; then
+		MQ_TESTS="$(sed -e 's/#.*//' test/quick.txt | tr -s ' \t\n' ' ')"
+	fi
+else
+	ONLY="${MQ_TEST_ONLY:-$ALL_PHASES}"
+fi
 PASSED=0
 FAILED=0
 FAILED_NAMES=()
@@ -60,13 +80,68 @@ LOGS_DIR=""
 
 want() { [[ " $ONLY " == *" $1 "* ]]; }
 
+# ---- timing: phases (started by mq_phase) and suites (ended by pass/fail)
+now_ms() { local t="${EPOCHREALTIME/[.,]/}"; printf '%d\n' "$((10#$t / 1000))"; }
+secs() { printf '%d.%d' "$(($1 / 1000))" "$((($1 % 1000) / 100))"; }
+RUN_T0="$(now_ms)"
+PHASE_NAME=""
+PHASE_T0=0
+SUITE_T0="$RUN_T0"
+PHASE_TIMES=()  # "ms<TAB>phase"
+SUITE_TIMES=()  # "ms<TAB>suite"
+phase_end() {
+	[[ -n "$PHASE_NAME" ]] || return 0
+	local ms=$(($(now_ms) - PHASE_T0))
+	PHASE_TIMES+=("$ms"$'\t'"$PHASE_NAME")
+	printf '<== %s: %ss\n' "$PHASE_NAME" "$(secs "$ms")"
+	PHASE_NAME=""
+}
+# lib.sh's mq_phase prints the title; here it also times the phase, named
+# by its title up to the first " (" or ": "
+eval "$(declare -f mq_phase | sed '1s/^mq_phase/mq_phase_title/')"
+mq_phase() {
+	phase_end
+	PHASE_NAME="${1%% (*}"
+	PHASE_NAME="${PHASE_NAME%%: *}"
+	PHASE_T0="$(now_ms)"
+	SUITE_T0="$PHASE_T0"
+	mq_phase_title "$@"
+}
+suite_done() {
+	local t
+	t="$(now_ms)"
+	SUITE_TIMES+=("$((t - SUITE_T0))"$'\t'"$1")
+	SUITE_T0="$t"
+}
+# the suites' clock starts again here (after a phase's own set-up)
+suite_mark() { SUITE_T0="$(now_ms)"; }
+print_times() {
+	phase_end
+	((${#PHASE_TIMES[@]})) || return 0
+	local row
+	echo
+	echo "phase times:"
+	for row in "${PHASE_TIMES[@]}"; do
+		printf '  %8ss  %s\n' "$(secs "${row%%$'\t'*}")" "${row#*$'\t'}"
+	done
+	printf '  %8ss  %s\n' "$(secs $(($(now_ms) - RUN_T0)))" "total"
+	((${#SUITE_TIMES[@]})) || return 0
+	echo "slowest suites:"
+	printf '%s\n' "${SUITE_TIMES[@]}" | sort -t $'\t' -k1,1nr | head -n 10 |
+		while IFS=$'\t' read -r ms name; do
+			printf '  %8ss  %s\n' "$(secs "$ms")" "$name"
+		done
+}
+
 pass() {
 	PASSED=$((PASSED + 1))
+	suite_done "$1"
 	printf -- '--- PASS: %s\n' "$1"
 }
 fail() {
 	FAILED=$((FAILED + 1))
 	FAILED_NAMES+=("$1")
+	suite_done "$1"
 	printf -- '--- FAIL: %s\n' "$1"
 }
 
@@ -81,6 +156,7 @@ keep_log() {
 
 finish() {
 	cluster_stop >/dev/null 2>&1 || true
+	print_times
 	if ((FAILED > 0)); then
 		echo
 		echo "failed suites: ${FAILED_NAMES[*]}"
@@ -119,6 +195,7 @@ db_name() {
 shopt -s nullglob
 STATIC_SH=(test/static/*.sh)
 shopt -u nullglob
+[[ -z "${MQ_QUICK:-}" ]] || echo "MQ_QUICK: the suites of test/quick.txt (phases: $ONLY)"
 if want static; then
 	mq_phase "static checks (${#STATIC_SH[@]} in test/static/)"
 	for f in "${STATIC_SH[@]}"; do
@@ -189,6 +266,7 @@ if want unit; then
 	if ! make -s -C broker unit PG_CONFIG="$PG_CONFIG"; then
 		fail "unit:build"
 	else
+		suite_mark
 		for f in "${UNIT_C[@]}"; do
 			if mq_run_timeout "$SUITE_TIMEOUT" "${f%.c}" 2>/dev/null; then
 				pass "unit:$f"
@@ -221,9 +299,11 @@ if want regress; then
 		echo "no sql/*.sql: skipped"
 	else
 		rm -rf results regression.diffs regression.out
+		regress_names=("${REGRESS_SQL[@]#sql/}")
+		regress_names=("${regress_names[@]%.sql}")
 		# TAP_TESTS= : never let make run prove here (it would run as root).
 		if mq_run_timeout "$SUITE_TIMEOUT" make -s installcheck TAP_TESTS= \
-			PG_CONFIG="$PG_CONFIG"; then
+			REGRESS="${regress_names[*]}" PG_CONFIG="$PG_CONFIG"; then
 			pass "pg_regress"
 		else
 			fail "pg_regress"
