@@ -91,7 +91,7 @@ static const ConfigKey keys[] = {
 	KEY("replication", "auto.leader.rebalance.enable", auto_rebalance, 'i', 0, 1, "true",
 		"preferred leaders take leadership back"),
 	KEY("replication", "auto.leader.rebalance.delay.ms", rebalance_delay_ms, 'i', 0, 86400000, "10000",
-		"... once back in the ISR this long"),
+		"how long a preferred leader must be back in the ISR before it takes leadership back"),
 	KEY("replication", "txn.timeout.ms", txn_timeout_ms, 'i', 100, 3600000, "10000",
 		"an mq: prepared transaction without a commit decision is rolled back after this long"),
 	KEY("metrics", "address", metrics_address, 's', 0, 0, NULL,
