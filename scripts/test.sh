@@ -418,6 +418,7 @@ if want kafka; then
 fi
 
 if [[ -n "${MQ_CLUSTER:-}" ]]; then
+	mq_phase "stop throwaway cluster"
 	if ((FAILED > 0)) && [[ -f "$MQ_SERVER_LOG" ]]; then
 		keep_log "$MQ_SERVER_LOG" server-main.log
 	fi
