@@ -422,7 +422,7 @@ if [[ -n "${MQ_CLUSTER:-}" ]]; then
 	if ((FAILED > 0)) && [[ -f "$MQ_SERVER_LOG" ]]; then
 		keep_log "$MQ_SERVER_LOG" server-main.log
 	fi
-	cluster_stop
+	cluster_stop "" immediate
 fi
 
 # --------------------------------------------------------------------------
