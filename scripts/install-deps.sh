@@ -10,6 +10,8 @@ set -euo pipefail
 PKGS=(
 	build-essential
 	postgresql-15
+	# also pg_isolation_regress and isolationtester (PGXS tree) for the
+	# isolation phase of scripts/test.sh (test/isolation)
 	postgresql-server-dev-15
 	postgresql-15-pgtap
 	libipc-run-perl
@@ -46,6 +48,10 @@ PKGS=(
 	nats-server
 	libnats-dev
 	gnuplot-nox
+	# monitoring tests: test/t/150_monitoring_dashboard.pl runs Debian's
+	# Prometheus and postgres exporter with monitoring/'s configs
+	prometheus
+	prometheus-postgres-exporter
 )
 
 missing=()

@@ -266,6 +266,11 @@ cluster_start() {
 		printf "log_line_prefix = '%%m [%%p] %%q%%a '\n"
 		if [[ -n "$MQ_PRELOAD" ]]; then
 			printf "shared_preload_libraries = '%s'\n" "$MQ_PRELOAD"
+			# maintenance only in postgres: the suites' databases run
+			# mq.run_maintenance() themselves, when they mean to (a
+			# caller's own "mq.database = ''" line comes later and wins;
+			# test/t/131 checks every database being maintained)
+			printf "mq.database = 'postgres'\n"
 		fi
 		local line
 		for line in "$@"; do printf '%s\n' "$line"; done

@@ -17,9 +17,15 @@
  * per-backend cache keyed by (role, resource type, name).  The cache is
  * dropped whenever mq.acl or mq.topic changes (a statement trigger on
  * mq.acl and the topic DDL send relcache invalidations) and whenever
- * role memberships or role attributes change (syscache callbacks), so a
- * REVOKE takes effect in other sessions at their next check.  No locks are
- * taken beyond the catalog reads of a cache miss.
+ * role memberships or role attributes change (syscache callbacks).  Each
+ * check first takes in the invalidations other sessions have committed
+ * (AcceptInvalidationMessages: a cheap look at a flag when there are
+ * none), and a cache miss reads mq.acl and mq.topic with the latest
+ * snapshot, not the transaction's, as PostgreSQL's own privilege checks
+ * read the catalogs: so a REVOKE takes effect in every other session at
+ * its next check, also inside a transaction that was already open, at
+ * REPEATABLE READ or SERIALIZABLE too.  No locks are taken beyond the
+ * catalog reads of a cache miss.
  *
  *-------------------------------------------------------------------------
  */
@@ -37,6 +43,7 @@
 #include "utils/inval.h"
 #include "utils/lsyscache.h"
 #include "utils/memutils.h"
+#include "utils/snapmgr.h"
 #include "utils/syscache.h"
 
 #include "mq.h"
@@ -141,6 +148,27 @@ restype_from_name(const char *name)
 	return 0;					/* keep the compiler quiet */
 }
 
+/*
+ * Run a read-only catalog query with the latest snapshot: grants are read
+ * as committed now, not as the caller's (repeatable read) snapshot saw them.
+ */
+static void
+acl_read_latest(const char *sql, int nargs, Oid *argtypes, Datum *args, long tcount)
+{
+	SPIPlanPtr	plan = SPI_prepare(sql, nargs, argtypes);
+	Snapshot	snap;
+	int			rc;
+
+	if (plan == NULL)
+		elog(ERROR, "mq: preparing an acl query failed");
+	snap = RegisterSnapshot(GetLatestSnapshot());
+	rc = SPI_execute_snapshot(plan, args, NULL, snap, InvalidSnapshot, true, false, tcount);
+	UnregisterSnapshot(snap);
+	SPI_freeplan(plan);
+	if (rc != SPI_OK_SELECT)
+		elog(ERROR, "mq: reading the acl catalogs failed");
+}
+
 /* Does role have the privileges of the topic's owner?  Catalog read. */
 static bool
 owns_topic(Oid role, const char *name)
@@ -152,9 +180,10 @@ owns_topic(Oid role, const char *name)
 	MqSpiSave	spi;
 
 	mq_spi_begin(&spi);
-	if (SPI_execute_with_args("SELECT t.owner::oid FROM mq.topic t WHERE t.topic_name = $1",
-							  1, argtype, arg, NULL, true, 1) == SPI_OK_SELECT &&
-		SPI_processed == 1)
+	acl_read_latest("SELECT t.owner::oid FROM mq.topic t "
+					"WHERE t.topic_name OPERATOR(pg_catalog.=) $1",
+					1, argtype, arg, 1);
+	if (SPI_processed == 1)
 		owner = DatumGetObjectId(SPI_getbinval(SPI_tuptable->vals[0],
 											   SPI_tuptable->tupdesc, 1, &isnull));
 	mq_spi_end(&spi);
@@ -178,8 +207,7 @@ granted_rights(Oid role, char restype, const char *name)
 	MqSpiSave	spi;
 
 	mq_spi_begin(&spi);
-	if (SPI_execute_with_args(sql, 2, argtypes, args, NULL, true, 0) != SPI_OK_SELECT)
-		elog(ERROR, "mq: reading mq.acl failed");
+	acl_read_latest(sql, 2, argtypes, args, 0);
 	for (uint64 i = 0; i < SPI_processed; i++)
 	{
 		HeapTuple	tup = SPI_tuptable->vals[i];
@@ -228,6 +256,8 @@ rights_of(Oid role, char restype, const char *name)
 	AclEntry   *e;
 	bool		found;
 
+	/* revokes and role changes committed since the last check */
+	AcceptInvalidationMessages();
 	if (strlen(name) >= sizeof(key.name))
 		return compute_rights(role, restype, name);	/* never a real name */
 	if (acl_cache == NULL)
@@ -269,7 +299,7 @@ mq_acl_allowed(Oid role, char restype, const char *name, int op)
 
 	/* creating a topic: CREATE on the topic, or on the cluster */
 	if (!(rights & op) && restype == 't' && op == MQ_ACL_CREATE)
-		rights = rights_of(role, 'c', "kafka-cluster");
+		rights = rights_of(role, MQ_RES_CLUSTER, MQ_CLUSTER_NAME);
 	return (rights & op) == op;
 }
 
@@ -326,12 +356,33 @@ op_arg(text *t)
 	return op;
 }
 
+/*
+ * Asking what another role may do needs that role's privileges or DESCRIBE
+ * on the cluster (what mq.grants needs to list every grant): the answer
+ * would otherwise tell who may use a topic the caller cannot even see.
+ */
+static void
+check_may_ask_about(Oid role)
+{
+	Oid			me = GetUserId();
+
+	if (role == me || has_privs_of_role(me, role) ||
+		mq_acl_allowed(me, MQ_RES_CLUSTER, MQ_CLUSTER_NAME, MQ_ACL_DESCRIBE))
+		return;
+	ereport(ERROR,
+			(errcode(ERRCODE_INSUFFICIENT_PRIVILEGE),
+			 errmsg("permission denied to ask about the rights of role \"%s\"",
+					GetUserNameFromId(role, true) ? GetUserNameFromId(role, true) : "?"),
+			 errhint("Ask about a role whose privileges you have, or get describe on the cluster.")));
+}
+
 /* mq._has_privilege(role oid, resource_type, name, operation) */
 Datum
 mq_has_privilege_sql(PG_FUNCTION_ARGS)
 {
 	char		restype = restype_from_name(text_to_cstring(PG_GETARG_TEXT_PP(1)));
 
+	check_may_ask_about(PG_GETARG_OID(0));
 	PG_RETURN_BOOL(mq_acl_allowed(PG_GETARG_OID(0), restype,
 								  text_to_cstring(PG_GETARG_TEXT_PP(2)),
 								  op_arg(PG_GETARG_TEXT_PP(3))));

@@ -322,7 +322,7 @@ mq_await_commit(PG_FUNCTION_ARGS)
 	n_session_acks = 0;
 	for (int i = 0; i < n; i++)
 	{
-		MqTopic    *topic = mq_topic_by_id(acks[i].topic_id);
+		MqTopic    *topic = mq_topic_by_id(acks[i].topic_id, false);
 
 		replica_await(topic->name, &acks[i], topic_min_isr(acks[i].topic_id), timeout_ms);
 	}
@@ -356,7 +356,7 @@ mq_txn_notes(PG_FUNCTION_ARGS)
 		if (buf.len > 1)
 			appendStringInfoChar(&buf, ',');
 		appendStringInfoString(&buf, "{\"topic\": ");
-		escape_json(&buf, mq_topic_by_id(a->topic_id)->name);
+		escape_json(&buf, mq_topic_by_id(a->topic_id, false)->name);
 		appendStringInfo(&buf, ", \"partition\": %d, \"epoch\": %d, \"records_end\": " INT64_FORMAT
 						 ", \"offsets_version\": " INT64_FORMAT "}",
 						 a->partition, a->leader_epoch, max_records_end(a), max_version(a));

@@ -79,11 +79,8 @@ mq_segment_last_offset(MqSegment *seg, Snapshot snapshot, TimestampTz *max_ts)
 	TupleTableSlot *slot;
 	int64		result = -1;
 
-	if (!OidIsValid(seg->indexid))
-		elog(ERROR, "mq: segment %u has no index on msg_offset", seg->relid);
-
 	rel = table_open(seg->relid, AccessShareLock);
-	irel = index_open(seg->indexid, AccessShareLock);
+	irel = mq_segment_index_open(seg, rel, AccessShareLock);
 	slot = table_slot_create(rel, NULL);
 	scan = index_beginscan(rel, irel, snapshot, 0, 0);
 	index_rescan(scan, NULL, 0, NULL, 0);
@@ -489,11 +486,16 @@ mq_refuse_log_change(PG_FUNCTION_ARGS)
 Datum
 mq_log_end_offset_sql(PG_FUNCTION_ARGS)
 {
-	MqTopic    *topic = mq_topic_by_id(PG_GETARG_INT32(0));
+	MqTopic    *topic = mq_topic_by_id(PG_GETARG_INT32(0), true);
 	MqPartition *part;
 
-	/* NULL, not an error, so that views filtering on DESCRIBE never fail */
-	if (!mq_acl_allowed(GetUserId(), MQ_RES_TOPIC, topic->name, MQ_ACL_DESCRIBE))
+	/*
+	 * NULL, not an error, so that views filtering on DESCRIBE never fail; and
+	 * NULL for an id no topic has, so that the answer does not tell a hidden
+	 * topic from a missing one
+	 */
+	if (topic == NULL ||
+		!mq_acl_allowed(GetUserId(), MQ_RES_TOPIC, topic->name, MQ_ACL_DESCRIBE))
 		PG_RETURN_NULL();
 	part = mq_topic_partition(topic, PG_GETARG_INT32(1));
 	PG_RETURN_INT64(mq_log_end_offset(part, GetActiveSnapshot()));

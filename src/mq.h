@@ -58,7 +58,8 @@ typedef struct MqSegment
 	int64		base;
 	int64		end;
 	Oid			relid;
-	Oid			indexid;		/* the unique index on msg_offset */
+	/* the unique index on msg_offset, a hint: mq_segment_index_open */
+	Oid			indexid;
 } MqSegment;
 
 typedef struct MqPartition
@@ -124,9 +125,10 @@ typedef struct MqProducer
 /* topic.c: the per-backend topic cache */
 extern MqTopic *mq_topic_lookup(const char *name, bool missing_ok);
 extern MqTopic *mq_topic_lookup_text(text *name);
-extern MqTopic *mq_topic_by_id(int32 topic_id);
+extern MqTopic *mq_topic_by_id(int32 topic_id, bool missing_ok);
 extern MqPartition *mq_topic_partition(MqTopic *topic, int32 partition);
 extern void mq_topic_cache_reset(void);
+extern Relation mq_segment_index_open(MqSegment *seg, Relation rel, LOCKMODE lockmode);
 extern void mq_topic_cache_init(void);
 
 /* log.c: storage engine */
@@ -358,6 +360,8 @@ extern void mq_spi_begin_definer(MqSpiSave *save);
 #define MQ_ACL_ALL			0x3f
 #define MQ_RES_TOPIC		't'
 #define MQ_RES_GROUP		'g'
+#define MQ_RES_CLUSTER		'c'
+#define MQ_CLUSTER_NAME		"kafka-cluster"	/* the one cluster resource */
 extern void mq_acl_init(void);
 extern int	mq_acl_op_from_name(const char *name);
 extern bool mq_acl_allowed(Oid role, char restype, const char *name, int op);
@@ -373,5 +377,15 @@ extern Oid	mq_owner(void);
 extern int32 mq_murmur2(const char *data, int len);
 extern int32 mq_default_partition(bytea *key, int32 npartitions);
 
+
+/* launcher.c, launcher_hook.c, maintenance.c: the maintenance workers */
+extern char *mq_database;
+extern int	mq_launcher_interval;
+extern int	mq_maintenance_interval;
+extern void mq_launcher_init(void);
+extern void mq_launcher_hook_init(void);
+extern pid_t mq_launcher_pause(Oid dboid, TimestampTz until);
+extern void mq_launcher_wake(bool probe_all);
+extern bool mq_launcher_worker_state(bool absent);
 
 #endif							/* MQ_H */

@@ -9,7 +9,9 @@
  * Numbers are whole numbers within the bounds of the table below; the
  * metrics port is 1..65535; connection strings are parsed with libpq's
  * PQconninfoParse, so that a password is found in a URI
- * (postgresql://u:pw@host) as well as in key=value form.  The parser takes
+ * (postgresql://u:pw@host) as well as in key=value form.  Lines may be
+ * CONFIG_MAX_LINE characters long (libinih's own limit, 200, is lifted);
+ * a longer line is an error naming it.  The parser takes
  * text (broker_config_parse) so that fuzz/config_fuzz.c can feed it.
  *
  * Locking: none; called once at start.
@@ -27,6 +29,13 @@
 
 #include "config.h"
 #include "util.h"
+
+/*
+ * The longest line of the file: a connection string of a few hundred
+ * characters (hosts, options, TLS paths) fits; a longer line is refused,
+ * never cut.
+ */
+#define CONFIG_MAX_LINE 8192
 
 typedef struct ParseState
 {
@@ -108,6 +117,8 @@ static const ConfigKey keys[] = {
 		"mq-kafka's `--group-initial-delay-ms` (default: mq-kafka's)"),
 	KEY("kafka", "sasl", kafka_sasl, 's', 0, 0, NULL,
 		"`plain`: clients authenticate with SASL/PLAIN (mq-kafka's `--sasl`; default: none)"),
+	KEY("kafka", "metrics", kafka_metrics, 's', 0, 0, NULL,
+		"host:port where mq-kafka serves Prometheus text on /metrics (its `--metrics`; default: none)"),
 };
 
 static bool
@@ -234,12 +245,12 @@ check_conninfos(BrokerConfig *cfg, const char *path)
 static bool
 check_kafka(BrokerConfig *cfg, const char *path)
 {
-	const char *names[] = {"listen", "advertise"};
-	const char *vals[] = {cfg->kafka_listen, cfg->kafka_advertise};
+	const char *names[] = {"listen", "advertise", "metrics"};
+	const char *vals[] = {cfg->kafka_listen, cfg->kafka_advertise, cfg->kafka_metrics};
 
 	if (cfg->kafka_listen == NULL &&
 		(cfg->kafka_advertise || cfg->kafka_program || cfg->kafka_pool || cfg->kafka_group_delay_ms >= 0 ||
-		 cfg->kafka_sasl))
+		 cfg->kafka_sasl || cfg->kafka_metrics))
 	{
 		mq_log_error("%s: [kafka] needs listen (host:port) to start mq-kafka", path);
 		return false;
@@ -249,7 +260,7 @@ check_kafka(BrokerConfig *cfg, const char *path)
 		mq_log_error("%s: [kafka] sasl must be plain, not \"%s\"", path, cfg->kafka_sasl);
 		return false;
 	}
-	for (int i = 0; i < 2; i++)
+	for (int i = 0; i < 3; i++)
 	{
 		char	   *host = NULL;
 		int			port;
@@ -320,6 +331,28 @@ set_defaults(BrokerConfig *cfg)
 			(void) set_key(&st, &keys[i], keys[i].section, keys[i].dflt);
 }
 
+/*
+ * The number of the first line of text longer than CONFIG_MAX_LINE
+ * characters, or 0.
+ */
+static int
+overlong_line(const char *text)
+{
+	int			lineno = 1;
+
+	for (const char *p = text;; lineno++)
+	{
+		const char *nl = strchr(p, '\n');
+		size_t		len = nl ? (size_t) (nl - p) : strlen(p);
+
+		if (len > CONFIG_MAX_LINE)
+			return lineno;
+		if (nl == NULL)
+			return 0;
+		p = nl + 1;
+	}
+}
+
 bool
 broker_config_parse(const char *text, const char *name, BrokerConfig *cfg)
 {
@@ -327,6 +360,21 @@ broker_config_parse(const char *text, const char *name, BrokerConfig *cfg)
 	int			rc;
 
 	set_defaults(cfg);
+	if ((rc = overlong_line(text)) != 0)
+	{
+		mq_log_error("%s:%d: line longer than %d characters (a value is never cut)",
+					 name, rc, CONFIG_MAX_LINE);
+		return false;
+	}
+	/*
+	 * libinih reads lines into a buffer of 200 bytes unless told otherwise
+	 * (Debian's build makes these settings variables): a heap buffer that
+	 * grows to hold any line overlong_line let through, '\r', '\n' and
+	 * '\0' included.
+	 */
+	ini_use_stack = false;
+	ini_allow_realloc = true;
+	ini_max_line = CONFIG_MAX_LINE + 3;
 	rc = ini_parse_string(text, handler, &st);
 	if (rc != 0)
 	{
@@ -397,5 +445,6 @@ broker_config_free(BrokerConfig *cfg)
 	free(cfg->kafka_advertise);
 	free(cfg->kafka_program);
 	free(cfg->kafka_sasl);
+	free(cfg->kafka_metrics);
 	memset(cfg, 0, sizeof(*cfg));
 }

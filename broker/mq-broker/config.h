@@ -46,6 +46,7 @@ typedef struct BrokerConfig
 	int			kafka_pool;		/* its database connections */
 	int			kafka_group_delay_ms;	/* group.initial.rebalance.delay.ms */
 	char	   *kafka_sasl;		/* "plain": clients authenticate (--sasl) */
+	char	   *kafka_metrics;	/* host:port of its /metrics (--metrics); NULL: none */
 } BrokerConfig;
 
 /* Fill cfg from path; on error print what is wrong and return false. */

@@ -4,7 +4,7 @@
  *	  With a [kafka] section, mq-broker runs its node's mq-kafka as a
  *	  child process (docs/kafka.md, "Replicated clusters"): the node's
  *	  connection string, the broker id as its node id, the listen and
- *	  advertised addresses and sasl from the section, and the coordinator, where
+ *	  advertised addresses, sasl and metrics from the section, and the coordinator, where
  *	  mq-kafka registers its address and reads the cluster's view.  The
  *	  child is restarted when it exits (after a second, so that a child
  *	  that cannot start does not spin), is sent SIGTERM when the broker
@@ -73,6 +73,11 @@ exec_child(const BrokerConfig *cfg)
 	}
 	if (cfg->kafka_sasl)
 		argv[n++] = "--sasl=plain";	/* config.c accepts nothing else */
+	if (cfg->kafka_metrics)
+	{
+		argv[n++] = "--metrics";
+		argv[n++] = cfg->kafka_metrics;
+	}
 	argv[n] = NULL;
 	execvp(prog, (char *const *) argv);
 	fprintf(stderr, "cannot run %s: %s\n", prog, strerror(errno));

@@ -26,6 +26,7 @@
 #include "handlers.h"
 
 #include "kerr.h"
+#include "kmetrics.h"
 #include "util.h"
 
 typedef struct KApi
@@ -209,5 +210,6 @@ api_dispatch(KRequest *req, size_t frame_len)
 		req_abort(req);
 		return;
 	}
+	kmetrics_request(req);
 	api->handle(req);
 }

@@ -2,10 +2,12 @@
  *
  * h_group.c
  *	  The group APIs' wire formats: FindCoordinator (v0-v2), JoinGroup
- *	  (v0-v5), SyncGroup (v0-v3), Heartbeat (v0-v3), LeaveGroup (v0-v3),
- *	  ListGroups (v0-v2) and DescribeGroups (v0-v4).  Decoding and encoding
- *	  only; the state machine is group.c.  Loop thread only; the database
- *	  is asked only whether a new group has SQL members (below).
+ *	  (v0-v5), SyncGroup (v0-v3), Heartbeat (v0-v3) and LeaveGroup (v0-v3);
+ *	  ListGroups and DescribeGroups are h_group_list.c.  Decoding and
+ *	  encoding only; the state machine is group.c.  Loop thread only; the
+ *	  database is asked whether a SASL client's role may READ the group
+ *	  (group_authz.c, before JoinGroup, SyncGroup, Heartbeat and
+ *	  LeaveGroup are served) and whether a new group has SQL members.
  *
  * A single daemon coordinates every group it is asked about.  In a
  * replicated cluster (--coordinator) FindCoordinator names the live
@@ -27,6 +29,7 @@
 
 #include "cluster.h"
 #include "group.h"
+#include "group_authz.h"
 #include "kerr.h"
 #include "util.h"
 
@@ -114,11 +117,9 @@ join_free(KJoin *j)
 	"SELECT EXISTS (SELECT 1 FROM mq.group_members m WHERE m.group_id = $1" \
 	"                  AND m.last_heartbeat > now() - m.session_timeout_ms * interval '1 ms')"
 
-/* a SASL client's role may join only groups it may read, as in Kafka */
-static const char sql_group_read[] = "SELECT mq.has_group_privilege($1, 'read')";
-
 typedef struct JoinState
 {
+	KGroupAuthz authz;
 	KJob		job;
 	KJoin		join;
 } JoinState;
@@ -128,29 +129,20 @@ join_state_free(void *p)
 {
 	JoinState  *s = p;
 
+	group_authz_free(&s->authz);
 	kjob_free(&s->job);
 	join_free(&s->join);
 	free(s);
 }
 
-/* after the checks of the role's right (SASL) and for SQL members */
+/* after the check for SQL members of a group without Kafka members */
 static void
 join_checked(KRequest *req)
 {
 	JoinState  *s = req->state;
-	KStmt	   *st = s->job.n ? &s->job.stmts[0] : NULL;
-	int16_t		code;
+	KStmt	   *st = &s->job.stmts[0];
 
-	if (st && st->sql == sql_group_read)
-	{
-		if (kstmt_failed(st, &code) || strcmp(PQgetvalue(st->res, 0, 0), "t") != 0)
-		{
-			join_respond(req, NULL, NULL, st->res ? KERR_GROUP_AUTHORIZATION_FAILED : code);
-			return;
-		}
-		st = s->job.n > 1 ? &s->job.stmts[1] : NULL;
-	}
-	if (st && st->res && strcmp(PQgetvalue(st->res, 0, 0), "t") == 0)
+	if (st->res && strcmp(PQgetvalue(st->res, 0, 0), "t") == 0)
 	{
 		mq_log_warning("group %s has SQL members (mq.join_group): refusing Kafka member",
 					   s->join.group_id);
@@ -158,6 +150,25 @@ join_checked(KRequest *req)
 		return;
 	}
 	group_join(req, &s->join);
+}
+
+/* after the role's right to read the group (SASL) */
+static void
+join_authorized(KRequest *req)
+{
+	JoinState  *s = req->state;
+	KGroup	   *g = group_find(s->join.group_id);
+	int16_t		error = group_authz_error(&s->authz, 0);
+
+	if (error != KERR_NONE)
+		join_respond(req, NULL, NULL, error);
+	else if (g && g->nmembers > 0)
+		group_join(req, &s->join);
+	else
+	{
+		kstmt_text(kjob_add(&s->job, SQL_MEMBERS_SQL, 0), MQ_TEXTOID, s->join.group_id);
+		pool_run(req, &s->job, join_checked);
+	}
 }
 
 static bool
@@ -195,7 +206,6 @@ void
 h_join_group(KRequest *req)
 {
 	JoinState  *s = mq_malloc0(sizeof(JoinState));
-	KGroup	   *g;
 
 	req->state = s;
 	req->free_state = join_state_free;
@@ -214,30 +224,65 @@ h_join_group(KRequest *req)
 		join_respond(req, NULL, NULL, KERR_NOT_COORDINATOR);
 		return;
 	}
-	g = group_find(s->join.group_id);
-	if (g && g->nmembers > 0 && req->role == NULL)
-	{
-		group_join(req, &s->join);
-		return;
-	}
-	if (req->role)
-		kstmt_text(kjob_add(&s->job, sql_group_read, 0), MQ_TEXTOID, s->join.group_id);
-	if (g == NULL || g->nmembers == 0)
-		kstmt_text(kjob_add(&s->job, SQL_MEMBERS_SQL, 0), MQ_TEXTOID, s->join.group_id);
-	pool_run(req, &s->job, join_checked);
+	group_authz_run(req, &s->authz, "read", &s->join.group_id, 1, join_authorized);
 }
 
-void
-h_sync_group(KRequest *req)
+/* a request naming one group: its READ is asked before the rest is read */
+typedef struct GroupReq
 {
+	KGroupAuthz authz;
+	char	   *group;
+} GroupReq;
+
+static void
+group_req_free(void *p)
+{
+	GroupReq   *s = p;
+
+	group_authz_free(&s->authz);
+	free(s->group);
+	free(s);
+}
+
+/* read the group id, then done(req) once the role's READ on it is known */
+static void
+group_req_start(KRequest *req, KDoneFn done)
+{
+	GroupReq   *s = mq_malloc0(sizeof(GroupReq));
+
+	req->state = s;
+	req->free_state = group_req_free;
+	s->group = kslice_dup(kr_str(&req->body));
+	if (req->body.err || s->group == NULL)
+		req_abort(req);
+	else
+		group_authz_run(req, &s->authz, "read", &s->group, 1, done);
+}
+
+/* KERR_NONE if the group may be served here: allowed, and coordinated here */
+static int16_t
+group_req_error(KRequest *req)
+{
+	GroupReq   *s = req->state;
+	int16_t		error = group_authz_error(&s->authz, 0);
+
+	if (error == KERR_NONE && !cluster_coordinates(s->group))
+		error = KERR_NOT_COORDINATOR;
+	return error;
+}
+
+static void
+sync_authorized(KRequest *req)
+{
+	GroupReq   *s = req->state;
 	KReader    *r = &req->body;
-	char	   *group = kslice_dup(kr_str(r));
 	int32_t		generation = kr_i32(r);
 	char	   *member = kslice_dup(kr_str(r));
 	char	   *instance = req->api_version >= 3 ? kslice_dup(kr_str(r)) : NULL;
 	int32_t		n = kr_array(r, 6);
 	KAssign    *a = mq_malloc0(sizeof(KAssign) * (n > 0 ? n : 1));
 	int32_t		na = 0;
+	int16_t		error = group_req_error(req);
 
 	for (; na < n && !r->err; na++)
 	{
@@ -246,16 +291,45 @@ h_sync_group(KRequest *req)
 		if (a[na].member_id == NULL)
 			r->err = true;
 	}
-	if (r->err || group == NULL || member == NULL)
+	if (r->err || member == NULL)
 		req_abort(req);
-	else if (!cluster_coordinates(group))
-		sync_respond(req, NULL, 0, KERR_NOT_COORDINATOR);
+	else if (error != KERR_NONE)
+		sync_respond(req, NULL, 0, error);
 	else
-		group_sync(req, group, generation, member, instance, na, a);
+		group_sync(req, s->group, generation, member, instance, na, a);
 	for (int32_t i = 0; i < na; i++)
 		free(a[i].member_id);
 	free(a);
-	free(group);
+	free(member);
+	free(instance);
+}
+
+void
+h_sync_group(KRequest *req)
+{
+	group_req_start(req, sync_authorized);
+}
+
+static void
+heartbeat_authorized(KRequest *req)
+{
+	GroupReq   *s = req->state;
+	KReader    *r = &req->body;
+	int32_t		generation = kr_i32(r);
+	char	   *member = kslice_dup(kr_str(r));
+	char	   *instance = req->api_version >= 3 ? kslice_dup(kr_str(r)) : NULL;
+	int16_t		error = group_req_error(req);
+
+	if (r->err || member == NULL)
+		req_abort(req);
+	else
+	{
+		if (req->api_version >= 1)
+			kw_i32(&req->resp, 0);
+		kw_i16(&req->resp, error != KERR_NONE ? error :
+			   group_heartbeat(s->group, generation, member, instance));
+		req_finish(req);
+	}
 	free(member);
 	free(instance);
 }
@@ -263,33 +337,16 @@ h_sync_group(KRequest *req)
 void
 h_heartbeat(KRequest *req)
 {
-	KReader    *r = &req->body;
-	char	   *group = kslice_dup(kr_str(r));
-	int32_t		generation = kr_i32(r);
-	char	   *member = kslice_dup(kr_str(r));
-	char	   *instance = req->api_version >= 3 ? kslice_dup(kr_str(r)) : NULL;
-
-	if (r->err || group == NULL || member == NULL)
-		req_abort(req);
-	else
-	{
-		if (req->api_version >= 1)
-			kw_i32(&req->resp, 0);
-		kw_i16(&req->resp, !cluster_coordinates(group) ? KERR_NOT_COORDINATOR :
-			   group_heartbeat(group, generation, member, instance));
-		req_finish(req);
-	}
-	free(group);
-	free(member);
-	free(instance);
+	group_req_start(req, heartbeat_authorized);
 }
 
-void
-h_leave_group(KRequest *req)
+static void
+leave_authorized(KRequest *req)
 {
+	GroupReq   *s = req->state;
 	KReader    *r = &req->body;
 	KWriter    *w = &req->resp;
-	char	   *group = kslice_dup(kr_str(r));
+	int16_t		error = group_req_error(req);
 	int32_t		n;
 
 	if (req->api_version >= 1)
@@ -298,21 +355,18 @@ h_leave_group(KRequest *req)
 	{
 		char	   *member = kslice_dup(kr_str(r));
 
-		if (!r->err && group && member)
-			kw_i16(w, !cluster_coordinates(group) ? KERR_NOT_COORDINATOR :
-				   group_leave(group, member, NULL));
+		if (!r->err && member)
+			kw_i16(w, error != KERR_NONE ? error : group_leave(s->group, member, NULL));
 		free(member);
 	}
 	else
 	{
-		bool		mine = group == NULL || cluster_coordinates(group);
-
-		kw_i16(w, mine ? KERR_NONE : KERR_NOT_COORDINATOR);
+		kw_i16(w, error);
 		n = kr_array(r, 4);
-		if (!mine)
+		if (error != KERR_NONE)
 			n = 0;
 		kw_i32(w, n);
-		for (int32_t i = 0; i < n && !r->err && group; i++)
+		for (int32_t i = 0; i < n && !r->err; i++)
 		{
 			KSlice		ms = kr_str(r);
 			KSlice		is = kr_str(r);
@@ -321,95 +375,19 @@ h_leave_group(KRequest *req)
 
 			kw_strn(w, ms.p, ms.len);
 			kw_strn(w, is.p, is.len);
-			kw_i16(w, group_leave(group, member ? member : "", instance));
+			kw_i16(w, group_leave(s->group, member ? member : "", instance));
 			free(member);
 			free(instance);
 		}
 	}
-	if (r->err || group == NULL)
+	if (r->err)
 		req_abort(req);
 	else
 		req_finish(req);
-	free(group);
 }
 
 void
-h_list_groups(KRequest *req)
+h_leave_group(KRequest *req)
 {
-	KWriter    *w = &req->resp;
-	size_t		count_at;
-	int32_t		n = 0;
-
-	if (req->api_version >= 1)
-		kw_i32(w, 0);
-	kw_i16(w, KERR_NONE);
-	count_at = w->len;
-	kw_i32(w, 0);
-	for (KGroup *g = group_list(); g; g = g->next)
-	{
-		if (!cluster_coordinates(g->id))
-			continue;			/* it moved to another daemon */
-		n++;
-		kw_str(w, g->id);
-		kw_str(w, g->protocol_type ? g->protocol_type : "");
-	}
-	kw_put_i32_at(w, count_at, n);
-	req_finish(req);
-}
-
-static void
-describe_one(KRequest *req, KSlice id)
-{
-	KWriter    *w = &req->resp;
-	char	   *name = kslice_dup(id);
-	bool		mine = name == NULL || cluster_coordinates(name);
-	KGroup	   *g = name && mine ? group_find(name) : NULL;
-	bool		stable = g && g->state == KG_STABLE;
-
-	kw_i16(w, mine ? KERR_NONE : KERR_NOT_COORDINATOR);
-	kw_strn(w, id.p, id.len);
-	kw_str(w, g ? group_state_name(g->state) : "Dead");
-	kw_str(w, g && g->protocol_type ? g->protocol_type : "");
-	kw_str(w, g && g->protocol ? g->protocol : "");
-	kw_i32(w, g ? g->nmembers : 0);
-	for (KMember *m = g ? g->members : NULL; m; m = m->next)
-	{
-		const KProto *p = member_proto(m, g->protocol);
-
-		kw_str(w, m->id);
-		if (req->api_version >= 4)
-			kw_str(w, m->instance_id);
-		kw_str(w, m->client_id);
-		kw_str(w, m->client_host);
-		kw_bytes(w, p ? p->meta : NULL, p ? p->len : 0);
-		kw_bytes(w, stable ? m->assignment : NULL, stable ? m->assign_len : 0);
-	}
-	if (req->api_version >= 3)
-		kw_i32(w, INT32_MIN);	/* authorized operations: not computed */
-	free(name);
-}
-
-void
-h_describe_groups(KRequest *req)
-{
-	KReader    *r = &req->body;
-	KWriter    *w = &req->resp;
-	int32_t		n = kr_array(r, 2);
-	KSlice	   *ids = mq_malloc0(sizeof(KSlice) * (n > 0 ? n : 1));
-
-	for (int32_t i = 0; i < n; i++)
-		ids[i] = kr_str(r);
-	if (r->err)
-	{
-		free(ids);
-		req_abort(req);
-		return;
-	}
-	if (req->api_version >= 1)
-		kw_i32(w, 0);
-	kw_i32(w, n);
-	for (int32_t i = 0; i < n; i++)
-		describe_one(req, ids[i]);
-	free(ids);
-	req_finish(req);
+	group_req_start(req, leave_authorized);
 }

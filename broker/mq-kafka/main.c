@@ -24,6 +24,7 @@
 
 #include "cli.h"
 #include "cluster.h"
+#include "kmetrics.h"
 #include "mqkafka.h"
 #include "util.h"
 
@@ -56,6 +57,7 @@ static const char help[] =
 "                               Metadata request allows it (default 0: never)\n"
 "      --recheck-ms=N           how often a waiting fetch looks for records that\n"
 "                               SQL producers appended (default 100)\n"
+"      --metrics=HOST:PORT      serve Prometheus metrics on http://HOST:PORT/metrics\n"
 "  -V, --version                print the version and exit\n"
 "  -h, --help                   show this help and exit\n\n"
 "See docs/kafka.md.\n";
@@ -106,7 +108,7 @@ parse_args(int argc, char **argv)
 	enum
 	{
 		O_ADV = CLI_OPT_LONG_BASE, O_NODE, O_POOL, O_MAXREQ, O_MAXBATCH, O_DELAY,
-		O_AUTO, O_RECHECK, O_PEER, O_COORD, O_REFRESH, O_SASL
+		O_AUTO, O_RECHECK, O_PEER, O_COORD, O_REFRESH, O_SASL, O_METRICS
 	};
 	static const struct option longopts[] = {
 		{"dbname", required_argument, NULL, 'd'},
@@ -123,6 +125,7 @@ parse_args(int argc, char **argv)
 		{"coordinator", required_argument, NULL, O_COORD},
 		{"refresh-ms", required_argument, NULL, O_REFRESH},
 		{"sasl", required_argument, NULL, O_SASL},
+		{"metrics", required_argument, NULL, O_METRICS},
 		{"version", no_argument, NULL, 'V'},
 		{NULL, 0, NULL, 0}
 	};
@@ -175,6 +178,9 @@ parse_args(int argc, char **argv)
 				if (strcmp(optarg, "plain") != 0)
 					cli_usage_error(&p, "--sasl must be plain");
 				kconfig.sasl_plain = true;
+				break;
+			case O_METRICS:
+				parse_hostport(&p, "--metrics", optarg, &kconfig.metrics_host, &kconfig.metrics_port);
 				break;
 			case O_RECHECK:
 				kconfig.recheck_ms = (int) cli_int(&p, "--recheck-ms", optarg, 1, 60000);
@@ -268,6 +274,8 @@ main(int argc, char **argv)
 	event_add(sigterm, NULL);
 
 	server_start();
+	if (kconfig.metrics_host)
+		kmetrics_start(kconfig.metrics_host, kconfig.metrics_port);
 	pool_start();
 	cluster_start();
 	mq_log_info("listening on %s:%d (pool of %d database connections%s)",

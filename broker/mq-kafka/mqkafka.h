@@ -57,6 +57,8 @@ typedef struct KConfig
 	const char *coordinator;	/* --coordinator: the cluster's view (cluster.c) */
 	int			refresh_ms;		/* how often the view is read */
 	bool		sasl_plain;		/* --sasl=plain: clients must authenticate */
+	char	   *metrics_host;	/* --metrics: Prometheus endpoint; NULL: none */
+	int			metrics_port;
 } KConfig;
 
 extern KConfig kconfig;
@@ -88,6 +90,7 @@ struct KRequest
 	void	   *state;			/* the handler's own */
 	void		(*free_state) (void *state);
 	KRequest   *next;			/* the pool's wait queue */
+	int64_t		started_us;		/* dispatched at (kmetrics.c); 0: not dispatched */
 };
 
 /* server.c: connections */

@@ -39,6 +39,7 @@
 #include <string.h>
 
 #include "kjob.h"
+#include "kmetrics.h"
 #include "mqconn.h"
 #include "util.h"
 
@@ -96,6 +97,7 @@ fail_stmt(KStmt *s, const char *msg)
 		return;
 	s->err.connection_lost = true;
 	s->err.message = mq_strdup(msg);
+	kmetrics_statement_error("08006");	/* connection_failure */
 }
 
 static void
@@ -394,6 +396,9 @@ take_error(KStmt *st, PGconn *conn, const PGresult *r)
 	st->err.message = mq_strdup(msg ? msg : (PQresultStatus(r) == PGRES_PIPELINE_ABORTED
 											 ? "pipeline aborted" : PQerrorMessage(conn)));
 	st->err.connection_lost = PQstatus(conn) != CONNECTION_OK;
+	/* the first error of a pipeline, not the statements it aborted after it */
+	if (PQresultStatus(r) != PGRES_PIPELINE_ABORTED)
+		kmetrics_statement_error(st->err.sqlstate);
 }
 
 /* take the results that have arrived */

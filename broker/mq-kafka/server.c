@@ -29,6 +29,7 @@
 #include <event2/bufferevent.h>
 #include <event2/listener.h>
 
+#include "kmetrics.h"
 #include "util.h"
 
 /* bytes one write(2) to a client may take */
@@ -108,6 +109,7 @@ conn_close(KConn *c)
 	if (c->closed)
 		return;
 	c->closed = true;
+	kmetrics_connection(-1);
 	bufferevent_free(c->bev);
 	c->bev = NULL;
 	conn_unref(c);
@@ -116,6 +118,7 @@ conn_close(KConn *c)
 static void
 req_free(KRequest *req)
 {
+	kmetrics_request_done(req);
 	if (req->free_state && req->state)
 		req->free_state(req->state);
 	kw_free(&req->resp);
@@ -202,6 +205,7 @@ req_abort(KRequest *req)
 {
 	KConn	   *c = req->conn;
 
+	kmetrics_protocol_error();
 	conn_close(c);
 	req_free(req);
 	conn_unref(c);
@@ -224,6 +228,7 @@ conn_read(struct bufferevent *bev, void *arg)
 	if (size < 8 || size > kconfig.max_request_bytes)
 	{
 		mq_log_warning("%s: frame size %d out of range, closing", c->peer, size);
+		kmetrics_protocol_error();
 		conn_close(c);
 		return;
 	}
@@ -269,6 +274,7 @@ on_accept(struct evconnlistener *l, evutil_socket_t fd, struct sockaddr *sa,
 		inet_ntop(AF_INET6, &((struct sockaddr_in6 *) sa)->sin6_addr, host, sizeof(host));
 	snprintf(c->peer, sizeof(c->peer), "%s", host);
 	c->refs = 1;
+	kmetrics_connection(1);
 	c->resume = event_new(kbase, -1, 0, on_resume, c);
 	c->bev = bufferevent_socket_new(kbase, fd, BEV_OPT_CLOSE_ON_FREE);
 	bufferevent_setcb(c->bev, conn_read, NULL, conn_event, c);

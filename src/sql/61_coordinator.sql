@@ -90,7 +90,7 @@ BEGIN
         RAISE EXCEPTION 'broker % must hold its liveness lock to register', p_broker_id
             USING ERRCODE = 'MQ010', HINT = 'SELECT pg_try_advisory_lock(mq_coord.broker_lock_class(), id) first.';
     END IF;
-    IF p_node_conninfo ~* 'password' THEN
+    IF p_node_conninfo ~* 'password' OR p_node_conninfo ~* '^postgres(ql)?://[^/?#@]*:[^/?#@]*@' THEN
         RAISE EXCEPTION 'the node address of broker % must not contain a password', p_broker_id
             USING ERRCODE = 'MQ010', HINT = 'Other brokers use their own ~/.pgpass or service file.';
     END IF;

@@ -270,7 +270,7 @@ BEGIN
 END $$;
 
 -- table reads only (as the view's owner), so that any role may select
-CREATE VIEW mq.compaction AS
+CREATE VIEW mq.compaction WITH (security_barrier) AS
 SELECT t.topic_name AS topic, ps.partition, t.config->>'cleanup.policy' AS cleanup_policy,
        greatest(ps.log_start_offset, c.clean_end) AS cleaner_point,
        c.cleaned_at AS last_cleaned_at,

@@ -102,7 +102,7 @@ BEGIN
     RETURN greatest(v_headroom, interval '0');
 END $$;
 
-CREATE VIEW mq.consumer_lag AS
+CREATE VIEW mq.consumer_lag WITH (security_barrier) AS
 SELECT o.group_id, t.topic_name AS topic, o.partition,
        e.end_offset,
        o.next_offset AS committed_offset,
@@ -144,7 +144,7 @@ SELECT o.group_id, t.topic_name AS topic, o.partition,
                      THEN tr.produce_rate * (t.config->>'retention.ms')::numeric / 1000 END) AS records) cap ON true
  WHERE mq._describable('group', o.group_id) AND mq._describable('topic', t.topic_name);
 
-CREATE VIEW mq.partition_stats AS
+CREATE VIEW mq.partition_stats WITH (security_barrier) AS
 SELECT t.topic_name AS topic, ps.partition, ps.log_start_offset, e.log_end_offset,
        coalesce(ps.high_watermark, e.log_end_offset) AS high_watermark,
        e.log_end_offset - ps.log_start_offset AS records,

@@ -2,12 +2,12 @@
 -- Views
 -------------------------------------------------------------------------------
 
-CREATE VIEW mq.topics AS
+CREATE VIEW mq.topics WITH (security_barrier) AS
 SELECT t.topic_name AS topic, t.topic_id, t.partitions, t.config, t.created_at
   FROM mq.topic t
  WHERE mq._describable('topic', t.topic_name);
 
-CREATE VIEW mq.partitions AS
+CREATE VIEW mq.partitions WITH (security_barrier) AS
 SELECT t.topic_name AS topic, p.partition, p.log_start_offset,
        e.log_end_offset,
        coalesce(p.high_watermark, e.log_end_offset) AS high_watermark,
@@ -17,7 +17,7 @@ SELECT t.topic_name AS topic, p.partition, p.log_start_offset,
   CROSS JOIN LATERAL (SELECT mq._log_end_offset(p.topic_id, p.partition) AS log_end_offset) e
  WHERE mq._describable('topic', t.topic_name);
 
-CREATE VIEW mq.segments AS
+CREATE VIEW mq.segments WITH (security_barrier) AS
 SELECT t.topic_name AS topic, s.partition, s.base_offset, s.end_offset, s.relid,
        s.created_at, pg_total_relation_size(s.relid) AS bytes
   FROM mq.segment s

@@ -160,23 +160,33 @@ CREATE FUNCTION mq.revoke(operations text, resource_type text, resource_name tex
                           pattern_type text DEFAULT NULL, permission text DEFAULT 'allow')
     RETURNS integer AS 'MODULE_PATHNAME', 'mq_call_as_owner' LANGUAGE C VOLATILE;
 
+-- May a role that is not an administrator see a grant that applies to it?
+-- Not one naming a topic or group it may not describe.
+CREATE FUNCTION mq._grant_shown(p_type text, p_pattern text, p_name text) RETURNS boolean
+LANGUAGE sql STABLE SET search_path = pg_catalog, pg_temp
+AS $$ SELECT p_type = 'cluster' OR p_pattern = 'prefixed' OR p_name = '*' OR mq._describable(p_type, p_name) $$;
+
 -- Grants as made; a role sees those that apply to it (directly, through
--- membership or PUBLIC), administrators (describe on the cluster) all.
-CREATE VIEW mq.grants AS
+-- membership or PUBLIC) on resources it may describe, administrators
+-- (describe on the cluster) all.  security_barrier: the filter runs before
+-- any condition of the caller's (which could print the rows it is shown).
+CREATE VIEW mq.grants WITH (security_barrier) AS
 SELECT a.resource_type, a.pattern_type, a.resource_name,
        coalesce(a.grantee::text, 'PUBLIC') AS grantee, a.operation, a.permission,
        a.grantor::text AS grantor, a.granted_at
   FROM mq.acl a
- WHERE a.grantee IS NULL OR pg_has_role(current_user, a.grantee, 'USAGE')
-    OR mq._has_privilege(current_user::regrole::oid, 'cluster', 'kafka-cluster', 'describe');
+ WHERE mq._has_privilege(current_user::regrole::oid, 'cluster', 'kafka-cluster', 'describe')
+    OR ((a.grantee IS NULL OR pg_has_role(current_user, a.grantee, 'USAGE'))
+        AND mq._grant_shown(a.resource_type, a.pattern_type, a.resource_name));
 
 -- Effective grants: each role with each grant it has, and through which
 -- grantee (itself, a role it inherits from, or PUBLIC).
-CREATE VIEW mq.effective_grants AS
+CREATE VIEW mq.effective_grants WITH (security_barrier) AS
 SELECT r.rolname AS role, a.resource_type, a.pattern_type, a.resource_name, a.operation,
        a.permission, coalesce(a.grantee::text, 'PUBLIC') AS via
   FROM pg_roles r
   JOIN mq.acl a ON a.grantee IS NULL OR pg_has_role(r.oid, a.grantee, 'USAGE')
  WHERE r.rolname !~ '^pg_'
-   AND (pg_has_role(current_user, r.oid, 'USAGE')
-        OR mq._has_privilege(current_user::regrole::oid, 'cluster', 'kafka-cluster', 'describe'));
+   AND (mq._has_privilege(current_user::regrole::oid, 'cluster', 'kafka-cluster', 'describe')
+        OR (pg_has_role(current_user, r.oid, 'USAGE')
+            AND mq._grant_shown(a.resource_type, a.pattern_type, a.resource_name)));

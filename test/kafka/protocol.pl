@@ -249,10 +249,57 @@ sub sasl_checks {
 	ok(defined $e && $e == 34, 'a second SaslHandshake gets ILLEGAL_SASL_STATE');
 }
 
+sub bytes { defined $_[0] ? pack('l>', length $_[0]) . $_[0] : pack('l>', -1) }
+sub rd_str { my ($r, $pos) = @_; my $l = unpack("x$pos s>", $r); return ($l < 0 ? undef : substr($r, $pos + 2, $l), $pos + 2 + ($l < 0 ? 0 : $l)) }
+
+# a principal without rights on a group cannot use another's membership:
+# DescribeGroups, Heartbeat, SyncGroup and LeaveGroup get
+# GROUP_AUTHORIZATION_FAILED and ListGroups leaves the group out, as in
+# Kafka; the member itself goes on
+sub group_hijack_check {
+	my ($user, $password, $other, $other_password, $group) = @_;
+	my $u = authenticated($user, $password);
+	my $r = call($u, 11, 0, str($group) . pack('l>', 10000) . str('') . str('consumer') . pack('l>', 1) . str('range') . bytes("\0\0\0\0\0\0\0\0\0\0"));
+	my $err = defined $r && $r ne 'timeout' ? unpack('s>', $r) : undef;
+	ok(defined $err && $err == 0, "$user joins group $group", 'got ' . ($err // 'closed'));
+	return unless defined $err && $err == 0;
+	my $gen = unpack('x2 l>', $r);
+	my ($proto, $pos) = rd_str($r, 6);
+	(undef, $pos) = rd_str($r, $pos);
+	my ($member) = rd_str($r, $pos);
+	$r = call($u, 14, 0, str($group) . pack('l>', $gen) . str($member) . pack('l>', 1) . str($member) . bytes('secret-assignment'));
+	ok(defined $r && unpack('s>', $r) == 0, "$user syncs as the group's leader");
+
+	my $o = authenticated($other, $other_password);
+	$r = call($o, 15, 0, pack('l>', 1) . str($group));
+	my ($de, $dg) = (unpack('x4 s>', $r), rd_str($r, 6));
+	ok($de == 30, "$other describing $group gets GROUP_AUTHORIZATION_FAILED", "got $de");
+	$r = call($o, 16, 0, '');
+	ok(defined $r && unpack('s>', $r) == 0 && index($r, $group) < 0, "ListGroups for $other leaves $group out");
+	$r = call($o, 12, 0, str($group) . pack('l>', $gen) . str($member));
+	ok(defined $r && unpack('s>', $r) == 30, "${other}'s Heartbeat as ${user}'s member gets GROUP_AUTHORIZATION_FAILED",
+		'got ' . (defined $r ? unpack('s>', $r) : 'closed'));
+	$r = call($o, 14, 0, str($group) . pack('l>', $gen) . str($member) . pack('l>', 0));
+	ok(defined $r && unpack('s>', $r) == 30 && index($r, 'secret-assignment') < 0,
+		"${other}'s SyncGroup gets GROUP_AUTHORIZATION_FAILED, not the assignment");
+	$r = call($o, 13, 0, str($group) . str($member));
+	ok(defined $r && unpack('s>', $r) == 30, "${other}'s LeaveGroup gets GROUP_AUTHORIZATION_FAILED");
+
+	$r = call($u, 12, 0, str($group) . pack('l>', $gen) . str($member));
+	ok(defined $r && unpack('s>', $r) == 0, "$user is still a member: its Heartbeat is answered NONE");
+	$r = call($u, 15, 0, pack('l>', 1) . str($group));
+	ok(defined $r && unpack('x4 s>', $r) == 0 && index($r, $member) >= 0, "$user describes the group and sees its member");
+	$r = call($u, 16, 0, '');
+	ok(defined $r && index($r, $group) >= 0, "ListGroups for $user lists $group");
+	$r = call($u, 13, 0, str($group) . str($member));
+	ok(defined $r && unpack('s>', $r) == 0, "$user leaves");
+}
+
 if (($ARGV[0] // '') eq 'sasl') {
 	sasl_checks($ARGV[1], $ENV{MQ_SASL_PASSWORD} // die "MQ_SASL_PASSWORD not set\n");
 	read_ahead_check($ARGV[1], $ENV{MQ_SASL_PASSWORD}, $ARGV[2], $ENV{MQ_SASL_PASSWORD_OTHER});
 	concurrent_check($ARGV[1], $ENV{MQ_SASL_PASSWORD}, 12);
+	group_hijack_check($ARGV[1], $ENV{MQ_SASL_PASSWORD}, $ARGV[2], $ENV{MQ_SASL_PASSWORD_OTHER}, 'sasl_g');
 	print "1..$n\n";
 	exit($failed ? 1 : 0);
 }

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # test/quick.txt (the suites `MQ_QUICK=1 bash scripts/test.sh` runs) names
 # only suites that exist, one file a line, no globs, and at least one of
-# every area the test command runs suites of: unit, pg_regress, pgTAP,
+# every area the test command runs suites of: unit, pg_regress, isolation, pgTAP,
 # concurrency, mqctl, mq-kafka and multi-node TAP.  Run from the
 # repository root; needs no server.
 set -euo pipefail
@@ -20,6 +20,7 @@ while IFS= read -r line; do
 	case "$f" in
 	test/unit/*_test.c | test/unit/*.sh) area=unit ;;
 	sql/*.sql) area=regress ;;
+	test/isolation/specs/*.spec) area=isolation ;;
 	test/pgtap/*.sql) area=pgtap ;;
 	test/concurrency/*.sh) area=concurrency ;;
 	test/cli/*.sh) area=cli ;;
@@ -38,7 +39,7 @@ while IFS= read -r line; do
 	fi
 	seen[$area]=1
 done <"$list"
-for area in unit regress pgtap concurrency cli kafka tap; do
+for area in unit regress isolation pgtap concurrency cli kafka tap; do
 	if [[ -z "${seen[$area]:-}" ]]; then
 		echo "FAIL: $list has no $area suite" >&2
 		bad=1

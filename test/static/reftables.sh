@@ -51,7 +51,7 @@ in_copy check
 edit broker/mq-broker/config.c 's/tick_ms, .i., 10, 10000, "100"/tick_ms, '"'i'"', 10, 10000, "200"/'
 check_fails "an mq-broker default changed"
 restore broker/mq-broker/config.c
-edit docs/operations.md 's/^| `mq.database` | .postgres. /| `mq.database` | '"'app'"' /'
+edit docs/operations.md 's/^| `mq.release_before_flush` | on /| `mq.release_before_flush` | off /'
 check_fails "a generated row was edited by hand"
 restore docs/operations.md
 edit broker/mq-broker/config.c 's/KEY("broker", "rack", rack, .s., 0, 0, NULL,/KEY("broker", "rack", rack, 0, 0, NULL,/'

@@ -849,6 +849,8 @@ sub teardown
 #   $c->start_kafka_brokers(section => $text);  # brokers whose config has
 #                                       # [kafka] ($text: the section, with
 #                                       # 127.0.0.1:9092 for the address)
+#                                       # (metrics => 1: each mq-kafka with --metrics
+#                                       # on 127.0.0.1:$c->{kafka_metrics_port}[$i])
 #   $c->kafka_address($i)               # "127.0.0.1:PORT" of broker $i's mq-kafka
 #   $c->kafka_pid($i)                   # pid of the mq-kafka broker $i runs now
 #   $c->kafka_find_coordinator($i, $g)  # (error, node id) FindCoordinator v0 at $i
@@ -878,6 +880,12 @@ sub start_kafka_brokers
 		$self->{kafka_port}[$i] //= PostgreSQL::Test::Cluster::get_free_port();
 		(my $section = $o{section} // "[kafka]\nlisten = 127.0.0.1:9092\n")
 		  =~ s/127\.0\.0\.1:9092/127.0.0.1:$self->{kafka_port}[$i]/g;
+		# metrics => 1: each mq-kafka serves /metrics on a port of its own
+		if ($o{metrics})
+		{
+			$self->{kafka_metrics_port}[$i] //= PostgreSQL::Test::Cluster::get_free_port();
+			$section .= "metrics = 127.0.0.1:$self->{kafka_metrics_port}[$i]\n";
+		}
 		local $self->{opt}{broker_conf} = $base . $section
 		  . "program = $root/broker/mq-kafka/mq-kafka\n"
 		  . 'group.initial.rebalance.delay.ms = ' . ($o{group_delay_ms} // 1000) . "\n";

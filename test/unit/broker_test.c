@@ -99,6 +99,9 @@ test_config(void)
 	CHECK(!parse_with("[kafka]\nlisten = h:1\nport = 1\n"), "an unknown [kafka] key is refused");
 	CHECK(parse_with("[kafka]\nlisten = h:1\nsasl = plain\n"), "[kafka] sasl = plain is accepted");
 	CHECK(!parse_with("[kafka]\nlisten = h:1\nsasl = scram\n"), "[kafka] sasl other than plain is refused");
+	CHECK(parse_with("[kafka]\nlisten = h:1\nmetrics = 127.0.0.1:9401\n"), "a [kafka] metrics address is accepted");
+	CHECK(!parse_with("[kafka]\nlisten = h:1\nmetrics = 127.0.0.1\n"), "a [kafka] metrics address without port is refused");
+	CHECK(!parse_with("[kafka]\nmetrics = h:1\n"), "a [kafka] metrics address without listen is refused");
 	CHECK(parse_conn("postgresql://u@h/db"), "a URI without password is accepted");
 	CHECK(!parse_conn("host=h password=secret"), "a key=value password is refused");
 	CHECK(!parse_conn("postgresql://u:secret@h/db"), "a URI password is refused");
@@ -261,11 +264,56 @@ test_connect_job(void)
 		close(fd);
 }
 
+/*
+ * A node connection string of 396 characters (issue 21): libinih's default
+ * 200-byte line cut it and refused the rest as a syntax error.
+ */
+static void
+test_config_long_lines(void)
+{
+	char		conn[512];
+	char	   *text = malloc(20000);
+	BrokerConfig cfg;
+	bool		ok;
+	size_t		n;
+
+	snprintf(conn, sizeof(conn), "host=/var/run/postgresql port=5432 dbname=postgres "
+			 "connect_timeout=10 keepalives=1 keepalives_idle=30 keepalives_interval=10 "
+			 "keepalives_count=3 sslmode=prefer target_session_attrs=read-write "
+			 "options='-c statement_timeout=0 -c lock_timeout=0 -c idle_in_transaction_session_timeout=0' "
+			 "application_name=");
+	n = strlen(conn);
+	memset(conn + n, 'x', 396 - n);
+	conn[396] = '\0';
+	snprintf(text, 20000, "[broker]\nid = 1\nnode = %s\ncoordinator = dbname=c\n", conn);
+	ok = broker_config_parse(text, "test.ini", &cfg);
+	CHECK(ok, "a 396-character node connection string is accepted");
+	CHECK(ok && strcmp(cfg.node, conn) == 0, "and kept whole");
+	CHECK(ok && cfg.coordinator && strcmp(cfg.coordinator, "dbname=c") == 0,
+		  "the line after it is read as itself");
+	broker_config_free(&cfg);
+
+	/* one character beyond the limit: refused, not cut */
+	n = (size_t) snprintf(text, 20000, "[broker]\nid = 1\nnode = dbname=x application_name=");
+	memset(text + n, 'y', 8193 - (n - strlen("[broker]\nid = 1\n")));
+	strcpy(text + 8193 + strlen("[broker]\nid = 1\n"), "\ncoordinator = dbname=c\n");
+	CHECK(!broker_config_parse(text, "test.ini", &cfg), "a line of 8193 characters is refused");
+	broker_config_free(&cfg);
+	n = strlen("[broker]\nid = 1\n");
+	text[n + 8192] = '\n';
+	strcpy(text + n + 8193, "coordinator = dbname=c\n");
+	ok = broker_config_parse(text, "test.ini", &cfg);
+	CHECK(ok && strlen(cfg.node) == 8192 - strlen("node = "), "a line of 8192 characters is read whole");
+	broker_config_free(&cfg);
+	free(text);
+}
+
 int
 main(void)
 {
 	mq_progname = "broker_test";
 	test_config();
+	test_config_long_lines();
 	test_batch();
 	test_backoff();
 	test_connect_job();

@@ -1,0 +1,138 @@
+-- Authorization holes found by attacking mq as an ordinary role (issue 24):
+-- the filtered views leak nothing to a cheap function in the caller's
+-- WHERE clause, mq.grants lists only grants on what the caller may
+-- describe, an id tells nothing of a hidden topic, nobody asks about
+-- another role's rights, grants made by a topic's owner go with the topic,
+-- and no broker address keeps a password.  (A revoke in another session's
+-- open transaction: test/isolation/specs/acl-revoke-produce.spec.)
+-- Runs as a superuser; creates its roles inside the transaction and rolls
+-- everything back.
+\set ON_ERROR_STOP 1
+\set QUIET 1
+\pset format unaligned
+\pset tuples_only true
+\pset pager off
+SET client_min_messages = warning;
+
+BEGIN;
+SELECT plan(22);
+
+CREATE ROLE mqh_attacker LOGIN;
+CREATE ROLE mqh_owner LOGIN;
+CREATE ROLE mqh_admin LOGIN;
+SELECT mq.grant('alter', 'cluster', 'kafka-cluster', 'mqh_admin');
+SELECT mq.grant('create', 'cluster', 'kafka-cluster', 'mqh_owner');
+
+SELECT mq.create_topic('visible', 1);
+SELECT mq.create_topic('secret', 1) AS secret_id \gset
+SELECT mq.create_topic('secret_c', 1, '{"cleanup.policy": "compact"}');
+SELECT mq.send('secret', 'k'::bytea, 'v'::bytea);
+SELECT mq.grant('read', 'topic', 'visible', 'mqh_attacker');
+SELECT mq.grant('read', 'group', 'mine', 'mqh_attacker');
+SELECT mq.grant('read', 'topic', 'secret', 'PUBLIC', permission => 'deny');
+-- a PUBLIC grant naming a group the attacker may not describe
+SELECT mq.grant('write', 'topic', 'secret_c', 'PUBLIC');
+SELECT mq.revoke('write', 'topic', 'secret_c', 'PUBLIC');
+SELECT mq.grant('describe', 'group', 'hidden_group', 'PUBLIC', permission => 'deny');
+SELECT mq.join_group('hidden_group', ARRAY['secret']);
+SELECT mq.join_group('mine', ARRAY['visible']);
+
+-------------------------------------------------------------------------------
+-- 1. a cheap function in the caller's WHERE clause sees only the rows the
+--    view shows (security_barrier): it records what it is given
+-------------------------------------------------------------------------------
+SET ROLE mqh_attacker;
+CREATE FUNCTION pg_temp.leak(VARIADIC a text[]) RETURNS boolean LANGUAGE plpgsql COST 0.0000001 AS $$
+BEGIN
+    PERFORM set_config('mqh.seen', current_setting('mqh.seen', true) || ',' || array_to_string(a, ','), false);
+    RETURN true;
+END $$;
+
+CREATE FUNCTION pg_temp.leaked(q text) RETURNS text LANGUAGE plpgsql AS $$
+BEGIN
+    PERFORM set_config('mqh.seen', '', false);
+    EXECUTE q;
+    RETURN (SELECT string_agg(x, ',' ORDER BY x)
+              FROM unnest(string_to_array(current_setting('mqh.seen'), ',')) x
+             WHERE x LIKE 'secret%' OR x LIKE 'hidden%');
+END $$;
+
+SELECT is(pg_temp.leaked('SELECT * FROM mq.topics WHERE pg_temp.leak(topic)'), NULL,
+          'mq.topics passes no hidden topic to a function in the caller''s WHERE');
+SELECT ok(current_setting('mqh.seen') LIKE '%visible%', 'the probe itself sees what the view shows');
+SELECT is(pg_temp.leaked('SELECT * FROM mq.partitions WHERE pg_temp.leak(topic)'), NULL,
+          'mq.partitions: likewise');
+SELECT is(pg_temp.leaked('SELECT * FROM mq.segments WHERE pg_temp.leak(topic)'), NULL,
+          'mq.segments: likewise');
+SELECT is(pg_temp.leaked('SELECT * FROM mq.replica_status WHERE pg_temp.leak(topic)'), NULL,
+          'mq.replica_status: likewise');
+SELECT is(pg_temp.leaked('SELECT * FROM mq.compaction WHERE pg_temp.leak(topic)'), NULL,
+          'mq.compaction: likewise');
+SELECT is(pg_temp.leaked('SELECT * FROM mq.group_members WHERE pg_temp.leak(group_id, topics[1])'), NULL,
+          'mq.group_members: likewise');
+SELECT is(pg_temp.leaked('SELECT * FROM mq.group_assignments WHERE pg_temp.leak(group_id, topic)'), NULL,
+          'mq.group_assignments: likewise');
+SELECT is(pg_temp.leaked('SELECT * FROM mq.grants WHERE pg_temp.leak(resource_name)'), NULL,
+          'mq.grants: likewise');
+SELECT is(pg_temp.leaked('SELECT * FROM mq.effective_grants WHERE pg_temp.leak(resource_name)'), NULL,
+          'mq.effective_grants: likewise');
+
+-------------------------------------------------------------------------------
+-- 2. mq.grants lists the PUBLIC grants only on what the caller may describe
+-------------------------------------------------------------------------------
+SELECT is((SELECT count(*) FROM mq.grants WHERE resource_name IN ('secret', 'hidden_group')), 0::bigint,
+          'mq.grants shows no PUBLIC grant naming a topic or group the role may not describe');
+SELECT is((SELECT count(*) FROM mq.grants WHERE resource_name IN ('visible', 'mine')), 2::bigint,
+          'mq.grants shows the role''s own grants');
+
+-------------------------------------------------------------------------------
+-- 3. an id tells a hidden topic from a missing one in no way
+-------------------------------------------------------------------------------
+SELECT is(mq._log_end_offset(:secret_id, 0), NULL, '_log_end_offset of a hidden topic: NULL');
+SELECT is(mq._log_end_offset(999999, 0), NULL, '_log_end_offset of an id no topic has: NULL too');
+
+-------------------------------------------------------------------------------
+-- 4. a role asks only about its own rights (or those of roles it has)
+-------------------------------------------------------------------------------
+SELECT throws_ok($$SELECT mq._has_privilege('mqh_owner'::regrole::oid, 'topic', 'secret', 'read')$$,
+                 '42501', NULL, 'asking about another role''s rights is refused');
+SELECT throws_ok($$SELECT mq.has_topic_privilege('mqh_owner', 'secret', 'read')$$,
+                 '42501', NULL, 'mq.has_topic_privilege(role, ...) likewise');
+SELECT is(mq.has_topic_privilege('mqh_attacker', 'visible', 'read'), true,
+          'asking about oneself by name works');
+RESET ROLE;
+SELECT is(mq.has_topic_privilege('mqh_attacker', 'visible', 'read'), true,
+          'an administrator asks about anyone');
+
+-------------------------------------------------------------------------------
+-- 5. grants planted by a topic's owner go with the topic; an
+--    administrator's stay (as Kafka keeps ACLs of deleted topics)
+-------------------------------------------------------------------------------
+SET ROLE mqh_owner;
+SELECT mq.create_topic('planted', 1);
+SELECT mq.grant('read', 'topic', 'planted', 'PUBLIC');
+RESET ROLE;
+SET ROLE mqh_admin;
+SELECT mq.grant('describe', 'topic', 'planted', 'mqh_attacker');
+RESET ROLE;
+SELECT mq.drop_topic('planted');
+SELECT is((SELECT array_agg(grantee || ':' || operation) FROM mq.grants WHERE resource_name = 'planted'),
+          ARRAY['mqh_attacker:describe'],
+          'drop_topic removes the owner''s grants on it, keeps the administrator''s');
+SELECT mq.create_topic('planted', 1);
+SET ROLE mqh_attacker;
+SELECT is(mq.has_topic_privilege('planted', 'read'), false,
+          'the re-created topic carries no read planted by the old owner');
+RESET ROLE;
+
+-------------------------------------------------------------------------------
+-- 6. a broker's node address never keeps a password, in a URI either
+-------------------------------------------------------------------------------
+SELECT pg_advisory_lock(mq_coord.broker_lock_class(), 77);
+SELECT throws_ok($$SELECT mq_coord.register_broker(77, 'postgresql://u:secret@localhost/db', 'n77')$$,
+                 'MQ010', NULL, 'a URI with a password in its user part is refused');
+SELECT lives_ok($$SELECT mq_coord.register_broker(77, 'postgresql://u@localhost:5432/db', 'n77')$$,
+                'a URI with a user and a port is accepted');
+
+SELECT * FROM finish();
+ROLLBACK;
