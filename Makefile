@@ -19,7 +19,7 @@ OBJS = $(patsubst %.c,%.o,$(wildcard src/*.c))
 DATA_built = mq--$(EXTVERSION).sql mq--$(PREVVERSION)--$(EXTVERSION).sql
 DATA = $(wildcard src/release/mq--*.sql)
 
-# pg_regress suites live in sql/ and expected/ (see DESIGN.md, section 2).
+# pg_regress suites live in sql/ and expected/ (scripts/test.sh runs them).
 REGRESS = $(patsubst sql/%.sql,%,$(sort $(wildcard sql/*.sql)))
 REGRESS_OPTS = --load-extension=mq
 
