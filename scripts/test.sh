@@ -67,8 +67,8 @@
 #        MQ_QUICK=1 (for development: the suites listed in test/quick.txt,
 #        a few of every area, in under 3 minutes on 2 cores; the static
 #        checks run whole, the format check looks at the C files changed
-#        since the branch left main, the sanitize phase is left out unless
-#        MQ_TEST_ONLY names it; MQ_TESTS, if set too, wins),
+#        since the branch left main, the sanitize and package phases are
+#        left out unless MQ_TEST_ONLY names them; MQ_TESTS, if set too, wins),
 #        MQ_PRELOAD / MQ_EXTENSION (see scripts/lib.sh).
 set -euo pipefail
 
