@@ -46,6 +46,9 @@ PKGS=(
 	nats-server
 	libnats-dev
 	gnuplot-nox
+	# test group (issue 21, operations): test/cli/pooler.sh puts pgbouncer
+	# in front of the test server, in session and transaction pooling
+	pgbouncer
 )
 
 missing=()
