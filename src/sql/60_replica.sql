@@ -34,18 +34,22 @@ CREATE TABLE mq.replica_partition (
     -- replicated here only in part; src/sql/66_placement.sql)
     hosted       boolean NOT NULL DEFAULT true,
     updated_at   timestamptz NOT NULL DEFAULT now(),
-    PRIMARY KEY (topic_id, partition),
-    FOREIGN KEY (topic_id, partition) REFERENCES mq.partition_state ON DELETE CASCADE
+    PRIMARY KEY (topic_id, partition)
 );
+CREATE TRIGGER cascade_to_replica_partition AFTER DELETE ON mq.partition_state
+    REFERENCING OLD TABLE AS gone FOR EACH STATEMENT
+    EXECUTE FUNCTION mq._cascade_delete('mq.replica_partition', 'topic_id', 'partition');
 
 CREATE TABLE mq.leader_epoch_history (
     topic_id     integer NOT NULL,
     partition    integer NOT NULL,
     leader_epoch integer NOT NULL,
     start_offset bigint NOT NULL,
-    PRIMARY KEY (topic_id, partition, leader_epoch),
-    FOREIGN KEY (topic_id, partition) REFERENCES mq.partition_state ON DELETE CASCADE
+    PRIMARY KEY (topic_id, partition, leader_epoch)
 );
+CREATE TRIGGER cascade_to_leader_epoch_history AFTER DELETE ON mq.partition_state
+    REFERENCING OLD TABLE AS gone FOR EACH STATEMENT
+    EXECUTE FUNCTION mq._cascade_delete('mq.leader_epoch_history', 'topic_id', 'partition');
 
 CREATE TABLE mq.replica_progress (
     topic_id              integer NOT NULL,
@@ -68,9 +72,11 @@ CREATE TABLE mq.offset_version (
     topic_id     integer NOT NULL,
     partition    integer NOT NULL,
     version      bigint NOT NULL,
-    PRIMARY KEY (topic_id, partition),
-    FOREIGN KEY (topic_id, partition) REFERENCES mq.partition_state ON DELETE CASCADE
+    PRIMARY KEY (topic_id, partition)
 );
+CREATE TRIGGER cascade_to_offset_version AFTER DELETE ON mq.partition_state
+    REFERENCING OLD TABLE AS gone FOR EACH STATEMENT
+    EXECUTE FUNCTION mq._cascade_delete('mq.offset_version', 'topic_id', 'partition');
 
 SELECT pg_catalog.pg_extension_config_dump('mq.offset_version', '');
 SELECT pg_catalog.pg_extension_config_dump('mq.replica_partition', '');
