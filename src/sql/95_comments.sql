@@ -184,7 +184,7 @@ COMMENT ON VIEW mq.group_members IS
 COMMENT ON VIEW mq.group_assignments IS
     'every group''s partitions with owner, target and state (owned, revoking, unassigned)';
 
--- Replication, data node side (60_replica.sql)
+-- Replication, data node side (60_replica*.sql)
 COMMENT ON TABLE mq.replica_partition IS
     'replication state of this node''s partitions: leader broker id and address, replicas and ISR';
 COMMENT ON TABLE mq.leader_epoch_history IS
