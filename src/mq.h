@@ -323,6 +323,7 @@ typedef struct MqPositionKey
 	char		group[NAMEDATALEN * 4];
 } MqPositionKey;
 extern void mq_offsets_init(void);
+extern void mq_offsets_after_utility(Node *stmt);
 extern void mq_check_group(text *group);
 extern void mq_position_key(MqPositionKey *key, text *group, MqTopic *topic, int32 partition);
 extern void mq_auto_commit(text *group, MqTopic *topic, text *member);
@@ -385,6 +386,11 @@ extern int	mq_launcher_interval;
 extern int	mq_maintenance_interval;
 extern void mq_launcher_init(void);
 extern void mq_launcher_hook_init(void);
+extern void mq_launcher_before_utility(Node *stmt);
+extern void mq_launcher_after_utility(Node *stmt);
+
+/* utility.c */
+extern void mq_utility_init(void);
 extern pid_t mq_launcher_pause(Oid dboid, TimestampTz until);
 extern void mq_launcher_wake(bool probe_all);
 extern bool mq_launcher_worker_state(bool absent);

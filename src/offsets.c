@@ -30,7 +30,7 @@
 #include "common/hashfn.h"
 #include "executor/spi.h"
 #include "fmgr.h"
-#include "tcop/utility.h"
+#include "nodes/parsenodes.h"
 #include "utils/builtins.h"
 #include "utils/hsearch.h"
 #include "utils/memutils.h"
@@ -96,22 +96,10 @@ offsets_xact_callback(XactEvent event, void *arg)
 		xact_positions = NULL;	/* its memory goes with the transaction */
 }
 
-static ProcessUtility_hook_type prev_process_utility = NULL;
-
-/* DISCARD ALL: the session's client may change, so forget its batches. */
-static void
-offsets_process_utility(PlannedStmt *pstmt, const char *queryString, bool readOnlyTree,
-						ProcessUtilityContext context, ParamListInfo params,
-						QueryEnvironment *queryEnv, DestReceiver *dest, QueryCompletion *qc)
+/* After DISCARD ALL: the session's client may change, so forget its batches. */
+void
+mq_offsets_after_utility(Node *stmt)
 {
-	Node	   *stmt = pstmt->utilityStmt;
-
-	if (prev_process_utility)
-		prev_process_utility(pstmt, queryString, readOnlyTree, context, params,
-							 queryEnv, dest, qc);
-	else
-		standard_ProcessUtility(pstmt, queryString, readOnlyTree, context, params,
-								queryEnv, dest, qc);
 	if (IsA(stmt, DiscardStmt) && ((DiscardStmt *) stmt)->target == DISCARD_ALL &&
 		pending_autocommit != NULL)
 	{
@@ -124,8 +112,6 @@ void
 mq_offsets_init(void)
 {
 	RegisterXactCallback(offsets_xact_callback, NULL);
-	prev_process_utility = ProcessUtility_hook;
-	ProcessUtility_hook = offsets_process_utility;
 }
 
 /* The member text (NUL-terminated, "" for NULL) a pending batch keeps. */
