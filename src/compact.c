@@ -15,6 +15,14 @@
  * their key within it.  Tombstones (null value) below tomb_end that are
  * the latest of their key go too.  Records with a null key are kept.
  *
+ * Kafka's cleaner rewrites the segments it cleans and their time index
+ * from the records that remain, so the pass then recomputes the running
+ * maximum timestamp (max_timestamp, src/timeindex.c) of the rows that
+ * follow a removed record in their segment: a segment's largest timestamp,
+ * which retention.ms and the time lookup read from its last row, no longer
+ * counts records the pass removed.  Only rows whose stored maximum exceeds
+ * their own timestamp can change, and only in segments that lost records.
+ *
  * Locking: one DELETE over the partition's table restricted to offsets
  * below clean_end, which the caller keeps below the segment being written
  * and below the high watermark.  It takes ROW EXCLUSIVE on the partition
@@ -58,9 +66,40 @@ mq_check_compacted_keys(MqTopic *topic, MqRecordIn *recs, int n)
 }
 
 /*
+ * After a pass removed records below clean_end: set each remaining row's
+ * max_timestamp to the running maximum of its segment's remaining rows
+ * (NULL when that is its own timestamp, as log.c stores it).  Rows whose
+ * stored maximum is NULL keep it: removing records never raises a maximum.
+ */
+static void
+recompute_max_timestamps(const char *rel, Datum clean_end)
+{
+	Oid			argtypes[1] = {INT8OID};
+	Datum		args[1] = {clean_end};
+	StringInfoData sql;
+
+	initStringInfo(&sql);
+	appendStringInfo(&sql,
+					 "WITH w AS (SELECT msg_offset, max_timestamp, "
+					 "                  pg_catalog.max(coalesce(\"timestamp\", created_at)) "
+					 "                    OVER (PARTITION BY tableoid ORDER BY msg_offset) AS m, "
+					 "                  coalesce(\"timestamp\", created_at) AS ts "
+					 "             FROM %s WHERE msg_offset < $1) "
+					 "UPDATE %s s SET max_timestamp = NULLIF(w.m, w.ts) FROM w "
+					 " WHERE s.msg_offset OPERATOR(pg_catalog.=) w.msg_offset AND s.msg_offset < $1 "
+					 "   AND w.max_timestamp IS NOT NULL "
+					 "   AND w.max_timestamp IS DISTINCT FROM NULLIF(w.m, w.ts)",
+					 rel, rel);
+	if (SPI_execute_with_args(sql.data, 1, argtypes, args, NULL, false, 0) != SPI_OK_UPDATE)
+		elog(ERROR, "mq: recomputing the timestamps of \"%s\" failed", rel);
+	pfree(sql.data);
+}
+
+/*
  * mq._compact_delete(partition_table, log_start, cleaner_point, clean_end,
  * tomb_end): remove what a pass makes obsolete.  Returns a jsonb object
- * from each segment that lost records (as regclass text) to how many.
+ * from each segment that lost records (as regclass text) to how many
+ * ("removed") and the latest append time among them ("modified").
  */
 Datum
 mq_compact_delete(PG_FUNCTION_ARGS)
@@ -82,14 +121,16 @@ mq_compact_delete(PG_FUNCTION_ARGS)
 					 "            WHERE msg_offset >= $2 AND msg_offset < $3 AND key IS NOT NULL GROUP BY key), "
 					 "d AS (DELETE FROM %s s USING m "
 					 "       WHERE s.msg_offset >= $1 AND s.msg_offset < $3 AND s.key OPERATOR(pg_catalog.=) m.key "
-					 "         AND s.msg_offset < m.o RETURNING s.tableoid), "
+					 "         AND s.msg_offset < m.o RETURNING s.tableoid, s.created_at), "
 					 "t AS (DELETE FROM %s s "
 					 "       WHERE s.msg_offset >= $1 AND s.msg_offset < $4 AND s.value IS NULL AND s.key IS NOT NULL "
 					 "         AND NOT EXISTS (SELECT 1 FROM m WHERE m.key OPERATOR(pg_catalog.=) s.key AND m.o > s.msg_offset) "
-					 "       RETURNING s.tableoid) "
-					 "SELECT pg_catalog.jsonb_object_agg(x.tableoid::pg_catalog.regclass::pg_catalog.text, x.n) "
-					 "  FROM (SELECT u.tableoid, pg_catalog.count(*) AS n "
-					 "          FROM (SELECT tableoid FROM d UNION ALL SELECT tableoid FROM t) u GROUP BY u.tableoid) x",
+					 "       RETURNING s.tableoid, s.created_at) "
+					 "SELECT pg_catalog.jsonb_object_agg(x.tableoid::pg_catalog.regclass::pg_catalog.text, "
+					 "         pg_catalog.jsonb_build_object('removed', x.n, 'modified', x.m)) "
+					 "  FROM (SELECT u.tableoid, pg_catalog.count(*) AS n, pg_catalog.max(u.created_at) AS m "
+					 "          FROM (SELECT tableoid, created_at FROM d UNION ALL SELECT tableoid, created_at FROM t) u "
+					 "         GROUP BY u.tableoid) x",
 					 rel, rel, rel);
 	mq_allow_log_change = true;
 	PG_TRY();
@@ -99,7 +140,10 @@ mq_compact_delete(PG_FUNCTION_ARGS)
 			elog(ERROR, "mq: compacting \"%s\" failed", rel);
 		result = SPI_getbinval(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 1, &isnull);
 		if (!isnull)
+		{
 			result = SPI_datumTransfer(result, false, -1);
+			recompute_max_timestamps(rel, PG_GETARG_DATUM(3));
+		}
 	}
 	PG_FINALLY();
 	{
