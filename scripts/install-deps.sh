@@ -10,6 +10,8 @@ set -euo pipefail
 PKGS=(
 	build-essential
 	postgresql-15
+	# also pg_isolation_regress and isolationtester (PGXS tree) for the
+	# isolation phase of scripts/test.sh (test/isolation)
 	postgresql-server-dev-15
 	postgresql-15-pgtap
 	libipc-run-perl

@@ -14,6 +14,10 @@
 #      test/unit/*.sh (run with bash from the repo root)
 #   4. one throwaway cluster (shared_preload_libraries = 'mq'), then
 #      a. pg_regress: `make installcheck` (sql/*.sql vs expected/*.out)
+#      isolation: pg_isolation_regress (from the PGXS tree) runs the
+#         specs test/isolation/specs/*.spec against
+#         test/isolation/expected/*.out, in one database where
+#         `CREATE EXTENSION mq` ran: races between sessions, step by step
 #      b. pgTAP: each test/pgtap/*.sql with pg_prove, in its own fresh
 #         database where `CREATE EXTENSION pgtap; CREATE EXTENSION mq;`
 #         already ran (suites must not create them again, or must use
@@ -39,7 +43,8 @@
 #
 # Knobs: MQ_SUITE_TIMEOUT (seconds per suite, default 300),
 #        MQ_TEST_ONLY (space-separated phases to run: static format unit
-#        regress pgtap concurrency cli kafka sanitize tap; default all),
+#        regress isolation pgtap concurrency cli kafka sanitize tap;
+#        default all),
 #        MQ_SKIP_BUILD=1 (skip install-deps and build/install: rerun
 #        tests against what is already installed),
 #        MQ_TESTS (space-separated globs narrowing the suites of every
@@ -52,7 +57,7 @@ cd "$(dirname "${BASH_SOURCE[0]}")/.."
 source scripts/lib.sh
 
 SUITE_TIMEOUT="${MQ_SUITE_TIMEOUT:-300}"
-ONLY="${MQ_TEST_ONLY:-static format unit regress pgtap concurrency cli kafka sanitize tap}"
+ONLY="${MQ_TEST_ONLY:-static format unit regress isolation pgtap concurrency cli kafka sanitize tap}"
 PASSED=0
 FAILED=0
 FAILED_NAMES=()
@@ -159,6 +164,7 @@ fi
 # --------------------------------------------------------------------------
 shopt -s nullglob
 REGRESS_SQL=(sql/*.sql)
+ISOLATION_SPECS=(test/isolation/specs/*.spec)
 PGTAP_SQL=(test/pgtap/*.sql)
 CONC_SH=(test/concurrency/*.sh)
 CLI_SH=(test/cli/*.sh)
@@ -179,7 +185,7 @@ if [[ -n "${MQ_TESTS:-}" ]]; then
 		done
 		list=("${keep[@]}")
 	}
-	for l in REGRESS_SQL PGTAP_SQL CONC_SH CLI_SH KAFKA_SH TAP_PL UNIT_C UNIT_SH; do narrow "$l"; done
+	for l in REGRESS_SQL ISOLATION_SPECS PGTAP_SQL CONC_SH CLI_SH KAFKA_SH TAP_PL UNIT_C UNIT_SH; do narrow "$l"; done
 fi
 shopt -u nullglob
 
@@ -206,7 +212,7 @@ if want unit; then
 	done
 fi
 
-if want regress || want pgtap || want concurrency || want cli || want kafka; then
+if want regress || want isolation || want pgtap || want concurrency || want cli || want kafka; then
 	mq_phase "start throwaway cluster (shared_preload_libraries = '$MQ_PRELOAD')"
 	if ! cluster_start main "max_prepared_transactions = 10"; then
 		fail "cluster-start"
@@ -234,6 +240,35 @@ if want regress; then
 				keep_log regression.diffs
 			fi
 		fi
+	fi
+fi
+
+# --------------------------------------------------------------------------
+if want isolation; then
+	mq_phase "isolation: pg_isolation_regress (${#ISOLATION_SPECS[@]} specs in test/isolation/specs/)"
+	if ((${#ISOLATION_SPECS[@]} == 0)); then
+		echo "no test/isolation/specs/*.spec: skipped"
+	else
+		ISO_OUT="$(mktemp -d "${TMPDIR:-/tmp}/mq-isolation.XXXXXX")"
+		mq_on_exit "rm -rf '$ISO_OUT'"
+		iso_names=()
+		for f in "${ISOLATION_SPECS[@]}"; do iso_names+=("$(basename "$f" .spec)"); done
+		# one suite per spec, so that a failure names its race
+		for n in "${iso_names[@]}"; do
+			if mq_run_timeout "$SUITE_TIMEOUT" "$PG_PGXS_DIR/src/test/isolation/pg_isolation_regress" \
+				--inputdir=test/isolation --outputdir="$ISO_OUT" --bindir="$PG_BINDIR" \
+				--dbname=isolation_mq --load-extension="$MQ_EXTENSION" "$n"; then
+				pass "isolation:$n"
+			else
+				fail "isolation:$n"
+				if [[ -f "$ISO_OUT/regression.diffs" ]]; then
+					echo "---- regression.diffs of $n (first 200 lines) ----"
+					head -n 200 "$ISO_OUT/regression.diffs"
+					echo "---- end of regression.diffs ----"
+					keep_log "$ISO_OUT/regression.diffs" "isolation-$n.diffs"
+				fi
+			fi
+		done
 	fi
 fi
 

@@ -961,11 +961,11 @@ CREATE FUNCTION mq.await_commit(timeout_ms integer DEFAULT 30000) RETURNS intege
     AS 'MODULE_PATHNAME', 'mq_await_commit' LANGUAGE C VOLATILE;
 
 -------------------------------------------------------------------------------
--- mq.produce (src/sql/31_produce_acks.sql) reads this for acks=all.
+-- The produce contract (src/sql/31_produce_acks.sql) reads this for acks=all.
 -------------------------------------------------------------------------------
 
--- What mq.produce needs to know of a partition for acks=all.  The caller
--- may not read mq's catalog and the procedure cannot be SECURITY DEFINER,
+-- What mq.produce_records needs to know of a partition for acks=all.  The
+-- caller may not read mq's catalog and the contract runs with its rights,
 -- so this runs as the owner behind src/owner.c, for producers of the topic.
 CREATE FUNCTION mq_internal._produce_state(topic text, partition integer, p_caller oid,
                                            OUT leader_epoch integer, OUT role text, OUT min_isr integer,

@@ -1,11 +1,13 @@
 -------------------------------------------------------------------------------
 -- Retention: whole segments are dropped, oldest first, never the one being
 -- written; the log start offset moves to the next segment's base.  What a
--- group had not consumed when its segment went is counted as lost.  With
--- cleanup.policy compact,delete a segment's age is what Kafka's is: the
--- largest timestamp of the records compaction left in it, or, once it
--- left none, its last modification; compaction itself never moves the log
--- start (72_compaction.sql).
+-- group had not consumed when its segment went is counted as lost.  A
+-- segment is dropped only when its locks are free at once
+-- (mq._try_drop_segment); otherwise it and the ones after it wait for the
+-- next pass.  With cleanup.policy compact,delete a segment's age is what
+-- Kafka's is: the largest timestamp of the records compaction left in
+-- it, or, once it left none, its last modification; compaction itself
+-- never moves the log start (72_compaction.sql).
 -------------------------------------------------------------------------------
 
 CREATE TABLE mq.retention_loss (
@@ -70,6 +72,31 @@ BEGIN
     EXECUTE format('DROP TABLE %s', v_rel);
 END $$;
 
+-- Retention's drop: the same, only if the locks DROP TABLE takes are free
+-- now -- ACCESS EXCLUSIVE on the segment and on the partition's table,
+-- whose partition bounds change.  pg_dump holds ACCESS SHARE on every
+-- table it dumps until it ends: a DROP waiting for it held the produce
+-- locks maintenance had taken and queued every later reader of those
+-- tables behind it, so producers stalled for the length of the dump.  A
+-- segment that cannot be dropped now is dropped by a later pass.
+CREATE FUNCTION mq._try_drop_segment(p_topic_id integer, p_partition integer, p_base_offset bigint)
+RETURNS boolean LANGUAGE plpgsql SET search_path = pg_catalog, pg_temp AS $$
+DECLARE
+    v_rel regclass;
+    v_part regclass;
+BEGIN
+    SELECT sg.relid, ps.relid INTO STRICT v_rel, v_part
+      FROM mq.segment sg JOIN mq.partition_state ps USING (topic_id, partition)
+     WHERE sg.topic_id = p_topic_id AND sg.partition = p_partition AND sg.base_offset = p_base_offset;
+    BEGIN
+        EXECUTE format('LOCK TABLE ONLY %s, ONLY %s IN ACCESS EXCLUSIVE MODE NOWAIT', v_part, v_rel);
+    EXCEPTION WHEN lock_not_available THEN
+        RETURN false;
+    END;
+    PERFORM mq._drop_segment(p_topic_id, p_partition, p_base_offset);
+    RETURN true;
+END $$;
+
 -- Apply retention.ms and retention.bytes to one topic's partitions, by
 -- id: maintenance calls this once per topic, so it must find them by an
 -- index (a "name IS NULL OR name = $1" filter plans as a scan of every
@@ -83,6 +110,7 @@ DECLARE
     v_end bigint;
     v_total bigint;
     v_size bigint;
+    v_lost jsonb;
     v_ms bigint := coalesce((p_config->>'retention.ms')::bigint, -1);
     v_bytes bigint := coalesce((p_config->>'retention.bytes')::bigint, -1);
     v_dropped integer := 0;
@@ -111,16 +139,21 @@ BEGIN
             EXIT WHEN NOT (
                 (v_ms >= 0 AND mq._segment_last_time(s.relid) < clock_timestamp() - v_ms * interval '1 millisecond')
                 OR (v_bytes >= 0 AND v_total - v_size >= v_bytes));
-            INSERT INTO mq.retention_loss AS l (group_id, topic_id, partition, records_lost, last_loss_at)
-            SELECT o.group_id, o.topic_id, o.partition,
-                   CASE WHEN mq._policy_compacts(p_config)
-                        THEN mq._segment_records_from(s.relid, greatest(o.next_offset, s.base_offset))
-                        ELSE s.end_offset - greatest(o.next_offset, s.base_offset) END, now()
+            -- a reader holds its table or the partition's (pg_dump): next pass
+            -- what each lagging group loses, counted while the table exists
+            SELECT jsonb_object_agg(o.group_id,
+                       CASE WHEN mq._policy_compacts(p_config)
+                            THEN mq._segment_records_from(s.relid, greatest(o.next_offset, s.base_offset))
+                            ELSE s.end_offset - greatest(o.next_offset, s.base_offset) END)
+              INTO v_lost
               FROM mq.consumer_offset o
-             WHERE o.topic_id = p.topic_id AND o.partition = p.partition AND o.next_offset < s.end_offset
+             WHERE o.topic_id = p.topic_id AND o.partition = p.partition AND o.next_offset < s.end_offset;
+            EXIT WHEN NOT mq._try_drop_segment(p.topic_id, p.partition, s.base_offset);
+            INSERT INTO mq.retention_loss AS l (group_id, topic_id, partition, records_lost, last_loss_at)
+            SELECT x.key, p.topic_id, p.partition, x.value::bigint, now()
+              FROM jsonb_each_text(coalesce(v_lost, '{}')) x
             ON CONFLICT ON CONSTRAINT retention_loss_pkey DO UPDATE
                SET records_lost = l.records_lost + EXCLUDED.records_lost, last_loss_at = now();
-            PERFORM mq._drop_segment(p.topic_id, p.partition, s.base_offset);
             UPDATE mq.partition_state ps SET log_start_offset = s.end_offset
              WHERE ps.topic_id = p.topic_id AND ps.partition = p.partition;
             v_total := v_total - v_size;
