@@ -67,15 +67,16 @@ mq_check_compacted_keys(MqTopic *topic, MqRecordIn *recs, int n)
 
 /*
  * After a pass removed records below clean_end: set each remaining row's
- * max_timestamp to the running maximum of its segment's remaining rows
+ * max_timestamp, in the segments that lost records (the keys of removed),
+ * to the running maximum of its segment's remaining rows
  * (NULL when that is its own timestamp, as log.c stores it).  Rows whose
  * stored maximum is NULL keep it: removing records never raises a maximum.
  */
 static void
-recompute_max_timestamps(const char *rel, Datum clean_end)
+recompute_max_timestamps(const char *rel, Datum clean_end, Datum removed)
 {
-	Oid			argtypes[1] = {INT8OID};
-	Datum		args[1] = {clean_end};
+	Oid			argtypes[2] = {INT8OID, JSONBOID};
+	Datum		args[2] = {clean_end, removed};
 	StringInfoData sql;
 
 	initStringInfo(&sql);
@@ -84,13 +85,14 @@ recompute_max_timestamps(const char *rel, Datum clean_end)
 					 "                  pg_catalog.max(coalesce(\"timestamp\", created_at)) "
 					 "                    OVER (PARTITION BY tableoid ORDER BY msg_offset) AS m, "
 					 "                  coalesce(\"timestamp\", created_at) AS ts "
-					 "             FROM %s WHERE msg_offset < $1) "
+					 "             FROM %s WHERE msg_offset < $1 AND tableoid OPERATOR(pg_catalog.=) ANY "
+					 "                   (SELECT k::pg_catalog.regclass::pg_catalog.oid FROM pg_catalog.jsonb_object_keys($2) k)) "
 					 "UPDATE %s s SET max_timestamp = NULLIF(w.m, w.ts) FROM w "
 					 " WHERE s.msg_offset OPERATOR(pg_catalog.=) w.msg_offset AND s.msg_offset < $1 "
 					 "   AND w.max_timestamp IS NOT NULL "
 					 "   AND w.max_timestamp IS DISTINCT FROM NULLIF(w.m, w.ts)",
 					 rel, rel);
-	if (SPI_execute_with_args(sql.data, 1, argtypes, args, NULL, false, 0) != SPI_OK_UPDATE)
+	if (SPI_execute_with_args(sql.data, 2, argtypes, args, NULL, false, 0) != SPI_OK_UPDATE)
 		elog(ERROR, "mq: recomputing the timestamps of \"%s\" failed", rel);
 	pfree(sql.data);
 }
@@ -142,7 +144,7 @@ mq_compact_delete(PG_FUNCTION_ARGS)
 		if (!isnull)
 		{
 			result = SPI_datumTransfer(result, false, -1);
-			recompute_max_timestamps(rel, PG_GETARG_DATUM(3));
+			recompute_max_timestamps(rel, PG_GETARG_DATUM(3), result);
 		}
 	}
 	PG_FINALLY();
