@@ -70,8 +70,8 @@ mq_check_compacted_keys(MqTopic *topic, MqRecordIn *recs, int n)
  * max_timestamp, in the segments that lost records (the keys of removed)
  * and hold a row whose timestamp is below the running maximum (none when
  * timestamps grow with the offset, the usual case: then this is one
- * filtered scan, no sort), to the running maximum of its segment's
- * remaining rows
+ * filtered scan), to the running maximum of its segment's remaining rows,
+ * one segment at a time
  * (NULL when that is its own timestamp, as log.c stores it).  Rows whose
  * stored maximum is NULL keep it: removing records never raises a maximum.
  */
@@ -81,24 +81,35 @@ recompute_max_timestamps(const char *rel, Datum clean_end, Datum removed)
 	Oid			argtypes[2] = {INT8OID, JSONBOID};
 	Datum		args[2] = {clean_end, removed};
 	StringInfoData sql;
+	List	   *segs = NIL;
+	ListCell   *lc;
 
 	initStringInfo(&sql);
 	appendStringInfo(&sql,
-					 "WITH g AS (SELECT DISTINCT tableoid FROM %s "
-					 "            WHERE msg_offset < $1 AND max_timestamp IS NOT NULL AND tableoid OPERATOR(pg_catalog.=) ANY "
-					 "                  (SELECT k::pg_catalog.regclass::pg_catalog.oid FROM pg_catalog.jsonb_object_keys($2) k)), "
-					 "w AS (SELECT msg_offset, max_timestamp, "
-					 "             pg_catalog.max(coalesce(\"timestamp\", created_at)) "
-					 "               OVER (PARTITION BY tableoid ORDER BY msg_offset) AS m, "
-					 "             coalesce(\"timestamp\", created_at) AS ts "
-					 "        FROM %s WHERE msg_offset < $1 AND tableoid IN (SELECT tableoid FROM g)) "
-					 "UPDATE %s s SET max_timestamp = NULLIF(w.m, w.ts) FROM w "
-					 " WHERE s.msg_offset OPERATOR(pg_catalog.=) w.msg_offset AND s.msg_offset < $1 "
-					 "   AND w.max_timestamp IS NOT NULL "
-					 "   AND w.max_timestamp IS DISTINCT FROM NULLIF(w.m, w.ts)",
-					 rel, rel, rel);
-	if (SPI_execute_with_args(sql.data, 2, argtypes, args, NULL, false, 0) != SPI_OK_UPDATE)
-		elog(ERROR, "mq: recomputing the timestamps of \"%s\" failed", rel);
+					 "SELECT DISTINCT tableoid::pg_catalog.regclass::pg_catalog.text FROM %s "
+					 " WHERE msg_offset < $1 AND max_timestamp IS NOT NULL AND tableoid OPERATOR(pg_catalog.=) ANY "
+					 "       (SELECT k::pg_catalog.regclass::pg_catalog.oid FROM pg_catalog.jsonb_object_keys($2) k)",
+					 rel);
+	if (SPI_execute_with_args(sql.data, 2, argtypes, args, NULL, false, 0) != SPI_OK_SELECT)
+		elog(ERROR, "mq: reading the timestamps of \"%s\" failed", rel);
+	for (uint64 i = 0; i < SPI_processed; i++)
+		segs = lappend(segs, SPI_getvalue(SPI_tuptable->vals[i], SPI_tuptable->tupdesc, 1));
+	foreach(lc, segs)
+	{
+		const char *seg = lfirst(lc);
+
+		resetStringInfo(&sql);
+		appendStringInfo(&sql,
+						 "UPDATE %s s SET max_timestamp = NULLIF(w.m, w.ts) "
+						 "  FROM (SELECT msg_offset, max_timestamp, coalesce(\"timestamp\", created_at) AS ts, "
+						 "               pg_catalog.max(coalesce(\"timestamp\", created_at)) OVER (ORDER BY msg_offset) AS m "
+						 "          FROM %s) w "
+						 " WHERE s.msg_offset OPERATOR(pg_catalog.=) w.msg_offset AND w.max_timestamp IS NOT NULL "
+						 "   AND w.max_timestamp IS DISTINCT FROM NULLIF(w.m, w.ts)",
+						 seg, seg);
+		if (SPI_execute(sql.data, false, 0) != SPI_OK_UPDATE)
+			elog(ERROR, "mq: recomputing the timestamps of \"%s\" failed", seg);
+	}
 	pfree(sql.data);
 }
 
