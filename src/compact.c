@@ -17,11 +17,10 @@
  *
  * Kafka's cleaner rewrites the segments it cleans and their time index
  * from the records that remain, so the pass then recomputes the running
- * maximum timestamp (max_timestamp, src/timeindex.c) of the rows that
- * follow a removed record in their segment: a segment's largest timestamp,
+ * maximum timestamp (max_timestamp, src/timeindex.c) of a segment that lost
+ * records when its last row's is stale: a segment's largest timestamp,
  * which retention.ms and the time lookup read from its last row, no longer
- * counts records the pass removed.  Only rows whose stored maximum exceeds
- * their own timestamp can change, and only in segments that lost records.
+ * counts records the pass removed (recompute_max_timestamps).
  *
  * Locking: one DELETE over the partition's table restricted to offsets
  * below clean_end, which the caller keeps below the segment being written
@@ -66,38 +65,43 @@ mq_check_compacted_keys(MqTopic *topic, MqRecordIn *recs, int n)
 }
 
 /*
- * After a pass removed records below clean_end: set each remaining row's
- * max_timestamp, in the segments that lost records (the keys of removed)
- * and hold a row whose timestamp is below the running maximum (none when
- * timestamps grow with the offset, the usual case: then this is one
- * filtered scan), to the running maximum of its segment's remaining rows,
- * one segment at a time
- * (NULL when that is its own timestamp, as log.c stores it).  Rows whose
- * stored maximum is NULL keep it: removing records never raises a maximum.
+ * After a pass removed records: in each segment that lost some (the keys
+ * of removed) whose last remaining row stores a running maximum above its
+ * own timestamp, set every row's max_timestamp to the running maximum of
+ * the segment's remaining rows (NULL when that is its own timestamp, as
+ * log.c stores it).  Where the last row stores none, its own timestamp is
+ * already the segment's largest (removing records never raises one): one
+ * index probe, no scan, the usual case when timestamps grow with the
+ * offset.  Earlier rows may then keep a stale maximum, which the time
+ * lookup's forward read already steps over (timeindex.c).
  */
 static void
-recompute_max_timestamps(const char *rel, Datum clean_end, Datum removed)
+recompute_max_timestamps(Datum removed)
 {
-	Oid			argtypes[2] = {INT8OID, JSONBOID};
-	Datum		args[2] = {clean_end, removed};
+	Oid			argtypes[1] = {JSONBOID};
+	Datum		args[1] = {removed};
 	StringInfoData sql;
 	List	   *segs = NIL;
 	ListCell   *lc;
 
-	initStringInfo(&sql);
-	appendStringInfo(&sql,
-					 "SELECT DISTINCT tableoid::pg_catalog.regclass::pg_catalog.text FROM %s "
-					 " WHERE msg_offset < $1 AND max_timestamp IS NOT NULL AND tableoid OPERATOR(pg_catalog.=) ANY "
-					 "       (SELECT k::pg_catalog.regclass::pg_catalog.oid FROM pg_catalog.jsonb_object_keys($2) k)",
-					 rel);
-	if (SPI_execute_with_args(sql.data, 2, argtypes, args, NULL, false, 0) != SPI_OK_SELECT)
-		elog(ERROR, "mq: reading the timestamps of \"%s\" failed", rel);
+	if (SPI_execute_with_args("SELECT k FROM pg_catalog.jsonb_object_keys($1) k",
+							  1, argtypes, args, NULL, true, 0) != SPI_OK_SELECT)
+		elog(ERROR, "mq: listing compacted segments failed");
 	for (uint64 i = 0; i < SPI_processed; i++)
 		segs = lappend(segs, SPI_getvalue(SPI_tuptable->vals[i], SPI_tuptable->tupdesc, 1));
+	initStringInfo(&sql);
 	foreach(lc, segs)
 	{
 		const char *seg = lfirst(lc);
+		bool		isnull;
 
+		resetStringInfo(&sql);
+		appendStringInfo(&sql, "SELECT max_timestamp IS NOT NULL FROM %s ORDER BY msg_offset DESC LIMIT 1", seg);
+		if (SPI_execute(sql.data, false, 1) != SPI_OK_SELECT)
+			elog(ERROR, "mq: reading the timestamps of \"%s\" failed", seg);
+		if (SPI_processed == 0 ||
+			!DatumGetBool(SPI_getbinval(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 1, &isnull)))
+			continue;
 		resetStringInfo(&sql);
 		appendStringInfo(&sql,
 						 "UPDATE %s s SET max_timestamp = NULLIF(w.m, w.ts) "
@@ -160,7 +164,7 @@ mq_compact_delete(PG_FUNCTION_ARGS)
 		if (!isnull)
 		{
 			result = SPI_datumTransfer(result, false, -1);
-			recompute_max_timestamps(rel, PG_GETARG_DATUM(3), result);
+			recompute_max_timestamps(result);
 		}
 	}
 	PG_FINALLY();
