@@ -19,7 +19,7 @@ OBJS = $(patsubst %.c,%.o,$(wildcard src/*.c))
 DATA_built = mq--$(EXTVERSION).sql mq--$(PREVVERSION)--$(EXTVERSION).sql
 DATA = $(wildcard src/release/mq--*.sql)
 
-# pg_regress suites live in sql/ and expected/ (see DESIGN.md, section 2).
+# pg_regress suites live in sql/ and expected/ (scripts/test.sh runs them).
 REGRESS = $(patsubst sql/%.sql,%,$(sort $(wildcard sql/*.sql)))
 REGRESS_OPTS = --load-extension=mq
 
@@ -49,10 +49,15 @@ $(OBJS) $(OBJS:.o=.bc): src/mq_errcodes.h
 $(OBJS): src/mq.h
 
 # mqctl and mq-broker: broker/Makefile, run by `make`, `make install`
-# (to /usr/local/bin; see docs/cli.md) and `make clean` as well.
+# (to /usr/local/bin; see docs/cli.md) and `make clean` as well, unless
+# MQ_TOOLS=no (the Debian package builds the extension once per
+# PostgreSQL major with pg_buildext, and the tools once: debian/rules).
+MQ_TOOLS ?= yes
+ifneq ($(MQ_TOOLS),no)
 all: broker-all
 install: broker-install
 clean: broker-clean
+endif
 broker-all broker-install broker-clean:
 	$(MAKE) -C broker $(@:broker-%=%) PG_CONFIG=$(PG_CONFIG)
 .PHONY: broker-all broker-install broker-clean

@@ -326,9 +326,10 @@ typedef struct MqPositionKey
 extern void mq_offsets_init(void);
 extern void mq_check_group(text *group);
 extern void mq_position_key(MqPositionKey *key, text *group, MqTopic *topic, int32 partition);
-extern void mq_auto_commit(text *group, MqTopic *topic);
+extern void mq_auto_commit(text *group, MqTopic *topic, text *member);
 extern int64 mq_position_current(MqPositionKey *key, text *group, MqTopic *topic);
-extern void mq_position_advance(MqPositionKey *key, int64 next, bool autocommit, int n);
+extern void mq_position_advance(MqPositionKey *key, int64 next, bool autocommit, int n,
+								text *member);
 
 /* idempotence.c: idempotent producer state */
 extern void mq_producer_check_epoch(int64 producer_id, int32 epoch, int32 base_sequence);

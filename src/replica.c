@@ -2,7 +2,7 @@
  *
  * replica.c
  *	  The data node's side of replication: the parts of the replica API
- *	  (src/sql/60_replica.sql) that need C.  Appending fetched records at
+ *	  (src/sql/60_replica*.sql) that need C.  Appending fetched records at
  *	  the leader's offsets, truncating a divergent suffix, waiting for new
  *	  records (a follower's long poll) and for the high watermark
  *	  (mq.produce_await, the acks=all half of the produce contract that

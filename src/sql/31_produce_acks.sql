@@ -25,7 +25,7 @@
 -- caught by the wait (MQ022).  Everything runs with the caller's rights;
 -- no SET clause (a setting made with set_config(..., true) must outlive
 -- the function, and a procedure with one cannot COMMIT), so every name is
--- schema-qualified instead.  _produce_state lives in 60_replica.sql:
+-- schema-qualified instead.  _produce_state lives in 60_replica_status.sql:
 -- PL/pgSQL resolves names when it runs.
 -------------------------------------------------------------------------------
 

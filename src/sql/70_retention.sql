@@ -16,9 +16,11 @@ CREATE TABLE mq.retention_loss (
     partition    integer NOT NULL,
     records_lost bigint NOT NULL,
     last_loss_at timestamptz NOT NULL,
-    PRIMARY KEY (group_id, topic_id, partition),
-    FOREIGN KEY (topic_id, partition) REFERENCES mq.partition_state ON DELETE CASCADE
+    PRIMARY KEY (group_id, topic_id, partition)
 );
+CREATE TRIGGER cascade_to_retention_loss AFTER DELETE ON mq.partition_state
+    REFERENCING OLD TABLE AS gone FOR EACH STATEMENT
+    EXECUTE FUNCTION mq._cascade_delete('mq.retention_loss', 'topic_id', 'partition');
 SELECT pg_catalog.pg_extension_config_dump('mq.retention_loss', '');
 
 -- A segment's age, which retention.ms compares with now as Kafka does

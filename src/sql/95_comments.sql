@@ -186,7 +186,7 @@ COMMENT ON VIEW mq.group_members IS
 COMMENT ON VIEW mq.group_assignments IS
     'every group''s partitions with owner, target and state (owned, revoking, unassigned)';
 
--- Replication, data node side (60_replica.sql)
+-- Replication, data node side (60_replica*.sql)
 COMMENT ON TABLE mq.replica_partition IS
     'replication state of this node''s partitions: leader broker id and address, replicas and ISR';
 COMMENT ON TABLE mq.leader_epoch_history IS
@@ -391,6 +391,8 @@ COMMENT ON FUNCTION mq._grant_shown(text, text, text) IS
     'may a role that is not an administrator see this grant (not one naming what it may not describe)';
 COMMENT ON FUNCTION mq._describable(text, text) IS
     'internal: whether the current role may describe the topic or group; the views show only such rows';
+COMMENT ON FUNCTION mq._cascade_delete() IS
+    'internal: statement trigger deleting a catalog row''s children, as ON DELETE CASCADE (catalog tables have no foreign keys between them, for pg_restore -j)';
 COMMENT ON FUNCTION mq._acl_changed() IS
     'internal: statement trigger on mq.acl and mq.topic that drops every backend''s rights cache';
 COMMENT ON FUNCTION mq._acl_rows(text, text, text, text, text, text) IS

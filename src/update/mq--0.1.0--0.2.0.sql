@@ -34,3 +34,84 @@ CREATE TYPE mq.produced AS (partition integer, msg_offset bigint,
 -- compaction and retention (01_catalog.sql, 72_compaction.sql): a
 -- segment's last modification, its age once compaction emptied it
 ALTER TABLE mq.segment ADD COLUMN last_modified timestamptz;
+
+-- dump and restore (restore -j): catalog tables refer to each other through statement
+-- triggers (mq._cascade_delete) instead of foreign keys, and the identity
+-- sequences are dumped
+ALTER TABLE mq.partition_state DROP CONSTRAINT partition_state_topic_id_fkey;
+ALTER TABLE mq.segment DROP CONSTRAINT segment_topic_id_partition_fkey;
+ALTER TABLE mq.consumer_offset DROP CONSTRAINT consumer_offset_topic_id_partition_fkey;
+ALTER TABLE mq.producer_state DROP CONSTRAINT producer_state_producer_id_fkey;
+ALTER TABLE mq.producer_state DROP CONSTRAINT producer_state_topic_id_partition_fkey;
+ALTER TABLE mq.group_member DROP CONSTRAINT group_member_group_id_fkey;
+ALTER TABLE mq.group_assignment DROP CONSTRAINT group_assignment_group_id_fkey;
+ALTER TABLE mq.group_assignment DROP CONSTRAINT group_assignment_topic_id_partition_fkey;
+ALTER TABLE mq.replica_partition DROP CONSTRAINT replica_partition_topic_id_partition_fkey;
+ALTER TABLE mq.leader_epoch_history DROP CONSTRAINT leader_epoch_history_topic_id_partition_fkey;
+ALTER TABLE mq.offset_version DROP CONSTRAINT offset_version_topic_id_partition_fkey;
+ALTER TABLE mq.retention_loss DROP CONSTRAINT retention_loss_topic_id_partition_fkey;
+ALTER TABLE mq.cleaner_pass DROP CONSTRAINT cleaner_pass_topic_id_partition_fkey;
+ALTER TABLE mq.cleaner_rewrite DROP CONSTRAINT cleaner_rewrite_topic_id_partition_base_offset_fkey;
+ALTER TABLE mq_coord.partition DROP CONSTRAINT partition_topic_fkey;
+ALTER TABLE mq_coord.txn_output DROP CONSTRAINT txn_output_txn_id_fkey;
+ALTER TABLE mq_coord.cluster_group_member DROP CONSTRAINT cluster_group_member_group_id_fkey;
+ALTER TABLE mq_coord.cluster_group_assignment DROP CONSTRAINT cluster_group_assignment_group_id_fkey;
+SELECT pg_catalog.pg_extension_config_dump(pg_catalog.pg_get_serial_sequence('mq.topic', 'topic_id'), '');
+SELECT pg_catalog.pg_extension_config_dump(pg_catalog.pg_get_serial_sequence('mq.producer', 'producer_id'), '');
+SELECT pg_catalog.pg_extension_config_dump(pg_catalog.pg_get_serial_sequence('mq_coord.partition', 'lock_id'), '');
+SELECT pg_catalog.pg_extension_config_dump(pg_catalog.pg_get_serial_sequence('mq_coord.event', 'event_id'), '');
+-- @definitions
+CREATE TRIGGER cascade_to_partition_state AFTER DELETE ON mq.topic
+    REFERENCING OLD TABLE AS gone FOR EACH STATEMENT
+    EXECUTE FUNCTION mq._cascade_delete('mq.partition_state', 'topic_id');
+CREATE TRIGGER cascade_to_segment AFTER DELETE ON mq.partition_state
+    REFERENCING OLD TABLE AS gone FOR EACH STATEMENT
+    EXECUTE FUNCTION mq._cascade_delete('mq.segment', 'topic_id', 'partition');
+CREATE TRIGGER cascade_to_consumer_offset AFTER DELETE ON mq.partition_state
+    REFERENCING OLD TABLE AS gone FOR EACH STATEMENT
+    EXECUTE FUNCTION mq._cascade_delete('mq.consumer_offset', 'topic_id', 'partition');
+CREATE TRIGGER cascade_to_producer_state AFTER DELETE ON mq.partition_state
+    REFERENCING OLD TABLE AS gone FOR EACH STATEMENT
+    EXECUTE FUNCTION mq._cascade_delete('mq.producer_state', 'topic_id', 'partition');
+CREATE TRIGGER cascade_to_producer_state AFTER DELETE ON mq.producer
+    REFERENCING OLD TABLE AS gone FOR EACH STATEMENT
+    EXECUTE FUNCTION mq._cascade_delete('mq.producer_state', 'producer_id');
+CREATE TRIGGER cascade_to_group_member AFTER DELETE ON mq.consumer_group
+    REFERENCING OLD TABLE AS gone FOR EACH STATEMENT
+    EXECUTE FUNCTION mq._cascade_delete('mq.group_member', 'group_id');
+CREATE TRIGGER cascade_to_group_assignment AFTER DELETE ON mq.partition_state
+    REFERENCING OLD TABLE AS gone FOR EACH STATEMENT
+    EXECUTE FUNCTION mq._cascade_delete('mq.group_assignment', 'topic_id', 'partition');
+CREATE TRIGGER cascade_to_group_assignment AFTER DELETE ON mq.consumer_group
+    REFERENCING OLD TABLE AS gone FOR EACH STATEMENT
+    EXECUTE FUNCTION mq._cascade_delete('mq.group_assignment', 'group_id');
+CREATE TRIGGER cascade_to_replica_partition AFTER DELETE ON mq.partition_state
+    REFERENCING OLD TABLE AS gone FOR EACH STATEMENT
+    EXECUTE FUNCTION mq._cascade_delete('mq.replica_partition', 'topic_id', 'partition');
+CREATE TRIGGER cascade_to_leader_epoch_history AFTER DELETE ON mq.partition_state
+    REFERENCING OLD TABLE AS gone FOR EACH STATEMENT
+    EXECUTE FUNCTION mq._cascade_delete('mq.leader_epoch_history', 'topic_id', 'partition');
+CREATE TRIGGER cascade_to_offset_version AFTER DELETE ON mq.partition_state
+    REFERENCING OLD TABLE AS gone FOR EACH STATEMENT
+    EXECUTE FUNCTION mq._cascade_delete('mq.offset_version', 'topic_id', 'partition');
+CREATE TRIGGER cascade_to_partition AFTER DELETE ON mq_coord.topic
+    REFERENCING OLD TABLE AS gone FOR EACH STATEMENT
+    EXECUTE FUNCTION mq._cascade_delete('mq_coord.partition', 'topic');
+CREATE TRIGGER cascade_to_txn_output AFTER DELETE ON mq_coord.txn
+    REFERENCING OLD TABLE AS gone FOR EACH STATEMENT
+    EXECUTE FUNCTION mq._cascade_delete('mq_coord.txn_output', 'txn_id');
+CREATE TRIGGER cascade_to_cluster_group_member AFTER DELETE ON mq_coord.cluster_group
+    REFERENCING OLD TABLE AS gone FOR EACH STATEMENT
+    EXECUTE FUNCTION mq._cascade_delete('mq_coord.cluster_group_member', 'group_id');
+CREATE TRIGGER cascade_to_cluster_group_assignment AFTER DELETE ON mq_coord.cluster_group
+    REFERENCING OLD TABLE AS gone FOR EACH STATEMENT
+    EXECUTE FUNCTION mq._cascade_delete('mq_coord.cluster_group_assignment', 'group_id');
+CREATE TRIGGER cascade_to_retention_loss AFTER DELETE ON mq.partition_state
+    REFERENCING OLD TABLE AS gone FOR EACH STATEMENT
+    EXECUTE FUNCTION mq._cascade_delete('mq.retention_loss', 'topic_id', 'partition');
+CREATE TRIGGER cascade_to_cleaner_pass AFTER DELETE ON mq.partition_state
+    REFERENCING OLD TABLE AS gone FOR EACH STATEMENT
+    EXECUTE FUNCTION mq._cascade_delete('mq.cleaner_pass', 'topic_id', 'partition');
+CREATE TRIGGER cascade_to_cleaner_rewrite AFTER DELETE ON mq.segment
+    REFERENCING OLD TABLE AS gone FOR EACH STATEMENT
+    EXECUTE FUNCTION mq._cascade_delete('mq.cleaner_rewrite', 'topic_id', 'partition', 'base_offset');
