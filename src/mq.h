@@ -84,7 +84,8 @@ typedef struct MqTopic
 	bool		compacted;		/* cleanup.policy compacts: records need keys */
 	MqPartition *parts;
 	bool		log_append_time;	/* message.timestamp.type is LogAppendTime */
-	int64		timestamp_max_diff_ms;	/* message.timestamp.difference.max.ms, -1: none */
+	int64		timestamp_before_ms;	/* message.timestamp.before.max.ms, -1: none */
+	int64		timestamp_after_ms;	/* message.timestamp.after.max.ms, -1: none */
 } MqTopic;
 
 /* One record to append. */

@@ -3,7 +3,10 @@
  * timeindex.c
  *	  Kafka's record timestamps: stamping records at append (CreateTime or
  *	  LogAppendTime, and the time index column, for log.c), the producer's
- *	  timestamp check (message.timestamp.difference.max.ms), and the
+ *	  timestamp check (message.timestamp.before.max.ms and
+ *	  message.timestamp.after.max.ms, each falling back to
+ *	  message.timestamp.difference.max.ms while not set, as Kafka 3.6+
+ *	  does, KIP-937), and the
  *	  lookup of the first offset at or after a time (mq.offsets_for_times,
  *	  Kafka's ListOffsets by timestamp), which mq.poll's auto_offset_reset
  *	  'by_duration:' and mq.reset_offsets use too.
@@ -104,34 +107,49 @@ mq_row_timestamps(MqRecordIn *r, Datum *values, bool *nulls, TimestampTz *runnin
 	nulls[Anum_log_max_timestamp - 1] = (*running == ts);
 }
 
+/* A limit in ms as microseconds; -1 when there is none or it is too large. */
+static int64
+limit_us(int64 ms)
+{
+	return (ms < 0 || ms > PG_INT64_MAX / 1000 / 2) ? -1 : ms * 1000;
+}
+
 /*
- * Refuse a call whose CreateTimes are farther from now than the topic
- * allows, before anything is written (Kafka: InvalidTimestampException).
- * LogAppendTime topics ignore the producer's timestamps.
+ * Refuse a call with a CreateTime more than message.timestamp.before.max.ms
+ * before now or more than message.timestamp.after.max.ms after it, before
+ * anything is written (Kafka: InvalidTimestampException).  LogAppendTime
+ * topics ignore the producer's timestamps.
  */
 void
 mq_check_timestamps(MqTopic *topic, MqRecordIn *recs, int n)
 {
 	TimestampTz now;
-	int64		max_us;
+	int64		before_us = limit_us(topic->timestamp_before_ms);
+	int64		after_us = limit_us(topic->timestamp_after_ms);
 
-	if (topic->log_append_time || topic->timestamp_max_diff_ms < 0 ||
-		topic->timestamp_max_diff_ms > PG_INT64_MAX / 1000)
+	if (topic->log_append_time || (before_us < 0 && after_us < 0))
 		return;
 	now = GetCurrentTimestamp();
-	max_us = topic->timestamp_max_diff_ms * 1000;
 	for (int i = 0; i < n; i++)
 	{
+		bool		early,
+					late;
+
 		if (!recs[i].has_timestamp)
 			continue;
-		if (recs[i].timestamp > now + max_us || recs[i].timestamp < now - max_us)
+		early = before_us >= 0 && recs[i].timestamp < now - before_us;
+		late = after_us >= 0 && recs[i].timestamp > now + after_us;
+		if (early || late)
 			ereport(ERROR,
 					(errcode(ERRCODE_MQ_INVALID_TIMESTAMP),
 					 errmsg("timestamp %s of record %d is out of range for topic \"%s\"",
 							timestamptz_to_str(recs[i].timestamp), i, topic->name),
-					 errdetail("It is more than message.timestamp.difference.max.ms (" INT64_FORMAT " ms) from the broker's time %s; nothing was written.",
-							   topic->timestamp_max_diff_ms, timestamptz_to_str(now)),
-					 errhint("Check the producer's clock, or raise the topic's message.timestamp.difference.max.ms.")));
+					 errdetail("It is more than %s (" INT64_FORMAT " ms) %s the broker's time %s; nothing was written.",
+							   early ? "message.timestamp.before.max.ms" : "message.timestamp.after.max.ms",
+							   early ? topic->timestamp_before_ms : topic->timestamp_after_ms,
+							   early ? "before" : "after", timestamptz_to_str(now)),
+					 errhint("Check the producer's clock, or raise the topic's %s (or message.timestamp.difference.max.ms, which applies while it is not set).",
+							 early ? "message.timestamp.before.max.ms" : "message.timestamp.after.max.ms")));
 	}
 }
 

@@ -140,9 +140,14 @@ read_topic_row(MqTopic *t, const char *name)
 								"       (config OPERATOR(pg_catalog.->>) 'max.message.bytes')::pg_catalog.int8, "
 								"       (config OPERATOR(pg_catalog.->>) 'message.timestamp.type') "
 								"         IS NOT DISTINCT FROM 'LogAppendTime', "
-								"       (config OPERATOR(pg_catalog.->>) 'message.timestamp.difference.max.ms')::pg_catalog.int8, "
+								"       coalesce(NULLIF((config OPERATOR(pg_catalog.->>) "
+								"           'message.timestamp.before.max.ms')::pg_catalog.int8, 9223372036854775807), "
+								"         (config OPERATOR(pg_catalog.->>) 'message.timestamp.difference.max.ms')::pg_catalog.int8), "
 								"       coalesce(config OPERATOR(pg_catalog.->>) 'cleanup.policy', 'delete') "
-								"         OPERATOR(pg_catalog.<>) 'delete' "
+								"         OPERATOR(pg_catalog.<>) 'delete', "
+								"       coalesce(NULLIF((config OPERATOR(pg_catalog.->>) "
+								"           'message.timestamp.after.max.ms')::pg_catalog.int8, 9223372036854775807), "
+								"         (config OPERATOR(pg_catalog.->>) 'message.timestamp.difference.max.ms')::pg_catalog.int8) "
 								"  FROM mq.topic WHERE topic_name = $1",
 								1, argtype, arg, NULL, true, 1);
 	if (ret != SPI_OK_SELECT)
@@ -156,10 +161,14 @@ read_topic_row(MqTopic *t, const char *name)
 	if (isnull)
 		t->max_message_bytes = -1;
 	t->log_append_time = DatumGetBool(SPI_getbinval(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 5, &isnull));
-	t->timestamp_max_diff_ms = spi_int64(0, 6, &isnull);
+	/* Kafka 3.6+: each side falls back to the difference when not set */
+	t->timestamp_before_ms = spi_int64(0, 6, &isnull);
 	if (isnull)
-		t->timestamp_max_diff_ms = -1;
+		t->timestamp_before_ms = -1;
 	t->compacted = DatumGetBool(SPI_getbinval(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 7, &isnull));
+	t->timestamp_after_ms = spi_int64(0, 8, &isnull);
+	if (isnull)
+		t->timestamp_after_ms = -1;
 	return true;
 }
 

@@ -36,7 +36,8 @@
 
 /* the first and last offsets, and the wait the contract says is owed */
 #define SEND_SQL \
-	"SELECT min(s.msg_offset), max(s.msg_offset), max(s.await_epoch), max(s.await_min_isr)" \
+	"SELECT min(s.msg_offset), max(s.msg_offset), max(s.await_epoch), max(s.await_min_isr)," \
+	"       mq._log_append_time($1, $4, min(s.msg_offset))" \
 	"  FROM mq.produce_records($1, $2::bytea[], $3::bytea[], $8, $4, $5, $6, $7, $9, NULL, $10) s"
 
 #define AWAIT_SQL "SELECT mq.produce_await($1, $2, $3, $4, $5, $6)"
@@ -200,20 +201,26 @@ read_partition(KReader *r, ProduceState *s, PPart *pp, const char *topic, bool t
 	batch_free(&b);
 }
 
-/* the partition's outcome: error code and base offset */
+/*
+ * the partition's outcome: error code, base offset and, on a
+ * LogAppendTime topic, the time mq stamped (Kafka's log_append_time)
+ */
 static int16_t
-part_result(ProduceState *s, PPart *pp, int64_t *base)
+part_result(ProduceState *s, PPart *pp, int64_t *base, int64_t *append_ms)
 {
 	KStmt	   *st = pp->stmt >= 0 ? &s->job.stmts[pp->stmt] : NULL;
 	int16_t		code = pp->code;
 
 	*base = -1;
+	*append_ms = -1;
 	if (st && kstmt_failed(st, &code) && code == KERR_UNKNOWN_SERVER_ERROR)
 		mq_log_warning("produce: %s", st->err.message);
 	if (code == KERR_NONE && pp->await >= 0 && kstmt_failed(&s->acked.stmts[pp->await], &code))
 		return code;
 	if (code == KERR_NONE)
 		*base = strtoll(PQgetvalue(st->res, 0, 0), NULL, 10);
+	if (code == KERR_NONE && !PQgetisnull(st->res, 0, 4))
+		*append_ms = strtoll(PQgetvalue(st->res, 0, 4), NULL, 10);
 	return code;
 }
 
@@ -238,12 +245,13 @@ produce_encode(KRequest *req)
 		{
 			PPart	   *pp = &s->parts[k];
 			int64_t		base;
-			int16_t		code = part_result(s, pp, &base);
+			int64_t		append_ms;
+			int16_t		code = part_result(s, pp, &base, &append_ms);
 
 			kw_i32(w, pp->partition);
 			kw_i16(w, code);
 			kw_i64(w, base);
-			kw_i64(w, -1);		/* log_append_time: not known here */
+			kw_i64(w, append_ms);	/* log_append_time: -1 on CreateTime */
 			if (req->api_version >= 5)
 				kw_i64(w, -1);	/* log_start_offset */
 			wrote |= pp->stmt >= 0 && s->job.stmts[pp->stmt].res != NULL;

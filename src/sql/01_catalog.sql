@@ -56,6 +56,11 @@ CREATE TABLE mq.segment (
     end_offset  bigint NOT NULL,      -- exclusive upper bound of the range
     relid       regclass NOT NULL,
     created_at  timestamptz NOT NULL DEFAULT now(),
+    -- the latest append time of the records compaction removed from it
+    -- (NULL until a pass removes one): once compaction empties the
+    -- segment, this is its age for retention.ms, as Kafka keeps a cleaned
+    -- segment's file modification time (72_compaction.sql)
+    last_modified timestamptz,
     PRIMARY KEY (topic_id, partition, base_offset),
     CHECK (end_offset > base_offset)
 );

@@ -80,8 +80,13 @@ BEGIN
             ('cleanup.policy', 'policy', NULL, NULL),
             ('message.timestamp.type', 'tstype', NULL, NULL),
             ('message.timestamp.difference.max.ms', 'ms', 0, 9223372036854775807),
+            -- Kafka 3.6+ (KIP-937): the CreateTime window's two sides
+            ('message.timestamp.before.max.ms', 'ms', 0, 9223372036854775807),
+            ('message.timestamp.after.max.ms', 'ms', 0, 9223372036854775807),
             ('min.cleanable.dirty.ratio', 'policy', 0, 1),
             ('min.compaction.lag.ms', 'ms', 0, 31557600000000),
+            -- KIP-354; Kafka's default (no limit) is the int8 maximum
+            ('max.compaction.lag.ms', 'ms', 1, 9223372036854775807),
             ('delete.retention.ms', 'ms', 0, 31557600000000)) AS s(key, kind, min, max)
          WHERE s.key = v_key;
         IF v_kind IS NULL THEN
@@ -90,8 +95,9 @@ BEGIN
                       HINT = 'Known keys: retention.ms, retention.bytes, segment.bytes, segment.ms, segment.records, '
                              'max.message.bytes, min.insync.replicas, replication.factor, '
                              'unclean.leader.election.enable, cleanup.policy, message.timestamp.type, '
-                             'message.timestamp.difference.max.ms, min.cleanable.dirty.ratio, '
-                             'min.compaction.lag.ms, delete.retention.ms.';
+                             'message.timestamp.difference.max.ms, message.timestamp.before.max.ms, '
+                             'message.timestamp.after.max.ms, min.cleanable.dirty.ratio, '
+                             'min.compaction.lag.ms, max.compaction.lag.ms, delete.retention.ms.';
         END IF;
         IF v_kind = 'bool' THEN
             IF jsonb_typeof(v_val) = 'boolean' THEN
@@ -165,6 +171,13 @@ BEGIN
         END IF;
         v_out := v_out || jsonb_build_object(v_key, v_num::bigint);
     END LOOP;
+    -- Kafka's LogConfig.validateValues
+    IF coalesce((v_out->>'min.compaction.lag.ms')::bigint, 0)
+       > coalesce((v_out->>'max.compaction.lag.ms')::bigint, 9223372036854775807) THEN
+        RAISE EXCEPTION 'min.compaction.lag.ms (%) is larger than max.compaction.lag.ms (%)',
+            v_out->>'min.compaction.lag.ms', v_out->>'max.compaction.lag.ms'
+            USING ERRCODE = 'MQ004', HINT = 'A record must be allowed to wait the minimum before it must be compacted.';
+    END IF;
     -- an unreplicated topic has one replica
     IF (v_out->>'min.insync.replicas')::int > coalesce((v_out->>'replication.factor')::int, 1) THEN
         RAISE EXCEPTION 'min.insync.replicas (%) is larger than replication.factor (%)',

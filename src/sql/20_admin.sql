@@ -124,6 +124,19 @@ BEGIN
     RETURN v_created + mq._ensure_segments(p_topic_id, p_partition);
 END $$;
 
+-- How long a segment is written before it is closed by time: segment.ms,
+-- or on a compacted topic max.compaction.lag.ms when that is shorter, so
+-- that its records become cleanable in time (Kafka's maxSegmentMs,
+-- KIP-354); NULL when neither is set.  Limits beyond what an interval
+-- holds (Kafka's default, the int8 maximum) mean none.
+CREATE FUNCTION mq._segment_roll_ms(p_config jsonb) RETURNS bigint
+LANGUAGE sql IMMUTABLE SET search_path = pg_catalog, pg_temp AS $$
+    SELECT CASE WHEN coalesce(p_config->>'cleanup.policy', 'delete') IN ('compact', 'compact,delete')
+                     AND (p_config->>'max.compaction.lag.ms')::bigint <= 31557600000000
+                THEN least((p_config->>'segment.ms')::bigint, (p_config->>'max.compaction.lag.ms')::bigint)
+                ELSE (p_config->>'segment.ms')::bigint END
+$$;
+
 -- segment.ms: close the segment being written at the log end once its first
 -- record is older than segment.ms, so that time-based retention can drop
 -- it.  Segments cover fixed offset ranges, so closing one early means
@@ -160,7 +173,7 @@ DECLARE
     s record;
     f record;
 BEGIN
-    SELECT (t.config->>'segment.ms')::bigint INTO v_ms FROM mq.topic t WHERE t.topic_id = p_topic_id;
+    SELECT mq._segment_roll_ms(t.config) INTO v_ms FROM mq.topic t WHERE t.topic_id = p_topic_id;
     IF v_ms IS NULL OR (mq._segment_to_roll(p_topic_id, p_partition, v_ms)).base_offset IS NULL
        OR NOT mq._try_lock_partition(p_topic_id, p_partition) THEN
         RETURN false;

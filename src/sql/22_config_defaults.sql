@@ -20,6 +20,9 @@ LANGUAGE sql STABLE SET search_path = pg_catalog, pg_temp AS $$
         -- the server-wide mq.message_max_bytes (Kafka's message.max.bytes)
         'max.message.bytes', coalesce((SELECT s.setting::bigint FROM pg_settings s
                                         WHERE s.name = 'mq.message_max_bytes'), 1048588),
+        'max.compaction.lag.ms', 9223372036854775807,
+        'message.timestamp.after.max.ms', 9223372036854775807,
+        'message.timestamp.before.max.ms', 9223372036854775807,
         'message.timestamp.difference.max.ms', 9223372036854775807,
         'message.timestamp.type', 'CreateTime',
         'min.cleanable.dirty.ratio', 0.5,

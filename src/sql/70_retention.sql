@@ -4,7 +4,10 @@
 -- group had not consumed when its segment went is counted as lost.  A
 -- segment is dropped only when its locks are free at once
 -- (mq._try_drop_segment); otherwise it and the ones after it wait for the
--- next pass.
+-- next pass.  With cleanup.policy compact,delete a segment's age is what
+-- Kafka's is: the largest timestamp of the records compaction left in
+-- it, or, once it left none, its last modification; compaction itself
+-- never moves the log start (72_compaction.sql).
 -------------------------------------------------------------------------------
 
 CREATE TABLE mq.retention_loss (
@@ -20,23 +23,42 @@ CREATE TRIGGER cascade_to_retention_loss AFTER DELETE ON mq.partition_state
     EXECUTE FUNCTION mq._cascade_delete('mq.retention_loss', 'topic_id', 'partition');
 SELECT pg_catalog.pg_extension_config_dump('mq.retention_loss', '');
 
--- The largest record timestamp in a segment (NULL when empty), which
--- retention.ms compares with now as Kafka does: the last record's running
--- maximum (src/timeindex.c), its CreateTime or its append time.  Only mq's own
--- segments: this reads as the owner, so a relation named by a caller that
--- is not a segment (a view calling the caller's function, say) is refused.
+-- A segment's age, which retention.ms compares with now as Kafka does
+-- (LogSegment.largestTimestamp): the largest timestamp of the records it
+-- holds, the last record's running maximum (src/timeindex.c; compaction
+-- recomputes it from the records that remain, src/compact.c), its
+-- CreateTime or its append time; in a segment that compaction emptied,
+-- its last modification, the latest append of what it held
+-- (mq.segment.last_modified).  Only mq's own segments: this reads as the
+-- owner, so a relation named by a caller that is not a segment (a view
+-- calling the caller's function, say) is refused.
 CREATE FUNCTION mq._segment_last_time(p_rel regclass) RETURNS timestamptz
 LANGUAGE plpgsql STABLE SECURITY DEFINER SET search_path = pg_catalog, pg_temp AS $$
 DECLARE
     v_time timestamptz;
+    v_seg mq.segment;
 BEGIN
-    IF NOT EXISTS (SELECT 1 FROM mq.segment s WHERE s.relid = p_rel) THEN
+    SELECT * INTO v_seg FROM mq.segment s WHERE s.relid = p_rel;
+    IF NOT FOUND THEN
         RAISE EXCEPTION 'relation % is not a segment of an mq topic', p_rel
             USING ERRCODE = '42501';
     END IF;
     EXECUTE format('SELECT coalesce(max_timestamp, "timestamp", created_at) FROM %s
                      ORDER BY msg_offset DESC LIMIT 1', p_rel) INTO v_time;
-    RETURN v_time;
+    RETURN coalesce(v_time, v_seg.last_modified, v_seg.created_at);
+END $$;
+
+-- The records a segment still holds from an offset on: what a group that
+-- had not read them loses when the segment goes.  Offsets compaction
+-- removed are not records anybody loses.
+CREATE FUNCTION mq._segment_records_from(p_rel regclass, p_from bigint) RETURNS bigint
+LANGUAGE plpgsql STABLE SET search_path = pg_catalog, pg_temp AS $$
+DECLARE
+    v_n bigint;
+BEGIN
+    EXECUTE format('SELECT count(*) FROM %s WHERE msg_offset OPERATOR(pg_catalog.>=) $1', p_rel)
+       INTO v_n USING p_from;
+    RETURN v_n;
 END $$;
 
 -- Drop one segment of a partition: its row and its table.  Retention and
@@ -90,6 +112,7 @@ DECLARE
     v_end bigint;
     v_total bigint;
     v_size bigint;
+    v_lost jsonb;
     v_ms bigint := coalesce((p_config->>'retention.ms')::bigint, -1);
     v_bytes bigint := coalesce((p_config->>'retention.bytes')::bigint, -1);
     v_dropped integer := 0;
@@ -119,12 +142,18 @@ BEGIN
                 (v_ms >= 0 AND mq._segment_last_time(s.relid) < clock_timestamp() - v_ms * interval '1 millisecond')
                 OR (v_bytes >= 0 AND v_total - v_size >= v_bytes));
             -- a reader holds its table or the partition's (pg_dump): next pass
+            -- what each lagging group loses, counted while the table exists
+            SELECT jsonb_object_agg(o.group_id,
+                       CASE WHEN mq._policy_compacts(p_config)
+                            THEN mq._segment_records_from(s.relid, greatest(o.next_offset, s.base_offset))
+                            ELSE s.end_offset - greatest(o.next_offset, s.base_offset) END)
+              INTO v_lost
+              FROM mq.consumer_offset o
+             WHERE o.topic_id = p.topic_id AND o.partition = p.partition AND o.next_offset < s.end_offset;
             EXIT WHEN NOT mq._try_drop_segment(p.topic_id, p.partition, s.base_offset);
             INSERT INTO mq.retention_loss AS l (group_id, topic_id, partition, records_lost, last_loss_at)
-            SELECT o.group_id, o.topic_id, o.partition,
-                   s.end_offset - greatest(o.next_offset, s.base_offset), now()
-              FROM mq.consumer_offset o
-             WHERE o.topic_id = p.topic_id AND o.partition = p.partition AND o.next_offset < s.end_offset
+            SELECT x.key, p.topic_id, p.partition, x.value::bigint, now()
+              FROM jsonb_each_text(coalesce(v_lost, '{}')) x
             ON CONFLICT ON CONSTRAINT retention_loss_pkey DO UPDATE
                SET records_lost = l.records_lost + EXCLUDED.records_lost, last_loss_at = now();
             UPDATE mq.partition_state ps SET log_start_offset = s.end_offset

@@ -19,7 +19,9 @@
 -- still count the range dirty (records below a copied range may be
 -- superseded by records in it), so its cleaner point is its own passes'.
 -- A partition is cleaned when its dirty part (cleanable, above the cleaner
--- point) is at least min.cleanable.dirty.ratio of its cleanable bytes.
+-- point) is at least min.cleanable.dirty.ratio of its cleanable bytes, or
+-- when its oldest dirty record waited max.compaction.lag.ms (KIP-354; the
+-- segment being written is closed by then, mq._segment_roll_ms).
 --
 -- Locking: a pass removes records with one DELETE (compact.c) under the
 -- maintenance transaction's snapshot; producers and readers never wait for
@@ -122,6 +124,34 @@ BEGIN
     RETURN v_bound;
 END $$;
 
+-- Has the oldest dirty record waited longer than max.compaction.lag.ms?
+-- Kafka (LogCleanerManager) takes the first batch timestamp of the dirty
+-- segments: here the first record of the first dirty segment, by its
+-- Kafka timestamp.  Never with the default (no limit).
+CREATE FUNCTION mq._compaction_overdue(p_topic_id integer, p_partition integer, p_cp bigint, p_ce bigint,
+                                       p_config jsonb) RETURNS boolean
+LANGUAGE plpgsql SET search_path = pg_catalog, pg_temp AS $$
+DECLARE
+    v_max bigint := (p_config->>'max.compaction.lag.ms')::bigint;
+    v_rel regclass;
+    v_first timestamptz;
+BEGIN
+    IF v_max IS NULL OR v_max > 31557600000000 THEN
+        RETURN false;
+    END IF;
+    SELECT sg.relid INTO v_rel FROM mq.segment sg
+     WHERE sg.topic_id = p_topic_id AND sg.partition = p_partition
+       AND sg.end_offset > p_cp AND sg.base_offset < p_ce
+     ORDER BY sg.base_offset LIMIT 1;
+    IF v_rel IS NULL THEN
+        RETURN false;
+    END IF;
+    EXECUTE format('SELECT coalesce("timestamp", created_at) FROM %s
+                     WHERE msg_offset OPERATOR(pg_catalog.>=) $1 ORDER BY msg_offset LIMIT 1', v_rel)
+       INTO v_first USING p_cp;
+    RETURN v_first < clock_timestamp() - v_max * interval '1 millisecond';
+END $$;
+
 -- Rewrite the segments that lost records in earlier (committed) passes, so
 -- that their space is given back.  Returns how many were rewritten.
 CREATE FUNCTION mq._compact_rewrite(p_topic_id integer, p_partition integer) RETURNS integer
@@ -192,7 +222,10 @@ BEGIN
       FROM mq.segment sg
      WHERE sg.topic_id = p_topic_id AND sg.partition = p_partition
        AND sg.base_offset >= st.log_start_offset AND sg.end_offset <= v_ce;
-    IF v_dirty = 0 OR v_dirty / (v_clean + v_dirty) < v_ratio THEN
+    -- below the ratio, a pass still runs once a dirty record waited
+    -- max.compaction.lag.ms (KIP-354)
+    IF v_dirty = 0 OR (v_dirty / (v_clean + v_dirty) < v_ratio
+                       AND NOT mq._compaction_overdue(p_topic_id, p_partition, v_cp, v_ce, p_config)) THEN
         RETURN NULL;
     END IF;
     -- tombstones first cleaned by a pass older than delete.retention.ms go
@@ -200,9 +233,16 @@ BEGIN
      WHERE c.topic_id = p_topic_id AND c.partition = p_partition AND NOT c.copied
        AND c.cleaned_at <= v_now - v_dr * interval '1 millisecond';
     v_removed := mq._compact_delete(st.relid, st.log_start_offset, v_cp, v_ce, v_tomb);
+    -- a segment's age for retention.ms once compaction emptied it: the
+    -- latest append of what it held (Kafka keeps a cleaned segment's file
+    -- modification time); never the log start, which compaction leaves
+    UPDATE mq.segment sg
+       SET last_modified = greatest(sg.last_modified, (r.value->>'modified')::timestamptz)
+      FROM jsonb_each(v_removed) r
+     WHERE sg.relid = r.key::regclass;
     INSERT INTO mq.cleaner_rewrite (topic_id, partition, base_offset, removed, pass_xid, passed_at)
-    SELECT p_topic_id, p_partition, sg.base_offset, r.value::bigint, pg_current_xact_id(), v_now
-      FROM jsonb_each_text(v_removed) r
+    SELECT p_topic_id, p_partition, sg.base_offset, (r.value->>'removed')::bigint, pg_current_xact_id(), v_now
+      FROM jsonb_each(v_removed) r
       JOIN mq.segment sg ON sg.relid = r.key::regclass
     ON CONFLICT (topic_id, partition, base_offset) DO UPDATE
        SET removed = mq.cleaner_rewrite.removed + EXCLUDED.removed, pass_xid = EXCLUDED.pass_xid,
@@ -212,13 +252,13 @@ BEGIN
     DELETE FROM mq.cleaner_pass c
      WHERE c.topic_id = p_topic_id AND c.partition = p_partition AND c.copied AND c.clean_end <= v_ce;
     INSERT INTO mq.cleaner_pass (topic_id, partition, clean_end, cleaned_at, removed)
-    SELECT p_topic_id, p_partition, v_ce, v_now, coalesce(sum(r.value::bigint), 0)
-      FROM jsonb_each_text(v_removed) r;
+    SELECT p_topic_id, p_partition, v_ce, v_now, coalesce(sum((r.value->>'removed')::bigint), 0)
+      FROM jsonb_each(v_removed) r;
     -- keep the passes that still define the cleaner point or a horizon
     DELETE FROM mq.cleaner_pass c
      WHERE c.topic_id = p_topic_id AND c.partition = p_partition
        AND c.clean_end < v_tomb;
-    RETURN (SELECT coalesce(sum(r.value::bigint), 0) FROM jsonb_each_text(v_removed) r);
+    RETURN (SELECT coalesce(sum((r.value->>'removed')::bigint), 0) FROM jsonb_each(v_removed) r);
 END $$;
 
 -- Compact one topic's partitions whose dirty ratio calls for it, by id
@@ -301,6 +341,8 @@ COMMENT ON FUNCTION mq._cleaner_point(integer, integer) IS
     'the offset below which a partition has been compacted';
 COMMENT ON FUNCTION mq._first_uncleanable(integer, integer, bigint) IS
     'the first offset a compaction pass may not touch';
+COMMENT ON FUNCTION mq._compaction_overdue(integer, integer, bigint, bigint, jsonb) IS
+    'whether a partition''s oldest dirty record waited longer than max.compaction.lag.ms';
 COMMENT ON FUNCTION mq._compact_rewrite(integer, integer) IS
     'rewrites segments compacted by earlier passes to give their space back';
 COMMENT ON FUNCTION mq._compact_partition(integer, integer, jsonb) IS

@@ -67,6 +67,8 @@ COMMENT ON FUNCTION mq._ensure_segments(integer, integer) IS
     'internal (maintenance): keeps one empty segment ahead of the one being written; returns the number created';
 COMMENT ON FUNCTION mq._ensure_segments_to(integer, integer, bigint) IS
     'internal (replication): creates the segments up to the one covering an offset past a compaction gap; returns the number created';
+COMMENT ON FUNCTION mq._segment_roll_ms(jsonb) IS
+    'internal: how long a segment is written before time closes it (segment.ms, or max.compaction.lag.ms on a compacted topic)';
 COMMENT ON FUNCTION mq._roll_segment_by_time(integer, integer) IS
     'internal (maintenance): closes the segment being written once its first record is older than segment.ms';
 COMMENT ON FUNCTION mq._segment_to_roll(integer, integer, bigint) IS
@@ -328,7 +330,9 @@ COMMENT ON TABLE mq.retention_loss IS
 COMMENT ON FUNCTION mq.apply_retention(text) IS
     'applies retention.ms and retention.bytes to every topic (or one), dropping whole segments; returns how many were dropped';
 COMMENT ON FUNCTION mq._segment_last_time(regclass) IS
-    'internal: the time of the newest record in a segment (null when empty)';
+    'internal: a segment''s age for retention: its largest record timestamp, or its last modification once compaction emptied it';
+COMMENT ON FUNCTION mq._segment_records_from(regclass, bigint) IS
+    'internal: the records a segment still holds from an offset on (what a lagging group loses with it)';
 COMMENT ON TABLE mq.lag_sample IS
     'samples of end and committed offsets per group and partition over the last hour, for lag trends';
 COMMENT ON FUNCTION mq.sample_lag(interval) IS
@@ -395,6 +399,10 @@ COMMENT ON FUNCTION mq._acl_rows(text, text, text, text, text, text) IS
     'internal: the mq.acl rows one grant or revoke call names (operation list, prefix, PUBLIC resolved)';
 COMMENT ON FUNCTION mq._authorize_grant(oid, text, text, text) IS
     'internal: raises 42501 unless the role may grant on the resource (alter on the cluster, or the topic''s owner)';
+COMMENT ON FUNCTION mq._log_append_time(text, integer, bigint) IS
+    'internal (mq-kafka): a record''s append time in Unix ms on a LogAppendTime topic, null otherwise (Produce''s log_append_time)';
+COMMENT ON FUNCTION mq_internal._log_append_time(text, integer, bigint, oid) IS
+    'implementation of mq._log_append_time, run as the owner with the caller''s role to authorize';
 COMMENT ON FUNCTION mq._produce_state(text, integer) IS
     'internal: leader epoch, role, min.insync.replicas and ISR size of a partition, for the produce contract (producers of the topic only)';
 

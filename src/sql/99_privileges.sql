@@ -21,7 +21,9 @@ GRANT EXECUTE ON FUNCTION mq.validate_config(jsonb), mq.murmur2(bytea),
     mq.has_group_privilege(name, text, text), mq.has_group_privilege(text, text),
     -- what the produce contract (31_produce_acks.sql, the caller's rights)
     -- calls besides send_batch
-    mq._produce_state(text, integer) TO PUBLIC;
+    mq._produce_state(text, integer),
+    -- mq-kafka's Produce response on LogAppendTime topics
+    mq._log_append_time(text, integer, bigint) TO PUBLIC;
 -- Produce, consume, groups, topic administration, grant and revoke check
 -- the caller's rights on each topic and group themselves (src/acl.c), as
 -- a Kafka broker does: every role may call them, mq.grant() decides what

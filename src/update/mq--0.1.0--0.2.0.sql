@@ -31,6 +31,10 @@
 CREATE TYPE mq.produced AS (partition integer, msg_offset bigint,
                             await_epoch integer, await_min_isr integer);
 
+-- compaction and retention (01_catalog.sql, 72_compaction.sql): a
+-- segment's last modification, its age once compaction emptied it
+ALTER TABLE mq.segment ADD COLUMN last_modified timestamptz;
+
 -- dump and restore (restore -j): catalog tables refer to each other through statement
 -- triggers (mq._cascade_delete) instead of foreign keys, and the identity
 -- sequences are dumped

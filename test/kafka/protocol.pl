@@ -97,13 +97,14 @@ sub produce_body {
 	return str(undef) . pack('s> l> l>', 1, 5000, 1) . str($topic) . pack('l> l> l>', 1, 0, length $records) . $records;
 }
 
-# the partition error code and base offset of a Produce v3 response
+# the partition error code, base offset and log_append_time of a Produce
+# v3 response
 sub produce_result {
 	my $r = shift;
 	return (undef, undef) unless defined $r && $r ne 'timeout';
 	my $tlen = unpack('x4 n', $r);
-	my ($err, $base) = unpack("x4 x2 x$tlen x4 x4 s> q>", $r);
-	return ($err, $base);
+	my ($err, $base, $append) = unpack("x4 x2 x$tlen x4 x4 s> q> q>", $r);
+	return ($err, $base, $append);
 }
 
 # SaslHandshake v1: (error, [mechanisms]), or undef when closed
@@ -317,8 +318,15 @@ $r = call($s, 18, 99, '');
 ok(defined $r && unpack('s>', $r) == 35, 'ApiVersions v99 gets UNSUPPORTED_VERSION');
 
 # produce: good, bad CRC, headers, truncated, bomb, transactional, unknown topic
-($err, my $base) = produce_result(call($s, 0, 3, produce_body('pt', batch(records => [['k', 'v'], [undef, 'w']]))));
+($err, my $base, my $append) = produce_result(call($s, 0, 3, produce_body('pt', batch(records => [['k', 'v'], [undef, 'w']]))));
 ok(defined $err && $err == 0 && $base == 0, 'a valid batch is appended at offset 0', "error " . ($err // 'none'));
+ok(defined $append && $append == -1, 'a CreateTime topic answers log_append_time -1', "got " . ($append // 'none'));
+# a LogAppendTime topic answers the time mq stamped: protocol.sh compares
+# it with the stored record's
+($err, $base, $append) = produce_result(call($s, 0, 3, produce_body('plat', batch(records => [['k', 'v'], ['k', 'w']]))));
+ok(defined $err && $err == 0 && defined $append && $append > 0, 'a LogAppendTime topic answers a log_append_time',
+	"error " . ($err // 'none') . ", time " . ($append // 'none'));
+print "log_append_time $append\n";
 ($err) = produce_result(call($s, 0, 3, produce_body('pt', batch(records => [['k', 'x']], bad_crc => 1))));
 ok(defined $err && $err == 2, 'a wrong CRC gets CORRUPT_MESSAGE');
 ($err) = produce_result(call($s, 0, 3, produce_body('pt', batch(records => [['k', 'h', 'hk', 'hv', 'hk', undef]]))));

@@ -1,12 +1,14 @@
 #!/usr/bin/env bash
 # Raw protocol: handshakes, bad frames, bad batches (CRC, truncation,
 # decompression bomb, header keys, transactions, unknown codec), admin
-# requests (DeleteRecords, DeleteGroups, IncrementalAlterConfigs) and
+# requests (DeleteRecords, DeleteGroups, IncrementalAlterConfigs),
+# Produce's log_append_time on a LogAppendTime topic, and
 # unknown APIs, each answered with Kafka's error code or a closed
 # connection (test/kafka/protocol.pl); afterwards nothing bad was stored.
 source "$(dirname "${BASH_SOURCE[0]}")/lib.bash"
 
 sql "SELECT mq.create_topic('pt', 1)" >/dev/null
+sql "SELECT mq.create_topic('plat', 1, '{\"message.timestamp.type\": \"LogAppendTime\"}')" >/dev/null
 sql "SELECT mq.create_topic('pdel', 1)" >/dev/null
 sql "SELECT mq.send_batch('pdel', NULL, ARRAY['a', 'b', 'c']::bytea[])" >/dev/null
 kafka_start --max-batch-bytes 1048576 || { fail "mq-kafka starts"; finish; }
@@ -23,6 +25,9 @@ check_eq "$(sql "SELECT log_start_offset FROM mq.partitions WHERE topic = 'pdel'
 check_eq "$(sql "SELECT config FROM mq.topics WHERE topic = 'pdel'")" \
 	'{"retention.ms": 3600000, "cleanup.policy": "compact,delete"}' \
 	"IncrementalAlterConfigs changed the config; the refused and validate_only ones did not"
+check_eq "$(printf '%s\n' "$OUT" | sed -n 's/^log_append_time //p')" \
+	"$(sql "SELECT floor(extract(epoch FROM \"timestamp\") * 1000)::bigint FROM mq.fetch('plat', 0, 0, 1)")" \
+	"Produce's log_append_time is the time the LogAppendTime topic's records carry"
 check_eq "$(kill -0 "$KAFKA_PID" && echo alive)" "alive" "mq-kafka is still running"
 
 finish
