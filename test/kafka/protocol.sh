@@ -3,7 +3,9 @@
 # decompression bomb, header keys, transactions, unknown codec), admin
 # requests (DeleteRecords, DeleteGroups, IncrementalAlterConfigs) and
 # unknown APIs, each answered with Kafka's error code or a closed
-# connection (test/kafka/protocol.pl); afterwards nothing bad was stored.
+# connection, and the old versions default clients send (Metadata v0,
+# OffsetCommit v0/v1, OffsetFetch v0, ListOffsets v0)
+# (test/kafka/protocol.pl); afterwards nothing bad was stored.
 source "$(dirname "${BASH_SOURCE[0]}")/lib.bash"
 
 sql "SELECT mq.create_topic('pt', 1)" >/dev/null
@@ -23,6 +25,8 @@ check_eq "$(sql "SELECT log_start_offset FROM mq.partitions WHERE topic = 'pdel'
 check_eq "$(sql "SELECT config FROM mq.topics WHERE topic = 'pdel'")" \
 	'{"retention.ms": 3600000, "cleanup.policy": "compact,delete"}' \
 	"IncrementalAlterConfigs changed the config; the refused and validate_only ones did not"
+check_eq "$(sql "SELECT mq.committed_offset('oldg', 'pt', 0)")" "3" \
+	"OffsetCommit v0 and v1 committed into mq"
 check_eq "$(kill -0 "$KAFKA_PID" && echo alive)" "alive" "mq-kafka is still running"
 
 finish
