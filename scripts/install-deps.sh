@@ -32,6 +32,10 @@ PKGS=(
 	libfuzzer-14-dev
 	nodejs
 	clang-format-14
+	# mq-kafka against Kafka clients with their default settings (issue
+	# 23): kafka-python for test/kafka/kafka_python.sh (run with Debian's
+	# /usr/bin/python3, not a pyenv interpreter)
+	python3-kafka
 	# the highly available coordinator (scripts/coord-ha.sh): pg_auto_failover
 	postgresql-15-auto-failover
 	# scripts/fuzz.sh (mq-broker's parsers) and scripts/fsm-graph.sh
