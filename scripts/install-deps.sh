@@ -36,6 +36,9 @@ PKGS=(
 	# 23): kafka-python for test/kafka/kafka_python.sh (run with Debian's
 	# /usr/bin/python3, not a pyenv interpreter)
 	python3-kafka
+	# ... and sarama for test/kafka/sarama.sh, built offline with Debian's Go
+	golang
+	golang-github-shopify-sarama-dev
 	# the highly available coordinator (scripts/coord-ha.sh): pg_auto_failover
 	postgresql-15-auto-failover
 	# scripts/fuzz.sh (mq-broker's parsers) and scripts/fsm-graph.sh
