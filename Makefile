@@ -1,17 +1,25 @@
 # PGXS build of the mq extension.  `make` builds the extension and, through
 # broker/Makefile, the frontend tools mqctl and mq-broker.
 EXTENSION = mq
-EXTVERSION = 0.1.0
+EXTVERSION = 0.2.0
+# the release before: its install script is kept as src/release/mq--0.1.0.sql
+# (exactly as it was built), and the update from it to EXTVERSION is built
+# by scripts/update-sql.pl from src/update/mq--0.1.0--$(EXTVERSION).sql (by
+# hand: catalog changes) and src/sql/*.sql (every definition, re-run);
+# docs/operations.md, "Upgrades", and test/cli/upgrade.sh
+PREVVERSION = 0.1.0
 
 MODULE_big = mq
 OBJS = $(patsubst %.c,%.o,$(wildcard src/*.c))
 
-# The install script is built from src/sql/*.sql in name order; upgrade
-# scripts (src/mq--OLD--NEW.sql) are installed as they are.
-DATA_built = mq--$(EXTVERSION).sql
-DATA = $(wildcard src/mq--*--*.sql)
+# The install script is built from src/sql/*.sql in name order; earlier
+# releases' install and update scripts (src/release/) are installed as they
+# are, so that `CREATE EXTENSION mq VERSION '0.1.0'` and every update path
+# work.
+DATA_built = mq--$(EXTVERSION).sql mq--$(PREVVERSION)--$(EXTVERSION).sql
+DATA = $(wildcard src/release/mq--*.sql)
 
-# pg_regress suites live in sql/ and expected/ (see DESIGN.md, section 2).
+# pg_regress suites live in sql/ and expected/ (scripts/test.sh runs them).
 REGRESS = $(patsubst sql/%.sql,%,$(sort $(wildcard sql/*.sql)))
 REGRESS_OPTS = --load-extension=mq
 
@@ -27,6 +35,9 @@ include $(PGXS)
 mq--$(EXTVERSION).sql: $(sort $(wildcard src/sql/*.sql))
 	cat $^ > $@
 
+mq--$(PREVVERSION)--$(EXTVERSION).sql: scripts/update-sql.pl src/update/mq--$(PREVVERSION)--$(EXTVERSION).sql $(sort $(wildcard src/sql/*.sql))
+	perl $< $(PREVVERSION) $(EXTVERSION) $(wordlist 2,$(words $^),$^) > $@.tmp && mv $@.tmp $@
+
 # The ERRCODE_MQ_* macros, generated from src/errcodes.txt (the one list of
 # mq's SQLSTATEs) before anything is compiled.
 src/mq_errcodes.h: src/errcodes.txt scripts/errcodes.sh
@@ -38,10 +49,15 @@ $(OBJS) $(OBJS:.o=.bc): src/mq_errcodes.h
 $(OBJS): src/mq.h
 
 # mqctl and mq-broker: broker/Makefile, run by `make`, `make install`
-# (to /usr/local/bin; see docs/cli.md) and `make clean` as well.
+# (to /usr/local/bin; see docs/cli.md) and `make clean` as well, unless
+# MQ_TOOLS=no (the Debian package builds the extension once per
+# PostgreSQL major with pg_buildext, and the tools once: debian/rules).
+MQ_TOOLS ?= yes
+ifneq ($(MQ_TOOLS),no)
 all: broker-all
 install: broker-install
 clean: broker-clean
+endif
 broker-all broker-install broker-clean:
 	$(MAKE) -C broker $(@:broker-%=%) PG_CONFIG=$(PG_CONFIG)
 .PHONY: broker-all broker-install broker-clean

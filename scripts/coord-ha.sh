@@ -32,9 +32,21 @@
 # directory.
 set -euo pipefail
 
-here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
+# Root runs the script as postgres from its text, never from its file: the
+# checkout may be one only root can read (a clone in /root, mode 700).
+# Run with `bash -c TEXT`, the text is in BASH_EXECUTION_STRING; the
+# watchdog below runs `stop` the same way.
+if [[ -n "${BASH_EXECUTION_STRING:-}" ]]; then
+	self="$BASH_EXECUTION_STRING"
+else
+	self="$(cat "${BASH_SOURCE[0]}")"
+fi
 if [[ "$(id -u)" -eq 0 ]]; then
-	exec runuser -u postgres -- env PATH="$PATH" bash "$here/coord-ha.sh" "$@"
+	if ! runuser -u postgres -- test -x . 2>/dev/null; then
+		(($# < 2)) || set -- "$1" "$(realpath -m -- "$2")" "${@:3}"
+		cd /
+	fi
+	exec runuser -u postgres -- env PATH="$PATH" bash -c "$self" coord-ha.sh "$@"
 fi
 
 cmd="${1:?usage: coord-ha.sh start|primary|wait|pids|kill9|restart|stop DIR ...}"
@@ -156,8 +168,8 @@ start() {
 	mkdir -p "$dir" "$XDG_CONFIG_HOME" "$XDG_DATA_HOME"
 	chmod 700 "$dir"
 	if [[ -n "${MQ_COORD_HA_OWNER:-}" ]]; then
-		setsid bash -c 'while kill -0 "$1" 2>/dev/null; do sleep 1; done; exec bash "$2" stop "$3"' \
-			watchdog "$MQ_COORD_HA_OWNER" "$here/coord-ha.sh" "$dir" >/dev/null 2>&1 </dev/null &
+		setsid bash -c 'while kill -0 "$1" 2>/dev/null; do sleep 1; done; exec bash -c "$2" coord-ha.sh stop "$3"' \
+			watchdog "$MQ_COORD_HA_OWNER" "$self" "$dir" >/dev/null 2>&1 </dev/null &
 	fi
 	create_monitor "$mport"
 	create_node 1 "$p1"

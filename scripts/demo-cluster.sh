@@ -28,8 +28,8 @@ BATCHES=${MQ_DEMO_BATCHES:-10}		# per phase, before and after the kill
 PER_BATCH=10
 
 if [[ -z "${MQ_DEMO_SKIP_BUILD:-}" ]]; then
-	mq_phase "dependencies (scripts/install-deps.sh)"
-	bash scripts/install-deps.sh
+	mq_phase "dependencies (scripts/install-deps.sh run build)"
+	bash scripts/install-deps.sh run build
 	mq_pg_paths || mq_die "pg_config not found after installing the dependencies"
 	mq_phase "build + install"
 	mq_build_install || mq_die "build/install failed"

@@ -9,8 +9,8 @@ cd "$(dirname "${BASH_SOURCE[0]}")/.."
 # shellcheck source=scripts/lib.sh
 source scripts/lib.sh
 
-mq_phase "dependencies (scripts/install-deps.sh)"
-bash scripts/install-deps.sh
+mq_phase "dependencies (scripts/install-deps.sh run build)"
+bash scripts/install-deps.sh run build
 mq_pg_paths || mq_die "pg_config not found after installing the dependencies"
 
 mq_phase "build + install"

@@ -10,7 +10,7 @@
 #   bash scripts/fuzz.sh                 # both, 60 s each
 #   FUZZ_SECONDS=300 bash scripts/fuzz.sh config
 #
-# Needs clang-14 and libfuzzer-14-dev (scripts/install-deps.sh).
+# Needs clang-14 and libfuzzer-14-dev (scripts/install-deps.sh fuzz, run first).
 set -euo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
 
@@ -18,7 +18,7 @@ SECONDS_EACH="${FUZZ_SECONDS:-60}"
 TARGETS=("$@")
 ((${#TARGETS[@]})) || TARGETS=(config batch)
 CC="${FUZZ_CC:-clang-14}"
-command -v "$CC" >/dev/null || bash scripts/install-deps.sh
+bash scripts/install-deps.sh run build fuzz
 PG_INCLUDEDIR="$(pg_config --includedir)"
 PG_LIBDIR="$(pg_config --libdir)"
 WORK="$(mktemp -d "${TMPDIR:-/tmp}/mq-fuzz.XXXXXX")"

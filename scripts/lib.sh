@@ -100,6 +100,28 @@ as_postgres() {
 	fi
 }
 
+# mq_postgres_repo: set MQ_PG_REPO to a directory with the checkout that
+# the postgres user can read, for what runs repo files as postgres (the
+# TAP tests): MQ_REPO_ROOT itself when postgres can read it, else a copy of
+# it (without .git, build products included, readable by all) in a temp
+# dir removed at exit.  It never changes the permissions of the checkout
+# or of the directories above it (a clone in /root, mode 700, stays so).
+mq_postgres_repo() {
+	if [[ -n "${MQ_PG_REPO:-}" ]]; then return 0; fi
+	if ! mq_is_root || (cd / && runuser -u postgres -- test -r "$MQ_REPO_ROOT/scripts/lib.sh" 2>/dev/null &&
+		[[ -z "$(find "$MQ_REPO_ROOT" -path "$MQ_REPO_ROOT/.git" -prune -o \
+			\( ! -perm -o+r -o \( -type d ! -perm -o+x \) \) -print -quit)" ]]); then
+		MQ_PG_REPO="$MQ_REPO_ROOT"
+		return 0
+	fi
+	MQ_PG_REPO="$(mktemp -d "${TMPDIR:-/tmp}/mq-repo.XXXXXX")" || return 1
+	chmod 755 "$MQ_PG_REPO"
+	mq_on_exit "rm -rf '$MQ_PG_REPO'"
+	tar -C "$MQ_REPO_ROOT" --exclude=./.git -cf - . | tar -C "$MQ_PG_REPO" --no-same-owner -xf - || return 1
+	chmod -R go+rX "$MQ_PG_REPO"
+	mq_log "the postgres user cannot read $MQ_REPO_ROOT: it runs a copy, $MQ_PG_REPO"
+}
+
 # mq_run_timeout SECS [as_postgres] CMD...: run CMD (a program, not a shell
 # function) with a time limit; `as_postgres` as the first word runs it as the
 # postgres user.  Runs in the background and waits, so INT/TERM reach our
@@ -311,10 +333,13 @@ cluster_env() {
 	export MQ_CLUSTER="$dir" MQ_PGDATA="$dir/data" MQ_SERVER_LOG="$dir/server.log"
 }
 
-# cluster_stop [NAME]: stop NAME (default: the last started) and remove its
-# temp dir.  Fast shutdown, then immediate, then SIGKILL of its postmaster.
+# cluster_stop [NAME [immediate]]: stop NAME (default: the last started)
+# and remove its temp dir.  Fast shutdown, then immediate, then SIGKILL of
+# its postmaster; `immediate` skips the fast shutdown and its checkpoint
+# (for a cluster whose data is thrown away: after a test run's dozens of
+# databases, the shutdown checkpoint outlasted the 30 s wait).
 cluster_stop() {
-	local name="${1:-}"
+	local name="${1:-}" mode="${2:-fast}"
 	if [[ -z "$name" ]]; then
 		((${#MQ_CLUSTERS[@]})) || return 0
 		name="${MQ_CLUSTERS[${#MQ_CLUSTERS[@]} - 1]}"
@@ -323,7 +348,8 @@ cluster_stop() {
 	[[ -n "$dir" ]] || return 0
 	local data="$dir/data"
 	if [[ -f "$data/postmaster.pid" ]]; then
-		if ! as_postgres pg_ctl -D "$data" -m fast -w -t 30 stop >/dev/null 2>&1; then
+		if [[ "$mode" == immediate ]] ||
+			! as_postgres pg_ctl -D "$data" -m fast -w -t 30 stop >/dev/null 2>&1; then
 			as_postgres pg_ctl -D "$data" -m immediate -w -t 30 stop >/dev/null 2>&1 || true
 		fi
 		if [[ -f "$data/postmaster.pid" ]]; then

@@ -12,7 +12,7 @@
 set -euo pipefail
 dir="${1:?usage: scripts/pg-private.sh DIR}"
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
-bash scripts/install-deps.sh
+bash scripts/install-deps.sh run build
 cfg=/usr/lib/postgresql/15/bin/pg_config
 mkdir -p "$dir"
 dir="$(cd "$dir" && pwd)"

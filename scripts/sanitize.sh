@@ -39,7 +39,7 @@ SAN_FLAGS="-fsanitize=address,undefined -fno-omit-frame-pointer -fno-sanitize-re
 
 if [[ -z "${MQ_SKIP_BUILD:-}" ]]; then
 	mq_phase "dependencies and the extension (make -s; make -s install)"
-	bash scripts/install-deps.sh
+	bash scripts/install-deps.sh run build test
 	mq_build_install || mq_die "build failed"
 fi
 mq_pg_paths || mq_die "pg_config not found (run scripts/install-deps.sh)"

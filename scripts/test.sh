@@ -5,7 +5,7 @@
 #   0. static: checks test/static/*.sh, run with bash from the repo root
 #      before anything is built (generated files vs. their committed
 #      copies, and the like); they need no server
-#   1. scripts/install-deps.sh; then format: scripts/format.sh check
+#   1. scripts/install-deps.sh run build test; then format: scripts/format.sh check
 #      (the C code in pgindent's layout; it needs clang-format from the
 #      dependencies)
 #   2. build + install the extension and the tools (make -s; make -s install)
@@ -14,6 +14,10 @@
 #      test/unit/*.sh (run with bash from the repo root)
 #   4. one throwaway cluster (shared_preload_libraries = 'mq'), then
 #      a. pg_regress: `make installcheck` (sql/*.sql vs expected/*.out)
+#      isolation: pg_isolation_regress (from the PGXS tree) runs the
+#         specs test/isolation/specs/*.spec against
+#         test/isolation/expected/*.out, in one database where
+#         `CREATE EXTENSION mq` ran: races between sessions, step by step
 #      b. pgTAP: each test/pgtap/*.sql with pg_prove, in its own fresh
 #         database where `CREATE EXTENSION pgtap; CREATE EXTENSION mq;`
 #         already ran (suites must not create them again, or must use
@@ -33,17 +37,38 @@
 #   6. multi-node TAP tests test/t/*.pl with prove as the postgres user
 #      (PostgreSQL::Test::Cluster; each test starts its own nodes).
 #      MQ_REPO_ROOT names the repo; test/t is in @INC for helper modules.
+#   7. package: test/package/*.sh, run with bash from the repo root as
+#      root (timeout MQ_PACKAGE_TIMEOUT, default 900 s): the Debian
+#      packages are built, installed with apt, proven on a cluster of the
+#      system's PostgreSQL and under their systemd units, and purged, the
+#      machine left as it was (test/package/deb.sh).  Last, because it
+#      replaces the files `make install` put in the system's PostgreSQL
+#      until it puts them back.
+#
+# Each phase begins with mq_phase (scripts/lib.sh), which here also ends
+# the previous one: its elapsed time is printed when it ends, and at the
+# end a table of every phase's time and the ten slowest suites (a suite's
+# time runs from the end of the one before it in its phase, so it includes
+# its fresh database).  A new phase needs nothing more than its mq_phase
+# line to be timed.
 #
 # Prints `N passed, N failed` (N counts suites) as its very last line and
 # exits non-zero if any suite failed.
 #
 # Knobs: MQ_SUITE_TIMEOUT (seconds per suite, default 300),
 #        MQ_TEST_ONLY (space-separated phases to run: static format unit
-#        regress pgtap concurrency cli kafka sanitize tap; default all),
+#        regress isolation pgtap concurrency cli kafka sanitize tap package;
+#        default all),
 #        MQ_SKIP_BUILD=1 (skip install-deps and build/install: rerun
 #        tests against what is already installed),
 #        MQ_TESTS (space-separated globs narrowing the suites of every
-#        phase to those matching, e.g. MQ_TESTS='test/t/112*'),
+#        phase to those matching, e.g. MQ_TESTS='test/t/112*'; pg_regress
+#        then runs only the sql/*.sql that match),
+#        MQ_QUICK=1 (for development: the suites listed in test/quick.txt,
+#        a few of every area, in under 3 minutes on 2 cores; the static
+#        checks run whole, the format check looks at the C files changed
+#        since the branch left main, the sanitize and package phases are
+#        left out unless MQ_TEST_ONLY names them; MQ_TESTS, if set too, wins),
 #        MQ_PRELOAD / MQ_EXTENSION (see scripts/lib.sh).
 set -euo pipefail
 
@@ -52,7 +77,16 @@ cd "$(dirname "${BASH_SOURCE[0]}")/.."
 source scripts/lib.sh
 
 SUITE_TIMEOUT="${MQ_SUITE_TIMEOUT:-300}"
-ONLY="${MQ_TEST_ONLY:-static format unit regress pgtap concurrency cli kafka sanitize tap}"
+ALL_PHASES="static format unit regress isolation pgtap concurrency cli kafka sanitize tap package"
+if [[ -n "${MQ_QUICK:-}" ]]; then
+	QUICK_PHASES="${ALL_PHASES/ sanitize/}"
+	ONLY="${MQ_TEST_ONLY:-${QUICK_PHASES/ package/}}"
+	if [[ -z "${MQ_TESTS:-}" ]]; then
+		MQ_TESTS="$(sed -e 's/#.*//' test/quick.txt | tr -s ' \t\n' ' ')"
+	fi
+else
+	ONLY="${MQ_TEST_ONLY:-$ALL_PHASES}"
+fi
 PASSED=0
 FAILED=0
 FAILED_NAMES=()
@@ -60,13 +94,68 @@ LOGS_DIR=""
 
 want() { [[ " $ONLY " == *" $1 "* ]]; }
 
+# ---- timing: phases (started by mq_phase) and suites (ended by pass/fail)
+now_ms() { local t="${EPOCHREALTIME/[.,]/}"; printf '%d\n' "$((10#$t / 1000))"; }
+secs() { printf '%d.%d' "$(($1 / 1000))" "$((($1 % 1000) / 100))"; }
+RUN_T0="$(now_ms)"
+PHASE_NAME=""
+PHASE_T0=0
+SUITE_T0="$RUN_T0"
+PHASE_TIMES=()  # "ms<TAB>phase"
+SUITE_TIMES=()  # "ms<TAB>suite"
+phase_end() {
+	[[ -n "$PHASE_NAME" ]] || return 0
+	local ms=$(($(now_ms) - PHASE_T0))
+	PHASE_TIMES+=("$ms"$'\t'"$PHASE_NAME")
+	printf '<== %s: %ss\n' "$PHASE_NAME" "$(secs "$ms")"
+	PHASE_NAME=""
+}
+# lib.sh's mq_phase prints the title; here it also times the phase, named
+# by its title up to the first " (" or ": "
+eval "$(declare -f mq_phase | sed '1s/^mq_phase/mq_phase_title/')"
+mq_phase() {
+	phase_end
+	PHASE_NAME="${1%% (*}"
+	PHASE_NAME="${PHASE_NAME%%: *}"
+	PHASE_T0="$(now_ms)"
+	SUITE_T0="$PHASE_T0"
+	mq_phase_title "$@"
+}
+suite_done() {
+	local t
+	t="$(now_ms)"
+	SUITE_TIMES+=("$((t - SUITE_T0))"$'\t'"$1")
+	SUITE_T0="$t"
+}
+# the suites' clock starts again here (after a phase's own set-up)
+suite_mark() { SUITE_T0="$(now_ms)"; }
+print_times() {
+	phase_end
+	((${#PHASE_TIMES[@]})) || return 0
+	local row
+	echo
+	echo "phase times:"
+	for row in "${PHASE_TIMES[@]}"; do
+		printf '  %8ss  %s\n' "$(secs "${row%%$'\t'*}")" "${row#*$'\t'}"
+	done
+	printf '  %8ss  %s\n' "$(secs $(($(now_ms) - RUN_T0)))" "total"
+	((${#SUITE_TIMES[@]})) || return 0
+	echo "slowest suites:"
+	printf '%s\n' "${SUITE_TIMES[@]}" | sort -t $'\t' -k1,1nr | head -n 10 |
+		while IFS=$'\t' read -r ms name; do
+			printf '  %8ss  %s\n' "$(secs "$ms")" "$name"
+		done
+}
+
 pass() {
 	PASSED=$((PASSED + 1))
+	suite_done "$1"
 	printf -- '--- PASS: %s\n' "$1"
 }
 fail() {
 	FAILED=$((FAILED + 1))
 	FAILED_NAMES+=("$1")
+	suite_done "$1"
 	printf -- '--- FAIL: %s\n' "$1"
 }
 
@@ -81,6 +170,7 @@ keep_log() {
 
 finish() {
 	cluster_stop >/dev/null 2>&1 || true
+	print_times
 	if ((FAILED > 0)); then
 		echo
 		echo "failed suites: ${FAILED_NAMES[*]}"
@@ -119,6 +209,7 @@ db_name() {
 shopt -s nullglob
 STATIC_SH=(test/static/*.sh)
 shopt -u nullglob
+[[ -z "${MQ_QUICK:-}" ]] || echo "MQ_QUICK: the suites of test/quick.txt (phases: $ONLY)"
 if want static; then
 	mq_phase "static checks (${#STATIC_SH[@]} in test/static/)"
 	for f in "${STATIC_SH[@]}"; do
@@ -133,16 +224,39 @@ fi
 
 # --------------------------------------------------------------------------
 if [[ -z "${MQ_SKIP_BUILD:-}" ]]; then
-	mq_phase "dependencies (scripts/install-deps.sh)"
-	bash scripts/install-deps.sh
+	mq_phase "dependencies (scripts/install-deps.sh run build test)"
+	bash scripts/install-deps.sh run build test
 fi
 mq_pg_paths || mq_die "pg_config not found (run scripts/install-deps.sh)"
 echo "PostgreSQL: $(pg_config --version), binaries in $PG_BINDIR"
 
 # --------------------------------------------------------------------------
+# MQ_QUICK: the C files changed since the branch left main (committed or
+# not), when there is a main to compare with; else every file
+quick_format_files() {
+	local base
+	base="$(git merge-base HEAD main 2>/dev/null)" || return 1
+	{
+		git diff --name-only --diff-filter=d "$base" -- 'src/*.[ch]' 'broker/*.[ch]'
+		git ls-files --others --exclude-standard -- 'src/*.[ch]' 'broker/*.[ch]'
+	} | sort -u
+}
 if want format; then
 	mq_phase "C layout: scripts/format.sh check (pgindent style, typedefs list)"
-	if bash scripts/format.sh check; then pass "format"; else fail "format"; fi
+	FORMAT_FILES=()
+	FORMAT_SOME=""
+	if [[ -n "${MQ_QUICK:-}" ]] && FORMAT_LIST="$(quick_format_files)"; then
+		mapfile -t FORMAT_FILES < <(printf '%s' "$FORMAT_LIST" | sed '/^$/d')
+		echo "MQ_QUICK: the ${#FORMAT_FILES[@]} C files changed since main"
+		FORMAT_SOME=1
+	fi
+	if [[ -n "$FORMAT_SOME" && ${#FORMAT_FILES[@]} -eq 0 ]]; then
+		pass "format"
+	elif bash scripts/format.sh check "${FORMAT_FILES[@]}"; then
+		pass "format"
+	else
+		fail "format"
+	fi
 fi
 
 # --------------------------------------------------------------------------
@@ -159,6 +273,7 @@ fi
 # --------------------------------------------------------------------------
 shopt -s nullglob
 REGRESS_SQL=(sql/*.sql)
+ISOLATION_SPECS=(test/isolation/specs/*.spec)
 PGTAP_SQL=(test/pgtap/*.sql)
 CONC_SH=(test/concurrency/*.sh)
 CLI_SH=(test/cli/*.sh)
@@ -166,6 +281,7 @@ KAFKA_SH=(test/kafka/*.sh)
 TAP_PL=(test/t/*.pl)
 UNIT_C=(test/unit/*_test.c)
 UNIT_SH=(test/unit/*.sh)
+PACKAGE_SH=(test/package/*.sh)
 # MQ_TESTS narrows every list to the files matching one of its globs
 if [[ -n "${MQ_TESTS:-}" ]]; then
 	narrow() {
@@ -179,7 +295,7 @@ if [[ -n "${MQ_TESTS:-}" ]]; then
 		done
 		list=("${keep[@]}")
 	}
-	for l in REGRESS_SQL PGTAP_SQL CONC_SH CLI_SH KAFKA_SH TAP_PL UNIT_C UNIT_SH; do narrow "$l"; done
+	for l in REGRESS_SQL ISOLATION_SPECS PGTAP_SQL CONC_SH CLI_SH KAFKA_SH TAP_PL UNIT_C UNIT_SH PACKAGE_SH; do narrow "$l"; done
 fi
 shopt -u nullglob
 
@@ -189,6 +305,7 @@ if want unit; then
 	if ! make -s -C broker unit PG_CONFIG="$PG_CONFIG"; then
 		fail "unit:build"
 	else
+		suite_mark
 		for f in "${UNIT_C[@]}"; do
 			if mq_run_timeout "$SUITE_TIMEOUT" "${f%.c}" 2>/dev/null; then
 				pass "unit:$f"
@@ -206,7 +323,7 @@ if want unit; then
 	done
 fi
 
-if want regress || want pgtap || want concurrency || want cli || want kafka; then
+if want regress || want isolation || want pgtap || want concurrency || want cli || want kafka; then
 	mq_phase "start throwaway cluster (shared_preload_libraries = '$MQ_PRELOAD')"
 	if ! cluster_start main "max_prepared_transactions = 10"; then
 		fail "cluster-start"
@@ -221,9 +338,11 @@ if want regress; then
 		echo "no sql/*.sql: skipped"
 	else
 		rm -rf results regression.diffs regression.out
+		regress_names=("${REGRESS_SQL[@]#sql/}")
+		regress_names=("${regress_names[@]%.sql}")
 		# TAP_TESTS= : never let make run prove here (it would run as root).
 		if mq_run_timeout "$SUITE_TIMEOUT" make -s installcheck TAP_TESTS= \
-			PG_CONFIG="$PG_CONFIG"; then
+			REGRESS="${regress_names[*]}" PG_CONFIG="$PG_CONFIG"; then
 			pass "pg_regress"
 		else
 			fail "pg_regress"
@@ -234,6 +353,35 @@ if want regress; then
 				keep_log regression.diffs
 			fi
 		fi
+	fi
+fi
+
+# --------------------------------------------------------------------------
+if want isolation; then
+	mq_phase "isolation: pg_isolation_regress (${#ISOLATION_SPECS[@]} specs in test/isolation/specs/)"
+	if ((${#ISOLATION_SPECS[@]} == 0)); then
+		echo "no test/isolation/specs/*.spec: skipped"
+	else
+		ISO_OUT="$(mktemp -d "${TMPDIR:-/tmp}/mq-isolation.XXXXXX")"
+		mq_on_exit "rm -rf '$ISO_OUT'"
+		iso_names=()
+		for f in "${ISOLATION_SPECS[@]}"; do iso_names+=("$(basename "$f" .spec)"); done
+		# one suite per spec, so that a failure names its race
+		for n in "${iso_names[@]}"; do
+			if mq_run_timeout "$SUITE_TIMEOUT" "$PG_PGXS_DIR/src/test/isolation/pg_isolation_regress" \
+				--inputdir=test/isolation --outputdir="$ISO_OUT" --bindir="$PG_BINDIR" \
+				--dbname=isolation_mq --load-extension="$MQ_EXTENSION" "$n"; then
+				pass "isolation:$n"
+			else
+				fail "isolation:$n"
+				if [[ -f "$ISO_OUT/regression.diffs" ]]; then
+					echo "---- regression.diffs of $n (first 200 lines) ----"
+					head -n 200 "$ISO_OUT/regression.diffs"
+					echo "---- end of regression.diffs ----"
+					keep_log "$ISO_OUT/regression.diffs" "isolation-$n.diffs"
+				fi
+			fi
+		done
 	fi
 fi
 
@@ -314,10 +462,11 @@ if want kafka; then
 fi
 
 if [[ -n "${MQ_CLUSTER:-}" ]]; then
+	mq_phase "stop throwaway cluster"
 	if ((FAILED > 0)) && [[ -f "$MQ_SERVER_LOG" ]]; then
 		keep_log "$MQ_SERVER_LOG" server-main.log
 	fi
-	cluster_stop
+	cluster_stop "" immediate
 fi
 
 # --------------------------------------------------------------------------
@@ -343,23 +492,16 @@ if want tap; then
 		if mq_is_root; then chown -R postgres:postgres "$TAPDIR"; fi
 		mq_on_exit "mq_stop_servers_under '$TAPDIR'; rm -rf '$TAPDIR'"
 
-		# postgres must read the tests (and whatever they use in the repo):
-		# grant o+rX where it is missing; never chown the repo.
-		if mq_is_root && ! (cd / && runuser -u postgres -- test -r "$MQ_REPO_ROOT/${TAP_PL[0]}"); then
-			echo "making $MQ_REPO_ROOT readable by postgres (chmod o+rX)"
-			d="$MQ_REPO_ROOT"
-			while [[ "$d" != / ]]; do
-				chmod o+x "$d"
-				d="$(dirname "$d")"
-			done
-			chmod -R o+rX "$MQ_REPO_ROOT"
-		fi
+		# postgres must read the tests and whatever they use in the repo: a
+		# copy when it cannot read the checkout (mq_postgres_repo)
+		mq_postgres_repo || mq_die "cannot copy the checkout for the postgres user"
 
 		for f in "${TAP_PL[@]}"; do
 			if TESTDIR="$TAPDIR" PG_REGRESS="$PG_REGRESS" TMPDIR="$TAPDIR/tmp" \
-				PERL5LIB="$PG_TAP_PERL:$MQ_REPO_ROOT/test/t${PERL5LIB:+:$PERL5LIB}" \
+				MQ_REPO_ROOT="$MQ_PG_REPO" \
+				PERL5LIB="$PG_TAP_PERL:$MQ_PG_REPO/test/t${PERL5LIB:+:$PERL5LIB}" \
 				mq_run_timeout "$SUITE_TIMEOUT" as_postgres \
-				prove -I "$PG_TAP_PERL" -I "$MQ_REPO_ROOT/test/t" "$f"; then
+				prove -I "$PG_TAP_PERL" -I "$MQ_PG_REPO/test/t" "$MQ_PG_REPO/$f"; then
 				pass "tap:$f"
 			else
 				fail "tap:$f"
@@ -375,6 +517,19 @@ if want tap; then
 			mq_stop_servers_under "$TAPDIR"
 		done
 	fi
+fi
+
+# --------------------------------------------------------------------------
+if want package; then
+	mq_phase "Debian packages (${#PACKAGE_SH[@]} in test/package/)"
+	for f in "${PACKAGE_SH[@]}"; do
+		echo "running $f"
+		if mq_run_timeout "${MQ_PACKAGE_TIMEOUT:-900}" bash "$f"; then
+			pass "package:$f"
+		else
+			fail "package:$f"
+		fi
+	done
 fi
 
 finish

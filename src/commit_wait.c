@@ -12,7 +12,7 @@
  * commits of one partition are serialized by that row, and versions
  * follow commit order); followers copy all of the partition's committed
  * offsets with the version and report the version they applied on their
- * next fetch (src/sql/60_replica.sql).  Records a transaction appends to
+ * next fetch (src/sql/60_replica_fetch.sql).  Records a transaction appends to
  * a replicated partition are acknowledged by the high watermark.
  *
  * Each write notes (partition, leader epoch, records end, offsets

@@ -1,8 +1,9 @@
 /*-------------------------------------------------------------------------
  *
  * launcher_hook.c
- *	  What every backend does for the maintenance launcher (launcher.c):
- *	  a ProcessUtility hook, installed when the library is preloaded.
+ *	  What every backend does for the maintenance launcher (launcher.c)
+ *	  around utility statements (called by utility.c's hook), when the
+ *	  library is preloaded.
  *
  * CREATE EXTENSION mq: at commit (when the extension is visible to a new
  * worker) the launcher is woken to probe every database, so maintenance
@@ -32,7 +33,6 @@
 #include "commands/defrem.h"
 #include "miscadmin.h"
 #include "nodes/parsenodes.h"
-#include "tcop/utility.h"
 #include "utils/acl.h"
 #include "utils/memutils.h"
 #include "utils/timestamp.h"
@@ -42,7 +42,8 @@
 /* longest pause of a database's maintenance for one statement */
 #define MQ_PAUSE_MS 60000
 
-static ProcessUtility_hook_type prev_utility = NULL;
+/* the library was preloaded: the launcher and its shared memory exist */
+static bool launcher_hooked = false;
 
 /* this transaction created the extension: wake the launcher at commit */
 static bool wake_at_commit = false;
@@ -109,22 +110,24 @@ launcher_xact_callback(XactEvent event, void *arg)
 	wake_at_commit = false;
 }
 
-static void
-launcher_utility(PlannedStmt *pstmt, const char *queryString, bool readOnlyTree,
-				 ProcessUtilityContext context, ParamListInfo params,
-				 QueryEnvironment *queryEnv, DestReceiver *dest, QueryCompletion *qc)
+/* Before a utility statement: a database it needs alone is paused. */
+void
+mq_launcher_before_utility(Node *stmt)
 {
-	Node	   *stmt = pstmt->utilityStmt;
-	const char *exclusive = exclusive_database(stmt);
+	const char *exclusive;
 
+	if (!launcher_hooked)
+		return;
+	exclusive = exclusive_database(stmt);
 	if (exclusive != NULL)
 		pause_database(exclusive);
-	if (prev_utility)
-		prev_utility(pstmt, queryString, readOnlyTree, context, params, queryEnv, dest, qc);
-	else
-		standard_ProcessUtility(pstmt, queryString, readOnlyTree, context, params,
-								queryEnv, dest, qc);
-	if (IsA(stmt, CreateExtensionStmt) &&
+}
+
+/* After it: CREATE EXTENSION mq wakes the launcher at commit. */
+void
+mq_launcher_after_utility(Node *stmt)
+{
+	if (launcher_hooked && IsA(stmt, CreateExtensionStmt) &&
 		strcmp(((CreateExtensionStmt *) stmt)->extname, "mq") == 0)
 		wake_at_commit = true;
 }
@@ -133,6 +136,5 @@ void
 mq_launcher_hook_init(void)
 {
 	RegisterXactCallback(launcher_xact_callback, NULL);
-	prev_utility = ProcessUtility_hook;
-	ProcessUtility_hook = launcher_utility;
+	launcher_hooked = true;
 }

@@ -79,11 +79,8 @@ mq_segment_last_offset(MqSegment *seg, Snapshot snapshot, TimestampTz *max_ts)
 	TupleTableSlot *slot;
 	int64		result = -1;
 
-	if (!OidIsValid(seg->indexid))
-		elog(ERROR, "mq: segment %u has no index on msg_offset", seg->relid);
-
 	rel = table_open(seg->relid, AccessShareLock);
-	irel = index_open(seg->indexid, AccessShareLock);
+	irel = mq_segment_index_open(seg, rel, AccessShareLock);
 	slot = table_slot_create(rel, NULL);
 	scan = index_beginscan(rel, irel, snapshot, 0, 0);
 	index_rescan(scan, NULL, 0, NULL, 0);

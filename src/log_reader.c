@@ -125,7 +125,7 @@ open_segment(MqLogReader *r)
 	if (seg->base > r->next)
 		return false;			/* only after a crash mid-roll; nothing to read */
 	r->rel = table_open(seg->relid, AccessShareLock);
-	r->irel = index_open(seg->indexid, AccessShareLock);
+	r->irel = mq_segment_index_open(seg, r->rel, AccessShareLock);
 	r->slot = table_slot_create(r->rel, NULL);
 	return true;
 }

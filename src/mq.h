@@ -58,7 +58,8 @@ typedef struct MqSegment
 	int64		base;
 	int64		end;
 	Oid			relid;
-	Oid			indexid;		/* the unique index on msg_offset */
+	/* the unique index on msg_offset, a hint: mq_segment_index_open */
+	Oid			indexid;
 } MqSegment;
 
 typedef struct MqPartition
@@ -127,6 +128,7 @@ extern MqTopic *mq_topic_lookup_text(text *name);
 extern MqTopic *mq_topic_by_id(int32 topic_id, bool missing_ok);
 extern MqPartition *mq_topic_partition(MqTopic *topic, int32 partition);
 extern void mq_topic_cache_reset(void);
+extern Relation mq_segment_index_open(MqSegment *seg, Relation rel, LOCKMODE lockmode);
 extern void mq_topic_cache_init(void);
 
 /* log.c: storage engine */
@@ -321,11 +323,13 @@ typedef struct MqPositionKey
 	char		group[NAMEDATALEN * 4];
 } MqPositionKey;
 extern void mq_offsets_init(void);
+extern void mq_offsets_after_utility(Node *stmt);
 extern void mq_check_group(text *group);
 extern void mq_position_key(MqPositionKey *key, text *group, MqTopic *topic, int32 partition);
-extern void mq_auto_commit(text *group, MqTopic *topic);
+extern void mq_auto_commit(text *group, MqTopic *topic, text *member);
 extern int64 mq_position_current(MqPositionKey *key, text *group, MqTopic *topic);
-extern void mq_position_advance(MqPositionKey *key, int64 next, bool autocommit, int n);
+extern void mq_position_advance(MqPositionKey *key, int64 next, bool autocommit, int n,
+								text *member);
 
 /* idempotence.c: idempotent producer state */
 extern void mq_producer_check_epoch(int64 producer_id, int32 epoch, int32 base_sequence);
@@ -382,6 +386,11 @@ extern int	mq_launcher_interval;
 extern int	mq_maintenance_interval;
 extern void mq_launcher_init(void);
 extern void mq_launcher_hook_init(void);
+extern void mq_launcher_before_utility(Node *stmt);
+extern void mq_launcher_after_utility(Node *stmt);
+
+/* utility.c */
+extern void mq_utility_init(void);
 extern pid_t mq_launcher_pause(Oid dboid, TimestampTz until);
 extern void mq_launcher_wake(bool probe_all);
 extern bool mq_launcher_worker_state(bool absent);

@@ -16,11 +16,22 @@
  * Shared memory needs shared_preload_libraries; without it the waiter
  * falls back to re-checking every 10 ms.
  *
+ * A hot standby has no producers: its records arrive by WAL replay, which
+ * runs no commit callbacks.  There the counter is the replay position
+ * (GetXLogReplayRecPtr), and a waiter looks at it every
+ * MQ_STANDBY_POLL_MS, reading again as soon as anything was replayed; the
+ * last look is at the deadline itself, so a record replayed before the
+ * deadline is always read.  A promotion ends recovery, and the counter
+ * read before it differs from the slot's, so the waiter reads again and
+ * then waits on the slot.
+ *
  *-------------------------------------------------------------------------
  */
 #include "postgres.h"
 
 #include "access/xact.h"
+#include "access/xlog.h"
+#include "access/xlogrecovery.h"
 #include "common/hashfn.h"
 #include "miscadmin.h"
 #include "port/atomics.h"
@@ -36,6 +47,7 @@
 #include "mq.h"
 
 #define MQ_NOTIFY_SLOTS 1024
+#define MQ_STANDBY_POLL_MS 10
 
 typedef struct MqNotifySlot
 {
@@ -164,7 +176,41 @@ notify_xact_callback(XactEvent event, void *arg)
 uint64
 mq_notify_counter(int32 topic_id)
 {
+	if (RecoveryInProgress())
+		return (uint64) GetXLogReplayRecPtr(NULL);
 	return slots ? pg_atomic_read_u64(&slot_for(topic_id)->changes) : 0;
+}
+
+/* Sleep up to ms (at most what is left before the deadline); false at it. */
+static bool
+nap_before(TimestampTz deadline, long ms)
+{
+	long		left = TimestampDifferenceMilliseconds(GetCurrentTimestamp(), deadline);
+
+	if (left <= 0)
+		return false;
+	(void) WaitLatch(MyLatch, WL_LATCH_SET | WL_TIMEOUT | WL_EXIT_ON_PM_DEATH,
+					 Min(left, ms), PG_WAIT_EXTENSION);
+	ResetLatch(MyLatch);
+	CHECK_FOR_INTERRUPTS();
+	return true;
+}
+
+/*
+ * On a standby: true as soon as WAL past seen was replayed, false if
+ * nothing was by the deadline (looking once more at the deadline).
+ */
+static bool
+replay_wait(uint64 seen, TimestampTz deadline)
+{
+	for (;;)
+	{
+		if (!RecoveryInProgress() ||
+			(uint64) GetXLogReplayRecPtr(NULL) != seen)
+			return true;
+		if (!nap_before(deadline, MQ_STANDBY_POLL_MS))
+			return false;
+	}
 }
 
 /*
@@ -177,19 +223,10 @@ mq_notify_wait(int32 topic_id, uint64 seen, TimestampTz deadline)
 	MqNotifySlot *slot;
 	bool		changed = false;
 
+	if (RecoveryInProgress())
+		return replay_wait(seen, deadline);
 	if (slots == NULL)
-	{
-		/* not preloaded: no shared memory, so re-check every 10 ms */
-		long		left = TimestampDifferenceMilliseconds(GetCurrentTimestamp(), deadline);
-
-		if (left <= 0)
-			return false;
-		(void) WaitLatch(MyLatch, WL_LATCH_SET | WL_TIMEOUT | WL_EXIT_ON_PM_DEATH,
-						 Min(left, 10), PG_WAIT_EXTENSION);
-		ResetLatch(MyLatch);
-		CHECK_FOR_INTERRUPTS();
-		return true;
-	}
+		return nap_before(deadline, 10);	/* no shared memory: re-check */
 
 	slot = slot_for(topic_id);
 	ConditionVariablePrepareToSleep(&slot->cv);

@@ -8,7 +8,13 @@
  * Within a transaction a poll advances the consumer's position (as a
  * Kafka consumer's position advances in memory), and commit_offset sets
  * it.  With auto_commit, a poll first commits what the same session's
- * previous auto-commit poll of that group and topic returned.
+ * previous auto-commit poll of that group and topic returned -- for a
+ * group member, what that member's previous poll returned: a connection
+ * pooler hands one server session to many clients, and each client of a
+ * group polls with its own member id, so one client never commits
+ * another's batch.  DISCARD ALL (a pooler's reset query between clients)
+ * drops the batches not yet committed, so they are delivered again, as
+ * when a session ends (docs/delivery.md, docs/operations.md).
  *
  * Locking: committed offsets are rows of mq.consumer_offset, written by
  * upsert as the extension owner (spi.c); a concurrent commit of the same
@@ -24,6 +30,7 @@
 #include "common/hashfn.h"
 #include "executor/spi.h"
 #include "fmgr.h"
+#include "nodes/parsenodes.h"
 #include "utils/builtins.h"
 #include "utils/hsearch.h"
 #include "utils/memutils.h"
@@ -62,6 +69,7 @@ typedef struct Position
 {
 	MqPositionKey key;
 	int64		next_offset;
+	char		member[NAMEDATALEN * 4];	/* pending: its poller, "" if none */
 } Position;
 
 static HTAB *xact_positions = NULL;
@@ -88,10 +96,37 @@ offsets_xact_callback(XactEvent event, void *arg)
 		xact_positions = NULL;	/* its memory goes with the transaction */
 }
 
+/* After DISCARD ALL: the session's client may change, so forget its batches. */
+void
+mq_offsets_after_utility(Node *stmt)
+{
+	if (IsA(stmt, DiscardStmt) && ((DiscardStmt *) stmt)->target == DISCARD_ALL &&
+		pending_autocommit != NULL)
+	{
+		hash_destroy(pending_autocommit);
+		pending_autocommit = NULL;
+	}
+}
+
 void
 mq_offsets_init(void)
 {
 	RegisterXactCallback(offsets_xact_callback, NULL);
+}
+
+/* The member text (NUL-terminated, "" for NULL) a pending batch keeps. */
+static void
+member_name(char *out, text *member)
+{
+	int			len = member ? VARSIZE_ANY_EXHDR(member) : 0;
+
+	if (len >= NAMEDATALEN * 4)
+		ereport(ERROR,
+				(errcode(ERRCODE_MQ_INVALID_ARGUMENT),
+				 errmsg("member_id is longer than %d bytes", NAMEDATALEN * 4 - 1)));
+	if (len > 0)
+		memcpy(out, VARDATA_ANY(member), len);
+	out[len] = '\0';
 }
 
 void
@@ -110,7 +145,7 @@ mq_position_key(MqPositionKey *key, text *group, MqTopic *topic, int32 partition
 	key->partition = partition;
 }
 
-static void
+static Position *
 set_position(HTAB **table, MemoryContext cxt, MqPositionKey *key, int64 next)
 {
 	Position   *pos;
@@ -119,6 +154,8 @@ set_position(HTAB **table, MemoryContext cxt, MqPositionKey *key, int64 next)
 		*table = position_table(cxt, "mq positions");
 	pos = hash_search(*table, key, HASH_ENTER, NULL);
 	pos->next_offset = next;
+	pos->member[0] = '\0';
+	return pos;
 }
 
 void
@@ -180,22 +217,28 @@ store_offset(text *group, MqTopic *topic, int32 partition, int64 next,
 	mq_spi_end(&spi);
 }
 
-/* Commit what this session's previous auto-commit poll of group/topic returned. */
+/*
+ * Commit what this session's previous auto-commit poll of group/topic
+ * by the same member (or by no member) returned.
+ */
 void
-mq_auto_commit(text *group, MqTopic *topic)
+mq_auto_commit(text *group, MqTopic *topic, text *member)
 {
 	HASH_SEQ_STATUS status;
 	Position   *pos;
 	MqPositionKey probe;
+	char		name[NAMEDATALEN * 4];
 
 	if (pending_autocommit == NULL)
 		return;
 	mq_position_key(&probe, group, topic, 0);
+	member_name(name, member);
 	hash_seq_init(&status, pending_autocommit);
 	while ((pos = hash_seq_search(&status)) != NULL)
 	{
 		if (pos->key.topic_id != probe.topic_id ||
-			strcmp(pos->key.group, probe.group) != 0)
+			strcmp(pos->key.group, probe.group) != 0 ||
+			strcmp(pos->member, name) != 0)
 			continue;
 		if (pos->key.partition < topic->npartitions)
 			store_offset(group, topic, pos->key.partition, pos->next_offset,
@@ -219,13 +262,18 @@ mq_position_current(MqPositionKey *key, text *group, MqTopic *topic)
 		committed_position(group, topic, key->partition);
 }
 
-/* A poll returned records up to next: advance the positions it keeps. */
+/*
+ * A poll (by member, or NULL) returned records up to next: advance the
+ * positions it keeps.  A pending batch of another member of the same
+ * partition is replaced, not committed: it is delivered again.
+ */
 void
-mq_position_advance(MqPositionKey *key, int64 next, bool autocommit, int n)
+mq_position_advance(MqPositionKey *key, int64 next, bool autocommit, int n, text *member)
 {
 	set_position(&xact_positions, TopTransactionContext, key, next);
 	if (autocommit && n > 0)
-		set_position(&pending_autocommit, TopMemoryContext, key, next);
+		member_name(set_position(&pending_autocommit, TopMemoryContext, key, next)->member,
+					member);
 }
 
 /* A group member's commit: current generation, owned partition. */

@@ -257,7 +257,8 @@ poll_read_done(MqFeed *f)
 {
 	PollState  *ps = f->priv;
 
-	mq_position_advance(&ps->key, f->reader.last, ps->autocommit, f->reader.count);
+	mq_position_advance(&ps->key, f->reader.last, ps->autocommit, f->reader.count,
+						ps->member);
 }
 
 /*
@@ -294,7 +295,7 @@ mq_poll_feed_begin(MqFeed *f, NullableDatum *args, int nargs)
 		ps->listed = listed_partitions(DatumGetArrayTypeP(args[8].value), topic);
 
 	if (ps->autocommit)
-		mq_auto_commit(ps->group, topic);
+		mq_auto_commit(ps->group, topic, ps->member);
 	f->priv = ps;
 	f->start_read = poll_start_read;
 	f->read_done = poll_read_done;

@@ -12,6 +12,16 @@
  * TopTransactionContext; the last time this backend's locks had waiters is
  * remembered across transactions.
  *
+ * Early release and invalidations.  A transaction that changed the
+ * catalog under a produce lock (created a segment on the produce path,
+ * maintenance's segment ahead, a roll by segment.ms) keeps its produce
+ * locks until the end of its commit, as PostgreSQL keeps every lock: the
+ * invalidation messages of a commit are sent after the commit callbacks
+ * run and before the transaction's locks go, so a producer that got the
+ * lock in the callback would still read the old segment list (topic.c)
+ * and take the log end from it -- offset 400 written anew into the new
+ * segment when another producer just filled it, a duplicate key error.
+ *
  *-------------------------------------------------------------------------
  */
 #include "postgres.h"
@@ -23,6 +33,7 @@
 #include "nodes/pg_list.h"
 #include "replication/syncrep.h"
 #include "storage/lock.h"
+#include "storage/sinval.h"
 #include "utils/memutils.h"
 #include "utils/resowner.h"
 #include "utils/timestamp.h"
@@ -131,6 +142,20 @@ produce_locks_contended(void)
 	return false;
 }
 
+/*
+ * Does this transaction's commit send invalidation messages (it changed
+ * the catalog)?  Then other backends must not get its produce locks before
+ * they are sent (see the top of this file).
+ */
+static bool
+xact_sends_invalidations(void)
+{
+	SharedInvalidationMessage *msgs;
+	bool		init_file;
+
+	return xactGetCommittedInvalidationMessages(&msgs, &init_file) > 0;
+}
+
 static void
 produce_xact_callback(XactEvent event, void *arg)
 {
@@ -140,6 +165,7 @@ produce_xact_callback(XactEvent event, void *arg)
 	{
 		case XACT_EVENT_PRE_COMMIT:
 			if (held_locks != NIL && mq_release_before_flush &&
+				!xact_sends_invalidations() &&
 				synchronous_commit >= SYNCHRONOUS_COMMIT_LOCAL_FLUSH &&
 				(SyncRepStandbyNames == NULL || SyncRepStandbyNames[0] == '\0') &&
 				produce_locks_contended())
@@ -150,6 +176,7 @@ produce_xact_callback(XactEvent event, void *arg)
 			}
 			break;
 		case XACT_EVENT_COMMIT:
+			if (held_locks != NIL && !xact_sends_invalidations())
 			{
 				/*
 				 * The locks belong to the transaction's resource owner

@@ -2,10 +2,11 @@
  *
  * replica.c
  *	  The data node's side of replication: the parts of the replica API
- *	  (src/sql/60_replica.sql) that need C.  Appending fetched records at
+ *	  (src/sql/60_replica*.sql) that need C.  Appending fetched records at
  *	  the leader's offsets, truncating a divergent suffix, waiting for new
  *	  records (a follower's long poll) and for the high watermark
- *	  (acks=all).  Refusing produce and consume on a partition this node
+ *	  (mq.produce_await, the acks=all half of the produce contract that
+ *	  src/sql/31_produce_acks.sql owns).  Refusing produce and consume on a partition this node
  *	  does not lead is leadership.c's.
  *
  * Who decides what.  The broker (broker/mq-broker) decides roles and
@@ -57,9 +58,13 @@
 PG_FUNCTION_INFO_V1(mq_replica_lock);
 PG_FUNCTION_INFO_V1(mq_replica_notify);
 PG_FUNCTION_INFO_V1(mq_replica_wait_records);
+PG_FUNCTION_INFO_V1(mq_produce_await);
 PG_FUNCTION_INFO_V1(mq_replica_await_hwm);
 PG_FUNCTION_INFO_V1(mq_replica_append_records);
 PG_FUNCTION_INFO_V1(mq_replica_truncate_records);
+
+/* mq.produce_await's wait when timeout_ms is NULL or below 1 */
+#define PRODUCE_TIMEOUT_MS	30000
 
 /* Attribute numbers of mq.replica_batch (keep in step with 60_replica.sql) */
 #define RB_BASE_OFFSET		1
@@ -154,11 +159,48 @@ mq_replica_wait_records(PG_FUNCTION_ARGS)
 }
 
 /*
- * mq._replica_await_hwm(topic, partition, target, leader_epoch, min_isr,
- * timeout_ms): the wait of acks=all.  Returns the high watermark once it
- * reaches target while this node still leads in leader_epoch and the ISR
- * still has min_isr members; otherwise raises not_leader,
- * not_enough_replicas_after_append or request_timed_out (commit_wait.c).
+ * mq.produce_await(topic, partition, last_offset, await_epoch,
+ * await_min_isr, timeout_ms): the wait of the produce contract
+ * (31_produce_acks.sql) after the commit.  NULL at once when last_offset
+ * or await_epoch is NULL (mq.produce_records owes no wait); otherwise
+ * returns the high watermark once it passes last_offset while this node
+ * still leads in await_epoch and the ISR still has await_min_isr members,
+ * or raises not_leader, not_enough_replicas_after_append or
+ * request_timed_out (commit_wait.c).  timeout_ms NULL or below 1: 30000.
+ */
+Datum
+mq_produce_await(PG_FUNCTION_ARGS)
+{
+	char	   *topic_name;
+	int32		timeout_ms;
+	MqTopic    *topic;
+	MqReplicaState st;
+
+	if (PG_ARGISNULL(0) || PG_ARGISNULL(1))
+		ereport(ERROR,
+				(errcode(ERRCODE_MQ_INVALID_ARGUMENT),
+				 errmsg("topic and partition must not be null")));
+	if (PG_ARGISNULL(2) || PG_ARGISNULL(3))
+		PG_RETURN_NULL();
+	if (PG_ARGISNULL(4))
+		ereport(ERROR,
+				(errcode(ERRCODE_MQ_INVALID_ARGUMENT),
+				 errmsg("await_min_isr must not be null when await_epoch is given")));
+	timeout_ms = PG_ARGISNULL(5) || PG_GETARG_INT32(5) < 1 ? PRODUCE_TIMEOUT_MS : PG_GETARG_INT32(5);
+	topic_name = text_to_cstring(PG_GETARG_TEXT_PP(0));
+
+	/* the wait of a write, open to its callers: producers only */
+	mq_acl_check(MQ_RES_TOPIC, topic_name, MQ_ACL_WRITE);
+	topic = mq_topic_lookup(topic_name, false);
+	mq_replica_await_records(topic_name, topic->topic_id, PG_GETARG_INT32(1), PG_GETARG_INT32(3),
+							 PG_GETARG_INT64(2) + 1, PG_GETARG_INT32(4), timeout_ms);
+	mq_replica_read_state(topic->topic_id, PG_GETARG_INT32(1), &st);
+	PG_RETURN_INT64(st.high_watermark);
+}
+
+/*
+ * mq._replica_await_hwm: 0.1.0's acks=all wait, kept for 0.1.0's mq-kafka
+ * and install script (docs/operations.md, "Upgrades").
  */
 Datum
 mq_replica_await_hwm(PG_FUNCTION_ARGS)
@@ -168,7 +210,6 @@ mq_replica_await_hwm(PG_FUNCTION_ARGS)
 	MqTopic    *topic;
 	MqReplicaState st;
 
-	/* mq.produce's acks=all wait, open to its callers: producers only */
 	mq_acl_check(MQ_RES_TOPIC, topic_name, MQ_ACL_WRITE);
 	topic = mq_topic_lookup(topic_name, false);
 	mq_replica_await_records(topic_name, topic->topic_id, partition, PG_GETARG_INT32(3),

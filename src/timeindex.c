@@ -168,7 +168,7 @@ search_segment(MqSegment *seg, int64 from, int64 last, TimestampTz ts, Snapshot 
 			   int *descents)
 {
 	Relation	rel = table_open(seg->relid, AccessShareLock);
-	Relation	irel = index_open(seg->indexid, AccessShareLock);
+	Relation	irel = mq_segment_index_open(seg, rel, AccessShareLock);
 	TupleTableSlot *slot = table_slot_create(rel, NULL);
 	IndexScanDesc scan = index_beginscan(rel, irel, snapshot, 1, 0);
 	int64		lo = Max(from, seg->base);

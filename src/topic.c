@@ -20,11 +20,23 @@
  * into it, so its memory is handed to the current transaction and goes
  * away when that ends.
  *
+ * A segment's index OID is only a hint: REINDEX CONCURRENTLY replaces an
+ * index with a new one under the same name and drops the old one, and it
+ * invalidates the segment's table, which the cache does not watch (it
+ * would be rebuilt whenever any segment is vacuumed).  So whoever scans a
+ * segment opens and locks its table first, which brings the relcache up to
+ * date, and takes the index from the table's current index list
+ * (mq_segment_index_open).  Table OIDs survive VACUUM FULL, CLUSTER and
+ * REINDEX; only DDL of mq's own (watched above) changes them.
+ *
  *-------------------------------------------------------------------------
  */
 #include "postgres.h"
 
+#include "access/genam.h"
+#include "access/htup_details.h"
 #include "access/xact.h"
+#include "catalog/pg_index.h"
 #include "catalog/pg_type.h"
 #include "executor/spi.h"
 #include "fmgr.h"
@@ -32,7 +44,9 @@
 #include "utils/hsearch.h"
 #include "utils/inval.h"
 #include "utils/memutils.h"
+#include "utils/rel.h"
 #include "utils/snapmgr.h"
+#include "utils/syscache.h"
 
 #include "mq.h"
 
@@ -337,6 +351,57 @@ mq_topic_partition(MqTopic *topic, int32 partition)
 				 errdetail("The topic has %d partition%s, numbered from 0.",
 						   topic->npartitions, topic->npartitions == 1 ? "" : "s")));
 	return &topic->parts[partition];
+}
+
+/*
+ * Is this index usable as a segment's offset index: unique on msg_offset
+ * alone, no predicate or expression, and valid, ready and live (not a
+ * REINDEX CONCURRENTLY copy being built, or the old one being dropped)?
+ */
+static bool
+offset_index(Oid indexid)
+{
+	HeapTuple	tup = SearchSysCache1(INDEXRELID, ObjectIdGetDatum(indexid));
+	Form_pg_index form;
+	bool		ok;
+
+	if (!HeapTupleIsValid(tup))
+		return false;
+	form = (Form_pg_index) GETSTRUCT(tup);
+	ok = form->indisunique && form->indisvalid && form->indisready && form->indislive &&
+		form->indnatts == 1 && form->indkey.values[0] == Anum_log_msg_offset &&
+		heap_attisnull(tup, Anum_pg_index_indexprs, NULL) &&
+		heap_attisnull(tup, Anum_pg_index_indpred, NULL);
+	ReleaseSysCache(tup);
+	return ok;
+}
+
+/*
+ * Open the unique index on msg_offset of a segment whose table rel is open
+ * and locked (see the top of this file); the cached OID is tried first.
+ */
+Relation
+mq_segment_index_open(MqSegment *seg, Relation rel, LOCKMODE lockmode)
+{
+	List	   *indexes = RelationGetIndexList(rel);
+	Oid			found = InvalidOid;
+	ListCell   *lc;
+
+	if (list_member_oid(indexes, seg->indexid) && offset_index(seg->indexid))
+		found = seg->indexid;
+	foreach(lc, indexes)
+	{
+		if (OidIsValid(found))
+			break;
+		if (offset_index(lfirst_oid(lc)))
+			found = lfirst_oid(lc);
+	}
+	list_free(indexes);
+	if (!OidIsValid(found))
+		elog(ERROR, "mq: segment \"%s\" has no valid unique index on msg_offset",
+			 RelationGetRelationName(rel));
+	seg->indexid = found;		/* the hint for next time */
+	return index_open(found, lockmode);
 }
 
 /* mq._invalidate(rel): make every backend reload its cached topic structure. */

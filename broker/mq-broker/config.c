@@ -52,39 +52,73 @@ typedef struct ConfigKey
 	char		kind;			/* 'i' int, 'l' long, 's' string */
 	long		min;
 	long		max;
+	const char *dflt;			/* set before the file is read; NULL: none */
+	const char *doc;			/* docs/replication.md's table (reftables.sh) */
 } ConfigKey;
 
-#define KEY(sec, name, field, kind, min, max) \
-	{sec, name, offsetof(BrokerConfig, field), kind, min, max}
+#define KEY(sec, name, field, kind, min, max, dflt, doc) \
+	{sec, name, offsetof(BrokerConfig, field), kind, min, max, dflt, doc}
 
+/*
+ * Every key, its bounds, default and meaning: the one source of the key
+ * tables in docs/replication.md and docs/kafka.md (scripts/reftables.sh
+ * generates them; test/static/reftables.sh checks them).
+ */
 static const ConfigKey keys[] = {
-	KEY("broker", "id", broker_id, 'i', 0, INT_MAX),
-	KEY("broker", "node", node, 's', 0, 0),
-	KEY("broker", "node.advertised", node_advertised, 's', 0, 0),
-	KEY("broker", "node.name", node_name, 's', 0, 0),
-	KEY("broker", "rack", rack, 's', 0, 0),
-	KEY("broker", "coordinator", coordinator, 's', 0, 0),
-	KEY("broker", "tick.ms", tick_ms, 'i', 10, 10000),
-	KEY("broker", "node.timeout.ms", node_timeout_ms, 'i', 100, 600000),
-	KEY("broker", "coordinator.timeout.ms", coordinator_timeout_ms, 'i', 100, 600000),
-	KEY("broker", "session.timeout.ms", session_timeout_ms, 'i', 100, 600000),
-	KEY("broker", "retry.ms", retry_ms, 'i', 10, 60000),
-	KEY("broker", "retry.max.ms", retry_max_ms, 'i', 10, 600000),
-	KEY("replication", "replica.lag.time.max.ms", lag_time_max_ms, 'i', 100, 86400000),
-	KEY("replication", "replica.lag.max.messages", lag_max_messages, 'l', 0, LONG_MAX),
-	KEY("replication", "replica.fetch.wait.max.ms", fetch_wait_ms, 'i', 0, 60000),
-	KEY("replication", "replica.fetch.max.records", fetch_max_records, 'i', 1, 1000000),
-	KEY("replication", "auto.leader.rebalance.enable", auto_rebalance, 'i', 0, 1),
-	KEY("replication", "auto.leader.rebalance.delay.ms", rebalance_delay_ms, 'i', 0, 86400000),
-	KEY("replication", "txn.timeout.ms", txn_timeout_ms, 'i', 100, 3600000),
-	KEY("metrics", "address", metrics_address, 's', 0, 0),
-	KEY("kafka", "listen", kafka_listen, 's', 0, 0),
-	KEY("kafka", "advertise", kafka_advertise, 's', 0, 0),
-	KEY("kafka", "program", kafka_program, 's', 0, 0),
-	KEY("kafka", "pool", kafka_pool, 'i', 1, 256),
-	KEY("kafka", "group.initial.rebalance.delay.ms", kafka_group_delay_ms, 'i', 0, 300000),
-	KEY("kafka", "sasl", kafka_sasl, 's', 0, 0),
-	KEY("kafka", "metrics", kafka_metrics, 's', 0, 0),
+	KEY("broker", "id", broker_id, 'i', 0, INT_MAX, NULL,
+		"required; this broker's id, unique in the cluster"),
+	KEY("broker", "node", node, 's', 0, 0, NULL,
+		"required; libpq connection string of this broker's data node (no password: ~/.pgpass)"),
+	KEY("broker", "node.advertised", node_advertised, 's', 0, 0, NULL,
+		"connection string other brokers use for this node (default: `node`)"),
+	KEY("broker", "node.name", node_name, 's', 0, 0, NULL,
+		"name registered on the coordinator and shown in metrics (default: `user@host:port/db` of the node connection)"),
+	KEY("broker", "rack", rack, 's', 0, 0, NULL,
+		"rack registered for placement (default: none)"),
+	KEY("broker", "coordinator", coordinator, 's', 0, 0, NULL,
+		"required; libpq connection string of the coordinator database"),
+	KEY("broker", "tick.ms", tick_ms, 'i', 10, 10000, "100",
+		"control loop period"),
+	KEY("broker", "node.timeout.ms", node_timeout_ms, 'i', 100, 600000, "5000",
+		"a node statement slower than this counts as a lost node"),
+	KEY("broker", "coordinator.timeout.ms", coordinator_timeout_ms, 'i', 100, 600000, "5000",
+		"a coordinator statement slower than this counts as a lost coordinator"),
+	KEY("broker", "session.timeout.ms", session_timeout_ms, 'i', 100, 600000, "3000",
+		"heartbeat age at which a broker counts as dead"),
+	KEY("broker", "retry.ms", retry_ms, 'i', 10, 60000, "500",
+		"first pause before reconnecting"),
+	KEY("broker", "retry.max.ms", retry_max_ms, 'i', 10, 600000, "2000",
+		"back-off cap: pauses grow with jitter up to this (not below `retry.ms`)"),
+	KEY("replication", "replica.lag.time.max.ms", lag_time_max_ms, 'i', 100, 86400000, "10000",
+		"a follower that has not caught up for this long leaves the ISR"),
+	KEY("replication", "replica.lag.max.messages", lag_max_messages, 'l', 0, LONG_MAX, "0",
+		"a follower this many records behind leaves the ISR (0: not used)"),
+	KEY("replication", "replica.fetch.wait.max.ms", fetch_wait_ms, 'i', 0, 60000, "500",
+		"long-poll wait of a follower's fetch on the leader (below half of `replica.lag.time.max.ms`)"),
+	KEY("replication", "replica.fetch.max.records", fetch_max_records, 'i', 1, 1000000, "10000",
+		"records per fetch, in whole producer batches (Kafka's replica.fetch.max.bytes is 1 MiB)"),
+	KEY("replication", "auto.leader.rebalance.enable", auto_rebalance, 'i', 0, 1, "true",
+		"preferred leaders take leadership back"),
+	KEY("replication", "auto.leader.rebalance.delay.ms", rebalance_delay_ms, 'i', 0, 86400000, "10000",
+		"how long a preferred leader must be back in the ISR before it takes leadership back"),
+	KEY("replication", "txn.timeout.ms", txn_timeout_ms, 'i', 100, 3600000, "10000",
+		"an mq: prepared transaction without a commit decision is rolled back after this long"),
+	KEY("metrics", "address", metrics_address, 's', 0, 0, NULL,
+		"host:port serving Prometheus text on /metrics (default: no endpoint)"),
+	KEY("kafka", "listen", kafka_listen, 's', 0, 0, NULL,
+		"host:port the node's mq-kafka listens on; required by the other [kafka] keys, and starts mq-kafka"),
+	KEY("kafka", "advertise", kafka_advertise, 's', 0, 0, NULL,
+		"host:port Metadata and FindCoordinator give clients (default: `listen`)"),
+	KEY("kafka", "program", kafka_program, 's', 0, 0, NULL,
+		"the mq-kafka executable (default: `mq-kafka` on the PATH)"),
+	KEY("kafka", "pool", kafka_pool, 'i', 1, 256, NULL,
+		"mq-kafka's `--pool` (default: mq-kafka's)"),
+	KEY("kafka", "group.initial.rebalance.delay.ms", kafka_group_delay_ms, 'i', 0, 300000, NULL,
+		"mq-kafka's `--group-initial-delay-ms` (default: mq-kafka's)"),
+	KEY("kafka", "sasl", kafka_sasl, 's', 0, 0, NULL,
+		"`plain`: clients authenticate with SASL/PLAIN (mq-kafka's `--sasl`; default: none)"),
+	KEY("kafka", "metrics", kafka_metrics, 's', 0, 0, NULL,
+		"host:port where mq-kafka serves Prometheus text on /metrics (its `--metrics`; default: none)"),
 };
 
 static bool
@@ -283,25 +317,18 @@ check_config(BrokerConfig *cfg, const char *path)
 	return check_kafka(cfg, path);
 }
 
+/* Defaults from the key table, and the markers of keys left unset. */
 static void
 set_defaults(BrokerConfig *cfg)
 {
+	ParseState	st = {cfg, "built-in defaults", true};
+
 	memset(cfg, 0, sizeof(*cfg));
-	cfg->broker_id = -1;
-	cfg->tick_ms = 100;
-	cfg->node_timeout_ms = 5000;
-	cfg->coordinator_timeout_ms = 5000;
-	cfg->session_timeout_ms = 3000;
-	cfg->lag_time_max_ms = 10000;
-	cfg->lag_max_messages = 0;
-	cfg->fetch_wait_ms = 500;
-	cfg->fetch_max_records = 10000;
-	cfg->retry_ms = 500;
-	cfg->retry_max_ms = 2000;
-	cfg->auto_rebalance = 1;
-	cfg->rebalance_delay_ms = 10000;
+	cfg->broker_id = -1;		/* required */
 	cfg->kafka_group_delay_ms = -1;	/* unset: mq-kafka's default */
-	cfg->txn_timeout_ms = 10000;
+	for (size_t i = 0; i < sizeof(keys) / sizeof(keys[0]); i++)
+		if (keys[i].dflt)
+			(void) set_key(&st, &keys[i], keys[i].section, keys[i].dflt);
 }
 
 /*

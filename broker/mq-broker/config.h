@@ -22,7 +22,7 @@ typedef struct BrokerConfig
 	int			broker_id;
 	char	   *node;			/* conninfo of this broker's data node */
 	char	   *node_advertised;	/* conninfo other brokers use for it */
-	char	   *node_name;		/* "host:port" for messages */
+	char	   *node_name;		/* registered name; NULL: the node conninfo's label */
 	char	   *rack;			/* registered for placement, or NULL */
 	char	   *coordinator;	/* conninfo of the coordinator database */
 	int			tick_ms;		/* control loop period */

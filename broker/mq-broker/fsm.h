@@ -98,7 +98,7 @@ extern bool fsm_is_tick_event(FsmEvent e);
 extern void fsm_print_dot(FILE *out);
 
 /*
- * The actions the table names (step.c, roles.c).  Tick actions do a
+ * The actions the table names (all in step.c).  Tick actions do a
  * tick's work; outcome actions tidy up on entering a state.
  */
 extern void act_lead(struct Broker *b, struct Part *p);

@@ -29,6 +29,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include "sdnotify.h"
 #include "util.h"
 
 static const BrokerConfig *kcfg;
@@ -47,6 +48,7 @@ exec_child(const BrokerConfig *cfg)
 	const char *prog = cfg->kafka_program ? cfg->kafka_program : "mq-kafka";
 
 	(void) prctl(PR_SET_PDEATHSIG, SIGTERM);
+	mq_sd_forget();				/* systemd hears from mq-broker only */
 	snprintf(id, sizeof(id), "%d", cfg->broker_id);
 	argv[n++] = prog;
 	argv[n++] = "--dbname";

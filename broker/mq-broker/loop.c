@@ -37,6 +37,7 @@
 
 #include "broker.h"
 #include "kafka_child.h"
+#include "sdnotify.h"
 #include "util.h"
 
 typedef struct Watch
@@ -182,6 +183,9 @@ broker_run(Broker *b, volatile int *stop_requested)
 
 		broker_tick(b);
 		kafka_child_check();
+		/* a broker that has ticked once serves (systemd: Type=notify) */
+		mq_sd_ready();
+		mq_sd_watchdog();
 		wait_for_tick(b, &w, tick_end, stop_requested);
 	}
 	free(w.fds);

@@ -27,6 +27,7 @@
 #include "cli.h"
 #include "config.h"
 #include "kafka_child.h"
+#include "sdnotify.h"
 #include "util.h"
 
 static volatile int stop_requested = 0;
@@ -113,7 +114,8 @@ main(int argc, char **argv)
 	/* every line of the log names the broker and its time */
 	snprintf(progname, sizeof(progname), "mq-broker[%d]", cfg.broker_id);
 	mq_progname = progname;
-	mq_log_set_timestamps(true);
+	/* the journal stamps lines itself (the systemd unit) */
+	mq_log_set_timestamps(!mq_sd_stderr_is_journal());
 
 	memset(&sa, 0, sizeof(sa));
 	sa.sa_handler = on_signal;	/* no SA_RESTART: poll() returns EINTR */
@@ -131,6 +133,7 @@ main(int argc, char **argv)
 
 	broker_run(&b, &stop_requested);
 	mq_log_info("received signal %d; shutting down cleanly", (int) stop_requested);
+	mq_sd_stopping();
 	kafka_child_stop();
 	broker_shutdown(&b);
 	metrics_stop();

@@ -5,21 +5,26 @@
  *	  request is decoded and each batch checked here, the appends run as
  *	  one job, and parked fetches of the topics written are woken.
  *
- * Each partition's batch is checked (batch.c) and appended with one
- * mq.send_batch call, its own transaction; the batch's producer id,
+ * Each partition's batch is checked (batch.c) and written with one
+ * mq.produce_records call, its own transaction; the batch's producer id,
  * epoch and base sequence go along, so mq's idempotence applies: a retry
  * of one of the producer's last five batches returns the original
  * offsets (Kafka's broker does the same), a gap is MQ011 and becomes
- * OUT_OF_ORDER_SEQUENCE_NUMBER.  acks=0 gets no response; acks=1 is
- * answered once the append is committed on this node; acks=-1 on a
- * replicated partition also waits until the in-sync replicas have it
- * (a second job of mq._replica_await_hwm calls, as mq.produce does), and
- * on an unreplicated one is acks=1.  Transactional produce is refused.
+ * OUT_OF_ORDER_SEQUENCE_NUMBER.  The acks rules (validation, the ISR
+ * check before the write, the durability floor, the wait after it) are
+ * the produce contract's, src/sql/31_produce_acks.sql, and none is
+ * repeated here: the request's acks goes to mq.produce_records as is, and
+ * when it reports a wait owed (acks=-1 on a replicated partition) a
+ * second job of mq.produce_await calls waits for the replicas.  Its
+ * SQLSTATEs become Kafka's codes in kerr.c (MQ021 NOT_ENOUGH_REPLICAS,
+ * nothing written; MQ022 NOT_ENOUGH_REPLICAS_AFTER_APPEND).  acks=0 gets
+ * no response.  Transactional produce is refused.
  *
  *-------------------------------------------------------------------------
  */
 #include "handlers.h"
 
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -29,21 +34,19 @@
 #include "pgbinary.h"
 #include "util.h"
 
-/* the first and last offsets, and what acks=-1 waits on (mq.produce's way) */
+/* the first and last offsets, and the wait the contract says is owed */
 #define SEND_SQL \
-	"SELECT min(s.msg_offset), max(s.msg_offset), ps.role, ps.leader_epoch, ps.min_isr" \
-	"  FROM mq.send_batch($1, $2::bytea[], $3::bytea[], $8, $4, $5, $6, $7, $9) s," \
-	"       mq._produce_state($1, $4) ps" \
-	" GROUP BY ps.role, ps.leader_epoch, ps.min_isr"
+	"SELECT min(s.msg_offset), max(s.msg_offset), max(s.await_epoch), max(s.await_min_isr)" \
+	"  FROM mq.produce_records($1, $2::bytea[], $3::bytea[], $8, $4, $5, $6, $7, $9, NULL, $10) s"
 
-#define AWAIT_SQL "SELECT mq._replica_await_hwm($1, $2, $3, $4, $5, $6)"
+#define AWAIT_SQL "SELECT mq.produce_await($1, $2, $3, $4, $5, $6)"
 
 typedef struct PPart
 {
 	int32_t		topic;			/* index into topics */
 	int32_t		partition;
 	int16_t		code;			/* refused before reaching the database */
-	int			stmt;			/* its mq.send_batch, or -1 */
+	int			stmt;			/* its mq.produce_records, or -1 */
 	int			await;			/* acks=-1: its wait in acked, or -1 */
 } PPart;
 
@@ -121,10 +124,12 @@ add_meta(KStmt *st, const KBatch *b)
 	mq_array_free(&hdr);
 }
 
-/* the mq.send_batch statement of one decoded batch */
+/* the mq.produce_records statement of one decoded batch */
 static void
-add_append(KJob *job, const char *topic, int32_t partition, const KBatch *b)
+add_append(KJob *job, const char *topic, int32_t partition, const KBatch *b, int16_t acks)
 {
+	char		acks_text[8];
+
 	KStmt	   *st = kjob_add(job, SEND_SQL, 0);
 	MqArray		keys,
 				vals;
@@ -159,6 +164,8 @@ add_append(KJob *job, const char *topic, int32_t partition, const KBatch *b)
 		kstmt_text(st, MQ_INT4OID, NULL);
 	}
 	add_meta(st, b);
+	snprintf(acks_text, sizeof(acks_text), "%d", acks);
+	kstmt_text(st, MQ_TEXTOID, acks_text);
 	mq_array_free(&keys);
 	mq_array_free(&vals);
 }
@@ -187,7 +194,7 @@ read_partition(KReader *r, ProduceState *s, PPart *pp, const char *topic, bool t
 		pp->code = batch_check_storable(&b);
 	if (pp->code == KERR_NONE)
 	{
-		add_append(&s->job, topic, pp->partition, &b);
+		add_append(&s->job, topic, pp->partition, &b, s->acks);
 		pp->stmt = s->job.n - 1;
 	}
 	batch_free(&b);
@@ -254,31 +261,30 @@ produce_encode(KRequest *req)
 	req_finish(req);
 }
 
-/* appends done: acks=-1 waits for the replicas of replicated partitions */
+/* appends done: the partitions the contract owes a wait get one */
 static void
 produce_done(KRequest *req)
 {
 	ProduceState *s = req->state;
 
-	for (int32_t k = 0; s->acks == -1 && k < s->nparts; k++)
+	for (int32_t k = 0; k < s->nparts; k++)
 	{
 		PPart	   *pp = &s->parts[k];
 		PGresult   *res = pp->stmt >= 0 ? s->job.stmts[pp->stmt].res : NULL;
 		KStmt	   *st;
 		char	   *topic;
 
-		if (res == NULL || PQgetisnull(res, 0, 2) ||
-			strcmp(PQgetvalue(res, 0, 2), "standalone") == 0)
+		if (res == NULL || PQntuples(res) == 0 || PQgetisnull(res, 0, 2))
 			continue;
 		topic = kslice_dup(s->topics[pp->topic]);
 		st = kjob_add(&s->acked, AWAIT_SQL, 0);
 		pp->await = s->acked.n - 1;
 		kstmt_text(st, MQ_TEXTOID, topic ? topic : "");
 		kstmt_int(st, MQ_INT4OID, pp->partition);
-		kstmt_int(st, MQ_INT8OID, strtoll(PQgetvalue(res, 0, 1), NULL, 10) + 1);
+		kstmt_text(st, MQ_INT8OID, PQgetisnull(res, 0, 1) ? NULL : PQgetvalue(res, 0, 1));
+		kstmt_text(st, MQ_INT4OID, PQgetvalue(res, 0, 2));
 		kstmt_text(st, MQ_INT4OID, PQgetisnull(res, 0, 3) ? NULL : PQgetvalue(res, 0, 3));
-		kstmt_text(st, MQ_INT4OID, PQgetisnull(res, 0, 4) ? NULL : PQgetvalue(res, 0, 4));
-		kstmt_int(st, MQ_INT4OID, s->timeout_ms > 0 ? s->timeout_ms : 30000);
+		kstmt_int(st, MQ_INT4OID, s->timeout_ms);
 		free(topic);
 	}
 	if (s->acked.n > 0)

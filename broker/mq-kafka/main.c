@@ -26,6 +26,7 @@
 #include "cluster.h"
 #include "kmetrics.h"
 #include "mqkafka.h"
+#include "sdnotify.h"
 #include "util.h"
 
 KConfig		kconfig;
@@ -66,6 +67,7 @@ static void
 on_signal(evutil_socket_t sig, short what, void *arg)
 {
 	mq_log_info("signal %d, stopping", (int) sig);
+	mq_sd_stopping();
 	event_base_loopbreak(kbase);
 }
 
@@ -199,6 +201,27 @@ parse_args(int argc, char **argv)
 	cli_free(&p);
 }
 
+/* systemd's watchdog (WatchdogSec=): ping while the event loop turns */
+static void
+on_watchdog(evutil_socket_t fd, short what, void *arg)
+{
+	mq_sd_watchdog();
+}
+
+static void
+watchdog_start(void)
+{
+	uint64_t	usec = mq_sd_watchdog_usec();
+	struct timeval tv;
+
+	if (usec == 0)
+		return;
+	usec /= 2;
+	tv.tv_sec = (time_t) (usec / 1000000);
+	tv.tv_usec = (suseconds_t) (usec % 1000000);
+	event_add(event_new(kbase, -1, EV_PERSIST, on_watchdog, NULL), &tv);
+}
+
 static bool
 is_loopback(const char *host)
 {
@@ -251,7 +274,7 @@ main(int argc, char **argv)
 		/* its lines go into its mq-broker's log: name the broker, stamp the time */
 		snprintf(progname, sizeof(progname), "mq-kafka[%d]", kconfig.node_id);
 		mq_progname = progname;
-		mq_log_set_timestamps(true);
+		mq_log_set_timestamps(!mq_sd_stderr_is_journal());
 	}
 	if (kconfig.advertised_host == NULL)
 	{
@@ -281,6 +304,9 @@ main(int argc, char **argv)
 	mq_log_info("listening on %s:%d (pool of %d database connections%s)",
 				kconfig.listen_host, kconfig.listen_port, kconfig.pool_size,
 				kconfig.sasl_plain ? ", sasl plain" : "");
+	/* listening, the pool started: serving (systemd: Type=notify) */
+	watchdog_start();
+	mq_sd_ready();
 	event_base_dispatch(kbase);
 	return 0;
 }

@@ -6,7 +6,7 @@
  *	  manner of Kafka's producer-perf-test and consumer-perf-test (the
  *	  counting and the progress and summary lines are perf_stats.c's).
  *
- * The unit of latency is the batch: for produce, one mq.send_batch() call
+ * The unit of latency is the batch: for produce, one mq.produce_records() call
  * with its commit (the moment the batch is acknowledged); for consume,
  * one poll.  Kafka reports per-record latency, which includes time in the
  * client's buffer; a batch here is sent the moment it is full, so batch
@@ -38,7 +38,7 @@ const char	perf_produce_help[] =
 "\n"
 "Send N records of random letters to TOPIC as fast as possible (or at\n"
 "--throughput), printing progress every few seconds and a summary: records/s,\n"
-"MB/s and the latency of a batch (one mq.send_batch call and its commit):\n"
+"MB/s and the latency of a batch (one mq.produce_records call and its commit):\n"
 "average, 50th, 95th, 99th and 99.9th percentiles and maximum.\n"
 "\n"
 "Options:\n"

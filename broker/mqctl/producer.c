@@ -33,10 +33,15 @@
  * partition the topic lacks, whatever --partition said, gets no sequence
  * and the server refuses it.
  *
- * acks=all calls the procedure mq.produce(), which commits and then waits
- * until the in-sync replicas have the records (docs/replication.md).  A
- * procedure that commits cannot run inside a transaction block, so with
- * acks=all each partition's part of a batch is its own transaction.
+ * The acks rules (the ISR check before the write, the durability floor,
+ * the wait after it) are the produce contract's, which
+ * src/sql/31_produce_acks.sql owns; none is repeated here.  acks=0 and
+ * acks=1 write with mq.produce_records, which applies the floor to the
+ * batch's transaction; acks=all calls the procedure mq.produce(), the
+ * contract in one call: it commits and then waits until the in-sync
+ * replicas have the records (docs/replication.md).  A procedure that
+ * commits cannot run inside a transaction block, so with acks=all each
+ * partition's part of a batch is its own transaction.
  *
  *-------------------------------------------------------------------------
  */
@@ -52,8 +57,8 @@
 #define PRODUCE_STATEMENT	"mqctl_produce"
 #define PARTITION_STATEMENT "mqctl_partition_for"
 
-/* acks=all: mq.produce's wait for the replicas when none is given */
-#define DEFAULT_TIMEOUT_MS	30000
+/* the contract's names of the acks settings (MqAcks order) */
+static const char *const acks_text[] = {"0", "1", "all"};
 
 /* how long an idempotent producer keeps retrying a batch, and the pauses */
 #define RETRY_FOR_MS		30000
@@ -70,15 +75,6 @@ producer_setup_session(MqProducer *pr, PGconn *conn, MqError *err)
 {
 	MqParams	types;
 
-	/*
-	 * acks=0 is PostgreSQL's asynchronous commit: COMMIT returns before
-	 * the WAL is flushed.  The log stays consistent after a crash (offsets
-	 * stay gapless), it just may end earlier than what was acknowledged.
-	 */
-	if (pr->acks == MQ_ACKS_0 &&
-		!mq_command(conn, "SET synchronous_commit = off", err))
-		return false;
-
 	mq_params_init(&types);
 	mq_param_text(&types, MQ_TEXTOID, NULL);
 	mq_param_binary(&types, MQ_BYTEAARRAYOID, NULL, 0);
@@ -87,18 +83,20 @@ producer_setup_session(MqProducer *pr, PGconn *conn, MqError *err)
 	mq_param_text(&types, MQ_INT8OID, NULL);
 	mq_param_text(&types, MQ_INT4OID, NULL);
 	mq_param_text(&types, MQ_INT4OID, NULL);
+	mq_param_text(&types, MQ_TEXTOID, NULL);
 	if (pr->acks == MQ_ACKS_ALL)
 	{
 		mq_param_text(&types, MQ_INT4OID, NULL);
 		if (!mq_prepare(conn, PRODUCE_STATEMENT,
-						"CALL mq.produce($1, $2, $3, $4, 'all', $5, $6, $7, $8)",
+						"CALL mq.produce($1, $2, $3, $4, $8, $5, $6, $7, $9)",
 						&types, err))
 			return false;
 	}
 	else if (!mq_prepare(conn, SEND_STATEMENT,
 						 pr->want_offsets ?
-						 "SELECT partition, msg_offset FROM mq.send_batch($1, $2, $3, NULL, $4, $5, $6, $7)" :
-						 "SELECT count(*) FROM mq.send_batch($1, $2, $3, NULL, $4, $5, $6, $7)",
+						 "SELECT partition, msg_offset"
+						 "  FROM mq.produce_records($1, $2, $3, NULL, $4, $5, $6, $7, NULL, NULL, $8)" :
+						 "SELECT count(*) FROM mq.produce_records($1, $2, $3, NULL, $4, $5, $6, $7, NULL, NULL, $8)",
 						 &types, err))
 		return false;
 
@@ -155,7 +153,7 @@ producer_init(MqProducer *pr, PGconn *conn, const char *topic,
 	pr->want_offsets = want_offsets;
 	pr->acks = cfg->acks;
 	pr->idempotent = cfg->idempotent;
-	pr->timeout_ms = cfg->request_timeout_ms > 0 ? cfg->request_timeout_ms : DEFAULT_TIMEOUT_MS;
+	pr->timeout_ms = cfg->request_timeout_ms;
 	mq_array_init(&pr->keys, MQ_BYTEAOID);
 	mq_array_init(&pr->values, MQ_BYTEAOID);
 
@@ -420,7 +418,7 @@ assign(MqProducer *pr, MqError *err)
 	return true;
 }
 
-/* One partition's records: one call of mq.send_batch or mq.produce. */
+/* One partition's records: one call of mq.produce_records or mq.produce. */
 bool
 producer_send_part(MqProducer *pr, PGconn *conn, const ProducerPart *part, MqError *err)
 {
@@ -457,8 +455,11 @@ producer_send_part(MqProducer *pr, PGconn *conn, const ProducerPart *part, MqErr
 		mq_param_text(&params, MQ_INT4OID, NULL);
 		mq_param_text(&params, MQ_INT4OID, NULL);
 	}
-	if (pr->acks == MQ_ACKS_ALL)
+	mq_param_text(&params, MQ_TEXTOID, acks_text[pr->acks]);
+	if (pr->acks == MQ_ACKS_ALL && pr->timeout_ms > 0)
 		mq_param_int(&params, MQ_INT4OID, pr->timeout_ms);
+	else if (pr->acks == MQ_ACKS_ALL)
+		mq_param_text(&params, MQ_INT4OID, NULL);	/* the contract's default */
 
 	res = mq_exec_prepared(conn, pr->acks == MQ_ACKS_ALL ? PRODUCE_STATEMENT : SEND_STATEMENT,
 						   &params, 1, err);

@@ -4,7 +4,7 @@
  *	  The producing engine: batches of records sent to a topic, for "mqctl
  *	  produce" and "mqctl perf produce": the acks setting, idempotence
  *	  (producer id, epoch and sequence numbers), the split of a batch by
- *	  partition, the calls of mq.send_batch() or mq.produce(), and retries
+ *	  partition, the calls of mq.produce_records() or mq.produce(), and retries
  *	  after a lost connection.  The command-line options that configure it
  *	  are producer_options.h's.
  *
@@ -23,7 +23,7 @@
 typedef enum MqAcks
 {
 	MQ_ACKS_0,					/* asynchronous commit */
-	MQ_ACKS_1,					/* the server's commit setting (durable) */
+	MQ_ACKS_1,					/* a durable commit on the leader */
 	MQ_ACKS_ALL					/* and every in-sync replica (mq.produce) */
 } MqAcks;
 

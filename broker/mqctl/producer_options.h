@@ -45,8 +45,8 @@ enum
 "  -p, --partition=N      send every record to partition N (default: by key,\n" \
 "                         Kafka's partitioner; records without key spread)\n" \
 "  -b, --batch-size=N     records per batch, 1 to 1000000 (default 500)\n" \
-"      --acks=ACKS        1 (default): each batch is committed as the server's\n" \
-"                         synchronous_commit says (durable by default);\n" \
+"      --acks=ACKS        1 (default): each batch is committed durably on the\n" \
+"                         leader (synchronous_commit at least local);\n" \
 "                         0: asynchronous commit (fast, a crash may lose\n" \
 "                         the last batches); all: also wait until every\n" \
 "                         in-sync replica has it (mq.produce; the same as 1\n" \

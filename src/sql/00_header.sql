@@ -3,8 +3,9 @@
 --
 -- Catalog tables, the record type, administration in PL/pgSQL and the hot
 -- paths (produce, fetch, offsets) in C.  Storage tables live in schema
--- mq_log and are named from ids, never from topic names.  Upgrade scripts
--- are src/mq--OLD--NEW.sql (see docs/operations.md).
+-- mq_log and are named from ids, never from topic names.  The update
+-- script from the previous release is built from src/update/ and these
+-- files by scripts/update-sql.pl (docs/operations.md, "Upgrades").
 
 \echo Use "CREATE EXTENSION mq" to load this file. \quit
 

@@ -130,38 +130,66 @@ END $$;
 -- shrinking its range to [base, log end): under the partition's produce
 -- lock, a CHECK constraint proves the new range (one scan of the segment),
 -- which lets the detach and re-attach skip their own scan; the empty
--- segments after it are recreated from the new boundary.
+-- segments after it are recreated from the new boundary.  Maintenance
+-- runs it, so it waits for nothing producers could queue behind: the
+-- produce lock and the tables' locks are taken only if free now (a
+-- producer at work, a reader of the segment or pg_dump: the next pass).
+
+-- The segment a roll would close now: base and end of the one holding the
+-- log end, if its first record is older than p_ms; NULL otherwise.
+CREATE FUNCTION mq._segment_to_roll(p_topic_id integer, p_partition integer, p_ms bigint,
+                                    OUT base_offset bigint, OUT end_offset bigint, OUT log_end bigint)
+LANGUAGE plpgsql SET search_path = pg_catalog, pg_temp AS $$
+BEGIN
+    log_end := mq._log_end_offset(p_topic_id, p_partition);
+    SELECT sg.base_offset, sg.end_offset INTO base_offset, end_offset FROM mq.segment sg
+     WHERE sg.topic_id = p_topic_id AND sg.partition = p_partition
+       AND sg.base_offset < log_end AND log_end < sg.end_offset;
+    IF base_offset IS NULL OR mq._offset_time(p_topic_id, p_partition, base_offset)
+                              >= clock_timestamp() - p_ms * interval '1 millisecond' THEN
+        base_offset := NULL;
+    END IF;
+END $$;
+
 CREATE FUNCTION mq._roll_segment_by_time(p_topic_id integer, p_partition integer) RETURNS boolean
 LANGUAGE plpgsql SECURITY DEFINER SET search_path = pg_catalog, pg_temp AS $$
 DECLARE
     v_ms bigint;
-    v_end bigint;
     v_part regclass;
+    v_rel regclass;
     s record;
     f record;
 BEGIN
     SELECT (t.config->>'segment.ms')::bigint INTO v_ms FROM mq.topic t WHERE t.topic_id = p_topic_id;
-    IF v_ms IS NULL THEN
+    IF v_ms IS NULL OR (mq._segment_to_roll(p_topic_id, p_partition, v_ms)).base_offset IS NULL
+       OR NOT mq._try_lock_partition(p_topic_id, p_partition) THEN
         RETURN false;
     END IF;
-    PERFORM mq._lock_partition(p_topic_id, p_partition);
-    v_end := mq._log_end_offset(p_topic_id, p_partition);
-    SELECT sg.base_offset, sg.end_offset, sg.relid INTO s FROM mq.segment sg
-     WHERE sg.topic_id = p_topic_id AND sg.partition = p_partition
-       AND sg.base_offset < v_end AND v_end < sg.end_offset;
-    IF s IS NULL OR mq._offset_time(p_topic_id, p_partition, s.base_offset)
-                    >= clock_timestamp() - v_ms * interval '1 millisecond' THEN
+    s := mq._segment_to_roll(p_topic_id, p_partition, v_ms);    -- again, under the lock
+    IF s.base_offset IS NULL THEN
         RETURN false;
     END IF;
     SELECT ps.relid INTO v_part FROM mq.partition_state ps
      WHERE ps.topic_id = p_topic_id AND ps.partition = p_partition;
+    BEGIN
+        EXECUTE format('LOCK TABLE ONLY %s IN ACCESS EXCLUSIVE MODE NOWAIT', v_part);
+        FOR f IN SELECT sg.relid FROM mq.segment sg
+                  WHERE sg.topic_id = p_topic_id AND sg.partition = p_partition
+                    AND sg.base_offset >= s.base_offset ORDER BY sg.base_offset LOOP
+            EXECUTE format('LOCK TABLE ONLY %s IN ACCESS EXCLUSIVE MODE NOWAIT', f.relid);
+        END LOOP;
+    EXCEPTION WHEN lock_not_available THEN
+        RETURN false;
+    END;
+    SELECT sg.relid INTO v_rel FROM mq.segment sg
+     WHERE sg.topic_id = p_topic_id AND sg.partition = p_partition AND sg.base_offset = s.base_offset;
     EXECUTE format('ALTER TABLE %s ADD CONSTRAINT mq_segment_range CHECK (msg_offset >= %s AND msg_offset < %s)',
-                   s.relid, s.base_offset, v_end);
-    EXECUTE format('ALTER TABLE %s DETACH PARTITION %s', v_part, s.relid);
+                   v_rel, s.base_offset, s.log_end);
+    EXECUTE format('ALTER TABLE %s DETACH PARTITION %s', v_part, v_rel);
     EXECUTE format('ALTER TABLE %s ATTACH PARTITION %s FOR VALUES FROM (%s) TO (%s)',
-                   v_part, s.relid, s.base_offset, v_end);
-    EXECUTE format('ALTER TABLE %s DROP CONSTRAINT mq_segment_range', s.relid);
-    UPDATE mq.segment sg SET end_offset = v_end
+                   v_part, v_rel, s.base_offset, s.log_end);
+    EXECUTE format('ALTER TABLE %s DROP CONSTRAINT mq_segment_range', v_rel);
+    UPDATE mq.segment sg SET end_offset = s.log_end
      WHERE sg.topic_id = p_topic_id AND sg.partition = p_partition AND sg.base_offset = s.base_offset;
     FOR f IN SELECT sg.base_offset, sg.relid FROM mq.segment sg
               WHERE sg.topic_id = p_topic_id AND sg.partition = p_partition AND sg.base_offset > s.base_offset

@@ -3,7 +3,7 @@
 -- mq does then (the coalesce of each key's reader: retention in
 -- 70_retention.sql, compaction in 72_compaction.sql, the topic cache and
 -- record size in src/topic.c and src/record_size.c, replication in
--- 60_replica.sql and 61_coordinator.sql).  mq-kafka's DescribeConfigs
+-- 60_replica*.sql and 61_coordinator.sql).  mq-kafka's DescribeConfigs
 -- lists them as Kafka's defaults (DEFAULT_CONFIG), so that tools show a
 -- full config.  Keys without a fixed default are left out: segment.ms
 -- (no roll by time), segment.records (from segment.bytes and the record

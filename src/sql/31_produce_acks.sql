@@ -1,8 +1,107 @@
 -------------------------------------------------------------------------------
--- Producing with acks: mq.produce (a procedure, because acks=all commits
--- before it waits).  Call it outside an explicit transaction block.
--- It reads mq.replica_partition (60_replica.sql): PL/pgSQL resolves names
--- when it runs, so the order of the install script does not matter here.
+-- The produce contract: its one owner (docs/design.md#the-produce-contract).
+-- mq-kafka's Produce handler, mqctl's producer and mq.produce all call
+-- these functions and keep no copy of the rules:
+--
+--   acks     '0', '1', 'all' or '-1' (Kafka's name for all); anything else
+--            is MQ016 (Kafka's INVALID_REQUIRED_ACKS) and nothing is written.
+--   before   acks=all needs a partition, and on a replicated partition this
+--            node leads, an ISR smaller than min.insync.replicas is MQ021
+--            (Kafka's NOT_ENOUGH_REPLICAS): nothing is written.
+--   floor    acks=0 commits asynchronously (synchronous_commit off for the
+--            transaction); acks=1 and all commit at least with a local
+--            flush, whatever the server's default.
+--   after    acks=all on a replicated partition: once committed, the
+--            records are acknowledged when the ISR holds them, within
+--            timeout_ms (NULL or below 1: 30000).  An ISR that shrank below
+--            min.insync.replicas is MQ022 (NOT_ENOUGH_REPLICAS_AFTER_APPEND),
+--            the timeout MQ023, a lost leadership MQ020.
+--
+-- mq.produce_records checks and writes in the caller's transaction
+-- (PL/pgSQL, so that its statements' plans are cached per session);
+-- mq.produce_await (src/replica.c) waits after the commit.  mq.produce is
+-- the two with a COMMIT between them.  The ISR is read without a lock, as
+-- Kafka's broker reads it: a shrink between the check and the append is
+-- caught by the wait (MQ022).  Everything runs with the caller's rights;
+-- no SET clause (a setting made with set_config(..., true) must outlive
+-- the function, and a procedure with one cannot COMMIT), so every name is
+-- schema-qualified instead.  _produce_state lives in 60_replica_status.sql:
+-- PL/pgSQL resolves names when it runs.
+-------------------------------------------------------------------------------
+
+-- What mq.produce_records returns per record: its partition and offset,
+-- and the wait acks=all owes (await_epoch NULL: none).
+CREATE TYPE mq.produced AS (partition integer, msg_offset bigint,
+                            await_epoch integer, await_min_isr integer);
+
+-- The write of the contract: the checks before it, the durability floor,
+-- then mq.send_batch; returns what mq.produce_await needs once the
+-- transaction has committed.
+CREATE FUNCTION mq.produce_records(topic text, keys bytea[], vals bytea[], headers jsonb[] DEFAULT NULL,
+                                   partition integer DEFAULT NULL,
+                                   producer_id bigint DEFAULT NULL, producer_epoch integer DEFAULT NULL,
+                                   base_sequence integer DEFAULT NULL,
+                                   timestamps timestamptz[] DEFAULT NULL, "timestamp" timestamptz DEFAULT NULL,
+                                   acks text DEFAULT '1')
+    RETURNS SETOF mq.produced
+LANGUAGE plpgsql VOLATILE AS $$
+DECLARE
+    v_epoch integer;
+    v_min integer;
+    v_role text;
+    v_isr integer;
+BEGIN
+    IF acks IS NULL OR NOT acks OPERATOR(pg_catalog.=) ANY (ARRAY['0', '1', 'all', '-1']) THEN
+        RAISE EXCEPTION 'acks must be 0, 1, all or -1, not "%"', acks USING ERRCODE = 'MQ016';
+    END IF;
+    IF acks OPERATOR(pg_catalog.=) ANY (ARRAY['all', '-1']) THEN
+        IF produce_records.partition IS NULL THEN
+            RAISE EXCEPTION 'acks=all needs a partition' USING ERRCODE = 'MQ010',
+                HINT = 'mq.partition_for gives the partition of a key.';
+        END IF;
+        SELECT s.leader_epoch, s.role, s.min_isr, COALESCE(s.isr, 0)
+          INTO v_epoch, v_role, v_min, v_isr
+          FROM mq._produce_state(topic, produce_records.partition) s;
+        IF v_role OPERATOR(pg_catalog.=) 'leader' AND v_isr OPERATOR(pg_catalog.<) v_min THEN
+            RAISE EXCEPTION 'not enough in-sync replicas for "%" partition %: % in sync, min.insync.replicas is %',
+                topic, produce_records.partition, v_isr, v_min
+                USING ERRCODE = 'MQ021', DETAIL = 'Nothing was written.',
+                      HINT = 'Wait for the followers to catch up, or produce with acks=1.';
+        END IF;
+        IF v_role IS DISTINCT FROM 'leader' THEN
+            -- standalone: acks=1; a follower refuses the write (MQ020)
+            v_epoch := NULL;
+            v_min := NULL;
+        END IF;
+    END IF;
+    IF acks OPERATOR(pg_catalog.=) '0' THEN
+        PERFORM pg_catalog.set_config('synchronous_commit', 'off', true);
+    ELSIF pg_catalog.current_setting('synchronous_commit') OPERATOR(pg_catalog.=) 'off' THEN
+        -- acks=1 and acks=all promise a durable local commit whatever the
+        -- server's default: a crash must not take back an acknowledged write
+        PERFORM pg_catalog.set_config('synchronous_commit', 'local', true);
+    END IF;
+    RETURN QUERY
+    SELECT s.partition, s.msg_offset, v_epoch, v_min
+      FROM mq.send_batch(topic, keys, vals, produce_records.headers, produce_records.partition,
+                         producer_id, producer_epoch, base_sequence,
+                         produce_records.timestamps, produce_records."timestamp") s;
+END $$;
+
+-- The acknowledgement of the contract, after the commit: waits until the
+-- high watermark passes last_offset while this node leads in await_epoch
+-- with at least await_min_isr in sync (MQ022, MQ023, MQ020 otherwise).
+-- Returns the high watermark, or NULL at once when await_epoch or
+-- last_offset is NULL (nothing to wait for).
+CREATE FUNCTION mq.produce_await(topic text, partition integer, last_offset bigint,
+                                 await_epoch integer, await_min_isr integer,
+                                 timeout_ms integer DEFAULT 30000)
+    RETURNS bigint
+    AS 'MODULE_PATHNAME', 'mq_produce_await' LANGUAGE C VOLATILE;
+
+-------------------------------------------------------------------------------
+-- mq.produce: the contract in one call (a procedure, because acks=all
+-- commits before it waits).  Call it outside an explicit transaction block.
 -------------------------------------------------------------------------------
 
 CREATE PROCEDURE mq.produce(topic text, keys bytea[], vals bytea[], partition integer,
@@ -12,44 +111,18 @@ CREATE PROCEDURE mq.produce(topic text, keys bytea[], vals bytea[], partition in
                             INOUT base_offset bigint DEFAULT NULL, INOUT high_watermark bigint DEFAULT NULL,
                             headers jsonb[] DEFAULT NULL, timestamps timestamptz[] DEFAULT NULL,
                             "timestamp" timestamptz DEFAULT NULL)
--- No SET clause: a procedure with one cannot COMMIT.  Every name is
--- schema-qualified instead, and it runs with the caller's rights.
 LANGUAGE plpgsql AS $$
 DECLARE
     v_epoch integer;
-    v_role text;
     v_min integer;
-    v_isr integer;
     v_last bigint;
 BEGIN
-    IF acks IS NULL OR acks NOT IN ('0', '1', 'all', '-1') THEN
-        RAISE EXCEPTION 'acks must be 0, 1 or all, not "%"', acks USING ERRCODE = 'MQ010';
-    END IF;
-    IF acks IN ('all', '-1') THEN
-        SELECT s.leader_epoch, s.role, s.min_isr, s.isr
-          INTO v_epoch, v_role, v_min, v_isr
-          FROM mq._produce_state(topic, produce.partition) s;
-        IF v_role = 'leader' AND COALESCE(v_isr, 0) < v_min THEN
-            RAISE EXCEPTION 'not enough in-sync replicas for "%" partition %: % in sync, min.insync.replicas is %',
-                topic, produce.partition, COALESCE(v_isr, 0), v_min
-                USING ERRCODE = 'MQ021', DETAIL = 'Nothing was written.',
-                      HINT = 'Wait for the followers to catch up, or produce with acks=1.';
-        END IF;
-    END IF;
-    IF acks = '0' THEN
-        PERFORM pg_catalog.set_config('synchronous_commit', 'off', true);
-    ELSIF pg_catalog.current_setting('synchronous_commit') OPERATOR(pg_catalog.=) 'off' THEN
-        -- acks=1 and acks=all promise a durable local commit whatever the
-        -- server's default: a crash must not take back an acknowledged write
-        PERFORM pg_catalog.set_config('synchronous_commit', 'local', true);
-    END IF;
-    SELECT pg_catalog.min(s.msg_offset), pg_catalog.max(s.msg_offset) INTO base_offset, v_last
-      FROM mq.send_batch(topic, keys, vals, produce.headers, produce.partition,
-                         producer_id, producer_epoch, base_sequence,
-                         produce.timestamps, produce."timestamp") s;
+    SELECT pg_catalog.min(s.msg_offset), pg_catalog.max(s.msg_offset),
+           pg_catalog.max(s.await_epoch), pg_catalog.max(s.await_min_isr)
+      INTO base_offset, v_last, v_epoch, v_min
+      FROM mq.produce_records(topic, keys, vals, produce.headers, produce.partition,
+                              producer_id, producer_epoch, base_sequence,
+                              produce.timestamps, produce."timestamp", acks) s;
     COMMIT;
-    IF acks IN ('all', '-1') AND v_role IS DISTINCT FROM 'standalone' AND v_last IS NOT NULL THEN
-        high_watermark := mq._replica_await_hwm(topic, produce.partition, v_last OPERATOR(pg_catalog.+) 1,
-                                                v_epoch, v_min, timeout_ms);
-    END IF;
+    high_watermark := mq.produce_await(topic, produce.partition, v_last, v_epoch, v_min, timeout_ms);
 END $$;

@@ -35,7 +35,7 @@ CREATE TABLE mq.consumer_group (
 );
 
 CREATE TABLE mq.group_member (
-    group_id           text NOT NULL REFERENCES mq.consumer_group ON DELETE CASCADE,
+    group_id           text NOT NULL,
     member_id          text NOT NULL,
     instance_id        text,
     topics             integer[] NOT NULL,
@@ -44,18 +44,26 @@ CREATE TABLE mq.group_member (
     PRIMARY KEY (group_id, member_id),
     UNIQUE (group_id, instance_id)
 );
+CREATE TRIGGER cascade_to_group_member AFTER DELETE ON mq.consumer_group
+    REFERENCING OLD TABLE AS gone FOR EACH STATEMENT
+    EXECUTE FUNCTION mq._cascade_delete('mq.group_member', 'group_id');
 
 CREATE TABLE mq.group_assignment (
-    group_id   text NOT NULL REFERENCES mq.consumer_group ON DELETE CASCADE,
+    group_id   text NOT NULL,
     topic_id   integer NOT NULL,
     partition  integer NOT NULL,
     owner      text,                  -- the member consuming it now
     target     text,                  -- where it goes once the owner releases it
     revoking   boolean NOT NULL DEFAULT false,
     announced  boolean NOT NULL DEFAULT false,  -- the owner was told by a heartbeat
-    PRIMARY KEY (group_id, topic_id, partition),
-    FOREIGN KEY (topic_id, partition) REFERENCES mq.partition_state ON DELETE CASCADE
+    PRIMARY KEY (group_id, topic_id, partition)
 );
+CREATE TRIGGER cascade_to_group_assignment AFTER DELETE ON mq.partition_state
+    REFERENCING OLD TABLE AS gone FOR EACH STATEMENT
+    EXECUTE FUNCTION mq._cascade_delete('mq.group_assignment', 'topic_id', 'partition');
+CREATE TRIGGER cascade_to_group_assignment AFTER DELETE ON mq.consumer_group
+    REFERENCING OLD TABLE AS gone FOR EACH STATEMENT
+    EXECUTE FUNCTION mq._cascade_delete('mq.group_assignment', 'group_id');
 
 -- member ids replaced by a newer instance with the same instance id
 CREATE TABLE mq.fenced_member (

@@ -38,7 +38,7 @@ CREATE TABLE mq_coord.topic (
 );
 
 CREATE TABLE mq_coord.partition (
-    topic           text NOT NULL REFERENCES mq_coord.topic ON DELETE CASCADE,
+    topic           text NOT NULL,
     partition       integer NOT NULL,
     lock_id         integer GENERATED ALWAYS AS IDENTITY UNIQUE,
     replicas        integer[] NOT NULL,
@@ -49,6 +49,9 @@ CREATE TABLE mq_coord.partition (
     updated_at      timestamptz NOT NULL DEFAULT now(),
     PRIMARY KEY (topic, partition)
 );
+CREATE TRIGGER cascade_to_partition AFTER DELETE ON mq_coord.topic
+    REFERENCING OLD TABLE AS gone FOR EACH STATEMENT
+    EXECUTE FUNCTION mq._cascade_delete('mq_coord.partition', 'topic');
 
 CREATE TABLE mq_coord.event (
     event_id  bigint GENERATED ALWAYS AS IDENTITY PRIMARY KEY,
@@ -64,6 +67,9 @@ SELECT pg_catalog.pg_extension_config_dump('mq_coord.broker', '');
 SELECT pg_catalog.pg_extension_config_dump('mq_coord.topic', '');
 SELECT pg_catalog.pg_extension_config_dump('mq_coord.partition', '');
 SELECT pg_catalog.pg_extension_config_dump('mq_coord.event', '');
+-- their identity sequences too, or a restored coordinator reuses ids
+SELECT pg_catalog.pg_extension_config_dump(pg_catalog.pg_get_serial_sequence('mq_coord.partition', 'lock_id'), '');
+SELECT pg_catalog.pg_extension_config_dump(pg_catalog.pg_get_serial_sequence('mq_coord.event', 'event_id'), '');
 
 -- Lock classes (first key of pg_advisory_lock(int, int)): "MQB" and "MQP".
 CREATE FUNCTION mq_coord.broker_lock_class() RETURNS integer

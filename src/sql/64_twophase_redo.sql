@@ -42,7 +42,7 @@
 -------------------------------------------------------------------------------
 
 CREATE TABLE mq_coord.txn_output (
-    txn_id         text NOT NULL REFERENCES mq_coord.txn ON DELETE CASCADE,
+    txn_id         text NOT NULL,
     gid            text NOT NULL,       -- the output part that wrote them first
     topic          text NOT NULL,
     partition      integer NOT NULL,
@@ -54,6 +54,9 @@ CREATE TABLE mq_coord.txn_output (
     durable        boolean NOT NULL DEFAULT false,  -- sent again and on the new leader's ISR
     PRIMARY KEY (txn_id, topic, partition)
 );
+CREATE TRIGGER cascade_to_txn_output AFTER DELETE ON mq_coord.txn
+    REFERENCING OLD TABLE AS gone FOR EACH STATEMENT
+    EXECUTE FUNCTION mq._cascade_delete('mq_coord.txn_output', 'txn_id');
 SELECT pg_catalog.pg_extension_config_dump('mq_coord.txn_output', '');
 -- the steps not complete: init_producer's check by owner, and every
 -- broker's txn_offsets_moved each tick (done and aborted steps stay a day)

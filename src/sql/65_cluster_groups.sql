@@ -47,7 +47,7 @@ CREATE TABLE mq_coord.cluster_group (
 );
 
 CREATE TABLE mq_coord.cluster_group_member (
-    group_id           text NOT NULL REFERENCES mq_coord.cluster_group ON DELETE CASCADE,
+    group_id           text NOT NULL,
     member_id          text NOT NULL,
     topics             text[] NOT NULL,
     session_timeout_ms integer NOT NULL CHECK (session_timeout_ms BETWEEN 100 AND 3600000),
@@ -55,15 +55,21 @@ CREATE TABLE mq_coord.cluster_group_member (
     joined_at          timestamptz NOT NULL DEFAULT clock_timestamp(),
     PRIMARY KEY (group_id, member_id)
 );
+CREATE TRIGGER cascade_to_cluster_group_member AFTER DELETE ON mq_coord.cluster_group
+    REFERENCING OLD TABLE AS gone FOR EACH STATEMENT
+    EXECUTE FUNCTION mq._cascade_delete('mq_coord.cluster_group_member', 'group_id');
 
 CREATE TABLE mq_coord.cluster_group_assignment (
-    group_id   text NOT NULL REFERENCES mq_coord.cluster_group ON DELETE CASCADE,
+    group_id   text NOT NULL,
     topic      text NOT NULL,
     partition  integer NOT NULL,
     member_id  text NOT NULL,
     generation integer NOT NULL,
     PRIMARY KEY (group_id, topic, partition)
 );
+CREATE TRIGGER cascade_to_cluster_group_assignment AFTER DELETE ON mq_coord.cluster_group
+    REFERENCING OLD TABLE AS gone FOR EACH STATEMENT
+    EXECUTE FUNCTION mq._cascade_delete('mq_coord.cluster_group_assignment', 'group_id');
 
 SELECT pg_catalog.pg_extension_config_dump('mq_coord.cluster_group', '');
 SELECT pg_catalog.pg_extension_config_dump('mq_coord.cluster_group_member', '');

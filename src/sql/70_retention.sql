@@ -1,7 +1,10 @@
 -------------------------------------------------------------------------------
 -- Retention: whole segments are dropped, oldest first, never the one being
 -- written; the log start offset moves to the next segment's base.  What a
--- group had not consumed when its segment went is counted as lost.
+-- group had not consumed when its segment went is counted as lost.  A
+-- segment is dropped only when its locks are free at once
+-- (mq._try_drop_segment); otherwise it and the ones after it wait for the
+-- next pass.
 -------------------------------------------------------------------------------
 
 CREATE TABLE mq.retention_loss (
@@ -10,9 +13,11 @@ CREATE TABLE mq.retention_loss (
     partition    integer NOT NULL,
     records_lost bigint NOT NULL,
     last_loss_at timestamptz NOT NULL,
-    PRIMARY KEY (group_id, topic_id, partition),
-    FOREIGN KEY (topic_id, partition) REFERENCES mq.partition_state ON DELETE CASCADE
+    PRIMARY KEY (group_id, topic_id, partition)
 );
+CREATE TRIGGER cascade_to_retention_loss AFTER DELETE ON mq.partition_state
+    REFERENCING OLD TABLE AS gone FOR EACH STATEMENT
+    EXECUTE FUNCTION mq._cascade_delete('mq.retention_loss', 'topic_id', 'partition');
 SELECT pg_catalog.pg_extension_config_dump('mq.retention_loss', '');
 
 -- The largest record timestamp in a segment (NULL when empty), which
@@ -45,6 +50,31 @@ BEGIN
      WHERE sg.topic_id = p_topic_id AND sg.partition = p_partition AND sg.base_offset = p_base_offset
     RETURNING sg.relid INTO v_rel;
     EXECUTE format('DROP TABLE %s', v_rel);
+END $$;
+
+-- Retention's drop: the same, only if the locks DROP TABLE takes are free
+-- now -- ACCESS EXCLUSIVE on the segment and on the partition's table,
+-- whose partition bounds change.  pg_dump holds ACCESS SHARE on every
+-- table it dumps until it ends: a DROP waiting for it held the produce
+-- locks maintenance had taken and queued every later reader of those
+-- tables behind it, so producers stalled for the length of the dump.  A
+-- segment that cannot be dropped now is dropped by a later pass.
+CREATE FUNCTION mq._try_drop_segment(p_topic_id integer, p_partition integer, p_base_offset bigint)
+RETURNS boolean LANGUAGE plpgsql SET search_path = pg_catalog, pg_temp AS $$
+DECLARE
+    v_rel regclass;
+    v_part regclass;
+BEGIN
+    SELECT sg.relid, ps.relid INTO STRICT v_rel, v_part
+      FROM mq.segment sg JOIN mq.partition_state ps USING (topic_id, partition)
+     WHERE sg.topic_id = p_topic_id AND sg.partition = p_partition AND sg.base_offset = p_base_offset;
+    BEGIN
+        EXECUTE format('LOCK TABLE ONLY %s, ONLY %s IN ACCESS EXCLUSIVE MODE NOWAIT', v_part, v_rel);
+    EXCEPTION WHEN lock_not_available THEN
+        RETURN false;
+    END;
+    PERFORM mq._drop_segment(p_topic_id, p_partition, p_base_offset);
+    RETURN true;
 END $$;
 
 -- Apply retention.ms and retention.bytes to one topic's partitions, by
@@ -88,6 +118,8 @@ BEGIN
             EXIT WHEN NOT (
                 (v_ms >= 0 AND mq._segment_last_time(s.relid) < clock_timestamp() - v_ms * interval '1 millisecond')
                 OR (v_bytes >= 0 AND v_total - v_size >= v_bytes));
+            -- a reader holds its table or the partition's (pg_dump): next pass
+            EXIT WHEN NOT mq._try_drop_segment(p.topic_id, p.partition, s.base_offset);
             INSERT INTO mq.retention_loss AS l (group_id, topic_id, partition, records_lost, last_loss_at)
             SELECT o.group_id, o.topic_id, o.partition,
                    s.end_offset - greatest(o.next_offset, s.base_offset), now()
@@ -95,7 +127,6 @@ BEGIN
              WHERE o.topic_id = p.topic_id AND o.partition = p.partition AND o.next_offset < s.end_offset
             ON CONFLICT ON CONSTRAINT retention_loss_pkey DO UPDATE
                SET records_lost = l.records_lost + EXCLUDED.records_lost, last_loss_at = now();
-            PERFORM mq._drop_segment(p.topic_id, p.partition, s.base_offset);
             UPDATE mq.partition_state ps SET log_start_offset = s.end_offset
              WHERE ps.topic_id = p.topic_id AND ps.partition = p.partition;
             v_total := v_total - v_size;

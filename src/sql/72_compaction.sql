@@ -45,9 +45,11 @@ CREATE TABLE mq.cleaner_pass (
     -- not a pass of this node: records copied from a leader with the gaps
     -- its compaction left lie below clean_end (at most one such row)
     copied     boolean NOT NULL DEFAULT false,
-    PRIMARY KEY (topic_id, partition, clean_end),
-    FOREIGN KEY (topic_id, partition) REFERENCES mq.partition_state ON DELETE CASCADE
+    PRIMARY KEY (topic_id, partition, clean_end)
 );
+CREATE TRIGGER cascade_to_cleaner_pass AFTER DELETE ON mq.partition_state
+    REFERENCING OLD TABLE AS gone FOR EACH STATEMENT
+    EXECUTE FUNCTION mq._cascade_delete('mq.cleaner_pass', 'topic_id', 'partition');
 
 -- Segments that lost records in a committed pass and wait to be rewritten.
 CREATE TABLE mq.cleaner_rewrite (
@@ -57,9 +59,11 @@ CREATE TABLE mq.cleaner_rewrite (
     removed     bigint NOT NULL,
     pass_xid    xid8 NOT NULL,
     passed_at   timestamptz NOT NULL,
-    PRIMARY KEY (topic_id, partition, base_offset),
-    FOREIGN KEY (topic_id, partition, base_offset) REFERENCES mq.segment ON DELETE CASCADE
+    PRIMARY KEY (topic_id, partition, base_offset)
 );
+CREATE TRIGGER cascade_to_cleaner_rewrite AFTER DELETE ON mq.segment
+    REFERENCING OLD TABLE AS gone FOR EACH STATEMENT
+    EXECUTE FUNCTION mq._cascade_delete('mq.cleaner_rewrite', 'topic_id', 'partition', 'base_offset');
 SELECT pg_catalog.pg_extension_config_dump('mq.cleaner_pass', '');
 SELECT pg_catalog.pg_extension_config_dump('mq.cleaner_rewrite', '');
 

@@ -69,6 +69,8 @@ COMMENT ON FUNCTION mq._ensure_segments_to(integer, integer, bigint) IS
     'internal (replication): creates the segments up to the one covering an offset past a compaction gap; returns the number created';
 COMMENT ON FUNCTION mq._roll_segment_by_time(integer, integer) IS
     'internal (maintenance): closes the segment being written once its first record is older than segment.ms';
+COMMENT ON FUNCTION mq._segment_to_roll(integer, integer, bigint) IS
+    'internal (maintenance): the segment holding the log end, with the log end, when its first record is older than the given segment.ms (base_offset NULL otherwise)';
 COMMENT ON FUNCTION mq._create_partition(integer, integer) IS
     'internal: creates a partition''s log table, its state row and its first segments';
 COMMENT ON FUNCTION mq._topic_id(text) IS
@@ -91,6 +93,12 @@ COMMENT ON FUNCTION mq.init_producer(text) IS
     'registers an idempotent producer, or for a transactional id bumps its epoch and fences the older instance; returns producer id and epoch';
 COMMENT ON FUNCTION mq._lock_producer(bigint) IS
     'internal: init_producer''s exclusive producer lock, waiting for sends of older epochs to end';
+COMMENT ON TYPE mq.produced IS
+    'a record mq.produce_records wrote: partition, offset, and the wait acks=all owes (await_epoch and await_min_isr for mq.produce_await; NULL: none)';
+COMMENT ON FUNCTION mq.produce_records(text, bytea[], bytea[], jsonb[], integer, bigint, integer, integer, timestamptz[], timestamptz, text) IS
+    'the write of the produce contract: checks acks and, for acks=all, the ISR (MQ021, nothing written), applies the durability floor, appends; returns each record''s partition and offset and the wait acks=all owes';
+COMMENT ON FUNCTION mq.produce_await(text, integer, bigint, integer, integer, integer) IS
+    'the acknowledgement of the produce contract, after the commit: waits until the in-sync replicas hold the records (MQ022 when the ISR shrank, MQ023 on timeout); NULL when nothing is owed';
 COMMENT ON PROCEDURE mq.produce(text, bytea[], bytea[], integer, text, bigint, integer, integer, integer, bigint, bigint, jsonb[], timestamptz[], timestamptz) IS
     'produces a batch to one partition with Kafka''s acks (0, 1 or all) and commits; with acks=all waits for the in-sync replicas. Call outside a transaction block';
 
@@ -138,7 +146,9 @@ COMMENT ON FUNCTION mq.delete_records(text, integer, bigint) IS
 COMMENT ON FUNCTION mq._delete_records_lock(text, integer, integer) IS
     'internal: locks a partition for mq.delete_records and returns its state; MQ006 unknown partition, MQ020 when this node does not lead it';
 COMMENT ON FUNCTION mq._drop_segment(integer, integer, bigint) IS
-    'internal: drops one segment of a partition (its row and table), for retention and mq.delete_records';
+    'internal: drops one segment of a partition (its row and table), for mq.delete_records and replica truncation';
+COMMENT ON FUNCTION mq._try_drop_segment(integer, integer, bigint) IS
+    'internal (retention): drops one segment if its table and the partition''s are not locked by anyone now (pg_dump); false otherwise, nothing changed';
 COMMENT ON FUNCTION mq.delete_group(text) IS
     'deletes a consumer group: its committed offsets and group state (Kafka''s DeleteGroups); needs DELETE on the group; MQ035 unknown group, MQ036 group with live members; returns the number of offsets deleted';
 COMMENT ON FUNCTION mq._delete_group_check(text) IS
@@ -174,7 +184,7 @@ COMMENT ON VIEW mq.group_members IS
 COMMENT ON VIEW mq.group_assignments IS
     'every group''s partitions with owner, target and state (owned, revoking, unassigned)';
 
--- Replication, data node side (60_replica.sql)
+-- Replication, data node side (60_replica*.sql)
 COMMENT ON TABLE mq.replica_partition IS
     'replication state of this node''s partitions: leader broker id and address, replicas and ISR';
 COMMENT ON TABLE mq.leader_epoch_history IS
@@ -230,7 +240,7 @@ COMMENT ON FUNCTION mq._offsets_acked_version(integer, integer, integer) IS
 COMMENT ON TABLE mq.offset_version IS
     'per replicated partition: the version of its committed group offsets, bumped by each commit on the leader';
 COMMENT ON FUNCTION mq._replica_await_hwm(text, integer, bigint, integer, integer, integer) IS
-    'internal: acks=all, waits until the high watermark reaches an offset (MQ022, MQ023 when it cannot)';
+    'internal: 0.1.0''s acks=all wait, kept for 0.1.0''s mq-kafka during a rolling upgrade';
 COMMENT ON FUNCTION mq._replica_append_records(text, integer, mq.replica_batch) IS
     'internal: appends a fetched batch''s records at the leader''s offsets';
 COMMENT ON FUNCTION mq._replica_truncate_records(integer, integer, bigint) IS
@@ -342,9 +352,11 @@ COMMENT ON VIEW mq.segments IS
 COMMENT ON FUNCTION mq._retain_topic(integer, jsonb) IS
     'internal (maintenance): applies retention to one topic''s partitions, found by topic id; returns segments dropped';
 COMMENT ON FUNCTION mq._maintain_topic(integer, text) IS
-    'internal (maintenance): one topic''s share: rolls segments by time, keeps one ahead, applies retention; returns segments created';
+    'internal (maintenance): one topic''s share: applies retention, compacts; returns segments dropped';
+COMMENT ON FUNCTION mq._maintain_segments(integer) IS
+    'internal (maintenance): last in a pass, under produce locks taken without waiting: rolls one topic''s segments by time and keeps one ahead; returns segments created';
 COMMENT ON FUNCTION mq.run_maintenance() IS
-    'creates segments ahead, applies retention, expires group members and producer ids, samples lag; returns segments created. Run by the background worker, or by any scheduler';
+    'applies retention and compaction, expires group members and producer ids, samples lag, then rolls segments by time and creates segments ahead; returns segments created. Run by the background worker, or by any scheduler';
 
 -- Authorization (90_acl.sql; src/acl.c, src/owner.c)
 COMMENT ON TABLE mq.acl IS
@@ -375,6 +387,8 @@ COMMENT ON FUNCTION mq._grant_shown(text, text, text) IS
     'may a role that is not an administrator see this grant (not one naming what it may not describe)';
 COMMENT ON FUNCTION mq._describable(text, text) IS
     'internal: whether the current role may describe the topic or group; the views show only such rows';
+COMMENT ON FUNCTION mq._cascade_delete() IS
+    'internal: statement trigger deleting a catalog row''s children, as ON DELETE CASCADE (catalog tables have no foreign keys between them, for pg_restore -j)';
 COMMENT ON FUNCTION mq._acl_changed() IS
     'internal: statement trigger on mq.acl and mq.topic that drops every backend''s rights cache';
 COMMENT ON FUNCTION mq._acl_rows(text, text, text, text, text, text) IS
@@ -382,7 +396,7 @@ COMMENT ON FUNCTION mq._acl_rows(text, text, text, text, text, text) IS
 COMMENT ON FUNCTION mq._authorize_grant(oid, text, text, text) IS
     'internal: raises 42501 unless the role may grant on the resource (alter on the cluster, or the topic''s owner)';
 COMMENT ON FUNCTION mq._produce_state(text, integer) IS
-    'internal: leader epoch, role, min.insync.replicas and ISR size of a partition, for mq.produce (producers of the topic only)';
+    'internal: leader epoch, role, min.insync.replicas and ISR size of a partition, for the produce contract (producers of the topic only)';
 
 -- one address for clients and cluster consumer groups (65_cluster_groups.sql)
 COMMENT ON FUNCTION mq_coord.route(text) IS

@@ -19,14 +19,15 @@ GRANT EXECUTE ON FUNCTION mq.validate_config(jsonb), mq.murmur2(bytea),
     mq._has_privilege(oid, text, text, text),
     mq.has_topic_privilege(name, text, text), mq.has_topic_privilege(text, text),
     mq.has_group_privilege(name, text, text), mq.has_group_privilege(text, text),
-    -- what mq.produce (the caller's rights) calls besides send_batch
-    mq._produce_state(text, integer),
-    mq._replica_await_hwm(text, integer, bigint, integer, integer, integer) TO PUBLIC;
+    -- what the produce contract (31_produce_acks.sql, the caller's rights)
+    -- calls besides send_batch
+    mq._produce_state(text, integer) TO PUBLIC;
 -- Produce, consume, groups, topic administration, grant and revoke check
 -- the caller's rights on each topic and group themselves (src/acl.c), as
 -- a Kafka broker does: every role may call them, mq.grant() decides what
 -- they may do (docs/operations.md).  Replication, coordination,
 -- maintenance and init_producer stay with roles granted EXECUTE.
+-- rerun on update
 DO $$
 DECLARE
     f regprocedure;
@@ -34,7 +35,7 @@ BEGIN
     FOR f IN SELECT p.oid::regprocedure FROM pg_catalog.pg_proc p
               WHERE p.pronamespace OPERATOR(pg_catalog.=) 'mq'::regnamespace
                 AND p.proname OPERATOR(pg_catalog.=) ANY (ARRAY[
-                    'send', 'send_batch', 'produce', 'fetch', 'poll', 'commit_offset',
+                    'send', 'send_batch', 'produce', 'produce_records', 'produce_await', 'fetch', 'poll', 'commit_offset',
                     'commit_polled', 'committed_offset', 'committed_offsets', 'join_group', 'heartbeat',
                     'leave_group', 'delete_group', 'delete_records', 'create_topic', 'drop_topic', 'alter_topic',
                     'add_partitions', 'grant', 'revoke', 'offsets_for_times',
@@ -50,6 +51,8 @@ GRANT EXECUTE ON FUNCTION mq._offset_time(integer, integer, bigint),
 
 -- what max.message.bytes counts (src/record_size.c), for anyone sizing records
 GRANT EXECUTE ON FUNCTION mq.record_size(bytea, bytea, jsonb) TO PUBLIC;
+-- 0.1.0's mq-kafka waits for acks=all with it
+GRANT EXECUTE ON FUNCTION mq._replica_await_hwm(text, integer, bigint, integer, integer, integer) TO PUBLIC;
 
 -- the coordinator's client functions (64_twophase.sql, 65_cluster_groups.sql)
 -- go to roles given mq_coord.grant_pipeline or grant_client, never to PUBLIC;

@@ -63,9 +63,8 @@ while (($#)); do
 	esac
 	shift
 done
-for p in redis-server pgqd nats-server; do
-	command -v "$p" >/dev/null || mq_die "$p not found: run scripts/install-deps.sh"
-done
+# Redis, NATS, PgQ and their clients: the bench dependencies
+bash "$REPO/scripts/install-deps.sh" bench >&2
 
 # a private PostgreSQL (MQ_PG_ROOT, scripts/pg-private.sh) copied before
 # PgQ was installed lacks it: copy PgQ's files in, as pg-private.sh would

@@ -17,7 +17,7 @@ set -euo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/../.."
 DATA="${1:-docs/img/data}"
 OUTDIR="${2:-docs/img}"
-command -v gnuplot >/dev/null || { echo "gnuplot not found: run scripts/install-deps.sh" >&2; exit 1; }
+bash scripts/install-deps.sh bench >&2	# gnuplot
 mkdir -p "$OUTDIR"
 TMP="$(mktemp -d)"
 trap 'rm -rf "$TMP"' EXIT

@@ -122,9 +122,10 @@ if ((AROUNDS > 0)); then
 	for part in main cut; do
 		mkdir -p "$ADIR/$part/tmp"
 		if mq_is_root; then chown -R postgres:postgres "$ADIR"; fi
+		mq_postgres_repo	# postgres reads the repo, or a copy of it
 		if ! as_postgres env TESTDIR="$ADIR/$part" PG_REGRESS="$PG_REGRESS" TMPDIR="$ADIR/$part/tmp" \
-			PERL5LIB="$PG_TAP_PERL:$REPO/test/t" MQ_REPO_ROOT="$REPO" MQ_BENCH_OUT="$ADIR/$part.tsv" \
-			MQ_BENCH_ROUNDS="$AROUNDS" MQ_BENCH_PART="$part" perl "$HERE/availability.pl" \
+			PERL5LIB="$PG_TAP_PERL:$MQ_PG_REPO/test/t" MQ_REPO_ROOT="$MQ_PG_REPO" MQ_BENCH_OUT="$ADIR/$part.tsv" \
+			MQ_BENCH_ROUNDS="$AROUNDS" MQ_BENCH_PART="$part" perl "$MQ_PG_REPO/test/bench/availability.pl" \
 			>"$WORK/availability.log" 2>&1; then
 			tail -n 40 "$WORK/availability.log"
 			mq_die "the availability run failed"

@@ -4,7 +4,7 @@
 -- describe, an id tells nothing of a hidden topic, nobody asks about
 -- another role's rights, grants made by a topic's owner go with the topic,
 -- and no broker address keeps a password.  (A revoke in another session's
--- open transaction: test/isolation/specs/acl_revoke.spec.)
+-- open transaction: test/isolation/specs/acl-revoke-produce.spec.)
 -- Runs as a superuser; creates its roles inside the transaction and rolls
 -- everything back.
 \set ON_ERROR_STOP 1

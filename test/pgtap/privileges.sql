@@ -224,7 +224,7 @@ SELECT is((SELECT count(*) FROM mq.segments), 0::bigint, 'no segments');
 SELECT is((SELECT count(*) FROM mq.replica_status), 0::bigint, 'no replica status');
 SELECT is(mq._log_end_offset(:payments_id, 0), NULL,
           'no log end offset of a topic she may not describe');
-SELECT throws_ok($$ SELECT mq._replica_await_hwm('payments', 0, 1, 0, 1, 0) $$, '42501', NULL,
+SELECT throws_ok($$ SELECT mq.produce_await('payments', 0, 1, 0, 1, 0) $$, '42501', NULL,
                  'no acks=all wait on a topic she may not write');
 SELECT throws_ok($$ SELECT count(*) FROM mq.consumer_lag $$, '42501', NULL,
                  'lag is for monitoring roles');
@@ -392,7 +392,7 @@ SELECT is((SELECT array_agg(DISTINCT p.proname::text ORDER BY p.proname::text)
                 'add_partitions', 'alter_topic', 'await_commit', 'commit_offset', 'commit_polled',
                 'committed_offset', 'committed_offsets', 'config_defaults', 'create_topic', 'delete_group', 'delete_records', 'drop_topic', 'fetch', 'grant', 'has_group_privilege',
                 'has_topic_privilege', 'header_list', 'headers_jsonb', 'heartbeat', 'join_group',
-                'leave_group', 'murmur2', 'offsets_for_times', 'partition_for', 'poll', 'produce',
+                'leave_group', 'murmur2', 'offsets_for_times', 'partition_for', 'poll', 'produce', 'produce_await', 'produce_records',
                 'record_size', 'reset_offsets', 'revoke', 'send', 'send_batch', 'validate_config'],
           'PUBLIC executes exactly the reviewed functions of schema mq');
 SELECT is((SELECT array_agg(p.oid::regprocedure::text)

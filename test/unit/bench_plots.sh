@@ -3,7 +3,7 @@
 # run on the committed outputs in docs/img/data/, draws exactly the
 # committed docs/img/*.svg, and every image docs/benchmarks.md shows is
 # one of them.  Fix with `bash test/bench/plot.sh`.  Needs no PostgreSQL
-# server (gnuplot from scripts/install-deps.sh).
+# server (gnuplot: test/bench/plot.sh runs scripts/install-deps.sh bench).
 set -euo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/../.."
 

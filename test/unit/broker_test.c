@@ -51,9 +51,30 @@ parse_conn(const char *coordinator)
 	return ok;
 }
 
+/* the defaults come from config.c's key table (docs/replication.md's) */
+static void
+test_config_defaults(void)
+{
+	BrokerConfig cfg;
+	bool		ok = broker_config_parse(base, "test.ini", &cfg);
+
+	CHECK(ok && cfg.tick_ms == 100 && cfg.node_timeout_ms == 5000 &&
+		  cfg.coordinator_timeout_ms == 5000 && cfg.session_timeout_ms == 3000 &&
+		  cfg.retry_ms == 500 && cfg.retry_max_ms == 2000, "[broker] defaults");
+	CHECK(ok && cfg.lag_time_max_ms == 10000 && cfg.lag_max_messages == 0 &&
+		  cfg.fetch_wait_ms == 500 && cfg.fetch_max_records == 10000 &&
+		  cfg.auto_rebalance == 1 && cfg.rebalance_delay_ms == 10000 &&
+		  cfg.txn_timeout_ms == 10000, "[replication] defaults");
+	CHECK(ok && cfg.kafka_listen == NULL && cfg.kafka_pool == 0 &&
+		  cfg.kafka_group_delay_ms == -1 && cfg.metrics_address == NULL &&
+		  strcmp(cfg.node_advertised, cfg.node) == 0, "unset keys stay unset");
+	broker_config_free(&cfg);
+}
+
 static void
 test_config(void)
 {
+	test_config_defaults();
 	CHECK(parse_with(""), "a minimal config is accepted");
 	CHECK(!parse_with("tick.ms = 5\n"), "tick.ms below its minimum is refused");
 	CHECK(!parse_with("tick.ms = 99999999999999999999\n"), "a number beyond long is refused");

@@ -1,0 +1,191 @@
+-------------------------------------------------------------------------------
+-- Replication, data node side: a partition's role on this node (leader,
+-- follower) by epoch, resigning, the leader's ISR and its view of each
+-- follower's progress (the tables and the epoch fence: 60_replica.sql).
+-------------------------------------------------------------------------------
+
+-- Make this node the leader of a partition in a new epoch (the broker won
+-- the election on the coordinator).  Waits for in-flight produces, records
+-- the epoch's start offset, forgets follower progress of older epochs.
+-- Returns the log end offset.
+CREATE FUNCTION mq.replica_become_leader(p_topic text, p_partition integer, p_leader_epoch integer,
+                                         p_broker_id integer, p_replicas integer[], p_isr integer[],
+                                         p_leader_name text DEFAULT NULL)
+    RETURNS bigint
+LANGUAGE plpgsql SECURITY DEFINER SET search_path = pg_catalog, pg_temp AS $$
+DECLARE
+    v_id integer := mq._topic_id(p_topic);
+    st mq.partition_state;
+    v_leo bigint;
+BEGIN
+    PERFORM mq._replica_lock(v_id, p_partition);
+    SELECT * INTO st FROM mq.partition_state WHERE topic_id = v_id AND partition = p_partition FOR UPDATE;
+    IF NOT FOUND THEN
+        RAISE EXCEPTION 'partition % of topic "%" does not exist', p_partition, p_topic USING ERRCODE = 'MQ006';
+    END IF;
+    IF p_leader_epoch < st.leader_epoch OR (p_leader_epoch = st.leader_epoch AND st.role = 'follower') THEN
+        RAISE EXCEPTION 'fenced leader epoch % for "%" partition %: this node is at epoch % as %',
+            p_leader_epoch, p_topic, p_partition, st.leader_epoch, st.role
+            USING ERRCODE = 'MQ024', HINT = 'Every election must bump the leader epoch.';
+    END IF;
+    v_leo := mq._log_end_offset(v_id, p_partition);
+    UPDATE mq.partition_state
+       SET role = 'leader', leader_epoch = p_leader_epoch,
+           high_watermark = coalesce(high_watermark, 0)
+     WHERE topic_id = v_id AND partition = p_partition;
+    -- KIP-101: the new epoch starts at the log end
+    INSERT INTO mq.leader_epoch_history (topic_id, partition, leader_epoch, start_offset)
+    VALUES (v_id, p_partition, p_leader_epoch, v_leo) ON CONFLICT DO NOTHING;
+    PERFORM mq._replica_set_info(v_id, p_partition, p_broker_id, p_leader_name, p_replicas, p_isr);
+    IF p_leader_epoch <> st.leader_epoch THEN
+        DELETE FROM mq.replica_progress WHERE topic_id = v_id AND partition = p_partition;
+    END IF;
+    -- this epoch's committed-offsets versions: followers copy them afresh
+    INSERT INTO mq.offset_version AS v (topic_id, partition, version)
+    VALUES (v_id, p_partition, p_leader_epoch::bigint << 32)
+    ON CONFLICT (topic_id, partition) DO UPDATE SET version = EXCLUDED.version
+     WHERE v.version < EXCLUDED.version;
+    IF st.high_watermark IS NULL THEN
+        PERFORM mq._invalidate(st.relid);   -- cached "replicated" flag changes
+    END IF;
+    PERFORM mq._replica_advance_hwm(v_id, p_partition);
+    PERFORM mq._replica_notify(v_id);
+    RETURN v_leo;
+END $$;
+
+-- Make this node a follower in an epoch (the same epoch resigns a
+-- leadership: produce is refused from then on, and acks=all waiters of
+-- the epoch fail).  The broker then truncates (KIP-101) and fetches.
+-- Returns the log end offset.
+CREATE FUNCTION mq.replica_become_follower(p_topic text, p_partition integer, p_leader_epoch integer,
+                                           p_leader_id integer, p_leader_name text DEFAULT NULL,
+                                           p_replicas integer[] DEFAULT NULL)
+    RETURNS bigint
+LANGUAGE plpgsql SECURITY DEFINER SET search_path = pg_catalog, pg_temp AS $$
+DECLARE
+    v_id integer := mq._topic_id(p_topic);
+    st mq.partition_state;
+BEGIN
+    PERFORM mq._replica_lock(v_id, p_partition);
+    SELECT * INTO st FROM mq.partition_state WHERE topic_id = v_id AND partition = p_partition FOR UPDATE;
+    IF NOT FOUND THEN
+        RAISE EXCEPTION 'partition % of topic "%" does not exist', p_partition, p_topic USING ERRCODE = 'MQ006';
+    END IF;
+    IF p_leader_epoch < st.leader_epoch THEN
+        RAISE EXCEPTION 'fenced leader epoch % for "%" partition %: this node is at epoch %',
+            p_leader_epoch, p_topic, p_partition, st.leader_epoch USING ERRCODE = 'MQ024';
+    END IF;
+    UPDATE mq.partition_state
+       SET role = 'follower', leader_epoch = p_leader_epoch,
+           high_watermark = coalesce(high_watermark, 0)
+     WHERE topic_id = v_id AND partition = p_partition;
+    PERFORM mq._replica_set_info(v_id, p_partition, p_leader_id, p_leader_name, p_replicas, NULL);
+    DELETE FROM mq.replica_progress WHERE topic_id = v_id AND partition = p_partition;
+    IF st.high_watermark IS NULL THEN
+        PERFORM mq._invalidate(st.relid);
+    END IF;
+    PERFORM mq._replica_notify(v_id);
+    RETURN mq._log_end_offset(v_id, p_partition);
+END $$;
+
+-- Give up every leadership on this node at once, keeping the epochs: what
+-- a broker does when it starts, and when it loses its coordinator session.
+-- Returns how many partitions it resigned.
+CREATE FUNCTION mq.replica_resign_all() RETURNS integer
+LANGUAGE plpgsql SECURITY DEFINER SET search_path = pg_catalog, pg_temp AS $$
+DECLARE
+    r record;
+    n integer := 0;
+BEGIN
+    FOR r IN SELECT p.topic_id, p.partition, p.leader_epoch, t.topic_name
+               FROM mq.partition_state p JOIN mq.topic t USING (topic_id)
+              WHERE p.role = 'leader' ORDER BY 1, 2 LOOP
+        PERFORM mq.replica_become_follower(r.topic_name, r.partition, r.leader_epoch, NULL, NULL);
+        n := n + 1;
+    END LOOP;
+    RETURN n;
+END $$;
+
+-- On the leader: the local ISR.  A shrink is applied here after the
+-- coordinator accepted it, an expansion before (so this is the maximal
+-- ISR, which the high watermark is computed over).
+CREATE FUNCTION mq.replica_set_isr(p_topic text, p_partition integer, p_leader_epoch integer,
+                                   p_isr integer[]) RETURNS bigint
+LANGUAGE plpgsql SECURITY DEFINER SET search_path = pg_catalog, pg_temp AS $$
+DECLARE
+    v_id integer := mq._topic_id(p_topic);
+    rp mq.replica_partition;
+    v_behind integer[];
+BEGIN
+    PERFORM mq._replica_fence(v_id, p_partition, p_leader_epoch, 'leader');
+    -- Waits for fetches moving the high watermark with the old ISR
+    -- (mq._replica_advance_hwm); any fetch after this commits computes
+    -- it with the new members, so it cannot pass their log end.
+    SELECT * INTO rp FROM mq.replica_partition
+     WHERE topic_id = v_id AND partition = p_partition FOR UPDATE;
+    -- A replica joins the node's ISR (the maximal ISR the high watermark is
+    -- computed over) only once it reached the log end in this epoch and
+    -- holds the group offsets the ISR acknowledged.  It may still be below
+    -- the high watermark, which then waits for it; the broker adds it to
+    -- the coordinator's ISR, which elections use, only once a later read
+    -- shows it in this ISR holding the high watermark.
+    SELECT array_agg(i.id ORDER BY i.id) INTO v_behind
+      FROM unnest(p_isr) AS i(id)
+     WHERE NOT i.id = ANY (rp.isr) AND i.id IS DISTINCT FROM rp.leader_id
+       AND NOT EXISTS (SELECT 1 FROM mq.replica_progress g
+                        WHERE g.topic_id = v_id AND g.partition = p_partition AND g.replica_id = i.id
+                          AND g.leader_epoch = p_leader_epoch AND g.offsets_caught_up
+                          AND g.caught_up_at IS NOT NULL);
+    IF v_behind IS NOT NULL THEN
+        RAISE EXCEPTION 'replicas % of topic "%" partition % have not caught up in leader epoch %',
+            v_behind, p_topic, p_partition, p_leader_epoch
+            USING ERRCODE = 'MQ028', HINT = 'The broker adds them once their fetches reach the log end.';
+    END IF;
+    UPDATE mq.replica_partition SET isr = p_isr, updated_at = now()
+     WHERE topic_id = v_id AND partition = p_partition;
+    PERFORM mq._replica_notify(v_id);     -- acks=all waiters re-check the ISR size
+    RETURN mq._replica_advance_hwm(v_id, p_partition);
+END $$;
+
+-- On the leader, for its broker's ISR decisions: each follower's progress.
+-- lag_ms is the time since the follower last caught up (since the epoch's
+-- first fetch when it never did); caught_up says it did in this epoch,
+-- with the group offsets the ISR acknowledged, as mq.replica_set_isr
+-- requires of a joining replica.  Also advances the high watermark, which
+-- matters when the ISR is the leader alone.
+CREATE FUNCTION mq.replica_leader_state(p_topic text, p_partition integer, p_leader_epoch integer)
+    RETURNS TABLE (replica_id integer, in_isr boolean, log_end_offset bigint, lag_ms bigint,
+                   leader_log_end_offset bigint, high_watermark bigint, epoch_start_offset bigint,
+                   caught_up boolean)
+LANGUAGE plpgsql SECURITY DEFINER SET search_path = pg_catalog, pg_temp AS $$
+DECLARE
+    v_id integer := mq._topic_id(p_topic);
+    rp mq.replica_partition;
+    v_hwm bigint;
+    v_leo bigint;
+    v_start bigint;
+BEGIN
+    PERFORM mq._replica_fence(v_id, p_partition, p_leader_epoch, 'leader');
+    v_hwm := mq._replica_advance_hwm(v_id, p_partition);
+    v_leo := mq._log_end_offset(v_id, p_partition);
+    SELECT * INTO rp FROM mq.replica_partition r WHERE r.topic_id = v_id AND r.partition = p_partition;
+    SELECT h.start_offset INTO v_start FROM mq.leader_epoch_history h
+     WHERE h.topic_id = v_id AND h.partition = p_partition AND h.leader_epoch = p_leader_epoch;
+    -- A follower outside the ISR whose committed offsets have not caught
+    -- up is reported below the high watermark, so its broker does not add
+    -- it yet: every ISR member must hold what mq.await_commit acknowledged.
+    RETURN QUERY
+    SELECT r.id, r.id = ANY (rp.isr),
+           CASE WHEN r.id = ANY (rp.isr) OR g.offsets_caught_up THEN g.log_end_offset
+                ELSE least(g.log_end_offset, v_hwm - 1) END,
+           (extract(epoch FROM clock_timestamp() - coalesce(g.caught_up_at, st.updated))* 1000)::bigint,
+           v_leo, v_hwm, v_start,
+           coalesce(g.leader_epoch = p_leader_epoch AND g.caught_up_at IS NOT NULL
+                    AND g.offsets_caught_up, false)
+      FROM unnest(rp.replicas) AS r(id)
+      CROSS JOIN (SELECT rp.updated_at AS updated) st
+      LEFT JOIN mq.replica_progress g
+        ON g.topic_id = v_id AND g.partition = p_partition AND g.replica_id = r.id
+       AND g.leader_epoch = p_leader_epoch
+     WHERE r.id IS DISTINCT FROM rp.leader_id;
+END $$;

@@ -1,0 +1,113 @@
+-------------------------------------------------------------------------------
+-- Update 0.1.0 -> 0.2.0, the part written by hand (scripts/update-sql.pl
+-- appends every function, procedure, view, comment and grant of src/sql
+-- after it, re-run as CREATE OR REPLACE; docs/operations.md, "Upgrades").
+--
+-- Here goes whatever src/sql changed since 0.1.0 that cannot simply be run
+-- again, in this order:
+--   1. DROPs that CREATE OR REPLACE cannot do: a function or procedure
+--      that goes, or whose return type, OUT columns, argument names or
+--      defaults change (DROP FUNCTION mq.f(argtypes)); a view whose columns
+--      change or that depends on something dropped (DROP VIEW; part 2
+--      creates it again, with its grants and comments)
+--   2. catalog changes, written as the install script has them: CREATE
+--      TABLE / TYPE / INDEX / SEQUENCE / TRIGGER, ALTER TABLE ... ADD
+--      COLUMN (new columns go at the end of CREATE TABLE in src/sql too,
+--      where ADD COLUMN puts them), constraints, pg_extension_config_dump
+--      for new catalog tables and sequences, data fixes (UPDATE mq.topic
+--      ...), and setval for identity sequences.
+-- Part 2 runs after this part, so a new function may use a new column;
+-- what needs part 2's functions (CREATE TRIGGER ... EXECUTE FUNCTION of a
+-- new trigger function, a data fix calling a new function) goes after a
+-- line "-- @definitions", where part 2 is put then.
+-- test/cli/upgrade.sh compares the updated schema with a fresh install of
+-- 0.2.0 and fails, naming the difference, until this part is complete.
+-- What to carry: `perl scripts/update-sql.pl --changed-since
+-- src/release/mq--0.1.0.sql src/sql/*.sql` prints every statement part 2
+-- cannot re-run that 0.1.0 does not have word for word.
+-------------------------------------------------------------------------------
+
+-- the produce contract (31_produce_acks.sql): what mq.produce_records returns
+CREATE TYPE mq.produced AS (partition integer, msg_offset bigint,
+                            await_epoch integer, await_min_isr integer);
+
+-- dump and restore (restore -j): catalog tables refer to each other through statement
+-- triggers (mq._cascade_delete) instead of foreign keys, and the identity
+-- sequences are dumped
+ALTER TABLE mq.partition_state DROP CONSTRAINT partition_state_topic_id_fkey;
+ALTER TABLE mq.segment DROP CONSTRAINT segment_topic_id_partition_fkey;
+ALTER TABLE mq.consumer_offset DROP CONSTRAINT consumer_offset_topic_id_partition_fkey;
+ALTER TABLE mq.producer_state DROP CONSTRAINT producer_state_producer_id_fkey;
+ALTER TABLE mq.producer_state DROP CONSTRAINT producer_state_topic_id_partition_fkey;
+ALTER TABLE mq.group_member DROP CONSTRAINT group_member_group_id_fkey;
+ALTER TABLE mq.group_assignment DROP CONSTRAINT group_assignment_group_id_fkey;
+ALTER TABLE mq.group_assignment DROP CONSTRAINT group_assignment_topic_id_partition_fkey;
+ALTER TABLE mq.replica_partition DROP CONSTRAINT replica_partition_topic_id_partition_fkey;
+ALTER TABLE mq.leader_epoch_history DROP CONSTRAINT leader_epoch_history_topic_id_partition_fkey;
+ALTER TABLE mq.offset_version DROP CONSTRAINT offset_version_topic_id_partition_fkey;
+ALTER TABLE mq.retention_loss DROP CONSTRAINT retention_loss_topic_id_partition_fkey;
+ALTER TABLE mq.cleaner_pass DROP CONSTRAINT cleaner_pass_topic_id_partition_fkey;
+ALTER TABLE mq.cleaner_rewrite DROP CONSTRAINT cleaner_rewrite_topic_id_partition_base_offset_fkey;
+ALTER TABLE mq_coord.partition DROP CONSTRAINT partition_topic_fkey;
+ALTER TABLE mq_coord.txn_output DROP CONSTRAINT txn_output_txn_id_fkey;
+ALTER TABLE mq_coord.cluster_group_member DROP CONSTRAINT cluster_group_member_group_id_fkey;
+ALTER TABLE mq_coord.cluster_group_assignment DROP CONSTRAINT cluster_group_assignment_group_id_fkey;
+SELECT pg_catalog.pg_extension_config_dump(pg_catalog.pg_get_serial_sequence('mq.topic', 'topic_id'), '');
+SELECT pg_catalog.pg_extension_config_dump(pg_catalog.pg_get_serial_sequence('mq.producer', 'producer_id'), '');
+SELECT pg_catalog.pg_extension_config_dump(pg_catalog.pg_get_serial_sequence('mq_coord.partition', 'lock_id'), '');
+SELECT pg_catalog.pg_extension_config_dump(pg_catalog.pg_get_serial_sequence('mq_coord.event', 'event_id'), '');
+-- @definitions
+CREATE TRIGGER cascade_to_partition_state AFTER DELETE ON mq.topic
+    REFERENCING OLD TABLE AS gone FOR EACH STATEMENT
+    EXECUTE FUNCTION mq._cascade_delete('mq.partition_state', 'topic_id');
+CREATE TRIGGER cascade_to_segment AFTER DELETE ON mq.partition_state
+    REFERENCING OLD TABLE AS gone FOR EACH STATEMENT
+    EXECUTE FUNCTION mq._cascade_delete('mq.segment', 'topic_id', 'partition');
+CREATE TRIGGER cascade_to_consumer_offset AFTER DELETE ON mq.partition_state
+    REFERENCING OLD TABLE AS gone FOR EACH STATEMENT
+    EXECUTE FUNCTION mq._cascade_delete('mq.consumer_offset', 'topic_id', 'partition');
+CREATE TRIGGER cascade_to_producer_state AFTER DELETE ON mq.partition_state
+    REFERENCING OLD TABLE AS gone FOR EACH STATEMENT
+    EXECUTE FUNCTION mq._cascade_delete('mq.producer_state', 'topic_id', 'partition');
+CREATE TRIGGER cascade_to_producer_state AFTER DELETE ON mq.producer
+    REFERENCING OLD TABLE AS gone FOR EACH STATEMENT
+    EXECUTE FUNCTION mq._cascade_delete('mq.producer_state', 'producer_id');
+CREATE TRIGGER cascade_to_group_member AFTER DELETE ON mq.consumer_group
+    REFERENCING OLD TABLE AS gone FOR EACH STATEMENT
+    EXECUTE FUNCTION mq._cascade_delete('mq.group_member', 'group_id');
+CREATE TRIGGER cascade_to_group_assignment AFTER DELETE ON mq.partition_state
+    REFERENCING OLD TABLE AS gone FOR EACH STATEMENT
+    EXECUTE FUNCTION mq._cascade_delete('mq.group_assignment', 'topic_id', 'partition');
+CREATE TRIGGER cascade_to_group_assignment AFTER DELETE ON mq.consumer_group
+    REFERENCING OLD TABLE AS gone FOR EACH STATEMENT
+    EXECUTE FUNCTION mq._cascade_delete('mq.group_assignment', 'group_id');
+CREATE TRIGGER cascade_to_replica_partition AFTER DELETE ON mq.partition_state
+    REFERENCING OLD TABLE AS gone FOR EACH STATEMENT
+    EXECUTE FUNCTION mq._cascade_delete('mq.replica_partition', 'topic_id', 'partition');
+CREATE TRIGGER cascade_to_leader_epoch_history AFTER DELETE ON mq.partition_state
+    REFERENCING OLD TABLE AS gone FOR EACH STATEMENT
+    EXECUTE FUNCTION mq._cascade_delete('mq.leader_epoch_history', 'topic_id', 'partition');
+CREATE TRIGGER cascade_to_offset_version AFTER DELETE ON mq.partition_state
+    REFERENCING OLD TABLE AS gone FOR EACH STATEMENT
+    EXECUTE FUNCTION mq._cascade_delete('mq.offset_version', 'topic_id', 'partition');
+CREATE TRIGGER cascade_to_partition AFTER DELETE ON mq_coord.topic
+    REFERENCING OLD TABLE AS gone FOR EACH STATEMENT
+    EXECUTE FUNCTION mq._cascade_delete('mq_coord.partition', 'topic');
+CREATE TRIGGER cascade_to_txn_output AFTER DELETE ON mq_coord.txn
+    REFERENCING OLD TABLE AS gone FOR EACH STATEMENT
+    EXECUTE FUNCTION mq._cascade_delete('mq_coord.txn_output', 'txn_id');
+CREATE TRIGGER cascade_to_cluster_group_member AFTER DELETE ON mq_coord.cluster_group
+    REFERENCING OLD TABLE AS gone FOR EACH STATEMENT
+    EXECUTE FUNCTION mq._cascade_delete('mq_coord.cluster_group_member', 'group_id');
+CREATE TRIGGER cascade_to_cluster_group_assignment AFTER DELETE ON mq_coord.cluster_group
+    REFERENCING OLD TABLE AS gone FOR EACH STATEMENT
+    EXECUTE FUNCTION mq._cascade_delete('mq_coord.cluster_group_assignment', 'group_id');
+CREATE TRIGGER cascade_to_retention_loss AFTER DELETE ON mq.partition_state
+    REFERENCING OLD TABLE AS gone FOR EACH STATEMENT
+    EXECUTE FUNCTION mq._cascade_delete('mq.retention_loss', 'topic_id', 'partition');
+CREATE TRIGGER cascade_to_cleaner_pass AFTER DELETE ON mq.partition_state
+    REFERENCING OLD TABLE AS gone FOR EACH STATEMENT
+    EXECUTE FUNCTION mq._cascade_delete('mq.cleaner_pass', 'topic_id', 'partition');
+CREATE TRIGGER cascade_to_cleaner_rewrite AFTER DELETE ON mq.segment
+    REFERENCING OLD TABLE AS gone FOR EACH STATEMENT
+    EXECUTE FUNCTION mq._cascade_delete('mq.cleaner_rewrite', 'topic_id', 'partition', 'base_offset');

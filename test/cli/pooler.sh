@@ -1,0 +1,165 @@
+#!/usr/bin/env bash
+# auto_commit behind a connection pooler (pgbouncer from Debian, pool of
+# one server connection, so every client gets the same backend): a
+# client's batch that it did not commit is never committed by the next
+# client of that backend (issue 21: it was, in both pooling modes).
+#  - session pooling: pgbouncer's server_reset_query, DISCARD ALL, drops
+#    the batch, and the next client gets it again (docs/delivery.md: a
+#    session that dies has its last batch delivered again);
+#  - transaction pooling: group members each poll with their member id,
+#    and a poll commits only its own member's previous batch; poll and
+#    commit_polled in one transaction need no session state at all.
+# Also without a pooler: DISCARD ALL drops the pending batch.
+# The pooling statements of docs/operations.md ("Connection poolers") are
+# these checks.
+source "$(dirname "${BASH_SOURCE[0]}")/lib.bash"
+
+PGBOUNCER="${PGBOUNCER:-/usr/sbin/pgbouncer}"
+[[ -x "$PGBOUNCER" ]] || {
+	echo "not ok 1 - pgbouncer not installed (scripts/install-deps.sh installs it)"
+	exit 1
+}
+
+sql "SELECT mq.create_topic('pq', 1)" >/dev/null
+sql "SELECT count(*) FROM mq.send_batch('pq', NULL::text[], ARRAY(SELECT 'v' || g FROM generate_series(0, 19) g))" >/dev/null
+
+# --- without a pooler: DISCARD ALL forgets the pending batch -------------------------
+got="$(psql -X -q -At -v ON_ERROR_STOP=1 <<'SQL'
+SELECT string_agg(msg_offset::text, ',') FROM mq.poll('direct', 'pq', 3, true);
+DISCARD ALL;
+SELECT string_agg(msg_offset::text, ',') FROM mq.poll('direct', 'pq', 3, true);
+SELECT string_agg(msg_offset::text, ',') FROM mq.poll('direct', 'pq', 3, true);
+SELECT mq.committed_offset('direct', 'pq', 0);
+SQL
+)"
+check_eq "$got" $'0,1,2\n0,1,2\n3,4,5\n3' \
+	"DISCARD ALL: the batch is delivered again; the next poll commits the one before"
+
+# --- pgbouncer -------------------------------------------------------------------------
+dir="$(tmpdir)/pgbouncer"
+mkdir -p "$dir"
+chmod 755 "$(tmpdir)"
+as_user=()
+if [[ "$(id -u)" -eq 0 ]]; then
+	chown postgres "$dir"
+	as_user=(runuser -u postgres --)
+fi
+port="$(perl -MIO::Socket::INET -e 'print IO::Socket::INET->new(LocalAddr => "127.0.0.1", LocalPort => 0, Listen => 1)->sockport')"
+bouncer_pid=""
+stop_bouncer() {
+	if [[ -n "$bouncer_pid" ]]; then
+		kill "$bouncer_pid" 2>/dev/null || true
+		wait "$bouncer_pid" 2>/dev/null || true
+		bouncer_pid=""
+	fi
+}
+on_exit stop_bouncer
+
+# start_bouncer MODE: pgbouncer in pool_mode MODE, one server connection
+start_bouncer() {
+	stop_bouncer
+	printf '"%s" ""\n' "$PGUSER" >"$dir/users.txt"
+	cat >"$dir/pgbouncer.ini" <<-EOF
+		[databases]
+		$PGDATABASE = host=$PGHOST port=$PGPORT dbname=$PGDATABASE
+		${PGDATABASE}_polls = host=$PGHOST port=$PGPORT dbname=$PGDATABASE pool_size=1
+		[pgbouncer]
+		listen_addr = 127.0.0.1
+		listen_port = $port
+		unix_socket_dir =
+		auth_type = trust
+		auth_file = $dir/users.txt
+		pool_mode = $1
+		default_pool_size = 1
+		max_client_conn = 20
+		logfile = $dir/pgbouncer.log
+	EOF
+	"${as_user[@]}" "$PGBOUNCER" "$dir/pgbouncer.ini" >"$dir/stdout.log" 2>&1 &
+	bouncer_pid=$!
+	local i
+	for ((i = 0; i < 100; i++)); do
+		if psql -X -At -h 127.0.0.1 -p "$port" -c 'SELECT 1' >/dev/null 2>&1; then
+			return 0
+		fi
+		sleep 0.1
+	done
+	echo "pgbouncer did not start:" >&2
+	cat "$dir/stdout.log" "$dir/pgbouncer.log" >&2 || true
+	return 1
+}
+# client SQL: one client connection through pgbouncer, then it disconnects
+client() { psql -X -q -At -v ON_ERROR_STOP=1 -h 127.0.0.1 -p "$port" -c "$1"; }
+# poll_client SQL: the same, through the pool of the long pollers
+poll_client() { PGDATABASE="${PGDATABASE}_polls" client "$1"; }
+offsets() { psql -X -q -At -v ON_ERROR_STOP=1 -c "SELECT string_agg(msg_offset::text, ',') FROM ($1) r"; }
+
+# --- session pooling -------------------------------------------------------------------
+start_bouncer session
+a="$(client "SELECT pg_backend_pid() || ' ' || string_agg(msg_offset::text, ',') FROM mq.poll('sess', 'pq', 3, true)")"
+b="$(client "SELECT pg_backend_pid() || ' ' || string_agg(msg_offset::text, ',') FROM mq.poll('sess', 'pq', 3, true)")"
+check_eq "${a%% *}" "${b%% *}" "session pooling: both clients got the same server backend"
+check_eq "${a#* } / ${b#* }" "0,1,2 / 0,1,2" \
+	"session pooling: client A's batch, not committed when it left, goes to client B again"
+check_eq "$(sql "SELECT coalesce(mq.committed_offset('sess', 'pq', 0)::text, 'none')")" none \
+	"session pooling: nothing was committed for A"
+got="$(psql -X -q -At -v ON_ERROR_STOP=1 -h 127.0.0.1 -p "$port" <<'SQL'
+SELECT string_agg(msg_offset::text, ',') FROM mq.poll('sess', 'pq', 3, true);
+SELECT string_agg(msg_offset::text, ',') FROM mq.poll('sess', 'pq', 3, true);
+SQL
+)"
+check_eq "$got" $'0,1,2\n3,4,5' "session pooling: within one client, auto_commit commits the previous batch"
+check_eq "$(sql "SELECT mq.committed_offset('sess', 'pq', 0)")" 3 "session pooling: committed 3"
+
+# --- transaction pooling ---------------------------------------------------------------
+start_bouncer transaction
+ma="$(client "SELECT member FROM mq.join_group('txg', ARRAY['pq'])")"
+a1="$(client "SELECT pg_backend_pid() || ' ' || string_agg(msg_offset::text, ',') FROM mq.poll('txg', 'pq', 3, true, member_id => '$ma')")"
+a2="$(client "SELECT string_agg(msg_offset::text, ',') FROM mq.poll('txg', 'pq', 3, true, member_id => '$ma')")"
+check_eq "${a1#* } / $a2" "0,1,2 / 3,4,5" "transaction pooling: a member's polls auto-commit its previous batch"
+check_eq "$(sql "SELECT mq.committed_offset('txg', 'pq', 0)")" 3 "transaction pooling: committed 3"
+# member A leaves with its batch 3,4,5 not committed; member B joins
+client "SELECT mq.leave_group('txg', '$ma')" >/dev/null
+mb="$(client "SELECT member FROM mq.join_group('txg', ARRAY['pq'])")"
+b1="$(client "SELECT pg_backend_pid() || ' ' || string_agg(msg_offset::text, ',') FROM mq.poll('txg', 'pq', 3, true, member_id => '$mb')")"
+check_eq "${b1%% *}" "${a1%% *}" "transaction pooling: member B got A's server backend"
+check_eq "${b1#* }" "3,4,5" "transaction pooling: A's uncommitted batch goes to B again"
+check_eq "$(sql "SELECT mq.committed_offset('txg', 'pq', 0)")" 3 "transaction pooling: B's poll committed nothing of A's"
+# without auto_commit: poll and commit in one transaction
+got="$(psql -X -q -At -v ON_ERROR_STOP=1 -h 127.0.0.1 -p "$port" <<'SQL'
+BEGIN;
+SELECT string_agg(msg_offset::text, ',') FROM mq.poll('txc', 'pq', 4);
+SELECT mq.commit_polled('txc', 'pq');
+COMMIT;
+SQL
+)"
+check_eq "$got" $'0,1,2,3\n1' "transaction pooling: poll and commit_polled in one transaction"
+check_eq "$(sql "SELECT mq.committed_offset('txc', 'pq', 0)")" 4 "transaction pooling: committed 4"
+
+# a long poll holds its server connection for its wait: with a pool of
+# one, a produce through the pooler runs only after the poll returned (at
+# its deadline: the produce that would wake it cannot run)
+sql "SELECT mq.create_topic('pw', 1)" >/dev/null
+# produce_behind_poll POLL_CLIENT: how many records a 2-second long poll
+# at the log end (through POLL_CLIENT) got, when a produce (through
+# client) starts while it waits: 1 if the produce ran meanwhile, 0 if it
+# had to wait for the poll's deadline
+produce_behind_poll() {
+	local got="$dir/poll.out" poller producer i
+	("$1" "SELECT count(*) FROM mq.fetch('pw', 0, $2, 10, max_wait_ms => 2000)" >"$got") &
+	poller=$!
+	for ((i = 0; i < 100; i++)); do
+		[[ "$(sql "SELECT count(*) FROM pg_stat_activity WHERE wait_event_type = 'Extension' AND query LIKE '%mq.fetch(''pw''%'")" == 1 ]] && break
+		sleep 0.05
+	done
+	client "SELECT mq.send('pw', 'k', 'v')" >/dev/null &
+	producer=$!
+	wait "$poller" "$producer"
+	cat "$got"
+}
+check_eq "$(produce_behind_poll client 0)" 0 \
+	"transaction pooling, one server connection: the produce waited for the long poll's deadline"
+# the long pollers in a pool of their own: the produce goes ahead and wakes the poll
+check_eq "$(produce_behind_poll poll_client 1)" 1 \
+	"long polls in a pool of their own leave the produce its connection"
+
+finish

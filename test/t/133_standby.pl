@@ -1,0 +1,110 @@
+# mq on a hot standby (docs/operations.md, "Standbys"): a standby made
+# with pg_basebackup -R has every record and committed offset; fetch,
+# poll without auto_commit, the views and a long poll work read-only;
+# a long poll at the log end wakes when a record is replayed (there is no
+# commit on a standby to wake it: issue 21 saw mq.fetch(max_wait_ms =>
+# 4000) return nothing although a record came 0.5 s in); and what writes
+# is refused with 25006.
+use strict;
+use warnings;
+
+use IPC::Run ();
+use PostgreSQL::Test::Cluster;
+use PostgreSQL::Test::Utils;
+use Test::More;
+
+my $primary = PostgreSQL::Test::Cluster->new('primary');
+$primary->init(allows_streaming => 1);
+$primary->append_conf('postgresql.conf', "shared_preload_libraries = 'mq'\n");
+$primary->start;
+$primary->safe_psql('postgres', q{
+	CREATE EXTENSION mq;
+	SELECT mq.create_topic('t', 2);
+	SELECT mq.send('t', 'k' || g, 'v' || g, jsonb_build_object('n', g), g % 2) FROM generate_series(1, 10) g;
+	SELECT mq.commit_offset('g', 't', 0, 3);
+});
+
+$primary->backup('b', backup_options => ['-R']);
+my $standby = PostgreSQL::Test::Cluster->new('standby');
+$standby->init_from_backup($primary, 'b');
+$standby->start;
+
+# the standby replayed everything the primary wrote so far
+sub catch_up
+{
+	my $lsn = $primary->safe_psql('postgres', 'SELECT pg_current_wal_lsn()');
+	$standby->poll_query_until('postgres', "SELECT pg_last_wal_replay_lsn() >= '$lsn'::pg_lsn")
+	  or die 'the standby does not catch up';
+}
+catch_up();
+
+my $records = q{SELECT string_agg(r.partition || ':' || r.msg_offset || ':' || convert_from(r.value, 'UTF8')
+	|| ':' || r.headers::text, ',' ORDER BY r.partition, r.msg_offset)
+	FROM generate_series(0, 1) p, LATERAL mq.fetch('t', p, 0, 100) r};
+is($standby->safe_psql('postgres', $records), $primary->safe_psql('postgres', $records),
+	'the standby made by pg_basebackup -R has every record');
+is($standby->safe_psql('postgres', "SELECT mq.committed_offset('g', 't', 0)"), '3',
+	'and the committed offset');
+is($standby->safe_psql('postgres', "SELECT string_agg(msg_offset::text, ',') FROM mq.poll('g', 't', 2, partitions => ARRAY[0])"),
+	'3,4', 'poll without auto_commit reads from the committed offset');
+is($standby->safe_psql('postgres', "SELECT count(*) FROM mq.partitions WHERE topic = 't'"), '2',
+	'the views work');
+
+# run SQL on NODE in the background: returns the harness and its output
+sub start_sql
+{
+	my ($node, $sql) = @_;
+	my %r = (out => '', err => '');
+	$r{h} = IPC::Run::start(
+		[ 'psql', '-XAtq', '-v', 'ON_ERROR_STOP=1', '-d', $node->connstr('postgres'), '-c', $sql ],
+		'>', \$r{out}, '2>', \$r{err},
+		IPC::Run::timeout($PostgreSQL::Test::Utils::timeout_default));
+	return \%r;
+}
+
+# wait until a statement like PATTERN waits on the standby
+sub wait_waiting
+{
+	my ($pattern) = @_;
+	return $standby->poll_query_until('postgres',
+		"SELECT count(*) > 0 FROM pg_stat_activity WHERE wait_event_type = 'Extension' AND query LIKE '$pattern'");
+}
+
+# long polls at the log end, waiting much longer than the test does: only
+# a wake-up on replay brings them back
+my $end = $primary->safe_psql('postgres', "SELECT log_end_offset FROM mq.partitions WHERE topic = 't' AND partition = 1");
+my $fetch = start_sql($standby,
+	"SELECT msg_offset || ':' || convert_from(value, 'UTF8') FROM mq.fetch('t', 1, $end, 10, max_wait_ms => 600000)");
+my $poll = start_sql($standby,
+	"SELECT count(*) FROM mq.poll('g2', 't', 10, max_wait_ms => 600000, auto_offset_reset => 'latest')");
+ok(wait_waiting('%mq.fetch%'), 'a long fetch at the log end waits on the standby');
+ok(wait_waiting('%mq.poll%'), 'so does a long poll of a group');
+$primary->safe_psql('postgres', "SELECT mq.send('t', 'k', 'late', partition => 1)");
+ok(eval { $fetch->{h}->finish; 1 }, 'the fetch returns once the record is replayed') or diag($@);
+is($fetch->{out}, "$end:late\n", 'with the record');
+ok(eval { $poll->{h}->finish; 1 }, 'the poll returns too') or diag($@);
+is($poll->{out}, "1\n", 'with the record');
+
+# nothing replayed: the wait ends at its deadline with nothing
+is($standby->safe_psql('postgres', "SELECT count(*) FROM mq.fetch('t', 0, 5, 10, max_wait_ms => 200)"),
+	'0', 'a long fetch with nothing to read ends at its deadline');
+
+# what writes is refused: 25006, read-only transaction
+for my $w (
+	[ 'send', "SELECT mq.send('t', 'k', 'v')" ],
+	[ 'create_topic', "SELECT mq.create_topic('u')" ],
+	[ 'commit_offset', "SELECT mq.commit_offset('g', 't', 0, 4)" ],
+	[ 'init_producer', "SELECT mq.init_producer()" ])
+{
+	my ($ret, $out, $err) = $standby->psql('postgres', $w->[1], extra_params => [ '-v', 'VERBOSITY=verbose' ]);
+	like($err, qr/ERROR:  25006: cannot execute [\w ]+ in a read-only transaction/, "$w->[0] on the standby is 25006");
+}
+# auto_commit: the first poll reads, the next would commit it and is refused
+my ($ret, $out, $err) = $standby->psql('postgres',
+	"SELECT count(*) FROM mq.poll('g', 't', 1, true, partitions => ARRAY[0]);"
+	  . "SELECT count(*) FROM mq.poll('g', 't', 1, true, partitions => ARRAY[0])",
+	extra_params => [ '-v', 'VERBOSITY=verbose' ]);
+like($err, qr/ERROR:  25006: cannot execute \w+ in a read-only transaction/,
+	'a poll with auto_commit is refused when it has a batch to commit');
+
+done_testing();
