@@ -1,7 +1,7 @@
 /*-------------------------------------------------------------------------
  *
  * h_metadata.c
- *	  Metadata (v1-v6).  Loop thread; one job of one or two statements.
+ *	  Metadata (v0-v6).  Loop thread; one job of one or two statements.
  *
  * The brokers are this daemon (--node-id) and its --peer daemons; in a
  * replicated cluster (--coordinator), the live listeners of the cluster's
@@ -16,6 +16,10 @@
  * mq.create_topic first when --auto-create-topics is set and the client
  * allows it (v4+).  While this node's database is unreachable, every
  * topic is LEADER_NOT_AVAILABLE, so clients ask another broker.
+ *
+ * v0 (kafka-python's probe, sarama's default) has no broker rack, no
+ * controller and no is_internal, and its topic array cannot be null: an
+ * empty one asks for every topic, where from v1 on null does.
  *
  *-------------------------------------------------------------------------
  */
@@ -60,17 +64,18 @@ meta_state_free(void *p)
 }
 
 static void
-write_broker(KWriter *w, int32_t id, const char *host, int32_t port)
+write_broker(KWriter *w, int16_t v, int32_t id, const char *host, int32_t port)
 {
 	kw_i32(w, id);
 	kw_str(w, host);
 	kw_i32(w, port);
-	kw_str(w, NULL);			/* rack */
+	if (v >= 1)
+		kw_str(w, NULL);		/* rack */
 }
 
 /* the cluster's live listeners, and this daemon in any case */
 static void
-write_cluster_brokers(KWriter *w)
+write_cluster_brokers(KWriter *w, int16_t v)
 {
 	size_t		count_at = w->len;
 	int32_t		n = 0;
@@ -84,12 +89,12 @@ write_cluster_brokers(KWriter *w)
 		if (!b->live && b->id != kconfig.node_id)
 			continue;
 		me |= b->id == kconfig.node_id;
-		write_broker(w, b->id, b->host, b->port);
+		write_broker(w, v, b->id, b->host, b->port);
 		n++;
 	}
 	if (!me)
 	{
-		write_broker(w, kconfig.node_id, kconfig.advertised_host, kconfig.advertised_port);
+		write_broker(w, v, kconfig.node_id, kconfig.advertised_host, kconfig.advertised_port);
 		n++;
 	}
 	kw_put_i32_at(w, count_at, n);
@@ -99,17 +104,18 @@ static void
 write_brokers(KWriter *w, int16_t v)
 {
 	if (cluster_enabled())
-		write_cluster_brokers(w);
+		write_cluster_brokers(w, v);
 	else
 	{
 		kw_i32(w, 1 + kconfig.npeers);
-		write_broker(w, kconfig.node_id, kconfig.advertised_host, kconfig.advertised_port);
+		write_broker(w, v, kconfig.node_id, kconfig.advertised_host, kconfig.advertised_port);
 		for (int i = 0; i < kconfig.npeers; i++)
-			write_broker(w, kconfig.peers[i].id, kconfig.peers[i].host, kconfig.peers[i].port);
+			write_broker(w, v, kconfig.peers[i].id, kconfig.peers[i].host, kconfig.peers[i].port);
 	}
 	if (v >= 2)
 		kw_str(w, "mq");		/* cluster_id */
-	kw_i32(w, kconfig.node_id); /* controller_id */
+	if (v >= 1)
+		kw_i32(w, kconfig.node_id);	/* controller_id */
 }
 
 /* an int[] in text form ("{1,2,3}") as a Kafka int32 array; NULL: just me */
@@ -187,7 +193,8 @@ write_topic(KWriter *w, int16_t v, KSlice name, PGresult *res, int16_t error)
 		error = KERR_UNKNOWN_TOPIC_OR_PARTITION;
 	kw_i16(w, error);
 	kw_strn(w, name.p, name.len);
-	kw_i8(w, 0);				/* is_internal */
+	if (v >= 1)
+		kw_i8(w, 0);			/* is_internal */
 	count_at = w->len;
 	kw_i32(w, 0);
 	for (; res && row < PQntuples(res) && kslice_eq(name, PQgetvalue(res, row, 0)); row++, n++)
@@ -251,6 +258,8 @@ h_metadata(KRequest *req)
 	req->state = s;
 	req->free_state = meta_state_free;
 	s->n = kr_array(r, 2);
+	if (req->api_version == 0 && s->n == 0)
+		s->n = -1;				/* v0: an empty array is every topic */
 	s->names = mq_malloc0(sizeof(KSlice) * (s->n > 0 ? s->n : 1));
 	mq_array_init(&arr, MQ_TEXTOID);
 	for (int32_t i = 0; i < s->n; i++)

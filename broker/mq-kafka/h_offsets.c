@@ -1,7 +1,7 @@
 /*-------------------------------------------------------------------------
  *
  * h_offsets.c
- *	  ListOffsets (v1-v3), OffsetCommit (v2-v7) and OffsetFetch (v1-v5).
+ *	  ListOffsets (v0-v3), OffsetCommit (v0-v7) and OffsetFetch (v0-v5).
  *	  Loop thread; a request is one job with a statement per partition (two
  *	  for a commit: the commit, then mq.await_commit), or one such job per
  *	  node that leads its partitions.  OffsetCommit first asks the group
@@ -12,6 +12,17 @@
  * mqctl and Kafka clients share them.  ListOffsets by timestamp is
  * mq.offsets_for_times (Kafka's semantics: the first offset whose record
  * timestamp is at or after the time).
+ *
+ * The old versions old clients and monitors (Burrow, sarama's defaults)
+ * still send: ListOffsets v0 asks for up to max_num_offsets offsets and
+ * gets an array; Kafka's were segment base offsets, mq's is the one
+ * offset v1 answers (the log start for -2, the high watermark for -1, the
+ * offset by time), or none for max_num_offsets 0.  OffsetCommit v0 has
+ * no generation or member (a commit outside any generation, allowed while
+ * the group has no members, as -1 and "" are from v1 on), v1 a commit
+ * timestamp per partition, which is ignored as Kafka's retention time
+ * (v2-v4) is: mq keeps committed offsets until the group is deleted.
+ * OffsetFetch v0 is v1 on the wire (Kafka read ZooKeeper's offsets for it).
  *
  * In a replicated cluster a partition's committed offsets live with the
  * partition, and only its leader takes commits: OffsetCommit and
@@ -57,6 +68,7 @@ typedef struct OPart
 	int32_t		topic;
 	int32_t		partition;
 	int64_t		timestamp;		/* ListOffsets */
+	int32_t		max_offsets;	/* ListOffsets v0 */
 	int16_t		code;			/* OffsetCommit: the coordinator's verdict */
 	KJob	   *job;			/* whose statements stmt indexes */
 	int			stmt;
@@ -161,6 +173,8 @@ read_list_part(KRequest *req, OffState *s, OPart *op, const char *topic)
 
 	op->partition = kr_i32(&req->body);
 	op->timestamp = kr_i64(&req->body);
+	if (req->api_version == 0)
+		op->max_offsets = kr_i32(&req->body);
 	st = kjob_add(&s->job, op->timestamp < 0 ? BOUNDS_SQL : BY_TIME_SQL, 0);
 	op->job = &s->job;
 	op->stmt = s->job.n - 1;
@@ -198,6 +212,16 @@ write_list_part(KRequest *req, OffState *s, OPart *op)
 	}
 	kw_i32(w, op->partition);
 	kw_i16(w, code);
+	if (req->api_version == 0)
+	{
+		/* old_style_offsets: at most one here */
+		bool		one = code == KERR_NONE && off >= 0 && op->max_offsets > 0;
+
+		kw_i32(w, one ? 1 : 0);
+		if (one)
+			kw_i64(w, off);
+		return;
+	}
 	kw_i64(w, ts);
 	kw_i64(w, off);
 }
@@ -222,7 +246,7 @@ h_list_offsets(KRequest *req)
 	(void) kr_i32(r);			/* replica id */
 	if (req->api_version >= 2)
 		(void) kr_i8(r);		/* isolation level */
-	read_topics(req, s, 12, read_list_part);
+	read_topics(req, s, req->api_version == 0 ? 16 : 12, read_list_part);
 	if (r->err)
 	{
 		req_abort(req);
@@ -275,6 +299,8 @@ read_commit_part(KRequest *req, OffState *s, OPart *op, const char *topic)
 	off = kr_i64(r);
 	if (req->api_version >= 6)
 		(void) kr_i32(r);		/* leader epoch */
+	if (req->api_version == 1)
+		(void) kr_i64(r);		/* commit timestamp */
 	meta = kslice_dup(kr_str(r));
 	op->code = s->verdict;
 	if (op->code == KERR_NONE && !r->err)
@@ -333,16 +359,19 @@ h_offset_commit(KRequest *req)
 {
 	KReader    *r = &req->body;
 	OffState   *s = off_state(req);
-	int32_t		generation;
-	char	   *member;
+	int32_t		generation = -1;	/* v0: outside any generation */
+	char	   *member = NULL;
 	char	   *instance = NULL;
 
 	s->group = kslice_dup(kr_str(r));
-	generation = kr_i32(r);
-	member = kslice_dup(kr_str(r));
+	if (req->api_version >= 1)
+	{
+		generation = kr_i32(r);
+		member = kslice_dup(kr_str(r));
+	}
 	if (req->api_version >= 7)
 		instance = kslice_dup(kr_str(r));
-	if (req->api_version <= 4)
+	if (req->api_version >= 2 && req->api_version <= 4)
 		(void) kr_i64(r);		/* retention time */
 	if (!r->err && s->group)
 		s->verdict = !cluster_coordinates(s->group) ? KERR_NOT_COORDINATOR :
@@ -350,7 +379,7 @@ h_offset_commit(KRequest *req)
 	free(member);
 	free(instance);
 	if (!r->err && s->group)
-		read_topics(req, s, 14, read_commit_part);
+		read_topics(req, s, req->api_version == 1 ? 22 : 14, read_commit_part);
 	if (r->err || s->group == NULL)
 	{
 		req_abort(req);

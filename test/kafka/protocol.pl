@@ -14,6 +14,8 @@ use IO::Select;
 use Compress::Zlib ();
 
 my $port = shift or die "usage: protocol.pl PORT\n";
+$| = 1;
+$SIG{PIPE} = 'IGNORE';	# a closed connection fails its check, not the script
 my $n = 0;
 my $failed = 0;
 
@@ -408,6 +410,111 @@ ok((incremental_alter(4, '1', 0, ['log.retention.ms', 0, '1']) // -99) == 42,
 ok(!defined call(connect_broker(), 44, 0, pack('l> c', 1, 2) . str('pdel') . pack('l>', 50000)),
 	'a truncated IncrementalAlterConfigs closes the connection');
 ok(!defined call(connect_broker(), 44, 1, ''), 'IncrementalAlterConfigs v1 (flexible) is not served: closed');
+
+# the old versions default clients send (issue 23): Metadata v0,
+# OffsetCommit v0 and v1, OffsetFetch v0, ListOffsets v0; each response
+# parsed field by field to its last byte; on a connection of their own,
+# so that one closed does not fail the checks after them
+$s = connect_broker();
+ok(join(' ', map { $ranges{$_} } 2, 3, 8, 9) eq '0-3 0-6 0-7 0-5',
+	'ApiVersions: ListOffsets 0-3, Metadata 0-6, OffsetCommit 0-7, OffsetFetch 0-5',
+	join(' ', map { $ranges{$_} } 2, 3, 8, 9));
+sub int_array { my ($r, $pos) = @_; my $c = unpack("x$pos l>", $r); return ([unpack("x" . ($pos + 4) . " (l>)$c", $r)], $pos + 4 + 4 * $c) }
+# Metadata v0 of these topics (none: every topic): (brokers as [id, host,
+# port], {topic => [error, [partition, error, leader, [replicas], [isr]]...]},
+# bytes left over), or () when closed
+sub metadata_v0 {
+	my $r = call($s, 3, 0, pack('l>', scalar @_) . join('', map { str($_) } @_));
+	return () unless defined $r && $r ne 'timeout';
+	my ($pos, @brokers, %topics) = (4);
+	for (1 .. unpack('l>', $r)) {
+		my $id = unpack("x$pos l>", $r);
+		(my $host, $pos) = rd_str($r, $pos + 4);
+		push @brokers, [$id, $host, unpack("x$pos l>", $r)];
+		$pos += 4;
+	}
+	my $nt = unpack("x$pos l>", $r);
+	$pos += 4;
+	for (1 .. $nt) {
+		my $err = unpack("x$pos s>", $r);
+		(my $name, $pos) = rd_str($r, $pos + 2);
+		my ($np, @parts) = unpack("x$pos l>", $r);
+		$pos += 4;
+		for (1 .. $np) {
+			my ($perr, $idx, $leader) = unpack("x$pos s> l> l>", $r);
+			(my $rep, $pos) = int_array($r, $pos + 10);
+			(my $isr, $pos) = int_array($r, $pos);
+			push @parts, [$idx, $perr, $leader, $rep, $isr];
+		}
+		$topics{$name} = [$err, @parts];
+	}
+	return (\@brokers, \%topics, length($r) - $pos);
+}
+my ($brokers, $topics, $left) = metadata_v0();
+ok(defined $left && $left == 0 && @$brokers == 1 && $brokers->[0][1] eq '127.0.0.1' && $brokers->[0][2] == $port,
+	'Metadata v0: brokers without rack, no controller id, nothing left over',
+	defined $left ? "left $left, brokers " . join(' ', map { "@$_" } @$brokers) : 'closed');
+ok($topics && $topics->{pt} && $topics->{pdel} && $topics->{pt}[0] == 0,
+	'Metadata v0 with an empty topic array lists every topic', $topics ? join(' ', sort keys %$topics) : 'closed');
+($brokers, $topics, $left) = metadata_v0('pt');
+my $p0 = $topics ? $topics->{pt}[1] : undef;
+ok(defined $left && $left == 0 && keys %$topics == 1 && $p0 && $p0->[0] == 0 && $p0->[1] == 0
+	&& $p0->[2] == $brokers->[0][0] && "@{ $p0->[3] }" eq "$brokers->[0][0]" && "@{ $p0->[4] }" eq "$brokers->[0][0]",
+	'Metadata v0 of one topic: its partition led by this broker, no is_internal');
+# OffsetCommit v0 (group, [topic, [partition, offset, metadata]]) and v1
+# (group, generation, member, [topic, [partition, offset, timestamp,
+# metadata]]): (topic, partition, error, bytes left over)
+sub commit_old {
+	my ($ver, $group, $offset, $meta) = @_;
+	my $head = $ver == 0 ? str($group) : str($group) . pack('l>', -1) . str('');
+	my $part = pack('l> q>', 0, $offset) . ($ver == 1 ? pack('q>', time * 1000) : '') . str($meta);
+	my $r = call($s, 8, $ver, $head . pack('l>', 1) . str('pt') . pack('l>', 1) . $part);
+	return () unless defined $r && $r ne 'timeout' && unpack('l>', $r) == 1;
+	my ($name, $pos) = rd_str($r, 4);
+	my ($np, $partition, $err) = unpack("x$pos l> l> s>", $r);
+	return ($name, $partition, $err, length($r) - $pos - 10);
+}
+# OffsetFetch v0 of pt partition 0: (offset, metadata, error, bytes left over)
+sub fetch_committed_v0 {
+	my $r = call($s, 9, 0, str($_[0]) . pack('l>', 1) . str('pt') . pack('l> l>', 1, 0));
+	return () unless defined $r && $r ne 'timeout' && unpack('l>', $r) == 1;
+	my (undef, $pos) = rd_str($r, 4);
+	my ($np, $partition, $offset) = unpack("x$pos l> l> q>", $r);
+	my ($meta, $p2) = rd_str($r, $pos + 16);
+	return ($offset, $meta, unpack("x$p2 s>", $r), length($r) - $p2 - 2);
+}
+my @c = commit_old(0, 'oldg', 2, 'm0');
+ok(@c && $c[0] eq 'pt' && $c[1] == 0 && $c[2] == 0 && $c[3] == 0, 'OffsetCommit v0 commits offset 2',
+	@c ? "@c" : 'closed');
+my @f = fetch_committed_v0('oldg');
+ok(@f && $f[0] == 2 && $f[1] eq 'm0' && $f[2] == 0 && $f[3] == 0, 'OffsetFetch v0 reads offset 2 and its metadata back',
+	@f ? "@f" : 'closed');
+@c = commit_old(1, 'oldg', 3, 'm1');
+ok(@c && $c[0] eq 'pt' && $c[2] == 0 && $c[3] == 0, 'OffsetCommit v1 (a commit timestamp per partition) commits offset 3',
+	@c ? "@c" : 'closed');
+@f = fetch_committed_v0('oldg');
+ok(@f && $f[0] == 3 && $f[1] eq 'm1', 'OffsetFetch v0 reads the v1 commit back', @f ? "@f" : 'closed');
+@f = fetch_committed_v0('nosuchgroup');
+ok(@f && $f[0] == -1 && $f[2] == 0, 'OffsetFetch v0 of a group without commits: offset -1', @f ? "@f" : 'closed');
+# ListOffsets v0 of pdel partition 0 (log start 2, high watermark 3):
+# ([offsets], error, bytes left over)
+sub list_offsets_v0 {
+	my ($time, $max) = @_;
+	my $r = call($s, 2, 0, pack('l> l>', -1, 1) . str('pdel') . pack('l> l> q> l>', 1, 0, $time, $max));
+	return () unless defined $r && $r ne 'timeout' && unpack('l>', $r) == 1;
+	my (undef, $pos) = rd_str($r, 4);
+	my ($np, $partition, $err) = unpack("x$pos l> l> s>", $r);
+	my ($n, @offs) = unpack('x' . ($pos + 10) . ' l>', $r);
+	@offs = unpack('x' . ($pos + 14) . " (q>)$n", $r);
+	return (\@offs, $err, length($r) - $pos - 14 - 8 * $n);
+}
+my @lo = list_offsets_v0(-2, 1);
+ok(@lo && "@{ $lo[0] }" eq '2' && $lo[1] == 0 && $lo[2] == 0, 'ListOffsets v0 earliest: [2]', @lo ? "@{ $lo[0] } $lo[1] $lo[2]" : 'closed');
+@lo = list_offsets_v0(-1, 10);
+ok(@lo && "@{ $lo[0] }" eq '3' && $lo[1] == 0 && $lo[2] == 0, 'ListOffsets v0 latest: [3]', @lo ? "@{ $lo[0] } $lo[1] $lo[2]" : 'closed');
+@lo = list_offsets_v0(-1, 0);
+ok(@lo && @{ $lo[0] } == 0 && $lo[1] == 0, 'ListOffsets v0 with max_num_offsets 0: no offsets', @lo ? "@{ $lo[0] }" : 'closed');
+ok(!defined call(connect_broker(), 3, 7, pack('l>', -1) . "\1"), 'Metadata v7 (not served) still closes the connection');
 
 # connection-level errors: the broker closes, and keeps serving others
 ok(!defined call(connect_broker(), 999, 0, ''), 'an unknown api key closes the connection');

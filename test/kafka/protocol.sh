@@ -4,7 +4,9 @@
 # requests (DeleteRecords, DeleteGroups, IncrementalAlterConfigs),
 # Produce's log_append_time on a LogAppendTime topic, and
 # unknown APIs, each answered with Kafka's error code or a closed
-# connection (test/kafka/protocol.pl); afterwards nothing bad was stored.
+# connection, and the old versions default clients send (Metadata v0,
+# OffsetCommit v0/v1, OffsetFetch v0, ListOffsets v0)
+# (test/kafka/protocol.pl); afterwards nothing bad was stored.
 source "$(dirname "${BASH_SOURCE[0]}")/lib.bash"
 
 sql "SELECT mq.create_topic('pt', 1)" >/dev/null
@@ -28,6 +30,8 @@ check_eq "$(sql "SELECT config FROM mq.topics WHERE topic = 'pdel'")" \
 check_eq "$(printf '%s\n' "$OUT" | sed -n 's/^log_append_time //p')" \
 	"$(sql "SELECT floor(extract(epoch FROM \"timestamp\") * 1000)::bigint FROM mq.fetch('plat', 0, 0, 1)")" \
 	"Produce's log_append_time is the time the LogAppendTime topic's records carry"
+check_eq "$(sql "SELECT mq.committed_offset('oldg', 'pt', 0)")" "3" \
+	"OffsetCommit v0 and v1 committed into mq"
 check_eq "$(kill -0 "$KAFKA_PID" && echo alive)" "alive" "mq-kafka is still running"
 
 finish
