@@ -107,4 +107,14 @@ my ($ret, $out, $err) = $standby->psql('postgres',
 like($err, qr/ERROR:  25006: cannot execute \w+ in a read-only transaction/,
 	'a poll with auto_commit is refused when it has a batch to commit');
 
+# so a consumer that reads on the standby commits on the primary, and its
+# next poll on the standby starts there once the commit is replayed
+my $read = $standby->safe_psql('postgres',
+	"SELECT max(msg_offset) + 1 FROM mq.poll('g', 't', 2, partitions => ARRAY[0])");
+$primary->safe_psql('postgres', "SELECT mq.commit_offset('g', 't', 0, $read)");
+$primary->safe_psql('postgres', "SELECT mq.send('t', 'k', 'more', partition => 0) FROM generate_series(1, 2)");
+catch_up();
+is($standby->safe_psql('postgres', "SELECT min(msg_offset) FROM mq.poll('g', 't', 2, partitions => ARRAY[0])"),
+	$read, 'an offset read on the standby and committed on the primary is where the next poll on the standby starts');
+
 done_testing();
