@@ -9,29 +9,12 @@ use strict;
 use warnings;
 use IO::Socket::INET;
 use IO::Select;
+use FindBin;
+use lib $FindBin::Bin;
+use KafkaWire;
 
 my ($port, $topic, $acks, $value) = @ARGV;
 die "usage: produce_acks.pl PORT TOPIC ACKS VALUE\n" unless defined $value;
-
-# CRC-32C (Castagnoli), as batch.c computes it
-my @crc_table = map {
-	my $c = $_;
-	$c = ($c & 1) ? (($c >> 1) ^ 0x82F63B78) : ($c >> 1) for 1 .. 8;
-	$c;
-} 0 .. 255;
-sub crc32c {
-	my $c = 0xFFFFFFFF;
-	$c = $crc_table[($c ^ $_) & 0xff] ^ ($c >> 8) for unpack('C*', $_[0]);
-	return $c ^ 0xFFFFFFFF;
-}
-sub varint {
-	my $v = shift;
-	my $u = $v >= 0 ? 2 * $v : -2 * $v - 1;
-	my $out = '';
-	while ($u >= 0x80) { $out .= chr(($u & 0x7f) | 0x80); $u >>= 7; }
-	return $out . chr($u);
-}
-sub str { defined $_[0] ? pack('n', length $_[0]) . $_[0] : pack('s>', -1) }
 
 my $body = "\0" . varint(0) . varint(0) . varint(-1) . varint(length $value) . $value . varint(0);
 my $recs = varint(length $body) . $body;

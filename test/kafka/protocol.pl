@@ -11,6 +11,9 @@ use strict;
 use warnings;
 use IO::Socket::INET;
 use IO::Select;
+use FindBin;
+use lib $FindBin::Bin;
+use KafkaWire;
 use Compress::Zlib ();
 
 my $port = shift or die "usage: protocol.pl PORT\n";
@@ -26,28 +29,6 @@ sub ok {
 	print "#   $detail\n" if !$cond && defined $detail;
 	$failed++ unless $cond;
 }
-
-# CRC-32C (Castagnoli), as batch.c computes it
-my @crc_table = map {
-	my $c = $_;
-	$c = ($c & 1) ? (($c >> 1) ^ 0x82F63B78) : ($c >> 1) for 1 .. 8;
-	$c;
-} 0 .. 255;
-sub crc32c {
-	my $c = 0xFFFFFFFF;
-	$c = $crc_table[($c ^ $_) & 0xff] ^ ($c >> 8) for unpack('C*', $_[0]);
-	return $c ^ 0xFFFFFFFF;
-}
-
-sub varint {
-	my $v = shift;
-	my $u = $v >= 0 ? 2 * $v : -2 * $v - 1;
-	my $out = '';
-	while ($u >= 0x80) { $out .= chr(($u & 0x7f) | 0x80); $u >>= 7; }
-	return $out . chr($u);
-}
-sub str { defined $_[0] ? pack('n', length $_[0]) . $_[0] : pack('s>', -1) }
-sub vbytes { defined $_[0] ? varint(length $_[0]) . $_[0] : varint(-1) }
 
 # a record batch: records are [key, value, [header key, header value]...]
 sub batch {
