@@ -251,8 +251,8 @@ SELECT throws_ok($$ SELECT * FROM mq.fetch('orders', 0, 0) $$, '42501', NULL,
 SELECT is((SELECT array_agg(topic ORDER BY topic) FROM mq.topics), ARRAY['orders'],
           'WRITE implies DESCRIBE: alice sees orders in mq.topics');
 SELECT ok(mq.has_topic_privilege('orders', 'describe'), 'has_topic_privilege agrees');
-SELECT is(mq.validate_config('{"retention.ms": "1h", "cleanup.policy": "delete"}'),
-          '{"retention.ms": 3600000, "cleanup.policy": "delete"}'::jsonb,
+SELECT is(mq.validate_config('{"retention.ms": "1h", "unclean.leader.election.enable": "true"}'),
+          '{"retention.ms": 3600000, "unclean.leader.election.enable": true}'::jsonb,
           'any role checks a topic config with validate_config (and the helpers it calls)');
 RESET ROLE;
 
