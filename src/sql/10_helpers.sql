@@ -42,6 +42,110 @@ END $$;
 COMMENT ON FUNCTION mq._validate_compaction_config(text, jsonb) IS
     'validate_config''s checks of cleanup.policy and min.cleanable.dirty.ratio';
 
+-- A topic config key's kind (ms, bytes, count, bool, policy, tstype) and
+-- its numbers' range, for validate_config; an unknown key is an MQ004
+-- error.  The maxima: what the code can compute with (times as intervals
+-- added to timestamps: 1,000 years; sizes and counts Kafka keeps in an int
+-- as int4; retention.bytes as int8).
+CREATE FUNCTION mq._config_key(p_key text, OUT kind text, OUT min numeric, OUT max numeric)
+LANGUAGE plpgsql IMMUTABLE SET search_path = pg_catalog, pg_temp AS $$
+BEGIN
+    SELECT s.kind, s.min, s.max INTO kind, min, max FROM (VALUES
+        ('retention.ms', 'ms', -1, 31557600000000),
+        ('retention.bytes', 'bytes', -1, 9223372036854775807),
+        ('segment.bytes', 'bytes', 1024, 2147483647),
+        ('segment.ms', 'ms', 1, 31557600000000),
+        ('segment.records', 'count', 1, 2147483647),
+        ('max.message.bytes', 'bytes', 0, 2147483647),
+        ('min.insync.replicas', 'count', 1, 2147483647),
+        ('replication.factor', 'count', 1, 2147483647),
+        ('unclean.leader.election.enable', 'bool', NULL, NULL),
+        ('cleanup.policy', 'policy', NULL, NULL),
+        ('message.timestamp.type', 'tstype', NULL, NULL),
+        ('message.timestamp.difference.max.ms', 'ms', 0, 9223372036854775807),
+        -- Kafka 3.6+ (KIP-937): the CreateTime window's two sides
+        ('message.timestamp.before.max.ms', 'ms', 0, 9223372036854775807),
+        ('message.timestamp.after.max.ms', 'ms', 0, 9223372036854775807),
+        ('min.cleanable.dirty.ratio', 'policy', 0, 1),
+        ('min.compaction.lag.ms', 'ms', 0, 31557600000000),
+        -- KIP-354; Kafka's default (no limit) is the int8 maximum
+        ('max.compaction.lag.ms', 'ms', 1, 9223372036854775807),
+        ('delete.retention.ms', 'ms', 0, 31557600000000)) AS s(key, kind, min, max)
+     WHERE s.key = p_key;
+    IF kind IS NULL THEN
+        RAISE EXCEPTION 'unknown topic config key "%"', p_key
+            USING ERRCODE = 'MQ004',
+                  HINT = 'Known keys: retention.ms, retention.bytes, segment.bytes, segment.ms, segment.records, '
+                         'max.message.bytes, min.insync.replicas, replication.factor, '
+                         'unclean.leader.election.enable, cleanup.policy, message.timestamp.type, '
+                         'message.timestamp.difference.max.ms, message.timestamp.before.max.ms, '
+                         'message.timestamp.after.max.ms, min.cleanable.dirty.ratio, '
+                         'min.compaction.lag.ms, max.compaction.lag.ms, delete.retention.ms.';
+    END IF;
+END $$;
+
+-- A number-valued config key's value, for validate_config: a JSON number,
+-- or a string holding a number and a unit of the key's kind ('7d',
+-- '512MB'); a whole number within [p_min, p_max] once the unit is
+-- resolved, else an MQ004 error.
+CREATE FUNCTION mq._config_number(p_key text, p_val jsonb, p_kind text, p_min numeric, p_max numeric)
+    RETURNS bigint
+LANGUAGE plpgsql IMMUTABLE SET search_path = pg_catalog, pg_temp AS $$
+DECLARE
+    v_num numeric;
+    v_unit text;
+    v_mult numeric;
+    v_m text[];
+BEGIN
+    IF jsonb_typeof(p_val) = 'number' THEN
+        v_num := (p_val #>> '{}')::numeric;
+        v_mult := 1;
+    ELSIF jsonb_typeof(p_val) = 'string' THEN
+        v_m := regexp_match(p_val #>> '{}', '^\s*(-?[0-9]+(?:\.[0-9]+)?)\s*([A-Za-z]*)\s*$');
+        IF v_m IS NULL THEN
+            RAISE EXCEPTION 'invalid value % for "%"', p_val, p_key
+                USING ERRCODE = 'MQ004', HINT = 'Give a number, optionally followed by a unit.';
+        END IF;
+        v_num := v_m[1]::numeric;
+        v_unit := v_m[2];
+        v_mult := CASE
+            WHEN v_unit = '' THEN 1
+            WHEN p_kind = 'ms' THEN CASE v_unit WHEN 'ms' THEN 1 WHEN 's' THEN 1000 WHEN 'min' THEN 60000
+                                     WHEN 'h' THEN 3600000 WHEN 'd' THEN 86400000 END
+            WHEN p_kind = 'bytes' THEN CASE v_unit WHEN 'B' THEN 1 WHEN 'kB' THEN 1024 WHEN 'MB' THEN 1048576
+                                     WHEN 'GB' THEN 1073741824 WHEN 'TB' THEN 1099511627776 END
+            END;
+        IF v_mult IS NULL THEN
+            RAISE EXCEPTION 'invalid unit "%" for "%"', v_unit, p_key
+                USING ERRCODE = 'MQ004',
+                      HINT = CASE p_kind WHEN 'ms' THEN 'Valid units for this key are ms, s, min, h and d.'
+                                         WHEN 'bytes' THEN 'Valid units for this key are B, kB, MB, GB and TB.'
+                                         ELSE 'This key takes a plain number.' END;
+        END IF;
+    ELSE
+        RAISE EXCEPTION 'invalid value % for "%"', p_val, p_key
+            USING ERRCODE = 'MQ004', HINT = 'Give a number, optionally followed by a unit.';
+    END IF;
+    v_num := v_num * v_mult;
+    IF v_num <> trunc(v_num) OR v_num > 9223372036854775807 THEN
+        RAISE EXCEPTION 'invalid value % for "%": not a whole number in range', p_val, p_key
+            USING ERRCODE = 'MQ004';
+    END IF;
+    IF v_num > p_max THEN
+        RAISE EXCEPTION 'invalid value % for "%": the maximum is %', p_val, p_key, p_max
+            USING ERRCODE = 'MQ004',
+                  HINT = CASE WHEN p_min = -1 THEN 'Use -1 for no limit.'
+                              ELSE 'Give a smaller value.' END;
+    END IF;
+    IF v_num < p_min THEN
+        RAISE EXCEPTION 'invalid value % for "%": the minimum is %', p_val, p_key, p_min
+            USING ERRCODE = 'MQ004',
+                  HINT = CASE WHEN p_min = -1 THEN 'Use -1 for no limit.'
+                              ELSE format('Give at least %s.', p_min) END;
+    END IF;
+    RETURN v_num::bigint;
+END $$;
+
 -- Topic configuration: Kafka's key names, values as JSON numbers or as
 -- strings with a unit ('7d', '512MB').  Returns the config normalised to
 -- plain numbers and booleans; any bad key or value is an MQ004 error.
@@ -53,52 +157,14 @@ DECLARE
     v_kind text;
     v_min numeric;
     v_max numeric;
-    v_num numeric;
-    v_unit text;
-    v_mult numeric;
     v_out jsonb := '{}';
-    v_m text[];
 BEGIN
     IF config IS NULL OR jsonb_typeof(config) <> 'object' THEN
         RAISE EXCEPTION 'topic config must be a JSON object'
             USING ERRCODE = 'MQ004', HINT = 'For example ''{"retention.ms": "7d", "segment.bytes": "256MB"}''.';
     END IF;
     FOR v_key, v_val IN SELECT * FROM jsonb_each(config) LOOP
-        -- maxima: what the code can compute with (times as intervals added
-        -- to timestamps: 1,000 years; sizes and counts Kafka keeps in an int
-        -- as int4; retention.bytes as int8)
-        SELECT s.kind, s.min, s.max INTO v_kind, v_min, v_max FROM (VALUES
-            ('retention.ms', 'ms', -1, 31557600000000),
-            ('retention.bytes', 'bytes', -1, 9223372036854775807),
-            ('segment.bytes', 'bytes', 1024, 2147483647),
-            ('segment.ms', 'ms', 1, 31557600000000),
-            ('segment.records', 'count', 1, 2147483647),
-            ('max.message.bytes', 'bytes', 0, 2147483647),
-            ('min.insync.replicas', 'count', 1, 2147483647),
-            ('replication.factor', 'count', 1, 2147483647),
-            ('unclean.leader.election.enable', 'bool', NULL, NULL),
-            ('cleanup.policy', 'policy', NULL, NULL),
-            ('message.timestamp.type', 'tstype', NULL, NULL),
-            ('message.timestamp.difference.max.ms', 'ms', 0, 9223372036854775807),
-            -- Kafka 3.6+ (KIP-937): the CreateTime window's two sides
-            ('message.timestamp.before.max.ms', 'ms', 0, 9223372036854775807),
-            ('message.timestamp.after.max.ms', 'ms', 0, 9223372036854775807),
-            ('min.cleanable.dirty.ratio', 'policy', 0, 1),
-            ('min.compaction.lag.ms', 'ms', 0, 31557600000000),
-            -- KIP-354; Kafka's default (no limit) is the int8 maximum
-            ('max.compaction.lag.ms', 'ms', 1, 9223372036854775807),
-            ('delete.retention.ms', 'ms', 0, 31557600000000)) AS s(key, kind, min, max)
-         WHERE s.key = v_key;
-        IF v_kind IS NULL THEN
-            RAISE EXCEPTION 'unknown topic config key "%"', v_key
-                USING ERRCODE = 'MQ004',
-                      HINT = 'Known keys: retention.ms, retention.bytes, segment.bytes, segment.ms, segment.records, '
-                             'max.message.bytes, min.insync.replicas, replication.factor, '
-                             'unclean.leader.election.enable, cleanup.policy, message.timestamp.type, '
-                             'message.timestamp.difference.max.ms, message.timestamp.before.max.ms, '
-                             'message.timestamp.after.max.ms, min.cleanable.dirty.ratio, '
-                             'min.compaction.lag.ms, max.compaction.lag.ms, delete.retention.ms.';
-        END IF;
+        SELECT k.kind, k.min, k.max INTO v_kind, v_min, v_max FROM mq._config_key(v_key) k;
         IF v_kind = 'bool' THEN
             IF jsonb_typeof(v_val) = 'boolean' THEN
                 v_out := v_out || jsonb_build_object(v_key, v_val);
@@ -108,68 +174,17 @@ BEGIN
                 RAISE EXCEPTION 'invalid value % for "%"', v_val, v_key
                     USING ERRCODE = 'MQ004', HINT = 'Use true or false.';
             END IF;
-            CONTINUE;
-        END IF;
-        IF v_kind = 'tstype' THEN
+        ELSIF v_kind = 'tstype' THEN
             IF v_val NOT IN ('"CreateTime"'::jsonb, '"LogAppendTime"'::jsonb) THEN
                 RAISE EXCEPTION 'invalid value % for "message.timestamp.type"', v_val
                     USING ERRCODE = 'MQ004', HINT = 'Use "CreateTime" or "LogAppendTime".';
             END IF;
             v_out := v_out || jsonb_build_object(v_key, v_val);
-            CONTINUE;
-        END IF;
-        IF v_kind = 'policy' THEN
+        ELSIF v_kind = 'policy' THEN
             v_out := v_out || mq._validate_compaction_config(v_key, v_val);
-            CONTINUE;
-        END IF;
-        -- numbers: a JSON number, or a string holding a number and a unit
-        IF jsonb_typeof(v_val) = 'number' THEN
-            v_num := (v_val #>> '{}')::numeric;
-            v_mult := 1;
-        ELSIF jsonb_typeof(v_val) = 'string' THEN
-            v_m := regexp_match(v_val #>> '{}', '^\s*(-?[0-9]+(?:\.[0-9]+)?)\s*([A-Za-z]*)\s*$');
-            IF v_m IS NULL THEN
-                RAISE EXCEPTION 'invalid value % for "%"', v_val, v_key
-                    USING ERRCODE = 'MQ004', HINT = 'Give a number, optionally followed by a unit.';
-            END IF;
-            v_num := v_m[1]::numeric;
-            v_unit := v_m[2];
-            v_mult := CASE
-                WHEN v_unit = '' THEN 1
-                WHEN v_kind = 'ms' THEN CASE v_unit WHEN 'ms' THEN 1 WHEN 's' THEN 1000 WHEN 'min' THEN 60000
-                                         WHEN 'h' THEN 3600000 WHEN 'd' THEN 86400000 END
-                WHEN v_kind = 'bytes' THEN CASE v_unit WHEN 'B' THEN 1 WHEN 'kB' THEN 1024 WHEN 'MB' THEN 1048576
-                                         WHEN 'GB' THEN 1073741824 WHEN 'TB' THEN 1099511627776 END
-                END;
-            IF v_mult IS NULL THEN
-                RAISE EXCEPTION 'invalid unit "%" for "%"', v_unit, v_key
-                    USING ERRCODE = 'MQ004',
-                          HINT = CASE v_kind WHEN 'ms' THEN 'Valid units for this key are ms, s, min, h and d.'
-                                             WHEN 'bytes' THEN 'Valid units for this key are B, kB, MB, GB and TB.'
-                                             ELSE 'This key takes a plain number.' END;
-            END IF;
         ELSE
-            RAISE EXCEPTION 'invalid value % for "%"', v_val, v_key
-                USING ERRCODE = 'MQ004', HINT = 'Give a number, optionally followed by a unit.';
+            v_out := v_out || jsonb_build_object(v_key, mq._config_number(v_key, v_val, v_kind, v_min, v_max));
         END IF;
-        v_num := v_num * v_mult;
-        IF v_num <> trunc(v_num) OR v_num > 9223372036854775807 THEN
-            RAISE EXCEPTION 'invalid value % for "%": not a whole number in range', v_val, v_key
-                USING ERRCODE = 'MQ004';
-        END IF;
-        IF v_num > v_max THEN
-            RAISE EXCEPTION 'invalid value % for "%": the maximum is %', v_val, v_key, v_max
-                USING ERRCODE = 'MQ004',
-                      HINT = CASE WHEN v_min = -1 THEN 'Use -1 for no limit.'
-                                  ELSE 'Give a smaller value.' END;
-        END IF;
-        IF v_num < v_min THEN
-            RAISE EXCEPTION 'invalid value % for "%": the minimum is %', v_val, v_key, v_min
-                USING ERRCODE = 'MQ004',
-                      HINT = CASE WHEN v_min = -1 THEN 'Use -1 for no limit.'
-                                  ELSE format('Give at least %s.', v_min) END;
-        END IF;
-        v_out := v_out || jsonb_build_object(v_key, v_num::bigint);
     END LOOP;
     -- Kafka's LogConfig.validateValues
     IF coalesce((v_out->>'min.compaction.lag.ms')::bigint, 0)

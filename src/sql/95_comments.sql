@@ -29,6 +29,10 @@ COMMENT ON TYPE mq.header IS
     'one Kafka record header: a key (keys may repeat in a list) and a value (null differs from empty)';
 
 -- Helpers (10_helpers.sql; validate_config and murmur2 are commented there)
+COMMENT ON FUNCTION mq._config_key(text) IS
+    'internal: a topic config key''s kind and range, for validate_config (an unknown key is an error)';
+COMMENT ON FUNCTION mq._config_number(text, jsonb, text, numeric, numeric) IS
+    'internal: a number-valued topic config value with its unit resolved and its range checked, for validate_config';
 COMMENT ON FUNCTION mq.partition_for(text, bytea) IS
     'the partition a key goes to in a topic, by Kafka''s default partitioner (murmur2)';
 COMMENT ON FUNCTION mq.partition_for(text, text) IS
@@ -259,6 +263,14 @@ COMMENT ON FUNCTION mq._replica_advance_hwm(integer, integer) IS
     'internal: moves the high watermark forward to the least log end offset over the ISR';
 COMMENT ON FUNCTION mq._replica_set_info(integer, integer, integer, text, integer[], integer[]) IS
     'internal: records a partition''s leader, replicas and ISR on this node';
+COMMENT ON FUNCTION mq._replica_fetch_below_start(integer, integer, bigint, bigint, bigint) IS
+    'internal (replication): replica_fetch''s answer to a follower whose log lies below the leader''s log start';
+COMMENT ON FUNCTION mq._replica_fetch_progress(integer, integer, integer, integer, bigint, bigint, bigint, bigint) IS
+    'internal (replication): records a follower''s fetch (its log end, when it was caught up) for replica_fetch';
+COMMENT ON FUNCTION mq._replica_fetch_end(integer, integer, regclass, bigint, integer, bigint, bigint) IS
+    'internal (replication): where replica_fetch''s batch ends (records counted across compaction''s gaps, never inside a producer batch)';
+COMMENT ON FUNCTION mq._replica_fetch_records(mq.replica_batch, integer, integer, regclass, bigint, bigint, boolean) IS
+    'internal (replication): fills replica_fetch''s batch with a range''s records and producer batches';
 COMMENT ON FUNCTION mq._batch_length(integer, integer) IS
     'internal: the number of records in a producer batch of sequences first..last (sequences wrap after 2^31 - 1)';
 COMMENT ON FUNCTION mq._replica_epoch_end(integer, integer, integer) IS

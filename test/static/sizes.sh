@@ -12,10 +12,7 @@ set -euo pipefail
 MAX_FILE=600
 MAX_FUNCTION=100
 # "path:function  reason"
-EXCEPTIONS=(
-	"src/sql/60_replica_fetch.sql:mq.replica_fetch  to be split (issue 22): the replication hot path, measured before and after"
-	"src/sql/10_helpers.sql:mq.validate_config  to be split (issue 22): one branch per config key"
-)
+EXCEPTIONS=()
 
 excepted() {
 	local e
