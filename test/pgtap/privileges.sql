@@ -10,7 +10,7 @@
 SET client_min_messages = warning;
 
 BEGIN;
-SELECT plan(103);
+SELECT plan(104);
 
 CREATE ROLE mqp_attacker LOGIN;
 CREATE ROLE mqp_alice LOGIN;
@@ -254,6 +254,9 @@ SELECT ok(mq.has_topic_privilege('orders', 'describe'), 'has_topic_privilege agr
 SELECT is(mq.validate_config('{"retention.ms": "1h", "unclean.leader.election.enable": "true"}'),
           '{"retention.ms": 3600000, "unclean.leader.election.enable": true}'::jsonb,
           'any role checks a topic config with validate_config (and the helpers it calls)');
+SELECT is(mq.validate_config('{"cleanup.policy": "compact", "min.cleanable.dirty.ratio": 0.3}'),
+          '{"cleanup.policy": "compact", "min.cleanable.dirty.ratio": 0.3}'::jsonb,
+          'compaction keys too (docs/sql.md: validate_config is callable on its own)');
 RESET ROLE;
 
 -- prefixed READ for bob, group rights separately
@@ -391,7 +394,7 @@ SELECT throws_ok($$ SELECT mq.grant('read', 'topic', 'x', 'no_such_role_mqp') $$
 SELECT is((SELECT array_agg(DISTINCT p.proname::text ORDER BY p.proname::text)
              FROM pg_proc p, aclexplode(coalesce(p.proacl, acldefault('f', p.proowner))) a
             WHERE p.pronamespace = 'mq'::regnamespace AND a.grantee = 0 AND a.privilege_type = 'EXECUTE'),
-          ARRAY['_config_incremental', '_config_key', '_config_number', '_config_replace', '_describable', '_grant_shown', '_has_privilege', '_log_append_time', '_log_end_offset', '_produce_state', '_replica_await_hwm',
+          ARRAY['_config_incremental', '_config_key', '_config_number', '_config_replace', '_describable', '_grant_shown', '_has_privilege', '_log_append_time', '_log_end_offset', '_produce_state', '_replica_await_hwm', '_validate_compaction_config',
                 'add_partitions', 'alter_topic', 'await_commit', 'commit_offset', 'commit_polled',
                 'committed_offset', 'committed_offsets', 'config_defaults', 'create_topic', 'delete_group', 'delete_records', 'drop_topic', 'fetch', 'grant', 'has_group_privilege',
                 'has_topic_privilege', 'header_list', 'headers_jsonb', 'heartbeat', 'join_group',
