@@ -26,9 +26,10 @@
  * pools at most CLUSTER_STATEMENT_TIMEOUT_MS): a job whose results have not
  * all arrived by then is cancelled (mq_cancel_bounded, so a cut link cannot
  * hold us either), its connection dropped and reconnected under the
- * policy, and its outstanding statements fail as connection lost: the
- * client gets an error answer, never a request that waits for ever on a
- * silent database.
+ * policy, and its outstanding statements fail as connection lost, as
+ * when a connection breaks (a local request's client connection is then
+ * closed; other pools' callers map the failure): no request waits for
+ * ever on a silent database.
  *
  * Acting as a client's role (sasl.c): a request with a role sends, in
  * each statement's transaction and before it, set_config('role', role,
