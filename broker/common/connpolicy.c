@@ -46,13 +46,50 @@ mq_connect_policy(const char *conninfo, const char *appname,
 	return mq_connect_policy_with(conninfo, appname, policy, NULL, NULL, err);
 }
 
+/* the policy's libpq keywords and values (see connpolicy.h) */
+void
+mq_conn_policy_params(const MqConnPolicy *policy, MqConnParams *out)
+{
+	int			n = 0;
+
+	/* libpq treats connect_timeout below 2 as 2; say so here too */
+	out->keys[n] = "connect_timeout";
+	snprintf(out->buf[0], sizeof(out->buf[0]), "%d",
+			 policy->connect_timeout_s < 2 ? 2 : policy->connect_timeout_s);
+	out->vals[n++] = out->buf[0];
+	if (policy->keepalives_idle_s > 0)
+	{
+		static const char *const kk[] = {"keepalives_idle", "keepalives_interval", "keepalives_count"};
+		int			kv[] = {policy->keepalives_idle_s, policy->keepalives_interval_s,
+					policy->keepalives_count};
+
+		out->keys[n] = "keepalives";
+		out->vals[n++] = "1";
+		for (int i = 0; i < 3; i++, n++)
+		{
+			snprintf(out->buf[1 + i], sizeof(out->buf[1 + i]), "%d", kv[i]);
+			out->keys[n] = kk[i];
+			out->vals[n] = out->buf[1 + i];
+		}
+	}
+	if (policy->tcp_user_timeout_ms > 0)
+	{
+		snprintf(out->buf[4], sizeof(out->buf[4]), "%d", policy->tcp_user_timeout_ms);
+		out->keys[n] = "tcp_user_timeout";
+		out->vals[n++] = out->buf[4];
+	}
+	out->keys[n] = NULL;
+	out->vals[n] = NULL;
+	out->n = n;
+}
+
 PGconn *
 mq_connect_policy_with(const char *conninfo, const char *appname,
 					   const MqConnPolicy *policy,
 					   const char *const *extra_keys, const char *const *extra_vals,
 					   MqError *err)
 {
-	char		vals[6][16];
+	MqConnParams pp;
 	const char *keys[16];
 	const char *vp[16];
 	int			n = 0;
@@ -62,37 +99,12 @@ mq_connect_policy_with(const char *conninfo, const char *appname,
 		keys[n] = extra_keys[i];
 		vp[n] = extra_vals[i];
 	}
-
-	/* libpq treats connect_timeout below 2 as 2; say so here too */
-	keys[n] = "connect_timeout";
-	snprintf(vals[0], sizeof(vals[0]), "%d",
-			 policy->connect_timeout_s < 2 ? 2 : policy->connect_timeout_s);
-	vp[n] = vals[0];
-	n++;
-	if (policy->keepalives_idle_s > 0)
+	mq_conn_policy_params(policy, &pp);
+	for (int i = 0; i <= pp.n; i++, n++)
 	{
-		static const char *const kk[] = {"keepalives_idle", "keepalives_interval", "keepalives_count"};
-		int			kv[] = {policy->keepalives_idle_s, policy->keepalives_interval_s,
-					policy->keepalives_count};
-
-		keys[n] = "keepalives";
-		vp[n++] = "1";
-		for (int i = 0; i < 3; i++, n++)
-		{
-			snprintf(vals[1 + i], sizeof(vals[1 + i]), "%d", kv[i]);
-			keys[n] = kk[i];
-			vp[n] = vals[1 + i];
-		}
+		keys[n] = pp.keys[i];
+		vp[n] = pp.vals[i];
 	}
-	if (policy->tcp_user_timeout_ms > 0)
-	{
-		snprintf(vals[4], sizeof(vals[4]), "%d", policy->tcp_user_timeout_ms);
-		keys[n] = "tcp_user_timeout";
-		vp[n] = vals[4];
-		n++;
-	}
-	keys[n] = NULL;
-	vp[n] = NULL;
 	return mq_connect_with(conninfo, appname, keys, vp, err);
 }
 

@@ -62,6 +62,22 @@ typedef struct MqConnPolicy
 /* The defaults: 2 s connect timeout, dead peer noticed in 4 s, 0.5..5 s retries. */
 extern void mq_conn_policy_default(MqConnPolicy *policy);
 
+/*
+ * A policy's libpq keywords and values (connect_timeout, keepalives*,
+ * tcp_user_timeout), NULL-terminated, for whoever connects by other means
+ * (PQconnectStartParams): the one owner of how a policy becomes libpq
+ * settings.  The values point into out->buf.
+ */
+typedef struct MqConnParams
+{
+	const char *keys[8];
+	const char *vals[8];
+	char		buf[5][16];
+	int			n;				/* keywords before the NULL */
+} MqConnParams;
+
+extern void mq_conn_policy_params(const MqConnPolicy *policy, MqConnParams *out);
+
 /* Connect under a policy (its timeout and keepalives override the string's). */
 extern PGconn *mq_connect_policy(const char *conninfo, const char *appname,
 								 const MqConnPolicy *policy, MqError *err);

@@ -48,6 +48,9 @@ static const char help[] =
 "                               and group coordinators (replaces --peer)\n"
 "      --refresh-ms=N           how often the coordinator is read (default 500)\n"
 "      --pool=N                 database connections (default 4)\n"
+"      --statement-timeout-ms=N  a request's database work is cancelled and\n"
+"                               answered with an error after N ms (default\n"
+"                               60000; at most 10000 towards other nodes)\n"
 "      --sasl=plain             clients must authenticate with SASL/PLAIN as a\n"
 "                               PostgreSQL role, whose password PostgreSQL checks;\n"
 "                               their requests then run as that role\n"
@@ -110,7 +113,7 @@ parse_args(int argc, char **argv)
 	enum
 	{
 		O_ADV = CLI_OPT_LONG_BASE, O_NODE, O_POOL, O_MAXREQ, O_MAXBATCH, O_DELAY,
-		O_AUTO, O_RECHECK, O_PEER, O_COORD, O_REFRESH, O_SASL, O_METRICS
+		O_AUTO, O_RECHECK, O_PEER, O_COORD, O_REFRESH, O_SASL, O_METRICS, O_STMT
 	};
 	static const struct option longopts[] = {
 		{"dbname", required_argument, NULL, 'd'},
@@ -118,6 +121,7 @@ parse_args(int argc, char **argv)
 		{"advertise", required_argument, NULL, O_ADV},
 		{"node-id", required_argument, NULL, O_NODE},
 		{"pool", required_argument, NULL, O_POOL},
+		{"statement-timeout-ms", required_argument, NULL, O_STMT},
 		{"max-request-bytes", required_argument, NULL, O_MAXREQ},
 		{"max-batch-bytes", required_argument, NULL, O_MAXBATCH},
 		{"group-initial-delay-ms", required_argument, NULL, O_DELAY},
@@ -154,6 +158,9 @@ parse_args(int argc, char **argv)
 				break;
 			case O_POOL:
 				kconfig.pool_size = (int) cli_int(&p, "--pool", optarg, 1, 256);
+				break;
+			case O_STMT:
+				kconfig.statement_timeout_ms = (int) cli_int(&p, "--statement-timeout-ms", optarg, 100, 3600000);
 				break;
 			case O_MAXREQ:
 				kconfig.max_request_bytes = (int32_t) cli_int(&p, "--max-request-bytes", optarg, 1024, INT32_MAX);
@@ -256,6 +263,7 @@ main(int argc, char **argv)
 	kconfig.listen_port = 9092;
 	kconfig.node_id = 1;
 	kconfig.pool_size = 4;
+	kconfig.statement_timeout_ms = 60000;
 	kconfig.max_request_bytes = 100 * 1024 * 1024;
 	kconfig.max_inflated_bytes = 64 * 1024 * 1024;
 	kconfig.group_initial_delay_ms = 3000;

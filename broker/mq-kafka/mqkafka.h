@@ -47,6 +47,7 @@ typedef struct KConfig
 	int			advertised_port;
 	int			node_id;
 	int			pool_size;		/* database connections */
+	int			statement_timeout_ms;	/* a job's deadline (pool.c) */
 	int32_t		max_request_bytes;	/* larger frames close the connection */
 	int32_t		max_inflated_bytes;	/* decompressed size cap per batch */
 	int			group_initial_delay_ms;

@@ -13,15 +13,23 @@
  *	  becomes readable; then the request's done callback runs.  Requests
  *	  that find no idle connection wait in a FIFO.
  *
- * Loop thread only: no locking.  Nothing here waits on the database except
- * (re)connecting to this node's, which is blocking with a 5 s
- * connect_timeout and tried at most once a second per connection (other
- * databases are connected asynchronously, with the same limits); while the database is down, jobs
- * fail at once with connection_lost, and the request's client connection
- * is closed after its answer (server.c), as is every new one: clients
- * then treat this broker as down and turn to the others.  A parked fetch
- * or join holds no connection.  Only the local pool's failures close
- * client connections: another node being down is the caller's to map.
+ * Loop thread only: no locking.  Connections are pool_conn.c's, under the
+ * shared connection policy (connect timeout, keepalives, back-off with
+ * jitter); while the database is down, jobs fail at once with
+ * connection_lost, and the request's client connection is closed after
+ * its answer (server.c), as is every new one: clients then treat this
+ * broker as down and turn to the others.  A parked fetch or join holds no
+ * connection.  Only the local pool's failures close client connections:
+ * another node being down is the caller's to map.
+ *
+ * A statement deadline per job (--statement-timeout-ms; the cluster's
+ * pools at most CLUSTER_STATEMENT_TIMEOUT_MS): a job whose results have not
+ * all arrived by then is cancelled (mq_cancel_bounded, so a cut link cannot
+ * hold us either), its connection dropped and reconnected under the
+ * policy, and its outstanding statements fail as connection lost, as
+ * when a connection breaks (a local request's client connection is then
+ * closed; other pools' callers map the failure): no request waits for
+ * ever on a silent database.
  *
  * Acting as a client's role (sasl.c): a request with a role sends, in
  * each statement's transaction and before it, set_config('role', role,
@@ -41,42 +49,13 @@
 #include "kjob.h"
 #include "kmetrics.h"
 #include "mqconn.h"
+#include "pool_conn.h"
 #include "util.h"
 
-typedef struct KPool KPool;
-
-typedef struct Slot
-{
-	KPool	   *pool;
-	PGconn	   *conn;
-	struct event *ev;
-	bool		writing;		/* output not flushed: also wait for EV_WRITE */
-	bool		connecting;		/* other databases: connecting asynchronously */
-	KRequest   *req;			/* the running job's request, or NULL */
-	int			next;			/* statement whose results come next */
-	bool		saw_null;
-	bool		role_result;	/* the next result is set_config's */
-	int64_t		retry_at_us;	/* no reconnect attempt before */
-} Slot;
-
-struct KPool
-{
-	char	   *conninfo;		/* NULL: libpq's environment */
-	char	   *name;			/* for messages */
-	bool		local;			/* this node's: failures close client connections */
-	int			size;
-	Slot	   *slots;
-	KRequest   *wait_head,
-			   *wait_tail;
-	bool		db_down;		/* the last connection attempt failed */
-	struct event *retry_ev;		/* while db_down: try again every second */
-};
+/* the coordinator's and other nodes' pools: their jobs are short reads */
+#define CLUSTER_STATEMENT_TIMEOUT_MS 10000
 
 static KPool *local_pool;
-
-static void slot_io(evutil_socket_t fd, short what, void *arg);
-
-static const struct timeval one_second = {1, 0};
 
 bool
 pool_available(void)
@@ -100,97 +79,16 @@ fail_stmt(KStmt *s, const char *msg)
 	kmetrics_statement_error("08006");	/* connection_failure */
 }
 
-static void
-drop_conn(Slot *s)
-{
-	if (s->ev)
-		event_free(s->ev);
-	s->ev = NULL;
-	if (s->conn)
-		PQfinish(s->conn);
-	s->conn = NULL;
-	s->writing = false;
-}
-
-static void
-watch(Slot *s, bool writing)
-{
-	if (s->ev)
-		event_free(s->ev);
-	s->writing = writing;
-	s->ev = event_new(kbase, PQsocket(s->conn), EV_READ | EV_PERSIST | (writing ? EV_WRITE : 0),
-					  slot_io, s);
-	event_add(s->ev, NULL);
-}
-
-static bool connect_start(Slot *s);
-
-/*
- * A connection in pipeline mode, reconnecting if allowed; false if none.
- * Other databases than this node's are connected asynchronously: false
- * then, with s->connecting set, and the waiting requests run once it is up.
- */
-static bool
-slot_ready(Slot *s)
-{
-	static const char *const keys[] = {"connect_timeout", NULL};
-	static const char *const vals[] = {"5", NULL};
-	MqError		err = MQ_ERROR_INIT;
-
-	if (s->conn && PQstatus(s->conn) == CONNECTION_OK && !s->connecting)
-		return true;
-	if (s->connecting)
-		return false;
-	drop_conn(s);
-	if (mq_now_us() < s->retry_at_us)
-		return false;
-	if (!s->pool->local)
-	{
-		(void) connect_start(s);
-		return false;
-	}
-	s->conn = mq_connect_with(s->pool->conninfo, "mq-kafka", keys, vals, &err);
-	if (s->conn == NULL || PQsetnonblocking(s->conn, 1) != 0 ||
-		PQenterPipelineMode(s->conn) != 1)
-	{
-		const char *msg = err.message ? err.message : PQerrorMessage(s->conn);
-
-		if (!s->pool->db_down)
-			mq_log_warning("cannot connect to %s: %.*s", s->pool->name,
-						   (int) strcspn(msg, "\n"), msg);
-		s->pool->db_down = true;
-		mq_error_free(&err);
-		drop_conn(s);
-		s->retry_at_us = mq_now_us() + 1000000;
-		/* only this node's pool looks for its database in the background */
-		if (s->pool->local && !evtimer_pending(s->pool->retry_ev, NULL))
-			evtimer_add(s->pool->retry_ev, &one_second);
-		return false;
-	}
-	if (s->pool->db_down)
-		mq_log_info("connected to %s again", s->pool->name);
-	s->pool->db_down = false;
-	mq_log_notices(s->conn);
-	watch(s, false);
-	return true;
-}
-
 static void slot_finish(Slot *s);
 static void fail_job(KPool *p, KRequest *req, const char *msg);
 
 /* an asynchronous connection attempt failed: so do waiting requests if no other slot can serve */
 static void
-connect_failed(Slot *s, const char *msg)
+connect_failed(Slot *s)
 {
 	KPool	   *p = s->pool;
 	bool		other = false;
 
-	if (!p->db_down)
-		mq_log_warning("cannot connect to %s: %.*s", p->name, (int) strcspn(msg, "\n"), msg);
-	p->db_down = true;
-	s->connecting = false;
-	drop_conn(s);
-	s->retry_at_us = mq_now_us() + 1000000;
 	for (int i = 0; i < p->size; i++)
 		other |= p->slots[i].connecting || p->slots[i].req != NULL ||
 			(p->slots[i].conn && PQstatus(p->slots[i].conn) == CONNECTION_OK);
@@ -204,79 +102,6 @@ connect_failed(Slot *s, const char *msg)
 		req->next = NULL;
 		fail_job(p, req, "no database connection");
 	}
-}
-
-static void connect_step(evutil_socket_t fd, short what, void *arg);
-
-/* wait for the socket as PQconnectPoll asks, at most connect_timeout */
-static void
-connect_watch(Slot *s, PostgresPollingStatusType st)
-{
-	static const struct timeval limit = {5, 0};
-
-	if (s->ev)
-		event_free(s->ev);
-	s->ev = event_new(kbase, PQsocket(s->conn), st == PGRES_POLLING_READING ? EV_READ : EV_WRITE,
-					  connect_step, s);
-	event_add(s->ev, &limit);
-}
-
-static void
-connect_step(evutil_socket_t fd, short what, void *arg)
-{
-	Slot	   *s = arg;
-	PostgresPollingStatusType st;
-
-	if (what & EV_TIMEOUT)
-	{
-		connect_failed(s, "timeout expired");
-		return;
-	}
-	st = PQconnectPoll(s->conn);
-	if (st == PGRES_POLLING_READING || st == PGRES_POLLING_WRITING)
-	{
-		connect_watch(s, st);
-		return;
-	}
-	if (st != PGRES_POLLING_OK || PQsetnonblocking(s->conn, 1) != 0 ||
-		PQenterPipelineMode(s->conn) != 1)
-	{
-		connect_failed(s, PQerrorMessage(s->conn));
-		return;
-	}
-	s->connecting = false;
-	if (s->pool->db_down)
-		mq_log_info("connected to %s again", s->pool->name);
-	s->pool->db_down = false;
-	mq_log_notices(s->conn);
-	watch(s, false);
-	slot_finish(s);				/* takes a waiting request */
-}
-
-/* begin connecting s without waiting (libpq's PQconnectStartParams) */
-static bool
-connect_start(Slot *s)
-{
-	const char *keys[] = {"dbname", "fallback_application_name", "connect_timeout", NULL};
-	const char *vals[] = {s->pool->conninfo, "mq-kafka", "5", NULL};
-	PQconninfoOption *opts = PQconninfoParse(s->pool->conninfo, NULL);
-
-	if (opts == NULL)
-	{
-		/* libpq's message may quote the string, password included */
-		connect_failed(s, "invalid connection string");
-		return false;
-	}
-	PQconninfoFree(opts);
-	s->conn = PQconnectStartParams(keys, vals, 1);
-	if (s->conn == NULL || PQstatus(s->conn) == CONNECTION_BAD)
-	{
-		connect_failed(s, s->conn ? PQerrorMessage(s->conn) : "out of memory");
-		return false;
-	}
-	s->connecting = true;
-	connect_watch(s, PGRES_POLLING_WRITING);
-	return true;
 }
 
 static void
@@ -310,7 +135,8 @@ slot_finish(Slot *s)
 	KRequest   *next = p->wait_head;
 
 	s->req = NULL;
-	if (next && (slot_ready(s) || !s->connecting))
+	evtimer_del(s->deadline_ev);
+	if (next && (pool_slot_ready(s) || !s->connecting))
 	{
 		p->wait_head = next->next;
 		if (p->wait_head == NULL)
@@ -325,24 +151,42 @@ slot_finish(Slot *s)
 		job_done(req);
 }
 
+/* the slot's connection is gone: its job's statements fail, it reconnects */
+static void
+slot_lost(Slot *s, const char *why)
+{
+	if (s->req)
+	{
+		for (int i = 0; i < s->req->job->n; i++)
+			fail_stmt(&s->req->job->stmts[i], why);
+		if (s->pool->local)
+			s->req->db_lost = true;
+	}
+	pool_slot_lost(s);
+	slot_finish(s);
+}
+
 static void
 slot_broken(Slot *s)
 {
 	const char *msg = s->conn ? PQerrorMessage(s->conn) : "connection lost";
 
 	mq_log_warning("connection to %s lost: %.*s", s->pool->name, (int) strcspn(msg, "\n"), msg);
-	if (s->req)
-	{
-		for (int i = 0; i < s->req->job->n; i++)
-			fail_stmt(&s->req->job->stmts[i], "database connection lost");
-		if (s->pool->local)
-			s->req->db_lost = true;
-	}
-	drop_conn(s);
-	/* find out soon whether the database is gone, even if nobody asks */
-	if (s->pool->local && !evtimer_pending(s->pool->retry_ev, NULL))
-		evtimer_add(s->pool->retry_ev, &one_second);
-	slot_finish(s);
+	slot_lost(s, "database connection lost");
+}
+
+/* the job's deadline passed: cancel it, give the connection up */
+static void
+on_deadline(evutil_socket_t fd, short what, void *arg)
+{
+	Slot	   *s = arg;
+
+	if (s->req == NULL || s->conn == NULL)
+		return;
+	mq_log_warning("statement timeout on %s after %d ms: cancelling, reconnecting",
+				   s->pool->name, s->pool->statement_timeout_ms);
+	(void) mq_cancel_bounded(s->conn, s->pool->policy.cancel_wait_ms);
+	slot_lost(s, "database connection lost: statement timeout");
 }
 
 #define SQL_SET_LOCAL_ROLE "SELECT pg_catalog.set_config('role', $1, true)"
@@ -352,11 +196,15 @@ start(Slot *s, KRequest *req)
 {
 	KJob	   *job = req->job;
 	const char *role[1] = {req->role};
+	struct timeval tv;
 
 	s->req = req;
 	s->next = 0;
 	s->saw_null = false;
 	s->role_result = req->role != NULL;
+	tv.tv_sec = s->pool->statement_timeout_ms / 1000;
+	tv.tv_usec = (s->pool->statement_timeout_ms % 1000) * 1000;
+	evtimer_add(s->deadline_ev, &tv);
 	for (int i = 0; i < job->n; i++)
 	{
 		KStmt	   *st = &job->stmts[i];
@@ -377,7 +225,7 @@ start(Slot *s, KRequest *req)
 		case 0:
 			break;
 		case 1:
-			watch(s, true);
+			pool_slot_watch(s, true);
 			break;
 		default:
 			slot_broken(s);
@@ -452,11 +300,9 @@ drain(Slot *s)
 }
 
 static void
-slot_io(evutil_socket_t fd, short what, void *arg)
+slot_io(Slot *s)
 {
-	Slot	   *s = arg;
-
-	if (what & EV_WRITE)
+	if (s->writing)
 	{
 		int			rc = PQflush(s->conn);
 
@@ -466,37 +312,19 @@ slot_io(evutil_socket_t fd, short what, void *arg)
 			return;
 		}
 		if (rc == 0)
-			watch(s, false);
+			pool_slot_watch(s, false);
 	}
-	if ((what & EV_READ) && !PQconsumeInput(s->conn))
+	if (!PQconsumeInput(s->conn))
 	{
 		slot_broken(s);
 		return;
 	}
 	if (s->req == NULL && PQstatus(s->conn) != CONNECTION_OK)
 	{
-		drop_conn(s);			/* idle and gone: reconnect on next use */
-		if (s->pool->local && !evtimer_pending(s->pool->retry_ev, NULL))
-			evtimer_add(s->pool->retry_ev, &one_second);	/* or in a second */
+		pool_slot_lost(s);		/* idle and gone: reconnect */
 		return;
 	}
 	drain(s);
-}
-
-/* reconnect idle slots whose connection was lost (slot_ready re-arms on failure) */
-static void
-on_retry(evutil_socket_t fd, short what, void *arg)
-{
-	KPool	   *p = arg;
-
-	bool		missing = false;
-
-	for (int i = 0; i < p->size; i++)
-		if (p->slots[i].req == NULL && p->slots[i].conn == NULL)
-			missing |= !slot_ready(&p->slots[i]);
-	/* a slot not due yet (retry_at_us) arms nothing itself: try again */
-	if (missing && !evtimer_pending(p->retry_ev, NULL))
-		evtimer_add(p->retry_ev, &one_second);
 }
 
 KPool *
@@ -508,12 +336,19 @@ pool_new(const char *conninfo, int size, const char *name, bool local)
 	p->name = mq_strdup(name);
 	p->local = local;
 	p->size = size;
-	p->retry_ev = evtimer_new(kbase, on_retry, p);
+	p->statement_timeout_ms = kconfig.statement_timeout_ms;
+	if (!local && p->statement_timeout_ms > CLUSTER_STATEMENT_TIMEOUT_MS)
+		p->statement_timeout_ms = CLUSTER_STATEMENT_TIMEOUT_MS;
+	p->io_fn = slot_io;
+	p->connected_fn = slot_finish;
+	p->failed_fn = connect_failed;
+	pool_conn_init(p);
 	p->slots = mq_malloc0(sizeof(Slot) * size);
 	for (int i = 0; i < size; i++)
 	{
 		p->slots[i].pool = p;
-		(void) slot_ready(&p->slots[i]);
+		p->slots[i].deadline_ev = evtimer_new(kbase, on_deadline, &p->slots[i]);
+		(void) pool_slot_ready(&p->slots[i]);
 	}
 	return p;
 }
@@ -563,7 +398,7 @@ pool_run_on(KPool *p, KRequest *req, KJob *job, KDoneFn done_fn)
 
 		if (s->req || s->connecting)
 			busy = true;
-		else if (slot_ready(s))
+		else if (pool_slot_ready(s))
 		{
 			start(s, req);
 			return;

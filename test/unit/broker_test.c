@@ -177,6 +177,29 @@ test_backoff(void)
 	CHECK(mq_retry_due(&r) && r.failures == 0, "a success resets the back-off");
 }
 
+/* a policy's libpq keywords, the ones every mq connection carries */
+static void
+test_policy_params(void)
+{
+	MqConnPolicy pol;
+	MqConnParams pp;
+	char		got[256] = "";
+
+	mq_conn_policy_default(&pol);
+	pol.connect_timeout_s = 1;
+	mq_conn_policy_params(&pol, &pp);
+	for (int i = 0; i < pp.n; i++)
+		snprintf(got + strlen(got), sizeof(got) - strlen(got), "%s=%s ", pp.keys[i], pp.vals[i]);
+	CHECK(strcmp(got, "connect_timeout=2 keepalives=1 keepalives_idle=2 keepalives_interval=1 "
+				 "keepalives_count=2 tcp_user_timeout=10000 ") == 0,
+		  "the policy's keywords, connect_timeout at least 2 (got %s)", got);
+	CHECK(pp.keys[pp.n] == NULL && pp.vals[pp.n] == NULL, "the lists end with NULL");
+	pol.keepalives_idle_s = 0;
+	pol.tcp_user_timeout_ms = 0;
+	mq_conn_policy_params(&pol, &pp);
+	CHECK(pp.n == 1, "no keepalive or tcp_user_timeout settings when the policy has none (%d)", pp.n);
+}
+
 /* A listening socket on 127.0.0.1 that never accepts: its port, or -1. */
 static int
 silent_listener(int *fd)
@@ -316,6 +339,7 @@ main(void)
 	test_config_long_lines();
 	test_batch();
 	test_backoff();
+	test_policy_params();
 	test_connect_job();
 	return unit_done();
 }
