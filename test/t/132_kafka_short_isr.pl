@@ -16,9 +16,10 @@ use MqCluster;
 
 my $root = $ENV{MQ_REPO_ROOT} // '.';
 my $c = MqCluster->new(nodes => 3);
-$c->start_brokers;
-$c->create_topic('t', 1, { 'replication.factor' => 3, 'min.insync.replicas' => 2 });
+# the brokers, each with its mq-kafka (starting them twice would leave the
+# first ones running)
 $c->start_kafka_brokers;
+$c->create_topic('t', 1, { 'replication.factor' => 3, 'min.insync.replicas' => 2 });
 my $leader = $c->leader('t', 0);
 my @followers = grep { $_ != $leader } 1 .. 3;
 my $port = $c->{kafka_port}[$leader];
