@@ -183,6 +183,10 @@ sub heal_coordinator
 sub start_broker
 {
 	my ($self, $i) = @_;
+	# a second broker $i would outlive the test: teardown stops the last one
+	my $old = $self->{brokers}[$i];
+	die "broker $i runs already (pid $old): stop it first (signal_broker)"
+	  if $old && waitpid($old, POSIX::WNOHANG()) == 0;
 	my $file = $self->broker_config($i);
 	my $log = "$self->{logprefix}broker$i.log";
 	my $pid = fork();
