@@ -18,6 +18,10 @@
 use strict;
 use warnings;
 
+# --edges: also print "edge a.c -> b.c: f g" for every dependency, to see
+# which calls hold a cycle together
+my $show_edges = @ARGV && $ARGV[0] eq '--edges' ? shift @ARGV : 0;
+
 sub strip_code {
 	my ($text) = @_;
 	$text =~ s{/\*.*?\*/}{ }gs;
@@ -97,7 +101,7 @@ for my $dir (@ARGV) {
 		while ($text{$f} =~ /\b([A-Za-z_]\w*)\b/g) {
 			my $o = $owner{$1};
 			next unless defined $o && $o ne $f && !$seen{$1}++;
-			$edges{$f}{$o} = 1;
+			push @{ $edges{$f}{$o} }, $1;
 		}
 	}
 	my @sccs = components(\@files, \%edges);
@@ -128,6 +132,14 @@ for my $dir (@ARGV) {
 	for my $l (reverse 0 .. $top) {
 		my @in = map { s{^\Q$dir\E/}{}r } grep { $layer{$_} == $l } @files;
 		print "  layer $l: @in\n" if @in;
+	}
+	if ($show_edges) {
+		for my $f (@files) {
+			for my $o (sort keys %{ $edges{$f} }) {
+				printf "edge %s -> %s: %s\n", map({ s{^\Q$dir\E/}{}r } $f, $o),
+				  join(' ', @{ $edges{$f}{$o} });
+			}
+		}
 	}
 	for my $c (@sccs) {
 		next unless @$c > 1;
