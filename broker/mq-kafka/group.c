@@ -58,15 +58,6 @@ group_state_name(KGroupState s)
 	return names[s];
 }
 
-const KProto *
-member_proto(const KMember *m, const char *name)
-{
-	for (int i = 0; name && i < m->nprotos; i++)
-		if (strcmp(m->protos[i].name, name) == 0)
-			return &m->protos[i];
-	return NULL;
-}
-
 static void
 free_protos(int n, KProto *p)
 {
