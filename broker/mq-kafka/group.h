@@ -109,6 +109,16 @@ extern KGroup *group_list(void);
 extern bool group_forget(const char *group_id);
 extern const char *group_state_name(KGroupState s);
 
+/* group_member.c: the member list */
+extern void free_protos(int n, KProto *p);
+extern KMember *member_find(KGroup *g, const char *member_id);
+extern KMember *member_by_instance(KGroup *g, const char *instance_id);
+/* the member a request speaks for; NULL: *code is UNKNOWN_MEMBER_ID or FENCED_INSTANCE_ID */
+extern KMember *member_lookup(KGroup *g, const char *member_id, const char *instance_id,
+							  int16_t *code);
+extern bool member_same_protos(const KMember *m, const KJoin *j);
+extern void member_free(KMember *m);
+
 /* group_reply.c: a member's metadata for a protocol, and the answers */
 extern const KProto *member_proto(const KMember *m, const char *name);
 extern void join_respond(KRequest *req, KGroup *g, KMember *m, int16_t error);
