@@ -121,7 +121,7 @@ LANGUAGE sql SECURITY DEFINER SET search_path = pg_catalog, pg_temp AS $$
 $$;
 
 -- Is the broker alive: does some session hold its liveness lock, and has
--- it heartbeaten within p_timeout_ms?
+-- it heartbeaten within timeout_ms?
 CREATE FUNCTION mq_coord.broker_alive(broker_id integer, timeout_ms integer) RETURNS boolean
 LANGUAGE sql STABLE SECURITY DEFINER SET search_path = pg_catalog, pg_temp AS $$
     SELECT EXISTS (SELECT 1 FROM pg_locks l JOIN mq_coord.broker b ON b.backend_pid = l.pid

@@ -56,8 +56,8 @@ LANGUAGE sql STABLE SECURITY DEFINER SET search_path = pg_catalog, pg_temp AS $$
      ORDER BY x.prepared
 $$;
 
--- Is the partition led by this node in p_epoch with its high watermark at
--- least p_end?  (Records this leader committed in that epoch below its
+-- Is the partition led by this node in epoch with its high watermark at
+-- least records_end?  (Records this leader committed in that epoch below its
 -- high watermark are on every in-sync replica.)
 CREATE FUNCTION mq.txn_output_replicated(topic text, partition integer, epoch integer,
                                          records_end bigint) RETURNS boolean

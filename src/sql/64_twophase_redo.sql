@@ -123,7 +123,7 @@ LANGUAGE sql SET search_path = pg_catalog, pg_temp AS $$
               FROM jsonb_array_elements(p_outputs) WITH ORDINALITY AS e(o, n)) x
 $$;
 
--- Output partitions broker p_broker leads now that need their records
+-- Output partitions broker broker_id leads now that need their records
 -- sent again: of a step decided and not yet outputs_durable, of an output
 -- part not known durable, and the part's partitions are not all led any
 -- more by the part's broker in the epoch they were written in (that part
@@ -215,7 +215,7 @@ BEGIN
     RETURN v_state;
 END $$;
 
--- Offsets parts of broker p_broker's node whose steps' outputs are durable:
+-- Offsets parts of broker broker_id's node whose steps' outputs are durable:
 -- one no longer prepared there was committed (after outputs_durable
 -- nothing rolls it back), by the broker or by a client that died before
 -- txn_done; the broker reports it (txn_part_committed), which completes
