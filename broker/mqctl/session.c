@@ -21,7 +21,7 @@
 
 #include "mqctl.h"
 
-const char mqctl_common_help[] =
+const char	mqctl_common_help[] =
 "Connection options:\n"
 "  -d, --dbname=CONNINFO  connection string or URI (postgresql://...); without\n"
 "                         it libpq's environment decides: PGHOST, PGPORT,\n"
