@@ -10,6 +10,13 @@
  * one broker share it.  A broker's node address may change when the
  * broker registers again (a restart with another address): the connection
  * is then made again.  Nothing here prints or exits; the callers decide.
+ * Routers of several topics may share one coordinator session
+ * (mq_router_open_beside): the first owns it.
+ *
+ * Layer: broker/common, below every client that routes (mqctl's producer,
+ * consumer and pipeline engines, mq-kafka's cluster view); it calls only
+ * connpolicy.c, mqconn.c and util.c.  Locking: none; one router per
+ * thread (route.h).
  *
  *-------------------------------------------------------------------------
  */
@@ -92,13 +99,31 @@ note_node(MqRouter *r, int32_t broker_id, const char *conninfo)
 PGconn *
 mq_router_coord(MqRouter *r, MqError *err)
 {
+	if (r->coord_of != NULL)
+		return mq_router_coord(r->coord_of, err);
 	if (r->coord != NULL && PQstatus(r->coord) == CONNECTION_OK)
 		return r->coord;
 	PQfinish(r->coord);
 	r->coord = mq_connect_policy(r->bootstrap, r->appname, &r->policy, err);
-	if (r->coord != NULL)
-		mq_log_notices(r->coord);
+	if (r->coord == NULL)
+		return NULL;
+	mq_log_notices(r->coord);
+	/* topic names and JSON go as UTF-8, whatever the locale */
+	if (PQsetClientEncoding(r->coord, "UTF8") != 0)
+		mq_log_warning("could not set client_encoding to UTF8");
 	return r->coord;
+}
+
+void
+mq_router_reset_coord(MqRouter *r)
+{
+	if (r->coord_of != NULL)
+	{
+		mq_router_reset_coord(r->coord_of);
+		return;
+	}
+	PQfinish(r->coord);
+	r->coord = NULL;
 }
 
 bool
@@ -164,6 +189,21 @@ mq_router_open(MqRouter *r, PGconn *coord, const char *bootstrap,
 	mq_conn_policy_default(&r->policy);
 	r->policy.retry_initial_ms = CLIENT_RETRY_INITIAL_MS;
 	r->policy.retry_max_ms = CLIENT_RETRY_MAX_MS;
+	return mq_router_refresh(r, err);
+}
+
+bool
+mq_router_open_beside(MqRouter *r, MqRouter *owner, const char *topic,
+					  MqRouteSetup setup, void *setup_arg, MqError *err)
+{
+	memset(r, 0, sizeof(*r));
+	r->bootstrap = owner->bootstrap;
+	r->appname = owner->appname;
+	r->topic = mq_strdup(topic);
+	r->coord_of = owner;
+	r->setup = setup;
+	r->setup_arg = setup_arg;
+	r->policy = owner->policy;
 	return mq_router_refresh(r, err);
 }
 
@@ -269,6 +309,19 @@ mq_router_failed(MqRouter *r, int32_t partition, const MqError *err)
 	/* until the next refresh, send nothing more there */
 	if (partition >= 0 && partition < r->npartitions)
 		r->leader[partition] = -1;
+}
+
+bool
+mq_router_conn_lost(MqRouter *r, PGconn *conn)
+{
+	for (int i = 0; conn != NULL && i < r->nnodes; i++)
+		if (r->nodes[i].conn == conn)
+		{
+			PQfinish(conn);
+			r->nodes[i].conn = NULL;
+			return true;
+		}
+	return false;
 }
 
 bool

@@ -60,6 +60,7 @@ typedef struct MqRouter
 	MqRetry		retry;
 	MqRouteSetup setup;
 	void	   *setup_arg;
+	struct MqRouter *coord_of;	/* non-NULL: uses that router's coordinator */
 } MqRouter;
 
 /*
@@ -78,6 +79,16 @@ extern bool mq_router_open(MqRouter *r, PGconn *coord, const char *bootstrap,
 						   const char *appname, const char *topic,
 						   MqRouteSetup setup, void *setup_arg, MqError *err);
 
+/*
+ * Start routing topic beside owner: through owner's coordinator connection
+ * (one session for both), as owner's client and policy.  Its node
+ * connections are its own, so a client that needs two sessions per node
+ * (mqctl pipeline: the input's transaction and the output's) opens one
+ * router per topic.  Close it before owner.
+ */
+extern bool mq_router_open_beside(MqRouter *r, MqRouter *owner, const char *topic,
+								  MqRouteSetup setup, void *setup_arg, MqError *err);
+
 /* Read the routes again (reconnecting to the coordinator if needed). */
 extern bool mq_router_refresh(MqRouter *r, MqError *err);
 
@@ -93,6 +104,18 @@ extern PGconn *mq_router_coord(MqRouter *r, MqError *err);
  * connection_lost is then set, so that callers treat both alike).
  */
 extern PGconn *mq_router_conn(MqRouter *r, int32_t partition, MqError *err);
+
+/*
+ * Drop the coordinator connection (the next mq_router_coord makes a new
+ * one), e.g. after a call whose answer was lost.
+ */
+extern void mq_router_reset_coord(MqRouter *r);
+
+/*
+ * conn, one of r's node connections, failed: close it (the next
+ * mq_router_conn connects again).  False when conn is not r's.
+ */
+extern bool mq_router_conn_lost(MqRouter *r, PGconn *conn);
 
 /* The leader's broker id of a partition (-1: none known). */
 extern int32_t mq_router_leader(const MqRouter *r, int32_t partition);

@@ -145,8 +145,8 @@ run_steps(Pipeline *pl, const RunOptions *o)
 				busy = true;
 				mq_error_free(&err);
 				mq_sleep_ms(100);
-				if (pipeline_coord_ok(pl, &err))
-					(void) pipeline_refresh_routes(pl, &err);
+				if (mq_router_refresh(&pl->rin, &err))
+					(void) mq_router_refresh(&pl->rout, &err);
 				mq_error_free(&err);
 				continue;
 			}
@@ -174,8 +174,11 @@ cmd_pipeline(const MqctlCommand *cmd, int argc, char **argv)
 	int64_t		total;
 
 	parse_options(&p, cmd, argc, argv, &o);
-	if (!pipeline_init(&pl, mqctl_connect(), &o.pipe, &err))
-		mqctl_fail(pl.coord, &err);
+	if (!pipeline_init(&pl, mqctl_connect(), mqctl_conninfo(), &o.pipe, &err))
+	{
+		pipeline_close(&pl);
+		mqctl_fail(NULL, &err);
+	}
 	memset(&sa, 0, sizeof(sa));
 	sa.sa_handler = handle_stop;
 	sa.sa_flags = SA_RESETHAND; /* a second Ctrl-C ends at once */
@@ -188,8 +191,6 @@ cmd_pipeline(const MqctlCommand *cmd, int argc, char **argv)
 	fprintf(stderr, "Processed a total of %lld messages (%ld outputs sent again)\n",
 			(long long) total, pl.redone);
 	pipeline_close(&pl);
-	if (pl.coord)
-		PQfinish(pl.coord);
 	cli_free(&p);
 	return pl.fenced ? MQ_EXIT_SERVER : MQ_EXIT_OK;
 }

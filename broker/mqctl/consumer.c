@@ -3,6 +3,10 @@
  * consumer.c
  *	  The consuming engine: batches of records from a topic (see
  *	  consumer.h), for the commands in cmd_consume.c and cmd_perf.c.
+ *	  Layers: the commands above; below it consumer_route.c (a cluster
+ *	  group), then consumer_wait.c (cancellable waits) and
+ *	  consumer_offsets.c (the commit's parameters), which call nothing
+ *	  back up.
  *
  * In a group, one batch is one transaction: mq.poll() claims the
  * partitions it reads until the transaction ends, so several consumers of
@@ -49,56 +53,8 @@
 
 #define RECORD_COLUMNS CONSUMER_RECORD_COLUMNS
 
-/* the wait in progress, for consumer_interrupt() */
-static PGcancel *volatile waiting = NULL;
-static volatile sig_atomic_t interrupted = 0;
-
 /* sleep between polls when the server cannot wait for us */
 #define FALLBACK_POLL_MS 100
-
-bool
-consumer_interrupted(void)
-{
-	return interrupted != 0;
-}
-
-void
-consumer_interrupt(void)
-{
-	PGcancel   *cancel = waiting;
-	char		errbuf[256];
-
-	interrupted = 1;
-	/* PQcancel is safe in a signal handler, with a local errbuf */
-	if (cancel != NULL)
-		(void) PQcancel(cancel, errbuf, sizeof(errbuf));
-}
-
-/*
- * Run a statement that may wait on the server.  Returns NULL when
- * consumer_interrupt() cancelled it (or came first), and when the
- * statement failed with the SQLSTATE in may_fail, with the error in *err;
- * any other failure ends mqctl.
- */
-static PGresult *
-exec_wait(MqConsumer *c, const char *sql, const MqParams *params,
-		  const char *may_fail, MqError *err)
-{
-	PGresult   *res;
-
-	waiting = c->cancel;
-	res = interrupted ? NULL : mq_exec(c->conn, sql, params, 1, err);
-	waiting = NULL;
-	if (res != NULL || interrupted)
-	{
-		if (res == NULL && err->connection_lost)
-			mqctl_fail(c->conn, err);
-		return res;
-	}
-	if (may_fail != NULL && mq_error_is(err, may_fail))
-		return NULL;
-	mqctl_fail(c->conn, err);
-}
 
 static void
 open_partitions(MqConsumer *c, int32_t partition, ConsumerStart start, int64_t offset)
@@ -194,8 +150,8 @@ poll_group(MqConsumer *c, int max_records, int wait_ms)
 	mq_param_text(&params, MQ_TEXTOID, c->topic);
 	mq_param_int(&params, MQ_INT4OID, max_records);
 	mq_param_int(&params, MQ_INT4OID, wait_ms);
-	res = exec_wait(c, "SELECT " RECORD_COLUMNS " FROM mq.poll($1, $2, $3, false, $4) f",
-					&params, NULL, &err);
+	res = consumer_exec_wait(c, "SELECT " RECORD_COLUMNS " FROM mq.poll($1, $2, $3, false, $4) f",
+							 &params, NULL, &err);
 	mq_error_free(&err);
 	if (PQntuples(res) == 0)
 	{
@@ -260,15 +216,15 @@ wait_partitions(MqConsumer *c, int max_records, int wait_ms)
 	if (res != NULL)
 	{
 		PQclear(res);
-		res = exec_wait(c,
-						"SELECT " RECORD_COLUMNS
-						"  FROM mq.poll($1, $2, $5, false, $6, 1, NULL, 'latest') f"
-						" WHERE f.partition = ANY ($3::int4[])",
-						&params, "42501", &err);
+		res = consumer_exec_wait(c,
+								 "SELECT " RECORD_COLUMNS
+								 "  FROM mq.poll($1, $2, $5, false, $6, 1, NULL, 'latest') f"
+								 " WHERE f.partition = ANY ($3::int4[])",
+								 &params, "42501", &err);
 	}
 	else if (err.connection_lost || !mq_error_is(&err, "42501"))
 		mqctl_fail(c->conn, &err);
-	if (res == NULL && !interrupted)
+	if (res == NULL && !consumer_interrupted())
 	{
 		/* insufficient_privilege: poll without a wait from now on */
 		mq_log_warning("%s: reading several partitions without a group polls every %d ms",
@@ -298,17 +254,17 @@ poll_partitions(MqConsumer *c, int max_records, int wait_ms)
 	mq_param_int(&params, MQ_INT4OID, max_records);
 	mq_param_int(&params, MQ_INT4OID, c->nparts == 1 ? wait_ms : 0);
 	c->rotation = (c->rotation + 1) % c->nparts;
-	res = exec_wait(c,
-					"SELECT " RECORD_COLUMNS
-					"  FROM unnest($2::int4[], $3::int8[]) AS u(p, o)"
-					" CROSS JOIN LATERAL mq.fetch($1, u.p, u.o, $4, $5) f"
-					" LIMIT $4",
-					&params, NULL, &err);
+	res = consumer_exec_wait(c,
+							 "SELECT " RECORD_COLUMNS
+							 "  FROM unnest($2::int4[], $3::int8[]) AS u(p, o)"
+							 " CROSS JOIN LATERAL mq.fetch($1, u.p, u.o, $4, $5) f"
+							 " LIMIT $4",
+							 &params, NULL, &err);
 	mq_error_free(&err);
 	mq_array_free(&parts);
 	mq_array_free(&offsets);
 
-	if (PQntuples(res) > 0 || c->nparts == 1 || wait_ms <= 0 || interrupted)
+	if (PQntuples(res) > 0 || c->nparts == 1 || wait_ms <= 0 || consumer_interrupted())
 		return res;
 	PQclear(res);
 	if (c->cannot_wait)
@@ -338,39 +294,6 @@ partition_index(const MqConsumer *c, int32_t partition)
 		if (c->partitions[i] == partition)
 			return i;
 	return -1;
-}
-
-/*
- * The parameters of CONSUMER_COMMIT_SQL for the rows of a batch.  Rows of
- * one partition come in offset order, so the last row of each partition
- * has the highest offset: commit the offset after it.  The caller frees
- * the two arrays after the statement.
- */
-void
-consumer_commit_params(const MqConsumer *c, const PGresult *batch, int nrows,
-					   MqArray *parts, MqArray *offsets, MqParams *params)
-{
-	const char *data;
-	int			len;
-
-	mq_array_init(parts, MQ_INT4OID);
-	mq_array_init(offsets, MQ_INT8OID);
-	for (int r = 0; r < nrows; r++)
-	{
-		int32_t		part = mq_get_int32(batch, r, REC_PARTITION);
-
-		if (r + 1 < nrows && mq_get_int32(batch, r + 1, REC_PARTITION) == part)
-			continue;
-		mq_array_add_int32(parts, part);
-		mq_array_add_int64(offsets, mq_get_int64(batch, r, REC_OFFSET) + 1);
-	}
-	mq_params_init(params);
-	mq_param_text(params, MQ_TEXTOID, c->group);
-	mq_param_text(params, MQ_TEXTOID, c->topic);
-	data = mq_array_bytes(parts, &len);
-	mq_param_binary(params, MQ_INT4ARRAYOID, data, len);
-	data = mq_array_bytes(offsets, &len);
-	mq_param_binary(params, MQ_INT8ARRAYOID, data, len);
 }
 
 static void

@@ -115,12 +115,22 @@ extern void consumer_commit(MqConsumer *c, const PGresult *batch, int nrows);
 
 extern void consumer_close(MqConsumer *c);
 
-/* consumer.c: did consumer_interrupt() run? */
+/* consumer_wait.c: did consumer_interrupt() run? */
 extern bool consumer_interrupted(void);
 
 /*
- * consumer.c: a group's offsets past the first nrows rows of batch, as the
- * parameters of CONSUMER_COMMIT_SQL; free parts and offsets after it ran.
+ * consumer_wait.c: run a statement on c->conn that may wait on the server.
+ * NULL when consumer_interrupt() cancelled it (or came first), and when it
+ * failed with the SQLSTATE in may_fail (err filled); any other failure
+ * ends mqctl.
+ */
+extern PGresult *consumer_exec_wait(MqConsumer *c, const char *sql, const MqParams *params,
+									const char *may_fail, MqError *err);
+
+/*
+ * consumer_offsets.c: a group's offsets past the first nrows rows of
+ * batch, as the parameters of CONSUMER_COMMIT_SQL; free parts and offsets
+ * after it ran.
  */
 #define CONSUMER_COMMIT_SQL \
 	"SELECT mq.commit_offset($1, $2, u.p, u.o) FROM unnest($3::int4[], $4::int8[]) AS u(p, o)"

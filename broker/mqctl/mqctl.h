@@ -5,7 +5,7 @@
  *	  type, the commands themselves (one cmd_*.c file per family; each
  *	  command reads and checks all its options before it connects, then
  *	  runs), and the few helpers every command uses to parse options,
- *	  connect and run SQL.
+ *	  connect and run SQL (session.c, below the commands and engines).
  *
  *-------------------------------------------------------------------------
  */
@@ -32,7 +32,10 @@ struct MqctlCommand
 	MqctlRun	run;
 };
 
-/* main.c */
+/* session.c: the common options, for main.c's own parser and help */
+extern const char mqctl_common_help[];
+extern const CliCommon mqctl_common;
+
 extern void mqctl_parser_init(CliParser *p, const MqctlCommand *cmd,
 							  int argc, char **argv,
 							  const char *shortopts, const struct option *longopts);

@@ -58,89 +58,16 @@
 #include "pipeline.h"
 #include "pipeline_step.h"
 
-PGresult *
-step_run(Step *s, Participant *p, const char *sql, const MqParams *prm, MqError *err)
-{
-	PGresult   *res = mq_exec(p->conn, sql, prm, 0, err);
-	PGconn	   *lost = p->conn;
-
-	if (res == NULL && err->connection_lost)
-	{
-		/* the session is shared per node and side: no part may keep it */
-		pipeline_conn_failed(s->pl, lost);
-		p->conn = NULL;
-		if (s->in.conn == lost)
-			s->in.conn = NULL;
-		for (int i = 0; i < s->n_outs; i++)
-			if (s->outs[i].conn == lost)
-				s->outs[i].conn = NULL;
-	}
-	return res;
-}
-
-bool
-step_run_ok(Step *s, Participant *p, const char *sql, const MqParams *prm, MqError *err)
-{
-	PGresult   *res = p->conn ? step_run(s, p, sql, prm, err) : NULL;
-
-	if (res)
-		PQclear(res);
-	return res != NULL;
-}
-
-/*
- * "{\"\\x6b\",NULL}": a bytea[] literal of the keys or values going to
- * output partition q, or (q < 0) of every record by output partition.
- */
-char *
-bytea_array(const Step *s, int q, bool keys)
-{
-	size_t		len = 3;
-	char	   *out;
-	char	   *w;
-
-	for (int i = 0; i < s->n; i++)
-		if (q < 0 || s->recs[i].out == q)
-			len += (keys ? (s->recs[i].key ? strlen(s->recs[i].key) : 4) : strlen(s->recs[i].value)) + 4;
-	out = w = mq_malloc(len);
-	*w++ = '{';
-	for (int o = q < 0 ? 0 : q; o <= (q < 0 ? s->pl->n_out - 1 : q); o++)
-		for (int i = 0; i < s->n; i++)
-		{
-			const char *v = keys ? s->recs[i].key : s->recs[i].value;
-
-			if (s->recs[i].out != o)
-				continue;
-			if (w > out + 1)
-				*w++ = ',';
-			w += v ? sprintf(w, "\"\\%s\"", v) : sprintf(w, "NULL");
-		}
-	*w++ = '}';
-	*w = '\0';
-	return out;
-}
-
-int
-count_for(const Step *s, int q)
-{
-	int			n = 0;
-
-	for (int i = 0; i < s->n; i++)
-		n += s->recs[i].out == q;
-	return n;
-}
-
 /* Step 0 on the input's leader: the batch from the committed offset. */
 static int
 read_batch(Step *s, MqError *err)
 {
 	Pipeline   *pl = s->pl;
-	Route	   *r = &pl->in[s->partition];
 	MqParams	prm;
 	PGresult   *res;
 
-	s->in.broker = r->leader;
-	s->in.conn = pipeline_conn(pl, r->leader, r->conninfo, false, err);
+	s->in.broker = mq_router_leader(&pl->rin, s->partition);
+	s->in.conn = mq_router_conn(&pl->rin, s->partition, err);
 	if (s->in.conn == NULL || !step_run_ok(s, &s->in, "BEGIN", NULL, err))
 		return -1;
 	mq_params_init(&prm);
@@ -197,7 +124,7 @@ apply_and_commit(Step *s, MqError *err)
 		{
 			if (err->connection_lost)
 			{
-				pipeline_conn_failed(pl, s->in.conn);
+				(void) mq_router_conn_lost(&pl->rin, s->in.conn);
 				s->in.conn = NULL;
 			}
 			return false;
@@ -250,16 +177,21 @@ register_epoch(Step *s, Participant *p, int q, MqError *err)
 static Participant *
 output_part(Step *s, int q, MqError *err)
 {
-	Route	   *r = &s->pl->out[q];
+	int32_t		leader = mq_router_leader(&s->pl->rout, q);
 	Participant *p;
 
 	for (int i = 0; i < s->n_outs; i++)
-		if (s->outs[i].broker == r->leader)
+		if (s->outs[i].broker == leader)
 			return s->outs[i].conn ? &s->outs[i] : NULL;
+	if (s->n_outs == PIPELINE_MAX_BROKERS)
+	{
+		err->message = mq_strdup("too many brokers");
+		return NULL;
+	}
 	p = &s->outs[s->n_outs++];
-	p->broker = r->leader;
+	p->broker = leader;
 	snprintf(p->gid, sizeof(p->gid), "mq:%s:%d", s->txn, s->n_outs);
-	p->conn = pipeline_conn(s->pl, r->leader, r->conninfo, true, err);
+	p->conn = mq_router_conn(&s->pl->rout, q, err);
 	if (p->conn == NULL || !register_epoch(s, p, q, err) || !step_run_ok(s, p, "BEGIN", NULL, err))
 		return NULL;
 	return p;
@@ -358,6 +290,7 @@ abort_step(Step *s, const char *why)
 {
 	MqError		err = MQ_ERROR_INIT;
 	MqParams	prm;
+	PGconn	   *coord;
 	PGresult   *res;
 	bool		prepared = s->in.prepared;
 
@@ -374,8 +307,8 @@ abort_step(Step *s, const char *why)
 	mq_params_init(&prm);
 	mq_param_text(&prm, MQ_TEXTOID, s->txn);
 	mq_param_text(&prm, MQ_TEXTOID, why);
-	res = pipeline_coord_ok(s->pl, &err)
-		? mq_exec(s->pl->coord, "SELECT mq_coord.txn_abort($1, $2)", &prm, 0, &err) : NULL;
+	coord = mq_router_coord(&s->pl->rin, &err);
+	res = coord ? mq_exec(coord, "SELECT mq_coord.txn_abort($1, $2)", &prm, 0, &err) : NULL;
 	if (res)
 		PQclear(res);
 	mq_error_free(&err);
@@ -445,14 +378,29 @@ pipeline_step(Pipeline *pl, int partition, MqError *err)
 }
 
 bool
-pipeline_init(Pipeline *pl, PGconn *coord, const PipelineOptions *opt, MqError *err)
+pipeline_init(Pipeline *pl, PGconn *coord, const char *bootstrap,
+			  const PipelineOptions *opt, MqError *err)
 {
 	MqParams	prm;
 	PGresult   *res;
 
 	memset(pl, 0, sizeof(*pl));
 	pl->opt = *opt;
-	pl->coord = coord;
+	/* the input's router owns coord from here on (pipeline_close ends it) */
+	if (!mq_router_open(&pl->rin, coord, bootstrap, "mqctl-pipeline", opt->input,
+						NULL, NULL, err) ||
+		!mq_router_open_beside(&pl->rout, &pl->rin, opt->output, NULL, NULL, err))
+	{
+		if (mq_error_is(err, MQ_SQLSTATE_UNKNOWN_TOPIC))
+		{
+			mq_error_free(err);
+			err->message = mq_strdup("the input and output topics must be replicated topics of the coordinator");
+		}
+		return false;
+	}
+	/* the counts the step's partitioning uses (mq.partition_for's) */
+	pl->n_in = pl->rin.npartitions;
+	pl->n_out = pl->rout.npartitions;
 	mq_params_init(&prm);
 	mq_param_text(&prm, MQ_TEXTOID, opt->id);
 	while ((res = mq_exec(coord, "SELECT producer_id, producer_epoch FROM mq_coord.init_producer($1)",
@@ -469,16 +417,18 @@ pipeline_init(Pipeline *pl, PGconn *coord, const PipelineOptions *opt, MqError *
 	pl->producer_id = atoll(PQgetvalue(res, 0, 0));
 	pl->producer_epoch = atoi(PQgetvalue(res, 0, 1));
 	PQclear(res);
-	if (!pipeline_refresh_routes(pl, err))
-		return false;
-	if (pl->n_in == 0 || pl->n_out == 0)
-	{
-		err->message = mq_strdup("the input and output topics must be replicated topics of the coordinator");
-		return false;
-	}
 	pl->seq = mq_malloc0(pl->n_out * sizeof(int32_t));
 	if (getenv("MQCTL_PIPELINE_TEST_STOP"))
 		(void) sscanf(getenv("MQCTL_PIPELINE_TEST_STOP"), "%31[a-z+]:%ld",
 					  pl->test_stop_at, &pl->test_stop_step);
 	return true;
+}
+
+void
+pipeline_close(Pipeline *pl)
+{
+	mq_router_close(&pl->rout);
+	mq_router_close(&pl->rin);
+	free(pl->seq);
+	pl->seq = NULL;
 }

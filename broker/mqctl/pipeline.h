@@ -1,10 +1,13 @@
 /*-------------------------------------------------------------------------
  *
  * pipeline.h
- *	  The exactly-once pipeline engine of "mqctl pipeline": routing and
- *	  node connections (pipeline_route.c) and one step, a two-phase commit
- *	  across the nodes it touches (pipeline.c).  docs/delivery.md,
- *	  "Exactly-once in a cluster", describes the protocol.
+ *	  The exactly-once pipeline engine of "mqctl pipeline": one step, a
+ *	  two-phase commit across the nodes it touches (pipeline.c).  Leaders
+ *	  and node sessions are the shared router's (broker/common/route.c):
+ *	  one router per topic, the output's beside the input's, so that each
+ *	  node has one session for the input side of a step and one for its
+ *	  output side.  docs/delivery.md, "Exactly-once in a cluster",
+ *	  describes the protocol.
  *
  *-------------------------------------------------------------------------
  */
@@ -15,6 +18,7 @@
 #include <stdint.h>
 
 #include "mqconn.h"
+#include "route.h"
 
 #define PIPELINE_MAX_BROKERS 64
 
@@ -29,36 +33,17 @@ typedef struct PipelineOptions
 	int			timeout_ms;		/* acks=all waits */
 } PipelineOptions;
 
-/* A partition's leader as the coordinator names it. */
-typedef struct Route
-{
-	int			leader;			/* -1: none */
-	int			epoch;
-	char	   *conninfo;
-} Route;
-
-/* One session per broker and role (input side, output side). */
-typedef struct NodeConns
-{
-	int			broker;
-	PGconn	   *in;
-	PGconn	   *out;
-} NodeConns;
-
 typedef struct Pipeline
 {
 	PipelineOptions opt;
-	PGconn	   *coord;
+	MqRouter	rin;			/* the input's leaders; owns the coordinator session */
+	MqRouter	rout;			/* the output's, beside rin */
 	int64_t		producer_id;
 	int			producer_epoch;
 	long		steps;			/* names the steps of this epoch */
-	int			n_in;
+	int			n_in;			/* partition counts when the run started */
 	int			n_out;
-	Route	   *in;
-	Route	   *out;
 	int32_t    *seq;			/* next sequence per output partition */
-	NodeConns	conns[PIPELINE_MAX_BROKERS];
-	int			n_conns;
 	int			registered[PIPELINE_MAX_BROKERS];	/* brokers whose node has our epoch */
 	int			n_registered;
 	long		redone;			/* outputs sent again after a lost commit */
@@ -69,17 +54,14 @@ typedef struct Pipeline
 	long		test_stop_step;
 } Pipeline;
 
-/* pipeline_route.c */
-extern bool pipeline_refresh_routes(Pipeline *pl, MqError *err);
-extern PGconn *pipeline_conn(Pipeline *pl, int broker, const char *conninfo, bool out,
-							 MqError *err);
-extern void pipeline_conn_failed(Pipeline *pl, PGconn *conn);
+/*
+ * pipeline.c: start a run on the coordinator connection coord (owned from
+ * then on; bootstrap is how to connect to it again), step, and close
+ * (every session, the coordinator's too).
+ */
+extern bool pipeline_init(Pipeline *pl, PGconn *coord, const char *bootstrap,
+						  const PipelineOptions *opt, MqError *err);
 extern void pipeline_close(Pipeline *pl);
-extern bool pipeline_coord_ok(Pipeline *pl, MqError *err);
-
-/* pipeline.c */
-extern bool pipeline_init(Pipeline *pl, PGconn *coord, const PipelineOptions *opt,
-						  MqError *err);
 /* records processed (0: none waiting), or -1 after a failure to retry */
 extern int	pipeline_step(Pipeline *pl, int partition, MqError *err);
 

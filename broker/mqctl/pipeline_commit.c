@@ -32,14 +32,15 @@ coord_until_ok(Pipeline *pl, const char *sql, const char *txn, const char *gid)
 	{
 		MqError		err = MQ_ERROR_INIT;
 		MqParams	prm;
+		PGconn	   *coord;
 		PGresult   *res = NULL;
 
 		mq_params_init(&prm);
 		mq_param_text(&prm, MQ_TEXTOID, txn);
 		if (gid)
 			mq_param_text(&prm, MQ_TEXTOID, gid);
-		if (pipeline_coord_ok(pl, &err))
-			res = mq_exec(pl->coord, sql, &prm, 0, &err);
+		if ((coord = mq_router_coord(&pl->rin, &err)) != NULL)
+			res = mq_exec(coord, sql, &prm, 0, &err);
 		if (res)
 		{
 			PQclear(res);
@@ -99,8 +100,8 @@ redo_output(Step *s, int q)
 
 		if (attempt > 0)
 			mq_sleep_ms(attempt < 10 ? 100 : 1000);
-		if (!pipeline_coord_ok(pl, &err) || !pipeline_refresh_routes(pl, &err) ||
-			(p.conn = pipeline_conn(pl, pl->out[q].leader, pl->out[q].conninfo, false, &err)) == NULL)
+		if (!mq_router_refresh(&pl->rout, &err) ||
+			(p.conn = mq_router_conn(&pl->rout, q, &err)) == NULL)
 		{
 			mq_error_free(&err);
 			continue;
@@ -139,17 +140,15 @@ recommit_offset(Step *s)
 		MqError		err = MQ_ERROR_INIT;
 		MqParams	prm;
 		Participant p = {0};
-		Route	   *r;
 
 		if (attempt > 0)
 			mq_sleep_ms(attempt < 10 ? 100 : 1000);
-		if (!pipeline_coord_ok(pl, &err) || !pipeline_refresh_routes(pl, &err))
+		if (!mq_router_refresh(&pl->rin, &err))
 		{
 			mq_error_free(&err);
 			continue;
 		}
-		r = &pl->in[s->partition];
-		p.conn = pipeline_conn(pl, r->leader, r->conninfo, false, &err);
+		p.conn = mq_router_conn(&pl->rin, s->partition, &err);
 		mq_params_init(&prm);
 		mq_param_text(&prm, MQ_TEXTOID, pl->opt.group);
 		mq_param_text(&prm, MQ_TEXTOID, pl->opt.input);

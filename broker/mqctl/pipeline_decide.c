@@ -95,6 +95,7 @@ pipeline_decide(Step *s)
 	{
 		MqError		err = MQ_ERROR_INIT;
 		MqParams	prm;
+		PGconn	   *coord;
 		PGresult   *res = NULL;
 
 		mq_params_init(&prm);
@@ -108,11 +109,11 @@ pipeline_decide(Step *s)
 			mq_param_text(&prm, MQ_BYTEAARRAYOID, keys);
 			mq_param_text(&prm, MQ_BYTEAARRAYOID, vals);
 		}
-		if (pipeline_coord_ok(pl, &err))
+		if ((coord = mq_router_coord(&pl->rin, &err)) != NULL)
 			res = attempt == 0
-				? mq_exec(pl->coord, "SELECT mq_coord.txn_decide($1, $2, $3, $4, $5, $6, $7)",
+				? mq_exec(coord, "SELECT mq_coord.txn_decide($1, $2, $3, $4, $5, $6, $7)",
 						  &prm, 0, &err) :
-					mq_exec(pl->coord, "SELECT mq_coord.txn_abort($1, 'the client lost the decision')",
+					mq_exec(coord, "SELECT mq_coord.txn_abort($1, 'the client lost the decision')",
 							&prm, 0, &err);
 		if (res != NULL)
 		{
@@ -131,9 +132,7 @@ pipeline_decide(Step *s)
 		mq_log_warning("step %s: the coordinator did not answer the decision; asking again: %s",
 					   s->txn, err.message);
 		mq_error_free(&err);
-		if (pl->coord)
-			PQfinish(pl->coord);
-		pl->coord = NULL;
+		mq_router_reset_coord(&pl->rin);
 		mq_sleep_ms(attempt < 10 ? 100 : 1000);
 	}
 	free(text);

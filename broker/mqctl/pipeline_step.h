@@ -4,7 +4,7 @@
  *	  What pipeline.c (a step up to its commit decision),
  *	  pipeline_decide.c (the decision) and pipeline_commit.c (the step
  *	  after it) share: the step's records and parts, and running a
- *	  statement in a part.
+ *	  statement in a part (pipeline_part.c, below all three).
  *
  *-------------------------------------------------------------------------
  */
@@ -45,7 +45,7 @@ typedef struct Step
 	int		   *sent_via;		/* per output partition: its part in outs, -1: none */
 } Step;
 
-/* pipeline.c */
+/* pipeline_part.c */
 extern PGresult *step_run(Step *s, Participant *p, const char *sql, const MqParams *prm, MqError *err);
 extern bool step_run_ok(Step *s, Participant *p, const char *sql, const MqParams *prm, MqError *err);
 extern char *bytea_array(const Step *s, int q, bool keys);

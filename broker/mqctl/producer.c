@@ -2,7 +2,10 @@
  *
  * producer.c
  *	  The producing engine: sending batches of records (see producer.h),
- *	  for the commands in cmd_produce.c and cmd_perf.c.
+ *	  for the commands in cmd_produce.c and cmd_perf.c.  Layers: the
+ *	  commands above; below it producer_route.c (a cluster), then
+ *	  producer_call.c (a session's statements and one part's call), which
+ *	  calls nothing back up.
  *
  * Each batch is one transaction, so a batch is acknowledged, whole, when
  * its COMMIT returns: that is the unit of durability and of the latency
@@ -53,66 +56,10 @@
 #include "mqctl.h"
 #include "producer.h"
 
-#define SEND_STATEMENT		"mqctl_send_batch"
-#define PRODUCE_STATEMENT	"mqctl_produce"
-#define PARTITION_STATEMENT "mqctl_partition_for"
-
-/* the contract's names of the acks settings (MqAcks order) */
-static const char *const acks_text[] = {"0", "1", "all"};
-
 /* how long an idempotent producer keeps retrying a batch, and the pauses */
 #define RETRY_FOR_MS		30000
 #define RETRY_BACKOFF_MS	100
 #define RETRY_BACKOFF_MAX_MS 2000
-
-/*
- * What a connection needs before it sends: the session's commit mode and
- * the prepared statements.  Run on the first connection and on each new
- * one after a loss.
- */
-bool
-producer_setup_session(MqProducer *pr, PGconn *conn, MqError *err)
-{
-	MqParams	types;
-
-	mq_params_init(&types);
-	mq_param_text(&types, MQ_TEXTOID, NULL);
-	mq_param_binary(&types, MQ_BYTEAARRAYOID, NULL, 0);
-	mq_param_binary(&types, MQ_BYTEAARRAYOID, NULL, 0);
-	mq_param_text(&types, MQ_INT4OID, NULL);
-	mq_param_text(&types, MQ_INT8OID, NULL);
-	mq_param_text(&types, MQ_INT4OID, NULL);
-	mq_param_text(&types, MQ_INT4OID, NULL);
-	mq_param_text(&types, MQ_TEXTOID, NULL);
-	if (pr->acks == MQ_ACKS_ALL)
-	{
-		mq_param_text(&types, MQ_INT4OID, NULL);
-		if (!mq_prepare(conn, PRODUCE_STATEMENT,
-						"CALL mq.produce($1, $2, $3, $4, $8, $5, $6, $7, $9)",
-						&types, err))
-			return false;
-	}
-	else if (!mq_prepare(conn, SEND_STATEMENT,
-						 pr->want_offsets ?
-						 "SELECT partition, msg_offset"
-						 "  FROM mq.produce_records($1, $2, $3, NULL, $4, $5, $6, $7, NULL, NULL, $8)" :
-						 "SELECT count(*) FROM mq.produce_records($1, $2, $3, NULL, $4, $5, $6, $7, NULL, NULL, $8)",
-						 &types, err))
-		return false;
-
-	if (pr->keyed)
-	{
-		mq_params_init(&types);
-		mq_param_text(&types, MQ_TEXTOID, NULL);
-		mq_param_binary(&types, MQ_BYTEAARRAYOID, NULL, 0);
-		if (!mq_prepare(conn, PARTITION_STATEMENT,
-						"SELECT mq.partition_for($1, u.k)"
-						"  FROM unnest($2::bytea[]) WITH ORDINALITY AS u(k, i) ORDER BY u.i",
-						&types, err))
-			return false;
-	}
-	return true;
-}
 
 /* The topic's partition count; a missing topic ends mqctl with MQ001. */
 static int32_t
@@ -235,22 +182,6 @@ producer_add(MqProducer *pr, const char *key, size_t keylen,
 	pr->assigned = false;
 }
 
-/* Fill the key and value arrays with records order[first .. first+count). */
-static void
-build_arrays(MqProducer *pr, int first, int count)
-{
-	mq_array_reset(&pr->keys);
-	mq_array_reset(&pr->values);
-	for (int k = first; k < first + count; k++)
-	{
-		const ProducerRecord *rec = &pr->records[pr->order[k]];
-
-		if (pr->keyed)
-			mq_array_add(&pr->keys, pr->data + rec->key_off, rec->key_len);
-		mq_array_add(&pr->values, pr->data + rec->value_off, rec->value_len);
-	}
-}
-
 /* Each record's partition from mq.partition_for(), in one query. */
 static bool
 partitions_by_key(MqProducer *pr, MqError *err)
@@ -264,7 +195,7 @@ partitions_by_key(MqProducer *pr, MqError *err)
 
 	if (conn == NULL)
 		return false;
-	build_arrays(pr, 0, pr->nrecords);
+	producer_build_arrays(pr, 0, pr->nrecords);
 	mq_params_init(&params);
 	mq_param_text(&params, MQ_TEXTOID, pr->topic);
 	data = mq_array_bytes(&pr->keys, &len);
@@ -415,76 +346,6 @@ assign(MqProducer *pr, MqError *err)
 			return false;
 	}
 	pr->assigned = true;
-	return true;
-}
-
-/* One partition's records: one call of mq.produce_records or mq.produce. */
-bool
-producer_send_part(MqProducer *pr, PGconn *conn, const ProducerPart *part, MqError *err)
-{
-	MqParams	params;
-	const char *data;
-	int			len;
-	PGresult   *res;
-
-	build_arrays(pr, part->first, part->count);
-	mq_params_init(&params);
-	mq_param_text(&params, MQ_TEXTOID, pr->topic);
-	if (pr->keyed)
-	{
-		data = mq_array_bytes(&pr->keys, &len);
-		mq_param_binary(&params, MQ_BYTEAARRAYOID, data, len);
-	}
-	else
-		mq_param_binary(&params, MQ_BYTEAARRAYOID, NULL, 0);
-	data = mq_array_bytes(&pr->values, &len);
-	mq_param_binary(&params, MQ_BYTEAARRAYOID, data, len);
-	if (part->partition >= 0)
-		mq_param_int(&params, MQ_INT4OID, part->partition);
-	else
-		mq_param_text(&params, MQ_INT4OID, NULL);
-	if (part->base_sequence >= 0)
-	{
-		mq_param_int(&params, MQ_INT8OID, pr->producer_id);
-		mq_param_int(&params, MQ_INT4OID, pr->producer_epoch);
-		mq_param_int(&params, MQ_INT4OID, part->base_sequence);
-	}
-	else
-	{
-		mq_param_text(&params, MQ_INT8OID, NULL);
-		mq_param_text(&params, MQ_INT4OID, NULL);
-		mq_param_text(&params, MQ_INT4OID, NULL);
-	}
-	mq_param_text(&params, MQ_TEXTOID, acks_text[pr->acks]);
-	if (pr->acks == MQ_ACKS_ALL && pr->timeout_ms > 0)
-		mq_param_int(&params, MQ_INT4OID, pr->timeout_ms);
-	else if (pr->acks == MQ_ACKS_ALL)
-		mq_param_text(&params, MQ_INT4OID, NULL);	/* the contract's default */
-
-	res = mq_exec_prepared(conn, pr->acks == MQ_ACKS_ALL ? PRODUCE_STATEMENT : SEND_STATEMENT,
-						   &params, 1, err);
-	if (res == NULL)
-		return false;
-	if (pr->want_offsets)
-	{
-		for (int r = 0; r < part->count; r++)
-		{
-			ProducerRecord *rec = &pr->records[pr->order[part->first + r]];
-
-			if (pr->acks == MQ_ACKS_ALL)
-			{
-				/* (base_offset, high_watermark): one partition, consecutive offsets */
-				rec->partition = part->partition;
-				rec->offset = mq_get_int64(res, 0, 0) + r;
-			}
-			else
-			{
-				rec->partition = mq_get_int32(res, r, 0);
-				rec->offset = mq_get_int64(res, r, 1);
-			}
-		}
-	}
-	PQclear(res);
 	return true;
 }
 

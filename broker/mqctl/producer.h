@@ -135,8 +135,15 @@ extern bool producer_retry(MqProducer *pr, MqError *err);
 extern void producer_clear(MqProducer *pr);
 extern void producer_free(MqProducer *pr);
 
-/* producer.c, for producer_route.c */
+/*
+ * producer_call.c, below producer.c and producer_route.c: a session's
+ * prepared statements (PARTITION_STATEMENT among them: mq.partition_for
+ * over a bytea[] of keys, prepared when keyed), the key and value arrays
+ * of records order[first .. first+count), and one part's call.
+ */
+#define PARTITION_STATEMENT "mqctl_partition_for"
 extern bool producer_setup_session(MqProducer *pr, PGconn *conn, MqError *err);
+extern void producer_build_arrays(MqProducer *pr, int first, int count);
 extern bool producer_send_part(MqProducer *pr, PGconn *conn, const ProducerPart *part,
 							   MqError *err);
 
