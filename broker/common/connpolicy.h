@@ -19,7 +19,7 @@
  *	 - cancelling it: libpq 15's PQcancel() opens a new connection with a
  *	   blocking connect() that ignores connect_timeout, so a peer cut
  *	   without a RST freezes it for the kernel's SYN retries (about two
- *	   minutes, issue 13).  mq_cancel_bounded() therefore runs PQcancel() on
+ *	   minutes, issue 13).  mq_cancel_bounded() (cancel.h, cancel.c) therefore runs PQcancel() on
  *	   a detached thread and waits for it at most cancel_wait_ms; at most
  *	   MQ_CANCEL_MAX_PENDING such threads exist at once (beyond that the
  *	   request is skipped: the caller drops the connection anyway, and the
@@ -43,6 +43,7 @@
 
 #include <libpq-fe.h>
 
+#include "cancel.h"
 #include "mqconn.h"
 
 typedef struct MqConnPolicy
@@ -56,8 +57,6 @@ typedef struct MqConnPolicy
 	int			retry_max_ms;	/* the back-off never exceeds this */
 	int			cancel_wait_ms; /* how long a cancel request may block us */
 } MqConnPolicy;
-
-#define MQ_CANCEL_MAX_PENDING 4
 
 /* The defaults: 2 s connect timeout, dead peer noticed in 4 s, 0.5..5 s retries. */
 extern void mq_conn_policy_default(MqConnPolicy *policy);
@@ -108,13 +107,6 @@ extern int	mq_retry_failed(MqRetry *r, const MqConnPolicy *policy);
 extern void mq_retry_succeeded(MqRetry *r);
 /* The pause after last_ms, for the given random value (exposed for tests). */
 extern int	mq_retry_next_pause(const MqConnPolicy *policy, int last_ms, uint32_t rnd);
-
-/*
- * Ask the server to cancel what conn runs, waiting at most
- * policy->cancel_wait_ms (see the header comment).  Returns true if the
- * request was sent within that time.
- */
-extern bool mq_cancel_bounded(PGconn *conn, int wait_ms);
 
 /*
  * A connection attempt under a policy on a thread of its own: start it,

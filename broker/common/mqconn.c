@@ -20,7 +20,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "connpolicy.h"
+#include "cancel.h"
 #include "mqconn.h"
 #include "util.h"
 
@@ -402,7 +402,7 @@ mq_exec_timeout(PGconn *conn, const char *sql, const MqParams *params,
 	}
 	/*
 	 * The server did not answer in time: ask it to cancel, waiting for that
-	 * request no more than a second (connpolicy.h says why it could hang),
+	 * request no more than a second (cancel.h says why it could hang),
 	 * and treat the connection as lost.
 	 */
 	(void) mq_cancel_bounded(conn, 1000);

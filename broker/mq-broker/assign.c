@@ -25,39 +25,6 @@
 #include "placement.h"
 #include "util.h"
 
-/* The integers of an int4[] in text form ("{1,2,3}"), at most max. */
-int
-parse_int_array(const char *s, int *out, int max)
-{
-	int			n = 0;
-
-	while (*s && n < max)
-	{
-		char	   *end;
-		long		v;
-
-		while (*s == '{' || *s == ',' || *s == ' ')
-			s++;
-		if (*s == '}' || *s == '\0')
-			break;
-		v = strtol(s, &end, 10);
-		if (end == s)
-			break;
-		out[n++] = (int) v;
-		s = end;
-	}
-	return n;
-}
-
-bool
-int_in(int v, const int *a, int n)
-{
-	for (int i = 0; i < n; i++)
-		if (a[i] == v)
-			return true;
-	return false;
-}
-
 bool
 broker_is_live(Broker *b, int id)
 {
@@ -175,7 +142,7 @@ forget_unassigned(Broker *b)
 /*
  * The heartbeat comes last: it is a write, so its commit waits for the
  * coordinator's synchronous standby, if it has one.  Once it returns
- * without a warning (conn.c), the standby holds everything the two reads
+ * without a warning (session.c), the standby holds everything the two reads
  * before it saw, and a failover cannot take back what this tick acts on
  * (docs/replication.md, "A highly available coordinator").  When it fails,
  * the tick does nothing.

@@ -5,25 +5,34 @@
  *	  partitions it holds a replica of, and each one's state in the state
  *	  machine of fsm.h (docs/replication.md shows it as a graph).
  *
- * Where the work lives (each file's header says more):
- *	 main.c        command line, signals, --print-fsm
+ * Where the work lives (each file's header says more), top layer first
+ * (docs/design.md, "Layers"; a file calls only files below it, and a
+ * lower one reports up through the pointers of Broker.hooks):
+ *	 main.c        command line, signals, --print-fsm; fills Broker.hooks
  *	 loop.c        the poll() loop: ticks, fetch answers, metrics; the
- *	               same served while conn.c waits for the coordinator
- *	 conn.c        connections to the node and the coordinator; liveness
- *	 calls_node.c  typed calls of the node's (and a leader node's) functions
- *	 calls_coord.c typed calls of the coordinator's functions
- *	 assign.c      reading assignments; creating topics on the node
- *	 step.c        the tick: one event per partition, the table's actions
+ *	               same served while session.c waits for the coordinator
+ *	 step.c        the tick: one event per partition, the table's actions,
+ *	               the events a lost or new connection fires
  *	 elect.c       elections and fencing a paused leader
  *	 isr.c         a leader's ISR shrink and expansion
  *	 handover.c    handing leadership to the preferred replica
+ *	 reassign.c    the leader's part of moving replicas (placement.h)
+ *	 assign.c      reading assignments; creating topics on the node
+ *	 producer_ids.c keeping the node supplied with cluster-wide producer ids
+ *	 recover.c     settling the node's in-doubt prepared transactions
+ *	 follower.c    a follower's epoch, truncation and fetch loop
  *	 placement.c   topics placed with only our replicas hosted; throttle
  *	 throttle.c    the throttle's budgets: a leader's, a follower's
- *	 reassign.c    the leader's part of moving replicas (placement.h)
+ *	 liveness.c    connecting to the node and the coordinator; liveness
+ *	               and leadership locks
+ *	 calls_node.c  typed calls of the node's (and a leader node's) functions
+ *	 calls_coord.c typed calls of the coordinator's functions
  *	 calls_placement.c typed calls of the placement functions
- *	 follower.c    a follower's epoch, truncation and fetch loop
+ *	 session.c     statements on the two sessions, deadlines, a lost one
+ *	 fsm.c         the transition table and fsm_fire (actions: step.c's,
+ *	               through hooks.fsm_actions)
+ *	 intarray.c    int4[] text form and membership
  *	 batch.c       the little of a fetched batch the broker reads
- *	 producer_ids.c keeping the node supplied with cluster-wide producer ids
  *	 config.c      the ini file
  *	 metrics.c     the Prometheus endpoint
  *
@@ -124,15 +133,34 @@ typedef struct Part
 	struct Part *next;
 } Part;
 
+struct Broker;
+
+/*
+ * What the upper layers hand down to the lower ones (main.c fills it,
+ * broker_init copies it): session.c and fsm.c call up only through these.
+ */
+typedef struct BrokerHooks
+{
+	/* fsm.c runs a row's action as fsm_actions[id] (step.c's table) */
+	const FsmAction *fsm_actions;
+	/* session.c waits for the coordinator: serve what needs none (loop.c) */
+	void		(*serve_while_waiting) (struct Broker *b, int fd, int64_t deadline_us);
+	/* session.c lost the node: roles and liveness go (step.c) */
+	void		(*node_lost) (struct Broker *b);
+	/* session.c lost the coordinator, reconnecting in pause_ms (step.c) */
+	void		(*coord_lost) (struct Broker *b, int pause_ms);
+} BrokerHooks;
+
 typedef struct Broker
 {
 	BrokerConfig *cfg;
+	BrokerHooks hooks;
 	MqConnPolicy policy;		/* every connection of this broker */
 	PGconn	   *node;
 	PGconn	   *coord;
-	MqConnectJob *coord_job;	/* connecting to the coordinator (conn.c), NULL */
+	MqConnectJob *coord_job;	/* connecting to the coordinator (liveness.c), NULL */
 	bool		coord_warned;	/* a WARNING came with the statement under way */
-	bool		coord_busy;		/* conn.c waits for a coordinator statement */
+	bool		coord_busy;		/* session.c waits for a coordinator statement */
 	bool		node_lost_pending;	/* lost the node meanwhile: roles go after it */
 	int64_t		wait_refresh_us;	/* next leader refresh while waiting (loop.c) */
 	bool		live;			/* holds its liveness lock */
@@ -158,29 +186,40 @@ typedef struct Broker
 /* fsm.c */
 extern const char *part_label(const Part *p);
 
-/* conn.c */
-extern void broker_init(Broker *b, BrokerConfig *cfg);
-extern void ensure_node(Broker *b);
-extern void ensure_coordinator(Broker *b);
+/* session.c */
+extern void broker_init(Broker *b, BrokerConfig *cfg, const BrokerHooks *hooks);
 extern PGresult *node_exec(Broker *b, const char *sql, const MqParams *params,
 						   int fmt, MqError *err);
 extern PGresult *coord_exec(Broker *b, const char *sql, const MqParams *params,
 							MqError *err);
+extern void coord_session_start(Broker *b);
 extern void broker_node_lost(Broker *b, const MqError *err);
 extern void broker_node_readable(Broker *b);
 extern void log_mq_error(const char *what, const MqError *err);
+
+/* liveness.c */
+extern bool node_session_open(Broker *b);
+extern bool node_session_attach(Broker *b);
+extern void ensure_coordinator(Broker *b);
+extern void liveness_give_up(Broker *b);
 extern void release_lock(Broker *b, Part *p);
+
+/* intarray.c */
+extern int	parse_int_array(const char *s, int *out, int max);
+extern bool int_in(int v, const int *a, int n);
+extern const char *int_array_text(const int *a, int n, char *buf, size_t size);
 
 /* assign.c */
 extern bool read_assignments(Broker *b);
 extern bool ensure_topic(Broker *b, Part *p);
-extern bool int_in(int v, const int *a, int n);
 extern bool broker_is_live(Broker *b, int id);
-extern int	parse_int_array(const char *s, int *out, int max);
 extern bool topic_config_unclean(const char *config_json);
 extern void free_part(Part *p);
 
 /* step.c */
+extern const FsmAction broker_fsm_actions[FSM_NACTIONS];
+extern void broker_node_lost_roles(Broker *b);
+extern void broker_coord_lost_roles(Broker *b, int pause_ms);
 extern void broker_tick(Broker *b);
 extern void broker_renew_lease(Broker *b);
 extern void broker_shutdown(Broker *b);

@@ -8,7 +8,7 @@
  *	  other file builds a parameter block or reads a result by column.
  *
  * Every function returns false after filling err (err->connection_lost
- * when the connection is gone; conn.c has then already given up what
+ * when the connection is gone; session.c has then already given up what
  * depended on it).  docs/replication.md, "Privileges of the broker's
  * role", lists exactly these functions: src/sql/62_broker_role.sql grants
  * them, so a call added here needs a grant there too.
@@ -169,8 +169,5 @@ extern bool coord_txn_offsets_redone(Broker *b, const MovedOffset *o, char *stat
 									 MqError *err);
 extern bool coord_allocate_producer_ids(Broker *b, int count, int64_t *first, int64_t *last,
 										MqError *err);
-
-/* "{1,2,3}" into buf */
-extern const char *int_array_text(const int *a, int n, char *buf, size_t size);
 
 #endif							/* MQ_BROKER_CALLS_H */

@@ -5,7 +5,7 @@
  *	  advisory locks that carry liveness and leadership (see calls.h and
  *	  src/sql/61_coordinator.sql).
  *
- * All go through conn.c's coord_exec, which serves the followers' fetches
+ * All go through session.c's coord_exec, which serves the followers' fetches
  * while it waits for the answer and gives up every role that depends on
  * the coordinator when its connection is lost.
  *

@@ -2,8 +2,8 @@
  *
  * calls_node.c
  *	  Typed calls of the extension's replica functions on the broker's own
- *	  node (through conn.c's node_exec, so that a lost node is noticed at
- *	  once) and on a leader's node over a follower's connection (see
+ *	  node (through session.c's node_exec, so that a lost node is noticed
+ *	  at once) and on a leader's node over a follower's connection (see
  *	  calls.h).
  *
  * The replica functions are SECURITY DEFINER and check the leader epoch
@@ -20,19 +20,6 @@
 
 #include "calls.h"
 #include "util.h"
-
-const char *
-int_array_text(const int *a, int n, char *buf, size_t size)
-{
-	size_t		len = 0;
-
-	len += snprintf(buf + len, size - len, "{");
-	for (int i = 0; i < n && len < size; i++)
-		len += snprintf(buf + len, size - len, "%s%d", i ? "," : "", a[i]);
-	if (len < size)
-		snprintf(buf + len, size - len, "}");
-	return buf;
-}
 
 /* topic, partition: the first two parameters of every replica function */
 static void

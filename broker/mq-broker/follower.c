@@ -281,7 +281,7 @@ static void
 append_failed(Broker *b, Part *p, const MqError *err)
 {
 	if (err->connection_lost)
-		return;					/* conn.c gave up the node */
+		return;					/* session.c gave up the node */
 	if (mq_error_is(err, MQ_SQLSTATE_OFFSET_OUT_OF_RANGE))
 	{
 		mq_log_warning("%s: append refused: %s; truncating again", part_label(p), err->message);

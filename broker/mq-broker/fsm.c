@@ -5,6 +5,13 @@
  *	  that changes a partition's state (fsm_fire), and the table printed as
  *	  a Graphviz graph (see fsm.h).
  *
+ * Layer: below every file that fires an event (step.c, elect.c,
+ * follower.c, ...); it calls none of them.  The actions the table names
+ * are step.c's and run through the pointers step.c hands down
+ * (Broker.hooks.fsm_actions, fsm.h), so firing an outcome event from a
+ * handler is a call down, and the dispatcher (step.c, loop.c) stands above
+ * the handlers it calls.
+ *
  * Adding a state or an event is a change to the table below: the unit
  * test (test/unit/fsm_test.c) holds its own copy of what each state does
  * with each event and fails until both agree, and the graph in
@@ -25,7 +32,7 @@
 #define L PART_LEADER
 #define T PART_FOLLOWER_TRUNCATE
 #define F PART_FOLLOWER_FETCH
-#define ACT(fn) fn, #fn
+#define ACT(fn) FSM_##fn
 
 const FsmTransition fsm_table[] = {
 	/* tick events: this tick's work, the state stays */
@@ -43,15 +50,15 @@ const FsmTransition fsm_table[] = {
 	{L, EV_LEADERLESS, L, ACT(act_step_down)},
 
 	/* outcome events */
-	{N, EV_ELECTED, L, NULL, NULL},
-	{T, EV_ELECTED, L, NULL, NULL},
-	{F, EV_ELECTED, L, NULL, NULL},
-	{L, EV_ELECTED, L, NULL, NULL},	/* re-elected: a new epoch */
-	{N, EV_FOLLOWING, T, NULL, NULL},
-	{T, EV_FOLLOWING, T, NULL, NULL},	/* a new leader epoch */
-	{F, EV_FOLLOWING, T, NULL, NULL},
-	{T, EV_TRUNCATED, F, NULL, NULL},
-	{F, EV_DIVERGED, T, NULL, NULL},
+	{N, EV_ELECTED, L, FSM_NO_ACTION},
+	{T, EV_ELECTED, L, FSM_NO_ACTION},
+	{F, EV_ELECTED, L, FSM_NO_ACTION},
+	{L, EV_ELECTED, L, FSM_NO_ACTION},	/* re-elected: a new epoch */
+	{N, EV_FOLLOWING, T, FSM_NO_ACTION},
+	{T, EV_FOLLOWING, T, FSM_NO_ACTION},	/* a new leader epoch */
+	{F, EV_FOLLOWING, T, FSM_NO_ACTION},
+	{T, EV_TRUNCATED, F, FSM_NO_ACTION},
+	{F, EV_DIVERGED, T, FSM_NO_ACTION},
 	{F, EV_APPEND_REFUSED, N, ACT(act_forget_epoch)},
 	{L, EV_DEPOSED, N, ACT(act_resign)},
 	{L, EV_HANDED_OVER, N, ACT(act_resign)},
@@ -90,6 +97,11 @@ static const char *const event_names[FSM_NEVENTS] = {
 	"shutdown"
 };
 
+#define FSM_ACTION_NAME(fn) #fn,
+static const char *const action_names[FSM_NACTIONS] = {
+	NULL, FSM_ACTIONS(FSM_ACTION_NAME)
+};
+
 const char *
 fsm_state_name(PartState s)
 {
@@ -100,6 +112,12 @@ const char *
 fsm_event_name(FsmEvent e)
 {
 	return e >= 0 && e < FSM_NEVENTS ? event_names[e] : "?";
+}
+
+const char *
+fsm_action_name(FsmActionId a)
+{
+	return a > FSM_NO_ACTION && a < FSM_NACTIONS ? action_names[a] : NULL;
 }
 
 bool
@@ -143,8 +161,8 @@ fsm_fire(Broker *b, Part *p, FsmEvent event)
 					fsm_state_name(t->from), fsm_state_name(t->to), fsm_event_name(event));
 		p->state = t->to;
 	}
-	if (t->action)
-		t->action(b, p);
+	if (t->action != FSM_NO_ACTION)
+		b->hooks.fsm_actions[t->action](b, p);
 	return true;
 }
 
@@ -175,8 +193,8 @@ print_edges(FILE *out, bool ticks)
 				continue;
 			done[j] = true;
 			fprintf(out, "%s%s", sep, event_names[u->event]);
-			if (u->action_name)
-				fprintf(out, " / %s", u->action_name);
+			if (u->action != FSM_NO_ACTION)
+				fprintf(out, " / %s", fsm_action_name(u->action));
 			sep = "\\n";
 		}
 		fprintf(out, "\"%s];\n", ticks ? ", style=dashed, color=gray40, fontcolor=gray40" : "");

@@ -67,6 +67,35 @@ typedef enum FsmEvent
 #define FSM_FIRST_OUTCOME EV_ELECTED
 #define FSM_MAX_ROWS 128		/* the unit test checks the table fits */
 
+/*
+ * The actions the table names, in the order of their ids.  Their code is
+ * the dispatcher's (step.c, above the handlers that fire outcome events):
+ * fsm_fire runs a row's action through the Broker's hooks.fsm_actions,
+ * the table step.c hands down (broker.h), so that this file stands below
+ * every file that fires an event.  Tick actions do a tick's work; outcome
+ * actions tidy up on entering a state.
+ */
+#define FSM_ACTIONS(X) \
+	X(act_lead) \
+	X(act_claim) \
+	X(act_step_down) \
+	X(act_replicate) \
+	X(act_leaderless) \
+	X(act_resign) \
+	X(act_forget_epoch) \
+	X(act_drop_role) \
+	X(act_drop_role_keep_locks) \
+	X(act_keep_role_lose_locks) \
+	X(act_stop_fetching)
+
+#define FSM_ACTION_ID(fn) FSM_##fn,
+typedef enum FsmActionId
+{
+	FSM_NO_ACTION,
+	FSM_ACTIONS(FSM_ACTION_ID)
+	FSM_NACTIONS
+} FsmActionId;
+
 typedef void (*FsmAction) (struct Broker *b, struct Part *p);
 
 typedef struct FsmTransition
@@ -74,8 +103,7 @@ typedef struct FsmTransition
 	PartState	from;
 	FsmEvent	event;
 	PartState	to;
-	FsmAction	action;			/* NULL: none */
-	const char *action_name;	/* for logs and the graph */
+	FsmActionId action;			/* FSM_NO_ACTION: none */
 } FsmTransition;
 
 extern const FsmTransition fsm_table[];
@@ -92,25 +120,10 @@ extern bool fsm_fire(struct Broker *b, struct Part *p, FsmEvent event);
 
 extern const char *fsm_state_name(PartState s);
 extern const char *fsm_event_name(FsmEvent e);
+extern const char *fsm_action_name(FsmActionId a);	/* "act_claim", NULL */
 extern bool fsm_is_tick_event(FsmEvent e);
 
 /* The table as a Graphviz digraph. */
 extern void fsm_print_dot(FILE *out);
-
-/*
- * The actions the table names (all in step.c).  Tick actions do a
- * tick's work; outcome actions tidy up on entering a state.
- */
-extern void act_lead(struct Broker *b, struct Part *p);
-extern void act_claim(struct Broker *b, struct Part *p);
-extern void act_step_down(struct Broker *b, struct Part *p);
-extern void act_replicate(struct Broker *b, struct Part *p);
-extern void act_leaderless(struct Broker *b, struct Part *p);
-extern void act_resign(struct Broker *b, struct Part *p);
-extern void act_forget_epoch(struct Broker *b, struct Part *p);
-extern void act_drop_role(struct Broker *b, struct Part *p);
-extern void act_drop_role_keep_locks(struct Broker *b, struct Part *p);
-extern void act_keep_role_lose_locks(struct Broker *b, struct Part *p);
-extern void act_stop_fetching(struct Broker *b, struct Part *p);
 
 #endif							/* MQ_BROKER_FSM_H */

@@ -4,26 +4,29 @@
  *	  mq-broker's event loop: run the control tick every tick.ms (step.c)
  *	  and, until the next one, wait with poll() on every follower's
  *	  long-polling fetch (follower.c), on the node's own connection to
- *	  notice its death at once (conn.c), and on the metrics endpoint
+ *	  notice its death at once (session.c), and on the metrics endpoint
  *	  (metrics.c), without sleeping to poll.
  *
  * poll() rather than select(): a descriptor number is never limited by
  * FD_SETSIZE, so a broker with many connections (or started with many
  * descriptors open) cannot overflow a stack fd_set.
  *
- * While conn.c waits for a coordinator statement, it calls
- * broker_serve_while_waiting() instead of sleeping in poll() on the
- * coordinator alone: the same watch (fetch answers, the node, scrapes)
+ * While session.c waits for a coordinator statement, it calls
+ * broker_serve_while_waiting() (main.c hands it down in Broker.hooks)
+ * instead of sleeping in poll() on the coordinator alone: the same watch (fetch answers, the node, scrapes)
  * plus the coordinator's socket, and every tick.ms the leaders' progress
  * read (isr.c, leader_refresh_waiting).  So a coordinator that stopped
  * answering holds none of that for up to coordinator.timeout.ms: a
  * follower appends what its leader sent and fetches again, in the epoch
  * its node applied, and its offset acknowledges what it wrote, exactly as
- * between ticks.  Nothing served there calls the coordinator (conn.c
+ * between ticks.  Nothing served there calls the coordinator (session.c
  * refuses a nested statement, and defers the roles of a node lost
  * meanwhile until the statement is over): the broker's state keeps one
  * writer, the one thread, and no work waits on another's half-done step
  * (docs/design.md, "Waiting for the coordinator").
+ *
+ * Layer: the top of the dispatch, below main.c only: it calls the tick
+ * (step.c) and the handlers of what turned readable.
  *
  * Locking: none; the broker's one thread.  A signal handler only sets
  * *stop_requested; poll() returns EINTR and the loop looks at it.
@@ -132,7 +135,7 @@ wait_for_tick(Broker *b, Watch *w, int64_t tick_end, volatile int *stop_requeste
 }
 
 /*
- * One wait of conn.c for the coordinator: until fd (its socket) turns
+ * One wait of session.c for the coordinator: until fd (its socket) turns
  * readable or deadline_us, serve what the loop serves between ticks.  The
  * watch is its own: the loop's may be in the middle of a dispatch that
  * led here (a node lost between ticks gives its locks up).
@@ -168,7 +171,7 @@ broker_serve_while_waiting(Broker *b, int fd, int64_t deadline_us)
 		mq_log_error("poll failed: %s", strerror(errno));
 	if (rc <= 0)
 		return;
-	w.n--;						/* the coordinator's is conn.c's to read */
+	w.n--;						/* the coordinator's is session.c's to read */
 	watch_dispatch(b, &w, metrics_n);
 }
 

@@ -14,6 +14,9 @@
  * restart at any point: on start the broker resigns whatever its node
  * led, and re-earns leadership by election with a new epoch.
  *
+ * Layer: the top of mq-broker; it also hands the lower layers the
+ * functions they call up through (BrokerHooks, below).
+ *
  * Locking: none; one thread (the signal handler only sets a flag).
  *
  *-------------------------------------------------------------------------
@@ -31,6 +34,18 @@
 #include "util.h"
 
 static volatile int stop_requested = 0;
+
+/*
+ * What the lower layers call up through (broker.h, BrokerHooks): the
+ * state machine's actions and the reactions to a lost connection
+ * (step.c), and the serving while the coordinator is waited for (loop.c).
+ */
+static const BrokerHooks hooks = {
+	.fsm_actions = broker_fsm_actions,
+	.serve_while_waiting = broker_serve_while_waiting,
+	.node_lost = broker_node_lost_roles,
+	.coord_lost = broker_coord_lost_roles,
+};
 
 static void
 on_signal(int sig)
@@ -123,7 +138,7 @@ main(int argc, char **argv)
 	sigaction(SIGINT, &sa, NULL);
 	signal(SIGPIPE, SIG_IGN);
 
-	broker_init(&b, &cfg);
+	broker_init(&b, &cfg, &hooks);
 	mq_log_info("starting broker %d (tick %d ms, replica.lag.time.max.ms %d, "
 				"session timeout %d ms)", cfg.broker_id, cfg.tick_ms, cfg.lag_time_max_ms,
 				cfg.session_timeout_ms);

@@ -7,7 +7,14 @@
  *	  leader, names another live broker, or nobody live leads) and let the
  *	  transition table (fsm.c) choose the action.  The actions of the table
  *	  live here too: the tick's work per state, and the tidying up on
- *	  entering NONE.
+ *	  entering NONE; and the events a lost or new connection fires.
+ *
+ * Layer: the dispatcher, above the handlers it calls (elect.c, isr.c,
+ * handover.c, reassign.c, follower.c, ...) and above liveness.c and
+ * session.c; only loop.c and main.c stand above it.  The table's actions
+ * reach fsm.c, below, as broker_fsm_actions, which main.c hands down in
+ * Broker.hooks with broker_node_lost_roles and broker_coord_lost_roles
+ * (what session.c calls when a connection is lost).
  *
  * Locking: none; the broker's one thread.
  *
@@ -35,7 +42,7 @@ tick_event(Broker *b, const Part *p)
  * --------------------------------------------------------------------- */
 
 /* Named leader but not leading (yet): run, unless we just handed it over. */
-void
+static void
 act_claim(Broker *b, Part *p)
 {
 	if (mq_now_us() >= p->hold_off_until_us || !preferred_ready(b, p))
@@ -47,7 +54,7 @@ act_claim(Broker *b, Part *p)
  * Back from a coordinator outage that nobody used to elect another leader,
  * the lock is taken back and the epoch kept.
  */
-void
+static void
 act_lead(Broker *b, Part *p)
 {
 	if (p->applied_epoch == p->leader_epoch && !p->lock_held && take_lock(b, p))
@@ -66,7 +73,7 @@ act_lead(Broker *b, Part *p)
 }
 
 /* We lead, but the coordinator says otherwise: resign, then act as a replica. */
-void
+static void
 act_step_down(Broker *b, Part *p)
 {
 	mq_log_warning("%s: the coordinator names broker %d leader in epoch %d; "
@@ -77,7 +84,7 @@ act_step_down(Broker *b, Part *p)
 }
 
 /* Another live broker leads: follow it, unless we are its preferred leader. */
-void
+static void
 act_replicate(Broker *b, Part *p)
 {
 	int			me = b->cfg->broker_id;
@@ -103,7 +110,7 @@ act_replicate(Broker *b, Part *p)
  * coordinator outage (it serves on meanwhile): it gets session.timeout.ms
  * to take its lock back before anyone runs against it.
  */
-void
+static void
 act_leaderless(Broker *b, Part *p)
 {
 	int			me = b->cfg->broker_id;
@@ -129,21 +136,21 @@ act_leaderless(Broker *b, Part *p)
  * --------------------------------------------------------------------- */
 
 /* Deposed or handed over: the epoch is no longer ours, nor the lock. */
-void
+static void
 act_resign(Broker *b, Part *p)
 {
 	p->applied_epoch = -1;
 	release_lock(b, p);
 }
 
-void
+static void
 act_forget_epoch(Broker *b, Part *p)
 {
 	p->applied_epoch = -1;
 }
 
 /* The node is gone or new: no fetch, no epoch, no leadership lock. */
-void
+static void
 act_drop_role(Broker *b, Part *p)
 {
 	follower_stop(p);
@@ -152,7 +159,7 @@ act_drop_role(Broker *b, Part *p)
 }
 
 /* The coordinator is gone: the locks went with its session. */
-void
+static void
 act_drop_role_keep_locks(Broker *b, Part *p)
 {
 	follower_stop(p);
@@ -165,16 +172,84 @@ act_drop_role_keep_locks(Broker *b, Part *p)
  * a follower keeps fetching in the epoch they have (docs/replication.md,
  * "Serving without the coordinator"); only the lock went with the session.
  */
-void
+static void
 act_keep_role_lose_locks(Broker *b, Part *p)
 {
 	p->lock_held = false;
 }
 
-void
+static void
 act_stop_fetching(Broker *b, Part *p)
 {
 	follower_stop(p);
+}
+
+/* The table's actions, by id, handed down to fsm.c (Broker.hooks). */
+#define FSM_ACTION_FN(fn) [FSM_##fn] = fn,
+const FsmAction broker_fsm_actions[FSM_NACTIONS] = {
+	FSM_ACTIONS(FSM_ACTION_FN)
+};
+
+/* ---------------------------------------------------------------------
+ * A lost or new connection (session.c and liveness.c report; we fire)
+ * --------------------------------------------------------------------- */
+
+static void
+drop_roles(Broker *b, FsmEvent why)
+{
+	for (Part *p = b->parts; p; p = p->next)
+		fsm_fire(b, p, why);
+}
+
+static int
+count_leaders(Broker *b)
+{
+	int			led = 0;
+
+	for (Part *p = b->parts; p; p = p->next)
+		led += (p->state == PART_LEADER);
+	return led;
+}
+
+/* hooks.node_lost: leadership and liveness go, others elect and shrink us out. */
+void
+broker_node_lost_roles(Broker *b)
+{
+	int			led = count_leaders(b);
+
+	drop_roles(b, EV_NODE_LOST);
+	liveness_give_up(b);
+	mq_log_warning("gave up leadership of %d partition(s) and liveness; "
+				   "reconnecting to the node in %d ms", led, b->node_retry.last_ms);
+}
+
+/* hooks.coord_lost: serve on in our epochs; the locks went with the session. */
+void
+broker_coord_lost_roles(Broker *b, int pause_ms)
+{
+	int			led = count_leaders(b);
+
+	drop_roles(b, EV_COORD_LOST);
+	mq_log_warning("serving %d leadership(s) on in their epochs without the coordinator "
+				   "(a new election fences them on the data nodes); reconnecting in %d ms",
+				   led, pause_ms);
+}
+
+/*
+ * A new node session (liveness.c): settle the prepared transactions the
+ * coordinator has decided before resigning (liveness.c, node_session_open
+ * says why), then attach; the node leads nothing now.
+ */
+static void
+ensure_node(Broker *b)
+{
+	if (!node_session_open(b))
+		return;
+	recover_prepared(b);
+	if (b->node == NULL)
+		return;
+	if (node_session_attach(b))
+		drop_roles(b, EV_NODE_ATTACHED);
 }
 
 /* ---------------------------------------------------------------------

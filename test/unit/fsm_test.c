@@ -6,7 +6,8 @@
  * alone.  The specification is written out here on purpose, apart from the
  * table, so that a change to the table is a change to this test too.
  *
- * The table's actions are stubs here that only record that they ran.
+ * The table's actions are stubs here that only record that they ran,
+ * handed to fsm_fire as step.c's are (Broker.hooks.fsm_actions).
  */
 #include <stdlib.h>
 #include <string.h>
@@ -18,7 +19,7 @@
 
 static const char *last_action;
 
-#define STUB(fn) void fn(Broker *b, Part *p) { last_action = #fn; }
+#define STUB(fn) static void fn(Broker *b, Part *p) { last_action = #fn; }
 STUB(act_lead)
 STUB(act_claim)
 STUB(act_step_down)
@@ -30,6 +31,12 @@ STUB(act_drop_role)
 STUB(act_drop_role_keep_locks)
 STUB(act_keep_role_lose_locks)
 STUB(act_stop_fetching)
+
+/* handed down as step.c's broker_fsm_actions is (Broker.hooks) */
+#define STUB_ENTRY(fn) [FSM_##fn] = fn,
+static const FsmAction stub_actions[FSM_NACTIONS] = {
+	FSM_ACTIONS(STUB_ENTRY)
+};
 
 #define N PART_NONE
 #define L PART_LEADER
@@ -74,6 +81,7 @@ check_event_from_state(const Spec *sp, PartState from)
 	const char *st = fsm_state_name(from);
 
 	memset(&b, 0, sizeof(b));
+	b.hooks.fsm_actions = stub_actions;
 	memset(&p, 0, sizeof(p));
 	p.topic = "t";
 	p.state = from;
