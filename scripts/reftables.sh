@@ -13,6 +13,8 @@
 #                                     (numbers from handlers.h)
 #   gucs         docs/operations.md   the GUCs: DefineCustom*Variable calls
 #                                     in src/*.c
+#   layers       docs/design.md       each C folder's files by layer, as
+#                                     scripts/callgraph.pl counts calls
 #
 # Each table lives in its doc between the lines
 #   <!-- BEGIN NAME: generated from ... by scripts/reftables.sh update; do not edit -->
@@ -30,7 +32,7 @@
 set -euo pipefail
 
 ROOT="${MQ_REFTABLES_ROOT:-$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)}"
-NAMES=(broker-keys kafka-keys kafka-help kafka-apis gucs)
+NAMES=(broker-keys kafka-keys kafka-help kafka-apis gucs layers)
 
 die() {
 	echo "reftables.sh: $*" >&2
@@ -42,6 +44,7 @@ doc_of() {
 	broker-keys) echo docs/replication.md ;;
 	kafka-keys | kafka-help | kafka-apis) echo docs/kafka.md ;;
 	gucs) echo docs/operations.md ;;
+	layers) echo docs/design.md ;;
 	*) die "unknown table $1" ;;
 	esac
 }
@@ -52,6 +55,7 @@ source_of() {
 	kafka-help) echo broker/mq-kafka/main.c ;;
 	kafka-apis) echo broker/mq-kafka/api.c ;;
 	gucs) echo 'src/*.c' ;;
+	layers) echo 'the C files (scripts/callgraph.pl)' ;;
 	esac
 }
 
@@ -63,7 +67,27 @@ end_mark() { printf '<!-- END %s -->\n' "$1"; }
 
 # generate NAME: the region's text on stdout (parsing in perl, run in ROOT)
 generate() {
+	if [[ "$1" == layers ]]; then
+		layers
+		return
+	fi
 	(cd "$ROOT" && perl -e "$PERL" "$1")
+}
+
+# each folder's layers, top first: a file calls only files of lower layers
+layers() {
+	(cd "$ROOT" && perl scripts/callgraph.pl src broker/common broker/mq-broker broker/mq-kafka broker/mqctl) |
+		awk '
+			BEGIN { print "| folder | layer | files (a file calls only files of lower layers) |"; print "|---|---|---|" }
+			/^[^ ]/ && !/^cycle / { dir = $1; next }
+			/^  layer / {
+				n = $2; sub(":", "", n); files = ""
+				for (i = 3; i <= NF; i++) files = files (i > 3 ? " " : "") "`" $i "`"
+				print "| `" dir "` | " n " | " files " |"
+				next
+			}
+			/^cycle / { print "reftables: " $0 > "/dev/stderr"; bad = 1 }
+			END { exit bad }'
 }
 
 # shellcheck disable=SC2016

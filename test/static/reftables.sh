@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # The reference tables of the docs are what the code generates
 # (scripts/reftables.sh: mq-broker's ini keys, mq-kafka's options and
-# APIs, the GUCs), and the check notices each kind of drift: a changed
+# APIs, the GUCs, the C files' layers), and the check notices each kind of drift: a changed
 # default, description, version range or GUC in the code, a hand edit in
 # a doc, and a table row it cannot read.  Run from the repository root;
 # needs no server.
@@ -12,9 +12,9 @@ bash scripts/reftables.sh check
 tmp="$(mktemp -d)"
 trap 'rm -rf "$tmp"' EXIT
 mkdir -p "$tmp/tree"
-tar -cf - docs/replication.md docs/kafka.md docs/operations.md \
-	broker/mq-broker/config.c broker/mq-kafka/main.c broker/mq-kafka/api.c \
-	broker/mq-kafka/handlers.h src/*.c src/*.h | tar -xf - -C "$tmp/tree"
+tar -cf - docs/replication.md docs/kafka.md docs/operations.md docs/design.md \
+	scripts/callgraph.pl broker/common/*.c broker/mq-broker/*.c broker/mq-kafka/*.c \
+	broker/mqctl/*.c broker/mq-kafka/handlers.h src/*.c src/*.h | tar -xf - -C "$tmp/tree"
 # edit FILE SED-EXPRESSION: the copy of FILE in $tmp/tree, edited
 edit() {
 	cp "$1" "$tmp/tree/$1"
@@ -65,4 +65,5 @@ changes kafka-help broker/mq-kafka/main.c 's/database connections (default 4)/co
 changes kafka-apis broker/mq-kafka/api.c 's/{KAPI_FETCH, 4, 11,/{KAPI_FETCH, 4, 12,/' "an API's versions changed"
 changes gucs src/mq.c 's/&mq_maintenance_interval, 1000,/\&mq_maintenance_interval, 2000,/' "a GUC's default changed"
 changes gucs src/fetch_path.c 's/as a scan that streams records/as a streaming scan/' "a GUC's description changed"
+changes layers src/headers.c '$a static void *zz_probe = (void *) mq_spi_begin;' "a file calls another"
 echo "reftables: the docs' generated tables match the code"
