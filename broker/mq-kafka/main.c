@@ -26,6 +26,7 @@
 #include "cluster.h"
 #include "kmetrics.h"
 #include "mqkafka.h"
+#include "principal.h"
 #include "sdnotify.h"
 #include "util.h"
 
@@ -54,6 +55,12 @@ static const char help[] =
 "      --sasl=plain             clients must authenticate with SASL/PLAIN as a\n"
 "                               PostgreSQL role, whose password PostgreSQL checks;\n"
 "                               their requests then run as that role\n"
+"      --principal-rules=LIST   authenticated name to role: RULE:regex/replacement/[L|U]\n"
+"                               and DEFAULT (the name itself), comma-separated, as\n"
+"                               Kafka's ssl.principal.mapping.rules (default DEFAULT)\n"
+"      --anonymous=daemon|refuse|role:ROLE  a client that did not authenticate\n"
+"                               runs as the daemon's own role (default), is\n"
+"                               refused, or runs as ROLE\n"
 "      --max-request-bytes=N    larger requests close the connection (default 104857600)\n"
 "      --max-batch-bytes=N      decompressed size cap per batch (default 67108864)\n"
 "      --group-initial-delay-ms=N  wait for more members of a new group (default 3000)\n"
@@ -113,7 +120,8 @@ parse_args(int argc, char **argv)
 	enum
 	{
 		O_ADV = CLI_OPT_LONG_BASE, O_NODE, O_POOL, O_MAXREQ, O_MAXBATCH, O_DELAY,
-		O_AUTO, O_RECHECK, O_PEER, O_COORD, O_REFRESH, O_SASL, O_METRICS, O_STMT
+		O_AUTO, O_RECHECK, O_PEER, O_COORD, O_REFRESH, O_SASL, O_METRICS, O_STMT,
+		O_RULES, O_ANON
 	};
 	static const struct option longopts[] = {
 		{"dbname", required_argument, NULL, 'd'},
@@ -131,12 +139,15 @@ parse_args(int argc, char **argv)
 		{"coordinator", required_argument, NULL, O_COORD},
 		{"refresh-ms", required_argument, NULL, O_REFRESH},
 		{"sasl", required_argument, NULL, O_SASL},
+		{"principal-rules", required_argument, NULL, O_RULES},
+		{"anonymous", required_argument, NULL, O_ANON},
 		{"metrics", required_argument, NULL, O_METRICS},
 		{"version", no_argument, NULL, 'V'},
 		{NULL, 0, NULL, 0}
 	};
 	CliParser	p;
 	int			c;
+	char		errbuf[256];
 
 	cli_init(&p, argc, argv, "mq-kafka", help, NULL, "d:l:Vh", longopts);
 	while ((c = cli_next(&p)) != -1)
@@ -187,6 +198,14 @@ parse_args(int argc, char **argv)
 				if (strcmp(optarg, "plain") != 0)
 					cli_usage_error(&p, "--sasl must be plain");
 				kconfig.sasl_plain = true;
+				break;
+			case O_RULES:
+				if (!principal_set_rules(optarg, errbuf, sizeof(errbuf)))
+					cli_usage_error(&p, "--principal-rules: %s", errbuf);
+				break;
+			case O_ANON:
+				if (!principal_set_anonymous(optarg, errbuf, sizeof(errbuf)))
+					cli_usage_error(&p, "%s", errbuf);
 				break;
 			case O_METRICS:
 				parse_hostport(&p, "--metrics", optarg, &kconfig.metrics_host, &kconfig.metrics_port);
@@ -309,9 +328,9 @@ main(int argc, char **argv)
 		kmetrics_start(kconfig.metrics_host, kconfig.metrics_port);
 	pool_start();
 	cluster_start();
-	mq_log_info("listening on %s:%d (pool of %d database connections%s)",
+	mq_log_info("listening on %s:%d (pool of %d database connections%s; unauthenticated clients: %s)",
 				kconfig.listen_host, kconfig.listen_port, kconfig.pool_size,
-				kconfig.sasl_plain ? ", sasl plain" : "");
+				kconfig.sasl_plain ? ", sasl plain" : "", principal_anonymous_describe());
 	/* listening, the pool started: serving (systemd: Type=notify) */
 	watchdog_start();
 	mq_sd_ready();
