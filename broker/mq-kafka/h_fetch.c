@@ -366,8 +366,8 @@ fetch_encode(KRequest *req, FetchState *s)
 			FPart	   *fp = &s->parts[k];
 			int64_t		lso = -1,
 						hw = -1;
-			int16_t		code = !res ? failed_code : bounds[k] == BOUNDS_UNAUTHORIZED ?
-				KERR_TOPIC_AUTHORIZATION_FAILED : KERR_UNKNOWN_TOPIC_OR_PARTITION;
+			int16_t		code = !res ? failed_code : bounds[k] == BOUNDS_UNAUTHORIZED ? KERR_TOPIC_AUTHORIZATION_FAILED :
+				KERR_UNKNOWN_TOPIC_OR_PARTITION;
 			int			first = next;
 
 			while (next < nrows && rows[next].part == k)

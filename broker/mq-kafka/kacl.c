@@ -36,7 +36,7 @@
 static const char *const types[] = {NULL, NULL, "topic", "group", "cluster"};
 static const char *const patterns[] = {NULL, NULL, NULL, "literal", "prefixed"};
 static const char *const ops[] = {NULL, NULL, "all", "read", "write", "create", "delete",
-"alter", "describe"};
+								  "alter", "describe"};
 static const char *const perms[] = {NULL, NULL, "deny", "allow"};
 
 #define NAMES(a) ((int) (sizeof(a) / sizeof(a[0])))

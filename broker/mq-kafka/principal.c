@@ -247,7 +247,7 @@ principal_apply(KRequest *req)
 	{
 		for (char *c = req->role; *c; c++)
 			if ((unsigned char) *c < 0x20 || *c == 0x7f)
-				*c = '?';		/* for the log: a newline would forge a line */
+				*c = '?'; /* for the log: a newline would forge a line */
 		mq_log_info("%s: principal \"%s\" maps to no role: refused", conn_peer(req->conn), req->role);
 		return false;
 	}
