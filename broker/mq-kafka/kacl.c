@@ -27,6 +27,7 @@
 #include <string.h>
 
 #include "kerr.h"
+#include "mq_sqlstates.h"
 #include "util.h"
 
 /* Kafka's codes (AclOperation, ResourceType, PatternType, AclPermissionType) */
@@ -270,7 +271,7 @@ kacl_stmt_error(const KStmt *s, const char **message)
 	if (strcmp(s->err.sqlstate, "42501") == 0)
 		return KERR_CLUSTER_AUTHORIZATION_FAILED;
 	/* an unknown role (42704), a name mq refuses: the request's fault */
-	if (strcmp(s->err.sqlstate, "42704") == 0 || strcmp(s->err.sqlstate, "MQ010") == 0 ||
+	if (strcmp(s->err.sqlstate, "42704") == 0 || mq_error_is(&s->err, MQ_SQLSTATE_INVALID_ARGUMENT) ||
 		strcmp(s->err.sqlstate, "22023") == 0)
 		return KERR_INVALID_REQUEST;
 	return code;

@@ -24,6 +24,7 @@
 
 #include "cli.h"
 #include "cluster.h"
+#include "group.h"
 #include "kmetrics.h"
 #include "mqkafka.h"
 #include "principal.h"
@@ -114,14 +115,32 @@ parse_peer(const CliParser *p, char *arg)
 	parse_hostport(p, "--peer", value, &peer->host, &peer->port);
 }
 
+/* the options principal.c takes, past parse_args' own */
+enum
+{
+	O_RULES = CLI_OPT_LONG_BASE + 100, O_ANON
+};
+
+/* --principal-rules, --anonymous (principal.c); false: not one of them */
+static bool
+parse_principal(CliParser *p, int opt, const char *arg)
+{
+	char		errbuf[256];
+
+	if (opt == O_RULES && !principal_set_rules(arg, errbuf, sizeof(errbuf)))
+		cli_usage_error(p, "--principal-rules: %s", errbuf);
+	if (opt == O_ANON && !principal_set_anonymous(arg, errbuf, sizeof(errbuf)))
+		cli_usage_error(p, "%s", errbuf);
+	return opt == O_RULES || opt == O_ANON;
+}
+
 static void
 parse_args(int argc, char **argv)
 {
 	enum
 	{
 		O_ADV = CLI_OPT_LONG_BASE, O_NODE, O_POOL, O_MAXREQ, O_MAXBATCH, O_DELAY,
-		O_AUTO, O_RECHECK, O_PEER, O_COORD, O_REFRESH, O_SASL, O_METRICS, O_STMT,
-		O_RULES, O_ANON
+		O_AUTO, O_RECHECK, O_PEER, O_COORD, O_REFRESH, O_SASL, O_METRICS, O_STMT
 	};
 	static const struct option longopts[] = {
 		{"dbname", required_argument, NULL, 'd'},
@@ -147,7 +166,6 @@ parse_args(int argc, char **argv)
 	};
 	CliParser	p;
 	int			c;
-	char		errbuf[256];
 
 	cli_init(&p, argc, argv, "mq-kafka", help, NULL, "d:l:Vh", longopts);
 	while ((c = cli_next(&p)) != -1)
@@ -199,14 +217,6 @@ parse_args(int argc, char **argv)
 					cli_usage_error(&p, "--sasl must be plain");
 				kconfig.sasl_plain = true;
 				break;
-			case O_RULES:
-				if (!principal_set_rules(optarg, errbuf, sizeof(errbuf)))
-					cli_usage_error(&p, "--principal-rules: %s", errbuf);
-				break;
-			case O_ANON:
-				if (!principal_set_anonymous(optarg, errbuf, sizeof(errbuf)))
-					cli_usage_error(&p, "%s", errbuf);
-				break;
 			case O_METRICS:
 				parse_hostport(&p, "--metrics", optarg, &kconfig.metrics_host, &kconfig.metrics_port);
 				break;
@@ -220,7 +230,8 @@ parse_args(int argc, char **argv)
 				cli_print_help(&p);
 				exit(0);
 			default:
-				cli_usage_error(&p, "unexpected option");
+				if (!parse_principal(&p, c, optarg))
+					cli_usage_error(&p, "unexpected option");
 		}
 	}
 	(void) cli_positionals(&p, 0, 0, "nothing", NULL);
@@ -327,7 +338,7 @@ main(int argc, char **argv)
 	if (kconfig.metrics_host)
 		kmetrics_start(kconfig.metrics_host, kconfig.metrics_port);
 	pool_start();
-	cluster_start();
+	cluster_start(group_drop_moved);
 	mq_log_info("listening on %s:%d (pool of %d database connections%s; unauthenticated clients: %s)",
 				kconfig.listen_host, kconfig.listen_port, kconfig.pool_size,
 				kconfig.sasl_plain ? ", sasl plain" : "", principal_anonymous_describe());
