@@ -27,6 +27,7 @@
 
 #include "kerr.h"
 #include "kmetrics.h"
+#include "principal.h"
 #include "util.h"
 
 typedef struct KApi
@@ -81,6 +82,12 @@ static const KApi apis[] = {
 	 "`mq.delete_records`: the log start moves up to the offset (-1: the high watermark); the answer is the new low watermark"},
 	{KAPI_INIT_PRODUCER_ID, 0, 1, 2, h_init_producer_id,
 	 "`mq.init_producer()`; idempotent producers only"},
+	{KAPI_DESCRIBE_ACLS, 0, 3, 2, h_describe_acls,
+	 "`mq.grants` as the principal's role sees it (below: ACLs)"},
+	{KAPI_CREATE_ACLS, 0, 3, 2, h_create_acls,
+	 "`mq.grant`, one transaction per creation; shapes mq cannot hold refused (`INVALID_REQUEST`)"},
+	{KAPI_DELETE_ACLS, 0, 3, 2, h_delete_acls,
+	 "`mq.revoke` of each grant a filter matches, one transaction per filter"},
 	{KAPI_DESCRIBE_CONFIGS, 0, 2, 4, h_describe_configs,
 	 "a topic's keys set in mq (`mq.topics.config`), and the others with mq's defaults (`mq.config_defaults()`, DEFAULT_CONFIG); brokers: none"},
 	{KAPI_ALTER_CONFIGS, 0, 1, 2, h_alter_configs,
@@ -182,6 +189,14 @@ api_dispatch(KRequest *req, size_t frame_len)
 	if (!api_allowed(req))
 	{
 		mq_log_warning("%s: api key %d before sasl authentication, closing",
+					   conn_peer(req->conn), req->api_key);
+		req_abort(req);
+		return;
+	}
+	/* the role its statements run as (principal.c) */
+	if (req->api_key != KAPI_API_VERSIONS && !is_sasl_api(req->api_key) && !principal_apply(req))
+	{
+		mq_log_warning("%s: api key %d from a refused principal, closing",
 					   conn_peer(req->conn), req->api_key);
 		req_abort(req);
 		return;

@@ -49,13 +49,15 @@
  * daemon checks the limits again, so the cut is only an economy.
  */
 #define FETCH_SQL \
-	"WITH r AS (SELECT u.i::int4 AS i, u.t, u.p, u.o, u.n, u.mb, s.log_start_offset AS lso," \
+	"WITH r0 AS (SELECT u.i::int4 AS i, u.t, u.p, u.o, u.n, u.mb, s.log_start_offset AS lso," \
 	"                  s.high_watermark AS hw, s.log_end_offset AS leo" \
 	"             FROM unnest($1::text[], $2::int4[], $3::int8[], $4::int4[], $5::int4[])" \
 	"                  WITH ORDINALITY AS u(t, p, o, n, mb, i)" \
-	"             JOIN mq.partitions s ON s.topic = u.t AND s.partition = u.p)" \
-	" SELECT r.i, r.lso, r.hw, NULL::int8, NULL::timestamptz, NULL::bytea, NULL::bytea," \
-	"        NULL::bool, NULL::text[], NULL::bytea[] FROM r" \
+	"             LEFT JOIN mq.partitions s ON s.topic = u.t AND s.partition = u.p)," \
+	" r AS (SELECT * FROM r0 WHERE r0.lso IS NOT NULL)" \
+	" SELECT r0.i, CASE WHEN r0.lso IS NULL AND NOT mq.has_topic_privilege(r0.t, 'read') THEN -1" \
+	"        ELSE r0.lso END, r0.hw, NULL::int8, NULL::timestamptz, NULL::bytea, NULL::bytea," \
+	"        NULL::bool, NULL::text[], NULL::bytea[] FROM r0" \
 	" UNION ALL" \
 	" SELECT r.i, NULL, NULL, f.msg_offset, coalesce(f.timestamp, f.created_at), f.key, f.value," \
 	"        f.timestamp_type = 'LogAppendTime'," \
@@ -80,6 +82,13 @@ enum
 	COL_HKEYS,
 	COL_HVALS
 };
+
+/*
+ * bounds[k] of a partition the role may not see nor read: Kafka's
+ * TOPIC_AUTHORIZATION_FAILED, as SQL's 42501 (whether the topic exists or
+ * not); one it may read but that is not there: UNKNOWN_TOPIC_OR_PARTITION
+ */
+#define BOUNDS_UNAUTHORIZED (-2)
 
 /* a record row of the result, for putting rows in order */
 typedef struct FRow
@@ -217,7 +226,7 @@ frow_cmp(const void *a, const void *b)
 
 /*
  * The result's rows in order: bounds[k] is the bounds row of partition k
- * (-1: none, the partition is unknown), and the record rows sorted by
+ * (-1: none, the partition is unknown; BOUNDS_UNAUTHORIZED), and the record rows sorted by
  * partition and offset, in *rows (*nrows of them; the caller frees).  The
  * backend sends them in that order already, so the sort is only a check.
  */
@@ -242,6 +251,8 @@ fetch_order(PGresult *res, int32_t nparts, int *bounds, FRow **rows, int *nrows)
 		{
 			if (!PQgetisnull(res, row, COL_LSO) && !PQgetisnull(res, row, COL_HW))
 				bounds[i - 1] = row;
+			else if (!PQgetisnull(res, row, COL_LSO))
+				bounds[i - 1] = BOUNDS_UNAUTHORIZED;
 			continue;
 		}
 		r = &(*rows)[(*nrows)++];
@@ -360,7 +371,8 @@ fetch_encode(KRequest *req, FetchState *s)
 			FPart	   *fp = &s->parts[k];
 			int64_t		lso = -1,
 						hw = -1;
-			int16_t		code = res ? KERR_UNKNOWN_TOPIC_OR_PARTITION : failed_code;
+			int16_t		code = !res ? failed_code : bounds[k] == BOUNDS_UNAUTHORIZED ? KERR_TOPIC_AUTHORIZATION_FAILED :
+				KERR_UNKNOWN_TOPIC_OR_PARTITION;
 			int			first = next;
 
 			while (next < nrows && rows[next].part == k)

@@ -38,6 +38,9 @@ enum
 	KAPI_DELETE_TOPICS = 20,
 	KAPI_DELETE_RECORDS = 21,
 	KAPI_INIT_PRODUCER_ID = 22,
+	KAPI_DESCRIBE_ACLS = 29,
+	KAPI_CREATE_ACLS = 30,
+	KAPI_DELETE_ACLS = 31,
 	KAPI_DESCRIBE_CONFIGS = 32,
 	KAPI_ALTER_CONFIGS = 33,
 	KAPI_CREATE_PARTITIONS = 37,
@@ -79,6 +82,10 @@ extern void h_list_groups(KRequest *req);
 extern void h_describe_groups(KRequest *req);
 /* h_group_delete.c */
 extern void h_delete_groups(KRequest *req);
+/* h_acl.c, h_acl_delete.c */
+extern void h_describe_acls(KRequest *req);
+extern void h_create_acls(KRequest *req);
+extern void h_delete_acls(KRequest *req);
 /* sasl.c */
 extern void h_sasl_handshake(KRequest *req);
 extern void h_sasl_authenticate(KRequest *req);

@@ -27,6 +27,7 @@
 #include "group.h"
 #include "kmetrics.h"
 #include "mqkafka.h"
+#include "principal.h"
 #include "sdnotify.h"
 #include "util.h"
 
@@ -55,6 +56,12 @@ static const char help[] =
 "      --sasl=plain             clients must authenticate with SASL/PLAIN as a\n"
 "                               PostgreSQL role, whose password PostgreSQL checks;\n"
 "                               their requests then run as that role\n"
+"      --principal-rules=LIST   authenticated name to role: RULE:regex/replacement/[L|U]\n"
+"                               and DEFAULT (the name itself), comma-separated, as\n"
+"                               Kafka's ssl.principal.mapping.rules (default DEFAULT)\n"
+"      --anonymous=daemon|refuse|role:ROLE  a client that did not authenticate\n"
+"                               runs as the daemon's own role (default), is\n"
+"                               refused, or runs as ROLE\n"
 "      --max-request-bytes=N    larger requests close the connection (default 104857600)\n"
 "      --max-batch-bytes=N      decompressed size cap per batch (default 67108864)\n"
 "      --group-initial-delay-ms=N  wait for more members of a new group (default 3000)\n"
@@ -108,6 +115,25 @@ parse_peer(const CliParser *p, char *arg)
 	parse_hostport(p, "--peer", value, &peer->host, &peer->port);
 }
 
+/* the options principal.c takes, past parse_args' own */
+enum
+{
+	O_RULES = CLI_OPT_LONG_BASE + 100, O_ANON
+};
+
+/* --principal-rules, --anonymous (principal.c); false: not one of them */
+static bool
+parse_principal(CliParser *p, int opt, const char *arg)
+{
+	char		errbuf[256];
+
+	if (opt == O_RULES && !principal_set_rules(arg, errbuf, sizeof(errbuf)))
+		cli_usage_error(p, "--principal-rules: %s", errbuf);
+	if (opt == O_ANON && !principal_set_anonymous(arg, errbuf, sizeof(errbuf)))
+		cli_usage_error(p, "%s", errbuf);
+	return opt == O_RULES || opt == O_ANON;
+}
+
 static void
 parse_args(int argc, char **argv)
 {
@@ -132,6 +158,8 @@ parse_args(int argc, char **argv)
 		{"coordinator", required_argument, NULL, O_COORD},
 		{"refresh-ms", required_argument, NULL, O_REFRESH},
 		{"sasl", required_argument, NULL, O_SASL},
+		{"principal-rules", required_argument, NULL, O_RULES},
+		{"anonymous", required_argument, NULL, O_ANON},
 		{"metrics", required_argument, NULL, O_METRICS},
 		{"version", no_argument, NULL, 'V'},
 		{NULL, 0, NULL, 0}
@@ -202,7 +230,8 @@ parse_args(int argc, char **argv)
 				cli_print_help(&p);
 				exit(0);
 			default:
-				cli_usage_error(&p, "unexpected option");
+				if (!parse_principal(&p, c, optarg))
+					cli_usage_error(&p, "unexpected option");
 		}
 	}
 	(void) cli_positionals(&p, 0, 0, "nothing", NULL);
@@ -311,9 +340,9 @@ main(int argc, char **argv)
 	pool_start();
 	cluster_start(group_drop_moved);
 	group_start();
-	mq_log_info("listening on %s:%d (pool of %d database connections%s)",
+	mq_log_info("listening on %s:%d (pool of %d database connections%s; unauthenticated clients: %s)",
 				kconfig.listen_host, kconfig.listen_port, kconfig.pool_size,
-				kconfig.sasl_plain ? ", sasl plain" : "");
+				kconfig.sasl_plain ? ", sasl plain" : "", principal_anonymous_describe());
 	/* listening, the pool started: serving (systemd: Type=notify) */
 	watchdog_start();
 	mq_sd_ready();

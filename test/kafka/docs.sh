@@ -2,7 +2,8 @@
 # docs/kafka.md: every ```console block is run, command by command ("$ "
 # lines, with 127.0.0.1:9092 replaced by the test broker's address), and
 # each command's output must be the lines that follow it in the block.
-# This covers the example session and the verbatim `mq-kafka --help`.
+# This covers the example session, the ACL session (kafka-python's admin
+# client) and the verbatim `mq-kafka --help`.
 # The ```sh blocks start the daemon: each is run (on a free port, against
 # the test database) and must listen.
 source "$(dirname "${BASH_SOURCE[0]}")/lib.bash"
@@ -23,6 +24,8 @@ check_command() {
 	local cmd="$1" want="$2" got
 	cmd="${cmd//127.0.0.1:9092/$BROKER}"
 	cmd="${cmd/#mq-kafka /\"\$MQ_KAFKA\" }"
+	# Debian's python3-kafka, whatever python3 is first on the PATH
+	cmd="${cmd/#python3 //usr/bin/python3 }"
 	got="$(bash -c "$cmd" 2>&1)" || true
 	check_eq "$got" "$want" "$doc: $1"
 }

@@ -1,0 +1,108 @@
+#!/usr/bin/env bash
+# Principals as roles (docs/kafka.md "Principals and roles"): the
+# authorization matrix of test/pgtap/privileges.sql through SQL as each
+# role and through the Kafka protocol as each principal, side by side
+# (test/kafka/py/authz_matrix.py), with mq-kafka logged in as a role that
+# is NOINHERIT, a member of the principals' roles and granted everything
+# itself: no Kafka client gains a right of the daemon's role.  Then
+# unauthenticated clients (--anonymous) and --principal-rules.
+source "$(dirname "${BASH_SOURCE[0]}")/lib.bash"
+T="$(tmpdir)"
+PY=/usr/bin/python3
+
+PW_ALICE="alice-$RANDOM-$RANDOM-secret"
+PW_BOB="bob-$RANDOM-$RANDOM-secret"
+PW_CAROL="carol-$RANDOM-$RANDOM-secret"
+PW_DAEMON="daemon-$RANDOM-$RANDOM-secret"
+# roles are the cluster's, shared by every test database: made once
+# (members of mq_sasl_test log in with a password: scripts/lib.sh)
+sql "DO \$\$ BEGIN
+	IF NOT EXISTS (SELECT FROM pg_roles WHERE rolname = 'mq_sasl_test') THEN CREATE ROLE mq_sasl_test; END IF;
+	IF NOT EXISTS (SELECT FROM pg_roles WHERE rolname = 'mq_az_alice') THEN CREATE ROLE mq_az_alice LOGIN IN ROLE mq_sasl_test; END IF;
+	IF NOT EXISTS (SELECT FROM pg_roles WHERE rolname = 'mq_az_bob') THEN CREATE ROLE mq_az_bob LOGIN IN ROLE mq_sasl_test; END IF;
+	IF NOT EXISTS (SELECT FROM pg_roles WHERE rolname = 'mq_az_carol') THEN CREATE ROLE mq_az_carol LOGIN IN ROLE mq_sasl_test; END IF;
+	IF NOT EXISTS (SELECT FROM pg_roles WHERE rolname = 'mq_az_daemon') THEN CREATE ROLE mq_az_daemon LOGIN NOINHERIT; END IF;
+END \$\$" >/dev/null
+# docs/operations.md: the daemon's role is NOINHERIT and a member of each
+# principal's role, so it may SET ROLE to them and gains nothing from them
+PGOPTIONS="-c client_min_messages=warning" sql "GRANT mq_az_alice, mq_az_bob TO mq_az_daemon" >/dev/null
+psql -X -q -v ON_ERROR_STOP=1 >/dev/null <<EOF
+ALTER ROLE mq_az_alice PASSWORD '$PW_ALICE';
+ALTER ROLE mq_az_bob PASSWORD '$PW_BOB';
+ALTER ROLE mq_az_carol PASSWORD '$PW_CAROL';
+ALTER ROLE mq_az_daemon PASSWORD '$PW_DAEMON';
+EOF
+# the daemon logs in with a password too (pg_hba.conf asks members of
+# members of mq_sasl_test for one): from a passfile, never a command line
+printf '*:*:*:mq_az_daemon:%s\n' "$PW_DAEMON" >"$T/pgpass"
+chmod 600 "$T/pgpass"
+DAEMON_DB="dbname=$PGDATABASE user=mq_az_daemon passfile=$T/pgpass"
+for t in orders orders.eu payments; do sql "SELECT mq.create_topic('$t', 1)" >/dev/null; done
+# the daemon's own role may do anything with topics and groups
+sql "SELECT mq.grant('all', 'topic', '*', 'mq_az_daemon'), mq.grant('all', 'group', '*', 'mq_az_daemon')" >/dev/null
+
+kafka_start --sasl=plain -d "$DAEMON_DB" || { fail "mq-kafka starts"; finish; }
+check_eq "$(sql "SELECT rolinherit FROM pg_roles WHERE rolname = 'mq_az_daemon'")" "f" "the daemon's role is NOINHERIT"
+
+run env MQ_PW_ALICE="$PW_ALICE" MQ_PW_BOB="$PW_BOB" PYTHONPATH=test/kafka/py \
+	timeout 200 "$PY" test/kafka/py/authz_matrix.py "$KAFKA_PORT" mq_az_alice mq_az_bob
+printf '%s\n' "$OUT" "$ERR" | sed 's/^/# /'
+expect_rc 0 "authz_matrix.py: every case agrees through SQL and Kafka, and with the expected outcome"
+kafka_kill
+
+# --- unauthenticated clients ------------------------------------------------
+meta() {
+	PYTHONPATH=test/kafka/py "$PY" -c "
+import sys; from kwire import Client, Closed
+try: print(','.join(Client($KAFKA_PORT, *sys.argv[1:]).metadata()))
+except Closed: print('closed')" "$@"
+}
+topics_of() { sql "SET ROLE $1; SELECT string_agg(topic, ',' ORDER BY topic) FROM mq.topics"; }
+
+kafka_start || { fail "mq-kafka starts"; finish; }
+check_eq "$(meta)" "orders,orders.eu,payments" \
+	"without --anonymous an unauthenticated client acts as the daemon's role (the default, as before)"
+kafka_kill
+kafka_start --anonymous=role:mq_az_alice || { fail "mq-kafka --anonymous=role: starts"; finish; }
+check_eq "$(meta)" "$(topics_of mq_az_alice)" \
+	"--anonymous=role:mq_az_alice: an unauthenticated client sees what mq_az_alice sees in SQL"
+check_eq "$(meta)" "orders,orders.eu" "(alice's topics: payments is denied to her)"
+kafka_kill
+kafka_start --anonymous=refuse || { fail "mq-kafka --anonymous=refuse starts"; finish; }
+check_eq "$(meta)" "closed" "--anonymous=refuse: an unauthenticated client is turned away"
+check_match "$(cat "$T/mq-kafka.log")" "api key 3 from a refused principal, closing" "and the log says why"
+kafka_kill
+run "$MQ_KAFKA" --anonymous=nobody
+check_match "$ERR" "--anonymous must be daemon, refuse or role:ROLE" "a bad --anonymous is refused at start"
+
+# --- --principal-rules --------------------------------------------------------
+run "$MQ_KAFKA" "--principal-rules=RULE:(/x/"
+check_match "$ERR" "principal-rules: bad regular expression" "a bad rule is refused at start"
+# carol authenticates as herself; the first rule makes her alice's role
+kafka_start --sasl=plain -d "$DAEMON_DB" \
+	'--principal-rules=RULE:mq_az_(car)ol/mq_az_alice/,RULE:^MQ_AZ_(.*)$/mq_az_$1/L' ||
+	{ fail "mq-kafka --principal-rules starts"; finish; }
+check_eq "$(meta mq_az_carol "$PW_CAROL")" "$(topics_of mq_az_alice)" \
+	"a RULE maps carol to role mq_az_alice: she sees alice's topics"
+check_eq "$(meta mq_az_bob "$PW_BOB")" "closed" "a name no rule maps (and no DEFAULT) is refused"
+check_match "$(cat "$T/mq-kafka.log")" 'principal "mq_az_bob" maps to no role: refused' "and the log says so"
+kafka_kill
+kafka_start --sasl=plain -d "$DAEMON_DB" '--principal-rules=RULE:mq_az_c.*/none/,DEFAULT' ||
+	{ fail "mq-kafka starts"; finish; }
+check_eq "$(meta mq_az_carol "$PW_CAROL")" "closed" \
+	"a rule that yields \"none\" (SET ROLE's word for the daemon's own role) is refused"
+check_eq "$(meta mq_az_bob "$PW_BOB")" "$(topics_of mq_az_bob)" "DEFAULT: bob is role mq_az_bob"
+kafka_kill
+
+# a principal whose role the daemon is not a member of: SET ROLE fails, nothing runs
+kafka_start --sasl=plain -d "$DAEMON_DB" || { fail "mq-kafka starts"; finish; }
+before="$(sql "SELECT count(*) FROM mq.fetch('orders', 0, 0, 1000)")"
+run env PYTHONPATH=test/kafka/py "$PY" -c "
+import sys; from kwire import Client
+print(Client($KAFKA_PORT, 'mq_az_carol', sys.argv[1]).produce('orders'))" "$PW_CAROL"
+check_eq "$OUT" "29" \
+	"carol (the daemon is no member of her role): SET ROLE's refusal (42501) answers TOPIC_AUTHORIZATION_FAILED, not the daemon's rights"
+check_eq "$(sql "SELECT count(*) FROM mq.fetch('orders', 0, 0, 1000)")" "$before" "and nothing of hers was stored"
+check_eq "$(kill -0 "$KAFKA_PID" && echo alive)" "alive" "mq-kafka is still running"
+
+finish
