@@ -121,10 +121,11 @@ mq_phase() {
 	SUITE_T0="$PHASE_T0"
 	mq_phase_title "$@"
 }
+# suite_done NAME [MS]: NAME took MS (default: since the last suite ended)
 suite_done() {
 	local t
 	t="$(now_ms)"
-	SUITE_TIMES+=("$((t - SUITE_T0))"$'\t'"$1")
+	SUITE_TIMES+=("${2:-$((t - SUITE_T0))}"$'\t'"$1")
 	SUITE_T0="$t"
 }
 # the suites' clock starts again here (after a phase's own set-up)
@@ -147,15 +148,16 @@ print_times() {
 		done
 }
 
+# pass NAME [MS], fail NAME [MS]: a suite ended (MS: see suite_done)
 pass() {
 	PASSED=$((PASSED + 1))
-	suite_done "$1"
+	suite_done "$@"
 	printf -- '--- PASS: %s\n' "$1"
 }
 fail() {
 	FAILED=$((FAILED + 1))
 	FAILED_NAMES+=("$1")
-	suite_done "$1"
+	suite_done "$@"
 	printf -- '--- FAIL: %s\n' "$1"
 }
 
@@ -482,8 +484,86 @@ if want sanitize; then
 fi
 
 # --------------------------------------------------------------------------
+# The multi-node TAP tests, TAP_JOBS at a time: they spend their time
+# waiting on servers, brokers and deadlines more than on the CPU (see
+# "The test command's time" in docs/design.md).  Each runs prove as
+# postgres with its own TMPDIR ($TAPDIR/tmp/NAME: its sockets, the HA
+# coordinator's nodes); its nodes' data dirs are $TAPDIR/tmp_check/t_NAME_*
+# and its logs $TAPDIR/tmp_check/log/{regress_log_NAME,NAME_*}, so tests
+# that run together share nothing but the port reservations of
+# PostgreSQL::Test::Cluster (PG_TEST_PORT_DIR: one directory for every run
+# on the machine, so that two runs of this command do not pick the same
+# port either).  Each test's output goes to a file, printed whole when the
+# test ends; its time runs from its own start; scripts/cpu-time.pl adds
+# the CPU time of the test and of every process it started, its servers
+# included.
+TAP_JOBS="${MQ_TAP_JOBS:-3}"
+declare -A TAP_RUNNING=() TAP_T0=()
+
+tap_start() {
+	local f="$1" base
+	base="$(basename "$f" .pl)"
+	mkdir -p "$TAPDIR/tmp/$base"
+	if mq_is_root; then chown postgres:postgres "$TAPDIR/tmp/$base"; fi
+	echo "starting $f"
+	TESTDIR="$TAPDIR" PG_REGRESS="$PG_REGRESS" TMPDIR="$TAPDIR/tmp/$base" \
+		PG_TEST_PORT_DIR="$TAP_PORT_DIR" MQ_REPO_ROOT="$MQ_PG_REPO" \
+		PERL5LIB="$PG_TAP_PERL:$MQ_PG_REPO/test/t${PERL5LIB:+:$PERL5LIB}" \
+		mq_spawn_timeout "$SUITE_TIMEOUT" as_postgres perl "$MQ_PG_REPO/scripts/cpu-time.pl" \
+		prove -I "$PG_TAP_PERL" -I "$MQ_PG_REPO/test/t" "$MQ_PG_REPO/$f" \
+		>"$TAPDIR/out/$base.out" 2>&1
+	TAP_RUNNING[$MQ_SPAWNED]="$f"
+	TAP_T0[$MQ_SPAWNED]="$(now_ms)"
+}
+
+# tap_reap: wait for one running test to end, and report it.
+tap_reap() {
+	local pid="" rc=0 f base ms log d
+	wait -n -p pid "${!TAP_RUNNING[@]}" || rc=$?
+	[[ -n "$pid" ]] || return 0
+	f="${TAP_RUNNING[$pid]}"
+	ms=$(($(now_ms) - ${TAP_T0[$pid]}))
+	unset 'TAP_RUNNING[$pid]' 'TAP_T0[$pid]'
+	mq_reaped "$pid" "$rc" "after ${SUITE_TIMEOUT}s: $f"
+	base="$(basename "$f" .pl)"
+	# whatever of its servers outlived it (a test killed by its timeout)
+	mq_stop_servers_under "$TAPDIR/tmp/$base"
+	for d in "$TAPDIR/tmp_check/t_${base}_"*; do mq_stop_servers_under "$d"; done
+	printf -- '--- %s (%ss):\n' "$f" "$(secs "$ms")"
+	sed 's/^/    /' "$TAPDIR/out/$base.out"
+	if ((rc == 0)); then
+		pass "tap:$f" "$ms"
+		return 0
+	fi
+	fail "tap:$f" "$ms"
+	log="$TAPDIR/tmp_check/log/regress_log_$base"
+	if [[ -f "$log" ]]; then
+		echo "---- last 60 lines of regress_log_$base ----"
+		tail -n 60 "$log"
+		echo "---- end ----"
+	fi
+	d="$TAPDIR/keep/tap-$base"
+	mkdir -p "$d"
+	cp "$TAPDIR/out/$base.out" "$d/prove.out"
+	cp -r "$TAPDIR/tmp_check/log/regress_log_$base" "$TAPDIR/tmp_check/log/${base}_"* "$d/" 2>/dev/null || true
+	keep_log "$d"
+}
+
+tap_run_all() {
+	TAP_PORT_DIR="${TMPDIR:-/tmp}/mq-tap-portlock"
+	mkdir -p "$TAP_PORT_DIR"
+	chmod 1777 "$TAP_PORT_DIR" 2>/dev/null || true
+	local f
+	for f in "${TAP_PL[@]}"; do
+		while ((${#TAP_RUNNING[@]} >= TAP_JOBS)); do tap_reap; done
+		tap_start "$f"
+	done
+	while ((${#TAP_RUNNING[@]})); do tap_reap; done
+}
+
+# --------------------------------------------------------------------------
 if want tap; then
-	mq_phase "multi-node TAP: prove as postgres (${#TAP_PL[@]} tests in test/t/)"
+	mq_phase "multi-node TAP: prove as postgres (${#TAP_PL[@]} tests in test/t/, $TAP_JOBS at a time)"
 	if ((${#TAP_PL[@]} == 0)); then
 		echo "no test/t/*.pl: skipped"
 	else
@@ -496,26 +576,8 @@ if want tap; then
 		# copy when it cannot read the checkout (mq_postgres_repo)
 		mq_postgres_repo || mq_die "cannot copy the checkout for the postgres user"
 
-		for f in "${TAP_PL[@]}"; do
-			if TESTDIR="$TAPDIR" PG_REGRESS="$PG_REGRESS" TMPDIR="$TAPDIR/tmp" \
-				MQ_REPO_ROOT="$MQ_PG_REPO" \
-				PERL5LIB="$PG_TAP_PERL:$MQ_PG_REPO/test/t${PERL5LIB:+:$PERL5LIB}" \
-				mq_run_timeout "$SUITE_TIMEOUT" as_postgres \
-				prove -I "$PG_TAP_PERL" -I "$MQ_PG_REPO/test/t" "$MQ_PG_REPO/$f"; then
-				pass "tap:$f"
-			else
-				fail "tap:$f"
-				base="$(basename "$f" .pl)"
-				log="$TAPDIR/tmp_check/log/regress_log_$base"
-				if [[ -f "$log" ]]; then
-					echo "---- last 60 lines of regress_log_$base ----"
-					tail -n 60 "$log"
-					echo "---- end ----"
-				fi
-				keep_log "$TAPDIR/tmp_check/log" "tap-$base"
-			fi
-			mq_stop_servers_under "$TAPDIR"
-		done
+		mkdir -p "$TAPDIR/out"
+		tap_run_all
 	fi
 fi
 
