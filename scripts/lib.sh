@@ -127,9 +127,21 @@ mq_postgres_repo() {
 # postgres user.  Runs in the background and waits, so INT/TERM reach our
 # trap at once; the trap terminates it.  Returns CMD's status (124: timeout).
 mq_run_timeout() {
+	local rc=0
+	mq_spawn_timeout "$@"
+	wait "$MQ_SPAWNED" || rc=$?
+	mq_reaped "$MQ_SPAWNED" "$rc" "after ${1}s: ${*:2}"
+	return "$rc"
+}
+
+# mq_spawn_timeout SECS [as_postgres] CMD...: start what mq_run_timeout
+# runs, in the background (its stdout and stderr are the caller's: redirect
+# the call), and return at once with its pid in MQ_SPAWNED; the exit trap
+# terminates it.  Wait for it (wait, wait -n), then call mq_reaped.
+mq_spawn_timeout() {
 	local secs="$1"
 	shift
-	local pfx=() pid rc=0
+	local pfx=()
 	if [[ "$1" == as_postgres ]]; then
 		shift
 		if mq_is_root; then
@@ -142,18 +154,21 @@ mq_run_timeout() {
 		fi
 		exec "${pfx[@]}" timeout -k 10 "$secs" "$@"
 	) &
-	pid=$!
-	MQ_CHILD_PIDS+=("$pid")
-	wait "$pid" || rc=$?
-	local p kept=()
+	MQ_SPAWNED=$!
+	MQ_CHILD_PIDS+=("$MQ_SPAWNED")
+}
+
+# mq_reaped PID RC [WHAT]: PID (from mq_spawn_timeout) ended with RC: the
+# exit trap forgets it; a timeout is said ("timed out WHAT").
+mq_reaped() {
+	local pid="$1" rc="$2" p kept=()
 	for p in "${MQ_CHILD_PIDS[@]}"; do
 		[[ "$p" == "$pid" ]] || kept+=("$p")
 	done
 	MQ_CHILD_PIDS=("${kept[@]}")
 	if ((rc == 124 || rc == 137)); then
-		mq_log "timed out after ${secs}s: $*"
+		mq_log "timed out ${3:-(pid $pid)}"
 	fi
-	return "$rc"
 }
 
 # mq_stop_servers_under DIR: stop (immediate, then SIGKILL) every postmaster

@@ -35,8 +35,12 @@
 #      a sanitized mq-broker take some 4 minutes more: `bash
 #      scripts/sanitize.sh` runs them, not this command.
 #   6. multi-node TAP tests test/t/*.pl with prove as the postgres user
-#      (PostgreSQL::Test::Cluster; each test starts its own nodes).
-#      MQ_REPO_ROOT names the repo; test/t is in @INC for helper modules.
+#      (PostgreSQL::Test::Cluster; each test starts its own nodes),
+#      MQ_TAP_JOBS at a time, each on its own ports, data, temp and log
+#      files (tap_start below).  MQ_REPO_ROOT names the repo; test/t is in
+#      @INC for helper modules.  By default this phase runs beside phases
+#      3 to 5, in a second instance of this command started after the
+#      build (MQ_TAP_BESIDE below); its output is printed after phase 5.
 #   7. package: test/package/*.sh, run with bash from the repo root as
 #      root (timeout MQ_PACKAGE_TIMEOUT, default 900 s): the Debian
 #      packages are built, installed with apt, proven on a cluster of the
@@ -49,7 +53,8 @@
 # the previous one: its elapsed time is printed when it ends, and at the
 # end a table of every phase's time and the ten slowest suites (a suite's
 # time runs from the end of the one before it in its phase, so it includes
-# its fresh database).  A new phase needs nothing more than its mq_phase
+# its fresh database; a TAP test's from its own start, as they run side by
+# side).  A new phase needs nothing more than its mq_phase
 # line to be timed.
 #
 # Prints `N passed, N failed` (N counts suites) as its very last line and
@@ -69,6 +74,9 @@
 #        checks run whole, the format check looks at the C files changed
 #        since the branch left main, the sanitize and package phases are
 #        left out unless MQ_TEST_ONLY names them; MQ_TESTS, if set too, wins),
+#        MQ_TAP_JOBS (multi-node TAP tests run at a time, default 3),
+#        MQ_TAP_BESIDE=0 (run the TAP phase alone, in its place, not beside
+#        the phases from unit to sanitize),
 #        MQ_PRELOAD / MQ_EXTENSION (see scripts/lib.sh).
 set -euo pipefail
 
@@ -121,10 +129,11 @@ mq_phase() {
 	SUITE_T0="$PHASE_T0"
 	mq_phase_title "$@"
 }
+# suite_done NAME [MS]: NAME took MS (default: since the last suite ended)
 suite_done() {
 	local t
 	t="$(now_ms)"
-	SUITE_TIMES+=("$((t - SUITE_T0))"$'\t'"$1")
+	SUITE_TIMES+=("${2:-$((t - SUITE_T0))}"$'\t'"$1")
 	SUITE_T0="$t"
 }
 # the suites' clock starts again here (after a phase's own set-up)
@@ -147,15 +156,16 @@ print_times() {
 		done
 }
 
+# pass NAME [MS], fail NAME [MS]: a suite ended (MS: see suite_done)
 pass() {
 	PASSED=$((PASSED + 1))
-	suite_done "$1"
+	suite_done "$@"
 	printf -- '--- PASS: %s\n' "$1"
 }
 fail() {
 	FAILED=$((FAILED + 1))
 	FAILED_NAMES+=("$1")
-	suite_done "$1"
+	suite_done "$@"
 	printf -- '--- FAIL: %s\n' "$1"
 }
 
@@ -170,16 +180,86 @@ keep_log() {
 
 finish() {
 	cluster_stop >/dev/null 2>&1 || true
+	tap_beside_join
 	print_times
+	write_results
 	if ((FAILED > 0)); then
 		echo
 		echo "failed suites: ${FAILED_NAMES[*]}"
-		[[ -n "$LOGS_DIR" ]] && echo "logs of failed suites kept in $LOGS_DIR"
+		local d
+		for d in "$LOGS_DIR" "${BESIDE_LOGS[@]}"; do
+			[[ -n "$d" ]] && echo "logs of failed suites kept in $d"
+		done
 	fi
 	echo
 	printf '%d passed, %d failed\n' "$PASSED" "$FAILED"
 	if ((FAILED > 0)); then exit 1; fi
 	exit 0
+}
+
+# ---- the TAP phase beside the others (MQ_TAP_BESIDE)
+# The multi-node TAP tests spend most of their time waiting, and so do the
+# phases from unit to sanitize: with MQ_TAP_BESIDE=1 (the default when
+# both are to run) this command starts a second instance of itself for the
+# TAP phase alone (MQ_TEST_ONLY=tap MQ_SKIP_BUILD=1) right after the
+# build, runs the other phases meanwhile, and before the package phase
+# (which replaces the installed extension) waits for it, prints its output
+# and counts its suites and times as its own (MQ_RESULTS: the file where
+# an instance writes them).  MQ_TAP_BESIDE=0 runs the TAP phase in its
+# place, alone.
+BESIDE_PID=""
+BESIDE_LOGS=()
+write_results() {
+	[[ -n "${MQ_RESULTS:-}" ]] || return 0
+	local row
+	{
+		for row in "${PHASE_TIMES[@]}"; do printf 'phase\t%s\n' "$row"; done
+		for row in "${SUITE_TIMES[@]}"; do printf 'suite\t%s\n' "$row"; done
+		for row in "${FAILED_NAMES[@]}"; do printf 'failed\t%s\n' "$row"; done
+		printf 'count\t%d\t%d\n' "$PASSED" "$FAILED"
+		[[ -z "$LOGS_DIR" ]] || printf 'logs\t%s\n' "$LOGS_DIR"
+	} >"$MQ_RESULTS"
+}
+tap_beside_start() {
+	BESIDE_DIR="$(mktemp -d "${TMPDIR:-/tmp}/mq-beside.XXXXXX")"
+	mq_on_exit "rm -rf '$BESIDE_DIR'"
+	echo "the multi-node TAP phase runs beside the next phases (MQ_TAP_BESIDE): its output comes after them"
+	MQ_TEST_ONLY=tap MQ_SKIP_BUILD=1 MQ_TAP_BESIDE=0 MQ_RESULTS="$BESIDE_DIR/results" \
+		mq_spawn_timeout "$((SUITE_TIMEOUT * ${#TAP_PL[@]} + 60))" bash scripts/test.sh \
+		>"$BESIDE_DIR/out" 2>&1
+	BESIDE_PID="$MQ_SPAWNED"
+}
+tap_beside_join() {
+	[[ -n "$BESIDE_PID" ]] || return 0
+	local rc=0 t0 kind a b c failed=0
+	phase_end
+	t0="$(now_ms)"
+	echo
+	echo "==> multi-node TAP (beside the phases since unit): waiting for it"
+	wait "$BESIDE_PID" || rc=$?
+	mq_reaped "$BESIDE_PID" "$rc" "the TAP phase beside the others"
+	BESIDE_PID=""
+	# its output without its own summary (merged into ours below)
+	sed -e '/^phase times:$/,$d' "$BESIDE_DIR/out"
+	if [[ ! -f "$BESIDE_DIR/results" ]]; then
+		fail "tap:the phase ended without results (exit $rc)"
+		return 0
+	fi
+	while IFS=$'\t' read -r kind a b c; do
+		case "$kind" in
+		phase) [[ "$b" != dependencies ]] &&
+			PHASE_TIMES+=("$a"$'\t'"$b (beside the others from unit on; waited $(secs $(($(now_ms) - t0)))s for it at the end)") ;;
+		suite) SUITE_TIMES+=("$a"$'\t'"$b") ;;
+		failed) FAILED_NAMES+=("$a") ;;
+		count) PASSED=$((PASSED + a)) FAILED=$((FAILED + b)) failed="$b" ;;
+		logs) BESIDE_LOGS+=("$a") ;;
+		esac
+	done <"$BESIDE_DIR/results"
+	: "$c"
+	if ((rc != 0 && failed == 0)); then
+		fail "tap:the phase (exit $rc)"
+	fi
+	echo "<== multi-node TAP: waited $(secs $(($(now_ms) - t0)))s for it at the end"
 }
 
 # fresh_db NAME [extension...]: create database NAME with the extensions.
@@ -298,6 +378,15 @@ if [[ -n "${MQ_TESTS:-}" ]]; then
 	for l in REGRESS_SQL ISOLATION_SPECS PGTAP_SQL CONC_SH CLI_SH KAFKA_SH TAP_PL UNIT_C UNIT_SH PACKAGE_SH; do narrow "$l"; done
 fi
 shopt -u nullglob
+
+# --------------------------------------------------------------------------
+TAP_BESIDE=""
+if want tap && [[ "${MQ_TAP_BESIDE:-1}" != 0 ]] && ((${#TAP_PL[@]})); then
+	for p in unit regress isolation pgtap concurrency cli kafka sanitize; do
+		if want "$p"; then TAP_BESIDE=1; fi
+	done
+fi
+[[ -z "$TAP_BESIDE" ]] || tap_beside_start
 
 # --------------------------------------------------------------------------
 if want unit; then
@@ -482,8 +571,88 @@ if want sanitize; then
 fi
 
 # --------------------------------------------------------------------------
-if want tap; then
-	mq_phase "multi-node TAP: prove as postgres (${#TAP_PL[@]} tests in test/t/)"
+# The multi-node TAP tests, TAP_JOBS at a time: they spend their time
+# waiting on servers, brokers and deadlines more than on the CPU (see
+# "The test command's time" in docs/design.md).  Each runs prove as
+# postgres with its own TMPDIR ($TAPDIR/tmp/NAME: its sockets, the HA
+# coordinator's nodes); its nodes' data dirs are $TAPDIR/tmp_check/t_NAME_*
+# and its logs $TAPDIR/tmp_check/log/{regress_log_NAME,NAME_*}, so tests
+# that run together share nothing but the port reservations of
+# PostgreSQL::Test::Cluster (PG_TEST_PORT_DIR: one directory for every run
+# on the machine, so that two runs of this command do not pick the same
+# port either).  Each test's output goes to a file, printed whole when the
+# test ends; its time runs from its own start; scripts/cpu-time.pl adds
+# the CPU time of the test and of every process it started, its servers
+# included.
+TAP_JOBS="${MQ_TAP_JOBS:-3}"
+declare -A TAP_RUNNING=() TAP_T0=()
+
+tap_start() {
+	local f="$1" base
+	base="$(basename "$f" .pl)"
+	mkdir -p "$TAPDIR/tmp/$base"
+	if mq_is_root; then chown postgres:postgres "$TAPDIR/tmp/$base"; fi
+	echo "starting $f"
+	TESTDIR="$TAPDIR" PG_REGRESS="$PG_REGRESS" TMPDIR="$TAPDIR/tmp/$base" \
+		PG_TEST_PORT_DIR="$TAP_PORT_DIR" MQ_REPO_ROOT="$MQ_PG_REPO" \
+		PERL5LIB="$PG_TAP_PERL:$MQ_PG_REPO/test/t${PERL5LIB:+:$PERL5LIB}" \
+		mq_spawn_timeout "$SUITE_TIMEOUT" as_postgres perl "$MQ_PG_REPO/scripts/cpu-time.pl" \
+		prove -I "$PG_TAP_PERL" -I "$MQ_PG_REPO/test/t" "$MQ_PG_REPO/$f" \
+		>"$TAPDIR/out/$base.out" 2>&1
+	TAP_RUNNING[$MQ_SPAWNED]="$f"
+	TAP_T0[$MQ_SPAWNED]="$(now_ms)"
+}
+
+# tap_reap: wait for one running test to end, and report it.
+tap_reap() {
+	local pid="" rc=0 f base ms log d
+	wait -n -p pid "${!TAP_RUNNING[@]}" || rc=$?
+	[[ -n "$pid" ]] || return 0
+	f="${TAP_RUNNING[$pid]}"
+	ms=$(($(now_ms) - ${TAP_T0[$pid]}))
+	unset 'TAP_RUNNING[$pid]' 'TAP_T0[$pid]'
+	mq_reaped "$pid" "$rc" "after ${SUITE_TIMEOUT}s: $f"
+	base="$(basename "$f" .pl)"
+	# whatever of its servers outlived it (a test killed by its timeout)
+	mq_stop_servers_under "$TAPDIR/tmp/$base"
+	for d in "$TAPDIR/tmp_check/t_${base}_"*; do mq_stop_servers_under "$d"; done
+	printf -- '--- %s (%ss):\n' "$f" "$(secs "$ms")"
+	sed 's/^/    /' "$TAPDIR/out/$base.out"
+	if ((rc == 0)); then
+		pass "tap:$f" "$ms"
+		return 0
+	fi
+	fail "tap:$f" "$ms"
+	log="$TAPDIR/tmp_check/log/regress_log_$base"
+	if [[ -f "$log" ]]; then
+		echo "---- last 60 lines of regress_log_$base ----"
+		tail -n 60 "$log"
+		echo "---- end ----"
+	fi
+	d="$TAPDIR/keep/tap-$base"
+	mkdir -p "$d"
+	cp "$TAPDIR/out/$base.out" "$d/prove.out"
+	cp -r "$TAPDIR/tmp_check/log/regress_log_$base" "$TAPDIR/tmp_check/log/${base}_"* "$d/" 2>/dev/null || true
+	keep_log "$d"
+}
+
+tap_run_all() {
+	TAP_PORT_DIR="${TMPDIR:-/tmp}/mq-tap-portlock"
+	mkdir -p "$TAP_PORT_DIR"
+	chmod 1777 "$TAP_PORT_DIR" 2>/dev/null || true
+	local f
+	for f in "${TAP_PL[@]}"; do
+		while ((${#TAP_RUNNING[@]} >= TAP_JOBS)); do tap_reap; done
+		tap_start "$f"
+	done
+	while ((${#TAP_RUNNING[@]})); do tap_reap; done
+}
+
+# --------------------------------------------------------------------------
+if [[ -n "$TAP_BESIDE" ]]; then
+	tap_beside_join
+elif want tap; then
+	mq_phase "multi-node TAP: prove as postgres (${#TAP_PL[@]} tests in test/t/, $TAP_JOBS at a time)"
 	if ((${#TAP_PL[@]} == 0)); then
 		echo "no test/t/*.pl: skipped"
 	else
@@ -496,26 +665,8 @@ if want tap; then
 		# copy when it cannot read the checkout (mq_postgres_repo)
 		mq_postgres_repo || mq_die "cannot copy the checkout for the postgres user"
 
-		for f in "${TAP_PL[@]}"; do
-			if TESTDIR="$TAPDIR" PG_REGRESS="$PG_REGRESS" TMPDIR="$TAPDIR/tmp" \
-				MQ_REPO_ROOT="$MQ_PG_REPO" \
-				PERL5LIB="$PG_TAP_PERL:$MQ_PG_REPO/test/t${PERL5LIB:+:$PERL5LIB}" \
-				mq_run_timeout "$SUITE_TIMEOUT" as_postgres \
-				prove -I "$PG_TAP_PERL" -I "$MQ_PG_REPO/test/t" "$MQ_PG_REPO/$f"; then
-				pass "tap:$f"
-			else
-				fail "tap:$f"
-				base="$(basename "$f" .pl)"
-				log="$TAPDIR/tmp_check/log/regress_log_$base"
-				if [[ -f "$log" ]]; then
-					echo "---- last 60 lines of regress_log_$base ----"
-					tail -n 60 "$log"
-					echo "---- end ----"
-				fi
-				keep_log "$TAPDIR/tmp_check/log" "tap-$base"
-			fi
-			mq_stop_servers_under "$TAPDIR"
-		done
+		mkdir -p "$TAPDIR/out"
+		tap_run_all
 	fi
 fi
 

@@ -68,7 +68,7 @@ END $$;
 });
 
 my $connstr = $node->connstr('postgres') . ' application_name=pipeline-worker';
-my $stopfile = "$PostgreSQL::Test::Utils::tmp_check/pipeline.stop";
+my $stopfile = PostgreSQL::Test::Utils::tempdir() . "/pipeline.stop";
 unlink $stopfile;
 
 # workers: a fresh connection after every failure, until told to stop (the

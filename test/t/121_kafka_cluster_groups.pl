@@ -64,7 +64,7 @@ my ($victim) = grep { $_ != $gc && $_ != 1 } sort keys %leaders;
 $victim //= (grep { $_ != $gc } sort keys %leaders)[0];
 
 $ENV{RDK_PACE_US} = 2000;
-my $cpid = open(my $cons, '-|', "$dir/rdk_cgroup $boot cg $n cgroup 2>$logs/121_consumer.err")
+my $cpid = open(my $cons, '-|', "$dir/rdk_cgroup $boot cg $n cgroup 2>$logs/121_kafka_cluster_groups_consumer.err")
   or die "cannot start the consumer group: $!";
 my $line;
 while (defined($line = <$cons>) && $line !~ /^progress 2/) { }
@@ -84,8 +84,8 @@ like($c->wait_broker_log($gc, qr/mq-kafka \(pid $kpid\) was killed by signal 9; 
 my $summary = join '', <$cons>;
 close $cons;
 note('commits that failed and were retried or redone: '
-	  . (() = slurp_file("$logs/121_consumer.err") =~ /failed/g));
-is($? >> 8, 0, 'the consumer group exited successfully') or diag(`tail -30 $logs/121_consumer.err`);
+	  . (() = slurp_file("$logs/121_kafka_cluster_groups_consumer.err") =~ /failed/g));
+is($? >> 8, 0, 'the consumer group exited successfully') or diag(`tail -30 $logs/121_kafka_cluster_groups_consumer.err`);
 like($summary, qr/delivered $n of $n, committed $n, twice 0/,
 	'every record delivered, every position committed once, all of them committed');
 

@@ -87,7 +87,8 @@ for (split /\n/, $example)
 }
 is_deeply([ map { (split / /)[ 0 .. 1 ] } @steps ],
 	[ 'cat', 'plan.json', ('mqctl', 'reassign') x 3, 'mqctl', 'broker' ], 'the example has its five steps');
-my $plan = "$PostgreSQL::Test::Utils::tmp_check/plan.json";
+# in a directory of its own: tests run side by side (scripts/test.sh)
+my $plan = PostgreSQL::Test::Utils::tempdir() . "/plan.json";
 open my $fh, '>', $plan or die $!;
 print $fh $shown{'cat plan.json'};
 close $fh;

@@ -95,7 +95,8 @@ is_deeply(contents(2), $before, 'the follower compacted its own copy to the same
 is((split / /, (split /\n/, $served)[0])[0], (split / /, $before->[0])[0], 'a consumer of the leader starts at the first survivor');
 
 # the move: broker 3 is new to the partition, broker 1 leaves
-my $plan = "$PostgreSQL::Test::Utils::tmp_check/plan.json";
+# in a directory of its own: tests run side by side (scripts/test.sh)
+my $plan = PostgreSQL::Test::Utils::tempdir() . "/plan.json";
 open my $fh, '>', $plan or die $!;
 print $fh '{"version": 1, "partitions": [{"topic": "cm", "partition": 0, "replicas": [3, 2]}]}';
 close $fh;

@@ -12,6 +12,7 @@ use warnings;
 
 use PostgreSQL::Test::Utils;
 use Test::More;
+use Time::HiRes qw(time usleep);
 use MqCluster;
 
 my $root = $ENV{MQ_REPO_ROOT} // '.';
@@ -36,7 +37,7 @@ sub produce
 		my $out = `perl $root/test/kafka/produce_acks.pl $port t $acks $value 2>&1`;
 		chomp $out;
 		return $out if $out ne '6 -1' || time > $deadline;
-		sleep 1;
+		usleep(100_000);	# a retry pause: the loop waits on the answer
 	}
 }
 sub log_end

@@ -32,6 +32,7 @@ use PostgreSQL::Test::Utils;
 use Test::More;
 use Time::HiRes qw(time usleep);
 use File::Temp ();
+use File::Basename ();
 use POSIX ();
 
 my @started;
@@ -39,12 +40,22 @@ END { $_->stop_ha for @started; }
 
 sub script { ($ENV{MQ_REPO_ROOT} // '.') . '/scripts/coord-ha.sh' }
 
+# Where its logs go: next to the servers' logs, named after the test
+# (NAME_coord-ha*), as PostgreSQL::Test::Cluster names the nodes' logs, so
+# that tests run side by side (scripts/test.sh) write files of their own.
+sub logfile
+{
+	my ($what) = @_;
+	(my $test = File::Basename::basename($0)) =~ s/\.[^.]+$//;
+	return "$PostgreSQL::Test::Utils::log_path/${test}_coord-ha$what";
+}
+
 sub ha
 {
 	my ($self, @args) = @_;
 	# its messages, and pg_autoctl's logs at the end, go next to the
 	# servers' logs (kept when a test fails)
-	my $log = "$PostgreSQL::Test::Utils::log_path/coord-ha.log";
+	my $log = logfile('.log');
 	local $ENV{MQ_COORD_HA_OWNER} = $$;
 	my $out = `bash @{[ script() ]} @args 2>>$log`;
 	die "coord-ha.sh @args failed" if $? != 0;
@@ -184,7 +195,7 @@ sub can_write
 sub wait_ready
 {
 	my ($self) = @_;
-	my $log = "$PostgreSQL::Test::Utils::log_path/coord-ha.log";
+	my $log = logfile('.log');
 	return system("bash @{[ script() ]} wait $self->{ha_dir} "
 		  . "$PostgreSQL::Test::Utils::timeout_default 2>>$log") == 0;
 }
@@ -200,7 +211,7 @@ sub stop_ha
 	{
 		(my $name = $f) =~ s{^\Q$self->{ha_dir}\E/}{};
 		$name =~ s{/}{_}g;
-		system('cp', $f, "$PostgreSQL::Test::Utils::log_path/coord-ha_$name");
+		system('cp', $f, logfile("_$name"));
 	}
 }
 
