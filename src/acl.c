@@ -316,6 +316,9 @@ mq_acl_check_role(Oid role, char restype, const char *name, int op)
 			(errcode(ERRCODE_INSUFFICIENT_PRIVILEGE),
 			 errmsg("permission denied: %s on %s \"%s\" for role \"%s\"", op_name(op),
 					restype_name(restype), name, rolename ? rolename : "?"),
+			 /* the kind of resource, for clients that map it (mq-kafka) */
+			 err_generic_string(PG_DIAG_SCHEMA_NAME, "mq"),
+			 err_generic_string(PG_DIAG_TABLE_NAME, restype_name(restype)),
 			 errhint("An administrator or the topic's owner can run mq.grant('%s', '%s', '%s', '%s').",
 					 op_name(op), restype_name(restype), name, rolename ? rolename : "?")));
 }
@@ -373,6 +376,8 @@ check_may_ask_about(Oid role)
 			(errcode(ERRCODE_INSUFFICIENT_PRIVILEGE),
 			 errmsg("permission denied to ask about the rights of role \"%s\"",
 					GetUserNameFromId(role, true) ? GetUserNameFromId(role, true) : "?"),
+			 err_generic_string(PG_DIAG_SCHEMA_NAME, "mq"),
+			 err_generic_string(PG_DIAG_TABLE_NAME, "cluster"),
 			 errhint("Ask about a role whose privileges you have, or get describe on the cluster.")));
 }
 

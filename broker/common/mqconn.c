@@ -42,6 +42,7 @@ mq_error_free(MqError *err)
 	free(err->message);
 	free(err->detail);
 	free(err->hint);
+	free(err->table_name);
 	memset(err, 0, sizeof(*err));
 }
 
@@ -73,6 +74,9 @@ error_from_conn(PGconn *conn, const PGresult *res, MqError *err)
 		field = PQresultErrorField(res, PG_DIAG_MESSAGE_HINT);
 		if (field != NULL)
 			err->hint = chomp_dup(field);
+		field = PQresultErrorField(res, PG_DIAG_TABLE_NAME);
+		if (field != NULL)
+			err->table_name = chomp_dup(field);
 	}
 	else if (res != NULL && *PQresultErrorMessage(res) != '\0')
 		err->message = chomp_dup(PQresultErrorMessage(res));

@@ -49,9 +49,13 @@ typedef struct MqError
 	char	   *message;		/* primary message, never NULL once set */
 	char	   *detail;
 	char	   *hint;
+	char	   *table_name; /* the error's table field, or NULL: for mq's
+								 * authorization refusals (42501) the kind of
+								 * resource refused, "topic", "group" or
+								 * "cluster" (docs/errors.md) */
 } MqError;
 
-#define MQ_ERROR_INIT {{0}, false, NULL, NULL, NULL}
+#define MQ_ERROR_INIT {{0}, false, NULL, NULL, NULL, NULL}
 
 extern void mq_error_report(const MqError *err);
 extern int	mq_error_exit_code(const MqError *err);

@@ -4,10 +4,11 @@
  *	  SQLSTATE to Kafka error code (the table in docs/kafka.md).
  *
  * insufficient_privilege (42501) becomes one of Kafka's authorization
- * errors after the resource mq's message names ("... on group ..." or
- * "... on cluster ..."; topics otherwise).  PostgreSQL's own refusal of a
- * function (no EXECUTE, as on mq.init_producer) is the cluster's, as
- * Kafka's IdempotentWrite on the cluster.
+ * errors after the kind of resource refused, which mq's refusals carry in
+ * the error's table field ("topic", "group", "cluster"; docs/errors.md),
+ * never after the message's text.  A refusal without it is PostgreSQL's
+ * own, of a function (no EXECUTE, as on mq.init_producer): the cluster's,
+ * as Kafka's IdempotentWrite on the cluster.
  *
  *-------------------------------------------------------------------------
  */
@@ -54,14 +55,15 @@ static const struct
 };
 
 static int16_t
-authorization_error(const char *message)
+authorization_error(const char *resource)
 {
-	if (message && strstr(message, " on group \""))
+	if (resource && strcmp(resource, "topic") == 0)
+		return KERR_TOPIC_AUTHORIZATION_FAILED;
+	if (resource && strcmp(resource, "group") == 0)
 		return KERR_GROUP_AUTHORIZATION_FAILED;
-	if (message && (strstr(message, " on cluster \"") ||
-					strncmp(message, "permission denied for function", 30) == 0))
-		return KERR_CLUSTER_AUTHORIZATION_FAILED;
-	return KERR_TOPIC_AUTHORIZATION_FAILED;
+	if (resource && strcmp(resource, "transactional_id") == 0)
+		return KERR_TRANSACTIONAL_ID_AUTHORIZATION_FAILED;
+	return KERR_CLUSTER_AUTHORIZATION_FAILED;
 }
 
 int16_t
@@ -70,7 +72,7 @@ kerr_from_mq(const MqError *err)
 	if (err->connection_lost)
 		return KERR_KAFKA_STORAGE_ERROR;
 	if (strcmp(err->sqlstate, "42501") == 0)
-		return authorization_error(err->message);
+		return authorization_error(err->table_name);
 	for (size_t i = 0; i < sizeof(map) / sizeof(map[0]); i++)
 		if (strcmp(err->sqlstate, map[i].sqlstate) == 0)
 			return map[i].code;

@@ -114,8 +114,10 @@ BEGIN
                AND pg_has_role(p_caller, t.owner, 'USAGE')) THEN
         RETURN;
     END IF;
+    -- SCHEMA and TABLE name the resource refused (docs/errors.md): the
+    -- cluster, whose alter right grants
     RAISE EXCEPTION 'permission denied to grant or revoke on % "%"', p_type, p_name
-        USING ERRCODE = '42501',
+        USING ERRCODE = '42501', SCHEMA = 'mq', TABLE = 'cluster',
               HINT = 'Grants are made by an administrator (alter on the cluster) or by the topic''s owner.';
 END $$;
 

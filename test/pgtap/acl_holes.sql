@@ -15,7 +15,7 @@
 SET client_min_messages = warning;
 
 BEGIN;
-SELECT plan(22);
+SELECT plan(26);
 
 CREATE ROLE mqh_attacker LOGIN;
 CREATE ROLE mqh_owner LOGIN;
@@ -133,6 +133,32 @@ SELECT throws_ok($$SELECT mq_coord.register_broker(77, 'postgresql://u:secret@lo
                  'MQ010', NULL, 'a URI with a password in its user part is refused');
 SELECT lives_ok($$SELECT mq_coord.register_broker(77, 'postgresql://u@localhost:5432/db', 'n77')$$,
                 'a URI with a user and a port is accepted');
+
+-------------------------------------------------------------------------------
+-- 7. a refusal names the kind of resource refused in its table field, which
+--    mq-kafka maps to Kafka's code (kerr.c), never by the message's text
+-------------------------------------------------------------------------------
+CREATE FUNCTION public.mqh_refused(q text) RETURNS text LANGUAGE plpgsql AS $f$
+DECLARE
+    v_schema text;
+    v_table text;
+BEGIN
+    EXECUTE q;
+    RETURN 'not refused';
+EXCEPTION WHEN insufficient_privilege THEN
+    GET STACKED DIAGNOSTICS v_schema = SCHEMA_NAME, v_table = TABLE_NAME;
+    RETURN v_schema || '.' || v_table;
+END $f$;
+SET ROLE mqh_attacker;
+SELECT is(public.mqh_refused($$SELECT mq.send('secret', 'k'::bytea, 'v'::bytea)$$), 'mq.topic',
+          'a refused send names a topic');
+SELECT is(public.mqh_refused($$SELECT * FROM mq.poll('hidden_group', 'visible', 1)$$), 'mq.group',
+          'a refused poll in a group names a group');
+SELECT is(public.mqh_refused($$SELECT mq.grant('read', 'topic', 'visible', 'PUBLIC')$$), 'mq.cluster',
+          'a refused grant names the cluster');
+SELECT is(public.mqh_refused($$SELECT mq.has_topic_privilege('mqh_owner', 'visible', 'read')$$), 'mq.cluster',
+          'a refused question about another role names the cluster');
+RESET ROLE;
 
 SELECT * FROM finish();
 ROLLBACK;
