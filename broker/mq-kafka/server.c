@@ -14,6 +14,16 @@
  * keeps who it authenticated as (sasl.c), and each of its requests runs
  * its statements as that role.
  *
+ * Listeners (listener.c): one evconnlistener per --listeners entry; a
+ * connection remembers its listener, which says whether it must
+ * authenticate with SASL and which address Metadata advertises to it.
+ * On an SSL or SASL_SSL listener the connection's bufferevent is
+ * libevent's OpenSSL one (tls.c makes its SSL); on an SSL listener a
+ * verified client certificate authenticates the connection as its mapped
+ * subject, checked when its first frame arrives (the handshake is over
+ * by then), as SASL would (conn_set_sasl).  A failed handshake is logged
+ * with OpenSSL's reason and closes the connection.
+ *
  *-------------------------------------------------------------------------
  */
 #include "mqkafka.h"
@@ -27,9 +37,13 @@
 
 #include <event2/buffer.h>
 #include <event2/bufferevent.h>
+#include <event2/bufferevent_ssl.h>
 #include <event2/listener.h>
+#include <openssl/err.h>
 
 #include "kmetrics.h"
+#include "listener.h"
+#include "tls.h"
 #include "util.h"
 
 /* bytes one write(2) to a client may take */
@@ -45,6 +59,8 @@ struct KConn
 	bool		closing;		/* closes once its output is written */
 	KSaslStep	sasl_step;
 	char	   *role;			/* authenticated as, or NULL */
+	const KListener *listener;	/* it came in through */
+	bool		tls_checked;	/* its client certificate was looked at */
 	char		peer[64];
 };
 
@@ -61,6 +77,19 @@ bool
 conn_closed(const KConn *c)
 {
 	return c->closed;
+}
+
+bool
+conn_needs_sasl(const KConn *c)
+{
+	return listener_is_sasl(c->listener);
+}
+
+void
+conn_advertised(const KConn *c, const char **host, int *port)
+{
+	*host = c->listener->adv_host;
+	*port = c->listener->adv_port;
 }
 
 KSaslStep
@@ -110,6 +139,15 @@ conn_close(KConn *c)
 		return;
 	c->closed = true;
 	kmetrics_connection(-1);
+	if (listener_is_tls(c->listener))
+	{
+		SSL		   *ssl = bufferevent_openssl_get_ssl(c->bev);
+
+		/* close_notify, without waiting for the client's */
+		SSL_set_shutdown(ssl, SSL_RECEIVED_SHUTDOWN);
+		(void) SSL_shutdown(ssl);
+		ERR_clear_error();
+	}
 	bufferevent_free(c->bev);
 	c->bev = NULL;
 	conn_unref(c);
@@ -211,6 +249,36 @@ req_abort(KRequest *req)
 	conn_unref(c);
 }
 
+/*
+ * A TLS connection's client certificate, once: on an SSL listener it
+ * authenticates the connection as its mapped subject (SASL_SSL
+ * authenticates with SASL, whatever the certificate).  False if the
+ * connection was closed: no mapping rule applies to the subject.
+ */
+static bool
+conn_tls_principal(KConn *c)
+{
+	char		dn[1024];
+	bool		refuse;
+	char	   *user;
+
+	c->tls_checked = true;
+	if (c->listener->proto != KSEC_SSL)
+		return true;
+	user = tls_peer_principal(bufferevent_openssl_get_ssl(c->bev), &refuse, dn, sizeof(dn));
+	if (refuse)
+	{
+		mq_log_warning("%s: no ssl principal mapping rule applies to certificate subject \"%s\", closing",
+					   c->peer, dn);
+		conn_close(c);
+		return false;
+	}
+	if (user)
+		conn_set_sasl(c, KSASL_DONE, user);
+	free(user);
+	return true;
+}
+
 /* the next whole frame, if one has arrived and none is in flight */
 static void
 conn_read(struct bufferevent *bev, void *arg)
@@ -222,6 +290,8 @@ conn_read(struct bufferevent *bev, void *arg)
 	KRequest   *req;
 
 	if (c->busy || c->closed || evbuffer_get_length(in) < 4)
+		return;
+	if (!c->tls_checked && !conn_tls_principal(c))
 		return;
 	evbuffer_copyout(in, szb, 4);
 	size = (int32_t) (((uint32_t) szb[0] << 24) | (szb[1] << 16) | (szb[2] << 8) | szb[3]);
@@ -249,8 +319,26 @@ conn_read(struct bufferevent *bev, void *arg)
 static void
 conn_event(struct bufferevent *bev, short what, void *arg)
 {
+	KConn	   *c = arg;
+
+	if ((what & BEV_EVENT_ERROR) && listener_is_tls(c->listener))
+	{
+		unsigned long e = bufferevent_get_openssl_error(bev);
+		char		buf[256];
+		SSL		   *ssl = bufferevent_openssl_get_ssl(bev);
+		long		verify = SSL_get_verify_result(ssl);
+
+		/* a failed handshake is worth a line; a client gone after one is not */
+		if (e != 0 && !SSL_is_init_finished(ssl))
+			mq_log_warning("%s: tls: %s%s%s%s, closing", c->peer, tls_error_string(e, buf, sizeof(buf)),
+						   verify != X509_V_OK ? " (client certificate: " : "",
+						   verify != X509_V_OK ? X509_verify_cert_error_string(verify) : "",
+						   verify != X509_V_OK ? ")" : "");
+		while (bufferevent_get_openssl_error(bev) != 0)
+			;
+	}
 	if (what & (BEV_EVENT_EOF | BEV_EVENT_ERROR))
-		conn_close(arg);
+		conn_close(c);
 }
 
 static void
@@ -276,33 +364,64 @@ on_accept(struct evconnlistener *l, evutil_socket_t fd, struct sockaddr *sa,
 	c->refs = 1;
 	kmetrics_connection(1);
 	c->resume = event_new(kbase, -1, 0, on_resume, c);
-	c->bev = bufferevent_socket_new(kbase, fd, BEV_OPT_CLOSE_ON_FREE);
+	c->listener = arg;
+	if (listener_is_tls(c->listener))
+	{
+		c->bev = bufferevent_openssl_socket_new(kbase, fd, tls_new_ssl(),
+												BUFFEREVENT_SSL_ACCEPTING,
+												BEV_OPT_CLOSE_ON_FREE);
+		/* a client that closes without close_notify has just gone */
+		bufferevent_openssl_set_allow_dirty_shutdown(c->bev, 1);
+	}
+	else
+		c->bev = bufferevent_socket_new(kbase, fd, BEV_OPT_CLOSE_ON_FREE);
 	bufferevent_setcb(c->bev, conn_read, NULL, conn_event, c);
 	/* a Fetch response is often a megabyte: not libevent's 16 kB per write */
 	bufferevent_set_max_single_write(c->bev, MAX_SINGLE_WRITE);
 	bufferevent_enable(c->bev, EV_READ | EV_WRITE);
 }
 
-void
-server_start(void)
+static void
+listen_on(const KListener *ls)
 {
 	struct evutil_addrinfo hints,
 			   *ai;
 	struct evconnlistener *l;
 	char		port[16];
+	const char *host = ls->host[0] ? ls->host : NULL;
 
 	memset(&hints, 0, sizeof(hints));
 	hints.ai_family = AF_UNSPEC;
 	hints.ai_socktype = SOCK_STREAM;
 	hints.ai_flags = EVUTIL_AI_PASSIVE;
-	snprintf(port, sizeof(port), "%d", kconfig.listen_port);
-	if (evutil_getaddrinfo(kconfig.listen_host, port, &hints, &ai) != 0)
-		mq_fatal(MQ_EXIT_USAGE, "cannot resolve listen address \"%s\"", kconfig.listen_host);
-	l = evconnlistener_new_bind(kbase, on_accept, NULL,
+	snprintf(port, sizeof(port), "%d", ls->port);
+	if (evutil_getaddrinfo(host, port, &hints, &ai) != 0)
+		mq_fatal(MQ_EXIT_USAGE, "cannot resolve listen address \"%s\"", ls->host);
+	l = evconnlistener_new_bind(kbase, on_accept, (void *) ls,
 								LEV_OPT_CLOSE_ON_FREE | LEV_OPT_REUSEABLE, 128,
 								ai->ai_addr, (int) ai->ai_addrlen);
 	evutil_freeaddrinfo(ai);
 	if (l == NULL)
-		mq_fatal(MQ_EXIT_LOCAL, "cannot listen on %s:%d: %m", kconfig.listen_host,
-				 kconfig.listen_port);
+		mq_fatal(MQ_EXIT_LOCAL, "cannot listen on %s:%d: %m", ls->host, ls->port);
+	mq_log_info("listener %s (%s) on %s:%d, advertised as %s:%d", ls->name,
+				listener_proto_name(ls->proto), ls->host, ls->port, ls->adv_host, ls->adv_port);
+}
+
+void
+server_start(void)
+{
+	bool		tls = false;
+
+	for (int i = 0; i < kconfig.nlisteners; i++)
+		tls |= listener_is_tls(&kconfig.listeners[i]);
+	if (tls)
+		tls_start();
+	for (int i = 0; i < kconfig.nlisteners; i++)
+		listen_on(&kconfig.listeners[i]);
+}
+
+void
+server_reload_tls(void)
+{
+	(void) tls_reload();
 }
