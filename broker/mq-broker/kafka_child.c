@@ -41,12 +41,12 @@ static int
 tls_args(const BrokerConfig *cfg, const char **argv, int n)
 {
 	const char *opts[] = {"--listeners", "--advertised-listeners",
-		"--listener-security-protocol-map", "--ssl-certificate", "--ssl-key",
-	"--ssl-key-password-file", "--ssl-ca", "--ssl-client-auth", "--ssl-principal-mapping-rules"};
+						  "--listener-security-protocol-map", "--ssl-certificate", "--ssl-key",
+						  "--ssl-key-password-file", "--ssl-ca", "--ssl-client-auth", "--ssl-principal-mapping-rules"};
 	const char *vals[] = {cfg->kafka_listeners, cfg->kafka_advertised_listeners,
-		cfg->kafka_protocol_map, cfg->kafka_ssl_cert, cfg->kafka_ssl_key,
-		cfg->kafka_ssl_key_password_file, cfg->kafka_ssl_ca, cfg->kafka_ssl_client_auth,
-	cfg->kafka_ssl_rules};
+						  cfg->kafka_protocol_map, cfg->kafka_ssl_cert, cfg->kafka_ssl_key,
+						  cfg->kafka_ssl_key_password_file, cfg->kafka_ssl_ca, cfg->kafka_ssl_client_auth,
+						  cfg->kafka_ssl_rules};
 
 	for (int i = 0; i < 9; i++)
 		if (vals[i])

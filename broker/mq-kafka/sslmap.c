@@ -76,7 +76,7 @@ parse_rule(const char **s, SslRule *r, char *err, size_t errlen)
 			   *anchored;
 	int			rc;
 
-	*s += 5;					/* "RULE:" */
+	*s += 5; /* "RULE:" */
 	pattern = slash_field(s);
 	r->repl = pattern ? slash_field(s) : NULL;
 	if (r->repl == NULL)
