@@ -31,20 +31,22 @@ done
 sql "DO \$\$ BEGIN IF NOT EXISTS (SELECT FROM pg_roles WHERE rolname = 'mq_tls_app1') THEN CREATE ROLE mq_tls_app1; END IF; END \$\$" >/dev/null
 sql "SELECT mq.grant('write, describe', 'topic', 'ktls', 'mq_tls_app1')" >/dev/null
 
-printf 'a\nb\n' | kcat -b "$B" -F "$T/client.conf" -P -t ktls -p 0
-check_eq "$?:$(sql "SELECT count(*) FROM mq.fetch('ktls', 0, 0, 10)")" "0:2" "kcat produces over mutual TLS as mq_tls_app1"
-run kcat -b "$B" -F "$T/ssl.conf" -C -t ktls -p 0 -o beginning -e -q
+printf 'a\nb\n' >"$T/in"
+run timeout 60 kcat -b "$B" -F "$T/client.conf" -P -t ktls -p 0 -l "$T/in"
+check_eq "$RC:$(sql "SELECT count(*) FROM mq.fetch('ktls', 0, 0, 10)")" "0:2" "kcat produces over mutual TLS as mq_tls_app1"
+run timeout 60 kcat -b "$B" -F "$T/ssl.conf" -C -t ktls -p 0 -o beginning -e -q
 check_eq "$OUT" $'a\nb' "and consumes over TLS without a certificate"
 run timeout 30 kcat -b "$B" -F "$T/expired.conf" -L -m 3
 check_match "$(cat "$T/mq-kafka.log")" "certificate has expired" "an expired certificate is refused"
 run timeout 10 openssl s_client -connect "$B" -tls1_1 -cipher 'DEFAULT@SECLEVEL=0' </dev/null
 check_match "$(cat "$T/mq-kafka.log")" "unsupported protocol" "TLS 1.1 is refused"
 kill -HUP "$KAFKA_PID"
-wait_for 10 grep -q "tls reloaded" "$T/mq-kafka.log"
+wait_for 10 grep -q "tls reloaded" "$T/mq-kafka.log" || true
 check_match "$(cat "$T/mq-kafka.log")" "tls reloaded" "SIGHUP reloads the certificate"
 kill -TERM "$KAFKA_PID"
-wait "$KAFKA_PID"
-check_eq "$?" "0" "mq-kafka stops cleanly on SIGTERM"
+rc=0
+wait "$KAFKA_PID" || rc=$?
+check_eq "$rc" "0" "mq-kafka stops cleanly on SIGTERM"
 KAFKA_PID=""
 
 finish
