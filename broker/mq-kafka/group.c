@@ -13,7 +13,13 @@
  *
  * Static members (group.instance.id): a join without a member id but with
  * a known instance id takes over that member under a new id; the old id
- * is fenced (FENCED_INSTANCE_ID).
+ * is fenced (FENCED_INSTANCE_ID).  Into a stable group with the same
+ * protocols that is all (KIP-345: no rebalance, static_rejoin); otherwise
+ * the group rebalances as for any join.
+ *
+ * Groups outlive a restart (group_store.c): each stable group is saved,
+ * read back at start (group_adopt), and until then group requests are
+ * answered COORDINATOR_LOAD_IN_PROGRESS.
  *
  *-------------------------------------------------------------------------
  */
@@ -58,26 +64,6 @@ group_state_name(KGroupState s)
 	return names[s];
 }
 
-const KProto *
-member_proto(const KMember *m, const char *name)
-{
-	for (int i = 0; name && i < m->nprotos; i++)
-		if (strcmp(m->protos[i].name, name) == 0)
-			return &m->protos[i];
-	return NULL;
-}
-
-static void
-free_protos(int n, KProto *p)
-{
-	for (int i = 0; i < n; i++)
-	{
-		free(p[i].name);
-		free(p[i].meta);
-	}
-	free(p);
-}
-
 static void on_join_timer(evutil_socket_t fd, short what, void *arg);
 static void on_expire(evutil_socket_t fd, short what, void *arg);
 
@@ -95,45 +81,6 @@ group_get(const char *group_id)
 	g->next = groups;
 	groups = g;
 	return g;
-}
-
-static KMember *
-member_find(KGroup *g, const char *member_id)
-{
-	for (KMember *m = g ? g->members : NULL; m; m = m->next)
-		if (member_id && strcmp(m->id, member_id) == 0)
-			return m;
-	return NULL;
-}
-
-static KMember *
-member_by_instance(KGroup *g, const char *instance_id)
-{
-	for (KMember *m = g ? g->members : NULL; m; m = m->next)
-		if (instance_id && m->instance_id && strcmp(m->instance_id, instance_id) == 0)
-			return m;
-	return NULL;
-}
-
-/*
- * The member a request speaks for: *code is UNKNOWN_MEMBER_ID, or
- * FENCED_INSTANCE_ID when the instance id now belongs to another member id.
- */
-static KMember *
-member_lookup(KGroup *g, const char *member_id, const char *instance_id, int16_t *code)
-{
-	KMember    *m = member_find(g, member_id);
-	KMember    *byinst = member_by_instance(g, instance_id);
-
-	*code = KERR_NONE;
-	if (byinst && byinst != m)
-	{
-		*code = KERR_FENCED_INSTANCE_ID;
-		return NULL;
-	}
-	if (m == NULL)
-		*code = KERR_UNKNOWN_MEMBER_ID;
-	return m;
 }
 
 static void
@@ -188,6 +135,7 @@ complete_join(KGroup *g)
 	if (g->nmembers == 0)
 	{
 		g->state = KG_EMPTY;
+		group_store_save(g, NULL);
 		return;
 	}
 	leader = member_find(g, g->leader);
@@ -277,19 +225,6 @@ prepare_rebalance(KGroup *g)
 	maybe_complete_join(g);
 }
 
-static void
-member_free(KMember *m)
-{
-	event_free(m->expire);
-	free(m->id);
-	free(m->instance_id);
-	free(m->client_id);
-	free(m->client_host);
-	free(m->assignment);
-	free_protos(m->nprotos, m->protos);
-	free(m);
-}
-
 /* drop a member, answering its parked requests with error */
 static void
 member_drop(KGroup *g, KMember *m, int16_t error)
@@ -334,6 +269,7 @@ member_gone(KGroup *g, KMember *m)
 		evtimer_del(g->join_timer);
 		g->state = KG_EMPTY;
 		g->initial_delay = false;
+		group_store_save(g, NULL);
 	}
 	else
 		prepare_rebalance(g);
@@ -424,12 +360,54 @@ join_member(KGroup *g, KRequest *req, KJoin *j, int16_t *code)
 	return member_new(g, req, j->instance_id);
 }
 
+/* a member's client, its address and timeouts, from its latest join */
+static void
+member_update(KMember *m, KRequest *req, const KJoin *j)
+{
+	m->session_ms = j->session_ms;
+	m->rebalance_ms = j->rebalance_ms;
+	free(m->client_id);
+	m->client_id = mq_strdup(req->client_id ? req->client_id : "");
+	free(m->client_host);
+	m->client_host = mq_strdup(conn_peer(req->conn));
+}
+
+/*
+ * KIP-345: a static member that restarted (no member id, a known instance
+ * id: join_member gave it a new id) into a stable group, asking for the
+ * same protocols, gets the current generation at once and then its
+ * assignment from SyncGroup: no rebalance, the others keep theirs.  The
+ * leader's answer lists the members, so a client that reassigns anyway
+ * sends an assignment that a stable group's SyncGroup ignores.
+ */
+static bool
+static_rejoin(KGroup *g, KRequest *req, KMember *m, const KJoin *j)
+{
+	if (j->member_id[0] != '\0' || j->instance_id == NULL || g->state != KG_STABLE ||
+		m->join_req != NULL || !member_same_protos(m, j))
+		return false;
+	member_update(m, req, j);
+	touch(m);
+	mq_log_info("group %s: static member %s rejoined as %s, generation %d kept", g->id,
+				m->instance_id, m->id, g->generation);
+	join_respond(req, g, m, KERR_NONE);
+	group_store_save(g, req->role);
+	return true;
+}
+
 void
 group_join(KRequest *req, KJoin *j)
 {
-	KGroup	   *g = group_get(j->group_id);
+	KGroup	   *g;
 	KMember    *m;
 	int16_t		code;
+
+	if (group_store_loading())
+	{
+		join_respond(req, NULL, NULL, KERR_COORDINATOR_LOAD_IN_PROGRESS);
+		return;
+	}
+	g = group_get(j->group_id);
 
 	if (j->session_ms < 1000 || j->session_ms > 30 * 60 * 1000)
 	{
@@ -446,6 +424,8 @@ group_join(KRequest *req, KJoin *j)
 		join_respond(req, g, NULL, code);
 		return;
 	}
+	if (static_rejoin(g, req, m, j))
+		return;
 	if (g->nmembers == 1)
 	{
 		free(g->protocol_type);
@@ -456,12 +436,7 @@ group_join(KRequest *req, KJoin *j)
 	m->nprotos = j->nprotos;
 	j->protos = NULL;
 	j->nprotos = 0;
-	m->session_ms = j->session_ms;
-	m->rebalance_ms = j->rebalance_ms;
-	free(m->client_id);
-	m->client_id = mq_strdup(req->client_id ? req->client_id : "");
-	free(m->client_host);
-	m->client_host = mq_strdup(conn_peer(req->conn));
+	member_update(m, req, j);
 	if (m->join_req)			/* the same member again: the older one is stale */
 		join_respond(m->join_req, g, m, KERR_UNKNOWN_MEMBER_ID);
 	m->join_req = req;
@@ -477,7 +452,9 @@ group_sync(KRequest *req, const char *group_id, int32_t generation, const char *
 	int16_t		code;
 	KMember    *m = member_lookup(g, member_id, instance_id, &code);
 
-	if (m == NULL)
+	if (group_store_loading())
+		code = KERR_COORDINATOR_LOAD_IN_PROGRESS;
+	else if (m == NULL)
 		;						/* code says why */
 	else if (generation != g->generation)
 		code = KERR_ILLEGAL_GENERATION;
@@ -511,6 +488,7 @@ group_sync(KRequest *req, const char *group_id, int32_t generation, const char *
 		to->assign_len = assign[i].bytes.len;
 	}
 	g->state = KG_STABLE;
+	group_store_save(g, req->role);
 	for (KMember *x = g->members; x; x = x->next)
 		if (x->sync_req)
 		{
@@ -529,6 +507,8 @@ group_heartbeat(const char *group_id, int32_t generation, const char *member_id,
 	int16_t		code;
 	KMember    *m = member_lookup(g, member_id, instance_id, &code);
 
+	if (group_store_loading())
+		return KERR_COORDINATOR_LOAD_IN_PROGRESS;
 	if (m == NULL)
 		return code;
 	touch(m);
@@ -546,6 +526,8 @@ group_leave(const char *group_id, const char *member_id, const char *instance_id
 	KMember    *m;
 	int16_t		code;
 
+	if (group_store_loading())
+		return KERR_COORDINATOR_LOAD_IN_PROGRESS;
 	if (member_id == NULL || member_id[0] == '\0')
 		m = member_by_instance(g, instance_id);
 	else
@@ -564,6 +546,8 @@ group_commit_check(const char *group_id, const char *member_id, const char *inst
 	KMember    *m;
 	int16_t		code;
 
+	if (group_store_loading())
+		return KERR_COORDINATOR_LOAD_IN_PROGRESS;
 	if (generation < 0 && (member_id == NULL || member_id[0] == '\0'))
 		return (g == NULL || g->nmembers == 0) ? KERR_NONE : KERR_UNKNOWN_MEMBER_ID;
 	if ((m = member_lookup(g, member_id, instance_id, &code)) == NULL)
@@ -588,11 +572,26 @@ group_forget(const char *group_id)
 	if ((g = *pp) == NULL || g->nmembers > 0)
 		return g == NULL;
 	*pp = g->next;
-	event_free(g->join_timer);
-	free(g->id);
-	free(g->protocol_type);
-	free(g->protocol);
-	free(g->leader);
-	free(g);
+	group_free(g);
 	return true;
+}
+
+/* a group read back by group_store.c: its timers, then as if it had never gone */
+static void
+group_adopt(KGroup *g)
+{
+	g->join_timer = evtimer_new(kbase, on_join_timer, g);
+	for (KMember *m = g->members; m; m = m->next)
+	{
+		m->expire = evtimer_new(kbase, on_expire, m);
+		touch(m);				/* a session from now: it may not know we were gone */
+	}
+	g->next = groups;
+	groups = g;
+}
+
+void
+group_start(void)
+{
+	group_store_load(group_adopt);
 }

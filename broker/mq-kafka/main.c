@@ -24,6 +24,7 @@
 
 #include "cli.h"
 #include "cluster.h"
+#include "group.h"
 #include "kmetrics.h"
 #include "listener.h"
 #include "mqkafka.h"
@@ -438,7 +439,8 @@ main(int argc, char **argv)
 	if (kconfig.metrics_host)
 		kmetrics_start(kconfig.metrics_host, kconfig.metrics_port);
 	pool_start();
-	cluster_start();
+	cluster_start(group_drop_moved);
+	group_start();
 	mq_log_info("listening on %s:%d%s (pool of %d database connections%s)",
 				kconfig.listen_host, kconfig.listen_port,
 				kconfig.nlisteners > 1 ? " and more" : "", kconfig.pool_size,

@@ -138,16 +138,23 @@ struct KRequest
 	int64_t		started_us;		/* dispatched at (kmetrics.c); 0: not dispatched */
 };
 
-/* server.c: connections */
+/* server.c: the listeners */
 extern void server_start(void);
+/* SIGHUP: new TLS connections use the certificate and key read again */
+extern void server_reload_tls(void);
+
+/* kconn.c: connections and request completion */
+typedef void (*KFrameFn) (KRequest *req, size_t frame_len);
+struct bufferevent;
+/* a connection on bev, from listener, whose whole frames go to dispatch */
+extern void conn_start(struct bufferevent *bev, const char *peer, const KListener *listener,
+					   KFrameFn dispatch);
 extern const char *conn_peer(const KConn *c);
 extern bool conn_closed(const KConn *c);
 /* must c authenticate with SASL (a SASL_PLAINTEXT or SASL_SSL listener)? */
 extern bool conn_needs_sasl(const KConn *c);
 /* the advertised address of the listener c connected to */
 extern void conn_advertised(const KConn *c, const char **host, int *port);
-/* SIGHUP: new TLS connections use the certificate and key read again */
-extern void server_reload_tls(void);
 /* send req's response (unless no_response), free req, resume reading */
 extern void req_finish(KRequest *req);
 /* drop req without a response and close its connection */
@@ -155,7 +162,7 @@ extern void req_abort(KRequest *req);
 /* send req's response, free req, close the connection once it is sent */
 extern void req_finish_close(KRequest *req);
 
-/* server.c keeps sasl.c's state of a connection */
+/* kconn.c keeps sasl.c's state of a connection */
 typedef enum KSaslStep
 {
 	KSASL_START,				/* nothing yet */

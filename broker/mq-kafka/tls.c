@@ -23,6 +23,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include <event2/bufferevent_ssl.h>
 #include <openssl/err.h>
 #include <openssl/x509.h>
 
@@ -32,7 +33,7 @@
 static SSL_CTX *ctx;
 static SslMap *map;
 
-const char *
+static const char *
 tls_error_string(unsigned long e, char *buf, size_t len)
 {
 	if (e == 0)
@@ -180,9 +181,38 @@ tls_new_ssl(void)
 	return SSL_new(ctx);
 }
 
-char *
-tls_peer_principal(SSL *ssl, bool *refuse, char *dn, size_t dnlen)
+void
+tls_log_failure(struct bufferevent *bev, const char *peer)
 {
+	unsigned long e = bufferevent_get_openssl_error(bev);
+	char		buf[256];
+	SSL		   *ssl = bufferevent_openssl_get_ssl(bev);
+	long		verify = SSL_get_verify_result(ssl);
+
+	/* a failed handshake is worth a line; a client gone after one is not */
+	if (e != 0 && !SSL_is_init_finished(ssl))
+		mq_log_warning("%s: tls: %s%s%s%s, closing", peer, tls_error_string(e, buf, sizeof(buf)),
+					   verify != X509_V_OK ? " (client certificate: " : "",
+					   verify != X509_V_OK ? X509_verify_cert_error_string(verify) : "",
+					   verify != X509_V_OK ? ")" : "");
+	while (bufferevent_get_openssl_error(bev) != 0)
+		;
+}
+
+void
+tls_close_notify(struct bufferevent *bev)
+{
+	SSL		   *ssl = bufferevent_openssl_get_ssl(bev);
+
+	SSL_set_shutdown(ssl, SSL_RECEIVED_SHUTDOWN);
+	(void) SSL_shutdown(ssl);
+	ERR_clear_error();
+}
+
+char *
+tls_peer_principal(struct bufferevent *bev, bool *refuse, char *dn, size_t dnlen)
+{
+	SSL		   *ssl = bufferevent_openssl_get_ssl(bev);
 	X509	   *cert = SSL_get0_peer_certificate(ssl);
 	BIO		   *bio;
 	char	   *name;

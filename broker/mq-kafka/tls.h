@@ -9,6 +9,7 @@
 #ifndef MQK_TLS_H
 #define MQK_TLS_H
 
+#include <event2/bufferevent.h>
 #include <openssl/ssl.h>
 
 #include "mqkafka.h"
@@ -19,14 +20,16 @@ extern void tls_start(void);
 extern bool tls_reload(void);
 /* a server-side SSL for one new connection */
 extern SSL *tls_new_ssl(void);
+/* log why bev's TLS failed, if its handshake did */
+extern void tls_log_failure(struct bufferevent *bev, const char *peer);
+/* send close_notify on bev's TLS, without waiting for the peer's */
+extern void tls_close_notify(struct bufferevent *bev);
 
 /*
- * The user name of ssl's verified client certificate, mapped by the
+ * The user name of bev's verified client certificate, mapped by the
  * rules (malloc'd); NULL with *refuse false when the client sent none,
  * NULL with *refuse true when no rule applies.  dn gets the subject.
  */
-extern char *tls_peer_principal(SSL *ssl, bool *refuse, char *dn, size_t dnlen);
-/* the first OpenSSL error queued, in words (for the log) */
-extern const char *tls_error_string(unsigned long e, char *buf, size_t len);
+extern char *tls_peer_principal(struct bufferevent *bev, bool *refuse, char *dn, size_t dnlen);
 
 #endif							/* MQK_TLS_H */

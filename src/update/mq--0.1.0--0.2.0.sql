@@ -60,6 +60,13 @@ SELECT pg_catalog.pg_extension_config_dump(pg_catalog.pg_get_serial_sequence('mq
 SELECT pg_catalog.pg_extension_config_dump(pg_catalog.pg_get_serial_sequence('mq.producer', 'producer_id'), '');
 SELECT pg_catalog.pg_extension_config_dump(pg_catalog.pg_get_serial_sequence('mq_coord.partition', 'lock_id'), '');
 SELECT pg_catalog.pg_extension_config_dump(pg_catalog.pg_get_serial_sequence('mq_coord.event', 'event_id'), '');
+-- mq-kafka's group membership across its restarts (54_kafka_group_state.sql)
+CREATE TABLE mq.kafka_group_state (
+    group_id text PRIMARY KEY,
+    version  bigint NOT NULL,
+    state    bytea NOT NULL,
+    saved_at timestamptz NOT NULL DEFAULT now()
+);
 -- @definitions
 CREATE TRIGGER cascade_to_partition_state AFTER DELETE ON mq.topic
     REFERENCING OLD TABLE AS gone FOR EACH STATEMENT

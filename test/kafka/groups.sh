@@ -1,8 +1,10 @@
 #!/usr/bin/env bash
 # The group coordinator with kcat consumers: static membership fences an
-# older instance with the same group.instance.id, and a member that dies
-# without leaving is expired after its session timeout, its partitions
-# going to the others.
+# older instance with the same group.instance.id, a static member that
+# restarts within its session timeout gets its partition back without a
+# rebalance (KIP-345), membership outlives an mq-kafka crash, and a member
+# that dies without leaving is expired after its session timeout, its
+# partitions going to the others.
 source "$(dirname "${BASH_SOURCE[0]}")/lib.bash"
 T="$(tmpdir)"
 
@@ -29,6 +31,59 @@ check_eq "$RC" "0" "the older instance stops"
 check_match "$(cat "$T/s1.err")" 'fenced by other consumer with same group.instance.id' \
 	"the older instance was fenced (FENCED_INSTANCE_ID)"
 stop "$s2_pid"
+
+# a static member restarted within its session timeout: same partition,
+# same generation, and the other member is neither revoked nor reassigned
+member a1 restart -X group.instance.id=inst-a
+member b1 restart -X group.instance.id=inst-b
+wait_for 60 bash -c "grep -q 'assigned: gt \[[01]\]\$' '$T/a1.err' && grep -q 'assigned: gt \[[01]\]\$' '$T/b1.err'" ||
+	fail "two static members get a partition each" "$(cat "$T/a1.err" "$T/b1.err")"
+a_part="$(grep -o 'assigned: gt \[[01]\]$' "$T/a1.err" | tail -1)"
+b_events="$(grep -c 'revoked\|assigned' "$T/b1.err")"
+kill -9 "$a1_pid"
+wait "$a1_pid" 2>/dev/null || true
+member a2 restart -X group.instance.id=inst-a
+wait_for 30 grep -q 'assigned: gt' "$T/a2.err" || fail "the restarted instance is assigned" "$(cat "$T/a2.err")"
+check_eq "$(grep -o 'assigned: gt .*' "$T/a2.err" | tail -1)" "$a_part" \
+	"the restarted static member gets its partition back"
+check_match "$(cat "$(tmpdir)/mq-kafka.log")" 'group restart: static member inst-a rejoined as .*, generation [0-9]+ kept' \
+	"mq-kafka kept the generation"
+# a rebalance would have revoked b1's partition before a2 could be assigned
+check_eq "$(grep -c 'revoked\|assigned' "$T/b1.err")" "$b_events" \
+	"the other member was not revoked or reassigned"
+stop "$a2_pid"
+stop "$b1_pid"
+
+# membership outlives an mq-kafka crash: the members (kafka-python, which
+# rides out a broker restart as applications do; kcat exits) carry on with
+# their partitions, without a rebalance, and read what is produced after it
+pymember() {	# pymember NAME GROUP: a kafka-python member in the background
+	/usr/bin/python3 "$(dirname "${BASH_SOURCE[0]}")/py/member.py" "$BROKER" gt "$2" >"$T/$1.out" 2>"$T/$1.err" &
+	eval "${1}_pid=$!"
+}
+pymember k1 keep
+pymember k2 keep
+wait_for 60 bash -c "grep -qx 'assigned [01]' '$T/k1.out' && grep -qx 'assigned [01]' '$T/k2.out'" ||
+	fail "two members get a partition each" "$(cat "$T/k1.out" "$T/k2.out" "$T/k1.err")"
+k1_part="$(grep -x 'assigned [01]' "$T/k1.out" | tail -1 | tr -dc 0-1)"
+k_events="$(cat "$T/k1.out" "$T/k2.out" | grep -c '^revoked\|^assigned')"
+kafka_kill
+kafka_start || fail "mq-kafka starts again"
+wait_for 30 grep -Eq 'took up [0-9]+ consumer groups? kept before the restart' "$(tmpdir)/mq-kafka.log" ||
+	fail "the restarted mq-kafka takes the group up" "$(tail -5 "$(tmpdir)/mq-kafka.log")"
+produced() { for p in 0 1; do echo "after-$p" | kcat -P -b "$BROKER" -t gt -p "$p"; done; }
+read_both() {
+	grep -qx "record $k1_part after-$k1_part" "$T/k1.out" &&
+		grep -qx "record $((1 - k1_part)) after-$((1 - k1_part))" "$T/k2.out"
+}
+# produced again until read: a member may still be reconnecting
+wait_for 60 bash -c "$(declare -f produced read_both); BROKER='$BROKER' T='$T' k1_part=$k1_part; produced; sleep 1; read_both" ||
+	fail "each member reads its partition after the restart" \
+		"$(tail -n 15 "$T/k1.out" "$T/k2.out" "$T/k1.err" "$(tmpdir)/mq-kafka.log")"
+check_eq "$(cat "$T/k1.out" "$T/k2.out" | grep -c '^revoked\|^assigned')" "$k_events" \
+	"neither member was revoked or reassigned"
+stop "$k1_pid"
+stop "$k2_pid"
 
 # session expiry: a member killed without leaving loses its partition
 member e1 expiry
