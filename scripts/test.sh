@@ -28,7 +28,8 @@
 #         run with bash from the repo root with
 #         PGHOST/PGPORT/PGUSER set and PGDATABASE (= MQ_TEST_DB) a fresh
 #         database where `CREATE EXTENSION mq` already ran
-#   5. sanitize: test/cli/*.sh again, with mqctl built with
+#   5. sanitize: test/cli/*.sh again (test/cli/kafka_tls.sh among them: one
+#      TLS exchange with mq-kafka), with mqctl and mq-kafka built with
 #      -fsanitize=address,undefined in a copy of the tree (scripts/sanitize.sh
 #      with MQ_SANITIZE_ONLY=cli, in a throwaway cluster of its own; about
 #      a minute); any sanitizer report fails it.  The multi-node tests with

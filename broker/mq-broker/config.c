@@ -106,7 +106,25 @@ static const ConfigKey keys[] = {
 	KEY("metrics", "address", metrics_address, 's', 0, 0, NULL,
 		"host:port serving Prometheus text on /metrics (default: no endpoint)"),
 	KEY("kafka", "listen", kafka_listen, 's', 0, 0, NULL,
-		"host:port the node's mq-kafka listens on; required by the other [kafka] keys, and starts mq-kafka"),
+		"host:port the node's mq-kafka listens on; it or `listeners` is required by the other [kafka] keys, and starts mq-kafka"),
+	KEY("kafka", "listeners", kafka_listeners, 's', 0, 0, NULL,
+		"`NAME://HOST:PORT,...`: mq-kafka's listeners, instead of `listen` (its `--listeners`); the first is the one registered on the coordinator"),
+	KEY("kafka", "advertised.listeners", kafka_advertised_listeners, 's', 0, 0, NULL,
+		"`NAME://HOST:PORT,...`: what Metadata gives each listener's clients (default: the listener's address)"),
+	KEY("kafka", "listener.security.protocol.map", kafka_protocol_map, 's', 0, 0, NULL,
+		"`NAME:PROTOCOL,...` (PLAINTEXT, SSL, SASL_PLAINTEXT, SASL_SSL; default: each name is its protocol)"),
+	KEY("kafka", "ssl.certificate.location", kafka_ssl_cert, 's', 0, 0, NULL,
+		"PEM file of the server's certificate chain (SSL and SASL_SSL listeners)"),
+	KEY("kafka", "ssl.key.location", kafka_ssl_key, 's', 0, 0, NULL,
+		"PEM file of its private key"),
+	KEY("kafka", "ssl.key.password.file", kafka_ssl_key_password_file, 's', 0, 0, NULL,
+		"file whose first line is the key's passphrase, if the key is encrypted"),
+	KEY("kafka", "ssl.ca.location", kafka_ssl_ca, 's', 0, 0, NULL,
+		"PEM file of the CAs client certificates must chain to"),
+	KEY("kafka", "ssl.client.auth", kafka_ssl_client_auth, 's', 0, 0, NULL,
+		"`none`, `requested` or `required`: client certificates (default: none)"),
+	KEY("kafka", "ssl.principal.mapping.rules", kafka_ssl_rules, 's', 0, 0, NULL,
+		"client certificate subject to user name: `RULE:pattern/replacement/[LU],...,DEFAULT` (default: DEFAULT)"),
 	KEY("kafka", "advertise", kafka_advertise, 's', 0, 0, NULL,
 		"host:port Metadata and FindCoordinator give clients (default: `listen`)"),
 	KEY("kafka", "program", kafka_program, 's', 0, 0, NULL,
@@ -248,11 +266,24 @@ check_kafka(BrokerConfig *cfg, const char *path)
 	const char *names[] = {"listen", "advertise", "metrics"};
 	const char *vals[] = {cfg->kafka_listen, cfg->kafka_advertise, cfg->kafka_metrics};
 
-	if (cfg->kafka_listen == NULL &&
+	if (cfg->kafka_listen == NULL && cfg->kafka_listeners == NULL &&
 		(cfg->kafka_advertise || cfg->kafka_program || cfg->kafka_pool || cfg->kafka_group_delay_ms >= 0 ||
-		 cfg->kafka_sasl || cfg->kafka_metrics))
+		 cfg->kafka_sasl || cfg->kafka_metrics || cfg->kafka_ssl_cert))
 	{
-		mq_log_error("%s: [kafka] needs listen (host:port) to start mq-kafka", path);
+		mq_log_error("%s: [kafka] needs listen (host:port) or listeners to start mq-kafka", path);
+		return false;
+	}
+	if (cfg->kafka_listen && cfg->kafka_listeners)
+	{
+		mq_log_error("%s: [kafka] listeners replaces listen and advertise: give one or the other", path);
+		return false;
+	}
+	if (cfg->kafka_ssl_client_auth && strcmp(cfg->kafka_ssl_client_auth, "none") != 0 &&
+		strcmp(cfg->kafka_ssl_client_auth, "requested") != 0 &&
+		strcmp(cfg->kafka_ssl_client_auth, "required") != 0)
+	{
+		mq_log_error("%s: [kafka] ssl.client.auth must be none, requested or required, not \"%s\"",
+					 path, cfg->kafka_ssl_client_auth);
 		return false;
 	}
 	if (cfg->kafka_sasl && strcmp(cfg->kafka_sasl, "plain") != 0)
@@ -445,6 +476,15 @@ broker_config_free(BrokerConfig *cfg)
 	free(cfg->kafka_advertise);
 	free(cfg->kafka_program);
 	free(cfg->kafka_sasl);
+	free(cfg->kafka_listeners);
+	free(cfg->kafka_advertised_listeners);
+	free(cfg->kafka_protocol_map);
+	free(cfg->kafka_ssl_cert);
+	free(cfg->kafka_ssl_key);
+	free(cfg->kafka_ssl_key_password_file);
+	free(cfg->kafka_ssl_ca);
+	free(cfg->kafka_ssl_client_auth);
+	free(cfg->kafka_ssl_rules);
 	free(cfg->kafka_metrics);
 	memset(cfg, 0, sizeof(*cfg));
 }

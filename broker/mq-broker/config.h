@@ -47,6 +47,16 @@ typedef struct BrokerConfig
 	int			kafka_group_delay_ms;	/* group.initial.rebalance.delay.ms */
 	char	   *kafka_sasl;		/* "plain": clients authenticate (--sasl) */
 	char	   *kafka_metrics;	/* host:port of its /metrics (--metrics); NULL: none */
+	/* its listeners and TLS (mq-kafka's --listeners, --ssl-...); NULL: unset */
+	char	   *kafka_listeners;
+	char	   *kafka_advertised_listeners;
+	char	   *kafka_protocol_map;
+	char	   *kafka_ssl_cert;
+	char	   *kafka_ssl_key;
+	char	   *kafka_ssl_key_password_file;
+	char	   *kafka_ssl_ca;
+	char	   *kafka_ssl_client_auth;
+	char	   *kafka_ssl_rules;
 } BrokerConfig;
 
 /* Fill cfg from path; on error print what is wrong and return false. */

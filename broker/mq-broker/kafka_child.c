@@ -36,6 +36,27 @@ static const BrokerConfig *kcfg;
 static pid_t child = -1;
 static int64_t restart_at_us;
 
+/* "--option=value" for each listener and TLS key that is set */
+static int
+tls_args(const BrokerConfig *cfg, const char **argv, int n)
+{
+	const char *opts[] = {"--listeners", "--advertised-listeners",
+						  "--listener-security-protocol-map", "--ssl-certificate", "--ssl-key",
+						  "--ssl-key-password-file", "--ssl-ca", "--ssl-client-auth", "--ssl-principal-mapping-rules"};
+	const char *vals[] = {cfg->kafka_listeners, cfg->kafka_advertised_listeners,
+						  cfg->kafka_protocol_map, cfg->kafka_ssl_cert, cfg->kafka_ssl_key,
+						  cfg->kafka_ssl_key_password_file, cfg->kafka_ssl_ca, cfg->kafka_ssl_client_auth,
+						  cfg->kafka_ssl_rules};
+
+	for (int i = 0; i < 9; i++)
+		if (vals[i])
+		{
+			argv[n++] = opts[i];
+			argv[n++] = vals[i];
+		}
+	return n;
+}
+
 /* exec mq-kafka with the section's settings; never returns */
 static void
 exec_child(const BrokerConfig *cfg)
@@ -43,7 +64,7 @@ exec_child(const BrokerConfig *cfg)
 	char		id[16],
 				pool[16],
 				delay[16];
-	const char *argv[20];
+	const char *argv[48];
 	int			n = 0;
 	const char *prog = cfg->kafka_program ? cfg->kafka_program : "mq-kafka";
 
@@ -53,10 +74,14 @@ exec_child(const BrokerConfig *cfg)
 	argv[n++] = prog;
 	argv[n++] = "--dbname";
 	argv[n++] = cfg->node;
-	argv[n++] = "--listen";
-	argv[n++] = cfg->kafka_listen;
-	argv[n++] = "--advertise";
-	argv[n++] = cfg->kafka_advertise ? cfg->kafka_advertise : cfg->kafka_listen;
+	if (cfg->kafka_listen)
+	{
+		argv[n++] = "--listen";
+		argv[n++] = cfg->kafka_listen;
+		argv[n++] = "--advertise";
+		argv[n++] = cfg->kafka_advertise ? cfg->kafka_advertise : cfg->kafka_listen;
+	}
+	n = tls_args(cfg, argv, n);
 	argv[n++] = "--node-id";
 	argv[n++] = id;
 	argv[n++] = "--coordinator";
@@ -101,13 +126,14 @@ spawn(void)
 		exec_child(kcfg);
 	child = pid;
 	restart_at_us = mq_now_us() + 1000000;
-	mq_log_info("started mq-kafka (pid %d) on %s", (int) pid, kcfg->kafka_listen);
+	mq_log_info("started mq-kafka (pid %d) on %s", (int) pid,
+				kcfg->kafka_listen ? kcfg->kafka_listen : kcfg->kafka_listeners);
 }
 
 void
 kafka_child_start(const BrokerConfig *cfg)
 {
-	if (cfg->kafka_listen == NULL)
+	if (cfg->kafka_listen == NULL && cfg->kafka_listeners == NULL)
 		return;
 	kcfg = cfg;
 	spawn();
@@ -132,6 +158,14 @@ kafka_child_check(void)
 	}
 	if (child < 0 && mq_now_us() >= restart_at_us)
 		spawn();
+}
+
+/* SIGHUP: mq-kafka reloads its certificate (async-signal-safe) */
+void
+kafka_child_forward(int sig)
+{
+	if (child > 0)
+		(void) kill(child, sig);
 }
 
 void

@@ -17,5 +17,7 @@ extern void kafka_child_start(const BrokerConfig *cfg);
 extern void kafka_child_check(void);
 /* SIGTERM it and wait for it */
 extern void kafka_child_stop(void);
+/* pass a signal on to mq-kafka (from a signal handler: SIGHUP) */
+extern void kafka_child_forward(int sig);
 
 #endif							/* MQ_BROKER_KAFKA_CHILD_H */

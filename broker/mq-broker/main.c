@@ -9,6 +9,7 @@
  *	  mq-broker --print-fsm     the partition state machine as Graphviz dot
  *
  * With a [kafka] section it also runs the node's mq-kafka (kafka_child.c).
+ * SIGHUP: passed on to mq-kafka, which reloads its TLS certificate and key.
  * SIGTERM or SIGINT: stop mq-kafka, resign every leadership on the node (producers get
  * not_leader at once, not a timeout) and exit 0.  The loop is safe to
  * restart at any point: on start the broker resigns whatever its node
@@ -51,6 +52,13 @@ static void
 on_signal(int sig)
 {
 	stop_requested = sig;
+}
+
+/* SIGHUP: mq-kafka reloads its TLS certificate and key */
+static void
+on_hup(int sig)
+{
+	kafka_child_forward(sig);
 }
 
 static const char help[] =
@@ -136,6 +144,8 @@ main(int argc, char **argv)
 	sa.sa_handler = on_signal;	/* no SA_RESTART: poll() returns EINTR */
 	sigaction(SIGTERM, &sa, NULL);
 	sigaction(SIGINT, &sa, NULL);
+	sa.sa_handler = on_hup;
+	sigaction(SIGHUP, &sa, NULL);
 	signal(SIGPIPE, SIG_IGN);
 
 	broker_init(&b, &cfg, &hooks);

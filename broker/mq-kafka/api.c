@@ -13,7 +13,8 @@
  * UNSUPPORTED_VERSION with the supported ranges in the v0 format, on
  * which clients retry with a version they share.
  *
- * With --sasl=plain, a connection that has not authenticated (sasl.c)
+ * On a SASL_PLAINTEXT or SASL_SSL listener (--sasl=plain), a
+ * connection that has not authenticated (sasl.c)
  * may send only ApiVersions, SaslHandshake and SaslAuthenticate: any
  * other request closes it, as Kafka does.  Without it, the SASL APIs are
  * neither advertised nor served.  SaslHandshake v0 (whose token follows
@@ -126,7 +127,7 @@ api_find(int16_t key)
 static bool
 api_allowed(const KRequest *req)
 {
-	return !kconfig.sasl_plain || conn_sasl_step(req->conn) == KSASL_DONE ||
+	return !conn_needs_sasl(req->conn) || conn_sasl_step(req->conn) == KSASL_DONE ||
 		req->api_key == KAPI_API_VERSIONS || is_sasl_api(req->api_key);
 }
 

@@ -39,9 +39,12 @@ h_find_coordinator(KRequest *req)
 	KWriter    *w = &req->resp;
 	char	   *key = kslice_dup(kr_str(&req->body));
 	int			id = cluster_group_coordinator(key ? key : "");
-	const KBroker *b = cluster_enabled() ? cluster_broker(id) : NULL;
+	const KBroker *b = cluster_enabled() && id != kconfig.node_id ? cluster_broker(id) : NULL;
+	const char *host;
+	int			port;
 
 	free(key);
+	conn_advertised(req->conn, &host, &port);
 	if (req->api_version >= 1)
 		(void) kr_i8(&req->body);	/* key type: groups and transactions alike */
 	if (req->body.err)
@@ -51,12 +54,13 @@ h_find_coordinator(KRequest *req)
 	}
 	if (req->api_version >= 1)
 		kw_i32(w, 0);
-	kw_i16(w, id < 0 || (cluster_enabled() && b == NULL) ? KERR_COORDINATOR_NOT_AVAILABLE : KERR_NONE);
+	kw_i16(w, id < 0 || (cluster_enabled() && b == NULL && id != kconfig.node_id) ?
+		   KERR_COORDINATOR_NOT_AVAILABLE : KERR_NONE);
 	if (req->api_version >= 1)
 		kw_str(w, NULL);
 	kw_i32(w, id < 0 ? -1 : id);
-	kw_str(w, b ? b->host : id < 0 ? "" : kconfig.advertised_host);
-	kw_i32(w, b ? b->port : id < 0 ? -1 : kconfig.advertised_port);
+	kw_str(w, b ? b->host : id < 0 ? "" : host);
+	kw_i32(w, b ? b->port : id < 0 ? -1 : port);
 	req_finish(req);
 }
 

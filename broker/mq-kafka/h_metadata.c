@@ -73,9 +73,13 @@ write_broker(KWriter *w, int16_t v, int32_t id, const char *host, int32_t port)
 		kw_str(w, NULL);		/* rack */
 }
 
-/* the cluster's live listeners, and this daemon in any case */
+/*
+ * The cluster's live listeners, and this daemon in any case: this one
+ * with the address of the listener the client came through (Kafka's
+ * advertised.listeners), the others as registered on the coordinator.
+ */
 static void
-write_cluster_brokers(KWriter *w, int16_t v)
+write_cluster_brokers(KWriter *w, int16_t v, const char *self_host, int self_port)
 {
 	size_t		count_at = w->len;
 	int32_t		n = 0;
@@ -89,26 +93,33 @@ write_cluster_brokers(KWriter *w, int16_t v)
 		if (!b->live && b->id != kconfig.node_id)
 			continue;
 		me |= b->id == kconfig.node_id;
-		write_broker(w, v, b->id, b->host, b->port);
+		if (b->id == kconfig.node_id)
+			write_broker(w, v, b->id, self_host, self_port);
+		else
+			write_broker(w, v, b->id, b->host, b->port);
 		n++;
 	}
 	if (!me)
 	{
-		write_broker(w, v, kconfig.node_id, kconfig.advertised_host, kconfig.advertised_port);
+		write_broker(w, v, kconfig.node_id, self_host, self_port);
 		n++;
 	}
 	kw_put_i32_at(w, count_at, n);
 }
 
 static void
-write_brokers(KWriter *w, int16_t v)
+write_brokers(KRequest *req, KWriter *w, int16_t v)
 {
+	const char *host;
+	int			port;
+
+	conn_advertised(req->conn, &host, &port);
 	if (cluster_enabled())
-		write_cluster_brokers(w, v);
+		write_cluster_brokers(w, v, host, port);
 	else
 	{
 		kw_i32(w, 1 + kconfig.npeers);
-		write_broker(w, v, kconfig.node_id, kconfig.advertised_host, kconfig.advertised_port);
+		write_broker(w, v, kconfig.node_id, host, port);
 		for (int i = 0; i < kconfig.npeers; i++)
 			write_broker(w, v, kconfig.peers[i].id, kconfig.peers[i].host, kconfig.peers[i].port);
 	}
@@ -217,7 +228,7 @@ metadata_done(KRequest *req)
 		code = KERR_LEADER_NOT_AVAILABLE;	/* retriable: clients ask elsewhere */
 	if (v >= 3)
 		kw_i32(w, 0);			/* throttle */
-	write_brokers(w, v);
+	write_brokers(req, w, v);
 	if (s->n >= 0)
 	{
 		kw_i32(w, s->n);

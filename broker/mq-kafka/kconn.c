@@ -18,6 +18,13 @@
  * keeps who it authenticated as (sasl.c), and each of its requests runs
  * its statements as that role.
  *
+ * Each connection remembers its listener (listener.c), which says whether
+ * it must authenticate with SASL and which address Metadata advertises to
+ * it.  On an SSL listener a verified client certificate authenticates the
+ * connection as its mapped subject (tls.c), looked at when the first
+ * frame arrives (the handshake is over by then), as SASL would
+ * (conn_set_sasl); a failed handshake is logged with OpenSSL's reason.
+ *
  *-------------------------------------------------------------------------
  */
 #include "mqkafka.h"
@@ -29,6 +36,8 @@
 #include <event2/bufferevent.h>
 
 #include "kmetrics.h"
+#include "listener.h"
+#include "tls.h"
 #include "util.h"
 
 /* bytes one write(2) to a client may take */
@@ -45,6 +54,8 @@ struct KConn
 	bool		closing;		/* closes once its output is written */
 	KSaslStep	sasl_step;
 	char	   *role;			/* authenticated as, or NULL */
+	const KListener *listener;	/* it came in through */
+	bool		tls_checked;	/* its client certificate was looked at */
 	char		peer[64];
 };
 
@@ -61,6 +72,19 @@ bool
 conn_closed(const KConn *c)
 {
 	return c->closed;
+}
+
+bool
+conn_needs_sasl(const KConn *c)
+{
+	return listener_is_sasl(c->listener);
+}
+
+void
+conn_advertised(const KConn *c, const char **host, int *port)
+{
+	*host = c->listener->adv_host;
+	*port = c->listener->adv_port;
 }
 
 KSaslStep
@@ -110,6 +134,8 @@ conn_close(KConn *c)
 		return;
 	c->closed = true;
 	kmetrics_connection(-1);
+	if (listener_is_tls(c->listener))
+		tls_close_notify(c->bev);
 	bufferevent_free(c->bev);
 	c->bev = NULL;
 	conn_unref(c);
@@ -211,6 +237,36 @@ req_abort(KRequest *req)
 	conn_unref(c);
 }
 
+/*
+ * A TLS connection's client certificate, once: on an SSL listener it
+ * authenticates the connection as its mapped subject (SASL_SSL
+ * authenticates with SASL, whatever the certificate).  False if the
+ * connection was closed: no mapping rule applies to the subject.
+ */
+static bool
+conn_tls_principal(KConn *c)
+{
+	char		dn[1024];
+	bool		refuse;
+	char	   *user;
+
+	c->tls_checked = true;
+	if (c->listener->proto != KSEC_SSL)
+		return true;
+	user = tls_peer_principal(c->bev, &refuse, dn, sizeof(dn));
+	if (refuse)
+	{
+		mq_log_warning("%s: no ssl principal mapping rule applies to certificate subject \"%s\", closing",
+					   c->peer, dn);
+		conn_close(c);
+		return false;
+	}
+	if (user)
+		conn_set_sasl(c, KSASL_DONE, user);
+	free(user);
+	return true;
+}
+
 /* the next whole frame, if one has arrived and none is in flight */
 static void
 conn_read(struct bufferevent *bev, void *arg)
@@ -222,6 +278,8 @@ conn_read(struct bufferevent *bev, void *arg)
 	KRequest   *req;
 
 	if (c->busy || c->closed || evbuffer_get_length(in) < 4)
+		return;
+	if (!c->tls_checked && !conn_tls_principal(c))
 		return;
 	evbuffer_copyout(in, szb, 4);
 	size = (int32_t) (((uint32_t) szb[0] << 24) | (szb[1] << 16) | (szb[2] << 8) | szb[3]);
@@ -249,15 +307,21 @@ conn_read(struct bufferevent *bev, void *arg)
 static void
 conn_event(struct bufferevent *bev, short what, void *arg)
 {
+	KConn	   *c = arg;
+
+	if ((what & BEV_EVENT_ERROR) && listener_is_tls(c->listener))
+		tls_log_failure(bev, c->peer);
 	if (what & (BEV_EVENT_EOF | BEV_EVENT_ERROR))
-		conn_close(arg);
+		conn_close(c);
 }
 
 void
-conn_start(struct bufferevent *bev, const char *peer, KFrameFn dispatch)
+conn_start(struct bufferevent *bev, const char *peer, const KListener *listener,
+		   KFrameFn dispatch)
 {
 	KConn	   *c = mq_malloc0(sizeof(KConn));
 
+	c->listener = listener;
 	snprintf(c->peer, sizeof(c->peer), "%s", peer);
 	c->refs = 1;
 	c->dispatch = dispatch;

@@ -26,6 +26,7 @@
 #include "cluster.h"
 #include "group.h"
 #include "kmetrics.h"
+#include "listener.h"
 #include "mqkafka.h"
 #include "principal.h"
 #include "sdnotify.h"
@@ -55,13 +56,29 @@ static const char help[] =
 "                               60000; at most 10000 towards other nodes)\n"
 "      --sasl=plain             clients must authenticate with SASL/PLAIN as a\n"
 "                               PostgreSQL role, whose password PostgreSQL checks;\n"
-"                               their requests then run as that role\n"
+"                               their requests then run as that role (with\n"
+"                               --listeners: the mechanism of SASL_* listeners)\n"
 "      --principal-rules=LIST   authenticated name to role: RULE:regex/replacement/[L|U]\n"
 "                               and DEFAULT (the name itself), comma-separated, as\n"
 "                               Kafka's ssl.principal.mapping.rules (default DEFAULT)\n"
 "      --anonymous=daemon|refuse|role:ROLE  a client that did not authenticate\n"
 "                               runs as the daemon's own role (default), is\n"
 "                               refused, or runs as ROLE\n"
+"\nListeners and TLS (Kafka's settings of the same names; docs/kafka.md):\n"
+"      --listeners=NAME://HOST:PORT,...  listen on each (replaces --listen);\n"
+"                               NAME is a protocol (PLAINTEXT, SSL,\n"
+"                               SASL_PLAINTEXT, SASL_SSL) or mapped to one\n"
+"      --advertised-listeners=NAME://HOST:PORT,...  what Metadata gives the\n"
+"                               clients of each listener (default: its address)\n"
+"      --listener-security-protocol-map=NAME:PROTOCOL,...\n"
+"      --ssl-certificate=FILE   the server's certificate chain (PEM)\n"
+"      --ssl-key=FILE           its private key (PEM)\n"
+"      --ssl-key-password-file=FILE  the key's passphrase, if it is encrypted\n"
+"      --ssl-ca=FILE            CA certificates client certificates must chain to\n"
+"      --ssl-client-auth=none|requested|required  client certificates (default none)\n"
+"      --ssl-principal-mapping-rules=RULES  client certificate subject to user\n"
+"                               name: RULE:pattern/replacement/[LU],...,DEFAULT\n"
+"                               (default DEFAULT: the subject)\n"
 "      --max-request-bytes=N    larger requests close the connection (default 104857600)\n"
 "      --max-batch-bytes=N      decompressed size cap per batch (default 67108864)\n"
 "      --group-initial-delay-ms=N  wait for more members of a new group (default 3000)\n"
@@ -73,6 +90,19 @@ static const char help[] =
 "  -V, --version                print the version and exit\n"
 "  -h, --help                   show this help and exit\n\n"
 "See docs/kafka.md.\n";
+
+/* the listener options' values, resolved into kconfig.listeners */
+static const char *opt_listeners,
+		   *opt_advertised,
+		   *opt_protomap;
+static bool opt_listen_given;
+
+static void
+on_sighup(evutil_socket_t sig, short what, void *arg)
+{
+	mq_log_info("sighup: reloading the tls certificate and key");
+	server_reload_tls();
+}
 
 static void
 on_signal(evutil_socket_t sig, short what, void *arg)
@@ -115,11 +145,129 @@ parse_peer(const CliParser *p, char *arg)
 	parse_hostport(p, "--peer", value, &peer->host, &peer->port);
 }
 
-/* the options principal.c takes, past parse_args' own */
 enum
 {
-	O_RULES = CLI_OPT_LONG_BASE + 100, O_ANON
+	O_ADV = CLI_OPT_LONG_BASE, O_NODE, O_POOL, O_MAXREQ, O_MAXBATCH, O_DELAY,
+	O_AUTO, O_RECHECK, O_PEER, O_COORD, O_REFRESH, O_SASL, O_METRICS, O_STMT,
+	O_LISTENERS, O_ADVLISTENERS, O_PROTOMAP, O_SSL_CERT, O_SSL_KEY, O_SSL_KEYPW,
+	O_SSL_CA, O_SSL_CLIENT_AUTH, O_SSL_RULES, O_RULES, O_ANON
 };
+
+static const struct option longopts[] = {
+	{"dbname", required_argument, NULL, 'd'},
+	{"listen", required_argument, NULL, 'l'},
+	{"advertise", required_argument, NULL, O_ADV},
+	{"node-id", required_argument, NULL, O_NODE},
+	{"pool", required_argument, NULL, O_POOL},
+	{"statement-timeout-ms", required_argument, NULL, O_STMT},
+	{"max-request-bytes", required_argument, NULL, O_MAXREQ},
+	{"max-batch-bytes", required_argument, NULL, O_MAXBATCH},
+	{"group-initial-delay-ms", required_argument, NULL, O_DELAY},
+	{"auto-create-topics", required_argument, NULL, O_AUTO},
+	{"recheck-ms", required_argument, NULL, O_RECHECK},
+	{"peer", required_argument, NULL, O_PEER},
+	{"coordinator", required_argument, NULL, O_COORD},
+	{"refresh-ms", required_argument, NULL, O_REFRESH},
+	{"sasl", required_argument, NULL, O_SASL},
+	{"metrics", required_argument, NULL, O_METRICS},
+	{"listeners", required_argument, NULL, O_LISTENERS},
+	{"advertised-listeners", required_argument, NULL, O_ADVLISTENERS},
+	{"listener-security-protocol-map", required_argument, NULL, O_PROTOMAP},
+	{"ssl-certificate", required_argument, NULL, O_SSL_CERT},
+	{"ssl-key", required_argument, NULL, O_SSL_KEY},
+	{"ssl-key-password-file", required_argument, NULL, O_SSL_KEYPW},
+	{"ssl-ca", required_argument, NULL, O_SSL_CA},
+	{"ssl-client-auth", required_argument, NULL, O_SSL_CLIENT_AUTH},
+	{"ssl-principal-mapping-rules", required_argument, NULL, O_SSL_RULES},
+	{"principal-rules", required_argument, NULL, O_RULES},
+	{"anonymous", required_argument, NULL, O_ANON},
+	{"version", no_argument, NULL, 'V'},
+	{NULL, 0, NULL, 0}
+};
+
+/* the listener and TLS options; false if c is none of them */
+static bool
+parse_listener_option(const CliParser *p, int c, const char *arg)
+{
+	switch (c)
+	{
+		case O_LISTENERS:
+			opt_listeners = arg;
+			return true;
+		case O_ADVLISTENERS:
+			opt_advertised = arg;
+			return true;
+		case O_PROTOMAP:
+			opt_protomap = arg;
+			return true;
+		case O_SSL_CERT:
+			kconfig.tls.cert_file = arg;
+			return true;
+		case O_SSL_KEY:
+			kconfig.tls.key_file = arg;
+			return true;
+		case O_SSL_KEYPW:
+			kconfig.tls.key_password_file = arg;
+			return true;
+		case O_SSL_CA:
+			kconfig.tls.ca_file = arg;
+			return true;
+		case O_SSL_CLIENT_AUTH:
+			if (strcmp(arg, "none") == 0)
+				kconfig.tls.client_auth = KCLIENT_AUTH_NONE;
+			else if (strcmp(arg, "requested") == 0)
+				kconfig.tls.client_auth = KCLIENT_AUTH_REQUESTED;
+			else if (strcmp(arg, "required") == 0)
+				kconfig.tls.client_auth = KCLIENT_AUTH_REQUIRED;
+			else
+				cli_usage_error(p, "--ssl-client-auth must be none, requested or required");
+			return true;
+		case O_SSL_RULES:
+			kconfig.tls.mapping_rules = arg;
+			return true;
+	}
+	return false;
+}
+
+/*
+ * kconfig.listeners from --listeners, or the one of --listen, --advertise
+ * and --sasl; kconfig's listen and advertised addresses are the first
+ * listener's (the one registered on a cluster's coordinator).
+ */
+static void
+resolve_listeners(const CliParser *p)
+{
+	KListener  *l = &kconfig.listeners[0];
+	char		err[256];
+	bool		sasl = kconfig.sasl_plain;
+
+	if (opt_listeners == NULL)
+	{
+		if (opt_advertised || opt_protomap)
+			cli_usage_error(p, "--advertised-listeners and --listener-security-protocol-map need --listeners");
+		l->proto = sasl ? KSEC_SASL_PLAINTEXT : KSEC_PLAINTEXT;
+		l->name = (char *) listener_proto_name(l->proto);
+		l->host = kconfig.listen_host;
+		l->port = kconfig.listen_port;
+		l->adv_host = kconfig.advertised_host ? kconfig.advertised_host : l->host;
+		l->adv_port = kconfig.advertised_host ? kconfig.advertised_port : l->port;
+		kconfig.nlisteners = 1;
+	}
+	else if (opt_listen_given)
+		cli_usage_error(p, "--listeners replaces --listen and --advertise: give one or the other");
+	else if (!listeners_parse(opt_listeners, opt_advertised, opt_protomap,
+							  kconfig.listeners, &kconfig.nlisteners, err, sizeof(err)))
+		cli_usage_error(p, "%s", err);
+	kconfig.sasl_plain = false;
+	for (int i = 0; i < kconfig.nlisteners; i++)
+		kconfig.sasl_plain |= listener_is_sasl(&kconfig.listeners[i]);
+	if (sasl && !kconfig.sasl_plain)
+		cli_usage_error(p, "--sasl=plain needs a SASL_PLAINTEXT or SASL_SSL listener");
+	kconfig.listen_host = l->host;
+	kconfig.listen_port = l->port;
+	kconfig.advertised_host = l->adv_host;
+	kconfig.advertised_port = l->adv_port;
+}
 
 /* --principal-rules, --anonymous (principal.c); false: not one of them */
 static bool
@@ -137,33 +285,6 @@ parse_principal(CliParser *p, int opt, const char *arg)
 static void
 parse_args(int argc, char **argv)
 {
-	enum
-	{
-		O_ADV = CLI_OPT_LONG_BASE, O_NODE, O_POOL, O_MAXREQ, O_MAXBATCH, O_DELAY,
-		O_AUTO, O_RECHECK, O_PEER, O_COORD, O_REFRESH, O_SASL, O_METRICS, O_STMT
-	};
-	static const struct option longopts[] = {
-		{"dbname", required_argument, NULL, 'd'},
-		{"listen", required_argument, NULL, 'l'},
-		{"advertise", required_argument, NULL, O_ADV},
-		{"node-id", required_argument, NULL, O_NODE},
-		{"pool", required_argument, NULL, O_POOL},
-		{"statement-timeout-ms", required_argument, NULL, O_STMT},
-		{"max-request-bytes", required_argument, NULL, O_MAXREQ},
-		{"max-batch-bytes", required_argument, NULL, O_MAXBATCH},
-		{"group-initial-delay-ms", required_argument, NULL, O_DELAY},
-		{"auto-create-topics", required_argument, NULL, O_AUTO},
-		{"recheck-ms", required_argument, NULL, O_RECHECK},
-		{"peer", required_argument, NULL, O_PEER},
-		{"coordinator", required_argument, NULL, O_COORD},
-		{"refresh-ms", required_argument, NULL, O_REFRESH},
-		{"sasl", required_argument, NULL, O_SASL},
-		{"principal-rules", required_argument, NULL, O_RULES},
-		{"anonymous", required_argument, NULL, O_ANON},
-		{"metrics", required_argument, NULL, O_METRICS},
-		{"version", no_argument, NULL, 'V'},
-		{NULL, 0, NULL, 0}
-	};
 	CliParser	p;
 	int			c;
 
@@ -177,10 +298,12 @@ parse_args(int argc, char **argv)
 				break;
 			case 'l':
 				parse_hostport(&p, "--listen", optarg, &kconfig.listen_host, &kconfig.listen_port);
+				opt_listen_given = true;
 				break;
 			case O_ADV:
 				parse_hostport(&p, "--advertise", optarg, &kconfig.advertised_host,
 							   &kconfig.advertised_port);
+				opt_listen_given = true;
 				break;
 			case O_NODE:
 				kconfig.node_id = (int) cli_int(&p, "--node-id", optarg, 0, INT32_MAX);
@@ -230,11 +353,12 @@ parse_args(int argc, char **argv)
 				cli_print_help(&p);
 				exit(0);
 			default:
-				if (!parse_principal(&p, c, optarg))
+				if (!parse_principal(&p, c, optarg) && !parse_listener_option(&p, c, optarg))
 					cli_usage_error(&p, "unexpected option");
 		}
 	}
 	(void) cli_positionals(&p, 0, 0, "nothing", NULL);
+	resolve_listeners(&p);
 	cli_free(&p);
 }
 
@@ -286,7 +410,8 @@ int
 main(int argc, char **argv)
 {
 	struct event *sigint,
-			   *sigterm;
+			   *sigterm,
+			   *sighup;
 
 	mq_progname = "mq-kafka";
 	kconfig.listen_host = "127.0.0.1";
@@ -314,15 +439,11 @@ main(int argc, char **argv)
 		mq_progname = progname;
 		mq_log_set_timestamps(!mq_sd_stderr_is_journal());
 	}
-	if (kconfig.advertised_host == NULL)
-	{
-		kconfig.advertised_host = kconfig.listen_host;
-		kconfig.advertised_port = kconfig.listen_port;
-	}
-
-	if (kconfig.sasl_plain && !is_loopback(kconfig.listen_host))
-		mq_log_warning("sasl plain on %s: passwords cross the network in clear text (there is no tls yet)",
-					   kconfig.listen_host);
+	for (int i = 0; i < kconfig.nlisteners; i++)
+		if (kconfig.listeners[i].proto == KSEC_SASL_PLAINTEXT &&
+			!is_loopback(kconfig.listeners[i].host))
+			mq_log_warning("sasl plain on %s: passwords cross the network in clear text (use a SASL_SSL listener)",
+						   kconfig.listeners[i].host);
 
 	signal(SIGPIPE, SIG_IGN);
 	keep_freed_memory();
@@ -333,6 +454,8 @@ main(int argc, char **argv)
 	sigterm = evsignal_new(kbase, SIGTERM, on_signal, NULL);
 	event_add(sigint, NULL);
 	event_add(sigterm, NULL);
+	sighup = evsignal_new(kbase, SIGHUP, on_sighup, NULL);
+	event_add(sighup, NULL);
 
 	server_start();
 	if (kconfig.metrics_host)
@@ -340,8 +463,9 @@ main(int argc, char **argv)
 	pool_start();
 	cluster_start(group_drop_moved);
 	group_start();
-	mq_log_info("listening on %s:%d (pool of %d database connections%s; unauthenticated clients: %s)",
-				kconfig.listen_host, kconfig.listen_port, kconfig.pool_size,
+	mq_log_info("listening on %s:%d%s (pool of %d database connections%s; unauthenticated clients: %s)",
+				kconfig.listen_host, kconfig.listen_port,
+				kconfig.nlisteners > 1 ? " and more" : "", kconfig.pool_size,
 				kconfig.sasl_plain ? ", sasl plain" : "", principal_anonymous_describe());
 	/* listening, the pool started: serving (systemd: Type=notify) */
 	watchdog_start();

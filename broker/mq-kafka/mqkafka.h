@@ -38,6 +38,46 @@ typedef struct KPeer
 
 #define KMAX_PEERS 64
 
+/* A listener's security protocol, as Kafka's listener.security.protocol.map */
+typedef enum KSecProto
+{
+	KSEC_PLAINTEXT,
+	KSEC_SSL,
+	KSEC_SASL_PLAINTEXT,
+	KSEC_SASL_SSL
+} KSecProto;
+
+/* One of --listeners (listener.c): where it listens, what it advertises */
+typedef struct KListener
+{
+	char	   *name;			/* e.g. EXTERNAL; the protocol's name by default */
+	KSecProto	proto;
+	char	   *host;			/* "" or 0.0.0.0: every interface */
+	int			port;
+	char	   *adv_host;		/* Metadata's address for clients of this one */
+	int			adv_port;
+} KListener;
+
+#define KMAX_LISTENERS 16
+
+/* TLS of the SSL and SASL_SSL listeners (tls.c) */
+typedef enum KClientAuth
+{
+	KCLIENT_AUTH_NONE,
+	KCLIENT_AUTH_REQUESTED,
+	KCLIENT_AUTH_REQUIRED
+} KClientAuth;
+
+typedef struct KTlsConfig
+{
+	const char *cert_file;		/* PEM: the server's certificate (chain) */
+	const char *key_file;		/* PEM: its private key */
+	const char *key_password_file;	/* the key's passphrase, if encrypted */
+	const char *ca_file;		/* PEM: CAs that client certificates chain to */
+	KClientAuth client_auth;
+	const char *mapping_rules;	/* ssl.principal.mapping.rules; NULL: DEFAULT */
+} KTlsConfig;
+
 typedef struct KConfig
 {
 	const char *conninfo;		/* -d, as psql takes it; NULL: environment */
@@ -45,6 +85,10 @@ typedef struct KConfig
 	int			listen_port;	/* default 9092 */
 	char	   *advertised_host;	/* what Metadata tells clients */
 	int			advertised_port;
+	/* the listeners; the first's address is the one registered in a cluster */
+	int			nlisteners;
+	KListener	listeners[KMAX_LISTENERS];
+	KTlsConfig	tls;
 	int			node_id;
 	int			pool_size;		/* database connections */
 	int			statement_timeout_ms;	/* a job's deadline (pool.c) */
@@ -57,7 +101,7 @@ typedef struct KConfig
 	KPeer		peers[KMAX_PEERS];
 	const char *coordinator;	/* --coordinator: the cluster's view (cluster.c) */
 	int			refresh_ms;		/* how often the view is read */
-	bool		sasl_plain;		/* --sasl=plain: clients must authenticate */
+	bool		sasl_plain;		/* SASL/PLAIN offered on SASL_* listeners */
 	char	   *metrics_host;	/* --metrics: Prometheus endpoint; NULL: none */
 	int			metrics_port;
 } KConfig;
@@ -94,16 +138,23 @@ struct KRequest
 	int64_t		started_us;		/* dispatched at (kmetrics.c); 0: not dispatched */
 };
 
-/* server.c: the listener */
+/* server.c: the listeners */
 extern void server_start(void);
+/* SIGHUP: new TLS connections use the certificate and key read again */
+extern void server_reload_tls(void);
 
 /* kconn.c: connections and request completion */
 typedef void (*KFrameFn) (KRequest *req, size_t frame_len);
 struct bufferevent;
-/* a connection on bev, whose whole frames go to dispatch */
-extern void conn_start(struct bufferevent *bev, const char *peer, KFrameFn dispatch);
+/* a connection on bev, from listener, whose whole frames go to dispatch */
+extern void conn_start(struct bufferevent *bev, const char *peer, const KListener *listener,
+					   KFrameFn dispatch);
 extern const char *conn_peer(const KConn *c);
 extern bool conn_closed(const KConn *c);
+/* must c authenticate with SASL (a SASL_PLAINTEXT or SASL_SSL listener)? */
+extern bool conn_needs_sasl(const KConn *c);
+/* the advertised address of the listener c connected to */
+extern void conn_advertised(const KConn *c, const char **host, int *port);
 /* send req's response (unless no_response), free req, resume reading */
 extern void req_finish(KRequest *req);
 /* drop req without a response and close its connection */

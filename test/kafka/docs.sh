@@ -5,8 +5,11 @@
 # This covers the example session, the ACL session (kafka-python's admin
 # client) and the verbatim `mq-kafka --help`.
 # The ```sh blocks start the daemon: each is run (on a free port, against
-# the test database) and must listen.
+# the test database; 127.0.0.1:9093, a second listener, on another) in a
+# directory holding a throwaway CA's ca.crt, server.crt and server.key
+# (test/kafka/tls_certs.bash), and must listen on every port it names.
 source "$(dirname "${BASH_SOURCE[0]}")/lib.bash"
+source "$(dirname "${BASH_SOURCE[0]}")/tls_certs.bash"
 
 doc=docs/kafka.md
 kafka_start || { fail "mq-kafka starts"; finish; }
@@ -53,14 +56,20 @@ while IFS= read -r rec; do
 done < <(parse)
 check_match "$n" '^[1-9][0-9]*$' "$doc has console examples ($n commands)"
 
+pki="$(tmpdir)/pki"
+tls_make_certs "$pki" || fail "the test PKI for the TLS examples is made"
 while IFS= read -r line; do
 	port="$(_free_port)"
+	port2="$(_free_port)"
+	ports=("$port")
+	[[ "$line" == *127.0.0.1:9093* ]] && ports+=("$port2")
 	line="${line//127.0.0.1:9092/127.0.0.1:$port}"
+	line="${line//127.0.0.1:9093/127.0.0.1:$port2}"
 	line="${line//dbname=app/dbname=$PGDATABASE}"
 	line="${line/#mq-kafka /\"\$MQ_KAFKA\" }"
-	bash -c "exec $line" >"$(tmpdir)/sh.log" 2>&1 &
+	bash -c "cd '$pki' && exec $line" >"$(tmpdir)/sh.log" 2>&1 &
 	pid=$!
-	if wait_for 20 bash -c "exec 3<>/dev/tcp/127.0.0.1/$port" 2>/dev/null; then
+	if wait_for 20 bash -c "for p in ${ports[*]}; do exec 3<>/dev/tcp/127.0.0.1/\$p || exit 1; done" 2>/dev/null; then
 		pass "$doc: the daemon example listens"
 	else
 		fail "$doc: the daemon example listens" "$(cat "$(tmpdir)/sh.log")"

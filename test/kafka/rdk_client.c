@@ -29,6 +29,10 @@
  *	      GROUPs; AlterConfigs of TOPIC, valid then invalid.  Prints one
  *	      line per result: what, then the error name (and offset).
  *
+ * RDK_CONF=FILE adds the FILE's "key=value" lines to every client's
+ * configuration (test/kafka/tls.sh: security.protocol=ssl and the
+ * certificates; no secret goes on a command line).
+ *
  * Threads in group mode share only the atomic counters.
  *
  *-------------------------------------------------------------------------
@@ -69,10 +73,41 @@ set(rd_kafka_conf_t *conf, const char *k, const char *v)
 	}
 }
 
+/* the settings of the file named by RDK_CONF, if any */
+static rd_kafka_conf_t *
+conf_new(void)
+{
+	rd_kafka_conf_t *conf = rd_kafka_conf_new();
+	const char *path = getenv("RDK_CONF");
+	char		line[1024];
+	FILE	   *f;
+
+	if (path == NULL)
+		return conf;
+	f = fopen(path, "r");
+	if (f == NULL)
+	{
+		perror(path);
+		exit(2);
+	}
+	while (fgets(line, sizeof(line), f))
+	{
+		char	   *eq = strchr(line, '=');
+
+		line[strcspn(line, "\r\n")] = '\0';
+		if (eq == NULL || line[0] == '#')
+			continue;
+		*eq = '\0';
+		set(conf, line, eq + 1);
+	}
+	fclose(f);
+	return conf;
+}
+
 static int
 produce(const char *brokers, const char *topic, int n, const char *codec, int idem)
 {
-	rd_kafka_conf_t *conf = rd_kafka_conf_new();
+	rd_kafka_conf_t *conf = conf_new();
 	rd_kafka_t *rk;
 	char		err[256];
 
@@ -139,7 +174,7 @@ static void *
 consumer_main(void *arg)
 {
 	int			id = (int) (long) arg;
-	rd_kafka_conf_t *conf = rd_kafka_conf_new();
+	rd_kafka_conf_t *conf = conf_new();
 	rd_kafka_topic_partition_list_t *sub = rd_kafka_topic_partition_list_new(1);
 	rd_kafka_t *rk;
 	char		err[256];
@@ -245,7 +280,7 @@ cmp_double(const void *a, const void *b)
 static int
 perf(const char *brokers, const char *topic, int n, int rate)
 {
-	rd_kafka_conf_t *conf = rd_kafka_conf_new();
+	rd_kafka_conf_t *conf = conf_new();
 	rd_kafka_t *rk;
 	char		err[256],
 				val[100];
@@ -290,7 +325,7 @@ perf(const char *brokers, const char *topic, int n, int rate)
 static int
 consume(const char *brokers, const char *topic, int n)
 {
-	rd_kafka_conf_t *conf = rd_kafka_conf_new();
+	rd_kafka_conf_t *conf = conf_new();
 	rd_kafka_t *rk;
 	const rd_kafka_metadata_t *md;
 	rd_kafka_topic_t *rkt;
@@ -410,7 +445,7 @@ admin_alter_configs(rd_kafka_t *rk, rd_kafka_queue_t *q, const char *topic, cons
 static int
 admin(const char *brokers, const char *topic, int ngroups, char **groups)
 {
-	rd_kafka_conf_t *conf = rd_kafka_conf_new();
+	rd_kafka_conf_t *conf = conf_new();
 	rd_kafka_t *rk;
 	rd_kafka_queue_t *q;
 	char		err[256];

@@ -856,6 +856,8 @@ sub teardown
 #                                       # (metrics => 1: each mq-kafka with --metrics
 #                                       # on 127.0.0.1:$c->{kafka_metrics_port}[$i])
 #   $c->kafka_address($i)               # "127.0.0.1:PORT" of broker $i's mq-kafka
+#   $c->kafka_address2($i)              # the port of 127.0.0.1:9093 in $text, if any
+#                                       # (a second listener, each broker its own port)
 #   $c->kafka_pid($i)                   # pid of the mq-kafka broker $i runs now
 #   $c->kafka_find_coordinator($i, $g)  # (error, node id) FindCoordinator v0 at $i
 #   $c->kafka_offsets($i, $g)           # { "topic/partition" => offset }: OffsetFetch v2
@@ -884,6 +886,12 @@ sub start_kafka_brokers
 		$self->{kafka_port}[$i] //= PostgreSQL::Test::Cluster::get_free_port();
 		(my $section = $o{section} // "[kafka]\nlisten = 127.0.0.1:9092\n")
 		  =~ s/127\.0\.0\.1:9092/127.0.0.1:$self->{kafka_port}[$i]/g;
+		# a second listener (TLS, 135_kafka_cluster_tls): 127.0.0.1:9093 in the section
+		if ($section =~ /127\.0\.0\.1:9093/)
+		{
+			$self->{kafka_port2}[$i] //= PostgreSQL::Test::Cluster::get_free_port();
+			$section =~ s/127\.0\.0\.1:9093/127.0.0.1:$self->{kafka_port2}[$i]/g;
+		}
 		# metrics => 1: each mq-kafka serves /metrics on a port of its own
 		if ($o{metrics})
 		{
@@ -916,6 +924,8 @@ sub start_kafka_brokers
 }
 
 sub kafka_address { return "127.0.0.1:$_[0]{kafka_port}[$_[1]]"; }
+# the second listener's (a section with 127.0.0.1:9093)
+sub kafka_address2 { return "127.0.0.1:$_[0]{kafka_port2}[$_[1]]"; }
 
 sub kafka_pid
 {

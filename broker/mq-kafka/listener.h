@@ -1,0 +1,29 @@
+/*-------------------------------------------------------------------------
+ *
+ * listener.h
+ *	  Kafka's listeners, advertised.listeners and
+ *	  listener.security.protocol.map, parsed into KListeners (listener.c).
+ *
+ *-------------------------------------------------------------------------
+ */
+#ifndef MQK_LISTENER_H
+#define MQK_LISTENER_H
+
+#include <stddef.h>
+
+#include "mqkafka.h"
+
+/*
+ * listeners: "NAME://HOST:PORT,..."; advertised: the same form for some of
+ * those names (NULL: each advertises its own address); map:
+ * "NAME:PROTOCOL,..." (NULL: each name is its protocol).  Fills out[] and
+ * *n; false with a message in err when anything is wrong.
+ */
+extern bool listeners_parse(const char *listeners, const char *advertised,
+							const char *map, KListener *out, int *n,
+							char *err, size_t errlen);
+extern const char *listener_proto_name(KSecProto p);
+extern bool listener_is_tls(const KListener *l);
+extern bool listener_is_sasl(const KListener *l);
+
+#endif							/* MQK_LISTENER_H */
