@@ -133,10 +133,7 @@ api_versions_body(KRequest *req, int16_t error, int16_t version)
 	for (int i = 0; i < NAPIS; i++)
 		n += api_find(apis[i].key) != NULL;
 	kw_i16(w, error);
-	if (version >= 3)
-		kw_uvarint(w, n + 1);
-	else
-		kw_i32(w, n);
+	kw_array(w, n);
 	for (int i = 0; i < NAPIS; i++)
 	{
 		if (api_find(apis[i].key) == NULL)
@@ -144,13 +141,10 @@ api_versions_body(KRequest *req, int16_t error, int16_t version)
 		kw_i16(w, apis[i].key);
 		kw_i16(w, apis[i].min);
 		kw_i16(w, apis[i].max);
-		if (version >= 3)
-			kw_uvarint(w, 0);
+		kw_tags(w);
 	}
 	if (version >= 1)
 		kw_i32(w, 0);			/* throttle_time_ms */
-	if (version >= 3)
-		kw_uvarint(w, 0);
 }
 
 static void
@@ -202,6 +196,8 @@ api_dispatch(KRequest *req, size_t frame_len)
 	if (req->api_version >= api->flex)
 	{
 		kr_skip_tags(&r);
+		r.flex = true;
+		req->resp.flex = true;
 		req->flexible_resp = req->api_key != KAPI_API_VERSIONS;
 	}
 	req->body = r;

@@ -32,6 +32,9 @@ typedef struct FetchState
 	KJob		job;
 	int32_t		ntopics;
 	KSlice	   *topics;
+	uint8_t    *ids;			/* v13+: ntopics topic ids of 16 bytes */
+	char	   *names;			/* v13+: the names resolved, topics point here */
+	void		(*resolved) (struct FetchState *s);	/* then (fetch_ids.c) */
 	int32_t		nparts;
 	FPart	   *parts;
 	int32_t		min_bytes;
@@ -50,6 +53,9 @@ typedef struct FetchState
 extern void fetch_job(FetchState *s);
 /* h_fetch.c: the pool's done callback of a Fetch attempt */
 extern void fetch_done(KRequest *req);
+
+/* fetch_ids.c: resolve s's topic ids (v13+), then call then(s) */
+extern void fetch_resolve(FetchState *s, void (*then) (FetchState *s));
 
 /*
  * fetch_ahead.c: true if a read-ahead of exactly s's request exists; it

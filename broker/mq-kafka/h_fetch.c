@@ -1,7 +1,7 @@
 /*-------------------------------------------------------------------------
  *
  * h_fetch.c
- *	  Fetch (v4-v11): reading records of many partitions with one
+ *	  Fetch (v4-v17): reading records of many partitions with one
  *	  statement, encoding them as record batches within the byte limits,
  *	  and long polling by parking the request in the daemon.
  *
@@ -24,6 +24,15 @@
  * type changes, and for LogAppendTime when the millisecond does, since
  * clients give every record of such a batch its maxTimestamp.
  *
+ * v12+ is flexible (its tagged fields -- diverging epoch, current leader,
+ * snapshot id, node endpoints -- are for replicas and leader changes and
+ * are not sent); v13+ names topics by id (topic_id.h): a first statement
+ * resolves the ids to names, and an id no topic has is UNKNOWN_TOPIC_ID.
+ * v15 moves the replica id into a tagged field, v16 and v17 add tagged
+ * fields only; last_fetched_epoch (v12+) is for replicas and is ignored.
+ * There are no fetch sessions (KIP-227): the session id is always 0, so
+ * clients send full requests.
+ *
  *-------------------------------------------------------------------------
  */
 #include "handlers.h"
@@ -36,6 +45,7 @@
 #include "kerr.h"
 #include "kjson.h"
 #include "pgbinary.h"
+#include "topic_id.h"
 #include "util.h"
 
 /*
@@ -106,6 +116,8 @@ fetch_state_free(void *p)
 		event_free(s->timer);
 	kjob_free(&s->job);
 	free(s->topics);
+	free(s->ids);
+	free(s->names);
 	free(s->parts);
 	free(s);
 }
@@ -306,10 +318,11 @@ write_partition(KRequest *req, const FPart *fp, int16_t code, int64_t lso, int64
 	kw_i64(w, hw);				/* last stable offset: mq has no open transactions */
 	if (req->api_version >= 5)
 		kw_i64(w, lso);
-	kw_i32(w, 0);				/* aborted transactions */
+	kw_array(w, 0);				/* aborted transactions */
 	if (req->api_version >= 11)
 		kw_i32(w, -1);			/* preferred read replica */
 	kw_bytes(w, recs->buf, (int32_t) recs->len);
+	kw_tags(w);
 }
 
 /* the response from the attempt's result */
@@ -341,15 +354,17 @@ fetch_encode(KRequest *req, FetchState *s)
 		kw_i16(w, KERR_NONE);
 		kw_i32(w, 0);			/* session id: no fetch sessions */
 	}
-	kw_i32(w, s->ntopics);
+	kw_array(w, s->ntopics);
 	for (int32_t t = 0; t < s->ntopics; t++)
 	{
 		size_t		count_at;
 		int32_t		cnt = 0;
 
-		kw_strn(w, s->topics[t].p, s->topics[t].len);
-		count_at = w->len;
-		kw_i32(w, 0);
+		if (s->ids)
+			kw_uuid(w, s->ids + 16 * t);
+		else
+			kw_strn(w, s->topics[t].p, s->topics[t].len);
+		count_at = kw_later(w);
 		for (; k < s->nparts && s->parts[k].topic == t; k++, cnt++)
 		{
 			FPart	   *fp = &s->parts[k];
@@ -372,10 +387,13 @@ fetch_encode(KRequest *req, FetchState *s)
 				encode_partition(res, rows + first, next - first, fp, &s->bytes, s->max_bytes,
 								 &recs);
 			}
+			else if (res && s->ids && s->topics[t].len == 0)
+				code = KERR_UNKNOWN_TOPIC_ID;
 			fp->high_watermark = hw;
 			write_partition(req, fp, code, lso, hw, &recs);
 		}
-		kw_put_i32_at(w, count_at, cnt);
+		kw_fill_count(w, count_at, cnt);
+		kw_tags(w);
 	}
 	kw_free(&recs);
 	free(rows);
@@ -476,7 +494,8 @@ fetch_decode(KRequest *req, FetchState *s)
 	int16_t		v = req->api_version;
 	int32_t		max_wait;
 
-	(void) kr_i32(r);			/* replica_id */
+	if (v <= 14)
+		(void) kr_i32(r);		/* replica_id */
 	max_wait = kr_i32(r);
 	s->min_bytes = kr_i32(r);
 	s->max_bytes = kr_i32(r);
@@ -488,12 +507,24 @@ fetch_decode(KRequest *req, FetchState *s)
 	}
 	s->ntopics = kr_array(r, 6);
 	s->topics = mq_malloc0(sizeof(KSlice) * (s->ntopics > 0 ? s->ntopics : 1));
+	if (v >= 13)
+		s->ids = mq_malloc0(16 * (s->ntopics > 0 ? s->ntopics : 1));
 	s->parts = mq_malloc0(sizeof(FPart) * (kr_left(r) / 16 + 1));
 	for (int32_t t = 0; t < s->ntopics && !r->err; t++)
 	{
 		int32_t		n;
 
-		s->topics[t] = kr_str(r);
+		if (v >= 13)
+		{
+			KSlice		id = kr_uuid(r);
+
+			if (id.len == 16)
+				memcpy(s->ids + 16 * t, id.p, 16);
+			s->topics[t].p = (const uint8_t *) "";
+			s->topics[t].len = 0;	/* until resolved */
+		}
+		else
+			s->topics[t] = kr_str(r);
 		if (s->topics[t].len < 0)
 			r->err = true;		/* a topic name is never null */
 		n = kr_array(r, 16);
@@ -506,13 +537,25 @@ fetch_decode(KRequest *req, FetchState *s)
 			if (v >= 9)
 				(void) kr_i32(r);	/* current leader epoch */
 			fp->offset = kr_i64(r);
+			if (v >= 12)
+				(void) kr_i32(r);	/* last fetched epoch */
 			if (v >= 5)
 				(void) kr_i64(r);	/* log start offset */
 			fp->max_bytes = kr_i32(r);
+			kr_tags(r);
 		}
+		kr_tags(r);
 	}
 	s->deadline_us = mq_now_us() + (int64_t) (max_wait > 0 ? max_wait : 0) * 1000;
 	return !r->err && s->max_bytes >= 0;
+}
+
+/* a fetch whose topics are known: answer from a read-ahead or read */
+static void
+fetch_start(FetchState *s)
+{
+	if (!ahead_take(s))
+		fetch_attempt(s);
 }
 
 void
@@ -531,6 +574,8 @@ h_fetch(KRequest *req)
 	s->timer = evtimer_new(kbase, on_deadline, s);
 	if (recheck_ev == NULL)
 		recheck_ev = evtimer_new(kbase, on_recheck, NULL);
-	if (!ahead_take(s))
-		fetch_attempt(s);
+	if (s->ids)
+		fetch_resolve(s, fetch_start);
+	else
+		fetch_start(s);
 }

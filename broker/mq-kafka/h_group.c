@@ -1,8 +1,8 @@
 /*-------------------------------------------------------------------------
  *
  * h_group.c
- *	  The group APIs' wire formats: FindCoordinator (v0-v2), JoinGroup
- *	  (v0-v5), SyncGroup (v0-v3), Heartbeat (v0-v3) and LeaveGroup (v0-v3);
+ *	  The group APIs' wire formats: FindCoordinator (v0-v6), JoinGroup
+ *	  (v0-v9), SyncGroup (v0-v5), Heartbeat (v0-v4) and LeaveGroup (v0-v5);
  *	  ListGroups and DescribeGroups are h_group_list.c.  Decoding and
  *	  encoding only; the state machine is group.c.  Loop thread only; the
  *	  database is asked whether a SASL client's role may READ the group
@@ -20,6 +20,17 @@
  * other.  That is checked with one statement when a JoinGroup arrives for
  * a group without Kafka members.
  *
+ * Newer versions: FindCoordinator v4+ asks for a list of keys and gets a
+ * coordinator each (v6's share-group key type is answered like a group's);
+ * JoinGroup v7+ answers the protocol type (null, as the protocol name, on
+ * an error), v8+ sends a reason (logged nowhere, as most of Kafka's), v9+
+ * answers skip_assignment false (the leader always assigns); SyncGroup v5
+ * sends the protocol type and name, which are answered back on success
+ * (Kafka checks them against the group's; the JoinGroup before did);
+ * LeaveGroup v5 a reason per member.  The flexible versions (FindCoordinator
+ * v3+, JoinGroup v6+, SyncGroup, Heartbeat and LeaveGroup v4+) add
+ * tagged fields only.
+ *
  *-------------------------------------------------------------------------
  */
 #include "handlers.h"
@@ -33,31 +44,75 @@
 #include "kerr.h"
 #include "util.h"
 
+/* a request naming one group: its READ is asked before the rest is read */
+typedef struct GroupReq
+{
+	KGroupAuthz authz;
+	char	   *group;
+	char	   *protocol_type;	/* SyncGroup v5 */
+	char	   *protocol_name;
+} GroupReq;
+
+/* one key's coordinator: error, [message,] node, host, port (v0-v3 order) */
+static void
+write_coordinator(KRequest *req, KSlice keys)
+{
+	KWriter    *w = &req->resp;
+	char	   *key = kslice_dup(keys);
+	int			id = cluster_group_coordinator(key ? key : "");
+	const KBroker *b = cluster_enabled() ? cluster_broker(id) : NULL;
+	int16_t		error = id < 0 || (cluster_enabled() && b == NULL) ?
+		KERR_COORDINATOR_NOT_AVAILABLE : KERR_NONE;
+
+	free(key);
+	if (req->api_version >= 4)
+		kw_strn(w, keys.p, keys.len);
+	else
+	{
+		kw_i16(w, error);
+		if (req->api_version >= 1)
+			kw_str(w, NULL);
+	}
+	kw_i32(w, id < 0 ? -1 : id);
+	kw_str(w, b ? b->host : id < 0 ? "" : kconfig.advertised_host);
+	kw_i32(w, b ? b->port : id < 0 ? -1 : kconfig.advertised_port);
+	if (req->api_version >= 4)
+	{
+		kw_i16(w, error);
+		kw_str(w, NULL);
+		kw_tags(w);
+	}
+}
+
 void
 h_find_coordinator(KRequest *req)
 {
 	KWriter    *w = &req->resp;
-	char	   *key = kslice_dup(kr_str(&req->body));
-	int			id = cluster_group_coordinator(key ? key : "");
-	const KBroker *b = cluster_enabled() ? cluster_broker(id) : NULL;
+	KReader    *r = &req->body;
+	KSlice		key = {NULL, -1};
+	int32_t		n = 1;
 
-	free(key);
+	if (req->api_version <= 3)
+		key = kr_str(r);
 	if (req->api_version >= 1)
-		(void) kr_i8(&req->body);	/* key type: groups and transactions alike */
-	if (req->body.err)
+		(void) kr_i8(r);		/* key type: groups and transactions alike */
+	if (req->api_version >= 4)
+		n = kr_array(r, 1);
+	if (r->err)
 	{
 		req_abort(req);
 		return;
 	}
 	if (req->api_version >= 1)
 		kw_i32(w, 0);
-	kw_i16(w, id < 0 || (cluster_enabled() && b == NULL) ? KERR_COORDINATOR_NOT_AVAILABLE : KERR_NONE);
-	if (req->api_version >= 1)
-		kw_str(w, NULL);
-	kw_i32(w, id < 0 ? -1 : id);
-	kw_str(w, b ? b->host : id < 0 ? "" : kconfig.advertised_host);
-	kw_i32(w, b ? b->port : id < 0 ? -1 : kconfig.advertised_port);
-	req_finish(req);
+	if (req->api_version >= 4)
+		kw_array(w, n);
+	for (int32_t i = 0; i < n && !r->err; i++)
+		write_coordinator(req, req->api_version >= 4 ? kr_str(r) : key);
+	if (r->err)
+		req_abort(req);
+	else
+		req_finish(req);
 }
 
 void
@@ -66,14 +121,20 @@ join_respond(KRequest *req, KGroup *g, KMember *m, int16_t error)
 	KWriter    *w = &req->resp;
 	bool		leader = error == KERR_NONE && m && g->leader && strcmp(g->leader, m->id) == 0;
 
+	const char *none = req->api_version >= 7 ? NULL : "";
+
 	if (req->api_version >= 2)
 		kw_i32(w, 0);
 	kw_i16(w, error);
 	kw_i32(w, error == KERR_NONE ? g->generation : -1);
-	kw_str(w, error == KERR_NONE ? g->protocol : "");
+	if (req->api_version >= 7)
+		kw_str(w, error == KERR_NONE ? g->protocol_type : NULL);
+	kw_str(w, error == KERR_NONE ? g->protocol : none);
 	kw_str(w, error == KERR_NONE ? g->leader : "");
+	if (req->api_version >= 9)
+		kw_i8(w, 0);			/* skip_assignment */
 	kw_str(w, m ? m->id : "");
-	kw_i32(w, leader ? g->nmembers : 0);
+	kw_array(w, leader ? g->nmembers : 0);
 	for (KMember *x = leader ? g->members : NULL; x; x = x->next)
 	{
 		const KProto *p = member_proto(x, g->protocol);
@@ -82,6 +143,7 @@ join_respond(KRequest *req, KGroup *g, KMember *m, int16_t error)
 		if (req->api_version >= 5)
 			kw_str(w, x->instance_id);
 		kw_bytes(w, p ? p->meta : NULL, p ? p->len : 0);
+		kw_tags(w);
 	}
 	req_finish(req);
 }
@@ -91,9 +153,16 @@ sync_respond(KRequest *req, const uint8_t *assign, int32_t len, int16_t error)
 {
 	KWriter    *w = &req->resp;
 
+	GroupReq   *s = req->state;
+
 	if (req->api_version >= 1)
 		kw_i32(w, 0);
 	kw_i16(w, error);
+	if (req->api_version >= 5)
+	{
+		kw_str(w, error == KERR_NONE ? s->protocol_type : NULL);
+		kw_str(w, error == KERR_NONE ? s->protocol_name : NULL);
+	}
 	kw_bytes(w, assign, error == KERR_NONE ? len : 0);
 	req_finish(req);
 }
@@ -192,6 +261,7 @@ join_decode(KRequest *req, KJoin *j)
 
 		j->protos[i].name = kslice_dup(kr_str(r));
 		meta = kr_bytes(r);
+		kr_tags(r);
 		j->protos[i].len = meta.len < 0 ? 0 : meta.len;
 		j->protos[i].meta = mq_malloc(j->protos[i].len + 1);
 		if (meta.len > 0)
@@ -199,6 +269,8 @@ join_decode(KRequest *req, KJoin *j)
 		if (j->protos[i].name == NULL)
 			r->err = true;
 	}
+	if (req->api_version >= 8)
+		(void) kr_str(r);		/* reason */
 	return !r->err && j->group_id && j->member_id;
 }
 
@@ -227,13 +299,6 @@ h_join_group(KRequest *req)
 	group_authz_run(req, &s->authz, "read", &s->join.group_id, 1, join_authorized);
 }
 
-/* a request naming one group: its READ is asked before the rest is read */
-typedef struct GroupReq
-{
-	KGroupAuthz authz;
-	char	   *group;
-} GroupReq;
-
 static void
 group_req_free(void *p)
 {
@@ -241,6 +306,8 @@ group_req_free(void *p)
 
 	group_authz_free(&s->authz);
 	free(s->group);
+	free(s->protocol_type);
+	free(s->protocol_name);
 	free(s);
 }
 
@@ -279,15 +346,23 @@ sync_authorized(KRequest *req)
 	int32_t		generation = kr_i32(r);
 	char	   *member = kslice_dup(kr_str(r));
 	char	   *instance = req->api_version >= 3 ? kslice_dup(kr_str(r)) : NULL;
-	int32_t		n = kr_array(r, 6);
-	KAssign    *a = mq_malloc0(sizeof(KAssign) * (n > 0 ? n : 1));
+	int32_t		n;
+	KAssign    *a;
 	int32_t		na = 0;
 	int16_t		error = group_req_error(req);
 
+	if (req->api_version >= 5)
+	{
+		s->protocol_type = kslice_dup(kr_str(r));
+		s->protocol_name = kslice_dup(kr_str(r));
+	}
+	n = kr_array(r, 6);
+	a = mq_malloc0(sizeof(KAssign) * (n > 0 ? n : 1));
 	for (; na < n && !r->err; na++)
 	{
 		a[na].member_id = kslice_dup(kr_str(r));
 		a[na].bytes = kr_bytes(r);
+		kr_tags(r);
 		if (a[na].member_id == NULL)
 			r->err = true;
 	}
@@ -365,7 +440,7 @@ leave_authorized(KRequest *req)
 		n = kr_array(r, 4);
 		if (error != KERR_NONE)
 			n = 0;
-		kw_i32(w, n);
+		kw_array(w, n);
 		for (int32_t i = 0; i < n && !r->err; i++)
 		{
 			KSlice		ms = kr_str(r);
@@ -373,9 +448,13 @@ leave_authorized(KRequest *req)
 			char	   *member = kslice_dup(ms);
 			char	   *instance = kslice_dup(is);
 
+			if (req->api_version >= 5)
+				(void) kr_str(r);	/* reason */
+			kr_tags(r);
 			kw_strn(w, ms.p, ms.len);
 			kw_strn(w, is.p, is.len);
 			kw_i16(w, group_leave(s->group, member ? member : "", instance));
+			kw_tags(w);
 			free(member);
 			free(instance);
 		}

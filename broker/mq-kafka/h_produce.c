@@ -1,7 +1,7 @@
 /*-------------------------------------------------------------------------
  *
  * h_produce.c
- *	  Produce (v3-v7) and InitProducerId (v0-v1).  Loop thread: the
+ *	  Produce (v3-v11) and InitProducerId (v0-v5).  Loop thread: the
  *	  request is decoded and each batch checked here, the appends run as
  *	  one job, and parked fetches of the topics written are woken.
  *
@@ -19,6 +19,13 @@
  * SQLSTATEs become Kafka's codes in kerr.c (MQ021 NOT_ENOUGH_REPLICAS,
  * nothing written; MQ022 NOT_ENOUGH_REPLICAS_AFTER_APPEND).  acks=0 gets
  * no response.  Transactional produce is refused.
+ *
+ * Produce v8+ adds record_errors and error_message (always empty and
+ * null here: a batch is refused whole); v9+ is flexible; v10 and v11 add
+ * only tagged fields (KIP-951's leader hints), which are not sent.
+ * InitProducerId v3+ carries the producer's current id and epoch, which
+ * matter only for transactional ids (refused): an idempotent producer
+ * always gets a new id, as from Kafka.
  *
  *-------------------------------------------------------------------------
  */
@@ -180,6 +187,7 @@ read_partition(KReader *r, ProduceState *s, PPart *pp, const char *topic, bool t
 
 	pp->partition = kr_i32(r);
 	records = kr_bytes(r);
+	kr_tags(r);
 	pp->stmt = -1;
 	pp->await = -1;
 	if (r->err)
@@ -231,7 +239,7 @@ produce_encode(KRequest *req)
 	KWriter    *w = &req->resp;
 	int32_t		k = 0;
 
-	kw_i32(w, s->ntopics);
+	kw_array(w, s->ntopics);
 	for (int32_t t = 0; t < s->ntopics; t++)
 	{
 		size_t		count_at;
@@ -239,8 +247,7 @@ produce_encode(KRequest *req)
 		bool		wrote = false;
 
 		kw_strn(w, s->topics[t].p, s->topics[t].len);
-		count_at = w->len;
-		kw_i32(w, 0);
+		count_at = kw_later(w);
 		for (; k < s->nparts && s->parts[k].topic == t; k++, n++)
 		{
 			PPart	   *pp = &s->parts[k];
@@ -254,9 +261,16 @@ produce_encode(KRequest *req)
 			kw_i64(w, append_ms);	/* log_append_time: -1 on CreateTime */
 			if (req->api_version >= 5)
 				kw_i64(w, -1);	/* log_start_offset */
+			if (req->api_version >= 8)
+			{
+				kw_array(w, 0); /* record_errors */
+				kw_str(w, NULL);	/* error_message */
+			}
+			kw_tags(w);
 			wrote |= pp->stmt >= 0 && s->job.stmts[pp->stmt].res != NULL;
 		}
-		kw_put_i32_at(w, count_at, n);
+		kw_fill_count(w, count_at, n);
+		kw_tags(w);
 		if (wrote)
 		{
 			char	   *topic = kslice_dup(s->topics[t]);
@@ -330,6 +344,7 @@ h_produce(KRequest *req)
 			s->parts[s->nparts].topic = t;
 			read_partition(r, s, &s->parts[s->nparts++], topic ? topic : "", txn);
 		}
+		kr_tags(r);
 		free(topic);
 	}
 	if (r->err)
@@ -380,6 +395,11 @@ h_init_producer_id(KRequest *req)
 	req->free_state = init_state_free;
 	s->txn = kr_str(r).len >= 0;
 	(void) kr_i32(r);			/* transaction_timeout_ms */
+	if (req->api_version >= 3)
+	{
+		(void) kr_i64(r);		/* producer_id */
+		(void) kr_i16(r);		/* producer_epoch */
+	}
 	if (r->err)
 	{
 		req_abort(req);
