@@ -49,6 +49,37 @@ typedef struct FetchState
 			   *next; /* parked list */
 } FetchState;
 
+/* the columns of a Fetch statement's result (h_fetch.c) */
+enum
+{
+	COL_I,						/* the partition's index in the request, from 1 */
+	COL_LSO,					/* bounds row: log start offset, high watermark */
+	COL_HW,
+	COL_OFFSET,					/* record row: offset (null on a bounds row) */
+	COL_TS,
+	COL_KEY,
+	COL_VALUE,
+	COL_LOG_APPEND,
+	COL_HKEYS,
+	COL_HVALS
+};
+
+/* a record row of the result, for putting rows in order */
+typedef struct FRow
+{
+	int32_t		part;			/* COL_I */
+	int			row;
+	int64_t		offset;
+} FRow;
+
+/*
+ * fetch_records.c: the records of one partition (rows[0..n), in offset
+ * order) as batches (magic 2) or messages (magic 0, 1) in recs;
+ * fp->next_offset becomes the offset after the last one written
+ */
+extern void encode_partition(PGresult *res, const FRow *rows, int n, FPart *fp, size_t *total,
+							 int32_t max_total, KWriter *recs, int magic);
+
 /* h_fetch.c: s->job becomes the statement that reads s's partitions */
 extern void fetch_job(FetchState *s);
 /* h_fetch.c: the pool's done callback of a Fetch attempt */

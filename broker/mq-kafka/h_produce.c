@@ -1,7 +1,7 @@
 /*-------------------------------------------------------------------------
  *
  * h_produce.c
- *	  Produce (v3-v11) and InitProducerId (v0-v5).  Loop thread: the
+ *	  Produce (v0-v11) and InitProducerId (v0-v5).  Loop thread: the
  *	  request is decoded and each batch checked here, the appends run as
  *	  one job, and parked fetches of the topics written are woken.
  *
@@ -20,6 +20,10 @@
  * nothing written; MQ022 NOT_ENOUGH_REPLICAS_AFTER_APPEND).  acks=0 gets
  * no response.  Transactional produce is refused.
  *
+ * Produce v0-v2 carry message sets (formats v0 and v1, msgset.h), which
+ * are up-converted as Kafka does: the records are stored as any others,
+ * with magic 1's timestamps as CreateTime; v0 has no throttle time and
+ * v0-v1 no log_append_time in the response.
  * Produce v8+ adds record_errors and error_message (always empty and
  * null here: a batch is refused whole); v9+ is flexible; v10 and v11 add
  * only tagged fields (KIP-951's leader hints), which are not sent.
@@ -38,6 +42,7 @@
 #include "batch.h"
 #include "kerr.h"
 #include "kjson.h"
+#include "msgset.h"
 #include "pgbinary.h"
 #include "util.h"
 
@@ -180,7 +185,7 @@ add_append(KJob *job, const char *topic, int32_t partition, const KBatch *b, int
 
 /* one partition of the request: decode and check its batch */
 static void
-read_partition(KReader *r, ProduceState *s, PPart *pp, const char *topic, bool txn)
+read_partition(KReader *r, ProduceState *s, PPart *pp, const char *topic, bool txn, int16_t v)
 {
 	KSlice		records;
 	KBatch		b;
@@ -197,8 +202,8 @@ read_partition(KReader *r, ProduceState *s, PPart *pp, const char *topic, bool t
 		pp->code = KERR_TRANSACTIONAL_ID_AUTHORIZATION_FAILED;
 		return;
 	}
-	pp->code = batch_decode(records.p, records.len < 0 ? 0 : records.len,
-							kconfig.max_inflated_bytes, &b);
+	pp->code = (v >= 3 ? batch_decode : msgset_decode) (records.p, records.len < 0 ? 0 : records.len,
+														kconfig.max_inflated_bytes, &b);
 	if (pp->code == KERR_NONE)
 		pp->code = batch_check_storable(&b);
 	if (pp->code == KERR_NONE)
@@ -258,7 +263,8 @@ produce_encode(KRequest *req)
 			kw_i32(w, pp->partition);
 			kw_i16(w, code);
 			kw_i64(w, base);
-			kw_i64(w, append_ms);	/* log_append_time: -1 on CreateTime */
+			if (req->api_version >= 2)
+				kw_i64(w, append_ms);	/* log_append_time: -1 on CreateTime */
 			if (req->api_version >= 5)
 				kw_i64(w, -1);	/* log_start_offset */
 			if (req->api_version >= 8)
@@ -279,7 +285,8 @@ produce_encode(KRequest *req)
 			free(topic);
 		}
 	}
-	kw_i32(w, 0);				/* throttle_time_ms */
+	if (req->api_version >= 1)
+		kw_i32(w, 0);			/* throttle_time_ms */
 	req_finish(req);
 }
 
@@ -324,7 +331,7 @@ h_produce(KRequest *req)
 
 	req->state = s;
 	req->free_state = produce_state_free;
-	txn = kr_str(r).len >= 0;
+	txn = req->api_version >= 3 && kr_str(r).len >= 0;
 	s->acks = kr_i16(r);
 	req->no_response = s->acks == 0;
 	s->timeout_ms = kr_i32(r);
@@ -342,7 +349,8 @@ h_produce(KRequest *req)
 		for (int32_t i = 0; i < n && !r->err; i++)
 		{
 			s->parts[s->nparts].topic = t;
-			read_partition(r, s, &s->parts[s->nparts++], topic ? topic : "", txn);
+			read_partition(r, s, &s->parts[s->nparts++], topic ? topic : "", txn,
+						   req->api_version);
 		}
 		kr_tags(r);
 		free(topic);

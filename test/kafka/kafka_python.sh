@@ -16,7 +16,9 @@ run timeout 250 "$PY" test/kafka/py/defaults.py "$BROKER" kpy kpyg 8
 expect_rc 0 "defaults.py runs"
 J="$(tail -n 1 <<<"$OUT")"
 printf '# %s\n' "$J"
-check_eq "$(json_get "$J" '{probes}')" '{"versions": ["2.3.0"], "connected": 24, "first_error": null}' \
+# kafka-python infers 2.4.0 from Produce v8 (its newest check that mq-kafka
+# passes; 2.5.0 would need DescribeAcls v2)
+check_eq "$(json_get "$J" '{probes}')" '{"versions": ["2.4.0"], "connected": 24, "first_error": null}' \
 	"eight rounds of producer, consumer and admin client connect, each inferring the same broker version"
 check_eq "$(json_get "$J" '{produced}')" '[0, 1, 2, 3, 4, 5, 6, 7, 8, 9]' "the producer sends 10 records"
 check_eq "$(json_get "$J" '{first}')" '["v0", "v1", "v2", "v3"]' "the group's first consumer reads the first 4"

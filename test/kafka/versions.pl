@@ -16,9 +16,11 @@ use strict;
 use warnings;
 use IO::Socket::INET;
 use IO::Select;
+use Compress::Zlib ();
 
 my $port = shift or die "usage: versions.pl PORT\n";
 $| = 1;
+$SIG{PIPE} = 'IGNORE';	# a closed connection fails its check, not the script
 my ($n, $failed) = (0, 0);
 sub ok {
 	my ($cond, $what, $detail) = @_;
@@ -329,7 +331,8 @@ exit 1 unless $av;
 my %adv = map { $_->{key} => [$_->{min}, $_->{max}] } @{ $av->{api_keys} };
 for my $k (sort { $a <=> $b } keys %kafka39) {
 	next if ($k == 17 || $k == 36) && !$adv{$k};	# SASL: with --sasl only
-	ok($adv{$k} && $adv{$k}[1] == $kafka39{$k}[1], "api $k: advertised max is Kafka 3.9's ($kafka39{$k}[1])",
+	ok($adv{$k} && $adv{$k}[0] == $kafka39{$k}[0] && $adv{$k}[1] == $kafka39{$k}[1],
+		"api $k: advertised range is Kafka 3.9's ($kafka39{$k}[0]-$kafka39{$k}[1])",
 		$adv{$k} ? "advertised $adv{$k}[0]-$adv{$k}[1]" : 'not advertised');
 }
 ok(!grep({ !$kafka39{$_} } keys %adv), 'no API advertised that this test does not know');
@@ -348,9 +351,33 @@ my $rest = pack('s> l> q> q> q> s> l> l>', 0, 0, 0, 0, -1, -1, -1, 1) . chr(2 * 
 sub crc32c { my $c = 0xFFFFFFFF; for my $b (unpack 'C*', $_[0]) { $c ^= $b; $c = ($c & 1) ? (($c >> 1) ^ 0x82F63B78) : ($c >> 1) for 1 .. 8 } $c ^ 0xFFFFFFFF }
 my $batch = pack('q> l> l> C N', 0, 9 + length $rest, 0, 2, crc32c($rest)) . $rest;
 
+# a message set of one message in format 0 or 1 (Produce v0-v2)
+sub message {
+	my ($magic) = @_;
+	my $body = pack('C C', $magic, 0) . ($magic ? pack('q>', 1700000000000) : '') . pack('l>', -1) . pack('l>', 1) . 'o';
+	my $m = pack('N', Compress::Zlib::crc32($body)) . $body;
+	return pack('q> l>', 0, length $m) . $m;
+}
+
+# the magics of a fetched message set, or undef if a CRC-32 is wrong
+sub magics {
+	my ($set) = @_;
+	my @m;
+	while (length $set >= 12) {
+		my (undef, $size) = unpack('q> l>', $set);
+		last if length $set < 12 + $size;
+		my ($crc, $rest) = (unpack('N', substr($set, 12, 4)), substr($set, 16, $size - 4));
+		return undef if Compress::Zlib::crc32($rest) != $crc;
+		push @m, ord $rest;
+		$set = substr($set, 12 + $size);
+	}
+	return \@m;
+}
+
 # ---- each API's requests, by version
 my %vals = (
-	0 => sub { { acks => 1, timeout_ms => 5000, topics => [{ name => $topic, partitions => [{ index => 0, records => $batch }] }] } },
+	0 => sub { { acks => 1, timeout_ms => 5000, topics => [{ name => $topic, partitions => [{ index => 0,
+				records => $_[0] >= 3 ? $batch : message($_[0] >= 2 ? 1 : 0) }] }] } },
 	1 => sub { { replica_id => -1, max_wait_ms => 0, min_bytes => 0, max_bytes => 1 << 20, session_epoch => -1,
 			topics => [{ topic => $topic, topic_id => $tid, partitions => [{ partition => 0, fetch_offset => 0,
 				current_leader_epoch => -1, last_fetched_epoch => -1, log_start_offset => -1, partition_max_bytes => 1 << 20 }] }] } },
@@ -402,6 +429,20 @@ sub summary {
 	return "error $h->{responses}[0]{partitions}[0]{error_code}" if $k == 0;
 	return "records " . length($h->{responses}[0]{partitions}[0]{records} // '') if $k == 1;
 	return '';
+}
+for my $v (0 .. 2) {
+	my ($h, $e) = exchange(0, $v, $vals{0}->($v));
+	my $p = $h && $h->{responses}[0]{partitions}[0];
+	ok($p && $p->{error_code} == 0 && $p->{base_offset} > 0, "Produce v$v stores a format-" . ($v >= 2 ? 1 : 0) . ' message',
+		$e // ($p ? "error $p->{error_code}" : 'no partition'));
+}
+for my $v (0 .. 3) {
+	my ($h, $e) = exchange(1, $v, $vals{1}->($v));
+	my $p = $h && $h->{responses}[0]{partitions}[0];
+	my $m = $p && magics($p->{records});
+	my $want = $v >= 2 ? 1 : 0;
+	ok($m && @$m >= 5 && !grep({ $_ != $want } @$m), "Fetch v$v answers every record as a format-$want message, CRC-32 right",
+		$e // ($m ? "magics @$m" : 'bad CRC or no partition'));
 }
 for my $v (12, 13, 16, 17) {
 	next unless $adv{1} && $v <= $adv{1}[1];
