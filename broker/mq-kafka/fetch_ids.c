@@ -7,8 +7,9 @@
  *
  * A resolved topic's name points into s->names; an id no topic has keeps
  * an empty name, which reads nothing, and h_fetch.c answers its
- * partitions UNKNOWN_TOPIC_ID.  A database error is answered as the
- * Fetch's own would be (fetch_done).
+ * partitions UNKNOWN_TOPIC_ID.  After a database error no name is known
+ * and the Fetch goes on: its own statement then meets the error (or
+ * finds none of the topics).
  *
  *-------------------------------------------------------------------------
  */
@@ -38,7 +39,7 @@ fetch_resolved(KRequest *req)
 
 	if (kstmt_failed(&s->job.stmts[0], &code) || res == NULL)
 	{
-		fetch_done(req);		/* answers the database error */
+		s->resolved(s);			/* no names: the Fetch's statement answers */
 		return;
 	}
 	for (int row = 0; row < PQntuples(res); row++)
@@ -83,4 +84,3 @@ fetch_resolve(FetchState *s, void (*then) (FetchState *s))
 	mq_array_free(&a);
 	pool_run(s->req, &s->job, fetch_resolved);
 }
-

@@ -98,20 +98,20 @@ encode_partition(PGresult *res, const FRow *rows, int n, FPart *fp, size_t *tota
 					   klen, PQgetvalue(res, row, COL_VALUE), vlen);
 		else
 		{
-		if (open && (log_append != open_append || (log_append && ts != ts_open)))
-		{
-			batch_end(&e);
-			open = false;
-		}
-		if (!open)
-		{
-			batch_begin(&e, recs, rows[k].offset, 0, ts, log_append);
-			open = true;
-			open_append = log_append;
-			ts_open = ts;
-		}
-		batch_add(&e, rows[k].offset, ts, PQgetvalue(res, row, COL_KEY), klen,
-				  PQgetvalue(res, row, COL_VALUE), vlen, hk, hv, nh);
+			if (open && (log_append != open_append || (log_append && ts != ts_open)))
+			{
+				batch_end(&e);
+				open = false;
+			}
+			if (!open)
+			{
+				batch_begin(&e, recs, rows[k].offset, 0, ts, log_append);
+				open = true;
+				open_append = log_append;
+				ts_open = ts;
+			}
+			batch_add(&e, rows[k].offset, ts, PQgetvalue(res, row, COL_KEY), klen,
+					  PQgetvalue(res, row, COL_VALUE), vlen, hk, hv, nh);
 		}
 		part += size;
 		*total += size;
@@ -122,4 +122,3 @@ encode_partition(PGresult *res, const FRow *rows, int n, FPart *fp, size_t *tota
 	if (open)
 		batch_end(&e);
 }
-

@@ -76,8 +76,9 @@ read_list_part(KRequest *req, OffState *s, OPart *op, const char *topic)
 	op->timestamp = kr_i64(&req->body);
 	if (req->api_version == 0)
 		op->max_offsets = kr_i32(&req->body);
-	st = kjob_add(&s->job, op->timestamp == TS_MAX ? MAX_TIME_SQL :
-				  op->timestamp < 0 ? BOUNDS_SQL : BY_TIME_SQL, 0);
+	st = kjob_add(&s->job, op->timestamp == TS_MAX ? MAX_TIME_SQL : op->timestamp < 0 ? BOUNDS_SQL :
+				  BY_TIME_SQL,
+				  0);
 	op->job = &s->job;
 	op->stmt = s->job.n - 1;
 	kstmt_text(st, MQ_TEXTOID, topic);

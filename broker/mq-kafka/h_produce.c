@@ -202,8 +202,8 @@ read_partition(KReader *r, ProduceState *s, PPart *pp, const char *topic, bool t
 		pp->code = KERR_TRANSACTIONAL_ID_AUTHORIZATION_FAILED;
 		return;
 	}
-	pp->code = (v >= 3 ? batch_decode : msgset_decode) (records.p, records.len < 0 ? 0 : records.len,
-														kconfig.max_inflated_bytes, &b);
+	pp->code = (v >= 3 ? batch_decode : msgset_decode)(records.p, records.len < 0 ? 0 : records.len,
+													   kconfig.max_inflated_bytes, &b);
 	if (pp->code == KERR_NONE)
 		pp->code = batch_check_storable(&b);
 	if (pp->code == KERR_NONE)

@@ -27,15 +27,15 @@
 #define MSG_MIN_SIZE 14			/* crc, magic, attributes, key and value lengths */
 
 /* a growing byte buffer */
-typedef struct Flat
+typedef struct MsgFlat
 {
 	uint8_t    *p;
 	size_t		len;
 	size_t		cap;
-} Flat;
+} MsgFlat;
 
 static bool
-flat_add(Flat *f, const uint8_t *p, size_t n, size_t cap)
+flat_add(MsgFlat *f, const uint8_t *p, size_t n, size_t cap)
 {
 	if (f->len + n > cap)
 		return false;
@@ -80,7 +80,7 @@ next_message(KReader *r, KSlice *frame, KReader *body)
 
 /* pass 1: the messages of p, compressed ones expanded, into f */
 static int
-flatten(const uint8_t *p, size_t len, size_t cap, Flat *f, bool inner)
+flatten(const uint8_t *p, size_t len, size_t cap, MsgFlat *f, bool inner)
 {
 	KReader		r;
 
@@ -170,7 +170,7 @@ records_of(KBatch *b, const uint8_t *p, size_t len)
 int
 msgset_decode(const uint8_t *p, size_t len, size_t cap, KBatch *b)
 {
-	Flat		f = {NULL, 0, 0};
+	MsgFlat		f = {NULL, 0, 0};
 	int			rc;
 
 	memset(b, 0, sizeof(*b));
