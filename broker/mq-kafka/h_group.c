@@ -25,8 +25,8 @@
  * JoinGroup v7+ answers the protocol type (null, as the protocol name, on
  * an error), v8+ sends a reason (logged nowhere, as most of Kafka's), v9+
  * answers skip_assignment false (the leader always assigns); SyncGroup v5
- * sends the protocol type and name, which are answered back on success
- * (Kafka checks them against the group's; the JoinGroup before did);
+ * sends the protocol type and name (not checked again: the JoinGroup
+ * before was) and gets the group's (group_reply.c);
  * LeaveGroup v5 a reason per member.  The flexible versions (FindCoordinator
  * v3+, JoinGroup v6+, SyncGroup, Heartbeat and LeaveGroup v4+) add
  * tagged fields only.
@@ -49,8 +49,6 @@ typedef struct GroupReq
 {
 	KGroupAuthz authz;
 	char	   *group;
-	char	   *protocol_type;	/* SyncGroup v5 */
-	char	   *protocol_name;
 } GroupReq;
 
 /* one key's coordinator: error, [message,] node, host, port (v0-v3 order) */
@@ -113,58 +111,6 @@ h_find_coordinator(KRequest *req)
 		req_abort(req);
 	else
 		req_finish(req);
-}
-
-void
-join_respond(KRequest *req, KGroup *g, KMember *m, int16_t error)
-{
-	KWriter    *w = &req->resp;
-	bool		leader = error == KERR_NONE && m && g->leader && strcmp(g->leader, m->id) == 0;
-
-	const char *none = req->api_version >= 7 ? NULL : "";
-
-	if (req->api_version >= 2)
-		kw_i32(w, 0);
-	kw_i16(w, error);
-	kw_i32(w, error == KERR_NONE ? g->generation : -1);
-	if (req->api_version >= 7)
-		kw_str(w, error == KERR_NONE ? g->protocol_type : NULL);
-	kw_str(w, error == KERR_NONE ? g->protocol : none);
-	kw_str(w, error == KERR_NONE ? g->leader : "");
-	if (req->api_version >= 9)
-		kw_i8(w, 0);			/* skip_assignment */
-	kw_str(w, m ? m->id : "");
-	kw_array(w, leader ? g->nmembers : 0);
-	for (KMember *x = leader ? g->members : NULL; x; x = x->next)
-	{
-		const KProto *p = member_proto(x, g->protocol);
-
-		kw_str(w, x->id);
-		if (req->api_version >= 5)
-			kw_str(w, x->instance_id);
-		kw_bytes(w, p ? p->meta : NULL, p ? p->len : 0);
-		kw_tags(w);
-	}
-	req_finish(req);
-}
-
-void
-sync_respond(KRequest *req, const uint8_t *assign, int32_t len, int16_t error)
-{
-	KWriter    *w = &req->resp;
-
-	GroupReq   *s = req->state;
-
-	if (req->api_version >= 1)
-		kw_i32(w, 0);
-	kw_i16(w, error);
-	if (req->api_version >= 5)
-	{
-		kw_str(w, error == KERR_NONE ? s->protocol_type : NULL);
-		kw_str(w, error == KERR_NONE ? s->protocol_name : NULL);
-	}
-	kw_bytes(w, assign, error == KERR_NONE ? len : 0);
-	req_finish(req);
 }
 
 static void
@@ -306,8 +252,6 @@ group_req_free(void *p)
 
 	group_authz_free(&s->authz);
 	free(s->group);
-	free(s->protocol_type);
-	free(s->protocol_name);
 	free(s);
 }
 
@@ -353,8 +297,8 @@ sync_authorized(KRequest *req)
 
 	if (req->api_version >= 5)
 	{
-		s->protocol_type = kslice_dup(kr_str(r));
-		s->protocol_name = kslice_dup(kr_str(r));
+		(void) kr_str(r);		/* protocol type and name: the JoinGroup's */
+		(void) kr_str(r);
 	}
 	n = kr_array(r, 6);
 	a = mq_malloc0(sizeof(KAssign) * (n > 0 ? n : 1));
@@ -369,7 +313,7 @@ sync_authorized(KRequest *req)
 	if (r->err || member == NULL)
 		req_abort(req);
 	else if (error != KERR_NONE)
-		sync_respond(req, NULL, 0, error);
+		sync_respond(req, NULL, NULL, 0, error);
 	else
 		group_sync(req, s->group, generation, member, instance, na, a);
 	for (int32_t i = 0; i < na; i++)
