@@ -8,7 +8,8 @@
 #   kafka-help   docs/kafka.md        `mq-kafka --help`: the help[] text of
 #                                     broker/mq-kafka/main.c (test/kafka/docs.sh
 #                                     also runs it against the binary)
-#   kafka-apis   docs/kafka.md        the APIs and versions mq-kafka serves:
+#   kafka-apis   docs/kafka.md        the APIs and versions mq-kafka serves,
+#                                     and the first flexible (KIP-482) one:
 #                                     the apis[] table of broker/mq-kafka/api.c
 #                                     (numbers from handlers.h)
 #   gucs         docs/operations.md   the GUCs: DefineCustom*Variable calls
@@ -160,11 +161,12 @@ sub kafka_apis {
 		defined $num{$key} or fail("api.c: $key has no number in handlers.h");
 		(my $name = $key) =~ s/^KAPI_//;
 		my $vers = $min == $max ? "$min" : "$min\x{2013}$max";
-		push @rows, [$num{$key}, "| " . camel($name) . " ($num{$key}) | $vers |" . ($doc eq "" ? "" : " $doc") . " |"];
+		my $fv = $flex > $max ? "\x{2014}" : "$flex+";
+		push @rows, [$num{$key}, "| " . camel($name) . " ($num{$key}) | $vers | $fv |" . ($doc eq "" ? "" : " $doc") . " |"];
 	}
 	fail("api.c: no APIs read") unless @rows;
 	binmode STDOUT, ":utf8";
-	print "| API (key) | versions | notes |\n|---|---|---|\n";
+	print "| API (key) | versions | flexible | notes |\n|---|---|---|---|\n";
 	print "$_->[1]\n" for sort { $a->[0] <=> $b->[0] } @rows;
 }
 

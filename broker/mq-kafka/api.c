@@ -5,9 +5,13 @@
  *	  ApiVersions.  Loop thread only.
  *
  * Request header v1 is api_key, api_version, correlation_id, client_id;
- * v2 (flexible versions) adds tagged fields.  Only ApiVersions v3 is
- * flexible among the versions advertised here (librdkafka asks v3 first);
- * its response keeps header v0, as KIP-511 says.  An unknown API key or
+ * v2 (flexible versions, KIP-482) adds tagged fields, and so does
+ * response header v1.  From an API's first flexible version on (the table's
+ * flex), the body is read and written with the compact forms and tagged
+ * fields (kbuf.h's flex flag; server.c ends the body's tagged fields).
+ * ApiVersions v3+ is flexible but its response keeps header v0, as
+ * KIP-511 says, so that a client can read it whatever version it asked.
+ * The table's ranges are Kafka 3.9's for each API served (floors below).  An unknown API key or
  * an unsupported version of any API other than ApiVersions closes the
  * connection, as Kafka does; an unsupported ApiVersions version gets
  * UNSUPPORTED_VERSION with the supported ranges in the v0 format, on
@@ -45,43 +49,43 @@ static void h_api_versions(KRequest *req);
 
 /* also the one source of docs/kafka.md's API table (scripts/reftables.sh) */
 static const KApi apis[] = {
-	{KAPI_PRODUCE, 3, 7, 9, h_produce,
-	 "record batch v2; gzip, snappy (raw and xerial framing), lz4, zstd; acks 0, 1, -1"},
-	{KAPI_FETCH, 4, 11, 12, h_fetch,
-	 "byte limits with at least one whole record (KIP-74); long polling; no fetch sessions"},
-	{KAPI_LIST_OFFSETS, 0, 3, 6, h_list_offsets,
-	 "earliest (-2), latest (-1), and by timestamp; v0 answers at most one offset (the one v1 gives), none for `max_num_offsets` 0"},
-	{KAPI_METADATA, 0, 6, 9, h_metadata,
-	 "this daemon and its `--peer`s, or the cluster's live daemons; leaders as below; v0: an empty topic array is every topic"},
-	{KAPI_OFFSET_COMMIT, 0, 7, 8, h_offset_commit,
+	{KAPI_PRODUCE, 0, 11, 9, h_produce,
+	 "record batch v2 (v3+), message sets v0 and v1 up-converted (v0-v2); gzip, snappy (raw and xerial framing), lz4, zstd; acks 0, 1, -1"},
+	{KAPI_FETCH, 0, 17, 12, h_fetch,
+	 "record batches (v4+), message sets down-converted to v0 (v0-v1) and v1 (v2-v3); topic ids (v13+); byte limits with at least one whole record (KIP-74); long polling; no fetch sessions"},
+	{KAPI_LIST_OFFSETS, 0, 9, 6, h_list_offsets,
+	 "earliest (-2), latest (-1), max timestamp (-3), local start (-4), last tiered (-5: -1), and by timestamp; v0 answers at most one offset (the one v1 gives), none for `max_num_offsets` 0"},
+	{KAPI_METADATA, 0, 12, 9, h_metadata,
+	 "this daemon and its `--peer`s, or the cluster's live daemons; leaders as below; v0: an empty topic array is every topic; topic ids (v10+), by id (v12)"},
+	{KAPI_OFFSET_COMMIT, 0, 9, 8, h_offset_commit,
 	 "into `mq.commit_offset` on the partition's leader, metadata included; v0 commits outside any generation (refused while the group has members); the commit timestamp (v1) and retention time (v2 to v4) are ignored"},
-	{KAPI_OFFSET_FETCH, 0, 5, 6, h_offset_fetch,
-	 "from `mq.committed_offset` and `mq.committed_offsets` on the partition's leader; all of a group's offsets (v2+)"},
-	{KAPI_FIND_COORDINATOR, 0, 2, 3, h_find_coordinator,
-	 "the daemon asked; in a cluster, the group's daemon (below)"},
-	{KAPI_JOIN_GROUP, 0, 5, 6, h_join_group,
+	{KAPI_OFFSET_FETCH, 0, 9, 6, h_offset_fetch,
+	 "from `mq.committed_offset` and `mq.committed_offsets` on the partition's leader; all of a group's offsets (v2+); v8+: the first group of the batch (below)"},
+	{KAPI_FIND_COORDINATOR, 0, 6, 3, h_find_coordinator,
+	 "the daemon asked; in a cluster, the group's daemon (below); a batch of keys (v4+)"},
+	{KAPI_JOIN_GROUP, 0, 9, 6, h_join_group,
 	 "classic protocol, static membership (v5)"},
-	{KAPI_HEARTBEAT, 0, 3, 4, h_heartbeat,
+	{KAPI_HEARTBEAT, 0, 4, 4, h_heartbeat,
 	 ""},
-	{KAPI_LEAVE_GROUP, 0, 3, 4, h_leave_group,
+	{KAPI_LEAVE_GROUP, 0, 5, 4, h_leave_group,
 	 "one member, or a batch of members (v3)"},
-	{KAPI_SYNC_GROUP, 0, 3, 4, h_sync_group,
+	{KAPI_SYNC_GROUP, 0, 5, 4, h_sync_group,
 	 ""},
-	{KAPI_DESCRIBE_GROUPS, 0, 4, 5, h_describe_groups,
+	{KAPI_DESCRIBE_GROUPS, 0, 5, 5, h_describe_groups,
 	 ""},
-	{KAPI_LIST_GROUPS, 0, 2, 3, h_list_groups,
+	{KAPI_LIST_GROUPS, 0, 5, 3, h_list_groups,
 	 "groups this daemon coordinates"},
 	{KAPI_SASL_HANDSHAKE, 0, 1, 99, h_sasl_handshake,
 	 "with `--sasl=plain` only; mechanism `PLAIN`; v0 (bare token frames) is advertised for librdkafka's feature check but answered `UNSUPPORTED_VERSION` (35): clients use v1"},
-	{KAPI_API_VERSIONS, 0, 3, 3, h_api_versions,
+	{KAPI_API_VERSIONS, 0, 4, 3, h_api_versions,
 	 ""},
-	{KAPI_CREATE_TOPICS, 0, 4, 5, h_create_topics,
+	{KAPI_CREATE_TOPICS, 0, 7, 5, h_create_topics,
 	 "`mq.create_topic`; `validate_only` supported"},
-	{KAPI_DELETE_TOPICS, 0, 3, 4, h_delete_topics,
+	{KAPI_DELETE_TOPICS, 0, 6, 4, h_delete_topics,
 	 "`mq.drop_topic`"},
-	{KAPI_DELETE_RECORDS, 0, 1, 2, h_delete_records,
+	{KAPI_DELETE_RECORDS, 0, 2, 2, h_delete_records,
 	 "`mq.delete_records`: the log start moves up to the offset (-1: the high watermark); the answer is the new low watermark"},
-	{KAPI_INIT_PRODUCER_ID, 0, 1, 2, h_init_producer_id,
+	{KAPI_INIT_PRODUCER_ID, 0, 5, 2, h_init_producer_id,
 	 "`mq.init_producer()`; idempotent producers only"},
 	{KAPI_DESCRIBE_ACLS, 0, 3, 2, h_describe_acls,
 	 "`mq.grants` as the principal's role sees it (below: ACLs)"},
@@ -89,17 +93,17 @@ static const KApi apis[] = {
 	 "`mq.grant`, one transaction per creation; shapes mq cannot hold refused (`INVALID_REQUEST`)"},
 	{KAPI_DELETE_ACLS, 0, 3, 2, h_delete_acls,
 	 "`mq.revoke` of each grant a filter matches, one transaction per filter"},
-	{KAPI_DESCRIBE_CONFIGS, 0, 2, 4, h_describe_configs,
+	{KAPI_DESCRIBE_CONFIGS, 0, 4, 4, h_describe_configs,
 	 "a topic's keys set in mq (`mq.topics.config`), and the others with mq's defaults (`mq.config_defaults()`, DEFAULT_CONFIG); brokers: none"},
-	{KAPI_ALTER_CONFIGS, 0, 1, 2, h_alter_configs,
+	{KAPI_ALTER_CONFIGS, 0, 2, 2, h_alter_configs,
 	 "a topic's whole config replaced, through `mq.alter_topic`; `validate_only` supported"},
-	{KAPI_CREATE_PARTITIONS, 0, 1, 2, h_create_partitions,
+	{KAPI_CREATE_PARTITIONS, 0, 3, 2, h_create_partitions,
 	 "`mq.add_partitions` to the requested total; `validate_only` supported"},
-	{KAPI_SASL_AUTHENTICATE, 0, 1, 2, h_sasl_authenticate,
+	{KAPI_SASL_AUTHENTICATE, 0, 2, 2, h_sasl_authenticate,
 	 "with `--sasl=plain` only; `session_lifetime_ms` 0 (no re-authentication)"},
-	{KAPI_DELETE_GROUPS, 0, 1, 2, h_delete_groups,
+	{KAPI_DELETE_GROUPS, 0, 2, 2, h_delete_groups,
 	 "`mq.delete_group`: a group's committed offsets and empty state (below)"},
-	{KAPI_INCREMENTAL_ALTER_CONFIGS, 0, 0, 1, h_incremental_alter_configs,
+	{KAPI_INCREMENTAL_ALTER_CONFIGS, 0, 1, 1, h_incremental_alter_configs,
 	 "SET, DELETE; APPEND and SUBTRACT for `cleanup.policy`; through `mq.alter_topic`; `validate_only` supported"},
 };
 
@@ -141,10 +145,7 @@ api_versions_body(KRequest *req, int16_t error, int16_t version)
 	for (int i = 0; i < NAPIS; i++)
 		n += api_find(apis[i].key) != NULL;
 	kw_i16(w, error);
-	if (version >= 3)
-		kw_uvarint(w, n + 1);
-	else
-		kw_i32(w, n);
+	kw_array(w, n);
 	for (int i = 0; i < NAPIS; i++)
 	{
 		if (api_find(apis[i].key) == NULL)
@@ -152,13 +153,10 @@ api_versions_body(KRequest *req, int16_t error, int16_t version)
 		kw_i16(w, apis[i].key);
 		kw_i16(w, apis[i].min);
 		kw_i16(w, apis[i].max);
-		if (version >= 3)
-			kw_uvarint(w, 0);
+		kw_tags(w);
 	}
 	if (version >= 1)
 		kw_i32(w, 0);			/* throttle_time_ms */
-	if (version >= 3)
-		kw_uvarint(w, 0);
 }
 
 static void
@@ -218,6 +216,8 @@ api_dispatch(KRequest *req, size_t frame_len)
 	if (req->api_version >= api->flex)
 	{
 		kr_skip_tags(&r);
+		r.flex = true;
+		req->resp.flex = true;
 		req->flexible_resp = req->api_key != KAPI_API_VERSIONS;
 	}
 	req->body = r;

@@ -32,6 +32,9 @@ typedef struct FetchState
 	KJob		job;
 	int32_t		ntopics;
 	KSlice	   *topics;
+	uint8_t    *ids;			/* v13+: ntopics topic ids of 16 bytes */
+	char	   *names;			/* v13+: the names resolved, topics point here */
+	void		(*resolved) (struct FetchState *s);	/* then (fetch_ids.c) */
 	int32_t		nparts;
 	FPart	   *parts;
 	int32_t		min_bytes;
@@ -46,6 +49,37 @@ typedef struct FetchState
 			   *next; /* parked list */
 } FetchState;
 
+/* the columns of a Fetch statement's result (h_fetch.c) */
+enum
+{
+	COL_I,						/* the partition's index in the request, from 1 */
+	COL_LSO,					/* bounds row: log start offset, high watermark */
+	COL_HW,
+	COL_OFFSET,					/* record row: offset (null on a bounds row) */
+	COL_TS,
+	COL_KEY,
+	COL_VALUE,
+	COL_LOG_APPEND,
+	COL_HKEYS,
+	COL_HVALS
+};
+
+/* a record row of the result, for putting rows in order */
+typedef struct FRow
+{
+	int32_t		part;			/* COL_I */
+	int			row;
+	int64_t		offset;
+} FRow;
+
+/*
+ * fetch_records.c: the records of one partition (rows[0..n), in offset
+ * order) as batches (magic 2) or messages (magic 0, 1) in recs;
+ * fp->next_offset becomes the offset after the last one written
+ */
+extern void encode_partition(PGresult *res, const FRow *rows, int n, FPart *fp, size_t *total,
+							 int32_t max_total, KWriter *recs, int magic);
+
 /*
  * What the read-ahead (below the handler) runs of the handler's, handed
  * down with each call: the statement that reads a FetchState's
@@ -56,6 +90,9 @@ typedef struct FetchOps
 	void		(*job) (FetchState *s);
 	KDoneFn		done;
 } FetchOps;
+
+/* fetch_ids.c: resolve s's topic ids (v13+), then call then(s) */
+extern void fetch_resolve(FetchState *s, void (*then) (FetchState *s));
 
 /*
  * fetch_ahead.c: true if a read-ahead of exactly s's request exists; it

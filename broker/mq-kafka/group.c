@@ -210,7 +210,7 @@ prepare_rebalance(KGroup *g)
 			KRequest   *req = m->sync_req;
 
 			m->sync_req = NULL;
-			sync_respond(req, NULL, 0, KERR_REBALANCE_IN_PROGRESS);
+			sync_respond(req, NULL, NULL, 0, KERR_REBALANCE_IN_PROGRESS);
 		}
 	g->initial_delay = g->state == KG_EMPTY && kconfig.group_initial_delay_ms > 0;
 	g->state = KG_PREPARING;
@@ -238,7 +238,7 @@ member_drop(KGroup *g, KMember *m, int16_t error)
 	if (m->join_req)
 		join_respond(m->join_req, g, m, error);
 	if (m->sync_req)
-		sync_respond(m->sync_req, NULL, 0, error);
+		sync_respond(m->sync_req, NULL, NULL, 0, error);
 	member_free(m);
 }
 
@@ -462,17 +462,17 @@ group_sync(KRequest *req, const char *group_id, int32_t generation, const char *
 		code = KERR_REBALANCE_IN_PROGRESS;
 	if (code != KERR_NONE)
 	{
-		sync_respond(req, NULL, 0, code);
+		sync_respond(req, NULL, NULL, 0, code);
 		return;
 	}
 	touch(m);
 	if (g->state == KG_STABLE)
 	{
-		sync_respond(req, m->assignment, m->assign_len, KERR_NONE);
+		sync_respond(req, g, m->assignment, m->assign_len, KERR_NONE);
 		return;
 	}
 	if (m->sync_req)
-		sync_respond(m->sync_req, NULL, 0, KERR_REBALANCE_IN_PROGRESS);
+		sync_respond(m->sync_req, NULL, NULL, 0, KERR_REBALANCE_IN_PROGRESS);
 	m->sync_req = req;
 	if (strcmp(m->id, g->leader) != 0)
 		return;					/* a follower waits for the leader */
@@ -495,7 +495,7 @@ group_sync(KRequest *req, const char *group_id, int32_t generation, const char *
 			KRequest   *r = x->sync_req;
 
 			x->sync_req = NULL;
-			sync_respond(r, x->assignment, x->assign_len, KERR_NONE);
+			sync_respond(r, g, x->assignment, x->assign_len, KERR_NONE);
 		}
 }
 

@@ -132,6 +132,8 @@ extern void group_store_load(void (*adopt) (KGroup *g));
 /* group_reply.c: a member's metadata for a protocol, and the answers */
 extern const KProto *member_proto(const KMember *m, const char *name);
 extern void join_respond(KRequest *req, KGroup *g, KMember *m, int16_t error);
-extern void sync_respond(KRequest *req, const uint8_t *assign, int32_t len, int16_t error);
+/* g: the group whose protocol a SyncGroup v5+ answer names; NULL on errors */
+extern void sync_respond(KRequest *req, const KGroup *g, const uint8_t *assign, int32_t len,
+						 int16_t error);
 
 #endif							/* MQK_GROUP_H */

@@ -9,6 +9,10 @@
  *	  stands below both, so that neither calls back into the other.
  *	  Loop thread only: no locking.
  *
+ * JoinGroup v7+ names the protocol type (null, as the protocol name, on
+ * an error), v9+ answers skip_assignment false; SyncGroup v5+ names the
+ * group's protocol type and name (null on an error).
+ *
  *-------------------------------------------------------------------------
  */
 #include "group.h"
@@ -33,14 +37,20 @@ join_respond(KRequest *req, KGroup *g, KMember *m, int16_t error)
 	KWriter    *w = &req->resp;
 	bool		leader = error == KERR_NONE && m && g->leader && strcmp(g->leader, m->id) == 0;
 
+	const char *none = req->api_version >= 7 ? NULL : "";
+
 	if (req->api_version >= 2)
 		kw_i32(w, 0);
 	kw_i16(w, error);
 	kw_i32(w, error == KERR_NONE ? g->generation : -1);
-	kw_str(w, error == KERR_NONE ? g->protocol : "");
+	if (req->api_version >= 7)
+		kw_str(w, error == KERR_NONE ? g->protocol_type : NULL);
+	kw_str(w, error == KERR_NONE ? g->protocol : none);
 	kw_str(w, error == KERR_NONE ? g->leader : "");
+	if (req->api_version >= 9)
+		kw_i8(w, 0);			/* skip_assignment: the leader always assigns */
 	kw_str(w, m ? m->id : "");
-	kw_i32(w, leader ? g->nmembers : 0);
+	kw_array(w, leader ? g->nmembers : 0);
 	for (KMember *x = leader ? g->members : NULL; x; x = x->next)
 	{
 		const KProto *p = member_proto(x, g->protocol);
@@ -49,18 +59,25 @@ join_respond(KRequest *req, KGroup *g, KMember *m, int16_t error)
 		if (req->api_version >= 5)
 			kw_str(w, x->instance_id);
 		kw_bytes(w, p ? p->meta : NULL, p ? p->len : 0);
+		kw_tags(w);
 	}
 	req_finish(req);
 }
 
 void
-sync_respond(KRequest *req, const uint8_t *assign, int32_t len, int16_t error)
+sync_respond(KRequest *req, const KGroup *g, const uint8_t *assign, int32_t len, int16_t error)
 {
 	KWriter    *w = &req->resp;
+	bool		ok = error == KERR_NONE && g;
 
 	if (req->api_version >= 1)
 		kw_i32(w, 0);
 	kw_i16(w, error);
+	if (req->api_version >= 5)
+	{
+		kw_str(w, ok ? g->protocol_type : NULL);
+		kw_str(w, ok ? g->protocol : NULL);
+	}
 	kw_bytes(w, assign, error == KERR_NONE ? len : 0);
 	req_finish(req);
 }

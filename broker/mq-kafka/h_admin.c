@@ -1,8 +1,8 @@
 /*-------------------------------------------------------------------------
  *
  * h_admin.c
- *	  CreateTopics (v0-v4), DeleteTopics (v0-v3) and CreatePartitions
- *	  (v0-v1) on mq.create_topic, mq.drop_topic and mq.add_partitions.
+ *	  CreateTopics (v0-v7), DeleteTopics (v0-v6) and CreatePartitions
+ *	  (v0-v3) on mq.create_topic, mq.drop_topic and mq.add_partitions.
  *	  Loop thread; one job with a statement per topic.
  *
  * Topics are created unreplicated: a replication factor above 1 and
@@ -11,6 +11,14 @@
  * (docs/replication.md).  Configs go to mq.create_topic as a JSON object
  * of strings, so mq's own validation decides (INVALID_CONFIG).
  * validate_only runs the creation in a transaction that is rolled back.
+ *
+ * CreateTopics v5+ answers the partitions and replication factor made
+ * (-1 on an error, as Kafka) and no configs (null, which Kafka's schema
+ * allows: its admin client then fails only TopicResult.config()); v7+
+ * the topic's id (topic_id.h).  DeleteTopics v5+ answers an error
+ * message, v6+ takes topics by name or id (a null name) and answers both;
+ * an id no topic has is UNKNOWN_TOPIC_ID.  Flexible versions: CreateTopics
+ * v5+, DeleteTopics v4+, CreatePartitions v2+.
  *
  *-------------------------------------------------------------------------
  */
@@ -21,17 +29,27 @@
 
 #include "kerr.h"
 #include "pgbinary.h"
+#include "topic_id.h"
 #include "util.h"
 
 #define KERR_INVALID_REPLICA_ASSIGNMENT 39
 
-#define CREATE_SQL "SELECT mq.create_topic($1, $2, jsonb_object($3::text[], $4::text[]))"
+#define CREATE_SQL \
+	"SELECT mq.create_topic($1, $2, jsonb_object($3::text[], $4::text[])), " TOPIC_ID_SQL("$1")
+
+/* by name, or (DeleteTopics v6+, name null) by id */
+#define DROP_SQL \
+	"SELECT mq.drop_topic(t), t, " TOPIC_ID_SQL("t") \
+	"  FROM (SELECT coalesce($1, (SELECT topic FROM mq.topics" \
+	"                              WHERE " TOPIC_ID_SQL("topic") " = $2)) t) x WHERE t IS NOT NULL"
 
 typedef struct TopicSpec
 {
 	KSlice		name;
+	int32_t		partitions;		/* CreateTopics: as asked */
 	int16_t		code;			/* refused before reaching the database */
 	int			stmt;			/* the create or drop statement, or -1 */
+	char		id_hex[33];		/* DeleteTopics v6+: the id asked for */
 } TopicSpec;
 
 typedef struct AdminState
@@ -82,12 +100,13 @@ read_spec(KReader *r, AdminState *s, TopicSpec *t)
 	partitions = kr_i32(r);
 	replication = kr_i16(r);
 	nassign = kr_array(r, 8);
-	for (int32_t i = 0; i < nassign; i++)
+	for (int32_t i = 0; i < nassign && !r->err; i++)
 	{
 		(void) kr_i32(r);
 		n = kr_array(r, 4);
 		for (int32_t j = 0; j < n; j++)
 			(void) kr_i32(r);
+		kr_tags(r);
 	}
 	mq_array_init(&keys, MQ_TEXTOID);
 	mq_array_init(&vals, MQ_TEXTOID);
@@ -97,9 +116,12 @@ read_spec(KReader *r, AdminState *s, TopicSpec *t)
 		KSlice		k = kr_str(r);
 		KSlice		v = kr_str(r);
 
+		kr_tags(r);
 		mq_array_add(&keys, k.p, k.len < 0 ? 0 : k.len);
 		mq_array_add(&vals, v.len < 0 ? NULL : v.p, v.len < 0 ? 0 : v.len);
 	}
+	kr_tags(r);
+	t->partitions = partitions < 0 ? 1 : partitions;
 	t->stmt = -1;
 	t->code = replication > 1 ? KERR_INVALID_REPLICATION_FACTOR : nassign > 0 ? KERR_INVALID_REPLICA_ASSIGNMENT :
 		KERR_NONE;
@@ -141,21 +163,37 @@ write_topic_results(KRequest *req, bool throttle, bool messages)
 	AdminState *s = req->state;
 	KWriter    *w = &req->resp;
 
+	bool		create = req->api_key == KAPI_CREATE_TOPICS;
+
 	if (throttle)
 		kw_i32(w, 0);
-	kw_i32(w, s->n);
+	kw_array(w, s->n);
 	for (int32_t i = 0; i < s->n; i++)
 	{
 		TopicSpec  *t = &s->specs[i];
 		KStmt	   *st = t->stmt >= 0 ? &s->job.stmts[t->stmt] : NULL;
 		int16_t		code = t->code;
+		uint8_t		id[16];
 
 		if (st)
 			(void) kstmt_failed(st, &code);
 		kw_strn(w, t->name.p, t->name.len);
+		if (create && req->api_version >= 7)
+		{
+			(void) topic_id_from_hex(code == KERR_NONE && st && st->res && PQntuples(st->res) > 0
+									 ? PQgetvalue(st->res, 0, 1) : NULL, id);
+			kw_uuid(w, id);
+		}
 		kw_i16(w, code);
 		if (messages)
 			kw_str(w, st && st->err.message ? st->err.message : NULL);
+		if (create && req->api_version >= 5)
+		{
+			kw_i32(w, code == KERR_NONE ? t->partitions : -1);
+			kw_i16(w, code == KERR_NONE ? 1 : -1);	/* replication factor */
+			kw_array(w, -1);	/* configs: not answered */
+		}
+		kw_tags(w);
 	}
 	req_finish(req);
 }
@@ -196,14 +234,31 @@ delete_topics_done(KRequest *req)
 
 	if (req->api_version >= 1)
 		kw_i32(w, 0);
-	kw_i32(w, s->n);
+	kw_array(w, s->n);
 	for (int32_t i = 0; i < s->n; i++)
 	{
+		const KStmt *st = &s->job.stmts[i];
+		PGresult   *res = st->res;
 		int16_t		code;
+		bool		found = res && PQntuples(res) > 0;
+		uint8_t		id[16];
 
-		(void) kstmt_failed(&s->job.stmts[i], &code);
-		kw_strn(w, s->specs[i].name.p, s->specs[i].name.len);
+		(void) kstmt_failed(st, &code);
+		if (code == KERR_NONE && !found)
+			code = KERR_UNKNOWN_TOPIC_ID;	/* by id, and no topic has it */
+		if (found && s->specs[i].name.len < 0)
+			kw_str(w, PQgetvalue(res, 0, 1));
+		else
+			kw_strn(w, s->specs[i].name.p, s->specs[i].name.len);
+		if (req->api_version >= 6)
+		{
+			(void) topic_id_from_hex(found ? PQgetvalue(res, 0, 2) : s->specs[i].id_hex, id);
+			kw_uuid(w, id);
+		}
 		kw_i16(w, code);
+		if (req->api_version >= 5)
+			kw_str(w, st->err.message);
+		kw_tags(w);
 	}
 	req_finish(req);
 }
@@ -217,10 +272,22 @@ h_delete_topics(KRequest *req)
 	for (int32_t i = 0; i < s->n && !r->err; i++)
 	{
 		char	   *name;
+		KStmt	   *st = kjob_add(&s->job, DROP_SQL, 0);
 
 		s->specs[i].name = kr_str(r);
+		if (req->api_version >= 6)
+		{
+			KSlice		id = kr_uuid(r);
+
+			if (id.len == 16)
+				topic_id_to_hex(id.p, s->specs[i].id_hex);
+			kr_tags(r);
+		}
+		else if (s->specs[i].name.len < 0)
+			r->err = true;
 		name = kslice_dup(s->specs[i].name);
-		kstmt_text(kjob_add(&s->job, "SELECT mq.drop_topic($1)", 0), MQ_TEXTOID, name ? name : "");
+		kstmt_text(st, MQ_TEXTOID, name);
+		kstmt_text(st, MQ_TEXTOID, s->specs[i].id_hex);
 		free(name);
 	}
 	if (r->err)
@@ -241,7 +308,7 @@ create_partitions_done(KRequest *req)
 }
 
 /*
- * CreatePartitions (v0-v1): Kafka's count is the new total, mq.add_partitions
+ * CreatePartitions (v0-v3): Kafka's count is the new total, mq.add_partitions
  * takes the number to add; a total not above the current one is
  * INVALID_PARTITIONS (MQ005), manual assignments are refused.
  */
@@ -269,7 +336,9 @@ h_create_partitions(KRequest *req)
 
 			for (int32_t b = 0; b < nb; b++)
 				(void) kr_i32(r);
+			kr_tags(r);
 		}
+		kr_tags(r);
 		t->stmt = -1;
 		t->code = nassign > 0 ? KERR_INVALID_REPLICA_ASSIGNMENT : KERR_NONE;
 		if (t->code != KERR_NONE)

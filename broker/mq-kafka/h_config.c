@@ -1,7 +1,7 @@
 /*-------------------------------------------------------------------------
  *
  * h_config.c
- *	  DescribeConfigs (v0-v2): a topic's configuration as mq keeps it
+ *	  DescribeConfigs (v0-v4): a topic's configuration as mq keeps it
  *	  (mq.topics.config, the keys set at creation or with mq.alter_topic,
  *	  normalised by mq).  Loop thread; one statement per topic resource.
  *
@@ -9,7 +9,9 @@
  * others mq knows with their defaults (mq.config_defaults(): what mq does
  * while a key is not set) as DEFAULT_CONFIG, is_default in v0, so that
  * tools show a full config.  A broker resource is answered with no
- * configs.  Other resource types get INVALID_REQUEST.
+ * configs.  Other resource types get INVALID_REQUEST.  v3+ answers each
+ * key's type as UNKNOWN (0) and no documentation (null), which Kafka's
+ * schema allows; v4+ is flexible.
  *
  *-------------------------------------------------------------------------
  */
@@ -90,8 +92,7 @@ write_resource(KRequest *req, ConfigState *s, Resource *rs)
 	kw_str(w, code == KERR_NONE ? NULL : st && st->err.message ? st->err.message : "");
 	kw_i8(w, rs->type);
 	kw_strn(w, rs->name.p, rs->name.len);
-	count_at = w->len;
-	kw_i32(w, 0);
+	count_at = kw_later(w);
 	for (int row = 0; code == KERR_NONE && st && row < PQntuples(st->res); row++)
 	{
 		const char *key = PQgetvalue(st->res, row, 0);
@@ -108,10 +109,17 @@ write_resource(KRequest *req, ConfigState *s, Resource *rs)
 			kw_i8(w, is_default ? SOURCE_DEFAULT_CONFIG : SOURCE_DYNAMIC_TOPIC_CONFIG);
 		kw_i8(w, 0);			/* is_sensitive */
 		if (req->api_version >= 1)
-			kw_i32(w, 0);		/* synonyms */
+			kw_array(w, 0);		/* synonyms */
+		if (req->api_version >= 3)
+		{
+			kw_i8(w, 0);		/* config_type: UNKNOWN */
+			kw_str(w, NULL);	/* documentation: none */
+		}
+		kw_tags(w);
 		n++;
 	}
-	kw_put_i32_at(w, count_at, n);
+	kw_fill_count(w, count_at, n);
+	kw_tags(w);
 }
 
 static void
@@ -120,7 +128,7 @@ describe_configs_done(KRequest *req)
 	ConfigState *s = req->state;
 
 	kw_i32(&req->resp, 0);		/* throttle */
-	kw_i32(&req->resp, s->n);
+	kw_array(&req->resp, s->n);
 	for (int32_t i = 0; i < s->n; i++)
 		write_resource(req, s, &s->res[i]);
 	req_finish(req);
@@ -146,6 +154,7 @@ h_describe_configs(KRequest *req)
 		rs->keys = mq_malloc0(sizeof(KSlice) * (rs->nkeys > 0 ? rs->nkeys : 1));
 		for (int32_t k = 0; k < rs->nkeys; k++)
 			rs->keys[k] = kr_str(r);
+		kr_tags(r);
 		rs->stmt = -1;
 		if (rs->type == RESOURCE_TOPIC && !r->err)
 		{

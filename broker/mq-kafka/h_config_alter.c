@@ -1,7 +1,7 @@
 /*-------------------------------------------------------------------------
  *
  * h_config_alter.c
- *	  AlterConfigs (v0-v1) and IncrementalAlterConfigs (v0) of topics, on
+ *	  AlterConfigs (v0-v2) and IncrementalAlterConfigs (v0-v1) of topics, on
  *	  mq.alter_topic.  Loop thread; one job with a statement per topic
  *	  resource.
  *
@@ -68,7 +68,7 @@ alter_configs_done(KRequest *req)
 	KWriter    *w = &req->resp;
 
 	kw_i32(w, 0);				/* throttle_time_ms */
-	kw_i32(w, s->n);
+	kw_array(w, s->n);
 	for (int32_t i = 0; i < s->n; i++)
 	{
 		AlterResource *rs = &s->res[i];
@@ -82,6 +82,7 @@ alter_configs_done(KRequest *req)
 			   "mq-kafka alters topic configs only: it has no broker configs");
 		kw_i8(w, rs->type);
 		kw_strn(w, rs->name.p, rs->name.len);
+		kw_tags(w);
 	}
 	req_finish(req);
 }
@@ -113,10 +114,12 @@ read_resource(KRequest *req, AlterState *s, AlterResource *rs, bool incremental)
 
 		snprintf(op, sizeof(op), "%d", incremental ? kr_i8(r) : 0);
 		v = kr_str(r);
+		kr_tags(r);
 		mq_array_add(&keys, k.p, k.len < 0 ? 0 : k.len);
 		mq_array_add(&vals, v.len < 0 ? NULL : v.p, v.len < 0 ? 0 : v.len);
 		mq_array_add(&ops, op, strlen(op));
 	}
+	kr_tags(r);
 	if (rs->type == RESOURCE_TOPIC && !r->err)
 	{
 		char	   *name = kslice_dup(rs->name);

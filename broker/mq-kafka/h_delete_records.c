@@ -1,7 +1,7 @@
 /*-------------------------------------------------------------------------
  *
  * h_delete_records.c
- *	  DeleteRecords (v0-v1) on mq.delete_records.  Loop thread; one job
+ *	  DeleteRecords (v0-v2; v2+ flexible) on mq.delete_records.  Loop thread; one job
  *	  with a statement per partition.
  *
  * Kafka's semantics: each partition's log start offset moves up to the
@@ -73,18 +73,21 @@ delete_records_done(KRequest *req)
 	int32_t		i = 0;
 
 	kw_i32(w, 0);				/* throttle_time_ms */
-	kw_i32(w, s->ntopics);
+	kw_array(w, s->ntopics);
 	for (int32_t t = 0; t < s->ntopics; t++)
 	{
 		size_t		count_at;
 		int32_t		n = 0;
 
 		kw_strn(w, s->topics[t].p, s->topics[t].len);
-		count_at = w->len;
-		kw_i32(w, 0);
+		count_at = kw_later(w);
 		for (; i < s->nparts && s->parts[i].topic == t; i++, n++)
+		{
 			write_partition(w, &s->parts[i], &s->job.stmts[i]);
-		kw_put_i32_at(w, count_at, n);
+			kw_tags(w);
+		}
+		kw_fill_count(w, count_at, n);
+		kw_tags(w);
 	}
 	req_finish(req);
 }
@@ -113,7 +116,9 @@ read_topic(KReader *r, DelRecState *s, int32_t t, int32_t *cap)
 		kstmt_text(st, MQ_TEXTOID, name ? name : "");
 		kstmt_int(st, MQ_INT4OID, d->partition);
 		kstmt_int(st, MQ_INT8OID, kr_i64(r));
+		kr_tags(r);
 	}
+	kr_tags(r);
 	free(name);
 }
 

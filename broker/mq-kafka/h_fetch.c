@@ -1,7 +1,7 @@
 /*-------------------------------------------------------------------------
  *
  * h_fetch.c
- *	  Fetch (v4-v11): reading records of many partitions with one
+ *	  Fetch (v0-v17): reading records of many partitions with one
  *	  statement, encoding them as record batches within the byte limits,
  *	  and long polling by parking the request in the daemon.
  *
@@ -16,13 +16,20 @@
  * that leaves records behind starts the consumer's next read at once
  * (fetch_ahead.c), and the next Fetch takes it if it asks for just that.
  *
- * Byte limits (KIP-74): records are added while the partition's and the
- * response's limits allow, except that the first record of the response
- * is always returned whole, so a consumer can always make progress.
- * Records keep mq's timestamp and type (mq.record.timestamp,
- * timestamp_type) and headers (header_list); a new batch starts when the
- * type changes, and for LogAppendTime when the millisecond does, since
- * clients give every record of such a batch its maxTimestamp.
+ * The records of each partition are encoded by fetch_records.c, within
+ * the byte limits (KIP-74).
+ *
+ * v0-v3 answer message sets (msgset.h), down-converted as Kafka does:
+ * v0-v1 in format v0 (no timestamps), v2-v3 in format v1 (each record's
+ * timestamp, and its type in the attributes); headers are dropped.
+ * v12+ is flexible (its tagged fields -- diverging epoch, current leader,
+ * snapshot id, node endpoints -- are for replicas and leader changes and
+ * are not sent); v13+ names topics by id (topic_id.h): a first statement
+ * resolves the ids to names, and an id no topic has is UNKNOWN_TOPIC_ID.
+ * v15 moves the replica id into a tagged field, v16 and v17 add tagged
+ * fields only; last_fetched_epoch (v12+) is for replicas and is ignored.
+ * There are no fetch sessions (KIP-227): the session id is always 0, so
+ * clients send full requests.
  *
  *-------------------------------------------------------------------------
  */
@@ -35,7 +42,9 @@
 #include "fetch.h"
 #include "kerr.h"
 #include "kjson.h"
+#include "msgset.h"
 #include "pgbinary.h"
+#include "topic_id.h"
 #include "util.h"
 
 /*
@@ -68,38 +77,12 @@
 	"   FROM r CROSS JOIN LATERAL mq.fetch(r.t, r.p, CASE WHEN r.o >= r.lso AND r.o < r.hw" \
 	"                                      THEN r.o ELSE r.leo END, r.n, max_bytes => r.mb) f"
 
-/* result columns */
-enum
-{
-	COL_I,						/* the partition's index in the request, from 1 */
-	COL_LSO,					/* bounds row: log start offset, high watermark */
-	COL_HW,
-	COL_OFFSET,					/* record row: offset (null on a bounds row) */
-	COL_TS,
-	COL_KEY,
-	COL_VALUE,
-	COL_LOG_APPEND,
-	COL_HKEYS,
-	COL_HVALS
-};
-
 /*
  * bounds[k] of a partition the role may not see nor read: Kafka's
  * TOPIC_AUTHORIZATION_FAILED, as SQL's 42501 (whether the topic exists or
  * not); one it may read but that is not there: UNKNOWN_TOPIC_OR_PARTITION
  */
 #define BOUNDS_UNAUTHORIZED (-2)
-
-/* a record row of the result, for putting rows in order */
-typedef struct FRow
-{
-	int32_t		part;			/* COL_I */
-	int			row;
-	int64_t		offset;
-} FRow;
-
-/* 2000-01-01 (PostgreSQL's epoch) in Unix milliseconds */
-#define PG_EPOCH_MS INT64_C(946684800000)
 
 static FetchState *parked;
 static struct event *recheck_ev;
@@ -120,97 +103,10 @@ fetch_state_free(void *p)
 		event_free(s->timer);
 	kjob_free(&s->job);
 	free(s->topics);
+	free(s->ids);
+	free(s->names);
 	free(s->parts);
 	free(s);
-}
-
-#define MAX_HEADERS 1024
-
-/* a record's timestamp (ms), its type, and its headers */
-static int64_t
-row_meta(PGresult *res, int row, bool *log_append, KSlice *hk, KSlice *hv, int *nh)
-{
-	int			nv = 0;
-
-	*log_append = !PQgetisnull(res, row, COL_LOG_APPEND) &&
-		PQgetvalue(res, row, COL_LOG_APPEND)[0] == 1;
-	*nh = 0;
-	if (!PQgetisnull(res, row, COL_HKEYS) &&
-		(!pg_array_elems(PQgetvalue(res, row, COL_HKEYS), PQgetlength(res, row, COL_HKEYS), hk,
-						 MAX_HEADERS, nh) ||
-		 !pg_array_elems(PQgetvalue(res, row, COL_HVALS), PQgetlength(res, row, COL_HVALS), hv,
-						 MAX_HEADERS, &nv) ||
-		 nv != *nh))
-		*nh = 0; /* not a list we can read: no headers */
-	if (PQgetisnull(res, row, COL_TS))
-		return 0;
-	/* binary timestamptz: microseconds since 2000-01-01 UTC */
-	return mq_get_int64(res, row, COL_TS) / 1000 + PG_EPOCH_MS;
-}
-
-/* a record's size as the byte limits count it */
-static size_t
-record_size(int klen, int vlen, const KSlice *hk, const KSlice *hv, int nh)
-{
-	size_t		size = (klen > 0 ? klen : 0) + (vlen > 0 ? vlen : 0) + 24;
-
-	for (int h = 0; h < nh; h++)
-		size += 4 + (hk[h].len > 0 ? hk[h].len : 0) + (hv[h].len > 0 ? hv[h].len : 0);
-	return size;
-}
-
-/*
- * The records of one partition (rows[0..n), in offset order) as batches;
- * fp->next_offset becomes the offset after the last one written.
- */
-static void
-encode_partition(PGresult *res, const FRow *rows, int n, FPart *fp, size_t *total,
-				 int32_t max_total, KWriter *recs)
-{
-	static KSlice hk[MAX_HEADERS],
-				hv[MAX_HEADERS];
-	KBatchEnc	e;
-	bool		open = false;
-	bool		open_append = false;
-	int64_t		ts_open = 0;
-	size_t		part = 0;
-
-	for (int k = 0; k < n; k++)
-	{
-		int			row = rows[k].row;
-		int64_t		ts;
-		int			klen = PQgetisnull(res, row, COL_KEY) ? -1 : PQgetlength(res, row, COL_KEY);
-		int			vlen = PQgetisnull(res, row, COL_VALUE) ? -1 : PQgetlength(res, row, COL_VALUE);
-		int			nh;
-		bool		log_append;
-		size_t		size;
-
-		ts = row_meta(res, row, &log_append, hk, hv, &nh);
-		size = record_size(klen, vlen, hk, hv, nh) + (open ? 0 : KBATCH_HEADER_SIZE);
-		if (*total > 0 && (part + size > (size_t) fp->max_bytes || *total + size > (size_t) max_total))
-			break;				/* full */
-		if (open && (log_append != open_append || (log_append && ts != ts_open)))
-		{
-			batch_end(&e);
-			open = false;
-		}
-		if (!open)
-		{
-			batch_begin(&e, recs, rows[k].offset, 0, ts, log_append);
-			open = true;
-			open_append = log_append;
-			ts_open = ts;
-		}
-		batch_add(&e, rows[k].offset, ts, PQgetvalue(res, row, COL_KEY), klen,
-				  PQgetvalue(res, row, COL_VALUE), vlen, hk, hv, nh);
-		part += size;
-		*total += size;
-		fp->next_offset = rows[k].offset + 1;
-		fp->returned++;
-		fp->returned_bytes = part;
-	}
-	if (open)
-		batch_end(&e);
 }
 
 static int
@@ -319,13 +215,16 @@ write_partition(KRequest *req, const FPart *fp, int16_t code, int64_t lso, int64
 	kw_i32(w, fp->partition);
 	kw_i16(w, code);
 	kw_i64(w, hw);
-	kw_i64(w, hw);				/* last stable offset: mq has no open transactions */
+	if (req->api_version >= 4)
+		kw_i64(w, hw);			/* last stable offset: mq has no open transactions */
 	if (req->api_version >= 5)
 		kw_i64(w, lso);
-	kw_i32(w, 0);				/* aborted transactions */
+	if (req->api_version >= 4)
+		kw_array(w, 0);			/* aborted transactions */
 	if (req->api_version >= 11)
 		kw_i32(w, -1);			/* preferred read replica */
 	kw_bytes(w, recs->buf, (int32_t) recs->len);
+	kw_tags(w);
 }
 
 /* the response from the attempt's result */
@@ -351,21 +250,24 @@ fetch_encode(KRequest *req, FetchState *s)
 		mq_log_warning("fetch: %s", st->err.message);
 	if (res)
 		fetch_order(res, s->nparts, bounds, &rows, &nrows);
-	kw_i32(w, 0);				/* throttle */
+	if (req->api_version >= 1)
+		kw_i32(w, 0);			/* throttle */
 	if (req->api_version >= 7)
 	{
 		kw_i16(w, KERR_NONE);
 		kw_i32(w, 0);			/* session id: no fetch sessions */
 	}
-	kw_i32(w, s->ntopics);
+	kw_array(w, s->ntopics);
 	for (int32_t t = 0; t < s->ntopics; t++)
 	{
 		size_t		count_at;
 		int32_t		cnt = 0;
 
-		kw_strn(w, s->topics[t].p, s->topics[t].len);
-		count_at = w->len;
-		kw_i32(w, 0);
+		if (s->ids)
+			kw_uuid(w, s->ids + 16 * t);
+		else
+			kw_strn(w, s->topics[t].p, s->topics[t].len);
+		count_at = kw_later(w);
 		for (; k < s->nparts && s->parts[k].topic == t; k++, cnt++)
 		{
 			FPart	   *fp = &s->parts[k];
@@ -387,12 +289,15 @@ fetch_encode(KRequest *req, FetchState *s)
 				hw = mq_get_int64(res, bounds[k], COL_HW);
 				code = (fp->offset < lso || fp->offset > hw) ? KERR_OFFSET_OUT_OF_RANGE : KERR_NONE;
 				encode_partition(res, rows + first, next - first, fp, &s->bytes, s->max_bytes,
-								 &recs);
+								 &recs, req->api_version >= 4 ? 2 : req->api_version >= 2);
 			}
+			else if (res && s->ids && s->topics[t].len == 0)
+				code = KERR_UNKNOWN_TOPIC_ID;
 			fp->high_watermark = hw;
 			write_partition(req, fp, code, lso, hw, &recs);
 		}
-		kw_put_i32_at(w, count_at, cnt);
+		kw_fill_count(w, count_at, cnt);
+		kw_tags(w);
 	}
 	kw_free(&recs);
 	free(rows);
@@ -493,11 +398,13 @@ fetch_decode(KRequest *req, FetchState *s)
 	int16_t		v = req->api_version;
 	int32_t		max_wait;
 
-	(void) kr_i32(r);			/* replica_id */
+	if (v <= 14)
+		(void) kr_i32(r);		/* replica_id */
 	max_wait = kr_i32(r);
 	s->min_bytes = kr_i32(r);
-	s->max_bytes = kr_i32(r);
-	(void) kr_i8(r);			/* isolation level: LSO is the high watermark */
+	s->max_bytes = v >= 3 ? kr_i32(r) : INT32_MAX;
+	if (v >= 4)
+		(void) kr_i8(r);		/* isolation level: LSO is the high watermark */
 	if (v >= 7)
 	{
 		(void) kr_i32(r);		/* session id */
@@ -505,12 +412,24 @@ fetch_decode(KRequest *req, FetchState *s)
 	}
 	s->ntopics = kr_array(r, 6);
 	s->topics = mq_malloc0(sizeof(KSlice) * (s->ntopics > 0 ? s->ntopics : 1));
+	if (v >= 13)
+		s->ids = mq_malloc0(16 * (s->ntopics > 0 ? s->ntopics : 1));
 	s->parts = mq_malloc0(sizeof(FPart) * (kr_left(r) / 16 + 1));
 	for (int32_t t = 0; t < s->ntopics && !r->err; t++)
 	{
 		int32_t		n;
 
-		s->topics[t] = kr_str(r);
+		if (v >= 13)
+		{
+			KSlice		id = kr_uuid(r);
+
+			if (id.len == 16)
+				memcpy(s->ids + 16 * t, id.p, 16);
+			s->topics[t].p = (const uint8_t *) "";
+			s->topics[t].len = 0;	/* until resolved */
+		}
+		else
+			s->topics[t] = kr_str(r);
 		if (s->topics[t].len < 0)
 			r->err = true;		/* a topic name is never null */
 		n = kr_array(r, 16);
@@ -523,13 +442,25 @@ fetch_decode(KRequest *req, FetchState *s)
 			if (v >= 9)
 				(void) kr_i32(r);	/* current leader epoch */
 			fp->offset = kr_i64(r);
+			if (v >= 12)
+				(void) kr_i32(r);	/* last fetched epoch */
 			if (v >= 5)
 				(void) kr_i64(r);	/* log start offset */
 			fp->max_bytes = kr_i32(r);
+			kr_tags(r);
 		}
+		kr_tags(r);
 	}
 	s->deadline_us = mq_now_us() + (int64_t) (max_wait > 0 ? max_wait : 0) * 1000;
 	return !r->err && s->max_bytes >= 0;
+}
+
+/* a fetch whose topics are known: answer from a read-ahead or read */
+static void
+fetch_start(FetchState *s)
+{
+	if (!ahead_take(s, &fetch_ops))
+		fetch_attempt(s);
 }
 
 void
@@ -548,6 +479,8 @@ h_fetch(KRequest *req)
 	s->timer = evtimer_new(kbase, on_deadline, s);
 	if (recheck_ev == NULL)
 		recheck_ev = evtimer_new(kbase, on_recheck, NULL);
-	if (!ahead_take(s, &fetch_ops))
-		fetch_attempt(s);
+	if (s->ids)
+		fetch_resolve(s, fetch_start);
+	else
+		fetch_start(s);
 }

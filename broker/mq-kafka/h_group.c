@@ -1,8 +1,8 @@
 /*-------------------------------------------------------------------------
  *
  * h_group.c
- *	  The group APIs' wire formats: FindCoordinator (v0-v2), JoinGroup
- *	  (v0-v5), SyncGroup (v0-v3), Heartbeat (v0-v3) and LeaveGroup (v0-v3);
+ *	  The group APIs' wire formats: FindCoordinator (v0-v6), JoinGroup
+ *	  (v0-v9), SyncGroup (v0-v5), Heartbeat (v0-v4) and LeaveGroup (v0-v5);
  *	  ListGroups and DescribeGroups are h_group_list.c.  Decoding and
  *	  encoding only; the state machine is group.c.  Loop thread only; the
  *	  database is asked whether a SASL client's role may READ the group
@@ -20,6 +20,17 @@
  * other.  That is checked with one statement when a JoinGroup arrives for
  * a group without Kafka members.
  *
+ * Newer versions: FindCoordinator v4+ asks for a list of keys and gets a
+ * coordinator each (v6's share-group key type is answered like a group's);
+ * JoinGroup v7+ answers the protocol type (null, as the protocol name, on
+ * an error), v8+ sends a reason (logged nowhere, as most of Kafka's), v9+
+ * answers skip_assignment false (the leader always assigns); SyncGroup v5
+ * sends the protocol type and name (not checked again: the JoinGroup
+ * before was) and gets the group's (group_reply.c);
+ * LeaveGroup v5 a reason per member.  The flexible versions (FindCoordinator
+ * v3+, JoinGroup v6+, SyncGroup, Heartbeat and LeaveGroup v4+) add
+ * tagged fields only.
+ *
  *-------------------------------------------------------------------------
  */
 #include "handlers.h"
@@ -33,35 +44,76 @@
 #include "kerr.h"
 #include "util.h"
 
-void
-h_find_coordinator(KRequest *req)
+/* a request naming one group: its READ is asked before the rest is read */
+typedef struct GroupReq
+{
+	KGroupAuthz authz;
+	char	   *group;
+} GroupReq;
+
+/* one key's coordinator: error, [message,] node, host, port (v0-v3 order) */
+static void
+write_coordinator(KRequest *req, KSlice keys)
 {
 	KWriter    *w = &req->resp;
-	char	   *key = kslice_dup(kr_str(&req->body));
+	char	   *key = kslice_dup(keys);
 	int			id = cluster_group_coordinator(key ? key : "");
 	const KBroker *b = cluster_enabled() && id != kconfig.node_id ? cluster_broker(id) : NULL;
-	const char *host;
+	int16_t		error = id < 0 || (cluster_enabled() && b == NULL && id != kconfig.node_id) ?
+		KERR_COORDINATOR_NOT_AVAILABLE : KERR_NONE;
+	const char *host;			/* this node: the listener the client came in on */
 	int			port;
 
 	free(key);
 	conn_advertised(req->conn, &host, &port);
+	if (req->api_version >= 4)
+		kw_strn(w, keys.p, keys.len);
+	else
+	{
+		kw_i16(w, error);
+		if (req->api_version >= 1)
+			kw_str(w, NULL);
+	}
+	kw_i32(w, id < 0 ? -1 : id);
+	kw_str(w, b ? b->host : id < 0 ? "" : host);
+	kw_i32(w, b ? b->port : id < 0 ? -1 : port);
+	if (req->api_version >= 4)
+	{
+		kw_i16(w, error);
+		kw_str(w, NULL);
+		kw_tags(w);
+	}
+}
+
+void
+h_find_coordinator(KRequest *req)
+{
+	KWriter    *w = &req->resp;
+	KReader    *r = &req->body;
+	KSlice		key = {NULL, -1};
+	int32_t		n = 1;
+
+	if (req->api_version <= 3)
+		key = kr_str(r);
 	if (req->api_version >= 1)
-		(void) kr_i8(&req->body);	/* key type: groups and transactions alike */
-	if (req->body.err)
+		(void) kr_i8(r);		/* key type: groups and transactions alike */
+	if (req->api_version >= 4)
+		n = kr_array(r, 1);
+	if (r->err)
 	{
 		req_abort(req);
 		return;
 	}
 	if (req->api_version >= 1)
 		kw_i32(w, 0);
-	kw_i16(w, id < 0 || (cluster_enabled() && b == NULL && id != kconfig.node_id) ?
-		   KERR_COORDINATOR_NOT_AVAILABLE : KERR_NONE);
-	if (req->api_version >= 1)
-		kw_str(w, NULL);
-	kw_i32(w, id < 0 ? -1 : id);
-	kw_str(w, b ? b->host : id < 0 ? "" : host);
-	kw_i32(w, b ? b->port : id < 0 ? -1 : port);
-	req_finish(req);
+	if (req->api_version >= 4)
+		kw_array(w, n);
+	for (int32_t i = 0; i < n && !r->err; i++)
+		write_coordinator(req, req->api_version >= 4 ? kr_str(r) : key);
+	if (r->err)
+		req_abort(req);
+	else
+		req_finish(req);
 }
 
 static void
@@ -158,6 +210,7 @@ join_decode(KRequest *req, KJoin *j)
 
 		j->protos[i].name = kslice_dup(kr_str(r));
 		meta = kr_bytes(r);
+		kr_tags(r);
 		j->protos[i].len = meta.len < 0 ? 0 : meta.len;
 		j->protos[i].meta = mq_malloc(j->protos[i].len + 1);
 		if (meta.len > 0)
@@ -165,6 +218,8 @@ join_decode(KRequest *req, KJoin *j)
 		if (j->protos[i].name == NULL)
 			r->err = true;
 	}
+	if (req->api_version >= 8)
+		(void) kr_str(r);		/* reason */
 	return !r->err && j->group_id && j->member_id;
 }
 
@@ -192,13 +247,6 @@ h_join_group(KRequest *req)
 	}
 	group_authz_run(req, &s->authz, "read", &s->join.group_id, 1, join_authorized);
 }
-
-/* a request naming one group: its READ is asked before the rest is read */
-typedef struct GroupReq
-{
-	KGroupAuthz authz;
-	char	   *group;
-} GroupReq;
 
 static void
 group_req_free(void *p)
@@ -245,22 +293,30 @@ sync_authorized(KRequest *req)
 	int32_t		generation = kr_i32(r);
 	char	   *member = kslice_dup(kr_str(r));
 	char	   *instance = req->api_version >= 3 ? kslice_dup(kr_str(r)) : NULL;
-	int32_t		n = kr_array(r, 6);
-	KAssign    *a = mq_malloc0(sizeof(KAssign) * (n > 0 ? n : 1));
+	int32_t		n;
+	KAssign    *a;
 	int32_t		na = 0;
 	int16_t		error = group_req_error(req);
 
+	if (req->api_version >= 5)
+	{
+		(void) kr_str(r);		/* protocol type and name: the JoinGroup's */
+		(void) kr_str(r);
+	}
+	n = kr_array(r, 6);
+	a = mq_malloc0(sizeof(KAssign) * (n > 0 ? n : 1));
 	for (; na < n && !r->err; na++)
 	{
 		a[na].member_id = kslice_dup(kr_str(r));
 		a[na].bytes = kr_bytes(r);
+		kr_tags(r);
 		if (a[na].member_id == NULL)
 			r->err = true;
 	}
 	if (r->err || member == NULL)
 		req_abort(req);
 	else if (error != KERR_NONE)
-		sync_respond(req, NULL, 0, error);
+		sync_respond(req, NULL, NULL, 0, error);
 	else
 		group_sync(req, s->group, generation, member, instance, na, a);
 	for (int32_t i = 0; i < na; i++)
@@ -331,7 +387,7 @@ leave_authorized(KRequest *req)
 		n = kr_array(r, 4);
 		if (error != KERR_NONE)
 			n = 0;
-		kw_i32(w, n);
+		kw_array(w, n);
 		for (int32_t i = 0; i < n && !r->err; i++)
 		{
 			KSlice		ms = kr_str(r);
@@ -339,9 +395,13 @@ leave_authorized(KRequest *req)
 			char	   *member = kslice_dup(ms);
 			char	   *instance = kslice_dup(is);
 
+			if (req->api_version >= 5)
+				(void) kr_str(r);	/* reason */
+			kr_tags(r);
 			kw_strn(w, ms.p, ms.len);
 			kw_strn(w, is.p, is.len);
 			kw_i16(w, group_leave(s->group, member ? member : "", instance));
+			kw_tags(w);
 			free(member);
 			free(instance);
 		}

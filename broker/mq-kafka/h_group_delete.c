@@ -71,7 +71,7 @@ delete_groups_done(KRequest *req)
 	KWriter    *w = &req->resp;
 
 	kw_i32(w, 0);				/* throttle_time_ms */
-	kw_i32(w, s->n);
+	kw_array(w, s->n);
 	for (int32_t i = 0; i < s->n; i++)
 	{
 		DelGroup   *d = &s->groups[i];
@@ -83,6 +83,7 @@ delete_groups_done(KRequest *req)
 		free(name);
 		kw_strn(w, d->name.p, d->name.len);
 		kw_i16(w, code);
+		kw_tags(w);
 	}
 	req_finish(req);
 }

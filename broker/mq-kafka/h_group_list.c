@@ -1,7 +1,7 @@
 /*-------------------------------------------------------------------------
  *
  * h_group_list.c
- *	  ListGroups (v0-v2) and DescribeGroups (v0-v4): what this daemon
+ *	  ListGroups (v0-v5) and DescribeGroups (v0-v5): what this daemon
  *	  knows of the groups it coordinates, shown to a SASL client only for
  *	  the groups its role may DESCRIBE, as Kafka's authorizer filters them
  *	  (group_authz.c asks; one statement per group).  A group the role may
@@ -9,12 +9,18 @@
  *	  GROUP_AUTHORIZATION_FAILED, with nothing else, by DescribeGroups.
  *	  Loop thread only.
  *
+ * ListGroups v4+ filters by state (case-insensitive, as Kafka) and
+ * answers each group's; v5+ filters by type and answers it: every group
+ * served here is "classic" (KIP-848's "consumer" groups are not served).
+ * Flexible versions: ListGroups v3+, DescribeGroups v5+.
+ *
  *-------------------------------------------------------------------------
  */
 #include "handlers.h"
 
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 
 #include "cluster.h"
 #include "group.h"
@@ -53,6 +59,23 @@ list_state_new(KRequest *req, int n)
 	return s;
 }
 
+/* does a ListGroups filter (v4+ states, v5+ types) let this value pass? */
+static bool
+filter_passes(KReader *r, const char *value)
+{
+	int32_t		n = kr_array(r, 1);
+	bool		pass = n <= 0;
+
+	for (int32_t i = 0; i < n && !r->err; i++)
+	{
+		KSlice		f = kr_str(r);
+
+		pass |= f.len >= 0 && (size_t) f.len == strlen(value) &&
+			strncasecmp((const char *) f.p, value, f.len) == 0;
+	}
+	return pass;
+}
+
 static void
 list_authorized(KRequest *req)
 {
@@ -60,23 +83,38 @@ list_authorized(KRequest *req)
 	KWriter    *w = &req->resp;
 	size_t		count_at;
 	int32_t		n = 0;
+	KReader		states = req->body;
+	bool		classic = true;
 
+	if (req->api_version >= 5)
+	{
+		KReader		types = req->body;
+
+		(void) filter_passes(&types, "");	/* past the states */
+		classic = filter_passes(&types, "classic");
+	}
 	if (req->api_version >= 1)
 		kw_i32(w, 0);
 	kw_i16(w, KERR_NONE);
-	count_at = w->len;
-	kw_i32(w, 0);
-	for (int i = 0; i < s->n; i++)
+	count_at = kw_later(w);
+	for (int i = 0; i < s->n && classic; i++)
 	{
 		KGroup	   *g = group_find(s->names[i]);
+		KReader		f = states;
 
-		if (g == NULL || group_authz_error(&s->authz, i) != KERR_NONE)
+		if (g == NULL || group_authz_error(&s->authz, i) != KERR_NONE ||
+			(req->api_version >= 4 && !filter_passes(&f, group_state_name(g->state))))
 			continue;
 		n++;
 		kw_str(w, g->id);
 		kw_str(w, g->protocol_type ? g->protocol_type : "");
+		if (req->api_version >= 4)
+			kw_str(w, group_state_name(g->state));
+		if (req->api_version >= 5)
+			kw_str(w, "classic");
+		kw_tags(w);
 	}
-	kw_put_i32_at(w, count_at, n);
+	kw_fill_count(w, count_at, n);
 	req_finish(req);
 }
 
@@ -108,7 +146,7 @@ describe_one(KRequest *req, const char *name, int16_t error)
 	kw_str(w, g ? group_state_name(g->state) : error != KERR_NONE ? "" : "Dead");
 	kw_str(w, g && g->protocol_type ? g->protocol_type : "");
 	kw_str(w, g && g->protocol ? g->protocol : "");
-	kw_i32(w, g ? g->nmembers : 0);
+	kw_array(w, g ? g->nmembers : 0);
 	for (KMember *m = g ? g->members : NULL; m; m = m->next)
 	{
 		const KProto *p = member_proto(m, g->protocol);
@@ -120,9 +158,11 @@ describe_one(KRequest *req, const char *name, int16_t error)
 		kw_str(w, m->client_host);
 		kw_bytes(w, p ? p->meta : NULL, p ? p->len : 0);
 		kw_bytes(w, stable ? m->assignment : NULL, stable ? m->assign_len : 0);
+		kw_tags(w);
 	}
 	if (req->api_version >= 3)
 		kw_i32(w, INT32_MIN);	/* authorized operations: not computed */
+	kw_tags(w);
 }
 
 static void
@@ -133,7 +173,7 @@ describe_authorized(KRequest *req)
 
 	if (req->api_version >= 1)
 		kw_i32(w, 0);
-	kw_i32(w, s->n);
+	kw_array(w, s->n);
 	for (int i = 0; i < s->n; i++)
 		describe_one(req, s->names[i], group_authz_error(&s->authz, i));
 	req_finish(req);

@@ -1,7 +1,7 @@
 /*-------------------------------------------------------------------------
  *
  * h_metadata.c
- *	  Metadata (v0-v6).  Loop thread; one job of one or two statements.
+ *	  Metadata (v0-v12).  Loop thread; one job of one or two statements.
  *
  * The brokers are this daemon (--node-id) and its --peer daemons; in a
  * replicated cluster (--coordinator), the live listeners of the cluster's
@@ -21,6 +21,14 @@
  * controller and no is_internal, and its topic array cannot be null: an
  * empty one asks for every topic, where from v1 on null does.
  *
+ * v7+ gives each partition's leader epoch, v9+ is flexible, v10+ gives
+ * each topic's id (topic_id.h), and v12 may ask for topics by id (name
+ * null): an id no topic has is UNKNOWN_TOPIC_ID with a null name.  As in
+ * Kafka, a null name or an id before v12 is an invalid request (the
+ * connection closes).  Authorized operations (v8+) are not computed: they
+ * are always -2147483648, the value Kafka gives when they are not asked
+ * for.
+ *
  *-------------------------------------------------------------------------
  */
 #include "handlers.h"
@@ -31,14 +39,16 @@
 #include "cluster.h"
 #include "kerr.h"
 #include "pgbinary.h"
+#include "topic_id.h"
 #include "util.h"
 
 #define METADATA_SQL \
 	"SELECT p.topic, p.partition, r.role IS NULL OR r.role = 'standalone'," \
-	"       r.leader_id, r.replicas, r.isr" \
+	"       r.leader_id, r.replicas, r.isr, " TOPIC_ID_SQL("p.topic") ", p.leader_epoch" \
 	"  FROM mq.partitions p" \
 	"  LEFT JOIN mq.replica_status r ON r.topic = p.topic AND r.partition = p.partition" \
-	" WHERE $1::text[] IS NULL OR p.topic = ANY ($1) ORDER BY p.topic, p.partition"
+	" WHERE $1::text[] IS NULL OR p.topic = ANY ($1)" \
+	"    OR " TOPIC_ID_SQL("p.topic") " = ANY ($2::text[]) ORDER BY p.topic, p.partition"
 
 #define KERR_LEADER_NOT_AVAILABLE 5
 
@@ -50,8 +60,11 @@ typedef struct MetaState
 {
 	KJob		job;
 	int32_t		n;				/* -1: all topics */
-	KSlice	   *names;
+	KSlice	   *names;			/* null (v12): asked by id */
+	char	   *ids;			/* n ids in hex (33 bytes each) */
 } MetaState;
+
+#define INT32_MIN_OPS (-2147483647 - 1)	/* authorized operations: not computed */
 
 static void
 meta_state_free(void *p)
@@ -60,6 +73,7 @@ meta_state_free(void *p)
 
 	kjob_free(&s->job);
 	free(s->names);
+	free(s->ids);
 	free(s);
 }
 
@@ -71,6 +85,7 @@ write_broker(KWriter *w, int16_t v, int32_t id, const char *host, int32_t port)
 	kw_i32(w, port);
 	if (v >= 1)
 		kw_str(w, NULL);		/* rack */
+	kw_tags(w);
 }
 
 /*
@@ -81,11 +96,10 @@ write_broker(KWriter *w, int16_t v, int32_t id, const char *host, int32_t port)
 static void
 write_cluster_brokers(KWriter *w, int16_t v, const char *self_host, int self_port)
 {
-	size_t		count_at = w->len;
+	size_t		count_at = kw_later(w);
 	int32_t		n = 0;
 	bool		me = false;
 
-	kw_i32(w, 0);
 	for (int i = 0; i < cluster_nbrokers(); i++)
 	{
 		const KBroker *b = cluster_broker_at(i);
@@ -104,7 +118,7 @@ write_cluster_brokers(KWriter *w, int16_t v, const char *self_host, int self_por
 		write_broker(w, v, kconfig.node_id, self_host, self_port);
 		n++;
 	}
-	kw_put_i32_at(w, count_at, n);
+	kw_fill_count(w, count_at, n);
 }
 
 static void
@@ -118,7 +132,7 @@ write_brokers(KRequest *req, KWriter *w, int16_t v)
 		write_cluster_brokers(w, v, host, port);
 	else
 	{
-		kw_i32(w, 1 + kconfig.npeers);
+		kw_array(w, 1 + kconfig.npeers);
 		write_broker(w, v, kconfig.node_id, host, port);
 		for (int i = 0; i < kconfig.npeers; i++)
 			write_broker(w, v, kconfig.peers[i].id, kconfig.peers[i].host, kconfig.peers[i].port);
@@ -133,10 +147,9 @@ write_brokers(KRequest *req, KWriter *w, int16_t v)
 static void
 write_ids(KWriter *w, const char *text)
 {
-	size_t		count_at = w->len;
+	size_t		count_at = kw_later(w);
 	int32_t		n = 0;
 
-	kw_i32(w, 0);
 	if (text == NULL)
 	{
 		kw_i32(w, kconfig.node_id);
@@ -148,12 +161,12 @@ write_ids(KWriter *w, const char *text)
 			kw_i32(w, atoi(c));
 			n++;
 		}
-	kw_put_i32_at(w, count_at, n);
+	kw_fill_count(w, count_at, n);
 }
 
 /* a partition the cluster's view knows */
 static void
-write_viewed_partition(KWriter *w, int16_t v, const KPartView *p)
+write_viewed_partition(KWriter *w, int16_t v, const KPartView *p, int32_t epoch)
 {
 	const KBroker *b = p->leader >= 0 ? cluster_broker(p->leader) : NULL;
 	bool		up = b && b->live;
@@ -161,10 +174,13 @@ write_viewed_partition(KWriter *w, int16_t v, const KPartView *p)
 	kw_i16(w, up ? KERR_NONE : KERR_LEADER_NOT_AVAILABLE);
 	kw_i32(w, p->partition);
 	kw_i32(w, up ? p->leader : -1);
+	if (v >= 7)
+		kw_i32(w, epoch);		/* leader epoch */
 	write_ids(w, p->replicas);
 	write_ids(w, p->isr);
 	if (v >= 5)
-		kw_i32(w, 0);			/* offline replicas */
+		kw_array(w, 0);			/* offline replicas */
+	kw_tags(w);
 }
 
 static void
@@ -177,40 +193,68 @@ write_partition(KWriter *w, int16_t v, PGresult *res, int row)
 
 	if (p)
 	{
-		write_viewed_partition(w, v, p);
+		write_viewed_partition(w, v, p, atoi(PQgetvalue(res, row, 7)));
 		return;
 	}
 
 	kw_i16(w, standalone || known ? KERR_NONE : KERR_LEADER_NOT_AVAILABLE);
 	kw_i32(w, atoi(PQgetvalue(res, row, 1)));
 	kw_i32(w, standalone ? kconfig.node_id : known ? atoi(PQgetvalue(res, row, 3)) : -1);
+	if (v >= 7)
+		kw_i32(w, atoi(PQgetvalue(res, row, 7)));	/* leader epoch */
 	write_ids(w, standalone ? NULL : PQgetvalue(res, row, 4));	/* replicas */
 	write_ids(w, standalone ? NULL : PQgetvalue(res, row, 5));	/* isr */
 	if (v >= 5)
-		kw_i32(w, 0);			/* offline replicas */
+		kw_array(w, 0);			/* offline replicas */
+	kw_tags(w);
+}
+
+/* the first row of res of the topic with this name, or (name null) id */
+static int
+topic_row(PGresult *res, KSlice name, const char *id)
+{
+	int			row = 0;
+
+	while (res && row < PQntuples(res) &&
+		   !(name.len >= 0 ? kslice_eq(name, PQgetvalue(res, row, 0))
+			 : strcmp(id, PQgetvalue(res, row, 6)) == 0))
+		row++;
+	return row;
 }
 
 /* one topic: its rows of res (sorted by name), or the error if it has none */
 static void
-write_topic(KWriter *w, int16_t v, KSlice name, PGresult *res, int16_t error)
+write_topic(KWriter *w, int16_t v, KSlice name, const char *id, PGresult *res, int16_t error)
 {
 	size_t		count_at;
 	int32_t		n = 0;
-	int			row = 0;
+	int			row = topic_row(res, name, id);
+	uint8_t		uuid[16];
 
-	while (res && row < PQntuples(res) && !kslice_eq(name, PQgetvalue(res, row, 0)))
-		row++;
 	if (res && row == PQntuples(res) && error == KERR_NONE)
-		error = KERR_UNKNOWN_TOPIC_OR_PARTITION;
+		error = name.len >= 0 ? KERR_UNKNOWN_TOPIC_OR_PARTITION : KERR_UNKNOWN_TOPIC_ID;
+	if (res && row < PQntuples(res))
+	{
+		name.p = (const uint8_t *) PQgetvalue(res, row, 0);
+		name.len = PQgetlength(res, row, 0);
+		id = PQgetvalue(res, row, 6);
+	}
 	kw_i16(w, error);
 	kw_strn(w, name.p, name.len);
+	if (v >= 10)
+	{
+		(void) topic_id_from_hex(error == KERR_NONE || name.len < 0 ? id : NULL, uuid);
+		kw_uuid(w, uuid);
+	}
 	if (v >= 1)
 		kw_i8(w, 0);			/* is_internal */
-	count_at = w->len;
-	kw_i32(w, 0);
+	count_at = kw_later(w);
 	for (; res && row < PQntuples(res) && kslice_eq(name, PQgetvalue(res, row, 0)); row++, n++)
 		write_partition(w, v, res, row);
-	kw_put_i32_at(w, count_at, n);
+	kw_fill_count(w, count_at, n);
+	if (v >= 8)
+		kw_i32(w, INT32_MIN_OPS);	/* topic authorized operations */
+	kw_tags(w);
 }
 
 static void
@@ -231,27 +275,28 @@ metadata_done(KRequest *req)
 	write_brokers(req, w, v);
 	if (s->n >= 0)
 	{
-		kw_i32(w, s->n);
+		kw_array(w, s->n);
 		for (int32_t i = 0; i < s->n; i++)
-			write_topic(w, v, s->names[i], st->res, code);
+			write_topic(w, v, s->names[i], s->ids + 33 * i, st->res, code);
 	}
 	else
 	{
-		size_t		count_at = w->len;
+		size_t		count_at = kw_later(w);
 		int32_t		topics = 0;
 
-		kw_i32(w, 0);
 		for (int row = 0; st->res && row < PQntuples(st->res); topics++)
 		{
 			const char *name = PQgetvalue(st->res, row, 0);
 			KSlice		sl = {(const uint8_t *) name, (int32_t) strlen(name)};
 
-			write_topic(w, v, sl, st->res, KERR_NONE);
+			write_topic(w, v, sl, NULL, st->res, KERR_NONE);
 			while (row < PQntuples(st->res) && strcmp(PQgetvalue(st->res, row, 0), name) == 0)
 				row++;
 		}
-		kw_put_i32_at(w, count_at, topics);
+		kw_fill_count(w, count_at, topics);
 	}
+	if (v >= 8 && v <= 10)
+		kw_i32(w, INT32_MIN_OPS);	/* cluster authorized operations */
 	req_finish(req);
 }
 
@@ -260,8 +305,10 @@ h_metadata(KRequest *req)
 {
 	KReader    *r = &req->body;
 	MetaState  *s = mq_malloc0(sizeof(MetaState));
-	MqArray		arr;
+	MqArray		arr,
+				idarr;
 	const char *bytes;
+	bool		byid = false;
 	int			len;
 	bool		allow_auto = true;
 	KStmt	   *st;
@@ -272,17 +319,35 @@ h_metadata(KRequest *req)
 	if (req->api_version == 0 && s->n == 0)
 		s->n = -1;				/* v0: an empty array is every topic */
 	s->names = mq_malloc0(sizeof(KSlice) * (s->n > 0 ? s->n : 1));
+	s->ids = mq_malloc0(33 * (s->n > 0 ? s->n : 1));
 	mq_array_init(&arr, MQ_TEXTOID);
+	mq_array_init(&idarr, MQ_TEXTOID);
 	for (int32_t i = 0; i < s->n; i++)
 	{
+		KSlice		id = {NULL, 0};
+		static const uint8_t zero[16];
+
+		if (req->api_version >= 10)
+			id = kr_uuid(r);
 		s->names[i] = kr_str(r);
-		mq_array_add(&arr, s->names[i].p, s->names[i].len < 0 ? 0 : s->names[i].len);
+		kr_tags(r);
+		if (id.len == 16 && memcmp(id.p, zero, 16) != 0)
+		{
+			topic_id_to_hex(id.p, s->ids + 33 * i);
+			mq_array_add(&idarr, s->ids + 33 * i, 32);
+			byid = true;
+		}
+		if ((s->names[i].len < 0 || byid) && req->api_version < 12)
+			r->err = true;		/* Kafka: an invalid request */
+		if (s->names[i].len >= 0)
+			mq_array_add(&arr, s->names[i].p, s->names[i].len);
 	}
 	if (req->api_version >= 4)
 		allow_auto = kr_i8(r) != 0;
 	if (r->err)
 	{
 		mq_array_free(&arr);
+		mq_array_free(&idarr);
 		req_abort(req);
 		return;
 	}
@@ -298,6 +363,9 @@ h_metadata(KRequest *req)
 		kstmt_text(st, MQ_TEXTARRAYOID, NULL);
 	else
 		kstmt_binary(st, MQ_TEXTARRAYOID, bytes, len);
+	bytes = mq_array_bytes(&idarr, &len);
+	kstmt_binary(st, MQ_TEXTARRAYOID, bytes, len);
 	mq_array_free(&arr);
+	mq_array_free(&idarr);
 	pool_run(req, &s->job, metadata_done);
 }

@@ -1,7 +1,7 @@
 /*-------------------------------------------------------------------------
  *
  * h_offsets.c
- *	  ListOffsets (v0-v3), OffsetCommit (v0-v7) and OffsetFetch (v0-v5).
+ *	  OffsetCommit (v0-v9) and OffsetFetch (v0-v9).
  *	  Loop thread; a request is one job with a statement per partition (two
  *	  for a commit: the commit, then mq.await_commit), or one such job per
  *	  node that leads its partitions.  OffsetCommit first asks the group
@@ -9,20 +9,22 @@
  *
  * Committed offsets are mq's own (mq.commit_offset, mq.committed_offset,
  * with the metadata from mq.committed_offsets), so SQL consumers,
- * mqctl and Kafka clients share them.  ListOffsets by timestamp is
- * mq.offsets_for_times (Kafka's semantics: the first offset whose record
- * timestamp is at or after the time).
+ * mqctl and Kafka clients share them.
  *
  * The old versions old clients and monitors (Burrow, sarama's defaults)
- * still send: ListOffsets v0 asks for up to max_num_offsets offsets and
- * gets an array; Kafka's were segment base offsets, mq's is the one
- * offset v1 answers (the log start for -2, the high watermark for -1, the
- * offset by time), or none for max_num_offsets 0.  OffsetCommit v0 has
+ * still send: OffsetCommit v0 has
  * no generation or member (a commit outside any generation, allowed while
  * the group has no members, as -1 and "" are from v1 on), v1 a commit
  * timestamp per partition, which is ignored as Kafka's retention time
  * (v2-v4) is: mq keeps committed offsets until the group is deleted.
  * OffsetFetch v0 is v1 on the wire (Kafka read ZooKeeper's offsets for it).
+ * OffsetCommit v8+ and OffsetFetch v6+ are flexible; OffsetCommit v9
+ * only adds error codes of the new group protocol (KIP-848), OffsetFetch
+ * v7's require_stable is moot (no open transactions), and OffsetFetch
+ * v8+ asks for a list of groups: the first is answered, any other gets
+ * COORDINATOR_LOAD_IN_PROGRESS, on which clients ask again for it (Java's
+ * admin client, the only one that batches, then sends one group less);
+ * v9's member id and epoch belong to KIP-848 groups and are ignored.
  *
  * In a replicated cluster a partition's committed offsets live with the
  * partition, and only its leader takes commits: OffsetCommit and
@@ -49,42 +51,8 @@
 #include "kerr.h"
 #include "kfan.h"
 #include "mq_sqlstates.h"
+#include "offsets.h"
 #include "util.h"
-
-#define BOUNDS_SQL \
-	"SELECT log_start_offset, high_watermark, NULL, NULL FROM mq.partitions" \
-	" WHERE topic = $1 AND partition = $2"
-
-/* the first offset whose timestamp is at or after $3 (ms), hw if none */
-#define BY_TIME_SQL \
-	"SELECT s.log_start_offset, s.high_watermark, o.o," \
-	"       (SELECT (extract(epoch FROM f.timestamp) * 1000)::int8" \
-	"          FROM mq.fetch($1, $2, o.o, 1) f WHERE o.o < s.high_watermark)" \
-	"  FROM mq.partitions s, mq.offsets_for_times($1, $2, to_timestamp($3 / 1000.0)) o(o)" \
-	" WHERE s.topic = $1 AND s.partition = $2"
-
-typedef struct OPart
-{
-	int32_t		topic;
-	int32_t		partition;
-	int64_t		timestamp;		/* ListOffsets */
-	int32_t		max_offsets;	/* ListOffsets v0 */
-	int16_t		code;			/* OffsetCommit: the coordinator's verdict */
-	KJob	   *job;			/* whose statements stmt indexes */
-	int			stmt;
-} OPart;
-
-typedef struct OffState
-{
-	KJob		job;
-	int32_t		ntopics;		/* -1: OffsetFetch of all the group's offsets */
-	KSlice	   *topics;
-	int32_t		nparts;
-	OPart	   *parts;
-	char	   *group;
-	int16_t		verdict;		/* OffsetCommit: the coordinator's */
-	KFan		fan;			/* OffsetCommit, OffsetFetch: a job per leader */
-} OffState;
 
 static void
 off_state_free(void *p)
@@ -96,10 +64,11 @@ off_state_free(void *p)
 	free(s->topics);
 	free(s->parts);
 	free(s->group);
+	free(s->others);
 	free(s);
 }
 
-static OffState *
+OffState *
 off_state(KRequest *req)
 {
 	OffState   *s = mq_malloc0(sizeof(OffState));
@@ -109,12 +78,7 @@ off_state(KRequest *req)
 	return s;
 }
 
-/*
- * The topics and partitions of a request (arrays of topic name, then
- * partitions of at least part_size bytes each); read_part reads one
- * partition's fields and adds its statement.
- */
-static void
+void
 read_topics(KRequest *req, OffState *s, size_t part_size,
 			void (*read_part) (KRequest *req, OffState *s, OPart *op, const char *topic))
 {
@@ -138,121 +102,37 @@ read_topics(KRequest *req, OffState *s, size_t part_size,
 			op->topic = t;
 			op->stmt = -1;
 			read_part(req, s, op, topic ? topic : "");
+			if (!s->int_parts)
+				kr_tags(r);
 		}
+		kr_tags(r);
 		free(topic);
 	}
 }
 
-/* write each topic with its partitions, write_part writing one */
-static void
+void
 write_topics(KRequest *req, OffState *s,
 			 void (*write_part) (KRequest *req, OffState *s, OPart *op))
 {
 	KWriter    *w = &req->resp;
 	int32_t		k = 0;
 
-	kw_i32(w, s->ntopics);
+	kw_array(w, s->ntopics);
 	for (int32_t t = 0; t < s->ntopics; t++)
 	{
 		size_t		count_at;
 		int32_t		n = 0;
 
 		kw_strn(w, s->topics[t].p, s->topics[t].len);
-		count_at = w->len;
-		kw_i32(w, 0);
+		count_at = kw_later(w);
 		for (; k < s->nparts && s->parts[k].topic == t; k++, n++)
-			write_part(req, s, &s->parts[k]);
-		kw_put_i32_at(w, count_at, n);
-	}
-}
-
-static void
-read_list_part(KRequest *req, OffState *s, OPart *op, const char *topic)
-{
-	KStmt	   *st;
-
-	op->partition = kr_i32(&req->body);
-	op->timestamp = kr_i64(&req->body);
-	if (req->api_version == 0)
-		op->max_offsets = kr_i32(&req->body);
-	st = kjob_add(&s->job, op->timestamp < 0 ? BOUNDS_SQL : BY_TIME_SQL, 0);
-	op->job = &s->job;
-	op->stmt = s->job.n - 1;
-	kstmt_text(st, MQ_TEXTOID, topic);
-	kstmt_int(st, MQ_INT4OID, op->partition);
-	if (op->timestamp >= 0)
-		kstmt_int(st, MQ_INT8OID, op->timestamp);
-}
-
-static void
-write_list_part(KRequest *req, OffState *s, OPart *op)
-{
-	KWriter    *w = &req->resp;
-	KStmt	   *st = &op->job->stmts[op->stmt];
-	PGresult   *res = st->res;
-	int16_t		code;
-	int64_t		off = -1,
-				ts = -1;
-
-	if (!kstmt_failed(st, &code) && PQntuples(res) == 0)
-		code = KERR_UNKNOWN_TOPIC_OR_PARTITION;
-	else if (code == KERR_NONE)
-	{
-		int64_t		hw = strtoll(PQgetvalue(res, 0, 1), NULL, 10);
-
-		if (op->timestamp == -2)
-			off = strtoll(PQgetvalue(res, 0, 0), NULL, 10);
-		else if (op->timestamp == -1)
-			off = hw;
-		else if (strtoll(PQgetvalue(res, 0, 2), NULL, 10) < hw)
 		{
-			off = strtoll(PQgetvalue(res, 0, 2), NULL, 10);
-			ts = strtoll(PQgetvalue(res, 0, 3), NULL, 10);
+			write_part(req, s, &s->parts[k]);
+			kw_tags(w);
 		}
+		kw_fill_count(w, count_at, n);
+		kw_tags(w);
 	}
-	kw_i32(w, op->partition);
-	kw_i16(w, code);
-	if (req->api_version == 0)
-	{
-		/* old_style_offsets: at most one here */
-		bool		one = code == KERR_NONE && off >= 0 && op->max_offsets > 0;
-
-		kw_i32(w, one ? 1 : 0);
-		if (one)
-			kw_i64(w, off);
-		return;
-	}
-	kw_i64(w, ts);
-	kw_i64(w, off);
-}
-
-static void
-list_offsets_done(KRequest *req)
-{
-	OffState   *s = req->state;
-
-	if (req->api_version >= 2)
-		kw_i32(&req->resp, 0);
-	write_topics(req, s, write_list_part);
-	req_finish(req);
-}
-
-void
-h_list_offsets(KRequest *req)
-{
-	KReader    *r = &req->body;
-	OffState   *s = off_state(req);
-
-	(void) kr_i32(r);			/* replica id */
-	if (req->api_version >= 2)
-		(void) kr_i8(r);		/* isolation level */
-	read_topics(req, s, req->api_version == 0 ? 16 : 12, read_list_part);
-	if (r->err)
-	{
-		req_abort(req);
-		return;
-	}
-	pool_run(req, &s->job, list_offsets_done);
 }
 
 #define COMMIT_WAIT_MS 10000
@@ -410,6 +290,32 @@ write_committed(KRequest *req, int32_t partition, int64_t off, const char *meta,
 	kw_i16(w, code);
 }
 
+/* OffsetFetch v8+: a group after the first, read to be answered retriable */
+static void
+skip_group(KReader *r, KSlice *id, int16_t v)
+{
+	int32_t		nt;
+
+	*id = kr_str(r);
+	if (v >= 9)
+	{
+		(void) kr_str(r);		/* member id */
+		(void) kr_i32(r);		/* member epoch */
+	}
+	nt = kr_array(r, 3);
+	for (int32_t t = 0; t < nt && !r->err; t++)
+	{
+		int32_t		np;
+
+		(void) kr_str(r);
+		np = kr_array(r, 4);
+		for (int32_t i = 0; i < np && !r->err; i++)
+			(void) kr_i32(r);
+		kr_tags(r);
+	}
+	kr_tags(r);
+}
+
 static void
 read_fetch_part(KRequest *req, OffState *s, OPart *op, const char *topic)
 {
@@ -517,13 +423,12 @@ static int16_t
 write_all(KRequest *req, OffState *s)
 {
 	KWriter    *w = &req->resp;
-	size_t		topics_at = w->len;
+	size_t		topics_at = kw_later(w);
 	int32_t		ntopics = 0;
 	int16_t		code;
 	int			nrows;
 	ORow	   *rows = collect_all(s, &nrows, &code);
 
-	kw_i32(w, 0);
 	for (int row = 0; row < nrows; ntopics++)
 	{
 		const char *topic = rows[row].topic;
@@ -531,14 +436,17 @@ write_all(KRequest *req, OffState *s)
 		int32_t		n = 0;
 
 		kw_str(w, topic);
-		parts_at = w->len;
-		kw_i32(w, 0);
+		parts_at = kw_later(w);
 		for (; row < nrows && strcmp(rows[row].topic, topic) == 0; row++, n++)
+		{
 			write_committed(req, rows[row].partition, strtoll(rows[row].offset, NULL, 10),
 							rows[row].meta, KERR_NONE);
-		kw_put_i32_at(w, parts_at, n);
+			kw_tags(w);
+		}
+		kw_fill_count(w, parts_at, n);
+		kw_tags(w);
 	}
-	kw_put_i32_at(w, topics_at, ntopics);
+	kw_fill_count(w, topics_at, ntopics);
 	free(rows);
 	return code;
 }
@@ -549,14 +457,30 @@ offset_fetch_done(KRequest *req)
 	OffState   *s = req->state;
 	int16_t		code = KERR_NONE;
 
+	KWriter    *w = &req->resp;
+
 	if (req->api_version >= 3)
-		kw_i32(&req->resp, 0);
+		kw_i32(w, 0);
+	if (req->api_version >= 8)
+	{
+		kw_array(w, 1 + s->nother);
+		kw_str(w, s->group);
+	}
 	if (s->ntopics < 0)
 		code = write_all(req, s);
 	else
 		write_topics(req, s, write_fetch_part);
 	if (req->api_version >= 2)
-		kw_i16(&req->resp, code);
+		kw_i16(w, code);
+	for (int32_t g = 0; g < s->nother; g++)
+	{
+		kw_tags(w);				/* the group before */
+		kw_strn(w, s->others[g].p, s->others[g].len);
+		kw_array(w, 0);
+		kw_i16(w, KERR_COORDINATOR_LOAD_IN_PROGRESS);
+	}
+	if (req->api_version >= 8)
+		kw_tags(w);
 	req_finish(req);
 }
 
@@ -565,10 +489,27 @@ h_offset_fetch(KRequest *req)
 {
 	KReader    *r = &req->body;
 	OffState   *s = off_state(req);
+	int32_t		ngroups = 1;
 
-	s->group = kslice_dup(kr_str(r));
+	s->int_parts = true;
+	if (req->api_version >= 8)
+		ngroups = kr_array(r, 4);
+	s->group = ngroups > 0 ? kslice_dup(kr_str(r)) : NULL;
+	if (req->api_version >= 9)
+	{
+		(void) kr_str(r);		/* member id */
+		(void) kr_i32(r);		/* member epoch */
+	}
 	if (s->group)
 		read_topics(req, s, 4, read_fetch_part);
+	if (req->api_version >= 8 && s->group)
+	{
+		kr_tags(r);
+		s->nother = ngroups - 1;
+		s->others = mq_malloc0(sizeof(KSlice) * ngroups);
+		for (int32_t g = 0; g < s->nother && !r->err; g++)
+			skip_group(r, &s->others[g], req->api_version);
+	}
 	if (r->err || s->group == NULL)
 	{
 		req_abort(req);

@@ -1,7 +1,7 @@
 /*-------------------------------------------------------------------------
  *
  * h_produce.c
- *	  Produce (v3-v7) and InitProducerId (v0-v1).  Loop thread: the
+ *	  Produce (v0-v11) and InitProducerId (v0-v5).  Loop thread: the
  *	  request is decoded and each batch checked here, the appends run as
  *	  one job, and parked fetches of the topics written are woken.
  *
@@ -20,6 +20,17 @@
  * nothing written; MQ022 NOT_ENOUGH_REPLICAS_AFTER_APPEND).  acks=0 gets
  * no response.  Transactional produce is refused.
  *
+ * Produce v0-v2 carry message sets (formats v0 and v1, msgset.h), which
+ * are up-converted as Kafka does: the records are stored as any others,
+ * with magic 1's timestamps as CreateTime; v0 has no throttle time and
+ * v0-v1 no log_append_time in the response.
+ * Produce v8+ adds record_errors and error_message (always empty and
+ * null here: a batch is refused whole); v9+ is flexible; v10 and v11 add
+ * only tagged fields (KIP-951's leader hints), which are not sent.
+ * InitProducerId v3+ carries the producer's current id and epoch, which
+ * matter only for transactional ids (refused): an idempotent producer
+ * always gets a new id, as from Kafka.
+ *
  *-------------------------------------------------------------------------
  */
 #include "handlers.h"
@@ -31,6 +42,7 @@
 #include "batch.h"
 #include "kerr.h"
 #include "kjson.h"
+#include "msgset.h"
 #include "pgbinary.h"
 #include "util.h"
 
@@ -173,13 +185,14 @@ add_append(KJob *job, const char *topic, int32_t partition, const KBatch *b, int
 
 /* one partition of the request: decode and check its batch */
 static void
-read_partition(KReader *r, ProduceState *s, PPart *pp, const char *topic, bool txn)
+read_partition(KReader *r, ProduceState *s, PPart *pp, const char *topic, bool txn, int16_t v)
 {
 	KSlice		records;
 	KBatch		b;
 
 	pp->partition = kr_i32(r);
 	records = kr_bytes(r);
+	kr_tags(r);
 	pp->stmt = -1;
 	pp->await = -1;
 	if (r->err)
@@ -189,8 +202,8 @@ read_partition(KReader *r, ProduceState *s, PPart *pp, const char *topic, bool t
 		pp->code = KERR_TRANSACTIONAL_ID_AUTHORIZATION_FAILED;
 		return;
 	}
-	pp->code = batch_decode(records.p, records.len < 0 ? 0 : records.len,
-							kconfig.max_inflated_bytes, &b);
+	pp->code = (v >= 3 ? batch_decode : msgset_decode)(records.p, records.len < 0 ? 0 : records.len,
+													   kconfig.max_inflated_bytes, &b);
 	if (pp->code == KERR_NONE)
 		pp->code = batch_check_storable(&b);
 	if (pp->code == KERR_NONE)
@@ -231,7 +244,7 @@ produce_encode(KRequest *req)
 	KWriter    *w = &req->resp;
 	int32_t		k = 0;
 
-	kw_i32(w, s->ntopics);
+	kw_array(w, s->ntopics);
 	for (int32_t t = 0; t < s->ntopics; t++)
 	{
 		size_t		count_at;
@@ -239,8 +252,7 @@ produce_encode(KRequest *req)
 		bool		wrote = false;
 
 		kw_strn(w, s->topics[t].p, s->topics[t].len);
-		count_at = w->len;
-		kw_i32(w, 0);
+		count_at = kw_later(w);
 		for (; k < s->nparts && s->parts[k].topic == t; k++, n++)
 		{
 			PPart	   *pp = &s->parts[k];
@@ -251,12 +263,20 @@ produce_encode(KRequest *req)
 			kw_i32(w, pp->partition);
 			kw_i16(w, code);
 			kw_i64(w, base);
-			kw_i64(w, append_ms);	/* log_append_time: -1 on CreateTime */
+			if (req->api_version >= 2)
+				kw_i64(w, append_ms);	/* log_append_time: -1 on CreateTime */
 			if (req->api_version >= 5)
 				kw_i64(w, -1);	/* log_start_offset */
+			if (req->api_version >= 8)
+			{
+				kw_array(w, 0); /* record_errors */
+				kw_str(w, NULL);	/* error_message */
+			}
+			kw_tags(w);
 			wrote |= pp->stmt >= 0 && s->job.stmts[pp->stmt].res != NULL;
 		}
-		kw_put_i32_at(w, count_at, n);
+		kw_fill_count(w, count_at, n);
+		kw_tags(w);
 		if (wrote)
 		{
 			char	   *topic = kslice_dup(s->topics[t]);
@@ -265,7 +285,8 @@ produce_encode(KRequest *req)
 			free(topic);
 		}
 	}
-	kw_i32(w, 0);				/* throttle_time_ms */
+	if (req->api_version >= 1)
+		kw_i32(w, 0);			/* throttle_time_ms */
 	req_finish(req);
 }
 
@@ -310,7 +331,7 @@ h_produce(KRequest *req)
 
 	req->state = s;
 	req->free_state = produce_state_free;
-	txn = kr_str(r).len >= 0;
+	txn = req->api_version >= 3 && kr_str(r).len >= 0;
 	s->acks = kr_i16(r);
 	req->no_response = s->acks == 0;
 	s->timeout_ms = kr_i32(r);
@@ -328,8 +349,10 @@ h_produce(KRequest *req)
 		for (int32_t i = 0; i < n && !r->err; i++)
 		{
 			s->parts[s->nparts].topic = t;
-			read_partition(r, s, &s->parts[s->nparts++], topic ? topic : "", txn);
+			read_partition(r, s, &s->parts[s->nparts++], topic ? topic : "", txn,
+						   req->api_version);
 		}
+		kr_tags(r);
 		free(topic);
 	}
 	if (r->err)
@@ -380,6 +403,11 @@ h_init_producer_id(KRequest *req)
 	req->free_state = init_state_free;
 	s->txn = kr_str(r).len >= 0;
 	(void) kr_i32(r);			/* transaction_timeout_ms */
+	if (req->api_version >= 3)
+	{
+		(void) kr_i64(r);		/* producer_id */
+		(void) kr_i16(r);		/* producer_epoch */
+	}
 	if (r->err)
 	{
 		req_abort(req);

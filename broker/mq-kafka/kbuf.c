@@ -20,6 +20,7 @@ kr_init(KReader *r, const void *p, size_t len)
 	r->len = len;
 	r->pos = 0;
 	r->err = false;
+	r->flex = false;
 }
 
 size_t
@@ -125,13 +126,19 @@ slice_of(KReader *r, int64_t len)
 KSlice
 kr_str(KReader *r)
 {
-	return slice_of(r, kr_i16(r));
+	return r->flex ? kr_compact_str(r) : slice_of(r, kr_i16(r));
 }
 
 KSlice
 kr_bytes(KReader *r)
 {
-	return slice_of(r, kr_i32(r));
+	return r->flex ? kr_compact_str(r) : slice_of(r, kr_i32(r));
+}
+
+KSlice
+kr_uuid(KReader *r)
+{
+	return slice_of(r, 16);
 }
 
 KSlice
@@ -156,14 +163,23 @@ kr_raw(KReader *r, size_t n)
 int32_t
 kr_array(KReader *r, size_t min_size)
 {
-	int32_t		n = kr_i32(r);
+	int64_t		n;
+
+	if (r->flex)
+	{
+		uint64_t	u = kr_uvarint(r);
+
+		n = u > INT32_MAX ? -2 : (int64_t) u - 1;
+	}
+	else
+		n = kr_i32(r);
 
 	if (n < -1 || (n > 0 && (size_t) n > kr_left(r) / (min_size ? min_size : 1)))
 	{
 		r->err = true;
 		return 0;
 	}
-	return r->err ? 0 : n;
+	return r->err ? 0 : (int32_t) n;
 }
 
 void
@@ -176,6 +192,13 @@ kr_skip_tags(KReader *r)
 		(void) kr_uvarint(r);	/* tag */
 		(void) kr_raw(r, kr_uvarint(r));
 	}
+}
+
+void
+kr_tags(KReader *r)
+{
+	if (r->flex)
+		kr_skip_tags(r);
 }
 
 char *
@@ -205,6 +228,7 @@ kw_init(KWriter *w)
 	w->buf = NULL;
 	w->len = 0;
 	w->cap = 0;
+	w->flex = false;
 }
 
 void
@@ -302,7 +326,10 @@ kw_raw(KWriter *w, const void *p, size_t n)
 void
 kw_strn(KWriter *w, const void *p, int32_t len)
 {
-	kw_i16(w, (int16_t) (len < 0 ? -1 : len));
+	if (w->flex)
+		kw_uvarint(w, len < 0 ? 0 : (uint64_t) len + 1);
+	else
+		kw_i16(w, (int16_t) (len < 0 ? -1 : len));
 	if (len > 0)
 		kw_raw(w, p, len);
 }
@@ -316,7 +343,10 @@ kw_str(KWriter *w, const char *s)
 void
 kw_bytes(KWriter *w, const void *p, int32_t len)
 {
-	kw_i32(w, len < 0 ? -1 : len);
+	if (w->flex)
+		kw_uvarint(w, len < 0 ? 0 : (uint64_t) len + 1);
+	else
+		kw_i32(w, len < 0 ? -1 : len);
 	if (len > 0)
 		kw_raw(w, p, len);
 }
@@ -340,4 +370,73 @@ kw_put_i32_at(KWriter *w, size_t pos, int32_t v)
 		w->buf[pos + i] = (uint8_t) u;
 		u >>= 8;
 	}
+}
+
+void
+kw_array(KWriter *w, int32_t n)
+{
+	if (w->flex)
+		kw_uvarint(w, n < 0 ? 0 : (uint64_t) n + 1);
+	else
+		kw_i32(w, n);
+}
+
+void
+kw_tags(KWriter *w)
+{
+	if (w->flex)
+		kw_uvarint(w, 0);
+}
+
+void
+kw_uuid(KWriter *w, const uint8_t *uuid)
+{
+	kw_raw(w, uuid, 16);
+}
+
+size_t
+kw_later(KWriter *w)
+{
+	size_t		pos = w->len;
+
+	if (!w->flex)
+		kw_i32(w, 0);
+	return pos;
+}
+
+/* insert the unsigned varint v at pos, moving what follows */
+static void
+insert_uvarint(KWriter *w, size_t pos, uint64_t v)
+{
+	uint8_t		tmp[10];
+	size_t		n = 0;
+	size_t		tail = w->len - pos;
+
+	while (v >= 0x80)
+	{
+		tmp[n++] = (uint8_t) ((v & 0x7f) | 0x80);
+		v >>= 7;
+	}
+	tmp[n++] = (uint8_t) v;
+	kw_reserve(w, n);
+	memmove(w->buf + pos + n, w->buf + pos, tail);
+	memcpy(w->buf + pos, tmp, n);
+}
+
+void
+kw_fill_count(KWriter *w, size_t pos, int32_t n)
+{
+	if (w->flex)
+		insert_uvarint(w, pos, n < 0 ? 0 : (uint64_t) n + 1);
+	else
+		kw_put_i32_at(w, pos, n);
+}
+
+void
+kw_fill_len(KWriter *w, size_t pos)
+{
+	if (w->flex)
+		insert_uvarint(w, pos, (uint64_t) (w->len - pos) + 1);
+	else
+		kw_put_i32_at(w, pos, (int32_t) (w->len - pos - 4));
 }

@@ -3,8 +3,14 @@
  * kbuf.h
  *	  Readers and writers of Kafka's primitive types: big-endian integers,
  *	  zigzag and unsigned varints, int16-length strings, int32-length
- *	  bytes, arrays, and the compact (KIP-482) forms that ApiVersions v3
- *	  needs.
+ *	  bytes, arrays, and their compact (KIP-482) forms.
+ *
+ * A reader or writer with flex set (a flexible version's body, api.c sets
+ * it) reads and writes strings, bytes and array counts in the compact
+ * forms (unsigned varint length + 1, 0 for null), and kr_tags / kw_tags
+ * read and write the tagged-field section that ends each structure; with
+ * flex clear, kr_tags and kw_tags do nothing.  So one decoder or encoder
+ * serves a message's old and flexible versions alike.
  *
  * A KReader never reads past its end: the first short read sets err and
  * every later read returns zero, so a decoder checks err once at the end.
@@ -28,6 +34,7 @@ typedef struct KReader
 	size_t		len;
 	size_t		pos;
 	bool		err;
+	bool		flex;			/* compact forms and tagged fields */
 } KReader;
 
 /* A string or bytes field pointing into the reader's buffer. */
@@ -52,6 +59,9 @@ extern KSlice kr_raw(KReader *r, size_t n);
 /* int32 count of an array of elements of at least min_size bytes; -1 null */
 extern int32_t kr_array(KReader *r, size_t min_size);
 extern void kr_skip_tags(KReader *r);
+/* a structure's tagged fields (skipped), if flex */
+extern void kr_tags(KReader *r);
+extern KSlice kr_uuid(KReader *r);	/* 16 bytes */
 /* a NUL-terminated copy of a string field (NULL for null), mq_malloc'ed */
 extern char *kslice_dup(KSlice s);
 extern bool kslice_eq(KSlice s, const char *cstr);
@@ -61,6 +71,7 @@ typedef struct KWriter
 	uint8_t    *buf;
 	size_t		len;
 	size_t		cap;
+	bool		flex;			/* compact forms and tagged fields */
 } KWriter;
 
 extern void kw_init(KWriter *w);
@@ -79,7 +90,22 @@ extern void kw_str(KWriter *w, const char *s);
 extern void kw_strn(KWriter *w, const void *p, int32_t len);	/* len -1: null */
 extern void kw_bytes(KWriter *w, const void *p, int32_t len);	/* len -1: null */
 extern void kw_compact_str(KWriter *w, const char *s);
+/* an array's count (-1: null), compact if flex */
+extern void kw_array(KWriter *w, int32_t n);
+/* an empty tagged-field section, if flex */
+extern void kw_tags(KWriter *w);
+extern void kw_uuid(KWriter *w, const uint8_t *uuid);	/* 16 bytes */
 /* overwrite an int32 written earlier (lengths and counts known later) */
 extern void kw_put_i32_at(KWriter *w, size_t pos, int32_t v);
+
+/*
+ * A count or length known only after its elements are written:
+ * pos = kw_later(w) where it goes, then kw_fill_count(w, pos, n) (an
+ * array count) or kw_fill_len(w, pos) (the length of bytes written since
+ * pos); compact forms are varints, inserted by moving what follows.
+ */
+extern size_t kw_later(KWriter *w);
+extern void kw_fill_count(KWriter *w, size_t pos, int32_t n);
+extern void kw_fill_len(KWriter *w, size_t pos);
 
 #endif							/* MQK_KBUF_H */

@@ -160,8 +160,10 @@ write_response(KRequest *req)
 	struct evbuffer *out = bufferevent_get_output(req->conn->bev);
 	uint8_t		hdr[9];
 	size_t		hlen = req->flexible_resp ? 9 : 8;
-	uint32_t	size = (uint32_t) (hlen - 4 + req->resp.len);
+	uint32_t	size;
 
+	kw_tags(&req->resp);		/* a flexible body ends with its tagged fields */
+	size = (uint32_t) (hlen - 4 + req->resp.len);
 	hdr[0] = size >> 24;
 	hdr[1] = size >> 16;
 	hdr[2] = size >> 8;

@@ -62,7 +62,7 @@ changes kafka-keys broker/mq-broker/config.c 's/kafka_pool, .i., 1, 256,/kafka_p
 	"an mq-broker [kafka] key's range changed"
 changes kafka-help broker/mq-kafka/main.c 's/database connections (default 4)/connections (default 4)/' \
 	"mq-kafka's help changed"
-changes kafka-apis broker/mq-kafka/api.c 's/{KAPI_FETCH, 4, 11,/{KAPI_FETCH, 4, 12,/' "an API's versions changed"
+changes kafka-apis broker/mq-kafka/api.c 's/{KAPI_FETCH, 0, 17,/{KAPI_FETCH, 0, 16,/' "an API's versions changed"
 changes gucs src/mq.c 's/&mq_maintenance_interval, 1000,/\&mq_maintenance_interval, 2000,/' "a GUC's default changed"
 changes gucs src/fetch_path.c 's/as a scan that streams records/as a streaming scan/' "a GUC's description changed"
 changes layers src/headers.c '$a static void *zz_probe = (void *) mq_spi_begin;' "a file calls another"

@@ -1,0 +1,167 @@
+/*-------------------------------------------------------------------------
+ *
+ * h_list_offsets.c
+ *	  ListOffsets (v0-v9).  Loop thread; a request is one job with a
+ *	  statement per partition.
+ *
+ * By timestamp is mq.offsets_for_times (Kafka's semantics: the first
+ * offset whose record timestamp is at or after the time).  The named
+ * positions: -2 the log start, -1 the high watermark (mq has no open
+ * transactions, so the last stable offset is the same), -3 (v7+) the first
+ * record with the largest timestamp, -4 (v8+) the local log start, which
+ * is the log start (mq has no tiered storage), -5 (v9+) the last tiered
+ * offset, -1 with leader epoch -1 as from a Kafka without tiered storage.
+ * v4+ answers the partition's leader epoch; the request's current leader
+ * epoch is not checked.  v6+ is flexible.
+ *
+ * v0, which old clients and monitors (Burrow, sarama's defaults) still
+ * send, asks for up to max_num_offsets offsets and gets an array;
+ * Kafka's were segment base offsets, mq's is the one offset v1 answers
+ * (the log start for -2, the high watermark for -1, the offset by time),
+ * or none for max_num_offsets 0.
+ *
+ *-------------------------------------------------------------------------
+ */
+#include "handlers.h"
+
+#include <stdlib.h>
+
+#include "kerr.h"
+#include "offsets.h"
+#include "util.h"
+
+#define BOUNDS_SQL \
+	"SELECT log_start_offset, high_watermark, NULL, NULL, leader_epoch FROM mq.partitions" \
+	" WHERE topic = $1 AND partition = $2"
+
+/* the first offset whose timestamp is at or after $3 (ms), hw if none */
+#define BY_TIME_SQL \
+	"SELECT s.log_start_offset, s.high_watermark, o.o," \
+	"       (SELECT (extract(epoch FROM f.timestamp) * 1000)::int8" \
+	"          FROM mq.fetch($1, $2, o.o, 1) f WHERE o.o < s.high_watermark)," \
+	"       s.leader_epoch" \
+	"  FROM mq.partitions s, mq.offsets_for_times($1, $2, to_timestamp($3 / 1000.0)) o(o)" \
+	" WHERE s.topic = $1 AND s.partition = $2"
+
+/*
+ * v7+ -3: the first record with the largest timestamp (its offset and
+ * time); mq keeps no largest timestamp per partition, so this reads the
+ * partition's timestamps (ListOffsets by max timestamp is an admin call)
+ */
+#define MAX_TIME_SQL \
+	"SELECT s.log_start_offset, s.high_watermark, m.o, m.ts, s.leader_epoch" \
+	"  FROM mq.partitions s LEFT JOIN LATERAL (" \
+	"    SELECT f.msg_offset AS o, (extract(epoch FROM f.timestamp) * 1000)::int8 AS ts" \
+	"      FROM mq.fetch($1, $2, s.log_start_offset," \
+	"                    greatest(s.high_watermark - s.log_start_offset, 1)::int4) f" \
+	"     WHERE f.msg_offset < s.high_watermark" \
+	"     ORDER BY f.timestamp DESC, f.msg_offset LIMIT 1) m ON true" \
+	" WHERE s.topic = $1 AND s.partition = $2"
+
+/* the timestamps that name a position rather than a time */
+#define TS_LATEST (-1)
+#define TS_EARLIEST (-2)
+#define TS_MAX (-3)				/* v7+ */
+#define TS_EARLIEST_LOCAL (-4)	/* v8+: no tiered storage: the log start */
+#define TS_LATEST_TIERED (-5)	/* v9+: nothing tiered: offset -1 */
+
+static void
+read_list_part(KRequest *req, OffState *s, OPart *op, const char *topic)
+{
+	KStmt	   *st;
+
+	op->partition = kr_i32(&req->body);
+	if (req->api_version >= 4)
+		(void) kr_i32(&req->body);	/* current leader epoch */
+	op->timestamp = kr_i64(&req->body);
+	if (req->api_version == 0)
+		op->max_offsets = kr_i32(&req->body);
+	st = kjob_add(&s->job, op->timestamp == TS_MAX ? MAX_TIME_SQL : op->timestamp < 0 ? BOUNDS_SQL :
+				  BY_TIME_SQL,
+				  0);
+	op->job = &s->job;
+	op->stmt = s->job.n - 1;
+	kstmt_text(st, MQ_TEXTOID, topic);
+	kstmt_int(st, MQ_INT4OID, op->partition);
+	if (op->timestamp >= 0)
+		kstmt_int(st, MQ_INT8OID, op->timestamp);
+}
+
+static void
+write_list_part(KRequest *req, OffState *s, OPart *op)
+{
+	KWriter    *w = &req->resp;
+	KStmt	   *st = &op->job->stmts[op->stmt];
+	PGresult   *res = st->res;
+	int16_t		code;
+	int64_t		off = -1,
+				ts = -1;
+	int32_t		epoch = -1;
+
+	if (!kstmt_failed(st, &code) && PQntuples(res) == 0)
+		code = KERR_UNKNOWN_TOPIC_OR_PARTITION;
+	else if (code == KERR_NONE)
+	{
+		int64_t		hw = strtoll(PQgetvalue(res, 0, 1), NULL, 10);
+
+		epoch = atoi(PQgetvalue(res, 0, 4));
+		if (op->timestamp == TS_EARLIEST || op->timestamp == TS_EARLIEST_LOCAL)
+			off = strtoll(PQgetvalue(res, 0, 0), NULL, 10);
+		else if (op->timestamp == TS_LATEST)
+			off = hw;
+		else if (op->timestamp == TS_LATEST_TIERED || op->timestamp < TS_LATEST_TIERED)
+			epoch = -1;			/* nothing tiered (or unknown): offset -1 */
+		else if (!PQgetisnull(res, 0, 2) && strtoll(PQgetvalue(res, 0, 2), NULL, 10) < hw)
+		{
+			off = strtoll(PQgetvalue(res, 0, 2), NULL, 10);
+			ts = PQgetisnull(res, 0, 3) ? -1 : strtoll(PQgetvalue(res, 0, 3), NULL, 10);
+		}
+		else if (op->timestamp == TS_MAX)
+			epoch = -1;			/* an empty log */
+	}
+	kw_i32(w, op->partition);
+	kw_i16(w, code);
+	if (req->api_version == 0)
+	{
+		/* old_style_offsets: at most one here */
+		bool		one = code == KERR_NONE && off >= 0 && op->max_offsets > 0;
+
+		kw_i32(w, one ? 1 : 0);
+		if (one)
+			kw_i64(w, off);
+		return;
+	}
+	kw_i64(w, ts);
+	kw_i64(w, off);
+	if (req->api_version >= 4)
+		kw_i32(w, epoch);		/* leader epoch */
+}
+
+static void
+list_offsets_done(KRequest *req)
+{
+	OffState   *s = req->state;
+
+	if (req->api_version >= 2)
+		kw_i32(&req->resp, 0);
+	write_topics(req, s, write_list_part);
+	req_finish(req);
+}
+
+void
+h_list_offsets(KRequest *req)
+{
+	KReader    *r = &req->body;
+	OffState   *s = off_state(req);
+
+	(void) kr_i32(r);			/* replica id */
+	if (req->api_version >= 2)
+		(void) kr_i8(r);		/* isolation level */
+	read_topics(req, s, req->api_version == 0 ? 16 : 12, read_list_part);
+	if (r->err)
+	{
+		req_abort(req);
+		return;
+	}
+	pool_run(req, &s->job, list_offsets_done);
+}

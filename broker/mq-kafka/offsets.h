@@ -1,0 +1,59 @@
+/*-------------------------------------------------------------------------
+ *
+ * offsets.h
+ *	  The state of a ListOffsets, OffsetCommit or OffsetFetch request and
+ *	  the readers and writers of their topic and partition arrays
+ *	  (h_offsets.c), shared with ListOffsets (h_list_offsets.c).  Loop
+ *	  thread only.
+ *
+ *-------------------------------------------------------------------------
+ */
+#ifndef MQK_OFFSETS_H
+#define MQK_OFFSETS_H
+
+#include "kfan.h"
+#include "kjob.h"
+#include "mqkafka.h"
+
+typedef struct OPart
+{
+	int32_t		topic;
+	int32_t		partition;
+	int64_t		timestamp;		/* ListOffsets */
+	int32_t		max_offsets;	/* ListOffsets v0 */
+	int16_t		code;			/* OffsetCommit: the coordinator's verdict */
+	KJob	   *job;			/* whose statements stmt indexes */
+	int			stmt;
+} OPart;
+
+typedef struct OffState
+{
+	KJob		job;
+	int32_t		ntopics;		/* -1: OffsetFetch of all the group's offsets */
+	KSlice	   *topics;
+	int32_t		nparts;
+	OPart	   *parts;
+	char	   *group;
+	int16_t		verdict;		/* OffsetCommit: the coordinator's */
+	bool		int_parts;		/* partitions are bare int32s (OffsetFetch) */
+	int32_t		nother;			/* OffsetFetch v8+: groups after the first */
+	KSlice	   *others;
+	KFan		fan;			/* OffsetCommit, OffsetFetch: a job per leader */
+} OffState;
+
+/* a new state, owned by req */
+extern OffState *off_state(KRequest *req);
+
+/*
+ * The topics and partitions of a request (arrays of topic name, then
+ * partitions of at least part_size bytes each); read_part reads one
+ * partition's fields and adds its statement.
+ */
+extern void read_topics(KRequest *req, OffState *s, size_t part_size,
+						void (*read_part) (KRequest *req, OffState *s, OPart *op,
+										   const char *topic));
+/* write each topic with its partitions, write_part writing one */
+extern void write_topics(KRequest *req, OffState *s,
+						 void (*write_part) (KRequest *req, OffState *s, OPart *op));
+
+#endif							/* MQK_OFFSETS_H */

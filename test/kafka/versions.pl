@@ -1,0 +1,480 @@
+# Every API and every version mq-kafka advertises (run by versions.sh with
+# the broker's port): for each, a minimal valid request built from the
+# message layouts below, and a response decoded field by field for that
+# version -- compact strings, arrays and bytes and the tagged fields of
+# KIP-482 from the API's first flexible version on, response header v1
+# (ApiVersions: v0) -- that must be consumed exactly.  So a version that
+# is advertised but mis-encoded fails, as does an advertised range that
+# differs from Kafka 3.9's.  Prints TAP.
+#
+# The layouts are written from Kafka's published protocol (the fields of
+# each version; names for reading only): [name, type, versions] with type
+# one of i8 i16 i32 i64 bool str nstr bytes uuid [i32] [str], or
+# [name, [fields...], versions] for an array of structures (nullable where
+# Kafka's is; a null array is sent as empty).  Versions "3+" or "0-2".
+use strict;
+use warnings;
+use IO::Socket::INET;
+use IO::Select;
+use Compress::Zlib ();
+
+my $port = shift or die "usage: versions.pl PORT\n";
+$| = 1;
+$SIG{PIPE} = 'IGNORE';	# a closed connection fails its check, not the script
+my ($n, $failed) = (0, 0);
+sub ok {
+	my ($cond, $what, $detail) = @_;
+	$n++;
+	print(($cond ? "ok" : "not ok") . " $n - $what\n");
+	print "#   $detail\n" if !$cond && defined $detail;
+	$failed++ unless $cond;
+}
+
+# Kafka 3.9's ranges and first flexible versions (99: none)
+my %kafka39 = (
+	0 => [0, 11, 9], 1 => [0, 17, 12], 2 => [0, 9, 6], 3 => [0, 12, 9], 8 => [0, 9, 8],
+	9 => [0, 9, 6], 10 => [0, 6, 3], 11 => [0, 9, 6], 12 => [0, 4, 4], 13 => [0, 5, 4],
+	14 => [0, 5, 4], 15 => [0, 5, 5], 16 => [0, 5, 3], 17 => [0, 1, 99], 18 => [0, 4, 3],
+	19 => [0, 7, 5], 20 => [0, 6, 4], 21 => [0, 2, 2], 22 => [0, 5, 2], 32 => [0, 4, 4],
+	33 => [0, 2, 2], 36 => [0, 2, 2], 37 => [0, 3, 2], 42 => [0, 2, 2], 44 => [0, 1, 1],
+);
+
+my @part_fetch = (['partition', 'i32', '0+'], ['current_leader_epoch', 'i32', '9+'],
+	['fetch_offset', 'i64', '0+'], ['last_fetched_epoch', 'i32', '12+'],
+	['log_start_offset', 'i64', '5+'], ['partition_max_bytes', 'i32', '0+']);
+my @config_entry = (['name', 'str', '0+'], ['value', 'nstr', '0+']);
+
+# requests: api key => fields
+my %req = (
+	0 => [['transactional_id', 'nstr', '3+'], ['acks', 'i16', '0+'], ['timeout_ms', 'i32', '0+'],
+		['topics', [['name', 'str', '0+'], ['partitions', [['index', 'i32', '0+'], ['records', 'bytes', '0+']], '0+']], '0+']],
+	1 => [['replica_id', 'i32', '0-14'], ['max_wait_ms', 'i32', '0+'], ['min_bytes', 'i32', '0+'],
+		['max_bytes', 'i32', '3+'], ['isolation_level', 'i8', '4+'], ['session_id', 'i32', '7+'],
+		['session_epoch', 'i32', '7+'],
+		['topics', [['topic', 'str', '0-12'], ['topic_id', 'uuid', '13+'], ['partitions', \@part_fetch, '0+']], '0+'],
+		['forgotten', [['topic', 'str', '7-12'], ['topic_id', 'uuid', '13+'], ['partitions', '[i32]', '7+']], '7+'],
+		['rack_id', 'str', '11+']],
+	2 => [['replica_id', 'i32', '0+'], ['isolation_level', 'i8', '2+'],
+		['topics', [['name', 'str', '0+'], ['partitions', [['index', 'i32', '0+'],
+			['current_leader_epoch', 'i32', '4+'], ['timestamp', 'i64', '0+'], ['max_num_offsets', 'i32', '0-0']], '0+']], '0+']],
+	3 => [['topics', [['topic_id', 'uuid', '10+'], ['name', 'nstr', '0+']], '0+'],
+		['allow_auto_topic_creation', 'bool', '4+'], ['include_cluster_authorized_operations', 'bool', '8-10'],
+		['include_topic_authorized_operations', 'bool', '8+']],
+	8 => [['group_id', 'str', '0+'], ['generation_id', 'i32', '1+'], ['member_id', 'str', '1+'],
+		['group_instance_id', 'nstr', '7+'], ['retention_time_ms', 'i64', '2-4'],
+		['topics', [['name', 'str', '0+'], ['partitions', [['index', 'i32', '0+'], ['committed_offset', 'i64', '0+'],
+			['committed_leader_epoch', 'i32', '6+'], ['commit_timestamp', 'i64', '1-1'], ['metadata', 'nstr', '0+']], '0+']], '0+']],
+	9 => [['group_id', 'str', '0-7'], ['topics', [['name', 'str', '0-7'], ['partition_indexes', '[i32]', '0-7']], '0-7'],
+		['groups', [['group_id', 'str', '8+'], ['member_id', 'nstr', '9+'], ['member_epoch', 'i32', '9+'],
+			['topics', [['name', 'str', '8+'], ['partition_indexes', '[i32]', '8+']], '8+']], '8+'],
+		['require_stable', 'bool', '7+']],
+	10 => [['key', 'str', '0-3'], ['key_type', 'i8', '1+'], ['coordinator_keys', '[str]', '4+']],
+	11 => [['group_id', 'str', '0+'], ['session_timeout_ms', 'i32', '0+'], ['rebalance_timeout_ms', 'i32', '1+'],
+		['member_id', 'str', '0+'], ['group_instance_id', 'nstr', '5+'], ['protocol_type', 'str', '0+'],
+		['protocols', [['name', 'str', '0+'], ['metadata', 'bytes', '0+']], '0+'], ['reason', 'nstr', '8+']],
+	12 => [['group_id', 'str', '0+'], ['generation_id', 'i32', '0+'], ['member_id', 'str', '0+'],
+		['group_instance_id', 'nstr', '3+']],
+	13 => [['group_id', 'str', '0+'], ['member_id', 'str', '0-2'],
+		['members', [['member_id', 'str', '3+'], ['group_instance_id', 'nstr', '3+'], ['reason', 'nstr', '5+']], '3+']],
+	14 => [['group_id', 'str', '0+'], ['generation_id', 'i32', '0+'], ['member_id', 'str', '0+'],
+		['group_instance_id', 'nstr', '3+'], ['protocol_type', 'nstr', '5+'], ['protocol_name', 'nstr', '5+'],
+		['assignments', [['member_id', 'str', '0+'], ['assignment', 'bytes', '0+']], '0+']],
+	15 => [['groups', '[str]', '0+'], ['include_authorized_operations', 'bool', '3+']],
+	16 => [['states_filter', '[str]', '4+'], ['types_filter', '[str]', '5+']],
+	18 => [['client_software_name', 'str', '3+'], ['client_software_version', 'str', '3+']],
+	19 => [['topics', [['name', 'str', '0+'], ['num_partitions', 'i32', '0+'], ['replication_factor', 'i16', '0+'],
+			['assignments', [['partition_index', 'i32', '0+'], ['broker_ids', '[i32]', '0+']], '0+'],
+			['configs', \@config_entry, '0+']], '0+'],
+		['timeout_ms', 'i32', '0+'], ['validate_only', 'bool', '1+']],
+	20 => [['topic_names', '[str]', '0-5'], ['topics', [['name', 'nstr', '6+'], ['topic_id', 'uuid', '6+']], '6+'],
+		['timeout_ms', 'i32', '0+']],
+	21 => [['topics', [['name', 'str', '0+'], ['partitions', [['index', 'i32', '0+'], ['offset', 'i64', '0+']], '0+']], '0+'],
+		['timeout_ms', 'i32', '0+']],
+	22 => [['transactional_id', 'nstr', '0+'], ['transaction_timeout_ms', 'i32', '0+'],
+		['producer_id', 'i64', '3+'], ['producer_epoch', 'i16', '3+']],
+	32 => [['resources', [['type', 'i8', '0+'], ['name', 'str', '0+'], ['keys', '[str]', '0+']], '0+'],
+		['include_synonyms', 'bool', '1+'], ['include_documentation', 'bool', '3+']],
+	33 => [['resources', [['type', 'i8', '0+'], ['name', 'str', '0+'], ['configs', \@config_entry, '0+']], '0+'],
+		['validate_only', 'bool', '0+']],
+	37 => [['topics', [['name', 'str', '0+'], ['count', 'i32', '0+'],
+			['assignments', [['broker_ids', '[i32]', '0+']], '0+']], '0+'],
+		['timeout_ms', 'i32', '0+'], ['validate_only', 'bool', '0+']],
+	42 => [['groups_names', '[str]', '0+']],
+	44 => [['resources', [['type', 'i8', '0+'], ['name', 'str', '0+'],
+			['configs', [['name', 'str', '0+'], ['op', 'i8', '0+'], ['value', 'nstr', '0+']], '0+']], '0+'],
+		['validate_only', 'bool', '0+']],
+);
+
+my @broker = (['node_id', 'i32', '0+'], ['host', 'str', '0+'], ['port', 'i32', '0+'], ['rack', 'nstr', '1+']);
+my %resp = (
+	0 => [['responses', [['name', 'str', '0+'], ['partitions', [['index', 'i32', '0+'], ['error_code', 'i16', '0+'],
+			['base_offset', 'i64', '0+'], ['log_append_time_ms', 'i64', '2+'], ['log_start_offset', 'i64', '5+'],
+			['record_errors', [['batch_index', 'i32', '8+'], ['message', 'nstr', '8+']], '8+'],
+			['error_message', 'nstr', '8+']], '0+']], '0+'], ['throttle_time_ms', 'i32', '1+']],
+	1 => [['throttle_time_ms', 'i32', '1+'], ['error_code', 'i16', '7+'], ['session_id', 'i32', '7+'],
+		['responses', [['topic', 'str', '0-12'], ['topic_id', 'uuid', '13+'],
+			['partitions', [['index', 'i32', '0+'], ['error_code', 'i16', '0+'], ['high_watermark', 'i64', '0+'],
+				['last_stable_offset', 'i64', '4+'], ['log_start_offset', 'i64', '5+'],
+				['aborted', [['producer_id', 'i64', '4+'], ['first_offset', 'i64', '4+']], '4+'],
+				['preferred_read_replica', 'i32', '11+'], ['records', 'bytes', '0+']], '0+']], '0+']],
+	2 => [['throttle_time_ms', 'i32', '2+'], ['topics', [['name', 'str', '0+'], ['partitions', [['index', 'i32', '0+'],
+			['error_code', 'i16', '0+'], ['old_style_offsets', '[i64]', '0-0'], ['timestamp', 'i64', '1+'],
+			['offset', 'i64', '1+'], ['leader_epoch', 'i32', '4+']], '0+']], '0+']],
+	3 => [['throttle_time_ms', 'i32', '3+'], ['brokers', \@broker, '0+'], ['cluster_id', 'nstr', '2+'],
+		['controller_id', 'i32', '1+'],
+		['topics', [['error_code', 'i16', '0+'], ['name', 'nstr', '0+'], ['topic_id', 'uuid', '10+'],
+			['is_internal', 'bool', '1+'], ['partitions', [['error_code', 'i16', '0+'], ['index', 'i32', '0+'],
+				['leader_id', 'i32', '0+'], ['leader_epoch', 'i32', '7+'], ['replicas', '[i32]', '0+'],
+				['isr', '[i32]', '0+'], ['offline', '[i32]', '5+']], '0+'],
+			['topic_authorized_operations', 'i32', '8+']], '0+'],
+		['cluster_authorized_operations', 'i32', '8-10']],
+	8 => [['throttle_time_ms', 'i32', '3+'], ['topics', [['name', 'str', '0+'],
+			['partitions', [['index', 'i32', '0+'], ['error_code', 'i16', '0+']], '0+']], '0+']],
+	9 => [['throttle_time_ms', 'i32', '3+'],
+		['topics', [['name', 'str', '0-7'], ['partitions', [['index', 'i32', '0-7'], ['committed_offset', 'i64', '0-7'],
+			['committed_leader_epoch', 'i32', '5-7'], ['metadata', 'nstr', '0-7'], ['error_code', 'i16', '0-7']], '0-7']], '0-7'],
+		['error_code', 'i16', '2-7'],
+		['groups', [['group_id', 'str', '8+'], ['topics', [['name', 'str', '8+'], ['partitions', [['index', 'i32', '8+'],
+			['committed_offset', 'i64', '8+'], ['committed_leader_epoch', 'i32', '8+'], ['metadata', 'nstr', '8+'],
+			['error_code', 'i16', '8+']], '8+']], '8+'], ['error_code', 'i16', '8+']], '8+']],
+	10 => [['throttle_time_ms', 'i32', '1+'], ['error_code', 'i16', '0-3'], ['error_message', 'nstr', '1-3'],
+		['node_id', 'i32', '0-3'], ['host', 'str', '0-3'], ['port', 'i32', '0-3'],
+		['coordinators', [['key', 'str', '4+'], ['node_id', 'i32', '4+'], ['host', 'str', '4+'], ['port', 'i32', '4+'],
+			['error_code', 'i16', '4+'], ['error_message', 'nstr', '4+']], '4+']],
+	11 => [['throttle_time_ms', 'i32', '2+'], ['error_code', 'i16', '0+'], ['generation_id', 'i32', '0+'],
+		['protocol_type', 'nstr', '7+'], ['protocol_name', 'nstr', '0+'], ['leader', 'str', '0+'],
+		['skip_assignment', 'bool', '9+'], ['member_id', 'str', '0+'],
+		['members', [['member_id', 'str', '0+'], ['group_instance_id', 'nstr', '5+'], ['metadata', 'bytes', '0+']], '0+']],
+	12 => [['throttle_time_ms', 'i32', '1+'], ['error_code', 'i16', '0+']],
+	13 => [['throttle_time_ms', 'i32', '1+'], ['error_code', 'i16', '0+'],
+		['members', [['member_id', 'str', '3+'], ['group_instance_id', 'nstr', '3+'], ['error_code', 'i16', '3+']], '3+']],
+	14 => [['throttle_time_ms', 'i32', '1+'], ['error_code', 'i16', '0+'], ['protocol_type', 'nstr', '5+'],
+		['protocol_name', 'nstr', '5+'], ['assignment', 'bytes', '0+']],
+	15 => [['throttle_time_ms', 'i32', '1+'], ['groups', [['error_code', 'i16', '0+'], ['group_id', 'str', '0+'],
+			['state', 'str', '0+'], ['protocol_type', 'str', '0+'], ['protocol_data', 'str', '0+'],
+			['members', [['member_id', 'str', '0+'], ['group_instance_id', 'nstr', '4+'], ['client_id', 'str', '0+'],
+				['client_host', 'str', '0+'], ['metadata', 'bytes', '0+'], ['assignment', 'bytes', '0+']], '0+'],
+			['authorized_operations', 'i32', '3+']], '0+']],
+	16 => [['throttle_time_ms', 'i32', '1+'], ['error_code', 'i16', '0+'],
+		['groups', [['group_id', 'str', '0+'], ['protocol_type', 'str', '0+'], ['state', 'str', '4+'],
+			['type', 'str', '5+']], '0+']],
+	18 => [['error_code', 'i16', '0+'], ['api_keys', [['key', 'i16', '0+'], ['min', 'i16', '0+'], ['max', 'i16', '0+']], '0+'],
+		['throttle_time_ms', 'i32', '1+']],
+	19 => [['throttle_time_ms', 'i32', '2+'], ['topics', [['name', 'str', '0+'], ['topic_id', 'uuid', '7+'],
+			['error_code', 'i16', '0+'], ['error_message', 'nstr', '1+'], ['num_partitions', 'i32', '5+'],
+			['replication_factor', 'i16', '5+'], ['configs', [['name', 'str', '5+'], ['value', 'nstr', '5+'],
+				['read_only', 'bool', '5+'], ['source', 'i8', '5+'], ['sensitive', 'bool', '5+']], '5+']], '0+']],
+	20 => [['throttle_time_ms', 'i32', '1+'], ['responses', [['name', 'nstr', '0+'], ['topic_id', 'uuid', '6+'],
+			['error_code', 'i16', '0+'], ['error_message', 'nstr', '5+']], '0+']],
+	21 => [['throttle_time_ms', 'i32', '0+'], ['topics', [['name', 'str', '0+'], ['partitions', [['index', 'i32', '0+'],
+			['low_watermark', 'i64', '0+'], ['error_code', 'i16', '0+']], '0+']], '0+']],
+	22 => [['throttle_time_ms', 'i32', '0+'], ['error_code', 'i16', '0+'], ['producer_id', 'i64', '0+'],
+		['producer_epoch', 'i16', '0+']],
+	32 => [['throttle_time_ms', 'i32', '0+'], ['results', [['error_code', 'i16', '0+'], ['error_message', 'nstr', '0+'],
+			['type', 'i8', '0+'], ['name', 'str', '0+'], ['configs', [['name', 'str', '0+'], ['value', 'nstr', '0+'],
+				['read_only', 'bool', '0+'], ['is_default', 'bool', '0-0'], ['source', 'i8', '1+'],
+				['sensitive', 'bool', '0+'], ['synonyms', [['name', 'str', '1+'], ['value', 'nstr', '1+'],
+					['source', 'i8', '1+']], '1+'], ['config_type', 'i8', '3+'], ['documentation', 'nstr', '3+']], '0+']], '0+']],
+	33 => [['throttle_time_ms', 'i32', '0+'], ['responses', [['error_code', 'i16', '0+'], ['error_message', 'nstr', '0+'],
+			['type', 'i8', '0+'], ['name', 'str', '0+']], '0+']],
+	37 => [['throttle_time_ms', 'i32', '0+'], ['results', [['name', 'str', '0+'], ['error_code', 'i16', '0+'],
+			['error_message', 'nstr', '0+']], '0+']],
+	42 => [['throttle_time_ms', 'i32', '0+'], ['results', [['group_id', 'str', '0+'], ['error_code', 'i16', '0+']], '0+']],
+	44 => [['throttle_time_ms', 'i32', '0+'], ['responses', [['error_code', 'i16', '0+'], ['error_message', 'nstr', '0+'],
+			['type', 'i8', '0+'], ['name', 'str', '0+']], '0+']],
+);
+
+sub in_range {
+	my ($v, $r) = @_;
+	return $v >= $1 if $r =~ /^(\d+)\+$/;
+	return $v >= $1 && $v <= $2 if $r =~ /^(\d+)-(\d+)$/;
+	die "bad range $r\n";
+}
+
+# ---- encoding
+sub uvarint { my $u = shift; my $o = ''; while ($u >= 0x80) { $o .= chr(($u & 0x7f) | 0x80); $u >>= 7 } $o . chr($u) }
+sub e_str {
+	my ($s, $flex) = @_;
+	return $flex ? uvarint(0) : pack('s>', -1) unless defined $s;
+	return ($flex ? uvarint(1 + length $s) : pack('n', length $s)) . $s;
+}
+sub e_bytes {
+	my ($s, $flex) = @_;
+	return $flex ? uvarint(0) : pack('l>', -1) unless defined $s;
+	return ($flex ? uvarint(1 + length $s) : pack('l>', length $s)) . $s;
+}
+sub e_count { my ($k, $flex) = @_; $flex ? uvarint($k + 1) : pack('l>', $k) }
+
+sub encode {
+	my ($fields, $vals, $v, $flex) = @_;
+	my $out = '';
+	for my $f (@$fields) {
+		my ($name, $type, $range) = @$f;
+		next unless in_range($v, $range);
+		my $x = $vals->{$name};
+		if (ref $type) {
+			my @el = @{ $x // [] };
+			$out .= e_count(scalar @el, $flex);
+			$out .= encode($type, $_, $v, $flex) for @el;
+		}
+		elsif ($type =~ /^\[(\w+)\]$/) {
+			my @el = @{ $x // [] };
+			$out .= e_count(scalar @el, $flex);
+			$out .= $1 eq 'str' ? e_str($_, $flex) : pack('l>', $_) for @el;
+		}
+		elsif ($type eq 'i8' || $type eq 'bool') { $out .= pack('c', $x // 0) }
+		elsif ($type eq 'i16') { $out .= pack('s>', $x // 0) }
+		elsif ($type eq 'i32') { $out .= pack('l>', $x // 0) }
+		elsif ($type eq 'i64') { $out .= pack('q>', $x // 0) }
+		elsif ($type eq 'str') { $out .= e_str($x // '', $flex) }
+		elsif ($type eq 'nstr') { $out .= e_str($x, $flex) }
+		elsif ($type eq 'bytes') { $out .= e_bytes($x // '', $flex) }
+		elsif ($type eq 'uuid') { $out .= $x // ("\0" x 16) }
+		else { die "type $type\n" }
+	}
+	$out .= uvarint(0) if $flex;
+	return $out;
+}
+
+# ---- decoding: dies on a short or malformed read
+sub take { my ($b, $k) = @_; die "short read\n" if $k < 0 || $$b{pos} + $k > length $$b{buf}; my $s = substr($$b{buf}, $$b{pos}, $k); $$b{pos} += $k; $s }
+sub d_uvarint {
+	my $b = shift;
+	my ($u, $shift) = (0, 0);
+	while (1) { my $c = ord take($b, 1); $u |= ($c & 0x7f) << $shift; return $u unless $c & 0x80; $shift += 7; die "varint\n" if $shift > 63 }
+}
+sub d_len { my ($b, $flex, $wide) = @_; $flex ? d_uvarint($b) - 1 : unpack($wide ? 'l>' : 's>', take($b, $wide ? 4 : 2)) }
+sub d_tags {
+	my $b = shift;
+	my $k = d_uvarint($b);
+	for (1 .. $k) { d_uvarint($b); take($b, d_uvarint($b)) }
+}
+sub decode {
+	my ($fields, $b, $v, $flex) = @_;
+	my %h;
+	for my $f (@$fields) {
+		my ($name, $type, $range) = @$f;
+		next unless in_range($v, $range);
+		if (ref $type || $type =~ /^\[/) {
+			my $k = d_len($b, $flex, 1);
+			die "array length $k\n" if $k < -1 || $k > 100000;
+			my @el;
+			for (1 .. $k) {
+				if (ref $type) { push @el, decode($type, $b, $v, $flex) }
+				elsif ($type eq '[str]') { my $l = d_len($b, $flex, 0); push @el, $l < 0 ? undef : take($b, $l) }
+				elsif ($type eq '[i64]') { push @el, unpack('q>', take($b, 8)) }
+				else { push @el, unpack('l>', take($b, 4)) }
+			}
+			$h{$name} = \@el;
+		}
+		elsif ($type eq 'i8' || $type eq 'bool') { $h{$name} = unpack('c', take($b, 1)) }
+		elsif ($type eq 'i16') { $h{$name} = unpack('s>', take($b, 2)) }
+		elsif ($type eq 'i32') { $h{$name} = unpack('l>', take($b, 4)) }
+		elsif ($type eq 'i64') { $h{$name} = unpack('q>', take($b, 8)) }
+		elsif ($type eq 'str' || $type eq 'nstr') {
+			my $l = d_len($b, $flex, 0);
+			die "null $name\n" if $l < 0 && $type eq 'str';
+			$h{$name} = $l < 0 ? undef : take($b, $l);
+		}
+		elsif ($type eq 'bytes') { my $l = d_len($b, $flex, 1); $h{$name} = $l < 0 ? undef : take($b, $l) }
+		elsif ($type eq 'uuid') { $h{$name} = take($b, 16) }
+	}
+	d_tags($b) if $flex;
+	return \%h;
+}
+
+# ---- the connection
+my $sock = IO::Socket::INET->new(PeerAddr => '127.0.0.1', PeerPort => $port, Proto => 'tcp')
+  or die "connect: $!\n";
+my $corr = 0;
+sub call {
+	my ($api, $v, $body, $flex) = @_;
+	my $hdr = pack('s> s> l>', $api, $v, ++$corr) . pack('n', 11) . 'versions.pl';
+	$hdr .= "\0" if $flex;
+	my $frame = $hdr . $body;
+	$sock->syswrite(pack('l>', length $frame) . $frame);
+	my $sel = IO::Select->new($sock);
+	my $buf = '';
+	while (1) {
+		return (undef, 'timeout') unless $sel->can_read(15);
+		my $got = $sock->sysread($buf, 1 << 20, length $buf);
+		return (undef, 'connection closed') unless $got;
+		next if length $buf < 4;
+		my $size = unpack('l>', $buf);
+		next if length $buf < 4 + $size;
+		my $c = unpack('l>', substr($buf, 4, 4));
+		return (undef, "correlation id $c, not $corr") if $c != $corr;
+		my $hlen = ($flex && $api != 18) ? 5 : 4;	# ApiVersions: header v0
+		my $tags = $hlen == 5 ? ord(substr($buf, 8, 1)) : 0;
+		return (undef, "response header tags $tags") if $tags != 0;
+		return (substr($buf, 4 + $hlen, $size - $hlen), undef);
+	}
+}
+
+sub exchange {
+	my ($api, $v, $vals) = @_;
+	my $flex = $v >= $kafka39{$api}[2];
+	my ($body, $err) = call($api, $v, encode($req{$api}, $vals, $v, $flex), $flex);
+	return (undef, $err) unless defined $body;
+	my $b = { buf => $body, pos => 0 };
+	my $h = eval { decode($resp{$api}, $b, $v, $flex) };
+	return (undef, "decoding: $@") unless $h;
+	return (undef, ($b->{pos} < length $body ? 'trailing ' . (length($body) - $b->{pos}) : '') . ' bytes')
+	  if $b->{pos} != length $body;
+	return ($h, undef);
+}
+
+# ---- ApiVersions: the advertised ranges are Kafka 3.9's
+my ($av, $err) = exchange(18, 3, { client_software_name => 'versions.pl', client_software_version => '1' });
+ok($av, 'ApiVersions v3 decodes', $err);
+exit 1 unless $av;
+my %adv = map { $_->{key} => [$_->{min}, $_->{max}] } @{ $av->{api_keys} };
+for my $k (sort { $a <=> $b } keys %kafka39) {
+	next if ($k == 17 || $k == 36) && !$adv{$k};	# SASL: with --sasl only
+	ok($adv{$k} && $adv{$k}[0] == $kafka39{$k}[0] && $adv{$k}[1] == $kafka39{$k}[1],
+		"api $k: advertised range is Kafka 3.9's ($kafka39{$k}[0]-$kafka39{$k}[1])",
+		$adv{$k} ? "advertised $adv{$k}[0]-$adv{$k}[1]" : 'not advertised');
+}
+ok(!grep({ !$kafka39{$_} } keys %adv), 'no API advertised that this test does not know');
+
+# ---- a topic and its id
+my $topic = 'vt';
+my ($md) = exchange(3, 12, { topics => [{ name => $topic }], allow_auto_topic_creation => 0 });
+my $tid = $md && $md->{topics}[0]{topic_id};
+ok($md && $md->{topics}[0]{error_code} == 0 && $tid ne "\0" x 16, 'Metadata v12 gives topic vt an id');
+my ($md2) = exchange(3, 12, { topics => [{ topic_id => $tid, name => undef }] });
+ok($md2 && ($md2->{topics}[0]{name} // '') eq $topic, 'Metadata v12 by topic id names the topic');
+
+# a minimal valid record batch (v2) of one record
+my $rec = "\0" . "\0" . "\0" . "\x01" . "\x02v" . "\0";
+my $rest = pack('s> l> q> q> q> s> l> l>', 0, 0, 0, 0, -1, -1, -1, 1) . chr(2 * length $rec) . $rec;
+sub crc32c { my $c = 0xFFFFFFFF; for my $b (unpack 'C*', $_[0]) { $c ^= $b; $c = ($c & 1) ? (($c >> 1) ^ 0x82F63B78) : ($c >> 1) for 1 .. 8 } $c ^ 0xFFFFFFFF }
+my $batch = pack('q> l> l> C N', 0, 9 + length $rest, 0, 2, crc32c($rest)) . $rest;
+
+# a message set of one message in format 0 or 1 (Produce v0-v2)
+sub message {
+	my ($magic) = @_;
+	my $body = pack('C C', $magic, 0) . ($magic ? pack('q>', 1700000000000) : '') . pack('l>', -1) . pack('l>', 1) . 'o';
+	my $m = pack('N', Compress::Zlib::crc32($body)) . $body;
+	return pack('q> l>', 0, length $m) . $m;
+}
+
+# the magics of a fetched message set, or undef if a CRC-32 is wrong
+sub magics {
+	my ($set) = @_;
+	my @m;
+	while (length $set >= 12) {
+		my (undef, $size) = unpack('q> l>', $set);
+		last if length $set < 12 + $size;
+		my ($crc, $rest) = (unpack('N', substr($set, 12, 4)), substr($set, 16, $size - 4));
+		return undef if Compress::Zlib::crc32($rest) != $crc;
+		push @m, ord $rest;
+		$set = substr($set, 12 + $size);
+	}
+	return \@m;
+}
+
+# ---- each API's requests, by version
+my %vals = (
+	0 => sub { { acks => 1, timeout_ms => 5000, topics => [{ name => $topic, partitions => [{ index => 0,
+				records => $_[0] >= 3 ? $batch : message($_[0] >= 2 ? 1 : 0) }] }] } },
+	1 => sub { { replica_id => -1, max_wait_ms => 0, min_bytes => 0, max_bytes => 1 << 20, session_epoch => -1,
+			topics => [{ topic => $topic, topic_id => $tid, partitions => [{ partition => 0, fetch_offset => 0,
+				current_leader_epoch => -1, last_fetched_epoch => -1, log_start_offset => -1, partition_max_bytes => 1 << 20 }] }] } },
+	2 => sub { { replica_id => -1, topics => [{ name => $topic, partitions => [{ index => 0, current_leader_epoch => -1,
+				timestamp => $_[0] >= 7 ? -3 : -1, max_num_offsets => 1 }] }] } },
+	3 => sub { { topics => [{ name => $topic }] } },
+	8 => sub { { group_id => 'vg', generation_id => -1, member_id => '',
+			topics => [{ name => $topic, partitions => [{ index => 0, committed_offset => 1, committed_leader_epoch => -1 }] }] } },
+	9 => sub { my $t = [{ name => $topic, partition_indexes => [0] }];
+		{ group_id => 'vg', topics => $t, groups => [{ group_id => 'vg', member_epoch => -1, topics => $t }, { group_id => 'vh' }] } },
+	10 => sub { { key => 'vg', coordinator_keys => ['vg', 'vh'] } },
+	11 => sub { { group_id => "vj$_[0]", session_timeout_ms => 10000, rebalance_timeout_ms => 10000, member_id => '',
+			protocol_type => 'consumer', protocols => [{ name => 'range', metadata => "\0\0\0\0\0\0\0\0\0\0" }] } },
+	12 => sub { { group_id => 'vg', generation_id => 1, member_id => 'nobody' } },
+	13 => sub { { group_id => 'vg', member_id => 'nobody', members => [{ member_id => 'nobody' }] } },
+	14 => sub { { group_id => 'vg', generation_id => 1, member_id => 'nobody', protocol_type => 'consumer', protocol_name => 'range' } },
+	15 => sub { { groups => ['vg'] } },
+	16 => sub { { states_filter => [], types_filter => [] } },
+	18 => sub { { client_software_name => 'versions.pl', client_software_version => '1' } },
+	19 => sub { { topics => [{ name => "vc$_[0]", num_partitions => 1, replication_factor => 1,
+				configs => [{ name => 'retention.ms', value => '60000' }] }], timeout_ms => 5000, validate_only => 0 } },
+	20 => sub { { topic_names => ["vc$_[0]"], topics => [{ name => "vc$_[0]" }], timeout_ms => 5000 } },
+	21 => sub { { topics => [{ name => 'vnone', partitions => [{ index => 0, offset => 0 }] }], timeout_ms => 5000 } },
+	22 => sub { { transactional_id => undef, transaction_timeout_ms => 60000, producer_id => -1, producer_epoch => -1 } },
+	32 => sub { { resources => [{ type => 2, name => $topic, keys => ['retention.ms'] }] } },
+	33 => sub { { resources => [{ type => 2, name => $topic, configs => [{ name => 'retention.ms', value => '600000' }] }],
+			validate_only => 1 } },
+	37 => sub { { topics => [{ name => $topic, count => 1 }], timeout_ms => 5000, validate_only => 1 } },
+	42 => sub { { groups_names => ['vnone'] } },
+	44 => sub { { resources => [{ type => 2, name => $topic, configs => [{ name => 'retention.ms', op => 0, value => '600000' }] }],
+			validate_only => 1 } },
+);
+
+for my $k (sort { $a <=> $b } keys %vals) {
+	next unless $adv{$k};
+	for my $v ($adv{$k}[0] .. $adv{$k}[1]) {
+		my ($h, $e) = exchange($k, $v, $vals{$k}->($v));
+		ok($h, "api $k v$v: the response decodes exactly", $e);
+		print "# api $k v$v: " . summary($k, $h) . "\n" if $h && summary($k, $h);
+		if (!$h) {
+			$sock = IO::Socket::INET->new(PeerAddr => '127.0.0.1', PeerPort => $port, Proto => 'tcp') or die "connect: $!\n";
+		}
+	}
+}
+
+# the semantic checks that go with the new fields
+sub summary {
+	my ($k, $h) = @_;
+	return "error $h->{responses}[0]{partitions}[0]{error_code}" if $k == 0;
+	return "records " . length($h->{responses}[0]{partitions}[0]{records} // '') if $k == 1;
+	return '';
+}
+for my $v (0 .. 2) {
+	my ($h, $e) = exchange(0, $v, $vals{0}->($v));
+	my $p = $h && $h->{responses}[0]{partitions}[0];
+	ok($p && $p->{error_code} == 0 && $p->{base_offset} > 0, "Produce v$v stores a format-" . ($v >= 2 ? 1 : 0) . ' message',
+		$e // ($p ? "error $p->{error_code}" : 'no partition'));
+}
+for my $v (0 .. 3) {
+	my ($h, $e) = exchange(1, $v, $vals{1}->($v));
+	my $p = $h && $h->{responses}[0]{partitions}[0];
+	my $m = $p && magics($p->{records});
+	my $want = $v >= 2 ? 1 : 0;
+	ok($m && @$m >= 5 && !grep({ $_ != $want } @$m), "Fetch v$v answers every record as a format-$want message, CRC-32 right",
+		$e // ($m ? "magics @$m" : 'bad CRC or no partition'));
+}
+for my $v (12, 13, 16, 17) {
+	next unless $adv{1} && $v <= $adv{1}[1];
+	my ($h, $e) = exchange(1, $v, $vals{1}->($v));
+	my $p = $h && $h->{responses}[0]{partitions}[0];
+	ok($p && $p->{error_code} == 0 && length($p->{records} // '') > 61, "Fetch v$v reads topic vt's records"
+		. ($v >= 13 ? ' by its id' : ''), $e // ($p ? "error $p->{error_code}" : 'no partition'));
+}
+{
+	my ($h) = exchange(1, 13, { %{ $vals{1}->(13) }, topics => [{ topic_id => "\x01" x 16, partitions => [{ partition => 0, partition_max_bytes => 1000 }] }] });
+	ok($h && $h->{responses}[0]{partitions}[0]{error_code} == 100, 'Fetch v13 of an unknown topic id: UNKNOWN_TOPIC_ID (100)');
+}
+{
+	my ($h) = exchange(2, 7, $vals{2}->(7));
+	my $p = $h && $h->{topics}[0]{partitions}[0];
+	print "# ListOffsets v7 -3: offset $p->{offset} timestamp $p->{timestamp}\n" if $p;
+	ok($p && $p->{error_code} == 0 && $p->{offset} >= 0 && $p->{timestamp} > 0,
+		'ListOffsets v7 max timestamp (-3) gives a record\'s offset and time');
+	($h) = exchange(2, 9, { %{ $vals{2}->(9) }, topics => [{ name => $topic, partitions => [{ index => 0, current_leader_epoch => -1, timestamp => -5 }] }] });
+	$p = $h && $h->{topics}[0]{partitions}[0];
+	ok($p && $p->{error_code} == 0 && $p->{offset} == -1, 'ListOffsets v9 latest tiered (-5): -1, nothing is tiered');
+}
+{
+	my ($h) = exchange(9, 8, $vals{9}->(8));
+	my $g = $h && $h->{groups};
+	ok($g && @$g == 2 && $g->[0]{group_id} eq 'vg' && $g->[0]{topics}[0]{partitions}[0]{committed_offset} == 1
+		&& $g->[1]{error_code} == 14, 'OffsetFetch v8: the first group answered (offset 1), the second asked again (14)');
+}
+{
+	my ($h) = exchange(10, 4, $vals{10}->(4));
+	ok($h && @{ $h->{coordinators} } == 2 && $h->{coordinators}[1]{key} eq 'vh', 'FindCoordinator v4 answers each key');
+}
+
+print "1..$n\n";
+exit($failed ? 1 : 0);
