@@ -23,6 +23,7 @@
 #include <string.h>
 
 #include "cli.h"
+#include "sasl.h"
 #include "cluster.h"
 #include "kmetrics.h"
 #include "mqkafka.h"
@@ -51,9 +52,13 @@ static const char help[] =
 "      --statement-timeout-ms=N  a request's database work is cancelled and\n"
 "                               answered with an error after N ms (default\n"
 "                               60000; at most 10000 towards other nodes)\n"
-"      --sasl=plain             clients must authenticate with SASL/PLAIN as a\n"
-"                               PostgreSQL role, whose password PostgreSQL checks;\n"
-"                               their requests then run as that role\n"
+"      --sasl=MECH[,MECH...]    clients must authenticate, with the mechanisms\n"
+"                               listed: plain (the password checked by PostgreSQL),\n"
+"                               scram-sha-256, scram-sha-512 (verifiers set with\n"
+"                               mq.set_scram_credential); their requests then run\n"
+"                               as the role of the user's name\n"
+"      --sasl-plain-on-plaintext  allow PLAIN on a connection without TLS\n"
+"                               (passwords in clear text; refused otherwise)\n"
 "      --max-request-bytes=N    larger requests close the connection (default 104857600)\n"
 "      --max-batch-bytes=N      decompressed size cap per batch (default 67108864)\n"
 "      --group-initial-delay-ms=N  wait for more members of a new group (default 3000)\n"
@@ -113,7 +118,8 @@ parse_args(int argc, char **argv)
 	enum
 	{
 		O_ADV = CLI_OPT_LONG_BASE, O_NODE, O_POOL, O_MAXREQ, O_MAXBATCH, O_DELAY,
-		O_AUTO, O_RECHECK, O_PEER, O_COORD, O_REFRESH, O_SASL, O_METRICS, O_STMT
+		O_AUTO, O_RECHECK, O_PEER, O_COORD, O_REFRESH, O_SASL, O_METRICS, O_STMT,
+		O_SASL_PT
 	};
 	static const struct option longopts[] = {
 		{"dbname", required_argument, NULL, 'd'},
@@ -131,6 +137,7 @@ parse_args(int argc, char **argv)
 		{"coordinator", required_argument, NULL, O_COORD},
 		{"refresh-ms", required_argument, NULL, O_REFRESH},
 		{"sasl", required_argument, NULL, O_SASL},
+		{"sasl-plain-on-plaintext", no_argument, NULL, O_SASL_PT},
 		{"metrics", required_argument, NULL, O_METRICS},
 		{"version", no_argument, NULL, 'V'},
 		{NULL, 0, NULL, 0}
@@ -184,9 +191,12 @@ parse_args(int argc, char **argv)
 				kconfig.refresh_ms = (int) cli_int(&p, "--refresh-ms", optarg, 10, 60000);
 				break;
 			case O_SASL:
-				if (strcmp(optarg, "plain") != 0)
-					cli_usage_error(&p, "--sasl must be plain");
+				if (!sasl_parse_mechs(optarg, &kconfig.sasl_mechs))
+					cli_usage_error(&p, "--sasl takes a list of plain, scram-sha-256, scram-sha-512");
 				kconfig.sasl_plain = true;
+				break;
+			case O_SASL_PT:
+				kconfig.sasl_plain_on_plaintext = true;
 				break;
 			case O_METRICS:
 				parse_hostport(&p, "--metrics", optarg, &kconfig.metrics_host, &kconfig.metrics_port);
@@ -290,9 +300,11 @@ main(int argc, char **argv)
 		kconfig.advertised_port = kconfig.listen_port;
 	}
 
-	if (kconfig.sasl_plain && !is_loopback(kconfig.listen_host))
-		mq_log_warning("sasl plain on %s: passwords cross the network in clear text (there is no tls yet)",
-					   kconfig.listen_host);
+	if ((kconfig.sasl_mechs & KSASL_MECH_PLAIN) && kconfig.sasl_plain_on_plaintext)
+		mq_log_warning("sasl plain allowed without tls (--sasl-plain-on-plaintext): passwords cross %s in clear text",
+					   is_loopback(kconfig.listen_host) ? "the loopback interface" : "the network");
+	else if (kconfig.sasl_mechs & KSASL_MECH_PLAIN)
+		mq_log_info("sasl plain: refused on connections without tls");
 
 	signal(SIGPIPE, SIG_IGN);
 	keep_freed_memory();
@@ -311,7 +323,7 @@ main(int argc, char **argv)
 	cluster_start();
 	mq_log_info("listening on %s:%d (pool of %d database connections%s)",
 				kconfig.listen_host, kconfig.listen_port, kconfig.pool_size,
-				kconfig.sasl_plain ? ", sasl plain" : "");
+				kconfig.sasl_plain ? ", sasl" : "");
 	/* listening, the pool started: serving (systemd: Type=notify) */
 	watchdog_start();
 	mq_sd_ready();

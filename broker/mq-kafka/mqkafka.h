@@ -57,7 +57,9 @@ typedef struct KConfig
 	KPeer		peers[KMAX_PEERS];
 	const char *coordinator;	/* --coordinator: the cluster's view (cluster.c) */
 	int			refresh_ms;		/* how often the view is read */
-	bool		sasl_plain;		/* --sasl=plain: clients must authenticate */
+	bool		sasl_plain;		/* --sasl: clients must authenticate */
+	unsigned	sasl_mechs;		/* KSASL_MECH_* bits that --sasl enables */
+	bool		sasl_plain_on_plaintext;	/* PLAIN also without TLS */
 	char	   *metrics_host;	/* --metrics: Prometheus endpoint; NULL: none */
 	int			metrics_port;
 } KConfig;
@@ -114,6 +116,14 @@ typedef enum KSaslStep
 } KSaslStep;
 extern KSaslStep conn_sasl_step(const KConn *c);
 extern void conn_set_sasl(KConn *c, KSaslStep step, const char *role);
+/* the mechanism SaslHandshake chose (KSaslMech, sasl.h) */
+extern int	conn_sasl_mech(const KConn *c);
+extern void conn_set_sasl_mech(KConn *c, int mech);
+/* a mechanism's state between SaslAuthenticate rounds, freed with the connection */
+extern void *conn_sasl_state(const KConn *c);
+extern void conn_set_sasl_state(KConn *c, void *state, void (*free_fn) (void *state));
+/* true on a TLS listener's connection (plaintext: false) */
+extern bool conn_is_tls(const KConn *c);
 
 /* pool.c: database connections */
 typedef struct KPool KPool;

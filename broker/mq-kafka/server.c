@@ -44,6 +44,10 @@ struct KConn
 	bool		busy;
 	bool		closing;		/* closes once its output is written */
 	KSaslStep	sasl_step;
+	int			sasl_mech;		/* KSaslMech chosen by SaslHandshake */
+	void	   *sasl_state;		/* the mechanism's exchange (sasl_scram.c) */
+	void		(*sasl_state_free) (void *state);
+	bool		tls;			/* the connection is TLS (false: plaintext) */
 	char	   *role;			/* authenticated as, or NULL */
 	char		peer[64];
 };
@@ -77,11 +81,45 @@ conn_set_sasl(KConn *c, KSaslStep step, const char *role)
 	c->sasl_step = step;
 }
 
+bool
+conn_is_tls(const KConn *c)
+{
+	return c->tls;
+}
+
+int
+conn_sasl_mech(const KConn *c)
+{
+	return c->sasl_mech;
+}
+
+void
+conn_set_sasl_mech(KConn *c, int mech)
+{
+	c->sasl_mech = mech;
+}
+
+void *
+conn_sasl_state(const KConn *c)
+{
+	return c->sasl_state;
+}
+
+void
+conn_set_sasl_state(KConn *c, void *state, void (*free_fn) (void *state))
+{
+	if (c->sasl_state && c->sasl_state_free)
+		c->sasl_state_free(c->sasl_state);
+	c->sasl_state = state;
+	c->sasl_state_free = free_fn;
+}
+
 static void
 conn_unref(KConn *c)
 {
 	if (--c->refs == 0)
 	{
+		conn_set_sasl_state(c, NULL, NULL);
 		event_free(c->resume);
 		free(c->role);
 		free(c);
