@@ -27,6 +27,7 @@
 
 #include "kerr.h"
 #include "kmetrics.h"
+#include "sasl.h"
 #include "util.h"
 
 typedef struct KApi
@@ -70,7 +71,7 @@ static const KApi apis[] = {
 	{KAPI_LIST_GROUPS, 0, 2, 3, h_list_groups,
 	 "groups this daemon coordinates"},
 	{KAPI_SASL_HANDSHAKE, 0, 1, 99, h_sasl_handshake,
-	 "with `--sasl=plain` only; mechanism `PLAIN`; v0 (bare token frames) is advertised for librdkafka's feature check but answered `UNSUPPORTED_VERSION` (35): clients use v1"},
+	 "with `--sasl` only; mechanisms `PLAIN` (refused without TLS unless `--sasl-plain-on-plaintext`), `SCRAM-SHA-256`, `SCRAM-SHA-512`; after v0 the tokens come as bare frames (kafka-python 2.0.2)"},
 	{KAPI_API_VERSIONS, 0, 3, 3, h_api_versions,
 	 ""},
 	{KAPI_CREATE_TOPICS, 0, 4, 5, h_create_topics,
@@ -88,7 +89,7 @@ static const KApi apis[] = {
 	{KAPI_CREATE_PARTITIONS, 0, 1, 2, h_create_partitions,
 	 "`mq.add_partitions` to the requested total; `validate_only` supported"},
 	{KAPI_SASL_AUTHENTICATE, 0, 1, 2, h_sasl_authenticate,
-	 "with `--sasl=plain` only; `session_lifetime_ms` 0 (no re-authentication)"},
+	 "with `--sasl` only; `session_lifetime_ms` 0 (no re-authentication)"},
 	{KAPI_DELETE_GROUPS, 0, 1, 2, h_delete_groups,
 	 "`mq.delete_group`: a group's committed offsets and empty state (below)"},
 	{KAPI_INCREMENTAL_ALTER_CONFIGS, 0, 0, 1, h_incremental_alter_configs,
@@ -167,6 +168,11 @@ api_dispatch(KRequest *req, size_t frame_len)
 	KReader		r;
 	const KApi *api;
 
+	if (conn_sasl_step(req->conn) == KSASL_BARE)
+	{
+		sasl_bare_token(req, frame_len);
+		return;
+	}
 	kr_init(&r, req->frame, frame_len);
 	req->api_key = kr_i16(&r);
 	req->api_version = kr_i16(&r);

@@ -9,6 +9,11 @@
  *	  is done, the connection's requests run as the role of the user's
  *	  name (pool.c: SET LOCAL ROLE per transaction).
  *
+ * SaslHandshake v1 is followed by SaslAuthenticate requests; after v0 (as
+ * kafka-python 2.0.2 sends it) the tokens come as bare size-prefixed
+ * frames without a request header (KSASL_BARE; server.c reads them, api.c
+ * hands them here), answered by the bare token, a failure by closing.
+ *
  * PLAIN sends the password itself, so it is offered only on a connection
  * that is TLS (conn_is_tls) unless --sasl-plain-on-plaintext allows it.
  * Every failure answers SASL_AUTHENTICATION_FAILED with one message that
@@ -68,24 +73,6 @@ sasl_parse_mechs(const char *list, unsigned *out)
 	return *out != 0;
 }
 
-const char *
-sasl_log_name(const char *name, size_t len, char *buf, size_t size)
-{
-	size_t		n = len < size - 1 ? len : size - 1;
-
-	for (size_t i = 0; i < n; i++)
-		buf[i] = ((unsigned char) name[i] < 0x20 || name[i] == 0x7f) ? '?' : name[i];
-	buf[n] = '\0';
-	return buf;
-}
-
-/* "none" would SET ROLE back to the daemon's own */
-bool
-sasl_user_refused(const char *user)
-{
-	return strcmp(user, "none") == 0;
-}
-
 /* the mechanisms this connection may use */
 static unsigned
 conn_mechs(const KConn *c)
@@ -132,17 +119,12 @@ h_sasl_handshake(KRequest *req)
 		handshake_respond(req, KERR_ILLEGAL_SASL_STATE);
 		return;
 	}
-	/* v0's token would follow as a bare frame: advertised for librdkafka's feature check only */
-	if (req->api_version == 0)
-	{
-		handshake_respond(req, KERR_UNSUPPORTED_VERSION);
-		return;
-	}
 	for (size_t i = 0; i < NMECHS; i++)
 		if ((m & mechs[i].mech) && kslice_eq(name, mechs[i].name))
 		{
 			conn_set_sasl_mech(req->conn, mechs[i].mech);
-			conn_set_sasl(req->conn, KSASL_HANDSHAKEN, NULL);
+			/* after v0 the tokens come as bare frames (kafka-python) */
+			conn_set_sasl(req->conn, req->api_version == 0 ? KSASL_BARE : KSASL_HANDSHAKEN, NULL);
 			handshake_respond(req, KERR_NONE);
 			return;
 		}
@@ -158,18 +140,22 @@ h_sasl_handshake(KRequest *req)
 	handshake_respond(req, KERR_UNSUPPORTED_SASL_MECHANISM);
 }
 
-void
-sasl_respond(KRequest *req, int16_t error, const char *message, const void *auth_bytes, size_t len)
+/* the mechanism's round for a token */
+static void
+sasl_token(KRequest *req, uint8_t *token, size_t len)
 {
-	kw_i16(&req->resp, error);
-	kw_str(&req->resp, message);
-	kw_bytes(&req->resp, auth_bytes ? auth_bytes : "", (int32_t) len);
-	if (req->api_version >= 1)
-		kw_i64(&req->resp, 0);	/* session_lifetime_ms: no re-authentication */
-	if (error == KERR_NONE)
-		req_finish(req);
+	if (conn_sasl_mech(req->conn) == KSASL_MECH_PLAIN)
+		sasl_plain_authenticate(req, token, len);
 	else
-		req_finish_close(req);
+		sasl_scram_authenticate(req, token, len);
+}
+
+void
+sasl_bare_token(KRequest *req, size_t len)
+{
+	req->bare = true;
+	req->api_key = KAPI_SASL_AUTHENTICATE;
+	sasl_token(req, req->frame, len);
 }
 
 void
@@ -187,8 +173,5 @@ h_sasl_authenticate(KRequest *req)
 		sasl_respond(req, KERR_ILLEGAL_SASL_STATE, "sasl handshake first", NULL, 0);
 		return;
 	}
-	if (conn_sasl_mech(req->conn) == KSASL_MECH_PLAIN)
-		sasl_plain_authenticate(req, (uint8_t *) token.p, token.len > 0 ? (size_t) token.len : 0);
-	else
-		sasl_scram_authenticate(req, token.p, token.len > 0 ? (size_t) token.len : 0);
+	sasl_token(req, (uint8_t *) token.p, token.len > 0 ? (size_t) token.len : 0);
 }

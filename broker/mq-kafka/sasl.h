@@ -47,13 +47,16 @@ extern bool sasl_parse_mechs(const char *list, unsigned *mechs);
  */
 extern bool sasl_plain_parse(const uint8_t *p, size_t len, SaslPlain *out);
 
-/* sasl.c: the SaslAuthenticate response; a failure closes the connection */
+/* sasl_reply.c: the SaslAuthenticate response; a failure closes the connection */
 extern void sasl_respond(KRequest *req, int16_t error, const char *message,
 						 const void *auth_bytes, size_t len);
-/* sasl.c: a name the client chose, fit for one log line; returns buf */
+/* sasl_reply.c: a name the client chose, fit for one log line; returns buf */
 extern const char *sasl_log_name(const char *name, size_t len, char *buf, size_t size);
-/* sasl.c: a user name no client may authenticate as */
+/* sasl_reply.c: a user name no client may authenticate as */
 extern bool sasl_user_refused(const char *user);
+
+/* a bare token frame after SaslHandshake v0 (api.c) */
+extern void sasl_bare_token(KRequest *req, size_t len);
 
 /* one SaslAuthenticate round of each mechanism; token is the request's */
 extern void sasl_plain_authenticate(KRequest *req, uint8_t *token, size_t len);

@@ -14,7 +14,7 @@
  * StoredKey, ServerKey) comes from the database (mq.scram_lookup); the
  * password never reaches the server.  Every parser bounds every copy by
  * the destination's size and rejects NUL bytes and anything outside the
- * grammar.  No globals, no locking.
+ * grammar.  One deviation, for librdkafka: see nonce_ok().  No globals, no locking.
  *
  *-------------------------------------------------------------------------
  */
@@ -329,6 +329,22 @@ auth_hmac(const ScramState *s, const ScramClientFinal *f, const uint8_t *key, ui
 		olen == (unsigned int) klen;
 }
 
+/*
+ * The client-final nonce is the exchange's (client's + server's part).
+ * librdkafka (2.0.2 at least) sends the client's nonce once more in front
+ * of it, which Kafka accepts (its check is endsWith): that form is taken
+ * too, and nothing else.
+ */
+static bool
+nonce_ok(const ScramState *s, const char *nonce)
+{
+	size_t		cl = strlen(s->first.nonce);
+
+	if (strcmp(s->nonce, nonce) == 0)
+		return true;
+	return strncmp(nonce, s->first.nonce, cl) == 0 && strcmp(nonce + cl, s->nonce) == 0;
+}
+
 bool
 scram_verify_final(const ScramState *s, const ScramClientFinal *f, char *out, size_t size)
 {
@@ -341,7 +357,7 @@ scram_verify_final(const ScramState *s, const ScramClientFinal *f, char *out, si
 	bool		ok;
 
 	EVP_EncodeBlock((unsigned char *) cbind, (const uint8_t *) s->first.gs2, (int) strlen(s->first.gs2));
-	if (strcmp(cbind, f->cbind) != 0 || strcmp(s->nonce, f->nonce) != 0 ||
+	if (strcmp(cbind, f->cbind) != 0 || !nonce_ok(s, f->nonce) ||
 		f->proof_len != (size_t) klen || !auth_hmac(s, f, s->stored_key, sig))
 		return false;
 	for (int i = 0; i < klen; i++)

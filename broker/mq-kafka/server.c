@@ -174,6 +174,12 @@ write_response(KRequest *req)
 	size_t		hlen = req->flexible_resp ? 9 : 8;
 	uint32_t	size = (uint32_t) (hlen - 4 + req->resp.len);
 
+	if (req->bare)
+	{
+		hlen = 4;
+		size = (uint32_t) req->resp.len;
+	}
+
 	hdr[0] = size >> 24;
 	hdr[1] = size >> 16;
 	hdr[2] = size >> 8;
@@ -263,7 +269,7 @@ conn_read(struct bufferevent *bev, void *arg)
 		return;
 	evbuffer_copyout(in, szb, 4);
 	size = (int32_t) (((uint32_t) szb[0] << 24) | (szb[1] << 16) | (szb[2] << 8) | szb[3]);
-	if (size < 8 || size > kconfig.max_request_bytes)
+	if (size < (c->sasl_step == KSASL_BARE ? 1 : 8) || size > kconfig.max_request_bytes)
 	{
 		mq_log_warning("%s: frame size %d out of range, closing", c->peer, size);
 		kmetrics_protocol_error();

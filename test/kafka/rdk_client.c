@@ -29,6 +29,11 @@
  *	      GROUPs; AlterConfigs of TOPIC, valid then invalid.  Prints one
  *	      line per result: what, then the error name (and offset).
  *
+ * RDK_CONF_FILE names a file of extra librdkafka settings, one key=value
+ * a line, for every client made (test/kafka/scram.sh: security.protocol,
+ * sasl.mechanisms, sasl.username, sasl.password: the password stays out
+ * of argv and the environment).
+ *
  * Threads in group mode share only the atomic counters.
  *
  *-------------------------------------------------------------------------
@@ -69,6 +74,34 @@ set(rd_kafka_conf_t *conf, const char *k, const char *v)
 	}
 }
 
+/* the settings of RDK_CONF_FILE, if any */
+static void
+set_from_file(rd_kafka_conf_t *conf)
+{
+	const char *path = getenv("RDK_CONF_FILE");
+	char		line[1024];
+	FILE	   *f;
+
+	if (path == NULL)
+		return;
+	if ((f = fopen(path, "r")) == NULL)
+	{
+		perror(path);
+		exit(2);
+	}
+	while (fgets(line, sizeof(line), f))
+	{
+		char	   *eq = strchr(line, '=');
+
+		line[strcspn(line, "\n")] = '\0';
+		if (eq == NULL)
+			continue;
+		*eq = '\0';
+		set(conf, line, eq + 1);
+	}
+	fclose(f);
+}
+
 static int
 produce(const char *brokers, const char *topic, int n, const char *codec, int idem)
 {
@@ -81,6 +114,7 @@ produce(const char *brokers, const char *topic, int n, const char *codec, int id
 	set(conf, "enable.idempotence", idem ? "true" : "false");
 	set(conf, "message.timeout.ms", "60000");
 	set(conf, "linger.ms", "5");
+	set_from_file(conf);
 	if (getenv("RDK_DEBUG"))
 		set(conf, "debug", getenv("RDK_DEBUG"));
 	rd_kafka_conf_set_dr_msg_cb(conf, on_delivery);
@@ -153,6 +187,7 @@ consumer_main(void *arg)
 	set(conf, "session.timeout.ms", "6000");
 	if (getenv("RDK_ASSIGNOR"))
 		set(conf, "partition.assignment.strategy", getenv("RDK_ASSIGNOR"));
+	set_from_file(conf);
 	rk = rd_kafka_new(RD_KAFKA_CONSUMER, conf, err, sizeof(err));
 	rd_kafka_poll_set_consumer(rk);
 	rd_kafka_topic_partition_list_add(sub, g_topic, RD_KAFKA_PARTITION_UA);
