@@ -31,11 +31,11 @@ C=broker/common
 # the SQLSTATE constants, as broker/Makefile generates them
 bash scripts/errcodes.sh frontend-header >"$WORK/bin/mq_sqlstates.h"
 # every file of mq-kafka but the ones the harness stands in for (the event
-# loop, client sockets and the database pool: test/kafka/fuzz/fuzz_kafka.c)
+# loop, the listener, client connections and the database pool: test/kafka/fuzz/fuzz_kafka.c)
 SRCS=()
 for f in "$K"/*.c; do
 	case "${f##*/}" in
-	main.c | server.c | pool.c) ;;
+	main.c | server.c | kconn.c | pool.c) ;;
 	*) SRCS+=("$f") ;;
 	esac
 done

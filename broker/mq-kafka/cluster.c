@@ -16,7 +16,8 @@
  * hashing (the highest hash of group and broker id wins): every daemon
  * with the same view names the same one, and when a listener dies only
  * its own groups move.  Groups this daemon held but no longer coordinates
- * are dropped after each refresh (group_drop_moved), so their members
+ * are dropped after each refresh (the on_view callback main.c hands to
+ * cluster_start: group_drop_moved), so their members
  * learn NOT_COORDINATOR and look for the new coordinator, as in Kafka
  * when a coordinator moves.
  *
@@ -236,6 +237,9 @@ take_view(PGresult *lr, PGresult *pr)
 	qsort(parts, nparts, sizeof(KPartView), part_cmp);
 }
 
+/* called after each view taken (group.c's group_drop_moved) */
+static void (*on_view) (void);
+
 static void
 refresh_done(KRequest *req)
 {
@@ -256,7 +260,8 @@ refresh_done(KRequest *req)
 	if (ls->res && ps->res)
 	{
 		take_view(ls->res, ps->res);
-		group_drop_moved();
+		if (on_view)
+			on_view();
 	}
 	kjob_free(&refresh_job);
 	refreshing = false;
@@ -282,12 +287,13 @@ on_refresh(evutil_socket_t fd, short what, void *arg)
 }
 
 void
-cluster_start(void)
+cluster_start(void (*view_changed) (void))
 {
 	struct timeval every = {kconfig.refresh_ms / 1000, (kconfig.refresh_ms % 1000) * 1000};
 
 	if (!cluster_enabled())
 		return;
+	on_view = view_changed;
 	coord_pool = pool_new(kconfig.coordinator, 1, "the coordinator", false);
 	refresh_ev = event_new(kbase, -1, EV_PERSIST, on_refresh, NULL);
 	event_add(refresh_ev, &every);

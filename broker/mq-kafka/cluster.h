@@ -36,7 +36,7 @@ typedef struct KPartView
 	char	   *isr;
 } KPartView;
 
-extern void cluster_start(void);
+extern void cluster_start(void (*view_changed) (void));
 extern bool cluster_enabled(void);
 /* the listeners of the last view, by broker id (none before the first) */
 extern int	cluster_nbrokers(void);

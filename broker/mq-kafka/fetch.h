@@ -46,17 +46,23 @@ typedef struct FetchState
 			   *next; /* parked list */
 } FetchState;
 
-/* h_fetch.c: s->job becomes the statement that reads s's partitions */
-extern void fetch_job(FetchState *s);
-/* h_fetch.c: the pool's done callback of a Fetch attempt */
-extern void fetch_done(KRequest *req);
+/*
+ * What the read-ahead (below the handler) runs of the handler's, handed
+ * down with each call: the statement that reads a FetchState's
+ * partitions (as its job), and the pool's done callback of an attempt.
+ */
+typedef struct FetchOps
+{
+	void		(*job) (FetchState *s);
+	KDoneFn		done;
+} FetchOps;
 
 /*
  * fetch_ahead.c: true if a read-ahead of exactly s's request exists; it
  * then completes s (at once, or when its statement is done)
  */
-extern bool ahead_take(FetchState *s);
+extern bool ahead_take(FetchState *s, const FetchOps *ops);
 /* fetch_ahead.c: s's response is about to be sent: maybe read ahead */
-extern void ahead_after(const FetchState *s);
+extern void ahead_after(const FetchState *s, const FetchOps *ops);
 
 #endif							/* MQK_FETCH_H */

@@ -57,6 +57,7 @@ typedef struct Ahead
 	bool		running;
 	int64_t		done_us;
 	FetchState *waiter;			/* the Fetch that took it while running */
+	const FetchOps *ops;		/* the handler's statement and completion */
 	struct Ahead *next;
 } Ahead;
 
@@ -182,6 +183,7 @@ hand_over(Ahead *a, FetchState *s)
 	KJob		job = s->job;
 	int16_t		code;
 	bool		ok = !kstmt_failed(&a->fs.job.stmts[0], &code);
+	const FetchOps *ops = a->ops;
 
 	s->job = a->fs.job;
 	a->fs.job = job;
@@ -189,12 +191,12 @@ hand_over(Ahead *a, FetchState *s)
 	if (ok)
 	{
 		score = score + 1 > SCORE_MAX ? SCORE_MAX : score + 1;
-		fetch_done(s->req);
+		ops->done(s->req);
 		return;
 	}
 	/* a failed read-ahead says nothing: read as usual */
-	fetch_job(s);
-	pool_run(s->req, &s->job, fetch_done);
+	ops->job(s);
+	pool_run(s->req, &s->job, ops->done);
 }
 
 static void
@@ -211,7 +213,7 @@ ahead_done(KRequest *req)
 }
 
 bool
-ahead_take(FetchState *s)
+ahead_take(FetchState *s, const FetchOps *ops)
 {
 	int32_t		tmap[AHEAD_MAX_PARTS];
 
@@ -222,6 +224,7 @@ ahead_take(FetchState *s)
 		if (same_role(a->req.role, s->req->role) && same_request(&a->fs, s, tmap))
 		{
 			unlink_ahead(a);
+			a->ops = ops;
 			take_order(s, &a->fs, tmap);
 			if (a->running)
 				a->waiter = s;	/* ahead_done hands it over */
@@ -276,7 +279,7 @@ next_request(const FetchState *s)
 }
 
 void
-ahead_after(const FetchState *s)
+ahead_after(const FetchState *s, const FetchOps *ops)
 {
 	bool		behind = false;
 	Ahead	   *a;
@@ -290,7 +293,8 @@ ahead_after(const FetchState *s)
 	if (score < SCORE_PAUSE && ++probes % PROBE_EVERY != 0)
 		return;
 	a = next_request(s);
-	fetch_job(&a->fs);
+	a->ops = ops;
+	ops->job(&a->fs);
 	a->running = true;
 	a->next = aheads;
 	aheads = a;

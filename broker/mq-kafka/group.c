@@ -13,7 +13,9 @@
  *
  * Static members (group.instance.id): a join without a member id but with
  * a known instance id takes over that member under a new id; the old id
- * is fenced (FENCED_INSTANCE_ID).
+ * is fenced (FENCED_INSTANCE_ID).  Into a stable group with the same
+ * protocols that is all (KIP-345: no rebalance, static_rejoin); otherwise
+ * the group rebalances as for any join.
  *
  *-------------------------------------------------------------------------
  */
@@ -58,26 +60,6 @@ group_state_name(KGroupState s)
 	return names[s];
 }
 
-const KProto *
-member_proto(const KMember *m, const char *name)
-{
-	for (int i = 0; name && i < m->nprotos; i++)
-		if (strcmp(m->protos[i].name, name) == 0)
-			return &m->protos[i];
-	return NULL;
-}
-
-static void
-free_protos(int n, KProto *p)
-{
-	for (int i = 0; i < n; i++)
-	{
-		free(p[i].name);
-		free(p[i].meta);
-	}
-	free(p);
-}
-
 static void on_join_timer(evutil_socket_t fd, short what, void *arg);
 static void on_expire(evutil_socket_t fd, short what, void *arg);
 
@@ -95,45 +77,6 @@ group_get(const char *group_id)
 	g->next = groups;
 	groups = g;
 	return g;
-}
-
-static KMember *
-member_find(KGroup *g, const char *member_id)
-{
-	for (KMember *m = g ? g->members : NULL; m; m = m->next)
-		if (member_id && strcmp(m->id, member_id) == 0)
-			return m;
-	return NULL;
-}
-
-static KMember *
-member_by_instance(KGroup *g, const char *instance_id)
-{
-	for (KMember *m = g ? g->members : NULL; m; m = m->next)
-		if (instance_id && m->instance_id && strcmp(m->instance_id, instance_id) == 0)
-			return m;
-	return NULL;
-}
-
-/*
- * The member a request speaks for: *code is UNKNOWN_MEMBER_ID, or
- * FENCED_INSTANCE_ID when the instance id now belongs to another member id.
- */
-static KMember *
-member_lookup(KGroup *g, const char *member_id, const char *instance_id, int16_t *code)
-{
-	KMember    *m = member_find(g, member_id);
-	KMember    *byinst = member_by_instance(g, instance_id);
-
-	*code = KERR_NONE;
-	if (byinst && byinst != m)
-	{
-		*code = KERR_FENCED_INSTANCE_ID;
-		return NULL;
-	}
-	if (m == NULL)
-		*code = KERR_UNKNOWN_MEMBER_ID;
-	return m;
 }
 
 static void
@@ -277,19 +220,6 @@ prepare_rebalance(KGroup *g)
 	maybe_complete_join(g);
 }
 
-static void
-member_free(KMember *m)
-{
-	event_free(m->expire);
-	free(m->id);
-	free(m->instance_id);
-	free(m->client_id);
-	free(m->client_host);
-	free(m->assignment);
-	free_protos(m->nprotos, m->protos);
-	free(m);
-}
-
 /* drop a member, answering its parked requests with error */
 static void
 member_drop(KGroup *g, KMember *m, int16_t error)
@@ -424,6 +354,40 @@ join_member(KGroup *g, KRequest *req, KJoin *j, int16_t *code)
 	return member_new(g, req, j->instance_id);
 }
 
+/* a member's client, its address and timeouts, from its latest join */
+static void
+member_update(KMember *m, KRequest *req, const KJoin *j)
+{
+	m->session_ms = j->session_ms;
+	m->rebalance_ms = j->rebalance_ms;
+	free(m->client_id);
+	m->client_id = mq_strdup(req->client_id ? req->client_id : "");
+	free(m->client_host);
+	m->client_host = mq_strdup(conn_peer(req->conn));
+}
+
+/*
+ * KIP-345: a static member that restarted (no member id, a known instance
+ * id: join_member gave it a new id) into a stable group, asking for the
+ * same protocols, gets the current generation at once and then its
+ * assignment from SyncGroup: no rebalance, the others keep theirs.  The
+ * leader's answer lists the members, so a client that reassigns anyway
+ * sends an assignment that a stable group's SyncGroup ignores.
+ */
+static bool
+static_rejoin(KGroup *g, KRequest *req, KMember *m, const KJoin *j)
+{
+	if (j->member_id[0] != '\0' || j->instance_id == NULL || g->state != KG_STABLE ||
+		m->join_req != NULL || !member_same_protos(m, j))
+		return false;
+	member_update(m, req, j);
+	touch(m);
+	mq_log_info("group %s: static member %s rejoined as %s, generation %d kept", g->id,
+				m->instance_id, m->id, g->generation);
+	join_respond(req, g, m, KERR_NONE);
+	return true;
+}
+
 void
 group_join(KRequest *req, KJoin *j)
 {
@@ -446,6 +410,8 @@ group_join(KRequest *req, KJoin *j)
 		join_respond(req, g, NULL, code);
 		return;
 	}
+	if (static_rejoin(g, req, m, j))
+		return;
 	if (g->nmembers == 1)
 	{
 		free(g->protocol_type);
@@ -456,12 +422,7 @@ group_join(KRequest *req, KJoin *j)
 	m->nprotos = j->nprotos;
 	j->protos = NULL;
 	j->nprotos = 0;
-	m->session_ms = j->session_ms;
-	m->rebalance_ms = j->rebalance_ms;
-	free(m->client_id);
-	m->client_id = mq_strdup(req->client_id ? req->client_id : "");
-	free(m->client_host);
-	m->client_host = mq_strdup(conn_peer(req->conn));
+	member_update(m, req, j);
 	if (m->join_req)			/* the same member again: the older one is stale */
 		join_respond(m->join_req, g, m, KERR_UNKNOWN_MEMBER_ID);
 	m->join_req = req;

@@ -101,15 +101,26 @@ extern int16_t group_leave(const char *group_id, const char *member_id,
 extern int16_t group_commit_check(const char *group_id, const char *member_id,
 								  const char *instance_id, int32_t generation);
 extern KGroup *group_find(const char *group_id);
-/* drop the members of groups another daemon coordinates now (cluster.c) */
+/* drop the members of groups another daemon coordinates now (after each
+ * cluster view: main.c hands it to cluster_start) */
 extern void group_drop_moved(void);
 extern KGroup *group_list(void);
 /* DeleteGroups: forget an empty group; false if it has members */
 extern bool group_forget(const char *group_id);
 extern const char *group_state_name(KGroupState s);
-extern const KProto *member_proto(const KMember *m, const char *name);
 
-/* h_group.c: answers to parked requests */
+/* group_member.c: the member list */
+extern void free_protos(int n, KProto *p);
+extern KMember *member_find(KGroup *g, const char *member_id);
+extern KMember *member_by_instance(KGroup *g, const char *instance_id);
+/* the member a request speaks for; NULL: *code is UNKNOWN_MEMBER_ID or FENCED_INSTANCE_ID */
+extern KMember *member_lookup(KGroup *g, const char *member_id, const char *instance_id,
+							  int16_t *code);
+extern bool member_same_protos(const KMember *m, const KJoin *j);
+extern void member_free(KMember *m);
+
+/* group_reply.c: a member's metadata for a protocol, and the answers */
+extern const KProto *member_proto(const KMember *m, const char *name);
 extern void join_respond(KRequest *req, KGroup *g, KMember *m, int16_t error);
 extern void sync_respond(KRequest *req, const uint8_t *assign, int32_t len, int16_t error);
 

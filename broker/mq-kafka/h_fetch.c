@@ -96,6 +96,11 @@ static FetchState *parked;
 static struct event *recheck_ev;
 
 static void fetch_attempt(FetchState *s);
+static void fetch_job(FetchState *s);
+static void fetch_done(KRequest *req);
+
+/* what the read-ahead runs of this handler's */
+static const FetchOps fetch_ops = {fetch_job, fetch_done};
 
 static void
 fetch_state_free(void *p)
@@ -251,7 +256,7 @@ fetch_order(PGresult *res, int32_t nparts, int *bounds, FRow **rows, int *nrows)
 }
 
 /* the statement that reads s's partitions, as s->job */
-void
+static void
 fetch_job(FetchState *s)
 {
 	MqArray		a[5];
@@ -416,7 +421,7 @@ on_recheck(evutil_socket_t fd, short what, void *arg)
 		retry(parked, false);
 }
 
-void
+static void
 fetch_done(KRequest *req)
 {
 	FetchState *s = req->state;
@@ -429,7 +434,7 @@ fetch_done(KRequest *req)
 		conn_closed(req->conn))
 	{
 		if (!s->failed && s->bytes > 0 && !conn_closed(req->conn))
-			ahead_after(s);
+			ahead_after(s, &fetch_ops);
 		req_finish(req);
 		return;
 	}
@@ -531,6 +536,6 @@ h_fetch(KRequest *req)
 	s->timer = evtimer_new(kbase, on_deadline, s);
 	if (recheck_ev == NULL)
 		recheck_ev = evtimer_new(kbase, on_recheck, NULL);
-	if (!ahead_take(s))
+	if (!ahead_take(s, &fetch_ops))
 		fetch_attempt(s);
 }

@@ -6,7 +6,7 @@
  *	  the daemon's own event loop; and the counters it serves.
  *
  * The counters are plain integers the loop thread bumps as requests pass
- * (api.c dispatches, server.c frees, pool.c takes a failed statement's
+ * (api.c dispatches, kconn.c frees, pool.c takes a failed statement's
  * error, the listener accepts and closes): a scrape reads them between two events,
  * without locks and without a database, so it cannot stall a client and a
  * database that does not answer cannot stall a scrape.  They count from

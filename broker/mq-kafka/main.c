@@ -25,6 +25,7 @@
 #include "cli.h"
 #include "sasl.h"
 #include "cluster.h"
+#include "group.h"
 #include "kmetrics.h"
 #include "mqkafka.h"
 #include "sdnotify.h"
@@ -320,7 +321,7 @@ main(int argc, char **argv)
 	if (kconfig.metrics_host)
 		kmetrics_start(kconfig.metrics_host, kconfig.metrics_port);
 	pool_start();
-	cluster_start();
+	cluster_start(group_drop_moved);
 	mq_log_info("listening on %s:%d (pool of %d database connections%s)",
 				kconfig.listen_host, kconfig.listen_port, kconfig.pool_size,
 				kconfig.sasl_plain ? ", sasl" : "");

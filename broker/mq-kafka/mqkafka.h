@@ -98,8 +98,14 @@ struct KRequest
 	int64_t		started_us;		/* dispatched at (kmetrics.c); 0: not dispatched */
 };
 
-/* server.c: connections */
+/* server.c: the listener */
 extern void server_start(void);
+
+/* kconn.c: connections and request completion */
+typedef void (*KFrameFn) (KRequest *req, size_t frame_len);
+struct bufferevent;
+/* a connection on bev, whose whole frames go to dispatch */
+extern void conn_start(struct bufferevent *bev, const char *peer, KFrameFn dispatch);
 extern const char *conn_peer(const KConn *c);
 extern bool conn_closed(const KConn *c);
 /* send req's response (unless no_response), free req, resume reading */
@@ -109,7 +115,7 @@ extern void req_abort(KRequest *req);
 /* send req's response, free req, close the connection once it is sent */
 extern void req_finish_close(KRequest *req);
 
-/* server.c keeps sasl.c's state of a connection */
+/* kconn.c keeps sasl.c's state of a connection */
 typedef enum KSaslStep
 {
 	KSASL_START,				/* nothing yet */

@@ -1,18 +1,13 @@
 /*-------------------------------------------------------------------------
  *
  * server.c
- *	  Client connections: the listening socket, framing (an int32 size,
- *	  then the request), one request in flight per connection, and
- *	  writing responses.  Loop thread only.
+ *	  The listening socket: accepts clients and starts a connection
+ *	  (kconn.c) for each, handing it api_dispatch as the taker of its
+ *	  requests.  It stands above kconn.c and api.c, at the top of the
+ *	  request path with main.c.  Loop thread only.
  *
- * A connection stops reading while its request is in flight and resumes
- * once the response is queued, so responses leave in request order.  A
- * frame with a size below 8 or above max_request_bytes closes the
- * connection: there is no way to answer a request whose header cannot be
- * trusted.  A connection that closes while its request is with the pool
- * or parked is freed when the request is done (refs).  Each connection
- * keeps who it authenticated as (sasl.c), and each of its requests runs
- * its statements as that role.
+ * While no database connection can be made, clients are refused at
+ * accept: this broker is down, and they should try another.
  *
  *-------------------------------------------------------------------------
  */
@@ -21,287 +16,19 @@
 #include <arpa/inet.h>
 #include <netinet/in.h>
 #include <netinet/tcp.h>
-#include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
 
-#include <event2/buffer.h>
 #include <event2/bufferevent.h>
 #include <event2/listener.h>
 
-#include "kmetrics.h"
 #include "util.h"
-
-/* bytes one write(2) to a client may take */
-#define MAX_SINGLE_WRITE (4 * 1024 * 1024)
-
-struct KConn
-{
-	struct bufferevent *bev;
-	struct event *resume;		/* reads the next buffered frame */
-	int			refs;			/* the socket, a request in flight, a resume */
-	bool		closed;
-	bool		busy;
-	bool		closing;		/* closes once its output is written */
-	KSaslStep	sasl_step;
-	int			sasl_mech;		/* KSaslMech chosen by SaslHandshake */
-	void	   *sasl_state;		/* the mechanism's exchange (sasl_scram.c) */
-	void		(*sasl_state_free) (void *state);
-	bool		tls;			/* the connection is TLS (false: plaintext) */
-	char	   *role;			/* authenticated as, or NULL */
-	char		peer[64];
-};
-
-static void conn_read(struct bufferevent *bev, void *arg);
-static void conn_event(struct bufferevent *bev, short what, void *arg);
-
-const char *
-conn_peer(const KConn *c)
-{
-	return c->peer;
-}
-
-bool
-conn_closed(const KConn *c)
-{
-	return c->closed;
-}
-
-KSaslStep
-conn_sasl_step(const KConn *c)
-{
-	return c->sasl_step;
-}
-
-void
-conn_set_sasl(KConn *c, KSaslStep step, const char *role)
-{
-	free(c->role);
-	c->role = role ? mq_strdup(role) : NULL;
-	c->sasl_step = step;
-}
-
-bool
-conn_is_tls(const KConn *c)
-{
-	return c->tls;
-}
-
-int
-conn_sasl_mech(const KConn *c)
-{
-	return c->sasl_mech;
-}
-
-void
-conn_set_sasl_mech(KConn *c, int mech)
-{
-	c->sasl_mech = mech;
-}
-
-void *
-conn_sasl_state(const KConn *c)
-{
-	return c->sasl_state;
-}
-
-void
-conn_set_sasl_state(KConn *c, void *state, void (*free_fn) (void *state))
-{
-	if (c->sasl_state && c->sasl_state_free)
-		c->sasl_state_free(c->sasl_state);
-	c->sasl_state = state;
-	c->sasl_state_free = free_fn;
-}
-
-static void
-conn_unref(KConn *c)
-{
-	if (--c->refs == 0)
-	{
-		conn_set_sasl_state(c, NULL, NULL);
-		event_free(c->resume);
-		free(c->role);
-		free(c);
-	}
-}
-
-/*
- * After a response, the next frame may already be buffered: read it from
- * the loop rather than from here, so that a client pipelining thousands of
- * requests answered at once cannot grow the stack.
- */
-static void
-on_resume(evutil_socket_t fd, short what, void *arg)
-{
-	KConn	   *c = arg;
-
-	if (!c->closed)
-		conn_read(c->bev, c);
-	conn_unref(c);
-}
-
-static void
-conn_close(KConn *c)
-{
-	if (c->closed)
-		return;
-	c->closed = true;
-	kmetrics_connection(-1);
-	bufferevent_free(c->bev);
-	c->bev = NULL;
-	conn_unref(c);
-}
-
-static void
-req_free(KRequest *req)
-{
-	kmetrics_request_done(req);
-	if (req->free_state && req->state)
-		req->free_state(req->state);
-	kw_free(&req->resp);
-	free(req->frame);
-	free(req->client_id);
-	free(req->role);
-	free(req);
-}
-
-static void
-write_response(KRequest *req)
-{
-	struct evbuffer *out = bufferevent_get_output(req->conn->bev);
-	uint8_t		hdr[9];
-	size_t		hlen = req->flexible_resp ? 9 : 8;
-	uint32_t	size = (uint32_t) (hlen - 4 + req->resp.len);
-
-	if (req->bare)
-	{
-		hlen = 4;
-		size = (uint32_t) req->resp.len;
-	}
-
-	hdr[0] = size >> 24;
-	hdr[1] = size >> 16;
-	hdr[2] = size >> 8;
-	hdr[3] = size;
-	hdr[4] = (uint32_t) req->corr >> 24;
-	hdr[5] = (uint32_t) req->corr >> 16;
-	hdr[6] = (uint32_t) req->corr >> 8;
-	hdr[7] = (uint32_t) req->corr;
-	hdr[8] = 0;					/* no tagged fields */
-	evbuffer_add(out, hdr, hlen);
-	evbuffer_add(out, req->resp.buf, req->resp.len);
-}
-
-void
-req_finish(KRequest *req)
-{
-	KConn	   *c = req->conn;
-
-	if (!c->closed && req->db_lost)
-		conn_close(c);			/* no database: let the client try another broker */
-	if (!c->closed)
-	{
-		if (!req->no_response)
-			write_response(req);
-		c->busy = false;
-		bufferevent_enable(c->bev, EV_READ);
-	}
-	req_free(req);
-	if (!c->closed)
-	{
-		c->refs++;
-		event_active(c->resume, 0, 0);
-	}
-	conn_unref(c);
-}
-
-/* the output is written: close a connection that was closing */
-static void
-conn_written(struct bufferevent *bev, void *arg)
-{
-	KConn	   *c = arg;
-
-	if (c->closing)
-		conn_close(c);
-}
-
-void
-req_finish_close(KRequest *req)
-{
-	KConn	   *c = req->conn;
-
-	if (!c->closed)
-	{
-		c->closing = true;
-		write_response(req);
-		bufferevent_setcb(c->bev, NULL, conn_written, conn_event, c);
-		bufferevent_disable(c->bev, EV_READ);
-		if (evbuffer_get_length(bufferevent_get_output(c->bev)) == 0)
-			conn_close(c);
-	}
-	req_free(req);
-	conn_unref(c);
-}
-
-void
-req_abort(KRequest *req)
-{
-	KConn	   *c = req->conn;
-
-	kmetrics_protocol_error();
-	conn_close(c);
-	req_free(req);
-	conn_unref(c);
-}
-
-/* the next whole frame, if one has arrived and none is in flight */
-static void
-conn_read(struct bufferevent *bev, void *arg)
-{
-	KConn	   *c = arg;
-	struct evbuffer *in = bufferevent_get_input(bev);
-	uint8_t		szb[4];
-	int32_t		size;
-	KRequest   *req;
-
-	if (c->busy || c->closed || evbuffer_get_length(in) < 4)
-		return;
-	evbuffer_copyout(in, szb, 4);
-	size = (int32_t) (((uint32_t) szb[0] << 24) | (szb[1] << 16) | (szb[2] << 8) | szb[3]);
-	if (size < (c->sasl_step == KSASL_BARE ? 1 : 8) || size > kconfig.max_request_bytes)
-	{
-		mq_log_warning("%s: frame size %d out of range, closing", c->peer, size);
-		kmetrics_protocol_error();
-		conn_close(c);
-		return;
-	}
-	if (evbuffer_get_length(in) < (size_t) size + 4)
-		return;
-	evbuffer_drain(in, 4);
-	req = mq_malloc0(sizeof(KRequest));
-	req->frame = mq_malloc(size);
-	evbuffer_remove(in, req->frame, size);
-	req->conn = c;
-	req->role = c->role ? mq_strdup(c->role) : NULL;
-	c->refs++;
-	c->busy = true;
-	bufferevent_disable(bev, EV_READ);
-	api_dispatch(req, size);
-}
-
-static void
-conn_event(struct bufferevent *bev, short what, void *arg)
-{
-	if (what & (BEV_EVENT_EOF | BEV_EVENT_ERROR))
-		conn_close(arg);
-}
 
 static void
 on_accept(struct evconnlistener *l, evutil_socket_t fd, struct sockaddr *sa,
 		  int salen, void *arg)
 {
-	KConn	   *c;
+	struct bufferevent *bev;
 	int			one = 1;
 	char		host[INET6_ADDRSTRLEN] = "?";
 
@@ -310,21 +37,13 @@ on_accept(struct evconnlistener *l, evutil_socket_t fd, struct sockaddr *sa,
 		evutil_closesocket(fd); /* no database: this broker is down */
 		return;
 	}
-	c = mq_malloc0(sizeof(KConn));
 	setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
 	if (sa->sa_family == AF_INET)
 		inet_ntop(AF_INET, &((struct sockaddr_in *) sa)->sin_addr, host, sizeof(host));
 	else if (sa->sa_family == AF_INET6)
 		inet_ntop(AF_INET6, &((struct sockaddr_in6 *) sa)->sin6_addr, host, sizeof(host));
-	snprintf(c->peer, sizeof(c->peer), "%s", host);
-	c->refs = 1;
-	kmetrics_connection(1);
-	c->resume = event_new(kbase, -1, 0, on_resume, c);
-	c->bev = bufferevent_socket_new(kbase, fd, BEV_OPT_CLOSE_ON_FREE);
-	bufferevent_setcb(c->bev, conn_read, NULL, conn_event, c);
-	/* a Fetch response is often a megabyte: not libevent's 16 kB per write */
-	bufferevent_set_max_single_write(c->bev, MAX_SINGLE_WRITE);
-	bufferevent_enable(c->bev, EV_READ | EV_WRITE);
+	bev = bufferevent_socket_new(kbase, fd, BEV_OPT_CLOSE_ON_FREE);
+	conn_start(bev, host, api_dispatch);
 }
 
 void

@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # The group coordinator with kcat consumers: static membership fences an
-# older instance with the same group.instance.id, and a member that dies
-# without leaving is expired after its session timeout, its partitions
-# going to the others.
+# older instance with the same group.instance.id, a static member that
+# restarts within its session timeout gets its partition back without a
+# rebalance (KIP-345), and a member that dies without leaving is expired
+# after its session timeout, its partitions going to the others.
 source "$(dirname "${BASH_SOURCE[0]}")/lib.bash"
 T="$(tmpdir)"
 
@@ -29,6 +30,28 @@ check_eq "$RC" "0" "the older instance stops"
 check_match "$(cat "$T/s1.err")" 'fenced by other consumer with same group.instance.id' \
 	"the older instance was fenced (FENCED_INSTANCE_ID)"
 stop "$s2_pid"
+
+# a static member restarted within its session timeout: same partition,
+# same generation, and the other member is neither revoked nor reassigned
+member a1 restart -X group.instance.id=inst-a
+member b1 restart -X group.instance.id=inst-b
+wait_for 60 bash -c "grep -q 'assigned: gt \[[01]\]\$' '$T/a1.err' && grep -q 'assigned: gt \[[01]\]\$' '$T/b1.err'" ||
+	fail "two static members get a partition each" "$(cat "$T/a1.err" "$T/b1.err")"
+a_part="$(grep -o 'assigned: gt \[[01]\]$' "$T/a1.err" | tail -1)"
+b_events="$(grep -c 'revoked\|assigned' "$T/b1.err")"
+kill -9 "$a1_pid"
+wait "$a1_pid" 2>/dev/null || true
+member a2 restart -X group.instance.id=inst-a
+wait_for 30 grep -q 'assigned: gt' "$T/a2.err" || fail "the restarted instance is assigned" "$(cat "$T/a2.err")"
+check_eq "$(grep -o 'assigned: gt .*' "$T/a2.err" | tail -1)" "$a_part" \
+	"the restarted static member gets its partition back"
+check_match "$(cat "$(tmpdir)/mq-kafka.log")" 'group restart: static member inst-a rejoined as .*, generation [0-9]+ kept' \
+	"mq-kafka kept the generation"
+# a rebalance would have revoked b1's partition before a2 could be assigned
+check_eq "$(grep -c 'revoked\|assigned' "$T/b1.err")" "$b_events" \
+	"the other member was not revoked or reassigned"
+stop "$a2_pid"
+stop "$b1_pid"
 
 # session expiry: a member killed without leaving loses its partition
 member e1 expiry

@@ -1,0 +1,96 @@
+/*-------------------------------------------------------------------------
+ *
+ * group_member.c
+ *	  A group's members as a list: finding a member by id or by static
+ *	  instance id (and whether a request's member is fenced), comparing
+ *	  the protocols a member rejoins with, and freeing members.  It stands
+ *	  below the state machine (group.c) and calls nothing above it.  Loop
+ *	  thread only: no locking.
+ *
+ *-------------------------------------------------------------------------
+ */
+#include "group.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+#include <event2/event.h>
+
+#include "kerr.h"
+
+void
+free_protos(int n, KProto *p)
+{
+	for (int i = 0; i < n; i++)
+	{
+		free(p[i].name);
+		free(p[i].meta);
+	}
+	free(p);
+}
+
+KMember *
+member_find(KGroup *g, const char *member_id)
+{
+	for (KMember *m = g ? g->members : NULL; m; m = m->next)
+		if (member_id && strcmp(m->id, member_id) == 0)
+			return m;
+	return NULL;
+}
+
+KMember *
+member_by_instance(KGroup *g, const char *instance_id)
+{
+	for (KMember *m = g ? g->members : NULL; m; m = m->next)
+		if (instance_id && m->instance_id && strcmp(m->instance_id, instance_id) == 0)
+			return m;
+	return NULL;
+}
+
+/*
+ * The member a request speaks for: *code is UNKNOWN_MEMBER_ID, or
+ * FENCED_INSTANCE_ID when the instance id now belongs to another member id.
+ */
+KMember *
+member_lookup(KGroup *g, const char *member_id, const char *instance_id, int16_t *code)
+{
+	KMember    *m = member_find(g, member_id);
+	KMember    *byinst = member_by_instance(g, instance_id);
+
+	*code = KERR_NONE;
+	if (byinst && byinst != m)
+	{
+		*code = KERR_FENCED_INSTANCE_ID;
+		return NULL;
+	}
+	if (m == NULL)
+		*code = KERR_UNKNOWN_MEMBER_ID;
+	return m;
+}
+
+void
+member_free(KMember *m)
+{
+	event_free(m->expire);
+	free(m->id);
+	free(m->instance_id);
+	free(m->client_id);
+	free(m->client_host);
+	free(m->assignment);
+	free_protos(m->nprotos, m->protos);
+	free(m);
+}
+
+/* does a join ask for exactly the protocols (names and metadata) m has? */
+bool
+member_same_protos(const KMember *m, const KJoin *j)
+{
+	if (m->nprotos != j->nprotos)
+		return false;
+	for (int i = 0; i < m->nprotos; i++)
+		if (strcmp(m->protos[i].name, j->protos[i].name) != 0 ||
+			m->protos[i].len != j->protos[i].len ||
+			(m->protos[i].len > 0 && memcmp(m->protos[i].meta, j->protos[i].meta, m->protos[i].len) != 0))
+			return false;
+	return true;
+}

@@ -1,0 +1,66 @@
+/*-------------------------------------------------------------------------
+ *
+ * group_reply.c
+ *	  The answers a group gives its members: the JoinGroup response (the
+ *	  leader's copy lists every member's metadata for the chosen
+ *	  protocol) and the SyncGroup response (a member's assignment), sent
+ *	  both by the handlers (h_group.c) when they refuse a request and by
+ *	  the group state machine (group.c) when a rebalance completes.  It
+ *	  stands below both, so that neither calls back into the other.
+ *	  Loop thread only: no locking.
+ *
+ *-------------------------------------------------------------------------
+ */
+#include "group.h"
+
+#include <string.h>
+
+#include "kbuf.h"
+#include "kerr.h"
+
+const KProto *
+member_proto(const KMember *m, const char *name)
+{
+	for (int i = 0; name && i < m->nprotos; i++)
+		if (strcmp(m->protos[i].name, name) == 0)
+			return &m->protos[i];
+	return NULL;
+}
+
+void
+join_respond(KRequest *req, KGroup *g, KMember *m, int16_t error)
+{
+	KWriter    *w = &req->resp;
+	bool		leader = error == KERR_NONE && m && g->leader && strcmp(g->leader, m->id) == 0;
+
+	if (req->api_version >= 2)
+		kw_i32(w, 0);
+	kw_i16(w, error);
+	kw_i32(w, error == KERR_NONE ? g->generation : -1);
+	kw_str(w, error == KERR_NONE ? g->protocol : "");
+	kw_str(w, error == KERR_NONE ? g->leader : "");
+	kw_str(w, m ? m->id : "");
+	kw_i32(w, leader ? g->nmembers : 0);
+	for (KMember *x = leader ? g->members : NULL; x; x = x->next)
+	{
+		const KProto *p = member_proto(x, g->protocol);
+
+		kw_str(w, x->id);
+		if (req->api_version >= 5)
+			kw_str(w, x->instance_id);
+		kw_bytes(w, p ? p->meta : NULL, p ? p->len : 0);
+	}
+	req_finish(req);
+}
+
+void
+sync_respond(KRequest *req, const uint8_t *assign, int32_t len, int16_t error)
+{
+	KWriter    *w = &req->resp;
+
+	if (req->api_version >= 1)
+		kw_i32(w, 0);
+	kw_i16(w, error);
+	kw_bytes(w, assign, error == KERR_NONE ? len : 0);
+	req_finish(req);
+}
