@@ -32,6 +32,8 @@ sql "SELECT mq.create_topic('scram_t', 1)" >/dev/null
 sql "SELECT mq.grant('read, write', 'topic', 'scram_t', 'mq_scram_alice')" >/dev/null
 sql "SELECT mq.grant('read', 'group', 'scram_g', 'mq_scram_alice')" >/dev/null
 sql "SELECT mq.grant('read', 'group', 'scram_rdk', 'mq_scram_alice')" >/dev/null
+sql "SELECT mq.grant('read', 'group', 'scram_g_', 'mq_scram_alice', 'prefixed')" >/dev/null
+sql "SELECT mq.grant('read', 'topic', 'scram_t', 'mq_scram_bob')" >/dev/null
 
 kafka_start --sasl=scram-sha-256,scram-sha-512,plain || { fail "mq-kafka starts"; finish; }
 
@@ -59,7 +61,7 @@ wait_for 10 test "$(sql "SELECT mq.committed_offset('scram_g', 'scram_t', 0)")" 
 	fail "kcat's group commits its offset"
 
 run timeout 60 kcat -b "$BROKER" -F "$T/bob.conf" -P -t scram_t -p 0 -X message.timeout.ms=5000 -l "$T/in"
-check_match "$ERR" "Topic authorization failed" "bob (SCRAM-SHA-512, no rights) acts as his role: TOPIC_AUTHORIZATION_FAILED"
+check_match "$ERR" "Topic authorization failed" "bob (SCRAM-SHA-512, read only) acts as his role: TOPIC_AUTHORIZATION_FAILED"
 
 before="$(sql "SELECT count(*) FROM mq.fetch('scram_t', 0, 0, 100)"):$(sql "SELECT count(*) FROM mq.scram_credential")"
 conns="$(sql "SELECT count(*) FROM pg_stat_activity WHERE datname = current_database()")"
