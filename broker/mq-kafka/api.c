@@ -92,6 +92,10 @@ static const KApi apis[] = {
 	 "with `--sasl` only; `session_lifetime_ms` 0 (no re-authentication)"},
 	{KAPI_DELETE_GROUPS, 0, 1, 2, h_delete_groups,
 	 "`mq.delete_group`: a group's committed offsets and empty state (below)"},
+	{KAPI_DESCRIBE_USER_SCRAM_CREDENTIALS, 0, 0, 0, h_describe_user_scram_credentials,
+	 "`mq.scram_credentials`: all users' with DESCRIBE on the cluster, else the caller's own; others are `RESOURCE_NOT_FOUND`"},
+	{KAPI_ALTER_USER_SCRAM_CREDENTIALS, 0, 0, 0, h_alter_user_scram_credentials,
+	 "`mq.set_scram_credential_salted` / `mq.drop_scram_credential`, one transaction per user; ALTER on the cluster, or the user itself"},
 	{KAPI_INCREMENTAL_ALTER_CONFIGS, 0, 0, 1, h_incremental_alter_configs,
 	 "SET, DELETE; APPEND and SUBTRACT for `cleanup.policy`; through `mq.alter_topic`; `validate_only` supported"},
 };

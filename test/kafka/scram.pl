@@ -3,6 +3,12 @@
 # on a plaintext listener (test/kafka/scram.sh runs it):
 #
 #   MQ_SCRAM_PASSWORD=... perl scram.pl PORT USER ITERATIONS
+#   MQ_SCRAM_PASSWORD=... perl scram.pl PORT USER ITERATIONS admin [granted]
+#
+# The admin form runs only the checks of DescribeUserScramCredentials (50)
+# and AlterUserScramCredentials (51) on a connection authenticated as USER:
+# without "granted" USER has no right on the cluster (its own credential
+# only); with it, USER has ALTER and DESCRIBE on the cluster.
 #
 # USER has SCRAM-SHA-256 and -512 credentials with that password and
 # iteration count.  The client side is computed here (RFC 5802 with
@@ -43,8 +49,8 @@ sub connect_broker {
 
 # one request; the response body after the correlation id, or undef if closed
 sub call {
-	my ($sock, $api, $ver, $body) = @_;
-	my $frame = pack('s> s> l>', $api, $ver, 7) . str('scram.pl') . $body;
+	my ($sock, $api, $ver, $body, %o) = @_;
+	my $frame = pack('s> s> l>', $api, $ver, 7) . str('scram.pl') . ($o{flexible} ? "\0" : '') . $body;
 	$sock->syswrite(pack('l>', length $frame) . $frame);
 	my $sel = IO::Select->new($sock);
 	my $buf = '';
@@ -54,7 +60,7 @@ sub call {
 		return undef unless $got;
 		if (length $buf >= 4) {
 			my $size = unpack('l>', $buf);
-			return substr($buf, 8, $size - 4) if length $buf >= 4 + $size;
+			return substr($buf, $o{flexible} ? 9 : 8, $size - ($o{flexible} ? 5 : 4)) if length $buf >= 4 + $size;
 		}
 	}
 }
@@ -119,32 +125,15 @@ sub final {
 	return ("$without,p=" . b64($proof), 'v=' . b64($ssig));
 }
 
-# offered mechanisms without TLS
-my $s = connect_broker();
-my ($e, $mechs) = handshake($s, 'PLAIN');
-ok(defined $e && $e == 33 && "@$mechs" eq 'SCRAM-SHA-256 SCRAM-SHA-512',
-	'PLAIN on a plaintext connection gets UNSUPPORTED_SASL_MECHANISM; SCRAM-SHA-256 and -512 are offered',
-	'got ' . ($e // 'closed') . ' [' . join(' ', @{ $mechs // [] }) . ']');
-ok(closed($s), 'and the connection is closed');
-
-# both mechanisms succeed, and the server proves it knows the verifier
-for my $mech ('SCRAM-SHA-256', 'SCRAM-SHA-512') {
-	my ($s, $bare, $sf, $ae) = start($mech, $user, cnonce => 'fyko+d2lbbFgONRv9qkxdawL');
-	my ($salt) = ($sf // '') =~ /,s=([^,]+),/;
-	ok(defined $ae && $ae == 0 && $sf =~ /^r=fyko\+d2lbbFgONRv9qkxdawL[A-Za-z0-9+\/=]{32},s=[^,]+,i=$iters$/
-		  && length(decode_base64($salt)) == 32,
-		"$mech server-first: the client's nonce and 32 more characters, a 32-byte salt, $iters iterations", "got '" . ($sf // '') . "'");
-	my ($cf, $ssig) = final($mech, $password, $bare, $sf);
-	my ($fe, $fm, $sfinal) = authenticate($s, $cf);
-	ok(defined $fe && $fe == 0 && ($sfinal // '') eq $ssig, "$mech: the right proof authenticates; server-final carries the server's signature",
-		'got ' . ($fe // 'closed') . " '" . ($sfinal // '') . "' want '$ssig'");
-	my $r = call($s, 3, 1, pack('l>', -1));
-	ok(defined $r, "$mech: then Metadata is answered");
-	($e) = handshake($s, $mech);
-	ok(defined $e && $e == 34, "$mech: a second SaslHandshake gets ILLEGAL_SASL_STATE");
+if (($ARGV[3] // '') eq 'admin') {
+	admin_checks($ARGV[4] // '');
+} else {
+	exchange_checks();
 }
+print "1..$n\n";
+exit($failed ? 1 : 0);
 
-# refusals: each SASL_AUTHENTICATION_FAILED, then closed
+# a refusal: SASL_AUTHENTICATION_FAILED, then closed; its message kept
 my %msg;
 sub refused {
 	my ($what, $s, $ae, $m) = @_;
@@ -152,50 +141,177 @@ sub refused {
 		'got ' . ($ae // 'closed'));
 	$msg{$what} = $m // '';
 }
-my ($bare, $sf, $ae);
-($s, $bare, $sf) = start('SCRAM-SHA-256', $user);
-refused('a wrong password', $s, authenticate($s, (final('SCRAM-SHA-256', "$password-wrong", $bare, $sf))[0]));
 
-my @salts;
-for (1 .. 2) {
-	($s, $bare, $sf, $ae) = start('SCRAM-SHA-512', 'mq_scram_nobody');
-	push @salts, ($sf // '') =~ /,s=([^,]+),/;
-	ok(defined $ae && $ae == 0 && ($sf // '') =~ /,i=4096$/ && length(decode_base64($salts[-1] // '')) == 32,
-		'an unknown user gets a server-first shaped like a known one\'s', "got '" . ($sf // '') . "'");
-	refused('an unknown user', $s, authenticate($s, (final('SCRAM-SHA-512', $password, $bare, $sf))[0]));
+sub exchange_checks {
+	# offered mechanisms without TLS
+	my $s = connect_broker();
+	my ($e, $mechs) = handshake($s, 'PLAIN');
+	ok(defined $e && $e == 33 && "@$mechs" eq 'SCRAM-SHA-256 SCRAM-SHA-512',
+		'PLAIN on a plaintext connection gets UNSUPPORTED_SASL_MECHANISM; SCRAM-SHA-256 and -512 are offered',
+		'got ' . ($e // 'closed') . ' [' . join(' ', @{ $mechs // [] }) . ']');
+	ok(closed($s), 'and the connection is closed');
+
+	# both mechanisms succeed, and the server proves it knows the verifier
+	for my $mech ('SCRAM-SHA-256', 'SCRAM-SHA-512') {
+		my ($s, $bare, $sf, $ae) = start($mech, $user, cnonce => 'fyko+d2lbbFgONRv9qkxdawL');
+		my ($salt) = ($sf // '') =~ /,s=([^,]+),/;
+		ok(defined $ae && $ae == 0 && $sf =~ /^r=fyko\+d2lbbFgONRv9qkxdawL[A-Za-z0-9+\/=]{32},s=[^,]+,i=$iters$/
+			  && length(decode_base64($salt)) == 32,
+			"$mech server-first: the client's nonce and 32 more characters, a 32-byte salt, $iters iterations", "got '" . ($sf // '') . "'");
+		my ($cf, $ssig) = final($mech, $password, $bare, $sf);
+		my ($fe, $fm, $sfinal) = authenticate($s, $cf);
+		ok(defined $fe && $fe == 0 && ($sfinal // '') eq $ssig, "$mech: the right proof authenticates; server-final carries the server's signature",
+			'got ' . ($fe // 'closed') . " '" . ($sfinal // '') . "' want '$ssig'");
+		my $r = call($s, 3, 1, pack('l>', -1));
+		ok(defined $r, "$mech: then Metadata is answered");
+		($e) = handshake($s, $mech);
+		ok(defined $e && $e == 34, "$mech: a second SaslHandshake gets ILLEGAL_SASL_STATE");
+	}
+
+	# refusals: each SASL_AUTHENTICATION_FAILED, then closed
+	my ($bare, $sf, $ae);
+	($s, $bare, $sf) = start('SCRAM-SHA-256', $user);
+	refused('a wrong password', $s, authenticate($s, (final('SCRAM-SHA-256', "$password-wrong", $bare, $sf))[0]));
+
+	my @salts;
+	for (1 .. 2) {
+		($s, $bare, $sf, $ae) = start('SCRAM-SHA-512', 'mq_scram_nobody');
+		push @salts, ($sf // '') =~ /,s=([^,]+),/;
+		ok(defined $ae && $ae == 0 && ($sf // '') =~ /,i=4096$/ && length(decode_base64($salts[-1] // '')) == 32,
+			'an unknown user gets a server-first shaped like a known one\'s', "got '" . ($sf // '') . "'");
+		refused('an unknown user', $s, authenticate($s, (final('SCRAM-SHA-512', $password, $bare, $sf))[0]));
+	}
+	ok(@salts == 2 && $salts[0] eq $salts[1], 'and the same salt each time');
+	ok($msg{'a wrong password'} eq $msg{'an unknown user'} && $msg{'a wrong password'} ne '',
+		'a wrong password and an unknown user get the same message');
+
+	($s, $bare, $sf) = start('SCRAM-SHA-256', $user);
+	refused('a client-final with another nonce', $s,
+		authenticate($s, (final('SCRAM-SHA-256', $password, $bare, $sf, nonce => 'x' . (($sf =~ /^r=([^,]+)/)[0])))[0]));
+	($s, $bare, $sf) = start('SCRAM-SHA-256', $user);
+	my ($good) = final('SCRAM-SHA-256', $password, $bare, $sf);
+	(my $bad = $good) =~ s/p=(.)/'p=' . ($1 eq 'A' ? 'B' : 'A')/e;
+	refused('a wrong proof', $s, authenticate($s, $bad));
+	($s, $bare, $sf) = start('SCRAM-SHA-256', $user);
+	refused('a channel binding that is not the gs2 header', $s,
+		authenticate($s, (final('SCRAM-SHA-256', $password, $bare, $sf, cbind => 'eSws'))[0]));
+
+	# a replay: the whole exchange of a success, sent again on a new connection
+	($s, $bare, $sf) = start('SCRAM-SHA-256', $user, cnonce => 'replayed');
+	my ($cf) = final('SCRAM-SHA-256', $password, $bare, $sf);
+	($ae) = authenticate($s, $cf);
+	ok(defined $ae && $ae == 0, 'an exchange succeeds');
+	($s, $bare, $sf) = start('SCRAM-SHA-256', $user, cnonce => 'replayed');
+	refused('its client-final replayed on a new connection', $s, authenticate($s, $cf));
+
+	($s, $bare, $sf, $ae) = start('SCRAM-SHA-256', $user, ext => ',tokenauth=true');
+	refused('a delegation token (tokenauth=true)', $s, $ae, undef);
+	($s, $bare, $sf, $ae) = start('SCRAM-SHA-256', $user, gs2 => 'p=tls-unique,,');
+	refused('a channel binding request (p=)', $s, $ae, undef);
+	$s = connect_broker();
+	handshake($s, 'SCRAM-SHA-256');
+	refused('a malformed client-first', $s, authenticate($s, "n,,r=abc,n=$user"));
+	($s, $bare, $sf) = start('SCRAM-SHA-256', $user);
+	refused('a second client-first instead of the final', $s, authenticate($s, "n,,$bare"));
 }
-ok(@salts == 2 && $salts[0] eq $salts[1], 'and the same salt each time');
-ok($msg{'a wrong password'} eq $msg{'an unknown user'} && $msg{'a wrong password'} ne '',
-	'a wrong password and an unknown user get the same message');
 
-($s, $bare, $sf) = start('SCRAM-SHA-256', $user);
-refused('a client-final with another nonce', $s,
-	authenticate($s, (final('SCRAM-SHA-256', $password, $bare, $sf, nonce => 'x' . (($sf =~ /^r=([^,]+)/)[0])))[0]));
-($s, $bare, $sf) = start('SCRAM-SHA-256', $user);
-my ($good) = final('SCRAM-SHA-256', $password, $bare, $sf);
-(my $bad = $good) =~ s/p=(.)/'p=' . ($1 eq 'A' ? 'B' : 'A')/e;
-refused('a wrong proof', $s, authenticate($s, $bad));
-($s, $bare, $sf) = start('SCRAM-SHA-256', $user);
-refused('a channel binding that is not the gs2 header', $s,
-	authenticate($s, (final('SCRAM-SHA-256', $password, $bare, $sf, cbind => 'eSws'))[0]));
+# ---- the admin APIs (KIP-554), flexible v0 ---------------------------------
+sub uv { my $v = shift; my $o = ''; while ($v >= 0x80) { $o .= chr(($v & 0x7f) | 0x80); $v >>= 7 } $o . chr($v) }
+sub cstr { defined $_[0] ? uv(length($_[0]) + 1) . $_[0] : "\0" }
+sub rd_uv { my ($r, $pos) = @_; my ($v, $sh) = (0, 0); while (1) { my $b = ord substr($r, $$pos++, 1); $v |= ($b & 0x7f) << $sh; last unless $b & 0x80; $sh += 7 } $v }
+sub rd_cstr { my ($r, $pos) = @_; my $l = rd_uv($r, $pos); return undef unless $l; my $s = substr($r, $$pos, $l - 1); $$pos += $l - 1; $s }
 
-# a replay: the whole exchange of a success, sent again on a new connection
-($s, $bare, $sf) = start('SCRAM-SHA-256', $user, cnonce => 'replayed');
-my ($cf) = final('SCRAM-SHA-256', $password, $bare, $sf);
-($ae) = authenticate($s, $cf);
-ok(defined $ae && $ae == 0, 'an exchange succeeds');
-($s, $bare, $sf) = start('SCRAM-SHA-256', $user, cnonce => 'replayed');
-refused('its client-final replayed on a new connection', $s, authenticate($s, $cf));
+sub login {
+	my ($mech, $pw) = @_;
+	my ($s, $bare, $sf) = start($mech, $user);
+	my ($e) = authenticate($s, (final($mech, $pw, $bare, $sf))[0]);
+	return defined $e && $e == 0 ? $s : undef;
+}
 
-($s, $bare, $sf, $ae) = start('SCRAM-SHA-256', $user, ext => ',tokenauth=true');
-refused('a delegation token (tokenauth=true)', $s, $ae, undef);
-($s, $bare, $sf, $ae) = start('SCRAM-SHA-256', $user, gs2 => 'p=tls-unique,,');
-refused('a channel binding request (p=)', $s, $ae, undef);
-$s = connect_broker();
-handshake($s, 'SCRAM-SHA-256');
-refused('a malformed client-first', $s, authenticate($s, "n,,r=abc,n=$user"));
-($s, $bare, $sf) = start('SCRAM-SHA-256', $user);
-refused('a second client-first instead of the final', $s, authenticate($s, "n,,$bare"));
+# DescribeUserScramCredentials: (error, {user => [error, "mech/iterations"...]})
+sub describe {
+	my ($s, @users) = @_;
+	my $body = (@users ? uv(@users + 1) . join('', map { cstr($_) . "\0" } @users) : "\0") . "\0";
+	my $r = call($s, 50, 0, $body, flexible => 1) // return (undef, {});
+	my $pos = 4;
+	my $e = unpack("x$pos s>", $r); $pos += 2;
+	rd_cstr($r, \$pos);
+	my %res;
+	for (1 .. rd_uv($r, \$pos) - 1) {
+		my $u = rd_cstr($r, \$pos);
+		my $ue = unpack("x$pos s>", $r); $pos += 2;
+		rd_cstr($r, \$pos);
+		my @c = ($ue);
+		for (1 .. rd_uv($r, \$pos) - 1) {
+			my ($m, $i) = unpack("x$pos c l>", $r); $pos += 5;
+			rd_uv($r, \$pos);
+			push @c, "$m/$i";
+		}
+		rd_uv($r, \$pos);
+		$res{$u} = \@c;
+	}
+	return ($e, \%res);
+}
 
-print "1..$n\n";
-exit($failed ? 1 : 0);
+# AlterUserScramCredentials: {user => error}; ops are [user, mech] deletions
+# and [user, mech, iterations, salt, password] upsertions
+sub alter {
+	my ($s, $del, $up) = @_;
+	my $body = uv(@$del + 1) . join('', map { cstr($_->[0]) . pack('c', $_->[1]) . "\0" } @$del);
+	$body .= uv(@$up + 1) . join('', map {
+		my ($u, $m, $i, $salt, $pw) = @$_;
+		my $name = $m == 1 ? 'SCRAM-SHA-256' : 'SCRAM-SHA-512';
+		cstr($u) . pack('c l>', $m, $i) . cstr($salt) . cstr($H{$name} ? hi($name, $pw, $salt, $i) : 'x' x 32) . "\0"
+	} @$up) . "\0";
+	my $r = call($s, 51, 0, $body, flexible => 1) // return {};
+	my $pos = 4;
+	my %res;
+	for (1 .. rd_uv($r, \$pos) - 1) {
+		my $u = rd_cstr($r, \$pos);
+		$res{$u} = unpack("x$pos s>", $r); $pos += 2;
+		rd_cstr($r, \$pos);
+		rd_uv($r, \$pos);
+	}
+	return \%res;
+}
+
+sub admin_checks {
+	my ($granted) = @_;
+	my $s = login('SCRAM-SHA-256', $password) or die "cannot log in as $user\n";
+	my $salt = join '', map { chr int rand 256 } 1 .. 24;
+	if (!$granted) {
+		my ($e, $res) = describe($s);
+		ok(defined $e && $e == 0 && join(',', sort keys %$res) eq $user,
+			'DescribeUserScramCredentials of every user shows an ordinary user only its own', join(',', sort keys %$res));
+		($e, $res) = describe($s, $user, 'mq_scram_bob');
+		ok(($res->{$user}[0] // -1) == 0 && "@{$res->{$user}}[1..2]" eq "1/$iters 2/$iters" && ($res->{mq_scram_bob}[0] // -1) == 91,
+			'its own credentials with mechanism and iterations; another user\'s is RESOURCE_NOT_FOUND',
+			join(' ', map { "$_=@{$res->{$_}}" } sort keys %$res));
+		my $a = alter($s, [], [['mq_scram_bob', 2, 4096, $salt, 'stolen']]);
+		ok(($a->{mq_scram_bob} // -1) == 31, 'AlterUserScramCredentials of another user: CLUSTER_AUTHORIZATION_FAILED', $a->{mq_scram_bob});
+		$a = alter($s, [], [[$user, 2, 4096, $salt, "$password-new"]]);
+		ok(($a->{$user} // -1) == 0, 'a user alters its own credential (SaltedPassword and salt sent, not the password)', $a->{$user});
+		ok(defined login('SCRAM-SHA-512', "$password-new") && !defined login('SCRAM-SHA-512', $password),
+			'and then authenticates with the new password, not the old');
+		$a = alter($s, [], [[$user, 2, $iters, $salt, $password]]);
+		ok(($a->{$user} // -1) == 0 && defined login('SCRAM-SHA-512', $password), 'and back');
+		return;
+	}
+	my $a = alter($s, [['mq_scram_bob', 2]], [['mq_scram_dora', 1, 8192, $salt, 'dora-pw'], ['mq_scram_dora', 2, 4096, $salt, 'dora-pw'],
+		['mq_scram_eve', 3, 4096, $salt, 'x'], ['mq_scram_fay', 1, 100, $salt, 'x'], ['mq_scram_gus', 1, 4096, $salt, 'x'],
+		['mq_scram_gus', 1, 4096, $salt, 'y'], ['mq_scram_hal', 1, 4096, 'short', 'x']]);
+	ok(($a->{mq_scram_bob} // -1) == 0 && ($a->{mq_scram_dora} // -1) == 0, 'an administrator deletes and upserts credentials', join(' ', map { "$_=$a->{$_}" } sort keys %$a));
+	ok(($a->{mq_scram_eve} // -1) == 33, 'an unknown mechanism: UNSUPPORTED_SASL_MECHANISM');
+	ok(($a->{mq_scram_fay} // -1) == 93 && ($a->{mq_scram_hal} // -1) == 93, 'too few iterations, a short salt: UNACCEPTABLE_CREDENTIAL');
+	ok(($a->{mq_scram_gus} // -1) == 92, 'the same user and mechanism twice: DUPLICATE_RESOURCE');
+	$a = alter($s, [['mq_scram_bob', 2]], []);
+	ok(($a->{mq_scram_bob} // -1) == 91, 'deleting a credential that is not there: RESOURCE_NOT_FOUND');
+	$a = alter($s, [['mq_scram_dora', 1]], [['mq_scram_dora', 2, 4096, $salt, 'x'], ['mq_scram_dora', 1, 4096, $salt, 'x']]);
+	ok(($a->{mq_scram_dora} // -1) == 92, 'deleting and upserting one mechanism at once: DUPLICATE_RESOURCE');
+	my ($e, $res) = describe($s);
+	ok($e == 0 && join(' ', map { "$_=@{$res->{$_}}" } sort keys %$res) eq "mq_scram_alice=0 1/$iters 2/$iters mq_scram_dora=0 1/8192 2/4096",
+		'DescribeUserScramCredentials of every user lists every user (and nothing of the refused ones)',
+		join(' ', map { "$_=@{$res->{$_}}" } sort keys %$res));
+	($e, $res) = describe($s, 'mq_scram_dora', 'mq_scram_dora');
+	ok(($res->{mq_scram_dora}[0] // -1) == 92, 'a user named twice: DUPLICATE_RESOURCE');
+}

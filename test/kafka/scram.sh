@@ -115,6 +115,17 @@ run env MQ_SCRAM_PASSWORD="$PW_ALICE" perl test/kafka/scram.pl "$KAFKA_PORT" mq_
 printf '%s\n' "$OUT" | sed 's/^/# /'
 expect_rc 0 "scram.pl: every raw exchange check passed"
 
+# the admin APIs (KIP-554): as an ordinary user, then with ALTER and DESCRIBE on the cluster
+run env MQ_SCRAM_PASSWORD="$PW_ALICE" perl test/kafka/scram.pl "$KAFKA_PORT" mq_scram_alice 8192 admin
+printf '%s\n' "$OUT" | sed 's/^/# /'
+expect_rc 0 "scram.pl admin: DescribeUserScramCredentials and AlterUserScramCredentials as an ordinary user"
+sql "SELECT mq.grant('alter, describe', 'cluster', 'kafka-cluster', 'mq_scram_alice')" >/dev/null
+run env MQ_SCRAM_PASSWORD="$PW_ALICE" perl test/kafka/scram.pl "$KAFKA_PORT" mq_scram_alice 8192 admin granted
+printf '%s\n' "$OUT" | sed 's/^/# /'
+expect_rc 0 "scram.pl admin granted: the same as an administrator, with every error code"
+check_eq "$(sql "SELECT string_agg(user_name || '/' || mechanism || '/' || iterations, ',' ORDER BY 1) FROM mq.scram_credentials WHERE user_name <> 'mq_scram_alice'")" \
+	"mq_scram_dora/SCRAM-SHA-256/8192,mq_scram_dora/SCRAM-SHA-512/4096" "what the admin API changed is in mq.scram_credentials"
+
 check_eq "$(grep -c -e "$PW_ALICE" -e "$PW_BOB" "$T/mq-kafka.log" "${MQ_SERVER_LOG:-/dev/null}" | awk -F: '{s += $NF} END {print s}')" \
 	"0" "no password in mq-kafka's or PostgreSQL's log"
 check_eq "$(kill -0 "$KAFKA_PID" && echo alive)" "alive" "mq-kafka is still running"
