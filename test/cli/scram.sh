@@ -3,7 +3,8 @@
 # variable, a file or standard input (never an argument); the stored
 # verifier is the password's; describe lists without keys; an ordinary
 # role may not touch another user's credential; delete, and deleting what
-# is not there; bad options.
+# is not there; bad options; the ```bash example of docs/kafka.md's
+# "SCRAM" section runs as written.
 source "$(dirname "${BASH_SOURCE[0]}")/lib.bash"
 T="$(tmpdir)"
 
@@ -78,5 +79,15 @@ check_match "$ERR" "MQ061" "with MQ061"
 run mqctl scram set dave </dev/null
 expect_rc 2 "no password at all is refused"
 check_eq "$(sql "SELECT count(*) FROM mq.scram_credential WHERE user_name = 'dave'")" "0" "nothing of dave was stored"
+
+# docs/kafka.md, "SCRAM": its ```bash block, run in a scratch directory
+awk '/^## SCRAM$/ { sec = 1; next } /^## / { sec = 0 }
+	sec && /^```bash$/ { inside = 1; next } inside && /^```/ { inside = 0 } sec && inside' docs/kafka.md >"$T/doc.sh"
+check_match "$(cat "$T/doc.sh")" "mqctl scram set" "docs/kafka.md has the mqctl example"
+export -f mqctl
+run bash -c "cd '$T' && set -e && source ./doc.sh"
+expect_rc 0 "docs/kafka.md's mqctl example runs"
+check_match "$OUT" $'SCRAM credential of app1 set \\(8192 iterations\\)\\.\n.*app1 +SCRAM-SHA-256 +8192.*\n1 SCRAM credential of app1 deleted\\.' \
+	"and sets, lists and deletes app1's credential"
 
 finish

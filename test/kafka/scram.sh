@@ -48,11 +48,16 @@ conf wrong mq_scram_alice "$PW_ALICE-wrong" SCRAM-SHA-256
 conf ghost mq_scram_ghost "$PW_ALICE" SCRAM-SHA-256
 conf bob mq_scram_bob "$PW_BOB" SCRAM-SHA-512
 conf plain mq_scram_alice "$PW_ALICE" PLAIN
+# docs/kafka.md's client settings ("SCRAM"), with alice's name and password
+awk '/^## SCRAM$/ { sec = 1; next } /^## / { sec = 0 }
+	sec && /^```properties$/ { inside = 1; next } inside && /^```/ { inside = 0 } sec && inside' docs/kafka.md |
+	sed "s/^sasl.username=.*/sasl.username=mq_scram_alice/; s/^sasl.password=.*/sasl.password=$PW_ALICE/" >"$T/doc.conf"
+chmod 600 "$T/doc.conf"
 
 printf 'one\ntwo\nthree\n' >"$T/in"
-run kcat_ -F "$T/a256.conf" -P -t scram_t -p 0 -l "$T/in"
+run kcat_ -F "$T/doc.conf" -P -t scram_t -p 0 -l "$T/in"
 check_eq "$RC:$(sql "SELECT string_agg(convert_from(value, 'UTF8'), ',' ORDER BY msg_offset) FROM mq.fetch('scram_t', 0, 0, 10)")" \
-	"0:one,two,three" "kcat produces as alice with SCRAM-SHA-256"
+	"0:one,two,three" "kcat produces as alice with SCRAM-SHA-256 and docs/kafka.md's client settings"
 run kcat_ -F "$T/a512.conf" -C -t scram_t -p 0 -o beginning -e -q
 check_eq "$OUT" $'one\ntwo\nthree' "kcat consumes as alice with SCRAM-SHA-512"
 run kcat_ -F "$T/a512.conf" -C -G scram_g -o beginning -e -q -X enable.auto.commit=true -X auto.commit.interval.ms=100 scram_t
