@@ -101,8 +101,8 @@ describe_user(KWriter *w, PGresult *res, KSlice user, int16_t code)
 		code = KERR_RESOURCE_NOT_FOUND;
 	kw_compact_slice(w, user);
 	kw_i16(w, code);
-	kw_compact_str(w, code == KERR_RESOURCE_NOT_FOUND ? "attempt to describe a user credential that does not exist" :
-				   code == KERR_DUPLICATE_RESOURCE ? "user name given more than once" : NULL);
+	kw_compact_str(w, code == KERR_RESOURCE_NOT_FOUND ? "attempt to describe a user credential that does not exist" : code == KERR_DUPLICATE_RESOURCE ? "user name given more than once" :
+				   NULL);
 	kw_uvarint(w, code == KERR_NONE ? (uint64_t) count + 1 : 1);
 	for (int i = 0; code == KERR_NONE && i < PQntuples(res); i++)
 		if (kslice_eq(user, PQgetvalue(res, i, 0)))
@@ -150,7 +150,7 @@ describe_done(KRequest *req)
 		kw_uvarint(w, (uint64_t) users + 1);
 		for (int i = 0; i < PQntuples(res); i++)
 			if (i == 0 || strcmp(PQgetvalue(res, i, 0), PQgetvalue(res, i - 1, 0)) != 0)
-				describe_user(w, res, (KSlice) {(const uint8_t *) PQgetvalue(res, i, 0),
+				describe_user(w, res, (KSlice){(const uint8_t *) PQgetvalue(res, i, 0),
 							  PQgetlength(res, i, 0)}, KERR_NONE);
 	}
 	else

@@ -113,6 +113,20 @@ parse_peer(const CliParser *p, char *arg)
 	parse_hostport(p, "--peer", value, &peer->host, &peer->port);
 }
 
+/* --sasl=MECH,... and --sasl-plain-on-plaintext */
+static void
+parse_sasl(CliParser *p, bool mechs, const char *arg)
+{
+	if (!mechs)
+	{
+		kconfig.sasl_plain_on_plaintext = true;
+		return;
+	}
+	if (!sasl_parse_mechs(arg, &kconfig.sasl_mechs))
+		cli_usage_error(p, "--sasl takes a list of plain, scram-sha-256, scram-sha-512");
+	kconfig.sasl_plain = true;
+}
+
 static void
 parse_args(int argc, char **argv)
 {
@@ -192,12 +206,8 @@ parse_args(int argc, char **argv)
 				kconfig.refresh_ms = (int) cli_int(&p, "--refresh-ms", optarg, 10, 60000);
 				break;
 			case O_SASL:
-				if (!sasl_parse_mechs(optarg, &kconfig.sasl_mechs))
-					cli_usage_error(&p, "--sasl takes a list of plain, scram-sha-256, scram-sha-512");
-				kconfig.sasl_plain = true;
-				break;
 			case O_SASL_PT:
-				kconfig.sasl_plain_on_plaintext = true;
+				parse_sasl(&p, c == O_SASL, optarg);
 				break;
 			case O_METRICS:
 				parse_hostport(&p, "--metrics", optarg, &kconfig.metrics_host, &kconfig.metrics_port);

@@ -87,7 +87,7 @@ struct KRequest
 	KWriter		resp;			/* the response body */
 	bool		flexible_resp;	/* response header v1 (tagged fields) */
 	bool		no_response;	/* acks=0 produce */
-	bool		bare;			/* a bare SASL token (KSASL_BARE): the
+	bool		bare; /* a bare SASL token (KSASL_BARE): the
 								 * response is the token alone */
 	bool		db_lost;		/* the database was unreachable: close afterwards */
 	struct KJob *job;			/* statements being run by the pool */
@@ -120,7 +120,7 @@ typedef enum KSaslStep
 {
 	KSASL_START,				/* nothing yet */
 	KSASL_HANDSHAKEN,			/* SaslHandshake v1 chose a mechanism */
-	KSASL_BARE,					/* SaslHandshake v0 chose one: its tokens
+	KSASL_BARE, /* SaslHandshake v0 chose one: its tokens
 								 * come as bare frames, without a header */
 	KSASL_DONE					/* authenticated: requests carry its role */
 } KSaslStep;

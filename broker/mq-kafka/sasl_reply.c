@@ -60,4 +60,3 @@ sasl_respond(KRequest *req, int16_t error, const char *message, const void *auth
 	else
 		req_finish_close(req);
 }
-

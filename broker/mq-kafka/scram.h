@@ -52,7 +52,7 @@ typedef struct ScramState
 {
 	ScramMech	mech;
 	ScramClientFirst first;
-	char		nonce[2 * SCRAM_MAX_NONCE + 2]; /* client's + server's */
+	char		nonce[2 * SCRAM_MAX_NONCE + 2];	/* client's + server's */
 	char		server_first[3 * SCRAM_MAX_NONCE + 2 * SCRAM_MAX_SALT + 64];
 	uint8_t		stored_key[SCRAM_MAX_KEY];
 	uint8_t		server_key[SCRAM_MAX_KEY];

@@ -2,9 +2,9 @@
  *
  * main.c
  *	  mqctl's entry point: the command table, dispatch from the words the
- *	  user typed to a command, the top-level help, and the helpers every
+ *	  user typed to a command, and the top-level help; the helpers every
  *	  command shares (its option parser with the common options, connecting,
- *	  running SQL and giving up with the right exit code).
+ *	  running SQL and giving up with the right exit code) are in session.c.
  *
  * Adding a command is one line in the table below plus its file: the
  * top-level help, "mqctl help ...", dispatch and the documentation test
@@ -50,13 +50,6 @@ static const MqctlCommand commands[] = {
 
 #define NCOMMANDS ((int) (sizeof(commands) / sizeof(commands[0])))
 
-static const char common_help[] =
-"Connection options:\n"
-"  -d, --dbname=CONNINFO  connection string or URI (postgresql://...); without\n"
-"                         it libpq's environment decides: PGHOST, PGPORT,\n"
-"                         PGUSER, PGDATABASE, PGSERVICE, ~/.pgpass, ...\n"
-"      --help             show this help, then exit\n";
-
 static const char exit_status_help[] =
 "Exit status:\n"
 "  0  success\n"
@@ -65,115 +58,6 @@ static const char exit_status_help[] =
 "  3  cannot connect to the server, or the connection was lost\n"
 "  4  the request needs a feature that mq does not have yet\n"
 "  5  local failure: reading input, writing output, out of memory\n";
-
-/* Set by -d, before the command or among its options. */
-static const char *conninfo = NULL;
-
-static bool
-handle_common(int opt, const char *arg, void *ctx)
-{
-	if (opt != 'd')
-		return false;
-	conninfo = arg;
-	return true;
-}
-
-static const struct option common_longopts[] = {
-	{"dbname", required_argument, NULL, 'd'},
-	{NULL, 0, NULL, 0}
-};
-
-static const CliCommon common = {"d:", common_longopts, common_help, handle_common, NULL};
-
-void
-mqctl_parser_init(CliParser *p, const MqctlCommand *cmd, int argc, char **argv,
-				  const char *shortopts, const struct option *longopts)
-{
-	static char name[128];
-
-	snprintf(name, sizeof(name), "%s %s", mq_progname, cmd->words);
-	cli_init(p, argc, argv, name, cmd->help, &common, shortopts, longopts);
-}
-
-void
-mqctl_fail(PGconn *conn, MqError *err)
-{
-	int			code = mq_error_exit_code(err);
-
-	mq_error_report(err);
-	mq_error_free(err);
-	PQfinish(conn);
-	exit(code);
-}
-
-const char *
-mqctl_conninfo(void)
-{
-	return conninfo;
-}
-
-PGconn *
-mqctl_try_connect(MqError *err)
-{
-	PGconn	   *conn = mq_connect(conninfo, mq_progname, err);
-	PGresult   *res;
-
-	if (conn == NULL)
-		return NULL;
-	mq_log_notices(conn);
-	/* our JSON output and topic names are UTF-8, whatever the locale */
-	if (PQsetClientEncoding(conn, "UTF8") != 0)
-		mq_log_warning("could not set client_encoding to UTF8");
-
-	res = mq_exec(conn, "SELECT extversion FROM pg_catalog.pg_extension WHERE extname = 'mq'",
-				  NULL, 0, err);
-	if (res == NULL)
-	{
-		PQfinish(conn);
-		return NULL;
-	}
-	if (PQntuples(res) == 0)
-	{
-		/* not worth a retry: say so and stop */
-		mq_log_error("the mq extension is not installed in database \"%s\" (%s)",
-					 PQdb(conn), mq_conn_label(conn));
-		fprintf(stderr, "%s: hint: Run CREATE EXTENSION mq; in that database, or choose another with -d.\n",
-				mq_progname);
-		PQclear(res);
-		PQfinish(conn);
-		exit(MQ_EXIT_SERVER);
-	}
-	PQclear(res);
-	return conn;
-}
-
-PGconn *
-mqctl_connect(void)
-{
-	MqError		err = MQ_ERROR_INIT;
-	PGconn	   *conn = mqctl_try_connect(&err);
-
-	if (conn == NULL)
-		mqctl_fail(NULL, &err);
-	return conn;
-}
-
-PGresult *
-mqctl_exec(PGconn *conn, const char *sql, const MqParams *params, int result_format)
-{
-	MqError		err = MQ_ERROR_INIT;
-	PGresult   *res = mq_exec(conn, sql, params, result_format, &err);
-
-	if (res == NULL)
-		mqctl_fail(conn, &err);
-	return res;
-}
-
-void
-mqctl_command(PGconn *conn, const char *sql)
-{
-	PQclear(mqctl_exec(conn, sql, NULL, 0));
-}
 
 /* Number of words in a command's name that match argv, or 0. */
 static int
@@ -236,7 +120,7 @@ print_main_help(void)
 	printf("Commands:\n");
 	list_commands(stdout, 0, NULL);
 	printf("\nRun \"%s COMMAND --help\" for the options of a command.\n\n", mq_progname);
-	fputs(common_help, stdout);
+	fputs(mqctl_common_help, stdout);
 	printf("      --version          show the version, then exit\n\n");
 	fputs(exit_status_help, stdout);
 }
@@ -321,7 +205,7 @@ main(int argc, char **argv)
 	 * reaching past it into the command's own options.  Our "help" shadows
 	 * the generic one, which would print a command's help.
 	 */
-	cli_init(&p, argc, argv, mq_progname, "", &common, "+", longopts);
+	cli_init(&p, argc, argv, mq_progname, "", &mqctl_common, "+", longopts);
 	while ((c = cli_next(&p)) != -1)
 	{
 		if (c == 'H')

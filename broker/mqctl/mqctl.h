@@ -32,7 +32,9 @@ struct MqctlCommand
 	MqctlRun	run;
 };
 
-/* main.c */
+/* session.c: the common options, for "mqctl --help" and main()'s parser */
+extern const char mqctl_common_help[];
+extern const CliCommon mqctl_common;
 extern void mqctl_parser_init(CliParser *p, const MqctlCommand *cmd,
 							  int argc, char **argv,
 							  const char *shortopts, const struct option *longopts);
