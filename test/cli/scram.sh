@@ -4,8 +4,11 @@
 # verifier is the password's; describe lists without keys; an ordinary
 # role may not touch another user's credential; delete, and deleting what
 # is not there; bad options; the ```bash example of docs/kafka.md's
-# "SCRAM" section runs as written.
-source "$(dirname "${BASH_SOURCE[0]}")/lib.bash"
+# "SCRAM" section runs as written; and one set of raw SCRAM exchanges
+# (test/kafka/scram.pl) through mq-kafka, stopped with SIGTERM, so that the
+# sanitize phase (scripts/sanitize.sh runs test/cli with the tools built
+# with ASan and UBSan) checks the exchange's code too.
+source "$(dirname "${BASH_SOURCE[0]}")/../kafka/lib.bash"
 T="$(tmpdir)"
 
 # the roles are the cluster's: made once
@@ -89,5 +92,16 @@ run bash -c "cd '$T' && set -e && source ./doc.sh"
 expect_rc 0 "docs/kafka.md's mqctl example runs"
 check_match "$OUT" $'SCRAM credential of app1 set \\(8192 iterations\\)\\.\n.*app1 +SCRAM-SHA-256 +8192.*\n1 SCRAM credential of app1 deleted\\.' \
 	"and sets, lists and deletes app1's credential"
+
+# SCRAM exchanges as mq_cli_scram_eve (set above with eve-pw, 4096 iterations)
+kafka_start --sasl=scram-sha-256,scram-sha-512 || { fail "mq-kafka starts"; finish; }
+run env MQ_SCRAM_PASSWORD=eve-pw perl test/kafka/scram.pl "$KAFKA_PORT" mq_cli_scram_eve 4096
+printf '%s\n' "$OUT" | sed 's/^/# /'
+expect_rc 0 "scram.pl: SCRAM-SHA-256 and -512 exchanges and their refusals through mq-kafka"
+kill -TERM "$KAFKA_PID"
+rc=0
+wait "$KAFKA_PID" || rc=$?
+KAFKA_PID=""
+check_eq "$rc" "0" "mq-kafka stops cleanly after them (in the sanitize phase: no sanitizer report)"
 
 finish
