@@ -17,10 +17,10 @@
  *
  * Kafka's cleaner rewrites the segments it cleans and their time index
  * from the records that remain, so the pass then recomputes the running
- * maximum timestamp (max_timestamp, src/timeindex.c) of a segment that lost
- * records when its last row's is stale: a segment's largest timestamp,
- * which retention.ms and the time lookup read from its last row, no longer
- * counts records the pass removed (recompute_max_timestamps).
+ * maximum timestamp (max_timestamp, src/timeindex_write.c) of a segment
+ * that lost records when its last row's is stale: a segment's largest
+ * timestamp, which retention.ms and the time lookup read from its last
+ * row, no longer counts records the pass removed (recompute_max_timestamps).
  *
  * Locking: one DELETE over the partition's table restricted to offsets
  * below clean_end, which the caller keeps below the segment being written

@@ -1,52 +1,32 @@
 /*-------------------------------------------------------------------------
  *
  * fetch.c
- *	  mq.fetch: reading a partition from an offset; the argument checks
- *	  of reads, and long polling.
+ *	  mq.fetch: reading a partition from an offset, and the argument
+ *	  checks of reads.
  *
  * The reading itself is a feed (feed.c) over the log reader
  * (log_reader.c): mq.fetch materializes it, the custom scan
  * (fetch_scan.c) streams it.  On a replicated partition reads stop at the
- * high watermark.
+ * high watermark, and a read that got too little waits (long polling);
+ * both live in longpoll.c, below the feed.
  *
  * Locking: the reader takes only AccessShareLock on the segment tables
- * and indexes it reads; it never waits on the produce lock.  Long polling
- * waits on the topic's change counter (notify.c) and holds no lock while
- * it waits.
+ * and indexes it reads; it never waits on the produce lock.
  *
  *-------------------------------------------------------------------------
  */
 #include "postgres.h"
 
-#include "access/xact.h"
-#include "catalog/pg_type.h"
 #include "fmgr.h"
 #include "funcapi.h"
 #include "miscadmin.h"
 #include "utils/snapmgr.h"
-#include "utils/timestamp.h"
 
 #include "mq.h"
 
 PG_FUNCTION_INFO_V1(mq_fetch);
 
 #define MQ_MAX_FETCH 1000000
-
-/* The high watermark of a replicated partition, from the catalog. */
-int64
-mq_partition_high_watermark(MqTopic *topic, MqPartition *part)
-{
-	static SPIPlanPtr plan = NULL;
-	Oid			argtypes[2] = {INT4OID, INT4OID};
-	Datum		args[2] = {Int32GetDatum(topic->topic_id), Int32GetDatum(part->partition)};
-	int64		hwm = PG_INT64_MAX;
-
-	(void) mq_spi_get_int64(&plan,
-							"SELECT high_watermark FROM mq.partition_state "
-							"WHERE topic_id = $1 AND partition = $2",
-							2, argtypes, args, &hwm);
-	return hwm;
-}
 
 void
 mq_check_max_records(int32 max)
@@ -65,41 +45,6 @@ mq_check_not_null(NullableDatum *args, int nargs, const char *const *names)
 			ereport(ERROR,
 					(errcode(ERRCODE_MQ_INVALID_ARGUMENT),
 					 errmsg("%s must not be null", names[i])));
-}
-
-/*
- * Long polling.  A read that returned fewer than min_records waits, until
- * max_wait_ms has passed, for a commit to the topic and reads again with a
- * new snapshot (feed.c).  Only READ COMMITTED can see newer commits within
- * a statement; under REPEATABLE READ and SERIALIZABLE the snapshot is the
- * transaction's, so these calls return at once with what it shows.
- */
-void
-mq_long_poll_start(MqLongPoll *lp, NullableDatum wait, NullableDatum min, int32 topic_id)
-{
-	int32		wait_ms = wait.isnull ? 0 : DatumGetInt32(wait.value);
-	int32		min_records = min.isnull ? 1 : DatumGetInt32(min.value);
-
-	if (wait_ms < 0 || min_records < 1)
-		ereport(ERROR,
-				(errcode(ERRCODE_MQ_INVALID_ARGUMENT),
-				 errmsg("max_wait_ms must not be negative and min_records must be at least 1")));
-	lp->enabled = wait_ms > 0 && !IsolationUsesXactSnapshot();
-	lp->min_records = min_records;
-	lp->deadline = TimestampTzPlusMilliseconds(GetCurrentTimestamp(), wait_ms);
-	lp->seen = mq_notify_counter(topic_id);
-}
-
-/* After reads that got `got` records in all: wait, then read again? */
-bool
-mq_long_poll_wait(MqLongPoll *lp, int got, int max, int32 topic_id)
-{
-	if (!lp->enabled || got >= lp->min_records || got >= max)
-		return false;
-	if (!mq_notify_wait(topic_id, lp->seen, lp->deadline))
-		return false;
-	lp->seen = mq_notify_counter(topic_id);
-	return true;
 }
 
 /* What a fetch keeps between its reads. */

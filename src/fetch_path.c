@@ -20,6 +20,9 @@
  * holds the call itself, so that setrefs fixes its parameters, plan
  * invalidation sees the function, and EXPLAIN can print it.
  *
+ * Layer: above the executor's side (fetch_scan.c), whose plan methods
+ * its plans name; mq.c's _PG_init starts both through mq_fetch_path_init.
+ *
  * Locking: none; it runs in the planner.
  *
  *-------------------------------------------------------------------------
@@ -45,6 +48,15 @@
 #include "mq.h"
 
 static set_rel_pathlist_hook_type prev_set_rel_pathlist = NULL;
+
+static Plan *plan_scan(PlannerInfo *root, RelOptInfo *rel, CustomPath *best_path,
+					   List *tlist, List *clauses, List *custom_plans);
+
+/* the planner's methods of the paths; the plan's are fetch_scan.c's */
+static const CustomPathMethods path_methods[2] = {
+	{"MqFetch", plan_scan},
+	{"MqPoll", plan_scan},
+};
 
 /* mq.enable_fetch_scan: off plans every call as a function scan again */
 static bool enable_fetch_scan = true;
@@ -153,7 +165,7 @@ mq_set_rel_pathlist(PlannerInfo *root, RelOptInfo *rel, Index rti, RangeTblEntry
 	cpath->path.total_cost = fscan->total_cost;
 	cpath->flags = CUSTOMPATH_SUPPORT_PROJECTION;	/* ExecScan projects */
 	cpath->custom_private = list_make3(copyObject(call), makeInteger(columns), makeBoolean(poll));
-	cpath->methods = mq_scan_path_methods(poll);
+	cpath->methods = &path_methods[poll ? 1 : 0];
 	rel->pathlist = NIL;
 	add_path(rel, &cpath->path);
 }
@@ -176,9 +188,9 @@ record_tlist(Index rti, FuncExpr *call)
 	return tlist;
 }
 
-Plan *
-mq_plan_scan(PlannerInfo *root, RelOptInfo *rel, CustomPath *best_path,
-			 List *tlist, List *clauses, List *custom_plans)
+static Plan *
+plan_scan(PlannerInfo *root, RelOptInfo *rel, CustomPath *best_path,
+		  List *tlist, List *clauses, List *custom_plans)
 {
 	CustomScan *cscan = makeNode(CustomScan);
 	FuncExpr   *call = linitial(best_path->custom_private);
@@ -198,6 +210,7 @@ mq_plan_scan(PlannerInfo *root, RelOptInfo *rel, CustomPath *best_path,
 void
 mq_fetch_path_init(void)
 {
+	mq_fetch_scan_init();
 	DefineCustomBoolVariable("mq.enable_fetch_scan",
 							 "Plans mq.fetch and mq.poll in FROM as a scan that streams records.",
 							 "Off: a function scan, which materializes the records first; the rows are the same.",

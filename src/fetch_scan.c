@@ -19,6 +19,10 @@
  * Memory: the feed lives in a context of the node's own; a row's derived
  * values (the header list) in the per-tuple context.
  *
+ * Layer: below the planner's side (fetch_path.c, which registers these
+ * methods through mq_fetch_scan_init and names them in its plans), above
+ * the feed and the SQL functions' checks.
+ *
  * Locking: as the log reader (log_reader.c) and mq.poll's claims (poll.c).
  *
  *-------------------------------------------------------------------------
@@ -59,10 +63,6 @@ static void end_scan(CustomScanState *node);
 static void rescan_scan(CustomScanState *node);
 static void explain_scan(CustomScanState *node, List *ancestors, ExplainState *es);
 
-static const CustomPathMethods path_methods[2] = {
-	{"MqFetch", mq_plan_scan},
-	{"MqPoll", mq_plan_scan},
-};
 static const CustomScanMethods plan_methods[2] = {
 	{"MqFetch", create_scan_state},
 	{"MqPoll", create_scan_state},
@@ -73,12 +73,6 @@ static const CustomExecMethods exec_methods[2] = {
 	{"MqPoll", begin_scan, exec_scan, end_scan, rescan_scan,
 	 NULL, NULL, NULL, NULL, NULL, NULL, NULL, explain_scan},
 };
-
-const CustomPathMethods *
-mq_scan_path_methods(bool poll)
-{
-	return &path_methods[poll ? 1 : 0];
-}
 
 const CustomScanMethods *
 mq_scan_plan_methods(bool poll)
@@ -91,7 +85,6 @@ mq_fetch_scan_init(void)
 {
 	RegisterCustomScanMethods(&plan_methods[0]);
 	RegisterCustomScanMethods(&plan_methods[1]);
-	mq_fetch_path_init();
 }
 
 static Node *

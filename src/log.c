@@ -221,7 +221,7 @@ form_row(TupleDesc desc, int32 partition, int64 offset, MqRecordIn *r, Timestamp
  * not NULL (the replication follower path), gives each record's append
  * time and producer fields instead of now and producer.  *running is the
  * segment's largest timestamp so far (DT_NOBEGIN when it is empty): each
- * record stores it in max_timestamp when it exceeds its own (timeindex.c).
+ * record stores it in max_timestamp when it exceeds its own (timeindex_write.c).
  */
 static void
 append_to_segment(MqSegment *seg, int32 partition, MqRecordIn *recs, int n,

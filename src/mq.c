@@ -37,7 +37,7 @@ _PG_init(void)
 	mq_commit_wait_init();
 	mq_acl_init();
 	mq_record_size_init();
-	mq_fetch_scan_init();
+	mq_fetch_path_init();
 
 	DefineCustomBoolVariable("mq.release_before_flush",
 							 "Producers release the partition lock before waiting for their commit's WAL flush.",

@@ -186,13 +186,16 @@ extern void mq_record_size_init(void);
 extern int64 mq_record_size(bytea *key, bytea *value, Jsonb *headers);
 extern void mq_check_record_sizes(MqTopic *topic, MqRecordIn *recs, int n);
 
-/* timeindex.c: Kafka's record timestamps and the lookup by time */
+/* timeindex_write.c: Kafka's record timestamps at append */
+extern TimestampTz mq_slot_timestamp(TupleTableSlot *slot);
 extern TimestampTz mq_slot_max_timestamp(TupleTableSlot *slot);
-extern int64 mq_offset_for_time(MqPartition *part, TimestampTz ts, Snapshot snapshot,
-								int *descents);
 extern void mq_check_timestamps(MqTopic *topic, MqRecordIn *recs, int n);
 extern void mq_stamp_records(MqTopic *topic, MqRecordIn *recs, int n, TimestampTz now);
 extern void mq_row_timestamps(MqRecordIn *r, Datum *values, bool *nulls, TimestampTz *running);
+
+/* timeindex.c: the lookup by time */
+extern int64 mq_offset_for_time(MqPartition *part, TimestampTz ts, Snapshot snapshot,
+								int *descents);
 
 /* headers.c: Kafka headers as mq.header[] and their jsonb form */
 extern Datum mq_header_list_from_jsonb(Jsonb *headers, Oid elemtype, bool *isnull);
@@ -210,7 +213,7 @@ extern void mq_notify_all(void);
 extern uint64 mq_notify_counter(int32 topic_id);
 extern bool mq_notify_wait(int32 topic_id, uint64 seen, TimestampTz deadline);
 
-/* fetch.c: mq.fetch, and long polling for it and mq.poll */
+/* longpoll.c: the high watermark reads stop at, and long polling */
 typedef struct MqLongPoll
 {
 	bool		enabled;
@@ -219,6 +222,11 @@ typedef struct MqLongPoll
 	uint64		seen;			/* the topic's change counter before the read */
 } MqLongPoll;
 extern int64 mq_partition_high_watermark(MqTopic *topic, MqPartition *part);
+extern void mq_long_poll_start(MqLongPoll *lp, NullableDatum wait, NullableDatum min,
+							   int32 topic_id);
+extern bool mq_long_poll_wait(MqLongPoll *lp, int got, int max, int32 topic_id);
+
+/* fetch.c: mq.fetch, and the argument checks of reads */
 /* mq.fetch's max_bytes: what the records read so far take of it */
 typedef struct MqByteBudget
 {
@@ -227,9 +235,6 @@ typedef struct MqByteBudget
 } MqByteBudget;
 extern void mq_check_max_records(int32 max);
 extern void mq_check_not_null(NullableDatum *args, int nargs, const char *const *names);
-extern void mq_long_poll_start(MqLongPoll *lp, NullableDatum wait, NullableDatum min,
-							   int32 topic_id);
-extern bool mq_long_poll_wait(MqLongPoll *lp, int got, int max, int32 topic_id);
 
 /* log_reader.c: one partition from an offset, a record at a time */
 typedef struct MqLogReader
@@ -301,17 +306,8 @@ extern void mq_poll_feed_begin(MqFeed *f, NullableDatum *args, int nargs);
  * fetch_path.c and fetch_scan.c: mq.fetch and mq.poll in FROM, planned as
  * a custom scan that streams their rows
  */
-struct CustomPathMethods;
 struct CustomScanMethods;
-struct PlannerInfo;
-struct RelOptInfo;
-struct CustomPath;
-struct Plan;
-extern void mq_fetch_path_init(void);
-extern struct Plan *mq_plan_scan(struct PlannerInfo *root, struct RelOptInfo *rel,
-								 struct CustomPath *best_path, List *tlist, List *clauses,
-								 List *custom_plans);
-extern const struct CustomPathMethods *mq_scan_path_methods(bool poll);
+extern void mq_fetch_path_init(void);	/* starts both, from _PG_init */
 extern const struct CustomScanMethods *mq_scan_plan_methods(bool poll);
 extern void mq_fetch_scan_init(void);
 

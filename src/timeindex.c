@@ -1,15 +1,14 @@
 /*-------------------------------------------------------------------------
  *
  * timeindex.c
- *	  Kafka's record timestamps: stamping records at append (CreateTime or
- *	  LogAppendTime, and the time index column, for log.c), the producer's
- *	  timestamp check (message.timestamp.before.max.ms and
- *	  message.timestamp.after.max.ms, each falling back to
- *	  message.timestamp.difference.max.ms while not set, as Kafka 3.6+
- *	  does, KIP-937), and the
- *	  lookup of the first offset at or after a time (mq.offsets_for_times,
- *	  Kafka's ListOffsets by timestamp), which mq.poll's auto_offset_reset
- *	  'by_duration:' and mq.reset_offsets use too.
+ *	  The lookup by time: the first offset at or after a time
+ *	  (mq.offsets_for_times, Kafka's ListOffsets by timestamp), which
+ *	  mq.poll's auto_offset_reset 'by_duration:' and mq.reset_offsets use
+ *	  too.  What the append writes (each record's timestamp and the time
+ *	  index column) is timeindex_write.c's.
+ *
+ * Layer: above the log (log.c, for a segment's last record and the log
+ * end) and the high watermark (longpoll.c); below poll.c.
  *
  * The time index.  With CreateTime, timestamps need not grow with the
  * offset, so the lookup relies on what Kafka's time index keeps: the
@@ -39,7 +38,6 @@
 #include "access/tableam.h"
 #include "executor/tuptable.h"
 #include "fmgr.h"
-#include "utils/builtins.h"
 #include "utils/fmgroids.h"
 #include "utils/snapmgr.h"
 #include "utils/timestamp.h"
@@ -47,111 +45,6 @@
 #include "mq.h"
 
 PG_FUNCTION_INFO_V1(mq_offsets_for_times);
-
-/* A log row's Kafka timestamp: the CreateTime, or the append time. */
-static TimestampTz
-slot_timestamp(TupleTableSlot *slot)
-{
-	slot_getsomeattrs(slot, Anum_log_max_timestamp);
-	if (!slot->tts_isnull[Anum_log_timestamp - 1])
-		return DatumGetTimestampTz(slot->tts_values[Anum_log_timestamp - 1]);
-	return DatumGetTimestampTz(slot->tts_values[Anum_log_created_at - 1]);
-}
-
-/* The largest timestamp of the row's segment up to and including the row. */
-TimestampTz
-mq_slot_max_timestamp(TupleTableSlot *slot)
-{
-	slot_getsomeattrs(slot, Anum_log_max_timestamp);
-	if (!slot->tts_isnull[Anum_log_max_timestamp - 1])
-		return DatumGetTimestampTz(slot->tts_values[Anum_log_max_timestamp - 1]);
-	return slot_timestamp(slot);
-}
-
-/*
- * Under the produce lock: Kafka's timestamp of each record to append, the
- * append time (has_timestamp false, stored as NULL) on a LogAppendTime
- * topic, else the producer's CreateTime, now when it gave none.
- */
-void
-mq_stamp_records(MqTopic *topic, MqRecordIn *recs, int n, TimestampTz now)
-{
-	for (int i = 0; i < n; i++)
-	{
-		if (topic->log_append_time)
-			recs[i].has_timestamp = false;
-		else if (!recs[i].has_timestamp)
-		{
-			recs[i].has_timestamp = true;
-			recs[i].timestamp = now;
-		}
-	}
-}
-
-/*
- * A log row's timestamp columns (created_at already set): the CreateTime
- * or NULL, and the segment's running maximum *running when it exceeds the
- * record's own timestamp, else NULL.
- */
-void
-mq_row_timestamps(MqRecordIn *r, Datum *values, bool *nulls, TimestampTz *running)
-{
-	TimestampTz ts = r->has_timestamp ? r->timestamp :
-		DatumGetTimestampTz(values[Anum_log_created_at - 1]);
-
-	values[Anum_log_timestamp - 1] = TimestampTzGetDatum(r->timestamp);
-	nulls[Anum_log_timestamp - 1] = !r->has_timestamp;
-	if (ts > *running)
-		*running = ts;
-	values[Anum_log_max_timestamp - 1] = TimestampTzGetDatum(*running);
-	nulls[Anum_log_max_timestamp - 1] = (*running == ts);
-}
-
-/* A limit in ms as microseconds; -1 when there is none or it is too large. */
-static int64
-limit_us(int64 ms)
-{
-	return (ms < 0 || ms > PG_INT64_MAX / 1000 / 2) ? -1 : ms * 1000;
-}
-
-/*
- * Refuse a call with a CreateTime more than message.timestamp.before.max.ms
- * before now or more than message.timestamp.after.max.ms after it, before
- * anything is written (Kafka: InvalidTimestampException).  LogAppendTime
- * topics ignore the producer's timestamps.
- */
-void
-mq_check_timestamps(MqTopic *topic, MqRecordIn *recs, int n)
-{
-	TimestampTz now;
-	int64		before_us = limit_us(topic->timestamp_before_ms);
-	int64		after_us = limit_us(topic->timestamp_after_ms);
-
-	if (topic->log_append_time || (before_us < 0 && after_us < 0))
-		return;
-	now = GetCurrentTimestamp();
-	for (int i = 0; i < n; i++)
-	{
-		bool		early,
-					late;
-
-		if (!recs[i].has_timestamp)
-			continue;
-		early = before_us >= 0 && recs[i].timestamp < now - before_us;
-		late = after_us >= 0 && recs[i].timestamp > now + after_us;
-		if (early || late)
-			ereport(ERROR,
-					(errcode(ERRCODE_MQ_INVALID_TIMESTAMP),
-					 errmsg("timestamp %s of record %d is out of range for topic \"%s\"",
-							timestamptz_to_str(recs[i].timestamp), i, topic->name),
-					 errdetail("It is more than %s (" INT64_FORMAT " ms) %s the broker's time %s; nothing was written.",
-							   early ? "message.timestamp.before.max.ms" : "message.timestamp.after.max.ms",
-							   early ? topic->timestamp_before_ms : topic->timestamp_after_ms,
-							   early ? "before" : "after", timestamptz_to_str(now)),
-					 errhint("Check the producer's clock, or raise the topic's %s (or message.timestamp.difference.max.ms, which applies while it is not set).",
-							 early ? "message.timestamp.before.max.ms" : "message.timestamp.after.max.ms")));
-	}
-}
 
 /*
  * The first row of the segment visible to the scan's snapshot with an
@@ -215,7 +108,7 @@ search_segment(MqSegment *seg, int64 from, int64 last, TimestampTz ts, Snapshot 
 	for (int64 o = best; o >= 0 && o <= last; o++)
 	{
 		o = probe(scan, o, slot, descents);
-		if (o >= 0 && slot_timestamp(slot) >= ts)
+		if (o >= 0 && mq_slot_timestamp(slot) >= ts)
 		{
 			result = o;
 			break;

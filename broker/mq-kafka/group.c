@@ -17,6 +17,10 @@
  * protocols that is all (KIP-345: no rebalance, static_rejoin); otherwise
  * the group rebalances as for any join.
  *
+ * Groups outlive a restart (group_store.c): each stable group is saved,
+ * read back at start (group_adopt), and until then group requests are
+ * answered COORDINATOR_LOAD_IN_PROGRESS.
+ *
  *-------------------------------------------------------------------------
  */
 #include "group.h"
@@ -131,6 +135,7 @@ complete_join(KGroup *g)
 	if (g->nmembers == 0)
 	{
 		g->state = KG_EMPTY;
+		group_store_save(g, NULL);
 		return;
 	}
 	leader = member_find(g, g->leader);
@@ -264,6 +269,7 @@ member_gone(KGroup *g, KMember *m)
 		evtimer_del(g->join_timer);
 		g->state = KG_EMPTY;
 		g->initial_delay = false;
+		group_store_save(g, NULL);
 	}
 	else
 		prepare_rebalance(g);
@@ -385,15 +391,23 @@ static_rejoin(KGroup *g, KRequest *req, KMember *m, const KJoin *j)
 	mq_log_info("group %s: static member %s rejoined as %s, generation %d kept", g->id,
 				m->instance_id, m->id, g->generation);
 	join_respond(req, g, m, KERR_NONE);
+	group_store_save(g, req->role);
 	return true;
 }
 
 void
 group_join(KRequest *req, KJoin *j)
 {
-	KGroup	   *g = group_get(j->group_id);
+	KGroup	   *g;
 	KMember    *m;
 	int16_t		code;
+
+	if (group_store_loading())
+	{
+		join_respond(req, NULL, NULL, KERR_COORDINATOR_LOAD_IN_PROGRESS);
+		return;
+	}
+	g = group_get(j->group_id);
 
 	if (j->session_ms < 1000 || j->session_ms > 30 * 60 * 1000)
 	{
@@ -438,7 +452,9 @@ group_sync(KRequest *req, const char *group_id, int32_t generation, const char *
 	int16_t		code;
 	KMember    *m = member_lookup(g, member_id, instance_id, &code);
 
-	if (m == NULL)
+	if (group_store_loading())
+		code = KERR_COORDINATOR_LOAD_IN_PROGRESS;
+	else if (m == NULL)
 		;						/* code says why */
 	else if (generation != g->generation)
 		code = KERR_ILLEGAL_GENERATION;
@@ -472,6 +488,7 @@ group_sync(KRequest *req, const char *group_id, int32_t generation, const char *
 		to->assign_len = assign[i].bytes.len;
 	}
 	g->state = KG_STABLE;
+	group_store_save(g, req->role);
 	for (KMember *x = g->members; x; x = x->next)
 		if (x->sync_req)
 		{
@@ -490,6 +507,8 @@ group_heartbeat(const char *group_id, int32_t generation, const char *member_id,
 	int16_t		code;
 	KMember    *m = member_lookup(g, member_id, instance_id, &code);
 
+	if (group_store_loading())
+		return KERR_COORDINATOR_LOAD_IN_PROGRESS;
 	if (m == NULL)
 		return code;
 	touch(m);
@@ -507,6 +526,8 @@ group_leave(const char *group_id, const char *member_id, const char *instance_id
 	KMember    *m;
 	int16_t		code;
 
+	if (group_store_loading())
+		return KERR_COORDINATOR_LOAD_IN_PROGRESS;
 	if (member_id == NULL || member_id[0] == '\0')
 		m = member_by_instance(g, instance_id);
 	else
@@ -525,6 +546,8 @@ group_commit_check(const char *group_id, const char *member_id, const char *inst
 	KMember    *m;
 	int16_t		code;
 
+	if (group_store_loading())
+		return KERR_COORDINATOR_LOAD_IN_PROGRESS;
 	if (generation < 0 && (member_id == NULL || member_id[0] == '\0'))
 		return (g == NULL || g->nmembers == 0) ? KERR_NONE : KERR_UNKNOWN_MEMBER_ID;
 	if ((m = member_lookup(g, member_id, instance_id, &code)) == NULL)
@@ -549,11 +572,26 @@ group_forget(const char *group_id)
 	if ((g = *pp) == NULL || g->nmembers > 0)
 		return g == NULL;
 	*pp = g->next;
-	event_free(g->join_timer);
-	free(g->id);
-	free(g->protocol_type);
-	free(g->protocol);
-	free(g->leader);
-	free(g);
+	group_free(g);
 	return true;
+}
+
+/* a group read back by group_store.c: its timers, then as if it had never gone */
+static void
+group_adopt(KGroup *g)
+{
+	g->join_timer = evtimer_new(kbase, on_join_timer, g);
+	for (KMember *m = g->members; m; m = m->next)
+	{
+		m->expire = evtimer_new(kbase, on_expire, m);
+		touch(m);				/* a session from now: it may not know we were gone */
+	}
+	g->next = groups;
+	groups = g;
+}
+
+void
+group_start(void)
+{
+	group_store_load(group_adopt);
 }

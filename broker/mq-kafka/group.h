@@ -118,6 +118,16 @@ extern KMember *member_lookup(KGroup *g, const char *member_id, const char *inst
 							  int16_t *code);
 extern bool member_same_protos(const KMember *m, const KJoin *j);
 extern void member_free(KMember *m);
+extern void group_free(KGroup *g);
+
+/* group.c: read the groups kept before a restart (group_store.c) */
+extern void group_start(void);
+
+/* group_store.c: keeping groups across restarts */
+extern bool group_store_loading(void);
+/* save a stable group, or forget one that emptied, as role */
+extern void group_store_save(const KGroup *g, const char *role);
+extern void group_store_load(void (*adopt) (KGroup *g));
 
 /* group_reply.c: a member's metadata for a protocol, and the answers */
 extern const KProto *member_proto(const KMember *m, const char *name);

@@ -3,9 +3,9 @@
  * group_member.c
  *	  A group's members as a list: finding a member by id or by static
  *	  instance id (and whether a request's member is fenced), comparing
- *	  the protocols a member rejoins with, and freeing members.  It stands
- *	  below the state machine (group.c) and calls nothing above it.  Loop
- *	  thread only: no locking.
+ *	  the protocols a member rejoins with, and freeing members and groups.
+ *	  It stands below the state machine (group.c) and calls nothing above
+ *	  it.  Loop thread only: no locking.
  *
  *-------------------------------------------------------------------------
  */
@@ -71,7 +71,8 @@ member_lookup(KGroup *g, const char *member_id, const char *instance_id, int16_t
 void
 member_free(KMember *m)
 {
-	event_free(m->expire);
+	if (m->expire)
+		event_free(m->expire);
 	free(m->id);
 	free(m->instance_id);
 	free(m->client_id);
@@ -93,4 +94,24 @@ member_same_protos(const KMember *m, const KJoin *j)
 			(m->protos[i].len > 0 && memcmp(m->protos[i].meta, j->protos[i].meta, m->protos[i].len) != 0))
 			return false;
 	return true;
+}
+
+/* a group that is no longer anyone's, with its members */
+void
+group_free(KGroup *g)
+{
+	while (g->members)
+	{
+		KMember    *m = g->members;
+
+		g->members = m->next;
+		member_free(m);
+	}
+	if (g->join_timer)
+		event_free(g->join_timer);
+	free(g->id);
+	free(g->protocol_type);
+	free(g->protocol);
+	free(g->leader);
+	free(g);
 }

@@ -332,6 +332,7 @@ main(int argc, char **argv)
 		kmetrics_start(kconfig.metrics_host, kconfig.metrics_port);
 	pool_start();
 	cluster_start(group_drop_moved);
+	group_start();
 	mq_log_info("listening on %s:%d (pool of %d database connections%s)",
 				kconfig.listen_host, kconfig.listen_port, kconfig.pool_size,
 				kconfig.sasl_plain ? ", sasl" : "");

@@ -149,8 +149,11 @@ CREATE FUNCTION mq._replica_attach_broker() RETURNS void
 -- Called by the broker on its node session, after it resigned whatever
 -- the node led: the node's leaderships are trusted while this session
 -- lives.  Refused while another broker's session is attached.
-CREATE FUNCTION mq.replica_attach_broker(p_broker_id integer) RETURNS void
+CREATE FUNCTION mq.replica_attach_broker(broker_id integer) RETURNS void
 LANGUAGE plpgsql SECURITY DEFINER SET search_path = pg_catalog, pg_temp AS $$
+#variable_conflict use_column
+DECLARE
+    p_broker_id ALIAS FOR $1;
 BEGIN
     PERFORM mq._replica_attach_broker();
     INSERT INTO mq.replica_broker (broker_id) VALUES (p_broker_id)
@@ -161,8 +164,11 @@ END $$;
 -- Called by the attached broker every tick: its node leads for p_lease_ms
 -- more.  The commit is not flushed (a lease lost in a crash is renewed at
 -- the next tick; the node's restart ends the broker's session anyway).
-CREATE FUNCTION mq.replica_renew_lease(p_lease_ms integer) RETURNS void
+CREATE FUNCTION mq.replica_renew_lease(lease_ms integer) RETURNS void
 LANGUAGE plpgsql SECURITY DEFINER SET search_path = pg_catalog, pg_temp AS $$
+#variable_conflict use_column
+DECLARE
+    p_lease_ms ALIAS FOR $1;
 BEGIN
     IF p_lease_ms IS NULL OR p_lease_ms <= 0 THEN
         RAISE EXCEPTION 'lease_ms must be positive, not %', p_lease_ms USING ERRCODE = 'MQ010';

@@ -170,13 +170,22 @@ END $$;
 -- its progress is already recorded, wait up to wait_ms for new records or
 -- a change of the high watermark first (long polling; notify.c wakes the
 -- wait).
-CREATE FUNCTION mq.replica_fetch(p_topic text, p_partition integer, p_leader_epoch integer,
-                                 p_replica_id integer, p_fetch_offset bigint,
-                                 p_max_records integer DEFAULT 1000, p_wait_ms integer DEFAULT 500,
-                                 p_offsets_version bigint DEFAULT NULL)
+CREATE FUNCTION mq.replica_fetch(topic text, partition integer, leader_epoch integer,
+                                 replica_id integer, fetch_offset bigint,
+                                 max_records integer DEFAULT 1000, max_wait_ms integer DEFAULT 500,
+                                 offsets_version bigint DEFAULT NULL)
     RETURNS mq.replica_batch
 LANGUAGE plpgsql SECURITY DEFINER SET search_path = pg_catalog, pg_temp AS $$
+#variable_conflict use_column
 DECLARE
+    p_topic ALIAS FOR $1;
+    p_partition ALIAS FOR $2;
+    p_leader_epoch ALIAS FOR $3;
+    p_replica_id ALIAS FOR $4;
+    p_fetch_offset ALIAS FOR $5;
+    p_max_records ALIAS FOR $6;
+    p_wait_ms ALIAS FOR $7;
+    p_offsets_version ALIAS FOR $8;
     v_id integer := mq._topic_id(p_topic);
     st mq.partition_state;
     g mq.replica_progress;

@@ -74,10 +74,15 @@ END $$;
 -- leaves the same gaps here, and readers step over them as they do over
 -- this node's own compaction gaps.  Returns the new log end (the last
 -- record's offset + 1).
-CREATE FUNCTION mq.replica_append(p_topic text, p_partition integer, p_leader_epoch integer,
-                                  p_batch mq.replica_batch) RETURNS bigint
+CREATE FUNCTION mq.replica_append(topic text, partition integer, leader_epoch integer,
+                                  batch mq.replica_batch) RETURNS bigint
 LANGUAGE plpgsql SECURITY DEFINER SET search_path = pg_catalog, pg_temp AS $$
+#variable_conflict use_column
 DECLARE
+    p_topic ALIAS FOR $1;
+    p_partition ALIAS FOR $2;
+    p_leader_epoch ALIAS FOR $3;
+    p_batch ALIAS FOR $4;
     v_id integer := mq._topic_id(p_topic);
     st mq.partition_state;
     v_end bigint;
@@ -130,10 +135,15 @@ END $$;
 -- the epochs that start there, and the producer batches that end there;
 -- gaps copied from a leader now end there too.  Returns the number of
 -- records removed.
-CREATE FUNCTION mq.replica_truncate(p_topic text, p_partition integer, p_leader_epoch integer,
-                                    p_from_offset bigint) RETURNS bigint
+CREATE FUNCTION mq.replica_truncate(topic text, partition integer, leader_epoch integer,
+                                    from_offset bigint) RETURNS bigint
 LANGUAGE plpgsql SECURITY DEFINER SET search_path = pg_catalog, pg_temp AS $$
+#variable_conflict use_column
 DECLARE
+    p_topic ALIAS FOR $1;
+    p_partition ALIAS FOR $2;
+    p_leader_epoch ALIAS FOR $3;
+    p_from_offset ALIAS FOR $4;
     v_id integer := mq._topic_id(p_topic);
     v_removed bigint;
     v_to bigint;
@@ -190,25 +200,25 @@ BEGIN
     end_offset := coalesce(end_offset, mq._log_end_offset(p_topic_id, p_partition));
 END $$;
 
--- Asked of the leader by a follower (fenced by the caller's epoch).
-CREATE FUNCTION mq.replica_epoch_end_offset(p_topic text, p_partition integer, p_leader_epoch integer,
-                                            p_requested_epoch integer,
+-- Asked of the leader by a follower (fenced by the caller's epoch).  SQL,
+-- not PL/pgSQL: its input leader_epoch and its output leader_epoch share
+-- a name, which PL/pgSQL refuses (docs/design.md, "SQL API conventions").
+CREATE FUNCTION mq.replica_epoch_end_offset(topic text, partition integer, leader_epoch integer,
+                                            requested_epoch integer,
                                             OUT leader_epoch integer, OUT end_offset bigint)
-LANGUAGE plpgsql SECURITY DEFINER SET search_path = pg_catalog, pg_temp AS $$
-DECLARE
-    v_id integer := mq._topic_id(p_topic);
-BEGIN
-    PERFORM mq._replica_fence(v_id, p_partition, p_leader_epoch, 'leader');
-    SELECT e.leader_epoch, e.end_offset INTO leader_epoch, end_offset
-      FROM mq._replica_epoch_end(v_id, p_partition, p_requested_epoch) e;
-END $$;
+LANGUAGE sql SECURITY DEFINER SET search_path = pg_catalog, pg_temp AS $$
+    SELECT mq._replica_fence(mq._topic_id($1), $2, $3, 'leader');
+    SELECT e.leader_epoch, e.end_offset FROM mq._replica_epoch_end(mq._topic_id($1), $2, $4) e;
+$$;
 
 -- A broker's view of its own replica: its latest epoch in the history,
--- its log end, its high watermark and where a requested epoch ends.
-CREATE FUNCTION mq.replica_log_state(p_topic text, p_partition integer, p_requested_epoch integer DEFAULT NULL)
+-- its log end, its high watermark and where a requested epoch ends.  The
+-- public mq.replica_log_state below calls it (its input requested_epoch
+-- is also an output column, which PL/pgSQL refuses).
+CREATE FUNCTION mq._replica_log_state(p_topic text, p_partition integer, p_requested_epoch integer)
     RETURNS TABLE (role text, leader_epoch integer, latest_epoch integer, log_end_offset bigint,
                    high_watermark bigint, requested_epoch integer, requested_end_offset bigint)
-LANGUAGE plpgsql SECURITY DEFINER SET search_path = pg_catalog, pg_temp AS $$
+LANGUAGE plpgsql SET search_path = pg_catalog, pg_temp AS $$
 DECLARE
     v_id integer := mq._topic_id(p_topic);
 BEGIN
@@ -223,6 +233,13 @@ BEGIN
         ON p_requested_epoch IS NOT NULL
      WHERE p.topic_id = v_id AND p.partition = p_partition;
 END $$;
+
+CREATE FUNCTION mq.replica_log_state(topic text, partition integer, requested_epoch integer DEFAULT NULL)
+    RETURNS TABLE (role text, leader_epoch integer, latest_epoch integer, log_end_offset bigint,
+                   high_watermark bigint, requested_epoch integer, requested_end_offset bigint)
+LANGUAGE sql SECURITY DEFINER SET search_path = pg_catalog, pg_temp AS $$
+    SELECT * FROM mq._replica_log_state($1, $2, $3);
+$$;
 
 -- After a transaction that sent records to or committed offsets of
 -- replicated partitions: wait until all of it is on every in-sync replica

@@ -8,12 +8,20 @@
 -- the election on the coordinator).  Waits for in-flight produces, records
 -- the epoch's start offset, forgets follower progress of older epochs.
 -- Returns the log end offset.
-CREATE FUNCTION mq.replica_become_leader(p_topic text, p_partition integer, p_leader_epoch integer,
-                                         p_broker_id integer, p_replicas integer[], p_isr integer[],
-                                         p_leader_name text DEFAULT NULL)
+CREATE FUNCTION mq.replica_become_leader(topic text, partition integer, leader_epoch integer,
+                                         broker_id integer, replicas integer[], isr integer[],
+                                         leader_name text DEFAULT NULL)
     RETURNS bigint
 LANGUAGE plpgsql SECURITY DEFINER SET search_path = pg_catalog, pg_temp AS $$
+#variable_conflict use_column
 DECLARE
+    p_topic ALIAS FOR $1;
+    p_partition ALIAS FOR $2;
+    p_leader_epoch ALIAS FOR $3;
+    p_broker_id ALIAS FOR $4;
+    p_replicas ALIAS FOR $5;
+    p_isr ALIAS FOR $6;
+    p_leader_name ALIAS FOR $7;
     v_id integer := mq._topic_id(p_topic);
     st mq.partition_state;
     v_leo bigint;
@@ -57,12 +65,19 @@ END $$;
 -- leadership: produce is refused from then on, and acks=all waiters of
 -- the epoch fail).  The broker then truncates (KIP-101) and fetches.
 -- Returns the log end offset.
-CREATE FUNCTION mq.replica_become_follower(p_topic text, p_partition integer, p_leader_epoch integer,
-                                           p_leader_id integer, p_leader_name text DEFAULT NULL,
-                                           p_replicas integer[] DEFAULT NULL)
+CREATE FUNCTION mq.replica_become_follower(topic text, partition integer, leader_epoch integer,
+                                           leader_id integer, leader_name text DEFAULT NULL,
+                                           replicas integer[] DEFAULT NULL)
     RETURNS bigint
 LANGUAGE plpgsql SECURITY DEFINER SET search_path = pg_catalog, pg_temp AS $$
+#variable_conflict use_column
 DECLARE
+    p_topic ALIAS FOR $1;
+    p_partition ALIAS FOR $2;
+    p_leader_epoch ALIAS FOR $3;
+    p_leader_id ALIAS FOR $4;
+    p_leader_name ALIAS FOR $5;
+    p_replicas ALIAS FOR $6;
     v_id integer := mq._topic_id(p_topic);
     st mq.partition_state;
 BEGIN
@@ -109,10 +124,15 @@ END $$;
 -- On the leader: the local ISR.  A shrink is applied here after the
 -- coordinator accepted it, an expansion before (so this is the maximal
 -- ISR, which the high watermark is computed over).
-CREATE FUNCTION mq.replica_set_isr(p_topic text, p_partition integer, p_leader_epoch integer,
-                                   p_isr integer[]) RETURNS bigint
+CREATE FUNCTION mq.replica_set_isr(topic text, partition integer, leader_epoch integer,
+                                   isr integer[]) RETURNS bigint
 LANGUAGE plpgsql SECURITY DEFINER SET search_path = pg_catalog, pg_temp AS $$
+#variable_conflict use_column
 DECLARE
+    p_topic ALIAS FOR $1;
+    p_partition ALIAS FOR $2;
+    p_leader_epoch ALIAS FOR $3;
+    p_isr ALIAS FOR $4;
     v_id integer := mq._topic_id(p_topic);
     rp mq.replica_partition;
     v_behind integer[];
@@ -153,12 +173,16 @@ END $$;
 -- with the group offsets the ISR acknowledged, as mq.replica_set_isr
 -- requires of a joining replica.  Also advances the high watermark, which
 -- matters when the ISR is the leader alone.
-CREATE FUNCTION mq.replica_leader_state(p_topic text, p_partition integer, p_leader_epoch integer)
+CREATE FUNCTION mq.replica_leader_state(topic text, partition integer, leader_epoch integer)
     RETURNS TABLE (replica_id integer, in_isr boolean, log_end_offset bigint, lag_ms bigint,
                    leader_log_end_offset bigint, high_watermark bigint, epoch_start_offset bigint,
                    caught_up boolean)
 LANGUAGE plpgsql SECURITY DEFINER SET search_path = pg_catalog, pg_temp AS $$
+#variable_conflict use_column
 DECLARE
+    p_topic ALIAS FOR $1;
+    p_partition ALIAS FOR $2;
+    p_leader_epoch ALIAS FOR $3;
     v_id integer := mq._topic_id(p_topic);
     rp mq.replica_partition;
     v_hwm bigint;

@@ -88,9 +88,14 @@ $$;
 
 -- A broker registers after taking its liveness lock.  Returns nothing; the
 -- lock check makes two brokers with one id impossible.
-CREATE FUNCTION mq_coord.register_broker(p_broker_id integer, p_node_conninfo text, p_node_name text)
+CREATE FUNCTION mq_coord.register_broker(broker_id integer, node_conninfo text, node_name text)
     RETURNS void
 LANGUAGE plpgsql SECURITY DEFINER SET search_path = pg_catalog, pg_temp AS $$
+#variable_conflict use_column
+DECLARE
+    p_broker_id ALIAS FOR $1;
+    p_node_conninfo ALIAS FOR $2;
+    p_node_name ALIAS FOR $3;
 BEGIN
     IF NOT mq_coord._holds(mq_coord.broker_lock_class(), p_broker_id) THEN
         RAISE EXCEPTION 'broker % must hold its liveness lock to register', p_broker_id
@@ -109,31 +114,35 @@ BEGIN
     VALUES ('broker_registered', p_broker_id, jsonb_build_object('node', p_node_name));
 END $$;
 
-CREATE FUNCTION mq_coord.heartbeat(p_broker_id integer) RETURNS void
+CREATE FUNCTION mq_coord.heartbeat(broker_id integer) RETURNS void
 LANGUAGE sql SECURITY DEFINER SET search_path = pg_catalog, pg_temp AS $$
     UPDATE mq_coord.broker SET heartbeat_at = clock_timestamp()
-     WHERE broker_id = p_broker_id AND backend_pid = pg_backend_pid();
+     WHERE broker_id = heartbeat.broker_id AND backend_pid = pg_backend_pid();
 $$;
 
 -- Is the broker alive: does some session hold its liveness lock, and has
--- it heartbeaten within p_timeout_ms?
-CREATE FUNCTION mq_coord.broker_alive(p_broker_id integer, p_timeout_ms integer) RETURNS boolean
+-- it heartbeaten within timeout_ms?
+CREATE FUNCTION mq_coord.broker_alive(broker_id integer, timeout_ms integer) RETURNS boolean
 LANGUAGE sql STABLE SECURITY DEFINER SET search_path = pg_catalog, pg_temp AS $$
     SELECT EXISTS (SELECT 1 FROM pg_locks l JOIN mq_coord.broker b ON b.backend_pid = l.pid
                     WHERE l.locktype = 'advisory' AND l.granted AND l.objsubid = 2
-                      AND l.classid = mq_coord.broker_lock_class()::oid AND l.objid = p_broker_id::oid
-                      AND b.broker_id = p_broker_id
-                      AND b.heartbeat_at > clock_timestamp() - p_timeout_ms * interval '1 ms');
+                      AND l.classid = mq_coord.broker_lock_class()::oid AND l.objid = broker_alive.broker_id::oid
+                      AND b.broker_id = broker_alive.broker_id
+                      AND b.heartbeat_at > clock_timestamp() - broker_alive.timeout_ms * interval '1 ms');
 $$;
 
 -- A paused broker keeps its locks (they are not leases): when its
 -- heartbeat is older than p_timeout_ms, end its coordinator session so
 -- that its locks go and an election can run.  The data nodes fence it by
 -- epoch if it wakes up.  Returns true when a session was ended.
-CREATE FUNCTION mq_coord.fence_broker(p_broker_id integer, p_timeout_ms integer, p_by integer)
+CREATE FUNCTION mq_coord.fence_broker(broker_id integer, timeout_ms integer, fenced_by integer)
     RETURNS boolean
 LANGUAGE plpgsql SECURITY DEFINER SET search_path = pg_catalog, pg_temp AS $$
+#variable_conflict use_column
 DECLARE
+    p_broker_id ALIAS FOR $1;
+    p_timeout_ms ALIAS FOR $2;
+    p_by ALIAS FOR $3;
     b mq_coord.broker;
 BEGIN
     SELECT * INTO b FROM mq_coord.broker WHERE broker_id = p_broker_id FOR UPDATE;
@@ -154,10 +163,14 @@ END $$;
 -- so that preferred leaders spread, over the brokers in placement order
 -- (alternating racks when they have one).  The brokers create the partitions on
 -- their nodes when they see them.
-CREATE FUNCTION mq_coord.create_topic(p_topic text, p_partitions integer DEFAULT 1,
-                                      p_config jsonb DEFAULT '{}') RETURNS integer
+CREATE FUNCTION mq_coord.create_topic(topic text, partitions integer DEFAULT 1,
+                                      config jsonb DEFAULT '{}') RETURNS integer
 LANGUAGE plpgsql SECURITY DEFINER SET search_path = pg_catalog, pg_temp AS $$
+#variable_conflict use_column
 DECLARE
+    p_topic ALIAS FOR $1;
+    p_partitions ALIAS FOR $2;
+    p_config ALIAS FOR $3;
     v_config jsonb;
     v_rf integer;
     v_brokers integer[];
@@ -196,11 +209,16 @@ END $$;
 -- controller does when a broker dies: the new leader's high watermark can
 -- then move as soon as the live followers fetch, instead of waiting for its
 -- first ISR shrink.  Returns the new epoch, or NULL when not eligible.
-CREATE FUNCTION mq_coord.elect(p_topic text, p_partition integer, p_candidate integer,
-                               p_session_timeout_ms integer DEFAULT NULL)
+CREATE FUNCTION mq_coord.elect(topic text, partition integer, candidate integer,
+                               session_timeout_ms integer DEFAULT NULL)
     RETURNS integer
 LANGUAGE plpgsql SECURITY DEFINER SET search_path = pg_catalog, pg_temp AS $$
+#variable_conflict use_column
 DECLARE
+    p_topic ALIAS FOR $1;
+    p_partition ALIAS FOR $2;
+    p_candidate ALIAS FOR $3;
+    p_session_timeout_ms ALIAS FOR $4;
     pt mq_coord.partition;
     v_unclean boolean;
     v_isr integer[];
@@ -244,10 +262,16 @@ END $$;
 
 -- The leader changes the ISR, conditional on still leading in its epoch.
 -- Returns the new partition epoch, or NULL when the leader was deposed.
-CREATE FUNCTION mq_coord.alter_isr(p_topic text, p_partition integer, p_leader integer,
-                                   p_leader_epoch integer, p_isr integer[]) RETURNS integer
+CREATE FUNCTION mq_coord.alter_isr(topic text, partition integer, leader integer,
+                                   leader_epoch integer, isr integer[]) RETURNS integer
 LANGUAGE plpgsql SECURITY DEFINER SET search_path = pg_catalog, pg_temp AS $$
+#variable_conflict use_column
 DECLARE
+    p_topic ALIAS FOR $1;
+    p_partition ALIAS FOR $2;
+    p_leader ALIAS FOR $3;
+    p_leader_epoch ALIAS FOR $4;
+    p_isr ALIAS FOR $5;
     pt mq_coord.partition;
 BEGIN
     SELECT * INTO pt FROM mq_coord.partition WHERE topic = p_topic AND partition = p_partition FOR UPDATE;
@@ -268,7 +292,7 @@ END $$;
 
 -- What every broker reads each tick: the partitions it holds a replica of,
 -- with the leader's node address.
-CREATE FUNCTION mq_coord.assignments(p_broker_id integer)
+CREATE FUNCTION mq_coord.assignments(broker_id integer)
     RETURNS TABLE (topic text, partition integer, partitions integer, config jsonb, lock_id integer,
                    replicas integer[], leader integer, leader_epoch integer, isr integer[],
                    partition_epoch integer, leader_conninfo text, leader_name text)
@@ -278,7 +302,7 @@ LANGUAGE sql STABLE SECURITY DEFINER SET search_path = pg_catalog, pg_temp AS $$
       FROM mq_coord.partition p
       JOIN mq_coord.topic t USING (topic)
       LEFT JOIN mq_coord.broker b ON b.broker_id = p.leader
-     WHERE p_broker_id = ANY (p.replicas)
+     WHERE assignments.broker_id = ANY (p.replicas)
      ORDER BY p.topic, p.partition;
 $$;
 
@@ -315,10 +339,13 @@ SELECT pg_catalog.pg_extension_config_dump('mq_coord.producer_id_block', '');
 
 -- A block of p_count producer ids for a live broker (one that holds its
 -- liveness lock in this session).  Ids start at 1.
-CREATE FUNCTION mq_coord.allocate_producer_ids(p_broker_id integer, p_count integer DEFAULT 1000)
+CREATE FUNCTION mq_coord.allocate_producer_ids(broker_id integer, count integer DEFAULT 1000)
     RETURNS TABLE (first_id bigint, last_id bigint)
 LANGUAGE plpgsql SECURITY DEFINER SET search_path = pg_catalog, pg_temp AS $$
+#variable_conflict use_column
 DECLARE
+    p_broker_id ALIAS FOR $1;
+    p_count ALIAS FOR $2;
     v_next bigint;
 BEGIN
     IF p_count IS NULL OR p_count < 1 OR p_count > 1000000 THEN
@@ -360,10 +387,12 @@ CREATE TABLE mq_coord.transactional_producer (
 );
 SELECT pg_catalog.pg_extension_config_dump('mq_coord.transactional_producer', '');
 
-CREATE FUNCTION mq_coord.init_producer(p_transactional_id text,
+CREATE FUNCTION mq_coord.init_producer(transactional_id text,
                                        OUT producer_id bigint, OUT producer_epoch integer)
 LANGUAGE plpgsql SECURITY DEFINER SET search_path = pg_catalog, pg_temp AS $$
+#variable_conflict use_column
 DECLARE
+    p_transactional_id ALIAS FOR $1;
     v_next bigint;
     v_open text;
 BEGIN

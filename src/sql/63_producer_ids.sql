@@ -36,8 +36,12 @@ $$;
 -- The broker adds a block it got from the coordinator.  Returns how many
 -- ids the node has left.  A block that overlaps one the node has (or had)
 -- is refused.
-CREATE FUNCTION mq.replica_add_producer_ids(p_first bigint, p_last bigint) RETURNS bigint
+CREATE FUNCTION mq.replica_add_producer_ids(first_id bigint, last_id bigint) RETURNS bigint
 LANGUAGE plpgsql SECURITY DEFINER SET search_path = pg_catalog, pg_temp AS $$
+#variable_conflict use_column
+DECLARE
+    p_first ALIAS FOR $1;
+    p_last ALIAS FOR $2;
 BEGIN
     IF p_first IS NULL OR p_last IS NULL OR p_first < 1 OR p_last < p_first THEN
         RAISE EXCEPTION 'invalid block of producer ids % .. %', p_first, p_last USING ERRCODE = 'MQ010';

@@ -31,10 +31,15 @@ COMMENT ON FUNCTION mq_coord.kafka_lock_class() IS
 
 -- Take (p_live) or give up (NOT p_live) the listener's lock in this
 -- session, and record its address.  Returns whether it is live.
-CREATE FUNCTION mq_coord.kafka_register(p_broker_id integer, p_host text, p_port integer,
-                                        p_live boolean) RETURNS boolean
+CREATE FUNCTION mq_coord.kafka_register(broker_id integer, host text, port integer,
+                                        live boolean) RETURNS boolean
 LANGUAGE plpgsql SECURITY DEFINER SET search_path = pg_catalog, pg_temp AS $$
+#variable_conflict use_column
 DECLARE
+    p_broker_id ALIAS FOR $1;
+    p_host ALIAS FOR $2;
+    p_port ALIAS FOR $3;
+    p_live ALIAS FOR $4;
     v_held boolean := mq_coord._holds(mq_coord.kafka_lock_class(), p_broker_id);
 BEGIN
     IF NOT p_live THEN

@@ -56,16 +56,16 @@ LANGUAGE sql STABLE SECURITY DEFINER SET search_path = pg_catalog, pg_temp AS $$
      ORDER BY x.prepared
 $$;
 
--- Is the partition led by this node in p_epoch with its high watermark at
--- least p_end?  (Records this leader committed in that epoch below its
+-- Is the partition led by this node in epoch with its high watermark at
+-- least records_end?  (Records this leader committed in that epoch below its
 -- high watermark are on every in-sync replica.)
-CREATE FUNCTION mq.txn_output_replicated(p_topic text, p_partition integer, p_epoch integer,
-                                         p_end bigint) RETURNS boolean
+CREATE FUNCTION mq.txn_output_replicated(topic text, partition integer, epoch integer,
+                                         records_end bigint) RETURNS boolean
 LANGUAGE sql STABLE SECURITY DEFINER SET search_path = pg_catalog, pg_temp AS $$
-    SELECT coalesce(bool_and(s.role = 'leader' AND s.leader_epoch = p_epoch
-                             AND s.high_watermark >= p_end), false)
+    SELECT coalesce(bool_and(s.role = 'leader' AND s.leader_epoch = txn_output_replicated.epoch
+                             AND s.high_watermark >= txn_output_replicated.records_end), false)
       FROM mq.replica_status s
-     WHERE s.topic = p_topic AND s.partition = p_partition
+     WHERE s.topic = txn_output_replicated.topic AND s.partition = txn_output_replicated.partition
 $$;
 
 CREATE TABLE mq_coord.txn (
@@ -110,13 +110,21 @@ END $$;
 -- p_outputs, the records of every output partition are stored with the
 -- decision (mq_coord.txn_output, 64_twophase_redo.sql), so that recovery
 -- can send them again when the client is gone.
-CREATE FUNCTION mq_coord.txn_decide(p_txn text, p_owner text, p_participants jsonb,
-                                    p_producer_epoch integer DEFAULT NULL,
-                                    p_outputs jsonb DEFAULT NULL, p_keys bytea[] DEFAULT NULL,
-                                    p_vals bytea[] DEFAULT NULL)
+CREATE FUNCTION mq_coord.txn_decide(txn_id text, owner text, participants jsonb,
+                                    producer_epoch integer DEFAULT NULL,
+                                    outputs jsonb DEFAULT NULL, keys bytea[] DEFAULT NULL,
+                                    vals bytea[] DEFAULT NULL)
     RETURNS text
 LANGUAGE plpgsql SECURITY DEFINER SET search_path = pg_catalog, pg_temp AS $$
+#variable_conflict use_column
 DECLARE
+    p_txn ALIAS FOR $1;
+    p_owner ALIAS FOR $2;
+    p_participants ALIAS FOR $3;
+    p_producer_epoch ALIAS FOR $4;
+    p_outputs ALIAS FOR $5;
+    p_keys ALIAS FOR $6;
+    p_vals ALIAS FOR $7;
     v_state text;
     v_epoch integer;
 BEGIN
@@ -159,9 +167,12 @@ END $$;
 
 -- Abort unless decided: returns the state that holds (abort, or the
 -- commit decision that came first).
-CREATE FUNCTION mq_coord.txn_abort(p_txn text, p_reason text DEFAULT NULL) RETURNS text
+CREATE FUNCTION mq_coord.txn_abort(txn_id text, reason text DEFAULT NULL) RETURNS text
 LANGUAGE plpgsql SECURITY DEFINER SET search_path = pg_catalog, pg_temp AS $$
+#variable_conflict use_column
 DECLARE
+    p_txn ALIAS FOR $1;
+    p_reason ALIAS FOR $2;
     v_state text;
 BEGIN
     PERFORM mq_coord._txn_durably();
@@ -175,19 +186,23 @@ BEGIN
     RETURN v_state;
 END $$;
 
-CREATE FUNCTION mq_coord.txn_state(p_txn text) RETURNS text
+CREATE FUNCTION mq_coord.txn_state(txn_id text) RETURNS text
 LANGUAGE sql STABLE SECURITY DEFINER SET search_path = pg_catalog, pg_temp AS $$
-    SELECT t.state FROM mq_coord.txn t WHERE t.txn_id = p_txn
+    SELECT t.state FROM mq_coord.txn t WHERE t.txn_id = txn_state.txn_id
 $$;
 
 -- An output participant's records are on their ISR.  p_broker (a broker's
 -- check) additionally requires that the coordinator still names it leader
 -- of every partition of the part in the epoch it was written in.
 -- Returns the transaction's state: outputs_durable once every output is.
-CREATE FUNCTION mq_coord.txn_output_durable(p_txn text, p_gid text, p_broker integer DEFAULT NULL)
+CREATE FUNCTION mq_coord.txn_output_durable(txn_id text, gid text, broker_id integer DEFAULT NULL)
     RETURNS text
 LANGUAGE plpgsql SECURITY DEFINER SET search_path = pg_catalog, pg_temp AS $$
+#variable_conflict use_column
 DECLARE
+    p_txn ALIAS FOR $1;
+    p_gid ALIAS FOR $2;
+    p_broker ALIAS FOR $3;
     v_row mq_coord.txn;
     v_parts jsonb;
 BEGIN
@@ -231,9 +246,11 @@ BEGIN
 END $$;
 
 -- The offsets are on their ISR too: the transaction is complete.
-CREATE FUNCTION mq_coord.txn_done(p_txn text) RETURNS void
+CREATE FUNCTION mq_coord.txn_done(txn_id text) RETURNS void
 LANGUAGE plpgsql SECURITY DEFINER SET search_path = pg_catalog, pg_temp AS $$
+#variable_conflict use_column
 DECLARE
+    p_txn ALIAS FOR $1;
     v_state text;
 BEGIN
     -- for people and tests only: no flush needed
@@ -262,10 +279,15 @@ END $$;
 --             longer leads the input partition: its application rows
 --             belong to the step; followers replace the offsets);
 --   wait      otherwise.
-CREATE FUNCTION mq_coord.txn_resolve(p_gid text, p_broker integer, p_age_ms bigint,
-                                     p_timeout_ms integer) RETURNS text
+CREATE FUNCTION mq_coord.txn_resolve(gid text, broker_id integer, age_ms bigint,
+                                     timeout_ms integer) RETURNS text
 LANGUAGE plpgsql SECURITY DEFINER SET search_path = pg_catalog, pg_temp AS $$
+#variable_conflict use_column
 DECLARE
+    p_gid ALIAS FOR $1;
+    p_broker ALIAS FOR $2;
+    p_age_ms ALIAS FOR $3;
+    p_timeout_ms ALIAS FOR $4;
     v_txn text := substring(p_gid FROM '^mq:(.*):[^:]*$');
     v_row mq_coord.txn;
     v_part jsonb;
@@ -309,7 +331,7 @@ END $$;
 -- Output participants of this broker that are decided but not known to be
 -- durable: the broker checks its node's high watermark for them and calls
 -- txn_output_durable (the client may have gone after the decision).
-CREATE FUNCTION mq_coord.txn_outputs_pending(p_broker integer)
+CREATE FUNCTION mq_coord.txn_outputs_pending(broker_id integer)
     RETURNS TABLE (txn_id text, gid text, topic text, partition integer, epoch integer,
                    records_end bigint)
 LANGUAGE sql STABLE SECURITY DEFINER SET search_path = pg_catalog, pg_temp AS $$
@@ -318,7 +340,7 @@ LANGUAGE sql STABLE SECURITY DEFINER SET search_path = pg_catalog, pg_temp AS $$
       FROM mq_coord.txn t, jsonb_array_elements(t.participants) e,
            jsonb_array_elements(e->'partitions') w
      WHERE t.state = 'commit' AND e->>'kind' = 'output'
-       AND (e->>'broker')::integer = p_broker
+       AND (e->>'broker')::integer = txn_outputs_pending.broker_id
        AND NOT coalesce((e->>'durable')::boolean, false)
      ORDER BY t.decided_at, 2
 $$;

@@ -123,13 +123,13 @@ LANGUAGE sql SET search_path = pg_catalog, pg_temp AS $$
               FROM jsonb_array_elements(p_outputs) WITH ORDINALITY AS e(o, n)) x
 $$;
 
--- Output partitions broker p_broker leads now that need their records
+-- Output partitions broker broker_id leads now that need their records
 -- sent again: of a step decided and not yet outputs_durable, of an output
 -- part not known durable, and the part's partitions are not all led any
 -- more by the part's broker in the epoch they were written in (that part
 -- is rolled back or was lost with its node: txn_resolve).  epoch is the
 -- partition's current leader epoch.
-CREATE FUNCTION mq_coord.txn_outputs_moved(p_broker integer)
+CREATE FUNCTION mq_coord.txn_outputs_moved(broker_id integer)
     RETURNS TABLE (txn_id text, gid text, topic text, partition integer, epoch integer,
                    producer_id bigint, producer_epoch integer, base_sequence integer,
                    keys bytea[], vals bytea[])
@@ -141,7 +141,7 @@ LANGUAGE sql STABLE SECURITY DEFINER SET search_path = pg_catalog, pg_temp AS $$
       JOIN mq_coord.partition c ON c.topic = o.topic AND c.partition = o.partition
       CROSS JOIN LATERAL (SELECT e FROM jsonb_array_elements(t.participants) e
                            WHERE e->>'gid' = o.gid) p
-     WHERE t.state = 'commit' AND NOT o.durable AND c.leader = p_broker
+     WHERE t.state = 'commit' AND NOT o.durable AND c.leader = txn_outputs_moved.broker_id
        AND NOT coalesce((p.e->>'durable')::boolean, false)
        AND EXISTS (SELECT 1 FROM jsonb_array_elements(p.e->'partitions') w
                      LEFT JOIN mq_coord.partition m
@@ -156,10 +156,16 @@ $$;
 -- durable if the coordinator still names that broker its leader in that
 -- epoch; the part is durable once each of its partitions is
 -- (txn_output_durable).  Returns the step's state.
-CREATE FUNCTION mq_coord.txn_output_redone(p_txn text, p_topic text, p_partition integer,
-                                           p_broker integer, p_epoch integer) RETURNS text
+CREATE FUNCTION mq_coord.txn_output_redone(txn_id text, topic text, partition integer,
+                                           broker_id integer, epoch integer) RETURNS text
 LANGUAGE plpgsql SECURITY DEFINER SET search_path = pg_catalog, pg_temp AS $$
+#variable_conflict use_column
 DECLARE
+    p_txn ALIAS FOR $1;
+    p_topic ALIAS FOR $2;
+    p_partition ALIAS FOR $3;
+    p_broker ALIAS FOR $4;
+    p_epoch ALIAS FOR $5;
     v_state text;
     v_gid text;
 BEGIN
@@ -190,9 +196,12 @@ END $$;
 -- (nothing of it is prepared any more; a new run of its pipeline may
 -- start).  Otherwise the offset committed there is not the input's
 -- current leader's: txn_offsets_moved has the leader commit it again.
-CREATE FUNCTION mq_coord.txn_part_committed(p_gid text, p_broker integer) RETURNS text
+CREATE FUNCTION mq_coord.txn_part_committed(gid text, broker_id integer) RETURNS text
 LANGUAGE plpgsql SECURITY DEFINER SET search_path = pg_catalog, pg_temp AS $$
+#variable_conflict use_column
 DECLARE
+    p_gid ALIAS FOR $1;
+    p_broker ALIAS FOR $2;
     v_txn text := substring(p_gid FROM '^mq:(.*):[^:]*$');
     v_state text;
 BEGIN
@@ -206,17 +215,17 @@ BEGIN
     RETURN v_state;
 END $$;
 
--- Offsets parts of broker p_broker's node whose steps' outputs are durable:
+-- Offsets parts of broker broker_id's node whose steps' outputs are durable:
 -- one no longer prepared there was committed (after outputs_durable
 -- nothing rolls it back), by the broker or by a client that died before
 -- txn_done; the broker reports it (txn_part_committed), which completes
 -- the step.
-CREATE FUNCTION mq_coord.txn_offsets_pending(p_broker integer) RETURNS TABLE (txn_id text, gid text)
+CREATE FUNCTION mq_coord.txn_offsets_pending(broker_id integer) RETURNS TABLE (txn_id text, gid text)
 LANGUAGE sql STABLE SECURITY DEFINER SET search_path = pg_catalog, pg_temp AS $$
     SELECT t.txn_id, e->>'gid'
       FROM mq_coord.txn t, jsonb_array_elements(t.participants) e
      WHERE t.state = 'outputs_durable' AND e->>'kind' = 'offsets'
-       AND (e->>'broker')::integer = p_broker
+       AND (e->>'broker')::integer = txn_offsets_pending.broker_id
      ORDER BY t.decided_at
 $$;
 
@@ -240,7 +249,7 @@ $$;
 -- commits would not be the leader's): the broker commits the offset on
 -- its node, forward only (mq.txn_redo_offset), and reports it
 -- (txn_offsets_redone) once its ISR has it.  epoch: the current one.
-CREATE FUNCTION mq_coord.txn_offsets_moved(p_broker integer)
+CREATE FUNCTION mq_coord.txn_offsets_moved(broker_id integer)
     RETURNS TABLE (txn_id text, group_id text, topic text, partition integer, next_offset bigint,
                    epoch integer)
 LANGUAGE sql STABLE SECURITY DEFINER SET search_path = pg_catalog, pg_temp AS $$
@@ -250,17 +259,21 @@ LANGUAGE sql STABLE SECURITY DEFINER SET search_path = pg_catalog, pg_temp AS $$
      CROSS JOIN LATERAL jsonb_array_elements(t.participants) e
      CROSS JOIN LATERAL jsonb_array_elements(e->'offsets') o
       JOIN mq_coord.partition c ON c.topic = o->>'topic' AND c.partition = (o->>'partition')::integer
-     WHERE t.state = 'outputs_durable' AND e->>'kind' = 'offsets' AND c.leader = p_broker
+     WHERE t.state = 'outputs_durable' AND e->>'kind' = 'offsets' AND c.leader = txn_offsets_moved.broker_id
        AND mq_coord._txn_offsets_moved(e, (e->>'broker')::integer)
      ORDER BY t.decided_at
 $$;
 
 -- Broker p_broker has a step's offset on its ISR, leading the input
 -- partition in p_epoch: the step is done.  Returns its state.
-CREATE FUNCTION mq_coord.txn_offsets_redone(p_txn text, p_broker integer, p_epoch integer)
+CREATE FUNCTION mq_coord.txn_offsets_redone(txn_id text, broker_id integer, epoch integer)
     RETURNS text
 LANGUAGE plpgsql SECURITY DEFINER SET search_path = pg_catalog, pg_temp AS $$
+#variable_conflict use_column
 DECLARE
+    p_txn ALIAS FOR $1;
+    p_broker ALIAS FOR $2;
+    p_epoch ALIAS FOR $3;
     v_state text;
 BEGIN
     PERFORM set_config('synchronous_commit', 'off', true);  -- as txn_done: no flush needed
@@ -291,11 +304,17 @@ END $$;
 -- in p_epoch (MQ020 otherwise), committed forward only.  True once it is
 -- committed and every in-sync replica has the partition's offsets as of
 -- then (the next call after the commit tells).
-CREATE FUNCTION mq.txn_redo_offset(p_group text, p_topic text, p_partition integer, p_epoch integer,
-                                   p_next bigint) RETURNS boolean
+CREATE FUNCTION mq.txn_redo_offset(group_id text, topic text, partition integer, epoch integer,
+                                   next_offset bigint) RETURNS boolean
 LANGUAGE plpgsql VOLATILE SECURITY DEFINER SET search_path = pg_catalog, pg_temp
     SET lock_timeout = '2s' AS $$
+#variable_conflict use_column
 DECLARE
+    p_group ALIAS FOR $1;
+    p_topic ALIAS FOR $2;
+    p_partition ALIAS FOR $3;
+    p_epoch ALIAS FOR $4;
+    p_next ALIAS FOR $5;
     v_topic_id integer;
 BEGIN
     PERFORM mq._txn_check_leads(p_topic, p_partition, p_epoch);
@@ -315,13 +334,22 @@ END $$;
 -- written again (the idempotent producer check): either way it returns
 -- the end of the records (last offset + 1), for mq.txn_output_replicated.
 -- SECURITY DEFINER: brokers have no produce rights on topics.
-CREATE FUNCTION mq.txn_redo_output(p_topic text, p_partition integer, p_epoch integer,
-                                   p_producer_id bigint, p_producer_epoch integer,
-                                   p_base_sequence integer, p_keys bytea[], p_vals bytea[])
+CREATE FUNCTION mq.txn_redo_output(topic text, partition integer, epoch integer,
+                                   producer_id bigint, producer_epoch integer,
+                                   base_sequence integer, keys bytea[], vals bytea[])
     RETURNS bigint
 LANGUAGE plpgsql VOLATILE SECURITY DEFINER SET search_path = pg_catalog, pg_temp
     SET lock_timeout = '2s' AS $$
+#variable_conflict use_column
 DECLARE
+    p_topic ALIAS FOR $1;
+    p_partition ALIAS FOR $2;
+    p_epoch ALIAS FOR $3;
+    p_producer_id ALIAS FOR $4;
+    p_producer_epoch ALIAS FOR $5;
+    p_base_sequence ALIAS FOR $6;
+    p_keys ALIAS FOR $7;
+    p_vals ALIAS FOR $8;
     v_last bigint;
 BEGIN
     PERFORM mq._txn_check_leads(p_topic, p_partition, p_epoch);

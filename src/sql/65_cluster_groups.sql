@@ -26,7 +26,7 @@
 -- search_path and compute assignments in SQL, never in helper tables.
 -------------------------------------------------------------------------------
 
-CREATE FUNCTION mq_coord.route(p_topic text)
+CREATE FUNCTION mq_coord.route(topic text)
     RETURNS TABLE (partition integer, partitions integer, leader integer, leader_epoch integer,
                    leader_conninfo text)
 LANGUAGE sql STABLE SECURITY DEFINER SET search_path = pg_catalog, pg_temp AS $$
@@ -34,7 +34,7 @@ LANGUAGE sql STABLE SECURITY DEFINER SET search_path = pg_catalog, pg_temp AS $$
       FROM mq_coord.partition p
       JOIN mq_coord.topic t USING (topic)
       LEFT JOIN mq_coord.broker b ON b.broker_id = p.leader
-     WHERE p.topic = p_topic
+     WHERE p.topic = route.topic
      ORDER BY p.partition;
 $$;
 
@@ -151,11 +151,13 @@ $$;
 
 -- Join (or rejoin with the member id): returns the member id, the
 -- generation and the member's partitions (one row with NULL topic when it
--- has none).
-CREATE FUNCTION mq_coord.join_cluster_group(p_group text, p_topics text[], p_member_id text DEFAULT NULL,
-                                            p_session_timeout_ms integer DEFAULT 10000)
+-- has none).  The public mq_coord.join_cluster_group below calls it (its
+-- input member_id and its output column member_id share a name, which
+-- PL/pgSQL refuses; docs/design.md, "SQL API conventions").
+CREATE FUNCTION mq_coord._join_cluster_group(p_group text, p_topics text[], p_member_id text,
+                                             p_session_timeout_ms integer)
     RETURNS TABLE (member_id text, generation integer, topic text, partition integer)
-LANGUAGE plpgsql SECURITY DEFINER SET search_path = pg_catalog, pg_temp AS $$
+LANGUAGE plpgsql SET search_path = pg_catalog, pg_temp AS $$
 DECLARE
     v_member text := coalesce(nullif(p_member_id, ''), p_group || '-' || gen_random_uuid()::text);
     v_old text[];
@@ -181,11 +183,19 @@ BEGIN
     RETURN QUERY SELECT * FROM mq_coord._cluster_group_mine(p_group, v_member);
 END $$;
 
--- A member's heartbeat: the generation and its partitions now.  A member
--- that expired (or never joined) gets MQ031 and joins again.
-CREATE FUNCTION mq_coord.cluster_group_heartbeat(p_group text, p_member_id text)
+CREATE FUNCTION mq_coord.join_cluster_group(group_id text, topics text[], member_id text DEFAULT NULL,
+                                            session_timeout_ms integer DEFAULT 10000)
     RETURNS TABLE (member_id text, generation integer, topic text, partition integer)
-LANGUAGE plpgsql SECURITY DEFINER SET search_path = pg_catalog, pg_temp AS $$
+LANGUAGE sql SECURITY DEFINER SET search_path = pg_catalog, pg_temp AS $$
+    SELECT * FROM mq_coord._join_cluster_group($1, $2, $3, $4);
+$$;
+
+-- A member's heartbeat: the generation and its partitions now.  A member
+-- that expired (or never joined) gets MQ031 and joins again.  Called by
+-- the public mq_coord.cluster_group_heartbeat below.
+CREATE FUNCTION mq_coord._cluster_group_heartbeat(p_group text, p_member_id text)
+    RETURNS TABLE (member_id text, generation integer, topic text, partition integer)
+LANGUAGE plpgsql SET search_path = pg_catalog, pg_temp AS $$
 BEGIN
     PERFORM mq_coord._cluster_group_lock(p_group);
     UPDATE mq_coord.cluster_group_member m SET last_heartbeat = clock_timestamp()
@@ -197,8 +207,18 @@ BEGIN
     RETURN QUERY SELECT * FROM mq_coord._cluster_group_mine(p_group, p_member_id);
 END $$;
 
-CREATE FUNCTION mq_coord.leave_cluster_group(p_group text, p_member_id text) RETURNS void
+CREATE FUNCTION mq_coord.cluster_group_heartbeat(group_id text, member_id text)
+    RETURNS TABLE (member_id text, generation integer, topic text, partition integer)
+LANGUAGE sql SECURITY DEFINER SET search_path = pg_catalog, pg_temp AS $$
+    SELECT * FROM mq_coord._cluster_group_heartbeat($1, $2);
+$$;
+
+CREATE FUNCTION mq_coord.leave_cluster_group(group_id text, member_id text) RETURNS void
 LANGUAGE plpgsql SECURITY DEFINER SET search_path = pg_catalog, pg_temp AS $$
+#variable_conflict use_column
+DECLARE
+    p_group ALIAS FOR $1;
+    p_member_id ALIAS FOR $2;
 BEGIN
     PERFORM mq_coord._cluster_group_lock(p_group);
     DELETE FROM mq_coord.cluster_group_member m WHERE m.group_id = p_group AND m.member_id = p_member_id;
@@ -208,7 +228,7 @@ BEGIN
 END $$;
 
 -- Members and what they own, for "mqctl group describe" on the coordinator.
-CREATE FUNCTION mq_coord.cluster_group_members(p_group text)
+CREATE FUNCTION mq_coord.cluster_group_members(group_id text)
     RETURNS TABLE (member_id text, generation integer, topics text[], last_heartbeat timestamptz,
                    active boolean, assigned text[])
 LANGUAGE sql STABLE SECURITY DEFINER SET search_path = pg_catalog, pg_temp AS $$
@@ -219,7 +239,7 @@ LANGUAGE sql STABLE SECURITY DEFINER SET search_path = pg_catalog, pg_temp AS $$
                   ORDER BY a.topic, a.partition)
       FROM mq_coord.cluster_group_member m
       JOIN mq_coord.cluster_group g USING (group_id)
-     WHERE m.group_id = p_group
+     WHERE m.group_id = cluster_group_members.group_id
      ORDER BY m.member_id COLLATE "C";
 $$;
 

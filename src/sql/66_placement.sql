@@ -82,8 +82,12 @@ END $$;
 
 -- The rack of a registered broker (NULL: none); used by placements made
 -- from now on.
-CREATE FUNCTION mq_coord.set_broker_rack(p_broker_id integer, p_rack text) RETURNS void
+CREATE FUNCTION mq_coord.set_broker_rack(broker_id integer, rack text) RETURNS void
 LANGUAGE plpgsql SECURITY DEFINER SET search_path = pg_catalog, pg_temp AS $$
+#variable_conflict use_column
+DECLARE
+    p_broker_id ALIAS FOR $1;
+    p_rack ALIAS FOR $2;
 BEGIN
     PERFORM mq_coord._check_broker(p_broker_id);
     UPDATE mq_coord.broker SET rack = nullif(p_rack, '') WHERE broker_id = p_broker_id;
@@ -92,8 +96,12 @@ BEGIN
 END $$;
 
 -- A live broker records its own rack (its config's rack), as it registers.
-CREATE FUNCTION mq_coord.register_rack(p_broker_id integer, p_rack text) RETURNS void
+CREATE FUNCTION mq_coord.register_rack(broker_id integer, rack text) RETURNS void
 LANGUAGE plpgsql SECURITY DEFINER SET search_path = pg_catalog, pg_temp AS $$
+#variable_conflict use_column
+DECLARE
+    p_broker_id ALIAS FOR $1;
+    p_rack ALIAS FOR $2;
 BEGIN
     IF NOT mq_coord._holds(mq_coord.broker_lock_class(), p_broker_id) THEN
         RAISE EXCEPTION 'broker % must hold its liveness lock to register its rack', p_broker_id
@@ -104,9 +112,11 @@ BEGIN
 END $$;
 
 -- Remove a broker that holds no replica and whose mq-broker is stopped.
-CREATE FUNCTION mq_coord.remove_broker(p_broker_id integer) RETURNS void
+CREATE FUNCTION mq_coord.remove_broker(broker_id integer) RETURNS void
 LANGUAGE plpgsql SECURITY DEFINER SET search_path = pg_catalog, pg_temp AS $$
+#variable_conflict use_column
 DECLARE
+    p_broker_id ALIAS FOR $1;
     v_n integer;
 BEGIN
     PERFORM mq_coord._check_broker(p_broker_id);
@@ -130,9 +140,12 @@ END $$;
 -- Add p_count partitions to a replicated topic, placed as create_topic
 -- places them; the brokers add them on their nodes when they see them.
 -- Returns the new partition count.
-CREATE FUNCTION mq_coord.add_partitions(p_topic text, p_count integer) RETURNS integer
+CREATE FUNCTION mq_coord.add_partitions(topic text, count integer) RETURNS integer
 LANGUAGE plpgsql SECURITY DEFINER SET search_path = pg_catalog, pg_temp AS $$
+#variable_conflict use_column
 DECLARE
+    p_topic ALIAS FOR $1;
+    p_count ALIAS FOR $2;
     t mq_coord.topic;
 BEGIN
     SELECT * INTO t FROM mq_coord.topic WHERE topic = p_topic FOR UPDATE;
@@ -155,10 +168,13 @@ END $$;
 -- A proposal (Kafka's --generate): every partition of the topics placed
 -- anew on p_brokers, replication factor kept, in the placement order of
 -- those brokers.  Nothing changes.
-CREATE FUNCTION mq_coord.propose_reassignment(p_topics text[], p_brokers integer[])
+CREATE FUNCTION mq_coord.propose_reassignment(topics text[], brokers integer[])
     RETURNS TABLE (topic text, partition integer, replicas integer[], proposed integer[])
 LANGUAGE plpgsql STABLE SECURITY DEFINER SET search_path = pg_catalog, pg_temp AS $$
+#variable_conflict use_column
 DECLARE
+    p_topics ALIAS FOR $1;
+    p_brokers ALIAS FOR $2;
     v_order integer[];
     v_n integer;
 BEGIN
@@ -184,10 +200,15 @@ END $$;
 -- while moving, the replicas it had before cancel the move (it then
 -- moves back: the replicas added are dropped once the original ones are
 -- in sync); any other target is refused.
-CREATE FUNCTION mq_coord.reassign(p_topic text, p_partition integer, p_target integer[],
-                                  p_throttle_bytes bigint DEFAULT NULL) RETURNS integer[]
+CREATE FUNCTION mq_coord.reassign(topic text, partition integer, target_replicas integer[],
+                                  throttle_bytes bigint DEFAULT NULL) RETURNS integer[]
 LANGUAGE plpgsql SECURITY DEFINER SET search_path = pg_catalog, pg_temp AS $$
+#variable_conflict use_column
 DECLARE
+    p_topic ALIAS FOR $1;
+    p_partition ALIAS FOR $2;
+    p_target ALIAS FOR $3;
+    p_throttle_bytes ALIAS FOR $4;
     pt mq_coord.partition;
     v_min integer;
     v_full integer[];
@@ -243,10 +264,15 @@ END $$;
 -- the target, and the whole target being in the ISR: replicas become the
 -- target, the ISR keeps its members within it.  Returns the new ISR, or
 -- NULL when it is not time (or we no longer lead).
-CREATE FUNCTION mq_coord.complete_reassignment(p_topic text, p_partition integer, p_leader integer,
-                                               p_leader_epoch integer) RETURNS integer[]
+CREATE FUNCTION mq_coord.complete_reassignment(topic text, partition integer, leader integer,
+                                               leader_epoch integer) RETURNS integer[]
 LANGUAGE plpgsql SECURITY DEFINER SET search_path = pg_catalog, pg_temp AS $$
+#variable_conflict use_column
 DECLARE
+    p_topic ALIAS FOR $1;
+    p_partition ALIAS FOR $2;
+    p_leader ALIAS FOR $3;
+    p_leader_epoch ALIAS FOR $4;
     pt mq_coord.partition;
     v_isr integer[];
 BEGIN
@@ -276,18 +302,18 @@ END $$;
 -- replica of a throttled move, not the leader, not in the ISR): that
 -- leader's budget is shared by all the copies it serves, and the broker
 -- works out its share from them (broker/mq-broker/throttle.c).
-CREATE FUNCTION mq_coord.moving(p_broker_id integer)
+CREATE FUNCTION mq_coord.moving(broker_id integer)
     RETURNS TABLE (topic text, partition integer, target_replicas integer[], throttle_bytes bigint,
                    leader integer, replicas integer[], isr integer[])
 LANGUAGE sql STABLE SECURITY DEFINER SET search_path = pg_catalog, pg_temp AS $$
     WITH m AS (SELECT * FROM mq_coord.partition p WHERE p.target_replicas IS NOT NULL)
     SELECT m.topic, m.partition, m.target_replicas, m.throttle_bytes, m.leader, m.replicas, m.isr
       FROM m
-     WHERE p_broker_id = ANY (m.replicas)
+     WHERE moving.broker_id = ANY (m.replicas)
         OR (m.throttle_bytes IS NOT NULL
             AND m.leader IN (SELECT c.leader FROM m c
-                              WHERE c.throttle_bytes IS NOT NULL AND c.leader <> p_broker_id
-                                AND p_broker_id = ANY (c.replicas) AND NOT p_broker_id = ANY (c.isr)))
+                              WHERE c.throttle_bytes IS NOT NULL AND c.leader <> moving.broker_id
+                                AND moving.broker_id = ANY (c.replicas) AND NOT moving.broker_id = ANY (c.isr)))
      ORDER BY m.topic, m.partition;
 $$;
 
@@ -336,9 +362,12 @@ END $$;
 -- Every partition of the topic that replication has not touched yet
 -- ('standalone') becomes a follower: hosted when its number is in
 -- p_hosted, else not hosted.  Returns how many were marked not hosted.
-CREATE FUNCTION mq.replica_adopt_partitions(p_topic text, p_hosted integer[]) RETURNS integer
+CREATE FUNCTION mq.replica_adopt_partitions(topic text, hosted integer[]) RETURNS integer
 LANGUAGE plpgsql SECURITY DEFINER SET search_path = pg_catalog, pg_temp AS $$
+#variable_conflict use_column
 DECLARE
+    p_topic ALIAS FOR $1;
+    p_hosted ALIAS FOR $2;
     v_id integer := mq._topic_id(p_topic);
     v_absent integer := 0;
     r record;
@@ -355,10 +384,15 @@ END $$;
 -- created (owned by the broker) or grown to p_partitions, then adopted
 -- (above).  SECURITY INVOKER: it creates with the broker's own rights.
 -- Returns the partitions newly marked not hosted.
-CREATE FUNCTION mq.replica_place_topic(p_topic text, p_partitions integer, p_config jsonb,
-                                       p_hosted integer[]) RETURNS integer
+CREATE FUNCTION mq.replica_place_topic(topic text, partitions integer, config jsonb,
+                                       hosted integer[]) RETURNS integer
 LANGUAGE plpgsql SECURITY INVOKER SET search_path = pg_catalog, pg_temp AS $$
+#variable_conflict use_column
 DECLARE
+    p_topic ALIAS FOR $1;
+    p_partitions ALIAS FOR $2;
+    p_config ALIAS FOR $3;
+    p_hosted ALIAS FOR $4;
     v_have integer;
 BEGIN
     SELECT t.partitions INTO v_have FROM mq.topics t WHERE t.topic = p_topic;
@@ -373,9 +407,12 @@ END $$;
 -- A replica that moved away: this node no longer serves the partition.
 -- Its records stay until the topic is dropped (if the node becomes a
 -- replica again, its broker truncates by leader epoch first).
-CREATE FUNCTION mq.replica_unhost(p_topic text, p_partition integer) RETURNS void
+CREATE FUNCTION mq.replica_unhost(topic text, partition integer) RETURNS void
 LANGUAGE plpgsql SECURITY DEFINER SET search_path = pg_catalog, pg_temp AS $$
+#variable_conflict use_column
 DECLARE
+    p_topic ALIAS FOR $1;
+    p_partition ALIAS FOR $2;
     v_id integer := mq._topic_id(p_topic);
 BEGIN
     IF NOT EXISTS (SELECT 1 FROM mq.partition_state WHERE topic_id = v_id AND partition = p_partition) THEN
@@ -389,11 +426,17 @@ END $$;
 -- is the ISR after a completed move (the coordinator changed it first).
 -- The ISR keeps only members of the replica set: the set shrinks only
 -- after the coordinator completed the move, whose ISR is within it.
-CREATE FUNCTION mq.replica_set_replicas(p_topic text, p_partition integer, p_leader_epoch integer,
-                                        p_replicas integer[], p_isr integer[] DEFAULT NULL)
+CREATE FUNCTION mq.replica_set_replicas(topic text, partition integer, leader_epoch integer,
+                                        replicas integer[], isr integer[] DEFAULT NULL)
     RETURNS bigint
 LANGUAGE plpgsql SECURITY DEFINER SET search_path = pg_catalog, pg_temp AS $$
+#variable_conflict use_column
 DECLARE
+    p_topic ALIAS FOR $1;
+    p_partition ALIAS FOR $2;
+    p_leader_epoch ALIAS FOR $3;
+    p_replicas ALIAS FOR $4;
+    p_isr ALIAS FOR $5;
     v_id integer := mq._topic_id(p_topic);
 BEGIN
     PERFORM mq._replica_fence(v_id, p_partition, p_leader_epoch, 'leader');

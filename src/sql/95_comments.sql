@@ -275,6 +275,8 @@ COMMENT ON FUNCTION mq._batch_length(integer, integer) IS
     'internal: the number of records in a producer batch of sequences first..last (sequences wrap after 2^31 - 1)';
 COMMENT ON FUNCTION mq._replica_epoch_end(integer, integer, integer) IS
     'internal: the largest leader epoch up to the requested one in this node''s history, and where it ends';
+COMMENT ON FUNCTION mq._replica_log_state(text, integer, integer) IS
+    'internal: the body of mq.replica_log_state';
 COMMENT ON TABLE mq.producer_id_block IS
     'the blocks of cluster-wide producer ids this node''s broker fetched from the coordinator, with the next id to issue of each';
 COMMENT ON FUNCTION mq.replica_add_producer_ids(bigint, bigint) IS
@@ -431,6 +433,10 @@ COMMENT ON FUNCTION mq_coord._cluster_group_partitions(text) IS
     'internal: the partition counts of the topics a cluster group subscribes to';
 COMMENT ON FUNCTION mq_coord._cluster_group_rebalance(text) IS
     'internal: a new generation of a cluster group with a range assignment';
+COMMENT ON FUNCTION mq_coord._join_cluster_group(text, text[], text, integer) IS
+    'internal: the body of mq_coord.join_cluster_group';
+COMMENT ON FUNCTION mq_coord._cluster_group_heartbeat(text, text) IS
+    'internal: the body of mq_coord.cluster_group_heartbeat';
 COMMENT ON FUNCTION mq_coord._cluster_group_lock(text) IS
     'internal: lock a cluster group, drop expired members, rebalance when needed';
 COMMENT ON FUNCTION mq_coord._cluster_group_mine(text, text) IS

@@ -45,6 +45,83 @@ REVOKE ALL ON mq.scram_secret FROM PUBLIC;
 -- cannot re-run that 0.1.0 does not have word for word.
 -------------------------------------------------------------------------------
 
+-- SQL API conventions (docs/design.md): the parameters of the public
+-- functions lost their p_ prefix.  CREATE OR REPLACE cannot rename a
+-- parameter, so each of these goes and part 2 creates it again with the
+-- same argument types.  The EXECUTE grants roles were given on them
+-- (mq_coord.grant_client, grant_broker and the like) would go with them:
+-- they are kept in a setting of this transaction and given back after
+-- part 2 (below the @definitions line).
+SELECT pg_catalog.set_config('mq_update.grants', coalesce((
+    SELECT pg_catalog.jsonb_agg(pg_catalog.jsonb_build_object(
+               'routine', p.oid::regprocedure::text,
+               'grantee', CASE WHEN a.grantee OPERATOR(pg_catalog.=) 0 THEN 'PUBLIC'
+                               ELSE pg_catalog.quote_ident(a.grantee::regrole::text) END,
+               'option', a.is_grantable))
+      FROM pg_catalog.pg_proc p
+     CROSS JOIN LATERAL pg_catalog.aclexplode(p.proacl) a
+     WHERE p.pronamespace OPERATOR(pg_catalog.=) ANY (ARRAY['mq'::regnamespace, 'mq_coord'::regnamespace])
+       AND p.proname !~ '^_'
+       AND EXISTS (SELECT FROM pg_catalog.unnest(p.proargnames) n WHERE n ~ '^p_')
+       AND a.privilege_type OPERATOR(pg_catalog.=) 'EXECUTE'
+       AND a.grantee OPERATOR(pg_catalog.<>) p.proowner)::text, '[]'), true);
+DROP FUNCTION mq.replica_add_producer_ids(bigint,bigint);
+DROP FUNCTION mq.replica_adopt_partitions(text,integer[]);
+DROP FUNCTION mq.replica_append(text,integer,integer,mq.replica_batch);
+DROP FUNCTION mq.replica_attach_broker(integer);
+DROP FUNCTION mq.replica_become_follower(text,integer,integer,integer,text,integer[]);
+DROP FUNCTION mq.replica_become_leader(text,integer,integer,integer,integer[],integer[],text);
+DROP FUNCTION mq.replica_epoch_end_offset(text,integer,integer,integer);
+DROP FUNCTION mq.replica_fetch(text,integer,integer,integer,bigint,integer,integer,bigint);
+DROP FUNCTION mq.replica_leader_state(text,integer,integer);
+DROP FUNCTION mq.replica_log_state(text,integer,integer);
+DROP FUNCTION mq.replica_place_topic(text,integer,jsonb,integer[]);
+DROP FUNCTION mq.replica_renew_lease(integer);
+DROP FUNCTION mq.replica_set_isr(text,integer,integer,integer[]);
+DROP FUNCTION mq.replica_set_replicas(text,integer,integer,integer[],integer[]);
+DROP FUNCTION mq.replica_truncate(text,integer,integer,bigint);
+DROP FUNCTION mq.replica_unhost(text,integer);
+DROP FUNCTION mq.txn_output_replicated(text,integer,integer,bigint);
+DROP FUNCTION mq.txn_redo_offset(text,text,integer,integer,bigint);
+DROP FUNCTION mq.txn_redo_output(text,integer,integer,bigint,integer,integer,bytea[],bytea[]);
+DROP FUNCTION mq_coord.add_partitions(text,integer);
+DROP FUNCTION mq_coord.allocate_producer_ids(integer,integer);
+DROP FUNCTION mq_coord.alter_isr(text,integer,integer,integer,integer[]);
+DROP FUNCTION mq_coord.assignments(integer);
+DROP FUNCTION mq_coord.broker_alive(integer,integer);
+DROP FUNCTION mq_coord.cluster_group_heartbeat(text,text);
+DROP FUNCTION mq_coord.cluster_group_members(text);
+DROP FUNCTION mq_coord.complete_reassignment(text,integer,integer,integer);
+DROP FUNCTION mq_coord.create_topic(text,integer,jsonb);
+DROP FUNCTION mq_coord.elect(text,integer,integer,integer);
+DROP FUNCTION mq_coord.fence_broker(integer,integer,integer);
+DROP FUNCTION mq_coord.heartbeat(integer);
+DROP FUNCTION mq_coord.init_producer(text);
+DROP FUNCTION mq_coord.join_cluster_group(text,text[],text,integer);
+DROP FUNCTION mq_coord.kafka_register(integer,text,integer,boolean);
+DROP FUNCTION mq_coord.leave_cluster_group(text,text);
+DROP FUNCTION mq_coord.moving(integer);
+DROP FUNCTION mq_coord.propose_reassignment(text[],integer[]);
+DROP FUNCTION mq_coord.reassign(text,integer,integer[],bigint);
+DROP FUNCTION mq_coord.register_broker(integer,text,text);
+DROP FUNCTION mq_coord.register_rack(integer,text);
+DROP FUNCTION mq_coord.remove_broker(integer);
+DROP FUNCTION mq_coord.route(text);
+DROP FUNCTION mq_coord.set_broker_rack(integer,text);
+DROP FUNCTION mq_coord.txn_abort(text,text);
+DROP FUNCTION mq_coord.txn_decide(text,text,jsonb,integer,jsonb,bytea[],bytea[]);
+DROP FUNCTION mq_coord.txn_done(text);
+DROP FUNCTION mq_coord.txn_offsets_moved(integer);
+DROP FUNCTION mq_coord.txn_offsets_pending(integer);
+DROP FUNCTION mq_coord.txn_offsets_redone(text,integer,integer);
+DROP FUNCTION mq_coord.txn_output_durable(text,text,integer);
+DROP FUNCTION mq_coord.txn_output_redone(text,text,integer,integer,integer);
+DROP FUNCTION mq_coord.txn_outputs_moved(integer);
+DROP FUNCTION mq_coord.txn_outputs_pending(integer);
+DROP FUNCTION mq_coord.txn_part_committed(text,integer);
+DROP FUNCTION mq_coord.txn_resolve(text,integer,bigint,integer);
+DROP FUNCTION mq_coord.txn_state(text);
+
 -- the produce contract (31_produce_acks.sql): what mq.produce_records returns
 CREATE TYPE mq.produced AS (partition integer, msg_offset bigint,
                             await_epoch integer, await_min_isr integer);
@@ -78,6 +155,13 @@ SELECT pg_catalog.pg_extension_config_dump(pg_catalog.pg_get_serial_sequence('mq
 SELECT pg_catalog.pg_extension_config_dump(pg_catalog.pg_get_serial_sequence('mq.producer', 'producer_id'), '');
 SELECT pg_catalog.pg_extension_config_dump(pg_catalog.pg_get_serial_sequence('mq_coord.partition', 'lock_id'), '');
 SELECT pg_catalog.pg_extension_config_dump(pg_catalog.pg_get_serial_sequence('mq_coord.event', 'event_id'), '');
+-- mq-kafka's group membership across its restarts (54_kafka_group_state.sql)
+CREATE TABLE mq.kafka_group_state (
+    group_id text PRIMARY KEY,
+    version  bigint NOT NULL,
+    state    bytea NOT NULL,
+    saved_at timestamptz NOT NULL DEFAULT now()
+);
 -- @definitions
 CREATE TRIGGER cascade_to_partition_state AFTER DELETE ON mq.topic
     REFERENCING OLD TABLE AS gone FOR EACH STATEMENT
@@ -135,3 +219,17 @@ CREATE TRIGGER cascade_to_cleaner_rewrite AFTER DELETE ON mq.segment
     EXECUTE FUNCTION mq._cascade_delete('mq.cleaner_rewrite', 'topic_id', 'partition', 'base_offset');
 -- the key of the fake SCRAM salts (91_scram.sql; needs mq._scram_random)
 INSERT INTO mq.scram_secret (secret) VALUES (mq._scram_random(32));
+
+-- the EXECUTE grants on the routines whose parameters were renamed, given
+-- back (see the top of this file)
+DO $$
+DECLARE
+    g record;
+BEGIN
+    FOR g IN SELECT * FROM pg_catalog.jsonb_to_recordset(
+                 pg_catalog.current_setting('mq_update.grants')::jsonb)
+                 AS (routine text, grantee text, option boolean) LOOP
+        EXECUTE pg_catalog.format('GRANT EXECUTE ON FUNCTION %s TO %s%s', g.routine, g.grantee,
+                                  CASE WHEN g.option THEN ' WITH GRANT OPTION' ELSE '' END);
+    END LOOP;
+END $$;

@@ -2,8 +2,9 @@
 # The group coordinator with kcat consumers: static membership fences an
 # older instance with the same group.instance.id, a static member that
 # restarts within its session timeout gets its partition back without a
-# rebalance (KIP-345), and a member that dies without leaving is expired
-# after its session timeout, its partitions going to the others.
+# rebalance (KIP-345), membership outlives an mq-kafka crash, and a member
+# that dies without leaving is expired after its session timeout, its
+# partitions going to the others.
 source "$(dirname "${BASH_SOURCE[0]}")/lib.bash"
 T="$(tmpdir)"
 
@@ -52,6 +53,37 @@ check_eq "$(grep -c 'revoked\|assigned' "$T/b1.err")" "$b_events" \
 	"the other member was not revoked or reassigned"
 stop "$a2_pid"
 stop "$b1_pid"
+
+# membership outlives an mq-kafka crash: the members (kafka-python, which
+# rides out a broker restart as applications do; kcat exits) carry on with
+# their partitions, without a rebalance, and read what is produced after it
+pymember() {	# pymember NAME GROUP: a kafka-python member in the background
+	/usr/bin/python3 "$(dirname "${BASH_SOURCE[0]}")/py/member.py" "$BROKER" gt "$2" >"$T/$1.out" 2>"$T/$1.err" &
+	eval "${1}_pid=$!"
+}
+pymember k1 keep
+pymember k2 keep
+wait_for 60 bash -c "grep -qx 'assigned [01]' '$T/k1.out' && grep -qx 'assigned [01]' '$T/k2.out'" ||
+	fail "two members get a partition each" "$(cat "$T/k1.out" "$T/k2.out" "$T/k1.err")"
+k1_part="$(grep -x 'assigned [01]' "$T/k1.out" | tail -1 | tr -dc 0-1)"
+k_events="$(cat "$T/k1.out" "$T/k2.out" | grep -c '^revoked\|^assigned')"
+kafka_kill
+kafka_start || fail "mq-kafka starts again"
+wait_for 30 grep -Eq 'took up [0-9]+ consumer groups? kept before the restart' "$(tmpdir)/mq-kafka.log" ||
+	fail "the restarted mq-kafka takes the group up" "$(tail -5 "$(tmpdir)/mq-kafka.log")"
+produced() { for p in 0 1; do echo "after-$p" | kcat -P -b "$BROKER" -t gt -p "$p"; done; }
+read_both() {
+	grep -qx "record $k1_part after-$k1_part" "$T/k1.out" &&
+		grep -qx "record $((1 - k1_part)) after-$((1 - k1_part))" "$T/k2.out"
+}
+# produced again until read: a member may still be reconnecting
+wait_for 60 bash -c "$(declare -f produced read_both); BROKER='$BROKER' T='$T' k1_part=$k1_part; produced; sleep 1; read_both" ||
+	fail "each member reads its partition after the restart" \
+		"$(tail -n 15 "$T/k1.out" "$T/k2.out" "$T/k1.err" "$(tmpdir)/mq-kafka.log")"
+check_eq "$(cat "$T/k1.out" "$T/k2.out" | grep -c '^revoked\|^assigned')" "$k_events" \
+	"neither member was revoked or reassigned"
+stop "$k1_pid"
+stop "$k2_pid"
 
 # session expiry: a member killed without leaving loses its partition
 member e1 expiry

@@ -1,0 +1,287 @@
+/*-------------------------------------------------------------------------
+ *
+ * group_store.c
+ *	  Keeping consumer groups' membership in the database
+ *	  (mq.kafka_group_state, src/sql/54_kafka_group_state.sql), so that a
+ *	  restarted mq-kafka takes its groups up with the same members,
+ *	  generation, leader and assignments, and its members carry on
+ *	  without a rebalance, as Kafka's coordinator reloads its groups from
+ *	  __consumer_offsets.  A stable group is saved after each SyncGroup
+ *	  that completes a rebalance and each static member's rejoin; a group
+ *	  that empties is forgotten.  At start, until the saved groups are
+ *	  read, group requests are answered COORDINATOR_LOAD_IN_PROGRESS,
+ *	  which clients retry.  It stands below group.c, which hands it the
+ *	  function that adopts each group read.
+ *
+ * One node only: with --coordinator, a group's coordinator moves between
+ * nodes, and what one node saved would be stale when the group came back
+ * to it, so nothing is saved or read.  A save runs as the role of the
+ * request that changed the group (it needs READ on the group); saves are
+ * stamped with the time of day in microseconds, and the database keeps
+ * the latest whatever order they commit in.  A failed save is logged and
+ * costs only a rebalance after a restart.  Loop thread only: no locking.
+ *
+ *-------------------------------------------------------------------------
+ */
+#include "group.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+#include <event2/event.h>
+
+#include "cluster.h"
+#include "kjob.h"
+#include "util.h"
+
+#define FORMAT_VERSION 1
+#define SAVE_SQL "SELECT mq.kafka_group_save($1, $2, $3)"
+/* 30 minutes: the longest session timeout a member may have */
+#define LOAD_SQL "SELECT group_id, state FROM mq.kafka_group_states('30 minutes')"
+#define LOAD_RETRY_MS 1000
+
+typedef struct Save
+{
+	KRequest	req;			/* the pool's handle: no client behind it */
+	KJob		job;
+} Save;
+
+static bool loaded;
+static bool disabled;			/* the database lacks the functions */
+static int64_t last_version;
+static void (*adopt_fn) (KGroup *g);
+static KRequest load_req;
+static KJob load_job;
+static struct event *load_timer;
+
+bool
+group_store_loading(void)
+{
+	return !loaded;
+}
+
+static void
+encode_member(KWriter *w, const KMember *m)
+{
+	kw_str(w, m->id);
+	kw_str(w, m->instance_id);
+	kw_str(w, m->client_id);
+	kw_str(w, m->client_host);
+	kw_i32(w, m->session_ms);
+	kw_i32(w, m->rebalance_ms);
+	kw_i32(w, m->nprotos);
+	for (int i = 0; i < m->nprotos; i++)
+	{
+		kw_str(w, m->protos[i].name);
+		kw_bytes(w, m->protos[i].meta, m->protos[i].len);
+	}
+	kw_bytes(w, m->assignment, m->assignment ? m->assign_len : -1);
+}
+
+static void
+encode(KWriter *w, const KGroup *g)
+{
+	kw_i16(w, FORMAT_VERSION);
+	kw_i32(w, g->generation);
+	kw_str(w, g->protocol_type);
+	kw_str(w, g->protocol);
+	kw_str(w, g->leader);
+	kw_i32(w, g->nmembers);
+	for (const KMember *m = g->members; m; m = m->next)
+		encode_member(w, m);
+}
+
+static void
+save_done(KRequest *req)
+{
+	Save	   *s = req->state;
+	int16_t		code;
+
+	if (kstmt_failed(&s->job.stmts[0], &code))
+		mq_log_warning("cannot keep consumer group state: %s", s->job.stmts[0].err.message);
+	kjob_free(&s->job);
+	free(s->req.role);
+	free(s);
+}
+
+void
+group_store_save(const KGroup *g, const char *role)
+{
+	Save	   *s;
+	KStmt	   *st;
+	KWriter		w;
+	int64_t		now = mq_now_us();
+
+	if (!loaded || disabled || cluster_enabled())
+		return;
+	s = mq_malloc0(sizeof(Save));
+	last_version = now > last_version ? now : last_version + 1;
+	st = kjob_add(&s->job, SAVE_SQL, 0);
+	kstmt_text(st, MQ_TEXTOID, g->id);
+	kstmt_int(st, MQ_INT8OID, last_version);
+	if (g->state == KG_STABLE && g->nmembers > 0)
+	{
+		kw_init(&w);
+		encode(&w, g);
+		kstmt_binary(st, MQ_BYTEAOID, w.buf, (int) w.len);
+		kw_free(&w);
+	}
+	else
+		kstmt_text(st, MQ_BYTEAOID, NULL);	/* forget it */
+	s->req.state = s;
+	s->req.role = role ? mq_strdup(role) : NULL;
+	pool_run(&s->req, &s->job, save_done);
+}
+
+static KMember *
+decode_member(KReader *r, KGroup *g)
+{
+	KMember    *m = mq_malloc0(sizeof(KMember));
+	KSlice		a;
+
+	m->id = kslice_dup(kr_str(r));
+	m->instance_id = kslice_dup(kr_str(r));
+	m->client_id = kslice_dup(kr_str(r));
+	m->client_host = kslice_dup(kr_str(r));
+	m->session_ms = kr_i32(r);
+	m->rebalance_ms = kr_i32(r);
+	m->nprotos = kr_array(r, 6);
+	if (m->nprotos < 0)
+		m->nprotos = 0;
+	m->protos = mq_malloc0(sizeof(KProto) * (m->nprotos > 0 ? m->nprotos : 1));
+	for (int i = 0; i < m->nprotos; i++)
+	{
+		KSlice		meta;
+
+		m->protos[i].name = kslice_dup(kr_str(r));
+		meta = kr_bytes(r);
+		m->protos[i].len = meta.len > 0 ? meta.len : 0;
+		m->protos[i].meta = mq_malloc(m->protos[i].len + 1);
+		if (meta.len > 0)
+			memcpy(m->protos[i].meta, meta.p, meta.len);
+	}
+	a = kr_bytes(r);
+	if (a.len >= 0)
+	{
+		m->assignment = mq_malloc(a.len + 1);
+		memcpy(m->assignment, a.p, a.len);
+		m->assign_len = a.len;
+	}
+	m->group = g;
+	return m;
+}
+
+static bool
+member_sane(const KMember *m)
+{
+	if (m->id == NULL || m->client_id == NULL || m->client_host == NULL ||
+		m->session_ms <= 0 || m->rebalance_ms < 0)
+		return false;
+	for (int i = 0; i < m->nprotos; i++)
+		if (m->protos[i].name == NULL)
+			return false;
+	return true;
+}
+
+/* a group from its saved state; NULL if it does not decode whole */
+static KGroup *
+decode(const char *id, const uint8_t *p, int len)
+{
+	KReader		r;
+	KGroup	   *g = mq_malloc0(sizeof(KGroup));
+	int32_t		n;
+	bool		ok;
+
+	kr_init(&r, p, len);
+	ok = kr_i16(&r) == FORMAT_VERSION;
+	g->id = mq_strdup(id);
+	g->state = KG_STABLE;
+	g->generation = kr_i32(&r);
+	g->protocol_type = kslice_dup(kr_str(&r));
+	g->protocol = kslice_dup(kr_str(&r));
+	g->leader = kslice_dup(kr_str(&r));
+	n = kr_array(&r, 40);
+	for (int32_t i = 0; ok && i < n && !r.err; i++)
+	{
+		KMember    *m = decode_member(&r, g);
+
+		m->next = g->members;
+		g->members = m;
+		g->nmembers++;
+		ok = member_sane(m);
+	}
+	if (ok && !r.err && kr_left(&r) == 0 && g->nmembers > 0 && g->leader && g->protocol)
+		return g;
+	mq_log_warning("consumer group %s: saved state unreadable, not taken up", id);
+	group_free(g);
+	return NULL;
+}
+
+static void load(void);
+
+static void
+on_load_retry(evutil_socket_t fd, short what, void *arg)
+{
+	load();
+}
+
+static void
+load_done(KRequest *req)
+{
+	KStmt	   *st = &load_job.stmts[0];
+	int16_t		code;
+	int			n = 0;
+
+	if (kstmt_failed(st, &code))
+	{
+		struct timeval tv = {LOAD_RETRY_MS / 1000, (LOAD_RETRY_MS % 1000) * 1000};
+
+		if (st->err.sqlstate[0] && strcmp(st->err.sqlstate, "42883") == 0)
+		{
+			/* an mq older than mq-kafka: groups are not kept */
+			mq_log_warning("consumer groups are not kept across restarts: %s", st->err.message);
+			disabled = loaded = true;
+		}
+		else
+			evtimer_add(load_timer, &tv);	/* the database is down: again */
+		kjob_free(&load_job);
+		return;
+	}
+	for (int row = 0; row < PQntuples(st->res); row++)
+	{
+		KGroup	   *g = decode(PQgetvalue(st->res, row, 0),
+							   (const uint8_t *) PQgetvalue(st->res, row, 1),
+							   PQgetlength(st->res, row, 1));
+
+		if (g)
+		{
+			adopt_fn(g);
+			n++;
+		}
+	}
+	if (n > 0)
+		mq_log_info("took up %d consumer group%s kept before the restart", n, n == 1 ? "" : "s");
+	kjob_free(&load_job);
+	loaded = true;
+}
+
+static void
+load(void)
+{
+	memset(&load_req, 0, sizeof(load_req));
+	(void) kjob_add(&load_job, LOAD_SQL, 1);
+	pool_run(&load_req, &load_job, load_done);
+}
+
+void
+group_store_load(void (*adopt) (KGroup *g))
+{
+	if (cluster_enabled())
+	{
+		loaded = true;
+		return;
+	}
+	adopt_fn = adopt;
+	load_timer = evtimer_new(kbase, on_load_retry, NULL);
+	load();
+}

@@ -1,0 +1,60 @@
+-------------------------------------------------------------------------------
+-- The membership of mq-kafka's consumer groups (broker/mq-kafka/group_store.c),
+-- kept so that a restarted mq-kafka carries on with the same members and
+-- generation instead of making every group rebalance (Kafka keeps the same
+-- in __consumer_offsets).  One row per group, in mq-kafka's own encoding;
+-- a later save (by the saver's clock, `version`) replaces an earlier one
+-- whatever order their transactions commit in.  A group that empties is
+-- forgotten.  Not dumped: membership is only worth the session timeout it
+-- lives for, and a restored database has no members.
+-------------------------------------------------------------------------------
+CREATE TABLE mq.kafka_group_state (
+    group_id text PRIMARY KEY,
+    version  bigint NOT NULL,
+    state    bytea NOT NULL,
+    saved_at timestamptz NOT NULL DEFAULT now()
+);
+COMMENT ON TABLE mq.kafka_group_state IS
+    'mq-kafka''s consumer groups (members, generation, assignments), kept across its restarts';
+
+-- Save a group's state, or forget the group (state NULL); needs READ on
+-- the group, as the JoinGroup and SyncGroup that change it do.
+CREATE FUNCTION mq_internal.kafka_group_save(group_id text, version bigint, state bytea,
+                                             p_caller oid) RETURNS void
+LANGUAGE plpgsql SET search_path = pg_catalog, pg_temp AS $$
+BEGIN
+    PERFORM mq._authorize(p_caller, 'group', kafka_group_save.group_id, 'read');
+    IF kafka_group_save.state IS NULL THEN
+        DELETE FROM mq.kafka_group_state s
+         WHERE s.group_id OPERATOR(pg_catalog.=) kafka_group_save.group_id
+           AND s.version OPERATOR(pg_catalog.<) kafka_group_save.version;
+        RETURN;
+    END IF;
+    INSERT INTO mq.kafka_group_state AS s (group_id, version, state)
+    VALUES (kafka_group_save.group_id, kafka_group_save.version, kafka_group_save.state)
+    ON CONFLICT ON CONSTRAINT kafka_group_state_pkey DO UPDATE
+       SET version = EXCLUDED.version, state = EXCLUDED.state, saved_at = pg_catalog.now()
+     WHERE s.version OPERATOR(pg_catalog.<) EXCLUDED.version;
+END $$;
+CREATE FUNCTION mq.kafka_group_save(group_id text, version bigint, state bytea) RETURNS void
+    AS 'MODULE_PATHNAME', 'mq_call_as_owner' LANGUAGE C;
+COMMENT ON FUNCTION mq.kafka_group_save(text, bigint, bytea) IS
+    'mq-kafka API: keep a consumer group''s membership (NULL: forget it); needs read on the group';
+
+-- The groups saved within max_age that the caller may read: what a
+-- restarted mq-kafka takes up again.
+CREATE FUNCTION mq_internal.kafka_group_states(max_age interval, p_caller oid,
+                                               OUT group_id text, OUT state bytea)
+RETURNS SETOF record
+LANGUAGE plpgsql STABLE SET search_path = pg_catalog, pg_temp AS $$
+BEGIN
+    RETURN QUERY
+    SELECT s.group_id, s.state FROM mq.kafka_group_state s
+     WHERE s.saved_at OPERATOR(pg_catalog.>) (pg_catalog.now() OPERATOR(pg_catalog.-) kafka_group_states.max_age)
+       AND mq._has_privilege(p_caller, 'group', s.group_id, 'read')
+     ORDER BY 1;
+END $$;
+CREATE FUNCTION mq.kafka_group_states(max_age interval, OUT group_id text, OUT state bytea)
+RETURNS SETOF record AS 'MODULE_PATHNAME', 'mq_call_as_owner' LANGUAGE C STABLE;
+COMMENT ON FUNCTION mq.kafka_group_states(interval) IS
+    'mq-kafka API: the consumer groups saved within max_age that the caller may read';

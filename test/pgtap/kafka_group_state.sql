@@ -1,0 +1,55 @@
+-- mq-kafka's group membership kept across its restarts
+-- (src/sql/54_kafka_group_state.sql): saving needs READ on the group, a
+-- later save wins whatever order saves arrive in, a NULL state forgets,
+-- and a role reads back only the groups it may read, saved recently.
+-- Runs as a superuser; creates its roles inside the transaction and rolls
+-- everything back.
+\set ON_ERROR_STOP 1
+\set QUIET 1
+\pset format unaligned
+\pset tuples_only true
+\pset pager off
+SET client_min_messages = warning;
+
+BEGIN;
+SELECT plan(9);
+
+CREATE ROLE mqg_app LOGIN;
+CREATE ROLE mqg_other LOGIN;
+SELECT mq.grant('read', 'group', 'app', 'mqg_app');
+SELECT mq.grant('read', 'group', 'other', 'mqg_other');
+
+SET LOCAL ROLE mqg_app;
+SELECT lives_ok($$SELECT mq.kafka_group_save('app', 10, '\x0102')$$,
+    'a role with read on the group saves its state');
+SELECT throws_ok($$SELECT mq.kafka_group_save('other', 10, '\x01')$$, '42501', NULL,
+    'a role without read on the group cannot save it');
+SELECT mq.kafka_group_save('app', 5, '\x09');
+RESET ROLE;
+SELECT is((SELECT state FROM mq.kafka_group_state WHERE group_id = 'app'), '\x0102'::bytea,
+    'an earlier save arriving later does not replace a later one');
+SELECT is((SELECT count(*)::int FROM mq.kafka_group_state WHERE group_id = 'other'), 0,
+    'the refused save left nothing');
+
+SET LOCAL ROLE mqg_other;
+SELECT mq.kafka_group_save('other', 1, '\x03');
+SELECT is((SELECT array_agg(group_id) FROM mq.kafka_group_states('1 hour')), ARRAY['other'],
+    'a role reads back only the groups it may read');
+RESET ROLE;
+SELECT is((SELECT array_agg(group_id ORDER BY group_id) FROM mq.kafka_group_states('1 hour')),
+    ARRAY['app', 'other'], 'a superuser reads back every group');
+UPDATE mq.kafka_group_state SET saved_at = now() - interval '2 hours' WHERE group_id = 'other';
+SELECT is((SELECT array_agg(group_id) FROM mq.kafka_group_states('1 hour')), ARRAY['app'],
+    'a group saved longer ago than max_age is not taken up');
+
+SET LOCAL ROLE mqg_app;
+SELECT mq.kafka_group_save('app', 9, NULL);
+SELECT is((SELECT count(*)::int FROM mq.kafka_group_states('1 hour')), 1,
+    'forgetting with an older stamp than the saved state does nothing');
+SELECT mq.kafka_group_save('app', 11, NULL);
+SELECT is((SELECT count(*)::int FROM mq.kafka_group_states('1 hour')), 0,
+    'forgetting with a later stamp forgets the group');
+RESET ROLE;
+
+SELECT * FROM finish();
+ROLLBACK;
