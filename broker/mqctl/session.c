@@ -14,7 +14,7 @@
 
 #include "mqctl.h"
 
-const char mqctl_common_help[] =
+const char	mqctl_common_help[] =
 "Connection options:\n"
 "  -d, --dbname=CONNINFO  connection string or URI (postgresql://...); without\n"
 "                         it libpq's environment decides: PGHOST, PGPORT,\n"
@@ -129,4 +129,3 @@ mqctl_command(PGconn *conn, const char *sql)
 {
 	PQclear(mqctl_exec(conn, sql, NULL, 0));
 }
-
