@@ -43,10 +43,11 @@ SRCS+=("$C"/util.c "$C"/mqconn.c "$C"/connpolicy.c "$C"/cancel.c "$C"/pgbinary.c
 "$CC_FUZZ" -g -O1 -fsanitize=fuzzer,address,undefined -fno-sanitize-recover=undefined \
 	-I"$("$PG_CONFIG" --includedir)" -I"$WORK/bin" -I"$C" -I"$K" -DMQ_VERSION='"fuzz"' \
 	-o "$WORK/bin/fuzz_kafka" test/kafka/fuzz/fuzz_kafka.c "${SRCS[@]}" \
-	-L"$("$PG_CONFIG" --libdir)" -lpq -levent -lz -lsnappy -llz4 -lzstd
+	-L"$("$PG_CONFIG" --libdir)" -lpq -levent -lz -lsnappy -llz4 -lzstd -lcrypto
 
 # seeds: 0x00 then a request frame (api key, version, correlation id,
-# client id, body); 0x01 then a record batch; 0xff then a SASL PLAIN token
+# client id, body); 0x01 then a record batch; 0xff then a SASL PLAIN token;
+# 0xfd a SCRAM client-first message, 0xfb a client-final one
 seed() { printf "$2" >"$CORPUS/seed-$1"; }
 seed apiversions '\x00\x00\x12\x00\x00\x00\x00\x00\x01\x00\x01c'
 seed metadata '\x00\x00\x03\x00\x01\x00\x00\x00\x01\x00\x01c\xff\xff\xff\xff'
@@ -57,6 +58,10 @@ seed join '\x00\x00\x0b\x00\x05\x00\x00\x00\x01\x00\x01c\x00\x01g\x00\x00\x27\x1
 seed sasl_handshake '\x00\x00\x11\x00\x01\x00\x00\x00\x01\x00\x01c\x00\x05PLAIN'
 seed sasl_authenticate '\x00\x00\x24\x00\x01\x00\x00\x00\x01\x00\x01c\x00\x00\x00\x07\x00u\x00pass'
 seed sasl_plain '\xffauthz\x00user\x00password'
+seed scram_first '\xfdn,,n=user,r=fyko+d2lbbFgONRv9qkxdawL'
+seed scram_first_ext '\xfdn,a=us=2Cer,n=us=2Cer,r=abc,tokenauth=false'
+seed scram_final '\xfbc=biws,r=fyko+d2lbbFgONRv9qkxdawL3rfcNHYJY1ZVvWVs7j,p=v0X8v3Bz2T0CJGbJQyF0X+HI4Ts='
+seed sasl_handshake_scram '\x00\x00\x11\x00\x01\x00\x00\x00\x01\x00\x01c\x00\x0dSCRAM-SHA-512'
 seed batch '\x01\x00\x00\x00\x00\x00\x00\x00\x00\x00\x00\x00\x36\x00\x00\x00\x00\x02\x6c\x4e\x4b\xcf\x00\x00\x00\x00\x00\x00\x00\x00\x00\x00\x00\x00\x00\x00\x00\x00\x00\x00\x00\x00\xff\xff\xff\xff\xff\xff\xff\xff\xff\xff\xff\xff\xff\xff\x00\x00\x00\x01\x0a\x00\x00\x00\x02k\x02v\x00'
 
 # inputs that once crashed it stay in the corpus (test/kafka/fuzz/regressions)

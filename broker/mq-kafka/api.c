@@ -33,6 +33,7 @@
 #include "kerr.h"
 #include "kmetrics.h"
 #include "principal.h"
+#include "sasl.h"
 #include "util.h"
 
 typedef struct KApi
@@ -76,7 +77,7 @@ static const KApi apis[] = {
 	{KAPI_LIST_GROUPS, 0, 5, 3, h_list_groups,
 	 "groups this daemon coordinates"},
 	{KAPI_SASL_HANDSHAKE, 0, 1, 99, h_sasl_handshake,
-	 "with `--sasl=plain` only; mechanism `PLAIN`; v0 (bare token frames) is advertised for librdkafka's feature check but answered `UNSUPPORTED_VERSION` (35): clients use v1"},
+	 "with `--sasl` only; mechanisms `PLAIN` (refused without TLS unless `--sasl-plain-on-plaintext`), `SCRAM-SHA-256`, `SCRAM-SHA-512`; after v0 the tokens come as bare frames (kafka-python 2.0.2)"},
 	{KAPI_API_VERSIONS, 0, 4, 3, h_api_versions,
 	 ""},
 	{KAPI_CREATE_TOPICS, 0, 7, 5, h_create_topics,
@@ -100,9 +101,13 @@ static const KApi apis[] = {
 	{KAPI_CREATE_PARTITIONS, 0, 3, 2, h_create_partitions,
 	 "`mq.add_partitions` to the requested total; `validate_only` supported"},
 	{KAPI_SASL_AUTHENTICATE, 0, 2, 2, h_sasl_authenticate,
-	 "with `--sasl=plain` only; `session_lifetime_ms` 0 (no re-authentication)"},
+	 "with `--sasl` only; `session_lifetime_ms` 0 (no re-authentication)"},
 	{KAPI_DELETE_GROUPS, 0, 2, 2, h_delete_groups,
 	 "`mq.delete_group`: a group's committed offsets and empty state (below)"},
+	{KAPI_DESCRIBE_USER_SCRAM_CREDENTIALS, 0, 0, 0, h_describe_user_scram_credentials,
+	 "`mq.scram_credentials`: all users' with DESCRIBE on the cluster, else the caller's own; others are `RESOURCE_NOT_FOUND`"},
+	{KAPI_ALTER_USER_SCRAM_CREDENTIALS, 0, 0, 0, h_alter_user_scram_credentials,
+	 "`mq.set_scram_credential_salted` / `mq.drop_scram_credential`, one transaction per user; ALTER on the cluster, or the user itself"},
 	{KAPI_INCREMENTAL_ALTER_CONFIGS, 0, 1, 1, h_incremental_alter_configs,
 	 "SET, DELETE; APPEND and SUBTRACT for `cleanup.policy`; through `mq.alter_topic`; `validate_only` supported"},
 };
@@ -173,6 +178,11 @@ api_dispatch(KRequest *req, size_t frame_len)
 	KReader		r;
 	const KApi *api;
 
+	if (conn_sasl_step(req->conn) == KSASL_BARE)
+	{
+		sasl_bare_token(req, frame_len);
+		return;
+	}
 	kr_init(&r, req->frame, frame_len);
 	req->api_key = kr_i16(&r);
 	req->api_version = kr_i16(&r);

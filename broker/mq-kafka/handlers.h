@@ -47,6 +47,8 @@ enum
 	KAPI_DELETE_GROUPS = 42,
 	KAPI_SASL_AUTHENTICATE = 36,
 	KAPI_INCREMENTAL_ALTER_CONFIGS = 44,
+	KAPI_DESCRIBE_USER_SCRAM_CREDENTIALS = 50,
+	KAPI_ALTER_USER_SCRAM_CREDENTIALS = 51,
 };
 
 /* h_metadata.c */
@@ -89,5 +91,8 @@ extern void h_delete_acls(KRequest *req);
 /* sasl.c */
 extern void h_sasl_handshake(KRequest *req);
 extern void h_sasl_authenticate(KRequest *req);
+/* h_scram_admin.c */
+extern void h_describe_user_scram_credentials(KRequest *req);
+extern void h_alter_user_scram_credentials(KRequest *req);
 
 #endif							/* MQK_HANDLERS_H */

@@ -53,6 +53,9 @@ struct KConn
 	bool		busy;
 	bool		closing;		/* closes once its output is written */
 	KSaslStep	sasl_step;
+	int			sasl_mech;		/* KSaslMech chosen by SaslHandshake */
+	void	   *sasl_state;		/* the mechanism's exchange (sasl_scram.c) */
+	void		(*sasl_state_free) (void *state);
 	char	   *role;			/* authenticated as, or NULL */
 	const KListener *listener;	/* it came in through */
 	bool		tls_checked;	/* its client certificate was looked at */
@@ -101,11 +104,45 @@ conn_set_sasl(KConn *c, KSaslStep step, const char *role)
 	c->sasl_step = step;
 }
 
+bool
+conn_is_tls(const KConn *c)
+{
+	return c->listener != NULL && listener_is_tls(c->listener);
+}
+
+int
+conn_sasl_mech(const KConn *c)
+{
+	return c->sasl_mech;
+}
+
+void
+conn_set_sasl_mech(KConn *c, int mech)
+{
+	c->sasl_mech = mech;
+}
+
+void *
+conn_sasl_state(const KConn *c)
+{
+	return c->sasl_state;
+}
+
+void
+conn_set_sasl_state(KConn *c, void *state, void (*free_fn) (void *state))
+{
+	if (c->sasl_state && c->sasl_state_free)
+		c->sasl_state_free(c->sasl_state);
+	c->sasl_state = state;
+	c->sasl_state_free = free_fn;
+}
+
 static void
 conn_unref(KConn *c)
 {
 	if (--c->refs == 0)
 	{
+		conn_set_sasl_state(c, NULL, NULL);
 		event_free(c->resume);
 		free(c->role);
 		free(c);
@@ -162,8 +199,16 @@ write_response(KRequest *req)
 	size_t		hlen = req->flexible_resp ? 9 : 8;
 	uint32_t	size;
 
-	kw_tags(&req->resp);		/* a flexible body ends with its tagged fields */
-	size = (uint32_t) (hlen - 4 + req->resp.len);
+	if (req->bare)
+	{
+		hlen = 4;				/* a bare SASL token: no header */
+		size = (uint32_t) req->resp.len;
+	}
+	else
+	{
+		kw_tags(&req->resp);	/* a flexible body ends with its tagged fields */
+		size = (uint32_t) (hlen - 4 + req->resp.len);
+	}
 	hdr[0] = size >> 24;
 	hdr[1] = size >> 16;
 	hdr[2] = size >> 8;
@@ -285,7 +330,7 @@ conn_read(struct bufferevent *bev, void *arg)
 		return;
 	evbuffer_copyout(in, szb, 4);
 	size = (int32_t) (((uint32_t) szb[0] << 24) | (szb[1] << 16) | (szb[2] << 8) | szb[3]);
-	if (size < 8 || size > kconfig.max_request_bytes)
+	if (size < (c->sasl_step == KSASL_BARE ? 1 : 8) || size > kconfig.max_request_bytes)
 	{
 		mq_log_warning("%s: frame size %d out of range, closing", c->peer, size);
 		kmetrics_protocol_error();

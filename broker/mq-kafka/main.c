@@ -23,6 +23,7 @@
 #include <string.h>
 
 #include "cli.h"
+#include "sasl.h"
 #include "cluster.h"
 #include "group.h"
 #include "kmetrics.h"
@@ -54,10 +55,14 @@ static const char help[] =
 "      --statement-timeout-ms=N  a request's database work is cancelled and\n"
 "                               answered with an error after N ms (default\n"
 "                               60000; at most 10000 towards other nodes)\n"
-"      --sasl=plain             clients must authenticate with SASL/PLAIN as a\n"
-"                               PostgreSQL role, whose password PostgreSQL checks;\n"
-"                               their requests then run as that role (with\n"
-"                               --listeners: the mechanism of SASL_* listeners)\n"
+"      --sasl=MECH[,MECH...]    clients must authenticate, with the mechanisms\n"
+"                               listed: plain (the password checked by PostgreSQL),\n"
+"                               scram-sha-256, scram-sha-512 (verifiers set with\n"
+"                               mq.set_scram_credential); their requests then run\n"
+"                               as the role of the user's name (with --listeners:\n"
+"                               the mechanisms of SASL_* listeners; default all)\n"
+"      --sasl-plain-on-plaintext  allow PLAIN on a connection without TLS\n"
+"                               (passwords in clear text; refused otherwise)\n"
 "      --principal-rules=LIST   authenticated name to role: RULE:regex/replacement/[L|U]\n"
 "                               and DEFAULT (the name itself), comma-separated, as\n"
 "                               Kafka's ssl.principal.mapping.rules (default DEFAULT)\n"
@@ -150,7 +155,7 @@ enum
 	O_ADV = CLI_OPT_LONG_BASE, O_NODE, O_POOL, O_MAXREQ, O_MAXBATCH, O_DELAY,
 	O_AUTO, O_RECHECK, O_PEER, O_COORD, O_REFRESH, O_SASL, O_METRICS, O_STMT,
 	O_LISTENERS, O_ADVLISTENERS, O_PROTOMAP, O_SSL_CERT, O_SSL_KEY, O_SSL_KEYPW,
-	O_SSL_CA, O_SSL_CLIENT_AUTH, O_SSL_RULES, O_RULES, O_ANON
+	O_SSL_CA, O_SSL_CLIENT_AUTH, O_SSL_RULES, O_RULES, O_ANON, O_SASL_PT
 };
 
 static const struct option longopts[] = {
@@ -169,6 +174,7 @@ static const struct option longopts[] = {
 	{"coordinator", required_argument, NULL, O_COORD},
 	{"refresh-ms", required_argument, NULL, O_REFRESH},
 	{"sasl", required_argument, NULL, O_SASL},
+	{"sasl-plain-on-plaintext", no_argument, NULL, O_SASL_PT},
 	{"metrics", required_argument, NULL, O_METRICS},
 	{"listeners", required_argument, NULL, O_LISTENERS},
 	{"advertised-listeners", required_argument, NULL, O_ADVLISTENERS},
@@ -261,8 +267,12 @@ resolve_listeners(const CliParser *p)
 	kconfig.sasl_plain = false;
 	for (int i = 0; i < kconfig.nlisteners; i++)
 		kconfig.sasl_plain |= listener_is_sasl(&kconfig.listeners[i]);
+	/* SASL_* listeners without --sasl: every mechanism (PLAIN without TLS
+	 * still only with --sasl-plain-on-plaintext) */
+	if (kconfig.sasl_plain && kconfig.sasl_mechs == 0)
+		kconfig.sasl_mechs = KSASL_MECH_PLAIN | KSASL_MECH_SCRAM_SHA_256 | KSASL_MECH_SCRAM_SHA_512;
 	if (sasl && !kconfig.sasl_plain)
-		cli_usage_error(p, "--sasl=plain needs a SASL_PLAINTEXT or SASL_SSL listener");
+		cli_usage_error(p, "--sasl needs a SASL_PLAINTEXT or SASL_SSL listener");
 	kconfig.listen_host = l->host;
 	kconfig.listen_port = l->port;
 	kconfig.advertised_host = l->adv_host;
@@ -280,6 +290,20 @@ parse_principal(CliParser *p, int opt, const char *arg)
 	if (opt == O_ANON && !principal_set_anonymous(arg, errbuf, sizeof(errbuf)))
 		cli_usage_error(p, "%s", errbuf);
 	return opt == O_RULES || opt == O_ANON;
+}
+
+/* --sasl=MECH,... and --sasl-plain-on-plaintext */
+static void
+parse_sasl(CliParser *p, bool mechs, const char *arg)
+{
+	if (!mechs)
+	{
+		kconfig.sasl_plain_on_plaintext = true;
+		return;
+	}
+	if (!sasl_parse_mechs(arg, &kconfig.sasl_mechs))
+		cli_usage_error(p, "--sasl takes a list of plain, scram-sha-256, scram-sha-512");
+	kconfig.sasl_plain = true;
 }
 
 static void
@@ -336,9 +360,8 @@ parse_args(int argc, char **argv)
 				kconfig.refresh_ms = (int) cli_int(&p, "--refresh-ms", optarg, 10, 60000);
 				break;
 			case O_SASL:
-				if (strcmp(optarg, "plain") != 0)
-					cli_usage_error(&p, "--sasl must be plain");
-				kconfig.sasl_plain = true;
+			case O_SASL_PT:
+				parse_sasl(&p, c == O_SASL, optarg);
 				break;
 			case O_METRICS:
 				parse_hostport(&p, "--metrics", optarg, &kconfig.metrics_host, &kconfig.metrics_port);
@@ -440,10 +463,17 @@ main(int argc, char **argv)
 		mq_log_set_timestamps(!mq_sd_stderr_is_journal());
 	}
 	for (int i = 0; i < kconfig.nlisteners; i++)
-		if (kconfig.listeners[i].proto == KSEC_SASL_PLAINTEXT &&
-			!is_loopback(kconfig.listeners[i].host))
-			mq_log_warning("sasl plain on %s: passwords cross the network in clear text (use a SASL_SSL listener)",
-						   kconfig.listeners[i].host);
+	{
+		const KListener *l = &kconfig.listeners[i];
+
+		if (l->proto != KSEC_SASL_PLAINTEXT || !(kconfig.sasl_mechs & KSASL_MECH_PLAIN))
+			continue;
+		if (kconfig.sasl_plain_on_plaintext)
+			mq_log_warning("sasl plain allowed without tls on %s (--sasl-plain-on-plaintext): passwords cross %s in clear text",
+						   l->host, is_loopback(l->host) ? "the loopback interface" : "the network");
+		else
+			mq_log_info("sasl plain on %s: refused on connections without tls", l->host);
+	}
 
 	signal(SIGPIPE, SIG_IGN);
 	keep_freed_memory();
@@ -466,7 +496,7 @@ main(int argc, char **argv)
 	mq_log_info("listening on %s:%d%s (pool of %d database connections%s; unauthenticated clients: %s)",
 				kconfig.listen_host, kconfig.listen_port,
 				kconfig.nlisteners > 1 ? " and more" : "", kconfig.pool_size,
-				kconfig.sasl_plain ? ", sasl plain" : "", principal_anonymous_describe());
+				kconfig.sasl_plain ? ", sasl" : "", principal_anonymous_describe());
 	/* listening, the pool started: serving (systemd: Type=notify) */
 	watchdog_start();
 	mq_sd_ready();

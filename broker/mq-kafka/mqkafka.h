@@ -101,7 +101,9 @@ typedef struct KConfig
 	KPeer		peers[KMAX_PEERS];
 	const char *coordinator;	/* --coordinator: the cluster's view (cluster.c) */
 	int			refresh_ms;		/* how often the view is read */
-	bool		sasl_plain;		/* SASL/PLAIN offered on SASL_* listeners */
+	bool		sasl_plain;		/* SASL offered on SASL_* listeners (--sasl) */
+	unsigned	sasl_mechs;		/* KSASL_MECH_* bits that --sasl enables */
+	bool		sasl_plain_on_plaintext;	/* PLAIN also without TLS */
 	char	   *metrics_host;	/* --metrics: Prometheus endpoint; NULL: none */
 	int			metrics_port;
 } KConfig;
@@ -129,6 +131,8 @@ struct KRequest
 	KWriter		resp;			/* the response body */
 	bool		flexible_resp;	/* response header v1 (tagged fields) */
 	bool		no_response;	/* acks=0 produce */
+	bool		bare; /* a bare SASL token (KSASL_BARE): the
+								 * response is the token alone */
 	bool		db_lost;		/* the database was unreachable: close afterwards */
 	struct KJob *job;			/* statements being run by the pool */
 	KDoneFn		done_fn;		/* when they are done; NULL: respond */
@@ -166,11 +170,21 @@ extern void req_finish_close(KRequest *req);
 typedef enum KSaslStep
 {
 	KSASL_START,				/* nothing yet */
-	KSASL_HANDSHAKEN,			/* SaslHandshake chose PLAIN */
+	KSASL_HANDSHAKEN,			/* SaslHandshake v1 chose a mechanism */
+	KSASL_BARE, /* SaslHandshake v0 chose one: its tokens
+								 * come as bare frames, without a header */
 	KSASL_DONE					/* authenticated: requests carry its role */
 } KSaslStep;
 extern KSaslStep conn_sasl_step(const KConn *c);
 extern void conn_set_sasl(KConn *c, KSaslStep step, const char *role);
+/* the mechanism SaslHandshake chose (KSaslMech, sasl.h) */
+extern int	conn_sasl_mech(const KConn *c);
+extern void conn_set_sasl_mech(KConn *c, int mech);
+/* a mechanism's state between SaslAuthenticate rounds, freed with the connection */
+extern void *conn_sasl_state(const KConn *c);
+extern void conn_set_sasl_state(KConn *c, void *state, void (*free_fn) (void *state));
+/* true on a TLS listener's connection (plaintext: false) */
+extern bool conn_is_tls(const KConn *c);
 
 /* pool.c: database connections */
 typedef struct KPool KPool;

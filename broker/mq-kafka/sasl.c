@@ -1,29 +1,27 @@
 /*-------------------------------------------------------------------------
  *
  * sasl.c
- *	  SASL/PLAIN (--sasl=plain): SaslHandshake (API 17) and
- *	  SaslAuthenticate (API 36), and checking a client's user name and
- *	  password by connecting to PostgreSQL as that user with that password,
- *	  so that pg_hba.conf and the role's SCRAM verifier decide; mq keeps
- *	  no passwords.  An authenticated connection's requests then run their
- *	  statements as that role (pool.c: SET LOCAL ROLE per transaction).
+ *	  SASL for Kafka clients (--sasl=plain,scram-sha-256,scram-sha-512):
+ *	  SaslHandshake (API 17) chooses a mechanism, SaslAuthenticate (API
+ *	  36) carries its messages to the mechanism -- PLAIN in sasl_plain.c
+ *	  (PostgreSQL checks the password), SCRAM-SHA-256/-512 in
+ *	  sasl_scram.c (mq's verifiers, mq.scram_lookup).  Once a mechanism
+ *	  is done, the connection's requests run as the role of the user's
+ *	  name (pool.c: SET LOCAL ROLE per transaction).
  *
- * The check connects asynchronously on the loop (PQconnectStartParams,
- * with the user and password as keywords, never in a conninfo string)
- * to the daemon's database, gives up after AUTH_TIMEOUT, and is closed
- * at once; its PGconn is the only copy of the password that outlives
- * the request (libpq zeroes it on PQfinish), and the copies made here
- * are zeroed.  A login that PostgreSQL let in without asking for a
- * password (trust, peer) is refused: it proves nothing.  A failure
- * answers SASL_AUTHENTICATION_FAILED with a message that does not say
- * whether the user exists, and closes the connection, as Kafka does.
+ * SaslHandshake v1 is followed by SaslAuthenticate requests; after v0 (as
+ * kafka-python 2.0.2 sends it) the tokens come as bare size-prefixed
+ * frames without a request header (KSASL_BARE; server.c reads them, api.c
+ * hands them here), answered by the bare token, a failure by closing.
  *
- * At most --pool checks run at once, so that clients that have not
- * authenticated cannot take more of PostgreSQL's connection slots; the
- * others wait in a FIFO, holding their token (zeroed when freed).
+ * PLAIN sends the password itself, so it is offered only on a connection
+ * that is TLS (conn_is_tls) unless --sasl-plain-on-plaintext allows it.
+ * Every failure answers SASL_AUTHENTICATION_FAILED with one message that
+ * does not say whether the user exists, and closes the connection, as
+ * Kafka does.
  *
- * Loop thread only: no locking.  A connection has at most one request
- * in flight, so at most one check per client connection exists.
+ * Loop thread only: no locking.  A connection has at most one request in
+ * flight; its mechanism and exchange state live on the connection.
  *
  *-------------------------------------------------------------------------
  */
@@ -31,81 +29,74 @@
 
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 
 #include "handlers.h"
 #include "kerr.h"
 #include "util.h"
 
-#define AUTH_TIMEOUT_S 5
-#define AUTH_FAILED_MESSAGE "authentication failed: invalid user name or password"
-
-/* a password check, waiting or in progress */
-typedef struct SaslCheck
+static const struct
 {
-	KRequest   *req;
-	PGconn	   *conn;
-	struct event *ev;
-	bool		running;		/* counted in nrunning */
-	SaslPlain	tok;			/* the password zeroed once libpq has it */
-	char		user_log[SASL_PLAIN_MAX + 1];	/* user, for the log */
-	struct SaslCheck *next;		/* the wait queue */
-} SaslCheck;
-
-static int	nrunning;
-static SaslCheck *wait_head,
-		   *wait_tail;
-
-static void check_connect(SaslCheck *c);
-
-/*
- * A name the client chose, fit for one log line: control characters
- * (a newline would forge a line) become '?'.  Returns buf.
- */
-static const char *
-log_name(const char *name, size_t len, char *buf, size_t size)
-{
-	size_t		n = len < size - 1 ? len : size - 1;
-
-	for (size_t i = 0; i < n; i++)
-		buf[i] = ((unsigned char) name[i] < 0x20 || name[i] == 0x7f) ? '?' : name[i];
-	buf[n] = '\0';
-	return buf;
-}
+	const char *option;			/* in --sasl */
+	const char *name;			/* Kafka's mechanism name */
+	KSaslMech	mech;
+}			mechs[] = {
+	{"plain", "PLAIN", KSASL_MECH_PLAIN},
+	{"scram-sha-256", "SCRAM-SHA-256", KSASL_MECH_SCRAM_SHA_256},
+	{"scram-sha-512", "SCRAM-SHA-512", KSASL_MECH_SCRAM_SHA_512},
+};
+#define NMECHS (sizeof(mechs) / sizeof(mechs[0]))
 
 bool
-sasl_plain_parse(const uint8_t *p, size_t len, SaslPlain *out)
+sasl_parse_mechs(const char *list, unsigned *out)
 {
-	const uint8_t *nul1,
-			   *nul2;
-	size_t		zlen,
-				ulen,
-				plen;
+	const char *p = list;
 
-	memset(out, 0, sizeof(*out));
-	nul1 = p ? memchr(p, 0, len) : NULL;
-	if (nul1 == NULL)
-		return false;
-	nul2 = memchr(nul1 + 1, 0, len - (size_t) (nul1 + 1 - p));
-	if (nul2 == NULL || memchr(nul2 + 1, 0, len - (size_t) (nul2 + 1 - p)) != NULL)
-		return false;
-	zlen = (size_t) (nul1 - p);
-	ulen = (size_t) (nul2 - nul1 - 1);
-	plen = len - (size_t) (nul2 + 1 - p);
-	if (zlen > SASL_PLAIN_MAX || ulen == 0 || ulen > SASL_PLAIN_MAX ||
-		plen == 0 || plen > SASL_PLAIN_MAX)
-		return false;
-	memcpy(out->authzid, p, zlen);
-	memcpy(out->user, nul1 + 1, ulen);
-	memcpy(out->password, nul2 + 1, plen);
-	return true;
+	*out = 0;
+	while (*p)
+	{
+		size_t		n = strcspn(p, ",");
+		bool		known = false;
+
+		for (size_t i = 0; i < NMECHS; i++)
+			if (strlen(mechs[i].option) == n && strncasecmp(p, mechs[i].option, n) == 0)
+			{
+				*out |= mechs[i].mech;
+				known = true;
+			}
+		if (!known)
+			return false;
+		p += n;
+		if (*p == ',')
+			p++;
+	}
+	return *out != 0;
+}
+
+/* the mechanisms this connection may use */
+static unsigned
+conn_mechs(const KConn *c)
+{
+	unsigned	m = kconfig.sasl_mechs;
+
+	if (!conn_is_tls(c) && !kconfig.sasl_plain_on_plaintext)
+		m &= ~(unsigned) KSASL_MECH_PLAIN;
+	return m;
 }
 
 static void
 handshake_respond(KRequest *req, int16_t error)
 {
+	unsigned	m = conn_mechs(req->conn);
+	int32_t		n = 0;
+
 	kw_i16(&req->resp, error);
-	kw_i32(&req->resp, 1);
-	kw_str(&req->resp, "PLAIN");
+	for (size_t i = 0; i < NMECHS; i++)
+		n += (m & mechs[i].mech) != 0;
+	kw_i32(&req->resp, n);
+	for (size_t i = 0; i < NMECHS; i++)
+		if (m & mechs[i].mech)
+			kw_str(&req->resp, mechs[i].name);
 	if (error == KERR_NONE)
 		req_finish(req);
 	else
@@ -115,7 +106,8 @@ handshake_respond(KRequest *req, int16_t error)
 void
 h_sasl_handshake(KRequest *req)
 {
-	KSlice		mech = kr_str(&req->body);
+	KSlice		name = kr_str(&req->body);
+	unsigned	m = conn_mechs(req->conn);
 
 	if (req->body.err)
 	{
@@ -127,178 +119,49 @@ h_sasl_handshake(KRequest *req)
 		handshake_respond(req, KERR_ILLEGAL_SASL_STATE);
 		return;
 	}
-	/* v0's token would follow as a bare frame: advertised for librdkafka's feature check only */
-	if (req->api_version == 0)
-	{
-		handshake_respond(req, KERR_UNSUPPORTED_VERSION);
-		return;
-	}
-	if (!kslice_eq(mech, "PLAIN"))
+	for (size_t i = 0; i < NMECHS; i++)
+		if ((m & mechs[i].mech) && kslice_eq(name, mechs[i].name))
+		{
+			conn_set_sasl_mech(req->conn, mechs[i].mech);
+			/* after v0 the tokens come as bare frames (kafka-python) */
+			conn_set_sasl(req->conn, req->api_version == 0 ? KSASL_BARE : KSASL_HANDSHAKEN, NULL);
+			handshake_respond(req, KERR_NONE);
+			return;
+		}
 	{
 		char		buf[33];
 
-		mq_log_info("%s: sasl mechanism \"%s\" refused", conn_peer(req->conn),
-					log_name((const char *) mech.p, mech.len > 0 ? (size_t) mech.len : 0,
-							 buf, sizeof(buf)));
-		handshake_respond(req, KERR_UNSUPPORTED_SASL_MECHANISM);
-		return;
+		mq_log_info("%s: sasl mechanism \"%s\" refused%s", conn_peer(req->conn),
+					sasl_log_name((const char *) name.p, name.len > 0 ? (size_t) name.len : 0,
+								  buf, sizeof(buf)),
+					kslice_eq(name, "PLAIN") && (kconfig.sasl_mechs & KSASL_MECH_PLAIN) ?
+					" on a connection without tls (--sasl-plain-on-plaintext allows it)" : "");
 	}
-	conn_set_sasl(req->conn, KSASL_HANDSHAKEN, NULL);
-	handshake_respond(req, KERR_NONE);
+	handshake_respond(req, KERR_UNSUPPORTED_SASL_MECHANISM);
 }
 
-/* the SaslAuthenticate response; a failure closes the connection */
+/* the mechanism's round for a token */
 static void
-authenticate_respond(KRequest *req, int16_t error, const char *message)
+sasl_token(KRequest *req, uint8_t *token, size_t len)
 {
-	kw_i16(&req->resp, error);
-	kw_str(&req->resp, message);
-	kw_bytes(&req->resp, "", 0);
-	if (req->api_version >= 1)
-		kw_i64(&req->resp, 0);	/* session_lifetime_ms: no re-authentication */
-	if (error == KERR_NONE)
-		req_finish(req);
+	if (conn_sasl_mech(req->conn) == KSASL_MECH_PLAIN)
+		sasl_plain_authenticate(req, token, len);
 	else
-		req_finish_close(req);
+		sasl_scram_authenticate(req, token, len);
 }
 
-/* free a finished check; the first waiting one may start */
-static void
-check_free(SaslCheck *c)
+void
+sasl_bare_token(KRequest *req, size_t len)
 {
-	SaslCheck  *next = wait_head;
-
-	if (c->ev)
-		event_free(c->ev);
-	if (c->conn)
-		PQfinish(c->conn);
-	if (c->running)
-		nrunning--;
-	explicit_bzero(&c->tok, sizeof(c->tok));
-	free(c);
-	if (next && nrunning < kconfig.pool_size)
-	{
-		wait_head = next->next;
-		if (wait_head == NULL)
-			wait_tail = NULL;
-		check_connect(next);
-	}
-}
-
-/* the check is over: ok, or why not (for the log only) */
-static void
-check_done(SaslCheck *c, bool ok, const char *why)
-{
-	KRequest   *req = c->req;
-
-	if (ok)
-	{
-		mq_log_info("%s: authenticated as \"%s\"", conn_peer(req->conn), c->user_log);
-		conn_set_sasl(req->conn, KSASL_DONE, c->tok.user);
-		authenticate_respond(req, KERR_NONE, NULL);
-	}
-	else
-	{
-		mq_log_info("%s: authentication as \"%s\" failed: %.*s", conn_peer(req->conn),
-					c->user_log, (int) strcspn(why, "\n"), why);
-		authenticate_respond(req, KERR_SASL_AUTHENTICATION_FAILED, AUTH_FAILED_MESSAGE);
-	}
-	check_free(c);
-}
-
-static void check_step(evutil_socket_t fd, short what, void *arg);
-
-static void
-check_watch(SaslCheck *c, PostgresPollingStatusType st)
-{
-	static const struct timeval limit = {AUTH_TIMEOUT_S, 0};
-
-	if (c->ev)
-		event_free(c->ev);
-	c->ev = event_new(kbase, PQsocket(c->conn), st == PGRES_POLLING_READING ? EV_READ : EV_WRITE,
-					  check_step, c);
-	event_add(c->ev, &limit);
-}
-
-static void
-check_step(evutil_socket_t fd, short what, void *arg)
-{
-	SaslCheck  *c = arg;
-	PostgresPollingStatusType st;
-
-	if (what & EV_TIMEOUT)
-	{
-		check_done(c, false, "timeout expired");
-		return;
-	}
-	st = PQconnectPoll(c->conn);
-	if (st == PGRES_POLLING_READING || st == PGRES_POLLING_WRITING)
-		check_watch(c, st);
-	else if (st != PGRES_POLLING_OK)
-		check_done(c, false, PQerrorMessage(c->conn));
-	else if (!PQconnectionUsedPassword(c->conn))
-	{
-		mq_log_warning("pg_hba.conf let \"%s\" connect without a password: sasl needs a password method for the daemon's database",
-					   c->user_log);
-		check_done(c, false, "no password asked");
-	}
-	else
-		check_done(c, true, NULL);
-}
-
-/* connect as the check's user; the password is zeroed once libpq has it */
-static void
-check_connect(SaslCheck *c)
-{
-	const char *keys[] = {"dbname", "user", "password", "connect_timeout",
-						  "fallback_application_name", NULL};
-	char		timeout[16];
-	const char *vals[] = {kconfig.conninfo, c->tok.user, c->tok.password, timeout,
-						  "mq-kafka-auth", NULL};
-
-	snprintf(timeout, sizeof(timeout), "%d", AUTH_TIMEOUT_S);
-	c->running = true;
-	nrunning++;
-	c->conn = PQconnectStartParams(keys, vals, 1);
-	explicit_bzero(c->tok.password, sizeof(c->tok.password));
-	if (c->conn == NULL || PQstatus(c->conn) == CONNECTION_BAD)
-	{
-		check_done(c, false, c->conn ? PQerrorMessage(c->conn) : "out of memory");
-		return;
-	}
-	check_watch(c, PGRES_POLLING_WRITING);
-}
-
-/* check the token's user and password, now or once fewer checks run; tok is zeroed */
-static void
-check_start(KRequest *req, SaslPlain *tok)
-{
-	SaslCheck  *c = mq_malloc0(sizeof(SaslCheck));
-
-	c->req = req;
-	c->tok = *tok;
-	explicit_bzero(tok, sizeof(*tok));
-	log_name(c->tok.user, strlen(c->tok.user), c->user_log, sizeof(c->user_log));
-	if (nrunning < kconfig.pool_size)
-	{
-		check_connect(c);
-		return;
-	}
-	mq_log_info("%s: %d password checks running: \"%s\" waits", conn_peer(req->conn),
-				nrunning, c->user_log);
-	if (wait_tail)
-		wait_tail->next = c;
-	else
-		wait_head = c;
-	wait_tail = c;
+	req->bare = true;
+	req->api_key = KAPI_SASL_AUTHENTICATE;
+	sasl_token(req, req->frame, len);
 }
 
 void
 h_sasl_authenticate(KRequest *req)
 {
 	KSlice		token = kr_bytes(&req->body);
-	SaslPlain	tok;
-	bool		parsed;
 
 	if (req->body.err)
 	{
@@ -307,29 +170,8 @@ h_sasl_authenticate(KRequest *req)
 	}
 	if (conn_sasl_step(req->conn) != KSASL_HANDSHAKEN)
 	{
-		authenticate_respond(req, KERR_ILLEGAL_SASL_STATE, "sasl handshake first");
+		sasl_respond(req, KERR_ILLEGAL_SASL_STATE, "sasl handshake first", NULL, 0);
 		return;
 	}
-	parsed = token.len > 0 && sasl_plain_parse(token.p, (size_t) token.len, &tok);
-	/* the frame's copy of the password goes now */
-	if (token.len > 0)
-		explicit_bzero((void *) token.p, (size_t) token.len);
-	if (!parsed)
-	{
-		mq_log_info("%s: malformed sasl plain token", conn_peer(req->conn));
-		authenticate_respond(req, KERR_SASL_AUTHENTICATION_FAILED, AUTH_FAILED_MESSAGE);
-		return;
-	}
-	/* "none" would SET ROLE back to the daemon's own; authzid: no proxying */
-	if (strcmp(tok.user, "none") == 0 || (tok.authzid[0] && strcmp(tok.authzid, tok.user) != 0))
-	{
-		char		buf[SASL_PLAIN_MAX + 1];
-
-		mq_log_info("%s: sasl plain user \"%s\" refused", conn_peer(req->conn),
-					log_name(tok.user, strlen(tok.user), buf, sizeof(buf)));
-		explicit_bzero(&tok, sizeof(tok));
-		authenticate_respond(req, KERR_SASL_AUTHENTICATION_FAILED, AUTH_FAILED_MESSAGE);
-		return;
-	}
-	check_start(req, &tok);
+	sasl_token(req, (uint8_t *) token.p, token.len > 0 ? (size_t) token.len : 0);
 }

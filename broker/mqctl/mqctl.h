@@ -75,6 +75,14 @@ extern int	cmd_consume(const MqctlCommand *cmd, int argc, char **argv);
 extern const char cluster_status_help[];
 extern int	cmd_cluster_status(const MqctlCommand *cmd, int argc, char **argv);
 
+/* cmd_scram.c */
+extern const char scram_set_help[];
+extern const char scram_describe_help[];
+extern const char scram_delete_help[];
+extern int	cmd_scram_set(const MqctlCommand *cmd, int argc, char **argv);
+extern int	cmd_scram_describe(const MqctlCommand *cmd, int argc, char **argv);
+extern int	cmd_scram_delete(const MqctlCommand *cmd, int argc, char **argv);
+
 /* cmd_placement.c */
 extern const char reassign_help[];
 extern const char broker_remove_help[];

@@ -547,3 +547,31 @@ COMMENT ON FUNCTION mq_coord._txn_durably() IS
     'internal: this transaction commits with synchronous_commit on (a decision must survive a coordinator crash)';
 COMMENT ON FUNCTION mq_coord._txn_check_participants(text, jsonb) IS
     'internal: raises MQ054 unless the participants are objects with a gid of the transaction and a kind';
+
+-- SCRAM credentials for Kafka clients (91_scram.sql)
+COMMENT ON TABLE mq.scram_credential IS
+    'SCRAM verifiers of Kafka users (mq-kafka --sasl=scram-sha-*): per user and mechanism the salt, iterations, StoredKey and ServerKey, never the password; readable by the owner only';
+COMMENT ON TABLE mq.scram_secret IS
+    'one random 32-byte key, made at install, from which mq.scram_lookup derives the fake salts of unknown users';
+COMMENT ON VIEW mq.scram_credentials IS
+    'SCRAM credentials without salts or keys: every user''s with describe on the cluster, else the current role''s own';
+COMMENT ON FUNCTION mq.set_scram_credential(text, text, text, integer) IS
+    'set or replace a Kafka user''s SCRAM credential (SCRAM-SHA-256 or SCRAM-SHA-512) from a password, 4096 to 16384 iterations; administrators, or the user itself';
+COMMENT ON FUNCTION mq.set_scram_credential_salted(text, text, integer, bytea, bytea) IS
+    'set or replace a SCRAM credential from a SaltedPassword and its salt, as Kafka''s AlterUserScramCredentials sends them';
+COMMENT ON FUNCTION mq.drop_scram_credential(text, text) IS
+    'drop a Kafka user''s SCRAM credential for a mechanism (NULL: both); MQ062 if there is none; returns how many went';
+COMMENT ON FUNCTION mq.list_scram_credentials() IS
+    'internal: the rows of mq.scram_credentials, run as the owner with the caller''s rights checked';
+COMMENT ON FUNCTION mq.scram_lookup(text, text) IS
+    'mq-kafka''s read of one user''s SCRAM verifier (a fake one for unknown users); grant EXECUTE to the daemon''s role only';
+COMMENT ON FUNCTION mq._scram_keys(text, bytea, bytea, integer, boolean) IS
+    'internal: StoredKey and ServerKey from a password (or SaltedPassword), salt and iterations (src/scram.c)';
+COMMENT ON FUNCTION mq._scram_random(integer) IS
+    'internal: n bytes of pg_strong_random, for salts and the fake-salt secret';
+COMMENT ON FUNCTION mq._authorize_scram(oid, text) IS
+    'internal: refuses (42501) unless the caller is an administrator (alter on the cluster) or the user itself';
+COMMENT ON FUNCTION mq._scram_mechanism(text) IS
+    'internal: the canonical SCRAM mechanism name, or MQ061';
+COMMENT ON FUNCTION mq._scram_store(oid, text, text, bytea, bytea, integer, boolean) IS
+    'internal: checks and stores one SCRAM verifier for mq.set_scram_credential and mq.set_scram_credential_salted';

@@ -50,6 +50,14 @@ BEGIN
     END LOOP;
 END $$;
 
+-- SCRAM credentials (91_scram.sql): the functions check the caller's
+-- rights (an administrator, or the user itself); the view shows what the
+-- caller may see.  mq.scram_lookup stays with the role mq-kafka runs as.
+GRANT SELECT ON mq.scram_credentials TO PUBLIC;
+GRANT EXECUTE ON FUNCTION mq.set_scram_credential(text, text, text, integer),
+    mq.set_scram_credential_salted(text, text, integer, bytea, bytea),
+    mq.drop_scram_credential(text, text), mq.list_scram_credentials() TO PUBLIC;
+
 -- monitoring: lag and statistics for pg_monitor (postgres_exporter's role)
 GRANT SELECT ON mq.consumer_lag, mq.partition_stats, mq.group_members, mq.group_assignments TO pg_monitor;
 GRANT EXECUTE ON FUNCTION mq._offset_time(integer, integer, bigint),

@@ -19,7 +19,25 @@
 -- Part 2 runs after this part, so a new function may use a new column;
 -- what needs part 2's functions (CREATE TRIGGER ... EXECUTE FUNCTION of a
 -- new trigger function, a data fix calling a new function) goes after a
--- line "-- @definitions", where part 2 is put then.
+-- line "-- SCRAM credentials for Kafka clients (91_scram.sql)
+CREATE TABLE mq.scram_credential (
+    user_name  text NOT NULL CHECK (user_name <> ''),
+    mechanism  text NOT NULL CHECK (mechanism IN ('SCRAM-SHA-256', 'SCRAM-SHA-512')),
+    iterations integer NOT NULL CHECK (iterations BETWEEN 4096 AND 16384),
+    salt       bytea NOT NULL CHECK (length(salt) >= 16),
+    stored_key bytea NOT NULL,
+    server_key bytea NOT NULL,
+    set_at     timestamptz NOT NULL DEFAULT now(),
+    PRIMARY KEY (user_name, mechanism)
+);
+REVOKE ALL ON mq.scram_credential FROM PUBLIC;
+SELECT pg_catalog.pg_extension_config_dump('mq.scram_credential', '');
+CREATE TABLE mq.scram_secret (
+    secret bytea NOT NULL CHECK (length(secret) = 32),
+    only_row boolean PRIMARY KEY DEFAULT true CHECK (only_row)
+);
+REVOKE ALL ON mq.scram_secret FROM PUBLIC;
+-- @definitions", where part 2 is put then.
 -- test/cli/upgrade.sh compares the updated schema with a fresh install of
 -- 0.2.0 and fails, naming the difference, until this part is complete.
 -- What to carry: `perl scripts/update-sql.pl --changed-since
@@ -199,6 +217,8 @@ CREATE TRIGGER cascade_to_cleaner_pass AFTER DELETE ON mq.partition_state
 CREATE TRIGGER cascade_to_cleaner_rewrite AFTER DELETE ON mq.segment
     REFERENCING OLD TABLE AS gone FOR EACH STATEMENT
     EXECUTE FUNCTION mq._cascade_delete('mq.cleaner_rewrite', 'topic_id', 'partition', 'base_offset');
+-- the key of the fake SCRAM salts (91_scram.sql; needs mq._scram_random)
+INSERT INTO mq.scram_secret (secret) VALUES (mq._scram_random(32));
 
 -- the EXECUTE grants on the routines whose parameters were renamed, given
 -- back (see the top of this file)

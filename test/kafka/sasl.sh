@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# mq-kafka --sasl=plain: kcat and kafkajs authenticate as PostgreSQL roles
+# mq-kafka --sasl=plain --sasl-plain-on-plaintext: kcat and kafkajs authenticate as PostgreSQL roles
 # (PostgreSQL checks the password: scripts/lib.sh's clusters ask members of
 # mq_sasl_test for one) and act with exactly that role's mq rights; a role
 # without write gets TOPIC_AUTHORIZATION_FAILED, a wrong password and an
@@ -32,7 +32,7 @@ sql "SELECT mq.grant('read, write', 'topic', 'sasl_t', 'mq_sasl_alice')" >/dev/n
 sql "SELECT mq.grant('read', 'group', 'sasl_g', 'mq_sasl_alice')" >/dev/null
 sql "SELECT mq.grant('read', 'topic', 'sasl_t', 'mq_sasl_bob')" >/dev/null
 
-kafka_start --sasl=plain || { fail "mq-kafka starts"; finish; }
+kafka_start --sasl=plain --sasl-plain-on-plaintext || { fail "mq-kafka starts"; finish; }
 
 # kcat's settings, the password among them, in a config file (-F)
 kcat_conf() {
@@ -94,6 +94,7 @@ check_match "$(cat "$T/mq-kafka.log")" "password checks running: \"mq_sasl_alice
 check_no_match "$(cat "$T/mq-kafka.log")" $'\nforged: line' "a user name cannot forge a log line"
 check_eq "$(grep -c -e "$PW_ALICE" -e "$PW_BOB" -e "$PW_DAVE" "$T/mq-kafka.log" "${MQ_SERVER_LOG:-/dev/null}" | awk -F: '{s += $NF} END {print s}')" \
 	"0" "no password in mq-kafka's or PostgreSQL's log"
+check_match "$(cat "$T/mq-kafka.log")" "sasl plain allowed without tls" "the daemon warns that PLAIN is allowed without TLS"
 check_eq "$(kill -0 "$KAFKA_PID" && echo alive)" "alive" "mq-kafka is still running"
 
 finish

@@ -389,18 +389,20 @@ SELECT throws_ok($$ SELECT mq.grant('read', 'topic', 'x', 'no_such_role_mqp') $$
 -- The privilege surface, from the catalog: what PUBLIC may execute is a
 -- reviewed list (each checks its caller's rights itself, or reveals
 -- nothing), the implementations are out of reach, and every SECURITY
--- DEFINER function pins its search_path.
+-- DEFINER function pins its search_path.  (The SCRAM credential functions
+-- check the caller's rights themselves: 91_scram.sql.)
 -------------------------------------------------------------------------------
 SELECT is((SELECT array_agg(DISTINCT p.proname::text ORDER BY p.proname::text)
              FROM pg_proc p, aclexplode(coalesce(p.proacl, acldefault('f', p.proowner))) a
             WHERE p.pronamespace = 'mq'::regnamespace AND a.grantee = 0 AND a.privilege_type = 'EXECUTE'),
           ARRAY['_config_incremental', '_config_key', '_config_number', '_config_replace', '_describable', '_grant_shown', '_has_privilege', '_log_append_time', '_log_end_offset', '_produce_state', '_replica_await_hwm', '_validate_compaction_config',
                 'add_partitions', 'alter_topic', 'await_commit', 'commit_offset', 'commit_polled',
-                'committed_offset', 'committed_offsets', 'config_defaults', 'create_topic', 'delete_group', 'delete_records', 'drop_topic', 'fetch', 'grant', 'has_group_privilege',
+                'committed_offset', 'committed_offsets', 'config_defaults', 'create_topic', 'delete_group', 'delete_records', 'drop_scram_credential', 'drop_topic', 'fetch', 'grant', 'has_group_privilege',
                 'has_topic_privilege', 'header_list', 'headers_jsonb', 'heartbeat', 'join_group',
                 'kafka_group_save', 'kafka_group_states',
-                'leave_group', 'murmur2', 'offsets_for_times', 'partition_for', 'poll', 'produce', 'produce_await', 'produce_records',
-                'record_size', 'reset_offsets', 'revoke', 'send', 'send_batch', 'validate_config'],
+                'leave_group', 'list_scram_credentials', 'murmur2', 'offsets_for_times', 'partition_for', 'poll', 'produce', 'produce_await', 'produce_records',
+                'record_size', 'reset_offsets', 'revoke', 'send', 'send_batch', 'set_scram_credential', 'set_scram_credential_salted',
+                'validate_config'],
           'PUBLIC executes exactly the reviewed functions of schema mq');
 SELECT is((SELECT array_agg(p.oid::regprocedure::text)
              FROM pg_proc p, aclexplode(coalesce(p.proacl, acldefault('f', p.proowner))) a

@@ -11,7 +11,9 @@
  * group requests drive the coordinator's state machine; SASL is on, but
  * the connection never gets past SaslHandshake, so no request tries to
  * log in.  A first byte 0xff feeds the rest to the SASL PLAIN token
- * parser; another odd first byte feeds it to batch_decode() directly.  The connection and
+ * parser; 0xfd to the SCRAM client-first parser (scram.c), and 0xfb to
+ * the client-final parser and the proof check of an exchange started
+ * from a fixed client-first message; another odd first byte feeds it to batch_decode() directly.  The connection and
  * pool functions are stubbed here: a request is answered synchronously.
  *
  *-------------------------------------------------------------------------
@@ -22,6 +24,7 @@
 #include "batch.h"
 #include "handlers.h"
 #include "sasl.h"
+#include "scram.h"
 #include "util.h"
 
 KConfig		kconfig;
@@ -54,6 +57,64 @@ conn_sasl_step(const KConn *c)
 void
 conn_set_sasl(KConn *c, KSaslStep step, const char *role)
 {
+}
+
+int
+conn_sasl_mech(const KConn *c)
+{
+	return KSASL_MECH_SCRAM_SHA_256;
+}
+
+void
+conn_set_sasl_mech(KConn *c, int mech)
+{
+}
+
+void *
+conn_sasl_state(const KConn *c)
+{
+	return NULL;
+}
+
+void
+conn_set_sasl_state(KConn *c, void *state, void (*free_fn) (void *state))
+{
+	if (state && free_fn)
+		free_fn(state);
+}
+
+bool
+conn_is_tls(const KConn *c)
+{
+	return false;
+}
+
+/* the SCRAM parsers, and a whole exchange's final check (0xfd, 0xfb) */
+static void
+fuzz_scram(const uint8_t *data, size_t size, bool final)
+{
+	static const char first_msg[] = "n,,n=user,r=fyko+d2lbbFgONRv9qkxdawL";
+	static const uint8_t salt[16] = {1, 2, 3};
+	static const uint8_t key[SCRAM_MAX_KEY] = {4, 5, 6};
+	ScramClientFirst first;
+	ScramClientFinal f;
+	ScramState	st;
+	char		out[128];
+
+	if (!final)
+	{
+		if (scram_parse_client_first(data, size, &first) &&
+			(first.user[0] == '\0' || first.nonce[0] == '\0' || strchr(first.nonce, ',')))
+			abort();			/* what the parser promises */
+		return;
+	}
+	if (!scram_parse_client_first((const uint8_t *) first_msg, strlen(first_msg), &first) ||
+		!scram_server_first(&st, SCRAM_SHA_512, &first, "3rfcNHYJY1ZVvWVs7j", salt, sizeof(salt),
+							4096, key, key))
+		abort();
+	if (scram_parse_client_final(data, size, &f) &&
+		scram_verify_final(&st, &f, out, sizeof(out)))
+		abort();				/* no proof matches a key of no password */
 }
 
 static void
@@ -143,6 +204,7 @@ setup(void)
 	kconfig.group_initial_delay_ms = 0;
 	kconfig.recheck_ms = 100;
 	kconfig.sasl_plain = true;
+	kconfig.sasl_mechs = KSASL_MECH_PLAIN | KSASL_MECH_SCRAM_SHA_256 | KSASL_MECH_SCRAM_SHA_512;
 	kbase = event_base_new();
 }
 
@@ -167,6 +229,8 @@ LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 			 strlen(tok.user) > SASL_PLAIN_MAX || strlen(tok.password) > SASL_PLAIN_MAX))
 			abort();			/* what the parser promises */
 	}
+	else if (data[0] == 0xfd || data[0] == 0xfb)
+		fuzz_scram(data + 1, size - 1, data[0] == 0xfb);
 	else if (data[0] & 1)
 	{
 		KBatch		b;

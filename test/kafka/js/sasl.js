@@ -1,6 +1,6 @@
-// kafkajs with SASL/PLAIN against mq-kafka --sasl=plain (test/kafka/sasl.sh
-// runs it):
-//   MQ_SASL_PASSWORD=... node sasl.js BROKER TOPIC GROUP USER
+// kafkajs with SASL against mq-kafka --sasl (test/kafka/sasl.sh runs it
+// with PLAIN, test/kafka/scram.sh with SCRAM):
+//   MQ_SASL_PASSWORD=... [MQ_SASL_MECHANISM=scram-sha-256] node sasl.js BROKER TOPIC GROUP USER
 // produces 5 records as USER, then consumes TOPIC in GROUP from the start
 // and prints one JSON line: produced (or produceError, the Kafka error's
 // type), consumed (records seen, 0 if producing failed).
@@ -10,7 +10,7 @@ const { Kafka, logLevel } = require('kafkajs');
 const [broker, topic, groupId, username] = process.argv.slice(2);
 const kafka = new Kafka({
   clientId: 'kafkajs-sasl', brokers: [broker], logLevel: logLevel.NOTHING,
-  sasl: { mechanism: 'plain', username, password: process.env.MQ_SASL_PASSWORD },
+  sasl: { mechanism: process.env.MQ_SASL_MECHANISM || 'plain', username, password: process.env.MQ_SASL_PASSWORD },
   retry: { retries: 1 },
 });
 const N = 5;
