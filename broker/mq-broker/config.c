@@ -134,7 +134,13 @@ static const ConfigKey keys[] = {
 	KEY("kafka", "group.initial.rebalance.delay.ms", kafka_group_delay_ms, 'i', 0, 300000, NULL,
 		"mq-kafka's `--group-initial-delay-ms` (default: mq-kafka's)"),
 	KEY("kafka", "sasl", kafka_sasl, 's', 0, 0, NULL,
-		"`plain`: clients authenticate with SASL/PLAIN (mq-kafka's `--sasl`; default: none)"),
+		"mechanisms clients authenticate with, a list of `plain`, `scram-sha-256`, `scram-sha-512` (mq-kafka's `--sasl`; default: none)"),
+	KEY("kafka", "sasl.plain.on.plaintext", kafka_sasl_plain_on_plaintext, 'i', 0, 1, NULL,
+		"allow PLAIN on connections without TLS (mq-kafka's `--sasl-plain-on-plaintext`; default: false)"),
+	KEY("kafka", "principal.rules", kafka_principal_rules, 's', 0, 0, NULL,
+		"authenticated name to role: `RULE:regex/replacement/[L|U],...,DEFAULT` (mq-kafka's `--principal-rules`; default: DEFAULT)"),
+	KEY("kafka", "anonymous", kafka_anonymous, 's', 0, 0, NULL,
+		"`daemon`, `refuse` or `role:ROLE`: what clients that do not authenticate run as (mq-kafka's `--anonymous`; default: daemon)"),
 	KEY("kafka", "metrics", kafka_metrics, 's', 0, 0, NULL,
 		"host:port where mq-kafka serves Prometheus text on /metrics (its `--metrics`; default: none)"),
 };
@@ -259,6 +265,26 @@ check_conninfos(BrokerConfig *cfg, const char *path)
 	return true;
 }
 
+/* a comma-separated list of mq-kafka's SASL mechanisms */
+static bool
+sasl_list_ok(const char *list)
+{
+	const char *p = list;
+
+	while (true)
+	{
+		size_t		n = strcspn(p, ",");
+
+		if (!((n == 5 && strncmp(p, "plain", 5) == 0) ||
+			  (n == 13 && (strncmp(p, "scram-sha-256", 13) == 0 ||
+						   strncmp(p, "scram-sha-512", 13) == 0))))
+			return false;
+		if (p[n] == '\0')
+			return true;
+		p += n + 1;
+	}
+}
+
 /* [kafka]: addresses that are host:port, and listen when anything is set */
 static bool
 check_kafka(BrokerConfig *cfg, const char *path)
@@ -286,9 +312,10 @@ check_kafka(BrokerConfig *cfg, const char *path)
 					 path, cfg->kafka_ssl_client_auth);
 		return false;
 	}
-	if (cfg->kafka_sasl && strcmp(cfg->kafka_sasl, "plain") != 0)
+	if (cfg->kafka_sasl && !sasl_list_ok(cfg->kafka_sasl))
 	{
-		mq_log_error("%s: [kafka] sasl must be plain, not \"%s\"", path, cfg->kafka_sasl);
+		mq_log_error("%s: [kafka] sasl must be a list of plain, scram-sha-256 and scram-sha-512, not \"%s\"",
+					 path, cfg->kafka_sasl);
 		return false;
 	}
 	for (int i = 0; i < 3; i++)
@@ -476,6 +503,8 @@ broker_config_free(BrokerConfig *cfg)
 	free(cfg->kafka_advertise);
 	free(cfg->kafka_program);
 	free(cfg->kafka_sasl);
+	free(cfg->kafka_principal_rules);
+	free(cfg->kafka_anonymous);
 	free(cfg->kafka_listeners);
 	free(cfg->kafka_advertised_listeners);
 	free(cfg->kafka_protocol_map);

@@ -45,7 +45,10 @@ typedef struct BrokerConfig
 	char	   *kafka_program;	/* the mq-kafka executable (default: on PATH) */
 	int			kafka_pool;		/* its database connections */
 	int			kafka_group_delay_ms;	/* group.initial.rebalance.delay.ms */
-	char	   *kafka_sasl;		/* "plain": clients authenticate (--sasl) */
+	char	   *kafka_sasl;		/* mechanisms clients authenticate with (--sasl) */
+	int			kafka_sasl_plain_on_plaintext;	/* --sasl-plain-on-plaintext */
+	char	   *kafka_principal_rules;	/* --principal-rules */
+	char	   *kafka_anonymous;	/* --anonymous */
 	char	   *kafka_metrics;	/* host:port of its /metrics (--metrics); NULL: none */
 	/* its listeners and TLS (mq-kafka's --listeners, --ssl-...); NULL: unset */
 	char	   *kafka_listeners;

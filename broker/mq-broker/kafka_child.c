@@ -63,7 +63,8 @@ exec_child(const BrokerConfig *cfg)
 {
 	char		id[16],
 				pool[16],
-				delay[16];
+				delay[16],
+				sasl[64];
 	const char *argv[48];
 	int			n = 0;
 	const char *prog = cfg->kafka_program ? cfg->kafka_program : "mq-kafka";
@@ -99,7 +100,22 @@ exec_child(const BrokerConfig *cfg)
 		argv[n++] = delay;
 	}
 	if (cfg->kafka_sasl)
-		argv[n++] = "--sasl=plain";	/* config.c accepts nothing else */
+	{
+		snprintf(sasl, sizeof(sasl), "--sasl=%s", cfg->kafka_sasl);	/* checked by config.c */
+		argv[n++] = sasl;
+	}
+	if (cfg->kafka_sasl_plain_on_plaintext)
+		argv[n++] = "--sasl-plain-on-plaintext";
+	if (cfg->kafka_principal_rules)
+	{
+		argv[n++] = "--principal-rules";
+		argv[n++] = cfg->kafka_principal_rules;
+	}
+	if (cfg->kafka_anonymous)
+	{
+		argv[n++] = "--anonymous";
+		argv[n++] = cfg->kafka_anonymous;
+	}
 	if (cfg->kafka_metrics)
 	{
 		argv[n++] = "--metrics";
