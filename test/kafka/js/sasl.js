@@ -1,16 +1,19 @@
 // kafkajs with SASL against mq-kafka --sasl (test/kafka/sasl.sh runs it
 // with PLAIN, test/kafka/scram.sh with SCRAM):
-//   MQ_SASL_PASSWORD=... [MQ_SASL_MECHANISM=scram-sha-256] node sasl.js BROKER TOPIC GROUP USER
+//   MQ_SASL_PASSWORD=... [MQ_SASL_MECHANISM=scram-sha-256] [MQ_SSL_CA=FILE] node sasl.js BROKER TOPIC GROUP USER
+// (with MQ_SSL_CA: over TLS, trusting that CA file: SASL_SSL)
 // produces 5 records as USER, then consumes TOPIC in GROUP from the start
 // and prints one JSON line: produced (or produceError, the Kafka error's
 // type), consumed (records seen, 0 if producing failed).
 'use strict';
+const fs = require('fs');
 const { Kafka, logLevel } = require('kafkajs');
 
 const [broker, topic, groupId, username] = process.argv.slice(2);
 const kafka = new Kafka({
   clientId: 'kafkajs-sasl', brokers: [broker], logLevel: logLevel.NOTHING,
   sasl: { mechanism: process.env.MQ_SASL_MECHANISM || 'plain', username, password: process.env.MQ_SASL_PASSWORD },
+  ssl: process.env.MQ_SSL_CA ? { ca: [fs.readFileSync(process.env.MQ_SSL_CA)] } : undefined,
   retry: { retries: 1 },
 });
 const N = 5;

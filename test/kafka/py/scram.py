@@ -1,7 +1,9 @@
 """kafka-python (Debian's python3-kafka 2.0.2) with SASL/SCRAM against
 mq-kafka (test/kafka/scram.sh runs it with /usr/bin/python3):
 
-    MQ_SASL_PASSWORD=... scram.py BROKER TOPIC GROUP USER MECHANISM
+    MQ_SASL_PASSWORD=... [MQ_SSL_CA=FILE] scram.py BROKER TOPIC GROUP USER MECHANISM
+
+With MQ_SSL_CA, over TLS trusting that CA file (SASL_SSL).
 
 Produces 4 records "py<i>", then reads them back in GROUP and commits.
 Prints one JSON object: produced (or produce_error), consumed (the values
@@ -17,6 +19,9 @@ from kafka import KafkaConsumer, KafkaProducer, TopicPartition
 broker, topic, group, user, mech = sys.argv[1:6]
 auth = dict(security_protocol="SASL_PLAINTEXT", sasl_mechanism=mech,
             sasl_plain_username=user, sasl_plain_password=os.environ["MQ_SASL_PASSWORD"])
+if os.environ.get("MQ_SSL_CA"):
+    auth.update(security_protocol="SASL_SSL", ssl_cafile=os.environ["MQ_SSL_CA"],
+                ssl_check_hostname=False)
 out = {}
 try:
     producer = KafkaProducer(bootstrap_servers=broker, acks="all", **auth)
