@@ -29,7 +29,7 @@ ANON_PORT="$KAFKA_PORT" ANON_PID="$KAFKA_PID"
 anon_kill() { { kill -9 "$ANON_PID" && wait "$ANON_PID"; } 2>/dev/null || true; }
 on_exit anon_kill
 KAFKA_PORT=""
-kafka_start --sasl=plain || { fail "mq-kafka starts"; finish; }
+kafka_start --sasl=plain --sasl-plain-on-plaintext || { fail "mq-kafka starts"; finish; }
 run env MQ_PW_ADMIN="$PW_ADMIN" MQ_PW_USER="$PW_USER" PYTHONPATH=test/kafka/py \
 	timeout 200 "$PY" test/kafka/py/acl_roundtrip.py "$KAFKA_PORT" "$ANON_PORT" mq_acl_admin mq_acl_user
 printf '%s\n' "$OUT" "$ERR" | sed 's/^/# /'

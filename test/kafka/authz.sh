@@ -41,7 +41,7 @@ for t in orders orders.eu payments; do sql "SELECT mq.create_topic('$t', 1)" >/d
 # the daemon's own role may do anything with topics and groups
 sql "SELECT mq.grant('all', 'topic', '*', 'mq_az_daemon'), mq.grant('all', 'group', '*', 'mq_az_daemon')" >/dev/null
 
-kafka_start --sasl=plain -d "$DAEMON_DB" || { fail "mq-kafka starts"; finish; }
+kafka_start --sasl=plain --sasl-plain-on-plaintext -d "$DAEMON_DB" || { fail "mq-kafka starts"; finish; }
 check_eq "$(sql "SELECT rolinherit FROM pg_roles WHERE rolname = 'mq_az_daemon'")" "f" "the daemon's role is NOINHERIT"
 
 run env MQ_PW_ALICE="$PW_ALICE" MQ_PW_BOB="$PW_BOB" PYTHONPATH=test/kafka/py \
@@ -79,7 +79,7 @@ check_match "$ERR" "--anonymous must be daemon, refuse or role:ROLE" "a bad --an
 run "$MQ_KAFKA" "--principal-rules=RULE:(/x/"
 check_match "$ERR" "principal-rules: bad regular expression" "a bad rule is refused at start"
 # carol authenticates as herself; the first rule makes her alice's role
-kafka_start --sasl=plain -d "$DAEMON_DB" \
+kafka_start --sasl=plain --sasl-plain-on-plaintext -d "$DAEMON_DB" \
 	'--principal-rules=RULE:mq_az_(car)ol/mq_az_alice/,RULE:^MQ_AZ_(.*)$/mq_az_$1/L' ||
 	{ fail "mq-kafka --principal-rules starts"; finish; }
 check_eq "$(meta mq_az_carol "$PW_CAROL")" "$(topics_of mq_az_alice)" \
@@ -87,7 +87,7 @@ check_eq "$(meta mq_az_carol "$PW_CAROL")" "$(topics_of mq_az_alice)" \
 check_eq "$(meta mq_az_bob "$PW_BOB")" "closed" "a name no rule maps (and no DEFAULT) is refused"
 check_match "$(cat "$T/mq-kafka.log")" 'principal "mq_az_bob" maps to no role: refused' "and the log says so"
 kafka_kill
-kafka_start --sasl=plain -d "$DAEMON_DB" '--principal-rules=RULE:mq_az_c.*/none/,DEFAULT' ||
+kafka_start --sasl=plain --sasl-plain-on-plaintext -d "$DAEMON_DB" '--principal-rules=RULE:mq_az_c.*/none/,DEFAULT' ||
 	{ fail "mq-kafka starts"; finish; }
 check_eq "$(meta mq_az_carol "$PW_CAROL")" "closed" \
 	"a rule that yields \"none\" (SET ROLE's word for the daemon's own role) is refused"
@@ -95,7 +95,7 @@ check_eq "$(meta mq_az_bob "$PW_BOB")" "$(topics_of mq_az_bob)" "DEFAULT: bob is
 kafka_kill
 
 # a principal whose role the daemon is not a member of: SET ROLE fails, nothing runs
-kafka_start --sasl=plain -d "$DAEMON_DB" || { fail "mq-kafka starts"; finish; }
+kafka_start --sasl=plain --sasl-plain-on-plaintext -d "$DAEMON_DB" || { fail "mq-kafka starts"; finish; }
 before="$(sql "SELECT count(*) FROM mq.fetch('orders', 0, 0, 1000)")"
 run env PYTHONPATH=test/kafka/py "$PY" -c "
 import sys; from kwire import Client
