@@ -98,7 +98,15 @@ test_config(void)
 	CHECK(!parse_with("[kafka]\nlisten = h:1\npool = 0\n"), "a [kafka] pool of 0 is refused");
 	CHECK(!parse_with("[kafka]\nlisten = h:1\nport = 1\n"), "an unknown [kafka] key is refused");
 	CHECK(parse_with("[kafka]\nlisten = h:1\nsasl = plain\n"), "[kafka] sasl = plain is accepted");
-	CHECK(!parse_with("[kafka]\nlisten = h:1\nsasl = scram\n"), "[kafka] sasl other than plain is refused");
+	CHECK(parse_with("[kafka]\nlisten = h:1\nsasl = scram-sha-256,scram-sha-512,plain\n"),
+		  "[kafka] sasl takes a list of mq-kafka's mechanisms");
+	CHECK(!parse_with("[kafka]\nlisten = h:1\nsasl = scram\n"), "[kafka] sasl with an unknown mechanism is refused");
+	CHECK(!parse_with("[kafka]\nlisten = h:1\nsasl = plain,\n"), "[kafka] sasl with an empty mechanism is refused");
+	CHECK(parse_with("[kafka]\nlisten = h:1\nsasl = plain\nsasl.plain.on.plaintext = 1\n"
+					 "principal.rules = DEFAULT\nanonymous = refuse\n"),
+		  "[kafka] sasl.plain.on.plaintext, principal.rules and anonymous are accepted");
+	CHECK(!parse_with("[kafka]\nlisten = h:1\nsasl.plain.on.plaintext = 2\n"),
+		  "[kafka] sasl.plain.on.plaintext is 0 or 1");
 	CHECK(parse_with("[kafka]\nlisten = h:1\nmetrics = 127.0.0.1:9401\n"), "a [kafka] metrics address is accepted");
 	CHECK(!parse_with("[kafka]\nlisten = h:1\nmetrics = 127.0.0.1\n"), "a [kafka] metrics address without port is refused");
 	CHECK(!parse_with("[kafka]\nmetrics = h:1\n"), "a [kafka] metrics address without listen is refused");
