@@ -386,6 +386,9 @@ init_producer_done(KRequest *req)
 
 	if (!s->txn)
 		(void) kstmt_failed(&s->job.stmts[0], &code);
+	/* no EXECUTE on mq.init_producer: Kafka's IdempotentWrite on the cluster */
+	if (code == KERR_TOPIC_AUTHORIZATION_FAILED)
+		code = KERR_CLUSTER_AUTHORIZATION_FAILED;
 	kw_i32(w, 0);
 	kw_i16(w, code);
 	kw_i64(w, res ? strtoll(PQgetvalue(res, 0, 0), NULL, 10) : -1);

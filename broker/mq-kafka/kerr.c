@@ -7,8 +7,10 @@
  * errors after the kind of resource refused, which mq's refusals carry in
  * the error's table field ("topic", "group", "cluster"; docs/errors.md),
  * never after the message's text.  A refusal without it is PostgreSQL's
- * own, of a function (no EXECUTE, as on mq.init_producer): the cluster's,
- * as Kafka's IdempotentWrite on the cluster.
+ * own: SET ROLE to a principal's role the daemon may not take (the
+ * records asked for are the principal's to be refused:
+ * TOPIC_AUTHORIZATION_FAILED), or no EXECUTE on a function, which the
+ * one handler that can meet it maps (InitProducerId: the cluster's).
  *
  *-------------------------------------------------------------------------
  */
@@ -66,7 +68,9 @@ authorization_error(const char *resource)
 		return KERR_GROUP_AUTHORIZATION_FAILED;
 	if (resource && strcmp(resource, "transactional_id") == 0)
 		return KERR_TRANSACTIONAL_ID_AUTHORIZATION_FAILED;
-	return KERR_CLUSTER_AUTHORIZATION_FAILED;
+	if (resource && strcmp(resource, "cluster") == 0)
+		return KERR_CLUSTER_AUTHORIZATION_FAILED;
+	return KERR_TOPIC_AUTHORIZATION_FAILED;
 }
 
 int16_t

@@ -237,9 +237,12 @@ take_error(KStmt *st, PGconn *conn, const PGresult *r)
 {
 	const char *state = PQresultErrorField(r, PG_DIAG_SQLSTATE);
 	const char *msg = PQresultErrorField(r, PG_DIAG_MESSAGE_PRIMARY);
+	const char *table = PQresultErrorField(r, PG_DIAG_TABLE_NAME);
 
 	if (st->err.message)
 		return;
+	/* an authorization refusal's resource kind (kerr.c) */
+	st->err.table_name = table ? mq_strdup(table) : NULL;
 	snprintf(st->err.sqlstate, sizeof(st->err.sqlstate), "%s", state ? state : "");
 	st->err.message = mq_strdup(msg ? msg : (PQresultStatus(r) == PGRES_PIPELINE_ABORTED
 											 ? "pipeline aborted" : PQerrorMessage(conn)));

@@ -37,6 +37,7 @@ my %kafka39 = (
 	14 => [0, 5, 4], 15 => [0, 5, 5], 16 => [0, 5, 3], 17 => [0, 1, 99], 18 => [0, 4, 3],
 	19 => [0, 7, 5], 20 => [0, 6, 4], 21 => [0, 2, 2], 22 => [0, 5, 2], 32 => [0, 4, 4],
 	33 => [0, 2, 2], 36 => [0, 2, 2], 37 => [0, 3, 2], 42 => [0, 2, 2], 44 => [0, 1, 1],
+	29 => [0, 3, 2], 30 => [0, 3, 2], 31 => [0, 3, 2], 50 => [0, 0, 0], 51 => [0, 0, 0],
 );
 
 my @part_fetch = (['partition', 'i32', '0+'], ['current_leader_epoch', 'i32', '9+'],
@@ -46,6 +47,19 @@ my @config_entry = (['name', 'str', '0+'], ['value', 'nstr', '0+']);
 
 # requests: api key => fields
 my %req = (
+	29 => [['resource_type_filter', 'i8', '0+'], ['resource_name_filter', 'nstr', '0+'], ['pattern_type_filter', 'i8', '1+'],
+		['principal_filter', 'nstr', '0+'], ['host_filter', 'nstr', '0+'], ['operation', 'i8', '0+'],
+		['permission_type', 'i8', '0+']],
+	30 => [['creations', [['resource_type', 'i8', '0+'], ['resource_name', 'str', '0+'],
+			['resource_pattern_type', 'i8', '1+'], ['principal', 'str', '0+'], ['host', 'str', '0+'],
+			['operation', 'i8', '0+'], ['permission_type', 'i8', '0+']], '0+']],
+	31 => [['filters', [['resource_type_filter', 'i8', '0+'], ['resource_name_filter', 'nstr', '0+'], ['pattern_type_filter', 'i8', '1+'],
+		['principal_filter', 'nstr', '0+'], ['host_filter', 'nstr', '0+'], ['operation', 'i8', '0+'],
+		['permission_type', 'i8', '0+']], '0+']],
+	50 => [['users', [['name', 'str', '0+']], '0+']],
+	51 => [['deletions', [['name', 'str', '0+'], ['mechanism', 'i8', '0+']], '0+'],
+		['upsertions', [['name', 'str', '0+'], ['mechanism', 'i8', '0+'], ['iterations', 'i32', '0+'],
+			['salt', 'bytes', '0+'], ['salted_password', 'bytes', '0+']], '0+']],
 	0 => [['transactional_id', 'nstr', '3+'], ['acks', 'i16', '0+'], ['timeout_ms', 'i32', '0+'],
 		['topics', [['name', 'str', '0+'], ['partitions', [['index', 'i32', '0+'], ['records', 'bytes', '0+']], '0+']], '0+']],
 	1 => [['replica_id', 'i32', '0-14'], ['max_wait_ms', 'i32', '0+'], ['min_bytes', 'i32', '0+'],
@@ -107,6 +121,20 @@ my %req = (
 
 my @broker = (['node_id', 'i32', '0+'], ['host', 'str', '0+'], ['port', 'i32', '0+'], ['rack', 'nstr', '1+']);
 my %resp = (
+	29 => [['throttle_time_ms', 'i32', '0+'], ['error_code', 'i16', '0+'], ['error_message', 'nstr', '0+'],
+		['resources', [['resource_type', 'i8', '0+'], ['resource_name', 'str', '0+'], ['pattern_type', 'i8', '1+'],
+			['acls', [['principal', 'str', '0+'], ['host', 'str', '0+'], ['operation', 'i8', '0+'],
+				['permission_type', 'i8', '0+']], '0+']], '0+']],
+	30 => [['throttle_time_ms', 'i32', '0+'], ['results', [['error_code', 'i16', '0+'], ['error_message', 'nstr', '0+']], '0+']],
+	31 => [['throttle_time_ms', 'i32', '0+'], ['filter_results', [['error_code', 'i16', '0+'], ['error_message', 'nstr', '0+'],
+			['matching_acls', [['error_code', 'i16', '0+'], ['error_message', 'nstr', '0+'], ['resource_type', 'i8', '0+'],
+				['resource_name', 'str', '0+'], ['pattern_type', 'i8', '1+'], ['principal', 'str', '0+'],
+				['host', 'str', '0+'], ['operation', 'i8', '0+'], ['permission_type', 'i8', '0+']], '0+']], '0+']],
+	50 => [['throttle_time_ms', 'i32', '0+'], ['error_code', 'i16', '0+'], ['error_message', 'nstr', '0+'],
+		['results', [['user', 'str', '0+'], ['error_code', 'i16', '0+'], ['error_message', 'nstr', '0+'],
+			['credential_infos', [['mechanism', 'i8', '0+'], ['iterations', 'i32', '0+']], '0+']], '0+']],
+	51 => [['throttle_time_ms', 'i32', '0+'], ['results', [['user', 'str', '0+'], ['error_code', 'i16', '0+'],
+			['error_message', 'nstr', '0+']], '0+']],
 	0 => [['responses', [['name', 'str', '0+'], ['partitions', [['index', 'i32', '0+'], ['error_code', 'i16', '0+'],
 			['base_offset', 'i64', '0+'], ['log_append_time_ms', 'i64', '2+'], ['log_start_offset', 'i64', '5+'],
 			['record_errors', [['batch_index', 'i32', '8+'], ['message', 'nstr', '8+']], '8+'],

@@ -15,7 +15,7 @@
 SET client_min_messages = warning;
 
 BEGIN;
-SELECT plan(26);
+SELECT plan(27);
 
 CREATE ROLE mqh_attacker LOGIN;
 CREATE ROLE mqh_owner LOGIN;
@@ -152,6 +152,8 @@ END $f$;
 SET ROLE mqh_attacker;
 SELECT is(public.mqh_refused($$SELECT mq.send('secret', 'k'::bytea, 'v'::bytea)$$), 'mq.topic',
           'a refused send names a topic');
+SELECT is(public.mqh_refused($$SELECT * FROM mq.produce_records('visible', ARRAY['k'::bytea], ARRAY['v'::bytea])$$),
+          'mq.topic', 'a refused produce (mq-kafka''s path) names a topic');
 SELECT is(public.mqh_refused($$SELECT * FROM mq.poll('hidden_group', 'visible', 1)$$), 'mq.group',
           'a refused poll in a group names a group');
 SELECT is(public.mqh_refused($$SELECT mq.grant('read', 'topic', 'visible', 'PUBLIC')$$), 'mq.cluster',

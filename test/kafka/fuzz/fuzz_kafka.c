@@ -48,6 +48,19 @@ conn_closed(const KConn *c)
 	return false;
 }
 
+bool
+conn_needs_sasl(const KConn *c)
+{
+	return false;
+}
+
+void
+conn_advertised(const KConn *c, const char **host, int *port)
+{
+	*host = "127.0.0.1";
+	*port = 9092;
+}
+
 KSaslStep
 conn_sasl_step(const KConn *c)
 {
