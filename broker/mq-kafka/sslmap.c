@@ -1,10 +1,13 @@
 /*-------------------------------------------------------------------------
  *
  * sslmap.c
- *	  Kafka's ssl.principal.mapping.rules (KIP-371) for mutual TLS: the
- *	  rules are tried in order on the client certificate's subject in
- *	  RFC 2253 form ("CN=app1,OU=apps,O=example"); the first whose pattern
- *	  matches the whole subject gives the user name, its replacement
+ *	  Kafka's mapping rules, in the form of ssl.principal.mapping.rules
+ *	  (KIP-371), the one parser and matcher of both lists mq-kafka takes:
+ *	  --ssl-principal-mapping-rules on a client certificate's subject in
+ *	  RFC 2253 form ("CN=app1,OU=apps,O=example"; tls.c) and
+ *	  --principal-rules on an authenticated name (principal.c).  The
+ *	  rules are tried in order; the first whose pattern matches the whole
+ *	  subject gives the user name, its replacement
  *	  with $1..$9 standing for the pattern's groups, then lower-cased
  *	  (/L) or upper-cased (/U).  DEFAULT gives the subject unchanged.  No
  *	  rule applying refuses the client, as in Kafka.
@@ -94,7 +97,7 @@ parse_rule(const char **s, SslRule *r, char *err, size_t errlen)
 	free(anchored);
 	if (rc != 0)
 	{
-		snprintf(err, errlen, "invalid pattern in mapping rule: \"%s\"", pattern);
+		snprintf(err, errlen, "bad regular expression in mapping rule: \"%s\"", pattern);
 		free(pattern);
 		free(r->repl);
 		return false;

@@ -60,7 +60,7 @@ main(void)
 	CHECK(!principal_set_rules("RULE:(/x/", err, sizeof(err)) && strstr(err, "regular expression"),
 		  "a bad regular expression: %s", err);
 	CHECK(!principal_set_rules("RULE:x/y", err, sizeof(err)), "a rule without its last slash: %s", err);
-	CHECK(!principal_set_rules("DEFAULT DEFAULT", err, sizeof(err)), "no comma: %s", err);
+	CHECK(!principal_set_rules("RULE:a/b/Lx", err, sizeof(err)), "junk after a rule: %s", err);
 	CHECK(!principal_set_rules("NOPE", err, sizeof(err)), "not a rule: %s", err);
 	CHECK(!principal_set_rules("", err, sizeof(err)), "no rules: %s", err);
 
