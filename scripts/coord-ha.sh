@@ -42,7 +42,7 @@ else
 	self="$(cat "${BASH_SOURCE[0]}")"
 fi
 if [[ "$(id -u)" -eq 0 ]]; then
-	if ! runuser -u postgres -- test -x . 2>/dev/null; then
+	if ! runuser -u postgres -- test -x "$PWD" 2>/dev/null; then
 		(($# < 2)) || set -- "$1" "$(realpath -m -- "$2")" "${@:3}"
 		cd /
 	fi

@@ -87,10 +87,12 @@ mq_pg_paths || true
 # ---------------------------------------------------------------------------
 # as_postgres CMD...: run CMD as `postgres` when we are root, directly
 # otherwise.  The whole environment (PATH, PG*, PERL5LIB, ...) is kept.  If
-# postgres cannot enter the current directory, CMD runs from / instead.
+# postgres cannot enter the current directory, CMD runs from / instead
+# (tested by path: a directory of mode 755 under one of mode 700 passes
+# `test -x .` yet cannot be entered again, which libpq's tools do).
 as_postgres() {
 	if mq_is_root; then
-		if runuser -u postgres -- test -x . 2>/dev/null; then
+		if runuser -u postgres -- test -x "$PWD" 2>/dev/null; then
 			runuser -u postgres -- "$@"
 		else
 			(cd / && runuser -u postgres -- "$@")
@@ -149,7 +151,7 @@ mq_spawn_timeout() {
 		fi
 	fi
 	(
-		if ((${#pfx[@]})) && ! runuser -u postgres -- test -x . 2>/dev/null; then
+		if ((${#pfx[@]})) && ! runuser -u postgres -- test -x "$PWD" 2>/dev/null; then
 			cd /
 		fi
 		exec "${pfx[@]}" timeout -k 10 "$secs" "$@"
