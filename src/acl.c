@@ -56,7 +56,7 @@ PG_FUNCTION_INFO_V1(mq_describable_sql);
 typedef struct AclKey
 {
 	Oid			role;
-	char		restype;		/* 't' topic, 'g' group, 'c' cluster */
+	char		restype;		/* 't' topic, 'g' group, 'c' cluster, 'x' transactional id */
 	char		name[256];
 } AclKey;
 
@@ -129,7 +129,8 @@ op_name(int op)
 static const char *
 restype_name(char restype)
 {
-	return restype == 't' ? "topic" : restype == 'g' ? "group" : "cluster";
+	return restype == 't' ? "topic" : restype == 'g' ? "group" :
+		restype == 'x' ? "transactional_id" : "cluster";
 }
 
 static char
@@ -141,10 +142,12 @@ restype_from_name(const char *name)
 		return 'g';
 	if (strcmp(name, "cluster") == 0)
 		return 'c';
+	if (strcmp(name, "transactional_id") == 0)
+		return MQ_RES_TXN_ID;
 	ereport(ERROR,
 			(errcode(ERRCODE_MQ_INVALID_ARGUMENT),
 			 errmsg("unknown resource type \"%s\"", name),
-			 errhint("Resource types are topic, group and cluster.")));
+			 errhint("Resource types are topic, group, cluster and transactional_id.")));
 	return 0;					/* keep the compiler quiet */
 }
 

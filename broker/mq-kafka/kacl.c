@@ -5,14 +5,14 @@
  *	  docs/kafka.md "ACLs"), shared by DescribeAcls, CreateAcls and
  *	  DeleteAcls (h_acl.c).
  *
- * One to one where mq has the thing: resource types TOPIC, GROUP and
- * CLUSTER (named kafka-cluster); pattern types LITERAL and PREFIXED
+ * One to one where mq has the thing: resource types TOPIC, GROUP,
+ * CLUSTER (named kafka-cluster) and TRANSACTIONAL_ID; pattern types LITERAL and PREFIXED
  * (filters also ANY and MATCH); operations ALL, READ, WRITE, CREATE,
  * DELETE, ALTER and DESCRIBE; ALLOW and DENY; principal User:NAME is the
  * PostgreSQL role NAME (the name after --principal-rules: an ACL names
  * the principal as Kafka's authorizer sees it), User:* is PUBLIC; host
- * '*' only.  A binding mq cannot hold (TRANSACTIONAL_ID, DELEGATION_TOKEN
- * and USER resources; CLUSTER_ACTION, DESCRIBE_CONFIGS, ALTER_CONFIGS,
+ * '*' only.  A binding mq cannot hold (DELEGATION_TOKEN and USER
+ * resources; CLUSTER_ACTION, DESCRIBE_CONFIGS, ALTER_CONFIGS,
  * IDEMPOTENT_WRITE and the token operations; another principal type; a
  * host) is refused with INVALID_REQUEST and a message before the
  * database is asked; a filter for one matches nothing.
@@ -34,7 +34,7 @@
 #define K_ANY 1
 #define K_PATTERN_MATCH 2
 
-static const char *const types[] = {NULL, NULL, "topic", "group", "cluster"};
+static const char *const types[] = {NULL, NULL, "topic", "group", "cluster", "transactional_id"};
 static const char *const patterns[] = {NULL, NULL, NULL, "literal", "prefixed"};
 static const char *const ops[] = {NULL, NULL, "all", "read", "write", "create", "delete",
 								  "alter", "describe"};
@@ -186,8 +186,8 @@ user_principal(KSlice p)
 bool
 kacl_check_binding(KAcl *a)
 {
-	if (a->resource_type >= 5 && a->resource_type <= 7)
-		return refuse(a, "mq has no grants on this resource type: topic, group and cluster only");
+	if (a->resource_type >= 6 && a->resource_type <= 7)
+		return refuse(a, "mq has no grants on this resource type: topic, group, cluster and transactional id only");
 	if (kacl_type_name(a->resource_type) == NULL)
 		return refuse(a, "unknown or filter-only resource type");
 	if (kacl_pattern_name(a->pattern_type) == NULL || a->pattern_type <= K_PATTERN_MATCH)
@@ -212,7 +212,7 @@ kacl_check_binding(KAcl *a)
 bool
 kacl_check_filter(KAcl *a)
 {
-	if (a->resource_type >= 5 && a->resource_type <= 7)
+	if (a->resource_type >= 6 && a->resource_type <= 7)
 		a->matches_nothing = true;
 	else if (a->resource_type != K_ANY && kacl_type_name(a->resource_type) == NULL)
 		return refuse(a, "unknown resource type");

@@ -96,6 +96,11 @@ BEGIN
     EXCEPTION WHEN OTHERS THEN
         RAISE WARNING 'mq maintenance could not sample lag: %', SQLERRM;
     END;
+    BEGIN
+        PERFORM mq._kafka_txn_expire();
+    EXCEPTION WHEN OTHERS THEN
+        RAISE WARNING 'mq maintenance could not abort timed-out Kafka transactions: %', SQLERRM;
+    END;
     -- producer ids unused for mq.producer_id_expiration_ms expire, as in Kafka
     DELETE FROM mq.producer p
      WHERE p.last_used < clock_timestamp() - v_expiry

@@ -1,13 +1,13 @@
 -------------------------------------------------------------------------------
 -- Authorization: Kafka's resource model on PostgreSQL roles (src/acl.c,
 -- docs/operations.md).  A grant allows (or denies) one operation on a
--- topic, a group or the cluster, by literal name, '*' (every name), or
+-- topic, a group, the cluster or a Kafka transactional id, by literal name, '*' (every name), or
 -- prefix, to a role or to PUBLIC; members of a role (with INHERIT) have
 -- its grants.  EXECUTE on mq's functions is still needed to call them.
 -------------------------------------------------------------------------------
 
 CREATE TABLE mq.acl (
-    resource_type text NOT NULL CHECK (resource_type IN ('topic', 'group', 'cluster')),
+    resource_type text NOT NULL CHECK (resource_type IN ('topic', 'group', 'cluster', 'transactional_id')),
     pattern_type  text NOT NULL CHECK (pattern_type IN ('literal', 'prefixed')),
     resource_name text NOT NULL,
     grantee       regrole,              -- NULL: PUBLIC
@@ -62,9 +62,9 @@ DECLARE
     v_pattern text := lower(p_pattern_type);
     v_op text;
 BEGIN
-    IF v_type IS NULL OR v_type NOT IN ('topic', 'group', 'cluster') THEN
+    IF v_type IS NULL OR v_type NOT IN ('topic', 'group', 'cluster', 'transactional_id') THEN
         RAISE EXCEPTION 'unknown resource type "%"', p_resource_type
-            USING ERRCODE = 'MQ010', HINT = 'Resource types are topic, group and cluster.';
+            USING ERRCODE = 'MQ010', HINT = 'Resource types are topic, group, cluster and transactional_id.';
     END IF;
     IF coalesce(lower(p_permission), '') NOT IN ('allow', 'deny') THEN
         RAISE EXCEPTION 'unknown permission "%"', p_permission

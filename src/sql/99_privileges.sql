@@ -8,7 +8,7 @@ REVOKE ALL ON ALL FUNCTIONS IN SCHEMA mq_internal FROM PUBLIC;
 GRANT USAGE ON SCHEMA mq TO PUBLIC;
 -- the views show each role only the topics and groups it may DESCRIBE
 GRANT SELECT ON mq.topics, mq.partitions, mq.segments, mq.group_members, mq.group_assignments,
-    mq.grants, mq.effective_grants TO PUBLIC;
+    mq.grants, mq.effective_grants, mq.kafka_transactions TO PUBLIC;
 GRANT EXECUTE ON FUNCTION mq.validate_config(jsonb), mq.murmur2(bytea),
     -- what validate_config (the caller's rights) calls for every key
     mq._config_key(text), mq._config_number(text, jsonb, text, numeric, numeric),
@@ -44,6 +44,8 @@ BEGIN
                     'commit_polled', 'committed_offset', 'committed_offsets', 'join_group', 'heartbeat',
                     'leave_group', 'delete_group', 'delete_records', 'create_topic', 'drop_topic', 'alter_topic',
                     'kafka_group_save', 'kafka_group_states',
+                    'kafka_txn_init', 'kafka_txn_add_partition', 'kafka_txn_stage', 'kafka_txn_add_offsets',
+                    'kafka_txn_offset', 'kafka_txn_end',
                     'add_partitions', 'grant', 'revoke', 'offsets_for_times',
                     'reset_offsets', 'await_commit']::name[]) LOOP
         EXECUTE pg_catalog.format('GRANT EXECUTE ON ROUTINE %s TO PUBLIC', f);

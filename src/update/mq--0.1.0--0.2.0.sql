@@ -162,6 +162,41 @@ CREATE TABLE mq.kafka_group_state (
     state    bytea NOT NULL,
     saved_at timestamptz NOT NULL DEFAULT now()
 );
+-- Kafka transactions (67_kafka_txn.sql); transactional ids as an ACL resource
+ALTER TABLE mq.acl DROP CONSTRAINT acl_resource_type_check;
+ALTER TABLE mq.acl ADD CONSTRAINT acl_resource_type_check
+    CHECK (resource_type IN ('topic', 'group', 'cluster', 'transactional_id'));
+CREATE TABLE mq.kafka_txn (
+    transactional_id text PRIMARY KEY CHECK (transactional_id <> ''),
+    producer_id      bigint NOT NULL,
+    producer_epoch   integer NOT NULL,
+    state            text NOT NULL DEFAULT 'empty' CHECK (state IN ('empty', 'ongoing')),
+    timeout_ms       integer NOT NULL CHECK (timeout_ms > 0),
+    started_at       timestamptz,       -- the open transaction's first call
+    last_result      text CHECK (last_result IN ('commit', 'abort')),
+    updated_at       timestamptz NOT NULL DEFAULT now()
+);
+CREATE TABLE mq.kafka_txn_record (
+    transactional_id text NOT NULL,
+    topic            text NOT NULL,
+    partition        integer NOT NULL,
+    base_sequence    integer NOT NULL,
+    keys             bytea[] NOT NULL,
+    vals             bytea[] NOT NULL,
+    headers          jsonb[],
+    timestamps       timestamptz[],
+    staged_at        timestamptz NOT NULL DEFAULT now(),
+    PRIMARY KEY (transactional_id, topic, partition, base_sequence)
+);
+CREATE TABLE mq.kafka_txn_offset (
+    transactional_id text NOT NULL,
+    group_id         text NOT NULL,
+    topic            text NOT NULL,
+    partition        integer NOT NULL,
+    next_offset      bigint NOT NULL,
+    metadata         text,
+    PRIMARY KEY (transactional_id, group_id, topic, partition)
+);
 -- @definitions
 CREATE TRIGGER cascade_to_partition_state AFTER DELETE ON mq.topic
     REFERENCING OLD TABLE AS gone FOR EACH STATEMENT

@@ -1,0 +1,353 @@
+-------------------------------------------------------------------------------
+-- Kafka transactions (KIP-98) for mq-kafka (broker/mq-kafka/h_txn.c,
+-- docs/kafka.md "Transactions", docs/design.md "Kafka transactions: offsets
+-- at commit").
+--
+-- A transactional id has one row in mq.kafka_txn: its producer id and
+-- epoch (from mq.init_producer, so mq.producer holds them too), whether a
+-- transaction is open, its timeout and when it began.  A transactional
+-- batch is STAGED in mq.kafka_txn_record at Produce time, checked but
+-- without an offset and without the partition's produce lock, so other
+-- producers of the partition never wait for an open transaction; the
+-- offsets a TxnOffsetCommit sends are staged in mq.kafka_txn_offset.
+-- mq.kafka_txn_end(commit) appends every staged batch (partitions in
+-- ascending order, mq's lock order) and commits the staged offsets in ONE
+-- PostgreSQL transaction: offsets are assigned at commit, so no reader,
+-- read_committed or not, ever sees an open or aborted transaction's
+-- records, and the last stable offset is the high watermark.  Abort, an
+-- epoch bump (a new instance: InitProducerId) and the timeout (the lazy
+-- check of each call, and mq.run_maintenance's sweep) delete the stage.
+--
+-- Locking: every function takes the transactional id's row FOR UPDATE
+-- first, so the calls of one id are serialized; staging takes no other
+-- lock.  Authorization: WRITE on the transactional id (resource type
+-- 'transactional_id'), WRITE on each topic staged into, READ on the group
+-- whose offsets are staged, checked at the call as Kafka's broker does.
+-- Not dumped: an open transaction does not outlive a restore.
+-------------------------------------------------------------------------------
+CREATE TABLE mq.kafka_txn (
+    transactional_id text PRIMARY KEY CHECK (transactional_id <> ''),
+    producer_id      bigint NOT NULL,
+    producer_epoch   integer NOT NULL,
+    state            text NOT NULL DEFAULT 'empty' CHECK (state IN ('empty', 'ongoing')),
+    timeout_ms       integer NOT NULL CHECK (timeout_ms > 0),
+    started_at       timestamptz,       -- the open transaction's first call
+    last_result      text CHECK (last_result IN ('commit', 'abort')),
+    updated_at       timestamptz NOT NULL DEFAULT now()
+);
+COMMENT ON TABLE mq.kafka_txn IS
+    'Kafka transactional ids: producer id, epoch, open transaction, timeout';
+
+CREATE TABLE mq.kafka_txn_record (
+    transactional_id text NOT NULL,
+    topic            text NOT NULL,
+    partition        integer NOT NULL,
+    base_sequence    integer NOT NULL,
+    keys             bytea[] NOT NULL,
+    vals             bytea[] NOT NULL,
+    headers          jsonb[],
+    timestamps       timestamptz[],
+    staged_at        timestamptz NOT NULL DEFAULT now(),
+    PRIMARY KEY (transactional_id, topic, partition, base_sequence)
+);
+COMMENT ON TABLE mq.kafka_txn_record IS
+    'batches of open Kafka transactions, appended (and given offsets) at commit';
+
+CREATE TABLE mq.kafka_txn_offset (
+    transactional_id text NOT NULL,
+    group_id         text NOT NULL,
+    topic            text NOT NULL,
+    partition        integer NOT NULL,
+    next_offset      bigint NOT NULL,
+    metadata         text,
+    PRIMARY KEY (transactional_id, group_id, topic, partition)
+);
+COMMENT ON TABLE mq.kafka_txn_offset IS
+    'consumer offsets of open Kafka transactions, committed with their records';
+
+-- Has a transaction begun at started_at run past its timeout?
+CREATE FUNCTION mq._kafka_txn_expired(p_started timestamptz, p_timeout_ms integer) RETURNS boolean
+LANGUAGE sql STABLE SET search_path = pg_catalog, pg_temp AS $$
+    SELECT (p_started OPERATOR(pg_catalog.+) pg_catalog.make_interval(secs => p_timeout_ms / 1000.0))
+           OPERATOR(pg_catalog.<) pg_catalog.now();
+$$;
+
+-- The id's row, locked, after the fencing check; an open transaction past
+-- its timeout is aborted first and its epoch bumped (the producer is then
+-- fenced, as Kafka's coordinator fences it).
+CREATE FUNCTION mq._kafka_txn_lock(p_id text, p_producer_id bigint, p_epoch integer, p_caller oid)
+    RETURNS mq.kafka_txn
+LANGUAGE plpgsql SET search_path = pg_catalog, pg_temp AS $$
+DECLARE
+    v mq.kafka_txn;
+BEGIN
+    PERFORM mq._authorize(p_caller, 'transactional_id', p_id, 'write');
+    SELECT * INTO v FROM mq.kafka_txn t
+     WHERE t.transactional_id OPERATOR(pg_catalog.=) p_id FOR UPDATE;
+    IF NOT FOUND OR v.producer_id OPERATOR(pg_catalog.<>) p_producer_id THEN
+        RAISE EXCEPTION 'transactional id "%" does not have producer id %', p_id, p_producer_id
+            USING ERRCODE = 'MQ071', HINT = 'Call InitProducerId (mq.kafka_txn_init) first.';
+    END IF;
+    IF v.state OPERATOR(pg_catalog.=) 'ongoing'
+       AND mq._kafka_txn_expired(v.started_at, v.timeout_ms) THEN
+        PERFORM mq._kafka_txn_timeout(v.transactional_id);
+        SELECT * INTO v FROM mq.kafka_txn t WHERE t.transactional_id OPERATOR(pg_catalog.=) p_id;
+    END IF;
+    IF v.producer_epoch OPERATOR(pg_catalog.<>) p_epoch THEN
+        RAISE EXCEPTION 'producer %, epoch % of transactional id "%" is fenced: the current epoch is %',
+            p_producer_id, p_epoch, p_id, v.producer_epoch
+            USING ERRCODE = 'MQ012', HINT = 'A newer instance took the id over, or the transaction timed out.';
+    END IF;
+    RETURN v;
+END $$;
+
+-- Abort the id's open transaction and fence its producer (a new epoch).
+CREATE FUNCTION mq._kafka_txn_timeout(p_id text) RETURNS void
+LANGUAGE plpgsql SET search_path = pg_catalog, pg_temp AS $$
+BEGIN
+    DELETE FROM mq.kafka_txn_record r WHERE r.transactional_id OPERATOR(pg_catalog.=) p_id;
+    DELETE FROM mq.kafka_txn_offset o WHERE o.transactional_id OPERATOR(pg_catalog.=) p_id;
+    UPDATE mq.kafka_txn t
+       SET producer_epoch = (SELECT i.producer_epoch FROM mq.init_producer(p_id) i),
+           state = 'empty', started_at = NULL, last_result = 'abort', updated_at = pg_catalog.now()
+     WHERE t.transactional_id OPERATOR(pg_catalog.=) p_id;
+END $$;
+
+-- Open the transaction if it is not (AddPartitionsToTxn, AddOffsetsToTxn,
+-- a staged batch).
+CREATE FUNCTION mq._kafka_txn_begin(p_id text) RETURNS void
+LANGUAGE sql SET search_path = pg_catalog, pg_temp AS $$
+    UPDATE mq.kafka_txn t SET state = 'ongoing', started_at = pg_catalog.now(), updated_at = pg_catalog.now()
+     WHERE t.transactional_id OPERATOR(pg_catalog.=) p_id AND t.state OPERATOR(pg_catalog.=) 'empty';
+$$;
+
+-- InitProducerId with a transactional id: its producer id and the next
+-- epoch; the previous epoch's open transaction is aborted.
+CREATE FUNCTION mq_internal.kafka_txn_init(transactional_id text, timeout_ms integer, p_caller oid,
+                                           OUT producer_id bigint, OUT producer_epoch integer)
+LANGUAGE plpgsql SET search_path = pg_catalog, pg_temp AS $$
+DECLARE
+    p_id ALIAS FOR $1;
+    p_timeout ALIAS FOR $2;
+BEGIN
+    IF p_id IS NULL OR p_id OPERATOR(pg_catalog.=) '' THEN
+        RAISE EXCEPTION 'transactional_id must not be empty' USING ERRCODE = 'MQ010';
+    END IF;
+    IF p_timeout IS NULL OR p_timeout OPERATOR(pg_catalog.<=) 0 THEN
+        RAISE EXCEPTION 'transaction timeout_ms must be positive, not %', p_timeout USING ERRCODE = 'MQ010';
+    END IF;
+    PERFORM mq._authorize(p_caller, 'transactional_id', p_id, 'write');
+    PERFORM 1 FROM mq.kafka_txn t WHERE t.transactional_id OPERATOR(pg_catalog.=) p_id FOR UPDATE;
+    DELETE FROM mq.kafka_txn_record r WHERE r.transactional_id OPERATOR(pg_catalog.=) p_id;
+    DELETE FROM mq.kafka_txn_offset o WHERE o.transactional_id OPERATOR(pg_catalog.=) p_id;
+    SELECT i.producer_id, i.producer_epoch INTO producer_id, producer_epoch FROM mq.init_producer(p_id) i;
+    INSERT INTO mq.kafka_txn AS t (transactional_id, producer_id, producer_epoch, timeout_ms)
+    VALUES (p_id, kafka_txn_init.producer_id, kafka_txn_init.producer_epoch, p_timeout)
+    ON CONFLICT ON CONSTRAINT kafka_txn_pkey DO UPDATE
+       SET producer_id = EXCLUDED.producer_id, producer_epoch = EXCLUDED.producer_epoch,
+           timeout_ms = EXCLUDED.timeout_ms, state = 'empty', started_at = NULL,
+           last_result = NULL, updated_at = pg_catalog.now();
+END $$;
+CREATE FUNCTION mq.kafka_txn_init(transactional_id text, timeout_ms integer,
+                                  OUT producer_id bigint, OUT producer_epoch integer)
+    AS 'MODULE_PATHNAME', 'mq_call_as_owner' LANGUAGE C;
+COMMENT ON FUNCTION mq.kafka_txn_init(text, integer) IS
+    'mq-kafka API: a transactional id''s producer id and next epoch; fences the older epoch and aborts its transaction';
+
+-- AddPartitionsToTxn, one partition: it must exist and the caller may write it.
+CREATE FUNCTION mq_internal.kafka_txn_add_partition(transactional_id text, producer_id bigint,
+                                                    producer_epoch integer, topic text, partition integer,
+                                                    p_caller oid) RETURNS void
+LANGUAGE plpgsql SET search_path = pg_catalog, pg_temp AS $$
+BEGIN
+    PERFORM mq._kafka_txn_lock($1, $2, $3, p_caller);
+    PERFORM mq._kafka_txn_partition($4, $5, p_caller);
+    PERFORM mq._kafka_txn_begin($1);
+END $$;
+CREATE FUNCTION mq.kafka_txn_add_partition(transactional_id text, producer_id bigint, producer_epoch integer,
+                                           topic text, partition integer) RETURNS void
+    AS 'MODULE_PATHNAME', 'mq_call_as_owner' LANGUAGE C;
+COMMENT ON FUNCTION mq.kafka_txn_add_partition(text, bigint, integer, text, integer) IS
+    'mq-kafka API: a partition joins the transactional id''s transaction; needs write on the topic';
+
+-- The partition exists here, and the caller may write its topic.
+CREATE FUNCTION mq._kafka_txn_partition(p_topic text, p_partition integer, p_caller oid) RETURNS void
+LANGUAGE plpgsql SET search_path = pg_catalog, pg_temp AS $$
+DECLARE
+    v_count integer;
+BEGIN
+    PERFORM mq._authorize(p_caller, 'topic', p_topic, 'write');
+    SELECT t.partitions INTO v_count FROM mq.topic t WHERE t.topic_name OPERATOR(pg_catalog.=) p_topic;
+    IF NOT FOUND THEN
+        RAISE EXCEPTION 'topic "%" does not exist', p_topic USING ERRCODE = 'MQ001';
+    END IF;
+    IF p_partition IS NULL OR p_partition OPERATOR(pg_catalog.<) 0
+       OR p_partition OPERATOR(pg_catalog.>=) v_count THEN
+        RAISE EXCEPTION 'topic "%" has no partition %', p_topic, p_partition USING ERRCODE = 'MQ006';
+    END IF;
+END $$;
+
+-- A transactional batch, staged until the transaction ends.  A retry of a
+-- staged batch (same partition and base sequence) changes nothing.
+CREATE FUNCTION mq_internal.kafka_txn_stage(transactional_id text, producer_id bigint, producer_epoch integer,
+                                            topic text, partition integer, base_sequence integer,
+                                            keys bytea[], vals bytea[], headers jsonb[],
+                                            timestamps timestamptz[], p_caller oid) RETURNS void
+LANGUAGE plpgsql SET search_path = pg_catalog, pg_temp AS $$
+BEGIN
+    IF $7 IS NULL OR $8 IS NULL OR pg_catalog.cardinality($7) OPERATOR(pg_catalog.<>) pg_catalog.cardinality($8)
+       OR pg_catalog.cardinality($7) OPERATOR(pg_catalog.=) 0 THEN
+        RAISE EXCEPTION 'a staged batch needs as many keys as values, at least one' USING ERRCODE = 'MQ010';
+    END IF;
+    PERFORM mq._kafka_txn_lock($1, $2, $3, p_caller);
+    PERFORM mq._kafka_txn_partition($4, $5, p_caller);
+    PERFORM mq._kafka_txn_begin($1);
+    INSERT INTO mq.kafka_txn_record (transactional_id, topic, partition, base_sequence, keys, vals,
+                                     headers, timestamps)
+    VALUES ($1, $4, $5, $6, $7, $8, $9, $10)
+    ON CONFLICT ON CONSTRAINT kafka_txn_record_pkey DO NOTHING;
+END $$;
+CREATE FUNCTION mq.kafka_txn_stage(transactional_id text, producer_id bigint, producer_epoch integer,
+                                   topic text, partition integer, base_sequence integer,
+                                   keys bytea[], vals bytea[], headers jsonb[] DEFAULT NULL,
+                                   timestamps timestamptz[] DEFAULT NULL) RETURNS void
+    AS 'MODULE_PATHNAME', 'mq_call_as_owner' LANGUAGE C;
+COMMENT ON FUNCTION mq.kafka_txn_stage(text, bigint, integer, text, integer, integer, bytea[], bytea[], jsonb[], timestamptz[]) IS
+    'mq-kafka API: stage a transactional batch, appended when the transaction commits';
+
+-- AddOffsetsToTxn: the group may be read by the caller.
+CREATE FUNCTION mq_internal.kafka_txn_add_offsets(transactional_id text, producer_id bigint,
+                                                  producer_epoch integer, group_id text, p_caller oid)
+    RETURNS void
+LANGUAGE plpgsql SET search_path = pg_catalog, pg_temp AS $$
+BEGIN
+    PERFORM mq._kafka_txn_lock($1, $2, $3, p_caller);
+    PERFORM mq._authorize(p_caller, 'group', $4, 'read');
+    PERFORM mq._kafka_txn_begin($1);
+END $$;
+CREATE FUNCTION mq.kafka_txn_add_offsets(transactional_id text, producer_id bigint, producer_epoch integer,
+                                         group_id text) RETURNS void
+    AS 'MODULE_PATHNAME', 'mq_call_as_owner' LANGUAGE C;
+COMMENT ON FUNCTION mq.kafka_txn_add_offsets(text, bigint, integer, text) IS
+    'mq-kafka API: a group''s offsets join the transactional id''s transaction; needs read on the group';
+
+-- TxnOffsetCommit, one partition: staged, committed with the records.
+CREATE FUNCTION mq_internal.kafka_txn_offset(transactional_id text, producer_id bigint, producer_epoch integer,
+                                             group_id text, topic text, partition integer,
+                                             next_offset bigint, metadata text, p_caller oid) RETURNS void
+LANGUAGE plpgsql SET search_path = pg_catalog, pg_temp AS $$
+BEGIN
+    PERFORM mq._kafka_txn_lock($1, $2, $3, p_caller);
+    PERFORM mq._authorize(p_caller, 'group', $4, 'read');
+    PERFORM mq._authorize(p_caller, 'topic', $5, 'read');
+    IF $7 IS NULL OR $7 OPERATOR(pg_catalog.<) 0 THEN
+        RAISE EXCEPTION 'next_offset must not be negative, not %', $7 USING ERRCODE = 'MQ010';
+    END IF;
+    PERFORM mq._kafka_txn_begin($1);
+    INSERT INTO mq.kafka_txn_offset AS o (transactional_id, group_id, topic, partition, next_offset, metadata)
+    VALUES ($1, $4, $5, $6, $7, $8)
+    ON CONFLICT ON CONSTRAINT kafka_txn_offset_pkey DO UPDATE
+       SET next_offset = EXCLUDED.next_offset, metadata = EXCLUDED.metadata;
+END $$;
+CREATE FUNCTION mq.kafka_txn_offset(transactional_id text, producer_id bigint, producer_epoch integer,
+                                    group_id text, topic text, partition integer,
+                                    next_offset bigint, metadata text DEFAULT NULL) RETURNS void
+    AS 'MODULE_PATHNAME', 'mq_call_as_owner' LANGUAGE C;
+COMMENT ON FUNCTION mq.kafka_txn_offset(text, bigint, integer, text, text, integer, bigint, text) IS
+    'mq-kafka API: stage a consumer offset, committed with the transaction''s records';
+
+-- EndTxn: commit (append every staged batch, commit the staged offsets) or
+-- abort (drop them), all in the caller's one transaction.  Ending a
+-- transaction that already ended the same way again succeeds (a retry);
+-- the other way, or with nothing open, is MQ070.  Returns the records
+-- appended.
+CREATE FUNCTION mq_internal.kafka_txn_end(transactional_id text, producer_id bigint, producer_epoch integer,
+                                          commit boolean, p_caller oid) RETURNS bigint
+LANGUAGE plpgsql SET search_path = pg_catalog, pg_temp AS $$
+DECLARE
+    v mq.kafka_txn := mq._kafka_txn_lock($1, $2, $3, p_caller);
+    v_result text := CASE WHEN $4 THEN 'commit' ELSE 'abort' END;
+    v_count bigint := 0;
+    r record;
+BEGIN
+    IF $4 IS NULL THEN
+        RAISE EXCEPTION 'commit must not be NULL' USING ERRCODE = 'MQ010';
+    END IF;
+    IF v.state OPERATOR(pg_catalog.=) 'empty' THEN
+        IF v.last_result IS NOT DISTINCT FROM v_result THEN
+            RETURN 0;       -- a retry
+        END IF;
+        IF NOT $4 THEN      -- an abort with nothing open: nothing to undo
+            UPDATE mq.kafka_txn t SET last_result = 'abort', updated_at = pg_catalog.now()
+             WHERE t.transactional_id OPERATOR(pg_catalog.=) $1;
+            RETURN 0;
+        END IF;
+        RAISE EXCEPTION 'transactional id "%" has no open transaction to commit', $1
+            USING ERRCODE = 'MQ070';
+    END IF;
+    IF $4 THEN
+        FOR r IN SELECT * FROM mq.kafka_txn_record s WHERE s.transactional_id OPERATOR(pg_catalog.=) $1
+                  ORDER BY s.topic, s.partition, s.base_sequence LOOP
+            PERFORM mq.send_batch(r.topic, r.keys, r.vals, r.headers, r.partition, NULL, NULL, NULL, r.timestamps);
+            v_count := v_count OPERATOR(pg_catalog.+) pg_catalog.cardinality(r.keys);
+        END LOOP;
+        FOR r IN SELECT * FROM mq.kafka_txn_offset s WHERE s.transactional_id OPERATOR(pg_catalog.=) $1
+                  ORDER BY s.group_id, s.topic, s.partition LOOP
+            PERFORM mq.commit_offset(r.group_id, r.topic, r.partition, r.next_offset, r.metadata);
+        END LOOP;
+    END IF;
+    DELETE FROM mq.kafka_txn_record s WHERE s.transactional_id OPERATOR(pg_catalog.=) $1;
+    DELETE FROM mq.kafka_txn_offset s WHERE s.transactional_id OPERATOR(pg_catalog.=) $1;
+    UPDATE mq.kafka_txn t SET state = 'empty', started_at = NULL, last_result = v_result,
+                              updated_at = pg_catalog.now()
+     WHERE t.transactional_id OPERATOR(pg_catalog.=) $1;
+    RETURN v_count;
+END $$;
+CREATE FUNCTION mq.kafka_txn_end(transactional_id text, producer_id bigint, producer_epoch integer,
+                                 commit boolean) RETURNS bigint
+    AS 'MODULE_PATHNAME', 'mq_call_as_owner' LANGUAGE C;
+COMMENT ON FUNCTION mq.kafka_txn_end(text, bigint, integer, boolean) IS
+    'mq-kafka API: commit (append the staged batches, commit the staged offsets) or abort a Kafka transaction';
+
+-- Abort every open transaction past its timeout (mq.run_maintenance);
+-- returns how many.
+CREATE FUNCTION mq._kafka_txn_expire() RETURNS integer
+LANGUAGE plpgsql SET search_path = pg_catalog, pg_temp AS $$
+DECLARE
+    v_n integer := 0;
+    r record;
+BEGIN
+    FOR r IN SELECT t.transactional_id FROM mq.kafka_txn t
+              WHERE t.state OPERATOR(pg_catalog.=) 'ongoing'
+                AND mq._kafka_txn_expired(t.started_at, t.timeout_ms)
+              ORDER BY 1 FOR UPDATE SKIP LOCKED LOOP
+        PERFORM mq._kafka_txn_timeout(r.transactional_id);
+        v_n := v_n OPERATOR(pg_catalog.+) 1;
+    END LOOP;
+    RETURN v_n;
+END $$;
+
+-- The transactions (Kafka's ListTransactions / DescribeTransactions):
+-- those whose id the caller may describe.
+CREATE VIEW mq.kafka_transactions WITH (security_barrier) AS
+    SELECT t.transactional_id, t.producer_id, t.producer_epoch, t.state, t.timeout_ms, t.started_at,
+           (SELECT pg_catalog.count(*) FROM mq.kafka_txn_record r
+             WHERE r.transactional_id OPERATOR(pg_catalog.=) t.transactional_id) AS staged_batches,
+           t.updated_at
+      FROM mq.kafka_txn t
+     WHERE mq._describable('transactional_id', t.transactional_id);
+COMMENT ON VIEW mq.kafka_transactions IS
+    'Kafka transactional ids the caller may describe: producer id, epoch, open transaction, staged batches';
+
+COMMENT ON FUNCTION mq._kafka_txn_expired(timestamptz, integer) IS
+    'whether a Kafka transaction begun at the time has run past its timeout';
+COMMENT ON FUNCTION mq._kafka_txn_lock(text, bigint, integer, oid) IS
+    'lock a transactional id''s row after the authorization and fencing checks; aborts a timed-out transaction';
+COMMENT ON FUNCTION mq._kafka_txn_timeout(text) IS
+    'abort a transactional id''s open transaction and fence its producer with a new epoch';
+COMMENT ON FUNCTION mq._kafka_txn_begin(text) IS
+    'open the transactional id''s transaction unless it is open';
+COMMENT ON FUNCTION mq._kafka_txn_partition(text, integer, oid) IS
+    'check that a partition exists and the caller may write its topic';
+COMMENT ON FUNCTION mq._kafka_txn_expire() IS
+    'maintenance: abort every Kafka transaction past its timeout; returns how many';

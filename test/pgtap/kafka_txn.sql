@@ -1,0 +1,88 @@
+-- Kafka transactions' SQL part (src/sql/67_kafka_txn.sql): staged batches
+-- take no offset and are invisible until the commit appends them with the
+-- staged offsets; abort, a new epoch and the timeout drop them; an older
+-- epoch is fenced; the transactional id is an ACL resource.
+BEGIN;
+SELECT plan(28);
+
+SELECT mq.create_topic('ktx-out', 2);
+SELECT mq.create_topic('ktx-in', 1);
+SELECT mq.send('ktx-in', NULL::bytea, 'in'::bytea);
+
+CREATE TEMP TABLE p0 AS SELECT * FROM mq.kafka_txn_init('app-1', 60000);
+SELECT is((SELECT producer_epoch FROM p0), 0, 'a new transactional id starts at epoch 0');
+SELECT is((SELECT producer_id FROM mq.producer WHERE transactional_id = 'app-1'), (SELECT producer_id FROM p0),
+          'its producer id is mq''s (mq.init_producer)');
+SELECT throws_ok($$SELECT mq.kafka_txn_init('', 60000)$$, 'MQ010', NULL, 'an empty transactional id is refused');
+SELECT throws_ok($$SELECT mq.kafka_txn_init('app-x', 0)$$, 'MQ010', NULL, 'a timeout of 0 is refused');
+
+-- a batch staged: no offset yet, nothing to read
+SELECT lives_ok($$SELECT mq.kafka_txn_stage('app-1', (SELECT producer_id FROM p0), 0, 'ktx-out', 1, 0,
+                     ARRAY['k1', 'k2']::bytea[], ARRAY['v1', 'v2']::bytea[])$$, 'a batch is staged');
+SELECT lives_ok($$SELECT mq.kafka_txn_stage('app-1', (SELECT producer_id FROM p0), 0, 'ktx-out', 1, 0,
+                     ARRAY['k1', 'k2']::bytea[], ARRAY['v1', 'v2']::bytea[])$$, 'its retry is accepted');
+SELECT is((SELECT count(*) FROM mq.kafka_txn_record), 1::bigint, 'and staged once');
+SELECT is((SELECT count(*) FROM mq.fetch('ktx-out', 1, 0)), 0::bigint, 'a staged batch is not in the log');
+SELECT is((SELECT state FROM mq.kafka_transactions WHERE transactional_id = 'app-1'), 'ongoing',
+          'the transaction is open');
+SELECT lives_ok($$SELECT mq.send('ktx-out', NULL::bytea, 'plain'::bytea, partition => 1)$$,
+                'another producer appends to the partition meanwhile');
+SELECT throws_ok($$SELECT mq.kafka_txn_stage('app-1', (SELECT producer_id FROM p0), 0, 'ktx-out', 5, 1,
+                     ARRAY['k']::bytea[], ARRAY['v']::bytea[])$$, 'MQ006', NULL, 'an unknown partition is refused');
+SELECT throws_ok($$SELECT mq.kafka_txn_stage('app-1', (SELECT producer_id FROM p0) + 1, 0, 'ktx-out', 0, 1,
+                     ARRAY['k']::bytea[], ARRAY['v']::bytea[])$$, 'MQ071', NULL, 'another producer id is refused');
+SELECT lives_ok($$SELECT mq.kafka_txn_add_offsets('app-1', (SELECT producer_id FROM p0), 0, 'g1')$$,
+                'a group joins the transaction');
+SELECT lives_ok($$SELECT mq.kafka_txn_offset('app-1', (SELECT producer_id FROM p0), 0, 'g1', 'ktx-in', 0, 1, 'm')$$,
+                'an offset is staged');
+SELECT is(mq.committed_offset('g1', 'ktx-in', 0), NULL, 'and not committed yet');
+
+-- commit: appended after the plain record, offsets committed with them
+SELECT is(mq.kafka_txn_end('app-1', (SELECT producer_id FROM p0), 0, true), 2::bigint, 'the commit appends 2 records');
+SELECT is((SELECT array_agg(convert_from(value, 'UTF8') ORDER BY msg_offset) FROM mq.fetch('ktx-out', 1, 0)),
+          ARRAY['plain', 'v1', 'v2'], 'the records take their offsets at commit, after the plain one');
+SELECT is(mq.committed_offset('g1', 'ktx-in', 0), 1::bigint, 'the staged offset is committed with them');
+SELECT is(mq.kafka_txn_end('app-1', (SELECT producer_id FROM p0), 0, true), 0::bigint,
+          'a retried commit succeeds and appends nothing');
+SELECT mq.kafka_txn_end('app-1', (SELECT producer_id FROM p0), 0, false);
+SELECT throws_ok($$SELECT mq.kafka_txn_end('app-1', (SELECT producer_id FROM p0), 0, true)$$,
+                 'MQ070', NULL, 'a commit with nothing open after an abort is refused');
+
+-- abort: nothing appears
+SELECT mq.kafka_txn_stage('app-1', (SELECT producer_id FROM p0), 0, 'ktx-out', 0, 2,
+                          ARRAY['k']::bytea[], ARRAY['aborted']::bytea[]);
+SELECT mq.kafka_txn_end('app-1', (SELECT producer_id FROM p0), 0, false);
+SELECT is((SELECT count(*) FROM mq.fetch('ktx-out', 0, 0)), 0::bigint, 'an aborted batch never appears');
+
+-- a new instance (epoch 1) fences the old one and aborts its open transaction
+SELECT mq.kafka_txn_stage('app-1', (SELECT producer_id FROM p0), 0, 'ktx-out', 0, 3,
+                          ARRAY['k']::bytea[], ARRAY['zombie']::bytea[]);
+CREATE TEMP TABLE p1 AS SELECT * FROM mq.kafka_txn_init('app-1', 60000);
+SELECT is((SELECT (producer_id, producer_epoch)::text FROM p1), (SELECT (producer_id, 1)::text FROM p0),
+          'the next InitProducerId keeps the id and bumps the epoch');
+SELECT is((SELECT count(*) FROM mq.kafka_txn_record), 0::bigint, 'and drops the old epoch''s stage');
+SELECT throws_ok($$SELECT mq.kafka_txn_end('app-1', (SELECT producer_id FROM p0), 0, true)$$,
+                 'MQ012', NULL, 'the old epoch is fenced');
+
+-- the timeout: maintenance aborts and bumps the epoch
+SELECT mq.kafka_txn_stage('app-1', (SELECT producer_id FROM p1), 1, 'ktx-out', 0, 0,
+                          ARRAY['k']::bytea[], ARRAY['late']::bytea[]);
+UPDATE mq.kafka_txn SET started_at = now() - interval '2 minutes' WHERE transactional_id = 'app-1';
+SELECT is(mq._kafka_txn_expire(), 1, 'a transaction past its timeout is aborted');
+SELECT throws_ok($$SELECT mq.kafka_txn_end('app-1', (SELECT producer_id FROM p1), 1, true)$$,
+                 'MQ012', NULL, 'and its producer is fenced');
+
+-- authorization: WRITE on the transactional id
+CREATE ROLE ktx_app;
+GRANT USAGE ON SCHEMA mq TO ktx_app;
+SET LOCAL ROLE ktx_app;
+SELECT throws_ok($$SELECT mq.kafka_txn_init('app-2', 60000)$$, '42501', NULL,
+                 'a role without write on the transactional id is refused');
+RESET ROLE;
+SELECT mq.grant('write', 'transactional_id', 'app-*', 'ktx_app');
+SET LOCAL ROLE ktx_app;
+SELECT lives_ok($$SELECT mq.kafka_txn_init('app-2', 60000)$$, 'with a prefixed grant it may');
+RESET ROLE;
+
+SELECT * FROM finish();
+ROLLBACK;
