@@ -129,8 +129,8 @@ batch_decode(const uint8_t *p, size_t len, size_t cap, KBatch *b)
 	b->producer_epoch = kr_i16(&r);
 	b->base_sequence = kr_i32(&r);
 	b->count = kr_i32(&r);
-	if (b->attributes & (KBATCH_TRANSACTIONAL | KBATCH_CONTROL))
-		return KERR_INVALID_RECORD;	/* no transactions (docs/kafka.md) */
+	if (b->attributes & KBATCH_CONTROL)
+		return KERR_INVALID_RECORD;	/* only brokers write control batches */
 	if (b->count < 1 || last_delta != b->count - 1)
 		return KERR_CORRUPT_MESSAGE;
 	codec = b->attributes & KBATCH_CODEC_MASK;

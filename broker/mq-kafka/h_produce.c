@@ -18,7 +18,14 @@
  * second job of mq.produce_await calls waits for the replicas.  Its
  * SQLSTATEs become Kafka's codes in kerr.c (MQ021 NOT_ENOUGH_REPLICAS,
  * nothing written; MQ022 NOT_ENOUGH_REPLICAS_AFTER_APPEND).  acks=0 gets
- * no response.  Transactional produce is refused.
+ * no response.
+ *
+ * A transactional batch (the request names a transactional id) is not
+ * appended: it is checked here as any other, then staged with
+ * mq.kafka_txn_stage (fencing, authorization and the timeout are the
+ * SQL's, src/sql/67_kafka_txn.sql) without the partition's produce lock,
+ * and EndTxn appends it (h_txn.c).  Its offsets are assigned then, so the
+ * response carries base_offset -1 (docs/kafka.md, "Transactions").
  *
  * Produce v0-v2 carry message sets (formats v0 and v1, msgset.h), which
  * are up-converted as Kafka does: the records are stored as any others,
@@ -27,9 +34,13 @@
  * Produce v8+ adds record_errors and error_message (always empty and
  * null here: a batch is refused whole); v9+ is flexible; v10 and v11 add
  * only tagged fields (KIP-951's leader hints), which are not sent.
- * InitProducerId v3+ carries the producer's current id and epoch, which
- * matter only for transactional ids (refused): an idempotent producer
- * always gets a new id, as from Kafka.
+ * InitProducerId with a transactional id is mq.kafka_txn_init: the id's
+ * producer id with the next epoch, which fences the older instance and
+ * aborts its open transaction; a timeout outside 1 ms .. 15 min (Kafka's
+ * transaction.max.timeout.ms) is INVALID_TRANSACTION_TIMEOUT.  v3+'s
+ * current id and epoch (KIP-360) are not compared: the epoch is bumped
+ * either way.  Without one an idempotent producer always gets a new id,
+ * as from Kafka.
  *
  *-------------------------------------------------------------------------
  */
@@ -40,6 +51,7 @@
 #include <string.h>
 
 #include "batch.h"
+#include "cluster.h"
 #include "kerr.h"
 #include "kjson.h"
 #include "msgset.h"
@@ -61,6 +73,7 @@ typedef struct PPart
 	int16_t		code;			/* refused before reaching the database */
 	int			stmt;			/* its mq.produce_records, or -1 */
 	int			await;			/* acks=-1: its wait in acked, or -1 */
+	bool		staged;			/* transactional: staged, no offset yet */
 } PPart;
 
 typedef struct ProduceState
@@ -183,9 +196,45 @@ add_append(KJob *job, const char *topic, int32_t partition, const KBatch *b, int
 	mq_array_free(&vals);
 }
 
+#define STAGE_SQL "SELECT mq.kafka_txn_stage($1, $2, $3, $4, $5, $6, $7, $8, $9, $10)"
+
+/* the mq.kafka_txn_stage statement of a transactional batch */
+static void
+add_stage(KJob *job, const char *txn_id, const char *topic, int32_t partition, const KBatch *b)
+{
+	KStmt	   *st = kjob_add(job, STAGE_SQL, 0);
+	MqArray		keys,
+				vals;
+	const char *bytes;
+	int			len;
+
+	mq_array_init(&keys, MQ_BYTEAOID);
+	mq_array_init(&vals, MQ_BYTEAOID);
+	for (int32_t i = 0; i < b->count; i++)
+	{
+		const KRecord *rec = &b->records[i];
+
+		mq_array_add(&keys, rec->key.len < 0 ? NULL : rec->key.p, rec->key.len < 0 ? 0 : rec->key.len);
+		mq_array_add(&vals, rec->value.len < 0 ? NULL : rec->value.p, rec->value.len < 0 ? 0 : rec->value.len);
+	}
+	kstmt_text(st, MQ_TEXTOID, txn_id);
+	kstmt_int(st, MQ_INT8OID, b->producer_id);
+	kstmt_int(st, MQ_INT4OID, b->producer_epoch);
+	kstmt_text(st, MQ_TEXTOID, topic);
+	kstmt_int(st, MQ_INT4OID, partition);
+	kstmt_int(st, MQ_INT4OID, b->base_sequence);
+	bytes = mq_array_bytes(&keys, &len);
+	kstmt_binary(st, MQ_BYTEAARRAYOID, bytes, len);
+	bytes = mq_array_bytes(&vals, &len);
+	kstmt_binary(st, MQ_BYTEAARRAYOID, bytes, len);
+	add_meta(st, b);
+	mq_array_free(&keys);
+	mq_array_free(&vals);
+}
+
 /* one partition of the request: decode and check its batch */
 static void
-read_partition(KReader *r, ProduceState *s, PPart *pp, const char *topic, bool txn, int16_t v)
+read_partition(KReader *r, ProduceState *s, PPart *pp, const char *topic, const char *txn, int16_t v)
 {
 	KSlice		records;
 	KBatch		b;
@@ -197,19 +246,23 @@ read_partition(KReader *r, ProduceState *s, PPart *pp, const char *topic, bool t
 	pp->await = -1;
 	if (r->err)
 		return;
-	if (txn)
-	{
-		pp->code = KERR_TRANSACTIONAL_ID_AUTHORIZATION_FAILED;
-		return;
-	}
 	pp->code = (v >= 3 ? batch_decode : msgset_decode)(records.p, records.len < 0 ? 0 : records.len,
 													   kconfig.max_inflated_bytes, &b);
 	if (pp->code == KERR_NONE)
 		pp->code = batch_check_storable(&b);
+	/* a transactional batch comes with a transactional id, and only then */
+	if (pp->code == KERR_NONE && (txn != NULL) != ((b.attributes & KBATCH_TRANSACTIONAL) != 0))
+		pp->code = KERR_INVALID_RECORD;
+	if (pp->code == KERR_NONE && txn && b.producer_id < 0)
+		pp->code = KERR_INVALID_RECORD;
+	if (pp->code == KERR_NONE && txn)
+		add_stage(&s->job, txn, topic, pp->partition, &b);
+	else if (pp->code == KERR_NONE)
+		add_append(&s->job, topic, pp->partition, &b, s->acks);
 	if (pp->code == KERR_NONE)
 	{
-		add_append(&s->job, topic, pp->partition, &b, s->acks);
 		pp->stmt = s->job.n - 1;
+		pp->staged = txn != NULL;
 	}
 	batch_free(&b);
 }
@@ -230,6 +283,8 @@ part_result(ProduceState *s, PPart *pp, int64_t *base, int64_t *append_ms)
 		mq_log_warning("produce: %s", st->err.message);
 	if (code == KERR_NONE && pp->await >= 0 && kstmt_failed(&s->acked.stmts[pp->await], &code))
 		return code;
+	if (pp->staged)
+		return code;			/* offsets come at commit: base_offset -1 */
 	if (code == KERR_NONE)
 		*base = strtoll(PQgetvalue(st->res, 0, 0), NULL, 10);
 	if (code == KERR_NONE && !PQgetisnull(st->res, 0, 4))
@@ -303,7 +358,7 @@ produce_done(KRequest *req)
 		KStmt	   *st;
 		char	   *topic;
 
-		if (res == NULL || PQntuples(res) == 0 || PQgetisnull(res, 0, 2))
+		if (res == NULL || pp->staged || PQntuples(res) == 0 || PQgetisnull(res, 0, 2))
 			continue;
 		topic = kslice_dup(s->topics[pp->topic]);
 		st = kjob_add(&s->acked, AWAIT_SQL, 0);
@@ -327,11 +382,12 @@ h_produce(KRequest *req)
 {
 	KReader    *r = &req->body;
 	ProduceState *s = mq_malloc0(sizeof(ProduceState));
-	bool		txn;
+	char	   *txn = NULL;
 
 	req->state = s;
 	req->free_state = produce_state_free;
-	txn = req->api_version >= 3 && kr_str(r).len >= 0;
+	if (req->api_version >= 3)
+		txn = kslice_dup(kr_str(r));	/* transactional id */
 	s->acks = kr_i16(r);
 	req->no_response = s->acks == 0;
 	s->timeout_ms = kr_i32(r);
@@ -355,6 +411,7 @@ h_produce(KRequest *req)
 		kr_tags(r);
 		free(topic);
 	}
+	free(txn);
 	if (r->err)
 	{
 		req_abort(req);
@@ -366,8 +423,11 @@ h_produce(KRequest *req)
 typedef struct InitState
 {
 	KJob		job;
-	bool		txn;
+	int16_t		code;			/* refused before the database */
 } InitState;
+
+/* Kafka's transaction.max.timeout.ms default: 15 minutes */
+#define TXN_MAX_TIMEOUT_MS 900000
 
 static void
 init_state_free(void *p)
@@ -381,11 +441,13 @@ init_producer_done(KRequest *req)
 {
 	InitState  *s = req->state;
 	KWriter    *w = &req->resp;
-	PGresult   *res = s->txn ? NULL : s->job.stmts[0].res;
-	int16_t		code = KERR_TRANSACTIONAL_ID_AUTHORIZATION_FAILED;	/* no transactions */
+	PGresult   *res = s->job.n > 0 ? s->job.stmts[0].res : NULL;
+	int16_t		code = s->code;
 
-	if (!s->txn)
-		(void) kstmt_failed(&s->job.stmts[0], &code);
+	if (s->job.n > 0 && kstmt_failed(&s->job.stmts[0], &code) && code == KERR_UNKNOWN_SERVER_ERROR)
+		mq_log_warning("init producer id: %s", s->job.stmts[0].err.message);
+	if (code != KERR_NONE)
+		res = NULL;
 	/* no EXECUTE on mq.init_producer: Kafka's IdempotentWrite on the cluster */
 	if (code == KERR_TOPIC_AUTHORIZATION_FAILED)
 		code = KERR_CLUSTER_AUTHORIZATION_FAILED;
@@ -401,11 +463,13 @@ h_init_producer_id(KRequest *req)
 {
 	KReader    *r = &req->body;
 	InitState  *s = mq_malloc0(sizeof(InitState));
+	char	   *txn;
+	int32_t		timeout_ms;
 
 	req->state = s;
 	req->free_state = init_state_free;
-	s->txn = kr_str(r).len >= 0;
-	(void) kr_i32(r);			/* transaction_timeout_ms */
+	txn = kslice_dup(kr_str(r));
+	timeout_ms = kr_i32(r);
 	if (req->api_version >= 3)
 	{
 		(void) kr_i64(r);		/* producer_id */
@@ -413,10 +477,23 @@ h_init_producer_id(KRequest *req)
 	}
 	if (r->err)
 	{
+		free(txn);
 		req_abort(req);
 		return;
 	}
-	if (!s->txn)
+	if (txn == NULL)
 		(void) kjob_add(&s->job, "SELECT producer_id, producer_epoch FROM mq.init_producer()", 0);
+	else if (timeout_ms <= 0 || timeout_ms > TXN_MAX_TIMEOUT_MS)
+		s->code = KERR_INVALID_TRANSACTION_TIMEOUT;
+	else if (cluster_enabled() && !cluster_coordinates(txn))
+		s->code = KERR_NOT_COORDINATOR;
+	else
+	{
+		KStmt	   *st = kjob_add(&s->job, "SELECT producer_id, producer_epoch FROM mq.kafka_txn_init($1, $2)", 0);
+
+		kstmt_text(st, MQ_TEXTOID, txn);
+		kstmt_int(st, MQ_INT4OID, timeout_ms);
+	}
+	free(txn);
 	pool_run(req, &s->job, init_producer_done);
 }

@@ -38,6 +38,10 @@ enum
 	KAPI_DELETE_TOPICS = 20,
 	KAPI_DELETE_RECORDS = 21,
 	KAPI_INIT_PRODUCER_ID = 22,
+	KAPI_ADD_PARTITIONS_TO_TXN = 24,
+	KAPI_ADD_OFFSETS_TO_TXN = 25,
+	KAPI_END_TXN = 26,
+	KAPI_TXN_OFFSET_COMMIT = 28,
 	KAPI_DESCRIBE_ACLS = 29,
 	KAPI_CREATE_ACLS = 30,
 	KAPI_DELETE_ACLS = 31,
@@ -67,6 +71,11 @@ extern void h_incremental_alter_configs(KRequest *req);
 /* h_produce.c */
 extern void h_produce(KRequest *req);
 extern void h_init_producer_id(KRequest *req);
+/* h_txn.c */
+extern void h_add_partitions_to_txn(KRequest *req);
+extern void h_add_offsets_to_txn(KRequest *req);
+extern void h_end_txn(KRequest *req);
+extern void h_txn_offset_commit(KRequest *req);
 /* h_fetch.c */
 extern void h_fetch(KRequest *req);
 extern void fetch_wake_topic(const char *topic);

@@ -15,8 +15,8 @@
 -- PostgreSQL transaction: offsets are assigned at commit, so no reader,
 -- read_committed or not, ever sees an open or aborted transaction's
 -- records, and the last stable offset is the high watermark.  Abort, an
--- epoch bump (a new instance: InitProducerId) and the timeout (the lazy
--- check of each call, and mq.run_maintenance's sweep) delete the stage.
+-- epoch bump (a new instance: InitProducerId) and the timeout (each call
+-- past it is fenced; mq.run_maintenance's sweep aborts) delete the stage.
 --
 -- Locking: every function takes the transactional id's row FOR UPDATE
 -- first, so the calls of one id are serialized; staging takes no other
@@ -73,8 +73,8 @@ LANGUAGE sql STABLE SET search_path = pg_catalog, pg_temp AS $$
 $$;
 
 -- The id's row, locked, after the fencing check; an open transaction past
--- its timeout is aborted first and its epoch bumped (the producer is then
--- fenced, as Kafka's coordinator fences it).
+-- its timeout is fenced at once, and aborted with a new epoch by the sweep
+-- (as Kafka's coordinator aborts and fences it).
 CREATE FUNCTION mq._kafka_txn_lock(p_id text, p_producer_id bigint, p_epoch integer, p_caller oid)
     RETURNS mq.kafka_txn
 LANGUAGE plpgsql SET search_path = pg_catalog, pg_temp AS $$
@@ -90,8 +90,11 @@ BEGIN
     END IF;
     IF v.state OPERATOR(pg_catalog.=) 'ongoing'
        AND mq._kafka_txn_expired(v.started_at, v.timeout_ms) THEN
-        PERFORM mq._kafka_txn_timeout(v.transactional_id);
-        SELECT * INTO v FROM mq.kafka_txn t WHERE t.transactional_id OPERATOR(pg_catalog.=) p_id;
+        -- the sweep (mq._kafka_txn_expire) aborts it; an error here would
+        -- roll back an abort done here
+        RAISE EXCEPTION 'producer %, epoch % of transactional id "%" is fenced: its transaction timed out',
+            p_producer_id, p_epoch, p_id
+            USING ERRCODE = 'MQ012', HINT = 'The transaction ran longer than its transaction.timeout.ms.';
     END IF;
     IF v.producer_epoch OPERATOR(pg_catalog.<>) p_epoch THEN
         RAISE EXCEPTION 'producer %, epoch % of transactional id "%" is fenced: the current epoch is %',
@@ -259,15 +262,15 @@ COMMENT ON FUNCTION mq.kafka_txn_offset(text, bigint, integer, text, text, integ
 -- EndTxn: commit (append every staged batch, commit the staged offsets) or
 -- abort (drop them), all in the caller's one transaction.  Ending a
 -- transaction that already ended the same way again succeeds (a retry);
--- the other way, or with nothing open, is MQ070.  Returns the records
--- appended.
+-- the other way, or with nothing open, is MQ070.  Returns the topics
+-- appended to (mq-kafka wakes the fetches waiting on them).
 CREATE FUNCTION mq_internal.kafka_txn_end(transactional_id text, producer_id bigint, producer_epoch integer,
-                                          commit boolean, p_caller oid) RETURNS bigint
+                                          commit boolean, p_caller oid) RETURNS text[]
 LANGUAGE plpgsql SET search_path = pg_catalog, pg_temp AS $$
 DECLARE
     v mq.kafka_txn := mq._kafka_txn_lock($1, $2, $3, p_caller);
     v_result text := CASE WHEN $4 THEN 'commit' ELSE 'abort' END;
-    v_count bigint := 0;
+    v_topics text[] := '{}';
     r record;
 BEGIN
     IF $4 IS NULL THEN
@@ -275,12 +278,12 @@ BEGIN
     END IF;
     IF v.state OPERATOR(pg_catalog.=) 'empty' THEN
         IF v.last_result IS NOT DISTINCT FROM v_result THEN
-            RETURN 0;       -- a retry
+            RETURN v_topics;        -- a retry
         END IF;
         IF NOT $4 THEN      -- an abort with nothing open: nothing to undo
             UPDATE mq.kafka_txn t SET last_result = 'abort', updated_at = pg_catalog.now()
              WHERE t.transactional_id OPERATOR(pg_catalog.=) $1;
-            RETURN 0;
+            RETURN v_topics;
         END IF;
         RAISE EXCEPTION 'transactional id "%" has no open transaction to commit', $1
             USING ERRCODE = 'MQ070';
@@ -289,7 +292,9 @@ BEGIN
         FOR r IN SELECT * FROM mq.kafka_txn_record s WHERE s.transactional_id OPERATOR(pg_catalog.=) $1
                   ORDER BY s.topic, s.partition, s.base_sequence LOOP
             PERFORM mq.send_batch(r.topic, r.keys, r.vals, r.headers, r.partition, NULL, NULL, NULL, r.timestamps);
-            v_count := v_count OPERATOR(pg_catalog.+) pg_catalog.cardinality(r.keys);
+            IF NOT r.topic OPERATOR(pg_catalog.=) ANY (v_topics) THEN
+                v_topics := v_topics OPERATOR(pg_catalog.||) r.topic;
+            END IF;
         END LOOP;
         FOR r IN SELECT * FROM mq.kafka_txn_offset s WHERE s.transactional_id OPERATOR(pg_catalog.=) $1
                   ORDER BY s.group_id, s.topic, s.partition LOOP
@@ -301,10 +306,10 @@ BEGIN
     UPDATE mq.kafka_txn t SET state = 'empty', started_at = NULL, last_result = v_result,
                               updated_at = pg_catalog.now()
      WHERE t.transactional_id OPERATOR(pg_catalog.=) $1;
-    RETURN v_count;
+    RETURN v_topics;
 END $$;
 CREATE FUNCTION mq.kafka_txn_end(transactional_id text, producer_id bigint, producer_epoch integer,
-                                 commit boolean) RETURNS bigint
+                                 commit boolean) RETURNS text[]
     AS 'MODULE_PATHNAME', 'mq_call_as_owner' LANGUAGE C;
 COMMENT ON FUNCTION mq.kafka_txn_end(text, bigint, integer, boolean) IS
     'mq-kafka API: commit (append the staged batches, commit the staged offsets) or abort a Kafka transaction';
@@ -342,7 +347,7 @@ COMMENT ON VIEW mq.kafka_transactions IS
 COMMENT ON FUNCTION mq._kafka_txn_expired(timestamptz, integer) IS
     'whether a Kafka transaction begun at the time has run past its timeout';
 COMMENT ON FUNCTION mq._kafka_txn_lock(text, bigint, integer, oid) IS
-    'lock a transactional id''s row after the authorization and fencing checks; aborts a timed-out transaction';
+    'lock a transactional id''s row after the authorization and fencing checks (a timed-out transaction is fenced)';
 COMMENT ON FUNCTION mq._kafka_txn_timeout(text) IS
     'abort a transactional id''s open transaction and fence its producer with a new epoch';
 COMMENT ON FUNCTION mq._kafka_txn_begin(text) IS

@@ -1,0 +1,470 @@
+/*-------------------------------------------------------------------------
+ *
+ * h_txn.c
+ *	  The transaction APIs (KIP-98): AddPartitionsToTxn (v0-v5),
+ *	  AddOffsetsToTxn (v0-v4), TxnOffsetCommit (v0-v4) and EndTxn (v0-v4).
+ *	  Loop thread: each request is decoded here into statements of
+ *	  src/sql/67_kafka_txn.sql (one per partition, each its own database
+ *	  transaction) run as one job.
+ *
+ * The transaction's state is in the database (mq.kafka_txn), so any
+ * daemon coordinates any transactional id; transactional batches are
+ * staged by Produce (h_produce.c) and appended, with the staged offsets,
+ * by EndTxn's one statement, after which the fetches parked on the topics
+ * it appended to are woken.  Fencing, the timeout and authorization
+ * (WRITE on the transactional id) are the SQL's; their SQLSTATEs become
+ * Kafka's codes in kerr.c, except that a fenced epoch (MQ012) is
+ * PRODUCER_FENCED from the versions that know it (v2+ of the three
+ * coordinator APIs), as Kafka answers.
+ *
+ * In a replicated cluster a transaction must stay on one node: the
+ * staged batches live in the partition leader's database and the
+ * transaction in the coordinator's, so a partition this daemon does not
+ * lead, or a group it does not coordinate, is refused with
+ * INVALID_TXN_STATE (docs/kafka.md, "Transactions").
+ *
+ * AddPartitionsToTxn v4+ is the brokers' batched form (a list of
+ * transactions, verify_only, a top-level error); it is served, each
+ * transaction's partitions added as v3's are (verify_only adds too).
+ * TxnOffsetCommit v3+'s generation, member and instance ids are read
+ * and not checked.
+ *
+ *-------------------------------------------------------------------------
+ */
+#include "handlers.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+#include "cluster.h"
+#include "kerr.h"
+#include "mq_sqlstates.h"
+#include "util.h"
+
+/* one partition (AddPartitionsToTxn, TxnOffsetCommit) */
+typedef struct TPart
+{
+	int32_t		txn;			/* index into txns */
+	int32_t		topic;			/* index into topics */
+	int32_t		partition;
+	int16_t		code;			/* refused before the database */
+	int			stmt;			/* its statement, or -1 */
+} TPart;
+
+/* one transaction's ids */
+typedef struct TId
+{
+	KSlice		id;
+	int64_t		producer_id;
+	int16_t		epoch;
+} TId;
+
+typedef struct TxnState
+{
+	KJob		job;
+	int32_t		ntxns;
+	TId		   *txns;
+	int32_t		ntopics;
+	KSlice	   *topics;
+	int32_t	   *topic_txn;		/* each topic's transaction */
+	int32_t		nparts;
+	TPart	   *parts;
+	int16_t		code;			/* AddOffsetsToTxn, EndTxn */
+} TxnState;
+
+static void
+txn_state_free(void *p)
+{
+	TxnState   *s = p;
+
+	kjob_free(&s->job);
+	free(s->txns);
+	free(s->topics);
+	free(s->topic_txn);
+	free(s->parts);
+	free(s);
+}
+
+static TxnState *
+txn_state_new(KRequest *req, size_t left)
+{
+	TxnState   *s = mq_malloc0(sizeof(TxnState));
+
+	req->state = s;
+	req->free_state = txn_state_free;
+	s->txns = mq_malloc0(sizeof(TId) * (left / 8 + 1));
+	s->topics = mq_malloc0(sizeof(KSlice) * (left / 2 + 1));
+	s->topic_txn = mq_malloc0(sizeof(int32_t) * (left / 2 + 1));
+	s->parts = mq_malloc0(sizeof(TPart) * (left / 4 + 1));
+	return s;
+}
+
+/* a failed statement's code; a fenced epoch is PRODUCER_FENCED from v2 */
+static int16_t
+txn_code(const KStmt *st, int16_t v, bool fenced_code)
+{
+	int16_t		code = KERR_NONE;
+
+	if (st == NULL || !kstmt_failed(st, &code))
+		return code;
+	if (fenced_code && v >= 2 && mq_error_is(&st->err, MQ_SQLSTATE_PRODUCER_FENCED))
+		return KERR_PRODUCER_FENCED;
+	if (code == KERR_UNKNOWN_SERVER_ERROR)
+		mq_log_warning("transaction: %s", st->err.message);
+	return code;
+}
+
+/* the statement's first four parameters: transactional id, producer id, epoch */
+static KStmt *
+txn_stmt(TxnState *s, const char *sql, const TId *t)
+{
+	KStmt	   *st = kjob_add(&s->job, sql, 0);
+	char	   *id = kslice_dup(t->id);
+
+	kstmt_text(st, MQ_TEXTOID, id ? id : "");
+	kstmt_int(st, MQ_INT8OID, t->producer_id);
+	kstmt_int(st, MQ_INT4OID, t->epoch);
+	free(id);
+	return st;
+}
+
+/* in a cluster, does this daemon lead the partition? */
+static bool
+leads_here(const char *topic, int32_t partition)
+{
+	const KPartView *pv = cluster_enabled() ? cluster_partition(topic, partition) : NULL;
+
+	return pv == NULL || pv->leader == kconfig.node_id;
+}
+
+/* ---------------------------------------------------------------- */
+/* AddPartitionsToTxn                                               */
+/* ---------------------------------------------------------------- */
+
+#define ADD_PARTITION_SQL "SELECT mq.kafka_txn_add_partition($1, $2, $3, $4, $5)"
+
+/* one transaction's topics and partitions, after its ids */
+static void
+read_add_topics(KRequest *req, TxnState *s, int32_t txn)
+{
+	KReader    *r = &req->body;
+	int32_t		nt = kr_array(r, 6);
+
+	for (int32_t t = 0; t < nt && !r->err; t++)
+	{
+		int32_t		ti = s->ntopics++;
+		char	   *topic;
+		int32_t		np;
+
+		s->topics[ti] = kr_str(r);
+		s->topic_txn[ti] = txn;
+		topic = kslice_dup(s->topics[ti]);
+		np = kr_array(r, 4);
+		for (int32_t i = 0; i < np && !r->err; i++)
+		{
+			TPart	   *pp = &s->parts[s->nparts++];
+
+			pp->txn = txn;
+			pp->topic = ti;
+			pp->partition = kr_i32(r);
+			pp->stmt = -1;
+			if (r->err)
+				break;
+			if (!leads_here(topic ? topic : "", pp->partition))
+			{
+				pp->code = KERR_INVALID_TXN_STATE;	/* a transaction stays on one node */
+				continue;
+			}
+			{
+				KStmt	   *st = txn_stmt(s, ADD_PARTITION_SQL, &s->txns[txn]);
+
+				kstmt_text(st, MQ_TEXTOID, topic ? topic : "");
+				kstmt_int(st, MQ_INT4OID, pp->partition);
+				pp->stmt = s->job.n - 1;
+			}
+		}
+		kr_tags(r);
+		free(topic);
+	}
+}
+
+static void
+read_ids(KReader *r, TId *t)
+{
+	t->id = kr_str(r);
+	t->producer_id = kr_i64(r);
+	t->epoch = kr_i16(r);
+}
+
+/* topic results of one transaction: name, [partition, error] */
+static void
+write_add_topics(KRequest *req, TxnState *s, int32_t txn)
+{
+	KWriter    *w = &req->resp;
+	int32_t		n = 0;
+	size_t		count_at = kw_later(w);
+
+	for (int32_t t = 0; t < s->ntopics; t++)
+	{
+		size_t		pcount_at;
+		int32_t		np = 0;
+
+		if (s->topic_txn[t] != txn)
+			continue;
+		n++;
+		kw_strn(w, s->topics[t].p, s->topics[t].len);
+		pcount_at = kw_later(w);
+		for (int32_t k = 0; k < s->nparts; k++)
+		{
+			TPart	   *pp = &s->parts[k];
+
+			if (pp->topic != t)
+				continue;
+			np++;
+			kw_i32(w, pp->partition);
+			kw_i16(w, pp->stmt >= 0 ? txn_code(&s->job.stmts[pp->stmt], req->api_version, true) : pp->code);
+			kw_tags(w);
+		}
+		kw_fill_count(w, pcount_at, np);
+		kw_tags(w);
+	}
+	kw_fill_count(w, count_at, n);
+}
+
+static void
+add_partitions_done(KRequest *req)
+{
+	TxnState   *s = req->state;
+	KWriter    *w = &req->resp;
+
+	kw_i32(w, 0);				/* throttle_time_ms */
+	if (req->api_version < 4)
+	{
+		write_add_topics(req, s, 0);
+		req_finish(req);
+		return;
+	}
+	kw_i16(w, KERR_NONE);
+	kw_array(w, s->ntxns);
+	for (int32_t i = 0; i < s->ntxns; i++)
+	{
+		kw_strn(w, s->txns[i].id.p, s->txns[i].id.len);
+		write_add_topics(req, s, i);
+		kw_tags(w);
+	}
+	req_finish(req);
+}
+
+void
+h_add_partitions_to_txn(KRequest *req)
+{
+	KReader    *r = &req->body;
+	TxnState   *s = txn_state_new(req, kr_left(r));
+
+	if (req->api_version < 4)
+	{
+		read_ids(r, &s->txns[s->ntxns++]);
+		read_add_topics(req, s, 0);
+	}
+	else
+	{
+		int32_t		n = kr_array(r, 20);
+
+		for (int32_t i = 0; i < n && !r->err; i++)
+		{
+			read_ids(r, &s->txns[s->ntxns++]);
+			(void) kr_i8(r);	/* verify_only: added as well */
+			read_add_topics(req, s, i);
+			kr_tags(r);
+		}
+	}
+	if (r->err)
+	{
+		req_abort(req);
+		return;
+	}
+	pool_run(req, &s->job, add_partitions_done);
+}
+
+/* ---------------------------------------------------------------- */
+/* AddOffsetsToTxn and EndTxn: one statement, one error code         */
+/* ---------------------------------------------------------------- */
+
+static void
+one_code_done(KRequest *req)
+{
+	TxnState   *s = req->state;
+	KWriter    *w = &req->resp;
+
+	kw_i32(w, 0);				/* throttle_time_ms */
+	kw_i16(w, s->job.n > 0 ? txn_code(&s->job.stmts[0], req->api_version, true) : s->code);
+	req_finish(req);
+}
+
+void
+h_add_offsets_to_txn(KRequest *req)
+{
+	KReader    *r = &req->body;
+	TxnState   *s = txn_state_new(req, 0);
+	KSlice		group;
+	char	   *g;
+
+	read_ids(r, &s->txns[0]);
+	group = kr_str(r);
+	if (r->err)
+	{
+		req_abort(req);
+		return;
+	}
+	g = kslice_dup(group);
+	if (cluster_enabled() && !cluster_coordinates(g ? g : ""))
+		s->code = KERR_INVALID_TXN_STATE;	/* the group's offsets live on another node */
+	else
+		kstmt_text(txn_stmt(s, "SELECT mq.kafka_txn_add_offsets($1, $2, $3, $4)", &s->txns[0]),
+				   MQ_TEXTOID, g ? g : "");
+	free(g);
+	pool_run(req, &s->job, one_code_done);
+}
+
+/* committed: wake the fetches parked on the topics appended to */
+static void
+end_txn_done(KRequest *req)
+{
+	TxnState   *s = req->state;
+	PGresult   *res = s->job.stmts[0].res;
+
+	for (int i = 0; res && i < PQntuples(res); i++)
+		if (!PQgetisnull(res, i, 0))
+			fetch_wake_topic(PQgetvalue(res, i, 0));
+	one_code_done(req);
+}
+
+void
+h_end_txn(KRequest *req)
+{
+	KReader    *r = &req->body;
+	TxnState   *s = txn_state_new(req, 0);
+	bool		commit;
+
+	read_ids(r, &s->txns[0]);
+	commit = kr_i8(r) != 0;
+	if (r->err)
+	{
+		req_abort(req);
+		return;
+	}
+	kstmt_text(txn_stmt(s, "SELECT unnest(mq.kafka_txn_end($1, $2, $3, $4))", &s->txns[0]),
+			   MQ_BOOLOID, commit ? "true" : "false");
+	pool_run(req, &s->job, end_txn_done);
+}
+
+/* ---------------------------------------------------------------- */
+/* TxnOffsetCommit                                                  */
+/* ---------------------------------------------------------------- */
+
+#define TXN_OFFSET_SQL "SELECT mq.kafka_txn_offset($1, $2, $3, $4, $5, $6, $7, $8)"
+
+static void
+read_offset_part(KRequest *req, TxnState *s, TPart *pp, const char *group, const char *topic)
+{
+	KReader    *r = &req->body;
+	int64_t		off;
+	char	   *meta;
+	KStmt	   *st;
+
+	pp->partition = kr_i32(r);
+	off = kr_i64(r);
+	if (req->api_version >= 2)
+		(void) kr_i32(r);		/* committed_leader_epoch */
+	meta = kslice_dup(kr_str(r));
+	kr_tags(r);
+	pp->stmt = -1;
+	if (!r->err && (!cluster_coordinates(group) || !leads_here(topic, pp->partition)))
+		pp->code = KERR_INVALID_TXN_STATE;	/* a transaction stays on one node */
+	else if (!r->err)
+	{
+		st = txn_stmt(s, TXN_OFFSET_SQL, &s->txns[0]);
+		kstmt_text(st, MQ_TEXTOID, group);
+		kstmt_text(st, MQ_TEXTOID, topic);
+		kstmt_int(st, MQ_INT4OID, pp->partition);
+		kstmt_int(st, MQ_INT8OID, off);
+		kstmt_text(st, MQ_TEXTOID, meta);
+		pp->stmt = s->job.n - 1;
+	}
+	free(meta);
+}
+
+static void
+txn_offset_done(KRequest *req)
+{
+	TxnState   *s = req->state;
+	KWriter    *w = &req->resp;
+	int32_t		k = 0;
+
+	kw_i32(w, 0);				/* throttle_time_ms */
+	kw_array(w, s->ntopics);
+	for (int32_t t = 0; t < s->ntopics; t++)
+	{
+		size_t		count_at;
+		int32_t		n = 0;
+
+		kw_strn(w, s->topics[t].p, s->topics[t].len);
+		count_at = kw_later(w);
+		for (; k < s->nparts && s->parts[k].topic == t; k++, n++)
+		{
+			TPart	   *pp = &s->parts[k];
+
+			kw_i32(w, pp->partition);
+			kw_i16(w, pp->stmt >= 0 ? txn_code(&s->job.stmts[pp->stmt], req->api_version, false) : pp->code);
+			kw_tags(w);
+		}
+		kw_fill_count(w, count_at, n);
+		kw_tags(w);
+	}
+	req_finish(req);
+}
+
+void
+h_txn_offset_commit(KRequest *req)
+{
+	KReader    *r = &req->body;
+	TxnState   *s = txn_state_new(req, kr_left(r));
+	char	   *group;
+	int32_t		nt;
+
+	s->txns[0].id = kr_str(r);
+	group = kslice_dup(kr_str(r));
+	s->txns[0].producer_id = kr_i64(r);
+	s->txns[0].epoch = kr_i16(r);
+	if (req->api_version >= 3)
+	{
+		(void) kr_i32(r);		/* generation_id */
+		(void) kr_str(r);		/* member_id */
+		(void) kr_str(r);		/* group_instance_id */
+	}
+	nt = kr_array(r, 6);
+	for (int32_t t = 0; t < nt && !r->err; t++)
+	{
+		char	   *topic;
+		int32_t		np;
+
+		s->topics[s->ntopics] = kr_str(r);
+		topic = kslice_dup(s->topics[s->ntopics]);
+		np = kr_array(r, 14);
+		for (int32_t i = 0; i < np && !r->err; i++)
+		{
+			s->parts[s->nparts].topic = s->ntopics;
+			read_offset_part(req, s, &s->parts[s->nparts++], group ? group : "", topic ? topic : "");
+		}
+		s->ntopics++;
+		kr_tags(r);
+		free(topic);
+	}
+	free(group);
+	if (r->err)
+	{
+		req_abort(req);
+		return;
+	}
+	pool_run(req, &s->job, txn_offset_done);
+}

@@ -1,0 +1,144 @@
+"""confluent-kafka-python (librdkafka) transactions against mq-kafka
+(test/kafka/transactions.sh).  Usage: txn.py BROKER MODE ARGS...
+
+  pipeline IN OUT GROUP N TXN_ID   consume-transform-produce: reads IN as
+      GROUP (read_committed, no auto commit), writes each value upper-cased
+      to OUT and sends the offsets to the transaction; commits every 5
+      records, until N records went through.  Prints JSON {"committed": n,
+      "errors": [failed delivery reports], "first_offset": the first
+      report's offset (None: -1)}.
+  abort OUT TXN_ID VALUE          produce VALUE in a transaction, then abort
+  open OUT TXN_ID VALUE SECONDS   produce VALUE and keep the transaction
+      open SECONDS, then try to commit; prints {"commit": "ok" | error name}
+  zombie OUT TXN_ID               an old instance, fenced by a new one:
+      prints {"old": error name, "new": "ok"}
+  read OUT N                      a read_committed consumer: prints the
+      values of OUT (JSON list), stopping after 5 s without records or N.
+"""
+import json
+import sys
+import time
+
+from confluent_kafka import Consumer, KafkaException, Producer, TopicPartition
+
+broker = sys.argv[1]
+mode = sys.argv[2]
+args = sys.argv[3:]
+
+
+def producer(txn_id, timeout_ms=60000):
+    p = Producer({'bootstrap.servers': broker, 'transactional.id': txn_id,
+                  'transaction.timeout.ms': timeout_ms, 'linger.ms': 5})
+    p.init_transactions(30)
+    return p
+
+
+def err_name(e):
+    err = e.args[0]
+    return err.name() if hasattr(err, 'name') else str(err)
+
+
+def pipeline(src, dst, group, n, txn_id):
+    p = producer(txn_id)
+    c = Consumer({'bootstrap.servers': broker, 'group.id': group, 'enable.auto.commit': False,
+                  'auto.offset.reset': 'earliest', 'isolation.level': 'read_committed'})
+    c.subscribe([src])
+    reports = []
+    errors = []
+
+    def report(err, msg):
+        if err:
+            errors.append(str(err))
+        else:
+            reports.append(msg.offset())
+
+    done = 0
+    p.begin_transaction()
+    pending = 0
+    deadline = time.time() + 90
+    while done < n and time.time() < deadline:
+        msg = c.poll(0.5)
+        if msg is None or msg.error():
+            continue
+        p.produce(dst, msg.value().upper(), msg.key(), on_delivery=report)
+        pending += 1
+        if pending == 5 or done + pending == n:
+            p.send_offsets_to_transaction(c.position(c.assignment()), c.consumer_group_metadata(), 30)
+            p.commit_transaction(30)
+            done += pending
+            pending = 0
+            p.begin_transaction()
+    p.abort_transaction(30)
+    c.close()
+    print(json.dumps({'committed': done, 'errors': errors, 'first_offset': reports[0] if reports else 'none'}))
+
+
+def abort(dst, txn_id, value):
+    p = producer(txn_id)
+    p.begin_transaction()
+    p.produce(dst, value.encode())
+    p.flush(30)
+    p.abort_transaction(30)
+    print(json.dumps({'aborted': 1}))
+
+
+def keep_open(dst, txn_id, value, seconds):
+    p = producer(txn_id, timeout_ms=2000)
+    p.begin_transaction()
+    p.produce(dst, value.encode())
+    p.flush(30)
+    time.sleep(float(seconds))
+    try:
+        p.commit_transaction(30)
+        print(json.dumps({'commit': 'ok'}))
+    except KafkaException as e:
+        print(json.dumps({'commit': err_name(e)}))
+
+
+def zombie(dst, txn_id):
+    old = producer(txn_id)
+    old.begin_transaction()
+    old.produce(dst, b'zombie')
+    old.flush(30)
+    new = producer(txn_id)
+    new.begin_transaction()
+    new.produce(dst, b'new')
+    new.commit_transaction(30)
+    result = {'new': 'ok'}
+    try:
+        old.produce(dst, b'zombie-2')
+        old.flush(10)
+        old.commit_transaction(30)
+        result['old'] = 'ok'
+    except KafkaException as e:
+        result['old'] = err_name(e)
+    print(json.dumps(result, sort_keys=True))
+
+
+def read(dst, n):
+    c = Consumer({'bootstrap.servers': broker, 'group.id': 'txn-reader-%d' % time.time_ns(),
+                  'auto.offset.reset': 'earliest', 'isolation.level': 'read_committed',
+                  'enable.auto.commit': False})
+    c.subscribe([dst])
+    values = []
+    last = time.time()
+    while time.time() - last < 5 and len(values) < n:
+        msg = c.poll(0.5)
+        if msg is None or msg.error():
+            continue
+        values.append(msg.value().decode())
+        last = time.time()
+    c.close()
+    print(json.dumps(values))
+
+
+if mode == 'pipeline':
+    pipeline(args[0], args[1], args[2], int(args[3]), args[4])
+elif mode == 'abort':
+    abort(*args)
+elif mode == 'open':
+    keep_open(*args)
+elif mode == 'zombie':
+    zombie(*args)
+elif mode == 'read':
+    read(args[0], int(args[1]))
