@@ -360,7 +360,7 @@ extern void mq_spi_begin_definer(MqSpiSave *save);
 #define MQ_RES_TOPIC		't'
 #define MQ_RES_GROUP		'g'
 #define MQ_RES_CLUSTER		'c'
-#define MQ_RES_TXN_ID		'x'		/* a Kafka transactional id */
+#define MQ_RES_TXN_ID		'x' /* a Kafka transactional id */
 #define MQ_CLUSTER_NAME		"kafka-cluster"	/* the one cluster resource */
 extern void mq_acl_init(void);
 extern int	mq_acl_op_from_name(const char *name);

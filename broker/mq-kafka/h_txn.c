@@ -66,7 +66,7 @@ typedef struct TxnState
 	TId		   *txns;
 	int32_t		ntopics;
 	KSlice	   *topics;
-	int32_t	   *topic_txn;		/* each topic's transaction */
+	int32_t    *topic_txn;		/* each topic's transaction */
 	int32_t		nparts;
 	TPart	   *parts;
 	int16_t		code;			/* AddOffsetsToTxn, EndTxn */

@@ -36,6 +36,7 @@ my %kafka39 = (
 	9 => [0, 9, 6], 10 => [0, 6, 3], 11 => [0, 9, 6], 12 => [0, 4, 4], 13 => [0, 5, 4],
 	14 => [0, 5, 4], 15 => [0, 5, 5], 16 => [0, 5, 3], 17 => [0, 1, 99], 18 => [0, 4, 3],
 	19 => [0, 7, 5], 20 => [0, 6, 4], 21 => [0, 2, 2], 22 => [0, 5, 2], 32 => [0, 4, 4],
+	24 => [0, 5, 3], 25 => [0, 4, 3], 26 => [0, 4, 3], 28 => [0, 4, 3],
 	33 => [0, 2, 2], 36 => [0, 2, 2], 37 => [0, 3, 2], 42 => [0, 2, 2], 44 => [0, 1, 1],
 	29 => [0, 3, 2], 30 => [0, 3, 2], 31 => [0, 3, 2], 50 => [0, 0, 0], 51 => [0, 0, 0],
 );
@@ -44,6 +45,7 @@ my @part_fetch = (['partition', 'i32', '0+'], ['current_leader_epoch', 'i32', '9
 	['fetch_offset', 'i64', '0+'], ['last_fetched_epoch', 'i32', '12+'],
 	['log_start_offset', 'i64', '5+'], ['partition_max_bytes', 'i32', '0+']);
 my @config_entry = (['name', 'str', '0+'], ['value', 'nstr', '0+']);
+my @txn_topic_result = (['name', 'str', '0+'], ['results', [['index', 'i32', '0+'], ['error_code', 'i16', '0+']], '0+']);
 
 # requests: api key => fields
 my %req = (
@@ -106,6 +108,19 @@ my %req = (
 		['timeout_ms', 'i32', '0+']],
 	22 => [['transactional_id', 'nstr', '0+'], ['transaction_timeout_ms', 'i32', '0+'],
 		['producer_id', 'i64', '3+'], ['producer_epoch', 'i16', '3+']],
+	24 => [['transactions', [['transactional_id', 'str', '4+'], ['producer_id', 'i64', '4+'], ['producer_epoch', 'i16', '4+'],
+			['verify_only', 'bool', '4+'], ['topics', [['name', 'str', '4+'], ['partitions', '[i32]', '4+']], '4+']], '4+'],
+		['v3_transactional_id', 'str', '0-3'], ['v3_producer_id', 'i64', '0-3'], ['v3_producer_epoch', 'i16', '0-3'],
+		['v3_topics', [['name', 'str', '0-3'], ['partitions', '[i32]', '0-3']], '0-3']],
+	25 => [['transactional_id', 'str', '0+'], ['producer_id', 'i64', '0+'], ['producer_epoch', 'i16', '0+'],
+		['group_id', 'str', '0+']],
+	26 => [['transactional_id', 'str', '0+'], ['producer_id', 'i64', '0+'], ['producer_epoch', 'i16', '0+'],
+		['committed', 'bool', '0+']],
+	28 => [['transactional_id', 'str', '0+'], ['group_id', 'str', '0+'], ['producer_id', 'i64', '0+'],
+		['producer_epoch', 'i16', '0+'], ['generation_id', 'i32', '3+'], ['member_id', 'str', '3+'],
+		['group_instance_id', 'nstr', '3+'],
+		['topics', [['name', 'str', '0+'], ['partitions', [['index', 'i32', '0+'], ['committed_offset', 'i64', '0+'],
+			['committed_leader_epoch', 'i32', '2+'], ['committed_metadata', 'nstr', '0+']], '0+']], '0+']],
 	32 => [['resources', [['type', 'i8', '0+'], ['name', 'str', '0+'], ['keys', '[str]', '0+']], '0+'],
 		['include_synonyms', 'bool', '1+'], ['include_documentation', 'bool', '3+']],
 	33 => [['resources', [['type', 'i8', '0+'], ['name', 'str', '0+'], ['configs', \@config_entry, '0+']], '0+'],
@@ -198,6 +213,13 @@ my %resp = (
 			['low_watermark', 'i64', '0+'], ['error_code', 'i16', '0+']], '0+']], '0+']],
 	22 => [['throttle_time_ms', 'i32', '0+'], ['error_code', 'i16', '0+'], ['producer_id', 'i64', '0+'],
 		['producer_epoch', 'i16', '0+']],
+	24 => [['throttle_time_ms', 'i32', '0+'], ['error_code', 'i16', '4+'],
+		['results_by_transaction', [['transactional_id', 'str', '4+'], ['topic_results', \@txn_topic_result, '4+']], '4+'],
+		['results_by_topic', \@txn_topic_result, '0-3']],
+	25 => [['throttle_time_ms', 'i32', '0+'], ['error_code', 'i16', '0+']],
+	26 => [['throttle_time_ms', 'i32', '0+'], ['error_code', 'i16', '0+']],
+	28 => [['throttle_time_ms', 'i32', '0+'], ['topics', [['name', 'str', '0+'],
+			['partitions', [['index', 'i32', '0+'], ['error_code', 'i16', '0+']], '0+']], '0+']],
 	32 => [['throttle_time_ms', 'i32', '0+'], ['results', [['error_code', 'i16', '0+'], ['error_message', 'nstr', '0+'],
 			['type', 'i8', '0+'], ['name', 'str', '0+'], ['configs', [['name', 'str', '0+'], ['value', 'nstr', '0+'],
 				['read_only', 'bool', '0+'], ['is_default', 'bool', '0-0'], ['source', 'i8', '1+'],
@@ -430,6 +452,15 @@ my %vals = (
 	20 => sub { { topic_names => ["vc$_[0]"], topics => [{ name => "vc$_[0]" }], timeout_ms => 5000 } },
 	21 => sub { { topics => [{ name => 'vnone', partitions => [{ index => 0, offset => 0 }] }], timeout_ms => 5000 } },
 	22 => sub { { transactional_id => undef, transaction_timeout_ms => 60000, producer_id => -1, producer_epoch => -1 } },
+	# an unknown transactional id: decoded and answered (INVALID_PRODUCER_ID_MAPPING), nothing changed
+	24 => sub { my $t = [{ name => $topic, partitions => [0] }];
+		{ transactions => [{ transactional_id => 'vx', producer_id => 1, producer_epoch => 0, verify_only => 0, topics => $t }],
+			v3_transactional_id => 'vx', v3_producer_id => 1, v3_producer_epoch => 0, v3_topics => $t } },
+	25 => sub { { transactional_id => 'vx', producer_id => 1, producer_epoch => 0, group_id => 'vg' } },
+	26 => sub { { transactional_id => 'vx', producer_id => 1, producer_epoch => 0, committed => 1 } },
+	28 => sub { { transactional_id => 'vx', group_id => 'vg', producer_id => 1, producer_epoch => 0, generation_id => -1,
+			member_id => '', group_instance_id => undef,
+			topics => [{ name => $topic, partitions => [{ index => 0, committed_offset => 1, committed_leader_epoch => -1 }] }] } },
 	32 => sub { { resources => [{ type => 2, name => $topic, keys => ['retention.ms'] }] } },
 	33 => sub { { resources => [{ type => 2, name => $topic, configs => [{ name => 'retention.ms', value => '600000' }] }],
 			validate_only => 1 } },
@@ -456,6 +487,7 @@ sub summary {
 	my ($k, $h) = @_;
 	return "error $h->{responses}[0]{partitions}[0]{error_code}" if $k == 0;
 	return "records " . length($h->{responses}[0]{partitions}[0]{records} // '') if $k == 1;
+	return "error $h->{error_code}" if $k == 25 || $k == 26;
 	return '';
 }
 for my $v (0 .. 2) {
@@ -504,5 +536,10 @@ for my $v (12, 13, 16, 17) {
 	ok($h && @{ $h->{coordinators} } == 2 && $h->{coordinators}[1]{key} eq 'vh', 'FindCoordinator v4 answers each key');
 }
 
+for my $v (0 .. 4) {
+	my ($h, $e) = exchange(26, $v, $vals{26}->($v));
+	ok($h && $h->{error_code} == 49, "EndTxn v$v for a transactional id never initialized: INVALID_PRODUCER_ID_MAPPING (49)",
+		$e // ($h ? "error $h->{error_code}" : ''));
+}
 print "1..$n\n";
 exit($failed ? 1 : 0);
