@@ -340,7 +340,7 @@ ok(defined $err && $err == 10, 'a gzip bomb over --max-batch-bytes gets MESSAGE_
 	compress => sub { Compress::Zlib::memGzip($_[0]) }))));
 ok(defined $err && $err == 0, 'a small gzip batch is accepted');
 ($err) = produce_result(call($s, 0, 3, produce_body('pt', batch(records => [['k', 't']], attributes => 0x10))));
-ok(defined $err && $err == 87, 'a transactional batch gets INVALID_RECORD');
+ok(defined $err && $err == 87, 'a transactional batch without a transactional id gets INVALID_RECORD');
 ($err) = produce_result(call($s, 0, 3, produce_body('nosuchtopic', batch(records => [['k', 'v']]))));
 ok(defined $err && $err == 3, 'an unknown topic gets UNKNOWN_TOPIC_OR_PARTITION');
 ($err) = produce_result(call($s, 0, 3, produce_body('pt', batch(records => [['k', 'c']], attributes => 7))));

@@ -23,7 +23,7 @@ PORT, ANON_PORT, ADMIN, USER = int(sys.argv[1]), int(sys.argv[2]), sys.argv[3], 
 PW = {ADMIN: os.environ['MQ_PW_ADMIN'], USER: os.environ['MQ_PW_USER']}
 n = failed = 0
 # Kafka's codes
-TOPIC, GROUP, CLUSTER, TXN = 2, 3, 4, 5
+TOPIC, GROUP, CLUSTER, TXN, DELEGATION_TOKEN = 2, 3, 4, 5, 6
 ANY, MATCH, LITERAL, PREFIXED = 1, 2, 3, 4
 ALL, READ, WRITE, CREATE, DELETE, ALTER, DESCRIBE, IDEMPOTENT_WRITE = 2, 3, 4, 5, 6, 7, 8, 12
 DENY, ALLOW = 2, 3
@@ -122,7 +122,7 @@ ok(sorted(x[5] for x in r[0][2]) == [ALL, READ], 'deleting ALL lists every grant
 # --- refused shapes leave nothing behind ----------------------------------------
 before = acl_rows()
 bad = [
-    ((TXN, 'tx-1', LITERAL, 'User:' + USER, '*', WRITE, ALLOW), 'TRANSACTIONAL_ID resource'),
+    ((DELEGATION_TOKEN, 'tok-1', LITERAL, 'User:' + USER, '*', WRITE, ALLOW), 'DELEGATION_TOKEN resource'),
     ((CLUSTER, 'kafka-cluster', LITERAL, 'User:' + USER, '*', IDEMPOTENT_WRITE, ALLOW), 'IDEMPOTENT_WRITE'),
     ((TOPIC, 'rt-h', LITERAL, 'User:' + USER, '10.0.0.1', READ, ALLOW), 'a host other than *'),
     ((TOPIC, 'rt-p', LITERAL, 'Group:' + USER, '*', READ, ALLOW), 'a principal type other than User'),
@@ -136,8 +136,17 @@ for ver in (1, 2):
         ok(e == INVALID_REQUEST and m, 'v%d %s: INVALID_REQUEST with a message' % (ver, what), (e, m))
 r = c.create_acls([(TOPIC, 'rt-x', LITERAL, 'User:mq_no_such_role', '*', READ, ALLOW)])
 ok(r[0][0] == INVALID_REQUEST and 'does not exist' in (r[0][1] or ''), 'an unknown role: INVALID_REQUEST', r)
-e, m, rows = c.describe_acls((TXN, None, ANY, None, None, ANY, ANY))
+e, m, rows = c.describe_acls((DELEGATION_TOKEN, None, ANY, None, None, ANY, ANY))
 ok(e == 0 and rows == [], 'a filter for a resource type mq has no grants on matches nothing', (e, m, rows))
+
+# transactional ids are a resource (mq.grant(..., 'transactional_id', ...))
+r = c.create_acls([(TXN, 'tx-', PREFIXED, 'User:' + USER, '*', WRITE, ALLOW)])
+ok(r[0][0] == 0, 'CreateAcls of WRITE on a TRANSACTIONAL_ID prefix', r)
+ok('transactional_id prefixed tx- ' + USER + ' write allow' in grants(), 'it is an mq grant on transactional_id', grants())
+e, m, rows = c.describe_acls((TXN, None, ANY, None, None, ANY, ANY))
+ok(e == 0 and len(rows) == 1, 'DescribeAcls of TRANSACTIONAL_ID lists it', (e, m, rows))
+r = c.delete_acls([(TXN, 'tx-', PREFIXED, None, None, ANY, ANY)])
+ok(r[0][0] == 0 and len(r[0][2]) == 1, 'DeleteAcls takes it back', r)
 ok(acl_rows() == before, 'refused creations left mq.acl as it was', (acl_rows(), before))
 c.close()
 
