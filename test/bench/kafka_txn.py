@@ -1,7 +1,8 @@
 """Helper of test/bench/kafka_txn.sh (confluent-kafka-python on librdkafka).
 
   kafka_txn.py BROKER plain TOPIC SECONDS      one record at a time to
-      partition 0, each waited for (flush): prints records/s
+      partition 0, each waited for (flush): prints records/s and the
+      longest wait for one record in ms
   kafka_txn.py BROKER hold TOPIC SECONDS       a transaction that produced
       one record to partition 0, kept open SECONDS, then committed; prints
       "open" once the record is staged, then "committed"
@@ -22,12 +23,15 @@ VALUE = b'x' * 100
 def plain(seconds):
     p = Producer({'bootstrap.servers': broker, 'linger.ms': 0, 'acks': 'all'})
     n = 0
+    worst = 0.0
     end = time.time() + seconds
     while time.time() < end:
+        t = time.time()
         p.produce(topic, VALUE, partition=0)
         p.flush(30)
+        worst = max(worst, time.time() - t)
         n += 1
-    print('%.1f' % (n / seconds))
+    print('%.1f %.0f' % (n / seconds, worst * 1000))
 
 
 def hold(seconds):

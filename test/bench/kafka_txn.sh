@@ -39,23 +39,23 @@ py() { /usr/bin/python3 test/bench/kafka_txn.py "$B" "$@"; }
 ratio() { awk -v a="$1" -v b="$2" 'BEGIN { if (b > 0) printf "%.2f", a / b; else print "-" }'; }
 
 # three rounds of (alone, during), so that the machine's load drifts
-# into both sides alike; the median of each side
-alones=()
-durings=()
+# into both sides alike: the median round by its ratio
+ratio() { awk -v a="$1" -v b="$2" 'BEGIN { if (b > 0) printf "%.2f", a / b; else print "-" }'; }
+rounds=()
 for round in 1 2 3; do
-	alones+=("$(py plain kt_plain 5)")
+	read -r a_rate a_worst <<<"$(py plain kt_plain 5)"
 	py hold kt_plain 10 >"$WORK/hold.$round" &
 	hold=$!
 	until grep -q open "$WORK/hold.$round" 2>/dev/null; do sleep 0.05; done
 	staged="$(psql -X -At -c "SELECT count(*) FROM mq.kafka_txn_record WHERE topic = 'kt_plain'")"
-	durings+=("$(py plain kt_plain 5)")
+	read -r d_rate d_worst <<<"$(py plain kt_plain 5)"
 	wait "$hold"
 	grep -q committed "$WORK/hold.$round" || mq_die "the held transaction did not commit"
-	echo "round $round: alone ${alones[-1]}, during ${durings[-1]} (staged batches while open: $staged)"
+	echo "round $round: alone $a_rate records/s (longest wait $a_worst ms), during $d_rate (longest $d_worst ms);" \
+		"ratio $(ratio "$d_rate" "$a_rate"); staged batches while open: $staged"
+	rounds+=("$(ratio "$d_rate" "$a_rate") $d_rate $a_rate $d_worst")
 done
-median() { printf '%s\n' "$@" | sort -g | sed -n 2p; }
-alone="$(median "${alones[@]}")"
-during="$(median "${durings[@]}")"
+read -r mid during alone worst <<<"$(printf '%s\n' "${rounds[@]}" | sort -g | sed -n 2p)"
 
 txn="$(py txn kt_txn "$N" 1000)"
 idem="$(py idem kt_idem "$N")"
@@ -63,5 +63,5 @@ idem="$(py idem kt_idem "$N")"
 echo
 echo "| figure | records/s | baseline | ratio |"
 echo "|---|---|---|---|"
-echo "| plain producer, partition 0, during a 10 s open transaction on it (baseline: alone) | $during | $alone | $(ratio "$during" "$alone") |"
+echo "| plain producer, partition 0, during a 10 s open transaction on it (baseline: alone; median round; longest wait $worst ms) | $during | $alone | $mid |"
 echo "| transactional producer, transactions of 1000 (baseline: idempotent producer) | $txn | $idem | $(ratio "$txn" "$idem") |"
