@@ -12,6 +12,9 @@
       open SECONDS, then try to commit; prints {"commit": "ok" | error name}
   zombie OUT TXN_ID               an old instance, fenced by a new one:
       prints {"old": error name, "new": "ok"}
+  one TXN_ID TOPIC PARTITION VALUE [FILE]   one record in a transaction;
+      with FILE, prints "staged" once it is acknowledged and waits for
+      FILE to exist before committing; prints {"commit": "ok" | error}
   read OUT N                      a read_committed consumer: prints the
       values of OUT (JSON list), stopping after 5 s without records or N.
 """
@@ -115,6 +118,23 @@ def zombie(dst, txn_id):
     print(json.dumps(result, sort_keys=True))
 
 
+def one(txn_id, topic, partition, value, wait_file=None):
+    import os
+    p = producer(txn_id)
+    p.begin_transaction()
+    try:
+        p.produce(topic, value.encode(), partition=int(partition))
+        p.flush(30)
+        if wait_file:
+            print('staged', flush=True)
+            while not os.path.exists(wait_file):
+                time.sleep(0.05)
+        p.commit_transaction(60)
+        print(json.dumps({'commit': 'ok'}))
+    except KafkaException as e:
+        print(json.dumps({'commit': err_name(e)}))
+
+
 def read(dst, n):
     c = Consumer({'bootstrap.servers': broker, 'group.id': 'txn-reader-%d' % time.time_ns(),
                   'auto.offset.reset': 'earliest', 'isolation.level': 'read_committed',
@@ -140,5 +160,7 @@ elif mode == 'open':
     keep_open(*args)
 elif mode == 'zombie':
     zombie(*args)
+elif mode == 'one':
+    one(*args)
 elif mode == 'read':
     read(args[0], int(args[1]))

@@ -1,0 +1,88 @@
+# Kafka transactions on the three-node cluster (docs/kafka.md,
+# "Transactions"): confluent-kafka-python (test/kafka/py/txn.py) through
+# one bootstrap address.  A transaction whose partition is led by the
+# node whose daemon coordinates its transactional id commits, across a
+# kill -9 of that daemon between its Produce and its EndTxn (mq-broker
+# restarts it; the transaction's state is in the node's database, so the
+# new daemon commits the staged record).  A transaction that would span
+# nodes (a partition led by another node) is refused with a clear error
+# and leaves nothing behind: no record on any leader, nothing staged on
+# any node.
+use strict;
+use warnings;
+
+use PostgreSQL::Test::Utils;
+use Test::More;
+use Time::HiRes qw(usleep);
+use MqCluster;
+
+my $root = $ENV{MQ_REPO_ROOT} // '.';
+my $dir = PostgreSQL::Test::Utils::tempdir();
+my $c = MqCluster->new(nodes => 3);
+$c->start_kafka_brokers();
+my $role = $MqCluster::BROKER_ROLE;
+$c->node($_)->safe_psql('postgres',
+	"SELECT mq.grant('write', 'transactional_id', '*', '$role'); "
+	  . "SELECT mq.grant('write, read, describe', 'topic', '*', '$role')")
+  for 1 .. 3;
+$c->create_topic('ktc', 6, { 'replication.factor' => 3, 'min.insync.replicas' => 2 });
+my %led_by = map { ($c->leader('ktc', $_) => $_) } 0 .. 5;
+is(scalar keys %led_by, 3, 'the six partitions have leaders on all three nodes');
+
+# a transactional id coordinated by node $x, and partitions led by $x and by another
+my ($txn, $x);
+for my $i (1 .. 50)
+{
+	my (undef, $node) = $c->kafka_find_coordinator(1, "ktc-txn-$i");
+	next unless $led_by{$node};
+	($txn, $x) = ("ktc-txn-$i", $node);
+	last;
+}
+ok(defined $txn, "transactional id $txn is coordinated by broker $x");
+my $here = $led_by{$x};
+my ($other_node) = grep { $_ != $x } sort keys %led_by;
+my $there = $led_by{$other_node};
+my $boot = $c->kafka_address(1);
+my $py = "/usr/bin/python3 $root/test/kafka/py/txn.py $boot";
+
+sub hw
+{
+	my ($p) = @_;
+	return $c->node($c->leader('ktc', $p))
+	  ->safe_psql('postgres', "SELECT high_watermark FROM mq.partitions WHERE topic = 'ktc' AND partition = $p");
+}
+
+# one node: committed across a kill -9 of the coordinating daemon
+my $before = hw($here);
+my $go = "$dir/go";
+my $pid = open(my $client, '-|', "$py one $txn ktc $here kept $go 2>$dir/one.err") or die "txn.py: $!";
+my $line = <$client>;
+is($line, "staged\n", 'the record is staged') or diag(slurp_file("$dir/one.err"));
+is($c->node($x)->safe_psql('postgres', "SELECT count(*) FROM mq.kafka_txn_record WHERE transactional_id = '$txn'"),
+	'1', "on node$x, without an offset");
+is(hw($here), $before, 'and not in the log yet');
+my $kpid = $c->kafka_pid($x);
+ok(kill('KILL', $kpid), "killed broker ${x}'s mq-kafka (pid $kpid) with the transaction open");
+$c->wait_broker_log($x, qr/started mq-kafka \(pid (?!$kpid\))\d+\)/);
+open(my $f, '>', $go) or die;
+close $f;
+$line = <$client>;
+close $client;
+like($line // '', qr/"commit": "ok"/, 'the client commits through the restarted daemon') or diag(slurp_file("$dir/one.err"));
+is(hw($here), $before + 1, 'the record is in the log once');
+is($c->node($x)->safe_psql('postgres', "SELECT convert_from(value, 'UTF8') FROM mq.fetch('ktc', $here, $before, 10)"),
+	'kept', 'it is the transaction\'s record');
+
+# spanning nodes: the same id (coordinated by broker $x) on a partition another node leads
+my $before_there = hw($there);
+my $out = `$py one $txn ktc $there away 2>$dir/two.err`;
+unlike($out, qr/"commit": "ok"/, "a transaction on a partition another node leads is refused ($out)")
+  or diag(slurp_file("$dir/two.err"));
+like(slurp_file("$dir/two.err") . $out, qr/INVALID_TXN_STATE|_STATE|invalid transaction state/i,
+	'with INVALID_TXN_STATE') or diag(slurp_file("$dir/two.err"));
+is(hw($there), $before_there, 'its record is in no log');
+is(join(',', map { $c->node($_)->safe_psql('postgres', 'SELECT count(*) FROM mq.kafka_txn_record') } 1 .. 3),
+	'0,0,0', 'nothing is staged on any node');
+
+$c->teardown;
+done_testing();
