@@ -53,6 +53,8 @@ enum
 	KAPI_INCREMENTAL_ALTER_CONFIGS = 44,
 	KAPI_DESCRIBE_USER_SCRAM_CREDENTIALS = 50,
 	KAPI_ALTER_USER_SCRAM_CREDENTIALS = 51,
+	KAPI_DESCRIBE_TRANSACTIONS = 65,
+	KAPI_LIST_TRANSACTIONS = 66,
 };
 
 /* h_metadata.c */
@@ -76,6 +78,9 @@ extern void h_add_partitions_to_txn(KRequest *req);
 extern void h_add_offsets_to_txn(KRequest *req);
 extern void h_end_txn(KRequest *req);
 extern void h_txn_offset_commit(KRequest *req);
+/* h_txn_list.c */
+extern void h_describe_transactions(KRequest *req);
+extern void h_list_transactions(KRequest *req);
 /* h_fetch.c */
 extern void h_fetch(KRequest *req);
 extern void fetch_wake_topic(const char *topic);

@@ -333,16 +333,27 @@ BEGIN
 END $$;
 
 -- The transactions (Kafka's ListTransactions / DescribeTransactions):
--- those whose id the caller may describe.
+-- those whose id the caller may describe, with Kafka's name of the state
+-- and the partitions the open transaction has staged batches for.
 CREATE VIEW mq.kafka_transactions WITH (security_barrier) AS
-    SELECT t.transactional_id, t.producer_id, t.producer_epoch, t.state, t.timeout_ms, t.started_at,
+    SELECT t.transactional_id, t.producer_id, t.producer_epoch, t.state,
+           CASE WHEN t.state OPERATOR(pg_catalog.=) 'ongoing' THEN 'Ongoing'
+                WHEN t.last_result OPERATOR(pg_catalog.=) 'commit' THEN 'CompleteCommit'
+                WHEN t.last_result OPERATOR(pg_catalog.=) 'abort' THEN 'CompleteAbort'
+                ELSE 'Empty' END AS kafka_state,
+           t.timeout_ms, t.started_at,
            (SELECT pg_catalog.count(*) FROM mq.kafka_txn_record r
              WHERE r.transactional_id OPERATOR(pg_catalog.=) t.transactional_id) AS staged_batches,
-           t.updated_at
+           p.topics, p.partitions, t.updated_at
       FROM mq.kafka_txn t
+      CROSS JOIN LATERAL (
+          SELECT pg_catalog.array_agg(d.topic ORDER BY d.topic, d.partition) AS topics,
+                 pg_catalog.array_agg(d.partition ORDER BY d.topic, d.partition) AS partitions
+            FROM (SELECT DISTINCT r.topic, r.partition FROM mq.kafka_txn_record r
+                   WHERE r.transactional_id OPERATOR(pg_catalog.=) t.transactional_id) d) p
      WHERE mq._describable('transactional_id', t.transactional_id);
 COMMENT ON VIEW mq.kafka_transactions IS
-    'Kafka transactional ids the caller may describe: producer id, epoch, open transaction, staged batches';
+    'Kafka transactional ids the caller may describe: producer id, epoch, state, staged batches and their partitions';
 
 COMMENT ON FUNCTION mq._kafka_txn_expired(timestamptz, integer) IS
     'whether a Kafka transaction begun at the time has run past its timeout';

@@ -36,7 +36,7 @@ my %kafka39 = (
 	9 => [0, 9, 6], 10 => [0, 6, 3], 11 => [0, 9, 6], 12 => [0, 4, 4], 13 => [0, 5, 4],
 	14 => [0, 5, 4], 15 => [0, 5, 5], 16 => [0, 5, 3], 17 => [0, 1, 99], 18 => [0, 4, 3],
 	19 => [0, 7, 5], 20 => [0, 6, 4], 21 => [0, 2, 2], 22 => [0, 5, 2], 32 => [0, 4, 4],
-	24 => [0, 5, 3], 25 => [0, 4, 3], 26 => [0, 4, 3], 28 => [0, 4, 3],
+	24 => [0, 5, 3], 25 => [0, 4, 3], 26 => [0, 4, 3], 28 => [0, 4, 3], 65 => [0, 0, 0], 66 => [0, 1, 0],
 	33 => [0, 2, 2], 36 => [0, 2, 2], 37 => [0, 3, 2], 42 => [0, 2, 2], 44 => [0, 1, 1],
 	29 => [0, 3, 2], 30 => [0, 3, 2], 31 => [0, 3, 2], 50 => [0, 0, 0], 51 => [0, 0, 0],
 );
@@ -116,6 +116,8 @@ my %req = (
 		['group_id', 'str', '0+']],
 	26 => [['transactional_id', 'str', '0+'], ['producer_id', 'i64', '0+'], ['producer_epoch', 'i16', '0+'],
 		['committed', 'bool', '0+']],
+	65 => [['transactional_ids', '[str]', '0+']],
+	66 => [['state_filters', '[str]', '0+'], ['producer_id_filters', '[i64]', '0+'], ['duration_filter', 'i64', '1+']],
 	28 => [['transactional_id', 'str', '0+'], ['group_id', 'str', '0+'], ['producer_id', 'i64', '0+'],
 		['producer_epoch', 'i16', '0+'], ['generation_id', 'i32', '3+'], ['member_id', 'str', '3+'],
 		['group_instance_id', 'nstr', '3+'],
@@ -218,6 +220,13 @@ my %resp = (
 		['results_by_topic', \@txn_topic_result, '0-3']],
 	25 => [['throttle_time_ms', 'i32', '0+'], ['error_code', 'i16', '0+']],
 	26 => [['throttle_time_ms', 'i32', '0+'], ['error_code', 'i16', '0+']],
+	65 => [['throttle_time_ms', 'i32', '0+'], ['transaction_states', [['error_code', 'i16', '0+'],
+			['transactional_id', 'str', '0+'], ['transaction_state', 'str', '0+'], ['transaction_timeout_ms', 'i32', '0+'],
+			['transaction_start_time_ms', 'i64', '0+'], ['producer_id', 'i64', '0+'], ['producer_epoch', 'i16', '0+'],
+			['topics', [['topic', 'str', '0+'], ['partitions', '[i32]', '0+']], '0+']], '0+']],
+	66 => [['throttle_time_ms', 'i32', '0+'], ['error_code', 'i16', '0+'], ['unknown_state_filters', '[str]', '0+'],
+		['transaction_states', [['transactional_id', 'str', '0+'], ['producer_id', 'i64', '0+'],
+			['transaction_state', 'str', '0+']], '0+']],
 	28 => [['throttle_time_ms', 'i32', '0+'], ['topics', [['name', 'str', '0+'],
 			['partitions', [['index', 'i32', '0+'], ['error_code', 'i16', '0+']], '0+']], '0+']],
 	32 => [['throttle_time_ms', 'i32', '0+'], ['results', [['error_code', 'i16', '0+'], ['error_message', 'nstr', '0+'],
@@ -457,6 +466,8 @@ my %vals = (
 		{ transactions => [{ transactional_id => 'vx', producer_id => 1, producer_epoch => 0, verify_only => 0, topics => $t }],
 			v3_transactional_id => 'vx', v3_producer_id => 1, v3_producer_epoch => 0, v3_topics => $t } },
 	25 => sub { { transactional_id => 'vx', producer_id => 1, producer_epoch => 0, group_id => 'vg' } },
+	65 => sub { { transactional_ids => ['vx'] } },
+	66 => sub { { state_filters => ['Ongoing', 'NoSuchState'], producer_id_filters => [], duration_filter => -1 } },
 	26 => sub { { transactional_id => 'vx', producer_id => 1, producer_epoch => 0, committed => 1 } },
 	28 => sub { { transactional_id => 'vx', group_id => 'vg', producer_id => 1, producer_epoch => 0, generation_id => -1,
 			member_id => '', group_instance_id => undef,
@@ -540,6 +551,14 @@ for my $v (0 .. 4) {
 	my ($h, $e) = exchange(26, $v, $vals{26}->($v));
 	ok($h && $h->{error_code} == 49, "EndTxn v$v for a transactional id never initialized: INVALID_PRODUCER_ID_MAPPING (49)",
 		$e // ($h ? "error $h->{error_code}" : ''));
+}
+{
+	my ($h) = exchange(65, 0, $vals{65}->(0));
+	ok($h && $h->{transaction_states}[0]{error_code} == 105,
+		'DescribeTransactions of an unknown id: TRANSACTIONAL_ID_NOT_FOUND (105)');
+	($h) = exchange(66, 1, $vals{66}->(1));
+	ok($h && $h->{error_code} == 0 && "@{ $h->{unknown_state_filters} }" eq 'NoSuchState',
+		'ListTransactions v1 answers the state filter it does not know');
 }
 print "1..$n\n";
 exit($failed ? 1 : 0);

@@ -3,7 +3,7 @@
 -- staged offsets; abort, a new epoch and the timeout drop them; an older
 -- epoch is fenced; the transactional id is an ACL resource.
 BEGIN;
-SELECT plan(30);
+SELECT plan(31);
 
 SELECT mq.create_topic('ktx-out', 2);
 SELECT mq.create_topic('ktx-in', 1);
@@ -23,8 +23,9 @@ SELECT lives_ok($$SELECT mq.kafka_txn_stage('app-1', (SELECT producer_id FROM p0
                      ARRAY['k1', 'k2']::bytea[], ARRAY['v1', 'v2']::bytea[])$$, 'its retry is accepted');
 SELECT is((SELECT count(*) FROM mq.kafka_txn_record), 1::bigint, 'and staged once');
 SELECT is((SELECT count(*) FROM mq.fetch('ktx-out', 1, 0)), 0::bigint, 'a staged batch is not in the log');
-SELECT is((SELECT state FROM mq.kafka_transactions WHERE transactional_id = 'app-1'), 'ongoing',
-          'the transaction is open');
+SELECT is((SELECT (state, kafka_state, staged_batches, topics, partitions)::text FROM mq.kafka_transactions
+            WHERE transactional_id = 'app-1'), '(ongoing,Ongoing,1,{ktx-out},{1})',
+          'the transaction is open, with a batch staged for ktx-out partition 1');
 SELECT lives_ok($$SELECT mq.send('ktx-out', NULL::bytea, 'plain'::bytea, partition => 1)$$,
                 'another producer appends to the partition meanwhile');
 SELECT throws_ok($$SELECT mq.kafka_txn_stage('app-1', (SELECT producer_id FROM p0), 0, 'ktx-out', 5, 1,
@@ -43,6 +44,8 @@ SELECT is(mq.kafka_txn_end('app-1', (SELECT producer_id FROM p0), 0, true), ARRA
 SELECT is((SELECT array_agg(convert_from(value, 'UTF8') ORDER BY msg_offset) FROM mq.fetch('ktx-out', 1, 0)),
           ARRAY['plain', 'v1', 'v2'], 'the records take their offsets at commit, after the plain one');
 SELECT is(mq.committed_offset('g1', 'ktx-in', 0), 1::bigint, 'the staged offset is committed with them');
+SELECT is((SELECT (kafka_state, staged_batches)::text FROM mq.kafka_transactions WHERE transactional_id = 'app-1'),
+          '(CompleteCommit,0)', 'then it is complete');
 SELECT is(mq.kafka_txn_end('app-1', (SELECT producer_id FROM p0), 0, true), '{}'::text[],
           'a retried commit succeeds and appends nothing');
 SELECT mq.kafka_txn_end('app-1', (SELECT producer_id FROM p0), 0, false);
