@@ -1,12 +1,15 @@
 """confluent-kafka-python (librdkafka) transactions against mq-kafka
 (test/kafka/transactions.sh).  Usage: txn.py BROKER MODE ARGS...
 
-  pipeline IN OUT GROUP N TXN_ID   consume-transform-produce: reads IN as
-      GROUP (read_committed, no auto commit), writes each value upper-cased
-      to OUT and sends the offsets to the transaction; commits every 5
-      records, until N records went through.  Prints JSON {"committed": n,
-      "errors": [failed delivery reports], "first_offset": the first
-      report's offset (None: -1)}.
+  pipeline IN OUT GROUP N TXN_ID [PACE]   consume-transform-produce:
+      reads IN as GROUP (read_committed, no auto commit), writes each
+      value upper-cased to OUT (PACE seconds apart) and sends the offsets
+      to the transaction; commits every 5 records, until N records went
+      through.  A transaction the client must abort (mq-kafka killed under
+      it) is aborted and its records read again from the committed
+      offsets.  Prints JSON {"committed": n, "aborted": transactions
+      aborted, "errors": [failed delivery reports], "first_offset": the
+      first report's offset (None: -1)}.
   abort OUT TXN_ID VALUE          produce VALUE in a transaction, then abort
   open OUT TXN_ID VALUE SECONDS   produce VALUE and keep the transaction
       open SECONDS, then try to commit; prints {"commit": "ok" | error name}
@@ -22,7 +25,7 @@ import json
 import sys
 import time
 
-from confluent_kafka import Consumer, KafkaException, Producer, TopicPartition
+from confluent_kafka import OFFSET_BEGINNING, Consumer, KafkaException, Producer
 
 broker = sys.argv[1]
 mode = sys.argv[2]
@@ -41,13 +44,41 @@ def err_name(e):
     return err.name() if hasattr(err, 'name') else str(err)
 
 
-def pipeline(src, dst, group, n, txn_id):
+def rewind(c):
+    """after an abort: back to the group's committed offsets"""
+    for tp in c.committed(c.assignment(), 30):
+        if tp.offset < 0:
+            tp.offset = OFFSET_BEGINNING
+        c.seek(tp)
+
+
+def end_batch(p, c):
+    """send the offsets and commit; True when committed, False when
+    aborted (the batch is to be done again); a retriable error retries"""
+    while True:
+        try:
+            p.send_offsets_to_transaction(c.position(c.assignment()), c.consumer_group_metadata(), 30)
+            p.commit_transaction(30)
+            return True
+        except KafkaException as e:
+            err = e.args[0]
+            if err.txn_requires_abort():
+                p.abort_transaction(30)
+                rewind(c)
+                return False
+            if not err.retriable():
+                raise
+            time.sleep(0.2)
+
+
+def pipeline(src, dst, group, n, txn_id, pace=0.0):
     p = producer(txn_id)
     c = Consumer({'bootstrap.servers': broker, 'group.id': group, 'enable.auto.commit': False,
                   'auto.offset.reset': 'earliest', 'isolation.level': 'read_committed'})
     c.subscribe([src])
     reports = []
     errors = []
+    aborted = 0
 
     def report(err, msg):
         if err:
@@ -58,22 +89,35 @@ def pipeline(src, dst, group, n, txn_id):
     done = 0
     p.begin_transaction()
     pending = 0
-    deadline = time.time() + 90
+    deadline = time.time() + 120
     while done < n and time.time() < deadline:
         msg = c.poll(0.5)
         if msg is None or msg.error():
             continue
-        p.produce(dst, msg.value().upper(), msg.key(), on_delivery=report)
+        try:
+            p.produce(dst, msg.value().upper(), msg.key(), on_delivery=report)
+        except KafkaException as e:
+            if not e.args[0].txn_requires_abort():
+                raise
+            p.abort_transaction(30)
+            rewind(c)
+            aborted += 1
+            pending = 0
+            p.begin_transaction()
+            continue
         pending += 1
+        time.sleep(pace)
         if pending == 5 or done + pending == n:
-            p.send_offsets_to_transaction(c.position(c.assignment()), c.consumer_group_metadata(), 30)
-            p.commit_transaction(30)
-            done += pending
+            if end_batch(p, c):
+                done += pending
+            else:
+                aborted += 1
             pending = 0
             p.begin_transaction()
     p.abort_transaction(30)
     c.close()
-    print(json.dumps({'committed': done, 'errors': errors, 'first_offset': reports[0] if reports else 'none'}))
+    print(json.dumps({'committed': done, 'aborted': aborted, 'errors': errors,
+                      'first_offset': reports[0] if reports else 'none'}))
 
 
 def abort(dst, txn_id, value):
@@ -153,7 +197,7 @@ def read(dst, n):
 
 
 if mode == 'pipeline':
-    pipeline(args[0], args[1], args[2], int(args[3]), args[4])
+    pipeline(args[0], args[1], args[2], int(args[3]), args[4], float(args[5]) if len(args) > 5 else 0.0)
 elif mode == 'abort':
     abort(*args)
 elif mode == 'open':
