@@ -40,7 +40,7 @@
 	"  FROM mq.kafka_transactions t ORDER BY 1"
 
 static const char *const kafka_states[] = {"Empty", "Ongoing", "PrepareCommit", "PrepareAbort",
-"CompleteCommit", "CompleteAbort", "Dead", "PrepareEpochFence"};
+										   "CompleteCommit", "CompleteAbort", "Dead", "PrepareEpochFence"};
 
 typedef struct ListState
 {
