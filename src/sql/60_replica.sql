@@ -285,15 +285,18 @@ BEGIN
     IF st.role <> 'leader' OR rp.topic_id IS NULL THEN
         RETURN st.high_watermark;
     END IF;
-    -- the leader's log end counts once its WAL is flushed (acks=all commits
-    -- without that flush, so that followers fetch it meanwhile)
-    v_leo := mq._replica_durable_log_end(p_topic_id, p_partition);
+    v_leo := mq._log_end_offset(p_topic_id, p_partition);
     v_new := mq._replica_isr_min(p_topic_id, p_partition, st.leader_epoch, rp, v_leo);
     IF v_new <= coalesce(st.high_watermark, -1) THEN
         RETURN st.high_watermark;
     END IF;
     SELECT * INTO rp FROM mq.replica_partition
      WHERE topic_id = p_topic_id AND partition = p_partition FOR SHARE;
+    -- it would move: the leader's log end counts once its WAL is flushed
+    -- (acks=all commits without that flush, so that the followers fetch
+    -- meanwhile).  Only here: a fetch that brings records to a follower
+    -- does not move the high watermark, so it never waits for the flush.
+    v_leo := mq._replica_durable_log_end(p_topic_id, p_partition);
     v_new := mq._replica_isr_min(p_topic_id, p_partition, st.leader_epoch, rp, v_leo);
     UPDATE mq.partition_state SET high_watermark = v_new
      WHERE topic_id = p_topic_id AND partition = p_partition
