@@ -168,7 +168,7 @@ fi
 # ---------------------------------------------------------------------------
 mq_phase "3 data nodes, a coordinator, 3 brokers"
 CONF=("fsync = on" "synchronous_commit = on" "shared_buffers = 256MB" "max_wal_size = 4GB"
-	"log_min_messages = warning" "max_prepared_transactions = 10")
+	"log_min_messages = warning" "max_prepared_transactions = 10" "track_functions = all")
 for n in node1 node2 node3 coord; do
 	cluster_start "$n" "${CONF[@]}"
 	cluster_psql "$n" -c "CREATE EXTENSION mq"
@@ -306,6 +306,21 @@ done
 echo "latency against acks=1: all p50 ${LAT[all,r50]}x p99 ${LAT[all,r99]}x (goal <= 2x, <= 3x);" \
 	"all-split ${LAT[all-split,r50]}x ${LAT[all-split,r99]}x; all-serial ${LAT[all-serial,r50]}x ${LAT[all-serial,r99]}x"
 if [[ -n "$KONLY" ]]; then
+	# P: where a single-record acks=all write spends its time in the servers
+	# (pg_stat_user_functions over one more run: calls, mean ms per call
+	# with and without the functions it calls)
+	mq_phase "P: single-record acks=all, time per call in the servers"
+	for i in 1 2 3; do cluster_psql "node$i" -A -t -c "SELECT pg_stat_reset()" >/dev/null; done
+	"$PGBENCH" -n -M prepared -c 1 -T "$DURATION" -f "$WORK/one_all.sql" -d "$(cluster_conninfo "node$L")" 2>&1 |
+		grep -E '^(number of transactions actually|latency average)'
+	for i in 1 2 3; do
+		cluster_psql "node$i" -A -F ' ' -c "SELECT 'node$i', funcname, calls,
+			round((total_time / calls)::numeric, 2) AS total_ms, round((self_time / calls)::numeric, 2) AS self_ms
+			FROM pg_stat_user_functions WHERE schemaname = 'mq' AND calls > 0
+			AND funcname IN ('produce', 'produce_records', 'produce_await', 'replica_fetch', 'replica_append',
+			                 '_replica_advance_hwm', '_replica_durable_log_end', '_replica_wait_records')
+			ORDER BY total_time DESC" | sed '$d'
+	done
 	ktable="| acks=all, replication.factor 3, min ISR 2, 1 partition; $RUNS x ${DURATION} s per figure | acks=1 | all | all-split | all-serial (old path) |
 |---|---|---|---|---|"
 	for c in $CLIENTS; do
