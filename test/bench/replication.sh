@@ -12,7 +12,7 @@
 #      2; for each client count in --clients.  Runs alternate (acks=1,
 #      acks=all, acks=1, ...); each figure is the median of --runs runs; the
 #      followers replicate during both (acks=1 does not wait for them).
-#      Printed: records/s of each and the ratio all/1 (goal >= 0.6).
+#      Printed: records/s of each and the ratio all/1 (goal >= 0.8).
 #      acks=all is measured three ways (docs/replication.md, "The
 #      acknowledgement path"): "all" is CALL mq.produce (the leader
 #      commits without its own flush, flushes while the followers fetch);
