@@ -88,6 +88,8 @@ static const KApi apis[] = {
 	 "`mq.delete_records`: the log start moves up to the offset (-1: the high watermark); the answer is the new low watermark"},
 	{KAPI_INIT_PRODUCER_ID, 0, 5, 2, h_init_producer_id,
 	 "`mq.init_producer()`; idempotent producers only"},
+	{KAPI_OFFSET_FOR_LEADER_EPOCH, 0, 4, 4, h_offset_for_leader_epoch,
+	 "where a leader epoch ends, from the partition's epoch history (`mq.leader_epochs`); the current leader epoch checked (v2+)"},
 	{KAPI_DESCRIBE_ACLS, 0, 3, 2, h_describe_acls,
 	 "`mq.grants` as the principal's role sees it (below: ACLs)"},
 	{KAPI_CREATE_ACLS, 0, 3, 2, h_create_acls,

@@ -59,23 +59,34 @@
  */
 #define FETCH_SQL \
 	"WITH r0 AS (SELECT u.i::int4 AS i, u.t, u.p, u.o, u.n, u.mb, s.log_start_offset AS lso," \
-	"                  s.high_watermark AS hw, s.log_end_offset AS leo" \
+	"                  s.high_watermark AS hw, s.log_end_offset AS leo, s.leader_epoch AS ep" \
 	"             FROM unnest($1::text[], $2::int4[], $3::int8[], $4::int4[], $5::int4[])" \
 	"                  WITH ORDINALITY AS u(t, p, o, n, mb, i)" \
 	"             LEFT JOIN mq.partitions s ON s.topic = u.t AND s.partition = u.p)," \
 	" r AS (SELECT * FROM r0 WHERE r0.lso IS NOT NULL)" \
 	" SELECT r0.i, CASE WHEN r0.lso IS NULL AND NOT mq.has_topic_privilege(r0.t, 'read') THEN -1" \
 	"        ELSE r0.lso END, r0.hw, NULL::int8, NULL::timestamptz, NULL::bytea, NULL::bytea," \
-	"        NULL::bool, NULL::text[], NULL::bytea[] FROM r0" \
+	"        NULL::bool, NULL::text[], NULL::bytea[], r0.ep, e.eps, e.starts FROM r0" \
+	" LEFT JOIN LATERAL (SELECT array_agg(q.leader_epoch ORDER BY q.leader_epoch) AS eps," \
+	"        array_agg(q.start_offset ORDER BY q.leader_epoch) AS starts FROM (" \
+	"     SELECT h.leader_epoch, h.start_offset FROM mq.leader_epochs h" \
+	"      WHERE h.topic = r0.t AND h.partition = r0.p AND h.leader_epoch >= coalesce((" \
+	"            SELECT max(x.leader_epoch) FROM mq.leader_epochs x WHERE x.topic = r0.t" \
+	"               AND x.partition = r0.p AND x.start_offset <= r0.o), -1)" \
+	"      ORDER BY h.leader_epoch LIMIT " FETCH_EPOCHS_SQL ") q) e ON r0.lso IS NOT NULL" \
 	" UNION ALL" \
 	" SELECT r.i, NULL, NULL, f.msg_offset, coalesce(f.timestamp, f.created_at), f.key, f.value," \
 	"        f.timestamp_type = 'LogAppendTime'," \
 	"        CASE WHEN f.header_list IS NOT NULL THEN ARRAY(SELECT h.key" \
 	"          FROM unnest(f.header_list) WITH ORDINALITY h(key, value, n) ORDER BY h.n) END," \
 	"        CASE WHEN f.header_list IS NOT NULL THEN ARRAY(SELECT h.value" \
-	"          FROM unnest(f.header_list) WITH ORDINALITY h(key, value, n) ORDER BY h.n) END" \
+	"          FROM unnest(f.header_list) WITH ORDINALITY h(key, value, n) ORDER BY h.n) END," \
+	"        NULL::int4, NULL::int4[], NULL::int8[]" \
 	"   FROM r CROSS JOIN LATERAL mq.fetch(r.t, r.p, CASE WHEN r.o >= r.lso AND r.o < r.hw" \
 	"                                      THEN r.o ELSE r.leo END, r.n, max_bytes => r.mb) f"
+
+/* FETCH_EPOCHS + 1 (fetch_epochs.c) */
+#define FETCH_EPOCHS_SQL "9"
 
 /*
  * bounds[k] of a partition the role may not see nor read: Kafka's
@@ -287,9 +298,13 @@ fetch_encode(KRequest *req, FetchState *s)
 			{
 				lso = mq_get_int64(res, bounds[k], COL_LSO);
 				hw = mq_get_int64(res, bounds[k], COL_HW);
-				code = (fp->offset < lso || fp->offset > hw) ? KERR_OFFSET_OUT_OF_RANGE : KERR_NONE;
-				encode_partition(res, rows + first, next - first, fp, &s->bytes, s->max_bytes,
-								 &recs, req->api_version >= 4 ? 2 : req->api_version >= 2);
+				fetch_epochs_read(res, bounds[k], fp);
+				code = fetch_epoch_check(res, bounds[k], fp);
+				if (code == KERR_NONE && (fp->offset < lso || fp->offset > hw))
+					code = KERR_OFFSET_OUT_OF_RANGE;
+				if (code == KERR_NONE || code == KERR_OFFSET_OUT_OF_RANGE)
+					encode_partition(res, rows + first, next - first, fp, &s->bytes, s->max_bytes,
+									 &recs, req->api_version >= 4 ? 2 : req->api_version >= 2);
 			}
 			else if (res && s->ids && s->topics[t].len == 0)
 				code = KERR_UNKNOWN_TOPIC_ID;
@@ -439,8 +454,7 @@ fetch_decode(KRequest *req, FetchState *s)
 
 			fp->topic = t;
 			fp->partition = kr_i32(r);
-			if (v >= 9)
-				(void) kr_i32(r);	/* current leader epoch */
+			fp->current_epoch = v >= 9 ? kr_i32(r) : -1;
 			fp->offset = kr_i64(r);
 			if (v >= 12)
 				(void) kr_i32(r);	/* last fetched epoch */
