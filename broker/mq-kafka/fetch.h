@@ -36,6 +36,13 @@ typedef struct FPart
 	int64_t		epochs_end;		/* records from here on wait for the next Fetch */
 } FPart;
 
+/* a partition a Fetch's forgotten_topics_data takes out of its session */
+typedef struct FForgotten
+{
+	KSlice		key;			/* topic name, or id (v13+) */
+	int32_t		partition;
+} FForgotten;
+
 typedef struct FetchState
 {
 	KJob		job;
@@ -56,6 +63,15 @@ typedef struct FetchState
 	KRequest   *req;
 	struct FetchState *prev,
 			   *next; /* parked list */
+	/* fetch sessions (fetch_session.c) */
+	int32_t		session_id;		/* as the request says */
+	int32_t		session_epoch;
+	int32_t		nforgotten;
+	FForgotten *forgotten;
+	int32_t		sess_id;		/* the session answered (0: none) */
+	bool		sess_incremental;
+	uint32_t	sess_gen;
+	char	   *sess_keys;		/* topics point here after an incremental fetch */
 } FetchState;
 
 /* the columns of a Fetch statement's result (h_fetch.c) */
@@ -101,6 +117,20 @@ extern void encode_partition(PGresult *res, const FRow *rows, int n, FPart *fp, 
 extern void fetch_epochs_read(PGresult *res, int row, FPart *fp);
 extern int16_t fetch_epoch_check(PGresult *res, int row, const FPart *fp);
 extern int32_t fetch_epoch_at(const FPart *fp, int64_t offset);
+
+/*
+ * fetch_session.c (KIP-227): apply s's session id and epoch (Fetch v7+);
+ * an incremental fetch's partitions become all of its session's.  False
+ * if the request is answered with a session error (written in s's
+ * response).  fsess_keep: whether partition k goes in the response (in
+ * an incremental one, only what changed); fsess_sent: the response is
+ * sent, its high watermarks are what the session's client knows.
+ */
+extern bool fsess_begin(FetchState *s);
+extern bool fsess_keep(FetchState *s, int32_t k, int16_t code, int64_t hw, int64_t log_start,
+					   size_t bytes);
+extern void fsess_sent(const FetchState *s);
+extern int	fsess_count(void);
 
 /*
  * What the read-ahead (below the handler) runs of the handler's, handed

@@ -28,8 +28,11 @@
  * resolves the ids to names, and an id no topic has is UNKNOWN_TOPIC_ID.
  * v15 moves the replica id into a tagged field, v16 and v17 add tagged
  * fields only; last_fetched_epoch (v12+) is for replicas and is ignored.
- * There are no fetch sessions (KIP-227): the session id is always 0, so
- * clients send full requests.
+ * Fetch sessions (KIP-227, v7+) are fetch_session.c's: after decoding, it
+ * turns an incremental request into its session's partitions, and the
+ * response leaves out the partitions it says have nothing new.  The
+ * current leader epoch (v9+) is checked, and each batch carries its
+ * records' leader epoch (fetch_epochs.c).
  *
  *-------------------------------------------------------------------------
  */
@@ -101,6 +104,7 @@ static struct event *recheck_ev;
 static void fetch_attempt(FetchState *s);
 static void fetch_job(FetchState *s);
 static void fetch_done(KRequest *req);
+static void fetch_decode_forgotten(KReader *r, FetchState *s);
 
 /* what the read-ahead runs of this handler's */
 static const FetchOps fetch_ops = {fetch_job, fetch_done};
@@ -117,6 +121,8 @@ fetch_state_free(void *p)
 	free(s->ids);
 	free(s->names);
 	free(s->parts);
+	free(s->forgotten);
+	free(s->sess_keys);
 	free(s);
 }
 
@@ -252,6 +258,8 @@ fetch_encode(KRequest *req, FetchState *s)
 	int			nrows = 0,
 				next = 0;
 	KWriter		recs;
+	size_t		topics_at;
+	int32_t		ntopics = 0;
 
 	kw_reset(w);
 	kw_init(&recs);
@@ -266,12 +274,13 @@ fetch_encode(KRequest *req, FetchState *s)
 	if (req->api_version >= 7)
 	{
 		kw_i16(w, KERR_NONE);
-		kw_i32(w, 0);			/* session id: no fetch sessions */
+		kw_i32(w, s->sess_id);
 	}
-	kw_array(w, s->ntopics);
+	topics_at = kw_later(w);
 	for (int32_t t = 0; t < s->ntopics; t++)
 	{
-		size_t		count_at;
+		size_t		count_at,
+					topic_at = w->len;
 		int32_t		cnt = 0;
 
 		if (s->ids)
@@ -279,7 +288,7 @@ fetch_encode(KRequest *req, FetchState *s)
 		else
 			kw_strn(w, s->topics[t].p, s->topics[t].len);
 		count_at = kw_later(w);
-		for (; k < s->nparts && s->parts[k].topic == t; k++, cnt++)
+		for (; k < s->nparts && s->parts[k].topic == t; k++)
 		{
 			FPart	   *fp = &s->parts[k];
 			int64_t		lso = -1,
@@ -309,11 +318,22 @@ fetch_encode(KRequest *req, FetchState *s)
 			else if (res && s->ids && s->topics[t].len == 0)
 				code = KERR_UNKNOWN_TOPIC_ID;
 			fp->high_watermark = hw;
-			write_partition(req, fp, code, lso, hw, &recs);
+			if (fsess_keep(s, k, code, hw, lso, recs.len))
+			{
+				write_partition(req, fp, code, lso, hw, &recs);
+				cnt++;
+			}
+		}
+		if (cnt == 0 && s->sess_incremental)
+		{
+			w->len = topic_at;	/* nothing new in the topic */
+			continue;
 		}
 		kw_fill_count(w, count_at, cnt);
 		kw_tags(w);
+		ntopics++;
 	}
+	kw_fill_count(w, topics_at, ntopics);
 	kw_free(&recs);
 	free(rows);
 	free(bounds);
@@ -367,6 +387,7 @@ fetch_done(KRequest *req)
 	{
 		if (!s->failed && s->bytes > 0 && !conn_closed(req->conn))
 			ahead_after(s, &fetch_ops);
+		fsess_sent(s);
 		req_finish(req);
 		return;
 	}
@@ -420,10 +441,11 @@ fetch_decode(KRequest *req, FetchState *s)
 	s->max_bytes = v >= 3 ? kr_i32(r) : INT32_MAX;
 	if (v >= 4)
 		(void) kr_i8(r);		/* isolation level: LSO is the high watermark */
+	s->session_epoch = -1;
 	if (v >= 7)
 	{
-		(void) kr_i32(r);		/* session id */
-		(void) kr_i32(r);		/* session epoch */
+		s->session_id = kr_i32(r);
+		s->session_epoch = kr_i32(r);
 	}
 	s->ntopics = kr_array(r, 6);
 	s->topics = mq_malloc0(sizeof(KSlice) * (s->ntopics > 0 ? s->ntopics : 1));
@@ -465,8 +487,31 @@ fetch_decode(KRequest *req, FetchState *s)
 		}
 		kr_tags(r);
 	}
+	if (v >= 7)
+		fetch_decode_forgotten(r, s);
 	s->deadline_us = mq_now_us() + (int64_t) (max_wait > 0 ? max_wait : 0) * 1000;
 	return !r->err && s->max_bytes >= 0;
+}
+
+/* forgotten_topics_data (v7+): partitions leaving the session */
+static void
+fetch_decode_forgotten(KReader *r, FetchState *s)
+{
+	int32_t		nt = kr_array(r, 6);
+
+	s->forgotten = mq_malloc0(sizeof(FForgotten) * (kr_left(r) / 4 + 1));
+	for (int32_t t = 0; t < nt && !r->err; t++)
+	{
+		KSlice		key = s->req->api_version >= 13 ? kr_uuid(r) : kr_str(r);
+		int32_t		n = kr_array(r, 4);
+
+		for (int32_t i = 0; i < n && !r->err; i++)
+		{
+			s->forgotten[s->nforgotten].key = key;
+			s->forgotten[s->nforgotten++].partition = kr_i32(r);
+		}
+		kr_tags(r);
+	}
 }
 
 /* a fetch whose topics are known: answer from a read-ahead or read */
@@ -488,6 +533,11 @@ h_fetch(KRequest *req)
 	if (!fetch_decode(req, s))
 	{
 		req_abort(req);
+		return;
+	}
+	if (!fsess_begin(s))
+	{
+		req_finish(req);
 		return;
 	}
 	s->timer = evtimer_new(kbase, on_deadline, s);

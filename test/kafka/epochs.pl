@@ -4,7 +4,8 @@
 # history that starts at epoch 3): OffsetForLeaderEpoch's answers as
 # Kafka's epoch cache gives them, Fetch's current leader epoch check and
 # each batch's partition leader epoch, OffsetFetch's committed leader
-# epoch.  Prints TAP.
+# epoch; and that an API not served is not advertised and closes the
+# connection when sent anyway.  Prints TAP.
 use strict;
 use warnings;
 use IO::Socket::INET;
@@ -58,6 +59,19 @@ sub call {
 		$adv{$k} = "$lo-$hi";
 	}
 	ok(($adv{23} // '') eq '0-4', 'ApiVersions advertises OffsetForLeaderEpoch (23) 0-4', 'got ' . ($adv{23} // 'none'));
+}
+
+# ---- what is not served: not advertised, and a request closes the
+# connection (Kafka closes it for an API or version it does not serve)
+{
+	my $r = call(18, 0, '');
+	my $cnt = defined $r ? unpack('x2 l>', $r) : 0;
+	my %adv = map { unpack('x' . (6 + 6 * $_) . ' s>', $r) => 1 } 0 .. $cnt - 1;
+	ok($cnt > 0 && !$adv{35} && !$adv{43} && !$adv{60}, 'DescribeLogDirs (35), ElectLeaders (43), DescribeCluster (60) are not advertised');
+	ok(!defined call(60, 0, pack('C', 0)), 'a DescribeCluster request sent anyway closes the connection');
+	$sock = IO::Socket::INET->new(PeerAddr => '127.0.0.1', PeerPort => $port, Proto => 'tcp') or die "connect: $!\n";
+	$r = call(18, 0, '');
+	ok(defined $r && unpack('s>', $r) == 0, 'and the daemon serves the next connection');
 }
 
 # ---- OffsetForLeaderEpoch v3 (v2+: current leader epoch): (error, epoch, end offset)
