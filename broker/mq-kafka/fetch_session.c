@@ -156,7 +156,7 @@ static KSlice
 req_key(const FetchState *s, int32_t t)
 {
 	if (s->ids)
-		return (KSlice) {s->ids + 16 * t, 16};
+		return (KSlice){s->ids + 16 * t, 16};
 	return s->topics[t];
 }
 
@@ -261,10 +261,10 @@ take_session(FetchState *s, const Session *x)
 			if (x->ids)
 			{
 				memcpy(s->ids + 16 * t, p->key, 16);
-				s->topics[t] = (KSlice) {(const uint8_t *) "", 0};	/* until resolved */
+				s->topics[t] = (KSlice){(const uint8_t *) "", 0};	/* until resolved */
 			}
 			else
-				s->topics[t] = (KSlice) {(const uint8_t *) s->sess_keys + pos, p->keylen};
+				s->topics[t] = (KSlice){(const uint8_t *) s->sess_keys + pos, p->keylen};
 			pos += p->keylen;
 		}
 		fp->topic = t;

@@ -3,8 +3,8 @@
 # from 5, seven records, group eg's offset 4, and topic ep2 an epoch
 # history that starts at epoch 3): OffsetForLeaderEpoch's answers as
 # Kafka's epoch cache gives them, Fetch's current leader epoch check and
-# each batch's partition leader epoch, OffsetFetch's committed leader
-# epoch; and that an API not served is not advertised and closes the
+# each batch's partition leader epoch, ListOffsets' and OffsetFetch's
+# epochs; and that an API not served is not advertised and closes the
 # connection when sent anyway.  Prints TAP.
 use strict;
 use warnings;
@@ -157,6 +157,15 @@ sub fetch_batches {
 	ok(defined $e && $e == 75 && !@$b, 'with a newer one: UNKNOWN_LEADER_EPOCH', 'got ' . ($e // 'closed'));
 	($e, $b) = fetch_batches(-1);
 	ok(defined $e && $e == 0 && @$b == 3, 'with none (-1): not checked', 'got ' . ($e // 'closed'));
+}
+
+# ---- ListOffsets v4: the epoch of the record answered (earliest), the current one (latest)
+for my $c ([-2, 0, 0, 'earliest: offset 0, written under epoch 0'], [-1, 7, 5, 'latest: the high watermark, the current epoch 5']) {
+	my ($ts, $want_off, $want_epoch, $what) = @$c;
+	my $r = call(2, 4, pack('l> c l>', -1, 0, 1) . str('ep') . pack('l> l> l> q>', 1, 0, -1, $ts));
+	my ($e, $off, $epoch) = defined $r ? unpack('x4 x4 x2 x2 x4 x4 s> x8 q> l>', $r) : ();
+	ok(defined $e && $e == 0 && $off == $want_off && $epoch == $want_epoch, "ListOffsets v4 $what",
+		'got ' . join(', ', map { $_ // 'undef' } $e, $off, $epoch));
 }
 
 # ---- OffsetFetch v5: the committed leader epoch is the epoch of the record before the offset
