@@ -8,9 +8,10 @@
  * The statement (h_fetch.c) gives each partition's bounds row the
  * partition's leader epoch and its epoch history (mq.leader_epochs) from
  * the epoch in force at the fetch offset on, at most FETCH_EPOCHS + 1 of
- * them.  A batch carries the epoch under which its first record was
- * written: the largest epoch starting at or before it; fetch_records.c
- * starts a new batch where an epoch starts.  When more than FETCH_EPOCHS
+ * them; a partition still at epoch 0 (never elected: every record is of
+ * epoch 0) skips the lookup.  A batch carries the epoch under which its
+ * first record was written: the largest epoch starting at or before it;
+ * fetch_records.c starts a new batch where an epoch starts.  When more than FETCH_EPOCHS
  * epochs follow the offset, the records from the start of the one not
  * kept on are left for the consumer's next Fetch (epochs_end).
  *

@@ -63,11 +63,12 @@ fetch_sql() {
 		cols=", r0.ep, e.eps, e.starts"
 		lat=" LEFT JOIN LATERAL (SELECT array_agg(q.leader_epoch ORDER BY q.leader_epoch) AS eps,
 		        array_agg(q.start_offset ORDER BY q.leader_epoch) AS starts FROM (
-		     SELECT h.leader_epoch, h.start_offset FROM mq.leader_epochs h
-		      WHERE h.topic = r0.t AND h.partition = r0.p AND h.leader_epoch >= coalesce((
-		            SELECT max(x.leader_epoch) FROM mq.leader_epochs x WHERE x.topic = r0.t
-		               AND x.partition = r0.p AND x.start_offset <= r0.o), -1)
-		      ORDER BY h.leader_epoch LIMIT 9) q) e ON r0.lso IS NOT NULL"
+		     SELECT w.leader_epoch, w.start_offset FROM (
+		       SELECT h.leader_epoch, h.start_offset,
+		              lead(h.start_offset) OVER (ORDER BY h.leader_epoch) AS next_start
+		         FROM mq.leader_epochs h WHERE h.topic = r0.t AND h.partition = r0.p) w
+		      WHERE w.next_start IS NULL OR w.next_start > r0.o
+		      ORDER BY w.leader_epoch LIMIT 9) q) e ON r0.lso IS NOT NULL"
 		nulls=", NULL::int4, NULL::int4[], NULL::int8[]"
 	fi
 	cat <<EOF3
