@@ -3,7 +3,8 @@
 # two records, partition 1 none; records are added through psql on the
 # test database): a full fetch opens a session, an incremental one answers only the
 # partitions with something new, forgotten partitions leave the session,
-# stale epochs and unknown ids get Kafka's errors, a session closes, and a
+# stale epochs, unknown ids and a change of topic naming (names vs v13+
+# ids) get Kafka's errors, a session closes, and a
 # full cache evicts as Kafka's does.  Prints TAP.
 use strict;
 use warnings;
@@ -12,6 +13,7 @@ use IO::Select;
 use FindBin;
 use lib $FindBin::Bin;
 use KafkaWire;
+use Digest::MD5 qw(md5);
 
 my $port = shift or die "usage: fetch_sessions.pl PORT\n";
 $| = 1;
@@ -30,8 +32,8 @@ my $sock = IO::Socket::INET->new(PeerAddr => '127.0.0.1', PeerPort => $port, Pro
   or die "connect: $!\n";
 
 sub call {
-	my ($api, $ver, $body) = @_;
-	my $frame = pack('s> s> l>', $api, $ver, 7) . str('fetch_sessions.pl') . $body;
+	my ($api, $ver, $body, $flex) = @_;
+	my $frame = pack('s> s> l>', $api, $ver, 7) . str('fetch_sessions.pl') . ($flex ? "\0" : '') . $body;
 	$sock->syswrite(pack('l>', length $frame) . $frame);
 	my $sel = IO::Select->new($sock);
 	my $buf = '';
@@ -41,7 +43,7 @@ sub call {
 		return undef unless $got;
 		if (length $buf >= 4) {
 			my $size = unpack('l>', $buf);
-			return substr($buf, 8, $size - 4) if length $buf >= 4 + $size;
+			return substr($buf, $flex ? 9 : 8, $size - ($flex ? 5 : 4)) if length $buf >= 4 + $size;
 		}
 	}
 }
@@ -137,6 +139,35 @@ $h = fetch($id, 6, []);
 ok($h && $h->{error} == 70, 'the closed session is not found (70)', 'got error ' . ($h ? $h->{error} : 'closed'));
 $h = fetch(0, -1, [[0, 0]]);
 ok($h && $h->{error} == 0 && $h->{session} == 0, 'session 0, epoch -1: sessionless, as before KIP-227', 'got ' . shown($h));
+
+# ---- v13+ sessions name topics by id (the MD5 of the name): a session
+# opened with ids takes only requests with ids (Kafka's
+# FETCH_SESSION_TOPIC_ID_ERROR otherwise)
+sub fetch13 {
+	my ($id, $epoch, $offset) = @_;
+	my $body = pack('l> l> l> l> c l> l>', -1, 0, 1, 1 << 20, 0, $id, $epoch);
+	$body .= defined $offset
+	  ? chr(2) . md5('fs') . chr(2) . pack('l> l> q> l> q> l>', 0, -1, $offset, -1, -1, 1 << 20) . "\0\0"
+	  : chr(1);
+	$body .= chr(1) . chr(1) . "\0";	# no forgotten topics, rack "", tags
+	my $r = call(1, 13, $body, 1);
+	return undef unless defined $r;
+	my ($err, $session, $count) = unpack('x4 s> l> C', $r);
+	return { error => $err, session => $session, topics => $count - 1 };
+}
+{
+	my $h13 = fetch13(0, 0, 0);
+	my $id13 = $h13 && $h13->{session};
+	ok($h13 && $h13->{error} == 0 && $id13 && $h13->{topics} == 1, 'Fetch v13 by topic id opens a session',
+		'got ' . ($h13 ? "error $h13->{error} session $h13->{session} topics $h13->{topics}" : 'closed'));
+	$h13 = fetch13($id13, 1, 3);
+	ok($h13 && $h13->{error} == 0 && $h13->{session} == $id13 && $h13->{topics} == 0,
+		'its incremental fetch with nothing new answers no topic', 'got ' . ($h13 ? "error $h13->{error} topics $h13->{topics}" : 'closed'));
+	$h = fetch($id13, 2, []);
+	ok($h && $h->{error} == 106, 'the session taken on by Fetch v11 (names): FETCH_SESSION_TOPIC_ID_ERROR (106)',
+		'got error ' . ($h ? $h->{error} : 'closed'));
+	fetch13($id13, -1, 3);	# closed, for the cache's count below
+}
 
 # ---- the cache: 1000 slots; a full cache refuses an equal session and
 # evicts the smallest for a larger one
