@@ -367,6 +367,8 @@ COMMENT ON VIEW mq.topics IS
     'topics with id, partition count, config and creation time';
 COMMENT ON VIEW mq.partitions IS
     'partitions with log start, log end, high watermark, leader epoch, role and log table';
+COMMENT ON VIEW mq.leader_epochs IS
+    'each partition''s leader epochs and their start offsets (KIP-101), for the topics the caller may describe';
 COMMENT ON VIEW mq.segments IS
     'segments with offset range, table, creation time and size';
 COMMENT ON FUNCTION mq._retain_topic(integer, jsonb) IS
