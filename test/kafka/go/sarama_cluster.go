@@ -17,7 +17,7 @@
 //	    message format v0; acks=1 and 3 retries unless acks is given: 1,
 //	    -1 or all) sends keyed records "v0".."vN-1" (hash partitioner):
 //	    "ack VALUE PARTITION OFFSET" or "fail VALUE ERROR", then
-//	    "done ACKED FAILED"
+//	    "done ACKED FAILED"; PACE_MS (default 20) after every 50 records
 //	sarama_cluster consume BOOT TOPIC GROUP MAX IDLE_S
 //	    one member of GROUP at the lowest version sarama allows groups at
 //	    (0.10.2), defaults otherwise (OffsetCommit v1), from the oldest
@@ -39,6 +39,15 @@ import (
 )
 
 var outMu sync.Mutex
+
+// produce: the pause after every 50 records (PACE_MS, default 20)
+var pace = 20 * time.Millisecond
+
+func init() {
+	if ms, err := strconv.Atoi(os.Getenv("PACE_MS")); err == nil {
+		pace = time.Duration(ms) * time.Millisecond
+	}
+}
 
 func say(format string, args ...interface{}) {
 	outMu.Lock()
@@ -146,7 +155,7 @@ func produce(boot, topic string, n int, acks string) {
 		p.Input() <- &sarama.ProducerMessage{Topic: topic, Key: sarama.StringEncoder(fmt.Sprintf("k%d", i)),
 			Value: sarama.StringEncoder(v), Metadata: v}
 		if i%50 == 49 {
-			time.Sleep(20 * time.Millisecond) // a steady stream, not one burst
+			time.Sleep(pace) // a steady stream, not one burst
 		}
 	}
 	p.AsyncClose()
