@@ -153,6 +153,12 @@ cluster_coordinates(const char *group)
 }
 
 KPool *
+cluster_coord_pool(void)
+{
+	return coord_pool;
+}
+
+KPool *
 cluster_node_pool(const KBroker *b)
 {
 	char		name[64];

@@ -53,6 +53,11 @@ extern bool cluster_coordinates(const char *group);
  * a Kafka error when no live leader is known.
  */
 extern KPool *cluster_leader_pool(const char *topic, int partition, int16_t *code);
+/*
+ * The one-connection pool to the coordinator database that the view's
+ * refreshes use (NULL without --coordinator): CreateTopics in a cluster.
+ */
+extern KPool *cluster_coord_pool(void);
 /* the pool of broker b's node (made on first use); NULL if none can be */
 extern KPool *cluster_node_pool(const KBroker *b);
 

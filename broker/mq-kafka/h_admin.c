@@ -5,12 +5,29 @@
  *	  (v0-v3) on mq.create_topic, mq.drop_topic and mq.add_partitions.
  *	  Loop thread; one job with a statement per topic.
  *
- * Topics are created unreplicated: a replication factor above 1 and
- * manual replica assignments are refused (INVALID_REPLICATION_FACTOR,
- * INVALID_REPLICA_ASSIGNMENT); replicated topics are made with SQL
- * (docs/replication.md).  Configs go to mq.create_topic as a JSON object
- * of strings, so mq's own validation decides (INVALID_CONFIG).
- * validate_only runs the creation in a transaction that is rolled back.
+ * On a single node, topics are created unreplicated: a replication factor
+ * above 1 and manual replica assignments are refused
+ * (INVALID_REPLICATION_FACTOR, INVALID_REPLICA_ASSIGNMENT).  Configs go to
+ * mq.create_topic as a JSON object of strings, so mq's own validation
+ * decides (INVALID_CONFIG).  validate_only runs the creation in a
+ * transaction that is rolled back.
+ *
+ * In a replicated cluster (--coordinator) a Kafka topic is the cluster's,
+ * so CreateTopics makes it on the coordinator (mq_coord.create_topic, with
+ * the request's replication factor, -1 its default of 1): the brokers
+ * place it on the replicas' nodes and elect leaders, and every daemon's
+ * Metadata names it once its view has it.  This node first runs the
+ * creation as the client, rolled back, so that the client's rights, the
+ * name, partitions and configs are checked as on a single node; only what
+ * passes goes to the coordinator, as the daemon's role (a second job, on
+ * cluster.c's coordinator pool).  A name the coordinator knows already is
+ * TOPIC_ALREADY_EXISTS.  The answer comes once the coordinator has the
+ * topic, as a KRaft controller's does: until the daemons' views have it
+ * (--refresh-ms), Metadata may still call it unknown, and clients retry.
+ * DeleteTopics of a replicated topic (this node holds a replica; with or
+ * without --coordinator) is refused with TOPIC_DELETION_DISABLED and
+ * nothing dropped: nothing deletes a replicated topic on every node yet,
+ * and dropping one node's replica would break the partition.
  *
  * CreateTopics v5+ answers the partitions and replication factor made
  * (-1 on an error, as Kafka) and no configs (null, which Kafka's schema
@@ -27,19 +44,30 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "cluster.h"
 #include "kerr.h"
 #include "pgbinary.h"
 #include "topic_id.h"
 #include "util.h"
 
 #define KERR_INVALID_REPLICA_ASSIGNMENT 39
+#define KERR_TOPIC_DELETION_DISABLED 73
+#define SQLSTATE_UNIQUE_VIOLATION "23505"
+
+#define COORD_CREATE_SQL \
+	"SELECT mq_coord.create_topic($1, $2, jsonb_object($3::text[], $4::text[]))"
 
 #define CREATE_SQL \
 	"SELECT mq.create_topic($1, $2, jsonb_object($3::text[], $4::text[])), " TOPIC_ID_SQL("$1")
 
-/* by name, or (DeleteTopics v6+, name null) by id */
+/*
+ * by name, or (DeleteTopics v6+, name null) by id; a replicated topic is
+ * left alone (false): dropping this node's replica would break it
+ */
 #define DROP_SQL \
-	"SELECT mq.drop_topic(t), t, " TOPIC_ID_SQL("t") \
+	"SELECT CASE WHEN EXISTS (SELECT 1 FROM mq.replica_status r WHERE r.topic = t" \
+	"                            AND r.role IS DISTINCT FROM 'standalone') THEN false" \
+	"            ELSE mq.drop_topic(t)::text = '' END, t, " TOPIC_ID_SQL("t") \
 	"  FROM (SELECT coalesce($1, (SELECT topic FROM mq.topics" \
 	"                              WHERE " TOPIC_ID_SQL("topic") " = $2)) t) x WHERE t IS NOT NULL"
 
@@ -47,8 +75,10 @@ typedef struct TopicSpec
 {
 	KSlice		name;
 	int32_t		partitions;		/* CreateTopics: as asked */
+	int16_t		replication;	/* CreateTopics: as asked */
 	int16_t		code;			/* refused before reaching the database */
 	int			stmt;			/* the create or drop statement, or -1 */
+	int			coord_stmt;		/* in a cluster: its statement in coord, or -1 */
 	char		id_hex[33];		/* DeleteTopics v6+: the id asked for */
 } TopicSpec;
 
@@ -57,6 +87,8 @@ typedef struct AdminState
 	KJob		job;
 	int32_t		n;
 	TopicSpec  *specs;
+	KJob		coord;			/* CreateTopics in a cluster: on the coordinator */
+	KRequest	coord_req;		/* what the coordinator's pool runs */
 } AdminState;
 
 static void
@@ -65,6 +97,7 @@ admin_state_free(void *p)
 	AdminState *s = p;
 
 	kjob_free(&s->job);
+	kjob_free(&s->coord);
 	free(s->specs);
 	free(s);
 }
@@ -122,9 +155,18 @@ read_spec(KReader *r, AdminState *s, TopicSpec *t)
 	}
 	kr_tags(r);
 	t->partitions = partitions < 0 ? 1 : partitions;
-	t->stmt = -1;
-	t->code = replication > 1 ? KERR_INVALID_REPLICATION_FACTOR : nassign > 0 ? KERR_INVALID_REPLICA_ASSIGNMENT :
-		KERR_NONE;
+	t->replication = replication;
+	t->stmt = t->coord_stmt = -1;
+	t->code = replication > 1 && !cluster_enabled() ? KERR_INVALID_REPLICATION_FACTOR :
+		nassign > 0 ? KERR_INVALID_REPLICA_ASSIGNMENT : KERR_NONE;
+	if (cluster_enabled() && replication > 0)
+	{
+		char		rf[8];
+
+		snprintf(rf, sizeof(rf), "%d", replication);
+		mq_array_add(&keys, "replication.factor", 18);
+		mq_array_add(&vals, rf, strlen(rf));
+	}
 	if (t->code == KERR_NONE && !r->err)
 	{
 		name = kslice_dup(t->name);
@@ -172,11 +214,19 @@ write_topic_results(KRequest *req, bool throttle, bool messages)
 	{
 		TopicSpec  *t = &s->specs[i];
 		KStmt	   *st = t->stmt >= 0 ? &s->job.stmts[t->stmt] : NULL;
+		KStmt	   *cst = t->coord_stmt >= 0 ? &s->coord.stmts[t->coord_stmt] : NULL;
+		const char *message = NULL;
 		int16_t		code = t->code;
 		uint8_t		id[16];
 
-		if (st)
-			(void) kstmt_failed(st, &code);
+		if (st && kstmt_failed(st, &code))
+			message = st->err.message;
+		else if (cst && kstmt_failed(cst, &code))
+		{
+			message = cst->err.message;
+			if (strcmp(cst->err.sqlstate, SQLSTATE_UNIQUE_VIOLATION) == 0)
+				code = KERR_TOPIC_ALREADY_EXISTS;
+		}
 		kw_strn(w, t->name.p, t->name.len);
 		if (create && req->api_version >= 7)
 		{
@@ -186,11 +236,12 @@ write_topic_results(KRequest *req, bool throttle, bool messages)
 		}
 		kw_i16(w, code);
 		if (messages)
-			kw_str(w, st && st->err.message ? st->err.message : NULL);
+			kw_str(w, message);
 		if (create && req->api_version >= 5)
 		{
 			kw_i32(w, code == KERR_NONE ? t->partitions : -1);
-			kw_i16(w, code == KERR_NONE ? 1 : -1);	/* replication factor */
+			/* replication factor */
+			kw_i16(w, code != KERR_NONE ? -1 : cst && t->replication > 0 ? t->replication : 1);
 			kw_array(w, -1);	/* configs: not answered */
 		}
 		kw_tags(w);
@@ -202,6 +253,42 @@ static void
 create_topics_done(KRequest *req)
 {
 	write_topic_results(req, req->api_version >= 2, req->api_version >= 1);
+}
+
+static void
+coord_created(KRequest *sub)
+{
+	create_topics_done(sub->state);
+}
+
+/*
+ * In a cluster, after this node checked each topic (rolled back): the
+ * ones that passed, on the coordinator.  The parameters are the checked
+ * statement's (wrap_in_rollback put it at stmt).
+ */
+static void
+create_checked(KRequest *req)
+{
+	AdminState *s = req->state;
+	int16_t		code;
+
+	for (int32_t i = 0; i < s->n; i++)
+	{
+		TopicSpec  *t = &s->specs[i];
+		KStmt	   *st = t->stmt >= 0 ? &s->job.stmts[t->stmt] : NULL;
+		KStmt	   *cst;
+
+		if (st == NULL || kstmt_failed(st, &code))
+			continue;
+		cst = kjob_add(&s->coord, COORD_CREATE_SQL, 0);
+		t->coord_stmt = s->coord.n - 1;
+		kstmt_text(cst, MQ_TEXTOID, st->values[0]);
+		kstmt_int(cst, MQ_INT4OID, t->partitions);
+		kstmt_binary(cst, MQ_TEXTARRAYOID, st->values[2], st->lengths[2]);
+		kstmt_binary(cst, MQ_TEXTARRAYOID, st->values[3], st->lengths[3]);
+	}
+	s->coord_req.state = req;	/* no role: the daemon's on the coordinator */
+	pool_run_on(cluster_coord_pool(), &s->coord_req, &s->coord, coord_created);
 }
 
 void
@@ -221,9 +308,9 @@ h_create_topics(KRequest *req)
 		req_abort(req);
 		return;
 	}
-	if (validate_only)
+	if (validate_only || cluster_enabled())
 		wrap_in_rollback(s);
-	pool_run(req, &s->job, create_topics_done);
+	pool_run(req, &s->job, validate_only || !cluster_enabled() ? create_topics_done : create_checked);
 }
 
 static void
@@ -246,6 +333,8 @@ delete_topics_done(KRequest *req)
 		(void) kstmt_failed(st, &code);
 		if (code == KERR_NONE && !found)
 			code = KERR_UNKNOWN_TOPIC_ID;	/* by id, and no topic has it */
+		if (found && strcmp(PQgetvalue(res, 0, 0), "f") == 0)
+			code = KERR_TOPIC_DELETION_DISABLED;
 		if (found && s->specs[i].name.len < 0)
 			kw_str(w, PQgetvalue(res, 0, 1));
 		else
@@ -257,7 +346,8 @@ delete_topics_done(KRequest *req)
 		}
 		kw_i16(w, code);
 		if (req->api_version >= 5)
-			kw_str(w, st->err.message);
+			kw_str(w, code == KERR_TOPIC_DELETION_DISABLED
+				   ? "a replicated topic cannot be deleted yet" : st->err.message);
 		kw_tags(w);
 	}
 	req_finish(req);

@@ -103,7 +103,9 @@ BEGIN
         'GRANT EXECUTE ON FUNCTION '
         'mq_coord.kafka_register(integer, text, integer, boolean), '
         'mq_coord.kafka_listeners(), '
-        'mq_coord.kafka_partitions() '
+        'mq_coord.kafka_partitions(), '
+        -- CreateTopics in a cluster makes the topic here (docs/kafka.md)
+        'mq_coord.create_topic(text, integer, jsonb) '
         'TO %s', role);
 END;
 $$;

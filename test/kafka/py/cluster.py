@@ -23,8 +23,9 @@ the test can act while it runs (kill a leader after so many acks):
         record, "commit ok" or "commit failed ERROR" per commit, "poll
         failed ERROR" per poll that raised, then "done COUNT"
     cluster.py admin BOOT TOPIC [OTHER...]
-        create TOPIC (3 partitions), describe it from BOOT and from admin
-        clients bootstrapped at each OTHER, delete it: one JSON line
+        create TOPIC (3 partitions, replication factor 2), describe it
+        (the replicas of each partition) from BOOT and from admin clients
+        bootstrapped at each OTHER, delete it: one JSON line
 """
 import json
 import os
@@ -126,15 +127,22 @@ def admin(boot, topic, *others):
     res = {}
 
     def describe(at):
+        """partitions and replicas of each, once every partition has a
+        leader: a new topic reaches the brokers' metadata after its
+        creation is answered, as with a KRaft controller"""
         b = KafkaAdminClient(bootstrap_servers=at)
         try:
-            return [len(t["partitions"]) if t["error_code"] == 0 else "error %d" % t["error_code"]
-                    for t in b.describe_topics([topic])]
+            for _ in range(100):
+                t = b.describe_topics([topic])[0]
+                if t["error_code"] == 0 and t["partitions"] and all(p["leader"] >= 0 for p in t["partitions"]):
+                    return sorted(len(p["replicas"]) for p in t["partitions"])
+                time.sleep(0.2)
+            return "error %d" % t["error_code"]
         finally:
             b.close()
 
     a = KafkaAdminClient(bootstrap_servers=boot)
-    steps = [("create", lambda: [e[1] for e in a.create_topics([NewTopic(topic, 3, 1)]).topic_errors])]
+    steps = [("create", lambda: [e[1] for e in a.create_topics([NewTopic(topic, 3, 2)]).topic_errors])]
     steps += [("describe", lambda: describe(boot))]
     steps += [("describe_at_%d" % i, lambda at=at: describe(at)) for i, at in enumerate(others)]
     steps += [("delete", lambda: [e[1] for e in a.delete_topics([topic]).topic_error_codes])]
