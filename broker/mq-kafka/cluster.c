@@ -98,6 +98,18 @@ part_cmp(const void *a, const void *b)
 	return c != 0 ? c : (x->partition > y->partition) - (x->partition < y->partition);
 }
 
+int
+cluster_npartitions(void)
+{
+	return nparts;
+}
+
+const KPartView *
+cluster_partition_at(int i)
+{
+	return &parts[i];
+}
+
 const KPartView *
 cluster_partition(const char *topic, int partition)
 {

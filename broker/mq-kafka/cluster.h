@@ -42,6 +42,9 @@ extern bool cluster_enabled(void);
 extern int	cluster_nbrokers(void);
 extern const KBroker *cluster_broker_at(int i);
 extern const KBroker *cluster_broker(int id);
+/* the view's replicated partitions, sorted by topic and partition */
+extern int	cluster_npartitions(void);
+extern const KPartView *cluster_partition_at(int i);
 /* a replicated partition, or NULL (unreplicated, unknown, or no view) */
 extern const KPartView *cluster_partition(const char *topic, int partition);
 /* the broker that coordinates group: -1 while no listener is live */

@@ -12,7 +12,9 @@
  * this node's mq.replica_status (mq-broker keeps it; broker ids are node
  * ids); an unreplicated partition is led by this daemon alone.  A replicated
  * partition whose leader is unknown is LEADER_NOT_AVAILABLE.  Unknown
- * topics are UNKNOWN_TOPIC_OR_PARTITION, or are created with
+ * topics are UNKNOWN_TOPIC_OR_PARTITION (in a cluster, a topic of the
+ * view that this node holds no replica of is named from the view alone,
+ * as any Kafka broker names every topic), or are created with
  * mq.create_topic first when --auto-create-topics is set and the client
  * allows it (v4+).  While this node's database is unreachable, every
  * topic is LEADER_NOT_AVAILABLE, so clients ask another broker.
@@ -42,13 +44,25 @@
 #include "topic_id.h"
 #include "util.h"
 
+/*
+ * This node's partitions, and the cluster view's partitions ($3, $4) of
+ * topics this node holds no replica of (describable ones: the same filter
+ * as mq.topics), with no leader epoch (-1: unknown, so clients fence
+ * nothing by it).
+ */
 #define METADATA_SQL \
+	"SELECT * FROM (" \
 	"SELECT p.topic, p.partition, r.role IS NULL OR r.role = 'standalone'," \
 	"       r.leader_id, r.replicas, r.isr, " TOPIC_ID_SQL("p.topic") ", p.leader_epoch" \
 	"  FROM mq.partitions p" \
 	"  LEFT JOIN mq.replica_status r ON r.topic = p.topic AND r.partition = p.partition" \
-	" WHERE $1::text[] IS NULL OR p.topic = ANY ($1)" \
-	"    OR " TOPIC_ID_SQL("p.topic") " = ANY ($2::text[]) ORDER BY p.topic, p.partition"
+	" UNION ALL" \
+	" SELECT v.t, v.p, false, NULL, NULL, NULL, " TOPIC_ID_SQL("v.t") ", -1" \
+	"  FROM unnest($3::text[], $4::int[]) v(t, p)" \
+	" WHERE mq._describable('topic', v.t)" \
+	"   AND NOT EXISTS (SELECT 1 FROM mq.topics x WHERE x.topic = v.t)) m" \
+	" WHERE $1::text[] IS NULL OR m.topic = ANY ($1)" \
+	"    OR " TOPIC_ID_SQL("m.topic") " = ANY ($2::text[]) ORDER BY 1, 2"
 
 #define KERR_LEADER_NOT_AVAILABLE 5
 
@@ -300,6 +314,32 @@ metadata_done(KRequest *req)
 	req_finish(req);
 }
 
+/* the cluster view's partitions as METADATA_SQL's $3 and $4 (none: empty) */
+static void
+add_view_partitions(KStmt *st)
+{
+	MqArray		topics,
+				parts;
+	const char *bytes;
+	int			len;
+
+	mq_array_init(&topics, MQ_TEXTOID);
+	mq_array_init(&parts, MQ_INT4OID);
+	for (int i = 0; i < cluster_npartitions(); i++)
+	{
+		const KPartView *p = cluster_partition_at(i);
+
+		mq_array_add(&topics, p->topic, strlen(p->topic));
+		mq_array_add_int32(&parts, p->partition);
+	}
+	bytes = mq_array_bytes(&topics, &len);
+	kstmt_binary(st, MQ_TEXTARRAYOID, bytes, len);
+	bytes = mq_array_bytes(&parts, &len);
+	kstmt_binary(st, MQ_INT4ARRAYOID, bytes, len);
+	mq_array_free(&topics);
+	mq_array_free(&parts);
+}
+
 void
 h_metadata(KRequest *req)
 {
@@ -365,6 +405,7 @@ h_metadata(KRequest *req)
 		kstmt_binary(st, MQ_TEXTARRAYOID, bytes, len);
 	bytes = mq_array_bytes(&idarr, &len);
 	kstmt_binary(st, MQ_TEXTARRAYOID, bytes, len);
+	add_view_partitions(st);
 	mq_array_free(&arr);
 	mq_array_free(&idarr);
 	pool_run(req, &s->job, metadata_done);

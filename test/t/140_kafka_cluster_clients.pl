@@ -98,7 +98,7 @@ is_deeply(committed('kpc', 'kpg'), \%end, "kafka-python: the group's committed o
 # Kafka's topics are the cluster's: the admin client's topic is made on the
 # coordinator, replicated as asked and described from every broker; a
 # replicated topic cannot be deleted (TOPIC_DELETION_DISABLED), and stays
-my ($adm) = client('kpy_admin', $py, "$root/test/kafka/py/cluster.py", 'admin', $boot, 'kpc_adm',
+my ($adm) = client('kpy_admin', $py, "$root/test/kafka/py/cluster.py", 'admin', $boot, 'kpc_adm', 3, 2,
 	$c->kafka_address(1), $c->kafka_address(3));
 my $a = eval { decode_json($adm) } // {};
 is(join(' ', map { ref $a->{$_} ? "@{ $a->{$_} }" : $a->{$_} // 'none' } qw(create describe describe_at_0 describe_at_1)),
@@ -111,6 +111,15 @@ is($c->coord->safe_psql('postgres',
 		  . " WHERE topic = 'kpc_adm'"), '2,2,2', 'the coordinator has the topic, with two replicas per partition');
 is(join(',', map { $c->node($_)->safe_psql('postgres', "SELECT count(*) FROM mq.topics WHERE topic = 'kpc_adm'") } 1 .. 3),
 	'1,1,1', 'every node still has it');
+
+# a topic with one replica is on one node, and every broker names it
+($adm) = client('kpy_admin1', $py, "$root/test/kafka/py/cluster.py", 'admin', $boot, 'kpc_one', 1, 1,
+	$c->kafka_address(1), $c->kafka_address(3));
+$a = eval { decode_json($adm) } // {};
+is(join(' ', map { ref $a->{$_} ? "@{ $a->{$_} }" : $a->{$_} // 'none' } qw(create describe describe_at_0 describe_at_1)),
+	'0 1 1 1', 'kafka-python: a topic of one partition and one replica is described from every broker');
+is(join(',', map { $c->node($_)->safe_psql('postgres', "SELECT count(*) FROM mq.topics WHERE topic = 'kpc_one'") } 1 .. 3),
+	join(',', map { $_ == $c->leader('kpc_one', 0) ? 1 : 0 } 1 .. 3), 'only its replica\'s node holds it');
 
 # --- sarama ---
 my $sarama = "$dir/sarama_cluster";

@@ -22,10 +22,10 @@ the test can act while it runs (kill a leader after so many acks):
         synchronously after each poll: "rec PARTITION OFFSET VALUE" per
         record, "commit ok" or "commit failed ERROR" per commit, "poll
         failed ERROR" per poll that raised, then "done COUNT"
-    cluster.py admin BOOT TOPIC [OTHER...]
-        create TOPIC (3 partitions, replication factor 2), describe it
-        (the replicas of each partition) from BOOT and from admin clients
-        bootstrapped at each OTHER, delete it: one JSON line
+    cluster.py admin BOOT TOPIC PARTITIONS REPLICATION [OTHER...]
+        create TOPIC, describe it (the number of replicas of each
+        partition) from BOOT and from admin clients bootstrapped at each
+        OTHER, delete it: one JSON line
 """
 import json
 import os
@@ -121,7 +121,7 @@ def consume(boot, topic, group, most, idle):
     say("done", got)
 
 
-def admin(boot, topic, *others):
+def admin(boot, topic, partitions, replication, *others):
     """create at BOOT, describe at BOOT and at each of OTHERS (admin
     clients bootstrapped there), delete at BOOT"""
     res = {}
@@ -142,7 +142,7 @@ def admin(boot, topic, *others):
             b.close()
 
     a = KafkaAdminClient(bootstrap_servers=boot)
-    steps = [("create", lambda: [e[1] for e in a.create_topics([NewTopic(topic, 3, 2)]).topic_errors])]
+    steps = [("create", lambda: [e[1] for e in a.create_topics([NewTopic(topic, int(partitions), int(replication))]).topic_errors])]
     steps += [("describe", lambda: describe(boot))]
     steps += [("describe_at_%d" % i, lambda at=at: describe(at)) for i, at in enumerate(others)]
     steps += [("delete", lambda: [e[1] for e in a.delete_topics([topic]).topic_error_codes])]
