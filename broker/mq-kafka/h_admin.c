@@ -21,7 +21,8 @@
  * name, partitions and configs are checked as on a single node; only what
  * passes goes to the coordinator, as the daemon's role (a second job, on
  * cluster.c's coordinator pool).  A name the coordinator knows already is
- * TOPIC_ALREADY_EXISTS.  The answer comes once the coordinator has the
+ * TOPIC_ALREADY_EXISTS.  CreatePartitions grows a topic the same way
+ * (mq_coord.add_partitions).  The answer comes once the coordinator has the
  * topic, as a KRaft controller's does: until the daemons' views have it
  * (--refresh-ms), Metadata may still call it unknown, and clients retry.
  * DeleteTopics of a replicated topic (this node holds a replica; with or
@@ -56,6 +57,10 @@
 
 #define COORD_CREATE_SQL \
 	"SELECT mq_coord.create_topic($1, $2, jsonb_object($3::text[], $4::text[]))"
+/* CreatePartitions' count is the new total, mq_coord.add_partitions adds */
+#define COORD_GROW_SQL \
+	"SELECT mq_coord.add_partitions($1, $2 - (SELECT count(*) FROM mq_coord.kafka_partitions() k" \
+	"                                          WHERE k.topic = $1)::integer)"
 
 #define CREATE_SQL \
 	"SELECT mq.create_topic($1, $2, jsonb_object($3::text[], $4::text[])), " TOPIC_ID_SQL("$1")
@@ -256,20 +261,27 @@ create_topics_done(KRequest *req)
 }
 
 static void
-coord_created(KRequest *sub)
+coord_done(KRequest *sub)
 {
-	create_topics_done(sub->state);
+	KRequest   *req = sub->state;
+
+	/* CreateTopics' results, or CreatePartitions' (throttle, messages) */
+	if (req->api_key == KAPI_CREATE_TOPICS)
+		create_topics_done(req);
+	else
+		write_topic_results(req, true, true);
 }
 
 /*
  * In a cluster, after this node checked each topic (rolled back): the
- * ones that passed, on the coordinator.  The parameters are the checked
- * statement's (wrap_in_rollback put it at stmt).
+ * ones that passed, on the coordinator, created or grown.  The parameters
+ * are the checked statement's (wrap_in_rollback put it at stmt).
  */
 static void
 create_checked(KRequest *req)
 {
 	AdminState *s = req->state;
+	bool		create = req->api_key == KAPI_CREATE_TOPICS;
 	int16_t		code;
 
 	for (int32_t i = 0; i < s->n; i++)
@@ -280,15 +292,18 @@ create_checked(KRequest *req)
 
 		if (st == NULL || kstmt_failed(st, &code))
 			continue;
-		cst = kjob_add(&s->coord, COORD_CREATE_SQL, 0);
+		cst = kjob_add(&s->coord, create ? COORD_CREATE_SQL : COORD_GROW_SQL, 0);
 		t->coord_stmt = s->coord.n - 1;
 		kstmt_text(cst, MQ_TEXTOID, st->values[0]);
-		kstmt_int(cst, MQ_INT4OID, t->partitions);
-		kstmt_binary(cst, MQ_TEXTARRAYOID, st->values[2], st->lengths[2]);
-		kstmt_binary(cst, MQ_TEXTARRAYOID, st->values[3], st->lengths[3]);
+		kstmt_text(cst, MQ_INT4OID, st->values[1]);
+		if (create)
+		{
+			kstmt_binary(cst, MQ_TEXTARRAYOID, st->values[2], st->lengths[2]);
+			kstmt_binary(cst, MQ_TEXTARRAYOID, st->values[3], st->lengths[3]);
+		}
 	}
 	s->coord_req.state = req;	/* no role: the daemon's on the coordinator */
-	pool_run_on(cluster_coord_pool(), &s->coord_req, &s->coord, coord_created);
+	pool_run_on(cluster_coord_pool(), &s->coord_req, &s->coord, coord_done);
 }
 
 void
@@ -400,7 +415,11 @@ create_partitions_done(KRequest *req)
 /*
  * CreatePartitions (v0-v3): Kafka's count is the new total, mq.add_partitions
  * takes the number to add; a total not above the current one is
- * INVALID_PARTITIONS (MQ005), manual assignments are refused.
+ * INVALID_PARTITIONS (MQ005), manual assignments are refused.  In a
+ * cluster, as CreateTopics: checked here as the client (rolled back),
+ * then grown on the coordinator (mq_coord.add_partitions), which places
+ * the new partitions' replicas; a topic this node holds no replica of is
+ * UNKNOWN_TOPIC_OR_PARTITION here (ask a replica's daemon).
  */
 void
 h_create_partitions(KRequest *req)
@@ -429,7 +448,7 @@ h_create_partitions(KRequest *req)
 			kr_tags(r);
 		}
 		kr_tags(r);
-		t->stmt = -1;
+		t->stmt = t->coord_stmt = -1;
 		t->code = nassign > 0 ? KERR_INVALID_REPLICA_ASSIGNMENT : KERR_NONE;
 		if (t->code != KERR_NONE)
 			continue;
@@ -447,7 +466,7 @@ h_create_partitions(KRequest *req)
 		req_abort(req);
 		return;
 	}
-	if (validate_only)
+	if (validate_only || cluster_enabled())
 		wrap_in_rollback(s);
-	pool_run(req, &s->job, create_partitions_done);
+	pool_run(req, &s->job, validate_only || !cluster_enabled() ? create_partitions_done : create_checked);
 }

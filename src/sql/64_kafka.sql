@@ -104,8 +104,9 @@ BEGIN
         'mq_coord.kafka_register(integer, text, integer, boolean), '
         'mq_coord.kafka_listeners(), '
         'mq_coord.kafka_partitions(), '
-        -- CreateTopics in a cluster makes the topic here (docs/kafka.md)
-        'mq_coord.create_topic(text, integer, jsonb) '
+        -- CreateTopics and CreatePartitions in a cluster act here (docs/kafka.md)
+        'mq_coord.create_topic(text, integer, jsonb), '
+        'mq_coord.add_partitions(text, integer) '
         'TO %s', role);
 END;
 $$;

@@ -154,4 +154,27 @@ records_match('sarama', \@acks, \@read);
 for (@acks) { my ($p, $o) = m{^(\d+)/(\d+)}; $end{"srm/$p"} = $o + 1 if ($end{"srm/$p"} // 0) <= $o; }
 is_deeply(committed('srm', 'srmg'), \%end, "sarama: the group's committed offsets on the leaders are the log ends");
 
+# --- kafkajs (npm, test/kafka/js; the kafka phase's kafkajs.sh installs it) ---
+SKIP:
+{
+	skip 'kafkajs is not installed in test/kafka/js (npm ci)', 6
+	  unless -d "$root/test/kafka/js/node_modules/kafkajs";
+	local $ENV{KAFKAJS_NO_PARTITIONER_WARNING} = 1;
+	my ($js) = client('kafkajs', 'node', "$root/test/kafka/js/cluster.js", $boot, 'kjs', 'kjsg');
+	my $j = eval { decode_json($js // '') } // {};
+	is(join(' ', map { $j->{$_} // 'none' } qw(created partitions readOnce)), '1 6 600',
+		'kafkajs: creates a topic of 6 partitions, its idempotent producer writes to all, its group reads every record once');
+	is($c->coord->safe_psql('postgres', "SELECT string_agg(DISTINCT cardinality(replicas)::text, ',') || ' '"
+			  . " || count(DISTINCT leader) FROM mq_coord.partition WHERE topic = 'kjs'"),
+		'3 3', 'kafkajs: the topic is the coordinator\'s, three replicas each, led by all three nodes');
+	my $sum = 0;
+	$sum += $_ for values %{ $j->{committed} // {} };
+	is($sum, $n, 'kafkajs: its committed offsets cover every record');
+	is_deeply({ map { ("kjs/$_" => $j->{committed}{$_}) } keys %{ $j->{committed} // {} } }, committed('kjs', 'kjsg'),
+		'kafkajs: OffsetFetch gives the offsets committed on the leaders');
+	is($j->{grown}, 3, 'kafkajs: CreatePartitions grows a topic to 3 partitions, each with a leader');
+	is($c->coord->safe_psql('postgres', "SELECT count(*) FROM mq_coord.partition WHERE topic = 'kjs-grow'"), 3,
+		'kafkajs: the coordinator has the 3 partitions');
+}
+
 done_testing();
