@@ -120,6 +120,20 @@ cluster_partition(const char *topic, int partition)
 	return bsearch(&key, parts, nparts, sizeof(KPartView), part_cmp);
 }
 
+bool
+cluster_topic_ready(const char *topic, int partitions)
+{
+	for (int i = 0; i < partitions; i++)
+	{
+		const KPartView *p = cluster_partition(topic, i);
+		const KBroker *b = p && p->leader >= 0 ? cluster_broker(p->leader) : NULL;
+
+		if (b == NULL || !b->live)
+			return false;
+	}
+	return true;
+}
+
 /* FNV-1a of the group, mixed with the broker id (splitmix64's finalizer) */
 static uint64_t
 rendezvous(const char *group, int id)

@@ -47,6 +47,8 @@ extern int	cluster_npartitions(void);
 extern const KPartView *cluster_partition_at(int i);
 /* a replicated partition, or NULL (unreplicated, unknown, or no view) */
 extern const KPartView *cluster_partition(const char *topic, int partition);
+/* the view has partitions 0 .. partitions - 1 of topic, each led by a live listener */
+extern bool cluster_topic_ready(const char *topic, int partitions);
 /* the broker that coordinates group: -1 while no listener is live */
 extern int	cluster_group_coordinator(const char *group);
 extern bool cluster_coordinates(const char *group);

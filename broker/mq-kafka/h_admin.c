@@ -22,9 +22,13 @@
  * passes goes to the coordinator, as the daemon's role (a second job, on
  * cluster.c's coordinator pool).  A name the coordinator knows already is
  * TOPIC_ALREADY_EXISTS.  CreatePartitions grows a topic the same way
- * (mq_coord.add_partitions).  The answer comes once the coordinator has the
- * topic, as a KRaft controller's does: until the daemons' views have it
- * (--refresh-ms), Metadata may still call it unknown, and clients retry.
+ * (mq_coord.add_partitions).  As a Kafka broker does, the answer waits
+ * (up to the request's timeout_ms; none with 0) until this daemon's view
+ * has a live leader for every partition, checked every 100 ms, so that
+ * this daemon's Metadata names the topic at once (clients such as
+ * kafkajs ask right after); a topic still without them at the deadline is
+ * REQUEST_TIMED_OUT (it was made).  Other daemons may lag by up to
+ * --refresh-ms, and clients retry.
  * DeleteTopics of a replicated topic (this node holds a replica; with or
  * without --coordinator) is refused with TOPIC_DELETION_DISABLED and
  * nothing dropped: nothing deletes a replicated topic on every node yet,
@@ -94,6 +98,9 @@ typedef struct AdminState
 	TopicSpec  *specs;
 	KJob		coord;			/* CreateTopics in a cluster: on the coordinator */
 	KRequest	coord_req;		/* what the coordinator's pool runs */
+	int32_t		timeout_ms;		/* the request's */
+	int64_t		deadline_us;	/* waiting for the view's leaders until then */
+	struct event *timer;
 } AdminState;
 
 static void
@@ -103,6 +110,8 @@ admin_state_free(void *p)
 
 	kjob_free(&s->job);
 	kjob_free(&s->coord);
+	if (s->timer)
+		event_free(s->timer);
 	free(s->specs);
 	free(s);
 }
@@ -221,16 +230,20 @@ write_topic_results(KRequest *req, bool throttle, bool messages)
 		KStmt	   *st = t->stmt >= 0 ? &s->job.stmts[t->stmt] : NULL;
 		KStmt	   *cst = t->coord_stmt >= 0 ? &s->coord.stmts[t->coord_stmt] : NULL;
 		const char *message = NULL;
-		int16_t		code = t->code;
+		int16_t		code = t->code,
+					failed;
 		uint8_t		id[16];
 
-		if (st && kstmt_failed(st, &code))
-			message = st->err.message;
-		else if (cst && kstmt_failed(cst, &code))
+		if (st && kstmt_failed(st, &failed))
 		{
+			code = failed;
+			message = st->err.message;
+		}
+		else if (cst && kstmt_failed(cst, &failed))
+		{
+			code = strcmp(cst->err.sqlstate, SQLSTATE_UNIQUE_VIOLATION) == 0
+				? KERR_TOPIC_ALREADY_EXISTS : failed;
 			message = cst->err.message;
-			if (strcmp(cst->err.sqlstate, SQLSTATE_UNIQUE_VIOLATION) == 0)
-				code = KERR_TOPIC_ALREADY_EXISTS;
 		}
 		kw_strn(w, t->name.p, t->name.len);
 		if (create && req->api_version >= 7)
@@ -260,16 +273,74 @@ create_topics_done(KRequest *req)
 	write_topic_results(req, req->api_version >= 2, req->api_version >= 1);
 }
 
+/* CreateTopics' results, or CreatePartitions' (throttle, messages) */
 static void
-coord_done(KRequest *sub)
+coord_answer(KRequest *req)
 {
-	KRequest   *req = sub->state;
-
-	/* CreateTopics' results, or CreatePartitions' (throttle, messages) */
 	if (req->api_key == KAPI_CREATE_TOPICS)
 		create_topics_done(req);
 	else
 		write_topic_results(req, true, true);
+}
+
+/*
+ * Whether every topic the coordinator made or grew has its leaders in
+ * this daemon's view; at the deadline, those that have not time out.
+ */
+static bool
+view_has_leaders(AdminState *s, bool deadline)
+{
+	bool		ready = true;
+	int16_t		code;
+
+	for (int32_t i = 0; i < s->n; i++)
+	{
+		TopicSpec  *t = &s->specs[i];
+		KStmt	   *cst = t->coord_stmt >= 0 ? &s->coord.stmts[t->coord_stmt] : NULL;
+		char	   *name;
+
+		if (cst == NULL || kstmt_failed(cst, &code) || t->code != KERR_NONE)
+			continue;
+		name = kslice_dup(t->name);
+		if (!cluster_topic_ready(name ? name : "", t->partitions))
+		{
+			ready = false;
+			if (deadline)
+				t->code = KERR_REQUEST_TIMED_OUT;
+		}
+		free(name);
+	}
+	return ready;
+}
+
+static void
+on_view_wait(evutil_socket_t fd, short what, void *arg)
+{
+	KRequest   *req = arg;
+	AdminState *s = req->state;
+	bool		deadline = mq_now_us() >= s->deadline_us;
+	struct timeval tv = {0, 100000};
+
+	if (view_has_leaders(s, deadline) || deadline || conn_closed(req->conn))
+		coord_answer(req);
+	else
+		evtimer_add(s->timer, &tv);
+}
+
+static void
+coord_done(KRequest *sub)
+{
+	KRequest   *req = sub->state;
+	AdminState *s = req->state;
+
+	if (s->timeout_ms <= 0)
+	{
+		coord_answer(req);
+		return;
+	}
+	s->deadline_us = mq_now_us() + (int64_t) s->timeout_ms * 1000;
+	s->timer = evtimer_new(kbase, on_view_wait, req);
+	on_view_wait(-1, 0, req);
 }
 
 /*
@@ -315,7 +386,7 @@ h_create_topics(KRequest *req)
 
 	for (int32_t i = 0; i < s->n && !r->err; i++)
 		read_spec(r, s, &s->specs[i]);
-	(void) kr_i32(r);			/* timeout_ms */
+	s->timeout_ms = kr_i32(r);
 	if (req->api_version >= 1)
 		validate_only = kr_i8(r) != 0;
 	if (r->err)
@@ -449,6 +520,7 @@ h_create_partitions(KRequest *req)
 		}
 		kr_tags(r);
 		t->stmt = t->coord_stmt = -1;
+		t->partitions = count;
 		t->code = nassign > 0 ? KERR_INVALID_REPLICA_ASSIGNMENT : KERR_NONE;
 		if (t->code != KERR_NONE)
 			continue;
@@ -459,7 +531,7 @@ h_create_partitions(KRequest *req)
 		kstmt_int(st, MQ_INT4OID, count);
 		free(name);
 	}
-	(void) kr_i32(r);			/* timeout_ms */
+	s->timeout_ms = kr_i32(r);
 	validate_only = kr_i8(r) != 0;
 	if (r->err)
 	{

@@ -86,7 +86,7 @@ my %parts = map { (split m{/})[0] => 1 } @acks;
 is(scalar keys %parts, 6, 'kafka-python: its records went to all six partitions');
 
 my @first = client('kpy_first', $py, "$root/test/kafka/py/cluster.py", 'consume', $boot, 'kpc', 'kpg', 250, 20);
-my @second = client('kpy_second', $py, "$root/test/kafka/py/cluster.py", 'consume', $boot, 'kpc', 'kpg', $n, 10);
+my @second = client('kpy_second', $py, "$root/test/kafka/py/cluster.py", 'consume', $boot, 'kpc', 'kpg', $n - 250, 20);
 my @read = map { /^rec (\d+) (\d+) (\S+)$/ ? "$1/$2 $3" : () } @first, @second;
 is(scalar(grep { /^rec / } @first), 250, 'kafka-python: the first member reads 250 records');
 is(scalar(grep { /^commit failed/ } @first, @second), 0, 'kafka-python: every commit succeeded');
@@ -146,7 +146,7 @@ is_deeply(committed('srm', 'srmg-plain'), { map { ("srm/$_" => $_ + 1) } 0 .. 5 
 	'sarama: those commits are on the leaders');
 
 @first = client('srm_first', $sarama, 'consume', $boot, 'srm', 'srmg', 250, 20);
-@second = client('srm_second', $sarama, 'consume', $boot, 'srm', 'srmg', $n, 10);
+@second = client('srm_second', $sarama, 'consume', $boot, 'srm', 'srmg', $n - 250, 20);
 @read = map { /^rec (\d+) (\d+) (\S+)$/ ? "$1/$2 $3" : () } @first, @second;
 is(scalar(grep { /^rec / } @first), 250, 'sarama: the first group member reads 250 records');
 records_match('sarama', \@acks, \@read);

@@ -154,27 +154,32 @@ for my $t ([ 'kpy', 'fkp', 'fkg' ], [ 'srm', 'fsr', 'fsg' ])
 		my $p = $_;
 		($p => $c->node($c->leader($topic, $p))->safe_psql('postgres', "SELECT mq.committed_offset('$group', '$topic', $p)"))
 	} 0 .. 2;
-	my @cmd = $who eq 'kpy' ? ($py, "$root/test/kafka/py/cluster.py") : ($sarama);
-	start("${who}_second", @cmd, 'consume', $boot, $topic, $group, scalar(@log), 15);
-	my @second = finish("${who}_second");
-	my %start;
-	for (@second) { $start{$1} //= $2 if /^rec (\d+) (\d+) /; }
 	my %end = map { my $p = $_; ($p => scalar grep { m{^$p/} } @log) } 0 .. 2;
-	my %expect;
+	my (%expect, $rest);
 	for my $p (0 .. 2)
 	{
 		# none committed (NULL, or sarama's -1): from the earliest
 		my $from = $committed{$p} eq '' || $committed{$p} < 0 ? 0 : $committed{$p};
 		$expect{$p} = $from if $from < $end{$p};
+		$rest += $end{$p} - $from;
 	}
+	# the second member reads what is left after the commits, then stops
+	my @cmd = $who eq 'kpy' ? ($py, "$root/test/kafka/py/cluster.py") : ($sarama);
+	start("${who}_second", @cmd, 'consume', $boot, $topic, $group, $rest, 30);
+	my @second = finish("${who}_second");
+	my %start;
+	for (@second) { $start{$1} //= $2 if /^rec (\d+) (\d+) /; }
 	is_deeply(\%start, \%expect, "$who: the second member starts at the offsets committed on the leaders");
 	my @read = map { /^rec (\d+) (\d+) (\S+)$/ ? "$1/$2 $3" : () } @first, @second;
 	my %got;
 	my @twice = grep { $got{$_}++ } @read;
 	is_deeply([ sort keys %got ], [ sort @log ], "$who: the two members read every record of the log");
-	my $commit_failed = grep { /^commit failed|^poll failed|error/ } @first;
-	is(scalar @twice, 0, "$who: no record read twice") if !$commit_failed;
-	diag("$who: " . scalar(@twice) . " records read twice after $commit_failed failed commits") if $commit_failed;
+	# records are read again only after a commit failed (kafka-python
+	# commits after each poll) or a rebalance (sarama commits every second:
+	# a new session starts from the committed offsets), as with Kafka
+	my $again = grep({ /^commit failed|^poll failed|error/ } @first) + grep({ /^session / } @first) - ($who eq 'srm');
+	is(scalar @twice, 0, "$who: no record read twice") if !$again;
+	diag("$who: " . scalar(@twice) . " records read twice after $again failed commits or rebalances") if $again;
 	is_deeply({ map { ($_ => $c->node($c->leader($topic, $_))->safe_psql('postgres',
 						"SELECT mq.committed_offset('$group', '$topic', $_)")) } 0 .. 2 },
 		\%end, "$who: the group's committed offsets on the leaders are the log ends");

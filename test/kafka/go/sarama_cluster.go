@@ -22,8 +22,10 @@
 //	    one member of GROUP at the lowest version sarama allows groups at
 //	    (0.10.2), defaults otherwise (OffsetCommit v1), from the oldest
 //	    offset, until it has MAX records or none came for IDLE_S seconds;
-//	    it marks each record and commits when it leaves: "rec PARTITION
-//	    OFFSET VALUE" per record, then "done COUNT"
+//	    it marks each record and commits when it leaves: "session
+//	    GENERATION" per group session (a rebalance starts another, from
+//	    the committed offsets), "rec PARTITION OFFSET VALUE" per record,
+//	    then "done COUNT"
 package main
 
 import (
@@ -108,9 +110,13 @@ func managed(client sarama.Client, group, topic string, parts []int32, mark bool
 		}
 		poms = append(poms, pom)
 	}
+	// each Close waits for the next commit tick (1 s): all at once
+	var wg sync.WaitGroup
 	for _, pom := range poms {
-		pom.Close()
+		wg.Add(1)
+		go func(pom sarama.PartitionOffsetManager) { defer wg.Done(); pom.Close() }(pom)
 	}
+	wg.Wait()
 	if err := om.Close(); err != nil {
 		die("offset manager close", err)
 	}
@@ -170,7 +176,10 @@ type member struct {
 	cancel    context.CancelFunc
 }
 
-func (m *member) Setup(sarama.ConsumerGroupSession) error   { return nil }
+func (m *member) Setup(s sarama.ConsumerGroupSession) error {
+	say("session %d", s.GenerationID())
+	return nil
+}
 func (m *member) Cleanup(sarama.ConsumerGroupSession) error { return nil }
 func (m *member) ConsumeClaim(s sarama.ConsumerGroupSession, c sarama.ConsumerGroupClaim) error {
 	for msg := range c.Messages() {
