@@ -70,7 +70,11 @@ while (($#)); do
 	--rate) RATE="${2:?}"; shift ;;
 	--latency-count) LCOUNT="${2:?}"; shift ;;
 	--systems) SYSTEMS="${2:?}"; shift ;;
-	--replicated) SYSTEMS="mq-rf3 redis-wait2 nats-r3" ;;
+	--replicated)
+		SYSTEMS="mq-rf3 redis-wait2 nats-r3"
+		# a replicated write may take longer than a short run's 0.25 s
+		[[ -n "${MQ_PEERS_SHORT:-}" ]] && SECONDS_RUN=1
+		;;
 	--workloads) WORKLOADS="${2:?}"; shift ;;
 	--out) OUT="${2:?}"; shift ;;
 	--data) DATA="${2:?}"; shift ;;
