@@ -134,9 +134,9 @@ sub after_heal
 {
 	my ($c, $p, $t) = @_;
 	$c->wait_acks($p, count => 5, since => $t) or die 'no acknowledgement after the heal';
-	my @at = sort { $a <=> $b } map { $_->{at} }
-	  grep { $_->{kind} eq 'ack' && $_->{at} >= $t } @{ MqCluster::producer_lines($p->{file}) };
-	return max(map { $at[$_] - $at[ $_ - 1 ] } 1 .. 4);
+	my @at = ($t, sort { $a <=> $b } map { $_->{at} }
+		  grep { $_->{kind} eq 'ack' && $_->{at} >= $t } @{ MqCluster::producer_lines($p->{file}) });
+	return max(map { $at[$_] - $at[ $_ - 1 ] } 1 .. 5);
 }
 
 # A cluster of three nodes and brokers (%opt: MqCluster's), the measured

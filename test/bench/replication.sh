@@ -144,7 +144,8 @@ if ((AROUNDS > 0)); then
 			tail -n 40 "$WORK/availability.log"
 			mq_die "the availability run failed"
 		fi
-		grep -h '^\[' "$WORK/availability.log" | grep 'round' || true
+		# each round's figures and the load average (the test's notes)
+		grep -h 'round' "$ADIR/$part/tmp_check/log/regress_log_availability" || true
 	done
 	for part in $APARTS; do cat "$ADIR/$part.tsv"; done >"$ADIR/out.tsv"
 	ATABLE="| fault | new leader named, ms (each) | failover, ms (each) | longest acknowledgement gap, ms (each) | worst gap, ms | after the last heal, ms (each; goal <= 6000) |

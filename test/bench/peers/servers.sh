@@ -86,7 +86,7 @@ start_redis() {
 	local port
 	port="$(free_port)"
 	redis_server "redis-$1" "$port" "$1"
-	TARGET[redis-$1]="127.0.0.1:$port"
+	TARGET["redis-$1"]="127.0.0.1:$port"
 }
 
 start_nats() {
@@ -123,7 +123,7 @@ mq_rf3_topic() {
 	rf_coord "SELECT mq_coord.create_topic('$1', 1, '{\"replication.factor\": 3, \"min.insync.replicas\": 2}')" >/dev/null
 	mq_rf3_ready "$1" || mq_die "no leader with a full ISR for $1"
 	l="$(rf_coord "SELECT leader FROM mq_coord.partition WHERE topic = '$1' AND partition = 0")"
-	TARGET[mq-rf3/$1]="$(cluster_conninfo "rf$l")"
+	TARGET["mq-rf3/$1"]="$(cluster_conninfo "rf$l")"
 }
 
 # mq_rf3_ready NAME: its leader named and all three replicas in the ISR
@@ -146,8 +146,11 @@ start_redis_repl() {
 		[[ "$(redis-cli -p "$1" INFO replication | grep -c '^slave[0-9]*:.*state=online')" == 2 ]]
 	}
 	wait_for 30 redis_synced "$p" || mq_die "the Redis replicas did not sync"
-	TARGET[redis-wait$1]="127.0.0.1:$p"
+	TARGET["redis-wait$1"]="127.0.0.1:$p"
 }
+
+# nats_routed N: server N logged routes to two others
+nats_routed() { grep -c 'Route connection created' "$WORK/nats$1.log" | grep -q '^[2-9]'; }
 
 start_nats_cluster() {
 	local i j routes="" client=() cport=()
@@ -168,8 +171,7 @@ start_nats_cluster() {
 	for i in 1 2 3; do wait_port "${client[i]}"; done
 	# every server sees the other two (its routes are up)
 	for j in 1 2 3; do
-		nats_routed() { grep -c 'Route connection created\|Router connection created' "$WORK/nats$1.log" | grep -q '^[2-9]'; }
 		wait_for 30 nats_routed "$j" || mq_die "NATS server $j did not join the cluster"
 	done
-	TARGET[nats-r3]="nats://127.0.0.1:${client[1]}"
+	TARGET["nats-r3"]="nats://127.0.0.1:${client[1]}"
 }
