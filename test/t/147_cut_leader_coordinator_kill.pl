@@ -74,7 +74,7 @@ my ($first) = sort { $a <=> $b } map { $_->{at} }
 $c->heal_coordinator($old);
 my $t_heal = time;
 ok($c->coord->poll_query_until('postgres',
-		"SELECT cardinality(isr) = 3 AND leader = $new FROM mq_coord.partition "
+		"SELECT cardinality(isr) = 3 AND leader_epoch > $epoch FROM mq_coord.partition "
 		  . "WHERE topic = 't' AND partition = 0"),
 	"the healed broker $old stepped down and its node rejoined the ISR");
 $c->coord->restart_node($dead);
