@@ -382,6 +382,7 @@ extern int32 mq_default_partition(bytea *key, int32 npartitions);
 extern char *mq_database;
 extern int	mq_launcher_interval;
 extern int	mq_maintenance_interval;
+extern int	mq_maintenance_batch_topics;
 extern void mq_launcher_init(void);
 extern void mq_launcher_hook_init(void);
 extern void mq_launcher_before_utility(Node *stmt);
