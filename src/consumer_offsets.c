@@ -175,18 +175,18 @@ append_record(const char *group, int glen, bytea *key, bytea *value)
 
 /*
  * Record a commit of next (or, with next < 0, its deletion: a tombstone)
- * by group for topic_name's partition, with its metadata (NULL: none).
+ * by group for topic_name's partition, with its metadata (NULL: none),
+ * made at the given time.
  */
 void
 mq_consumer_offsets_note(text *group, const char *topic_name, int32 partition,
-						 int64 next, text *metadata)
+						 int64 next, text *metadata, TimestampTz at)
 {
 	StringInfoData k;
 	StringInfoData v;
 	const char *g = VARDATA_ANY(group);
 	int			glen = VARSIZE_ANY_EXHDR(group);
-	TimestampTz now = GetCurrentTimestamp();
-	int64		now_ms = now / 1000 +
+	int64		at_ms = at / 1000 +
 		(int64) (POSTGRES_EPOCH_JDATE - UNIX_EPOCH_JDATE) * SECS_PER_DAY * 1000;
 
 	initStringInfo(&k);
@@ -207,7 +207,7 @@ mq_consumer_offsets_note(text *group, const char *topic_name, int32 partition,
 		put_str(&v, VARDATA_ANY(metadata), VARSIZE_ANY_EXHDR(metadata));
 	else
 		put_str(&v, "", 0);
-	put_i64(&v, now_ms);
+	put_i64(&v, at_ms);
 	append_record(g, glen, to_bytea(&k), to_bytea(&v));
 }
 
@@ -229,8 +229,8 @@ note_group(text *group, bytea *value)
 
 /*
  * mq._consumer_offsets_append(group_id, topic, partition, next_offset,
- * metadata, group_value): the record of a commit (next_offset NULL: a
- * tombstone); with topic NULL, the group's metadata record, group_value
+ * metadata, group_value, committed_at): the record of a commit
+ * (next_offset NULL: a tombstone; committed_at NULL: now); with topic NULL, the group's metadata record, group_value
  * being its GroupMetadataValue (NULL: a tombstone).  For the backfill when
  * the topic is created, mq.delete_group and mq.kafka_group_save.
  */
@@ -248,6 +248,7 @@ mq_consumer_offsets_append(PG_FUNCTION_ARGS)
 		mq_consumer_offsets_note(group, text_to_cstring(PG_GETARG_TEXT_PP(1)),
 								 PG_GETARG_INT32(2),
 								 PG_ARGISNULL(3) ? -1 : PG_GETARG_INT64(3),
-								 PG_ARGISNULL(4) ? NULL : PG_GETARG_TEXT_PP(4));
+								 PG_ARGISNULL(4) ? NULL : PG_GETARG_TEXT_PP(4),
+								 PG_ARGISNULL(6) ? GetCurrentTimestamp() : PG_GETARG_TIMESTAMPTZ(6));
 	PG_RETURN_VOID();
 }

@@ -228,7 +228,8 @@ store_offset(text *group, MqTopic *topic, int32 partition, int64 next,
 		MemoryContextSwitchTo(spi_cxt);
 
 		mq_spi_end(&spi);
-		mq_consumer_offsets_note(group, topic->name, partition, next, meta);
+		mq_consumer_offsets_note(group, topic->name, partition, next, meta,
+								 GetCurrentTimestamp());
 		return;
 	}
 	mq_spi_end(&spi);

@@ -10,7 +10,8 @@
 -- hash of the group id, modulo the count); the count cannot change.
 -------------------------------------------------------------------------------
 CREATE FUNCTION mq._consumer_offsets_append(group_id text, topic text, partition integer,
-                                            next_offset bigint, metadata text, group_value bytea)
+                                            next_offset bigint, metadata text, group_value bytea,
+                                            committed_at timestamptz DEFAULT NULL)
     RETURNS void AS 'MODULE_PATHNAME', 'mq_consumer_offsets_append' LANGUAGE C VOLATILE;
 
 CREATE FUNCTION mq._refuse_internal_topic(topic text) RETURNS void
@@ -53,7 +54,7 @@ BEGIN
     PERFORM mq_internal.create_topic('__consumer_offsets', ensure_consumer_offsets.partitions,
                                      '{"cleanup.policy": "compact"}', NULL);
     PERFORM mq._consumer_offsets_append(o.group_id, t.topic_name, o.partition, o.next_offset,
-                                        o.metadata, NULL)
+                                        o.metadata, NULL, o.committed_at)
        FROM mq.consumer_offset o JOIN mq.topic t USING (topic_id)
       ORDER BY o.committed_at, o.group_id, t.topic_name, o.partition;
     RETURN ensure_consumer_offsets.partitions;
