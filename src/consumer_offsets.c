@@ -18,7 +18,7 @@
  * when mq.delete_group forgets the offset.  The partition is Kafka's:
  * abs(Java hashCode of the group id) modulo the topic's partition count.
  *
- * Only this file appends to the topic: every other produce to it is
+ * Only this file appends to the topic: every produce to it (produce.c) is
  * refused (MQ070, Kafka's INVALID_TOPIC_EXCEPTION).
  *
  * Locking: the append takes the __consumer_offsets partition's produce
@@ -39,9 +39,6 @@
 #include "mq.h"
 
 PG_FUNCTION_INFO_V1(mq_consumer_offsets_append);
-
-/* set while this file appends: the one writer the topic accepts */
-static bool appending = false;
 
 /* Kafka's GroupMetadataManager formats */
 #define OFFSET_KEY_VERSION		1
@@ -133,11 +130,14 @@ mq_consumer_offsets_partition(const char *group, int len, int32 npartitions)
 	return h % npartitions;
 }
 
-/* Refuse a produce to __consumer_offsets by anyone but this file. */
+/*
+ * Refuse a produce to __consumer_offsets (produce.c asks before any other
+ * check of the records; this file appends through log.c directly).
+ */
 void
 mq_consumer_offsets_check_write(const char *topic_name)
 {
-	if (!appending && strcmp(topic_name, MQ_CONSUMER_OFFSETS) == 0)
+	if (strcmp(topic_name, MQ_CONSUMER_OFFSETS) == 0)
 		ereport(ERROR,
 				(errcode(ERRCODE_MQ_INTERNAL_TOPIC),
 				 errmsg("cannot write to internal topic \"%s\"", topic_name),
@@ -161,16 +161,7 @@ append_record(const char *group, int glen, bytea *key, bytea *value)
 	rec.key = key;
 	rec.value = value;
 	rec.partition = mq_consumer_offsets_partition(group, glen, topic->npartitions);
-	appending = true;
-	PG_TRY();
-	{
-		(void) mq_log_append(MQ_CONSUMER_OFFSETS, rec.partition, &rec, 1, NULL);
-	}
-	PG_FINALLY();
-	{
-		appending = false;
-	}
-	PG_END_TRY();
+	(void) mq_log_append(MQ_CONSUMER_OFFSETS, rec.partition, &rec, 1, NULL);
 }
 
 /*

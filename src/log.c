@@ -315,7 +315,6 @@ lock_for_append(const char *topic_name, int32 partition)
 	 * refuse here (25006, also on a hot standby) before taking any lock.
 	 */
 	PreventCommandIfReadOnly("a produce to a topic");
-	mq_consumer_offsets_check_write(topic_name);
 	topic = mq_topic_lookup(topic_name, false);
 
 	(void) mq_topic_partition(topic, partition);
