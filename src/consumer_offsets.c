@@ -15,7 +15,9 @@
  * (docs/design.md, "__consumer_offsets").  Key: OffsetCommitKey version 1
  * (group, topic, partition); value: OffsetCommitValue version 3 (offset,
  * leader epoch -1, metadata, commit timestamp); a null value (tombstone)
- * when mq.delete_group forgets the offset.  The partition is Kafka's:
+ * when mq.delete_group forgets the offset.  mq-kafka's groups add their
+ * metadata (GroupMetadataKey version 2, the GroupMetadataValue mq-kafka
+ * encodes) with each save of their state.  The partition is Kafka's:
  * abs(Java hashCode of the group id) modulo the topic's partition count.
  *
  * Only this file appends to the topic: every produce to it (produce.c) is

@@ -9,8 +9,9 @@
 #   groups: 4 clients, a group each (groups spread over the partitions)
 #   shared: 4 clients of one group, each committing its own partition
 #           (all four append to the group's one topic partition)
-# Prints commits/s per way (median of ROUNDS rounds, default 3) and the
-# ratio with / without.
+# each with synchronous_commit on (a WAL flush per commit, which
+# dominates) and off (the CPU and lock cost shows).  Prints commits/s per
+# way (median of ROUNDS rounds, default 3) and the ratio with / without.
 #   test/bench/consumer_offsets.sh [SECONDS [ROUNDS]]
 set -euo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/../.."
@@ -43,8 +44,9 @@ cat >"$work/shared.sql" <<'EOF'
 SELECT mq.commit_offset('bench-shared', 'cb', :client_id, :o);
 EOF
 
-tps() { # way clients
-	pgbench -n -T "$SECS" -c "$2" -j "$2" -f "$work/$1.sql" 2>&1 | grep -oP 'tps = \K[0-9.]+'
+tps() { # way clients [synchronous_commit]
+	PGOPTIONS="-c synchronous_commit=${3:-on}" \
+		pgbench -n -T "$SECS" -c "$2" -j "$2" -f "$work/$1.sql" 2>&1 | grep -oP 'tps = \K[0-9.]+'
 }
 declare -A RES
 for ((r = 1; r <= ROUNDS; r++)); do
@@ -54,9 +56,11 @@ for ((r = 1; r <= ROUNDS; r++)); do
 		else
 			psql -X -q -c "SELECT mq.drop_topic(topic) FROM mq.topics WHERE topic = '__consumer_offsets'" >/dev/null
 		fi
-		RES[one.$mode]+="$(tps one 1) "
-		RES[groups.$mode]+="$(tps groups 4) "
-		RES[shared.$mode]+="$(tps shared 4) "
+		for sc in on off; do
+			RES[one.$sc.$mode]+="$(tps one 1 $sc) "
+			RES[groups.$sc.$mode]+="$(tps groups 4 $sc) "
+			RES[shared.$sc.$mode]+="$(tps shared 4 $sc) "
+		done
 	done
 done
 records="$(psql -X -At -c "SELECT sum(log_end_offset) FROM mq.partitions WHERE topic = '__consumer_offsets'")"
@@ -65,16 +69,18 @@ cluster_stop
 median() { tr ' ' '\n' <<<"$1" | grep . | mq_median; }
 ratio() { awk -v a="$1" -v b="$2" 'BEGIN {printf "%.2f", a / b}'; }
 echo
-echo "| commits ($SECS s, median of $ROUNDS rounds) | commits/s without __consumer_offsets | with it | ratio |"
-echo "|---|---:|---:|---:|"
-for way in one groups shared; do
-	a="$(median "${RES[$way.without]}")"
-	b="$(median "${RES[$way.with]}")"
-	case $way in
-	one) label="1 client, one group" ;;
-	groups) label="4 clients, a group each" ;;
-	shared) label="4 clients of one group, a partition each" ;;
-	esac
-	echo "| $label | $a | $b | $(ratio "$b" "$a") |"
+echo "| commits ($SECS s, median of $ROUNDS rounds) | synchronous_commit | commits/s without __consumer_offsets | with it | ratio |"
+echo "|---|---|---:|---:|---:|"
+for sc in on off; do
+	for way in one groups shared; do
+		a="$(median "${RES[$way.$sc.without]}")"
+		b="$(median "${RES[$way.$sc.with]}")"
+		case $way in
+		one) label="1 client, one group" ;;
+		groups) label="4 clients, a group each" ;;
+		shared) label="4 clients of one group, a partition each" ;;
+		esac
+		printf '| %s | %s | %.0f | %.0f | %s |\n' "$label" "$sc" "$a" "$b" "$(ratio "$b" "$a")"
+	done
 done
 echo "(the last round appended $records records to __consumer_offsets)"

@@ -6,7 +6,8 @@
 # coffsets.py); the topic is created when a client first asks for it, with
 # the commits made before; it is internal in Metadata (kafka-python's
 # topics() leaves it out); producing to it is refused (kafka-python and
-# kcat: INVALID_TOPIC_EXCEPTION) and changes nothing.
+# kcat: INVALID_TOPIC_EXCEPTION) and changes nothing; a Kafka group's
+# membership appears as Kafka's group metadata records.
 source "$(dirname "${BASH_SOURCE[0]}")/lib.bash"
 
 PY=/usr/bin/python3 # Debian's python3-kafka
@@ -32,6 +33,8 @@ summary() {
 	json_get "$1" '{records}' | "$PY" -c '
 import json, sys
 for r in json.load(sys.stdin):
+    if r["kind"] != "offset":
+        continue
     print(r["group"], r["topic"], r["partition"], r["offset"], repr(r["metadata"]),
           r["key_version"], r["value_version"], r["key_complete"] and r["value_complete"],
           r["kafka_partition"])' | sort
@@ -58,6 +61,19 @@ J2="$(tail -n 1 <<<"$OUT")"
 check_eq "$(comm -13 <(summary "$J") <(summary "$J2"))" "cok cot 1 3 'by kafka-python' 1 3 True True
 cos cot 0 3 '' 1 3 True True" \
 	"later commits are new records (a null metadata is Kafka's empty string)"
-check_eq "$(sql "$END_SQL")" "$((before + 2))" "two records were appended"
+# the group's metadata (GroupMetadataKey v2, value v3) as mq-kafka saved it
+groups() {
+	json_get "$1" '{records}' | "$PY" -c '
+import json, sys
+for r in json.load(sys.stdin):
+    if r["kind"] == "group" and r["group"] == "cok":
+        print(r["key_version"], r["value_version"], r["protocol_type"], r["protocol"] is not None,
+              [(m["client_id"], m["subscription_len"] > 0, m["assignment_len"] > 0) for m in r["members"]],
+              r["key_complete"] and r["value_complete"])'
+}
+check_eq "$(groups "$J2")" "2 3 consumer True [('kafka-python-2.0.2', True, True)] True
+2 3 consumer False [] True" \
+	"the Kafka group's metadata: its member with subscription and assignment, then empty once it left"
+check_eq "$(sql "$END_SQL")" "$((before + 4))" "two commits and two group records were appended"
 
 finish
