@@ -11,7 +11,9 @@
  * Records keep mq's timestamp and type (mq.record.timestamp,
  * timestamp_type) and headers (header_list); a new batch starts when the
  * type changes, and for LogAppendTime when the millisecond does, since
- * clients give every record of such a batch its maxTimestamp.
+ * clients give every record of such a batch its maxTimestamp.  A batch
+ * carries the leader epoch its records were written under
+ * (fetch_epochs.c), and a new one starts where an epoch starts.
  *
  *-------------------------------------------------------------------------
  */
@@ -76,6 +78,7 @@ encode_partition(PGresult *res, const FRow *rows, int n, FPart *fp, size_t *tota
 	bool		open = false;
 	bool		open_append = false;
 	int64_t		ts_open = 0;
+	int32_t		epoch_open = 0;
 	size_t		part = 0;
 
 	for (int k = 0; k < n; k++)
@@ -87,7 +90,10 @@ encode_partition(PGresult *res, const FRow *rows, int n, FPart *fp, size_t *tota
 		int			nh;
 		bool		log_append;
 		size_t		size;
+		int32_t		epoch = fetch_epoch_at(fp, rows[k].offset);
 
+		if (rows[k].offset >= fp->epochs_end)
+			break;				/* epochs not read: the next Fetch */
 		ts = row_meta(res, row, &log_append, hk, hv, &nh);
 		size = magic < 2 ? msgset_size(magic, klen, vlen) :
 			record_size(klen, vlen, hk, hv, nh) + (open ? 0 : KBATCH_HEADER_SIZE);
@@ -98,15 +104,17 @@ encode_partition(PGresult *res, const FRow *rows, int n, FPart *fp, size_t *tota
 					   klen, PQgetvalue(res, row, COL_VALUE), vlen);
 		else
 		{
-			if (open && (log_append != open_append || (log_append && ts != ts_open)))
+			if (open && (log_append != open_append || (log_append && ts != ts_open) ||
+						 epoch != epoch_open))
 			{
 				batch_end(&e);
 				open = false;
 			}
 			if (!open)
 			{
-				batch_begin(&e, recs, rows[k].offset, 0, ts, log_append);
+				batch_begin(&e, recs, rows[k].offset, epoch, ts, log_append);
 				open = true;
+				epoch_open = epoch;
 				open_append = log_append;
 				ts_open = ts;
 			}
