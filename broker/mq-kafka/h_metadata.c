@@ -16,7 +16,9 @@
  * view that this node holds no replica of is named from the view alone,
  * as any Kafka broker names every topic), or are created with
  * mq.create_topic first when --auto-create-topics is set and the client
- * allows it (v4+).  While this node's database is unreachable, every
+ * allows it (v4+).  __consumer_offsets, Kafka's internal topic of offset
+ * commits, is created by mq.ensure_consumer_offsets when a request names
+ * it (as Kafka creates it on first need), and is the one is_internal topic.  While this node's database is unreachable, every
  * topic is LEADER_NOT_AVAILABLE, so clients ask another broker.
  *
  * v0 (kafka-python's probe, sarama's default) has no broker rack, no
@@ -65,6 +67,10 @@
 	"    OR " TOPIC_ID_SQL("m.topic") " = ANY ($2::text[]) ORDER BY 1, 2"
 
 #define KERR_LEADER_NOT_AVAILABLE 5
+
+/* Kafka's internal topic of offset commits, created when first named */
+#define CONSUMER_OFFSETS_TOPIC "__consumer_offsets"
+#define ENSURE_OFFSETS_SQL "SELECT mq.ensure_consumer_offsets()"
 
 #define AUTO_CREATE_SQL \
 	"SELECT mq.create_topic(t, $2) FROM unnest($1::text[]) t" \
@@ -260,8 +266,8 @@ write_topic(KWriter *w, int16_t v, KSlice name, const char *id, PGresult *res, i
 		(void) topic_id_from_hex(error == KERR_NONE || name.len < 0 ? id : NULL, uuid);
 		kw_uuid(w, uuid);
 	}
-	if (v >= 1)
-		kw_i8(w, 0);			/* is_internal */
+	if (v >= 1)					/* is_internal */
+		kw_i8(w, kslice_eq(name, CONSUMER_OFFSETS_TOPIC) ? 1 : 0);
 	count_at = kw_later(w);
 	for (; res && row < PQntuples(res) && kslice_eq(name, PQgetvalue(res, row, 0)); row++, n++)
 		write_partition(w, v, res, row);
@@ -391,6 +397,12 @@ h_metadata(KRequest *req)
 		req_abort(req);
 		return;
 	}
+	for (int32_t i = 0; i < s->n; i++)
+		if (s->names[i].len >= 0 && kslice_eq(s->names[i], CONSUMER_OFFSETS_TOPIC))
+		{
+			(void) kjob_add(&s->job, ENSURE_OFFSETS_SQL, 0);
+			break;
+		}
 	bytes = mq_array_bytes(&arr, &len);
 	if (s->n > 0 && allow_auto && kconfig.auto_create_partitions > 0)
 	{
