@@ -86,7 +86,7 @@ BEGIN
      WHERE t.transactional_id OPERATOR(pg_catalog.=) p_id FOR UPDATE;
     IF NOT FOUND OR v.producer_id OPERATOR(pg_catalog.<>) p_producer_id THEN
         RAISE EXCEPTION 'transactional id "%" does not have producer id %', p_id, p_producer_id
-            USING ERRCODE = 'MQ071', HINT = 'Call InitProducerId (mq.kafka_txn_init) first.';
+            USING ERRCODE = 'MQ073', HINT = 'Call InitProducerId (mq.kafka_txn_init) first.';
     END IF;
     IF v.state OPERATOR(pg_catalog.=) 'ongoing'
        AND mq._kafka_txn_expired(v.started_at, v.timeout_ms) THEN
@@ -262,7 +262,7 @@ COMMENT ON FUNCTION mq.kafka_txn_offset(text, bigint, integer, text, text, integ
 -- EndTxn: commit (append every staged batch, commit the staged offsets) or
 -- abort (drop them), all in the caller's one transaction.  Ending a
 -- transaction that already ended the same way again succeeds (a retry);
--- the other way, or with nothing open, is MQ070.  Returns the topics
+-- the other way, or with nothing open, is MQ072.  Returns the topics
 -- appended to (mq-kafka wakes the fetches waiting on them).
 CREATE FUNCTION mq_internal.kafka_txn_end(transactional_id text, producer_id bigint, producer_epoch integer,
                                           commit boolean, p_caller oid) RETURNS text[]
@@ -286,7 +286,7 @@ BEGIN
             RETURN v_topics;
         END IF;
         RAISE EXCEPTION 'transactional id "%" has no open transaction to commit', $1
-            USING ERRCODE = 'MQ070';
+            USING ERRCODE = 'MQ072';
     END IF;
     IF $4 THEN
         FOR r IN SELECT * FROM mq.kafka_txn_record s WHERE s.transactional_id OPERATOR(pg_catalog.=) $1

@@ -31,7 +31,7 @@ SELECT lives_ok($$SELECT mq.send('ktx-out', NULL::bytea, 'plain'::bytea, partiti
 SELECT throws_ok($$SELECT mq.kafka_txn_stage('app-1', (SELECT producer_id FROM p0), 0, 'ktx-out', 5, 1,
                      ARRAY['k']::bytea[], ARRAY['v']::bytea[])$$, 'MQ006', NULL, 'an unknown partition is refused');
 SELECT throws_ok($$SELECT mq.kafka_txn_stage('app-1', (SELECT producer_id FROM p0) + 1, 0, 'ktx-out', 0, 1,
-                     ARRAY['k']::bytea[], ARRAY['v']::bytea[])$$, 'MQ071', NULL, 'another producer id is refused');
+                     ARRAY['k']::bytea[], ARRAY['v']::bytea[])$$, 'MQ073', NULL, 'another producer id is refused');
 SELECT lives_ok($$SELECT mq.kafka_txn_add_offsets('app-1', (SELECT producer_id FROM p0), 0, 'g1')$$,
                 'a group joins the transaction');
 SELECT lives_ok($$SELECT mq.kafka_txn_offset('app-1', (SELECT producer_id FROM p0), 0, 'g1', 'ktx-in', 0, 1, 'm')$$,
@@ -50,7 +50,7 @@ SELECT is(mq.kafka_txn_end('app-1', (SELECT producer_id FROM p0), 0, true), '{}'
           'a retried commit succeeds and appends nothing');
 SELECT mq.kafka_txn_end('app-1', (SELECT producer_id FROM p0), 0, false);
 SELECT throws_ok($$SELECT mq.kafka_txn_end('app-1', (SELECT producer_id FROM p0), 0, true)$$,
-                 'MQ070', NULL, 'a commit with nothing open after an abort is refused');
+                 'MQ072', NULL, 'a commit with nothing open after an abort is refused');
 
 -- abort: nothing appears
 SELECT mq.kafka_txn_stage('app-1', (SELECT producer_id FROM p0), 0, 'ktx-out', 0, 2,
