@@ -266,15 +266,12 @@ regenerated() {
 	text="$(cat "$ROOT/$doc")"
 	for name in "${args[@]}"; do
 		gen="$(generate "$name")" || die "cannot generate $name"
-		text="$(TEXT="$text" GEN="$gen" awk -v b="$(begin_mark "$name")" -v e="$(end_mark "$name")" '
-			BEGIN {
-				n = split(ENVIRON["TEXT"], line, "\n")
-				for (i = 1; i <= n; i++) {
-					if (line[i] == b) { print line[i]; print ENVIRON["GEN"]; skip = 1; continue }
-					if (line[i] == e) skip = 0
-					if (!skip) print line[i]
-				}
-			}')"
+		# the document on stdin: one environment string is capped at
+		# 128 KiB (MAX_ARG_STRLEN), which docs/design.md outgrew
+		text="$(printf '%s\n' "$text" | GEN="$gen" awk -v b="$(begin_mark "$name")" -v e="$(end_mark "$name")" '
+			$0 == b { print; print ENVIRON["GEN"]; skip = 1; next }
+			$0 == e { skip = 0 }
+			!skip { print }')" || die "cannot rewrite $doc"
 	done
 	printf '%s\n' "$text"
 }
