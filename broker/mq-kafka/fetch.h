@@ -37,6 +37,7 @@ typedef struct FetchState
 	void		(*resolved) (struct FetchState *s);	/* then (fetch_ids.c) */
 	int32_t		nparts;
 	FPart	   *parts;
+	int8_t		magic;			/* record format of the response: 2 (v4+), 1, 0 */
 	int32_t		min_bytes;
 	int32_t		max_bytes;
 	int64_t		deadline_us;
@@ -64,6 +65,18 @@ enum
 	COL_HVALS
 };
 
+/*
+ * The Fetch statement of v4+ when the database encodes (h_fetch.c): after
+ * the same bounds rows, one row per partition with its records as record
+ * batches (mq.kafka_fetch), COL_OFFSET holding the next offset.
+ */
+enum
+{
+	COL_B_RECORDS = COL_OFFSET + 1,	/* records in the batches */
+	COL_B_BYTES,				/* their size as the byte limits count it */
+	COL_B_BATCHES
+};
+
 /* a record row of the result, for putting rows in order */
 typedef struct FRow
 {
@@ -79,6 +92,12 @@ typedef struct FRow
  */
 extern void encode_partition(PGresult *res, const FRow *rows, int n, FPart *fp, size_t *total,
 							 int32_t max_total, KWriter *recs, int magic);
+
+/*
+ * fetch_records.c: the batches the database encoded for one partition
+ * (its row of the statement, or -1: none) into recs, as encode_partition
+ */
+extern void copy_partition(PGresult *res, int row, FPart *fp, size_t *total, KWriter *recs);
 
 /*
  * What the read-ahead (below the handler) runs of the handler's, handed

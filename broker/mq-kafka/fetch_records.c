@@ -5,6 +5,11 @@
  *	  its statement (h_fetch.c): record batches (v4+), or message sets
  *	  down-converted to format v0 or v1 (v0-v3, msgset.h).  Loop thread.
  *
+ * With v4+ the database encodes the batches by default (mq.kafka_fetch,
+ * src/kafka_fetch.c, under the same rules as below, byte for byte), and
+ * they are copied (copy_partition); encode_partition encodes rows of
+ * mq.fetch here for v0-v3, and for v4+ with --fetch-encoder=daemon.
+ *
  * Byte limits (KIP-74): records are added while the partition's and the
  * response's limits allow, except that the first record of the response
  * is always returned whole, so a consumer can always make progress.
@@ -121,4 +126,25 @@ encode_partition(PGresult *res, const FRow *rows, int n, FPart *fp, size_t *tota
 	}
 	if (open)
 		batch_end(&e);
+}
+
+/*
+ * The batches mq.kafka_fetch encoded for one partition (row of res, -1:
+ * none), as encode_partition would have: it applied the same limits.
+ */
+void
+copy_partition(PGresult *res, int row, FPart *fp, size_t *total, KWriter *recs)
+{
+	int32_t		n;
+
+	if (row < 0 || PQgetisnull(res, row, COL_B_BATCHES))
+		return;
+	n = mq_get_int32(res, row, COL_B_RECORDS);
+	if (n <= 0)
+		return;
+	kw_raw(recs, PQgetvalue(res, row, COL_B_BATCHES), PQgetlength(res, row, COL_B_BATCHES));
+	fp->next_offset = mq_get_int64(res, row, COL_OFFSET);
+	fp->returned = n;
+	fp->returned_bytes = (size_t) mq_get_int64(res, row, COL_B_BYTES);
+	*total += fp->returned_bytes;
 }

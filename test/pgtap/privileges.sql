@@ -399,7 +399,7 @@ SELECT is((SELECT array_agg(DISTINCT p.proname::text ORDER BY p.proname::text)
                 'add_partitions', 'alter_topic', 'await_commit', 'commit_offset', 'commit_polled',
                 'committed_offset', 'committed_offsets', 'config_defaults', 'create_topic', 'delete_group', 'delete_records', 'drop_scram_credential', 'drop_topic', 'fetch', 'grant', 'has_group_privilege',
                 'has_topic_privilege', 'header_list', 'headers_jsonb', 'heartbeat', 'join_group',
-                'kafka_group_save', 'kafka_group_states',
+                'kafka_fetch', 'kafka_group_save', 'kafka_group_states',
                 'leave_group', 'list_scram_credentials', 'murmur2', 'offsets_for_times', 'partition_for', 'poll', 'produce', 'produce_await', 'produce_records',
                 'record_size', 'reset_offsets', 'revoke', 'send', 'send_batch', 'set_scram_credential', 'set_scram_credential_salted',
                 'validate_config'],
