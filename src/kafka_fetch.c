@@ -86,7 +86,7 @@ static void
 load_arrays(KafkaFetch *k, FunctionCallInfo fcinfo)
 {
 	static const char *const names[NARRAYS] = {"topics", "partitions", "from_offsets",
-	"max_records", "max_bytes"};
+											   "max_records", "max_bytes"};
 	static const Oid types[NARRAYS] = {TEXTOID, INT4OID, INT8OID, INT4OID, INT4OID};
 
 	for (int a = 0; a < NARRAYS; a++)
@@ -129,7 +129,7 @@ static void
 element_args(KafkaFetch *k, int i, NullableDatum *args, int64 *max_bytes)
 {
 	static const char *const names[NARRAYS] = {NULL, "partition", "from_offset",
-	"max_records", "max_bytes"};
+											   "max_records", "max_bytes"};
 
 	for (int a = ARG_TOPIC; a <= ARG_MAX_RECORDS; a++)
 	{
@@ -189,7 +189,7 @@ wire_record(TupleTableSlot *slot, MqWireRecord *r, bool *log_append)
 		size += 4 + Max(r->hkeylens[h], 0) + Max(r->hvallens[h], 0);
 	*log_append = isnull[Anum_log_timestamp - 1];
 	r->timestamp_ms = DatumGetTimestampTz(v[*log_append ? Anum_log_created_at - 1 :
-											Anum_log_timestamp - 1]) / 1000 + PG_EPOCH_MS;
+										  Anum_log_timestamp - 1]) / 1000 + PG_EPOCH_MS;
 	return size;
 }
 
@@ -224,7 +224,7 @@ encode_partition(KafkaFetch *k, int i, PartOut *out)
 			MemoryContextSwitchTo(old);
 			break;				/* full */
 		}
-		if (open && (log_append != open_append || (log_append && r.timestamp_ms != ts_open)))
+		if (open && (log_append != open_append))
 		{
 			mq_batch_end(&w);
 			open = false;

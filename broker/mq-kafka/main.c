@@ -155,7 +155,15 @@ parse_peer(const CliParser *p, char *arg)
 enum
 {
 	O_ADV = CLI_OPT_LONG_BASE, O_NODE, O_POOL, O_MAXREQ, O_MAXBATCH, O_DELAY,
-	O_AUTO, O_RECHECK, O_FETCH_ENC, O_PEER, O_COORD, O_REFRESH, O_SASL, O_METRICS, O_STMT,
+	O_AUTO,
+	O_RECHECK,
+	O_FETCH_ENC,
+	O_PEER,
+	O_COORD,
+	O_REFRESH,
+	O_SASL,
+	O_METRICS,
+	O_STMT,
 	O_LISTENERS, O_ADVLISTENERS, O_PROTOMAP, O_SSL_CERT, O_SSL_KEY, O_SSL_KEYPW,
 	O_SSL_CA, O_SSL_CLIENT_AUTH, O_SSL_RULES, O_RULES, O_ANON, O_SASL_PT
 };
@@ -374,7 +382,7 @@ parse_args(int argc, char **argv)
 				break;
 			case O_FETCH_ENC:
 				kconfig.fetch_in_daemon = cli_choice(&p, "--fetch-encoder", optarg,
-													 (const char *const[]) {"database", "daemon", NULL}) == 1;
+													 (const char *const[]){"database", "daemon", NULL}) == 1;
 				break;
 			case 'V':
 				printf("mq-kafka %s\n", MQ_VERSION);
