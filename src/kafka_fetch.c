@@ -224,7 +224,7 @@ encode_partition(KafkaFetch *k, int i, PartOut *out)
 			MemoryContextSwitchTo(old);
 			break;				/* full */
 		}
-		if (open && (log_append != open_append))
+		if (open && (log_append != open_append || (log_append && r.timestamp_ms != ts_open)))
 		{
 			mq_batch_end(&w);
 			open = false;
