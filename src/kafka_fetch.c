@@ -17,7 +17,7 @@
  *
  * Byte limits (KIP-74), counted as mq-kafka counts them: a record costs
  * its key, value and header bytes, 24 bytes, 4 a header, and 61 when it
- * opens a batch.  Records are added while the partition's max_bytes and
+ * opens a batch.  Records are added while partition_max_bytes and
  * the call's response_max_bytes allow, except that the first record of
  * the call is always returned whole, so a consumer always makes progress.
  * Partitions are read in the arrays' order, each with what the ones
@@ -86,7 +86,7 @@ static void
 load_arrays(KafkaFetch *k, FunctionCallInfo fcinfo)
 {
 	static const char *const names[NARRAYS] = {"topics", "partitions", "from_offsets",
-											   "max_records", "max_bytes"};
+											   "partition_max_records", "partition_max_bytes"};
 	static const Oid types[NARRAYS] = {TEXTOID, INT4OID, INT8OID, INT4OID, INT4OID};
 
 	for (int a = 0; a < NARRAYS; a++)
@@ -129,7 +129,7 @@ static void
 element_args(KafkaFetch *k, int i, NullableDatum *args, int64 *max_bytes)
 {
 	static const char *const names[NARRAYS] = {NULL, "partition", "from_offset",
-											   "max_records", "max_bytes"};
+											   "partition_max_records", "partition_max_bytes"};
 
 	for (int a = ARG_TOPIC; a <= ARG_MAX_RECORDS; a++)
 	{
@@ -145,7 +145,7 @@ element_args(KafkaFetch *k, int i, NullableDatum *args, int64 *max_bytes)
 	if (*max_bytes < 1)
 		ereport(ERROR,
 				(errcode(ERRCODE_MQ_INVALID_ARGUMENT),
-				 errmsg("max_bytes %d must be positive, not " INT64_FORMAT, i + 1, *max_bytes)));
+				 errmsg("partition_max_bytes %d must be positive, not " INT64_FORMAT, i + 1, *max_bytes)));
 	/* mq.fetch's max_wait_ms, min_records, max_bytes: none */
 	for (int a = 4; a < 7; a++)
 	{
@@ -251,8 +251,8 @@ encode_partition(KafkaFetch *k, int i, PartOut *out)
 
 /*
  * mq.kafka_fetch(topics text[], partitions integer[], from_offsets
- * bigint[], max_records integer[], max_bytes integer[],
- * response_max_bytes integer) RETURNS TABLE (item integer, next_offset
+ * bigint[], partition_max_records integer[], partition_max_bytes
+ * integer[], response_max_bytes integer) RETURNS TABLE (item integer, next_offset
  * bigint, records integer, bytes bigint, batches bytea): a row per element
  * whose topic is not null, in order.
  */
