@@ -134,3 +134,4 @@ for w in db dm; do
 		printf "  %s: %.2f / %.2f / %.2f us\n", (w == "db" ? "database encodes" : "daemon encodes  "),
 			d / hz / n * 1e6, b / hz / n * 1e6, (d + b) / hz / n * 1e6 }'
 done
+
