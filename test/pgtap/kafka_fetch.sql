@@ -1,9 +1,10 @@
 -- mq.kafka_fetch: partitions' records as Kafka record batches (v2).  The
 -- bytes themselves are compared with mq-kafka's own encoder by
 -- test/kafka/fetch_batch.sh; here: the batch layout, the byte limits, a
--- row per partition, and every check mq.fetch makes, with its SQLSTATE.
+-- row per partition, every check mq.fetch makes, with its SQLSTATE, and
+-- the high watermark of a replicated partition.
 BEGIN;
-SELECT plan(26);
+SELECT plan(30);
 
 SELECT mq.create_topic('kf', 2);
 SELECT count(*) FROM mq.send_batch('kf', ARRAY['a', NULL, 'c'], ARRAY['va', 'vb', NULL], partition => 0);
@@ -85,6 +86,24 @@ SET ROLE mqkf_reader;
 SELECT is((SELECT records FROM mq.kafka_fetch(ARRAY['kf'], ARRAY[0], ARRAY[0::bigint], ARRAY[10], ARRAY[1000])),
           3, 'READ on the topic: its records');
 RESET ROLE;
+
+-- a replicated partition: only below the high watermark, only on its leader
+-- (topics of one database stand for nodes: 'krl' leads, 'krf' follows)
+SELECT mq.create_topic(t, 1) FROM unnest(ARRAY['krl', 'krf']) t;
+SELECT mq.replica_become_leader('krl', 0, 1, 1, ARRAY[1, 2], ARRAY[1, 2]);
+SELECT mq.replica_become_follower('krf', 0, 1, 1);
+SELECT count(*) FROM mq.send_batch('krl', NULL::text[], ARRAY['a', 'b', 'c', 'd', 'e']);
+SELECT is((SELECT records FROM mq.kafka_fetch(ARRAY['krl'], ARRAY[0], ARRAY[0::bigint], ARRAY[100], ARRAY[100000])),
+          0, 'nothing while the follower in the ISR has not fetched');
+SELECT count(*) FROM (SELECT mq.replica_fetch('krl', 0, 1, 2, 0, 3, 0)) f;
+SELECT count(*) FROM (SELECT mq.replica_fetch('krl', 0, 1, 2, 3, 3, 0)) f;   -- the follower is at 3
+SELECT is((SELECT (next_offset, records)
+             FROM mq.kafka_fetch(ARRAY['krl'], ARRAY[0], ARRAY[0::bigint], ARRAY[100], ARRAY[100000])),
+          (3::bigint, 3), 'then up to the high watermark');
+SELECT is((SELECT records FROM mq.kafka_fetch(ARRAY['krl'], ARRAY[0], ARRAY[0::bigint], ARRAY[100], ARRAY[100000])),
+          (SELECT count(*)::int FROM mq.fetch('krl', 0, 0, 100)), 'as mq.fetch');
+SELECT throws_ok($$ SELECT * FROM mq.kafka_fetch(ARRAY['krf'], ARRAY[0], ARRAY[0::bigint], ARRAY[1], ARRAY[1]) $$,
+                 'MQ020', NULL, 'a follower refuses: MQ020, as mq.fetch');
 
 SELECT * FROM finish();
 ROLLBACK;
