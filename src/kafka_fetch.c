@@ -49,6 +49,7 @@ PG_FUNCTION_INFO_V1(mq_kafka_fetch);
 /* 2000-01-01 (PostgreSQL's epoch) in Unix milliseconds */
 #define PG_EPOCH_MS INT64CONST(946684800000)
 #define BATCH_HEADER_SIZE 61
+#define MAX_PREALLOC (16 * 1024 * 1024)
 
 /* the arguments, one element per partition */
 enum
@@ -250,6 +251,20 @@ encode_partition(KafkaFetch *k, int i, PartOut *out)
 }
 
 /*
+ * The buffer to start element i's batches with: what its limits allow
+ * (records encode in fewer bytes than they count for), up to a cap, so
+ * that a megabyte of batches is not copied as the buffer doubles.
+ */
+static int
+expected_size(KafkaFetch *k, int i)
+{
+	int64		n = k->nulls[ARG_MAX_BYTES][i] ? 0 : DatumGetInt32(k->elems[ARG_MAX_BYTES][i]);
+
+	n = Min(n, k->response_max - k->total);
+	return (int) Max(Min(n, MAX_PREALLOC), 0) + VARHDRSZ + 64;
+}
+
+/*
  * mq.kafka_fetch(topics text[], partitions integer[], from_offsets
  * bigint[], partition_max_records integer[], partition_max_bytes
  * integer[], response_max_bytes integer) RETURNS TABLE (item integer, next_offset
@@ -292,6 +307,7 @@ mq_kafka_fetch(PG_FUNCTION_ARGS)
 	i = k->next++;
 	memset(&out, 0, sizeof(out));
 	initStringInfo(&out.buf);
+	enlargeStringInfo(&out.buf, expected_size(k, i));
 	appendBinaryStringInfo(&out.buf, "\0\0\0\0", VARHDRSZ);
 	encode_partition(k, i, &out);
 	SET_VARSIZE(out.buf.data, out.buf.len);
