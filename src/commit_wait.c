@@ -36,6 +36,11 @@
  * mq.txn_notes shows the notes before PREPARE, for the commit decision
  * that recovery reads (src/sql/64_twophase.sql).
  *
+ * The leader's own flush: an acks=all write commits without waiting for
+ * it (31_produce_acks.sql), so the wait first flushes the session's last
+ * commit, while the followers fetch; the high watermark counts the
+ * leader's records only once flushed (replica.c).
+ *
  * Locking: the version row is held until the committing transaction
  * ends; the wait holds nothing.
  *
@@ -44,6 +49,7 @@
 #include "postgres.h"
 
 #include "access/xact.h"
+#include "access/xlog.h"
 #include "catalog/pg_type.h"
 #include "executor/spi.h"
 #include "fmgr.h"
@@ -232,6 +238,17 @@ replica_await(const char *topic_name, const PendingAck *a, int32 min_isr, int ti
 {
 	TimestampTz deadline = TimestampTzPlusMilliseconds(GetCurrentTimestamp(), Max(timeout_ms, 0));
 
+	/*
+	 * The write did not wait for its flush (an acks=all write on a leader
+	 * commits without it): flush now, while the followers fetch it.  The
+	 * high watermark waits for that flush too; this starts it at once, and
+	 * covers the offsets version, which the high watermark does not.  The
+	 * commit may be another session's (mq-kafka waits on a pooled
+	 * connection): every commit of the topic visible now is flushed.
+	 */
+	if (!RecoveryInProgress())
+		XLogFlush(XactLastCommitEnd);
+	mq_notify_flush_visible(a->topic_id);
 	for (;;)
 	{
 		uint64		seen = mq_notify_counter(a->topic_id);

@@ -243,6 +243,7 @@ extern void mq_notify_init(void);
 extern void mq_notify_now(int32 topic_id);
 extern void mq_notify_at_commit(int32 topic_id);
 extern void mq_notify_all(void);
+extern void mq_notify_flush_visible(int32 topic_id);
 extern uint64 mq_notify_counter(int32 topic_id);
 extern bool mq_notify_wait(int32 topic_id, uint64 seen, TimestampTz deadline);
 

@@ -16,6 +16,22 @@
  * Shared memory needs shared_preload_libraries; without it the waiter
  * falls back to re-checking every 10 ms.
  *
+ * Flushing what became visible (the high watermark's half of acks=all,
+ * docs/replication.md "The acknowledgement path").  A leader commits an
+ * acks=all write without waiting for its own WAL flush, so its records are
+ * visible (to followers' fetches) before they are durable on it.  Each
+ * slot therefore also keeps the end of the latest commit record of a
+ * transaction that touched it (commit_lsn) and how many such transactions
+ * are between their pre-commit and their commit callback (committing).  A
+ * transaction counts itself in at XACT_EVENT_PRE_COMMIT (before its commit
+ * record, so before it is visible) and out at XACT_EVENT_COMMIT (after
+ * raising commit_lsn to its commit's end) or at abort.  Hence after a
+ * snapshot is taken, committing == 0 means every commit that snapshot sees
+ * has raised commit_lsn already, and flushing up to commit_lsn makes all of
+ * them durable (mq_notify_flush_visible); while some are in between, the
+ * current insert position is the bound.  Counted per slot, so topics
+ * sharing one only flush a little more.
+ *
  * A hot standby has no producers: its records arrive by WAL replay, which
  * runs no commit callbacks.  There the counter is the replay position
  * (GetXLogReplayRecPtr), and a waiter looks at it every
@@ -52,6 +68,8 @@
 typedef struct MqNotifySlot
 {
 	pg_atomic_uint64 changes;
+	pg_atomic_uint64 commit_lsn;	/* end of the latest commit touching it */
+	pg_atomic_uint32 committing;	/* between pre-commit and commit */
 	ConditionVariable cv;
 } MqNotifySlot;
 
@@ -61,6 +79,9 @@ static shmem_startup_hook_type prev_shmem_startup_hook = NULL;
 
 /* topics this transaction appended to, to be announced at commit */
 static List *touched = NIL;
+
+/* the slots this transaction counted itself in at pre-commit */
+static List *counted = NIL;
 
 static Size
 notify_shmem_size(void)
@@ -90,6 +111,8 @@ notify_shmem_startup(void)
 		for (int i = 0; i < MQ_NOTIFY_SLOTS; i++)
 		{
 			pg_atomic_init_u64(&slots[i].changes, 0);
+			pg_atomic_init_u64(&slots[i].commit_lsn, 0);
+			pg_atomic_init_u32(&slots[i].committing, 0);
 			ConditionVariableInit(&slots[i].cv);
 		}
 	}
@@ -149,6 +172,52 @@ mq_notify_at_commit(int32 topic_id)
 	MemoryContextSwitchTo(old);
 }
 
+/* Pre-commit: count this transaction in on its slots (before it is visible). */
+static void
+count_in(void)
+{
+	ListCell   *lc;
+	MemoryContext old = MemoryContextSwitchTo(TopMemoryContext);
+
+	foreach(lc, touched)
+	{
+		MqNotifySlot *slot = slot_for(lfirst_int(lc));
+
+		pg_atomic_fetch_add_u32(&slot->committing, 1);
+		counted = lappend(counted, slot);
+	}
+	MemoryContextSwitchTo(old);
+}
+
+/* Raise the slot's commit_lsn to lsn, unless it is already past it. */
+static void
+raise_commit_lsn(MqNotifySlot *slot, uint64 lsn)
+{
+	uint64		cur = pg_atomic_read_u64(&slot->commit_lsn);
+
+	while (cur < lsn && !pg_atomic_compare_exchange_u64(&slot->commit_lsn, &cur, lsn))
+		;
+}
+
+/* Commit or abort: count out, after recording the commit's end (if any). */
+static void
+count_out(XLogRecPtr commit_end)
+{
+	ListCell   *lc;
+
+	foreach(lc, counted)
+	{
+		MqNotifySlot *slot = lfirst(lc);
+
+		if (commit_end != InvalidXLogRecPtr)
+			raise_commit_lsn(slot, (uint64) commit_end);
+		pg_write_barrier();
+		pg_atomic_fetch_sub_u32(&slot->committing, 1);
+	}
+	list_free(counted);
+	counted = NIL;
+}
+
 static void
 notify_xact_callback(XactEvent event, void *arg)
 {
@@ -156,8 +225,12 @@ notify_xact_callback(XactEvent event, void *arg)
 
 	switch (event)
 	{
+		case XACT_EVENT_PRE_COMMIT:
+			count_in();
+			break;
 		case XACT_EVENT_COMMIT:
 		case XACT_EVENT_PARALLEL_COMMIT:
+			count_out(XactLastCommitEnd);
 			foreach(lc, touched)
 				mq_notify_now(lfirst_int(lc));
 			touched = NIL;
@@ -165,11 +238,37 @@ notify_xact_callback(XactEvent event, void *arg)
 		case XACT_EVENT_ABORT:
 		case XACT_EVENT_PARALLEL_ABORT:
 		case XACT_EVENT_PREPARE:
+			count_out(InvalidXLogRecPtr);
 			touched = NIL;		/* the list lived in the transaction's memory */
 			break;
 		default:
 			break;
 	}
+}
+
+/*
+ * Make every commit that touched the topic and that a snapshot taken
+ * before this call sees durable (flushed WAL): up to the slot's commit_lsn
+ * when no such commit is in between its pre-commit and its callback, else
+ * up to the current insert position.  Returns at once when that is already
+ * flushed; on a standby nothing is written, so there is nothing to flush.
+ */
+void
+mq_notify_flush_visible(int32 topic_id)
+{
+	XLogRecPtr	upto;
+
+	if (RecoveryInProgress())
+		return;
+	pg_memory_barrier();
+	if (slots == NULL || pg_atomic_read_u32(&slot_for(topic_id)->committing) > 0)
+		upto = GetXLogInsertRecPtr();
+	else
+	{
+		pg_read_barrier();
+		upto = (XLogRecPtr) pg_atomic_read_u64(&slot_for(topic_id)->commit_lsn);
+	}
+	XLogFlush(upto);
 }
 
 /* The topic's change counter: read it before looking, pass it to the wait. */

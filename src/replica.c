@@ -28,6 +28,12 @@
  * out.  Nodes that never had a broker (tests playing the broker by hand)
  * are not affected.
  *
+ * Durability.  An acks=all write on a leader commits without its own
+ * flush, so that followers fetch it while the leader's WAL is written; the
+ * high watermark counts the leader's log end only once flushed
+ * (mq._replica_durable_log_end), and the producer's wait starts that flush
+ * at once (commit_wait.c).
+ *
  * Waiting.  Both waits use notify.c: an append wakes the topic's waiters
  * at commit, and so does every high-watermark, ISR or role change made by
  * the replica API (mq._replica_notify).  A waiter reads the topic's change
@@ -58,6 +64,7 @@
 PG_FUNCTION_INFO_V1(mq_replica_lock);
 PG_FUNCTION_INFO_V1(mq_replica_notify);
 PG_FUNCTION_INFO_V1(mq_replica_wait_records);
+PG_FUNCTION_INFO_V1(mq_replica_durable_log_end);
 PG_FUNCTION_INFO_V1(mq_produce_await);
 PG_FUNCTION_INFO_V1(mq_replica_await_hwm);
 PG_FUNCTION_INFO_V1(mq_replica_append_records);
@@ -117,6 +124,25 @@ current_log_end(int32 topic_id, int32 partition)
 	leo = mq_log_end_offset(mq_topic_partition(topic, partition), GetActiveSnapshot());
 	PopActiveSnapshot();
 	return leo;
+}
+
+/*
+ * mq._replica_durable_log_end(topic_id, partition): the log end as a new
+ * snapshot sees it, once every commit that snapshot sees is flushed here
+ * (notify.c).  The leader's own share of the high watermark: an acks=all
+ * write commits without waiting for its flush and is replicated at once,
+ * so the leader's log end counts only once its WAL is on disk.  Usually
+ * the producer's mq.produce_await has flushed it already, and this returns
+ * at once.
+ */
+Datum
+mq_replica_durable_log_end(PG_FUNCTION_ARGS)
+{
+	int32		topic_id = PG_GETARG_INT32(0);
+	int64		leo = current_log_end(topic_id, PG_GETARG_INT32(1));
+
+	mq_notify_flush_visible(topic_id);
+	PG_RETURN_INT64(leo);
 }
 
 /*

@@ -13,6 +13,9 @@
 #include "kjob.h"
 #include "mqkafka.h"
 
+/* the leader epochs a response's batches can carry, per partition */
+#define FETCH_EPOCHS 8
+
 typedef struct FPart
 {
 	int32_t		topic;			/* index into topics */
@@ -20,12 +23,25 @@ typedef struct FPart
 	int64_t		offset;
 	int32_t		max_bytes;
 	int32_t		max_records;	/* records to read at most; 0: from max_bytes */
+	int32_t		current_epoch;	/* the client's leader epoch (v9+; -1: none) */
 	/* set by encoding a response */
 	int64_t		next_offset;	/* the offset after the records returned */
 	int64_t		high_watermark; /* -1: unknown partition */
 	int32_t		returned;		/* records returned */
 	size_t		returned_bytes; /* their size as the byte limits count it */
+	/* the leader epochs from offset on (fetch_epochs.c) */
+	int32_t		nepochs;
+	int32_t		epoch[FETCH_EPOCHS];
+	int64_t		epoch_start[FETCH_EPOCHS];
+	int64_t		epochs_end;		/* records from here on wait for the next Fetch */
 } FPart;
+
+/* a partition a Fetch's forgotten_topics_data takes out of its session */
+typedef struct FForgotten
+{
+	KSlice		key;			/* topic name, or id (v13+) */
+	int32_t		partition;
+} FForgotten;
 
 typedef struct FetchState
 {
@@ -38,6 +54,8 @@ typedef struct FetchState
 	int32_t		nparts;
 	FPart	   *parts;
 	int8_t		magic;			/* record format of the response: 2 (v4+), 1, 0 */
+	bool		rows_only;		/* v4+ read as rows (the daemon encodes) */
+	bool		reread;			/* the batches read need splitting: read rows */
 	int32_t		min_bytes;
 	int32_t		max_bytes;
 	int64_t		deadline_us;
@@ -48,6 +66,15 @@ typedef struct FetchState
 	KRequest   *req;
 	struct FetchState *prev,
 			   *next; /* parked list */
+	/* fetch sessions (fetch_session.c) */
+	int32_t		session_id;		/* as the request says */
+	int32_t		session_epoch;
+	int32_t		nforgotten;
+	FForgotten *forgotten;
+	int32_t		sess_id;		/* the session answered (0: none) */
+	bool		sess_incremental;
+	uint32_t	sess_gen;
+	char	   *sess_keys;		/* topics point here after an incremental fetch */
 } FetchState;
 
 /* the columns of a Fetch statement's result (h_fetch.c) */
@@ -62,7 +89,10 @@ enum
 	COL_VALUE,
 	COL_LOG_APPEND,
 	COL_HKEYS,
-	COL_HVALS
+	COL_HVALS,
+	COL_EPOCH,					/* bounds row: the partition's leader epoch */
+	COL_EPOCHS,					/* and its epochs from the fetch offset on */
+	COL_EPOCH_STARTS
 };
 
 /*
@@ -96,8 +126,34 @@ extern void encode_partition(PGresult *res, const FRow *rows, int n, FPart *fp, 
 /*
  * fetch_records.c: the batches the database encoded for one partition
  * (its row of the statement, or -1: none) into recs, as encode_partition
+ * would, with fp's leader epoch; false (nothing copied) if they hold
+ * records of more than one leader epoch, or past fp->epochs_end
  */
-extern void copy_partition(PGresult *res, int row, FPart *fp, size_t *total, KWriter *recs);
+extern bool copy_partition(PGresult *res, int row, FPart *fp, size_t *total, KWriter *recs);
+
+/*
+ * fetch_epochs.c: the leader epochs of a partition's bounds row into fp;
+ * the error of a client's current leader epoch that is not the
+ * partition's (KERR_NONE if it is, or none was given); the epoch under
+ * which the record at offset was written
+ */
+extern void fetch_epochs_read(PGresult *res, int row, FPart *fp);
+extern int16_t fetch_epoch_check(PGresult *res, int row, const FPart *fp);
+extern int32_t fetch_epoch_at(const FPart *fp, int64_t offset);
+
+/*
+ * fetch_session.c (KIP-227): apply s's session id and epoch (Fetch v7+);
+ * an incremental fetch's partitions become all of its session's.  False
+ * if the request is answered with a session error (written in s's
+ * response).  fsess_keep: whether partition k goes in the response (in
+ * an incremental one, only what changed); fsess_sent: the response is
+ * sent, its high watermarks are what the session's client knows.
+ */
+extern bool fsess_begin(FetchState *s);
+extern bool fsess_keep(FetchState *s, int32_t k, int16_t code, int64_t hw, int64_t log_start,
+					   size_t bytes);
+extern void fsess_sent(const FetchState *s);
+extern int	fsess_count(void);
 
 /*
  * What the read-ahead (below the handler) runs of the handler's, handed

@@ -16,7 +16,9 @@
  * Records keep mq's timestamp and type (mq.record.timestamp,
  * timestamp_type) and headers (header_list); a new batch starts when the
  * type changes, and for LogAppendTime when the millisecond does, since
- * clients give every record of such a batch its maxTimestamp.
+ * clients give every record of such a batch its maxTimestamp.  A batch
+ * carries the leader epoch its records were written under
+ * (fetch_epochs.c), and a new one starts where an epoch starts.
  *
  *-------------------------------------------------------------------------
  */
@@ -81,6 +83,7 @@ encode_partition(PGresult *res, const FRow *rows, int n, FPart *fp, size_t *tota
 	bool		open = false;
 	bool		open_append = false;
 	int64_t		ts_open = 0;
+	int32_t		epoch_open = 0;
 	size_t		part = 0;
 
 	for (int k = 0; k < n; k++)
@@ -92,7 +95,10 @@ encode_partition(PGresult *res, const FRow *rows, int n, FPart *fp, size_t *tota
 		int			nh;
 		bool		log_append;
 		size_t		size;
+		int32_t		epoch = fetch_epoch_at(fp, rows[k].offset);
 
+		if (rows[k].offset >= fp->epochs_end)
+			break;				/* epochs not read: the next Fetch */
 		ts = row_meta(res, row, &log_append, hk, hv, &nh);
 		size = magic < 2 ? msgset_size(magic, klen, vlen) :
 			record_size(klen, vlen, hk, hv, nh) + (open ? 0 : KBATCH_HEADER_SIZE);
@@ -103,15 +109,17 @@ encode_partition(PGresult *res, const FRow *rows, int n, FPart *fp, size_t *tota
 					   klen, PQgetvalue(res, row, COL_VALUE), vlen);
 		else
 		{
-			if (open && (log_append != open_append || (log_append && ts != ts_open)))
+			if (open && (log_append != open_append || (log_append && ts != ts_open) ||
+						 epoch != epoch_open))
 			{
 				batch_end(&e);
 				open = false;
 			}
 			if (!open)
 			{
-				batch_begin(&e, recs, rows[k].offset, 0, ts, log_append);
+				batch_begin(&e, recs, rows[k].offset, epoch, ts, log_append);
 				open = true;
+				epoch_open = epoch;
 				open_append = log_append;
 				ts_open = ts;
 			}
@@ -130,21 +138,48 @@ encode_partition(PGresult *res, const FRow *rows, int n, FPart *fp, size_t *tota
 
 /*
  * The batches mq.kafka_fetch encoded for one partition (row of res, -1:
- * none), as encode_partition would have: it applied the same limits.
+ * none), as encode_partition would have: it applied the same limits.  The
+ * database does not know leader epochs: each batch gets the epoch of its
+ * records (partitionLeaderEpoch is outside the CRC), which is one epoch
+ * only if no epoch begins among them; else false, and nothing is copied.
  */
-void
+bool
 copy_partition(PGresult *res, int row, FPart *fp, size_t *total, KWriter *recs)
 {
 	int32_t		n;
+	const uint8_t *p;
+	int			len;
+	int64_t		first,
+				last;
+	int32_t		epoch;
+	size_t		start = recs->len;
 
 	if (row < 0 || PQgetisnull(res, row, COL_B_BATCHES))
-		return;
+		return true;
 	n = mq_get_int32(res, row, COL_B_RECORDS);
-	if (n <= 0)
-		return;
-	kw_raw(recs, PQgetvalue(res, row, COL_B_BATCHES), PQgetlength(res, row, COL_B_BATCHES));
-	fp->next_offset = mq_get_int64(res, row, COL_OFFSET);
+	p = (const uint8_t *) PQgetvalue(res, row, COL_B_BATCHES);
+	len = PQgetlength(res, row, COL_B_BATCHES);
+	if (n <= 0 || len < KBATCH_HEADER_SIZE)
+		return true;
+	first = 0;
+	for (int i = 0; i < 8; i++)
+		first = (first << 8) | p[i];
+	last = mq_get_int64(res, row, COL_OFFSET) - 1;
+	epoch = fetch_epoch_at(fp, first);
+	if (last >= fp->epochs_end || fetch_epoch_at(fp, last) != epoch)
+		return false;
+	kw_raw(recs, p, len);
+	for (size_t q = start; q + 12 <= recs->len;)
+	{
+		const uint8_t *b = recs->buf + q + 8;
+		uint32_t	blen = ((uint32_t) b[0] << 24) | ((uint32_t) b[1] << 16) | ((uint32_t) b[2] << 8) | b[3];
+
+		kw_put_i32_at(recs, q + 12, epoch);
+		q += 12 + blen;
+	}
+	fp->next_offset = last + 1;
 	fp->returned = n;
 	fp->returned_bytes = (size_t) mq_get_int64(res, row, COL_B_BYTES);
 	*total += fp->returned_bytes;
+	return true;
 }

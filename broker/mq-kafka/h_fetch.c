@@ -29,8 +29,11 @@
  * resolves the ids to names, and an id no topic has is UNKNOWN_TOPIC_ID.
  * v15 moves the replica id into a tagged field, v16 and v17 add tagged
  * fields only; last_fetched_epoch (v12+) is for replicas and is ignored.
- * There are no fetch sessions (KIP-227): the session id is always 0, so
- * clients send full requests.
+ * Fetch sessions (KIP-227, v7+) are fetch_session.c's: after decoding, it
+ * turns an incremental request into its session's partitions, and the
+ * response leaves out the partitions it says have nothing new.  The
+ * current leader epoch (v9+) is checked, and each batch carries its
+ * records' leader epoch (fetch_epochs.c).
  *
  *-------------------------------------------------------------------------
  */
@@ -60,23 +63,35 @@
  */
 #define FETCH_SQL \
 	"WITH r0 AS (SELECT u.i::int4 AS i, u.t, u.p, u.o, u.n, u.mb, s.log_start_offset AS lso," \
-	"                  s.high_watermark AS hw, s.log_end_offset AS leo" \
+	"                  s.high_watermark AS hw, s.log_end_offset AS leo, s.leader_epoch AS ep" \
 	"             FROM unnest($1::text[], $2::int4[], $3::int8[], $4::int4[], $5::int4[])" \
 	"                  WITH ORDINALITY AS u(t, p, o, n, mb, i)" \
 	"             LEFT JOIN mq.partitions s ON s.topic = u.t AND s.partition = u.p)," \
 	" r AS (SELECT * FROM r0 WHERE r0.lso IS NOT NULL)" \
 	" SELECT r0.i, CASE WHEN r0.lso IS NULL AND NOT mq.has_topic_privilege(r0.t, 'read') THEN -1" \
 	"        ELSE r0.lso END, r0.hw, NULL::int8, NULL::timestamptz, NULL::bytea, NULL::bytea," \
-	"        NULL::bool, NULL::text[], NULL::bytea[] FROM r0" \
+	"        NULL::bool, NULL::text[], NULL::bytea[], r0.ep, e.eps, e.starts FROM r0" \
+	" LEFT JOIN LATERAL (SELECT array_agg(q.leader_epoch ORDER BY q.leader_epoch) AS eps," \
+	"        array_agg(q.start_offset ORDER BY q.leader_epoch) AS starts FROM (" \
+	"     SELECT w.leader_epoch, w.start_offset FROM (" \
+	"       SELECT h.leader_epoch, h.start_offset," \
+	"              lead(h.start_offset) OVER (ORDER BY h.leader_epoch) AS next_start" \
+	"         FROM mq.leader_epochs h WHERE r0.ep > 0 AND h.topic = r0.t AND h.partition = r0.p) w" \
+	"      WHERE w.next_start IS NULL OR w.next_start > r0.o" \
+	"      ORDER BY w.leader_epoch LIMIT " FETCH_EPOCHS_SQL ") q) e ON r0.lso IS NOT NULL" \
 	" UNION ALL" \
 	" SELECT r.i, NULL, NULL, f.msg_offset, coalesce(f.timestamp, f.created_at), f.key, f.value," \
 	"        f.timestamp_type = 'LogAppendTime'," \
 	"        CASE WHEN f.header_list IS NOT NULL THEN ARRAY(SELECT h.key" \
 	"          FROM unnest(f.header_list) WITH ORDINALITY h(key, value, n) ORDER BY h.n) END," \
 	"        CASE WHEN f.header_list IS NOT NULL THEN ARRAY(SELECT h.value" \
-	"          FROM unnest(f.header_list) WITH ORDINALITY h(key, value, n) ORDER BY h.n) END" \
+	"          FROM unnest(f.header_list) WITH ORDINALITY h(key, value, n) ORDER BY h.n) END," \
+	"        NULL::int4, NULL::int4[], NULL::int8[]" \
 	"   FROM r CROSS JOIN LATERAL mq.fetch(r.t, r.p, CASE WHEN r.o >= r.lso AND r.o < r.hw" \
 	"                                      THEN r.o ELSE r.leo END, r.n, max_bytes => r.mb) f"
+
+/* FETCH_EPOCHS + 1 (fetch_epochs.c) */
+#define FETCH_EPOCHS_SQL "9"
 
 /*
  * v4+: the same bounds rows, then each readable partition's records as
@@ -86,13 +101,23 @@
  */
 #define FETCH_BATCH_SQL \
 	"WITH r0 AS (SELECT u.i::int4 AS i, u.t, u.p, u.o, s.log_start_offset AS lso," \
-	"                  s.high_watermark AS hw, s.log_end_offset AS leo" \
+	"                  s.high_watermark AS hw, s.log_end_offset AS leo, s.leader_epoch AS ep" \
 	"             FROM unnest($1::text[], $2::int4[], $3::int8[]) WITH ORDINALITY AS u(t, p, o, i)" \
 	"             LEFT JOIN mq.partitions s ON s.topic = u.t AND s.partition = u.p)" \
 	" SELECT r0.i, CASE WHEN r0.lso IS NULL AND NOT mq.has_topic_privilege(r0.t, 'read') THEN -1" \
-	"        ELSE r0.lso END, r0.hw, NULL::int8, NULL::int4, NULL::int8, NULL::bytea FROM r0" \
+	"        ELSE r0.lso END, r0.hw, NULL::int8, NULL::int4, NULL::int8, NULL::bytea," \
+	"        NULL::bool, NULL::text[], NULL::bytea[], r0.ep, e.eps, e.starts FROM r0" \
+	" LEFT JOIN LATERAL (SELECT array_agg(q.leader_epoch ORDER BY q.leader_epoch) AS eps," \
+	"        array_agg(q.start_offset ORDER BY q.leader_epoch) AS starts FROM (" \
+	"     SELECT w.leader_epoch, w.start_offset FROM (" \
+	"       SELECT h.leader_epoch, h.start_offset," \
+	"              lead(h.start_offset) OVER (ORDER BY h.leader_epoch) AS next_start" \
+	"         FROM mq.leader_epochs h WHERE r0.ep > 0 AND h.topic = r0.t AND h.partition = r0.p) w" \
+	"      WHERE w.next_start IS NULL OR w.next_start > r0.o" \
+	"      ORDER BY w.leader_epoch LIMIT " FETCH_EPOCHS_SQL ") q) e ON r0.lso IS NOT NULL" \
 	" UNION ALL" \
-	" SELECT (b.f).item, NULL, NULL, (b.f).next_offset, (b.f).records, (b.f).bytes, (b.f).batches" \
+	" SELECT (b.f).item, NULL, NULL, (b.f).next_offset, (b.f).records, (b.f).bytes, (b.f).batches," \
+	"        NULL::bool, NULL::text[], NULL::bytea[], NULL::int4, NULL::int4[], NULL::int8[]" \
 	"   FROM (SELECT mq.kafka_fetch(" \
 	"           ARRAY(SELECT CASE WHEN r0.lso IS NOT NULL THEN r0.t END FROM r0 ORDER BY r0.i), $2," \
 	"           ARRAY(SELECT CASE WHEN r0.o >= r0.lso AND r0.o < r0.hw THEN r0.o ELSE r0.leo END" \
@@ -102,7 +127,7 @@
 static bool
 batched(const FetchState *s)
 {
-	return s->magic == 2 && !kconfig.fetch_in_daemon;
+	return s->magic == 2 && !kconfig.fetch_in_daemon && !s->rows_only;
 }
 
 /*
@@ -118,6 +143,7 @@ static struct event *recheck_ev;
 static void fetch_attempt(FetchState *s);
 static void fetch_job(FetchState *s);
 static void fetch_done(KRequest *req);
+static void fetch_decode_forgotten(KReader *r, FetchState *s);
 
 /* what the read-ahead runs of this handler's */
 static const FetchOps fetch_ops = {fetch_job, fetch_done};
@@ -134,6 +160,8 @@ fetch_state_free(void *p)
 	free(s->ids);
 	free(s->names);
 	free(s->parts);
+	free(s->forgotten);
+	free(s->sess_keys);
 	free(s);
 }
 
@@ -271,6 +299,8 @@ fetch_encode(KRequest *req, FetchState *s)
 	int			nrows = 0,
 				next = 0;
 	KWriter		recs;
+	size_t		topics_at;
+	int32_t		ntopics = 0;
 
 	kw_reset(w);
 	kw_init(&recs);
@@ -285,12 +315,13 @@ fetch_encode(KRequest *req, FetchState *s)
 	if (req->api_version >= 7)
 	{
 		kw_i16(w, KERR_NONE);
-		kw_i32(w, 0);			/* session id: no fetch sessions */
+		kw_i32(w, s->sess_id);
 	}
-	kw_array(w, s->ntopics);
+	topics_at = kw_later(w);
 	for (int32_t t = 0; t < s->ntopics; t++)
 	{
-		size_t		count_at;
+		size_t		count_at,
+					topic_at = w->len;
 		int32_t		cnt = 0;
 
 		if (s->ids)
@@ -298,7 +329,7 @@ fetch_encode(KRequest *req, FetchState *s)
 		else
 			kw_strn(w, s->topics[t].p, s->topics[t].len);
 		count_at = kw_later(w);
-		for (; k < s->nparts && s->parts[k].topic == t; k++, cnt++)
+		for (; k < s->nparts && s->parts[k].topic == t; k++)
 		{
 			FPart	   *fp = &s->parts[k];
 			int64_t		lso = -1,
@@ -317,21 +348,36 @@ fetch_encode(KRequest *req, FetchState *s)
 			{
 				lso = mq_get_int64(res, bounds[k], COL_LSO);
 				hw = mq_get_int64(res, bounds[k], COL_HW);
-				code = (fp->offset < lso || fp->offset > hw) ? KERR_OFFSET_OUT_OF_RANGE : KERR_NONE;
-				if (batched(s))
-					copy_partition(res, next > first ? rows[first].row : -1, fp, &s->bytes, &recs);
-				else
+				fetch_epochs_read(res, bounds[k], fp);
+				code = fetch_epoch_check(res, bounds[k], fp);
+				if (code == KERR_NONE && (fp->offset < lso || fp->offset > hw))
+					code = KERR_OFFSET_OUT_OF_RANGE;
+				if ((code == KERR_NONE || code == KERR_OFFSET_OUT_OF_RANGE) && !batched(s))
 					encode_partition(res, rows + first, next - first, fp, &s->bytes, s->max_bytes,
 									 &recs, s->magic);
+				else if ((code == KERR_NONE || code == KERR_OFFSET_OUT_OF_RANGE) &&
+						 !copy_partition(res, next > first ? rows[first].row : -1, fp, &s->bytes, &recs))
+					s->reread = true;	/* batches across a leader epoch change: read rows */
 			}
 			else if (res && s->ids && s->topics[t].len == 0)
 				code = KERR_UNKNOWN_TOPIC_ID;
 			fp->high_watermark = hw;
-			write_partition(req, fp, code, lso, hw, &recs);
+			if (fsess_keep(s, k, code, hw, lso, recs.len))
+			{
+				write_partition(req, fp, code, lso, hw, &recs);
+				cnt++;
+			}
+		}
+		if (cnt == 0 && s->sess_incremental)
+		{
+			w->len = topic_at;	/* nothing new in the topic */
+			continue;
 		}
 		kw_fill_count(w, count_at, cnt);
 		kw_tags(w);
+		ntopics++;
 	}
+	kw_fill_count(w, topics_at, ntopics);
 	kw_free(&recs);
 	free(rows);
 	free(bounds);
@@ -379,12 +425,21 @@ fetch_done(KRequest *req)
 	struct timeval tv;
 
 	fetch_encode(req, s);
+	if (s->reread)
+	{
+		/* the database's batches do not split at a leader epoch: the rows */
+		s->reread = false;
+		s->rows_only = true;
+		fetch_attempt(s);
+		return;
+	}
 	left = s->deadline_us - mq_now_us();
 	if (s->final || s->failed || s->bytes >= (size_t) s->min_bytes || left <= 1000 ||
 		conn_closed(req->conn))
 	{
 		if (!s->failed && s->bytes > 0 && !conn_closed(req->conn))
 			ahead_after(s, &fetch_ops);
+		fsess_sent(s);
 		req_finish(req);
 		return;
 	}
@@ -439,10 +494,11 @@ fetch_decode(KRequest *req, FetchState *s)
 	s->magic = v >= 4 ? 2 : v >= 2;
 	if (v >= 4)
 		(void) kr_i8(r);		/* isolation level: LSO is the high watermark */
+	s->session_epoch = -1;
 	if (v >= 7)
 	{
-		(void) kr_i32(r);		/* session id */
-		(void) kr_i32(r);		/* session epoch */
+		s->session_id = kr_i32(r);
+		s->session_epoch = kr_i32(r);
 	}
 	s->ntopics = kr_array(r, 6);
 	s->topics = mq_malloc0(sizeof(KSlice) * (s->ntopics > 0 ? s->ntopics : 1));
@@ -473,8 +529,7 @@ fetch_decode(KRequest *req, FetchState *s)
 
 			fp->topic = t;
 			fp->partition = kr_i32(r);
-			if (v >= 9)
-				(void) kr_i32(r);	/* current leader epoch */
+			fp->current_epoch = v >= 9 ? kr_i32(r) : -1;
 			fp->offset = kr_i64(r);
 			if (v >= 12)
 				(void) kr_i32(r);	/* last fetched epoch */
@@ -485,8 +540,31 @@ fetch_decode(KRequest *req, FetchState *s)
 		}
 		kr_tags(r);
 	}
+	if (v >= 7)
+		fetch_decode_forgotten(r, s);
 	s->deadline_us = mq_now_us() + (int64_t) (max_wait > 0 ? max_wait : 0) * 1000;
 	return !r->err && s->max_bytes >= 0;
+}
+
+/* forgotten_topics_data (v7+): partitions leaving the session */
+static void
+fetch_decode_forgotten(KReader *r, FetchState *s)
+{
+	int32_t		nt = kr_array(r, 6);
+
+	s->forgotten = mq_malloc0(sizeof(FForgotten) * (kr_left(r) / 4 + 1));
+	for (int32_t t = 0; t < nt && !r->err; t++)
+	{
+		KSlice		key = s->req->api_version >= 13 ? kr_uuid(r) : kr_str(r);
+		int32_t		n = kr_array(r, 4);
+
+		for (int32_t i = 0; i < n && !r->err; i++)
+		{
+			s->forgotten[s->nforgotten].key = key;
+			s->forgotten[s->nforgotten++].partition = kr_i32(r);
+		}
+		kr_tags(r);
+	}
 }
 
 /* a fetch whose topics are known: answer from a read-ahead or read */
@@ -508,6 +586,11 @@ h_fetch(KRequest *req)
 	if (!fetch_decode(req, s))
 	{
 		req_abort(req);
+		return;
+	}
+	if (!fsess_begin(s))
+	{
+		req_finish(req);
 		return;
 	}
 	s->timer = evtimer_new(kbase, on_deadline, s);

@@ -11,8 +11,11 @@
  * record with the largest timestamp, -4 (v8+) the local log start, which
  * is the log start (mq has no tiered storage), -5 (v9+) the last tiered
  * offset, -1 with leader epoch -1 as from a Kafka without tiered storage.
- * v4+ answers the partition's leader epoch; the request's current leader
- * epoch is not checked.  v6+ is flexible.
+ * v4+ answers a leader epoch: for the latest offset the partition's
+ * current one, for the log start and a record found by time the epoch
+ * under which that record was written (mq.leader_epochs), as Kafka
+ * answers from its epoch cache; the request's current leader epoch is not
+ * checked.  v6+ is flexible.
  *
  * v0, which old clients and monitors (Burrow, sarama's defaults) still
  * send, asks for up to max_num_offsets offsets and gets an array;
@@ -30,16 +33,22 @@
 #include "offsets.h"
 #include "util.h"
 
+/* the leader epoch under which the record at offset o was written */
+#define EPOCH_AT_SQL(o) \
+	"(SELECT max(e.leader_epoch) FROM mq.leader_epochs e" \
+	"  WHERE e.topic = $1 AND e.partition = $2 AND e.start_offset <= " o ")"
+
 #define BOUNDS_SQL \
-	"SELECT log_start_offset, high_watermark, NULL, NULL, leader_epoch FROM mq.partitions" \
-	" WHERE topic = $1 AND partition = $2"
+	"SELECT s.log_start_offset, s.high_watermark, NULL, NULL, s.leader_epoch," \
+	"       " EPOCH_AT_SQL("s.log_start_offset") \
+	"  FROM mq.partitions s WHERE s.topic = $1 AND s.partition = $2"
 
 /* the first offset whose timestamp is at or after $3 (ms), hw if none */
 #define BY_TIME_SQL \
 	"SELECT s.log_start_offset, s.high_watermark, o.o," \
 	"       (SELECT (extract(epoch FROM f.timestamp) * 1000)::int8" \
 	"          FROM mq.fetch($1, $2, o.o, 1) f WHERE o.o < s.high_watermark)," \
-	"       s.leader_epoch" \
+	"       s.leader_epoch, " EPOCH_AT_SQL("o.o") \
 	"  FROM mq.partitions s, mq.offsets_for_times($1, $2, to_timestamp($3 / 1000.0)) o(o)" \
 	" WHERE s.topic = $1 AND s.partition = $2"
 
@@ -49,7 +58,7 @@
  * partition's timestamps (ListOffsets by max timestamp is an admin call)
  */
 #define MAX_TIME_SQL \
-	"SELECT s.log_start_offset, s.high_watermark, m.o, m.ts, s.leader_epoch" \
+	"SELECT s.log_start_offset, s.high_watermark, m.o, m.ts, s.leader_epoch, " EPOCH_AT_SQL("m.o") \
 	"  FROM mq.partitions s LEFT JOIN LATERAL (" \
 	"    SELECT f.msg_offset AS o, (extract(epoch FROM f.timestamp) * 1000)::int8 AS ts" \
 	"      FROM mq.fetch($1, $2, s.log_start_offset," \
@@ -87,6 +96,13 @@ read_list_part(KRequest *req, OffState *s, OPart *op, const char *topic)
 		kstmt_int(st, MQ_INT8OID, op->timestamp);
 }
 
+/* the epoch of the record answered, if the history has it */
+static int32_t
+epoch_at(PGresult *res, int32_t current)
+{
+	return PQgetisnull(res, 0, 5) ? current : atoi(PQgetvalue(res, 0, 5));
+}
+
 static void
 write_list_part(KRequest *req, OffState *s, OPart *op)
 {
@@ -106,7 +122,10 @@ write_list_part(KRequest *req, OffState *s, OPart *op)
 
 		epoch = atoi(PQgetvalue(res, 0, 4));
 		if (op->timestamp == TS_EARLIEST || op->timestamp == TS_EARLIEST_LOCAL)
+		{
 			off = strtoll(PQgetvalue(res, 0, 0), NULL, 10);
+			epoch = epoch_at(res, epoch);
+		}
 		else if (op->timestamp == TS_LATEST)
 			off = hw;
 		else if (op->timestamp == TS_LATEST_TIERED || op->timestamp < TS_LATEST_TIERED)
@@ -115,6 +134,7 @@ write_list_part(KRequest *req, OffState *s, OPart *op)
 		{
 			off = strtoll(PQgetvalue(res, 0, 2), NULL, 10);
 			ts = PQgetisnull(res, 0, 3) ? -1 : strtoll(PQgetvalue(res, 0, 3), NULL, 10);
+			epoch = epoch_at(res, epoch);
 		}
 		else if (op->timestamp == TS_MAX)
 			epoch = -1;			/* an empty log */

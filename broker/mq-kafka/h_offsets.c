@@ -268,24 +268,39 @@ h_offset_commit(KRequest *req)
 	kfan_run(&s->fan, req, offset_commit_done);
 }
 
+/*
+ * The committed leader epoch (v5+): the epoch under which the record
+ * before the committed offset was written (mq.leader_epochs), with which a
+ * consumer validates the offset after a leader change (KIP-320); -1 when
+ * unknown.  mq does not store the epoch a client commits with: the log's
+ * own history is what the client's check needs.
+ */
+#define EPOCH_BEFORE_SQL(t, p, o) \
+	"(SELECT max(e.leader_epoch) FROM mq.leader_epochs e WHERE e.topic = " t \
+	"    AND e.partition = " p " AND e.start_offset < " o ")"
+
 /* mq.committed_offsets checks the rights: a client's role may not read the table */
 #define COMMITTED_SQL \
-	"SELECT mq.committed_offset($1, $2, $3)," \
-	"       (SELECT c.metadata FROM mq.committed_offsets($1) c" \
-	"         WHERE c.topic = $2 AND c.partition = $3)"
+	"SELECT o.o, (SELECT c.metadata FROM mq.committed_offsets($1) c" \
+	"              WHERE c.topic = $2 AND c.partition = $3)," \
+	"       " EPOCH_BEFORE_SQL("$2", "$3", "o.o") \
+	"  FROM mq.committed_offset($1, $2, $3) o(o)"
 
 #define ALL_COMMITTED_SQL \
-	"SELECT topic, partition, next_offset, metadata FROM mq.committed_offsets($1)"
+	"SELECT c.topic, c.partition, c.next_offset, c.metadata," \
+	"       " EPOCH_BEFORE_SQL("c.topic", "c.partition", "c.next_offset") \
+	"  FROM mq.committed_offsets($1) c"
 
 static void
-write_committed(KRequest *req, int32_t partition, int64_t off, const char *meta, int16_t code)
+write_committed(KRequest *req, int32_t partition, int64_t off, int32_t epoch, const char *meta,
+				int16_t code)
 {
 	KWriter    *w = &req->resp;
 
 	kw_i32(w, partition);
 	kw_i64(w, off);
 	if (req->api_version >= 5)
-		kw_i32(w, -1);			/* leader epoch */
+		kw_i32(w, off >= 0 ? epoch : -1);	/* committed leader epoch */
 	kw_str(w, meta ? meta : "");
 	kw_i16(w, code);
 }
@@ -345,6 +360,7 @@ write_fetch_part(KRequest *req, OffState *s, OPart *op)
 		code = offsets_error(st);
 	write_committed(req, op->partition,
 					res && !PQgetisnull(res, 0, 0) ? strtoll(PQgetvalue(res, 0, 0), NULL, 10) : -1,
+					res && !PQgetisnull(res, 0, 2) ? atoi(PQgetvalue(res, 0, 2)) : -1,
 					res && !PQgetisnull(res, 0, 1) ? PQgetvalue(res, 0, 1) : "", code);
 }
 
@@ -355,6 +371,7 @@ typedef struct ORow
 	int32_t		partition;
 	const char *offset;
 	const char *meta;
+	int32_t		epoch;
 } ORow;
 
 static int
@@ -409,6 +426,7 @@ collect_all(OffState *s, int *nrows, int16_t *code)
 			o->partition = atoi(PQgetvalue(res, row, 1));
 			o->offset = PQgetvalue(res, row, 2);
 			o->meta = PQgetvalue(res, row, 3);
+			o->epoch = PQgetisnull(res, row, 4) ? -1 : atoi(PQgetvalue(res, row, 4));
 			if (cluster_leader_pool(o->topic, o->partition, &c) == r->pool)
 				n++;
 		}
@@ -440,6 +458,7 @@ write_all(KRequest *req, OffState *s)
 		for (; row < nrows && strcmp(rows[row].topic, topic) == 0; row++, n++)
 		{
 			write_committed(req, rows[row].partition, strtoll(rows[row].offset, NULL, 10),
+							rows[row].epoch,
 							rows[row].meta, KERR_NONE);
 			kw_tags(w);
 		}

@@ -38,6 +38,7 @@ enum
 	KAPI_DELETE_TOPICS = 20,
 	KAPI_DELETE_RECORDS = 21,
 	KAPI_INIT_PRODUCER_ID = 22,
+	KAPI_OFFSET_FOR_LEADER_EPOCH = 23,
 	KAPI_DESCRIBE_ACLS = 29,
 	KAPI_CREATE_ACLS = 30,
 	KAPI_DELETE_ACLS = 31,
@@ -72,6 +73,7 @@ extern void h_fetch(KRequest *req);
 extern void fetch_wake_topic(const char *topic);
 /* h_offsets.c */
 extern void h_list_offsets(KRequest *req);
+extern void h_offset_for_leader_epoch(KRequest *req);
 extern void h_offset_commit(KRequest *req);
 extern void h_offset_fetch(KRequest *req);
 /* h_group.c */

@@ -21,6 +21,8 @@ typedef struct OPart
 	int32_t		partition;
 	int64_t		timestamp;		/* ListOffsets */
 	int32_t		max_offsets;	/* ListOffsets v0 */
+	int32_t		leader_epoch;	/* OffsetForLeaderEpoch: the epoch asked */
+	int32_t		current_epoch;	/* and the client's current one (-1: none) */
 	int16_t		code;			/* OffsetCommit: the coordinator's verdict */
 	KJob	   *job;			/* whose statements stmt indexes */
 	int			stmt;

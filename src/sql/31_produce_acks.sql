@@ -9,10 +9,19 @@
 --            node leads, an ISR smaller than min.insync.replicas is MQ021
 --            (Kafka's NOT_ENOUGH_REPLICAS): nothing is written.
 --   floor    acks=0 commits asynchronously (synchronous_commit off for the
---            transaction); acks=1 and all commit at least with a local
---            flush, whatever the server's default.
+--            transaction); acks=1 commits at least with a local flush,
+--            whatever the server's default, and so does acks=all where
+--            there is no replication to wait for.  acks=all on a leader
+--            commits without waiting for the flush, so that the followers
+--            fetch the records while the leader's WAL is written: the
+--            acknowledgement (mq.produce_await) flushes the commit and
+--            waits for the high watermark, which counts the leader's
+--            records only once flushed (docs/replication.md, "The
+--            acknowledgement path").  Both flushes overlap; nothing is
+--            acknowledged, nor visible to consumers, before both.
 --   after    acks=all on a replicated partition: once committed, the
---            records are acknowledged when the ISR holds them, within
+--            records are acknowledged when the leader flushed them and
+--            the ISR holds them, within
 --            timeout_ms (NULL or below 1: 30000).  An ISR that shrank below
 --            min.insync.replicas is MQ022 (NOT_ENOUGH_REPLICAS_AFTER_APPEND),
 --            the timeout MQ023, a lost leadership MQ020.
@@ -74,7 +83,10 @@ BEGIN
             v_min := NULL;
         END IF;
     END IF;
-    IF acks OPERATOR(pg_catalog.=) '0' THEN
+    IF acks OPERATOR(pg_catalog.=) '0' OR v_epoch IS NOT NULL THEN
+        -- acks=0: nobody waits.  acks=all on a leader: mq.produce_await
+        -- flushes this commit while the followers fetch it, and the high
+        -- watermark counts it only once flushed here (60_replica.sql)
         PERFORM pg_catalog.set_config('synchronous_commit', 'off', true);
     ELSIF pg_catalog.current_setting('synchronous_commit') OPERATOR(pg_catalog.=) 'off' THEN
         -- acks=1 and acks=all promise a durable local commit whatever the

@@ -186,6 +186,8 @@ CREATE FUNCTION mq._replica_wait_records(topic_id integer, partition integer,
                                          fetch_offset bigint, wait_ms integer,
                                          known_hwm bigint, known_offsets_version bigint) RETURNS boolean
     AS 'MODULE_PATHNAME', 'mq_replica_wait_records' LANGUAGE C STRICT;
+CREATE FUNCTION mq._replica_durable_log_end(topic_id integer, partition integer) RETURNS bigint
+    AS 'MODULE_PATHNAME', 'mq_replica_durable_log_end' LANGUAGE C STRICT;
 CREATE FUNCTION mq._replica_await_hwm(topic text, partition integer, target bigint,
                                       leader_epoch integer, min_isr integer, timeout_ms integer)
     RETURNS bigint
@@ -261,7 +263,8 @@ LANGUAGE sql STABLE SET search_path = pg_catalog, pg_temp AS $$
      WHERE i.replica_id IS DISTINCT FROM p_rp.leader_id;
 $$;
 
--- Move the high watermark to what every ISR member holds.  It never moves
+-- Move the high watermark to what every ISR member holds, the leader's
+-- records counting once flushed on the leader.  It never moves
 -- back (concurrent fetches may compute it in either order), and it is
 -- written only under a share lock on the partition's replica row, taken
 -- after a first unlocked look says it would move: mq.replica_set_isr
@@ -274,7 +277,7 @@ LANGUAGE plpgsql SET search_path = pg_catalog, pg_temp AS $$
 DECLARE
     st mq.partition_state;
     rp mq.replica_partition;
-    v_leo bigint := mq._log_end_offset(p_topic_id, p_partition);
+    v_leo bigint;
     v_new bigint;
 BEGIN
     SELECT * INTO st FROM mq.partition_state WHERE topic_id = p_topic_id AND partition = p_partition;
@@ -282,12 +285,18 @@ BEGIN
     IF st.role <> 'leader' OR rp.topic_id IS NULL THEN
         RETURN st.high_watermark;
     END IF;
+    v_leo := mq._log_end_offset(p_topic_id, p_partition);
     v_new := mq._replica_isr_min(p_topic_id, p_partition, st.leader_epoch, rp, v_leo);
     IF v_new <= coalesce(st.high_watermark, -1) THEN
         RETURN st.high_watermark;
     END IF;
     SELECT * INTO rp FROM mq.replica_partition
      WHERE topic_id = p_topic_id AND partition = p_partition FOR SHARE;
+    -- it would move: the leader's log end counts once its WAL is flushed
+    -- (acks=all commits without that flush, so that the followers fetch
+    -- meanwhile).  Only here: a fetch that brings records to a follower
+    -- does not move the high watermark, so it never waits for the flush.
+    v_leo := mq._replica_durable_log_end(p_topic_id, p_partition);
     v_new := mq._replica_isr_min(p_topic_id, p_partition, st.leader_epoch, rp, v_leo);
     UPDATE mq.partition_state SET high_watermark = v_new
      WHERE topic_id = p_topic_id AND partition = p_partition

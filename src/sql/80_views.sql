@@ -17,6 +17,23 @@ SELECT t.topic_name AS topic, p.partition, p.log_start_offset,
   CROSS JOIN LATERAL (SELECT mq._log_end_offset(p.topic_id, p.partition) AS log_end_offset) e
  WHERE mq._describable('topic', t.topic_name);
 
+-- Each partition's leader epochs and where each starts (KIP-101's epoch
+-- history, mq.leader_epoch_history); a partition that was never
+-- replicated has one epoch, its current one, from offset 0.  mq-kafka's
+-- OffsetForLeaderEpoch and Fetch read it (docs/kafka.md, "Leader epochs").
+CREATE VIEW mq.leader_epochs WITH (security_barrier) AS
+SELECT t.topic_name AS topic, h.partition, h.leader_epoch, h.start_offset
+  FROM mq.leader_epoch_history h
+  JOIN mq.topic t USING (topic_id)
+ WHERE mq._describable('topic', t.topic_name)
+UNION ALL
+SELECT t.topic_name, p.partition, p.leader_epoch, 0::bigint
+  FROM mq.partition_state p
+  JOIN mq.topic t USING (topic_id)
+ WHERE mq._describable('topic', t.topic_name)
+   AND NOT EXISTS (SELECT FROM mq.leader_epoch_history h
+                    WHERE h.topic_id = p.topic_id AND h.partition = p.partition);
+
 CREATE VIEW mq.segments WITH (security_barrier) AS
 SELECT t.topic_name AS topic, s.partition, s.base_offset, s.end_offset, s.relid,
        s.created_at, pg_total_relation_size(s.relid) AS bytes

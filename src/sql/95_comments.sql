@@ -233,6 +233,8 @@ COMMENT ON FUNCTION mq._replica_lock(integer, integer) IS
     'internal: the partition''s produce lock until commit, for the replica API';
 COMMENT ON FUNCTION mq._replica_notify(integer) IS
     'internal: wakes the topic''s waiters (long polls, acks=all) at commit';
+COMMENT ON FUNCTION mq._replica_durable_log_end(integer, integer) IS
+    'internal: the partition''s log end once every commit it counts is flushed on this node (the leader''s share of the high watermark)';
 COMMENT ON FUNCTION mq._replica_wait_records(integer, integer, bigint, integer, bigint, bigint) IS
     'internal: the leader side of a follower''s long poll, waiting for records past an offset, a high watermark change or an offset commit';
 COMMENT ON FUNCTION mq.await_commit(integer) IS
@@ -367,6 +369,8 @@ COMMENT ON VIEW mq.topics IS
     'topics with id, partition count, config and creation time';
 COMMENT ON VIEW mq.partitions IS
     'partitions with log start, log end, high watermark, leader epoch, role and log table';
+COMMENT ON VIEW mq.leader_epochs IS
+    'each partition''s leader epochs and their start offsets (KIP-101), for the topics the caller may describe';
 COMMENT ON VIEW mq.segments IS
     'segments with offset range, table, creation time and size';
 COMMENT ON FUNCTION mq._retain_topic(integer, jsonb) IS

@@ -7,7 +7,7 @@ REVOKE ALL ON ALL FUNCTIONS IN SCHEMA mq FROM PUBLIC;
 REVOKE ALL ON ALL FUNCTIONS IN SCHEMA mq_internal FROM PUBLIC;
 GRANT USAGE ON SCHEMA mq TO PUBLIC;
 -- the views show each role only the topics and groups it may DESCRIBE
-GRANT SELECT ON mq.topics, mq.partitions, mq.segments, mq.group_members, mq.group_assignments,
+GRANT SELECT ON mq.topics, mq.partitions, mq.leader_epochs, mq.segments, mq.group_members, mq.group_assignments,
     mq.grants, mq.effective_grants TO PUBLIC;
 GRANT EXECUTE ON FUNCTION mq.validate_config(jsonb), mq.murmur2(bytea),
     -- what validate_config (the caller's rights) calls for every key

@@ -35,7 +35,7 @@ my %kafka39 = (
 	0 => [0, 11, 9], 1 => [0, 17, 12], 2 => [0, 9, 6], 3 => [0, 12, 9], 8 => [0, 9, 8],
 	9 => [0, 9, 6], 10 => [0, 6, 3], 11 => [0, 9, 6], 12 => [0, 4, 4], 13 => [0, 5, 4],
 	14 => [0, 5, 4], 15 => [0, 5, 5], 16 => [0, 5, 3], 17 => [0, 1, 99], 18 => [0, 4, 3],
-	19 => [0, 7, 5], 20 => [0, 6, 4], 21 => [0, 2, 2], 22 => [0, 5, 2], 32 => [0, 4, 4],
+	19 => [0, 7, 5], 20 => [0, 6, 4], 21 => [0, 2, 2], 22 => [0, 5, 2], 23 => [0, 4, 4], 32 => [0, 4, 4],
 	33 => [0, 2, 2], 36 => [0, 2, 2], 37 => [0, 3, 2], 42 => [0, 2, 2], 44 => [0, 1, 1],
 	29 => [0, 3, 2], 30 => [0, 3, 2], 31 => [0, 3, 2], 50 => [0, 0, 0], 51 => [0, 0, 0],
 );
@@ -106,6 +106,8 @@ my %req = (
 		['timeout_ms', 'i32', '0+']],
 	22 => [['transactional_id', 'nstr', '0+'], ['transaction_timeout_ms', 'i32', '0+'],
 		['producer_id', 'i64', '3+'], ['producer_epoch', 'i16', '3+']],
+	23 => [['replica_id', 'i32', '3+'], ['topics', [['topic', 'str', '0+'], ['partitions', [['partition', 'i32', '0+'],
+			['current_leader_epoch', 'i32', '2+'], ['leader_epoch', 'i32', '0+']], '0+']], '0+']],
 	32 => [['resources', [['type', 'i8', '0+'], ['name', 'str', '0+'], ['keys', '[str]', '0+']], '0+'],
 		['include_synonyms', 'bool', '1+'], ['include_documentation', 'bool', '3+']],
 	33 => [['resources', [['type', 'i8', '0+'], ['name', 'str', '0+'], ['configs', \@config_entry, '0+']], '0+'],
@@ -198,6 +200,8 @@ my %resp = (
 			['low_watermark', 'i64', '0+'], ['error_code', 'i16', '0+']], '0+']], '0+']],
 	22 => [['throttle_time_ms', 'i32', '0+'], ['error_code', 'i16', '0+'], ['producer_id', 'i64', '0+'],
 		['producer_epoch', 'i16', '0+']],
+	23 => [['throttle_time_ms', 'i32', '2+'], ['topics', [['topic', 'str', '0+'], ['partitions', [['error_code', 'i16', '0+'],
+			['partition', 'i32', '0+'], ['leader_epoch', 'i32', '1+'], ['end_offset', 'i64', '0+']], '0+']], '0+']],
 	32 => [['throttle_time_ms', 'i32', '0+'], ['results', [['error_code', 'i16', '0+'], ['error_message', 'nstr', '0+'],
 			['type', 'i8', '0+'], ['name', 'str', '0+'], ['configs', [['name', 'str', '0+'], ['value', 'nstr', '0+'],
 				['read_only', 'bool', '0+'], ['is_default', 'bool', '0-0'], ['source', 'i8', '1+'],
@@ -430,6 +434,8 @@ my %vals = (
 	20 => sub { { topic_names => ["vc$_[0]"], topics => [{ name => "vc$_[0]" }], timeout_ms => 5000 } },
 	21 => sub { { topics => [{ name => 'vnone', partitions => [{ index => 0, offset => 0 }] }], timeout_ms => 5000 } },
 	22 => sub { { transactional_id => undef, transaction_timeout_ms => 60000, producer_id => -1, producer_epoch => -1 } },
+	23 => sub { { replica_id => -1, topics => [{ topic => $topic, partitions => [{ partition => 0,
+		current_leader_epoch => -1, leader_epoch => 0 }] }] } },
 	32 => sub { { resources => [{ type => 2, name => $topic, keys => ['retention.ms'] }] } },
 	33 => sub { { resources => [{ type => 2, name => $topic, configs => [{ name => 'retention.ms', value => '600000' }] }],
 			validate_only => 1 } },
@@ -456,6 +462,7 @@ sub summary {
 	my ($k, $h) = @_;
 	return "error $h->{responses}[0]{partitions}[0]{error_code}" if $k == 0;
 	return "records " . length($h->{responses}[0]{partitions}[0]{records} // '') if $k == 1;
+	return "epoch end $h->{topics}[0]{partitions}[0]{end_offset}" if $k == 23;
 	return '';
 }
 for my $v (0 .. 2) {
@@ -502,6 +509,13 @@ for my $v (12, 13, 16, 17) {
 {
 	my ($h) = exchange(10, 4, $vals{10}->(4));
 	ok($h && @{ $h->{coordinators} } == 2 && $h->{coordinators}[1]{key} eq 'vh', 'FindCoordinator v4 answers each key');
+}
+
+for my $v (0 .. 4) {
+	my ($h, $e) = exchange(23, $v, $vals{23}->($v));
+	my $p = $h && $h->{topics}[0]{partitions}[0];
+	ok($p && $p->{error_code} == 0 && $p->{end_offset} >= 2 && ($v == 0 || $p->{leader_epoch} == 0),
+		"OffsetForLeaderEpoch v$v: epoch 0, the only one, ends at the log end", $e // ($p ? "error $p->{error_code}" : 'no partition'));
 }
 
 print "1..$n\n";

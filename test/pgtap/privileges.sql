@@ -10,7 +10,7 @@
 SET client_min_messages = warning;
 
 BEGIN;
-SELECT plan(104);
+SELECT plan(105);
 
 CREATE ROLE mqp_attacker LOGIN;
 CREATE ROLE mqp_alice LOGIN;
@@ -72,6 +72,7 @@ SELECT mq.partition_for('orders', 'k'::bytea);
 SELECT count(*) FROM mq.partitions;
 SELECT count(*) FROM mq.topics;
 SELECT count(*) FROM mq.segments;
+SELECT count(*) FROM mq.leader_epochs;
 SELECT mq.send('orders', 'k'::bytea, 'v'::bytea);
 SELECT mq.send_batch('orders', ARRAY['a'::bytea, 'b'::bytea], ARRAY['1'::bytea, '2'::bytea]);
 SELECT count(*) FROM mq.fetch('orders', 0, 0);
@@ -221,6 +222,7 @@ SELECT throws_ok($$ CALL mq.produce('no-such-topic', NULL, ARRAY['x']::bytea[], 
 SELECT is((SELECT count(*) FROM mq.topics), 0::bigint, 'alice sees no topics');
 SELECT is((SELECT count(*) FROM mq.partitions), 0::bigint, 'alice sees no partitions');
 SELECT is((SELECT count(*) FROM mq.segments), 0::bigint, 'no segments');
+SELECT is((SELECT count(*) FROM mq.leader_epochs), 0::bigint, 'no leader epochs');
 SELECT is((SELECT count(*) FROM mq.replica_status), 0::bigint, 'no replica status');
 SELECT is(mq._log_end_offset(:payments_id, 0), NULL,
           'no log end offset of a topic she may not describe');

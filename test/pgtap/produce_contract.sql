@@ -8,7 +8,7 @@
 -- test/kafka/produce_acks.sh run the same cases through mq.produce,
 -- mqctl and mq-kafka, with commits and concurrent waits.
 BEGIN;
-SELECT plan(19);
+SELECT plan(20);
 
 SELECT mq.create_topic('pc', 1, '{"replication.factor": 3, "min.insync.replicas": 2}');
 SELECT mq.create_topic('pc_plain', 1);
@@ -65,6 +65,11 @@ CREATE TEMP TABLE w AS
 SELECT * FROM mq.produce_records('pc', NULL, ARRAY['c']::bytea[], partition => 0, acks => 'all');
 SELECT is((SELECT row(msg_offset, await_epoch, await_min_isr)::text FROM w), '(1,1,2)',
           'full ISR: acks=all is written and owes a wait in epoch 1 for 2 replicas');
+-- the leader commits it without its own flush: mq.produce_await flushes it
+-- while the followers fetch, and the high watermark waits for that flush
+SELECT is(current_setting('synchronous_commit'), 'off',
+          'acks=all on a leader commits without waiting for its flush (the wait flushes)');
+SET LOCAL synchronous_commit = on;
 SELECT is((SELECT log_end_offset FROM log_end), 2::bigint, 'the record is in the log');
 
 -- the ISR shrinks after the write: the wait ends with MQ022

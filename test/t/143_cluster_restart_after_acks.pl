@@ -1,0 +1,79 @@
+# Replication: the whole cluster stops at once right after an acks=all
+# acknowledgement (kill -9 of every data node, the coordinator and every
+# broker) and starts again (docs/replication.md, "The acknowledgement
+# path").  The leader commits an acks=all write without waiting for its
+# own flush; the acknowledgement waits for it and for the followers'
+# flushed appends, so every acknowledged record is on disk on the leader
+# and on the in-sync followers when the producer hears of it.
+#
+# The data nodes run with synchronous_commit = off and a 10 s
+# wal_writer_delay, and their WAL writers are paused (SIGSTOP): what a
+# commit leaves unflushed stays in the WAL buffers and is lost at the
+# kill.  After the restart the old leader's broker starts first and leads
+# again in a new epoch, with whatever its node kept; the followers follow
+# it and cut what it lacks.  Had the acknowledgement not waited for the
+# leader's flush, the records acknowledged just before the kill would be
+# cut here.  The checker: no acknowledged record lost, none moved.
+use strict;
+use warnings;
+
+use PostgreSQL::Test::Utils;
+use Test::More;
+use Time::HiRes qw(time usleep);
+use MqCluster;
+
+my $c = MqCluster->new(nodes => 3, lag_time_max_ms => 5000,
+	node_conf => "synchronous_commit = off\nwal_writer_delay = 10000ms\n");
+$c->start_brokers;
+$c->create_topic('t', 1, { 'replication.factor' => 3, 'min.insync.replicas' => 2 });
+my $a = $c->leader('t', 0);
+ok($c->coord->poll_query_until('postgres',
+		"SELECT cardinality(isr) = 3 FROM mq_coord.partition WHERE topic = 't' AND partition = 0"),
+	'all three replicas in the ISR');
+
+# pause every data node's WAL writer: nothing writes unflushed WAL out
+for my $i (1 .. 3)
+{
+	my $pid = $c->node($i)->safe_psql('postgres',
+		"SELECT pid FROM pg_stat_activity WHERE backend_type = 'walwriter'");
+	ok($pid =~ /^\d+$/ && kill('STOP', $pid), "node$i: WAL writer $pid paused");
+}
+
+my $p = $c->start_producer('t', 0, batch => 3);
+$c->wait_acks($p, count => 5) or diag('the producer made no progress');
+
+# Right after the next acknowledgement, every server and broker dies.
+$c->wait_acks($p, since => time) or diag('no acknowledgement to crash after');
+my @pids = map { $c->node_pids($_) } 1 .. 3;
+push @pids, MqCluster::server_pids($c->coord);
+$c->signal_broker($_, 'KILL') for 1 .. 3;
+kill 'KILL', @pids;
+for (1 .. 200) { last unless grep { kill 0, $_ } @pids; usleep(20_000); }
+my $t_crash = time;
+my $acked = grep { $_->{kind} eq 'ack' } @{ MqCluster::producer_lines($p->{file}) };
+note("all servers and brokers killed after $acked acknowledged batches");
+for my $srv ($c->coord, map { $c->node($_) } 1 .. 3)
+{
+	$srv->{_pid} = undef;    # as PostgreSQL::Test::Cluster's kill9 leaves it
+	unlink $srv->data_dir . '/postmaster.pid';
+	$srv->start;
+}
+
+# The old leader first: it leads again with what its node kept.
+my $epoch0 = $c->coord->safe_psql('postgres',
+	"SELECT leader_epoch FROM mq_coord.partition WHERE topic = 't' AND partition = 0");
+$c->start_broker($a);
+ok($c->coord->poll_query_until('postgres',
+		"SELECT leader = $a AND leader_epoch > $epoch0 FROM mq_coord.partition "
+		  . "WHERE topic = 't' AND partition = 0"),
+	"broker $a leads again after the restart");
+$c->start_broker($_) for grep { $_ != $a } 1 .. 3;
+ok($c->coord->poll_query_until('postgres',
+		"SELECT cardinality(isr) = 3 FROM mq_coord.partition WHERE topic = 't' AND partition = 0"),
+	'the followers rejoined the ISR');
+$c->wait_acks($p, count => 2, since => time) or diag('no write acknowledged after the restart');
+my $lines = $c->stop_producer($p);
+ok(scalar(MqCluster::acks_since($lines, $t_crash)) > 0, 'writes acknowledged after the restart');
+$c->check_log('t', 0, $lines, $a, grep { $_ != $a } 1 .. 3);
+$c->teardown;
+done_testing();
