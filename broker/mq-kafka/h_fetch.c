@@ -94,10 +94,8 @@
 #define FETCH_EPOCHS_SQL "9"
 
 /*
- * v4+: the same bounds rows, then each readable partition's records as
- * record batches encoded by the database (mq.kafka_fetch: the byte limits
- * of fetch_records.c, the response's too, $6), a row per partition.  The
- * function is called in a select list, so its rows stream to the daemon.
+ * v4+: the same bounds rows, then a row per partition with its records as
+ * record batches (mq.kafka_fetch, in a select list: its rows stream).
  */
 #define FETCH_BATCH_SQL \
 	"WITH r0 AS (SELECT u.i::int4 AS i, u.t, u.p, u.o, s.log_start_offset AS lso," \
@@ -427,7 +425,6 @@ fetch_done(KRequest *req)
 	fetch_encode(req, s);
 	if (s->reread)
 	{
-		/* the database's batches do not split at a leader epoch: the rows */
 		s->reread = false;
 		s->rows_only = true;
 		fetch_attempt(s);

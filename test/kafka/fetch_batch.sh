@@ -6,7 +6,8 @@
 # repeated keys, null and binary values, as objects and as jsonb with no
 # list form; CreateTime timestamps before 2000 and now; LogAppendTime in
 # several milliseconds and a partition that switches between the two;
-# compaction's gaps; a moved log start; an idempotent producer's records)
+# compaction's gaps; a moved log start; an idempotent producer's records;
+# three leader epochs, whose batches carry each its records' epoch)
 # and of requests (versions 4, 7 and 11; offsets at the start, inside,
 # in a gap, at the end and out of range; unknown topics and partitions;
 # response and partition byte limits from 1 byte to none).  Then the
@@ -64,6 +65,21 @@ sql "SELECT mq.create_topic('fbd', 1)" >/dev/null
 sql "SELECT count(*) FROM mq.send_batch('fbd', NULL::text[], ARRAY(SELECT 'd' || i FROM generate_series(1, 20) i))" >/dev/null
 sql "SELECT mq.delete_records('fbd', 0, 7)" >/dev/null
 
+# leader epochs (as test/kafka/epochs.sh writes them): 0 from 0, 2 from 3, 5 from 5
+elect() {
+	sql "INSERT INTO mq.leader_epoch_history (topic_id, partition, leader_epoch, start_offset)
+	     SELECT topic_id, 0, $2, mq._log_end_offset(topic_id, 0) FROM mq.topic WHERE topic_name = '$1';
+	     UPDATE mq.partition_state SET leader_epoch = $2
+	      WHERE topic_id = (SELECT topic_id FROM mq.topic WHERE topic_name = '$1')" >/dev/null
+}
+sql "SELECT mq.create_topic('fbe', 1)" >/dev/null
+elect fbe 0
+sql "SELECT count(*) FROM mq.send_batch('fbe', NULL::text[], ARRAY['a', 'b', 'c'])" >/dev/null
+elect fbe 2
+sql "SELECT count(*) FROM mq.send_batch('fbe', NULL::text[], ARRAY['d', 'e'])" >/dev/null
+elect fbe 5
+sql "SELECT count(*) FROM mq.send_batch('fbe', NULL::text[], ARRAY['f', 'g', 'h'])" >/dev/null
+
 kafka_start || { fail "mq-kafka starts"; finish; }
 PORT_DB="$KAFKA_PORT"
 PID_DB="$KAFKA_PID"
@@ -75,10 +91,11 @@ kafka_start --fetch-encoder=daemon || { fail "mq-kafka --fetch-encoder=daemon st
 run perl test/kafka/fetch_batch.pl "$PORT_DB" "$KAFKA_PORT" \
 	fbm:0:0 fbm:1:37 fbm:2:149 fbm:0:0,fbm:1:0,fbm:2:0 fbm:2:100,fbm:0:45,fbm:1:150 \
 	fbl:0:0 fbl:0:4 fbs:0:0 fbs:0:6 fbc:0:0 fbc:0:3 fbc:0:28 fbd:0:7 fbd:0:3 fbd:0:20 fbd:0:25 \
-	fbm:0:10,fbl:0:0,fbs:0:2,fbc:0:0,fbd:0:10 nope:0:0,fbm:7:0,fbm:0:140
+	fbm:0:10,fbl:0:0,fbs:0:2,fbc:0:0,fbd:0:10 nope:0:0,fbm:7:0,fbm:0:140 \
+	fbe:0:0 fbe:0:3 fbe:0:5 fbe:0:6
 printf '%s\n' "$OUT" | grep -v '^ok ' | sed 's/^/# /'
 expect_rc 0 "every response the same bytes from both encoders, every batch's CRC right"
-check_eq "$(printf '%s\n' "$OUT" | grep -c '^ok ')" "864" "864 responses compared"
+check_eq "$(printf '%s\n' "$OUT" | grep -c '^ok ')" "1056" "1056 responses compared"
 records="$(printf '%s\n' "$OUT" | sed -n 's/^records \([0-9]*\) .*/\1/p')"
 check_eq "$((records > 5000))" "1" "they held records ($records)"
 
