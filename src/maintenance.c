@@ -3,9 +3,12 @@
  * maintenance.c
  *	  The maintenance worker: one per database where the extension is
  *	  installed, started by the launcher (launcher.c), calling
- *	  mq.run_maintenance() every mq.maintenance_interval so that the next
- *	  segment of every partition exists before producers need it and
- *	  retention, compaction and expiry are applied.
+ *	  mq.run_maintenance()'s batches every mq.maintenance_interval so that
+ *	  the next segment of every partition exists before producers need it
+ *	  and retention, compaction and expiry are applied.  A pass commits
+ *	  after each batch of mq.maintenance_batch_topics topics
+ *	  (src/sql/85_maintenance.sql).  Also mq._file_unwritten(), with which
+ *	  a pass skips partitions that need nothing without opening them.
  *
  * Each pass first looks for the extension in pg_extension: where it is
  * not installed (never, or dropped since) the worker tells the launcher
@@ -14,14 +17,19 @@
  * DATABASE, pg_terminate_backend) ends it at once; the launcher decides
  * whether another starts.
  *
- * Locking: none of its own; mq.run_maintenance() takes what it needs.
+ * Locking: the extension's, shared, in each transaction of a pass (a DROP
+ * EXTENSION waits for the batch); mq._maintain_batch() takes what it needs.
  *
  *-------------------------------------------------------------------------
  */
 #include "postgres.h"
 
+#include <sys/stat.h>
+
 #include "access/xact.h"
 #include "catalog/pg_extension.h"
+#include "catalog/pg_type_d.h"
+#include "common/relpath.h"
 #include "commands/extension.h"
 #include "commands/dbcommands.h"
 #include "executor/spi.h"
@@ -42,6 +50,9 @@
 PGDLLEXPORT void mq_maintenance_main(Datum arg);
 
 int			mq_maintenance_interval = 1000;
+int			mq_maintenance_batch_topics = 500;
+
+PG_FUNCTION_INFO_V1(mq_file_unwritten_sql);
 
 /*
  * Is the extension installed?  Holding a share lock on it until the end of
@@ -60,12 +71,13 @@ extension_locked(void)
 	return get_extension_oid("mq", true) == ext;
 }
 
-/* One maintenance pass; false if the extension is not installed here. */
+/*
+ * Open a transaction of a pass, holding the extension's lock; false (and no
+ * transaction) when the extension is not installed.
+ */
 static bool
-maintenance_pass(void)
+pass_begin(void)
 {
-	bool		installed;
-
 	SetCurrentStatementStartTimestamp();
 	StartTransactionCommand();
 	SPI_connect();
@@ -73,19 +85,75 @@ maintenance_pass(void)
 	pgstat_report_activity(STATE_RUNNING, "mq maintenance");
 	/* the worker is a superuser: nothing of a user's may be on its path */
 	SetConfigOption("search_path", "pg_catalog, pg_temp", PGC_SUSET, PGC_S_OVERRIDE);
-	installed = extension_locked();
-	if (installed)
+	if (!extension_locked())
 	{
-		/* a snapshot taken after the lock sees the extension's tables */
+		SPI_finish();
 		PopActiveSnapshot();
-		PushActiveSnapshot(GetTransactionSnapshot());
-		SPI_execute("SELECT mq.run_maintenance()", false, 0);
+		CommitTransactionCommand();
+		pgstat_report_activity(STATE_IDLE, NULL);
+		return false;
 	}
+	/* a snapshot taken after the lock sees the extension's tables */
+	PopActiveSnapshot();
+	PushActiveSnapshot(GetTransactionSnapshot());
+	return true;
+}
+
+static void
+pass_commit(void)
+{
 	SPI_finish();
 	PopActiveSnapshot();
 	CommitTransactionCommand();
 	pgstat_report_activity(STATE_IDLE, NULL);
-	return installed;
+}
+
+/*
+ * One batch of topics after *after (0 with isnull: from the first), in its
+ * own transaction; false once none is left.  *after becomes the batch's
+ * last topic.
+ */
+static bool
+pass_batch(int32 *after, bool first)
+{
+	Oid			argtypes[2] = {INT4OID, INT4OID};
+	Datum		args[2] = {Int32GetDatum(*after), Int32GetDatum(mq_maintenance_batch_topics)};
+	bool		isnull = true;
+	Datum		last = (Datum) 0;
+
+	SPI_execute_with_args("SELECT last_topic FROM mq._maintain_batch($1, $2)", 2, argtypes, args,
+						  first ? "n " : "  ", false, 1);
+	if (SPI_processed == 1)
+		last = SPI_getbinval(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 1, &isnull);
+	if (isnull)
+		return false;
+	*after = DatumGetInt32(last);
+	return true;
+}
+
+/*
+ * One maintenance pass: a transaction per batch of topics
+ * (mq.maintenance_batch_topics), so that a pass over many topics never
+ * holds back the xmin horizon for long, then one for the rest; false if
+ * the extension is not installed here.
+ */
+static bool
+maintenance_pass(void)
+{
+	int32		after = 0;
+	bool		more = true;
+
+	for (bool first = true; more; first = false)
+	{
+		CHECK_FOR_INTERRUPTS();
+		if (!pass_begin())
+			return false;
+		more = pass_batch(&after, first);
+		if (!more)
+			SPI_execute("SELECT mq._maintain_rest()", false, 0);
+		pass_commit();
+	}
+	return true;
 }
 
 void
@@ -125,4 +193,32 @@ mq_maintenance_main(Datum arg)
 						 mq_maintenance_interval, PG_WAIT_EXTENSION);
 		ResetLatch(MyLatch);
 	}
+}
+
+/*
+ * mq._file_unwritten(tablespace, filenode): is the main file of a relation
+ * of this database empty?  A relation's first page is written to its file
+ * when the relation is extended, so an empty file means no row was ever
+ * written.  stat() only: no relation is opened, no lock taken, so the
+ * answer may be stale at once; maintenance only uses it to skip
+ * partitions that need nothing, checking the others exactly.
+ */
+Datum
+mq_file_unwritten_sql(PG_FUNCTION_ARGS)
+{
+	Oid			spc = PG_GETARG_OID(0);
+	RelFileNode rnode;
+	struct stat st;
+	char	   *path;
+	bool		unwritten;
+
+	rnode.spcNode = OidIsValid(spc) ? spc : MyDatabaseTableSpace;
+	rnode.dbNode = MyDatabaseId;
+	rnode.relNode = PG_GETARG_OID(1);
+	if (!OidIsValid(rnode.relNode))
+		PG_RETURN_BOOL(false);	/* a mapped relation: not a segment */
+	path = relpathperm(rnode, MAIN_FORKNUM);
+	unwritten = stat(path, &st) == 0 && st.st_size == 0;
+	pfree(path);
+	PG_RETURN_BOOL(unwritten);
 }

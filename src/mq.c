@@ -60,6 +60,11 @@ _PG_init(void)
 							"Time between two runs of mq maintenance.",
 							NULL, &mq_maintenance_interval, 1000, 10, 3600 * 1000,
 							PGC_SIGHUP, GUC_UNIT_MS, NULL, NULL, NULL);
+	DefineCustomIntVariable("mq.maintenance_batch_topics",
+							"Topics the mq maintenance worker handles per transaction.",
+							"A pass commits after each batch, so that it never holds back the xmin horizon for long.",
+							&mq_maintenance_batch_topics, 500, 1, 1000000,
+							PGC_SIGHUP, 0, NULL, NULL, NULL);
 	DefineCustomIntVariable("mq.launcher_interval",
 							"Time between two looks of the mq launcher for databases that need a maintenance worker.",
 							NULL, &mq_launcher_interval, 10000, 100, 3600 * 1000,

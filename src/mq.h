@@ -354,6 +354,13 @@ typedef struct MqPositionKey
 	char		group[NAMEDATALEN * 4];
 } MqPositionKey;
 extern void mq_offsets_init(void);
+
+/* consumer_offsets.c: the __consumer_offsets topic of offset commits */
+#define MQ_CONSUMER_OFFSETS "__consumer_offsets"
+extern int32 mq_consumer_offsets_partition(const char *group, int len, int32 npartitions);
+extern void mq_consumer_offsets_check_write(const char *topic_name);
+extern void mq_consumer_offsets_note(text *group, const char *topic_name, int32 partition,
+									 int64 next, text *metadata, TimestampTz at);
 extern void mq_offsets_after_utility(Node *stmt);
 extern void mq_check_group(text *group);
 extern void mq_position_key(MqPositionKey *key, text *group, MqTopic *topic, int32 partition);
@@ -415,6 +422,7 @@ extern int32 mq_default_partition(bytea *key, int32 npartitions);
 extern char *mq_database;
 extern int	mq_launcher_interval;
 extern int	mq_maintenance_interval;
+extern int	mq_maintenance_batch_topics;
 extern void mq_launcher_init(void);
 extern void mq_launcher_hook_init(void);
 extern void mq_launcher_before_utility(Node *stmt);

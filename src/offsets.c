@@ -18,7 +18,9 @@
  *
  * Locking: committed offsets are rows of mq.consumer_offset, written by
  * upsert as the extension owner (spi.c); a concurrent commit of the same
- * partition waits on the row.  Positions are backend-local hash tables:
+ * partition waits on the row.  Each commit that changed a row is then
+ * appended to __consumer_offsets (consumer_offsets.c), under that topic
+ * partition's produce lock.  Positions are backend-local hash tables:
  * one lives for the transaction, one for the session.
  *
  *-------------------------------------------------------------------------
@@ -179,6 +181,7 @@ store_offset(text *group, MqTopic *topic, int32 partition, int64 next,
 	Datum		args[5];
 	char		argnulls[5] = {' ', ' ', ' ', ' ', ' '};
 	MqSpiSave	spi;
+	MemoryContext outer = CurrentMemoryContext;
 
 	/* replicated: the leader alone takes commits, and followers copy them */
 	if (mq_topic_partition(topic, partition)->replicated)
@@ -203,17 +206,32 @@ store_offset(text *group, MqTopic *topic, int32 partition, int64 next,
 						   "VALUES ($1, $2, $3, $4, $5) "
 						   "ON CONFLICT (group_id, topic_id, partition) DO UPDATE "
 						   "SET next_offset = EXCLUDED.next_offset, committed_at = pg_catalog.now() "
-						   "WHERE c.next_offset < EXCLUDED.next_offset" :
+						   "WHERE c.next_offset < EXCLUDED.next_offset RETURNING c.metadata" :
 						   "INSERT INTO mq.consumer_offset AS c "
 						   "  (group_id, topic_id, partition, next_offset, metadata) "
 						   "VALUES ($1, $2, $3, $4, $5) "
 						   "ON CONFLICT (group_id, topic_id, partition) DO UPDATE "
 						   "SET next_offset = EXCLUDED.next_offset, metadata = EXCLUDED.metadata, "
-						   "    committed_at = pg_catalog.now()",
+						   "    committed_at = pg_catalog.now() RETURNING c.metadata",
 						   5, argtypes);
 	}
-	if (SPI_execute_plan(plans[forward_only], args, argnulls, false, 0) != SPI_OK_INSERT)
+	if (SPI_execute_plan(plans[forward_only], args, argnulls, false, 0) != SPI_OK_INSERT_RETURNING)
 		elog(ERROR, "mq: offset commit failed");
+	/* the commit's record in __consumer_offsets, unless nothing changed */
+	if (SPI_processed == 1)
+	{
+		bool		isnull;
+		Datum		stored = SPI_getbinval(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 1, &isnull);
+		MemoryContext spi_cxt = MemoryContextSwitchTo(outer);
+		text	   *meta = isnull ? NULL : (text *) PG_DETOAST_DATUM_COPY(stored);
+
+		MemoryContextSwitchTo(spi_cxt);
+
+		mq_spi_end(&spi);
+		mq_consumer_offsets_note(group, topic->name, partition, next, meta,
+								 GetCurrentTimestamp());
+		return;
+	}
 	mq_spi_end(&spi);
 }
 

@@ -126,6 +126,7 @@ send_records(FunctionCallInfo fcinfo, MqRecordIn *recs, int n)
 				 errmsg("topic must not be null")));
 	topic_name = text_to_cstring(PG_GETARG_TEXT_PP(ARG_TOPIC));
 	mq_acl_check(MQ_RES_TOPIC, topic_name, MQ_ACL_WRITE);
+	mq_consumer_offsets_check_write(topic_name);	/* before any record check */
 	topic = mq_topic_lookup(topic_name, false);
 	read_producer(fcinfo, &producer);
 

@@ -98,6 +98,18 @@ part_cmp(const void *a, const void *b)
 	return c != 0 ? c : (x->partition > y->partition) - (x->partition < y->partition);
 }
 
+int
+cluster_npartitions(void)
+{
+	return nparts;
+}
+
+const KPartView *
+cluster_partition_at(int i)
+{
+	return &parts[i];
+}
+
 const KPartView *
 cluster_partition(const char *topic, int partition)
 {
@@ -106,6 +118,20 @@ cluster_partition(const char *topic, int partition)
 	if (nparts == 0)
 		return NULL;
 	return bsearch(&key, parts, nparts, sizeof(KPartView), part_cmp);
+}
+
+bool
+cluster_topic_ready(const char *topic, int partitions)
+{
+	for (int i = 0; i < partitions; i++)
+	{
+		const KPartView *p = cluster_partition(topic, i);
+		const KBroker *b = p && p->leader >= 0 ? cluster_broker(p->leader) : NULL;
+
+		if (b == NULL || !b->live)
+			return false;
+	}
+	return true;
 }
 
 /* FNV-1a of the group, mixed with the broker id (splitmix64's finalizer) */
@@ -150,6 +176,12 @@ bool
 cluster_coordinates(const char *group)
 {
 	return cluster_group_coordinator(group) == kconfig.node_id;
+}
+
+KPool *
+cluster_coord_pool(void)
+{
+	return coord_pool;
 }
 
 KPool *

@@ -42,8 +42,13 @@ extern bool cluster_enabled(void);
 extern int	cluster_nbrokers(void);
 extern const KBroker *cluster_broker_at(int i);
 extern const KBroker *cluster_broker(int id);
+/* the view's replicated partitions, sorted by topic and partition */
+extern int	cluster_npartitions(void);
+extern const KPartView *cluster_partition_at(int i);
 /* a replicated partition, or NULL (unreplicated, unknown, or no view) */
 extern const KPartView *cluster_partition(const char *topic, int partition);
+/* the view has partitions 0 .. partitions - 1 of topic, each led by a live listener */
+extern bool cluster_topic_ready(const char *topic, int partitions);
 /* the broker that coordinates group: -1 while no listener is live */
 extern int	cluster_group_coordinator(const char *group);
 extern bool cluster_coordinates(const char *group);
@@ -53,6 +58,11 @@ extern bool cluster_coordinates(const char *group);
  * a Kafka error when no live leader is known.
  */
 extern KPool *cluster_leader_pool(const char *topic, int partition, int16_t *code);
+/*
+ * The one-connection pool to the coordinator database that the view's
+ * refreshes use (NULL without --coordinator): CreateTopics in a cluster.
+ */
+extern KPool *cluster_coord_pool(void);
 /* the pool of broker b's node (made on first use); NULL if none can be */
 extern KPool *cluster_node_pool(const KBroker *b);
 

@@ -19,7 +19,10 @@
  * request that changed the group (it needs READ on the group); saves are
  * stamped with the time of day in microseconds, and the database keeps
  * the latest whatever order they commit in.  A failed save is logged and
- * costs only a rebalance after a restart.  Loop thread only: no locking.
+ * costs only a rebalance after a restart.  Each save also carries the
+ * group in Kafka's GroupMetadataValue format, which the database appends
+ * to __consumer_offsets for Kafka tools (docs/kafka.md).  Loop thread
+ * only: no locking.
  *
  *-------------------------------------------------------------------------
  */
@@ -35,7 +38,9 @@
 #include "util.h"
 
 #define FORMAT_VERSION 1
-#define SAVE_SQL "SELECT mq.kafka_group_save($1, $2, $3)"
+#define SAVE_SQL "SELECT mq.kafka_group_save($1, $2, $3, $4)"
+/* Kafka's GroupMetadataValue version, for __consumer_offsets */
+#define KAFKA_GROUP_VALUE_VERSION 3
 /* 30 minutes: the longest session timeout a member may have */
 #define LOAD_SQL "SELECT group_id, state FROM mq.kafka_group_states('30 minutes')"
 #define LOAD_RETRY_MS 1000
@@ -91,6 +96,47 @@ encode(KWriter *w, const KGroup *g)
 		encode_member(w, m);
 }
 
+/* the metadata of the protocol the group chose, as the member sent it */
+static void
+write_subscription(KWriter *w, const KMember *m, const char *protocol)
+{
+	for (int i = 0; protocol && i < m->nprotos; i++)
+		if (strcmp(m->protos[i].name, protocol) == 0)
+		{
+			kw_bytes(w, m->protos[i].meta, m->protos[i].len);
+			return;
+		}
+	kw_bytes(w, "", 0);
+}
+
+/*
+ * The group as Kafka's GroupMetadataValue (version 3), which mq appends
+ * to __consumer_offsets (src/consumer_offsets.c): a group without members
+ * is Kafka's Empty group (no protocol, no leader, no members).
+ */
+static void
+encode_kafka(KWriter *w, const KGroup *g, bool stable)
+{
+	kw_i16(w, KAFKA_GROUP_VALUE_VERSION);
+	kw_str(w, g->protocol_type ? g->protocol_type : "consumer");
+	kw_i32(w, g->generation);
+	kw_str(w, stable ? g->protocol : NULL);
+	kw_str(w, stable ? g->leader : NULL);
+	kw_i64(w, mq_now_us() / 1000);	/* current state timestamp */
+	kw_i32(w, stable ? g->nmembers : 0);
+	for (const KMember *m = stable ? g->members : NULL; m; m = m->next)
+	{
+		kw_str(w, m->id);
+		kw_str(w, m->instance_id);
+		kw_str(w, m->client_id);
+		kw_str(w, m->client_host);
+		kw_i32(w, m->rebalance_ms);
+		kw_i32(w, m->session_ms);
+		write_subscription(w, m, g->protocol);
+		kw_bytes(w, m->assignment ? (const void *) m->assignment : "", m->assignment ? m->assign_len : 0);
+	}
+}
+
 static void
 save_done(KRequest *req)
 {
@@ -128,6 +174,10 @@ group_store_save(const KGroup *g, const char *role)
 	}
 	else
 		kstmt_text(st, MQ_BYTEAOID, NULL);	/* forget it */
+	kw_init(&w);
+	encode_kafka(&w, g, g->state == KG_STABLE && g->nmembers > 0);
+	kstmt_binary(st, MQ_BYTEAOID, w.buf, (int) w.len);
+	kw_free(&w);
 	s->req.state = s;
 	s->req.role = role ? mq_strdup(role) : NULL;
 	pool_run(&s->req, &s->job, save_done);

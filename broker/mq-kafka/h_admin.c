@@ -5,12 +5,34 @@
  *	  (v0-v3) on mq.create_topic, mq.drop_topic and mq.add_partitions.
  *	  Loop thread; one job with a statement per topic.
  *
- * Topics are created unreplicated: a replication factor above 1 and
- * manual replica assignments are refused (INVALID_REPLICATION_FACTOR,
- * INVALID_REPLICA_ASSIGNMENT); replicated topics are made with SQL
- * (docs/replication.md).  Configs go to mq.create_topic as a JSON object
- * of strings, so mq's own validation decides (INVALID_CONFIG).
- * validate_only runs the creation in a transaction that is rolled back.
+ * On a single node, topics are created unreplicated: a replication factor
+ * above 1 and manual replica assignments are refused
+ * (INVALID_REPLICATION_FACTOR, INVALID_REPLICA_ASSIGNMENT).  Configs go to
+ * mq.create_topic as a JSON object of strings, so mq's own validation
+ * decides (INVALID_CONFIG).  validate_only runs the creation in a
+ * transaction that is rolled back.
+ *
+ * In a replicated cluster (--coordinator) a Kafka topic is the cluster's,
+ * so CreateTopics makes it on the coordinator (mq_coord.create_topic, with
+ * the request's replication factor, -1 its default of 1): the brokers
+ * place it on the replicas' nodes and elect leaders, and every daemon's
+ * Metadata names it once its view has it.  This node first runs the
+ * creation as the client, rolled back, so that the client's rights, the
+ * name, partitions and configs are checked as on a single node; only what
+ * passes goes to the coordinator, as the daemon's role (a second job, on
+ * cluster.c's coordinator pool).  A name the coordinator knows already is
+ * TOPIC_ALREADY_EXISTS.  CreatePartitions grows a topic the same way
+ * (mq_coord.add_partitions).  As a Kafka broker does, the answer waits
+ * (up to the request's timeout_ms; none with 0) until this daemon's view
+ * has a live leader for every partition, checked every 100 ms, so that
+ * this daemon's Metadata names the topic at once (clients such as
+ * kafkajs ask right after); a topic still without them at the deadline is
+ * REQUEST_TIMED_OUT (it was made).  Other daemons may lag by up to
+ * --refresh-ms, and clients retry.
+ * DeleteTopics of a replicated topic (this node holds a replica; with or
+ * without --coordinator) is refused with TOPIC_DELETION_DISABLED and
+ * nothing dropped: nothing deletes a replicated topic on every node yet,
+ * and dropping one node's replica would break the partition.
  *
  * CreateTopics v5+ answers the partitions and replication factor made
  * (-1 on an error, as Kafka) and no configs (null, which Kafka's schema
@@ -27,19 +49,34 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "cluster.h"
 #include "kerr.h"
 #include "pgbinary.h"
 #include "topic_id.h"
 #include "util.h"
 
 #define KERR_INVALID_REPLICA_ASSIGNMENT 39
+#define KERR_TOPIC_DELETION_DISABLED 73
+#define SQLSTATE_UNIQUE_VIOLATION "23505"
+
+#define COORD_CREATE_SQL \
+	"SELECT mq_coord.create_topic($1, $2, jsonb_object($3::text[], $4::text[]))"
+/* CreatePartitions' count is the new total, mq_coord.add_partitions adds */
+#define COORD_GROW_SQL \
+	"SELECT mq_coord.add_partitions($1, $2 - (SELECT count(*) FROM mq_coord.kafka_partitions() k" \
+	"                                          WHERE k.topic = $1)::integer)"
 
 #define CREATE_SQL \
 	"SELECT mq.create_topic($1, $2, jsonb_object($3::text[], $4::text[])), " TOPIC_ID_SQL("$1")
 
-/* by name, or (DeleteTopics v6+, name null) by id */
+/*
+ * by name, or (DeleteTopics v6+, name null) by id; a replicated topic is
+ * left alone (false): dropping this node's replica would break it
+ */
 #define DROP_SQL \
-	"SELECT mq.drop_topic(t), t, " TOPIC_ID_SQL("t") \
+	"SELECT CASE WHEN EXISTS (SELECT 1 FROM mq.replica_status r WHERE r.topic = t" \
+	"                            AND r.role IS DISTINCT FROM 'standalone') THEN false" \
+	"            ELSE mq.drop_topic(t)::text = '' END, t, " TOPIC_ID_SQL("t") \
 	"  FROM (SELECT coalesce($1, (SELECT topic FROM mq.topics" \
 	"                              WHERE " TOPIC_ID_SQL("topic") " = $2)) t) x WHERE t IS NOT NULL"
 
@@ -47,8 +84,10 @@ typedef struct TopicSpec
 {
 	KSlice		name;
 	int32_t		partitions;		/* CreateTopics: as asked */
+	int16_t		replication;	/* CreateTopics: as asked */
 	int16_t		code;			/* refused before reaching the database */
 	int			stmt;			/* the create or drop statement, or -1 */
+	int			coord_stmt;		/* in a cluster: its statement in coord, or -1 */
 	char		id_hex[33];		/* DeleteTopics v6+: the id asked for */
 } TopicSpec;
 
@@ -57,6 +96,11 @@ typedef struct AdminState
 	KJob		job;
 	int32_t		n;
 	TopicSpec  *specs;
+	KJob		coord;			/* CreateTopics in a cluster: on the coordinator */
+	KRequest	coord_req;		/* what the coordinator's pool runs */
+	int32_t		timeout_ms;		/* the request's */
+	int64_t		deadline_us;	/* waiting for the view's leaders until then */
+	struct event *timer;
 } AdminState;
 
 static void
@@ -65,6 +109,9 @@ admin_state_free(void *p)
 	AdminState *s = p;
 
 	kjob_free(&s->job);
+	kjob_free(&s->coord);
+	if (s->timer)
+		event_free(s->timer);
 	free(s->specs);
 	free(s);
 }
@@ -122,9 +169,18 @@ read_spec(KReader *r, AdminState *s, TopicSpec *t)
 	}
 	kr_tags(r);
 	t->partitions = partitions < 0 ? 1 : partitions;
-	t->stmt = -1;
-	t->code = replication > 1 ? KERR_INVALID_REPLICATION_FACTOR : nassign > 0 ? KERR_INVALID_REPLICA_ASSIGNMENT :
-		KERR_NONE;
+	t->replication = replication;
+	t->stmt = t->coord_stmt = -1;
+	t->code = replication > 1 && !cluster_enabled() ? KERR_INVALID_REPLICATION_FACTOR :
+		nassign > 0 ? KERR_INVALID_REPLICA_ASSIGNMENT : KERR_NONE;
+	if (cluster_enabled() && replication > 0)
+	{
+		char		rf[8];
+
+		snprintf(rf, sizeof(rf), "%d", replication);
+		mq_array_add(&keys, "replication.factor", 18);
+		mq_array_add(&vals, rf, strlen(rf));
+	}
 	if (t->code == KERR_NONE && !r->err)
 	{
 		name = kslice_dup(t->name);
@@ -172,11 +228,23 @@ write_topic_results(KRequest *req, bool throttle, bool messages)
 	{
 		TopicSpec  *t = &s->specs[i];
 		KStmt	   *st = t->stmt >= 0 ? &s->job.stmts[t->stmt] : NULL;
-		int16_t		code = t->code;
+		KStmt	   *cst = t->coord_stmt >= 0 ? &s->coord.stmts[t->coord_stmt] : NULL;
+		const char *message = NULL;
+		int16_t		code = t->code,
+					failed;
 		uint8_t		id[16];
 
-		if (st)
-			(void) kstmt_failed(st, &code);
+		if (st && kstmt_failed(st, &failed))
+		{
+			code = failed;
+			message = st->err.message;
+		}
+		else if (cst && kstmt_failed(cst, &failed))
+		{
+			code = strcmp(cst->err.sqlstate, SQLSTATE_UNIQUE_VIOLATION) == 0
+				? KERR_TOPIC_ALREADY_EXISTS : failed;
+			message = cst->err.message;
+		}
 		kw_strn(w, t->name.p, t->name.len);
 		if (create && req->api_version >= 7)
 		{
@@ -186,11 +254,12 @@ write_topic_results(KRequest *req, bool throttle, bool messages)
 		}
 		kw_i16(w, code);
 		if (messages)
-			kw_str(w, st && st->err.message ? st->err.message : NULL);
+			kw_str(w, message);
 		if (create && req->api_version >= 5)
 		{
 			kw_i32(w, code == KERR_NONE ? t->partitions : -1);
-			kw_i16(w, code == KERR_NONE ? 1 : -1);	/* replication factor */
+			/* replication factor */
+			kw_i16(w, code != KERR_NONE ? -1 : cst && t->replication > 0 ? t->replication : 1);
 			kw_array(w, -1);	/* configs: not answered */
 		}
 		kw_tags(w);
@@ -204,6 +273,110 @@ create_topics_done(KRequest *req)
 	write_topic_results(req, req->api_version >= 2, req->api_version >= 1);
 }
 
+/* CreateTopics' results, or CreatePartitions' (throttle, messages) */
+static void
+coord_answer(KRequest *req)
+{
+	if (req->api_key == KAPI_CREATE_TOPICS)
+		create_topics_done(req);
+	else
+		write_topic_results(req, true, true);
+}
+
+/*
+ * Whether every topic the coordinator made or grew has its leaders in
+ * this daemon's view; at the deadline, those that have not time out.
+ */
+static bool
+view_has_leaders(AdminState *s, bool deadline)
+{
+	bool		ready = true;
+	int16_t		code;
+
+	for (int32_t i = 0; i < s->n; i++)
+	{
+		TopicSpec  *t = &s->specs[i];
+		KStmt	   *cst = t->coord_stmt >= 0 ? &s->coord.stmts[t->coord_stmt] : NULL;
+		char	   *name;
+
+		if (cst == NULL || kstmt_failed(cst, &code) || t->code != KERR_NONE)
+			continue;
+		name = kslice_dup(t->name);
+		if (!cluster_topic_ready(name ? name : "", t->partitions))
+		{
+			ready = false;
+			if (deadline)
+				t->code = KERR_REQUEST_TIMED_OUT;
+		}
+		free(name);
+	}
+	return ready;
+}
+
+static void
+on_view_wait(evutil_socket_t fd, short what, void *arg)
+{
+	KRequest   *req = arg;
+	AdminState *s = req->state;
+	bool		deadline = mq_now_us() >= s->deadline_us;
+	struct timeval tv = {0, 100000};
+
+	if (view_has_leaders(s, deadline) || deadline || conn_closed(req->conn))
+		coord_answer(req);
+	else
+		evtimer_add(s->timer, &tv);
+}
+
+static void
+coord_done(KRequest *sub)
+{
+	KRequest   *req = sub->state;
+	AdminState *s = req->state;
+
+	if (s->timeout_ms <= 0)
+	{
+		coord_answer(req);
+		return;
+	}
+	s->deadline_us = mq_now_us() + (int64_t) s->timeout_ms * 1000;
+	s->timer = evtimer_new(kbase, on_view_wait, req);
+	on_view_wait(-1, 0, req);
+}
+
+/*
+ * In a cluster, after this node checked each topic (rolled back): the
+ * ones that passed, on the coordinator, created or grown.  The parameters
+ * are the checked statement's (wrap_in_rollback put it at stmt).
+ */
+static void
+create_checked(KRequest *req)
+{
+	AdminState *s = req->state;
+	bool		create = req->api_key == KAPI_CREATE_TOPICS;
+	int16_t		code;
+
+	for (int32_t i = 0; i < s->n; i++)
+	{
+		TopicSpec  *t = &s->specs[i];
+		KStmt	   *st = t->stmt >= 0 ? &s->job.stmts[t->stmt] : NULL;
+		KStmt	   *cst;
+
+		if (st == NULL || kstmt_failed(st, &code))
+			continue;
+		cst = kjob_add(&s->coord, create ? COORD_CREATE_SQL : COORD_GROW_SQL, 0);
+		t->coord_stmt = s->coord.n - 1;
+		kstmt_text(cst, MQ_TEXTOID, st->values[0]);
+		kstmt_text(cst, MQ_INT4OID, st->values[1]);
+		if (create)
+		{
+			kstmt_binary(cst, MQ_TEXTARRAYOID, st->values[2], st->lengths[2]);
+			kstmt_binary(cst, MQ_TEXTARRAYOID, st->values[3], st->lengths[3]);
+		}
+	}
+	s->coord_req.state = req;	/* no role: the daemon's on the coordinator */
+	pool_run_on(cluster_coord_pool(), &s->coord_req, &s->coord, coord_done);
+}
+
 void
 h_create_topics(KRequest *req)
 {
@@ -213,7 +386,7 @@ h_create_topics(KRequest *req)
 
 	for (int32_t i = 0; i < s->n && !r->err; i++)
 		read_spec(r, s, &s->specs[i]);
-	(void) kr_i32(r);			/* timeout_ms */
+	s->timeout_ms = kr_i32(r);
 	if (req->api_version >= 1)
 		validate_only = kr_i8(r) != 0;
 	if (r->err)
@@ -221,9 +394,9 @@ h_create_topics(KRequest *req)
 		req_abort(req);
 		return;
 	}
-	if (validate_only)
+	if (validate_only || cluster_enabled())
 		wrap_in_rollback(s);
-	pool_run(req, &s->job, create_topics_done);
+	pool_run(req, &s->job, validate_only || !cluster_enabled() ? create_topics_done : create_checked);
 }
 
 static void
@@ -246,6 +419,8 @@ delete_topics_done(KRequest *req)
 		(void) kstmt_failed(st, &code);
 		if (code == KERR_NONE && !found)
 			code = KERR_UNKNOWN_TOPIC_ID;	/* by id, and no topic has it */
+		if (found && strcmp(PQgetvalue(res, 0, 0), "f") == 0)
+			code = KERR_TOPIC_DELETION_DISABLED;
 		if (found && s->specs[i].name.len < 0)
 			kw_str(w, PQgetvalue(res, 0, 1));
 		else
@@ -257,7 +432,8 @@ delete_topics_done(KRequest *req)
 		}
 		kw_i16(w, code);
 		if (req->api_version >= 5)
-			kw_str(w, st->err.message);
+			kw_str(w, code == KERR_TOPIC_DELETION_DISABLED
+				   ? "a replicated topic cannot be deleted yet" : st->err.message);
 		kw_tags(w);
 	}
 	req_finish(req);
@@ -310,7 +486,11 @@ create_partitions_done(KRequest *req)
 /*
  * CreatePartitions (v0-v3): Kafka's count is the new total, mq.add_partitions
  * takes the number to add; a total not above the current one is
- * INVALID_PARTITIONS (MQ005), manual assignments are refused.
+ * INVALID_PARTITIONS (MQ005), manual assignments are refused.  In a
+ * cluster, as CreateTopics: checked here as the client (rolled back),
+ * then grown on the coordinator (mq_coord.add_partitions), which places
+ * the new partitions' replicas; a topic this node holds no replica of is
+ * UNKNOWN_TOPIC_OR_PARTITION here (ask a replica's daemon).
  */
 void
 h_create_partitions(KRequest *req)
@@ -339,7 +519,8 @@ h_create_partitions(KRequest *req)
 			kr_tags(r);
 		}
 		kr_tags(r);
-		t->stmt = -1;
+		t->stmt = t->coord_stmt = -1;
+		t->partitions = count;
 		t->code = nassign > 0 ? KERR_INVALID_REPLICA_ASSIGNMENT : KERR_NONE;
 		if (t->code != KERR_NONE)
 			continue;
@@ -350,14 +531,14 @@ h_create_partitions(KRequest *req)
 		kstmt_int(st, MQ_INT4OID, count);
 		free(name);
 	}
-	(void) kr_i32(r);			/* timeout_ms */
+	s->timeout_ms = kr_i32(r);
 	validate_only = kr_i8(r) != 0;
 	if (r->err)
 	{
 		req_abort(req);
 		return;
 	}
-	if (validate_only)
+	if (validate_only || cluster_enabled())
 		wrap_in_rollback(s);
-	pool_run(req, &s->job, create_partitions_done);
+	pool_run(req, &s->job, validate_only || !cluster_enabled() ? create_partitions_done : create_checked);
 }

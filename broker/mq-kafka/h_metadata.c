@@ -12,9 +12,13 @@
  * this node's mq.replica_status (mq-broker keeps it; broker ids are node
  * ids); an unreplicated partition is led by this daemon alone.  A replicated
  * partition whose leader is unknown is LEADER_NOT_AVAILABLE.  Unknown
- * topics are UNKNOWN_TOPIC_OR_PARTITION, or are created with
+ * topics are UNKNOWN_TOPIC_OR_PARTITION (in a cluster, a topic of the
+ * view that this node holds no replica of is named from the view alone,
+ * as any Kafka broker names every topic), or are created with
  * mq.create_topic first when --auto-create-topics is set and the client
- * allows it (v4+).  While this node's database is unreachable, every
+ * allows it (v4+).  __consumer_offsets, Kafka's internal topic of offset
+ * commits, is created by mq.ensure_consumer_offsets when a request names
+ * it (as Kafka creates it on first need), and is the one is_internal topic.  While this node's database is unreachable, every
  * topic is LEADER_NOT_AVAILABLE, so clients ask another broker.
  *
  * v0 (kafka-python's probe, sarama's default) has no broker rack, no
@@ -42,15 +46,31 @@
 #include "topic_id.h"
 #include "util.h"
 
+/*
+ * This node's partitions, and the cluster view's partitions ($3, $4) of
+ * topics this node holds no replica of (describable ones: the same filter
+ * as mq.topics), with no leader epoch (-1: unknown, so clients fence
+ * nothing by it).
+ */
 #define METADATA_SQL \
+	"SELECT * FROM (" \
 	"SELECT p.topic, p.partition, r.role IS NULL OR r.role = 'standalone'," \
 	"       r.leader_id, r.replicas, r.isr, " TOPIC_ID_SQL("p.topic") ", p.leader_epoch" \
 	"  FROM mq.partitions p" \
 	"  LEFT JOIN mq.replica_status r ON r.topic = p.topic AND r.partition = p.partition" \
-	" WHERE $1::text[] IS NULL OR p.topic = ANY ($1)" \
-	"    OR " TOPIC_ID_SQL("p.topic") " = ANY ($2::text[]) ORDER BY p.topic, p.partition"
+	" UNION ALL" \
+	" SELECT v.t, v.p, false, NULL, NULL, NULL, " TOPIC_ID_SQL("v.t") ", -1" \
+	"  FROM unnest($3::text[], $4::int[]) v(t, p)" \
+	" WHERE mq._describable('topic', v.t)" \
+	"   AND NOT EXISTS (SELECT 1 FROM mq.topics x WHERE x.topic = v.t)) m" \
+	" WHERE $1::text[] IS NULL OR m.topic = ANY ($1)" \
+	"    OR " TOPIC_ID_SQL("m.topic") " = ANY ($2::text[]) ORDER BY 1, 2"
 
 #define KERR_LEADER_NOT_AVAILABLE 5
+
+/* Kafka's internal topic of offset commits, created when first named */
+#define CONSUMER_OFFSETS_TOPIC "__consumer_offsets"
+#define ENSURE_OFFSETS_SQL "SELECT mq.ensure_consumer_offsets()"
 
 #define AUTO_CREATE_SQL \
 	"SELECT mq.create_topic(t, $2) FROM unnest($1::text[]) t" \
@@ -246,8 +266,8 @@ write_topic(KWriter *w, int16_t v, KSlice name, const char *id, PGresult *res, i
 		(void) topic_id_from_hex(error == KERR_NONE || name.len < 0 ? id : NULL, uuid);
 		kw_uuid(w, uuid);
 	}
-	if (v >= 1)
-		kw_i8(w, 0);			/* is_internal */
+	if (v >= 1)					/* is_internal */
+		kw_i8(w, kslice_eq(name, CONSUMER_OFFSETS_TOPIC) ? 1 : 0);
 	count_at = kw_later(w);
 	for (; res && row < PQntuples(res) && kslice_eq(name, PQgetvalue(res, row, 0)); row++, n++)
 		write_partition(w, v, res, row);
@@ -298,6 +318,32 @@ metadata_done(KRequest *req)
 	if (v >= 8 && v <= 10)
 		kw_i32(w, INT32_MIN_OPS);	/* cluster authorized operations */
 	req_finish(req);
+}
+
+/* the cluster view's partitions as METADATA_SQL's $3 and $4 (none: empty) */
+static void
+add_view_partitions(KStmt *st)
+{
+	MqArray		topics,
+				parts;
+	const char *bytes;
+	int			len;
+
+	mq_array_init(&topics, MQ_TEXTOID);
+	mq_array_init(&parts, MQ_INT4OID);
+	for (int i = 0; i < cluster_npartitions(); i++)
+	{
+		const KPartView *p = cluster_partition_at(i);
+
+		mq_array_add(&topics, p->topic, strlen(p->topic));
+		mq_array_add_int32(&parts, p->partition);
+	}
+	bytes = mq_array_bytes(&topics, &len);
+	kstmt_binary(st, MQ_TEXTARRAYOID, bytes, len);
+	bytes = mq_array_bytes(&parts, &len);
+	kstmt_binary(st, MQ_INT4ARRAYOID, bytes, len);
+	mq_array_free(&topics);
+	mq_array_free(&parts);
 }
 
 void
@@ -351,6 +397,12 @@ h_metadata(KRequest *req)
 		req_abort(req);
 		return;
 	}
+	for (int32_t i = 0; i < s->n; i++)
+		if (s->names[i].len >= 0 && kslice_eq(s->names[i], CONSUMER_OFFSETS_TOPIC))
+		{
+			(void) kjob_add(&s->job, ENSURE_OFFSETS_SQL, 0);
+			break;
+		}
 	bytes = mq_array_bytes(&arr, &len);
 	if (s->n > 0 && allow_auto && kconfig.auto_create_partitions > 0)
 	{
@@ -365,6 +417,7 @@ h_metadata(KRequest *req)
 		kstmt_binary(st, MQ_TEXTARRAYOID, bytes, len);
 	bytes = mq_array_bytes(&idarr, &len);
 	kstmt_binary(st, MQ_TEXTARRAYOID, bytes, len);
+	add_view_partitions(st);
 	mq_array_free(&arr);
 	mq_array_free(&idarr);
 	pool_run(req, &s->job, metadata_done);

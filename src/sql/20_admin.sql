@@ -253,6 +253,10 @@ BEGIN
     IF EXISTS (SELECT 1 FROM mq.topic t WHERE t.topic_name = topic) THEN
         RAISE EXCEPTION 'topic "%" already exists', topic USING ERRCODE = 'MQ002';
     END IF;
+    -- mq.ensure_consumer_offsets creates it (without a caller)
+    IF topic = '__consumer_offsets' AND p_caller IS NOT NULL THEN
+        PERFORM mq._refuse_internal_topic(topic);
+    END IF;
     INSERT INTO mq.topic (topic_name, partitions, config, owner)
     VALUES (topic, partitions, v_config, p_caller) RETURNING topic_id INTO v_id;
     EXECUTE format('CREATE TABLE mq_log.%I (
@@ -350,6 +354,7 @@ DECLARE
 BEGIN
     PERFORM mq._authorize(p_caller, 'topic', topic, 'alter');
     v_id := mq._topic_id(topic);
+    PERFORM mq._refuse_internal_topic(topic);
     IF count IS NULL OR count < 1 THEN
         RAISE EXCEPTION 'invalid partition count increase %', coalesce(count::text, 'NULL')
             USING ERRCODE = 'MQ005', HINT = 'Partitions can be added, never removed: give a positive number to add.';

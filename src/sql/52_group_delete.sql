@@ -81,6 +81,10 @@ BEGIN
     PERFORM 1 FROM mq.consumer_group g WHERE g.group_id = v_group FOR UPDATE;
     PERFORM mq._delete_group_check(v_group);
     PERFORM mq._delete_group_versions(v_group);
+    -- tombstones in __consumer_offsets (55_consumer_offsets.sql)
+    PERFORM mq._consumer_offsets_append(v_group, t.topic_name, o.partition, NULL, NULL, NULL)
+       FROM mq.consumer_offset o JOIN mq.topic t USING (topic_id)
+      WHERE o.group_id = v_group ORDER BY t.topic_name, o.partition;
     DELETE FROM mq.consumer_offset o WHERE o.group_id = v_group;
     GET DIAGNOSTICS v_n = ROW_COUNT;
     DELETE FROM mq.retention_loss l WHERE l.group_id = v_group;

@@ -19,27 +19,38 @@ COMMENT ON TABLE mq.kafka_group_state IS
 
 -- Save a group's state, or forget the group (state NULL); needs READ on
 -- the group, as the JoinGroup and SyncGroup that change it do.
+-- kafka_metadata, the group in Kafka's GroupMetadataValue format, is
+-- appended to __consumer_offsets (55_consumer_offsets.sql) when the save
+-- is the latest.
 CREATE FUNCTION mq_internal.kafka_group_save(group_id text, version bigint, state bytea,
-                                             p_caller oid) RETURNS void
+                                             kafka_metadata bytea, p_caller oid) RETURNS void
 LANGUAGE plpgsql SET search_path = pg_catalog, pg_temp AS $$
+DECLARE
+    v_n bigint;
 BEGIN
     PERFORM mq._authorize(p_caller, 'group', kafka_group_save.group_id, 'read');
     IF kafka_group_save.state IS NULL THEN
         DELETE FROM mq.kafka_group_state s
          WHERE s.group_id OPERATOR(pg_catalog.=) kafka_group_save.group_id
            AND s.version OPERATOR(pg_catalog.<) kafka_group_save.version;
-        RETURN;
+    ELSE
+        INSERT INTO mq.kafka_group_state AS s (group_id, version, state)
+        VALUES (kafka_group_save.group_id, kafka_group_save.version, kafka_group_save.state)
+        ON CONFLICT ON CONSTRAINT kafka_group_state_pkey DO UPDATE
+           SET version = EXCLUDED.version, state = EXCLUDED.state, saved_at = pg_catalog.now()
+         WHERE s.version OPERATOR(pg_catalog.<) EXCLUDED.version;
     END IF;
-    INSERT INTO mq.kafka_group_state AS s (group_id, version, state)
-    VALUES (kafka_group_save.group_id, kafka_group_save.version, kafka_group_save.state)
-    ON CONFLICT ON CONSTRAINT kafka_group_state_pkey DO UPDATE
-       SET version = EXCLUDED.version, state = EXCLUDED.state, saved_at = pg_catalog.now()
-     WHERE s.version OPERATOR(pg_catalog.<) EXCLUDED.version;
+    GET DIAGNOSTICS v_n = ROW_COUNT;
+    IF kafka_group_save.kafka_metadata IS NOT NULL AND v_n OPERATOR(pg_catalog.>) 0 THEN
+        PERFORM mq._consumer_offsets_append(kafka_group_save.group_id, NULL, NULL, NULL, NULL,
+                                            kafka_group_save.kafka_metadata);
+    END IF;
 END $$;
-CREATE FUNCTION mq.kafka_group_save(group_id text, version bigint, state bytea) RETURNS void
+CREATE FUNCTION mq.kafka_group_save(group_id text, version bigint, state bytea,
+                                    kafka_metadata bytea DEFAULT NULL) RETURNS void
     AS 'MODULE_PATHNAME', 'mq_call_as_owner' LANGUAGE C;
-COMMENT ON FUNCTION mq.kafka_group_save(text, bigint, bytea) IS
-    'mq-kafka API: keep a consumer group''s membership (NULL: forget it); needs read on the group';
+COMMENT ON FUNCTION mq.kafka_group_save(text, bigint, bytea, bytea) IS
+    'mq-kafka API: keep a consumer group''s membership (NULL: forget it), and append its Kafka group metadata to __consumer_offsets; needs read on the group';
 
 -- The groups saved within max_age that the caller may read: what a
 -- restarted mq-kafka takes up again.

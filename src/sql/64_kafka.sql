@@ -103,7 +103,10 @@ BEGIN
         'GRANT EXECUTE ON FUNCTION '
         'mq_coord.kafka_register(integer, text, integer, boolean), '
         'mq_coord.kafka_listeners(), '
-        'mq_coord.kafka_partitions() '
+        'mq_coord.kafka_partitions(), '
+        -- CreateTopics and CreatePartitions in a cluster act here (docs/kafka.md)
+        'mq_coord.create_topic(text, integer, jsonb), '
+        'mq_coord.add_partitions(text, integer) '
         'TO %s', role);
 END;
 $$;

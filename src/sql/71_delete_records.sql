@@ -54,6 +54,7 @@ DECLARE
 BEGIN
     PERFORM mq._authorize(p_caller, 'topic', topic, 'delete');
     v_id := mq._topic_id(topic);
+    PERFORM mq._refuse_internal_topic(topic);
     IF partition IS NULL OR v_to IS NULL THEN
         RAISE EXCEPTION 'partition and before_offset must not be null' USING ERRCODE = 'MQ010';
     END IF;

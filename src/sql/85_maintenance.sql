@@ -2,19 +2,25 @@
 -- Maintenance: called by the background worker when the library is
 -- preloaded, or by any scheduler otherwise.  Applies retention and
 -- compaction, expires silent group members and producer ids, rebalances
--- groups whose topics gained partitions, samples lag, and last rolls
--- segments by time and creates segments ahead.  Returns the number of
--- segments created.
+-- groups whose topics gained partitions, samples lag, and rolls segments
+-- by time and creates segments ahead.  Returns the number of segments
+-- created.
+--
+-- A pass is batches of topics (mq._maintain_batch), then the rest
+-- (mq._maintain_rest).  The worker commits after each batch
+-- (mq.maintenance_batch_topics), so that a pass over many topics never
+-- holds back the xmin horizon or its locks for long; mq.run_maintenance()
+-- runs the same batches in its caller's transaction.
 --
 -- Locks: a pass never waits for a lock that producers could queue behind.
 -- Retention drops a segment only if its locks are free at once
 -- (mq._try_drop_segment: pg_dump's share locks postpone it), the rewrite
 -- of compaction waits 200 ms at most, and the produce locks are taken
--- without waiting, at the end of the pass.
+-- without waiting, at the end of each batch.
 -------------------------------------------------------------------------------
 
 -- One topic's share: apply retention, compact.  No produce lock is taken
--- here: what needs one comes last in a pass (mq._maintain_segments).
+-- here: what needs one comes last in a batch (mq._maintain_segments).
 -- Returns the number of segments retention dropped.
 CREATE FUNCTION mq._maintain_topic(p_topic_id integer, p_topic text) RETURNS integer
 LANGUAGE plpgsql SET search_path = pg_catalog, pg_temp AS $$
@@ -32,48 +38,92 @@ BEGIN
     RETURN v_dropped;
 END $$;
 
--- One topic's segments: roll by time, keep a segment ahead.  Both need the
--- partition's produce lock, which a pass takes without waiting and holds
--- until it commits, so this comes last in a pass: producers wait for it
--- only as long as the DDL itself, never for retention, compaction or
--- other topics.  A producer or a follower's append that needs a segment
--- makes it under the same lock: made without it, both would create the
--- same table (one failing on pg_type's key).  A partition whose lock is
--- busy gets its segment on the next pass.
-CREATE FUNCTION mq._maintain_segments(p_topic_id integer) RETURNS integer
+-- One partition's segments: roll by time, keep a segment ahead.  Both
+-- need the partition's produce lock, which a batch takes without waiting
+-- and holds until it commits, so this comes last in a batch: producers
+-- wait for it only as long as the DDL itself, never for retention,
+-- compaction or other batches.  A producer or a follower's append that
+-- needs a segment makes it under the same lock: made without it, both
+-- would create the same table (one failing on pg_type's key).  A
+-- partition whose lock is busy gets its segment on the next pass.
+CREATE FUNCTION mq._maintain_segments(p_topic_id integer, p_partition integer) RETURNS integer
 LANGUAGE plpgsql SET search_path = pg_catalog, pg_temp AS $$
-DECLARE
-    v_created integer := 0;
-    v_partition integer;
 BEGIN
-    FOR v_partition IN SELECT ps.partition FROM mq.partition_state ps
-                        WHERE ps.topic_id = p_topic_id ORDER BY ps.partition LOOP
-        PERFORM mq._roll_segment_by_time(p_topic_id, v_partition);
-        IF NOT mq._segment_ahead(p_topic_id, v_partition)
-           AND mq._try_lock_partition(p_topic_id, v_partition) THEN
-            v_created := v_created + mq._ensure_segments(p_topic_id, v_partition);
-        END IF;
-    END LOOP;
-    RETURN v_created;
+    PERFORM mq._roll_segment_by_time(p_topic_id, p_partition);
+    IF NOT mq._segment_ahead(p_topic_id, p_partition)
+       AND mq._try_lock_partition(p_topic_id, p_partition) THEN
+        RETURN mq._ensure_segments(p_topic_id, p_partition);
+    END IF;
+    RETURN 0;
 END $$;
 
-CREATE FUNCTION mq.run_maintenance() RETURNS integer
-LANGUAGE plpgsql SECURITY DEFINER SET search_path = pg_catalog, pg_temp AS $$
+-- Has nobody written to a relation's main file yet?  Its size, from the
+-- file system: no relation is opened, so a pass over tens of thousands of
+-- partitions builds no relation cache entry for those with nothing to do
+-- (docs/benchmarks.md, "Many topics").  False when the file is not found.
+CREATE FUNCTION mq._file_unwritten(tablespace oid, filenode oid) RETURNS boolean
+    AS 'MODULE_PATHNAME', 'mq_file_unwritten_sql' LANGUAGE C STRICT;
+
+-- One batch of a pass: the next p_limit topics by id after p_after (NULL:
+-- from the first); last_topic is the last of them, NULL when none is left.
+-- Only topics whose config asks for retention, compaction or a roll by
+-- time, and partitions whose last segment has been written to, cost more
+-- than a row of the queries below: a pass over topics that need nothing
+-- opens no log table.  Maintenance keeps the last segment of every
+-- partition unwritten, so producers never run DDL: once a record lands in
+-- it (the one before is full), the next pass makes another.
+CREATE FUNCTION mq._maintain_batch(p_after integer, p_limit integer,
+                                   OUT last_topic integer, OUT created integer)
+LANGUAGE plpgsql SET search_path = pg_catalog, pg_temp AS $$
 DECLARE
-    v_created integer := 0;
-    v_expiry interval := coalesce(nullif(current_setting('mq.producer_id_expiration_ms', true), ''), '86400000')::bigint
-                         * interval '1 millisecond';
+    v_after integer := coalesce(p_after, -2147483648);
     r record;
 BEGIN
+    created := 0;
+    SELECT max(b.topic_id) INTO last_topic
+      FROM (SELECT t.topic_id FROM mq.topic t WHERE t.topic_id > v_after
+             ORDER BY t.topic_id LIMIT p_limit) b;
+    IF last_topic IS NULL THEN
+        RETURN;
+    END IF;
     -- one topic at a time: whatever fails for one topic (a bad config, a
     -- lock timeout, ...) is a WARNING and skips that topic, not the rest
-    FOR r IN SELECT t.topic_id, t.topic_name FROM mq.topic t ORDER BY t.topic_id LOOP
+    FOR r IN SELECT t.topic_id, t.topic_name FROM mq.topic t
+              WHERE t.topic_id > v_after AND t.topic_id <= last_topic
+                AND t.config ?| ARRAY['retention.ms', 'retention.bytes', 'cleanup.policy']
+              ORDER BY t.topic_id LOOP
         BEGIN
             PERFORM mq._maintain_topic(r.topic_id, r.topic_name);
         EXCEPTION WHEN OTHERS THEN
             RAISE WARNING 'mq maintenance skipped topic "%": %', r.topic_name, SQLERRM;
         END;
     END LOOP;
+    -- last: what takes produce locks (see mq._maintain_segments)
+    FOR r IN SELECT ps.topic_id, ps.partition, t.topic_name
+               FROM mq.topic t JOIN mq.partition_state ps USING (topic_id)
+              WHERE t.topic_id > v_after AND t.topic_id <= last_topic
+                AND (t.config ?| ARRAY['segment.ms', 'max.compaction.lag.ms']
+                     OR NOT coalesce((SELECT mq._file_unwritten(c.reltablespace, c.relfilenode)
+                                        FROM mq.segment sg JOIN pg_class c ON c.oid = sg.relid
+                                       WHERE sg.topic_id = ps.topic_id AND sg.partition = ps.partition
+                                       ORDER BY sg.base_offset DESC LIMIT 1), false))
+              ORDER BY ps.topic_id, ps.partition LOOP
+        BEGIN
+            created := created + mq._maintain_segments(r.topic_id, r.partition);
+        EXCEPTION WHEN OTHERS THEN
+            RAISE WARNING 'mq maintenance could not make segments of topic "%": %', r.topic_name, SQLERRM;
+        END;
+    END LOOP;
+END $$;
+
+-- What a pass does once, after its batches: grants and owners of dropped
+-- roles, group members, groups' metadata, lag, producer ids.
+CREATE FUNCTION mq._maintain_rest() RETURNS void
+LANGUAGE plpgsql SET search_path = pg_catalog, pg_temp AS $$
+DECLARE
+    v_expiry interval := coalesce(nullif(current_setting('mq.producer_id_expiration_ms', true), ''), '86400000')::bigint
+                         * interval '1 millisecond';
+BEGIN
     -- a dropped role's grants and topic ownership go, so that a new role
     -- that gets the same OID inherits nothing (roles have no dependency
     -- records on mq's rows)
@@ -101,15 +151,22 @@ BEGIN
      WHERE p.last_used < clock_timestamp() - v_expiry
        AND NOT EXISTS (SELECT 1 FROM mq.producer_state s
                         WHERE s.producer_id = p.producer_id AND s.updated_at >= clock_timestamp() - v_expiry);
-    -- last: what takes produce locks (see mq._maintain_segments)
-    FOR r IN SELECT t.topic_id, t.topic_name FROM mq.topic t ORDER BY t.topic_id LOOP
-        BEGIN
-            v_created := v_created + mq._maintain_segments(r.topic_id);
-        EXCEPTION WHEN OTHERS THEN
-            RAISE WARNING 'mq maintenance could not make segments of topic "%": %', r.topic_name, SQLERRM;
-        END;
+END $$;
+
+-- A whole pass in the caller's transaction, for a scheduler: the same
+-- batches as the worker's (src/maintenance.c), which commits after each.
+CREATE FUNCTION mq.run_maintenance() RETURNS integer
+LANGUAGE plpgsql SECURITY DEFINER SET search_path = pg_catalog, pg_temp AS $$
+DECLARE
+    v_created integer := 0;
+    b record;
+BEGIN
+    b := mq._maintain_batch(NULL, 1000);
+    WHILE b.last_topic IS NOT NULL LOOP
+        v_created := v_created + b.created;
+        b := mq._maintain_batch(b.last_topic, 1000);
     END LOOP;
+    PERFORM mq._maintain_rest();
     RETURN v_created;
 END $$;
 REVOKE ALL ON FUNCTION mq.run_maintenance() FROM PUBLIC;
-

@@ -377,10 +377,16 @@ COMMENT ON FUNCTION mq._retain_topic(integer, jsonb) IS
     'internal (maintenance): applies retention to one topic''s partitions, found by topic id; returns segments dropped';
 COMMENT ON FUNCTION mq._maintain_topic(integer, text) IS
     'internal (maintenance): one topic''s share: applies retention, compacts; returns segments dropped';
-COMMENT ON FUNCTION mq._maintain_segments(integer) IS
-    'internal (maintenance): last in a pass, under produce locks taken without waiting: rolls one topic''s segments by time and keeps one ahead; returns segments created';
+COMMENT ON FUNCTION mq._maintain_segments(integer, integer) IS
+    'internal (maintenance): last in a batch, under the produce lock taken without waiting: rolls one partition''s segment by time and keeps one ahead; returns segments created';
+COMMENT ON FUNCTION mq._file_unwritten(oid, oid) IS
+    'internal (maintenance): whether a relation''s main file (tablespace, filenode) is empty, from its size, without opening the relation';
+COMMENT ON FUNCTION mq._maintain_batch(integer, integer) IS
+    'internal (maintenance): retention, compaction and segments of the next topics by id; returns the last topic handled (NULL: none left) and segments created';
+COMMENT ON FUNCTION mq._maintain_rest() IS
+    'internal (maintenance): after a pass''s batches: grants of dropped roles, group members, group metadata, lag samples, producer ids';
 COMMENT ON FUNCTION mq.run_maintenance() IS
-    'applies retention and compaction, expires group members and producer ids, samples lag, then rolls segments by time and creates segments ahead; returns segments created. Run by the background worker, or by any scheduler';
+    'applies retention and compaction, rolls segments by time and creates segments ahead, topic by topic, then expires group members and producer ids and samples lag; returns segments created. Run by the background worker (a transaction per batch of topics), or by any scheduler (one transaction)';
 
 -- Authorization (90_acl.sql; src/acl.c, src/owner.c)
 COMMENT ON TABLE mq.acl IS
@@ -581,3 +587,9 @@ COMMENT ON FUNCTION mq._scram_mechanism(text) IS
     'internal: the canonical SCRAM mechanism name, or MQ061';
 COMMENT ON FUNCTION mq._scram_store(oid, text, text, bytea, bytea, integer, boolean) IS
     'internal: checks and stores one SCRAM verifier for mq.set_scram_credential and mq.set_scram_credential_salted';
+COMMENT ON FUNCTION mq.ensure_consumer_offsets(integer) IS
+    'creates the __consumer_offsets topic (offset commits in Kafka''s format) with the committed offsets known now, unless it exists; returns its partition count';
+COMMENT ON FUNCTION mq._consumer_offsets_append(text, text, integer, bigint, text, bytea, timestamptz) IS
+    'internal: appends a commit (next_offset NULL: a tombstone) or, with topic NULL, a group''s metadata to __consumer_offsets, if it exists';
+COMMENT ON FUNCTION mq._refuse_internal_topic(text) IS
+    'internal: raises MQ070 for __consumer_offsets, which only offset commits write';

@@ -43,7 +43,7 @@ BEGIN
                     'send', 'send_batch', 'produce', 'produce_records', 'produce_await', 'fetch', 'kafka_fetch', 'poll', 'commit_offset',
                     'commit_polled', 'committed_offset', 'committed_offsets', 'join_group', 'heartbeat',
                     'leave_group', 'delete_group', 'delete_records', 'create_topic', 'drop_topic', 'alter_topic',
-                    'kafka_group_save', 'kafka_group_states',
+                    'kafka_group_save', 'kafka_group_states', 'ensure_consumer_offsets',
                     'add_partitions', 'grant', 'revoke', 'offsets_for_times',
                     'reset_offsets', 'await_commit']::name[]) LOOP
         EXECUTE pg_catalog.format('GRANT EXECUTE ON ROUTINE %s TO PUBLIC', f);

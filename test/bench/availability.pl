@@ -29,9 +29,29 @@
 # coordinator, the cut on a second one whose brokers reach a plain
 # coordinator through forwarders.
 #
-# MQ_BENCH_PART=cut runs the cut alone, anything else the other four (one
-# cluster per run: the test helpers name their nodes node1, node2, ...).
-# Results go to MQ_BENCH_OUT (lines "fault<TAB>failover ms<TAB>gap ms<TAB>named ms").
+# Pairs of overlapping faults (issue 25), on a third cluster whose brokers
+# reach the highly available coordinator through forwarders:
+#   the coordinator's primary killed (-9), and while the standby is being
+#     promoted the leader's broker cut from the coordinator; the last fault
+#     to heal is the coordinator's (the standby takes writes), the cut
+#     lasts until another leader is elected;
+#   a follower's broker paused (SIGSTOP) and then the leader's node killed
+#     (-9); both heal at once (the broker resumed, the node restarted)
+#     once the coordinator named another leader.
+# For a pair, a fifth figure: "after heal", the longest time without an
+# acknowledgement from the last fault's heal (the first acknowledgement
+# after it included) to five acknowledgements later; the goal is at most
+# 2 x session.timeout.ms (6 s with the brokers' default of 3 s).
+#
+# MQ_BENCH_PART=cut runs the cut alone, MQ_BENCH_PART=pairs the pairs,
+# anything else the other four (one cluster per run: the test helpers name
+# their nodes node1, node2, ...).  MQ_BENCH_LOAD=N (the loaded run) keeps N
+# more producers writing batches of 100 records (acks=all, psql per batch,
+# as the measured one) to another topic of replication.factor 3 throughout,
+# so that both cores are busy; the faults' names then say "(loaded)" and
+# the load average is noted.
+# Results go to MQ_BENCH_OUT (lines "fault<TAB>failover ms<TAB>gap ms<TAB>named
+# ms<TAB>after heal ms").
 use strict;
 use warnings;
 
@@ -44,6 +64,9 @@ use MqCluster;
 my $rounds = $ENV{MQ_BENCH_ROUNDS} // 1;
 my $attempt = $ENV{MQ_BENCH_ATTEMPT} // 2;
 my $named;    # set by new_leader_ack for the round being measured
+my $healed;   # set by a pair's recovery: when its last fault healed
+my $load = $ENV{MQ_BENCH_LOAD} // 0;
+my $suffix = $load ? ' (loaded)' : '';
 my $out = $ENV{MQ_BENCH_OUT} or die 'MQ_BENCH_OUT not set';
 open my $res, '>', $out or die "$out: $!";
 $res->autoflush(1);
@@ -69,6 +92,7 @@ sub measure
 		my $leader = $c->leader('t', 0);
 		my $t0 = time;
 		undef $named;
+		undef $healed;
 		$inject->($leader);
 		my $failover = $recovered->($leader, $t0);
 		$c->wait_acks($p, count => 5, since => time) or die "no progress after $name";
@@ -77,9 +101,11 @@ sub measure
 		  @{ MqCluster::producer_lines($p->{file}) };
 		my $gap = max(map { $at[$_] - $at[ $_ - 1 ] } 1 .. $#at) // 0;
 		my $nm = defined $named ? sprintf('%d', $named * 1000) : '-';
-		printf $res "%s\t%d\t%d\t%s\n", $name, $failover * 1000, $gap * 1000, $nm;
-		note(sprintf('%s (round %d): failover %.0f ms, longest gap %.0f ms, new leader named after %s ms',
-			$name, $round, $failover * 1000, $gap * 1000, $nm));
+		my $ah = defined $healed ? sprintf('%d', after_heal($c, $p, $healed) * 1000) : '-';
+		printf $res "%s\t%d\t%d\t%s\t%s\n", "$name$suffix", $failover * 1000, $gap * 1000, $nm, $ah;
+		note(sprintf('%s%s (round %d): failover %.0f ms, longest gap %.0f ms, new leader named after %s ms, '
+			  . 'after heal %s ms; load average %s', $name, $suffix, $round, $failover * 1000, $gap * 1000,
+			$nm, $ah, (split / /, slurp_file('/proc/loadavg'))[0]));
 		$repair->($leader);
 	}
 }
@@ -102,26 +128,101 @@ sub new_leader_ack
 	return $first - $t0;
 }
 
-if (($ENV{MQ_BENCH_PART} // '') eq 'cut')
+# The longest time without an acknowledgement from $t (a heal) to five
+# acknowledgements later, the wait for the first one included.
+sub after_heal
 {
-	my $d = MqCluster->new(nodes => 3, coord_proxy => 1);
-	$d->start_brokers;
-	$d->create_topic('t', 1, { 'replication.factor' => 3, 'min.insync.replicas' => 2 });
-	my $q = $d->start_producer('t', 0, attempt_timeout => $attempt);
-	measure($d, $q, 'leader cut from the coordinator', sub { $d->cut_coordinator($_[0]) },
-		sub { new_leader_ack($d, $q, $_[0], $_[1]) }, sub { $d->heal_coordinator($_[0]) });
-	$d->stop_producer($q);
-	$d->teardown;
+	my ($c, $p, $t) = @_;
+	$c->wait_acks($p, count => 5, since => $t) or die 'no acknowledgement after the heal';
+	my @at = ($t, sort { $a <=> $b } map { $_->{at} }
+		  grep { $_->{kind} eq 'ack' && $_->{at} >= $t } @{ MqCluster::producer_lines($p->{file}) });
+	return max(map { $at[$_] - $at[ $_ - 1 ] } 1 .. 5);
+}
+
+# A cluster of three nodes and brokers (%opt: MqCluster's), the measured
+# partition t/0 with its producer, and with MQ_BENCH_LOAD the load.
+sub cluster
+{
+	my (%opt) = @_;
+	my $c = MqCluster->new(nodes => 3, %opt);
+	$c->start_brokers;
+	$c->create_topic('t', 1, { 'replication.factor' => 3, 'min.insync.replicas' => 2 });
+	if ($load)
+	{
+		$c->create_topic('load', 1, { 'replication.factor' => 3, 'min.insync.replicas' => 2 });
+		$c->start_producer('load', 0, tag => 'l' x $_, batch => 100, attempt_timeout => $attempt)
+		  for 1 .. $load;
+	}
+	return ($c, $c->start_producer('t', 0, attempt_timeout => $attempt));
+}
+
+sub finish
+{
+	my ($c, $p) = @_;
+	$c->stop_producer($p);
+	$c->teardown;
 	close $res;
 	ok(1, 'figures written');
 	done_testing();
 	exit 0;
 }
 
-my $c = MqCluster->new(nodes => 3, coord_ha => 1);
-$c->start_brokers;
-$c->create_topic('t', 1, { 'replication.factor' => 3, 'min.insync.replicas' => 2 });
-my $p = $c->start_producer('t', 0, attempt_timeout => $attempt);
+if (($ENV{MQ_BENCH_PART} // '') eq 'cut')
+{
+	my ($d, $q) = cluster(coord_proxy => 1);
+	measure($d, $q, 'leader cut from the coordinator', sub { $d->cut_coordinator($_[0]) },
+		sub { new_leader_ack($d, $q, $_[0], $_[1]) }, sub { $d->heal_coordinator($_[0]) });
+	finish($d, $q);
+}
+
+if (($ENV{MQ_BENCH_PART} // '') eq 'pairs')
+{
+	my ($d, $q) = cluster(coord_ha => 1, coord_proxy => 1);
+	my $dead;
+	measure($d, $q, 'coordinator primary kill -9 + leader cut from the coordinator',
+		sub {
+			my ($l) = @_;
+			$dead = $d->coord->primary;
+			# the kill returns once pg_autoctl and PostgreSQL are gone; the
+			# cut lands while the standby is being promoted
+			$d->coord->kill9_node($dead);
+			$d->cut_coordinator($l);
+		},
+		sub {
+			my ($l, $t0) = @_;
+			$d->coord->wait_writable or die 'no coordinator failover';
+			$healed = time;
+			return new_leader_ack($d, $q, $l, $t0);
+		},
+		sub {
+			$d->heal_coordinator($_[0]);
+			$d->coord->restart_node($dead);
+			$d->coord->wait_ready or die 'no rejoin';
+		});
+	my $f;
+	measure($d, $q, 'follower broker paused + leader node kill -9',
+		sub {
+			my ($l) = @_;
+			($f) = grep { $_ != $l } 1 .. 3;
+			$d->signal_broker($f, 'STOP');
+			$d->kill9_node($l);
+		},
+		sub {
+			my ($l, $t0) = @_;
+			$d->coord->poll_query_until('postgres',
+				"SELECT leader NOT IN ($l, $f) FROM mq_coord.partition WHERE topic = 't' AND partition = 0")
+			  or die 'no new leader named';
+			$named = time - $t0;
+			$d->signal_broker($f, 'CONT');
+			$d->node($l)->start;
+			$healed = time;
+			return new_leader_ack($d, $q, $l, $t0);
+		},
+		sub { });
+	finish($d, $q);
+}
+
+my ($c, $p) = cluster(coord_ha => 1);
 my $by_new = sub { new_leader_ack($c, $p, $_[0], $_[1]) };
 
 measure($c, $p, 'leader node kill -9', sub { $c->kill9_node($_[0]) }, $by_new,
@@ -135,9 +236,4 @@ my $dead;
 measure($c, $p, 'coordinator primary kill -9', sub { $dead = $c->coord->kill9_primary },
 	sub { $c->coord->wait_writable or die 'no failover'; time - $_[1] },
 	sub { $c->coord->restart_node($dead); $c->coord->wait_ready or die 'no rejoin' });
-$c->stop_producer($p);
-$c->teardown;
-
-close $res;
-ok(1, 'figures written');
-done_testing();
+finish($c, $p);

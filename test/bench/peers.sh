@@ -13,6 +13,19 @@
 #   redis-everysec  the same with appendfsync everysec (a second line)
 #   nats            NATS JetStream (nats-server 2.9), file storage
 #
+# and, with --replicated (issue 25), replicated systems instead:
+#
+#   mq-rf3          three mq data nodes, a coordinator and three mq-broker
+#                   processes; one-partition topics of replication.factor 3
+#                   and min.insync.replicas 2, CALL mq.produce with
+#                   acks=all on the leader's node, consume with
+#                   mq.await_commit after each commit
+#   redis-wait2     a Redis primary and two replicas (appendfsync always on
+#                   each), WAIT 2 after each write and each XACK
+#   nats-r3         three NATS servers in one JetStream cluster, a
+#                   file-stored stream of 3 replicas
+#
+# (servers: test/bench/peers/servers.sh)
 # Workloads, each with 100-byte values through small C clients
 # (test/bench/peers/: libpq, hiredis, the NATS C client):
 #
@@ -32,7 +45,8 @@
 #
 # Usage: test/bench/peers.sh [--seconds S] [--runs N] [--backlog N]
 #                            [--rate R] [--latency-count N] [--systems "..."]
-#                            [--workloads "..."] [--out FILE] [--data FILE]
+#                            [--replicated] [--workloads "..."]
+#                            [--out FILE] [--data FILE]
 # (with --workloads, the figures of the others are left empty)
 set -euo pipefail
 
@@ -56,6 +70,11 @@ while (($#)); do
 	--rate) RATE="${2:?}"; shift ;;
 	--latency-count) LCOUNT="${2:?}"; shift ;;
 	--systems) SYSTEMS="${2:?}"; shift ;;
+	--replicated)
+		SYSTEMS="mq-rf3 redis-wait2 nats-r3"
+		# a replicated write may take longer than a short run's 0.25 s
+		[[ -n "${MQ_PEERS_SHORT:-}" ]] && SECONDS_RUN=1
+		;;
 	--workloads) WORKLOADS="${2:?}"; shift ;;
 	--out) OUT="${2:?}"; shift ;;
 	--data) DATA="${2:?}"; shift ;;
@@ -88,6 +107,7 @@ gcc "${CFLAGS[@]}" -o "$WORK/peers-redis" "$HERE/peers/driver.c" "$HERE/peers/re
 gcc "${CFLAGS[@]}" -o "$WORK/peers-nats" "$HERE/peers/driver.c" "$HERE/peers/nats.c" -lnats
 
 # servers: each a background process whose pid is kept and stopped at exit
+# (test/bench/peers/servers.sh starts them)
 declare -A PID=() TARGET=()
 stop_pid() {
 	if kill -TERM "$1" 2>/dev/null && ! timeout 20 tail --pid="$1" -f /dev/null; then
@@ -95,79 +115,60 @@ stop_pid() {
 	fi
 }
 mq_on_exit 'for p in "${PID[@]}"; do stop_pid "$p"; done'
-# wait_port PORT: until something listens on 127.0.0.1:PORT (10 s at most)
-wait_port() {
-	local i
-	for ((i = 0; i < 200; i++)); do
-		(exec 3<>"/dev/tcp/127.0.0.1/$1") 2>/dev/null && return 0
-		sleep 0.05
-	done
-	mq_die "nothing listens on port $1"
-}
+# shellcheck source=test/bench/peers/servers.sh
+source "$HERE/peers/servers.sh"
+has() { [[ " $SYSTEMS " == *" $1 "* ]]; }
 
-mq_phase "PostgreSQL (fsync on, synchronous_commit on) with mq and PgQ"
-cluster_start peers "fsync = on" "synchronous_commit = on" "shared_buffers = 256MB" \
-	"max_wal_size = 4GB" "log_min_messages = warning"
-PGCONN="$(cluster_conninfo peers)"
-cluster_psql peers -c "CREATE EXTENSION mq" -c "CREATE EXTENSION pgq" >/dev/null
-cat >"$WORK/pgqd.ini" <<-EOF
-	[pgqd]
-	logfile = $WORK/pgqd.log
-	pidfile = $WORK/pgqd.pid
-	base_connstr = host=$PGHOST port=$PGPORT user=postgres
-	initial_database = postgres
-	database_list = postgres
-	ticker_period = 0.02
-	check_period = 1
-EOF
-chown postgres "$WORK" 2>/dev/null || true
-as_postgres pgqd -q -d "$WORK/pgqd.ini" >/dev/null 2>&1
-# the daemon's pid: the pid file may first name the process that forked
-# it, so wait until it names a live pgqd running our ini file
-for ((i = 0; i < 200; i++)); do
-	p="$(cat "$WORK/pgqd.pid" 2>/dev/null || true)"
-	if [[ "$p" =~ ^[0-9]+$ ]] && grep -qaF "$WORK/pgqd.ini" "/proc/$p/cmdline" 2>/dev/null; then
-		PID[pgqd]="$p"
-		break
-	fi
-	sleep 0.05
-done
-[[ -n "${PID[pgqd]:-}" ]] || mq_die "pgqd did not start: $(cat "$WORK/pgqd.log" 2>/dev/null)"
-
-mq_phase "Redis (appendfsync always and everysec) and NATS JetStream"
+if has mq || has mq-async || has pgq || has plain; then
+	mq_phase "PostgreSQL (fsync on, synchronous_commit on) with mq and PgQ"
+	start_pg
+fi
 for mode in always everysec; do
-	port="$(free_port)"
-	mkdir -p "$WORK/redis-$mode"
-	redis-server --bind 127.0.0.1 --port "$port" --dir "$WORK/redis-$mode" --save '' \
-		--appendonly yes --appendfsync "$mode" --daemonize no --loglevel warning \
-		--logfile "$WORK/redis-$mode.log" >/dev/null 2>&1 &
-	PID[redis-$mode]=$!
-	TARGET[redis-$mode]="127.0.0.1:$port"
-	wait_port "$port"
+	if has "redis-$mode"; then
+		mq_phase "Redis, appendfsync $mode"
+		start_redis "$mode"
+	fi
 done
-port="$(free_port)"
-nats-server -a 127.0.0.1 -p "$port" -js -sd "$WORK/nats" -l "$WORK/nats.log" >/dev/null 2>&1 &
-PID[nats]=$!
-TARGET[nats]="nats://127.0.0.1:$port"
-wait_port "$port"
-for s in mq mq-async pgq plain; do TARGET[$s]="$PGCONN"; done
+if has nats; then
+	mq_phase "NATS JetStream"
+	start_nats
+fi
+if has mq-rf3; then
+	mq_phase "mq replicated: 3 data nodes, a coordinator, 3 brokers"
+	start_mq_rf3
+fi
+for n in 1 2; do
+	if has "redis-wait$n"; then
+		mq_phase "Redis, a primary and 2 replicas, WAIT $n per write"
+		start_redis_repl "$n"
+	fi
+done
+if has nats-r3; then
+	mq_phase "NATS JetStream, a cluster of 3 servers"
+	start_nats_cluster
+fi
 
-# client SYSTEM ARGS...: the client binary for SYSTEM, with its target
+# client MODE SYSTEM NAME ARGS...: the client binary for SYSTEM, with its
+# target (for mq-rf3 the leader of topic NAME)
 client() {
-	local s="$1" bin
-	shift
+	local m="$1" s="$2" bin t
+	shift 2
 	case "$s" in
 	redis-*) bin=peers-redis ;;
-	nats) bin=peers-nats ;;
+	nats*) bin=peers-nats ;;
 	*) bin=peers-pg ;;
 	esac
-	"$WORK/$bin" "$1" "${s/redis-*/redis}" "${TARGET[$s]}" "${@:2}"
+	t="${TARGET[$s]:-${TARGET[$s/$1]:-}}"
+	"$WORK/$bin" "$m" "$s" "$t" "$@"
 }
 # the names: one topic/queue/stream per workload kind and system (mq and
 # mq-async share a cluster, so they get their own names)
 name() { echo "${2//-/_}_$1"; }
 for s in $SYSTEMS; do
-	for w in prod cons lat; do client "$s" setup "$(name "$w" "$s")"; done
+	for w in prod cons lat; do
+		[[ "$s" == mq-rf3 ]] && mq_rf3_topic "$(name "$w" "$s")"
+		client setup "$s" "$(name "$w" "$s")"
+	done
 	if [[ "$s" == pgq ]]; then
 		# the latency queue ticks as soon as the ticker sees an event
 		cluster_psql peers -c "SELECT pgq.set_queue_config('pgq_lat', 'ticker_max_lag', '0')" >/dev/null
@@ -176,21 +177,25 @@ done
 
 # one WORKLOAD on SYSTEM: prints its figure(s)
 measure() {
-	local w="$1" s="$2"
+	local w="$1" s="$2" k
+	if [[ "$s" == mq-rf3 ]]; then
+		# every replica back in the ISR before a run (a run may shrink it)
+		for k in prod cons lat; do mq_rf3_ready "$(name "$k" "$s")" || return 1; done
+	fi
 	case "$w" in
-	single1) client "$s" produce "$(name prod "$s")" -c 1 -s "$SECONDS_RUN" ;;
-	single4) client "$s" produce "$(name prod "$s")" -c 4 -s "$SECONDS_RUN" ;;
-	batch) client "$s" produce "$(name prod "$s")" -c 1 -b 1000 -s "$SECONDS_RUN" ;;
+	single1) client produce "$s" "$(name prod "$s")" -c 1 -s "$SECONDS_RUN" ;;
+	single4) client produce "$s" "$(name prod "$s")" -c 4 -s "$SECONDS_RUN" ;;
+	batch) client produce "$s" "$(name prod "$s")" -c 1 -b 1000 -s "$SECONDS_RUN" ;;
 	consume)
-		client "$s" fill "$(name cons "$s")" -n "$BACKLOG" -b 1000 || return 1
+		client fill "$s" "$(name cons "$s")" -n "$BACKLOG" -b 1000 || return 1
 		if [[ "$s" == pgq ]]; then
 			# close the last batch now rather than at the ticker's next lag check
 			cluster_psql peers -A -t -c "SELECT pgq.force_tick('pgq_cons')" \
 				-c "SELECT pgq.ticker('pgq_cons')" >/dev/null || return 1
 		fi
-		client "$s" consume "$(name cons "$s")" -n "$BACKLOG" -b 1000
+		client consume "$s" "$(name cons "$s")" -n "$BACKLOG" -b 1000
 		;;
-	latency) client "$s" latency "$(name lat "$s")" -r "$RATE" -n "$LCOUNT" ;;
+	latency) client latency "$s" "$(name lat "$s")" -r "$RATE" -n "$LCOUNT" ;;
 	esac
 }
 
@@ -206,7 +211,6 @@ for ((r = 1; r <= RUNS; r++)); do
 	done
 done
 for p in "${!PID[@]}"; do stop_pid "${PID[$p]}"; unset "PID[$p]"; done
-cluster_stop peers
 
 # median WORKLOAD SYSTEM FIELD: the median of that figure over the rounds
 median() {
@@ -220,6 +224,9 @@ durability() {
 	redis-always) echo "appendfsync always: each write fsynced before the reply" ;;
 	redis-everysec) echo "appendfsync everysec: about 1 s of writes can be lost in a crash of the machine" ;;
 	nats) echo "JetStream file store: written to the OS before the acknowledgement, fsynced every 2 min (nats-server 2.9 has no per-message fsync)" ;;
+	mq-rf3) echo "replication.factor 3, min.insync.replicas 2, acks=all: every in-sync replica committed (fsync on) before the acknowledgement; committed offsets the same (mq.await_commit)" ;;
+	redis-wait*) echo "appendfsync always on the primary; WAIT ${1#redis-wait}: that many replicas received the write (Redis 7.0 has no WAITAOF: their fsync is not awaited)" ;;
+	nats-r3) echo "R3 file stream: 2 of 3 servers wrote it to the OS before the acknowledgement, none fsynced it" ;;
 	esac
 }
 mq_phase "results (medians of $RUNS rounds)"

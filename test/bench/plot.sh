@@ -4,6 +4,9 @@
 #
 #   peers.dat        test/bench/peers.sh --data      -> peers-throughput.svg,
 #                                                       peers-latency.svg
+#   peers-replicated.dat  test/bench/peers.sh --replicated --data
+#                                                    -> peers-replicated-throughput.svg,
+#                                                       peers-replicated-latency.svg
 #   scale.md         test/bench/scale.sh --out       -> scale-partitions.svg,
 #                                                       scale-producers.svg,
 #                                                       scale-size.svg
@@ -25,13 +28,15 @@ trap 'rm -rf "$TMP"' EXIT
 TERM_SVG='set terminal svg size 760,420 font "sans,12" background rgb "white"'
 STYLE='set grid ytics lc rgb "#dddddd"; set border 3; set xtics nomirror; set ytics nomirror; set key top left'
 
+# plot_peers NAME WHAT: NAME.dat -> NAME-throughput.svg, NAME-latency.svg
 plot_peers() {
-	[[ -f "$DATA/peers.dat" ]] || return 0
+	local name="$1" what="$2"
+	[[ -f "$DATA/$name.dat" ]] || return 0
 	gnuplot <<-EOF
 		$TERM_SVG
 		$STYLE
-		set output "$OUTDIR/peers-throughput.svg"
-		set title "Records/s, 100-byte records, one machine (higher is better; log scale)"
+		set output "$OUTDIR/$name-throughput.svg"
+		set title "Records/s, 100-byte records, $what (higher is better; log scale)"
 		set style data histograms
 		set style histogram clustered gap 1
 		set style fill solid 0.85 border -1
@@ -39,14 +44,14 @@ plot_peers() {
 		set yrange [10:*]
 		set key outside right top vertical
 		set xtics rotate by -20
-		plot "$DATA/peers.dat" using 2:xtic(1) title "single, 1 client", \
+		plot "$DATA/$name.dat" using 2:xtic(1) title "single, 1 client", \
 		     "" using 3 title "single, 4 clients", \
 		     "" using 4 title "batches of 1,000", \
 		     "" using 5 title "consume + ack"
-		set output "$OUTDIR/peers-latency.svg"
-		set title "End-to-end latency at a fixed rate, ms (lower is better; log scale)"
+		set output "$OUTDIR/$name-latency.svg"
+		set title "End-to-end latency at a fixed rate, ms, $what (lower is better; log scale)"
 		set yrange [0.01:*]
-		plot "$DATA/peers.dat" using 6:xtic(1) title "p50", "" using 7 title "p99"
+		plot "$DATA/$name.dat" using 6:xtic(1) title "p50", "" using 7 title "p99"
 	EOF
 }
 
@@ -131,7 +136,8 @@ plot_many_topics() {
 	EOF
 }
 
-plot_peers
+plot_peers peers "one machine"
+plot_peers peers-replicated "three replicas on one machine"
 plot_scale
 plot_scale_log
 plot_many_topics

@@ -52,6 +52,14 @@
 #      coordinator: -> the promoted standby takes writes) and the longest
 #      time between two acknowledgements around it.  --availability N
 #      rounds per fault (0: skip A); --availability-only runs A alone.
+#      Then pairs of overlapping faults (the coordinator's primary killed
+#      while the leader is cut from it; a follower's broker paused while
+#      the leader's node is killed), with "after heal": the longest time
+#      without an acknowledgement after the pair's last fault healed (goal
+#      <= 2 x session.timeout.ms).  Then the loaded run: the cut and the
+#      pairs again while --availability-load more producers keep both
+#      cores busy (default 4).  --availability-parts picks among main,
+#      cut, pairs, cut-loaded, pairs-loaded (default all).
 #   R  reassignment throughput (docs/replication.md, "Placement and
 #      reassignment"): a fourth node and broker join; a topic of two
 #      partitions at replication.factor 2 gets --reassign-mb MB in each
@@ -79,6 +87,7 @@
 #                                  [--failovers N] [--eos-records N] [--out FILE]
 #                                  [--reassign-mb MB] [--reassign-throttle B]
 #                                  [--availability N] [--availability-only] [--eos-only]
+#                                  [--availability-parts "..."] [--availability-load N]
 #                                  [--acks-only]
 #   --duration S   seconds per pgbench run (default 10)
 #   --runs N       runs per figure and side (default 3; the median is kept)
@@ -101,6 +110,7 @@ mq_pg_paths || mq_die "PostgreSQL 15 (pg_config) not found"
 PGBENCH="$PG_BINDIR/pgbench"
 
 DURATION=10 RUNS=3 CLIENTS="1 4" FAILOVERS=3 EOS_RECORDS=10000 OUT="" AROUNDS=1 AONLY="" EONLY="" KONLY="" REASSIGN_MB=20 REASSIGN_THROTTLE=2000000
+APARTS="main cut pairs cut-loaded pairs-loaded" ALOAD=4
 while (($#)); do
 	case "$1" in
 	--duration) DURATION="${2:?}"; shift ;;
@@ -111,6 +121,8 @@ while (($#)); do
 	--out) OUT="${2:?}"; shift ;;
 	--availability) AROUNDS="${2:?}"; shift ;;
 	--availability-only) AONLY=1 ;;
+	--availability-parts) APARTS="${2:?}"; shift ;;
+	--availability-load) ALOAD="${2:?}"; shift ;;
 	--eos-only) EONLY=1 AROUNDS=0 ;;
 	--acks-only) KONLY=1 AROUNDS=0 ;;
 	--reassign-mb) REASSIGN_MB="${2:?}"; shift ;;
@@ -134,29 +146,33 @@ ATABLE=""
 if ((AROUNDS > 0)); then
 	mq_phase "A: availability per fault kind, $AROUNDS round(s) each (test/bench/availability.pl)"
 	ADIR="$WORK/availability"
-	for part in main cut; do
+	for part in $APARTS; do
+		load=0
+		[[ "$part" == *-loaded ]] && load="$ALOAD"
 		mkdir -p "$ADIR/$part/tmp"
 		if mq_is_root; then chown -R postgres:postgres "$ADIR"; fi
 		mq_postgres_repo	# postgres reads the repo, or a copy of it
 		if ! as_postgres env TESTDIR="$ADIR/$part" PG_REGRESS="$PG_REGRESS" TMPDIR="$ADIR/$part/tmp" \
 			PERL5LIB="$PG_TAP_PERL:$MQ_PG_REPO/test/t" MQ_REPO_ROOT="$MQ_PG_REPO" MQ_BENCH_OUT="$ADIR/$part.tsv" \
-			MQ_BENCH_ROUNDS="$AROUNDS" MQ_BENCH_PART="$part" perl "$MQ_PG_REPO/test/bench/availability.pl" \
+			MQ_BENCH_ROUNDS="$AROUNDS" MQ_BENCH_PART="${part%-loaded}" MQ_BENCH_LOAD="$load" perl "$MQ_PG_REPO/test/bench/availability.pl" \
 			>"$WORK/availability.log" 2>&1; then
 			tail -n 40 "$WORK/availability.log"
 			mq_die "the availability run failed"
 		fi
-		grep -h '^\[' "$WORK/availability.log" | grep 'round' || true
+		# each round's figures and the load average (the test's notes)
+		grep -h 'round' "$ADIR/$part/tmp_check/log/regress_log_availability" || true
 	done
-	cat "$ADIR/main.tsv" "$ADIR/cut.tsv" >"$ADIR/out.tsv"
-	ATABLE="| fault | new leader named, ms (each) | failover, ms (each) | longest acknowledgement gap, ms (each) | worst gap, ms |
-|---|---|---|---|---|"
+	for part in $APARTS; do cat "$ADIR/$part.tsv"; done >"$ADIR/out.tsv"
+	ATABLE="| fault | new leader named, ms (each) | failover, ms (each) | longest acknowledgement gap, ms (each) | worst gap, ms | after the last heal, ms (each; goal <= 6000) |
+|---|---|---|---|---|---|"
 	while IFS= read -r fault; do
 		nm="$(awk -F'\t' -v f="$fault" '$1 == f { printf "%s%s", sep, $4; sep = ", " }' "$ADIR/out.tsv")"
 		fo="$(awk -F'\t' -v f="$fault" '$1 == f { printf "%s%s", sep, $2; sep = ", " }' "$ADIR/out.tsv")"
 		gap="$(awk -F'\t' -v f="$fault" '$1 == f { printf "%s%s", sep, $3; sep = ", " }' "$ADIR/out.tsv")"
 		worst="$(awk -F'\t' -v f="$fault" '$1 == f && $3 > m { m = $3 } END { print m + 0 }' "$ADIR/out.tsv")"
+		ah="$(awk -F'\t' -v f="$fault" '$1 == f { printf "%s%s", sep, $5; sep = ", " }' "$ADIR/out.tsv")"
 		ATABLE+="
-| $fault | $nm | $fo | $gap | $worst |"
+| $fault | $nm | $fo | $gap | $worst | $ah |"
 	done < <(cut -f1 "$ADIR/out.tsv" | awk '!seen[$0]++')
 	echo "$ATABLE"
 fi

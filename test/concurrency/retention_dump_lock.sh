@@ -25,12 +25,16 @@ tid=$(q -c "SELECT topic_id FROM mq.topic WHERE topic_name = 'rd'")
 send() { q -c "SELECT count(*) FROM mq.send_batch('rd', NULL, (SELECT array_agg('v'::bytea) FROM generate_series(1, $1)), partition => 0)" >/dev/null; }
 log_start() { q -c "SELECT log_start_offset FROM mq.partition_state WHERE topic_id = $tid"; }
 send 25
-# no segment ahead yet: the pass makes one, under the produce lock
+# no segment ahead yet (a record in the last one): the pass makes one,
+# under the produce lock
 for _ in $(seq 1 30); do
 	[[ "$(q -c "SELECT mq._segment_ahead($tid, 0)")" == f ]] && break
 	send 1
 done
 [[ "$(q -c "SELECT mq._segment_ahead($tid, 0)")" == f ]] || fail "the produce path keeps a segment ahead"
+# the log end is the last segment's base; a record in it makes the pass
+# (which keeps the last segment unwritten) create the next one
+send 1
 records=$(q -c "SELECT count(*) FROM mq.fetch('rd', 0, 0, 1000)")
 # a topic whose segment being written is due for a roll by segment.ms
 q -c "SELECT mq.create_topic('rr', 1, '{\"segment.records\": 10, \"segment.ms\": 1}')" >/dev/null

@@ -2,7 +2,8 @@
 #
 #   my $c = MqCluster->new(nodes => 3);   # 3 data nodes + a coordinator
 #   (options: metrics => 1, high_fds => 1, lag_time_max_ms, node_conf, broker_conf,
-#    coord_proxy => 1, coord_ha => 1: the coordinator highly available, MqHaCoord.pm)
+#    coord_proxy => 1, coord_ha => 1: the coordinator highly available, MqHaCoord.pm;
+#    both: each broker reaches each coordinator node through a forwarder)
 #   $c->start_brokers;                    # one mq-broker per data node
 #   $c->create_topic('t', 1, {'replication.factor' => 3, 'min.insync.replicas' => 2});
 #   my $p = $c->start_producer('t', 0);   # idempotent, acks=all, throughout
@@ -153,7 +154,7 @@ sub broker_config
 sub coord_conninfo
 {
 	my ($self, $i) = @_;
-	return $self->coord->conninfo_for($BROKER_ROLE) if $self->{opt}{coord_ha};
+	return $self->coord_ha_conninfo($i) if $self->{opt}{coord_ha};
 	return conninfo($self->coord) unless $self->{opt}{coord_proxy};
 	my $coord = $self->coord;
 	my $up = $coord->host =~ m{^/}
@@ -165,19 +166,46 @@ sub coord_conninfo
 		$self->{proxies}[$i]{port}, $BROKER_ROLE);
 }
 
+# The highly available coordinator as broker $i reaches it: the multi-host
+# conninfo of both its nodes, with coord_proxy => 1 through a forwarder of
+# broker $i's own per node (so that a cut silences both).
+sub coord_ha_conninfo
+{
+	my ($self, $i) = @_;
+	my $coord = $self->coord;
+	return $coord->conninfo_for($BROKER_ROLE) unless $self->{opt}{coord_proxy};
+	my @ports;
+	for my $k (0 .. $#{ $coord->{ports} })
+	{
+		$self->{ha_proxies}[$i][$k] //= MqProxy->start(upstream => "127.0.0.1:$coord->{ports}[$k]",
+			state => "$self->{dir}/coord_proxy$i-$k.state");
+		push @ports, $self->{ha_proxies}[$i][$k]{port};
+	}
+	return sprintf('host=%s port=%s dbname=postgres user=%s target_session_attrs=read-write connect_timeout=2',
+		join(',', ('127.0.0.1') x @ports), join(',', @ports), $BROKER_ROLE);
+}
+
+# The forwarders between broker $i and the coordinator (one, or one per
+# node of the highly available coordinator).
+sub coord_proxies
+{
+	my ($self, $i) = @_;
+	my @px = grep { defined } ($self->{proxies}[$i], @{ $self->{ha_proxies}[$i] // [] });
+	die "cutting a broker from the coordinator needs coord_proxy => 1" unless @px;
+	return @px;
+}
+
 # Silence between broker $i and the coordinator (both ways), and its end.
 sub cut_coordinator
 {
 	my ($self, $i) = @_;
-	my $px = $self->{proxies}[$i] or die "cut_coordinator needs coord_proxy => 1";
-	$px->cut;
+	$_->cut for $self->coord_proxies($i);
 }
 
 sub heal_coordinator
 {
 	my ($self, $i) = @_;
-	my $px = $self->{proxies}[$i] or die "heal_coordinator needs coord_proxy => 1";
-	$px->heal;
+	$_->heal for $self->coord_proxies($i);
 }
 
 sub start_broker
@@ -846,7 +874,7 @@ sub teardown
 		waitpid($pid, 0);
 		$self->{brokers}[$i] = undef;
 	}
-	$_ && $_->stop for @{ $self->{proxies} // [] };
+	$_ && $_->stop for @{ $self->{proxies} // [] }, map { @{ $_ // [] } } @{ $self->{ha_proxies} // [] };
 }
 
 # --- Kafka listeners run by the brokers ([kafka] section) ---

@@ -26,6 +26,14 @@
 # heartbeat ages).  tcp_user_timeout does not fire either (everything
 # written is acknowledged by the proxy's kernel).
 #
+# An upstream that cannot be reached (its server is dead) makes the
+# forwarder close its listening socket, so that clients' connections are
+# refused as they would be by the dead server's machine (libpq then tries
+# the next host of a multi-host conninfo; a connection accepted and then
+# closed would count as reached and end its attempt).  The connection that
+# found the upstream dead is closed; the forwarder listens on the same port
+# again once the upstream accepts connections (probed every 100 ms).
+#
 # cut and heal wait until the child has applied the change (it writes its
 # state to the state file), so that a test knows the cut is in force when
 # they return.  Locking: none; the parent only signals the child.
@@ -128,15 +136,28 @@ sub write_state
 	rename "$file.tmp", $file or POSIX::_exit(1);
 }
 
-# One connection: two sockets and what each direction holds.
+# One connection: two sockets and what each direction holds.  Returns
+# false when the upstream could not be reached.
 sub accept_one
 {
 	my ($listen, $up, $conns) = @_;
-	my $c = $listen->accept or return;
+	my $c = $listen->accept or return 1;
 	my $u = connect_upstream($up);
-	if (!$u) { close $c; return; }
+	if (!$u) { close $c; return 0; }
 	$_->blocking(0) for $c, $u;
 	push @$conns, { s => [ $c, $u ], buf => [ '', '' ], eof => [ 0, 0 ] };
+	return 1;
+}
+
+# Listen on $port again once the upstream accepts connections (undef
+# until then).
+sub relisten
+{
+	my ($port, $up) = @_;
+	my $probe = connect_upstream($up) or return undef;
+	close $probe;
+	return IO::Socket::INET->new(LocalAddr => '127.0.0.1', LocalPort => $port,
+		Proto => 'tcp', Listen => SOMAXCONN, ReuseAddr => 1);
 }
 
 # Move bytes for one connection after select: buf->[i] holds what was read
@@ -192,8 +213,9 @@ sub run_child
 			select(undef, undef, undef, 0.1);
 			next;
 		}
+		$listen //= relisten($self->{port}, $self->{upstream});
 		my ($rd, $wr) = ('', '');
-		vec($rd, fileno($listen), 1) = 1;
+		vec($rd, fileno($listen), 1) = 1 if $listen;
 		for my $conn (@conns)
 		{
 			for my $i (0, 1)
@@ -205,7 +227,11 @@ sub run_child
 		}
 		my $n = select(my $r = $rd, my $w = $wr, undef, 0.1);
 		next if $n <= 0;
-		accept_one($listen, $self->{upstream}, \@conns) if vec($r, fileno($listen), 1);
+		if ($listen && vec($r, fileno($listen), 1) && !accept_one($listen, $self->{upstream}, \@conns))
+		{
+			close $listen;		# refused from now on, until the upstream is back
+			undef $listen;
+		}
 		@conns = grep {
 			my $keep = pump($_, $r, $w);
 			if (!$keep) { close $_->{s}[0]; close $_->{s}[1]; }

@@ -7,7 +7,8 @@
  *                     [-b BATCH] [-n COUNT] [-r RATE]
  *   setup     create the topic/queue/stream and the consumer group
  *   produce   CLIENTS threads, each sending units of BATCH records of 100 B
- *             for SECONDS after a quarter of that as warm-up; prints
+ *             for SECONDS after a quarter of that as warm-up (longer if
+ *             no unit completed by then: until one does); prints
  *             records/s
  *   fill      one thread sends COUNT records in units of BATCH (a backlog)
  *   consume   one thread consumes COUNT records BATCH at a time, each batch
@@ -116,6 +117,9 @@ run_produce(Run *r)
 	atomic_store(&r->produced, 0);
 	t0 = peer_now_ns();
 	usleep((useconds_t) (r->seconds * 1e6));
+	/* a unit slower than the run (a loaded machine, a short run): its end */
+	while (atomic_load(&r->produced) == 0)
+		usleep(1000);
 	t1 = peer_now_ns();
 	long		n = atomic_load(&r->produced);
 

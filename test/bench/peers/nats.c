@@ -12,6 +12,11 @@
  *	  consume  a fetch of up to max messages from 'g', then a synchronous
  *	           acknowledgement of the last one (one round trip a batch)
  *
+ * SYSTEM nats-r3 (a cluster of three servers): the stream has three
+ * replicas; a publish is acknowledged once a majority of them stored it.
+ * A new cluster elects its JetStream meta leader after it starts, so the
+ * setup retries the stream's creation for up to 20 s.
+ *
  * The server's durability (nats-server 2.9 has no per-message fsync) is
  * stated by the script.  The connection is the driver thread's own
  * (peers.h); no locking.
@@ -77,7 +82,19 @@ nats_setup(const PeerArgs *a)
 	sc.Subjects = subjects;
 	sc.SubjectsLen = 1;
 	sc.Storage = js_FileStorage;
-	check(js_AddStream(NULL, c->js, &sc, NULL, &jerr), jerr, "add stream");
+	if (strcmp(a->system, "nats-r3") == 0)
+		sc.Replicas = 3;
+	for (int64_t until = peer_now_ns() + 20 * (int64_t) 1000000000;;)
+	{
+		natsStatus s = js_AddStream(NULL, c->js, &sc, NULL, &jerr);
+
+		if (s == NATS_OK || peer_now_ns() > until)
+		{
+			check(s, jerr, "add stream");
+			break;
+		}
+		nats_Sleep(200);
+	}
 	jsConsumerConfig_Init(&cc);
 	cc.Durable = "g";
 	cc.AckPolicy = js_AckAll;

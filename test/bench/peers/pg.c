@@ -7,6 +7,13 @@
  *	            topic; consume: mq.poll of group 'g' and mq.commit_polled in
  *	            one transaction
  *	  mq-async  the same with synchronous_commit = off in the session
+ *	  mq-rf3    a topic of replication.factor 3 in a cluster of three nodes
+ *	            and brokers (TARGET is the partition leader's node; the
+ *	            script made the topic): CALL mq.produce with acks=all, which
+ *	            returns once the in-sync replicas hold the records; consume:
+ *	            mq.poll and mq.commit_polled in one transaction, then
+ *	            mq.await_commit, which returns once the in-sync replicas
+ *	            hold the committed offset
  *	  pgq       PgQ: pgq.insert_event; consume: pgq.next_batch,
  *	            pgq.get_batch_events and pgq.finish_batch of consumer 'g' in
  *	            one transaction (batches are what the ticker, pgqd, cut; with
@@ -35,7 +42,7 @@ typedef struct PgClient
 {
 	PGconn	   *conn;
 	const PeerArgs *a;
-	int			kind;			/* K_MQ, K_PGQ, K_PLAIN */
+	int			kind;			/* K_MQ, K_MQRF, K_PGQ, K_PLAIN */
 	int			latency;
 	char		sql[512];
 	char	   *joined;			/* a batch's values, newline-separated */
@@ -43,7 +50,7 @@ typedef struct PgClient
 
 enum
 {
-	K_MQ, K_PGQ, K_PLAIN
+	K_MQ, K_MQRF, K_PGQ, K_PLAIN
 };
 
 static PGresult *
@@ -70,6 +77,8 @@ kind_of(const char *system)
 {
 	if (strcmp(system, "mq") == 0 || strcmp(system, "mq-async") == 0)
 		return K_MQ;
+	if (strcmp(system, "mq-rf3") == 0)
+		return K_MQRF;
 	if (strcmp(system, "pgq") == 0)
 		return K_PGQ;
 	if (strcmp(system, "plain") == 0)
@@ -116,6 +125,8 @@ pg_setup(const PeerArgs *a)
 
 	if (c->kind == K_MQ)
 		run_clear(c, "SELECT mq.create_topic($1, 1)", 1, p);
+	else if (c->kind == K_MQRF)
+		;						/* made by the script, on the coordinator */
 	else if (c->kind == K_PGQ)
 	{
 		run_clear(c, "SELECT pgq.create_queue($1)", 1, p);
@@ -137,6 +148,9 @@ produce_sql(PgClient *c, int batch)
 	if (c->kind == K_MQ)
 		return batch ? "SELECT count(*) FROM mq.send_batch($1, NULL, string_to_array($2, E'\\n')::bytea[], partition => 0)"
 			: "SELECT 1 FROM mq.send($1, NULL::bytea, $2::bytea, partition => 0)";
+	if (c->kind == K_MQRF)
+		return batch ? "CALL mq.produce($1, NULL, string_to_array($2, E'\\n')::bytea[], 0, 'all')"
+			: "CALL mq.produce($1, NULL, ARRAY[$2::bytea], 0, 'all')";
 	if (c->kind == K_PGQ)
 		return batch ? "SELECT count(pgq.insert_event($1, 'x', e)) FROM unnest(string_to_array($2, E'\\n')) e"
 			: "SELECT pgq.insert_event($1, 'x', $2)";
@@ -207,6 +221,8 @@ consume_mq(PgClient *c, int max, int wait_ms, PeerRecordFn fn, void *arg)
 	if (n > 0)
 		run_clear(c, "SELECT mq.commit_polled('g', $1)", 1, p);
 	run_clear(c, "COMMIT", 0, NULL);
+	if (n > 0 && c->kind == K_MQRF)
+		run_clear(c, "SELECT mq.await_commit()", 0, NULL);
 	return n;
 }
 
@@ -279,7 +295,7 @@ pg_consume(void *p, int max, int wait_ms, PeerRecordFn fn, void *arg)
 {
 	PgClient *c = p;
 
-	if (c->kind == K_MQ)
+	if (c->kind == K_MQ || c->kind == K_MQRF)
 		return consume_mq(c, max, wait_ms, fn, arg);
 	if (c->kind == K_PGQ)
 		return consume_pgq(c, fn, arg);

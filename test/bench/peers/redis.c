@@ -9,6 +9,11 @@
  *	  consume  XREADGROUP GROUP g c COUNT max [BLOCK wait] STREAMS NAME >,
  *	           then one XACK of every id read
  *
+ * SYSTEM redis-waitN (a primary with replicas): after each produce and
+ * each XACK, WAIT N, which returns once N replicas have received every
+ * write of the connection so far (not that they fsynced it: Redis 7.0 has
+ * no WAITAOF); fewer than N in 10 s is an error.
+ *
  * The durability is the server's appendfsync, which the script sets and
  * states.  The connection is the driver thread's own (peers.h); no locking.
  */
@@ -24,6 +29,7 @@ typedef struct RedisClient
 {
 	redisContext *ctx;
 	const PeerArgs *a;
+	int			wait;			/* redis-waitN: N, else 0 */
 	const char **argv;			/* XACK's arguments */
 	size_t	   *argl;
 }			RedisClient;
@@ -51,6 +57,8 @@ redis_open(const PeerArgs *a, int latency)
 	memcpy(host, a->target, colon - a->target);
 	host[colon - a->target] = '\0';
 	c->a = a;
+	if (strncmp(a->system, "redis-wait", 10) == 0)
+		c->wait = atoi(a->system + 10);
 	c->ctx = redisConnect(host, atoi(colon + 1));
 	if (c->ctx == NULL || c->ctx->err)
 		peer_die("redis: cannot connect to %s", a->target);
@@ -79,6 +87,21 @@ redis_setup(const PeerArgs *a)
 	redis_close(c);
 }
 
+/* redis-waitN: wait until N replicas have the connection's writes */
+static void
+replicated(RedisClient *c)
+{
+	redisReply *r;
+
+	if (c->wait <= 0)
+		return;
+	r = cmd_or_die(c, redisCommand(c->ctx, "WAIT %d 10000", c->wait));
+	if (r->type != REDIS_REPLY_INTEGER || r->integer < c->wait)
+		peer_die("redis: WAIT %d: only %lld replicas acknowledged", c->wait,
+				 r->type == REDIS_REPLY_INTEGER ? r->integer : -1LL);
+	freeReplyObject(r);
+}
+
 static void
 redis_produce(void *p, const char *const *values, int len, int n)
 {
@@ -93,6 +116,7 @@ redis_produce(void *p, const char *const *values, int len, int n)
 			peer_die("redis: %s", c->ctx->errstr);
 		freeReplyObject(cmd_or_die(c, r));
 	}
+	replicated(c);
 }
 
 /* the entries of an XREADGROUP reply: [[stream, [[id, [field, value]], ...]]] */
@@ -138,6 +162,7 @@ redis_consume(void *p, int max, int wait_ms, PeerRecordFn fn, void *arg)
 		c->argl[1] = strlen(c->a->name);
 		c->argl[2] = 1;
 		freeReplyObject(cmd_or_die(c, redisCommandArgv(c->ctx, 3 + n, c->argv, c->argl)));
+		replicated(c);
 	}
 	freeReplyObject(r);
 	return n;

@@ -1,0 +1,247 @@
+/*-------------------------------------------------------------------------
+ *
+ * consumer_offsets.c
+ *	  The __consumer_offsets topic: every offset commit (mq.commit_offset,
+ *	  mq.commit_polled, auto-commit polls, and so mq-kafka's OffsetCommit)
+ *	  appended as a record in Kafka's own key/value format, so that Kafka
+ *	  tools that read the topic (Burrow, kafka-consumer-groups' offsets
+ *	  formatter) see mq's groups.
+ *
+ * The topic is an ordinary mq topic (cleanup.policy compact) that
+ * mq.ensure_consumer_offsets (src/sql/53_consumer_offsets.sql) creates on
+ * first need; until it exists commits append nothing.  The record of a
+ * commit is appended in the committing transaction through mq's produce
+ * path, so its offset is gapless and visible exactly when the commit is
+ * (docs/design.md, "__consumer_offsets").  Key: OffsetCommitKey version 1
+ * (group, topic, partition); value: OffsetCommitValue version 3 (offset,
+ * leader epoch -1, metadata, commit timestamp); a null value (tombstone)
+ * when mq.delete_group forgets the offset.  mq-kafka's groups add their
+ * metadata (GroupMetadataKey version 2, the GroupMetadataValue mq-kafka
+ * encodes) with each save of their state.  The partition is Kafka's:
+ * abs(Java hashCode of the group id) modulo the topic's partition count.
+ *
+ * Only this file appends to the topic: every produce to it (produce.c) is
+ * refused (MQ070, Kafka's INVALID_TOPIC_EXCEPTION).
+ *
+ * Locking: the append takes the __consumer_offsets partition's produce
+ * lock until the committing transaction ends (log.c), after the row lock
+ * of the commit's mq.consumer_offset row (offsets.c).
+ *
+ *-------------------------------------------------------------------------
+ */
+#include "postgres.h"
+
+#include "fmgr.h"
+#include "lib/stringinfo.h"
+#include "mb/pg_wchar.h"
+#include "utils/builtins.h"
+#include "utils/snapmgr.h"
+#include "utils/timestamp.h"
+
+#include "mq.h"
+
+PG_FUNCTION_INFO_V1(mq_consumer_offsets_append);
+
+/* Kafka's GroupMetadataManager formats */
+#define OFFSET_KEY_VERSION		1
+#define OFFSET_VALUE_VERSION	3
+#define GROUP_KEY_VERSION		2
+
+static void
+put_i16(StringInfo s, int16 v)
+{
+	uint16		u = pg_hton16((uint16) v);
+
+	appendBinaryStringInfo(s, (char *) &u, 2);
+}
+
+static void
+put_i32(StringInfo s, int32 v)
+{
+	uint32		u = pg_hton32((uint32) v);
+
+	appendBinaryStringInfo(s, (char *) &u, 4);
+}
+
+static void
+put_i64(StringInfo s, int64 v)
+{
+	uint64		u = pg_hton64((uint64) v);
+
+	appendBinaryStringInfo(s, (char *) &u, 8);
+}
+
+/* Kafka's STRING: int16 length, then UTF-8 bytes */
+static void
+put_str(StringInfo s, const char *p, int len)
+{
+	if (len > PG_INT16_MAX)
+		ereport(ERROR,
+				(errcode(ERRCODE_MQ_INVALID_ARGUMENT),
+				 errmsg("a string of %d bytes does not fit a __consumer_offsets record", len)));
+	put_i16(s, (int16) len);
+	appendBinaryStringInfo(s, p, len);
+}
+
+static bytea *
+to_bytea(StringInfo s)
+{
+	bytea	   *b = palloc(VARHDRSZ + s->len);
+
+	SET_VARSIZE(b, VARHDRSZ + s->len);
+	memcpy(VARDATA(b), s->data, s->len);
+	return b;
+}
+
+/*
+ * Java's String.hashCode of a UTF-8 string: 31*h + c over its UTF-16
+ * code units (a character above U+FFFF counts as its surrogate pair).
+ */
+static int32
+java_string_hash(const char *p, int len)
+{
+	uint32		h = 0;
+	const unsigned char *s = (const unsigned char *) p;
+	const unsigned char *end = s + len;
+
+	while (s < end)
+	{
+		int			n = pg_utf_mblen(s);
+		pg_wchar	c = (s + n <= end) ? utf8_to_unicode(s) : *s;
+
+		if (c > 0xFFFF)
+		{
+			c -= 0x10000;
+			h = 31 * h + (0xD800 + (c >> 10));
+			h = 31 * h + (0xDC00 + (c & 0x3FF));
+		}
+		else
+			h = 31 * h + c;
+		s += Max(n, 1);
+	}
+	return (int32) h;
+}
+
+/* Kafka's partitionFor: Utils.abs(groupId.hashCode) % partitions */
+int32
+mq_consumer_offsets_partition(const char *group, int len, int32 npartitions)
+{
+	int32		h = java_string_hash(group, len);
+
+	h = (h == PG_INT32_MIN) ? 0 : Abs(h);
+	return h % npartitions;
+}
+
+/*
+ * Refuse a produce to __consumer_offsets (produce.c asks before any other
+ * check of the records; this file appends through log.c directly).
+ */
+void
+mq_consumer_offsets_check_write(const char *topic_name)
+{
+	if (strcmp(topic_name, MQ_CONSUMER_OFFSETS) == 0)
+		ereport(ERROR,
+				(errcode(ERRCODE_MQ_INTERNAL_TOPIC),
+				 errmsg("cannot write to internal topic \"%s\"", topic_name),
+				 errhint("Offset commits (mq.commit_offset, Kafka's OffsetCommit) append to it.")));
+}
+
+/* Append one record to the group's partition, if the topic exists. */
+static void
+append_record(const char *group, int glen, bytea *key, bytea *value)
+{
+	MqTopic    *topic;
+	MqRecordIn	rec;
+
+	/* a fresh snapshot: the topic may have been created while we waited */
+	PushActiveSnapshot(GetLatestSnapshot());
+	topic = mq_topic_lookup(MQ_CONSUMER_OFFSETS, true);
+	PopActiveSnapshot();
+	if (topic == NULL)
+		return;
+	memset(&rec, 0, sizeof(rec));
+	rec.key = key;
+	rec.value = value;
+	rec.partition = mq_consumer_offsets_partition(group, glen, topic->npartitions);
+	(void) mq_log_append(MQ_CONSUMER_OFFSETS, rec.partition, &rec, 1, NULL);
+}
+
+/*
+ * Record a commit of next (or, with next < 0, its deletion: a tombstone)
+ * by group for topic_name's partition, with its metadata (NULL: none),
+ * made at the given time.
+ */
+void
+mq_consumer_offsets_note(text *group, const char *topic_name, int32 partition,
+						 int64 next, text *metadata, TimestampTz at)
+{
+	StringInfoData k;
+	StringInfoData v;
+	const char *g = VARDATA_ANY(group);
+	int			glen = VARSIZE_ANY_EXHDR(group);
+	int64		at_ms = at / 1000 +
+		(int64) (POSTGRES_EPOCH_JDATE - UNIX_EPOCH_JDATE) * SECS_PER_DAY * 1000;
+
+	initStringInfo(&k);
+	put_i16(&k, OFFSET_KEY_VERSION);
+	put_str(&k, g, glen);
+	put_str(&k, topic_name, strlen(topic_name));
+	put_i32(&k, partition);
+	if (next < 0)
+	{
+		append_record(g, glen, to_bytea(&k), NULL);
+		return;
+	}
+	initStringInfo(&v);
+	put_i16(&v, OFFSET_VALUE_VERSION);
+	put_i64(&v, next);
+	put_i32(&v, -1);			/* leader epoch: not known to mq's commits */
+	if (metadata != NULL)
+		put_str(&v, VARDATA_ANY(metadata), VARSIZE_ANY_EXHDR(metadata));
+	else
+		put_str(&v, "", 0);
+	put_i64(&v, at_ms);
+	append_record(g, glen, to_bytea(&k), to_bytea(&v));
+}
+
+/*
+ * Append a group's metadata record: GroupMetadataKey version 2 (the
+ * group) and the GroupMetadataValue mq-kafka encoded (NULL: the group is
+ * gone, a tombstone).
+ */
+static void
+note_group(text *group, bytea *value)
+{
+	StringInfoData k;
+
+	initStringInfo(&k);
+	put_i16(&k, GROUP_KEY_VERSION);
+	put_str(&k, VARDATA_ANY(group), VARSIZE_ANY_EXHDR(group));
+	append_record(VARDATA_ANY(group), VARSIZE_ANY_EXHDR(group), to_bytea(&k), value);
+}
+
+/*
+ * mq._consumer_offsets_append(group_id, topic, partition, next_offset,
+ * metadata, group_value, committed_at): the record of a commit
+ * (next_offset NULL: a tombstone; committed_at NULL: now); with topic NULL, the group's metadata record, group_value
+ * being its GroupMetadataValue (NULL: a tombstone).  For the backfill when
+ * the topic is created, mq.delete_group and mq.kafka_group_save.
+ */
+Datum
+mq_consumer_offsets_append(PG_FUNCTION_ARGS)
+{
+	text	   *group;
+
+	if (PG_ARGISNULL(0))
+		PG_RETURN_VOID();
+	group = PG_GETARG_TEXT_PP(0);
+	if (PG_ARGISNULL(1))
+		note_group(group, PG_ARGISNULL(5) ? NULL : PG_GETARG_BYTEA_P(5));
+	else
+		mq_consumer_offsets_note(group, text_to_cstring(PG_GETARG_TEXT_PP(1)),
+								 PG_GETARG_INT32(2),
+								 PG_ARGISNULL(3) ? -1 : PG_GETARG_INT64(3),
+								 PG_ARGISNULL(4) ? NULL : PG_GETARG_TEXT_PP(4),
+								 PG_ARGISNULL(6) ? GetCurrentTimestamp() : PG_GETARG_TIMESTAMPTZ(6));
+	PG_RETURN_VOID();
+}
