@@ -18,6 +18,8 @@
  * key order, its value mapped the same way (any other JSON value becomes
  * its JSON text); any other jsonb has no list (NULL).
  *
+ * mq.kafka_fetch takes the list as bytes on the wire (keys in UTF-8).
+ *
  * No locking: pure functions of their arguments.
  *
  *-------------------------------------------------------------------------
@@ -306,6 +308,36 @@ mq_header_list_lengths(Jsonb *headers, int64 **keylens, int64 **vallens)
 	{
 		(*keylens)[i] = VARSIZE_ANY_EXHDR(utf8_bytes(keys[i], klens[i]));
 		(*vallens)[i] = values[i] == NULL ? -1 : VARSIZE_ANY_EXHDR(values[i]);
+	}
+	return n;
+}
+
+/*
+ * For mq.kafka_fetch: any headers jsonb as Kafka's list on the wire, keys
+ * and values as UTF-8 bytes with their lengths (-1 for a null value);
+ * returns the number of headers, or -1 when the jsonb has no list form.
+ */
+int
+mq_header_list_wire(Jsonb *headers, char ***keys, int **keylens, char ***values, int **vallens)
+{
+	bytea	  **vals;
+	int			n = parse_list(headers, keys, keylens, &vals);
+
+	if (n < 0)
+		return -1;
+	*values = palloc(sizeof(char *) * Max(n, 1));
+	*vallens = palloc(sizeof(int) * Max(n, 1));
+	for (int i = 0; i < n; i++)
+	{
+		if (GetDatabaseEncoding() != PG_UTF8)
+		{
+			bytea	   *k = utf8_bytes((*keys)[i], (*keylens)[i]);
+
+			(*keys)[i] = VARDATA(k);
+			(*keylens)[i] = VARSIZE(k) - VARHDRSZ;
+		}
+		(*values)[i] = vals[i] ? VARDATA(vals[i]) : NULL;
+		(*vallens)[i] = vals[i] ? (int) (VARSIZE(vals[i]) - VARHDRSZ) : -1;
 	}
 	return n;
 }

@@ -24,7 +24,7 @@
 #include "utils/tuplestore.h"
 #include "executor/tuptable.h"
 #include "utils/array.h"
-#include "utils/jsonb.h"
+#include "lib/stringinfo.h"
 
 /* SQLSTATEs (class MQ): ERRCODE_MQ_*, generated from src/errcodes.txt */
 #include "mq_errcodes.h"
@@ -201,6 +201,39 @@ extern int64 mq_offset_for_time(MqPartition *part, TimestampTz ts, Snapshot snap
 extern Datum mq_header_list_from_jsonb(Jsonb *headers, Oid elemtype, bool *isnull);
 extern Jsonb *mq_header_list_to_jsonb(ArrayType *list);
 extern int	mq_header_list_lengths(Jsonb *headers, int64 **keylens, int64 **vallens);
+extern int	mq_header_list_wire(Jsonb *headers, char ***keys, int **keylens, char ***values,
+								int **vallens);
+
+/* kafka_batch.c: Kafka record batches (v2) for mq.kafka_fetch (kafka_fetch.c) */
+#define MQ_BATCH_LOG_APPEND_TIME 0x08	/* attribute bit */
+typedef struct MqWireRecord
+{
+	int64		offset;
+	int64		timestamp_ms;
+	const char *key;
+	int			keylen;			/* -1: null */
+	const char *value;
+	int			valuelen;
+	int			nheaders;
+	char	  **hkeys;			/* UTF-8 */
+	int		   *hkeylens;
+	char	  **hvals;
+	int		   *hvallens;		/* -1: null */
+} MqWireRecord;
+typedef struct MqBatchWriter
+{
+	StringInfo	buf;
+	int			start;			/* where the batch begins in buf */
+	int64		base_offset;
+	int64		base_ts;
+	int64		max_ts;
+	int64		last_offset;
+	int32		count;
+} MqBatchWriter;
+extern void mq_batch_begin(MqBatchWriter *w, StringInfo b, int64 base_offset, int64 timestamp_ms,
+						   bool log_append_time);
+extern void mq_batch_add(MqBatchWriter *w, const MqWireRecord *r);
+extern void mq_batch_end(MqBatchWriter *w);
 
 /* compact.c: log compaction's removals; compacted topics need keys */
 extern void mq_check_compacted_keys(MqTopic *topic, MqRecordIn *recs, int n);

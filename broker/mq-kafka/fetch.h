@@ -53,6 +53,9 @@ typedef struct FetchState
 	void		(*resolved) (struct FetchState *s);	/* then (fetch_ids.c) */
 	int32_t		nparts;
 	FPart	   *parts;
+	int8_t		magic;			/* record format of the response: 2 (v4+), 1, 0 */
+	bool		rows_only;		/* v4+ read as rows (the daemon encodes) */
+	bool		reread;			/* the batches read need splitting: read rows */
 	int32_t		min_bytes;
 	int32_t		max_bytes;
 	int64_t		deadline_us;
@@ -92,6 +95,18 @@ enum
 	COL_EPOCH_STARTS
 };
 
+/*
+ * The Fetch statement of v4+ when the database encodes (h_fetch.c): after
+ * the same bounds rows, one row per partition with its records as record
+ * batches (mq.kafka_fetch), COL_OFFSET holding the next offset.
+ */
+enum
+{
+	COL_B_RECORDS = COL_OFFSET + 1,	/* records in the batches */
+	COL_B_BYTES,				/* their size as the byte limits count it */
+	COL_B_BATCHES
+};
+
 /* a record row of the result, for putting rows in order */
 typedef struct FRow
 {
@@ -107,6 +122,14 @@ typedef struct FRow
  */
 extern void encode_partition(PGresult *res, const FRow *rows, int n, FPart *fp, size_t *total,
 							 int32_t max_total, KWriter *recs, int magic);
+
+/*
+ * fetch_records.c: the batches the database encoded for one partition
+ * (its row of the statement, or -1: none) into recs, as encode_partition
+ * would, with fp's leader epoch; false (nothing copied) if they hold
+ * records of more than one leader epoch, or past fp->epochs_end
+ */
+extern bool copy_partition(PGresult *res, int row, FPart *fp, size_t *total, KWriter *recs);
 
 /*
  * fetch_epochs.c: the leader epochs of a partition's bounds row into fp;

@@ -120,7 +120,8 @@ same_request(const FetchState *x, const FetchState *s, int32_t *tmap)
 {
 	bool		used[AHEAD_MAX_PARTS];
 
-	if (x->ntopics != s->ntopics || x->nparts != s->nparts || x->max_bytes != s->max_bytes)
+	if (x->ntopics != s->ntopics || x->nparts != s->nparts || x->max_bytes != s->max_bytes ||
+		x->magic != s->magic)
 		return false;
 	memset(used, 0, sizeof(used));
 	for (int32_t t = 0; t < x->ntopics; t++)
@@ -273,6 +274,7 @@ next_request(const FetchState *s)
 		}
 	}
 	a->fs.max_bytes = s->max_bytes;
+	a->fs.magic = s->magic;
 	a->req.state = a;
 	a->req.role = s->req->role ? mq_strdup(s->req->role) : NULL;
 	return a;

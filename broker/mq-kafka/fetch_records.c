@@ -5,6 +5,11 @@
  *	  its statement (h_fetch.c): record batches (v4+), or message sets
  *	  down-converted to format v0 or v1 (v0-v3, msgset.h).  Loop thread.
  *
+ * With v4+ the database encodes the batches by default (mq.kafka_fetch,
+ * src/kafka_fetch.c, under the same rules as below, byte for byte), and
+ * they are copied (copy_partition); encode_partition encodes rows of
+ * mq.fetch here for v0-v3, and for v4+ with --fetch-encoder=daemon.
+ *
  * Byte limits (KIP-74): records are added while the partition's and the
  * response's limits allow, except that the first record of the response
  * is always returned whole, so a consumer can always make progress.
@@ -129,4 +134,52 @@ encode_partition(PGresult *res, const FRow *rows, int n, FPart *fp, size_t *tota
 	}
 	if (open)
 		batch_end(&e);
+}
+
+/*
+ * The batches mq.kafka_fetch encoded for one partition (row of res, -1:
+ * none), as encode_partition would have: it applied the same limits.  The
+ * database does not know leader epochs: each batch gets the epoch of its
+ * records (partitionLeaderEpoch is outside the CRC), which is one epoch
+ * only if no epoch begins among them; else false, and nothing is copied.
+ */
+bool
+copy_partition(PGresult *res, int row, FPart *fp, size_t *total, KWriter *recs)
+{
+	int32_t		n;
+	const uint8_t *p;
+	int			len;
+	int64_t		first,
+				last;
+	int32_t		epoch;
+	size_t		start = recs->len;
+
+	if (row < 0 || PQgetisnull(res, row, COL_B_BATCHES))
+		return true;
+	n = mq_get_int32(res, row, COL_B_RECORDS);
+	p = (const uint8_t *) PQgetvalue(res, row, COL_B_BATCHES);
+	len = PQgetlength(res, row, COL_B_BATCHES);
+	if (n <= 0 || len < KBATCH_HEADER_SIZE)
+		return true;
+	first = 0;
+	for (int i = 0; i < 8; i++)
+		first = (first << 8) | p[i];
+	last = mq_get_int64(res, row, COL_OFFSET) - 1;
+	epoch = fetch_epoch_at(fp, first);
+	if (last >= fp->epochs_end || fetch_epoch_at(fp, last) != epoch)
+		return false;
+	kw_raw(recs, p, len);
+	for (size_t q = start; q + 12 <= recs->len;)
+	{
+		const uint8_t *b = recs->buf + q + 8;
+		uint32_t	blen = ((uint32_t) b[0] << 24) | ((uint32_t) b[1] << 16) | ((uint32_t) b[2] << 8) | b[3];
+
+		kw_put_i32_at(recs, q + 12, epoch);
+		q += 12 + blen;
+	}
+	fp->next_offset = last + 1;
+	fp->returned = n;
+	fp->returned_bytes = (size_t) mq_get_int64(res, row, COL_B_BYTES);
+	*total += fp->returned_bytes;
+	return true;
 }

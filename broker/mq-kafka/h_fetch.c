@@ -16,8 +16,9 @@
  * that leaves records behind starts the consumer's next read at once
  * (fetch_ahead.c), and the next Fetch takes it if it asks for just that.
  *
- * The records of each partition are encoded by fetch_records.c, within
- * the byte limits (KIP-74).
+ * The records of each partition are encoded within the byte limits
+ * (KIP-74): for v4+ by the database (mq.kafka_fetch, FETCH_BATCH_SQL),
+ * whose batches fetch_records.c copies, else by fetch_records.c from rows.
  *
  * v0-v3 answer message sets (msgset.h), down-converted as Kafka does:
  * v0-v1 in format v0 (no timestamps), v2-v3 in format v1 (each record's
@@ -91,6 +92,41 @@
 
 /* FETCH_EPOCHS + 1 (fetch_epochs.c) */
 #define FETCH_EPOCHS_SQL "9"
+
+/*
+ * v4+: the same bounds rows, then a row per partition with its records as
+ * record batches (mq.kafka_fetch, in a select list: its rows stream).
+ */
+#define FETCH_BATCH_SQL \
+	"WITH r0 AS (SELECT u.i::int4 AS i, u.t, u.p, u.o, s.log_start_offset AS lso," \
+	"                  s.high_watermark AS hw, s.log_end_offset AS leo, s.leader_epoch AS ep" \
+	"             FROM unnest($1::text[], $2::int4[], $3::int8[]) WITH ORDINALITY AS u(t, p, o, i)" \
+	"             LEFT JOIN mq.partitions s ON s.topic = u.t AND s.partition = u.p)" \
+	" SELECT r0.i, CASE WHEN r0.lso IS NULL AND NOT mq.has_topic_privilege(r0.t, 'read') THEN -1" \
+	"        ELSE r0.lso END, r0.hw, NULL::int8, NULL::int4, NULL::int8, NULL::bytea," \
+	"        NULL::bool, NULL::text[], NULL::bytea[], r0.ep, e.eps, e.starts FROM r0" \
+	" LEFT JOIN LATERAL (SELECT array_agg(q.leader_epoch ORDER BY q.leader_epoch) AS eps," \
+	"        array_agg(q.start_offset ORDER BY q.leader_epoch) AS starts FROM (" \
+	"     SELECT w.leader_epoch, w.start_offset FROM (" \
+	"       SELECT h.leader_epoch, h.start_offset," \
+	"              lead(h.start_offset) OVER (ORDER BY h.leader_epoch) AS next_start" \
+	"         FROM mq.leader_epochs h WHERE r0.ep > 0 AND h.topic = r0.t AND h.partition = r0.p) w" \
+	"      WHERE w.next_start IS NULL OR w.next_start > r0.o" \
+	"      ORDER BY w.leader_epoch LIMIT " FETCH_EPOCHS_SQL ") q) e ON r0.lso IS NOT NULL" \
+	" UNION ALL" \
+	" SELECT (b.f).item, NULL, NULL, (b.f).next_offset, (b.f).records, (b.f).bytes, (b.f).batches," \
+	"        NULL::bool, NULL::text[], NULL::bytea[], NULL::int4, NULL::int4[], NULL::int8[]" \
+	"   FROM (SELECT mq.kafka_fetch(" \
+	"           ARRAY(SELECT CASE WHEN r0.lso IS NOT NULL THEN r0.t END FROM r0 ORDER BY r0.i), $2," \
+	"           ARRAY(SELECT CASE WHEN r0.o >= r0.lso AND r0.o < r0.hw THEN r0.o ELSE r0.leo END" \
+	"                   FROM r0 ORDER BY r0.i), $4, $5, $6) AS f OFFSET 0) b"
+
+/* Fetch v4+ answered from the database's batches (not --fetch-encoder=daemon) */
+static bool
+batched(const FetchState *s)
+{
+	return s->magic == 2 && !kconfig.fetch_in_daemon && !s->rows_only;
+}
 
 /*
  * bounds[k] of a partition the role may not see nor read: Kafka's
@@ -191,7 +227,7 @@ fetch_job(FetchState *s)
 	KStmt	   *st;
 
 	kjob_free(&s->job);
-	st = kjob_add(&s->job, FETCH_SQL, 1);
+	st = kjob_add(&s->job, batched(s) ? FETCH_BATCH_SQL : FETCH_SQL, 1);
 	for (int i = 0; i < 5; i++)
 		mq_array_init(&a[i], elem[i]);
 	for (int32_t k = 0; k < s->nparts; k++)
@@ -213,6 +249,8 @@ fetch_job(FetchState *s)
 		kstmt_binary(st, arr[i], b, len);
 		mq_array_free(&a[i]);
 	}
+	if (batched(s))
+		kstmt_int(st, MQ_INT4OID, s->max_bytes > 0 ? s->max_bytes : 1);
 }
 
 /* a new attempt: the statement of this fetch, run by the pool */
@@ -312,9 +350,12 @@ fetch_encode(KRequest *req, FetchState *s)
 				code = fetch_epoch_check(res, bounds[k], fp);
 				if (code == KERR_NONE && (fp->offset < lso || fp->offset > hw))
 					code = KERR_OFFSET_OUT_OF_RANGE;
-				if (code == KERR_NONE || code == KERR_OFFSET_OUT_OF_RANGE)
+				if ((code == KERR_NONE || code == KERR_OFFSET_OUT_OF_RANGE) && !batched(s))
 					encode_partition(res, rows + first, next - first, fp, &s->bytes, s->max_bytes,
-									 &recs, req->api_version >= 4 ? 2 : req->api_version >= 2);
+									 &recs, s->magic);
+				else if ((code == KERR_NONE || code == KERR_OFFSET_OUT_OF_RANGE) &&
+						 !copy_partition(res, next > first ? rows[first].row : -1, fp, &s->bytes, &recs))
+					s->reread = true;	/* batches across a leader epoch change: read rows */
 			}
 			else if (res && s->ids && s->topics[t].len == 0)
 				code = KERR_UNKNOWN_TOPIC_ID;
@@ -382,6 +423,13 @@ fetch_done(KRequest *req)
 	struct timeval tv;
 
 	fetch_encode(req, s);
+	if (s->reread)
+	{
+		s->reread = false;
+		s->rows_only = true;
+		fetch_attempt(s);
+		return;
+	}
 	left = s->deadline_us - mq_now_us();
 	if (s->final || s->failed || s->bytes >= (size_t) s->min_bytes || left <= 1000 ||
 		conn_closed(req->conn))
@@ -440,6 +488,7 @@ fetch_decode(KRequest *req, FetchState *s)
 	max_wait = kr_i32(r);
 	s->min_bytes = kr_i32(r);
 	s->max_bytes = v >= 3 ? kr_i32(r) : INT32_MAX;
+	s->magic = v >= 4 ? 2 : v >= 2;
 	if (v >= 4)
 		(void) kr_i8(r);		/* isolation level: LSO is the high watermark */
 	s->session_epoch = -1;

@@ -91,6 +91,8 @@ static const char help[] =
 "                               Metadata request allows it (default 0: never)\n"
 "      --recheck-ms=N           how often a waiting fetch looks for records that\n"
 "                               SQL producers appended (default 100)\n"
+"      --fetch-encoder=database|daemon  Fetch v4+ record batches encoded by\n"
+"                               the database (mq.kafka_fetch, default) or here\n"
 "      --metrics=HOST:PORT      serve Prometheus metrics on http://HOST:PORT/metrics\n"
 "  -V, --version                print the version and exit\n"
 "  -h, --help                   show this help and exit\n\n"
@@ -153,7 +155,15 @@ parse_peer(const CliParser *p, char *arg)
 enum
 {
 	O_ADV = CLI_OPT_LONG_BASE, O_NODE, O_POOL, O_MAXREQ, O_MAXBATCH, O_DELAY,
-	O_AUTO, O_RECHECK, O_PEER, O_COORD, O_REFRESH, O_SASL, O_METRICS, O_STMT,
+	O_AUTO,
+	O_RECHECK,
+	O_FETCH_ENC,
+	O_PEER,
+	O_COORD,
+	O_REFRESH,
+	O_SASL,
+	O_METRICS,
+	O_STMT,
 	O_LISTENERS, O_ADVLISTENERS, O_PROTOMAP, O_SSL_CERT, O_SSL_KEY, O_SSL_KEYPW,
 	O_SSL_CA, O_SSL_CLIENT_AUTH, O_SSL_RULES, O_RULES, O_ANON, O_SASL_PT
 };
@@ -170,6 +180,7 @@ static const struct option longopts[] = {
 	{"group-initial-delay-ms", required_argument, NULL, O_DELAY},
 	{"auto-create-topics", required_argument, NULL, O_AUTO},
 	{"recheck-ms", required_argument, NULL, O_RECHECK},
+	{"fetch-encoder", required_argument, NULL, O_FETCH_ENC},
 	{"peer", required_argument, NULL, O_PEER},
 	{"coordinator", required_argument, NULL, O_COORD},
 	{"refresh-ms", required_argument, NULL, O_REFRESH},
@@ -368,6 +379,10 @@ parse_args(int argc, char **argv)
 				break;
 			case O_RECHECK:
 				kconfig.recheck_ms = (int) cli_int(&p, "--recheck-ms", optarg, 1, 60000);
+				break;
+			case O_FETCH_ENC:
+				kconfig.fetch_in_daemon = cli_choice(&p, "--fetch-encoder", optarg,
+													 (const char *const[]){"database", "daemon", NULL}) == 1;
 				break;
 			case 'V':
 				printf("mq-kafka %s\n", MQ_VERSION);

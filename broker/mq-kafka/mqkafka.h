@@ -97,6 +97,7 @@ typedef struct KConfig
 	int			group_initial_delay_ms;
 	int			auto_create_partitions;	/* 0: no automatic topic creation */
 	int			recheck_ms;		/* parked fetches re-read this often */
+	bool		fetch_in_daemon;	/* Fetch v4+ batches encoded here, not by mq.kafka_fetch */
 	int			npeers;
 	KPeer		peers[KMAX_PEERS];
 	const char *coordinator;	/* --coordinator: the cluster's view (cluster.c) */

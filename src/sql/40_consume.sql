@@ -11,6 +11,16 @@ CREATE FUNCTION mq.fetch(topic text, partition integer, from_offset bigint,
     RETURNS SETOF mq.record
     AS 'MODULE_PATHNAME', 'mq_fetch' LANGUAGE C VOLATILE ROWS 1000;
 
+-- Kafka's Fetch, encoded here: each partition's records as Kafka record
+-- batches (v2), read as mq.fetch reads them, within each partition's
+-- limits and the call's response_max_bytes (src/kafka_fetch.c); a row
+-- per element whose topic is not null.  mq-kafka copies the bytes.
+CREATE FUNCTION mq.kafka_fetch(topics text[], partitions integer[], from_offsets bigint[],
+                               partition_max_records integer[], partition_max_bytes integer[],
+                               response_max_bytes integer DEFAULT NULL)
+    RETURNS TABLE (item integer, next_offset bigint, records integer, bytes bigint, batches bytea)
+    AS 'MODULE_PATHNAME', 'mq_kafka_fetch' LANGUAGE C VOLATILE ROWS 10;
+
 CREATE FUNCTION mq.commit_offset(group_id text, topic text, partition integer,
                                  next_offset bigint, metadata text DEFAULT NULL,
                                  producer_id bigint DEFAULT NULL, producer_epoch integer DEFAULT NULL,

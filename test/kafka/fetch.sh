@@ -3,7 +3,8 @@
 # empty values, repeated headers with a null value) on two partitions, read
 # by kcat under small byte limits, so that every response is cut by bytes
 # and the consumer's next Fetch is read ahead while it decodes this one
-# (broker/mq-kafka/fetch_ahead.c).  What kcat prints must be exactly what
+# (broker/mq-kafka/fetch_ahead.c).  kcat checks every batch's CRC-32C
+# (check.crcs=true).  What kcat prints must be exactly what
 # mq.fetch reads: every record once, in order, nothing more.
 source "$(dirname "${BASH_SOURCE[0]}")/lib.bash"
 T="$(tmpdir)"
@@ -29,7 +30,7 @@ sql "SELECT f.partition || ' ' || f.msg_offset || ' ' || coalesce(convert_from(f
       ORDER BY f.partition, f.msg_offset" >"$T/want"
 check_eq "$(wc -l <"$T/want")" "3000" "3000 records stored"
 
-run kcat_ -C -t kf -e -o beginning -q -X fetch.max.bytes=3000 -X message.max.bytes=2000 \
+run kcat_ -C -t kf -e -o beginning -q -X check.crcs=true -X fetch.max.bytes=3000 -X message.max.bytes=2000 \
 	-X max.partition.fetch.bytes=1500 -f '%p %o %k|%S|%s|%h\n'
 expect_rc 0 "kcat -C in steps of at most 1500 bytes a partition"
 printf '%s\n' "$OUT" | sort -s -k1,1n -k2,2n >"$T/got"
@@ -38,7 +39,7 @@ if cmp -s "$T/want" "$T/got"; then pass "kcat read every record once, in order, 
 fi
 
 # one partition from an offset
-run kcat_ -C -t kf -p 1 -e -o 700 -q -X fetch.max.bytes=1200 -X message.max.bytes=1000 \
+run kcat_ -C -t kf -p 1 -e -o 700 -q -X check.crcs=true -X fetch.max.bytes=1200 -X message.max.bytes=1000 \
 	-X max.partition.fetch.bytes=1200 -f '%p %o %k|%S|%s|%h\n'
 expect_rc 0 "kcat -C of one partition from offset 700"
 if printf '%s\n' "$OUT" | cmp -s - <(grep '^1 ' "$T/want" | tail -n +701); then
@@ -48,7 +49,7 @@ else
 fi
 
 # a consumer still catching up while SQL appends 500 more: no gap, no repeat
-timeout 120 kcat -b "$BROKER" -C -t kf -p 0 -o beginning -c 2000 -q -X fetch.max.bytes=1200 \
+timeout 120 kcat -b "$BROKER" -C -t kf -p 0 -o beginning -c 2000 -q -X check.crcs=true -X fetch.max.bytes=1200 \
 	-X message.max.bytes=1000 -X max.partition.fetch.bytes=1200 -f '%o|%s\n' >"$T/live" &
 KC=$!
 for b in 1 2 3 4 5; do
