@@ -150,13 +150,10 @@ add_meta(KStmt *st, const KBatch *b)
 	mq_array_free(&hdr);
 }
 
-/* the mq.produce_records statement of one decoded batch */
+/* the batch's keys and values as two bytea[] parameters */
 static void
-add_append(KJob *job, const char *topic, int32_t partition, const KBatch *b, int16_t acks)
+bind_keys_values(KStmt *st, const KBatch *b)
 {
-	char		acks_text[8];
-
-	KStmt	   *st = kjob_add(job, SEND_SQL, 0);
 	MqArray		keys,
 				vals;
 	const char *bytes;
@@ -171,11 +168,23 @@ add_append(KJob *job, const char *topic, int32_t partition, const KBatch *b, int
 		mq_array_add(&keys, rec->key.len < 0 ? NULL : rec->key.p, rec->key.len < 0 ? 0 : rec->key.len);
 		mq_array_add(&vals, rec->value.len < 0 ? NULL : rec->value.p, rec->value.len < 0 ? 0 : rec->value.len);
 	}
-	kstmt_text(st, MQ_TEXTOID, topic);
 	bytes = mq_array_bytes(&keys, &len);
 	kstmt_binary(st, MQ_BYTEAARRAYOID, bytes, len);
 	bytes = mq_array_bytes(&vals, &len);
 	kstmt_binary(st, MQ_BYTEAARRAYOID, bytes, len);
+	mq_array_free(&keys);
+	mq_array_free(&vals);
+}
+
+/* the mq.produce_records statement of one decoded batch */
+static void
+add_append(KJob *job, const char *topic, int32_t partition, const KBatch *b, int16_t acks)
+{
+	char		acks_text[8];
+	KStmt	   *st = kjob_add(job, SEND_SQL, 0);
+
+	kstmt_text(st, MQ_TEXTOID, topic);
+	bind_keys_values(st, b);
 	kstmt_int(st, MQ_INT4OID, partition);
 	if (b->producer_id >= 0)
 	{
@@ -192,8 +201,6 @@ add_append(KJob *job, const char *topic, int32_t partition, const KBatch *b, int
 	add_meta(st, b);
 	snprintf(acks_text, sizeof(acks_text), "%d", acks);
 	kstmt_text(st, MQ_TEXTOID, acks_text);
-	mq_array_free(&keys);
-	mq_array_free(&vals);
 }
 
 #define STAGE_SQL "SELECT mq.kafka_txn_stage($1, $2, $3, $4, $5, $6, $7, $8, $9, $10)"
@@ -203,33 +210,15 @@ static void
 add_stage(KJob *job, const char *txn_id, const char *topic, int32_t partition, const KBatch *b)
 {
 	KStmt	   *st = kjob_add(job, STAGE_SQL, 0);
-	MqArray		keys,
-				vals;
-	const char *bytes;
-	int			len;
 
-	mq_array_init(&keys, MQ_BYTEAOID);
-	mq_array_init(&vals, MQ_BYTEAOID);
-	for (int32_t i = 0; i < b->count; i++)
-	{
-		const KRecord *rec = &b->records[i];
-
-		mq_array_add(&keys, rec->key.len < 0 ? NULL : rec->key.p, rec->key.len < 0 ? 0 : rec->key.len);
-		mq_array_add(&vals, rec->value.len < 0 ? NULL : rec->value.p, rec->value.len < 0 ? 0 : rec->value.len);
-	}
 	kstmt_text(st, MQ_TEXTOID, txn_id);
 	kstmt_int(st, MQ_INT8OID, b->producer_id);
 	kstmt_int(st, MQ_INT4OID, b->producer_epoch);
 	kstmt_text(st, MQ_TEXTOID, topic);
 	kstmt_int(st, MQ_INT4OID, partition);
 	kstmt_int(st, MQ_INT4OID, b->base_sequence);
-	bytes = mq_array_bytes(&keys, &len);
-	kstmt_binary(st, MQ_BYTEAARRAYOID, bytes, len);
-	bytes = mq_array_bytes(&vals, &len);
-	kstmt_binary(st, MQ_BYTEAARRAYOID, bytes, len);
+	bind_keys_values(st, b);
 	add_meta(st, b);
-	mq_array_free(&keys);
-	mq_array_free(&vals);
 }
 
 /* one partition of the request: decode and check its batch */
