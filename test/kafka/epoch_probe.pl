@@ -8,32 +8,18 @@
 # "closed" when the daemon closed the connection.
 use strict;
 use warnings;
-use IO::Socket::INET;
-use IO::Select;
 use FindBin;
 use lib $FindBin::Bin;
-use KafkaWire;
+use KafkaWire qw(:DEFAULT kafka_connect kafka_request);
 
 my ($port, $what, $topic, $partition, @args) = @ARGV;
 die "usage: epoch_probe.pl PORT end|fetch TOPIC PARTITION ...\n" unless defined $partition;
-my $sock = IO::Socket::INET->new(PeerAddr => '127.0.0.1', PeerPort => $port, Proto => 'tcp')
-  or die "connect: $!\n";
+my $sock = kafka_connect($port);
 
 sub call {
 	my ($api, $ver, $body) = @_;
-	my $frame = pack('s> s> l>', $api, $ver, 7) . str('epoch_probe.pl') . $body;
-	$sock->syswrite(pack('l>', length $frame) . $frame);
-	my $sel = IO::Select->new($sock);
-	my $buf = '';
-	while (1) {
-		return undef unless $sel->can_read(30);
-		my $got = $sock->sysread($buf, 1 << 20, length $buf);
-		return undef unless $got;
-		if (length $buf >= 4) {
-			my $size = unpack('l>', $buf);
-			return substr($buf, 8, $size - 4) if length $buf >= 4 + $size;
-		}
-	}
+	my $r = kafka_request($sock, 'epoch_probe.pl', $api, $ver, $body, 0, 30);
+	return defined $r ? substr($r, 4) : undef;
 }
 
 my $tlen = length $topic;

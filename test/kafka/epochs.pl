@@ -8,45 +8,22 @@
 # connection when sent anyway.  Prints TAP.
 use strict;
 use warnings;
-use IO::Socket::INET;
-use IO::Select;
 use FindBin;
 use lib $FindBin::Bin;
-use KafkaWire;
+use KafkaWire qw(:DEFAULT kafka_connect kafka_request ok tap_done);
 
 my $port = shift or die "usage: epochs.pl PORT\n";
 $| = 1;
 $SIG{PIPE} = 'IGNORE';
-my ($n, $failed) = (0, 0);
 
-sub ok {
-	my ($cond, $what, $detail) = @_;
-	$n++;
-	print(($cond ? "ok" : "not ok") . " $n - $what\n");
-	print "#   $detail\n" if !$cond && defined $detail;
-	$failed++ unless $cond;
-}
-
-my $sock = IO::Socket::INET->new(PeerAddr => '127.0.0.1', PeerPort => $port, Proto => 'tcp')
-  or die "connect: $!\n";
+my $sock = kafka_connect($port);
 
 # one request; the response body after the correlation id (and, for a
 # flexible version, the header's tagged fields), or undef when closed
 sub call {
 	my ($api, $ver, $body, $flex) = @_;
-	my $frame = pack('s> s> l>', $api, $ver, 7) . str('epochs.pl') . ($flex ? "\0" : '') . $body;
-	$sock->syswrite(pack('l>', length $frame) . $frame);
-	my $sel = IO::Select->new($sock);
-	my $buf = '';
-	while (1) {
-		return undef unless $sel->can_read(10);
-		my $got = $sock->sysread($buf, 65536, length $buf);
-		return undef unless $got;
-		if (length $buf >= 4) {
-			my $size = unpack('l>', $buf);
-			return substr($buf, $flex ? 9 : 8, $size - ($flex ? 5 : 4)) if length $buf >= 4 + $size;
-		}
-	}
+	my $r = kafka_request($sock, 'epochs.pl', $api, $ver, $body, $flex);
+	return defined $r ? substr($r, $flex ? 5 : 4) : undef;
 }
 
 # ---- ApiVersions: OffsetForLeaderEpoch advertised 0-4
@@ -69,7 +46,7 @@ sub call {
 	my %adv = map { unpack('x' . (6 + 6 * $_) . ' s>', $r) => 1 } 0 .. $cnt - 1;
 	ok($cnt > 0 && !$adv{35} && !$adv{43} && !$adv{60}, 'DescribeLogDirs (35), ElectLeaders (43), DescribeCluster (60) are not advertised');
 	ok(!defined call(60, 0, pack('C', 0)), 'a DescribeCluster request sent anyway closes the connection');
-	$sock = IO::Socket::INET->new(PeerAddr => '127.0.0.1', PeerPort => $port, Proto => 'tcp') or die "connect: $!\n";
+	$sock = kafka_connect($port);
 	$r = call(18, 0, '');
 	ok(defined $r && unpack('s>', $r) == 0, 'and the daemon serves the next connection');
 }
@@ -176,5 +153,4 @@ for my $c ([-2, 0, 0, 'earliest: offset 0, written under epoch 0'], [-1, 7, 5, '
 		'got ' . join(', ', map { $_ // 'undef' } $off, $epoch));
 }
 
-print "1..$n\n";
-exit($failed ? 1 : 0);
+tap_done();

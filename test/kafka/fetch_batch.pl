@@ -10,47 +10,21 @@
 # "records N batches M".
 use strict;
 use warnings;
-use IO::Socket::INET;
-use IO::Select;
 use FindBin;
 use lib $FindBin::Bin;
-use KafkaWire;
+use KafkaWire qw(:DEFAULT kafka_connect kafka_request ok tap_done);
 
 my ($port_db, $port_daemon, @specs) = @ARGV;
 die "usage: fetch_batch.pl PORT PORT SPEC...\n" unless $port_daemon && @specs;
 $| = 1;
-my ($n, $failed, $records, $batches) = (0, 0, 0, 0);
+my ($records, $batches) = (0, 0);
 
-sub ok {
-	my ($cond, $what, $detail) = @_;
-	$n++;
-	print(($cond ? "ok" : "not ok") . " $n - $what\n");
-	print "#   $detail\n" if !$cond && defined $detail;
-	$failed++ unless $cond;
-}
-
-my %sock = map {
-	$_ => IO::Socket::INET->new(PeerAddr => '127.0.0.1', PeerPort => $_, Proto => 'tcp')
-	  || die "connect $_: $!\n"
-} ($port_db, $port_daemon);
+my %sock = map { $_ => kafka_connect($_) } ($port_db, $port_daemon);
 
 # one request, the whole response frame after the size
 sub call {
 	my ($port, $ver, $body) = @_;
-	my $s = $sock{$port};
-	my $frame = pack('s> s> l>', 1, $ver, 42) . str('fetch_batch.pl') . ($ver >= 12 ? "\0" : '') . $body;
-	$s->syswrite(pack('l>', length $frame) . $frame);
-	my $sel = IO::Select->new($s);
-	my $buf = '';
-	while (1) {
-		return 'timeout' unless $sel->can_read(30);
-		my $got = $s->sysread($buf, 1 << 20, length $buf);
-		return 'closed' unless $got;
-		if (length $buf >= 4) {
-			my $size = unpack('l>', $buf);
-			return substr($buf, 4, $size) if length $buf >= 4 + $size;
-		}
-	}
+	return kafka_request($sock{$port}, 'fetch_batch.pl', 1, $ver, $body, $ver >= 12, 30) // 'closed';
 }
 
 # a Fetch request body: parts are [topic, partition, offset], grouped by topic in order
@@ -142,4 +116,4 @@ for my $spec (@specs) {
 	}
 }
 print "records $records batches $batches\n";
-exit($failed ? 1 : 0);
+tap_done(0);

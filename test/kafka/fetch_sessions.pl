@@ -8,44 +8,21 @@
 # full cache evicts as Kafka's does.  Prints TAP.
 use strict;
 use warnings;
-use IO::Socket::INET;
-use IO::Select;
 use FindBin;
 use lib $FindBin::Bin;
-use KafkaWire;
+use KafkaWire qw(:DEFAULT kafka_connect kafka_request ok tap_done);
 use Digest::MD5 qw(md5);
 
 my $port = shift or die "usage: fetch_sessions.pl PORT\n";
 $| = 1;
 $SIG{PIPE} = 'IGNORE';
-my ($n, $failed) = (0, 0);
 
-sub ok {
-	my ($cond, $what, $detail) = @_;
-	$n++;
-	print(($cond ? "ok" : "not ok") . " $n - $what\n");
-	print "#   $detail\n" if !$cond && defined $detail;
-	$failed++ unless $cond;
-}
-
-my $sock = IO::Socket::INET->new(PeerAddr => '127.0.0.1', PeerPort => $port, Proto => 'tcp')
-  or die "connect: $!\n";
+my $sock = kafka_connect($port);
 
 sub call {
 	my ($api, $ver, $body, $flex) = @_;
-	my $frame = pack('s> s> l>', $api, $ver, 7) . str('fetch_sessions.pl') . ($flex ? "\0" : '') . $body;
-	$sock->syswrite(pack('l>', length $frame) . $frame);
-	my $sel = IO::Select->new($sock);
-	my $buf = '';
-	while (1) {
-		return undef unless $sel->can_read(10);
-		my $got = $sock->sysread($buf, 1 << 20, length $buf);
-		return undef unless $got;
-		if (length $buf >= 4) {
-			my $size = unpack('l>', $buf);
-			return substr($buf, $flex ? 9 : 8, $size - ($flex ? 5 : 4)) if length $buf >= 4 + $size;
-		}
-	}
+	my $r = kafka_request($sock, 'fetch_sessions.pl', $api, $ver, $body, $flex);
+	return defined $r ? substr($r, $flex ? 5 : 4) : undef;
 }
 
 sub sql { my $q = shift; system('psql', '-XqAtc', $q) == 0 or die "psql failed: $q\n" }
@@ -187,5 +164,4 @@ ok($h && $h->{error} == 70, 'the least recently used of the smallest sessions wa
 $h = fetch($ids[1], 1, []);
 ok($h && $h->{error} == 0, 'the others remain', 'got error ' . ($h ? $h->{error} : 'closed'));
 
-print "1..$n\n";
-exit($failed ? 1 : 0);
+tap_done();
