@@ -35,13 +35,14 @@ my $ln = $c->node(1);
 
 # 600 records over 40 keys, every 11th a tombstone, every 3rd with a
 # header, every 5th with a CreateTime of its own; twelve calls of 50, each
-# once the maintenance worker made the segment it needs (a produce that
-# makes one itself can collide with the worker's making it)
+# once the maintenance worker made the segment it needs, at or past the
+# log end (a produce that makes one itself can collide with the worker's
+# making it)
 for my $call (0 .. 11)
 {
 	my ($from, $to) = ($call * 50, $call * 50 + 49);
 	$ln->poll_query_until('postgres',
-		"SELECT EXISTS (SELECT 1 FROM mq.segments s WHERE s.topic = 'cm' AND s.base_offset > "
+		"SELECT EXISTS (SELECT 1 FROM mq.segments s WHERE s.topic = 'cm' AND s.base_offset >= "
 		  . "(SELECT log_end_offset FROM mq.partitions WHERE topic = 'cm'))")
 	  or die 'no segment ahead of the log end';
 	$ln->safe_psql('postgres', qq{
@@ -131,7 +132,7 @@ is($c->node(3)->safe_psql('postgres', "SELECT string_agg(msg_offset::text, ',') 
 
 # the new leader takes writes at the log end, and its follower copies them
 $c->node(3)->poll_query_until('postgres',
-	"SELECT EXISTS (SELECT 1 FROM mq.segments WHERE topic = 'cm' AND base_offset > 600)")
+	"SELECT EXISTS (SELECT 1 FROM mq.segments WHERE topic = 'cm' AND base_offset >= 600)")
   or die 'no segment ahead of the log end';
 my $next = $c->node(3)->safe_psql('postgres',
 	"SELECT msg_offset FROM mq.send('cm', 'k0', 'after-move', partition => 0)");
