@@ -11,7 +11,8 @@
 #   2. build + install the extension and the tools (make -s; make -s install)
 #   3. unit: tests that need no shared PostgreSQL server: the C unit tests
 #      test/unit/*_test.c (built by `make -C broker unit`) and the checks
-#      test/unit/*.sh (run with bash from the repo root)
+#      test/unit/*.sh (run with bash from the repo root; the benchmarks'
+#      own tests, test/unit/bench_*.sh, in the background until the end)
 #   4. one throwaway cluster (shared_preload_libraries = 'mq'), then
 #      a. pg_regress: `make installcheck` (sql/*.sql vs expected/*.out)
 #      isolation: pg_isolation_regress (from the PGXS tree) runs the
@@ -181,6 +182,7 @@ keep_log() {
 
 finish() {
 	cluster_stop >/dev/null 2>&1 || true
+	unit_bg_join
 	tap_beside_join
 	print_times
 	write_results
@@ -220,6 +222,36 @@ write_results() {
 		printf 'count\t%d\t%d\n' "$PASSED" "$FAILED"
 		[[ -z "$LOGS_DIR" ]] || printf 'logs\t%s\n' "$LOGS_DIR"
 	} >"$MQ_RESULTS"
+}
+# ---- the benchmarks' own tests (test/unit/bench_*.sh) in the background
+# They check that a benchmark script runs in its short mode: they spend
+# their time waiting on servers they start themselves and share nothing
+# with the other phases, so they run from the unit phase on, beside the
+# rest, and are reported when the run ends (their output then).
+declare -A UNIT_BG=() UNIT_BG_T0=() UNIT_BG_OUT=()
+unit_bg_start() {
+	local out
+	out="$(mktemp "${TMPDIR:-/tmp}/mq-unit-bg.XXXXXX")"
+	mq_on_exit "rm -f '$out'"
+	echo "$1 runs in the background: its output comes at the end"
+	mq_spawn_timeout "$SUITE_TIMEOUT" bash "$1" >"$out" 2>&1
+	UNIT_BG[$MQ_SPAWNED]="$1"
+	UNIT_BG_T0[$MQ_SPAWNED]="$(now_ms)"
+	UNIT_BG_OUT[$MQ_SPAWNED]="$out"
+}
+unit_bg_join() {
+	local pid rc f ms
+	for pid in "${!UNIT_BG[@]}"; do
+		rc=0
+		wait "$pid" || rc=$?
+		f="${UNIT_BG[$pid]}"
+		ms=$(($(now_ms) - ${UNIT_BG_T0[$pid]}))
+		mq_reaped "$pid" "$rc" "after ${SUITE_TIMEOUT}s: $f"
+		printf -- '--- %s (background, %ss):\n' "$f" "$(secs "$ms")"
+		cat "${UNIT_BG_OUT[$pid]}"
+		if ((rc == 0)); then pass "unit:$f" "$ms"; else fail "unit:$f" "$ms"; fi
+		unset 'UNIT_BG[$pid]'
+	done
 }
 tap_beside_start() {
 	BESIDE_DIR="$(mktemp -d "${TMPDIR:-/tmp}/mq-beside.XXXXXX")"
@@ -405,6 +437,11 @@ if want unit; then
 		done
 	fi
 	for f in "${UNIT_SH[@]}"; do
+		case "$f" in test/unit/bench_*.sh)
+			unit_bg_start "$f"
+			continue
+			;;
+		esac
 		if mq_run_timeout "$SUITE_TIMEOUT" bash "$f"; then
 			pass "unit:$f"
 		else
