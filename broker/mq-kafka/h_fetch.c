@@ -51,6 +51,20 @@
 #include "topic_id.h"
 #include "util.h"
 
+/* FETCH_EPOCHS + 1 (fetch_epochs.c) */
+#define FETCH_EPOCHS_SQL "9"
+
+/* the epochs of a partition's records from r0.o on, for both statements */
+#define FETCH_EPOCHS_JOIN \
+	" LEFT JOIN LATERAL (SELECT array_agg(q.leader_epoch ORDER BY q.leader_epoch) AS eps," \
+	"        array_agg(q.start_offset ORDER BY q.leader_epoch) AS starts FROM (" \
+	"     SELECT w.leader_epoch, w.start_offset FROM (" \
+	"       SELECT h.leader_epoch, h.start_offset," \
+	"              lead(h.start_offset) OVER (ORDER BY h.leader_epoch) AS next_start" \
+	"         FROM mq.leader_epochs h WHERE r0.ep > 0 AND h.topic = r0.t AND h.partition = r0.p) w" \
+	"      WHERE w.next_start IS NULL OR w.next_start > r0.o" \
+	"      ORDER BY w.leader_epoch LIMIT " FETCH_EPOCHS_SQL ") q) e ON r0.lso IS NOT NULL"
+
 /*
  * One row per partition with its bounds (record columns null), then the
  * records, with no ORDER BY: rows are put in order by the daemon
@@ -71,14 +85,7 @@
 	" SELECT r0.i, CASE WHEN r0.lso IS NULL AND NOT mq.has_topic_privilege(r0.t, 'read') THEN -1" \
 	"        ELSE r0.lso END, r0.hw, NULL::int8, NULL::timestamptz, NULL::bytea, NULL::bytea," \
 	"        NULL::bool, NULL::text[], NULL::bytea[], r0.ep, e.eps, e.starts FROM r0" \
-	" LEFT JOIN LATERAL (SELECT array_agg(q.leader_epoch ORDER BY q.leader_epoch) AS eps," \
-	"        array_agg(q.start_offset ORDER BY q.leader_epoch) AS starts FROM (" \
-	"     SELECT w.leader_epoch, w.start_offset FROM (" \
-	"       SELECT h.leader_epoch, h.start_offset," \
-	"              lead(h.start_offset) OVER (ORDER BY h.leader_epoch) AS next_start" \
-	"         FROM mq.leader_epochs h WHERE r0.ep > 0 AND h.topic = r0.t AND h.partition = r0.p) w" \
-	"      WHERE w.next_start IS NULL OR w.next_start > r0.o" \
-	"      ORDER BY w.leader_epoch LIMIT " FETCH_EPOCHS_SQL ") q) e ON r0.lso IS NOT NULL" \
+	FETCH_EPOCHS_JOIN \
 	" UNION ALL" \
 	" SELECT r.i, NULL, NULL, f.msg_offset, coalesce(f.timestamp, f.created_at), f.key, f.value," \
 	"        f.timestamp_type = 'LogAppendTime'," \
@@ -90,8 +97,6 @@
 	"   FROM r CROSS JOIN LATERAL mq.fetch(r.t, r.p, CASE WHEN r.o >= r.lso AND r.o < r.hw" \
 	"                                      THEN r.o ELSE r.leo END, r.n, max_bytes => r.mb) f"
 
-/* FETCH_EPOCHS + 1 (fetch_epochs.c) */
-#define FETCH_EPOCHS_SQL "9"
 
 /*
  * v4+: the same bounds rows, then a row per partition with its records as
@@ -105,14 +110,7 @@
 	" SELECT r0.i, CASE WHEN r0.lso IS NULL AND NOT mq.has_topic_privilege(r0.t, 'read') THEN -1" \
 	"        ELSE r0.lso END, r0.hw, NULL::int8, NULL::int4, NULL::int8, NULL::bytea," \
 	"        NULL::bool, NULL::text[], NULL::bytea[], r0.ep, e.eps, e.starts FROM r0" \
-	" LEFT JOIN LATERAL (SELECT array_agg(q.leader_epoch ORDER BY q.leader_epoch) AS eps," \
-	"        array_agg(q.start_offset ORDER BY q.leader_epoch) AS starts FROM (" \
-	"     SELECT w.leader_epoch, w.start_offset FROM (" \
-	"       SELECT h.leader_epoch, h.start_offset," \
-	"              lead(h.start_offset) OVER (ORDER BY h.leader_epoch) AS next_start" \
-	"         FROM mq.leader_epochs h WHERE r0.ep > 0 AND h.topic = r0.t AND h.partition = r0.p) w" \
-	"      WHERE w.next_start IS NULL OR w.next_start > r0.o" \
-	"      ORDER BY w.leader_epoch LIMIT " FETCH_EPOCHS_SQL ") q) e ON r0.lso IS NOT NULL" \
+	FETCH_EPOCHS_JOIN \
 	" UNION ALL" \
 	" SELECT (b.f).item, NULL, NULL, (b.f).next_offset, (b.f).records, (b.f).bytes, (b.f).batches," \
 	"        NULL::bool, NULL::text[], NULL::bytea[], NULL::int4, NULL::int4[], NULL::int8[]" \
