@@ -42,7 +42,8 @@
 #      files (tap_start below).  MQ_REPO_ROOT names the repo; test/t is in
 #      @INC for helper modules.  By default this phase runs beside phases
 #      3 to 5, in a second instance of this command started after the
-#      build (MQ_TAP_BESIDE below); its output is printed after phase 5.
+#      build, and phases 4e and 5 in a third, with a cluster of its own
+#      (MQ_TAP_BESIDE below); their output is printed after phase 5.
 #   7. package: test/package/*.sh, run with bash from the repo root as
 #      root (timeout MQ_PACKAGE_TIMEOUT, default 900 s): the Debian
 #      packages are built, installed with apt, proven on a cluster of the
@@ -77,8 +78,8 @@
 #        since the branch left main, the sanitize and package phases are
 #        left out unless MQ_TEST_ONLY names them; MQ_TESTS, if set too, wins),
 #        MQ_TAP_JOBS (multi-node TAP tests run at a time, default 3),
-#        MQ_TAP_BESIDE=0 (run the TAP phase alone, in its place, not beside
-#        the phases from unit to sanitize),
+#        MQ_TAP_BESIDE=0 (run every phase in its place, the TAP phase and
+#        the mq-kafka and sanitizer phases not beside the others),
 #        MQ_PRELOAD / MQ_EXTENSION (see scripts/lib.sh).
 set -euo pipefail
 
@@ -183,7 +184,7 @@ keep_log() {
 finish() {
 	cluster_stop >/dev/null 2>&1 || true
 	unit_bg_join
-	tap_beside_join
+	beside_join
 	print_times
 	write_results
 	if ((FAILED > 0)); then
@@ -200,17 +201,19 @@ finish() {
 	exit 0
 }
 
-# ---- the TAP phase beside the others (MQ_TAP_BESIDE)
+# ---- lanes of phases beside the others (MQ_TAP_BESIDE)
 # The multi-node TAP tests spend most of their time waiting, and so do the
 # phases from unit to sanitize: with MQ_TAP_BESIDE=1 (the default when
-# both are to run) this command starts a second instance of itself for the
-# TAP phase alone (MQ_TEST_ONLY=tap MQ_SKIP_BUILD=1) right after the
-# build, runs the other phases meanwhile, and before the package phase
-# (which replaces the installed extension) waits for it, prints its output
-# and counts its suites and times as its own (MQ_RESULTS: the file where
-# an instance writes them).  MQ_TAP_BESIDE=0 runs the TAP phase in its
-# place, alone.
-BESIDE_PID=""
+# there is something to run beside) this command starts further instances
+# of itself right after the build (MQ_SKIP_BUILD=1), one per lane: the TAP
+# phase alone, and the mq-kafka and sanitizer phases (each instance with
+# its own throwaway cluster, so the suites of two lanes share no roles,
+# databases or settings).  It runs the remaining phases meanwhile, and
+# before the package phase (which replaces the installed extension) waits
+# for each lane in turn, prints its output and counts its suites and times
+# as its own (MQ_RESULTS: the file where an instance writes them).
+# MQ_TAP_BESIDE=0 runs every phase in its place, one after the other.
+BESIDE_PHASES=() BESIDE_PIDS=() BESIDE_DIRS=()
 BESIDE_LOGS=()
 write_results() {
 	[[ -n "${MQ_RESULTS:-}" ]] || return 0
@@ -253,46 +256,59 @@ unit_bg_join() {
 		unset 'UNIT_BG[$pid]'
 	done
 }
-tap_beside_start() {
-	BESIDE_DIR="$(mktemp -d "${TMPDIR:-/tmp}/mq-beside.XXXXXX")"
-	mq_on_exit "rm -rf '$BESIDE_DIR'"
-	echo "the multi-node TAP phase runs beside the next phases (MQ_TAP_BESIDE): its output comes after them"
-	MQ_TEST_ONLY=tap MQ_SKIP_BUILD=1 MQ_TAP_BESIDE=0 MQ_RESULTS="$BESIDE_DIR/results" \
-		mq_spawn_timeout "$((SUITE_TIMEOUT * ${#TAP_PL[@]} + 60))" bash scripts/test.sh \
-		>"$BESIDE_DIR/out" 2>&1
-	BESIDE_PID="$MQ_SPAWNED"
+# beside_start TIMEOUT PHASES...: a lane running PHASES, killed after TIMEOUT
+# seconds; the phases are no longer this instance's
+beside_start() {
+	local timeout="$1" dir p
+	shift
+	dir="$(mktemp -d "${TMPDIR:-/tmp}/mq-beside.XXXXXX")"
+	mq_on_exit "rm -rf '$dir'"
+	echo "phases $* run beside the next ones (MQ_TAP_BESIDE): their output comes after them"
+	MQ_TEST_ONLY="$*" MQ_SKIP_BUILD=1 MQ_TAP_BESIDE=0 MQ_RESULTS="$dir/results" \
+		mq_spawn_timeout "$timeout" bash scripts/test.sh >"$dir/out" 2>&1
+	BESIDE_PHASES+=("$*")
+	BESIDE_PIDS+=("$MQ_SPAWNED")
+	BESIDE_DIRS+=("$dir")
+	for p in "$@"; do ONLY=" $ONLY "; ONLY="${ONLY/ $p / }"; done
 }
-tap_beside_join() {
-	[[ -n "$BESIDE_PID" ]] || return 0
-	local rc=0 t0 kind a b c failed=0
+beside_join() {
+	local i
+	((${#BESIDE_PIDS[@]})) || return 0
 	phase_end
+	for i in "${!BESIDE_PIDS[@]}"; do
+		beside_join_one "${BESIDE_PHASES[$i]}" "${BESIDE_PIDS[$i]}" "${BESIDE_DIRS[$i]}"
+	done
+	BESIDE_PIDS=()
+}
+beside_join_one() {
+	local lane="$1" pid="$2" dir="$3" rc=0 t0 kind a b c failed=0 ms
 	t0="$(now_ms)"
 	echo
-	echo "==> multi-node TAP (beside the phases since unit): waiting for it"
-	wait "$BESIDE_PID" || rc=$?
-	mq_reaped "$BESIDE_PID" "$rc" "the TAP phase beside the others"
-	BESIDE_PID=""
+	echo "==> lane $lane (beside the phases since unit): waiting for it"
+	wait "$pid" || rc=$?
+	mq_reaped "$pid" "$rc" "the lane $lane beside the others"
 	# its output without its own summary (merged into ours below)
-	sed -e '/^phase times:$/,$d' "$BESIDE_DIR/out"
-	if [[ ! -f "$BESIDE_DIR/results" ]]; then
-		fail "tap:the phase ended without results (exit $rc)"
+	sed -e '/^phase times:$/,$d' "$dir/out"
+	if [[ ! -f "$dir/results" ]]; then
+		fail "lane $lane: it ended without results (exit $rc)"
 		return 0
 	fi
 	while IFS=$'\t' read -r kind a b c; do
 		case "$kind" in
-		phase) [[ "$b" != dependencies ]] &&
-			PHASE_TIMES+=("$a"$'\t'"$b (beside the others from unit on; waited $(secs $(($(now_ms) - t0)))s for it at the end)") ;;
+		phase) [[ "$b" != dependencies ]] && PHASE_TIMES+=("$a"$'\t'"$b (beside)") ;;
 		suite) SUITE_TIMES+=("$a"$'\t'"$b") ;;
 		failed) FAILED_NAMES+=("$a") ;;
 		count) PASSED=$((PASSED + a)) FAILED=$((FAILED + b)) failed="$b" ;;
 		logs) BESIDE_LOGS+=("$a") ;;
 		esac
-	done <"$BESIDE_DIR/results"
+	done <"$dir/results"
 	: "$c"
 	if ((rc != 0 && failed == 0)); then
-		fail "tap:the phase (exit $rc)"
+		fail "lane $lane (exit $rc)"
 	fi
-	echo "<== multi-node TAP: waited $(secs $(($(now_ms) - t0)))s for it at the end"
+	ms=$(($(now_ms) - t0))
+	PHASE_TIMES+=("$ms"$'\t'"waiting for the lane $lane at the end")
+	echo "<== lane $lane: waited $(secs "$ms")s for it at the end"
 }
 
 # fresh_db NAME [extension...]: create database NAME with the extensions.
@@ -413,13 +429,23 @@ fi
 shopt -u nullglob
 
 # --------------------------------------------------------------------------
-TAP_BESIDE=""
-if want tap && [[ "${MQ_TAP_BESIDE:-1}" != 0 ]] && ((${#TAP_PL[@]})); then
-	for p in unit regress isolation pgtap concurrency cli kafka sanitize; do
-		if want "$p"; then TAP_BESIDE=1; fi
-	done
+# lanes beside (MQ_TAP_BESIDE): the TAP phase, then mq-kafka and the
+# sanitizers, each when something is left to run beside it
+wants_any() {
+	local p
+	for p in "$@"; do if want "$p"; then return 0; fi; done
+	return 1
+}
+if [[ "${MQ_TAP_BESIDE:-1}" != 0 ]]; then
+	if want tap && ((${#TAP_PL[@]})) && wants_any unit regress isolation pgtap concurrency cli kafka sanitize; then
+		beside_start "$((SUITE_TIMEOUT * ${#TAP_PL[@]} + 60))" tap
+	fi
+	if wants_any kafka sanitize && wants_any unit regress isolation pgtap concurrency cli; then
+		lane=()
+		for p in kafka sanitize; do if want "$p"; then lane+=("$p"); fi; done
+		beside_start "$((SUITE_TIMEOUT * (${#KAFKA_SH[@]} + 3) + 60))" "${lane[@]}"
+	fi
 fi
-[[ -z "$TAP_BESIDE" ]] || tap_beside_start
 
 # --------------------------------------------------------------------------
 if want unit; then
@@ -687,9 +713,8 @@ tap_run_all() {
 }
 
 # --------------------------------------------------------------------------
-if [[ -n "$TAP_BESIDE" ]]; then
-	tap_beside_join
-elif want tap; then
+beside_join
+if want tap; then
 	mq_phase "multi-node TAP: prove as postgres (${#TAP_PL[@]} tests in test/t/, $TAP_JOBS at a time)"
 	if ((${#TAP_PL[@]} == 0)); then
 		echo "no test/t/*.pl: skipped"

@@ -53,8 +53,9 @@ $node->safe_psql('postgres', q{
 	SELECT mq.create_topic('late', 1);
 });
 my $late_pid = $node->safe_psql('postgres', 'SELECT producer_id FROM mq.init_producer()');
-$node->safe_psql('postgres', 'SELECT pg_switch_wal()');
-my $walfile = $node->safe_psql('postgres', 'SELECT pg_walfile_name(pg_current_wal_lsn())');
+# the segment pg_switch_wal completed (the current position may already be
+# in the next one, which nothing archives until it fills)
+my $walfile = $node->safe_psql('postgres', 'SELECT pg_walfile_name(pg_switch_wal())');
 $node->poll_query_until('postgres', "SELECT last_archived_wal >= '$walfile' FROM pg_stat_archiver")
   or die 'the WAL is not archived';
 $node->stop;
