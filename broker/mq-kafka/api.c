@@ -53,7 +53,7 @@ static const KApi apis[] = {
 	{KAPI_PRODUCE, 0, 11, 9, h_produce,
 	 "record batch v2 (v3+), message sets v0 and v1 up-converted (v0-v2); gzip, snappy (raw and xerial framing), lz4, zstd; acks 0, 1, -1"},
 	{KAPI_FETCH, 0, 17, 12, h_fetch,
-	 "record batches (v4+), message sets down-converted to v0 (v0-v1) and v1 (v2-v3); topic ids (v13+); byte limits with at least one whole record (KIP-74); long polling; fetch sessions (v7+, KIP-227); current leader epoch checked (v9+)"},
+	 "record batches (v4+), message sets down-converted to v0 (v0-v1) and v1 (v2-v3); topic ids (v13+); byte limits with at least one whole record (KIP-74); long polling; fetch sessions (v7+, KIP-227); current leader epoch checked (v9+); diverging epoch from the last fetched epoch (v12+)"},
 	{KAPI_LIST_OFFSETS, 0, 9, 6, h_list_offsets,
 	 "earliest (-2), latest (-1), max timestamp (-3), local start (-4), last tiered (-5: -1), and by timestamp; v0 answers at most one offset (the one v1 gives), none for `max_num_offsets` 0"},
 	{KAPI_METADATA, 0, 12, 9, h_metadata,

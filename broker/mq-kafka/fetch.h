@@ -24,6 +24,7 @@ typedef struct FPart
 	int32_t		max_bytes;
 	int32_t		max_records;	/* records to read at most; 0: from max_bytes */
 	int32_t		current_epoch;	/* the client's leader epoch (v9+; -1: none) */
+	int32_t		last_fetched_epoch;	/* v12+; -1: none */
 	/* set by encoding a response */
 	int64_t		next_offset;	/* the offset after the records returned */
 	int64_t		high_watermark; /* -1: unknown partition */
@@ -34,6 +35,9 @@ typedef struct FPart
 	int32_t		epoch[FETCH_EPOCHS];
 	int64_t		epoch_start[FETCH_EPOCHS];
 	int64_t		epochs_end;		/* records from here on wait for the next Fetch */
+	/* the fetcher's log diverged: where (fetch_epochs.c); -1: it did not */
+	int32_t		diverging_epoch;
+	int64_t		diverging_end;
 } FPart;
 
 /* a partition a Fetch's forgotten_topics_data takes out of its session */
@@ -61,6 +65,7 @@ typedef struct FetchState
 	int64_t		deadline_us;
 	size_t		bytes;			/* record bytes of the last attempt */
 	bool		failed;			/* the last attempt got a database error */
+	bool		diverged;		/* it answers a diverging epoch: at once */
 	bool		final;
 	struct event *timer;
 	KRequest   *req;
@@ -92,7 +97,11 @@ enum
 	COL_HVALS,
 	COL_EPOCH,					/* bounds row: the partition's leader epoch */
 	COL_EPOCHS,					/* and its epochs from the fetch offset on */
-	COL_EPOCH_STARTS
+	COL_EPOCH_STARTS,
+	COL_LEO,					/* its log end offset */
+	COL_END_LATEST,				/* the end of its last fetched epoch (epoch_end.h) */
+	COL_END_FLOOR,
+	COL_END_HIGHER
 };
 
 /*
@@ -107,6 +116,13 @@ enum
 	COL_B_BATCHES
 };
 
+/*
+ * bounds[k] of a partition the role may not see nor read: Kafka's
+ * TOPIC_AUTHORIZATION_FAILED, as SQL's 42501 (whether the topic exists or
+ * not); one it may read but that is not there: UNKNOWN_TOPIC_OR_PARTITION
+ */
+#define BOUNDS_UNAUTHORIZED (-2)
+
 /* a record row of the result, for putting rows in order */
 typedef struct FRow
 {
@@ -114,6 +130,17 @@ typedef struct FRow
 	int			row;
 	int64_t		offset;
 } FRow;
+
+/*
+ * fetch_sql.c: whether s is answered from the database's record batches
+ * (v4+, not --fetch-encoder=daemon); the statement of an attempt, as
+ * s->job; the result's rows in order: bounds[k] the bounds row of
+ * partition k (-1: unknown; BOUNDS_UNAUTHORIZED), the record rows sorted
+ * by partition and offset in *rows (*nrows; the caller frees)
+ */
+extern bool fetch_batched(const FetchState *s);
+extern void fetch_job(FetchState *s);
+extern void fetch_order(PGresult *res, int32_t nparts, int *bounds, FRow **rows, int *nrows);
 
 /*
  * fetch_records.c: the records of one partition (rows[0..n), in offset
@@ -140,6 +167,15 @@ extern bool copy_partition(PGresult *res, int row, FPart *fp, size_t *total, KWr
 extern void fetch_epochs_read(PGresult *res, int row, FPart *fp);
 extern int16_t fetch_epoch_check(PGresult *res, int row, const FPart *fp);
 extern int32_t fetch_epoch_at(const FPart *fp, int64_t offset);
+
+/*
+ * fetch_epochs.c (Fetch v12+): check fp's last fetched epoch against the
+ * partition's epochs (its bounds row, and its log start offset): the
+ * error (OFFSET_OUT_OF_RANGE when the epoch's end is undefined or the
+ * offset is before the log start), or KERR_NONE with fp's diverging
+ * epoch and end set when the fetcher's log diverged from this one
+ */
+extern int16_t fetch_diverging(PGresult *res, int row, FPart *fp, int64_t log_start);
 
 /*
  * fetch_session.c (KIP-227): apply s's session id and epoch (Fetch v7+);

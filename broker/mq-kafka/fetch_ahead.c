@@ -6,11 +6,12 @@
  *	  watermark), the statement of the consumer's next Fetch (the same
  *	  partitions and limits, from the offsets after the records returned)
  *	  runs at once, while the response travels and the client decodes it.
- *	  A Fetch that asks for exactly that (the same partitions, offsets and
- *	  limits, in any order: clients rotate the order of partitions) takes
- *	  the result, or waits for it if it is still running, instead of
- *	  reading again; its response lists the partitions in the read-ahead's
- *	  order.  This overlaps the database's reading with the client's,
+ *	  A Fetch that asks for exactly that (the same partitions, offsets,
+ *	  limits and leader epochs, in any order: clients rotate the order of
+ *	  partitions) takes the result, or waits for it if it is still
+ *	  running, instead of reading again; its response lists the topics
+ *	  (with their ids, v13+) and partitions in the read-ahead's order.  A
+ *	  topic id no topic has (an empty name) matches nothing.  This overlaps the database's reading with the client's,
  *	  which otherwise take turns (docs/design.md, "The Kafka front end").
  *
  * What a taken read-ahead returns is what a Fetch run at that moment
@@ -128,7 +129,7 @@ same_request(const FetchState *x, const FetchState *s, int32_t *tmap)
 	{
 		tmap[t] = -1;
 		for (int32_t u = 0; u < s->ntopics && tmap[t] < 0; u++)
-			if (!used[u] && x->topics[t].len == s->topics[u].len &&
+			if (!used[u] && x->topics[t].len > 0 && x->topics[t].len == s->topics[u].len &&
 				memcmp(x->topics[t].p, s->topics[u].p, x->topics[t].len) == 0)
 				tmap[t] = u;
 		if (tmap[t] < 0)
@@ -146,7 +147,9 @@ same_request(const FetchState *x, const FetchState *s, int32_t *tmap)
 			const FPart *b = &s->parts[j];
 
 			if (!used[j] && tmap[a->topic] == b->topic && a->partition == b->partition &&
-				a->offset == b->offset && a->max_bytes == b->max_bytes)
+				a->offset == b->offset && a->max_bytes == b->max_bytes &&
+				a->current_epoch == b->current_epoch &&
+				a->last_fetched_epoch == b->last_fetched_epoch)
 				found = used[j] = true;
 		}
 		if (!found)
@@ -155,7 +158,10 @@ same_request(const FetchState *x, const FetchState *s, int32_t *tmap)
 	return true;
 }
 
-/* s's topics and partitions in x's order, which the result follows */
+/*
+ * s's topics (and their ids, v13+) and partitions in x's order, which the
+ * result follows
+ */
 static void
 take_order(FetchState *s, const FetchState *x, const int32_t *tmap)
 {
@@ -164,6 +170,15 @@ take_order(FetchState *s, const FetchState *x, const int32_t *tmap)
 
 	for (int32_t t = 0; t < x->ntopics; t++)
 		topics[t] = s->topics[tmap[t]];
+	if (s->ids)
+	{
+		uint8_t    *ids = mq_malloc0(16 * (x->ntopics > 0 ? x->ntopics : 1));
+
+		for (int32_t t = 0; t < x->ntopics; t++)
+			memcpy(ids + 16 * t, s->ids + 16 * tmap[t], 16);
+		free(s->ids);
+		s->ids = ids;
+	}
 	memcpy(parts, x->parts, sizeof(FPart) * x->nparts);
 	free(s->topics);
 	free(s->parts);

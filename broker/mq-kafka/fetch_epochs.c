@@ -20,12 +20,24 @@
  * answers: the consumer refreshes its metadata, and after a leader change
  * validates its position with OffsetForLeaderEpoch (h_leader_epoch.c).
  *
+ * Fetch v12+ carries the epoch of the last record the fetcher has
+ * (last_fetched_epoch; -1: none), which Kafka's leader checks for any
+ * fetcher (KIP-595's diverging epoch, with KIP-320's epoch ends): the
+ * epoch's end here (epoch_end.c, as OffsetForLeaderEpoch answers it)
+ * undefined, or a fetch offset before the log start, is
+ * OFFSET_OUT_OF_RANGE; an end at an older epoch, or before the fetch
+ * offset, means the fetcher's log diverged from this one after that
+ * point: the partition is answered with no records, no error and the
+ * diverging epoch (that epoch and its end), and the response goes at
+ * once, as Kafka's does.
+ *
  *-------------------------------------------------------------------------
  */
 #include "handlers.h"
 
 #include <stdint.h>
 
+#include "epoch_end.h"
 #include "fetch.h"
 #include "kerr.h"
 #include "kjson.h"
@@ -97,4 +109,37 @@ fetch_epoch_at(const FPart *fp, int64_t offset)
 		if (fp->epoch_start[i] <= offset)
 			epoch = fp->epoch[i];
 	return epoch;
+}
+
+/* an int4 (size 4) or int8 column of a bounds row, -1 when null */
+static int64_t
+int_or_none(PGresult *res, int row, int col, int size)
+{
+	if (PQgetisnull(res, row, col))
+		return -1;
+	return size == 4 ? mq_get_int32(res, row, col) : mq_get_int64(res, row, col);
+}
+
+int16_t
+fetch_diverging(PGresult *res, int row, FPart *fp, int64_t log_start)
+{
+	int32_t		epoch;
+	int64_t		end;
+
+	fp->diverging_epoch = -1;
+	fp->diverging_end = -1;
+	if (fp->last_fetched_epoch < 0)
+		return KERR_NONE;
+	epoch_end_offset(fp->last_fetched_epoch, int_or_none(res, row, COL_END_LATEST, 4),
+					 int_or_none(res, row, COL_END_FLOOR, 4),
+					 int_or_none(res, row, COL_END_HIGHER, 8),
+					 int_or_none(res, row, COL_LEO, 8), &epoch, &end);
+	if (epoch < 0 || end < 0 || fp->offset < log_start)
+		return KERR_OFFSET_OUT_OF_RANGE;
+	if (epoch < fp->last_fetched_epoch || end < fp->offset)
+	{
+		fp->diverging_epoch = epoch;
+		fp->diverging_end = end;
+	}
+	return KERR_NONE;
 }

@@ -62,6 +62,7 @@ typedef struct SPart
 	int64_t		offset;
 	int32_t		max_bytes;
 	int32_t		current_epoch;
+	int32_t		last_fetched_epoch;
 	int64_t		hw;				/* as last sent; -1: send it again */
 	int64_t		log_start;
 	int64_t		new_hw;			/* as the response being encoded says */
@@ -212,6 +213,7 @@ upsert(Session *x, KSlice key, const FPart *fp)
 	p->offset = fp->offset;
 	p->max_bytes = fp->max_bytes;
 	p->current_epoch = fp->current_epoch;
+	p->last_fetched_epoch = fp->last_fetched_epoch;
 }
 
 static void
@@ -272,6 +274,7 @@ take_session(FetchState *s, const Session *x)
 		fp->offset = p->offset;
 		fp->max_bytes = p->max_bytes;
 		fp->current_epoch = p->current_epoch;
+		fp->last_fetched_epoch = p->last_fetched_epoch;
 	}
 	s->ntopics = t + 1;
 	s->nparts = x->nparts;

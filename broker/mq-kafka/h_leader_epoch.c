@@ -9,7 +9,8 @@
  *
  * The epochs are mq's epoch history (mq.leader_epochs: KIP-101's leader
  * epoch cache, written by each election; a partition never replicated has
- * its one epoch from offset 0).  The answer is Kafka's: for the undefined
+ * its one epoch from offset 0).  The answer is Kafka's (epoch_end.c, which
+ * Fetch's diverging epoch shares): for the undefined
  * epoch -1, (-1, -1); for the latest epoch, the log end offset; otherwise
  * the start of the first later epoch, with the largest epoch at or below
  * the one asked (the one asked if there is none), or (-1, -1) if no later
@@ -27,24 +28,18 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "epoch_end.h"
 #include "kerr.h"
 #include "offsets.h"
 #include "util.h"
 
 /*
- * the partition's current epoch, role and log end; its latest epoch, the
- * largest at or below $3 and the start of the first above; whether the
- * role may describe the topic
+ * the partition's current epoch, role and log end; the columns of the
+ * end of epoch $3 (epoch_end.h); whether the role may describe the topic
  */
 #define EPOCH_SQL \
 	"SELECT s.leader_epoch, s.role, s.log_end_offset," \
-	"       (SELECT max(e.leader_epoch) FROM mq.leader_epochs e" \
-	"         WHERE e.topic = $1 AND e.partition = $2)," \
-	"       (SELECT max(e.leader_epoch) FROM mq.leader_epochs e" \
-	"         WHERE e.topic = $1 AND e.partition = $2 AND e.leader_epoch <= $3)," \
-	"       (SELECT e.start_offset FROM mq.leader_epochs e" \
-	"         WHERE e.topic = $1 AND e.partition = $2 AND e.leader_epoch > $3" \
-	"         ORDER BY e.leader_epoch LIMIT 1)," \
+	EPOCH_END_COLS("$1", "$2", "$3") "," \
 	"       mq._describable('topic', $1)" \
 	"  FROM (SELECT) d LEFT JOIN mq.partitions s ON s.topic = $1 AND s.partition = $2"
 
@@ -81,24 +76,19 @@ int_at(PGresult *res, int col)
 	return strtoll(PQgetvalue(res, 0, col), NULL, 10);
 }
 
-/* Kafka's end offset of epoch asked (LeaderEpochFileCache.endOffsetFor) */
+/* a lookup column, -1 when null */
+static int64_t
+col_or_none(PGresult *res, int col)
+{
+	return null_at(res, col) ? -1 : int_at(res, col);
+}
+
+/* Kafka's end offset of the epoch asked (epoch_end.c) */
 static void
 epoch_end(PGresult *res, int32_t asked, int32_t *epoch, int64_t *end)
 {
-	*epoch = -1;
-	*end = -1;
-	if (asked < 0 || null_at(res, C_LATEST))
-		return;
-	if (int_at(res, C_LATEST) == asked)
-	{
-		*epoch = asked;
-		*end = int_at(res, C_LEO);
-	}
-	else if (!null_at(res, C_HIGHER_START))
-	{
-		*epoch = null_at(res, C_FLOOR) ? asked : (int32_t) int_at(res, C_FLOOR);
-		*end = int_at(res, C_HIGHER_START);
-	}
+	epoch_end_offset(asked, col_or_none(res, C_LATEST), col_or_none(res, C_FLOOR),
+					 col_or_none(res, C_HIGHER_START), int_at(res, C_LEO), epoch, end);
 }
 
 /* the error of a partition found (or not) by the statement */

@@ -5,12 +5,16 @@
 #   epoch_probe.pl PORT fetch TOPIC PARTITION CURRENT
 #       Fetch v11 from offset 0 (current leader epoch CURRENT): prints
 #       "error_code" and each record batch as base_offset@leader_epoch
+#   epoch_probe.pl PORT diverge TOPIC PARTITION OFFSET LAST_FETCHED_EPOCH
+#       Fetch v12 from OFFSET: prints "error_code", the offsets of the
+#       records answered (or -) and the diverging epoch as epoch@end_offset
+#       (or none)
 # "closed" when the daemon closed the connection.
 use strict;
 use warnings;
 use FindBin;
 use lib $FindBin::Bin;
-use KafkaWire qw(:DEFAULT kafka_connect kafka_request);
+use KafkaWire qw(:DEFAULT kafka_connect kafka_request kafka_fetch_flex batch_values);
 
 my ($port, $what, $topic, $partition, @args) = @ARGV;
 die "usage: epoch_probe.pl PORT end|fetch TOPIC PARTITION ...\n" unless defined $partition;
@@ -27,6 +31,14 @@ if ($what eq 'end') {
 	my ($epoch, $current) = @args;
 	my $r = call(23, 3, pack('l> l>', -1, 1) . str($topic) . pack('l> l> l> l>', 1, $partition, $current, $epoch));
 	print defined $r ? join(' ', unpack("x4 x4 x2 x$tlen x4 s> x4 l> q>", $r)) . "\n" : "closed\n";
+	exit 0;
+}
+if ($what eq 'diverge') {
+	my ($offset, $lfe) = @args;
+	my $h = kafka_fetch_flex($sock, 12, [[$topic, [[$partition, $offset, $lfe]]]], timeout => 30);
+	my $p = $h && @{ $h->{topics} } == 1 ? $h->{topics}[0][1][0] : undef;
+	print $p ? join(' ', $p->{error}, join(',', map { $_->[0] } @{ batch_values($p->{records}) }) || '-',
+			$p->{diverging} ? join('@', @{ $p->{diverging} }) : 'none') . "\n" : "closed\n";
 	exit 0;
 }
 my ($current) = @args;

@@ -4,7 +4,8 @@
 # 2 from 3, 5 from 5, as mq.replica_become_leader records them), then
 # test/kafka/epochs.pl checks OffsetForLeaderEpoch, Fetch's current
 # leader epoch and batch epochs, and OffsetFetch's committed leader epoch
-# through raw frames.
+# through raw frames, and test/kafka/diverging.pl Fetch v12+'s diverging
+# epoch (with topic ep3, whose log starts at 1).
 source "$(dirname "${BASH_SOURCE[0]}")/lib.bash"
 
 # an election as the replica API writes it, without a cluster: the epoch
@@ -30,6 +31,15 @@ sql "SELECT mq.send_batch('ep2', NULL, ARRAY['a', 'b', 'c', 'd']::bytea[])" >/de
 elect ep2 3
 sql "SELECT mq.send_batch('ep2', NULL, ARRAY['e', 'f']::bytea[])" >/dev/null
 elect ep2 4
+# ep3: epochs 0 and 2 (from 3), the records before offset 1 deleted
+sql "SELECT mq.create_topic('ep3', 1)" >/dev/null
+elect ep3 0
+sql "SELECT mq.send_batch('ep3', NULL, ARRAY['a', 'b', 'c']::bytea[])" >/dev/null
+elect ep3 2
+sql "SELECT mq.send_batch('ep3', NULL, ARRAY['d', 'e']::bytea[])" >/dev/null
+sql "SELECT mq.delete_records('ep3', 0, 1)" >/dev/null
+check_eq "$(sql "SELECT log_start_offset || ' ' || high_watermark FROM mq.partitions WHERE topic = 'ep3'")" "1 5" \
+	"ep3's log runs from 1 to 5"
 check_eq "$(sql "SELECT string_agg(leader_epoch || '@' || start_offset, ' ' ORDER BY leader_epoch)
                    FROM mq.leader_epochs WHERE topic = 'ep'")" "0@0 2@3 5@5" "mq.leader_epochs shows ep's history"
 sql "SELECT mq.create_topic('plain', 1)" >/dev/null
@@ -41,6 +51,9 @@ kafka_start || { fail "mq-kafka starts"; finish; }
 run perl test/kafka/epochs.pl "$KAFKA_PORT"
 printf '%s\n' "$OUT" | sed 's/^/# /'
 expect_rc 0 "epochs.pl: every check passed"
+run perl test/kafka/diverging.pl "$KAFKA_PORT"
+printf '%s\n' "$OUT" | sed 's/^/# /'
+expect_rc 0 "diverging.pl: every check passed"
 check_eq "$(kill -0 "$KAFKA_PID" && echo alive)" "alive" "mq-kafka is still running"
 
 finish
