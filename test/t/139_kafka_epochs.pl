@@ -76,7 +76,7 @@ is(probe($new, 'fetch', 'e', 0, $e2), "0 0\@$e1 3\@$e2", 'Fetch: each batch carr
 is(probe($new, 'fetch', 'e', 0, $e1), '74', "Fetch with the old leader's epoch: FENCED_LEADER_EPOCH");
 is(probe($new, 'fetch', 'e', 0, $e2 + 1), '75', 'Fetch with a newer epoch: UNKNOWN_LEADER_EPOCH');
 is(probe($new, 'diverge', 'e', 0, 4, $e1), "0 - $e1\@3",
-	"Fetch v12 from 4 with last fetched epoch $e1: the log diverged after epoch $e1's end, 3");
+	"Fetch v12 from 4 with last fetched epoch $e1: the log diverged after where epoch $e1 ends, 3");
 is(probe($new, 'diverge', 'e', 0, 3, $e1), "0 3,4 none", "from 3 with epoch $e1: the new leader's records, no divergence");
 my ($follower) = grep { $_ != $old && $_ != $new } 1 .. 3;
 $c->node($follower)->poll_query_until('postgres',
