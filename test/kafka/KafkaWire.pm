@@ -87,15 +87,17 @@ sub read_varint {
 # Fetch v12+ (flexible) on SOCK.  TOPICS: [[name, or 16-byte id from
 # v13, [[partition, fetch offset, last fetched epoch, max bytes,
 # current leader epoch]...]]...] (max bytes 1 MiB and current leader
-# epoch -1 when left out); OPTS: max_wait (ms), min_bytes, timeout (s).
-# Returns { error, topics => [[name or id, [{ partition, error, hw,
+# epoch -1 when left out); OPTS: max_wait (ms), min_bytes, timeout (s),
+# session_id and session_epoch (KIP-227; 0 and -1: none).
+# Returns { error, session, topics => [[name or id, [{ partition, error, hw,
 # log_start, records, diverging => [epoch, end offset] or undef }...]]...] }
 # in the response's order, or undef when the connection closes or the
 # answer does not come within the timeout.
 sub kafka_fetch_flex {
 	my ($sock, $ver, $topics, %o) = @_;
 	my $body = ($ver <= 14 ? pack('l>', -1) : '')
-	  . pack('l> l> l> c l> l>', $o{max_wait} // 0, $o{min_bytes} // 0, 1 << 20, 0, 0, -1) . uvarint(@$topics + 1);
+	  . pack('l> l> l> c l> l>', $o{max_wait} // 0, $o{min_bytes} // 0, 1 << 20, 0, $o{session_id} // 0,
+		$o{session_epoch} // -1) . uvarint(@$topics + 1);
 	for my $t (@$topics) {
 		$body .= ($ver >= 13 ? $t->[0] : cstr($t->[0])) . uvarint(@{ $t->[1] } + 1);
 		$body .= pack('l> l> q> l> q> l>', $_->[0], $_->[4] // -1, $_->[1], $_->[2], -1, $_->[3] // 1 << 20) . "\0"
@@ -107,6 +109,7 @@ sub kafka_fetch_flex {
 	return undef unless defined $r;
 	my $pos = 5 + 4;	# correlation id, header tags, throttle time
 	my %h = (error => unpack("x$pos s>", $r), topics => []);
+	$h{session} = unpack("x$pos x2 l>", $r);
 	$pos += 2 + 4;
 	my $nt = read_varint(\$r, \$pos) - 1;
 	for (1 .. $nt) {

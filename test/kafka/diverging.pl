@@ -4,7 +4,9 @@
 # starts at epoch 3 from offset 4 (4 from 6, six records); ep3 epochs 0
 # and 2 from 3, five records, those before offset 1 deleted): a fetcher's
 # last fetched epoch and fetch offset checked as Kafka's leader checks
-# them, with the end of that epoch as OffsetForLeaderEpoch answers it.
+# them, with the end of that epoch as OffsetForLeaderEpoch answers it,
+# alone, beside other partitions, by topic id, in a long poll and in a
+# fetch session.
 # Prints TAP.
 use strict;
 use warnings;
@@ -91,6 +93,22 @@ for my $c (
 	$p = fetch1('ep', 6, 2, max_wait => 20000, min_bytes => 1 << 20, timeout => 8);
 	ok($p && $p->{diverging}, 'a long poll with a diverging partition is answered at once (Kafka), not at its 20 s deadline',
 		'got ' . shown($p));
+}
+
+# ---- in a fetch session (KIP-227): the session keeps the last fetched
+# epoch, and an incremental fetch answers a diverging partition although
+# nothing else changed
+{
+	my $h = kafka_fetch_flex($sock, 12, [['ep', [[0, 6, 2]]]], session_epoch => 0);
+	my $p = $h && @{ $h->{topics} } ? $h->{topics}[0][1][0] : undef;
+	my $id = $h ? $h->{session} : 0;
+	ok($id && $p && $p->{diverging} && $p->{diverging}[0] == 2, 'a full fetch opening a session: the diverging epoch',
+		'got session ' . ($id // '-') . ', ' . shown($p));
+	$h = kafka_fetch_flex($sock, 12, [], session_id => $id, session_epoch => 1);
+	$p = $h && @{ $h->{topics} } ? $h->{topics}[0][1][0] : undef;
+	ok($h && $h->{error} == 0 && $p && $p->{diverging} && $p->{diverging}[0] == 2 && $p->{diverging}[1] == 5,
+		'the session\'s next (incremental, naming no partition): still diverging at epoch 2, end 5 (its last fetched epoch kept)',
+		'got ' . ($h ? "error $h->{error}, " . shown($p) : 'closed'));
 }
 
 tap_done();
