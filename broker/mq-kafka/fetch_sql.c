@@ -185,9 +185,9 @@ fetch_job(FetchState *s)
 {
 	MqArray		a[6];
 	static const Oid elem[6] = {MQ_TEXTOID, MQ_INT4OID, MQ_INT8OID, MQ_INT4OID, MQ_INT4OID,
-	MQ_INT4OID};
+								MQ_INT4OID};
 	static const Oid arr[6] = {MQ_TEXTARRAYOID, MQ_INT4ARRAYOID, MQ_INT8ARRAYOID,
-		MQ_INT4ARRAYOID, MQ_INT4ARRAYOID, MQ_INT4ARRAYOID};
+				MQ_INT4ARRAYOID, MQ_INT4ARRAYOID, MQ_INT4ARRAYOID};
 	KStmt	   *st;
 
 	kjob_free(&s->job);
