@@ -221,6 +221,15 @@ cluster_leader_pool(const char *topic, int partition, int16_t *code)
 	return cluster_node_pool(b);
 }
 
+KPool *
+cluster_txn_pool(const char *id)
+{
+	int			b = cluster_enabled() ? cluster_group_coordinator(id) : -1;
+	const KBroker *k = b >= 0 && b != kconfig.node_id ? cluster_broker(b) : NULL;
+
+	return k && k->node_conninfo ? cluster_node_pool(k) : pool_local();
+}
+
 static void
 free_view(void)
 {

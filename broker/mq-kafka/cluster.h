@@ -59,6 +59,12 @@ extern bool cluster_coordinates(const char *group);
  */
 extern KPool *cluster_leader_pool(const char *topic, int partition, int16_t *code);
 /*
+ * The pool of the node whose daemon coordinates transactional id (where
+ * its transaction lives: h_txn_end.c); the local pool when that is this
+ * node or no listener is live.
+ */
+extern KPool *cluster_txn_pool(const char *id);
+/*
  * The one-connection pool to the coordinator database that the view's
  * refreshes use (NULL without --coordinator): CreateTopics in a cluster.
  */

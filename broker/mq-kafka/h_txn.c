@@ -17,11 +17,13 @@
  * PRODUCER_FENCED from the versions that know it (v2+ of the three
  * coordinator APIs), as Kafka answers.
  *
- * In a replicated cluster a transaction must stay on one node: the
- * staged batches live in the partition leader's database and the
- * transaction in the coordinator's, so a partition this daemon does not
- * lead, or a group it does not coordinate, is refused with
- * INVALID_TXN_STATE (docs/kafka.md, "Transactions").
+ * In a replicated cluster the transaction lives in the database of the
+ * node whose daemon coordinates the transactional id (FindCoordinator key
+ * type 1; NOT_COORDINATOR elsewhere): AddPartitionsToTxn and
+ * AddOffsetsToTxn run there, TxnOffsetCommit (sent to the group's
+ * coordinator) stages its offsets there through that node's pool, and
+ * EndTxn commits across the partitions' leaders through the cluster's
+ * coordinator (h_txn_end.c; docs/kafka.md, "Transactions").
  *
  * AddPartitionsToTxn v4+ is the brokers' batched form (a list of
  * transactions, verify_only, a top-level error); it is served, each
@@ -70,6 +72,7 @@ typedef struct TxnState
 	int32_t		nparts;
 	TPart	   *parts;
 	int16_t		code;			/* AddOffsetsToTxn, EndTxn */
+	TxnRemote	remote;			/* TxnOffsetCommit: on the transaction's node */
 } TxnState;
 
 static void
@@ -128,13 +131,15 @@ txn_stmt(TxnState *s, const char *sql, const TId *t)
 	return st;
 }
 
-/* in a cluster, does this daemon lead the partition? */
+/* in a cluster, is this daemon the transactional id's coordinator? */
 static bool
-leads_here(const char *topic, int32_t partition)
+coordinates_txn(KSlice id)
 {
-	const KPartView *pv = cluster_enabled() ? cluster_partition(topic, partition) : NULL;
+	char	   *t = kslice_dup(id);
+	bool		ok = !cluster_enabled() || (t != NULL && cluster_coordinates(t));
 
-	return pv == NULL || pv->leader == kconfig.node_id;
+	free(t);
+	return ok;
 }
 
 /* ---------------------------------------------------------------- */
@@ -170,9 +175,9 @@ read_add_topics(KRequest *req, TxnState *s, int32_t txn)
 			pp->stmt = -1;
 			if (r->err)
 				break;
-			if (!leads_here(topic ? topic : "", pp->partition))
+			if (!coordinates_txn(s->txns[txn].id))
 			{
-				pp->code = KERR_INVALID_TXN_STATE;	/* a transaction stays on one node */
+				pp->code = KERR_NOT_COORDINATOR;
 				continue;
 			}
 			{
@@ -317,8 +322,8 @@ h_add_offsets_to_txn(KRequest *req)
 		return;
 	}
 	g = kslice_dup(group);
-	if (cluster_enabled() && !cluster_coordinates(g ? g : ""))
-		s->code = KERR_INVALID_TXN_STATE;	/* the group's offsets live on another node */
+	if (!coordinates_txn(s->txns[0].id))
+		s->code = KERR_NOT_COORDINATOR;
 	else
 		kstmt_text(txn_stmt(s, "SELECT mq.kafka_txn_add_offsets($1, $2, $3, $4)", &s->txns[0]),
 				   MQ_TEXTOID, g ? g : "");
@@ -353,6 +358,15 @@ h_end_txn(KRequest *req)
 		req_abort(req);
 		return;
 	}
+	if (cluster_enabled())
+	{
+		TId			t = s->txns[0];
+
+		txn_state_free(s);		/* the cluster's EndTxn has its own state */
+		req->state = NULL;
+		txn_cluster_end(req, t.id, t.producer_id, t.epoch, commit);
+		return;
+	}
 	kstmt_text(txn_stmt(s, "SELECT unnest(mq.kafka_txn_end($1, $2, $3, $4))", &s->txns[0]),
 			   MQ_BOOLOID, commit ? "true" : "false");
 	pool_run(req, &s->job, end_txn_done);
@@ -379,8 +393,8 @@ read_offset_part(KRequest *req, TxnState *s, TPart *pp, const char *group, const
 	meta = kslice_dup(kr_str(r));
 	kr_tags(r);
 	pp->stmt = -1;
-	if (!r->err && (!cluster_coordinates(group) || !leads_here(topic, pp->partition)))
-		pp->code = KERR_INVALID_TXN_STATE;	/* a transaction stays on one node */
+	if (!r->err && !cluster_coordinates(group))
+		pp->code = KERR_NOT_COORDINATOR;	/* sent to the group's coordinator */
 	else if (!r->err)
 	{
 		st = txn_stmt(s, TXN_OFFSET_SQL, &s->txns[0]);
@@ -430,6 +444,7 @@ h_txn_offset_commit(KRequest *req)
 	KReader    *r = &req->body;
 	TxnState   *s = txn_state_new(req, kr_left(r));
 	char	   *group;
+	char	   *id;
 	int32_t		nt;
 
 	s->txns[0].id = kr_str(r);
@@ -466,5 +481,7 @@ h_txn_offset_commit(KRequest *req)
 		req_abort(req);
 		return;
 	}
-	pool_run(req, &s->job, txn_offset_done);
+	id = kslice_dup(s->txns[0].id);
+	txn_cluster_stage(req, &s->remote, &s->job, id ? id : "", txn_offset_done);
+	free(id);
 }
