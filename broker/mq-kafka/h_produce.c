@@ -258,7 +258,7 @@ read_partition(KReader *r, ProduceState *s, PPart *pp, const char *topic, const 
 	if (pp->code == KERR_NONE && txn && b.producer_id < 0)
 		pp->code = KERR_INVALID_RECORD;
 	if (pp->code == KERR_NONE && txn && !leads_here(topic, pp->partition))
-		pp->code = KERR_NOT_LEADER_OR_FOLLOWER; /* staged on the leader's word */
+		pp->code = KERR_NOT_LEADER_OR_FOLLOWER;	/* staged on the leader's word */
 	if (pp->code == KERR_NONE && txn)
 		add_stage(&s->job, txn, topic, pp->partition, &b);
 	else if (pp->code == KERR_NONE)
