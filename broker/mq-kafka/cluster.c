@@ -224,10 +224,20 @@ cluster_leader_pool(const char *topic, int partition, int16_t *code)
 KPool *
 cluster_txn_pool(const char *id)
 {
-	int			b = cluster_enabled() ? cluster_group_coordinator(id) : -1;
-	const KBroker *k = b >= 0 && b != kconfig.node_id ? cluster_broker(b) : NULL;
+	const KBroker *best = NULL;
+	uint64_t	best_h = 0;
 
-	return k && k->node_conninfo ? cluster_node_pool(k) : pool_local();
+	for (int i = 0; cluster_enabled() && i < nbrokers; i++)
+	{
+		uint64_t	h = rendezvous(id, brokers[i].id);
+
+		if (brokers[i].node_conninfo && (best == NULL || h > best_h))
+		{
+			best = &brokers[i];
+			best_h = h;
+		}
+	}
+	return best == NULL || best->id == kconfig.node_id ? pool_local() : cluster_node_pool(best);
 }
 
 static void

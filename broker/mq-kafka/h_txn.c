@@ -17,11 +17,11 @@
  * PRODUCER_FENCED from the versions that know it (v2+ of the three
  * coordinator APIs), as Kafka answers.
  *
- * In a replicated cluster the transaction lives in the database of the
- * node whose daemon coordinates the transactional id (FindCoordinator key
- * type 1; NOT_COORDINATOR elsewhere): AddPartitionsToTxn and
- * AddOffsetsToTxn run there, TxnOffsetCommit (sent to the group's
- * coordinator) stages its offsets there through that node's pool, and
+ * In a replicated cluster the transaction lives in the database of one
+ * node, chosen by the transactional id (cluster_txn_pool), whichever
+ * daemon the client asks: AddPartitionsToTxn, AddOffsetsToTxn and
+ * TxnOffsetCommit (sent to the group's coordinator) run there, through
+ * that node's pool when it is another's, and
  * EndTxn commits across the partitions' leaders through the cluster's
  * coordinator (h_txn_end.c; docs/kafka.md, "Transactions").
  *
@@ -112,6 +112,8 @@ txn_code(const KStmt *st, int16_t v, bool fenced_code)
 		return code;
 	if (fenced_code && v >= 2 && mq_error_is(&st->err, MQ_SQLSTATE_PRODUCER_FENCED))
 		return KERR_PRODUCER_FENCED;
+	if (st->err.connection_lost)
+		return KERR_COORDINATOR_NOT_AVAILABLE;	/* the transaction's node: ask again */
 	if (code == KERR_UNKNOWN_SERVER_ERROR)
 		mq_log_warning("transaction: %s", st->err.message);
 	return code;
@@ -131,15 +133,14 @@ txn_stmt(TxnState *s, const char *sql, const TId *t)
 	return st;
 }
 
-/* in a cluster, is this daemon the transactional id's coordinator? */
-static bool
-coordinates_txn(KSlice id)
+/* run the job on the node of transactional id t (h_txn_init.c) */
+static void
+txn_run(KRequest *req, TxnState *s, const TId *t, KDoneFn done)
 {
-	char	   *t = kslice_dup(id);
-	bool		ok = !cluster_enabled() || (t != NULL && cluster_coordinates(t));
+	char	   *id = kslice_dup(t->id);
 
-	free(t);
-	return ok;
+	txn_cluster_stage(req, &s->remote, &s->job, id ? id : "", done);
+	free(id);
 }
 
 /* ---------------------------------------------------------------- */
@@ -175,11 +176,6 @@ read_add_topics(KRequest *req, TxnState *s, int32_t txn)
 			pp->stmt = -1;
 			if (r->err)
 				break;
-			if (!coordinates_txn(s->txns[txn].id))
-			{
-				pp->code = KERR_NOT_COORDINATOR;
-				continue;
-			}
 			{
 				KStmt	   *st = txn_stmt(s, ADD_PARTITION_SQL, &s->txns[txn]);
 
@@ -288,7 +284,7 @@ h_add_partitions_to_txn(KRequest *req)
 		req_abort(req);
 		return;
 	}
-	pool_run(req, &s->job, add_partitions_done);
+	txn_run(req, s, &s->txns[0], add_partitions_done);	/* v4+: the first id's node */
 }
 
 /* ---------------------------------------------------------------- */
@@ -322,13 +318,10 @@ h_add_offsets_to_txn(KRequest *req)
 		return;
 	}
 	g = kslice_dup(group);
-	if (!coordinates_txn(s->txns[0].id))
-		s->code = KERR_NOT_COORDINATOR;
-	else
-		kstmt_text(txn_stmt(s, "SELECT mq.kafka_txn_add_offsets($1, $2, $3, $4)", &s->txns[0]),
-				   MQ_TEXTOID, g ? g : "");
+	kstmt_text(txn_stmt(s, "SELECT mq.kafka_txn_add_offsets($1, $2, $3, $4)", &s->txns[0]),
+			   MQ_TEXTOID, g ? g : "");
 	free(g);
-	pool_run(req, &s->job, one_code_done);
+	txn_run(req, s, &s->txns[0], one_code_done);
 }
 
 /* committed: wake the fetches parked on the topics appended to */
@@ -444,7 +437,6 @@ h_txn_offset_commit(KRequest *req)
 	KReader    *r = &req->body;
 	TxnState   *s = txn_state_new(req, kr_left(r));
 	char	   *group;
-	char	   *id;
 	int32_t		nt;
 
 	s->txns[0].id = kr_str(r);
@@ -481,7 +473,5 @@ h_txn_offset_commit(KRequest *req)
 		req_abort(req);
 		return;
 	}
-	id = kslice_dup(s->txns[0].id);
-	txn_cluster_stage(req, &s->remote, &s->job, id ? id : "", txn_offset_done);
-	free(id);
+	txn_run(req, s, &s->txns[0], txn_offset_done);
 }

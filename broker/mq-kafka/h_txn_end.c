@@ -6,9 +6,10 @@
  *	  offsets may have different leaders.  Loop thread; each request is a
  *	  chain of jobs, none waiting in the loop.
  *
- * This daemon is the transactional id's coordinator (FindCoordinator key
- * type 1); its node's database holds the transaction: the id's row and
- * everything the leaders' daemons staged for it (h_produce.c, h_txn.c).
+ * The transaction lives in the database of the node the transactional id
+ * maps to (cluster_txn_pool), whichever daemon the client asks: the id's
+ * row and everything the leaders' daemons staged for it (h_produce.c,
+ * h_txn.c); this daemon runs its statements there (the "local" ones).
  * src/sql/68_kafka_txn_cluster.sql has the protocol; here it runs:
  *
  *   EndTxn: mq.kafka_txn_collect here (the client's role); the decision on
@@ -69,6 +70,7 @@ typedef struct EndState
 	KJob		local;			/* collect, then finish */
 	KJob		coord;			/* the decision, then the reports */
 	KRequest	coord_req;		/* no role: the daemon's on the coordinator */
+	TxnRemote	remote;			/* local: on the transaction's node */
 	KFan		fan;			/* outputs, then offsets, on their leaders */
 	int			nparts;			/* the fan's parts: gid, or NULL for offsets */
 	char	  **gids;
@@ -168,7 +170,7 @@ finish(KRequest *req)
 	ids_params(st, s);
 	kstmt_text(st, MQ_TEXTOID, s->txn);
 	kstmt_text(st, MQ_BOOLOID, s->committed ? "true" : "false");
-	pool_run(req, &s->local, finished);
+	txn_cluster_stage(req, &s->remote, &s->local, s->id, finished);
 }
 
 /* ---------------------------------------------------------------- */
@@ -460,14 +462,14 @@ txn_cluster_end(KRequest *req, KSlice id, int64_t producer_id, int16_t epoch, bo
 	s->producer_id = producer_id;
 	s->epoch = epoch;
 	s->commit = commit;
-	if (s->id == NULL || !cluster_coordinates(s->id) || cluster_coord_pool() == NULL)
+	if (s->id == NULL || cluster_coord_pool() == NULL)
 	{
-		s->code = KERR_NOT_COORDINATOR;
+		s->code = KERR_COORDINATOR_NOT_AVAILABLE;
 		end_answer(req);
 		return;
 	}
 	st = kjob_add(&s->local, COLLECT_SQL, 0);
 	ids_params(st, s);
 	kstmt_text(st, MQ_BOOLOID, commit ? "true" : "false");
-	pool_run(req, &s->local, collected);
+	txn_cluster_stage(req, &s->remote, &s->local, s->id, collected);
 }

@@ -15,10 +15,13 @@
  * So the id keeps one producer id wherever it is coordinated, and a
  * zombie's epoch is older everywhere.
  *
- * Staging: a leader's daemon that is not the id's coordinator runs the
- * request's statements on the pool of the coordinator's node
- * (cluster_txn_pool), as the client's role, through a request of its own
- * (TxnRemote); the transaction's database checks fencing and rights.
+ * The transaction's node: every statement on an id's transaction runs on
+ * the pool of the node the id maps to (cluster_txn_pool; staged batches
+ * from the partitions' leaders too), as the client's role, through a
+ * request of its own (TxnRemote) when that is another node; the
+ * transaction's database checks fencing and rights.  While that node is
+ * down the id's calls fail with COORDINATOR_NOT_AVAILABLE, which clients
+ * retry.
  *
  *-------------------------------------------------------------------------
  */
@@ -67,6 +70,7 @@ typedef struct InitState
 	KJob		local;			/* checked (rolled back), then adopted */
 	KJob		coord;
 	KRequest	coord_req;
+	TxnRemote	remote;			/* local: on the transaction's node */
 	char	   *id;
 	int32_t		timeout_ms;
 	int16_t		code;
@@ -129,7 +133,7 @@ got_ids(KRequest *sub)
 	kstmt_int(a, MQ_INT4OID, s->timeout_ms);
 	kstmt_text(a, MQ_INT8OID, PQgetvalue(st->res, 0, 0));
 	kstmt_text(a, MQ_INT4OID, PQgetvalue(st->res, 0, 1));
-	pool_run(req, &s->local, adopted);
+	txn_cluster_stage(req, &s->remote, &s->local, s->id, adopted);
 }
 
 /* the client may take the id here (the check was rolled back) */
@@ -160,9 +164,9 @@ txn_cluster_init(KRequest *req, const char *id, int32_t timeout_ms)
 	req->free_state = init_state_free;
 	s->id = mq_strdup(id);
 	s->timeout_ms = timeout_ms;
-	if (!cluster_coordinates(id) || cluster_coord_pool() == NULL)
+	if (cluster_coord_pool() == NULL)
 	{
-		s->code = KERR_NOT_COORDINATOR;
+		s->code = KERR_COORDINATOR_NOT_AVAILABLE;
 		init_answer(req);
 		return;
 	}
@@ -173,5 +177,5 @@ txn_cluster_init(KRequest *req, const char *id, int32_t timeout_ms)
 	kstmt_int(st, MQ_INT8OID, 1);
 	kstmt_int(st, MQ_INT4OID, 0);
 	kjob_rollback_each(&s->local);
-	pool_run(req, &s->local, checked);
+	txn_cluster_stage(req, &s->remote, &s->local, s->id, checked);
 }

@@ -60,7 +60,7 @@ for my $p (0 .. 5)
 		  . "(SELECT array_agg(convert_to('v$p-' || i, 'UTF8') ORDER BY i) FROM generate_series(0, 9) i), NULL, $p)");
 }
 
-my $boot = $c->kafka_address($x == 1 ? 2 : 1);
+my $boot = $c->kafka_address($g);    # neither killed nor restarted
 my $killed = 0;
 my $py = "timeout 150 /usr/bin/python3 $root/test/kafka/py/txn.py $boot";
 
