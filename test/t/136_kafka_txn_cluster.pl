@@ -86,7 +86,7 @@ is($c->node($c->leader('ktc', $there))->safe_psql('postgres',
 is(join(',', map { $c->node($_)->safe_psql('postgres', 'SELECT count(*) FROM mq.kafka_txn_record') } 1 .. 3),
 	'0,0,0', 'nothing is staged on any node');
 is($c->coord->safe_psql('postgres', "SELECT count(*) || ' ' || bool_and(state = 'done') FROM mq_coord.txn WHERE owner = '$txn'"),
-	'2 t', 'both decisions on the coordinator are complete');
+	'2 true', 'both decisions on the coordinator are complete');
 
 $c->teardown;
 done_testing();
