@@ -107,23 +107,6 @@ end_state_free(void *p)
 	free(s);
 }
 
-/* a statement's Kafka code; a fenced epoch is PRODUCER_FENCED from v2 */
-int16_t
-txn_cluster_code(const KStmt *st, int16_t v)
-{
-	int16_t		code = KERR_NONE;
-
-	if (st == NULL || !kstmt_failed(st, &code))
-		return code;
-	if (v >= 2 && mq_error_is(&st->err, MQ_SQLSTATE_PRODUCER_FENCED))
-		return KERR_PRODUCER_FENCED;
-	if (st->err.connection_lost)
-		return KERR_COORDINATOR_NOT_AVAILABLE;	/* ask again */
-	if (code == KERR_UNKNOWN_SERVER_ERROR)
-		mq_log_warning("transaction: %s", st->err.message);
-	return code;
-}
-
 static void
 end_answer(KRequest *req)
 {

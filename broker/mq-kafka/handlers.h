@@ -81,7 +81,6 @@ extern void h_end_txn(KRequest *req);
 extern void h_txn_offset_commit(KRequest *req);
 /* h_txn_end.c: EndTxn in a cluster */
 extern void txn_cluster_end(KRequest *req, KSlice id, int64_t producer_id, int16_t epoch, bool commit);
-extern int16_t txn_cluster_code(const KStmt *st, int16_t v);
 /* h_txn_init.c: InitProducerId in a cluster, statements on the transaction's node */
 typedef struct TxnRemote
 {
@@ -89,6 +88,7 @@ typedef struct TxnRemote
 	KDoneFn		done;
 } TxnRemote;
 extern void txn_cluster_init(KRequest *req, const char *id, int32_t timeout_ms);
+extern int16_t txn_cluster_code(const KStmt *st, int16_t v);
 extern void txn_cluster_stage(KRequest *req, TxnRemote *r, KJob *job, const char *id, KDoneFn done);
 /* h_txn_list.c */
 extern void h_describe_transactions(KRequest *req);
