@@ -197,6 +197,15 @@ CREATE TABLE mq.kafka_txn_offset (
     metadata         text,
     PRIMARY KEY (transactional_id, group_id, topic, partition)
 );
+-- Kafka transactions across nodes (68_kafka_txn_cluster.sql)
+CREATE TABLE mq.kafka_txn_sequence (
+    transactional_id text NOT NULL,
+    topic            text NOT NULL,
+    partition        integer NOT NULL,
+    producer_epoch   integer NOT NULL,
+    next_sequence    integer NOT NULL CHECK (next_sequence >= 0),
+    PRIMARY KEY (transactional_id, topic, partition)
+);
 -- @definitions
 CREATE TRIGGER cascade_to_partition_state AFTER DELETE ON mq.topic
     REFERENCING OLD TABLE AS gone FOR EACH STATEMENT
