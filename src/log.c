@@ -174,7 +174,10 @@ create_missing_segments(MqTopic *topic, int32 partition, int64 upto)
  * maintenance, which makes the next segment ahead (src/sql/85_maintenance.sql;
  * mq._note_last_segment_written is SECURITY DEFINER).  Once per segment,
  * under the produce lock; looked up each time, as rare as it is, so that
- * a backend outliving DROP EXTENSION calls the current function.
+ * a backend outliving DROP EXTENSION calls the current function.  Not
+ * there while the schema is 0.1.0's under this library (until ALTER
+ * EXTENSION UPDATE, which notes every partition): its maintenance reads
+ * every partition's log end, nothing to note.
  */
 static void
 note_last_segment_written(MqTopic *topic, int32 partition)
@@ -183,8 +186,9 @@ note_last_segment_written(MqTopic *topic, int32 partition)
 	Oid			fn;
 
 	fn = LookupFuncName(list_make2(makeString("mq"), makeString("_note_last_segment_written")),
-						2, argtypes, false);
-	(void) OidFunctionCall2(fn, Int32GetDatum(topic->topic_id), Int32GetDatum(partition));
+						2, argtypes, true);
+	if (OidIsValid(fn))
+		(void) OidFunctionCall2(fn, Int32GetDatum(topic->topic_id), Int32GetDatum(partition));
 }
 
 /*
