@@ -69,6 +69,8 @@ if [[ -n "$REPL" ]]; then
 	declare -A PID=() TARGET=()
 	# shellcheck source=test/bench/peers/servers.sh
 	source "$HERE/peers/servers.sh"
+	# preferred leaders (broker 1, see topic below) take leadership at once
+	RF_BROKER_CONF=("[replication]" "auto.leader.rebalance.delay.ms = 0")
 	start_mq_rf3
 	NODE=rf1
 	A=rf3 B=single
@@ -91,10 +93,11 @@ BEGIN
 END \$\$"
 # run FILE CLIENTS: records/s of one pgbench run
 run() {
-	local tps
-	tps="$("$PGBENCH" -n -M simple -c "$2" -j "$2" -T "$DURATION" -f "$1" \
-		-d "$(cluster_conninfo "$NODE")" 2>&1 | sed -n 's/^tps = \([0-9.]*\) .*/\1/p')"
-	[[ -n "$tps" ]] || mq_die "pgbench failed: $1"
+	local out tps
+	out="$("$PGBENCH" -n -M simple -c "$2" -j "$2" -T "$DURATION" -f "$1" \
+		-d "$(cluster_conninfo "$NODE")" 2>&1)" || mq_die "pgbench failed: $1: $(tail -n 3 <<<"$out")"
+	tps="$(sed -n 's/^tps = \([0-9.]*\) .*/\1/p' <<<"$out")"
+	[[ -n "$tps" ]] || mq_die "pgbench failed: $1: $(tail -n 3 <<<"$out")"
 	printf '%.0f' "$tps"
 }
 # point NAME CLIENTS A_FILE B_FILE: median records/s of each side (A: mq
@@ -147,13 +150,13 @@ else
 fi
 # scripts NAME TOPIC PARTITION_EXPR VALUE_EXPR [PRELUDE]: NAME.a.sql and
 # NAME.b.sql, one record per transaction (the plain side: an INSERT into
-# the table of that partition; its VALUE_EXPR may name payload's v)
+# the table of that partition; VALUE_EXPR v: payload's record of :size)
 scripts() {
 	local name="$1" t="$2" p="$3" v="$4" pre="${5:-}"
 	{
 		[[ -z "$pre" ]] || echo "$pre"
 		if [[ "$v" == v ]]; then
-			echo "$(send "$t" "$p" "(SELECT v FROM payload WHERE size = :size)");"
+			echo "$(send "$t" "$p" "payload_v(:size)");"
 		else
 			echo "$(send "$t" "$p" "$v");"
 		fi
@@ -162,7 +165,7 @@ scripts() {
 		[[ -z "$pre" ]] || echo "$pre"
 		if [[ -n "$REPL" ]]; then
 			if [[ "$v" == v ]]; then
-				echo "$(send_b "$t" "$p" "(SELECT v FROM payload WHERE size = :size)");"
+				echo "$(send_b "$t" "$p" "payload_v(:size)");"
 			else
 				echo "$(send_b "$t" "$p" "$v");"
 			fi
@@ -175,26 +178,27 @@ scripts() {
 	} >"$WORK/$name.b.sql"
 }
 
+mq_phase "topics"
+for n in $P_POINTS; do topic "p$n" "$n"; done
+topic c16 16
+topic s 1 '{"max.message.bytes": 2000000}'
+sql "CREATE TABLE payload (size int PRIMARY KEY, v bytea)"
+# a function, not a subquery: CALL takes no subquery among its arguments
+sql "CREATE FUNCTION payload_v(int) RETURNS bytea LANGUAGE sql STABLE AS 'SELECT v FROM payload WHERE size = \$1'"
+
 mq_phase "P: 4 clients, single records to a random partition of N"
 for n in $P_POINTS; do
-	topic "p$n" "$n"
 	scripts "p$n" "p$n" ":p" "'x'::bytea" "\\set p random(0, $((n - 1)))"
-	[[ -z "$REPL" ]] || rf3_ready
 	point "P$n" 4 "$WORK/p$n.a.sql" "$WORK/p$n.b.sql"
 done
 
 mq_phase "C: N clients, each to its own partition of 16"
-topic c16 16
 scripts c c16 ":client_id % 16" "'x'::bytea"
-[[ -z "$REPL" ]] || rf3_ready
 for c in $C_POINTS; do
 	point "C$c" "$c" "$WORK/c.a.sql" "$WORK/c.b.sql"
 done
 
 mq_phase "S: 1 client, single records of growing size"
-topic s 1 '{"max.message.bytes": 2000000}'
-sql "CREATE TABLE payload (size int PRIMARY KEY, v bytea)"
-[[ -z "$REPL" ]] || rf3_ready
 for size in $S_POINTS; do
 	# random bytes: a repeated character would compress to nothing in TOAST
 	sql "INSERT INTO payload SELECT $size, substr(decode(string_agg(md5(random()::text), ''), 'hex'), 1, $size)
