@@ -33,7 +33,9 @@
 # test/unit/bench_scale.sh can check in seconds that it works.  Uses the
 # INSTALLED extension (and, replicated, the built broker).
 #
-# Usage: test/bench/scale.sh [--replicated] [--duration S] [--runs N] [--out FILE]
+# Usage: test/bench/scale.sh [--replicated] [--partitions "1 4 ..."] [--duration S]
+#                            [--runs N] [--out FILE]
+# (--partitions: the points of P)
 set -euo pipefail
 
 HERE="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
@@ -51,10 +53,11 @@ fi
 while (($#)); do
 	case "$1" in
 	--replicated) REPL=1 ;;
+	--partitions) P_POINTS="${2:?}"; shift ;;
 	--duration) DURATION="${2:?}"; shift ;;
 	--runs) RUNS="${2:?}"; shift ;;
 	--out) OUT="${2:?}"; shift ;;
-	*) mq_die "unknown option $1 (usage: $0 [--replicated] [--duration S] [--runs N] [--out FILE])" ;;
+	*) mq_die "unknown option $1 (usage: $0 [--replicated] [--partitions LIST] [--duration S] [--runs N] [--out FILE])" ;;
 	esac
 	shift
 done
@@ -100,13 +103,13 @@ run() {
 	[[ -n "$tps" ]] || mq_die "pgbench failed: $1: $(tail -n 3 <<<"$out")"
 	printf '%.0f' "$tps"
 }
-# point NAME CLIENTS A_FILE B_FILE: median records/s of each side (A: mq
-# or replicated; B: plain or one node), and the ratio A/B
+# point NAME CLIENTS A_FILE B_FILE TOPIC: median records/s of each side (A:
+# mq or replicated; B: plain or one node), and the ratio A/B
 declare -A R=()
 point() {
 	local name="$1" c="$2" r
 	for ((r = 1; r <= RUNS; r++)); do
-		[[ -z "$REPL" ]] || rf3_ready
+		[[ -z "$REPL" ]] || rf3_ready "$5"
 		run "$3" "$c" >>"$WORK/$name.a"; echo >>"$WORK/$name.a"
 		run "$4" "$c" >>"$WORK/$name.b"; echo >>"$WORK/$name.b"
 	done
@@ -129,12 +132,14 @@ if [[ -n "$REPL" ]]; then
 			COMMIT;" >/dev/null
 		sql "SELECT mq.create_topic('${1}_1', $2, '$cfg')"
 	}
-	# every partition led by broker 1 with its full ISR (a run may shrink it)
+	# rf3_ready TOPIC: every partition of TOPIC led by broker 1 with its full
+	# ISR (a run may shrink it; hundreds of partitions take minutes to elect
+	# on a loaded machine)
 	rf3_led() {
 		[[ "$(rf_coord "SELECT count(*) FILTER (WHERE leader IS DISTINCT FROM 1 OR cardinality(isr) < 3)
-			FROM mq_coord.partition")" == 0 ]]
+			FROM mq_coord.partition WHERE topic = '$1'")" == 0 ]]
 	}
-	rf3_ready() { wait_for 120 rf3_led || mq_die "the partitions were not all led by broker 1 with a full ISR"; }
+	rf3_ready() { wait_for 900 rf3_led "$1" || mq_die "the partitions of $1 were not all led by broker 1 with a full ISR"; }
 	# send TOPIC PARTITION_EXPR VALUE_EXPR: one record, acks=all (send_b:
 	# to the topic on one node)
 	send() { echo "CALL mq.produce('$1', NULL, ARRAY[$3], $2, 'all')"; }
@@ -178,33 +183,31 @@ scripts() {
 	} >"$WORK/$name.b.sql"
 }
 
-mq_phase "topics"
-for n in $P_POINTS; do topic "p$n" "$n"; done
+mq_phase "P: 4 clients, single records to a random partition of N"
+for n in $P_POINTS; do
+	topic "p$n" "$n"
+	scripts "p$n" "p$n" ":p" "'x'::bytea" "\\set p random(0, $((n - 1)))"
+	point "P$n" 4 "$WORK/p$n.a.sql" "$WORK/p$n.b.sql" "p$n"
+done
+
+mq_phase "C: N clients, each to its own partition of 16"
 topic c16 16
+scripts c c16 ":client_id % 16" "'x'::bytea"
+for c in $C_POINTS; do
+	point "C$c" "$c" "$WORK/c.a.sql" "$WORK/c.b.sql" c16
+done
+
+mq_phase "S: 1 client, single records of growing size"
 topic s 1 '{"max.message.bytes": 2000000}'
 sql "CREATE TABLE payload (size int PRIMARY KEY, v bytea)"
 # a function, not a subquery: CALL takes no subquery among its arguments
 sql "CREATE FUNCTION payload_v(int) RETURNS bytea LANGUAGE sql STABLE AS 'SELECT v FROM payload WHERE size = \$1'"
-
-mq_phase "P: 4 clients, single records to a random partition of N"
-for n in $P_POINTS; do
-	scripts "p$n" "p$n" ":p" "'x'::bytea" "\\set p random(0, $((n - 1)))"
-	point "P$n" 4 "$WORK/p$n.a.sql" "$WORK/p$n.b.sql"
-done
-
-mq_phase "C: N clients, each to its own partition of 16"
-scripts c c16 ":client_id % 16" "'x'::bytea"
-for c in $C_POINTS; do
-	point "C$c" "$c" "$WORK/c.a.sql" "$WORK/c.b.sql"
-done
-
-mq_phase "S: 1 client, single records of growing size"
 for size in $S_POINTS; do
 	# random bytes: a repeated character would compress to nothing in TOAST
 	sql "INSERT INTO payload SELECT $size, substr(decode(string_agg(md5(random()::text), ''), 'hex'), 1, $size)
 	       FROM generate_series(1, ($size + 15) / 16)"
 	scripts "s$size" s 0 v "\\set size $size"
-	point "S$size" 1 "$WORK/s$size.a.sql" "$WORK/s$size.b.sql"
+	point "S$size" 1 "$WORK/s$size.a.sql" "$WORK/s$size.b.sql" s
 done
 
 mq_phase "results"
