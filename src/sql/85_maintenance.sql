@@ -102,14 +102,18 @@ BEGIN
             RAISE WARNING 'mq maintenance skipped topic "%": %', r.topic_name, SQLERRM;
         END;
     END LOOP;
-    -- last: what takes produce locks (see mq._maintain_segments)
+    -- last: what takes produce locks (see mq._maintain_segments).  Two
+    -- ranges of indexes, not a join of the batch's partitions: the topics
+    -- of the batch that roll by time, and the notes in the batch's range
     FOR r IN SELECT ps.topic_id, ps.partition, t.topic_name
                FROM mq.topic t JOIN mq.partition_state ps USING (topic_id)
               WHERE t.topic_id > v_after AND t.topic_id <= last_topic
-                AND (t.config ?| ARRAY['segment.ms', 'max.compaction.lag.ms']
-                     OR EXISTS (SELECT 1 FROM mq.last_segment_written w
-                                 WHERE w.topic_id = ps.topic_id AND w.partition = ps.partition))
-              ORDER BY ps.topic_id, ps.partition LOOP
+                AND t.config ?| ARRAY['segment.ms', 'max.compaction.lag.ms']
+             UNION
+             SELECT w.topic_id, w.partition, t.topic_name
+               FROM mq.last_segment_written w JOIN mq.topic t USING (topic_id)
+              WHERE w.topic_id > v_after AND w.topic_id <= last_topic
+              ORDER BY 1, 2 LOOP
         BEGIN
             created := created + mq._maintain_segments(r.topic_id, r.partition);
         EXCEPTION WHEN OTHERS THEN
