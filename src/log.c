@@ -187,6 +187,28 @@ create_missing_segments(MqTopic *topic, int32 partition, int64 upto)
 }
 
 /*
+ * A record lands in the partition's empty last segment: note it for
+ * maintenance, which makes the next segment ahead (src/sql/85_maintenance.sql;
+ * mq._note_last_segment_written is SECURITY DEFINER).  Once per segment,
+ * under the produce lock; looked up each time, as rare as it is, so that
+ * a backend outliving DROP EXTENSION calls the current function.  Not
+ * there while the schema is 0.1.0's under this library (until ALTER
+ * EXTENSION UPDATE, which notes every partition): its maintenance reads
+ * every partition's log end, nothing to note.
+ */
+static void
+note_last_segment_written(MqTopic *topic, int32 partition)
+{
+	Oid			argtypes[2] = {INT4OID, INT4OID};
+	Oid			fn;
+
+	fn = LookupFuncName(list_make2(makeString("mq"), makeString("_note_last_segment_written")),
+						2, argtypes, true);
+	if (OidIsValid(fn))
+		(void) OidFunctionCall2(fn, Int32GetDatum(topic->topic_id), Int32GetDatum(partition));
+}
+
+/*
  * One log row: the record r at offset, appended now by producer, or with
  * the leader's fields m on the replication follower path.
  */
@@ -385,7 +407,11 @@ write_records(const char *topic_name, MqTopic **topic, int32 partition,
 		 * the record before this one (next - 1) is in it, or it is new.
 		 */
 		if (next - 1 < seg->base)
+		{
 			last_max = DT_NOBEGIN;
+			if (seg == &part->segs[part->nsegs - 1])
+				note_last_segment_written(*topic, partition);
+		}
 		append_to_segment(seg, partition, recs + done, k, at,
 						  offsets ? offsets + done : NULL, producer, now,
 						  meta ? meta + done : NULL, &last_max);
