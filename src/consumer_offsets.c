@@ -17,8 +17,14 @@
  * leader epoch -1, metadata, commit timestamp); a null value (tombstone)
  * when mq.delete_group forgets the offset.  mq-kafka's groups add their
  * metadata (GroupMetadataKey version 2, the GroupMetadataValue mq-kafka
- * encodes) with each save of their state.  The partition is Kafka's:
- * abs(Java hashCode of the group id) modulo the topic's partition count.
+ * encodes) with each save of their state, and SQL groups theirs with each
+ * new generation (55_consumer_offsets.sql encodes it).  The partition is
+ * Kafka's: abs(Java hashCode of the group id) modulo the topic's
+ * partition count.  On a node of a replicated cluster (one with an
+ * attached broker) the topic is not replicated: each node appends the
+ * commits it takes to ten partitions of its own, broker id * 10 + the
+ * group's hash modulo 10, and every node's mq-kafka serves its own ten as
+ * their leader (docs/design.md, "__consumer_offsets in a cluster").
  *
  * Only this file appends to the topic: every produce to it (produce.c) is
  * refused (MQ070, Kafka's INVALID_TOPIC_EXCEPTION).
@@ -31,6 +37,7 @@
  */
 #include "postgres.h"
 
+#include "executor/spi.h"
 #include "fmgr.h"
 #include "lib/stringinfo.h"
 #include "mb/pg_wchar.h"
@@ -146,6 +153,39 @@ mq_consumer_offsets_check_write(const char *topic_name)
 				 errhint("Offset commits (mq.commit_offset, Kafka's OffsetCommit) append to it.")));
 }
 
+/* the broker attached to this node (mq.replica_broker), or -1: none */
+static int32
+attached_broker(void)
+{
+	static SPIPlanPtr plan = NULL;
+	int64		id = -1;
+
+	if (!mq_spi_get_int64(&plan, "SELECT broker_id FROM mq.replica_broker", 0, NULL, NULL, &id))
+		return -1;
+	return (int32) id;
+}
+
+/*
+ * The partition of the group's records: Kafka's for the group on a node
+ * of its own; on a node with an attached broker, one of the ten of its
+ * broker id (id * 10 + the group's hash modulo 10), or -1 when the topic
+ * does not have them yet (mq.ensure_consumer_offsets adds them).
+ */
+static int32
+record_partition(const char *group, int glen, MqTopic *topic)
+{
+	int32		broker = attached_broker();
+	int32		p;
+
+	if (broker < 0)
+		return mq_consumer_offsets_partition(group, glen, topic->npartitions);
+	if (broker > (PG_INT32_MAX - MQ_CO_NODE_PARTITIONS) / MQ_CO_NODE_PARTITIONS)
+		return -1;
+	p = broker * MQ_CO_NODE_PARTITIONS +
+		mq_consumer_offsets_partition(group, glen, MQ_CO_NODE_PARTITIONS);
+	return p < topic->npartitions ? p : -1;
+}
+
 /* Append one record to the group's partition, if the topic exists. */
 static void
 append_record(const char *group, int glen, bytea *key, bytea *value)
@@ -162,7 +202,9 @@ append_record(const char *group, int glen, bytea *key, bytea *value)
 	memset(&rec, 0, sizeof(rec));
 	rec.key = key;
 	rec.value = value;
-	rec.partition = mq_consumer_offsets_partition(group, glen, topic->npartitions);
+	rec.partition = record_partition(group, glen, topic);
+	if (rec.partition < 0)
+		return;
 	(void) mq_log_append(MQ_CONSUMER_OFFSETS, rec.partition, &rec, 1, NULL);
 }
 

@@ -17,6 +17,13 @@
 -- that gains partitions rebalances the group at its next join, heartbeat
 -- or member poll, or at maintenance (_refresh_metadata).
 --
+-- Each new generation (and a static member's new id) appends the group's
+-- metadata to __consumer_offsets (mq._note_sql_group), taking that
+-- partition's produce lock after the group's row lock; a transaction that
+-- commits offsets of a group before it joins or leaves it takes them the
+-- other way round, and may meet a concurrent join in a deadlock that
+-- PostgreSQL breaks (commit after the join instead).
+--
 -- Locking: every change to a group runs under its consumer_group row lock
 -- (FOR UPDATE).  Assignments are computed in variables and arrays, never
 -- in helper tables: join_group, heartbeat and leave_group run as the
@@ -305,6 +312,7 @@ BEGIN
        SET generation = generation + 1, rebalances = rebalances + 1,
            last_revoked = v_revoked, updated_at = now()
      WHERE group_id = p_group;
+    PERFORM mq._note_sql_group(p_group);    -- Kafka's group metadata record
 END $$;
 
 -- Rebalance the groups (or one group) whose subscribed topics gained
@@ -461,6 +469,8 @@ BEGIN
 
     IF v_changed THEN
         PERFORM mq._rebalance(v_group);
+    ELSIF v_old.member_id IS DISTINCT FROM v_member AND mq._refresh_metadata(v_group) = 0 THEN
+        PERFORM mq._note_sql_group(v_group);    -- a static member's new id, same generation
     ELSE
         PERFORM mq._refresh_metadata(v_group);
     END IF;
