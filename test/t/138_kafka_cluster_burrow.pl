@@ -188,6 +188,17 @@ $c->kill9_node($victim);
 ok($c->coord->poll_query_until('postgres',
 		"SELECT leader IS NOT NULL AND leader <> $victim FROM mq_coord.partition WHERE topic = 'bt' AND partition = $q"),
 	"partition $q has a new leader after its node ($victim) died");
+# the dead node's ten partitions have no leader, from every live daemon
+my $want_down = join ',', map { "$_:" . ($_ < 20 ? 1 : int($_ / 10) == $victim ? -1 : int($_ / 10)) } 0 .. 39;
+my %down;
+for (1 .. 300)
+{
+	%down = map { $_ => co_metadata($_) } grep { $_ != $victim } 1 .. 3;
+	last if !grep { $_ ne $want_down } values %down;
+	usleep(100_000);
+}
+is($down{$_}, $want_down, "broker $_ describes the dead broker's ten partitions without a leader")
+  for sort keys %down;
 my $new = $c->leader('bt', $q);
 my $live = $victim == 2 ? 3 : 2;
 # the new leader knows it leads (its broker stepped it)
