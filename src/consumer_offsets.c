@@ -160,7 +160,7 @@ attached_broker(void)
 	static SPIPlanPtr plan = NULL;
 	int64		id = -1;
 
-	if (!mq_spi_get_int64(&plan, "SELECT broker_id FROM mq.replica_broker", 0, NULL, NULL, &id))
+	if (!mq_spi_get_int64(&plan, "SELECT broker_id::bigint FROM mq.replica_broker", 0, NULL, NULL, &id))
 		return -1;
 	return (int32) id;
 }

@@ -12,31 +12,27 @@
  * replica.  The topic has (highest listener id + 1) * 10 partitions; the
  * ten of a listener that is not live are LEADER_NOT_AVAILABLE, and the
  * ten of an id no listener has (no node appends there, every node's are
- * empty) are led by the live listener of the lowest id.  After each view
- * that changes the count, this node's topic is made to have them
- * (mq.ensure_consumer_offsets), so that a Fetch or ListOffsets of any
- * partition Metadata names this daemon for finds it
+ * empty) are led by the live listener of the lowest id.  A Metadata
+ * request that names the topic first has every live listener's node make
+ * its topic with those partitions (mq.ensure_consumer_offsets: created
+ * as on one node when first needed, or grown when a listener of a
+ * higher id came), so that a Fetch or ListOffsets of any partition
+ * Metadata then names a daemon for finds it there
  * (docs/design.md, "__consumer_offsets in a cluster").
  *
- * Loop thread only: no locking.  Below h_metadata.c and main.c (which
- * calls coffsets_view_changed after each view); calls cluster.c only.
+ * Loop thread only: no locking.  Below h_metadata.c; calls cluster.c and
+ * kfan.c.
  *
  *-------------------------------------------------------------------------
  */
 #include "coffsets.h"
 
-#include <string.h>
-
 #include "cluster.h"
+#include "kfan.h"
 #include "kjob.h"
 #include "util.h"
 
 #define ENSURE_SQL "SELECT mq.ensure_consumer_offsets($1)"
-
-static KRequest ensure_req;
-static KJob ensure_job;
-static bool ensuring;
-static int	ensured;			/* the count this node's topic was given */
 
 int
 coffsets_partitions(void)
@@ -79,33 +75,16 @@ coffsets_leader(int partition, int *replica)
 	return *replica;
 }
 
-static void
-ensure_done(KRequest *req)
-{
-	KStmt	   *st = &ensure_job.stmts[0];
-	int16_t		code;
-
-	if (kstmt_failed(st, &code))
-	{
-		mq_log_warning("cannot make __consumer_offsets here: %s", st->err.message);
-		ensured = 0;			/* again after the next view */
-	}
-	kjob_free(&ensure_job);
-	ensuring = false;
-}
-
 void
-coffsets_view_changed(void)
+coffsets_add_ensures(KFan *f, int partitions)
 {
-	int			n = coffsets_partitions();
-	KStmt	   *st;
+	for (int i = 0; i < cluster_nbrokers(); i++)
+	{
+		const KBroker *b = cluster_broker_at(i);
+		KPool	   *pool = b->id == kconfig.node_id ? pool_local() : b->live ? cluster_node_pool(b) : NULL;
+		KJob	   *job = pool ? kfan_job(f, pool) : NULL;
 
-	if (!cluster_enabled() || n == 0 || n == ensured || ensuring)
-		return;
-	ensuring = true;
-	ensured = n;
-	memset(&ensure_req, 0, sizeof(ensure_req));
-	st = kjob_add(&ensure_job, ENSURE_SQL, 0);
-	kstmt_int(st, MQ_INT4OID, n);
-	pool_run_on(pool_local(), &ensure_req, &ensure_job, ensure_done);
+		if (job != NULL)
+			kstmt_int(kjob_add(job, ENSURE_SQL, 0), MQ_INT4OID, partitions);
+	}
 }

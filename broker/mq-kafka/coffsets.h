@@ -9,6 +9,7 @@
 #ifndef MQK_COFFSETS_H
 #define MQK_COFFSETS_H
 
+#include "kfan.h"
 #include "mqkafka.h"
 
 /* partitions per listener (the extension's MQ_CO_NODE_PARTITIONS) */
@@ -23,7 +24,10 @@ extern int	coffsets_partitions(void);
  */
 extern int	coffsets_leader(int partition, int *replica);
 
-/* after each view: make this node's topic have the partitions */
-extern void coffsets_view_changed(void);
+/*
+ * A job on f for every live listener's node (this one's local pool):
+ * make its topic have these partitions.
+ */
+extern void coffsets_add_ensures(KFan *f, int partitions);
 
 #endif							/* MQK_COFFSETS_H */

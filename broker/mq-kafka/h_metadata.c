@@ -19,9 +19,9 @@
  * allows it (v4+).  __consumer_offsets, Kafka's internal topic of offset
  * commits, is created by mq.ensure_consumer_offsets when a request names
  * it (as Kafka creates it on first need), and is the one is_internal
- * topic; in a cluster its partitions and leaders come from the view
- * (coffsets.c: each node leads the ten its commits go to), once this
- * node has it.  While this node's database is unreachable, every
+ * topic; in a cluster it is made on every live node first, and its
+ * partitions and leaders come from the view (coffsets.c: each node leads
+ * the ten its commits go to).  While this node's database is unreachable, every
  * topic is LEADER_NOT_AVAILABLE, so clients ask another broker.
  *
  * v0 (kafka-python's probe, sarama's default) has no broker rack, no
@@ -88,6 +88,7 @@ typedef struct MetaState
 	int32_t		n;				/* -1: all topics */
 	KSlice	   *names;			/* null (v12): asked by id */
 	char	   *ids;			/* n ids in hex (33 bytes each) */
+	KFan		fan;			/* in a cluster: __consumer_offsets on every node */
 } MetaState;
 
 #define INT32_MIN_OPS (-2147483647 - 1)	/* authorized operations: not computed */
@@ -98,6 +99,7 @@ meta_state_free(void *p)
 	MetaState  *s = p;
 
 	kjob_free(&s->job);
+	kfan_free(&s->fan);
 	free(s->names);
 	free(s->ids);
 	free(s);
@@ -361,6 +363,15 @@ metadata_done(KRequest *req)
 	req_finish(req);
 }
 
+/* __consumer_offsets is on every live node: now the metadata */
+static void
+offsets_ensured(KRequest *req)
+{
+	MetaState  *s = req->state;
+
+	pool_run(req, &s->job, metadata_done);
+}
+
 /* the cluster view's partitions as METADATA_SQL's $3 and $4 (none: empty) */
 static void
 add_view_partitions(KStmt *st)
@@ -441,9 +452,10 @@ h_metadata(KRequest *req)
 	for (int32_t i = 0; i < s->n; i++)
 		if (s->names[i].len >= 0 && kslice_eq(s->names[i], CONSUMER_OFFSETS_TOPIC))
 		{
-			st = kjob_add(&s->job, ENSURE_OFFSETS_SQL, 0);
-			kstmt_int(st, MQ_INT4OID, cluster_enabled() && coffsets_partitions() > 0
-					  ? coffsets_partitions() : OFFSETS_PARTITIONS);
+			if (cluster_enabled())
+				coffsets_add_ensures(&s->fan, coffsets_partitions());
+			else
+				kstmt_int(kjob_add(&s->job, ENSURE_OFFSETS_SQL, 0), MQ_INT4OID, OFFSETS_PARTITIONS);
 			break;
 		}
 	bytes = mq_array_bytes(&arr, &len);
@@ -463,5 +475,8 @@ h_metadata(KRequest *req)
 	add_view_partitions(st);
 	mq_array_free(&arr);
 	mq_array_free(&idarr);
-	pool_run(req, &s->job, metadata_done);
+	if (s->fan.n > 0)
+		kfan_run(&s->fan, req, offsets_ensured);
+	else
+		pool_run(req, &s->job, metadata_done);
 }

@@ -25,7 +25,6 @@
 #include "cli.h"
 #include "sasl.h"
 #include "cluster.h"
-#include "coffsets.h"
 #include "group.h"
 #include "kmetrics.h"
 #include "listener.h"
@@ -445,14 +444,6 @@ keep_freed_memory(void)
 #endif
 }
 
-/* after each cluster view: groups that moved, and __consumer_offsets here */
-static void
-view_changed(void)
-{
-	group_drop_moved();
-	coffsets_view_changed();
-}
-
 int
 main(int argc, char **argv)
 {
@@ -515,7 +506,7 @@ main(int argc, char **argv)
 	if (kconfig.metrics_host)
 		kmetrics_start(kconfig.metrics_host, kconfig.metrics_port);
 	pool_start();
-	cluster_start(view_changed);
+	cluster_start(group_drop_moved);
 	group_start();
 	mq_log_info("listening on %s:%d%s (pool of %d database connections%s; unauthenticated clients: %s)",
 				kconfig.listen_host, kconfig.listen_port,
