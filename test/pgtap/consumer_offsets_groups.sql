@@ -80,6 +80,7 @@ BEGIN
 END $$;
 
 SELECT mq.create_topic('cg', 3);
+SELECT mq.send('cg', NULL::bytea, 'x'::bytea, partition => 0) FROM generate_series(1, 3);
 SELECT mq.create_topic('cg2', 1);
 SELECT member FROM mq.join_group('sg', ARRAY['cg']);
 
@@ -87,7 +88,7 @@ SELECT member FROM mq.join_group('sg', ARRAY['cg']);
 CREATE TEMP VIEW grec AS
 SELECT f.partition AS at, f.msg_offset, pg_temp.i16(f.key, 1) AS key_version,
        (pg_temp.str(f.key, 3)).s AS grp, f.value IS NULL AS tombstone, pg_temp.group_value(f.value) AS v
-  FROM generate_series(0, 9) p, LATERAL mq.fetch('__consumer_offsets', p, 0, 1000) f
+  FROM generate_series(0, 9) p, LATERAL mq.fetch('__consumer_offsets', p, 0) f
  WHERE pg_temp.i16(f.key, 1) = 2;
 
 SELECT mq.ensure_consumer_offsets();
@@ -99,17 +100,17 @@ SELECT results_eq($$SELECT v->'members'->0->>'member_id' = v->>'leader', v->'mem
                            v->'members'->0->'assignment', v->'members'->0->>'client_id',
                            (v->'members'->0->>'session_ms')::int
                       FROM grec WHERE grp = 'sg'$$,
-                  $$VALUES (true, '["cg"]'::jsonb, '{"cg": [0, 1, 2]}'::jsonb, 'mq', 10000)$$,
+                  $$VALUES (true, '["cg"]'::jsonb, '{"cg": [0, 1, 2]}'::jsonb, 'mq', 45000)$$,
                   'its member leads it, subscribes to cg and is assigned its three partitions (ConsumerProtocol v0)');
 
 -- a second member: a new generation, a new record
-SELECT member AS m2 FROM mq.join_group('sg', ARRAY['cg', 'cg2'], session_timeout_ms => 20000) \gset
+CREATE TEMP TABLE m2 AS SELECT member FROM mq.join_group('sg', ARRAY['cg', 'cg2'], session_timeout_ms => 20000);
 SELECT results_eq($$SELECT (v->>'generation')::int, jsonb_array_length(v->'members'), (v->>'complete')::boolean
                       FROM grec WHERE grp = 'sg' ORDER BY msg_offset DESC LIMIT 1$$,
                   $$VALUES (2, 2, true)$$, 'a member joining appends generation 2 with both members');
 SELECT results_eq($$SELECT m->'subscription', (m->>'session_ms')::int
                       FROM grec, jsonb_array_elements(v->'members') m
-                     WHERE grp = 'sg' AND m->>'member_id' = :'m2' ORDER BY msg_offset DESC LIMIT 1$$,
+                     WHERE grp = 'sg' AND m->>'member_id' = (SELECT member FROM m2) ORDER BY msg_offset DESC LIMIT 1$$,
                   $$VALUES ('["cg", "cg2"]'::jsonb, 20000)$$, 'the new member''s subscription and timeout');
 SELECT is((SELECT count(*) FROM grec, jsonb_array_elements(v->'members') m, jsonb_each(m->'assignment') a,
                   jsonb_array_elements(a.value) p
@@ -126,7 +127,7 @@ ROLLBACK TO SAVEPOINT s;
 SELECT is((SELECT count(*) FROM grec WHERE grp = 'sg'), 2::bigint, 'a rolled-back join leaves no record');
 
 -- leaving: a new generation each time, then Kafka's Empty group
-SELECT mq.leave_group('sg', :'m2');
+SELECT mq.leave_group('sg', member) FROM m2;
 SELECT results_eq($$SELECT (v->>'generation')::int, jsonb_array_length(v->'members')
                       FROM grec WHERE grp = 'sg' ORDER BY msg_offset DESC LIMIT 1$$,
                   $$VALUES (3, 1)$$, 'a member leaving appends generation 3 with one member');
@@ -138,11 +139,11 @@ SELECT results_eq($$SELECT (v->>'generation')::int, v->>'protocol', v->>'leader'
                   'the last one leaving appends the Empty group: no protocol, leader or members');
 
 -- a static member's return: a new member id, the same generation
-SELECT member AS s1 FROM mq.join_group('stat', ARRAY['cg'], instance_id => 'i1') \gset
-SELECT member AS s2 FROM mq.join_group('stat', ARRAY['cg'], instance_id => 'i1') \gset
+CREATE TEMP TABLE s1 AS SELECT member FROM mq.join_group('stat', ARRAY['cg'], instance_id => 'i1');
+CREATE TEMP TABLE s2 AS SELECT member FROM mq.join_group('stat', ARRAY['cg'], instance_id => 'i1');
 SELECT results_eq($$SELECT (v->>'generation')::int, v->'members'->0->>'member_id', v->'members'->0->>'instance_id'
                       FROM grec WHERE grp = 'stat' ORDER BY msg_offset$$,
-                  $$VALUES (1, :'s1', 'i1'), (1, :'s2', 'i1')$$,
+                  $$VALUES (1, (SELECT member FROM s1), 'i1'), (1, (SELECT member FROM s2), 'i1')$$,
                   'a static member returning appends its new member id, in the same generation');
 
 -- delete_group: the group's tombstone
@@ -160,7 +161,7 @@ SELECT mq.commit_offset('gk', 'cg', 0, 1);
 SELECT is((SELECT n FROM ends), (SELECT n FROM before), 'before it has broker 2''s partitions, a commit appends nothing');
 SELECT is(mq.ensure_consumer_offsets(), 30, 'ensure_consumer_offsets adds them: 30 partitions');
 SELECT mq.commit_offset(g, 'cg', 0, 2) FROM unnest(ARRAY['gk', 'ünï😀code-group']) g;
-SELECT results_eq($$SELECT f.partition FROM generate_series(0, 29) p, LATERAL mq.fetch('__consumer_offsets', p, 0, 1000) f
+SELECT results_eq($$SELECT f.partition FROM generate_series(0, 29) p, LATERAL mq.fetch('__consumer_offsets', p, 0) f
                      WHERE f.partition >= 10 ORDER BY 1$$,
                   $$VALUES (20), (21)$$,
                   'then commits go to broker 2''s ten: 20 + abs(hashCode) % 10');
