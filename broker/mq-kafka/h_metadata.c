@@ -368,7 +368,12 @@ static void
 offsets_ensured(KRequest *req)
 {
 	MetaState  *s = req->state;
+	int16_t		code;
 
+	for (int i = 0; i < s->fan.n; i++)
+		if (kstmt_failed(&s->fan.routes[i]->job.stmts[0], &code))
+			mq_log_warning("cannot make __consumer_offsets on a node: %s",
+						   s->fan.routes[i]->job.stmts[0].err.message);
 	pool_run(req, &s->job, metadata_done);
 }
 

@@ -45,11 +45,20 @@ is(join(',', map { $c->node($_)->safe_psql('postgres',
 	'0,0,0', 'no node has __consumer_offsets before a client names it');
 # naming it at one daemon makes it on every node: (3 + 1) * 10 partitions
 my $want_md = join ',', map { "$_:" . ($_ < 20 ? 1 : int($_ / 10)) } 0 .. 39;
-is(co_metadata(2), $want_md, "broker 2 describes __consumer_offsets: broker b leads b*10 .. b*10+9, 0 .. 9 broker 1");
+# (kcat gives up after 5 s: making 40 partitions on three nodes at once
+# can take longer on a busy machine, and clients ask again)
+my $md2 = '';
+for (1 .. 30) { last if ($md2 = co_metadata(2)) eq $want_md; }
+is($md2, $want_md, "broker 2 describes __consumer_offsets: broker b leads b*10 .. b*10+9, 0 .. 9 broker 1");
 is(join(',', map { $c->node($_)->safe_psql('postgres',
 				"SELECT partitions FROM mq.topics WHERE topic = '__consumer_offsets'") } 1 .. 3),
 	'40,40,40', 'that made it on every node, with 40 partitions');
 is(co_metadata($_), $want_md, "broker $_ describes it alike") for 1, 3;
+
+# the daemons' role reads it (Kafka's READ on the topic); anonymous
+# clients are that role
+$c->node($_)->safe_psql('postgres', "SELECT mq.grant('read', 'topic', '__consumer_offsets', 'mq_broker')")
+  for 1 .. 3;
 
 # records and commits: partition p gets 10 + p records on its leader
 for my $p (0 .. 2)
@@ -115,6 +124,7 @@ close $conf;
 my $burrow;
 END
 {
+	local $?;
 	for my $pid (grep { defined && $_ > 0 } $burrow, $zk)
 	{
 		kill 'TERM', $pid;
@@ -223,9 +233,15 @@ like(burrow_lag('bts'), qr/^bt $q 9 /m, "... which it reports for partition $q")
 
 ok(kill(0, $burrow), 'Burrow is still running');
 my $blog = slurp_file("$logs/138_burrow.log");
+# Burrow 1.2.1 decodes offset commits (value versions 0, 1 and 3); group
+# metadata it knows up to value version 1, so it skips the version 3 that
+# Kafka 3.x writes (from Kafka too), naming the group and the version
 my @undecoded = grep { /failed to decode/ } split /\n/, $blog;
-is(scalar @undecoded, 0, 'Burrow decoded every record (offset commits and the groups\' metadata)')
+is(scalar(grep { !/"message_type":"metadata".*"reason":"value version","version":3/ } @undecoded), 0,
+	'Burrow decoded every offset commit record')
   or diag(join "\n", @undecoded[0 .. 4]);
+ok(scalar(grep { /"group":"btj"/ } @undecoded),
+	"it read the SQL group's metadata record (key version 2), and skipped its value version 3 as Kafka 3.x's");
 if (!Test::More->builder->is_passing)
 {
 	diag(join "\n", (grep { !/"debug"/ } split /\n/, $blog)[-30 .. -1]);
