@@ -261,7 +261,7 @@ write_offsets_partitions(KWriter *w, int16_t v)
 		if (v >= 7)
 			kw_i32(w, -1);		/* leader epoch */
 		write_ids(w, replica >= 0 ? ids : "{}");	/* replicas */
-		write_ids(w, leader >= 0 ? ids : "{}"); /* isr */
+		write_ids(w, leader >= 0 ? ids : "{}");	/* isr */
 		if (v >= 5)
 			kw_array(w, 0);		/* offline replicas */
 		kw_tags(w);

@@ -17,19 +17,11 @@
 -- that gains partitions rebalances the group at its next join, heartbeat
 -- or member poll, or at maintenance (_refresh_metadata).
 --
--- Each new generation (and a static member's new id) appends the group's
--- metadata to __consumer_offsets (mq._note_sql_group), taking that
--- partition's produce lock after the group's row lock; a transaction that
--- commits offsets of a group before it joins or leaves it takes them the
--- other way round, and may meet a concurrent join in a deadlock that
--- PostgreSQL breaks (commit after the join instead).
---
 -- Locking: every change to a group runs under its consumer_group row lock
--- (FOR UPDATE).  Assignments are computed in variables and arrays, never
--- in helper tables: join_group, heartbeat and leave_group run as the
--- extension owner, and a table the caller created first under the same
--- name (a temp table with a trigger) would run the caller's code as the
--- owner.
+-- (FOR UPDATE), then __consumer_offsets' produce lock (mq._note_sql_group).
+-- Assignments are computed in variables and arrays, never in helper tables:
+-- these run as the extension owner, and a caller's table of the same name
+-- (a temp table with a trigger) would run the caller's code as the owner.
 -------------------------------------------------------------------------------
 
 CREATE TABLE mq.consumer_group (
@@ -460,6 +452,7 @@ BEGIN
         UPDATE mq.group_assignment a SET owner = v_member WHERE a.group_id = v_group AND a.owner = v_old.member_id;
         UPDATE mq.group_assignment a SET target = v_member WHERE a.group_id = v_group AND a.target = v_old.member_id;
         v_changed := v_old.topics IS DISTINCT FROM v_topics;
+        PERFORM mq._note_sql_group(v_group) WHERE NOT v_changed;  -- its new id (a new generation notes it)
     ELSE
         v_member := coalesce(join_group.instance_id, 'consumer') || '-' || gen_random_uuid();
         INSERT INTO mq.group_member (group_id, member_id, instance_id, topics, session_timeout_ms)
@@ -469,8 +462,6 @@ BEGIN
 
     IF v_changed THEN
         PERFORM mq._rebalance(v_group);
-    ELSIF v_old.member_id IS DISTINCT FROM v_member AND mq._refresh_metadata(v_group) = 0 THEN
-        PERFORM mq._note_sql_group(v_group);    -- a static member's new id, same generation
     ELSE
         PERFORM mq._refresh_metadata(v_group);
     END IF;

@@ -591,19 +591,5 @@ COMMENT ON FUNCTION mq.ensure_consumer_offsets(integer) IS
     'creates the __consumer_offsets topic (offset commits in Kafka''s format) with the committed offsets known now, unless it exists (on a node with an attached broker, grows it to what is asked and its broker''s ten); returns its partition count';
 COMMENT ON FUNCTION mq._consumer_offsets_append(text, text, integer, bigint, text, bytea, timestamptz) IS
     'internal: appends a commit (next_offset NULL: a tombstone) or, with topic NULL, a group''s metadata to __consumer_offsets, if it exists';
-COMMENT ON FUNCTION mq._kafka_string(text) IS
-    'internal: a text as Kafka''s nullable STRING (int16 length, -1 for NULL)';
-COMMENT ON FUNCTION mq._kafka_bytes(bytea) IS
-    'internal: a bytea as Kafka''s BYTES (int32 length)';
-COMMENT ON FUNCTION mq._sql_member_value(text, mq.group_member) IS
-    'internal: a member of an SQL group as Kafka''s group metadata MemberMetadata, with its ConsumerProtocol subscription and assignment';
-COMMENT ON FUNCTION mq._sql_group_value(text) IS
-    'internal: an SQL group as Kafka''s GroupMetadataValue version 3 (NULL if it does not exist)';
-COMMENT ON FUNCTION mq._note_sql_group(text) IS
-    'internal: appends an SQL group''s metadata record (a tombstone once it is gone) to __consumer_offsets, if it exists';
-COMMENT ON FUNCTION mq._consumer_offsets_wanted(integer) IS
-    'internal: the partitions __consumer_offsets needs on this node (its attached broker''s ten, or what was asked)';
-COMMENT ON FUNCTION mq._grow_consumer_offsets(integer) IS
-    'internal: on a node with an attached broker, adds the __consumer_offsets partitions it lacks';
 COMMENT ON FUNCTION mq._refuse_internal_topic(text) IS
     'internal: raises MQ070 for __consumer_offsets, which only offset commits write';
