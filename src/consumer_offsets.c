@@ -22,8 +22,8 @@
  * Kafka's: abs(Java hashCode of the group id) modulo the topic's
  * partition count.  On a node of a replicated cluster (one with an
  * attached broker) the topic is not replicated: each node appends the
- * commits it takes to ten partitions of its own, broker id * 10 + the
- * group's hash modulo 10, and every node's mq-kafka serves its own ten as
+ * commits it takes to two partitions of its own, broker id * 2 + the
+ * group's hash modulo 2, and every node's mq-kafka serves its own two as
  * their leader (docs/design.md, "__consumer_offsets in a cluster").
  *
  * Only this file appends to the topic: every produce to it (produce.c) is
@@ -167,8 +167,8 @@ attached_broker(void)
 
 /*
  * The partition of the group's records: Kafka's for the group on a node
- * of its own; on a node with an attached broker, one of the ten of its
- * broker id (id * 10 + the group's hash modulo 10), or -1 when the topic
+ * of its own; on a node with an attached broker, one of the two of its
+ * broker id (id * 2 + the group's hash modulo 2), or -1 when the topic
  * does not have them yet (mq.ensure_consumer_offsets adds them).
  */
 static int32

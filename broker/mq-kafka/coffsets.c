@@ -7,11 +7,11 @@
  *	  node's copy of the topic big enough for them.
  *
  * The topic is not replicated: each node appends the commits it takes as
- * leader to ten partitions of its own, broker id * 10 to broker id * 10 +
- * 9 (src/consumer_offsets.c), and its daemon serves them as their only
- * replica.  The topic has (highest listener id + 1) * 10 partitions; the
- * ten of a listener that is not live are LEADER_NOT_AVAILABLE, and the
- * ten of an id no listener has (no node appends there, every node's are
+ * leader to two partitions of its own, broker id * 2 and broker id * 2 + 1
+ * (src/consumer_offsets.c), and its daemon serves them as their only
+ * replica.  The topic has (highest listener id + 1) * 2 partitions; the
+ * two of a listener that is not live are LEADER_NOT_AVAILABLE, and the
+ * two of an id no listener has (no node appends there, every node's are
  * empty) are led by the live listener of the lowest id.  A Metadata
  * request that names the topic first has every live listener's node make
  * its topic with those partitions (mq.ensure_consumer_offsets: created

@@ -13,7 +13,7 @@
 #include "mqkafka.h"
 
 /* partitions per listener (the extension's MQ_CO_NODE_PARTITIONS) */
-#define KCO_NODE_PARTITIONS 10
+#define KCO_NODE_PARTITIONS 2
 
 /* its partition count in the cluster's view (0: no listener known) */
 extern int	coffsets_partitions(void);

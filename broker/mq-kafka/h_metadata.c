@@ -21,7 +21,7 @@
  * it (as Kafka creates it on first need), and is the one is_internal
  * topic; in a cluster it is made on every live node first, and its
  * partitions and leaders come from the view (coffsets.c: each node leads
- * the ten its commits go to).  While this node's database is unreachable, every
+ * the two its commits go to).  While this node's database is unreachable, every
  * topic is LEADER_NOT_AVAILABLE, so clients ask another broker.
  *
  * v0 (kafka-python's probe, sarama's default) has no broker rack, no

@@ -9,8 +9,8 @@
 -- MQ070.  Its partitions are Kafka's choice for a group (abs of the Java
 -- hash of the group id, modulo the count); the count cannot change.  On a
 -- node with an attached broker (a replicated cluster) each node appends
--- what it takes to ten partitions of its own (broker id * 10 + the
--- group's hash modulo 10; src/consumer_offsets.c), so there the topic
+-- what it takes to two partitions of its own (broker id * 2 + the
+-- group's hash modulo 2; src/consumer_offsets.c), so there the topic
 -- grows to cover them (mq-kafka asks for every listener's), and the first
 -- records are only the offsets of partitions this node leads.  SQL
 -- groups' membership is appended as Kafka's group metadata records at
@@ -113,11 +113,11 @@ BEGIN
 END $$;
 
 -- The partitions __consumer_offsets needs here: on a node with an
--- attached broker, its broker's ten (and what mq-kafka asks for, every
+-- attached broker, its broker's two (and what mq-kafka asks for, every
 -- listener's); on a node of its own, what was asked.
 CREATE FUNCTION mq._consumer_offsets_wanted(p_partitions integer) RETURNS integer
 LANGUAGE sql STABLE SET search_path = pg_catalog, pg_temp AS $$
-    SELECT greatest(p_partitions, coalesce((SELECT (b.broker_id + 1) * 10 FROM mq.replica_broker b), 0))
+    SELECT greatest(p_partitions, coalesce((SELECT (b.broker_id + 1) * 2 FROM mq.replica_broker b), 0))
 $$;
 
 -- On a node with an attached broker, add the partitions it lacks
@@ -202,6 +202,6 @@ COMMENT ON FUNCTION mq._sql_group_value(text) IS
 COMMENT ON FUNCTION mq._note_sql_group(text) IS
     'internal: appends an SQL group''s metadata record (a tombstone once it is gone) to __consumer_offsets, if it exists';
 COMMENT ON FUNCTION mq._consumer_offsets_wanted(integer) IS
-    'internal: the partitions __consumer_offsets needs on this node (its attached broker''s ten, or what was asked)';
+    'internal: the partitions __consumer_offsets needs on this node (its attached broker''s two, or what was asked)';
 COMMENT ON FUNCTION mq._grow_consumer_offsets(integer) IS
     'internal: on a node with an attached broker, adds the __consumer_offsets partitions it lacks';

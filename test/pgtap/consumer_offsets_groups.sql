@@ -6,7 +6,7 @@
 -- changing transaction; an emptied group is Kafka's Empty group;
 -- delete_group appends the group's tombstone; the topic's first records
 -- carry every SQL group.  On a node with an attached broker (a replicated
--- cluster), commits go to the ten partitions of its broker id, which
+-- cluster), commits go to the two partitions of its broker id, which
 -- ensure_consumer_offsets adds.
 \set ON_ERROR_STOP on
 SET client_min_messages = warning;
@@ -153,18 +153,18 @@ SELECT results_eq($$SELECT tombstone FROM grec WHERE grp = 'sg' ORDER BY msg_off
 SELECT is((SELECT count(DISTINCT at) FROM grec WHERE grp = 'sg'), 1::bigint,
           'every record of the group is on one partition');
 
--- a node with an attached broker: the ten partitions of its broker id
-INSERT INTO mq.replica_broker (broker_id) VALUES (2);
+-- a node with an attached broker: the two partitions of its broker id
+INSERT INTO mq.replica_broker (broker_id) VALUES (5);
 CREATE TEMP VIEW ends AS SELECT sum(log_end_offset) AS n FROM mq.partitions WHERE topic = '__consumer_offsets';
 CREATE TEMP TABLE before AS SELECT n FROM ends;
 SELECT mq.commit_offset('gk', 'cg', 0, 1);
-SELECT is((SELECT n FROM ends), (SELECT n FROM before), 'before it has broker 2''s partitions, a commit appends nothing');
-SELECT is(mq.ensure_consumer_offsets(), 30, 'ensure_consumer_offsets adds them: 30 partitions');
+SELECT is((SELECT n FROM ends), (SELECT n FROM before), 'before it has broker 5''s partitions, a commit appends nothing');
+SELECT is(mq.ensure_consumer_offsets(), 12, 'ensure_consumer_offsets adds them: 12 partitions');
 SELECT mq.commit_offset(g, 'cg', 0, 2) FROM unnest(ARRAY['gk', 'ünï😀code-group']) g;
-SELECT results_eq($$SELECT f.partition FROM generate_series(0, 29) p, LATERAL mq.fetch('__consumer_offsets', p, 0) f
+SELECT results_eq($$SELECT f.partition FROM generate_series(0, 11) p, LATERAL mq.fetch('__consumer_offsets', p, 0) f
                      WHERE f.partition >= 10 ORDER BY 1$$,
-                  $$VALUES (20), (21)$$,
-                  'then commits go to broker 2''s ten: 20 + abs(hashCode) % 10');
+                  $$VALUES (10), (11)$$,
+                  'then commits go to broker 5''s two: 10 + abs(hashCode) % 2');
 SELECT is(mq.ensure_consumer_offsets(50), 50, 'and it grows to what mq-kafka asks for (every listener''s)');
 
 SELECT * FROM finish();
