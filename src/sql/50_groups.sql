@@ -18,7 +18,7 @@
 -- or member poll, or at maintenance (_refresh_metadata).
 --
 -- Locking: every change to a group runs under its consumer_group row lock
--- (FOR UPDATE), then __consumer_offsets' produce lock (mq._note_sql_group).
+-- (FOR UPDATE), with its __consumer_offsets record queued (mq._note_sql_group).
 -- Assignments are computed in variables and arrays, never in helper tables:
 -- these run as the extension owner, and a caller's table of the same name
 -- (a temp table with a trigger) would run the caller's code as the owner.

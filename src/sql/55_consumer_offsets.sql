@@ -4,7 +4,8 @@
 -- format, so that Kafka tools reading it (Burrow) see mq's groups.  It is
 -- created on first need (mq-kafka's Metadata naming it, or this function
 -- called by hand), with every committed offset known then; from then on
--- each commit appends its record in the committing transaction.  Only the
+-- each commit appends its record in the committing transaction, when it
+-- commits (its produce locks are the last any transaction takes).  Only the
 -- commits write it: a produce, delete_records or add_partitions on it is
 -- MQ070.  Its partitions are Kafka's choice for a group (abs of the Java
 -- hash of the group id, modulo the count); the count cannot change.  On a
@@ -20,6 +21,11 @@ CREATE FUNCTION mq._consumer_offsets_append(group_id text, topic text, partition
                                             next_offset bigint, metadata text, group_value bytea,
                                             committed_at timestamptz DEFAULT NULL)
     RETURNS void AS 'MODULE_PATHNAME', 'mq_consumer_offsets_append' LANGUAGE C VOLATILE;
+-- A transaction's records are appended when it commits (src/consumer_offsets.c,
+-- "Lock order"); this appends them now, for a test that reads them back in
+-- the same transaction.
+CREATE FUNCTION mq._consumer_offsets_flush() RETURNS integer
+    AS 'MODULE_PATHNAME', 'mq_consumer_offsets_flush' LANGUAGE C VOLATILE;
 
 CREATE FUNCTION mq._refuse_internal_topic(topic text) RETURNS void
 LANGUAGE plpgsql IMMUTABLE SET search_path = pg_catalog, pg_temp AS $$

@@ -591,5 +591,7 @@ COMMENT ON FUNCTION mq.ensure_consumer_offsets(integer) IS
     'creates the __consumer_offsets topic (offset commits in Kafka''s format) with the committed offsets known now, unless it exists (on a node with an attached broker, grows it to what is asked and its broker''s two); returns its partition count';
 COMMENT ON FUNCTION mq._consumer_offsets_append(text, text, integer, bigint, text, bytea, timestamptz) IS
     'internal: appends a commit (next_offset NULL: a tombstone) or, with topic NULL, a group''s metadata to __consumer_offsets, if it exists';
+COMMENT ON FUNCTION mq._consumer_offsets_flush() IS
+    'internal: appends the transaction''s queued __consumer_offsets records now instead of at its commit (tests); returns how many';
 COMMENT ON FUNCTION mq._refuse_internal_topic(text) IS
     'internal: raises MQ070 for __consumer_offsets, which only offset commits write';

@@ -13,6 +13,8 @@ SET client_min_messages = warning;
 BEGIN;
 SELECT plan(16);
 
+-- (a transaction appends its records at commit: mq._consumer_offsets_flush()
+-- appends them before each check)
 -- a decoder of Kafka's formats, as a monitor reads them: a nullable
 -- STRING at pos (int16 length), and the group metadata value as jsonb
 CREATE FUNCTION pg_temp.i16(b bytea, pos integer) RETURNS integer LANGUAGE sql AS
@@ -92,10 +94,12 @@ SELECT f.partition AS at, f.msg_offset, pg_temp.i16(f.key, 1) AS key_version,
  WHERE pg_temp.i16(f.key, 1) = 2;
 
 SELECT mq.ensure_consumer_offsets();
+SELECT mq._consumer_offsets_flush();
 SELECT results_eq($$SELECT key_version, grp, v->>'version', v->>'protocol_type', (v->>'generation')::int,
                            v->>'protocol', jsonb_array_length(v->'members'), (v->>'complete')::boolean FROM grec$$,
                   $$VALUES (2, 'sg', '3', 'consumer', 1, 'range', 1, true)$$,
                   'the topic''s first records carry the SQL group: key v2, value v3, generation 1, its assignor, one member');
+SELECT mq._consumer_offsets_flush();
 SELECT results_eq($$SELECT v->'members'->0->>'member_id' = v->>'leader', v->'members'->0->'subscription',
                            v->'members'->0->'assignment', v->'members'->0->>'client_id',
                            (v->'members'->0->>'session_ms')::int
@@ -105,17 +109,21 @@ SELECT results_eq($$SELECT v->'members'->0->>'member_id' = v->>'leader', v->'mem
 
 -- a second member: a new generation, a new record
 CREATE TEMP TABLE m2 AS SELECT member FROM mq.join_group('sg', ARRAY['cg', 'cg2'], session_timeout_ms => 20000);
+SELECT mq._consumer_offsets_flush();
 SELECT results_eq($$SELECT (v->>'generation')::int, jsonb_array_length(v->'members'), (v->>'complete')::boolean
                       FROM grec WHERE grp = 'sg' ORDER BY msg_offset DESC LIMIT 1$$,
                   $$VALUES (2, 2, true)$$, 'a member joining appends generation 2 with both members');
+SELECT mq._consumer_offsets_flush();
 SELECT results_eq($$SELECT m->'subscription', (m->>'session_ms')::int
                       FROM grec, jsonb_array_elements(v->'members') m
                      WHERE grp = 'sg' AND m->>'member_id' = (SELECT member FROM m2) ORDER BY msg_offset DESC LIMIT 1$$,
                   $$VALUES ('["cg", "cg2"]'::jsonb, 20000)$$, 'the new member''s subscription and timeout');
+SELECT mq._consumer_offsets_flush();
 SELECT is((SELECT count(*) FROM grec, jsonb_array_elements(v->'members') m, jsonb_each(m->'assignment') a,
                   jsonb_array_elements(a.value) p
             WHERE msg_offset = (SELECT max(msg_offset) FROM grec WHERE grp = 'sg') AND grp = 'sg'),
           4::bigint, 'the assignments of the generation cover cg''s three partitions and cg2''s one');
+SELECT mq._consumer_offsets_flush();
 SELECT is((SELECT v->>'leader' FROM grec WHERE grp = 'sg' ORDER BY msg_offset DESC LIMIT 1),
           (SELECT min(member_id COLLATE "C") FROM mq.group_member WHERE group_id = 'sg'),
           'the leader is the first member by id');
@@ -124,14 +132,17 @@ SELECT is((SELECT v->>'leader' FROM grec WHERE grp = 'sg' ORDER BY msg_offset DE
 SAVEPOINT s;
 SELECT count(*) FROM mq.join_group('sg', ARRAY['cg']);
 ROLLBACK TO SAVEPOINT s;
+SELECT mq._consumer_offsets_flush();
 SELECT is((SELECT count(*) FROM grec WHERE grp = 'sg'), 2::bigint, 'a rolled-back join leaves no record');
 
 -- leaving: a new generation each time, then Kafka's Empty group
 SELECT mq.leave_group('sg', member) FROM m2;
+SELECT mq._consumer_offsets_flush();
 SELECT results_eq($$SELECT (v->>'generation')::int, jsonb_array_length(v->'members')
                       FROM grec WHERE grp = 'sg' ORDER BY msg_offset DESC LIMIT 1$$,
                   $$VALUES (3, 1)$$, 'a member leaving appends generation 3 with one member');
 SELECT mq.leave_group('sg', member_id) FROM mq.group_member WHERE group_id = 'sg';
+SELECT mq._consumer_offsets_flush();
 SELECT results_eq($$SELECT (v->>'generation')::int, v->>'protocol', v->>'leader', jsonb_array_length(v->'members'),
                            (v->>'complete')::boolean
                       FROM grec WHERE grp = 'sg' ORDER BY msg_offset DESC LIMIT 1$$,
@@ -141,6 +152,7 @@ SELECT results_eq($$SELECT (v->>'generation')::int, v->>'protocol', v->>'leader'
 -- a static member's return: a new member id, the same generation
 CREATE TEMP TABLE s1 AS SELECT member FROM mq.join_group('stat', ARRAY['cg'], instance_id => 'i1');
 CREATE TEMP TABLE s2 AS SELECT member FROM mq.join_group('stat', ARRAY['cg'], instance_id => 'i1');
+SELECT mq._consumer_offsets_flush();
 SELECT results_eq($$SELECT (v->>'generation')::int, v->'members'->0->>'member_id', v->'members'->0->>'instance_id'
                       FROM grec WHERE grp = 'stat' ORDER BY msg_offset$$,
                   $$VALUES (1, (SELECT member FROM s1), 'i1'), (1, (SELECT member FROM s2), 'i1')$$,
@@ -148,8 +160,10 @@ SELECT results_eq($$SELECT (v->>'generation')::int, v->'members'->0->>'member_id
 
 -- delete_group: the group's tombstone
 SELECT mq.delete_group('sg');
+SELECT mq._consumer_offsets_flush();
 SELECT results_eq($$SELECT tombstone FROM grec WHERE grp = 'sg' ORDER BY msg_offset DESC LIMIT 1$$,
                   $$VALUES (true)$$, 'delete_group appends the group''s tombstone');
+SELECT mq._consumer_offsets_flush();
 SELECT is((SELECT count(DISTINCT at) FROM grec WHERE grp = 'sg'), 1::bigint,
           'every record of the group is on one partition');
 
@@ -158,13 +172,17 @@ INSERT INTO mq.replica_broker (broker_id) VALUES (5);
 CREATE TEMP VIEW ends AS SELECT sum(log_end_offset) AS n FROM mq.partitions WHERE topic = '__consumer_offsets';
 CREATE TEMP TABLE before AS SELECT n FROM ends;
 SELECT mq.commit_offset('gk', 'cg', 0, 1);
+SELECT mq._consumer_offsets_flush();
 SELECT is((SELECT n FROM ends), (SELECT n FROM before), 'before it has broker 5''s partitions, a commit appends nothing');
+SELECT mq._consumer_offsets_flush();
 SELECT is(mq.ensure_consumer_offsets(), 12, 'ensure_consumer_offsets adds them: 12 partitions');
 SELECT mq.commit_offset(g, 'cg', 0, 2) FROM unnest(ARRAY['gk', 'ünï😀code-group']) g;
+SELECT mq._consumer_offsets_flush();
 SELECT results_eq($$SELECT f.partition FROM generate_series(0, 11) p, LATERAL mq.fetch('__consumer_offsets', p, 0) f
                      WHERE f.partition >= 10 ORDER BY 1$$,
                   $$VALUES (10), (11)$$,
                   'then commits go to broker 5''s two: 10 + abs(hashCode) % 2');
+SELECT mq._consumer_offsets_flush();
 SELECT is(mq.ensure_consumer_offsets(50), 50, 'and it grows to what mq-kafka asks for (every listener''s)');
 
 SELECT * FROM finish();
