@@ -17,8 +17,14 @@
  * leader epoch -1, metadata, commit timestamp); a null value (tombstone)
  * when mq.delete_group forgets the offset.  mq-kafka's groups add their
  * metadata (GroupMetadataKey version 2, the GroupMetadataValue mq-kafka
- * encodes) with each save of their state.  The partition is Kafka's:
- * abs(Java hashCode of the group id) modulo the topic's partition count.
+ * encodes) with each save of their state, and SQL groups theirs with each
+ * new generation (55_consumer_offsets.sql encodes it).  The partition is
+ * Kafka's: abs(Java hashCode of the group id) modulo the topic's
+ * partition count.  On a node of a replicated cluster (one with an
+ * attached broker) the topic is not replicated: each node appends the
+ * commits it takes to two partitions of its own, broker id * 2 + the
+ * group's hash modulo 2, and every node's mq-kafka serves its own two as
+ * their leader (docs/design.md, "__consumer_offsets in a cluster").
  *
  * Only this file appends to the topic: every produce to it (produce.c) is
  * refused (MQ070, Kafka's INVALID_TOPIC_EXCEPTION).
@@ -49,6 +55,7 @@
 #include "postgres.h"
 
 #include "access/xact.h"
+#include "executor/spi.h"
 #include "fmgr.h"
 #include "lib/stringinfo.h"
 #include "mb/pg_wchar.h"
@@ -235,6 +242,38 @@ pending_cmp(const ListCell *a, const ListCell *b)
 	return x->seq < y->seq ? -1 : x->seq > y->seq;
 }
 
+/* the broker attached to this node (mq.replica_broker), or -1: none */
+static int32
+attached_broker(void)
+{
+	static SPIPlanPtr plan = NULL;
+	int64		id = -1;
+
+	if (!mq_spi_get_int64(&plan, "SELECT broker_id::bigint FROM mq.replica_broker", 0, NULL, NULL, &id))
+		return -1;
+	return (int32) id;
+}
+
+/*
+ * The partition of the group's records: Kafka's for the group on a node
+ * of its own; on a node with an attached broker, one of the two of its
+ * broker id (id * 2 + the group's hash modulo 2), or -1 when the topic
+ * does not have them yet (mq.ensure_consumer_offsets adds them).
+ */
+static int32
+record_partition(const char *group, int glen, MqTopic *topic, int32 broker)
+{
+	int32		p;
+
+	if (broker < 0)
+		return mq_consumer_offsets_partition(group, glen, topic->npartitions);
+	if (broker > (PG_INT32_MAX - MQ_CO_NODE_PARTITIONS) / MQ_CO_NODE_PARTITIONS)
+		return -1;
+	p = broker * MQ_CO_NODE_PARTITIONS +
+		mq_consumer_offsets_partition(group, glen, MQ_CO_NODE_PARTITIONS);
+	return p < topic->npartitions ? p : -1;
+}
+
 /*
  * Append the queue, partition by partition in ascending order, each
  * partition's records in the order they were made.  Returns the number of
@@ -248,6 +287,7 @@ flush_pending(void)
 	MqRecordIn *in;
 	ListCell   *lc;
 	int			n = 0;
+	int32		broker;
 
 	pending = NIL;
 	if (recs == NIL)
@@ -255,12 +295,17 @@ flush_pending(void)
 	topic = find_topic();
 	if (topic == NULL)
 		return 0;				/* dropped since */
+	broker = attached_broker();
 	foreach(lc, recs)
 	{
 		PendingRecord *r = lfirst(lc);
 
-		r->partition = mq_consumer_offsets_partition(r->group, r->glen, topic->npartitions);
+		r->partition = record_partition(r->group, r->glen, topic, broker);
+		if (r->partition < 0)
+			recs = foreach_delete_current(recs, lc);	/* none of its own yet */
 	}
+	if (recs == NIL)
+		return 0;
 	list_sort(recs, pending_cmp);
 	in = palloc0(sizeof(MqRecordIn) * list_length(recs));
 	PushActiveSnapshot(GetTransactionSnapshot());

@@ -590,7 +590,7 @@ COMMENT ON FUNCTION mq._scram_mechanism(text) IS
 COMMENT ON FUNCTION mq._scram_store(oid, text, text, bytea, bytea, integer, boolean) IS
     'internal: checks and stores one SCRAM verifier for mq.set_scram_credential and mq.set_scram_credential_salted';
 COMMENT ON FUNCTION mq.ensure_consumer_offsets(integer) IS
-    'creates the __consumer_offsets topic (offset commits in Kafka''s format) with the committed offsets known now, unless it exists; returns its partition count';
+    'creates the __consumer_offsets topic (offset commits in Kafka''s format) with the committed offsets known now, unless it exists (on a node with an attached broker, grows it to what is asked and its broker''s two); returns its partition count';
 COMMENT ON FUNCTION mq._consumer_offsets_append(text, text, integer, bigint, text, bytea, timestamptz) IS
     'internal: appends a commit (next_offset NULL: a tombstone) or, with topic NULL, a group''s metadata to __consumer_offsets, if it exists';
 COMMENT ON FUNCTION mq._consumer_offsets_flush() IS
