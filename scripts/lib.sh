@@ -354,11 +354,13 @@ cluster_env() {
 	export MQ_CLUSTER="$dir" MQ_PGDATA="$dir/data" MQ_SERVER_LOG="$dir/server.log"
 }
 
-# cluster_stop [NAME [immediate]]: stop NAME (default: the last started)
-# and remove its temp dir.  Fast shutdown, then immediate, then SIGKILL of
-# its postmaster; `immediate` skips the fast shutdown and its checkpoint
-# (for a cluster whose data is thrown away: after a test run's dozens of
-# databases, the shutdown checkpoint outlasted the 30 s wait).
+# cluster_stop [NAME [immediate [nowait]]]: stop NAME (default: the last
+# started) and remove its temp dir.  Fast shutdown, then immediate, then
+# SIGKILL of its postmaster; `immediate` skips the fast shutdown and its
+# checkpoint (for a cluster whose data is thrown away: after a test run's
+# dozens of databases, the shutdown checkpoint outlasted the 30 s wait);
+# `nowait` removes the temp dir in the background (it took 38 to 103 s on
+# a busy disk).
 cluster_stop() {
 	local name="${1:-}" mode="${2:-fast}"
 	if [[ -z "$name" ]]; then
@@ -385,6 +387,9 @@ cluster_stop() {
 	fi
 	if [[ -n "${MQ_KEEP_TMP:-}" ]]; then
 		mq_log "cluster '$name' stopped; kept $dir"
+	elif [[ "${3:-}" == nowait ]]; then
+		# a test run's many databases take long to remove on a busy disk
+		(rm -rf "$dir" &)
 	else
 		rm -rf "$dir"
 	fi

@@ -78,6 +78,7 @@
 #        since the branch left main, the sanitize and package phases are
 #        left out unless MQ_TEST_ONLY names them; MQ_TESTS, if set too, wins),
 #        MQ_TAP_JOBS (multi-node TAP tests run at a time, default 3),
+#        MQ_TAP_NICE (niceness of the TAP lane beside the others, default 10),
 #        MQ_TAP_BESIDE=0 (run every phase in its place, the TAP phase and
 #        the mq-kafka and sanitizer phases not beside the others),
 #        MQ_PRELOAD / MQ_EXTENSION (see scripts/lib.sh).
@@ -208,7 +209,12 @@ finish() {
 # of itself right after the build (MQ_SKIP_BUILD=1), one per lane: the TAP
 # phase alone, and the mq-kafka and sanitizer phases (each instance with
 # its own throwaway cluster, so the suites of two lanes share no roles,
-# databases or settings).  It runs the remaining phases meanwhile, and
+# databases or settings).  The TAP lane runs at niceness MQ_TAP_NICE
+# (default 10): its tests' producers and consumers loop as fast as they
+# can and would otherwise take the CPU from the other phases, whose
+# suites mostly wait on short steps, each a process that must be
+# scheduled at once (docs/design.md, "The test command's time").  It runs
+# the remaining phases meanwhile, and
 # before the package phase (which replaces the installed extension) waits
 # for each lane in turn, prints its output and counts its suites and times
 # as its own (MQ_RESULTS: the file where an instance writes them).
@@ -248,7 +254,9 @@ unit_bg_join() {
 		rc=0
 		wait "$pid" || rc=$?
 		f="${UNIT_BG[$pid]}"
-		ms=$(($(now_ms) - ${UNIT_BG_T0[$pid]}))
+		# its time ends with its last output, not when it is collected
+		ms=$(($(stat -c %Y "${UNIT_BG_OUT[$pid]}") * 1000 - ${UNIT_BG_T0[$pid]}))
+		((ms > 0)) || ms=0
 		mq_reaped "$pid" "$rc" "after ${SUITE_TIMEOUT}s: $f"
 		printf -- '--- %s (background, %ss):\n' "$f" "$(secs "$ms")"
 		cat "${UNIT_BG_OUT[$pid]}"
@@ -256,16 +264,17 @@ unit_bg_join() {
 		unset 'UNIT_BG[$pid]'
 	done
 }
-# beside_start TIMEOUT PHASES...: a lane running PHASES, killed after TIMEOUT
-# seconds; the phases are no longer this instance's
+# beside_start TIMEOUT NICE PHASES...: a lane running PHASES at niceness
+# NICE, killed after TIMEOUT seconds; the phases are no longer this
+# instance's
 beside_start() {
-	local timeout="$1" dir p
-	shift
+	local timeout="$1" nice="$2" dir p
+	shift 2
 	dir="$(mktemp -d "${TMPDIR:-/tmp}/mq-beside.XXXXXX")"
 	mq_on_exit "rm -rf '$dir'"
 	echo "phases $* run beside the next ones (MQ_TAP_BESIDE): their output comes after them"
 	MQ_TEST_ONLY="$*" MQ_SKIP_BUILD=1 MQ_TAP_BESIDE=0 MQ_RESULTS="$dir/results" \
-		mq_spawn_timeout "$timeout" bash scripts/test.sh >"$dir/out" 2>&1
+		mq_spawn_timeout "$timeout" nice -n "$nice" bash scripts/test.sh >"$dir/out" 2>&1
 	BESIDE_PHASES+=("$*")
 	BESIDE_PIDS+=("$MQ_SPAWNED")
 	BESIDE_DIRS+=("$dir")
@@ -438,12 +447,12 @@ wants_any() {
 }
 if [[ "${MQ_TAP_BESIDE:-1}" != 0 ]]; then
 	if want tap && ((${#TAP_PL[@]})) && wants_any unit regress isolation pgtap concurrency cli kafka sanitize; then
-		beside_start "$((SUITE_TIMEOUT * ${#TAP_PL[@]} + 60))" tap
+		beside_start "$((SUITE_TIMEOUT * ${#TAP_PL[@]} + 60))" "${MQ_TAP_NICE:-10}" tap
 	fi
 	if wants_any kafka sanitize && wants_any unit regress isolation pgtap concurrency cli; then
 		lane=()
 		for p in kafka sanitize; do if want "$p"; then lane+=("$p"); fi; done
-		beside_start "$((SUITE_TIMEOUT * (${#KAFKA_SH[@]} + 3) + 60))" "${lane[@]}"
+		beside_start "$((SUITE_TIMEOUT * (${#KAFKA_SH[@]} + 3) + 60))" 0 "${lane[@]}"
 	fi
 fi
 
@@ -619,7 +628,7 @@ if [[ -n "${MQ_CLUSTER:-}" ]]; then
 	if ((FAILED > 0)) && [[ -f "$MQ_SERVER_LOG" ]]; then
 		keep_log "$MQ_SERVER_LOG" server-main.log
 	fi
-	cluster_stop "" immediate
+	cluster_stop "" immediate nowait
 fi
 
 # --------------------------------------------------------------------------
@@ -647,7 +656,8 @@ fi
 # port either).  Each test's output goes to a file, printed whole when the
 # test ends; its time runs from its own start; scripts/cpu-time.pl adds
 # the CPU time of the test and of every process it started, its servers
-# included.
+# included.  Their nodes' initdb copies one template made at the first
+# (scripts/tap-initdb/initdb).
 TAP_JOBS="${MQ_TAP_JOBS:-3}"
 declare -A TAP_RUNNING=() TAP_T0=()
 
@@ -657,7 +667,9 @@ tap_start() {
 	mkdir -p "$TAPDIR/tmp/$base"
 	if mq_is_root; then chown postgres:postgres "$TAPDIR/tmp/$base"; fi
 	echo "starting $f"
-	TESTDIR="$TAPDIR" PG_REGRESS="$PG_REGRESS" TMPDIR="$TAPDIR/tmp/$base" \
+	PATH="$MQ_PG_REPO/scripts/tap-initdb:$PATH" MQ_REAL_INITDB="$PG_BINDIR/initdb" \
+		MQ_INITDB_TEMPLATE="$TAPDIR/initdb-template" \
+		TESTDIR="$TAPDIR" PG_REGRESS="$PG_REGRESS" TMPDIR="$TAPDIR/tmp/$base" \
 		PG_TEST_PORT_DIR="$TAP_PORT_DIR" MQ_REPO_ROOT="$MQ_PG_REPO" \
 		PERL5LIB="$PG_TAP_PERL:$MQ_PG_REPO/test/t${PERL5LIB:+:$PERL5LIB}" \
 		mq_spawn_timeout "$SUITE_TIMEOUT" as_postgres perl "$MQ_PG_REPO/scripts/cpu-time.pl" \
