@@ -43,7 +43,7 @@ SRCS+=("$C"/util.c "$C"/mqconn.c "$C"/connpolicy.c "$C"/cancel.c "$C"/pgbinary.c
 "$CC_FUZZ" -g -O1 -fsanitize=fuzzer,address,undefined -fno-sanitize-recover=undefined \
 	-I"$("$PG_CONFIG" --includedir)" -I"$WORK/bin" -I"$C" -I"$K" -DMQ_VERSION='"fuzz"' \
 	-o "$WORK/bin/fuzz_kafka" test/kafka/fuzz/fuzz_kafka.c "${SRCS[@]}" \
-	-L"$("$PG_CONFIG" --libdir)" -lpq -levent -lz -lsnappy -llz4 -lzstd -levent_openssl -lssl -lcrypto
+	-L"$("$PG_CONFIG" --libdir)" -lpq -ljansson -levent -lz -lsnappy -llz4 -lzstd -levent_openssl -lssl -lcrypto
 
 # seeds: 0x00 then a request frame (api key, version, correlation id,
 # client id, body); 0x01 then a record batch; 0xff then a SASL PLAIN token;

@@ -194,6 +194,42 @@ mq_stop_servers_under() {
 	done < <(find "$dir" -name postmaster.pid -print0 2>/dev/null)
 }
 
+# mq_stop_daemons_under DIR: kill (SIGCONT, then SIGKILL) every mq-broker
+# and mq-kafka whose environment's TMPDIR, working directory or one of
+# whose arguments (a config file) lies under DIR: the daemons a TAP test
+# left behind (scripts/test.sh gives each test a TMPDIR of its own, which
+# its brokers and their mq-kafka inherit), paused or orphaned ones too.
+# Daemons of other tests and other runs are left alone.
+mq_stop_daemons_under() {
+	local dir="$1" p comm pid
+	[[ -d "$dir" ]] || return 0
+	dir="$(cd "$dir" && pwd -P)"
+	for p in /proc/[0-9]*; do
+		# (read, not cat: no process started per process looked at)
+		{ read -r comm <"$p/comm"; } 2>/dev/null || continue
+		[[ "$comm" == mq-broker || "$comm" == mq-kafka ]] || continue
+		pid="${p#/proc/}"
+		if _mq_proc_under "$p" "$dir"; then
+			kill -CONT "$pid" 2>/dev/null || true
+			kill -KILL "$pid" 2>/dev/null || true
+		fi
+	done
+}
+
+# _mq_proc_under /proc/PID DIR: does the process belong under DIR (above)?
+_mq_proc_under() {
+	local p="$1" dir="$2" v
+	v="$(readlink "$p/cwd" 2>/dev/null || true)"
+	[[ "$v" == "$dir" || "$v" == "$dir"/* ]] && return 0
+	{ while IFS= read -r -d '' v; do
+		[[ "$v" == "TMPDIR=$dir" || "$v" == "TMPDIR=$dir"/* ]] && return 0
+	done <"$p/environ"; } 2>/dev/null
+	{ while IFS= read -r -d '' v; do
+		[[ "$v" == "$dir"/* ]] && return 0
+	done <"$p/cmdline"; } 2>/dev/null
+	return 1
+}
+
 # ---------------------------------------------------------------------------
 # Cleanup: one trap for everything
 # ---------------------------------------------------------------------------

@@ -689,7 +689,9 @@ tap_reap() {
 	unset 'TAP_RUNNING[$pid]' 'TAP_T0[$pid]'
 	mq_reaped "$pid" "$rc" "after ${SUITE_TIMEOUT}s: $f"
 	base="$(basename "$f" .pl)"
-	# whatever of its servers outlived it (a test killed by its timeout)
+	# whatever of its servers and daemons outlived it (a test killed by
+	# its timeout, a broker's paused mq-kafka)
+	mq_stop_daemons_under "$TAPDIR/tmp/$base"
 	mq_stop_servers_under "$TAPDIR/tmp/$base"
 	for d in "$TAPDIR/tmp_check/t_${base}_"*; do mq_stop_servers_under "$d"; done
 	printf -- '--- %s (%ss):\n' "$f" "$(secs "$ms")"
@@ -734,7 +736,7 @@ if want tap; then
 		TAPDIR="$(mktemp -d "${TMPDIR:-/tmp}/mq-tap.XXXXXX")"
 		mkdir -p "$TAPDIR/tmp"
 		if mq_is_root; then chown -R postgres:postgres "$TAPDIR"; fi
-		mq_on_exit "mq_stop_servers_under '$TAPDIR'; rm -rf '$TAPDIR'"
+		mq_on_exit "mq_stop_daemons_under '$TAPDIR'; mq_stop_servers_under '$TAPDIR'; rm -rf '$TAPDIR'"
 
 		# postgres must read the tests and whatever they use in the repo: a
 		# copy when it cannot read the checkout (mq_postgres_repo)

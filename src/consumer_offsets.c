@@ -17,30 +17,57 @@
  * leader epoch -1, metadata, commit timestamp); a null value (tombstone)
  * when mq.delete_group forgets the offset.  mq-kafka's groups add their
  * metadata (GroupMetadataKey version 2, the GroupMetadataValue mq-kafka
- * encodes) with each save of their state.  The partition is Kafka's:
- * abs(Java hashCode of the group id) modulo the topic's partition count.
+ * encodes) with each save of their state, and SQL groups theirs with each
+ * new generation (55_consumer_offsets.sql encodes it).  The partition is
+ * Kafka's: abs(Java hashCode of the group id) modulo the topic's
+ * partition count.  On a node of a replicated cluster (one with an
+ * attached broker) the topic is not replicated: each node appends the
+ * commits it takes to two partitions of its own, broker id * 2 + the
+ * group's hash modulo 2, and every node's mq-kafka serves its own two as
+ * their leader (docs/design.md, "__consumer_offsets in a cluster").
  *
  * Only this file appends to the topic: every produce to it (produce.c) is
  * refused (MQ070, Kafka's INVALID_TOPIC_EXCEPTION).
  *
- * Locking: the append takes the __consumer_offsets partition's produce
- * lock until the committing transaction ends (log.c), after the row lock
- * of the commit's mq.consumer_offset row (offsets.c).
+ * Lock order (this file owns it).  Appending takes the __consumer_offsets
+ * partition's produce lock until the transaction ends (log.c).  Taken at
+ * each commit, in the middle of a transaction, that lock made deadlocks
+ * out of ordinary patterns: T1 produces to topic X, then commits an
+ * offset (waiting for T2's lock of __consumer_offsets partition 0), while
+ * T2 committed first and now produces to X (waiting for T1); or two
+ * members of one group commit partitions 0 and 1 in opposite orders, each
+ * waiting for the other's offset row with the lock in hand
+ * (test/isolation/specs/consumer-offsets-lock-order.spec).  So a commit
+ * only queues its record, and the transaction appends its queue at
+ * pre-commit (and before PREPARE), after everything else it did, grouped
+ * by partition in ascending order: the __consumer_offsets produce locks
+ * are the last locks any transaction takes, so one waiting for them holds
+ * none that their holder, itself at pre-commit, could need.  Records of a
+ * rolled-back subtransaction leave the queue.  Visibility is unchanged:
+ * the records are in the topic exactly when the commit is.  The
+ * callbacks are registered after notify.c's and produce_lock.c's (mq.c),
+ * so they run before those at pre-commit (PostgreSQL calls the last
+ * registered first): notify.c counts the topics the commit touched and
+ * produce_lock.c looks at the produce locks held.
  *
  *-------------------------------------------------------------------------
  */
 #include "postgres.h"
 
+#include "access/xact.h"
+#include "executor/spi.h"
 #include "fmgr.h"
 #include "lib/stringinfo.h"
 #include "mb/pg_wchar.h"
 #include "utils/builtins.h"
+#include "utils/memutils.h"
 #include "utils/snapmgr.h"
 #include "utils/timestamp.h"
 
 #include "mq.h"
 
 PG_FUNCTION_INFO_V1(mq_consumer_offsets_append);
+PG_FUNCTION_INFO_V1(mq_consumer_offsets_flush);
 
 /* Kafka's GroupMetadataManager formats */
 #define OFFSET_KEY_VERSION		1
@@ -146,24 +173,219 @@ mq_consumer_offsets_check_write(const char *topic_name)
 				 errhint("Offset commits (mq.commit_offset, Kafka's OffsetCommit) append to it.")));
 }
 
-/* Append one record to the group's partition, if the topic exists. */
-static void
-append_record(const char *group, int glen, bytea *key, bytea *value)
+/*
+ * A record the transaction will append at pre-commit: in
+ * TopTransactionContext, with the subtransaction that made it.
+ */
+typedef struct PendingRecord
+{
+	char	   *group;			/* chooses the partition */
+	int			glen;
+	bytea	   *key;
+	bytea	   *value;			/* NULL: a tombstone */
+	SubTransactionId subid;
+	int			seq;			/* order of making, kept within a partition */
+	int32		partition;		/* set when appending */
+} PendingRecord;
+
+static List *pending = NIL;
+static int	pending_seq = 0;
+
+/* Does the topic exist now (a fresh snapshot: it may have been created while we waited)? */
+static MqTopic *
+find_topic(void)
 {
 	MqTopic    *topic;
-	MqRecordIn	rec;
 
-	/* a fresh snapshot: the topic may have been created while we waited */
 	PushActiveSnapshot(GetLatestSnapshot());
 	topic = mq_topic_lookup(MQ_CONSUMER_OFFSETS, true);
 	PopActiveSnapshot();
-	if (topic == NULL)
+	return topic;
+}
+
+/*
+ * Queue one record for the group's partition (see Lock order above), if
+ * the topic exists: a commit made before it does is among the records its
+ * creator writes first (mq.ensure_consumer_offsets), this transaction's
+ * own commits included.
+ */
+static void
+append_record(const char *group, int glen, bytea *key, bytea *value)
+{
+	MemoryContext old;
+	PendingRecord *r;
+
+	if (find_topic() == NULL)
 		return;
-	memset(&rec, 0, sizeof(rec));
-	rec.key = key;
-	rec.value = value;
-	rec.partition = mq_consumer_offsets_partition(group, glen, topic->npartitions);
-	(void) mq_log_append(MQ_CONSUMER_OFFSETS, rec.partition, &rec, 1, NULL);
+	old = MemoryContextSwitchTo(TopTransactionContext);
+	r = palloc(sizeof(PendingRecord));
+
+	r->group = pnstrdup(group, glen);
+	r->glen = glen;
+	r->key = (bytea *) PG_DETOAST_DATUM_COPY(PointerGetDatum(key));
+	r->value = value ? (bytea *) PG_DETOAST_DATUM_COPY(PointerGetDatum(value)) : NULL;
+	r->subid = GetCurrentSubTransactionId();
+	r->seq = pending_seq++;
+	r->partition = 0;
+	pending = lappend(pending, r);
+	MemoryContextSwitchTo(old);
+}
+
+static int
+pending_cmp(const ListCell *a, const ListCell *b)
+{
+	const PendingRecord *x = lfirst(a);
+	const PendingRecord *y = lfirst(b);
+
+	if (x->partition != y->partition)
+		return x->partition < y->partition ? -1 : 1;
+	return x->seq < y->seq ? -1 : x->seq > y->seq;
+}
+
+/* the broker attached to this node (mq.replica_broker), or -1: none */
+static int32
+attached_broker(void)
+{
+	static SPIPlanPtr plan = NULL;
+	int64		id = -1;
+
+	if (!mq_spi_get_int64(&plan, "SELECT broker_id::bigint FROM mq.replica_broker", 0, NULL, NULL, &id))
+		return -1;
+	return (int32) id;
+}
+
+/*
+ * The partition of the group's records: Kafka's for the group on a node
+ * of its own; on a node with an attached broker, one of the two of its
+ * broker id (id * 2 + the group's hash modulo 2), or -1 when the topic
+ * does not have them yet (mq.ensure_consumer_offsets adds them).
+ */
+static int32
+record_partition(const char *group, int glen, MqTopic *topic, int32 broker)
+{
+	int32		p;
+
+	if (broker < 0)
+		return mq_consumer_offsets_partition(group, glen, topic->npartitions);
+	if (broker > (PG_INT32_MAX - MQ_CO_NODE_PARTITIONS) / MQ_CO_NODE_PARTITIONS)
+		return -1;
+	p = broker * MQ_CO_NODE_PARTITIONS +
+		mq_consumer_offsets_partition(group, glen, MQ_CO_NODE_PARTITIONS);
+	return p < topic->npartitions ? p : -1;
+}
+
+/*
+ * Append the queue, partition by partition in ascending order, each
+ * partition's records in the order they were made.  Returns the number of
+ * records appended.
+ */
+static int
+flush_pending(void)
+{
+	List	   *recs = pending;
+	MqTopic    *topic;
+	MqRecordIn *in;
+	ListCell   *lc;
+	int			n = 0;
+	int32		broker;
+
+	pending = NIL;
+	if (recs == NIL)
+		return 0;
+	topic = find_topic();
+	if (topic == NULL)
+		return 0;				/* dropped since */
+	broker = attached_broker();
+	foreach(lc, recs)
+	{
+		PendingRecord *r = lfirst(lc);
+
+		r->partition = record_partition(r->group, r->glen, topic, broker);
+		if (r->partition < 0)
+			recs = foreach_delete_current(recs, lc);	/* none of its own yet */
+	}
+	if (recs == NIL)
+		return 0;
+	list_sort(recs, pending_cmp);
+	in = palloc0(sizeof(MqRecordIn) * list_length(recs));
+	PushActiveSnapshot(GetTransactionSnapshot());
+	for (int i = 0; i < list_length(recs); i += n)
+	{
+		int32		p = ((PendingRecord *) list_nth(recs, i))->partition;
+
+		for (n = 0; i + n < list_length(recs); n++)
+		{
+			PendingRecord *r = list_nth(recs, i + n);
+
+			if (r->partition != p)
+				break;
+			in[n].key = r->key;
+			in[n].value = r->value;
+			in[n].partition = p;
+		}
+		(void) mq_log_append(MQ_CONSUMER_OFFSETS, p, in, n, NULL);
+	}
+	PopActiveSnapshot();
+	return list_length(recs);
+}
+
+static void
+co_xact_callback(XactEvent event, void *arg)
+{
+	switch (event)
+	{
+		case XACT_EVENT_PRE_COMMIT:
+		case XACT_EVENT_PRE_PREPARE:
+			(void) flush_pending();
+			break;
+		case XACT_EVENT_COMMIT:
+		case XACT_EVENT_ABORT:
+		case XACT_EVENT_PREPARE:
+			pending = NIL;		/* its memory went with the transaction */
+			pending_seq = 0;
+			break;
+		default:
+			break;
+	}
+}
+
+/* A subtransaction's records go with its abort, or to its parent. */
+static void
+co_subxact_callback(SubXactEvent event, SubTransactionId mySubid,
+					SubTransactionId parentSubid, void *arg)
+{
+	ListCell   *lc;
+
+	foreach(lc, pending)
+	{
+		PendingRecord *r = lfirst(lc);
+
+		if (r->subid != mySubid)
+			continue;
+		if (event == SUBXACT_EVENT_ABORT_SUB)
+			pending = foreach_delete_current(pending, lc);
+		else if (event == SUBXACT_EVENT_COMMIT_SUB)
+			r->subid = parentSubid;
+	}
+}
+
+void
+mq_consumer_offsets_init(void)
+{
+	RegisterXactCallback(co_xact_callback, NULL);
+	RegisterSubXactCallback(co_subxact_callback, NULL);
+}
+
+/*
+ * mq._consumer_offsets_flush(): append the transaction's queued records
+ * now rather than at its commit, so that it reads them back itself (the
+ * tests); it then holds the produce locks for the rest of the transaction,
+ * out of the lock order above.  Returns the number appended.
+ */
+Datum
+mq_consumer_offsets_flush(PG_FUNCTION_ARGS)
+{
+	PG_RETURN_INT32(flush_pending());
 }
 
 /*

@@ -63,15 +63,20 @@ bool		mq_allow_log_change = false;
 /* Rows handed to one table_multi_insert call, as COPY does. */
 #define MQ_MULTI_INSERT_ROWS 1000
 
+/* segment_last_offset's answer when the segment's table is gone */
+#define SEGMENT_GONE (-2)
+
 /*
  * Last offset in one segment as seen by the snapshot, or -1 if it has none;
  * with max_ts, also the segment's largest timestamp (the last record's
  * running maximum, timeindex.c).  The index is scanned backwards, so this
  * touches the rightmost leaf page and, past rows of aborted producers, the
- * heap tuples behind it.
+ * heap tuples behind it.  With missing_ok, SEGMENT_GONE when the table was
+ * dropped (retention, a roll, drop_topic) after the topic cache listed it:
+ * locking it processed the drop's invalidation, so the cache is stale now.
  */
-int64
-mq_segment_last_offset(MqSegment *seg, Snapshot snapshot, TimestampTz *max_ts)
+static int64
+segment_last_offset(MqSegment *seg, Snapshot snapshot, TimestampTz *max_ts, bool missing_ok)
 {
 	Relation	rel;
 	Relation	irel;
@@ -79,7 +84,10 @@ mq_segment_last_offset(MqSegment *seg, Snapshot snapshot, TimestampTz *max_ts)
 	TupleTableSlot *slot;
 	int64		result = -1;
 
-	rel = table_open(seg->relid, AccessShareLock);
+	rel = missing_ok ? try_table_open(seg->relid, AccessShareLock)
+		: table_open(seg->relid, AccessShareLock);
+	if (rel == NULL)
+		return SEGMENT_GONE;
 	irel = mq_segment_index_open(seg, rel, AccessShareLock);
 	slot = table_slot_create(rel, NULL);
 	scan = index_beginscan(rel, irel, snapshot, 0, 0);
@@ -99,18 +107,27 @@ mq_segment_last_offset(MqSegment *seg, Snapshot snapshot, TimestampTz *max_ts)
 	return result;
 }
 
+int64
+mq_segment_last_offset(MqSegment *seg, Snapshot snapshot, TimestampTz *max_ts)
+{
+	return segment_last_offset(seg, snapshot, max_ts, false);
+}
+
 /*
  * The offset the next record of this partition gets, as seen by the
  * snapshot.  Segments are contiguous, so the newest non-empty one decides;
- * when all are empty, the log starts at the oldest segment's base.
+ * when all are empty, the log starts at the oldest segment's base.  With
+ * missing_ok, -1 when a segment's table is gone (segment_last_offset).
  */
 static int64
-log_end_offset(MqPartition *part, Snapshot snapshot, TimestampTz *max_ts)
+log_end_offset(MqPartition *part, Snapshot snapshot, TimestampTz *max_ts, bool missing_ok)
 {
 	for (int i = part->nsegs - 1; i >= 0; i--)
 	{
-		int64		last = mq_segment_last_offset(&part->segs[i], snapshot, max_ts);
+		int64		last = segment_last_offset(&part->segs[i], snapshot, max_ts, missing_ok);
 
+		if (last == SEGMENT_GONE)
+			return -1;
 		if (last >= 0)
 			return last + 1;
 	}
@@ -120,7 +137,7 @@ log_end_offset(MqPartition *part, Snapshot snapshot, TimestampTz *max_ts)
 int64
 mq_log_end_offset(MqPartition *part, Snapshot snapshot)
 {
-	return log_end_offset(part, snapshot, NULL);
+	return log_end_offset(part, snapshot, NULL, false);
 }
 
 static MqSegment *
@@ -167,6 +184,28 @@ create_missing_segments(MqTopic *topic, int32 partition, int64 upto)
 								Int64GetDatum(upto));
 	CommandCounterIncrement();
 	mq_topic_cache_reset();
+}
+
+/*
+ * A record lands in the partition's empty last segment: note it for
+ * maintenance, which makes the next segment ahead (src/sql/85_maintenance.sql;
+ * mq._note_last_segment_written is SECURITY DEFINER).  Once per segment,
+ * under the produce lock; looked up each time, as rare as it is, so that
+ * a backend outliving DROP EXTENSION calls the current function.  Not
+ * there while the schema is 0.1.0's under this library (until ALTER
+ * EXTENSION UPDATE, which notes every partition): its maintenance reads
+ * every partition's log end, nothing to note.
+ */
+static void
+note_last_segment_written(MqTopic *topic, int32 partition)
+{
+	Oid			argtypes[2] = {INT4OID, INT4OID};
+	Oid			fn;
+
+	fn = LookupFuncName(list_make2(makeString("mq"), makeString("_note_last_segment_written")),
+						2, argtypes, true);
+	if (OidIsValid(fn))
+		(void) OidFunctionCall2(fn, Int32GetDatum(topic->topic_id), Int32GetDatum(partition));
 }
 
 /*
@@ -368,7 +407,11 @@ write_records(const char *topic_name, MqTopic **topic, int32 partition,
 		 * the record before this one (next - 1) is in it, or it is new.
 		 */
 		if (next - 1 < seg->base)
+		{
 			last_max = DT_NOBEGIN;
+			if (seg == &part->segs[part->nsegs - 1])
+				note_last_segment_written(*topic, partition);
+		}
 		append_to_segment(seg, partition, recs + done, k, at,
 						  offsets ? offsets + done : NULL, producer, now,
 						  meta ? meta + done : NULL, &last_max);
@@ -399,7 +442,7 @@ mq_log_append(const char *topic_name, int32 partition, MqRecordIn *recs,
 	if (part->replicated)
 		epoch = mq_replica_check_produce(topic, partition);
 
-	base = log_end_offset(part, SnapshotSelf, &last_max);
+	base = log_end_offset(part, SnapshotSelf, &last_max, false);
 	if (producer != NULL &&
 		mq_producer_check_sequence(topic, partition, producer, nrecs, &base))
 	{
@@ -436,7 +479,7 @@ mq_log_append_at(const char *topic_name, int32 partition, MqRecordIn *recs,
 	MqTopic    *topic = lock_for_append(topic_name, partition);
 	TimestampTz last_max = DT_NOBEGIN;
 	int64		next = log_end_offset(mq_topic_partition(topic, partition), SnapshotSelf,
-									  &last_max);
+									  &last_max, false);
 
 	if (next != base_offset)
 		ereport(ERROR,
@@ -482,21 +525,34 @@ mq_refuse_log_change(PG_FUNCTION_ARGS)
 	return PointerGetDatum(NULL);
 }
 
-/* mq._log_end_offset(topic_id, partition), as the caller's snapshot sees it */
+/*
+ * mq._log_end_offset(topic_id, partition), as the caller's snapshot sees it.
+ * Views (mq.partitions) call it for every partition while maintenance may
+ * drop segments: when one listed by the topic cache is gone by the time it
+ * is locked, the cache is read again (the newest committed segments) and
+ * the log end taken from those, never "could not open relation".
+ */
 Datum
 mq_log_end_offset_sql(PG_FUNCTION_ARGS)
 {
-	MqTopic    *topic = mq_topic_by_id(PG_GETARG_INT32(0), true);
-	MqPartition *part;
+	for (;;)
+	{
+		MqTopic    *topic = mq_topic_by_id(PG_GETARG_INT32(0), true);
+		int64		end;
 
-	/*
-	 * NULL, not an error, so that views filtering on DESCRIBE never fail; and
-	 * NULL for an id no topic has, so that the answer does not tell a hidden
-	 * topic from a missing one
-	 */
-	if (topic == NULL ||
-		!mq_acl_allowed(GetUserId(), MQ_RES_TOPIC, topic->name, MQ_ACL_DESCRIBE))
-		PG_RETURN_NULL();
-	part = mq_topic_partition(topic, PG_GETARG_INT32(1));
-	PG_RETURN_INT64(mq_log_end_offset(part, GetActiveSnapshot()));
+		/*
+		 * NULL, not an error, so that views filtering on DESCRIBE never
+		 * fail; and NULL for an id no topic has, so that the answer does not
+		 * tell a hidden topic from a missing one
+		 */
+		if (topic == NULL ||
+			!mq_acl_allowed(GetUserId(), MQ_RES_TOPIC, topic->name, MQ_ACL_DESCRIBE))
+			PG_RETURN_NULL();
+		end = log_end_offset(mq_topic_partition(topic, PG_GETARG_INT32(1)),
+							 GetActiveSnapshot(), NULL, true);
+		if (end >= 0)
+			PG_RETURN_INT64(end);
+		mq_topic_cache_reset();
+		CHECK_FOR_INTERRUPTS();
+	}
 }

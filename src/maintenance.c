@@ -7,8 +7,7 @@
  *	  the next segment of every partition exists before producers need it
  *	  and retention, compaction and expiry are applied.  A pass commits
  *	  after each batch of mq.maintenance_batch_topics topics
- *	  (src/sql/85_maintenance.sql).  Also mq._file_unwritten(), with which
- *	  a pass skips partitions that need nothing without opening them.
+ *	  (src/sql/85_maintenance.sql).
  *
  * Each pass first looks for the extension in pg_extension: where it is
  * not installed (never, or dropped since) the worker tells the launcher
@@ -24,12 +23,9 @@
  */
 #include "postgres.h"
 
-#include <sys/stat.h>
-
 #include "access/xact.h"
 #include "catalog/pg_extension.h"
 #include "catalog/pg_type_d.h"
-#include "common/relpath.h"
 #include "commands/extension.h"
 #include "commands/dbcommands.h"
 #include "executor/spi.h"
@@ -51,8 +47,6 @@ PGDLLEXPORT void mq_maintenance_main(Datum arg);
 
 int			mq_maintenance_interval = 1000;
 int			mq_maintenance_batch_topics = 500;
-
-PG_FUNCTION_INFO_V1(mq_file_unwritten_sql);
 
 /*
  * Is the extension installed?  Holding a share lock on it until the end of
@@ -193,32 +187,4 @@ mq_maintenance_main(Datum arg)
 						 mq_maintenance_interval, PG_WAIT_EXTENSION);
 		ResetLatch(MyLatch);
 	}
-}
-
-/*
- * mq._file_unwritten(tablespace, filenode): is the main file of a relation
- * of this database empty?  A relation's first page is written to its file
- * when the relation is extended, so an empty file means no row was ever
- * written.  stat() only: no relation is opened, no lock taken, so the
- * answer may be stale at once; maintenance only uses it to skip
- * partitions that need nothing, checking the others exactly.
- */
-Datum
-mq_file_unwritten_sql(PG_FUNCTION_ARGS)
-{
-	Oid			spc = PG_GETARG_OID(0);
-	RelFileNode rnode;
-	struct stat st;
-	char	   *path;
-	bool		unwritten;
-
-	rnode.spcNode = OidIsValid(spc) ? spc : MyDatabaseTableSpace;
-	rnode.dbNode = MyDatabaseId;
-	rnode.relNode = PG_GETARG_OID(1);
-	if (!OidIsValid(rnode.relNode))
-		PG_RETURN_BOOL(false);	/* a mapped relation: not a segment */
-	path = relpathperm(rnode, MAIN_FORKNUM);
-	unwritten = stat(path, &st) == 0 && st.st_size == 0;
-	pfree(path);
-	PG_RETURN_BOOL(unwritten);
 }

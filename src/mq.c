@@ -38,6 +38,8 @@ _PG_init(void)
 	mq_acl_init();
 	mq_record_size_init();
 	mq_fetch_path_init();
+	/* last: its pre-commit appends run before the others' (consumer_offsets.c) */
+	mq_consumer_offsets_init();
 
 	DefineCustomBoolVariable("mq.release_before_flush",
 							 "Producers release the partition lock before waiting for their commit's WAL flush.",

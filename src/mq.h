@@ -357,8 +357,11 @@ extern void mq_offsets_init(void);
 
 /* consumer_offsets.c: the __consumer_offsets topic of offset commits */
 #define MQ_CONSUMER_OFFSETS "__consumer_offsets"
+/* partitions of it per broker on a cluster's node (mq-kafka's cluster.h too) */
+#define MQ_CO_NODE_PARTITIONS 2
 extern int32 mq_consumer_offsets_partition(const char *group, int len, int32 npartitions);
 extern void mq_consumer_offsets_check_write(const char *topic_name);
+extern void mq_consumer_offsets_init(void);
 extern void mq_consumer_offsets_note(text *group, const char *topic_name, int32 partition,
 									 int64 next, text *metadata, TimestampTz at);
 extern void mq_offsets_after_utility(Node *stmt);

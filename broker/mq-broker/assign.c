@@ -75,6 +75,7 @@ new_part(Broker *b, const char *topic, int partition)
 	/* zeroed: state PART_NONE (only fsm_fire changes it from here on) */
 	p->applied_epoch = -1;
 	p->m_log_end = p->m_hwm = p->m_leader_log_end = -1;
+	p->applied_hwm = p->applied_log_start = -1;
 	p->next = b->parts;
 	b->parts = p;
 	mq_log_info("%s: assigned a replica; will create it on the node if missing", part_label(p));

@@ -49,5 +49,6 @@ batch_header_decode(const unsigned char *data, size_t len, BatchHeader *out)
 	out->leader_log_end = v[1];
 	out->high_watermark = v[2];
 	out->offsets_version = v[3];
+	out->log_start_offset = v[4];
 	return true;
 }

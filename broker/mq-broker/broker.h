@@ -128,6 +128,8 @@ typedef struct Part
 	bool		in_flight;
 	int64_t		fetch_offset;
 	int64_t		offsets_version;	/* committed offsets the node applied; -1: unknown */
+	int64_t		applied_hwm;	/* the last answer's high watermark and log */
+	int64_t		applied_log_start;	/* start the node was given; -1: unknown */
 	int64_t		backoff_until_us;	/* no fetch before (leader said "not yet") */
 
 	struct Part *next;

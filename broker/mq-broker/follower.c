@@ -17,7 +17,9 @@
  * The fetched batch is one value of type mq.replica_batch, passed to the
  * local mq.replica_append in binary as it came: the broker reads only its
  * header (batch.c).  The fetch offset is the follower's log end, which is
- * what acknowledges everything below it to the leader.
+ * what acknowledges everything below it to the leader.  An answer that
+ * brings the node nothing new (no records; the high watermark, log start
+ * and offsets version it applied last) is not appended at all.
  *
  * The connection to the leader's node is made under the broker's policy
  * (connpolicy.h); reconnecting backs off with jitter per partition.
@@ -104,6 +106,7 @@ become_follower(Broker *b, Part *p)
 	mq_log_info("%s: following broker %d (%s) in leader epoch %d; truncating by leader epoch next",
 				part_label(p), p->leader, p->leader_name ? p->leader_name : "?", p->leader_epoch);
 	p->applied_epoch = p->leader_epoch;
+	p->applied_hwm = p->applied_log_start = -1;
 	follower_stop(p);
 	/* a back-off earned with the old leader does not delay the new one */
 	p->backoff_until_us = 0;
@@ -246,6 +249,7 @@ follower_step(Broker *b, Part *p)
 			return;
 		mq_log_info("%s: fetching from broker %d at offset %lld", part_label(p), p->leader,
 					(long long) p->fetch_offset);
+		p->applied_hwm = p->applied_log_start = -1;
 		fsm_fire(b, p, EV_TRUNCATED);
 	}
 	send_fetch(b, p);
@@ -295,6 +299,32 @@ append_failed(Broker *b, Part *p, const MqError *err)
 	}
 }
 
+/*
+ * Does the answer bring the node nothing: no records, and the high
+ * watermark, log start and committed offsets it was given last?  The
+ * leader answers so the fetch that acknowledges an append while another
+ * follower still lags, and a long poll that timed out.  Appending such an
+ * answer was a round trip to the node and a transaction, in series before
+ * the long poll that waits for the next record (docs/design.md, "acks=all:
+ * where a record's time goes").
+ */
+static bool
+brings_nothing(const Part *p, const BatchHeader *h)
+{
+	return h->base_offset == p->fetch_offset && h->leader_log_end == h->base_offset &&
+		h->high_watermark == p->applied_hwm && h->log_start_offset == p->applied_log_start &&
+		h->offsets_version == p->offsets_version;
+}
+
+/* The next long poll at once: its offset acknowledges what we hold. */
+static void
+fetch_next(Broker *b, Part *p)
+{
+	if (p->state == PART_FOLLOWER_FETCH && b->node != NULL && p->fconn != NULL &&
+		mq_now_us() >= p->backoff_until_us)
+		send_fetch(b, p);
+}
+
 /* The leader's node answered (or dropped) our fetch. */
 void
 follower_on_readable(Broker *b, Part *p)
@@ -303,6 +333,7 @@ follower_on_readable(Broker *b, Part *p)
 	bool		done;
 	PGresult   *res = mq_collect(p->fconn, &done, &err);
 	BatchHeader hdr;
+	bool		hdr_ok;
 	int64_t		log_end;
 	bool		ok;
 
@@ -323,13 +354,20 @@ follower_on_readable(Broker *b, Part *p)
 		wait_a_tick(b, p);
 		return;
 	}
-	if (!batch_header_decode((const unsigned char *) PQgetvalue(res, 0, 0),
-							 (size_t) PQgetlength(res, 0, 0), &hdr))
+	hdr_ok = batch_header_decode((const unsigned char *) PQgetvalue(res, 0, 0),
+								 (size_t) PQgetlength(res, 0, 0), &hdr);
+	if (!hdr_ok)
 		hdr.offsets_version = -1;
 	else
 	{
 		p->m_leader_log_end = hdr.leader_log_end;
 		p->m_hwm = hdr.high_watermark;
+	}
+	if (hdr_ok && brings_nothing(p, &hdr))
+	{
+		PQclear(res);
+		fetch_next(b, p);
+		return;
 	}
 	/* append the batch as it came, in binary */
 	ok = node_append(b, p, PQgetvalue(res, 0, 0), PQgetlength(res, 0, 0), &log_end, &err);
@@ -343,9 +381,8 @@ follower_on_readable(Broker *b, Part *p)
 	}
 	p->fetch_offset = log_end;
 	p->offsets_version = hdr.offsets_version;	/* applied with the batch */
+	p->applied_hwm = hdr_ok ? hdr.high_watermark : -1;
+	p->applied_log_start = hdr_ok ? hdr.log_start_offset : -1;
 	p->m_log_end = log_end;
-	/* the next long poll at once: its offset acknowledges what we just wrote */
-	if (p->state == PART_FOLLOWER_FETCH && b->node != NULL && p->fconn != NULL &&
-		mq_now_us() >= p->backoff_until_us)
-		send_fetch(b, p);
+	fetch_next(b, p);
 }

@@ -221,6 +221,25 @@ cluster_leader_pool(const char *topic, int partition, int16_t *code)
 	return cluster_node_pool(b);
 }
 
+KPool *
+cluster_txn_pool(const char *id)
+{
+	const KBroker *best = NULL;
+	uint64_t	best_h = 0;
+
+	for (int i = 0; cluster_enabled() && i < nbrokers; i++)
+	{
+		uint64_t	h = rendezvous(id, brokers[i].id);
+
+		if (brokers[i].node_conninfo && (best == NULL || h > best_h))
+		{
+			best = &brokers[i];
+			best_h = h;
+		}
+	}
+	return best == NULL || best->id == kconfig.node_id ? pool_local() : cluster_node_pool(best);
+}
+
 static void
 free_view(void)
 {

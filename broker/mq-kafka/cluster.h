@@ -59,6 +59,14 @@ extern bool cluster_coordinates(const char *group);
  */
 extern KPool *cluster_leader_pool(const char *topic, int partition, int16_t *code);
 /*
+ * The pool of the node where transactional id's transactions live
+ * (h_txn_end.c): chosen as a group's coordinator is, but among every
+ * registered listener, live or not, so that it stays put while a daemon
+ * restarts (any daemon serves the id through that node's pool); the local
+ * pool when that is this node or none is known.
+ */
+extern KPool *cluster_txn_pool(const char *id);
+/*
  * The one-connection pool to the coordinator database that the view's
  * refreshes use (NULL without --coordinator): CreateTopics in a cluster.
  */

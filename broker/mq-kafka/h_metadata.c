@@ -18,7 +18,10 @@
  * mq.create_topic first when --auto-create-topics is set and the client
  * allows it (v4+).  __consumer_offsets, Kafka's internal topic of offset
  * commits, is created by mq.ensure_consumer_offsets when a request names
- * it (as Kafka creates it on first need), and is the one is_internal topic.  While this node's database is unreachable, every
+ * it (as Kafka creates it on first need), and is the one is_internal
+ * topic; in a cluster it is made on every live node first, and its
+ * partitions and leaders come from the view (coffsets.c: each node leads
+ * the two its commits go to).  While this node's database is unreachable, every
  * topic is LEADER_NOT_AVAILABLE, so clients ask another broker.
  *
  * v0 (kafka-python's probe, sarama's default) has no broker rack, no
@@ -37,10 +40,12 @@
  */
 #include "handlers.h"
 
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "cluster.h"
+#include "coffsets.h"
 #include "kerr.h"
 #include "pgbinary.h"
 #include "topic_id.h"
@@ -70,7 +75,8 @@
 
 /* Kafka's internal topic of offset commits, created when first named */
 #define CONSUMER_OFFSETS_TOPIC "__consumer_offsets"
-#define ENSURE_OFFSETS_SQL "SELECT mq.ensure_consumer_offsets()"
+#define ENSURE_OFFSETS_SQL "SELECT mq.ensure_consumer_offsets($1)"
+#define OFFSETS_PARTITIONS 10	/* on a node of its own, as Kafka's default is 50 */
 
 #define AUTO_CREATE_SQL \
 	"SELECT mq.create_topic(t, $2) FROM unnest($1::text[]) t" \
@@ -82,6 +88,7 @@ typedef struct MetaState
 	int32_t		n;				/* -1: all topics */
 	KSlice	   *names;			/* null (v12): asked by id */
 	char	   *ids;			/* n ids in hex (33 bytes each) */
+	KFan		fan;			/* in a cluster: __consumer_offsets on every node */
 } MetaState;
 
 #define INT32_MIN_OPS (-2147483647 - 1)	/* authorized operations: not computed */
@@ -92,6 +99,7 @@ meta_state_free(void *p)
 	MetaState  *s = p;
 
 	kjob_free(&s->job);
+	kfan_free(&s->fan);
 	free(s->names);
 	free(s->ids);
 	free(s);
@@ -229,6 +237,38 @@ write_partition(KWriter *w, int16_t v, PGresult *res, int row)
 	kw_tags(w);
 }
 
+/*
+ * __consumer_offsets in a cluster: its partitions and leaders from the
+ * view (coffsets.c), the same from every daemon, each partition with its
+ * one replica; no leader epoch (-1), as a partition's leader may change
+ * without one.
+ */
+static int32_t
+write_offsets_partitions(KWriter *w, int16_t v)
+{
+	int			n = coffsets_partitions();
+
+	for (int p = 0; p < n; p++)
+	{
+		int			replica;
+		int			leader = coffsets_leader(p, &replica);
+		char		ids[16];
+
+		snprintf(ids, sizeof(ids), "{%d}", replica);
+		kw_i16(w, leader >= 0 ? KERR_NONE : KERR_LEADER_NOT_AVAILABLE);
+		kw_i32(w, p);
+		kw_i32(w, leader);
+		if (v >= 7)
+			kw_i32(w, -1);		/* leader epoch */
+		write_ids(w, replica >= 0 ? ids : "{}");	/* replicas */
+		write_ids(w, leader >= 0 ? ids : "{}");	/* isr */
+		if (v >= 5)
+			kw_array(w, 0);		/* offline replicas */
+		kw_tags(w);
+	}
+	return n;
+}
+
 /* the first row of res of the topic with this name, or (name null) id */
 static int
 topic_row(PGresult *res, KSlice name, const char *id)
@@ -269,8 +309,11 @@ write_topic(KWriter *w, int16_t v, KSlice name, const char *id, PGresult *res, i
 	if (v >= 1)					/* is_internal */
 		kw_i8(w, kslice_eq(name, CONSUMER_OFFSETS_TOPIC) ? 1 : 0);
 	count_at = kw_later(w);
-	for (; res && row < PQntuples(res) && kslice_eq(name, PQgetvalue(res, row, 0)); row++, n++)
-		write_partition(w, v, res, row);
+	if (cluster_enabled() && error == KERR_NONE && kslice_eq(name, CONSUMER_OFFSETS_TOPIC))
+		n = write_offsets_partitions(w, v);
+	else
+		for (; res && row < PQntuples(res) && kslice_eq(name, PQgetvalue(res, row, 0)); row++, n++)
+			write_partition(w, v, res, row);
 	kw_fill_count(w, count_at, n);
 	if (v >= 8)
 		kw_i32(w, INT32_MIN_OPS);	/* topic authorized operations */
@@ -318,6 +361,20 @@ metadata_done(KRequest *req)
 	if (v >= 8 && v <= 10)
 		kw_i32(w, INT32_MIN_OPS);	/* cluster authorized operations */
 	req_finish(req);
+}
+
+/* __consumer_offsets is on every live node: now the metadata */
+static void
+offsets_ensured(KRequest *req)
+{
+	MetaState  *s = req->state;
+	int16_t		code;
+
+	for (int i = 0; i < s->fan.n; i++)
+		if (kstmt_failed(&s->fan.routes[i]->job.stmts[0], &code))
+			mq_log_warning("cannot make __consumer_offsets on a node: %s",
+						   s->fan.routes[i]->job.stmts[0].err.message);
+	pool_run(req, &s->job, metadata_done);
 }
 
 /* the cluster view's partitions as METADATA_SQL's $3 and $4 (none: empty) */
@@ -400,7 +457,10 @@ h_metadata(KRequest *req)
 	for (int32_t i = 0; i < s->n; i++)
 		if (s->names[i].len >= 0 && kslice_eq(s->names[i], CONSUMER_OFFSETS_TOPIC))
 		{
-			(void) kjob_add(&s->job, ENSURE_OFFSETS_SQL, 0);
+			if (cluster_enabled())
+				coffsets_add_ensures(&s->fan, coffsets_partitions());
+			else
+				kstmt_int(kjob_add(&s->job, ENSURE_OFFSETS_SQL, 0), MQ_INT4OID, OFFSETS_PARTITIONS);
 			break;
 		}
 	bytes = mq_array_bytes(&arr, &len);
@@ -420,5 +480,8 @@ h_metadata(KRequest *req)
 	add_view_partitions(st);
 	mq_array_free(&arr);
 	mq_array_free(&idarr);
-	pool_run(req, &s->job, metadata_done);
+	if (s->fan.n > 0)
+		kfan_run(&s->fan, req, offsets_ensured);
+	else
+		pool_run(req, &s->job, metadata_done);
 }

@@ -20,7 +20,9 @@
  * OffsetFetch v0 is v1 on the wire (Kafka read ZooKeeper's offsets for it).
  * OffsetCommit v8+ and OffsetFetch v6+ are flexible; OffsetCommit v9
  * only adds error codes of the new group protocol (KIP-848), OffsetFetch
- * v7's require_stable is moot (no open transactions), and OffsetFetch
+ * v7's require_stable is not looked at (on one node a transaction's
+ * offsets appear with its records; in a cluster a decided transaction's
+ * offsets may still be on their way: docs/kafka.md), and OffsetFetch
  * v8+ asks for a list of groups: the first is answered, any other gets
  * COORDINATOR_LOAD_IN_PROGRESS, on which clients ask again for it (Java's
  * admin client, the only one that batches, then sends one group less);

@@ -25,7 +25,10 @@
  * mq.kafka_txn_stage (fencing, authorization and the timeout are the
  * SQL's, src/sql/67_kafka_txn.sql) without the partition's produce lock,
  * and EndTxn appends it (h_txn.c).  Its offsets are assigned then, so the
- * response carries base_offset -1 (docs/kafka.md, "Transactions").
+ * response carries base_offset -1 (docs/kafka.md, "Transactions").  In a
+ * cluster the leader's daemon stages it in the database of the node whose
+ * daemon coordinates the transactional id (h_txn_init.c), where the
+ * transaction lives.
  *
  * Produce v0-v2 carry message sets (formats v0 and v1, msgset.h), which
  * are up-converted as Kafka does: the records are stored as any others,
@@ -80,6 +83,7 @@ typedef struct ProduceState
 {
 	KJob		job;
 	KJob		acked;			/* acks=-1 on replicated partitions */
+	TxnRemote	remote;			/* staged on the transaction's node */
 	int16_t		acks;
 	int32_t		timeout_ms;
 	int32_t		ntopics;
@@ -221,6 +225,15 @@ add_stage(KJob *job, const char *txn_id, const char *topic, int32_t partition, c
 	add_meta(st, b);
 }
 
+/* in a cluster, does this daemon lead the partition? */
+static bool
+leads_here(const char *topic, int32_t partition)
+{
+	const KPartView *pv = cluster_enabled() ? cluster_partition(topic, partition) : NULL;
+
+	return pv == NULL || pv->leader == kconfig.node_id;
+}
+
 /* one partition of the request: decode and check its batch */
 static void
 read_partition(KReader *r, ProduceState *s, PPart *pp, const char *topic, const char *txn, int16_t v)
@@ -244,6 +257,8 @@ read_partition(KReader *r, ProduceState *s, PPart *pp, const char *topic, const 
 		pp->code = KERR_INVALID_RECORD;
 	if (pp->code == KERR_NONE && txn && b.producer_id < 0)
 		pp->code = KERR_INVALID_RECORD;
+	if (pp->code == KERR_NONE && txn && !leads_here(topic, pp->partition))
+		pp->code = KERR_NOT_LEADER_OR_FOLLOWER;	/* staged on the leader's word */
 	if (pp->code == KERR_NONE && txn)
 		add_stage(&s->job, txn, topic, pp->partition, &b);
 	else if (pp->code == KERR_NONE)
@@ -400,13 +415,17 @@ h_produce(KRequest *req)
 		kr_tags(r);
 		free(topic);
 	}
-	free(txn);
 	if (r->err)
 	{
+		free(txn);
 		req_abort(req);
 		return;
 	}
-	pool_run(req, &s->job, produce_done);
+	if (txn)
+		txn_cluster_stage(req, &s->remote, &s->job, txn, produce_done);	/* in its database */
+	else
+		pool_run(req, &s->job, produce_done);
+	free(txn);
 }
 
 typedef struct InitState
@@ -474,8 +493,14 @@ h_init_producer_id(KRequest *req)
 		(void) kjob_add(&s->job, "SELECT producer_id, producer_epoch FROM mq.init_producer()", 0);
 	else if (timeout_ms <= 0 || timeout_ms > TXN_MAX_TIMEOUT_MS)
 		s->code = KERR_INVALID_TRANSACTION_TIMEOUT;
-	else if (cluster_enabled() && !cluster_coordinates(txn))
-		s->code = KERR_NOT_COORDINATOR;
+	else if (cluster_enabled())
+	{
+		/* the coordinator's producer id and epoch (h_txn_end.c) */
+		free(s);
+		txn_cluster_init(req, txn, timeout_ms);
+		free(txn);
+		return;
+	}
 	else
 	{
 		KStmt	   *st = kjob_add(&s->job, "SELECT producer_id, producer_epoch FROM mq.kafka_txn_init($1, $2)", 0);

@@ -17,11 +17,13 @@
  * PRODUCER_FENCED from the versions that know it (v2+ of the three
  * coordinator APIs), as Kafka answers.
  *
- * In a replicated cluster a transaction must stay on one node: the
- * staged batches live in the partition leader's database and the
- * transaction in the coordinator's, so a partition this daemon does not
- * lead, or a group it does not coordinate, is refused with
- * INVALID_TXN_STATE (docs/kafka.md, "Transactions").
+ * In a replicated cluster the transaction lives in the database of one
+ * node, chosen by the transactional id (cluster_txn_pool), whichever
+ * daemon the client asks: AddPartitionsToTxn, AddOffsetsToTxn and
+ * TxnOffsetCommit (sent to the group's coordinator) run there, through
+ * that node's pool when it is another's, and
+ * EndTxn commits across the partitions' leaders through the cluster's
+ * coordinator (h_txn_end.c; docs/kafka.md, "Transactions").
  *
  * AddPartitionsToTxn v4+ is the brokers' batched form (a list of
  * transactions, verify_only, a top-level error); it is served, each
@@ -70,6 +72,7 @@ typedef struct TxnState
 	int32_t		nparts;
 	TPart	   *parts;
 	int16_t		code;			/* AddOffsetsToTxn, EndTxn */
+	TxnRemote	remote;			/* TxnOffsetCommit: on the transaction's node */
 } TxnState;
 
 static void
@@ -109,6 +112,8 @@ txn_code(const KStmt *st, int16_t v, bool fenced_code)
 		return code;
 	if (fenced_code && v >= 2 && mq_error_is(&st->err, MQ_SQLSTATE_PRODUCER_FENCED))
 		return KERR_PRODUCER_FENCED;
+	if (st->err.connection_lost)
+		return KERR_COORDINATOR_NOT_AVAILABLE;	/* the transaction's node: ask again */
 	if (code == KERR_UNKNOWN_SERVER_ERROR)
 		mq_log_warning("transaction: %s", st->err.message);
 	return code;
@@ -128,13 +133,14 @@ txn_stmt(TxnState *s, const char *sql, const TId *t)
 	return st;
 }
 
-/* in a cluster, does this daemon lead the partition? */
-static bool
-leads_here(const char *topic, int32_t partition)
+/* run the job on the node of transactional id t (h_txn_init.c) */
+static void
+txn_run(KRequest *req, TxnState *s, const TId *t, KDoneFn done)
 {
-	const KPartView *pv = cluster_enabled() ? cluster_partition(topic, partition) : NULL;
+	char	   *id = kslice_dup(t->id);
 
-	return pv == NULL || pv->leader == kconfig.node_id;
+	txn_cluster_stage(req, &s->remote, &s->job, id ? id : "", done);
+	free(id);
 }
 
 /* ---------------------------------------------------------------- */
@@ -170,11 +176,6 @@ read_add_topics(KRequest *req, TxnState *s, int32_t txn)
 			pp->stmt = -1;
 			if (r->err)
 				break;
-			if (!leads_here(topic ? topic : "", pp->partition))
-			{
-				pp->code = KERR_INVALID_TXN_STATE;	/* a transaction stays on one node */
-				continue;
-			}
 			{
 				KStmt	   *st = txn_stmt(s, ADD_PARTITION_SQL, &s->txns[txn]);
 
@@ -283,7 +284,7 @@ h_add_partitions_to_txn(KRequest *req)
 		req_abort(req);
 		return;
 	}
-	pool_run(req, &s->job, add_partitions_done);
+	txn_run(req, s, &s->txns[0], add_partitions_done);	/* v4+: the first id's node */
 }
 
 /* ---------------------------------------------------------------- */
@@ -317,13 +318,10 @@ h_add_offsets_to_txn(KRequest *req)
 		return;
 	}
 	g = kslice_dup(group);
-	if (cluster_enabled() && !cluster_coordinates(g ? g : ""))
-		s->code = KERR_INVALID_TXN_STATE;	/* the group's offsets live on another node */
-	else
-		kstmt_text(txn_stmt(s, "SELECT mq.kafka_txn_add_offsets($1, $2, $3, $4)", &s->txns[0]),
-				   MQ_TEXTOID, g ? g : "");
+	kstmt_text(txn_stmt(s, "SELECT mq.kafka_txn_add_offsets($1, $2, $3, $4)", &s->txns[0]),
+			   MQ_TEXTOID, g ? g : "");
 	free(g);
-	pool_run(req, &s->job, one_code_done);
+	txn_run(req, s, &s->txns[0], one_code_done);
 }
 
 /* committed: wake the fetches parked on the topics appended to */
@@ -353,6 +351,15 @@ h_end_txn(KRequest *req)
 		req_abort(req);
 		return;
 	}
+	if (cluster_enabled())
+	{
+		TId			t = s->txns[0];
+
+		txn_state_free(s);		/* the cluster's EndTxn has its own state */
+		req->state = NULL;
+		txn_cluster_end(req, t.id, t.producer_id, t.epoch, commit);
+		return;
+	}
 	kstmt_text(txn_stmt(s, "SELECT unnest(mq.kafka_txn_end($1, $2, $3, $4))", &s->txns[0]),
 			   MQ_BOOLOID, commit ? "true" : "false");
 	pool_run(req, &s->job, end_txn_done);
@@ -379,8 +386,8 @@ read_offset_part(KRequest *req, TxnState *s, TPart *pp, const char *group, const
 	meta = kslice_dup(kr_str(r));
 	kr_tags(r);
 	pp->stmt = -1;
-	if (!r->err && (!cluster_coordinates(group) || !leads_here(topic, pp->partition)))
-		pp->code = KERR_INVALID_TXN_STATE;	/* a transaction stays on one node */
+	if (!r->err && !cluster_coordinates(group))
+		pp->code = KERR_NOT_COORDINATOR;	/* sent to the group's coordinator */
 	else if (!r->err)
 	{
 		st = txn_stmt(s, TXN_OFFSET_SQL, &s->txns[0]);
@@ -466,5 +473,5 @@ h_txn_offset_commit(KRequest *req)
 		req_abort(req);
 		return;
 	}
-	pool_run(req, &s->job, txn_offset_done);
+	txn_run(req, s, &s->txns[0], txn_offset_done);
 }

@@ -79,6 +79,17 @@ extern void h_add_partitions_to_txn(KRequest *req);
 extern void h_add_offsets_to_txn(KRequest *req);
 extern void h_end_txn(KRequest *req);
 extern void h_txn_offset_commit(KRequest *req);
+/* h_txn_end.c: EndTxn in a cluster */
+extern void txn_cluster_end(KRequest *req, KSlice id, int64_t producer_id, int16_t epoch, bool commit);
+/* h_txn_init.c: InitProducerId in a cluster, statements on the transaction's node */
+typedef struct TxnRemote
+{
+	KRequest	sub;			/* first: what the other node's pool runs */
+	KDoneFn		done;
+} TxnRemote;
+extern void txn_cluster_init(KRequest *req, const char *id, int32_t timeout_ms);
+extern int16_t txn_cluster_code(const KStmt *st, int16_t v);
+extern void txn_cluster_stage(KRequest *req, TxnRemote *r, KJob *job, const char *id, KDoneFn done);
 /* h_txn_list.c */
 extern void h_describe_transactions(KRequest *req);
 extern void h_list_transactions(KRequest *req);

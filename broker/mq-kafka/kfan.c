@@ -60,7 +60,7 @@ kfan_run(KFan *f, KRequest *req, KDoneFn done)
 		KRoute	   *r = f->routes[i];
 
 		r->sub.state = r;
-		r->sub.role = req->role;	/* borrowed: sub is never freed */
+		r->sub.role = f->daemon_role ? NULL : req->role;	/* borrowed: never freed */
 		pool_run_on(r->pool, &r->sub, &r->job, route_done);
 	}
 	fan_settle(f);

@@ -35,6 +35,7 @@ struct KFan
 {
 	KRequest   *req;
 	KDoneFn		done;
+	bool		daemon_role;	/* the jobs run as the daemon, not as req's role */
 	int			n;
 	int			pending;
 	KRoute	   *routes[KFAN_MAX];

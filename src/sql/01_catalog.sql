@@ -68,6 +68,22 @@ CREATE TRIGGER cascade_to_segment AFTER DELETE ON mq.partition_state
     REFERENCING OLD TABLE AS gone FOR EACH STATEMENT
     EXECUTE FUNCTION mq._cascade_delete('mq.segment', 'topic_id', 'partition');
 
+-- Partitions whose last segment has been written to (the produce path and
+-- a follower's append note it when a record lands in a partition's last
+-- segment, once per segment: src/log.c): the next maintenance pass makes
+-- each another segment ahead and removes its row, both under the
+-- partition's produce lock (85_maintenance.sql).  So a pass finds the
+-- partitions that need a segment without reading any log table.
+CREATE TABLE mq.last_segment_written (
+    topic_id   integer NOT NULL,
+    partition  integer NOT NULL,
+    written_at timestamptz NOT NULL DEFAULT now(),
+    PRIMARY KEY (topic_id, partition)
+);
+CREATE TRIGGER cascade_to_last_segment_written AFTER DELETE ON mq.partition_state
+    REFERENCING OLD TABLE AS gone FOR EACH STATEMENT
+    EXECUTE FUNCTION mq._cascade_delete('mq.last_segment_written', 'topic_id', 'partition');
+
 CREATE TABLE mq.consumer_offset (
     group_id     text NOT NULL,
     topic_id     integer NOT NULL,
@@ -118,6 +134,7 @@ SELECT pg_catalog.pg_extension_config_dump('mq.producer_state', '');
 SELECT pg_catalog.pg_extension_config_dump('mq.partition_state', '');
 SELECT pg_catalog.pg_extension_config_dump('mq.segment', '');
 SELECT pg_catalog.pg_extension_config_dump('mq.consumer_offset', '');
+SELECT pg_catalog.pg_extension_config_dump('mq.last_segment_written', '');
 -- the identity sequences too: without them a restored database hands out
 -- topic and producer ids that the restored rows already use
 SELECT pg_catalog.pg_extension_config_dump(pg_catalog.pg_get_serial_sequence('mq.topic', 'topic_id'), '');

@@ -103,6 +103,19 @@ BEGIN
     RETURN v_created;
 END $$;
 
+-- The produce path and a follower's append (src/log.c) note a record
+-- landing in a partition's empty last segment, under the partition's
+-- produce lock: the next maintenance pass makes another segment ahead
+-- (mq._maintain_segments).  Once per segment, so it costs producers
+-- nothing measurable.  Returns 1 when noted now, 0 when it already was.
+CREATE FUNCTION mq._note_last_segment_written(p_topic_id integer, p_partition integer) RETURNS integer
+LANGUAGE sql SECURITY DEFINER SET search_path = pg_catalog, pg_temp AS $$
+    WITH noted AS (
+        INSERT INTO mq.last_segment_written (topic_id, partition) VALUES (p_topic_id, p_partition)
+        ON CONFLICT DO NOTHING RETURNING 1)
+    SELECT count(*)::integer FROM noted
+$$;
+
 -- A follower placing a record past a gap that compaction left on the
 -- leader (mq.replica_append): segments up to the one covering p_offset,
 -- then one empty segment ahead as above.  Returns the number created.

@@ -18,11 +18,10 @@
 -- or member poll, or at maintenance (_refresh_metadata).
 --
 -- Locking: every change to a group runs under its consumer_group row lock
--- (FOR UPDATE).  Assignments are computed in variables and arrays, never
--- in helper tables: join_group, heartbeat and leave_group run as the
--- extension owner, and a table the caller created first under the same
--- name (a temp table with a trigger) would run the caller's code as the
--- owner.
+-- (FOR UPDATE), with its __consumer_offsets record queued (mq._note_sql_group).
+-- Assignments are computed in variables and arrays, never in helper tables:
+-- these run as the extension owner, and a caller's table of the same name
+-- (a temp table with a trigger) would run the caller's code as the owner.
 -------------------------------------------------------------------------------
 
 CREATE TABLE mq.consumer_group (
@@ -305,6 +304,7 @@ BEGIN
        SET generation = generation + 1, rebalances = rebalances + 1,
            last_revoked = v_revoked, updated_at = now()
      WHERE group_id = p_group;
+    PERFORM mq._note_sql_group(p_group);    -- Kafka's group metadata record
 END $$;
 
 -- Rebalance the groups (or one group) whose subscribed topics gained
@@ -452,6 +452,7 @@ BEGIN
         UPDATE mq.group_assignment a SET owner = v_member WHERE a.group_id = v_group AND a.owner = v_old.member_id;
         UPDATE mq.group_assignment a SET target = v_member WHERE a.group_id = v_group AND a.target = v_old.member_id;
         v_changed := v_old.topics IS DISTINCT FROM v_topics;
+        PERFORM mq._note_sql_group(v_group) WHERE NOT v_changed;  -- its new id (a new generation notes it)
     ELSE
         v_member := coalesce(join_group.instance_id, 'consumer') || '-' || gen_random_uuid();
         INSERT INTO mq.group_member (group_id, member_id, instance_id, topics, session_timeout_ms)

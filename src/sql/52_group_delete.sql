@@ -90,6 +90,9 @@ BEGIN
     DELETE FROM mq.retention_loss l WHERE l.group_id = v_group;
     DELETE FROM mq.fenced_member f WHERE f.group_id = v_group;
     DELETE FROM mq.consumer_group g WHERE g.group_id = v_group;
+    IF FOUND THEN
+        PERFORM mq._note_sql_group(v_group);    -- its group metadata's tombstone
+    END IF;
     RETURN v_n;
 END $$;
 

@@ -90,6 +90,18 @@ DECLARE
 BEGIN
     PERFORM mq._replica_lock(v_id, p_partition);
     st := mq._replica_fence(v_id, p_partition, p_leader_epoch, 'follower');
+    -- No records and no new committed offsets: only the high watermark or
+    -- the log start moves, which acknowledge nothing to the leader and
+    -- which the leader's next answer brings again if a crash takes them
+    -- back (a lower high watermark is always safe).  So no WAL flush for
+    -- them: on the acks=all path that flush queued on the disk the
+    -- records' flushes share (docs/design.md, "acks=all: where a record's
+    -- time goes").  Records and offsets stay flushed before the next fetch
+    -- reports them (the broker's session commits with at least 'local').
+    IF p_batch.created_at IS NULL AND p_batch.offset_groups IS NULL
+       AND p_batch.offsets_version IS NOT DISTINCT FROM mq._offsets_version(v_id, p_partition) THEN
+        PERFORM set_config('synchronous_commit', 'off', true);
+    END IF;
     IF p_batch.base_offset > mq._log_end_offset(v_id, p_partition)
        AND p_batch.base_offset = p_batch.log_start_offset THEN
         PERFORM mq._replica_restart_log(v_id, p_partition, p_batch.log_start_offset);

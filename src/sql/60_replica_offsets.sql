@@ -5,11 +5,14 @@
 
 -- Committed offsets on replicated partitions.  The version of a
 -- partition's offsets (0 before it was ever led).
+-- (PL/pgSQL, for its cached plan: every follower fetch calls it;
+-- _replica_isr_min in 60_replica.sql says why)
 CREATE FUNCTION mq._offsets_version(p_topic_id integer, p_partition integer) RETURNS bigint
-LANGUAGE sql STABLE SET search_path = pg_catalog, pg_temp AS $$
-    SELECT coalesce((SELECT v.version FROM mq.offset_version v
-                      WHERE v.topic_id = p_topic_id AND v.partition = p_partition), 0)
-$$;
+LANGUAGE plpgsql STABLE SET search_path = pg_catalog, pg_temp AS $$
+BEGIN
+    RETURN coalesce((SELECT v.version FROM mq.offset_version v
+                      WHERE v.topic_id = p_topic_id AND v.partition = p_partition), 0);
+END $$;
 
 -- All committed offsets of a partition with their version, in one snapshot.
 CREATE FUNCTION mq._offsets_snapshot(p_topic_id integer, p_partition integer,
@@ -47,16 +50,18 @@ END $$;
 -- On the leader: the committed-offsets version every ISR member has
 -- applied in this epoch (the leader's own when the ISR is the leader
 -- alone); mq.await_commit waits for it to reach a commit's version.
+-- (PL/pgSQL for its cached plan, as _offsets_version.)
 CREATE FUNCTION mq._offsets_acked_version(p_topic_id integer, p_partition integer, p_leader_epoch integer)
     RETURNS bigint
-LANGUAGE sql STABLE SET search_path = pg_catalog, pg_temp AS $$
-    SELECT coalesce(min(CASE WHEN g.leader_epoch = p_leader_epoch
-                             THEN coalesce(g.offsets_version, -1) ELSE -1 END),
-                    mq._offsets_version(p_topic_id, p_partition))
-      FROM mq.replica_partition rp
-     CROSS JOIN LATERAL unnest(rp.isr) AS i(replica_id)
-      LEFT JOIN mq.replica_progress g
-        ON g.topic_id = p_topic_id AND g.partition = p_partition AND g.replica_id = i.replica_id
-     WHERE rp.topic_id = p_topic_id AND rp.partition = p_partition
-       AND i.replica_id IS DISTINCT FROM rp.leader_id
-$$;
+LANGUAGE plpgsql STABLE SET search_path = pg_catalog, pg_temp AS $$
+BEGIN
+    RETURN (SELECT coalesce(min(CASE WHEN g.leader_epoch = p_leader_epoch
+                                     THEN coalesce(g.offsets_version, -1) ELSE -1 END),
+                            mq._offsets_version(p_topic_id, p_partition))
+              FROM mq.replica_partition rp
+             CROSS JOIN LATERAL unnest(rp.isr) AS i(replica_id)
+              LEFT JOIN mq.replica_progress g
+                ON g.topic_id = p_topic_id AND g.partition = p_partition AND g.replica_id = i.replica_id
+             WHERE rp.topic_id = p_topic_id AND rp.partition = p_partition
+               AND i.replica_id IS DISTINCT FROM rp.leader_id);
+END $$;

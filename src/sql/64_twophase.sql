@@ -232,13 +232,18 @@ BEGIN
       FROM jsonb_array_elements(v_row.participants) WITH ORDINALITY AS x(e, n);
     UPDATE mq_coord.txn t
        SET participants = v_parts, updated_at = clock_timestamp(),
-           state = CASE WHEN NOT EXISTS (
+           state = CASE WHEN EXISTS (
                             SELECT 1 FROM jsonb_array_elements(v_parts) e
                              WHERE e->>'kind' = 'output' AND NOT coalesce((e->>'durable')::boolean, false))
-                        THEN 'outputs_durable' ELSE 'commit' END
+                        THEN 'commit'
+                        -- without an offsets part (a Kafka transaction that
+                        -- sent no offsets) nothing is left to do
+                        WHEN NOT EXISTS (SELECT 1 FROM jsonb_array_elements(v_parts) e
+                                          WHERE e->>'kind' = 'offsets')
+                        THEN 'done' ELSE 'outputs_durable' END
      WHERE t.txn_id = p_txn
     RETURNING t.state INTO v_row.state;
-    IF v_row.state = 'outputs_durable' THEN
+    IF v_row.state IN ('outputs_durable', 'done') THEN
         -- nobody sends them again now
         DELETE FROM mq_coord.txn_output o WHERE o.txn_id = p_txn;
     END IF;

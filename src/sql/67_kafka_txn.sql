@@ -110,8 +110,13 @@ LANGUAGE plpgsql SET search_path = pg_catalog, pg_temp AS $$
 BEGIN
     DELETE FROM mq.kafka_txn_record r WHERE r.transactional_id OPERATOR(pg_catalog.=) p_id;
     DELETE FROM mq.kafka_txn_offset o WHERE o.transactional_id OPERATOR(pg_catalog.=) p_id;
+    -- in a cluster the epochs are the coordinator's (mq_coord.init_producer,
+    -- 68_kafka_txn_cluster.sql): the next one here fences the client, and
+    -- its next InitProducerId gets at least that one there
     UPDATE mq.kafka_txn t
-       SET producer_epoch = (SELECT i.producer_epoch FROM mq.init_producer(p_id) i),
+       SET producer_epoch = CASE WHEN mq._cluster_producer_ids()
+                                 THEN t.producer_epoch OPERATOR(pg_catalog.+) 1
+                                 ELSE (SELECT i.producer_epoch FROM mq.init_producer(p_id) i) END,
            state = 'empty', started_at = NULL, last_result = 'abort', updated_at = pg_catalog.now()
      WHERE t.transactional_id OPERATOR(pg_catalog.=) p_id;
 END $$;
@@ -123,6 +128,22 @@ LANGUAGE sql SET search_path = pg_catalog, pg_temp AS $$
     UPDATE mq.kafka_txn t SET state = 'ongoing', started_at = pg_catalog.now(), updated_at = pg_catalog.now()
      WHERE t.transactional_id OPERATOR(pg_catalog.=) p_id AND t.state OPERATOR(pg_catalog.=) 'empty';
 $$;
+
+-- The id's row with a new producer id and epoch, nothing open, nothing
+-- staged (the caller holds the row's lock, if it exists).
+CREATE FUNCTION mq._kafka_txn_install(p_id text, p_timeout integer, p_producer_id bigint,
+                                      p_epoch integer) RETURNS void
+LANGUAGE plpgsql SET search_path = pg_catalog, pg_temp AS $$
+BEGIN
+    DELETE FROM mq.kafka_txn_record r WHERE r.transactional_id OPERATOR(pg_catalog.=) p_id;
+    DELETE FROM mq.kafka_txn_offset o WHERE o.transactional_id OPERATOR(pg_catalog.=) p_id;
+    INSERT INTO mq.kafka_txn AS t (transactional_id, producer_id, producer_epoch, timeout_ms)
+    VALUES (p_id, p_producer_id, p_epoch, p_timeout)
+    ON CONFLICT ON CONSTRAINT kafka_txn_pkey DO UPDATE
+       SET producer_id = EXCLUDED.producer_id, producer_epoch = EXCLUDED.producer_epoch,
+           timeout_ms = EXCLUDED.timeout_ms, state = 'empty', started_at = NULL,
+           last_result = NULL, updated_at = pg_catalog.now();
+END $$;
 
 -- InitProducerId with a transactional id: its producer id and the next
 -- epoch; the previous epoch's open transaction is aborted.
@@ -141,15 +162,8 @@ BEGIN
     END IF;
     PERFORM mq._authorize(p_caller, 'transactional_id', p_id, 'write');
     PERFORM 1 FROM mq.kafka_txn t WHERE t.transactional_id OPERATOR(pg_catalog.=) p_id FOR UPDATE;
-    DELETE FROM mq.kafka_txn_record r WHERE r.transactional_id OPERATOR(pg_catalog.=) p_id;
-    DELETE FROM mq.kafka_txn_offset o WHERE o.transactional_id OPERATOR(pg_catalog.=) p_id;
     SELECT i.producer_id, i.producer_epoch INTO producer_id, producer_epoch FROM mq.init_producer(p_id) i;
-    INSERT INTO mq.kafka_txn AS t (transactional_id, producer_id, producer_epoch, timeout_ms)
-    VALUES (p_id, kafka_txn_init.producer_id, kafka_txn_init.producer_epoch, p_timeout)
-    ON CONFLICT ON CONSTRAINT kafka_txn_pkey DO UPDATE
-       SET producer_id = EXCLUDED.producer_id, producer_epoch = EXCLUDED.producer_epoch,
-           timeout_ms = EXCLUDED.timeout_ms, state = 'empty', started_at = NULL,
-           last_result = NULL, updated_at = pg_catalog.now();
+    PERFORM mq._kafka_txn_install(p_id, p_timeout, kafka_txn_init.producer_id, kafka_txn_init.producer_epoch);
 END $$;
 CREATE FUNCTION mq.kafka_txn_init(transactional_id text, timeout_ms integer,
                                   OUT producer_id bigint, OUT producer_epoch integer)
@@ -361,6 +375,8 @@ COMMENT ON FUNCTION mq._kafka_txn_lock(text, bigint, integer, oid) IS
     'lock a transactional id''s row after the authorization and fencing checks (a timed-out transaction is fenced)';
 COMMENT ON FUNCTION mq._kafka_txn_timeout(text) IS
     'abort a transactional id''s open transaction and fence its producer with a new epoch';
+COMMENT ON FUNCTION mq._kafka_txn_install(text, integer, bigint, integer) IS
+    'give a transactional id''s row a producer id and epoch, with nothing open or staged';
 COMMENT ON FUNCTION mq._kafka_txn_begin(text) IS
     'open the transactional id''s transaction unless it is open';
 COMMENT ON FUNCTION mq._kafka_txn_partition(text, integer, oid) IS

@@ -45,33 +45,37 @@ END $$;
 -- compaction or other batches.  A producer or a follower's append that
 -- needs a segment makes it under the same lock: made without it, both
 -- would create the same table (one failing on pg_type's key).  A
--- partition whose lock is busy gets its segment on the next pass.
+-- partition whose lock is busy gets its segment on the next pass.  Its
+-- row in mq.last_segment_written goes under the same lock, once a
+-- segment lies ahead: a producer noting a write holds that lock, so no
+-- note is lost.
 CREATE FUNCTION mq._maintain_segments(p_topic_id integer, p_partition integer) RETURNS integer
 LANGUAGE plpgsql SET search_path = pg_catalog, pg_temp AS $$
+DECLARE
+    v_created integer;
 BEGIN
     PERFORM mq._roll_segment_by_time(p_topic_id, p_partition);
-    IF NOT mq._segment_ahead(p_topic_id, p_partition)
+    IF (NOT mq._segment_ahead(p_topic_id, p_partition)
+        OR EXISTS (SELECT 1 FROM mq.last_segment_written w
+                    WHERE w.topic_id = p_topic_id AND w.partition = p_partition))
        AND mq._try_lock_partition(p_topic_id, p_partition) THEN
-        RETURN mq._ensure_segments(p_topic_id, p_partition);
+        v_created := mq._ensure_segments(p_topic_id, p_partition);
+        DELETE FROM mq.last_segment_written w
+         WHERE w.topic_id = p_topic_id AND w.partition = p_partition;
+        RETURN v_created;
     END IF;
     RETURN 0;
 END $$;
 
--- Has nobody written to a relation's main file yet?  Its size, from the
--- file system: no relation is opened, so a pass over tens of thousands of
--- partitions builds no relation cache entry for those with nothing to do
--- (docs/benchmarks.md, "Many topics").  False when the file is not found.
-CREATE FUNCTION mq._file_unwritten(tablespace oid, filenode oid) RETURNS boolean
-    AS 'MODULE_PATHNAME', 'mq_file_unwritten_sql' LANGUAGE C STRICT;
-
 -- One batch of a pass: the next p_limit topics by id after p_after (NULL:
 -- from the first); last_topic is the last of them, NULL when none is left.
 -- Only topics whose config asks for retention, compaction or a roll by
--- time, and partitions whose last segment has been written to, cost more
--- than a row of the queries below: a pass over topics that need nothing
--- opens no log table.  Maintenance keeps the last segment of every
--- partition unwritten, so producers never run DDL: once a record lands in
--- it (the one before is full), the next pass makes another.
+-- time, and partitions in mq.last_segment_written, cost more than a row
+-- of the queries below: a pass over topics that need nothing opens no log
+-- table.  Maintenance keeps the last segment of every partition
+-- unwritten, so producers never run DDL: once a record lands in it (the
+-- one before is full), the produce path notes it and the next pass makes
+-- another.
 CREATE FUNCTION mq._maintain_batch(p_after integer, p_limit integer,
                                    OUT last_topic integer, OUT created integer)
 LANGUAGE plpgsql SET search_path = pg_catalog, pg_temp AS $$
@@ -98,16 +102,18 @@ BEGIN
             RAISE WARNING 'mq maintenance skipped topic "%": %', r.topic_name, SQLERRM;
         END;
     END LOOP;
-    -- last: what takes produce locks (see mq._maintain_segments)
+    -- last: what takes produce locks (see mq._maintain_segments).  Two
+    -- ranges of indexes, not a join of the batch's partitions: the topics
+    -- of the batch that roll by time, and the notes in the batch's range
     FOR r IN SELECT ps.topic_id, ps.partition, t.topic_name
                FROM mq.topic t JOIN mq.partition_state ps USING (topic_id)
               WHERE t.topic_id > v_after AND t.topic_id <= last_topic
-                AND (t.config ?| ARRAY['segment.ms', 'max.compaction.lag.ms']
-                     OR NOT coalesce((SELECT mq._file_unwritten(c.reltablespace, c.relfilenode)
-                                        FROM mq.segment sg JOIN pg_class c ON c.oid = sg.relid
-                                       WHERE sg.topic_id = ps.topic_id AND sg.partition = ps.partition
-                                       ORDER BY sg.base_offset DESC LIMIT 1), false))
-              ORDER BY ps.topic_id, ps.partition LOOP
+                AND t.config ?| ARRAY['segment.ms', 'max.compaction.lag.ms']
+             UNION
+             SELECT w.topic_id, w.partition, t.topic_name
+               FROM mq.last_segment_written w JOIN mq.topic t USING (topic_id)
+              WHERE w.topic_id > v_after AND w.topic_id <= last_topic
+              ORDER BY 1, 2 LOOP
         BEGIN
             created := created + mq._maintain_segments(r.topic_id, r.partition);
         EXCEPTION WHEN OTHERS THEN

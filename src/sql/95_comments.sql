@@ -17,6 +17,8 @@ COMMENT ON TABLE mq.partition_state IS
     'per partition: its log table, log start offset, and the replication role, leader epoch and high watermark (null when not replicated)';
 COMMENT ON TABLE mq.segment IS
     'per segment: the table holding the offsets [base_offset, end_offset) of one partition';
+COMMENT ON TABLE mq.last_segment_written IS
+    'partitions whose last segment has been written to: the next maintenance pass makes each another segment ahead';
 COMMENT ON TABLE mq.consumer_offset IS
     'committed offsets: per group, topic and partition, the offset of the next record to read';
 COMMENT ON TABLE mq.producer IS
@@ -69,6 +71,8 @@ COMMENT ON FUNCTION mq._segment_ahead(integer, integer) IS
     'internal (maintenance): whether a whole empty segment lies beyond the partition''s log end';
 COMMENT ON FUNCTION mq._ensure_segments(integer, integer) IS
     'internal (maintenance): keeps one empty segment ahead of the one being written; returns the number created';
+COMMENT ON FUNCTION mq._note_last_segment_written(integer, integer) IS
+    'internal (produce path): notes that a record landed in the partition''s last segment, so that the next maintenance pass makes another one ahead';
 COMMENT ON FUNCTION mq._ensure_segments_to(integer, integer, bigint) IS
     'internal (replication): creates the segments up to the one covering an offset past a compaction gap; returns the number created';
 COMMENT ON FUNCTION mq._segment_roll_ms(jsonb) IS
@@ -379,8 +383,6 @@ COMMENT ON FUNCTION mq._maintain_topic(integer, text) IS
     'internal (maintenance): one topic''s share: applies retention, compacts; returns segments dropped';
 COMMENT ON FUNCTION mq._maintain_segments(integer, integer) IS
     'internal (maintenance): last in a batch, under the produce lock taken without waiting: rolls one partition''s segment by time and keeps one ahead; returns segments created';
-COMMENT ON FUNCTION mq._file_unwritten(oid, oid) IS
-    'internal (maintenance): whether a relation''s main file (tablespace, filenode) is empty, from its size, without opening the relation';
 COMMENT ON FUNCTION mq._maintain_batch(integer, integer) IS
     'internal (maintenance): retention, compaction and segments of the next topics by id; returns the last topic handled (NULL: none left) and segments created';
 COMMENT ON FUNCTION mq._maintain_rest() IS
@@ -588,8 +590,10 @@ COMMENT ON FUNCTION mq._scram_mechanism(text) IS
 COMMENT ON FUNCTION mq._scram_store(oid, text, text, bytea, bytea, integer, boolean) IS
     'internal: checks and stores one SCRAM verifier for mq.set_scram_credential and mq.set_scram_credential_salted';
 COMMENT ON FUNCTION mq.ensure_consumer_offsets(integer) IS
-    'creates the __consumer_offsets topic (offset commits in Kafka''s format) with the committed offsets known now, unless it exists; returns its partition count';
+    'creates the __consumer_offsets topic (offset commits in Kafka''s format) with the committed offsets known now, unless it exists (on a node with an attached broker, grows it to what is asked and its broker''s two); returns its partition count';
 COMMENT ON FUNCTION mq._consumer_offsets_append(text, text, integer, bigint, text, bytea, timestamptz) IS
     'internal: appends a commit (next_offset NULL: a tombstone) or, with topic NULL, a group''s metadata to __consumer_offsets, if it exists';
+COMMENT ON FUNCTION mq._consumer_offsets_flush() IS
+    'internal: appends the transaction''s queued __consumer_offsets records now instead of at its commit (tests); returns how many';
 COMMENT ON FUNCTION mq._refuse_internal_topic(text) IS
     'internal: raises MQ070 for __consumer_offsets, which only offset commits write';

@@ -197,6 +197,27 @@ CREATE TABLE mq.kafka_txn_offset (
     metadata         text,
     PRIMARY KEY (transactional_id, group_id, topic, partition)
 );
+-- Kafka transactions across nodes (68_kafka_txn_cluster.sql)
+CREATE TABLE mq.kafka_txn_sequence (
+    transactional_id text NOT NULL,
+    topic            text NOT NULL,
+    partition        integer NOT NULL,
+    producer_epoch   integer NOT NULL,
+    next_sequence    integer NOT NULL CHECK (next_sequence >= 0),
+    PRIMARY KEY (transactional_id, topic, partition)
+);
+-- maintenance finds the partitions that need a segment ahead without
+-- reading their log tables (01_catalog.sql, 85_maintenance.sql); every
+-- partition is noted once, so that the first pass checks each exactly
+CREATE TABLE mq.last_segment_written (
+    topic_id   integer NOT NULL,
+    partition  integer NOT NULL,
+    written_at timestamptz NOT NULL DEFAULT now(),
+    PRIMARY KEY (topic_id, partition)
+);
+SELECT pg_catalog.pg_extension_config_dump('mq.last_segment_written', '');
+INSERT INTO mq.last_segment_written (topic_id, partition)
+SELECT ps.topic_id, ps.partition FROM mq.partition_state ps;
 -- @definitions
 CREATE TRIGGER cascade_to_partition_state AFTER DELETE ON mq.topic
     REFERENCING OLD TABLE AS gone FOR EACH STATEMENT
@@ -207,6 +228,9 @@ CREATE TRIGGER cascade_to_segment AFTER DELETE ON mq.partition_state
 CREATE TRIGGER cascade_to_consumer_offset AFTER DELETE ON mq.partition_state
     REFERENCING OLD TABLE AS gone FOR EACH STATEMENT
     EXECUTE FUNCTION mq._cascade_delete('mq.consumer_offset', 'topic_id', 'partition');
+CREATE TRIGGER cascade_to_last_segment_written AFTER DELETE ON mq.partition_state
+    REFERENCING OLD TABLE AS gone FOR EACH STATEMENT
+    EXECUTE FUNCTION mq._cascade_delete('mq.last_segment_written', 'topic_id', 'partition');
 CREATE TRIGGER cascade_to_producer_state AFTER DELETE ON mq.partition_state
     REFERENCING OLD TABLE AS gone FOR EACH STATEMENT
     EXECUTE FUNCTION mq._cascade_delete('mq.producer_state', 'topic_id', 'partition');

@@ -10,6 +10,10 @@
 #   scale.md         test/bench/scale.sh --out       -> scale-partitions.svg,
 #                                                       scale-producers.svg,
 #                                                       scale-size.svg
+#   scale-replicated.md  test/bench/scale.sh --replicated --out
+#                                                    -> scale-replicated-partitions.svg,
+#                                                       scale-replicated-producers.svg,
+#                                                       scale-replicated-size.svg
 #   scale_log.dat    test/bench/scale_log.sh --data  -> scale-log.svg
 #   many_topics.dat  test/bench/many_topics.sh --data -> many-topics.svg
 #
@@ -55,36 +59,39 @@ plot_peers() {
 	EOF
 }
 
-# scale.sh's markdown table -> three data files (x, mq, plain, ratio)
+# plot_scale NAME A B RATIO: scale.sh's markdown table NAME.md -> three
+# data files (x, A, B, ratio A/B, the right axis named RATIO) ->
+# NAME-partitions.svg, NAME-producers.svg, NAME-size.svg
 plot_scale() {
-	[[ -f "$DATA/scale.md" ]] || return 0
+	local name="$1" a="$2" b="$3" r="$4"
+	[[ -f "$DATA/$name.md" ]] || return 0
 	awk -F '|' -v dir="$TMP" '
 		$2 ~ /^ P:/ { split($3, a, " "); print a[1], $4, $5, $6 > dir "/P.dat" }
 		$2 ~ /^ C:/ { split($3, a, " "); print a[1], $4, $5, $6 > dir "/C.dat" }
-		$2 ~ /^ S:/ { split($3, a, " "); print a[1], $4, $5, $6 > dir "/S.dat" }' "$DATA/scale.md"
+		$2 ~ /^ S:/ { split($3, a, " "); print a[1], $4, $5, $6 > dir "/S.dat" }' "$DATA/$name.md"
 	local c x title out
 	for c in P C S; do
 		case "$c" in
-		P) x="partitions (4 clients, random partition)"; title="Produce against partitions"; out=scale-partitions ;;
-		C) x="producers (each its own partition of 16)"; title="Produce against producers"; out=scale-producers ;;
-		S) x="record size, bytes (1 client)"; title="Produce against record size"; out=scale-size ;;
+		P) x="partitions (4 clients, random partition)"; title="Produce against partitions"; out=$name-partitions ;;
+		C) x="producers (each its own partition of 16)"; title="Produce against producers"; out=$name-producers ;;
+		S) x="record size, bytes (1 client)"; title="Produce against record size"; out=$name-size ;;
 		esac
 		gnuplot <<-EOF
 			$TERM_SVG
 			$STYLE
 			set output "$OUTDIR/$out.svg"
-			set title "$title: records/s (left), mq / plain INSERT (right)"
+			set title "$title: records/s (left), $a / $b (right)"
 			set xlabel "$x"
 			set logscale x 2
 			$([[ $c == S ]] && echo 'set logscale x 10; set logscale y' || echo 'set yrange [0:*]')
 			set key bottom left
 			set ylabel "records/s"
-			set y2label "mq / plain"
+			set y2label "$r"
 			set y2range [0:1.5]
 			set y2tics 0.25
 			set ytics nomirror
-			plot "$TMP/$c.dat" using 1:2 with linespoints lw 2 pt 7 title "mq", \
-			     "" using 1:3 with linespoints lw 2 pt 5 title "plain INSERT", \
+			plot "$TMP/$c.dat" using 1:2 with linespoints lw 2 pt 7 title "$a", \
+			     "" using 1:3 with linespoints lw 2 pt 5 title "$b", \
 			     "" using 1:4 axes x1y2 with linespoints dt 2 pt 6 title "ratio (right axis)"
 		EOF
 	done
@@ -138,7 +145,8 @@ plot_many_topics() {
 
 plot_peers peers "one machine"
 plot_peers peers-replicated "three replicas on one machine"
-plot_scale
+plot_scale scale mq "plain INSERT" "mq / plain"
+plot_scale scale-replicated "RF 3, acks=all" "one node" "RF 3 / one node"
 plot_scale_log
 plot_many_topics
 ls "$OUTDIR"/*.svg

@@ -7,7 +7,8 @@
 # the commits made before; it is internal in Metadata (kafka-python's
 # topics() leaves it out); producing to it is refused (kafka-python and
 # kcat: INVALID_TOPIC_EXCEPTION) and changes nothing; a Kafka group's
-# membership appears as Kafka's group metadata records.
+# membership appears as Kafka's group metadata records, and so does an SQL
+# group's (mq.join_group), decoded by kafka-python's ConsumerProtocol.
 source "$(dirname "${BASH_SOURCE[0]}")/lib.bash"
 
 PY=/usr/bin/python3 # Debian's python3-kafka
@@ -75,5 +76,28 @@ check_eq "$(groups "$J2")" "2 3 consumer True [('kafka-python-2.0.2', True, True
 2 3 consumer False [] True" \
 	"the Kafka group's metadata: its member with subscription and assignment, then empty once it left"
 check_eq "$(sql "$END_SQL")" "$((before + 4))" "two commits and two group records were appended"
+
+# an SQL group's members (mq.join_group): Kafka's group metadata record,
+# which kafka-python decodes down to each member's subscription and
+# assignment (ConsumerProtocol)
+sql "SELECT count(*) FROM mq.join_group('cosg', ARRAY['cot'], instance_id => 'a')" >/dev/null
+sql "SELECT count(*) FROM mq.join_group('cosg', ARRAY['cot'], instance_id => 'b')" >/dev/null
+run timeout 120 "$PY" test/kafka/py/coffsets.py read "$BROKER"
+J3="$(tail -n 1 <<<"$OUT")"
+check_eq "$(json_get "$J3" '{undecoded}')" "0" "every record decoded"
+sqlgroup() {
+	json_get "$1" '{records}' | "$PY" -c '
+import json, sys
+for r in json.load(sys.stdin):
+    if r["kind"] == "group" and r["group"] == "cosg":
+        print(r["value_version"], r["protocol_type"], r["generation"], r["protocol"],
+              r["leader"] == min(m["member_id"] for m in r["members"]),
+              [(m["instance_id"], m["client_id"], m["subscription"], m["assignment"], m.get("protocol_error"))
+               for m in sorted(r["members"], key=lambda m: m["instance_id"])],
+              r["value_complete"], r["kafka_partition"])'
+}
+check_eq "$(sqlgroup "$J3")" "3 consumer 1 range True [('a', 'mq', ['cot'], {'cot': [0, 1, 2]}, None)] True True
+3 consumer 2 range True [('a', 'mq', ['cot'], {'cot': [0, 1]}, None), ('b', 'mq', ['cot'], {'cot': [2]}, None)] True True" \
+	"an SQL group's generations: group metadata v3 with its members' subscriptions and assignments, on Kafka's partition for the group"
 
 finish

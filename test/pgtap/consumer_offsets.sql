@@ -2,20 +2,23 @@
 -- by mq.ensure_consumer_offsets with the commits known then; each later
 -- commit that changes a position (commit_offset, commit_polled, an
 -- auto-commit poll) appends a record in Kafka's format, on Kafka's
--- partition for the group, in the committing transaction (a rolled-back
--- commit leaves none); delete_group writes tombstones; produce,
+-- partition for the group, in the committing transaction when it commits
+-- (a rolled-back commit, or subtransaction, leaves none); delete_group writes tombstones; produce,
 -- delete_records, add_partitions and create_topic on it are MQ070 and
 -- change nothing; it is compacted.
 \set ON_ERROR_STOP on
 SET client_min_messages = warning;
 BEGIN;
-SELECT plan(26);
+SELECT plan(28);
 
 SELECT mq.create_topic('co', 2);
 SELECT mq.send('co', NULL::bytea, ('r' || i)::bytea, partition => i % 2) FROM generate_series(0, 19) i;
 SELECT mq.commit_offset('early', 'co', 0, 3, 'before');
 
--- the records of __consumer_offsets, decoded (offset commit key v1, value v3)
+-- the records of __consumer_offsets, decoded (offset commit key v1, value v3).
+-- A transaction appends its records when it commits, and this test is one
+-- transaction: before reading them, mq._consumer_offsets_flush() appends
+-- what it has queued (a statement of its own, so that the next sees them).
 CREATE TEMP VIEW coff AS
 SELECT f.partition AS at, f.msg_offset,
        get_byte(f.key, 1) AS key_version,
@@ -38,14 +41,18 @@ SELECT is(mq.ensure_consumer_offsets(), 10, 'ensure_consumer_offsets creates it 
 SELECT is(mq.ensure_consumer_offsets(50), 10, 'and then returns the partitions it has');
 SELECT is((SELECT config->>'cleanup.policy' FROM mq.topics WHERE topic = '__consumer_offsets'), 'compact',
           'it is compacted');
+SELECT mq._consumer_offsets_flush();
 SELECT results_eq($$SELECT at, key_version, grp, topic, part, value_version, next_offset, leader_epoch, metadata
                       FROM coff$$,
                   $$VALUES (1, 1, 'early', 'co', 0, 3, 3::bigint, -1, 'before')$$,
                   'the commit made before is its first record, on Kafka''s partition for the group (abs(hashCode) % 10)');
 
--- each commit appends, in the committing transaction
+-- each commit queues its record, which its transaction appends when it commits
 SELECT mq.commit_offset('grp-a', 'co', 1, 4, 'm1');
 SELECT mq.commit_offset('grp-a', 'co', 1, 6);
+SELECT is((SELECT count(*) FROM coff WHERE grp = 'grp-a'), 0::bigint,
+          'the records of commits wait for the transaction''s commit');
+SELECT mq._consumer_offsets_flush();
 SELECT results_eq($$SELECT at, msg_offset, grp, part, next_offset, metadata FROM coff WHERE at = 1 ORDER BY msg_offset$$,
                   $$VALUES (1, 0::bigint, 'early', 0, 3::bigint, 'before'), (1, 1::bigint, 'grp-a', 1, 4::bigint, 'm1'),
                            (1, 2::bigint, 'grp-a', 1, 6::bigint, '')$$,
@@ -53,11 +60,19 @@ SELECT results_eq($$SELECT at, msg_offset, grp, part, next_offset, metadata FROM
 SAVEPOINT s;
 SELECT mq.commit_offset('grp-a', 'co', 1, 7);
 ROLLBACK TO SAVEPOINT s;
+SELECT mq._consumer_offsets_flush();
 SELECT is((SELECT count(*) FROM coff WHERE grp = 'grp-a'), 2::bigint, 'a rolled-back commit leaves no record');
+SAVEPOINT s2;
+SELECT mq.commit_offset('grp-a', 'co', 1, 8);
+RELEASE SAVEPOINT s2;
+SELECT mq._consumer_offsets_flush();
+SELECT is((SELECT max(next_offset) FROM coff WHERE grp = 'grp-a'), 8::bigint,
+          'a released subtransaction''s commit is appended with its transaction');
 
 -- polls: commit_polled, and auto-commit only when the position moves
 SELECT count(*) FROM mq.poll('poller', 'co', 20);
 SELECT is(mq.commit_polled('poller', 'co'), 2, 'commit_polled commits two partitions');
+SELECT mq._consumer_offsets_flush();
 SELECT results_eq($$SELECT part, next_offset FROM coff WHERE grp = 'poller' ORDER BY part$$,
                   $$VALUES (0, 10::bigint), (1, 10::bigint)$$,
                   'commit_polled appends one record per partition');
@@ -65,6 +80,7 @@ SELECT mq.commit_offset('auto', 'co', 0, 9);
 SELECT count(*) FROM mq.poll('auto', 'co', 1, auto_commit => true, partitions => ARRAY[0]);
 SELECT mq.commit_offset('auto', 'co', 0, 10);
 SELECT count(*) FROM mq.poll('auto', 'co', 1, auto_commit => true, partitions => ARRAY[0]);
+SELECT mq._consumer_offsets_flush();
 SELECT results_eq($$SELECT next_offset FROM coff WHERE grp = 'auto' ORDER BY msg_offset$$,
                   $$VALUES (9::bigint), (10::bigint)$$,
                   'an auto-commit that would move a position back writes nothing, and no record');
@@ -96,11 +112,13 @@ SELECT is(mq.ensure_consumer_offsets(0), 10, 'ensure_consumer_offsets returns an
 
 -- delete_group: tombstones for its offsets
 SELECT is(mq.delete_group('grp-a'), 1, 'delete_group deletes grp-a''s one offset');
+SELECT mq._consumer_offsets_flush();
 SELECT results_eq($$SELECT part, tombstone FROM coff WHERE grp = 'grp-a' ORDER BY msg_offset DESC LIMIT 1$$,
                   $$VALUES (1, true)$$, 'and appends its tombstone (key, null value)');
 
 -- the partition is Kafka's: Java's String.hashCode over UTF-16 code units
 SELECT mq.commit_offset(g, 'co', 0, 1) FROM unnest(ARRAY['gk', 'ünï😀code-group', 'polygenelubricants']) g;
+SELECT mq._consumer_offsets_flush();
 SELECT results_eq($$SELECT grp, at FROM coff WHERE grp IN ('gk', 'ünï😀code-group', 'polygenelubricants') ORDER BY 1$$,
                   $$VALUES ('gk', 0), ('polygenelubricants', 0), ('ünï😀code-group', 1)$$,
                   'abs(hashCode) % 10, a character beyond U+FFFF counting as its surrogate pair, and Integer.MIN_VALUE as 0');
@@ -110,6 +128,7 @@ CREATE ROLE co_nobody;
 SET LOCAL ROLE co_nobody;
 SELECT throws_ok($$SELECT mq.commit_offset('x', 'co', 0, 1)$$, '42501', NULL, 'a role without rights cannot commit');
 RESET ROLE;
+SELECT mq._consumer_offsets_flush();
 SELECT is((SELECT count(*) FROM coff WHERE grp = 'x'), 0::bigint, 'and appends nothing');
 
 SELECT * FROM finish();

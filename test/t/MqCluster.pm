@@ -70,11 +70,74 @@ use MqHaCoord;
 my @clusters;
 END { $_->teardown for @clusters; }
 
+# A test stopped by a signal (scripts/test.sh's timeout sends SIGTERM, an
+# operator ^C) exits, so that the END blocks above and PostgreSQL::Test::
+# Cluster's run: by default perl would die of it without running them, and
+# its brokers and their mq-kafka would outlive it.  A forked child of the
+# test (a producer, a consumer) just ends.
+my $test_pid = $$;
+for my $sig (qw(TERM INT HUP))
+{
+	$SIG{$sig} = sub {
+		POSIX::_exit(1) if $$ != $test_pid;
+		print STDERR "# stopped by SIG$sig: tearing down\n";
+		exit 1;
+	};
+}
+
+# Register a cluster for the END block (new does; test/unit/tap_daemons.sh
+# registers one with stand-in daemons).
+sub register
+{
+	my ($self) = @_;
+	$self->{pid} = $$;
+	push @clusters, $self;
+	return $self;
+}
+
+# The pids of a process's children (mq-broker's mq-kafka), from /proc.
+sub child_pids
+{
+	my ($pid) = @_;
+	my @kids;
+	for my $stat (glob '/proc/[0-9]*/stat')
+	{
+		open my $fh, '<', $stat or next;
+		my $line = <$fh> // next;
+		# pid (comm) state ppid ...: comm may hold spaces and parentheses
+		push @kids, $1 if $line =~ /^(\d+) \(.*\) \S+ (\d+) / && $2 == $pid;
+	}
+	return @kids;
+}
+
+# Stop one broker and its mq-kafka: each resumed first (a paused process
+# keeps SIGTERM pending), SIGTERM, and SIGKILL for what has not exited
+# within 10 s; an mq-kafka is killed even when its broker exited cleanly.
+sub stop_daemon
+{
+	my ($pid) = @_;
+	my @kids = child_pids($pid);
+	kill 'CONT', $pid, @kids;
+	kill 'TERM', $pid;
+	my $deadline = time + 10;
+	my $gone;
+	while (!($gone = waitpid($pid, POSIX::WNOHANG())) && time < $deadline)
+	{
+		usleep(20_000);
+	}
+	if (!$gone)
+	{
+		kill 'KILL', $pid;
+		waitpid($pid, 0);
+	}
+	kill 'KILL', grep { kill 0, $_ } @kids;
+}
+
 sub new
 {
 	my ($class, %opt) = @_;
 	my $self = bless { nodes => [], brokers => [], opt => \%opt }, $class;
-	push @clusters, $self;
+	$self->register;
 	my $n = $opt{nodes} // 3;
 	# coord_ha => 1: the coordinator runs highly available (MqHaCoord.pm)
 	$self->{coord} = MqHaCoord->start(role => $MqCluster::BROKER_ROLE) if $opt{coord_ha};
@@ -858,6 +921,8 @@ sub teardown
 	my ($self) = @_;
 	# called from END: waitpid must not replace the test's exit status
 	local $?;
+	# only the test that made the cluster stops it, not a forked child
+	return if ($self->{pid} // $$) != $$;
 	# producers and consumers a failed test left behind: they hold prove's pipe
 	for my $pid (keys %{ $self->{children} // {} })
 	{
@@ -869,9 +934,7 @@ sub teardown
 	for my $i (1 .. $#{ $self->{brokers} })
 	{
 		my $pid = $self->{brokers}[$i] or next;
-		kill 'CONT', $pid;
-		kill 'TERM', $pid;
-		waitpid($pid, 0);
+		stop_daemon($pid);
 		$self->{brokers}[$i] = undef;
 	}
 	$_ && $_->stop for @{ $self->{proxies} // [] }, map { @{ $_ // [] } } @{ $self->{ha_proxies} // [] };

@@ -137,7 +137,8 @@ test_batch(void)
 		len += 8;
 	}
 	CHECK(batch_header_decode(buf, len, &h) && h.base_offset == 1 && h.leader_log_end == 2 &&
-		  h.high_watermark == 3 && h.offsets_version == 4, "a batch header decodes");
+		  h.high_watermark == 3 && h.offsets_version == 4 && h.log_start_offset == 5,
+		  "a batch header decodes");
 	{
 		bool		any = false;
 

@@ -8,7 +8,8 @@
 #   start_redis MODE    one Redis with appendfsync MODE (always, everysec)
 #   start_nats          one NATS JetStream server
 #   start_mq_rf3        three mq data nodes, a coordinator and three
-#                       mq-broker processes (as test/bench/replication.sh)
+#                       mq-broker processes (as test/bench/replication.sh;
+#                       RF_BROKER_CONF: more lines of each broker's config)
 #   start_redis_repl N  a Redis primary with two replicas, every one with
 #                       appendfsync always; clients WAIT N after each write
 #   start_nats_cluster  three NATS servers in one JetStream cluster
@@ -101,6 +102,7 @@ start_nats() {
 # ---------------------------------------------------------------------------
 # replicated systems
 
+RF_BROKER_CONF=()
 RF_CONF=("fsync = on" "synchronous_commit = on" "shared_buffers = 128MB" "max_wal_size = 4GB"
 	"log_min_messages = warning" "max_prepared_transactions = 10")
 rf_coord() { cluster_psql rfcoord -A -t -c "$1"; }
@@ -111,7 +113,7 @@ start_mq_rf3() {
 		cluster_start "$n" "${RF_CONF[@]}"
 		cluster_psql "$n" -c "CREATE EXTENSION mq" >/dev/null
 	done
-	for i in 1 2 3; do broker_start "$i" "rf$i" rfcoord; done
+	for i in 1 2 3; do broker_start "$i" "rf$i" rfcoord "${RF_BROKER_CONF[@]}"; done
 	rf_brokers() { [[ "$(rf_coord 'SELECT count(*) FROM mq_coord.broker')" == 3 ]]; }
 	wait_for 60 rf_brokers || mq_die "the brokers did not register"
 }

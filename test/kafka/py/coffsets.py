@@ -11,7 +11,8 @@ Debian's /usr/bin/python3 (python3-kafka 2.0.2):
         tool does, decodes each record in Kafka's formats (offset commit
         key v0/v1, value v0/v1/v3; group metadata key v2, value v0-v3),
         says whether the topic is internal in the client's metadata, and
-        tries to produce to it
+        tries to produce to it; a consumer group member's subscription and
+        assignment are decoded with kafka-python's ConsumerProtocol classes
 
 Prints one JSON object (the last line of output).  The decoders follow
 Kafka's published schemas (OffsetCommitKey/Value, GroupMetadataKey/Value);
@@ -23,6 +24,8 @@ import sys
 import time
 
 from kafka import KafkaConsumer, KafkaProducer, TopicPartition
+from kafka.coordinator.protocol import (ConsumerProtocolMemberAssignment,
+                                       ConsumerProtocolMemberMetadata)
 from kafka.structs import OffsetAndMetadata
 
 TOPIC = "__consumer_offsets"
@@ -71,6 +74,19 @@ def decode_offset_value(r):
     return out
 
 
+def consumer_protocol(m, sub, assign):
+    """A consumer group member's subscription and assignment, decoded by
+    kafka-python's own ConsumerProtocol classes (what a client reads)."""
+    try:
+        if sub:
+            m["subscription"] = list(ConsumerProtocolMemberMetadata.decode(sub).subscription)
+        if assign:
+            a = ConsumerProtocolMemberAssignment.decode(assign)
+            m["assignment"] = {t: sorted(ps) for t, ps in a.assignment}
+    except Exception as e:  # reported with the member
+        m["protocol_error"] = repr(e)
+
+
 def decode_group_value(r):
     v = r.take("h")
     out = {"value_version": v, "protocol_type": r.string(), "generation": r.take("i"),
@@ -87,8 +103,11 @@ def decode_group_value(r):
         if v >= 1:
             m["rebalance_timeout"] = r.take("i")
         m["session_timeout"] = r.take("i")
-        m["subscription_len"] = len(r.bytes_() or b"")
-        m["assignment_len"] = len(r.bytes_() or b"")
+        sub, assign = r.bytes_() or b"", r.bytes_() or b""
+        m["subscription_len"] = len(sub)
+        m["assignment_len"] = len(assign)
+        if out["protocol_type"] == "consumer":
+            consumer_protocol(m, sub, assign)
         members.append(m)
     out["members"] = members
     return out

@@ -1,0 +1,198 @@
+/*-------------------------------------------------------------------------
+ *
+ * h_txn_init.c
+ *	  InitProducerId with a transactional id in a replicated cluster
+ *	  (--coordinator), and the statements the daemons of other nodes run
+ *	  on the transaction's node (staged batches, staged offsets).  Loop
+ *	  thread; each request is a chain of jobs, none waiting in the loop.
+ *
+ * InitProducerId: the arguments and the client's right to the id are
+ * checked on this node (mq.kafka_txn_adopt, rolled back), the id's
+ * producer id and next epoch come from the cluster's coordinator
+ * (mq_coord.init_producer, which refuses while an earlier transaction of
+ * the id is decided and not complete: CONCURRENT_TRANSACTIONS, which
+ * clients retry), and this node's row takes them (mq.kafka_txn_adopt).
+ * So the id keeps one producer id wherever it is coordinated, and a
+ * zombie's epoch is older everywhere.
+ *
+ * The transaction's node: every statement on an id's transaction runs on
+ * the pool of the node the id maps to (cluster_txn_pool; staged batches
+ * from the partitions' leaders too), as the client's role, through a
+ * request of its own (TxnRemote) when that is another node; the
+ * transaction's database checks fencing and rights.  While that node is
+ * down the id's calls fail with COORDINATOR_NOT_AVAILABLE, which clients
+ * retry.
+ *
+ *-------------------------------------------------------------------------
+ */
+#include "handlers.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+#include "cluster.h"
+#include "kerr.h"
+#include "mq_sqlstates.h"
+#include "util.h"
+
+/* a statement's Kafka code; a fenced epoch is PRODUCER_FENCED from v2 */
+int16_t
+txn_cluster_code(const KStmt *st, int16_t v)
+{
+	int16_t		code = KERR_NONE;
+
+	if (st == NULL || !kstmt_failed(st, &code))
+		return code;
+	if (v >= 2 && mq_error_is(&st->err, MQ_SQLSTATE_PRODUCER_FENCED))
+		return KERR_PRODUCER_FENCED;
+	if (st->err.connection_lost)
+		return KERR_COORDINATOR_NOT_AVAILABLE;	/* ask again */
+	if (code == KERR_UNKNOWN_SERVER_ERROR)
+		mq_log_warning("transaction: %s", st->err.message);
+	return code;
+}
+
+static void
+remote_done(KRequest *sub)
+{
+	TxnRemote  *r = (TxnRemote *) sub;
+
+	r->done(sub->state);
+}
+
+void
+txn_cluster_stage(KRequest *req, TxnRemote *r, KJob *job, const char *id, KDoneFn done)
+{
+	KPool	   *pool = cluster_txn_pool(id);
+
+	if (pool == pool_local())
+	{
+		pool_run(req, job, done);
+		return;
+	}
+	r->sub.state = req;
+	r->sub.role = req->role;	/* borrowed: sub is never freed */
+	r->done = done;
+	pool_run_on(pool, &r->sub, job, remote_done);
+}
+
+/* ---------------------------------------------------------------- */
+/* InitProducerId                                                   */
+/* ---------------------------------------------------------------- */
+
+#define ADOPT_SQL "SELECT mq.kafka_txn_adopt($1, $2, $3, $4)"
+
+typedef struct InitState
+{
+	KJob		local;			/* checked (rolled back), then adopted */
+	KJob		coord;
+	KRequest	coord_req;
+	TxnRemote	remote;			/* local: on the transaction's node */
+	char	   *id;
+	int32_t		timeout_ms;
+	int16_t		code;
+} InitState;
+
+static void
+init_state_free(void *p)
+{
+	InitState  *s = p;
+
+	kjob_free(&s->local);
+	kjob_free(&s->coord);
+	free(s->id);
+	free(s);
+}
+
+static void
+init_answer(KRequest *req)
+{
+	InitState  *s = req->state;
+	PGresult   *res = s->code == KERR_NONE ? s->coord.stmts[0].res : NULL;
+
+	kw_i32(&req->resp, 0);
+	kw_i16(&req->resp, s->code);
+	kw_i64(&req->resp, res ? strtoll(PQgetvalue(res, 0, 0), NULL, 10) : -1);
+	kw_i16(&req->resp, res ? (int16_t) atoi(PQgetvalue(res, 0, 1)) : -1);
+	req_finish(req);
+}
+
+static void
+adopted(KRequest *req)
+{
+	InitState  *s = req->state;
+
+	s->code = txn_cluster_code(&s->local.stmts[0], 0);
+	init_answer(req);
+}
+
+/* the coordinator's producer id and epoch, taken here */
+static void
+got_ids(KRequest *sub)
+{
+	KRequest   *req = sub->state;
+	InitState  *s = req->state;
+	const KStmt *st = &s->coord.stmts[0];
+	KStmt	   *a;
+
+	if (st->res == NULL)
+	{
+		s->code = mq_error_is(&st->err, MQ_SQLSTATE_CONCURRENT_TRANSACTIONS)
+			? KERR_CONCURRENT_TRANSACTIONS : txn_cluster_code(st, 0);
+		if (s->code == KERR_UNKNOWN_SERVER_ERROR || s->code == KERR_KAFKA_STORAGE_ERROR)
+			s->code = KERR_COORDINATOR_NOT_AVAILABLE;
+		init_answer(req);
+		return;
+	}
+	kjob_free(&s->local);
+	a = kjob_add(&s->local, ADOPT_SQL, 0);
+	kstmt_text(a, MQ_TEXTOID, s->id);
+	kstmt_int(a, MQ_INT4OID, s->timeout_ms);
+	kstmt_text(a, MQ_INT8OID, PQgetvalue(st->res, 0, 0));
+	kstmt_text(a, MQ_INT4OID, PQgetvalue(st->res, 0, 1));
+	txn_cluster_stage(req, &s->remote, &s->local, s->id, adopted);
+}
+
+/* the client may take the id here (the check was rolled back) */
+static void
+checked(KRequest *req)
+{
+	InitState  *s = req->state;
+
+	s->code = txn_cluster_code(&s->local.stmts[1], 0);
+	if (s->code != KERR_NONE)
+	{
+		init_answer(req);
+		return;
+	}
+	kstmt_text(kjob_add(&s->coord, "SELECT producer_id, producer_epoch FROM mq_coord.init_producer($1)", 0),
+			   MQ_TEXTOID, s->id);
+	s->coord_req.state = req;
+	pool_run_on(cluster_coord_pool(), &s->coord_req, &s->coord, got_ids);
+}
+
+void
+txn_cluster_init(KRequest *req, const char *id, int32_t timeout_ms)
+{
+	InitState  *s = mq_malloc0(sizeof(InitState));
+	KStmt	   *st;
+
+	req->state = s;
+	req->free_state = init_state_free;
+	s->id = mq_strdup(id);
+	s->timeout_ms = timeout_ms;
+	if (cluster_coord_pool() == NULL)
+	{
+		s->code = KERR_COORDINATOR_NOT_AVAILABLE;
+		init_answer(req);
+		return;
+	}
+	/* producer id 1, epoch 0: any valid pair, for the checks only */
+	st = kjob_add(&s->local, ADOPT_SQL, 0);
+	kstmt_text(st, MQ_TEXTOID, id);
+	kstmt_int(st, MQ_INT4OID, timeout_ms);
+	kstmt_int(st, MQ_INT8OID, 1);
+	kstmt_int(st, MQ_INT4OID, 0);
+	kjob_rollback_each(&s->local);
+	txn_cluster_stage(req, &s->remote, &s->local, s->id, checked);
+}
