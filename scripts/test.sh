@@ -12,7 +12,8 @@
 #   3. unit: tests that need no shared PostgreSQL server: the C unit tests
 #      test/unit/*_test.c (built by `make -C broker unit`) and the checks
 #      test/unit/*.sh (run with bash from the repo root; the benchmarks'
-#      own tests, test/unit/bench_*.sh, in the background until the end)
+#      own tests, test/unit/bench_*.sh, are the phase `bench`: not in the
+#      default run; when named, in the background until the end)
 #   4. one throwaway cluster (shared_preload_libraries = 'mq'), then
 #      a. pg_regress: `make installcheck` (sql/*.sql vs expected/*.out)
 #      isolation: pg_isolation_regress (from the PGXS tree) runs the
@@ -29,7 +30,9 @@
 #         run with bash from the repo root with
 #         PGHOST/PGPORT/PGUSER set and PGDATABASE (= MQ_TEST_DB) a fresh
 #         database where `CREATE EXTENSION mq` already ran
-#   5. sanitize: test/cli/*.sh again (test/cli/kafka_tls.sh among them: one
+#   5. sanitize (not in the default run: MQ_TEST_ONLY names it, or
+#      scripts/sanitize.sh runs more; with it the mq-kafka phase runs
+#      test/kafka/fuzz.sh, a short libFuzzer run): test/cli/*.sh again (test/cli/kafka_tls.sh among them: one
 #      TLS exchange with mq-kafka), with mqctl and mq-kafka built with
 #      -fsanitize=address,undefined in a copy of the tree (scripts/sanitize.sh
 #      with MQ_SANITIZE_ONLY=cli, in a throwaway cluster of its own; about
@@ -65,8 +68,8 @@
 #
 # Knobs: MQ_SUITE_TIMEOUT (seconds per suite, default 300),
 #        MQ_TEST_ONLY (space-separated phases to run: static format unit
-#        regress isolation pgtap concurrency cli kafka sanitize tap package;
-#        default all),
+#        regress isolation pgtap concurrency cli kafka sanitize tap package
+#        bench; default all but sanitize and bench),
 #        MQ_SKIP_BUILD=1 (skip install-deps and build/install: rerun
 #        tests against what is already installed),
 #        MQ_TESTS (space-separated globs narrowing the suites of every
@@ -75,8 +78,8 @@
 #        MQ_QUICK=1 (for development: the suites listed in test/quick.txt,
 #        a few of every area, in under 3 minutes on 2 cores; the static
 #        checks run whole, the format check looks at the C files changed
-#        since the branch left main, the sanitize and package phases are
-#        left out unless MQ_TEST_ONLY names them; MQ_TESTS, if set too, wins),
+#        since the branch left main, the package phase is
+#        left out unless MQ_TEST_ONLY names it; MQ_TESTS, if set too, wins),
 #        MQ_TAP_JOBS (multi-node TAP tests run at a time, default 3),
 #        MQ_TAP_NICE (niceness of the TAP lane beside the others, default 10),
 #        MQ_TAP_BESIDE=0 (run every phase in its place, the TAP phase and
@@ -89,10 +92,12 @@ cd "$(dirname "${BASH_SOURCE[0]}")/.."
 source scripts/lib.sh
 
 SUITE_TIMEOUT="${MQ_SUITE_TIMEOUT:-300}"
-ALL_PHASES="static format unit regress isolation pgtap concurrency cli kafka sanitize tap package"
+# sanitize and bench are not in the default run (README names them):
+# together they took some 400 s of the 2 cores' CPU, and the command had
+# become CPU-bound (docs/design.md, "The test command's time")
+ALL_PHASES="static format unit regress isolation pgtap concurrency cli kafka tap package"
 if [[ -n "${MQ_QUICK:-}" ]]; then
-	QUICK_PHASES="${ALL_PHASES/ sanitize/}"
-	ONLY="${MQ_TEST_ONLY:-${QUICK_PHASES/ package/}}"
+	ONLY="${MQ_TEST_ONLY:-${ALL_PHASES/ package/}}"
 	if [[ -z "${MQ_TESTS:-}" ]]; then
 		MQ_TESTS="$(sed -e 's/#.*//' test/quick.txt | tr -s ' \t\n' ' ')"
 	fi
@@ -416,6 +421,12 @@ PGTAP_SQL=(test/pgtap/*.sql)
 CONC_SH=(test/concurrency/*.sh)
 CLI_SH=(test/cli/*.sh)
 KAFKA_SH=(test/kafka/*.sh)
+# the short libFuzzer run goes with the sanitizers
+if ! want sanitize; then
+	kept=()
+	for f in "${KAFKA_SH[@]}"; do [[ "$f" == test/kafka/fuzz.sh ]] || kept+=("$f"); done
+	KAFKA_SH=("${kept[@]}")
+fi
 TAP_PL=(test/t/*.pl)
 UNIT_C=(test/unit/*_test.c)
 UNIT_SH=(test/unit/*.sh)
@@ -457,6 +468,14 @@ if [[ "${MQ_TAP_BESIDE:-1}" != 0 ]]; then
 fi
 
 # --------------------------------------------------------------------------
+# bench: the benchmarks' own tests, in the background until the end
+if want bench; then
+	for f in "${UNIT_SH[@]}"; do
+		case "$f" in test/unit/bench_*.sh) unit_bg_start "$f" ;; esac
+	done
+fi
+
+# --------------------------------------------------------------------------
 if want unit; then
 	mq_phase "unit tests without PostgreSQL (${#UNIT_C[@]} in C, ${#UNIT_SH[@]} scripts in test/unit/)"
 	if ! make -s -C broker unit PG_CONFIG="$PG_CONFIG"; then
@@ -472,11 +491,7 @@ if want unit; then
 		done
 	fi
 	for f in "${UNIT_SH[@]}"; do
-		case "$f" in test/unit/bench_*.sh)
-			unit_bg_start "$f"
-			continue
-			;;
-		esac
+		case "$f" in test/unit/bench_*.sh) continue ;; esac
 		if mq_run_timeout "$SUITE_TIMEOUT" bash "$f"; then
 			pass "unit:$f"
 		else
