@@ -37,6 +37,13 @@ my ($section) = slurp_file("$root/docs/kafka.md") =~ /^## Replicated clusters\n.
   or BAIL_OUT('no [kafka] example in docs/kafka.md');
 $c->start_kafka_brokers(section => $section);
 $c->create_topic('cg', 6, { 'replication.factor' => 3, 'min.insync.replicas' => 2 });
+# placement settled: each partition led by its preferred replica with its
+# whole ISR (a broker slow to start leaves its partitions with another
+# until the preferred-leader handover; a handover during the produce
+# below made librdkafka's non-idempotent producer retry a batch)
+$c->coord->poll_query_until('postgres', "SELECT bool_and(leader = replicas[1] AND cardinality(isr) = 3)"
+	  . " FROM mq_coord.partition WHERE topic = 'cg'")
+  or BAIL_OUT('the partitions of cg never settled on their preferred leaders');
 my %leaders = map { $c->leader('cg', $_) => 1 } 0 .. 5;
 is(scalar keys %leaders, 3, 'the six partitions have leaders on all three nodes');
 
