@@ -11,23 +11,12 @@
 set -euo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/../.."
 
-status=0
-n=0
-ok() {
-	n=$((n + 1))
-	if [[ "$1" == 0 ]]; then
-		echo "ok $n - $2"
-	else
-		echo "not ok $n - $2"
-		status=1
-	fi
-}
+# shellcheck source=test/unit/tap.bash
+source test/unit/tap.bash
 
-tmp="$(mktemp -d "${TMPDIR:-/tmp}/bench-peers-test.XXXXXX")"
-trap 'rm -rf "$tmp"' EXIT
+tap_tmp bench-peers-test
 # everything the run creates (its clients, data directories, logs) lies
 # under $tmp, so that its processes can be told from any other run's
-chmod 755 "$tmp"
 mkdir -m 755 "$tmp/run"
 # run_short NAME SYSTEMS [ARGS...]: the short run, a figure for every
 # workload on every system, and a durability statement for each
@@ -65,5 +54,4 @@ for p in $(pgrep 'redis-server|nats-server|pgqd|postgres|mq-broker' 2>/dev/null 
 	fi
 done
 ok "$([[ -z "${left// /}" ]] && echo 0 || echo 1)" "no server of the run is left running${left:+: $left}"
-echo "1..$n"
-exit "$status"
+tap_done

@@ -7,20 +7,10 @@
 set -euo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/../.."
 
-status=0
-n=0
-ok() {
-	n=$((n + 1))
-	if [[ "$1" == 0 ]]; then
-		echo "ok $n - $2"
-	else
-		echo "not ok $n - $2"
-		status=1
-	fi
-}
+# shellcheck source=test/unit/tap.bash
+source test/unit/tap.bash
 
-tmp="$(mktemp -d)"
-trap 'rm -rf "$tmp"' EXIT
+tap_tmp bench-plots-test
 rc=0
 bash test/bench/plot.sh docs/img/data "$tmp" >/dev/null 2>"$tmp/err" || rc=$?
 ok "$rc" "test/bench/plot.sh draws the plots$( ((rc == 0)) || echo ": $(head -3 "$tmp/err")")"
@@ -38,5 +28,4 @@ while IFS= read -r img; do
 done < <(sed -n 's/.*!\[[^]]*\](\([^)]*\)).*/\1/p' docs/benchmarks.md)
 shown="$(sed -n 's/.*!\[[^]]*\](\([^)]*\)).*/\1/p' docs/benchmarks.md | wc -l)"
 ok "$([[ -z "$missing" && "$shown" -gt 0 ]] && echo 0 || echo 1)" "the $shown images docs/benchmarks.md shows exist${missing:+ (missing:$missing)}"
-echo "1..$n"
-exit "$status"
+tap_done

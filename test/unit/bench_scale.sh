@@ -10,23 +10,12 @@
 set -euo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/../.."
 
-status=0
-n=0
-ok() {
-	n=$((n + 1))
-	if [[ "$1" == 0 ]]; then
-		echo "ok $n - $2"
-	else
-		echo "not ok $n - $2"
-		status=1
-	fi
-}
+# shellcheck source=test/unit/tap.bash
+source test/unit/tap.bash
 
-tmp="$(mktemp -d "${TMPDIR:-/tmp}/bench-scale-test.XXXXXX")"
-trap 'rm -rf "$tmp"' EXIT
+tap_tmp bench-scale-test
 # everything the run creates (data directories, logs) lies under $tmp, so
 # that its processes can be told from any other run's
-chmod 755 "$tmp"
 mkdir -m 755 "$tmp/run"
 rc=0
 TMPDIR="$tmp/run" MQ_SCALE_SHORT=1 bash test/bench/scale.sh --replicated --out "$tmp/scale.md" \
@@ -58,5 +47,4 @@ for p in $(pgrep 'postgres|mq-broker' 2>/dev/null || true); do
 	fi
 done
 ok "$([[ -z "${left// /}" ]] && echo 0 || echo 1)" "no server of the run is left running${left:+: $left}"
-echo "1..$n"
-exit "$status"
+tap_done

@@ -6,16 +6,11 @@
 set -euo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/../.."
 
-status=0
-n=0
-ok() {
-	n=$((n + 1))
-	if [[ "$1" == 0 ]]; then echo "ok $n - $2"; else echo "not ok $n - $2"; status=1; fi
-}
+# shellcheck source=test/unit/tap.bash
+source test/unit/tap.bash
 
 bin=broker/mq-broker/mq-broker
-tmp="$(mktemp -d "${TMPDIR:-/tmp}/journal-stamps.XXXXXX")"
-trap 'rm -rf "$tmp"' EXIT
+tap_tmp journal-stamps
 printf '[broker]\nid = 1\nnode = host=127.0.0.1 port=1 dbname=x\ncoordinator = host=127.0.0.1 port=1 dbname=x\n' >"$tmp/b.ini"
 
 # run_broker FILE [JOURNAL_STREAM]: the broker's first line into FILE
@@ -45,5 +40,4 @@ rc=0
 [[ "$line" =~ ^[0-9]{4}- ]] || rc=1
 ok $rc "JOURNAL_STREAM naming another file (inherited, stderr redirected): stamped"
 
-echo "1..$n"
-exit "$status"
+tap_done

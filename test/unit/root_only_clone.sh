@@ -13,12 +13,8 @@ cd "$(dirname "${BASH_SOURCE[0]}")/../.."
 # shellcheck source=scripts/lib.sh
 source scripts/lib.sh
 
-status=0
-n=0
-ok() {
-	n=$((n + 1))
-	if [[ "$1" == 0 ]]; then echo "ok $n - $2"; else echo "not ok $n - $2"; status=1; fi
-}
+# shellcheck source=test/unit/tap.bash
+source test/unit/tap.bash
 
 if ! mq_is_root || ! getent passwd postgres >/dev/null; then
 	echo "1..0 # skip: needs root and the postgres user"
@@ -74,5 +70,4 @@ rc=0
 [[ "$(stat -c '%a %U' "$home" "$clone")" == "$before" ]] || rc=1
 ok "$rc" "the permissions of $home and of the clone are unchanged"
 
-echo "1..$n"
-exit "$status"
+tap_done

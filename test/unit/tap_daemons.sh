@@ -15,12 +15,8 @@ cd "$(dirname "${BASH_SOURCE[0]}")/../.."
 # shellcheck source=scripts/lib.sh
 source scripts/lib.sh
 
-status=0
-n=0
-ok() {
-	n=$((n + 1))
-	if [[ "$1" == 0 ]]; then echo "ok $n - $2"; else echo "not ok $n - $2"; status=1; fi
-}
+# shellcheck source=test/unit/tap.bash
+source test/unit/tap.bash
 
 mq_pg_paths || true
 if [[ -z "${PG_TAP_PERL:-}" ]] ||
@@ -154,5 +150,4 @@ kill -0 "$decoy" 2>/dev/null || r=1
 ok "$r" "after SIGKILL, mq_stop_daemons_under kills the four daemons under the test's TMPDIR and not another test's"
 mq_stop_daemons_under "$W/run/decoy/tmp"
 
-echo "1..$n"
-exit "$status"
+tap_done
