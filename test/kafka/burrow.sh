@@ -9,6 +9,8 @@
 # jar on a private port.  Burrow keeps its default Kafka version (0.8:
 # sarama's oldest requests).
 source "$(dirname "${BASH_SOURCE[0]}")/lib.bash"
+# shellcheck source=test/kafka/burrow_conf.bash
+source "$(dirname "${BASH_SOURCE[0]}")/burrow_conf.bash"
 
 PY=/usr/bin/python3 # Debian's python3-kafka
 T="$(tmpdir)"
@@ -37,37 +39,7 @@ check_eq "$ZK_UP" "0" "ZooKeeper starts"
 
 HTTP_PORT="$(_free_port)"
 mkdir -p "$T/burrow"
-cat >"$T/burrow/burrow.toml" <<EOF
-[general]
-pidfile="$T/burrow/burrow.pid"
-[logging]
-level="info"
-[zookeeper]
-servers=["127.0.0.1:$ZK_PORT"]
-[client-profile.mq]
-client-id="burrow"
-[cluster.mq]
-class-name="kafka"
-servers=["$BROKER"]
-client-profile="mq"
-topic-refresh=2
-offset-refresh=1
-[consumer.mq]
-class-name="kafka"
-cluster="mq"
-servers=["$BROKER"]
-client-profile="mq"
-[httpserver.default]
-address="127.0.0.1:$HTTP_PORT"
-[storage.default]
-class-name="inmemory"
-workers=2
-intervals=10
-min-distance=1
-[evaluator.default]
-class-name="caching"
-expire-cache=1
-EOF
+burrow_conf "$T/burrow" "$ZK_PORT" "$HTTP_PORT" "$BROKER"
 Burrow --config-dir "$T/burrow" >"$T/burrow.log" 2>&1 &
 BURROW_PID=$!
 burrow_stop() { kill "$BURROW_PID" 2>/dev/null && wait "$BURROW_PID" 2>/dev/null || true; }

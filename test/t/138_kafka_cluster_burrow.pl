@@ -87,40 +87,9 @@ if ($zk == 0)
 	  'org.apache.zookeeper.server.ZooKeeperServerMain', $zk_port, "$dir/zk";
 	exit 127;
 }
-my $servers = join ',', map { '"' . $c->kafka_address($_) . '"' } 1 .. 3;
-open my $conf, '>', "$dir/burrow/burrow.toml" or die;
-print $conf <<"EOF";
-[general]
-pidfile="$dir/burrow/burrow.pid"
-[logging]
-level="info"
-[zookeeper]
-servers=["127.0.0.1:$zk_port"]
-[client-profile.mq]
-client-id="burrow"
-[cluster.mq]
-class-name="kafka"
-servers=[$servers]
-client-profile="mq"
-topic-refresh=2
-offset-refresh=1
-[consumer.mq]
-class-name="kafka"
-cluster="mq"
-servers=[$servers]
-client-profile="mq"
-[httpserver.default]
-address="127.0.0.1:$http_port"
-[storage.default]
-class-name="inmemory"
-workers=2
-intervals=10
-min-distance=1
-[evaluator.default]
-class-name="caching"
-expire-cache=1
-EOF
-close $conf;
+system('bash', '-c', "source '$root/test/kafka/burrow_conf.bash' && burrow_conf \"\$@\"", 'burrow_conf',
+	"$dir/burrow", $zk_port, $http_port, map { $c->kafka_address($_) } 1 .. 3) == 0
+  or die 'cannot write burrow.toml';
 my $burrow;
 END
 {
