@@ -38,12 +38,8 @@
 # compare an older build in the same conditions).
 set -euo pipefail
 
-HERE="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
-REPO="$(cd "$HERE/../.." && pwd)"
-# shellcheck source=scripts/lib.sh
-source "$REPO/scripts/lib.sh"
-mq_pg_paths || mq_die "PostgreSQL 15 (pg_config) not found"
-PGBENCH="$PG_BINDIR/pgbench"
+# shellcheck source=test/bench/setup.bash
+source "$(dirname "${BASH_SOURCE[0]}")/setup.bash"
 command -v strace >/dev/null || bash "$REPO/scripts/install-deps.sh" bench
 
 DURATION=5 RUNS=3 OUT="" SAVE=""
@@ -66,18 +62,7 @@ mq_bench_work ackpath
 mq_phase "3 data nodes, a coordinator, 3 brokers ($BROKER_REPO)"
 CONF=("fsync = on" "synchronous_commit = on" "shared_buffers = 256MB" "max_wal_size = 4GB"
 	"log_min_messages = warning" "track_functions = all")
-for n in node1 node2 node3 coord; do
-	cluster_start "$n" "${CONF[@]}"
-	cluster_psql "$n" -c "CREATE EXTENSION mq" >/dev/null
-done
-for i in 1 2 3; do
-	MQ_REPO_ROOT="$BROKER_REPO" broker_start "$i" "node$i" coord
-done
-coord_sql() { cluster_psql coord -A -t -c "$1"; }
-for ((i = 0; i < 300; i++)); do
-	[[ "$(coord_sql 'SELECT count(*) FROM mq_coord.broker')" == 3 ]] && break
-	sleep 0.1
-done
+bench_replicated --brokers-from "$BROKER_REPO" "${CONF[@]}"
 coord_sql "SELECT mq_coord.create_topic('bench', 1, '{\"replication.factor\": 3, \"min.insync.replicas\": 2}')" >/dev/null
 state() { coord_sql "SELECT coalesce(leader, -1) || '/' || cardinality(isr) FROM mq_coord.partition WHERE topic = 'bench'"; }
 for ((i = 0; i < 600; i++)); do

@@ -44,13 +44,8 @@
 #   BENCH_SHARED_BUFFERS (default 2GB), BENCH_VALUE_BYTES (default 100).
 set -euo pipefail
 
-HERE="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
-REPO="$(cd "$HERE/../.." && pwd)"
-# shellcheck source-path=SCRIPTDIR/../..
-# shellcheck source=scripts/lib.sh
-source "$REPO/scripts/lib.sh"
-mq_pg_paths || mq_die "PostgreSQL 15 (pg_config) not found"
-PGBENCH="$PG_BINDIR/pgbench"
+# shellcheck source=test/bench/setup.bash
+source "$(dirname "${BASH_SOURCE[0]}")/setup.bash"
 [[ -x "$PGBENCH" ]] || mq_die "pgbench not found in $PG_BINDIR"
 
 # ---------------------------------------------------------------------------
@@ -116,7 +111,7 @@ say() { printf '[%4ds] %s\n' "$((SECONDS - T0))" "$*"; }
 # Cluster
 # ---------------------------------------------------------------------------
 say "starting a throwaway cluster (shared_buffers=$SHARED_BUFFERS, fsync=on, synchronous_commit=on)"
-cluster_start bench \
+bench_node bench \
 	"shared_buffers = '$SHARED_BUFFERS'" \
 	"fsync = on" \
 	"synchronous_commit = on" \
@@ -128,11 +123,6 @@ cluster_start bench \
 	"max_connections = 50" \
 	"log_min_messages = warning" \
 	"log_checkpoints = off"
-W="$MQ_CLUSTER/bench" # work files; the server reads and writes them
-mkdir -p "$W"
-chown postgres:postgres "$W"
-
-psqlq() { psql -X -q -v ON_ERROR_STOP=1 -At "$@"; }
 sql() { psqlq -c "$1"; }
 
 sql "CREATE EXTENSION mq" >/dev/null

@@ -27,13 +27,8 @@
 # It uses the INSTALLED extension (MQ_PG_ROOT honoured, as core.sh).
 set -euo pipefail
 
-HERE="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
-REPO="$(cd "$HERE/../.." && pwd)"
-# shellcheck source-path=SCRIPTDIR/../..
-# shellcheck source=scripts/lib.sh
-source "$REPO/scripts/lib.sh"
-mq_pg_paths || mq_die "PostgreSQL 15 (pg_config) not found"
-PGBENCH="$PG_BINDIR/pgbench"
+# shellcheck source=test/bench/setup.bash
+source "$(dirname "${BASH_SOURCE[0]}")/setup.bash"
 
 RECORDS=1000000 RUNS=3
 while (($#)); do
@@ -52,13 +47,9 @@ TICK="$(getconf CLK_TCK)"
 T0=$SECONDS
 say() { printf '[%4ds] %s\n' "$((SECONDS - T0))" "$*"; }
 
-cluster_start fetchcpu "shared_buffers = '1GB'" "autovacuum = off" "max_wal_size = '8GB'" \
+bench_node fetchcpu "shared_buffers = '1GB'" "autovacuum = off" "max_wal_size = '8GB'" \
 	"checkpoint_timeout = '1h'" "log_min_messages = warning"
-W="$MQ_CLUSTER/work"
-mkdir -p "$W"
-chown postgres:postgres "$W"
 PM="$(head -n 1 "$MQ_PGDATA/postmaster.pid")"
-psqlq() { psql -X -q -v ON_ERROR_STOP=1 -At "$@"; }
 
 say "loading $RECORDS records into mq topic 'seq' and the plain table"
 psqlq >/dev/null <<EOF
@@ -117,7 +108,6 @@ one() {
 	WALL[$key]="${WALL[$key]:-} $(awk -v p="$tps" -v n="$PAGE" 'BEGIN { printf "%.0f", p * n }')"
 	say "  $key: $((c1 - c0)) ticks of server CPU, $tps calls/s"
 }
-median() { tr ' ' '\n' <<<"$1" | awk 'NF' | sort -g | awk '{ v[NR] = $1 } END { print (NR % 2) ? v[(NR + 1) / 2] : (v[NR / 2] + v[NR / 2 + 1]) / 2 }'; }
 
 say "warm-up: one pass of each"
 for s in cnt_mq cnt_plain rows_mq rows_plain; do one warmup "$W/$s.sql"; done

@@ -12,13 +12,8 @@
 # It uses the INSTALLED extension (MQ_PG_ROOT honoured, as core.sh).
 set -euo pipefail
 
-HERE="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
-REPO="$(cd "$HERE/../.." && pwd)"
-# shellcheck source-path=SCRIPTDIR/../..
-# shellcheck source=scripts/lib.sh
-source "$REPO/scripts/lib.sh"
-mq_pg_paths || mq_die "PostgreSQL 15 (pg_config) not found"
-PGBENCH="$PG_BINDIR/pgbench"
+# shellcheck source=test/bench/setup.bash
+source "$(dirname "${BASH_SOURCE[0]}")/setup.bash"
 
 RUNS=3 SECS=10
 while (($#)); do
@@ -31,11 +26,7 @@ while (($#)); do
 	shift
 done
 
-cluster_start kafkaepochs "shared_buffers = '256MB'" "autovacuum = off" "log_min_messages = warning"
-W="$MQ_CLUSTER/work"
-mkdir -p "$W"
-chown postgres:postgres "$W"
-psqlq() { psql -X -q -v ON_ERROR_STOP=1 -At "$@"; }
+bench_node kafkaepochs "shared_buffers = '256MB'" "autovacuum = off" "log_min_messages = warning"
 
 psqlq >/dev/null <<'EOF2'
 CREATE EXTENSION mq;
@@ -97,7 +88,6 @@ for ((run = 1; run <= RUNS; run++)); do
 		printf 'run %d %s: %s calls/s\n' "$run" "$v" "$t"
 	done
 done
-median() { tr ' ' '\n' <<<"$1" | awk 'NF' | sort -g | awk '{ v[NR] = $1 } END { print (NR % 2) ? v[(NR + 1) / 2] : (v[NR / 2] + v[NR / 2 + 1]) / 2 }'; }
 o="$(median "${TPS[old]}")" n="$(median "${TPS[new]}")"
 printf 'Fetch statement, 8 partitions x 100 records: without epochs %s calls/s, with epochs %s calls/s, ratio %s\n' \
 	"$o" "$n" "$(awk -v a="$n" -v b="$o" 'BEGIN { printf "%.2f", a / b }')"

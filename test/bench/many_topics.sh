@@ -25,12 +25,8 @@
 #                                  [--out FILE] [--data FILE]
 set -euo pipefail
 
-HERE="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
-REPO="$(cd "$HERE/../.." && pwd)"
-# shellcheck source=scripts/lib.sh
-source "$REPO/scripts/lib.sh"
-mq_pg_paths || mq_die "PostgreSQL 15 (pg_config) not found"
-PGBENCH="$PG_BINDIR/pgbench"
+# shellcheck source=test/bench/setup.bash
+source "$(dirname "${BASH_SOURCE[0]}")/setup.bash"
 
 STEPS="10 100 1000 2500 5000 10000" DURATION=5 OUT="" DATA=""
 while (($#)); do
@@ -47,7 +43,7 @@ done
 mq_bench_work topics
 
 mq_phase "a throwaway cluster (fsync on)"
-cluster_start topics "fsync = on" "shared_buffers = 256MB" "max_wal_size = 4GB" \
+bench_node topics "fsync = on" "shared_buffers = 256MB" "max_wal_size = 4GB" \
 	"log_min_messages = warning"
 sql() { cluster_psql topics -A -t -c "$1"; }
 sql "CREATE EXTENSION mq" >/dev/null

@@ -102,12 +102,8 @@
 #   --acks-only    run T and L alone (no A, E, F, R)
 set -euo pipefail
 
-HERE="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
-REPO="$(cd "$HERE/../.." && pwd)"
-# shellcheck source=scripts/lib.sh
-source "$REPO/scripts/lib.sh"
-mq_pg_paths || mq_die "PostgreSQL 15 (pg_config) not found"
-PGBENCH="$PG_BINDIR/pgbench"
+# shellcheck source=test/bench/setup.bash
+source "$(dirname "${BASH_SOURCE[0]}")/setup.bash"
 
 DURATION=10 RUNS=3 CLIENTS="1 4" FAILOVERS=3 EOS_RECORDS=10000 OUT="" AROUNDS=1 AONLY="" EONLY="" KONLY="" REASSIGN_MB=20 REASSIGN_THROTTLE=2000000
 APARTS="main cut pairs cut-loaded pairs-loaded" ALOAD=4
@@ -185,18 +181,7 @@ fi
 mq_phase "3 data nodes, a coordinator, 3 brokers"
 CONF=("fsync = on" "synchronous_commit = on" "shared_buffers = 256MB" "max_wal_size = 4GB"
 	"log_min_messages = warning" "max_prepared_transactions = 10" "track_functions = all")
-for n in node1 node2 node3 coord; do
-	cluster_start "$n" "${CONF[@]}"
-	cluster_psql "$n" -c "CREATE EXTENSION mq"
-done
-for i in 1 2 3; do
-	broker_start "$i" "node$i" coord
-done
-coord_sql() { cluster_psql coord -A -t -c "$1"; }
-for ((i = 0; i < 300; i++)); do
-	[[ "$(coord_sql 'SELECT count(*) FROM mq_coord.broker')" == 3 ]] && break
-	sleep 0.1
-done
+bench_replicated "${CONF[@]}"
 coord_sql "SELECT mq_coord.create_topic('bench', 1, '{\"replication.factor\": 3, \"min.insync.replicas\": 2}')" >/dev/null
 
 leader() { coord_sql "SELECT coalesce(leader, -1) FROM mq_coord.partition WHERE topic = 'bench' AND partition = 0"; }
