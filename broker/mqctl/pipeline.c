@@ -38,8 +38,8 @@
  * For tests of the crash windows: with MQCTL_PIPELINE_TEST_STOP set to
  * "prepared:N", "decided:N" or "prepared+decided:N", the process stops
  * itself (SIGSTOP) in its N-th step that has records, after every part is
- * prepared and/or after the decision is recorded, so that a test can act
- * (or kill it) exactly there.
+ * prepared and/or after the decision is recorded, once at each point, so
+ * that a test can act (or kill it) exactly there.
  *
  * Locking: none here; each prepared part holds its node's locks (the
  * output partitions' produce locks, the input partition's offsets row)
@@ -334,10 +334,18 @@ step_free(Step *s)
 
 /* The test hook above. */
 static void
-test_stop(const Pipeline *pl, const char *where)
+test_stop(Pipeline *pl, const char *where)
 {
-	if (strstr(pl->test_stop_at, where) != NULL && pl->done_steps + 1 == pl->test_stop_step)
-		raise(SIGSTOP);
+	char	   *at = strstr(pl->test_stop_at, where);
+
+	if (at == NULL || pl->done_steps + 1 != pl->test_stop_step)
+		return;
+	/*
+	 * Once at each point: when the step fails after the stop (recovery rolled
+	 * it back), the next try is no step for the test to stop at again.
+	 */
+	memset(at, '-', strlen(where));
+	raise(SIGSTOP);
 }
 
 int

@@ -10,7 +10,8 @@
 #      anywhere in a step and once holding a prepared output part just
 #      before the decision (the client stops itself there:
 #      MQCTL_PIPELINE_TEST_STOP), which the client must send again to the
-#      new leader;
+#      new leader (every broker is paused until the client decides, or on a
+#      slow machine recovery could roll the step back first);
 #   c. the client killed between prepare and decision (it stops itself
 #      there: MQCTL_PIPELINE_TEST_STOP): recovery aborts after
 #      txn.timeout.ms and rolls every part back;
@@ -23,7 +24,8 @@
 #      decision stored again, and the step completes without its client
 #      (when that node also held the input part, the input's new leader
 #      commits the step's offset again); a new client waits for that
-#      (MQ056), then goes on;
+#      (MQ056), then goes on (every broker is paused until the new client
+#      says it waits, or on a slow machine recovery could be done first);
 #   e. kill -9 of the coordinator (restarted);
 #   f. kill -9 of an input leader's broker (restarted).
 # The checks, independent of mq's own bookkeeping: every input record is
@@ -203,6 +205,20 @@ sub stopped
 	return 0;
 }
 
+# wait until file $f matches $re
+sub wait_file
+{
+	my ($f, $re) = @_;
+	my $deadline = time + $PostgreSQL::Test::Utils::timeout_default;
+	while (time < $deadline)
+	{
+		return 1 if -e $f && slurp_file($f) =~ $re;
+		usleep(50_000);
+	}
+	diag("$f never matched $re");
+	return 0;
+}
+
 sub prepared_count
 {
 	my $n = 0;
@@ -277,14 +293,25 @@ stop_pipeline($pipe);
 produce_inputs(100);
 $pipe = start_pipeline(MQCTL_PIPELINE_TEST_STOP => 'prepared:2');
 ok(stopped($pipe), 'the client stopped itself with its parts prepared');
-my ($out_node) = grep {
-	$c->node($_)->safe_psql('postgres',
-		"SELECT count(*) FROM pg_prepared_xacts WHERE gid LIKE 'mq:%' AND gid NOT LIKE '%:0'") > 0
+# Every broker stays paused until the client decided: on a slow machine
+# finding and killing the node took longer than txn.timeout.ms, and the
+# brokers' recovery rolled the step back before the client could decide.
+$c->signal_broker($_, 'STOP') for 1 .. 3;
+my %prepared = map {
+	my $i = $_;
+	map { $_ => $i } split /\n/, $c->node($i)->safe_psql('postgres',
+		"SELECT gid FROM pg_prepared_xacts WHERE gid LIKE 'mq:%' AND gid NOT LIKE '%:0'")
 } 1 .. 3;
-ok(defined $out_node, 'an output part is prepared on a node');
-$out_node //= 1;
+my ($out_gid) = sort { $prepared{$a} <=> $prepared{$b} or $a cmp $b } keys %prepared;
+ok(defined $out_gid, 'an output part is prepared on a node');
+my $out_node = defined $out_gid ? $prepared{$out_gid} : 1;
+my ($step) = ($out_gid // '') =~ /^mq:(.*):\d+$/;
 $c->kill9_node($out_node);
 kill 'CONT', $pipe;
+ok($c->coord->poll_query_until('postgres',
+		"SELECT mq_coord.txn_state('" . ($step // '') . "') IN ('commit', 'outputs_durable', 'done')"),
+	'the client decided the step');
+$c->signal_broker($_, 'CONT') for 1 .. 3;
 produce_inputs(100);
 ok(wait_processed($produced, 'output leader killed holding a prepared part'),
 	'the pipeline went on after an output leader died holding a prepared part');
@@ -350,11 +377,17 @@ ok(stopped($pipe), 'the client stopped itself after the decision');
 ok($c->coord->safe_psql('postgres',
 		"SELECT count(*) FROM mq_coord.txn_output WHERE txn_id = '$txn' AND gid = '$lost'") > 0,
 	'the decision stored the records of the part');
+# Every broker stays paused until the new client has met the step: on a
+# slow machine the live brokers' recovery could otherwise complete the step
+# before the new client starts, and it would not wait.
+my @live = grep { $_ != $out_node } 1 .. 3;
+$c->signal_broker($_, 'STOP') for @live;
 $c->kill9_node($out_node);
 stop_pipeline($pipe, 'KILL');
-$c->signal_broker($out_node, 'CONT');
 $pipe = start_pipeline();
-my @live = grep { $_ != $out_node } 1 .. 3;
+ok(wait_file("$c->{logprefix}pipeline$run.log", qr/waiting for the previous run's step/),
+	'the new client waits for the step to complete');
+$c->signal_broker($_, 'CONT') for 1 .. 3;
 ok($c->coord->poll_query_until('postgres', "SELECT mq_coord.txn_state('$txn') = 'done'"),
 	'recovery completed the step without its client');
 like(join('', map { $c->broker_log($_) } @live), qr/sent out partition \d+ of step \Q$txn\E again/,
@@ -368,8 +401,6 @@ $c->node($out_node)->start;
 ok(wait_no_prepared('old output leader back'), 'its prepared parts were finished on its return');
 wait_isr_full();
 ok(wait_processed($produced, 'client after recovery'), 'the new client went on');
-like(slurp_file("$c->{logprefix}pipeline$run.log"), qr/waiting for the previous run's step/,
-	'the new client waited for the step to complete');
 check_offsets_behind_outputs('after recovery sent a lost output again');
 
 # e. the coordinator
