@@ -101,11 +101,8 @@ for my $i (@f)
 # with every process (a backend held in a WAL write included).
 $c->signal_broker($_, 'STOP') for @f;
 $c->signal_broker($a, 'KILL');
-my @pids = $c->node_pids($a);
-kill 'KILL', @pids;
-for (1 .. 200) { last unless grep { kill 0, $_ } @pids; usleep(20_000); }
-$na->{_pid} = undef;    # as PostgreSQL::Test::Cluster's kill9 leaves it
-unlink "$dir/hold$a", $na->data_dir . '/postmaster.pid';
+MqCluster::crash_servers($na);
+unlink "$dir/hold$a";
 my $t_crash = time;
 {
 	local $ENV{LD_PRELOAD} = "$dir/holdwal.so";

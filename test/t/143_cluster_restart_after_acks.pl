@@ -44,20 +44,12 @@ $c->wait_acks($p, count => 5) or diag('the producer made no progress');
 
 # Right after the next acknowledgement, every server and broker dies.
 $c->wait_acks($p, since => time) or diag('no acknowledgement to crash after');
-my @pids = map { $c->node_pids($_) } 1 .. 3;
-push @pids, MqCluster::server_pids($c->coord);
 $c->signal_broker($_, 'KILL') for 1 .. 3;
-kill 'KILL', @pids;
-for (1 .. 200) { last unless grep { kill 0, $_ } @pids; usleep(20_000); }
+MqCluster::crash_servers($c->coord, map { $c->node($_) } 1 .. 3);
 my $t_crash = time;
 my $acked = grep { $_->{kind} eq 'ack' } @{ MqCluster::producer_lines($p->{file}) };
 note("all servers and brokers killed after $acked acknowledged batches");
-for my $srv ($c->coord, map { $c->node($_) } 1 .. 3)
-{
-	$srv->{_pid} = undef;    # as PostgreSQL::Test::Cluster's kill9 leaves it
-	unlink $srv->data_dir . '/postmaster.pid';
-	$srv->start;
-}
+$_->start for $c->coord, map { $c->node($_) } 1 .. 3;
 
 # The old leader first: it leads again with what its node kept.
 my $epoch0 = $c->coord->safe_psql('postgres',

@@ -467,13 +467,44 @@ sub kill9_node
 
 sub kill9_coord { kill9_server($_[0]->coord); }
 
-sub kill9_server
+sub kill9_server { crash_servers($_[0]); }
+
+# Crash servers as a machine crash would: every process of each at once.
+# Each postmaster is paused first, so that it forks nothing new, then it
+# and all its children get SIGKILL, and this waits until every one is
+# gone.  Killing the postmaster alone left its backends running until
+# they noticed; one could still write WAL (a commit's, a paused WAL
+# writer's buffers) beside the server started next on the data directory,
+# whose start no longer looks for them once postmaster.pid is removed.
+# The servers are left as PostgreSQL::Test::Cluster's kill9 leaves them.
+sub crash_servers
 {
-	my ($node) = @_;
-	my $pid = $node->{_pid};
-	$node->kill9;
-	for (1 .. 200) { last unless kill 0, $pid; usleep(20_000); }
-	unlink $node->data_dir . '/postmaster.pid';
+	my (@servers) = @_;
+	kill 'STOP', map { $_->{_pid} } @servers;
+	my @pids = map { server_pids($_) } @servers;
+	kill 'KILL', @pids;
+	my $deadline = time + $PostgreSQL::Test::Utils::timeout_default;
+	while (grep { pid_alive($_) } @pids)
+	{
+		die 'processes of a killed server outlived SIGKILL: '
+		  . join(' ', grep { pid_alive($_) } @pids) if time > $deadline;
+		usleep(20_000);
+	}
+	for my $srv (@servers)
+	{
+		$srv->{_pid} = undef;
+		unlink $srv->data_dir . '/postmaster.pid';
+	}
+}
+
+# Whether a process runs (a zombie, dead and not yet reaped, does not).
+sub pid_alive
+{
+	my ($pid) = @_;
+	open(my $fh, '<', "/proc/$pid/stat") or return 0;
+	my $stat = <$fh> // '';
+	close $fh;
+	return $stat !~ /\)\s+Z\s/;
 }
 
 # ---------------------------------------------------------------------
