@@ -479,7 +479,7 @@ sub kill9_server { crash_servers($_[0]); }
 # The servers are left as PostgreSQL::Test::Cluster's kill9 leaves them.
 sub crash_servers
 {
-	my (@servers) = @_;
+	my @servers = grep { $_->{_pid} } @_;    # those running
 	kill 'STOP', map { $_->{_pid} } @servers;
 	my @pids = map { server_pids($_) } @servers;
 	kill 'KILL', @pids;
