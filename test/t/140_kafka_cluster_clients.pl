@@ -123,11 +123,9 @@ is(join(',', map { $c->node($_)->safe_psql('postgres', "SELECT count(*) FROM mq.
 
 # --- sarama ---
 my $sarama = "$dir/sarama_cluster";
-# built offline against Debian's package; Go's build cache is shared by the
-# tests that build it (the first build takes about a minute)
-my $gocache = "/tmp/mq-go-build-cache-$>";
-system("env GO111MODULE=off GOPATH=/usr/share/gocode GOCACHE=$gocache GOFLAGS= "
-	  . "go build -o $sarama $root/test/kafka/go/sarama_cluster.go >$logs/140_go_build.log 2>&1") == 0
+# built offline against Debian's package (MqCluster::go_build: the tests
+# share its build cache)
+MqCluster::go_build('sarama_cluster', $sarama, "$logs/140_go_build.log")
   or BAIL_OUT('cannot build test/kafka/go/sarama_cluster.go offline against Debian\'s sarama');
 
 @acks = map { /^ack (\S+) (\d+) (\d+)$/ ? "$2/$3 $1" : () } client('srm_produce', $sarama, 'produce', $boot, 'srm', $n);

@@ -32,12 +32,10 @@ my $logs = $PostgreSQL::Test::Utils::log_path;
 my $py = '/usr/bin/python3';    # Debian's python3-kafka
 my $n = 3000;
 
-# sarama built offline against Debian's package; Go's build cache is shared
-# by the tests that build it (the first build takes about a minute)
+# sarama built offline against Debian's package (MqCluster::go_build: the
+# tests share its build cache)
 my $sarama = "$dir/sarama_cluster";
-my $gocache = "/tmp/mq-go-build-cache-$>";
-system("env GO111MODULE=off GOPATH=/usr/share/gocode GOCACHE=$gocache GOFLAGS= "
-	  . "go build -o $sarama $root/test/kafka/go/sarama_cluster.go >$logs/141_go_build.log 2>&1") == 0
+MqCluster::go_build('sarama_cluster', $sarama, "$logs/141_go_build.log")
   or BAIL_OUT('cannot build test/kafka/go/sarama_cluster.go offline against Debian\'s sarama');
 
 my $c = MqCluster->new(nodes => 3);

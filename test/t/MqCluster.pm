@@ -61,6 +61,7 @@ use PostgreSQL::Test::Utils;
 use Test::More;
 use Time::HiRes qw(time usleep);
 use POSIX ();
+use Fcntl ();
 use File::Basename ();
 use File::Temp ();
 use MqProxy;
@@ -1128,6 +1129,24 @@ sub kafka_offsets
 # cluster"): the client's connection string names the coordinator, as
 # the test's own user (no user=: mqctl connects to every node as itself).
 # ---------------------------------------------------------------------
+
+# Build test/kafka/go/NAME.go (a client of Debian's sarama, offline with
+# Debian's Go) into $out, its output in $log; true when it built.  The
+# tests share Go's build cache, and build under a lock on it: the first
+# build compiles sarama (about a minute of CPU), and two tests starting
+# together compiled it twice; now the second waits and only links.
+sub go_build
+{
+	my ($name, $out, $log) = @_;
+	my $root = $ENV{MQ_REPO_ROOT} // '.';
+	my $cache = "/tmp/mq-go-build-cache-$>";
+	open(my $lock, '>>', "$cache.lock") or die "cannot open $cache.lock: $!";
+	flock($lock, Fcntl::LOCK_EX()) or die "cannot lock $cache.lock: $!";
+	my $rc = system("env GO111MODULE=off GOPATH=/usr/share/gocode GOCACHE=$cache GOFLAGS= "
+		  . "go build -o $out $root/test/kafka/go/$name.go >$log 2>&1");
+	close $lock;
+	return $rc == 0;
+}
 
 sub mqctl_bin
 {
