@@ -46,12 +46,16 @@ for my $i (1 .. 3)
 }
 $c->start_brokers;
 $c->create_topic('t', 1, { 'replication.factor' => 3, 'min.insync.replicas' => 2 });
+# settled on its preferred leader with all three replicas in the ISR (the
+# preferred-leader handover, 10 s after a slow broker left the first
+# leadership with another, moved it away from the node whose WAL is held)
+ok($c->coord->poll_query_until('postgres',
+		"SELECT leader = replicas[1] AND cardinality(isr) = 3 FROM mq_coord.partition "
+		  . "WHERE topic = 't' AND partition = 0"),
+	'all three replicas in the ISR, the preferred one leading');
 my $a = $c->leader('t', 0);
 my @f = grep { $_ != $a } 1 .. 3;
 my $na = $c->node($a);
-ok($c->coord->poll_query_until('postgres',
-		"SELECT cardinality(isr) = 3 FROM mq_coord.partition WHERE topic = 't' AND partition = 0"),
-	'all three replicas in the ISR');
 
 my $p = $c->start_producer('t', 0, attempt_timeout => 30);
 my $r = $c->start_consumer('t', 0);

@@ -26,10 +26,15 @@ my $c = MqCluster->new(nodes => 3, lag_time_max_ms => 5000,
 	node_conf => "synchronous_commit = off\nwal_writer_delay = 10000ms\n");
 $c->start_brokers;
 $c->create_topic('t', 1, { 'replication.factor' => 3, 'min.insync.replicas' => 2 });
-my $a = $c->leader('t', 0);
+# settled on its preferred leader with all three replicas in the ISR: a
+# broker slow to start leaves the first leadership with another, and the
+# preferred-leader handover 10 s later made the node this test crashes as
+# the leader a follower, or worse, one out of the ISR that cannot lead
 ok($c->coord->poll_query_until('postgres',
-		"SELECT cardinality(isr) = 3 FROM mq_coord.partition WHERE topic = 't' AND partition = 0"),
-	'all three replicas in the ISR');
+		"SELECT leader = replicas[1] AND cardinality(isr) = 3 FROM mq_coord.partition "
+		  . "WHERE topic = 't' AND partition = 0"),
+	'all three replicas in the ISR, the preferred one leading');
+my $a = $c->leader('t', 0);
 
 # pause every data node's WAL writer: nothing writes unflushed WAL out
 for my $i (1 .. 3)
