@@ -13,8 +13,9 @@
 #      new leader (every broker is paused until the client decides, or on a
 #      slow machine recovery could roll the step back first);
 #   c. the client killed between prepare and decision (it stops itself
-#      there: MQCTL_PIPELINE_TEST_STOP): recovery aborts after
-#      txn.timeout.ms and rolls every part back;
+#      there: MQCTL_PIPELINE_TEST_STOP; the brokers paused while its parts
+#      are counted): recovery aborts after txn.timeout.ms and rolls every
+#      part back;
 #   d. the client killed right after the decision: the brokers commit the
 #      outputs, report them durable, then commit the offsets part;
 #   d2. the same, and the node leading an output partition of the step
@@ -24,8 +25,9 @@
 #      decision stored again, and the step completes without its client
 #      (when that node also held the input part, the input's new leader
 #      commits the step's offset again); a new client waits for that
-#      (MQ056), then goes on (every broker is paused until the new client
-#      says it waits, or on a slow machine recovery could be done first);
+#      (MQ056), then goes on (every broker is paused from the client's
+#      stop before the decision until the new client says it waits: on a
+#      slow machine recovery rolled the step back or completed it first);
 #   e. kill -9 of the coordinator (restarted);
 #   f. kill -9 of an input leader's broker (restarted).
 # The checks, independent of mq's own bookkeeping: every input record is
@@ -326,8 +328,12 @@ stop_pipeline($pipe);
 produce_inputs(100);
 $pipe = start_pipeline(MQCTL_PIPELINE_TEST_STOP => 'prepared:2');
 ok(stopped($pipe), 'the client stopped itself with its parts prepared');
+# (the brokers paused while the parts are counted: on a slow machine
+# txn.timeout.ms passed before, and recovery had rolled them back)
+$c->signal_broker($_, 'STOP') for 1 .. 3;
 cmp_ok(prepared_count(), '>', 0, 'parts are prepared on the nodes');
 stop_pipeline($pipe, 'KILL');
+$c->signal_broker($_, 'CONT') for 1 .. 3;
 ok(wait_no_prepared('client killed before the decision'), 'recovery rolled back the undecided parts');
 is($c->coord->safe_psql('postgres', "SELECT count(*) > 0 FROM mq_coord.txn WHERE state = 'abort' AND reason LIKE '%without a decision'"),
 	't', 'recovery recorded the abort on the coordinator');
@@ -355,6 +361,11 @@ stop_pipeline($pipe);
 produce_inputs(100);
 $pipe = start_pipeline(MQCTL_PIPELINE_TEST_STOP => 'prepared+decided:2');
 ok(stopped($pipe), 'the client stopped itself with its parts prepared');
+# Every broker stays paused from here until the new client has met the
+# step: on a slow machine their recovery rolled the parts back
+# (txn.timeout.ms) before the client decided, or completed the step
+# before the new client started, and it did not wait.
+$c->signal_broker($_, 'STOP') for 1 .. 3;
 my %gids = map {
 	my $i = $_;
 	map { $_ => $i } split /\n/, $c->node($i)->safe_psql('postgres',
@@ -369,7 +380,6 @@ ok(defined $txn && defined $lost, 'the step has an output part prepared')
 $out_node = $gids{ $lost // '' } // 1;
 my $with_input = $out_node == ($gids{ $in_gid // '' } // 0);
 note("output part $lost on node$out_node" . ($with_input ? ', with the input part' : ''));
-$c->signal_broker($out_node, 'STOP');
 kill 'CONT', $pipe;
 ok($c->coord->poll_query_until('postgres', "SELECT mq_coord.txn_state('$txn') = 'commit'"),
 	'the step is decided');
@@ -377,11 +387,7 @@ ok(stopped($pipe), 'the client stopped itself after the decision');
 ok($c->coord->safe_psql('postgres',
 		"SELECT count(*) FROM mq_coord.txn_output WHERE txn_id = '$txn' AND gid = '$lost'") > 0,
 	'the decision stored the records of the part');
-# Every broker stays paused until the new client has met the step: on a
-# slow machine the live brokers' recovery could otherwise complete the step
-# before the new client starts, and it would not wait.
 my @live = grep { $_ != $out_node } 1 .. 3;
-$c->signal_broker($_, 'STOP') for @live;
 $c->kill9_node($out_node);
 stop_pipeline($pipe, 'KILL');
 $pipe = start_pipeline();
