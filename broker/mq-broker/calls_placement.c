@@ -20,16 +20,20 @@
 #include "placement.h"
 #include "util.h"
 
-/* hosted: the partitions we replicate, int4[] text; *absent: marked not hosted */
+/*
+ * The topic on the node with (at least) partitions partitions: hosted, the
+ * partitions we replicate, int4[] text; *absent: newly marked not hosted.
+ */
 bool
-node_place_topic(Broker *b, const Part *p, const char *hosted, int *absent, MqError *err)
+node_place_topic(Broker *b, const Part *p, int partitions, const char *hosted, int *absent,
+				 MqError *err)
 {
 	MqParams	prm;
 	PGresult   *res;
 
 	mq_params_init(&prm);
 	mq_param_text(&prm, MQ_TEXTOID, p->topic);
-	mq_param_int(&prm, MQ_INT4OID, p->partitions);
+	mq_param_int(&prm, MQ_INT4OID, partitions);
 	mq_param_text(&prm, MQ_JSONBOID, p->config);
 	mq_param_text(&prm, MQ_INT4ARRAYOID, hosted);
 	res = node_exec(b, "SELECT mq.replica_place_topic($1, $2, $3, $4)", &prm, 0, err);
