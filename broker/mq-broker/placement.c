@@ -15,7 +15,7 @@
  * statement well inside node.timeout.ms, whose miss counts as a lost node
  * (session.c), and every tick short enough to renew our lease and
  * heartbeat: a chunk that took over a quarter of node.timeout.ms halves
- * the next, one under a sixteenth doubles it (8 first, at most 64), and a
+ * the next, one under a sixteenth doubles it (4 first, at most 64), and a
  * tick places for at most a quarter of the shorter of node.timeout.ms and
  * session.timeout.ms (placement_tick); its partitions beyond the chunks
  * placed so far wait for the next tick (issue 25: 64 partitions in one
@@ -44,7 +44,7 @@
 #include "util.h"
 
 /* partitions per placing statement: the first, and at most */
-#define PLACE_CHUNK_FIRST 8
+#define PLACE_CHUNK_FIRST 4
 #define PLACE_CHUNK_MAX 64
 
 typedef struct PlacedTopic
@@ -152,7 +152,8 @@ place_chunk(Broker *b, Part *p, PlacedTopic *t)
 	else
 	{
 		mq_log_info("placed topic \"%s\" on the node: %d of %d partitions, replicas here %s "
-					"(%d newly marked not hosted)", p->topic, want, p->partitions, hosted, absent);
+					"(%d newly marked not hosted)", p->topic, want, p->partitions,
+					want == p->partitions ? hosted : "(listed with the last chunk)", absent);
 		t->partitions = want;
 	}
 	mq_error_free(&err);
