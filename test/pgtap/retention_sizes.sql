@@ -39,12 +39,12 @@ SELECT mq.alter_topic('rs', jsonb_build_object('retention.bytes', (SELECT total 
 SELECT is(mq.apply_retention('rs'), 1, 'retention.bytes drops the one segment that brings the log under it');
 SELECT is((SELECT log_start_offset FROM mq.partitions WHERE topic = 'rs'), 10::bigint, 'the log start is at its end');
 
--- the pass reads what was recorded, not the files: a segment recorded as
--- large weighs that much
+-- the pass reads what was recorded, not the files: with the segment after
+-- it recorded as large as the limit, the oldest segment goes
 UPDATE mq.segment sg SET closed_bytes = 1000000000000
-  FROM mq.topic t WHERE t.topic_id = sg.topic_id AND t.topic_name = 'rs' AND sg.base_offset = 10;
+  FROM mq.topic t WHERE t.topic_id = sg.topic_id AND t.topic_name = 'rs' AND sg.base_offset = 20;
 SELECT mq.alter_topic('rs', '{"retention.bytes": 1000000000000}');
-SELECT is(mq.apply_retention('rs'), 1, 'a segment recorded as larger than the limit goes by its record');
+SELECT is(mq.apply_retention('rs'), 1, 'the log is as large as its segments'' records say');
 SELECT is((SELECT log_start_offset FROM mq.partitions WHERE topic = 'rs'), 20::bigint, 'the log start is past it');
 
 -- retention.ms by the recorded age
