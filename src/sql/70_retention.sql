@@ -116,6 +116,8 @@ RETURNS void LANGUAGE sql SET search_path = pg_catalog, pg_temp AS $$
        AND sg.partition OPERATOR(pg_catalog.=) p_partition
        AND sg.end_offset OPERATOR(pg_catalog.<=) p_end AND sg.closed_bytes IS NULL;
 $$;
+COMMENT ON FUNCTION mq._record_closed_segments(integer, integer, bigint) IS
+    'internal (retention): records the size and age of a partition''s segments that closed since the last pass';
 
 -- Apply retention.ms and retention.bytes to one topic's partitions, by
 -- id: maintenance calls this once per topic, so it must find them by an

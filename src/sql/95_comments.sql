@@ -377,8 +377,6 @@ COMMENT ON VIEW mq.leader_epochs IS
     'each partition''s leader epochs and their start offsets (KIP-101), for the topics the caller may describe';
 COMMENT ON VIEW mq.segments IS
     'segments with offset range, table, creation time and size';
-COMMENT ON FUNCTION mq._record_closed_segments(integer, integer, bigint) IS
-    'internal (retention): records the size and age of a partition''s segments that closed since the last pass';
 COMMENT ON FUNCTION mq._retain_topic(integer, jsonb) IS
     'internal (maintenance): applies retention to one topic''s partitions, found by topic id; returns segments dropped';
 COMMENT ON FUNCTION mq._maintain_topic(integer, text) IS
