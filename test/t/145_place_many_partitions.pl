@@ -10,7 +10,11 @@
 # sleeps 100 ms after each CREATE TABLE (three per partition: its table,
 # its first segment and the one ahead), so that placing 24 partitions at
 # once takes over 7 s, past node.timeout.ms (3 s here), while the first
-# chunk (4) takes 1.2 s.
+# chunk (4) takes 1.2 s.  The first CREATE TABLE on each node sleeps 3 s
+# instead: the server cancels that first chunk at half node.timeout.ms
+# (the statement_timeout placement runs with), so it fails as a statement,
+# not as a lost node, and the next, smaller chunk goes on.  (The sequence
+# counts the calls outside the transactions that roll back.)
 # Every partition must get a leader and its whole ISR, with no broker
 # losing its node on the way, and an acks=all record must be acknowledged
 # on the last partition.
@@ -27,8 +31,9 @@ my $c = MqCluster->new(nodes => 3, broker_conf => "[broker]\nnode.timeout.ms = 3
 for my $i (1 .. 3)
 {
 	$c->node($i)->safe_psql('postgres', q{
-		CREATE FUNCTION slow_ddl() RETURNS event_trigger LANGUAGE plpgsql AS
-		  $$ BEGIN PERFORM pg_sleep(0.1); END $$;
+		CREATE SEQUENCE slow_ddl_calls;
+		CREATE FUNCTION slow_ddl() RETURNS event_trigger LANGUAGE plpgsql SECURITY DEFINER AS
+		  $$ BEGIN PERFORM pg_sleep(CASE nextval('slow_ddl_calls') WHEN 1 THEN 3 ELSE 0.1 END); END $$;
 		CREATE EVENT TRIGGER slow_ddl ON ddl_command_end WHEN TAG IN ('CREATE TABLE')
 		  EXECUTE FUNCTION slow_ddl();});
 }
@@ -67,6 +72,8 @@ for my $i (1 .. 3)
 	my @chunks = $log =~ /placed topic "big" on the node: (\d+) of $n partitions/g;
 	ok(@chunks >= 2 && $chunks[-1] == $n,
 		"broker $i placed the topic in chunks (" . join(', ', @chunks) . ')');
+	like($log, qr/cannot place the topic on the node: canceling statement due to statement timeout/,
+		"broker $i: the slow first chunk was cancelled by the server, as a statement");
 	is(node_partitions($i), $n, "node$i holds all $n partitions");
 }
 
