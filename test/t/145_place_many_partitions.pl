@@ -33,7 +33,7 @@ for my $i (1 .. 3)
 	$c->node($i)->safe_psql('postgres', q{
 		CREATE SEQUENCE slow_ddl_calls;
 		CREATE FUNCTION slow_ddl() RETURNS event_trigger LANGUAGE plpgsql SECURITY DEFINER AS
-		  $$ BEGIN PERFORM pg_sleep(CASE nextval('slow_ddl_calls') WHEN 1 THEN 3 ELSE 0.1 END); END $$;
+		  $$ BEGIN PERFORM pg_sleep(CASE nextval('public.slow_ddl_calls') WHEN 1 THEN 3 ELSE 0.1 END); END $$;
 		CREATE EVENT TRIGGER slow_ddl ON ddl_command_end WHEN TAG IN ('CREATE TABLE')
 		  EXECUTE FUNCTION slow_ddl();});
 }
