@@ -173,6 +173,7 @@ read_assignments(Broker *b)
 		mq_error_free(&err);
 		return false;
 	}
+	placement_tick(b);			/* the time this tick may place topics */
 	placement_register_rack(b);
 	placement_retry_unhost(b);	/* acts on what the standby holds */
 	return true;

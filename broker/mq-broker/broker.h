@@ -175,6 +175,9 @@ typedef struct Broker
 	int			nlive;
 	struct PlacedTopic *placed; /* topics placed on the node (placement.c) */
 	struct Unhost *unhosts;		/* replicas that moved away, still to mark */
+	int			place_chunk;	/* partitions per placing statement (placement.c) */
+	int			place_done;		/* placing statements run this tick */
+	int64_t		place_until_us; /* no further one this tick after */
 	int64_t		rack_live_since_us;	/* live_since_us when our rack was registered */
 	struct
 	{

@@ -20,19 +20,47 @@
 #include "placement.h"
 #include "util.h"
 
-/* hosted: the partitions we replicate, int4[] text; *absent: marked not hosted */
-bool
-node_place_topic(Broker *b, const Part *p, const char *hosted, int *absent, MqError *err)
+/* A plain statement on the node (a setting): false when it failed. */
+static bool
+node_set(Broker *b, const char *sql, MqError *err)
 {
 	MqParams	prm;
 	PGresult   *res;
 
 	mq_params_init(&prm);
+	res = node_exec(b, sql, &prm, 0, err);
+	PQclear(res);
+	return res != NULL;
+}
+
+/*
+ * The topic on the node with (at least) partitions partitions: hosted, the
+ * partitions we replicate, int4[] text; *absent: newly marked not hosted.
+ * The server cancels it at half node.timeout.ms (statement_timeout, reset
+ * after): a slow placement fails as a statement, its connection kept,
+ * before our own deadline would count the node as lost (placement.c).
+ */
+bool
+node_place_topic(Broker *b, const Part *p, int partitions, const char *hosted, int *absent,
+				 MqError *err)
+{
+	MqParams	prm;
+	PGresult   *res;
+	char		set[64];
+	MqError		reset_err = MQ_ERROR_INIT;
+
+	snprintf(set, sizeof(set), "SET statement_timeout = %d", b->cfg->node_timeout_ms / 2);
+	if (!node_set(b, set, err))
+		return false;
+	mq_params_init(&prm);
 	mq_param_text(&prm, MQ_TEXTOID, p->topic);
-	mq_param_int(&prm, MQ_INT4OID, p->partitions);
+	mq_param_int(&prm, MQ_INT4OID, partitions);
 	mq_param_text(&prm, MQ_JSONBOID, p->config);
 	mq_param_text(&prm, MQ_INT4ARRAYOID, hosted);
 	res = node_exec(b, "SELECT mq.replica_place_topic($1, $2, $3, $4)", &prm, 0, err);
+	if (b->node != NULL && !node_set(b, "RESET statement_timeout", &reset_err))
+		log_mq_error("cannot reset statement_timeout after placing a topic", &reset_err);
+	mq_error_free(&reset_err);
 	if (res == NULL)
 		return false;
 	*absent = atoi(PQgetvalue(res, 0, 0));

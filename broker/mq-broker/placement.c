@@ -6,11 +6,20 @@
  *	  reassignment").
  *
  * A topic is placed on the node when one of its replicas first shows up
- * here, and again when the coordinator's partition count grows: one node
- * transaction (mq.replica_place_topic) creates or grows it and turns every
- * partition replication has not touched into a follower, hosted when this
- * broker replicates it and not hosted otherwise, so that the node never
- * serves a partition it does not replicate, not even for an instant.  A
+ * here, and again when the coordinator's partition count grows, in chunks
+ * of partitions: each chunk one node transaction (mq.replica_place_topic)
+ * that creates or grows the topic and turns every partition replication
+ * has not touched into a follower, hosted when this broker replicates it
+ * and not hosted otherwise, so that the node never serves a partition it
+ * does not replicate, not even for an instant.  Chunks keep every
+ * statement well inside node.timeout.ms, whose miss counts as a lost node
+ * (session.c), and every tick short enough to renew our lease and
+ * heartbeat: a chunk that took over a quarter of node.timeout.ms halves
+ * the next, one under a sixteenth doubles it (4 first, at most 64), and a
+ * tick places for at most a quarter of the shorter of node.timeout.ms and
+ * session.timeout.ms (placement_tick); its partitions beyond the chunks
+ * placed so far wait for the next tick (issue 25: 64 partitions in one
+ * statement took over 5 s on a loaded machine).  A
  * broker with a rack in its config registers it once per liveness.  A
  * replica the coordinator no longer assigns us (it moved away, or the
  * topic went) is marked not hosted on the node (mq.replica_unhost),
@@ -34,10 +43,14 @@
 #include "placement.h"
 #include "util.h"
 
+/* partitions per placing statement: the first, and at most */
+#define PLACE_CHUNK_FIRST 4
+#define PLACE_CHUNK_MAX 64
+
 typedef struct PlacedTopic
 {
 	char	   *topic;
-	int			partitions;		/* the count the node was placed with */
+	int			partitions;		/* the count the node was placed with so far */
 	struct PlacedTopic *next;
 } PlacedTopic;
 
@@ -86,33 +99,84 @@ hosted_text(Broker *b, const char *topic)
 }
 
 /*
+ * A new tick: placing may take at most a quarter of the shorter of
+ * node.timeout.ms and session.timeout.ms from now (at least one statement),
+ * so that the tick still renews our lease and heartbeat in time.
+ */
+void
+placement_tick(Broker *b)
+{
+	int			ms = b->cfg->node_timeout_ms < b->cfg->session_timeout_ms ?
+		b->cfg->node_timeout_ms : b->cfg->session_timeout_ms;
+
+	b->place_done = 0;
+	b->place_until_us = mq_now_us() + (int64_t) ms * 250;
+}
+
+/*
+ * The next chunk's size after one of n partitions took took_us: halved
+ * when it took more than a quarter of node.timeout.ms (or failed: ok
+ * false), doubled when it took less than a sixteenth.
+ */
+static void
+adapt_chunk(Broker *b, int n, int64_t took_us, bool ok)
+{
+	int64_t		limit_us = (int64_t) b->cfg->node_timeout_ms * 1000;
+
+	if (!ok || took_us > limit_us / 4)
+		b->place_chunk = n > 1 ? n / 2 : 1;
+	else if (took_us < limit_us / 16 && n >= b->place_chunk && b->place_chunk < PLACE_CHUNK_MAX)
+		b->place_chunk = n * 2 < PLACE_CHUNK_MAX ? n * 2 : PLACE_CHUNK_MAX;
+}
+
+/* One placing statement: the topic on the node with have + a chunk partitions. */
+static bool
+place_chunk(Broker *b, Part *p, PlacedTopic *t)
+{
+	MqError		err = MQ_ERROR_INIT;
+	char	   *hosted = hosted_text(b, p->topic);
+	int			want,
+				absent;
+	int64_t		start = mq_now_us();
+	bool		ok;
+
+	if (b->place_chunk <= 0)
+		b->place_chunk = PLACE_CHUNK_FIRST;
+	want = t->partitions + b->place_chunk < p->partitions ?
+		t->partitions + b->place_chunk : p->partitions;
+	ok = node_place_topic(b, p, want, hosted, &absent, &err);
+	b->place_done++;
+	adapt_chunk(b, want - t->partitions, mq_now_us() - start, ok);
+	if (!ok)
+		log_mq_error("cannot place the topic on the node", &err);
+	else
+	{
+		mq_log_info("placed topic \"%s\" on the node: %d of %d partitions, replicas here %s "
+					"(%d newly marked not hosted)", p->topic, want, p->partitions,
+					want == p->partitions ? hosted : "(listed with the last chunk)", absent);
+		t->partitions = want;
+	}
+	mq_error_free(&err);
+	free(hosted);
+	return ok;
+}
+
+/*
  * Place p's topic on the node unless it is placed with this many
- * partitions.  False while p's partition is not on the node: a failure to
- * grow the topic holds up only the new partitions.
+ * partitions: a chunk of partitions per statement, each its own
+ * transaction (created or grown, and adopted), as many as this tick's
+ * time allows; the next tick goes on from what the node has.  A chunk
+ * counts on the node only once committed, and placing it again changes
+ * nothing, so a chunk that failed (a lost node) is simply placed again.
+ * False while p's partition is not on the node.
  */
 bool
 placement_ensure_topic(Broker *b, Part *p)
 {
 	PlacedTopic *t = find_placed(b, p->topic);
-	MqError		err = MQ_ERROR_INIT;
-	char	   *hosted;
-	int			absent;
-	bool		ok;
 
 	if (t && t->partitions >= p->partitions)
 		return true;
-	hosted = hosted_text(b, p->topic);
-	ok = node_place_topic(b, p, hosted, &absent, &err);
-	if (!ok)
-	{
-		log_mq_error("cannot place the topic on the node", &err);
-		mq_error_free(&err);
-		free(hosted);
-		return t != NULL && p->partition < t->partitions;
-	}
-	mq_log_info("placed topic \"%s\" on the node: %d partitions, replicas here %s "
-				"(%d newly marked not hosted)", p->topic, p->partitions, hosted, absent);
-	free(hosted);
 	if (t == NULL)
 	{
 		t = mq_malloc0(sizeof(PlacedTopic));
@@ -120,8 +184,11 @@ placement_ensure_topic(Broker *b, Part *p)
 		t->next = b->placed;
 		b->placed = t;
 	}
-	t->partitions = p->partitions;
-	return true;
+	while (t->partitions < p->partitions && b->node != NULL &&
+		   (b->place_done == 0 || mq_now_us() < b->place_until_us))
+		if (!place_chunk(b, p, t))
+			break;
+	return p->partition < t->partitions;
 }
 
 /* The coordinator no longer assigns p to us: mark it not hosted (retried). */

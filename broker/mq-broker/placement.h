@@ -51,8 +51,8 @@ typedef struct Throttles
 } Throttles;
 
 /* calls_placement.c */
-extern bool node_place_topic(Broker *b, const Part *p, const char *hosted, int *absent,
-							 MqError *err);
+extern bool node_place_topic(Broker *b, const Part *p, int partitions, const char *hosted,
+							 int *absent, MqError *err);
 extern bool node_unhost(Broker *b, const char *topic, int partition, MqError *err);
 extern bool node_set_replicas(Broker *b, const Part *p, const int *isr, int nisr, MqError *err);
 extern bool coord_moving(Broker *b, Moving **rows, int *nrows, MqError *err);
@@ -62,6 +62,7 @@ extern bool coord_complete_reassignment(Broker *b, const Part *p, int *isr, int 
 										bool *done, MqError *err);
 
 /* placement.c */
+extern void placement_tick(Broker *b);
 extern bool placement_ensure_topic(Broker *b, Part *p);
 extern void placement_forget(Broker *b, const Part *p);
 extern bool placement_read_moving(Broker *b);

@@ -61,6 +61,14 @@ CREATE TABLE mq.segment (
     -- segment, this is its age for retention.ms, as Kafka keeps a cleaned
     -- segment's file modification time (72_compaction.sql)
     last_modified timestamptz,
+    -- once closed (the log end at or past end_offset), its size
+    -- (pg_total_relation_size) and age for retention (mq._segment_last_time),
+    -- recorded by the first retention pass that sees it closed, so that
+    -- later passes read them here instead of its files and last rows;
+    -- NULL until then, and again once compaction or a follower's
+    -- truncation changed its records (70_retention.sql)
+    closed_bytes     bigint,
+    closed_last_time timestamptz,
     PRIMARY KEY (topic_id, partition, base_offset),
     CHECK (end_offset > base_offset)
 );

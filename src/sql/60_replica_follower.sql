@@ -170,6 +170,10 @@ BEGIN
     END IF;
     DELETE FROM mq.leader_epoch_history
      WHERE topic_id = v_id AND partition = p_partition AND start_offset >= p_from_offset;
+    -- segments the cut reaches are open again: retention records them anew
+    UPDATE mq.segment sg SET closed_bytes = NULL, closed_last_time = NULL
+     WHERE sg.topic_id = v_id AND sg.partition = p_partition AND sg.end_offset > p_from_offset
+       AND sg.closed_bytes IS NOT NULL;
     -- keep the producer batches that end below the cut
     UPDATE mq.producer_state s
        SET batch_first = k.f, batch_last = k.l, batch_offset = k.o

@@ -99,11 +99,34 @@ BEGIN
     RETURN true;
 END $$;
 
+-- Record the size and age of every segment of a partition that closed
+-- (the log end reached its end) since the last pass: a closed segment
+-- takes no more records, so they change only when compaction removes
+-- records from it or a follower's truncation reopens it, which clear
+-- them (72_compaction.sql, 60_replica_follower.sql).  VACUUM is not
+-- followed: the visibility map and free space map it adds to a closed
+-- segment (a few pages) are not counted, nor the trailing pages it gives
+-- back after compaction removed records once the size was recorded again.
+CREATE FUNCTION mq._record_closed_segments(p_topic_id integer, p_partition integer, p_end bigint)
+RETURNS void LANGUAGE sql SET search_path = pg_catalog, pg_temp AS $$
+    UPDATE mq.segment sg
+       SET closed_bytes = pg_catalog.pg_total_relation_size(sg.relid),
+           closed_last_time = mq._segment_last_time(sg.relid)
+     WHERE sg.topic_id OPERATOR(pg_catalog.=) p_topic_id
+       AND sg.partition OPERATOR(pg_catalog.=) p_partition
+       AND sg.end_offset OPERATOR(pg_catalog.<=) p_end AND sg.closed_bytes IS NULL;
+$$;
+COMMENT ON FUNCTION mq._record_closed_segments(integer, integer, bigint) IS
+    'internal (retention): records the size and age of a partition''s segments that closed since the last pass';
+
 -- Apply retention.ms and retention.bytes to one topic's partitions, by
 -- id: maintenance calls this once per topic, so it must find them by an
 -- index (a "name IS NULL OR name = $1" filter plans as a scan of every
--- topic, which made a maintenance pass quadratic in topics).  Returns the
--- number of segments dropped.
+-- topic, which made a maintenance pass quadratic in topics).  Closed
+-- segments are weighed by what mq.segment recorded of them (above): only
+-- the open one and the ones ahead are sized from their files, so a pass
+-- costs a few rows per closed segment, not its files and last row.
+-- Returns the number of segments dropped.
 CREATE FUNCTION mq._retain_topic(p_topic_id integer, p_config jsonb) RETURNS integer
 LANGUAGE plpgsql SET search_path = pg_catalog, pg_temp AS $$
 DECLARE
@@ -111,7 +134,6 @@ DECLARE
     s record;
     v_end bigint;
     v_total bigint;
-    v_size bigint;
     v_lost jsonb;
     v_ms bigint := coalesce((p_config->>'retention.ms')::bigint, -1);
     v_bytes bigint := coalesce((p_config->>'retention.bytes')::bigint, -1);
@@ -128,19 +150,19 @@ BEGIN
          ORDER BY ps.partition
     LOOP
         v_end := mq._log_end_offset(p.topic_id, p.partition);
-        SELECT sum(pg_total_relation_size(sg.relid)) INTO v_total
+        PERFORM mq._record_closed_segments(p.topic_id, p.partition, v_end);
+        SELECT sum(coalesce(sg.closed_bytes, pg_total_relation_size(sg.relid))) INTO v_total
           FROM mq.segment sg WHERE sg.topic_id = p.topic_id AND sg.partition = p.partition;
         -- closed segments only: the one holding the log end is still written
         FOR s IN
-            SELECT sg.base_offset, sg.end_offset, sg.relid
+            SELECT sg.base_offset, sg.end_offset, sg.relid, sg.closed_bytes, sg.closed_last_time
               FROM mq.segment sg
              WHERE sg.topic_id = p.topic_id AND sg.partition = p.partition AND sg.end_offset <= v_end
              ORDER BY sg.base_offset
         LOOP
-            v_size := pg_total_relation_size(s.relid);
             EXIT WHEN NOT (
-                (v_ms >= 0 AND mq._segment_last_time(s.relid) < clock_timestamp() - v_ms * interval '1 millisecond')
-                OR (v_bytes >= 0 AND v_total - v_size >= v_bytes));
+                (v_ms >= 0 AND s.closed_last_time < clock_timestamp() - v_ms * interval '1 millisecond')
+                OR (v_bytes >= 0 AND v_total - s.closed_bytes >= v_bytes));
             -- a reader holds its table or the partition's (pg_dump): next pass
             -- what each lagging group loses, counted while the table exists
             SELECT jsonb_object_agg(o.group_id,
@@ -158,7 +180,7 @@ BEGIN
                SET records_lost = l.records_lost + EXCLUDED.records_lost, last_loss_at = now();
             UPDATE mq.partition_state ps SET log_start_offset = s.end_offset
              WHERE ps.topic_id = p.topic_id AND ps.partition = p.partition;
-            v_total := v_total - v_size;
+            v_total := v_total - s.closed_bytes;
             v_dropped := v_dropped + 1;
         END LOOP;
     END LOOP;

@@ -236,8 +236,10 @@ BEGIN
     -- a segment's age for retention.ms once compaction emptied it: the
     -- latest append of what it held (Kafka keeps a cleaned segment's file
     -- modification time); never the log start, which compaction leaves
+    -- (and its size and age as retention recorded them are no longer true)
     UPDATE mq.segment sg
-       SET last_modified = greatest(sg.last_modified, (r.value->>'modified')::timestamptz)
+       SET last_modified = greatest(sg.last_modified, (r.value->>'modified')::timestamptz),
+           closed_bytes = NULL, closed_last_time = NULL
       FROM jsonb_each(v_removed) r
      WHERE sg.relid = r.key::regclass;
     INSERT INTO mq.cleaner_rewrite (topic_id, partition, base_offset, removed, pass_xid, passed_at)

@@ -218,6 +218,9 @@ CREATE TABLE mq.last_segment_written (
 SELECT pg_catalog.pg_extension_config_dump('mq.last_segment_written', '');
 INSERT INTO mq.last_segment_written (topic_id, partition)
 SELECT ps.topic_id, ps.partition FROM mq.partition_state ps;
+-- a closed segment's size and age, recorded once for retention
+-- (01_catalog.sql, 70_retention.sql); NULL: the next pass records them
+ALTER TABLE mq.segment ADD COLUMN closed_bytes bigint, ADD COLUMN closed_last_time timestamptz;
 -- @definitions
 CREATE TRIGGER cascade_to_partition_state AFTER DELETE ON mq.topic
     REFERENCING OLD TABLE AS gone FOR EACH STATEMENT

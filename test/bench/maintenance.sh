@@ -18,6 +18,11 @@
 #         pg_class row, a stat(); emulated here with pg_relation_filepath
 #         and pg_stat_file, since that C function is gone)
 #
+# With --compare retention, old is instead mq.run_maintenance() with the
+# retention of before closed segments' sizes were recorded
+# (test/bench/maintenance/retain_before.sql, put in place for the old
+# passes' sessions only): both passes then differ only in retention.
+#
 # each over the same cluster in two states:
 #
 #   idle    no record sent since the last pass: nothing is due
@@ -33,7 +38,8 @@
 # fails on them.  Uses the INSTALLED extension.
 #
 # Usage: test/bench/maintenance.sh [--steps "1000 5000 10000"] [--partitions N]
-#                                  [--active N] [--rounds N] [--jobs N] [--out FILE] [--data FILE]
+#                                  [--active N] [--rounds N] [--jobs N] [--compare pass|retention]
+#                                  [--out FILE] [--data FILE]
 set -euo pipefail
 
 HERE="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
@@ -42,7 +48,7 @@ REPO="$(cd "$HERE/../.." && pwd)"
 source "$REPO/scripts/lib.sh"
 mq_pg_paths || mq_die "PostgreSQL 15 (pg_config) not found"
 
-STEPS="1000 5000 10000" PARTS=1 ACTIVE=20 ROUNDS=3 JOBS=3 OUT="" DATA=""
+STEPS="1000 5000 10000" PARTS=1 ACTIVE=20 ROUNDS=3 JOBS=3 OUT="" DATA="" COMPARE=pass
 while (($#)); do
 	case "$1" in
 	--steps) STEPS="${2:?}"; shift ;;
@@ -52,6 +58,7 @@ while (($#)); do
 	--jobs) JOBS="${2:?}"; shift ;;
 	--out) OUT="${2:?}"; shift ;;
 	--data) DATA="${2:?}"; shift ;;
+	--compare) COMPARE="${2:?}"; shift ;;
 	*) mq_die "unknown option $1" ;;
 	esac
 	shift
@@ -119,6 +126,10 @@ CREATE FUNCTION bench_ticks() RETURNS bigint LANGUAGE sql AS $$
            LATERAL (SELECT ARRAY['', ''] || g AS f) x
 $$;
 SQL
+# --compare retention: the installed retention, to put back after old passes
+if [[ "$COMPARE" == retention ]]; then
+	{ sql "SELECT pg_get_functiondef('mq._retain_topic(integer, jsonb)'::regprocedure)"; echo ';'; } >"$WORK/retain_new.sql"
+fi
 TICK_MS="$(awk -v h="$(getconf CLK_TCK)" 'BEGIN { print 1000 / h }')"
 
 # timed KIND STATE: two passes (new: mq.run_maintenance(), old:
@@ -127,12 +138,17 @@ TICK_MS="$(awk -v h="$(getconf CLK_TCK)" 'BEGIN { print 1000 / h }')"
 # with STATE active, the active topics get 100 records per partition
 # before each.  Prints "cold_ms cold_cpu_ms warm_ms warm_cpu_ms made"
 timed() {
-	local fn=mq.run_maintenance feed=""
-	[[ "$1" == old ]] && fn=public.bench_old_pass
+	local fn=mq.run_maintenance feed="" before="" after=""
+	if [[ "$1" == old && "$COMPARE" == retention ]]; then
+		before="\\i $HERE/maintenance/retain_before.sql" after="\\i $WORK/retain_new.sql"
+	elif [[ "$1" == old ]]; then
+		fn=public.bench_old_pass
+	fi
 	[[ "$2" == active ]] && feed="SELECT count(*) FROM generate_series(1, $ACTIVE) a, generate_series(0, $PARTS - 1) p,
 	       LATERAL mq.send_batch('active' || a, NULL, array_fill('x'::bytea, ARRAY[100]), partition => p);"
 	cluster_psql maint -A -t -F ' ' <<-EOF | tr '\n' ' '
 		\o /dev/null
+		$before
 		$feed
 		\o
 		SELECT bench_ticks() AS c0, clock_timestamp() AS t0 \gset
@@ -144,6 +160,8 @@ timed() {
 		SELECT bench_ticks() AS c0, clock_timestamp() AS t0 \gset
 		SELECT $fn() AS made2 \gset
 		SELECT round(extract(epoch FROM clock_timestamp() - :'t0') * 1000, 1), (bench_ticks() - :c0) * $TICK_MS, :made;
+		\o /dev/null
+		$after
 	EOF
 	echo
 }

@@ -34,8 +34,8 @@
 # INSTALLED extension (and, replicated, the built broker).
 #
 # Usage: test/bench/scale.sh [--replicated] [--partitions "1 4 ..."] [--duration S]
-#                            [--runs N] [--out FILE]
-# (--partitions: the points of P)
+#                            [--runs N] [--curves "P C S"] [--out FILE]
+# (--partitions: the points of P; --curves: which curves to run)
 set -euo pipefail
 
 HERE="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
@@ -45,7 +45,7 @@ source "$REPO/scripts/lib.sh"
 mq_pg_paths || mq_die "PostgreSQL 15 (pg_config) not found"
 PGBENCH="$PG_BINDIR/pgbench"
 
-DURATION=5 RUNS=3 OUT="" REPL=""
+DURATION=5 RUNS=3 OUT="" REPL="" CURVES="P C S"
 P_POINTS="1 4 16 64 256" C_POINTS="1 2 4 8 16" S_POINTS="10 100 1024 10240 102400 1048576"
 if [[ -n "${MQ_SCALE_SHORT:-}" ]]; then
 	DURATION=1 RUNS=1 P_POINTS="1 4" C_POINTS="1 2" S_POINTS="10 1024"
@@ -56,8 +56,9 @@ while (($#)); do
 	--partitions) P_POINTS="${2:?}"; shift ;;
 	--duration) DURATION="${2:?}"; shift ;;
 	--runs) RUNS="${2:?}"; shift ;;
+	--curves) CURVES="${2:?}"; shift ;;
 	--out) OUT="${2:?}"; shift ;;
-	*) mq_die "unknown option $1 (usage: $0 [--replicated] [--partitions LIST] [--duration S] [--runs N] [--out FILE])" ;;
+	*) mq_die "unknown option $1 (usage: $0 [--replicated] [--partitions LIST] [--duration S] [--runs N] [--curves LIST] [--out FILE])" ;;
 	esac
 	shift
 done
@@ -74,6 +75,9 @@ if [[ -n "$REPL" ]]; then
 	source "$HERE/peers/servers.sh"
 	# preferred leaders (broker 1, see topic below) take leadership at once
 	RF_BROKER_CONF=("[replication]" "auto.leader.rebalance.delay.ms = 0")
+	# each follower's broker holds a fetch connection per partition to the
+	# leader's node: 256 partitions take 512 of them
+	RF_CONF+=("max_connections = 600")
 	start_mq_rf3
 	NODE=rf1
 	A=rf3 B=single
@@ -192,6 +196,11 @@ scripts() {
 	} >"$WORK/$name.b.sql"
 }
 
+# curves left out: no points
+[[ " $CURVES " == *" P "* ]] || P_POINTS=""
+[[ " $CURVES " == *" C "* ]] || C_POINTS=""
+[[ " $CURVES " == *" S "* ]] || S_POINTS=""
+
 mq_phase "P: 4 clients, single records to a random partition of N"
 for n in $P_POINTS; do
 	topic "p$n" "$n"
@@ -199,18 +208,22 @@ for n in $P_POINTS; do
 	point "P$n" 4 "$WORK/p$n.a.sql" "$WORK/p$n.b.sql" "p$n"
 done
 
-mq_phase "C: N clients, each to its own partition of 16"
-topic c16 16
-scripts c c16 ":client_id % 16" "'x'::bytea"
+if [[ -n "$C_POINTS" ]]; then
+	mq_phase "C: N clients, each to its own partition of 16"
+	topic c16 16
+	scripts c c16 ":client_id % 16" "'x'::bytea"
+fi
 for c in $C_POINTS; do
 	point "C$c" "$c" "$WORK/c.a.sql" "$WORK/c.b.sql" c16
 done
 
-mq_phase "S: 1 client, single records of growing size"
-topic s 1 '{"max.message.bytes": 2000000}'
-sql "CREATE TABLE payload (size int PRIMARY KEY, v bytea)"
-# a function, not a subquery: CALL takes no subquery among its arguments
-sql "CREATE FUNCTION payload_v(int) RETURNS bytea LANGUAGE sql STABLE AS 'SELECT v FROM payload WHERE size = \$1'"
+if [[ -n "$S_POINTS" ]]; then
+	mq_phase "S: 1 client, single records of growing size"
+	topic s 1 '{"max.message.bytes": 2000000}'
+	sql "CREATE TABLE payload (size int PRIMARY KEY, v bytea)"
+	# a function, not a subquery: CALL takes no subquery among its arguments
+	sql "CREATE FUNCTION payload_v(int) RETURNS bytea LANGUAGE sql STABLE AS 'SELECT v FROM payload WHERE size = \$1'"
+fi
 for size in $S_POINTS; do
 	# random bytes: a repeated character would compress to nothing in TOAST
 	sql "INSERT INTO payload SELECT $size, substr(decode(string_agg(md5(random()::text), ''), 'hex'), 1, $size)
