@@ -121,6 +121,10 @@ DROP FUNCTION mq_coord.txn_outputs_pending(integer);
 DROP FUNCTION mq_coord.txn_part_committed(text,integer);
 DROP FUNCTION mq_coord.txn_resolve(text,integer,bigint,integer);
 DROP FUNCTION mq_coord.txn_state(text);
+-- the records a Kafka transaction's decision stores keep their headers
+-- and CreateTimes (64_twophase_redo.sql)
+DROP FUNCTION mq_coord._txn_check_outputs(text,jsonb,jsonb,bytea[],bytea[]);
+DROP FUNCTION mq_coord._txn_store_outputs(text,jsonb,bytea[],bytea[]);
 
 -- the produce contract (31_produce_acks.sql): what mq.produce_records returns
 CREATE TYPE mq.produced AS (partition integer, msg_offset bigint,
@@ -129,6 +133,10 @@ CREATE TYPE mq.produced AS (partition integer, msg_offset bigint,
 -- compaction and retention (01_catalog.sql, 72_compaction.sql): a
 -- segment's last modification, its age once compaction emptied it
 ALTER TABLE mq.segment ADD COLUMN last_modified timestamptz;
+
+-- a decided transaction's stored records keep their headers and the
+-- producer's CreateTimes (64_twophase_redo.sql)
+ALTER TABLE mq_coord.txn_output ADD COLUMN headers jsonb[], ADD COLUMN timestamps timestamptz[];
 
 -- dump and restore (restore -j): catalog tables refer to each other through statement
 -- triggers (mq._cascade_delete) instead of foreign keys, and the identity

@@ -7,8 +7,9 @@
 # new daemon commits the staged record).  A transaction on a partition
 # another node leads commits too (its record staged on the coordinating
 # daemon's node, then sent to the leader: src/sql/68_kafka_txn_cluster.sql)
-# and leaves nothing staged behind; test 137 runs a whole pipeline across
-# the three nodes.
+# and leaves nothing staged behind, its record keeping the producer's
+# headers and CreateTime (read back through Kafka and SQL); test 137 runs
+# a whole pipeline across the three nodes.
 use strict;
 use warnings;
 
@@ -83,6 +84,16 @@ is(hw($there), $before_there + 1, 'its record is in the leader\'s log once');
 is($c->node($c->leader('ktc', $there))->safe_psql('postgres',
 		"SELECT convert_from(value, 'UTF8') FROM mq.fetch('ktc', $there, $before_there, 10)"),
 	'away', 'it is the transaction\'s record');
+# txn.py's one: headers [trace a, trace b, bin 00ff, none null], CreateTime 1600000000123 ms
+is($c->node($c->leader('ktc', $there))->safe_psql('postgres',
+		"SELECT headers::text || ' ' || timestamp_type || ' ' || (extract(epoch FROM timestamp) * 1000)::bigint "
+		  . "FROM mq.fetch('ktc', $there, $before_there, 1)"),
+	'[["trace", "a"], ["trace", "b"], ["bin", {"base64": "AP8="}], ["none", null]] CreateTime 1600000000123',
+	'with the producer\'s headers and CreateTime (SQL)');
+$out = `$py get ktc $there $before_there 2>$dir/get.err`;
+is($out, '{"value": "away", "timestamp": [1, 1600000000123], '
+	  . '"headers": [["trace", "61"], ["trace", "62"], ["bin", "00ff"], ["none", null]]}' . "\n",
+	'and through Kafka') or diag(slurp_file("$dir/get.err"));
 is(join(',', map { $c->node($_)->safe_psql('postgres', 'SELECT count(*) FROM mq.kafka_txn_record') } 1 .. 3),
 	'0,0,0', 'nothing is staged on any node');
 is($c->coord->safe_psql('postgres', "SELECT count(*) || ' ' || bool_and(state = 'done') FROM mq_coord.txn WHERE owner = '$txn'"),
