@@ -385,7 +385,7 @@ decided(KRequest *sub)
 
 /* the types of kafka_txn_decide's outputs, keys, vals, headers, timestamps */
 static const Oid decide_types[] = {MQ_JSONBOID, MQ_BYTEAARRAYOID, MQ_BYTEAARRAYOID,
-	MQ_JSONBARRAYOID, MQ_TIMESTAMPTZARRAYOID};
+			MQ_JSONBARRAYOID, MQ_TIMESTAMPTZARRAYOID};
 
 static void
 collected(KRequest *req)

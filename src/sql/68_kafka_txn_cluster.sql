@@ -247,6 +247,23 @@ COMMENT ON FUNCTION mq_coord.kafka_txn_decide(text, text, jsonb, integer, jsonb,
     'mq-kafka: the commit decision of a Kafka transaction across nodes, after the id''s earlier one completed';
 REVOKE ALL ON FUNCTION mq_coord.kafka_txn_decide(text, text, jsonb, integer, jsonb, bytea[], bytea[], jsonb[], timestamptz[]) FROM PUBLIC;
 
+-- On the coordinator, for OffsetFetch with require_stable (KIP-447): the
+-- group's partitions whose offset a decided transaction commits and no
+-- leader has committed yet (the step is not complete and the offset is
+-- not redone), which Kafka answers UNSTABLE_OFFSET_COMMIT until then.
+CREATE FUNCTION mq_coord.txn_offsets_unstable(group_id text) RETURNS TABLE (topic text, partition integer)
+LANGUAGE sql STABLE SECURITY DEFINER SET search_path = pg_catalog, pg_temp AS $$
+    SELECT DISTINCT o->>'topic', (o->>'partition')::integer
+      FROM mq_coord.txn t, jsonb_array_elements(t.participants) e, jsonb_array_elements(e->'offsets') o
+     WHERE t.state IN ('commit', 'outputs_durable') AND e->>'kind' = 'offsets'
+       AND o->>'group' = txn_offsets_unstable.group_id
+       AND NOT coalesce((o->>'redone')::boolean, false)
+     ORDER BY 1, 2
+$$;
+COMMENT ON FUNCTION mq_coord.txn_offsets_unstable(text) IS
+    'mq-kafka: a group''s partitions whose offset a decided transaction has not committed yet (OffsetFetch''s UNSTABLE_OFFSET_COMMIT)';
+REVOKE ALL ON FUNCTION mq_coord.txn_offsets_unstable(text) FROM PUBLIC;
+
 COMMENT ON FUNCTION mq._kafka_txn_name(mq.kafka_txn) IS
     'the name of a transactional id''s open transaction on the coordinator (mq_coord.txn)';
 COMMENT ON FUNCTION mq._kafka_txn_outputs(text, integer) IS

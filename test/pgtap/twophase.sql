@@ -6,7 +6,7 @@
 -- records and their redo by recovery (64_twophase_redo.sql); a new epoch
 -- of a pipeline refused while its decided step is open; privileges.
 BEGIN;
-SELECT plan(67);
+SELECT plan(70);
 
 -- mq.txn_finish
 SELECT throws_ok($$SELECT mq.txn_finish('app-gid-1', true)$$, 'MQ050', NULL,
@@ -180,8 +180,12 @@ SELECT results_eq($$SELECT b, group_id, topic, partition, next_offset, epoch
                       FROM unnest(ARRAY[1, 2]) b, mq_coord.txn_offsets_moved(b) WHERE txn_id = 't9' ORDER BY b$$,
                   $$VALUES (1, 'g', 'o2', 0, 8::bigint, 4), (2, 'g', 'o', 0, 7::bigint, 3)$$,
                   'each leader is told to commit its offset');
+SELECT results_eq($$SELECT * FROM mq_coord.txn_offsets_unstable('g')$$, $$VALUES ('o', 0), ('o2', 0)$$,
+                  'OffsetFetch with require_stable finds both offsets on their way');
 SELECT is(mq_coord.txn_offsets_redone('t9', 'g', 'o', 0, 2, 3), 'outputs_durable',
           'one leader''s report does not complete the step');
+SELECT results_eq($$SELECT * FROM mq_coord.txn_offsets_unstable('g')$$, $$VALUES ('o2', 0)$$,
+                  '... and then only the one not committed yet');
 SELECT is((SELECT count(*) FROM mq_coord.txn_offsets_moved(2) WHERE txn_id = 't9'), 0::bigint,
           'that leader is not told again');
 SELECT is(mq_coord.txn_offsets_redone('t9', 'g', 'o2', 0, 1, 3), 'outputs_durable',
@@ -190,6 +194,7 @@ SELECT is(mq_coord.txn_offsets_redone('t9', 'g', 'o2', 0, 2, 4), 'outputs_durabl
           'nor one of a broker that does not lead the partition');
 SELECT is(mq_coord.txn_offsets_redone('t9', 'g', 'o2', 0, 1, 4), 'done',
           'the other leader''s report completes it');
+SELECT is_empty($$SELECT * FROM mq_coord.txn_offsets_unstable('g')$$, 'then no offset of the group is on its way');
 
 -- privileges
 SELECT ok(NOT has_function_privilege('public', 'mq.txn_finish(text, boolean)', 'EXECUTE'),
