@@ -112,29 +112,35 @@ read_topics(KRequest *req, OffState *s, size_t part_size,
 	}
 }
 
+/* kw_topic_parts' view of a request's parts */
+typedef struct OWrite
+{
+	KRequest   *req;
+	OffState   *s;
+	void		(*write_part) (KRequest *req, OffState *s, OPart *op);
+} OWrite;
+
+static int32_t
+opart_topic(const void *arg, int32_t i)
+{
+	return ((const OWrite *) arg)->s->parts[i].topic;
+}
+
+static void
+opart_write(KWriter *w, void *arg, int32_t i)
+{
+	OWrite	   *o = arg;
+
+	o->write_part(o->req, o->s, &o->s->parts[i]);
+}
+
 void
 write_topics(KRequest *req, OffState *s,
 			 void (*write_part) (KRequest *req, OffState *s, OPart *op))
 {
-	KWriter    *w = &req->resp;
-	int32_t		k = 0;
+	OWrite		o = {req, s, write_part};
 
-	kw_array(w, s->ntopics);
-	for (int32_t t = 0; t < s->ntopics; t++)
-	{
-		size_t		count_at;
-		int32_t		n = 0;
-
-		kw_strn(w, s->topics[t].p, s->topics[t].len);
-		count_at = kw_later(w);
-		for (; k < s->nparts && s->parts[k].topic == t; k++, n++)
-		{
-			write_part(req, s, &s->parts[k]);
-			kw_tags(w);
-		}
-		kw_fill_count(w, count_at, n);
-		kw_tags(w);
-	}
+	kw_topic_parts(&req->resp, s->topics, 0, s->ntopics, s->nparts, opart_topic, opart_write, &o);
 }
 
 #define COMMIT_WAIT_MS 10000

@@ -288,7 +288,8 @@ CREATE TRIGGER cascade_to_cleaner_rewrite AFTER DELETE ON mq.segment
 INSERT INTO mq.scram_secret (secret) VALUES (mq._scram_random(32));
 
 -- the EXECUTE grants on the routines whose parameters were renamed, given
--- back (see the top of this file)
+-- back (see the top of this file); those whose arguments changed too are
+-- given on their new signature
 DO $$
 DECLARE
     g record;
@@ -296,7 +297,17 @@ BEGIN
     FOR g IN SELECT * FROM pg_catalog.jsonb_to_recordset(
                  pg_catalog.current_setting('mq_update.grants')::jsonb)
                  AS (routine text, grantee text, option boolean) LOOP
-        EXECUTE pg_catalog.format('GRANT EXECUTE ON FUNCTION %s TO %s%s', g.routine, g.grantee,
-                                  CASE WHEN g.option THEN ' WITH GRANT OPTION' ELSE '' END);
+        EXECUTE pg_catalog.format('GRANT EXECUTE ON FUNCTION %s TO %s%s',
+            CASE pg_catalog.substring(g.routine FROM '([a-z_]+)\(')
+                -- headers and CreateTimes of a decision's records (64_twophase_redo.sql)
+                WHEN 'txn_redo_output' THEN 'mq.txn_redo_output(text, integer, integer, bigint, integer, '
+                                            'integer, bytea[], bytea[], jsonb[], timestamptz[])'
+                WHEN 'txn_decide' THEN 'mq_coord.txn_decide(text, text, jsonb, integer, jsonb, bytea[], '
+                                       'bytea[], jsonb[], timestamptz[])'
+                -- one report per offset (64_twophase_redo.sql)
+                WHEN 'txn_offsets_redone' THEN 'mq_coord.txn_offsets_redone(text, text, text, integer, '
+                                               'integer, integer)'
+                ELSE g.routine END,
+            g.grantee, CASE WHEN g.option THEN ' WITH GRANT OPTION' ELSE '' END);
     END LOOP;
 END $$;
