@@ -298,7 +298,7 @@ BEGIN
                  pg_catalog.current_setting('mq_update.grants')::jsonb)
                  AS (routine text, grantee text, option boolean) LOOP
         EXECUTE pg_catalog.format('GRANT EXECUTE ON FUNCTION %s TO %s%s',
-            CASE pg_catalog.substring(g.routine FROM '([a-z_]+)\(')
+            CASE pg_catalog.substring(g.routine, '([a-z_]+)\(')
                 -- headers and CreateTimes of a decision's records (64_twophase_redo.sql)
                 WHEN 'txn_redo_output' THEN 'mq.txn_redo_output(text, integer, integer, bigint, integer, '
                                             'integer, bytea[], bytea[], jsonb[], timestamptz[])'
