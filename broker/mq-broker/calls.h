@@ -79,6 +79,8 @@ typedef struct MovedOutput
 	int			base_sequence;
 	const char *keys;
 	const char *vals;
+	const char *headers;		/* jsonb[] text, or NULL */
+	const char *timestamps;		/* timestamptz[] text (CreateTimes), or NULL */
 } MovedOutput;
 
 /* A step's offset this broker, the input's leader now, commits again. */

@@ -353,7 +353,8 @@ coord_txn_outputs_moved(Broker *b, void (*each) (Broker *b, const MovedOutput *o
 
 	one_int(&prm, b->cfg->broker_id);
 	res = coord_exec(b, "SELECT txn_id, gid, topic, partition, epoch, producer_id, producer_epoch, "
-					 "base_sequence, keys, vals FROM mq_coord.txn_outputs_moved($1)", &prm, err);
+					 "base_sequence, keys, vals, headers, timestamps "
+					 "FROM mq_coord.txn_outputs_moved($1)", &prm, err);
 	if (res == NULL)
 		return false;
 	for (int i = 0; i < PQntuples(res) && b->coord != NULL; i++)
@@ -370,6 +371,8 @@ coord_txn_outputs_moved(Broker *b, void (*each) (Broker *b, const MovedOutput *o
 		o.base_sequence = atoi(PQgetvalue(res, i, 7));
 		o.keys = PQgetvalue(res, i, 8);
 		o.vals = PQgetvalue(res, i, 9);
+		o.headers = PQgetisnull(res, i, 10) ? NULL : PQgetvalue(res, i, 10);
+		o.timestamps = PQgetisnull(res, i, 11) ? NULL : PQgetvalue(res, i, 11);
 		each(b, &o, arg);
 	}
 	PQclear(res);
@@ -456,7 +459,7 @@ coord_txn_offsets_moved(Broker *b, void (*each) (Broker *b, const MovedOffset *o
 	return true;
 }
 
-/* A step's offset is on this broker's ISR in o->epoch; *state: the step's. */
+/* A step's offset is on this broker's ISR in o->epoch (the step is done once all are); *state: the step's. */
 bool
 coord_txn_offsets_redone(Broker *b, const MovedOffset *o, char *state, size_t size, MqError *err)
 {
@@ -465,9 +468,12 @@ coord_txn_offsets_redone(Broker *b, const MovedOffset *o, char *state, size_t si
 
 	mq_params_init(&prm);
 	mq_param_text(&prm, MQ_TEXTOID, o->txn_id);
+	mq_param_text(&prm, MQ_TEXTOID, o->group);
+	mq_param_text(&prm, MQ_TEXTOID, o->topic);
+	mq_param_int(&prm, MQ_INT4OID, o->partition);
 	mq_param_int(&prm, MQ_INT4OID, b->cfg->broker_id);
 	mq_param_int(&prm, MQ_INT4OID, o->epoch);
-	res = coord_exec(b, "SELECT mq_coord.txn_offsets_redone($1, $2, $3)", &prm, err);
+	res = coord_exec(b, "SELECT mq_coord.txn_offsets_redone($1, $2, $3, $4, $5, $6)", &prm, err);
 	if (res == NULL)
 		return false;
 	snprintf(state, size, "%s", PQgetvalue(res, 0, 0));

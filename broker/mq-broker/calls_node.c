@@ -370,7 +370,9 @@ node_txn_redo_output(Broker *b, const MovedOutput *o, int64_t *records_end, MqEr
 	mq_param_int(&prm, MQ_INT4OID, o->base_sequence);
 	mq_param_text(&prm, MQ_BYTEAARRAYOID, o->keys);
 	mq_param_text(&prm, MQ_BYTEAARRAYOID, o->vals);
-	return node_call(b, "SELECT mq.txn_redo_output($1, $2, $3, $4, $5, $6, $7, $8)", &prm,
+	mq_param_text(&prm, MQ_JSONBARRAYOID, o->headers);
+	mq_param_text(&prm, MQ_TIMESTAMPTZARRAYOID, o->timestamps);
+	return node_call(b, "SELECT mq.txn_redo_output($1, $2, $3, $4, $5, $6, $7, $8, $9, $10)", &prm,
 					 records_end, err);
 }
 

@@ -48,9 +48,18 @@ delrec_state_free(void *p)
 	free(s);
 }
 
-static void
-write_partition(KWriter *w, const DelPart *d, const KStmt *st)
+static int32_t
+part_topic(const void *arg, int32_t i)
 {
+	return ((const DelRecState *) arg)->parts[i].topic;
+}
+
+static void
+write_partition(KWriter *w, void *arg, int32_t i)
+{
+	DelRecState *s = arg;
+	const DelPart *d = &s->parts[i];
+	const KStmt *st = &s->job.stmts[i];
 	int16_t		code;
 
 	kw_i32(w, d->partition);
@@ -70,25 +79,9 @@ delete_records_done(KRequest *req)
 {
 	DelRecState *s = req->state;
 	KWriter    *w = &req->resp;
-	int32_t		i = 0;
 
 	kw_i32(w, 0);				/* throttle_time_ms */
-	kw_array(w, s->ntopics);
-	for (int32_t t = 0; t < s->ntopics; t++)
-	{
-		size_t		count_at;
-		int32_t		n = 0;
-
-		kw_strn(w, s->topics[t].p, s->topics[t].len);
-		count_at = kw_later(w);
-		for (; i < s->nparts && s->parts[i].topic == t; i++, n++)
-		{
-			write_partition(w, &s->parts[i], &s->job.stmts[i]);
-			kw_tags(w);
-		}
-		kw_fill_count(w, count_at, n);
-		kw_tags(w);
-	}
+	kw_topic_parts(w, s->topics, 0, s->ntopics, s->nparts, part_topic, write_partition, s);
 	req_finish(req);
 }
 

@@ -20,9 +20,8 @@
  * OffsetFetch v0 is v1 on the wire (Kafka read ZooKeeper's offsets for it).
  * OffsetCommit v8+ and OffsetFetch v6+ are flexible; OffsetCommit v9
  * only adds error codes of the new group protocol (KIP-848), OffsetFetch
- * v7's require_stable is not looked at (on one node a transaction's
- * offsets appear with its records; in a cluster a decided transaction's
- * offsets may still be on their way: docs/kafka.md), and OffsetFetch
+ * v7's require_stable answers UNSTABLE_OFFSET_COMMIT for an offset a
+ * transaction is still committing (offsets_stable.c), and OffsetFetch
  * v8+ asks for a list of groups: the first is answered, any other gets
  * COORDINATOR_LOAD_IN_PROGRESS, on which clients ask again for it (Java's
  * admin client, the only one that batches, then sends one group less);
@@ -62,6 +61,7 @@ off_state_free(void *p)
 	OffState   *s = p;
 
 	kjob_free(&s->job);
+	kjob_free(&s->coord);
 	kfan_free(&s->fan);
 	free(s->topics);
 	free(s->parts);
@@ -112,29 +112,35 @@ read_topics(KRequest *req, OffState *s, size_t part_size,
 	}
 }
 
+/* kw_topic_parts' view of a request's parts */
+typedef struct OWrite
+{
+	KRequest   *req;
+	OffState   *s;
+	void		(*write_part) (KRequest *req, OffState *s, OPart *op);
+} OWrite;
+
+static int32_t
+opart_topic(const void *arg, int32_t i)
+{
+	return ((const OWrite *) arg)->s->parts[i].topic;
+}
+
+static void
+opart_write(KWriter *w, void *arg, int32_t i)
+{
+	OWrite	   *o = arg;
+
+	o->write_part(o->req, o->s, &o->s->parts[i]);
+}
+
 void
 write_topics(KRequest *req, OffState *s,
 			 void (*write_part) (KRequest *req, OffState *s, OPart *op))
 {
-	KWriter    *w = &req->resp;
-	int32_t		k = 0;
+	OWrite		o = {req, s, write_part};
 
-	kw_array(w, s->ntopics);
-	for (int32_t t = 0; t < s->ntopics; t++)
-	{
-		size_t		count_at;
-		int32_t		n = 0;
-
-		kw_strn(w, s->topics[t].p, s->topics[t].len);
-		count_at = kw_later(w);
-		for (; k < s->nparts && s->parts[k].topic == t; k++, n++)
-		{
-			write_part(req, s, &s->parts[k]);
-			kw_tags(w);
-		}
-		kw_fill_count(w, count_at, n);
-		kw_tags(w);
-	}
+	kw_topic_parts(&req->resp, s->topics, 0, s->ntopics, s->nparts, opart_topic, opart_write, &o);
 }
 
 #define COMMIT_WAIT_MS 10000
@@ -360,6 +366,12 @@ write_fetch_part(KRequest *req, OffState *s, OPart *op)
 	if (st && res == NULL && !mq_error_is(&st->err, MQ_SQLSTATE_UNKNOWN_TOPIC) &&
 		!mq_error_is(&st->err, MQ_SQLSTATE_UNKNOWN_PARTITION))
 		code = offsets_error(st);
+	if (code == KERR_NONE && stable_pending(s, (const char *) s->topics[op->topic].p, s->topics[op->topic].len,
+											op->partition))
+	{
+		write_committed(req, op->partition, -1, -1, "", KERR_UNSTABLE_OFFSET_COMMIT);
+		return;
+	}
 	write_committed(req, op->partition,
 					res && !PQgetisnull(res, 0, 0) ? strtoll(PQgetvalue(res, 0, 0), NULL, 10) : -1,
 					res && !PQgetisnull(res, 0, 2) ? atoi(PQgetvalue(res, 0, 2)) : -1,
@@ -459,9 +471,11 @@ write_all(KRequest *req, OffState *s)
 		parts_at = kw_later(w);
 		for (; row < nrows && strcmp(rows[row].topic, topic) == 0; row++, n++)
 		{
-			write_committed(req, rows[row].partition, strtoll(rows[row].offset, NULL, 10),
-							rows[row].epoch,
-							rows[row].meta, KERR_NONE);
+			if (stable_pending(s, topic, strlen(topic), rows[row].partition))
+				write_committed(req, rows[row].partition, -1, -1, "", KERR_UNSTABLE_OFFSET_COMMIT);
+			else
+				write_committed(req, rows[row].partition, strtoll(rows[row].offset, NULL, 10),
+								rows[row].epoch, rows[row].meta, KERR_NONE);
 			kw_tags(w);
 		}
 		kw_fill_count(w, parts_at, n);
@@ -505,6 +519,13 @@ offset_fetch_done(KRequest *req)
 	req_finish(req);
 }
 
+/* every leader answered: in a cluster, the coordinator's pending offsets too */
+static void
+offsets_fetched(KRequest *req)
+{
+	stable_ask_coordinator(req, req->state, offset_fetch_done);
+}
+
 void
 h_offset_fetch(KRequest *req)
 {
@@ -531,6 +552,8 @@ h_offset_fetch(KRequest *req)
 		for (int32_t g = 0; g < s->nother && !r->err; g++)
 			skip_group(r, &s->others[g], req->api_version);
 	}
+	if (req->api_version >= 7 && s->group)
+		s->require_stable = kr_i8(r) != 0;
 	if (r->err || s->group == NULL)
 	{
 		req_abort(req);
@@ -538,5 +561,6 @@ h_offset_fetch(KRequest *req)
 	}
 	if (s->ntopics < 0)
 		add_all_jobs(s);
-	kfan_run(&s->fan, req, offset_fetch_done);
+	stable_add_checks(s);
+	kfan_run(&s->fan, req, offsets_fetched);
 }

@@ -104,8 +104,6 @@ produce_state_free(void *p)
 	free(s);
 }
 
-#define MQ_TIMESTAMPTZARRAYOID 1185
-#define MQ_JSONBARRAYOID 3807
 /* 2000-01-01 (PostgreSQL's epoch) in Unix milliseconds */
 #define PG_EPOCH_MS INT64_C(946684800000)
 

@@ -27,7 +27,8 @@
  *
  * AddPartitionsToTxn v4+ is the brokers' batched form (a list of
  * transactions, verify_only, a top-level error); it is served, each
- * transaction's partitions added as v3's are (verify_only adds too).
+ * transaction's partitions added as v3's are (verify_only adds too), on
+ * its own id's node: one job per transaction, run one after another.
  * TxnOffsetCommit v3+'s generation, member and instance ids are read
  * and not checked.
  *
@@ -73,6 +74,9 @@ typedef struct TxnState
 	TPart	   *parts;
 	int16_t		code;			/* AddOffsetsToTxn, EndTxn */
 	TxnRemote	remote;			/* TxnOffsetCommit: on the transaction's node */
+	KJob	   *txn_jobs;		/* AddPartitionsToTxn: each transaction's */
+	TxnRemote  *txn_remotes;	/* and where it runs */
+	int32_t		running;		/* the next transaction to run */
 } TxnState;
 
 static void
@@ -81,6 +85,10 @@ txn_state_free(void *p)
 	TxnState   *s = p;
 
 	kjob_free(&s->job);
+	for (int32_t i = 0; s->txn_jobs && i < s->ntxns; i++)
+		kjob_free(&s->txn_jobs[i]);
+	free(s->txn_jobs);
+	free(s->txn_remotes);
 	free(s->txns);
 	free(s->topics);
 	free(s->topic_txn);
@@ -96,6 +104,8 @@ txn_state_new(KRequest *req, size_t left)
 	req->state = s;
 	req->free_state = txn_state_free;
 	s->txns = mq_malloc0(sizeof(TId) * (left / 8 + 1));
+	s->txn_jobs = mq_malloc0(sizeof(KJob) * (left / 8 + 1));
+	s->txn_remotes = mq_malloc0(sizeof(TxnRemote) * (left / 8 + 1));
 	s->topics = mq_malloc0(sizeof(KSlice) * (left / 2 + 1));
 	s->topic_txn = mq_malloc0(sizeof(int32_t) * (left / 2 + 1));
 	s->parts = mq_malloc0(sizeof(TPart) * (left / 4 + 1));
@@ -119,11 +129,11 @@ txn_code(const KStmt *st, int16_t v, bool fenced_code)
 	return code;
 }
 
-/* the statement's first four parameters: transactional id, producer id, epoch */
+/* a statement of job whose first parameters are transactional id, producer id, epoch */
 static KStmt *
-txn_stmt(TxnState *s, const char *sql, const TId *t)
+job_stmt(KJob *job, const char *sql, const TId *t)
 {
-	KStmt	   *st = kjob_add(&s->job, sql, 0);
+	KStmt	   *st = kjob_add(job, sql, 0);
 	char	   *id = kslice_dup(t->id);
 
 	kstmt_text(st, MQ_TEXTOID, id ? id : "");
@@ -131,6 +141,13 @@ txn_stmt(TxnState *s, const char *sql, const TId *t)
 	kstmt_int(st, MQ_INT4OID, t->epoch);
 	free(id);
 	return st;
+}
+
+/* the same, in the request's one job */
+static KStmt *
+txn_stmt(TxnState *s, const char *sql, const TId *t)
+{
+	return job_stmt(&s->job, sql, t);
 }
 
 /* run the job on the node of transactional id t (h_txn_init.c) */
@@ -177,11 +194,11 @@ read_add_topics(KRequest *req, TxnState *s, int32_t txn)
 			if (r->err)
 				break;
 			{
-				KStmt	   *st = txn_stmt(s, ADD_PARTITION_SQL, &s->txns[txn]);
+				KStmt	   *st = job_stmt(&s->txn_jobs[txn], ADD_PARTITION_SQL, &s->txns[txn]);
 
 				kstmt_text(st, MQ_TEXTOID, topic ? topic : "");
 				kstmt_int(st, MQ_INT4OID, pp->partition);
-				pp->stmt = s->job.n - 1;
+				pp->stmt = s->txn_jobs[txn].n - 1;
 			}
 		}
 		kr_tags(r);
@@ -197,39 +214,44 @@ read_ids(KReader *r, TId *t)
 	t->epoch = kr_i16(r);
 }
 
-/* topic results of one transaction: name, [partition, error] */
+/* kw_topic_parts' view of a request's partitions */
+typedef struct TWrite
+{
+	KRequest   *req;
+	TxnState   *s;
+} TWrite;
+
+static int32_t
+tpart_topic(const void *arg, int32_t i)
+{
+	return ((const TWrite *) arg)->s->parts[i].topic;
+}
+
+/* an AddPartitionsToTxn partition: its index and error */
+static void
+write_add_part(KWriter *w, void *arg, int32_t i)
+{
+	TWrite	   *o = arg;
+	TPart	   *pp = &o->s->parts[i];
+
+	kw_i32(w, pp->partition);
+	kw_i16(w, pp->stmt >= 0 ? txn_code(&o->s->txn_jobs[pp->txn].stmts[pp->stmt], o->req->api_version, true)
+		   : pp->code);
+}
+
+/* topic results of one transaction (its topics are consecutive): name, [partition, error] */
 static void
 write_add_topics(KRequest *req, TxnState *s, int32_t txn)
 {
-	KWriter    *w = &req->resp;
-	int32_t		n = 0;
-	size_t		count_at = kw_later(w);
+	TWrite		o = {req, s};
+	int32_t		t0 = 0;
+	int32_t		t1;
 
-	for (int32_t t = 0; t < s->ntopics; t++)
-	{
-		size_t		pcount_at;
-		int32_t		np = 0;
-
-		if (s->topic_txn[t] != txn)
-			continue;
-		n++;
-		kw_strn(w, s->topics[t].p, s->topics[t].len);
-		pcount_at = kw_later(w);
-		for (int32_t k = 0; k < s->nparts; k++)
-		{
-			TPart	   *pp = &s->parts[k];
-
-			if (pp->topic != t)
-				continue;
-			np++;
-			kw_i32(w, pp->partition);
-			kw_i16(w, pp->stmt >= 0 ? txn_code(&s->job.stmts[pp->stmt], req->api_version, true) : pp->code);
-			kw_tags(w);
-		}
-		kw_fill_count(w, pcount_at, np);
-		kw_tags(w);
-	}
-	kw_fill_count(w, count_at, n);
+	while (t0 < s->ntopics && s->topic_txn[t0] != txn)
+		t0++;
+	for (t1 = t0; t1 < s->ntopics && s->topic_txn[t1] == txn; t1++)
+		;
+	kw_topic_parts(&req->resp, s->topics, t0, t1, s->nparts, tpart_topic, write_add_part, &o);
 }
 
 static void
@@ -254,6 +276,24 @@ add_partitions_done(KRequest *req)
 		kw_tags(w);
 	}
 	req_finish(req);
+}
+
+/* each transaction's partitions on its own id's node, one after another */
+static void
+add_next(KRequest *req)
+{
+	TxnState   *s = req->state;
+	int32_t		i = s->running++;
+	char	   *id;
+
+	if (i >= s->ntxns)
+	{
+		add_partitions_done(req);
+		return;
+	}
+	id = kslice_dup(s->txns[i].id);
+	txn_cluster_stage(req, &s->txn_remotes[i], &s->txn_jobs[i], id ? id : "", add_next);
+	free(id);
 }
 
 void
@@ -284,7 +324,7 @@ h_add_partitions_to_txn(KRequest *req)
 		req_abort(req);
 		return;
 	}
-	txn_run(req, s, &s->txns[0], add_partitions_done);	/* v4+: the first id's node */
+	add_next(req);
 }
 
 /* ---------------------------------------------------------------- */
@@ -401,33 +441,25 @@ read_offset_part(KRequest *req, TxnState *s, TPart *pp, const char *group, const
 	free(meta);
 }
 
+/* a TxnOffsetCommit partition: its index and error */
+static void
+write_offset_part(KWriter *w, void *arg, int32_t i)
+{
+	TWrite	   *o = arg;
+	TPart	   *pp = &o->s->parts[i];
+
+	kw_i32(w, pp->partition);
+	kw_i16(w, pp->stmt >= 0 ? txn_code(&o->s->job.stmts[pp->stmt], o->req->api_version, false) : pp->code);
+}
+
 static void
 txn_offset_done(KRequest *req)
 {
 	TxnState   *s = req->state;
-	KWriter    *w = &req->resp;
-	int32_t		k = 0;
+	TWrite		o = {req, s};
 
-	kw_i32(w, 0);				/* throttle_time_ms */
-	kw_array(w, s->ntopics);
-	for (int32_t t = 0; t < s->ntopics; t++)
-	{
-		size_t		count_at;
-		int32_t		n = 0;
-
-		kw_strn(w, s->topics[t].p, s->topics[t].len);
-		count_at = kw_later(w);
-		for (; k < s->nparts && s->parts[k].topic == t; k++, n++)
-		{
-			TPart	   *pp = &s->parts[k];
-
-			kw_i32(w, pp->partition);
-			kw_i16(w, pp->stmt >= 0 ? txn_code(&s->job.stmts[pp->stmt], req->api_version, false) : pp->code);
-			kw_tags(w);
-		}
-		kw_fill_count(w, count_at, n);
-		kw_tags(w);
-	}
+	kw_i32(&req->resp, 0);		/* throttle_time_ms */
+	kw_topic_parts(&req->resp, s->topics, 0, s->ntopics, s->nparts, tpart_topic, write_offset_part, &o);
 	req_finish(req);
 }
 

@@ -51,15 +51,17 @@
 #define COMMIT_WAIT_MS "10000"
 
 #define COLLECT_SQL \
-	"SELECT action, txn_id, participants, outputs, keys, vals FROM mq.kafka_txn_collect($1, $2, $3, $4)"
-#define DECIDE_SQL "SELECT mq_coord.kafka_txn_decide($1, $2, $3, $4, $5, $6, $7)"
+	"SELECT action, txn_id, participants, outputs, keys, vals, headers, timestamps" \
+	"  FROM mq.kafka_txn_collect($1, $2, $3, $4)"
+#define DECIDE_SQL "SELECT mq_coord.kafka_txn_decide($1, $2, $3, $4, $5, $6, $7, $8, $9)"
 #define ABORT_SQL "SELECT mq_coord.txn_abort($1, 'aborted by the Kafka client')"
 #define LEADER_EPOCH_SQL(t, p) \
 	"(SELECT s.leader_epoch FROM mq.replica_status s WHERE s.topic = " t \
 	"    AND s.partition = " p " AND s.role = 'leader')"
 #define OUTPUT_SQL \
 	"SELECT mq.txn_redo_output($1, $2, " LEADER_EPOCH_SQL("$1", "$2") ", $3, $4, $5," \
-	"                          ($6::bytea[])[$8:$8 + $9 - 1], ($7::bytea[])[$8:$8 + $9 - 1])"
+	"                          ($6::bytea[])[$8:$8 + $9 - 1], ($7::bytea[])[$8:$8 + $9 - 1]," \
+	"                          ($10::jsonb[])[$8:$8 + $9 - 1], ($11::timestamptz[])[$8:$8 + $9 - 1])"
 #define OFFSET_SQL \
 	"SELECT mq.txn_redo_offset($1, $2, $3, " LEADER_EPOCH_SQL("$2", "$3") ", $4)"
 #define AWAIT_SQL "SELECT mq.await_commit(" COMMIT_WAIT_MS ")"
@@ -331,6 +333,9 @@ send_outputs(KRequest *req, const KStmt *got)
 			kstmt_text(st, MQ_BYTEAARRAYOID, PQgetvalue(got->res, 0, 5));
 			kstmt_int(st, MQ_INT4OID, first);
 			kstmt_int(st, MQ_INT4OID, count);
+			kstmt_text(st, MQ_JSONBARRAYOID, PQgetisnull(got->res, 0, 6) ? NULL : PQgetvalue(got->res, 0, 6));
+			kstmt_text(st, MQ_TIMESTAMPTZARRAYOID,
+					   PQgetisnull(got->res, 0, 7) ? NULL : PQgetvalue(got->res, 0, 7));
 			(void) kjob_add(s->jobs[s->nparts - 1], AWAIT_SQL, 0);
 		}
 		first += count;
@@ -378,6 +383,10 @@ decided(KRequest *sub)
 	send_outputs(req, &s->local.stmts[0]);
 }
 
+/* the types of kafka_txn_decide's outputs, keys, vals, headers, timestamps */
+static const Oid decide_types[] = {MQ_JSONBOID, MQ_BYTEAARRAYOID, MQ_BYTEAARRAYOID,
+			MQ_JSONBARRAYOID, MQ_TIMESTAMPTZARRAYOID};
+
 static void
 collected(KRequest *req)
 {
@@ -423,9 +432,8 @@ collected(KRequest *req)
 		kstmt_text(d, MQ_TEXTOID, s->id);
 		kstmt_text(d, MQ_JSONBOID, PQgetvalue(st->res, 0, 2));
 		kstmt_int(d, MQ_INT4OID, s->epoch);
-		for (int c = 3; c <= 5; c++)
-			kstmt_text(d, c == 3 ? MQ_JSONBOID : MQ_BYTEAARRAYOID,
-					   PQgetisnull(st->res, 0, c) ? NULL : PQgetvalue(st->res, 0, c));
+		for (int c = 3; c <= 7; c++)
+			kstmt_text(d, decide_types[c - 3], PQgetisnull(st->res, 0, c) ? NULL : PQgetvalue(st->res, 0, c));
 	}
 	else
 		kstmt_text(kjob_add(&s->coord, ABORT_SQL, 0), MQ_TEXTOID, s->txn);

@@ -440,3 +440,29 @@ kw_fill_len(KWriter *w, size_t pos)
 	else
 		kw_put_i32_at(w, pos, (int32_t) (w->len - pos - 4));
 }
+
+void
+kw_topic_parts(KWriter *w, const KSlice *names, int32_t t0, int32_t t1, int32_t nparts,
+			   KPartTopicFn topic_of, KPartWriteFn write_part, void *arg)
+{
+	int32_t		i = 0;
+
+	kw_array(w, t1 > t0 ? t1 - t0 : 0);
+	for (int32_t t = t0; t < t1; t++)
+	{
+		size_t		count_at;
+		int32_t		n = 0;
+
+		kw_strn(w, names[t].p, names[t].len);
+		count_at = kw_later(w);
+		while (i < nparts && topic_of(arg, i) < t)
+			i++;
+		for (; i < nparts && topic_of(arg, i) == t; i++, n++)
+		{
+			write_part(w, arg, i);
+			kw_tags(w);
+		}
+		kw_fill_count(w, count_at, n);
+		kw_tags(w);
+	}
+}

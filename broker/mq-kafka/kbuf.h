@@ -108,4 +108,15 @@ extern size_t kw_later(KWriter *w);
 extern void kw_fill_count(KWriter *w, size_t pos, int32_t n);
 extern void kw_fill_len(KWriter *w, size_t pos);
 
+/*
+ * The topics -> partitions array most responses carry: topics t0 .. t1 - 1
+ * (names[t]), each with the parts i (0 .. nparts - 1, in topic order)
+ * whose topic_of(arg, i) is t, each written by write_part(w, arg, i); the
+ * tagged fields after each partition and each topic are written here.
+ */
+typedef int32_t (*KPartTopicFn) (const void *arg, int32_t i);
+typedef void (*KPartWriteFn) (KWriter *w, void *arg, int32_t i);
+extern void kw_topic_parts(KWriter *w, const KSlice *names, int32_t t0, int32_t t1, int32_t nparts,
+						   KPartTopicFn topic_of, KPartWriteFn write_part, void *arg);
+
 #endif							/* MQK_KBUF_H */

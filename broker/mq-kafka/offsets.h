@@ -41,6 +41,10 @@ typedef struct OffState
 	int32_t		nother;			/* OffsetFetch v8+: groups after the first */
 	KSlice	   *others;
 	KFan		fan;			/* OffsetCommit, OffsetFetch: a job per leader */
+	bool		require_stable; /* OffsetFetch v7+: pending offsets are unstable */
+	KJob		coord;			/* and in a cluster the coordinator's (as the daemon) */
+	KRequest	coord_req;
+	KDoneFn		stable_done;
 } OffState;
 
 /* a new state, owned by req */
@@ -57,5 +61,14 @@ extern void read_topics(KRequest *req, OffState *s, size_t part_size,
 /* write each topic with its partitions, write_part writing one */
 extern void write_topics(KRequest *req, OffState *s,
 						 void (*write_part) (KRequest *req, OffState *s, OPart *op));
+
+/*
+ * offsets_stable.c, OffsetFetch's require_stable: a check on each node of
+ * the fan (after its jobs are made), the coordinator's once the fan is
+ * done (then done(req)), and whether a partition's offset is pending.
+ */
+extern void stable_add_checks(OffState *s);
+extern void stable_ask_coordinator(KRequest *req, OffState *s, KDoneFn done);
+extern bool stable_pending(const OffState *s, const char *topic, size_t len, int32_t partition);
 
 #endif							/* MQK_OFFSETS_H */

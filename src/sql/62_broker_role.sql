@@ -55,7 +55,7 @@ BEGIN
         -- recovery of mq's prepared transactions (64_twophase.sql)
         'mq.txn_in_doubt(), mq.txn_finish(text, boolean), '
         'mq.txn_output_replicated(text, integer, integer, bigint), '
-        'mq.txn_redo_output(text, integer, integer, bigint, integer, integer, bytea[], bytea[]), '
+        'mq.txn_redo_output(text, integer, integer, bigint, integer, integer, bytea[], bytea[], jsonb[], timestamptz[]), '
         'mq.txn_redo_offset(text, text, integer, integer, bigint) '
         'TO %s', role);
     -- mq's own authorization (90_acl.sql): the broker sees every topic in
@@ -100,7 +100,7 @@ BEGIN
         'mq_coord.txn_part_committed(text, integer), '
         'mq_coord.txn_offsets_moved(integer), '
         'mq_coord.txn_offsets_pending(integer), '
-        'mq_coord.txn_offsets_redone(text, integer, integer) '
+        'mq_coord.txn_offsets_redone(text, text, text, integer, integer, integer) '
         'TO %s', role);
 END;
 $$;

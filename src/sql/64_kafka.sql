@@ -109,9 +109,11 @@ BEGIN
         'mq_coord.add_partitions(text, integer), '
         -- Kafka transactions across nodes (68_kafka_txn_cluster.sql)
         'mq_coord.init_producer(text), '
-        'mq_coord.kafka_txn_decide(text, text, jsonb, integer, jsonb, bytea[], bytea[]), '
+        'mq_coord.kafka_txn_decide(text, text, jsonb, integer, jsonb, bytea[], bytea[], jsonb[], timestamptz[]), '
         'mq_coord.txn_abort(text, text), mq_coord.txn_output_durable(text, text, integer), '
-        'mq_coord.txn_done(text) '
+        'mq_coord.txn_done(text), '
+        -- OffsetFetch's require_stable
+        'mq_coord.txn_offsets_unstable(text) '
         'TO %s', role);
 END;
 $$;

@@ -107,13 +107,14 @@ END $$;
 -- p_producer_epoch, the owner's transactional id must still have that
 -- epoch (mq_coord.init_producer): a newer run of the same pipeline fences
 -- an older one here, where each of its steps must pass (MQ012).  With
--- p_outputs, the records of every output partition are stored with the
--- decision (mq_coord.txn_output, 64_twophase_redo.sql), so that recovery
+-- p_outputs, the records of every output partition (keys, values, and
+-- headers and CreateTimes if given) are stored with the decision (mq_coord.txn_output, 64_twophase_redo.sql), so that recovery
 -- can send them again when the client is gone.
 CREATE FUNCTION mq_coord.txn_decide(txn_id text, owner text, participants jsonb,
                                     producer_epoch integer DEFAULT NULL,
                                     outputs jsonb DEFAULT NULL, keys bytea[] DEFAULT NULL,
-                                    vals bytea[] DEFAULT NULL)
+                                    vals bytea[] DEFAULT NULL, headers jsonb[] DEFAULT NULL,
+                                    timestamps timestamptz[] DEFAULT NULL)
     RETURNS text
 LANGUAGE plpgsql SECURITY DEFINER SET search_path = pg_catalog, pg_temp AS $$
 #variable_conflict use_column
@@ -125,6 +126,8 @@ DECLARE
     p_outputs ALIAS FOR $5;
     p_keys ALIAS FOR $6;
     p_vals ALIAS FOR $7;
+    p_headers ALIAS FOR $8;
+    p_timestamps ALIAS FOR $9;
     v_state text;
     v_epoch integer;
 BEGIN
@@ -143,7 +146,8 @@ BEGIN
         END IF;
     END IF;
     PERFORM mq_coord._txn_check_participants(p_txn, p_participants);
-    PERFORM mq_coord._txn_check_outputs(p_txn, p_participants, p_outputs, p_keys, p_vals);
+    PERFORM mq_coord._txn_check_outputs(p_txn, p_participants, p_outputs, p_keys, p_vals,
+                                         p_headers, p_timestamps);
     PERFORM mq_coord._txn_durably();
     -- decisions a day old are of no use to anyone
     DELETE FROM mq_coord.txn t
@@ -155,7 +159,7 @@ BEGIN
     IF v_state IS NULL THEN
         SELECT t.state INTO v_state FROM mq_coord.txn t WHERE t.txn_id = p_txn;
     ELSE
-        PERFORM mq_coord._txn_store_outputs(p_txn, p_outputs, p_keys, p_vals);
+        PERFORM mq_coord._txn_store_outputs(p_txn, p_outputs, p_keys, p_vals, p_headers, p_timestamps);
     END IF;
     IF v_state = 'abort' THEN
         RAISE EXCEPTION 'transaction "%" was aborted', p_txn USING ERRCODE = 'MQ051',
@@ -374,7 +378,7 @@ BEGIN
     EXECUTE pg_catalog.format('GRANT USAGE ON SCHEMA mq_coord TO %s', role);
     EXECUTE pg_catalog.format(
         'GRANT EXECUTE ON FUNCTION mq_coord.init_producer(text), mq_coord.route(text), '
-        'mq_coord.txn_decide(text, text, jsonb, integer, jsonb, bytea[], bytea[]), '
+        'mq_coord.txn_decide(text, text, jsonb, integer, jsonb, bytea[], bytea[], jsonb[], timestamptz[]), '
         'mq_coord.txn_abort(text, text), mq_coord.txn_state(text), '
         'mq_coord.txn_output_durable(text, text, integer), mq_coord.txn_done(text) TO %s', role);
 END $$;

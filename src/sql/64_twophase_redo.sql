@@ -52,6 +52,8 @@ CREATE TABLE mq_coord.txn_output (
     keys           bytea[] NOT NULL,
     vals           bytea[] NOT NULL,
     durable        boolean NOT NULL DEFAULT false,  -- sent again and on the new leader's ISR
+    headers        jsonb[],             -- as keys: each record's headers (NULL: none)
+    timestamps     timestamptz[],       -- each record's CreateTime (NULL: the append's time)
     PRIMARY KEY (txn_id, topic, partition)
 );
 CREATE TRIGGER cascade_to_txn_output AFTER DELETE ON mq_coord.txn
@@ -72,9 +74,11 @@ $$;
 
 -- p_outputs: one object per output partition, {gid, topic, partition,
 -- producer_id, producer_epoch, base_sequence, count}, whose records are
--- the next count elements of p_keys and p_vals, in the order of p_outputs.
+-- the next count elements of p_keys and p_vals (and of p_headers and
+-- p_timestamps, when given), in the order of p_outputs.
 CREATE FUNCTION mq_coord._txn_check_outputs(p_txn text, p_participants jsonb, p_outputs jsonb,
-                                            p_keys bytea[], p_vals bytea[]) RETURNS void
+                                            p_keys bytea[], p_vals bytea[],
+                                            p_headers jsonb[], p_timestamps timestamptz[]) RETURNS void
 LANGUAGE plpgsql SET search_path = pg_catalog, pg_temp AS $$
 BEGIN
     IF p_outputs IS NULL AND p_keys IS NULL AND p_vals IS NULL THEN
@@ -100,23 +104,28 @@ BEGIN
              FROM jsonb_array_elements(p_outputs) o)
        OR (SELECT coalesce(sum((o->>'count')::numeric), 0) FROM jsonb_array_elements(p_outputs) o)
           IS DISTINCT FROM coalesce(cardinality(p_keys), 0)
-       OR cardinality(p_keys) <> cardinality(p_vals) THEN
+       OR cardinality(p_keys) <> cardinality(p_vals)
+       OR coalesce(array_ndims(p_headers), 1) <> 1 OR coalesce(array_ndims(p_timestamps), 1) <> 1
+       OR cardinality(p_headers) <> cardinality(p_keys) OR cardinality(p_timestamps) <> cardinality(p_keys) THEN
         RAISE EXCEPTION 'invalid outputs of transaction "%"', p_txn USING ERRCODE = 'MQ055',
             HINT = 'An array of {gid, topic, partition, producer_id, producer_epoch, base_sequence, count}, '
-                   'one per output partition of an output participant, the counts adding up to the keys and values.';
+                   'one per output partition of an output participant, the counts adding up to the keys, '
+                   'values, and headers and timestamps if given.';
     END IF;
 END $$;
 
 -- The records of each output partition, with the decision just inserted.
-CREATE FUNCTION mq_coord._txn_store_outputs(p_txn text, p_outputs jsonb, p_keys bytea[],
-                                            p_vals bytea[]) RETURNS void
+CREATE FUNCTION mq_coord._txn_store_outputs(p_txn text, p_outputs jsonb, p_keys bytea[], p_vals bytea[],
+                                            p_headers jsonb[], p_timestamps timestamptz[]) RETURNS void
 LANGUAGE sql SET search_path = pg_catalog, pg_temp AS $$
     INSERT INTO mq_coord.txn_output (txn_id, gid, topic, partition, producer_id, producer_epoch,
-                                     base_sequence, keys, vals)
+                                     base_sequence, keys, vals, headers, timestamps)
     SELECT p_txn, o->>'gid', o->>'topic', (o->>'partition')::integer, (o->>'producer_id')::bigint,
            (o->>'producer_epoch')::integer, (o->>'base_sequence')::integer,
            p_keys[x.first : x.first + (o->>'count')::integer - 1],
-           p_vals[x.first : x.first + (o->>'count')::integer - 1]
+           p_vals[x.first : x.first + (o->>'count')::integer - 1],
+           p_headers[x.first : x.first + (o->>'count')::integer - 1],
+           p_timestamps[x.first : x.first + (o->>'count')::integer - 1]
       FROM (SELECT o, 1 + coalesce(sum((o->>'count')::integer)
                                    OVER (ORDER BY n ROWS BETWEEN UNBOUNDED PRECEDING AND 1 PRECEDING), 0)
                       AS first
@@ -132,10 +141,10 @@ $$;
 CREATE FUNCTION mq_coord.txn_outputs_moved(broker_id integer)
     RETURNS TABLE (txn_id text, gid text, topic text, partition integer, epoch integer,
                    producer_id bigint, producer_epoch integer, base_sequence integer,
-                   keys bytea[], vals bytea[])
+                   keys bytea[], vals bytea[], headers jsonb[], timestamps timestamptz[])
 LANGUAGE sql STABLE SECURITY DEFINER SET search_path = pg_catalog, pg_temp AS $$
     SELECT o.txn_id, o.gid, o.topic, o.partition, c.leader_epoch, o.producer_id, o.producer_epoch,
-           o.base_sequence, o.keys, o.vals
+           o.base_sequence, o.keys, o.vals, o.headers, o.timestamps
       FROM mq_coord.txn t
       JOIN mq_coord.txn_output o ON o.txn_id = t.txn_id
       JOIN mq_coord.partition c ON c.topic = o.topic AND c.partition = o.partition
@@ -248,7 +257,8 @@ $$;
 -- node or in an older epoch (the client is gone, and the offset that part
 -- commits would not be the leader's): the broker commits the offset on
 -- its node, forward only (mq.txn_redo_offset), and reports it
--- (txn_offsets_redone) once its ISR has it.  epoch: the current one.
+-- (txn_offsets_redone) once its ISR has it.  epoch: the current one.  An
+-- offset reported is not listed again; the others of its step still are.
 CREATE FUNCTION mq_coord.txn_offsets_moved(broker_id integer)
     RETURNS TABLE (txn_id text, group_id text, topic text, partition integer, next_offset bigint,
                    epoch integer)
@@ -260,32 +270,59 @@ LANGUAGE sql STABLE SECURITY DEFINER SET search_path = pg_catalog, pg_temp AS $$
      CROSS JOIN LATERAL jsonb_array_elements(e->'offsets') o
       JOIN mq_coord.partition c ON c.topic = o->>'topic' AND c.partition = (o->>'partition')::integer
      WHERE t.state = 'outputs_durable' AND e->>'kind' = 'offsets' AND c.leader = txn_offsets_moved.broker_id
+       AND NOT coalesce((o->>'redone')::boolean, false)
        AND mq_coord._txn_offsets_moved(e, (e->>'broker')::integer)
      ORDER BY t.decided_at
 $$;
 
--- Broker p_broker has a step's offset on its ISR, leading the input
--- partition in p_epoch: the step is done.  Returns its state.
-CREATE FUNCTION mq_coord.txn_offsets_redone(txn_id text, broker_id integer, epoch integer)
+-- Broker p_broker has a step's offset of group p_group on input partition
+-- p_topic/p_partition on its ISR, leading that partition in p_epoch as
+-- the coordinator says: that offset is redone (marked in the step's
+-- offsets parts).  The step is done once every offset of its offsets
+-- parts is: the group's partitions may have different leaders, each
+-- reporting its own.  Returns the step's state.
+CREATE FUNCTION mq_coord.txn_offsets_redone(txn_id text, group_id text, topic text, partition integer,
+                                            broker_id integer, epoch integer)
     RETURNS text
 LANGUAGE plpgsql SECURITY DEFINER SET search_path = pg_catalog, pg_temp AS $$
 #variable_conflict use_column
 DECLARE
     p_txn ALIAS FOR $1;
-    p_broker ALIAS FOR $2;
-    p_epoch ALIAS FOR $3;
-    v_state text;
+    p_group ALIAS FOR $2;
+    p_topic ALIAS FOR $3;
+    p_partition ALIAS FOR $4;
+    p_broker ALIAS FOR $5;
+    p_epoch ALIAS FOR $6;
+    v_row mq_coord.txn;
+    v_parts jsonb;
 BEGIN
     PERFORM set_config('synchronous_commit', 'off', true);  -- as txn_done: no flush needed
-    UPDATE mq_coord.txn t SET state = 'done', updated_at = clock_timestamp()
-     WHERE t.txn_id = p_txn AND t.state = 'outputs_durable'
-       AND EXISTS (SELECT 1 FROM jsonb_array_elements(t.participants) e,
-                                 jsonb_array_elements(e->'offsets') o
-                     JOIN mq_coord.partition c
-                       ON c.topic = o->>'topic' AND c.partition = (o->>'partition')::integer
-                    WHERE e->>'kind' = 'offsets' AND c.leader = p_broker AND c.leader_epoch = p_epoch);
-    SELECT t.state INTO v_state FROM mq_coord.txn t WHERE t.txn_id = p_txn;
-    RETURN v_state;
+    SELECT * INTO v_row FROM mq_coord.txn t WHERE t.txn_id = p_txn FOR UPDATE;
+    IF NOT FOUND OR v_row.state <> 'outputs_durable' OR NOT EXISTS (
+        SELECT 1 FROM mq_coord.partition c
+         WHERE c.topic = p_topic AND c.partition = p_partition
+           AND c.leader = p_broker AND c.leader_epoch = p_epoch) THEN
+        RETURN v_row.state;
+    END IF;
+    SELECT jsonb_agg(CASE WHEN e->>'kind' = 'offsets' THEN jsonb_set(e, '{offsets}', (
+                         SELECT coalesce(jsonb_agg(CASE WHEN o->>'group' = p_group AND o->>'topic' = p_topic
+                                                             AND (o->>'partition')::integer = p_partition
+                                                        THEN o || '{"redone": true}' ELSE o END
+                                                   ORDER BY m), '[]')
+                           FROM jsonb_array_elements(e->'offsets') WITH ORDINALITY AS y(o, m)))
+                          ELSE e END ORDER BY n)
+      INTO v_parts
+      FROM jsonb_array_elements(v_row.participants) WITH ORDINALITY AS x(e, n);
+    UPDATE mq_coord.txn t
+       SET participants = v_parts, updated_at = clock_timestamp(),
+           state = CASE WHEN EXISTS (SELECT 1 FROM jsonb_array_elements(v_parts) e,
+                                                   jsonb_array_elements(e->'offsets') o
+                                      WHERE e->>'kind' = 'offsets'
+                                        AND NOT coalesce((o->>'redone')::boolean, false))
+                        THEN t.state ELSE 'done' END
+     WHERE t.txn_id = p_txn
+    RETURNING t.state INTO v_row.state;
+    RETURN v_row.state;
 END $$;
 
 -- Recovery acts on a partition only where this node leads it in p_epoch.
@@ -329,14 +366,16 @@ END $$;
 
 -- On a data node: send a decided step's records of one output partition
 -- again (recovery, for a client that is gone), as the producer that
--- first wrote them.  Only on the partition's leader in p_epoch (MQ020
+-- first wrote them, with their headers and CreateTimes (a LogAppendTime
+-- topic stamps the append's time).  Only on the partition's leader in p_epoch (MQ020
 -- otherwise).  A retry of records the partition already holds is not
 -- written again (the idempotent producer check): either way it returns
 -- the end of the records (last offset + 1), for mq.txn_output_replicated.
 -- SECURITY DEFINER: brokers have no produce rights on topics.
 CREATE FUNCTION mq.txn_redo_output(topic text, partition integer, epoch integer,
                                    producer_id bigint, producer_epoch integer,
-                                   base_sequence integer, keys bytea[], vals bytea[])
+                                   base_sequence integer, keys bytea[], vals bytea[],
+                                   headers jsonb[] DEFAULT NULL, timestamps timestamptz[] DEFAULT NULL)
     RETURNS bigint
 LANGUAGE plpgsql VOLATILE SECURITY DEFINER SET search_path = pg_catalog, pg_temp
     SET lock_timeout = '2s' AS $$
@@ -350,6 +389,8 @@ DECLARE
     p_base_sequence ALIAS FOR $6;
     p_keys ALIAS FOR $7;
     p_vals ALIAS FOR $8;
+    p_headers ALIAS FOR $9;
+    p_timestamps ALIAS FOR $10;
     v_last bigint;
 BEGIN
     PERFORM mq._txn_check_leads(p_topic, p_partition, p_epoch);
@@ -357,7 +398,7 @@ BEGIN
         PERFORM set_config('synchronous_commit', 'local', true);
     END IF;
     SELECT max(s.msg_offset) INTO v_last
-      FROM mq.send_batch(p_topic, p_keys, p_vals, NULL, p_partition, p_producer_id, p_producer_epoch,
-                         p_base_sequence) s;
+      FROM mq.send_batch(p_topic, p_keys, p_vals, p_headers, p_partition, p_producer_id, p_producer_epoch,
+                         p_base_sequence, p_timestamps) s;
     RETURN v_last + 1;
 END $$;

@@ -328,6 +328,30 @@ CREATE FUNCTION mq.kafka_txn_end(transactional_id text, producer_id bigint, prod
 COMMENT ON FUNCTION mq.kafka_txn_end(text, bigint, integer, boolean) IS
     'mq-kafka API: commit (append the staged batches, commit the staged offsets) or abort a Kafka transaction';
 
+-- OffsetFetch with require_stable (KIP-447): the group's partitions whose
+-- offset an open transaction of this node staged (TxnOffsetCommit), which
+-- Kafka answers UNSTABLE_OFFSET_COMMIT until the transaction ends.  Needs
+-- describe on the group, as OffsetFetch; lists the topics the caller may
+-- describe.
+CREATE FUNCTION mq_internal.kafka_offsets_unstable(group_id text, p_caller oid,
+                                                   OUT topic text, OUT partition integer)
+RETURNS SETOF record
+LANGUAGE plpgsql STABLE SET search_path = pg_catalog, pg_temp AS $$
+BEGIN
+    PERFORM mq._authorize(p_caller, 'group', $1, 'describe');
+    RETURN QUERY
+    SELECT DISTINCT o.topic, o.partition
+      FROM mq.kafka_txn_offset o
+      JOIN mq.kafka_txn t ON t.transactional_id OPERATOR(pg_catalog.=) o.transactional_id
+     WHERE o.group_id OPERATOR(pg_catalog.=) $1 AND t.state OPERATOR(pg_catalog.=) 'ongoing'
+       AND mq._has_privilege(p_caller, 'topic', o.topic, 'describe')
+     ORDER BY 1, 2;
+END $$;
+CREATE FUNCTION mq.kafka_offsets_unstable(group_id text, OUT topic text, OUT partition integer)
+RETURNS SETOF record AS 'MODULE_PATHNAME', 'mq_call_as_owner' LANGUAGE C STABLE;
+COMMENT ON FUNCTION mq.kafka_offsets_unstable(text) IS
+    'mq-kafka API: a group''s partitions whose offset an open Kafka transaction staged (OffsetFetch''s UNSTABLE_OFFSET_COMMIT)';
+
 -- Abort every open transaction past its timeout (mq.run_maintenance);
 -- returns how many.
 CREATE FUNCTION mq._kafka_txn_expire() RETURNS integer

@@ -106,13 +106,15 @@ $$;
 --   none    nothing to do (a retry, or an abort with nothing open);
 --   finish  a commit of nothing: mq.kafka_txn_finish, no decision;
 --   abort   record an abort decision for txn_id, then finish;
---   decide  record the commit decision: participants, outputs, keys and
---           vals are mq_coord.txn_decide's arguments.
+--   decide  record the commit decision: participants, outputs, keys, vals,
+--           headers and timestamps (the producer's CreateTimes) are
+--           mq_coord.txn_decide's arguments.
 -- A commit with nothing open is MQ072, as in mq.kafka_txn_end.
 CREATE FUNCTION mq_internal.kafka_txn_collect(transactional_id text, producer_id bigint, producer_epoch integer,
                                               commit boolean, p_caller oid,
                                               OUT action text, OUT txn_id text, OUT participants jsonb,
-                                              OUT outputs jsonb, OUT keys bytea[], OUT vals bytea[])
+                                              OUT outputs jsonb, OUT keys bytea[], OUT vals bytea[],
+                                              OUT headers jsonb[], OUT timestamps timestamptz[])
 LANGUAGE plpgsql SET search_path = pg_catalog, pg_temp AS $$
 DECLARE
     v mq.kafka_txn := mq._kafka_txn_lock($1, $2, $3, p_caller);
@@ -146,9 +148,12 @@ BEGIN
       INTO participants, outputs
       FROM mq._kafka_txn_outputs($1, v.producer_epoch) o;
     SELECT pg_catalog.array_agg(u.uk ORDER BY r.topic, r.partition, r.base_sequence, u.ui),
-           pg_catalog.array_agg(u.uv ORDER BY r.topic, r.partition, r.base_sequence, u.ui)
-      INTO keys, vals
-      FROM mq.kafka_txn_record r, unnest(r.keys, r.vals) WITH ORDINALITY AS u(uk, uv, ui)
+           pg_catalog.array_agg(u.uv ORDER BY r.topic, r.partition, r.base_sequence, u.ui),
+           pg_catalog.array_agg(u.uh ORDER BY r.topic, r.partition, r.base_sequence, u.ui),
+           pg_catalog.array_agg(u.ut ORDER BY r.topic, r.partition, r.base_sequence, u.ui)
+      INTO keys, vals, headers, timestamps
+      FROM mq.kafka_txn_record r,
+           unnest(r.keys, r.vals, r.headers, r.timestamps) WITH ORDINALITY AS u(uk, uv, uh, ut, ui)
      WHERE r.transactional_id OPERATOR(pg_catalog.=) $1;
     SELECT pg_catalog.jsonb_agg(pg_catalog.jsonb_build_object(
                'group', s.group_id, 'topic', s.topic, 'partition', s.partition, 'next', s.next_offset)
@@ -168,7 +173,8 @@ END $$;
 CREATE FUNCTION mq.kafka_txn_collect(transactional_id text, producer_id bigint, producer_epoch integer,
                                      commit boolean,
                                      OUT action text, OUT txn_id text, OUT participants jsonb,
-                                     OUT outputs jsonb, OUT keys bytea[], OUT vals bytea[])
+                                     OUT outputs jsonb, OUT keys bytea[], OUT vals bytea[],
+                                     OUT headers jsonb[], OUT timestamps timestamptz[])
     AS 'MODULE_PATHNAME', 'mq_call_as_owner' LANGUAGE C;
 COMMENT ON FUNCTION mq.kafka_txn_collect(text, bigint, integer, boolean) IS
     'mq-kafka API in a cluster: what ending a Kafka transaction decides on the coordinator (its parts, records and offsets)';
@@ -215,7 +221,9 @@ COMMENT ON FUNCTION mq.kafka_txn_finish(text, bigint, integer, text, boolean) IS
 -- of the same id is not complete, so that the leaders get each id's
 -- batches in order.  One with offsets only is at once outputs_durable.
 CREATE FUNCTION mq_coord.kafka_txn_decide(txn_id text, owner text, participants jsonb, producer_epoch integer,
-                                          outputs jsonb, keys bytea[], vals bytea[]) RETURNS text
+                                          outputs jsonb, keys bytea[], vals bytea[],
+                                          headers jsonb[] DEFAULT NULL, timestamps timestamptz[] DEFAULT NULL)
+    RETURNS text
 LANGUAGE plpgsql SECURITY DEFINER SET search_path = pg_catalog, pg_temp AS $$
 #variable_conflict use_column
 DECLARE
@@ -229,15 +237,32 @@ BEGIN
         RAISE EXCEPTION 'transactional id "%" has a transaction decided and not yet complete: %', $2, v_open
             USING ERRCODE = 'MQ056', HINT = 'Retry shortly: mq-kafka or the brokers'' recovery completes it.';
     END IF;
-    v_state := mq_coord.txn_decide($1, $2, $3, $4, $5, $6, $7);
+    v_state := mq_coord.txn_decide($1, $2, $3, $4, $5, $6, $7, $8, $9);
     IF v_state = 'commit' AND NOT EXISTS (SELECT 1 FROM jsonb_array_elements($3) e WHERE e->>'kind' = 'output') THEN
         v_state := mq_coord.txn_output_durable($1, pg_catalog.format('mq:%s:0', $1));
     END IF;
     RETURN v_state;
 END $$;
-COMMENT ON FUNCTION mq_coord.kafka_txn_decide(text, text, jsonb, integer, jsonb, bytea[], bytea[]) IS
+COMMENT ON FUNCTION mq_coord.kafka_txn_decide(text, text, jsonb, integer, jsonb, bytea[], bytea[], jsonb[], timestamptz[]) IS
     'mq-kafka: the commit decision of a Kafka transaction across nodes, after the id''s earlier one completed';
-REVOKE ALL ON FUNCTION mq_coord.kafka_txn_decide(text, text, jsonb, integer, jsonb, bytea[], bytea[]) FROM PUBLIC;
+REVOKE ALL ON FUNCTION mq_coord.kafka_txn_decide(text, text, jsonb, integer, jsonb, bytea[], bytea[], jsonb[], timestamptz[]) FROM PUBLIC;
+
+-- On the coordinator, for OffsetFetch with require_stable (KIP-447): the
+-- group's partitions whose offset a decided transaction commits and no
+-- leader has committed yet (the step is not complete and the offset is
+-- not redone), which Kafka answers UNSTABLE_OFFSET_COMMIT until then.
+CREATE FUNCTION mq_coord.txn_offsets_unstable(group_id text) RETURNS TABLE (topic text, partition integer)
+LANGUAGE sql STABLE SECURITY DEFINER SET search_path = pg_catalog, pg_temp AS $$
+    SELECT DISTINCT o->>'topic', (o->>'partition')::integer
+      FROM mq_coord.txn t, jsonb_array_elements(t.participants) e, jsonb_array_elements(e->'offsets') o
+     WHERE t.state IN ('commit', 'outputs_durable') AND e->>'kind' = 'offsets'
+       AND o->>'group' = txn_offsets_unstable.group_id
+       AND NOT coalesce((o->>'redone')::boolean, false)
+     ORDER BY 1, 2
+$$;
+COMMENT ON FUNCTION mq_coord.txn_offsets_unstable(text) IS
+    'mq-kafka: a group''s partitions whose offset a decided transaction has not committed yet (OffsetFetch''s UNSTABLE_OFFSET_COMMIT)';
+REVOKE ALL ON FUNCTION mq_coord.txn_offsets_unstable(text) FROM PUBLIC;
 
 COMMENT ON FUNCTION mq._kafka_txn_name(mq.kafka_txn) IS
     'the name of a transactional id''s open transaction on the coordinator (mq_coord.txn)';

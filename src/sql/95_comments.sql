@@ -513,13 +513,13 @@ COMMENT ON FUNCTION mq.grant_pipeline(regrole) IS
     'grant a role what an exactly-once pipeline client needs on a data node (mq.txn_finish, mq.txn_notes)';
 COMMENT ON TABLE mq_coord.txn IS
     'two-phase commit decisions of exactly-once pipeline steps: commit, outputs_durable, done or abort, with the participants';
-COMMENT ON FUNCTION mq_coord.txn_decide(text, text, jsonb, integer, jsonb, bytea[], bytea[]) IS
+COMMENT ON FUNCTION mq_coord.txn_decide(text, text, jsonb, integer, jsonb, bytea[], bytea[], jsonb[], timestamptz[]) IS
     'record the commit decision of a prepared step, with its output records (MQ051 when recovery aborted it first)';
 COMMENT ON TABLE mq_coord.txn_output IS
     'the records of each output partition of a decided step, until every output is durable: recovery sends them again when the client is gone';
-COMMENT ON FUNCTION mq_coord._txn_check_outputs(text, jsonb, jsonb, bytea[], bytea[]) IS
+COMMENT ON FUNCTION mq_coord._txn_check_outputs(text, jsonb, jsonb, bytea[], bytea[], jsonb[], timestamptz[]) IS
     'internal: raises MQ055 unless the output records fit the decision''s output participants';
-COMMENT ON FUNCTION mq_coord._txn_store_outputs(text, jsonb, bytea[], bytea[]) IS
+COMMENT ON FUNCTION mq_coord._txn_store_outputs(text, jsonb, bytea[], bytea[], jsonb[], timestamptz[]) IS
     'internal: stores a decision''s output records, one row per output partition';
 COMMENT ON FUNCTION mq_coord.txn_outputs_moved(integer) IS
     'mq-broker recovery: decided outputs whose partition this broker now leads and whose first leader lost it, with their records';
@@ -533,13 +533,13 @@ COMMENT ON FUNCTION mq_coord.txn_offsets_pending(integer) IS
     'mq-broker recovery: offsets parts of a broker''s node whose steps have durable outputs, to report those committed';
 COMMENT ON FUNCTION mq_coord.txn_offsets_moved(integer) IS
     'mq-broker recovery: offsets of steps whose outputs are durable that this broker, the input''s new leader, commits again';
-COMMENT ON FUNCTION mq_coord.txn_offsets_redone(text, integer, integer) IS
+COMMENT ON FUNCTION mq_coord.txn_offsets_redone(text, text, text, integer, integer, integer) IS
     'mq-broker recovery: the input''s leader has the step''s offset on its ISR: the step is done';
 COMMENT ON FUNCTION mq._txn_check_leads(text, integer, integer) IS
     'internal (recovery): MQ020 unless this node leads the partition in the epoch';
 COMMENT ON FUNCTION mq.txn_redo_offset(text, text, integer, integer, bigint) IS
     'mq-broker recovery: commit a decided step''s offset again on the input''s leader, forward only; true once on the ISR';
-COMMENT ON FUNCTION mq.txn_redo_output(text, integer, integer, bigint, integer, integer, bytea[], bytea[]) IS
+COMMENT ON FUNCTION mq.txn_redo_output(text, integer, integer, bigint, integer, integer, bytea[], bytea[], jsonb[], timestamptz[]) IS
     'mq-broker recovery: send a decided step''s records of an output partition again on its leader, idempotently; the records'' end';
 COMMENT ON FUNCTION mq_coord.txn_abort(text, text) IS
     'abort a step unless it was decided; returns the state that holds';

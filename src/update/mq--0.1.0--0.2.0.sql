@@ -121,6 +121,10 @@ DROP FUNCTION mq_coord.txn_outputs_pending(integer);
 DROP FUNCTION mq_coord.txn_part_committed(text,integer);
 DROP FUNCTION mq_coord.txn_resolve(text,integer,bigint,integer);
 DROP FUNCTION mq_coord.txn_state(text);
+-- the records a Kafka transaction's decision stores keep their headers
+-- and CreateTimes (64_twophase_redo.sql)
+DROP FUNCTION mq_coord._txn_check_outputs(text,jsonb,jsonb,bytea[],bytea[]);
+DROP FUNCTION mq_coord._txn_store_outputs(text,jsonb,bytea[],bytea[]);
 
 -- the produce contract (31_produce_acks.sql): what mq.produce_records returns
 CREATE TYPE mq.produced AS (partition integer, msg_offset bigint,
@@ -129,6 +133,10 @@ CREATE TYPE mq.produced AS (partition integer, msg_offset bigint,
 -- compaction and retention (01_catalog.sql, 72_compaction.sql): a
 -- segment's last modification, its age once compaction emptied it
 ALTER TABLE mq.segment ADD COLUMN last_modified timestamptz;
+
+-- a decided transaction's stored records keep their headers and the
+-- producer's CreateTimes (64_twophase_redo.sql)
+ALTER TABLE mq_coord.txn_output ADD COLUMN headers jsonb[], ADD COLUMN timestamps timestamptz[];
 
 -- dump and restore (restore -j): catalog tables refer to each other through statement
 -- triggers (mq._cascade_delete) instead of foreign keys, and the identity
@@ -283,7 +291,8 @@ CREATE TRIGGER cascade_to_cleaner_rewrite AFTER DELETE ON mq.segment
 INSERT INTO mq.scram_secret (secret) VALUES (mq._scram_random(32));
 
 -- the EXECUTE grants on the routines whose parameters were renamed, given
--- back (see the top of this file)
+-- back (see the top of this file); those whose arguments changed too are
+-- given on their new signature
 DO $$
 DECLARE
     g record;
@@ -291,7 +300,17 @@ BEGIN
     FOR g IN SELECT * FROM pg_catalog.jsonb_to_recordset(
                  pg_catalog.current_setting('mq_update.grants')::jsonb)
                  AS (routine text, grantee text, option boolean) LOOP
-        EXECUTE pg_catalog.format('GRANT EXECUTE ON FUNCTION %s TO %s%s', g.routine, g.grantee,
-                                  CASE WHEN g.option THEN ' WITH GRANT OPTION' ELSE '' END);
+        EXECUTE pg_catalog.format('GRANT EXECUTE ON FUNCTION %s TO %s%s',
+            CASE pg_catalog.substring(g.routine, '([a-z_]+)\(')
+                -- headers and CreateTimes of a decision's records (64_twophase_redo.sql)
+                WHEN 'txn_redo_output' THEN 'mq.txn_redo_output(text, integer, integer, bigint, integer, '
+                                            'integer, bytea[], bytea[], jsonb[], timestamptz[])'
+                WHEN 'txn_decide' THEN 'mq_coord.txn_decide(text, text, jsonb, integer, jsonb, bytea[], '
+                                       'bytea[], jsonb[], timestamptz[])'
+                -- one report per offset (64_twophase_redo.sql)
+                WHEN 'txn_offsets_redone' THEN 'mq_coord.txn_offsets_redone(text, text, text, integer, '
+                                               'integer, integer)'
+                ELSE g.routine END,
+            g.grantee, CASE WHEN g.option THEN ' WITH GRANT OPTION' ELSE '' END);
     END LOOP;
 END $$;

@@ -27,7 +27,15 @@ source "$(dirname "${BASH_SOURCE[0]}")/lib.bash"
 OLD=0.1.0
 NEW="$(sed -n "s/^default_version *= *'\(.*\)'/\1/p" mq.control)"
 # routines of 0.1.0 that later versions removed on purpose (signature: why)
-REMOVED_SINCE_OLD=()
+REMOVED_SINCE_OLD=(
+	# a decision's records keep their headers and CreateTimes (64_twophase_redo.sql)
+	'mq.txn_redo_output(text,integer,integer,bigint,integer,integer,bytea[],bytea[]):+headers, timestamps'
+	'mq_coord._txn_check_outputs(text,jsonb,jsonb,bytea[],bytea[]):+headers, timestamps'
+	'mq_coord._txn_store_outputs(text,jsonb,bytea[],bytea[]):+headers, timestamps'
+	'mq_coord.txn_decide(text,text,jsonb,integer,jsonb,bytea[],bytea[]):+headers, timestamps'
+	# each offset of a step reported by name (several leaders)
+	'mq_coord.txn_offsets_redone(text,integer,integer):+group, topic, partition'
+)
 dir="$(dirname "${BASH_SOURCE[0]}")/upgrade"
 old_db="${PGDATABASE}_old"
 new_db="${PGDATABASE}_new"

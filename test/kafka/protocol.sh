@@ -6,7 +6,10 @@
 # unknown APIs, each answered with Kafka's error code or a closed
 # connection, and the old versions default clients send (Metadata v0,
 # OffsetCommit v0/v1, OffsetFetch v0, ListOffsets v0)
-# (test/kafka/protocol.pl); afterwards nothing bad was stored.
+# (test/kafka/protocol.pl); afterwards nothing bad was stored.  OffsetFetch
+# v7+ with require_stable answers UNSTABLE_OFFSET_COMMIT while an open
+# transaction holds the group's offset, the committed one without it
+# (test/kafka/stable_offsets.pl).
 source "$(dirname "${BASH_SOURCE[0]}")/lib.bash"
 
 sql "SELECT mq.create_topic('pt', 1)" >/dev/null
@@ -32,6 +35,21 @@ check_eq "$(printf '%s\n' "$OUT" | sed -n 's/^log_append_time //p')" \
 	"Produce's log_append_time is the time the LogAppendTime topic's records carry"
 check_eq "$(sql "SELECT mq.committed_offset('oldg', 'pt', 0)")" "3" \
 	"OffsetCommit v0 and v1 committed into mq"
+
+# require_stable (KIP-447): group stg committed 1 on pst/0; a transaction stages 2
+sql "SELECT mq.create_topic('pst', 1)" >/dev/null
+sql "SELECT mq.send_batch('pst', NULL, ARRAY['a', 'b', 'c']::bytea[])" >/dev/null
+sql "SELECT mq.commit_offset('stg', 'pst', 0, 1)" >/dev/null
+read -r pid epoch < <(sql "SELECT producer_id || ' ' || producer_epoch FROM mq.kafka_txn_init('pst-txn', 60000)")
+sql "SELECT mq.kafka_txn_add_offsets('pst-txn', $pid, $epoch, 'stg'),
+            mq.kafka_txn_offset('pst-txn', $pid, $epoch, 'stg', 'pst', 0, 2)" >/dev/null
+run perl test/kafka/stable_offsets.pl "$KAFKA_PORT" stg pst 0
+check_eq "$(tr '\n' ',' <<<"$OUT")" "6 0 1 0,7 0 1 0,7 1 -1 88,8 0 1 0,8 1 -1 88," \
+	"OffsetFetch: with require_stable (v7, v8) an open transaction's offset is UNSTABLE_OFFSET_COMMIT; without it (and v6) the committed one"
+sql "SELECT mq.kafka_txn_end('pst-txn', $pid, $epoch, true)" >/dev/null
+run perl test/kafka/stable_offsets.pl "$KAFKA_PORT" stg pst 0
+check_eq "$(tr '\n' ',' <<<"$OUT")" "6 0 2 0,7 0 2 0,7 1 2 0,8 0 2 0,8 1 2 0," \
+	"once the transaction commits, every version reads its offset"
 check_eq "$(kill -0 "$KAFKA_PID" && echo alive)" "alive" "mq-kafka is still running"
 
 finish

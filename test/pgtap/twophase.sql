@@ -6,7 +6,7 @@
 -- records and their redo by recovery (64_twophase_redo.sql); a new epoch
 -- of a pipeline refused while its decided step is open; privileges.
 BEGIN;
-SELECT plan(58);
+SELECT plan(70);
 
 -- mq.txn_finish
 SELECT throws_ok($$SELECT mq.txn_finish('app-gid-1', true)$$, 'MQ050', NULL,
@@ -101,22 +101,35 @@ SELECT is(mq_coord.txn_decide('t7', 'pipe-y',
              "base_sequence": 5, "count": 2},
             {"gid": "mq:t7:1", "topic": "o2", "partition": 1, "producer_id": 7, "producer_epoch": 0,
              "base_sequence": 9, "count": 1}]',
-          ARRAY['\x6b31', NULL, '\x6b33']::bytea[], ARRAY['\x7631', '\x7632', '\x7633']::bytea[]),
-          'commit', 'a decision with output records');
-SELECT results_eq($$SELECT gid, topic, partition, producer_id, producer_epoch, base_sequence, keys, vals
+          ARRAY['\x6b31', NULL, '\x6b33']::bytea[], ARRAY['\x7631', '\x7632', '\x7633']::bytea[],
+          ARRAY['[["h", "a"]]', NULL, '[["bin", {"base64": "AP8="}], ["none", null]]']::jsonb[],
+          ARRAY['2020-01-02 03:04:05.006+00', '2020-01-02 03:04:05.007+00', NULL]::timestamptz[]),
+          'commit', 'a decision with output records, their headers and CreateTimes');
+SELECT results_eq($$SELECT gid, topic, partition, producer_id, producer_epoch, base_sequence, keys, vals,
+                           headers, timestamps
                       FROM mq_coord.txn_output WHERE txn_id = 't7' ORDER BY partition$$,
                   $$VALUES ('mq:t7:1', 'o2', 0, 7::bigint, 0, 5, ARRAY['\x6b31', NULL]::bytea[],
-                            ARRAY['\x7631', '\x7632']::bytea[]),
+                            ARRAY['\x7631', '\x7632']::bytea[], ARRAY['[["h", "a"]]', NULL]::jsonb[],
+                            ARRAY['2020-01-02 03:04:05.006+00', '2020-01-02 03:04:05.007+00']::timestamptz[]),
                            ('mq:t7:1', 'o2', 1, 7::bigint, 0, 9, ARRAY['\x6b33']::bytea[],
-                            ARRAY['\x7633']::bytea[])$$,
-                  'the records of each output partition are stored with the decision');
+                            ARRAY['\x7633']::bytea[],
+                            ARRAY['[["bin", {"base64": "AP8="}], ["none", null]]']::jsonb[],
+                            ARRAY[NULL]::timestamptz[])$$,
+                  'the records of each output partition are stored with the decision, headers and CreateTimes too');
+SELECT throws_ok($$SELECT mq_coord.txn_decide('t6', 'p', '[{"gid": "mq:t6:1", "kind": "output"}]', NULL,
+                   '[{"gid": "mq:t6:1", "topic": "o", "partition": 0, "producer_id": 7, "producer_epoch": 0,
+                      "base_sequence": 0, "count": 1}]', ARRAY['\x01']::bytea[], ARRAY['\x02']::bytea[],
+                   ARRAY[NULL, NULL]::jsonb[])$$,
+                 'MQ055', NULL, 'headers that are not one per record are refused');
 SELECT throws_ok($$SELECT mq_coord.init_producer('pipe-y')$$, 'MQ056', NULL,
                  'a new epoch of the owner is refused while its decided step is open');
 SELECT is((SELECT count(*) FROM mq_coord.txn_outputs_moved(1)), 0::bigint,
           'nothing to send again while the part''s broker leads its partitions in their epoch');
 UPDATE mq_coord.partition SET leader = 1, leader_epoch = 4 WHERE topic = 'o2' AND partition = 0;
-SELECT results_eq($$SELECT topic, partition, epoch FROM mq_coord.txn_outputs_moved(1)$$,
-                  $$VALUES ('o2', 0, 4)$$, 'the new leader of a moved partition sends its records again');
+SELECT results_eq($$SELECT topic, partition, epoch, headers, timestamps FROM mq_coord.txn_outputs_moved(1)$$,
+                  $$VALUES ('o2', 0, 4, ARRAY['[["h", "a"]]', NULL]::jsonb[],
+                            ARRAY['2020-01-02 03:04:05.006+00', '2020-01-02 03:04:05.007+00']::timestamptz[])$$,
+                  'the new leader of a moved partition sends its records again, with their headers and CreateTimes');
 SELECT results_eq($$SELECT topic, partition, epoch FROM mq_coord.txn_outputs_moved(2)$$,
                   $$VALUES ('o2', 1, 3)$$,
                   '... and so does the old leader for the part''s partition it kept (the part rolls back)');
@@ -151,14 +164,44 @@ SELECT is(mq_coord.txn_part_committed('mq:t8:0', 1), 'outputs_durable',
 SELECT results_eq($$SELECT txn_id, group_id, topic, partition, next_offset, epoch FROM mq_coord.txn_offsets_moved(2)$$,
                   $$VALUES ('t8', 'g', 'o', 0, 5::bigint, 3)$$,
                   'the input''s leader is told to commit the offset again');
-SELECT is(mq_coord.txn_offsets_redone('t8', 2, 3), 'done', 'once it has, the step is done');
+SELECT is(mq_coord.txn_offsets_redone('t8', 'g', 'o', 0, 2, 3), 'done', 'once it has, the step is done');
+
+-- a step whose offsets have several leaders (o/0: broker 2 in epoch 3;
+-- o2/0: broker 1 in epoch 4), its offsets part of no broker (a Kafka
+-- transaction's): done only once each leader has reported its own
+SELECT is(mq_coord.txn_decide('t9', 'p',
+          '[{"gid": "mq:t9:0", "kind": "offsets", "broker": -1, "partitions": [],
+             "offsets": [{"group": "g", "topic": "o", "partition": 0, "next": 7},
+                         {"group": "g", "topic": "o2", "partition": 0, "next": 8}]},
+            {"gid": "mq:t9:1", "kind": "output", "broker": -1, "partitions": []}]'),
+          'commit', 'a step with offsets on two leaders');
+SELECT is(mq_coord.txn_output_durable('t9', 'mq:t9:1'), 'outputs_durable', 'its outputs are durable');
+SELECT results_eq($$SELECT b, group_id, topic, partition, next_offset, epoch
+                      FROM unnest(ARRAY[1, 2]) b, mq_coord.txn_offsets_moved(b) WHERE txn_id = 't9' ORDER BY b$$,
+                  $$VALUES (1, 'g', 'o2', 0, 8::bigint, 4), (2, 'g', 'o', 0, 7::bigint, 3)$$,
+                  'each leader is told to commit its offset');
+SELECT results_eq($$SELECT * FROM mq_coord.txn_offsets_unstable('g')$$, $$VALUES ('o', 0), ('o2', 0)$$,
+                  'OffsetFetch with require_stable finds both offsets on their way');
+SELECT is(mq_coord.txn_offsets_redone('t9', 'g', 'o', 0, 2, 3), 'outputs_durable',
+          'one leader''s report does not complete the step');
+SELECT results_eq($$SELECT * FROM mq_coord.txn_offsets_unstable('g')$$, $$VALUES ('o2', 0)$$,
+                  '... and then only the one not committed yet');
+SELECT is((SELECT count(*) FROM mq_coord.txn_offsets_moved(2) WHERE txn_id = 't9'), 0::bigint,
+          'that leader is not told again');
+SELECT is(mq_coord.txn_offsets_redone('t9', 'g', 'o2', 0, 1, 3), 'outputs_durable',
+          'a report in an epoch that is not the leader''s does not count');
+SELECT is(mq_coord.txn_offsets_redone('t9', 'g', 'o2', 0, 2, 4), 'outputs_durable',
+          'nor one of a broker that does not lead the partition');
+SELECT is(mq_coord.txn_offsets_redone('t9', 'g', 'o2', 0, 1, 4), 'done',
+          'the other leader''s report completes it');
+SELECT is_empty($$SELECT * FROM mq_coord.txn_offsets_unstable('g')$$, 'then no offset of the group is on its way');
 
 -- privileges
 SELECT ok(NOT has_function_privilege('public', 'mq.txn_finish(text, boolean)', 'EXECUTE'),
           'PUBLIC cannot finish prepared transactions');
 SELECT ok(NOT has_function_privilege('public', 'mq_coord.txn_resolve(text, integer, bigint, integer)', 'EXECUTE')
-          AND NOT has_function_privilege('public', 'mq_coord.txn_decide(text, text, jsonb, integer, jsonb, bytea[], bytea[])', 'EXECUTE')
-          AND NOT has_function_privilege('public', 'mq.txn_redo_output(text, integer, integer, bigint, integer, integer, bytea[], bytea[])', 'EXECUTE'),
+          AND NOT has_function_privilege('public', 'mq_coord.txn_decide(text, text, jsonb, integer, jsonb, bytea[], bytea[], jsonb[], timestamptz[])', 'EXECUTE')
+          AND NOT has_function_privilege('public', 'mq.txn_redo_output(text, integer, integer, bigint, integer, integer, bytea[], bytea[], jsonb[], timestamptz[])', 'EXECUTE'),
           'nor decide, resolve or send a step''s records again');
 CREATE ROLE mq_twophase_test_broker;
 SELECT mq.grant_broker('mq_twophase_test_broker');
@@ -167,8 +210,8 @@ SELECT ok(has_function_privilege('mq_twophase_test_broker', 'mq.txn_finish(text,
           AND has_function_privilege('mq_twophase_test_broker', 'mq_coord.txn_resolve(text, integer, bigint, integer)', 'EXECUTE')
           AND has_function_privilege('mq_twophase_test_broker', 'mq_coord.txn_outputs_moved(integer)', 'EXECUTE')
           AND has_function_privilege('mq_twophase_test_broker',
-                                     'mq.txn_redo_output(text, integer, integer, bigint, integer, integer, bytea[], bytea[])', 'EXECUTE')
-          AND NOT has_function_privilege('mq_twophase_test_broker', 'mq_coord.txn_decide(text, text, jsonb, integer, jsonb, bytea[], bytea[])', 'EXECUTE'),
+                                     'mq.txn_redo_output(text, integer, integer, bigint, integer, integer, bytea[], bytea[], jsonb[], timestamptz[])', 'EXECUTE')
+          AND NOT has_function_privilege('mq_twophase_test_broker', 'mq_coord.txn_decide(text, text, jsonb, integer, jsonb, bytea[], bytea[], jsonb[], timestamptz[])', 'EXECUTE'),
           'a broker may finish and resolve, not decide');
 
 CREATE ROLE mq_twophase_test_client;
@@ -178,7 +221,7 @@ SELECT mq.grant_pipeline('mq_twophase_test_client');
 SELECT mq_coord.grant_pipeline('mq_twophase_test_client');
 SELECT ok(has_function_privilege('mq_twophase_test_client', 'mq.txn_finish(text, boolean)', 'EXECUTE')
           AND has_function_privilege('mq_twophase_test_client', 'mq.txn_notes()', 'EXECUTE')
-          AND has_function_privilege('mq_twophase_test_client', 'mq_coord.txn_decide(text, text, jsonb, integer, jsonb, bytea[], bytea[])', 'EXECUTE')
+          AND has_function_privilege('mq_twophase_test_client', 'mq_coord.txn_decide(text, text, jsonb, integer, jsonb, bytea[], bytea[], jsonb[], timestamptz[])', 'EXECUTE')
           AND has_function_privilege('mq_twophase_test_client', 'mq_coord.init_producer(text)', 'EXECUTE')
           AND NOT has_function_privilege('mq_twophase_test_client', 'mq_coord.txn_resolve(text, integer, bigint, integer)', 'EXECUTE'),
           'a pipeline client may finish, read its notes and decide, not resolve');

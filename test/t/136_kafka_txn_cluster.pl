@@ -7,14 +7,20 @@
 # new daemon commits the staged record).  A transaction on a partition
 # another node leads commits too (its record staged on the coordinating
 # daemon's node, then sent to the leader: src/sql/68_kafka_txn_cluster.sql)
-# and leaves nothing staged behind; test 137 runs a whole pipeline across
-# the three nodes.
+# and leaves nothing staged behind, its record keeping the producer's
+# headers and CreateTime (read back through Kafka and SQL).  A batched
+# AddPartitionsToTxn (v4+, raw: no client sends it) adds each
+# transaction's partitions on its own id's node.  Test 137 runs a whole
+# pipeline across the three nodes.
 use strict;
 use warnings;
 
 use PostgreSQL::Test::Utils;
 use Test::More;
 use Time::HiRes qw(usleep);
+use FindBin;
+use lib "$FindBin::Bin/../kafka";
+use KafkaWire qw(kafka_connect kafka_request uvarint cstr);
 use MqCluster;
 
 my $root = $ENV{MQ_REPO_ROOT} // '.';
@@ -83,10 +89,47 @@ is(hw($there), $before_there + 1, 'its record is in the leader\'s log once');
 is($c->node($c->leader('ktc', $there))->safe_psql('postgres',
 		"SELECT convert_from(value, 'UTF8') FROM mq.fetch('ktc', $there, $before_there, 10)"),
 	'away', 'it is the transaction\'s record');
+# txn.py's one: headers [trace a, trace b, bin 00ff, none null], CreateTime 1600000000123 ms
+is($c->node($c->leader('ktc', $there))->safe_psql('postgres',
+		"SELECT headers::text || ' ' || timestamp_type || ' ' || (extract(epoch FROM timestamp) * 1000)::bigint "
+		  . "FROM mq.fetch('ktc', $there, $before_there, 1)"),
+	'[["trace", "a"], ["trace", "b"], ["bin", {"base64": "AP8="}], ["none", null]] CreateTime 1600000000123',
+	'with the producer\'s headers and CreateTime (SQL)');
+$out = `$py get ktc $there $before_there 2>$dir/get.err`;
+is($out, '{"value": "away", "timestamp": [1, 1600000000123], '
+	  . '"headers": [["trace", "61"], ["trace", "62"], ["bin", "00ff"], ["none", null]]}' . "\n",
+	'and through Kafka') or diag(slurp_file("$dir/get.err"));
 is(join(',', map { $c->node($_)->safe_psql('postgres', 'SELECT count(*) FROM mq.kafka_txn_record') } 1 .. 3),
 	'0,0,0', 'nothing is staged on any node');
 is($c->coord->safe_psql('postgres', "SELECT count(*) || ' ' || bool_and(state = 'done') FROM mq_coord.txn WHERE owner = '$txn'"),
 	'2 true', 'both decisions on the coordinator are complete');
+
+# AddPartitionsToTxn v4: two transactional ids coordinated on different nodes, one request
+my %on;
+for my $i (1 .. 50)
+{
+	my (undef, $node) = $c->kafka_find_coordinator(1, "apv4-$i");
+	$on{$node} //= "apv4-$i" if $node >= 1;
+	last if keys %on >= 2;
+}
+my @batch = map { [$on{$_}, $_] } (sort keys %on)[0, 1];
+my $req = uvarint(@batch + 1);
+for my $b (@batch)
+{
+	my ($id, $node) = @$b;
+	my ($pid, $epoch) = split /\|/,
+	  $c->coord->safe_psql('postgres', "SELECT producer_id, producer_epoch FROM mq_coord.init_producer('$id')");
+	$c->node($node)->safe_psql('postgres', "SELECT mq.kafka_txn_adopt('$id', 60000, $pid, $epoch)");
+	$req .= cstr($id) . pack('q> s> c', $pid, $epoch, 0) . uvarint(2) . cstr('ktc') . uvarint(2) . pack('l>', 0) . "\0\0";
+}
+my $resp = kafka_request(kafka_connect($c->{kafka_port}[$x]), 'tap', 24, 4, $req . "\0", 1);
+# throttle, top-level error, then per transaction: id, [topic, [partition 0, error]]
+my @errors = defined $resp ? ($resp =~ /ktc\x02\0\0\0\0(..)/sg) : ();
+is(join(',', map { unpack('s>', $_) } @errors), '0,0',
+	"AddPartitionsToTxn v4 of $batch[0][0] (node $batch[0][1]) and $batch[1][0] (node $batch[1][1]): both added");
+is(join(',', map { $c->node($_->[1])->safe_psql('postgres',
+	"SELECT state FROM mq.kafka_txn WHERE transactional_id = '$_->[0]'") } @batch),
+	'ongoing,ongoing', 'each on its own id\'s node');
 
 $c->teardown;
 done_testing();

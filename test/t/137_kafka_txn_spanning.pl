@@ -144,13 +144,15 @@ my $state = $c->coord->safe_psql('postgres',
 	  . "\"partitions\": [{\"topic\": \"xout\", \"partition\": $p0, \"epoch\": -1}]}]', $epr, "
 	  . "'[{\"gid\": \"mq:krec:1\", \"topic\": \"xout\", \"partition\": $p0, \"producer_id\": $pidr, "
 	  . "\"producer_epoch\": $epr, \"base_sequence\": 0, \"count\": 1}]', "
-	  . "ARRAY[NULL]::bytea[], ARRAY[convert_to('recovered', 'UTF8')])");
-is($state, 'commit', 'a commit decision is recorded with its record');
+	  . "ARRAY[NULL]::bytea[], ARRAY[convert_to('recovered', 'UTF8')], ARRAY['[[\"r\", \"1\"]]']::jsonb[], "
+	  . "ARRAY['2020-01-02 03:04:05.006+00']::timestamptz[])");
+is($state, 'commit', 'a commit decision is recorded with its record, its headers and CreateTime');
 ok($c->coord->poll_query_until('postgres', "SELECT state = 'done' FROM mq_coord.txn WHERE txn_id = 'krec'"),
 	'the brokers send it to its leader and report it durable: done');
 is($c->node($c->leader('xout', $p0))->safe_psql('postgres',
-		"SELECT count(*) FROM mq.fetch('xout', $p0, 0, 1000) WHERE value = 'recovered'"),
-	'1', 'the record is in the log once');
+		"SELECT count(*) FROM mq.fetch('xout', $p0, 0, 1000) WHERE value = 'recovered' "
+		  . "AND headers = '[[\"r\", \"1\"]]' AND timestamp = '2020-01-02 03:04:05.006+00'"),
+	'1', 'the record is in the log once, with its headers and CreateTime');
 
 $c->teardown;
 done_testing();

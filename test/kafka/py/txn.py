@@ -15,9 +15,13 @@
       open SECONDS, then try to commit; prints {"commit": "ok" | error name}
   zombie OUT TXN_ID               an old instance, fenced by a new one:
       prints {"old": error name, "new": "ok"}
-  one TXN_ID TOPIC PARTITION VALUE [FILE]   one record in a transaction;
-      with FILE, prints "staged" once it is acknowledged and waits for
-      FILE to exist before committing; prints {"commit": "ok" | error}
+  one TXN_ID TOPIC PARTITION VALUE [FILE]   one record in a transaction,
+      with the headers HEADERS and the CreateTime STAMP_MS below; with
+      FILE, prints "staged" once it is acknowledged and waits for FILE to
+      exist before committing; prints {"commit": "ok" | error}
+  get TOPIC PARTITION OFFSET      a read_committed consumer: prints the
+      record at OFFSET as JSON {"value", "headers": [[key, value hex]],
+      "timestamp": [type, ms]}
   read OUT N                      a read_committed consumer: prints the
       values of OUT (JSON list), stopping after 5 s without records or N.
 """
@@ -162,12 +166,16 @@ def zombie(dst, txn_id):
     print(json.dumps(result, sort_keys=True))
 
 
+HEADERS = [('trace', b'a'), ('trace', b'b'), ('bin', b'\x00\xff'), ('none', None)]
+STAMP_MS = 1600000000123
+
+
 def one(txn_id, topic, partition, value, wait_file=None):
     import os
     p = producer(txn_id)
     p.begin_transaction()
     try:
-        p.produce(topic, value.encode(), partition=int(partition))
+        p.produce(topic, value.encode(), partition=int(partition), headers=HEADERS, timestamp=STAMP_MS)
         p.flush(30)
         if wait_file:
             print('staged', flush=True)
@@ -196,6 +204,22 @@ def read(dst, n):
     print(json.dumps(values))
 
 
+def get(topic, partition, offset):
+    from confluent_kafka import TopicPartition
+    c = Consumer({'bootstrap.servers': broker, 'group.id': 'txn-get-%d' % time.time_ns(),
+                  'isolation.level': 'read_committed', 'enable.auto.commit': False})
+    c.assign([TopicPartition(topic, int(partition), int(offset))])
+    deadline = time.time() + 20
+    while time.time() < deadline:
+        msg = c.poll(0.5)
+        if msg is None or msg.error():
+            continue
+        print(json.dumps({'value': msg.value().decode(), 'timestamp': list(msg.timestamp()),
+                          'headers': [[k, None if v is None else v.hex()] for k, v in msg.headers() or []]}))
+        break
+    c.close()
+
+
 if mode == 'pipeline':
     pipeline(args[0], args[1], args[2], int(args[3]), args[4], float(args[5]) if len(args) > 5 else 0.0)
 elif mode == 'abort':
@@ -206,5 +230,7 @@ elif mode == 'zombie':
     zombie(*args)
 elif mode == 'one':
     one(*args)
+elif mode == 'get':
+    get(*args)
 elif mode == 'read':
     read(args[0], int(args[1]))

@@ -1,0 +1,90 @@
+/*-------------------------------------------------------------------------
+ *
+ * offsets_stable.c
+ *	  OffsetFetch's require_stable (v7+, KIP-447): the partitions whose
+ *	  offset a transaction is still committing, which Kafka answers
+ *	  UNSTABLE_OFFSET_COMMIT (offset -1) so that a read_committed consumer
+ *	  asks again rather than start from the offset before.  Loop thread.
+ *
+ * Two places know of such offsets: each node's open Kafka transactions
+ * (staged by TxnOffsetCommit, mq.kafka_offsets_unstable), asked on every
+ * node the request's fan already asks; and in a cluster the coordinator's
+ * decided transactions whose offsets no leader has committed yet
+ * (mq_coord.txn_offsets_unstable), asked once the fan is done, as the
+ * daemon's role.  Without require_stable (v0-v6 cannot ask) the committed
+ * offset is answered, as Kafka does.
+ *
+ *-------------------------------------------------------------------------
+ */
+#include "handlers.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+#include "cluster.h"
+#include "offsets.h"
+
+#define NODE_SQL "SELECT topic, partition FROM mq.kafka_offsets_unstable($1)"
+#define COORD_SQL "SELECT topic, partition FROM mq_coord.txn_offsets_unstable($1)"
+
+void
+stable_add_checks(OffState *s)
+{
+	if (!s->require_stable)
+		return;
+	for (int i = 0; i < s->fan.n; i++)
+		kstmt_text(kjob_add(&s->fan.routes[i]->job, NODE_SQL, 0), MQ_TEXTOID, s->group);
+}
+
+static void
+coord_answered(KRequest *sub)
+{
+	KRequest   *req = sub->state;
+	OffState   *s = req->state;
+
+	s->stable_done(req);
+}
+
+void
+stable_ask_coordinator(KRequest *req, OffState *s, KDoneFn done)
+{
+	KPool	   *pool = s->require_stable ? cluster_coord_pool() : NULL;
+
+	if (pool == NULL)
+	{
+		done(req);
+		return;
+	}
+	s->stable_done = done;
+	s->coord_req.state = req;
+	kstmt_text(kjob_add(&s->coord, COORD_SQL, 0), MQ_TEXTOID, s->group);
+	pool_run_on(pool, &s->coord_req, &s->coord, coord_answered);
+}
+
+/* is (topic, partition) in the answer of statement st? */
+static bool
+listed(const KStmt *st, const char *topic, size_t len, int32_t partition)
+{
+	for (int row = 0; st->res && row < PQntuples(st->res); row++)
+		if (atoi(PQgetvalue(st->res, row, 1)) == partition &&
+			(size_t) PQgetlength(st->res, row, 0) == len &&
+			memcmp(PQgetvalue(st->res, row, 0), topic, len) == 0)
+			return true;
+	return false;
+}
+
+bool
+stable_pending(const OffState *s, const char *topic, size_t len, int32_t partition)
+{
+	if (!s->require_stable)
+		return false;
+	for (int i = 0; i < s->fan.n; i++)
+	{
+		const KJob *job = &s->fan.routes[i]->job;
+
+		for (int k = 0; k < job->n; k++)
+			if (job->stmts[k].sql == (const char *) NODE_SQL && listed(&job->stmts[k], topic, len, partition))
+				return true;
+	}
+	return s->coord.n > 0 && listed(&s->coord.stmts[0], topic, len, partition);
+}
