@@ -228,6 +228,7 @@ extern void broker_node_lost_roles(Broker *b);
 extern void broker_coord_lost_roles(Broker *b, int pause_ms);
 extern void broker_tick(Broker *b);
 extern int64_t broker_next_tick_us(Broker *b, int64_t start_us);
+extern int	broker_idle_tick_ms(const Broker *b);
 extern void broker_renew_lease(Broker *b);
 extern void broker_shutdown(Broker *b);
 

@@ -103,9 +103,10 @@ act_replicate(Broker *b, Part *p)
 
 /*
  * Nobody live leads.  When the preferred replica is alive and in the ISR
- * it runs for the election this tick: the others give it a few ticks, so
- * that leadership starts (and returns) where placement wants it without a
- * second change later.  Right after we (re)took our liveness lock, a named
+ * it runs for the election this tick: the others give it an idle period
+ * and two ticks (it may see the partition an idle tick after us, tick.c),
+ * so that leadership starts (and returns) where placement wants it
+ * without a second change later.  Right after we (re)took our liveness lock, a named
  * leader that is not live may only be slower to come back from the same
  * coordinator outage (it serves on meanwhile): it gets session.timeout.ms
  * to take its lock back before anyone runs against it.
@@ -122,7 +123,8 @@ act_leaderless(Broker *b, Part *p)
 		p->leaderless_since_us = now;
 	if (!grace && (int_in(me, p->isr, p->nisr) || p->unclean) &&
 		(preferred_leader(p) == me || !preferred_ready(b, p) ||
-		 now - p->leaderless_since_us > (int64_t) b->cfg->tick_ms * 3000))
+		 now - p->leaderless_since_us >
+		 (int64_t) (broker_idle_tick_ms(b) + 2 * b->cfg->tick_ms) * 1000))
 		try_elect(b, p);
 	if (p->state == PART_LEADER)
 		return;

@@ -48,6 +48,21 @@ part_steady(Broker *b, const Part *p, int64_t now)
 }
 
 /*
+ * The idle period: tick.idle.ms, at most a quarter of session.timeout.ms,
+ * not below tick.ms.  Another broker that is steady sees a change up to
+ * this long after us (step.c gives a preferred leader that long to run).
+ */
+int
+broker_idle_tick_ms(const Broker *b)
+{
+	int			ms = b->cfg->tick_idle_ms;
+
+	if (ms > b->cfg->session_timeout_ms / 4)
+		ms = b->cfg->session_timeout_ms / 4;
+	return ms < b->cfg->tick_ms ? b->cfg->tick_ms : ms;
+}
+
+/*
  * When the tick that started at start_us is followed by the next: steady
  * is both connections up, recovery with nothing to do and every
  * partition steady.
@@ -62,10 +77,7 @@ broker_next_tick_us(Broker *b, int64_t start_us)
 
 	for (Part *p = b->parts; p && steady; p = p->next)
 		steady = part_steady(b, p, now);
-	if (steady && b->cfg->tick_idle_ms > ms)
-		ms = b->cfg->tick_idle_ms < b->cfg->session_timeout_ms / 4 ?
-			b->cfg->tick_idle_ms : b->cfg->session_timeout_ms / 4;
-	if (ms < b->cfg->tick_ms)
-		ms = b->cfg->tick_ms;
+	if (steady)
+		ms = broker_idle_tick_ms(b);
 	return start_us + (int64_t) ms * 1000;
 }
