@@ -80,7 +80,7 @@ static const char *const batches_sql =
 "SELECT array_agg(s.producer_id ORDER BY x.o), array_agg(s.producer_epoch ORDER BY x.o),"
 "       array_agg(x.f ORDER BY x.o), array_agg(x.l ORDER BY x.o), array_agg(x.o ORDER BY x.o)"
 "  FROM mq.producer_state s"
-" CROSS JOIN LATERAL pg_catalog.unnest(s.batch_first, s.batch_last, s.batch_offset) AS x(f, l, o)"
+" CROSS JOIN LATERAL unnest(s.batch_first, s.batch_last, s.batch_offset) AS x(f, l, o)"
 " WHERE s.topic_id OPERATOR(pg_catalog.=) $1 AND s.partition OPERATOR(pg_catalog.=) $2"
 "   AND x.o OPERATOR(pg_catalog.+) mq._batch_length(x.f, x.l) OPERATOR(pg_catalog.-) 1"
 "       BETWEEN $3 AND $4 OPERATOR(pg_catalog.-) 1";
@@ -107,7 +107,7 @@ prepare_read(const char *name, bool listed)
 	StringInfoData sql;
 	Oid			types[2] = {INT8OID, INT8OID};
 	const char *cols[] = {"created_at", "key", "value", "headers", "producer_id",
-	"producer_epoch", "sequence", "\"timestamp\""};
+						  "producer_epoch", "sequence", "\"timestamp\""};
 
 	initStringInfo(&sql);
 	appendStringInfoString(&sql, "SELECT ");
@@ -228,7 +228,7 @@ read_batches(int32 topic_id, int32 partition, int64 from, int64 end, Datum *valu
 {
 	Oid			types[4] = {INT4OID, INT4OID, INT8OID, INT8OID};
 	Datum		args[4] = {Int32GetDatum(topic_id), Int32GetDatum(partition),
-	Int64GetDatum(from), Int64GetDatum(end)};
+					 Int64GetDatum(from), Int64GetDatum(end)};
 	Datum		cols[BATCH_COLUMNS];
 	bool		colnulls[BATCH_COLUMNS];
 
@@ -248,28 +248,30 @@ read_batches(int32 topic_id, int32 partition, int64 from, int64 end, Datum *valu
  * batches whose last record lies there.  The batch lists each record's
  * offset when they are not consecutive from the fetch offset
  * (compaction's gaps); listed: read them with their offsets from the
- * start (the range lies below the last cleaner pass).
+ * start (the range lies below the last cleaner pass; NULL: no pass).
  */
 Datum
 mq_replica_fetch_records(PG_FUNCTION_ARGS)
 {
-	HeapTupleHeader in = PG_GETARG_HEAPTUPLEHEADER(0);
-	int32		topic_id = PG_GETARG_INT32(1);
-	int32		partition = PG_GETARG_INT32(2);
-	Oid			relid = PG_GETARG_OID(3);
-	int64		from = PG_GETARG_INT64(4);
-	int64		end = PG_GETARG_INT64(5);
-	bool		listed = PG_GETARG_BOOL(6);
-	TupleDesc	desc = lookup_rowtype_tupdesc_copy(HeapTupleHeaderGetTypeId(in),
-												   HeapTupleHeaderGetTypMod(in));
+	HeapTupleHeader in;
+	TupleDesc	desc;
 	HeapTupleData tuple;
-	Datum	   *values = palloc(desc->natts * sizeof(Datum));
-	bool	   *nulls = palloc(desc->natts * sizeof(bool));
+	Datum	   *values;
+	bool	   *nulls;
 	MemoryContext cxt = CurrentMemoryContext;
 	MqSpiSave	spi;
 
+	if (PG_ARGISNULL(0))
+		PG_RETURN_NULL();
+	for (int i = 1; i < 6; i++)
+		if (PG_ARGISNULL(i))
+			elog(ERROR, "mq: mq._replica_fetch_records: argument %d is null", i + 1);
+	in = PG_GETARG_HEAPTUPLEHEADER(0);
+	desc = lookup_rowtype_tupdesc_copy(HeapTupleHeaderGetTypeId(in), HeapTupleHeaderGetTypMod(in));
 	if (desc->natts < RB_OFFSETS)
 		elog(ERROR, "mq: mq.replica_batch has %d attributes, expected %d", desc->natts, RB_OFFSETS);
+	values = palloc(desc->natts * sizeof(Datum));
+	nulls = palloc(desc->natts * sizeof(bool));
 	tuple.t_len = HeapTupleHeaderGetDatumLength(in);
 	ItemPointerSetInvalid(&tuple.t_self);
 	tuple.t_tableOid = InvalidOid;
@@ -277,8 +279,10 @@ mq_replica_fetch_records(PG_FUNCTION_ARGS)
 	heap_deform_tuple(&tuple, desc, values, nulls);
 
 	mq_spi_begin(&spi);
-	read_records(relid, from, end, listed, values, nulls, cxt);
-	read_batches(topic_id, partition, from, end, values, nulls, cxt);
+	read_records(PG_GETARG_OID(3), PG_GETARG_INT64(4), PG_GETARG_INT64(5),
+				 !PG_ARGISNULL(6) && PG_GETARG_BOOL(6), values, nulls, cxt);
+	read_batches(PG_GETARG_INT32(1), PG_GETARG_INT32(2), PG_GETARG_INT64(4), PG_GETARG_INT64(5),
+				 values, nulls, cxt);
 	mq_spi_end(&spi);
 
 	PG_RETURN_DATUM(HeapTupleGetDatum(heap_form_tuple(BlessTupleDesc(desc), values, nulls)));

@@ -118,14 +118,15 @@ END $$;
 -- batches whose last record lies there.  The batch lists each record's
 -- offset when they are not consecutive from the fetch offset (compaction's
 -- gaps); p_listed: read them with their offsets from the start (the range
--- lies below the last cleaner pass), else read again with them if a pass
--- removed records since the caller looked at the cleaner passes.  In C
+-- lies below the last cleaner pass; NULL: there was none), else read
+-- again with them if a pass removed records since the caller looked at the
+-- cleaner passes.  In C
 -- (src/replica_fetch.c): the read is planned once per partition table.
 CREATE FUNCTION mq._replica_fetch_records(b mq.replica_batch, p_id integer, p_partition integer,
                                           p_relid regclass, p_fetch_offset bigint, p_end bigint,
                                           p_listed boolean)
     RETURNS mq.replica_batch
-    AS 'MODULE_PATHNAME', 'mq_replica_fetch_records' LANGUAGE C STRICT;
+    AS 'MODULE_PATHNAME', 'mq_replica_fetch_records' LANGUAGE C;
 
 -- The leader side of a follower's fetch: record the follower's progress
 -- (its fetch offset is its log end), advance the high watermark, and
