@@ -105,6 +105,7 @@ static SPIPlanPtr
 prepare_read(const char *name, bool listed)
 {
 	StringInfoData sql;
+	SPIPlanPtr	plan;
 	Oid			types[2] = {INT8OID, INT8OID};
 	const char *cols[] = {"created_at", "key", "value", "headers", "producer_id",
 						  "producer_epoch", "sequence", "\"timestamp\""};
@@ -118,7 +119,12 @@ prepare_read(const char *name, bool listed)
 					 " AND msg_offset OPERATOR(pg_catalog.<) $2",
 					 listed ? "pg_catalog.array_agg(msg_offset ORDER BY msg_offset)" : "NULL::pg_catalog.int8[]",
 					 name);
-	return mq_spi_prepare(sql.data, 2, types);
+	plan = SPI_prepare_cursor(sql.data, 2, types, CURSOR_OPT_GENERIC_PLAN);
+	if (plan == NULL)
+		elog(ERROR, "mq: SPI_prepare failed for \"%s\": %s", sql.data,
+			 SPI_result_code_string(SPI_result));
+	SPI_keepplan(plan);
+	return plan;
 }
 
 /* The read's plan for relid (listed: with each record's offset). */
