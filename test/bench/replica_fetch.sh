@@ -12,7 +12,7 @@
 # cycles per round; the figures are pgbench's latency per cycle, the CPU
 # its backend used per cycle (the postmaster's reaped children's time:
 # on a loaded machine the latencies include the wait for a core, the CPU
-# does not) and, from pg_stat_user_functions, the mean ms per call of the
+# does not), the WAL bytes per cycle and, from pg_stat_user_functions, the mean ms per call of the
 # fetch and its read (wall time, with the waits).
 #
 # With --old REV the rounds alternate between this build and REV's
@@ -91,6 +91,7 @@ for ((r = 1; r <= ROUNDS; r++)); do
 		psql_q -c "SELECT pg_stat_reset()" >/dev/null
 		while (($(pgrep -P "$PM" | wc -l) > CHILDREN)); do sleep 0.05; done
 		cpu0="$(reaped_cpu_ms)"
+		lsn0="$(psql_q -A -t -c "SELECT pg_current_wal_lsn()")"
 		"$PG_BINDIR/pgbench" -n -M prepared -c 1 -t "$CYCLES" -f "$WORK/cycle.sql" \
 			-d "$(cluster_conninfo fetch)" >"$WORK/pgbench.log" 2>&1 || {
 			cat "$WORK/pgbench.log" >&2
@@ -104,16 +105,17 @@ for ((r = 1; r <= ROUNDS; r++)); do
 			sleep 0.05
 		done
 		while (($(pgrep -P "$PM" | wc -l) > CHILDREN)); do sleep 0.05; done
+		wal="$(psql_q -A -t -c "SELECT round(pg_wal_lsn_diff(pg_current_wal_lsn(), '$lsn0') / $CYCLES)")"
 		cpu="$(awk -v a="$cpu0" -v b="$(reaped_cpu_ms)" -v n="$CYCLES" 'BEGIN {printf "%.3f", (b - a) / n}')"
-		echo "$b $lat $(fn_ms replica_fetch) $(fn_ms _replica_fetch_records) $cpu" | tee -a "$WORK/rounds"
-		echo "round $r $b: cycle $lat ms, server CPU $cpu ms, replica_fetch $(fn_ms replica_fetch) ms," \
+		echo "$b $lat $(fn_ms replica_fetch) $(fn_ms _replica_fetch_records) $cpu $wal" | tee -a "$WORK/rounds"
+		echo "round $r $b: cycle $lat ms, server CPU $cpu ms, WAL $wal B, replica_fetch $(fn_ms replica_fetch) ms," \
 			"_replica_fetch_records $(fn_ms _replica_fetch_records) ms; load $(cut -d' ' -f1-3 /proc/loadavg)" >&2
 	done
 done >/dev/null
 
 mq_phase "medians (ms)"
 printf '| | %s |\n|---|%s\n' "$(printf '%s | ' "${BUILDS[@]}" | sed 's/ | $//')" "$(printf -- '---:|%.0s' "${BUILDS[@]}")"
-for col in 2:"cycle (send, two fetches, two appends)" 5:"server CPU per cycle (its backends)" 3:"mq.replica_fetch per call" 4:"mq._replica_fetch_records per call"; do
+for col in 2:"cycle (send, two fetches, two appends)" 5:"server CPU per cycle (its backends)" 6:"WAL bytes per cycle" 3:"mq.replica_fetch per call" 4:"mq._replica_fetch_records per call"; do
 	i="${col%%:*}"
 	row="| ${col#*:} |"
 	for b in "${BUILDS[@]}"; do
