@@ -379,6 +379,24 @@ extern bool mq_producer_check_sequence(MqTopic *topic, int32 partition, MqProduc
 extern void mq_producer_record_batch(MqTopic *topic, int32 partition, MqProducer *p,
 									 int n, int64 base);
 
+/* Attribute numbers of mq.replica_batch (keep in step with src/sql/60_replica.sql; replica.c, replica_fetch.c) */
+#define RB_BASE_OFFSET		1
+#define RB_LOG_END_OFFSET	2
+#define RB_CREATED_AT		6
+#define RB_KEYS				7
+#define RB_VALS				8
+#define RB_HEADERS			9
+#define RB_PRODUCER_IDS		10
+#define RB_PRODUCER_EPOCHS	11
+#define RB_SEQUENCES		12
+#define RB_BATCH_PRODUCER	13
+#define RB_BATCH_EPOCH		14
+#define RB_BATCH_FIRST		15
+#define RB_BATCH_LAST		16
+#define RB_BATCH_OFFSET		17
+#define RB_TIMESTAMPS		20	/* Kafka timestamps: NULL for LogAppendTime */
+#define RB_OFFSETS			25	/* NULL: base_offset, base_offset + 1, ... */
+
 /* spi.c: catalog queries as the extension owner */
 typedef struct MqSpiSave
 {

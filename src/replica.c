@@ -73,24 +73,6 @@ PG_FUNCTION_INFO_V1(mq_replica_truncate_records);
 /* mq.produce_await's wait when timeout_ms is NULL or below 1 */
 #define PRODUCE_TIMEOUT_MS	30000
 
-/* Attribute numbers of mq.replica_batch (keep in step with 60_replica.sql) */
-#define RB_BASE_OFFSET		1
-#define RB_LOG_END_OFFSET	2
-#define RB_CREATED_AT		6
-#define RB_KEYS				7
-#define RB_VALS				8
-#define RB_HEADERS			9
-#define RB_PRODUCER_IDS		10
-#define RB_PRODUCER_EPOCHS	11
-#define RB_SEQUENCES		12
-#define RB_BATCH_PRODUCER	13
-#define RB_BATCH_EPOCH		14
-#define RB_BATCH_FIRST		15
-#define RB_BATCH_LAST		16
-#define RB_BATCH_OFFSET		17
-#define RB_TIMESTAMPS		20	/* Kafka timestamps: NULL for LogAppendTime */
-#define RB_OFFSETS			25	/* NULL: base_offset, base_offset + 1, ... */
-
 
 /* mq._replica_lock(topic_id, partition): the produce lock, until commit */
 Datum

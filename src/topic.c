@@ -329,14 +329,17 @@ mq_topic_lookup_text(text *name)
 MqTopic *
 mq_topic_by_id(int32 topic_id, bool missing_ok)
 {
+	static SPIPlanPtr plan = NULL;	/* on every log end and acks=all wait */
 	Datum		arg[1] = {Int32GetDatum(topic_id)};
 	Oid			argtype[1] = {INT4OID};
 	char	   *name = NULL;
 	MqSpiSave	spi;
 
 	mq_spi_begin(&spi);
-	if (SPI_execute_with_args("SELECT topic_name FROM mq.topic WHERE topic_id = $1",
-							  1, argtype, arg, NULL, true, 1) == SPI_OK_SELECT &&
+	if (plan == NULL)
+		plan = mq_spi_prepare("SELECT topic_name FROM mq.topic"
+							  " WHERE topic_id OPERATOR(pg_catalog.=) $1", 1, argtype);
+	if (SPI_execute_plan(plan, arg, NULL, true, 1) == SPI_OK_SELECT &&
 		SPI_processed == 1)
 		name = MemoryContextStrdup(CurTransactionContext,
 								   SPI_getvalue(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 1));

@@ -118,47 +118,15 @@ END $$;
 -- batches whose last record lies there.  The batch lists each record's
 -- offset when they are not consecutive from the fetch offset (compaction's
 -- gaps); p_listed: read them with their offsets from the start (the range
--- lies below the last cleaner pass), else read again with them if a pass
--- removed records since the caller looked at the cleaner passes.
+-- lies below the last cleaner pass; NULL: there was none), else read
+-- again with them if a pass removed records since the caller looked at the
+-- cleaner passes.  In C
+-- (src/replica_fetch.c): the read is planned once per partition table.
 CREATE FUNCTION mq._replica_fetch_records(b mq.replica_batch, p_id integer, p_partition integer,
                                           p_relid regclass, p_fetch_offset bigint, p_end bigint,
                                           p_listed boolean)
     RETURNS mq.replica_batch
-LANGUAGE plpgsql SET search_path = pg_catalog, pg_temp AS $$
-DECLARE
-    v_count bigint;
-    v_lo bigint;
-    v_hi bigint;
-BEGIN
-    LOOP
-        EXECUTE format('SELECT array_agg(created_at ORDER BY msg_offset), array_agg(key ORDER BY msg_offset),
-                               array_agg(value ORDER BY msg_offset), array_agg(headers ORDER BY msg_offset),
-                               array_agg(producer_id ORDER BY msg_offset), array_agg(producer_epoch ORDER BY msg_offset),
-                               array_agg(sequence ORDER BY msg_offset), array_agg("timestamp" ORDER BY msg_offset),
-                               %s, count(*), min(msg_offset), max(msg_offset)
-                          FROM %s WHERE msg_offset >= $1 AND msg_offset < $2',
-                       CASE WHEN p_listed THEN 'array_agg(msg_offset ORDER BY msg_offset)'
-                            ELSE 'NULL::bigint[]' END, p_relid)
-           INTO b.created_at, b.keys, b.vals, b.headers, b.producer_ids, b.producer_epochs, b.sequences,
-                b.timestamps, b.offsets, v_count, v_lo, v_hi
-          USING p_fetch_offset, p_end;
-        -- consecutive from the fetch offset: no offsets to ship
-        IF v_count = 0 OR (v_lo = p_fetch_offset AND v_hi = p_fetch_offset + v_count - 1) THEN
-            b.offsets := NULL;
-            EXIT;
-        END IF;
-        EXIT WHEN p_listed;
-        p_listed := true;
-    END LOOP;
-    SELECT array_agg(s.producer_id ORDER BY x.o), array_agg(s.producer_epoch ORDER BY x.o),
-           array_agg(x.f ORDER BY x.o), array_agg(x.l ORDER BY x.o), array_agg(x.o ORDER BY x.o)
-      INTO b.batch_producer, b.batch_epoch, b.batch_first, b.batch_last, b.batch_offset
-      FROM mq.producer_state s
-     CROSS JOIN LATERAL unnest(s.batch_first, s.batch_last, s.batch_offset) AS x(f, l, o)
-     WHERE s.topic_id = p_id AND s.partition = p_partition
-       AND x.o + mq._batch_length(x.f, x.l) - 1 BETWEEN p_fetch_offset AND p_end - 1;
-    RETURN b;
-END $$;
+    AS 'MODULE_PATHNAME', 'mq_replica_fetch_records' LANGUAGE C;
 
 -- The leader side of a follower's fetch: record the follower's progress
 -- (its fetch offset is its log end), advance the high watermark, and
