@@ -194,13 +194,13 @@ extern int	fsess_count(void);
 
 /*
  * fetch_watch.c: the database wakes parked fetches.  fwatch_init: the
- * handler's wake-up of a topic's parked fetches; fwatch_gen: the
- * generation to note when an attempt starts; fwatch_missed: whether a
- * topic of s changed since that generation (read again instead of
- * parking); fwatch_park: s parks, watch its topics; fwatch_recheck_ms:
+ * handler's wake-up of a partition's parked fetches; fwatch_gen: the
+ * generation to note when an attempt starts; fwatch_missed: whether the
+ * high watermark of a partition of s moved since that generation (read
+ * again instead of parking); fwatch_park: s parks, watch its partitions; fwatch_recheck_ms:
  * how often parked fetches re-read without a wake-up.
  */
-extern void fwatch_init(void (*wake) (const char *topic));
+extern void fwatch_init(void (*wake) (const char *topic, int32_t partition));
 extern uint64_t fwatch_gen(void);
 extern bool fwatch_missed(const FetchState *s, uint64_t since);
 extern void fwatch_park(const FetchState *s);

@@ -1,22 +1,24 @@
 /*-------------------------------------------------------------------------
  *
  * fetch_watch.c
- *	  Waking parked fetches when the database says one of their topics
- *	  changed: records committed by any producer (SQL, another daemon, a
- *	  replica's append) or a replicated partition's high watermark moved.
+ *	  Waking parked fetches when the database says the high watermark of
+ *	  a partition they wait on moved: records committed by any producer
+ *	  (SQL, another daemon) or, on a replicated partition, acknowledged by
+ *	  the followers.
  *
  * One statement at a time, on a connection of its own (a pool of one, so
- * that cancelling it can hit nothing else): mq._await_topics with the
- * topics that fetches parked on lately and the change counters last seen,
- * which returns the current counters as soon as one moved, or after
- * WATCH_WAIT_MS.  Each topic whose counter moved wakes its parked fetches
- * (the handler's wake callback, handed down at fwatch_init) and gets a new
- * generation.  A fetch attempt notes the generation when it starts; one
- * that would park after a topic of its moved since then reads again at
- * once, since its snapshot may predate the change (fwatch_missed).  A
- * topic seen for the first time has no counter yet: the watch returns at
- * once and its fetches read again.  A fetch parking on a topic the running
- * statement does not cover cancels it, and the next statement covers it.
+ * that cancelling it can hit nothing else): mq._await_partitions with the
+ * partitions that fetches parked on lately and the high watermarks last
+ * seen, which returns the current ones as soon as one moved, or after
+ * WATCH_WAIT_MS.  Each partition whose high watermark moved wakes the
+ * parked fetches that read it (the handler's wake callback, handed down
+ * at fwatch_init) and gets a new generation.  A fetch attempt notes the
+ * generation when it starts; one that would park after a partition of its
+ * moved since then reads again at once, since its snapshot may predate
+ * the move (fwatch_missed).  A partition seen for the first time has no
+ * high watermark yet: the watch returns at once and its fetches read
+ * again.  A fetch parking on a partition the running statement does not
+ * cover cancels it, and the next statement covers it.
  *
  * While no watch works (mq before 0.2.0, mq not in
  * shared_preload_libraries, the connection down), parked fetches re-read
@@ -38,23 +40,24 @@
 
 #define WATCH_WAIT_MS 5000		/* under the pool's statement deadline */
 #define WATCH_RETRY_US 10000000 /* after a watch failed */
-#define WATCH_KEEP_US 10000000	/* a topic goes this long after its last
+#define WATCH_KEEP_US 10000000	/* a partition goes this long after its last
 								 * parked fetch's deadline */
 #define WATCH_FALLBACK_MS 100	/* the recheck while no watch works */
 
-#define AWAIT_SQL "SELECT mq._await_topics($1::text[], $2::int8[], $3)"
+#define AWAIT_SQL "SELECT mq._await_partitions($1::text[], $2::int4[], $3::int8[], $4)"
 
-typedef struct WTopic
+typedef struct WPart
 {
 	char	   *name;
-	int64_t		seen;			/* change counter, valid if known */
+	int32_t		partition;
+	int64_t		seen;			/* high watermark, valid if known */
 	bool		known;
 	bool		covered;		/* in the running statement */
 	uint64_t	gen;			/* generation of its last change */
 	int64_t		until_us;		/* the latest deadline of a fetch parked on it */
-} WTopic;
+} WPart;
 
-static WTopic *wt;
+static WPart *wt;
 static int	nwt,
 			capwt;
 static uint64_t generation = 1;
@@ -66,12 +69,12 @@ static bool running,
 			taking,				/* in watch_done: it issues the next one */
 			working;
 static int64_t retry_at_us;
-static void (*wake_fn) (const char *topic);
+static void (*wake_fn) (const char *topic, int32_t partition);
 
 static void watch_issue(void);
 
 void
-fwatch_init(void (*wake) (const char *topic))
+fwatch_init(void (*wake) (const char *topic, int32_t partition))
 {
 	wake_fn = wake;
 }
@@ -90,11 +93,12 @@ fwatch_recheck_ms(void)
 	return WATCH_FALLBACK_MS;
 }
 
-static WTopic *
-topic_find(const char *p, int len)
+static WPart *
+topic_find(const char *p, int len, int32_t partition)
 {
 	for (int i = 0; i < nwt; i++)
-		if ((int) strlen(wt[i].name) == len && memcmp(wt[i].name, p, len) == 0)
+		if (wt[i].partition == partition && (int) strlen(wt[i].name) == len &&
+			memcmp(wt[i].name, p, len) == 0)
 			return &wt[i];
 	return NULL;
 }
@@ -102,9 +106,10 @@ topic_find(const char *p, int len)
 bool
 fwatch_missed(const FetchState *s, uint64_t since)
 {
-	for (int32_t t = 0; t < s->ntopics; t++)
+	for (int32_t k = 0; k < s->nparts; k++)
 	{
-		WTopic	   *w = topic_find((const char *) s->topics[t].p, s->topics[t].len);
+		const KSlice *t = &s->topics[s->parts[k].topic];
+		WPart	   *w = topic_find((const char *) t->p, t->len, s->parts[k].partition);
 
 		if (w && w->gen > since)
 			return true;
@@ -112,20 +117,21 @@ fwatch_missed(const FetchState *s, uint64_t since)
 	return false;
 }
 
-static WTopic *
-topic_add(const char *p, int len)
+static WPart *
+topic_add(const char *p, int len, int32_t partition)
 {
-	WTopic	   *w;
+	WPart	   *w;
 
 	if (nwt == capwt)
 	{
 		capwt = capwt ? capwt * 2 : 16;
-		wt = mq_realloc(wt, sizeof(WTopic) * capwt);
+		wt = mq_realloc(wt, sizeof(WPart) * capwt);
 	}
 	w = &wt[nwt++];
 	memset(w, 0, sizeof(*w));
 	w->name = mq_malloc0(len + 1);
 	memcpy(w->name, p, len);
+	w->partition = partition;
 	return w;
 }
 
@@ -134,15 +140,16 @@ fwatch_park(const FetchState *s)
 {
 	bool		uncovered = false;
 
-	for (int32_t t = 0; t < s->ntopics; t++)
+	for (int32_t k = 0; k < s->nparts; k++)
 	{
-		WTopic	   *w;
+		const KSlice *t = &s->topics[s->parts[k].topic];
+		WPart	   *w;
 
-		if (s->topics[t].len <= 0)
+		if (t->len <= 0)
 			continue;
-		w = topic_find((const char *) s->topics[t].p, s->topics[t].len);
+		w = topic_find((const char *) t->p, t->len, s->parts[k].partition);
 		if (w == NULL)
-			w = topic_add((const char *) s->topics[t].p, s->topics[t].len);
+			w = topic_add((const char *) t->p, t->len, s->parts[k].partition);
 		if (w->until_us < s->deadline_us)
 			w->until_us = s->deadline_us;
 		if (!w->covered)
@@ -159,7 +166,7 @@ fwatch_park(const FetchState *s)
 	}
 }
 
-/* drop the topics no fetch parked on lately; true if some remain */
+/* drop the partitions no fetch parked on lately; true if some remain */
 static bool
 topics_prune(void)
 {
@@ -194,14 +201,14 @@ next_counter(const char **p, int64_t *v)
 	return !isnull;
 }
 
-/* the counters the statement returned: wake the topics that moved */
+/* the high watermarks the statement returned: wake the partitions that moved */
 static void
 watch_take(const PGresult *res)
 {
 	const char *p = PQgetvalue(res, 0, 0);
 	bool		moved = false;
 
-	/* by index: a woken fetch that parks again may add topics (realloc) */
+	/* by index: a woken fetch that parks again may add entries (realloc) */
 	for (int i = 0; i < nwt; i++)
 	{
 		int64_t		v;
@@ -217,7 +224,7 @@ watch_take(const PGresult *res)
 		wt[i].known = true;
 		wt[i].seen = v;
 		wt[i].gen = generation;
-		wake_fn(wt[i].name);
+		wake_fn(wt[i].name, wt[i].partition);
 	}
 }
 
@@ -255,11 +262,12 @@ watch_done(KRequest *req)
 		watch_issue();
 }
 
-/* the statement over every topic parked on lately */
+/* the statement over every partition parked on lately */
 static void
 watch_issue(void)
 {
 	MqArray		names,
+				parts,
 				seen;
 	KStmt	   *st;
 	int			len;
@@ -270,10 +278,12 @@ watch_issue(void)
 	if (wpool == NULL)
 		wpool = pool_new(kconfig.conninfo, 1, "the fetch watch", false);
 	mq_array_init(&names, MQ_TEXTOID);
+	mq_array_init(&parts, MQ_INT4OID);
 	mq_array_init(&seen, MQ_INT8OID);
 	for (int i = 0; i < nwt; i++)
 	{
 		mq_array_add(&names, wt[i].name, strlen(wt[i].name));
+		mq_array_add_int32(&parts, wt[i].partition);
 		if (wt[i].known)
 			mq_array_add_int64(&seen, wt[i].seen);
 		else
@@ -283,10 +293,13 @@ watch_issue(void)
 	st = kjob_add(&wjob, AWAIT_SQL, 0);
 	b = mq_array_bytes(&names, &len);
 	kstmt_binary(st, MQ_TEXTARRAYOID, b, len);
+	b = mq_array_bytes(&parts, &len);
+	kstmt_binary(st, MQ_INT4ARRAYOID, b, len);
 	b = mq_array_bytes(&seen, &len);
 	kstmt_binary(st, MQ_INT8ARRAYOID, b, len);
 	kstmt_int(st, MQ_INT4OID, WATCH_WAIT_MS);
 	mq_array_free(&names);
+	mq_array_free(&parts);
 	mq_array_free(&seen);
 	running = true;
 	memset(&wreq, 0, sizeof(wreq));

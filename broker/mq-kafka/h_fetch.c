@@ -13,8 +13,8 @@
  * database connection.  A
  * parked fetch is retried at once when a Produce through this daemon
  * commits to one of its topics, when the database says one of its topics
- * changed (fetch_watch.c: records appended by any producer, a replicated
- * partition's high watermark moved), every --recheck-ms as a safety net,
+ * moved its high watermark (fetch_watch.c: records appended by any
+ * producer, or acknowledged by a replicated partition's followers), every --recheck-ms as a safety net,
  * and a last time at its deadline.  A response
  * that leaves records behind starts the consumer's next read at once
  * (fetch_ahead.c), and the next Fetch takes it if it asks for just that.
@@ -342,6 +342,27 @@ fetch_wake_topic(const char *topic)
 	}
 }
 
+/* the database says partition's high watermark moved (fetch_watch.c) */
+static void
+fetch_wake_partition(const char *topic, int32_t partition)
+{
+	FetchState *s = parked;
+
+	while (s)
+	{
+		FetchState *next = s->next;
+
+		for (int32_t k = 0; k < s->nparts; k++)
+			if (s->parts[k].partition == partition &&
+				kslice_eq(s->topics[s->parts[k].topic], topic))
+			{
+				retry(s, false);
+				break;
+			}
+		s = next;
+	}
+}
+
 /* decode the request; false if malformed */
 static bool
 fetch_decode(KRequest *req, FetchState *s)
@@ -460,7 +481,7 @@ h_fetch(KRequest *req)
 	if (recheck_ev == NULL)
 	{
 		recheck_ev = evtimer_new(kbase, on_recheck, NULL);
-		fwatch_init(fetch_wake_topic);
+		fwatch_init(fetch_wake_partition);
 	}
 	if (s->ids)
 		fetch_resolve(s, fetch_start);

@@ -19,7 +19,7 @@
 # before.
 #
 # Usage: test/bench/fetch_wake.sh [--consumers N] [--seconds S]
-#        [--records N] [--runs N] [--base REV]
+#        [--records N] [--runs N] [--base REV] [--base-kafka PATH]
 # Uses the INSTALLED extension (MQ_PG_ROOT honoured) and this tree's
 # broker/ (build first); the base's mq-kafka is built in a temporary
 # directory.  Fixed sleeps are settling times of a benchmark, not checks.
@@ -28,7 +28,7 @@ set -euo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/../.."
 # shellcheck source=scripts/lib.sh
 source scripts/lib.sh
-CONSUMERS=20 SECS=10 RECORDS=15 RUNS=3 BASE=main
+CONSUMERS=20 SECS=10 RECORDS=9 RUNS=3 BASE=main BASE_KAFKA=""
 while (($#)); do
 	case "$1" in
 	--consumers) CONSUMERS="${2:?}"; shift ;;
@@ -36,6 +36,7 @@ while (($#)); do
 	--records) RECORDS="${2:?}"; shift ;;
 	--runs) RUNS="${2:?}"; shift ;;
 	--base) BASE="${2:?}"; shift ;;
+	--base-kafka) BASE_KAFKA="${2:?}"; shift ;;
 	-h | --help) sed -n '2,/^set -euo/p' "${BASH_SOURCE[0]}" | sed '$d; s/^# \{0,1\}//'; exit 0 ;;
 	*) mq_die "unknown option $1 (see --help)" ;;
 	esac
@@ -55,11 +56,14 @@ cleanup() {
 }
 mq_on_exit cleanup
 
-# the base's mq-kafka
-mkdir -p "$WORK/base"
-git archive "$BASE" broker src/errcodes.txt scripts mq.control | tar -x -C "$WORK/base"
-make -s -C "$WORK/base/broker" mq-kafka/mq-kafka >/dev/null
-declare -A PROG=([before]="$WORK/base/broker/mq-kafka/mq-kafka" [after]="$PWD/broker/mq-kafka/mq-kafka")
+# the base's mq-kafka (--base-kafka: one built already)
+if [[ -z "$BASE_KAFKA" ]]; then
+	mkdir -p "$WORK/base"
+	git archive "$BASE" broker src/errcodes.txt scripts mq.control | tar -x -C "$WORK/base"
+	make -s -C "$WORK/base/broker" mq-kafka/mq-kafka >/dev/null
+	BASE_KAFKA="$WORK/base/broker/mq-kafka/mq-kafka"
+fi
+declare -A PROG=([before]="$BASE_KAFKA" [after]="$PWD/broker/mq-kafka/mq-kafka")
 
 cluster_start fetchwake "log_min_messages = warning" >/dev/null
 psql -X -q -c "CREATE EXTENSION mq" -c "SELECT mq.create_topic('idle', $CONSUMERS)" \
@@ -100,7 +104,10 @@ for ((run = 1; run <= RUNS; run++)); do
 		cpu="$(awk -v t="$((t1 - t0))" -v hz="$HZ" -v s="$SECS" 'BEGIN { printf "%.4f", t / hz / s }')"
 		lats=""
 		for ((r = 0; r < RECORDS; r++)); do
-			kcat -b "$B" -C -t lat -p 0 -o end -c 1 -q >/dev/null 2>&1 &
+			# from the offset the record will get (not "end": a kcat slow
+			# to start would look after it and wait for ever)
+			next="$(psql -X -At -c "SELECT high_watermark FROM mq.partitions WHERE topic = 'lat'")"
+			kcat -b "$B" -C -t lat -p 0 -o "$next" -c 1 -q >/dev/null 2>&1 &
 			kc=$!
 			sleep 1
 			s="$(now_ms)"
