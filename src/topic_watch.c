@@ -47,7 +47,7 @@
 
 #define HWM_SQL \
 	"SELECT pg_catalog.array_agg(s.high_watermark ORDER BY u.i)" \
-	"  FROM pg_catalog.unnest($1::pg_catalog.text[], $2::pg_catalog.int4[])" \
+	"  FROM ROWS FROM (pg_catalog.unnest($1::pg_catalog.text[]), pg_catalog.unnest($2::pg_catalog.int4[]))" \
 	"       WITH ORDINALITY AS u(t, p, i)" \
 	"  LEFT JOIN mq.partitions s ON s.topic OPERATOR(pg_catalog.=) u.t" \
 	"   AND s.partition OPERATOR(pg_catalog.=) u.p"
