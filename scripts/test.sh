@@ -41,7 +41,8 @@
 #      scripts/sanitize.sh` runs them, not this command.
 #   6. multi-node TAP tests test/t/*.pl with prove as the postgres user
 #      (PostgreSQL::Test::Cluster; each test starts its own nodes),
-#      MQ_TAP_JOBS at a time, each on its own ports, data, temp and log
+#      MQ_TAP_JOBS at a time, the slowest first (test/t/slow.txt), each on
+#      its own ports, data, temp and log
 #      files (tap_start below).  MQ_REPO_ROOT names the repo; test/t is in
 #      @INC for helper modules.  By default this phase runs beside phases
 #      3 to 5, in a second instance of this command started after the
@@ -427,7 +428,16 @@ if ! want sanitize; then
 	for f in "${KAFKA_SH[@]}"; do [[ "$f" == test/kafka/fuzz.sh ]] || kept+=("$f"); done
 	KAFKA_SH=("${kept[@]}")
 fi
-TAP_PL=(test/t/*.pl)
+# the slowest first (test/t/slow.txt), then the rest by name
+TAP_PL=()
+while read -r f; do
+	[[ -z "$f" || "$f" == \#* ]] && continue
+	[[ -f "$f" ]] || mq_die "test/t/slow.txt names $f, which does not exist"
+	TAP_PL+=("$f")
+done <test/t/slow.txt
+for f in test/t/*.pl; do
+	[[ " ${TAP_PL[*]} " == *" $f "* ]] || TAP_PL+=("$f")
+done
 UNIT_C=(test/unit/*_test.c)
 UNIT_SH=(test/unit/*.sh)
 PACKAGE_SH=(test/package/*.sh)

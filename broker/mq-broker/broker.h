@@ -166,6 +166,7 @@ typedef struct Broker
 	bool		node_lost_pending;	/* lost the node meanwhile: roles go after it */
 	int64_t		wait_refresh_us;	/* next leader refresh while waiting (loop.c) */
 	bool		live;			/* holds its liveness lock */
+	bool		recovery_pending;	/* the last tick's recovery found work */
 	int64_t		live_since_us;	/* when it took it (mq_now_us) */
 	MqRetry		node_retry;
 	MqRetry		coord_retry;
@@ -223,6 +224,7 @@ extern const FsmAction broker_fsm_actions[FSM_NACTIONS];
 extern void broker_node_lost_roles(Broker *b);
 extern void broker_coord_lost_roles(Broker *b, int pause_ms);
 extern void broker_tick(Broker *b);
+extern int64_t broker_next_tick_us(Broker *b, int64_t start_us);
 extern void broker_renew_lease(Broker *b);
 extern void broker_shutdown(Broker *b);
 

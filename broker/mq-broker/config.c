@@ -79,6 +79,8 @@ static const ConfigKey keys[] = {
 		"required; libpq connection string of the coordinator database"),
 	KEY("broker", "tick.ms", tick_ms, 'i', 10, 10000, "100",
 		"control loop period"),
+	KEY("broker", "tick.idle.ms", tick_idle_ms, 'i', 10, 10000, "500",
+		"control loop period while all this broker serves is steady (at most a quarter of `session.timeout.ms`, not below `tick.ms`)"),
 	KEY("broker", "node.timeout.ms", node_timeout_ms, 'i', 100, 600000, "5000",
 		"a node statement slower than this counts as a lost node"),
 	KEY("broker", "coordinator.timeout.ms", coordinator_timeout_ms, 'i', 100, 600000, "5000",

@@ -26,6 +26,7 @@ typedef struct BrokerConfig
 	char	   *rack;			/* registered for placement, or NULL */
 	char	   *coordinator;	/* conninfo of the coordinator database */
 	int			tick_ms;		/* control loop period */
+	int			tick_idle_ms;	/* ... while steady (step.c) */
 	int			node_timeout_ms;	/* a node call slower than this: node lost */
 	int			coordinator_timeout_ms;
 	int			session_timeout_ms;	/* heartbeat age at which a broker is dead */

@@ -1,8 +1,8 @@
 /*-------------------------------------------------------------------------
  *
  * loop.c
- *	  mq-broker's event loop: run the control tick every tick.ms (step.c)
- *	  and, until the next one, wait with poll() on every follower's
+ *	  mq-broker's event loop: run the control tick every tick.ms, or
+ *	  tick.idle.ms while steady (step.c decides), and, until the next one, wait with poll() on every follower's
  *	  long-polling fetch (follower.c), on the node's own connection to
  *	  notice its death at once (session.c), and on the metrics endpoint
  *	  (metrics.c), without sleeping to poll.
@@ -109,12 +109,17 @@ watch_dispatch(Broker *b, Watch *w, int metrics_n)
 	}
 }
 
-/* Until tick_end, serve fetch answers, node events and scrapes. */
+/*
+ * Until the next tick (step.c says when, again after each event: one
+ * that unsettles the broker brings the tick forward), serve fetch
+ * answers, node events and scrapes.
+ */
 static void
-wait_for_tick(Broker *b, Watch *w, int64_t tick_end, volatile int *stop_requested)
+wait_for_tick(Broker *b, Watch *w, int64_t tick_start, volatile int *stop_requested)
 {
 	while (!*stop_requested)
 	{
+		int64_t		tick_end = broker_next_tick_us(b, tick_start);
 		int64_t		left_ms = (tick_end - mq_now_us() + 999) / 1000;
 		int			metrics_n;
 		int			rc;
@@ -182,14 +187,14 @@ broker_run(Broker *b, volatile int *stop_requested)
 
 	while (!*stop_requested)
 	{
-		int64_t		tick_end = mq_now_us() + (int64_t) b->cfg->tick_ms * 1000;
+		int64_t		tick_start = mq_now_us();
 
 		broker_tick(b);
 		kafka_child_check();
 		/* a broker that has ticked once serves (systemd: Type=notify) */
 		mq_sd_ready();
 		mq_sd_watchdog();
-		wait_for_tick(b, &w, tick_end, stop_requested);
+		wait_for_tick(b, &w, tick_start, stop_requested);
 	}
 	free(w.fds);
 	free(w.parts);

@@ -271,10 +271,12 @@ finish_decided(Broker *b, InDoubt *d)
 	{
 		log_mq_error("recovery: cannot ask the coordinator for decided steps", &err);
 		mq_error_free(&err);
+		b->recovery_pending = true;
 		return;
 	}
 	if (!open)
 		return;
+	b->recovery_pending = true;
 	if (b->node != NULL && b->coord != NULL)
 	{
 		if (coord_txn_outputs_pending(b, check_output, &c, &err))
@@ -311,9 +313,11 @@ recover_prepared(Broker *b)
 	MqError		err = MQ_ERROR_INIT;
 	InDoubt		d;
 
+	b->recovery_pending = true; /* until it finds nothing to do */
 	if (b->node == NULL || b->coord == NULL)
 		return;
 	d.n = node_txn_in_doubt(b, d.gid, d.age_ms, MAX_IN_DOUBT, &err);
+	b->recovery_pending = d.n != 0;
 	if (d.n < 0)
 	{
 		log_mq_error("recovery: cannot list the node's prepared transactions", &err);

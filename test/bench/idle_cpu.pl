@@ -1,0 +1,87 @@
+# The CPU an idle replicated cluster spends (docs/benchmarks.md, "An idle
+# cluster"): not a test, nothing here passes or fails on timing.
+#
+# Three data nodes, a coordinator and three brokers (MqCluster's
+# defaults), a topic of MQ_BENCH_PARTITIONS partitions (default 6),
+# replication factor 3, nothing produced.  Once every partition has its
+# preferred leader and a full ISR, the CPU time (user + system, from
+# /proc) of every server process and broker is summed over
+# MQ_BENCH_SECONDS (default 20), first with tick.idle.ms = tick.ms (the
+# tick as it was: every 100 ms whatever the state), then with the
+# default tick.idle.ms, alternating for MQ_BENCH_ROUNDS rounds (default
+# 2; the brokers restart between runs).  Prints each run and the ratio
+# of the medians; results go to MQ_BENCH_OUT ("config<TAB>cpu ms per s").
+use strict;
+use warnings;
+
+use PostgreSQL::Test::Utils;
+use Test::More;
+use Time::HiRes qw(time usleep);
+use MqCluster;
+
+my $parts = $ENV{MQ_BENCH_PARTITIONS} // 6;
+my $secs = $ENV{MQ_BENCH_SECONDS} // 20;
+my $rounds = $ENV{MQ_BENCH_ROUNDS} // 2;
+my $tck = POSIX::sysconf(POSIX::_SC_CLK_TCK()) || 100;
+
+my $c = MqCluster->new(nodes => 3);
+$c->start_brokers;
+$c->create_topic('idle', $parts, { 'replication.factor' => 3 });
+
+sub settled
+{
+	return $c->coord->poll_query_until('postgres',
+		"SELECT bool_and(cardinality(isr) = 3 AND leader = replicas[1]) "
+		  . "FROM mq_coord.partition WHERE topic = 'idle'");
+}
+
+sub cpu_ticks
+{
+	my @pids = map { MqCluster::server_pids($_) } ($c->coord, map { $c->node($_) } 1 .. 3);
+	push @pids, grep { defined } @{ $c->{brokers} }[ 1 .. 3 ];
+	my $sum = 0;
+	for my $pid (@pids)
+	{
+		open(my $fh, '<', "/proc/$pid/stat") or next;
+		my @f = split ' ', ((<$fh> // '') =~ s/^.*\)\s+//r);
+		$sum += $f[11] + $f[12];    # utime, stime
+	}
+	return $sum;
+}
+
+sub restart_brokers
+{
+	my ($conf) = @_;
+	$c->signal_broker($_, 'TERM') for 1 .. 3;
+	$c->{opt}{broker_conf} = $conf;
+	$c->start_broker($_) for 1 .. 3;
+}
+
+my %runs = (old => [], new => []);
+for my $r (1 .. $rounds)
+{
+	for my $kind ('old', 'new')
+	{
+		restart_brokers($kind eq 'old' ? "[broker]\ntick.idle.ms = 100\n" : '');
+		settled() or die 'the partitions did not settle';
+		sleep 2;                    # past the first ticks after settling
+		my ($t0, $c0) = (time, cpu_ticks());
+		sleep $secs;
+		my $ms = (cpu_ticks() - $c0) * 1000 / $tck / (time - $t0);
+		push @{ $runs{$kind} }, $ms;
+		note(sprintf('round %d %s: %.0f ms of CPU per second', $r, $kind, $ms));
+	}
+}
+
+sub median { my @s = sort { $a <=> $b } @_; return $s[ $#s / 2 ]; }
+my ($old, $new) = (median(@{ $runs{old} }), median(@{ $runs{new} }));
+note(sprintf('idle cluster, %d partitions: %.0f ms/s with the tick every 100 ms, '
+	  . '%.0f ms/s with tick.idle.ms: %.2fx', $parts, $old, $new, $new / $old));
+if (my $out = $ENV{MQ_BENCH_OUT})
+{
+	open(my $fh, '>', $out) or die "$out: $!";
+	printf $fh "tick every 100 ms\t%.0f\ntick.idle.ms 500\t%.0f\n", $old, $new;
+}
+ok(1, 'measured');
+$c->teardown;
+done_testing();
