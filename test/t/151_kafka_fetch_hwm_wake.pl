@@ -43,7 +43,12 @@ my $body = pack('s> s> l> s>/a*', 1, 4, 7, 'tap')
 print $sock pack('l>/a*', $body);
 my $sent = time;
 
-# the daemon parks it (nothing to read yet); then a record, acks=all
+# the daemon parks it (nothing to read yet), which starts its watch on
+# the leader's node; then a record, acks=all
+ok($c->node($a)->poll_query_until('postgres',
+		"SELECT count(*) > 0 FROM pg_stat_activity WHERE state = 'active'"
+		  . " AND query LIKE '%mq._await_partitions%' AND pid <> pg_backend_pid()"),
+	'the fetch parked: the daemon waits in mq._await_partitions');
 $c->node($a)->safe_psql('postgres', "CALL mq.produce('hw', NULL, ARRAY['x']::bytea[], 0, 'all')");
 
 $sock->blocking(1);
