@@ -246,6 +246,9 @@ extern void mq_notify_all(void);
 extern void mq_notify_flush_visible(int32 topic_id);
 extern uint64 mq_notify_counter(int32 topic_id);
 extern bool mq_notify_wait(int32 topic_id, uint64 seen, TimestampTz deadline);
+extern bool mq_notify_watchable(void);
+extern bool mq_notify_watch(void);
+extern void mq_notify_unwatch(void);
 
 /* longpoll.c: the high watermark reads stop at, and long polling */
 typedef struct MqLongPoll

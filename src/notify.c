@@ -32,6 +32,17 @@
  * current insert position is the bound.  Counted per slot, so topics
  * sharing one only flush a little more.
  *
+ * Watchers (topic_watch.c, for mq-kafka's parked fetches) wait on many
+ * topics at once, which a condition variable cannot do: a watcher puts its
+ * proc number in one of MQ_WATCHERS entries, and every change then also
+ * sets the latches of the registered watchers, which look at their topics'
+ * counters again.  A changer bumps a counter and then reads the watcher
+ * count; a watcher counts itself in and then reads the counters (both
+ * through full barriers), so one of the two sees the other.  A backend
+ * that exits clears its entry (on_shmem_exit); a stale latch set is only a
+ * spurious wake-up.  With no watcher registered, a change costs one more
+ * atomic read.
+ *
  * A hot standby has no producers: its records arrive by WAL replay, which
  * runs no commit callbacks.  There the counter is the replay position
  * (GetXLogReplayRecPtr), and a waiter looks at it every
@@ -55,6 +66,7 @@
 #include "storage/ipc.h"
 #include "storage/latch.h"
 #include "storage/lwlock.h"
+#include "storage/proc.h"
 #include "storage/shmem.h"
 #include "utils/memutils.h"
 #include "utils/timestamp.h"
@@ -64,6 +76,7 @@
 
 #define MQ_NOTIFY_SLOTS 1024
 #define MQ_STANDBY_POLL_MS 10
+#define MQ_WATCHERS 64
 
 typedef struct MqNotifySlot
 {
@@ -73,7 +86,17 @@ typedef struct MqNotifySlot
 	ConditionVariable cv;
 } MqNotifySlot;
 
+/* backends waiting on many topics (topic_watch.c): proc number + 1, 0 free */
+typedef struct MqWatchers
+{
+	pg_atomic_uint32 count;
+	pg_atomic_uint32 procno[MQ_WATCHERS];
+} MqWatchers;
+
 static MqNotifySlot *slots = NULL;
+static MqWatchers *watchers = NULL;
+static int	my_watch = -1;		/* this backend's entry, -1: none */
+static bool watch_exit_set = false;
 static shmem_request_hook_type prev_shmem_request_hook = NULL;
 static shmem_startup_hook_type prev_shmem_startup_hook = NULL;
 
@@ -86,7 +109,7 @@ static List *counted = NIL;
 static Size
 notify_shmem_size(void)
 {
-	return mul_size(MQ_NOTIFY_SLOTS, sizeof(MqNotifySlot));
+	return add_size(mul_size(MQ_NOTIFY_SLOTS, sizeof(MqNotifySlot)), sizeof(MqWatchers));
 }
 
 static void
@@ -106,8 +129,12 @@ notify_shmem_startup(void)
 		prev_shmem_startup_hook();
 	LWLockAcquire(AddinShmemInitLock, LW_EXCLUSIVE);
 	slots = ShmemInitStruct("mq notify slots", notify_shmem_size(), &found);
+	watchers = (MqWatchers *) (slots + MQ_NOTIFY_SLOTS);
 	if (!found)
 	{
+		pg_atomic_init_u32(&watchers->count, 0);
+		for (int i = 0; i < MQ_WATCHERS; i++)
+			pg_atomic_init_u32(&watchers->procno[i], 0);
 		for (int i = 0; i < MQ_NOTIFY_SLOTS; i++)
 		{
 			pg_atomic_init_u64(&slots[i].changes, 0);
@@ -127,6 +154,21 @@ slot_for(int32 topic_id)
 	return &slots[h % MQ_NOTIFY_SLOTS];
 }
 
+/* Set the latch of every registered watcher (after a counter moved). */
+static void
+wake_watchers(void)
+{
+	if (pg_atomic_read_u32(&watchers->count) == 0)
+		return;
+	for (int i = 0; i < MQ_WATCHERS; i++)
+	{
+		uint32		procno = pg_atomic_read_u32(&watchers->procno[i]);
+
+		if (procno != 0)
+			SetLatch(&GetPGProcByNumber(procno - 1)->procLatch);
+	}
+}
+
 /* Wake everyone waiting on the topic now. */
 void
 mq_notify_now(int32 topic_id)
@@ -138,6 +180,7 @@ mq_notify_now(int32 topic_id)
 	slot = slot_for(topic_id);
 	pg_atomic_fetch_add_u64(&slot->changes, 1);
 	ConditionVariableBroadcast(&slot->cv);
+	wake_watchers();
 }
 
 /*
@@ -157,6 +200,62 @@ mq_notify_all(void)
 		pg_atomic_fetch_add_u64(&slots[i].changes, 1);
 		ConditionVariableBroadcast(&slots[i].cv);
 	}
+	wake_watchers();
+}
+
+/* whether counters move without polling (false: no shared memory) */
+bool
+mq_notify_watchable(void)
+{
+	return slots != NULL && !RecoveryInProgress();
+}
+
+static void
+watch_exit(int code, Datum arg)
+{
+	mq_notify_unwatch();
+}
+
+/*
+ * Have every topic's change set this backend's latch, until
+ * mq_notify_unwatch.  False when all entries are taken (the caller then
+ * polls).
+ */
+bool
+mq_notify_watch(void)
+{
+	if (!mq_notify_watchable())
+		return false;
+	if (my_watch >= 0)
+		return true;
+	if (!watch_exit_set)
+	{
+		on_shmem_exit(watch_exit, 0);
+		watch_exit_set = true;
+	}
+	for (int i = 0; i < MQ_WATCHERS; i++)
+	{
+		uint32		expected = 0;
+
+		if (pg_atomic_compare_exchange_u32(&watchers->procno[i], &expected,
+										   (uint32) MyProc->pgprocno + 1))
+		{
+			my_watch = i;
+			pg_atomic_fetch_add_u32(&watchers->count, 1);
+			return true;
+		}
+	}
+	return false;
+}
+
+void
+mq_notify_unwatch(void)
+{
+	if (my_watch < 0)
+		return;
+	pg_atomic_write_u32(&watchers->procno[my_watch], 0);
+	pg_atomic_fetch_sub_u32(&watchers->count, 1);
+	my_watch = -1;
 }
 
 /* Wake the topic's waiters when this transaction commits. */

@@ -67,6 +67,7 @@ typedef struct FetchState
 	bool		failed;			/* the last attempt got a database error */
 	bool		diverged;		/* it answers a diverging epoch: at once */
 	bool		final;
+	uint64_t	watch_gen;		/* fwatch_gen() when the attempt started */
 	struct event *timer;
 	KRequest   *req;
 	struct FetchState *prev,
@@ -190,6 +191,20 @@ extern bool fsess_keep(FetchState *s, int32_t k, int16_t code, int64_t hw, int64
 					   size_t bytes);
 extern void fsess_sent(const FetchState *s);
 extern int	fsess_count(void);
+
+/*
+ * fetch_watch.c: the database wakes parked fetches.  fwatch_init: the
+ * handler's wake-up of a partition's parked fetches; fwatch_gen: the
+ * generation to note when an attempt starts; fwatch_missed: whether the
+ * high watermark of a partition of s moved since that generation (read
+ * again instead of parking); fwatch_park: s parks, watch its partitions; fwatch_recheck_ms:
+ * how often parked fetches re-read without a wake-up.
+ */
+extern void fwatch_init(void (*wake) (const char *topic, int32_t partition));
+extern uint64_t fwatch_gen(void);
+extern bool fwatch_missed(const FetchState *s, uint64_t since);
+extern void fwatch_park(const FetchState *s);
+extern int	fwatch_recheck_ms(void);
 
 /*
  * What the read-ahead (below the handler) runs of the handler's, handed

@@ -12,8 +12,10 @@
  * fewer than min_bytes and time left, the request is parked: it holds no
  * database connection.  A
  * parked fetch is retried at once when a Produce through this daemon
- * commits to one of its topics, every --recheck-ms for records appended
- * by other producers (SQL), and a last time at its deadline.  A response
+ * commits to one of its topics, when the database says one of its topics
+ * moved its high watermark (fetch_watch.c: records appended by any
+ * producer, or acknowledged by a replicated partition's followers), every --recheck-ms as a safety net,
+ * and a last time at its deadline.  A response
  * that leaves records behind starts the consumer's next read at once
  * (fetch_ahead.c), and the next Fetch takes it if it asks for just that.
  *
@@ -85,6 +87,7 @@ fetch_state_free(void *p)
 static void
 fetch_attempt(FetchState *s)
 {
+	s->watch_gen = fwatch_gen();
 	fetch_job(s);
 	pool_run(s->req, &s->job, fetch_done);
 }
@@ -301,6 +304,11 @@ fetch_done(KRequest *req)
 	/* a read-ahead's record counts may have been short: retries go by bytes */
 	for (int32_t k = 0; k < s->nparts; k++)
 		s->parts[k].max_records = 0;
+	if (fwatch_missed(s, s->watch_gen))
+	{
+		fetch_attempt(s);		/* a topic changed after this read began */
+		return;
+	}
 	s->next = parked;
 	if (parked)
 		parked->prev = s;
@@ -308,8 +316,9 @@ fetch_done(KRequest *req)
 	tv.tv_sec = left / 1000000;
 	tv.tv_usec = left % 1000000;
 	evtimer_add(s->timer, &tv);
-	tv.tv_sec = kconfig.recheck_ms / 1000;
-	tv.tv_usec = (kconfig.recheck_ms % 1000) * 1000;
+	fwatch_park(s);
+	tv.tv_sec = fwatch_recheck_ms() / 1000;
+	tv.tv_usec = (fwatch_recheck_ms() % 1000) * 1000;
 	if (!evtimer_pending(recheck_ev, NULL))
 		evtimer_add(recheck_ev, &tv);
 }
@@ -325,6 +334,27 @@ fetch_wake_topic(const char *topic)
 
 		for (int32_t t = 0; t < s->ntopics; t++)
 			if (kslice_eq(s->topics[t], topic))
+			{
+				retry(s, false);
+				break;
+			}
+		s = next;
+	}
+}
+
+/* the database says partition's high watermark moved (fetch_watch.c) */
+static void
+fetch_wake_partition(const char *topic, int32_t partition)
+{
+	FetchState *s = parked;
+
+	while (s)
+	{
+		FetchState *next = s->next;
+
+		for (int32_t k = 0; k < s->nparts; k++)
+			if (s->parts[k].partition == partition &&
+				kslice_eq(s->topics[s->parts[k].topic], topic))
 			{
 				retry(s, false);
 				break;
@@ -449,7 +479,10 @@ h_fetch(KRequest *req)
 	}
 	s->timer = evtimer_new(kbase, on_deadline, s);
 	if (recheck_ev == NULL)
+	{
 		recheck_ev = evtimer_new(kbase, on_recheck, NULL);
+		fwatch_init(fetch_wake_partition);
+	}
 	if (s->ids)
 		fetch_resolve(s, fetch_start);
 	else

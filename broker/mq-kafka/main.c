@@ -89,8 +89,8 @@ static const char help[] =
 "      --group-initial-delay-ms=N  wait for more members of a new group (default 3000)\n"
 "      --auto-create-topics=N   create unknown topics with N partitions when a\n"
 "                               Metadata request allows it (default 0: never)\n"
-"      --recheck-ms=N           how often a waiting fetch looks for records that\n"
-"                               SQL producers appended (default 100)\n"
+"      --recheck-ms=N           how often a waiting fetch looks for records without\n"
+"                               a wake-up from the database (default 2000)\n"
 "      --fetch-encoder=database|daemon  Fetch v4+ record batches encoded by\n"
 "                               the database (mq.kafka_fetch, default) or here\n"
 "      --metrics=HOST:PORT      serve Prometheus metrics on http://HOST:PORT/metrics\n"
@@ -460,7 +460,7 @@ main(int argc, char **argv)
 	kconfig.max_request_bytes = 100 * 1024 * 1024;
 	kconfig.max_inflated_bytes = 64 * 1024 * 1024;
 	kconfig.group_initial_delay_ms = 3000;
-	kconfig.recheck_ms = 100;
+	kconfig.recheck_ms = 2000;
 	kconfig.refresh_ms = 500;
 	parse_args(argc, argv);
 	if (kconfig.coordinator && kconfig.npeers > 0)

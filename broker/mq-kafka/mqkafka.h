@@ -96,7 +96,7 @@ typedef struct KConfig
 	int32_t		max_inflated_bytes;	/* decompressed size cap per batch */
 	int			group_initial_delay_ms;
 	int			auto_create_partitions;	/* 0: no automatic topic creation */
-	int			recheck_ms;		/* parked fetches re-read this often */
+	int			recheck_ms;		/* parked fetches re-read this often (fetch_watch.c) */
 	bool		fetch_in_daemon;	/* Fetch v4+ batches encoded here, not by mq.kafka_fetch */
 	int			npeers;
 	KPeer		peers[KMAX_PEERS];
@@ -201,6 +201,8 @@ extern KPool *pool_new(const char *conninfo, int size, const char *name, bool lo
 extern KPool *pool_local(void);
 extern void pool_run_on(KPool *p, KRequest *req, struct KJob *job, KDoneFn done_fn);
 extern bool pool_up(const KPool *p);
+/* cancel what req runs on p, if it runs (its done callback gets 57014) */
+extern void pool_cancel(KPool *p, const KRequest *req);
 
 /* api.c: header parsing and dispatch */
 extern void api_dispatch(KRequest *req, size_t frame_len);

@@ -423,6 +423,14 @@ pool_run_on(KPool *p, KRequest *req, KJob *job, KDoneFn done_fn)
 }
 
 void
+pool_cancel(KPool *p, const KRequest *req)
+{
+	for (int i = 0; i < p->size; i++)
+		if (p->slots[i].req == req && p->slots[i].conn != NULL)
+			(void) mq_cancel_bounded(p->slots[i].conn, 0);
+}
+
+void
 pool_run(KRequest *req, KJob *job, KDoneFn done_fn)
 {
 	pool_run_on(local_pool, req, job, done_fn);

@@ -21,6 +21,13 @@ CREATE FUNCTION mq.kafka_fetch(topics text[], partitions integer[], from_offsets
     RETURNS TABLE (item integer, next_offset bigint, records integer, bytes bigint, batches bytea)
     AS 'MODULE_PATHNAME', 'mq_kafka_fetch' LANGUAGE C VOLATILE ROWS 10;
 
+-- mq-kafka's parked fetches wait on this (src/topic_watch.c): the high
+-- watermarks of partitions as soon as one is not what the caller saw last.
+CREATE FUNCTION mq._await_partitions(topics text[], partitions integer[], seen bigint[],
+                                     max_wait_ms integer)
+    RETURNS bigint[]
+    AS 'MODULE_PATHNAME', 'mq_await_partitions' LANGUAGE C VOLATILE STRICT;
+
 CREATE FUNCTION mq.commit_offset(group_id text, topic text, partition integer,
                                  next_offset bigint, metadata text DEFAULT NULL,
                                  producer_id bigint DEFAULT NULL, producer_epoch integer DEFAULT NULL,

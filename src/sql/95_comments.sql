@@ -115,6 +115,7 @@ COMMENT ON PROCEDURE mq.produce(text, bytea[], bytea[], integer, text, bigint, i
 -- Consume (40_consume.sql; commit_polled is commented there)
 COMMENT ON FUNCTION mq.kafka_fetch(text[], integer[], bigint[], integer[], integer[], integer) IS
     'Kafka''s Fetch: each partition''s records from an offset as Kafka record batches (v2, CRC-32C), read as mq.fetch reads them, within its max_bytes and the call''s response_max_bytes';
+COMMENT ON FUNCTION mq._await_partitions(text[], integer[], bigint[], integer) IS 'internal: waits until the high watermark of one of the partitions (of topics the caller may read) is not the one seen, at most max_wait_ms, and returns them; NULL when no commit can wake it (no shared memory)';
 COMMENT ON FUNCTION mq.fetch(text, integer, bigint, integer, integer, integer, bigint) IS
     'reads up to max_records records of one partition from an offset; with max_wait_ms waits for at least min_records (long polling)';
 COMMENT ON FUNCTION mq.commit_offset(text, text, integer, bigint, text, bigint, integer, text, integer) IS

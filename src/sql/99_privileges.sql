@@ -25,6 +25,8 @@ GRANT EXECUTE ON FUNCTION mq.validate_config(jsonb), mq.murmur2(bytea),
     -- what the produce contract (31_produce_acks.sql, the caller's rights)
     -- calls besides send_batch
     mq._produce_state(text, integer),
+    -- mq-kafka's parked fetches (the topics the caller may read)
+    mq._await_partitions(text[], integer[], bigint[], integer),
     -- mq-kafka's Produce response on LogAppendTime topics
     mq._log_append_time(text, integer, bigint) TO PUBLIC;
 -- Produce, consume, groups, topic administration, grant and revoke check

@@ -982,7 +982,8 @@ sub teardown
 #                                       # [kafka] ($text: the section, with
 #                                       # 127.0.0.1:9092 for the address)
 #                                       # (metrics => 1: each mq-kafka with --metrics
-#                                       # on 127.0.0.1:$c->{kafka_metrics_port}[$i])
+#                                       # on 127.0.0.1:$c->{kafka_metrics_port}[$i];
+#                                       # program => $path: the mq-kafka to run)
 #   $c->kafka_address($i)               # "127.0.0.1:PORT" of broker $i's mq-kafka
 #   $c->kafka_address2($i)              # the port of 127.0.0.1:9093 in $text, if any
 #                                       # (a second listener, each broker its own port)
@@ -1027,7 +1028,7 @@ sub start_kafka_brokers
 			$section .= "metrics = 127.0.0.1:$self->{kafka_metrics_port}[$i]\n";
 		}
 		local $self->{opt}{broker_conf} = $base . $section
-		  . "program = $root/broker/mq-kafka/mq-kafka\n"
+		  . 'program = ' . ($o{program} // "$root/broker/mq-kafka/mq-kafka") . "\n"
 		  . 'group.initial.rebalance.delay.ms = ' . ($o{group_delay_ms} // 1000) . "\n";
 		$self->start_broker($i);
 	}
