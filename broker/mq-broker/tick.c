@@ -15,7 +15,8 @@
  * at most a quarter of session.timeout.ms: a tick renews the lease and
  * heartbeats.
  *
- * Layer: a helper below loop.c; it reads the broker's state, changes
+ * Layer: a helper below loop.c and step.c (which gives a preferred
+ * leader an idle period to run); it reads the broker's state, changes
  * nothing and calls only the lookups of assign.c and handover.c.
  *
  * Locking: none; the broker's one thread.
