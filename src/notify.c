@@ -58,6 +58,7 @@
 
 #include "access/xact.h"
 #include "access/xlog.h"
+#include "access/xlog_internal.h"
 #include "access/xlogrecovery.h"
 #include "common/hashfn.h"
 #include "miscadmin.h"
@@ -346,6 +347,26 @@ notify_xact_callback(XactEvent event, void *arg)
 }
 
 /*
+ * The end of the WAL inserted so far, as a position XLogFlush can reach.
+ * GetXLogInsertRecPtr gives the next record's start: at a page's start
+ * that is past the page header, which nothing has written yet, so a
+ * flush up to it fails ("xlog flush request ... is not satisfied ---
+ * flushed only to" the page's start; seen in test/t/121).  PostgreSQL 17
+ * has GetXLogInsertEndRecPtr for this.
+ */
+static XLogRecPtr
+insert_end(void)
+{
+	XLogRecPtr	p = GetXLogInsertRecPtr();
+
+	if (XLogSegmentOffset(p, wal_segment_size) == SizeOfXLogLongPHD)
+		return p - SizeOfXLogLongPHD;
+	if (p % XLOG_BLCKSZ == SizeOfXLogShortPHD)
+		return p - SizeOfXLogShortPHD;
+	return p;
+}
+
+/*
  * Make every commit that touched the topic and that a snapshot taken
  * before this call sees durable (flushed WAL): up to the slot's commit_lsn
  * when no such commit is in between its pre-commit and its callback, else
@@ -361,7 +382,7 @@ mq_notify_flush_visible(int32 topic_id)
 		return;
 	pg_memory_barrier();
 	if (slots == NULL || pg_atomic_read_u32(&slot_for(topic_id)->committing) > 0)
-		upto = GetXLogInsertRecPtr();
+		upto = insert_end();
 	else
 	{
 		pg_read_barrier();
