@@ -8,12 +8,8 @@
 #   --partitions N  partitions of the idle topic (default 6)
 #   --out FILE      also write the medians (config<TAB>ms of CPU per s)
 set -euo pipefail
-
-HERE="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
-REPO="$(cd "$HERE/../.." && pwd)"
-# shellcheck source=scripts/lib.sh
-source "$REPO/scripts/lib.sh"
-mq_pg_paths || mq_die "PostgreSQL 15 (pg_config) not found"
+# shellcheck source=test/bench/setup.bash
+source "$(dirname "${BASH_SOURCE[0]}")/setup.bash"
 
 SECONDS_RUN=20 ROUNDS=2 PARTS=6 OUT=""
 while (($#)); do

@@ -1,6 +1,6 @@
 # shellcheck shell=bash
 # The setup the benchmarks share (test/bench/{ackpath,replication,core,
-# fetch_cpu,kafka_epochs,many_topics}.sh source it right after
+# fetch_cpu,kafka_epochs,many_topics,idle_cpu}.sh source it right after
 # `set -euo pipefail`): what each of them repeated.  Sourcing it
 #
 #   sets HERE (test/bench) and REPO (the checkout), sources scripts/lib.sh,
