@@ -110,22 +110,36 @@ watch_dispatch(Broker *b, Watch *w, int metrics_n)
 }
 
 /*
- * Until the next tick (step.c says when, again after each event: one
- * that unsettles the broker brings the tick forward), serve fetch
- * answers, node events and scrapes.
+ * Until the next tick, serve fetch answers, node events and scrapes.
+ * tick.c says when it is; an event may unsettle the broker and bring it
+ * forward, so it is asked again every tick.ms (not after each event: it
+ * looks at every partition, and a broker with thousands of them serves
+ * thousands of fetch answers a second).
  */
 static void
 wait_for_tick(Broker *b, Watch *w, int64_t tick_start, volatile int *stop_requested)
 {
+	int64_t		tick_end = broker_next_tick_us(b, tick_start);
+	int64_t		asked = mq_now_us();
+	int64_t		every = (int64_t) b->cfg->tick_ms * 1000;
+
 	while (!*stop_requested)
 	{
-		int64_t		tick_end = broker_next_tick_us(b, tick_start);
-		int64_t		left_ms = (tick_end - mq_now_us() + 999) / 1000;
+		int64_t		now = mq_now_us();
+		int64_t		until;
+		int64_t		left_ms;
 		int			metrics_n;
 		int			rc;
 
-		if (left_ms <= 0)
+		if (now - asked >= every)
+		{
+			tick_end = broker_next_tick_us(b, tick_start);
+			asked = now;
+		}
+		until = tick_end < asked + every ? tick_end : asked + every;
+		if (now >= tick_end)
 			return;
+		left_ms = (until - now + 999) / 1000;
 		left_ms = watch_build(b, w, left_ms, &metrics_n);
 		rc = poll(w->fds, (nfds_t) w->n, (int) left_ms);
 		if (rc < 0)

@@ -11,7 +11,7 @@
  * A steady broker sees a change others make (a new topic, a broker gone)
  * one idle tick later at most, and then ticks at tick.ms until it is
  * steady again; its own events (a fetch refused, the node lost) unsettle
- * it at once, and loop.c asks again after each.  The idle period stays
+ * it within tick.ms (loop.c asks again that often).  The idle period stays
  * at most a quarter of session.timeout.ms: a tick renews the lease and
  * heartbeats.
  *
