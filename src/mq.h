@@ -34,6 +34,7 @@
 #define MQ_LOCK_CLAIM		0x4D52	/* a poller's claim on a group's partition */
 #define MQ_LOCK_PRODUCER	0x4D53	/* shared by sends, exclusive by init_producer */
 #define MQ_LOCK_BROKER		0x4D54	/* held by the node's mq-broker session (leadership.c) */
+#define MQ_LOCK_PROGRESS	0x4D55	/* a follower's fetch, progress to commit (replica.c) */
 
 /* Column numbers of a log table (1-based, as in the CREATE TABLE) */
 #define Anum_log_partition		1

@@ -62,6 +62,7 @@
 #include "mq.h"
 
 PG_FUNCTION_INFO_V1(mq_replica_lock);
+PG_FUNCTION_INFO_V1(mq_replica_progress_lock);
 PG_FUNCTION_INFO_V1(mq_replica_notify);
 PG_FUNCTION_INFO_V1(mq_replica_wait_records);
 PG_FUNCTION_INFO_V1(mq_replica_durable_log_end);
@@ -74,15 +75,39 @@ PG_FUNCTION_INFO_V1(mq_replica_truncate_records);
 #define PRODUCE_TIMEOUT_MS	30000
 
 
+/* A partition's lock of class lock_class, until commit. */
+static void
+lock_partition(int32 topic_id, int32 partition, uint16 lock_class)
+{
+	LOCKTAG		tag;
+
+	SET_LOCKTAG_ADVISORY(tag, MyDatabaseId, (uint32) topic_id, (uint32) partition, lock_class);
+	(void) LockAcquire(&tag, ExclusiveLock, false, false);
+}
+
 /* mq._replica_lock(topic_id, partition): the produce lock, until commit */
 Datum
 mq_replica_lock(PG_FUNCTION_ARGS)
 {
-	LOCKTAG		tag;
+	lock_partition(PG_GETARG_INT32(0), PG_GETARG_INT32(1), MQ_LOCK_PRODUCE);
+	PG_RETURN_VOID();
+}
 
-	SET_LOCKTAG_ADVISORY(tag, MyDatabaseId, (uint32) PG_GETARG_INT32(0),
-						 (uint32) PG_GETARG_INT32(1), MQ_LOCK_PRODUCE);
-	(void) LockAcquire(&tag, ExclusiveLock, false, false);
+/*
+ * mq._replica_progress_lock(topic_id, partition): one follower's fetch at
+ * a time from recording its progress to its commit.  Two followers
+ * reporting the same new log end at once each computed the high watermark
+ * under a snapshot without the other's (uncommitted) progress, so neither
+ * moved it; both then long-polled with nothing left to wake them, and an
+ * acks=all write waited out replica.fetch.wait.max.ms.  Held to commit,
+ * so the second fetch's statements see the first's progress.  Fetches
+ * take it before any row lock; role changes, which lock rows, never take
+ * it, so it adds no deadlock.
+ */
+Datum
+mq_replica_progress_lock(PG_FUNCTION_ARGS)
+{
+	lock_partition(PG_GETARG_INT32(0), PG_GETARG_INT32(1), MQ_LOCK_PROGRESS);
 	PG_RETURN_VOID();
 }
 

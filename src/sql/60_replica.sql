@@ -180,6 +180,10 @@ END $$;
 
 CREATE FUNCTION mq._replica_lock(topic_id integer, partition integer) RETURNS void
     AS 'MODULE_PATHNAME', 'mq_replica_lock' LANGUAGE C STRICT;
+CREATE FUNCTION mq._replica_progress_lock(topic_id integer, partition integer) RETURNS void
+    AS 'MODULE_PATHNAME', 'mq_replica_progress_lock' LANGUAGE C STRICT;
+COMMENT ON FUNCTION mq._replica_progress_lock(integer, integer) IS
+    'internal: one follower''s fetch of the partition at a time, from recording its progress to commit';
 CREATE FUNCTION mq._replica_notify(topic_id integer) RETURNS void
     AS 'MODULE_PATHNAME', 'mq_replica_notify' LANGUAGE C STRICT;
 CREATE FUNCTION mq._replica_wait_records(topic_id integer, partition integer,

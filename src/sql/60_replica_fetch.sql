@@ -41,14 +41,20 @@ END $$;
 -- offsets, as for records against the high watermark: caught up when it
 -- applied (in this epoch) what the ISR has acknowledged.  A new offsets
 -- version wakes mq.await_commit's waiters (p_old_ov: the one recorded).
+-- The partition's progress lock, first, serialises the followers' fetches
+-- from here to their commit, so that the high watermark the caller then
+-- computes (mq._replica_advance_hwm) sees every other follower's progress
+-- (src/replica.c).
 CREATE FUNCTION mq._replica_fetch_progress(p_id integer, p_partition integer, p_replica_id integer,
                                            p_leader_epoch integer, p_fetch_offset bigint, p_leo bigint,
                                            p_offsets_version bigint, p_old_ov bigint)
     RETURNS void
 LANGUAGE plpgsql SET search_path = pg_catalog, pg_temp AS $$
 DECLARE
-    v_now timestamptz := clock_timestamp();
+    v_now timestamptz;
 BEGIN
+    PERFORM mq._replica_progress_lock(p_id, p_partition);
+    v_now := clock_timestamp();
     INSERT INTO mq.replica_progress AS r (topic_id, partition, replica_id, leader_epoch, log_end_offset,
                                           last_fetch_at, last_fetch_leader_leo, caught_up_at,
                                           offsets_version)
