@@ -165,7 +165,7 @@ mq_commit_note_offsets(MqTopic *topic, int32 partition)
 	version = DatumGetInt64(SPI_getbinval(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 1, &isnull));
 	mq_spi_end(&spi);
 	note(topic->topic_id, partition, epoch, -1, version);
-	mq_notify_at_commit(topic->topic_id);	/* wake the followers' fetches */
+	mq_notify_at_commit(topic->topic_id, partition);	/* wake the followers' fetches */
 }
 
 /* The largest records end and offsets version noted for a's partition. */
@@ -251,7 +251,7 @@ replica_await(const char *topic_name, const PendingAck *a, int32 min_isr, int ti
 	mq_notify_flush_visible(a->topic_id);
 	for (;;)
 	{
-		uint64		seen = mq_notify_counter(a->topic_id);
+		uint64		seen = mq_notify_part_counter(a->topic_id, a->partition);
 		MqReplicaState st;
 		bool		done;
 
@@ -291,8 +291,8 @@ replica_await(const char *topic_name, const PendingAck *a, int32 min_isr, int ti
 		 * A broker's death sends no notification: look again at least every
 		 * 250 ms (check_broker above) rather than sleep until the deadline.
 		 */
-		(void) mq_notify_wait(a->topic_id, seen,
-							  Min(deadline, TimestampTzPlusMilliseconds(GetCurrentTimestamp(), 250)));
+		(void) mq_notify_part_wait(a->topic_id, a->partition, seen,
+								   Min(deadline, TimestampTzPlusMilliseconds(GetCurrentTimestamp(), 250)));
 		CHECK_FOR_INTERRUPTS();
 	}
 }

@@ -458,7 +458,7 @@ mq_log_append(const char *topic_name, int32 partition, MqRecordIn *recs,
 		mq_producer_record_batch(topic, partition, producer, nrecs, base);
 	if (epoch >= 0)
 		mq_commit_note_records(topic, partition, epoch, base + nrecs);
-	mq_notify_at_commit(topic->topic_id);
+	mq_notify_at_commit(topic->topic_id, partition);
 	return base;
 }
 
@@ -490,7 +490,7 @@ mq_log_append_at(const char *topic_name, int32 partition, MqRecordIn *recs,
 	write_records(topic_name, &topic, partition, recs, nrecs, next, offsets, NULL, 0, meta,
 				  last_max);
 	next = (offsets ? offsets[nrecs - 1] : next + nrecs - 1) + 1;
-	mq_notify_at_commit(topic->topic_id);
+	mq_notify_at_commit(topic->topic_id, partition);
 	return next;
 }
 

@@ -241,12 +241,14 @@ extern void mq_check_compacted_keys(MqTopic *topic, MqRecordIn *recs, int n);
 
 /* notify.c: waking long pollers */
 extern void mq_notify_init(void);
-extern void mq_notify_now(int32 topic_id);
-extern void mq_notify_at_commit(int32 topic_id);
+extern void mq_notify_at_commit(int32 topic_id, int32 partition);
 extern void mq_notify_all(void);
 extern void mq_notify_flush_visible(int32 topic_id);
 extern uint64 mq_notify_counter(int32 topic_id);
 extern bool mq_notify_wait(int32 topic_id, uint64 seen, TimestampTz deadline);
+extern uint64 mq_notify_part_counter(int32 topic_id, int32 partition);
+extern bool mq_notify_part_wait(int32 topic_id, int32 partition, uint64 seen,
+								TimestampTz deadline);
 extern bool mq_notify_watchable(void);
 extern bool mq_notify_watch(void);
 extern void mq_notify_unwatch(void);

@@ -5,13 +5,21 @@
  *	  (and, for the broker, waits on the high watermark).
  *
  * Shared memory holds a fixed array of slots, each a change counter and a
- * condition variable; a topic maps to a slot by hashing (database, topic
- * id), so unrelated topics may share a slot and wake each other needlessly,
- * never miss a wake-up.  A producer remembers the topics it appended to
- * and, at commit (after the commit is visible to new snapshots), bumps
- * their counters and broadcasts.  A waiter reads the counter before
- * looking for records, and sleeps only while the counter is unchanged, so
- * a commit between its look and its sleep is not lost.
+ * condition variable.  A topic maps to a slot by hashing (database, topic
+ * id), and each of its partitions to another by hashing (database, topic
+ * id, partition), so unrelated topics may share a slot and wake each other
+ * needlessly, never miss a wake-up.  A change names its partition: a
+ * producer remembers the partitions it appended to and, at commit (after
+ * the commit is visible to new snapshots), bumps the counters of each
+ * one's topic slot and partition slot and broadcasts on both.  Waiters on
+ * one partition (a follower's long poll, an acks=all wait) use its slot,
+ * so a change of another partition does not wake them: with a slot per
+ * topic, every event of a 64-partition topic woke all 128 of its
+ * followers' long polls.  Waiters on a whole topic (consumers' long polls,
+ * topic_watch.c) use the topic's slot, which every change of the topic
+ * moves.  A waiter reads the counter before looking for records, and
+ * sleeps only while the counter is unchanged, so a commit between its look
+ * and its sleep is not lost.
  *
  * Shared memory needs shared_preload_libraries; without it the waiter
  * falls back to re-checking every 10 ms.
@@ -59,8 +67,11 @@
 #include "access/xact.h"
 #include "access/xlog.h"
 #include "access/xlog_internal.h"
+#include "access/htup_details.h"
 #include "access/xlogrecovery.h"
 #include "common/hashfn.h"
+#include "fmgr.h"
+#include "funcapi.h"
 #include "miscadmin.h"
 #include "port/atomics.h"
 #include "storage/condition_variable.h"
@@ -101,7 +112,14 @@ static bool watch_exit_set = false;
 static shmem_request_hook_type prev_shmem_request_hook = NULL;
 static shmem_startup_hook_type prev_shmem_startup_hook = NULL;
 
-/* topics this transaction appended to, to be announced at commit */
+/* a partition this transaction changed, to be announced at commit */
+typedef struct MqTouched
+{
+	int32		topic_id;
+	int32		partition;
+} MqTouched;
+
+/* of MqTouched *, in the transaction's memory */
 static List *touched = NIL;
 
 /* the slots this transaction counted itself in at pre-commit */
@@ -155,6 +173,15 @@ slot_for(int32 topic_id)
 	return &slots[h % MQ_NOTIFY_SLOTS];
 }
 
+static MqNotifySlot *
+part_slot_for(int32 topic_id, int32 partition)
+{
+	uint32		h = hash_combine(murmurhash32(MyDatabaseId), murmurhash32((uint32) topic_id));
+
+	h = hash_combine(h, murmurhash32((uint32) partition + 1));
+	return &slots[h % MQ_NOTIFY_SLOTS];
+}
+
 /* Set the latch of every registered watcher (after a counter moved). */
 static void
 wake_watchers(void)
@@ -170,18 +197,23 @@ wake_watchers(void)
 	}
 }
 
-/* Wake everyone waiting on the topic now. */
-void
-mq_notify_now(int32 topic_id)
+static void
+bump(MqNotifySlot *slot)
 {
-	MqNotifySlot *slot;
-
-	if (slots == NULL)
-		return;
-	slot = slot_for(topic_id);
 	pg_atomic_fetch_add_u64(&slot->changes, 1);
 	ConditionVariableBroadcast(&slot->cv);
-	wake_watchers();
+}
+
+/* Wake the partition's waiters and its topic's (not the watchers). */
+static void
+notify_partition(int32 topic_id, int32 partition)
+{
+	MqNotifySlot *topic_slot = slot_for(topic_id);
+	MqNotifySlot *part_slot = part_slot_for(topic_id, partition);
+
+	bump(topic_slot);
+	if (part_slot != topic_slot)
+		bump(part_slot);
 }
 
 /*
@@ -259,20 +291,31 @@ mq_notify_unwatch(void)
 	my_watch = -1;
 }
 
-/* Wake the topic's waiters when this transaction commits. */
+/* Wake the partition's (and its topic's) waiters when this transaction commits. */
 void
-mq_notify_at_commit(int32 topic_id)
+mq_notify_at_commit(int32 topic_id, int32 partition)
 {
+	ListCell   *lc;
+	MqTouched  *t;
 	MemoryContext old;
 
-	if (slots == NULL || list_member_int(touched, topic_id))
+	if (slots == NULL)
 		return;
+	foreach(lc, touched)
+	{
+		t = lfirst(lc);
+		if (t->topic_id == topic_id && t->partition == partition)
+			return;
+	}
 	old = MemoryContextSwitchTo(TopTransactionContext);
-	touched = lappend_int(touched, topic_id);
+	t = palloc(sizeof(MqTouched));
+	t->topic_id = topic_id;
+	t->partition = partition;
+	touched = lappend(touched, t);
 	MemoryContextSwitchTo(old);
 }
 
-/* Pre-commit: count this transaction in on its slots (before it is visible). */
+/* Pre-commit: count this transaction in on its topics' slots (before it is visible). */
 static void
 count_in(void)
 {
@@ -281,7 +324,7 @@ count_in(void)
 
 	foreach(lc, touched)
 	{
-		MqNotifySlot *slot = slot_for(lfirst_int(lc));
+		MqNotifySlot *slot = slot_for(((MqTouched *) lfirst(lc))->topic_id);
 
 		pg_atomic_fetch_add_u32(&slot->committing, 1);
 		counted = lappend(counted, slot);
@@ -332,7 +375,10 @@ notify_xact_callback(XactEvent event, void *arg)
 		case XACT_EVENT_PARALLEL_COMMIT:
 			count_out(XactLastCommitEnd);
 			foreach(lc, touched)
-				mq_notify_now(lfirst_int(lc));
+				notify_partition(((MqTouched *) lfirst(lc))->topic_id,
+								 ((MqTouched *) lfirst(lc))->partition);
+			if (touched != NIL)
+				wake_watchers();
 			touched = NIL;
 			break;
 		case XACT_EVENT_ABORT:
@@ -391,13 +437,26 @@ mq_notify_flush_visible(int32 topic_id)
 	XLogFlush(upto);
 }
 
+static uint64
+slot_counter(MqNotifySlot *slot)
+{
+	if (RecoveryInProgress())
+		return (uint64) GetXLogReplayRecPtr(NULL);
+	return slots ? pg_atomic_read_u64(&slot->changes) : 0;
+}
+
 /* The topic's change counter: read it before looking, pass it to the wait. */
 uint64
 mq_notify_counter(int32 topic_id)
 {
-	if (RecoveryInProgress())
-		return (uint64) GetXLogReplayRecPtr(NULL);
-	return slots ? pg_atomic_read_u64(&slot_for(topic_id)->changes) : 0;
+	return slots ? slot_counter(slot_for(topic_id)) : slot_counter(NULL);
+}
+
+/* The same for one partition: changes of the others do not move it. */
+uint64
+mq_notify_part_counter(int32 topic_id, int32 partition)
+{
+	return slots ? slot_counter(part_slot_for(topic_id, partition)) : slot_counter(NULL);
 }
 
 /* Sleep up to ms (at most what is left before the deadline); false at it. */
@@ -433,13 +492,12 @@ replay_wait(uint64 seen, TimestampTz deadline)
 }
 
 /*
- * Sleep until the topic's counter moves past seen or the deadline passes.
+ * Sleep until the slot's counter moves past seen or the deadline passes.
  * Returns false at the deadline.
  */
-bool
-mq_notify_wait(int32 topic_id, uint64 seen, TimestampTz deadline)
+static bool
+slot_wait(MqNotifySlot *slot, uint64 seen, TimestampTz deadline)
 {
-	MqNotifySlot *slot;
 	bool		changed = false;
 
 	if (RecoveryInProgress())
@@ -447,7 +505,6 @@ mq_notify_wait(int32 topic_id, uint64 seen, TimestampTz deadline)
 	if (slots == NULL)
 		return nap_before(deadline, 10);	/* no shared memory: re-check */
 
-	slot = slot_for(topic_id);
 	ConditionVariablePrepareToSleep(&slot->cv);
 	for (;;)
 	{
@@ -465,6 +522,46 @@ mq_notify_wait(int32 topic_id, uint64 seen, TimestampTz deadline)
 	}
 	ConditionVariableCancelSleep();
 	return changed;
+}
+
+/* Sleep until the topic changes (any partition) or the deadline passes. */
+bool
+mq_notify_wait(int32 topic_id, uint64 seen, TimestampTz deadline)
+{
+	return slot_wait(slots ? slot_for(topic_id) : NULL, seen, deadline);
+}
+
+/* Sleep until the partition changes or the deadline passes. */
+bool
+mq_notify_part_wait(int32 topic_id, int32 partition, uint64 seen, TimestampTz deadline)
+{
+	return slot_wait(slots ? part_slot_for(topic_id, partition) : NULL, seen, deadline);
+}
+
+PG_FUNCTION_INFO_V1(mq_notify_state);
+
+/*
+ * mq._notify_state(topic_id, partition): the slot a partition's waiters
+ * sleep on and its change counter (partition NULL: the topic's), for
+ * tests; NULL without shared memory.
+ */
+Datum
+mq_notify_state(PG_FUNCTION_ARGS)
+{
+	MqNotifySlot *slot;
+	TupleDesc	desc;
+	Datum		values[2];
+	bool		nulls[2] = {false, false};
+
+	if (slots == NULL || PG_ARGISNULL(0))
+		PG_RETURN_NULL();
+	if (get_call_result_type(fcinfo, NULL, &desc) != TYPEFUNC_COMPOSITE)
+		elog(ERROR, "mq: _notify_state must return a record");
+	slot = PG_ARGISNULL(1) ? slot_for(PG_GETARG_INT32(0)) :
+		part_slot_for(PG_GETARG_INT32(0), PG_GETARG_INT32(1));
+	values[0] = Int32GetDatum((int32) (slot - slots));
+	values[1] = Int64GetDatum((int64) pg_atomic_read_u64(&slot->changes));
+	PG_RETURN_DATUM(HeapTupleGetDatum(heap_form_tuple(BlessTupleDesc(desc), values, nulls)));
 }
 
 void

@@ -34,9 +34,9 @@
  * (mq._replica_durable_log_end), and the producer's wait starts that flush
  * at once (commit_wait.c).
  *
- * Waiting.  Both waits use notify.c: an append wakes the topic's waiters
+ * Waiting.  Both waits use notify.c: an append wakes the partition's waiters
  * at commit, and so does every high-watermark, ISR or role change made by
- * the replica API (mq._replica_notify).  A waiter reads the topic's change
+ * the replica API (mq._replica_notify).  A waiter reads the partition's change
  * counter before it looks, so a change between its look and its sleep is
  * never missed; there is no sleep loop.
  *
@@ -111,11 +111,11 @@ mq_replica_progress_lock(PG_FUNCTION_ARGS)
 	PG_RETURN_VOID();
 }
 
-/* mq._replica_notify(topic_id): wake the topic's waiters at commit */
+/* mq._replica_notify(topic_id, partition): wake the partition's waiters at commit */
 Datum
 mq_replica_notify(PG_FUNCTION_ARGS)
 {
-	mq_notify_at_commit(PG_GETARG_INT32(0));
+	mq_notify_at_commit(PG_GETARG_INT32(0), PG_GETARG_INT32(1));
 	PG_RETURN_VOID();
 }
 
@@ -175,7 +175,7 @@ mq_replica_wait_records(PG_FUNCTION_ARGS)
 
 	for (;;)
 	{
-		uint64		seen = mq_notify_counter(topic_id);
+		uint64		seen = mq_notify_part_counter(topic_id, partition);
 		MqReplicaState st;
 
 		if (current_log_end(topic_id, partition) > offset)
@@ -184,7 +184,7 @@ mq_replica_wait_records(PG_FUNCTION_ARGS)
 		if (!st.found || st.high_watermark != known_hwm ||
 			mq_offsets_version(topic_id, partition) != known_offsets)
 			PG_RETURN_BOOL(true);
-		if (!mq_notify_wait(topic_id, seen, deadline) &&
+		if (!mq_notify_part_wait(topic_id, partition, seen, deadline) &&
 			GetCurrentTimestamp() >= deadline)
 			PG_RETURN_BOOL(false);
 		CHECK_FOR_INTERRUPTS();

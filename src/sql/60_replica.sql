@@ -184,8 +184,12 @@ CREATE FUNCTION mq._replica_progress_lock(topic_id integer, partition integer) R
     AS 'MODULE_PATHNAME', 'mq_replica_progress_lock' LANGUAGE C STRICT;
 COMMENT ON FUNCTION mq._replica_progress_lock(integer, integer) IS
     'internal: one follower''s fetch of the partition at a time, from recording its progress to commit';
-CREATE FUNCTION mq._replica_notify(topic_id integer) RETURNS void
+CREATE FUNCTION mq._replica_notify(topic_id integer, partition integer) RETURNS void
     AS 'MODULE_PATHNAME', 'mq_replica_notify' LANGUAGE C STRICT;
+CREATE FUNCTION mq._notify_state(topic_id integer, partition integer, OUT slot integer, OUT changes bigint)
+    AS 'MODULE_PATHNAME', 'mq_notify_state' LANGUAGE C;
+COMMENT ON FUNCTION mq._notify_state(integer, integer) IS
+    'internal: the wake-up slot of a partition (or, partition NULL, its topic) and its change counter, for tests';
 CREATE FUNCTION mq._replica_wait_records(topic_id integer, partition integer,
                                          fetch_offset bigint, wait_ms integer,
                                          known_hwm bigint, known_offsets_version bigint) RETURNS boolean
@@ -312,7 +316,7 @@ BEGIN
      WHERE topic_id = p_topic_id AND partition = p_partition
        AND coalesce(high_watermark, -1) < v_new;
     IF FOUND THEN
-        PERFORM mq._replica_notify(p_topic_id);
+        PERFORM mq._replica_notify(p_topic_id, p_partition);
         RETURN v_new;
     END IF;
     RETURN (SELECT high_watermark FROM mq.partition_state

@@ -74,7 +74,7 @@ BEGIN
         last_fetch_at = v_now, last_fetch_leader_leo = p_leo,
         offsets_version = p_offsets_version;
     IF p_offsets_version IS DISTINCT FROM p_old_ov THEN
-        PERFORM mq._replica_notify(p_id);      -- mq.await_commit waiters look again
+        PERFORM mq._replica_notify(p_id, p_partition);      -- mq.await_commit waiters look again
     END IF;
 END $$;
 

@@ -135,7 +135,7 @@ BEGIN
      WHERE topic_id = v_id AND partition = p_partition
        AND coalesce(high_watermark, 0) < least(p_batch.high_watermark, v_end);
     IF FOUND THEN
-        PERFORM mq._replica_notify(v_id);
+        PERFORM mq._replica_notify(v_id, p_partition);
     END IF;
     IF p_batch.log_start_offset > st.log_start_offset THEN     -- seldom: no query otherwise
         PERFORM mq._replica_follow_log_start(v_id, p_partition, p_batch.log_start_offset);

@@ -57,7 +57,7 @@ BEGIN
         PERFORM mq._invalidate(st.relid);   -- cached "replicated" flag changes
     END IF;
     PERFORM mq._replica_advance_hwm(v_id, p_partition);
-    PERFORM mq._replica_notify(v_id);
+    PERFORM mq._replica_notify(v_id, p_partition);
     RETURN v_leo;
 END $$;
 
@@ -99,7 +99,7 @@ BEGIN
     IF st.high_watermark IS NULL THEN
         PERFORM mq._invalidate(st.relid);
     END IF;
-    PERFORM mq._replica_notify(v_id);
+    PERFORM mq._replica_notify(v_id, p_partition);
     RETURN mq._log_end_offset(v_id, p_partition);
 END $$;
 
@@ -163,7 +163,7 @@ BEGIN
     END IF;
     UPDATE mq.replica_partition SET isr = p_isr, updated_at = now()
      WHERE topic_id = v_id AND partition = p_partition;
-    PERFORM mq._replica_notify(v_id);     -- acks=all waiters re-check the ISR size
+    PERFORM mq._replica_notify(v_id, p_partition);     -- acks=all waiters re-check the ISR size
     RETURN mq._replica_advance_hwm(v_id, p_partition);
 END $$;
 

@@ -356,7 +356,7 @@ BEGIN
     IF st.high_watermark IS NULL THEN
         PERFORM mq._invalidate(st.relid);   -- cached "replicated" flag changes
     END IF;
-    PERFORM mq._replica_notify(p_topic_id);
+    PERFORM mq._replica_notify(p_topic_id, p_partition);
 END $$;
 
 -- Every partition of the topic that replication has not touched yet
@@ -448,6 +448,6 @@ BEGIN
      WHERE topic_id = v_id AND partition = p_partition;
     DELETE FROM mq.replica_progress
      WHERE topic_id = v_id AND partition = p_partition AND NOT replica_id = ANY (p_replicas);
-    PERFORM mq._replica_notify(v_id);
+    PERFORM mq._replica_notify(v_id, p_partition);
     RETURN mq._replica_advance_hwm(v_id, p_partition);
 END $$;

@@ -236,8 +236,8 @@ COMMENT ON FUNCTION mq._replica_attach_broker() IS
     'internal: takes the broker lock for the calling session (MQ026 when another broker holds it)';
 COMMENT ON FUNCTION mq._replica_lock(integer, integer) IS
     'internal: the partition''s produce lock until commit, for the replica API';
-COMMENT ON FUNCTION mq._replica_notify(integer) IS
-    'internal: wakes the topic''s waiters (long polls, acks=all) at commit';
+COMMENT ON FUNCTION mq._replica_notify(integer, integer) IS
+    'internal: wakes the partition''s waiters (long polls, acks=all) at commit';
 COMMENT ON FUNCTION mq._replica_durable_log_end(integer, integer) IS
     'internal: the partition''s log end once every commit it counts is flushed on this node (the leader''s share of the high watermark)';
 COMMENT ON FUNCTION mq._replica_wait_records(integer, integer, bigint, integer, bigint, bigint) IS

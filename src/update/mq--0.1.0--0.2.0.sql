@@ -229,6 +229,8 @@ SELECT ps.topic_id, ps.partition FROM mq.partition_state ps;
 -- a closed segment's size and age, recorded once for retention
 -- (01_catalog.sql, 70_retention.sql); NULL: the next pass records them
 ALTER TABLE mq.segment ADD COLUMN closed_bytes bigint, ADD COLUMN closed_last_time timestamptz;
+-- wake-ups name their partition (notify.c)
+DROP FUNCTION mq._replica_notify(integer);
 -- @definitions
 CREATE TRIGGER cascade_to_partition_state AFTER DELETE ON mq.topic
     REFERENCING OLD TABLE AS gone FOR EACH STATEMENT

@@ -35,6 +35,8 @@ REMOVED_SINCE_OLD=(
 	'mq_coord.txn_decide(text,text,jsonb,integer,jsonb,bytea[],bytea[]):+headers, timestamps'
 	# each offset of a step reported by name (several leaders)
 	'mq_coord.txn_offsets_redone(text,integer,integer):+group, topic, partition'
+	# internal: a wake-up names its partition (notify.c)
+	'mq._replica_notify(integer):+partition'
 )
 dir="$(dirname "${BASH_SOURCE[0]}")/upgrade"
 old_db="${PGDATABASE}_old"
