@@ -75,7 +75,8 @@ mq_feed_read_partition(MqFeed *f, MqPartition *part, int64 from, MqByteBudget *b
 
 	if (part->replicated)
 		mq_replica_check_leader(f->topic, part->partition);
-	mq_reader_start(&f->reader, part, from, f->max - f->got, f->snapshot, stop, budget);
+	mq_reader_start(&f->reader, f->topic->topic_id, part, from, f->max - f->got, f->snapshot,
+					stop, budget);
 }
 
 /* A read ended: keep it for rewinds, and let fetch.c or poll.c see it. */
@@ -109,7 +110,7 @@ start_next_read(MqFeed *f)
 		if (f->replay_next >= list_length(f->runs))
 			return false;
 		run = list_nth(f->runs, f->replay_next++);
-		mq_reader_start(&f->reader, run->part, run->from, run->count, run->snapshot,
+		mq_reader_start(&f->reader, f->topic->topic_id, run->part, run->from, run->count, run->snapshot,
 						PG_INT64_MAX, NULL);
 		return true;
 	}

@@ -128,12 +128,7 @@ mq_fetch_feed_begin(MqFeed *f, NullableDatum *args, int nargs)
 	mq_long_poll_start(&f->lp, args[4], args[5], topic->topic_id);
 
 	if (fs->from < part->log_start)
-		ereport(ERROR,
-				(errcode(ERRCODE_MQ_OFFSET_OUT_OF_RANGE),
-				 errmsg("offset " INT64_FORMAT " is below the log start offset " INT64_FORMAT " of topic \"%s\" partition %d",
-						fs->from, part->log_start, topic->name, part->partition),
-				 errhint("Records below the log start were removed by retention; fetch from " INT64_FORMAT ".",
-						 part->log_start)));
+		mq_raise_below_log_start(topic->name, part->partition, fs->from, part->log_start);
 	f->priv = fs;
 	f->start_read = fetch_start_read;
 	f->read_done = fetch_read_done;

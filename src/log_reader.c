@@ -72,10 +72,11 @@ slot_offset(TupleTableSlot *slot)
 }
 
 void
-mq_reader_start(MqLogReader *r, MqPartition *part, int64 from, int max,
+mq_reader_start(MqLogReader *r, int32 topic_id, MqPartition *part, int64 from, int max,
 				Snapshot snapshot, int64 stop, MqByteBudget *budget)
 {
 	memset(r, 0, sizeof(*r));
+	r->topic_id = topic_id;
 	r->part = part;
 	r->snapshot = snapshot;
 	r->from = from;
@@ -110,6 +111,41 @@ mq_reader_close(MqLogReader *r)
 	r->done = true;
 }
 
+/* A read from below the log start: retention removed those records. */
+void
+mq_raise_below_log_start(const char *topic, int32 partition, int64 offset, int64 log_start)
+{
+	ereport(ERROR,
+			(errcode(ERRCODE_MQ_OFFSET_OUT_OF_RANGE),
+			 errmsg("offset " INT64_FORMAT " is below the log start offset " INT64_FORMAT " of topic \"%s\" partition %d",
+					offset, log_start, topic, partition),
+			 errhint("Records below the log start were removed by retention; fetch from " INT64_FORMAT ".",
+					 log_start)));
+}
+
+/*
+ * The segment holding r->next was dropped after the topic cache listed it
+ * (retention, a roll dropping empty segments ahead, drop_topic): waiting
+ * for its lock brought in the drop's invalidation.  Answer what a read
+ * starting now would: below the new log start the out-of-range error,
+ * the topic gone its error; otherwise (an empty segment ahead of the log
+ * end) there is nothing more to read.
+ */
+static void
+segment_gone(MqLogReader *r)
+{
+	MqTopic    *topic = mq_topic_by_id(r->topic_id, true);
+	MqPartition *part;
+
+	if (topic == NULL)
+		ereport(ERROR,
+				(errcode(ERRCODE_MQ_UNKNOWN_TOPIC),
+				 errmsg("topic with id %d was dropped while it was read", r->topic_id)));
+	part = mq_topic_partition(topic, r->part->partition);
+	if (r->next < part->log_start)
+		mq_raise_below_log_start(topic->name, part->partition, r->next, part->log_start);
+}
+
 /* Open the segment holding r->next; false if there is none. */
 static bool
 open_segment(MqLogReader *r)
@@ -124,7 +160,12 @@ open_segment(MqLogReader *r)
 	seg = &part->segs[r->seg];
 	if (seg->base > r->next)
 		return false;			/* only after a crash mid-roll; nothing to read */
-	r->rel = table_open(seg->relid, AccessShareLock);
+	r->rel = try_table_open(seg->relid, AccessShareLock);
+	if (r->rel == NULL)
+	{
+		segment_gone(r);
+		return false;
+	}
 	r->irel = mq_segment_index_open(seg, r->rel, AccessShareLock);
 	r->slot = table_slot_create(r->rel, NULL);
 	return true;

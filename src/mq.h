@@ -279,6 +279,7 @@ extern void mq_check_not_null(NullableDatum *args, int nargs, const char *const 
 /* log_reader.c: one partition from an offset, a record at a time */
 typedef struct MqLogReader
 {
+	int32		topic_id;
 	MqPartition *part;
 	Snapshot	snapshot;
 	int64		from;			/* where the read started */
@@ -295,8 +296,10 @@ typedef struct MqLogReader
 	struct TableScanDescData *hscan;	/* the TID range scan, or NULL */
 	bool		done;
 } MqLogReader;
-extern void mq_reader_start(MqLogReader *r, MqPartition *part, int64 from, int max,
+extern void mq_reader_start(MqLogReader *r, int32 topic_id, MqPartition *part, int64 from, int max,
 							Snapshot snapshot, int64 stop, MqByteBudget *budget);
+extern void mq_raise_below_log_start(const char *topic, int32 partition, int64 offset,
+									 int64 log_start);
 extern TupleTableSlot *mq_reader_next(MqLogReader *r);
 extern void mq_reader_close(MqLogReader *r);
 
