@@ -15,7 +15,9 @@
  *
  * One node only: with --coordinator, a group's coordinator moves between
  * nodes, and what one node saved would be stale when the group came back
- * to it, so nothing is saved or read.  A save runs as the role of the
+ * to it, so nothing is saved or read; only the group's Kafka metadata is
+ * appended to the node's own partitions of __consumer_offsets, for Kafka
+ * tools (mq.kafka_group_metadata).  A save runs as the role of the
  * request that changed the group (it needs READ on the group); saves are
  * stamped with the time of day in microseconds, and the database keeps
  * the latest whatever order they commit in.  A failed save is logged and
@@ -39,6 +41,7 @@
 
 #define FORMAT_VERSION 1
 #define SAVE_SQL "SELECT mq.kafka_group_save($1, $2, $3, $4)"
+#define METADATA_SQL "SELECT mq.kafka_group_metadata($1, $2)"
 /* Kafka's GroupMetadataValue version, for __consumer_offsets */
 #define KAFKA_GROUP_VALUE_VERSION 3
 /* 30 minutes: the longest session timeout a member may have */
@@ -150,34 +153,46 @@ save_done(KRequest *req)
 	free(s);
 }
 
+/* The statement of a save: the state and Kafka's metadata, or (in a cluster) the metadata only */
+static void
+add_save(KJob *job, const KGroup *g)
+{
+	bool		keep = g->state == KG_STABLE && g->nmembers > 0;
+	int64_t		now = mq_now_us();
+	KStmt	   *st;
+	KWriter		w;
+
+	st = kjob_add(job, cluster_enabled() ? METADATA_SQL : SAVE_SQL, 0);
+	kstmt_text(st, MQ_TEXTOID, g->id);
+	if (!cluster_enabled())
+	{
+		last_version = now > last_version ? now : last_version + 1;
+		kstmt_int(st, MQ_INT8OID, last_version);
+		if (keep)
+		{
+			kw_init(&w);
+			encode(&w, g);
+			kstmt_binary(st, MQ_BYTEAOID, w.buf, (int) w.len);
+			kw_free(&w);
+		}
+		else
+			kstmt_text(st, MQ_BYTEAOID, NULL);	/* forget it */
+	}
+	kw_init(&w);
+	encode_kafka(&w, g, keep);
+	kstmt_binary(st, MQ_BYTEAOID, w.buf, (int) w.len);
+	kw_free(&w);
+}
+
 void
 group_store_save(const KGroup *g, const char *role)
 {
 	Save	   *s;
-	KStmt	   *st;
-	KWriter		w;
-	int64_t		now = mq_now_us();
 
-	if (!loaded || disabled || cluster_enabled())
+	if (!loaded || disabled)
 		return;
 	s = mq_malloc0(sizeof(Save));
-	last_version = now > last_version ? now : last_version + 1;
-	st = kjob_add(&s->job, SAVE_SQL, 0);
-	kstmt_text(st, MQ_TEXTOID, g->id);
-	kstmt_int(st, MQ_INT8OID, last_version);
-	if (g->state == KG_STABLE && g->nmembers > 0)
-	{
-		kw_init(&w);
-		encode(&w, g);
-		kstmt_binary(st, MQ_BYTEAOID, w.buf, (int) w.len);
-		kw_free(&w);
-	}
-	else
-		kstmt_text(st, MQ_BYTEAOID, NULL);	/* forget it */
-	kw_init(&w);
-	encode_kafka(&w, g, g->state == KG_STABLE && g->nmembers > 0);
-	kstmt_binary(st, MQ_BYTEAOID, w.buf, (int) w.len);
-	kw_free(&w);
+	add_save(&s->job, g);
 	s->req.state = s;
 	s->req.role = role ? mq_strdup(role) : NULL;
 	pool_run(&s->req, &s->job, save_done);

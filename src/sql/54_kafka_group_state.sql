@@ -52,6 +52,24 @@ CREATE FUNCTION mq.kafka_group_save(group_id text, version bigint, state bytea,
 COMMENT ON FUNCTION mq.kafka_group_save(text, bigint, bytea, bytea) IS
     'mq-kafka API: keep a consumer group''s membership (NULL: forget it), and append its Kafka group metadata to __consumer_offsets; needs read on the group';
 
+-- In a replicated cluster mq-kafka keeps no group state (a group's
+-- coordinator moves between nodes), but Kafka tools still read each
+-- group's metadata from __consumer_offsets: append the group in Kafka's
+-- GroupMetadataValue format alone, to this node's own partitions of the
+-- topic (55_consumer_offsets.sql); needs read on the group.
+CREATE FUNCTION mq_internal.kafka_group_metadata(group_id text, kafka_metadata bytea, p_caller oid)
+    RETURNS void
+LANGUAGE plpgsql SET search_path = pg_catalog, pg_temp AS $$
+BEGIN
+    PERFORM mq._authorize(p_caller, 'group', kafka_group_metadata.group_id, 'read');
+    PERFORM mq._consumer_offsets_append(kafka_group_metadata.group_id, NULL, NULL, NULL, NULL,
+                                        kafka_group_metadata.kafka_metadata);
+END $$;
+CREATE FUNCTION mq.kafka_group_metadata(group_id text, kafka_metadata bytea) RETURNS void
+    AS 'MODULE_PATHNAME', 'mq_call_as_owner' LANGUAGE C;
+COMMENT ON FUNCTION mq.kafka_group_metadata(text, bytea) IS
+    'mq-kafka API, in a replicated cluster: append a consumer group''s Kafka group metadata to this node''s partitions of __consumer_offsets; needs read on the group';
+
 -- The groups saved within max_age that the caller may read: what a
 -- restarted mq-kafka takes up again.
 CREATE FUNCTION mq_internal.kafka_group_states(max_age interval, p_caller oid,

@@ -12,7 +12,7 @@
 SET client_min_messages = warning;
 
 BEGIN;
-SELECT plan(9);
+SELECT plan(12);
 
 CREATE ROLE mqg_app LOGIN;
 CREATE ROLE mqg_other LOGIN;
@@ -50,6 +50,22 @@ SELECT mq.kafka_group_save('app', 11, NULL);
 SELECT is((SELECT count(*)::int FROM mq.kafka_group_states('1 hour')), 0,
     'forgetting with a later stamp forgets the group');
 RESET ROLE;
+
+-- in a replicated cluster mq-kafka appends only the group's Kafka metadata
+-- (mq.kafka_group_metadata); here: to the group's partition on one node
+SELECT mq.ensure_consumer_offsets();
+SET LOCAL ROLE mqg_app;
+SELECT throws_ok($$SELECT mq.kafka_group_metadata('other', '\x0003')$$, '42501', NULL,
+    'a role without read on the group cannot append its metadata');
+SELECT lives_ok($$SELECT mq.kafka_group_metadata('app', '\x000300')$$,
+    'a role with read on the group appends its metadata');
+RESET ROLE;
+SELECT mq._consumer_offsets_flush();
+SELECT is((SELECT array_agg(f.value ORDER BY f.msg_offset)
+             FROM generate_series(0, 9) p, LATERAL mq.fetch('__consumer_offsets', p, 0) f
+            WHERE f.key = '\x0002'::bytea || mq._kafka_string('app')),
+          ARRAY['\x000300'::bytea],
+    'the metadata is a group record of __consumer_offsets (GroupMetadataKey version 2), nothing saved');
 
 SELECT * FROM finish();
 ROLLBACK;

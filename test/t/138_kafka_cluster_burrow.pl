@@ -73,6 +73,21 @@ my $out = `timeout 120 $py $root/test/kafka/py/coffsets.py commit @{[ $c->kafka_
 is($? >> 8, 0, 'a kafka-python group member commits on the three leaders')
   or diag(`tail -n 20 $logs/138_commit1.err`);
 
+# the Kafka group's membership as a group metadata record (GroupMetadataKey
+# version 2) in its coordinator's node's own partitions (mq-kafka keeps no
+# group state in a cluster, but appends the record: group_store.c)
+my $group_record = "SELECT count(*) > 0 FROM mq.topics t, generate_series(0, t.partitions - 1) p,"
+  . " LATERAL mq.fetch('__consumer_offsets', p, 0) f WHERE t.topic = '__consumer_offsets'"
+  . " AND f.key = '\\x0002'::bytea || mq._kafka_string('btk') AND f.value IS NOT NULL";
+my $found;
+for (1 .. 300)
+{
+	$found = grep { $c->node($_)->safe_psql('postgres', $group_record) eq 't' } 1 .. 3;
+	last if $found;
+	usleep(100_000);
+}
+ok($found, "the Kafka group's metadata is a record of a node's __consumer_offsets partitions");
+
 # ZooKeeper (Burrow's coordinator insists on one) and Burrow
 my $zk_port = PostgreSQL::Test::Cluster::get_free_port();
 my $http_port = PostgreSQL::Test::Cluster::get_free_port();
