@@ -160,7 +160,9 @@ print_times() {
 	printf '  %8ss  %s\n' "$(secs $(($(now_ms) - RUN_T0)))" "total"
 	((${#SUITE_TIMES[@]})) || return 0
 	echo "slowest suites:"
-	printf '%s\n' "${SUITE_TIMES[@]}" | sort -t $'\t' -k1,1nr | head -n 10 |
+	# sed reads to the end: head would leave sort writing into a closed
+	# pipe, and with pipefail its SIGPIPE ended the whole run (exit 141)
+	printf '%s\n' "${SUITE_TIMES[@]}" | sort -t $'\t' -k1,1nr | sed -n '1,10p' |
 		while IFS=$'\t' read -r ms name; do
 			printf '  %8ss  %s\n' "$(secs "$ms")" "$name"
 		done
