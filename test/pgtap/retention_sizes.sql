@@ -7,7 +7,7 @@
 \set ON_ERROR_STOP on
 SET client_min_messages = warning;
 BEGIN;
-SELECT plan(14);
+SELECT plan(16);
 
 -- four segments of 10 records: three closed, one being written
 SELECT mq.create_topic('rs', 1, '{"segment.records": 10, "retention.bytes": 1000000000000}');
@@ -68,6 +68,20 @@ SELECT mq.apply_retention('rs-c');
 SELECT is((SELECT count(*) FROM mq.segment sg JOIN mq.topic t USING (topic_id)
             WHERE t.topic_name = 'rs-c' AND sg.end_offset <= 20 AND sg.closed_bytes IS NULL), 0::bigint,
           'the next pass recorded it again');
+
+-- a follower's truncation (KIP-101) clears the record of the segments it
+-- cuts into; the ones wholly below the cut keep theirs
+SELECT mq.create_topic('rs-t', 1, '{"segment.records": 10, "retention.bytes": 1000000000000}');
+SELECT mq.send_batch('rs-t', NULL, (SELECT array_agg('v'::bytea) FROM generate_series(1, 25)));
+SELECT mq.apply_retention('rs-t');
+SELECT mq.replica_become_follower('rs-t', 0, 1, 2);
+SELECT mq.replica_truncate('rs-t', 0, 1, 15);
+SELECT is((SELECT string_agg(sg.base_offset || ':' || (sg.closed_bytes IS NOT NULL), ',' ORDER BY sg.base_offset)
+             FROM mq.segment sg JOIN mq.topic t USING (topic_id)
+            WHERE t.topic_name = 'rs-t' AND sg.end_offset <= 20),
+          '0:true,10:false', 'truncation cleared the record of the segment it cut into, not the one below');
+SELECT is((SELECT log_end_offset FROM mq.replica_status WHERE topic = 'rs-t' AND partition = 0), 15::bigint,
+          'the follower''s log ends at the cut');
 
 SELECT * FROM finish();
 ROLLBACK;
