@@ -25,6 +25,10 @@
  * EndTxn commits across the partitions' leaders through the cluster's
  * coordinator (h_txn_end.c; docs/kafka.md, "Transactions").
  *
+ * In a cluster, AddPartitionsToTxn checks each partition against the
+ * cluster's (cluster_partition): the transaction's node need not hold a
+ * replica of it, and takes it as it is (67_kafka_txn.sql).
+ *
  * AddPartitionsToTxn v4+ is the brokers' batched form (a list of
  * transactions, verify_only, a top-level error); it is served, each
  * transaction's partitions added as v3's are (verify_only adds too), on
@@ -193,6 +197,9 @@ read_add_topics(KRequest *req, TxnState *s, int32_t txn)
 			pp->stmt = -1;
 			if (r->err)
 				break;
+			if (cluster_enabled() && cluster_partition(topic ? topic : "", pp->partition) == NULL)
+				pp->code = KERR_UNKNOWN_TOPIC_OR_PARTITION;
+			else
 			{
 				KStmt	   *st = job_stmt(&s->txn_jobs[txn], ADD_PARTITION_SQL, &s->txns[txn]);
 

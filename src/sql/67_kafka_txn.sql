@@ -187,7 +187,12 @@ CREATE FUNCTION mq.kafka_txn_add_partition(transactional_id text, producer_id bi
 COMMENT ON FUNCTION mq.kafka_txn_add_partition(text, bigint, integer, text, integer) IS
     'mq-kafka API: a partition joins the transactional id''s transaction; needs write on the topic';
 
--- The partition exists here, and the caller may write its topic.
+-- The caller may write the topic, and the partition exists here.  In a
+-- replicated cluster the transaction's node need not hold a replica of
+-- every topic the transaction writes (a topic with fewer replicas than
+-- nodes): one it does not hold is taken as it is, the daemon having
+-- checked it against the cluster's partitions (broker/mq-kafka/h_txn.c),
+-- and its leader checks the records again when the commit sends them.
 CREATE FUNCTION mq._kafka_txn_partition(p_topic text, p_partition integer, p_caller oid) RETURNS void
 LANGUAGE plpgsql SET search_path = pg_catalog, pg_temp AS $$
 DECLARE
@@ -195,6 +200,9 @@ DECLARE
 BEGIN
     PERFORM mq._authorize(p_caller, 'topic', p_topic, 'write');
     SELECT t.partitions INTO v_count FROM mq.topic t WHERE t.topic_name OPERATOR(pg_catalog.=) p_topic;
+    IF NOT FOUND AND mq._cluster_producer_ids() THEN
+        RETURN;
+    END IF;
     IF NOT FOUND THEN
         RAISE EXCEPTION 'topic "%" does not exist', p_topic USING ERRCODE = 'MQ001';
     END IF;

@@ -1,0 +1,79 @@
+# Kafka transactions on the three-node cluster over topics with one
+# replica, the replication factor a client gets when it leaves it at its
+# default (Kafka's default.replication.factor is 1): the input topic, the
+# output topic and the transactional id's node are different nodes, so
+# the node holding the transaction holds no replica of either topic.
+# confluent-kafka-python's consume-transform-produce (test/kafka/py/txn.py
+# pipeline) commits every record and its offsets; a read_committed reader
+# sees each once.  AddPartitionsToTxn of a partition the cluster does not
+# have is UNKNOWN_TOPIC_OR_PARTITION, answered by the daemon, with nothing
+# written on the transaction's node.
+use strict;
+use warnings;
+
+use PostgreSQL::Test::Utils;
+use Test::More;
+use FindBin;
+use lib "$FindBin::Bin/../kafka";
+use KafkaWire qw(kafka_connect kafka_request uvarint cstr);
+use MqCluster;
+
+my $root = $ENV{MQ_REPO_ROOT} // '.';
+my $dir = PostgreSQL::Test::Utils::tempdir();
+my $c = MqCluster->new(nodes => 3);
+$c->start_kafka_brokers();
+my $role = $MqCluster::BROKER_ROLE;
+$c->node($_)->safe_psql('postgres',
+	"SELECT mq.grant('write', 'transactional_id', '*', '$role'); "
+	  . "SELECT mq.grant('write, read, describe', 'topic', '*', '$role'); "
+	  . "SELECT mq.grant('read', 'group', '*', '$role')")
+  for 1 .. 3;
+
+# one-replica topics: the input's one partition and the output's two
+# (partition p of a topic is placed on the (p+1)th broker)
+my ($in, $out) = ('r1in', 'r1out');
+$c->create_topic($in, 1, {});
+$c->create_topic($out, 2, {});
+my ($a, $b, $b2) = ($c->leader($in, 0), $c->leader($out, 0), $c->leader($out, 1));
+is("$a $b $b2", '1 1 2', "input on node$a, output on node$b and node$b2");
+my $x = 3;
+my $txn;
+for my $i (1 .. 100)
+{
+	my (undef, $node) = $c->kafka_find_coordinator(1, "r1txn-$i");
+	($txn = "r1txn-$i", last) if $node == $x;
+}
+ok(defined $txn, "transactional id $txn is coordinated by node$x");
+is($c->node($x)->safe_psql('postgres', "SELECT count(*) FROM mq.topic WHERE topic_name IN ('$in', '$out')"),
+	'0', "node$x holds no replica of either topic");
+
+$c->node($a)->safe_psql('postgres',
+	"SELECT mq.send_batch('$in', array_fill(NULL::bytea, ARRAY[12]), "
+	  . "(SELECT array_agg(convert_to('v' || i, 'UTF8') ORDER BY i) FROM generate_series(0, 11) i), NULL, 0)");
+my $py = "timeout 120 /usr/bin/python3 $root/test/kafka/py/txn.py " . $c->kafka_address($x);
+my $res = `$py pipeline $in $out r1grp 12 $txn 2>$dir/pipe.err`;
+like($res, qr/"committed": 12, "aborted": 0, "errors": \[\]/, "the pipeline commits its 12 records ($res)")
+  or diag(slurp_file("$dir/pipe.err"));
+my $read = `$py read $out 12 2>$dir/read.err`;
+is(join(',', sort($read =~ /"(V\d+)"/g)), join(',', sort map { "V$_" } 0 .. 11), 'a read_committed reader sees each once')
+  or diag(slurp_file("$dir/read.err"));
+is($c->node($a)->safe_psql('postgres', "SELECT mq.committed_offset('r1grp', '$in', 0)"),
+	'12', "the group's offset is committed on node$a, the input's leader");
+is(join(',', map { $c->node($_)->safe_psql('postgres', 'SELECT count(*) FROM mq.kafka_txn_record') } 1 .. 3),
+	'0,0,0', 'nothing is left staged');
+
+# AddPartitionsToTxn v3 of a partition no node has: refused by the daemon
+my ($pid, $epoch) = split /\|/,
+  $c->coord->safe_psql('postgres', "SELECT producer_id, producer_epoch FROM mq_coord.init_producer('r1-none')");
+my (undef, $y) = $c->kafka_find_coordinator(1, 'r1-none');
+$c->node($y)->safe_psql('postgres', "SELECT mq.kafka_txn_adopt('r1-none', 60000, $pid, $epoch)");
+my $req = cstr('r1-none') . pack('q> s>', $pid, $epoch) . uvarint(3)
+  . cstr($in) . uvarint(2) . pack('l>', 5) . "\0" . cstr('r1-nowhere') . uvarint(2) . pack('l>', 0) . "\0\0";
+my $resp = kafka_request(kafka_connect($c->{kafka_port}[$y]), 'tap', 24, 3, $req, 1);
+my @codes = defined $resp ? map { unpack('s>', $_) } ($resp =~ /(?:\Q$in\E|r1-nowhere)\x02\0\0\0[\x05\0](..)/sg) : ();
+is(join(',', @codes), '3,3', 'a partition the cluster does not have is UNKNOWN_TOPIC_OR_PARTITION (3)');
+is($c->node($y)->safe_psql('postgres', "SELECT state FROM mq.kafka_txn WHERE transactional_id = 'r1-none'"),
+	'empty', 'and nothing was begun on the transaction\'s node');
+
+$c->teardown;
+done_testing();
