@@ -147,13 +147,23 @@ broker_attached(void)
 
 /*
  * A leader that lost its broker, or whose broker's lease ran out (paused or
- * stuck: another broker may be elected by now): refuse as not_leader.
+ * stuck: another broker may be elected by now): refuse as not_leader.  A
+ * broker that is gone is named as such even once its lease has run out
+ * too, which the lease soon does after a kill.
  */
 void
 mq_replica_check_broker(const char *topic_name, int32 partition, MqReplicaState *st)
 {
 	if (!st->brokered || strcmp(st->role, "leader") != 0)
 		return;
+	if (!broker_attached())
+		ereport(ERROR,
+				(errcode(ERRCODE_MQ_NOT_LEADER),
+				 errmsg("this node's broker is not running, so it no longer leads \"%s\" partition %d",
+						topic_name, partition),
+				 errdetail("The node led leader epoch %d; without its broker it cannot learn that another "
+						   "replica was elected meanwhile.", st->leader_epoch),
+				 errhint("Send to the new leader: mq_coord.metadata on the coordinator names it.")));
 	if (st->lease_until != 0 && st->lease_until < GetCurrentTimestamp())
 		ereport(ERROR,
 				(errcode(ERRCODE_MQ_NOT_LEADER),
@@ -162,15 +172,6 @@ mq_replica_check_broker(const char *topic_name, int32 partition, MqReplicaState 
 				 errdetail("The node led leader epoch %d; its broker is paused or stuck, and another replica "
 						   "may have been elected meanwhile.", st->leader_epoch),
 				 errhint("Send to the new leader: mq_coord.metadata on the coordinator names it.")));
-	if (broker_attached())
-		return;
-	ereport(ERROR,
-			(errcode(ERRCODE_MQ_NOT_LEADER),
-			 errmsg("this node's broker is not running, so it no longer leads \"%s\" partition %d",
-					topic_name, partition),
-			 errdetail("The node led leader epoch %d; without its broker it cannot learn that another "
-					   "replica was elected meanwhile.", st->leader_epoch),
-			 errhint("Send to the new leader: mq_coord.metadata on the coordinator names it.")));
 }
 
 /*
