@@ -158,11 +158,9 @@ BEGIN
     RETURN pg_terminate_backend(b.backend_pid);
 END $$;
 
--- Create a replicated topic: place replication.factor replicas of each
--- partition on the registered brokers, round robin with a shifting start
--- so that preferred leaders spread, over the brokers in placement order
--- (alternating racks when they have one).  The brokers create the partitions on
--- their nodes when they see them.
+-- Create a replicated topic: replication.factor replicas of each partition
+-- on the registered brokers (mq_coord._place_partitions, 66_placement.sql).
+-- The brokers create the partitions on their nodes when they see them.
 CREATE FUNCTION mq_coord.create_topic(topic text, partitions integer DEFAULT 1,
                                       config jsonb DEFAULT '{}') RETURNS integer
 LANGUAGE plpgsql SECURITY DEFINER SET search_path = pg_catalog, pg_temp AS $$
@@ -172,30 +170,15 @@ DECLARE
     p_partitions ALIAS FOR $2;
     p_config ALIAS FOR $3;
     v_config jsonb;
-    v_rf integer;
-    v_brokers integer[];
-    v_n integer;
-    v_replicas integer[];
 BEGIN
     PERFORM mq._check_topic_name(p_topic);
     IF p_partitions IS NULL OR p_partitions < 1 OR p_partitions > 10000 THEN
         RAISE EXCEPTION 'invalid partition count %', coalesce(p_partitions::text, 'NULL') USING ERRCODE = 'MQ005';
     END IF;
     v_config := mq.validate_config(coalesce(p_config, '{}'));
-    v_rf := coalesce((v_config->>'replication.factor')::integer, 1);
-    v_brokers := mq_coord._placement_order();     -- rack-alternated (66_placement.sql)
-    v_n := coalesce(cardinality(v_brokers), 0);
-    IF v_n < v_rf THEN
-        RAISE EXCEPTION 'replication.factor % is larger than the % registered brokers', v_rf, v_n
-            USING ERRCODE = 'MQ004', HINT = 'Start more brokers, or lower replication.factor.';
-    END IF;
     INSERT INTO mq_coord.topic (topic, partitions, config) VALUES (p_topic, p_partitions, v_config);
-    FOR p IN 0 .. p_partitions - 1 LOOP
-        SELECT array_agg(v_brokers[1 + ((p + i) % v_n)] ORDER BY i) INTO v_replicas
-          FROM generate_series(0, v_rf - 1) AS i;
-        INSERT INTO mq_coord.partition (topic, partition, replicas, isr)
-        VALUES (p_topic, p, v_replicas, v_replicas);
-    END LOOP;
+    PERFORM mq_coord._place_partitions(p_topic, 0, p_partitions,
+                                       coalesce((v_config->>'replication.factor')::integer, 1));
     INSERT INTO mq_coord.event (topic, kind, detail)
     VALUES (p_topic, 'topic_created', jsonb_build_object('partitions', p_partitions, 'config', v_config));
     RETURN p_partitions;

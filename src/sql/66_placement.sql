@@ -50,21 +50,32 @@ $$;
 
 -- Place partitions p_from .. p_to - 1 of a topic: p_rf consecutive brokers
 -- of the placement order, starting one further for each partition, so
--- that preferred leaders (the first replica) spread.
+-- that preferred leaders (the first replica) spread.  A topic's partition
+-- 0 starts at the broker after the previous topic's (the number of other
+-- topics, modulo the brokers), as Kafka starts each topic at a random
+-- broker: otherwise every topic's partition 0 would be led by the first
+-- broker, and a cluster of one-partition topics by one node.  Added
+-- partitions continue from where partition 0 is.
 CREATE FUNCTION mq_coord._place_partitions(p_topic text, p_from integer, p_to integer, p_rf integer)
     RETURNS void
 LANGUAGE plpgsql SET search_path = pg_catalog, pg_temp AS $$
 DECLARE
     v_brokers integer[] := mq_coord._placement_order();
     v_n integer := cardinality(v_brokers);
+    v_start integer;
     v_replicas integer[];
 BEGIN
     IF v_n < p_rf THEN
         RAISE EXCEPTION 'replication.factor % is larger than the % registered brokers', p_rf, v_n
             USING ERRCODE = 'MQ004', HINT = 'Start more brokers, or lower replication.factor.';
     END IF;
+    SELECT array_position(v_brokers, q.replicas[1]) - 1 INTO v_start
+      FROM mq_coord.partition q WHERE q.topic = p_topic AND q.partition = 0;
+    IF v_start IS NULL THEN
+        SELECT count(*) % v_n INTO v_start FROM mq_coord.topic t WHERE t.topic <> p_topic;
+    END IF;
     FOR p IN p_from .. p_to - 1 LOOP
-        SELECT array_agg(v_brokers[1 + ((p + i) % v_n)] ORDER BY i) INTO v_replicas
+        SELECT array_agg(v_brokers[1 + ((v_start + p + i) % v_n)] ORDER BY i) INTO v_replicas
           FROM generate_series(0, p_rf - 1) AS i;
         INSERT INTO mq_coord.partition (topic, partition, replicas, isr)
         VALUES (p_topic, p, v_replicas, v_replicas);

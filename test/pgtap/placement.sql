@@ -10,7 +10,7 @@
 \set ON_ERROR_STOP on
 SET client_min_messages = warning;
 BEGIN;
-SELECT plan(41);
+SELECT plan(44);
 
 -- four brokers, two racks: placement order is 1, 3, 2, 4 (first of each rack, ...)
 INSERT INTO mq_coord.broker (broker_id, node_conninfo, node_name, rack)
@@ -35,6 +35,15 @@ SELECT results_eq($$ SELECT replicas FROM mq_coord.partition WHERE topic = 'p' A
 SELECT is((SELECT partitions FROM mq_coord.topic WHERE topic = 'p'), 6, 'the topic has 6 partitions');
 SELECT throws_ok($$ SELECT mq_coord.add_partitions('p', 0) $$, 'MQ005', NULL, 'adding none is refused');
 SELECT throws_ok($$ SELECT mq_coord.add_partitions('nope', 1) $$, 'MQ001', NULL, 'an unknown topic is refused');
+
+-- each new topic starts one broker further, so one-partition topics spread
+SELECT mq_coord.create_topic('one' || i, 1) FROM generate_series(1, 3) i;
+SELECT results_eq($$ SELECT replicas FROM mq_coord.partition WHERE topic LIKE 'one_' ORDER BY topic $$,
+                  $$ VALUES ('{3}'::int[]), ('{2}'), ('{4}') $$,
+                  'three one-partition topics after the first: on three other brokers');
+SELECT is(mq_coord.add_partitions('one3', 2), 3, 'two partitions added to the fourth topic');
+SELECT results_eq($$ SELECT replicas FROM mq_coord.partition WHERE topic = 'one3' ORDER BY partition $$,
+                  $$ VALUES ('{4}'::int[]), ('{1}'), ('{3}') $$, 'continuing from its partition 0');
 
 -- a proposal moves nothing
 SELECT results_eq($$ SELECT proposed FROM mq_coord.propose_reassignment('{p}', '{3,4}') WHERE partition < 2 $$,
