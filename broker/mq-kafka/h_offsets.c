@@ -426,9 +426,12 @@ collect_all(OffState *s, int *nrows, int16_t *code)
 	for (int i = 0; i < s->fan.n; i++)
 	{
 		KRoute	   *r = s->fan.routes[i];
-		PGresult   *res = r->job.stmts[0].res;
+		PGresult   *res;
 		int16_t		c;
 
+		if (r->job.n == 0 || r->job.stmts[0].sql != (const char *) ALL_COMMITTED_SQL)
+			continue;			/* a node asked only for require_stable */
+		res = r->job.stmts[0].res;
 		if (kstmt_failed(&r->job.stmts[0], &c) && r->pool == pool_local())
 			*code = c;
 		rows = mq_realloc(rows, sizeof(ORow) * (n + (res ? PQntuples(res) : 0) + 1));

@@ -8,7 +8,8 @@
  *
  * Two places know of such offsets: each node's open Kafka transactions
  * (staged by TxnOffsetCommit, mq.kafka_offsets_unstable), asked on every
- * node the request's fan already asks; and in a cluster the coordinator's
+ * live node (a transaction is on its id's node, not the partition's
+ * leader's); and in a cluster the coordinator's
  * decided transactions whose offsets no leader has committed yet
  * (mq_coord.txn_offsets_unstable), asked once the fan is done, as the
  * daemon's role.  Without require_stable (v0-v6 cannot ask) the committed
@@ -27,11 +28,32 @@
 #define NODE_SQL "SELECT topic, partition FROM mq.kafka_offsets_unstable($1)"
 #define COORD_SQL "SELECT topic, partition FROM mq_coord.txn_offsets_unstable($1)"
 
+/*
+ * In a cluster a transaction lives on the node its id maps to
+ * (cluster_txn_pool: any registered broker's), whatever leads the
+ * partitions whose offsets it stages: every live node is asked, not only
+ * the leaders the fan reaches already.
+ */
+static void
+add_every_node(OffState *s)
+{
+	for (int i = 0; cluster_enabled() && i < cluster_nbrokers(); i++)
+	{
+		const KBroker *b = cluster_broker_at(i);
+
+		if (b->id == kconfig.node_id)
+			(void) kfan_job(&s->fan, pool_local());
+		else if (b->live && cluster_node_pool(b) != NULL)
+			(void) kfan_job(&s->fan, cluster_node_pool(b));
+	}
+}
+
 void
 stable_add_checks(OffState *s)
 {
 	if (!s->require_stable)
 		return;
+	add_every_node(s);
 	for (int i = 0; i < s->fan.n; i++)
 		kstmt_text(kjob_add(&s->fan.routes[i]->job, NODE_SQL, 0), MQ_TEXTOID, s->group);
 }
