@@ -64,6 +64,24 @@ is($c->node($a)->safe_psql('postgres', "SELECT mq.committed_offset('r1grp', '$in
 is(join(',', map { $c->node($_)->safe_psql('postgres', 'SELECT count(*) FROM mq.kafka_txn_record') } 1 .. 3),
 	'0,0,0', 'nothing is left staged');
 
+# kafkajs's transactions (npm; the kafka phase's kafkajs.sh installs it)
+# over the same input, as another group, into a third one-replica topic
+SKIP:
+{
+	skip 'kafkajs is not installed in test/kafka/js (npm ci)', 3
+	  unless -d "$root/test/kafka/js/node_modules/kafkajs";
+	$c->create_topic('r1js', 1, {});
+	local $ENV{KAFKAJS_NO_PARTITIONER_WARNING} = 1;
+	my $js = `timeout 150 node $root/test/kafka/js/txn.js ${\$c->kafka_address($x)} $in r1js r1jsg r1js-id 12 2>$dir/js.err`;
+	like($js, qr/"committed":12,.*"aborted":true/, "kafkajs commits the 12 records in transactions ($js)")
+	  or diag(slurp_file("$dir/js.err"));
+	is($c->node($c->leader('r1js', 0))->safe_psql('postgres',
+			"SELECT count(*) || ' ' || count(DISTINCT value) FROM mq.fetch('r1js', 0, 0, 100)"),
+		'12 12', 'each record once on the output\'s leader, the aborted one not at all');
+	is($c->node($a)->safe_psql('postgres', "SELECT mq.committed_offset('r1jsg', '$in', 0)"),
+		'12', "kafkajs's offsets committed on node$a");
+}
+
 # require_stable (KIP-447) sees an open transaction's offset staged on its
 # id's node, neither the partition's leader nor the group's coordinator
 my ($open_pid, $open_epoch) = split /\|/,
