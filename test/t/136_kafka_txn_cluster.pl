@@ -26,12 +26,7 @@ use MqCluster;
 my $root = $ENV{MQ_REPO_ROOT} // '.';
 my $dir = PostgreSQL::Test::Utils::tempdir();
 my $c = MqCluster->new(nodes => 3);
-$c->start_kafka_brokers();
-my $role = $MqCluster::BROKER_ROLE;
-$c->node($_)->safe_psql('postgres',
-	"SELECT mq.grant('write', 'transactional_id', '*', '$role'); "
-	  . "SELECT mq.grant('write, read, describe', 'topic', '*', '$role')")
-  for 1 .. 3;
+$c->start_kafka_brokers(transactions => 1);
 $c->create_topic('ktc', 6, { 'replication.factor' => 3, 'min.insync.replicas' => 2 });
 my %led_by = map { ($c->leader('ktc', $_) => $_) } 0 .. 5;
 is(scalar keys %led_by, 3, 'the six partitions have leaders on all three nodes');

@@ -22,12 +22,7 @@ use MqCluster;
 my $root = $ENV{MQ_REPO_ROOT} // '.';
 my $dir = PostgreSQL::Test::Utils::tempdir();
 my $c = MqCluster->new(nodes => 3);
-$c->start_kafka_brokers();
-my $role = $MqCluster::BROKER_ROLE;
-$c->node($_)->safe_psql('postgres',
-	"SELECT mq.grant('write', 'transactional_id', '*', '$role'); "
-	  . "SELECT mq.grant('write, read, describe', 'topic', '*', '$role')")
-  for 1 .. 3;
+$c->start_kafka_brokers(transactions => 1);
 my $cfg = { 'replication.factor' => 3, 'min.insync.replicas' => 2 };
 $c->create_topic('xin', 6, $cfg);
 $c->create_topic('xout', 6, $cfg);

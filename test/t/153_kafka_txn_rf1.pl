@@ -23,13 +23,7 @@ use MqCluster;
 my $root = $ENV{MQ_REPO_ROOT} // '.';
 my $dir = PostgreSQL::Test::Utils::tempdir();
 my $c = MqCluster->new(nodes => 3);
-$c->start_kafka_brokers();
-my $role = $MqCluster::BROKER_ROLE;
-$c->node($_)->safe_psql('postgres',
-	"SELECT mq.grant('write', 'transactional_id', '*', '$role'); "
-	  . "SELECT mq.grant('write, read, describe', 'topic', '*', '$role'); "
-	  . "SELECT mq.grant('read', 'group', '*', '$role')")
-  for 1 .. 3;
+$c->start_kafka_brokers(transactions => 1);
 
 # one-replica topics of one partition: each new topic starts on the next
 # broker (mq_coord._place_partitions), as Kafka starts each at a random one

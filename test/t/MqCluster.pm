@@ -996,8 +996,9 @@ sub teardown
 # Start every broker with a [kafka] section (the given one, or a minimal
 # one; each broker's address on a port of its own, the mq-kafka of this
 # tree, group_delay_ms as the group rebalance delay), grant the brokers'
-# role what mq-kafka needs, and wait until every listener is live on the
-# coordinator.
+# role what mq-kafka needs (with transactions => 1 also write on every
+# transactional id and topic, for clients without SASL), and wait until
+# every listener is live on the coordinator.
 sub start_kafka_brokers
 {
 	my ($self, %o) = @_;
@@ -1008,7 +1009,11 @@ sub start_kafka_brokers
 	$self->node($_)->safe_psql('postgres',
 		"GRANT EXECUTE ON FUNCTION mq.init_producer(text) TO $BROKER_ROLE; "
 		  . "GRANT SELECT ON mq.consumer_offset, mq.topic TO $BROKER_ROLE; "
-		  . "SELECT mq.grant('read, describe', 'group', '*', '$BROKER_ROLE')")
+		  . "SELECT mq.grant('read, describe', 'group', '*', '$BROKER_ROLE')"
+		  . ($o{transactions}    # clients without SASL act as the daemons' role
+			? "; SELECT mq.grant('write', 'transactional_id', '*', '$BROKER_ROLE'); "
+			  . "SELECT mq.grant('write, read, describe', 'topic', '*', '$BROKER_ROLE')"
+			: ''))
 	  for 1 .. $n;
 	for my $i (1 .. $n)
 	{
