@@ -18,10 +18,14 @@
  * The transaction's node: every statement on an id's transaction runs on
  * the pool of the node the id maps to (cluster_txn_pool; staged batches
  * from the partitions' leaders too), as the client's role, through a
- * request of its own (TxnRemote) when that is another node; the
- * transaction's database checks fencing and rights.  While that node is
- * down the id's calls fail with COORDINATOR_NOT_AVAILABLE, which clients
- * retry.
+ * request of its own (TxnRemote); the transaction's database checks
+ * fencing and rights.  While that node is down the id's calls fail with
+ * COORDINATOR_NOT_AVAILABLE, which clients retry.  An open transaction
+ * whose id maps to another node since it began (a broker was added or
+ * removed) is found on the node where it is: the node the id maps to has
+ * no transaction of the id (INVALID_PRODUCER_ID_MAPPING), and the other
+ * live nodes are asked in turn.  The id's next InitProducerId moves it
+ * to the node it maps to.
  *
  *-------------------------------------------------------------------------
  */
@@ -52,28 +56,64 @@ txn_cluster_code(const KStmt *st, int16_t v)
 	return code;
 }
 
+/* the next live node after r->next, other than the id's own; NULL: none */
+static KPool *
+next_node(TxnRemote *r)
+{
+	while (r->next < cluster_nbrokers())
+	{
+		const KBroker *b = cluster_broker_at(r->next++);
+		KPool	   *pool = b->id == kconfig.node_id ? pool_local() :
+			b->live ? cluster_node_pool(b) : NULL;
+
+		if (pool != NULL && pool != r->first)
+			return pool;
+	}
+	return NULL;
+}
+
+/* the id has no transaction on that node: its first statement said so */
+static bool
+not_there(const KJob *job)
+{
+	return job->n > 0 && job->stmts[0].res == NULL &&
+		mq_error_is(&job->stmts[0].err, MQ_SQLSTATE_INVALID_PRODUCER_ID_MAPPING);
+}
+
 static void
 remote_done(KRequest *sub)
 {
 	TxnRemote  *r = (TxnRemote *) sub;
+	KRequest   *req = sub->state;
+	KPool	   *pool;
 
-	r->done(sub->state);
+	if (sub->db_lost && r->first == pool_local())
+		req->db_lost = true;
+	if (cluster_enabled() && not_there(r->job) && (pool = next_node(r)) != NULL)
+	{
+		kjob_reset(r->job);
+		pool_run_on(pool, &r->sub, r->job, remote_done);
+		return;
+	}
+	r->done(req);
 }
 
+/*
+ * Run job on the id's node (cluster_txn_pool).  A transaction stays on the
+ * node where it began until it ends: when the id maps to another node
+ * since (a broker was added or removed), that node has no transaction of
+ * the id (MQ073) and the others are asked in turn.
+ */
 void
 txn_cluster_stage(KRequest *req, TxnRemote *r, KJob *job, const char *id, KDoneFn done)
 {
-	KPool	   *pool = cluster_txn_pool(id);
-
-	if (pool == pool_local())
-	{
-		pool_run(req, job, done);
-		return;
-	}
 	r->sub.state = req;
 	r->sub.role = req->role;	/* borrowed: sub is never freed */
 	r->done = done;
-	pool_run_on(pool, &r->sub, job, remote_done);
+	r->job = job;
+	r->first = cluster_txn_pool(id);
+	r->next = 0;
+	pool_run_on(r->first, &r->sub, job, remote_done);
 }
 
 /* ---------------------------------------------------------------- */

@@ -84,8 +84,11 @@ extern void txn_cluster_end(KRequest *req, KSlice id, int64_t producer_id, int16
 /* h_txn_init.c: InitProducerId in a cluster, statements on the transaction's node */
 typedef struct TxnRemote
 {
-	KRequest	sub;			/* first: what the other node's pool runs */
+	KRequest	sub;			/* first: what the node's pool runs */
 	KDoneFn		done;
+	KJob	   *job;
+	KPool	   *first;			/* the node the id maps to */
+	int			next;			/* the next broker to look on (cluster order) */
 } TxnRemote;
 extern void txn_cluster_init(KRequest *req, const char *id, int32_t timeout_ms);
 extern int16_t txn_cluster_code(const KStmt *st, int16_t v);

@@ -101,6 +101,17 @@ kjob_free(KJob *job)
 }
 
 void
+kjob_reset(KJob *job)
+{
+	for (int i = 0; i < job->n; i++)
+	{
+		PQclear(job->stmts[i].res);
+		job->stmts[i].res = NULL;
+		mq_error_free(&job->stmts[i].err);
+	}
+}
+
+void
 kjob_rollback_each(KJob *job)
 {
 	KJob		orig = *job;

@@ -47,6 +47,8 @@ extern void kstmt_binary(KStmt *s, Oid type, const void *data, int len);
 /* true if the statement failed; its Kafka error code in *code */
 extern bool kstmt_failed(const KStmt *s, int16_t *code);
 extern void kjob_free(KJob *job);
+/* forget the results, to run the job again */
+extern void kjob_reset(KJob *job);
 
 /*
  * validate_only: each statement of the job between BEGIN and ROLLBACK, so

@@ -998,7 +998,8 @@ sub teardown
 # tree, group_delay_ms as the group rebalance delay), grant the brokers'
 # role what mq-kafka needs (with transactions => 1 also write on every
 # transactional id and topic, for clients without SASL), and wait until
-# every listener is live on the coordinator.
+# every listener is live on the coordinator.  brokers => [ids] starts only
+# those (again later for others: the daemons started so far must agree).
 sub start_kafka_brokers
 {
 	my ($self, %o) = @_;
@@ -1015,8 +1016,9 @@ sub start_kafka_brokers
 			  . "SELECT mq.grant('write, read, describe', 'topic', '*', '$BROKER_ROLE')"
 			: ''))
 	  for 1 .. $n;
-	for my $i (1 .. $n)
+	for my $i (@{ $o{brokers} // [1 .. $n] })
 	{
+		$self->{kafka_started}{$i} = 1;
 		$self->{kafka_port}[$i] //= PostgreSQL::Test::Cluster::get_free_port();
 		(my $section = $o{section} // "[kafka]\nlisten = 127.0.0.1:9092\n")
 		  =~ s/127\.0\.0\.1:9092/127.0.0.1:$self->{kafka_port}[$i]/g;
@@ -1037,6 +1039,8 @@ sub start_kafka_brokers
 		  . 'group.initial.rebalance.delay.ms = ' . ($o{group_delay_ms} // 1000) . "\n";
 		$self->start_broker($i);
 	}
+	my @started = sort keys %{ $self->{kafka_started} };
+	$n = @started;
 	$self->coord->poll_query_until('postgres',
 		"SELECT count(*) FILTER (WHERE live) = $n FROM mq_coord.kafka_listeners()")
 	  or die 'the Kafka listeners did not register';
@@ -1048,7 +1052,7 @@ sub start_kafka_brokers
 		my @answers = map {
 			my $i = $_;
 			join ',', map { join ':', $self->kafka_find_coordinator($i, "probe$_") } 1 .. 30
-		} 1 .. $n;
+		} @started;
 		my %named = map { $_ => 1 } split /,/, $answers[0];
 		last if !grep({ $_ ne $answers[0] } @answers) && keys %named == $n
 		  && !grep { !/^0:/ } keys %named;
