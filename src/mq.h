@@ -165,6 +165,7 @@ typedef struct MqReplicaState
 	bool		hosted;			/* false: this node holds no replica of it */
 } MqReplicaState;
 extern void mq_replica_read_state(int32 topic_id, int32 partition, MqReplicaState *st);
+extern int64 mq_replica_log_end_now(int32 topic_id, int32 partition);
 extern void mq_replica_raise_not_leader(const char *topic_name, int32 partition,
 										MqReplicaState *st);
 extern void mq_replica_check_broker(const char *topic_name, int32 partition,

@@ -34,7 +34,8 @@
  * (mq._replica_durable_log_end), and the producer's wait starts that flush
  * at once (commit_wait.c).
  *
- * Waiting.  Both waits use notify.c: an append wakes the partition's waiters
+ * Waiting.  The producer's wait (here) and the followers' long polls
+ * (replica_wait.c) use notify.c: an append wakes the partition's waiters
  * at commit, and so does every high-watermark, ISR or role change made by
  * the replica API (mq._replica_notify).  A waiter reads the partition's change
  * counter before it looks, so a change between its look and its sleep is
@@ -64,7 +65,6 @@
 PG_FUNCTION_INFO_V1(mq_replica_lock);
 PG_FUNCTION_INFO_V1(mq_replica_progress_lock);
 PG_FUNCTION_INFO_V1(mq_replica_notify);
-PG_FUNCTION_INFO_V1(mq_replica_wait_records);
 PG_FUNCTION_INFO_V1(mq_replica_durable_log_end);
 PG_FUNCTION_INFO_V1(mq_produce_await);
 PG_FUNCTION_INFO_V1(mq_replica_await_hwm);
@@ -119,8 +119,9 @@ mq_replica_notify(PG_FUNCTION_ARGS)
 	PG_RETURN_VOID();
 }
 
-static int64
-current_log_end(int32 topic_id, int32 partition)
+/* the partition's log end in the latest snapshot (replica_wait.c too) */
+int64
+mq_replica_log_end_now(int32 topic_id, int32 partition)
 {
 	MqTopic    *topic;
 	int64		leo;
@@ -146,49 +147,10 @@ Datum
 mq_replica_durable_log_end(PG_FUNCTION_ARGS)
 {
 	int32		topic_id = PG_GETARG_INT32(0);
-	int64		leo = current_log_end(topic_id, PG_GETARG_INT32(1));
+	int64		leo = mq_replica_log_end_now(topic_id, PG_GETARG_INT32(1));
 
 	mq_notify_flush_visible(topic_id);
 	PG_RETURN_INT64(leo);
-}
-
-/*
- * mq._replica_wait_records(topic_id, partition, fetch_offset, wait_ms,
- * known_hwm, known_offsets_version): the leader side of a follower's long
- * poll.  Returns true as soon as the log ends beyond fetch_offset, or the
- * high watermark is no longer known_hwm, or the committed offsets are no
- * longer at known_offsets_version (the follower should hear of it), false
- * when wait_ms passed first.  Waking on the high watermark instead of refusing to wait
- * while it lags keeps a caught-up follower from spinning on empty fetches
- * while the other followers catch up.
- */
-Datum
-mq_replica_wait_records(PG_FUNCTION_ARGS)
-{
-	int32		topic_id = PG_GETARG_INT32(0);
-	int32		partition = PG_GETARG_INT32(1);
-	int64		offset = PG_GETARG_INT64(2);
-	TimestampTz deadline = TimestampTzPlusMilliseconds(GetCurrentTimestamp(),
-													   Max(PG_GETARG_INT32(3), 0));
-	int64		known_hwm = PG_GETARG_INT64(4);
-	int64		known_offsets = PG_GETARG_INT64(5);
-
-	for (;;)
-	{
-		uint64		seen = mq_notify_part_counter(topic_id, partition);
-		MqReplicaState st;
-
-		if (current_log_end(topic_id, partition) > offset)
-			PG_RETURN_BOOL(true);
-		mq_replica_read_state(topic_id, partition, &st);
-		if (!st.found || st.high_watermark != known_hwm ||
-			mq_offsets_version(topic_id, partition) != known_offsets)
-			PG_RETURN_BOOL(true);
-		if (!mq_notify_part_wait(topic_id, partition, seen, deadline) &&
-			GetCurrentTimestamp() >= deadline)
-			PG_RETURN_BOOL(false);
-		CHECK_FOR_INTERRUPTS();
-	}
 }
 
 /*

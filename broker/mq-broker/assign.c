@@ -54,15 +54,6 @@ replace_str(char *old, const char *s)
 	return s ? mq_strdup(s) : NULL;
 }
 
-static Part *
-find_part(Broker *b, const char *topic, int partition)
-{
-	for (Part *p = b->parts; p; p = p->next)
-		if (p->partition == partition && strcmp(p->topic, topic) == 0)
-			return p;
-	return NULL;
-}
-
 _Static_assert(PART_NONE == 0, "a zeroed Part is in state NONE");
 
 static Part *
@@ -85,7 +76,7 @@ new_part(Broker *b, const char *topic, int partition)
 static void
 apply_assignment(Broker *b, const Assignment *a)
 {
-	Part	   *p = find_part(b, a->topic, a->partition);
+	Part	   *p = broker_find_part(b, a->topic, a->partition);
 
 	if (p == NULL)
 		p = new_part(b, a->topic, a->partition);

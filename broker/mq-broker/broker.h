@@ -121,10 +121,14 @@ typedef struct Part
 	int			node_replicas[MAX_REPLICAS];
 	int			nnode_replicas;
 
-	/* follower: connection to the leader's node and the fetch in flight */
+	/*
+	 * follower: connection to the leader's node for truncation, and the
+	 * fetch session whose fetch in flight holds the partition
+	 */
 	PGconn	   *fconn;
 	char	   *fconn_info;
 	MqRetry		fconn_retry;	/* reconnecting to the leader's node */
+	struct FetchSession *session;
 	bool		in_flight;
 	int64_t		fetch_offset;
 	int64_t		offsets_version;	/* committed offsets the node applied; -1: unknown */
@@ -171,6 +175,7 @@ typedef struct Broker
 	MqRetry		node_retry;
 	MqRetry		coord_retry;
 	Part	   *parts;
+	struct FetchSession *sessions;	/* one per leader's node (fetch_session.c) */
 	int			live_brokers[MAX_LIVE_BROKERS];
 	int			nlive;
 	struct PlacedTopic *placed; /* topics placed on the node (placement.c) */
@@ -191,6 +196,7 @@ typedef struct Broker
 
 /* fsm.c */
 extern const char *part_label(const Part *p);
+extern Part *broker_find_part(struct Broker *b, const char *topic, int partition);
 
 /* session.c */
 extern void broker_init(Broker *b, BrokerConfig *cfg, const BrokerHooks *hooks);
@@ -247,9 +253,20 @@ extern bool preferred_ready(Broker *b, const Part *p);
 extern void maybe_hand_over(Broker *b, Part *p);
 
 /* follower.c */
-extern void follower_step(Broker *b, Part *p);
-extern void follower_on_readable(Broker *b, Part *p);
+extern bool follower_step(Broker *b, Part *p);
+extern void follower_take_answer(Broker *b, Part *p, const PGresult *res);
+extern void follower_take_batch(Broker *b, Part *p, const char *batch, int len);
+extern void follower_take_error(Broker *b, Part *p, const MqError *err);
 extern void follower_stop(Part *p);
+
+/* fetch_session.c */
+typedef struct FetchSession FetchSession;
+extern void fetch_session_want(Broker *b, Part *p);
+extern void fetch_session_readable(Broker *b, FetchSession *s);
+extern FetchSession *fetch_session_next(Broker *b, FetchSession *s);
+extern int	fetch_session_fd(const FetchSession *s);
+extern void fetch_sessions_tidy(Broker *b);
+extern void fetch_sessions_free(Broker *b);
 
 /* producer_ids.c */
 extern void supply_producer_ids(Broker *b);

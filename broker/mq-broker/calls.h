@@ -125,11 +125,11 @@ extern bool node_txn_redo_output(Broker *b, const MovedOutput *o, int64_t *recor
 								 MqError *err);
 extern bool node_txn_redo_offset(Broker *b, const MovedOffset *o, bool *replicated, MqError *err);
 
-/* calls_node.c: the leader's node, over the follower's connection p->fconn */
-extern bool leader_setup_session(Broker *b, Part *p, MqError *err);
+/* calls_node.c: the leader's node, over a follower's connection (p->fconn: truncation; a fetch session's: fetches) */
+extern bool leader_setup_conn(Broker *b, PGconn *conn, MqError *err);
 extern bool leader_epoch_end_offset(Broker *b, Part *p, int latest, int *epoch,
 									int64_t *end, MqError *err);
-extern bool leader_send_fetch(Broker *b, Part *p, MqError *err);
+extern bool leader_send_fetch(Broker *b, PGconn *conn, const Part *p, MqError *err);
 
 /* calls_coord.c */
 extern bool coord_setup_session(Broker *b, MqError *err);

@@ -225,7 +225,7 @@ node_append(Broker *b, const Part *p, const char *batch, int len, int64_t *log_e
  * --------------------------------------------------------------------- */
 
 bool
-leader_setup_session(Broker *b, Part *p, MqError *err)
+leader_setup_conn(Broker *b, PGconn *conn, MqError *err)
 {
 	/*
 	 * What our fetches write on the leader (our progress, its high
@@ -233,7 +233,7 @@ leader_setup_session(Broker *b, Part *p, MqError *err)
 	 * per fetch for it.  The records themselves are flushed on our node
 	 * before a fetch offset acknowledges them (node_setup_session).
 	 */
-	PGresult   *res = mq_exec_timeout(p->fconn, "SET synchronous_commit = off", NULL, 0,
+	PGresult   *res = mq_exec_timeout(conn, "SET synchronous_commit = off", NULL, 0,
 									  b->cfg->node_timeout_ms, err);
 
 	PQclear(res);
@@ -260,9 +260,9 @@ leader_epoch_end_offset(Broker *b, Part *p, int latest, int *epoch, int64_t *end
 	return true;
 }
 
-/* The long poll: answered by follower_on_readable (binary batch). */
+/* One partition's long poll on conn: answered by follower_take_answer (binary batch). */
 bool
-leader_send_fetch(Broker *b, Part *p, MqError *err)
+leader_send_fetch(Broker *b, PGconn *conn, const Part *p, MqError *err)
 {
 	MqParams	prm;
 
@@ -277,7 +277,7 @@ leader_send_fetch(Broker *b, Part *p, MqError *err)
 		mq_param_int(&prm, MQ_INT8OID, p->offsets_version);
 	else
 		mq_param_text(&prm, MQ_INT8OID, NULL);
-	return mq_send(p->fconn, "SELECT mq.replica_fetch($1, $2, $3, $4, $5, $6, $7, $8)", &prm, 1, err);
+	return mq_send(conn, "SELECT mq.replica_fetch($1, $2, $3, $4, $5, $6, $7, $8)", &prm, 1, err);
 }
 
 /* How many producer ids the node can still issue from its blocks. */

@@ -7,11 +7,12 @@
  *	  leader's node and appends them locally at the leader's offsets
  *	  (events diverged and append_refused when that goes wrong).
  *
- * The fetch is a long poll on a non-blocking connection to the leader's
- * node (mq.replica_fetch waits on the leader for new records), so the main
- * loop poll()s on every follower's socket and never sleeps to poll; so
- * does the broker while it waits for the coordinator (loop.c), so that a
- * coordinator that stopped answering holds no fetch: the answer is
+ * The fetch is a long poll on the leader's node (mq.replica_fetch waits
+ * there for new records), sent for every partition this broker follows
+ * from that node at once by its fetch session (fetch_session.c), whose
+ * socket the main loop poll()s: it never sleeps to poll, and neither does
+ * the broker while it waits for the coordinator (loop.c), so that a
+ * coordinator that stopped answering holds no fetch: each answer is
  * appended and the next fetch sent in the epoch the node applied, and
  * whatever needs the coordinator waits for the tick.
  * The fetched batch is one value of type mq.replica_batch, passed to the
@@ -21,8 +22,10 @@
  * brings the node nothing new (no records; the high watermark, log start
  * and offsets version it applied last) is not appended at all.
  *
- * The connection to the leader's node is made under the broker's policy
- * (connpolicy.h); reconnecting backs off with jitter per partition.
+ * Truncation by leader epoch asks the leader's node on a connection of
+ * the partition's own (p->fconn), made under the broker's policy
+ * (connpolicy.h) and closed once the partition fetches; reconnecting
+ * backs off with jitter per partition.
  *
  * Locking: none; the broker's one thread.
  *
@@ -42,9 +45,20 @@ void
 follower_stop(Part *p)
 {
 	if (p->fconn)
-		PQfinish(p->fconn);		/* also abandons a fetch in flight */
+		PQfinish(p->fconn);
 	p->fconn = NULL;
+	/* out of its session's fetch in flight: that fetch's row for it is dropped */
 	p->in_flight = false;
+	p->session = NULL;
+}
+
+/* Truncated: the partition's own connection goes, its session fetches. */
+static void
+truncation_done(Part *p)
+{
+	if (p->fconn)
+		PQfinish(p->fconn);
+	p->fconn = NULL;
 }
 
 /* Wait before the next fetch: the leader said "not yet" or "not you". */
@@ -74,7 +88,7 @@ ensure_leader_conn(Broker *b, Part *p)
 	if (p->leader_conninfo == NULL || !mq_retry_due(&p->fconn_retry))
 		return false;
 	p->fconn = mq_connect_policy(p->leader_conninfo, "mq-broker follower", &b->policy, &err);
-	if (p->fconn == NULL || !leader_setup_session(b, p, &err))
+	if (p->fconn == NULL || !leader_setup_conn(b, p->fconn, &err))
 	{
 		int			pause = leader_conn_failed(b, p);
 
@@ -212,61 +226,42 @@ truncate_by_epoch(Broker *b, Part *p)
 	return false;
 }
 
-static void
-send_fetch(Broker *b, Part *p)
-{
-	MqError		err = MQ_ERROR_INIT;
-
-	if (!leader_send_fetch(b, p, &err))
-	{
-		int			pause = leader_conn_failed(b, p);
-
-		mq_log_warning("%s: cannot send a fetch to leader %d: %s; reconnecting in %d ms",
-					   part_label(p), p->leader, err.message, pause);
-		mq_error_free(&err);
-		return;
-	}
-	p->in_flight = true;
-}
-
-/* One step of a follower, from the tick. */
-void
+/*
+ * One step of a follower, from the tick: apply the epoch, truncate by
+ * leader epoch.  True when the partition is ready to fetch (the caller
+ * has its fetch session fetch it: fetch_session_want).
+ */
+bool
 follower_step(Broker *b, Part *p)
 {
 	if (p->applied_epoch != p->leader_epoch ||
 		(p->state != PART_FOLLOWER_TRUNCATE && p->state != PART_FOLLOWER_FETCH))
 	{
 		if (!become_follower(b, p))
-			return;
+			return false;
 	}
-	if (p->in_flight || mq_now_us() < p->backoff_until_us)
-		return;
-	if (!ensure_leader_conn(b, p))
-		return;
+	if (mq_now_us() < p->backoff_until_us)
+		return false;
 	if (p->state == PART_FOLLOWER_TRUNCATE)
 	{
-		if (!truncate_by_epoch(b, p))
-			return;
+		if (!ensure_leader_conn(b, p) || !truncate_by_epoch(b, p))
+			return false;
 		mq_log_info("%s: fetching from broker %d at offset %lld", part_label(p), p->leader,
 					(long long) p->fetch_offset);
 		p->applied_hwm = p->applied_log_start = -1;
+		truncation_done(p);
 		fsm_fire(b, p, EV_TRUNCATED);
 	}
-	send_fetch(b, p);
+	return p->state == PART_FOLLOWER_FETCH;
 }
 
-/* The fetch failed: the connection, a diverged log, or a refusal. */
-static void
-fetch_failed(Broker *b, Part *p, const MqError *err)
+/* The fetch failed: a diverged log, or a refusal (the session handles its connection). */
+void
+follower_take_error(Broker *b, Part *p, const MqError *err)
 {
 	if (err->connection_lost)
-	{
-		int			pause = leader_conn_failed(b, p);
-
-		mq_log_warning("%s: lost the connection to leader %d: %s; reconnecting in %d ms",
-					   part_label(p), p->leader, err->message, pause);
-	}
-	else if (mq_error_is(err, MQ_SQLSTATE_OFFSET_OUT_OF_RANGE))
+		return;
+	if (mq_error_is(err, MQ_SQLSTATE_OFFSET_OUT_OF_RANGE))
 	{
 		mq_log_warning("%s: leader %d says our log end %lld is outside its log: %s; truncating again",
 					   part_label(p), p->leader, (long long) p->fetch_offset, err->message);
@@ -316,46 +311,17 @@ brings_nothing(const Part *p, const BatchHeader *h)
 		h->offsets_version == p->offsets_version;
 }
 
-/* The next long poll at once: its offset acknowledges what we hold. */
-static void
-fetch_next(Broker *b, Part *p)
-{
-	if (p->state == PART_FOLLOWER_FETCH && b->node != NULL && p->fconn != NULL &&
-		mq_now_us() >= p->backoff_until_us)
-		send_fetch(b, p);
-}
-
-/* The leader's node answered (or dropped) our fetch. */
+/* A fetch's answer for p: append it, unless it brings nothing. */
 void
-follower_on_readable(Broker *b, Part *p)
+follower_take_batch(Broker *b, Part *p, const char *batch, int len)
 {
 	MqError		err = MQ_ERROR_INIT;
-	bool		done;
-	PGresult   *res = mq_collect(p->fconn, &done, &err);
 	BatchHeader hdr;
-	bool		hdr_ok;
+	bool		hdr_ok = batch_header_decode((const unsigned char *) batch, (size_t) len, &hdr);
 	int64_t		log_end;
-	bool		ok;
 
-	if (!done)
+	if (p->state != PART_FOLLOWER_FETCH || b->node == NULL)
 		return;
-	p->in_flight = false;
-	if (res == NULL)
-	{
-		fetch_failed(b, p, &err);
-		mq_error_free(&err);
-		return;
-	}
-	if (PQntuples(res) != 1 || PQnfields(res) != 1)
-	{
-		mq_log_warning("%s: leader %d answered the fetch with %d rows of %d columns; retrying after the next tick",
-					   part_label(p), p->leader, PQntuples(res), PQnfields(res));
-		PQclear(res);
-		wait_a_tick(b, p);
-		return;
-	}
-	hdr_ok = batch_header_decode((const unsigned char *) PQgetvalue(res, 0, 0),
-								 (size_t) PQgetlength(res, 0, 0), &hdr);
 	if (!hdr_ok)
 		hdr.offsets_version = -1;
 	else
@@ -364,25 +330,32 @@ follower_on_readable(Broker *b, Part *p)
 		p->m_hwm = hdr.high_watermark;
 	}
 	if (hdr_ok && brings_nothing(p, &hdr))
-	{
-		PQclear(res);
-		fetch_next(b, p);
 		return;
-	}
 	/* append the batch as it came, in binary */
-	ok = node_append(b, p, PQgetvalue(res, 0, 0), PQgetlength(res, 0, 0), &log_end, &err);
-	placement_throttle(b, p, PQgetlength(res, 0, 0));	/* a new replica of a move */
-	PQclear(res);
-	if (!ok)
+	if (!node_append(b, p, batch, len, &log_end, &err))
 	{
 		append_failed(b, p, &err);
 		mq_error_free(&err);
 		return;
 	}
+	placement_throttle(b, p, len);	/* a new replica of a move */
 	p->fetch_offset = log_end;
 	p->offsets_version = hdr.offsets_version;	/* applied with the batch */
 	p->applied_hwm = hdr_ok ? hdr.high_watermark : -1;
 	p->applied_log_start = hdr_ok ? hdr.log_start_offset : -1;
 	p->m_log_end = log_end;
-	fetch_next(b, p);
+}
+
+/* The answer of p's own mq.replica_fetch: one row, one batch. */
+void
+follower_take_answer(Broker *b, Part *p, const PGresult *res)
+{
+	if (PQntuples(res) != 1 || PQnfields(res) != 1)
+	{
+		mq_log_warning("%s: leader %d answered the fetch with %d rows of %d columns; retrying after the next tick",
+					   part_label(p), p->leader, PQntuples(res), PQnfields(res));
+		wait_a_tick(b, p);
+		return;
+	}
+	follower_take_batch(b, p, PQgetvalue(res, 0, 0), PQgetlength(res, 0, 0));
 }

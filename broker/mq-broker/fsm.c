@@ -3,7 +3,8 @@
  * fsm.c
  *	  The partition state machine's transition table, the one function
  *	  that changes a partition's state (fsm_fire), and the table printed as
- *	  a Graphviz graph (see fsm.h).
+ *	  a Graphviz graph (see fsm.h); a partition's label and its lookup by
+ *	  name, which every layer uses.
  *
  * Layer: below every file that fires an event (step.c, elect.c,
  * follower.c, ...); it calls none of them.  The actions the table names
@@ -133,6 +134,16 @@ part_label(const Part *p)
 
 	snprintf(buf, sizeof(buf), "\"%s\" partition %d", p->topic, p->partition);
 	return buf;
+}
+
+/* The partition of that name, or NULL. */
+Part *
+broker_find_part(Broker *b, const char *topic, int partition)
+{
+	for (Part *p = b->parts; p; p = p->next)
+		if (p->partition == partition && strcmp(p->topic, topic) == 0)
+			return p;
+	return NULL;
 }
 
 const FsmTransition *

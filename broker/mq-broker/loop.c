@@ -2,8 +2,8 @@
  *
  * loop.c
  *	  mq-broker's event loop: run the control tick every tick.ms, or
- *	  tick.idle.ms while steady (step.c decides), and, until the next one, wait with poll() on every follower's
- *	  long-polling fetch (follower.c), on the node's own connection to
+ *	  tick.idle.ms while steady (step.c decides), and, until the next one, wait with poll() on every
+ *	  long-polling fetch (fetch_session.c, one per leader's node), on the node's own connection to
  *	  notice its death at once (session.c), and on the metrics endpoint
  *	  (metrics.c), without sleeping to poll.
  *
@@ -46,28 +46,28 @@
 typedef struct Watch
 {
 	struct pollfd *fds;
-	Part	  **parts;			/* parts[i]: whose fetch fds[i] is, NULL */
+	FetchSession **sessions;	/* sessions[i]: whose fetch fds[i] is, NULL */
 	int			n;
 	int			cap;
 } Watch;
 
 static void
-watch_add(Watch *w, int fd, Part *p)
+watch_add(Watch *w, int fd, FetchSession *s)
 {
 	if (w->n == w->cap)
 	{
 		w->cap = w->cap ? w->cap * 2 : 16;
 		w->fds = mq_realloc(w->fds, sizeof(struct pollfd) * w->cap);
-		w->parts = mq_realloc(w->parts, sizeof(Part *) * w->cap);
+		w->sessions = mq_realloc(w->sessions, sizeof(FetchSession *) * w->cap);
 	}
 	w->fds[w->n].fd = fd;
 	w->fds[w->n].events = POLLIN;
 	w->fds[w->n].revents = 0;
-	w->parts[w->n] = p;
+	w->sessions[w->n] = s;
 	w->n++;
 }
 
-/* Fill w: metrics first, then the node, then each fetch in flight. */
+/* Fill w: metrics first, then the node, then each fetch session's fetch in flight. */
 static int64_t
 watch_build(Broker *b, Watch *w, int64_t timeout_ms, int *metrics_n)
 {
@@ -79,9 +79,9 @@ watch_build(Broker *b, Watch *w, int64_t timeout_ms, int *metrics_n)
 		watch_add(w, mfd.fd, NULL);
 	if (b->node && PQsocket(b->node) >= 0)
 		watch_add(w, PQsocket(b->node), NULL);
-	for (Part *p = b->parts; p; p = p->next)
-		if (p->in_flight && p->fconn && PQsocket(p->fconn) >= 0)
-			watch_add(w, PQsocket(p->fconn), p);
+	for (FetchSession *s = fetch_session_next(b, NULL); s; s = fetch_session_next(b, s))
+		if (fetch_session_fd(s) >= 0)
+			watch_add(w, fetch_session_fd(s), s);
 	return timeout_ms;
 }
 
@@ -95,17 +95,17 @@ watch_dispatch(Broker *b, Watch *w, int metrics_n)
 		metrics_run();			/* also its own timeouts */
 	for (int i = metrics_n; i < w->n; i++)
 	{
-		Part	   *p = w->parts[i];
+		FetchSession *s = w->sessions[i];
 
 		if (w->fds[i].revents == 0)
 			continue;
-		if (p == NULL)
+		if (s == NULL)
 		{
 			if (b->node && w->fds[i].fd == node_fd)
 				broker_node_readable(b);
 		}
-		else if (p->in_flight && p->fconn && PQsocket(p->fconn) == w->fds[i].fd)
-			follower_on_readable(b, p);
+		else if (fetch_session_fd(s) == w->fds[i].fd)
+			fetch_session_readable(b, s);
 	}
 }
 
@@ -211,5 +211,5 @@ broker_run(Broker *b, volatile int *stop_requested)
 		wait_for_tick(b, &w, tick_start, stop_requested);
 	}
 	free(w.fds);
-	free(w.parts);
+	free(w.sessions);
 }

@@ -70,15 +70,6 @@ find_placed(Broker *b, const char *topic)
 	return NULL;
 }
 
-static Part *
-find_part(Broker *b, const char *topic, int partition)
-{
-	for (Part *p = b->parts; p; p = p->next)
-		if (p->partition == partition && strcmp(p->topic, topic) == 0)
-			return p;
-	return NULL;
-}
-
 /* The partitions of topic that we replicate, as int4[] text (malloc'd). */
 static char *
 hosted_text(Broker *b, const char *topic)
@@ -220,7 +211,7 @@ placement_retry_unhost(Broker *b)
 	{
 		Unhost	   *u = *pp;
 		MqError		err = MQ_ERROR_INIT;
-		bool		done = find_part(b, u->topic, u->partition) != NULL;	/* assigned again */
+		bool		done = broker_find_part(b, u->topic, u->partition) != NULL;	/* assigned again */
 
 		if (!done && node_unhost(b, u->topic, u->partition, &err))
 		{
@@ -248,7 +239,7 @@ placement_retry_unhost(Broker *b)
 static void
 apply_moving(Broker *b, const Moving *m, const Throttles *t)
 {
-	Part	   *p = find_part(b, m->topic, m->partition);
+	Part	   *p = broker_find_part(b, m->topic, m->partition);
 	int64_t		rate;
 	const ThrottleLoad *l;
 

@@ -83,6 +83,14 @@ act_step_down(Broker *b, Part *p)
 		fsm_fire(b, p, tick_event(b, p));
 }
 
+/* A follower's step, then its fetch (fetch_session.c) once it may fetch. */
+static void
+follow(Broker *b, Part *p)
+{
+	if (follower_step(b, p))
+		fetch_session_want(b, p);
+}
+
 /* Another live broker leads: follow it, unless we are its preferred leader. */
 static void
 act_replicate(Broker *b, Part *p)
@@ -98,7 +106,7 @@ act_replicate(Broker *b, Part *p)
 		if (p->state == PART_LEADER)
 			return;
 	}
-	follower_step(b, p);
+	follow(b, p);
 }
 
 /*
@@ -130,7 +138,7 @@ act_leaderless(Broker *b, Part *p)
 		return;
 	/* a leader whose broker is not live: keep trying it until one is elected */
 	if (p->leader >= 0 && p->leader != me)
-		follower_step(b, p);
+		follow(b, p);
 }
 
 /* ---------------------------------------------------------------------
@@ -310,6 +318,7 @@ broker_tick(Broker *b)
 		return;
 	for (Part *p = b->parts; p; p = p->next)
 		step(b, p);
+	fetch_sessions_tidy(b);
 }
 
 /* SIGTERM: resign every leadership on the node, then leave. */
@@ -339,6 +348,7 @@ broker_shutdown(Broker *b)
 	if (b->node)
 		PQfinish(b->node);
 	b->coord = b->node = NULL;
+	fetch_sessions_free(b);
 	while (b->parts)
 	{
 		Part	   *p = b->parts;

@@ -194,6 +194,12 @@ CREATE FUNCTION mq._replica_wait_records(topic_id integer, partition integer,
                                          fetch_offset bigint, wait_ms integer,
                                          known_hwm bigint, known_offsets_version bigint) RETURNS boolean
     AS 'MODULE_PATHNAME', 'mq_replica_wait_records' LANGUAGE C STRICT;
+CREATE FUNCTION mq._replica_wait_any(topic_ids integer[], partitions integer[], fetch_offsets bigint[],
+                                     wait_ms integer, known_hwms bigint[], known_offsets_versions bigint[])
+    RETURNS boolean
+    AS 'MODULE_PATHNAME', 'mq_replica_wait_any' LANGUAGE C STRICT;
+COMMENT ON FUNCTION mq._replica_wait_any(integer[], integer[], bigint[], integer, bigint[], bigint[]) IS
+    'internal (replication): _replica_wait_records over many partitions, for replica_fetch_many''s long poll';
 CREATE FUNCTION mq._replica_durable_log_end(topic_id integer, partition integer) RETURNS bigint
     AS 'MODULE_PATHNAME', 'mq_replica_durable_log_end' LANGUAGE C STRICT;
 CREATE FUNCTION mq._replica_await_hwm(topic text, partition integer, target bigint,

@@ -134,15 +134,47 @@ CREATE FUNCTION mq._replica_fetch_records(b mq.replica_batch, p_id integer, p_pa
     RETURNS mq.replica_batch
     AS 'MODULE_PATHNAME', 'mq_replica_fetch_records' LANGUAGE C;
 
+-- What a follower's fetch finds before it reads: the partition's state
+-- (the epoch check: this node leads in it), its log end, the follower's
+-- recorded progress, the committed offsets' version, and whether the
+-- follower is idle: it holds the log end, its progress there is recorded
+-- in this epoch, and it has the offsets' version, so that a long poll may
+-- wait for news.  A fetch offset beyond the log end is MQ007.  Reads
+-- only (mq.replica_fetch_many looks at every partition first).
+CREATE FUNCTION mq._replica_fetch_look(p_topic text, p_id integer, p_partition integer,
+                                       p_leader_epoch integer, p_replica_id integer,
+                                       p_fetch_offset bigint, p_offsets_version bigint,
+                                       OUT st mq.partition_state, OUT leo bigint,
+                                       OUT g mq.replica_progress, OUT ov bigint, OUT idle boolean)
+LANGUAGE plpgsql SET search_path = pg_catalog, pg_temp AS $$
+BEGIN
+    st := mq._replica_fence(p_id, p_partition, p_leader_epoch, 'leader');
+    leo := mq._log_end_offset(p_id, p_partition);
+    IF p_fetch_offset > leo THEN
+        RAISE EXCEPTION 'fetch offset % of replica % is outside the leader''s log [%, %) of "%" partition %',
+            p_fetch_offset, p_replica_id, st.log_start_offset, leo, p_topic, p_partition
+            USING ERRCODE = 'MQ007', HINT = 'The follower must truncate by leader epoch first.';
+    END IF;
+    SELECT * INTO g FROM mq.replica_progress r
+     WHERE r.topic_id = p_id AND r.partition = p_partition AND r.replica_id = p_replica_id;
+    ov := mq._offsets_version(p_id, p_partition);
+    idle := p_fetch_offset = leo AND p_fetch_offset >= st.log_start_offset
+            AND g.leader_epoch IS NOT DISTINCT FROM p_leader_epoch
+            AND g.log_end_offset IS NOT DISTINCT FROM p_fetch_offset
+            AND p_offsets_version IS NOT DISTINCT FROM ov
+            AND p_offsets_version IS NOT NULL
+            AND g.offsets_version IS NOT DISTINCT FROM p_offsets_version;
+END $$;
+
 -- The leader side of a follower's fetch: record the follower's progress
 -- (its fetch offset is its log end), advance the high watermark, and
 -- return records from fetch_offset on.  Below the last gap compaction left
 -- (this node's cleaner passes, or the gaps it copied from a leader) the
 -- batch lists each record's offset when they are not consecutive, and
 -- p_max_records counts records rather than offsets, so that every fetch
--- of a cleaned range holds records.  When the follower is caught up and
--- its progress is already recorded, wait up to wait_ms for new records or
--- a change of the high watermark first (long polling; notify.c wakes the
+-- of a cleaned range holds records.  When the follower is idle
+-- (mq._replica_fetch_look), wait up to wait_ms for new records or a
+-- change of the high watermark first (long polling; notify.c wakes the
 -- wait).
 CREATE FUNCTION mq.replica_fetch(topic text, partition integer, leader_epoch integer,
                                  replica_id integer, fetch_offset bigint,
@@ -161,6 +193,7 @@ DECLARE
     p_wait_ms ALIAS FOR $7;
     p_offsets_version ALIAS FOR $8;
     v_id integer := mq._topic_id(p_topic);
+    l record;
     st mq.partition_state;
     g mq.replica_progress;
     v_leo bigint;
@@ -169,33 +202,26 @@ DECLARE
     v_gaps bigint;
     b mq.replica_batch;
 BEGIN
-    st := mq._replica_fence(v_id, p_partition, p_leader_epoch, 'leader');
-    v_leo := mq._log_end_offset(v_id, p_partition);
-    IF p_fetch_offset > v_leo THEN
-        RAISE EXCEPTION 'fetch offset % of replica % is outside the leader''s log [%, %) of "%" partition %',
-            p_fetch_offset, p_replica_id, st.log_start_offset, v_leo, p_topic, p_partition
-            USING ERRCODE = 'MQ007', HINT = 'The follower must truncate by leader epoch first.';
+    l := mq._replica_fetch_look(p_topic, v_id, p_partition, p_leader_epoch, p_replica_id,
+                                p_fetch_offset, p_offsets_version);
+    IF l.idle AND p_wait_ms > 0 THEN
+        -- until new records, a new high watermark for the follower to hear
+        -- of, or a new offset commit
+        PERFORM mq._replica_wait_records(v_id, p_partition, p_fetch_offset, p_wait_ms,
+                                         coalesce((l.st).high_watermark, 0), l.ov);
+        l := mq._replica_fetch_look(p_topic, v_id, p_partition, p_leader_epoch, p_replica_id,
+                                    p_fetch_offset, p_offsets_version);
     END IF;
+    st := l.st;
+    g := l.g;
+    v_leo := l.leo;
+    v_ov := l.ov;
     IF p_fetch_offset < st.log_start_offset THEN
         RETURN mq._replica_fetch_below_start(v_id, p_partition, st.log_start_offset, v_leo, st.high_watermark);
     END IF;
     -- offsets below this may be missing (src/sql/72_compaction.sql)
     SELECT max(c.clean_end) INTO v_gaps FROM mq.cleaner_pass c
      WHERE c.topic_id = v_id AND c.partition = p_partition;
-    SELECT * INTO g FROM mq.replica_progress
-     WHERE topic_id = v_id AND partition = p_partition AND replica_id = p_replica_id;
-    v_ov := mq._offsets_version(v_id, p_partition);
-    IF p_fetch_offset = v_leo AND g.leader_epoch = p_leader_epoch
-       AND g.log_end_offset = p_fetch_offset AND p_wait_ms > 0
-       AND p_offsets_version = v_ov AND g.offsets_version = p_offsets_version THEN
-        -- until new records, a new high watermark for the follower to hear
-        -- of, or a new offset commit
-        PERFORM mq._replica_wait_records(v_id, p_partition, p_fetch_offset, p_wait_ms,
-                                         coalesce(st.high_watermark, 0), v_ov);
-        st := mq._replica_fence(v_id, p_partition, p_leader_epoch, 'leader');
-        v_leo := mq._log_end_offset(v_id, p_partition);
-        v_ov := mq._offsets_version(v_id, p_partition);
-    END IF;
 
     -- The committed offsets, when the follower's version is not the
     -- leader's: all of them, read with their version in one snapshot.
@@ -224,3 +250,118 @@ BEGIN
      WHERE h.topic_id = v_id AND h.partition = p_partition AND h.start_offset >= p_fetch_offset;
     RETURN b;
 END $$;
+
+-- mq.replica_fetch_many's look at every partition (mq._replica_fetch_look,
+-- reads only): element k of each array out is partition k's; a partition
+-- the look refuses has its error in err_state and err_message, and is not
+-- idle.
+-- due: when the partition's progress is to be recorded again (its last
+-- fetch plus p_wait_ms), so that an idle follower's progress is recorded
+-- as often as a single long poll records it.
+CREATE FUNCTION mq._replica_fetch_looks(p_replica_id integer, p_topics text[], p_partitions integer[],
+                                        p_epochs integer[], p_offsets bigint[], p_ovs bigint[],
+                                        p_wait_ms integer,
+                                        OUT ids integer[], OUT idle boolean[], OUT due timestamptz[],
+                                        OUT hwm bigint[], OUT ov bigint[], OUT err_state text[],
+                                        OUT err_message text[])
+LANGUAGE plpgsql SET search_path = pg_catalog, pg_temp AS $$
+DECLARE
+    l record;
+    v_state text;
+    v_msg text;
+BEGIN
+    FOR k IN 1 .. coalesce(cardinality(p_topics), 0) LOOP
+        BEGIN
+            ids[k] := mq._topic_id(p_topics[k]);
+            l := mq._replica_fetch_look(p_topics[k], ids[k], p_partitions[k], p_epochs[k], p_replica_id,
+                                        p_offsets[k], p_ovs[k]);
+            idle[k] := l.idle;
+            due[k] := (l.g).last_fetch_at + make_interval(secs => p_wait_ms / 1000.0);
+            hwm[k] := coalesce((l.st).high_watermark, 0);
+            ov[k] := l.ov;
+        EXCEPTION WHEN OTHERS THEN
+            GET STACKED DIAGNOSTICS v_state = RETURNED_SQLSTATE, v_msg = MESSAGE_TEXT;
+            idle[k] := false;
+            err_state[k] := v_state;
+            err_message[k] := v_msg;
+        END;
+    END LOOP;
+END $$;
+
+-- The leader side of a follower's fetch of many partitions at once: one
+-- statement, and one connection, per leader's node and follower, as
+-- Kafka's replica fetcher (broker/mq-broker/fetch_session.c).  Element k
+-- of the arrays are mq.replica_fetch's arguments for partition k.  When
+-- max_wait_ms is positive and every partition is idle, it waits until any
+-- of them has news (mq._replica_wait_any) or the earliest one's progress
+-- is due, and looks again.  Then it fetches, without a wait, each
+-- partition that is not idle or whose progress is due (each one when
+-- max_wait_ms is 0), in the order given, until the batches hold
+-- 10 x max_records records (the others wait for the next call, whose
+-- order the caller rotates).  The progress locks of the partitions it
+-- fetches are taken first, in one order (topic id, partition): two
+-- followers' fetches of the same partitions in different orders would
+-- otherwise deadlock.  A row per partition fetched (k, its batch),
+-- and per partition the look refused (k, its SQLSTATE and message); no
+-- row for the others.
+CREATE FUNCTION mq.replica_fetch_many(replica_id integer, topics text[], partitions integer[],
+                                      leader_epochs integer[], fetch_offsets bigint[],
+                                      offsets_versions bigint[], max_records integer DEFAULT 1000,
+                                      max_wait_ms integer DEFAULT 500)
+    RETURNS TABLE (i integer, batch mq.replica_batch, sqlstate text, message text)
+LANGUAGE plpgsql SECURITY DEFINER SET search_path = pg_catalog, pg_temp AS $$
+DECLARE
+    n integer := coalesce(cardinality(topics), 0);
+    s record;
+    v_wait double precision;
+    v_take integer[];
+    v_records bigint := 0;
+BEGIN
+    IF n > 10000 OR coalesce(cardinality(partitions), 0) <> n OR coalesce(cardinality(leader_epochs), 0) <> n
+       OR coalesce(cardinality(fetch_offsets), 0) <> n
+       OR coalesce(cardinality(offsets_versions), n) <> n THEN
+        RAISE EXCEPTION 'replica_fetch_many needs arrays of one length, at most 10000 partitions'
+            USING ERRCODE = 'MQ010';
+    END IF;
+    s := mq._replica_fetch_looks(replica_id, topics, partitions, leader_epochs, fetch_offsets,
+                                 offsets_versions, max_wait_ms);
+    IF max_wait_ms > 0 AND n > 0 AND false <> ALL (s.idle) THEN
+        SELECT least(max_wait_ms, 1000 * extract(epoch FROM min(d) - clock_timestamp()))
+          INTO v_wait FROM unnest(s.due) d;
+        IF v_wait > 0 THEN
+            PERFORM mq._replica_wait_any(s.ids, partitions, fetch_offsets, v_wait::integer, s.hwm, s.ov);
+        END IF;
+        s := mq._replica_fetch_looks(replica_id, topics, partitions, leader_epochs, fetch_offsets,
+                                     offsets_versions, max_wait_ms);
+    END IF;
+    -- what to fetch: not idle, or due (every one without a wait); their
+    -- progress locks taken in one order first, as another follower's
+    -- fetch of the same partitions takes them (each is held to the end)
+    v_take := ARRAY(SELECT k FROM generate_series(1, n) k
+                     WHERE s.err_state[k] IS NULL
+                       AND NOT (max_wait_ms > 0 AND s.idle[k] AND s.due[k] > clock_timestamp()));
+    PERFORM mq._replica_progress_lock(s.ids[k], partitions[k])
+       FROM unnest(v_take) k ORDER BY s.ids[k], partitions[k];
+    FOR k IN 1 .. n LOOP
+        i := k;
+        batch := NULL;
+        sqlstate := s.err_state[k];
+        message := s.err_message[k];
+        IF sqlstate IS NULL AND NOT k = ANY (v_take) THEN
+            CONTINUE;           -- nothing to tell, nor its progress to record
+        END IF;
+        IF sqlstate IS NULL THEN
+            CONTINUE WHEN v_records >= 10::bigint * max_records;
+            batch := mq.replica_fetch(topics[k], partitions[k], leader_epochs[k], replica_id,
+                                      fetch_offsets[k], max_records, 0, offsets_versions[k]);
+            v_records := v_records + coalesce(cardinality(batch.vals), 0);
+        END IF;
+        RETURN NEXT;
+    END LOOP;
+END $$;
+COMMENT ON FUNCTION mq._replica_fetch_look(text, integer, integer, integer, integer, bigint, bigint) IS
+    'internal (replication): what a follower''s fetch finds before it reads (epoch check, log end, progress, idle)';
+COMMENT ON FUNCTION mq._replica_fetch_looks(integer, text[], integer[], integer[], bigint[], bigint[], integer) IS
+    'internal (replication): replica_fetch_many''s look at each partition, errors kept per partition';
+COMMENT ON FUNCTION mq.replica_fetch_many(integer, text[], integer[], integer[], bigint[], bigint[], integer, integer) IS
+    'broker API: a follower''s fetch of many partitions from this leader''s node at once (one long poll)';

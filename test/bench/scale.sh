@@ -75,8 +75,9 @@ if [[ -n "$REPL" ]]; then
 	source "$HERE/peers/servers.sh"
 	# preferred leaders (broker 1, see topic below) take leadership at once
 	RF_BROKER_CONF=("[replication]" "auto.leader.rebalance.delay.ms = 0")
-	# each follower's broker holds a fetch connection per partition to the
-	# leader's node: 256 partitions take 512 of them
+	# a follower's broker fetches over one connection per leader's node
+	# (fetch_session.c); builds before it held one per partition, 512 for
+	# 256 partitions, which an older build still needs
 	RF_CONF+=("max_connections = 600")
 	start_mq_rf3
 	NODE=rf1

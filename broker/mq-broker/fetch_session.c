@@ -1,0 +1,425 @@
+/*-------------------------------------------------------------------------
+ *
+ * fetch_session.c
+ *	  A follower broker's fetches, one connection per leader's node: every
+ *	  partition this broker follows from that node is fetched by one long
+ *	  poll, mq.replica_fetch_many (src/sql/60_replica_fetch.sql), as
+ *	  Kafka's replica fetcher fetches every partition it follows from one
+ *	  broker in one request.  With one partition to fetch the statement is
+ *	  mq.replica_fetch, the single partition's own.  Before this, each
+ *	  partition kept its own connection: two backends per partition on the
+ *	  leader's node with two followers, 512 for 256 partitions, each long
+ *	  poll timing out and sent again every replica.fetch.wait.max.ms.
+ *
+ * A partition takes part once follower.c has it in the fetch state
+ * (epoch applied, log truncated by leader epoch): follower_step asks for
+ * a fetch (fetch_session_want), and the session sends one as soon as it
+ * has none in flight, with every partition ready then, in an order that
+ * turns by one each time (the leader stops filling an answer at its cap;
+ * the partitions left out come first later).  A partition that becomes
+ * ready while a long poll is in flight cancels it, so that it is fetched
+ * at once (a new follower after an election must not wait for others'
+ * news).  Each row of the answer goes back to its partition
+ * (follower_take_batch, follower_take_error); the next fetch leaves at
+ * once.  The session names the partitions it sent (topic, partition,
+ * epoch), and finds them again when the answer comes: one that is gone,
+ * was stopped meanwhile (follower_stop takes it out of the fetch in
+ * flight) or follows another epoch now drops its row.  A session none of
+ * whose partitions follows its node any more is closed at the next tick.
+ *
+ * Layer: below step.c and loop.c, which call it; above follower.c, which
+ * it hands the answers to and which never calls it.
+ *
+ * Locking: none; the broker's one thread.
+ *
+ *-------------------------------------------------------------------------
+ */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "broker.h"
+#include "calls.h"
+#include "cancel.h"
+#include "pgbinary.h"
+#include "util.h"
+
+#define SQLSTATE_QUERY_CANCELED "57014"
+
+/* a partition of the fetch in flight */
+typedef struct Sent
+{
+	char	   *topic;
+	int			partition;
+	int			epoch;
+} Sent;
+
+struct FetchSession
+{
+	char	   *conninfo;		/* the leader's node */
+	int			leader;			/* its broker, for messages */
+	PGconn	   *conn;
+	MqRetry		retry;
+	bool		in_flight;
+	bool		many;			/* the fetch in flight is replica_fetch_many's */
+	bool		cancelled;		/* and a cancel was sent for it */
+	Part	  **ready;			/* the partitions of the next fetch, in order */
+	Sent	   *sent;			/* those of the fetch in flight */
+	int			nsent;
+	int			cap;
+	unsigned	turn;			/* where the next fetch's order starts */
+	struct FetchSession *next;
+};
+
+static FetchSession *
+session_for(Broker *b, const Part *p)
+{
+	FetchSession *s;
+
+	for (s = b->sessions; s; s = s->next)
+		if (strcmp(s->conninfo, p->leader_conninfo) == 0)
+			return s;
+	s = mq_malloc0(sizeof(FetchSession));
+	s->conninfo = mq_strdup(p->leader_conninfo);
+	s->leader = p->leader;
+	s->next = b->sessions;
+	b->sessions = s;
+	return s;
+}
+
+/* is p ready for s's next fetch? */
+static bool
+ready(const Broker *b, const FetchSession *s, const Part *p, int64_t now)
+{
+	return p->state == PART_FOLLOWER_FETCH && p->applied_epoch == p->leader_epoch && !p->in_flight &&
+		now >= p->backoff_until_us && p->leader_conninfo != NULL &&
+		strcmp(p->leader_conninfo, s->conninfo) == 0 && b->node != NULL;
+}
+
+/* The ready partitions, in s->ready from s->turn on; their count. */
+static int
+gather(Broker *b, FetchSession *s)
+{
+	int64_t		now = mq_now_us();
+	int			n = 0;
+	Part	   *p;
+
+	for (p = b->parts; p; p = p->next)
+		if (ready(b, s, p, now))
+		{
+			if (n == s->cap)
+			{
+				s->cap = s->cap ? 2 * s->cap : 16;
+				s->ready = mq_realloc(s->ready, sizeof(Part *) * s->cap);
+				s->sent = mq_realloc(s->sent, sizeof(Sent) * s->cap);
+			}
+			s->ready[n++] = p;
+		}
+	/* turn the order: the partitions a capped answer left out come first next */
+	for (int k = 0; n > 1 && k < (int) (s->turn % (unsigned) n); k++)
+	{
+		Part	   *first = s->ready[0];
+
+		memmove(s->ready, s->ready + 1, sizeof(Part *) * (n - 1));
+		s->ready[n - 1] = first;
+	}
+	s->turn++;
+	return n;
+}
+
+static bool
+ensure_conn(Broker *b, FetchSession *s)
+{
+	MqError		err = MQ_ERROR_INIT;
+
+	if (s->conn && PQstatus(s->conn) == CONNECTION_OK)
+		return true;
+	if (s->conn)
+		PQfinish(s->conn);
+	s->conn = NULL;
+	if (!mq_retry_due(&s->retry))
+		return false;
+	s->conn = mq_connect_policy(s->conninfo, "mq-broker follower", &b->policy, &err);
+	if (s->conn == NULL || !leader_setup_conn(b, s->conn, &err))
+	{
+		int			pause = mq_retry_failed(&s->retry, &b->policy);
+
+		mq_log_warning("cannot connect to leader %d's node to fetch: %s; retrying in %d ms",
+					   s->leader, err.message, pause);
+		mq_error_free(&err);
+		if (s->conn)
+			PQfinish(s->conn);
+		s->conn = NULL;
+		return false;
+	}
+	mq_retry_succeeded(&s->retry);
+	return true;
+}
+
+/* mq.replica_fetch_many's arguments for the n partitions in s->ready, in binary */
+static bool
+send_many(Broker *b, FetchSession *s, int n, MqError *err)
+{
+	static const Oid types[5] = {MQ_TEXTARRAYOID, MQ_INT4ARRAYOID, MQ_INT4ARRAYOID,
+	MQ_INT8ARRAYOID, MQ_INT8ARRAYOID};
+	MqArray		a[5];
+	MqParams	prm;
+	const char *bytes;
+	int			len;
+	bool		ok;
+
+	mq_array_init(&a[0], MQ_TEXTOID);
+	mq_array_init(&a[1], MQ_INT4OID);
+	mq_array_init(&a[2], MQ_INT4OID);
+	mq_array_init(&a[3], MQ_INT8OID);
+	mq_array_init(&a[4], MQ_INT8OID);
+	for (int i = 0; i < n; i++)
+	{
+		const Part *p = s->ready[i];
+
+		mq_array_add(&a[0], p->topic, strlen(p->topic));
+		mq_array_add_int32(&a[1], p->partition);
+		mq_array_add_int32(&a[2], p->applied_epoch);
+		mq_array_add_int64(&a[3], p->fetch_offset);
+		if (p->offsets_version >= 0)
+			mq_array_add_int64(&a[4], p->offsets_version);
+		else
+			mq_array_add(&a[4], NULL, 0);	/* unknown: ship them all */
+	}
+	mq_params_init(&prm);
+	mq_param_int(&prm, MQ_INT4OID, b->cfg->broker_id);
+	for (int i = 0; i < 5; i++)
+	{
+		bytes = mq_array_bytes(&a[i], &len);
+		mq_param_binary(&prm, types[i], bytes, len);
+	}
+	mq_param_int(&prm, MQ_INT4OID, b->cfg->fetch_max_records);
+	mq_param_int(&prm, MQ_INT4OID, b->cfg->fetch_wait_ms);
+	ok = mq_send(s->conn, "SELECT i, batch, sqlstate, message "
+				 "FROM mq.replica_fetch_many($1, $2, $3, $4, $5, $6, $7, $8)", &prm, 1, err);
+	for (int i = 0; i < 5; i++)
+		mq_array_free(&a[i]);
+	return ok;
+}
+
+/* Send s's next fetch, with every partition ready now; none: nothing. */
+static void
+session_send(Broker *b, FetchSession *s)
+{
+	MqError		err = MQ_ERROR_INIT;
+	int			n;
+	bool		ok;
+
+	if (s->in_flight || (n = gather(b, s)) == 0 || !ensure_conn(b, s))
+		return;
+	s->many = n > 1;
+	ok = s->many ? send_many(b, s, n, &err) : leader_send_fetch(b, s->conn, s->ready[0], &err);
+	if (!ok)
+	{
+		int			pause = mq_retry_failed(&s->retry, &b->policy);
+
+		mq_log_warning("cannot send a fetch to leader %d's node: %s; reconnecting in %d ms",
+					   s->leader, err.message, pause);
+		mq_error_free(&err);
+		PQfinish(s->conn);
+		s->conn = NULL;
+		return;
+	}
+	for (int i = 0; i < n; i++)
+	{
+		Part	   *p = s->ready[i];
+
+		p->in_flight = true;
+		p->session = s;
+		s->sent[i].topic = mq_strdup(p->topic);
+		s->sent[i].partition = p->partition;
+		s->sent[i].epoch = p->applied_epoch;
+	}
+	s->nsent = n;
+	s->in_flight = true;
+	s->cancelled = false;
+}
+
+void
+fetch_session_want(Broker *b, Part *p)
+{
+	FetchSession *s;
+
+	if (p->in_flight || p->leader_conninfo == NULL)
+		return;
+	s = session_for(b, p);
+	if (!s->in_flight)
+		session_send(b, s);
+	else if (!s->cancelled && s->conn)
+	{
+		/* a long poll without p: end it, so that the next fetch has p */
+		(void) mq_cancel_bounded(s->conn, 0);
+		s->cancelled = true;
+	}
+}
+
+/* A row of replica_fetch_many's answer: (i, batch, sqlstate, message), binary. */
+static void
+take_row(Broker *b, Part **parts, int n, const PGresult *res, int row)
+{
+	int			k = PQgetlength(res, row, 0) == 4 ? mq_get_int32(res, row, 0) : 0;
+	Part	   *p = k >= 1 && k <= n ? parts[k - 1] : NULL;
+
+	if (p == NULL)
+		return;					/* gone, stopped or in another epoch meanwhile */
+	if (!PQgetisnull(res, row, 2))
+	{
+		MqError		err = MQ_ERROR_INIT;
+
+		snprintf(err.sqlstate, sizeof(err.sqlstate), "%.*s", PQgetlength(res, row, 2), PQgetvalue(res, row, 2));
+		err.message = mq_malloc(PQgetlength(res, row, 3) + 1);
+		memcpy(err.message, PQgetvalue(res, row, 3), PQgetlength(res, row, 3));
+		err.message[PQgetlength(res, row, 3)] = '\0';
+		follower_take_error(b, p, &err);
+		mq_error_free(&err);
+	}
+	else if (!PQgetisnull(res, row, 1))
+		follower_take_batch(b, p, PQgetvalue(res, row, 1), PQgetlength(res, row, 1));
+}
+
+/* The fetch failed as a whole: each of its partitions hears of it. */
+static void
+take_failure(Broker *b, FetchSession *s, Part **parts, int n, const MqError *err)
+{
+	if (err->connection_lost)
+	{
+		int			pause = mq_retry_failed(&s->retry, &b->policy);
+
+		mq_log_warning("lost the fetch connection to leader %d's node: %s; reconnecting in %d ms",
+					   s->leader, err->message, pause);
+		PQfinish(s->conn);
+		s->conn = NULL;
+		return;
+	}
+	if (mq_error_is(err, SQLSTATE_QUERY_CANCELED))
+		return;					/* cancelled for a partition that joins: fetch again */
+	for (int i = 0; i < n; i++)
+		if (parts[i])
+			follower_take_error(b, parts[i], err);
+}
+
+/*
+ * The partitions of the fetch that just ended, found again by name (NULL:
+ * gone, stopped meanwhile, or in another epoch); out of the fetch now.
+ */
+static Part **
+take_back(Broker *b, FetchSession *s)
+{
+	Part	  **parts = mq_malloc(sizeof(Part *) * (s->nsent > 0 ? s->nsent : 1));
+
+	for (int i = 0; i < s->nsent; i++)
+	{
+		Part	   *p = broker_find_part(b, s->sent[i].topic, s->sent[i].partition);
+
+		if (p == NULL || !p->in_flight || p->session != s)
+			p = NULL;
+		else
+		{
+			p->in_flight = false;
+			p->session = NULL;
+			if (p->applied_epoch != s->sent[i].epoch)
+				p = NULL;
+		}
+		parts[i] = p;
+		free(s->sent[i].topic);
+	}
+	return parts;
+}
+
+void
+fetch_session_readable(Broker *b, FetchSession *s)
+{
+	MqError		err = MQ_ERROR_INIT;
+	bool		done;
+	PGresult   *res = mq_collect(s->conn, &done, &err);
+	Part	  **parts;
+	int			n = s->nsent;
+
+	if (!done)
+		return;
+	parts = take_back(b, s);
+	s->in_flight = false;
+	s->nsent = 0;
+	if (res == NULL)
+		take_failure(b, s, parts, n, &err);
+	else if (!s->many && parts[0] != NULL)
+		follower_take_answer(b, parts[0], res);
+	else if (s->many)
+		for (int row = 0; row < PQntuples(res) && PQnfields(res) == 4; row++)
+			take_row(b, parts, n, res, row);
+	PQclear(res);
+	mq_error_free(&err);
+	free(parts);
+	session_send(b, s);
+}
+
+/* loop.c's walk over the sessions: the first (s NULL) or the next */
+FetchSession *
+fetch_session_next(Broker *b, FetchSession *s)
+{
+	return s ? s->next : b->sessions;
+}
+
+/* the socket of s's fetch in flight, or -1 */
+int
+fetch_session_fd(const FetchSession *s)
+{
+	return s->in_flight && s->conn ? PQsocket(s->conn) : -1;
+}
+
+static void
+session_free(FetchSession *s)
+{
+	if (s->conn)
+		PQfinish(s->conn);
+	for (int i = 0; i < s->nsent; i++)
+		free(s->sent[i].topic);
+	free(s->conninfo);
+	free(s->ready);
+	free(s->sent);
+	free(s);
+}
+
+/* At the tick: close the sessions none of whose partitions follows their node. */
+void
+fetch_sessions_tidy(Broker *b)
+{
+	FetchSession **ss = &b->sessions;
+
+	while (*ss)
+	{
+		FetchSession *s = *ss;
+		bool		used = s->in_flight;
+
+		for (Part *p = b->parts; p && !used; p = p->next)
+			used = (p->state == PART_FOLLOWER_FETCH || p->state == PART_FOLLOWER_TRUNCATE) &&
+				p->leader_conninfo && strcmp(p->leader_conninfo, s->conninfo) == 0;
+		if (used)
+		{
+			ss = &s->next;
+			continue;
+		}
+		*ss = s->next;
+		session_free(s);
+	}
+}
+
+/* Shutting down: every session goes. */
+void
+fetch_sessions_free(Broker *b)
+{
+	for (Part *p = b->parts; p; p = p->next)
+		p->in_flight = false, p->session = NULL;
+	while (b->sessions)
+	{
+		FetchSession *s = b->sessions;
+
+		b->sessions = s->next;
+		session_free(s);
+	}
+}

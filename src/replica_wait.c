@@ -1,0 +1,187 @@
+/*-------------------------------------------------------------------------
+ *
+ * replica_wait.c
+ *	  The leader side of a follower's long poll: waiting until a partition
+ *	  has news for a follower (mq._replica_wait_records, one partition,
+ *	  for mq.replica_fetch), or any of many partitions has
+ *	  (mq._replica_wait_any, for mq.replica_fetch_many: one fetch per
+ *	  leader and follower, src/sql/60_replica_fetch.sql).  News is what
+ *	  the follower should hear of: records beyond its fetch offset, a high
+ *	  watermark or committed offsets' version other than the one it was
+ *	  looked at with, or the partition gone.
+ *
+ * One partition sleeps on its notify.c slot's condition variable.  Many
+ * partitions cannot (a condition variable is one slot's): the backend
+ * registers as a notify.c watcher, whose latch every commit that changes
+ * a partition sets, and looks again at the partitions whose change
+ * counters moved; with every watcher entry taken (or on a standby) it
+ * looks every WAIT_POLL_MS.  Each counter is read before its partition is
+ * looked at, so a change between the look and the sleep moves the counter
+ * and is seen at the next look.
+ *
+ * Locking: none held while waiting; each look reads with the latest
+ * snapshot.
+ *
+ *-------------------------------------------------------------------------
+ */
+#include "postgres.h"
+
+#include "catalog/pg_type.h"
+#include "fmgr.h"
+#include "miscadmin.h"
+#include "storage/latch.h"
+#include "utils/array.h"
+#include "utils/lsyscache.h"
+#include "utils/timestamp.h"
+#include "utils/wait_event.h"
+
+#include "mq.h"
+
+#define WAIT_POLL_MS 10
+
+PG_FUNCTION_INFO_V1(mq_replica_wait_records);
+PG_FUNCTION_INFO_V1(mq_replica_wait_any);
+
+/* does the partition have news for a follower at offset? */
+static bool
+has_news(int32 topic_id, int32 partition, int64 offset, int64 known_hwm, int64 known_offsets)
+{
+	MqReplicaState st;
+
+	if (mq_replica_log_end_now(topic_id, partition) > offset)
+		return true;
+	mq_replica_read_state(topic_id, partition, &st);
+	return !st.found || st.high_watermark != known_hwm ||
+		mq_offsets_version(topic_id, partition) != known_offsets;
+}
+
+/*
+ * mq._replica_wait_records(topic_id, partition, fetch_offset, wait_ms,
+ * known_hwm, known_offsets_version): true as soon as the partition has
+ * news, false when wait_ms passed first.  Waking on the high watermark
+ * instead of refusing to wait while it lags keeps a caught-up follower
+ * from spinning on empty fetches while the other followers catch up.
+ */
+Datum
+mq_replica_wait_records(PG_FUNCTION_ARGS)
+{
+	int32		topic_id = PG_GETARG_INT32(0);
+	int32		partition = PG_GETARG_INT32(1);
+	TimestampTz deadline = TimestampTzPlusMilliseconds(GetCurrentTimestamp(),
+													   Max(PG_GETARG_INT32(3), 0));
+
+	for (;;)
+	{
+		uint64		seen = mq_notify_part_counter(topic_id, partition);
+
+		if (has_news(topic_id, partition, PG_GETARG_INT64(2), PG_GETARG_INT64(4), PG_GETARG_INT64(5)))
+			PG_RETURN_BOOL(true);
+		if (!mq_notify_part_wait(topic_id, partition, seen, deadline) &&
+			GetCurrentTimestamp() >= deadline)
+			PG_RETURN_BOOL(false);
+		CHECK_FOR_INTERRUPTS();
+	}
+}
+
+/* the n elements of a one-dimensional array without nulls, as Datums */
+static Datum *
+array_elems(ArrayType *a, Oid type, int *n)
+{
+	int16		typlen;
+	bool		byval;
+	char		align;
+	Datum	   *elems;
+	bool	   *nulls;
+
+	get_typlenbyvalalign(type, &typlen, &byval, &align);
+	deconstruct_array(a, type, typlen, byval, align, &elems, &nulls, n);
+	for (int i = 0; i < *n; i++)
+		if (nulls[i])
+			ereport(ERROR,
+					(errcode(ERRCODE_MQ_INVALID_ARGUMENT),
+					 errmsg("the arrays of _replica_wait_any must not hold nulls")));
+	return elems;
+}
+
+/* sleep until the latch is set (a watcher's) or ms pass; false at the deadline */
+static bool
+nap(TimestampTz deadline, bool watching)
+{
+	long		left = TimestampDifferenceMilliseconds(GetCurrentTimestamp(), deadline);
+
+	if (left <= 0)
+		return false;
+	(void) WaitLatch(MyLatch, WL_LATCH_SET | WL_TIMEOUT | WL_EXIT_ON_PM_DEATH,
+					 watching ? left : Min(left, WAIT_POLL_MS), PG_WAIT_EXTENSION);
+	ResetLatch(MyLatch);
+	CHECK_FOR_INTERRUPTS();
+	return true;
+}
+
+/*
+ * Look at every partition (all), or at those whose counters moved since
+ * seen; true when one has news.
+ */
+static bool
+any_news(int n, Datum *ids, Datum *parts, Datum *offsets, Datum *hwms, Datum *ovs, uint64 *seen,
+		 bool all)
+{
+	for (int i = 0; i < n; i++)
+	{
+		int32		id = DatumGetInt32(ids[i]);
+		int32		part = DatumGetInt32(parts[i]);
+		uint64		c = mq_notify_part_counter(id, part);
+
+		if (c == seen[i] && !all)
+			continue;
+		seen[i] = c;
+		if (has_news(id, part, DatumGetInt64(offsets[i]), DatumGetInt64(hwms[i]), DatumGetInt64(ovs[i])))
+			return true;
+	}
+	return false;
+}
+
+/*
+ * mq._replica_wait_any(topic_ids, partitions, fetch_offsets, wait_ms,
+ * known_hwms, known_offsets_versions): mq._replica_wait_records over many
+ * partitions, arrays of one length: true as soon as any has news, false
+ * when wait_ms passed first.
+ */
+Datum
+mq_replica_wait_any(PG_FUNCTION_ARGS)
+{
+	int			n,
+				n2,
+				n3,
+				n4,
+				n5;
+	Datum	   *ids = array_elems(PG_GETARG_ARRAYTYPE_P(0), INT4OID, &n);
+	Datum	   *parts = array_elems(PG_GETARG_ARRAYTYPE_P(1), INT4OID, &n2);
+	Datum	   *offsets = array_elems(PG_GETARG_ARRAYTYPE_P(2), INT8OID, &n3);
+	TimestampTz deadline = TimestampTzPlusMilliseconds(GetCurrentTimestamp(),
+													   Max(PG_GETARG_INT32(3), 0));
+	Datum	   *hwms = array_elems(PG_GETARG_ARRAYTYPE_P(4), INT8OID, &n4);
+	Datum	   *ovs = array_elems(PG_GETARG_ARRAYTYPE_P(5), INT8OID, &n5);
+	uint64	   *seen = palloc0(sizeof(uint64) * Max(n, 1));
+	bool		watching;
+	volatile bool news = false;
+	volatile bool all = true;
+
+	if (n2 != n || n3 != n || n4 != n || n5 != n)
+		ereport(ERROR,
+				(errcode(ERRCODE_MQ_INVALID_ARGUMENT),
+				 errmsg("the arrays of _replica_wait_any must have one length")));
+	watching = mq_notify_watch();
+	PG_TRY();
+	{
+		while (!(news = any_news(n, ids, parts, offsets, hwms, ovs, seen, all)) && nap(deadline, watching))
+			all = !watching;	/* polling: counters may not move */
+	}
+	PG_FINALLY();
+	{
+		if (watching)
+			mq_notify_unwatch();
+	}
+	PG_END_TRY();
+	PG_RETURN_BOOL(news);
+}

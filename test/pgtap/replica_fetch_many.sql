@@ -1,0 +1,74 @@
+-- A follower's fetch of many partitions at once (mq.replica_fetch_many,
+-- src/sql/60_replica_fetch.sql), the statement of the broker's fetch
+-- session per leader (broker/mq-broker/fetch_session.c): each partition
+-- answered as mq.replica_fetch answers it, a refusal answered for its
+-- partition alone, the follower's progress recorded (the high watermark
+-- moves as with single fetches), idle partitions left out once recorded,
+-- and a cap on the records of one answer.  The wait itself is
+-- test/isolation/specs/replica-fetch-many.spec's.
+BEGIN;
+SELECT plan(11);
+
+SELECT mq.create_topic('fm', 12);
+SELECT mq.replica_become_leader('fm', p, 1, 1, ARRAY[1, 2], ARRAY[1, 2]) FROM generate_series(0, 11) p;
+SELECT mq.send_batch('fm', NULL, ARRAY[('p' || p || '-a')::bytea, ('p' || p || '-b')::bytea], partition => p)
+  FROM generate_series(0, 2) p;
+CREATE TEMP VIEW ov AS
+SELECT array_agg(mq._offsets_version((SELECT topic_id FROM mq.topic WHERE topic_name = 'fm'), p) ORDER BY p) AS v
+  FROM generate_series(0, 2) p;
+
+-- three partitions, no wait: each answered with its records
+SELECT results_eq(
+    $$SELECT i, (batch).vals, sqlstate FROM mq.replica_fetch_many(2, ARRAY['fm', 'fm', 'fm'], ARRAY[0, 1, 2],
+          ARRAY[1, 1, 1], ARRAY[0, 0, 1]::bigint[], (SELECT v FROM ov), 100, 0) ORDER BY i$$,
+    $$VALUES (1, ARRAY['p0-a', 'p0-b']::bytea[], NULL::text), (2, ARRAY['p1-a', 'p1-b']::bytea[], NULL),
+             (3, ARRAY['p2-b']::bytea[], NULL)$$,
+    'each partition is answered with its records from its fetch offset');
+SELECT is((SELECT high_watermark FROM mq.partitions WHERE topic = 'fm' AND partition = 0), 0::bigint,
+          'the high watermark waits for the follower''s next fetch offset');
+
+-- the acknowledging fetch (at the log ends) moves the high watermarks
+SELECT count(*) FROM mq.replica_fetch_many(2, ARRAY['fm', 'fm', 'fm'], ARRAY[0, 1, 2], ARRAY[1, 1, 1],
+                                           ARRAY[2, 2, 2]::bigint[], (SELECT v FROM ov), 100, 0);
+SELECT is((SELECT array_agg(high_watermark ORDER BY partition) FROM mq.partitions WHERE topic = 'fm' AND partition < 3),
+          ARRAY[2, 2, 2]::bigint[], 'its progress moves each high watermark, as single fetches do');
+
+-- a refusal is its partition's alone
+SELECT results_eq(
+    $$SELECT i, sqlstate, batch IS NULL FROM mq.replica_fetch_many(2, ARRAY['fm', 'fm', 'nope'], ARRAY[0, 1, 0],
+          ARRAY[1, 7, 1], ARRAY[2, 2, 0]::bigint[], (SELECT v FROM ov), 100, 0) ORDER BY i$$,
+    $$VALUES (1, NULL::text, false), (2, 'MQ025', true), (3, 'MQ001', true)$$,
+    'an unknown epoch and an unknown topic are answered for their partitions, the other is fetched');
+SELECT matches((SELECT message FROM mq.replica_fetch_many(2, ARRAY['fm'], ARRAY[0], ARRAY[1],
+                                     ARRAY[5]::bigint[], ARRAY[(SELECT v[1] FROM ov)], 100, 0)),
+               '^fetch offset 5 of replica 2 is outside', 'with its message (beyond the log end: MQ007)');
+
+-- caught up and recorded: with a wait, partitions whose progress is not
+-- due are left out (no row); without one, every partition is answered
+SELECT is((SELECT count(*)::integer FROM mq.replica_fetch_many(2, ARRAY['fm', 'fm', 'fm'], ARRAY[0, 1, 2],
+               ARRAY[1, 1, 1], ARRAY[2, 2, 2]::bigint[], (SELECT v FROM ov), 100, 0)), 3,
+          'without a wait, idle partitions are answered too');
+SELECT mq.send_batch('fm', NULL, ARRAY['p1-c']::bytea[], partition => 1);
+SELECT results_eq(
+    $$SELECT i, (batch).vals FROM mq.replica_fetch_many(2, ARRAY['fm', 'fm', 'fm'], ARRAY[0, 1, 2], ARRAY[1, 1, 1],
+          ARRAY[2, 2, 2]::bigint[], (SELECT v FROM ov), 100, 60000)$$,
+    $$VALUES (2, ARRAY['p1-c']::bytea[])$$,
+    'with a wait and news on one partition: only that one, at once');
+
+-- the cap: 10 x max_records records per answer, the rest next time
+SELECT mq.send_batch('fm', NULL, ARRAY['x']::bytea[], partition => p) FROM generate_series(3, 11) p;
+SELECT is((SELECT count(*)::integer FROM mq.replica_fetch_many(2, array_fill('fm'::text, ARRAY[12]),
+               ARRAY(SELECT generate_series(0, 11)), array_fill(1, ARRAY[12]),
+               array_fill(0::bigint, ARRAY[12]), NULL, 1, 0) WHERE sqlstate IS NULL), 10,
+          'max_records 1: ten partitions are fetched, the two others wait for the next call');
+
+-- bad arrays
+SELECT throws_ok($$SELECT * FROM mq.replica_fetch_many(2, ARRAY['fm'], ARRAY[0, 1], ARRAY[1], ARRAY[0]::bigint[], NULL)$$,
+                 'MQ010', NULL, 'arrays of different lengths are refused');
+SELECT is((SELECT count(*)::integer FROM mq.replica_fetch_many(2, '{}', '{}', '{}', '{}', '{}', 100, 0)), 0,
+          'no partitions: no rows');
+SELECT ok(has_function_privilege('public', 'mq.replica_fetch_many(integer, text[], integer[], integer[], bigint[], bigint[], integer, integer)', 'EXECUTE') = false,
+          'PUBLIC may not call it (mq.grant_broker grants it)');
+
+SELECT * FROM finish();
+ROLLBACK;

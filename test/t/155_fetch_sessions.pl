@@ -1,0 +1,74 @@
+# Replication: one fetch connection per leader's node and follower
+# (broker/mq-broker/fetch_session.c, mq.replica_fetch_many), as Kafka's
+# replica fetcher.  A 24-partition topic with RF 3 on three nodes: each
+# node leads 8 partitions and follows 16, yet each node serves two
+# follower connections, one per other broker (with a connection per
+# partition it served 16).  acks=all writes to every partition are
+# acknowledged, every follower holds every record and the high
+# watermarks, and a partition whose leader moves (a broker killed) is
+# fetched from its new leader over that node's session.
+use strict;
+use warnings;
+
+use PostgreSQL::Test::Utils;
+use Test::More;
+use MqCluster;
+
+my $n = 24;
+my $c = MqCluster->new(nodes => 3);
+$c->start_brokers;
+$c->create_topic('fs', $n, { 'replication.factor' => 3, 'min.insync.replicas' => 2 });
+ok($c->coord->poll_query_until('postgres',
+		"SELECT count(*) = $n FROM mq_coord.partition WHERE topic = 'fs' AND cardinality(isr) = 3"),
+	"all $n partitions have their three replicas in the ISR");
+ok($c->coord->poll_query_until('postgres',
+		"SELECT count(DISTINCT leader) = 3 FROM mq_coord.partition WHERE topic = 'fs'"),
+	'the partitions are led by all three nodes');
+
+# the followers' fetch connections on a node: the sessions that fetch
+my $followers = "SELECT count(*) FROM pg_stat_activity WHERE query LIKE 'SELECT%mq.replica_fetch%' AND pid <> pg_backend_pid()";
+for my $i (1 .. 3)
+{
+	ok($c->node($i)->poll_query_until('postgres', $followers, '2'),
+		"node$i serves two follower connections, one per other broker");
+	ok($c->node($i)->poll_query_until('postgres', "SELECT count(*) FROM pg_stat_activity "
+			  . "WHERE query LIKE 'SELECT%mq.replica_fetch_many(%' AND pid <> pg_backend_pid()", '2'),
+		'each fetching many partitions at once');
+}
+
+# an acks=all write to every partition, each from its leader
+for my $p (0 .. $n - 1)
+{
+	$c->node($c->leader('fs', $p))->safe_psql('postgres',
+		"CALL mq.produce('fs', NULL, ARRAY['r$p']::bytea[], $p, 'all')");
+}
+my $state = "SELECT string_agg(partition || ':' || log_end_offset || '/' || high_watermark, ',' ORDER BY partition) "
+  . "FROM mq.replica_status WHERE topic = 'fs'";
+my $want = join ',', map { "$_:1/1" } 0 .. $n - 1;
+for my $i (1 .. 3)
+{
+	ok($c->node($i)->poll_query_until('postgres', $state, $want),
+		"node$i holds every partition's record and high watermark");
+}
+
+# kill broker 3: its partitions get new leaders, whose sessions fetch them
+my @led3 = grep { $c->leader('fs', $_) == 3 } 0 .. $n - 1;
+$c->signal_broker(3, 'KILL');
+ok($c->coord->poll_query_until('postgres',
+		"SELECT count(*) = 0 FROM mq_coord.partition WHERE topic = 'fs' AND leader = 3"),
+	'broker 3 killed: its ' . scalar(@led3) . ' partitions have new leaders');
+for my $p (@led3)
+{
+	$c->node($c->leader('fs', $p))->safe_psql('postgres',
+		"CALL mq.produce('fs', NULL, ARRAY['s$p']::bytea[], $p, 'all')");
+}
+my $moved = join ',', @led3;
+my $other = "SELECT string_agg(partition || ':' || log_end_offset, ',' ORDER BY partition) FROM mq.replica_status "
+  . "WHERE topic = 'fs' AND partition IN ($moved)";
+ok($c->node($_)->poll_query_until('postgres', $other, join ',', map { "$_:2" } @led3),
+	"node$_ holds the new leaders' acks=all records") for 1, 2;
+ok($c->node($_)->poll_query_until('postgres', $followers, '1'), "node$_ serves one follower connection now")
+  for 1, 2;
+
+$c->teardown;
+done_testing();
