@@ -161,7 +161,7 @@ static bool
 send_many(Broker *b, FetchSession *s, int n, MqError *err)
 {
 	static const Oid types[5] = {MQ_TEXTARRAYOID, MQ_INT4ARRAYOID, MQ_INT4ARRAYOID,
-	MQ_INT8ARRAYOID, MQ_INT8ARRAYOID};
+				MQ_INT8ARRAYOID, MQ_INT8ARRAYOID};
 	MqArray		a[5];
 	MqParams	prm;
 	const char *bytes;

@@ -252,7 +252,9 @@ BEGIN
 END $$;
 
 -- mq.replica_fetch_many's look at every partition (mq._replica_fetch_look,
--- reads only): element k of each array out is partition k's; a partition
+-- reads only), or what the backend remembers of one found idle whose
+-- change counter has not moved since (replica_fetch_cache.c): element k
+-- of each array out is partition k's; a partition
 -- the look refuses has its error in err_state and err_message, and is not
 -- idle.
 -- due: when the partition's progress is to be recorded again (its last
@@ -266,13 +268,23 @@ CREATE FUNCTION mq._replica_fetch_looks(p_replica_id integer, p_topics text[], p
                                         OUT err_message text[])
 LANGUAGE plpgsql SET search_path = pg_catalog, pg_temp AS $$
 DECLARE
+    r record := mq._replica_fetch_recall(p_replica_id, p_topics, p_partitions, p_epochs, p_offsets,
+                                         coalesce(p_ovs, array_fill(NULL::bigint, ARRAY[cardinality(p_topics)])));
     l record;
     v_state text;
     v_msg text;
 BEGIN
+    ids := r.ids;
     FOR k IN 1 .. coalesce(cardinality(p_topics), 0) LOOP
+        IF r.known[k] THEN      -- idle at the last look, and nothing changed since
+            idle[k] := true;
+            due[k] := r.due[k];
+            hwm[k] := r.hwm[k];
+            ov[k] := r.ov[k];
+            CONTINUE;
+        END IF;
         BEGIN
-            ids[k] := mq._topic_id(p_topics[k]);
+            ids[k] := coalesce(ids[k], mq._topic_id(p_topics[k]));
             l := mq._replica_fetch_look(p_topics[k], ids[k], p_partitions[k], p_epochs[k], p_replica_id,
                                         p_offsets[k], p_ovs[k]);
             idle[k] := l.idle;
@@ -282,10 +294,16 @@ BEGIN
         EXCEPTION WHEN OTHERS THEN
             GET STACKED DIAGNOSTICS v_state = RETURNED_SQLSTATE, v_msg = MESSAGE_TEXT;
             idle[k] := false;
+            due[k] := NULL;     -- every array of one length
+            hwm[k] := NULL;
+            ov[k] := NULL;
             err_state[k] := v_state;
             err_message[k] := v_msg;
         END;
     END LOOP;
+    PERFORM mq._replica_fetch_remember(p_replica_id, ids, p_partitions, p_epochs, p_offsets,
+                                       coalesce(p_ovs, array_fill(NULL::bigint, ARRAY[cardinality(p_topics)])),
+                                       r.counters, idle, hwm, ov, due);
 END $$;
 
 -- The leader side of a follower's fetch of many partitions at once: one

@@ -7,7 +7,7 @@
 -- and a cap on the records of one answer.  The wait itself is
 -- test/isolation/specs/replica-fetch-many.spec's.
 BEGIN;
-SELECT plan(11);
+SELECT plan(12);
 
 SELECT mq.create_topic('fm', 12);
 SELECT mq.replica_become_leader('fm', p, 1, 1, ARRAY[1, 2], ARRAY[1, 2]) FROM generate_series(0, 11) p;
@@ -54,6 +54,19 @@ SELECT results_eq(
           ARRAY[2, 2, 2]::bigint[], (SELECT v FROM ov), 100, 60000)$$,
     $$VALUES (2, ARRAY['p1-c']::bytea[])$$,
     'with a wait and news on one partition: only that one, at once');
+
+-- a partition the backend remembers idle (replica_fetch_cache.c) is
+-- looked at again when asked another way: here without an offsets
+-- version (a restarted follower), which must be answered at once
+SELECT count(*) FROM mq.replica_fetch_many(2, ARRAY['fm', 'fm', 'fm'], ARRAY[0, 1, 2], ARRAY[1, 1, 1],
+                                           ARRAY[2, 3, 2]::bigint[], (SELECT v FROM ov), 100, 0);
+CREATE TEMP TABLE t0 AS SELECT clock_timestamp() AS t;
+SELECT results_eq(
+    $$SELECT i, (batch).offset_groups IS NOT NULL, clock_timestamp() - (SELECT t FROM t0) < interval '10 s'
+        FROM mq.replica_fetch_many(2, ARRAY['fm', 'fm', 'fm'], ARRAY[0, 1, 2], ARRAY[1, 1, 1],
+          ARRAY[2, 3, 2]::bigint[], ARRAY[NULL, (SELECT v[2] FROM ov), (SELECT v[3] FROM ov)], 100, 60000)$$,
+    $$VALUES (1, true, true)$$,
+    'a remembered idle partition asked without an offsets version is answered at once, with the offsets');
 
 -- the cap: 10 x max_records records per answer, the rest next time
 SELECT mq.send_batch('fm', NULL, ARRAY['x']::bytea[], partition => p) FROM generate_series(3, 11) p;

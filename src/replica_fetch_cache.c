@@ -1,0 +1,236 @@
+/*-------------------------------------------------------------------------
+ *
+ * replica_fetch_cache.c
+ *	  What a fetch session's backend on the leader remembers between its
+ *	  follower's fetches (mq.replica_fetch_many, src/sql/60_replica_fetch.sql):
+ *	  for each partition found idle, the partition's change counter
+ *	  (notify.c) read before that look, the fetch offset looked at, and
+ *	  what the look found (high watermark, offsets version, when its
+ *	  progress is due).  While the counter has not moved, nothing that a
+ *	  look reads has changed (records, high watermark, offsets, roles and
+ *	  epochs all move it), so the next fetch at the same offset takes the
+ *	  remembered answer instead of looking: a fetch of 256 partitions
+ *	  looks only at those that changed, not at all 256 for every record.
+ *
+ * mq._replica_fetch_recall reads each counter first, then the entry; an
+ * entry is used only if its counter and offset are the ones read now
+ * and its progress is not due.  mq._replica_fetch_remember stores what
+ * the looks found for the idle partitions with the counters read before
+ * them, and forgets the others.  A hashed slot shared with another
+ * partition moves the counter too: one more look, never one missed.
+ * Without shared memory the counters never move, and nothing is
+ * remembered.
+ *
+ * Locking: none; backend-local memory (TopMemoryContext), one per
+ * backend, keyed by follower, topic id and partition.
+ *
+ *-------------------------------------------------------------------------
+ */
+#include "postgres.h"
+
+#include "catalog/pg_type.h"
+#include "fmgr.h"
+#include "funcapi.h"
+#include "utils/array.h"
+#include "utils/builtins.h"
+#include "utils/hsearch.h"
+#include "utils/lsyscache.h"
+#include "utils/timestamp.h"
+
+#include "mq.h"
+
+PG_FUNCTION_INFO_V1(mq_replica_fetch_recall);
+PG_FUNCTION_INFO_V1(mq_replica_fetch_remember);
+
+typedef struct CacheKey
+{
+	int32		replica_id;
+	int32		topic_id;
+	int32		partition;
+} CacheKey;
+
+typedef struct CacheEntry
+{
+	CacheKey	key;
+	uint64		counter;
+	int64		fetch_offset;
+	int32		leader_epoch;	/* the follower's, as it asked */
+	int64		asked_version;	/* the offsets version it asked with */
+	int64		hwm;
+	int64		offsets_version;
+	TimestampTz due;
+} CacheEntry;
+
+static HTAB *cache = NULL;
+
+static HTAB *
+get_cache(void)
+{
+	HASHCTL		ctl;
+
+	if (cache)
+		return cache;
+	ctl.keysize = sizeof(CacheKey);
+	ctl.entrysize = sizeof(CacheEntry);
+	cache = hash_create("mq replica fetch cache", 256, &ctl, HASH_ELEM | HASH_BLOBS);
+	return cache;
+}
+
+/* an array argument's elements and nulls */
+static Datum *
+elems(ArrayType *a, Oid type, bool **nulls, int *n)
+{
+	int16		typlen;
+	bool		byval;
+	char		align;
+	Datum	   *d;
+
+	get_typlenbyvalalign(type, &typlen, &byval, &align);
+	deconstruct_array(a, type, typlen, byval, align, &d, nulls, n);
+	return d;
+}
+
+static Datum
+array_of(Datum *d, bool *nulls, int n, Oid type)
+{
+	int16		typlen;
+	bool		byval;
+	char		align;
+	int			dims[1] = {n};
+	int			lbs[1] = {1};
+
+	get_typlenbyvalalign(type, &typlen, &byval, &align);
+	return PointerGetDatum(construct_md_array(d, nulls, 1, dims, lbs, type, typlen, byval, align));
+}
+
+/*
+ * mq._replica_fetch_recall(replica_id, topics, partitions, leader_epochs,
+ * fetch_offsets, offsets_versions): per partition its topic id (NULL: no
+ * such topic), its change counter, and whether it is known idle (asked
+ * the same way as at the look; then its remembered high watermark,
+ * offsets version and due time).
+ */
+Datum
+mq_replica_fetch_recall(PG_FUNCTION_ARGS)
+{
+	int32		replica_id = PG_GETARG_INT32(0);
+	bool	   *tn,
+			   *pn,
+			   *on;
+	int			n,
+				n2,
+				n3;
+	bool	   *en,
+			   *vn;
+	int			n4,
+				n5;
+	Datum	   *topics = elems(PG_GETARG_ARRAYTYPE_P(1), TEXTOID, &tn, &n);
+	Datum	   *parts = elems(PG_GETARG_ARRAYTYPE_P(2), INT4OID, &pn, &n2);
+	Datum	   *epochs = elems(PG_GETARG_ARRAYTYPE_P(3), INT4OID, &en, &n4);
+	Datum	   *offsets = elems(PG_GETARG_ARRAYTYPE_P(4), INT8OID, &on, &n3);
+	Datum	   *versions = elems(PG_GETARG_ARRAYTYPE_P(5), INT8OID, &vn, &n5);
+	Datum	   *out[6];
+	bool	   *nulls[6];
+	Datum		values[6];
+	bool		vnulls[6] = {false};
+	static const Oid types[6] = {INT4OID, INT8OID, BOOLOID, INT8OID, INT8OID, TIMESTAMPTZOID};
+	TupleDesc	desc;
+	TimestampTz now = GetCurrentTimestamp();
+
+	if (n2 != n || n3 != n || n4 != n || n5 != n)
+		ereport(ERROR,
+				(errcode(ERRCODE_MQ_INVALID_ARGUMENT),
+				 errmsg("the arrays of _replica_fetch_recall must have one length")));
+	if (get_call_result_type(fcinfo, NULL, &desc) != TYPEFUNC_COMPOSITE)
+		elog(ERROR, "mq: _replica_fetch_recall must return a record");
+	for (int c = 0; c < 6; c++)
+	{
+		out[c] = palloc0(sizeof(Datum) * Max(n, 1));
+		nulls[c] = palloc(sizeof(bool) * Max(n, 1));
+		memset(nulls[c], true, sizeof(bool) * Max(n, 1));
+	}
+	for (int i = 0; i < n; i++)
+	{
+		MqTopic    *t = tn[i] ? NULL : mq_topic_lookup(TextDatumGetCString(topics[i]), true);
+		CacheKey	key = {replica_id, t ? t->topic_id : 0, pn[i] ? -1 : DatumGetInt32(parts[i])};
+		CacheEntry *e;
+		uint64		counter;
+
+		out[2][i] = BoolGetDatum(false);
+		nulls[2][i] = false;
+		if (t == NULL || pn[i] || on[i] || en[i] || vn[i])
+			continue;
+		counter = mq_notify_part_counter(t->topic_id, key.partition);
+		out[0][i] = Int32GetDatum(t->topic_id);
+		out[1][i] = Int64GetDatum((int64) counter);
+		nulls[0][i] = nulls[1][i] = false;
+		e = mq_notify_watchable() ? hash_search(get_cache(), &key, HASH_FIND, NULL) : NULL;
+		if (e == NULL || e->counter != counter || e->fetch_offset != DatumGetInt64(offsets[i]) ||
+			e->leader_epoch != DatumGetInt32(epochs[i]) || e->asked_version != DatumGetInt64(versions[i]) ||
+			e->due <= now)
+			continue;
+		out[2][i] = BoolGetDatum(true);
+		out[3][i] = Int64GetDatum(e->hwm);
+		out[4][i] = Int64GetDatum(e->offsets_version);
+		out[5][i] = TimestampTzGetDatum(e->due);
+		nulls[3][i] = nulls[4][i] = nulls[5][i] = false;
+	}
+	for (int c = 0; c < 6; c++)
+		values[c] = array_of(out[c], nulls[c], n, types[c]);
+	PG_RETURN_DATUM(HeapTupleGetDatum(heap_form_tuple(BlessTupleDesc(desc), values, vnulls)));
+}
+
+/*
+ * mq._replica_fetch_remember(replica_id, topic_ids, partitions,
+ * leader_epochs, fetch_offsets, asked_versions, counters, idle, hwms,
+ * offsets_versions, due): remember the idle partitions' looks, with how
+ * they were asked and the counters read before them; forget the others.
+ * Elements with a null id, counter or question are skipped.
+ */
+Datum
+mq_replica_fetch_remember(PG_FUNCTION_ARGS)
+{
+	int32		replica_id = PG_GETARG_INT32(0);
+	bool	   *nl[10];
+	int			n[10];
+	static const Oid types[10] = {INT4OID, INT4OID, INT4OID, INT8OID, INT8OID, INT8OID, BOOLOID,
+	INT8OID, INT8OID, TIMESTAMPTZOID};
+	Datum	   *a[10];
+
+	for (int c = 0; c < 10; c++)
+	{
+		a[c] = elems(PG_GETARG_ARRAYTYPE_P(c + 1), types[c], &nl[c], &n[c]);
+		if (n[c] != n[0])
+			ereport(ERROR,
+					(errcode(ERRCODE_MQ_INVALID_ARGUMENT),
+					 errmsg("the arrays of _replica_fetch_remember must have one length")));
+	}
+	if (!mq_notify_watchable())
+		PG_RETURN_VOID();
+	for (int i = 0; i < n[0]; i++)
+	{
+		CacheKey	key;
+		CacheEntry *e;
+		bool		idle = !nl[6][i] && DatumGetBool(a[6][i]) && !nl[7][i] && !nl[8][i] && !nl[9][i];
+
+		if (nl[0][i] || nl[1][i] || nl[2][i] || nl[3][i] || nl[4][i] || nl[5][i])
+			continue;
+		key.replica_id = replica_id;
+		key.topic_id = DatumGetInt32(a[0][i]);
+		key.partition = DatumGetInt32(a[1][i]);
+		if (!idle)
+		{
+			(void) hash_search(get_cache(), &key, HASH_REMOVE, NULL);
+			continue;
+		}
+		e = hash_search(get_cache(), &key, HASH_ENTER, NULL);
+		e->leader_epoch = DatumGetInt32(a[2][i]);
+		e->fetch_offset = DatumGetInt64(a[3][i]);
+		e->asked_version = DatumGetInt64(a[4][i]);
+		e->counter = (uint64) DatumGetInt64(a[5][i]);
+		e->hwm = DatumGetInt64(a[7][i]);
+		e->offsets_version = DatumGetInt64(a[8][i]);
+		e->due = DatumGetTimestampTz(a[9][i]);
+	}
+	PG_RETURN_VOID();
+}
