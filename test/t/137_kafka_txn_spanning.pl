@@ -26,9 +26,12 @@ $c->start_kafka_brokers(transactions => 1);
 my $cfg = { 'replication.factor' => 3, 'min.insync.replicas' => 2 };
 $c->create_topic('xin', 6, $cfg);
 $c->create_topic('xout', 6, $cfg);
-my %out_led = map { ($c->leader('xout', $_) => 1) } 0 .. 5;
-my %in_led = map { ($c->leader('xin', $_) => 1) } 0 .. 5;
-is(scalar(keys %out_led) . scalar(keys %in_led), '33', 'both topics have leaders on all three nodes');
+# preferred leaders take their partitions back if another broker won an
+# election first (under load): wait until every node leads some of each
+ok($c->coord->poll_query_until('postgres',
+		"SELECT string_agg(n::text, '' ORDER BY topic) FROM (SELECT topic, count(DISTINCT leader) n "
+		  . "FROM mq_coord.partition WHERE topic IN ('xin', 'xout') GROUP BY topic) x", '33'),
+	'both topics have leaders on all three nodes');
 
 # the transactional id's coordinator $x, the group's $g, the node to kill $k: three nodes
 my ($txn, $x, $group, $g);
