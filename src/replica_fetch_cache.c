@@ -194,7 +194,7 @@ mq_replica_fetch_remember(PG_FUNCTION_ARGS)
 	bool	   *nl[10];
 	int			n[10];
 	static const Oid types[10] = {INT4OID, INT4OID, INT4OID, INT8OID, INT8OID, INT8OID, BOOLOID,
-	INT8OID, INT8OID, TIMESTAMPTZOID};
+				INT8OID, INT8OID, TIMESTAMPTZOID};
 	Datum	   *a[10];
 
 	for (int c = 0; c < 10; c++)

@@ -116,12 +116,15 @@ gather(Broker *b, FetchSession *s)
 			s->ready[n++] = p;
 		}
 	/* turn the order: the partitions a capped answer left out come first next */
-	for (int k = 0; n > 1 && k < (int) (s->turn % (unsigned) n); k++)
+	if (n > 1 && s->turn % (unsigned) n != 0)
 	{
-		Part	   *first = s->ready[0];
+		Part	  **copy = mq_malloc(sizeof(Part *) * n);
+		int			r = (int) (s->turn % (unsigned) n);
 
-		memmove(s->ready, s->ready + 1, sizeof(Part *) * (n - 1));
-		s->ready[n - 1] = first;
+		memcpy(copy, s->ready, sizeof(Part *) * n);
+		for (int i = 0; i < n; i++)
+			s->ready[i] = copy[(i + r) % n];
+		free(copy);
 	}
 	s->turn++;
 	return n;
