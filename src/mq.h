@@ -250,6 +250,7 @@ extern bool mq_notify_wait(int32 topic_id, uint64 seen, TimestampTz deadline);
 extern uint64 mq_notify_part_counter(int32 topic_id, int32 partition);
 extern bool mq_notify_part_wait(int32 topic_id, int32 partition, uint64 seen,
 								TimestampTz deadline);
+extern bool mq_notify_nap(TimestampTz deadline, long ms);
 extern bool mq_notify_watchable(void);
 extern bool mq_notify_watch(void);
 extern void mq_notify_unwatch(void);

@@ -459,9 +459,13 @@ mq_notify_part_counter(int32 topic_id, int32 partition)
 	return slots ? slot_counter(part_slot_for(topic_id, partition)) : slot_counter(NULL);
 }
 
-/* Sleep up to ms (at most what is left before the deadline); false at it. */
-static bool
-nap_before(TimestampTz deadline, long ms)
+/*
+ * Sleep on this backend's latch up to ms (at most what is left before the
+ * deadline); false at it.  Also replica_wait.c's, whose watcher latch a
+ * change sets.
+ */
+bool
+mq_notify_nap(TimestampTz deadline, long ms)
 {
 	long		left = TimestampDifferenceMilliseconds(GetCurrentTimestamp(), deadline);
 
@@ -486,7 +490,7 @@ replay_wait(uint64 seen, TimestampTz deadline)
 		if (!RecoveryInProgress() ||
 			(uint64) GetXLogReplayRecPtr(NULL) != seen)
 			return true;
-		if (!nap_before(deadline, MQ_STANDBY_POLL_MS))
+		if (!mq_notify_nap(deadline, MQ_STANDBY_POLL_MS))
 			return false;
 	}
 }
@@ -503,7 +507,7 @@ slot_wait(MqNotifySlot *slot, uint64 seen, TimestampTz deadline)
 	if (RecoveryInProgress())
 		return replay_wait(seen, deadline);
 	if (slots == NULL)
-		return nap_before(deadline, 10);	/* no shared memory: re-check */
+		return mq_notify_nap(deadline, 10);	/* no shared memory: re-check */
 
 	ConditionVariablePrepareToSleep(&slot->cv);
 	for (;;)

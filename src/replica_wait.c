@@ -26,14 +26,14 @@
  */
 #include "postgres.h"
 
+#include <limits.h>
+
 #include "catalog/pg_type.h"
 #include "fmgr.h"
 #include "miscadmin.h"
-#include "storage/latch.h"
 #include "utils/array.h"
 #include "utils/lsyscache.h"
 #include "utils/timestamp.h"
-#include "utils/wait_event.h"
 
 #include "mq.h"
 
@@ -103,21 +103,6 @@ array_elems(ArrayType *a, Oid type, int *n)
 	return elems;
 }
 
-/* sleep until the latch is set (a watcher's) or ms pass; false at the deadline */
-static bool
-nap(TimestampTz deadline, bool watching)
-{
-	long		left = TimestampDifferenceMilliseconds(GetCurrentTimestamp(), deadline);
-
-	if (left <= 0)
-		return false;
-	(void) WaitLatch(MyLatch, WL_LATCH_SET | WL_TIMEOUT | WL_EXIT_ON_PM_DEATH,
-					 watching ? left : Min(left, WAIT_POLL_MS), PG_WAIT_EXTENSION);
-	ResetLatch(MyLatch);
-	CHECK_FOR_INTERRUPTS();
-	return true;
-}
-
 /*
  * Look at every partition (all), or at those whose counters moved since
  * seen; true when one has news.
@@ -174,7 +159,7 @@ mq_replica_wait_any(PG_FUNCTION_ARGS)
 	watching = mq_notify_watch();
 	PG_TRY();
 	{
-		while (!(news = any_news(n, ids, parts, offsets, hwms, ovs, seen, all)) && nap(deadline, watching))
+		while (!(news = any_news(n, ids, parts, offsets, hwms, ovs, seen, all)) && mq_notify_nap(deadline, watching ? LONG_MAX : WAIT_POLL_MS))
 			all = !watching;	/* polling: counters may not move */
 	}
 	PG_FINALLY();
