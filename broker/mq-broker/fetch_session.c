@@ -130,6 +130,18 @@ gather(Broker *b, FetchSession *s)
 	return n;
 }
 
+/* The connection failed (what, and why): drop it, back off. */
+static void
+lose_conn(Broker *b, FetchSession *s, const char *what, const char *why)
+{
+	int			pause = mq_retry_failed(&s->retry, &b->policy);
+
+	mq_log_warning("%s leader %d's node: %s; reconnecting in %d ms", what, s->leader, why, pause);
+	if (s->conn)
+		PQfinish(s->conn);
+	s->conn = NULL;
+}
+
 static bool
 ensure_conn(Broker *b, FetchSession *s)
 {
@@ -145,14 +157,8 @@ ensure_conn(Broker *b, FetchSession *s)
 	s->conn = mq_connect_policy(s->conninfo, "mq-broker follower", &b->policy, &err);
 	if (s->conn == NULL || !leader_setup_conn(b, s->conn, &err))
 	{
-		int			pause = mq_retry_failed(&s->retry, &b->policy);
-
-		mq_log_warning("cannot connect to leader %d's node to fetch: %s; retrying in %d ms",
-					   s->leader, err.message, pause);
+		lose_conn(b, s, "cannot connect to fetch from", err.message);
 		mq_error_free(&err);
-		if (s->conn)
-			PQfinish(s->conn);
-		s->conn = NULL;
 		return false;
 	}
 	mq_retry_succeeded(&s->retry);
@@ -219,13 +225,8 @@ session_send(Broker *b, FetchSession *s)
 	ok = s->many ? send_many(b, s, n, &err) : leader_send_fetch(b, s->conn, s->ready[0], &err);
 	if (!ok)
 	{
-		int			pause = mq_retry_failed(&s->retry, &b->policy);
-
-		mq_log_warning("cannot send a fetch to leader %d's node: %s; reconnecting in %d ms",
-					   s->leader, err.message, pause);
+		lose_conn(b, s, "cannot send a fetch to", err.message);
 		mq_error_free(&err);
-		PQfinish(s->conn);
-		s->conn = NULL;
 		return;
 	}
 	for (int i = 0; i < n; i++)
@@ -291,12 +292,7 @@ take_failure(Broker *b, FetchSession *s, Part **parts, int n, const MqError *err
 {
 	if (err->connection_lost)
 	{
-		int			pause = mq_retry_failed(&s->retry, &b->policy);
-
-		mq_log_warning("lost the fetch connection to leader %d's node: %s; reconnecting in %d ms",
-					   s->leader, err->message, pause);
-		PQfinish(s->conn);
-		s->conn = NULL;
+		lose_conn(b, s, "lost the fetch connection to", err->message);
 		return;
 	}
 	if (mq_error_is(err, SQLSTATE_QUERY_CANCELED))

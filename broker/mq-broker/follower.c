@@ -41,24 +41,22 @@
 #include "placement.h"
 #include "util.h"
 
-void
-follower_stop(Part *p)
-{
-	if (p->fconn)
-		PQfinish(p->fconn);
-	p->fconn = NULL;
-	/* out of its session's fetch in flight: that fetch's row for it is dropped */
-	p->in_flight = false;
-	p->session = NULL;
-}
-
-/* Truncated: the partition's own connection goes, its session fetches. */
+/* The partition's own connection (truncation) goes; its session fetches. */
 static void
 truncation_done(Part *p)
 {
 	if (p->fconn)
 		PQfinish(p->fconn);
 	p->fconn = NULL;
+}
+
+void
+follower_stop(Part *p)
+{
+	truncation_done(p);
+	/* out of its session's fetch in flight: that fetch's row for it is dropped */
+	p->in_flight = false;
+	p->session = NULL;
 }
 
 /* Wait before the next fetch: the leader said "not yet" or "not you". */
