@@ -87,11 +87,12 @@ remote_done(KRequest *sub)
 	KRequest   *req = sub->state;
 	KPool	   *pool;
 
-	if (sub->db_lost && r->first == pool_local())
+	if (sub->db_lost && r->pool == pool_local())
 		req->db_lost = true;
 	if (cluster_enabled() && not_there(r->job) && (pool = next_node(r)) != NULL)
 	{
 		kjob_reset(r->job);
+		r->pool = pool;
 		pool_run_on(pool, &r->sub, r->job, remote_done);
 		return;
 	}
@@ -111,7 +112,7 @@ txn_cluster_stage(KRequest *req, TxnRemote *r, KJob *job, const char *id, KDoneF
 	r->sub.role = req->role;	/* borrowed: sub is never freed */
 	r->done = done;
 	r->job = job;
-	r->first = cluster_txn_pool(id);
+	r->first = r->pool = cluster_txn_pool(id);
 	r->next = 0;
 	pool_run_on(r->first, &r->sub, job, remote_done);
 }

@@ -88,6 +88,7 @@ typedef struct TxnRemote
 	KDoneFn		done;
 	KJob	   *job;
 	KPool	   *first;			/* the node the id maps to */
+	KPool	   *pool;			/* the node running the job now */
 	int			next;			/* the next broker to look on (cluster order) */
 } TxnRemote;
 extern void txn_cluster_init(KRequest *req, const char *id, int32_t timeout_ms);
