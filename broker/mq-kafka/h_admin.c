@@ -51,6 +51,7 @@
 
 #include "cluster.h"
 #include "kerr.h"
+#include "kfan.h"
 #include "pgbinary.h"
 #include "topic_id.h"
 #include "util.h"
@@ -86,6 +87,7 @@ typedef struct TopicSpec
 	int32_t		partitions;		/* CreateTopics: as asked */
 	int16_t		replication;	/* CreateTopics: as asked */
 	int16_t		code;			/* refused before reaching the database */
+	KJob	   *job;			/* the job its statement is in */
 	int			stmt;			/* the create or drop statement, or -1 */
 	int			coord_stmt;		/* in a cluster: its statement in coord, or -1 */
 	char		id_hex[33];		/* DeleteTopics v6+: the id asked for */
@@ -94,6 +96,7 @@ typedef struct TopicSpec
 typedef struct AdminState
 {
 	KJob		job;
+	KFan		fan;			/* CreatePartitions in a cluster: the checks */
 	int32_t		n;
 	TopicSpec  *specs;
 	KJob		coord;			/* CreateTopics in a cluster: on the coordinator */
@@ -109,6 +112,7 @@ admin_state_free(void *p)
 	AdminState *s = p;
 
 	kjob_free(&s->job);
+	kfan_free(&s->fan);
 	kjob_free(&s->coord);
 	if (s->timer)
 		event_free(s->timer);
@@ -125,6 +129,8 @@ admin_state(KRequest *req, int32_t n)
 	req->free_state = admin_state_free;
 	s->n = n;
 	s->specs = mq_malloc0(sizeof(TopicSpec) * (n > 0 ? n : 1));
+	for (int32_t i = 0; i < n; i++)
+		s->specs[i].job = &s->job;
 	return s;
 }
 
@@ -203,6 +209,8 @@ static void
 wrap_in_rollback(AdminState *s)
 {
 	kjob_rollback_each(&s->job);
+	for (int i = 0; i < s->fan.n; i++)
+		kjob_rollback_each(&s->fan.routes[i]->job);
 	for (int32_t i = 0; i < s->n; i++)
 		if (s->specs[i].stmt >= 0)
 			s->specs[i].stmt = 3 * s->specs[i].stmt + 1;
@@ -227,7 +235,7 @@ write_topic_results(KRequest *req, bool throttle, bool messages)
 	for (int32_t i = 0; i < s->n; i++)
 	{
 		TopicSpec  *t = &s->specs[i];
-		KStmt	   *st = t->stmt >= 0 ? &s->job.stmts[t->stmt] : NULL;
+		KStmt	   *st = t->stmt >= 0 ? &t->job->stmts[t->stmt] : NULL;
 		KStmt	   *cst = t->coord_stmt >= 0 ? &s->coord.stmts[t->coord_stmt] : NULL;
 		const char *message = NULL;
 		int16_t		code = t->code,
@@ -358,7 +366,7 @@ create_checked(KRequest *req)
 	for (int32_t i = 0; i < s->n; i++)
 	{
 		TopicSpec  *t = &s->specs[i];
-		KStmt	   *st = t->stmt >= 0 ? &s->job.stmts[t->stmt] : NULL;
+		KStmt	   *st = t->stmt >= 0 ? &t->job->stmts[t->stmt] : NULL;
 		KStmt	   *cst;
 
 		if (st == NULL || kstmt_failed(st, &code))
@@ -484,13 +492,27 @@ create_partitions_done(KRequest *req)
 }
 
 /*
+ * In a cluster, where CreatePartitions checks a topic as the client: on
+ * the node leading its partition 0, which holds it (this node's pool when
+ * it leads it, or no live leader is known).  Kafka clients send
+ * CreatePartitions to the controller, whichever brokers hold the topic.
+ */
+static KJob *
+grow_check_job(AdminState *s, const char *topic)
+{
+	int16_t		code;
+	KPool	   *pool = cluster_leader_pool(topic, 0, &code);
+
+	return kfan_job(&s->fan, pool ? pool : pool_local());	/* NULL: KFAN_MAX nodes */
+}
+
+/*
  * CreatePartitions (v0-v3): Kafka's count is the new total, mq.add_partitions
  * takes the number to add; a total not above the current one is
  * INVALID_PARTITIONS (MQ005), manual assignments are refused.  In a
- * cluster, as CreateTopics: checked here as the client (rolled back),
- * then grown on the coordinator (mq_coord.add_partitions), which places
- * the new partitions' replicas; a topic this node holds no replica of is
- * UNKNOWN_TOPIC_OR_PARTITION here (ask a replica's daemon).
+ * cluster, as CreateTopics: checked as the client (rolled back) on a node
+ * holding the topic (grow_check_job), then grown on the coordinator
+ * (mq_coord.add_partitions), which places the new partitions' replicas.
  */
 void
 h_create_partitions(KRequest *req)
@@ -525,8 +547,15 @@ h_create_partitions(KRequest *req)
 		if (t->code != KERR_NONE)
 			continue;
 		name = kslice_dup(t->name);
-		st = kjob_add(&s->job, ADD_PARTITIONS_SQL, 0);
-		t->stmt = s->job.n - 1;
+		if (cluster_enabled() && (t->job = grow_check_job(s, name ? name : "")) == NULL)
+		{
+			t->job = &s->job;
+			t->code = KERR_INVALID_REQUEST;	/* topics led by more nodes than one request reaches */
+			free(name);
+			continue;
+		}
+		st = kjob_add(t->job, ADD_PARTITIONS_SQL, 0);
+		t->stmt = t->job->n - 1;
 		kstmt_text(st, MQ_TEXTOID, name ? name : "");
 		kstmt_int(st, MQ_INT4OID, count);
 		free(name);
@@ -540,5 +569,8 @@ h_create_partitions(KRequest *req)
 	}
 	if (validate_only || cluster_enabled())
 		wrap_in_rollback(s);
-	pool_run(req, &s->job, validate_only || !cluster_enabled() ? create_partitions_done : create_checked);
+	if (cluster_enabled())
+		kfan_run(&s->fan, req, validate_only ? create_partitions_done : create_checked);
+	else
+		pool_run(req, &s->job, create_partitions_done);
 }

@@ -155,7 +155,7 @@ is_deeply(committed('srm', 'srmg'), \%end, "sarama: the group's committed offset
 # --- kafkajs (npm, test/kafka/js; the kafka phase's kafkajs.sh installs it) ---
 SKIP:
 {
-	skip 'kafkajs is not installed in test/kafka/js (npm ci)', 6
+	skip 'kafkajs is not installed in test/kafka/js (npm ci)', 7
 	  unless -d "$root/test/kafka/js/node_modules/kafkajs";
 	local $ENV{KAFKAJS_NO_PARTITIONER_WARNING} = 1;
 	my ($js) = client('kafkajs', 'node', "$root/test/kafka/js/cluster.js", $boot, 'kjs', 'kjsg');
@@ -174,6 +174,12 @@ SKIP:
 	is($j->{grown}, 3, 'kafkajs: CreatePartitions grows a topic to 3 partitions, each with a leader');
 	is($c->coord->safe_psql('postgres', "SELECT count(*) FROM mq_coord.partition WHERE topic = 'kjs-grow'"), 3,
 		'kafkajs: the coordinator has the 3 partitions');
+	# kafkajs sends CreatePartitions to the controller, the daemon it
+	# bootstrapped through (node 2), which holds no replica of the topic:
+	# the daemon checks it as the client on the leader's node
+	is($c->coord->safe_psql('postgres',
+			"SELECT 2 = ANY (replicas) FROM mq_coord.partition WHERE topic = 'kjs-grow' AND partition = 0"), 'f',
+		'kafkajs: that topic had no replica on the node whose daemon was asked');
 }
 
 done_testing();
