@@ -5,8 +5,7 @@
  *	  follower's fetches (mq.replica_fetch_many, src/sql/60_replica_fetch.sql):
  *	  for each partition found idle, the partition's change counter
  *	  (notify.c) read before that look, the fetch offset looked at, and
- *	  what the look found (high watermark, offsets version, when its
- *	  progress is due).  While the counter has not moved, nothing that a
+ *	  what the look found (offsets version, when its progress is due).  While the counter has not moved, nothing that a
  *	  look reads has changed (records, high watermark, offsets, roles and
  *	  epochs all move it), so the next fetch at the same offset takes the
  *	  remembered answer instead of looking: a fetch of 256 partitions
@@ -18,8 +17,10 @@
  * the looks found for the idle partitions with the counters read before
  * them, and forgets the others.  A hashed slot shared with another
  * partition moves the counter too: one more look, never one missed.
- * Without shared memory the counters never move, and nothing is
- * remembered.
+ * mq._replica_fetch_restamp moves the due time of the partitions whose
+ * progress the fetch recorded without a look (mq._replica_fetch_refresh),
+ * which moves no counter.  Without shared memory the counters never move,
+ * and nothing is remembered.
  *
  * Locking: none; backend-local memory (TopMemoryContext), one per
  * backend, keyed by follower, topic id and partition.
@@ -41,6 +42,7 @@
 
 PG_FUNCTION_INFO_V1(mq_replica_fetch_recall);
 PG_FUNCTION_INFO_V1(mq_replica_fetch_remember);
+PG_FUNCTION_INFO_V1(mq_replica_fetch_restamp);
 
 typedef struct CacheKey
 {
@@ -56,7 +58,6 @@ typedef struct CacheEntry
 	int64		fetch_offset;
 	int32		leader_epoch;	/* the follower's, as it asked */
 	int64		asked_version;	/* the offsets version it asked with */
-	int64		hwm;
 	int64		offsets_version;
 	TimestampTz due;
 } CacheEntry;
@@ -107,8 +108,8 @@ array_of(Datum *d, bool *nulls, int n, Oid type)
  * mq._replica_fetch_recall(replica_id, topics, partitions, leader_epochs,
  * fetch_offsets, offsets_versions): per partition its topic id (NULL: no
  * such topic), its change counter, and whether it is known idle (asked
- * the same way as at the look; then its remembered high watermark,
- * offsets version and due time).
+ * the same way as at the look; then its remembered offsets version and
+ * due time).
  */
 Datum
 mq_replica_fetch_recall(PG_FUNCTION_ARGS)
@@ -129,11 +130,11 @@ mq_replica_fetch_recall(PG_FUNCTION_ARGS)
 	Datum	   *epochs = elems(PG_GETARG_ARRAYTYPE_P(3), INT4OID, &en, &n4);
 	Datum	   *offsets = elems(PG_GETARG_ARRAYTYPE_P(4), INT8OID, &on, &n3);
 	Datum	   *versions = elems(PG_GETARG_ARRAYTYPE_P(5), INT8OID, &vn, &n5);
-	Datum	   *out[6];
-	bool	   *nulls[6];
-	Datum		values[6];
-	bool		vnulls[6] = {false};
-	static const Oid types[6] = {INT4OID, INT8OID, BOOLOID, INT8OID, INT8OID, TIMESTAMPTZOID};
+	Datum	   *out[5];
+	bool	   *nulls[5];
+	Datum		values[5];
+	bool		vnulls[5] = {false};
+	static const Oid types[5] = {INT4OID, INT8OID, BOOLOID, INT8OID, TIMESTAMPTZOID};
 	TupleDesc	desc;
 	TimestampTz now = GetCurrentTimestamp();
 
@@ -143,7 +144,7 @@ mq_replica_fetch_recall(PG_FUNCTION_ARGS)
 				 errmsg("the arrays of _replica_fetch_recall must have one length")));
 	if (get_call_result_type(fcinfo, NULL, &desc) != TYPEFUNC_COMPOSITE)
 		elog(ERROR, "mq: _replica_fetch_recall must return a record");
-	for (int c = 0; c < 6; c++)
+	for (int c = 0; c < 5; c++)
 	{
 		out[c] = palloc0(sizeof(Datum) * Max(n, 1));
 		nulls[c] = palloc(sizeof(bool) * Max(n, 1));
@@ -170,19 +171,18 @@ mq_replica_fetch_recall(PG_FUNCTION_ARGS)
 			e->due <= now)
 			continue;
 		out[2][i] = BoolGetDatum(true);
-		out[3][i] = Int64GetDatum(e->hwm);
-		out[4][i] = Int64GetDatum(e->offsets_version);
-		out[5][i] = TimestampTzGetDatum(e->due);
-		nulls[3][i] = nulls[4][i] = nulls[5][i] = false;
+		out[3][i] = Int64GetDatum(e->offsets_version);
+		out[4][i] = TimestampTzGetDatum(e->due);
+		nulls[3][i] = nulls[4][i] = false;
 	}
-	for (int c = 0; c < 6; c++)
+	for (int c = 0; c < 5; c++)
 		values[c] = array_of(out[c], nulls[c], n, types[c]);
 	PG_RETURN_DATUM(HeapTupleGetDatum(heap_form_tuple(BlessTupleDesc(desc), values, vnulls)));
 }
 
 /*
  * mq._replica_fetch_remember(replica_id, topic_ids, partitions,
- * leader_epochs, fetch_offsets, asked_versions, counters, idle, hwms,
+ * leader_epochs, fetch_offsets, asked_versions, counters, idle,
  * offsets_versions, due): remember the idle partitions' looks, with how
  * they were asked and the counters read before them; forget the others.
  * Elements with a null id, counter or question are skipped.
@@ -191,13 +191,13 @@ Datum
 mq_replica_fetch_remember(PG_FUNCTION_ARGS)
 {
 	int32		replica_id = PG_GETARG_INT32(0);
-	bool	   *nl[10];
-	int			n[10];
-	static const Oid types[10] = {INT4OID, INT4OID, INT4OID, INT8OID, INT8OID, INT8OID, BOOLOID,
-				INT8OID, INT8OID, TIMESTAMPTZOID};
-	Datum	   *a[10];
+	bool	   *nl[9];
+	int			n[9];
+	static const Oid types[9] = {INT4OID, INT4OID, INT4OID, INT8OID, INT8OID, INT8OID, BOOLOID,
+				INT8OID, TIMESTAMPTZOID};
+	Datum	   *a[9];
 
-	for (int c = 0; c < 10; c++)
+	for (int c = 0; c < 9; c++)
 	{
 		a[c] = elems(PG_GETARG_ARRAYTYPE_P(c + 1), types[c], &nl[c], &n[c]);
 		if (n[c] != n[0])
@@ -211,7 +211,7 @@ mq_replica_fetch_remember(PG_FUNCTION_ARGS)
 	{
 		CacheKey	key;
 		CacheEntry *e;
-		bool		idle = !nl[6][i] && DatumGetBool(a[6][i]) && !nl[7][i] && !nl[8][i] && !nl[9][i];
+		bool		idle = !nl[6][i] && DatumGetBool(a[6][i]) && !nl[7][i] && !nl[8][i];
 
 		if (nl[0][i] || nl[1][i] || nl[2][i] || nl[3][i] || nl[4][i] || nl[5][i])
 			continue;
@@ -228,9 +228,39 @@ mq_replica_fetch_remember(PG_FUNCTION_ARGS)
 		e->fetch_offset = DatumGetInt64(a[3][i]);
 		e->asked_version = DatumGetInt64(a[4][i]);
 		e->counter = (uint64) DatumGetInt64(a[5][i]);
-		e->hwm = DatumGetInt64(a[7][i]);
-		e->offsets_version = DatumGetInt64(a[8][i]);
-		e->due = DatumGetTimestampTz(a[9][i]);
+		e->offsets_version = DatumGetInt64(a[7][i]);
+		e->due = DatumGetTimestampTz(a[8][i]);
+	}
+	PG_RETURN_VOID();
+}
+
+/*
+ * mq._replica_fetch_restamp(replica_id, topic_ids, partitions, due): the
+ * remembered partitions among these have their progress due at due now.
+ */
+Datum
+mq_replica_fetch_restamp(PG_FUNCTION_ARGS)
+{
+	int32		replica_id = PG_GETARG_INT32(0);
+	bool	   *in,
+			   *pn;
+	int			n,
+				n2;
+	Datum	   *ids = elems(PG_GETARG_ARRAYTYPE_P(1), INT4OID, &in, &n);
+	Datum	   *parts = elems(PG_GETARG_ARRAYTYPE_P(2), INT4OID, &pn, &n2);
+	TimestampTz due = PG_GETARG_TIMESTAMPTZ(3);
+
+	if (n2 != n)
+		ereport(ERROR,
+				(errcode(ERRCODE_MQ_INVALID_ARGUMENT),
+				 errmsg("the arrays of _replica_fetch_restamp must have one length")));
+	for (int i = 0; i < n && cache != NULL; i++)
+	{
+		CacheKey	key = {replica_id, in[i] ? 0 : DatumGetInt32(ids[i]), pn[i] ? -1 : DatumGetInt32(parts[i])};
+		CacheEntry *e = hash_search(cache, &key, HASH_FIND, NULL);
+
+		if (e)
+			e->due = due;
 	}
 	PG_RETURN_VOID();
 }

@@ -6,9 +6,11 @@
  *	  for mq.replica_fetch), or any of many partitions has
  *	  (mq._replica_wait_any, for mq.replica_fetch_many: one fetch per
  *	  leader and follower, src/sql/60_replica_fetch.sql).  News is what
- *	  the follower should hear of: records beyond its fetch offset, a high
- *	  watermark or committed offsets' version other than the one it was
- *	  looked at with, or the partition gone.
+ *	  the follower should hear of: records beyond its fetch offset, a
+ *	  committed offsets' version other than the one it was looked at with,
+ *	  or the partition gone; for one partition also a high watermark other
+ *	  than the one looked at (many partitions' sessions hear of it with
+ *	  their next records or progress, as Kafka's followers do).
  *
  * One partition sleeps on its notify.c slot's condition variable.  Many
  * partitions cannot (a condition variable is one slot's): the backend
@@ -42,16 +44,19 @@
 PG_FUNCTION_INFO_V1(mq_replica_wait_records);
 PG_FUNCTION_INFO_V1(mq_replica_wait_any);
 
-/* does the partition have news for a follower at offset? */
+/*
+ * Does the partition have news for a follower at offset?  known_hwm NULL:
+ * a new high watermark is none.
+ */
 static bool
-has_news(int32 topic_id, int32 partition, int64 offset, int64 known_hwm, int64 known_offsets)
+has_news(int32 topic_id, int32 partition, int64 offset, const int64 *known_hwm, int64 known_offsets)
 {
 	MqReplicaState st;
 
 	if (mq_replica_log_end_now(topic_id, partition) > offset)
 		return true;
 	mq_replica_read_state(topic_id, partition, &st);
-	return !st.found || st.high_watermark != known_hwm ||
+	return !st.found || (known_hwm && st.high_watermark != *known_hwm) ||
 		mq_offsets_version(topic_id, partition) != known_offsets;
 }
 
@@ -70,11 +75,13 @@ mq_replica_wait_records(PG_FUNCTION_ARGS)
 	TimestampTz deadline = TimestampTzPlusMilliseconds(GetCurrentTimestamp(),
 													   Max(PG_GETARG_INT32(3), 0));
 
+	int64		known_hwm = PG_GETARG_INT64(4);
+
 	for (;;)
 	{
 		uint64		seen = mq_notify_part_counter(topic_id, partition);
 
-		if (has_news(topic_id, partition, PG_GETARG_INT64(2), PG_GETARG_INT64(4), PG_GETARG_INT64(5)))
+		if (has_news(topic_id, partition, PG_GETARG_INT64(2), &known_hwm, PG_GETARG_INT64(5)))
 			PG_RETURN_BOOL(true);
 		if (!mq_notify_part_wait(topic_id, partition, seen, deadline) &&
 			GetCurrentTimestamp() >= deadline)
@@ -108,8 +115,7 @@ array_elems(ArrayType *a, Oid type, int *n)
  * seen; true when one has news.
  */
 static bool
-any_news(int n, Datum *ids, Datum *parts, Datum *offsets, Datum *hwms, Datum *ovs, uint64 *seen,
-		 bool all)
+any_news(int n, Datum *ids, Datum *parts, Datum *offsets, Datum *ovs, uint64 *seen, bool all)
 {
 	for (int i = 0; i < n; i++)
 	{
@@ -120,7 +126,7 @@ any_news(int n, Datum *ids, Datum *parts, Datum *offsets, Datum *hwms, Datum *ov
 		if (c == seen[i] && !all)
 			continue;
 		seen[i] = c;
-		if (has_news(id, part, DatumGetInt64(offsets[i]), DatumGetInt64(hwms[i]), DatumGetInt64(ovs[i])))
+		if (has_news(id, part, DatumGetInt64(offsets[i]), NULL, DatumGetInt64(ovs[i])))
 			return true;
 	}
 	return false;
@@ -128,9 +134,9 @@ any_news(int n, Datum *ids, Datum *parts, Datum *offsets, Datum *hwms, Datum *ov
 
 /*
  * mq._replica_wait_any(topic_ids, partitions, fetch_offsets, wait_ms,
- * known_hwms, known_offsets_versions): mq._replica_wait_records over many
- * partitions, arrays of one length: true as soon as any has news, false
- * when wait_ms passed first.
+ * known_offsets_versions): mq._replica_wait_records over many partitions,
+ * arrays of one length, without the high watermark: true as soon as any
+ * has news, false when wait_ms passed first.
  */
 Datum
 mq_replica_wait_any(PG_FUNCTION_ARGS)
@@ -138,28 +144,26 @@ mq_replica_wait_any(PG_FUNCTION_ARGS)
 	int			n,
 				n2,
 				n3,
-				n4,
-				n5;
+				n4;
 	Datum	   *ids = array_elems(PG_GETARG_ARRAYTYPE_P(0), INT4OID, &n);
 	Datum	   *parts = array_elems(PG_GETARG_ARRAYTYPE_P(1), INT4OID, &n2);
 	Datum	   *offsets = array_elems(PG_GETARG_ARRAYTYPE_P(2), INT8OID, &n3);
 	TimestampTz deadline = TimestampTzPlusMilliseconds(GetCurrentTimestamp(),
 													   Max(PG_GETARG_INT32(3), 0));
-	Datum	   *hwms = array_elems(PG_GETARG_ARRAYTYPE_P(4), INT8OID, &n4);
-	Datum	   *ovs = array_elems(PG_GETARG_ARRAYTYPE_P(5), INT8OID, &n5);
+	Datum	   *ovs = array_elems(PG_GETARG_ARRAYTYPE_P(4), INT8OID, &n4);
 	uint64	   *seen = palloc0(sizeof(uint64) * Max(n, 1));
 	bool		watching;
 	volatile bool news = false;
 	volatile bool all = true;
 
-	if (n2 != n || n3 != n || n4 != n || n5 != n)
+	if (n2 != n || n3 != n || n4 != n)
 		ereport(ERROR,
 				(errcode(ERRCODE_MQ_INVALID_ARGUMENT),
 				 errmsg("the arrays of _replica_wait_any must have one length")));
 	watching = mq_notify_watch();
 	PG_TRY();
 	{
-		while (!(news = any_news(n, ids, parts, offsets, hwms, ovs, seen, all)) && mq_notify_nap(deadline, watching ? LONG_MAX : WAIT_POLL_MS))
+		while (!(news = any_news(n, ids, parts, offsets, ovs, seen, all)) && mq_notify_nap(deadline, watching ? LONG_MAX : WAIT_POLL_MS))
 			all = !watching;	/* polling: counters may not move */
 	}
 	PG_FINALLY();

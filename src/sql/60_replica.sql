@@ -195,15 +195,15 @@ CREATE FUNCTION mq._replica_wait_records(topic_id integer, partition integer,
                                          known_hwm bigint, known_offsets_version bigint) RETURNS boolean
     AS 'MODULE_PATHNAME', 'mq_replica_wait_records' LANGUAGE C STRICT;
 CREATE FUNCTION mq._replica_wait_any(topic_ids integer[], partitions integer[], fetch_offsets bigint[],
-                                     wait_ms integer, known_hwms bigint[], known_offsets_versions bigint[])
+                                     wait_ms integer, known_offsets_versions bigint[])
     RETURNS boolean
     AS 'MODULE_PATHNAME', 'mq_replica_wait_any' LANGUAGE C STRICT;
-COMMENT ON FUNCTION mq._replica_wait_any(integer[], integer[], bigint[], integer, bigint[], bigint[]) IS
-    'internal (replication): _replica_wait_records over many partitions, for replica_fetch_many''s long poll';
+COMMENT ON FUNCTION mq._replica_wait_any(integer[], integer[], bigint[], integer, bigint[]) IS
+    'internal (replication): records or offsets news on any of many partitions, for replica_fetch_many''s long poll';
 CREATE FUNCTION mq._replica_fetch_recall(replica_id integer, topics text[], partitions integer[],
                                          leader_epochs integer[], fetch_offsets bigint[],
                                          offsets_versions bigint[], OUT ids integer[], OUT counters bigint[],
-                                         OUT known boolean[], OUT hwm bigint[], OUT ov bigint[],
+                                         OUT known boolean[], OUT ov bigint[],
                                          OUT due timestamptz[])
     AS 'MODULE_PATHNAME', 'mq_replica_fetch_recall' LANGUAGE C STRICT;
 COMMENT ON FUNCTION mq._replica_fetch_recall(integer, text[], integer[], integer[], bigint[], bigint[]) IS
@@ -211,10 +211,15 @@ COMMENT ON FUNCTION mq._replica_fetch_recall(integer, text[], integer[], integer
 CREATE FUNCTION mq._replica_fetch_remember(replica_id integer, topic_ids integer[], partitions integer[],
                                            leader_epochs integer[], fetch_offsets bigint[],
                                            asked_versions bigint[], counters bigint[], idle boolean[],
-                                           hwm bigint[], ov bigint[], due timestamptz[]) RETURNS void
+                                           ov bigint[], due timestamptz[]) RETURNS void
     AS 'MODULE_PATHNAME', 'mq_replica_fetch_remember' LANGUAGE C STRICT;
-COMMENT ON FUNCTION mq._replica_fetch_remember(integer, integer[], integer[], integer[], bigint[], bigint[], bigint[], boolean[], bigint[], bigint[], timestamptz[]) IS
+COMMENT ON FUNCTION mq._replica_fetch_remember(integer, integer[], integer[], integer[], bigint[], bigint[], bigint[], boolean[], bigint[], timestamptz[]) IS
     'internal (replication): what a fetch session''s looks found idle, with the counters read before them (replica_fetch_cache.c)';
+CREATE FUNCTION mq._replica_fetch_restamp(replica_id integer, topic_ids integer[], partitions integer[],
+                                          due timestamptz) RETURNS void
+    AS 'MODULE_PATHNAME', 'mq_replica_fetch_restamp' LANGUAGE C STRICT;
+COMMENT ON FUNCTION mq._replica_fetch_restamp(integer, integer[], integer[], timestamptz) IS
+    'internal (replication): the remembered partitions whose progress a fetch recorded are due again at due (replica_fetch_cache.c)';
 CREATE FUNCTION mq._replica_durable_log_end(topic_id integer, partition integer) RETURNS bigint
     AS 'MODULE_PATHNAME', 'mq_replica_durable_log_end' LANGUAGE C STRICT;
 CREATE FUNCTION mq._replica_await_hwm(topic text, partition integer, target bigint,

@@ -264,7 +264,7 @@ CREATE FUNCTION mq._replica_fetch_looks(p_replica_id integer, p_topics text[], p
                                         p_epochs integer[], p_offsets bigint[], p_ovs bigint[],
                                         p_wait_ms integer,
                                         OUT ids integer[], OUT idle boolean[], OUT due timestamptz[],
-                                        OUT hwm bigint[], OUT ov bigint[], OUT err_state text[],
+                                        OUT ov bigint[], OUT err_state text[],
                                         OUT err_message text[])
 LANGUAGE plpgsql SET search_path = pg_catalog, pg_temp AS $$
 DECLARE
@@ -279,7 +279,6 @@ BEGIN
         IF r.known[k] THEN      -- idle at the last look, and nothing changed since
             idle[k] := true;
             due[k] := r.due[k];
-            hwm[k] := r.hwm[k];
             ov[k] := r.ov[k];
             CONTINUE;
         END IF;
@@ -289,13 +288,11 @@ BEGIN
                                         p_offsets[k], p_ovs[k]);
             idle[k] := l.idle;
             due[k] := (l.g).last_fetch_at + make_interval(secs => p_wait_ms / 1000.0);
-            hwm[k] := coalesce((l.st).high_watermark, 0);
             ov[k] := l.ov;
         EXCEPTION WHEN OTHERS THEN
             GET STACKED DIAGNOSTICS v_state = RETURNED_SQLSTATE, v_msg = MESSAGE_TEXT;
             idle[k] := false;
             due[k] := NULL;     -- every array of one length
-            hwm[k] := NULL;
             ov[k] := NULL;
             err_state[k] := v_state;
             err_message[k] := v_msg;
@@ -303,25 +300,93 @@ BEGIN
     END LOOP;
     PERFORM mq._replica_fetch_remember(p_replica_id, ids, p_partitions, p_epochs, p_offsets,
                                        coalesce(p_ovs, array_fill(NULL::bigint, ARRAY[cardinality(p_topics)])),
-                                       r.counters, idle, hwm, ov, due);
+                                       r.counters, idle, ov, due);
+END $$;
+
+-- The answers of idle partitions whose progress is due (p_ks, indexes
+-- into the other arrays, as mq.replica_fetch_many has them), in one
+-- statement: each follower's progress row is stamped (fetched now, caught
+-- up now, at the same log end) and its answer is the partition's header
+-- alone, which a follower that holds it appends nothing for
+-- (broker/mq-broker/follower.c, brings_nothing).  It is what
+-- mq.replica_fetch would record and answer for such a partition without
+-- its work per partition: no records to read, no offsets to ship, and a
+-- high watermark that cannot move (it is at the follower's log end
+-- already).  A partition that stopped being so since it was looked at (a
+-- record, another epoch, retention past its offset, a high watermark
+-- behind the log end, another progress) has no row: the caller fetches it
+-- as usual.  The caller holds the partitions' progress locks, and tells
+-- the backend's memory of looks when their progress is due again
+-- (stamped_at, the time recorded, plus the wait: mq._replica_fetch_restamp).
+CREATE FUNCTION mq._replica_fetch_refresh(p_replica_id integer, p_ids integer[], p_partitions integer[],
+                                          p_epochs integer[], p_offsets bigint[], p_ovs bigint[],
+                                          p_ks integer[])
+    RETURNS TABLE (k integer, batch mq.replica_batch, stamped_at timestamptz)
+LANGUAGE plpgsql SET search_path = pg_catalog, pg_temp AS $$
+DECLARE
+    x record;
+BEGIN
+    FOR x IN
+        WITH c AS (
+            SELECT q.k AS ck, st.topic_id, st.partition, st.leader_epoch, st.high_watermark,
+                   st.log_start_offset, p_offsets[q.k] AS o, p_ovs[q.k] AS ov
+              FROM unnest(p_ks) AS q(k)
+              JOIN mq.partition_state st
+                ON st.topic_id OPERATOR(pg_catalog.=) p_ids[q.k]
+               AND st.partition OPERATOR(pg_catalog.=) p_partitions[q.k]
+             WHERE st.role OPERATOR(pg_catalog.=) 'leader'
+               AND st.leader_epoch OPERATOR(pg_catalog.=) p_epochs[q.k]
+               AND st.high_watermark OPERATOR(pg_catalog.=) p_offsets[q.k]
+               AND st.log_start_offset OPERATOR(pg_catalog.<=) p_offsets[q.k]
+               AND mq._log_end_offset(st.topic_id, st.partition) OPERATOR(pg_catalog.=) p_offsets[q.k]
+        ), t AS (SELECT clock_timestamp() AS now)
+        UPDATE mq.replica_progress r
+           SET last_fetch_at = t.now, caught_up_at = t.now, last_fetch_leader_leo = c.o
+          FROM c, t
+         WHERE r.topic_id OPERATOR(pg_catalog.=) c.topic_id
+           AND r.partition OPERATOR(pg_catalog.=) c.partition
+           AND r.replica_id OPERATOR(pg_catalog.=) p_replica_id
+           AND r.leader_epoch OPERATOR(pg_catalog.=) c.leader_epoch
+           AND r.log_end_offset OPERATOR(pg_catalog.=) c.o
+           AND r.offsets_version IS NOT DISTINCT FROM c.ov
+        RETURNING c.ck, c.o, c.high_watermark, c.ov, c.log_start_offset, t.now
+    LOOP
+        k := x.ck;
+        stamped_at := x.now;
+        batch := NULL;
+        batch.base_offset := x.o;
+        batch.log_end_offset := x.o;
+        batch.high_watermark := x.high_watermark;
+        batch.offsets_version := x.ov;
+        batch.log_start_offset := x.log_start_offset;
+        RETURN NEXT;
+    END LOOP;
 END $$;
 
 -- The leader side of a follower's fetch of many partitions at once: one
 -- statement, and one connection, per leader's node and follower, as
 -- Kafka's replica fetcher (broker/mq-broker/fetch_session.c).  Element k
 -- of the arrays are mq.replica_fetch's arguments for partition k.  When
--- max_wait_ms is positive and every partition is idle, it waits until any
--- of them has news (mq._replica_wait_any) or the earliest one's progress
--- is due, and looks again.  Then it fetches, without a wait, each
--- partition that is not idle or whose progress is due (each one when
--- max_wait_ms is 0), in the order given, until the batches hold
--- 10 x max_records records (the others wait for the next call, whose
--- order the caller rotates).  The progress locks of the partitions it
+-- max_wait_ms is positive and every partition is idle
+-- (mq._replica_fetch_look), it waits until any of them has records or
+-- committed offsets to ship (mq._replica_wait_any) or the earliest one's
+-- progress is due, and looks again.  A new high watermark alone does not
+-- end the wait: the follower hears of it with its next records or its
+-- progress, as Kafka's leader answers followers when no replica selector
+-- lets consumers read from them (KIP-392).  Then it fetches, without a
+-- wait, each partition that is not idle or whose progress is due within
+-- half a wait (so that a session's idle partitions fall into step, and
+-- one statement records them all, as each Kafka fetch records every
+-- partition of its session), or each one when max_wait_ms is 0, in the
+-- order given, until the batches hold 10 x max_records records (the
+-- others wait for the next call, whose order the caller rotates); the
+-- idle ones among them are answered together
+-- (mq._replica_fetch_refresh).  The progress locks of the partitions it
 -- fetches are taken first, in one order (topic id, partition): two
 -- followers' fetches of the same partitions in different orders would
--- otherwise deadlock.  A row per partition fetched (k, its batch),
--- and per partition the look refused (k, its SQLSTATE and message); no
--- row for the others.
+-- otherwise deadlock.  A row per partition fetched (k, its batch), and
+-- per partition the look refused (k, its SQLSTATE and message); no row
+-- for the others.
 CREATE FUNCTION mq.replica_fetch_many(replica_id integer, topics text[], partitions integer[],
                                       leader_epochs integer[], fetch_offsets bigint[],
                                       offsets_versions bigint[], max_records integer DEFAULT 1000,
@@ -333,6 +398,9 @@ DECLARE
     s record;
     v_wait double precision;
     v_take integer[];
+    v_fresh mq.replica_batch[];
+    v_stamped timestamptz;
+    r record;
     v_records bigint := 0;
 BEGIN
     IF n > 10000 OR coalesce(cardinality(partitions), 0) <> n OR coalesce(cardinality(leader_epochs), 0) <> n
@@ -347,28 +415,42 @@ BEGIN
         SELECT least(max_wait_ms, 1000 * extract(epoch FROM min(d) - clock_timestamp()))
           INTO v_wait FROM unnest(s.due) d;
         IF v_wait > 0 THEN
-            PERFORM mq._replica_wait_any(s.ids, partitions, fetch_offsets, v_wait::integer, s.hwm, s.ov);
+            PERFORM mq._replica_wait_any(s.ids, partitions, fetch_offsets, v_wait::integer, s.ov);
         END IF;
         s := mq._replica_fetch_looks(replica_id, topics, partitions, leader_epochs, fetch_offsets,
                                      offsets_versions, max_wait_ms);
     END IF;
-    -- what to fetch: not idle, or due (every one without a wait); their
-    -- progress locks taken in one order first, as another follower's
-    -- fetch of the same partitions takes them (each is held to the end)
+    -- what to fetch: not idle, or due within half a wait (every one
+    -- without a wait); their progress locks taken in one order first, as
+    -- another follower's fetch of the same partitions takes them (each is
+    -- held to the end)
     v_take := ARRAY(SELECT k FROM generate_series(1, n) k
                      WHERE s.err_state[k] IS NULL
-                       AND NOT (max_wait_ms > 0 AND s.idle[k] AND s.due[k] > clock_timestamp()));
+                       AND NOT (max_wait_ms > 0 AND s.idle[k]
+                                AND s.due[k] > clock_timestamp() + make_interval(secs => max_wait_ms / 2000.0)));
     PERFORM mq._replica_progress_lock(s.ids[k], partitions[k])
        FROM unnest(v_take) k ORDER BY s.ids[k], partitions[k];
+    FOR r IN SELECT * FROM mq._replica_fetch_refresh(replica_id, s.ids, partitions, leader_epochs,
+                                                     fetch_offsets, offsets_versions,
+                                                     ARRAY(SELECT k FROM unnest(v_take) k WHERE s.idle[k])) LOOP
+        v_fresh[r.k] := r.batch;
+        v_stamped := r.stamped_at;
+    END LOOP;
+    IF v_stamped IS NOT NULL THEN
+        PERFORM mq._replica_fetch_restamp(replica_id,
+                                          ARRAY(SELECT s.ids[k] FROM generate_series(1, n) k WHERE (v_fresh[k]).base_offset IS NOT NULL),
+                                          ARRAY(SELECT partitions[k] FROM generate_series(1, n) k WHERE (v_fresh[k]).base_offset IS NOT NULL),
+                                          v_stamped + make_interval(secs => max_wait_ms / 1000.0));
+    END IF;
     FOR k IN 1 .. n LOOP
         i := k;
-        batch := NULL;
+        batch := v_fresh[k];
         sqlstate := s.err_state[k];
         message := s.err_message[k];
         IF sqlstate IS NULL AND NOT k = ANY (v_take) THEN
             CONTINUE;           -- nothing to tell, nor its progress to record
         END IF;
-        IF sqlstate IS NULL THEN
+        IF sqlstate IS NULL AND batch IS NULL THEN
             CONTINUE WHEN v_records >= 10::bigint * max_records;
             batch := mq.replica_fetch(topics[k], partitions[k], leader_epochs[k], replica_id,
                                       fetch_offsets[k], max_records, 0, offsets_versions[k]);
@@ -377,9 +459,12 @@ BEGIN
         RETURN NEXT;
     END LOOP;
 END $$;
+
 COMMENT ON FUNCTION mq._replica_fetch_look(text, integer, integer, integer, integer, bigint, bigint) IS
     'internal (replication): what a follower''s fetch finds before it reads (epoch check, log end, progress, idle)';
 COMMENT ON FUNCTION mq._replica_fetch_looks(integer, text[], integer[], integer[], bigint[], bigint[], integer) IS
     'internal (replication): replica_fetch_many''s look at each partition, errors kept per partition';
+COMMENT ON FUNCTION mq._replica_fetch_refresh(integer, integer[], integer[], integer[], bigint[], bigint[], integer[]) IS
+    'internal (replication): replica_fetch_many''s answers of idle partitions whose progress is due, in one statement';
 COMMENT ON FUNCTION mq.replica_fetch_many(integer, text[], integer[], integer[], bigint[], bigint[], integer, integer) IS
     'broker API: a follower''s fetch of many partitions from this leader''s node at once (one long poll)';

@@ -10,7 +10,9 @@
 # tick as it was: every 100 ms whatever the state), then with the
 # default tick.idle.ms, alternating for MQ_BENCH_ROUNDS rounds (default
 # 2; the brokers restart between runs).  Prints each run and the ratio
-# of the medians; results go to MQ_BENCH_OUT ("config<TAB>cpu ms per s").
+# of the medians, and each run's CPU per group (the coordinator, each
+# node's server processes, the brokers); results go to MQ_BENCH_OUT
+# ("config<TAB>cpu ms per s").
 use strict;
 use warnings;
 
@@ -35,18 +37,24 @@ sub settled
 		  . "FROM mq_coord.partition WHERE topic = 'idle'");
 }
 
+# CPU ticks so far per group: the coordinator, each node, the brokers
 sub cpu_ticks
 {
-	my @pids = map { MqCluster::server_pids($_) } ($c->coord, map { $c->node($_) } 1 .. 3);
-	push @pids, grep { defined } @{ $c->{brokers} }[ 1 .. 3 ];
-	my $sum = 0;
-	for my $pid (@pids)
+	my %pids = (coordinator => [ MqCluster::server_pids($c->coord) ],
+		brokers => [ grep { defined } @{ $c->{brokers} }[ 1 .. 3 ] ]);
+	$pids{"node $_"} = [ MqCluster::server_pids($c->node($_)) ] for 1 .. 3;
+	my %sum;
+	for my $group (keys %pids)
 	{
-		open(my $fh, '<', "/proc/$pid/stat") or next;
-		my @f = split ' ', ((<$fh> // '') =~ s/^.*\)\s+//r);
-		$sum += $f[11] + $f[12];    # utime, stime
+		$sum{$group} = 0;
+		for my $pid (@{ $pids{$group} })
+		{
+			open(my $fh, '<', "/proc/$pid/stat") or next;
+			my @f = split ' ', ((<$fh> // '') =~ s/^.*\)\s+//r);
+			$sum{$group} += $f[11] + $f[12];    # utime, stime
+		}
 	}
-	return $sum;
+	return \%sum;
 }
 
 sub restart_brokers
@@ -67,9 +75,13 @@ for my $r (1 .. $rounds)
 		sleep 2;                    # past the first ticks after settling
 		my ($t0, $c0) = (time, cpu_ticks());
 		sleep $secs;
-		my $ms = (cpu_ticks() - $c0) * 1000 / $tck / (time - $t0);
+		my ($c1, $dt) = (cpu_ticks(), time - $t0);
+		my %ms = map { $_ => ($c1->{$_} - $c0->{$_}) * 1000 / $tck / $dt } keys %$c1;
+		my $ms = 0;
+		$ms += $_ for values %ms;
 		push @{ $runs{$kind} }, $ms;
-		note(sprintf('round %d %s: %.0f ms of CPU per second', $r, $kind, $ms));
+		note(sprintf('round %d %s: %.0f ms of CPU per second (%s)', $r, $kind, $ms,
+			join(', ', map { sprintf('%s %.0f', $_, $ms{$_}) } sort keys %ms)));
 	}
 }
 

@@ -4,10 +4,11 @@
 -- answered as mq.replica_fetch answers it, a refusal answered for its
 -- partition alone, the follower's progress recorded (the high watermark
 -- moves as with single fetches), idle partitions left out once recorded,
--- and a cap on the records of one answer.  The wait itself is
+-- answered together when their progress is due, and a cap on the records
+-- of one answer.  The wait itself is
 -- test/isolation/specs/replica-fetch-many.spec's.
 BEGIN;
-SELECT plan(12);
+SELECT plan(16);
 
 SELECT mq.create_topic('fm', 12);
 SELECT mq.replica_become_leader('fm', p, 1, 1, ARRAY[1, 2], ARRAY[1, 2]) FROM generate_series(0, 11) p;
@@ -74,6 +75,52 @@ SELECT is((SELECT count(*)::integer FROM mq.replica_fetch_many(2, array_fill('fm
                ARRAY(SELECT generate_series(0, 11)), array_fill(1, ARRAY[12]),
                array_fill(0::bigint, ARRAY[12]), NULL, 1, 0) WHERE sqlstate IS NULL), 10,
           'max_records 1: ten partitions are fetched, the two others wait for the next call');
+
+-- idle partitions (caught up, recorded, the follower holding the high
+-- watermark) whose progress is due are answered with their headers alone
+-- and their progress stamped, in one statement (mq._replica_fetch_refresh)
+SELECT mq.create_topic('fh', 2);
+SELECT mq.replica_become_leader('fh', p, 1, 1, ARRAY[1, 2], ARRAY[1, 2]) FROM generate_series(0, 1) p;
+SELECT mq.send_batch('fh', NULL, ARRAY['a']::bytea[], partition => p) FROM generate_series(0, 1) p;
+CREATE TEMP VIEW fh AS
+SELECT (SELECT topic_id FROM mq.topic WHERE topic_name = 'fh') AS id,
+       array_agg(mq._offsets_version((SELECT topic_id FROM mq.topic WHERE topic_name = 'fh'), p) ORDER BY p) AS v
+  FROM generate_series(0, 1) p;
+SELECT count(*) FROM mq.replica_fetch_many(2, ARRAY['fh', 'fh'], ARRAY[0, 1], ARRAY[1, 1], ARRAY[0, 0]::bigint[],
+                                           (SELECT v FROM fh), 100, 0);
+SELECT count(*) FROM mq.replica_fetch_many(2, ARRAY['fh', 'fh'], ARRAY[0, 1], ARRAY[1, 1], ARRAY[1, 1]::bigint[],
+                                           (SELECT v FROM fh), 100, 0);
+SELECT results_eq(
+    $$SELECT i, (batch).base_offset, (batch).log_end_offset, (batch).high_watermark, (batch).vals IS NULL
+        FROM mq.replica_fetch_many(2, ARRAY['fh', 'fh'], ARRAY[0, 1], ARRAY[1, 1], ARRAY[1, 1]::bigint[],
+                                   (SELECT v FROM fh), 100, 0) ORDER BY i$$,
+    $$VALUES (1, 1::bigint, 1::bigint, 1::bigint, true), (2, 1::bigint, 1::bigint, 1::bigint, true)$$,
+    'idle partitions due are answered with their headers alone');
+SELECT mq.send_batch('fh', NULL, ARRAY['b']::bytea[], partition => 1);
+CREATE TEMP TABLE fh_before AS
+SELECT max(last_fetch_at) AS t FROM mq.replica_progress WHERE topic_id = (SELECT id FROM fh) AND replica_id = 2;
+SELECT results_eq(
+    $$SELECT k FROM mq._replica_fetch_refresh(2, ARRAY[(SELECT id FROM fh), (SELECT id FROM fh)], ARRAY[0, 1],
+                                               ARRAY[1, 1], ARRAY[1, 1]::bigint[], (SELECT v FROM fh), ARRAY[1, 2])$$,
+    $$VALUES (1)$$,
+    'a partition with records since it was looked at is left to the full fetch');
+SELECT ok((SELECT last_fetch_at > (SELECT t FROM fh_before) AND caught_up_at = last_fetch_at
+             FROM mq.replica_progress WHERE topic_id = (SELECT id FROM fh) AND partition = 0 AND replica_id = 2),
+          'the idle one''s progress is stamped: fetched and caught up now');
+
+-- a partition whose progress the fetch recorded without a look
+-- (mq._replica_fetch_refresh) stays remembered idle until its new due time
+CREATE TEMP TABLE rc AS
+SELECT * FROM mq._replica_fetch_recall(7, ARRAY['fh'], ARRAY[0], ARRAY[1], ARRAY[1]::bigint[],
+                                       ARRAY[(SELECT v[1] FROM fh)]);
+SELECT mq._replica_fetch_remember(7, ids, ARRAY[0], ARRAY[1], ARRAY[1]::bigint[], ARRAY[(SELECT v[1] FROM fh)],
+                                  counters, ARRAY[true], ARRAY[(SELECT v[1] FROM fh)],
+                                  ARRAY[clock_timestamp() - interval '1 s'])
+  FROM rc;
+SELECT mq._replica_fetch_restamp(7, (SELECT ids FROM rc), ARRAY[0], clock_timestamp() + interval '1 min');
+SELECT is((SELECT known FROM mq._replica_fetch_recall(7, ARRAY['fh'], ARRAY[0], ARRAY[1], ARRAY[1]::bigint[],
+                                                      ARRAY[(SELECT v[1] FROM fh)])),
+          ARRAY[true], 'a restamped partition is remembered idle until its new due time');
 
 -- bad arrays
 SELECT throws_ok($$SELECT * FROM mq.replica_fetch_many(2, ARRAY['fm'], ARRAY[0, 1], ARRAY[1], ARRAY[0]::bigint[], NULL)$$,
