@@ -51,6 +51,7 @@ typedef struct PlacedTopic
 {
 	char	   *topic;
 	int			partitions;		/* the count the node was placed with so far */
+	char	   *config;			/* the coordinator's config it was placed with */
 	struct PlacedTopic *next;
 } PlacedTopic;
 
@@ -146,6 +147,8 @@ place_chunk(Broker *b, Part *p, PlacedTopic *t)
 					"(%d newly marked not hosted)", p->topic, want, p->partitions,
 					want == p->partitions ? hosted : "(listed with the last chunk)", absent);
 		t->partitions = want;
+		free(t->config);
+		t->config = p->config ? mq_strdup(p->config) : NULL;
 	}
 	mq_error_free(&err);
 	free(hosted);
@@ -154,18 +157,23 @@ place_chunk(Broker *b, Part *p, PlacedTopic *t)
 
 /*
  * Place p's topic on the node unless it is placed with this many
- * partitions: a chunk of partitions per statement, each its own
- * transaction (created or grown, and adopted), as many as this tick's
+ * partitions and the coordinator's config: a chunk of partitions per
+ * statement, each its own transaction (created or grown, its config
+ * brought to the coordinator's, and adopted), as many as this tick's
  * time allows; the next tick goes on from what the node has.  A chunk
  * counts on the node only once committed, and placing it again changes
  * nothing, so a chunk that failed (a lost node) is simply placed again.
- * False while p's partition is not on the node.
+ * A new config (AlterConfigs in the cluster) places the topic again, as
+ * it is.  False while p's partition is not on the node.
  */
 bool
 placement_ensure_topic(Broker *b, Part *p)
 {
 	PlacedTopic *t = find_placed(b, p->topic);
 
+	if (t && t->partitions >= p->partitions && t->config && p->config && strcmp(t->config, p->config) != 0 &&
+		b->node != NULL && (b->place_done == 0 || mq_now_us() < b->place_until_us))
+		(void) place_chunk(b, p, t);
 	if (t && t->partitions >= p->partitions)
 		return true;
 	if (t == NULL)
@@ -329,6 +337,7 @@ placement_free(Broker *b)
 
 		b->placed = t->next;
 		free(t->topic);
+		free(t->config);
 		free(t);
 	}
 	while (b->unhosts)

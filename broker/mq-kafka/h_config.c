@@ -11,7 +11,9 @@
  * tools show a full config.  A broker resource is answered with no
  * configs.  Other resource types get INVALID_REQUEST.  v3+ answers each
  * key's type as UNKNOWN (0) and no documentation (null), which Kafka's
- * schema allows; v4+ is flexible.
+ * schema allows; v4+ is flexible.  In a replicated cluster a replicated
+ * topic is described by the node leading its partition 0, which holds it
+ * (clients ask any daemon), as the client.
  *
  *-------------------------------------------------------------------------
  */
@@ -20,7 +22,9 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "cluster.h"
 #include "kerr.h"
+#include "kfan.h"
 #include "util.h"
 
 #define RESOURCE_TOPIC	2
@@ -42,12 +46,13 @@ typedef struct Resource
 	KSlice		name;
 	int32_t		nkeys;			/* -1: all */
 	KSlice	   *keys;
+	KJob	   *job;			/* the job of its statement */
 	int			stmt;
 } Resource;
 
 typedef struct ConfigState
 {
-	KJob		job;
+	KFan		fan;			/* a job per node asked */
 	int32_t		n;
 	Resource   *res;
 } ConfigState;
@@ -59,7 +64,7 @@ config_state_free(void *p)
 
 	for (int32_t i = 0; i < s->n; i++)
 		free(s->res[i].keys);
-	kjob_free(&s->job);
+	kfan_free(&s->fan);
 	free(s->res);
 	free(s);
 }
@@ -79,12 +84,13 @@ static void
 write_resource(KRequest *req, ConfigState *s, Resource *rs)
 {
 	KWriter    *w = &req->resp;
-	KStmt	   *st = rs->stmt >= 0 ? &s->job.stmts[rs->stmt] : NULL;
+	KStmt	   *st = rs->stmt >= 0 ? &rs->job->stmts[rs->stmt] : NULL;
 	int16_t		code = KERR_NONE;
 	size_t		count_at;
 	int32_t		n = 0;
 
-	if (rs->type != RESOURCE_TOPIC && rs->type != RESOURCE_BROKER)
+	if ((rs->type != RESOURCE_TOPIC && rs->type != RESOURCE_BROKER) ||
+		(rs->type == RESOURCE_TOPIC && st == NULL))
 		code = KERR_INVALID_REQUEST;
 	else if (st && !kstmt_failed(st, &code) && PQntuples(st->res) == 0)
 		code = KERR_UNKNOWN_TOPIC_OR_PARTITION;
@@ -134,6 +140,16 @@ describe_configs_done(KRequest *req)
 	req_finish(req);
 }
 
+/* where a topic is described: its partition 0's leader in a cluster, else here */
+static KPool *
+topic_pool(const char *topic)
+{
+	int16_t		code;
+	KPool	   *pool = cluster_enabled() ? cluster_leader_pool(topic, 0, &code) : NULL;
+
+	return pool ? pool : pool_local();
+}
+
 void
 h_describe_configs(KRequest *req)
 {
@@ -160,8 +176,12 @@ h_describe_configs(KRequest *req)
 		{
 			char	   *name = kslice_dup(rs->name);
 
-			kstmt_text(kjob_add(&s->job, CONFIG_SQL, 0), MQ_TEXTOID, name ? name : "");
-			rs->stmt = s->job.n - 1;
+			rs->job = kfan_job(&s->fan, topic_pool(name ? name : ""));
+			if (rs->job)		/* NULL: more nodes than one request reaches */
+			{
+				kstmt_text(kjob_add(rs->job, CONFIG_SQL, 0), MQ_TEXTOID, name ? name : "");
+				rs->stmt = rs->job->n - 1;
+			}
 			free(name);
 		}
 	}
@@ -172,5 +192,5 @@ h_describe_configs(KRequest *req)
 		req_abort(req);
 		return;
 	}
-	pool_run(req, &s->job, describe_configs_done);
+	kfan_run(&s->fan, req, describe_configs_done);
 }

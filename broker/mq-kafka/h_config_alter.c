@@ -16,6 +16,14 @@
  * transaction that is rolled back.  mq-kafka has no broker configs: a
  * broker resource, like any other type, is INVALID_REQUEST.
  *
+ * In a replicated cluster a replicated topic's config is the
+ * coordinator's, as in Kafka it is the cluster's: the change is computed
+ * and checked as the client on the node leading the topic's partition 0
+ * (any daemon may be asked; rolled back), then stored on the coordinator
+ * (mq_coord.alter_topic_config, as the daemon), whose brokers bring every
+ * replica's node to it (mq.replica_place_topic) within a tick or so.
+ * Topics that are not replicated are altered on this node, as alone.
+ *
  *-------------------------------------------------------------------------
  */
 #include "handlers.h"
@@ -24,7 +32,9 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "cluster.h"
 #include "kerr.h"
+#include "kfan.h"
 #include "pgbinary.h"
 #include "util.h"
 
@@ -36,17 +46,24 @@
 #define INCREMENTAL_SQL \
 	"SELECT mq.alter_topic($1, mq._config_incremental(" \
 	"(SELECT config FROM mq.topics WHERE topic = $1), $2::text[], $4::text[]::int4[], $3::text[]))"
+#define COORD_ALTER_SQL "SELECT mq_coord.alter_topic_config($1, $2::jsonb)"
 
 typedef struct AlterResource
 {
 	int8_t		type;
 	KSlice		name;
+	KJob	   *job;			/* the job of its statement */
 	int			stmt;			/* its mq.alter_topic, or -1 */
+	int			coord_stmt;		/* a replicated topic's, on the coordinator, or -1 */
 } AlterResource;
 
 typedef struct AlterState
 {
-	KJob		job;
+	KJob		job;			/* this node's topics */
+	KFan		fan;			/* the replicated topics' checks (cluster) */
+	KJob		coord;			/* their configs stored on the coordinator */
+	KRequest	coord_req;
+	bool		validate_only;
 	int32_t		n;
 	AlterResource *res;
 } AlterState;
@@ -57,6 +74,8 @@ alter_state_free(void *p)
 	AlterState *s = p;
 
 	kjob_free(&s->job);
+	kfan_free(&s->fan);
+	kjob_free(&s->coord);
 	free(s->res);
 	free(s);
 }
@@ -72,9 +91,11 @@ alter_configs_done(KRequest *req)
 	for (int32_t i = 0; i < s->n; i++)
 	{
 		AlterResource *rs = &s->res[i];
-		KStmt	   *st = rs->stmt >= 0 ? &s->job.stmts[rs->stmt] : NULL;
+		KStmt	   *st = rs->stmt >= 0 ? &rs->job->stmts[rs->stmt] : NULL;
 		int16_t		code = KERR_INVALID_REQUEST;
 
+		if (st && !kstmt_failed(st, &code) && rs->coord_stmt >= 0)
+			st = &s->coord.stmts[rs->coord_stmt];
 		if (st && kstmt_failed(st, &code) && strcmp(st->err.sqlstate, "42501") == 0)
 			code = KERR_TOPIC_AUTHORIZATION_FAILED;
 		kw_i16(w, code);
@@ -85,6 +106,31 @@ alter_configs_done(KRequest *req)
 		kw_tags(w);
 	}
 	req_finish(req);
+}
+
+static void
+coord_done(KRequest *sub)
+{
+	alter_configs_done(sub->state);
+}
+
+/*
+ * The job a topic's statement goes in: this node's, or in a cluster for a
+ * replicated topic the check on the node leading its partition 0 (this
+ * node's pool when it leads it, or no live leader is known).
+ */
+static KJob *
+check_job(AlterState *s, const char *topic)
+{
+	int16_t		code;
+	KPool	   *pool;
+	KJob	   *job;
+
+	if (!cluster_enabled() || cluster_partition(topic, 0) == NULL)
+		return &s->job;
+	pool = cluster_leader_pool(topic, 0, &code);
+	job = kfan_job(&s->fan, pool ? pool : pool_local());
+	return job ? job : &s->job; /* topics led by more nodes than a fan reaches: here */
 }
 
 /* one resource: its configs, and its statement if it is a topic */
@@ -101,7 +147,8 @@ read_resource(KRequest *req, AlterState *s, AlterResource *rs, bool incremental)
 
 	rs->type = kr_i8(r);
 	rs->name = kr_str(r);
-	rs->stmt = -1;
+	rs->stmt = rs->coord_stmt = -1;
+	rs->job = &s->job;
 	mq_array_init(&keys, MQ_TEXTOID);
 	mq_array_init(&vals, MQ_TEXTOID);
 	mq_array_init(&ops, MQ_TEXTOID);
@@ -123,9 +170,11 @@ read_resource(KRequest *req, AlterState *s, AlterResource *rs, bool incremental)
 	if (rs->type == RESOURCE_TOPIC && !r->err)
 	{
 		char	   *name = kslice_dup(rs->name);
-		KStmt	   *st = kjob_add(&s->job, incremental ? INCREMENTAL_SQL : REPLACE_SQL, 0);
+		KStmt	   *st;
 
-		rs->stmt = s->job.n - 1;
+		rs->job = check_job(s, name ? name : "");
+		st = kjob_add(rs->job, incremental ? INCREMENTAL_SQL : REPLACE_SQL, 0);
+		rs->stmt = rs->job->n - 1;
 		kstmt_text(st, MQ_TEXTOID, name ? name : "");
 		b = mq_array_bytes(&keys, &len);
 		kstmt_binary(st, MQ_TEXTARRAYOID, b, len);
@@ -139,6 +188,53 @@ read_resource(KRequest *req, AlterState *s, AlterResource *rs, bool incremental)
 	mq_array_free(&keys);
 	mq_array_free(&vals);
 	mq_array_free(&ops);
+}
+
+/* each statement of job between BEGIN and ROLLBACK; the resources' indexes follow */
+static void
+rollback_each(KJob *job, AlterState *s, const KJob *which)
+{
+	kjob_rollback_each(job);
+	for (int32_t i = 0; i < s->n; i++)
+		if (s->res[i].stmt >= 0 && s->res[i].job == which)
+			s->res[i].stmt = 3 * s->res[i].stmt + 1;
+}
+
+/* the replicated topics that passed their checks: their configs on the coordinator */
+static void
+checks_done(KRequest *req)
+{
+	AlterState *s = req->state;
+	int16_t		code;
+
+	for (int32_t i = 0; i < s->n && !s->validate_only; i++)
+	{
+		AlterResource *rs = &s->res[i];
+		KStmt	   *st = rs->stmt >= 0 && rs->job != &s->job ? &rs->job->stmts[rs->stmt] : NULL;
+		KStmt	   *cst;
+
+		if (st == NULL || kstmt_failed(st, &code) || st->res == NULL || PQntuples(st->res) != 1)
+			continue;
+		cst = kjob_add(&s->coord, COORD_ALTER_SQL, 0);
+		rs->coord_stmt = s->coord.n - 1;
+		kstmt_text(cst, MQ_TEXTOID, st->values[0]);
+		kstmt_text(cst, MQ_TEXTOID, PQgetvalue(st->res, 0, 0));
+	}
+	if (s->coord.n == 0)
+	{
+		alter_configs_done(req);
+		return;
+	}
+	s->coord_req.state = req;	/* no role: the daemon's on the coordinator */
+	pool_run_on(cluster_coord_pool(), &s->coord_req, &s->coord, coord_done);
+}
+
+static void
+local_done(KRequest *req)
+{
+	AlterState *s = req->state;
+
+	kfan_run(&s->fan, req, checks_done);
 }
 
 static void
@@ -158,19 +254,17 @@ alter_configs(KRequest *req, bool incremental)
 		req_abort(req);
 		return;
 	}
-	if (kr_i8(r) != 0)			/* validate_only */
-	{
-		kjob_rollback_each(&s->job);
-		for (int32_t i = 0; i < s->n; i++)
-			if (s->res[i].stmt >= 0)
-				s->res[i].stmt = 3 * s->res[i].stmt + 1;
-	}
+	s->validate_only = kr_i8(r) != 0;
 	if (r->err)
 	{
 		req_abort(req);
 		return;
 	}
-	pool_run(req, &s->job, alter_configs_done);
+	if (s->validate_only)
+		rollback_each(&s->job, s, &s->job);
+	for (int i = 0; i < s->fan.n; i++)
+		rollback_each(&s->fan.routes[i]->job, s, &s->fan.routes[i]->job);
+	pool_run(req, &s->job, local_done);
 }
 
 void

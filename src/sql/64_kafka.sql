@@ -107,6 +107,8 @@ BEGIN
         -- CreateTopics and CreatePartitions in a cluster act here (docs/kafka.md)
         'mq_coord.create_topic(text, integer, jsonb), '
         'mq_coord.add_partitions(text, integer), '
+        -- AlterConfigs and IncrementalAlterConfigs in a cluster
+        'mq_coord.alter_topic_config(text, jsonb), '
         -- Kafka transactions across nodes (68_kafka_txn_cluster.sql)
         'mq_coord.init_producer(text), '
         'mq_coord.kafka_txn_decide(text, text, jsonb, integer, jsonb, bytea[], bytea[], jsonb[], timestamptz[]), '

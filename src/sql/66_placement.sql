@@ -176,6 +176,40 @@ BEGIN
     RETURN t.partitions + p_count;
 END $$;
 
+-- A replicated topic's new config (AlterConfigs and
+-- IncrementalAlterConfigs through mq-kafka, which computed it on a node
+-- holding the topic, as the client): validated as mq.create_topic
+-- validates it, kept with replication.factor as it was; each replica's
+-- broker brings its node's topic to it (mq.replica_place_topic, placing
+-- the topic again).
+-- Returns the config stored.
+CREATE FUNCTION mq_coord.alter_topic_config(topic text, config jsonb) RETURNS jsonb
+LANGUAGE plpgsql SECURITY DEFINER SET search_path = pg_catalog, pg_temp AS $$
+#variable_conflict use_column
+DECLARE
+    p_topic ALIAS FOR $1;
+    p_config ALIAS FOR $2;
+    t mq_coord.topic;
+    v_config jsonb;
+BEGIN
+    SELECT * INTO t FROM mq_coord.topic WHERE topic = p_topic FOR UPDATE;
+    IF NOT FOUND THEN
+        RAISE EXCEPTION 'topic "%" is not known to the coordinator', p_topic USING ERRCODE = 'MQ001';
+    END IF;
+    v_config := mq.validate_config(coalesce(p_config, '{}') - 'replication.factor');
+    IF t.config ? 'replication.factor' THEN
+        v_config := v_config || jsonb_build_object('replication.factor', t.config->'replication.factor');
+    END IF;
+    IF v_config IS DISTINCT FROM t.config THEN
+        UPDATE mq_coord.topic SET config = v_config WHERE topic = p_topic;
+        INSERT INTO mq_coord.event (topic, kind, detail)
+        VALUES (p_topic, 'config_altered', jsonb_build_object('from', t.config, 'to', v_config));
+    END IF;
+    RETURN v_config;
+END $$;
+COMMENT ON FUNCTION mq_coord.alter_topic_config(text, jsonb) IS
+    'a replicated topic''s new config (replication.factor kept), which each replica''s broker brings its node to; returns it';
+
 -- A proposal (Kafka's --generate): every partition of the topics placed
 -- anew on p_brokers, replication factor kept, in the placement order of
 -- those brokers.  Nothing changes.
@@ -405,12 +439,23 @@ DECLARE
     p_config ALIAS FOR $3;
     p_hosted ALIAS FOR $4;
     v_have integer;
+    v_want jsonb;
+    v_cfg jsonb;
 BEGIN
     SELECT t.partitions INTO v_have FROM mq.topics t WHERE t.topic = p_topic;
     IF v_have IS NULL THEN
         PERFORM mq.create_topic(p_topic, p_partitions, p_config);
     ELSIF v_have < p_partitions THEN
         PERFORM mq.add_partitions(p_topic, p_partitions - v_have);
+    END IF;
+    -- the coordinator's config (changed by AlterConfigs in the cluster):
+    -- keys the node has and it lacks return to their defaults,
+    -- replication.factor stays as created; nothing when they agree
+    v_want := coalesce(p_config, '{}') - 'replication.factor';
+    SELECT t.config - 'replication.factor' INTO v_cfg FROM mq.topics t WHERE t.topic = p_topic;
+    IF v_have IS NOT NULL AND v_cfg IS DISTINCT FROM v_want THEN
+        PERFORM mq.alter_topic(p_topic, coalesce((SELECT jsonb_object_agg(k, NULL) FROM jsonb_object_keys(v_cfg) k
+                                                   WHERE NOT v_want ? k), '{}') || v_want);
     END IF;
     RETURN mq.replica_adopt_partitions(p_topic, p_hosted);
 END $$;

@@ -26,6 +26,11 @@ the test can act while it runs (kill a leader after so many acks):
         create TOPIC, describe it (the number of replicas of each
         partition) from BOOT and from admin clients bootstrapped at each
         OTHER, delete it: one JSON line
+    cluster.py configs BOOT TOPIC KEY VALUE
+        once BOOT's metadata names TOPIC, AlterConfigs of it there
+        (KEY=VALUE, the rest to defaults), then DescribeConfigs until it
+        shows VALUE (at most 20 s): one JSON line, {"alter": error code,
+        "describe": error code, "value": KEY's value described}
 """
 import json
 import os
@@ -34,7 +39,7 @@ import threading
 import time
 
 from kafka import KafkaAdminClient, KafkaConsumer, KafkaProducer
-from kafka.admin import NewTopic
+from kafka.admin import ConfigResource, ConfigResourceType, NewTopic
 
 lock = threading.Lock()
 PACE = float(os.environ.get("PACE_MS", "20")) / 1000  # produce: the pause after every 50 records
@@ -155,4 +160,30 @@ def admin(boot, topic, partitions, replication, *others):
     say(json.dumps(res, sort_keys=True))
 
 
-{"probe": probe, "produce": produce, "consume": consume, "admin": admin}[sys.argv[1]](*sys.argv[2:])
+def configs(boot, topic, key, value):
+    """AlterConfigs, then DescribeConfigs, of TOPIC at BOOT"""
+    a = KafkaAdminClient(bootstrap_servers=boot)
+    res = {}
+    try:
+        for _ in range(100):  # until BOOT's metadata names the topic
+            t = a.describe_topics([topic])[0]
+            if t["error_code"] == 0 and t["partitions"]:
+                break
+            time.sleep(0.2)
+        r = a.alter_configs([ConfigResource(ConfigResourceType.TOPIC, topic, {key: value})])
+        res["alter"] = r.resources[0][0]
+        for _ in range(100):  # the replicas take it up within a tick or so
+            d = a.describe_configs([ConfigResource(ConfigResourceType.TOPIC, topic)])[0].resources[0]
+            res["describe"] = d[0]
+            res["value"] = {c[0]: c[1] for c in d[4]}.get(key)
+            if res["value"] == value:
+                break
+            time.sleep(0.2)
+    except Exception as e:  # noqa: BLE001 - reported, the test names it
+        res["error"] = "%s: %s" % (type(e).__name__, e)
+    a.close()
+    say(json.dumps(res, sort_keys=True))
+
+
+{"probe": probe, "produce": produce, "consume": consume, "admin": admin,
+ "configs": configs}[sys.argv[1]](*sys.argv[2:])

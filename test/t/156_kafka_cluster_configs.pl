@@ -1,0 +1,67 @@
+# A replicated topic's config is the cluster's (docs/kafka.md, "Replicated
+# clusters"): kafka-python's AlterConfigs, sent to a daemon whose node
+# holds no replica of the topic, reaches the coordinator and every
+# replica's node, and DescribeConfigs there describes it; SQL's
+# mq_coord.alter_topic_config does the same.  Before, the daemon asked
+# refused the unknown topic, and a daemon holding a replica changed its
+# own node only.
+use strict;
+use warnings;
+
+use PostgreSQL::Test::Utils;
+use Test::More;
+use JSON::PP qw(decode_json);
+use MqCluster;
+
+my $root = $ENV{MQ_REPO_ROOT} // '.';
+my $logs = $PostgreSQL::Test::Utils::log_path;
+
+my $c = MqCluster->new(nodes => 3);
+$c->start_kafka_brokers;
+$c->create_topic('cfg', 1, { 'replication.factor' => 2 });
+my %replica = map { $_ => 1 } split /,/,
+  $c->coord->safe_psql('postgres', "SELECT array_to_string(replicas, ',') FROM mq_coord.partition WHERE topic = 'cfg'");
+my ($outside) = grep { !$replica{$_} } 1 .. 3;
+ok(defined $outside, 'one node holds no replica of the topic');
+
+# each replica's node has the topic with retention.ms = $want
+sub replicas_have
+{
+	my ($want) = @_;
+	for my $i (sort keys %replica)
+	{
+		return 0 unless $c->node($i)->poll_query_until('postgres',
+			"SELECT config->>'retention.ms' IS NOT DISTINCT FROM $want FROM mq.topics WHERE topic = 'cfg'");
+	}
+	return 1;
+}
+
+my $out = `timeout 120 /usr/bin/python3 $root/test/kafka/py/cluster.py configs @{[ $c->kafka_address($outside) ]} cfg retention.ms 123456 2>$logs/156_configs.err`;
+is($? >> 8, 0, 'kafka-python exits successfully') or diag(`tail -n 20 $logs/156_configs.err`);
+my $r = eval { decode_json($out // '') } // {};
+is(join(' ', map { $r->{$_} // 'none' } qw(alter describe value)), '0 0 123456',
+	'AlterConfigs at the daemon without a replica succeeds, and DescribeConfigs there describes the new value');
+is($c->coord->safe_psql('postgres', "SELECT config->>'retention.ms' FROM mq_coord.topic WHERE topic = 'cfg'"),
+	'123456', "the coordinator keeps the topic's new config");
+ok(replicas_have("'123456'"), "every replica's node has it");
+
+# AlterConfigs replaces the whole config: retention.ms back to its default
+$out = `timeout 120 /usr/bin/python3 $root/test/kafka/py/cluster.py configs @{[ $c->kafka_address($outside) ]} cfg segment.ms 600000 2>>$logs/156_configs.err`;
+$r = eval { decode_json($out // '') } // {};
+is(join(' ', map { $r->{$_} // 'none' } qw(alter describe value)), '0 0 600000', 'a second AlterConfigs succeeds');
+ok(replicas_have('NULL'), 'the key it did not name returns to its default on every replica');
+is($c->coord->safe_psql('postgres', "SELECT config->>'replication.factor' FROM mq_coord.topic WHERE topic = 'cfg'"),
+	'2', 'the replication factor stays');
+
+# SQL on the coordinator
+$c->coord->safe_psql('postgres',
+	qq{SELECT mq_coord.alter_topic_config('cfg', '{"retention.ms": "777777", "segment.ms": "600000"}')});
+ok(replicas_have("'777777'"), 'mq_coord.alter_topic_config reaches every replica too');
+my ($rc, $o, $e) = $c->coord->psql('postgres',
+	qq{SELECT mq_coord.alter_topic_config('cfg', '{"retention.ms": "soon"}')});
+like($e, qr/retention\.ms/, 'a bad value is refused on the coordinator, with its key named');
+is($c->coord->safe_psql('postgres', "SELECT config->>'retention.ms' FROM mq_coord.topic WHERE topic = 'cfg'"),
+	'777777', 'and nothing changed');
+
+$c->teardown;
+done_testing();
