@@ -192,11 +192,11 @@ read_resource(KRequest *req, AlterState *s, AlterResource *rs, bool incremental)
 
 /* each statement of job between BEGIN and ROLLBACK; the resources' indexes follow */
 static void
-rollback_each(KJob *job, AlterState *s, const KJob *which)
+rollback_each(AlterState *s, KJob *job)
 {
 	kjob_rollback_each(job);
 	for (int32_t i = 0; i < s->n; i++)
-		if (s->res[i].stmt >= 0 && s->res[i].job == which)
+		if (s->res[i].stmt >= 0 && s->res[i].job == job)
 			s->res[i].stmt = 3 * s->res[i].stmt + 1;
 }
 
@@ -261,9 +261,9 @@ alter_configs(KRequest *req, bool incremental)
 		return;
 	}
 	if (s->validate_only)
-		rollback_each(&s->job, s, &s->job);
+		rollback_each(s, &s->job);
 	for (int i = 0; i < s->fan.n; i++)
-		rollback_each(&s->fan.routes[i]->job, s, &s->fan.routes[i]->job);
+		rollback_each(s, &s->fan.routes[i]->job);
 	pool_run(req, &s->job, local_done);
 }
 
