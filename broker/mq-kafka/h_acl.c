@@ -12,7 +12,9 @@
  * (ALTER on the cluster) or a topic's owner may (42501 answers
  * CLUSTER_AUTHORIZATION_FAILED, Kafka's code for ACL changes).  Each
  * creation is its own statement and transaction: one refused leaves the
- * others, and itself nothing.
+ * others, and itself nothing.  In a replicated cluster the creations made
+ * here are then made on every other live node too (kmirror.c): grants
+ * are each node's, Kafka's ACLs the cluster's.
  *
  *-------------------------------------------------------------------------
  */
@@ -23,11 +25,13 @@
 
 #include "kacl.h"
 #include "kerr.h"
+#include "kmirror.h"
 #include "util.h"
 
 typedef struct AclState
 {
 	KJob		job;
+	KMirror		mirror;			/* in a cluster: the other nodes' */
 	int32_t		n;
 	KAcl	   *acls;
 } AclState;
@@ -38,6 +42,7 @@ acl_state_free(void *p)
 	AclState   *s = p;
 
 	kjob_free(&s->job);
+	kmirror_free(&s->mirror);
 	free(s->acls);
 	free(s);
 }
@@ -196,6 +201,15 @@ plan_creation(AclState *s, KAcl *a)
 	free(grantee);
 }
 
+/* done here: the same on every other node (grants are each node's) */
+static void
+created(KRequest *req)
+{
+	AclState   *s = req->state;
+
+	kmirror_run(&s->mirror, req, &s->job, create_done);
+}
+
 void
 h_create_acls(KRequest *req)
 {
@@ -212,5 +226,5 @@ h_create_acls(KRequest *req)
 	}
 	for (int32_t i = 0; i < s->n; i++)
 		plan_creation(s, &s->acls[i]);
-	pool_run(req, &s->job, create_done);
+	pool_run(req, &s->job, created);
 }

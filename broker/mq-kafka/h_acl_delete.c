@@ -11,7 +11,9 @@
  * revoked: one statement, one transaction).  mq.revoke of ALL takes back
  * every operation of that grantee on that resource (as REVOKE ALL), so
  * a matched ALL grant deletes, and lists, those grants too: the answer
- * names every grant that is gone.
+ * names every grant that is gone here.  In a replicated cluster the
+ * filters that succeeded here then run on every other live node too
+ * (kmirror.c).
  *
  *-------------------------------------------------------------------------
  */
@@ -22,11 +24,13 @@
 
 #include "kacl.h"
 #include "kerr.h"
+#include "kmirror.h"
 #include "util.h"
 
 typedef struct DelAclState
 {
 	KJob		job;
+	KMirror		mirror;			/* in a cluster: the other nodes' */
 	int32_t		n;
 	KAcl	   *filters;
 } DelAclState;
@@ -37,6 +41,7 @@ del_state_free(void *p)
 	DelAclState *s = p;
 
 	kjob_free(&s->job);
+	kmirror_free(&s->mirror);
 	free(s->filters);
 	free(s);
 }
@@ -119,6 +124,15 @@ delete_done(KRequest *req)
 	req_finish(req);
 }
 
+/* done here: the same on every other node (grants are each node's) */
+static void
+deleted(KRequest *req)
+{
+	DelAclState *s = req->state;
+
+	kmirror_run(&s->mirror, req, &s->job, delete_done);
+}
+
 void
 h_delete_acls(KRequest *req)
 {
@@ -146,5 +160,5 @@ h_delete_acls(KRequest *req)
 		kacl_filter_params(kjob_add(&s->job, DELETE_SQL, 0), f);
 		f->stmt = s->job.n - 1;
 	}
-	pool_run(req, &s->job, delete_done);
+	pool_run(req, &s->job, deleted);
 }

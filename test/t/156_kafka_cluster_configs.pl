@@ -4,7 +4,8 @@
 # replica's node, and DescribeConfigs there describes it; SQL's
 # mq_coord.alter_topic_config does the same.  Before, the daemon asked
 # refused the unknown topic, and a daemon holding a replica changed its
-# own node only.
+# own node only.  Kafka's ACLs are the cluster's too: CreateAcls and
+# DeleteAcls at one daemon reach every node's grants.
 use strict;
 use warnings;
 
@@ -62,6 +63,28 @@ my ($rc, $o, $e) = $c->coord->psql('postgres',
 like($e, qr/retention\.ms/, 'a bad value is refused on the coordinator, with its key named');
 is($c->coord->safe_psql('postgres', "SELECT config->>'retention.ms' FROM mq_coord.topic WHERE topic = 'cfg'"),
 	'777777', 'and nothing changed');
+
+# ACLs: the daemons' role may grant (alter on the cluster) on every node,
+# and the grantee exists on every node
+for my $i (1 .. 3)
+{
+	$c->node($i)->safe_psql('postgres',
+		"CREATE ROLE acl_user; SELECT mq.grant('alter', 'cluster', 'kafka-cluster', 'mq_broker')");
+}
+sub grants_on
+{
+	my ($i) = @_;
+	return $c->node($i)->safe_psql('postgres',
+		"SELECT count(*) FROM mq.grants WHERE grantee = 'acl_user' AND resource_name = 'cfg' AND operation = 'read'");
+}
+my $acl = sub {
+	my $o = `timeout 120 /usr/bin/python3 $root/test/kafka/py/cluster.py acls @{[ $c->kafka_address($outside) ]} @_ cfg acl_user 2>>$logs/156_configs.err`;
+	return eval { decode_json($o // '') } // {};
+};
+ok($acl->('create')->{ok}, 'CreateAcls at one daemon succeeds');
+is(join(' ', map { grants_on($_) } 1 .. 3), '1 1 1', 'and the grant is on every node');
+ok($acl->('delete')->{ok}, 'DeleteAcls at the same daemon succeeds');
+is(join(' ', map { grants_on($_) } 1 .. 3), '0 0 0', 'and the grant is gone from every node');
 
 $c->teardown;
 done_testing();

@@ -29,7 +29,10 @@ the test can act while it runs (kill a leader after so many acks):
     cluster.py configs BOOT TOPIC KEY VALUE
         once BOOT's metadata names TOPIC, AlterConfigs of it there
         (KEY=VALUE, the rest to defaults), then DescribeConfigs until it
-        shows VALUE (at most 20 s): one JSON line, {"alter": error code,
+        shows VALUE (at most 20 s)
+    cluster.py acls BOOT create|delete TOPIC USER
+        CreateAcls at BOOT (USER may read TOPIC), or DeleteAcls of every
+        ACL of USER: one JSON line, {"ok": true} or {"error": ...}: one JSON line, {"alter": error code,
         "describe": error code, "value": KEY's value described}
 """
 import json
@@ -39,7 +42,8 @@ import threading
 import time
 
 from kafka import KafkaAdminClient, KafkaConsumer, KafkaProducer
-from kafka.admin import ConfigResource, ConfigResourceType, NewTopic
+from kafka.admin import (ACL, ACLFilter, ACLOperation, ACLPermissionType, ACLResourcePatternType, ConfigResource,
+                         ConfigResourceType, NewTopic, ResourcePattern, ResourcePatternFilter, ResourceType)
 
 lock = threading.Lock()
 PACE = float(os.environ.get("PACE_MS", "20")) / 1000  # produce: the pause after every 50 records
@@ -185,5 +189,25 @@ def configs(boot, topic, key, value):
     say(json.dumps(res, sort_keys=True))
 
 
+def acls(boot, what, topic, user):
+    """CreateAcls or DeleteAcls at BOOT"""
+    a = KafkaAdminClient(bootstrap_servers=boot)
+    try:
+        if what == "create":
+            r = a.create_acls([ACL("User:" + user, "*", ACLOperation.READ, ACLPermissionType.ALLOW,
+                                   ResourcePattern(ResourceType.TOPIC, topic, ACLResourcePatternType.LITERAL))])
+            res = {"ok": len(r["succeeded"]) == 1 and not r["failed"]} if r["failed"] == [] else {"error": str(r["failed"])}
+        else:
+            r = a.delete_acls([ACLFilter(principal="User:" + user, host="*", operation=ACLOperation.ANY,
+                                         permission_type=ACLPermissionType.ANY,
+                                         resource_pattern=ResourcePatternFilter(ResourceType.ANY, None,
+                                                                                ACLResourcePatternType.ANY))])
+            res = {"ok": r[0][2] is None or r[0][2].errno == 0, "deleted": len(r[0][1])}
+    except Exception as e:  # noqa: BLE001 - reported, the test names it
+        res = {"error": "%s: %s" % (type(e).__name__, e)}
+    a.close()
+    say(json.dumps(res, sort_keys=True))
+
+
 {"probe": probe, "produce": produce, "consume": consume, "admin": admin,
- "configs": configs}[sys.argv[1]](*sys.argv[2:])
+ "configs": configs, "acls": acls}[sys.argv[1]](*sys.argv[2:])
