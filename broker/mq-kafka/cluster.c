@@ -221,6 +221,48 @@ cluster_leader_pool(const char *topic, int partition, int16_t *code)
 	return cluster_node_pool(b);
 }
 
+/* the broker ids of a replica list in text form ("{1,3}"), at most max */
+static int
+replica_ids(const char *text, int *ids, int max)
+{
+	int			n = 0;
+	char	   *end;
+
+	for (const char *q = text; q && *q && n < max;)
+		if (*q >= '0' && *q <= '9')
+		{
+			ids[n++] = (int) strtol(q, &end, 10);
+			q = end;
+		}
+		else
+			q++;
+	return n;
+}
+
+KPool *
+cluster_topic_pool(const char *topic)
+{
+	const KPartView *p = cluster_enabled() ? cluster_partition(topic, 0) : NULL;
+	int			ids[16];
+	int			n = p ? replica_ids(p->replicas, ids, 16) : 0;
+	KPool	   *pool;
+	int16_t		code;
+
+	for (int i = 0; i < n; i++)
+		if (ids[i] == kconfig.node_id)
+			return pool_local();	/* a replica here */
+	if (p == NULL || (pool = cluster_leader_pool(topic, 0, &code)) != NULL)
+		return p ? pool : pool_local();
+	for (int i = 0; i < n; i++)
+	{
+		const KBroker *b = cluster_broker(ids[i]);
+
+		if (b && b->node_conninfo)
+			return cluster_node_pool(b);
+	}
+	return pool_local();
+}
+
 KPool *
 cluster_txn_pool(const char *id)
 {

@@ -59,6 +59,13 @@ extern bool cluster_coordinates(const char *group);
  */
 extern KPool *cluster_leader_pool(const char *topic, int partition, int16_t *code);
 /*
+ * The pool of a node holding topic, for what any broker answers in Kafka
+ * (CreatePartitions' and the config requests' checks): this node's when
+ * it holds a replica of partition 0 (or the topic is not replicated, or
+ * unknown), else that partition's leader's, else a replica's node.
+ */
+extern KPool *cluster_topic_pool(const char *topic);
+/*
  * The pool of the node where transactional id's transactions live
  * (h_txn_end.c): chosen as a group's coordinator is, but among every
  * registered listener, live or not, so that it stays put while a daemon

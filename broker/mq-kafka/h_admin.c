@@ -492,26 +492,12 @@ create_partitions_done(KRequest *req)
 }
 
 /*
- * In a cluster, where CreatePartitions checks a topic as the client: on
- * the node leading its partition 0, which holds it (this node's pool when
- * it leads it, or no live leader is known).  Kafka clients send
- * CreatePartitions to the controller, whichever brokers hold the topic.
- */
-static KJob *
-grow_check_job(AdminState *s, const char *topic)
-{
-	int16_t		code;
-	KPool	   *pool = cluster_leader_pool(topic, 0, &code);
-
-	return kfan_job(&s->fan, pool ? pool : pool_local());	/* NULL: KFAN_MAX nodes */
-}
-
-/*
  * CreatePartitions (v0-v3): Kafka's count is the new total, mq.add_partitions
  * takes the number to add; a total not above the current one is
  * INVALID_PARTITIONS (MQ005), manual assignments are refused.  In a
  * cluster, as CreateTopics: checked as the client (rolled back) on a node
- * holding the topic (grow_check_job), then grown on the coordinator
+ * holding the topic (cluster_topic_pool: Kafka clients send it to the
+ * controller, whichever brokers hold the topic), then grown on the coordinator
  * (mq_coord.add_partitions), which places the new partitions' replicas.
  */
 void
@@ -547,7 +533,7 @@ h_create_partitions(KRequest *req)
 		if (t->code != KERR_NONE)
 			continue;
 		name = kslice_dup(t->name);
-		if (cluster_enabled() && (t->job = grow_check_job(s, name ? name : "")) == NULL)
+		if (cluster_enabled() && (t->job = kfan_job(&s->fan, cluster_topic_pool(name ? name : ""))) == NULL)
 		{
 			t->job = &s->job;
 			t->code = KERR_INVALID_REQUEST;	/* topics led by more nodes than one request reaches */

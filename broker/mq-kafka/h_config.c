@@ -12,8 +12,8 @@
  * configs.  Other resource types get INVALID_REQUEST.  v3+ answers each
  * key's type as UNKNOWN (0) and no documentation (null), which Kafka's
  * schema allows; v4+ is flexible.  In a replicated cluster a replicated
- * topic is described by the node leading its partition 0, which holds it
- * (clients ask any daemon), as the client.
+ * topic is described by a node holding it (cluster_topic_pool: clients
+ * ask any daemon), as the client.
  *
  *-------------------------------------------------------------------------
  */
@@ -140,16 +140,6 @@ describe_configs_done(KRequest *req)
 	req_finish(req);
 }
 
-/* where a topic is described: its partition 0's leader in a cluster, else here */
-static KPool *
-topic_pool(const char *topic)
-{
-	int16_t		code;
-	KPool	   *pool = cluster_enabled() ? cluster_leader_pool(topic, 0, &code) : NULL;
-
-	return pool ? pool : pool_local();
-}
-
 void
 h_describe_configs(KRequest *req)
 {
@@ -176,7 +166,7 @@ h_describe_configs(KRequest *req)
 		{
 			char	   *name = kslice_dup(rs->name);
 
-			rs->job = kfan_job(&s->fan, topic_pool(name ? name : ""));
+			rs->job = kfan_job(&s->fan, cluster_topic_pool(name ? name : ""));
 			if (rs->job)		/* NULL: more nodes than one request reaches */
 			{
 				kstmt_text(kjob_add(rs->job, CONFIG_SQL, 0), MQ_TEXTOID, name ? name : "");

@@ -18,8 +18,8 @@
  *
  * In a replicated cluster a replicated topic's config is the
  * coordinator's, as in Kafka it is the cluster's: the change is computed
- * and checked as the client on the node leading the topic's partition 0
- * (any daemon may be asked; rolled back), then stored on the coordinator
+ * and checked as the client on a node holding the topic (any daemon may
+ * be asked; rolled back), then stored on the coordinator
  * (mq_coord.alter_topic_config, as the daemon), whose brokers bring every
  * replica's node to it (mq.replica_place_topic) within a tick or so.
  * Topics that are not replicated are altered on this node, as alone.
@@ -116,21 +116,17 @@ coord_done(KRequest *sub)
 
 /*
  * The job a topic's statement goes in: this node's, or in a cluster for a
- * replicated topic the check on the node leading its partition 0 (this
- * node's pool when it leads it, or no live leader is known).
+ * replicated topic the check on a node holding it (cluster_topic_pool).
  */
 static KJob *
 check_job(AlterState *s, const char *topic)
 {
-	int16_t		code;
-	KPool	   *pool;
 	KJob	   *job;
 
 	if (!cluster_enabled() || cluster_partition(topic, 0) == NULL)
 		return &s->job;
-	pool = cluster_leader_pool(topic, 0, &code);
-	job = kfan_job(&s->fan, pool ? pool : pool_local());
-	return job ? job : &s->job; /* topics led by more nodes than a fan reaches: here */
+	job = kfan_job(&s->fan, cluster_topic_pool(topic));
+	return job ? job : &s->job; /* topics on more nodes than a fan reaches: here */
 }
 
 /* one resource: its configs, and its statement if it is a topic */

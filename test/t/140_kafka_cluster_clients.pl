@@ -176,7 +176,7 @@ SKIP:
 		'kafkajs: the coordinator has the 3 partitions');
 	# kafkajs sends CreatePartitions to the controller, the daemon it
 	# bootstrapped through (node 2), which holds no replica of the topic:
-	# the daemon checks it as the client on the leader's node
+	# the daemon checks it as the client on a node holding it
 	is($c->coord->safe_psql('postgres',
 			"SELECT 2 = ANY (replicas) FROM mq_coord.partition WHERE topic = 'kjs-grow' AND partition = 0"), 'f',
 		'kafkajs: that topic had no replica on the node whose daemon was asked');

@@ -27,13 +27,13 @@ the test can act while it runs (kill a leader after so many acks):
         partition) from BOOT and from admin clients bootstrapped at each
         OTHER, delete it: one JSON line
     cluster.py configs BOOT TOPIC KEY VALUE
-        once BOOT's metadata names TOPIC, AlterConfigs of it there
+        once BOOT's metadata names TOPIC with a leader, AlterConfigs of it
         (KEY=VALUE, the rest to defaults), then DescribeConfigs until it
-        shows VALUE (at most 20 s)
+        shows VALUE (at most 20 s): one JSON line, {"alter": error code,
+        "describe": error code, "value": KEY's value described}
     cluster.py acls BOOT create|delete TOPIC USER
         CreateAcls at BOOT (USER may read TOPIC), or DeleteAcls of every
-        ACL of USER: one JSON line, {"ok": true} or {"error": ...}: one JSON line, {"alter": error code,
-        "describe": error code, "value": KEY's value described}
+        ACL of USER: one JSON line, {"ok": true, ...} or {"error": ...}
 """
 import json
 import os
@@ -169,9 +169,9 @@ def configs(boot, topic, key, value):
     a = KafkaAdminClient(bootstrap_servers=boot)
     res = {}
     try:
-        for _ in range(100):  # until BOOT's metadata names the topic
+        for _ in range(100):  # until BOOT's metadata names the topic, led
             t = a.describe_topics([topic])[0]
-            if t["error_code"] == 0 and t["partitions"]:
+            if t["error_code"] == 0 and t["partitions"] and all(p["leader"] >= 0 for p in t["partitions"]):
                 break
             time.sleep(0.2)
         r = a.alter_configs([ConfigResource(ConfigResourceType.TOPIC, topic, {key: value})])
