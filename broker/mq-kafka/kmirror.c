@@ -39,7 +39,7 @@ mirrored(KRequest *sub)
 			const KStmt *st = &m->fan.routes[r]->job.stmts[i];
 
 			if (st->err.message)
-				mq_log_warning("mq-kafka: another node refused a change this node made: %s",
+				mq_log_warning("another node refused a change this node made: %s",
 							   st->err.message);
 		}
 	m->done(m->req);
