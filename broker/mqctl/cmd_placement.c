@@ -509,7 +509,7 @@ cmd_broker_set_rack(const MqctlCommand *cmd, int argc, char **argv)
  * Is the connected database the coordinator of a replicated topic of this
  * name (and may we ask it)?
  */
-static bool
+bool
 cluster_topic(PGconn *conn, const char *topic)
 {
 	MqParams	params;

@@ -60,7 +60,8 @@ const char	topic_alter_help[] =
 "\n"
 "Change a topic's configuration; keys not named keep their values.  With\n"
 "--partitions, grow the topic to N partitions first (never fewer); connected to\n"
-"a cluster's coordinator, a replicated topic grows there (as add-partitions).\n"
+"a cluster's coordinator, a replicated topic grows there (as add-partitions),\n"
+"and its configuration changes there, for every replica.\n"
 "\n"
 "Options:\n"
 "  -c, --config=KEY=VALUE set a key (repeatable)\n"
@@ -414,7 +415,11 @@ cmd_topic_alter(const MqctlCommand *cmd, int argc, char **argv)
 	mq_params_init(&params);
 	mq_param_text(&params, MQ_TEXTOID, topic);
 	config_params(&config, &params);
-	res = mqctl_exec(conn,
+	/* a replicated topic's config is the coordinator's (its brokers bring the nodes to it) */
+	res = mqctl_exec(conn, cluster_topic(conn, topic) ?
+					 "SELECT " CONFIG_TEXT("c.config") "  FROM (SELECT mq_coord.alter_topic_config($1, "
+					 "pg_catalog.jsonb_strip_nulls(t.config OPERATOR(pg_catalog.||) pg_catalog.jsonb_object($2, $3)))"
+					 " AS config FROM mq_coord.topic t WHERE t.topic OPERATOR(pg_catalog.=) $1) c" :
 					 "SELECT " CONFIG_TEXT("c.config")
 					 "  FROM (SELECT mq.alter_topic($1, pg_catalog.jsonb_object($2, $3)) AS config) c",
 					 &params, 0);

@@ -64,6 +64,14 @@ like($e, qr/retention\.ms/, 'a bad value is refused on the coordinator, with its
 is($c->coord->safe_psql('postgres', "SELECT config->>'retention.ms' FROM mq_coord.topic WHERE topic = 'cfg'"),
 	'777777', 'and nothing changed');
 
+# mqctl topic alter connected to the coordinator
+my ($mrc, $mout) = $c->mqctl('topic', 'alter', 'cfg', '--config', 'retention.ms=888888');
+ok($mrc == 0 && $mout =~ /^Altered topic cfg: config .*retention\.ms=888888/,
+	'mqctl topic alter on the coordinator changes a replicated topic\'s config') or diag($mout);
+ok(replicas_have("'888888'"), 'and every replica takes it');
+($mrc, $mout) = $c->mqctl('topic', 'alter', 'cfg', '--delete-config', 'retention.ms');
+ok($mrc == 0 && replicas_have('NULL'), '--delete-config resets it on every replica') or diag($mout);
+
 # ACLs: the daemons' role may grant (alter on the cluster) on every node,
 # and the grantee exists on every node
 for my $i (1 .. 3)
