@@ -121,13 +121,62 @@ mq_array_free(MqArray *a)
 	memset(a, 0, sizeof(*a));
 }
 
+static uint32_t
+get_uint32(const unsigned char *p)
+{
+	return ((uint32_t) p[0] << 24) | ((uint32_t) p[1] << 16) | ((uint32_t) p[2] << 8) | p[3];
+}
+
+bool
+mq_array_read(MqArrayReader *r, const char *bytes, int len)
+{
+	const unsigned char *p = (const unsigned char *) bytes;
+	int32_t		ndim;
+
+	r->p = r->end = p;
+	r->left = 0;
+	if (bytes == NULL || len < 12)
+		return false;
+	ndim = (int32_t) get_uint32(p);
+	if (ndim == 0)
+		return true;
+	if (ndim != 1 || len < ARRAY_HEADER_LEN || (int32_t) get_uint32(p + 12) < 0)
+		return false;
+	r->left = (int) get_uint32(p + 12);
+	r->p = p + ARRAY_HEADER_LEN;
+	r->end = p + len;
+	return true;
+}
+
+bool
+mq_array_next(MqArrayReader *r, const char **elem, int *elen)
+{
+	int32_t		n;
+
+	if (r->left <= 0 || r->end - r->p < 4)
+		return false;
+	n = (int32_t) get_uint32(r->p);
+	r->p += 4;
+	if (n < -1 || (n > 0 && r->end - r->p < n))
+		return false;
+	*elem = n < 0 ? NULL : (const char *) r->p;
+	*elen = n;
+	if (n > 0)
+		r->p += n;
+	r->left--;
+	return true;
+}
+
+int32_t
+mq_int32_at(const char *bytes)
+{
+	return (int32_t) get_uint32((const unsigned char *) bytes);
+}
+
 int32_t
 mq_get_int32(const PGresult *res, int row, int col)
 {
-	uint32_t	v;
-
-	memcpy(&v, PQgetvalue(res, row, col), 4);
-	return (int32_t) ntohl(v);
+	return mq_int32_at(PQgetvalue(res, row, col));
 }
 
 int64_t

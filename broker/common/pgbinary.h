@@ -40,6 +40,25 @@ extern void mq_array_add_int64(MqArray *a, int64_t v);
 extern const char *mq_array_bytes(MqArray *a, int *len);
 extern void mq_array_free(MqArray *a);
 
+/*
+ * Reading a one-dimensional array of a binary-format result column: the
+ * reader walks its elements in order.  The bytes stay the result's.
+ */
+typedef struct MqArrayReader
+{
+	const unsigned char *p;
+	const unsigned char *end;
+	int			left;			/* elements not read yet */
+} MqArrayReader;
+
+/* false: not an array of at most one dimension, or cut short */
+extern bool mq_array_read(MqArrayReader *r, const char *bytes, int len);
+/* the next element (*elem NULL, *elen -1 for SQL NULL); false: none left or cut short */
+extern bool mq_array_next(MqArrayReader *r, const char **elem, int *elen);
+
+/* An int4 in its binary form (4 bytes, network order). */
+extern int32_t mq_int32_at(const char *bytes);
+
 /* Integers of a binary-format result column (int4 / int8). */
 extern int32_t mq_get_int32(const PGresult *res, int row, int col);
 extern int64_t mq_get_int64(const PGresult *res, int row, int col);

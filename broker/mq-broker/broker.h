@@ -254,7 +254,6 @@ extern void maybe_hand_over(Broker *b, Part *p);
 
 /* follower.c */
 extern bool follower_step(Broker *b, Part *p);
-extern void follower_take_answer(Broker *b, Part *p, const PGresult *res);
 extern void follower_take_batch(Broker *b, Part *p, const char *batch, int len);
 extern void follower_take_error(Broker *b, Part *p, const MqError *err);
 extern void follower_stop(Part *p);

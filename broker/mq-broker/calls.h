@@ -129,7 +129,6 @@ extern bool node_txn_redo_offset(Broker *b, const MovedOffset *o, bool *replicat
 extern bool leader_setup_conn(Broker *b, PGconn *conn, MqError *err);
 extern bool leader_epoch_end_offset(Broker *b, Part *p, int latest, int *epoch,
 									int64_t *end, MqError *err);
-extern bool leader_send_fetch(Broker *b, PGconn *conn, const Part *p, MqError *err);
 
 /* calls_coord.c */
 extern bool coord_setup_session(Broker *b, MqError *err);

@@ -260,26 +260,6 @@ leader_epoch_end_offset(Broker *b, Part *p, int latest, int *epoch, int64_t *end
 	return true;
 }
 
-/* One partition's long poll on conn: answered by follower_take_answer (binary batch). */
-bool
-leader_send_fetch(Broker *b, PGconn *conn, const Part *p, MqError *err)
-{
-	MqParams	prm;
-
-	part_params(&prm, p);
-	mq_param_int(&prm, MQ_INT4OID, p->applied_epoch);
-	mq_param_int(&prm, MQ_INT4OID, b->cfg->broker_id);
-	mq_param_int(&prm, MQ_INT8OID, p->fetch_offset);
-	mq_param_int(&prm, MQ_INT4OID, b->cfg->fetch_max_records);
-	mq_param_int(&prm, MQ_INT4OID, b->cfg->fetch_wait_ms);
-	/* the committed-offsets version our node applied (unknown: ship them all) */
-	if (p->offsets_version >= 0)
-		mq_param_int(&prm, MQ_INT8OID, p->offsets_version);
-	else
-		mq_param_text(&prm, MQ_INT8OID, NULL);
-	return mq_send(conn, "SELECT mq.replica_fetch($1, $2, $3, $4, $5, $6, $7, $8)", &prm, 1, err);
-}
-
 /* How many producer ids the node can still issue from its blocks. */
 bool
 node_producer_ids_left(Broker *b, int64_t *left, MqError *err)

@@ -3,10 +3,12 @@
  * fetch_session.c
  *	  A follower broker's fetches, one connection per leader's node: every
  *	  partition this broker follows from that node is fetched by one long
- *	  poll, mq.replica_fetch_many (src/sql/60_replica_fetch.sql), as
+ *	  poll, mq.replica_fetch_commit (src/sql/60_replica_fetch.sql), as
  *	  Kafka's replica fetcher fetches every partition it follows from one
- *	  broker in one request.  With one partition to fetch the statement is
- *	  mq.replica_fetch, the single partition's own.  Before this, each
+ *	  broker in one request.  The procedure runs mq.replica_fetch_many, or
+ *	  mq.replica_fetch for one partition, and commits before it answers, so
+ *	  that a broker that stops reading its answer (paused, slow link) holds
+ *	  no lock other followers' fetches wait for.  Before this, each
  *	  partition kept its own connection: two backends per partition on the
  *	  leader's node with two followers, 512 for 256 partitions, each long
  *	  poll timing out and sent again every replica.fetch.wait.max.ms.
@@ -61,7 +63,6 @@ struct FetchSession
 	PGconn	   *conn;
 	MqRetry		retry;
 	bool		in_flight;
-	bool		many;			/* the fetch in flight is replica_fetch_many's */
 	bool		cancelled;		/* and a cancel was sent for it */
 	Part	  **ready;			/* the partitions of the next fetch, in order */
 	Sent	   *sent;			/* those of the fetch in flight */
@@ -165,9 +166,9 @@ ensure_conn(Broker *b, FetchSession *s)
 	return true;
 }
 
-/* mq.replica_fetch_many's arguments for the n partitions in s->ready, in binary */
+/* mq.replica_fetch_commit's arguments for the n partitions in s->ready, in binary */
 static bool
-send_many(Broker *b, FetchSession *s, int n, MqError *err)
+send_fetch(Broker *b, FetchSession *s, int n, MqError *err)
 {
 	static const Oid types[5] = {MQ_TEXTARRAYOID, MQ_INT4ARRAYOID, MQ_INT4ARRAYOID,
 				MQ_INT8ARRAYOID, MQ_INT8ARRAYOID};
@@ -204,8 +205,7 @@ send_many(Broker *b, FetchSession *s, int n, MqError *err)
 	}
 	mq_param_int(&prm, MQ_INT4OID, b->cfg->fetch_max_records);
 	mq_param_int(&prm, MQ_INT4OID, b->cfg->fetch_wait_ms);
-	ok = mq_send(s->conn, "SELECT i, batch, sqlstate, message "
-				 "FROM mq.replica_fetch_many($1, $2, $3, $4, $5, $6, $7, $8)", &prm, 1, err);
+	ok = mq_send(s->conn, "CALL mq.replica_fetch_commit($1, $2, $3, $4, $5, $6, $7, $8)", &prm, 1, err);
 	for (int i = 0; i < 5; i++)
 		mq_array_free(&a[i]);
 	return ok;
@@ -217,13 +217,10 @@ session_send(Broker *b, FetchSession *s)
 {
 	MqError		err = MQ_ERROR_INIT;
 	int			n;
-	bool		ok;
 
 	if (s->in_flight || (n = gather(b, s)) == 0 || !ensure_conn(b, s))
 		return;
-	s->many = n > 1;
-	ok = s->many ? send_many(b, s, n, &err) : leader_send_fetch(b, s->conn, s->ready[0], &err);
-	if (!ok)
+	if (!send_fetch(b, s, n, &err))
 	{
 		lose_conn(b, s, "cannot send a fetch to", err.message);
 		mq_error_free(&err);
@@ -262,28 +259,60 @@ fetch_session_want(Broker *b, Part *p)
 	}
 }
 
-/* A row of replica_fetch_many's answer: (i, batch, sqlstate, message), binary. */
+/* Element k of the answer: partition k's batch, or its SQLSTATE and message. */
 static void
-take_row(Broker *b, Part **parts, int n, const PGresult *res, int row)
+take_element(Broker *b, Part *p, const char *batch, int blen, const char *state, int slen,
+			 const char *msg, int mlen)
 {
-	int			k = PQgetlength(res, row, 0) == 4 ? mq_get_int32(res, row, 0) : 0;
-	Part	   *p = k >= 1 && k <= n ? parts[k - 1] : NULL;
+	MqError		err = MQ_ERROR_INIT;
 
-	if (p == NULL)
-		return;					/* gone, stopped or in another epoch meanwhile */
-	if (!PQgetisnull(res, row, 2))
+	if (state == NULL)
 	{
-		MqError		err = MQ_ERROR_INIT;
-
-		snprintf(err.sqlstate, sizeof(err.sqlstate), "%.*s", PQgetlength(res, row, 2), PQgetvalue(res, row, 2));
-		err.message = mq_malloc(PQgetlength(res, row, 3) + 1);
-		memcpy(err.message, PQgetvalue(res, row, 3), PQgetlength(res, row, 3));
-		err.message[PQgetlength(res, row, 3)] = '\0';
-		follower_take_error(b, p, &err);
-		mq_error_free(&err);
+		if (batch)
+			follower_take_batch(b, p, batch, blen);
+		return;
 	}
-	else if (!PQgetisnull(res, row, 1))
-		follower_take_batch(b, p, PQgetvalue(res, row, 1), PQgetlength(res, row, 1));
+	if (msg == NULL)
+		mlen = 0;
+	snprintf(err.sqlstate, sizeof(err.sqlstate), "%.*s", slen, state);
+	err.message = mq_malloc((size_t) mlen + 1);
+	memcpy(err.message, msg ? msg : "", mlen);
+	err.message[mlen] = '\0';
+	follower_take_error(b, p, &err);
+	mq_error_free(&err);
+}
+
+/*
+ * mq.replica_fetch_commit's answer: one row of four binary arrays (each
+ * partition's index among those sent, its batch, its SQLSTATE, its
+ * message), walked in step.  False: not of that shape.
+ */
+static bool
+take_answer(Broker *b, Part **parts, int n, const PGresult *res)
+{
+	MqArrayReader r[4];
+	const char *v[4];
+	int			len[4];
+
+	if (PQntuples(res) != 1 || PQnfields(res) != 4)
+		return false;
+	for (int c = 0; c < 4; c++)
+		if (!PQgetisnull(res, 0, c) && !mq_array_read(&r[c], PQgetvalue(res, 0, c), PQgetlength(res, 0, c)))
+			return false;
+	if (PQgetisnull(res, 0, 0))
+		return true;			/* no partition answered */
+	while (mq_array_next(&r[0], &v[0], &len[0]))
+	{
+		int			k = len[0] == 4 ? (int) mq_int32_at(v[0]) : 0;
+		Part	   *p = k >= 1 && k <= n ? parts[k - 1] : NULL;
+
+		for (int c = 1; c < 4; c++)
+			if (PQgetisnull(res, 0, c) || !mq_array_next(&r[c], &v[c], &len[c]))
+				v[c] = NULL, len[c] = -1;
+		if (p)					/* NULL: gone, stopped or in another epoch meanwhile */
+			take_element(b, p, v[1], len[1], v[2], len[2], v[3], len[3]);
+	}
+	return true;
 }
 
 /* The fetch failed as a whole: each of its partitions hears of it. */
@@ -344,13 +373,14 @@ fetch_session_readable(Broker *b, FetchSession *s)
 	parts = take_back(b, s);
 	s->in_flight = false;
 	s->nsent = 0;
+	if (res != NULL && !take_answer(b, parts, n, res))
+	{
+		err.message = mq_strdup("the answer was not one row of four arrays");
+		PQclear(res);
+		res = NULL;
+	}
 	if (res == NULL)
 		take_failure(b, s, parts, n, &err);
-	else if (!s->many && parts[0] != NULL)
-		follower_take_answer(b, parts[0], res);
-	else if (s->many)
-		for (int row = 0; row < PQntuples(res) && PQnfields(res) == 4; row++)
-			take_row(b, parts, n, res, row);
 	PQclear(res);
 	mq_error_free(&err);
 	free(parts);

@@ -343,17 +343,3 @@ follower_take_batch(Broker *b, Part *p, const char *batch, int len)
 	p->applied_log_start = hdr_ok ? hdr.log_start_offset : -1;
 	p->m_log_end = log_end;
 }
-
-/* The answer of p's own mq.replica_fetch: one row, one batch. */
-void
-follower_take_answer(Broker *b, Part *p, const PGresult *res)
-{
-	if (PQntuples(res) != 1 || PQnfields(res) != 1)
-	{
-		mq_log_warning("%s: leader %d answered the fetch with %d rows of %d columns; retrying after the next tick",
-					   part_label(p), p->leader, PQntuples(res), PQnfields(res));
-		wait_a_tick(b, p);
-		return;
-	}
-	follower_take_batch(b, p, PQgetvalue(res, 0, 0), PQgetlength(res, 0, 0));
-}

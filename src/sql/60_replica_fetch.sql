@@ -460,6 +460,40 @@ BEGIN
     END LOOP;
 END $$;
 
+-- A follower broker's fetch as it sends it (broker/mq-broker/fetch_session.c):
+-- mq.replica_fetch for one partition, mq.replica_fetch_many for more, its
+-- answer returned as arrays after a COMMIT (element k of each: the
+-- partition's index into the arguments, its batch, its SQLSTATE and
+-- message).  A procedure because a statement's rows go out before its
+-- commit: the fetch holds its partitions' progress locks, and the high
+-- watermark's row once it moves it, to its commit, so a follower that
+-- stopped reading (paused, or behind a slow link) an answer larger than
+-- its socket's buffer held them, and every other follower's fetch of those
+-- partitions waited behind it: the high watermark stood still and acks=all
+-- with it, where Kafka only drops such a follower from the ISR.  Call it
+-- outside a transaction block.
+CREATE PROCEDURE mq.replica_fetch_commit(replica_id integer, topics text[], partitions integer[],
+                                         leader_epochs integer[], fetch_offsets bigint[],
+                                         offsets_versions bigint[], max_records integer, max_wait_ms integer,
+                                         INOUT ks integer[] DEFAULT NULL,
+                                         INOUT batches mq.replica_batch[] DEFAULT NULL,
+                                         INOUT sqlstates text[] DEFAULT NULL, INOUT messages text[] DEFAULT NULL)
+LANGUAGE plpgsql AS $$
+BEGIN
+    IF pg_catalog.cardinality(topics) OPERATOR(pg_catalog.=) 1 THEN
+        ks := ARRAY[1];
+        batches := ARRAY[mq.replica_fetch(topics[1], partitions[1], leader_epochs[1], replica_id,
+                                          fetch_offsets[1], max_records, max_wait_ms, offsets_versions[1])];
+    ELSE
+        SELECT pg_catalog.array_agg(f.i), pg_catalog.array_agg(f.batch),
+               pg_catalog.array_agg(f.sqlstate), pg_catalog.array_agg(f.message)
+          INTO ks, batches, sqlstates, messages
+          FROM mq.replica_fetch_many(replica_id, topics, partitions, leader_epochs, fetch_offsets,
+                                     offsets_versions, max_records, max_wait_ms) f;
+    END IF;
+    COMMIT;
+END $$;
+
 COMMENT ON FUNCTION mq._replica_fetch_look(text, integer, integer, integer, integer, bigint, bigint) IS
     'internal (replication): what a follower''s fetch finds before it reads (epoch check, log end, progress, idle)';
 COMMENT ON FUNCTION mq._replica_fetch_looks(integer, text[], integer[], integer[], bigint[], bigint[], integer) IS
@@ -468,3 +502,5 @@ COMMENT ON FUNCTION mq._replica_fetch_refresh(integer, integer[], integer[], int
     'internal (replication): replica_fetch_many''s answers of idle partitions whose progress is due, in one statement';
 COMMENT ON FUNCTION mq.replica_fetch_many(integer, text[], integer[], integer[], bigint[], bigint[], integer, integer) IS
     'broker API: a follower''s fetch of many partitions from this leader''s node at once (one long poll)';
+COMMENT ON PROCEDURE mq.replica_fetch_commit(integer, text[], integer[], integer[], bigint[], bigint[], integer, integer, integer[], mq.replica_batch[], text[], text[]) IS
+    'broker API, on the leader: a follower''s fetch (replica_fetch, replica_fetch_many) committed before its answer is sent';

@@ -59,6 +59,9 @@ BEGIN
         'mq.txn_redo_output(text, integer, integer, bigint, integer, integer, bytea[], bytea[], jsonb[], timestamptz[]), '
         'mq.txn_redo_offset(text, text, integer, integer, bigint) '
         'TO %s', role);
+    EXECUTE pg_catalog.format(
+        'GRANT EXECUTE ON PROCEDURE mq.replica_fetch_commit(integer, text[], integer[], integer[], bigint[], '
+        'bigint[], integer, integer, integer[], mq.replica_batch[], text[], text[]) TO %s', role);
     -- mq's own authorization (90_acl.sql): the broker sees every topic in
     -- mq.topics and creates the replicas it is assigned
     PERFORM mq.grant('create, describe', 'topic', '*',

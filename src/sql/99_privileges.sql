@@ -5,6 +5,10 @@
 
 REVOKE ALL ON ALL FUNCTIONS IN SCHEMA mq FROM PUBLIC;
 REVOKE ALL ON ALL FUNCTIONS IN SCHEMA mq_internal FROM PUBLIC;
+-- procedures are not among ALL FUNCTIONS; the broker's (mq.grant_broker)
+REVOKE ALL ON PROCEDURE mq.replica_fetch_commit(integer, text[], integer[], integer[], bigint[], bigint[],
+                                                integer, integer, integer[], mq.replica_batch[], text[], text[])
+    FROM PUBLIC;
 GRANT USAGE ON SCHEMA mq TO PUBLIC;
 -- the views show each role only the topics and groups it may DESCRIBE
 GRANT SELECT ON mq.topics, mq.partitions, mq.leader_epochs, mq.segments, mq.group_members, mq.group_assignments,

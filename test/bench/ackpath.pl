@@ -30,6 +30,14 @@ sub records
 	return @r;
 }
 
+# mq.replica_fetch_commit's fetch_offsets (binary int8[]): the first one
+sub fetch_offset
+{
+	my ($v) = @_;
+	return undef if length($v) < 32 || unpack('N', $v) != 1;
+	return unpack('q>', substr($v, 24, 8));
+}
+
 # The kind of a frontend message buffer: ('F', fetch offset), ('A'), ('O').
 sub classify
 {
@@ -58,7 +66,7 @@ sub classify
 				last if $p + 4 > length $body;
 				my $l = unpack('l>', substr($body, $p, 4));
 				$p += 4;
-				return ('F', substr($body, $p, $l)) if $i == 4;
+				return ('F', fetch_offset(substr($body, $p, $l))) if $i == 4;
 				$p += $l if $l > 0;
 			}
 			return ('F', undef);

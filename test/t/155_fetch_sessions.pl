@@ -1,5 +1,6 @@
 # Replication: one fetch connection per leader's node and follower
-# (broker/mq-broker/fetch_session.c, mq.replica_fetch_many), as Kafka's
+# (broker/mq-broker/fetch_session.c, mq.replica_fetch_commit running
+# mq.replica_fetch_many), as Kafka's
 # replica fetcher.  A 24-partition topic with RF 3 on three nodes: each
 # node leads 8 partitions and follows 16, yet each node serves two
 # follower connections, one per other broker (with a connection per
@@ -26,14 +27,12 @@ ok($c->coord->poll_query_until('postgres',
 	'the partitions are led by all three nodes');
 
 # the followers' fetch connections on a node: the sessions that fetch
-my $followers = "SELECT count(*) FROM pg_stat_activity WHERE query LIKE 'SELECT%mq.replica_fetch%' AND pid <> pg_backend_pid()";
+my $followers = "SELECT count(*) FROM pg_stat_activity "
+  . "WHERE query LIKE 'CALL mq.replica_fetch_commit(%' AND pid <> pg_backend_pid()";
 for my $i (1 .. 3)
 {
 	ok($c->node($i)->poll_query_until('postgres', $followers, '2'),
 		"node$i serves two follower connections, one per other broker");
-	ok($c->node($i)->poll_query_until('postgres', "SELECT count(*) FROM pg_stat_activity "
-			  . "WHERE query LIKE 'SELECT%mq.replica_fetch_many(%' AND pid <> pg_backend_pid()", '2'),
-		'each fetching many partitions at once');
 }
 
 # an acks=all write to every partition, each from its leader
