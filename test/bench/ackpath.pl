@@ -30,10 +30,12 @@ sub records
 	return @r;
 }
 
-# mq.replica_fetch_commit's fetch_offsets (binary int8[]): the first one
+# the fetch offset: the first of mq.replica_fetch_commit's fetch_offsets
+# (binary int8[]), or an older broker's mq.replica_fetch argument (text)
 sub fetch_offset
 {
 	my ($v) = @_;
+	return $v if $v =~ /^\d+$/;
 	return undef if length($v) < 32 || unpack('N', $v) != 1;
 	return unpack('q>', substr($v, 24, 8));
 }

@@ -98,7 +98,7 @@ for ((r = 1; r <= RUNS; r++)); do
 		pids=()
 		if [[ "$acks" == all ]]; then
 			for b in "${FOLLOWERS[@]}"; do
-				strace -q -ttt -xx -s 256 -e trace=sendto,recvfrom -o "$WORK/strace.$r.$b" \
+				strace -q -ttt -xx -s 1024 -e trace=sendto,recvfrom -o "$WORK/strace.$r.$b" \
 					-p "${MQ_BROKER_PID[$b]}" &
 				pids+=("$!")
 			done
