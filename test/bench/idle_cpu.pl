@@ -12,7 +12,10 @@
 # 2; the brokers restart between runs).  Prints each run and the ratio
 # of the medians, and each run's CPU per group (the coordinator, each
 # node's server processes, the brokers); results go to MQ_BENCH_OUT
-# ("config<TAB>cpu ms per s").
+# ("config<TAB>cpu ms per s").  With MQ_BENCH_FUNCTIONS=1 node 1 also
+# tracks its functions (track_functions = all), and each run prints the
+# ones that took the most time there, calls and milliseconds per second
+# (pg_stat_user_functions: what the brokers' statements cost).
 use strict;
 use warnings;
 
@@ -27,6 +30,11 @@ my $rounds = $ENV{MQ_BENCH_ROUNDS} // 2;
 my $tck = POSIX::sysconf(POSIX::_SC_CLK_TCK()) || 100;
 
 my $c = MqCluster->new(nodes => 3);
+if ($ENV{MQ_BENCH_FUNCTIONS})
+{
+	$c->node(1)->append_conf('postgresql.conf', "track_functions = all\n");
+	$c->node(1)->reload;
+}
 $c->start_brokers;
 $c->create_topic('idle', $parts, { 'replication.factor' => 3 });
 
@@ -57,6 +65,36 @@ sub cpu_ticks
 	return \%sum;
 }
 
+# pg_stat_user_functions of node 1: name => [calls, total ms, self ms]
+sub function_stats
+{
+	return {} unless $ENV{MQ_BENCH_FUNCTIONS};
+	my %f;
+	for (split /\n/, $c->node(1)->safe_psql('postgres',
+		"SELECT schemaname || '.' || funcname, "
+		  . "sum(calls), sum(total_time), sum(self_time) FROM pg_stat_user_functions GROUP BY 1"))
+	{
+		my ($name, @v) = split /\|/;
+		$f{$name} = \@v if @v == 3;
+	}
+	return \%f;
+}
+
+# The functions that took the most time on node 1 between two snapshots
+sub function_note
+{
+	my ($f0, $f1, $dt) = @_;
+	my %d;
+	for my $name (keys %$f1)
+	{
+		my @a = @{ $f0->{$name} // [ 0, 0, 0 ] };
+		$d{$name} = [ map { ($f1->{$name}[$_] - $a[$_]) / $dt } 0 .. 2 ];
+	}
+	my @top = grep { $d{$_}[0] > 0 } sort { $d{$b}[1] <=> $d{$a}[1] } keys %d;
+	note(sprintf('  node 1 %s: %.1f calls/s, %.1f ms/s (self %.1f)', $_, @{ $d{$_} }))
+	  for @top[ 0 .. ($#top < 9 ? $#top : 9) ];
+}
+
 sub restart_brokers
 {
 	my ($conf) = @_;
@@ -73,15 +111,16 @@ for my $r (1 .. $rounds)
 		restart_brokers($kind eq 'old' ? "[broker]\ntick.idle.ms = 100\n" : '');
 		settled() or die 'the partitions did not settle';
 		sleep 2;                    # past the first ticks after settling
-		my ($t0, $c0) = (time, cpu_ticks());
+		my ($t0, $c0, $f0) = (time, cpu_ticks(), function_stats());
 		sleep $secs;
-		my ($c1, $dt) = (cpu_ticks(), time - $t0);
+		my ($c1, $dt, $f1) = (cpu_ticks(), time - $t0, function_stats());
 		my %ms = map { $_ => ($c1->{$_} - $c0->{$_}) * 1000 / $tck / $dt } keys %$c1;
 		my $ms = 0;
 		$ms += $_ for values %ms;
 		push @{ $runs{$kind} }, $ms;
 		note(sprintf('round %d %s: %.0f ms of CPU per second (%s)', $r, $kind, $ms,
 			join(', ', map { sprintf('%s %.0f', $_, $ms{$_}) } sort keys %ms)));
+		function_note($f0, $f1, $dt);
 	}
 }
 

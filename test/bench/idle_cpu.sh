@@ -7,6 +7,8 @@
 #   --rounds N      alternating rounds (default 2)
 #   --partitions N  partitions of the idle topic (default 6)
 #   --out FILE      also write the medians (config<TAB>ms of CPU per s)
+# With MQ_BENCH_FUNCTIONS=1 in the environment, each run also prints node
+# 1's costliest functions (calls and ms per second).
 set -euo pipefail
 # shellcheck source=test/bench/setup.bash
 source "$(dirname "${BASH_SOURCE[0]}")/setup.bash"
@@ -36,5 +38,5 @@ if ! as_postgres env TESTDIR="$WORK" PG_REGRESS="$PG_REGRESS" TMPDIR="$WORK/tmp"
 	tail -n 40 "$WORK/idle.log"
 	mq_die "the idle run failed"
 fi
-grep -ho '# \(round\|idle cluster\).*' "$WORK/tmp_check/log/regress_log_idle_cpu" | sed 's/^# //'
+grep -ho '# \(round\|idle cluster\|  node 1\).*' "$WORK/tmp_check/log/regress_log_idle_cpu" | sed 's/^# //'
 [[ -z "$OUT" ]] || cp "$WORK/out.tsv" "$OUT"
