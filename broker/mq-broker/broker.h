@@ -68,6 +68,19 @@ typedef struct FollowerInfo
 	int64_t		lag_ms;			/* since it last caught up */
 } FollowerInfo;
 
+/* A follower as a leader's node sees it (mq.replica_leader_state). */
+typedef struct ReplicaProgress
+{
+	int			id;
+	bool		in_isr;
+	int64_t		log_end;		/* -1 while unknown */
+	int64_t		lag_ms;
+	int64_t		leader_log_end;
+	int64_t		high_watermark;
+	int64_t		epoch_start;
+	bool		caught_up;		/* reached the log end in this epoch */
+} ReplicaProgress;
+
 typedef struct Part
 {
 	/* from the coordinator, refreshed every tick */
@@ -108,6 +121,17 @@ typedef struct Part
 	int64_t		m_leader_log_end;
 	FollowerInfo followers[MAX_REPLICAS];
 	int			nfollowers;
+
+	/*
+	 * leader: its followers' progress as the tick's one statement for every
+	 * led partition read it (isr.c, leaders_read_states), taken once by
+	 * this tick's read while states_gen is the broker's and the epoch the
+	 * one it was read in
+	 */
+	ReplicaProgress states[MAX_REPLICAS];
+	int			nstates;
+	int			states_epoch;
+	uint64_t	states_gen;
 
 	/*
 	 * Reassignment (placement.c, reassign.c): the target replica set while
@@ -169,6 +193,7 @@ typedef struct Broker
 	bool		coord_busy;		/* session.c waits for a coordinator statement */
 	bool		node_lost_pending;	/* lost the node meanwhile: roles go after it */
 	int64_t		wait_refresh_us;	/* next leader refresh while waiting (loop.c) */
+	uint64_t	states_gen;		/* leaders_read_states calls (isr.c) */
 	bool		live;			/* holds its liveness lock */
 	bool		recovery_pending;	/* the last tick's recovery found work */
 	int64_t		live_since_us;	/* when it took it (mq_now_us) */
@@ -243,9 +268,9 @@ extern void try_elect(Broker *b, Part *p);
 extern bool take_lock(Broker *b, Part *p);
 
 /* isr.c */
+extern void leaders_read_states(Broker *b);
 extern void leader_duties(Broker *b, Part *p);
-extern void leader_refresh(Broker *b, Part *p);
-extern void leader_refresh_waiting(Broker *b, Part *p);
+extern void leaders_refresh(Broker *b, bool may_resign);
 
 /* handover.c */
 extern int	preferred_leader(const Part *p);

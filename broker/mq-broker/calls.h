@@ -22,19 +22,6 @@
 
 #include "broker.h"
 
-/* A follower as a leader's node sees it (mq.replica_leader_state). */
-typedef struct ReplicaProgress
-{
-	int			id;
-	bool		in_isr;
-	int64_t		log_end;		/* -1 while unknown */
-	int64_t		lag_ms;
-	int64_t		leader_log_end;
-	int64_t		high_watermark;
-	int64_t		epoch_start;
-	bool		caught_up;		/* reached the log end in this epoch */
-} ReplicaProgress;
-
 /* One row of mq_coord.assignments, valid during the callback only. */
 typedef struct Assignment
 {
@@ -106,6 +93,7 @@ extern bool node_become_follower(Broker *b, const Part *p, int epoch, int leader
 extern bool node_set_isr(Broker *b, const Part *p, const int *isr, int n, MqError *err);
 extern int	node_leader_state(Broker *b, const Part *p, ReplicaProgress *out, int max,
 							  MqError *err);
+extern bool node_leader_states(Broker *b, Part *const *parts, int n, bool *quiet, MqError *err);
 extern bool node_truncate(Broker *b, const Part *p, int64_t offset, int64_t *removed,
 						  MqError *err);
 extern bool node_log_state(Broker *b, const Part *p, int *latest_epoch, int64_t *log_end,

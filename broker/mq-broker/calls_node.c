@@ -19,6 +19,7 @@
 #include <string.h>
 
 #include "calls.h"
+#include "pgbinary.h"
 #include "util.h"
 
 /* topic, partition: the first two parameters of every replica function */
@@ -137,6 +138,23 @@ node_set_isr(Broker *b, const Part *p, const int *isr, int n, MqError *err)
 	return node_call(b, "SELECT mq.replica_set_isr($1, $2, $3, $4)", &prm, NULL, err);
 }
 
+/* The columns of mq.replica_leader_state from col on, as the queries below select them */
+static void
+progress_row(const PGresult *res, int row, int col, ReplicaProgress *out)
+{
+	out->id = atoi(PQgetvalue(res, row, col));
+	out->in_isr = strcmp(PQgetvalue(res, row, col + 1), "t") == 0;
+	out->log_end = atoll(PQgetvalue(res, row, col + 2));
+	out->lag_ms = atoll(PQgetvalue(res, row, col + 3));
+	out->leader_log_end = atoll(PQgetvalue(res, row, col + 4));
+	out->high_watermark = atoll(PQgetvalue(res, row, col + 5));
+	out->epoch_start = atoll(PQgetvalue(res, row, col + 6));
+	out->caught_up = strcmp(PQgetvalue(res, row, col + 7), "t") == 0;
+}
+
+#define PROGRESS_COLUMNS "replica_id, in_isr, coalesce(log_end_offset, -1), lag_ms, " \
+	"leader_log_end_offset, high_watermark, coalesce(epoch_start_offset, 0), caught_up"
+
 int
 node_leader_state(Broker *b, const Part *p, ReplicaProgress *out, int max, MqError *err)
 {
@@ -146,25 +164,68 @@ node_leader_state(Broker *b, const Part *p, ReplicaProgress *out, int max, MqErr
 
 	part_params(&prm, p);
 	mq_param_int(&prm, MQ_INT4OID, p->applied_epoch);
-	res = node_exec(b, "SELECT replica_id, in_isr, coalesce(log_end_offset, -1), lag_ms, "
-					"leader_log_end_offset, high_watermark, coalesce(epoch_start_offset, 0), caught_up "
-					"FROM mq.replica_leader_state($1, $2, $3)", &prm, 0, err);
+	res = node_exec(b, "SELECT " PROGRESS_COLUMNS " FROM mq.replica_leader_state($1, $2, $3)",
+					&prm, 0, err);
 	if (res == NULL)
 		return -1;
 	n = PQntuples(res) < max ? PQntuples(res) : max;
 	for (int i = 0; i < n; i++)
-	{
-		out[i].id = atoi(PQgetvalue(res, i, 0));
-		out[i].in_isr = strcmp(PQgetvalue(res, i, 1), "t") == 0;
-		out[i].log_end = atoll(PQgetvalue(res, i, 2));
-		out[i].lag_ms = atoll(PQgetvalue(res, i, 3));
-		out[i].leader_log_end = atoll(PQgetvalue(res, i, 4));
-		out[i].high_watermark = atoll(PQgetvalue(res, i, 5));
-		out[i].epoch_start = atoll(PQgetvalue(res, i, 6));
-		out[i].caught_up = strcmp(PQgetvalue(res, i, 7), "t") == 0;
-	}
+		progress_row(res, i, 0, &out[i]);
 	PQclear(res);
 	return n;
+}
+
+/*
+ * mq.replica_leader_states for the n partitions in parts, in their applied
+ * epochs: quiet[k] says whether parts[k] was answered, its followers then
+ * in its states and nstates (at most MAX_REPLICAS - 1).
+ */
+bool
+node_leader_states(Broker *b, Part *const *parts, int n, bool *quiet, MqError *err)
+{
+	MqArray		a[3];
+	MqParams	prm;
+	PGresult   *res;
+
+	mq_array_init(&a[0], MQ_TEXTOID);
+	mq_array_init(&a[1], MQ_INT4OID);
+	mq_array_init(&a[2], MQ_INT4OID);
+	for (int k = 0; k < n; k++)
+	{
+		mq_array_add(&a[0], parts[k]->topic, strlen(parts[k]->topic));
+		mq_array_add_int32(&a[1], parts[k]->partition);
+		mq_array_add_int32(&a[2], parts[k]->applied_epoch);
+		quiet[k] = false;
+		parts[k]->nstates = 0;
+	}
+	mq_params_init(&prm);
+	for (int i = 0; i < 3; i++)
+	{
+		int			len;
+		const char *bytes = mq_array_bytes(&a[i], &len);
+
+		mq_param_binary(&prm, i == 0 ? MQ_TEXTARRAYOID : MQ_INT4ARRAYOID, bytes, len);
+	}
+	res = node_exec(b, "SELECT i, quiet, replica_id IS NOT NULL, " PROGRESS_COLUMNS
+					" FROM mq.replica_leader_states($1, $2, $3)", &prm, 0, err);
+	for (int i = 0; i < 3; i++)
+		mq_array_free(&a[i]);
+	if (res == NULL)
+		return false;
+	for (int row = 0; row < PQntuples(res); row++)
+	{
+		int			k = atoi(PQgetvalue(res, row, 0)) - 1;
+		Part	   *p;
+
+		if (k < 0 || k >= n || strcmp(PQgetvalue(res, row, 1), "t") != 0)
+			continue;
+		p = parts[k];
+		quiet[k] = true;
+		if (strcmp(PQgetvalue(res, row, 2), "t") == 0 && p->nstates < MAX_REPLICAS - 1)
+			progress_row(res, row, 3, &p->states[p->nstates++]);
+	}
+	PQclear(res);
+	return true;
 }
 
 bool

@@ -5,13 +5,18 @@
  *	  node, shrink the ISR by replicas that fell behind or whose broker is
  *	  not live, and expand it by replicas that caught up.
  *
- * Without the coordinator (leader_refresh) no ISR change is possible, but
- * the leader still reads its followers' progress every tick: that call
+ * The tick first reads every led partition's state in one statement
+ * (leaders_read_states); a partition whose high watermark would move, or
+ * that the node no longer has us lead, is read alone (mq.replica_leader_state),
+ * which advances the high watermark or refuses our epoch.
+ *
+ * Without the coordinator (leaders_refresh) no ISR change is possible, but
+ * the leaders still read their followers' progress every tick: that call
  * advances the node's high watermark, which nothing else does for a leader
  * alone in its ISR (min.insync.replicas 1: no follower fetch counts).
  * While the broker waits for a coordinator statement (loop.c) it does the
- * same every tick.ms (leader_refresh_waiting), leaving a refusal to the
- * next tick: resigning would need the coordinator.
+ * same every tick.ms, leaving a refusal to the next tick: resigning would
+ * need the coordinator.
  *
  * Shrinking changes the coordinator first, then the node; expanding the
  * node first (the node's ISR is then the larger one, so the high
@@ -25,6 +30,7 @@
  *-------------------------------------------------------------------------
  */
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "broker.h"
@@ -233,6 +239,63 @@ decide_isr(Broker *b, Part *p, const ReplicaProgress *r, IsrChange *c)
 }
 
 /*
+ * One statement for every partition this broker leads: the quiet ones (the
+ * node leads them in our epoch, their high watermark would not move) are
+ * answered at once and kept for this tick's read_progress; the others are
+ * read one by one there, as before.  An idle broker leading hundreds of
+ * partitions sends one statement a tick instead of one per partition
+ * (docs/design.md, "One leader-state read per tick").
+ */
+void
+leaders_read_states(Broker *b)
+{
+	MqError		err = MQ_ERROR_INIT;
+	Part	  **led;
+	bool	   *quiet;
+	int			n = 0;
+
+	b->states_gen++;
+	for (Part *p = b->parts; p; p = p->next)
+		n += (p->state == PART_LEADER);
+	if (n == 0 || b->node == NULL)
+		return;
+	led = mq_malloc(sizeof(Part *) * n);
+	quiet = mq_malloc(sizeof(bool) * n);
+	n = 0;
+	for (Part *p = b->parts; p; p = p->next)
+		if (p->state == PART_LEADER)
+			led[n++] = p;
+	if (node_leader_states(b, led, n, quiet, &err))
+	{
+		for (int k = 0; k < n; k++)
+			if (quiet[k])
+			{
+				led[k]->states_gen = b->states_gen;
+				led[k]->states_epoch = led[k]->applied_epoch;
+			}
+	}
+	else
+	{
+		if (!err.connection_lost)
+			log_mq_error("cannot read the leaders' state on the node", &err);
+		mq_error_free(&err);
+	}
+	free(led);
+	free(quiet);
+}
+
+/* This tick's state of p from leaders_read_states, once; -1: none */
+static int
+take_quiet_state(Broker *b, Part *p, ReplicaProgress *prog)
+{
+	if (p->states_gen != b->states_gen || p->states_epoch != p->applied_epoch)
+		return -1;
+	p->states_gen = 0;
+	memcpy(prog, p->states, sizeof(ReplicaProgress) * p->nstates);
+	return p->nstates;
+}
+
+/*
  * Read the followers' progress (which advances the high watermark) and
  * note it for metrics; -1 when the node no longer has us lead (after
  * resigning, if may_resign) or is unreachable.
@@ -241,9 +304,10 @@ static int
 read_progress(Broker *b, Part *p, ReplicaProgress *prog, bool may_resign)
 {
 	MqError		err = MQ_ERROR_INIT;
-	int			nprog;
+	int			nprog = take_quiet_state(b, p, prog);
 
-	nprog = node_leader_state(b, p, prog, MAX_REPLICAS - 1, &err);
+	if (nprog < 0)
+		nprog = node_leader_state(b, p, prog, MAX_REPLICAS - 1, &err);
 	if (nprog < 0)
 	{
 		if (!err.connection_lost && may_resign)
@@ -276,24 +340,19 @@ leader_duties(Broker *b, Part *p)
 	change_isr(b, p, &c);
 }
 
-/* The coordinator is away: read progress (the high watermark moves), change nothing. */
-void
-leader_refresh(Broker *b, Part *p)
-{
-	ReplicaProgress prog[MAX_REPLICAS];
-
-	(void) read_progress(b, p, prog, true);
-}
-
 /*
- * The same while a coordinator statement is under way (loop.c): the node
- * says whether we still lead at the next tick, where resigning can give
- * the lock up; here nothing happens that could need the coordinator.
+ * Without the coordinator, or while a coordinator statement is under way
+ * (loop.c, may_resign false: the node says whether we still lead at the
+ * next tick, where resigning can give the lock up), every leader reads its
+ * progress (the high watermark moves) and changes nothing.
  */
 void
-leader_refresh_waiting(Broker *b, Part *p)
+leaders_refresh(Broker *b, bool may_resign)
 {
 	ReplicaProgress prog[MAX_REPLICAS];
 
-	(void) read_progress(b, p, prog, false);
+	leaders_read_states(b);
+	for (Part *p = b->parts; p; p = p->next)
+		if (p->state == PART_LEADER)
+			(void) read_progress(b, p, prog, may_resign);
 }

@@ -15,7 +15,7 @@
  * broker_serve_while_waiting() (main.c hands it down in Broker.hooks)
  * instead of sleeping in poll() on the coordinator alone: the same watch (fetch answers, the node, scrapes)
  * plus the coordinator's socket, and every tick.ms the leaders' progress
- * read (isr.c, leader_refresh_waiting).  So a coordinator that stopped
+ * read (isr.c, leaders_refresh).  So a coordinator that stopped
  * answering holds none of that for up to coordinator.timeout.ms: a
  * follower appends what its leader sent and fetches again, in the epoch
  * its node applied, and its offset acknowledges what it wrote, exactly as
@@ -172,9 +172,7 @@ broker_serve_while_waiting(Broker *b, int fd, int64_t deadline_us)
 	{
 		broker_renew_lease(b);
 		/* the high watermark of a leader alone in its ISR moves only so */
-		for (Part *p = b->parts; p; p = p->next)
-			if (p->state == PART_LEADER)
-				leader_refresh_waiting(b, p);
+		leaders_refresh(b, false);
 		now = mq_now_us();
 		b->wait_refresh_us = now + (int64_t) b->cfg->tick_ms * 1000;
 	}

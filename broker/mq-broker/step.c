@@ -303,9 +303,7 @@ broker_tick(Broker *b)
 	if (b->node != NULL && (b->coord == NULL || !b->live))
 	{
 		/* serving without the coordinator: leaders keep their watermark moving */
-		for (Part *p = b->parts; p; p = p->next)
-			if (p->state == PART_LEADER)
-				leader_refresh(b, p);
+		leaders_refresh(b, true);
 		return;
 	}
 	if (b->node == NULL || b->coord == NULL || !b->live)
@@ -316,6 +314,7 @@ broker_tick(Broker *b)
 		return;
 	if (!read_assignments(b))
 		return;
+	leaders_read_states(b);
 	for (Part *p = b->parts; p; p = p->next)
 		step(b, p);
 	fetch_sessions_tidy(b);

@@ -213,3 +213,66 @@ BEGIN
        AND g.leader_epoch = p_leader_epoch
      WHERE r.id IS DISTINCT FROM rp.leader_id;
 END $$;
+
+-- The same for every partition a broker leads on this node, in one
+-- statement per tick (docs/design.md, "One leader-state read per tick").
+-- A partition is quiet when this node leads it in the given epoch and
+-- its high watermark would not move (the unlocked look with which
+-- mq._replica_advance_hwm starts): its rows are those
+-- mq.replica_leader_state would return, or one row with replica_id NULL
+-- when it has no followers.  Any other partition gets one row with quiet
+-- false, and the caller calls mq.replica_leader_state for it, which
+-- advances the high watermark or refuses the epoch in its own
+-- transaction.  It only reads, so it holds no lock that a follower's
+-- fetch could wait for.
+CREATE FUNCTION mq.replica_leader_states(topics text[], partitions integer[], leader_epochs integer[])
+    RETURNS TABLE (i integer, quiet boolean, replica_id integer, in_isr boolean, log_end_offset bigint,
+                   lag_ms bigint, leader_log_end_offset bigint, high_watermark bigint,
+                   epoch_start_offset bigint, caught_up boolean)
+LANGUAGE sql SECURITY DEFINER SET search_path = pg_catalog, pg_temp AS $$
+    WITH req AS (
+        SELECT a.i::integer AS i, t.topic_id, a.partition, a.epoch
+          FROM unnest($1, $2, $3) WITH ORDINALITY AS a(topic, partition, epoch, i)
+          LEFT JOIN mq.topic t ON t.topic_name OPERATOR(pg_catalog.=) a.topic),
+    led AS (
+        SELECT q.i, q.topic_id, q.partition, q.epoch, st.high_watermark AS hwm, rp.isr, rp.replicas,
+               rp.leader_id, rp.updated_at, mq._log_end_offset(q.topic_id, q.partition) AS leo
+          FROM req q
+          JOIN mq.partition_state st
+            ON st.topic_id OPERATOR(pg_catalog.=) q.topic_id AND st.partition OPERATOR(pg_catalog.=) q.partition
+          JOIN mq.replica_partition rp
+            ON rp.topic_id OPERATOR(pg_catalog.=) q.topic_id AND rp.partition OPERATOR(pg_catalog.=) q.partition
+         WHERE st.role OPERATOR(pg_catalog.=) 'leader' AND st.leader_epoch OPERATOR(pg_catalog.=) q.epoch),
+    quiet AS (      -- mq._replica_isr_min's minimum, set-based
+        SELECT l.* FROM led l
+         WHERE (SELECT coalesce(least(l.leo, min(CASE WHEN g.leader_epoch OPERATOR(pg_catalog.=) l.epoch
+                                                      THEN g.log_end_offset ELSE -1 END)), l.leo)
+                  FROM unnest(l.isr) AS m(id)
+                  LEFT JOIN mq.replica_progress g
+                    ON g.topic_id OPERATOR(pg_catalog.=) l.topic_id
+                   AND g.partition OPERATOR(pg_catalog.=) l.partition
+                   AND g.replica_id OPERATOR(pg_catalog.=) m.id
+                 WHERE m.id IS DISTINCT FROM l.leader_id) OPERATOR(pg_catalog.<=) coalesce(l.hwm, -1))
+    SELECT q.i, true, f.id, f.id OPERATOR(pg_catalog.=) ANY (q.isr),
+           CASE WHEN f.id OPERATOR(pg_catalog.=) ANY (q.isr) OR g.offsets_caught_up THEN g.log_end_offset
+                ELSE least(g.log_end_offset, q.hwm OPERATOR(pg_catalog.-) 1) END,
+           (extract(epoch FROM clock_timestamp() OPERATOR(pg_catalog.-) coalesce(g.caught_up_at, q.updated_at))
+              OPERATOR(pg_catalog.*) 1000)::bigint,
+           q.leo, q.hwm, h.start_offset,
+           CASE WHEN f.id IS NULL THEN NULL
+                ELSE coalesce(g.leader_epoch OPERATOR(pg_catalog.=) q.epoch AND g.caught_up_at IS NOT NULL
+                              AND g.offsets_caught_up, false) END
+      FROM quiet q
+      LEFT JOIN mq.leader_epoch_history h
+        ON h.topic_id OPERATOR(pg_catalog.=) q.topic_id AND h.partition OPERATOR(pg_catalog.=) q.partition
+       AND h.leader_epoch OPERATOR(pg_catalog.=) q.epoch
+      LEFT JOIN LATERAL (SELECT r.id FROM unnest(q.replicas) AS r(id) WHERE r.id IS DISTINCT FROM q.leader_id) f
+        ON true
+      LEFT JOIN mq.replica_progress g
+        ON g.topic_id OPERATOR(pg_catalog.=) q.topic_id AND g.partition OPERATOR(pg_catalog.=) q.partition
+       AND g.replica_id OPERATOR(pg_catalog.=) f.id AND g.leader_epoch OPERATOR(pg_catalog.=) q.epoch
+    UNION ALL
+    SELECT q.i, false, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL
+      FROM req q WHERE NOT EXISTS (SELECT 1 FROM quiet w WHERE w.i OPERATOR(pg_catalog.=) q.i)
+     ORDER BY 1, 3;
+$$;

@@ -41,6 +41,7 @@ BEGIN
         'mq.replica_become_follower(text, integer, integer, integer, text, integer[]), '
         'mq.replica_set_isr(text, integer, integer, integer[]), '
         'mq.replica_leader_state(text, integer, integer), '
+        'mq.replica_leader_states(text[], integer[], integer[]), '
         'mq.replica_fetch(text, integer, integer, integer, bigint, integer, integer, bigint), '
         'mq.replica_fetch_many(integer, text[], integer[], integer[], bigint[], bigint[], integer, integer), '
         'mq.replica_append(text, integer, integer, mq.replica_batch), '

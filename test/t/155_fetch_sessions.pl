@@ -50,6 +50,26 @@ for my $i (1 .. 3)
 		"node$i holds every partition's record and high watermark");
 }
 
+# steady and idle, node 1's broker reads the state of the partitions it
+# leads in one statement per tick (mq.replica_leader_states), not one
+# per partition (mq.replica_leader_state, for a high watermark that
+# moves): function calls counted from here on
+$c->node(1)->append_conf('postgresql.conf', "track_functions = all\n");
+$c->node(1)->reload;
+my $calls = "SELECT coalesce(sum(calls) FILTER (WHERE funcname = 'replica_leader_states'), 0) || ' ' || "
+  . "coalesce(sum(calls) FILTER (WHERE funcname = 'replica_leader_state'), 0) "
+  . "FROM pg_stat_user_functions WHERE schemaname = 'mq'";
+my ($many0, $one0) = split ' ', $c->node(1)->safe_psql('postgres', $calls);
+ok($c->node(1)->poll_query_until('postgres',
+		"SELECT sum(calls) >= $many0 + 10 FROM pg_stat_user_functions "
+		  . "WHERE schemaname = 'mq' AND funcname = 'replica_leader_states'"),
+	'node 1: its broker reads its leaders\' state in one statement a tick');
+my ($many1, $one1) = split ' ', $c->node(1)->safe_psql('postgres', $calls);
+my $led1 = grep { $c->leader('fs', $_) == 1 } 0 .. $n - 1;
+cmp_ok($one1 - $one0, '<', $many1 - $many0,
+	"and reads none of its $led1 idle partitions alone ("
+	  . ($one1 - $one0) . ' single reads in ' . ($many1 - $many0) . ' ticks)');
+
 # kill broker 3: its partitions get new leaders, whose sessions fetch them
 my @led3 = grep { $c->leader('fs', $_) == 3 } 0 .. $n - 1;
 $c->signal_broker(3, 'KILL');
