@@ -242,11 +242,12 @@ MQ_CLEANED_UP=""
 mq_on_exit() { MQ_EXIT_HOOKS+=("$1"); }
 
 # Benchmarks: a scratch directory in WORK (mq-bench-NAME, readable by the
-# postgres user), removed at exit; the median of numbers on stdin.
+# postgres user), removed at exit unless MQ_BENCH_KEEP is set (its logs
+# then stay for a look); the median of numbers on stdin.
 mq_bench_work() {
 	WORK="$(mktemp -d "${TMPDIR:-/tmp}/mq-bench-$1.XXXXXX")"
 	chmod 755 "$WORK"
-	mq_on_exit "rm -rf '$WORK'"
+	[[ -n "${MQ_BENCH_KEEP:-}" ]] || mq_on_exit "rm -rf '$WORK'"
 }
 mq_median() { sort -n | awk '{a[NR]=$1} END {print a[int((NR+1)/2)]}'; }
 

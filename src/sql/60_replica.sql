@@ -204,22 +204,27 @@ CREATE FUNCTION mq._replica_fetch_recall(replica_id integer, topics text[], part
                                          leader_epochs integer[], fetch_offsets bigint[],
                                          offsets_versions bigint[], OUT ids integer[], OUT counters bigint[],
                                          OUT known boolean[], OUT ov bigint[],
-                                         OUT due timestamptz[])
+                                         OUT recorded_at timestamptz[])
     AS 'MODULE_PATHNAME', 'mq_replica_fetch_recall' LANGUAGE C STRICT;
 COMMENT ON FUNCTION mq._replica_fetch_recall(integer, text[], integer[], integer[], bigint[], bigint[]) IS
     'internal (replication): the partitions a fetch session''s backend knows idle since its last look (replica_fetch_cache.c)';
 CREATE FUNCTION mq._replica_fetch_remember(replica_id integer, topic_ids integer[], partitions integer[],
                                            leader_epochs integer[], fetch_offsets bigint[],
                                            asked_versions bigint[], counters bigint[], idle boolean[],
-                                           ov bigint[], due timestamptz[]) RETURNS void
+                                           ov bigint[], recorded_at timestamptz[]) RETURNS void
     AS 'MODULE_PATHNAME', 'mq_replica_fetch_remember' LANGUAGE C STRICT;
 COMMENT ON FUNCTION mq._replica_fetch_remember(integer, integer[], integer[], integer[], bigint[], bigint[], bigint[], boolean[], bigint[], timestamptz[]) IS
     'internal (replication): what a fetch session''s looks found idle, with the counters read before them (replica_fetch_cache.c)';
 CREATE FUNCTION mq._replica_fetch_restamp(replica_id integer, topic_ids integer[], partitions integer[],
-                                          due timestamptz) RETURNS void
+                                          recorded_at timestamptz) RETURNS void
     AS 'MODULE_PATHNAME', 'mq_replica_fetch_restamp' LANGUAGE C STRICT;
 COMMENT ON FUNCTION mq._replica_fetch_restamp(integer, integer[], integer[], timestamptz) IS
-    'internal (replication): the remembered partitions whose progress a fetch recorded are due again at due (replica_fetch_cache.c)';
+    'internal (replication): the remembered partitions whose progress a fetch recorded at recorded_at (replica_fetch_cache.c)';
+CREATE FUNCTION mq._replica_fetch_forget(replica_id integer, topic_ids integer[], partitions integer[])
+    RETURNS void
+    AS 'MODULE_PATHNAME', 'mq_replica_fetch_forget' LANGUAGE C STRICT;
+COMMENT ON FUNCTION mq._replica_fetch_forget(integer, integer[], integer[]) IS
+    'internal (replication): partitions a fetch session''s backend looks at again at the next fetch (replica_fetch_cache.c)';
 CREATE FUNCTION mq._replica_durable_log_end(topic_id integer, partition integer) RETURNS bigint
     AS 'MODULE_PATHNAME', 'mq_replica_durable_log_end' LANGUAGE C STRICT;
 CREATE FUNCTION mq._replica_await_hwm(topic text, partition integer, target bigint,

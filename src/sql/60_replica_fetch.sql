@@ -271,6 +271,7 @@ DECLARE
     r record := mq._replica_fetch_recall(p_replica_id, p_topics, p_partitions, p_epochs, p_offsets,
                                          coalesce(p_ovs, array_fill(NULL::bigint, ARRAY[cardinality(p_topics)])));
     l record;
+    v_recorded timestamptz[];   -- each idle one's progress last recorded
     v_state text;
     v_msg text;
 BEGIN
@@ -278,7 +279,8 @@ BEGIN
     FOR k IN 1 .. coalesce(cardinality(p_topics), 0) LOOP
         IF r.known[k] THEN      -- idle at the last look, and nothing changed since
             idle[k] := true;
-            due[k] := r.due[k];
+            v_recorded[k] := r.recorded_at[k];
+            due[k] := r.recorded_at[k] + make_interval(secs => p_wait_ms / 1000.0);
             ov[k] := r.ov[k];
             CONTINUE;
         END IF;
@@ -287,12 +289,14 @@ BEGIN
             l := mq._replica_fetch_look(p_topics[k], ids[k], p_partitions[k], p_epochs[k], p_replica_id,
                                         p_offsets[k], p_ovs[k]);
             idle[k] := l.idle;
+            v_recorded[k] := (l.g).last_fetch_at;
             due[k] := (l.g).last_fetch_at + make_interval(secs => p_wait_ms / 1000.0);
             ov[k] := l.ov;
         EXCEPTION WHEN OTHERS THEN
             GET STACKED DIAGNOSTICS v_state = RETURNED_SQLSTATE, v_msg = MESSAGE_TEXT;
             idle[k] := false;
             due[k] := NULL;     -- every array of one length
+            v_recorded[k] := NULL;
             ov[k] := NULL;
             err_state[k] := v_state;
             err_message[k] := v_msg;
@@ -300,7 +304,7 @@ BEGIN
     END LOOP;
     PERFORM mq._replica_fetch_remember(p_replica_id, ids, p_partitions, p_epochs, p_offsets,
                                        coalesce(p_ovs, array_fill(NULL::bigint, ARRAY[cardinality(p_topics)])),
-                                       r.counters, idle, ov, due);
+                                       r.counters, idle, ov, v_recorded);
 END $$;
 
 -- The answers of idle partitions whose progress is due (p_ks, indexes
@@ -316,8 +320,8 @@ END $$;
 -- record, another epoch, retention past its offset, a high watermark
 -- behind the log end, another progress) has no row: the caller fetches it
 -- as usual.  The caller holds the partitions' progress locks, and tells
--- the backend's memory of looks when their progress is due again
--- (stamped_at, the time recorded, plus the wait: mq._replica_fetch_restamp).
+-- the backend's memory of looks when their progress was recorded
+-- (stamped_at: mq._replica_fetch_restamp).
 CREATE FUNCTION mq._replica_fetch_refresh(p_replica_id integer, p_ids integer[], p_partitions integer[],
                                           p_epochs integer[], p_offsets bigint[], p_ovs bigint[],
                                           p_ks integer[])
@@ -440,8 +444,15 @@ BEGIN
         PERFORM mq._replica_fetch_restamp(replica_id,
                                           ARRAY(SELECT s.ids[k] FROM generate_series(1, n) k WHERE (v_fresh[k]).base_offset IS NOT NULL),
                                           ARRAY(SELECT partitions[k] FROM generate_series(1, n) k WHERE (v_fresh[k]).base_offset IS NOT NULL),
-                                          v_stamped + make_interval(secs => max_wait_ms / 1000.0));
+                                          v_stamped);
     END IF;
+    -- remembered idle ones the refresh did not answer are fetched in full
+    -- below: looked at again next time, from the progress that records
+    PERFORM mq._replica_fetch_forget(replica_id,
+                                     ARRAY(SELECT s.ids[k] FROM unnest(v_take) k
+                                            WHERE s.idle[k] AND (v_fresh[k]).base_offset IS NULL),
+                                     ARRAY(SELECT partitions[k] FROM unnest(v_take) k
+                                            WHERE s.idle[k] AND (v_fresh[k]).base_offset IS NULL));
     FOR k IN 1 .. n LOOP
         i := k;
         batch := v_fresh[k];

@@ -4,8 +4,9 @@
 # Three data nodes, a coordinator and three brokers (MqCluster's
 # defaults), a topic of MQ_BENCH_PARTITIONS partitions (default 6),
 # replication factor 3, nothing produced.  Once every partition has its
-# preferred leader and a full ISR, the CPU time (user + system, from
-# /proc) of every server process and broker is summed over
+# preferred leader and a full ISR in an epoch the restarted brokers
+# elected, the CPU time (user + system, from /proc) of every server
+# process and broker is summed over
 # MQ_BENCH_SECONDS (default 20), first with tick.idle.ms = tick.ms (the
 # tick as it was: every 100 ms whatever the state), then with the
 # default tick.idle.ms, alternating for MQ_BENCH_ROUNDS rounds (default
@@ -38,11 +39,17 @@ if ($ENV{MQ_BENCH_FUNCTIONS})
 $c->start_brokers;
 $c->create_topic('idle', $parts, { 'replication.factor' => 3 });
 
+# Settled: every partition led by its preferred replica with a full ISR,
+# in an epoch after the brokers' restart (a restarted leader elects
+# itself again to bump the epoch, and its followers apply that: until
+# then the old epoch looks settled, and the run measured that wave)
 sub settled
 {
 	return $c->coord->poll_query_until('postgres',
-		"SELECT bool_and(cardinality(isr) = 3 AND leader = replicas[1]) "
-		  . "FROM mq_coord.partition WHERE topic = 'idle'");
+		"SELECT bool_and(cardinality(p.isr) = 3 AND p.leader = p.replicas[1] "
+		  . "AND p.leader_epoch > coalesce(e.leader_epoch, -1)) "
+		  . "FROM mq_coord.partition p LEFT JOIN bench_epochs e USING (partition) "
+		  . "WHERE p.topic = 'idle'");
 }
 
 # CPU ticks so far per group: the coordinator, each node, the brokers
@@ -98,6 +105,9 @@ sub function_note
 sub restart_brokers
 {
 	my ($conf) = @_;
+	$c->coord->safe_psql('postgres',
+		"DROP TABLE IF EXISTS bench_epochs; CREATE TABLE bench_epochs AS "
+		  . "SELECT partition, leader_epoch FROM mq_coord.partition WHERE topic = 'idle'");
 	$c->signal_broker($_, 'TERM') for 1 .. 3;
 	$c->{opt}{broker_conf} = $conf;
 	$c->start_broker($_) for 1 .. 3;

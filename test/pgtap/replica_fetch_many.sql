@@ -8,7 +8,7 @@
 -- of one answer.  The wait itself is
 -- test/isolation/specs/replica-fetch-many.spec's.
 BEGIN;
-SELECT plan(16);
+SELECT plan(20);
 
 SELECT mq.create_topic('fm', 12);
 SELECT mq.replica_become_leader('fm', p, 1, 1, ARRAY[1, 2], ARRAY[1, 2]) FROM generate_series(0, 11) p;
@@ -49,6 +49,26 @@ SELECT matches((SELECT message FROM mq.replica_fetch_many(2, ARRAY['fm'], ARRAY[
 SELECT is((SELECT count(*)::integer FROM mq.replica_fetch_many(2, ARRAY['fm', 'fm', 'fm'], ARRAY[0, 1, 2],
                ARRAY[1, 1, 1], ARRAY[2, 2, 2]::bigint[], (SELECT v FROM ov), 100, 0)), 3,
           'without a wait, idle partitions are answered too');
+-- remembered idle (replica_fetch_cache.c) and due (no wait), they are
+-- answered again without a look: mq._replica_fetch_refresh records them
+SET LOCAL track_functions = 'all';
+CREATE TEMP VIEW looks AS
+SELECT coalesce(sum(calls), 0)::integer AS n FROM pg_stat_xact_user_functions
+ WHERE schemaname = 'mq' AND funcname = '_replica_fetch_look';
+CREATE TEMP TABLE looks0 AS SELECT n FROM looks;
+SELECT results_eq(
+    $$SELECT i, (batch).vals IS NULL, (batch).base_offset FROM mq.replica_fetch_many(2, ARRAY['fm', 'fm', 'fm'],
+          ARRAY[0, 1, 2], ARRAY[1, 1, 1], ARRAY[2, 2, 2]::bigint[], (SELECT v FROM ov), 100, 0) ORDER BY i$$,
+    $$VALUES (1, true, 2::bigint), (2, true, 2::bigint), (3, true, 2::bigint)$$,
+    'remembered idle partitions whose progress is due are answered with their headers');
+SELECT is((SELECT n FROM looks) - (SELECT n FROM looks0), 0, 'without looking at them again');
+-- news moves a partition's counter at its commit, which this transaction
+-- never reaches: the backend forgets its looks as that commit would make
+-- it look again
+SELECT mq._replica_fetch_remember(2, array_fill((SELECT topic_id FROM mq.topic WHERE topic_name = 'fm'), ARRAY[3]),
+                                  ARRAY[0, 1, 2], ARRAY[1, 1, 1], ARRAY[2, 2, 2]::bigint[], (SELECT v FROM ov),
+                                  ARRAY[0, 0, 0]::bigint[], ARRAY[false, false, false], (SELECT v FROM ov),
+                                  array_fill(now(), ARRAY[3]));
 SELECT mq.send_batch('fm', NULL, ARRAY['p1-c']::bytea[], partition => 1);
 SELECT results_eq(
     $$SELECT i, (batch).vals FROM mq.replica_fetch_many(2, ARRAY['fm', 'fm', 'fm'], ARRAY[0, 1, 2], ARRAY[1, 1, 1],
@@ -109,7 +129,7 @@ SELECT ok((SELECT last_fetch_at > (SELECT t FROM fh_before) AND caught_up_at = l
           'the idle one''s progress is stamped: fetched and caught up now');
 
 -- a partition whose progress the fetch recorded without a look
--- (mq._replica_fetch_refresh) stays remembered idle until its new due time
+-- (mq._replica_fetch_refresh) stays remembered idle, with the new time
 CREATE TEMP TABLE rc AS
 SELECT * FROM mq._replica_fetch_recall(7, ARRAY['fh'], ARRAY[0], ARRAY[1], ARRAY[1]::bigint[],
                                        ARRAY[(SELECT v[1] FROM fh)]);
@@ -117,10 +137,31 @@ SELECT mq._replica_fetch_remember(7, ids, ARRAY[0], ARRAY[1], ARRAY[1]::bigint[]
                                   counters, ARRAY[true], ARRAY[(SELECT v[1] FROM fh)],
                                   ARRAY[clock_timestamp() - interval '1 s'])
   FROM rc;
-SELECT mq._replica_fetch_restamp(7, (SELECT ids FROM rc), ARRAY[0], clock_timestamp() + interval '1 min');
-SELECT is((SELECT known FROM mq._replica_fetch_recall(7, ARRAY['fh'], ARRAY[0], ARRAY[1], ARRAY[1]::bigint[],
-                                                      ARRAY[(SELECT v[1] FROM fh)])),
-          ARRAY[true], 'a restamped partition is remembered idle until its new due time');
+SELECT mq._replica_fetch_restamp(7, (SELECT ids FROM rc), ARRAY[0], '2026-01-02 03:04:05+00');
+SELECT results_eq($$SELECT known, recorded_at FROM mq._replica_fetch_recall(7, ARRAY['fh'], ARRAY[0], ARRAY[1],
+                        ARRAY[1]::bigint[], ARRAY[(SELECT v[1] FROM fh)])$$,
+          $$VALUES (ARRAY[true], ARRAY['2026-01-02 03:04:05+00'::timestamptz])$$,
+          'a restamped partition stays remembered idle, recorded when the refresh stamped it');
+
+-- a remembered idle partition whose high watermark waits for another
+-- follower cannot be stamped (mq._replica_fetch_refresh wants the high
+-- watermark at the follower's log end): fetched in full, it is forgotten,
+-- so that the next fetch looks at it and waits from its new progress
+-- (kept, it stayed due and every fetch answered at once)
+SELECT mq.create_topic('fw', 1);
+SELECT mq.replica_become_leader('fw', 0, 1, 1, ARRAY[1, 2, 3], ARRAY[1, 2, 3]);
+SELECT mq.send_batch('fw', NULL, ARRAY['a']::bytea[], partition => 0);
+CREATE TEMP VIEW fw AS
+SELECT mq._offsets_version((SELECT topic_id FROM mq.topic WHERE topic_name = 'fw'), 0) AS v;
+SELECT (SELECT count(*) FROM mq.replica_fetch_many(2, ARRAY['fw'], ARRAY[0], ARRAY[1], ARRAY[o]::bigint[],
+                                                   ARRAY[(SELECT v FROM fw)], 100, 0))
+  FROM generate_series(0, 1) o;
+SELECT is((SELECT (batch).high_watermark FROM mq.replica_fetch_many(2, ARRAY['fw'], ARRAY[0], ARRAY[1],
+               ARRAY[1]::bigint[], ARRAY[(SELECT v FROM fw)], 100, 0)), 0::bigint,
+          'found idle and due, it is fetched in full: the high watermark waits for replica 3');
+SELECT is((SELECT known FROM mq._replica_fetch_recall(2, ARRAY['fw'], ARRAY[0], ARRAY[1], ARRAY[1]::bigint[],
+                                                      ARRAY[(SELECT v FROM fw)])),
+          ARRAY[false], 'and forgotten: the next fetch looks at it again');
 
 -- bad arrays
 SELECT throws_ok($$SELECT * FROM mq.replica_fetch_many(2, ARRAY['fm'], ARRAY[0, 1], ARRAY[1], ARRAY[0]::bigint[], NULL)$$,
