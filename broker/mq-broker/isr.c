@@ -288,7 +288,8 @@ leaders_read_states(Broker *b)
 static int
 take_quiet_state(Broker *b, Part *p, ReplicaProgress *prog)
 {
-	if (p->states_gen != b->states_gen || p->states_epoch != p->applied_epoch)
+	if (p->states_gen == 0 || p->states_gen != b->states_gen ||
+		p->states_epoch != p->applied_epoch)
 		return -1;
 	p->states_gen = 0;
 	memcpy(prog, p->states, sizeof(ReplicaProgress) * p->nstates);

@@ -5,7 +5,8 @@
  * there holding the high watermark), and a member whose broker is not live
  * is removed, but not in the session.timeout.ms after this broker took its
  * liveness lock back (the others may be returning from the same
- * coordinator outage).
+ * coordinator outage).  The tick's one read of every led partition
+ * (leaders_read_states) answers a quiet partition once, in its epoch.
  */
 #include <stdlib.h>
 #include <string.h>
@@ -41,6 +42,9 @@ int_array_text(const int *a, int n, char *buf, size_t size)
 	return buf;
 }
 
+static int	single_reads;
+static bool batch_quiet;		/* what the next batch says of the partition */
+
 int
 node_leader_state(Broker *b, const Part *p, ReplicaProgress *out, int max, MqError *err)
 {
@@ -48,8 +52,27 @@ node_leader_state(Broker *b, const Part *p, ReplicaProgress *out, int max, MqErr
 	(void) p;
 	(void) max;
 	(void) err;
+	single_reads++;
 	memcpy(out, progress, sizeof(progress));
 	return 2;
+}
+
+bool
+node_leader_states(Broker *b, Part *const *parts, int n, bool *quiet, MqError *err)
+{
+	(void) b;
+	(void) err;
+	for (int k = 0; k < n; k++)
+	{
+		quiet[k] = batch_quiet;
+		parts[k]->nstates = 0;
+		if (batch_quiet)
+		{
+			memcpy(parts[k]->states, progress, sizeof(progress));
+			parts[k]->nstates = 2;
+		}
+	}
+	return true;
 }
 
 bool
@@ -148,5 +171,26 @@ main(void)
 		  "after session.timeout.ms a member whose broker is not live leaves both ISRs");
 	CHECK(p.nfollowers == 2 && p.followers[1].id == 3 && !p.followers[1].in_isr && p.followers[0].in_isr,
 		  "the metrics see it out of sync in the same tick");
+
+	/* the tick's one read: a quiet partition's answer is taken once */
+	b.node = (PGconn *) &b;		/* any non-NULL: the stubs never use it */
+	p.state = PART_LEADER;
+	b.parts = &p;
+	batch_quiet = true;
+	single_reads = 0;
+	leaders_read_states(&b);
+	leader_duties(&b, &p);
+	CHECK(single_reads == 0 && p.nfollowers == 2, "a quiet partition takes the tick's batched answer");
+	leader_duties(&b, &p);
+	CHECK(single_reads == 1, "once: a second read in the same tick goes to the node");
+	leaders_read_states(&b);
+	p.applied_epoch++;
+	leader_duties(&b, &p);
+	CHECK(single_reads == 2, "nor is an answer for another epoch taken");
+	batch_quiet = false;
+	leaders_read_states(&b);
+	leader_duties(&b, &p);
+	CHECK(single_reads == 3, "a partition the batch flags is read alone");
+	b.node = NULL;
 	return unit_done();
 }
