@@ -29,6 +29,10 @@
 # and the ratio.  Timing on a shared machine is noisy: compare ratios, each
 # from one run.  Not a test: it prints figures (with --out FILE also a
 # markdown table, which test/bench/plot.sh draws) and never fails on them.
+# With --replicated and MQ_BENCH_FUNCTIONS=1, each point's first
+# replicated run also prints the costliest functions of node rf1 (every
+# partition's leader) and rf2 (a follower), calls and ms per second
+# (track_functions = all; pg_stat_user_functions).
 # MQ_SCALE_SHORT=1 makes it two points per curve, one run of 1 s, so that
 # test/unit/bench_scale.sh can check in seconds that it works.  Uses the
 # INSTALLED extension (and, replicated, the built broker).
@@ -79,6 +83,7 @@ if [[ -n "$REPL" ]]; then
 	# (fetch_session.c); builds before it held one per partition, 512 for
 	# 256 partitions, which an older build still needs
 	RF_CONF+=("max_connections = 600")
+	[[ -z "${MQ_BENCH_FUNCTIONS:-}" ]] || RF_CONF+=("track_functions = all")
 	start_mq_rf3
 	NODE=rf1
 	A=rf3 B=single
@@ -117,6 +122,20 @@ run() {
 	[[ -n "$tps" ]] || mq_die "pgbench failed: $1: $(grep -m 3 -i 'error' <<<"$out")"
 	printf '%.0f' "$tps"
 }
+# functions NODE: name, calls, total and self ms of each tracked function
+functions() {
+	cluster_psql "$1" -A -t -F ' ' -c "SELECT schemaname || '.' || funcname, sum(calls), sum(total_time),
+		sum(self_time) FROM pg_stat_user_functions GROUP BY 1"
+}
+# profile NAME NODE BEFORE_FILE: the functions NODE ran most since
+# BEFORE_FILE's snapshot, per second of a run (MQ_BENCH_FUNCTIONS)
+profile() {
+	functions "$2" | awk -v name="$1" -v node="$2" -v s="$DURATION" -v before="$3" '
+		BEGIN { while ((getline l < before) > 0) { split(l, f, " "); c[f[1]] = f[2]; t[f[1]] = f[3]; x[f[1]] = f[4] } }
+		{ dc = ($2 - c[$1]) / s; if (dc > 0) printf "%.1f %s %s: %.1f calls/s, %.1f ms/s (self %.1f)\n",
+			($3 - t[$1]) / s, name, node " " $1, dc, ($3 - t[$1]) / s, ($4 - x[$1]) / s }' |
+		sort -rn | head -n 8 | cut -d' ' -f2-
+}
 # point NAME CLIENTS A_FILE B_FILE TOPIC: median records/s of each side (A:
 # mq or replicated; B: plain or one node), and the ratio A/B
 declare -A R=()
@@ -124,7 +143,17 @@ point() {
 	local name="$1" c="$2" r
 	for ((r = 1; r <= RUNS; r++)); do
 		[[ -z "$REPL" ]] || rf3_ready "$5"
-		run "$3" "$c" "${5:-}" >>"$WORK/$name.a"; echo >>"$WORK/$name.a"
+		if [[ -n "$REPL" && -n "${MQ_BENCH_FUNCTIONS:-}" && "$r" == 1 ]]; then
+			functions rf1 >"$WORK/f1"
+			functions rf2 >"$WORK/f2"
+			run "$3" "$c" "${5:-}" >>"$WORK/$name.a"
+			sleep 1     # the long-lived sessions report their calls once idle a second
+			profile "$name" rf1 "$WORK/f1"
+			profile "$name" rf2 "$WORK/f2"
+		else
+			run "$3" "$c" "${5:-}" >>"$WORK/$name.a"
+		fi
+		echo >>"$WORK/$name.a"
 		run "$4" "$c" "${5:-}" >>"$WORK/$name.b"; echo >>"$WORK/$name.b"
 	done
 	R[$name,a]="$(mq_median <"$WORK/$name.a")"
