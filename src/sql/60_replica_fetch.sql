@@ -272,18 +272,20 @@ DECLARE
                                          coalesce(p_ovs, array_fill(NULL::bigint, ARRAY[cardinality(p_topics)])));
     l record;
     v_recorded timestamptz[];   -- each idle one's progress last recorded
+    k integer;
     v_state text;
     v_msg text;
 BEGIN
+    -- the known ones (idle at the last look, nothing changed since) as
+    -- remembered, set-based; only the others are looked at, so a session
+    -- of 256 partitions with news on one costs one look, not a loop of 256
     ids := r.ids;
-    FOR k IN 1 .. coalesce(cardinality(p_topics), 0) LOOP
-        IF r.known[k] THEN      -- idle at the last look, and nothing changed since
-            idle[k] := true;
-            v_recorded[k] := r.recorded_at[k];
-            due[k] := r.recorded_at[k] + make_interval(secs => p_wait_ms / 1000.0);
-            ov[k] := r.ov[k];
-            CONTINUE;
-        END IF;
+    idle := r.known;
+    ov := r.ov;
+    v_recorded := r.recorded_at;
+    due := ARRAY(SELECT t.at + make_interval(secs => p_wait_ms / 1000.0)
+                   FROM unnest(r.recorded_at) WITH ORDINALITY AS t(at, k) ORDER BY t.k);
+    FOR k IN SELECT u.k FROM unnest(r.known) WITH ORDINALITY AS u(known, k) WHERE NOT u.known ORDER BY u.k LOOP
         BEGIN
             ids[k] := coalesce(ids[k], mq._topic_id(p_topics[k]));
             l := mq._replica_fetch_look(p_topics[k], ids[k], p_partitions[k], p_epochs[k], p_replica_id,
@@ -405,6 +407,7 @@ DECLARE
     v_fresh mq.replica_batch[];
     v_stamped timestamptz;
     r record;
+    v_k integer;
     v_records bigint := 0;
 BEGIN
     IF n > 10000 OR coalesce(cardinality(partitions), 0) <> n OR coalesce(cardinality(leader_epochs), 0) <> n
@@ -442,8 +445,8 @@ BEGIN
     END LOOP;
     IF v_stamped IS NOT NULL THEN
         PERFORM mq._replica_fetch_restamp(replica_id,
-                                          ARRAY(SELECT s.ids[k] FROM generate_series(1, n) k WHERE (v_fresh[k]).base_offset IS NOT NULL),
-                                          ARRAY(SELECT partitions[k] FROM generate_series(1, n) k WHERE (v_fresh[k]).base_offset IS NOT NULL),
+                                          ARRAY(SELECT s.ids[k] FROM unnest(v_take) k WHERE (v_fresh[k]).base_offset IS NOT NULL),
+                                          ARRAY(SELECT partitions[k] FROM unnest(v_take) k WHERE (v_fresh[k]).base_offset IS NOT NULL),
                                           v_stamped);
     END IF;
     -- remembered idle ones the refresh did not answer are fetched in full
@@ -453,18 +456,21 @@ BEGIN
                                             WHERE s.idle[k] AND (v_fresh[k]).base_offset IS NULL),
                                      ARRAY(SELECT partitions[k] FROM unnest(v_take) k
                                             WHERE s.idle[k] AND (v_fresh[k]).base_offset IS NULL));
-    FOR k IN 1 .. n LOOP
-        i := k;
-        batch := v_fresh[k];
-        sqlstate := s.err_state[k];
-        message := s.err_message[k];
-        IF sqlstate IS NULL AND NOT k = ANY (v_take) THEN
-            CONTINUE;           -- nothing to tell, nor its progress to record
-        END IF;
+    -- a row for each partition taken or refused, in the order given; none
+    -- for the others (nothing to tell, nor their progress to record).
+    -- err_state's subscripts are the partitions' (its first assignment may
+    -- be past 1), so generate_subscripts, not an ordinality
+    FOR v_k IN SELECT t.k FROM unnest(v_take) AS t(k)
+             UNION SELECT e.k FROM generate_subscripts(s.err_state, 1) AS e(k) WHERE s.err_state[e.k] IS NOT NULL
+             ORDER BY 1 LOOP
+        i := v_k;
+        batch := v_fresh[v_k];
+        sqlstate := s.err_state[v_k];
+        message := s.err_message[v_k];
         IF sqlstate IS NULL AND batch IS NULL THEN
             CONTINUE WHEN v_records >= 10::bigint * max_records;
-            batch := mq.replica_fetch(topics[k], partitions[k], leader_epochs[k], replica_id,
-                                      fetch_offsets[k], max_records, 0, offsets_versions[k]);
+            batch := mq.replica_fetch(topics[v_k], partitions[v_k], leader_epochs[v_k], replica_id,
+                                      fetch_offsets[v_k], max_records, 0, offsets_versions[v_k]);
             v_records := v_records + coalesce(cardinality(batch.vals), 0);
         END IF;
         RETURN NEXT;
