@@ -206,7 +206,7 @@ node_leader_states(Broker *b, Part *const *parts, int n, bool *quiet, MqError *e
 
 		mq_param_binary(&prm, i == 0 ? MQ_TEXTARRAYOID : MQ_INT4ARRAYOID, bytes, len);
 	}
-	res = node_exec(b, "SELECT i, quiet, replica_id IS NOT NULL, " PROGRESS_COLUMNS
+	res = node_exec(b, "SELECT i, quiet, " PROGRESS_COLUMNS
 					" FROM mq.replica_leader_states($1, $2, $3)", &prm, 0, err);
 	for (int i = 0; i < 3; i++)
 		mq_array_free(&a[i]);
@@ -221,8 +221,9 @@ node_leader_states(Broker *b, Part *const *parts, int n, bool *quiet, MqError *e
 			continue;
 		p = parts[k];
 		quiet[k] = true;
-		if (strcmp(PQgetvalue(res, row, 2), "t") == 0 && p->nstates < MAX_REPLICAS - 1)
-			progress_row(res, row, 3, &p->states[p->nstates++]);
+		/* a quiet partition without followers: one row, replica_id NULL */
+		if (!PQgetisnull(res, row, 2) && p->nstates < MAX_REPLICAS - 1)
+			progress_row(res, row, 2, &p->states[p->nstates++]);
 	}
 	PQclear(res);
 	return true;

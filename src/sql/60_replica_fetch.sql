@@ -278,13 +278,13 @@ DECLARE
 BEGIN
     -- the known ones (idle at the last look, nothing changed since) as
     -- remembered, set-based; only the others are looked at, so a session
-    -- of 256 partitions with news on one costs one look, not a loop of 256
+    -- of 256 partitions with news on one costs one look, not a loop of
+    -- 256.  A refused look leaves its partition as recalled: not idle, no
+    -- offsets version, no time recorded.
     ids := r.ids;
     idle := r.known;
     ov := r.ov;
     v_recorded := r.recorded_at;
-    due := ARRAY(SELECT t.at + make_interval(secs => p_wait_ms / 1000.0)
-                   FROM unnest(r.recorded_at) WITH ORDINALITY AS t(at, k) ORDER BY t.k);
     FOR k IN SELECT u.k FROM unnest(r.known) WITH ORDINALITY AS u(known, k) WHERE NOT u.known ORDER BY u.k LOOP
         BEGIN
             ids[k] := coalesce(ids[k], mq._topic_id(p_topics[k]));
@@ -292,18 +292,16 @@ BEGIN
                                         p_offsets[k], p_ovs[k]);
             idle[k] := l.idle;
             v_recorded[k] := (l.g).last_fetch_at;
-            due[k] := (l.g).last_fetch_at + make_interval(secs => p_wait_ms / 1000.0);
             ov[k] := l.ov;
         EXCEPTION WHEN OTHERS THEN
             GET STACKED DIAGNOSTICS v_state = RETURNED_SQLSTATE, v_msg = MESSAGE_TEXT;
-            idle[k] := false;
-            due[k] := NULL;     -- every array of one length
-            v_recorded[k] := NULL;
-            ov[k] := NULL;
             err_state[k] := v_state;
             err_message[k] := v_msg;
         END;
     END LOOP;
+    -- progress is due a wait after it was recorded (every array of one length)
+    due := ARRAY(SELECT t.at + make_interval(secs => p_wait_ms / 1000.0)
+                   FROM unnest(v_recorded) WITH ORDINALITY AS t(at, k) ORDER BY t.k);
     PERFORM mq._replica_fetch_remember(p_replica_id, ids, p_partitions, p_epochs, p_offsets,
                                        coalesce(p_ovs, array_fill(NULL::bigint, ARRAY[cardinality(p_topics)])),
                                        r.counters, idle, ov, v_recorded);
