@@ -167,11 +167,43 @@ BEGIN
     RETURN mq._replica_advance_hwm(v_id, p_partition);
 END $$;
 
--- On the leader, for its broker's ISR decisions: each follower's progress.
--- lag_ms is the time since the follower last caught up (since the epoch's
--- first fetch when it never did); caught_up says it did in this epoch,
--- with the group offsets the ISR acknowledged, as mq.replica_set_isr
--- requires of a joining replica.  Also advances the high watermark, which
+-- A leader's report of each follower of a partition, the one source of
+-- the rows of mq.replica_leader_state and mq.replica_leader_states, given
+-- the partition's high watermark, log end, epoch start and replica row.
+-- lag_ms is the time since the follower last caught up (since the replica
+-- row last changed, the election or an ISR change, when it never did);
+-- caught_up says it did in this
+-- epoch, with the group offsets the ISR acknowledged, as
+-- mq.replica_set_isr requires of a joining replica.  A follower outside
+-- the ISR whose committed offsets have not caught up is reported below the
+-- high watermark, so that its broker does not add it yet: every ISR
+-- member must hold what mq.await_commit acknowledged.  SQL without a SET
+-- clause or SECURITY DEFINER and not volatile, so that it is inlined into
+-- its callers (both pin search_path; every name here is qualified).
+CREATE FUNCTION mq._replica_follower_rows(p_topic_id integer, p_partition integer, p_epoch integer,
+                                          p_hwm bigint, p_leo bigint, p_start bigint, p_isr integer[],
+                                          p_replicas integer[], p_leader integer, p_updated timestamptz)
+    RETURNS TABLE (replica_id integer, in_isr boolean, log_end_offset bigint, lag_ms bigint,
+                   leader_log_end_offset bigint, high_watermark bigint, epoch_start_offset bigint,
+                   caught_up boolean)
+LANGUAGE sql STABLE AS $$
+    SELECT r.id, r.id OPERATOR(pg_catalog.=) ANY (p_isr),
+           CASE WHEN r.id OPERATOR(pg_catalog.=) ANY (p_isr) OR g.offsets_caught_up THEN g.log_end_offset
+                ELSE least(g.log_end_offset, p_hwm OPERATOR(pg_catalog.-) 1) END,
+           (extract(epoch FROM pg_catalog.clock_timestamp() OPERATOR(pg_catalog.-) coalesce(g.caught_up_at, p_updated))
+              OPERATOR(pg_catalog.*) 1000)::bigint,
+           p_leo, p_hwm, p_start,
+           coalesce(g.leader_epoch OPERATOR(pg_catalog.=) p_epoch AND g.caught_up_at IS NOT NULL
+                    AND g.offsets_caught_up, false)
+      FROM pg_catalog.unnest(p_replicas) AS r(id)
+      LEFT JOIN mq.replica_progress g
+        ON g.topic_id OPERATOR(pg_catalog.=) p_topic_id AND g.partition OPERATOR(pg_catalog.=) p_partition
+       AND g.replica_id OPERATOR(pg_catalog.=) r.id AND g.leader_epoch OPERATOR(pg_catalog.=) p_epoch
+     WHERE r.id IS DISTINCT FROM p_leader;
+$$;
+
+-- On the leader, for its broker's ISR decisions: each follower's progress
+-- (mq._replica_follower_rows).  Also advances the high watermark, which
 -- matters when the ISR is the leader alone.
 CREATE FUNCTION mq.replica_leader_state(topic text, partition integer, leader_epoch integer)
     RETURNS TABLE (replica_id integer, in_isr boolean, log_end_offset bigint, lag_ms bigint,
@@ -195,23 +227,9 @@ BEGIN
     SELECT * INTO rp FROM mq.replica_partition r WHERE r.topic_id = v_id AND r.partition = p_partition;
     SELECT h.start_offset INTO v_start FROM mq.leader_epoch_history h
      WHERE h.topic_id = v_id AND h.partition = p_partition AND h.leader_epoch = p_leader_epoch;
-    -- A follower outside the ISR whose committed offsets have not caught
-    -- up is reported below the high watermark, so its broker does not add
-    -- it yet: every ISR member must hold what mq.await_commit acknowledged.
     RETURN QUERY
-    SELECT r.id, r.id = ANY (rp.isr),
-           CASE WHEN r.id = ANY (rp.isr) OR g.offsets_caught_up THEN g.log_end_offset
-                ELSE least(g.log_end_offset, v_hwm - 1) END,
-           (extract(epoch FROM clock_timestamp() - coalesce(g.caught_up_at, st.updated))* 1000)::bigint,
-           v_leo, v_hwm, v_start,
-           coalesce(g.leader_epoch = p_leader_epoch AND g.caught_up_at IS NOT NULL
-                    AND g.offsets_caught_up, false)
-      FROM unnest(rp.replicas) AS r(id)
-      CROSS JOIN (SELECT rp.updated_at AS updated) st
-      LEFT JOIN mq.replica_progress g
-        ON g.topic_id = v_id AND g.partition = p_partition AND g.replica_id = r.id
-       AND g.leader_epoch = p_leader_epoch
-     WHERE r.id IS DISTINCT FROM rp.leader_id;
+    SELECT * FROM mq._replica_follower_rows(v_id, p_partition, p_leader_epoch, v_hwm, v_leo, v_start,
+                                            rp.isr, rp.replicas, rp.leader_id, rp.updated_at);
 END $$;
 
 -- The same for every partition a broker leads on this node, in one
@@ -253,24 +271,16 @@ LANGUAGE sql SECURITY DEFINER SET search_path = pg_catalog, pg_temp AS $$
                    AND g.partition OPERATOR(pg_catalog.=) l.partition
                    AND g.replica_id OPERATOR(pg_catalog.=) m.id
                  WHERE m.id IS DISTINCT FROM l.leader_id) OPERATOR(pg_catalog.<=) coalesce(l.hwm, -1))
-    SELECT q.i, true, f.id, f.id OPERATOR(pg_catalog.=) ANY (q.isr),
-           CASE WHEN f.id OPERATOR(pg_catalog.=) ANY (q.isr) OR g.offsets_caught_up THEN g.log_end_offset
-                ELSE least(g.log_end_offset, q.hwm OPERATOR(pg_catalog.-) 1) END,
-           (extract(epoch FROM clock_timestamp() OPERATOR(pg_catalog.-) coalesce(g.caught_up_at, q.updated_at))
-              OPERATOR(pg_catalog.*) 1000)::bigint,
-           q.leo, q.hwm, h.start_offset,
-           CASE WHEN f.id IS NULL THEN NULL
-                ELSE coalesce(g.leader_epoch OPERATOR(pg_catalog.=) q.epoch AND g.caught_up_at IS NOT NULL
-                              AND g.offsets_caught_up, false) END
+    -- the partition's own columns from q: a partition without followers
+    -- still reports its log end and high watermark
+    SELECT q.i, true, f.replica_id, f.in_isr, f.log_end_offset, f.lag_ms, q.leo, q.hwm, h.start_offset,
+           f.caught_up
       FROM quiet q
       LEFT JOIN mq.leader_epoch_history h
         ON h.topic_id OPERATOR(pg_catalog.=) q.topic_id AND h.partition OPERATOR(pg_catalog.=) q.partition
        AND h.leader_epoch OPERATOR(pg_catalog.=) q.epoch
-      LEFT JOIN LATERAL (SELECT r.id FROM unnest(q.replicas) AS r(id) WHERE r.id IS DISTINCT FROM q.leader_id) f
-        ON true
-      LEFT JOIN mq.replica_progress g
-        ON g.topic_id OPERATOR(pg_catalog.=) q.topic_id AND g.partition OPERATOR(pg_catalog.=) q.partition
-       AND g.replica_id OPERATOR(pg_catalog.=) f.id AND g.leader_epoch OPERATOR(pg_catalog.=) q.epoch
+      LEFT JOIN LATERAL mq._replica_follower_rows(q.topic_id, q.partition, q.epoch, q.hwm, q.leo, h.start_offset,
+                                                  q.isr, q.replicas, q.leader_id, q.updated_at) f ON true
     UNION ALL
     SELECT q.i, false, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL
       FROM req q WHERE NOT EXISTS (SELECT 1 FROM quiet w WHERE w.i OPERATOR(pg_catalog.=) q.i)

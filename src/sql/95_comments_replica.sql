@@ -29,6 +29,8 @@ COMMENT ON FUNCTION mq.replica_set_isr(text, integer, integer, integer[]) IS
     'broker API, on the leader: sets the local in-sync replica set; returns the high watermark';
 COMMENT ON FUNCTION mq.replica_leader_state(text, integer, integer) IS
     'broker API, on the leader: each follower''s progress and lag, for ISR decisions';
+COMMENT ON FUNCTION mq._replica_follower_rows(integer, integer, integer, bigint, bigint, bigint, integer[], integer[], integer, timestamptz) IS
+    'internal (replication): a leader''s report of each follower, the rows of replica_leader_state and replica_leader_states';
 COMMENT ON FUNCTION mq.replica_leader_states(text[], integer[], integer[]) IS 'broker API, on the leader: replica_leader_state for every quiet partition in one statement; the others flagged';
 COMMENT ON FUNCTION mq.replica_fetch(text, integer, integer, integer, bigint, integer, integer, bigint) IS
     'broker API, on the leader: a follower''s fetch; records its progress, advances the high watermark, returns records (long polling)';
