@@ -19,7 +19,10 @@
  * counters moved; with every watcher entry taken (or on a standby) it
  * looks every WAIT_POLL_MS.  Each counter is read before its partition is
  * looked at, so a change between the look and the sleep moves the counter
- * and is seen at the next look.
+ * and is seen at the next look.  The caller's own looks count as the
+ * first: it passes the counters it read before them, and only partitions
+ * whose counters moved since are looked at again (a wait of 256 idle
+ * partitions began with 256 looks, 15 ms, before).
  *
  * Locking: none held while waiting; each look reads with the latest
  * snapshot.
@@ -133,10 +136,34 @@ any_news(int n, Datum *ids, Datum *parts, Datum *offsets, Datum *ovs, uint64 *se
 }
 
 /*
+ * The counters the caller read before its looks, as the first pass's seen
+ * ones; a null (no counter read) never matches, so its partition is
+ * looked at.
+ */
+static uint64 *
+seen_counters(ArrayType *a, int n)
+{
+	Datum	   *d;
+	bool	   *nulls;
+	int			m;
+	uint64	   *seen = palloc0(sizeof(uint64) * Max(n, 1));
+
+	deconstruct_array(a, INT8OID, sizeof(int64), FLOAT8PASSBYVAL, TYPALIGN_DOUBLE, &d, &nulls, &m);
+	if (m != n)
+		ereport(ERROR,
+				(errcode(ERRCODE_MQ_INVALID_ARGUMENT),
+				 errmsg("the arrays of _replica_wait_any must have one length")));
+	for (int i = 0; i < n; i++)
+		seen[i] = nulls[i] ? PG_UINT64_MAX : (uint64) DatumGetInt64(d[i]);
+	return seen;
+}
+
+/*
  * mq._replica_wait_any(topic_ids, partitions, fetch_offsets, wait_ms,
- * known_offsets_versions): mq._replica_wait_records over many partitions,
- * arrays of one length, without the high watermark: true as soon as any
- * has news, false when wait_ms passed first.
+ * known_offsets_versions, counters): mq._replica_wait_records over many
+ * partitions, arrays of one length, without the high watermark: true as
+ * soon as any has news, false when wait_ms passed first.  counters: each
+ * partition's change counter as read before the caller looked at it.
  */
 Datum
 mq_replica_wait_any(PG_FUNCTION_ARGS)
@@ -151,16 +178,17 @@ mq_replica_wait_any(PG_FUNCTION_ARGS)
 	TimestampTz deadline = TimestampTzPlusMilliseconds(GetCurrentTimestamp(),
 													   Max(PG_GETARG_INT32(3), 0));
 	Datum	   *ovs = array_elems(PG_GETARG_ARRAYTYPE_P(4), INT8OID, &n4);
-	uint64	   *seen = palloc0(sizeof(uint64) * Max(n, 1));
+	uint64	   *seen = seen_counters(PG_GETARG_ARRAYTYPE_P(5), n);
 	bool		watching;
 	volatile bool news = false;
-	volatile bool all = true;
+	volatile bool all;
 
 	if (n2 != n || n3 != n || n4 != n)
 		ereport(ERROR,
 				(errcode(ERRCODE_MQ_INVALID_ARGUMENT),
 				 errmsg("the arrays of _replica_wait_any must have one length")));
 	watching = mq_notify_watch();
+	all = !watching;			/* polling: counters may not move */
 	PG_TRY();
 	{
 		while (!(news = any_news(n, ids, parts, offsets, ovs, seen, all)) && mq_notify_nap(deadline, watching ? LONG_MAX : WAIT_POLL_MS))

@@ -195,10 +195,10 @@ CREATE FUNCTION mq._replica_wait_records(topic_id integer, partition integer,
                                          known_hwm bigint, known_offsets_version bigint) RETURNS boolean
     AS 'MODULE_PATHNAME', 'mq_replica_wait_records' LANGUAGE C STRICT;
 CREATE FUNCTION mq._replica_wait_any(topic_ids integer[], partitions integer[], fetch_offsets bigint[],
-                                     wait_ms integer, known_offsets_versions bigint[])
+                                     wait_ms integer, known_offsets_versions bigint[], counters bigint[])
     RETURNS boolean
     AS 'MODULE_PATHNAME', 'mq_replica_wait_any' LANGUAGE C STRICT;
-COMMENT ON FUNCTION mq._replica_wait_any(integer[], integer[], bigint[], integer, bigint[]) IS
+COMMENT ON FUNCTION mq._replica_wait_any(integer[], integer[], bigint[], integer, bigint[], bigint[]) IS
     'internal (replication): records or offsets news on any of many partitions, for replica_fetch_many''s long poll';
 CREATE FUNCTION mq._replica_fetch_recall(replica_id integer, topics text[], partitions integer[],
                                          leader_epochs integer[], fetch_offsets bigint[],

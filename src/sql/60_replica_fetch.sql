@@ -259,13 +259,15 @@ END $$;
 -- idle.
 -- due: when the partition's progress is to be recorded again (its last
 -- fetch plus p_wait_ms), so that an idle follower's progress is recorded
--- as often as a single long poll records it.
+-- as often as a single long poll records it.  counters: each partition's
+-- change counter read before it was looked at (or remembered), for the
+-- wait (mq._replica_wait_any) to look only at those that moved since.
 CREATE FUNCTION mq._replica_fetch_looks(p_replica_id integer, p_topics text[], p_partitions integer[],
                                         p_epochs integer[], p_offsets bigint[], p_ovs bigint[],
                                         p_wait_ms integer,
                                         OUT ids integer[], OUT idle boolean[], OUT due timestamptz[],
                                         OUT ov bigint[], OUT err_state text[],
-                                        OUT err_message text[])
+                                        OUT err_message text[], OUT counters bigint[])
 LANGUAGE plpgsql SET search_path = pg_catalog, pg_temp AS $$
 DECLARE
     r record := mq._replica_fetch_recall(p_replica_id, p_topics, p_partitions, p_epochs, p_offsets,
@@ -282,6 +284,7 @@ BEGIN
     -- 256.  A refused look leaves its partition as recalled: not idle, no
     -- offsets version, no time recorded.
     ids := r.ids;
+    counters := r.counters;
     idle := r.known;
     ov := r.ov;
     v_recorded := r.recorded_at;
@@ -420,7 +423,7 @@ BEGIN
         SELECT least(max_wait_ms, 1000 * extract(epoch FROM min(d) - clock_timestamp()))
           INTO v_wait FROM unnest(s.due) d;
         IF v_wait > 0 THEN
-            PERFORM mq._replica_wait_any(s.ids, partitions, fetch_offsets, v_wait::integer, s.ov);
+            PERFORM mq._replica_wait_any(s.ids, partitions, fetch_offsets, v_wait::integer, s.ov, s.counters);
         END IF;
         s := mq._replica_fetch_looks(replica_id, topics, partitions, leader_epochs, fetch_offsets,
                                      offsets_versions, max_wait_ms);

@@ -8,7 +8,7 @@
 -- of one answer.  The wait itself is
 -- test/isolation/specs/replica-fetch-many.spec's.
 BEGIN;
-SELECT plan(20);
+SELECT plan(23);
 
 SELECT mq.create_topic('fm', 12);
 SELECT mq.replica_become_leader('fm', p, 1, 1, ARRAY[1, 2], ARRAY[1, 2]) FROM generate_series(0, 11) p;
@@ -62,6 +62,24 @@ SELECT results_eq(
     $$VALUES (1, true, 2::bigint), (2, true, 2::bigint), (3, true, 2::bigint)$$,
     'remembered idle partitions whose progress is due are answered with their headers');
 SELECT is((SELECT n FROM looks) - (SELECT n FROM looks0), 0, 'without looking at them again');
+-- remembered idle, not due yet: the fetch waits, and its wait looks only
+-- at partitions whose counters moved since the fetch's own looks (none
+-- here: the wait ends when the progress falls due), not at all of them
+-- (each look of the wait reads the offsets version)
+CREATE TEMP VIEW wait_looks AS
+SELECT coalesce(sum(calls), 0)::integer AS n FROM pg_stat_xact_user_functions
+ WHERE schemaname = 'mq' AND funcname = '_offsets_version';
+CREATE TEMP TABLE ov_now AS SELECT v FROM ov;
+CREATE TEMP TABLE wait_looks0 AS SELECT n FROM wait_looks;
+CREATE TEMP TABLE waited AS SELECT clock_timestamp() AS t;
+SELECT results_eq(
+    $$SELECT i, (batch).vals IS NULL FROM mq.replica_fetch_many(2, ARRAY['fm', 'fm', 'fm'], ARRAY[0, 1, 2],
+          ARRAY[1, 1, 1], ARRAY[2, 2, 2]::bigint[], (SELECT v FROM ov_now), 100, 300) ORDER BY i$$,
+    $$VALUES (1, true), (2, true), (3, true)$$,
+    'remembered idle partitions are answered with their headers once their progress falls due');
+SELECT ok(clock_timestamp() - (SELECT t FROM waited) >= interval '150 ms', 'after waiting for it');
+SELECT is((SELECT n FROM wait_looks) - (SELECT n FROM wait_looks0) + (SELECT n FROM looks) - (SELECT n FROM looks0),
+          0, 'the wait looked at no partition whose counter stood still, nor did the fetch');
 -- news moves a partition's counter at its commit, which this transaction
 -- never reaches: the backend forgets its looks as that commit would make
 -- it look again
