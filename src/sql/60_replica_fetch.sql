@@ -381,10 +381,12 @@ END $$;
 -- end the wait: the follower hears of it with its next records or its
 -- progress, as Kafka's leader answers followers when no replica selector
 -- lets consumers read from them (KIP-392).  Then it fetches, without a
--- wait, each partition that is not idle or whose progress is due within
--- half a wait (so that a session's idle partitions fall into step, and
--- one statement records them all, as each Kafka fetch records every
--- partition of its session), or each one when max_wait_ms is 0, in the
+-- wait, each partition that is not idle or whose progress is due (when
+-- every one is idle, due within half a wait, so that a session's idle
+-- partitions fall into step, and one statement records them all, as each
+-- Kafka fetch records every partition of its session; a fetch with news
+-- takes only those due, or under load each idle partition's progress was
+-- recorded twice a wait), or each one when max_wait_ms is 0, in the
 -- order given, until the batches hold 10 x max_records records (the
 -- others wait for the next call, whose order the caller rotates); the
 -- idle ones among them are answered together
@@ -410,6 +412,7 @@ DECLARE
     r record;
     v_k integer;
     v_records bigint := 0;
+    v_ahead interval := interval '0';
 BEGIN
     IF n > 10000 OR coalesce(cardinality(partitions), 0) <> n OR coalesce(cardinality(leader_epochs), 0) <> n
        OR coalesce(cardinality(fetch_offsets), 0) <> n
@@ -428,14 +431,16 @@ BEGIN
         s := mq._replica_fetch_looks(replica_id, topics, partitions, leader_epochs, fetch_offsets,
                                      offsets_versions, max_wait_ms);
     END IF;
-    -- what to fetch: not idle, or due within half a wait (every one
-    -- without a wait); their progress locks taken in one order first, as
-    -- another follower's fetch of the same partitions takes them (each is
-    -- held to the end)
+    -- what to fetch: not idle, or due (within half a wait when every one
+    -- is idle; every one without a wait); their progress locks taken in
+    -- one order first, as another follower's fetch of the same partitions
+    -- takes them (each is held to the end)
+    IF n > 0 AND false <> ALL (s.idle) THEN
+        v_ahead := make_interval(secs => max_wait_ms / 2000.0);
+    END IF;
     v_take := ARRAY(SELECT k FROM generate_series(1, n) k
                      WHERE s.err_state[k] IS NULL
-                       AND NOT (max_wait_ms > 0 AND s.idle[k]
-                                AND s.due[k] > clock_timestamp() + make_interval(secs => max_wait_ms / 2000.0)));
+                       AND NOT (max_wait_ms > 0 AND s.idle[k] AND s.due[k] > clock_timestamp() + v_ahead));
     PERFORM mq._replica_progress_lock(s.ids[k], partitions[k])
        FROM unnest(v_take) k ORDER BY s.ids[k], partitions[k];
     FOR r IN SELECT * FROM mq._replica_fetch_refresh(replica_id, s.ids, partitions, leader_epochs,

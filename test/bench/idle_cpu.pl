@@ -66,7 +66,10 @@ sub cpu_ticks
 		{
 			open(my $fh, '<', "/proc/$pid/stat") or next;
 			my @f = split ' ', ((<$fh> // '') =~ s/^.*\)\s+//r);
-			$sum{$group} += $f[11] + $f[12];    # utime, stime
+			# utime, stime, and of reaped children (the postmaster's
+			# cutime, cstime): a backend that exits within the window
+			# moves its time there rather than out of the sum
+			$sum{$group} += $f[11] + $f[12] + $f[13] + $f[14];
 		}
 	}
 	return \%sum;

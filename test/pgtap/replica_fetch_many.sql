@@ -88,11 +88,17 @@ SELECT mq._replica_fetch_remember(2, array_fill((SELECT topic_id FROM mq.topic W
                                   ARRAY[0, 0, 0]::bigint[], ARRAY[false, false, false], (SELECT v FROM ov),
                                   array_fill(now(), ARRAY[3]));
 SELECT mq.send_batch('fm', NULL, ARRAY['p1-c']::bytea[], partition => 1);
+-- the idle ones' progress falls due in 20 s, within half the wait: a
+-- fetch without news would stamp them with the ones due, one with news
+-- leaves them for later (stamped with every fetch under load, each was
+-- recorded twice a wait)
+UPDATE mq.replica_progress SET last_fetch_at = clock_timestamp() - interval '40 s'
+ WHERE topic_id = (SELECT topic_id FROM mq.topic WHERE topic_name = 'fm') AND replica_id = 2;
 SELECT results_eq(
     $$SELECT i, (batch).vals FROM mq.replica_fetch_many(2, ARRAY['fm', 'fm', 'fm'], ARRAY[0, 1, 2], ARRAY[1, 1, 1],
           ARRAY[2, 2, 2]::bigint[], (SELECT v FROM ov), 100, 60000)$$,
     $$VALUES (2, ARRAY['p1-c']::bytea[])$$,
-    'with a wait and news on one partition: only that one, at once');
+    'with a wait and news on one partition: only that one, at once, not the idle ones not yet due');
 
 -- a partition the backend remembers idle (replica_fetch_cache.c) is
 -- looked at again when asked another way: here without an offsets
