@@ -20,6 +20,12 @@
  * UNSUPPORTED_SASL_MECHANISM, MQ062 RESOURCE_NOT_FOUND and 42501
  * CLUSTER_AUTHORIZATION_FAILED (from the database).
  *
+ * Credentials are each node's, but Kafka's are the cluster's: in a
+ * replicated cluster the statements that succeeded here run again on every
+ * other live node, as the client's role (kmirror.c, as CreateAcls), so
+ * that a client authenticates at whichever daemon leads its partitions.
+ * The answer is this node's; a node down keeps what it had.
+ *
  *-------------------------------------------------------------------------
  */
 #include "handlers.h"
@@ -29,6 +35,7 @@
 #include <string.h>
 
 #include "kerr.h"
+#include "kmirror.h"
 #include "util.h"
 
 #define MAX_OPS 1000
@@ -212,6 +219,7 @@ typedef struct AlterUser
 typedef struct AlterState
 {
 	KJob		job;
+	KMirror		mirror;			/* in a cluster: the other nodes' */
 	int			nops;
 	AlterOp    *ops;
 	int			nusers;
@@ -224,6 +232,7 @@ alter_state_free(void *p)
 	AlterState *s = p;
 
 	kjob_free(&s->job);
+	kmirror_free(&s->mirror);
 	free(s->ops);
 	free(s->users);
 	free(s);
@@ -362,6 +371,15 @@ plan_alter(AlterState *s)
 	}
 }
 
+/* done here: the same on every other node (credentials are each node's) */
+static void
+altered(KRequest *req)
+{
+	AlterState *s = req->state;
+
+	kmirror_run(&s->mirror, req, &s->job, alter_done);
+}
+
 void
 h_alter_user_scram_credentials(KRequest *req)
 {
@@ -400,5 +418,5 @@ h_alter_user_scram_credentials(KRequest *req)
 		return;
 	}
 	plan_alter(s);
-	pool_run(req, &s->job, alter_done);
+	pool_run(req, &s->job, altered);
 }

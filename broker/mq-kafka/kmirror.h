@@ -5,8 +5,9 @@
  *	  live node of a replicated cluster: the statements that succeeded
  *	  here, as the client's role, through kfan.  For what each node keeps
  *	  for itself but Kafka keeps for the cluster (ACLs: CreateAcls and
- *	  DeleteAcls).  The answer is this node's; a node that refuses or is
- *	  down is logged and keeps what it had.
+ *	  DeleteAcls; SCRAM credentials: AlterUserScramCredentials).  The
+ *	  answer is this node's; a node that refuses or is down is logged and
+ *	  keeps what it had.
  *
  * Loop thread only.  Without a cluster it calls done at once.
  *

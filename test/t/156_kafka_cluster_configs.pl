@@ -5,13 +5,19 @@
 # mq_coord.alter_topic_config does the same.  Before, the daemon asked
 # refused the unknown topic, and a daemon holding a replica changed its
 # own node only.  Kafka's ACLs are the cluster's too: CreateAcls and
-# DeleteAcls at one daemon reach every node's grants.
+# DeleteAcls at one daemon reach every node's grants; and so are its SCRAM
+# credentials: AlterUserScramCredentials at one daemon reaches every
+# node's (before, only the asked daemon's node, so a client could not
+# authenticate at the daemons leading its partitions).
 use strict;
 use warnings;
 
 use PostgreSQL::Test::Utils;
 use Test::More;
 use JSON::PP qw(decode_json);
+use FindBin;
+use lib "$FindBin::Bin/../kafka";
+use KafkaWire qw(kafka_connect kafka_request uvarint cstr);
 use MqCluster;
 
 my $root = $ENV{MQ_REPO_ROOT} // '.';
@@ -93,6 +99,37 @@ ok($acl->('create')->{ok}, 'CreateAcls at one daemon succeeds');
 is(join(' ', map { grants_on($_) } 1 .. 3), '1 1 1', 'and the grant is on every node');
 ok($acl->('delete')->{ok}, 'DeleteAcls at the same daemon succeeds');
 is(join(' ', map { grants_on($_) } 1 .. 3), '0 0 0', 'and the grant is gone from every node');
+
+# SCRAM credentials (KIP-554, raw v0 requests: the Debian clients have no
+# admin call for them): the daemons' role may alter them (alter on the
+# cluster, granted above), and the user is a role on every node
+sub verifiers_on
+{
+	my ($i) = @_;
+	return $c->node($i)->safe_psql('postgres',
+		"SELECT coalesce(string_agg(mechanism || '/' || iterations, ' ' ORDER BY mechanism), 'none') "
+		  . "FROM mq.scram_credentials WHERE user_name = 'acl_user'");
+}
+# AlterUserScramCredentials at the daemon outside the topic: the error
+# code of the one user named, or undef
+my $scram = sub {
+	my ($body) = @_;
+	my $r = kafka_request(kafka_connect($c->{kafka_port}[$outside]), 'tap', 51, 0, $body, 1) // return undef;
+	# per user: its name (a compact string), its error code
+	return $r =~ /\x09acl_user(..)/s ? unpack('s>', $1) : undef;
+};
+my $salted = 'k' x 32;
+is($scram->(uvarint(1) . uvarint(2) . cstr('acl_user') . pack('c l>', 1, 4096) . cstr('salt-of-16-bytes')
+	  . cstr($salted) . "\0\0"), 0, 'AlterUserScramCredentials at one daemon succeeds');
+is(join(' ', map { verifiers_on($_) } 1 .. 3), join(' ', ('SCRAM-SHA-256/4096') x 3),
+	'and the credential is on every node');
+my %keys = map {
+	$c->node($_)->safe_psql('postgres', "SELECT stored_key FROM mq.scram_credential WHERE user_name = 'acl_user'") => 1
+} 1 .. 3;
+is(scalar(keys %keys), 1, 'the same verifier on every node');
+is($scram->(uvarint(2) . cstr('acl_user') . pack('c', 1) . "\0" . uvarint(1) . "\0"), 0,
+	'a deletion at the same daemon succeeds');
+is(join(' ', map { verifiers_on($_) } 1 .. 3), 'none none none', 'and the credential is gone from every node');
 
 $c->teardown;
 done_testing();
