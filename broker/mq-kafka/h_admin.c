@@ -533,13 +533,8 @@ h_create_partitions(KRequest *req)
 		if (t->code != KERR_NONE)
 			continue;
 		name = kslice_dup(t->name);
-		if (cluster_enabled() && (t->job = kfan_job(&s->fan, cluster_topic_pool(name ? name : ""))) == NULL)
-		{
-			t->job = &s->job;
-			t->code = KERR_INVALID_REQUEST;	/* topics led by more nodes than one request reaches */
-			free(name);
-			continue;
-		}
+		if (cluster_enabled())
+			t->job = kfan_job(&s->fan, cluster_topic_pool(name ? name : ""));
 		st = kjob_add(t->job, ADD_PARTITIONS_SQL, 0);
 		t->stmt = t->job->n - 1;
 		kstmt_text(st, MQ_TEXTOID, name ? name : "");

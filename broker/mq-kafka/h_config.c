@@ -167,11 +167,8 @@ h_describe_configs(KRequest *req)
 			char	   *name = kslice_dup(rs->name);
 
 			rs->job = kfan_job(&s->fan, cluster_topic_pool(name ? name : ""));
-			if (rs->job)		/* NULL: more nodes than one request reaches */
-			{
-				kstmt_text(kjob_add(rs->job, CONFIG_SQL, 0), MQ_TEXTOID, name ? name : "");
-				rs->stmt = rs->job->n - 1;
-			}
+			kstmt_text(kjob_add(rs->job, CONFIG_SQL, 0), MQ_TEXTOID, name ? name : "");
+			rs->stmt = rs->job->n - 1;
 			free(name);
 		}
 	}

@@ -121,12 +121,9 @@ coord_done(KRequest *sub)
 static KJob *
 check_job(AlterState *s, const char *topic)
 {
-	KJob	   *job;
-
 	if (!cluster_enabled() || cluster_partition(topic, 0) == NULL)
 		return &s->job;
-	job = kfan_job(&s->fan, cluster_topic_pool(topic));
-	return job ? job : &s->job; /* topics on more nodes than a fan reaches: here */
+	return kfan_job(&s->fan, cluster_topic_pool(topic));
 }
 
 /* one resource: its configs, and its statement if it is a topic */

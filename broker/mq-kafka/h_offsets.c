@@ -410,7 +410,7 @@ add_all_jobs(OffState *s)
 		const KBroker *b = cluster_broker_at(i);
 		KPool	   *pool = b->live && b->id != kconfig.node_id ? cluster_node_pool(b) : NULL;
 
-		if (pool && (job = kfan_job(&s->fan, pool)) != NULL)
+		if (pool && (job = kfan_job(&s->fan, pool)))
 			kstmt_text(kjob_add(job, ALL_COMMITTED_SQL, 0), MQ_TEXTOID, s->group);
 	}
 }

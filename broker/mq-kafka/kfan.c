@@ -23,8 +23,11 @@ kfan_job(KFan *f, KPool *pool)
 	for (int i = 0; i < f->n; i++)
 		if (f->routes[i]->pool == pool)
 			return &f->routes[i]->job;
-	if (f->n == KFAN_MAX)
-		return NULL;
+	if (f->n == f->cap)
+	{
+		f->cap = f->cap ? 2 * f->cap : 4;
+		f->routes = mq_realloc(f->routes, sizeof(KRoute *) * (size_t) f->cap);
+	}
 	r = mq_malloc0(sizeof(KRoute));
 	r->pool = pool;
 	r->fan = f;
@@ -74,5 +77,7 @@ kfan_free(KFan *f)
 		kjob_free(&f->routes[i]->job);
 		free(f->routes[i]);
 	}
-	f->n = 0;
+	free(f->routes);
+	f->routes = NULL;
+	f->n = f->cap = 0;
 }

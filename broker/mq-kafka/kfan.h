@@ -19,8 +19,6 @@
 #include "kjob.h"
 #include "mqkafka.h"
 
-#define KFAN_MAX 16
-
 typedef struct KFan KFan;
 
 typedef struct KRoute
@@ -37,11 +35,12 @@ struct KFan
 	KDoneFn		done;
 	bool		daemon_role;	/* the jobs run as the daemon, not as req's role */
 	int			n;
+	int			cap;
 	int			pending;
-	KRoute	   *routes[KFAN_MAX];
+	KRoute	  **routes;			/* n of cap; a cluster of any size */
 };
 
-/* the job for pool (made on first use); NULL when KFAN_MAX pools are in use */
+/* the job for pool (made on first use) */
 extern KJob *kfan_job(KFan *f, KPool *pool);
 /* run every job; done(req) when all are back */
 extern void kfan_run(KFan *f, KRequest *req, KDoneFn done);
