@@ -35,17 +35,6 @@ BEGIN
     RETURN b;
 END $$;
 
--- Whether a follower that holds committed offsets' version p_ov, in
--- this epoch, has what the ISR acknowledged (offsets_caught_up of its
--- progress; the full fetch and mq._replica_fetch_refresh record it).
-CREATE FUNCTION mq._replica_offsets_caught_up(p_id integer, p_partition integer, p_leader_epoch integer,
-                                              p_ov bigint)
-    RETURNS boolean
-LANGUAGE sql STABLE SET search_path = pg_catalog, pg_temp AS $$
-    SELECT coalesce(p_ov >= p_leader_epoch::bigint << 32
-                    AND p_ov >= mq._offsets_acked_version(p_id, p_partition, p_leader_epoch), false)
-$$;
-
 -- Records a follower's fetch: its log end (the fetch offset) and Kafka's
 -- lastCaughtUpTime: now if the follower reached the log end; the time of
 -- its previous fetch if it reached the log end as of then.  For committed
@@ -76,8 +65,11 @@ BEGIN
                             WHEN r.leader_epoch <> p_leader_epoch THEN NULL
                             WHEN p_fetch_offset >= r.last_fetch_leader_leo THEN r.last_fetch_at
                             ELSE r.caught_up_at END,
-        offsets_caught_up = coalesce(r.leader_epoch = p_leader_epoch, false)
-                            AND mq._replica_offsets_caught_up(p_id, p_partition, p_leader_epoch, p_offsets_version),
+        offsets_caught_up = coalesce(r.leader_epoch = p_leader_epoch
+                                     AND p_offsets_version >= p_leader_epoch::bigint << 32
+                                     AND p_offsets_version >= mq._offsets_acked_version(p_id, p_partition,
+                                                                                        p_leader_epoch),
+                                     false),
         leader_epoch = p_leader_epoch, log_end_offset = p_fetch_offset,
         last_fetch_at = v_now, last_fetch_leader_leo = p_leo,
         offsets_version = p_offsets_version;
@@ -147,19 +139,13 @@ CREATE FUNCTION mq._replica_fetch_records(b mq.replica_batch, p_id integer, p_pa
 -- recorded progress, the committed offsets' version, and whether the
 -- follower is idle: it holds the log end, its progress there is recorded
 -- in this epoch, and it has the offsets' version, so that a long poll may
--- wait for news; or whether its fetch only acknowledges (acks): it holds
--- the log end and the offsets' version, its progress in this epoch is
--- recorded below the log end (the records the last fetch brought), so
--- the fetch has nothing to ship but a new high watermark
--- (mq._replica_fetch_refresh records it set-based).  A fetch offset
--- beyond the log end is MQ007.  Reads only (mq.replica_fetch_many looks
--- at every partition first).
+-- wait for news.  A fetch offset beyond the log end is MQ007.  Reads
+-- only (mq.replica_fetch_many looks at every partition first).
 CREATE FUNCTION mq._replica_fetch_look(p_topic text, p_id integer, p_partition integer,
                                        p_leader_epoch integer, p_replica_id integer,
                                        p_fetch_offset bigint, p_offsets_version bigint,
                                        OUT st mq.partition_state, OUT leo bigint,
-                                       OUT g mq.replica_progress, OUT ov bigint, OUT idle boolean,
-                                       OUT acks boolean)
+                                       OUT g mq.replica_progress, OUT ov bigint, OUT idle boolean)
 LANGUAGE plpgsql SET search_path = pg_catalog, pg_temp AS $$
 BEGIN
     st := mq._replica_fence(p_id, p_partition, p_leader_epoch, 'leader');
@@ -175,12 +161,6 @@ BEGIN
     idle := p_fetch_offset = leo AND p_fetch_offset >= st.log_start_offset
             AND g.leader_epoch IS NOT DISTINCT FROM p_leader_epoch
             AND g.log_end_offset IS NOT DISTINCT FROM p_fetch_offset
-            AND p_offsets_version IS NOT DISTINCT FROM ov
-            AND p_offsets_version IS NOT NULL
-            AND g.offsets_version IS NOT DISTINCT FROM p_offsets_version;
-    acks := p_fetch_offset = leo AND p_fetch_offset >= st.log_start_offset
-            AND g.leader_epoch IS NOT DISTINCT FROM p_leader_epoch
-            AND g.log_end_offset < p_fetch_offset
             AND p_offsets_version IS NOT DISTINCT FROM ov
             AND p_offsets_version IS NOT NULL
             AND g.offsets_version IS NOT DISTINCT FROM p_offsets_version;
@@ -282,15 +262,12 @@ END $$;
 -- as often as a single long poll records it.  counters: each partition's
 -- change counter read before it was looked at (or remembered), for the
 -- wait (mq._replica_wait_any) to look only at those that moved since.
--- acks: the look found the fetch only acknowledges (a remembered one is
--- idle).
 CREATE FUNCTION mq._replica_fetch_looks(p_replica_id integer, p_topics text[], p_partitions integer[],
                                         p_epochs integer[], p_offsets bigint[], p_ovs bigint[],
                                         p_wait_ms integer,
                                         OUT ids integer[], OUT idle boolean[], OUT due timestamptz[],
                                         OUT ov bigint[], OUT err_state text[],
-                                        OUT err_message text[], OUT counters bigint[],
-                                        OUT acks boolean[])
+                                        OUT err_message text[], OUT counters bigint[])
 LANGUAGE plpgsql SET search_path = pg_catalog, pg_temp AS $$
 DECLARE
     r record := mq._replica_fetch_recall(p_replica_id, p_topics, p_partitions, p_epochs, p_offsets,
@@ -317,7 +294,6 @@ BEGIN
             l := mq._replica_fetch_look(p_topics[k], ids[k], p_partitions[k], p_epochs[k], p_replica_id,
                                         p_offsets[k], p_ovs[k]);
             idle[k] := l.idle;
-            acks[k] := l.acks;
             v_recorded[k] := (l.g).last_fetch_at;
             ov[k] := l.ov;
         EXCEPTION WHEN OTHERS THEN
@@ -334,25 +310,21 @@ BEGIN
                                        r.counters, idle, ov, v_recorded);
 END $$;
 
--- The answers of idle partitions whose progress is due, and of fetches
--- that only acknowledge (p_ks, indexes into the other arrays, as
--- mq.replica_fetch_many has them), in one statement: each follower's
--- progress row is stamped (fetched now, caught up now, at the log end)
--- and its answer is the partition's header alone, which a follower that
--- holds it appends nothing for unless the high watermark moved
+-- The answers of idle partitions whose progress is due (p_ks, indexes
+-- into the other arrays, as mq.replica_fetch_many has them), in one
+-- statement: each follower's progress row is stamped (fetched now, caught
+-- up now, at the same log end) and its answer is the partition's header
+-- alone, which a follower that holds it appends nothing for
 -- (broker/mq-broker/follower.c, brings_nothing).  It is what
 -- mq.replica_fetch would record and answer for such a partition without
--- its work per partition: no records to read (the follower holds the log
--- end), no offsets to ship (it holds their version, and whether that is
--- caught up is recorded as the full fetch does), and a high watermark
--- below the log end moved if
--- it can (mq._replica_advance_hwm), with the epochs from the log end on,
--- as the full fetch answers them.  A partition that stopped being so since it
--- was looked at (a record, another epoch, retention past its offset,
--- another progress) has no row: the caller fetches it as usual.  The
--- caller holds the partitions' progress locks, and tells the backend's
--- memory of looks when their progress was recorded (stamped_at:
--- mq._replica_fetch_restamp).
+-- its work per partition: no records to read, no offsets to ship, and a
+-- high watermark that cannot move (it is at the follower's log end
+-- already).  A partition that stopped being so since it was looked at (a
+-- record, another epoch, retention past its offset, a high watermark
+-- behind the log end, another progress) has no row: the caller fetches it
+-- as usual.  The caller holds the partitions' progress locks, and tells
+-- the backend's memory of looks when their progress was recorded
+-- (stamped_at: mq._replica_fetch_restamp).
 CREATE FUNCTION mq._replica_fetch_refresh(p_replica_id integer, p_ids integer[], p_partitions integer[],
                                           p_epochs integer[], p_offsets bigint[], p_ovs bigint[],
                                           p_ks integer[])
@@ -364,33 +336,27 @@ BEGIN
     FOR x IN
         WITH c AS (
             SELECT q.k AS ck, st.topic_id, st.partition, st.leader_epoch, st.high_watermark,
-                   st.log_start_offset, p_offsets[q.k] AS o, p_ovs[q.k] AS ov, g.log_end_offset AS was
+                   st.log_start_offset, p_offsets[q.k] AS o, p_ovs[q.k] AS ov
               FROM unnest(p_ks) AS q(k)
               JOIN mq.partition_state st
                 ON st.topic_id OPERATOR(pg_catalog.=) p_ids[q.k]
                AND st.partition OPERATOR(pg_catalog.=) p_partitions[q.k]
-              JOIN mq.replica_progress g
-                ON g.topic_id OPERATOR(pg_catalog.=) st.topic_id
-               AND g.partition OPERATOR(pg_catalog.=) st.partition
-               AND g.replica_id OPERATOR(pg_catalog.=) p_replica_id
              WHERE st.role OPERATOR(pg_catalog.=) 'leader'
                AND st.leader_epoch OPERATOR(pg_catalog.=) p_epochs[q.k]
-               AND st.high_watermark OPERATOR(pg_catalog.<=) p_offsets[q.k]
+               AND st.high_watermark OPERATOR(pg_catalog.=) p_offsets[q.k]
                AND st.log_start_offset OPERATOR(pg_catalog.<=) p_offsets[q.k]
                AND mq._log_end_offset(st.topic_id, st.partition) OPERATOR(pg_catalog.=) p_offsets[q.k]
-               AND g.leader_epoch OPERATOR(pg_catalog.=) st.leader_epoch
-               AND g.offsets_version IS NOT DISTINCT FROM p_ovs[q.k]
-               AND g.log_end_offset OPERATOR(pg_catalog.<=) p_offsets[q.k]
         ), t AS (SELECT clock_timestamp() AS now)
         UPDATE mq.replica_progress r
-           SET last_fetch_at = t.now, caught_up_at = t.now, last_fetch_leader_leo = c.o, log_end_offset = c.o,
-               offsets_caught_up = CASE WHEN c.was OPERATOR(pg_catalog.=) c.o THEN r.offsets_caught_up
-                                        ELSE mq._replica_offsets_caught_up(c.topic_id, c.partition, c.leader_epoch, c.ov) END
+           SET last_fetch_at = t.now, caught_up_at = t.now, last_fetch_leader_leo = c.o
           FROM c, t
          WHERE r.topic_id OPERATOR(pg_catalog.=) c.topic_id
            AND r.partition OPERATOR(pg_catalog.=) c.partition
            AND r.replica_id OPERATOR(pg_catalog.=) p_replica_id
-        RETURNING c.ck, c.topic_id, c.partition, c.o, c.was, c.high_watermark, c.ov, c.log_start_offset, t.now
+           AND r.leader_epoch OPERATOR(pg_catalog.=) c.leader_epoch
+           AND r.log_end_offset OPERATOR(pg_catalog.=) c.o
+           AND r.offsets_version IS NOT DISTINCT FROM c.ov
+        RETURNING c.ck, c.o, c.high_watermark, c.ov, c.log_start_offset, t.now
     LOOP
         k := x.ck;
         stamped_at := x.now;
@@ -400,16 +366,6 @@ BEGIN
         batch.high_watermark := x.high_watermark;
         batch.offsets_version := x.ov;
         batch.log_start_offset := x.log_start_offset;
-        IF x.was < x.o OR x.high_watermark < x.o THEN
-            IF x.high_watermark < x.o THEN
-                batch.high_watermark := mq._replica_advance_hwm(x.topic_id, x.partition);
-            END IF;
-            SELECT array_agg(h.leader_epoch ORDER BY h.start_offset), array_agg(h.start_offset ORDER BY h.start_offset)
-              INTO batch.epochs, batch.epoch_starts
-              FROM mq.leader_epoch_history h
-             WHERE h.topic_id OPERATOR(pg_catalog.=) x.topic_id AND h.partition OPERATOR(pg_catalog.=) x.partition
-               AND h.start_offset OPERATOR(pg_catalog.>=) x.o;
-        END IF;
         RETURN NEXT;
     END LOOP;
 END $$;
@@ -433,8 +389,7 @@ END $$;
 -- recorded twice a wait), or each one when max_wait_ms is 0, in the
 -- order given, until the batches hold 10 x max_records records (the
 -- others wait for the next call, whose order the caller rotates); the
--- idle ones among them, and those whose fetch only acknowledges the
--- records the last one brought, are answered together
+-- idle ones among them are answered together
 -- (mq._replica_fetch_refresh).  The progress locks of the partitions it
 -- fetches are taken first, in one order (topic id, partition): two
 -- followers' fetches of the same partitions in different orders would
@@ -490,8 +445,7 @@ BEGIN
        FROM unnest(v_take) k ORDER BY s.ids[k], partitions[k];
     FOR r IN SELECT * FROM mq._replica_fetch_refresh(replica_id, s.ids, partitions, leader_epochs,
                                                      fetch_offsets, offsets_versions,
-                                                     ARRAY(SELECT k FROM unnest(v_take) k
-                                                            WHERE s.idle[k] OR coalesce(s.acks[k], false))) LOOP
+                                                     ARRAY(SELECT k FROM unnest(v_take) k WHERE s.idle[k])) LOOP
         v_fresh[r.k] := r.batch;
         v_stamped := r.stamped_at;
     END LOOP;
@@ -563,14 +517,12 @@ BEGIN
     COMMIT;
 END $$;
 
-COMMENT ON FUNCTION mq._replica_offsets_caught_up(integer, integer, integer, bigint) IS
-    'internal (replication): whether a follower holding an offsets version has what the ISR acknowledged';
 COMMENT ON FUNCTION mq._replica_fetch_look(text, integer, integer, integer, integer, bigint, bigint) IS
-    'internal (replication): what a follower''s fetch finds before it reads (epoch check, log end, progress, idle or only acknowledging)';
+    'internal (replication): what a follower''s fetch finds before it reads (epoch check, log end, progress, idle)';
 COMMENT ON FUNCTION mq._replica_fetch_looks(integer, text[], integer[], integer[], bigint[], bigint[], integer) IS
     'internal (replication): replica_fetch_many''s look at each partition, errors kept per partition';
 COMMENT ON FUNCTION mq._replica_fetch_refresh(integer, integer[], integer[], integer[], bigint[], bigint[], integer[]) IS
-    'internal (replication): replica_fetch_many''s answers of idle partitions whose progress is due and of fetches that only acknowledge, in one statement';
+    'internal (replication): replica_fetch_many''s answers of idle partitions whose progress is due, in one statement';
 COMMENT ON FUNCTION mq.replica_fetch_many(integer, text[], integer[], integer[], bigint[], bigint[], integer, integer) IS
     'broker API: a follower''s fetch of many partitions from this leader''s node at once (one long poll)';
 COMMENT ON PROCEDURE mq.replica_fetch_commit(integer, text[], integer[], integer[], bigint[], bigint[], integer, integer, integer[], mq.replica_batch[], text[], text[]) IS
