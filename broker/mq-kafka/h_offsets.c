@@ -410,8 +410,8 @@ add_all_jobs(OffState *s)
 		const KBroker *b = cluster_broker_at(i);
 		KPool	   *pool = b->live && b->id != kconfig.node_id ? cluster_node_pool(b) : NULL;
 
-		if (pool && (job = kfan_job(&s->fan, pool)))
-			kstmt_text(kjob_add(job, ALL_COMMITTED_SQL, 0), MQ_TEXTOID, s->group);
+		if (pool)
+			kstmt_text(kjob_add(kfan_job(&s->fan, pool), ALL_COMMITTED_SQL, 0), MQ_TEXTOID, s->group);
 	}
 }
 
