@@ -181,18 +181,18 @@ mq_replica_wait_any(PG_FUNCTION_ARGS)
 	uint64	   *seen = seen_counters(PG_GETARG_ARRAYTYPE_P(5), n);
 	bool		watching;
 	volatile bool news = false;
-	volatile bool all;
 
 	if (n2 != n || n3 != n || n4 != n)
 		ereport(ERROR,
 				(errcode(ERRCODE_MQ_INVALID_ARGUMENT),
 				 errmsg("the arrays of _replica_wait_any must have one length")));
 	watching = mq_notify_watch();
-	all = !watching;			/* polling: counters may not move */
 	PG_TRY();
 	{
-		while (!(news = any_news(n, ids, parts, offsets, ovs, seen, all)) && mq_notify_nap(deadline, watching ? LONG_MAX : WAIT_POLL_MS))
-			all = !watching;	/* polling: counters may not move */
+		/* polling (not watching), counters may not move: look at all */
+		do
+			news = any_news(n, ids, parts, offsets, ovs, seen, !watching);
+		while (!news && mq_notify_nap(deadline, watching ? LONG_MAX : WAIT_POLL_MS));
 	}
 	PG_FINALLY();
 	{
