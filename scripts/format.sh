@@ -77,9 +77,21 @@ if ! diff -u --label scripts/typedefs.list --label 'scripts/typedefs.list (from 
 	scripts/typedefs.list "$tmp/typedefs.list"; then
 	status=1
 fi
-for f in "${files[@]}"; do
-	format "$f" >"$tmp/out"
-	if ! diff -u --label "$f" --label "$f (formatted)" "$f" "$tmp/out"; then
+# one file per core at a time, each diff to a file of its own, printed in
+# order
+jobs_max="$(nproc)"
+for i in "${!files[@]}"; do
+	f="${files[$i]}"
+	{
+		format "$f" >"$tmp/$i.out"
+		diff -u --label "$f" --label "$f (formatted)" "$f" "$tmp/$i.out" >"$tmp/$i.diff" || true
+	} &
+	while (($(jobs -rp | wc -l) >= jobs_max)); do wait -n || true; done
+done
+wait
+for i in "${!files[@]}"; do
+	if [[ -s "$tmp/$i.diff" ]]; then
+		cat "$tmp/$i.diff"
 		status=1
 	fi
 done

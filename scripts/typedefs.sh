@@ -38,18 +38,21 @@ preprocess_once() {
 # preprocess FILE: the text the compiler sees, a stub for each missing
 # generated header ("name.h" includes only)
 preprocess() {
-	local f="$1" err missing
+	local f="$1" scratch="$2" err missing made=" "
 	for _ in 1 2 3 4 5 6 7 8; do
-		if preprocess_once "$f" >"$stubs/.out" 2>"$stubs/.err"; then
-			cat "$stubs/.out"
+		if preprocess_once "$f" >"$scratch.out" 2>"$scratch.err"; then
+			cat "$scratch.out"
 			return 0
 		fi
-		err="$(cat "$stubs/.err")"
+		err="$(cat "$scratch.err")"
 		missing="$(sed -n 's/.*fatal error: \([A-Za-z0-9_./-]*\.h\): No such file or directory.*/\1/p' <<<"$err" | head -n 1)"
-		if [[ -z "$missing" || -e "$stubs/$missing" ]]; then
+		# missing again after this call made its stub: a real error (a
+		# stub another file's run made at the same time is no sign)
+		if [[ -z "$missing" || "$made" == *" $missing "* ]]; then
 			echo "$err" >&2
 			return 1
 		fi
+		made+="$missing "
 		mkdir -p "$stubs/$(dirname "$missing")"
 		: >"$stubs/$missing"
 	done
@@ -57,9 +60,24 @@ preprocess() {
 }
 
 mapfile -t files < <(git ls-files 'src/*.c' 'broker/*.c')
-for f in "${files[@]}"; do
-	preprocess "$f" || { echo "typedefs.sh: cannot preprocess $f" >&2; exit 1; }
-done | perl -e '
+# one preprocessor per core, each file to its own output, read back in
+# order (the stub headers are shared: making one twice is harmless)
+out="$(mktemp -d)"
+trap 'rm -rf "$stubs" "$out"' EXIT
+jobs_max="$(nproc)"
+for i in "${!files[@]}"; do
+	preprocess "${files[$i]}" "$out/$i.scratch" >"$out/$i" 2>"$out/$i.err" || : >"$out/$i.failed" &
+	while (($(jobs -rp | wc -l) >= jobs_max)); do wait -n || true; done
+done
+wait
+for i in "${!files[@]}"; do
+	if [[ -e "$out/$i.failed" ]]; then
+		cat "$out/$i.err" >&2
+		echo "typedefs.sh: cannot preprocess ${files[$i]}" >&2
+		exit 1
+	fi
+done
+for i in "${!files[@]}"; do cat "$out/$i"; done | perl -e '
 	# The names declared by each top-level "typedef ...;" of C source.
 	local $/;
 	my $src = <STDIN>;

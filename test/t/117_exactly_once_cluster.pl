@@ -98,7 +98,7 @@ sub committed
 	my ($p) = @_;
 	my $l = $c->leader('in', $p);
 	return -1 if $l < 1;
-	my ($ok, $out) = MqCluster::psql_cmd($c->node($l),
+	my ($ok, $out) = MqSession::run($c->node($l),
 		"SELECT coalesce(mq.committed_offset('g', 'in', $p), 0)", 5);
 	chomp $out;
 	return $ok && $out =~ /^\d+$/ ? $out : -1;

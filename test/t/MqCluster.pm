@@ -21,8 +21,8 @@
 #   $c->check_log('t', 0, $acks, @live);   # the independent checker
 #   $c->check_log('t', 0, [ @$acks, @$acks_q ], @live);  # several producers
 #
-# The producer is a child process that sends batches with psql to whoever
-# the coordinator names leader, retrying a batch with the same sequence
+# The producer is a child process that sends batches with psql (one kept
+# open per server, MqSession.pm) to whoever the coordinator names leader, retrying a batch with the same sequence
 # until it is acknowledged, and records each acknowledgement (sequence,
 # offset, node, time) in a file.  The consumer is another child that reads
 # with mq.fetch from whoever the coordinator names leader and records every
@@ -66,6 +66,7 @@ use File::Basename ();
 use File::Temp ();
 use MqProxy;
 use MqHaCoord;
+use MqSession;
 
 # every cluster made, so that brokers never outlive a test that died
 my @clusters;
@@ -84,6 +85,37 @@ for my $sig (qw(TERM INT HUP))
 		print STDERR "# stopped by SIG$sig: tearing down\n";
 		exit 1;
 	};
+}
+
+# Every test's poll_query_until polls on a kept session (MqSession.pm):
+# the attempts, pause and verdict of PostgreSQL::Test::Cluster's own (its
+# output exactly as expected, nothing on stderr), without a psql and a
+# backend started for each attempt, 10 a second.  An attempt may take the
+# test's timeout, or 5 s on the highly available coordinator: a session
+# kept on a node that is then paused is dropped, and the next attempt
+# connects anew, passing over a paused node after connect_timeout.
+{
+	no warnings 'redefine';
+	*PostgreSQL::Test::Cluster::poll_query_until = \&poll_query_until;
+}
+
+sub poll_query_until
+{
+	my ($node, $dbname, $query, $expected) = @_;
+	$expected //= 't';
+	my $attempt = $node->isa('MqHaCoord') ? 5 : $PostgreSQL::Test::Utils::timeout_default;
+	my ($out, $err) = ('', '');
+	for (1 .. 10 * $PostgreSQL::Test::Utils::timeout_default)
+	{
+		(undef, $out, $err) = MqSession::run_conninfo($node->connstr($dbname), $query // '', $attempt);
+		chomp($out, $err);
+		return 1 if $out eq $expected && $err eq '';
+		usleep(100_000);
+	}
+	diag("poll_query_until timed out executing this query:\n"
+		  . ($query // '(connection attempt only)')
+		  . "\nexpecting this output:\n$expected\nlast actual query output:\n$out\nwith stderr:\n$err");
+	return 0;
 }
 
 # Register a cluster for the END block (new does; test/unit/tap_daemons.sh
@@ -391,14 +423,14 @@ sub create_topic
 sub leader
 {
 	my ($self, $topic, $partition) = @_;
-	return $self->coord->safe_psql('postgres',
+	return MqSession::safe_psql($self->coord, 'postgres',
 		"SELECT coalesce(leader, -1) FROM mq_coord.partition WHERE topic = '$topic' AND partition = $partition");
 }
 
 sub isr
 {
 	my ($self, $topic, $partition) = @_;
-	return $self->coord->safe_psql('postgres',
+	return MqSession::safe_psql($self->coord, 'postgres',
 		"SELECT array_to_string(ARRAY(SELECT unnest(isr) ORDER BY 1), ',') FROM mq_coord.partition "
 		. "WHERE topic = '$topic' AND partition = $partition");
 }
@@ -612,14 +644,14 @@ sub start_producer
 		{
 			# the leader the coordinator names; while the coordinator cannot
 			# answer, the last one it named (leaders serve on without it)
-			my ($lok, $l) = defined $fixed ? (1, $fixed) : psql_cmd($self->coord,
+			my ($lok, $l) = defined $fixed ? (1, $fixed) : MqSession::run($self->coord,
 				"SELECT coalesce(leader, -1) FROM mq_coord.partition WHERE topic = '$topic' AND partition = $partition", 2);
 			chomp $l;
 			$l = $known if !$lok && $known > 0;
 			if ($l !~ /^\d+$/ || $l < 1) { usleep(50_000); next; }
 			$known = $l;
 			my $vals = join(',', map { "'$tag" . ($vbase + $seq + $_) . "'" } 0 .. $batch - 1);
-			my ($sok, $res) = psql_cmd($self->node($l),
+			my ($sok, $res) = MqSession::run($self->node($l),
 				"CALL mq.produce('$topic', NULL, ARRAY[$vals]::bytea[], $partition, 'all', "
 				  . "$producer_id, 0, $seq, 5000)", $attempt);
 			if ($sok)
@@ -747,13 +779,13 @@ sub start_consumer
 		while (!-e $stop)
 		{
 			# as the producer: the last leader named while the coordinator is away
-			my ($lok, $l) = psql_cmd($self->coord,
+			my ($lok, $l) = MqSession::run($self->coord,
 				"SELECT coalesce(leader, -1) FROM mq_coord.partition WHERE topic = '$topic' AND partition = $partition", 2);
 			chomp $l;
 			$l = $known if !$lok && $known > 0;
 			if ($l !~ /^\d+$/ || $l < 1) { usleep(50_000); next; }
 			$known = $l;
-			my ($ok, $res) = psql_cmd($self->node($l),
+			my ($ok, $res) = MqSession::run($self->node($l),
 				"SELECT msg_offset || ' ' || convert_from(value, 'UTF8') "
 				  . "FROM mq.fetch('$topic', $partition, $pos, 1000, 300)", 5);
 			if (!$ok)
@@ -852,7 +884,7 @@ sub wait_converged
 	  . "WHERE topic = '$topic' AND partition = $partition";
 	for (1 .. 300)
 	{
-		my %seen = map { $self->node($_)->safe_psql('postgres', $q) => 1 } @live;
+		my %seen = map { (MqSession::run($self->node($_), $q, 10))[1] => 1 } @live;
 		my ($k) = keys %seen;
 		return 1 if keys %seen == 1 && $k =~ m{^(\d+)/\1$};
 		usleep(100_000);
@@ -1282,7 +1314,7 @@ sub start_added
 sub replicas
 {
 	my ($self, $topic, $partition) = @_;
-	return $self->coord->safe_psql('postgres',
+	return MqSession::safe_psql($self->coord, 'postgres',
 		"SELECT array_to_string(replicas, ',') FROM mq_coord.partition "
 		  . "WHERE topic = '$topic' AND partition = $partition");
 }

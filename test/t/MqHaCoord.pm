@@ -34,6 +34,7 @@ use Time::HiRes qw(time usleep);
 use File::Temp ();
 use File::Basename ();
 use POSIX ();
+use MqSession;
 
 my @started;
 END { $_->stop_ha for @started; }
@@ -183,12 +184,14 @@ sub wait_writable
 	return 0;
 }
 
+# On a kept session (MqSession.pm), given 3 s: one kept on a node that was
+# paused since is then dropped, and the next try connects anew, which
+# passes over a paused node after connect_timeout.
 sub can_write
 {
 	my ($self) = @_;
-	my $cs = $self->connstr('postgres');
-	my $out = `timeout 10 psql -X -A -t -q -d "$cs" -c 'SELECT pg_catalog.txid_current()' 2>&1`;
-	return $? == 0;
+	my ($ok) = MqSession::run_conninfo($self->connstr('postgres'), 'SELECT pg_catalog.txid_current()', 3);
+	return $ok;
 }
 
 # Wait until the monitor sees a primary and a secondary again.
@@ -237,7 +240,7 @@ sub start_role_sampler
 		{
 			for my $i (1 .. scalar @{ $c->{nodes} })
 			{
-				my ($ok, $row) = MqCluster::psql_cmd($c->node($i),
+				my ($ok, $row) = MqSession::run($c->node($i),
 					"SELECT role, leader_epoch FROM mq.replica_status "
 					  . "WHERE topic = '$topic' AND partition = $partition", 2);
 				printf $out "%d %s %.3f\n", $i, $1, time
