@@ -172,13 +172,13 @@ print_times() {
 pass() {
 	PASSED=$((PASSED + 1))
 	suite_done "$@"
-	printf -- '--- PASS: %s\n' "$1"
+	printf -- '--- PASS: %s (%ss)\n' "$1" "$(secs "${SUITE_TIMES[-1]%%$'\t'*}")"
 }
 fail() {
 	FAILED=$((FAILED + 1))
 	FAILED_NAMES+=("$1")
 	suite_done "$@"
-	printf -- '--- FAIL: %s\n' "$1"
+	printf -- '--- FAIL: %s (%ss)\n' "$1" "$(secs "${SUITE_TIMES[-1]%%$'\t'*}")"
 }
 
 # keep_log FILE-OR-DIR [NAME]: copy into a directory kept after the run.
@@ -490,7 +490,7 @@ fi
 # --------------------------------------------------------------------------
 if want unit; then
 	mq_phase "unit tests without PostgreSQL (${#UNIT_C[@]} in C, ${#UNIT_SH[@]} scripts in test/unit/)"
-	if ! make -s -C broker unit PG_CONFIG="$PG_CONFIG"; then
+	if ! make -s -j"$(nproc)" -C broker unit PG_CONFIG="$PG_CONFIG"; then
 		fail "unit:build"
 	else
 		suite_mark

@@ -616,10 +616,13 @@ sub start_producer
 	my $vbase = $opt{value_base} // 0;
 	# leader => N: always send to node N, never asking the coordinator
 	my $fixed = $opt{leader};
-	# pace_us => N: the pause after each acknowledged batch (default 10 ms):
+	# pace_us => N: the pause after each acknowledged batch (default 50 ms):
 	# three tests run at a time, and a producer looping flat out took CPU
-	# the others' deadlines needed, for no more faults seen
-	my $pace = $opt{pace_us} // 10_000;
+	# the others' deadlines needed, for no more faults seen (10 ms while a
+	# batch also started two psql; on kept sessions a batch costs little
+	# more than its replication, and 10 ms made 113 use 52 s of CPU, 50 ms
+	# 32 s)
+	my $pace = $opt{pace_us} // 50_000;
 	my $producer_id = $opt{producer_id};
 	if (!defined $producer_id)
 	{
