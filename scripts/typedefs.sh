@@ -59,25 +59,9 @@ preprocess() {
 	return 1
 }
 
-mapfile -t files < <(git ls-files 'src/*.c' 'broker/*.c')
-# one preprocessor per core, each file to its own output, read back in
-# order (the stub headers are shared: making one twice is harmless)
-out="$(mktemp -d)"
-trap 'rm -rf "$stubs" "$out"' EXIT
-jobs_max="$(nproc)"
-for i in "${!files[@]}"; do
-	preprocess "${files[$i]}" "$out/$i.scratch" >"$out/$i" 2>"$out/$i.err" || : >"$out/$i.failed" &
-	while (($(jobs -rp | wc -l) >= jobs_max)); do wait -n || true; done
-done
-wait
-for i in "${!files[@]}"; do
-	if [[ -e "$out/$i.failed" ]]; then
-		cat "$out/$i.err" >&2
-		echo "typedefs.sh: cannot preprocess ${files[$i]}" >&2
-		exit 1
-	fi
-done
-for i in "${!files[@]}"; do cat "$out/$i"; done | perl -e '
+# The names declared by each top-level "typedef ...;" of C source, one a
+# line, sorted (run on each file's preprocessed text; the lists are merged)
+extract='
 	# The names declared by each top-level "typedef ...;" of C source.
 	local $/;
 	my $src = <STDIN>;
@@ -123,3 +107,27 @@ for i in "${!files[@]}"; do cat "$out/$i"; done | perl -e '
 	# reserved names of the C library (__off_t, ...) are never written here
 	print "$_\n" for sort grep { !/^__/ } keys %names;
 '
+
+mapfile -t files < <(git ls-files 'src/*.c' 'broker/*.c')
+# one preprocessor and extraction per core, each file's names to a file of
+# its own, merged at the end (the stub headers are shared: making one
+# twice is harmless)
+out="$(mktemp -d)"
+trap 'rm -rf "$stubs" "$out"' EXIT
+jobs_max="$(nproc)"
+for i in "${!files[@]}"; do
+	{
+		{ preprocess "${files[$i]}" "$out/$i.scratch" || : >"$out/$i.failed"; } 2>"$out/$i.err" |
+			perl -e "$extract" >"$out/$i.names"
+	} &
+	while (($(jobs -rp | wc -l) >= jobs_max)); do wait -n || true; done
+done
+wait
+for i in "${!files[@]}"; do
+	if [[ -e "$out/$i.failed" ]]; then
+		cat "$out/$i.err" >&2
+		echo "typedefs.sh: cannot preprocess ${files[$i]}" >&2
+		exit 1
+	fi
+done
+LC_ALL=C sort -u "$out"/*.names
