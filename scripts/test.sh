@@ -83,7 +83,7 @@
 #        checks run whole, the format check looks at the C files changed
 #        since the branch left main, the package phase is
 #        left out unless MQ_TEST_ONLY names it; MQ_TESTS, if set too, wins),
-#        MQ_TAP_JOBS (multi-node TAP tests run at a time, default 4),
+#        MQ_TAP_JOBS (multi-node TAP tests run at a time, default 3),
 #        MQ_TAP_NICE (niceness of the TAP lane beside the others, default 10),
 #        MQ_TAP_BESIDE=0 (run every phase in its place, the TAP phase and
 #        the mq-kafka and sanitizer phases not beside the others),
@@ -707,7 +707,7 @@ fi
 # the CPU time of the test and of every process it started, its servers
 # included.  Their nodes' initdb copies one template made at the first
 # (scripts/tap-initdb/initdb).
-TAP_JOBS="${MQ_TAP_JOBS:-4}"
+TAP_JOBS="${MQ_TAP_JOBS:-3}"
 declare -A TAP_RUNNING=() TAP_T0=()
 
 tap_start() {

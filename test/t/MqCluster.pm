@@ -22,14 +22,15 @@
 #   $c->check_log('t', 0, [ @$acks, @$acks_q ], @live);  # several producers
 #
 # The producer is a child process that sends batches with psql (one kept
-# open per server, MqSession.pm) to whoever the coordinator names leader, retrying a batch with the same sequence
-# until it is acknowledged, and records each acknowledgement (sequence,
-# offset, node, time) in a file.  The consumer is another child that reads
-# with mq.fetch from whoever the coordinator names leader and records every
-# record it was given (offset, value, node, time).  The checker compares
-# those records with what every replica holds at the end: acknowledged
-# records kept, at their offsets, once, in order; replicas identical below
-# the high watermark; nothing a consumer saw later truncated or changed.
+# open per server, MqSession.pm) to whoever the coordinator names leader,
+# retrying a batch with the same sequence until it is acknowledged, and
+# records each acknowledgement (sequence, offset, node, time) in a file.
+# The consumer is another child that reads with mq.fetch from whoever the
+# coordinator names leader and records every record it was given (offset,
+# value, node, time).  The checker compares those records with what every
+# replica holds at the end: acknowledged records kept, at their offsets,
+# once, in order; replicas identical below the high watermark; nothing a
+# consumer saw later truncated or changed.
 # A run that acknowledged nothing would pass all of that, so the checker
 # fails it, unless the caller says that nothing was to be acknowledged
 # ($c->check_log('t', 0, $acks, { expect_no_acks => 1 }, @live)).
@@ -617,7 +618,7 @@ sub start_producer
 	# leader => N: always send to node N, never asking the coordinator
 	my $fixed = $opt{leader};
 	# pace_us => N: the pause after each acknowledged batch (default 50 ms):
-	# three tests run at a time, and a producer looping flat out took CPU
+	# several tests run at a time, and a producer looping flat out took CPU
 	# the others' deadlines needed, for no more faults seen (10 ms while a
 	# batch also started two psql; on kept sessions a batch costs little
 	# more than its replication, and 10 ms made 113 use 52 s of CPU, 50 ms
