@@ -46,7 +46,7 @@
 #      files (tap_start below).  MQ_REPO_ROOT names the repo; test/t is in
 #      @INC for helper modules.  By default this phase runs beside phases
 #      3 to 5, in a second instance of this command started after the
-#      build, and phases 4b, 4e and 5 in a third, with a cluster of its own
+#      build, and phases 4e and 5 in a third, with a cluster of its own
 #      (MQ_TAP_BESIDE below); their output is printed after phase 5.
 #   7. package: test/package/*.sh, run with bash from the repo root as
 #      root (timeout MQ_PACKAGE_TIMEOUT, default 900 s): the Debian
@@ -54,9 +54,7 @@
 #      system's PostgreSQL and under their systemd units, and purged, the
 #      machine left as it was (test/package/deb.sh).  Last, because it
 #      replaces the files `make install` put in the system's PostgreSQL
-#      until it puts them back; with lanes beside (MQ_TAP_BESIDE), the
-#      packages build and lintian checks them in the background from the
-#      unit phase on, and this phase installs and proves them.
+#      until it puts them back.
 #
 # Each phase begins with mq_phase (scripts/lib.sh), which here also ends
 # the previous one: its elapsed time is printed when it ends, and at the
@@ -217,7 +215,7 @@ finish() {
 # phases from unit to sanitize: with MQ_TAP_BESIDE=1 (the default when
 # there is something to run beside) this command starts further instances
 # of itself right after the build (MQ_SKIP_BUILD=1), one per lane: the TAP
-# phase alone, and the pgTAP, mq-kafka and sanitizer phases (each instance with
+# phase alone, and the mq-kafka and sanitizer phases (each instance with
 # its own throwaway cluster, so the suites of two lanes share no roles,
 # databases or settings).  The TAP lane runs at niceness MQ_TAP_NICE
 # (default 10): its tests' producers and consumers loop as fast as they
@@ -475,30 +473,10 @@ if [[ "${MQ_TAP_BESIDE:-1}" != 0 ]]; then
 		beside_start "$((SUITE_TIMEOUT * ${#TAP_PL[@]} + 60))" "${MQ_TAP_NICE:-10}" tap
 	fi
 	if wants_any kafka sanitize && wants_any unit regress isolation pgtap concurrency cli; then
-		# pgTAP goes with them when the phases left here are more than it:
-		# the longest lane then was this one (docs/design.md)
 		lane=()
-		if want pgtap && wants_any unit regress isolation concurrency cli; then lane+=(pgtap); fi
 		for p in kafka sanitize; do if want "$p"; then lane+=("$p"); fi; done
-		beside_start "$((SUITE_TIMEOUT * (${#KAFKA_SH[@]} + ${#PGTAP_SQL[@]} + 3) + 60))" 0 "${lane[@]}"
+		beside_start "$((SUITE_TIMEOUT * (${#KAFKA_SH[@]} + 3) + 60))" 0 "${lane[@]}"
 	fi
-fi
-
-# --------------------------------------------------------------------------
-# The Debian packages build (and lintian checks them) beside the phases
-# from unit on, when lanes run beside: the package phase, which must come
-# last, then installs and proves them (test/package/deb.sh's knobs
-# MQ_DEB_BUILD_ONLY and MQ_DEB_PREBUILT).  The build took a third of that
-# phase, on a single core at the end of the run.
-DEB_BUILD_PID="" DEB_BUILT=""
-if want package && [[ "${MQ_TAP_BESIDE:-1}" != 0 && -z "${MQ_DEB_PREBUILT:-}" ]] &&
-	[[ " ${PACKAGE_SH[*]} " == *" test/package/deb.sh "* ]] && mq_is_root; then
-	DEB_BUILT="$(mktemp -d "${TMPDIR:-/tmp}/mq-deb-built.XXXXXX")"
-	mq_on_exit "rm -rf '$DEB_BUILT'"
-	echo "the Debian packages build in the background: their output comes with the package phase"
-	MQ_DEB_BUILD_ONLY="$DEB_BUILT" mq_spawn_timeout "${MQ_PACKAGE_TIMEOUT:-900}" \
-		bash test/package/deb.sh >"$DEB_BUILT/build.out" 2>&1
-	DEB_BUILD_PID="$MQ_SPAWNED"
 fi
 
 # --------------------------------------------------------------------------
@@ -799,20 +777,7 @@ fi
 # --------------------------------------------------------------------------
 if want package; then
 	mq_phase "Debian packages (${#PACKAGE_SH[@]} in test/package/)"
-	if [[ -n "$DEB_BUILD_PID" ]]; then
-		rc=0
-		wait "$DEB_BUILD_PID" || rc=$?
-		mq_reaped "$DEB_BUILD_PID" "$rc" "building the Debian packages"
-		echo "--- the packages' build, beside the other phases:"
-		sed 's/^/    /' "$DEB_BUILT/build.out"
-		if ((rc == 0)); then
-			export MQ_DEB_PREBUILT="$DEB_BUILT"
-		else
-			fail "package:build"
-		fi
-	fi
 	for f in "${PACKAGE_SH[@]}"; do
-		[[ "$f" != test/package/deb.sh || -z "$DEB_BUILD_PID" || -n "${MQ_DEB_PREBUILT:-}" ]] || continue
 		echo "running $f"
 		if mq_run_timeout "${MQ_PACKAGE_TIMEOUT:-900}" bash "$f"; then
 			pass "package:$f"

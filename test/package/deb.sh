@@ -105,9 +105,8 @@ mq_on_exit restore
 
 # --- 1. build ----------------------------------------------------------------
 if [[ -n "${MQ_DEB_PREBUILT:-}" ]]; then
-	# knob for working on this test, and for the test command: the .deb
-	# files of an earlier build (MQ_DEB_BUILD_ONLY), neither built nor
-	# linted again
+	# knob for working on this test: the .deb and .changes files of an
+	# earlier build, neither built nor linted again
 	mq_phase "build: skipped, the packages of $MQ_DEB_PREBUILT"
 	cp "$MQ_DEB_PREBUILT"/*.deb "$WORK/src/"
 else
@@ -138,14 +137,6 @@ if ! (cd / && runuser -u nobody -- env HOME="$WORK" lintian --pedantic --info \
 	mq_die "lintian has something to say (fix it, or override it in debian/ with the reason)"
 fi
 echo "lintian: nothing"
-fi
-# knob for the test command: MQ_DEB_BUILD_ONLY=DIR builds and lints, puts
-# the packages into DIR and ends (scripts/test.sh builds them beside the
-# other phases, then runs this with MQ_DEB_PREBUILT=DIR last)
-if [[ -n "${MQ_DEB_BUILD_ONLY:-}" ]]; then
-	cp "$WORK"/src/*.deb "$MQ_DEB_BUILD_ONLY/"
-	echo "build only: the packages are in $MQ_DEB_BUILD_ONLY"
-	exit 0
 fi
 
 # --- 2. install --------------------------------------------------------------
