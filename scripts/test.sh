@@ -83,6 +83,7 @@
 #        left out unless MQ_TEST_ONLY names it; MQ_TESTS, if set too, wins),
 #        MQ_TAP_JOBS (multi-node TAP tests run at a time, default 3),
 #        MQ_TAP_NICE (niceness of the TAP lane beside the others, default 10),
+#        MQ_KEEP_TAP_LOGS=1 (keep the logs of passed TAP tests too),
 #        MQ_TAP_BESIDE=0 (run every phase in its place, the TAP phase and
 #        the mq-kafka and sanitizer phases not beside the others),
 #        MQ_PRELOAD / MQ_EXTENSION (see scripts/lib.sh).
@@ -203,6 +204,8 @@ finish() {
 		for d in "$LOGS_DIR" "${BESIDE_LOGS[@]}"; do
 			[[ -n "$d" ]] && echo "logs of failed suites kept in $d"
 		done
+	elif [[ -n "$LOGS_DIR" ]]; then
+		echo "logs kept in $LOGS_DIR"
 	fi
 	echo
 	printf '%d passed, %d failed\n' "$PASSED" "$FAILED"
@@ -725,11 +728,13 @@ tap_reap() {
 	sed 's/^/    /' "$TAPDIR/out/$base.out"
 	if ((rc == 0)); then
 		pass "tap:$f" "$ms"
-		return 0
+		# MQ_KEEP_TAP_LOGS=1: keep a passed test's logs too
+		[[ -n "${MQ_KEEP_TAP_LOGS:-}" ]] || return 0
+	else
+		fail "tap:$f" "$ms"
 	fi
-	fail "tap:$f" "$ms"
 	log="$TAPDIR/tmp_check/log/regress_log_$base"
-	if [[ -f "$log" ]]; then
+	if ((rc != 0)) && [[ -f "$log" ]]; then
 		echo "---- last 60 lines of regress_log_$base ----"
 		tail -n 60 "$log"
 		echo "---- end ----"

@@ -177,17 +177,9 @@ sub new
 	$self->{coord} = MqHaCoord->start(role => $MqCluster::BROKER_ROLE) if $opt{coord_ha};
 	for my $i (1 .. $n + ($opt{coord_ha} ? 0 : 1))
 	{
-		my $name = $i <= $n ? "node$i" : 'coord';
-		my $node = PostgreSQL::Test::Cluster->new($name);
-		$node->init;
-		$node->append_conf('postgresql.conf', "shared_preload_libraries = 'mq'\n"
-			. "mq.maintenance_interval = 500\nlog_statement = none\n"
-			. "log_min_messages = warning\n"
-			. ($i <= $n ? ($opt{node_conf} // '') : '') . "\n");
+		my $node = init_node($i <= $n ? "node$i" : 'coord', $i <= $n ? $opt{node_conf} : undef);
 		$node->start;
-		$node->safe_psql('postgres', 'CREATE EXTENSION mq');
-		# the brokers run as a role that is no superuser (docs/replication.md)
-		$node->safe_psql('postgres', broker_role_sql());
+		install_mq($node);
 		if ($i <= $n) { push @{ $self->{nodes} }, $node; }
 		else { $self->{coord} = $node; }
 	}
@@ -201,6 +193,36 @@ sub new
 	$self->{broker_bin} = -x "$root/broker/mq-broker/mq-broker"
 		? "$root/broker/mq-broker/mq-broker" : 'mq-broker';
 	return $self;
+}
+
+# A node's server, made but not started; $conf goes into postgresql.conf.
+# Under scripts/test.sh its data directory is a copy of a template where
+# the SQL of install_mq ran already (scripts/tap-initdb/initdb).
+sub init_node
+{
+	my ($name, $conf) = @_;
+	my $node = PostgreSQL::Test::Cluster->new($name);
+	{
+		local $ENV{MQ_INITDB_SQL} = install_sql();
+		$node->init;
+	}
+	$node->append_conf('postgresql.conf', "shared_preload_libraries = 'mq'\n"
+		. "mq.maintenance_interval = 500\nlog_statement = none\n"
+		. "log_min_messages = warning\n" . ($conf // '') . "\n");
+	return $node;
+}
+
+# mq, and the role the brokers run as (no superuser: docs/replication.md)
+sub install_sql { return 'CREATE EXTENSION mq; ' . broker_role_sql(); }
+
+# Run install_sql on a started node, unless its data directory's template
+# ran it (mq_initdb.sql holds what ran there).
+sub install_mq
+{
+	my ($node) = @_;
+	my $done = $node->data_dir . '/mq_initdb.sql';
+	return if -e $done && PostgreSQL::Test::Utils::slurp_file($done) eq install_sql() . "\n";
+	$node->safe_psql('postgres', install_sql());
 }
 
 sub node  { $_[0]{nodes}[ $_[1] - 1 ] }
@@ -1292,11 +1314,7 @@ sub add_node
 {
 	my ($self, %opt) = @_;
 	my $i = scalar(@{ $self->{nodes} }) + 1;
-	my $node = PostgreSQL::Test::Cluster->new("node$i");
-	$node->init;
-	$node->append_conf('postgresql.conf', "shared_preload_libraries = 'mq'\n"
-		. "mq.maintenance_interval = 500\nlog_statement = none\n"
-		. "log_min_messages = warning\n" . ($self->{opt}{node_conf} // '') . "\n");
+	my $node = init_node("node$i", $self->{opt}{node_conf});
 	push @{ $self->{nodes} }, $node;
 	$self->start_added($i) unless $opt{later};
 	return $i;
@@ -1307,8 +1325,7 @@ sub start_added
 	my ($self, $i) = @_;
 	my $node = $self->node($i);
 	$node->start;
-	$node->safe_psql('postgres', 'CREATE EXTENSION mq');
-	$node->safe_psql('postgres', broker_role_sql());
+	install_mq($node);
 	$self->start_broker($i);
 	$self->coord->poll_query_until('postgres', "SELECT count(*) = 1 FROM mq_coord.broker WHERE broker_id = $i")
 	  or die "broker $i did not register";
