@@ -64,7 +64,6 @@ use Time::HiRes qw(time usleep);
 use POSIX ();
 use Fcntl ();
 use File::Basename ();
-use File::Temp ();
 use MqProxy;
 use MqHaCoord;
 use MqSession;
@@ -567,61 +566,9 @@ sub pid_alive
 # The producer: a child process sending batches with acks=all
 # ---------------------------------------------------------------------
 
-# Run one statement with psql; returns (success, output).  With $timeout
-# (seconds), psql is killed (SIGKILL) after that long: a paused node must
-# not hold a client forever.  Not by an alarm inherited across exec: psql 15
-# catches SIGALRM once connected (its \watch timer), so an alarm ended a
-# connection attempt but never a statement in progress.
-sub psql_cmd
-{
-	my ($node, $sql, $timeout) = @_;
-	my @cmd = ('psql', '-X', '-A', '-t', '-q', '-v', 'ON_ERROR_STOP=1', '-v', 'VERBOSITY=verbose',
-		'-h', $node->host, '-p', $node->port, '-d', 'postgres');
-	# a statement too long for one argument (a big batch) goes in a file
-	my $sqlfile;
-	if (length($sql) > 64 * 1024)
-	{
-		my $fh;
-		($fh, $sqlfile) = File::Temp::tempfile('mq-sql-XXXXXX', TMPDIR => 1);
-		print $fh $sql;
-		close $fh;
-		push @cmd, '-f', $sqlfile;
-	}
-	else
-	{
-		push @cmd, '-c', $sql;
-	}
-	my $out = '';
-	my $pid = open(my $fh, '-|');
-	die "fork: $!" unless defined $pid;
-	if ($pid == 0)
-	{
-		open STDERR, '>&', \*STDOUT;
-		exec @cmd or POSIX::_exit(127);
-	}
-	my $deadline = $timeout ? time + $timeout : undef;
-	my $rin = '';
-	vec($rin, fileno($fh), 1) = 1;
-	while (1)
-	{
-		my $left = defined $deadline ? $deadline - time : undef;
-		if (defined $left && $left <= 0)
-		{
-			kill 'KILL', $pid;	# then read on to the EOF its death brings
-			$deadline = undef;
-			next;
-		}
-		next if select(my $r = $rin, undef, undef, $left) <= 0;
-		my $n = sysread($fh, my $buf, 65536);
-		next if !defined $n && $!{EINTR};
-		last unless $n;
-		$out .= $buf;
-	}
-	close $fh;
-	my $status = $?;
-	unlink $sqlfile if $sqlfile;
-	return ($status == 0, $out);
-}
+# Run one statement with a psql of its own; returns (success, output)
+# (MqSession::once; the loops keep a session instead: MqSession::run).
+sub psql_cmd { return MqSession::once(@_); }
 
 sub start_producer
 {

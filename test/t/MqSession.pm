@@ -6,8 +6,9 @@
 #   my ($ok, $out) = MqSession::run($node, $sql, $timeout);
 #   my ($ok, $stdout, $stderr) = MqSession::run_conninfo($conninfo, $sql, $timeout);
 #   my $out = MqSession::safe_psql($node, $dbname, $sql);  # dies on failure
+#   my ($ok, $out) = MqSession::once($node, $sql, $timeout);  # a psql of its own
 #
-# run has the contract of MqCluster::psql_cmd: true when the statement
+# run has the contract of once (MqCluster::psql_cmd): true when the statement
 # succeeded, its output with psql's messages (stderr) after it, and psql
 # killed when $timeout seconds pass (a paused server must not hold a
 # client).  Why: on the 2-core CI machine a psql and its backend cost about
@@ -23,14 +24,16 @@
 # statement that fails or times out after the probe passed is a failure
 # of the statement, as before.  Sessions belong to the process that opened
 # them (a forked child opens its own), and end with it: psql reads EOF.
-# Statements longer than 60 kB go through psql_cmd (a file), so that a
+# Statements longer than 60 kB go through once (a file), so that a
 # write never blocks past the deadline.
 package MqSession;
 
 use strict;
 use warnings;
 
+use File::Temp ();
 use IPC::Open3 ();
+use POSIX ();
 use Symbol ();
 use Time::HiRes qw(time);
 
@@ -40,7 +43,7 @@ my $seq = 0;
 sub run
 {
 	my ($node, $sql, $timeout) = @_;
-	return MqCluster::psql_cmd($node, $sql, $timeout) if length($sql) > 60 * 1024;
+	return once($node, $sql, $timeout) if length($sql) > 60 * 1024;
 	my ($ok, $out, $err) = run_conninfo(
 		'host=' . $node->host . ' port=' . $node->port . ' dbname=postgres', $sql, $timeout);
 	return ($ok, $out . $err);
@@ -143,6 +146,62 @@ sub exchange
 	$out =~ s/^1\n\Q$probe\E \w+\n//m;
 	$out =~ s/^\Q$end\E \w+\n//m;
 	return ($state, $out, $err);
+}
+
+# Run one statement with psql; returns (success, output).  With $timeout
+# (seconds), psql is killed (SIGKILL) after that long: a paused node must
+# not hold a client forever.  Not by an alarm inherited across exec: psql 15
+# catches SIGALRM once connected (its \watch timer), so an alarm ended a
+# connection attempt but never a statement in progress.
+sub once
+{
+	my ($node, $sql, $timeout) = @_;
+	my @cmd = ('psql', '-X', '-A', '-t', '-q', '-v', 'ON_ERROR_STOP=1', '-v', 'VERBOSITY=verbose',
+		'-h', $node->host, '-p', $node->port, '-d', 'postgres');
+	# a statement too long for one argument (a big batch) goes in a file
+	my $sqlfile;
+	if (length($sql) > 64 * 1024)
+	{
+		my $fh;
+		($fh, $sqlfile) = File::Temp::tempfile('mq-sql-XXXXXX', TMPDIR => 1);
+		print $fh $sql;
+		close $fh;
+		push @cmd, '-f', $sqlfile;
+	}
+	else
+	{
+		push @cmd, '-c', $sql;
+	}
+	my $out = '';
+	my $pid = open(my $fh, '-|');
+	die "fork: $!" unless defined $pid;
+	if ($pid == 0)
+	{
+		open STDERR, '>&', \*STDOUT;
+		exec @cmd or POSIX::_exit(127);
+	}
+	my $deadline = $timeout ? time + $timeout : undef;
+	my $rin = '';
+	vec($rin, fileno($fh), 1) = 1;
+	while (1)
+	{
+		my $left = defined $deadline ? $deadline - time : undef;
+		if (defined $left && $left <= 0)
+		{
+			kill 'KILL', $pid;	# then read on to the EOF its death brings
+			$deadline = undef;
+			next;
+		}
+		next if select(my $r = $rin, undef, undef, $left) <= 0;
+		my $n = sysread($fh, my $buf, 65536);
+		next if !defined $n && $!{EINTR};
+		last unless $n;
+		$out .= $buf;
+	}
+	close $fh;
+	my $status = $?;
+	unlink $sqlfile if $sqlfile;
+	return ($status == 0, $out);
 }
 
 1;
