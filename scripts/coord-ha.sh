@@ -6,11 +6,12 @@
 # available", says why this engine; docs/replication.md why elections stay
 # safe across its failovers).
 #
-#   scripts/coord-ha.sh start DIR MONPORT PORT1 PORT2 [ROLE]
+#   scripts/coord-ha.sh start DIR MONPORT PORT1 PORT2 [ROLE [POOLPORT]]
 #       creates and starts everything under DIR (which must not exist),
 #       CREATE EXTENSION mq on the primary and, with ROLE, the broker role
 #       (mq_coord.grant_broker); prints the clients' multi-host conninfo
-#       (both nodes, target_session_attrs=read-write) on stdout
+#       (both nodes, target_session_attrs=read-write) on stdout; with
+#       POOLPORT the keepers reach the monitor through PgBouncer there
 #   scripts/coord-ha.sh primary DIR     the primary's number (1 or 2), once there is one
 #   scripts/coord-ha.sh wait DIR        until a primary and a secondary run
 #   scripts/coord-ha.sh pids DIR N      node N's (1 or 2, or "monitor")
@@ -111,8 +112,49 @@ run_keeper() {
 	echo $! >"$dir/$name.pid"
 }
 
+# With POOLPORT, the keepers reach the monitor through a PgBouncer on
+# 127.0.0.1:POOLPORT (session pooling): each keeper opens a connection to
+# the monitor for every call, several a second, and a new PostgreSQL
+# backend cost about 37 ms of CPU on the 2-core test machine, half a core
+# for an idle coordinator (docs/design.md, "The test command's time").
+# The monitor's own checks and this script's queries go to it directly.
 monitor_uri() {
-	echo "postgres://autoctl_node@127.0.0.1:$(cat "$dir/monitor.port")/pg_auto_failover?sslmode=disable"
+	local port
+	port="$(cat "$dir/pool.port" 2>/dev/null || cat "$dir/monitor.port")"
+	echo "postgres://autoctl_node@127.0.0.1:$port/pg_auto_failover?sslmode=disable"
+}
+
+start_pool() {
+	local mport="$1" port="$2"
+	mkdir -m 700 "$dir/pool"
+	printf '"autoctl_node" ""\n' >"$dir/pool/users.txt"
+	cat >"$dir/pool/pgbouncer.ini" <<-EOF
+		[databases]
+		pg_auto_failover = host=127.0.0.1 port=$mport dbname=pg_auto_failover
+		[pgbouncer]
+		listen_addr = 127.0.0.1
+		listen_port = $port
+		unix_socket_dir =
+		auth_type = trust
+		auth_file = $dir/pool/users.txt
+		pool_mode = session
+		server_reset_query = DISCARD ALL
+		logfile = $dir/pool/pgbouncer.log
+		pidfile = $dir/pool/pgbouncer.pid
+		log_connections = 0
+		log_disconnections = 0
+	EOF
+	pgbouncer -d -q "$dir/pool/pgbouncer.ini"
+	echo "$port" >"$dir/pool.port"
+}
+
+stop_pool() {
+	local pid
+	pid="$(cat "$dir/pool/pgbouncer.pid" 2>/dev/null || true)"
+	[[ -n "$pid" ]] || return 0
+	kill -INT "$pid" 2>/dev/null || return 0
+	for _ in $(seq 100); do kill -0 "$pid" 2>/dev/null || return 0; sleep 0.05; done
+	kill -KILL "$pid" 2>/dev/null || true
 }
 
 # SQL on the monitor, one value per line
@@ -163,7 +205,7 @@ ready_sql="SELECT count(*) FILTER (WHERE reportedstate = 'primary' AND goalstate
 	FROM pgautofailover.node"
 
 start() {
-	local mport="$1" p1="$2" p2="$3" role="${4:-}"
+	local mport="$1" p1="$2" p2="$3" role="${4:-}" pool="${5:-}"
 	[[ ! -e "$dir" ]] || { say "$dir exists"; return 1; }
 	mkdir -p "$dir" "$XDG_CONFIG_HOME" "$XDG_DATA_HOME"
 	chmod 700 "$dir"
@@ -172,6 +214,7 @@ start() {
 			watchdog "$MQ_COORD_HA_OWNER" "$self" "$dir" >/dev/null 2>&1 </dev/null &
 	fi
 	create_monitor "$mport"
+	[[ -z "$pool" ]] || start_pool "$mport" "$pool"
 	create_node 1 "$p1"
 	wait_monitor "SELECT count(*) = 1 FROM pgautofailover.node WHERE reportedstate = 'single'" 60
 	for _ in $(seq 300); do
@@ -250,6 +293,7 @@ stop() {
 		[[ -f "$dir/$name/postmaster.pid" ]] &&
 			"$pgbin/pg_ctl" -D "$dir/$name" -m immediate stop >/dev/null 2>&1 || true
 	done
+	stop_pool
 }
 
 shift 2

@@ -58,7 +58,8 @@ sub ha
 	# servers' logs (kept when a test fails)
 	my $log = logfile('.log');
 	local $ENV{MQ_COORD_HA_OWNER} = $$;
-	my $out = `bash @{[ script() ]} @args 2>>$log`;
+	my $argv = join ' ', map { "'$_'" } @args;	# an empty ROLE stays an argument
+	my $out = `bash @{[ script() ]} $argv 2>>$log`;
 	die "coord-ha.sh @args failed" if $? != 0;
 	chomp $out;
 	return $out;
@@ -67,14 +68,16 @@ sub ha
 sub start
 {
 	my ($class, %opt) = @_;
-	my @ports = map { PostgreSQL::Test::Cluster::get_free_port() } 1 .. 3;
+	# the monitor, the two nodes, and the PgBouncer the keepers reach the
+	# monitor through (coord-ha.sh: half the CPU of an idle coordinator)
+	my @ports = map { PostgreSQL::Test::Cluster::get_free_port() } 1 .. 4;
 	# a short path: the nodes' Unix sockets live there
 	my $dir = File::Temp::tempdir('mqha-XXXXXX', TMPDIR => 1, CLEANUP => 1) . '/ha';
 	my $self = bless {
 		_name => 'coord', _host => '127.0.0.1,127.0.0.1', _port => "$ports[1],$ports[2]",
 		ha_dir => $dir, ports => [ @ports[ 1, 2 ] ], paused => {} }, $class;
 	push @started, $self;
-	$self->ha('start', $dir, @ports, $opt{role} // '');
+	$self->ha('start', $dir, @ports[ 0 .. 2 ], $opt{role} // '', $ports[3]);
 	note("HA coordinator: monitor $ports[0], nodes $ports[1], $ports[2] in $dir");
 	return $self;
 }
