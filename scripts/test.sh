@@ -46,7 +46,7 @@
 #      files (tap_start below).  MQ_REPO_ROOT names the repo; test/t is in
 #      @INC for helper modules.  By default this phase runs beside phases
 #      3 to 5, in a second instance of this command started after the
-#      build, and phases 4b, 4e and 5 in a third, with a cluster of its own
+#      build, and phases 4e and 5 in a third, with a cluster of its own
 #      (MQ_TAP_BESIDE below); their output is printed after phase 5.
 #   7. package: test/package/*.sh, run with bash from the repo root as
 #      root (timeout MQ_PACKAGE_TIMEOUT, default 900 s): the Debian
@@ -218,7 +218,7 @@ finish() {
 # phases from unit to sanitize: with MQ_TAP_BESIDE=1 (the default when
 # there is something to run beside) this command starts further instances
 # of itself right after the build (MQ_SKIP_BUILD=1), one per lane: the TAP
-# phase alone, and the pgTAP, mq-kafka and sanitizer phases (each instance with
+# phase alone, and the mq-kafka and sanitizer phases (each instance with
 # its own throwaway cluster, so the suites of two lanes share no roles,
 # databases or settings).  The TAP lane runs at niceness MQ_TAP_NICE
 # (default 10): its tests' producers and consumers loop as fast as they
@@ -476,12 +476,9 @@ if [[ "${MQ_TAP_BESIDE:-1}" != 0 ]]; then
 		beside_start "$((SUITE_TIMEOUT * ${#TAP_PL[@]} + 60))" "${MQ_TAP_NICE:-10}" tap
 	fi
 	if wants_any kafka sanitize && wants_any unit regress isolation pgtap concurrency cli; then
-		# pgTAP goes with them when phases are left here beside it: this
-		# lane had ended 280 s before the main one (docs/design.md)
 		lane=()
-		if want pgtap && wants_any unit regress isolation concurrency cli; then lane+=(pgtap); fi
 		for p in kafka sanitize; do if want "$p"; then lane+=("$p"); fi; done
-		beside_start "$((SUITE_TIMEOUT * (${#KAFKA_SH[@]} + ${#PGTAP_SQL[@]} + 3) + 60))" 0 "${lane[@]}"
+		beside_start "$((SUITE_TIMEOUT * (${#KAFKA_SH[@]} + 3) + 60))" 0 "${lane[@]}"
 	fi
 fi
 
