@@ -277,10 +277,7 @@ unit_bg_join() {
 }
 # beside_start TIMEOUT NICE PHASES...: a lane running PHASES at niceness
 # NICE, killed after TIMEOUT seconds; the phases are no longer this
-# instance's.  Each lane is a session of its own (setsid): where the kernel
-# shares the CPU between sessions first (autogroups), the clients of all
-# lanes shared one session's share, against one for each server
-# (docs/design.md, "The test command's time").
+# instance's
 beside_start() {
 	local timeout="$1" nice="$2" dir p
 	shift 2
@@ -288,7 +285,7 @@ beside_start() {
 	mq_on_exit "rm -rf '$dir'"
 	echo "phases $* run beside the next ones (MQ_TAP_BESIDE): their output comes after them"
 	MQ_TEST_ONLY="$*" MQ_SKIP_BUILD=1 MQ_TAP_BESIDE=0 MQ_RESULTS="$dir/results" \
-		mq_spawn_timeout "$timeout" setsid nice -n "$nice" bash scripts/test.sh >"$dir/out" 2>&1
+		mq_spawn_timeout "$timeout" nice -n "$nice" bash scripts/test.sh >"$dir/out" 2>&1
 	BESIDE_PHASES+=("$*")
 	BESIDE_PIDS+=("$MQ_SPAWNED")
 	BESIDE_DIRS+=("$dir")
