@@ -57,14 +57,8 @@ $c->coord->resume_node($old, 'postgres');
 # broker went to the new primary instead
 my $zport = $c->coord->{ports}[ $old - 1 ];
 my $zombie = "host=127.0.0.1 port=$zport dbname=postgres connect_timeout=2";
-my $awake;
-for (1 .. 100)
-{
-	my ($ok, $out) = MqSession::run_conninfo($zombie, 'SELECT NOT pg_catalog.pg_is_in_recovery()', 3);
-	last if ($awake = $ok && $out =~ /^t/);
-	usleep(100_000);
-}
-ok($awake, "the zombie (coordinator node $old) answers as a primary");
+ok(MqCluster::poll_conninfo_until($zombie, 'SELECT NOT pg_catalog.pg_is_in_recovery()', 't', 3),
+	"the zombie (coordinator node $old) answers as a primary");
 $c->signal_broker($x, 'KILL');
 my $off = length($c->broker_log($x));
 my $since_restart = sub { substr($c->broker_log($x), $off) };

@@ -102,12 +102,19 @@ for my $sig (qw(TERM INT HUP))
 sub poll_query_until
 {
 	my ($node, $dbname, $query, $expected) = @_;
+	return poll_conninfo_until($node->connstr($dbname), $query, $expected,
+		$node->isa('MqHaCoord') ? 5 : $PostgreSQL::Test::Utils::timeout_default);
+}
+
+# The same on a connection string, each attempt given $attempt seconds.
+sub poll_conninfo_until
+{
+	my ($conninfo, $query, $expected, $attempt) = @_;
 	$expected //= 't';
-	my $attempt = $node->isa('MqHaCoord') ? 5 : $PostgreSQL::Test::Utils::timeout_default;
 	my ($out, $err) = ('', '');
 	for (1 .. 10 * $PostgreSQL::Test::Utils::timeout_default)
 	{
-		(undef, $out, $err) = MqSession::run_conninfo($node->connstr($dbname), $query // '', $attempt);
+		(undef, $out, $err) = MqSession::run_conninfo($conninfo, $query // '', $attempt);
 		chomp($out, $err);
 		return 1 if $out eq $expected && $err eq '';
 		usleep(100_000);
