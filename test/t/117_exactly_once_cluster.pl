@@ -401,8 +401,11 @@ like(join('', map { $c->broker_log($_) } @live), qr/sent out partition \d+ of st
 like(join('', map { $c->broker_log($_) } @live), qr/committed the offset \d+ of in partition \d+ for step \Q$txn\E again/,
 	'the input\'s new leader committed the step\'s offset again')
   if $with_input;
-is(join(',', map { $c->node($_)->safe_psql('postgres', "SELECT count(*) FROM pg_prepared_xacts WHERE gid LIKE 'mq:$txn:%'") } @live),
-	join(',', map { 0 } @live), 'nothing of the step is left prepared on the live nodes');
+# done means every part is durable; a live node's broker finishes its
+# prepared part (COMMIT PREPARED) at its next tick, so wait for that
+ok(!grep({ !$c->node($_)->poll_query_until('postgres',
+		"SELECT count(*) = 0 FROM pg_prepared_xacts WHERE gid LIKE 'mq:$txn:%'") } @live),
+	'nothing of the step is left prepared on the live nodes');
 $c->node($out_node)->start;
 ok(wait_no_prepared('old output leader back'), 'its prepared parts were finished on its return');
 wait_isr_full();
