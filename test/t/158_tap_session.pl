@@ -4,7 +4,8 @@
 # statement (the probe finds out and the statement goes on a new session);
 # a paused server does not hold it past its timeout; a failed statement
 # drops its session; poll_query_until (MqCluster.pm points it there) polls
-# on one session.
+# on one session; safe_psql (pointed there too) starts each statement as a
+# new connection would.
 use strict;
 use warnings;
 
@@ -71,6 +72,27 @@ $node->poll_query_until('postgres', 'SELECT true');
 is($node->safe_psql('postgres',
 	"SELECT count(*) FROM pg_stat_activity WHERE pid = '$ppid'"), '1',
 	'and keeps it between polls');
+
+# safe_psql on the postgres database (MqCluster.pm points it at
+# MqSession::safe_psql with fresh => 1) keeps a session of its own, on
+# which each statement begins as on a new connection
+my $spid = $node->safe_psql('postgres', 'SELECT pg_backend_pid()');
+is($node->safe_psql('postgres', 'SELECT pg_backend_pid()'), $spid, 'safe_psql keeps its session');
+$node->safe_psql('postgres', "CREATE ROLE leaker; SET application_name = 'leak'; "
+	  . 'CREATE TEMP TABLE leak (); PREPARE leak AS SELECT 1; SELECT pg_advisory_lock(42); SET ROLE leaker');
+is($node->safe_psql('postgres', "SELECT current_user = session_user, "
+	  . "current_setting('application_name') <> 'leak', to_regclass('pg_temp.leak') IS NULL, "
+	  . "(SELECT count(*) FROM pg_prepared_statements), "
+	  . "(SELECT count(*) FROM pg_locks WHERE locktype = 'advisory')"),
+	't|t|t|0|0', 'nothing of the statements before is left: role, settings, temp table, '
+	  . 'prepared statement, advisory lock');
+$node->safe_psql('postgres', 'BEGIN; INSERT INTO hits VALUES (3)');
+is($node->safe_psql('postgres', 'SELECT count(*) FROM hits WHERE n = 3'), '0',
+	'a statement never runs inside a transaction the one before left open');
+ok($node->poll_query_until('postgres',
+		"SELECT count(*) = 0 FROM pg_stat_activity WHERE state LIKE 'idle in transaction%'"),
+	'and that transaction ends');
+is($node->safe_psql('postgres', 'SELECT count(*) FROM hits WHERE n = 3'), '0', 'rolled back');
 
 $node->stop;
 done_testing();

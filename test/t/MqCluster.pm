@@ -94,9 +94,27 @@ for my $sig (qw(TERM INT HUP))
 # test's timeout, or 5 s on the highly available coordinator: a session
 # kept on a node that is then paused is dropped, and the next attempt
 # connects anew, passing over a paused node after connect_timeout.
+#
+# safe_psql on a node's postgres database goes through a kept session too,
+# one that begins each statement as a new connection would (DISCARD ALL:
+# settings, role, prepared statements, advisory locks and temp tables of
+# the statements before are gone).  Each psql and backend started cost
+# about 55 ms of CPU on the CI machine, and safe_psql was most of the
+# psql started by the multi-node tests (182 of 218 in test 117).  Other
+# databases (which a test may drop), calls with options, and the highly
+# available coordinator keep PostgreSQL::Test::Cluster's own.
+my $cluster_safe_psql = \&PostgreSQL::Test::Cluster::safe_psql;
 {
 	no warnings 'redefine';
 	*PostgreSQL::Test::Cluster::poll_query_until = \&poll_query_until;
+	*PostgreSQL::Test::Cluster::safe_psql = \&safe_psql;
+}
+
+sub safe_psql
+{
+	my ($node, $dbname, $sql, @params) = @_;
+	return $cluster_safe_psql->(@_) if @params || $dbname ne 'postgres' || $node->isa('MqHaCoord');
+	return MqSession::safe_psql($node, $dbname, $sql, fresh => 1);
 }
 
 sub poll_query_until

@@ -6,6 +6,7 @@
 #   my ($ok, $out) = MqSession::run($node, $sql, $timeout);
 #   my ($ok, $stdout, $stderr) = MqSession::run_conninfo($conninfo, $sql, $timeout);
 #   my $out = MqSession::safe_psql($node, $dbname, $sql);  # dies on failure
+#   my $out = MqSession::safe_psql($node, $dbname, $sql, fresh => 1);  # DISCARD ALL first
 #   my ($ok, $out) = MqSession::once($node, $sql, $timeout);  # a psql of its own
 #
 # run has the contract of once (MqCluster::psql_cmd): true when the statement
@@ -51,12 +52,12 @@ sub run
 
 sub run_conninfo
 {
-	my ($conninfo, $sql, $timeout) = @_;
+	my ($conninfo, $sql, $timeout, %opt) = @_;
 	my $deadline = $timeout ? time + $timeout : undef;
-	my $key = "$$ $conninfo";
+	my $key = ($opt{fresh} ? 'fresh ' : '') . "$$ $conninfo";
 	while (1)
 	{
-		my $s = $open{$key} //= start($conninfo);
+		my $s = $open{$key} //= start($conninfo, $opt{fresh});
 		my ($state, $out, $err) = exchange($s, $sql, $deadline);
 		# only a session whose statement succeeded serves again: one that
 		# failed may have left its connection in any state
@@ -77,27 +78,34 @@ sub run_conninfo
 # The highly available coordinator's own safe_psql, with a new connection
 # each time: a session kept on a node that is then paused would wait
 # there, where a new connection tries its other node.
+# With fresh => 1, the statement runs on a session of its own kind that
+# begins each statement with DISCARD ALL, as on a new connection (a
+# transaction left open fails it: the statement goes on a new session);
+# its messages (NOTICEs) are printed as PostgreSQL::Test::Cluster prints
+# them.
 sub safe_psql
 {
-	my ($node, $dbname, $sql) = @_;
+	my ($node, $dbname, $sql, %opt) = @_;
 	return $node->safe_psql($dbname, $sql) if $node->isa('MqHaCoord');
 	my ($ok, $out, $err) = run_conninfo($node->connstr($dbname), $sql,
-		$PostgreSQL::Test::Utils::timeout_default);
+		$PostgreSQL::Test::Utils::timeout_default, %opt);
 	die "statement failed: $sql\n$err" unless $ok;
+	print "#### Begin standard error\n$err\n#### End standard error\n" if $opt{fresh} && $err ne '';
 	chomp $out;
 	return $out;
 }
 
 sub start
 {
-	my ($conninfo) = @_;
+	my ($conninfo, $fresh) = @_;
 	my $err = Symbol::gensym();
 	my $pid = IPC::Open3::open3(my $in, my $out, $err,
 		'psql', '-X', '-A', '-t', '-q', '-v', 'ON_ERROR_STOP=1', '-v', 'VERBOSITY=verbose',
 		'-d', $conninfo);
 	$in->autoflush(1);
 	$err->blocking(0);
-	return { pid => $pid, in => $in, out => $out, err => $err, used => 0 };
+	return { pid => $pid, in => $in, out => $out, err => $err, used => 0,
+		probe => $fresh ? "DISCARD ALL;\nSELECT 1;" : 'SELECT 1;' };
 }
 
 sub finish
@@ -118,7 +126,7 @@ sub exchange
 	$seq++;
 	my ($probe, $end) = ("__mq_probe_${$}_$seq", "__mq_end_${$}_$seq");
 	local $SIG{PIPE} = 'IGNORE';
-	my $wrote = print { $s->{in} } "SELECT 1;\n\\echo $probe :ERROR\n$sql\n;\n\\echo $end :ERROR\n";
+	my $wrote = print { $s->{in} } "$s->{probe}\n\\echo $probe :ERROR\n$sql\n;\n\\echo $end :ERROR\n";
 	my ($out, $err) = ('', '');
 	my $rin = '';
 	vec($rin, fileno($s->{$_}), 1) = 1 for qw(out err);
