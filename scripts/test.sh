@@ -341,13 +341,15 @@ beside_join_one() {
 # first call for that list of extensions in this server: CREATE EXTENSION
 # mq cost some 250 ms of CPU per suite, a copy of the template 20 ms).  The
 # template takes no connections, so mq's launcher leaves it alone.
+# FRESH_TMPL remembers the templates made, per server.
+declare -A FRESH_TMPL=()
 fresh_db() {
 	local db="$1"
 	shift
 	(($#)) || { createdb "$db"; return; }
 	local tmpl ext args=()
 	tmpl="tmpl_$(printf '%s_' "$@" | tr -c 'a-z0-9_' '_')"
-	if [[ "$(psql -X -At -d postgres -c "SELECT count(*) FROM pg_database WHERE datname = '$tmpl'")" != 1 ]]; then
+	if [[ -z "${FRESH_TMPL[${PGHOST:-}:${PGPORT:-}:$tmpl]:-}" ]]; then
 		for ext in "$@"; do
 			args+=(-c "CREATE EXTENSION $ext")
 		done
@@ -355,6 +357,7 @@ fresh_db() {
 			psql -X -q -v ON_ERROR_STOP=1 -d "$tmpl" "${args[@]}" &&
 			psql -X -q -v ON_ERROR_STOP=1 -d postgres \
 				-c "ALTER DATABASE $tmpl WITH IS_TEMPLATE true ALLOW_CONNECTIONS false" || return 1
+		FRESH_TMPL[${PGHOST:-}:${PGPORT:-}:$tmpl]=1
 	fi
 	createdb -T "$tmpl" "$db"
 }
