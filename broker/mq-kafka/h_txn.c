@@ -23,7 +23,10 @@
  * TxnOffsetCommit (sent to the group's coordinator) run there, through
  * that node's pool when it is another's, and
  * EndTxn commits across the partitions' leaders through the cluster's
- * coordinator (h_txn_end.c; docs/kafka.md, "Transactions").
+ * coordinator (h_txn_end.c; docs/kafka.md, "Transactions").  There
+ * TxnOffsetCommit also notes what it staged on the coordinator before it
+ * answers (offsets_stable.c), for OffsetFetch's require_stable while the
+ * transaction's node is down.
  *
  * In a cluster, AddPartitionsToTxn checks each partition against the
  * cluster's (cluster_partition): the transaction's node need not hold a
@@ -46,6 +49,7 @@
 #include "cluster.h"
 #include "kerr.h"
 #include "mq_sqlstates.h"
+#include "offsets.h"
 #include "util.h"
 
 /* one partition (AddPartitionsToTxn, TxnOffsetCommit) */
@@ -78,6 +82,8 @@ typedef struct TxnState
 	TPart	   *parts;
 	int16_t		code;			/* AddOffsetsToTxn, EndTxn */
 	TxnRemote	remote;			/* TxnOffsetCommit: on the transaction's node */
+	char	   *group;			/* TxnOffsetCommit's */
+	StableNote	note;			/* and in a cluster its note on the coordinator */
 	KJob	   *txn_jobs;		/* AddPartitionsToTxn: each transaction's */
 	TxnRemote  *txn_remotes;	/* and where it runs */
 	int32_t		running;		/* the next transaction to run */
@@ -89,6 +95,8 @@ txn_state_free(void *p)
 	TxnState   *s = p;
 
 	kjob_free(&s->job);
+	kjob_free(&s->note.job);
+	free(s->group);
 	for (int32_t i = 0; s->txn_jobs && i < s->ntxns; i++)
 		kjob_free(&s->txn_jobs[i]);
 	free(s->txn_jobs);
@@ -470,6 +478,65 @@ txn_offset_done(KRequest *req)
 	req_finish(req);
 }
 
+/*
+ * In a cluster the offsets staged on the transaction's node are noted on
+ * the coordinator before the answer (offsets_stable.c), with the
+ * transaction's deadline, which the node's statement returns.  A
+ * partition whose note failed is COORDINATOR_NOT_AVAILABLE: the client
+ * sends it again.
+ */
+static bool
+offset_staged(const TxnState *s, const TPart *pp)
+{
+	int16_t		code;
+
+	return pp->stmt >= 0 && !kstmt_failed(&s->job.stmts[pp->stmt], &code);
+}
+
+static void
+txn_offset_noted(KRequest *req)
+{
+	TxnState   *s = req->state;
+
+	for (int32_t i = 0; !stable_noted(&s->note) && i < s->nparts; i++)
+		if (offset_staged(s, &s->parts[i]))
+		{
+			s->parts[i].stmt = -1;
+			s->parts[i].code = KERR_COORDINATOR_NOT_AVAILABLE;
+		}
+	txn_offset_done(req);
+}
+
+static void
+txn_offset_staged(KRequest *req)
+{
+	TxnState   *s = req->state;
+	const char *deadline = NULL;
+	char	   *id = kslice_dup(s->txns[0].id);
+	MqArray		topics,
+				parts;
+
+	mq_array_init(&topics, MQ_TEXTOID);
+	mq_array_init(&parts, MQ_INT4OID);
+	for (int32_t i = 0; i < s->nparts; i++)
+	{
+		const TPart *pp = &s->parts[i];
+
+		if (!offset_staged(s, pp))
+			continue;
+		deadline = PQgetvalue(s->job.stmts[pp->stmt].res, 0, 0);
+		mq_array_add(&topics, s->topics[pp->topic].p, s->topics[pp->topic].len);
+		mq_array_add_int32(&parts, pp->partition);
+	}
+	if (deadline == NULL)
+		txn_offset_done(req);
+	else
+		stable_note(req, &s->note, id ? id : "", s->group, &topics, &parts, deadline, txn_offset_noted);
+	free(id);
+	mq_array_free(&topics);
+	mq_array_free(&parts);
+}
+
 void
 h_txn_offset_commit(KRequest *req)
 {
@@ -506,11 +573,11 @@ h_txn_offset_commit(KRequest *req)
 		kr_tags(r);
 		free(topic);
 	}
-	free(group);
+	s->group = group;
 	if (r->err)
 	{
 		req_abort(req);
 		return;
 	}
-	txn_run(req, s, &s->txns[0], txn_offset_done);
+	txn_run(req, s, &s->txns[0], cluster_enabled() ? txn_offset_staged : txn_offset_done);
 }

@@ -54,7 +54,7 @@
 	"SELECT action, txn_id, participants, outputs, keys, vals, headers, timestamps" \
 	"  FROM mq.kafka_txn_collect($1, $2, $3, $4)"
 #define DECIDE_SQL "SELECT mq_coord.kafka_txn_decide($1, $2, $3, $4, $5, $6, $7, $8, $9)"
-#define ABORT_SQL "SELECT mq_coord.txn_abort($1, 'aborted by the Kafka client')"
+#define ABORT_SQL "SELECT mq_coord.kafka_txn_abort($1, $2)"
 #define LEADER_EPOCH_SQL(t, p) \
 	"(SELECT s.leader_epoch FROM mq.replica_status s WHERE s.topic = " t \
 	"    AND s.partition = " p " AND s.role = 'leader')"
@@ -436,7 +436,11 @@ collected(KRequest *req)
 			kstmt_text(d, decide_types[c - 3], PQgetisnull(st->res, 0, c) ? NULL : PQgetvalue(st->res, 0, c));
 	}
 	else
-		kstmt_text(kjob_add(&s->coord, ABORT_SQL, 0), MQ_TEXTOID, s->txn);
+	{
+		d = kjob_add(&s->coord, ABORT_SQL, 0);
+		kstmt_text(d, MQ_TEXTOID, s->txn);
+		kstmt_text(d, MQ_TEXTOID, s->id);
+	}
 	s->coord_req.state = req;
 	pool_run_on(cluster_coord_pool(), &s->coord_req, &s->coord, decided);
 }

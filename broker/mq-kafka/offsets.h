@@ -14,6 +14,7 @@
 #include "kfan.h"
 #include "kjob.h"
 #include "mqkafka.h"
+#include "pgbinary.h"
 
 typedef struct OPart
 {
@@ -70,5 +71,23 @@ extern void write_topics(KRequest *req, OffState *s,
 extern void stable_add_checks(OffState *s);
 extern void stable_ask_coordinator(KRequest *req, OffState *s, KDoneFn done);
 extern bool stable_pending(const OffState *s, const char *topic, size_t len, int32_t partition);
+
+/*
+ * TxnOffsetCommit in a cluster (h_txn.c): note on the coordinator the
+ * partitions of group whose offsets transaction id staged on its node, to
+ * count until deadline (the transaction's), then done(req);
+ * stable_noted says whether the note was written.
+ */
+typedef struct StableNote
+{
+	KJob		job;
+	KRequest	sub;			/* no role: the daemon's on the coordinator */
+	KRequest   *req;
+	KDoneFn		done;
+} StableNote;
+
+extern void stable_note(KRequest *req, StableNote *n, const char *id, const char *group,
+						MqArray *topics, MqArray *parts, const char *deadline, KDoneFn done);
+extern bool stable_noted(const StableNote *n);
 
 #endif							/* MQK_OFFSETS_H */

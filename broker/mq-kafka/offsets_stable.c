@@ -15,6 +15,12 @@
  * daemon's role.  Without require_stable (v0-v6 cannot ask) the committed
  * offset is answered, as Kafka does.
  *
+ * The coordinator's list of open transactions' offsets is written here too
+ * (stable_note): in a cluster TxnOffsetCommit (h_txn.c) notes there what
+ * it staged on the transaction's node, so that it is seen while that node
+ * is down; the note goes when the transaction is decided, aborted or
+ * fenced, or is past its deadline (68_kafka_txn_cluster.sql).
+ *
  *-------------------------------------------------------------------------
  */
 #include "handlers.h"
@@ -109,4 +115,54 @@ stable_pending(const OffState *s, const char *topic, size_t len, int32_t partiti
 				return true;
 	}
 	return s->coord.n > 0 && listed(&s->coord.stmts[0], topic, len, partition);
+}
+
+/* ---------------------------------------------------------------- */
+/* The coordinator's note of an open transaction's staged offsets   */
+/* ---------------------------------------------------------------- */
+
+#define NOTE_SQL "SELECT mq_coord.kafka_txn_note_offsets($1, $2, $3, $4, $5)"
+
+static void
+noted(KRequest *sub)
+{
+	StableNote *n = sub->state;
+
+	n->done(n->req);
+}
+
+void
+stable_note(KRequest *req, StableNote *n, const char *id, const char *group,
+			MqArray *topics, MqArray *parts, const char *deadline, KDoneFn done)
+{
+	KPool	   *pool = cluster_coord_pool();
+	KStmt	   *st;
+	const char *b;
+	int			len;
+
+	n->req = req;
+	n->done = done;
+	if (pool == NULL)
+	{
+		done(req);				/* not noted: stable_noted is false */
+		return;
+	}
+	st = kjob_add(&n->job, NOTE_SQL, 0);
+	kstmt_text(st, MQ_TEXTOID, id);
+	kstmt_text(st, MQ_TEXTOID, group);
+	b = mq_array_bytes(topics, &len);
+	kstmt_binary(st, MQ_TEXTARRAYOID, b, len);
+	b = mq_array_bytes(parts, &len);
+	kstmt_binary(st, MQ_INT4ARRAYOID, b, len);
+	kstmt_text(st, MQ_TIMESTAMPTZOID, deadline);
+	n->sub.state = n;
+	pool_run_on(pool, &n->sub, &n->job, noted);
+}
+
+bool
+stable_noted(const StableNote *n)
+{
+	int16_t		code;
+
+	return n->job.n > 0 && !kstmt_failed(&n->job.stmts[0], &code);
 }

@@ -402,6 +402,9 @@ BEGIN
             DETAIL = 'A new epoch would fence the step''s completion.',
             HINT = 'Retry shortly: the previous run or the brokers'' recovery completes the step.';
     END IF;
+    -- the new epoch fences the open Kafka transaction: its offsets can
+    -- no longer commit (68_kafka_txn_cluster.sql)
+    PERFORM mq_coord._kafka_txn_forget_offsets(p_transactional_id);
     UPDATE mq_coord.transactional_producer t
        SET producer_epoch = t.producer_epoch + 1, updated_at = clock_timestamp()
      WHERE t.transactional_id = p_transactional_id

@@ -112,9 +112,10 @@ BEGIN
         -- Kafka transactions across nodes (68_kafka_txn_cluster.sql)
         'mq_coord.init_producer(text), '
         'mq_coord.kafka_txn_decide(text, text, jsonb, integer, jsonb, bytea[], bytea[], jsonb[], timestamptz[]), '
-        'mq_coord.txn_abort(text, text), mq_coord.txn_output_durable(text, text, integer), '
+        'mq_coord.kafka_txn_abort(text, text), mq_coord.txn_output_durable(text, text, integer), '
         'mq_coord.txn_done(text), '
         -- OffsetFetch's require_stable
+        'mq_coord.kafka_txn_note_offsets(text, text, text[], integer[], timestamptz), '
         'mq_coord.txn_offsets_unstable(text) '
         'TO %s', role);
 END;

@@ -257,10 +257,16 @@ COMMENT ON FUNCTION mq.kafka_txn_add_offsets(text, bigint, integer, text) IS
     'mq-kafka API: a group''s offsets join the transactional id''s transaction; needs read on the group';
 
 -- TxnOffsetCommit, one partition: staged, committed with the records.
+-- Returns the transaction's deadline (mq._kafka_txn_lock fences it after),
+-- which mq-kafka in a cluster notes on the coordinator with the offset
+-- (mq_coord.kafka_txn_note_offsets, 68_kafka_txn_cluster.sql).
 CREATE FUNCTION mq_internal.kafka_txn_offset(transactional_id text, producer_id bigint, producer_epoch integer,
                                              group_id text, topic text, partition integer,
-                                             next_offset bigint, metadata text, p_caller oid) RETURNS void
+                                             next_offset bigint, metadata text, p_caller oid)
+    RETURNS timestamptz
 LANGUAGE plpgsql SET search_path = pg_catalog, pg_temp AS $$
+DECLARE
+    v_deadline timestamptz;
 BEGIN
     PERFORM mq._kafka_txn_lock($1, $2, $3, p_caller);
     PERFORM mq._authorize(p_caller, 'group', $4, 'read');
@@ -273,13 +279,16 @@ BEGIN
     VALUES ($1, $4, $5, $6, $7, $8)
     ON CONFLICT ON CONSTRAINT kafka_txn_offset_pkey DO UPDATE
        SET next_offset = EXCLUDED.next_offset, metadata = EXCLUDED.metadata;
+    SELECT t.started_at OPERATOR(pg_catalog.+) pg_catalog.make_interval(secs => t.timeout_ms / 1000.0)
+      INTO v_deadline FROM mq.kafka_txn t WHERE t.transactional_id OPERATOR(pg_catalog.=) $1;
+    RETURN v_deadline;
 END $$;
 CREATE FUNCTION mq.kafka_txn_offset(transactional_id text, producer_id bigint, producer_epoch integer,
                                     group_id text, topic text, partition integer,
-                                    next_offset bigint, metadata text DEFAULT NULL) RETURNS void
+                                    next_offset bigint, metadata text DEFAULT NULL) RETURNS timestamptz
     AS 'MODULE_PATHNAME', 'mq_call_as_owner' LANGUAGE C;
 COMMENT ON FUNCTION mq.kafka_txn_offset(text, bigint, integer, text, text, integer, bigint, text) IS
-    'mq-kafka API: stage a consumer offset, committed with the transaction''s records';
+    'mq-kafka API: stage a consumer offset, committed with the transaction''s records; returns the transaction''s deadline (its start and timeout), past which it can only abort';
 
 -- EndTxn: commit (append every staged batch, commit the staged offsets) or
 -- abort (drop them), all in the caller's one transaction.  Ending a

@@ -238,6 +238,8 @@ BEGIN
             USING ERRCODE = 'MQ056', HINT = 'Retry shortly: mq-kafka or the brokers'' recovery completes it.';
     END IF;
     v_state := mq_coord.txn_decide($1, $2, $3, $4, $5, $6, $7, $8, $9);
+    -- decided: its offsets are in mq_coord.txn now (txn_offsets_unstable)
+    PERFORM mq_coord._kafka_txn_forget_offsets($2);
     IF v_state = 'commit' AND NOT EXISTS (SELECT 1 FROM jsonb_array_elements($3) e WHERE e->>'kind' = 'output') THEN
         v_state := mq_coord.txn_output_durable($1, pg_catalog.format('mq:%s:0', $1));
     END IF;
@@ -247,21 +249,86 @@ COMMENT ON FUNCTION mq_coord.kafka_txn_decide(text, text, jsonb, integer, jsonb,
     'mq-kafka: the commit decision of a Kafka transaction across nodes, after the id''s earlier one completed';
 REVOKE ALL ON FUNCTION mq_coord.kafka_txn_decide(text, text, jsonb, integer, jsonb, bytea[], bytea[], jsonb[], timestamptz[]) FROM PUBLIC;
 
+-- On the coordinator: the offsets open transactions staged on their nodes
+-- (mq.kafka_txn_offset), noted by the mq-kafka that staged them before it
+-- answers TxnOffsetCommit, so that OffsetFetch's require_stable sees them
+-- while the transaction's node is down (offsets_stable.c asks the live
+-- nodes themselves).  A row goes when its transaction is decided (the
+-- offsets are then in mq_coord.txn until committed), aborted by its client
+-- (mq_coord.kafka_txn_abort) or fenced by a new InitProducerId
+-- (mq_coord.init_producer); past expires_at, the transaction's deadline,
+-- its node fences it and it can only abort, so the row no longer counts.
+CREATE TABLE mq_coord.kafka_txn_staged_offset (
+    group_id         text NOT NULL,
+    topic            text NOT NULL,
+    partition        integer NOT NULL,
+    transactional_id text NOT NULL,
+    expires_at       timestamptz NOT NULL,
+    PRIMARY KEY (group_id, topic, partition, transactional_id)
+);
+CREATE INDEX kafka_txn_staged_offset_id ON mq_coord.kafka_txn_staged_offset (transactional_id);
+COMMENT ON TABLE mq_coord.kafka_txn_staged_offset IS
+    'offsets that open Kafka transactions staged on their nodes, for OffsetFetch''s require_stable while a node is down';
+
+CREATE FUNCTION mq_coord.kafka_txn_note_offsets(transactional_id text, group_id text, topics text[],
+                                                partitions integer[], expires_at timestamptz) RETURNS void
+LANGUAGE plpgsql SECURITY DEFINER SET search_path = pg_catalog, pg_temp AS $$
+BEGIN
+    IF $1 IS NULL OR $2 IS NULL OR $5 IS NULL OR cardinality($3) IS DISTINCT FROM cardinality($4)
+       OR array_position($3, NULL) IS NOT NULL OR array_position($4, NULL) IS NOT NULL THEN
+        RAISE EXCEPTION 'transactional id, group, topics, partitions and expires_at must be given, '
+                        'one partition for each topic' USING ERRCODE = 'MQ010';
+    END IF;
+    DELETE FROM mq_coord.kafka_txn_staged_offset s WHERE s.group_id = $2 AND s.expires_at < now();
+    INSERT INTO mq_coord.kafka_txn_staged_offset AS s (group_id, topic, partition, transactional_id, expires_at)
+    SELECT DISTINCT $2, u.topic, u.partition, $1, $5 FROM unnest($3, $4) u(topic, partition)
+    ON CONFLICT ON CONSTRAINT kafka_txn_staged_offset_pkey DO UPDATE SET expires_at = EXCLUDED.expires_at;
+END $$;
+COMMENT ON FUNCTION mq_coord.kafka_txn_note_offsets(text, text, text[], integer[], timestamptz) IS
+    'mq-kafka: note offsets an open Kafka transaction staged on its node, until its deadline (OffsetFetch''s require_stable)';
+REVOKE ALL ON FUNCTION mq_coord.kafka_txn_note_offsets(text, text, text[], integer[], timestamptz) FROM PUBLIC;
+
+-- the id's noted offsets go: its transaction was decided, aborted or fenced
+CREATE FUNCTION mq_coord._kafka_txn_forget_offsets(p_id text) RETURNS void
+LANGUAGE sql SET search_path = pg_catalog, pg_temp AS $$
+    DELETE FROM mq_coord.kafka_txn_staged_offset s WHERE s.transactional_id = p_id;
+$$;
+COMMENT ON FUNCTION mq_coord._kafka_txn_forget_offsets(text) IS
+    'drop the offsets noted for a transactional id whose transaction was decided, aborted or fenced';
+REVOKE ALL ON FUNCTION mq_coord._kafka_txn_forget_offsets(text) FROM PUBLIC;
+
+-- On the coordinator: EndTxn abort of a Kafka transaction across nodes
+-- (mq_coord.txn_abort, which loses to a commit decided before); returns
+-- the transaction's state.
+CREATE FUNCTION mq_coord.kafka_txn_abort(txn_id text, owner text) RETURNS text
+LANGUAGE plpgsql SECURITY DEFINER SET search_path = pg_catalog, pg_temp AS $$
+BEGIN
+    PERFORM mq_coord._kafka_txn_forget_offsets($2);
+    RETURN mq_coord.txn_abort($1, 'aborted by the Kafka client');
+END $$;
+COMMENT ON FUNCTION mq_coord.kafka_txn_abort(text, text) IS
+    'mq-kafka: record the abort of a Kafka transaction across nodes and drop the offsets noted for it';
+REVOKE ALL ON FUNCTION mq_coord.kafka_txn_abort(text, text) FROM PUBLIC;
+
 -- On the coordinator, for OffsetFetch with require_stable (KIP-447): the
 -- group's partitions whose offset a decided transaction commits and no
 -- leader has committed yet (the step is not complete and the offset is
--- not redone), which Kafka answers UNSTABLE_OFFSET_COMMIT until then.
+-- not redone), or an open transaction staged before its deadline
+-- (noted above), which Kafka answers UNSTABLE_OFFSET_COMMIT until then.
 CREATE FUNCTION mq_coord.txn_offsets_unstable(group_id text) RETURNS TABLE (topic text, partition integer)
 LANGUAGE sql STABLE SECURITY DEFINER SET search_path = pg_catalog, pg_temp AS $$
-    SELECT DISTINCT o->>'topic', (o->>'partition')::integer
+    SELECT o->>'topic', (o->>'partition')::integer
       FROM mq_coord.txn t, jsonb_array_elements(t.participants) e, jsonb_array_elements(e->'offsets') o
      WHERE t.state IN ('commit', 'outputs_durable') AND e->>'kind' = 'offsets'
        AND o->>'group' = txn_offsets_unstable.group_id
        AND NOT coalesce((o->>'redone')::boolean, false)
+    UNION
+    SELECT s.topic, s.partition FROM mq_coord.kafka_txn_staged_offset s
+     WHERE s.group_id = txn_offsets_unstable.group_id AND s.expires_at >= now()
      ORDER BY 1, 2
 $$;
 COMMENT ON FUNCTION mq_coord.txn_offsets_unstable(text) IS
-    'mq-kafka: a group''s partitions whose offset a decided transaction has not committed yet (OffsetFetch''s UNSTABLE_OFFSET_COMMIT)';
+    'mq-kafka: a group''s partitions whose offset a decided transaction has not committed yet, or an open one staged (OffsetFetch''s UNSTABLE_OFFSET_COMMIT)';
 REVOKE ALL ON FUNCTION mq_coord.txn_offsets_unstable(text) FROM PUBLIC;
 
 COMMENT ON FUNCTION mq._kafka_txn_name(mq.kafka_txn) IS

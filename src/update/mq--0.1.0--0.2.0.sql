@@ -214,6 +214,15 @@ CREATE TABLE mq.kafka_txn_sequence (
     next_sequence    integer NOT NULL CHECK (next_sequence >= 0),
     PRIMARY KEY (transactional_id, topic, partition)
 );
+CREATE TABLE mq_coord.kafka_txn_staged_offset (
+    group_id         text NOT NULL,
+    topic            text NOT NULL,
+    partition        integer NOT NULL,
+    transactional_id text NOT NULL,
+    expires_at       timestamptz NOT NULL,
+    PRIMARY KEY (group_id, topic, partition, transactional_id)
+);
+CREATE INDEX kafka_txn_staged_offset_id ON mq_coord.kafka_txn_staged_offset (transactional_id);
 -- maintenance finds the partitions that need a segment ahead without
 -- reading their log tables (01_catalog.sql, 85_maintenance.sql); every
 -- partition is noted once, so that the first pass checks each exactly

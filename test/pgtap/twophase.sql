@@ -6,7 +6,7 @@
 -- records and their redo by recovery (64_twophase_redo.sql); a new epoch
 -- of a pipeline refused while its decided step is open; privileges.
 BEGIN;
-SELECT plan(70);
+SELECT plan(81);
 
 -- mq.txn_finish
 SELECT throws_ok($$SELECT mq.txn_finish('app-gid-1', true)$$, 'MQ050', NULL,
@@ -195,6 +195,29 @@ SELECT is(mq_coord.txn_offsets_redone('t9', 'g', 'o2', 0, 2, 4), 'outputs_durabl
 SELECT is(mq_coord.txn_offsets_redone('t9', 'g', 'o2', 0, 1, 4), 'done',
           'the other leader''s report completes it');
 SELECT is_empty($$SELECT * FROM mq_coord.txn_offsets_unstable('g')$$, 'then no offset of the group is on its way');
+
+-- offsets open Kafka transactions staged on their nodes, noted here by
+-- mq-kafka (68_kafka_txn_cluster.sql): seen while their node is down
+SELECT lives_ok($$SELECT mq_coord.kafka_txn_note_offsets('k1', 'g', '{o, o2}', '{0, 1}', now() + interval '1 minute')$$,
+                'an open transaction''s staged offsets are noted');
+SELECT lives_ok($$SELECT mq_coord.kafka_txn_note_offsets('k2', 'g', '{o3}', '{0}', now() - interval '1 second')$$,
+                'and another''s, past its deadline');
+SELECT results_eq($$SELECT * FROM mq_coord.txn_offsets_unstable('g')$$, $$VALUES ('o', 0), ('o2', 1)$$,
+                  'require_stable counts the first, not the one past its deadline (it can only abort)');
+SELECT lives_ok($$SELECT mq_coord.kafka_txn_note_offsets('k3', 'g', '{o4}', '{0}', now() + interval '1 minute')$$,
+                'a third transaction''s');
+SELECT is((SELECT string_agg(DISTINCT transactional_id, ',' ORDER BY transactional_id) FROM mq_coord.kafka_txn_staged_offset),
+          'k1,k3', 'a note drops its group''s notes past their deadline');
+SELECT throws_ok($$SELECT mq_coord.kafka_txn_note_offsets('k1', 'g', '{o}', '{0, 1}', now())$$, 'MQ010', NULL,
+                 'topics and partitions of different lengths are refused');
+SELECT is(mq_coord.kafka_txn_abort('t10', 'k1'), 'abort', 'EndTxn abort across nodes is recorded');
+SELECT results_eq($$SELECT * FROM mq_coord.txn_offsets_unstable('g')$$, $$VALUES ('o4', 0)$$,
+                  '... and drops the aborted transaction''s notes');
+SELECT lives_ok($$SELECT mq_coord.init_producer('k3')$$, 'a new InitProducerId fences the third');
+SELECT is_empty($$SELECT * FROM mq_coord.txn_offsets_unstable('g')$$, '... and drops its notes');
+SELECT ok(NOT has_function_privilege('public', 'mq_coord.kafka_txn_note_offsets(text, text, text[], integer[], timestamptz)', 'EXECUTE')
+          AND NOT has_function_privilege('public', 'mq_coord.kafka_txn_abort(text, text)', 'EXECUTE'),
+          'PUBLIC can neither note offsets nor abort');
 
 -- privileges
 SELECT ok(NOT has_function_privilege('public', 'mq.txn_finish(text, boolean)', 'EXECUTE'),

@@ -9,7 +9,8 @@
 # have is UNKNOWN_TOPIC_OR_PARTITION, answered by the daemon, with nothing
 # written on the transaction's node.  OffsetFetch's require_stable sees an
 # open transaction's offset staged on a node that neither leads the
-# partition nor coordinates the group.
+# partition nor coordinates the group, and still while that node is down
+# (noted on the coordinator) until a new InitProducerId fences it.
 use strict;
 use warnings;
 
@@ -57,6 +58,8 @@ is($c->node($a)->safe_psql('postgres', "SELECT mq.committed_offset('r1grp', '$in
 	'12', "the group's offset is committed on node$a, the input's leader");
 is(join(',', map { $c->node($_)->safe_psql('postgres', 'SELECT count(*) FROM mq.kafka_txn_record') } 1 .. 3),
 	'0,0,0', 'nothing is left staged');
+is($c->coord->safe_psql('postgres', 'SELECT count(*) FROM mq_coord.kafka_txn_staged_offset'),
+	'0', 'nor noted on the coordinator (a decision drops the notes)');
 
 # kafkajs's transactions (npm; the kafka phase's kafkajs.sh installs it)
 # over the same input, as another group, into a third one-replica topic
@@ -74,6 +77,8 @@ SKIP:
 		'12 12', 'each record once on the output\'s leader, the aborted one not at all');
 	is($c->node($a)->safe_psql('postgres', "SELECT mq.committed_offset('r1jsg', '$in', 0)"),
 		'12', "kafkajs's offsets committed on node$a");
+	is($c->coord->safe_psql('postgres', 'SELECT count(*) FROM mq_coord.kafka_txn_staged_offset'),
+		'0', 'no offset is left noted on the coordinator (nor by the abort)');
 }
 
 # require_stable (KIP-447) sees an open transaction's offset staged on its
@@ -102,6 +107,35 @@ my @codes = defined $resp ? map { unpack('s>', $_) } ($resp =~ /(?:\Q$in\E|r1-no
 is(join(',', @codes), '3,3', 'a partition the cluster does not have is UNKNOWN_TOPIC_OR_PARTITION (3)');
 is($c->node($y)->safe_psql('postgres', "SELECT state FROM mq.kafka_txn WHERE transactional_id = 'r1-none'"),
 	'empty', 'and nothing was begun on the transaction\'s node');
+
+# ... and also while that node is down: the daemon that staged the offset
+# (TxnOffsetCommit) noted it on the coordinator
+# (mq_coord.kafka_txn_staged_offset) before answering, until a new
+# InitProducerId fences the transaction
+my $dgrp;
+for my $i (1 .. 100)
+{
+	my (undef, $node) = $c->kafka_find_coordinator(1, "r1down-$i");
+	($dgrp = "r1down-$i", last) if $node != $x && $node > 0;
+}
+my $dport = $c->{kafka_port}[($c->kafka_find_coordinator(1, $dgrp))[1]];
+($open_pid, $open_epoch) = split /\|/,
+  $c->coord->safe_psql('postgres', "SELECT producer_id, producer_epoch FROM mq_coord.init_producer('$txn')");
+$c->node($x)->safe_psql('postgres', "SELECT mq.kafka_txn_adopt('$txn', 60000, $open_pid, $open_epoch)");
+# TxnOffsetCommit v2: id, group, producer id and epoch, [topic, [partition, offset, leader epoch, metadata]]
+$req = pack('s>/a* s>/a* q> s> l> s>/a* l> l> q> l> s>', $txn, $dgrp, $open_pid, $open_epoch,
+	1, $in, 1, 0, 7, -1, -1);
+$resp = kafka_request(kafka_connect($dport), 'tap', 28, 2, $req);
+is(defined $resp ? unpack('s>', substr($resp, -2)) : 'none', 0, "TxnOffsetCommit to ${dgrp}'s coordinator stages the offset on node$x");
+is($c->coord->safe_psql('postgres', "SELECT topic || ' ' || partition FROM mq_coord.kafka_txn_staged_offset WHERE group_id = '$dgrp'"),
+	"$in 0", 'and notes it on the coordinator');
+$c->kill9_node($x);
+$stable = `perl $root/test/kafka/stable_offsets.pl $dport $dgrp $in 0`;
+like($stable, qr/^7 1 -1 88\n/m, "with node$x down, require_stable still answers UNSTABLE_OFFSET_COMMIT ($stable)");
+$c->coord->safe_psql('postgres', "SELECT mq_coord.init_producer('$txn')");
+$stable = `perl $root/test/kafka/stable_offsets.pl $dport $dgrp $in 0`;
+like($stable, qr/^7 1 -1 0\n/m, "a new InitProducerId fences it: stable, though node$x is still down ($stable)");
+$c->node($x)->start;
 
 $c->teardown;
 done_testing();
