@@ -52,9 +52,13 @@
 #      root (timeout MQ_PACKAGE_TIMEOUT, default 900 s): the Debian
 #      packages are built, installed with apt, proven on a cluster of the
 #      system's PostgreSQL and under their systemd units, and purged, the
-#      machine left as it was (test/package/deb.sh).  Last, because it
-#      replaces the files `make install` put in the system's PostgreSQL
-#      until it puts them back.
+#      machine left as it was (test/package/deb.sh).  It replaces the
+#      files `make install` put in the system's PostgreSQL until it puts
+#      them back, so it runs last, unless the run (as root, with the lanes
+#      and the mq-kafka phase) builds into a private copy of PostgreSQL
+#      (scripts/pg-private.sh; MQ_PG_ROOT): then it runs in the mq-kafka
+#      lane after the mq-kafka tests (4e), and nothing is left to run
+#      alone at the end.
 #
 # Each phase begins with mq_phase (scripts/lib.sh), which here also ends
 # the previous one: its elapsed time is printed when it ends, and at the
@@ -393,6 +397,20 @@ if [[ -z "${MQ_SKIP_BUILD:-}" ]]; then
 	mq_phase "dependencies (scripts/install-deps.sh run build test)"
 	bash scripts/install-deps.sh run build test
 fi
+# The package phase installs mq's Debian packages into the system's
+# PostgreSQL and takes them out again.  To run it in a lane beside the
+# others (after the mq-kafka phase, the lane that ends first) rather than
+# alone at the end, the build is installed and tested in a private copy of
+# PostgreSQL (scripts/pg-private.sh), unless MQ_PG_ROOT names one already.
+PACKAGE_BESIDE=""
+if [[ -z "${MQ_SKIP_BUILD:-}" && -z "${MQ_PG_ROOT:-}" && "${MQ_TAP_BESIDE:-1}" != 0 ]] &&
+	want package && want kafka && mq_is_root; then
+	MQ_PG_ROOT="$(mktemp -d "${TMPDIR:-/tmp}/mq-pg.XXXXXX")"
+	mq_on_exit "rm -rf '$MQ_PG_ROOT'"
+	bash scripts/pg-private.sh "$MQ_PG_ROOT"
+	export MQ_PG_ROOT
+	PACKAGE_BESIDE=1
+fi
 mq_pg_paths || mq_die "pg_config not found (run scripts/install-deps.sh)"
 echo "PostgreSQL: $(pg_config --version), binaries in $PG_BINDIR"
 
@@ -495,7 +513,8 @@ if [[ "${MQ_TAP_BESIDE:-1}" != 0 ]]; then
 	if wants_any kafka sanitize && wants_any unit regress isolation pgtap concurrency cli; then
 		lane=()
 		for p in kafka sanitize; do if want "$p"; then lane+=("$p"); fi; done
-		beside_start "$((SUITE_TIMEOUT * (${#KAFKA_SH[@]} + 3) + 60))" 0 "${lane[@]}"
+		[[ -z "$PACKAGE_BESIDE" ]] || lane+=(package)
+		beside_start "$((SUITE_TIMEOUT * (${#KAFKA_SH[@]} + 3) + ${MQ_PACKAGE_TIMEOUT:-900} + 60))" 0 "${lane[@]}"
 	fi
 fi
 
