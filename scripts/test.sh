@@ -86,7 +86,8 @@
 #        checks run whole, the format check looks at the C files changed
 #        since the branch left main, the package phase is
 #        left out unless MQ_TEST_ONLY names it; MQ_TESTS, if set too, wins),
-#        MQ_TAP_JOBS (multi-node TAP tests run at a time, default 3),
+#        MQ_TAP_JOBS (multi-node TAP tests run at a time, default 3; two
+#        more in the TAP lane once the other phases are done),
 #        MQ_TAP_NICE (niceness of the TAP lane beside the others, default 10),
 #        MQ_KEEP_TAP_LOGS=1 (keep the logs of passed TAP tests too),
 #        MQ_TAP_BESIDE=0 (run every phase in its place, the TAP phase and
@@ -240,6 +241,8 @@ finish() {
 # as its own (MQ_RESULTS: the file where an instance writes them).
 # MQ_TAP_BESIDE=0 runs every phase in its place, one after the other.
 BESIDE_PHASES=() BESIDE_PIDS=() BESIDE_DIRS=()
+BESIDE_WAITING="${TMPDIR:-/tmp}/mq-lanes-waiting.$$"
+mq_on_exit "rm -f '$BESIDE_WAITING'"
 BESIDE_LOGS=()
 write_results() {
 	[[ -n "${MQ_RESULTS:-}" ]] || return 0
@@ -294,7 +297,7 @@ beside_start() {
 	mq_on_exit "rm -rf '$dir'"
 	echo "phases $* run beside the next ones (MQ_TAP_BESIDE): their output comes after them"
 	MQ_TEST_ONLY="$*" MQ_SKIP_BUILD=1 MQ_TAP_BESIDE=0 MQ_RESULTS="$dir/results" \
-		mq_spawn_timeout "$timeout" nice -n "$nice" bash scripts/test.sh >"$dir/out" 2>&1
+		MQ_LANES_WAITING="$BESIDE_WAITING" mq_spawn_timeout "$timeout" nice -n "$nice" bash scripts/test.sh >"$dir/out" 2>&1
 	BESIDE_PHASES+=("$*")
 	BESIDE_PIDS+=("$MQ_SPAWNED")
 	BESIDE_DIRS+=("$dir")
@@ -304,6 +307,7 @@ beside_join() {
 	local i
 	((${#BESIDE_PIDS[@]})) || return 0
 	phase_end
+	: >"$BESIDE_WAITING"
 	for i in "${!BESIDE_PIDS[@]}"; do
 		beside_join_one "${BESIDE_PHASES[$i]}" "${BESIDE_PIDS[$i]}" "${BESIDE_DIRS[$i]}"
 	done
@@ -726,6 +730,18 @@ fi
 # (scripts/tap-initdb/initdb).
 TAP_JOBS="${MQ_TAP_JOBS:-3}"
 declare -A TAP_RUNNING=() TAP_T0=()
+# In a lane, once the instance that started it has nothing left but to
+# wait (it creates the file MQ_LANES_WAITING), two more tests run at a
+# time: the TAP lane, the longest, would otherwise end alone with three.
+tap_jobs_now() {
+	TAP_JOBS_NOW="$TAP_JOBS"
+	[[ -n "${MQ_LANES_WAITING:-}" && -e "$MQ_LANES_WAITING" ]] || return 0
+	TAP_JOBS_NOW=$((TAP_JOBS + 2))
+	if [[ -z "${TAP_MORE_SAID:-}" ]]; then
+		TAP_MORE_SAID=1
+		echo "the other phases are done: $TAP_JOBS_NOW tests at a time from here"
+	fi
+}
 
 tap_start() {
 	local f="$1" base
@@ -788,7 +804,7 @@ tap_run_all() {
 	chmod 1777 "$TAP_PORT_DIR" 2>/dev/null || true
 	local f
 	for f in "${TAP_PL[@]}"; do
-		while ((${#TAP_RUNNING[@]} >= TAP_JOBS)); do tap_reap; done
+		while tap_jobs_now && ((${#TAP_RUNNING[@]} >= TAP_JOBS_NOW)); do tap_reap; done
 		tap_start "$f"
 	done
 	while ((${#TAP_RUNNING[@]})); do tap_reap; done
