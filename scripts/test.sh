@@ -2,13 +2,13 @@
 # The mq test command (README and .ci/run call exactly this).
 #
 # Phases:
-#   0. static: checks test/static/*.sh, run with bash from the repo root
-#      before anything is built (generated files vs. their committed
-#      copies, and the like); they need no server
-#   1. scripts/install-deps.sh run build test; then format: scripts/format.sh check
-#      (the C code in pgindent's layout; it needs clang-format from the
-#      dependencies)
-#   2. build + install the extension and the tools (make -s; make -s install)
+#   0. scripts/install-deps.sh run build test
+#   1. build + install the extension and the tools (make -s; make -s install)
+#   2. static: checks test/static/*.sh, run with bash from the repo root
+#      (docs vs. what the code generates, and the like; they need no
+#      server and read only the sources); then format: scripts/format.sh
+#      check (the C code in pgindent's layout).  Both after the build, so
+#      that the lanes beside (below) start before them
 #   3. unit: tests that need no shared PostgreSQL server: the C unit tests
 #      test/unit/*_test.c (built by `make -C broker unit`) and the checks
 #      test/unit/*.sh (run with bash from the repo root; the benchmarks'
@@ -384,17 +384,6 @@ shopt -s nullglob
 STATIC_SH=(test/static/*.sh)
 shopt -u nullglob
 [[ -z "${MQ_QUICK:-}" ]] || echo "MQ_QUICK: the suites of test/quick.txt (phases: $ONLY)"
-if want static; then
-	mq_phase "static checks (${#STATIC_SH[@]} in test/static/)"
-	for f in "${STATIC_SH[@]}"; do
-		echo "running $f"
-		if mq_run_timeout "$SUITE_TIMEOUT" bash "$f"; then
-			pass "static:$f"
-		else
-			fail "static:$f"
-		fi
-	done
-fi
 
 # --------------------------------------------------------------------------
 if [[ -z "${MQ_SKIP_BUILD:-}" ]]; then
@@ -419,33 +408,6 @@ mq_pg_paths || mq_die "pg_config not found (run scripts/install-deps.sh)"
 echo "PostgreSQL: $(pg_config --version), binaries in $PG_BINDIR"
 
 # --------------------------------------------------------------------------
-# MQ_QUICK: the C files changed since the branch left main (committed or
-# not), when there is a main to compare with; else every file
-quick_format_files() {
-	local base
-	base="$(git merge-base HEAD main 2>/dev/null)" || return 1
-	{
-		git diff --name-only --diff-filter=d "$base" -- 'src/*.[ch]' 'broker/*.[ch]'
-		git ls-files --others --exclude-standard -- 'src/*.[ch]' 'broker/*.[ch]'
-	} | sort -u
-}
-if want format; then
-	mq_phase "C layout: scripts/format.sh check (pgindent style, typedefs list)"
-	FORMAT_FILES=()
-	FORMAT_SOME=""
-	if [[ -n "${MQ_QUICK:-}" ]] && FORMAT_LIST="$(quick_format_files)"; then
-		mapfile -t FORMAT_FILES < <(printf '%s' "$FORMAT_LIST" | sed '/^$/d')
-		echo "MQ_QUICK: the ${#FORMAT_FILES[@]} C files changed since main"
-		FORMAT_SOME=1
-	fi
-	if [[ -n "$FORMAT_SOME" && ${#FORMAT_FILES[@]} -eq 0 ]]; then
-		pass "format"
-	elif bash scripts/format.sh check "${FORMAT_FILES[@]}"; then
-		pass "format"
-	else
-		fail "format"
-	fi
-fi
 
 # --------------------------------------------------------------------------
 if [[ -z "${MQ_SKIP_BUILD:-}" ]]; then
@@ -511,14 +473,59 @@ wants_any() {
 	return 1
 }
 if [[ "${MQ_TAP_BESIDE:-1}" != 0 ]]; then
-	if want tap && ((${#TAP_PL[@]})) && wants_any unit regress isolation pgtap concurrency cli kafka sanitize; then
+	if want tap && ((${#TAP_PL[@]})) && wants_any static format unit regress isolation pgtap concurrency cli kafka sanitize; then
 		beside_start "$((TAP_TIMEOUT * ${#TAP_PL[@]} + 60))" "${MQ_TAP_NICE:-10}" tap
 	fi
-	if wants_any kafka sanitize && wants_any unit regress isolation pgtap concurrency cli; then
+	if wants_any kafka sanitize && wants_any static format unit regress isolation pgtap concurrency cli; then
 		lane=()
 		for p in kafka sanitize; do if want "$p"; then lane+=("$p"); fi; done
 		[[ -z "$PACKAGE_BESIDE" ]] || lane+=(package)
 		beside_start "$((SUITE_TIMEOUT * (${#KAFKA_SH[@]} + 3) + ${MQ_PACKAGE_TIMEOUT:-900} + 60))" 0 "${lane[@]}"
+	fi
+fi
+
+# --------------------------------------------------------------------------
+# The checks of the sources (static, format) run after the build, while
+# the lanes beside already run: they need no server and read the
+# sources only, and the lanes, the TAP lane the longest, start sooner.
+if want static; then
+	mq_phase "static checks (${#STATIC_SH[@]} in test/static/)"
+	for f in "${STATIC_SH[@]}"; do
+		echo "running $f"
+		if mq_run_timeout "$SUITE_TIMEOUT" bash "$f"; then
+			pass "static:$f"
+		else
+			fail "static:$f"
+		fi
+	done
+fi
+
+# --------------------------------------------------------------------------
+# MQ_QUICK: the C files changed since the branch left main (committed or
+# not), when there is a main to compare with; else every file
+quick_format_files() {
+	local base
+	base="$(git merge-base HEAD main 2>/dev/null)" || return 1
+	{
+		git diff --name-only --diff-filter=d "$base" -- 'src/*.[ch]' 'broker/*.[ch]'
+		git ls-files --others --exclude-standard -- 'src/*.[ch]' 'broker/*.[ch]'
+	} | sort -u
+}
+if want format; then
+	mq_phase "C layout: scripts/format.sh check (pgindent style, typedefs list)"
+	FORMAT_FILES=()
+	FORMAT_SOME=""
+	if [[ -n "${MQ_QUICK:-}" ]] && FORMAT_LIST="$(quick_format_files)"; then
+		mapfile -t FORMAT_FILES < <(printf '%s' "$FORMAT_LIST" | sed '/^$/d')
+		echo "MQ_QUICK: the ${#FORMAT_FILES[@]} C files changed since main"
+		FORMAT_SOME=1
+	fi
+	if [[ -n "$FORMAT_SOME" && ${#FORMAT_FILES[@]} -eq 0 ]]; then
+		pass "format"
+	elif bash scripts/format.sh check "${FORMAT_FILES[@]}"; then
+		pass "format"
+	else
+		fail "format"
 	fi
 fi
 
