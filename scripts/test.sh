@@ -408,8 +408,6 @@ mq_pg_paths || mq_die "pg_config not found (run scripts/install-deps.sh)"
 echo "PostgreSQL: $(pg_config --version), binaries in $PG_BINDIR"
 
 # --------------------------------------------------------------------------
-
-# --------------------------------------------------------------------------
 if [[ -z "${MQ_SKIP_BUILD:-}" ]]; then
 	mq_phase "build + install (make -s; make -s install)"
 	if mq_build_install; then
@@ -487,7 +485,7 @@ fi
 # --------------------------------------------------------------------------
 # The checks of the sources (static, format) run after the build, while
 # the lanes beside already run: they need no server and read the
-# sources only, and the lanes, the TAP lane the longest, start sooner.
+# sources only, and the lanes start sooner.
 if want static; then
 	mq_phase "static checks (${#STATIC_SH[@]} in test/static/)"
 	for f in "${STATIC_SH[@]}"; do
