@@ -8,9 +8,12 @@
  *	  leader and follower, src/sql/60_replica_fetch.sql).  News is what
  *	  the follower should hear of: records beyond its fetch offset, a
  *	  committed offsets' version other than the one it was looked at with,
- *	  or the partition gone; for one partition also a high watermark other
- *	  than the one looked at (many partitions' sessions hear of it with
- *	  their next records or progress, as Kafka's followers do).
+ *	  or the partition gone.  A new high watermark is not news: the
+ *	  follower hears of it with its next records, or when its long poll
+ *	  runs out, as Kafka's followers do.  Waking for it cost a fetch and
+ *	  an append per follower and acks=all record, all but one of them on
+ *	  the next record's path (docs/design.md, "acks=all: where a record's
+ *	  time goes").
  *
  * One partition sleeps on its notify.c slot's condition variable.  Many
  * partitions cannot (a condition variable is one slot's): the backend
@@ -47,28 +50,24 @@
 PG_FUNCTION_INFO_V1(mq_replica_wait_records);
 PG_FUNCTION_INFO_V1(mq_replica_wait_any);
 
-/*
- * Does the partition have news for a follower at offset?  known_hwm NULL:
- * a new high watermark is none.
- */
+/* Does the partition have news for a follower at offset? */
 static bool
-has_news(int32 topic_id, int32 partition, int64 offset, const int64 *known_hwm, int64 known_offsets)
+has_news(int32 topic_id, int32 partition, int64 offset, int64 known_offsets)
 {
 	MqReplicaState st;
 
 	if (mq_replica_log_end_now(topic_id, partition) > offset)
 		return true;
 	mq_replica_read_state(topic_id, partition, &st);
-	return !st.found || (known_hwm && st.high_watermark != *known_hwm) ||
-		mq_offsets_version(topic_id, partition) != known_offsets;
+	return !st.found || mq_offsets_version(topic_id, partition) != known_offsets;
 }
 
 /*
  * mq._replica_wait_records(topic_id, partition, fetch_offset, wait_ms,
- * known_hwm, known_offsets_version): true as soon as the partition has
- * news, false when wait_ms passed first.  Waking on the high watermark
- * instead of refusing to wait while it lags keeps a caught-up follower
- * from spinning on empty fetches while the other followers catch up.
+ * known_offsets_version): true as soon as the partition has news, false
+ * when wait_ms passed first.  0.1.0's install script declares it with the
+ * high watermark the caller knew before the offsets' version: that
+ * argument is passed over.
  */
 Datum
 mq_replica_wait_records(PG_FUNCTION_ARGS)
@@ -77,14 +76,13 @@ mq_replica_wait_records(PG_FUNCTION_ARGS)
 	int32		partition = PG_GETARG_INT32(1);
 	TimestampTz deadline = TimestampTzPlusMilliseconds(GetCurrentTimestamp(),
 													   Max(PG_GETARG_INT32(3), 0));
-
-	int64		known_hwm = PG_GETARG_INT64(4);
+	int64		known_offsets = PG_GETARG_INT64(PG_NARGS() == 6 ? 5 : 4);
 
 	for (;;)
 	{
 		uint64		seen = mq_notify_part_counter(topic_id, partition);
 
-		if (has_news(topic_id, partition, PG_GETARG_INT64(2), &known_hwm, PG_GETARG_INT64(5)))
+		if (has_news(topic_id, partition, PG_GETARG_INT64(2), known_offsets))
 			PG_RETURN_BOOL(true);
 		if (!mq_notify_part_wait(topic_id, partition, seen, deadline) &&
 			GetCurrentTimestamp() >= deadline)
@@ -129,7 +127,7 @@ any_news(int n, Datum *ids, Datum *parts, Datum *offsets, Datum *ovs, uint64 *se
 		if (c == seen[i] && !all)
 			continue;
 		seen[i] = c;
-		if (has_news(id, part, DatumGetInt64(offsets[i]), NULL, DatumGetInt64(ovs[i])))
+		if (has_news(id, part, DatumGetInt64(offsets[i]), DatumGetInt64(ovs[i])))
 			return true;
 	}
 	return false;
@@ -161,9 +159,9 @@ seen_counters(ArrayType *a, int n)
 /*
  * mq._replica_wait_any(topic_ids, partitions, fetch_offsets, wait_ms,
  * known_offsets_versions, counters): mq._replica_wait_records over many
- * partitions, arrays of one length, without the high watermark: true as
- * soon as any has news, false when wait_ms passed first.  counters: each
- * partition's change counter as read before the caller looked at it.
+ * partitions, arrays of one length: true as soon as any has news, false
+ * when wait_ms passed first.  counters: each partition's change counter
+ * as read before the caller looked at it.
  */
 Datum
 mq_replica_wait_any(PG_FUNCTION_ARGS)

@@ -20,7 +20,14 @@
  * header (batch.c).  The fetch offset is the follower's log end, which is
  * what acknowledges everything below it to the leader.  An answer that
  * brings the node nothing new (no records; the high watermark, log start
- * and offsets version it applied last) is not appended at all.
+ * and offsets version it applied last) is not appended at all, and one
+ * that brings only a new high watermark waits for the next answer, which
+ * carries it too (the leader always sends its latest): with records it
+ * is appended with them, and when it brings only the high watermark
+ * again (an idle partition's long poll ran out) it is appended then.  So
+ * a follower's high watermark lags the leader's by up to one long poll,
+ * as Kafka's followers' do, and no acks=all record waits for a
+ * records-less append on its follower before the next fetch.
  *
  * Truncation by leader epoch asks the leader's node on a connection of
  * the partition's own (p->fconn), made under the broker's policy
@@ -57,6 +64,7 @@ follower_stop(Part *p)
 	/* out of its session's fetch in flight: that fetch's row for it is dropped */
 	p->in_flight = false;
 	p->session = NULL;
+	p->hwm_deferred = false;
 }
 
 /* Wait before the next fetch: the leader said "not yet" or "not you". */
@@ -309,7 +317,18 @@ brings_nothing(const Part *p, const BatchHeader *h)
 		h->offsets_version == p->offsets_version;
 }
 
-/* A fetch's answer for p: append it, unless it brings nothing. */
+/* Does the answer bring only a new high watermark (no records, nothing else)? */
+static bool
+brings_only_hwm(const Part *p, const BatchHeader *h)
+{
+	return h->base_offset == p->fetch_offset && h->leader_log_end == h->base_offset &&
+		h->log_start_offset == p->applied_log_start && h->offsets_version == p->offsets_version;
+}
+
+/*
+ * A fetch's answer for p: append it, unless it brings nothing, or only
+ * the high watermark for the first time in a row.
+ */
 void
 follower_take_batch(Broker *b, Part *p, const char *batch, int len)
 {
@@ -329,6 +348,12 @@ follower_take_batch(Broker *b, Part *p, const char *batch, int len)
 	}
 	if (hdr_ok && brings_nothing(p, &hdr))
 		return;
+	if (hdr_ok && brings_only_hwm(p, &hdr) && !p->hwm_deferred)
+	{
+		p->hwm_deferred = true;
+		return;
+	}
+	p->hwm_deferred = false;
 	/* append the batch as it came, in binary */
 	if (!node_append(b, p, batch, len, &log_end, &err))
 	{

@@ -192,7 +192,7 @@ COMMENT ON FUNCTION mq._notify_state(integer, integer) IS
     'internal: the wake-up slot of a partition (or, partition NULL, its topic) and its change counter, for tests';
 CREATE FUNCTION mq._replica_wait_records(topic_id integer, partition integer,
                                          fetch_offset bigint, wait_ms integer,
-                                         known_hwm bigint, known_offsets_version bigint) RETURNS boolean
+                                         known_offsets_version bigint) RETURNS boolean
     AS 'MODULE_PATHNAME', 'mq_replica_wait_records' LANGUAGE C STRICT;
 CREATE FUNCTION mq._replica_wait_any(topic_ids integer[], partitions integer[], fetch_offsets bigint[],
                                      wait_ms integer, known_offsets_versions bigint[], counters bigint[])

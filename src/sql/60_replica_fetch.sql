@@ -173,9 +173,8 @@ END $$;
 -- batch lists each record's offset when they are not consecutive, and
 -- p_max_records counts records rather than offsets, so that every fetch
 -- of a cleaned range holds records.  When the follower is idle
--- (mq._replica_fetch_look), wait up to wait_ms for new records or a
--- change of the high watermark first (long polling; notify.c wakes the
--- wait).
+-- (mq._replica_fetch_look), wait up to wait_ms for new records or a new
+-- offset commit first (long polling; notify.c wakes the wait).
 CREATE FUNCTION mq.replica_fetch(topic text, partition integer, leader_epoch integer,
                                  replica_id integer, fetch_offset bigint,
                                  max_records integer DEFAULT 1000, max_wait_ms integer DEFAULT 500,
@@ -205,10 +204,9 @@ BEGIN
     l := mq._replica_fetch_look(p_topic, v_id, p_partition, p_leader_epoch, p_replica_id,
                                 p_fetch_offset, p_offsets_version);
     IF l.idle AND p_wait_ms > 0 THEN
-        -- until new records, a new high watermark for the follower to hear
-        -- of, or a new offset commit
-        PERFORM mq._replica_wait_records(v_id, p_partition, p_fetch_offset, p_wait_ms,
-                                         coalesce((l.st).high_watermark, 0), l.ov);
+        -- until new records or a new offset commit (a new high watermark
+        -- comes with the next records, or when the wait runs out)
+        PERFORM mq._replica_wait_records(v_id, p_partition, p_fetch_offset, p_wait_ms, l.ov);
         l := mq._replica_fetch_look(p_topic, v_id, p_partition, p_leader_epoch, p_replica_id,
                                     p_fetch_offset, p_offsets_version);
     END IF;

@@ -50,8 +50,8 @@ COMMENT ON FUNCTION mq._replica_notify(integer, integer) IS
     'internal: wakes the partition''s waiters (long polls, acks=all) at commit';
 COMMENT ON FUNCTION mq._replica_durable_log_end(integer, integer) IS
     'internal: the partition''s log end once every commit it counts is flushed on this node (the leader''s share of the high watermark)';
-COMMENT ON FUNCTION mq._replica_wait_records(integer, integer, bigint, integer, bigint, bigint) IS
-    'internal: the leader side of a follower''s long poll, waiting for records past an offset, a high watermark change or an offset commit';
+COMMENT ON FUNCTION mq._replica_wait_records(integer, integer, bigint, integer, bigint) IS
+    'internal: the leader side of a follower''s long poll, waiting for records past an offset or an offset commit';
 COMMENT ON FUNCTION mq.await_commit(integer) IS
     'waits until what the session''s last transaction wrote to replicated partitions (records, committed offsets) is on every in-sync replica; MQ020, MQ022 or MQ023 otherwise';
 COMMENT ON FUNCTION mq._offsets_version(integer, integer) IS

@@ -240,6 +240,8 @@ SELECT ps.topic_id, ps.partition FROM mq.partition_state ps;
 ALTER TABLE mq.segment ADD COLUMN closed_bytes bigint, ADD COLUMN closed_last_time timestamptz;
 -- wake-ups name their partition (notify.c)
 DROP FUNCTION mq._replica_notify(integer);
+-- a follower's long poll no longer wakes for a new high watermark (replica_wait.c)
+DROP FUNCTION mq._replica_wait_records(integer, integer, bigint, integer, bigint, bigint);
 -- @definitions
 CREATE TRIGGER cascade_to_partition_state AFTER DELETE ON mq.topic
     REFERENCING OLD TABLE AS gone FOR EACH STATEMENT

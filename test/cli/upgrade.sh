@@ -37,6 +37,9 @@ REMOVED_SINCE_OLD=(
 	'mq_coord.txn_offsets_redone(text,integer,integer):+group, topic, partition'
 	# internal: a wake-up names its partition (notify.c)
 	'mq._replica_notify(integer):+partition'
+	# internal: a follower's long poll no longer wakes for a new high watermark
+	# (replica_wait.c; 0.1.0's declaration still works, its argument passed over)
+	'mq._replica_wait_records(integer,integer,bigint,integer,bigint,bigint):-known_hwm'
 )
 dir="$(dirname "${BASH_SOURCE[0]}")/upgrade"
 old_db="${PGDATABASE}_old"

@@ -5,12 +5,16 @@
 # and the high watermark, log start and committed offsets the node has:
 # the broker sends its next fetch at once.  Each such append was a round
 # trip to the node and a transaction, in series before the long poll that
-# waits for the next record.  Answers with records or a new high
-# watermark are still appended: the followers hold every record and
-# follow the high watermark.
+# waits for the next record.  An answer that brings only a new high
+# watermark (the one that acknowledges the record) waits for the next
+# answer, which carries it too: with the next record it is appended with
+# it, so a run of acks=all records costs each follower one append per
+# record; after the last, the long poll that runs out brings it again and
+# it is appended then.  The followers hold every record and follow the
+# high watermark.
 #
-# RF 3, min ISR 2; fetches wait at most 100 ms, so one idle second holds
-# ten timed-out long polls per follower.  The followers' nodes log every
+# RF 3, min ISR 2; fetches wait at most 250 ms, so one idle second holds
+# four timed-out long polls per follower.  The followers' nodes log every
 # statement with its duration, so their appends are counted in their logs.
 use strict;
 use warnings;
@@ -21,7 +25,7 @@ use Time::HiRes qw(usleep);
 use MqCluster;
 
 my $c = MqCluster->new(nodes => 3, node_conf => "log_min_duration_statement = 0\n",
-	broker_conf => "replica.fetch.wait.max.ms = 100\n");
+	broker_conf => "replica.fetch.wait.max.ms = 250\n");
 $c->start_brokers;
 $c->create_topic('t', 1, { 'replication.factor' => 3, 'min.insync.replicas' => 2 });
 my $a = $c->leader('t', 0);
@@ -60,7 +64,7 @@ my %before = map { $_ => appends($_) } @f;
 ok($before{ $f[0] } > 0 && $before{ $f[1] } > 0,
 	"their appends are counted in their logs ($before{ $f[0] }, $before{ $f[1] })");
 
-# idle: every long poll times out after 100 ms with nothing new (the one
+# idle: every long poll times out after 250 ms with nothing new (the one
 # fixed wait, for something that must not happen)
 usleep(1_200_000);
 for my $i (@f)
@@ -77,5 +81,21 @@ for my $i (@f)
 	my $n = appends($i) - $before{$i};
 	ok($n >= 1 && $n <= 3, "node$i: $n appends for one record (the record, the high watermark at most twice)");
 }
+
+# a run of acks=all records from one session (each well within a long
+# poll): one append per record and follower, and the high watermark's
+# after the last.  Appending each record's high watermark on its own made
+# it 3 per record for the two followers together, 4 with the follower
+# whose long poll a new high watermark ended.
+my $n = 30;
+%before = map { $_ => appends($_) } @f;
+$c->node($a)->safe_psql('postgres',
+	join('', map { "CALL mq.produce('t', NULL, ARRAY['r$_']::bytea[], 0, 'all');\n" } 1 .. $n));
+my $end = 3 + $n;
+ok(followed("$end/$end"), "both followers hold the $n records and follow the high watermark to $end");
+my $sum = 0;
+$sum += appends($_) - $before{$_} for @f;
+ok($sum >= 2 * $n && $sum <= 2 * $n + 6,
+	"$sum appends on the two followers for $n acks=all records (at most " . (2 * $n + 6) . ')');
 
 done_testing();
