@@ -127,7 +127,11 @@ write_partition(KRequest *req, const FPart *fp, int16_t code, int64_t lso, int64
 /*
  * Partition fp's error and records (into recs) from its bounds row (row);
  * rows[0..n) are its record rows; *lso and *hw become its bounds.  A
- * fetcher whose log diverged gets no records (fetch_epochs.c).
+ * fetcher whose log diverged gets no records (fetch_epochs.c).  An offset
+ * is out of range below the log start or beyond the log end, as in
+ * Kafka: between the high watermark and the log end (a new leader whose
+ * high watermark has not caught up with its predecessor's) the answer has
+ * no records and no error, and the consumer keeps its position.
  */
 static int16_t
 encode_bounded(FetchState *s, PGresult *res, int row, const FRow *rows, int n, FPart *fp,
@@ -145,7 +149,8 @@ encode_bounded(FetchState *s, PGresult *res, int row, const FRow *rows, int n, F
 		s->diverged = true;
 	if (code != KERR_NONE || fp->diverging_epoch >= 0)
 		return code;
-	if (fp->offset < *lso || fp->offset > *hw)
+	if (fp->offset < *lso ||
+		fp->offset > (PQgetisnull(res, row, COL_LEO) ? *hw : mq_get_int64(res, row, COL_LEO)))
 		code = KERR_OFFSET_OUT_OF_RANGE;
 	if (!fetch_batched(s))
 		encode_partition(res, rows, n, fp, &s->bytes, s->max_bytes, recs, s->magic);

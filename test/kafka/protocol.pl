@@ -351,6 +351,22 @@ $r = call($s, 1, 4, pack('l> l> l> l> C', -1, 0, 1, 1048576, 0) . pack('l>', 1) 
 	  . pack('l> l> q> l>', 1, 0, 1000, 1048576));
 my $tl = length 'pt';
 ok(defined $r && unpack("x4 x4 x2 x$tl x4 x4 s>", $r) == 1, 'a fetch beyond the log end gets OFFSET_OUT_OF_RANGE');
+# phw: 3 records, high watermark 0 (protocol.sh).  Between the high
+# watermark and the log end: no error and no records, as Kafka answers a
+# new leader's consumers before its high watermark catches up; beyond the
+# log end: OFFSET_OUT_OF_RANGE
+for my $case ([2, 0, 'between the high watermark and the log end: no error'],
+	[4, 1, 'beyond the log end of a partition whose high watermark lags: OFFSET_OUT_OF_RANGE'])
+{
+	my ($offset, $want, $what) = @$case;
+	$r = call($s, 1, 4, pack('l> l> l> l> C', -1, 0, 1, 1048576, 0) . pack('l>', 1) . str('phw')
+		  . pack('l> l> q> l>', 1, 0, $offset, 1048576));
+	my $hl = length 'phw';
+	my ($e, $hw, $lso, $naborted, $rlen) =
+	  defined $r ? unpack("x4 x4 x2 x$hl x4 x4 s> q> q> l> l>", $r) : (-1, -1, -1, -1, -1);
+	ok($e == $want && $hw == 0 && $rlen <= 0, "Fetch v4 at $offset $what",
+		"error $e, high watermark $hw, records $rlen bytes");
+}
 
 # DeleteRecords v1 on topic pdel (3 records): the new low watermark, or
 # the error of each partition

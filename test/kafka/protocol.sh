@@ -2,7 +2,8 @@
 # Raw protocol: handshakes, bad frames, bad batches (CRC, truncation,
 # decompression bomb, header keys, transactions, unknown codec), admin
 # requests (DeleteRecords, DeleteGroups, IncrementalAlterConfigs),
-# Produce's log_append_time on a LogAppendTime topic, and
+# Produce's log_append_time on a LogAppendTime topic, Fetch between a
+# replicated partition's high watermark and its log end (no error), and
 # unknown APIs, each answered with Kafka's error code or a closed
 # connection, and the old versions default clients send (Metadata v0,
 # OffsetCommit v0/v1, OffsetFetch v0, ListOffsets v0)
@@ -16,6 +17,11 @@ sql "SELECT mq.create_topic('pt', 1)" >/dev/null
 sql "SELECT mq.create_topic('plat', 1, '{\"message.timestamp.type\": \"LogAppendTime\"}')" >/dev/null
 sql "SELECT mq.create_topic('pdel', 1)" >/dev/null
 sql "SELECT mq.send_batch('pdel', NULL, ARRAY['a', 'b', 'c']::bytea[])" >/dev/null
+# a replicated partition whose follower (replica 2) has fetched nothing:
+# three records, high watermark 0
+sql "SELECT mq.create_topic('phw', 1)" >/dev/null
+sql "SELECT mq.replica_become_leader('phw', 0, 1, 1, ARRAY[1, 2], ARRAY[1, 2])" >/dev/null
+sql "SELECT mq.send_batch('phw', NULL, ARRAY['a', 'b', 'c']::bytea[])" >/dev/null
 kafka_start --max-batch-bytes 1048576 || { fail "mq-kafka starts"; finish; }
 
 run perl test/kafka/protocol.pl "$KAFKA_PORT"
