@@ -199,6 +199,7 @@ DECLARE
     v_end bigint;
     v_ov bigint;
     v_gaps bigint;
+    v_woken boolean := false;
     b mq.replica_batch;
 BEGIN
     l := mq._replica_fetch_look(p_topic, v_id, p_partition, p_leader_epoch, p_replica_id,
@@ -206,7 +207,7 @@ BEGIN
     IF l.idle AND p_wait_ms > 0 THEN
         -- until new records or a new offset commit (a new high watermark
         -- comes with the next records, or when the wait runs out)
-        PERFORM mq._replica_wait_records(v_id, p_partition, p_fetch_offset, p_wait_ms, l.ov);
+        v_woken := mq._replica_wait_records(v_id, p_partition, p_fetch_offset, p_wait_ms, l.ov);
         l := mq._replica_fetch_look(p_topic, v_id, p_partition, p_leader_epoch, p_replica_id,
                                     p_fetch_offset, p_offsets_version);
     END IF;
@@ -230,9 +231,19 @@ BEGIN
     END IF;
     b.offsets_version := v_ov;
 
-    PERFORM mq._replica_fetch_progress(v_id, p_partition, p_replica_id, p_leader_epoch, p_fetch_offset,
-                                       v_leo, p_offsets_version, g.offsets_version);
-    b.high_watermark := mq._replica_advance_hwm(v_id, p_partition);
+    -- Woken by news, the follower's progress at this offset is the one the
+    -- look found recorded (it was idle): nothing to record, and the high
+    -- watermark cannot move without new progress.  Recording it again
+    -- took the progress lock, so the two followers' fetches of a new
+    -- record ran one after the other.  A wait that ran out records it
+    -- (an idle follower stays caught up).
+    IF v_woken THEN
+        b.high_watermark := st.high_watermark;
+    ELSE
+        PERFORM mq._replica_fetch_progress(v_id, p_partition, p_replica_id, p_leader_epoch, p_fetch_offset,
+                                           v_leo, p_offsets_version, g.offsets_version);
+        b.high_watermark := mq._replica_advance_hwm(v_id, p_partition);
+    END IF;
 
     v_end := mq._replica_fetch_end(v_id, p_partition, st.relid, p_fetch_offset, p_max_records, v_leo, v_gaps);
     b.base_offset := p_fetch_offset;
