@@ -158,7 +158,7 @@ typedef struct Part
 	int64_t		offsets_version;	/* committed offsets the node applied; -1: unknown */
 	int64_t		applied_hwm;	/* the last answer's high watermark and log */
 	int64_t		applied_log_start;	/* start the node was given; -1: unknown */
-	bool		hwm_deferred;	/* last answer: a new hwm alone, not appended */
+	bool		last_records;	/* the last answer brought records */
 	int64_t		backoff_until_us;	/* no fetch before (leader said "not yet") */
 
 	struct Part *next;

@@ -20,14 +20,15 @@
  * header (batch.c).  The fetch offset is the follower's log end, which is
  * what acknowledges everything below it to the leader.  An answer that
  * brings the node nothing new (no records; the high watermark, log start
- * and offsets version it applied last) is not appended at all, and one
- * that brings only a new high watermark waits for the next answer, which
- * carries it too (the leader always sends its latest): with records it
- * is appended with them, and when it brings only the high watermark
- * again (an idle partition's long poll ran out) it is appended then.  So
- * a follower's high watermark lags the leader's by up to one long poll,
- * as Kafka's followers' do, and no acks=all record waits for a
- * records-less append on its follower before the next fetch.
+ * and offsets version it applied last) is not appended at all.  Nor is
+ * one that brings only a new high watermark right after an answer with
+ * records (the fetch that acknowledged them moved it): the next answer
+ * carries it too (the leader always sends its latest), with the next
+ * records under load, or alone once an idle partition's long poll runs
+ * out, and is appended.  So a follower's high watermark lags the
+ * leader's by up to one long poll, as Kafka's followers' do, and no
+ * acks=all record waits for a records-less append on its follower before
+ * the next fetch.
  *
  * Truncation by leader epoch asks the leader's node on a connection of
  * the partition's own (p->fconn), made under the broker's policy
@@ -64,7 +65,7 @@ follower_stop(Part *p)
 	/* out of its session's fetch in flight: that fetch's row for it is dropped */
 	p->in_flight = false;
 	p->session = NULL;
-	p->hwm_deferred = false;
+	p->last_records = false;
 }
 
 /* Wait before the next fetch: the leader said "not yet" or "not you". */
@@ -326,8 +327,8 @@ brings_only_hwm(const Part *p, const BatchHeader *h)
 }
 
 /*
- * A fetch's answer for p: append it, unless it brings nothing, or only
- * the high watermark for the first time in a row.
+ * A fetch's answer for p: append it, unless it brings nothing, or only the
+ * high watermark right after records.
  */
 void
 follower_take_batch(Broker *b, Part *p, const char *batch, int len)
@@ -336,6 +337,7 @@ follower_take_batch(Broker *b, Part *p, const char *batch, int len)
 	BatchHeader hdr;
 	bool		hdr_ok = batch_header_decode((const unsigned char *) batch, (size_t) len, &hdr);
 	int64_t		log_end;
+	bool		after_records;
 
 	if (p->state != PART_FOLLOWER_FETCH || b->node == NULL)
 		return;
@@ -346,14 +348,10 @@ follower_take_batch(Broker *b, Part *p, const char *batch, int len)
 		p->m_leader_log_end = hdr.leader_log_end;
 		p->m_hwm = hdr.high_watermark;
 	}
-	if (hdr_ok && brings_nothing(p, &hdr))
+	after_records = p->last_records;
+	p->last_records = hdr_ok && hdr.leader_log_end > hdr.base_offset;
+	if (hdr_ok && (brings_nothing(p, &hdr) || (after_records && brings_only_hwm(p, &hdr))))
 		return;
-	if (hdr_ok && brings_only_hwm(p, &hdr) && !p->hwm_deferred)
-	{
-		p->hwm_deferred = true;
-		return;
-	}
-	p->hwm_deferred = false;
 	/* append the batch as it came, in binary */
 	if (!node_append(b, p, batch, len, &log_end, &err))
 	{
