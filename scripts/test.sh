@@ -191,6 +191,17 @@ fail() {
 	suite_done "$@"
 	printf -- '--- FAIL: %s (%ss)\n' "$1" "$(secs "${SUITE_TIMES[-1]%%$'\t'*}")"
 }
+# run_suite NAME TIMEOUT COMMAND...: one suite, passed or failed by the
+# command's exit within TIMEOUT seconds
+run_suite() {
+	local name="$1" timeout="$2"
+	shift 2
+	if mq_run_timeout "$timeout" "$@"; then
+		pass "$name"
+	else
+		fail "$name"
+	fi
+}
 
 # keep_log FILE-OR-DIR [NAME]: copy into a directory kept after the run.
 keep_log() {
@@ -370,6 +381,23 @@ fresh_db() {
 	createdb -T "$tmpl" "$db"
 }
 
+# db_suites PHASE PREFIX FILE...: each script run with bash in a fresh
+# database of its own (named by db_name with PREFIX, the extension
+# installed; PGDATABASE and MQ_TEST_DB name it), a suite PHASE:FILE each
+db_suites() {
+	local phase="$1" prefix="$2" f db
+	shift 2
+	for f in "$@"; do
+		db="$(db_name "$f" "$prefix")"
+		echo "running $f (database $db)"
+		if ! fresh_db "$db" "$MQ_EXTENSION"; then
+			fail "$phase:$f"
+			continue
+		fi
+		PGDATABASE="$db" MQ_TEST_DB="$db" run_suite "$phase:$f" "$SUITE_TIMEOUT" bash "$f"
+	done
+}
+
 # Database-safe name from a file name.
 db_name() {
 	local base
@@ -490,11 +518,7 @@ if want static; then
 	mq_phase "static checks (${#STATIC_SH[@]} in test/static/)"
 	for f in "${STATIC_SH[@]}"; do
 		echo "running $f"
-		if mq_run_timeout "$SUITE_TIMEOUT" bash "$f"; then
-			pass "static:$f"
-		else
-			fail "static:$f"
-		fi
+		run_suite "static:$f" "$SUITE_TIMEOUT" bash "$f"
 	done
 fi
 
@@ -543,20 +567,12 @@ if want unit; then
 	else
 		suite_mark
 		for f in "${UNIT_C[@]}"; do
-			if mq_run_timeout "$SUITE_TIMEOUT" "${f%.c}" 2>/dev/null; then
-				pass "unit:$f"
-			else
-				fail "unit:$f"
-			fi
+			run_suite "unit:$f" "$SUITE_TIMEOUT" "${f%.c}" 2>/dev/null
 		done
 	fi
 	for f in "${UNIT_SH[@]}"; do
 		case "$f" in test/unit/bench_*.sh) continue ;; esac
-		if mq_run_timeout "$SUITE_TIMEOUT" bash "$f"; then
-			pass "unit:$f"
-		else
-			fail "unit:$f"
-		fi
+		run_suite "unit:$f" "$SUITE_TIMEOUT" bash "$f"
 	done
 fi
 
@@ -632,11 +648,7 @@ if want pgtap; then
 			fail "pgtap:$f"
 			continue
 		fi
-		if mq_run_timeout "$SUITE_TIMEOUT" pg_prove --failures -d "$db" "$f"; then
-			pass "pgtap:$f"
-		else
-			fail "pgtap:$f"
-		fi
+		run_suite "pgtap:$f" "$SUITE_TIMEOUT" pg_prove --failures -d "$db" "$f"
 	done
 fi
 
@@ -644,58 +656,19 @@ fi
 if want concurrency; then
 	mq_phase "concurrency scripts (${#CONC_SH[@]} in test/concurrency/)"
 	((${#CONC_SH[@]})) || echo "no test/concurrency/*.sh: skipped"
-	for f in "${CONC_SH[@]}"; do
-		db="$(db_name "$f" conc)"
-		echo "running $f (database $db)"
-		if ! fresh_db "$db" "$MQ_EXTENSION"; then
-			fail "concurrency:$f"
-			continue
-		fi
-		if PGDATABASE="$db" MQ_TEST_DB="$db" \
-			mq_run_timeout "$SUITE_TIMEOUT" bash "$f"; then
-			pass "concurrency:$f"
-		else
-			fail "concurrency:$f"
-		fi
-	done
+	db_suites concurrency conc "${CONC_SH[@]}"
 fi
 
 # --------------------------------------------------------------------------
 if want cli; then
 	mq_phase "mqctl tests (${#CLI_SH[@]} in test/cli/)"
-	for f in "${CLI_SH[@]}"; do
-		db="$(db_name "$f" cli)"
-		echo "running $f (database $db)"
-		if ! fresh_db "$db" "$MQ_EXTENSION"; then
-			fail "cli:$f"
-			continue
-		fi
-		if PGDATABASE="$db" MQ_TEST_DB="$db" \
-			mq_run_timeout "$SUITE_TIMEOUT" bash "$f"; then
-			pass "cli:$f"
-		else
-			fail "cli:$f"
-		fi
-	done
+	db_suites cli cli "${CLI_SH[@]}"
 fi
 
 # --------------------------------------------------------------------------
 if want kafka; then
 	mq_phase "mq-kafka tests (${#KAFKA_SH[@]} in test/kafka/)"
-	for f in "${KAFKA_SH[@]}"; do
-		db="$(db_name "$f" kafka)"
-		echo "running $f (database $db)"
-		if ! fresh_db "$db" "$MQ_EXTENSION"; then
-			fail "kafka:$f"
-			continue
-		fi
-		if PGDATABASE="$db" MQ_TEST_DB="$db" \
-			mq_run_timeout "$SUITE_TIMEOUT" bash "$f"; then
-			pass "kafka:$f"
-		else
-			fail "kafka:$f"
-		fi
-	done
+	db_suites kafka kafka "${KAFKA_SH[@]}"
 fi
 
 if [[ -n "${MQ_CLUSTER:-}" ]]; then
@@ -841,11 +814,7 @@ if want package; then
 	mq_phase "Debian packages (${#PACKAGE_SH[@]} in test/package/)"
 	for f in "${PACKAGE_SH[@]}"; do
 		echo "running $f"
-		if mq_run_timeout "${MQ_PACKAGE_TIMEOUT:-900}" bash "$f"; then
-			pass "package:$f"
-		else
-			fail "package:$f"
-		fi
+		run_suite "package:$f" "${MQ_PACKAGE_TIMEOUT:-900}" bash "$f"
 	done
 fi
 
