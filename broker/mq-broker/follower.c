@@ -302,33 +302,25 @@ append_failed(Broker *b, Part *p, const MqError *err)
 }
 
 /*
- * Does the answer bring the node nothing: no records, and the high
- * watermark, log start and committed offsets it was given last?  The
- * leader answers so the fetch that acknowledges an append while another
- * follower still lags, and a long poll that timed out.  Appending such an
- * answer was a round trip to the node and a transaction, in series before
- * the long poll that waits for the next record (docs/design.md, "acks=all:
- * where a record's time goes").
+ * Does the answer bring the node at most a high watermark: no records, and
+ * the log start and committed offsets it was given last?  The leader
+ * answers so a long poll that timed out and the fetch that acknowledges an
+ * append (with the high watermark the node has while another follower
+ * still lags, else the one that fetch moved).  Appending such an answer was
+ * a round trip to the node and a transaction, in series before the long
+ * poll that waits for the next record (docs/design.md, "acks=all: where a
+ * record's time goes").
  */
 static bool
-brings_nothing(const Part *p, const BatchHeader *h)
-{
-	return h->base_offset == p->fetch_offset && h->leader_log_end == h->base_offset &&
-		h->high_watermark == p->applied_hwm && h->log_start_offset == p->applied_log_start &&
-		h->offsets_version == p->offsets_version;
-}
-
-/* Does the answer bring only a new high watermark (no records, nothing else)? */
-static bool
-brings_only_hwm(const Part *p, const BatchHeader *h)
+brings_at_most_hwm(const Part *p, const BatchHeader *h)
 {
 	return h->base_offset == p->fetch_offset && h->leader_log_end == h->base_offset &&
 		h->log_start_offset == p->applied_log_start && h->offsets_version == p->offsets_version;
 }
 
 /*
- * A fetch's answer for p: append it, unless it brings nothing, or only the
- * high watermark right after records.
+ * A fetch's answer for p: append it, unless it brings nothing, or only a
+ * new high watermark right after records.
  */
 void
 follower_take_batch(Broker *b, Part *p, const char *batch, int len)
@@ -350,7 +342,7 @@ follower_take_batch(Broker *b, Part *p, const char *batch, int len)
 	}
 	after_records = p->last_records;
 	p->last_records = hdr_ok && hdr.leader_log_end > hdr.base_offset;
-	if (hdr_ok && (brings_nothing(p, &hdr) || (after_records && brings_only_hwm(p, &hdr))))
+	if (hdr_ok && brings_at_most_hwm(p, &hdr) && (hdr.high_watermark == p->applied_hwm || after_records))
 		return;
 	/* append the batch as it came, in binary */
 	if (!node_append(b, p, batch, len, &log_end, &err))
