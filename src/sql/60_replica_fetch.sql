@@ -166,31 +166,42 @@ BEGIN
             AND g.offsets_version IS NOT DISTINCT FROM p_offsets_version;
 END $$;
 
--- The leader side of a follower's fetch: record the follower's progress
--- (its fetch offset is its log end), advance the high watermark, and
--- return records from fetch_offset on.  Below the last gap compaction left
--- (this node's cleaner passes, or the gaps it copied from a leader) the
--- batch lists each record's offset when they are not consecutive, and
--- p_max_records counts records rather than offsets, so that every fetch
--- of a cleaned range holds records.  When the follower is idle
--- (mq._replica_fetch_look), wait up to wait_ms for new records or a new
--- offset commit first (long polling; notify.c wakes the wait).
-CREATE FUNCTION mq.replica_fetch(topic text, partition integer, leader_epoch integer,
-                                 replica_id integer, fetch_offset bigint,
-                                 max_records integer DEFAULT 1000, max_wait_ms integer DEFAULT 500,
-                                 offsets_version bigint DEFAULT NULL)
+-- Whether a fetch that found news (it is not idle: records, committed
+-- offsets) finds the follower's progress at its offset recorded already,
+-- in this epoch and offsets version, within the last p_wait_ms: the fetch
+-- then has nothing to record, and the high watermark cannot move without
+-- new progress (mq._replica_advance_hwm).  It is the long poll of one
+-- partition that the news woke (its progress was recorded when it went
+-- idle), or a partition of a session that had news while it sat idle.
+-- Recording it again took the partition's progress lock, so the two
+-- followers' fetches of each new record ran one after the other.
+-- Progress older than a wait is recorded again, as a session's idle
+-- partitions' is when due, and so is every fetch that finds nothing (an
+-- idle follower stays caught up).
+CREATE FUNCTION mq._replica_progress_recorded(p_idle boolean, g mq.replica_progress, p_leader_epoch integer,
+                                              p_fetch_offset bigint, p_offsets_version bigint,
+                                              p_wait_ms integer)
+    RETURNS boolean
+LANGUAGE sql SET search_path = pg_catalog, pg_temp AS $$
+    SELECT coalesce(NOT p_idle AND p_offsets_version IS NOT NULL
+                    AND g.leader_epoch = p_leader_epoch
+                    AND g.log_end_offset = p_fetch_offset
+                    AND g.offsets_version = p_offsets_version
+                    AND g.last_fetch_at > clock_timestamp() - make_interval(secs => p_wait_ms / 1000.0),
+                    false);
+$$;
+
+-- mq.replica_fetch's body, and mq.replica_fetch_many's per partition it
+-- fetches (without a wait).  p_record: whether to record the follower's
+-- progress and advance the high watermark (mq.replica_fetch_many holds the
+-- progress locks of those it records); NULL: unless
+-- mq._replica_progress_recorded says it is recorded already.
+CREATE FUNCTION mq._replica_fetch(p_topic text, p_partition integer, p_leader_epoch integer,
+                                  p_replica_id integer, p_fetch_offset bigint, p_max_records integer,
+                                  p_wait_ms integer, p_offsets_version bigint, p_record boolean)
     RETURNS mq.replica_batch
-LANGUAGE plpgsql SECURITY DEFINER SET search_path = pg_catalog, pg_temp AS $$
-#variable_conflict use_column
+LANGUAGE plpgsql SET search_path = pg_catalog, pg_temp AS $$
 DECLARE
-    p_topic ALIAS FOR $1;
-    p_partition ALIAS FOR $2;
-    p_leader_epoch ALIAS FOR $3;
-    p_replica_id ALIAS FOR $4;
-    p_fetch_offset ALIAS FOR $5;
-    p_max_records ALIAS FOR $6;
-    p_wait_ms ALIAS FOR $7;
-    p_offsets_version ALIAS FOR $8;
     v_id integer := mq._topic_id(p_topic);
     l record;
     st mq.partition_state;
@@ -199,7 +210,6 @@ DECLARE
     v_end bigint;
     v_ov bigint;
     v_gaps bigint;
-    v_woken boolean := false;
     b mq.replica_batch;
 BEGIN
     l := mq._replica_fetch_look(p_topic, v_id, p_partition, p_leader_epoch, p_replica_id,
@@ -207,7 +217,7 @@ BEGIN
     IF l.idle AND p_wait_ms > 0 THEN
         -- until new records or a new offset commit (a new high watermark
         -- comes with the next records, or when the wait runs out)
-        v_woken := mq._replica_wait_records(v_id, p_partition, p_fetch_offset, p_wait_ms, l.ov);
+        PERFORM mq._replica_wait_records(v_id, p_partition, p_fetch_offset, p_wait_ms, l.ov);
         l := mq._replica_fetch_look(p_topic, v_id, p_partition, p_leader_epoch, p_replica_id,
                                     p_fetch_offset, p_offsets_version);
     END IF;
@@ -231,18 +241,13 @@ BEGIN
     END IF;
     b.offsets_version := v_ov;
 
-    -- Woken by news, the follower's progress at this offset is the one the
-    -- look found recorded (it was idle): nothing to record, and the high
-    -- watermark cannot move without new progress.  Recording it again
-    -- took the progress lock, so the two followers' fetches of a new
-    -- record ran one after the other.  A wait that ran out records it
-    -- (an idle follower stays caught up).
-    IF v_woken THEN
-        b.high_watermark := st.high_watermark;
-    ELSE
+    IF coalesce(p_record, NOT mq._replica_progress_recorded(l.idle, g, p_leader_epoch, p_fetch_offset,
+                                                             p_offsets_version, p_wait_ms)) THEN
         PERFORM mq._replica_fetch_progress(v_id, p_partition, p_replica_id, p_leader_epoch, p_fetch_offset,
                                            v_leo, p_offsets_version, g.offsets_version);
         b.high_watermark := mq._replica_advance_hwm(v_id, p_partition);
+    ELSE
+        b.high_watermark := st.high_watermark;
     END IF;
 
     v_end := mq._replica_fetch_end(v_id, p_partition, st.relid, p_fetch_offset, p_max_records, v_leo, v_gaps);
@@ -260,6 +265,24 @@ BEGIN
     RETURN b;
 END $$;
 
+-- The leader side of a follower's fetch: record the follower's progress
+-- (its fetch offset is its log end; unless recorded already, as
+-- mq._replica_fetch says), advance the high watermark, and return records from fetch_offset on.  Below the last gap compaction left
+-- (this node's cleaner passes, or the gaps it copied from a leader) the
+-- batch lists each record's offset when they are not consecutive, and
+-- p_max_records counts records rather than offsets, so that every fetch
+-- of a cleaned range holds records.  When the follower is idle
+-- (mq._replica_fetch_look), wait up to wait_ms for new records or a new
+-- offset commit first (long polling; notify.c wakes the wait).
+CREATE FUNCTION mq.replica_fetch(topic text, partition integer, leader_epoch integer,
+                                 replica_id integer, fetch_offset bigint,
+                                 max_records integer DEFAULT 1000, max_wait_ms integer DEFAULT 500,
+                                 offsets_version bigint DEFAULT NULL)
+    RETURNS mq.replica_batch
+LANGUAGE sql SECURITY DEFINER SET search_path = pg_catalog, pg_temp AS $$
+    SELECT mq._replica_fetch($1, $2, $3, $4, $5, $6, $7, $8, NULL);
+$$;
+
 -- mq.replica_fetch_many's look at every partition (mq._replica_fetch_look,
 -- reads only), or what the backend remembers of one found idle whose
 -- change counter has not moved since (replica_fetch_cache.c): element k
@@ -271,12 +294,15 @@ END $$;
 -- as often as a single long poll records it.  counters: each partition's
 -- change counter read before it was looked at (or remembered), for the
 -- wait (mq._replica_wait_any) to look only at those that moved since.
+-- recorded: the partition has news at progress recorded already
+-- (mq._replica_progress_recorded), so its fetch records none.
 CREATE FUNCTION mq._replica_fetch_looks(p_replica_id integer, p_topics text[], p_partitions integer[],
                                         p_epochs integer[], p_offsets bigint[], p_ovs bigint[],
                                         p_wait_ms integer,
                                         OUT ids integer[], OUT idle boolean[], OUT due timestamptz[],
                                         OUT ov bigint[], OUT err_state text[],
-                                        OUT err_message text[], OUT counters bigint[])
+                                        OUT err_message text[], OUT counters bigint[],
+                                        OUT recorded boolean[])
 LANGUAGE plpgsql SET search_path = pg_catalog, pg_temp AS $$
 DECLARE
     r record := mq._replica_fetch_recall(p_replica_id, p_topics, p_partitions, p_epochs, p_offsets,
@@ -297,6 +323,7 @@ BEGIN
     idle := r.known;
     ov := r.ov;
     v_recorded := r.recorded_at;
+    recorded := array_fill(false, ARRAY[cardinality(p_topics)]);
     FOR k IN SELECT u.k FROM unnest(r.known) WITH ORDINALITY AS u(known, k) WHERE NOT u.known ORDER BY u.k LOOP
         BEGIN
             ids[k] := coalesce(ids[k], mq._topic_id(p_topics[k]));
@@ -305,6 +332,8 @@ BEGIN
             idle[k] := l.idle;
             v_recorded[k] := (l.g).last_fetch_at;
             ov[k] := l.ov;
+            recorded[k] := mq._replica_progress_recorded(l.idle, l.g, p_epochs[k], p_offsets[k], p_ovs[k],
+                                                         p_wait_ms);
         EXCEPTION WHEN OTHERS THEN
             GET STACKED DIAGNOSTICS v_state = RETURNED_SQLSTATE, v_msg = MESSAGE_TEXT;
             err_state[k] := v_state;
@@ -399,10 +428,12 @@ END $$;
 -- order given, until the batches hold 10 x max_records records (the
 -- others wait for the next call, whose order the caller rotates); the
 -- idle ones among them are answered together
--- (mq._replica_fetch_refresh).  The progress locks of the partitions it
--- fetches are taken first, in one order (topic id, partition): two
--- followers' fetches of the same partitions in different orders would
--- otherwise deadlock.  A row per partition fetched (k, its batch), and
+-- (mq._replica_fetch_refresh).  A partition with news at progress
+-- recorded already records none (mq._replica_progress_recorded, as a
+-- single partition's long poll that news woke).  The progress locks of the
+-- partitions whose progress it records are taken first, in one order
+-- (topic id, partition): two followers' fetches of the same partitions in
+-- different orders would otherwise deadlock.  A row per partition fetched (k, its batch), and
 -- per partition the look refused (k, its SQLSTATE and message); no row
 -- for the others.
 CREATE FUNCTION mq.replica_fetch_many(replica_id integer, topics text[], partitions integer[],
@@ -441,9 +472,10 @@ BEGIN
                                      offsets_versions, max_wait_ms);
     END IF;
     -- what to fetch: not idle, or due (within half a wait when every one
-    -- is idle; every one without a wait); their progress locks taken in
-    -- one order first, as another follower's fetch of the same partitions
-    -- takes them (each is held to the end)
+    -- is idle; every one without a wait); the progress locks of those
+    -- whose progress it records taken in one order first, as another
+    -- follower's fetch of the same partitions takes them (each is held to
+    -- the end)
     IF n > 0 AND false <> ALL (s.idle) THEN
         v_ahead := make_interval(secs => max_wait_ms / 2000.0);
     END IF;
@@ -451,7 +483,7 @@ BEGIN
                      WHERE s.err_state[k] IS NULL
                        AND NOT (max_wait_ms > 0 AND s.idle[k] AND s.due[k] > clock_timestamp() + v_ahead));
     PERFORM mq._replica_progress_lock(s.ids[k], partitions[k])
-       FROM unnest(v_take) k ORDER BY s.ids[k], partitions[k];
+       FROM unnest(v_take) k WHERE NOT s.recorded[k] ORDER BY s.ids[k], partitions[k];
     FOR r IN SELECT * FROM mq._replica_fetch_refresh(replica_id, s.ids, partitions, leader_epochs,
                                                      fetch_offsets, offsets_versions,
                                                      ARRAY(SELECT k FROM unnest(v_take) k WHERE s.idle[k])) LOOP
@@ -484,8 +516,9 @@ BEGIN
         message := s.err_message[v_k];
         IF sqlstate IS NULL AND batch IS NULL THEN
             CONTINUE WHEN v_records >= 10::bigint * max_records;
-            batch := mq.replica_fetch(topics[v_k], partitions[v_k], leader_epochs[v_k], replica_id,
-                                      fetch_offsets[v_k], max_records, 0, offsets_versions[v_k]);
+            batch := mq._replica_fetch(topics[v_k], partitions[v_k], leader_epochs[v_k], replica_id,
+                                       fetch_offsets[v_k], max_records, 0, offsets_versions[v_k],
+                                       NOT s.recorded[v_k]);
             v_records := v_records + coalesce(cardinality(batch.vals), 0);
         END IF;
         RETURN NEXT;
