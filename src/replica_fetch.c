@@ -2,7 +2,7 @@
  *
  * replica_fetch.c
  *	  The records' read of a follower's fetch on the leader
- *	  (mq._replica_fetch_records, called by mq.replica_fetch in
+ *	  (mq._replica_fetch_records, called by mq._replica_fetch in
  *	  src/sql/60_replica_fetch.sql): a range of a partition's records and
  *	  the producer batches that end in it, as arrays of mq.replica_batch.
  *
@@ -21,7 +21,7 @@
  *
  * Locking and visibility: as the SQL it replaces.  Each statement runs
  * with a new snapshot (a volatile function's), as the extension owner
- * with the pinned search_path (spi.c); the caller (mq.replica_fetch) has
+ * with the pinned search_path (spi.c); the caller (mq._replica_fetch) has
  * checked the leader epoch.  No locks beyond the tables' AccessShareLock.
  *
  *-------------------------------------------------------------------------

@@ -266,10 +266,11 @@ BEGIN
 END $$;
 
 -- The leader side of a follower's fetch: record the follower's progress
--- (its fetch offset is its log end; unless recorded already, as
--- mq._replica_fetch says), advance the high watermark, and return records from fetch_offset on.  Below the last gap compaction left
--- (this node's cleaner passes, or the gaps it copied from a leader) the
--- batch lists each record's offset when they are not consecutive, and
+-- (its fetch offset is its log end; unless recorded already,
+-- mq._replica_progress_recorded), advance the high watermark, and return
+-- records from fetch_offset on.  Below the last gap compaction left (this
+-- node's cleaner passes, or the gaps it copied from a leader) the batch
+-- lists each record's offset when they are not consecutive, and
 -- p_max_records counts records rather than offsets, so that every fetch
 -- of a cleaned range holds records.  When the follower is idle
 -- (mq._replica_fetch_look), wait up to wait_ms for new records or a new
@@ -433,9 +434,9 @@ END $$;
 -- single partition's long poll that news woke).  The progress locks of the
 -- partitions whose progress it records are taken first, in one order
 -- (topic id, partition): two followers' fetches of the same partitions in
--- different orders would otherwise deadlock.  A row per partition fetched (k, its batch), and
--- per partition the look refused (k, its SQLSTATE and message); no row
--- for the others.
+-- different orders would otherwise deadlock.  A row per partition fetched
+-- (k, its batch), and per partition the look refused (k, its SQLSTATE and
+-- message); no row for the others.
 CREATE FUNCTION mq.replica_fetch_many(replica_id integer, topics text[], partitions integer[],
                                       leader_epochs integer[], fetch_offsets bigint[],
                                       offsets_versions bigint[], max_records integer DEFAULT 1000,
