@@ -58,11 +58,7 @@ wait_for "application_name = 'fhq_poll' AND wait_event_type = 'Extension'" ||
 
 # another session holds the partition's progress lock (as the other
 # follower's fetch of the record may)
-mkfifo "$work/lock"
-PGAPPNAME=fhq_lock psql -X -qAt -v ON_ERROR_STOP=1 < "$work/lock" > "$work/lock.out" 2>&1 &
-exec 3> "$work/lock"
-echo "BEGIN; SELECT mq._replica_progress_lock(topic_id, 0) FROM mq.topic WHERE topic_name = 'fhq';" >&3
-wait_for "application_name = 'fhq_lock' AND state = 'idle in transaction'" || fail "the lock was not taken"
+hold_progress_lock fhq "$work"
 recorded() { q -c "SELECT last_fetch_at FROM mq.replica_progress rp JOIN mq.topic t USING (topic_id)
 	WHERE t.topic_name = 'fhq' AND rp.replica_id = 2"; }
 before=$(recorded)
@@ -70,18 +66,13 @@ before=$(recorded)
 # a record ends the long poll at once, with the high watermark, while the
 # lock is held
 q -c "SELECT mq.send('fhq', NULL::bytea, 'two'::bytea, partition => 0)" >/dev/null
-for _ in $(seq 1 200); do
-	kill -0 "$poll" 2>/dev/null || break
-	sleep 0.1
-done
-kill -0 "$poll" 2>/dev/null &&
+ends_within "$poll" 20 ||
 	fail "the long poll did not end within 20 s of the record (waiting for the progress lock?)"
 wait "$poll" || fail "the long poll failed: $(cat "$work/poll.out")"
 [[ "$(cat "$work/poll.out")" == '1 1 1' ]] ||
 	fail "the long poll answered '$(cat "$work/poll.out")', expected base 1, high watermark 1, one record"
 [[ "$(recorded)" == "$before" ]] || fail "the woken fetch recorded the follower's progress again"
-echo "COMMIT;" >&3
-exec 3>&-
+release_progress_lock
 
 # replica 2 appended the record and reports 2; a long poll there that runs
 # out records its progress again

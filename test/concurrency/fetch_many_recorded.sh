@@ -45,26 +45,17 @@ wait_for "application_name = 'fmr_poll' AND wait_event_type = 'Extension'" || fa
 
 # another session holds partition 0's progress lock (as the other
 # follower's fetch of the record may)
-mkfifo "$work/lock"
-PGAPPNAME=fmr_lock psql -X -qAt -v ON_ERROR_STOP=1 < "$work/lock" > "$work/lock.out" 2>&1 &
-exec 3> "$work/lock"
-echo "BEGIN; SELECT mq._replica_progress_lock(topic_id, 0) FROM mq.topic WHERE topic_name = 'fmr';" >&3
-wait_for "application_name = 'fmr_lock' AND state = 'idle in transaction'" || fail "the lock was not taken"
+hold_progress_lock fmr "$work"
 
 # a record on partition 0 ends the long poll at once, while the lock is held
 q -c "SELECT mq.send('fmr', NULL::bytea, 'one'::bytea, partition => 0)" >/dev/null
-for _ in $(seq 1 200); do
-	kill -0 "$poll" 2>/dev/null || break
-	sleep 0.1
-done
-kill -0 "$poll" 2>/dev/null &&
+ends_within "$poll" 20 ||
 	fail "the long poll did not end within 20 s of the record (waiting for the progress lock?)"
 wait "$poll" || fail "the long poll failed: $(cat "$work/poll.out")"
 [[ "$(cat "$work/poll.out")" == '1 0 1' ]] ||
 	fail "the long poll answered '$(cat "$work/poll.out")', expected partition 0's record alone (1 0 1)"
 [[ "$(recorded)" == "$before" ]] || fail "the woken fetch recorded the follower's progress again"
-echo "COMMIT;" >&3
-exec 3>&-
+release_progress_lock
 
 # replica 2 appended the record and fetches at 1: that records its progress
 q -c "SELECT count(*) FROM mq.replica_fetch_many(2, ARRAY['fmr', 'fmr'], ARRAY[0, 1], ARRAY[1, 1],
