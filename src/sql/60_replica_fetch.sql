@@ -141,12 +141,26 @@ CREATE FUNCTION mq._replica_fetch_records(b mq.replica_batch, p_id integer, p_pa
 -- in this epoch, and it has the offsets' version, so that a long poll may
 -- wait for news.  A fetch offset beyond the log end is MQ007.  Reads
 -- only (mq.replica_fetch_many looks at every partition first).
+-- recorded: the fetch found news (not idle: records, committed offsets)
+-- at the offset where the follower's progress is recorded already, in
+-- this epoch and offsets version, within the last p_wait_ms.  Such a fetch
+-- has nothing to record, and the high watermark cannot move without new
+-- progress (mq._replica_advance_hwm): it is the long poll of one partition
+-- that the news woke (its progress was recorded when it went idle), or a
+-- partition of a session that had news while it sat idle.  Recording it
+-- again took the partition's progress lock, so the two followers' fetches
+-- of each new record ran one after the other.  Progress older than a wait
+-- is recorded again, as a session's idle partitions' is when due, and so
+-- is every fetch that finds nothing (an idle follower stays caught up).
 CREATE FUNCTION mq._replica_fetch_look(p_topic text, p_id integer, p_partition integer,
                                        p_leader_epoch integer, p_replica_id integer,
-                                       p_fetch_offset bigint, p_offsets_version bigint,
+                                       p_fetch_offset bigint, p_offsets_version bigint, p_wait_ms integer,
                                        OUT st mq.partition_state, OUT leo bigint,
-                                       OUT g mq.replica_progress, OUT ov bigint, OUT idle boolean)
+                                       OUT g mq.replica_progress, OUT ov bigint, OUT idle boolean,
+                                       OUT recorded boolean)
 LANGUAGE plpgsql SET search_path = pg_catalog, pg_temp AS $$
+DECLARE
+    v_at boolean;   -- the follower's progress is recorded at this fetch
 BEGIN
     st := mq._replica_fence(p_id, p_partition, p_leader_epoch, 'leader');
     leo := mq._log_end_offset(p_id, p_partition);
@@ -158,44 +172,21 @@ BEGIN
     SELECT * INTO g FROM mq.replica_progress r
      WHERE r.topic_id = p_id AND r.partition = p_partition AND r.replica_id = p_replica_id;
     ov := mq._offsets_version(p_id, p_partition);
-    idle := p_fetch_offset = leo AND p_fetch_offset >= st.log_start_offset
+    v_at := p_offsets_version IS NOT NULL
             AND g.leader_epoch IS NOT DISTINCT FROM p_leader_epoch
             AND g.log_end_offset IS NOT DISTINCT FROM p_fetch_offset
-            AND p_offsets_version IS NOT DISTINCT FROM ov
-            AND p_offsets_version IS NOT NULL
             AND g.offsets_version IS NOT DISTINCT FROM p_offsets_version;
+    idle := v_at AND p_fetch_offset = leo AND p_fetch_offset >= st.log_start_offset
+            AND p_offsets_version IS NOT DISTINCT FROM ov;
+    recorded := v_at AND NOT idle
+                AND g.last_fetch_at > clock_timestamp() - make_interval(secs => p_wait_ms / 1000.0);
 END $$;
-
--- Whether a fetch that found news (it is not idle: records, committed
--- offsets) finds the follower's progress at its offset recorded already,
--- in this epoch and offsets version, within the last p_wait_ms: the fetch
--- then has nothing to record, and the high watermark cannot move without
--- new progress (mq._replica_advance_hwm).  It is the long poll of one
--- partition that the news woke (its progress was recorded when it went
--- idle), or a partition of a session that had news while it sat idle.
--- Recording it again took the partition's progress lock, so the two
--- followers' fetches of each new record ran one after the other.
--- Progress older than a wait is recorded again, as a session's idle
--- partitions' is when due, and so is every fetch that finds nothing (an
--- idle follower stays caught up).
-CREATE FUNCTION mq._replica_progress_recorded(p_idle boolean, g mq.replica_progress, p_leader_epoch integer,
-                                              p_fetch_offset bigint, p_offsets_version bigint,
-                                              p_wait_ms integer)
-    RETURNS boolean
-LANGUAGE sql SET search_path = pg_catalog, pg_temp AS $$
-    SELECT coalesce(NOT p_idle AND p_offsets_version IS NOT NULL
-                    AND g.leader_epoch = p_leader_epoch
-                    AND g.log_end_offset = p_fetch_offset
-                    AND g.offsets_version = p_offsets_version
-                    AND g.last_fetch_at > clock_timestamp() - make_interval(secs => p_wait_ms / 1000.0),
-                    false);
-$$;
 
 -- mq.replica_fetch's body, and mq.replica_fetch_many's per partition it
 -- fetches (without a wait).  p_record: whether to record the follower's
 -- progress and advance the high watermark (mq.replica_fetch_many holds the
--- progress locks of those it records); NULL: unless
--- mq._replica_progress_recorded says it is recorded already.
+-- progress locks of those it records); NULL: unless its look says it is
+-- recorded already (mq._replica_fetch_look, recorded).
 CREATE FUNCTION mq._replica_fetch(p_topic text, p_partition integer, p_leader_epoch integer,
                                   p_replica_id integer, p_fetch_offset bigint, p_max_records integer,
                                   p_wait_ms integer, p_offsets_version bigint, p_record boolean)
@@ -213,13 +204,13 @@ DECLARE
     b mq.replica_batch;
 BEGIN
     l := mq._replica_fetch_look(p_topic, v_id, p_partition, p_leader_epoch, p_replica_id,
-                                p_fetch_offset, p_offsets_version);
+                                p_fetch_offset, p_offsets_version, p_wait_ms);
     IF l.idle AND p_wait_ms > 0 THEN
         -- until new records or a new offset commit (a new high watermark
         -- comes with the next records, or when the wait runs out)
         PERFORM mq._replica_wait_records(v_id, p_partition, p_fetch_offset, p_wait_ms, l.ov);
         l := mq._replica_fetch_look(p_topic, v_id, p_partition, p_leader_epoch, p_replica_id,
-                                    p_fetch_offset, p_offsets_version);
+                                    p_fetch_offset, p_offsets_version, p_wait_ms);
     END IF;
     st := l.st;
     g := l.g;
@@ -241,8 +232,7 @@ BEGIN
     END IF;
     b.offsets_version := v_ov;
 
-    IF coalesce(p_record, NOT mq._replica_progress_recorded(l.idle, g, p_leader_epoch, p_fetch_offset,
-                                                             p_offsets_version, p_wait_ms)) THEN
+    IF coalesce(p_record, NOT l.recorded) THEN
         PERFORM mq._replica_fetch_progress(v_id, p_partition, p_replica_id, p_leader_epoch, p_fetch_offset,
                                            v_leo, p_offsets_version, g.offsets_version);
         b.high_watermark := mq._replica_advance_hwm(v_id, p_partition);
@@ -267,7 +257,7 @@ END $$;
 
 -- The leader side of a follower's fetch: record the follower's progress
 -- (its fetch offset is its log end; unless recorded already,
--- mq._replica_progress_recorded), advance the high watermark, and return
+-- mq._replica_fetch_look), advance the high watermark, and return
 -- records from fetch_offset on.  Below the last gap compaction left (this
 -- node's cleaner passes, or the gaps it copied from a leader) the batch
 -- lists each record's offset when they are not consecutive, and
@@ -296,7 +286,7 @@ $$;
 -- change counter read before it was looked at (or remembered), for the
 -- wait (mq._replica_wait_any) to look only at those that moved since.
 -- recorded: the partition has news at progress recorded already
--- (mq._replica_progress_recorded), so its fetch records none.
+-- (mq._replica_fetch_look), so its fetch records none.
 CREATE FUNCTION mq._replica_fetch_looks(p_replica_id integer, p_topics text[], p_partitions integer[],
                                         p_epochs integer[], p_offsets bigint[], p_ovs bigint[],
                                         p_wait_ms integer,
@@ -329,12 +319,11 @@ BEGIN
         BEGIN
             ids[k] := coalesce(ids[k], mq._topic_id(p_topics[k]));
             l := mq._replica_fetch_look(p_topics[k], ids[k], p_partitions[k], p_epochs[k], p_replica_id,
-                                        p_offsets[k], p_ovs[k]);
+                                        p_offsets[k], p_ovs[k], p_wait_ms);
             idle[k] := l.idle;
             v_recorded[k] := (l.g).last_fetch_at;
             ov[k] := l.ov;
-            recorded[k] := mq._replica_progress_recorded(l.idle, l.g, p_epochs[k], p_offsets[k], p_ovs[k],
-                                                         p_wait_ms);
+            recorded[k] := l.recorded;
         EXCEPTION WHEN OTHERS THEN
             GET STACKED DIAGNOSTICS v_state = RETURNED_SQLSTATE, v_msg = MESSAGE_TEXT;
             err_state[k] := v_state;
@@ -430,7 +419,7 @@ END $$;
 -- others wait for the next call, whose order the caller rotates); the
 -- idle ones among them are answered together
 -- (mq._replica_fetch_refresh).  A partition with news at progress
--- recorded already records none (mq._replica_progress_recorded, as a
+-- recorded already records none (mq._replica_fetch_look, as a
 -- single partition's long poll that news woke).  The progress locks of the
 -- partitions whose progress it records are taken first, in one order
 -- (topic id, partition): two followers' fetches of the same partitions in
@@ -560,8 +549,8 @@ BEGIN
     COMMIT;
 END $$;
 
-COMMENT ON FUNCTION mq._replica_fetch_look(text, integer, integer, integer, integer, bigint, bigint) IS
-    'internal (replication): what a follower''s fetch finds before it reads (epoch check, log end, progress, idle)';
+COMMENT ON FUNCTION mq._replica_fetch_look(text, integer, integer, integer, integer, bigint, bigint, integer) IS
+    'internal (replication): what a follower''s fetch finds before it reads (epoch check, log end, progress, idle, progress recorded)';
 COMMENT ON FUNCTION mq._replica_fetch_looks(integer, text[], integer[], integer[], bigint[], bigint[], integer) IS
     'internal (replication): replica_fetch_many''s look at each partition, errors kept per partition';
 COMMENT ON FUNCTION mq._replica_fetch_refresh(integer, integer[], integer[], integer[], bigint[], bigint[], integer[]) IS

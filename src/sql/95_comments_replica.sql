@@ -86,8 +86,6 @@ COMMENT ON FUNCTION mq._replica_fetch_below_start(integer, integer, bigint, bigi
     'internal (replication): replica_fetch''s answer to a follower whose log lies below the leader''s log start';
 COMMENT ON FUNCTION mq._replica_fetch_progress(integer, integer, integer, integer, bigint, bigint, bigint, bigint) IS
     'internal (replication): records a follower''s fetch (its log end, when it was caught up) for replica_fetch';
-COMMENT ON FUNCTION mq._replica_progress_recorded(boolean, mq.replica_progress, integer, bigint, bigint, integer) IS
-    'internal (replication): whether a fetch with news finds the follower''s progress at its offset recorded already';
 COMMENT ON FUNCTION mq._replica_fetch(text, integer, integer, integer, bigint, integer, integer, bigint, boolean) IS
     'internal (replication): the body of replica_fetch, and replica_fetch_many''s fetch of one partition';
 COMMENT ON FUNCTION mq._replica_fetch_end(integer, integer, regclass, bigint, integer, bigint, bigint) IS

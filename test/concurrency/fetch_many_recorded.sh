@@ -4,7 +4,8 @@
 # records none, and so does not take that partition's progress lock,
 # which the other follower's fetch of the same record may hold (here a
 # third session holds it): the answer comes at once.  As a single
-# partition's long poll (fetch_long_poll.sh; mq._replica_progress_recorded).
+# partition's long poll (fetch_long_poll.sh; mq._replica_fetch_look's
+# recorded).
 # Its next fetch, one record on, records the progress as before (it
 # acknowledges the record).
 #
