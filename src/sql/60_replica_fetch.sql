@@ -123,14 +123,10 @@ END $$;
 -- Fills b with the records of [p_fetch_offset, p_end) and the producer
 -- batches whose last record lies there.  The batch lists each record's
 -- offset when they are not consecutive from the fetch offset (compaction's
--- gaps); p_listed: read them with their offsets from the start (the range
--- lies below the last cleaner pass; NULL: there was none), else read
--- again with them if a pass removed records since the caller looked at the
--- cleaner passes.  In C
--- (src/replica_fetch.c): the read is planned once per partition table.
+-- gaps).  In C (src/replica_fetch.c): the read is planned once per
+-- partition table, and its rows become the batch's arrays there.
 CREATE FUNCTION mq._replica_fetch_records(b mq.replica_batch, p_id integer, p_partition integer,
-                                          p_relid regclass, p_fetch_offset bigint, p_end bigint,
-                                          p_listed boolean)
+                                          p_relid regclass, p_fetch_offset bigint, p_end bigint)
     RETURNS mq.replica_batch
     AS 'MODULE_PATHNAME', 'mq_replica_fetch_records' LANGUAGE C;
 
@@ -245,8 +241,7 @@ BEGIN
     b.log_end_offset := v_leo;
     b.log_start_offset := st.log_start_offset;
     IF v_end > p_fetch_offset THEN
-        b := mq._replica_fetch_records(b, v_id, p_partition, st.relid, p_fetch_offset, v_end,
-                                       p_fetch_offset < v_gaps);
+        b := mq._replica_fetch_records(b, v_id, p_partition, st.relid, p_fetch_offset, v_end);
     END IF;
     SELECT array_agg(h.leader_epoch ORDER BY h.start_offset), array_agg(h.start_offset ORDER BY h.start_offset)
       INTO b.epochs, b.epoch_starts

@@ -90,7 +90,7 @@ COMMENT ON FUNCTION mq._replica_fetch(text, integer, integer, integer, bigint, i
     'internal (replication): the body of replica_fetch, and replica_fetch_many''s fetch of one partition';
 COMMENT ON FUNCTION mq._replica_fetch_end(integer, integer, regclass, bigint, integer, bigint, bigint) IS
     'internal (replication): where replica_fetch''s batch ends (records counted across compaction''s gaps, never inside a producer batch)';
-COMMENT ON FUNCTION mq._replica_fetch_records(mq.replica_batch, integer, integer, regclass, bigint, bigint, boolean) IS
+COMMENT ON FUNCTION mq._replica_fetch_records(mq.replica_batch, integer, integer, regclass, bigint, bigint) IS
     'internal (replication): fills replica_fetch''s batch with a range''s records and producer batches';
 COMMENT ON FUNCTION mq._batch_length(integer, integer) IS
     'internal: the number of records in a producer batch of sequences first..last (sequences wrap after 2^31 - 1)';

@@ -17,7 +17,8 @@
 #
 # With --old REV the rounds alternate between this build and REV's
 # records read (mq._replica_fetch_records as REV's src/sql defines it,
-# put in place with CREATE OR REPLACE in the same database), so that both
+# put in place with CREATE OR REPLACE in the same database; it must have
+# this build's signature), so that both
 # are measured in the same conditions; the ratio is of medians.
 #
 # Usage: test/bench/replica_fetch.sh [--cycles N] [--rounds N] [--old REV]
@@ -88,6 +89,9 @@ mq_phase "$ROUNDS rounds of $CYCLES cycles (${BUILDS[*]} alternating)"
 for ((r = 1; r <= ROUNDS; r++)); do
 	for b in "${BUILDS[@]}"; do
 		psql_q -f "$WORK/$b.sql" >/dev/null
+		# another signature would be a second function the fetch never calls
+		(($(psql_q -A -t -c "SELECT count(*) FROM pg_proc WHERE proname = '_replica_fetch_records'") == 1)) ||
+			mq_die "$OLD's mq._replica_fetch_records has another signature: compare the builds installed apart (MQ_PG_ROOT)"
 		psql_q -c "SELECT pg_stat_reset()" >/dev/null
 		while (($(pgrep -P "$PM" | wc -l) > CHILDREN)); do sleep 0.05; done
 		cpu0="$(reaped_cpu_ms)"
