@@ -422,6 +422,10 @@ extern bool mq_spi_get_int64(SPIPlanPtr *plan, const char *sql, int nargs, Oid *
 							 Datum *args, int64 *result);
 extern void mq_spi_begin_definer(MqSpiSave *save);
 
+/* arrays.c: one-dimensional arrays to and from Datums */
+extern Datum *mq_array_elems(ArrayType *a, Oid type, bool **nulls, int *n);
+extern Datum mq_array_of(Datum *d, bool *nulls, int n, Oid type);
+
 /* acl.c: Kafka's resource rights on PostgreSQL roles */
 #define MQ_ACL_READ			(1 << 0)
 #define MQ_ACL_WRITE		(1 << 1)

@@ -185,12 +185,6 @@ column_array(int col, int attno, Datum *values, bool *nulls, MemoryContext cxt)
 {
 	uint64		n = SPI_processed;
 	TupleDesc	desc = SPI_tuptable->tupdesc;
-	Oid			type = SPI_gettypeid(desc, col + 1);
-	int			dims[1] = {(int) n};
-	int			lbs[1] = {1};
-	int16		typlen;
-	bool		byval;
-	char		align;
 	Datum	   *d;
 	bool	   *dnulls;
 	MemoryContext old;
@@ -203,10 +197,8 @@ column_array(int col, int attno, Datum *values, bool *nulls, MemoryContext cxt)
 	dnulls = palloc(n * sizeof(bool));
 	for (uint64 r = 0; r < n; r++)
 		d[r] = SPI_getbinval(SPI_tuptable->vals[r], desc, col + 1, &dnulls[r]);
-	get_typlenbyvalalign(type, &typlen, &byval, &align);
 	old = MemoryContextSwitchTo(cxt);
-	values[attno - 1] = PointerGetDatum(construct_md_array(d, dnulls, 1, dims, lbs, type,
-														   typlen, byval, align));
+	values[attno - 1] = mq_array_of(d, dnulls, (int) n, SPI_gettypeid(desc, col + 1));
 	MemoryContextSwitchTo(old);
 	pfree(d);
 	pfree(dnulls);

@@ -43,7 +43,6 @@
 #include "utils/array.h"
 #include "utils/builtins.h"
 #include "utils/hsearch.h"
-#include "utils/lsyscache.h"
 #include "utils/timestamp.h"
 
 #include "mq.h"
@@ -86,33 +85,6 @@ get_cache(void)
 	return cache;
 }
 
-/* an array argument's elements and nulls */
-static Datum *
-elems(ArrayType *a, Oid type, bool **nulls, int *n)
-{
-	int16		typlen;
-	bool		byval;
-	char		align;
-	Datum	   *d;
-
-	get_typlenbyvalalign(type, &typlen, &byval, &align);
-	deconstruct_array(a, type, typlen, byval, align, &d, nulls, n);
-	return d;
-}
-
-static Datum
-array_of(Datum *d, bool *nulls, int n, Oid type)
-{
-	int16		typlen;
-	bool		byval;
-	char		align;
-	int			dims[1] = {n};
-	int			lbs[1] = {1};
-
-	get_typlenbyvalalign(type, &typlen, &byval, &align);
-	return PointerGetDatum(construct_md_array(d, nulls, 1, dims, lbs, type, typlen, byval, align));
-}
-
 /*
  * mq._replica_fetch_recall(replica_id, topics, partitions, leader_epochs,
  * fetch_offsets, offsets_versions): per partition its topic id (NULL: no
@@ -134,11 +106,11 @@ mq_replica_fetch_recall(PG_FUNCTION_ARGS)
 			   *vn;
 	int			n4,
 				n5;
-	Datum	   *topics = elems(PG_GETARG_ARRAYTYPE_P(1), TEXTOID, &tn, &n);
-	Datum	   *parts = elems(PG_GETARG_ARRAYTYPE_P(2), INT4OID, &pn, &n2);
-	Datum	   *epochs = elems(PG_GETARG_ARRAYTYPE_P(3), INT4OID, &en, &n4);
-	Datum	   *offsets = elems(PG_GETARG_ARRAYTYPE_P(4), INT8OID, &on, &n3);
-	Datum	   *versions = elems(PG_GETARG_ARRAYTYPE_P(5), INT8OID, &vn, &n5);
+	Datum	   *topics = mq_array_elems(PG_GETARG_ARRAYTYPE_P(1), TEXTOID, &tn, &n);
+	Datum	   *parts = mq_array_elems(PG_GETARG_ARRAYTYPE_P(2), INT4OID, &pn, &n2);
+	Datum	   *epochs = mq_array_elems(PG_GETARG_ARRAYTYPE_P(3), INT4OID, &en, &n4);
+	Datum	   *offsets = mq_array_elems(PG_GETARG_ARRAYTYPE_P(4), INT8OID, &on, &n3);
+	Datum	   *versions = mq_array_elems(PG_GETARG_ARRAYTYPE_P(5), INT8OID, &vn, &n5);
 	Datum	   *out[5];
 	bool	   *nulls[5];
 	Datum		values[5];
@@ -183,7 +155,7 @@ mq_replica_fetch_recall(PG_FUNCTION_ARGS)
 		nulls[3][i] = nulls[4][i] = false;
 	}
 	for (int c = 0; c < 5; c++)
-		values[c] = array_of(out[c], nulls[c], n, types[c]);
+		values[c] = mq_array_of(out[c], nulls[c], n, types[c]);
 	PG_RETURN_DATUM(HeapTupleGetDatum(heap_form_tuple(BlessTupleDesc(desc), values, vnulls)));
 }
 
@@ -206,7 +178,7 @@ mq_replica_fetch_remember(PG_FUNCTION_ARGS)
 
 	for (int c = 0; c < 9; c++)
 	{
-		a[c] = elems(PG_GETARG_ARRAYTYPE_P(c + 1), types[c], &nl[c], &n[c]);
+		a[c] = mq_array_elems(PG_GETARG_ARRAYTYPE_P(c + 1), types[c], &nl[c], &n[c]);
 		if (n[c] != n[0])
 			ereport(ERROR,
 					(errcode(ERRCODE_MQ_INVALID_ARGUMENT),
@@ -251,8 +223,8 @@ find_entries(int32 replica_id, ArrayType *topic_ids, ArrayType *partitions, cons
 	bool	   *in,
 			   *pn;
 	int			n2;
-	Datum	   *ids = elems(topic_ids, INT4OID, &in, n);
-	Datum	   *parts = elems(partitions, INT4OID, &pn, &n2);
+	Datum	   *ids = mq_array_elems(topic_ids, INT4OID, &in, n);
+	Datum	   *parts = mq_array_elems(partitions, INT4OID, &pn, &n2);
 	CacheEntry **out = palloc0(sizeof(CacheEntry *) * Max(*n, 1));
 
 	if (n2 != *n)

@@ -40,7 +40,6 @@
 #include "fmgr.h"
 #include "miscadmin.h"
 #include "utils/array.h"
-#include "utils/lsyscache.h"
 #include "utils/timestamp.h"
 
 #include "mq.h"
@@ -95,14 +94,9 @@ mq_replica_wait_records(PG_FUNCTION_ARGS)
 static Datum *
 array_elems(ArrayType *a, Oid type, int *n)
 {
-	int16		typlen;
-	bool		byval;
-	char		align;
-	Datum	   *elems;
 	bool	   *nulls;
+	Datum	   *elems = mq_array_elems(a, type, &nulls, n);
 
-	get_typlenbyvalalign(type, &typlen, &byval, &align);
-	deconstruct_array(a, type, typlen, byval, align, &elems, &nulls, n);
 	for (int i = 0; i < *n; i++)
 		if (nulls[i])
 			ereport(ERROR,
