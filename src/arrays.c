@@ -2,10 +2,11 @@
  *
  * arrays.c
  *	  One-dimensional arrays to and from Datums, for the C functions that
- *	  take or build arrays of a batch or of many partitions
- *	  (replica_fetch.c, replica_fetch_cache.c, replica_wait.c): the
+ *	  take or build arrays (a produce's records, a replica batch, the
+ *	  partitions of a follower's fetch, Kafka fetches, header lists): the
  *	  element type's length, by-value flag and alignment are looked up
- *	  here, once per array.
+ *	  here, once per array.  The callers check dimensions and element
+ *	  types themselves, each with its own message.
  *
  * No locks; results in CurrentMemoryContext.
  *

@@ -104,16 +104,12 @@ mq_header_list_to_jsonb(ArrayType *list)
 	Datum	   *elems;
 	bool	   *nulls;
 	int			n;
-	int16		typlen;
-	bool		typbyval;
-	char		typalign;
 
 	if (ARR_NDIM(list) > 1)
 		ereport(ERROR,
 				(errcode(ERRCODE_MQ_INVALID_ARGUMENT),
 				 errmsg("header_list must be a one-dimensional array")));
-	get_typlenbyvalalign(ARR_ELEMTYPE(list), &typlen, &typbyval, &typalign);
-	deconstruct_array(list, ARR_ELEMTYPE(list), typlen, typbyval, typalign, &elems, &nulls, &n);
+	elems = mq_array_elems(list, ARR_ELEMTYPE(list), &nulls, &n);
 	(void) pushJsonbValue(&st, WJB_BEGIN_ARRAY, NULL);
 	for (int i = 0; i < n; i++)
 	{

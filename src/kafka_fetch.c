@@ -94,9 +94,6 @@ load_arrays(KafkaFetch *k, FunctionCallInfo fcinfo)
 	{
 		ArrayType  *arr;
 		int			n;
-		int16		typlen;
-		bool		byval;
-		char		align;
 
 		if (PG_ARGISNULL(a))
 			ereport(ERROR,
@@ -109,8 +106,7 @@ load_arrays(KafkaFetch *k, FunctionCallInfo fcinfo)
 					 errmsg("%s must be a one-dimensional array", names[a])));
 		if (ARR_ELEMTYPE(arr) != types[a])
 			elog(ERROR, "mq.kafka_fetch: %s of the wrong type", names[a]);
-		get_typlenbyvalalign(types[a], &typlen, &byval, &align);
-		deconstruct_array(arr, types[a], typlen, byval, align, &k->elems[a], &k->nulls[a], &n);
+		k->elems[a] = mq_array_elems(arr, types[a], &k->nulls[a], &n);
 		if (a > 0 && n != k->n)
 			ereport(ERROR,
 					(errcode(ERRCODE_MQ_INVALID_ARGUMENT),

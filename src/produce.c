@@ -266,9 +266,6 @@ array_arg(FunctionCallInfo fcinfo, int argno, Oid elemtype, const char *what,
 		  Datum **elems, bool **nulls)
 {
 	ArrayType  *arr;
-	int16		typlen;
-	bool		typbyval;
-	char		typalign;
 	int			n;
 
 	*elems = NULL;
@@ -280,8 +277,7 @@ array_arg(FunctionCallInfo fcinfo, int argno, Oid elemtype, const char *what,
 		ereport(ERROR,
 				(errcode(ERRCODE_MQ_INVALID_ARGUMENT),
 				 errmsg("%s must be a one-dimensional array", what)));
-	get_typlenbyvalalign(elemtype, &typlen, &typbyval, &typalign);
-	deconstruct_array(arr, elemtype, typlen, typbyval, typalign, elems, nulls, &n);
+	*elems = mq_array_elems(arr, elemtype, nulls, &n);
 	return n;
 }
 

@@ -219,19 +219,12 @@ batch_array(HeapTupleHeader batch, int attno, Oid elemtype, bool **nulls, int *n
 {
 	bool		isnull;
 	Datum		d = GetAttributeByNum(batch, attno, &isnull);
-	int16		typlen;
-	bool		typbyval;
-	char		typalign;
-	Datum	   *elems;
 
 	*nulls = NULL;
 	*n = 0;
 	if (isnull)
 		return NULL;
-	get_typlenbyvalalign(elemtype, &typlen, &typbyval, &typalign);
-	deconstruct_array(DatumGetArrayTypeP(d), elemtype, typlen, typbyval, typalign,
-					  &elems, nulls, n);
-	return elems;
+	return mq_array_elems(DatumGetArrayTypeP(d), elemtype, nulls, n);
 }
 
 static void

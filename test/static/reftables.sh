@@ -65,5 +65,5 @@ changes kafka-help broker/mq-kafka/main.c 's/database connections (default 4)/co
 changes kafka-apis broker/mq-kafka/api.c 's/{KAPI_FETCH, 0, 17,/{KAPI_FETCH, 0, 16,/' "an API's versions changed"
 changes gucs src/mq.c 's/&mq_maintenance_interval, 1000,/\&mq_maintenance_interval, 2000,/' "a GUC's default changed"
 changes gucs src/fetch_path.c 's/as a scan that streams records/as a streaming scan/' "a GUC's description changed"
-changes layers src/headers.c '$a static void *zz_probe = (void *) mq_spi_begin;' "a file calls another"
+changes layers src/spi.c '$a static void *zz_probe = (void *) mq_array_of;' "a file calls another"
 echo "reftables: the docs' generated tables match the code"
