@@ -25,6 +25,9 @@ ok($c->coord->poll_query_until('postgres',
 ok($c->coord->poll_query_until('postgres',
 		"SELECT count(DISTINCT leader) = 3 FROM mq_coord.partition WHERE topic = 'fs'"),
 	'the partitions are led by all three nodes');
+# an election lists every replica in the ISR before any follower fetched:
+# the acks=all writes below need followers that did
+ok($c->wait_caught_up('fs'), 'every follower caught up with its leader');
 
 # the followers' fetch connections on a node: the sessions that fetch
 my $followers = "SELECT count(*) FROM pg_stat_activity "
@@ -76,6 +79,7 @@ $c->signal_broker(3, 'KILL');
 ok($c->coord->poll_query_until('postgres',
 		"SELECT count(*) = 0 FROM mq_coord.partition WHERE topic = 'fs' AND leader = 3"),
 	'broker 3 killed: its ' . scalar(@led3) . ' partitions have new leaders');
+ok($c->wait_caught_up('fs'), 'and their followers caught up with them');
 for my $p (@led3)
 {
 	$c->node($c->leader('fs', $p))->safe_psql('postgres',

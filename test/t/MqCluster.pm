@@ -6,6 +6,7 @@
 #    both: each broker reaches each coordinator node through a forwarder)
 #   $c->start_brokers;                    # one mq-broker per data node
 #   $c->create_topic('t', 1, {'replication.factor' => 3, 'min.insync.replicas' => 2});
+#   $c->wait_caught_up('t');              # each ISR follower fetched in its leader's epoch
 #   my $p = $c->start_producer('t', 0);   # idempotent, acks=all, throughout
 #   my $q = $c->start_producer('t', 0, tag => 'w', batch => 50);  # a second one
 #   (leader => N: always to node N, without asking the coordinator)
@@ -465,6 +466,42 @@ sub create_topic
 	$self->coord->poll_query_until('postgres',
 		"SELECT count(*) = $parts FROM mq_coord.partition WHERE topic = '$topic' AND leader IS NOT NULL")
 	  or die 'no leader elected';
+}
+
+# Wait until every follower in the ISR of each partition of $topic has
+# caught up with its leader in the leader's epoch (the leader node's
+# mq.replica_progress): an election lists every replica in the ISR
+# before any follower fetched, and a follower that does not fetch within
+# replica.lag.time.max.ms leaves it again (a topic of many partitions on
+# a loaded machine: each follower starts them one after another).  An
+# acks=all write needs the ISR that this waits for.
+sub wait_caught_up
+{
+	my ($self, $topic) = @_;
+	my $deadline = time + $PostgreSQL::Test::Utils::timeout_default;
+	while (time < $deadline)
+	{
+		my %want;
+		for (split /\n/, MqSession::safe_psql($self->coord, 'postgres',
+			"SELECT leader, partition, leader_epoch, array_remove(isr, leader) FROM mq_coord.partition "
+			  . "WHERE topic = '$topic' AND leader IS NOT NULL"))
+		{
+			my ($l, $p, $e, $isr) = split /\|/;
+			push @{ $want{$l} }, "($p, $e, '$isr'::int[])";
+		}
+		my $behind = 0;
+		for my $l (keys %want)
+		{
+			$behind += MqSession::safe_psql($self->node($l), 'postgres',
+				"SELECT count(*) FROM (VALUES " . join(', ', @{ $want{$l} }) . ") AS w(p, e, isr), "
+				  . "unnest(w.isr) AS f(id) WHERE NOT EXISTS (SELECT 1 FROM mq.replica_progress g "
+				  . "JOIN mq.topic t USING (topic_id) WHERE t.topic_name = '$topic' AND g.partition = w.p "
+				  . "AND g.replica_id = f.id AND g.leader_epoch = w.e AND g.caught_up_at IS NOT NULL)");
+		}
+		return 1 if $behind == 0 && %want;
+		usleep(100_000);
+	}
+	return 0;
 }
 
 sub leader
