@@ -32,8 +32,9 @@
  *
  * Truncation by leader epoch asks the leader's node on a connection of
  * the partition's own (p->fconn), made under the broker's policy
- * (connpolicy.h) and closed once the partition fetches; reconnecting
- * backs off with jitter per partition.
+ * (connpolicy.h) only when the local log holds records to compare (an
+ * empty one fetches from offset 0 without asking), and closed once the
+ * partition fetches; reconnecting backs off with jitter per partition.
  *
  * Locking: none; the broker's one thread.
  *
@@ -94,7 +95,7 @@ ensure_leader_conn(Broker *b, Part *p)
 	follower_stop(p);
 	if (p->leader_conninfo == NULL || !mq_retry_due(&p->fconn_retry))
 		return false;
-	p->fconn = mq_connect_policy(p->leader_conninfo, "mq-broker follower", &b->policy, &err);
+	p->fconn = mq_connect_policy(p->leader_conninfo, "mq-broker truncation", &b->policy, &err);
 	if (p->fconn == NULL || !leader_setup_conn(b, p->fconn, &err))
 	{
 		int			pause = leader_conn_failed(b, p);
@@ -179,6 +180,8 @@ truncation_round(Broker *b, Part *p)
 		p->offsets_version = -1;
 		return 1;				/* nothing of any epoch to compare */
 	}
+	if (!ensure_leader_conn(b, p))
+		return -1;
 	if (!leader_epoch_end_offset(b, p, latest, &le, &lend, &err))
 	{
 		mq_log_warning("%s: leader %d cannot answer for epoch %d yet: %s; retrying",
@@ -251,7 +254,7 @@ follower_step(Broker *b, Part *p)
 		return false;
 	if (p->state == PART_FOLLOWER_TRUNCATE)
 	{
-		if (!ensure_leader_conn(b, p) || !truncate_by_epoch(b, p))
+		if (!truncate_by_epoch(b, p))
 			return false;
 		mq_log_info("%s: fetching from broker %d at offset %lld", part_label(p), p->leader,
 					(long long) p->fetch_offset);

@@ -16,7 +16,7 @@ use Test::More;
 use MqCluster;
 
 my $n = 24;
-my $c = MqCluster->new(nodes => 3);
+my $c = MqCluster->new(nodes => 3, node_conf => "track_functions = all\nlog_connections = on");
 $c->start_brokers;
 $c->create_topic('fs', $n, { 'replication.factor' => 3, 'min.insync.replicas' => 2 });
 ok($c->coord->poll_query_until('postgres',
@@ -28,6 +28,18 @@ ok($c->coord->poll_query_until('postgres',
 # an election lists every replica in the ISR before any follower fetched:
 # the acks=all writes below need followers that did
 ok($c->wait_caught_up('fs'), 'every follower caught up with its leader');
+# A follower whose log is empty has no epoch to compare: it fetches from
+# offset 0 without asking the leader where its epoch ends
+# (broker/mq-broker/follower.c), so no truncation connection was made;
+# followers that hold records do ask (after the kill below): the
+# connections the nodes logged for it.
+my $truncations = sub {
+	my $n = 0;
+	$n += () = slurp_file($c->node($_)->logfile) =~ /connection authorized: .*application_name=mq-broker truncation/g
+	  for 1 .. 3;
+	return $n;
+};
+is($truncations->(), 0, 'empty followers fetched without a connection to ask their leaders where an epoch ends');
 
 # the followers' fetch connections on a node: the sessions that fetch
 my $followers = "SELECT count(*) FROM pg_stat_activity "
@@ -57,8 +69,6 @@ for my $i (1 .. 3)
 # leads in one statement per tick (mq.replica_leader_states), not one
 # per partition (mq.replica_leader_state, for a high watermark that
 # moves): function calls counted from here on
-$c->node(1)->append_conf('postgresql.conf', "track_functions = all\n");
-$c->node(1)->reload;
 my $calls = "SELECT coalesce(sum(calls) FILTER (WHERE funcname = 'replica_leader_states'), 0) || ' ' || "
   . "coalesce(sum(calls) FILTER (WHERE funcname = 'replica_leader_state'), 0) "
   . "FROM pg_stat_user_functions WHERE schemaname = 'mq'";
@@ -80,6 +90,8 @@ ok($c->coord->poll_query_until('postgres',
 		"SELECT count(*) = 0 FROM mq_coord.partition WHERE topic = 'fs' AND leader = 3"),
 	'broker 3 killed: its ' . scalar(@led3) . ' partitions have new leaders');
 ok($c->wait_caught_up('fs'), 'and their followers caught up with them');
+cmp_ok($truncations->(), '>=', scalar(@led3),
+	'their followers, which hold records, asked the new leaders where their epoch ends');
 for my $p (@led3)
 {
 	$c->node($c->leader('fs', $p))->safe_psql('postgres',

@@ -367,6 +367,10 @@ sub start_broker
 	{
 		open STDOUT, '>>', $log or POSIX::_exit(1);
 		open STDERR, '>>', $log or POSIX::_exit(1);
+		# the brokers name their connections (application_name) as they do
+		# in production, not after the test (PostgreSQL::Test::Utils sets
+		# PGAPPNAME)
+		delete $ENV{PGAPPNAME};
 		if ($self->{opt}{high_fds})
 		{
 			# high_fds => 1: the broker starts with descriptors 3..1100 taken,
