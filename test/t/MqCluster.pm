@@ -476,9 +476,9 @@ sub create_topic
 # caught up with its leader in the leader's epoch (the leader node's
 # mq.replica_progress): an election lists every replica in the ISR
 # before any follower fetched, and a follower that does not fetch within
-# replica.lag.time.max.ms leaves it again (a topic of many partitions on
-# a loaded machine: each follower starts them one after another).  An
-# acks=all write needs the ISR that this waits for.
+# replica.lag.time.max.ms leaves it again (on a loaded machine, a
+# follower holding records asks each partition's leader where its epoch
+# ends before it fetches).  An acks=all write needs the ISR this waits for.
 sub wait_caught_up
 {
 	my ($self, $topic) = @_;
