@@ -103,7 +103,6 @@ free_part(Part *p)
 	free(p->config);
 	free(p->leader_conninfo);
 	free(p->leader_name);
-	free(p->fconn_info);
 	free(p);
 }
 

@@ -146,11 +146,11 @@ typedef struct Part
 	int			nnode_replicas;
 
 	/*
-	 * follower: connection to the leader's node for truncation, and the
+	 * follower: the connection to the leader's node its truncation uses
+	 * while it runs (one of Broker.leader_conns, follower.c), and the
 	 * fetch session whose fetch in flight holds the partition
 	 */
 	PGconn	   *fconn;
-	char	   *fconn_info;
 	MqRetry		fconn_retry;	/* reconnecting to the leader's node */
 	struct FetchSession *session;
 	bool		in_flight;
@@ -202,6 +202,7 @@ typedef struct Broker
 	MqRetry		coord_retry;
 	Part	   *parts;
 	struct FetchSession *sessions;	/* one per leader's node (fetch_session.c) */
+	struct LeaderConn *leader_conns;	/* truncation's, one per leader's node (follower.c) */
 	int			live_brokers[MAX_LIVE_BROKERS];
 	int			nlive;
 	struct PlacedTopic *placed; /* topics placed on the node (placement.c) */
@@ -283,6 +284,7 @@ extern bool follower_step(Broker *b, Part *p);
 extern void follower_take_batch(Broker *b, Part *p, const char *batch, int len);
 extern void follower_take_error(Broker *b, Part *p, const MqError *err);
 extern void follower_stop(Part *p);
+extern void follower_conns_tidy(Broker *b);
 
 /* fetch_session.c */
 typedef struct FetchSession FetchSession;

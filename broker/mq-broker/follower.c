@@ -30,11 +30,16 @@
  * acks=all record waits for a records-less append on its follower before
  * the next fetch.
  *
- * Truncation by leader epoch asks the leader's node on a connection of
- * the partition's own (p->fconn), made under the broker's policy
- * (connpolicy.h) only when the local log holds records to compare (an
- * empty one fetches from offset 0 without asking), and closed once the
- * partition fetches; reconnecting backs off with jitter per partition.
+ * Truncation by leader epoch asks the leader's node only when the local
+ * log holds records to compare (an empty one fetches from offset 0
+ * without asking), on one connection per leader's node that every
+ * partition truncating against it shares (Broker.leader_conns, as Kafka's
+ * OffsetsForLeaderEpoch goes to each leader's broker at once), made
+ * under the broker's policy (connpolicy.h) and closed once no truncation
+ * took it for session.timeout.ms (follower_conns_tidy, each tick): a
+ * broker that restarts with many partitions connects once per leader's
+ * node, not once a partition.
+ * Reconnecting backs off with jitter per partition.
  *
  * Locking: none; the broker's one thread.
  *
@@ -50,12 +55,63 @@
 #include "placement.h"
 #include "util.h"
 
-/* The partition's own connection (truncation) goes; its session fetches. */
+/* A connection to a leader's node for truncation, shared by its partitions. */
+typedef struct LeaderConn
+{
+	struct LeaderConn *next;
+	char	   *conninfo;
+	PGconn	   *conn;
+	int64_t		used_us;		/* when a truncation last took it (mq_now_us) */
+} LeaderConn;
+
+static LeaderConn *
+leader_conn_find(Broker *b, const char *conninfo)
+{
+	for (LeaderConn *c = b->leader_conns; c; c = c->next)
+		if (strcmp(c->conninfo, conninfo) == 0)
+			return c;
+	return NULL;
+}
+
+static void
+leader_conn_close(Broker *b, LeaderConn *gone)
+{
+	for (LeaderConn **cp = &b->leader_conns; *cp; cp = &(*cp)->next)
+		if (*cp == gone)
+		{
+			*cp = gone->next;
+			PQfinish(gone->conn);
+			free(gone->conninfo);
+			free(gone);
+			return;
+		}
+}
+
+/*
+ * The tick's end: a connection no truncation took for session.timeout.ms
+ * goes (the partitions of a leader change truncate over a few ticks), as
+ * does a broken one.
+ */
+void
+follower_conns_tidy(Broker *b)
+{
+	int64_t		idle_us = (int64_t) b->cfg->session_timeout_ms * 1000;
+	LeaderConn *c = b->leader_conns;
+
+	while (c)
+	{
+		LeaderConn *next = c->next;
+
+		if (mq_now_us() - c->used_us > idle_us || PQstatus(c->conn) != CONNECTION_OK)
+			leader_conn_close(b, c);
+		c = next;
+	}
+}
+
+/* The partition's truncation is over: it no longer holds the shared connection. */
 static void
 truncation_done(Part *p)
 {
-	if (p->fconn)
-		PQfinish(p->fconn);
 	p->fconn = NULL;
 }
 
@@ -84,31 +140,57 @@ leader_conn_failed(Broker *b, Part *p)
 	return mq_retry_failed(&p->fconn_retry, &b->policy);
 }
 
-static bool
-ensure_leader_conn(Broker *b, Part *p)
+/* A new connection to p's leader's node, shared from now on; NULL: backing off. */
+static LeaderConn *
+leader_conn_open(Broker *b, Part *p)
 {
 	MqError		err = MQ_ERROR_INIT;
+	LeaderConn *c;
+	PGconn	   *conn;
 
-	if (p->fconn && p->fconn_info && p->leader_conninfo &&
-		strcmp(p->fconn_info, p->leader_conninfo) == 0 && PQstatus(p->fconn) == CONNECTION_OK)
-		return true;
-	follower_stop(p);
-	if (p->leader_conninfo == NULL || !mq_retry_due(&p->fconn_retry))
-		return false;
-	p->fconn = mq_connect_policy(p->leader_conninfo, "mq-broker truncation", &b->policy, &err);
-	if (p->fconn == NULL || !leader_setup_conn(b, p->fconn, &err))
+	if (!mq_retry_due(&p->fconn_retry))
+		return NULL;
+	conn = mq_connect_policy(p->leader_conninfo, "mq-broker truncation", &b->policy, &err);
+	if (conn == NULL || !leader_setup_conn(b, conn, &err))
 	{
 		int			pause = leader_conn_failed(b, p);
 
+		if (conn)
+			PQfinish(conn);
 		mq_log_warning("%s: cannot connect to leader %d (%s): %s; retrying in %d ms",
 					   part_label(p), p->leader, p->leader_name ? p->leader_name : "?",
 					   err.message, pause);
 		mq_error_free(&err);
-		return false;
+		return NULL;
 	}
+	c = mq_malloc0(sizeof(LeaderConn));
+	c->conninfo = mq_strdup(p->leader_conninfo);
+	c->conn = conn;
+	c->next = b->leader_conns;
+	b->leader_conns = c;
+	return c;
+}
+
+/* p->fconn: the shared connection to p's leader's node, opened if need be. */
+static bool
+ensure_leader_conn(Broker *b, Part *p)
+{
+	LeaderConn *c;
+
+	follower_stop(p);
+	if (p->leader_conninfo == NULL)
+		return false;
+	c = leader_conn_find(b, p->leader_conninfo);
+	if (c && PQstatus(c->conn) != CONNECTION_OK)
+	{
+		leader_conn_close(b, c);
+		c = NULL;
+	}
+	if (c == NULL && (c = leader_conn_open(b, p)) == NULL)
+		return false;
 	mq_retry_succeeded(&p->fconn_retry);
-	free(p->fconn_info);
-	p->fconn_info = mq_strdup(p->leader_conninfo);
+	c->used_us = mq_now_us();
+	p->fconn = c->conn;
 	return true;
 }
 
@@ -187,7 +269,13 @@ truncation_round(Broker *b, Part *p)
 		mq_log_warning("%s: leader %d cannot answer for epoch %d yet: %s; retrying",
 					   part_label(p), p->leader, latest, err.message);
 		if (err.connection_lost)
+		{
+			LeaderConn *c = leader_conn_find(b, p->leader_conninfo);
+
 			follower_stop(p);
+			if (c)
+				leader_conn_close(b, c);
+		}
 		mq_error_free(&err);
 		wait_a_tick(b, p);
 		return -1;
@@ -254,12 +342,14 @@ follower_step(Broker *b, Part *p)
 		return false;
 	if (p->state == PART_FOLLOWER_TRUNCATE)
 	{
-		if (!truncate_by_epoch(b, p))
+		bool		truncated = truncate_by_epoch(b, p);
+
+		truncation_done(p);
+		if (!truncated)
 			return false;
 		mq_log_info("%s: fetching from broker %d at offset %lld", part_label(p), p->leader,
 					(long long) p->fetch_offset);
 		p->applied_hwm = p->applied_log_start = -1;
-		truncation_done(p);
 		fsm_fire(b, p, EV_TRUNCATED);
 	}
 	return p->state == PART_FOLLOWER_FETCH;

@@ -318,6 +318,7 @@ broker_tick(Broker *b)
 	for (Part *p = b->parts; p; p = p->next)
 		step(b, p);
 	fetch_sessions_tidy(b);
+	follower_conns_tidy(b);
 }
 
 /* SIGTERM: resign every leadership on the node, then leave. */

@@ -32,7 +32,8 @@ ok($c->wait_caught_up('fs'), 'every follower caught up with its leader');
 # offset 0 without asking the leader where its epoch ends
 # (broker/mq-broker/follower.c), so no truncation connection was made;
 # followers that hold records do ask (after the kill below): the
-# connections the nodes logged for it.
+# connections the nodes logged for it, shared by the partitions of a
+# leader's node.
 my $truncations = sub {
 	my $n = 0;
 	$n += () = slurp_file($c->node($_)->logfile) =~ /connection authorized: .*application_name=mq-broker truncation/g
@@ -90,8 +91,12 @@ ok($c->coord->poll_query_until('postgres',
 		"SELECT count(*) = 0 FROM mq_coord.partition WHERE topic = 'fs' AND leader = 3"),
 	'broker 3 killed: its ' . scalar(@led3) . ' partitions have new leaders');
 ok($c->wait_caught_up('fs'), 'and their followers caught up with them');
-cmp_ok($truncations->(), '>=', scalar(@led3),
-	'their followers, which hold records, asked the new leaders where their epoch ends');
+# ... each follower's broker on one connection per leader's node for all
+# the partitions it leads (one a partition before)
+my $asked = $truncations->();
+ok($asked >= 1 && $asked < @led3,
+	"their followers, which hold records, asked the new leaders where their epoch ends, "
+	  . "on connections shared by the partitions ($asked for " . scalar(@led3) . ' partitions)');
 for my $p (@led3)
 {
 	$c->node($c->leader('fs', $p))->safe_psql('postgres',
