@@ -70,9 +70,11 @@ if ($holder == 0)
 		  . "WHERE t.topic_name = 't' AND p.partition = 0 FOR UPDATE OF p; SELECT pg_sleep(60)", 60);
 	POSIX::_exit(0);
 }
+# in pg_sleep: the row is locked (while the holder still waits for it, an
+# append in progress can move the follower's log end after it is read)
 $nb->poll_query_until('postgres',
 	"SELECT count(*) > 0 FROM pg_stat_activity WHERE query LIKE '%FOR UPDATE OF p%' AND state = 'active' "
-	  . "AND pid <> pg_backend_pid()")
+	  . "AND wait_event = 'PgSleep' AND pid <> pg_backend_pid()")
   or die 'the lock holder did not start';
 my ($b_leo, $b_hwm) = split / /, $nb->safe_psql('postgres', $q_b);
 ok($na->poll_query_until('postgres', "SELECT split_part(($q_a), ' ', 1)::bigint > $b_hwm"),
