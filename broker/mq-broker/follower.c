@@ -33,8 +33,9 @@
  * Truncation by leader epoch asks the leader's node only when the local
  * log holds records to compare (an empty one fetches from offset 0
  * without asking), on one connection per leader's node that every
- * partition truncating against it shares (Broker.leader_conns, as Kafka's
- * OffsetsForLeaderEpoch goes to each leader's broker at once), made
+ * partition truncating against it shares, one statement a partition
+ * (Broker.leader_conns; Kafka's followers go further, one
+ * OffsetsForLeaderEpoch request a leader's broker for all), made
  * under the broker's policy (connpolicy.h) and closed once no truncation
  * took it for session.timeout.ms (follower_conns_tidy, each tick): a
  * broker that restarts with many partitions connects once per leader's
