@@ -400,8 +400,18 @@ sub start_brokers
 sub signal_broker
 {
 	my ($self, $i, $sig) = @_;
-	kill $sig, $self->{brokers}[$i];
-	if ($sig eq 'KILL' || $sig eq 'TERM')
+	$self->signal_brokers($sig, $i);
+}
+
+# Signal several brokers at once, then reap those killed or stopped: a
+# broker that outlives another by the time it takes to reap it may see
+# its leadership lock free and take it over.
+sub signal_brokers
+{
+	my ($self, $sig, @ids) = @_;
+	kill $sig, map { $self->{brokers}[$_] } @ids;
+	return unless $sig eq 'KILL' || $sig eq 'TERM';
+	for my $i (@ids)
 	{
 		waitpid($self->{brokers}[$i], 0);
 		$self->{brokers}[$i] = undef;
