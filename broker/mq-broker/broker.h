@@ -146,12 +146,11 @@ typedef struct Part
 	int			nnode_replicas;
 
 	/*
-	 * follower: the connection to the leader's node its truncation uses
-	 * while it runs (one of Broker.leader_conns, follower.c), and the
+	 * follower: reconnecting to the leader's node for truncation (its
+	 * connection is one of Broker.leader_conns, follower.c), and the
 	 * fetch session whose fetch in flight holds the partition
 	 */
-	PGconn	   *fconn;
-	MqRetry		fconn_retry;	/* reconnecting to the leader's node */
+	MqRetry		fconn_retry;
 	struct FetchSession *session;
 	bool		in_flight;
 	int64_t		fetch_offset;

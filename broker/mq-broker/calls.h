@@ -113,9 +113,9 @@ extern bool node_txn_redo_output(Broker *b, const MovedOutput *o, int64_t *recor
 								 MqError *err);
 extern bool node_txn_redo_offset(Broker *b, const MovedOffset *o, bool *replicated, MqError *err);
 
-/* calls_node.c: the leader's node, over a follower's connection (p->fconn: truncation; a fetch session's: fetches) */
+/* calls_node.c: the leader's node, over a follower's connection (truncation's, or a fetch session's) */
 extern bool leader_setup_conn(Broker *b, PGconn *conn, MqError *err);
-extern bool leader_epoch_end_offset(Broker *b, Part *p, int latest, int *epoch,
+extern bool leader_epoch_end_offset(Broker *b, Part *p, PGconn *conn, int latest, int *epoch,
 									int64_t *end, MqError *err);
 
 /* calls_coord.c */

@@ -303,7 +303,8 @@ leader_setup_conn(Broker *b, PGconn *conn, MqError *err)
 }
 
 bool
-leader_epoch_end_offset(Broker *b, Part *p, int latest, int *epoch, int64_t *end, MqError *err)
+leader_epoch_end_offset(Broker *b, Part *p, PGconn *conn, int latest, int *epoch, int64_t *end,
+						MqError *err)
 {
 	MqParams	prm;
 	PGresult   *res;
@@ -311,7 +312,7 @@ leader_epoch_end_offset(Broker *b, Part *p, int latest, int *epoch, int64_t *end
 	part_params(&prm, p);
 	mq_param_int(&prm, MQ_INT4OID, p->applied_epoch);
 	mq_param_int(&prm, MQ_INT4OID, latest);
-	res = mq_exec_timeout(p->fconn, "SELECT leader_epoch, end_offset "
+	res = mq_exec_timeout(conn, "SELECT leader_epoch, end_offset "
 						  "FROM mq.replica_epoch_end_offset($1, $2, $3, $4)",
 						  &prm, 0, b->cfg->node_timeout_ms, err);
 	if (res == NULL)

@@ -109,17 +109,9 @@ follower_conns_tidy(Broker *b)
 	}
 }
 
-/* The partition's truncation is over: it no longer holds the shared connection. */
-static void
-truncation_done(Part *p)
-{
-	p->fconn = NULL;
-}
-
 void
 follower_stop(Part *p)
 {
-	truncation_done(p);
 	/* out of its session's fetch in flight: that fetch's row for it is dropped */
 	p->in_flight = false;
 	p->session = NULL;
@@ -172,15 +164,15 @@ leader_conn_open(Broker *b, Part *p)
 	return c;
 }
 
-/* p->fconn: the shared connection to p's leader's node, opened if need be. */
-static bool
+/* The shared connection to p's leader's node, opened if need be; NULL: none yet. */
+static PGconn *
 ensure_leader_conn(Broker *b, Part *p)
 {
 	LeaderConn *c;
 
 	follower_stop(p);
 	if (p->leader_conninfo == NULL)
-		return false;
+		return NULL;
 	c = leader_conn_find(b, p->leader_conninfo);
 	if (c && PQstatus(c->conn) != CONNECTION_OK)
 	{
@@ -188,11 +180,10 @@ ensure_leader_conn(Broker *b, Part *p)
 		c = NULL;
 	}
 	if (c == NULL && (c = leader_conn_open(b, p)) == NULL)
-		return false;
+		return NULL;
 	mq_retry_succeeded(&p->fconn_retry);
 	c->used_us = mq_now_us();
-	p->fconn = c->conn;
-	return true;
+	return c->conn;
 }
 
 /* Apply the coordinator's epoch and leader on the node. */
@@ -245,6 +236,7 @@ static int
 truncation_round(Broker *b, Part *p)
 {
 	MqError		err = MQ_ERROR_INIT;
+	PGconn	   *conn;
 	int			latest,
 				le;
 	int64_t		leo,
@@ -263,9 +255,9 @@ truncation_round(Broker *b, Part *p)
 		p->offsets_version = -1;
 		return 1;				/* nothing of any epoch to compare */
 	}
-	if (!ensure_leader_conn(b, p))
+	if ((conn = ensure_leader_conn(b, p)) == NULL)
 		return -1;
-	if (!leader_epoch_end_offset(b, p, latest, &le, &lend, &err))
+	if (!leader_epoch_end_offset(b, p, conn, latest, &le, &lend, &err))
 	{
 		mq_log_warning("%s: leader %d cannot answer for epoch %d yet: %s; retrying",
 					   part_label(p), p->leader, latest, err.message);
@@ -343,10 +335,7 @@ follower_step(Broker *b, Part *p)
 		return false;
 	if (p->state == PART_FOLLOWER_TRUNCATE)
 	{
-		bool		truncated = truncate_by_epoch(b, p);
-
-		truncation_done(p);
-		if (!truncated)
+		if (!truncate_by_epoch(b, p))
 			return false;
 		mq_log_info("%s: fetching from broker %d at offset %lld", part_label(p), p->leader,
 					(long long) p->fetch_offset);
