@@ -263,9 +263,9 @@ truncation_round(Broker *b, Part *p)
 					   part_label(p), p->leader, latest, err.message);
 		if (err.connection_lost)
 		{
+			/* broken, or a statement cancelled after the timeout: not reusable */
 			LeaderConn *c = leader_conn_find(b, p->leader_conninfo);
 
-			follower_stop(p);
 			if (c)
 				leader_conn_close(b, c);
 		}
