@@ -265,9 +265,12 @@ CREATE FUNCTION mq.replica_fetch(topic text, partition integer, leader_epoch int
                                  max_records integer DEFAULT 1000, max_wait_ms integer DEFAULT 500,
                                  offsets_version bigint DEFAULT NULL)
     RETURNS mq.replica_batch
-LANGUAGE sql SECURITY DEFINER SET search_path = pg_catalog, pg_temp AS $$
-    SELECT mq._replica_fetch($1, $2, $3, $4, $5, $6, $7, $8, NULL);
-$$;
+LANGUAGE plpgsql SECURITY DEFINER SET search_path = pg_catalog, pg_temp AS $$
+BEGIN
+    -- PL/pgSQL, not SQL, for its cached plan (mq._replica_isr_min says why)
+    RETURN mq._replica_fetch(topic, partition, leader_epoch, replica_id, fetch_offset, max_records,
+                             max_wait_ms, offsets_version, NULL);
+END $$;
 
 -- mq.replica_fetch_many's look at every partition (mq._replica_fetch_look,
 -- reads only), or what the backend remembers of one found idle whose
