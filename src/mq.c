@@ -37,6 +37,7 @@ _PG_init(void)
 	mq_commit_wait_init();
 	mq_acl_init();
 	mq_record_size_init();
+	mq_malloc_tune_init();
 	mq_fetch_path_init();
 	/* last: its pre-commit appends run before the others' (consumer_offsets.c) */
 	mq_consumer_offsets_init();

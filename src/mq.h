@@ -188,6 +188,9 @@ extern void mq_record_size_init(void);
 extern int64 mq_record_size(bytea *key, bytea *value, Jsonb *headers);
 extern void mq_check_record_sizes(MqTopic *topic, MqRecordIn *recs, int n);
 
+/* malloc_tune.c: mq.malloc_trim_threshold, memory kept between batches */
+extern void mq_malloc_tune_init(void);
+
 /* timeindex_write.c: Kafka's record timestamps at append */
 extern TimestampTz mq_slot_timestamp(TupleTableSlot *slot);
 extern TimestampTz mq_slot_max_timestamp(TupleTableSlot *slot);

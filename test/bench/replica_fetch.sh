@@ -21,7 +21,15 @@
 # this build's signature), so that both
 # are measured in the same conditions; the ratio is of medians.
 #
-# Usage: test/bench/replica_fetch.sh [--cycles N] [--rounds N] [--old REV]
+# With --malloc the rounds alternate between mq.malloc_trim_threshold at
+# its default ("kept": a backend keeps the memory a batch freed) and at 0
+# ("returned": glibc's 128 kB thresholds, the memory handed back to the
+# kernel after each batch and faulted in again), set per pgbench session
+# (src/malloc_tune.c).  --records N sends N records of 100 B per cycle
+# (default 1), so the cycle is the batch path's.
+#
+# Usage: test/bench/replica_fetch.sh [--cycles N] [--rounds N] [--records N]
+#        [--old REV | --malloc]
 # It uses the INSTALLED extension (MQ_PG_ROOT honoured).
 set -euo pipefail
 
@@ -31,12 +39,14 @@ REPO="$(cd "$HERE/../.." && pwd)"
 source "$REPO/scripts/lib.sh"
 mq_pg_paths || mq_die "PostgreSQL 15 (pg_config) not found"
 
-CYCLES=500 ROUNDS=3 OLD=""
+CYCLES=500 ROUNDS=3 OLD="" RECORDS=1 MALLOC=""
 while (($#)); do
 	case "$1" in
 	--cycles) CYCLES="${2:?}"; shift ;;
 	--rounds) ROUNDS="${2:?}"; shift ;;
 	--old) OLD="${2:?}"; shift ;;
+	--records) RECORDS="${2:?}"; shift ;;
+	--malloc) MALLOC=1 ;;
 	-h | --help) sed -n '2,/^set -euo/p' "${BASH_SOURCE[0]}" | sed '$d; s/^# \{0,1\}//'; exit 0 ;;
 	*) mq_die "unknown option $1 (see --help)" ;;
 	esac
@@ -65,16 +75,23 @@ if [[ -n "$OLD" ]]; then
 		sed 's/^CREATE FUNCTION/CREATE OR REPLACE FUNCTION/' >"$WORK/old.sql"
 	[[ -s "$WORK/old.sql" ]] || mq_die "no mq._replica_fetch_records in $OLD"
 	BUILDS=(new old)
+elif [[ -n "$MALLOC" ]]; then
+	BUILDS=(kept returned)
 else
 	BUILDS=(new)
 fi
+# the session setting of each side (--malloc)
+declare -A SIDE_OPTS=([kept]="" [returned]="-c mq.malloc_trim_threshold=0" [new]="" [old]="")
+MAX=$((RECORDS > 100 ? RECORDS : 100))
 
 cat >"$WORK/cycle.sql" <<SQL
-SELECT mq.send_batch('leader', NULL, ARRAY['x']::bytea[], partition => 0);
+SELECT count(*) FROM mq.send_batch('leader', NULL,
+    (SELECT array_agg(convert_to(repeat('x', 100), 'UTF8')) FROM generate_series(1, $RECORDS)),
+    partition => 0);
 SELECT mq.replica_append('follower', 0, 1, mq.replica_fetch('leader', 0, 1, 2,
-    (SELECT log_end_offset FROM mq.replica_status WHERE topic = 'follower'), 100, 0, $OV));
+    (SELECT log_end_offset FROM mq.replica_status WHERE topic = 'follower'), $MAX, 0, $OV));
 SELECT mq.replica_append('follower', 0, 1, mq.replica_fetch('leader', 0, 1, 2,
-    (SELECT log_end_offset FROM mq.replica_status WHERE topic = 'follower'), 100, 0, $OV));
+    (SELECT log_end_offset FROM mq.replica_status WHERE topic = 'follower'), $MAX, 0, $OV));
 SQL
 PM="$(head -1 "$MQ_PGDATA/postmaster.pid")"
 CHILDREN="$(pgrep -P "$PM" | wc -l)"
@@ -85,10 +102,10 @@ fn_ms() {
 		FROM pg_stat_user_functions WHERE schemaname = 'mq' AND funcname = '$1'"
 }
 
-mq_phase "$ROUNDS rounds of $CYCLES cycles (${BUILDS[*]} alternating)"
+mq_phase "$ROUNDS rounds of $CYCLES cycles of $RECORDS records (${BUILDS[*]} alternating)"
 for ((r = 1; r <= ROUNDS; r++)); do
 	for b in "${BUILDS[@]}"; do
-		psql_q -f "$WORK/$b.sql" >/dev/null
+		psql_q -f "$WORK/$([[ $b == old ]] && echo old || echo new).sql" >/dev/null
 		# another signature would be a second function the fetch never calls
 		(($(psql_q -A -t -c "SELECT count(*) FROM pg_proc WHERE proname = '_replica_fetch_records'") == 1)) ||
 			mq_die "$OLD's mq._replica_fetch_records has another signature: compare the builds installed apart (MQ_PG_ROOT)"
@@ -96,7 +113,7 @@ for ((r = 1; r <= ROUNDS; r++)); do
 		while (($(pgrep -P "$PM" | wc -l) > CHILDREN)); do sleep 0.05; done
 		cpu0="$(reaped_cpu_ms)"
 		lsn0="$(psql_q -A -t -c "SELECT pg_current_wal_lsn()")"
-		"$PG_BINDIR/pgbench" -n -M prepared -c 1 -t "$CYCLES" -f "$WORK/cycle.sql" \
+		PGOPTIONS="${SIDE_OPTS[$b]}" "$PG_BINDIR/pgbench" -n -M prepared -c 1 -t "$CYCLES" -f "$WORK/cycle.sql" \
 			-d "$(cluster_conninfo fetch)" >"$WORK/pgbench.log" 2>&1 || {
 			cat "$WORK/pgbench.log" >&2
 			mq_die "pgbench failed"
@@ -111,7 +128,8 @@ for ((r = 1; r <= ROUNDS; r++)); do
 		while (($(pgrep -P "$PM" | wc -l) > CHILDREN)); do sleep 0.05; done
 		wal="$(psql_q -A -t -c "SELECT round(pg_wal_lsn_diff(pg_current_wal_lsn(), '$lsn0') / $CYCLES)")"
 		cpu="$(awk -v a="$cpu0" -v b="$(reaped_cpu_ms)" -v n="$CYCLES" 'BEGIN {printf "%.3f", (b - a) / n}')"
-		echo "$b $lat $(fn_ms replica_fetch) $(fn_ms _replica_fetch_records) $cpu $wal" | tee -a "$WORK/rounds"
+		echo "$b $lat $(fn_ms replica_fetch) $(fn_ms _replica_fetch_records) $cpu $wal $(fn_ms send_batch)" \
+			"$(fn_ms _replica_append_records)" | tee -a "$WORK/rounds"
 		echo "round $r $b: cycle $lat ms, server CPU $cpu ms, WAL $wal B, replica_fetch $(fn_ms replica_fetch) ms," \
 			"_replica_fetch_records $(fn_ms _replica_fetch_records) ms; load $(cut -d' ' -f1-3 /proc/loadavg)" >&2
 	done
@@ -119,7 +137,8 @@ done >/dev/null
 
 mq_phase "medians (ms)"
 printf '| | %s |\n|---|%s\n' "$(printf '%s | ' "${BUILDS[@]}" | sed 's/ | $//')" "$(printf -- '---:|%.0s' "${BUILDS[@]}")"
-for col in 2:"cycle (send, two fetches, two appends)" 5:"server CPU per cycle (its backends)" 6:"WAL bytes per cycle" 3:"mq.replica_fetch per call" 4:"mq._replica_fetch_records per call"; do
+for col in 2:"cycle (send, two fetches, two appends)" 5:"server CPU per cycle (its backends)" 6:"WAL bytes per cycle" 3:"mq.replica_fetch per call" 4:"mq._replica_fetch_records per call" \
+	7:"mq.send_batch per call" 8:"mq._replica_append_records per call"; do
 	i="${col%%:*}"
 	row="| ${col#*:} |"
 	for b in "${BUILDS[@]}"; do
