@@ -21,8 +21,9 @@
  * What it costs.  A backend may keep up to the threshold of freed memory
  * at the top of its heap (16 MB by default), and blocks below half of it
  * come from the heap instead of their own mappings.  0 sets glibc's
- * starting thresholds (128 kB) without its adaptation; a server started
- * with 0 never calls mallopt and keeps glibc's adaptive behaviour.
+ * starting thresholds (128 kB) without its adaptation in a backend that
+ * had the setting; a server started with 0 never calls mallopt and keeps
+ * glibc's adaptive behaviour.
  *
  * Scope.  With shared_preload_libraries = 'mq' the postmaster applies the
  * setting at start and on reload, and every backend inherits it; loaded on
@@ -50,21 +51,35 @@
 #define GLIBC_DEFAULT_KB		128
 
 static int	mq_malloc_trim_threshold = 16 * 1024;	/* kB */
-static bool applied = false;
+static bool defined = false;	/* the setting has its configured value */
+static bool applied = false;	/* mallopt was called in this process */
 
 static void
-assign_trim_threshold(int newval, void *extra)
+apply(int kb)
 {
 #ifdef __GLIBC__
-	int			trim_kb = newval > 0 ? newval : GLIBC_DEFAULT_KB;
-	int			mmap_kb = newval > 0 ? Min(newval / 2, MMAP_THRESHOLD_MAX_KB) : GLIBC_DEFAULT_KB;
+	int			trim_kb = kb > 0 ? kb : GLIBC_DEFAULT_KB;
+	int			mmap_kb = kb > 0 ? Max(Min(kb / 2, MMAP_THRESHOLD_MAX_KB), 1) : GLIBC_DEFAULT_KB;
 
-	if (newval == 0 && !applied)
+	if (kb == 0 && !applied)
 		return;					/* glibc's adaptive defaults stay */
-	(void) mallopt(M_MMAP_THRESHOLD, Max(mmap_kb, 1) * 1024);
+	(void) mallopt(M_MMAP_THRESHOLD, mmap_kb * 1024);
 	(void) mallopt(M_TRIM_THRESHOLD, trim_kb * 1024);
 	applied = true;
 #endif
+}
+
+/*
+ * SET, RESET and reloads.  While the setting is being defined its boot
+ * value is assigned before the configured one; applying the boot value
+ * then would leave a server configured with 0 without glibc's adaptive
+ * defaults, so the first application waits for the end of the definition.
+ */
+static void
+assign_trim_threshold(int newval, void *extra)
+{
+	if (defined)
+		apply(newval);
 }
 
 void
@@ -75,4 +90,6 @@ mq_malloc_tune_init(void)
 							"glibc's M_TRIM_THRESHOLD; allocations below half of it come from the heap (M_MMAP_THRESHOLD). Spares a page fault per page for each batch of records; 0 leaves glibc's defaults.",
 							&mq_malloc_trim_threshold, 16 * 1024, 0, 1024 * 1024,
 							PGC_SUSET, GUC_UNIT_KB, NULL, assign_trim_threshold, NULL);
+	defined = true;
+	apply(mq_malloc_trim_threshold);
 }
