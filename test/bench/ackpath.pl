@@ -10,6 +10,12 @@ use warnings;
 
 my ($work, $runs, @followers) = @ARGV;
 die "usage: ackpath.pl WORKDIR RUNS FOLLOWER...\n" unless defined $runs && @followers;
+# records per CALL (ackpath.sh --records): a batch is timed by its first offset
+my $per = 1;
+if (open my $rf, '<', "$work/records")
+{
+	chomp($per = <$rf>);
+}
 
 # records of one acks run: [start us, end us] in order, offsets from base
 sub records
@@ -94,6 +100,9 @@ sub events
 		next if $rc <= 0;
 		if ($call eq 'sendto')
 		{
+			# a large message (a batch's append) goes out in several
+			# sends: the rest of one already sent is not a new message
+			next if exists $pending{$fd};
 			(my $bytes = $data) =~ s/\\x([0-9a-f]{2})/chr(hex($1))/ge;
 			my ($kind, $off) = classify($bytes);
 			$pending{$fd} = [ $kind, $off ];
@@ -176,7 +185,7 @@ for my $run (1 .. $runs)
 	for my $k (0 .. $#recs)
 	{
 		my ($s, $e) = @{ $recs[$k] };
-		my $o = $base + $k;
+		my $o = $base + $k * $per;
 		my @p = grep { defined } map { $fp{$_}{$o} } @followers;
 		next unless @p == @followers;
 		next if grep { $_->[0] < $s || $_->[4] > $e } @p;	# not this record's

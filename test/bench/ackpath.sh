@@ -30,7 +30,11 @@
 # acknowledgement came last (it moved the high watermark), the total, and
 # acks=1 beside it; with --out FILE also a markdown table.
 #
-# Usage: test/bench/ackpath.sh [--duration S] [--runs N] [--out FILE] [--save DIR]
+# With --records N each CALL sends a batch of N records of 100 B (default
+# one record of 1 B): the steps are then a batch's, timed by its first
+# record's offset.
+#
+# Usage: test/bench/ackpath.sh [--duration S] [--runs N] [--records N] [--out FILE] [--save DIR]
 # (--save: keep the raw logs and traces in DIR; perl test/bench/ackpath.pl
 # DIR RUNS FOLLOWER... reads them again)
 # Environment: MQ_PG_ROOT (the installed extension to use, as for every
@@ -42,13 +46,14 @@ set -euo pipefail
 source "$(dirname "${BASH_SOURCE[0]}")/setup.bash"
 command -v strace >/dev/null || bash "$REPO/scripts/install-deps.sh" bench
 
-DURATION=5 RUNS=3 OUT="" SAVE=""
+DURATION=5 RUNS=3 OUT="" SAVE="" RECORDS=1
 while (($#)); do
 	case "$1" in
 	--duration) DURATION="${2:?}"; shift ;;
 	--runs) RUNS="${2:?}"; shift ;;
 	--out) OUT="${2:?}"; shift ;;
 	--save) SAVE="${2:?}"; shift ;;
+	--records) RECORDS="${2:?}"; shift ;;
 	-h | --help) sed -n '2,/^set -euo/p' "${BASH_SOURCE[0]}" | sed '$d; s/^# \{0,1\}//'; exit 0 ;;
 	*) mq_die "unknown option $1 (see --help)" ;;
 	esac
@@ -89,7 +94,12 @@ settle() {
 }
 
 for acks in 1 all; do
-	echo "CALL mq.produce('bench', NULL, ARRAY['x']::bytea[], 0, '$acks');" >"$WORK/one_$acks.sql"
+	if ((RECORDS == 1)); then
+		echo "CALL mq.produce('bench', NULL, ARRAY['x']::bytea[], 0, '$acks');"
+	else
+		echo "CALL mq.produce('bench', NULL, array_fill(convert_to(repeat('x', 100), 'UTF8')," \
+			"ARRAY[$RECORDS]), 0, '$acks');"
+	fi >"$WORK/one_$acks.sql"
 done
 for ((r = 1; r <= RUNS; r++)); do
 	for acks in 1 all; do
@@ -115,7 +125,8 @@ for ((r = 1; r <= RUNS; r++)); do
 done
 
 mq_phase "the path of each acks=all record"
+echo "$RECORDS" >"$WORK/records"
 perl "$HERE/ackpath.pl" "$WORK" "$RUNS" "${FOLLOWERS[@]}" | tee "$WORK/table.md"
 [[ -n "$OUT" ]] && cp "$WORK/table.md" "$OUT"
-[[ -n "$SAVE" ]] && mkdir -p "$SAVE" && cp "$WORK"/{lat_,strace.,base.}* "$SAVE"/
+[[ -n "$SAVE" ]] && mkdir -p "$SAVE" && cp "$WORK"/{lat_,strace.,base.}* "$WORK/records" "$SAVE"/
 exit 0
