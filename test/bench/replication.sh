@@ -80,9 +80,7 @@
 # Servers: PostgreSQL 15 as the postgres user in temp dirs on 127.0.0.1,
 # shared_preload_libraries = 'mq', fsync = on, synchronous_commit = on;
 # brokers with default settings; MQ_BENCH_CONF adds postgresql.conf lines
-# (one a line) to every server, e.g. MQ_BENCH_CONF='mq.malloc_trim_threshold
-# = 0' for the A/B of docs/benchmarks.md, "Freed memory kept for the next
-# batch".  Everything is stopped and removed at
+# to every server (test/bench/setup.bash).  Everything is stopped and removed at
 # exit (scripts/lib.sh).  It uses the INSTALLED extension and the built
 # broker: run `make && make install` first (this script never runs make).
 #
@@ -184,9 +182,6 @@ fi
 mq_phase "3 data nodes, a coordinator, 3 brokers"
 CONF=("fsync = on" "synchronous_commit = on" "shared_buffers = 256MB" "max_wal_size = 4GB"
 	"log_min_messages = warning" "max_prepared_transactions = 10" "track_functions = all")
-# MQ_BENCH_CONF: more postgresql.conf lines for every server, one a line
-# (an A/B of a setting: run the script once with and once without)
-[[ -z "${MQ_BENCH_CONF:-}" ]] || mapfile -t -O "${#CONF[@]}" CONF <<<"$MQ_BENCH_CONF"
 bench_replicated "${CONF[@]}"
 coord_sql "SELECT mq_coord.create_topic('bench', 1, '{\"replication.factor\": 3, \"min.insync.replicas\": 2}')" >/dev/null
 

@@ -22,6 +22,12 @@
 #       registered
 #   median WORDS
 #       the median of the numbers WORDS
+#
+# MQ_BENCH_CONF (environment): more postgresql.conf lines, one a line, for
+# every server bench_node and bench_replicated start, after the script's
+# own: an A/B of a setting is the script run once with and once without,
+# e.g. MQ_BENCH_CONF='mq.malloc_trim_threshold = 0' (docs/benchmarks.md,
+# "Freed memory kept for the next batch").
 # shellcheck source-path=SCRIPTDIR/../..
 HERE="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
 REPO="$(cd "$HERE/../.." && pwd)"
@@ -31,8 +37,14 @@ mq_pg_paths || mq_die "PostgreSQL 15 (pg_config) not found"
 # shellcheck disable=SC2034 # the benchmarks run it
 PGBENCH="$PG_BINDIR/pgbench"
 
+# the lines of MQ_BENCH_CONF, into the array BENCH_CONF
+bench_conf() {
+	BENCH_CONF=()
+	[[ -z "${MQ_BENCH_CONF:-}" ]] || mapfile -t BENCH_CONF <<<"$MQ_BENCH_CONF"
+}
 bench_node() {
-	cluster_start "$@"
+	bench_conf
+	cluster_start "$@" "${BENCH_CONF[@]}"
 	W="$MQ_CLUSTER/work"
 	mkdir -p "$W"
 	if mq_is_root; then chown postgres:postgres "$W"; fi
@@ -46,8 +58,9 @@ bench_replicated() {
 		from="${2:?--brokers-from REPO}"
 		shift 2
 	fi
+	bench_conf
 	for n in node1 node2 node3 coord; do
-		cluster_start "$n" "$@"
+		cluster_start "$n" "$@" "${BENCH_CONF[@]}"
 		cluster_psql "$n" -c "CREATE EXTENSION mq" >/dev/null
 	done
 	for i in 1 2 3; do
