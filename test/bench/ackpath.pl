@@ -105,7 +105,8 @@ sub events
 			next if exists $pending{$fd};
 			(my $bytes = $data) =~ s/\\x([0-9a-f]{2})/chr(hex($1))/ge;
 			my ($kind, $off) = classify($bytes);
-			$pending{$fd} = [ $kind, $off ];
+			# Terminate ('X') has no answer; the fd may serve a new connection
+			$pending{$fd} = [ $kind, $off ] unless substr($bytes, 0, 1) eq 'X';
 			push @ev, [ $t, $kind eq 'O' ? 'O' : $kind . 'S', $off ];
 		}
 		elsif (my $p = delete $pending{$fd})
