@@ -26,9 +26,7 @@ use MqCluster;
 my $c = MqCluster->new(nodes => 3);
 $c->start_brokers;
 $c->create_topic('t', 3, { 'replication.factor' => 3, 'min.insync.replicas' => 2 });
-ok($c->coord->poll_query_until('postgres',
-		"SELECT count(DISTINCT leader) = 3 FROM mq_coord.partition WHERE topic = 't'"),
-	'the three partitions are led by three different nodes');
+ok($c->wait_preferred_leaders('t'), 'the three partitions are led by three different nodes, to stay');
 
 # the producer reads lines v0, v1, ... from a FIFO the test feeds
 my $fifo = "$c->{dir}/produce.fifo";

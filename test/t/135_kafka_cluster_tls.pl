@@ -48,10 +48,8 @@ print $fh "security.protocol=ssl\nssl.ca.location=$pki/ca.crt\n"
   . "ssl.certificate.location=$pki/client.crt\nssl.key.location=$pki/client.key\n";
 close $fh;
 # preferred leaders take their partitions back after a while: wait until
-# every node leads some (and the leaders stay put for the test)
-ok($c->coord->poll_query_until('postgres',
-	"SELECT count(DISTINCT leader) = 3 FROM mq_coord.partition WHERE topic = 'tlst'"),
-	'every node leads partitions of tlst');
+# they have (every node leads some, and the leaders stay put for the test)
+ok($c->wait_preferred_leaders('tlst'), 'every node leads partitions of tlst');
 my %leaders = map { $_ => $c->leader('tlst', $_) } 0 .. 5;
 sub stored
 {

@@ -29,9 +29,7 @@ my $c = MqCluster->new(nodes => 3);
 $c->start_kafka_brokers(transactions => 1);
 $c->create_topic('ktc', 6, { 'replication.factor' => 3, 'min.insync.replicas' => 2 });
 # (preferred leaders take their partitions back if another broker won first)
-ok($c->coord->poll_query_until('postgres',
-		"SELECT count(DISTINCT leader) FROM mq_coord.partition WHERE topic = 'ktc'", '3'),
-	'the six partitions have leaders on all three nodes');
+ok($c->wait_preferred_leaders('ktc'), 'the six partitions have leaders on all three nodes, to stay');
 my %led_by = map { ($c->leader('ktc', $_) => $_) } 0 .. 5;
 
 # a transactional id coordinated by node $x, and partitions led by $x and by another

@@ -27,11 +27,8 @@ my $cfg = { 'replication.factor' => 3, 'min.insync.replicas' => 2 };
 $c->create_topic('xin', 6, $cfg);
 $c->create_topic('xout', 6, $cfg);
 # preferred leaders take their partitions back if another broker won an
-# election first (under load): wait until every node leads some of each
-ok($c->coord->poll_query_until('postgres',
-		"SELECT string_agg(n::text, '' ORDER BY topic) FROM (SELECT topic, count(DISTINCT leader) n "
-		  . "FROM mq_coord.partition WHERE topic IN ('xin', 'xout') GROUP BY topic) x", '33'),
-	'both topics have leaders on all three nodes');
+# election first (under load): wait until they have, on all three nodes
+ok($c->wait_preferred_leaders('xin', 'xout'), 'both topics have leaders on all three nodes, to stay');
 
 # the transactional id's coordinator $x, the group's $g, the node to kill $k: three nodes
 my ($txn, $x, $group, $g);

@@ -28,9 +28,7 @@ my $py = '/usr/bin/python3';    # Debian's python3-kafka
 my $c = MqCluster->new(nodes => 3);
 $c->start_kafka_brokers;
 $c->create_topic('bt', 3, { 'replication.factor' => 3, 'min.insync.replicas' => 1 });
-ok($c->coord->poll_query_until('postgres',
-		"SELECT count(DISTINCT leader) = 3 FROM mq_coord.partition WHERE topic = 'bt'"),
-	'the three partitions are led by three nodes');
+ok($c->wait_preferred_leaders('bt'), 'the three partitions are led by three nodes, to stay');
 # Metadata of __consumer_offsets from each daemon: "partition:leader" list
 sub co_metadata
 {

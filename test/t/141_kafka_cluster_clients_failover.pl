@@ -44,11 +44,7 @@ $c->create_topic($_, 3, { 'replication.factor' => 3, 'min.insync.replicas' => 2 
 # settled: each partition on its preferred leader with its whole ISR (a
 # broker slow to start leaves its partitions with another until the
 # preferred-leader handover 10 s later, which would move them mid-run)
-ok($c->coord->poll_query_until('postgres',
-		"SELECT bool_and(n = 3 AND settled) FROM (SELECT count(DISTINCT leader) n,"
-		  . " bool_and(leader = replicas[1] AND cardinality(isr) = 3) settled FROM mq_coord.partition"
-		  . " WHERE topic IN ('fkp', 'fsr') GROUP BY topic) x"),
-	'each topic has a partition led by each node, its preferred leader');
+ok($c->wait_preferred_leaders('fkp', 'fsr'), 'each topic has a partition led by each node, its preferred leader');
 my $bootnode = 1;
 my $boot = $c->kafka_address($bootnode);
 my $victim = 2;

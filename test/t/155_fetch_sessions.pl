@@ -22,9 +22,7 @@ $c->create_topic('fs', $n, { 'replication.factor' => 3, 'min.insync.replicas' =>
 ok($c->coord->poll_query_until('postgres',
 		"SELECT count(*) = $n FROM mq_coord.partition WHERE topic = 'fs' AND cardinality(isr) = 3"),
 	"all $n partitions have their three replicas in the ISR");
-ok($c->coord->poll_query_until('postgres',
-		"SELECT count(DISTINCT leader) = 3 FROM mq_coord.partition WHERE topic = 'fs'"),
-	'the partitions are led by all three nodes');
+ok($c->wait_preferred_leaders('fs'), 'the partitions are led by all three nodes, their preferred leaders');
 # an election lists every replica in the ISR before any follower fetched:
 # the acks=all writes below need followers that did
 ok($c->wait_caught_up('fs'), 'every follower caught up with its leader');

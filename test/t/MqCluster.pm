@@ -7,6 +7,7 @@
 #   $c->start_brokers;                    # one mq-broker per data node
 #   $c->create_topic('t', 1, {'replication.factor' => 3, 'min.insync.replicas' => 2});
 #   $c->wait_caught_up('t');              # each ISR follower fetched in its leader's epoch
+#   $c->wait_preferred_leaders('t', 'u'); # leaders where placement wants them, to stay
 #   my $p = $c->start_producer('t', 0);   # idempotent, acks=all, throughout
 #   my $q = $c->start_producer('t', 0, tag => 'w', batch => 50);  # a second one
 #   (leader => N: always to node N, without asking the coordinator)
@@ -516,6 +517,27 @@ sub wait_caught_up
 		usleep(100_000);
 	}
 	return 0;
+}
+
+# Wait until every partition of the topics is led by its preferred replica
+# (the first of its placement) with every replica in its ISR, and so each
+# topic by as many nodes as it can be: true or false (timed out).  Until
+# then leaders move: a broker that wins a partition's first election
+# before its preferred replica registers hands it over
+# auto.leader.rebalance.delay.ms later (clients then get NOT_LEADER, which
+# a Kafka client at its default retries=0, kafka-python's, reports as a
+# failed send).  So a test whose clients must not see a leader change
+# waits here, not merely until every node leads some.
+sub wait_preferred_leaders
+{
+	my ($self, @topics) = @_;
+	my $in = join(', ', map { "'$_'" } @topics);
+	my $nodes = scalar @{ $self->{nodes} };
+	return $self->coord->poll_query_until('postgres',
+		"SELECT count(*) = " . scalar(@topics) . " AND bool_and(settled) FROM (SELECT "
+		  . "bool_and(leader = replicas[1] AND isr \@> replicas) "
+		  . "AND count(DISTINCT leader) = least(count(*), $nodes) AS settled "
+		  . "FROM mq_coord.partition WHERE topic IN ($in) GROUP BY topic) x");
 }
 
 sub leader
