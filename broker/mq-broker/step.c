@@ -113,8 +113,14 @@ act_replicate(Broker *b, Part *p)
  * Nobody live leads.  When the preferred replica is alive and in the ISR
  * it runs for the election this tick: the others give it an idle period
  * and two ticks (it may see the partition an idle tick after us, tick.c),
- * so that leadership starts (and returns) where placement wants it
- * without a second change later.  Right after we (re)took our liveness lock, a named
+ * and at least session.timeout.ms, as long as they would wait for a
+ * broker that stopped, so that leadership starts (and returns) where
+ * placement wants it without a second change later: a busy preferred
+ * replica electing itself for one partition after another used to lose
+ * the last ones to a broker that had waited only the ticks, and took them
+ * back auto.leader.rebalance.delay.ms later, a NOT_LEADER for every
+ * client writing to them (kafka-python's default retries=0 fails those
+ * sends).  Right after we (re)took our liveness lock, a named
  * leader that is not live may only be slower to come back from the same
  * coordinator outage (it serves on meanwhile): it gets session.timeout.ms
  * to take its lock back before anyone runs against it.
@@ -126,13 +132,15 @@ act_leaderless(Broker *b, Part *p)
 	int64_t		now = mq_now_us();
 	bool		grace = p->leader >= 0 && p->leader != me &&
 		now - b->live_since_us < (int64_t) b->cfg->session_timeout_ms * 1000;
+	int64_t		left_to_preferred_ms = broker_idle_tick_ms(b) + 2 * b->cfg->tick_ms;
 
+	if (left_to_preferred_ms < b->cfg->session_timeout_ms)
+		left_to_preferred_ms = b->cfg->session_timeout_ms;
 	if (p->leaderless_since_us == 0)
 		p->leaderless_since_us = now;
 	if (!grace && (int_in(me, p->isr, p->nisr) || p->unclean) &&
 		(preferred_leader(p) == me || !preferred_ready(b, p) ||
-		 now - p->leaderless_since_us >
-		 (int64_t) (broker_idle_tick_ms(b) + 2 * b->cfg->tick_ms) * 1000))
+		 now - p->leaderless_since_us > left_to_preferred_ms * 1000))
 		try_elect(b, p);
 	if (p->state == PART_LEADER)
 		return;
