@@ -153,6 +153,7 @@ typedef struct Part
 	MqRetry		fconn_retry;
 	struct FetchSession *session;
 	bool		in_flight;
+	int			sent_index;		/* its place in that fetch */
 	int64_t		fetch_offset;
 	int64_t		offsets_version;	/* committed offsets the node applied; -1: unknown */
 	int64_t		applied_hwm;	/* the last answer's high watermark and log */
