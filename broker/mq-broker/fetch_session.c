@@ -335,10 +335,11 @@ take_failure(Broker *b, FetchSession *s, Part **parts, int n, const MqError *err
 /*
  * The partitions of the fetch that just ended, in the order sent (NULL:
  * gone, stopped meanwhile, or in another epoch); out of the fetch now.
- * One pass over the broker's partitions: each still in this fetch knows
- * its place in it (sent_index), checked against the name sent.  (Finding
- * each by name was a pass per partition: at 272 partitions a session,
- * the follower brokers' largest cost.)
+ * One pass over the broker's partitions: each still in this fetch is
+ * released from it and knows its place in it (sent_index), checked
+ * against the name sent.  (Finding each by name was a pass per
+ * partition: at 272 partitions a session, the follower brokers' largest
+ * cost.)
  */
 static Part **
 take_back(Broker *b, FetchSession *s)
@@ -349,12 +350,12 @@ take_back(Broker *b, FetchSession *s)
 	{
 		int			i = p->sent_index;
 
-		if (!p->in_flight || p->session != s || i < 0 || i >= s->nsent ||
-			p->partition != s->sent[i].partition || strcmp(p->topic, s->sent[i].topic) != 0)
+		if (!p->in_flight || p->session != s)
 			continue;
 		p->in_flight = false;
 		p->session = NULL;
-		if (p->applied_epoch == s->sent[i].epoch)
+		if (i >= 0 && i < s->nsent && p->partition == s->sent[i].partition &&
+			strcmp(p->topic, s->sent[i].topic) == 0 && p->applied_epoch == s->sent[i].epoch)
 			parts[i] = p;
 	}
 	for (int i = 0; i < s->nsent; i++)
