@@ -29,17 +29,18 @@
 # and the ratio.  Timing on a shared machine is noisy: compare ratios, each
 # from one run.  Not a test: it prints figures (with --out FILE also a
 # markdown table, which test/bench/plot.sh draws) and never fails on them.
-# With --replicated and MQ_BENCH_FUNCTIONS=1, each point's first
-# replicated run also prints the costliest functions of node rf1 (every
-# partition's leader) and rf2 (a follower), calls and ms per second
-# (track_functions = all; pg_stat_user_functions).
+# With --replicated and MQ_BENCH_FUNCTIONS=N (a count; 1 means 8), each
+# point's first replicated run also prints the N costliest functions of
+# node rf1 (every partition's leader) and rf2 (a follower), calls and ms
+# per second (track_functions = all; pg_stat_user_functions).
 # MQ_SCALE_SHORT=1 makes it two points per curve, one run of 1 s, so that
 # test/unit/bench_scale.sh can check in seconds that it works.  Uses the
 # INSTALLED extension (and, replicated, the built broker).
 #
-# Usage: test/bench/scale.sh [--replicated] [--partitions "1 4 ..."] [--duration S]
-#                            [--runs N] [--curves "P C S"] [--out FILE]
-# (--partitions: the points of P; --curves: which curves to run)
+# Usage: test/bench/scale.sh [--replicated] [--partitions "1 4 ..."] [--clients "1 2 ..."]
+#                            [--duration S] [--runs N] [--curves "P C S"] [--out FILE]
+# (--partitions: the points of P; --clients: the points of C; --curves:
+# which curves to run)
 set -euo pipefail
 
 HERE="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
@@ -58,11 +59,12 @@ while (($#)); do
 	case "$1" in
 	--replicated) REPL=1 ;;
 	--partitions) P_POINTS="${2:?}"; shift ;;
+	--clients) C_POINTS="${2:?}"; shift ;;
 	--duration) DURATION="${2:?}"; shift ;;
 	--runs) RUNS="${2:?}"; shift ;;
 	--curves) CURVES="${2:?}"; shift ;;
 	--out) OUT="${2:?}"; shift ;;
-	*) mq_die "unknown option $1 (usage: $0 [--replicated] [--partitions LIST] [--duration S] [--runs N] [--curves LIST] [--out FILE])" ;;
+	*) mq_die "unknown option $1 (usage: $0 [--replicated] [--partitions LIST] [--clients LIST] [--duration S] [--runs N] [--curves LIST] [--out FILE])" ;;
 	esac
 	shift
 done
@@ -84,6 +86,10 @@ if [[ -n "$REPL" ]]; then
 	# 256 partitions, which an older build still needs
 	RF_CONF+=("max_connections = 600")
 	[[ -z "${MQ_BENCH_FUNCTIONS:-}" ]] || RF_CONF+=("track_functions = all")
+	TOP_FUNCTIONS=8
+	if [[ "${MQ_BENCH_FUNCTIONS:-1}" =~ ^[0-9]+$ && "${MQ_BENCH_FUNCTIONS:-1}" -gt 1 ]]; then
+		TOP_FUNCTIONS="$MQ_BENCH_FUNCTIONS"
+	fi
 	start_mq_rf3
 	NODE=rf1
 	A=rf3 B=single
@@ -134,7 +140,7 @@ profile() {
 		BEGIN { while ((getline l < before) > 0) { split(l, f, " "); c[f[1]] = f[2]; t[f[1]] = f[3]; x[f[1]] = f[4] } }
 		{ dc = ($2 - c[$1]) / s; if (dc > 0) printf "%.1f %s %s: %.1f calls/s, %.1f ms/s (self %.1f)\n",
 			($3 - t[$1]) / s, name, node " " $1, dc, ($3 - t[$1]) / s, ($4 - x[$1]) / s }' |
-		sort -rn | head -n 8 | cut -d' ' -f2-
+		sort -rn | head -n "$TOP_FUNCTIONS" | cut -d' ' -f2-
 }
 # point NAME CLIENTS A_FILE B_FILE TOPIC: median records/s of each side (A:
 # mq or replicated; B: plain or one node), and the ratio A/B
