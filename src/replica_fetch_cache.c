@@ -15,7 +15,7 @@
  * mq._replica_fetch_recall reads each counter first, then the entry; an
  * entry is used only if its counter and offset are the ones read now.  It
  * is used when the partition's progress is due too (recorded_at plus the
- * fetch's wait, which _replica_fetch_looks adds): mq.replica_fetch_many
+ * fetch's wait, which mq.replica_fetch_many adds): mq.replica_fetch_many
  * records that progress with mq._replica_fetch_refresh, which checks again
  * what it relies on (epoch, log end, high watermark, the follower's
  * progress) and leaves a partition that changed to a full fetch.  So an

@@ -278,26 +278,29 @@ END $$;
 -- of each array out is partition k's; a partition
 -- the look refuses has its error in err_state and err_message, and is not
 -- idle.
--- due: when the partition's progress is to be recorded again (its last
--- fetch plus p_wait_ms), so that an idle follower's progress is recorded
--- as often as a single long poll records it.  counters: each partition's
+-- recorded_at: when the partition's progress was last recorded (its last
+-- fetch); it is due again a wait later, so that an idle follower's
+-- progress is recorded as often as a single long poll records it.
+-- counters: each partition's
 -- change counter read before it was looked at (or remembered), for the
 -- wait (mq._replica_wait_any) to look only at those that moved since.
 -- recorded: the partition has news at progress recorded already
 -- (mq._replica_fetch_look), so its fetch records none.
+-- Every array out has one element per partition, from 1: a fetch of
+-- many partitions walks them side by side (unnest), not by subscript.
 CREATE FUNCTION mq._replica_fetch_looks(p_replica_id integer, p_topics text[], p_partitions integer[],
                                         p_epochs integer[], p_offsets bigint[], p_ovs bigint[],
                                         p_wait_ms integer,
-                                        OUT ids integer[], OUT idle boolean[], OUT due timestamptz[],
+                                        OUT ids integer[], OUT idle boolean[], OUT recorded_at timestamptz[],
                                         OUT ov bigint[], OUT err_state text[],
                                         OUT err_message text[], OUT counters bigint[],
                                         OUT recorded boolean[])
 LANGUAGE plpgsql SET search_path = pg_catalog, pg_temp AS $$
 DECLARE
-    r record := mq._replica_fetch_recall(p_replica_id, p_topics, p_partitions, p_epochs, p_offsets,
-                                         coalesce(p_ovs, array_fill(NULL::bigint, ARRAY[cardinality(p_topics)])));
+    v_n integer := cardinality(p_topics);
+    v_ovs bigint[] := coalesce(p_ovs, array_fill(NULL::bigint, ARRAY[v_n]));
+    r record := mq._replica_fetch_recall(p_replica_id, p_topics, p_partitions, p_epochs, p_offsets, v_ovs);
     l record;
-    v_recorded timestamptz[];   -- each idle one's progress last recorded
     k integer;
     v_state text;
     v_msg text;
@@ -311,15 +314,17 @@ BEGIN
     counters := r.counters;
     idle := r.known;
     ov := r.ov;
-    v_recorded := r.recorded_at;
-    recorded := array_fill(false, ARRAY[cardinality(p_topics)]);
-    FOR k IN SELECT u.k FROM unnest(r.known) WITH ORDINALITY AS u(known, k) WHERE NOT u.known ORDER BY u.k LOOP
+    recorded_at := r.recorded_at;
+    recorded := array_fill(false, ARRAY[v_n]);
+    err_state := array_fill(NULL::text, ARRAY[v_n]);
+    err_message := err_state;
+    FOREACH k IN ARRAY array_positions(r.known, false) LOOP
         BEGIN
             ids[k] := coalesce(ids[k], mq._topic_id(p_topics[k]));
             l := mq._replica_fetch_look(p_topics[k], ids[k], p_partitions[k], p_epochs[k], p_replica_id,
                                         p_offsets[k], p_ovs[k], p_wait_ms);
             idle[k] := l.idle;
-            v_recorded[k] := (l.g).last_fetch_at;
+            recorded_at[k] := (l.g).last_fetch_at;
             ov[k] := l.ov;
             recorded[k] := l.recorded;
         EXCEPTION WHEN OTHERS THEN
@@ -328,12 +333,8 @@ BEGIN
             err_message[k] := v_msg;
         END;
     END LOOP;
-    -- progress is due a wait after it was recorded (every array of one length)
-    due := ARRAY(SELECT t.at + make_interval(secs => p_wait_ms / 1000.0)
-                   FROM unnest(v_recorded) WITH ORDINALITY AS t(at, k) ORDER BY t.k);
-    PERFORM mq._replica_fetch_remember(p_replica_id, ids, p_partitions, p_epochs, p_offsets,
-                                       coalesce(p_ovs, array_fill(NULL::bigint, ARRAY[cardinality(p_topics)])),
-                                       r.counters, idle, ov, v_recorded);
+    PERFORM mq._replica_fetch_remember(p_replica_id, ids, p_partitions, p_epochs, p_offsets, v_ovs,
+                                       r.counters, idle, ov, recorded_at);
 END $$;
 
 -- The answers of idle partitions whose progress is due (p_ks, indexes
@@ -433,14 +434,18 @@ LANGUAGE plpgsql SECURITY DEFINER SET search_path = pg_catalog, pg_temp AS $$
 DECLARE
     n integer := coalesce(cardinality(topics), 0);
     s record;
+    v_wait_iv interval := make_interval(secs => max_wait_ms / 1000.0);
     v_wait double precision;
+    v_rows integer[];
     v_take integer[];
+    v_idle integer[];
     v_fresh mq.replica_batch[];
     v_stamped timestamptz;
     r record;
     v_k integer;
     v_records bigint := 0;
     v_ahead interval := interval '0';
+    v_cut timestamptz;
 BEGIN
     IF n > 10000 OR coalesce(cardinality(partitions), 0) <> n OR coalesce(cardinality(leader_epochs), 0) <> n
        OR coalesce(cardinality(fetch_offsets), 0) <> n
@@ -451,53 +456,53 @@ BEGIN
     s := mq._replica_fetch_looks(replica_id, topics, partitions, leader_epochs, fetch_offsets,
                                  offsets_versions, max_wait_ms);
     IF max_wait_ms > 0 AND n > 0 AND false <> ALL (s.idle) THEN
-        SELECT least(max_wait_ms, 1000 * extract(epoch FROM min(d) - clock_timestamp()))
-          INTO v_wait FROM unnest(s.due) d;
+        SELECT least(max_wait_ms, 1000 * extract(epoch FROM min(a) + v_wait_iv - clock_timestamp()))
+          INTO v_wait FROM unnest(s.recorded_at) a;
         IF v_wait > 0 THEN
             PERFORM mq._replica_wait_any(s.ids, partitions, fetch_offsets, v_wait::integer, s.ov, s.counters);
         END IF;
         s := mq._replica_fetch_looks(replica_id, topics, partitions, leader_epochs, fetch_offsets,
                                      offsets_versions, max_wait_ms);
     END IF;
-    -- what to fetch: not idle, or due (within half a wait when every one
-    -- is idle; every one without a wait); the progress locks of those
-    -- whose progress it records taken in one order first, as another
-    -- follower's fetch of the same partitions takes them (each is held to
-    -- the end)
+    -- what to fetch: not idle, or due, its progress recorded a wait ago
+    -- (within half a wait when every one is idle; every one without a
+    -- wait); v_rows adds the refused ones, each a row of the answer
     IF n > 0 AND false <> ALL (s.idle) THEN
         v_ahead := make_interval(secs => max_wait_ms / 2000.0);
     END IF;
-    v_take := ARRAY(SELECT k FROM generate_series(1, n) k
-                     WHERE s.err_state[k] IS NULL
-                       AND NOT (max_wait_ms > 0 AND s.idle[k] AND s.due[k] > clock_timestamp() + v_ahead));
+    v_cut := clock_timestamp() + v_ahead - v_wait_iv;
+    v_rows := ARRAY(SELECT t.k FROM unnest(s.err_state, s.idle, s.recorded_at) WITH ORDINALITY AS t(e, idle, at, k)
+                     WHERE t.e IS NOT NULL OR NOT (max_wait_ms > 0 AND t.idle AND t.at > v_cut)
+                     ORDER BY t.k);
+    v_take := ARRAY(SELECT k FROM unnest(v_rows) k WHERE s.err_state[k] IS NULL);
+    -- the progress locks of those whose progress it records, in one order
+    -- first, as another follower's fetch of the same partitions takes
+    -- them (each is held to the end)
     PERFORM mq._replica_progress_lock(s.ids[k], partitions[k])
        FROM unnest(v_take) k WHERE NOT s.recorded[k] ORDER BY s.ids[k], partitions[k];
-    FOR r IN SELECT * FROM mq._replica_fetch_refresh(replica_id, s.ids, partitions, leader_epochs,
-                                                     fetch_offsets, offsets_versions,
-                                                     ARRAY(SELECT k FROM unnest(v_take) k WHERE s.idle[k])) LOOP
-        v_fresh[r.k] := r.batch;
-        v_stamped := r.stamped_at;
-    END LOOP;
-    IF v_stamped IS NOT NULL THEN
-        PERFORM mq._replica_fetch_restamp(replica_id,
-                                          ARRAY(SELECT s.ids[k] FROM unnest(v_take) k WHERE (v_fresh[k]).base_offset IS NOT NULL),
-                                          ARRAY(SELECT partitions[k] FROM unnest(v_take) k WHERE (v_fresh[k]).base_offset IS NOT NULL),
-                                          v_stamped);
+    v_idle := ARRAY(SELECT k FROM unnest(v_take) k WHERE s.idle[k]);
+    IF cardinality(v_idle) > 0 THEN
+        FOR r IN SELECT * FROM mq._replica_fetch_refresh(replica_id, s.ids, partitions, leader_epochs,
+                                                         fetch_offsets, offsets_versions, v_idle) LOOP
+            v_fresh[r.k] := r.batch;
+            v_stamped := r.stamped_at;
+        END LOOP;
+        IF v_stamped IS NOT NULL THEN
+            PERFORM mq._replica_fetch_restamp(replica_id,
+                                              ARRAY(SELECT s.ids[k] FROM unnest(v_idle) k WHERE (v_fresh[k]).base_offset IS NOT NULL),
+                                              ARRAY(SELECT partitions[k] FROM unnest(v_idle) k WHERE (v_fresh[k]).base_offset IS NOT NULL),
+                                              v_stamped);
+        END IF;
+        -- remembered idle ones the refresh did not answer are fetched in
+        -- full below: looked at again next time, from the progress that
+        -- records
+        PERFORM mq._replica_fetch_forget(replica_id,
+                                         ARRAY(SELECT s.ids[k] FROM unnest(v_idle) k WHERE (v_fresh[k]).base_offset IS NULL),
+                                         ARRAY(SELECT partitions[k] FROM unnest(v_idle) k WHERE (v_fresh[k]).base_offset IS NULL));
     END IF;
-    -- remembered idle ones the refresh did not answer are fetched in full
-    -- below: looked at again next time, from the progress that records
-    PERFORM mq._replica_fetch_forget(replica_id,
-                                     ARRAY(SELECT s.ids[k] FROM unnest(v_take) k
-                                            WHERE s.idle[k] AND (v_fresh[k]).base_offset IS NULL),
-                                     ARRAY(SELECT partitions[k] FROM unnest(v_take) k
-                                            WHERE s.idle[k] AND (v_fresh[k]).base_offset IS NULL));
     -- a row for each partition taken or refused, in the order given; none
-    -- for the others (nothing to tell, nor their progress to record).
-    -- err_state's subscripts are the partitions' (its first assignment may
-    -- be past 1), so generate_subscripts, not an ordinality
-    FOR v_k IN SELECT t.k FROM unnest(v_take) AS t(k)
-             UNION SELECT e.k FROM generate_subscripts(s.err_state, 1) AS e(k) WHERE s.err_state[e.k] IS NOT NULL
-             ORDER BY 1 LOOP
+    -- for the others (nothing to tell, nor their progress to record)
+    FOREACH v_k IN ARRAY v_rows LOOP
         i := v_k;
         batch := v_fresh[v_k];
         sqlstate := s.err_state[v_k];
