@@ -241,6 +241,9 @@ CREATE FUNCTION mq._replica_truncate_records(topic_id integer, partition integer
 -- The epoch check of every replica-side call.  want_role is the role the
 -- caller expects this node to have ('leader' for fetches from followers,
 -- 'follower' for appends and truncation).  Returns the partition's row.
+-- The topic's name is read only for an error's message: every follower
+-- fetch calls this, and a partition's row goes with its topic's
+-- (mq._cascade_delete).
 CREATE FUNCTION mq._replica_fence(p_topic_id integer, p_partition integer,
                                   p_epoch integer, p_want_role text)
     RETURNS mq.partition_state
@@ -251,11 +254,14 @@ DECLARE
     v_leader text;
 BEGIN
     SELECT * INTO st FROM mq.partition_state WHERE topic_id = p_topic_id AND partition = p_partition;
-    SELECT topic_name INTO v_topic FROM mq.topic WHERE topic_id = p_topic_id;
-    IF NOT FOUND OR st.topic_id IS NULL THEN
+    IF st.topic_id IS NULL THEN
         RAISE EXCEPTION 'partition % of topic id % does not exist', p_partition, p_topic_id
             USING ERRCODE = 'MQ006';
     END IF;
+    IF p_epoch = st.leader_epoch AND st.role = p_want_role THEN
+        RETURN st;
+    END IF;
+    SELECT topic_name INTO v_topic FROM mq.topic WHERE topic_id = p_topic_id;
     IF p_epoch < st.leader_epoch THEN
         RAISE EXCEPTION 'fenced leader epoch % for "%" partition %: this node is at epoch %',
             p_epoch, v_topic, p_partition, st.leader_epoch
