@@ -23,6 +23,14 @@ BEGIN
     END LOOP;
     RETURN pg_temp.minor_faults() - before;
 END $$;
+-- the fewest faults of three rounds of n fetches: one run, right after
+-- the whole test command on this machine, counted more than a hundred in
+-- a round with the setting (faults no setting prevents: the kernel's, or
+-- shared buffers first touched); a trimmed heap faults hundreds in every
+-- round, a kept one almost none in most
+CREATE FUNCTION pg_temp.fewest_faults(n integer) RETURNS bigint LANGUAGE sql AS $$
+    SELECT min(pg_temp.fetch_faults(n)) FROM generate_series(1, 3)
+$$;
 
 SELECT mq.create_topic('mt', 1);
 -- after mq's first call: without shared_preload_libraries it loads here
@@ -32,16 +40,16 @@ SELECT count(*) FROM mq.send_batch('mt', NULL,
     (SELECT array_agg(convert_to(repeat('x', 100), 'UTF8')) FROM generate_series(1, 1000)), partition => 0);
 SELECT pg_temp.fetch_faults(10);     -- warm: the heap grows once
 
-SELECT cmp_ok(pg_temp.fetch_faults(10), '<', 100::bigint,
+SELECT cmp_ok(pg_temp.fewest_faults(10), '<', 100::bigint,
               'with the setting, ten fetches fault in almost no pages');
 
 SET mq.malloc_trim_threshold = 0;
-SELECT cmp_ok(pg_temp.fetch_faults(10), '>', 500::bigint,
+SELECT cmp_ok(pg_temp.fewest_faults(10), '>', 500::bigint,
               'at 0, each fetch faults its memory in again');
 
 RESET mq.malloc_trim_threshold;
 SELECT pg_temp.fetch_faults(10);
-SELECT cmp_ok(pg_temp.fetch_faults(10), '<', 100::bigint,
+SELECT cmp_ok(pg_temp.fewest_faults(10), '<', 100::bigint,
               'RESET keeps the memory again in this backend');
 
 SELECT throws_ok($$SET mq.malloc_trim_threshold = -1$$, '22023', NULL,
