@@ -43,15 +43,7 @@ run_short() {
 run_short single "mq mq-async pgq plain redis-always redis-everysec nats"
 run_short replicated "mq-rf3 redis-wait2 nats-r3" --replicated
 
-# no server of the run is left: none whose command line names a file of
-# the run or whose working directory is in it (Redis rewrites its title,
-# but runs in its --dir)
-left=""
-for p in $(pgrep 'redis-server|nats-server|pgqd|postgres|mq-broker' 2>/dev/null || true); do
-	if grep -qaF "$tmp/run" "/proc/$p/cmdline" 2>/dev/null ||
-		[[ "$(readlink "/proc/$p/cwd" 2>/dev/null)" == "$tmp/run"* ]]; then
-		left+=" $p"
-	fi
-done
-ok "$([[ -z "${left// /}" ]] && echo 0 || echo 1)" "no server of the run is left running${left:+: $left}"
+# (Redis rewrites its title, but runs in its --dir: tap_none_left looks
+# at the working directory too)
+tap_none_left "$tmp/run" 'redis-server|nats-server|pgqd|postgres|mq-broker'
 tap_done

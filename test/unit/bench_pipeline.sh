@@ -30,12 +30,5 @@ ok "$([[ -z "$bad" ]] && echo 0 || echo 1)" "a rate and latencies for each order
 grep -q '^pipelined / serial: records/s [0-9.]*, p50 [0-9.]*$' "$tmp/out" && r=0 || r=1
 ok "$r" "the ratio of the two replicated orders is printed"
 
-left=""
-for p in $(pgrep 'postgres' 2>/dev/null || true); do
-	if grep -qaF "$tmp/run" "/proc/$p/cmdline" 2>/dev/null ||
-		[[ "$(readlink "/proc/$p/cwd" 2>/dev/null)" == "$tmp/run"* ]]; then
-		left+=" $p"
-	fi
-done
-ok "$([[ -z "${left// /}" ]] && echo 0 || echo 1)" "no server of the run is left running${left:+: $left}"
+tap_none_left "$tmp/run" 'postgres'
 tap_done

@@ -37,14 +37,5 @@ named=1
 grep -q 'RF 3 acks=all records/s | one node records/s' "$tmp/scale.md" 2>/dev/null && named=0
 ok "$named" "the table names its two sides"
 
-# no server of the run is left: none whose command line names a file of
-# the run or whose working directory is in it
-left=""
-for p in $(pgrep 'postgres|mq-broker' 2>/dev/null || true); do
-	if grep -qaF "$tmp/run" "/proc/$p/cmdline" 2>/dev/null ||
-		[[ "$(readlink "/proc/$p/cwd" 2>/dev/null)" == "$tmp/run"* ]]; then
-		left+=" $p"
-	fi
-done
-ok "$([[ -z "${left// /}" ]] && echo 0 || echo 1)" "no server of the run is left running${left:+: $left}"
+tap_none_left "$tmp/run" 'postgres|mq-broker'
 tap_done

@@ -8,6 +8,10 @@
 #                       removed at exit; for a script that sources
 #                       scripts/lib.sh, use mq_on_exit instead (it owns the
 #                       EXIT trap there)
+#   tap_none_left DIR PATTERN
+#                       ok if no process pgrep PATTERN finds names DIR in
+#                       its command line or runs in it (a benchmark's
+#                       servers, left running after its short run)
 #   tap_done            prints the plan "1..N" and exits with the status
 status=0
 n=0
@@ -26,6 +30,17 @@ tap_tmp() {
 	chmod 755 "$tmp"
 	# shellcheck disable=SC2064 # $tmp is fixed now
 	trap "rm -rf '$tmp'" EXIT
+}
+
+tap_none_left() {
+	local dir="$1" p left=""
+	for p in $(pgrep "$2" 2>/dev/null || true); do
+		if grep -qaF "$dir" "/proc/$p/cmdline" 2>/dev/null ||
+			[[ "$(readlink "/proc/$p/cwd" 2>/dev/null)" == "$dir"* ]]; then
+			left+=" $p"
+		fi
+	done
+	ok "$([[ -z "$left" ]] && echo 0 || echo 1)" "no server of the run is left running${left:+:$left}"
 }
 
 tap_done() {
