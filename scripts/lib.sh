@@ -250,6 +250,8 @@ mq_bench_work() {
 	[[ -n "${MQ_BENCH_KEEP:-}" ]] || mq_on_exit "rm -rf '$WORK'"
 }
 mq_median() { sort -n | awk '{a[NR]=$1} END {print a[int((NR+1)/2)]}'; }
+# A / B with two decimals, "-" when B is not positive (the benchmarks' ratios)
+mq_ratio() { awk -v a="$1" -v b="$2" 'BEGIN { if (b > 0) printf "%.2f", a / b; else print "-" }'; }
 
 _mq_cleanup() {
 	local rc=$?

@@ -124,8 +124,7 @@ for ((run = 1; run <= RUNS; run++)); do
 done
 cb="$(median "${CPU[before]}")" ca="$(median "${CPU[after]}")"
 lb="$(median "${LAT[before]}")" la="$(median "${LAT[after]}")"
-ratio() { awk -v a="$1" -v b="$2" 'BEGIN { if (b > 0) printf "%.2f", a / b; else print "-" }'; }
 printf '| figure | before (%s) | after | after/before |\n|---|---|---|---|\n' "$BASE"
-printf '| idle CPU, %d consumers (CPU s per s) | %s | %s | %s |\n' "$CONSUMERS" "$cb" "$ca" "$(ratio "$ca" "$cb")"
-printf '| SQL record to a waiting consumer, median (ms) | %s | %s | %s |\n' "$lb" "$la" "$(ratio "$la" "$lb")"
+printf '| idle CPU, %d consumers (CPU s per s) | %s | %s | %s |\n' "$CONSUMERS" "$cb" "$ca" "$(mq_ratio "$ca" "$cb")"
+printf '| SQL record to a waiting consumer, median (ms) | %s | %s | %s |\n' "$lb" "$la" "$(mq_ratio "$la" "$lb")"
 cluster_stop fetchwake immediate

@@ -54,17 +54,16 @@ kt="$(field 'records/s' "$k_tput")"
 st="$(sed -n 's/.* sent, \([0-9.]*\) records\/sec.*/\1/p' <<<"$s_tput")"
 kc="$(field 'records/s' "$k_cons")"
 sc="$(sed -n 's/.* \([0-9.]*\) records\/sec.*/\1/p' <<<"$s_cons")"
-ratio() { awk -v a="$1" -v b="$2" 'BEGIN { if (b > 0) printf "%.2f", a / b; else print "-" }'; }
 
 echo
 echo "| figure | Kafka (mq-kafka) | SQL (mqctl perf) | Kafka/SQL |"
 echo "|---|---|---|---|"
-printf '| produce, %d x 100 B, records/s | %.0f | %.0f | %s |\n' "$N" "$kt" "$st" "$(ratio "$kt" "$st")"
+printf '| produce, %d x 100 B, records/s | %.0f | %.0f | %s |\n' "$N" "$kt" "$st" "$(mq_ratio "$kt" "$st")"
 printf '| produce latency p50 at %d/s, ms | %s | %s | |\n' "$RATE" "$(field p50_ms "$k_lat")" \
 	"$(sed -n 's/.*, \([0-9.]*\) ms 50th.*/\1/p' <<<"$s_lat")"
 printf '| produce latency p99 at %d/s, ms | %s | %s | |\n' "$RATE" "$(field p99_ms "$k_lat")" \
 	"$(sed -n 's/.*, \([0-9.]*\) ms 99th.*/\1/p' <<<"$s_lat")"
-printf '| consume, records/s | %.0f | %.0f | %s |\n' "$kc" "$sc" "$(ratio "$kc" "$sc")"
+printf '| consume, records/s | %.0f | %.0f | %s |\n' "$kc" "$sc" "$(mq_ratio "$kc" "$sc")"
 echo
 echo "raw: $k_tput"
 echo "raw: $s_tput"

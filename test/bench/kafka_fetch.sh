@@ -77,7 +77,6 @@ ticks() {
 HZ="$(getconf CLK_TCK)"
 
 rate() { sed -n 's/.*records\/s \([0-9.]*\).*/\1/p' <<<"$1"; }
-ratio() { awk -v a="$1" -v b="$2" 'BEGIN { if (b > 0) printf "%.2f", a / b; else print "-" }'; }
 median() { sort -g | awk '{ v[NR] = $1 } END { print (NR % 2) ? v[(NR + 1) / 2] : (v[NR / 2] + v[NR / 2 + 1]) / 2 }'; }
 
 # records/s, then CPU ticks of the daemon and of its backends over the read
@@ -111,7 +110,7 @@ for ((r = 1; r <= ROUNDS; r++)); do
 		esac
 	done
 	printf '| %d | %.0f | %.0f | %.0f | %s | %s | %s |\n' "$r" "$db" "$dm" "$sq" \
-		"$(ratio "$db" "$sq")" "$(ratio "$dm" "$sq")" "$(ratio "$db" "$dm")"
+		"$(mq_ratio "$db" "$sq")" "$(mq_ratio "$dm" "$sq")" "$(mq_ratio "$db" "$dm")"
 	echo "$db" >>"$WORK/db"
 	echo "$dm" >>"$WORK/dm"
 	echo "$sq" >>"$WORK/sq"
@@ -124,7 +123,7 @@ db="$(median <"$WORK/db")"
 dm="$(median <"$WORK/dm")"
 sq="$(median <"$WORK/sq")"
 printf '| median | %.0f | %.0f | %.0f | %s | %s | %s |\n' "$db" "$dm" "$sq" \
-	"$(ratio "$db" "$sq")" "$(ratio "$dm" "$sq")" "$(ratio "$db" "$dm")"
+	"$(mq_ratio "$db" "$sq")" "$(mq_ratio "$dm" "$sq")" "$(mq_ratio "$db" "$dm")"
 echo
 echo "server CPU per record, median of $ROUNDS reads of $N (mq-kafka process / its backends / both):"
 for w in db dm; do

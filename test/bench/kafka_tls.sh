@@ -53,10 +53,9 @@ for r in $(seq "$ROUNDS"); do
 	pc="$(max "$pc" "$(field 'records/s' "$("$WORK/rdk_client" consume "127.0.0.1:$p1" "plain_$r" "$N")")")"
 	tc="$(max "$tc" "$(field 'records/s' "$(RDK_CONF="$WORK/ssl.conf" "$WORK/rdk_client" consume "127.0.0.1:$p2" "tls_$r" "$N")")")"
 done
-ratio() { awk -v a="$1" -v b="$2" 'BEGIN { if (b > 0) printf "%.2f", a / b; else print "-" }'; }
 
 echo
 echo "| figure ($N records of 100 B, best of $ROUNDS) | plaintext | TLS | TLS/plaintext |"
 echo "|---|---:|---:|---:|"
-echo "| produce records/s (librdkafka, acks=all) | $pp | $tp | $(ratio "$tp" "$pp") |"
-echo "| consume records/s (librdkafka) | $pc | $tc | $(ratio "$tc" "$pc") |"
+echo "| produce records/s (librdkafka, acks=all) | $pp | $tp | $(mq_ratio "$tp" "$pp") |"
+echo "| consume records/s (librdkafka) | $pc | $tc | $(mq_ratio "$tc" "$pc") |"

@@ -42,7 +42,6 @@ cleanup() {
 mq_on_exit cleanup
 
 py() { /usr/bin/python3 test/bench/kafka_txn.py "$B" "$@"; }
-ratio() { awk -v a="$1" -v b="$2" 'BEGIN { if (b > 0) printf "%.2f", a / b; else print "-" }'; }
 
 # three nodes, their brokers each with an mq-kafka, and a coordinator; B
 # is node 1's daemon
@@ -87,7 +86,7 @@ if [[ -n "$CLUSTER" ]]; then
 	echo
 	echo "| figure (three nodes, RF 3, min ISR 2, acks=all) | records/s | baseline | ratio |"
 	echo "|---|---|---|---|"
-	echo "| transactional producer, transactions of 1000 across the three leaders (baseline: idempotent producer) | $txn | $idem | $(ratio "$txn" "$idem") |"
+	echo "| transactional producer, transactions of 1000 across the three leaders (baseline: idempotent producer) | $txn | $idem | $(mq_ratio "$txn" "$idem") |"
 	exit 0
 fi
 
@@ -114,8 +113,8 @@ for round in 1 2 3 4 5; do
 	grep -q committed "$WORK/hold.$round" || mq_die "the held transaction did not commit"
 	if ((round % 2 == 0)); then read -r a_rate a_worst <<<"$(py plain kt_plain 5)"; fi
 	echo "round $round: alone $a_rate records/s (longest wait $a_worst ms), during $d_rate (longest $d_worst ms);" \
-		"ratio $(ratio "$d_rate" "$a_rate"); staged batches while open: $staged"
-	rounds+=("$(ratio "$d_rate" "$a_rate") $d_rate $a_rate $d_worst")
+		"ratio $(mq_ratio "$d_rate" "$a_rate"); staged batches while open: $staged"
+	rounds+=("$(mq_ratio "$d_rate" "$a_rate") $d_rate $a_rate $d_worst")
 done
 read -r mid during alone worst <<<"$(printf '%s\n' "${rounds[@]}" | sort -g | sed -n 3p)"
 
@@ -126,4 +125,4 @@ echo
 echo "| figure | records/s | baseline | ratio |"
 echo "|---|---|---|---|"
 echo "| plain producer, partition 0, during a 10 s open transaction on it (baseline: alone; median round; longest wait $worst ms) | $during | $alone | $mid |"
-echo "| transactional producer, transactions of 1000 (baseline: idempotent producer) | $txn | $idem | $(ratio "$txn" "$idem") |"
+echo "| transactional producer, transactions of 1000 (baseline: idempotent producer) | $txn | $idem | $(mq_ratio "$txn" "$idem") |"

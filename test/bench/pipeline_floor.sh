@@ -91,15 +91,14 @@ for ((r = 1; r <= RUNS; r++)); do
 		rate[$m]+="$rs " p50[$m]+="$a " p99[$m]+="$b "
 	done
 done
-ratio() { awk -v x="$1" -v y="$2" 'BEGIN { printf "%.2f", (y > 0 ? x / y : 0) }'; }
 printf '\nmedians of %d rounds, %d record(s) a call:\n' "$RUNS" "$RECORDS"
 printf '%-9s %10s %9s %9s %12s %12s %12s\n' order records/s p50_ms p99_ms "rate/one" "p50/one" "p99/one"
 for m in "${modes[@]}"; do
 	R="$(median "${rate[$m]}")" A="$(median "${p50[$m]}")" B="$(median "${p99[$m]}")"
 	printf '%-9s %10s %9s %9s %12s %12s %12s\n' "$m" "$R" "$A" "$B" \
-		"$(ratio "$R" "$(median "${rate[one]}")")" "$(ratio "$A" "$(median "${p50[one]}")")" \
-		"$(ratio "$B" "$(median "${p99[one]}")")"
+		"$(mq_ratio "$R" "$(median "${rate[one]}")")" "$(mq_ratio "$A" "$(median "${p50[one]}")")" \
+		"$(mq_ratio "$B" "$(median "${p99[one]}")")"
 done
 printf 'pipelined / serial: records/s %s, p50 %s\n' \
-	"$(ratio "$(median "${rate[pipelined]}")" "$(median "${rate[serial]}")")" \
-	"$(ratio "$(median "${p50[pipelined]}")" "$(median "${p50[serial]}")")"
+	"$(mq_ratio "$(median "${rate[pipelined]}")" "$(median "${rate[serial]}")")" \
+	"$(mq_ratio "$(median "${p50[pipelined]}")" "$(median "${p50[serial]}")")"
