@@ -67,7 +67,6 @@ records="$(psql -X -At -c "SELECT sum(log_end_offset) FROM mq.partitions WHERE t
 cluster_stop
 
 median() { tr ' ' '\n' <<<"$1" | grep . | mq_median; }
-ratio() { awk -v a="$1" -v b="$2" 'BEGIN {printf "%.2f", a / b}'; }
 echo
 echo "| commits ($SECS s, median of $ROUNDS rounds) | synchronous_commit | commits/s without __consumer_offsets | with it | ratio |"
 echo "|---|---|---:|---:|---:|"
@@ -80,7 +79,7 @@ for sc in on off; do
 		groups) label="4 clients, a group each" ;;
 		shared) label="4 clients of one group, a partition each" ;;
 		esac
-		printf '| %s | %s | %.0f | %.0f | %s |\n' "$label" "$sc" "$a" "$b" "$(ratio "$b" "$a")"
+		printf '| %s | %s | %.0f | %.0f | %s |\n' "$label" "$sc" "$a" "$b" "$(mq_ratio "$b" "$a")"
 	done
 done
 echo "(the last round appended $records records to __consumer_offsets)"

@@ -90,5 +90,5 @@ for ((run = 1; run <= RUNS; run++)); do
 done
 o="$(median "${TPS[old]}")" n="$(median "${TPS[new]}")"
 printf 'Fetch statement, 8 partitions x 100 records: without epochs %s calls/s, with epochs %s calls/s, ratio %s\n' \
-	"$o" "$n" "$(awk -v a="$n" -v b="$o" 'BEGIN { printf "%.2f", a / b }')"
+	"$o" "$n" "$(mq_ratio "$n" "$o")"
 cluster_stop kafkaepochs immediate

@@ -55,12 +55,11 @@ done
 cluster_stop
 
 ms() { awk -v u="$1" 'BEGIN {printf "%.2f", u / 1000}'; }
-ratio() { awk -v a="$1" -v b="$2" 'BEGIN {printf "%.2f", a / b}'; }
 table="| figure (median of $RUNS runs, $RECORDS records each) | mq.poll waiting | INSERT+NOTIFY / LISTEN | ratio | goal |
 |---|---|---|---|---|
-| p50 latency, ms | $(ms "${res[mq,2]}") | $(ms "${res[notify,2]}") | $(ratio "${res[mq,2]}" "${res[notify,2]}") | mq ≤ 2 ms |
-| p99 latency, ms | $(ms "${res[mq,3]}") | $(ms "${res[notify,3]}") | $(ratio "${res[mq,3]}" "${res[notify,3]}") | mq ≤ 5 ms |
-| average, ms | $(ms "${res[mq,1]}") | $(ms "${res[notify,1]}") | $(ratio "${res[mq,1]}" "${res[notify,1]}") | |
+| p50 latency, ms | $(ms "${res[mq,2]}") | $(ms "${res[notify,2]}") | $(mq_ratio "${res[mq,2]}" "${res[notify,2]}") | mq ≤ 2 ms |
+| p99 latency, ms | $(ms "${res[mq,3]}") | $(ms "${res[notify,3]}") | $(mq_ratio "${res[mq,3]}" "${res[notify,3]}") | mq ≤ 5 ms |
+| average, ms | $(ms "${res[mq,1]}") | $(ms "${res[notify,1]}") | $(mq_ratio "${res[mq,1]}" "${res[notify,1]}") | |
 | max, ms | $(ms "${res[mq,4]}") | $(ms "${res[notify,4]}") | | |"
 echo
 echo "$(date -u +%F) on $(nproc) cores, $(postgres --version)"

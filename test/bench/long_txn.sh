@@ -42,10 +42,9 @@ cluster_stop
 
 read -r a0 a1 af <<<"$alone"
 read -r h0 h1 hf <<<"$held"
-ratio() { awk -v a="$1" -v b="$2" 'BEGIN {printf "%.2f", a / b}'; }
 echo
 echo "| client (4 s) | tps alone | tps with a 3 s producing transaction on partition 0 | ratio |"
 echo "|---|---|---|---|"
-echo "| producer, partition 0 | $a0 | $h0 | $(ratio "$h0" "$a0") |"
-echo "| producer, partition 1 | $a1 | $h1 | $(ratio "$h1" "$a1") |"
-echo "| consumer, partition 0 | $af | $hf | $(ratio "$hf" "$af") |"
+echo "| producer, partition 0 | $a0 | $h0 | $(mq_ratio "$h0" "$a0") |"
+echo "| producer, partition 1 | $a1 | $h1 | $(mq_ratio "$h1" "$a1") |"
+echo "| consumer, partition 0 | $af | $hf | $(mq_ratio "$hf" "$af") |"

@@ -272,7 +272,7 @@ for c in $CLIENTS; do
 	for acks in $VARIANTS; do
 		RES[$c,$acks]="$(mq_median <"$WORK/t.$c.$acks")"
 		RES[$c,$acks,wal]="$(mq_median <"$WORK/w.$c.$acks")"
-		RES[$c,$acks,ratio]="$(awk -v a="${RES[$c,$acks]}" -v b="${RES[$c,1]}" 'BEGIN { printf "%.2f", a / b }')"
+		RES[$c,$acks,ratio]="$(mq_ratio "${RES[$c,$acks]}" "${RES[$c,1]}")"
 	done
 	RES[$c,ratio]="${RES[$c,all,ratio]}"
 	echo "clients $c: median acks=1 ${RES[$c,1]} records/s, acks=all ${RES[$c,all]} records/s, ratio all/1 ${RES[$c,ratio]} (goal >= 0.8);" \
@@ -302,8 +302,8 @@ for acks in $VARIANTS; do
 	echo "acks=$acks: ${LAT[$acks,n]} records, latency p50 ${LAT[$acks,50]} ms, p99 ${LAT[$acks,99]} ms"
 done
 for acks in $VARIANTS; do
-	LAT[$acks,r50]="$(awk -v a="${LAT[$acks,50]}" -v b="${LAT[1,50]}" 'BEGIN { printf "%.2f", a / b }')"
-	LAT[$acks,r99]="$(awk -v a="${LAT[$acks,99]}" -v b="${LAT[1,99]}" 'BEGIN { printf "%.2f", a / b }')"
+	LAT[$acks,r50]="$(mq_ratio "${LAT[$acks,50]}" "${LAT[1,50]}")"
+	LAT[$acks,r99]="$(mq_ratio "${LAT[$acks,99]}" "${LAT[1,99]}")"
 done
 echo "latency against acks=1: all p50 ${LAT[all,r50]}x p99 ${LAT[all,r99]}x (goal <= 2x, <= 3x);" \
 	"all-split ${LAT[all-split,r50]}x ${LAT[all-split,r99]}x; all-serial ${LAT[all-serial,r50]}x ${LAT[all-serial,r99]}x"
@@ -416,7 +416,7 @@ for ((r = 1; r <= RUNS; r++)); do
 done
 EOS[cluster]="$(mq_median <"$WORK/e.cluster")"
 EOS[one]="$(mq_median <"$WORK/e.one")"
-EOS[ratio]="$(awk -v a="${EOS[cluster]}" -v b="${EOS[one]}" 'BEGIN { printf "%.2f", a / b }')"
+EOS[ratio]="$(mq_ratio "${EOS[cluster]}" "${EOS[one]}")"
 echo "exactly-once pipeline: cluster ${EOS[cluster]} records/s, one node ${EOS[one]} records/s, ratio ${EOS[ratio]}"
 [[ -z "$EONLY" ]] || exit 0
 

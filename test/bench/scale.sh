@@ -164,7 +164,7 @@ point() {
 	done
 	R[$name,a]="$(mq_median <"$WORK/$name.a")"
 	R[$name,b]="$(mq_median <"$WORK/$name.b")"
-	R[$name,ratio]="$(awk -v a="${R[$name,a]}" -v b="${R[$name,b]}" 'BEGIN { printf "%.2f", a / b }')"
+	R[$name,ratio]="$(mq_ratio "${R[$name,a]}" "${R[$name,b]}")"
 	echo "$name: $A ${R[$name,a]} records/s, $B ${R[$name,b]}, ratio ${R[$name,ratio]}"
 }
 
