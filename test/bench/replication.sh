@@ -29,6 +29,16 @@
 #      all-serial as above), --runs runs of --duration s each
 #      alternating; p50 and p99 over all of them, beside Kafka's published
 #      end-to-end 2 ms / 3 ms (same machine, fsync on).
+#   P  (with --acks-only) where a single-record acks=all write spends
+#      its time: one more run of L's acks=all, with the servers' function
+#      statistics (calls and ms per call, track_functions) and the CPU per
+#      record of each kind of process (/proc/PID/stat of every child of
+#      the three postmasters, what each postmaster reaped of the children
+#      that ended, and the brokers): on each node the brokers' sessions
+#      (the leader's: the followers' fetches; a follower's: its appends),
+#      the sessions that ended during the run (on the leader: the
+#      producer's) and the rest (PostgreSQL's own processes, mq's
+#      workers); and the brokers themselves.
 #   E  the exactly-once pipeline: --eos-records records (100 B, null keys)
 #      of a 2-partition topic copied to a 3-partition topic with an
 #      application row per record, in steps of 100 records: in the cluster
@@ -196,6 +206,65 @@ wait_until() {
 	done
 	return 1
 }
+# P's CPU figure.  sessions_ended: no client sessions on the nodes but
+# the brokers' (their ended ones' CPU is in what the postmaster reaped);
+# cpu_ticks: "GROUP PID TICKS" for every child of the three postmasters
+# (GROUP node1..3), "nodeN reaped PM TICKS" for what each reaped, and the
+# brokers' (GROUP brokers), from /proc/PID/stat
+sessions_ended() {
+	local i n=0
+	for i in 1 2 3; do
+		n=$((n + $(cluster_psql "node$i" -A -t -c "SELECT count(*) FROM pg_stat_activity
+			WHERE backend_type = 'client backend' AND application_name NOT LIKE 'mq-broker%'
+			AND pid <> pg_backend_pid()")))
+	done
+	((n == 0)) && echo 1
+}
+cpu_ticks() {
+	local i pm c
+	for i in 1 2 3; do
+		pm="$(head -1 "${MQ_CLUSTER_DIR[node$i]}/data/postmaster.pid")"
+		awk -v g="node$i" '{ print g, "reaped", $16 + $17 }' "/proc/$pm/stat"
+		for c in $(pgrep -P "$pm"); do
+			awk -v g="node$i" -v p="$c" '{ print g, p, $14 + $15 }' "/proc/$c/stat" 2>/dev/null || true
+		done
+	done
+	for c in "${MQ_BROKER_PID[@]}"; do
+		awk -v p="$c" '{ print "brokers", p, $14 + $15 }' "/proc/$c/stat"
+	done
+}
+# cpu_per_record RECORDS: ms of CPU per record between $WORK/cpu0 and
+# $WORK/cpu1, per node and kind of process (the brokers' sessions by
+# application_name, read after the run; the ended ones; the rest)
+cpu_per_record() {
+	local i
+	for i in 1 2 3; do
+		cluster_psql "node$i" -A -t -F ' ' -c "SELECT 'node$i', pid FROM pg_stat_activity
+			WHERE application_name LIKE 'mq-broker%'"
+	done >"$WORK/cpu.brokers"
+	awk -v n="$1" -v hz="$(getconf CLK_TCK)" -v leader="node$L" '
+		FILENAME ~ /cpu.brokers$/ { broker[$1 " " $2] = 1; next }
+		FILENAME ~ /cpu0$/ { t0[$1 " " $2] = $3; next }
+		{
+			k = $1 " " $2
+			d = $3 - t0[k]
+			if ($1 == "brokers") kind = "brokers"
+			else if ($2 == "reaped") kind = $1 " ended"
+			else if (k in broker) kind = $1 " broker sessions"
+			else kind = $1 " rest"
+			cpu[kind] += d
+		}
+		END {
+			if (n <= 0) { print "-"; exit }
+			for (i = 1; i <= 3; i++) {
+				g = "node" i
+				printf "%s%s%s: broker sessions %.2f, ended %.2f, rest %.2f", sep, g, (g == leader ? " (leader)" : ""),
+					cpu[g " broker sessions"] * 1000 / hz / n, cpu[g " ended"] * 1000 / hz / n, cpu[g " rest"] * 1000 / hz / n
+				sep = "; "
+			}
+			printf "; brokers %.2f\n", cpu["brokers"] * 1000 / hz / n
+		}' "$WORK/cpu.brokers" "$WORK/cpu0" "$WORK/cpu1"
+}
 # every node's log end and high watermark equal (replication caught up)
 converged() {
 	local i out=()
@@ -313,8 +382,15 @@ if [[ -n "$KONLY" ]]; then
 	# with and without the functions it calls)
 	mq_phase "P: single-record acks=all, time per call in the servers"
 	for i in 1 2 3; do cluster_psql "node$i" -A -t -c "SELECT pg_stat_reset()" >/dev/null; done
-	"$PGBENCH" -n -M prepared -c 1 -T "$DURATION" -f "$WORK/one_all.sql" -d "$(cluster_conninfo "node$L")" 2>&1 |
-		grep -E '^(number of transactions actually|latency average)'
+	wait_until sessions_ended 1 10 || true
+	cpu_ticks >"$WORK/cpu0"
+	"$PGBENCH" -n -M prepared -c 1 -T "$DURATION" -f "$WORK/one_all.sql" -d "$(cluster_conninfo "node$L")" >"$WORK/p.out" 2>&1
+	wait_until sessions_ended 1 10 || true
+	cpu_ticks >"$WORK/cpu1"
+	grep -E '^(number of transactions actually|latency average)' "$WORK/p.out"
+	precs="$(awk '/^number of transactions actually processed/ { print $NF }' "$WORK/p.out")"
+	PCPU="$(cpu_per_record "$precs")"
+	echo "server CPU per acks=all record, ms: $PCPU"
 	for i in 1 2 3; do
 		cluster_psql "node$i" -A -F ' ' -c "SELECT 'node$i', funcname, calls,
 			round((total_time / calls)::numeric, 2) AS total_ms, round((self_time / calls)::numeric, 2) AS self_ms
@@ -332,7 +408,8 @@ if [[ -n "$KONLY" ]]; then
 	done
 	ktable+="
 | single record, p50 ms | ${LAT[1,50]} | ${LAT[all,50]} (${LAT[all,r50]}x) | ${LAT[all-split,50]} (${LAT[all-split,r50]}x) | ${LAT[all-serial,50]} (${LAT[all-serial,r50]}x) |
-| single record, p99 ms | ${LAT[1,99]} | ${LAT[all,99]} (${LAT[all,r99]}x) | ${LAT[all-split,99]} (${LAT[all-split,r99]}x) | ${LAT[all-serial,99]} (${LAT[all-serial,r99]}x) |"
+| single record, p99 ms | ${LAT[1,99]} | ${LAT[all,99]} (${LAT[all,r99]}x) | ${LAT[all-split,99]} (${LAT[all-split,r99]}x) | ${LAT[all-serial,99]} (${LAT[all-serial,r99]}x) |
+| CPU per acks=all record, ms (P) | | $PCPU | | |"
 	echo "$ktable"
 	[[ -n "$OUT" ]] && printf '%s\n' "$ktable" >"$OUT"
 	exit 0
