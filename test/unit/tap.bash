@@ -34,6 +34,8 @@ tap_tmp() {
 
 tap_none_left() {
 	local dir="$1" p left=""
+	# without pgrep (procps) nothing would be found, and the check would pass
+	command -v pgrep >/dev/null || { ok 1 "pgrep (procps) is installed"; return; }
 	for p in $(pgrep "$2" 2>/dev/null || true); do
 		if grep -qaF "$dir" "/proc/$p/cmdline" 2>/dev/null ||
 			[[ "$(readlink "/proc/$p/cwd" 2>/dev/null)" == "$dir"* ]]; then
