@@ -285,6 +285,7 @@ extern void follower_take_batch(Broker *b, Part *p, const char *batch, int len);
 extern void follower_take_error(Broker *b, Part *p, const MqError *err);
 extern void follower_stop(Part *p);
 extern void follower_conns_tidy(Broker *b);
+extern void follower_conns_free(Broker *b);
 
 /* fetch_session.c */
 typedef struct FetchSession FetchSession;

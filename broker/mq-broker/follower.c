@@ -109,6 +109,14 @@ follower_conns_tidy(Broker *b)
 	}
 }
 
+/* At shutdown: every truncation connection closes. */
+void
+follower_conns_free(Broker *b)
+{
+	while (b->leader_conns)
+		leader_conn_close(b, b->leader_conns);
+}
+
 void
 follower_stop(Part *p)
 {

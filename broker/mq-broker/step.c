@@ -357,6 +357,7 @@ broker_shutdown(Broker *b)
 		PQfinish(b->node);
 	b->coord = b->node = NULL;
 	fetch_sessions_free(b);
+	follower_conns_free(b);
 	while (b->parts)
 	{
 		Part	   *p = b->parts;

@@ -294,10 +294,11 @@ h_offset_commit(KRequest *req)
 	"       " EPOCH_BEFORE_SQL("$2", "$3", "o.o") \
 	"  FROM mq.committed_offset($1, $2, $3) o(o)"
 
-#define ALL_COMMITTED_SQL \
-	"SELECT c.topic, c.partition, c.next_offset, c.metadata," \
-	"       " EPOCH_BEFORE_SQL("c.topic", "c.partition", "c.next_offset") \
-	"  FROM mq.committed_offsets($1) c"
+/* one array, so that a job's statement is known by its address (collect_all) */
+static const char all_committed_sql[] =
+"SELECT c.topic, c.partition, c.next_offset, c.metadata,"
+"       " EPOCH_BEFORE_SQL("c.topic", "c.partition", "c.next_offset")
+"  FROM mq.committed_offsets($1) c";
 
 static void
 write_committed(KRequest *req, int32_t partition, int64_t off, int32_t epoch, const char *meta,
@@ -404,14 +405,14 @@ add_all_jobs(OffState *s)
 {
 	KJob	   *job = kfan_job(&s->fan, pool_local());
 
-	kstmt_text(kjob_add(job, ALL_COMMITTED_SQL, 0), MQ_TEXTOID, s->group);
+	kstmt_text(kjob_add(job, all_committed_sql, 0), MQ_TEXTOID, s->group);
 	for (int i = 0; cluster_enabled() && i < cluster_nbrokers(); i++)
 	{
 		const KBroker *b = cluster_broker_at(i);
 		KPool	   *pool = b->live && b->id != kconfig.node_id ? cluster_node_pool(b) : NULL;
 
 		if (pool)
-			kstmt_text(kjob_add(kfan_job(&s->fan, pool), ALL_COMMITTED_SQL, 0), MQ_TEXTOID, s->group);
+			kstmt_text(kjob_add(kfan_job(&s->fan, pool), all_committed_sql, 0), MQ_TEXTOID, s->group);
 	}
 }
 
@@ -429,7 +430,7 @@ collect_all(OffState *s, int *nrows, int16_t *code)
 		PGresult   *res;
 		int16_t		c;
 
-		if (r->job.n == 0 || r->job.stmts[0].sql != (const char *) ALL_COMMITTED_SQL)
+		if (r->job.n == 0 || r->job.stmts[0].sql != all_committed_sql)
 			continue;			/* a node asked only for require_stable */
 		res = r->job.stmts[0].res;
 		if (kstmt_failed(&r->job.stmts[0], &c) && r->pool == pool_local())

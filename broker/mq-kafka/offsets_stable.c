@@ -31,7 +31,8 @@
 #include "cluster.h"
 #include "offsets.h"
 
-#define NODE_SQL "SELECT topic, partition FROM mq.kafka_offsets_unstable($1)"
+/* one array, so that a job's statement is known by its address (below) */
+static const char node_sql[] = "SELECT topic, partition FROM mq.kafka_offsets_unstable($1)";
 #define COORD_SQL "SELECT topic, partition FROM mq_coord.txn_offsets_unstable($1)"
 
 /*
@@ -61,7 +62,7 @@ stable_add_checks(OffState *s)
 		return;
 	add_every_node(s);
 	for (int i = 0; i < s->fan.n; i++)
-		kstmt_text(kjob_add(&s->fan.routes[i]->job, NODE_SQL, 0), MQ_TEXTOID, s->group);
+		kstmt_text(kjob_add(&s->fan.routes[i]->job, node_sql, 0), MQ_TEXTOID, s->group);
 }
 
 static void
@@ -111,7 +112,7 @@ stable_pending(const OffState *s, const char *topic, size_t len, int32_t partiti
 		const KJob *job = &s->fan.routes[i]->job;
 
 		for (int k = 0; k < job->n; k++)
-			if (job->stmts[k].sql == (const char *) NODE_SQL && listed(&job->stmts[k], topic, len, partition))
+			if (job->stmts[k].sql == node_sql && listed(&job->stmts[k], topic, len, partition))
 				return true;
 	}
 	return s->coord.n > 0 && listed(&s->coord.stmts[0], topic, len, partition);
