@@ -38,7 +38,9 @@
 #      (the leader's: the followers' fetches; a follower's: its appends),
 #      the sessions that ended during the run (on the leader: the
 #      producer's) and the rest (PostgreSQL's own processes, mq's
-#      workers); and the brokers themselves.
+#      workers); and the brokers themselves. The same CPU figure for a
+#      run of acks=1 before it (the followers replicating behind it) is
+#      the baseline: printed with the ratio all/1.
 #   E  the exactly-once pipeline: --eos-records records (100 B, null keys)
 #      of a 2-partition topic copied to a 3-partition topic with an
 #      application row per record, in steps of 100 records: in the cluster
@@ -262,7 +264,8 @@ cpu_per_record() {
 					cpu[g " broker sessions"] * 1000 / hz / n, cpu[g " ended"] * 1000 / hz / n, cpu[g " rest"] * 1000 / hz / n
 				sep = "; "
 			}
-			printf "; brokers %.2f\n", cpu["brokers"] * 1000 / hz / n
+			for (k in cpu) all += cpu[k]
+			printf "; brokers %.2f; all %.2f\n", cpu["brokers"] * 1000 / hz / n, all * 1000 / hz / n
 		}' "$WORK/cpu.brokers" "$WORK/cpu0" "$WORK/cpu1"
 }
 # every node's log end and high watermark equal (replication caught up)
@@ -381,16 +384,23 @@ if [[ -n "$KONLY" ]]; then
 	# (pg_stat_user_functions over one more run: calls, mean ms per call
 	# with and without the functions it calls)
 	mq_phase "P: single-record acks=all, time per call in the servers"
-	for i in 1 2 3; do cluster_psql "node$i" -A -t -c "SELECT pg_stat_reset()" >/dev/null; done
-	wait_until sessions_ended 1 10 || true
-	cpu_ticks >"$WORK/cpu0"
-	"$PGBENCH" -n -M prepared -c 1 -T "$DURATION" -f "$WORK/one_all.sql" -d "$(cluster_conninfo "node$L")" >"$WORK/p.out" 2>&1
-	wait_until sessions_ended 1 10 || true
-	cpu_ticks >"$WORK/cpu1"
-	grep -E '^(number of transactions actually|latency average)' "$WORK/p.out"
-	precs="$(awk '/^number of transactions actually processed/ { print $NF }' "$WORK/p.out")"
-	PCPU="$(cpu_per_record "$precs")"
-	echo "server CPU per acks=all record, ms: $PCPU"
+	declare -A PCPU=()
+	for acks in 1 all; do
+		# the function statistics are acks=all's alone
+		if [[ "$acks" == all ]]; then
+			for i in 1 2 3; do cluster_psql "node$i" -A -t -c "SELECT pg_stat_reset()" >/dev/null; done
+		fi
+		wait_until sessions_ended 1 10 || true
+		cpu_ticks >"$WORK/cpu0"
+		"$PGBENCH" -n -M prepared -c 1 -T "$DURATION" -f "$WORK/one_$acks.sql" -d "$(cluster_conninfo "node$L")" >"$WORK/p.out" 2>&1
+		wait_until sessions_ended 1 10 || true
+		cpu_ticks >"$WORK/cpu1"
+		echo "acks=$acks: $(grep -E '^(number of transactions actually|latency average)' "$WORK/p.out" | tr '\n' ' ')"
+		PCPU[$acks]="$(cpu_per_record "$(awk '/^number of transactions actually processed/ { print $NF }' "$WORK/p.out")")"
+		echo "server CPU per acks=$acks record, ms: ${PCPU[$acks]}"
+	done
+	PCPU[ratio]="$(mq_ratio "${PCPU[all]##*all }" "${PCPU[1]##*all }")"
+	echo "server CPU per record, acks=all against acks=1 (its followers replicating behind it): ${PCPU[ratio]}x"
 	for i in 1 2 3; do
 		cluster_psql "node$i" -A -F ' ' -c "SELECT 'node$i', funcname, calls,
 			round((total_time / calls)::numeric, 2) AS total_ms, round((self_time / calls)::numeric, 2) AS self_ms
@@ -409,7 +419,7 @@ if [[ -n "$KONLY" ]]; then
 	ktable+="
 | single record, p50 ms | ${LAT[1,50]} | ${LAT[all,50]} (${LAT[all,r50]}x) | ${LAT[all-split,50]} (${LAT[all-split,r50]}x) | ${LAT[all-serial,50]} (${LAT[all-serial,r50]}x) |
 | single record, p99 ms | ${LAT[1,99]} | ${LAT[all,99]} (${LAT[all,r99]}x) | ${LAT[all-split,99]} (${LAT[all-split,r99]}x) | ${LAT[all-serial,99]} (${LAT[all-serial,r99]}x) |
-| CPU per acks=all record, ms (P) | | $PCPU | | |"
+| server CPU per record, ms (P; acks=1: the followers replicating behind it) | ${PCPU[1]} | ${PCPU[all]} (${PCPU[ratio]}x) | | |"
 	echo "$ktable"
 	[[ -n "$OUT" ]] && printf '%s\n' "$ktable" >"$OUT"
 	exit 0
