@@ -250,6 +250,18 @@ mq_bench_work() {
 	[[ -n "${MQ_BENCH_KEEP:-}" ]] || mq_on_exit "rm -rf '$WORK'"
 }
 mq_median() { sort -n | awk '{a[NR]=$1} END {print a[int((NR+1)/2)]}'; }
+# CPU ticks (user + system, /proc/PID/stat) of process PID: mq_proc_ticks;
+# of the children it waited for after they ended: mq_reaped_ticks (a
+# postmaster's: its backends that exited).  Nothing, and status 1, when
+# PID is gone.  Fields are counted after the command name, which may hold
+# spaces.
+_mq_stat_ticks() {
+	local f
+	f="$(cat "/proc/$1/stat" 2>/dev/null)" || return 1
+	awk -v i="$2" '{ print $i + $(i + 1) }' <<<"${f##*) }"
+}
+mq_proc_ticks() { _mq_stat_ticks "$1" 12; }
+mq_reaped_ticks() { _mq_stat_ticks "$1" 14; }
 # A / B with two decimals, "-" when B is not positive (the benchmarks' ratios)
 mq_ratio() { awk -v a="$1" -v b="$2" 'BEGIN { if (b > 0) printf "%.2f", a / b; else print "-" }'; }
 

@@ -85,9 +85,6 @@ printf '%s\n' "SELECT topic, $COLS FROM mq.poll('cpu' || :run, 'seq', $PAGE, tru
 printf '%s\n' "SELECT topic, $COLS FROM mq.poll('cpu' || :run, 'seq', $PAGE);" >"$W/pollr_mq.sql"
 chmod a+r "$W"/*.sql
 
-reaped() { # the postmaster's reaped children's CPU, in ticks
-	awk '{ print $16 + $17 }' "/proc/$PM/stat"
-}
 children() { pgrep -c -P "$PM" || true; }
 
 declare -A CPU=() WALL=()
@@ -97,12 +94,12 @@ one() {
 	local key="$1" script="$2" scan="${3:-on}" kids c0 c1 out tps
 	RUN=$((RUN + 1))
 	kids="$(children)"
-	c0="$(reaped)"
+	c0="$(mq_reaped_ticks "$PM")"
 	out="$(PGOPTIONS="-c mq.enable_fetch_scan=$scan" "$PGBENCH" -n -M prepared -t "$PAGES" \
 		-D off=0 -D run="$RUN" -f "$script" 2>&1)" || { printf '%s\n' "$out" >&2; mq_die "pgbench failed: $key"; }
 	local i=0
 	while ((i++ < 500)) && (($(children) > kids)); do sleep 0.01; done
-	c1="$(reaped)"
+	c1="$(mq_reaped_ticks "$PM")"
 	tps="$(sed -nE 's/^tps = ([0-9.]+) \(without.*/\1/p' <<<"$out")"
 	CPU[$key]="${CPU[$key]:-} $(awk -v r="$RECORDS" -v d="$((c1 - c0))" -v t="$TICK" 'BEGIN { printf "%.0f", r / (d / t) }')"
 	WALL[$key]="${WALL[$key]:-} $(awk -v p="$tps" -v n="$PAGE" 'BEGIN { printf "%.0f", p * n }')"

@@ -75,8 +75,7 @@ ticks() {
 	pids="$(psql -X -At -c "SELECT pid FROM pg_stat_activity WHERE backend_type = 'client backend'
 	                          AND pid <> pg_backend_pid()")"
 	for p in "$1" $pids; do
-		[[ -r "/proc/$p/stat" ]] || continue
-		sum=$((sum + $(awk '{ print $14 + $15 }' "/proc/$p/stat")))
+		sum=$((sum + $(mq_proc_ticks "$p" || echo 0)))
 	done
 	echo "$sum"
 }

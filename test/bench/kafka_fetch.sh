@@ -57,22 +57,13 @@ start_daemon() {
 start_daemon kfetch_db
 start_daemon kfetch_daemon --fetch-encoder=daemon
 
-# CPU ticks (user + system) of a process
-proc_ticks() {
-	local f
-	f="$(cat "/proc/$1/stat" 2>/dev/null)" || { echo 0; return; }
-	f="${f##*) }"
-	# shellcheck disable=SC2086 # split the fields
-	set -- $f
-	echo $((${12} + ${13}))
-}
 # CPU ticks of the daemon NAME, and of its backends
 ticks() {
 	local name="$1" total=0 p
 	for p in $(psql -X -At -c "SELECT pid FROM pg_stat_activity WHERE application_name = '$name'"); do
-		total=$((total + $(proc_ticks "$p")))
+		total=$((total + $(mq_proc_ticks "$p" || echo 0)))
 	done
-	echo "$(proc_ticks "${PID[$name]}") $total"
+	echo "$(mq_proc_ticks "${PID[$name]}" || echo 0) $total"
 }
 HZ="$(getconf CLK_TCK)"
 

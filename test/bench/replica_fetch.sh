@@ -96,7 +96,11 @@ SQL
 PM="$(head -1 "$MQ_PGDATA/postmaster.pid")"
 CHILDREN="$(pgrep -P "$PM" | wc -l)"
 # CPU (ms) of the postmaster's exited children: the backends of finished sessions
-reaped_cpu_ms() { awk -v hz="$(getconf CLK_TCK)" '{print ($16 + $17) * 1000 / hz}' "/proc/$PM/stat"; }
+reaped_cpu_ms() {
+	local t
+	t="$(mq_reaped_ticks "$PM")" || return 1
+	awk -v t="$t" -v hz="$(getconf CLK_TCK)" 'BEGIN { print t * 1000 / hz }'
+}
 fn_ms() {
 	psql_q -A -t -c "SELECT coalesce(round((sum(total_time) / nullif(sum(calls), 0))::numeric, 3), 0)
 		FROM pg_stat_user_functions WHERE schemaname = 'mq' AND funcname = '$1'"

@@ -223,16 +223,18 @@ sessions_ended() {
 	((n == 0)) && echo 1
 }
 cpu_ticks() {
-	local i pm c
+	local i pm c t
 	for i in 1 2 3; do
 		pm="$(head -1 "${MQ_CLUSTER_DIR[node$i]}/data/postmaster.pid")"
-		awk -v g="node$i" '{ print g, "reaped", $16 + $17 }' "/proc/$pm/stat"
+		t="$(mq_reaped_ticks "$pm")" || mq_die "node$i's postmaster is gone"
+		echo "node$i reaped $t"
 		for c in $(pgrep -P "$pm"); do
-			awk -v g="node$i" -v p="$c" '{ print g, p, $14 + $15 }' "/proc/$c/stat" 2>/dev/null || true
+			t="$(mq_proc_ticks "$c")" && echo "node$i $c $t"	# one that ended meanwhile is reaped's
 		done
 	done
 	for c in "${MQ_BROKER_PID[@]}"; do
-		awk -v p="$c" '{ print "brokers", p, $14 + $15 }' "/proc/$c/stat"
+		t="$(mq_proc_ticks "$c")" || mq_die "broker $c is gone"
+		echo "brokers $c $t"
 	done
 }
 # cpu_per_record RECORDS: ms of CPU per record between $WORK/cpu0 and
