@@ -55,6 +55,23 @@
 #include "offsets.h"
 #include "util.h"
 
+/*
+ * Kafka's coordinator stores whatever offset a client commits, and
+ * kafkajs's admin resetOffsets and setOffsets commit the logical offsets
+ * -2 (earliest) and -1 (latest) through a consumer's seek.  mq keeps only
+ * positions in the log, so such a commit stores the position it names,
+ * as ListOffsets answers it: the log start, or the high watermark.  An
+ * unknown topic or partition keeps its own error (the offset stays
+ * negative for mq.commit_offset to refuse after its checks).
+ */
+#define OFFSET_LATEST (-1)
+#define OFFSET_EARLIEST (-2)
+#define COMMIT_SQL "SELECT mq.commit_offset($1, $2, $3, $4, $5)"
+#define COMMIT_LOGICAL_SQL \
+	"SELECT mq.commit_offset($1, $2, $3, coalesce((" \
+	"    SELECT CASE WHEN $4 = -2 THEN s.log_start_offset ELSE s.high_watermark END" \
+	"      FROM mq.partitions s WHERE s.topic = $2 AND s.partition = $3), $4), $5)"
+
 static void
 off_state_free(void *p)
 {
@@ -198,7 +215,7 @@ read_commit_part(KRequest *req, OffState *s, OPart *op, const char *topic)
 		free(meta);
 		return;
 	}
-	st = kjob_add(op->job, "SELECT mq.commit_offset($1, $2, $3, $4, $5)", 0);
+	st = kjob_add(op->job, off == OFFSET_EARLIEST || off == OFFSET_LATEST ? COMMIT_LOGICAL_SQL : COMMIT_SQL, 0);
 	op->stmt = op->job->n - 1;
 	kstmt_text(st, MQ_TEXTOID, s->group);
 	kstmt_text(st, MQ_TEXTOID, topic);

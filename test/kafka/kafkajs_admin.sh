@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # kafkajs's admin API (test/kafka/js/admin.js) on the APIs that delete
-# and alter: DeleteGroups, DeleteRecords, AlterConfigs, and
-# DescribeConfigs' defaults; then what they did, seen from SQL.
+# and alter: DeleteGroups, resetOffsets and setOffsets, DeleteRecords,
+# AlterConfigs, and DescribeConfigs' defaults; then what they did, seen
+# from SQL.
 source "$(dirname "${BASH_SOURCE[0]}")/lib.bash"
 
 if [[ ! -d test/kafka/js/node_modules/kafkajs ]]; then
@@ -24,6 +25,19 @@ check_eq "$(sql "SELECT count(*) FROM mq.consumer_offset WHERE group_id = 'jsadm
 	"SQL sees its offsets gone"
 check_eq "$(sql "SELECT count(*) FROM mq.consumer_offset WHERE group_id = 'jsadm-live'")" "1" \
 	"the refused group keeps its offsets"
+
+# resetOffsets and setOffsets: kafkajs commits -2 and -1 (earliest,
+# latest), which Kafka's coordinator takes as any offset; mq commits the
+# position they name (broker/mq-kafka/h_offsets.c)
+check_eq "$(json_get "$JS" '{reset,before}')" "10" "the reset group committed its 10 records"
+check_eq "$(json_get "$JS" '{reset,earliest}') $(json_get "$JS" '{reset,afterEarliest}')" "ok 0" \
+	"resetOffsets earliest settles: the group's offset is the log start"
+check_eq "$(json_get "$JS" '{reset,latest}') $(json_get "$JS" '{reset,afterLatest}')" "ok 10" \
+	"resetOffsets (latest) settles: the group's offset is the high watermark"
+check_eq "$(json_get "$JS" '{reset,set}') $(json_get "$JS" '{reset,afterSet}')" "ok 7" \
+	"setOffsets to 7 settles: the group's offset is 7"
+check_eq "$(sql "SELECT mq.committed_offset('jsadm-reset', 'jsadm', 0)")" "7" "SQL sees it"
+check_eq "$(json_get "$JS" '{reset,resumed}')" "7" "the group's next consumer resumes at 7"
 
 # DeleteRecords
 check_eq "$(json_get "$JS" '{records,deleted}') $(json_get "$JS" '{records,low}')" "none 4" \

@@ -5,6 +5,8 @@
 // left (deleted, its offsets gone).  DeleteRecords: up to an offset, the
 // low watermark after it and where a new consumer starts, beyond the high
 // watermark (OFFSET_OUT_OF_RANGE), and -1 (the high watermark).
+// ResetOffsets (earliest, latest) and SetOffsets of a group with no
+// members, and where its next consumer resumes.
 // AlterConfigs: validate_only, the whole config replaced, a bad value
 // (INVALID_CONFIG), an unknown topic and a broker resource; then
 // DescribeConfigs' defaults.  Prints one JSON line of what it saw.
@@ -89,6 +91,56 @@ async function recordsTest(admin) {
   return { deleted, low, first, beyond, lowAfterBeyond, all, lowAll: offsets.low, high: offsets.high };
 }
 
+// 'ok' once p resolves, its error's type if it rejects, 'timeout' if it
+// does neither within 20 s
+async function settle(p) {
+  let timer;
+  const timeout = new Promise((resolve) => { timer = setTimeout(() => resolve('timeout'), 20000); });
+  try {
+    return await Promise.race([p.then(() => 'ok'), timeout]);
+  } catch (e) {
+    return e.type || e.name;
+  } finally {
+    clearTimeout(timer);
+  }
+}
+
+// the offset of the first record a new member of groupId reads (its
+// committed offset, fromBeginning left false)
+async function resumesAt(groupId) {
+  const consumer = kafka.consumer({ groupId, sessionTimeout: 10000, heartbeatInterval: 500 });
+  await consumer.connect();
+  await consumer.subscribe({ topic });
+  let first;
+  let done;
+  const finished = new Promise((resolve) => { done = resolve; });
+  await consumer.run({ autoCommit: false, eachMessage: async ({ message }) => { if (first === undefined) first = message.offset; done(); } });
+  const timer = setTimeout(done, 30000);
+  await finished;
+  clearTimeout(timer);
+  await consumer.disconnect();
+  return first;
+}
+
+// resetOffsets and setOffsets of a group with no members: kafkajs commits
+// through a consumer's seek, the logical offsets -2 (earliest) and -1
+// (latest) for a reset; each settles, and the group's committed offset is
+// the position named
+async function resetTest(admin) {
+  const groupId = `${topic}-reset`;
+  const committed = async () => (await admin.fetchOffsets({ groupId, topics: [topic] }))[0].partitions[0].offset;
+  await (await consume(groupId, 10)).disconnect();
+  const out = { before: await committed() };
+  out.earliest = await settle(admin.resetOffsets({ groupId, topic, earliest: true }));
+  out.afterEarliest = await committed();
+  out.latest = await settle(admin.resetOffsets({ groupId, topic }));
+  out.afterLatest = await committed();
+  out.set = await settle(admin.setOffsets({ groupId, topic, partitions: [{ partition: 0, offset: '7' }] }));
+  out.afterSet = await committed();
+  out.resumed = await resumesAt(groupId);
+  return out;
+}
+
 // the error type of admin.alterConfigs of one resource, or 'none'
 async function alter(admin, type, name, entries, validateOnly) {
   try {
@@ -135,6 +187,7 @@ async function main() {
   await producer.send({ topic, messages: [...Array(10).keys()].map((i) => ({ value: `v${i}` })) });
   await producer.disconnect();
   const out = { groups: await groupsTest(admin) };
+  out.reset = await resetTest(admin);
   out.records = await recordsTest(admin);
   out.configs = await configsTest(admin);
   await admin.disconnect();
