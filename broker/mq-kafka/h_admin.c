@@ -56,7 +56,6 @@
 #include "topic_id.h"
 #include "util.h"
 
-#define KERR_INVALID_REPLICA_ASSIGNMENT 39
 #define KERR_TOPIC_DELETION_DISABLED 73
 #define SQLSTATE_UNIQUE_VIOLATION "23505"
 

@@ -52,6 +52,8 @@ enum
 	KAPI_DELETE_GROUPS = 42,
 	KAPI_SASL_AUTHENTICATE = 36,
 	KAPI_INCREMENTAL_ALTER_CONFIGS = 44,
+	KAPI_ALTER_PARTITION_REASSIGNMENTS = 45,
+	KAPI_LIST_PARTITION_REASSIGNMENTS = 46,
 	KAPI_DESCRIBE_USER_SCRAM_CREDENTIALS = 50,
 	KAPI_ALTER_USER_SCRAM_CREDENTIALS = 51,
 	KAPI_DESCRIBE_TRANSACTIONS = 65,
@@ -97,6 +99,8 @@ extern void txn_cluster_stage(KRequest *req, TxnRemote *r, KJob *job, const char
 /* h_txn_list.c */
 extern void h_describe_transactions(KRequest *req);
 extern void h_list_transactions(KRequest *req);
+extern void h_alter_partition_reassignments(KRequest *req);
+extern void h_list_partition_reassignments(KRequest *req);
 /* h_fetch.c */
 extern void h_fetch(KRequest *req);
 extern void fetch_wake_topic(const char *topic);

@@ -116,8 +116,13 @@ BEGIN
         'mq_coord.txn_done(text), '
         -- OffsetFetch's require_stable
         'mq_coord.kafka_txn_note_offsets(text, text, text[], integer[], timestamptz), '
-        'mq_coord.txn_offsets_unstable(text) '
+        'mq_coord.txn_offsets_unstable(text), '
+        -- AlterPartitionReassignments and ListPartitionReassignments
+        'mq_coord.reassign(text, integer, integer[], bigint) '
         'TO %s', role);
+    EXECUTE pg_catalog.format(
+        'GRANT SELECT (topic, partition, replicas, target_replicas, original_replicas) '
+        'ON mq_coord.partition TO %s', role);
 END;
 $$;
 COMMENT ON FUNCTION mq_coord.grant_kafka(regrole) IS

@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
 # kafkajs's admin API (test/kafka/js/admin.js) on the APIs that delete
 # and alter: DeleteGroups, resetOffsets and setOffsets, DeleteRecords,
-# AlterConfigs, and DescribeConfigs' defaults; then what they did, seen
-# from SQL.
+# AlterConfigs, DescribeConfigs' defaults, and partition reassignments on
+# a single daemon; then what they did, seen from SQL.
 source "$(dirname "${BASH_SOURCE[0]}")/lib.bash"
 
 if [[ ! -d test/kafka/js/node_modules/kafkajs ]]; then
@@ -72,5 +72,15 @@ check_eq "$(json_get "$JS" '{configs,defaults}')" \
 	"DescribeConfigs lists every other key mq knows with its default, as DEFAULT_CONFIG"
 check_match "$(json_get "$JS" '{configs,defaults}')" 'cleanup.policy=delete\(5\).*retention.ms=-1\(5\)' \
 	"such as cleanup.policy delete and retention.ms -1"
+
+# ListPartitionReassignments and AlterPartitionReassignments on a single
+# daemon (h_reassign.c): nothing moves, only broker 1 may hold a replica
+check_eq "$(json_get "$JS" '{reassign,listed}') $(json_get "$JS" '{reassign,listedOne}')" "[] []" \
+	"listPartitionReassignments: nothing is moving"
+check_eq "$(json_get "$JS" '{reassign,same}')" "none" "alterPartitionReassignments to broker 1 alone: nothing to do"
+check_eq "$(json_get "$JS" '{reassign,other}')" "INVALID_REPLICA_ASSIGNMENT" \
+	"to brokers 1 and 2: INVALID_REPLICA_ASSIGNMENT (this daemon is the only broker)"
+check_eq "$(json_get "$JS" '{reassign,unknown}') $(json_get "$JS" '{reassign,partition}')" \
+	"UNKNOWN_TOPIC_OR_PARTITION UNKNOWN_TOPIC_OR_PARTITION" "an unknown topic or partition: UNKNOWN_TOPIC_OR_PARTITION"
 
 finish

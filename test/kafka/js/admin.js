@@ -6,7 +6,8 @@
 // low watermark after it and where a new consumer starts, beyond the high
 // watermark (OFFSET_OUT_OF_RANGE), and -1 (the high watermark).
 // ResetOffsets (earliest, latest) and SetOffsets of a group with no
-// members, and where its next consumer resumes.
+// members, and where its next consumer resumes.  Partition
+// reassignments listed and altered on a single daemon.
 // AlterConfigs: validate_only, the whole config replaced, a bad value
 // (INVALID_CONFIG), an unknown topic and a broker resource; then
 // DescribeConfigs' defaults.  Prints one JSON line of what it saw.
@@ -141,6 +142,32 @@ async function resetTest(admin) {
   return out;
 }
 
+// alterPartitionReassignments of one partition to replicas: 'none' or
+// its error's type (kafkajs refuses null replicas, a cancel, itself)
+async function reassign(admin, name, partition, replicas) {
+  try {
+    await admin.alterPartitionReassignments({ topics: [{ topic: name, partitionAssignment: [{ partition, replicas }] }] });
+    return 'none';
+  } catch (e) {
+    const err = e.errors ? e.errors[0] : e; // a partition's error comes in an aggregate
+    if (!err || !err.type) throw e;
+    return err.type;
+  }
+}
+
+// listPartitionReassignments and alterPartitionReassignments on a single
+// daemon (broker 1, the only one): nothing moves
+async function reassignTest(admin) {
+  return {
+    listed: JSON.stringify((await admin.listPartitionReassignments({})).topics),
+    listedOne: JSON.stringify((await admin.listPartitionReassignments({ topics: [{ topic, partitions: [0] }] })).topics),
+    same: await reassign(admin, topic, 0, [1]),
+    other: await reassign(admin, topic, 0, [1, 2]),
+    unknown: await reassign(admin, `${topic}-nope`, 0, [1]),
+    partition: await reassign(admin, topic, 5, [1]),
+  };
+}
+
 // the error type of admin.alterConfigs of one resource, or 'none'
 async function alter(admin, type, name, entries, validateOnly) {
   try {
@@ -190,6 +217,7 @@ async function main() {
   out.reset = await resetTest(admin);
   out.records = await recordsTest(admin);
   out.configs = await configsTest(admin);
+  out.reassign = await reassignTest(admin);
   await admin.disconnect();
   console.log(JSON.stringify(out));
 }
