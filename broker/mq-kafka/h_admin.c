@@ -173,7 +173,7 @@ read_spec(KReader *r, AdminState *s, TopicSpec *t)
 		mq_array_add(&vals, v.len < 0 ? NULL : v.p, v.len < 0 ? 0 : v.len);
 	}
 	kr_tags(r);
-	t->partitions = partitions < 0 ? 1 : partitions;
+	t->partitions = partitions < 0 ? kconfig_num_partitions() : partitions;
 	t->replication = replication;
 	t->stmt = t->coord_stmt = -1;
 	t->code = replication > 1 && !cluster_enabled() ? KERR_INVALID_REPLICATION_FACTOR :
@@ -192,7 +192,7 @@ read_spec(KReader *r, AdminState *s, TopicSpec *t)
 		st = kjob_add(&s->job, CREATE_SQL, 0);
 		t->stmt = s->job.n - 1;
 		kstmt_text(st, MQ_TEXTOID, name ? name : "");
-		kstmt_int(st, MQ_INT4OID, partitions < 0 ? 1 : partitions);
+		kstmt_int(st, MQ_INT4OID, partitions < 0 ? kconfig_num_partitions() : partitions);
 		b = mq_array_bytes(&keys, &len);
 		kstmt_binary(st, MQ_TEXTARRAYOID, b, len);
 		b = mq_array_bytes(&vals, &len);

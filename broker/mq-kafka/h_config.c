@@ -8,8 +8,17 @@
  * The keys that are set are listed with source DYNAMIC_TOPIC_CONFIG, the
  * others mq knows with their defaults (mq.config_defaults(): what mq does
  * while a key is not set) as DEFAULT_CONFIG, is_default in v0, so that
- * tools show a full config.  A broker resource is answered with no
- * configs.  Other resource types get INVALID_REQUEST.  v3+ answers each
+ * tools show a full config.  A broker resource naming this daemon's id
+ * is answered with what this broker does, read-only: mq's topic defaults
+ * under Kafka's broker names for them (log.retention.ms for
+ * retention.ms, message.max.bytes for max.message.bytes, ...: the
+ * synonyms Kafka lists), as DEFAULT_CONFIG, and this daemon's own
+ * settings (broker.id, auto.create.topics.enable, num.partitions,
+ * default.replication.factor, group.initial.rebalance.delay.ms) as
+ * STATIC_BROKER_CONFIG, to a client with DESCRIBE on the cluster (else
+ * CLUSTER_AUTHORIZATION_FAILED, as in Kafka); another broker's id gets no
+ * configs (clients ask each broker about itself).  Other resource types
+ * get INVALID_REQUEST.  v3+ answers each
  * key's type as UNKNOWN (0) and no documentation (null), which Kafka's
  * schema allows; v4+ is flexible.  In a replicated cluster a replicated
  * topic is described by a node holding it (cluster_topic_pool: clients
@@ -30,6 +39,7 @@
 #define RESOURCE_TOPIC	2
 #define RESOURCE_BROKER 4
 #define SOURCE_DYNAMIC_TOPIC_CONFIG 1
+#define SOURCE_STATIC_BROKER_CONFIG 4
 #define SOURCE_DEFAULT_CONFIG 5
 
 /* no rows: unknown topic; else key, value and whether it is a default */
@@ -39,6 +49,34 @@
 	"  UNION ALL SELECT k, v, true FROM jsonb_each_text(mq.config_defaults()) d(k, v)" \
 	"   WHERE NOT t.config ? k) c(k, v, d)" \
 	" WHERE t.topic = $1 ORDER BY c.k"
+
+/* a broker's keys: mq's topic defaults renamed ($1 topic keys, $2 their
+ * broker names), then the daemon's own ($3 keys, $4 values); none without
+ * DESCRIBE on the cluster */
+#define BROKER_SQL \
+	"WITH a AS (SELECT mq._has_privilege(current_user::regrole::oid, 'cluster', 'kafka-cluster', 'describe') ok)" \
+	" SELECT m.b, d.v, true FROM a, jsonb_each_text(mq.config_defaults()) d(k, v)" \
+	"  JOIN unnest($1::text[], $2::text[]) m(t, b) ON m.t = d.k WHERE a.ok" \
+	" UNION ALL SELECT s.k, s.v, false FROM a, unnest($3::text[], $4::text[]) s(k, v) WHERE a.ok ORDER BY 1"
+
+/* each topic key mq knows and the broker key Kafka names as its default */
+static const char *const broker_synonyms[][2] = {
+	{"cleanup.policy", "log.cleanup.policy"},
+	{"delete.retention.ms", "log.cleaner.delete.retention.ms"},
+	{"max.compaction.lag.ms", "log.cleaner.max.compaction.lag.ms"},
+	{"max.message.bytes", "message.max.bytes"},
+	{"message.timestamp.after.max.ms", "log.message.timestamp.after.max.ms"},
+	{"message.timestamp.before.max.ms", "log.message.timestamp.before.max.ms"},
+	{"message.timestamp.difference.max.ms", "log.message.timestamp.difference.max.ms"},
+	{"message.timestamp.type", "log.message.timestamp.type"},
+	{"min.cleanable.dirty.ratio", "log.cleaner.min.cleanable.ratio"},
+	{"min.compaction.lag.ms", "log.cleaner.min.compaction.lag.ms"},
+	{"min.insync.replicas", "min.insync.replicas"},
+	{"retention.bytes", "log.retention.bytes"},
+	{"retention.ms", "log.retention.ms"},
+	{"segment.bytes", "log.segment.bytes"},
+	{"unclean.leader.election.enable", "unclean.leader.election.enable"},
+};
 
 typedef struct Resource
 {
@@ -89,11 +127,13 @@ write_resource(KRequest *req, ConfigState *s, Resource *rs)
 	size_t		count_at;
 	int32_t		n = 0;
 
-	if ((rs->type != RESOURCE_TOPIC && rs->type != RESOURCE_BROKER) ||
+	bool		broker = rs->type == RESOURCE_BROKER;
+
+	if ((rs->type != RESOURCE_TOPIC && !broker) ||
 		(rs->type == RESOURCE_TOPIC && st == NULL))
 		code = KERR_INVALID_REQUEST;
 	else if (st && !kstmt_failed(st, &code) && PQntuples(st->res) == 0)
-		code = KERR_UNKNOWN_TOPIC_OR_PARTITION;
+		code = broker ? KERR_CLUSTER_AUTHORIZATION_FAILED : KERR_UNKNOWN_TOPIC_OR_PARTITION;
 	kw_i16(w, code);
 	kw_str(w, code == KERR_NONE ? NULL : st && st->err.message ? st->err.message : "");
 	kw_i8(w, rs->type);
@@ -108,11 +148,12 @@ write_resource(KRequest *req, ConfigState *s, Resource *rs)
 			continue;
 		kw_str(w, key);
 		kw_str(w, PQgetvalue(st->res, row, 1));
-		kw_i8(w, 0);			/* read_only */
+		kw_i8(w, broker);		/* read_only: a broker's cannot be altered */
 		if (req->api_version == 0)
 			kw_i8(w, is_default);
 		else
-			kw_i8(w, is_default ? SOURCE_DEFAULT_CONFIG : SOURCE_DYNAMIC_TOPIC_CONFIG);
+			kw_i8(w, is_default ? SOURCE_DEFAULT_CONFIG : broker ? SOURCE_STATIC_BROKER_CONFIG :
+				  SOURCE_DYNAMIC_TOPIC_CONFIG);
 		kw_i8(w, 0);			/* is_sensitive */
 		if (req->api_version >= 1)
 			kw_array(w, 0);		/* synonyms */
@@ -140,6 +181,69 @@ describe_configs_done(KRequest *req)
 	req_finish(req);
 }
 
+static bool
+is_this_broker(KSlice name)
+{
+	char		id[16];
+
+	snprintf(id, sizeof(id), "%d", kconfig.node_id);
+	return kslice_eq(name, id);
+}
+
+/* a text[] literal of n strings that need no quoting (config keys, numbers) */
+static char *
+text_array(const char *const *v, int n, size_t stride)
+{
+	size_t		len = 3;
+	char	   *out;
+
+	for (int i = 0; i < n; i++)
+		len += strlen(v[i * stride]) + 1;
+	out = mq_malloc0(len);
+	strcat(out, "{");
+	for (int i = 0; i < n; i++)
+	{
+		if (i)
+			strcat(out, ",");
+		strcat(out, v[i * stride]);
+	}
+	strcat(out, "}");
+	return out;
+}
+
+static void
+add_broker_stmt(ConfigState *s, Resource *rs)
+{
+	int			nsyn = (int) (sizeof(broker_synonyms) / sizeof(broker_synonyms[0]));
+	char		id[16], delay[16], parts[16];
+	const char *own[][2] = {
+		{"auto.create.topics.enable", kconfig.auto_create_partitions > 0 ? "true" : "false"},
+		{"broker.id", id},
+		/* single daemons create unreplicated topics; clusters default to 1 */
+		{"default.replication.factor", "1"},
+		{"group.initial.rebalance.delay.ms", delay},
+		{"num.partitions", parts},
+	};
+	int			nown = (int) (sizeof(own) / sizeof(own[0]));
+	KStmt	   *st;
+	char	   *a;
+
+	snprintf(id, sizeof(id), "%d", kconfig.node_id);
+	snprintf(delay, sizeof(delay), "%d", kconfig.group_initial_delay_ms);
+	snprintf(parts, sizeof(parts), "%d", kconfig_num_partitions());
+	rs->job = kfan_job(&s->fan, pool_local());
+	st = kjob_add(rs->job, BROKER_SQL, 0);
+	rs->stmt = rs->job->n - 1;
+	kstmt_text(st, MQ_TEXTOID, a = text_array(&broker_synonyms[0][0], nsyn, 2));
+	free(a);
+	kstmt_text(st, MQ_TEXTOID, a = text_array(&broker_synonyms[0][1], nsyn, 2));
+	free(a);
+	kstmt_text(st, MQ_TEXTOID, a = text_array(&own[0][0], nown, 2));
+	free(a);
+	kstmt_text(st, MQ_TEXTOID, a = text_array(&own[0][1], nown, 2));
+	free(a);
+}
+
 void
 h_describe_configs(KRequest *req)
 {
@@ -162,6 +266,8 @@ h_describe_configs(KRequest *req)
 			rs->keys[k] = kr_str(r);
 		kr_tags(r);
 		rs->stmt = -1;
+		if (rs->type == RESOURCE_BROKER && !r->err && is_this_broker(rs->name))
+			add_broker_stmt(s, rs);
 		if (rs->type == RESOURCE_TOPIC && !r->err)
 		{
 			char	   *name = kslice_dup(rs->name);

@@ -468,7 +468,7 @@ h_metadata(KRequest *req)
 	{
 		st = kjob_add(&s->job, AUTO_CREATE_SQL, 0);
 		kstmt_binary(st, MQ_TEXTARRAYOID, bytes, len);
-		kstmt_int(st, MQ_INT4OID, kconfig.auto_create_partitions);
+		kstmt_int(st, MQ_INT4OID, kconfig_num_partitions());
 	}
 	st = kjob_add(&s->job, METADATA_SQL, 0);
 	if (s->n < 0)

@@ -110,6 +110,13 @@ typedef struct KConfig
 } KConfig;
 
 extern KConfig kconfig;
+
+/* Kafka's num.partitions: auto-created topics' and CreateTopics' -1 */
+static inline int
+kconfig_num_partitions(void)
+{
+	return kconfig.auto_create_partitions > 0 ? kconfig.auto_create_partitions : 1;
+}
 extern struct event_base *kbase;
 
 typedef struct KConn KConn;

@@ -10,7 +10,8 @@
 # partition back, and a second cancel is NO_REASSIGNMENT_IN_PROGRESS.
 # With the third broker resumed the move completes: the coordinator has
 # the new replicas, nothing is listed, and the new replica holds every
-# record.
+# record.  DescribeConfigs of a broker needs the same right (DESCRIBE on
+# the cluster).
 use strict;
 use warnings;
 
@@ -72,11 +73,14 @@ sub cancel
 }
 
 is(kjs('list'), 'CLUSTER_AUTHORIZATION_FAILED', 'without DESCRIBE on the cluster: refused');
+like(kjs('configs', $kept), qr/^(CLUSTER_AUTHORIZATION_FAILED|error 31)$/,
+	'so is DescribeConfigs of the broker');
 is(kjs('alter', 'rt', 0, "$kept,$new"), 'CLUSTER_AUTHORIZATION_FAILED', 'without ALTER on the cluster: refused');
 is($c->coord->safe_psql('postgres', $q_part), "$kept,$leaving -", 'and nothing moved');
 $c->node($_)->safe_psql('postgres', "SELECT mq.grant('alter', 'cluster', 'kafka-cluster', '$MqCluster::BROKER_ROLE')")
   for 1 .. 3;
 is(kjs('list'), '{}', 'with ALTER on the cluster (which implies DESCRIBE): nothing is moving');
+is(kjs('configs', $kept), $kept, 'DescribeConfigs of the broker names its broker.id');
 
 # the move stays in progress while its new broker is paused
 $c->signal_broker($new, 'STOP');

@@ -202,7 +202,11 @@ async function configsTest(admin) {
   const unknown = await alter(admin, T, `${topic}-nope`, [{ name: 'retention.ms', value: '1' }]);
   const broker = await alter(admin, ConfigResourceTypes.BROKER, '1', [{ name: 'log.retention.ms', value: '1' }]);
   const defaults = await config(admin, name, true);
-  return { validated, afterValidate, replaced, afterReplace, invalid, afterInvalid, unknown, broker, defaults };
+  const describeBroker = async (id) => (await admin.describeConfigs({ includeSynonyms: false,
+    resources: [{ type: ConfigResourceTypes.BROKER, name: id }] })).resources[0].configEntries
+    .map((c) => `${c.configName}=${c.configValue}(${c.configSource}${c.readOnly ? ',ro' : ''})`).sort().join(' ');
+  return { validated, afterValidate, replaced, afterReplace, invalid, afterInvalid, unknown, broker, defaults,
+    brokerConfigs: await describeBroker('1') };
 }
 
 async function main() {
