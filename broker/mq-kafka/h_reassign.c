@@ -263,6 +263,14 @@ coord_done(KRequest *sub)
 		list_done(req);
 }
 
+/* s->coord's statements, on the coordinator as the daemon (no role) */
+static void
+run_on_coordinator(KRequest *req, ReassignState *s)
+{
+	s->coord_req.state = req;
+	pool_run_on(cluster_coord_pool(), &s->coord_req, &s->coord, coord_done);
+}
+
 /* the moves, on the coordinator as the daemon, once the client may */
 static void
 alter_authorized(KRequest *req)
@@ -293,8 +301,7 @@ alter_authorized(KRequest *req)
 			}
 			free(name);
 		}
-	s->coord_req.state = req;	/* no role: the daemon's on the coordinator */
-	pool_run_on(cluster_coord_pool(), &s->coord_req, &s->coord, coord_done);
+	run_on_coordinator(req, s);
 }
 
 void
@@ -398,8 +405,7 @@ list_authorized(KRequest *req)
 		return;
 	}
 	(void) kjob_add(&s->coord, MOVING_SQL, 0);
-	s->coord_req.state = req;
-	pool_run_on(cluster_coord_pool(), &s->coord_req, &s->coord, coord_done);
+	run_on_coordinator(req, s);
 }
 
 void
