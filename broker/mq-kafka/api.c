@@ -114,6 +114,8 @@ static const KApi apis[] = {
 	 "with `--sasl` only; `session_lifetime_ms` 0 (no re-authentication)"},
 	{KAPI_DELETE_GROUPS, 0, 2, 2, h_delete_groups,
 	 "`mq.delete_group`: a group's committed offsets and empty state (below)"},
+	{KAPI_OFFSET_DELETE, 0, 0, 99, h_offset_delete,
+	 "`mq.delete_offsets` of each topic: a group's committed offsets of some partitions; a topic a live member subscribes to is GROUP_SUBSCRIBED_TO_TOPIC"},
 	{KAPI_ALTER_PARTITION_REASSIGNMENTS, 0, 0, 0, h_alter_partition_reassignments,
 	 "`mq_coord.reassign` on the coordinator (KIP-455's moves, as `mqctl reassign`); null replicas cancel; ALTER on the cluster; without `--coordinator` only this broker alone"},
 	{KAPI_LIST_PARTITION_REASSIGNMENTS, 0, 0, 0, h_list_partition_reassignments,

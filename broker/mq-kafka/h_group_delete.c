@@ -1,8 +1,9 @@
 /*-------------------------------------------------------------------------
  *
  * h_group_delete.c
- *	  DeleteGroups (v0-v1) on mq.delete_group.  Loop thread; one job with
- *	  a statement per group that may be deleted.
+ *	  DeleteGroups (v0-v2) on mq.delete_group, and OffsetDelete (v0) on
+ *	  mq.delete_offsets.  Loop thread; one job with a statement per group
+ *	  that may be deleted, or per topic whose offsets may be.
  *
  * Kafka's rules: a group with members here (group.c) is NON_EMPTY_GROUP
  * without asking the database; mq.delete_group then refuses a group with
@@ -15,6 +16,16 @@
  * answers (NOT_COORDINATOR elsewhere), and it deletes in its own
  * database: offsets on partitions its node does not lead are refused
  * there (MQ020, docs/kafka.md).
+ *
+ * OffsetDelete follows Kafka's coordinator: a group with members here
+ * whose protocol type is not "consumer" is NON_EMPTY_GROUP; with consumer
+ * members, a topic one of them subscribes to (the subscription in its
+ * chosen protocol's metadata) is GROUP_SUBSCRIBED_TO_TOPIC, and the other
+ * topics' offsets are deleted; mq.delete_offsets refuses live SQL members
+ * subscribed to the topic the same way (MQ037), an unknown group with
+ * GROUP_ID_NOT_FOUND for the whole request, and needs DELETE on the group
+ * and READ on the topic.  A topic's partitions share its statement's
+ * answer.
  *
  *-------------------------------------------------------------------------
  */
@@ -130,4 +141,161 @@ h_delete_groups(KRequest *req)
 	for (int32_t i = 0; i < s->n; i++)
 		plan_group(s, &s->groups[i]);
 	pool_run(req, &s->job, delete_groups_done);
+}
+
+/* ---- OffsetDelete ---- */
+
+typedef struct OffTopic
+{
+	KSlice		name;
+	int32_t		nparts;
+	int32_t    *parts;
+	int16_t		code;			/* decided here, before the database */
+	int			stmt;			/* its mq.delete_offsets, or -1 */
+} OffTopic;
+
+typedef struct OffDelState
+{
+	KJob		job;
+	int16_t		code;			/* the request's */
+	int32_t		n;
+	OffTopic   *topics;
+} OffDelState;
+
+static void
+off_del_state_free(void *p)
+{
+	OffDelState *s = p;
+
+	for (int32_t i = 0; i < s->n; i++)
+		free(s->topics[i].parts);
+	free(s->topics);
+	kjob_free(&s->job);
+	free(s);
+}
+
+/* does a member of consumer group g subscribe to topic? */
+static bool
+subscribed(KGroup *g, KSlice topic)
+{
+	for (KMember *m = g->members; m; m = m->next)
+	{
+		const KProto *p = g->protocol ? member_proto(m, g->protocol) : NULL;
+		KReader		r;
+		int32_t		n;
+
+		if (p == NULL)
+			continue;
+		kr_init(&r, p->meta, (size_t) p->len);
+		(void) kr_i16(&r);		/* the subscription's version */
+		n = kr_array(&r, 2);
+		for (int32_t i = 0; i < n && !r.err; i++)
+		{
+			KSlice		t = kr_str(&r);
+
+			if (!r.err && t.len == topic.len && memcmp(t.p, topic.p, (size_t) t.len) == 0)
+				return true;
+		}
+	}
+	return false;
+}
+
+/* the request's code, or each topic's statement */
+static void
+plan_offsets(OffDelState *s, const char *group)
+{
+	KGroup	   *g = group ? group_find(group) : NULL;
+	bool		live = g && g->nmembers > 0;
+
+	if (group == NULL || group[0] == '\0')
+		s->code = KERR_INVALID_GROUP_ID;
+	else if (!cluster_coordinates(group))
+		s->code = KERR_NOT_COORDINATOR;
+	else if (live && (g->protocol_type == NULL || strcmp(g->protocol_type, "consumer") != 0))
+		s->code = KERR_NON_EMPTY_GROUP;
+	for (int32_t i = 0; s->code == KERR_NONE && i < s->n; i++)
+	{
+		OffTopic   *t = &s->topics[i];
+		char	   *name;
+		KStmt	   *st;
+
+		if (live && subscribed(g, t->name))
+		{
+			t->code = KERR_GROUP_SUBSCRIBED_TO_TOPIC;
+			continue;
+		}
+		name = kslice_dup(t->name);
+		st = kjob_add(&s->job, "SELECT mq.delete_offsets($1, $2, $3::text::integer[])", 0);
+		t->stmt = s->job.n - 1;
+		kstmt_text(st, MQ_TEXTOID, group);
+		kstmt_text(st, MQ_TEXTOID, name ? name : "");
+		kstmt_int_array(st, t->parts, t->nparts);
+		free(name);
+	}
+}
+
+static void
+offset_delete_done(KRequest *req)
+{
+	OffDelState *s = req->state;
+	KWriter    *w = &req->resp;
+
+	/* an unknown group is the whole request's answer, as in Kafka */
+	for (int32_t i = 0; s->code == KERR_NONE && i < s->n; i++)
+	{
+		OffTopic   *t = &s->topics[i];
+
+		if (t->stmt >= 0 && kstmt_failed(&s->job.stmts[t->stmt], &t->code) && t->code == KERR_GROUP_ID_NOT_FOUND)
+			s->code = KERR_GROUP_ID_NOT_FOUND;
+	}
+	kw_i16(w, s->code);
+	kw_i32(w, 0);				/* throttle_time_ms */
+	kw_array(w, s->code == KERR_NONE ? s->n : 0);
+	for (int32_t i = 0; s->code == KERR_NONE && i < s->n; i++)
+	{
+		OffTopic   *t = &s->topics[i];
+
+		kw_strn(w, t->name.p, t->name.len);
+		kw_array(w, t->nparts);
+		for (int32_t k = 0; k < t->nparts; k++)
+		{
+			kw_i32(w, t->parts[k]);
+			kw_i16(w, t->code);
+		}
+	}
+	req_finish(req);
+}
+
+void
+h_offset_delete(KRequest *req)
+{
+	KReader    *r = &req->body;
+	OffDelState *s = mq_malloc0(sizeof(OffDelState));
+	char	   *group;
+
+	req->state = s;
+	req->free_state = off_del_state_free;
+	group = kslice_dup(kr_str(r));
+	s->n = kr_array(r, 6);
+	s->topics = mq_malloc0(sizeof(OffTopic) * (s->n > 0 ? s->n : 1));
+	for (int32_t i = 0; i < s->n && !r->err; i++)
+	{
+		OffTopic   *t = &s->topics[i];
+
+		t->stmt = -1;
+		t->name = kr_str(r);
+		t->nparts = kr_array(r, 4);
+		t->parts = mq_malloc0(sizeof(int32_t) * (t->nparts > 0 ? t->nparts : 1));
+		for (int32_t k = 0; k < t->nparts && !r->err; k++)
+			t->parts[k] = kr_i32(r);
+	}
+	if (r->err || s->n < 0)
+	{
+		free(group);
+		req_abort(req);
+		return;
+	}
+	plan_offsets(s, group);
+	free(group);
+	pool_run(req, &s->job, offset_delete_done);
 }

@@ -136,20 +136,6 @@ read_topics(KRequest *req, bool alter)
 	return s;
 }
 
-/* an int array in PostgreSQL's text form ("{1,2}") */
-static char *
-int_array_text(const int32_t *v, int32_t n)
-{
-	char	   *out = mq_malloc0((size_t) n * 12 + 3);
-	size_t		at = 0;
-
-	out[at++] = '{';
-	for (int32_t k = 0; k < n; k++)
-		at += (size_t) snprintf(out + at, 13, k ? ",%d" : "%d", (int) v[k]);
-	out[at++] = '}';
-	return out;
-}
-
 /* writes an int array given in PostgreSQL's text form */
 static void
 write_int_array(KWriter *w, const char *text)
@@ -293,12 +279,7 @@ alter_authorized(KRequest *req)
 			kstmt_text(st, MQ_TEXTOID, name ? name : "");
 			kstmt_int(st, MQ_INT4OID, p->index);
 			if (p->nreplicas >= 0)
-			{
-				char	   *arr = int_array_text(p->replicas, p->nreplicas);
-
-				kstmt_text(st, MQ_TEXTOID, arr);
-				free(arr);
-			}
+				kstmt_int_array(st, p->replicas, p->nreplicas);
 			free(name);
 		}
 	run_on_coordinator(req, s);

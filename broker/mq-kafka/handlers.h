@@ -54,6 +54,7 @@ enum
 	KAPI_INCREMENTAL_ALTER_CONFIGS = 44,
 	KAPI_ALTER_PARTITION_REASSIGNMENTS = 45,
 	KAPI_LIST_PARTITION_REASSIGNMENTS = 46,
+	KAPI_OFFSET_DELETE = 47,
 	KAPI_DESCRIBE_USER_SCRAM_CREDENTIALS = 50,
 	KAPI_ALTER_USER_SCRAM_CREDENTIALS = 51,
 	KAPI_DESCRIBE_TRANSACTIONS = 65,
@@ -101,6 +102,7 @@ extern void h_describe_transactions(KRequest *req);
 extern void h_list_transactions(KRequest *req);
 extern void h_alter_partition_reassignments(KRequest *req);
 extern void h_list_partition_reassignments(KRequest *req);
+extern void h_offset_delete(KRequest *req);
 /* h_fetch.c */
 extern void h_fetch(KRequest *req);
 extern void fetch_wake_topic(const char *topic);

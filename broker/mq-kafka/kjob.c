@@ -59,6 +59,20 @@ kstmt_int(KStmt *s, Oid type, int64_t value)
 }
 
 void
+kstmt_int_array(KStmt *s, const int32_t *v, int32_t n)
+{
+	char	   *text = mq_malloc0((size_t) (n > 0 ? n : 0) * 12 + 3);
+	size_t		at = 0;
+
+	text[at++] = '{';
+	for (int32_t k = 0; k < n; k++)
+		at += (size_t) snprintf(text + at, 13, k ? ",%d" : "%d", (int) v[k]);
+	text[at] = '}';
+	kstmt_text(s, MQ_TEXTOID, text);
+	free(text);
+}
+
+void
 kstmt_binary(KStmt *s, Oid type, const void *data, int len)
 {
 	int			i = next_param(s);

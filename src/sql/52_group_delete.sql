@@ -14,6 +14,11 @@
 -- partition this node leads bumps the partition's offsets version, so that
 -- followers copy the deletion with their next fetch.
 --
+-- mq.delete_offsets deletes a group's offsets of one topic only (Kafka's
+-- OffsetDelete, mq-kafka's API 47), under the same rules, except that
+-- live SQL members are refused only when they subscribe to the topic
+-- (MQ037, Kafka's GROUP_SUBSCRIBED_TO_TOPIC).
+--
 -- Locking: the group's consumer_group row (FOR UPDATE), as every change
 -- to a group; joins wait on it.  Commits of offsets do not take it: a
 -- commit racing the deletion may land after it and recreate one offset,
@@ -97,4 +102,97 @@ BEGIN
 END $$;
 
 CREATE FUNCTION mq.delete_group(group_id text) RETURNS integer
+    AS 'MODULE_PATHNAME', 'mq_call_as_owner' LANGUAGE C VOLATILE;
+
+-- The offsets mq.delete_offsets deletes: group p_group's of topic p_id,
+-- on partitions p_parts (every one when NULL).
+CREATE FUNCTION mq._group_topic_offsets(p_group text, p_id integer, p_parts integer[])
+    RETURNS SETOF mq.consumer_offset
+LANGUAGE sql STABLE SET search_path = pg_catalog, pg_temp AS $$
+    SELECT * FROM mq.consumer_offset o
+     WHERE o.group_id = p_group AND o.topic_id = p_id
+       AND (p_parts IS NULL OR o.partition = ANY (p_parts))
+$$;
+
+-- Raise MQ006, MQ035, MQ037 or MQ020 when the offsets cannot be deleted
+-- here (a partition outside the topic; an unknown group; live members
+-- subscribed to the topic; an offset on a replicated partition this node
+-- follows).
+CREATE FUNCTION mq._delete_offsets_check(p_group text, p_topic text, p_id integer, p_parts integer[])
+    RETURNS void
+LANGUAGE plpgsql SET search_path = pg_catalog, pg_temp AS $$
+DECLARE
+    v_part integer;
+BEGIN
+    SELECT u.p INTO v_part FROM unnest(p_parts) AS u(p)
+     WHERE u.p IS NULL OR NOT EXISTS (SELECT 1 FROM mq.partition_state s
+                                       WHERE s.topic_id = p_id AND s.partition = u.p)
+     LIMIT 1;
+    IF FOUND THEN
+        RAISE EXCEPTION 'partition % of topic "%" does not exist', coalesce(v_part::text, 'NULL'), p_topic
+            USING ERRCODE = 'MQ006';
+    END IF;
+    PERFORM mq._expire_members(p_group);
+    IF NOT EXISTS (SELECT 1 FROM mq.consumer_group g WHERE g.group_id = p_group)
+       AND NOT EXISTS (SELECT 1 FROM mq.consumer_offset o WHERE o.group_id = p_group) THEN
+        RAISE EXCEPTION 'group "%" does not exist', p_group USING ERRCODE = 'MQ035';
+    END IF;
+    IF EXISTS (SELECT 1 FROM mq.group_member m WHERE m.group_id = p_group AND p_id = ANY (m.topics)) THEN
+        RAISE EXCEPTION 'group "%" has live members subscribed to topic "%"', p_group, p_topic
+            USING ERRCODE = 'MQ037',
+                  HINT = 'Stop the members that read the topic (mq.leave_group), or wait for their session timeout.';
+    END IF;
+    SELECT o.partition INTO v_part
+      FROM mq._group_topic_offsets(p_group, p_id, p_parts) o
+      JOIN mq.partition_state ps USING (topic_id, partition)
+     WHERE ps.role <> 'leader'
+       AND EXISTS (SELECT 1 FROM mq.replica_partition r
+                    WHERE r.topic_id = o.topic_id AND r.partition = o.partition)
+     LIMIT 1;
+    IF FOUND THEN
+        RAISE EXCEPTION 'this node does not lead partition % of topic "%", where group "%" has an offset',
+            v_part, p_topic, p_group
+            USING ERRCODE = 'MQ020', HINT = 'Delete the offset on the node that leads the partition.';
+    END IF;
+END $$;
+
+-- The public mq.delete_offsets is a C wrapper (src/owner.c), as
+-- mq.delete_group; it needs DELETE on the group and READ on the topic, as
+-- Kafka's OffsetDelete does.
+CREATE FUNCTION mq_internal.delete_offsets(group_id text, topic text, partitions integer[], p_caller oid)
+    RETURNS integer
+LANGUAGE plpgsql SET search_path = pg_catalog, pg_temp AS $$
+DECLARE
+    v_group text := delete_offsets.group_id;
+    v_topic text := delete_offsets.topic;
+    v_parts integer[] := delete_offsets.partitions;
+    v_id integer;
+    v_n integer;
+BEGIN
+    PERFORM mq._authorize(p_caller, 'group', v_group, 'delete');
+    PERFORM mq._authorize(p_caller, 'topic', v_topic, 'read');
+    IF v_group IS NULL OR v_group = '' THEN
+        RAISE EXCEPTION 'group_id must not be empty' USING ERRCODE = 'MQ010';
+    END IF;
+    v_id := mq._topic_id(v_topic);
+    PERFORM 1 FROM mq.consumer_group g WHERE g.group_id = v_group FOR UPDATE;
+    PERFORM mq._delete_offsets_check(v_group, v_topic, v_id, v_parts);
+    -- the followers of replicated partitions copy the deletion
+    INSERT INTO mq.offset_version AS v (topic_id, partition, version)
+    SELECT o.topic_id, o.partition, 1 FROM mq._group_topic_offsets(v_group, v_id, v_parts) o
+     WHERE EXISTS (SELECT 1 FROM mq.replica_partition r
+                    WHERE r.topic_id = o.topic_id AND r.partition = o.partition)
+    ON CONFLICT (topic_id, partition) DO UPDATE SET version = v.version + 1;
+    -- tombstones in __consumer_offsets (55_consumer_offsets.sql)
+    PERFORM mq._consumer_offsets_append(v_group, v_topic, o.partition, NULL, NULL, NULL)
+       FROM mq._group_topic_offsets(v_group, v_id, v_parts) o ORDER BY o.partition;
+    DELETE FROM mq.consumer_offset o
+     WHERE o.group_id = v_group AND o.topic_id = v_id AND (v_parts IS NULL OR o.partition = ANY (v_parts));
+    GET DIAGNOSTICS v_n = ROW_COUNT;
+    DELETE FROM mq.retention_loss l
+     WHERE l.group_id = v_group AND l.topic_id = v_id AND (v_parts IS NULL OR l.partition = ANY (v_parts));
+    RETURN v_n;
+END $$;
+
+CREATE FUNCTION mq.delete_offsets(group_id text, topic text, partitions integer[] DEFAULT NULL) RETURNS integer
     AS 'MODULE_PATHNAME', 'mq_call_as_owner' LANGUAGE C VOLATILE;

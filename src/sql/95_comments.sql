@@ -165,6 +165,12 @@ COMMENT ON FUNCTION mq._try_drop_segment(integer, integer, bigint) IS
     'internal (retention): drops one segment if its table and the partition''s are not locked by anyone now (pg_dump); false otherwise, nothing changed';
 COMMENT ON FUNCTION mq.delete_group(text) IS
     'deletes a consumer group: its committed offsets and group state (Kafka''s DeleteGroups); needs DELETE on the group; MQ035 unknown group, MQ036 group with live members; returns the number of offsets deleted';
+COMMENT ON FUNCTION mq.delete_offsets(text, text, integer[]) IS
+    'deletes a consumer group''s committed offsets of one topic, on the given partitions or all (Kafka''s OffsetDelete); needs DELETE on the group and READ on the topic; MQ035 unknown group, MQ037 live members subscribed to the topic; returns the number of offsets deleted';
+COMMENT ON FUNCTION mq._delete_offsets_check(text, text, integer, integer[]) IS
+    'internal: raises MQ006, MQ035, MQ037 or MQ020 before mq.delete_offsets';
+COMMENT ON FUNCTION mq._group_topic_offsets(text, integer, integer[]) IS
+    'internal: a group''s committed offsets of one topic, on some partitions or all';
 COMMENT ON FUNCTION mq._delete_group_check(text) IS
     'internal: raises MQ036 (live members), MQ035 (unknown group) or MQ020 (offsets on a partition this node follows) before mq.delete_group';
 COMMENT ON FUNCTION mq._delete_group_versions(text) IS

@@ -87,4 +87,37 @@ check_match "$OUT" $'alter-configs retention.ms=3600000 NO_ERROR\nalter-configs 
 check_eq "$(sql "SELECT config FROM mq.topics WHERE topic = 'rdkadm'")" '{"retention.ms": 3600000}' \
 	"and replaces the whole config (segment.bytes returned to its default)"
 
+# OffsetDelete (DeleteConsumerGroupOffsets): a group's offset of one
+# partition goes; a group whose live SQL member reads the topic keeps it
+# (GROUP_SUBSCRIBED_TO_TOPIC, the partition's error); an unknown group is
+# GROUP_ID_NOT_FOUND (the group's)
+sql "SELECT mq.commit_offset('rdkoff', 'rdkadm', 0, 4), mq.commit_offset('rdkoff2', 'rdkadm', 0, 4)" >/dev/null
+run timeout 120 "$T/rdk_client" delete-offsets "$BROKER" rdkadm rdkoff rdklive rdknope
+expect_rc 0 "librdkafka DeleteConsumerGroupOffsets"
+check_match "$OUT" 'delete-offsets rdkoff NO_ERROR NO_ERROR' "a group's offset of a partition is deleted"
+check_eq "$(sql "SELECT string_agg(group_id, ',' ORDER BY group_id) FROM mq.consumer_offset
+                   WHERE topic_id = (SELECT topic_id FROM mq.topics WHERE topic = 'rdkadm')")" "rdklive,rdkoff2" \
+	"SQL sees only that offset gone"
+check_match "$OUT" 'delete-offsets rdklive NO_ERROR GROUP_SUBSCRIBED_TO_TOPIC' \
+	"a group whose live member reads the topic: GROUP_SUBSCRIBED_TO_TOPIC"
+check_match "$OUT" 'delete-offsets rdknope GROUP_ID_NOT_FOUND' "an unknown group: GROUP_ID_NOT_FOUND"
+
+# a Kafka member (kcat -G) subscribed to rdkadm: its group's offsets of
+# rdkadm stay (GROUP_SUBSCRIBED_TO_TOPIC, decided by mq-kafka from the
+# member's subscription), those of a topic it does not read go
+sql "SELECT mq.create_topic('rdkother', 1)" >/dev/null
+sql "SELECT mq.commit_offset('rdkg', 'rdkadm', 0, 4), mq.commit_offset('rdkg', 'rdkother', 0, 0)" >/dev/null
+kcat -b "$BROKER" -G rdkg rdkadm -X session.timeout.ms=6000 -X heartbeat.interval.ms=500 >"$T/kcat.out" 2>"$T/kcat.err" &
+KCAT=$!
+on_exit "kill $KCAT"
+wait_for 30 grep -q 'assigned: rdkadm' "$T/kcat.err" || fail "kcat joins group rdkg"
+run timeout 120 "$T/rdk_client" delete-offsets "$BROKER" rdkadm rdkg
+check_match "$OUT" 'delete-offsets rdkg NO_ERROR GROUP_SUBSCRIBED_TO_TOPIC' \
+	"a Kafka member subscribed to the topic: GROUP_SUBSCRIBED_TO_TOPIC"
+run timeout 120 "$T/rdk_client" delete-offsets "$BROKER" rdkother rdkg
+check_match "$OUT" 'delete-offsets rdkg NO_ERROR NO_ERROR' "a topic the member does not read: deleted"
+check_eq "$(sql "SELECT string_agg(t.topic, ',') FROM mq.committed_offsets('rdkg') t")" "rdkadm" \
+	"SQL: the group keeps rdkadm's offset, rdkother's is gone"
+kill "$KCAT" 2>/dev/null || true
+
 finish

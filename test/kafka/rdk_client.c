@@ -28,6 +28,10 @@
  *	      partition 0 up to 3, then beyond its end; DeleteGroups of the
  *	      GROUPs; AlterConfigs of TOPIC, valid then invalid.  Prints one
  *	      line per result: what, then the error name (and offset).
+ *	  rdk_client delete-offsets BROKERS TOPIC GROUP...
+ *	      OffsetDelete (DeleteConsumerGroupOffsets) of each GROUP's offset
+ *	      of TOPIC's partition 0, one request per group (librdkafka takes
+ *	      one): "delete-offsets GROUP the group's error the partition's".
  *
  * RDK_CONF=FILE adds the FILE's "key=value" lines to every client's
  * configuration (test/kafka/tls.sh: security.protocol=ssl and the
@@ -442,12 +446,51 @@ admin_alter_configs(rd_kafka_t *rk, rd_kafka_queue_t *q, const char *topic, cons
 	rd_kafka_ConfigResource_destroy(cr);
 }
 
-static int
-admin(const char *brokers, const char *topic, int ngroups, char **groups)
+static void
+admin_delete_offsets(rd_kafka_t *rk, rd_kafka_queue_t *q, const char *group, const char *topic)
+{
+	rd_kafka_topic_partition_list_t *parts = rd_kafka_topic_partition_list_new(1);
+	rd_kafka_DeleteConsumerGroupOffsets_t *del;
+	rd_kafka_event_t *ev;
+	const rd_kafka_group_result_t **res;
+	size_t		cnt;
+
+	rd_kafka_topic_partition_list_add(parts, topic, 0);
+	del = rd_kafka_DeleteConsumerGroupOffsets_new(group, parts);
+	rd_kafka_DeleteConsumerGroupOffsets(rk, &del, 1, NULL, q);
+	ev = rd_kafka_queue_poll(q, 60000);
+	if (ev == NULL || rd_kafka_event_type(ev) != RD_KAFKA_EVENT_DELETECONSUMERGROUPOFFSETS_RESULT)
+	{
+		fprintf(stderr, "admin request failed: %s\n", ev ? rd_kafka_event_error_string(ev) : "timeout");
+		exit(1);
+	}
+	if (rd_kafka_event_error(ev))	/* the group's error fails the whole request */
+		printf("delete-offsets %s %s -\n", group, rd_kafka_err2name(rd_kafka_event_error(ev)));
+	else
+	{
+		res = rd_kafka_DeleteConsumerGroupOffsets_result_groups(
+			rd_kafka_event_DeleteConsumerGroupOffsets_result(ev), &cnt);
+		for (size_t i = 0; i < cnt; i++)
+		{
+			const rd_kafka_error_t *e = rd_kafka_group_result_error(res[i]);
+			const rd_kafka_topic_partition_list_t *p = rd_kafka_group_result_partitions(res[i]);
+
+			printf("delete-offsets %s %s %s\n", rd_kafka_group_result_name(res[i]),
+				   rd_kafka_err2name(e ? rd_kafka_error_code(e) : RD_KAFKA_RESP_ERR_NO_ERROR),
+				   p && p->cnt > 0 ? rd_kafka_err2name(p->elems[0].err) : "-");
+		}
+	}
+	rd_kafka_event_destroy(ev);
+	rd_kafka_DeleteConsumerGroupOffsets_destroy(del);
+	rd_kafka_topic_partition_list_destroy(parts);
+}
+
+/* an admin client (a producer handle and a result queue), or exit */
+static rd_kafka_t *
+admin_client(const char *brokers, rd_kafka_queue_t **q)
 {
 	rd_kafka_conf_t *conf = conf_new();
 	rd_kafka_t *rk;
-	rd_kafka_queue_t *q;
 	char		err[256];
 
 	set(conf, "bootstrap.servers", brokers);
@@ -455,9 +498,31 @@ admin(const char *brokers, const char *topic, int ngroups, char **groups)
 	if (rk == NULL)
 	{
 		fprintf(stderr, "%s\n", err);
-		return 2;
+		exit(2);
 	}
-	q = rd_kafka_queue_new(rk);
+	*q = rd_kafka_queue_new(rk);
+	return rk;
+}
+
+static int
+delete_offsets(const char *brokers, const char *topic, int ngroups, char **groups)
+{
+	rd_kafka_queue_t *q;
+	rd_kafka_t *rk = admin_client(brokers, &q);
+
+	for (int i = 0; i < ngroups; i++)
+		admin_delete_offsets(rk, q, groups[i], topic);
+	rd_kafka_queue_destroy(q);
+	rd_kafka_destroy(rk);
+	return 0;
+}
+
+static int
+admin(const char *brokers, const char *topic, int ngroups, char **groups)
+{
+	rd_kafka_queue_t *q;
+	rd_kafka_t *rk = admin_client(brokers, &q);
+
 	admin_delete_records(rk, q, topic, 3);
 	admin_delete_records(rk, q, topic, 999);
 	admin_delete_groups(rk, q, ngroups, groups);
@@ -482,10 +547,13 @@ main(int argc, char **argv)
 		return group(argv[2], argv[3], atoi(argv[4]), argv[5]);
 	if (argc >= 5 && strcmp(argv[1], "admin") == 0)
 		return admin(argv[2], argv[3], argc - 4, argv + 4);
+	if (argc >= 5 && strcmp(argv[1], "delete-offsets") == 0)
+		return delete_offsets(argv[2], argv[3], argc - 4, argv + 4);
 	fprintf(stderr, "usage: rdk_client produce BROKERS TOPIC N CODEC [idempotent]\n"
 			"       rdk_client group BROKERS TOPIC N GROUP\n"
 			"       rdk_client perf BROKERS TOPIC N [RATE]\n"
 			"       rdk_client consume BROKERS TOPIC N\n"
-			"       rdk_client admin BROKERS TOPIC GROUP...\n");
+			"       rdk_client admin BROKERS TOPIC GROUP...\n"
+			"       rdk_client delete-offsets BROKERS TOPIC GROUP...\n");
 	return 2;
 }

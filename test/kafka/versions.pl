@@ -39,7 +39,7 @@ my %kafka39 = (
 	24 => [0, 5, 3], 25 => [0, 4, 3], 26 => [0, 4, 3], 28 => [0, 4, 3], 65 => [0, 0, 0], 66 => [0, 1, 0],
 	33 => [0, 2, 2], 36 => [0, 2, 2], 37 => [0, 3, 2], 42 => [0, 2, 2], 44 => [0, 1, 1],
 	29 => [0, 3, 2], 30 => [0, 3, 2], 31 => [0, 3, 2], 50 => [0, 0, 0], 51 => [0, 0, 0],
-	45 => [0, 0, 0], 46 => [0, 0, 0],
+	45 => [0, 0, 0], 46 => [0, 0, 0], 47 => [0, 0, 99],
 );
 
 my @part_fetch = (['partition', 'i32', '0+'], ['current_leader_epoch', 'i32', '9+'],
@@ -119,6 +119,8 @@ my %req = (
 		['group_id', 'str', '0+']],
 	26 => [['transactional_id', 'str', '0+'], ['producer_id', 'i64', '0+'], ['producer_epoch', 'i16', '0+'],
 		['committed', 'bool', '0+']],
+	47 => [['group_id', 'str', '0+'], ['topics', [['name', 'str', '0+'], ['partitions', [['partition_index', 'i32', '0+']],
+				'0+']], '0+']],
 	45 => [['timeout_ms', 'i32', '0+'], ['topics', [['name', 'str', '0+'], ['partitions', [['partition_index', 'i32', '0+'],
 				['replicas', '[i32]', '0+']], '0+']], '0+']],
 	46 => [['timeout_ms', 'i32', '0+'], ['topics', [['name', 'str', '0+'], ['partition_indexes', '[i32]', '0+']], '0+']],
@@ -228,6 +230,8 @@ my %resp = (
 		['results_by_topic', \@txn_topic_result, '0-3']],
 	25 => [['throttle_time_ms', 'i32', '0+'], ['error_code', 'i16', '0+']],
 	26 => [['throttle_time_ms', 'i32', '0+'], ['error_code', 'i16', '0+']],
+	47 => [['error_code', 'i16', '0+'], ['throttle_time_ms', 'i32', '0+'], ['topics', [['name', 'str', '0+'],
+				['partitions', [['partition_index', 'i32', '0+'], ['error_code', 'i16', '0+']], '0+']], '0+']],
 	45 => [['throttle_time_ms', 'i32', '0+'], ['error_code', 'i16', '0+'], ['error_message', 'nstr', '0+'],
 		['responses', [['name', 'str', '0+'], ['partitions', [['partition_index', 'i32', '0+'], ['error_code', 'i16', '0+'],
 				['error_message', 'nstr', '0+']], '0+']], '0+']],
@@ -485,6 +489,8 @@ my %vals = (
 	# broker 1 alone: nothing to move on a single daemon
 	45 => sub { { timeout_ms => 5000, topics => [{ name => $topic, partitions => [{ partition_index => 0, replicas => [1] }] }] } },
 	46 => sub { { timeout_ms => 5000, topics => [{ name => $topic, partition_indexes => [0] }] } },
+	# a group with no offsets (vg's are checked below): GROUP_ID_NOT_FOUND
+	47 => sub { { group_id => 'vdel', topics => [{ name => $topic, partitions => [{ partition_index => 0 }] }] } },
 	65 => sub { { transactional_ids => ['vx'] } },
 	66 => sub { { state_filters => ['Ongoing', 'NoSuchState'], producer_id_filters => [], duration_filter => -1 } },
 	26 => sub { { transactional_id => 'vx', producer_id => 1, producer_epoch => 0, committed => 1 } },

@@ -3,8 +3,10 @@
 -- follows MQ020, a role without DELETE on the group 42501, and each of
 -- them changes nothing; otherwise the group's committed offsets, losses
 -- and state go, and the leader's offsets version moves for followers.
+-- mq.delete_offsets (Kafka's OffsetDelete): the same for one topic's
+-- offsets, live members refused only when subscribed to it (MQ037).
 BEGIN;
-SELECT plan(21);
+SELECT plan(36);
 
 SELECT mq.create_topic('gd', 2);
 SELECT mq.create_topic('gd_led', 1);
@@ -72,6 +74,46 @@ CREATE TEMP TABLE v0 AS SELECT mq._offsets_version(topic_id, 0) AS v FROM mq.top
 SELECT is(mq.delete_group('gd-r'), 1, 'offsets on a partition this node leads are deleted');
 SELECT is((SELECT mq._offsets_version(topic_id, 0) FROM mq.topic WHERE topic_name = 'gd_led'),
           (SELECT v + 1 FROM v0), 'and its offsets version moves, so that followers copy the deletion');
+
+-- mq.delete_offsets: one topic's offsets of a group
+SELECT mq.create_topic('gd_other', 1);
+SELECT mq.commit_offset('gd-o', 'gd', 0, 2);
+SELECT mq.commit_offset('gd-o', 'gd', 1, 0);
+SELECT mq.commit_offset('gd-o', 'gd_other', 0, 0);
+SELECT throws_ok($$SELECT mq.delete_offsets('gd-nope', 'gd')$$, 'MQ035', NULL, 'delete_offsets: an unknown group is MQ035');
+SELECT throws_ok($$SELECT mq.delete_offsets('gd-o', 'gd_nope')$$, 'MQ001', NULL, 'an unknown topic is MQ001');
+SELECT throws_ok($$SELECT mq.delete_offsets('gd-o', 'gd', ARRAY[0, 5])$$, 'MQ006', NULL,
+                 'a partition outside the topic is MQ006');
+SELECT throws_ok($$SELECT mq.delete_offsets('', 'gd')$$, 'MQ010', NULL, 'an empty group id is MQ010');
+SELECT is((SELECT n FROM offsets WHERE group_id = 'gd-o'), 3::bigint, 'the refusals changed nothing');
+-- a live member subscribed to the topic refuses it; one reading another topic does not
+SELECT mq.join_group('gd-o', ARRAY['gd'], session_timeout_ms => 60000);
+SELECT throws_ok($$SELECT mq.delete_offsets('gd-o', 'gd')$$, 'MQ037', NULL,
+                 'live members subscribed to the topic: MQ037');
+SELECT is(mq.delete_offsets('gd-o', 'gd_other'), 1, 'a topic they do not read: its offset is deleted');
+UPDATE mq.group_member SET last_heartbeat = last_heartbeat - interval '2 minutes' WHERE group_id = 'gd-o';
+-- privileges: DELETE on the group and READ on the topic
+CREATE ROLE gd_deleter;
+SELECT mq.grant('delete', 'group', 'gd-o', 'gd_deleter');
+SET ROLE gd_deleter;
+SELECT throws_ok($$SELECT mq.delete_offsets('gd-o', 'gd', ARRAY[0])$$, '42501', NULL,
+                 'without READ on the topic: refused');
+RESET ROLE;
+SELECT mq.grant('read', 'topic', 'gd', 'gd_deleter');
+SET ROLE gd_deleter;
+SELECT is(mq.delete_offsets('gd-o', 'gd', ARRAY[0]), 1, 'with both, once the member expired: partition 0 deleted');
+RESET ROLE;
+SELECT is(mq.committed_offset('gd-o', 'gd', 0), NULL, 'partition 0 has no offset left');
+SELECT is(mq.committed_offset('gd-o', 'gd', 1), 0::bigint, 'partition 1 keeps its own');
+SELECT is(mq.delete_offsets('gd-o', 'gd', ARRAY[0]), 0, 'deleting it again deletes nothing');
+SELECT is(mq.delete_offsets('gd-o', 'gd'), 1, 'no partitions named: every partition''s offset');
+-- replicated: only where this node leads, and the leader's version moves
+SELECT mq.commit_offset('gd-o', 'gd_led', 0, 0);
+DELETE FROM v0;
+INSERT INTO v0 SELECT mq._offsets_version(topic_id, 0) FROM mq.topic WHERE topic_name = 'gd_led';
+SELECT is(mq.delete_offsets('gd-o', 'gd_led'), 1, 'an offset on a partition this node leads is deleted');
+SELECT is((SELECT mq._offsets_version(topic_id, 0) FROM mq.topic WHERE topic_name = 'gd_led'),
+          (SELECT v + 1 FROM v0), 'and its offsets version moves');
 
 SELECT * FROM finish();
 ROLLBACK;

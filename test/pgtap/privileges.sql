@@ -399,7 +399,7 @@ SELECT is((SELECT array_agg(DISTINCT p.proname::text ORDER BY p.proname::text)
             WHERE p.pronamespace = 'mq'::regnamespace AND a.grantee = 0 AND a.privilege_type = 'EXECUTE'),
           ARRAY['_await_partitions', '_config_incremental', '_config_key', '_config_number', '_config_replace', '_describable', '_grant_shown', '_has_privilege', '_log_append_time', '_log_end_offset', '_produce_state', '_replica_await_hwm', '_validate_compaction_config',
                 'add_partitions', 'alter_topic', 'await_commit', 'commit_offset', 'commit_polled',
-                'committed_offset', 'committed_offsets', 'config_defaults', 'create_topic', 'delete_group', 'delete_records', 'drop_scram_credential', 'drop_topic', 'ensure_consumer_offsets', 'fetch', 'grant', 'has_group_privilege',
+                'committed_offset', 'committed_offsets', 'config_defaults', 'create_topic', 'delete_group', 'delete_offsets', 'delete_records', 'drop_scram_credential', 'drop_topic', 'ensure_consumer_offsets', 'fetch', 'grant', 'has_group_privilege',
                 'has_topic_privilege', 'header_list', 'headers_jsonb', 'heartbeat', 'join_group',
                 'kafka_fetch', 'kafka_group_metadata', 'kafka_group_save', 'kafka_group_states', 'kafka_offsets_unstable',
                 'kafka_txn_add_offsets', 'kafka_txn_add_partition', 'kafka_txn_adopt', 'kafka_txn_collect',
