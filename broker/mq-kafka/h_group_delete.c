@@ -193,7 +193,7 @@ subscribed(KGroup *g, KSlice topic)
 		{
 			KSlice		t = kr_str(&r);
 
-			if (!r.err && t.len == topic.len && memcmp(t.p, topic.p, (size_t) t.len) == 0)
+			if (!r.err && t.len > 0 && t.len == topic.len && memcmp(t.p, topic.p, (size_t) t.len) == 0)
 				return true;
 		}
 	}
