@@ -117,6 +117,7 @@ kconfig_num_partitions(void)
 {
 	return kconfig.auto_create_partitions > 0 ? kconfig.auto_create_partitions : 1;
 }
+
 extern struct event_base *kbase;
 
 typedef struct KConn KConn;
