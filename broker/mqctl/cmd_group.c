@@ -1,12 +1,12 @@
 /*-------------------------------------------------------------------------
  *
  * cmd_group.c
- *	  The consumer group commands of mqctl, "group list", "group describe",
- *	  "group reset-offsets" and "group delete": their options and their
- *	  queries, on the group tables mq.consumer_offset and
- *	  mq.consumer_group, the views mq.group_members, mq.group_assignments,
- *	  mq.consumer_lag and mq.partitions, mq.commit_offset() and
- *	  mq.delete_group().
+ *	  The consumer group commands of mqctl, "group list", "group describe"
+ *	  and "group reset-offsets": their options and their queries, on the
+ *	  group tables mq.consumer_offset and mq.consumer_group, the views
+ *	  mq.group_members, mq.group_assignments, mq.consumer_lag and
+ *	  mq.partitions, and mq.commit_offset() (the deleting commands are
+ *	  cmd_group_delete.c's).
  *
  * A group exists for these commands when it has committed offsets or has
  * been joined (mq.join_group) at some time: Kafka's groups are the same
@@ -31,6 +31,7 @@
 #include "mqctl.h"
 #include "output.h"
 #include "pgbinary.h"
+#include "util.h"
 
 const char	group_list_help[] =
 "Usage: mqctl group list [OPTIONS]\n"
@@ -74,15 +75,6 @@ const char	group_reset_offsets_help[] =
 "      --force            with --execute: even while members are active\n"
 "      --format=FORMAT    table (default) or json\n";
 
-const char	group_delete_help[] =
-"Usage: mqctl group delete GROUP [OPTIONS]\n"
-"\n"
-"Delete a consumer group: its committed offsets and its state (Kafka's\n"
-"DeleteGroups).  A group with active members is refused: stop them first.\n"
-"\n"
-"Options:\n"
-"      --if-exists        succeed without change when there is no such group\n";
-
 enum
 {
 	OPT_FORMAT = CLI_OPT_LONG_BASE,
@@ -92,8 +84,7 @@ enum
 	OPT_TO_OFFSET,
 	OPT_TO_DATETIME,
 	OPT_EXECUTE,
-	OPT_FORCE,
-	OPT_IF_EXISTS
+	OPT_FORCE
 };
 
 /* The words of the reset targets, as the plan query ($3) knows them. */
@@ -185,8 +176,8 @@ cmd_group_list(const MqctlCommand *cmd, int argc, char **argv)
 }
 
 /* The group's argument: one non-empty name. */
-static const char *
-group_argument(CliParser *p)
+const char *
+mqctl_group_argument(CliParser *p)
 {
 	const char *group = cli_positionals(p, 1, 1, "group name", NULL)[0];
 
@@ -223,7 +214,7 @@ cmd_group_describe(const MqctlCommand *cmd, int argc, char **argv)
 {
 	CliParser	p;
 	OutputFormat format = parse_listing(&p, cmd, argc, argv);
-	const char *group = group_argument(&p);
+	const char *group = mqctl_group_argument(&p);
 	char		sql[4096];
 	MqParams	params;
 	PGconn	   *conn;
@@ -415,7 +406,7 @@ parse_reset_options(CliParser *p, const MqctlCommand *cmd, int argc, char **argv
 				break;
 		}
 	}
-	o->group = group_argument(p);
+	o->group = mqctl_group_argument(p);
 	if (o->topic == NULL)
 		cli_usage_error(p, "--topic is required");
 	if (ntargets == 0)
@@ -547,45 +538,6 @@ cmd_group_reset_offsets(const MqctlCommand *cmd, int argc, char **argv)
 
 	output_rows(res, o.format);
 	report_reset(&o, members, PQntuples(res));
-	PQclear(res);
-	PQfinish(conn);
-	cli_free(&p);
-	return MQ_EXIT_OK;
-}
-
-int
-cmd_group_delete(const MqctlCommand *cmd, int argc, char **argv)
-{
-	static const struct option longopts[] = {
-		{"if-exists", no_argument, NULL, OPT_IF_EXISTS},
-		{NULL, 0, NULL, 0}
-	};
-	CliParser	p;
-	bool		if_exists = false;
-	const char *group;
-	MqParams	params;
-	MqError		err = MQ_ERROR_INIT;
-	PGconn	   *conn;
-	PGresult   *res;
-	int			c;
-
-	mqctl_parser_init(&p, cmd, argc, argv, NULL, longopts);
-	while ((c = cli_next(&p)) != -1)
-		if (c == OPT_IF_EXISTS)
-			if_exists = true;
-	group = group_argument(&p);
-
-	conn = mqctl_connect();
-	mq_params_init(&params);
-	mq_param_text(&params, MQ_TEXTOID, group);
-	res = mq_exec(conn, "SELECT mq.delete_group($1)", &params, 0, &err);
-	if (res != NULL)
-		printf("Deleted group %s (%s committed offsets).\n", group, PQgetvalue(res, 0, 0));
-	else if (if_exists && mq_error_is(&err, MQ_SQLSTATE_GROUP_NOT_FOUND))
-		printf("Group %s does not exist.\n", group);
-	else
-		mqctl_fail(conn, &err);
-	mq_error_free(&err);
 	PQclear(res);
 	PQfinish(conn);
 	cli_free(&p);

@@ -37,6 +37,7 @@ static const MqctlCommand commands[] = {
 	{"group describe", "show a group's offsets, lag and owners per partition", group_describe_help, cmd_group_describe},
 	{"group reset-offsets", "move a group's committed offsets", group_reset_offsets_help, cmd_group_reset_offsets},
 	{"group delete", "delete a group's committed offsets and state", group_delete_help, cmd_group_delete},
+	{"group delete-offsets", "delete a group's committed offsets of one topic", group_delete_offsets_help, cmd_group_delete_offsets},
 	{"cluster status", "show brokers, leaders, ISR and under-replicated partitions", cluster_status_help, cmd_cluster_status},
 	{"reassign", "move replicas of partitions between brokers", reassign_help, cmd_reassign},
 	{"broker remove", "remove a broker that holds no replicas", broker_remove_help, cmd_broker_remove},

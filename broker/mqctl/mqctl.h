@@ -102,10 +102,14 @@ extern const char group_list_help[];
 extern const char group_describe_help[];
 extern const char group_reset_offsets_help[];
 extern const char group_delete_help[];
+extern const char group_delete_offsets_help[];
 extern int	cmd_group_list(const MqctlCommand *cmd, int argc, char **argv);
 extern int	cmd_group_describe(const MqctlCommand *cmd, int argc, char **argv);
 extern int	cmd_group_reset_offsets(const MqctlCommand *cmd, int argc, char **argv);
 extern int	cmd_group_delete(const MqctlCommand *cmd, int argc, char **argv);
+/* a group command's one argument, a non-empty group name (cmd_group.c) */
+extern const char *mqctl_group_argument(CliParser *p);
+extern int	cmd_group_delete_offsets(const MqctlCommand *cmd, int argc, char **argv);
 
 /*
  * cmd_group_cluster.c: "group describe" of a group that spans the cluster,

@@ -3,7 +3,8 @@
 # (mqctl consume --group) and groups with members (mq.join_group), lag,
 # owners, retention headroom and records lost, JSON output, the reset
 # plan (dry run), --execute in one transaction, the refusal while members
-# are active, --force, --to-datetime, group delete, and errors.
+# are active, --force, --to-datetime, group delete, group delete-offsets,
+# and errors.
 source "$(dirname "${BASH_SOURCE[0]}")/lib.bash"
 
 mqctl topic create g3 --partitions 3 >/dev/null
@@ -188,6 +189,28 @@ check_match "$ERR" 'group "workers" does not exist' "says the group does not exi
 run mqctl group delete workers --if-exists
 expect_rc 0 "--if-exists"
 check_eq "$OUT" "Group workers does not exist." "says so"
+
+# --- group delete-offsets -------------------------------------------------------------------
+sql "SELECT mq.commit_offset('offs', 'g3', 0, 4), mq.commit_offset('offs', 'g3', 1, 2), mq.commit_offset('offs', 'g1', 0, 0)" >/dev/null
+m4=$(sql "SELECT member FROM mq.join_group('offs', ARRAY['g3'])")
+run mqctl group delete-offsets offs --topic g3
+expect_rc 1 "delete-offsets refused while a member reads the topic"
+check_match "$ERR" 'has live members subscribed to topic "g3"' "says why"
+run mqctl group delete-offsets offs --topic g1
+expect_rc 0 "a topic the member does not read"
+check_eq "$OUT" "Deleted 1 committed offsets of group offs on topic g1." "says what it deleted"
+sql "SELECT mq.leave_group('offs', '$m4')" >/dev/null
+run mqctl group delete-offsets offs --topic g3 --partitions 1,2
+expect_rc 0 "delete-offsets of some partitions once the member left"
+check_eq "$OUT" "Deleted 1 committed offsets of group offs on topic g3." "partition 1's offset (2 had none)"
+check_eq "$(offsets offs g3)" "4,-,-" "partition 0 keeps its offset"
+run mqctl group delete-offsets offs --topic g3 --partitions 1,,2
+expect_rc 2 "--partitions that is not a list of numbers"
+run mqctl group delete-offsets offs
+expect_rc 2 "--topic is required"
+run mqctl group delete-offsets offs --topic g3 --partitions 7
+expect_rc 1 "a partition outside the topic"
+check_match "$ERR" 'partition 7 of topic "g3" does not exist' "says so"
 
 # --- errors ---------------------------------------------------------------------------------
 run mqctl group describe nosuch
