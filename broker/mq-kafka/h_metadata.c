@@ -171,25 +171,17 @@ write_brokers(KRequest *req, KWriter *w, int16_t v)
 		kw_i32(w, kconfig.node_id);	/* controller_id */
 }
 
-/* an int[] in text form ("{1,2,3}") as a Kafka int32 array; NULL: just me */
+/* broker ids, an int[] in text form ("{1,2,3}"); NULL: just me */
 static void
 write_ids(KWriter *w, const char *text)
 {
-	size_t		count_at = kw_later(w);
-	int32_t		n = 0;
-
 	if (text == NULL)
 	{
+		kw_array(w, 1);
 		kw_i32(w, kconfig.node_id);
-		n = 1;
 	}
-	for (const char *c = text; c && *c; c++)
-		if (*c >= '0' && *c <= '9' && (c == text || c[-1] < '0' || c[-1] > '9'))
-		{
-			kw_i32(w, atoi(c));
-			n++;
-		}
-	kw_fill_count(w, count_at, n);
+	else
+		kw_int32s_text(w, text);
 }
 
 /* a partition the cluster's view knows */

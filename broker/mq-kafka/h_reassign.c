@@ -136,30 +136,6 @@ read_topics(KRequest *req, bool alter)
 	return s;
 }
 
-/* writes an int array given in PostgreSQL's text form */
-static void
-write_int_array(KWriter *w, const char *text)
-{
-	size_t		at = kw_later(w);
-	int32_t		n = 0;
-
-	for (const char *c = text; *c;)
-	{
-		char	   *end;
-		long		v = strtol(c, &end, 10);
-
-		if (end == c)
-		{
-			c++;
-			continue;
-		}
-		kw_i32(w, (int32_t) v);
-		n++;
-		c = end;
-	}
-	kw_fill_count(w, at, n);
-}
-
 static bool
 authorized(ReassignState *s)
 {
@@ -362,7 +338,7 @@ list_done(KRequest *req)
 			}
 			kw_i32(w, atoi(PQgetvalue(st->res, i, 1)));
 			for (int c = 2; c <= 4; c++)
-				write_int_array(w, PQgetvalue(st->res, i, c));
+				kw_int32s_text(w, PQgetvalue(st->res, i, c));
 			kw_tags(w);
 		}
 		if (nparts == 0)

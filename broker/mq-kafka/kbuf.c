@@ -466,3 +466,18 @@ kw_topic_parts(KWriter *w, const KSlice *names, int32_t t0, int32_t t1, int32_t 
 		kw_tags(w);
 	}
 }
+
+void
+kw_int32s_text(KWriter *w, const char *text)
+{
+	size_t		count_at = kw_later(w);
+	int32_t		n = 0;
+
+	for (const char *c = text; *c; c++)
+		if (*c >= '0' && *c <= '9' && (c == text || c[-1] < '0' || c[-1] > '9'))
+		{
+			kw_i32(w, atoi(c));
+			n++;
+		}
+	kw_fill_count(w, count_at, n);
+}

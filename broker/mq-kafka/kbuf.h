@@ -108,6 +108,9 @@ extern size_t kw_later(KWriter *w);
 extern void kw_fill_count(KWriter *w, size_t pos, int32_t n);
 extern void kw_fill_len(KWriter *w, size_t pos);
 
+/* an int[] in PostgreSQL's text form ("{1,2,3}") as an int32 array */
+extern void kw_int32s_text(KWriter *w, const char *text);
+
 /*
  * The topics -> partitions array most responses carry: topics t0 .. t1 - 1
  * (names[t]), each with the parts i (0 .. nparts - 1, in topic order)
