@@ -225,7 +225,7 @@ plan_offsets(OffDelState *s, const char *group)
 			continue;
 		}
 		name = kslice_dup(t->name);
-		st = kjob_add(&s->job, "SELECT mq.delete_offsets($1, $2, $3::text::integer[])", 0);
+		st = kjob_add(&s->job, "SELECT mq.delete_offsets($1, $2, $3)", 0);
 		t->stmt = s->job.n - 1;
 		kstmt_text(st, MQ_TEXTOID, group);
 		kstmt_text(st, MQ_TEXTOID, name ? name : "");

@@ -42,7 +42,7 @@
 /* single daemon: does the partition exist (as the client sees topics)? */
 #define EXISTS_SQL \
 	"SELECT count(*) FROM mq.partitions WHERE topic = $1 AND partition = $2"
-#define MOVE_SQL "SELECT mq_coord.reassign($1, $2, $3::text::integer[])"
+#define MOVE_SQL "SELECT mq_coord.reassign($1, $2, $3)"
 /* null replicas: cancel the move in progress, if any (no row: unknown) */
 #define CANCEL_SQL \
 	"SELECT CASE WHEN p.target_replicas IS NOT NULL" \

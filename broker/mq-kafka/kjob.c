@@ -13,6 +13,7 @@
 #include <string.h>
 
 #include "kerr.h"
+#include "pgbinary.h"
 #include "util.h"
 
 KStmt *
@@ -61,15 +62,16 @@ kstmt_int(KStmt *s, Oid type, int64_t value)
 void
 kstmt_int_array(KStmt *s, const int32_t *v, int32_t n)
 {
-	char	   *text = mq_malloc0((size_t) (n > 0 ? n : 0) * 12 + 3);
-	size_t		at = 0;
+	MqArray		a;
+	const char *b;
+	int			len;
 
-	text[at++] = '{';
+	mq_array_init(&a, MQ_INT4OID);
 	for (int32_t k = 0; k < n; k++)
-		at += (size_t) snprintf(text + at, 13, k ? ",%d" : "%d", (int) v[k]);
-	text[at] = '}';
-	kstmt_text(s, MQ_TEXTOID, text);
-	free(text);
+		mq_array_add_int32(&a, v[k]);
+	b = mq_array_bytes(&a, &len);
+	kstmt_binary(s, MQ_INT4ARRAYOID, b, len);
+	mq_array_free(&a);
 }
 
 void

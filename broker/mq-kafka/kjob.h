@@ -44,7 +44,7 @@ extern KStmt *kjob_add(KJob *job, const char *sql, int result_format);
 extern void kstmt_text(KStmt *s, Oid type, const char *value);
 extern void kstmt_int(KStmt *s, Oid type, int64_t value);
 extern void kstmt_binary(KStmt *s, Oid type, const void *data, int len);
-/* an int array in PostgreSQL's text form ("{1,2}"), as text: cast $n::text::integer[] */
+/* an integer[] parameter (binary) of v's n elements */
 extern void kstmt_int_array(KStmt *s, const int32_t *v, int32_t n);
 /* true if the statement failed; its Kafka error code in *code */
 extern bool kstmt_failed(const KStmt *s, int16_t *code);
