@@ -34,6 +34,7 @@
 #include "cluster.h"
 #include "kerr.h"
 #include "kfan.h"
+#include "pgbinary.h"
 #include "util.h"
 
 #define RESOURCE_TOPIC	2
@@ -51,13 +52,13 @@
 	" WHERE t.topic = $1 ORDER BY c.k"
 
 /* a broker's keys: mq's topic defaults renamed ($1 topic keys, $2 their
- * broker names), then the daemon's own ($3 keys, $4 values); none without
- * DESCRIBE on the cluster */
+ * broker names), then the daemon's own ($3 keys, $4 values), text[] all;
+ * none without DESCRIBE on the cluster */
 #define BROKER_SQL \
 	"WITH a AS (SELECT mq._has_privilege(current_user::regrole::oid, 'cluster', 'kafka-cluster', 'describe') ok)" \
 	" SELECT m.b, d.v, true FROM a, jsonb_each_text(mq.config_defaults()) d(k, v)" \
-	"  JOIN unnest($1::text[], $2::text[]) m(t, b) ON m.t = d.k WHERE a.ok" \
-	" UNION ALL SELECT s.k, s.v, false FROM a, unnest($3::text[], $4::text[]) s(k, v) WHERE a.ok ORDER BY 1"
+	"  JOIN unnest($1, $2) m(t, b) ON m.t = d.k WHERE a.ok" \
+	" UNION ALL SELECT s.k, s.v, false FROM a, unnest($3, $4) s(k, v) WHERE a.ok ORDER BY 1"
 
 /* each topic key mq knows and the broker key Kafka names as its default */
 static const char *const broker_synonyms[][2] = {
@@ -190,25 +191,20 @@ is_this_broker(KSlice name)
 	return kslice_eq(name, id);
 }
 
-/* a text[] literal of n strings that need no quoting (config keys, numbers) */
-static char *
-text_array(const char *const *v, int n, size_t stride)
+/* a text[] parameter (binary) of n strings, v[0], v[stride], ... */
+static void
+add_text_array(KStmt *st, const char *const *v, int n, int stride)
 {
-	size_t		len = 3;
-	char	   *out;
+	MqArray		a;
+	const char *b;
+	int			len;
 
+	mq_array_init(&a, MQ_TEXTOID);
 	for (int i = 0; i < n; i++)
-		len += strlen(v[i * stride]) + 1;
-	out = mq_malloc0(len);
-	strcat(out, "{");
-	for (int i = 0; i < n; i++)
-	{
-		if (i)
-			strcat(out, ",");
-		strcat(out, v[i * stride]);
-	}
-	strcat(out, "}");
-	return out;
+		mq_array_add(&a, v[i * stride], strlen(v[i * stride]));
+	b = mq_array_bytes(&a, &len);
+	kstmt_binary(st, MQ_TEXTARRAYOID, b, len);
+	mq_array_free(&a);
 }
 
 static void
@@ -226,7 +222,6 @@ add_broker_stmt(ConfigState *s, Resource *rs)
 	};
 	int			nown = (int) (sizeof(own) / sizeof(own[0]));
 	KStmt	   *st;
-	char	   *a;
 
 	snprintf(id, sizeof(id), "%d", kconfig.node_id);
 	snprintf(delay, sizeof(delay), "%d", kconfig.group_initial_delay_ms);
@@ -234,14 +229,10 @@ add_broker_stmt(ConfigState *s, Resource *rs)
 	rs->job = kfan_job(&s->fan, pool_local());
 	st = kjob_add(rs->job, BROKER_SQL, 0);
 	rs->stmt = rs->job->n - 1;
-	kstmt_text(st, MQ_TEXTOID, a = text_array(&broker_synonyms[0][0], nsyn, 2));
-	free(a);
-	kstmt_text(st, MQ_TEXTOID, a = text_array(&broker_synonyms[0][1], nsyn, 2));
-	free(a);
-	kstmt_text(st, MQ_TEXTOID, a = text_array(&own[0][0], nown, 2));
-	free(a);
-	kstmt_text(st, MQ_TEXTOID, a = text_array(&own[0][1], nown, 2));
-	free(a);
+	add_text_array(st, &broker_synonyms[0][0], nsyn, 2);
+	add_text_array(st, &broker_synonyms[0][1], nsyn, 2);
+	add_text_array(st, &own[0][0], nown, 2);
+	add_text_array(st, &own[0][1], nown, 2);
 }
 
 void
