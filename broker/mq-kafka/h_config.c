@@ -32,6 +32,7 @@
 #include <string.h>
 
 #include "cluster.h"
+#include "kacl.h"
 #include "kerr.h"
 #include "kfan.h"
 #include "pgbinary.h"
@@ -55,7 +56,7 @@
  * broker names), then the daemon's own ($3 keys, $4 values), text[] all;
  * none without DESCRIBE on the cluster */
 #define BROKER_SQL \
-	"WITH a AS (SELECT mq._has_privilege(current_user::regrole::oid, 'cluster', 'kafka-cluster', 'describe') ok)" \
+	"WITH a AS (SELECT " KACL_CLUSTER_PRIVILEGE_SQL("'describe'") " ok)" \
 	" SELECT m.b, d.v, true FROM a, jsonb_each_text(mq.config_defaults()) d(k, v)" \
 	"  JOIN unnest($1, $2) m(t, b) ON m.t = d.k WHERE a.ok" \
 	" UNION ALL SELECT s.k, s.v, false FROM a, unnest($3, $4) s(k, v) WHERE a.ok ORDER BY 1"

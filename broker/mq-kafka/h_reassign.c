@@ -34,11 +34,11 @@
 #include <string.h>
 
 #include "cluster.h"
+#include "kacl.h"
 #include "kerr.h"
 #include "util.h"
 
-#define AUTHZ_SQL \
-	"SELECT mq._has_privilege(current_user::regrole::oid, 'cluster', 'kafka-cluster', $1)"
+#define AUTHZ_SQL "SELECT " KACL_CLUSTER_PRIVILEGE_SQL("$1")
 /* single daemon: does the partition exist (as the client sees topics)? */
 #define EXISTS_SQL \
 	"SELECT count(*) FROM mq.partitions WHERE topic = $1 AND partition = $2"

@@ -200,8 +200,8 @@ kacl_check_binding(KAcl *a)
 		return refuse(a, "a binding's permission type is allow or deny");
 	if (a->resource_name.len <= 0)
 		return refuse(a, "a resource name is required");
-	if (a->resource_type == 4 && !kslice_eq(a->resource_name, "kafka-cluster"))
-		return refuse(a, "the cluster resource is named kafka-cluster");
+	if (a->resource_type == 4 && !kslice_eq(a->resource_name, KACL_CLUSTER))
+		return refuse(a, "the cluster resource is named " KACL_CLUSTER);
 	if (!user_principal(a->principal))
 		return refuse(a, "principals are User:ROLE (or User:* for every role)");
 	if (!kslice_eq(a->host, "*"))

@@ -83,4 +83,10 @@ extern int16_t kacl_stmt_error(const KStmt *s, const char **message);
 	" AND ($5::text IS NULL OR g.operation = $5)" \
 	" AND ($6::text IS NULL OR g.permission = $6)"
 
+/* Kafka's one cluster resource, and SQL for whether the client's role
+ * has operation op (an SQL text expression) on it: a boolean */
+#define KACL_CLUSTER "kafka-cluster"
+#define KACL_CLUSTER_PRIVILEGE_SQL(op) \
+	"mq._has_privilege(current_user::regrole::oid, 'cluster', '" KACL_CLUSTER "', " op ")"
+
 #endif							/* MQK_KACL_H */
