@@ -225,6 +225,20 @@ coord_done(KRequest *sub)
 		list_done(req);
 }
 
+/* a partition's statement in job: sql of its topic and index ($1, $2) */
+static KStmt *
+partition_stmt(KJob *job, const char *sql, KSlice topic, RPart *p)
+{
+	char	   *name = kslice_dup(topic);
+	KStmt	   *st = kjob_add(job, sql, 0);
+
+	p->stmt = job->n - 1;
+	kstmt_text(st, MQ_TEXTOID, name ? name : "");
+	kstmt_int(st, MQ_INT4OID, p->index);
+	free(name);
+	return st;
+}
+
 /* s->coord's statements, on the coordinator as the daemon (no role) */
 static void
 run_on_coordinator(KRequest *req, ReassignState *s)
@@ -248,15 +262,11 @@ alter_authorized(KRequest *req)
 		for (int32_t i = 0; i < s->topics[t].n; i++)
 		{
 			RPart	   *p = &s->topics[t].parts[i];
-			char	   *name = kslice_dup(s->topics[t].name);
-			KStmt	   *st = kjob_add(&s->coord, p->nreplicas < 0 ? CANCEL_SQL : MOVE_SQL, 0);
+			KStmt	   *st = partition_stmt(&s->coord, p->nreplicas < 0 ? CANCEL_SQL : MOVE_SQL,
+											s->topics[t].name, p);
 
-			p->stmt = s->coord.n - 1;
-			kstmt_text(st, MQ_TEXTOID, name ? name : "");
-			kstmt_int(st, MQ_INT4OID, p->index);
 			if (p->nreplicas >= 0)
 				kstmt_int_array(st, p->replicas, p->nreplicas);
-			free(name);
 		}
 	run_on_coordinator(req, s);
 }
@@ -274,15 +284,7 @@ h_alter_partition_reassignments(KRequest *req)
 	kstmt_text(kjob_add(&s->job, AUTHZ_SQL, 0), MQ_TEXTOID, "alter");
 	for (int32_t t = 0; !cluster_enabled() && t < s->ntopics; t++)
 		for (int32_t i = 0; i < s->topics[t].n; i++)
-		{
-			char	   *name = kslice_dup(s->topics[t].name);
-			KStmt	   *st = kjob_add(&s->job, EXISTS_SQL, 0);
-
-			s->topics[t].parts[i].stmt = s->job.n - 1;
-			kstmt_text(st, MQ_TEXTOID, name ? name : "");
-			kstmt_int(st, MQ_INT4OID, s->topics[t].parts[i].index);
-			free(name);
-		}
+			(void) partition_stmt(&s->job, EXISTS_SQL, s->topics[t].name, &s->topics[t].parts[i]);
 	pool_run(req, &s->job, alter_authorized);
 }
 
