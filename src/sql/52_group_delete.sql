@@ -25,19 +25,6 @@
 -- as in Kafka when a client commits with the group's generation -1.
 -------------------------------------------------------------------------------
 
--- Bump the offsets version of the replicated partitions (led here, as
--- mq._delete_group_check made sure) where the group has committed offsets.
-CREATE FUNCTION mq._delete_group_versions(p_group text) RETURNS void
-LANGUAGE sql SET search_path = pg_catalog, pg_temp AS $$
-    INSERT INTO mq.offset_version AS v (topic_id, partition, version)
-    SELECT DISTINCT o.topic_id, o.partition, 1
-      FROM mq.consumer_offset o
-     WHERE o.group_id = p_group
-       AND EXISTS (SELECT 1 FROM mq.replica_partition r
-                    WHERE r.topic_id = o.topic_id AND r.partition = o.partition)
-    ON CONFLICT (topic_id, partition) DO UPDATE SET version = v.version + 1
-$$;
-
 -- Raise MQ035, MQ036 or MQ020 when the group cannot be deleted here.
 CREATE FUNCTION mq._delete_group_check(p_group text) RETURNS void
 LANGUAGE plpgsql SET search_path = pg_catalog, pg_temp AS $$
@@ -85,14 +72,7 @@ BEGIN
     END IF;
     PERFORM 1 FROM mq.consumer_group g WHERE g.group_id = v_group FOR UPDATE;
     PERFORM mq._delete_group_check(v_group);
-    PERFORM mq._delete_group_versions(v_group);
-    -- tombstones in __consumer_offsets (55_consumer_offsets.sql)
-    PERFORM mq._consumer_offsets_append(v_group, t.topic_name, o.partition, NULL, NULL, NULL)
-       FROM mq.consumer_offset o JOIN mq.topic t USING (topic_id)
-      WHERE o.group_id = v_group ORDER BY t.topic_name, o.partition;
-    DELETE FROM mq.consumer_offset o WHERE o.group_id = v_group;
-    GET DIAGNOSTICS v_n = ROW_COUNT;
-    DELETE FROM mq.retention_loss l WHERE l.group_id = v_group;
+    v_n := mq._delete_offsets_of(v_group, NULL, NULL);
     DELETE FROM mq.fenced_member f WHERE f.group_id = v_group;
     DELETE FROM mq.consumer_group g WHERE g.group_id = v_group;
     IF FOUND THEN
@@ -104,15 +84,44 @@ END $$;
 CREATE FUNCTION mq.delete_group(group_id text) RETURNS integer
     AS 'MODULE_PATHNAME', 'mq_call_as_owner' LANGUAGE C VOLATILE;
 
--- The offsets mq.delete_offsets deletes: group p_group's of topic p_id,
--- on partitions p_parts (every one when NULL).
+-- Group p_group's committed offsets of topic p_id on partitions p_parts
+-- (every partition when NULL; every topic when p_id is NULL).
 CREATE FUNCTION mq._group_topic_offsets(p_group text, p_id integer, p_parts integer[])
     RETURNS SETOF mq.consumer_offset
 LANGUAGE sql STABLE SET search_path = pg_catalog, pg_temp AS $$
     SELECT * FROM mq.consumer_offset o
-     WHERE o.group_id = p_group AND o.topic_id = p_id
+     WHERE o.group_id = p_group AND (p_id IS NULL OR o.topic_id = p_id)
        AND (p_parts IS NULL OR o.partition = ANY (p_parts))
 $$;
+
+-- What mq.delete_group and mq.delete_offsets delete, once checked: those
+-- offsets (mq._group_topic_offsets), with a tombstone each in
+-- __consumer_offsets (55_consumer_offsets.sql) and the offsets version of
+-- the replicated partitions (led here) bumped, so that followers copy the
+-- deletion; and what retention counted as lost for them.  Returns how
+-- many offsets went.
+CREATE FUNCTION mq._delete_offsets_of(p_group text, p_id integer, p_parts integer[]) RETURNS integer
+LANGUAGE plpgsql SET search_path = pg_catalog, pg_temp AS $$
+DECLARE
+    v_n integer;
+BEGIN
+    INSERT INTO mq.offset_version AS v (topic_id, partition, version)
+    SELECT o.topic_id, o.partition, 1 FROM mq._group_topic_offsets(p_group, p_id, p_parts) o
+     WHERE EXISTS (SELECT 1 FROM mq.replica_partition r
+                    WHERE r.topic_id = o.topic_id AND r.partition = o.partition)
+    ON CONFLICT (topic_id, partition) DO UPDATE SET version = v.version + 1;
+    PERFORM mq._consumer_offsets_append(p_group, t.topic_name, o.partition, NULL, NULL, NULL)
+       FROM mq._group_topic_offsets(p_group, p_id, p_parts) o JOIN mq.topic t USING (topic_id)
+      ORDER BY t.topic_name, o.partition;
+    DELETE FROM mq.consumer_offset o
+     WHERE o.group_id = p_group AND (p_id IS NULL OR o.topic_id = p_id)
+       AND (p_parts IS NULL OR o.partition = ANY (p_parts));
+    GET DIAGNOSTICS v_n = ROW_COUNT;
+    DELETE FROM mq.retention_loss l
+     WHERE l.group_id = p_group AND (p_id IS NULL OR l.topic_id = p_id)
+       AND (p_parts IS NULL OR l.partition = ANY (p_parts));
+    RETURN v_n;
+END $$;
 
 -- Raise MQ006, MQ035, MQ037 or MQ020 when the offsets cannot be deleted
 -- here (a partition outside the topic; an unknown group; live members
@@ -167,7 +176,6 @@ DECLARE
     v_topic text := delete_offsets.topic;
     v_parts integer[] := delete_offsets.partitions;
     v_id integer;
-    v_n integer;
 BEGIN
     PERFORM mq._authorize(p_caller, 'group', v_group, 'delete');
     PERFORM mq._authorize(p_caller, 'topic', v_topic, 'read');
@@ -177,21 +185,7 @@ BEGIN
     v_id := mq._topic_id(v_topic);
     PERFORM 1 FROM mq.consumer_group g WHERE g.group_id = v_group FOR UPDATE;
     PERFORM mq._delete_offsets_check(v_group, v_topic, v_id, v_parts);
-    -- the followers of replicated partitions copy the deletion
-    INSERT INTO mq.offset_version AS v (topic_id, partition, version)
-    SELECT o.topic_id, o.partition, 1 FROM mq._group_topic_offsets(v_group, v_id, v_parts) o
-     WHERE EXISTS (SELECT 1 FROM mq.replica_partition r
-                    WHERE r.topic_id = o.topic_id AND r.partition = o.partition)
-    ON CONFLICT (topic_id, partition) DO UPDATE SET version = v.version + 1;
-    -- tombstones in __consumer_offsets (55_consumer_offsets.sql)
-    PERFORM mq._consumer_offsets_append(v_group, v_topic, o.partition, NULL, NULL, NULL)
-       FROM mq._group_topic_offsets(v_group, v_id, v_parts) o ORDER BY o.partition;
-    DELETE FROM mq.consumer_offset o
-     WHERE o.group_id = v_group AND o.topic_id = v_id AND (v_parts IS NULL OR o.partition = ANY (v_parts));
-    GET DIAGNOSTICS v_n = ROW_COUNT;
-    DELETE FROM mq.retention_loss l
-     WHERE l.group_id = v_group AND l.topic_id = v_id AND (v_parts IS NULL OR l.partition = ANY (v_parts));
-    RETURN v_n;
+    RETURN mq._delete_offsets_of(v_group, v_id, v_parts);
 END $$;
 
 CREATE FUNCTION mq.delete_offsets(group_id text, topic text, partitions integer[] DEFAULT NULL) RETURNS integer

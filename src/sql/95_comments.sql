@@ -170,11 +170,11 @@ COMMENT ON FUNCTION mq.delete_offsets(text, text, integer[]) IS
 COMMENT ON FUNCTION mq._delete_offsets_check(text, text, integer, integer[]) IS
     'internal: raises MQ006, MQ035, MQ037 or MQ020 before mq.delete_offsets';
 COMMENT ON FUNCTION mq._group_topic_offsets(text, integer, integer[]) IS
-    'internal: a group''s committed offsets of one topic, on some partitions or all';
+    'internal: a group''s committed offsets of one topic (or all), on some partitions or all';
+COMMENT ON FUNCTION mq._delete_offsets_of(text, integer, integer[]) IS
+    'internal: deletes a group''s offsets of a topic (or all) once checked, with tombstones, version bumps for followers and retention losses';
 COMMENT ON FUNCTION mq._delete_group_check(text) IS
     'internal: raises MQ036 (live members), MQ035 (unknown group) or MQ020 (offsets on a partition this node follows) before mq.delete_group';
-COMMENT ON FUNCTION mq._delete_group_versions(text) IS
-    'internal: bumps the offsets version of the replicated partitions where a deleted group had offsets, so followers copy the deletion';
 COMMENT ON FUNCTION mq._assign(text) IS
     'internal: the target assignment of a group''s current members by its assignor';
 COMMENT ON FUNCTION mq._assign_roundrobin(text) IS

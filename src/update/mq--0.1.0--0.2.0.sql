@@ -242,6 +242,9 @@ ALTER TABLE mq.segment ADD COLUMN closed_bytes bigint, ADD COLUMN closed_last_ti
 DROP FUNCTION mq._replica_notify(integer);
 -- a follower's long poll no longer wakes for a new high watermark (replica_wait.c)
 DROP FUNCTION mq._replica_wait_records(integer, integer, bigint, integer, bigint, bigint);
+-- mq.delete_group deletes through mq._delete_offsets_of, which
+-- mq.delete_offsets shares (52_group_delete.sql)
+DROP FUNCTION mq._delete_group_versions(text);
 -- @definitions
 CREATE TRIGGER cascade_to_partition_state AFTER DELETE ON mq.topic
     REFERENCING OLD TABLE AS gone FOR EACH STATEMENT

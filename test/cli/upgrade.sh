@@ -40,6 +40,9 @@ REMOVED_SINCE_OLD=(
 	# internal: a follower's long poll no longer wakes for a new high watermark
 	# (replica_wait.c; 0.1.0's declaration still works, its argument passed over)
 	'mq._replica_wait_records(integer,integer,bigint,integer,bigint,bigint):-known_hwm'
+	# internal: mq.delete_group deletes through mq._delete_offsets_of, which
+	# mq.delete_offsets shares (52_group_delete.sql)
+	'mq._delete_group_versions(text):-into _delete_offsets_of'
 )
 dir="$(dirname "${BASH_SOURCE[0]}")/upgrade"
 old_db="${PGDATABASE}_old"
