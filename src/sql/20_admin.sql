@@ -39,7 +39,11 @@ BEGIN
     EXECUTE format('CREATE TABLE mq_log.%I (LIKE %s INCLUDING DEFAULTS INCLUDING CONSTRAINTS)',
                    v_name, v_part);
     v_rel := format('mq_log.%I', v_name)::regclass;
-    EXECUTE format('CREATE UNIQUE INDEX ON %s (msg_offset)', v_rel);
+    EXECUTE format('CREATE UNIQUE INDEX %I ON %s (msg_offset)', v_name || '_msg_offset_idx', v_rel);
+    -- the offset identifies a row to logical decoding: compaction and a
+    -- follower's truncation delete rows, and a publication FOR ALL TABLES
+    -- (Debezium's default) refuses that on a table without an identity
+    EXECUTE format('ALTER TABLE %s REPLICA IDENTITY USING INDEX %I', v_rel, v_name || '_msg_offset_idx');
     EXECUTE format('ALTER TABLE %s ATTACH PARTITION %s FOR VALUES FROM (%s) TO (%s)',
                    v_part, v_rel, p_base, p_end);
     PERFORM mq._protect_log_table(v_rel);

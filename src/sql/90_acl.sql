@@ -18,6 +18,10 @@ CREATE TABLE mq.acl (
     granted_at    timestamptz NOT NULL DEFAULT now(),
     UNIQUE NULLS NOT DISTINCT (resource_type, pattern_type, resource_name, grantee, operation, permission)
 );
+-- No key can identify a row (grantee is NULL for PUBLIC), so the whole
+-- row does: maintenance deletes the grants of dropped roles, which a
+-- publication FOR ALL TABLES refuses on a table without an identity.
+ALTER TABLE mq.acl REPLICA IDENTITY FULL;
 -- grants are the user's data: pg_dump keeps them (regrole dumps as a name)
 SELECT pg_catalog.pg_extension_config_dump('mq.acl', '');
 

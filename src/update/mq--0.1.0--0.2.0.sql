@@ -245,6 +245,23 @@ DROP FUNCTION mq._replica_wait_records(integer, integer, bigint, integer, bigint
 -- mq.delete_group deletes through mq._delete_offsets_of, which
 -- mq.delete_offsets shares (52_group_delete.sql)
 DROP FUNCTION mq._delete_group_versions(text);
+-- a publication FOR ALL TABLES refuses deletes from a table without a
+-- replica identity: grants are identified by the whole row (90_acl.sql),
+-- a segment's rows by its unique offset index (20_admin.sql)
+ALTER TABLE mq.acl REPLICA IDENTITY FULL;
+DO $$
+DECLARE
+    s record;
+BEGIN
+    FOR s IN SELECT g.relid, c.relname AS index_name
+               FROM mq.segment g
+               JOIN pg_catalog.pg_index i
+                 ON i.indrelid OPERATOR(pg_catalog.=) g.relid AND i.indisunique
+               JOIN pg_catalog.pg_class c ON c.oid OPERATOR(pg_catalog.=) i.indexrelid LOOP
+        EXECUTE pg_catalog.format('ALTER TABLE %s REPLICA IDENTITY USING INDEX %I',
+                                  s.relid, s.index_name);
+    END LOOP;
+END $$;
 -- @definitions
 CREATE TRIGGER cascade_to_partition_state AFTER DELETE ON mq.topic
     REFERENCING OLD TABLE AS gone FOR EACH STATEMENT

@@ -172,6 +172,11 @@ run old -c "SELECT mq.compact('upg.compacted')" -c "SELECT string_agg(encode(key
 check_eq "$RC:$(tail -n 1 <<<"$OUT")" "0:b=1,a=2,c=1,d=1" "compaction of the compacted topic works after the update"
 run old -c "SELECT mq.run_maintenance() >= 0"
 check_eq "$RC:$OUT" "0:t" "maintenance runs after the update"
+# a publication FOR ALL TABLES refuses deletes without a replica identity
+check_eq "$(old -c "SELECT count(*) FILTER (WHERE c.relreplident = 'i') || '/' || count(*)
+                     FROM mq.segment s JOIN pg_class c ON c.oid = s.relid")" \
+	"$(old -c "SELECT count(*) || '/' || count(*) FROM mq.segment")" \
+	"every segment, those of $OLD included, is identified by its offset index"
 
 # -- the routines of 0.1.0 are all there ---------------------------------------
 old -c "SELECT p.oid::regprocedure FROM pg_proc p JOIN pg_depend d ON d.objid = p.oid
@@ -206,6 +211,9 @@ if diff -u "$tmp/state.before" "$tmp/state.restored" >"$tmp/restored.diff"; then
 else
 	fail "the restored and updated database differs from what was dumped" "$(cat "$tmp/restored.diff")"
 fi
+check_eq "$(psql -X -At -d "$rest_db" -c "SELECT count(*) FROM mq.segment s JOIN pg_class c ON c.oid = s.relid
+                                         WHERE c.relreplident <> 'i'")" "0" \
+	"so is every segment of the restored and updated database"
 
 # -- the updated schema equals a fresh install ---------------------------------
 run new -c "CREATE EXTENSION mq"

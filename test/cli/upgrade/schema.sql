@@ -28,7 +28,7 @@ SELECT line FROM (
   UNION ALL
   SELECT 'relation ' || c.oid::regclass || ' kind=' || c.relkind::text || ' persistence=' || c.relpersistence::text
          || ' acl=' || coalesce(c.relacl::text, '') || ' options=' || coalesce(c.reloptions::text, '')
-         || ' rls=' || c.relrowsecurity || ' owner=' || c.relowner::regrole
+         || ' rls=' || c.relrowsecurity || ' replident=' || c.relreplident::text || ' owner=' || c.relowner::regrole
          || ' comment=' || coalesce(obj_description(c.oid, 'pg_class'), '')
          || CASE WHEN c.relkind IN ('v', 'm') THEN E'\n' || pg_get_viewdef(c.oid) ELSE '' END
          || CASE WHEN c.relkind = 'i' THEN E'\n' || pg_get_indexdef(c.oid) ELSE '' END
