@@ -17,9 +17,13 @@
  *
  * Inserts bypass the executor: the segment is chosen from the offset and
  * rows go straight to the heap (multi-insert for batches, as COPY does)
- * and its indexes.  Triggers and rules on log tables therefore do not fire
- * for produced records; the only trigger mq puts there refuses INSERT
- * (which would bypass offset assignment), UPDATE, DELETE and TRUNCATE.
+ * and its indexes.  Rules, statement triggers and BEFORE row triggers on
+ * log tables therefore do not fire for produced records; the only trigger
+ * mq puts there refuses INSERT (which would bypass offset assignment),
+ * UPDATE, DELETE and TRUNCATE.  AFTER INSERT row triggers do fire, as
+ * COPY fires them: pg_repack puts one on the table it rebuilds to copy
+ * the rows inserted meanwhile, and without it every record produced into
+ * a segment during its rebuild was lost at the swap.
  *
  *-------------------------------------------------------------------------
  */
@@ -278,6 +282,7 @@ append_to_segment(MqSegment *seg, int32 partition, MqRecordIn *recs, int n,
 	TupleTableSlot **slots;
 	TupleDesc	slot_desc;
 	int			nslots = Min(n, MQ_MULTI_INSERT_ROWS);
+	bool		fire_after = rel->trigdesc != NULL && rel->trigdesc->trig_insert_after_row;
 
 	if (desc->natts != Natts_log)
 		elog(ERROR, "mq: segment \"%s\" has %d columns, expected %d",
@@ -285,6 +290,12 @@ append_to_segment(MqSegment *seg, int32 partition, MqRecordIn *recs, int n,
 
 	InitResultRelInfo(rri, rel, 1, NULL, 0);
 	ExecOpenIndices(rri, false);
+	if (fire_after)
+	{
+		/* the events find the table's ResultRelInfo here when they fire */
+		estate->es_opened_result_relations = list_make1(rri);
+		AfterTriggerBeginQuery();
+	}
 
 	/*
 	 * The slots get a private copy of the descriptor: the relcache's is
@@ -321,6 +332,8 @@ append_to_segment(MqSegment *seg, int32 partition, MqRecordIn *recs, int n,
 		{
 			if (rri->ri_NumIndices > 0)
 				(void) ExecInsertIndexTuples(rri, slots[i], estate, false, false, NULL, NIL);
+			if (fire_after)
+				ExecARInsertTriggers(estate, rri, slots[i], NIL, NULL);
 			ExecClearTuple(slots[i]);
 			ResetPerTupleExprContext(estate);
 		}
@@ -328,6 +341,8 @@ append_to_segment(MqSegment *seg, int32 partition, MqRecordIn *recs, int n,
 		done += k;
 	}
 
+	if (fire_after)
+		AfterTriggerEndQuery(estate);
 	if (bistate)
 		FreeBulkInsertState(bistate);
 	for (int i = 0; i < nslots; i++)
