@@ -11,9 +11,12 @@
  * asked for and not visible is RESOURCE_NOT_FOUND, a user named twice
  * DUPLICATE_RESOURCE.  Alter runs, per user, one statement (so one
  * transaction: a user's alterations all happen or none) of
- * mq.drop_scram_credential and mq.set_scram_credential_salted, which
- * stores the verifier derived from the client's SaltedPassword and salt
- * (the password never travels).  Mechanisms are Kafka's numbers: 1
+ * mq.drop_scram_credential and mq.set_scram_keys with the verifier derived
+ * here from the client's SaltedPassword (common/scram_keys.c): neither the
+ * password nor SaltedPassword, which logs in as the user, reaches the
+ * database or its log.  A SaltedPassword of the wrong length goes as empty
+ * keys, which the database refuses (MQ060) after its other checks.
+ * Mechanisms are Kafka's numbers: 1
  * SCRAM-SHA-256, 2 SCRAM-SHA-512.  Errors: an unknown mechanism
  * UNSUPPORTED_SASL_MECHANISM, the same user and mechanism twice
  * DUPLICATE_RESOURCE (decided here); MQ060 UNACCEPTABLE_CREDENTIAL, MQ061
@@ -36,6 +39,7 @@
 
 #include "kerr.h"
 #include "kmirror.h"
+#include "scram_keys.h"
 #include "util.h"
 
 #define MAX_OPS 1000
@@ -300,6 +304,7 @@ plan_user(AlterState *s, AlterUser *u)
 	KWriter		a[6];
 	KStmt	   *st;
 	char	   *name = kslice_dup(u->user);
+	ScramKeys	keys;
 
 	for (int k = 0; k < 6; k++)
 	{
@@ -320,15 +325,21 @@ plan_user(AlterState *s, AlterUser *u)
 		snprintf(it, sizeof(it), "%d", op->iterations);
 		array_elem(&a[2], "", (const uint8_t *) it, strlen(it), false);
 		array_elem(&a[3], "\\\\x", op->salt.p, op->salt.len > 0 ? (size_t) op->salt.len : 0, true);
-		array_elem(&a[4], "\\\\x", op->salted.p, op->salted.len > 0 ? (size_t) op->salted.len : 0, true);
+		if (op->salted.len <= 0 ||
+			!scram_keys_from_salted(m, op->salted.p, (size_t) op->salted.len, &keys))
+			keys.len = 0;
+		array_elem(&a[4], "\\\\x", keys.stored, (size_t) keys.len, true);
+		array_elem(&a[5], "\\\\x", keys.server, (size_t) keys.len, true);
+		explicit_bzero(&keys, sizeof(keys));
 	}
 	st = kjob_add(&s->job,
 				  "SELECT (SELECT count(*) FROM (SELECT mq.drop_scram_credential($1, d) FROM pg_catalog.unnest($2::text[]) d) a)"
-				  " + (SELECT count(*) FROM (SELECT mq.set_scram_credential_salted($1, u.m, u.i, u.s, u.p)"
+				  " + (SELECT count(*) FROM (SELECT mq.set_scram_keys($1, u.m, u.i, u.s, u.st, u.sv)"
 				  " FROM ROWS FROM (pg_catalog.unnest($3::text[]), pg_catalog.unnest($4::int[]),"
-				  " pg_catalog.unnest($5::bytea[]), pg_catalog.unnest($6::bytea[])) AS u(m, i, s, p)) b)", 0);
+				  " pg_catalog.unnest($5::bytea[]), pg_catalog.unnest($6::bytea[]),"
+				  " pg_catalog.unnest($7::bytea[])) AS u(m, i, s, st, sv)) b)", 0);
 	kstmt_text(st, MQ_TEXTOID, name ? name : "");
-	for (int k = 0; k < 5; k++)
+	for (int k = 0; k < 6; k++)
 	{
 		kw_raw(&a[k], "}", 2);	/* and the NUL */
 		kstmt_text(st, 0, (const char *) a[k].buf);

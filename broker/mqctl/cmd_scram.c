@@ -5,14 +5,16 @@
  *	  clients (mq-kafka --sasl=scram-sha-256,scram-sha-512), as Kafka's
  *	  `kafka-configs --entity-type users --alter --add-config
  *	  'SCRAM-SHA-256=[iterations=...,password=...]'` manages them, on
- *	  mq.set_scram_credential, mq.drop_scram_credential and the view
+ *	  mq.set_scram_keys, mq.drop_scram_credential and the view
  *	  mq.scram_credentials (src/sql/91_scram.sql; docs/kafka.md, "SCRAM").
  *
  * The password never comes from the command line: it is read from the
  * terminal without echo, from standard input when that is not a
  * terminal, from a file (--password-file, first line) or from an
- * environment variable (--password-env).  It travels as a bind parameter
- * and is zeroed once sent.  No state, no locking.
+ * environment variable (--password-env).  It never leaves the process
+ * either: the verifier (a random salt, StoredKey, ServerKey) is computed
+ * here (common/scram_keys.c) and sent, and the password is zeroed after.
+ * No state, no locking.
  *
  *-------------------------------------------------------------------------
  */
@@ -24,6 +26,7 @@
 #include <unistd.h>
 
 #include "mqctl.h"
+#include "scram_keys.h"
 
 #define PASSWORD_MAX 1024
 
@@ -191,12 +194,29 @@ cmd_scram_set(const MqctlCommand *cmd, int argc, char **argv)
 	mqctl_command(conn, "BEGIN");
 	for (int i = 0; i < (o.mechanism ? 1 : 2); i++)
 	{
+		const char *mech = o.mechanism ? o.mechanism : mechs[i];
+		uint8_t		salt[SCRAM_SALT_LEN];
+		ScramKeys	keys = {0};
+
+		/*
+		 * The verifier, computed here: the password never reaches the
+		 * server.  A mechanism we cannot compute for goes with empty keys,
+		 * and the server refuses it with its own SQLSTATE (MQ061).
+		 */
+		if (!scram_random(salt, sizeof(salt)))
+			mq_fatal(MQ_EXIT_LOCAL, "cannot generate a random salt");
+		if (scram_keys_len(mech) > 0 &&
+			!scram_keys_from_password(mech, password, salt, sizeof(salt), o.iterations, &keys))
+			mq_fatal(MQ_EXIT_LOCAL, "cannot compute the scram verifier");
 		mq_params_init(&params);
 		mq_param_text(&params, MQ_TEXTOID, user);
-		mq_param_text(&params, MQ_TEXTOID, o.mechanism ? o.mechanism : mechs[i]);
-		mq_param_text(&params, MQ_TEXTOID, password);
+		mq_param_text(&params, MQ_TEXTOID, mech);
 		mq_param_int(&params, MQ_INT4OID, o.iterations);
-		PQclear(mqctl_exec(conn, "SELECT mq.set_scram_credential($1, $2, $3, $4)", &params, 0));
+		mq_param_binary(&params, MQ_BYTEAOID, (const char *) salt, sizeof(salt));
+		mq_param_binary(&params, MQ_BYTEAOID, (const char *) keys.stored, keys.len);
+		mq_param_binary(&params, MQ_BYTEAOID, (const char *) keys.server, keys.len);
+		PQclear(mqctl_exec(conn, "SELECT mq.set_scram_keys($1, $2, $3, $4, $5, $6)", &params, 0));
+		explicit_bzero(&keys, sizeof(keys));
 	}
 	explicit_bzero(password, sizeof(password));
 	mqctl_command(conn, "COMMIT");

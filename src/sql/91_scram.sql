@@ -73,23 +73,19 @@ BEGIN
         USING ERRCODE = 'MQ061', HINT = 'Use SCRAM-SHA-256 or SCRAM-SHA-512.';
 END $$;
 
--- Store a verifier: from the password (p_salted false) or from Kafka's
--- SaltedPassword and the client's salt.  Replaces the user's credential
--- for that mechanism.
-CREATE FUNCTION mq._scram_store(p_caller oid, p_user text, p_mechanism text, p_secret bytea,
-                                p_salt bytea, p_iterations integer, p_salted boolean)
-RETURNS void LANGUAGE plpgsql SET search_path = pg_catalog, pg_temp AS $$
+-- What every way of setting a credential checks first (the caller's
+-- right, then the parameters, each with its SQLSTATE); returns the
+-- mechanism's canonical name.
+CREATE FUNCTION mq._scram_check(p_caller oid, p_user text, p_mechanism text, p_iterations integer,
+                                p_salt bytea) RETURNS text
+LANGUAGE plpgsql SET search_path = pg_catalog, pg_temp AS $$
 DECLARE
     v_mech text;
-    v_keys record;
 BEGIN
     PERFORM mq._authorize_scram(p_caller, p_user);
     v_mech := mq._scram_mechanism(p_mechanism);
     IF p_user IS NULL OR p_user = '' THEN
         RAISE EXCEPTION 'user name must not be empty' USING ERRCODE = 'MQ060';
-    END IF;
-    IF p_secret IS NULL OR length(p_secret) = 0 THEN
-        RAISE EXCEPTION 'password must not be empty' USING ERRCODE = 'MQ060';
     END IF;
     IF p_iterations IS NULL OR p_iterations NOT BETWEEN 4096 AND 16384 THEN
         RAISE EXCEPTION 'iterations must be from 4096 to 16384, not %', coalesce(p_iterations::text, 'null')
@@ -98,9 +94,24 @@ BEGIN
     IF p_salt IS NULL OR length(p_salt) < 16 THEN
         RAISE EXCEPTION 'salt must be at least 16 bytes' USING ERRCODE = 'MQ060';
     END IF;
-    v_keys := mq._scram_keys(v_mech, p_secret, p_salt, p_iterations, p_salted);
+    RETURN v_mech;
+END $$;
+
+-- Store a checked verifier, replacing the user's credential for that
+-- mechanism.
+CREATE FUNCTION mq._scram_store(p_user text, p_mechanism text, p_iterations integer, p_salt bytea,
+                                p_stored_key bytea, p_server_key bytea) RETURNS void
+LANGUAGE plpgsql SET search_path = pg_catalog, pg_temp AS $$
+DECLARE
+    v_len integer := CASE p_mechanism WHEN 'SCRAM-SHA-512' THEN 64 ELSE 32 END;
+BEGIN
+    IF p_stored_key IS NULL OR p_server_key IS NULL
+       OR length(p_stored_key) <> v_len OR length(p_server_key) <> v_len THEN
+        RAISE EXCEPTION 'stored and server keys must be % bytes each for %', v_len, p_mechanism
+            USING ERRCODE = 'MQ060';
+    END IF;
     INSERT INTO mq.scram_credential AS c (user_name, mechanism, iterations, salt, stored_key, server_key)
-    VALUES (p_user, v_mech, p_iterations, p_salt, v_keys.stored_key, v_keys.server_key)
+    VALUES (p_user, p_mechanism, p_iterations, p_salt, p_stored_key, p_server_key)
     ON CONFLICT (user_name, mechanism) DO UPDATE
        SET iterations = excluded.iterations, salt = excluded.salt, stored_key = excluded.stored_key,
            server_key = excluded.server_key, set_at = excluded.set_at;
@@ -108,15 +119,40 @@ END $$;
 
 CREATE FUNCTION mq_internal.set_scram_credential(user_name text, mechanism text, password text,
                                                  iterations integer, p_caller oid)
-RETURNS void LANGUAGE sql SET search_path = pg_catalog, pg_temp
-AS $$ SELECT mq._scram_store(p_caller, user_name, mechanism, convert_to(password, 'UTF8'),
-                             mq._scram_random(32), iterations, false) $$;
+RETURNS void LANGUAGE plpgsql SET search_path = pg_catalog, pg_temp AS $$
+DECLARE
+    v_salt bytea := mq._scram_random(32);
+    v_mech text := mq._scram_check(p_caller, user_name, mechanism, iterations, v_salt);
+    v_keys record;
+BEGIN
+    IF password IS NULL OR password = '' THEN
+        RAISE EXCEPTION 'password must not be empty' USING ERRCODE = 'MQ060';
+    END IF;
+    v_keys := mq._scram_keys(v_mech, convert_to(password, 'UTF8'), v_salt, iterations, false);
+    PERFORM mq._scram_store(user_name, v_mech, iterations, v_salt, v_keys.stored_key, v_keys.server_key);
+END $$;
 
 CREATE FUNCTION mq_internal.set_scram_credential_salted(user_name text, mechanism text,
                                                         iterations integer, salt bytea,
                                                         salted_password bytea, p_caller oid)
+RETURNS void LANGUAGE plpgsql SET search_path = pg_catalog, pg_temp AS $$
+DECLARE
+    v_mech text := mq._scram_check(p_caller, user_name, mechanism, iterations, salt);
+    v_keys record;
+BEGIN
+    IF salted_password IS NULL OR length(salted_password) = 0 THEN
+        RAISE EXCEPTION 'password must not be empty' USING ERRCODE = 'MQ060';
+    END IF;
+    v_keys := mq._scram_keys(v_mech, salted_password, salt, iterations, true);
+    PERFORM mq._scram_store(user_name, v_mech, iterations, salt, v_keys.stored_key, v_keys.server_key);
+END $$;
+
+CREATE FUNCTION mq_internal.set_scram_keys(user_name text, mechanism text, iterations integer,
+                                           salt bytea, stored_key bytea, server_key bytea,
+                                           p_caller oid)
 RETURNS void LANGUAGE sql SET search_path = pg_catalog, pg_temp
-AS $$ SELECT mq._scram_store(p_caller, user_name, mechanism, salted_password, salt, iterations, true) $$;
+AS $$ SELECT mq._scram_store(user_name, mq._scram_check(p_caller, user_name, mechanism, iterations, salt),
+                             iterations, salt, stored_key, server_key) $$;
 
 CREATE FUNCTION mq_internal.drop_scram_credential(user_name text, mechanism text, p_caller oid)
 RETURNS integer LANGUAGE plpgsql SET search_path = pg_catalog, pg_temp AS $$
@@ -147,6 +183,12 @@ CREATE FUNCTION mq.set_scram_credential(user_name text, mechanism text, password
 -- the same from Kafka's SaltedPassword (AlterUserScramCredentials)
 CREATE FUNCTION mq.set_scram_credential_salted(user_name text, mechanism text, iterations integer,
                                                salt bytea, salted_password bytea)
+    RETURNS void AS 'MODULE_PATHNAME', 'mq_call_as_owner' LANGUAGE C VOLATILE;
+-- the same from the verifier itself (StoredKey and ServerKey), computed by
+-- the client so that neither the password nor anything that logs in with
+-- it reaches the server or its log (mqctl scram set, mq-kafka)
+CREATE FUNCTION mq.set_scram_keys(user_name text, mechanism text, iterations integer,
+                                  salt bytea, stored_key bytea, server_key bytea)
     RETURNS void AS 'MODULE_PATHNAME', 'mq_call_as_owner' LANGUAGE C VOLATILE;
 -- drop the credential for mechanism (NULL: both); returns how many went
 CREATE FUNCTION mq.drop_scram_credential(user_name text, mechanism text DEFAULT NULL)

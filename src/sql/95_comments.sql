@@ -445,8 +445,12 @@ COMMENT ON FUNCTION mq._authorize_scram(oid, text) IS
     'internal: refuses (42501) unless the caller is an administrator (alter on the cluster) or the user itself';
 COMMENT ON FUNCTION mq._scram_mechanism(text) IS
     'internal: the canonical SCRAM mechanism name, or MQ061';
-COMMENT ON FUNCTION mq._scram_store(oid, text, text, bytea, bytea, integer, boolean) IS
-    'internal: checks and stores one SCRAM verifier for mq.set_scram_credential and mq.set_scram_credential_salted';
+COMMENT ON FUNCTION mq._scram_check(oid, text, text, integer, bytea) IS
+    'internal: the caller''s right and the parameters every way of setting a SCRAM credential checks; the mechanism''s canonical name';
+COMMENT ON FUNCTION mq._scram_store(text, text, integer, bytea, bytea, bytea) IS
+    'internal: stores one checked SCRAM verifier, replacing the user''s for that mechanism';
+COMMENT ON FUNCTION mq.set_scram_keys(text, text, integer, bytea, bytea, bytea) IS
+    'sets (or replaces) a user''s SCRAM credential from the verifier the client computed (salt, iterations, StoredKey, ServerKey): the password never reaches the server';
 COMMENT ON FUNCTION mq.ensure_consumer_offsets(integer) IS
     'creates the __consumer_offsets topic (offset commits in Kafka''s format) with the committed offsets known now, unless it exists (on a node with an attached broker, grows it to what is asked and its broker''s two); returns its partition count';
 COMMENT ON FUNCTION mq._consumer_offsets_append(text, text, integer, bigint, text, bytea, timestamptz) IS

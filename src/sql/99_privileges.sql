@@ -65,6 +65,7 @@ END $$;
 GRANT SELECT ON mq.scram_credentials TO PUBLIC;
 GRANT EXECUTE ON FUNCTION mq.set_scram_credential(text, text, text, integer),
     mq.set_scram_credential_salted(text, text, integer, bytea, bytea),
+    mq.set_scram_keys(text, text, integer, bytea, bytea, bytea),
     mq.drop_scram_credential(text, text), mq.list_scram_credentials() TO PUBLIC;
 
 -- monitoring: lag and statistics for pg_monitor (postgres_exporter's role)

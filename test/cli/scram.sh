@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # mqctl scram set / describe / delete: the password from an environment
 # variable, a file or standard input (never an argument); the stored
-# verifier is the password's; describe lists without keys; an ordinary
+# verifier is the password's and the password is not in PostgreSQL's log
+# even with every statement logged; describe lists without keys; an ordinary
 # role may not touch another user's credential; delete, and deleting what
 # is not there; bad options; the ```bash example of docs/kafka.md's
 # "SCRAM" section runs as written; and one set of raw SCRAM exchanges
@@ -20,6 +21,7 @@ sql "GRANT USAGE ON SCHEMA mq TO mq_cli_scram_eve" >/dev/null
 # the verifier of USER/MECH is the one of PASSWORD (recomputed from its salt)
 matches() { # USER MECH PASSWORD
 	psql -X -q -At -v ON_ERROR_STOP=1 -v u="$1" -v m="$2" -v pw="$3" <<'EOF'
+SET log_statement = 'none'; -- this check's own statement holds the password
 SELECT k.stored_key = c.stored_key AND k.server_key = c.server_key
   FROM mq.scram_credential c,
        mq._scram_keys(c.mechanism, convert_to(:'pw', 'UTF8'), c.salt, c.iterations, false) k
@@ -28,6 +30,10 @@ EOF
 }
 
 PW="cli-$RANDOM-$RANDOM-pw"
+# PostgreSQL logs every statement of this database with its parameters,
+# as an audited server does: mqctl sends the verifier, not the password
+sql "ALTER DATABASE \"$PGDATABASE\" SET log_statement = 'all'" >/dev/null
+on_exit "psql -X -q -c 'ALTER DATABASE \"$PGDATABASE\" RESET log_statement' >/dev/null 2>&1"
 run env MQ_TEST_PW="$PW" "$MQCTL" scram set alice --iterations 8192 --password-env MQ_TEST_PW
 expect_rc 0 "scram set with --password-env"
 check_eq "$OUT" "SCRAM credentials of alice set (8192 iterations)." "sets both mechanisms"
@@ -43,6 +49,10 @@ check_eq "$(matches bob SCRAM-SHA-512 "$PW-file")" "t" "the file's first line is
 run mqctl scram set carol --mechanism scram-sha-256 <<<"$PW-stdin"
 expect_rc 0 "scram set with the password on standard input"
 check_eq "$(matches carol SCRAM-SHA-256 "$PW-stdin")" "t" "standard input's first line is the password"
+
+check_match "$(grep -c 'mq.set_scram_keys' "${MQ_SERVER_LOG:-/dev/null}")" '^[1-9]' \
+	"PostgreSQL logged mqctl's statements with their parameters"
+check_eq "$(grep -c -e "$PW" "${MQ_SERVER_LOG:-/dev/null}")" "0" "and no password: it never left mqctl"
 
 run mqctl scram describe
 expect_rc 0 "scram describe"

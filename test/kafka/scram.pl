@@ -261,7 +261,10 @@ sub alter {
 	$body .= uv(@$up + 1) . join('', map {
 		my ($u, $m, $i, $salt, $pw) = @$_;
 		my $name = $m == 1 ? 'SCRAM-SHA-256' : 'SCRAM-SHA-512';
-		cstr($u) . pack('c l>', $m, $i) . cstr($salt) . cstr($H{$name} ? hi($name, $pw, $salt, $i) : 'x' x 32) . "\0"
+		my $salted = $H{$name} ? hi($name, $pw, $salt, $i) : 'x' x 32;
+		# for scram.sh, which looks for it in PostgreSQL's log
+		print '# salted-sent ', unpack('H*', $salted), "\n";
+		cstr($u) . pack('c l>', $m, $i) . cstr($salt) . cstr($salted) . "\0"
 	} @$up) . "\0";
 	my $r = call($s, 51, 0, $body, flexible => 1) // return {};
 	my $pos = 4;

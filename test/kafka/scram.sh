@@ -28,6 +28,11 @@ EOF
 check_eq "$(sql "SELECT string_agg(user_name || '/' || mechanism || '/' || iterations, ',' ORDER BY 1) FROM mq.scram_credentials")" \
 	"mq_scram_alice/SCRAM-SHA-256/8192,mq_scram_alice/SCRAM-SHA-512/8192,mq_scram_bob/SCRAM-SHA-512/4096" \
 	"mq.scram_credentials lists the credentials set"
+# from here on PostgreSQL logs every statement of this database with its
+# parameters, as an audited server does: AlterUserScramCredentials below
+# must not put a SaltedPassword (which logs in as its user) there
+sql "ALTER DATABASE \"$PGDATABASE\" SET log_statement = 'all'" >/dev/null
+on_exit "psql -X -q -c 'ALTER DATABASE \"$PGDATABASE\" RESET log_statement' >/dev/null 2>&1"
 sql "SELECT mq.create_topic('scram_t', 1)" >/dev/null
 sql "SELECT mq.grant('read, write', 'topic', 'scram_t', 'mq_scram_alice')" >/dev/null
 sql "SELECT mq.grant('read', 'group', 'scram_g', 'mq_scram_alice')" >/dev/null
@@ -127,12 +132,18 @@ expect_rc 0 "scram.pl admin: DescribeUserScramCredentials and AlterUserScramCred
 sql "SELECT mq.grant('alter, describe', 'cluster', 'kafka-cluster', 'mq_scram_alice')" >/dev/null
 run env MQ_SCRAM_PASSWORD="$PW_ALICE" perl test/kafka/scram.pl "$KAFKA_PORT" mq_scram_alice 8192 admin granted
 printf '%s\n' "$OUT" | sed 's/^/# /'
+SCRAM_ADMIN_OUT="$OUT"
 expect_rc 0 "scram.pl admin granted: the same as an administrator, with every error code"
 check_eq "$(sql "SELECT string_agg(user_name || '/' || mechanism || '/' || iterations, ',' ORDER BY 1) FROM mq.scram_credentials WHERE user_name <> 'mq_scram_alice'")" \
 	"mq_scram_dora/SCRAM-SHA-256/8192,mq_scram_dora/SCRAM-SHA-512/4096" "what the admin API changed is in mq.scram_credentials"
 
 check_eq "$(grep -c -e "$PW_ALICE" -e "$PW_BOB" "$T/mq-kafka.log" "${MQ_SERVER_LOG:-/dev/null}" | awk -F: '{s += $NF} END {print s}')" \
 	"0" "no password in mq-kafka's or PostgreSQL's log"
+salted_sent="$(sed -n 's/^# salted-sent //p' <<<"$SCRAM_ADMIN_OUT")"
+check_match "$(wc -l <<<"$salted_sent") $(grep -c 'mq.set_scram_keys' "${MQ_SERVER_LOG:-/dev/null}")" '^[1-9][0-9]* [1-9]' \
+	"the admin API sent SaltedPasswords, and PostgreSQL logged its statements"
+check_eq "$(grep -c -F -f <(tr -d ' ' <<<"$salted_sent") "${MQ_SERVER_LOG:-/dev/null}")" "0" \
+	"no SaltedPassword in PostgreSQL's log: mq-kafka sends the verifier it derives"
 check_eq "$(kill -0 "$KAFKA_PID" && echo alive)" "alive" "mq-kafka is still running"
 if ((FAILED > 0)); then
 	echo "# mq-kafka's log:"

@@ -13,7 +13,7 @@
 SET client_min_messages = warning;
 
 BEGIN;
-SELECT plan(31);
+SELECT plan(34);
 
 CREATE ROLE mqs_alice LOGIN;
 CREATE ROLE mqs_bob LOGIN;
@@ -57,6 +57,23 @@ SELECT mq.set_scram_credential_salted('mqs_bob', 'SCRAM-SHA-256', 4096, '\x00010
                                       ('\x' || repeat('ab', 32))::bytea);
 SELECT is((SELECT iterations FROM mq.scram_credential WHERE user_name = 'mqs_bob'), 4096,
           'a salted password is stored as its verifier with the client''s salt');
+-- the verifier form (mqctl scram set, mq-kafka): keys computed by the client
+SELECT mq.set_scram_keys('mqs_carol', 'scram-sha-512', 4096, '\x101112131415161718191a1b1c1d1e1f'::bytea,
+                         k.stored_key, k.server_key)
+  FROM mq._scram_keys('SCRAM-SHA-512', convert_to('carol-secret', 'UTF8'),
+                      '\x101112131415161718191a1b1c1d1e1f'::bytea, 4096, false) k;
+SELECT is((SELECT c.mechanism || ':' || c.iterations || ':' || (c.stored_key = k.stored_key AND c.server_key = k.server_key)
+             FROM mq.scram_credential c,
+                  mq._scram_keys(c.mechanism, convert_to('carol-secret', 'UTF8'), c.salt, c.iterations, false) k
+            WHERE c.user_name = 'mqs_carol'),
+          'SCRAM-SHA-512:4096:true', 'a verifier is stored as given, under the canonical mechanism name');
+SELECT throws_ok($$SELECT mq.set_scram_keys('mqs_carol', 'SCRAM-SHA-256', 4096, '\x101112131415161718191a1b1c1d1e1f',
+                                            ('\x' || repeat('ab', 64))::bytea, ('\x' || repeat('ab', 64))::bytea)$$,
+                 'MQ060', 'stored and server keys must be 32 bytes each for SCRAM-SHA-256',
+                 'keys of another mechanism''s length');
+SELECT throws_ok($$SELECT mq.set_scram_keys('mqs_carol', 'SCRAM-SHA-256', 4096, '\x00', '\x00', '\x00')$$,
+                 'MQ060', 'salt must be at least 16 bytes', 'the verifier form checks what the others check');
+SELECT mq.drop_scram_credential('mqs_carol');
 SELECT mq.set_scram_credential('mqs_bob', 'SCRAM-SHA-256', 'again', 5000);
 SELECT is((SELECT iterations || ':' || length(salt) FROM mq.scram_credential WHERE user_name = 'mqs_bob'),
           '5000:32', 'setting again replaces the credential');
