@@ -3,8 +3,9 @@
 # poll without auto_commit, the views and a long poll work read-only;
 # a long poll at the log end wakes when a record is replayed (there is no
 # commit on a standby to wake it: issue 21 saw mq.fetch(max_wait_ms =>
-# 4000) return nothing although a record came 0.5 s in); and what writes
-# is refused with 25006.
+# 4000) return nothing although a record came 0.5 s in); what writes
+# is refused with 25006; and once promoted it produces on from what it
+# replayed.
 use strict;
 use warnings;
 
@@ -116,5 +117,41 @@ $primary->safe_psql('postgres', "SELECT mq.send('t', 'k', 'more', partition => 0
 catch_up();
 is($standby->safe_psql('postgres', "SELECT min(msg_offset) FROM mq.poll('g', 't', 2, partitions => ARRAY[0])"),
 	$read, 'an offset read on the standby and committed on the primary is where the next poll on the standby starts');
+
+# Failover: the primary dies and the standby is promoted (pg_ctl promote),
+# as a DBA or a failover manager does.  mq keeps no counter of its own
+# (offsets come from the segments' indexes, producer state from its
+# table), so the promoted node goes on from what it replayed, even after
+# its sessions read on the standby.
+my ($pid, $epoch) = split /\|/, $primary->safe_psql('postgres', 'SELECT producer_id, producer_epoch FROM mq.init_producer()');
+my $batch = "SELECT string_agg(msg_offset::text, ',') FROM mq.send_batch('t', ARRAY['a', 'b'], ARRAY['1', '2'], NULL, 1, $pid, $epoch, %d)";
+my $acked = $primary->safe_psql('postgres', sprintf($batch, 0));
+$primary->safe_psql('postgres', "SELECT mq.send('t', 'k', 'last', partition => 1)");
+my $ends = q{SELECT string_agg(log_end_offset::text, ',' ORDER BY partition) FROM mq.partitions WHERE topic = 't'};
+my $ends_before = $primary->safe_psql('postgres', $ends);
+my $max_topic = $primary->safe_psql('postgres', 'SELECT max(topic_id) FROM mq.topic');
+catch_up();
+# a session that read on the standby before the promotion, and stays
+my $session = $standby->background_psql('postgres');
+$session->query_safe("SELECT count(*) FROM mq.fetch('t', 1, 0, 100)");
+$primary->stop('immediate');
+$standby->promote;
+is($standby->safe_psql('postgres', $ends), $ends_before, 'the promoted standby has the primary\'s log ends');
+is($session->query_safe("SELECT msg_offset FROM mq.send('t', 'k', 'after', partition => 1)"),
+	(split /,/, $ends_before)[1], 'a send after the promotion gets the next offset, in a session that read before it');
+is($standby->safe_psql('postgres', sprintf($batch, 0)), $acked,
+	'an idempotent producer\'s batch retried after the failover is found (same offsets)');
+my $end1 = $standby->safe_psql('postgres', "SELECT log_end_offset FROM mq.partitions WHERE topic = 't' AND partition = 1");
+is($standby->safe_psql('postgres', sprintf($batch, 2)), $end1 . ',' . ($end1 + 1),
+	'and its next sequence appends at the log end');
+my ($r2, $o2, $e2) = $standby->psql('postgres', sprintf($batch, 7));
+like($e2, qr/sequence/, 'a gap in its sequence is still refused');
+is($standby->safe_psql('postgres', "SELECT count(*) FROM mq.poll('g', 't', 2, true, partitions => ARRAY[0])"),
+	'2', 'a group polls with auto_commit (a write) from its committed offset');
+ok($standby->safe_psql('postgres', "SELECT mq.create_topic('u', 1)") > $max_topic, 'a new topic gets a new id');
+ok($standby->poll_query_until('postgres',
+	"SELECT count(*) > 0 FROM pg_stat_activity WHERE backend_type = 'mq maintenance' AND datname = 'postgres'"),
+	'the maintenance worker starts on the promoted node');
+$session->quit;
 
 done_testing();
