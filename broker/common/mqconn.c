@@ -299,27 +299,60 @@ mq_exec(PGconn *conn, const char *sql, const MqParams *params,
 						err);
 }
 
-bool
-mq_prepare(PGconn *conn, const char *name, const char *sql,
-		   const MqParams *types, MqError *err)
+/* "mq_" and 16 hex digits of the text's 64-bit FNV-1a hash */
+static void
+statement_name(const char *sql, char name[20])
 {
-	PGresult   *res = check_result(conn,
-								   PQprepare(conn, name, sql, types->n, types->types),
-								   err);
+	uint64_t	h = 0xcbf29ce484222325ULL;
 
+	for (const unsigned char *p = (const unsigned char *) sql; *p; p++)
+		h = (h ^ *p) * 0x100000001b3ULL;
+	snprintf(name, 20, "mq_%016llx", (unsigned long long) h);
+}
+
+bool
+mq_prepare(PGconn *conn, const char *sql, const MqParams *types, MqError *err)
+{
+	char		name[20];
+	PGresult   *res;
+
+	statement_name(sql, name);
+	res = check_result(conn, PQprepare(conn, name, sql, types->n, types->types), err);
+	if (res == NULL && mq_error_is(err, "42P05"))	/* the session has it */
+	{
+		mq_error_free(err);
+		return true;
+	}
 	PQclear(res);
 	return res != NULL;
 }
 
+/* tries at most: each may land on another session of a pooler */
+#define PREPARE_TRIES 8
+
 PGresult *
-mq_exec_prepared(PGconn *conn, const char *name, const MqParams *params,
+mq_exec_prepared(PGconn *conn, const char *sql, const MqParams *params,
 				 int result_format, MqError *err)
 {
-	return check_result(conn,
-						PQexecPrepared(conn, name, params->n, params->values,
-									   params->lengths, params->formats,
-									   result_format),
-						err);
+	char		name[20];
+
+	if (PQtransactionStatus(conn) != PQTRANS_IDLE)
+		return mq_exec(conn, sql, params, result_format, err);
+	statement_name(sql, name);
+	for (int try = 1;; try++)
+	{
+		PGresult   *res = check_result(conn,
+									   PQexecPrepared(conn, name, params->n, params->values,
+													  params->lengths, params->formats,
+													  result_format),
+									   err);
+
+		if (res != NULL || try == PREPARE_TRIES || !mq_error_is(err, "26000"))
+			return res;
+		mq_error_free(err);
+		if (!mq_prepare(conn, sql, params, err))
+			return NULL;
+	}
 }
 
 bool

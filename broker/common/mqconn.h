@@ -114,11 +114,21 @@ extern void mq_param_binary(MqParams *p, Oid type, const char *data, int len);
  */
 extern PGresult *mq_exec(PGconn *conn, const char *sql, const MqParams *params,
 						 int result_format, MqError *err);
-extern bool mq_prepare(PGconn *conn, const char *name, const char *sql,
-					   const MqParams *types, MqError *err);
-extern PGresult *mq_exec_prepared(PGconn *conn, const char *name,
-								  const MqParams *params, int result_format,
-								  MqError *err);
+
+/*
+ * Prepared statements that a pooler in transaction mode (pgbouncer) cannot
+ * break.  A statement is named after its text (a hash of it), so a server
+ * session that another client, or another version, prepared holds the
+ * same statement under a name or none under it.  mq_prepare takes "already
+ * there" (42P05) as done.  mq_exec_prepared, outside a transaction block,
+ * prepares the statement (with params' types) when the session it lands
+ * on lacks it (26000) and runs it again, a few times, as each try may land
+ * on another session; inside a block, where an error would abort the
+ * transaction, it runs the text unnamed (mq_exec).
+ */
+extern bool mq_prepare(PGconn *conn, const char *sql, const MqParams *types, MqError *err);
+extern PGresult *mq_exec_prepared(PGconn *conn, const char *sql, const MqParams *params,
+								  int result_format, MqError *err);
 /*
  * Non-blocking statements (mq-broker's fetch loops): mq_send starts one;
  * mq_collect reads what has arrived and returns the result once complete

@@ -200,7 +200,7 @@ partitions_by_key(MqProducer *pr, MqError *err)
 	mq_param_text(&params, MQ_TEXTOID, pr->topic);
 	data = mq_array_bytes(&pr->keys, &len);
 	mq_param_binary(&params, MQ_BYTEAARRAYOID, data, len);
-	res = mq_exec_prepared(conn, PARTITION_STATEMENT, &params, 1, err);
+	res = mq_exec_prepared(conn, PARTITION_SQL, &params, 1, err);
 	if (res == NULL)
 		return false;
 	for (int i = 0; i < pr->nrecords; i++)

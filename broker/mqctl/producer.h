@@ -137,11 +137,14 @@ extern void producer_free(MqProducer *pr);
 
 /*
  * producer_call.c, below producer.c and producer_route.c: a session's
- * prepared statements (PARTITION_STATEMENT among them: mq.partition_for
- * over a bytea[] of keys, prepared when keyed), the key and value arrays
+ * prepared statements (PARTITION_SQL among them: mq.partition_for over a
+ * bytea[] of keys, prepared when keyed; a pooler in transaction mode
+ * cannot break them, mqconn.h), the key and value arrays
  * of records order[first .. first+count), and one part's call.
  */
-#define PARTITION_STATEMENT "mqctl_partition_for"
+#define PARTITION_SQL \
+	"SELECT mq.partition_for($1, u.k)" \
+	"  FROM unnest($2::bytea[]) WITH ORDINALITY AS u(k, i) ORDER BY u.i"
 extern bool producer_setup_session(MqProducer *pr, PGconn *conn, MqError *err);
 extern void producer_build_arrays(MqProducer *pr, int first, int count);
 extern bool producer_send_part(MqProducer *pr, PGconn *conn, const ProducerPart *part,

@@ -24,11 +24,20 @@
 #include "mqctl.h"
 #include "producer.h"
 
-#define SEND_STATEMENT		"mqctl_send_batch"
-#define PRODUCE_STATEMENT	"mqctl_produce"
-
 /* the contract's names of the acks settings (MqAcks order) */
 static const char *const acks_text[] = {"0", "1", "all"};
+
+/* the statement of one part's call (prepared: mq_prepare, mq_exec_prepared) */
+static const char *
+send_sql(const MqProducer *pr)
+{
+	if (pr->acks == MQ_ACKS_ALL)
+		return "CALL mq.produce($1, $2, $3, $4, $8, $5, $6, $7, $9)";
+	if (pr->want_offsets)
+		return "SELECT partition, msg_offset"
+			   "  FROM mq.produce_records($1, $2, $3, NULL, $4, $5, $6, $7, NULL, NULL, $8)";
+	return "SELECT count(*) FROM mq.produce_records($1, $2, $3, NULL, $4, $5, $6, $7, NULL, NULL, $8)";
+}
 
 /*
  * What a connection needs before it sends: the session's commit mode and
@@ -50,19 +59,8 @@ producer_setup_session(MqProducer *pr, PGconn *conn, MqError *err)
 	mq_param_text(&types, MQ_INT4OID, NULL);
 	mq_param_text(&types, MQ_TEXTOID, NULL);
 	if (pr->acks == MQ_ACKS_ALL)
-	{
 		mq_param_text(&types, MQ_INT4OID, NULL);
-		if (!mq_prepare(conn, PRODUCE_STATEMENT,
-						"CALL mq.produce($1, $2, $3, $4, $8, $5, $6, $7, $9)",
-						&types, err))
-			return false;
-	}
-	else if (!mq_prepare(conn, SEND_STATEMENT,
-						 pr->want_offsets ?
-						 "SELECT partition, msg_offset"
-						 "  FROM mq.produce_records($1, $2, $3, NULL, $4, $5, $6, $7, NULL, NULL, $8)" :
-						 "SELECT count(*) FROM mq.produce_records($1, $2, $3, NULL, $4, $5, $6, $7, NULL, NULL, $8)",
-						 &types, err))
+	if (!mq_prepare(conn, send_sql(pr), &types, err))
 		return false;
 
 	if (pr->keyed)
@@ -70,10 +68,7 @@ producer_setup_session(MqProducer *pr, PGconn *conn, MqError *err)
 		mq_params_init(&types);
 		mq_param_text(&types, MQ_TEXTOID, NULL);
 		mq_param_binary(&types, MQ_BYTEAARRAYOID, NULL, 0);
-		if (!mq_prepare(conn, PARTITION_STATEMENT,
-						"SELECT mq.partition_for($1, u.k)"
-						"  FROM unnest($2::bytea[]) WITH ORDINALITY AS u(k, i) ORDER BY u.i",
-						&types, err))
+		if (!mq_prepare(conn, PARTITION_SQL, &types, err))
 			return false;
 	}
 	return true;
@@ -138,8 +133,7 @@ producer_send_part(MqProducer *pr, PGconn *conn, const ProducerPart *part, MqErr
 	else if (pr->acks == MQ_ACKS_ALL)
 		mq_param_text(&params, MQ_INT4OID, NULL);	/* the contract's default */
 
-	res = mq_exec_prepared(conn, pr->acks == MQ_ACKS_ALL ? PRODUCE_STATEMENT : SEND_STATEMENT,
-						   &params, 1, err);
+	res = mq_exec_prepared(conn, send_sql(pr), &params, 1, err);
 	if (res == NULL)
 		return false;
 	if (pr->want_offsets)

@@ -9,10 +9,13 @@
 #  - transaction pooling: group members each poll with their member id,
 #    and a poll commits only its own member's previous batch; poll and
 #    commit_polled in one transaction need no session state at all.
-# Also without a pooler: DISCARD ALL drops the pending batch.
+# Also without a pooler: DISCARD ALL drops the pending batch.  And mqctl
+# produce, consume and perf behind transaction pooling with several server
+# sessions (its prepared statements survive the pooler), and mq-kafka with
+# its database connections through it.
 # The pooling statements of docs/operations.md ("Connection poolers") are
 # these checks.
-source "$(dirname "${BASH_SOURCE[0]}")/lib.bash"
+source "$(dirname "${BASH_SOURCE[0]}")/../kafka/lib.bash"
 
 PGBOUNCER="${PGBOUNCER:-/usr/sbin/pgbouncer}"
 [[ -x "$PGBOUNCER" ]] || {
@@ -63,6 +66,7 @@ start_bouncer() {
 		[databases]
 		$PGDATABASE = host=$PGHOST port=$PGPORT dbname=$PGDATABASE
 		${PGDATABASE}_polls = host=$PGHOST port=$PGPORT dbname=$PGDATABASE pool_size=1
+		${PGDATABASE}_many = host=$PGHOST port=$PGPORT dbname=$PGDATABASE pool_size=3
 		[pgbouncer]
 		listen_addr = 127.0.0.1
 		listen_port = $port
@@ -161,5 +165,42 @@ check_eq "$(produce_behind_poll client 0)" 0 \
 # the long pollers in a pool of their own: the produce goes ahead and wakes the poll
 check_eq "$(produce_behind_poll poll_client 1)" 1 \
 	"long polls in a pool of their own leave the produce its connection"
+
+# mqctl behind transaction pooling, several server sessions: each of its
+# transactions may land on another one, where the statements mqctl
+# prepares are missing or already there under the same name (a session
+# another mqctl prepared); they are named after their text and prepared
+# again where missing (broker/common/mqconn.c), so every record arrives
+sql "SELECT mq.create_topic('pm', 2)" >/dev/null
+many="host=127.0.0.1 port=$port dbname=${PGDATABASE}_many"
+pids=()
+for c in 1 2 3 4; do
+	# keyed: mq.partition_for too, and batches spanning both partitions
+	# (one transaction block, where statements run unnamed)
+	(seq 1 1500 | sed "s/.*/k& v$c-&/" | "$MQCTL" -d "$many" produce pm --key-separator ' ' -b 50 \
+		>"$dir/produce$c.out" 2>&1) &
+	pids+=($!)
+done
+(seq 1 300 | sed "s/^/one-/" | "$MQCTL" -d "$many" produce pm -p 1 -b 1 >"$dir/produce5.out" 2>&1) &
+pids+=($!)
+failed=0
+for p in "${pids[@]}"; do wait "$p" || failed=$((failed + 1)); done
+check_eq "$failed" 0 "transaction pooling, 3 server sessions: five mqctl produce run at once and succeed"
+if ((failed > 0)); then cat "$dir"/produce*.out | sort | uniq -c | head -n 5 | sed "s/^/# /"; fi
+check_eq "$(sql "SELECT count(*) || ' ' || count(DISTINCT value) FROM (
+                   SELECT value FROM mq.fetch('pm', 0, 0, 10000) UNION ALL SELECT value FROM mq.fetch('pm', 1, 0, 10000)) r")" \
+	"6300 6300" "every record arrived, once"
+run "$MQCTL" -d "$many" consume pm --group pmg --from-beginning --no-follow
+check_eq "$RC $(wc -l <<<"$OUT")" "0 6300" "mqctl consume --group through it reads them all"
+run "$MQCTL" -d "$many" perf produce pm --records 500 --batch-size 1 --clients 3
+check_match "$RC $OUT" "^0 .*500 records sent" "mqctl perf produce, 3 clients of single records, through it"
+
+# mq-kafka with its pool behind it: a role per transaction, no session state
+sql "SELECT mq.create_topic('pk', 1)" >/dev/null
+kafka_start -d "$many" || fail "mq-kafka starts with its database behind pgbouncer"
+seq 1 200 | sed 's/^/kafka-/' | kcat_ -P -t pk -X acks=all 2>"$dir/kcat.err"
+check_eq "$?:$(sql "SELECT count(*) FROM mq.fetch('pk', 0, 0, 1000)")" "0:200" \
+	"mq-kafka through transaction pooling: kcat's 200 records are in the log"
+check_eq "$(kcat_ -C -t pk -o beginning -e -q | sort -u | wc -l)" "200" "and kcat reads them back"
 
 finish
