@@ -66,6 +66,20 @@ static const struct
 		{MQ_SQLSTATE_UNKNOWN_BROKER, KERR_INVALID_REPLICA_ASSIGNMENT},
 		{MQ_SQLSTATE_INVALID_REPLICAS, KERR_INVALID_REPLICA_ASSIGNMENT},
 		{MQ_SQLSTATE_REASSIGNMENT_IN_PROGRESS, KERR_REASSIGNMENT_IN_PROGRESS},
+
+		/*
+		 * PostgreSQL's transient refusals, each a rolled-back transaction
+		 * that may succeed when sent again (the database's settings make
+		 * them: lock_timeout, statement_timeout, default_transaction_isolation
+		 * serializable): KAFKA_STORAGE_ERROR, as a lost connection, which
+		 * clients retry and librdkafka counts as not persisted.  Not
+		 * UNKNOWN_SERVER_ERROR, nor REQUEST_TIMED_OUT (possibly persisted),
+		 * both of which fail a producer's message for good.
+		 */
+		{"40001", KERR_KAFKA_STORAGE_ERROR},	/* serialization_failure */
+		{"40P01", KERR_KAFKA_STORAGE_ERROR},	/* deadlock_detected */
+		{"55P03", KERR_KAFKA_STORAGE_ERROR},	/* lock_not_available */
+		{"57014", KERR_KAFKA_STORAGE_ERROR},	/* query_canceled */
 };
 
 static int16_t

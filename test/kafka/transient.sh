@@ -1,0 +1,39 @@
+#!/usr/bin/env bash
+# PostgreSQL's transient refusals reach Kafka clients as retriable errors
+# (broker/mq-kafka/kerr.c): with a DBA's lock_timeout, a produce that
+# waits longer for the partition's produce lock (held by a long producing
+# transaction in SQL) is cancelled (55P03) and answered KAFKA_STORAGE_ERROR, so kcat, at its
+# defaults, sends again and the record arrives once the lock is gone;
+# UNKNOWN_SERVER_ERROR, as before, failed the message for good (and so
+# would REQUEST_TIMED_OUT).  The same
+# mapping covers statement_timeout (57014), serialization failures under
+# default_transaction_isolation = serializable (40001) and deadlocks
+# (40P01).
+source "$(dirname "${BASH_SOURCE[0]}")/lib.bash"
+
+sql "SELECT mq.create_topic('tr', 1)" >/dev/null
+sql "ALTER DATABASE \"$PGDATABASE\" SET lock_timeout = '100ms'" >/dev/null
+on_exit "psql -X -q -c 'ALTER DATABASE \"$PGDATABASE\" RESET lock_timeout' >/dev/null 2>&1"
+kafka_start || { fail "mq-kafka starts"; finish; }
+echo first | kcat_ -P -t tr
+check_eq "$?:$(sql "SELECT count(*) FROM mq.fetch('tr', 0, 0)")" "0:1" "a record produced while nothing holds the table"
+
+# an SQL producer holds the partition's produce lock for 1.5 s (a long
+# producing transaction: docs/design.md, "Long producing transactions")
+psql -X -q -c "BEGIN" -c "SELECT mq.send('tr', NULL, 'sql', NULL, 0)" -c "SELECT pg_sleep(1.5)" -c "COMMIT" \
+	>/dev/null 2>&1 &
+locker=$!
+holding() { [[ "$(sql "SELECT count(*) FROM pg_stat_activity WHERE query LIKE '%pg_sleep(1.5)%' AND state = 'active' AND pid <> pg_backend_pid()")" == 1 ]]; }
+wait_for 10 holding || fail "the SQL producer holds the lock"
+run kcat_ -P -t tr <<<"second"
+wait "$locker"
+check_eq "$RC" "0" "kcat's produce during the lock succeeds: its retries outlast the lock"
+check_eq "$(sql "SELECT string_agg(convert_from(value, 'UTF8'), ',' ORDER BY msg_offset) FROM mq.fetch('tr', 0, 0)")" \
+	"first,sql,second" "the record arrived once, after the SQL producer's"
+check_match "$(grep -c 'canceling statement due to lock timeout' "${MQ_SERVER_LOG:-/dev/null}")" '^[1-9]' \
+	"(the lock timeout did cancel a produce: the retry was needed)"
+if ((FAILED > 0)); then
+	printf '%s\n' "$ERR" | tail -n 5 | sed 's/^/# /'
+fi
+
+finish
