@@ -123,6 +123,22 @@ mq_error_is(const MqError *err, const char *sqlstate)
 	return strcmp(err->sqlstate, sqlstate) == 0;
 }
 
+bool
+mq_error_is_transient(const MqError *err)
+{
+	static const char *const transient[] = {
+		"40001",				/* serialization_failure */
+		"40P01",				/* deadlock_detected */
+		"55P03",				/* lock_not_available */
+		"57014",				/* query_canceled */
+	};
+
+	for (size_t i = 0; i < sizeof(transient) / sizeof(transient[0]); i++)
+		if (mq_error_is(err, transient[i]))
+			return true;
+	return false;
+}
+
 PGconn *
 mq_connect(const char *conninfo, const char *appname, MqError *err)
 {

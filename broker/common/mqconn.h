@@ -62,6 +62,16 @@ typedef struct MqError
 extern void mq_error_report(const MqError *err);
 extern int	mq_error_exit_code(const MqError *err);
 extern bool mq_error_is(const MqError *err, const char *sqlstate);
+
+/*
+ * A transient refusal: the statement's transaction was rolled back and the
+ * statement may succeed when sent again (a serialization failure, a
+ * deadlock, lock_timeout, statement_timeout or a cancel).  A procedure
+ * that commits inside (mq.produce) may have committed before it, so only
+ * an idempotent producer sends again, as after a lost connection;
+ * mq-kafka answers it as retriable (kerr.c).
+ */
+extern bool mq_error_is_transient(const MqError *err);
 extern void mq_error_free(MqError *err);
 
 /*

@@ -66,20 +66,6 @@ static const struct
 		{MQ_SQLSTATE_UNKNOWN_BROKER, KERR_INVALID_REPLICA_ASSIGNMENT},
 		{MQ_SQLSTATE_INVALID_REPLICAS, KERR_INVALID_REPLICA_ASSIGNMENT},
 		{MQ_SQLSTATE_REASSIGNMENT_IN_PROGRESS, KERR_REASSIGNMENT_IN_PROGRESS},
-
-		/*
-		 * PostgreSQL's transient refusals, each a rolled-back transaction
-		 * that may succeed when sent again (the database's settings make
-		 * them: lock_timeout, statement_timeout, default_transaction_isolation
-		 * serializable): KAFKA_STORAGE_ERROR, as a lost connection, which
-		 * clients retry and librdkafka counts as not persisted.  Not
-		 * UNKNOWN_SERVER_ERROR, nor REQUEST_TIMED_OUT (possibly persisted),
-		 * both of which fail a producer's message for good.
-		 */
-		{"40001", KERR_KAFKA_STORAGE_ERROR},	/* serialization_failure */
-		{"40P01", KERR_KAFKA_STORAGE_ERROR},	/* deadlock_detected */
-		{"55P03", KERR_KAFKA_STORAGE_ERROR},	/* lock_not_available */
-		{"57014", KERR_KAFKA_STORAGE_ERROR},	/* query_canceled */
 };
 
 static int16_t
@@ -99,7 +85,18 @@ authorization_error(const char *resource)
 int16_t
 kerr_from_mq(const MqError *err)
 {
-	if (err->connection_lost)
+	/*
+	 * A lost connection, or a transient refusal (mq_error_is_transient:
+	 * lock_timeout, serializable isolation, deadlocks, statement_timeout):
+	 * retriable, not UNKNOWN_SERVER_ERROR, which fails a producer's message
+	 * for good.  A cancel may strike after mq.produce committed (acks=all,
+	 * waiting for the ISR): REQUEST_TIMED_OUT, which librdkafka counts as
+	 * possibly persisted; the others roll back what they did:
+	 * KAFKA_STORAGE_ERROR, not persisted.
+	 */
+	if (mq_error_is(err, "57014"))
+		return KERR_REQUEST_TIMED_OUT;
+	if (err->connection_lost || mq_error_is_transient(err))
 		return KERR_KAFKA_STORAGE_ERROR;
 	if (strcmp(err->sqlstate, "42501") == 0)
 		return authorization_error(err->table_name);

@@ -377,7 +377,8 @@ send_parts(MqProducer *pr, MqError *err)
 /*
  * Send the batch as assigned (assigning it first if it is new).  An
  * idempotent producer whose connection is lost connects again and sends
- * the very same batch, for up to RETRY_FOR_MS.
+ * the very same batch, for up to RETRY_FOR_MS; one refused transiently
+ * (mq_error_is_transient) sends it again on the same connection.
  */
 static bool
 deliver(MqProducer *pr, MqError *err)
@@ -393,10 +394,13 @@ deliver(MqProducer *pr, MqError *err)
 		{
 			if ((pr->assigned || assign(pr, err)) && send_parts(pr, err))
 				return true;
-			if (!pr->idempotent || !err->connection_lost)
+			if (!pr->idempotent || !(err->connection_lost || mq_error_is_transient(err)))
 				return false;
-			PQfinish(pr->conn);
-			pr->conn = NULL;
+			if (err->connection_lost)
+			{
+				PQfinish(pr->conn);
+				pr->conn = NULL;
+			}
 		}
 		if (give_up_at == 0)
 			give_up_at = mq_now_us() + (int64_t) RETRY_FOR_MS * 1000;
@@ -408,6 +412,8 @@ deliver(MqProducer *pr, MqError *err)
 		mq_sleep_ms(backoff);
 		backoff = backoff * 2 > RETRY_BACKOFF_MAX_MS ? RETRY_BACKOFF_MAX_MS : backoff * 2;
 
+		if (pr->conn != NULL)
+			continue;
 		pr->conn = mqctl_try_connect(err);
 		if (pr->conn != NULL && !producer_setup_session(pr, pr->conn, err))
 		{
