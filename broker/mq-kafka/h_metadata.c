@@ -323,8 +323,14 @@ metadata_done(KRequest *req)
 
 	if (kstmt_failed(st, &code))
 		mq_log_warning("metadata: %s", st->err.message);
-	if (st->err.connection_lost)
-		code = KERR_LEADER_NOT_AVAILABLE;	/* retriable: clients ask elsewhere */
+	/*
+	 * Retriable: clients ask again (or elsewhere).  Any other topic error
+	 * in a Metadata answer fails a producer's queued messages for good in
+	 * librdkafka; a lock_timeout behind DDL on the topic's tables is not
+	 * the topic's fault.
+	 */
+	if (st->err.connection_lost || mq_error_is_transient(&st->err))
+		code = KERR_LEADER_NOT_AVAILABLE;
 	if (v >= 3)
 		kw_i32(w, 0);			/* throttle */
 	write_brokers(req, w, v);

@@ -8,7 +8,8 @@
 # would REQUEST_TIMED_OUT).  The same
 # mapping covers statement_timeout (57014), serialization failures under
 # default_transaction_isolation = serializable (40001) and deadlocks
-# (40P01).
+# (40P01); and Metadata, blocked the same way behind DDL, answers the
+# topic LEADER_NOT_AVAILABLE.
 source "$(dirname "${BASH_SOURCE[0]}")/lib.bash"
 
 sql "SELECT mq.create_topic('tr', 1)" >/dev/null
@@ -32,6 +33,22 @@ check_eq "$(sql "SELECT string_agg(convert_from(value, 'UTF8'), ',' ORDER BY msg
 	"first,sql,second" "the record arrived once, after the SQL producer's"
 check_match "$(grep -c 'canceling statement due to lock timeout' "${MQ_SERVER_LOG:-/dev/null}")" '^[1-9]' \
 	"(the lock timeout did cancel a produce: the retry was needed)"
+# DDL holds the partition's log table (LOCK TABLE, as VACUUM FULL or
+# ALTER TABLE would): Metadata's statement meets lock_timeout as well, and
+# answers the topic LEADER_NOT_AVAILABLE, which clients ask again; any
+# other topic error there fails librdkafka's queued messages for good
+rel="$(sql "SELECT ps.relid FROM mq.partition_state ps JOIN mq.topic t USING (topic_id) WHERE t.topic_name = 'tr'")"
+psql -X -q -c "BEGIN" -c "LOCK TABLE $rel IN ACCESS EXCLUSIVE MODE" -c "SELECT pg_sleep(1.5)" -c "COMMIT" \
+	>/dev/null 2>&1 &
+locker=$!
+locked() { [[ "$(sql "SELECT count(*) FROM pg_locks WHERE relation = '$rel'::regclass AND mode = 'AccessExclusiveLock' AND granted")" == 1 ]]; }
+wait_for 10 locked || fail "the table is locked"
+run kcat_ -P -t tr <<<"third"
+wait "$locker"
+check_eq "$RC" "0" "kcat's produce while DDL holds the table succeeds once it is free"
+check_eq "$(sql "SELECT string_agg(convert_from(value, 'UTF8'), ',' ORDER BY msg_offset) FROM mq.fetch('tr', 0, 0)")" \
+	"first,sql,second,third" "its record arrived once"
+
 if ((FAILED > 0)); then
 	printf '%s\n' "$ERR" | tail -n 5 | sed 's/^/# /'
 fi
