@@ -19,35 +19,34 @@ kafka_start || { fail "mq-kafka starts"; finish; }
 echo first | kcat_ -P -t tr
 check_eq "$?:$(sql "SELECT count(*) FROM mq.fetch('tr', 0, 0)")" "0:1" "a record produced while nothing holds the table"
 
-# an SQL producer holds the partition's produce lock for 1.5 s (a long
-# producing transaction: docs/design.md, "Long producing transactions")
-psql -X -q -c "BEGIN" -c "SELECT mq.send('tr', NULL, 'sql', NULL, 0)" -c "SELECT pg_sleep(1.5)" -c "COMMIT" \
-	>/dev/null 2>&1 &
-locker=$!
+# produce_while HOLD_SQL VALUE: kcat produces VALUE while another session
+# runs HOLD_SQL in a transaction that it keeps open for 1.5 s
 holding() { [[ "$(sql "SELECT count(*) FROM pg_stat_activity WHERE query LIKE '%pg_sleep(1.5)%' AND state = 'active' AND pid <> pg_backend_pid()")" == 1 ]]; }
-wait_for 10 holding || fail "the SQL producer holds the lock"
-run kcat_ -P -t tr <<<"second"
-wait "$locker"
+produce_while() {
+	psql -X -q -c "BEGIN" -c "$1" -c "SELECT pg_sleep(1.5)" -c "COMMIT" >/dev/null 2>&1 &
+	local holder=$!
+	wait_for 10 holding || fail "the other session holds its lock"
+	run kcat_ -P -t tr <<<"$2"
+	wait "$holder"
+}
+values() { sql "SELECT string_agg(convert_from(value, 'UTF8'), ',' ORDER BY msg_offset) FROM mq.fetch('tr', 0, 0)"; }
+
+# an SQL producer holds the partition's produce lock (a long producing
+# transaction: docs/design.md, "Long producing transactions")
+produce_while "SELECT mq.send('tr', NULL, 'sql', NULL, 0)" second
 check_eq "$RC" "0" "kcat's produce during the lock succeeds: its retries outlast the lock"
-check_eq "$(sql "SELECT string_agg(convert_from(value, 'UTF8'), ',' ORDER BY msg_offset) FROM mq.fetch('tr', 0, 0)")" \
-	"first,sql,second" "the record arrived once, after the SQL producer's"
+check_eq "$(values)" "first,sql,second" "the record arrived once, after the SQL producer's"
 check_match "$(grep -c 'canceling statement due to lock timeout' "${MQ_SERVER_LOG:-/dev/null}")" '^[1-9]' \
 	"(the lock timeout did cancel a produce: the retry was needed)"
+
 # DDL holds the partition's log table (LOCK TABLE, as VACUUM FULL or
 # ALTER TABLE would): Metadata's statement meets lock_timeout as well, and
 # answers the topic LEADER_NOT_AVAILABLE, which clients ask again; any
 # other topic error there fails librdkafka's queued messages for good
 rel="$(sql "SELECT ps.relid FROM mq.partition_state ps JOIN mq.topic t USING (topic_id) WHERE t.topic_name = 'tr'")"
-psql -X -q -c "BEGIN" -c "LOCK TABLE $rel IN ACCESS EXCLUSIVE MODE" -c "SELECT pg_sleep(1.5)" -c "COMMIT" \
-	>/dev/null 2>&1 &
-locker=$!
-locked() { [[ "$(sql "SELECT count(*) FROM pg_locks WHERE relation = '$rel'::regclass AND mode = 'AccessExclusiveLock' AND granted")" == 1 ]]; }
-wait_for 10 locked || fail "the table is locked"
-run kcat_ -P -t tr <<<"third"
-wait "$locker"
+produce_while "LOCK TABLE $rel IN ACCESS EXCLUSIVE MODE" third
 check_eq "$RC" "0" "kcat's produce while DDL holds the table succeeds once it is free"
-check_eq "$(sql "SELECT string_agg(convert_from(value, 'UTF8'), ',' ORDER BY msg_offset) FROM mq.fetch('tr', 0, 0)")" \
-	"first,sql,second,third" "its record arrived once"
+check_eq "$(values)" "first,sql,second,third" "its record arrived once"
 
 if ((FAILED > 0)); then
 	printf '%s\n' "$ERR" | tail -n 5 | sed 's/^/# /'
