@@ -413,7 +413,10 @@ deliver(MqProducer *pr, MqError *err)
 		backoff = backoff * 2 > RETRY_BACKOFF_MAX_MS ? RETRY_BACKOFF_MAX_MS : backoff * 2;
 
 		if (pr->conn != NULL)
+		{
+			mq_error_free(err); /* the next attempt fills it anew */
 			continue;
+		}
 		pr->conn = mqctl_try_connect(err);
 		if (pr->conn != NULL && !producer_setup_session(pr, pr->conn, err))
 		{
