@@ -547,10 +547,13 @@ mq_refuse_log_change(PG_FUNCTION_ARGS)
  * is locked, the cache is read again (the newest committed segments) and
  * the log end taken from those, never "could not open relation".
  */
+/* reads of the catalog after which a segment still missing is an error */
+#define MAX_LOG_END_READS 3
+
 Datum
 mq_log_end_offset_sql(PG_FUNCTION_ARGS)
 {
-	for (;;)
+	for (int reads = 1;; reads++)
 	{
 		MqTopic    *topic = mq_topic_by_id(PG_GETARG_INT32(0), true);
 		int64		end;
@@ -567,6 +570,20 @@ mq_log_end_offset_sql(PG_FUNCTION_ARGS)
 							 GetActiveSnapshot(), NULL, true);
 		if (end >= 0)
 			PG_RETURN_INT64(end);
+
+		/*
+		 * A segment the freshly read catalog lists is gone too: dropped
+		 * behind mq's back, not by maintenance.  Say so rather than read
+		 * again for ever (a maintenance worker did, holding its locks, under
+		 * pg_restore --clean).
+		 */
+		if (reads >= MAX_LOG_END_READS)
+			ereport(ERROR,
+					(errcode(ERRCODE_MQ_LOG_TABLE_MISSING),
+					 errmsg("a log table of topic \"%s\" partition %d is missing", topic->name,
+							PG_GETARG_INT32(1)),
+					 errdetail("mq.segment lists a segment table that was dropped by something other than mq."),
+					 errhint("Restore the database into a new one from a dump; drop topics with mq.drop_topic.")));
 		mq_topic_cache_reset();
 		CHECK_FOR_INTERRUPTS();
 	}
