@@ -39,7 +39,7 @@ for f in "$K"/*.c; do
 	*) SRCS+=("$f") ;;
 	esac
 done
-SRCS+=("$C"/util.c "$C"/mqconn.c "$C"/connpolicy.c "$C"/cancel.c "$C"/pgbinary.c)
+SRCS+=("$C"/util.c "$C"/mqconn.c "$C"/connpolicy.c "$C"/cancel.c "$C"/pgbinary.c "$C"/scram_keys.c)
 "$CC_FUZZ" -g -O1 -fsanitize=fuzzer,address,undefined -fno-sanitize-recover=undefined \
 	-I"$("$PG_CONFIG" --includedir)" -I"$WORK/bin" -I"$C" -I"$K" -DMQ_VERSION='"fuzz"' \
 	-o "$WORK/bin/fuzz_kafka" test/kafka/fuzz/fuzz_kafka.c "${SRCS[@]}" \
