@@ -89,7 +89,7 @@ segment_last_offset(MqSegment *seg, Snapshot snapshot, TimestampTz *max_ts, bool
 	int64		result = -1;
 
 	rel = missing_ok ? try_table_open(seg->relid, AccessShareLock)
-		: table_open(seg->relid, AccessShareLock);
+		: mq_segment_open(seg, AccessShareLock);
 	if (rel == NULL)
 		return SEGMENT_GONE;
 	irel = mq_segment_index_open(seg, rel, AccessShareLock);
@@ -271,7 +271,7 @@ append_to_segment(MqSegment *seg, int32 partition, MqRecordIn *recs, int n,
 				  int64 base, const int64 *offsets, MqProducer *producer, TimestampTz now,
 				  MqRecordMeta *meta, TimestampTz *running)
 {
-	Relation	rel = table_open(seg->relid, RowExclusiveLock);
+	Relation	rel = mq_segment_open(seg, RowExclusiveLock);
 	TupleDesc	desc = RelationGetDescr(rel);
 	EState	   *estate = CreateExecutorState();
 	ResultRelInfo *rri = makeNode(ResultRelInfo);

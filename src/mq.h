@@ -130,6 +130,7 @@ extern MqTopic *mq_topic_lookup_text(text *name);
 extern MqTopic *mq_topic_by_id(int32 topic_id, bool missing_ok);
 extern MqPartition *mq_topic_partition(MqTopic *topic, int32 partition);
 extern void mq_topic_cache_reset(void);
+extern Relation mq_segment_open(MqSegment *seg, LOCKMODE lockmode);
 extern Relation mq_segment_index_open(MqSegment *seg, Relation rel, LOCKMODE lockmode);
 extern void mq_topic_cache_init(void);
 

@@ -78,7 +78,7 @@ static int64
 search_segment(MqSegment *seg, int64 from, int64 last, TimestampTz ts, Snapshot snapshot,
 			   int *descents)
 {
-	Relation	rel = table_open(seg->relid, AccessShareLock);
+	Relation	rel = mq_segment_open(seg, AccessShareLock);
 	Relation	irel = mq_segment_index_open(seg, rel, AccessShareLock);
 	TupleTableSlot *slot = table_slot_create(rel, NULL);
 	IndexScanDesc scan = index_beginscan(rel, irel, snapshot, 1, 0);

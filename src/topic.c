@@ -35,6 +35,7 @@
 
 #include "access/genam.h"
 #include "access/htup_details.h"
+#include "access/table.h"
 #include "access/xact.h"
 #include "catalog/pg_index.h"
 #include "catalog/pg_type.h"
@@ -386,6 +387,27 @@ offset_index(Oid indexid)
 		heap_attisnull(tup, Anum_pg_index_indpred, NULL);
 	ReleaseSysCache(tup);
 	return ok;
+}
+
+/*
+ * Open a segment's table with lockmode; MQ074 when it is gone although
+ * the topic's catalog lists it.
+ */
+Relation
+mq_segment_open(MqSegment *seg, LOCKMODE lockmode)
+{
+	Relation	rel = try_table_open(seg->relid, lockmode);
+
+	/* dropped behind mq's back: maintenance drops a segment's row with it */
+	if (rel == NULL)
+		ereport(ERROR,
+				(errcode(ERRCODE_MQ_LOG_TABLE_MISSING),
+				 errmsg("the log table of the segment of offsets " INT64_FORMAT " to " INT64_FORMAT " is missing",
+						seg->base, seg->end),
+				 errdetail("mq.segment lists relation %u, which was dropped by something other than mq.",
+						   seg->relid),
+				 errhint("Restore the database into a new one from a dump; drop topics with mq.drop_topic.")));
+	return rel;
 }
 
 /*
