@@ -237,3 +237,13 @@ cli_unescape(const CliParser *p, const char *option, const char *arg)
 	}
 	return out;
 }
+
+char *
+cli_array_literal(const char *list)
+{
+	size_t		n = strlen(list) + 3;
+	char	   *s = mq_malloc(n);
+
+	snprintf(s, n, "{%s}", list);
+	return s;
+}

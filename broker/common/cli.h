@@ -81,6 +81,8 @@ extern void cli_key_value(const CliParser *p, const char *option, char *arg,
 						  char **key, char **value);
 /* Turn the escapes \t \n \\ of a separator given on the command line into bytes. */
 extern char *cli_unescape(const CliParser *p, const char *option, const char *arg);
+/* A comma-separated option value as a PostgreSQL array literal: "a,b" is "{a,b}" (malloc'd). */
+extern char *cli_array_literal(const char *list);
 
 extern void cli_free(CliParser *p);
 

@@ -87,14 +87,11 @@ static char *
 partitions_array(CliParser *p, const char *list)
 {
 	size_t		len = strlen(list);
-	char	   *out;
 
 	if (len == 0 || strspn(list, "0123456789,") != len || list[0] == ',' || list[len - 1] == ',' ||
 		strstr(list, ",,") != NULL)
 		cli_usage_error(p, "--partitions takes partition numbers separated by commas, e.g. 0,2");
-	out = mq_malloc0(len + 3);
-	snprintf(out, len + 3, "{%s}", list);
-	return out;
+	return cli_array_literal(list);
 }
 
 int
@@ -133,8 +130,8 @@ cmd_group_delete_offsets(const MqctlCommand *cmd, int argc, char **argv)
 	mq_params_init(&params);
 	mq_param_text(&params, MQ_TEXTOID, group);
 	mq_param_text(&params, MQ_TEXTOID, topic);
-	mq_param_text(&params, MQ_TEXTOID, partitions);
-	res = mqctl_exec(conn, "SELECT mq.delete_offsets($1, $2, $3::text::integer[])", &params, 0);
+	mq_param_text(&params, MQ_INT4ARRAYOID, partitions);
+	res = mqctl_exec(conn, "SELECT mq.delete_offsets($1, $2, $3)", &params, 0);
 	printf("Deleted %s committed offsets of group %s on topic %s.\n", PQgetvalue(res, 0, 0), group, topic);
 	PQclear(res);
 	PQfinish(conn);

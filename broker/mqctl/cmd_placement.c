@@ -172,22 +172,6 @@ parse_reassign(CliParser *p, const MqctlCommand *cmd, int argc, char **argv, Rea
 		cli_usage_error(p, "--timeout-ms goes with --wait");
 }
 
-/* "a,b,c" as a text[] or int4[] literal ("{a,b,c}"), malloc'd. */
-static char *
-list_literal(const char *list)
-{
-	size_t		n = strlen(list);
-	char	   *s = malloc(n + 3);
-
-	if (s == NULL)
-	{
-		fprintf(stderr, "mqctl: out of memory\n");
-		exit(MQ_EXIT_LOCAL);
-	}
-	snprintf(s, n + 3, "{%s}", list);
-	return s;
-}
-
 /* A plan from rows (topic, partition, replicas as JSON), on one line. */
 static void
 print_plan(const char *title, const PGresult *res, int replicas_col)
@@ -215,8 +199,8 @@ reassign_generate(PGconn *conn, const ReassignOptions *o)
 {
 	MqParams	params;
 	PGresult   *res;
-	char	   *topics = list_literal(o->topics);
-	char	   *brokers = list_literal(o->brokers);
+	char	   *topics = cli_array_literal(o->topics);
+	char	   *brokers = cli_array_literal(o->brokers);
 
 	mq_params_init(&params);
 	mq_param_text(&params, MQ_TEXTARRAYOID, topics);
