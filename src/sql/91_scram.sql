@@ -117,35 +117,37 @@ BEGIN
            server_key = excluded.server_key, set_at = excluded.set_at;
 END $$;
 
+-- Store the verifier of a password (p_salted false) or of Kafka's
+-- SaltedPassword, its parameters checked (the mechanism's canonical name).
+CREATE FUNCTION mq._scram_store_secret(p_user text, p_mechanism text, p_iterations integer, p_salt bytea,
+                                       p_secret bytea, p_salted boolean) RETURNS void
+LANGUAGE plpgsql SET search_path = pg_catalog, pg_temp AS $$
+DECLARE
+    v_keys record;
+BEGIN
+    IF p_secret IS NULL OR length(p_secret) = 0 THEN
+        RAISE EXCEPTION 'password must not be empty' USING ERRCODE = 'MQ060';
+    END IF;
+    v_keys := mq._scram_keys(p_mechanism, p_secret, p_salt, p_iterations, p_salted);
+    PERFORM mq._scram_store(p_user, p_mechanism, p_iterations, p_salt, v_keys.stored_key, v_keys.server_key);
+END $$;
+
 CREATE FUNCTION mq_internal.set_scram_credential(user_name text, mechanism text, password text,
                                                  iterations integer, p_caller oid)
 RETURNS void LANGUAGE plpgsql SET search_path = pg_catalog, pg_temp AS $$
 DECLARE
     v_salt bytea := mq._scram_random(32);
-    v_mech text := mq._scram_check(p_caller, user_name, mechanism, iterations, v_salt);
-    v_keys record;
 BEGIN
-    IF password IS NULL OR password = '' THEN
-        RAISE EXCEPTION 'password must not be empty' USING ERRCODE = 'MQ060';
-    END IF;
-    v_keys := mq._scram_keys(v_mech, convert_to(password, 'UTF8'), v_salt, iterations, false);
-    PERFORM mq._scram_store(user_name, v_mech, iterations, v_salt, v_keys.stored_key, v_keys.server_key);
+    PERFORM mq._scram_store_secret(user_name, mq._scram_check(p_caller, user_name, mechanism, iterations, v_salt),
+                                   iterations, v_salt, convert_to(password, 'UTF8'), false);
 END $$;
 
 CREATE FUNCTION mq_internal.set_scram_credential_salted(user_name text, mechanism text,
                                                         iterations integer, salt bytea,
                                                         salted_password bytea, p_caller oid)
-RETURNS void LANGUAGE plpgsql SET search_path = pg_catalog, pg_temp AS $$
-DECLARE
-    v_mech text := mq._scram_check(p_caller, user_name, mechanism, iterations, salt);
-    v_keys record;
-BEGIN
-    IF salted_password IS NULL OR length(salted_password) = 0 THEN
-        RAISE EXCEPTION 'password must not be empty' USING ERRCODE = 'MQ060';
-    END IF;
-    v_keys := mq._scram_keys(v_mech, salted_password, salt, iterations, true);
-    PERFORM mq._scram_store(user_name, v_mech, iterations, salt, v_keys.stored_key, v_keys.server_key);
-END $$;
+RETURNS void LANGUAGE sql SET search_path = pg_catalog, pg_temp
+AS $$ SELECT mq._scram_store_secret(user_name, mq._scram_check(p_caller, user_name, mechanism, iterations, salt),
+                                    iterations, salt, salted_password, true) $$;
 
 CREATE FUNCTION mq_internal.set_scram_keys(user_name text, mechanism text, iterations integer,
                                            salt bytea, stored_key bytea, server_key bytea,

@@ -447,6 +447,8 @@ COMMENT ON FUNCTION mq._scram_mechanism(text) IS
     'internal: the canonical SCRAM mechanism name, or MQ061';
 COMMENT ON FUNCTION mq._scram_check(oid, text, text, integer, bytea) IS
     'internal: the caller''s right and the parameters every way of setting a SCRAM credential checks; the mechanism''s canonical name';
+COMMENT ON FUNCTION mq._scram_store_secret(text, text, integer, bytea, bytea, boolean) IS
+    'internal: stores the SCRAM verifier of a password or of Kafka''s SaltedPassword, once the other parameters are checked';
 COMMENT ON FUNCTION mq._scram_store(text, text, integer, bytea, bytea, bytea) IS
     'internal: stores one checked SCRAM verifier, replacing the user''s for that mechanism';
 COMMENT ON FUNCTION mq.set_scram_keys(text, text, integer, bytea, bytea, bytea) IS
