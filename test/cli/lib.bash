@@ -103,6 +103,21 @@ check_no_match() {
 # sql QUERY: one value (or rows joined by newlines), unaligned
 sql() { psql -X -q -At -v ON_ERROR_STOP=1 -c "$1"; }
 
+# hold_briefly SQL: another session runs SQL in a transaction that it keeps
+# open for 1.5 s more, in the background (HOLDER is its pid, for `wait`);
+# returns once that session sleeps, holding what SQL took (false after 10 s)
+hold_briefly() {
+	psql -X -q -c "BEGIN" -c "$1" -c "SELECT pg_sleep(1.5)" -c "COMMIT" >/dev/null 2>&1 &
+	HOLDER=$!
+	local i
+	for ((i = 0; i < 200; i++)); do
+		[[ "$(sql "SELECT count(*) FROM pg_stat_activity WHERE query LIKE '%pg_sleep(1.5)%'
+		             AND state = 'active' AND pid <> pg_backend_pid()")" == 1 ]] && return 0
+		sleep 0.05
+	done
+	return 1
+}
+
 # json_get JSON PATH: the text at PATH ('{partition_details,0,log_end}')
 # (psql interpolates variables in its input, not in -c)
 json_get() {

@@ -119,23 +119,19 @@ check_eq "$(sql "SELECT bool_and(created_at < '$lost_at') FROM mq.fetch('rt', 0,
 # producing transaction, is cancelled (55P03); an idempotent producer
 # sends it again on the same connection until the lock is free
 mqctl topic create rt2 >/dev/null
-hold_produce_lock() { # VALUE: an SQL transaction that produces VALUE, then sleeps 1.5 s
-	psql -X -q -c "BEGIN" -c "SELECT mq.send('rt2', NULL, '$1', NULL, 0)" -c "SELECT pg_sleep(1.5)" -c "COMMIT" \
-		>/dev/null 2>&1 &
-	holder=$!
-	wait_for "SELECT count(*) FROM pg_stat_activity WHERE query LIKE '%pg_sleep(1.5)%' AND state = 'active'
-	            AND pid <> pg_backend_pid()" 1
+hold_produce_lock() { # VALUE: an SQL transaction produces VALUE and stays open 1.5 s
+	hold_briefly "SELECT mq.send('rt2', NULL, '$1', NULL, 0)" || fail "the SQL transaction holds the lock"
 }
 hold_produce_lock sql
 run env PGOPTIONS="-c lock_timeout=100ms" "$MQCTL" produce rt2 <<<"after"
-wait "$holder"
+wait "$HOLDER"
 expect_rc 0 "idempotent: a batch refused by lock_timeout"
 check_match "$ERR" 'lock timeout; sending the batch again' "is sent again"
 check_eq "$(sql "SELECT string_agg(convert_from(value, 'UTF8'), ',' ORDER BY msg_offset) FROM mq.fetch('rt2', 0, 0)")" \
 	"sql,after" "and written once, after the SQL transaction's record"
 hold_produce_lock sql2
 run env PGOPTIONS="-c lock_timeout=100ms" "$MQCTL" produce rt2 --no-idempotence <<<"lost"
-wait "$holder"
+wait "$HOLDER"
 expect_rc 1 "without idempotence the refusal ends produce"
 check_match "$ERR" 'lock timeout' "with the server's error"
 

@@ -21,13 +21,10 @@ check_eq "$?:$(sql "SELECT count(*) FROM mq.fetch('tr', 0, 0)")" "0:1" "a record
 
 # produce_while HOLD_SQL VALUE: kcat produces VALUE while another session
 # runs HOLD_SQL in a transaction that it keeps open for 1.5 s
-holding() { [[ "$(sql "SELECT count(*) FROM pg_stat_activity WHERE query LIKE '%pg_sleep(1.5)%' AND state = 'active' AND pid <> pg_backend_pid()")" == 1 ]]; }
 produce_while() {
-	psql -X -q -c "BEGIN" -c "$1" -c "SELECT pg_sleep(1.5)" -c "COMMIT" >/dev/null 2>&1 &
-	local holder=$!
-	wait_for 10 holding || fail "the other session holds its lock"
+	hold_briefly "$1" || fail "the other session holds its lock"
 	run kcat_ -P -t tr <<<"$2"
-	wait "$holder"
+	wait "$HOLDER"
 }
 values() { sql "SELECT string_agg(convert_from(value, 'UTF8'), ',' ORDER BY msg_offset) FROM mq.fetch('tr', 0, 0)"; }
 
