@@ -53,8 +53,6 @@ cmd_group_delete(const MqctlCommand *cmd, int argc, char **argv)
 	CliParser	p;
 	bool		if_exists = false;
 	const char *group;
-	MqParams	params;
-	MqError		err = MQ_ERROR_INIT;
 	PGconn	   *conn;
 	PGresult   *res;
 	int			c;
@@ -66,16 +64,12 @@ cmd_group_delete(const MqctlCommand *cmd, int argc, char **argv)
 	group = mqctl_group_argument(&p);
 
 	conn = mqctl_connect();
-	mq_params_init(&params);
-	mq_param_text(&params, MQ_TEXTOID, group);
-	res = mq_exec(conn, "SELECT mq.delete_group($1)", &params, 0, &err);
+	res = mqctl_exec_unless_missing(conn, "SELECT mq.delete_group($1)", group,
+									MQ_SQLSTATE_GROUP_NOT_FOUND, if_exists);
 	if (res != NULL)
 		printf("Deleted group %s (%s committed offsets).\n", group, PQgetvalue(res, 0, 0));
-	else if (if_exists && mq_error_is(&err, MQ_SQLSTATE_GROUP_NOT_FOUND))
-		printf("Group %s does not exist.\n", group);
 	else
-		mqctl_fail(conn, &err);
-	mq_error_free(&err);
+		printf("Group %s does not exist.\n", group);
 	PQclear(res);
 	PQfinish(conn);
 	cli_free(&p);

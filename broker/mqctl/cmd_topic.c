@@ -485,8 +485,6 @@ cmd_topic_delete(const MqctlCommand *cmd, int argc, char **argv)
 	CliParser	p;
 	bool		if_exists = false;
 	const char *topic;
-	MqParams	params;
-	MqError		err = MQ_ERROR_INIT;
 	PGconn	   *conn;
 	PGresult   *res;
 	int			c;
@@ -498,16 +496,12 @@ cmd_topic_delete(const MqctlCommand *cmd, int argc, char **argv)
 	topic = topic_argument(&p);
 
 	conn = mqctl_connect();
-	mq_params_init(&params);
-	mq_param_text(&params, MQ_TEXTOID, topic);
-	res = mq_exec(conn, "SELECT mq.drop_topic($1)", &params, 0, &err);
+	res = mqctl_exec_unless_missing(conn, "SELECT mq.drop_topic($1)", topic,
+									MQ_SQLSTATE_UNKNOWN_TOPIC, if_exists);
 	if (res != NULL)
 		printf("Deleted topic %s.\n", topic);
-	else if (if_exists && mq_error_is(&err, MQ_SQLSTATE_UNKNOWN_TOPIC))
-		printf("Topic %s does not exist.\n", topic);
 	else
-		mqctl_fail(conn, &err);
-	mq_error_free(&err);
+		printf("Topic %s does not exist.\n", topic);
 	PQclear(res);
 	PQfinish(conn);
 	cli_free(&p);

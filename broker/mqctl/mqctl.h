@@ -47,6 +47,13 @@ extern PGconn *mqctl_try_connect(MqError *err);
 extern PGresult *mqctl_exec(PGconn *conn, const char *sql,
 							const MqParams *params, int result_format);
 extern void mqctl_command(PGconn *conn, const char *sql);
+/*
+ * The deleting commands' statement (topic delete, group delete): sql with
+ * name as $1.  NULL when name does not exist (the error missing_sqlstate)
+ * and if_exists is set; any other error ends the command.
+ */
+extern PGresult *mqctl_exec_unless_missing(PGconn *conn, const char *sql, const char *name,
+										   const char *missing_sqlstate, bool if_exists);
 extern void mqctl_fail(PGconn *conn, MqError *err) __attribute__((noreturn));
 
 /* cmd_topic.c */

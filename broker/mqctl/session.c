@@ -131,6 +131,23 @@ mqctl_exec(PGconn *conn, const char *sql, const MqParams *params, int result_for
 	return res;
 }
 
+PGresult *
+mqctl_exec_unless_missing(PGconn *conn, const char *sql, const char *name,
+						  const char *missing_sqlstate, bool if_exists)
+{
+	MqParams	params;
+	MqError		err = MQ_ERROR_INIT;
+	PGresult   *res;
+
+	mq_params_init(&params);
+	mq_param_text(&params, MQ_TEXTOID, name);
+	res = mq_exec(conn, sql, &params, 0, &err);
+	if (res == NULL && !(if_exists && mq_error_is(&err, missing_sqlstate)))
+		mqctl_fail(conn, &err);
+	mq_error_free(&err);
+	return res;
+}
+
 void
 mqctl_command(PGconn *conn, const char *sql)
 {
