@@ -457,6 +457,21 @@ mq_launcher_init(void)
 	prev_shmem_startup_hook = shmem_startup_hook;
 	shmem_startup_hook = launcher_shmem_startup;
 
+	/*
+	 * pg_upgrade starts both servers in binary upgrade mode (-b) to read the
+	 * old schema and restore it into the new one.  A maintenance pass there
+	 * would change what it copies: retention dropping a segment after the
+	 * schema dump leaves pg_upgrade a table without its file, and in the new
+	 * server a pass runs against a half-restored catalog.  PostgreSQL keeps
+	 * autovacuum off then for the same reason.
+	 */
+	if (IsBinaryUpgrade)
+	{
+		ereport(LOG,
+				(errmsg("mq launcher not started: the server runs in binary upgrade mode")));
+		return;
+	}
+
 	memset(&worker, 0, sizeof(worker));
 	worker.bgw_flags = BGWORKER_SHMEM_ACCESS | BGWORKER_BACKEND_DATABASE_CONNECTION;
 	worker.bgw_start_time = BgWorkerStart_RecoveryFinished;
