@@ -131,6 +131,14 @@ mq_error_is_transient(const MqError *err)
 		"40P01",				/* deadlock_detected */
 		"55P03",				/* lock_not_available */
 		"57014",				/* query_canceled */
+		/*
+		 * read_only_sql_transaction: a write on a hot standby, which the
+		 * same session may make once the standby is promoted (PostgreSQL
+		 * makes each transaction read-only while recovery runs); or under
+		 * default_transaction_read_only, where clients give up at their
+		 * own deadline
+		 */
+		"25006",
 	};
 
 	for (size_t i = 0; i < sizeof(transient) / sizeof(transient[0]); i++)

@@ -66,7 +66,8 @@ extern bool mq_error_is(const MqError *err, const char *sqlstate);
 /*
  * A transient refusal: the statement's transaction was rolled back and the
  * statement may succeed when sent again (a serialization failure, a
- * deadlock, lock_timeout, statement_timeout or a cancel).  A procedure
+ * deadlock, lock_timeout, statement_timeout or a cancel, a write on a hot
+ * standby that may yet be promoted).  A procedure
  * that commits inside (mq.produce) may have committed before it, so only
  * an idempotent producer sends again, as after a lost connection;
  * mq-kafka answers it as retriable (kerr.c).

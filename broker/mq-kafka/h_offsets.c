@@ -184,9 +184,15 @@ offsets_error(const KStmt *st)
 		return KERR_NONE;
 	if (mq_error_is(&st->err, MQ_SQLSTATE_NOT_LEADER) || st->err.connection_lost)
 		return KERR_NOT_COORDINATOR;
+	/*
+	 * retriable for every client: KAFKA_STORAGE_ERROR, which kerr.c gives
+	 * transient refusals, is no OffsetCommit error, and the Java client
+	 * fails a commit on it for good
+	 */
 	if (mq_error_is(&st->err, MQ_SQLSTATE_NOT_ENOUGH_REPLICAS) ||
 		mq_error_is(&st->err, MQ_SQLSTATE_NOT_ENOUGH_REPLICAS_AFTER_APPEND) ||
-		mq_error_is(&st->err, MQ_SQLSTATE_REQUEST_TIMED_OUT))
+		mq_error_is(&st->err, MQ_SQLSTATE_REQUEST_TIMED_OUT) ||
+		mq_error_is_transient(&st->err))
 		return KERR_COORDINATOR_NOT_AVAILABLE;
 	return code;
 }

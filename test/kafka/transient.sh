@@ -8,8 +8,8 @@
 # would REQUEST_TIMED_OUT).  The same
 # mapping covers statement_timeout (57014), serialization failures under
 # default_transaction_isolation = serializable (40001) and deadlocks
-# (40P01); and Metadata, blocked the same way behind DDL, answers the
-# topic LEADER_NOT_AVAILABLE.
+# (40P01); Metadata, blocked the same way behind DDL, answers the
+# topic LEADER_NOT_AVAILABLE, and OffsetCommit COORDINATOR_NOT_AVAILABLE.
 source "$(dirname "${BASH_SOURCE[0]}")/lib.bash"
 
 sql "SELECT mq.create_topic('tr', 1)" >/dev/null
@@ -44,6 +44,28 @@ rel="$(sql "SELECT ps.relid FROM mq.partition_state ps JOIN mq.topic t USING (to
 produce_while "LOCK TABLE $rel IN ACCESS EXCLUSIVE MODE" third
 check_eq "$RC" "0" "kcat's produce while DDL holds the table succeeds once it is free"
 check_eq "$(values)" "first,sql,second,third" "its record arrived once"
+
+# OffsetCommit v2 of offset OFFSET for group tg, partition 0 of tr, with
+# the raw protocol: the partition's error code (kcat does not show it)
+commit_code() {
+	perl -I test/kafka -MKafkaWire=str,kafka_connect,kafka_request -e '
+		my ($port, $offset) = @ARGV;
+		my $s = kafka_connect($port);
+		my $body = str("tg") . pack("l>", -1) . str("") . pack("q>", -1)
+			. pack("l>", 1) . str("tr") . pack("l>", 1) . pack("l> q>", 0, $offset) . str("");
+		my $r = kafka_request($s, "transient", 8, 2, $body, 0, 30) // die "no answer\n";
+		my $pos = 4 + 4 + 2 + unpack("x8 n", $r) + 4;   # correlation id, topic count, name, partition count
+		print unpack("x$pos x4 s>", $r), "\n";' "$KAFKA_PORT" "$1"
+}
+check_eq "$(commit_code 1)" "0" "an offset commit while nothing holds the offsets"
+# the committed offsets' table held (LOCK TABLE): the commit's lock_timeout
+# is COORDINATOR_NOT_AVAILABLE (15), which every client retries; the
+# KAFKA_STORAGE_ERROR a produce gets is no OffsetCommit error, and the Java
+# client fails a commit on it for good
+hold_briefly "LOCK TABLE mq.consumer_offset IN ACCESS EXCLUSIVE MODE" || fail "the other session holds its lock"
+check_eq "$(commit_code 2)" "15" "an offset commit while DDL holds the offsets is COORDINATOR_NOT_AVAILABLE"
+wait "$HOLDER"
+check_eq "$(commit_code 2):$(sql "SELECT mq.committed_offset('tg', 'tr', 0)")" "0:2" "and its retry commits"
 
 if ((FAILED > 0)); then
 	printf '%s\n' "$ERR" | tail -n 5 | sed 's/^/# /'

@@ -4,7 +4,9 @@
 # a long poll at the log end wakes when a record is replayed (there is no
 # commit on a standby to wake it: issue 21 saw mq.fetch(max_wait_ms =>
 # 4000) return nothing although a record came 0.5 s in); what writes
-# is refused with 25006; and once promoted it produces on from what it
+# is refused with 25006; mq-kafka on the standby serves a Kafka consumer,
+# and a Kafka producer's record, refused there as retriable, lands once
+# the standby is promoted; and once promoted it produces on from what it
 # replayed.
 use strict;
 use warnings;
@@ -118,6 +120,38 @@ catch_up();
 is($standby->safe_psql('postgres', "SELECT min(msg_offset) FROM mq.poll('g', 't', 2, partitions => ARRAY[0])"),
 	$read, 'an offset read on the standby and committed on the primary is where the next poll on the standby starts');
 
+# mq-kafka on the standby: Kafka consumers read there; a produce is
+# refused as PostgreSQL refuses it (25006), which is transient
+# (mq_error_is_transient: the same session writes once the standby is
+# promoted), so kcat at its defaults sends again, and its record lands
+# after the promotion below
+$primary->safe_psql('postgres', "SELECT mq.create_topic('kp', 1)");
+catch_up();
+my $kafka_port = PostgreSQL::Test::Cluster::get_free_port();
+my $kafka_log = $standby->basedir . '/mq-kafka.log';
+my $kafka = IPC::Run::start(
+	[ "$ENV{MQ_REPO_ROOT}/broker/mq-kafka/mq-kafka", '--listen', "127.0.0.1:$kafka_port",
+	  '-d', $standby->connstr('postgres') ],
+	'>', $kafka_log, '2>&1');
+my $kcat_consume = sub {
+	my $out = `timeout 60 kcat -b 127.0.0.1:$kafka_port -C -t t -p 0 -o beginning -e -f '%o:%s\n' 2>/dev/null`;
+	return join(',', split /\n/, $out);
+};
+my $consumed;
+for (1 .. 100) { $consumed = $kcat_consume->(); last if $consumed ne ''; select undef, undef, undef, 0.1; }
+is($consumed, $standby->safe_psql('postgres',
+		"SELECT string_agg(msg_offset || ':' || convert_from(value, 'UTF8'), ',' ORDER BY msg_offset) FROM mq.fetch('t', 0, 0, 100)"),
+	'a Kafka consumer reads the records through mq-kafka on the standby');
+my $kp_in = $standby->basedir . '/kcat.in';
+my $log_at = -s $standby->logfile;
+PostgreSQL::Test::Utils::append_to_file($kp_in, "during\n");
+my %kp = (out => '', err => '');
+$kp{h} = IPC::Run::start([ 'kcat', '-b', "127.0.0.1:$kafka_port", '-P', '-t', 'kp', '-p', '0' ],
+	'<', $kp_in, '>', \$kp{out}, '2>', \$kp{err});
+ok($standby->wait_for_log(qr/ERROR:  cannot execute a produce to a topic in a read-only transaction/, $log_at),
+	'kcat produces to the standby and is refused there (read-only)');
+ok($kp{h}->pumpable, 'kcat sends again rather than failing its record');
+
 # Failover: the primary dies and the standby is promoted (pg_ctl promote),
 # as a DBA or a failover manager does.  mq keeps no counter of its own
 # (offsets come from the segments' indexes, producer state from its
@@ -153,5 +187,9 @@ ok($standby->poll_query_until('postgres',
 	"SELECT count(*) > 0 FROM pg_stat_activity WHERE backend_type = 'mq maintenance' AND datname = 'postgres'"),
 	'the maintenance worker starts on the promoted node');
 $session->quit;
+ok(eval { $kp{h}->finish; 1 } && $kp{h}->result == 0, "kcat's record is delivered after the promotion") or diag($kp{err});
+is($standby->safe_psql('postgres', "SELECT string_agg(convert_from(value, 'UTF8'), ',') FROM mq.fetch('kp', 0, 0, 100)"),
+	'during', 'once');
+$kafka->kill_kill;
 
 done_testing();
