@@ -18,7 +18,9 @@
  * jitter); while the database is down, jobs fail at once with
  * connection_lost, and the request's client connection is closed after
  * its answer (server.c), as is every new one: clients then treat this
- * broker as down and turn to the others.  A parked fetch or join holds no
+ * broker as down and turn to the others.  A server that refuses some of
+ * the connections while others work (a role's CONNECTION LIMIT below
+ * --pool) is not down: the pool serves with fewer.  A parked fetch or join holds no
  * connection.  Only the local pool's failures close client connections:
  * another node being down is the caller's to map.
  *

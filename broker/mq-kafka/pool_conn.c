@@ -92,15 +92,41 @@ pool_slot_lost(Slot *s)
 		arm_retry(s->pool);
 }
 
-/* a connection attempt failed */
+/* another slot of s's pool holds a connection */
+static bool
+other_connected(const Slot *s)
+{
+	const KPool *p = s->pool;
+
+	for (int i = 0; i < p->size; i++)
+		if (&p->slots[i] != s && p->slots[i].conn && !p->slots[i].connecting &&
+			PQstatus(p->slots[i].conn) == CONNECTION_OK)
+			return true;
+	return false;
+}
+
+/*
+ * A connection attempt failed.  The database is down (db_down) unless the
+ * server answered the attempt with a refusal while other connections of
+ * the pool work: a role's CONNECTION LIMIT or max_connections below the
+ * pool's size leaves fewer connections, not none, and the pool serves with
+ * those.  An attempt that timed out is a silent server (paused, cut off),
+ * whose other connections have merely not noticed yet.
+ */
 static void
 conn_failed(Slot *s, const char *msg)
 {
 	KPool	   *p = s->pool;
+	bool		refused = strstr(msg, "timeout expired") == NULL && other_connected(s);
 
-	if (!p->db_down)
-		mq_log_warning("cannot connect to %s: %.*s", p->name, (int) strcspn(msg, "\n"), msg);
-	p->db_down = true;
+	if (!p->db_down && !p->refusing)
+		mq_log_warning("cannot connect to %s%s: %.*s", p->name,
+					   refused ? " (going on with fewer connections)" : "",
+					   (int) strcspn(msg, "\n"), msg);
+	if (refused)
+		p->refusing = true;
+	else
+		p->db_down = true;
 	pool_slot_drop(s);
 	(void) mq_retry_failed(&s->retry, &p->policy);
 	if (p->local)
@@ -114,6 +140,7 @@ conn_ok(Slot *s)
 	if (s->pool->db_down)
 		mq_log_info("connected to %s again", s->pool->name);
 	s->pool->db_down = false;
+	s->pool->refusing = false;
 	mq_retry_succeeded(&s->retry);
 	mq_log_notices(s->conn);
 	pool_slot_watch(s, false);
