@@ -20,8 +20,9 @@
  * its answer (server.c), as is every new one: clients then treat this
  * broker as down and turn to the others.  A server that refuses some of
  * the connections while others work (a role's CONNECTION LIMIT below
- * --pool) is not down: the pool serves with fewer.  A parked fetch or join holds no
- * connection.  Only the local pool's failures close client connections:
+ * --pool) is not down: the pool serves with fewer (pool_conn.c).  A
+ * parked fetch or join holds no connection.  Only the local pool's
+ * failures close client connections:
  * another node being down is the caller's to map.
  *
  * A statement deadline per job (--statement-timeout-ms; the cluster's

@@ -41,7 +41,7 @@ struct KPool
 	Slot	   *slots;
 	KRequest   *wait_head,
 			   *wait_tail;
-	bool		db_down;		/* the last connection attempt failed, none left */
+	bool		db_down;		/* an attempt failed and no connection works */
 	bool		refusing;		/* the server refused one, others work (conn_failed) */
 	struct event *retry_ev;		/* reconnects idle slots when due */
 	KSlotFn		io_fn;			/* the socket of a connected slot is ready */
