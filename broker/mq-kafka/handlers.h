@@ -48,6 +48,7 @@ enum
 	KAPI_DELETE_ACLS = 31,
 	KAPI_DESCRIBE_CONFIGS = 32,
 	KAPI_ALTER_CONFIGS = 33,
+	KAPI_DESCRIBE_LOG_DIRS = 35,
 	KAPI_CREATE_PARTITIONS = 37,
 	KAPI_DELETE_GROUPS = 42,
 	KAPI_SASL_AUTHENTICATE = 36,
@@ -69,6 +70,8 @@ extern void h_delete_topics(KRequest *req);
 extern void h_create_partitions(KRequest *req);
 /* h_delete_records.c */
 extern void h_delete_records(KRequest *req);
+/* h_log_dirs.c */
+extern void h_describe_log_dirs(KRequest *req);
 /* h_config.c */
 extern void h_describe_configs(KRequest *req);
 /* h_config_alter.c */

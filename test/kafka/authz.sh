@@ -94,8 +94,25 @@ check_eq "$(meta mq_az_carol "$PW_CAROL")" "closed" \
 check_eq "$(meta mq_az_bob "$PW_BOB")" "$(topics_of mq_az_bob)" "DEFAULT: bob is role mq_az_bob"
 kafka_kill
 
-# a principal whose role the daemon is not a member of: SET ROLE fails, nothing runs
 kafka_start --sasl=plain --sasl-plain-on-plaintext -d "$DAEMON_DB" || { fail "mq-kafka starts"; finish; }
+
+# DescribeLogDirs takes DESCRIBE on the cluster (h_log_dirs.c), as in
+# Kafka: alice without it gets no directory, with it her topics' sizes
+log_dirs() {
+	PYTHONPATH=test/kafka/py "$PY" -c "
+import sys; from kwire import Client
+err, rows = Client($KAFKA_PORT, *sys.argv[1:]).log_dirs()
+print(err, ' '.join('%s:%s:%d:%d' % r for r in rows if r[1] == 'orders'))" "$@"
+}
+check_eq "$(log_dirs mq_az_alice "$PW_ALICE")" "31 " \
+	"DescribeLogDirs without DESCRIBE on the cluster: CLUSTER_AUTHORIZATION_FAILED and no directory"
+sql "SELECT mq.grant('describe', 'cluster', 'kafka-cluster', 'mq_az_alice')" >/dev/null
+check_eq "$(log_dirs mq_az_alice "$PW_ALICE")" \
+	"0 $(sql "SELECT 'pg_default:orders:0:' || sum(bytes) FROM mq.segments WHERE topic = 'orders' AND partition = 0")" \
+	"with it: the tablespace as the log directory, the partition's size that mq.segments sums"
+sql "SELECT mq.revoke('describe', 'cluster', 'kafka-cluster', 'mq_az_alice')" >/dev/null
+
+# a principal whose role the daemon is not a member of: SET ROLE fails, nothing runs
 before="$(sql "SELECT count(*) FROM mq.fetch('orders', 0, 0, 1000)")"
 run env PYTHONPATH=test/kafka/py "$PY" -c "
 import sys; from kwire import Client

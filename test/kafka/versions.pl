@@ -39,7 +39,7 @@ my %kafka39 = (
 	24 => [0, 5, 3], 25 => [0, 4, 3], 26 => [0, 4, 3], 28 => [0, 4, 3], 65 => [0, 0, 0], 66 => [0, 1, 0],
 	33 => [0, 2, 2], 36 => [0, 2, 2], 37 => [0, 3, 2], 42 => [0, 2, 2], 44 => [0, 1, 1],
 	29 => [0, 3, 2], 30 => [0, 3, 2], 31 => [0, 3, 2], 50 => [0, 0, 0], 51 => [0, 0, 0],
-	45 => [0, 0, 0], 46 => [0, 0, 0], 47 => [0, 0, 99],
+	45 => [0, 0, 0], 46 => [0, 0, 0], 47 => [0, 0, 99], 35 => [0, 4, 2],
 );
 
 my @part_fetch = (['partition', 'i32', '0+'], ['current_leader_epoch', 'i32', '9+'],
@@ -60,6 +60,7 @@ my %req = (
 		['principal_filter', 'nstr', '0+'], ['host_filter', 'nstr', '0+'], ['operation', 'i8', '0+'],
 		['permission_type', 'i8', '0+']], '0+']],
 	50 => [['users', [['name', 'str', '0+']], '0+']],
+	35 => [['topics', [['topic', 'str', '0+'], ['partitions', '[i32]', '0+']], '0+']],
 	51 => [['deletions', [['name', 'str', '0+'], ['mechanism', 'i8', '0+']], '0+'],
 		['upsertions', [['name', 'str', '0+'], ['mechanism', 'i8', '0+'], ['iterations', 'i32', '0+'],
 			['salt', 'bytes', '0+'], ['salted_password', 'bytes', '0+']], '0+']],
@@ -158,6 +159,11 @@ my %resp = (
 	50 => [['throttle_time_ms', 'i32', '0+'], ['error_code', 'i16', '0+'], ['error_message', 'nstr', '0+'],
 		['results', [['user', 'str', '0+'], ['error_code', 'i16', '0+'], ['error_message', 'nstr', '0+'],
 			['credential_infos', [['mechanism', 'i8', '0+'], ['iterations', 'i32', '0+']], '0+']], '0+']],
+	35 => [['throttle_time_ms', 'i32', '0+'], ['error_code', 'i16', '3+'],
+		['results', [['error_code', 'i16', '0+'], ['log_dir', 'str', '0+'],
+			['topics', [['name', 'str', '0+'], ['partitions', [['partition_index', 'i32', '0+'],
+				['partition_size', 'i64', '0+'], ['offset_lag', 'i64', '0+'], ['is_future_key', 'bool', '0+']], '0+']], '0+'],
+			['total_bytes', 'i64', '4+'], ['usable_bytes', 'i64', '4+']], '0+']],
 	51 => [['throttle_time_ms', 'i32', '0+'], ['results', [['user', 'str', '0+'], ['error_code', 'i16', '0+'],
 			['error_message', 'nstr', '0+']], '0+']],
 	0 => [['responses', [['name', 'str', '0+'], ['partitions', [['index', 'i32', '0+'], ['error_code', 'i16', '0+'],
@@ -500,6 +506,7 @@ my %vals = (
 	32 => sub { { resources => [{ type => 2, name => $topic, keys => ['retention.ms'] }] } },
 	33 => sub { { resources => [{ type => 2, name => $topic, configs => [{ name => 'retention.ms', value => '600000' }] }],
 			validate_only => 1 } },
+	35 => sub { { topics => [{ topic => $topic, partitions => [0] }] } },
 	37 => sub { { topics => [{ name => $topic, count => 1 }], timeout_ms => 5000, validate_only => 1 } },
 	42 => sub { { groups_names => ['vnone'] } },
 	44 => sub { { resources => [{ type => 2, name => $topic, configs => [{ name => 'retention.ms', op => 0, value => '600000' }] }],
@@ -525,6 +532,9 @@ sub summary {
 	return "records " . length($h->{responses}[0]{partitions}[0]{records} // '') if $k == 1;
 	return "error $h->{error_code}" if $k == 25 || $k == 26;
 	return "epoch end $h->{topics}[0]{partitions}[0]{end_offset}" if $k == 23;
+	return "log dir $h->{results}[0]{log_dir}: $h->{results}[0]{topics}[0]{name} partition "
+		. "$h->{results}[0]{topics}[0]{partitions}[0]{partition_index} of "
+		. "$h->{results}[0]{topics}[0]{partitions}[0]{partition_size} bytes" if $k == 35 && @{ $h->{results} // [] };
 	return '';
 }
 for my $v (0 .. 2) {

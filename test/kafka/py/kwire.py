@@ -192,6 +192,25 @@ class Client:
         r.str()
         return r.take('>h')
 
+    def log_dirs(self):
+        """DescribeLogDirs v3 of every partition: (error, [(dir, topic, partition, size)])"""
+        r = Reader(self.call(35, 3, b'\x00\x00', flex=True), flex=True)  # topics null, no tags
+        r.take('>i')
+        err = r.take('>h')
+        rows = []
+        for _ in range(r.count()):
+            r.take('>h')
+            d = r.str()
+            for _ in range(r.count()):
+                t = r.str()
+                for _ in range(r.count()):
+                    p, size, _lag, _future = r.take('>iqqb')
+                    r.tags()
+                    rows.append((d, t, p, size))
+                r.tags()
+            r.tags()
+        return err, rows
+
     # --- ACL APIs -----------------------------------------------------------
     @staticmethod
     def _binding(a, ver, flex):
