@@ -44,7 +44,7 @@ sub call {
 	my $r = call(18, 0, '');
 	my $cnt = defined $r ? unpack('x2 l>', $r) : 0;
 	my %adv = map { unpack('x' . (6 + 6 * $_) . ' s>', $r) => 1 } 0 .. $cnt - 1;
-	ok($cnt > 0 && !$adv{35} && !$adv{43} && !$adv{60}, 'DescribeLogDirs (35), ElectLeaders (43), DescribeCluster (60) are not advertised');
+	ok($cnt > 0 && !$adv{43} && !$adv{60}, 'ElectLeaders (43), DescribeCluster (60) are not advertised');
 	ok(!defined call(60, 0, pack('C', 0)), 'a DescribeCluster request sent anyway closes the connection');
 	$sock = kafka_connect($port);
 	$r = call(18, 0, '');
