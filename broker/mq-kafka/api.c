@@ -126,6 +126,8 @@ static const KApi apis[] = {
 	 "`mq.scram_credentials`: all users' with DESCRIBE on the cluster, else the caller's own; others are `RESOURCE_NOT_FOUND`"},
 	{KAPI_ALTER_USER_SCRAM_CREDENTIALS, 0, 0, 0, h_alter_user_scram_credentials,
 	 "the verifier derived here from the SaltedPassword, by `mq.set_scram_keys` / `mq.drop_scram_credential`, one transaction per user, then on every other live node of a cluster; ALTER on the cluster, or the user itself"},
+	{KAPI_DESCRIBE_CLUSTER, 0, 1, 0, h_describe_cluster,
+	 "the brokers Metadata lists, cluster id `mq`, this daemon as the controller; endpoint type controllers (v1) is MISMATCHED_ENDPOINT_TYPE"},
 	{KAPI_DESCRIBE_TRANSACTIONS, 0, 0, 0, h_describe_transactions,
 	 "`mq.kafka_transactions`: state, timeout, start, producer, the partitions with staged batches"},
 	{KAPI_LIST_TRANSACTIONS, 0, 1, 0, h_list_transactions,

@@ -1,7 +1,8 @@
 /*-------------------------------------------------------------------------
  *
  * h_metadata.c
- *	  Metadata (v0-v12).  Loop thread; one job of one or two statements.
+ *	  Metadata (v0-v12) and DescribeCluster (v0-v1, below).  Loop thread;
+ *	  Metadata runs one job of one or two statements.
  *
  * The brokers are this daemon (--node-id) and its --peer daemons; in a
  * replicated cluster (--coordinator), the live listeners of the cluster's
@@ -78,6 +79,9 @@
 #define ENSURE_OFFSETS_SQL "SELECT mq.ensure_consumer_offsets($1)"
 #define OFFSETS_PARTITIONS 10	/* on a node of its own, as Kafka's default is 50 */
 
+/* Metadata's (v2+) and DescribeCluster's */
+#define CLUSTER_ID "mq"
+
 #define AUTO_CREATE_SQL \
 	"SELECT mq.create_topic(t, $2) FROM unnest($1::text[]) t" \
 	" WHERE NOT EXISTS (SELECT 1 FROM mq.topics x WHERE x.topic = t)"
@@ -149,24 +153,31 @@ write_cluster_brokers(KWriter *w, int16_t v, const char *self_host, int self_por
 	kw_fill_count(w, count_at, n);
 }
 
+/* the brokers array, racks included from rack_v on (Metadata v1+) */
 static void
-write_brokers(KRequest *req, KWriter *w, int16_t v)
+write_broker_array(KRequest *req, KWriter *w, int16_t rack_v)
 {
 	const char *host;
 	int			port;
 
 	conn_advertised(req->conn, &host, &port);
 	if (cluster_enabled())
-		write_cluster_brokers(w, v, host, port);
+		write_cluster_brokers(w, rack_v, host, port);
 	else
 	{
 		kw_array(w, 1 + kconfig.npeers);
-		write_broker(w, v, kconfig.node_id, host, port);
+		write_broker(w, rack_v, kconfig.node_id, host, port);
 		for (int i = 0; i < kconfig.npeers; i++)
-			write_broker(w, v, kconfig.peers[i].id, kconfig.peers[i].host, kconfig.peers[i].port);
+			write_broker(w, rack_v, kconfig.peers[i].id, kconfig.peers[i].host, kconfig.peers[i].port);
 	}
+}
+
+static void
+write_brokers(KRequest *req, KWriter *w, int16_t v)
+{
+	write_broker_array(req, w, v);
 	if (v >= 2)
-		kw_str(w, "mq");		/* cluster_id */
+		kw_str(w, CLUSTER_ID);
 	if (v >= 1)
 		kw_i32(w, kconfig.node_id);	/* controller_id */
 }
@@ -482,4 +493,43 @@ h_metadata(KRequest *req)
 		kfan_run(&s->fan, req, offsets_ensured);
 	else
 		pool_run(req, &s->job, metadata_done);
+}
+
+/*
+ * DescribeCluster (v0-v1, flexible; KIP-700): the brokers Metadata lists,
+ * the cluster id and this daemon as the controller, without a database
+ * round trip.  v1's endpoint type 2 (controllers, KIP-919) is
+ * MISMATCHED_ENDPOINT_TYPE, as a Kafka broker answers: mq has no
+ * controller quorum to list.  Authorized operations are not computed.
+ */
+void
+h_describe_cluster(KRequest *req)
+{
+	KReader    *r = &req->body;
+	KWriter    *w = &req->resp;
+	int8_t		endpoint = 1;	/* brokers */
+	bool		mismatched;
+
+	(void) kr_i8(r);			/* include_cluster_authorized_operations */
+	if (req->api_version >= 1)
+		endpoint = kr_i8(r);
+	if (r->err)
+	{
+		req_abort(req);
+		return;
+	}
+	mismatched = endpoint != 1;
+	kw_i32(w, 0);				/* throttle_time_ms */
+	kw_i16(w, mismatched ? KERR_MISMATCHED_ENDPOINT_TYPE : KERR_NONE);
+	kw_str(w, mismatched ? "mq-kafka serves broker endpoints only" : NULL);
+	if (req->api_version >= 1)
+		kw_i8(w, 1);			/* endpoint_type: brokers */
+	kw_str(w, CLUSTER_ID);
+	kw_i32(w, mismatched ? -1 : kconfig.node_id);	/* controller_id */
+	if (mismatched)
+		kw_array(w, 0);
+	else
+		write_broker_array(req, w, 1);
+	kw_i32(w, INT32_MIN_OPS);	/* cluster_authorized_operations */
+	req_finish(req);
 }

@@ -59,11 +59,13 @@ enum
 	KAPI_DESCRIBE_USER_SCRAM_CREDENTIALS = 50,
 	KAPI_ALTER_USER_SCRAM_CREDENTIALS = 51,
 	KAPI_DESCRIBE_TRANSACTIONS = 65,
+	KAPI_DESCRIBE_CLUSTER = 60,
 	KAPI_LIST_TRANSACTIONS = 66,
 };
 
 /* h_metadata.c */
 extern void h_metadata(KRequest *req);
+extern void h_describe_cluster(KRequest *req);
 /* h_admin.c */
 extern void h_create_topics(KRequest *req);
 extern void h_delete_topics(KRequest *req);

@@ -39,7 +39,7 @@ my %kafka39 = (
 	24 => [0, 5, 3], 25 => [0, 4, 3], 26 => [0, 4, 3], 28 => [0, 4, 3], 65 => [0, 0, 0], 66 => [0, 1, 0],
 	33 => [0, 2, 2], 36 => [0, 2, 2], 37 => [0, 3, 2], 42 => [0, 2, 2], 44 => [0, 1, 1],
 	29 => [0, 3, 2], 30 => [0, 3, 2], 31 => [0, 3, 2], 50 => [0, 0, 0], 51 => [0, 0, 0],
-	45 => [0, 0, 0], 46 => [0, 0, 0], 47 => [0, 0, 99], 35 => [0, 4, 2],
+	45 => [0, 0, 0], 46 => [0, 0, 0], 47 => [0, 0, 99], 35 => [0, 4, 2], 60 => [0, 1, 0],
 );
 
 my @part_fetch = (['partition', 'i32', '0+'], ['current_leader_epoch', 'i32', '9+'],
@@ -61,6 +61,7 @@ my %req = (
 		['permission_type', 'i8', '0+']], '0+']],
 	50 => [['users', [['name', 'str', '0+']], '0+']],
 	35 => [['topics', [['topic', 'str', '0+'], ['partitions', '[i32]', '0+']], '0+']],
+	60 => [['include_cluster_authorized_operations', 'bool', '0+'], ['endpoint_type', 'i8', '1+']],
 	51 => [['deletions', [['name', 'str', '0+'], ['mechanism', 'i8', '0+']], '0+'],
 		['upsertions', [['name', 'str', '0+'], ['mechanism', 'i8', '0+'], ['iterations', 'i32', '0+'],
 			['salt', 'bytes', '0+'], ['salted_password', 'bytes', '0+']], '0+']],
@@ -159,6 +160,10 @@ my %resp = (
 	50 => [['throttle_time_ms', 'i32', '0+'], ['error_code', 'i16', '0+'], ['error_message', 'nstr', '0+'],
 		['results', [['user', 'str', '0+'], ['error_code', 'i16', '0+'], ['error_message', 'nstr', '0+'],
 			['credential_infos', [['mechanism', 'i8', '0+'], ['iterations', 'i32', '0+']], '0+']], '0+']],
+	60 => [['throttle_time_ms', 'i32', '0+'], ['error_code', 'i16', '0+'], ['error_message', 'nstr', '0+'],
+		['endpoint_type', 'i8', '1+'], ['cluster_id', 'str', '0+'], ['controller_id', 'i32', '0+'],
+		['brokers', [['broker_id', 'i32', '0+'], ['host', 'str', '0+'], ['port', 'i32', '0+'], ['rack', 'nstr', '0+']], '0+'],
+		['cluster_authorized_operations', 'i32', '0+']],
 	35 => [['throttle_time_ms', 'i32', '0+'], ['error_code', 'i16', '3+'],
 		['results', [['error_code', 'i16', '0+'], ['log_dir', 'str', '0+'],
 			['topics', [['name', 'str', '0+'], ['partitions', [['partition_index', 'i32', '0+'],
@@ -507,6 +512,7 @@ my %vals = (
 	33 => sub { { resources => [{ type => 2, name => $topic, configs => [{ name => 'retention.ms', value => '600000' }] }],
 			validate_only => 1 } },
 	35 => sub { { topics => [{ topic => $topic, partitions => [0] }] } },
+	60 => sub { { include_cluster_authorized_operations => 0, endpoint_type => 1 } },
 	37 => sub { { topics => [{ name => $topic, count => 1 }], timeout_ms => 5000, validate_only => 1 } },
 	42 => sub { { groups_names => ['vnone'] } },
 	44 => sub { { resources => [{ type => 2, name => $topic, configs => [{ name => 'retention.ms', op => 0, value => '600000' }] }],
@@ -535,6 +541,8 @@ sub summary {
 	return "log dir $h->{results}[0]{log_dir}: $h->{results}[0]{topics}[0]{name} partition "
 		. "$h->{results}[0]{topics}[0]{partitions}[0]{partition_index} of "
 		. "$h->{results}[0]{topics}[0]{partitions}[0]{partition_size} bytes" if $k == 35 && @{ $h->{results} // [] };
+	return "error $h->{error_code} cluster $h->{cluster_id} controller $h->{controller_id} brokers "
+		. join(',', map { "$_->{broker_id}\@$_->{host}:$_->{port}" } @{ $h->{brokers} }) if $k == 60;
 	return '';
 }
 for my $v (0 .. 2) {
@@ -602,6 +610,15 @@ for my $v (0 .. 4) {
 	($h) = exchange(66, 1, $vals{66}->(1));
 	ok($h && $h->{error_code} == 0 && "@{ $h->{unknown_state_filters} }" eq 'NoSuchState',
 		'ListTransactions v1 answers the state filter it does not know');
+}
+{
+	my ($h) = exchange(60, 1, $vals{60}->(1));
+	ok($h && $h->{error_code} == 0 && $h->{cluster_id} eq 'mq' && $h->{controller_id} == 1
+		&& @{ $h->{brokers} } == 1 && $h->{brokers}[0]{broker_id} == 1 && $h->{brokers}[0]{port} == $port,
+		'DescribeCluster v1: cluster mq, this daemon the controller and the one broker, at its port');
+	($h) = exchange(60, 1, { include_cluster_authorized_operations => 0, endpoint_type => 2 });
+	ok($h && $h->{error_code} == 114 && !@{ $h->{brokers} },
+		'DescribeCluster v1 of the controllers: MISMATCHED_ENDPOINT_TYPE (114), as a Kafka broker answers');
 }
 print "1..$n\n";
 exit($failed ? 1 : 0);
