@@ -46,16 +46,12 @@ check_eq "$RC" "0" "kcat's produce while DDL holds the table succeeds once it is
 check_eq "$(values)" "first,sql,second,third" "its record arrived once"
 
 # OffsetCommit v2 of offset OFFSET for group tg, partition 0 of tr, with
-# the raw protocol: the partition's error code (kcat does not show it)
+# the raw protocol (test/kafka/py/kwire.py): the partition's error code
+# (kcat does not show it)
 commit_code() {
-	perl -I test/kafka -MKafkaWire=str,kafka_connect,kafka_request -e '
-		my ($port, $offset) = @ARGV;
-		my $s = kafka_connect($port);
-		my $body = str("tg") . pack("l>", -1) . str("") . pack("q>", -1)
-			. pack("l>", 1) . str("tr") . pack("l>", 1) . pack("l> q>", 0, $offset) . str("");
-		my $r = kafka_request($s, "transient", 8, 2, $body, 0, 30) // die "no answer\n";
-		my $pos = 4 + 4 + 2 + unpack("x8 n", $r) + 4;   # correlation id, topic count, name, partition count
-		print unpack("x$pos x4 s>", $r), "\n";' "$KAFKA_PORT" "$1"
+	PYTHONPATH=test/kafka/py /usr/bin/python3 -c "
+import sys; from kwire import Client
+print(Client($KAFKA_PORT).commit('tg', 'tr', int(sys.argv[1])))" "$1"
 }
 check_eq "$(commit_code 1)" "0" "an offset commit while nothing holds the offsets"
 # the committed offsets' table held (LOCK TABLE): the commit's lock_timeout
