@@ -94,7 +94,7 @@ connect_failed(Slot *s)
 
 	for (int i = 0; i < p->size; i++)
 		other |= p->slots[i].connecting || p->slots[i].req != NULL ||
-			(p->slots[i].conn && PQstatus(p->slots[i].conn) == CONNECTION_OK);
+			pool_slot_connected(&p->slots[i]);
 	while (!other && p->wait_head)
 	{
 		KRequest   *req = p->wait_head;
@@ -380,7 +380,7 @@ pool_idle(void)
 	{
 		Slot	   *s = &local_pool->slots[i];
 
-		if (s->req == NULL && s->conn != NULL && PQstatus(s->conn) == CONNECTION_OK)
+		if (s->req == NULL && pool_slot_connected(s))
 			n++;
 	}
 	return n;

@@ -92,6 +92,12 @@ pool_slot_lost(Slot *s)
 		arm_retry(s->pool);
 }
 
+bool
+pool_slot_connected(const Slot *s)
+{
+	return s->conn && !s->connecting && PQstatus(s->conn) == CONNECTION_OK;
+}
+
 /* another slot of s's pool holds a connection */
 static bool
 other_connected(const Slot *s)
@@ -99,8 +105,7 @@ other_connected(const Slot *s)
 	const KPool *p = s->pool;
 
 	for (int i = 0; i < p->size; i++)
-		if (&p->slots[i] != s && p->slots[i].conn && !p->slots[i].connecting &&
-			PQstatus(p->slots[i].conn) == CONNECTION_OK)
+		if (&p->slots[i] != s && pool_slot_connected(&p->slots[i]))
 			return true;
 	return false;
 }
@@ -234,7 +239,7 @@ pool_slot_ready(Slot *s)
 {
 	MqError		err = MQ_ERROR_INIT;
 
-	if (s->conn && PQstatus(s->conn) == CONNECTION_OK && !s->connecting)
+	if (pool_slot_connected(s))
 		return true;
 	if (s->connecting)
 		return false;

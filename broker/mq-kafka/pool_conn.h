@@ -50,6 +50,8 @@ struct KPool
 };
 
 extern void pool_conn_init(KPool *p);
+/* s holds a connection that is up (not one still connecting) */
+extern bool pool_slot_connected(const Slot *s);
 extern bool pool_slot_ready(Slot *s);
 extern void pool_slot_drop(Slot *s);
 extern void pool_slot_watch(Slot *s, bool writing);
