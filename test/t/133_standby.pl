@@ -133,12 +133,14 @@ my $kafka = IPC::Run::start(
 	[ "$ENV{MQ_REPO_ROOT}/broker/mq-kafka/mq-kafka", '--listen', "127.0.0.1:$kafka_port",
 	  '-d', $standby->connstr('postgres') ],
 	'>', $kafka_log, '2>&1');
-my $kcat_consume = sub {
-	my $out = `timeout 60 kcat -b 127.0.0.1:$kafka_port -C -t t -p 0 -o beginning -e -f '%o:%s\n' 2>/dev/null`;
-	return join(',', split /\n/, $out);
-};
-my $consumed;
-for (1 .. 100) { $consumed = $kcat_consume->(); last if $consumed ne ''; select undef, undef, undef, 0.1; }
+my $consumed = '';
+for (1 .. 100)
+{
+	$consumed = join(',', split /\n/,
+		`timeout 60 kcat -b 127.0.0.1:$kafka_port -C -t t -p 0 -o beginning -e -f '%o:%s\n' 2>/dev/null`);
+	last if $consumed ne '';
+	select undef, undef, undef, 0.1;
+}
 is($consumed, $standby->safe_psql('postgres',
 		"SELECT string_agg(msg_offset || ':' || convert_from(value, 'UTF8'), ',' ORDER BY msg_offset) FROM mq.fetch('t', 0, 0, 100)"),
 	'a Kafka consumer reads the records through mq-kafka on the standby');
