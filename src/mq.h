@@ -386,6 +386,8 @@ extern void mq_auto_commit(text *group, MqTopic *topic, text *member);
 extern int64 mq_position_current(MqPositionKey *key, text *group, MqTopic *topic);
 extern void mq_position_advance(MqPositionKey *key, int64 next, bool autocommit, int n,
 								text *member);
+extern void mq_position_reset(MqPositionKey *key, int64 from, int64 next, bool autocommit,
+							  text *member);
 
 /* idempotence.c: idempotent producer state */
 extern void mq_producer_check_epoch(int64 producer_id, int32 epoch, int32 base_sequence);

@@ -71,6 +71,8 @@ typedef struct Position
 {
 	MqPositionKey key;
 	int64		next_offset;
+	/* pending: the offset beyond the log end a poll reset from, or -1 */
+	int64		replaces;
 	char		member[NAMEDATALEN * 4];	/* pending: its poller, "" if none */
 } Position;
 
@@ -151,10 +153,13 @@ static Position *
 set_position(HTAB **table, MemoryContext cxt, MqPositionKey *key, int64 next)
 {
 	Position   *pos;
+	bool		found;
 
 	if (*table == NULL)
 		*table = position_table(cxt, "mq positions");
-	pos = hash_search(*table, key, HASH_ENTER, NULL);
+	pos = hash_search(*table, key, HASH_ENTER, &found);
+	if (!found)
+		pos->replaces = -1;
 	pos->next_offset = next;
 	pos->member[0] = '\0';
 	return pos;
@@ -171,15 +176,16 @@ mq_check_group(text *group)
 
 /*
  * Store a committed offset.  Forward-only commits (auto-commit) never move
- * a group's position back over what another consumer committed meanwhile.
+ * a group's position back over what another consumer committed meanwhile,
+ * except from replaces (>= 0), a commit beyond the log end a poll reset.
  */
 static void
 store_offset(text *group, MqTopic *topic, int32 partition, int64 next,
-			 Datum metadata, bool metadata_null, bool forward_only)
+			 Datum metadata, bool metadata_null, bool forward_only, int64 replaces)
 {
 	static SPIPlanPtr plans[2] = {NULL, NULL};
-	Datum		args[5];
-	char		argnulls[5] = {' ', ' ', ' ', ' ', ' '};
+	Datum		args[6];
+	char		argnulls[6] = {' ', ' ', ' ', ' ', ' ', ' '};
 	MqSpiSave	spi;
 	MemoryContext outer = CurrentMemoryContext;
 
@@ -193,11 +199,14 @@ store_offset(text *group, MqTopic *topic, int32 partition, int64 next,
 	args[4] = metadata;
 	if (metadata_null)
 		argnulls[4] = 'n';
+	args[5] = Int64GetDatum(replaces);
+	if (replaces < 0)
+		argnulls[5] = 'n';
 
 	mq_spi_begin(&spi);
 	if (plans[forward_only] == NULL)
 	{
-		Oid			argtypes[5] = {TEXTOID, INT4OID, INT4OID, INT8OID, TEXTOID};
+		Oid			argtypes[6] = {TEXTOID, INT4OID, INT4OID, INT8OID, TEXTOID, INT8OID};
 
 		plans[forward_only] =
 			mq_spi_prepare(forward_only ?
@@ -206,14 +215,15 @@ store_offset(text *group, MqTopic *topic, int32 partition, int64 next,
 						   "VALUES ($1, $2, $3, $4, $5) "
 						   "ON CONFLICT (group_id, topic_id, partition) DO UPDATE "
 						   "SET next_offset = EXCLUDED.next_offset, committed_at = pg_catalog.now() "
-						   "WHERE c.next_offset < EXCLUDED.next_offset RETURNING c.metadata" :
+						   "WHERE c.next_offset < EXCLUDED.next_offset "
+						   "   OR c.next_offset = $6 RETURNING c.metadata" :
 						   "INSERT INTO mq.consumer_offset AS c "
 						   "  (group_id, topic_id, partition, next_offset, metadata) "
 						   "VALUES ($1, $2, $3, $4, $5) "
 						   "ON CONFLICT (group_id, topic_id, partition) DO UPDATE "
 						   "SET next_offset = EXCLUDED.next_offset, metadata = EXCLUDED.metadata, "
 						   "    committed_at = pg_catalog.now() RETURNING c.metadata",
-						   5, argtypes);
+						   6, argtypes);
 	}
 	if (SPI_execute_plan(plans[forward_only], args, argnulls, false, 0) != SPI_OK_INSERT_RETURNING)
 		elog(ERROR, "mq: offset commit failed");
@@ -260,7 +270,7 @@ mq_auto_commit(text *group, MqTopic *topic, text *member)
 			continue;
 		if (pos->key.partition < topic->npartitions)
 			store_offset(group, topic, pos->key.partition, pos->next_offset,
-						 (Datum) 0, true, true);
+						 (Datum) 0, true, true, pos->replaces);
 		hash_search(pending_autocommit, &pos->key, HASH_REMOVE, NULL);
 	}
 }
@@ -294,6 +304,24 @@ mq_position_advance(MqPositionKey *key, int64 next, bool autocommit, int n, text
 					member);
 }
 
+/*
+ * A poll found the position (from) beyond the log end and resets it to
+ * next: the next auto-commit may store next although it is lower, as a
+ * Kafka consumer commits its reset position.
+ */
+void
+mq_position_reset(MqPositionKey *key, int64 from, int64 next, bool autocommit, text *member)
+{
+	set_position(&xact_positions, TopTransactionContext, key, next);
+	if (autocommit)
+	{
+		Position   *pending = set_position(&pending_autocommit, TopMemoryContext, key, next);
+
+		pending->replaces = from;
+		member_name(pending->member, member);
+	}
+}
+
 /* A group member's commit: current generation, owned partition. */
 static void
 check_member_commit(text *group, MqTopic *topic, int32 partition,
@@ -321,7 +349,10 @@ check_member_commit(text *group, MqTopic *topic, int32 partition,
 
 /*
  * mq.commit_offset(group_id, topic, partition, next_offset, metadata,
- * producer_id, producer_epoch, member_id, generation_id).  With a producer,
+ * producer_id, producer_epoch, member_id, generation_id).  Any offset not
+ * negative is stored, beyond the log end too, as Kafka's coordinator
+ * stores what a client commits; a poll from beyond the end resets as
+ * auto_offset_reset says (poll.c).  With a producer,
  * the commit is fenced like a send: a zombie instance of a transactional
  * consumer cannot commit.  With a member, the commit must come from the
  * group's current generation and from the partition's owner.
@@ -335,7 +366,6 @@ mq_commit_offset(PG_FUNCTION_ARGS)
 	MqPartition *part;
 	MqPositionKey key;
 	int64		next;
-	int64		end;
 
 	mq_check_not_null(fcinfo->args, 4, names);
 	group = PG_GETARG_TEXT_PP(0);
@@ -360,17 +390,10 @@ mq_commit_offset(PG_FUNCTION_ARGS)
 				 errmsg("cannot commit negative offset " INT64_FORMAT, next),
 				 errhint("Commit the offset of the next record to read: the last processed offset plus one.")));
 	if (part->replicated)
-		mq_replica_check_leader(topic, part->partition);	/* MQ020 first */
-	end = mq_log_end_offset(part, GetActiveSnapshot());
-	if (next > end)
-		ereport(ERROR,
-				(errcode(ERRCODE_MQ_OFFSET_OUT_OF_RANGE),
-				 errmsg("cannot commit offset " INT64_FORMAT " for topic \"%s\" partition %d: the log ends at " INT64_FORMAT,
-						next, topic->name, part->partition, end),
-				 errhint("Commit the offset of the next record to read: the last processed offset plus one.")));
+		mq_replica_check_leader(topic, part->partition);
 
 	store_offset(group, topic, part->partition, next,
-				 PG_ARGISNULL(4) ? (Datum) 0 : PG_GETARG_DATUM(4), PG_ARGISNULL(4), false);
+				 PG_ARGISNULL(4) ? (Datum) 0 : PG_GETARG_DATUM(4), PG_ARGISNULL(4), false, -1);
 	mq_position_key(&key, group, topic, part->partition);
 	set_position(&xact_positions, TopTransactionContext, &key, next);
 	PG_RETURN_VOID();
@@ -426,7 +449,7 @@ mq_commit_polled(PG_FUNCTION_ARGS)
 	{
 		if (pos->key.topic_id != probe.topic_id || strcmp(pos->key.group, probe.group) != 0)
 			continue;
-		store_offset(group, topic, pos->key.partition, pos->next_offset, (Datum) 0, true, false);
+		store_offset(group, topic, pos->key.partition, pos->next_offset, (Datum) 0, true, false, -1);
 		n++;
 	}
 	PG_RETURN_INT32(n);

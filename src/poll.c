@@ -114,27 +114,29 @@ parse_offset_reset(text *t, TimestampTz *since)
 }
 
 /*
- * Where a consumer reads next: its position (-1 for none) when that is
- * still in the log, else as auto_offset_reset says (Kafka's
- * auto.offset.reset).
+ * Where a consumer whose position is out of the log reads next, as
+ * auto_offset_reset says (Kafka's auto.offset.reset): no position (-1),
+ * one below the log start (retention, delete_records), or one beyond the
+ * log end (a commit past it, as Kafka stores any offset).
  */
 static int64
-start_position(int64 pos, MqTopic *topic, MqPartition *part, OffsetReset reset,
+reset_position(int64 pos, int64 end, MqTopic *topic, MqPartition *part, OffsetReset reset,
 			   TimestampTz since, Snapshot snapshot)
 {
-	if (pos >= part->log_start)
-		return pos;
 	if (reset == RESET_NONE)
 		ereport(ERROR,
 				(errcode(ERRCODE_MQ_OFFSET_OUT_OF_RANGE),
 				 pos < 0 ?
 				 errmsg("group has no committed offset for topic \"%s\" partition %d",
 						topic->name, part->partition) :
+				 pos < part->log_start ?
 				 errmsg("the group's committed offset " INT64_FORMAT " for topic \"%s\" partition %d is below the log start " INT64_FORMAT,
-						pos, topic->name, part->partition, part->log_start),
+						pos, topic->name, part->partition, part->log_start) :
+				 errmsg("the group's committed offset " INT64_FORMAT " for topic \"%s\" partition %d is beyond the log end " INT64_FORMAT,
+						pos, topic->name, part->partition, end),
 				 errhint("Commit a position with mq.commit_offset(), or poll with auto_offset_reset => 'earliest' or 'latest'.")));
 	if (reset == RESET_LATEST)
-		return mq_log_end_offset(part, snapshot);
+		return end >= 0 ? end : mq_log_end_offset(part, snapshot);
 	if (reset == RESET_BY_DURATION)
 	{
 		int			descents = 0;
@@ -142,6 +144,21 @@ start_position(int64 pos, MqTopic *topic, MqPartition *part, OffsetReset reset,
 		return mq_offset_for_time(part, since, snapshot, &descents);
 	}
 	return part->log_start;
+}
+
+/*
+ * Where a consumer reads next: its position (-1 for none) when that is
+ * not below the log start; beyond the log end is found once its read
+ * comes back empty (poll_read_done), which spares a read of the log end
+ * on every poll.
+ */
+static int64
+start_position(int64 pos, MqTopic *topic, MqPartition *part, OffsetReset reset,
+			   TimestampTz since, Snapshot snapshot)
+{
+	if (pos >= part->log_start)
+		return pos;
+	return reset_position(pos, -1, topic, part, reset, since, snapshot);
 }
 
 /* Partitions a group member owns now, as a bitmap over the topic's partitions. */
@@ -251,12 +268,28 @@ poll_start_read(MqFeed *f)
 	return false;
 }
 
-/* A partition's read ended: the group's position moves past it. */
+/*
+ * A partition's read ended: the group's position moves past it.  A read
+ * that found nothing may have started beyond the log end; then the
+ * position resets, and the pass reads the partition again from there.
+ */
 static void
 poll_read_done(MqFeed *f)
 {
 	PollState  *ps = f->priv;
+	MqPartition *part = f->reader.part;
+	int64		end;
 
+	if (f->reader.count == 0 && f->reader.from > part->log_start &&
+		f->reader.from > (end = mq_log_end_offset(part, f->snapshot)))
+	{
+		mq_position_reset(&ps->key, f->reader.from,
+						  reset_position(f->reader.from, end, f->topic, part, ps->reset,
+										 ps->since, f->snapshot),
+						  ps->autocommit, ps->member);
+		ps->visited--;
+		return;
+	}
 	mq_position_advance(&ps->key, f->reader.last, ps->autocommit, f->reader.count,
 						ps->member);
 }
