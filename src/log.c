@@ -527,7 +527,7 @@ mq_refuse_log_change(PG_FUNCTION_ARGS)
 				 errmsg("records cannot be inserted into an mq log directly"),
 				 errdetail("Table \"%s\" is part of a topic's log; offsets are assigned by mq.",
 						   RelationGetRelationName(trigdata->tg_relation)),
-				 errhint("Produce with mq.send() or mq.send_batch().")));
+				 errhint("Produce with mq.send() or mq.send_batch(); a data-only restore needs --disable-triggers.")));
 	if (!mq_allow_log_change)
 		ereport(ERROR,
 				(errcode(ERRCODE_MQ_LOG_IMMUTABLE),

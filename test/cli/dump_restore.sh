@@ -6,7 +6,9 @@
 # state comes back, the identity sequences come back past the restored
 # ids (create_topic and init_producer work at once), an idempotent
 # producer goes on with its sequence, and a group polls on from its
-# committed offset.  A dump without mq_log is refused loudly.  The shell
+# committed offset.  A dump without mq_log is refused loudly, and so is a
+# data-only restore without --disable-triggers (the segments' trigger
+# refuses the rows).  The shell
 # examples of docs/operations.md ("Backups and restore") run here, as
 # written.
 source "$(dirname "${BASH_SOURCE[0]}")/lib.bash"
@@ -149,6 +151,14 @@ check_match "$ERR" 'COPY failed for table "topic": ERROR:  relation "mq_log\.top
 	"and says that mq_log is missing"
 check_eq "$(PGDATABASE="$db" sql 'SELECT count(*) FROM mq.topic')" 0 "no topic without its records"
 
+# --- schema, then data, without --disable-triggers ------------------------------------
+db="$(newdb split_triggers)"
+pg_restore --schema-only --exit-on-error -d "$db" "$work/mq.dump"
+run pg_restore --data-only --exit-on-error -d "$db" "$work/mq.dump"
+expect_rc 1 "a data-only restore into a schema-only restore, without --disable-triggers, fails"
+check_match "$ERR" 'records cannot be inserted into an mq log directly' "with MQ009's message"
+check_match "$ERR" 'a data-only restore needs --disable-triggers' "and a hint that says what to do"
+
 # --- the shell examples of docs/operations.md --------------------------------------------
 # ops_example NAME: the ```sh block after "<!-- ops-test: NAME -->"
 ops_example() {
@@ -158,7 +168,7 @@ ops_example() {
 		inside && /^```/ { exit }
 		inside { print }' docs/operations.md
 }
-for ex in dump-restore dump-restore-parallel; do
+for ex in dump-restore dump-restore-parallel dump-restore-split; do
 	script="$(ops_example "$ex")"
 	check_match "$script" 'pg_' "docs/operations.md has the example $ex"
 	db="$(newdb "doc_${ex//-/_}")"
