@@ -153,15 +153,12 @@ mq_connect(const char *conninfo, const char *appname, MqError *err)
 	return mq_connect_with(conninfo, appname, NULL, NULL, err);
 }
 
-PGconn *
-mq_connect_with(const char *conninfo, const char *appname,
-				const char *const *extra_keys, const char *const *extra_vals,
-				MqError *err)
+bool
+mq_conn_params(const char *conninfo, const char *appname,
+			   const char *const *extra_keys, const char *const *extra_vals,
+			   const char **keywords, const char **values, MqError *err)
 {
-	const char *keywords[24];
-	const char *values[24];
 	int			n = 0;
-	PGconn	   *conn;
 
 	mq_error_free(err);
 	if (conninfo != NULL)
@@ -177,7 +174,7 @@ mq_connect_with(const char *conninfo, const char *appname,
 									 "\"key=value ...\" nor a postgresql:// URI "
 									 "(libpq's message is not shown because it may quote a password)");
 			err->connection_lost = true;
-			return NULL;
+			return false;
 		}
 		PQconninfoFree(opts);
 		keywords[n] = "dbname"; /* with expand_dbname, the whole string */
@@ -186,14 +183,27 @@ mq_connect_with(const char *conninfo, const char *appname,
 	keywords[n] = "fallback_application_name";
 	values[n++] = appname;
 	/* later keywords override what the expanded string set */
-	for (int i = 0; extra_keys != NULL && extra_keys[i] != NULL && n < 23; i++)
+	for (int i = 0; extra_keys != NULL && extra_keys[i] != NULL && n < MQ_CONN_PARAMS_MAX - 1; i++)
 	{
 		keywords[n] = extra_keys[i];
 		values[n++] = extra_vals[i];
 	}
 	keywords[n] = NULL;
 	values[n] = NULL;
+	return true;
+}
 
+PGconn *
+mq_connect_with(const char *conninfo, const char *appname,
+				const char *const *extra_keys, const char *const *extra_vals,
+				MqError *err)
+{
+	const char *keywords[MQ_CONN_PARAMS_MAX];
+	const char *values[MQ_CONN_PARAMS_MAX];
+	PGconn	   *conn;
+
+	if (!mq_conn_params(conninfo, appname, extra_keys, extra_vals, keywords, values, err))
+		return NULL;
 	conn = PQconnectdbParams(keywords, values, 1);
 	if (conn == NULL)
 	{

@@ -90,6 +90,20 @@ extern PGconn *mq_connect_with(const char *conninfo, const char *appname,
 							   const char *const *keys, const char *const *vals,
 							   MqError *err);
 
+/*
+ * The keywords and values libpq's *Params calls take for the above:
+ * conninfo (if not NULL) as an expanded dbname, appname as
+ * fallback_application_name, then keys and vals.  keywords and values
+ * hold MQ_CONN_PARAMS_MAX entries, the NULL that ends them included.
+ * False, with err set, for a string libpq cannot parse (err never quotes
+ * it: it may hold a password).  For connections libpq starts without
+ * waiting (PQconnectStartParams).
+ */
+#define MQ_CONN_PARAMS_MAX 24
+extern bool mq_conn_params(const char *conninfo, const char *appname,
+						   const char *const *keys, const char *const *vals,
+						   const char **keywords, const char **values, MqError *err);
+
 /* "user@host:port/dbname" of a connection, never its password. */
 extern const char *mq_conn_label(PGconn *conn);
 

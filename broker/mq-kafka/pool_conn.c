@@ -200,23 +200,17 @@ static void
 connect_start(Slot *s)
 {
 	MqConnParams pp;
-	const char *keys[12] = {"dbname", "fallback_application_name"};
-	const char *vals[12] = {s->pool->conninfo, "mq-kafka"};
-	PQconninfoOption *opts = PQconninfoParse(s->pool->conninfo, NULL);
+	const char *keys[MQ_CONN_PARAMS_MAX];
+	const char *vals[MQ_CONN_PARAMS_MAX];
+	MqError		err = MQ_ERROR_INIT;
 
-	if (opts == NULL)
+	mq_conn_policy_params(&s->pool->policy, &pp);
+	if (!mq_conn_params(s->pool->conninfo, "mq-kafka", pp.keys, pp.vals, keys, vals, &err))
 	{
-		/* libpq's message may quote the string, password included */
-		conn_failed(s, "invalid connection string");
+		conn_failed(s, err.message);
+		mq_error_free(&err);
 		s->pool->failed_fn(s);
 		return;
-	}
-	PQconninfoFree(opts);
-	mq_conn_policy_params(&s->pool->policy, &pp);
-	for (int i = 0; i <= pp.n; i++)
-	{
-		keys[2 + i] = pp.keys[i];
-		vals[2 + i] = pp.vals[i];
 	}
 	s->conn = PQconnectStartParams(keys, vals, 1);
 	if (s->conn == NULL || PQstatus(s->conn) == CONNECTION_BAD)
