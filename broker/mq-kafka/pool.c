@@ -178,6 +178,22 @@ slot_broken(Slot *s)
 	slot_lost(s, "database connection lost");
 }
 
+/*
+ * An idle connection is gone: the server closed it (its
+ * idle_session_timeout, a DBA's pg_terminate_backend, a shutdown) or the
+ * link broke.  No request is lost, so no warning: the slot reconnects,
+ * and a database that is down shows when that fails.
+ */
+static void
+idle_lost(Slot *s)
+{
+	const char *msg = PQerrorMessage(s->conn);
+
+	mq_log_info("an idle connection to %s closed: %.*s; reconnecting", s->pool->name,
+				(int) strcspn(msg, "\n"), msg);
+	pool_slot_lost(s);
+}
+
 /* the job's deadline passed: cancel it, give the connection up */
 static void
 on_deadline(evutil_socket_t fd, short what, void *arg)
@@ -320,14 +336,16 @@ slot_io(Slot *s)
 		if (rc == 0)
 			pool_slot_watch(s, false);
 	}
+	if (s->req == NULL)
+	{
+		/* an idle connection hears only of its end (or notices) */
+		if (!PQconsumeInput(s->conn) || PQstatus(s->conn) != CONNECTION_OK)
+			idle_lost(s);
+		return;
+	}
 	if (!PQconsumeInput(s->conn))
 	{
 		slot_broken(s);
-		return;
-	}
-	if (s->req == NULL && PQstatus(s->conn) != CONNECTION_OK)
-	{
-		pool_slot_lost(s);		/* idle and gone: reconnect */
 		return;
 	}
 	drain(s);

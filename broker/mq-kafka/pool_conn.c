@@ -98,6 +98,18 @@ pool_slot_connected(const Slot *s)
 	return s->conn && !s->connecting && PQstatus(s->conn) == CONNECTION_OK;
 }
 
+/*
+ * An idle connection the server has not closed: one it closed (its
+ * idle_session_timeout, a DBA's pg_terminate_backend) may not have been
+ * read yet by the event loop, and a request sent on it would fail.
+ */
+static bool
+idle_alive(Slot *s)
+{
+	return PQconsumeInput(s->conn) == 1 && !PQisBusy(s->conn) &&
+		PQstatus(s->conn) == CONNECTION_OK;
+}
+
 /* another slot of s's pool holds a connection */
 static bool
 other_connected(const Slot *s)
@@ -233,7 +245,7 @@ pool_slot_ready(Slot *s)
 {
 	MqError		err = MQ_ERROR_INIT;
 
-	if (pool_slot_connected(s))
+	if (pool_slot_connected(s) && (s->req != NULL || idle_alive(s)))
 		return true;
 	if (s->connecting)
 		return false;
