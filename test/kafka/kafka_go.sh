@@ -9,10 +9,7 @@
 # fetches waits its 9 s, as Kafka makes it wait.
 source "$(dirname "${BASH_SOURCE[0]}")/lib.bash"
 
-BIN="$(tmpdir)/kafka_go_defaults"
-run env GO111MODULE=off GOPATH=/usr/share/gocode GOCACHE="$(tmpdir)/gocache" GOFLAGS= \
-	go build -o "$BIN" test/kafka/go/kafka_go_defaults.go
-expect_rc 0 "kafka_go_defaults.go builds offline against Debian's kafka-go"
+go_build kafka_go_defaults kafka-go
 kafka_start || { fail "mq-kafka starts"; finish; }
 
 run timeout 120 "$BIN" "$BROKER" kgo kgog

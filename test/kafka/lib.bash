@@ -6,6 +6,7 @@
 #
 #   kafka_start [OPTION...]   # mq-kafka on a free loopback port; sets BROKER
 #   kafka_kill                # SIGKILL it (a crash); kafka_start again after
+#   go_build NAME LIBRARY     # test/kafka/go/NAME.go built offline; sets BIN
 #
 # mq-kafka is broker/mq-kafka/mq-kafka (built here if missing) or $MQ_KAFKA.
 # shellcheck source=test/cli/lib.bash
@@ -70,3 +71,12 @@ wait_for() {
 }
 
 kcat_() { kcat -b "$BROKER" "$@"; }
+
+# go_build NAME LIBRARY: build test/kafka/go/NAME.go offline against the Go
+# libraries Debian installs (GOPATH mode) into BIN, and check that it built
+go_build() {
+	BIN="$(tmpdir)/$1"
+	run env GO111MODULE=off GOPATH=/usr/share/gocode GOCACHE="$(tmpdir)/gocache" GOFLAGS= \
+		go build -o "$BIN" "test/kafka/go/$1.go"
+	expect_rc 0 "$1.go builds offline against Debian's $2"
+}

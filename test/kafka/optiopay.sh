@@ -9,10 +9,7 @@
 # see the Go file.)
 source "$(dirname "${BASH_SOURCE[0]}")/lib.bash"
 
-BIN="$(tmpdir)/optiopay_defaults"
-run env GO111MODULE=off GOPATH=/usr/share/gocode GOCACHE="$(tmpdir)/gocache" GOFLAGS= \
-	go build -o "$BIN" test/kafka/go/optiopay_defaults.go
-expect_rc 0 "optiopay_defaults.go builds offline against Debian's optiopay/kafka"
+go_build optiopay_defaults optiopay/kafka
 sql "SELECT mq.create_topic('opt', 1)" >/dev/null
 kafka_start || { fail "mq-kafka starts"; finish; }
 

@@ -8,10 +8,7 @@
 # second member resumes after the commit.
 source "$(dirname "${BASH_SOURCE[0]}")/lib.bash"
 
-BIN="$(tmpdir)/sarama_defaults"
-run env GO111MODULE=off GOPATH=/usr/share/gocode GOCACHE="$(tmpdir)/gocache" GOFLAGS= \
-	go build -o "$BIN" test/kafka/go/sarama_defaults.go
-expect_rc 0 "sarama_defaults.go builds offline against Debian's sarama"
+go_build sarama_defaults sarama
 sql "SELECT mq.create_topic('srm', 1)" >/dev/null
 kafka_start || { fail "mq-kafka starts"; finish; }
 
