@@ -269,6 +269,22 @@ poll_start_read(MqFeed *f)
 }
 
 /*
+ * The log end as the latest snapshot sees it: the committed position was
+ * read with a newer snapshot than the read's (READ COMMITTED), and may
+ * be past records another consumer read after the read's snapshot was
+ * taken; those are in the log, so the position is not beyond its end.
+ */
+static int64
+latest_log_end(MqPartition *part)
+{
+	Snapshot	latest = RegisterSnapshot(GetLatestSnapshot());
+	int64		end = mq_log_end_offset(part, latest);
+
+	UnregisterSnapshot(latest);
+	return end;
+}
+
+/*
  * A partition's read ended: the group's position moves past it.  A read
  * that found nothing may have started beyond the log end; then the
  * position resets, and the pass reads the partition again from there.
@@ -281,7 +297,7 @@ poll_read_done(MqFeed *f)
 	int64		end;
 
 	if (f->reader.count == 0 && f->reader.from > part->log_start &&
-		f->reader.from > (end = mq_log_end_offset(part, f->snapshot)))
+		f->reader.from > (end = latest_log_end(part)))
 	{
 		mq_position_reset(&ps->key, f->reader.from,
 						  reset_position(f->reader.from, end, f->topic, part, ps->reset,
