@@ -128,6 +128,8 @@ static const KApi apis[] = {
 	 "the verifier derived here from the SaltedPassword, by `mq.set_scram_keys` / `mq.drop_scram_credential`, one transaction per user, then on every other live node of a cluster; ALTER on the cluster, or the user itself"},
 	{KAPI_DESCRIBE_CLUSTER, 0, 1, 0, h_describe_cluster,
 	 "the brokers Metadata lists, cluster id `mq`, this daemon as the controller; endpoint type controllers (v1) is MISMATCHED_ENDPOINT_TYPE"},
+	{KAPI_DESCRIBE_PRODUCERS, 0, 0, 0, h_describe_producers,
+	 "`mq.producers`: each partition's producer ids, epochs, last sequence and its time; READ on the topic; coordinator epoch and transaction start -1"},
 	{KAPI_DESCRIBE_TRANSACTIONS, 0, 0, 0, h_describe_transactions,
 	 "`mq.kafka_transactions`: state, timeout, start, producer, the partitions with staged batches"},
 	{KAPI_LIST_TRANSACTIONS, 0, 1, 0, h_list_transactions,

@@ -60,6 +60,7 @@ enum
 	KAPI_ALTER_USER_SCRAM_CREDENTIALS = 51,
 	KAPI_DESCRIBE_TRANSACTIONS = 65,
 	KAPI_DESCRIBE_CLUSTER = 60,
+	KAPI_DESCRIBE_PRODUCERS = 61,
 	KAPI_LIST_TRANSACTIONS = 66,
 };
 
@@ -102,6 +103,8 @@ typedef struct TxnRemote
 extern void txn_cluster_init(KRequest *req, const char *id, int32_t timeout_ms);
 extern int16_t txn_cluster_code(const KStmt *st, int16_t v);
 extern void txn_cluster_stage(KRequest *req, TxnRemote *r, KJob *job, const char *id, KDoneFn done);
+/* h_producers.c */
+extern void h_describe_producers(KRequest *req);
 /* h_txn_list.c */
 extern void h_describe_transactions(KRequest *req);
 extern void h_list_transactions(KRequest *req);

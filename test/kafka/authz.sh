@@ -112,6 +112,27 @@ check_eq "$(log_dirs mq_az_alice "$PW_ALICE")" \
 	"with it: the tablespace as the log directory, the partition's size that mq.segments sums"
 sql "SELECT mq.revoke('describe', 'cluster', 'kafka-cluster', 'mq_az_alice')" >/dev/null
 
+# DescribeProducers takes READ on the topic (h_producers.c), as in Kafka:
+# after the matrix alice reads orders (granted to PUBLIC) and is denied
+# payments; both have an idempotent producer's batch
+for t in orders payments; do
+	sql "SELECT count(*) FROM mq.init_producer() p,
+	     LATERAL mq.send_batch('$t', NULL, ARRAY['x', 'y']::bytea[], partition => 0,
+	                           producer_id => p.producer_id, producer_epoch => p.producer_epoch, base_sequence => 0)" >/dev/null
+done
+producers() {
+	PYTHONPATH=test/kafka/py "$PY" -c "
+import sys; from kwire import Client
+c = Client($KAFKA_PORT, 'mq_az_alice', sys.argv[1])
+print(' '.join('%s:%d:%d:%s' % ((t,) + r[:2] + (r[2],)) for t in ('orders', 'payments')
+               for r in c.describe_producers(t, [0, 3])).replace(' ', ''))" "$PW_ALICE"
+}
+want="$(sql "SELECT '(' || producer_id || ',' || producer_epoch || ',' || last_sequence || ')'
+               FROM mq.producers WHERE topic = 'orders' AND partition = 0")"
+check_match "$want" "^\([0-9]+,0,1\)$" "mq.producers has the batch: epoch 0, last sequence 1"
+check_eq "$(producers)" "orders:0:0:[$want]orders:3:3:[]payments:0:29:[]payments:3:29:[]" \
+	"DescribeProducers: orders' producer as mq.producers has it (id, epoch, last sequence 1), a partition orders lacks UNKNOWN_TOPIC_OR_PARTITION, payments (READ denied) TOPIC_AUTHORIZATION_FAILED"
+
 # a principal whose role the daemon is not a member of: SET ROLE fails, nothing runs
 before="$(sql "SELECT count(*) FROM mq.fetch('orders', 0, 0, 1000)")"
 run env PYTHONPATH=test/kafka/py "$PY" -c "

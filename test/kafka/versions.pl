@@ -40,6 +40,7 @@ my %kafka39 = (
 	33 => [0, 2, 2], 36 => [0, 2, 2], 37 => [0, 3, 2], 42 => [0, 2, 2], 44 => [0, 1, 1],
 	29 => [0, 3, 2], 30 => [0, 3, 2], 31 => [0, 3, 2], 50 => [0, 0, 0], 51 => [0, 0, 0],
 	45 => [0, 0, 0], 46 => [0, 0, 0], 47 => [0, 0, 99], 35 => [0, 4, 2], 60 => [0, 1, 0],
+	61 => [0, 0, 0],
 );
 
 my @part_fetch = (['partition', 'i32', '0+'], ['current_leader_epoch', 'i32', '9+'],
@@ -61,6 +62,7 @@ my %req = (
 		['permission_type', 'i8', '0+']], '0+']],
 	50 => [['users', [['name', 'str', '0+']], '0+']],
 	35 => [['topics', [['topic', 'str', '0+'], ['partitions', '[i32]', '0+']], '0+']],
+	61 => [['topics', [['name', 'str', '0+'], ['partition_indexes', '[i32]', '0+']], '0+']],
 	60 => [['include_cluster_authorized_operations', 'bool', '0+'], ['endpoint_type', 'i8', '1+']],
 	51 => [['deletions', [['name', 'str', '0+'], ['mechanism', 'i8', '0+']], '0+'],
 		['upsertions', [['name', 'str', '0+'], ['mechanism', 'i8', '0+'], ['iterations', 'i32', '0+'],
@@ -171,6 +173,12 @@ my %resp = (
 			['total_bytes', 'i64', '4+'], ['usable_bytes', 'i64', '4+']], '0+']],
 	51 => [['throttle_time_ms', 'i32', '0+'], ['results', [['user', 'str', '0+'], ['error_code', 'i16', '0+'],
 			['error_message', 'nstr', '0+']], '0+']],
+	61 => [['throttle_time_ms', 'i32', '0+'],
+		['topics', [['name', 'str', '0+'], ['partitions', [['partition_index', 'i32', '0+'], ['error_code', 'i16', '0+'],
+			['error_message', 'nstr', '0+'],
+			['active_producers', [['producer_id', 'i64', '0+'], ['producer_epoch', 'i32', '0+'],
+				['last_sequence', 'i32', '0+'], ['last_timestamp', 'i64', '0+'], ['coordinator_epoch', 'i32', '0+'],
+				['current_txn_start_offset', 'i64', '0+']], '0+']], '0+']], '0+']],
 	0 => [['responses', [['name', 'str', '0+'], ['partitions', [['index', 'i32', '0+'], ['error_code', 'i16', '0+'],
 			['base_offset', 'i64', '0+'], ['log_append_time_ms', 'i64', '2+'], ['log_start_offset', 'i64', '5+'],
 			['record_errors', [['batch_index', 'i32', '8+'], ['message', 'nstr', '8+']], '8+'],
@@ -512,6 +520,8 @@ my %vals = (
 	33 => sub { { resources => [{ type => 2, name => $topic, configs => [{ name => 'retention.ms', value => '600000' }] }],
 			validate_only => 1 } },
 	35 => sub { { topics => [{ topic => $topic, partitions => [0] }] } },
+	# partition 0 and one the topic lacks
+	61 => sub { { topics => [{ name => $topic, partition_indexes => [0, 7] }] } },
 	60 => sub { { include_cluster_authorized_operations => 0, endpoint_type => 1 } },
 	37 => sub { { topics => [{ name => $topic, count => 1 }], timeout_ms => 5000, validate_only => 1 } },
 	42 => sub { { groups_names => ['vnone'] } },
@@ -541,6 +551,8 @@ sub summary {
 	return "log dir $h->{results}[0]{log_dir}: $h->{results}[0]{topics}[0]{name} partition "
 		. "$h->{results}[0]{topics}[0]{partitions}[0]{partition_index} of "
 		. "$h->{results}[0]{topics}[0]{partitions}[0]{partition_size} bytes" if $k == 35 && @{ $h->{results} // [] };
+	return 'partitions ' . join(' ', map { "$_->{partition_index}: error $_->{error_code}, "
+				. scalar(@{ $_->{active_producers} }) . ' producers' } @{ $h->{topics}[0]{partitions} }) if $k == 61;
 	return "error $h->{error_code} cluster $h->{cluster_id} controller $h->{controller_id} brokers "
 		. join(',', map { "$_->{broker_id}\@$_->{host}:$_->{port}" } @{ $h->{brokers} }) if $k == 60;
 	return '';

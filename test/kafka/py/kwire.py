@@ -211,6 +211,29 @@ class Client:
             r.tags()
         return err, rows
 
+    def describe_producers(self, topic, partitions):
+        """DescribeProducers v0 of a topic's partitions:
+        [(partition, error, [(producer_id, epoch, last_sequence)])]"""
+        body = b'\x02' + s(topic, True) + bytes([len(partitions) + 1])
+        body += b''.join(struct.pack('>i', p) for p in partitions) + b'\x00\x00'
+        r = Reader(self.call(61, 0, body, flex=True), flex=True)
+        r.take('>i')
+        out = []
+        for _ in range(r.count()):
+            r.str()
+            for _ in range(r.count()):
+                p, err = r.take('>i'), r.take('>h')
+                r.str()
+                prods = []
+                for _ in range(r.count()):
+                    pid, epoch, seq, _ts, _ce, _txn = r.take('>qiiqiq')
+                    r.tags()
+                    prods.append((pid, epoch, seq))
+                r.tags()
+                out.append((p, err, prods))
+            r.tags()
+        return out
+
     # --- ACL APIs -----------------------------------------------------------
     @staticmethod
     def _binding(a, ver, flex):
