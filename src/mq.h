@@ -388,6 +388,8 @@ extern void mq_position_advance(MqPositionKey *key, int64 next, bool autocommit,
 								text *member);
 extern void mq_position_reset(MqPositionKey *key, int64 from, int64 next, bool autocommit,
 							  text *member);
+extern bool mq_position_in_log(MqPositionKey *key, int64 pos);
+extern void mq_position_note_in_log(MqPositionKey *key, int64 pos);
 
 /* idempotence.c: idempotent producer state */
 extern void mq_producer_check_epoch(int64 producer_id, int32 epoch, int32 base_sequence);

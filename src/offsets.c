@@ -305,6 +305,31 @@ mq_position_advance(MqPositionKey *key, int64 next, bool autocommit, int n, text
 }
 
 /*
+ * Positions this backend has seen inside the log: a poll's read ended
+ * there, or the log end was read at or past it.  A poll that starts from
+ * one again need not read the log end to know it is not beyond it
+ * (poll.c).  The log end moves back only when a follower truncates, and
+ * groups poll leaders only; a position known here that a truncation left
+ * beyond the end waits for the log to grow past it, as before commits
+ * beyond the end were taken.
+ */
+static HTAB *in_log = NULL;
+
+bool
+mq_position_in_log(MqPositionKey *key, int64 pos)
+{
+	Position   *known = in_log ? hash_search(in_log, key, HASH_FIND, NULL) : NULL;
+
+	return known != NULL && known->next_offset == pos;
+}
+
+void
+mq_position_note_in_log(MqPositionKey *key, int64 pos)
+{
+	(void) set_position(&in_log, TopMemoryContext, key, pos);
+}
+
+/*
  * A poll found the position (from) beyond the log end and resets it to
  * next: the next auto-commit may store next although it is lower, as a
  * Kafka consumer commits its reset position.

@@ -285,27 +285,43 @@ latest_log_end(MqPartition *part)
 }
 
 /*
- * A partition's read ended: the group's position moves past it.  A read
- * that found nothing may have started beyond the log end; then the
+ * Did a read that found nothing start beyond the log end?  Then the
  * position resets, and the pass reads the partition again from there.
+ * The log end is read once per position this backend has not seen inside
+ * the log yet (offsets.c).
  */
+static bool
+reset_if_beyond_end(MqFeed *f, PollState *ps)
+{
+	MqPartition *part = f->reader.part;
+	int64		end;
+
+	if (f->reader.from <= part->log_start || mq_position_in_log(&ps->key, f->reader.from))
+		return false;
+	end = latest_log_end(part);
+	if (f->reader.from <= end)
+	{
+		mq_position_note_in_log(&ps->key, f->reader.from);
+		return false;
+	}
+	mq_position_reset(&ps->key, f->reader.from,
+					  reset_position(f->reader.from, end, f->topic, part, ps->reset,
+									 ps->since, f->snapshot),
+					  ps->autocommit, ps->member);
+	ps->visited--;
+	return true;
+}
+
+/* A partition's read ended: the group's position moves past it. */
 static void
 poll_read_done(MqFeed *f)
 {
 	PollState  *ps = f->priv;
-	MqPartition *part = f->reader.part;
-	int64		end;
 
-	if (f->reader.count == 0 && f->reader.from > part->log_start &&
-		f->reader.from > (end = latest_log_end(part)))
-	{
-		mq_position_reset(&ps->key, f->reader.from,
-						  reset_position(f->reader.from, end, f->topic, part, ps->reset,
-										 ps->since, f->snapshot),
-						  ps->autocommit, ps->member);
-		ps->visited--;
+	if (f->reader.count == 0 && reset_if_beyond_end(f, ps))
 		return;
-	}
+	if (f->reader.count > 0)
+		mq_position_note_in_log(&ps->key, f->reader.last);
 	mq_position_advance(&ps->key, f->reader.last, ps->autocommit, f->reader.count,
 						ps->member);
 }
