@@ -34,19 +34,6 @@ SELECT t.topic_name, p.partition, p.leader_epoch, 0::bigint
    AND NOT EXISTS (SELECT FROM mq.leader_epoch_history h
                     WHERE h.topic_id = p.topic_id AND h.partition = p.partition);
 
--- Each partition's idempotent and transactional producers as the
--- partition remembers them (mq.producer_state): epoch, the last sequence
--- it took, and when; for the topics the caller may describe.  mq-kafka's
--- DescribeProducers reads it, after checking READ on the topic as Kafka
--- does.
-CREATE VIEW mq.producers WITH (security_barrier) AS
-SELECT t.topic_name AS topic, s.partition, s.producer_id, s.producer_epoch,
-       s.batch_last[pg_catalog.array_upper(s.batch_last, 1)] AS last_sequence,
-       s.updated_at AS last_batch_at
-  FROM mq.producer_state s
-  JOIN mq.topic t USING (topic_id)
- WHERE mq._describable('topic', t.topic_name);
-
 CREATE VIEW mq.segments WITH (security_barrier) AS
 SELECT t.topic_name AS topic, s.partition, s.base_offset, s.end_offset, s.relid,
        s.created_at, pg_total_relation_size(s.relid) AS bytes

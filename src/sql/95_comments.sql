@@ -236,7 +236,7 @@ COMMENT ON VIEW mq.leader_epochs IS
 COMMENT ON VIEW mq.segments IS
     'segments with offset range, table, creation time and size';
 COMMENT ON VIEW mq.producers IS
-    'each partition''s producers (id, epoch, last sequence, last batch time), for the topics the caller may describe';
+    'each partition''s producers (id, epoch, last sequence, last batch time), for the topics the caller may read';
 COMMENT ON FUNCTION mq._retain_topic(integer, jsonb) IS
     'internal (maintenance): applies retention to one topic''s partitions, found by topic id; returns segments dropped';
 COMMENT ON FUNCTION mq._maintain_topic(integer, text) IS
