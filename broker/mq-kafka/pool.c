@@ -339,7 +339,7 @@ slot_io(Slot *s)
 	if (s->req == NULL)
 	{
 		/* an idle connection hears only of its end (or notices) */
-		if (!PQconsumeInput(s->conn) || PQstatus(s->conn) != CONNECTION_OK)
+		if (!pool_slot_idle_alive(s))
 			idle_lost(s);
 		return;
 	}

@@ -101,10 +101,11 @@ pool_slot_connected(const Slot *s)
 /*
  * An idle connection the server has not closed: one it closed (its
  * idle_session_timeout, a DBA's pg_terminate_backend) may not have been
- * read yet by the event loop, and a request sent on it would fail.
+ * read yet by the event loop, and a request sent on it would fail.  Also
+ * the event loop's test when an idle connection's socket is readable.
  */
-static bool
-idle_alive(Slot *s)
+bool
+pool_slot_idle_alive(Slot *s)
 {
 	return PQconsumeInput(s->conn) == 1 && !PQisBusy(s->conn) &&
 		PQstatus(s->conn) == CONNECTION_OK;
@@ -245,7 +246,7 @@ pool_slot_ready(Slot *s)
 {
 	MqError		err = MQ_ERROR_INIT;
 
-	if (pool_slot_connected(s) && (s->req != NULL || idle_alive(s)))
+	if (pool_slot_connected(s) && (s->req != NULL || pool_slot_idle_alive(s)))
 		return true;
 	if (s->connecting)
 		return false;

@@ -52,6 +52,8 @@ struct KPool
 extern void pool_conn_init(KPool *p);
 /* s holds a connection that is up (not one still connecting) */
 extern bool pool_slot_connected(const Slot *s);
+/* an idle slot's connection, read for what the server sent: not closed */
+extern bool pool_slot_idle_alive(Slot *s);
 extern bool pool_slot_ready(Slot *s);
 extern void pool_slot_drop(Slot *s);
 extern void pool_slot_watch(Slot *s, bool writing);
