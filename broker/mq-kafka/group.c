@@ -265,12 +265,7 @@ member_gone(KGroup *g, KMember *m)
 {
 	member_drop(g, m, KERR_UNKNOWN_MEMBER_ID);
 	if (g->nmembers == 0)
-	{
-		evtimer_del(g->join_timer);
-		g->state = KG_EMPTY;
-		g->initial_delay = false;
-		group_store_save(g, NULL);
-	}
+		complete_join(g);		/* a new, empty generation without a protocol */
 	else
 		prepare_rebalance(g);
 }

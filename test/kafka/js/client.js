@@ -68,7 +68,7 @@ async function main() {
 
   console.log(JSON.stringify({
     created, listed: listed.includes(topic), produced: N, consumed: ok,
-    groupListed: groups.includes(groupId), groupState: described.state, committed,
+    groupListed: groups.includes(groupId), groupState: described.state, groupProtocol: described.protocol, committed,
     scratchDeleted: !after.includes(`${topic}-scratch`), retention,
   }));
 }
