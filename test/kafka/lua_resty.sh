@@ -72,5 +72,7 @@ check_match "$OUT" "send default-k1 nil .*not found topic|send default-k1 nil .*
 	"a send to a topic that does not exist fails with the client's error"
 check_eq "$(sql "SELECT count(*) FROM mq.topics WHERE topic = 'lua_missing'")" "0" "and creates no topic"
 
-grep -i 'error' "$T/nginx/error.log" | grep -v 'not found topic' | head -5 | sed 's/^/# nginx: /'
+if ((FAILED > 0)); then
+	tail -n 20 "$T/nginx/error.log" | sed 's/^/# nginx: /'
+fi
 finish
