@@ -66,8 +66,6 @@ fetch_resolve(FetchState *s, void (*then) (FetchState *s))
 {
 	MqArray		a;
 	KStmt	   *st;
-	const char *b;
-	int			len;
 
 	s->resolved = then;
 	st = kjob_add(&s->job, RESOLVE_SQL, 0);
@@ -79,8 +77,7 @@ fetch_resolve(FetchState *s, void (*then) (FetchState *s))
 		topic_id_to_hex(s->ids + 16 * t, hex);
 		mq_array_add(&a, hex, 32);
 	}
-	b = mq_array_bytes(&a, &len);
-	kstmt_binary(st, MQ_TEXTARRAYOID, b, len);
+	kstmt_array(st, MQ_TEXTARRAYOID, &a);
 	mq_array_free(&a);
 	pool_run(s->req, &s->job, fetch_resolved);
 }

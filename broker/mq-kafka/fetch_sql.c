@@ -167,10 +167,7 @@ fetch_order(PGresult *res, int32_t nparts, int *bounds, FRow **rows, int *nrows)
 static void
 add_array(KStmt *st, Oid oid, MqArray *a)
 {
-	int			len;
-	const char *b = mq_array_bytes(a, &len);
-
-	kstmt_binary(st, oid, b, len);
+	kstmt_array(st, oid, a);
 	mq_array_free(a);
 }
 

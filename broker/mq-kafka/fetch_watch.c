@@ -270,8 +270,6 @@ watch_issue(void)
 				parts,
 				seen;
 	KStmt	   *st;
-	int			len;
-	const char *b;
 
 	if (mq_now_us() < retry_at_us)
 		return;
@@ -291,12 +289,9 @@ watch_issue(void)
 		wt[i].covered = true;
 	}
 	st = kjob_add(&wjob, AWAIT_SQL, 0);
-	b = mq_array_bytes(&names, &len);
-	kstmt_binary(st, MQ_TEXTARRAYOID, b, len);
-	b = mq_array_bytes(&parts, &len);
-	kstmt_binary(st, MQ_INT4ARRAYOID, b, len);
-	b = mq_array_bytes(&seen, &len);
-	kstmt_binary(st, MQ_INT8ARRAYOID, b, len);
+	kstmt_array(st, MQ_TEXTARRAYOID, &names);
+	kstmt_array(st, MQ_INT4ARRAYOID, &parts);
+	kstmt_array(st, MQ_INT8ARRAYOID, &seen);
 	kstmt_int(st, MQ_INT4OID, WATCH_WAIT_MS);
 	mq_array_free(&names);
 	mq_array_free(&parts);

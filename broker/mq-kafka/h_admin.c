@@ -143,8 +143,6 @@ read_spec(KReader *r, AdminState *s, TopicSpec *t)
 	int16_t		replication;
 	MqArray		keys,
 				vals;
-	const char *b;
-	int			len;
 	KStmt	   *st;
 	char	   *name;
 
@@ -193,10 +191,8 @@ read_spec(KReader *r, AdminState *s, TopicSpec *t)
 		t->stmt = s->job.n - 1;
 		kstmt_text(st, MQ_TEXTOID, name ? name : "");
 		kstmt_int(st, MQ_INT4OID, partitions < 0 ? kconfig_num_partitions() : partitions);
-		b = mq_array_bytes(&keys, &len);
-		kstmt_binary(st, MQ_TEXTARRAYOID, b, len);
-		b = mq_array_bytes(&vals, &len);
-		kstmt_binary(st, MQ_TEXTARRAYOID, b, len);
+		kstmt_array(st, MQ_TEXTARRAYOID, &keys);
+		kstmt_array(st, MQ_TEXTARRAYOID, &vals);
 		free(name);
 	}
 	mq_array_free(&keys);

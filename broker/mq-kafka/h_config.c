@@ -197,14 +197,11 @@ static void
 add_text_array(KStmt *st, const char *const *v, int n, int stride)
 {
 	MqArray		a;
-	const char *b;
-	int			len;
 
 	mq_array_init(&a, MQ_TEXTOID);
 	for (int i = 0; i < n; i++)
 		mq_array_add(&a, v[i * stride], strlen(v[i * stride]));
-	b = mq_array_bytes(&a, &len);
-	kstmt_binary(st, MQ_TEXTARRAYOID, b, len);
+	kstmt_array(st, MQ_TEXTARRAYOID, &a);
 	mq_array_free(&a);
 }
 

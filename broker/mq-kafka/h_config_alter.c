@@ -135,8 +135,6 @@ read_resource(KRequest *req, AlterState *s, AlterResource *rs, bool incremental)
 				vals,
 				ops;
 	int32_t		n;
-	const char *b;
-	int			len;
 
 	rs->type = kr_i8(r);
 	rs->name = kr_str(r);
@@ -169,13 +167,10 @@ read_resource(KRequest *req, AlterState *s, AlterResource *rs, bool incremental)
 		st = kjob_add(rs->job, incremental ? INCREMENTAL_SQL : REPLACE_SQL, 0);
 		rs->stmt = rs->job->n - 1;
 		kstmt_text(st, MQ_TEXTOID, name ? name : "");
-		b = mq_array_bytes(&keys, &len);
-		kstmt_binary(st, MQ_TEXTARRAYOID, b, len);
-		b = mq_array_bytes(&vals, &len);
-		kstmt_binary(st, MQ_TEXTARRAYOID, b, len);
-		b = mq_array_bytes(&ops, &len);
+		kstmt_array(st, MQ_TEXTARRAYOID, &keys);
+		kstmt_array(st, MQ_TEXTARRAYOID, &vals);
 		if (incremental)
-			kstmt_binary(st, MQ_TEXTARRAYOID, b, len);
+			kstmt_array(st, MQ_TEXTARRAYOID, &ops);
 		free(name);
 	}
 	mq_array_free(&keys);

@@ -151,8 +151,6 @@ h_describe_log_dirs(KRequest *req)
 				parts;
 	int32_t		n = kr_array(r, 4);
 	KStmt	   *st;
-	const char *bytes;
-	int			len;
 
 	req->state = job;
 	req->free_state = log_dirs_state_free;
@@ -187,10 +185,8 @@ h_describe_log_dirs(KRequest *req)
 	}
 	else
 	{
-		bytes = mq_array_bytes(&topics, &len);
-		kstmt_binary(st, MQ_TEXTARRAYOID, bytes, len);
-		bytes = mq_array_bytes(&parts, &len);
-		kstmt_binary(st, MQ_INT4ARRAYOID, bytes, len);
+		kstmt_array(st, MQ_TEXTARRAYOID, &topics);
+		kstmt_array(st, MQ_INT4ARRAYOID, &parts);
 	}
 	mq_array_free(&topics);
 	mq_array_free(&parts);

@@ -392,8 +392,6 @@ add_view_partitions(KStmt *st)
 {
 	MqArray		topics,
 				parts;
-	const char *bytes;
-	int			len;
 
 	mq_array_init(&topics, MQ_TEXTOID);
 	mq_array_init(&parts, MQ_INT4OID);
@@ -404,10 +402,8 @@ add_view_partitions(KStmt *st)
 		mq_array_add(&topics, p->topic, strlen(p->topic));
 		mq_array_add_int32(&parts, p->partition);
 	}
-	bytes = mq_array_bytes(&topics, &len);
-	kstmt_binary(st, MQ_TEXTARRAYOID, bytes, len);
-	bytes = mq_array_bytes(&parts, &len);
-	kstmt_binary(st, MQ_INT4ARRAYOID, bytes, len);
+	kstmt_array(st, MQ_TEXTARRAYOID, &topics);
+	kstmt_array(st, MQ_INT4ARRAYOID, &parts);
 	mq_array_free(&topics);
 	mq_array_free(&parts);
 }
@@ -419,9 +415,7 @@ h_metadata(KRequest *req)
 	MetaState  *s = mq_malloc0(sizeof(MetaState));
 	MqArray		arr,
 				idarr;
-	const char *bytes;
 	bool		byid = false;
-	int			len;
 	bool		allow_auto = true;
 	KStmt	   *st;
 
@@ -472,20 +466,18 @@ h_metadata(KRequest *req)
 				kstmt_int(kjob_add(&s->job, ENSURE_OFFSETS_SQL, 0), MQ_INT4OID, OFFSETS_PARTITIONS);
 			break;
 		}
-	bytes = mq_array_bytes(&arr, &len);
 	if (s->n > 0 && allow_auto && kconfig.auto_create_partitions > 0)
 	{
 		st = kjob_add(&s->job, AUTO_CREATE_SQL, 0);
-		kstmt_binary(st, MQ_TEXTARRAYOID, bytes, len);
+		kstmt_array(st, MQ_TEXTARRAYOID, &arr);
 		kstmt_int(st, MQ_INT4OID, kconfig_num_partitions());
 	}
 	st = kjob_add(&s->job, METADATA_SQL, 0);
 	if (s->n < 0)
 		kstmt_text(st, MQ_TEXTARRAYOID, NULL);
 	else
-		kstmt_binary(st, MQ_TEXTARRAYOID, bytes, len);
-	bytes = mq_array_bytes(&idarr, &len);
-	kstmt_binary(st, MQ_TEXTARRAYOID, bytes, len);
+		kstmt_array(st, MQ_TEXTARRAYOID, &arr);
+	kstmt_array(st, MQ_TEXTARRAYOID, &idarr);
 	add_view_partitions(st);
 	mq_array_free(&arr);
 	mq_array_free(&idarr);

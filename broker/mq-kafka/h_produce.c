@@ -115,8 +115,6 @@ add_meta(KStmt *st, const KBatch *b)
 				hdr;
 	KWriter		json;
 	bool		any_headers = false;
-	const char *bytes;
-	int			len;
 
 	mq_array_init(&ts, MQ_TIMESTAMPTZOID);
 	mq_array_init(&hdr, MQ_JSONBOID);
@@ -140,13 +138,11 @@ add_meta(KStmt *st, const KBatch *b)
 		(void) headers_to_json(rec->headers, &json);	/* checked by batch_check_storable */
 		mq_array_add(&hdr, json.buf, json.len);
 	}
-	bytes = mq_array_bytes(&hdr, &len);
 	if (any_headers)
-		kstmt_binary(st, MQ_JSONBARRAYOID, bytes, len);
+		kstmt_array(st, MQ_JSONBARRAYOID, &hdr);
 	else
 		kstmt_text(st, MQ_JSONBARRAYOID, NULL);
-	bytes = mq_array_bytes(&ts, &len);
-	kstmt_binary(st, MQ_TIMESTAMPTZARRAYOID, bytes, len);
+	kstmt_array(st, MQ_TIMESTAMPTZARRAYOID, &ts);
 	kw_free(&json);
 	mq_array_free(&ts);
 	mq_array_free(&hdr);
@@ -158,8 +154,6 @@ bind_keys_values(KStmt *st, const KBatch *b)
 {
 	MqArray		keys,
 				vals;
-	const char *bytes;
-	int			len;
 
 	mq_array_init(&keys, MQ_BYTEAOID);
 	mq_array_init(&vals, MQ_BYTEAOID);
@@ -170,10 +164,8 @@ bind_keys_values(KStmt *st, const KBatch *b)
 		mq_array_add(&keys, rec->key.len < 0 ? NULL : rec->key.p, rec->key.len < 0 ? 0 : rec->key.len);
 		mq_array_add(&vals, rec->value.len < 0 ? NULL : rec->value.p, rec->value.len < 0 ? 0 : rec->value.len);
 	}
-	bytes = mq_array_bytes(&keys, &len);
-	kstmt_binary(st, MQ_BYTEAARRAYOID, bytes, len);
-	bytes = mq_array_bytes(&vals, &len);
-	kstmt_binary(st, MQ_BYTEAARRAYOID, bytes, len);
+	kstmt_array(st, MQ_BYTEAARRAYOID, &keys);
+	kstmt_array(st, MQ_BYTEAARRAYOID, &vals);
 	mq_array_free(&keys);
 	mq_array_free(&vals);
 }

@@ -63,14 +63,11 @@ void
 kstmt_int_array(KStmt *s, const int32_t *v, int32_t n)
 {
 	MqArray		a;
-	const char *b;
-	int			len;
 
 	mq_array_init(&a, MQ_INT4OID);
 	for (int32_t k = 0; k < n; k++)
 		mq_array_add_int32(&a, v[k]);
-	b = mq_array_bytes(&a, &len);
-	kstmt_binary(s, MQ_INT4ARRAYOID, b, len);
+	kstmt_array(s, MQ_INT4ARRAYOID, &a);
 	mq_array_free(&a);
 }
 
@@ -85,6 +82,15 @@ kstmt_binary(KStmt *s, Oid type, const void *data, int len)
 		memcpy(s->values[i], data, len);
 	s->lengths[i] = len;
 	s->formats[i] = 1;
+}
+
+void
+kstmt_array(KStmt *s, Oid type, MqArray *a)
+{
+	int			len;
+	const char *b = mq_array_bytes(a, &len);
+
+	kstmt_binary(s, type, b, len);
 }
 
 bool

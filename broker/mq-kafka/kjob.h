@@ -16,6 +16,7 @@
 #define MQK_KJOB_H
 
 #include "mqconn.h"
+#include "pgbinary.h"
 
 #define KSTMT_MAX_PARAMS 12
 
@@ -44,6 +45,8 @@ extern KStmt *kjob_add(KJob *job, const char *sql, int result_format);
 extern void kstmt_text(KStmt *s, Oid type, const char *value);
 extern void kstmt_int(KStmt *s, Oid type, int64_t value);
 extern void kstmt_binary(KStmt *s, Oid type, const void *data, int len);
+/* an array parameter (binary) of type: a's bytes, copied (a stays a's) */
+extern void kstmt_array(KStmt *s, Oid type, MqArray *a);
 /* an integer[] parameter (binary) of v's n elements */
 extern void kstmt_int_array(KStmt *s, const int32_t *v, int32_t n);
 /* true if the statement failed; its Kafka error code in *code */

@@ -138,8 +138,6 @@ stable_note(KRequest *req, StableNote *n, const char *id, const char *group,
 {
 	KPool	   *pool = cluster_coord_pool();
 	KStmt	   *st;
-	const char *b;
-	int			len;
 
 	n->req = req;
 	n->done = done;
@@ -151,10 +149,8 @@ stable_note(KRequest *req, StableNote *n, const char *id, const char *group,
 	st = kjob_add(&n->job, NOTE_SQL, 0);
 	kstmt_text(st, MQ_TEXTOID, id);
 	kstmt_text(st, MQ_TEXTOID, group);
-	b = mq_array_bytes(topics, &len);
-	kstmt_binary(st, MQ_TEXTARRAYOID, b, len);
-	b = mq_array_bytes(parts, &len);
-	kstmt_binary(st, MQ_INT4ARRAYOID, b, len);
+	kstmt_array(st, MQ_TEXTARRAYOID, topics);
+	kstmt_array(st, MQ_INT4ARRAYOID, parts);
 	kstmt_text(st, MQ_TIMESTAMPTZOID, deadline);
 	n->sub.state = n;
 	pool_run_on(pool, &n->sub, &n->job, noted);
