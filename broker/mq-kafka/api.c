@@ -73,7 +73,7 @@ static const KApi apis[] = {
 	{KAPI_SYNC_GROUP, 0, 5, 4, h_sync_group,
 	 ""},
 	{KAPI_DESCRIBE_GROUPS, 0, 5, 5, h_describe_groups,
-	 ""},
+	 "the protocol and each member's metadata and assignment while the group is Stable, none during a rebalance (Kafka's summary); a group it does not know: Dead"},
 	{KAPI_LIST_GROUPS, 0, 5, 3, h_list_groups,
 	 "groups this daemon coordinates"},
 	{KAPI_SASL_HANDSHAKE, 0, 1, 99, h_sasl_handshake,

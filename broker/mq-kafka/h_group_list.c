@@ -12,6 +12,10 @@
  * ListGroups v4+ filters by state (case-insensitive, as Kafka) and
  * answers each group's; v5+ filters by type and answers it: every group
  * served here is "classic" (KIP-848's "consumer" groups are not served).
+ * DescribeGroups answers as Kafka's coordinator summarizes a group: the
+ * protocol and each member's metadata and assignment only while the group
+ * is Stable; in a rebalance the protocol is "" and both are empty, and an
+ * empty group has no protocol (group.c clears it).
  * Flexible versions: ListGroups v3+, DescribeGroups v5+.
  *
  *-------------------------------------------------------------------------
@@ -145,11 +149,11 @@ describe_one(KRequest *req, const char *name, int16_t error)
 	kw_str(w, name);
 	kw_str(w, g ? group_state_name(g->state) : error != KERR_NONE ? "" : "Dead");
 	kw_str(w, g && g->protocol_type ? g->protocol_type : "");
-	kw_str(w, g && g->protocol ? g->protocol : "");
+	kw_str(w, stable && g->protocol ? g->protocol : "");
 	kw_array(w, g ? g->nmembers : 0);
 	for (KMember *m = g ? g->members : NULL; m; m = m->next)
 	{
-		const KProto *p = member_proto(m, g->protocol);
+		const KProto *p = stable ? member_proto(m, g->protocol) : NULL;
 
 		kw_str(w, m->id);
 		if (req->api_version >= 4)

@@ -62,6 +62,7 @@ sub call {
 	$hdr .= "\0" if $o{flexible};
 	my $frame = $hdr . $body;
 	$sock->syswrite(defined $o{size} ? pack('l>', $o{size}) . $frame : pack('l>', length $frame) . $frame);
+	return '' if $o{nowait};
 	my $sel = IO::Select->new($sock);
 	my $buf = '';
 	while (1) {
@@ -388,6 +389,58 @@ ok(@dr == 3 && $dr[1][0] == 7 && $dr[1][2] == 3, 'DeleteRecords of an unknown pa
 ok(@dr == 3 && $dr[2][1] == -1 && $dr[2][2] == 1, 'DeleteRecords beyond the high watermark: OFFSET_OUT_OF_RANGE');
 ok(!defined call(connect_broker(), 21, 1, pack('l>', 1) . str('pdel') . pack('l>', 100000)),
 	'a DeleteRecords whose partition count exceeds its bytes closes the connection');
+
+# DescribeGroups v0 of one group: its state, protocol and members
+# ([id, metadata, assignment]...)
+sub describe_group {
+	my ($sock, $group) = @_;
+	my $r = call($sock, 15, 0, pack('l>', 1) . str($group));
+	return () unless defined $r && $r ne 'timeout';
+	my ($state, $proto, $pos, @members);
+	($state, $pos) = rd_str($r, 4 + 2 + 2 + length $group);
+	(undef, $pos) = rd_str($r, $pos);
+	($proto, $pos) = rd_str($r, $pos);
+	my $count = unpack("x$pos l>", $r);
+	$pos += 4;
+	for (1 .. $count) {
+		my ($id, $meta, $asg);
+		($id, $pos) = rd_str($r, $pos);
+		(undef, $pos) = rd_str($r, $pos);
+		(undef, $pos) = rd_str($r, $pos);
+		($meta, $asg) = unpack("x$pos l>/a l>/a", $r);
+		$pos += 8 + length($meta) + length($asg);
+		push @members, [$id, $meta, $asg];
+	}
+	return ($state, $proto, @members);
+}
+
+# DescribeGroups as Kafka's coordinator summarizes a group: the protocol
+# and each member's metadata and assignment only while it is Stable;
+# during a rebalance the protocol is "" and both are empty
+{
+	my $meta = "\0\0\0\0\0\0\0\0\0\0";
+	my $join = str('dg') . pack('l>', 10000) . str('') . str('consumer') . pack('l>', 1) . str('range') . bytes($meta);
+	my $a = connect_broker();
+	my $j = call($a, 11, 0, $join);
+	my ($gen, $member) = (unpack('x2 l>', $j), undef);
+	my (undef, $pos) = rd_str($j, 6);
+	(undef, $pos) = rd_str($j, $pos);
+	($member) = rd_str($j, $pos);
+	call($a, 14, 0, str('dg') . pack('l>', $gen) . str($member) . pack('l>', 1) . str($member) . bytes('asg'));
+	my ($state, $proto, @m) = describe_group($s, 'dg');
+	ok(($state // '') eq 'Stable' && $proto eq 'range' && @m == 1 && $m[0][1] eq $meta && $m[0][2] eq 'asg',
+		'DescribeGroups of a stable group: its protocol, the member\'s metadata and assignment',
+		"state " . ($state // 'none') . ", protocol " . ($proto // 'none'));
+	my $b = connect_broker();
+	call($b, 11, 0, $join, nowait => 1);	# parks until the group rebalances
+	my $deadline = time + 10;
+	do { ($state, $proto, @m) = describe_group($s, 'dg') } while (($state // '') ne 'PreparingRebalance' && time < $deadline);
+	ok(($state // '') eq 'PreparingRebalance' && $proto eq '' && @m == 2 && !grep({ $_->[1] ne '' || $_->[2] ne '' } @m),
+		'DescribeGroups during a rebalance: no protocol, members without metadata or assignment (as Kafka)',
+		"state " . ($state // 'none') . ", protocol '" . ($proto // '') . "', " . scalar(@m) . ' members');
+	close $a;
+	close $b;
+}
 
 # DeleteGroups v1: an empty and an unknown group id
 $r = call($s, 42, 1, pack('l>', 2) . str('') . str('nosuchgroup'));
