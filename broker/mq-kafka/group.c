@@ -17,6 +17,9 @@
  * protocols that is all (KIP-345: no rebalance, static_rejoin); otherwise
  * the group rebalances as for any join.
  *
+ * A known member that joins again with the same protocols starts no
+ * rebalance unless it leads a stable group (unchanged_join), as in Kafka.
+ *
  * Groups outlive a restart (group_store.c): each stable group is saved,
  * read back at start (group_adopt), and until then group requests are
  * answered COORDINATOR_LOAD_IN_PROGRESS.
@@ -390,6 +393,27 @@ static_rejoin(KGroup *g, KRequest *req, KMember *m, const KJoin *j)
 	return true;
 }
 
+/*
+ * A known member's JoinGroup that changes nothing, answered as Kafka's
+ * coordinator answers it: with the same protocols, a follower of a stable
+ * group, or any member while the group completes its rebalance (its
+ * JoinGroup answer may have been lost), gets the current generation again
+ * and no rebalance starts.  A stable group's leader rebalances it (its
+ * client rejoins to reassign, say for new partitions).
+ */
+static bool
+unchanged_join(KGroup *g, KMember *m, KRequest *req, const KJoin *j)
+{
+	bool		leader = g->leader && strcmp(g->leader, m->id) == 0;
+
+	if (j->member_id[0] == '\0' || m->join_req != NULL || !member_same_protos(m, j) ||
+		!(g->state == KG_COMPLETING || (g->state == KG_STABLE && !leader)))
+		return false;
+	touch(m);
+	join_respond(req, g, m, KERR_NONE);
+	return true;
+}
+
 void
 group_join(KRequest *req, KJoin *j)
 {
@@ -419,7 +443,7 @@ group_join(KRequest *req, KJoin *j)
 		join_respond(req, g, NULL, code);
 		return;
 	}
-	if (static_rejoin(g, req, m, j))
+	if (static_rejoin(g, req, m, j) || unchanged_join(g, m, req, j))
 		return;
 	if (g->nmembers == 1)
 	{

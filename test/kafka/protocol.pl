@@ -62,7 +62,13 @@ sub call {
 	$hdr .= "\0" if $o{flexible};
 	my $frame = $hdr . $body;
 	$sock->syswrite(defined $o{size} ? pack('l>', $o{size}) . $frame : pack('l>', length $frame) . $frame);
-	return '' if $o{nowait};
+	return $o{nowait} ? '' : reply($sock);
+}
+
+# the next response's body after the correlation id; undef when the broker
+# closed the connection, 'timeout' after 10 s
+sub reply {
+	my ($sock) = @_;
 	my $sel = IO::Select->new($sock);
 	my $buf = '';
 	while (1) {
@@ -438,6 +444,32 @@ sub describe_group {
 	ok(($state // '') eq 'PreparingRebalance' && $proto eq '' && @m == 2 && !grep({ $_->[1] ne '' || $_->[2] ne '' } @m),
 		'DescribeGroups during a rebalance: no protocol, members without metadata or assignment (as Kafka)',
 		"state " . ($state // 'none') . ", protocol '" . ($proto // '') . "', " . scalar(@m) . ' members');
+
+	# the leader rejoins, the rebalance completes, both sync: stable again
+	my $rejoin = sub { str('dg') . pack('l>', 10000) . str($_[0]) . str('consumer') . pack('l>', 1) . str('range') . bytes($_[1] // $meta) };
+	$j = call($a, 11, 0, $rejoin->($member));
+	my $bj = reply($b);
+	$gen = unpack('x2 l>', $j);
+	(undef, $pos) = rd_str($bj, 6);
+	(undef, $pos) = rd_str($bj, $pos);
+	my ($follower) = rd_str($bj, $pos);
+	call($b, 14, 0, str('dg') . pack('l>', $gen) . str($follower) . pack('l>', 0), nowait => 1);
+	call($a, 14, 0, str('dg') . pack('l>', $gen) . str($member) . pack('l>', 2) . str($member) . bytes('a1') . str($follower) . bytes('b1'));
+	my $bs = reply($b);
+	ok(defined $bs && unpack('s>', $bs) == 0 && unpack('x2 l>/a', $bs) eq 'b1', 'the rebalance completes: the follower gets its assignment');
+
+	# a follower that joins again with the same protocols gets the current
+	# generation, and the group stays stable (Kafka's coordinator); new
+	# metadata rebalances it
+	my $again = call($b, 11, 0, $rejoin->($follower));
+	($state) = describe_group($s, 'dg');
+	ok(defined $again && $again ne 'timeout' && unpack('s>', $again) == 0 && unpack('x2 l>', $again) == $gen && $state eq 'Stable',
+		'a follower joining again unchanged gets the current generation, no rebalance',
+		'error ' . (defined $again && $again ne 'timeout' ? unpack('s>', $again) : 'none') . ", state $state");
+	call($b, 11, 0, $rejoin->($follower, "\0\0\0\0\0\0\0\0\0\1"), nowait => 1);
+	$deadline = time + 10;
+	do { ($state) = describe_group($s, 'dg') } while ($state ne 'PreparingRebalance' && time < $deadline);
+	ok($state eq 'PreparingRebalance', 'a follower joining with new metadata starts a rebalance', "state $state");
 	close $a;
 	close $b;
 }
