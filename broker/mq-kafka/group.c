@@ -11,14 +11,8 @@
  * of the current (old) generation are still accepted, so a member can
  * commit what it consumed before giving partitions up.
  *
- * Static members (group.instance.id): a join without a member id but with
- * a known instance id takes over that member under a new id; the old id
- * is fenced (FENCED_INSTANCE_ID).  Into a stable group with the same
- * protocols that is all (KIP-345: no rebalance, static_rejoin); otherwise
- * the group rebalances as for any join.
- *
- * A known member that joins again with the same protocols starts no
- * rebalance unless it leads a stable group (unchanged_join), as in Kafka.
+ * JoinGroup itself, which member a join speaks for and whether it
+ * rebalances, is group_join.c's; it calls group_rebalance here.
  *
  * Groups outlive a restart (group_store.c): each stable group is saved,
  * read back at start (group_adopt), and until then group requests are
@@ -38,9 +32,7 @@
 #include "util.h"
 
 static KGroup *groups;
-static uint64_t member_counter;
 
-static void prepare_rebalance(KGroup *g);
 static void member_drop(KGroup *g, KMember *m, int16_t error);
 
 KGroup *
@@ -70,7 +62,7 @@ group_state_name(KGroupState s)
 static void on_join_timer(evutil_socket_t fd, short what, void *arg);
 static void on_expire(evutil_socket_t fd, short what, void *arg);
 
-static KGroup *
+KGroup *
 group_get(const char *group_id)
 {
 	KGroup	   *g = group_find(group_id);
@@ -86,8 +78,8 @@ group_get(const char *group_id)
 	return g;
 }
 
-static void
-touch(KMember *m)
+void
+member_touch(KMember *m)
 {
 	struct timeval tv = {m->session_ms / 1000, (m->session_ms % 1000) * 1000};
 
@@ -158,7 +150,7 @@ complete_join(KGroup *g)
 		free(m->assignment);
 		m->assignment = NULL;
 		m->assign_len = 0;
-		touch(m);
+		member_touch(m);
 		join_respond(req, g, m, g->protocol ? KERR_NONE : KERR_INCONSISTENT_GROUP_PROTOCOL);
 	}
 }
@@ -195,8 +187,8 @@ on_join_timer(evutil_socket_t fd, short what, void *arg)
 	complete_join(g);
 }
 
-static void
-prepare_rebalance(KGroup *g)
+void
+group_rebalance(KGroup *g)
 {
 	int32_t		ms = 0;
 	struct timeval tv;
@@ -270,7 +262,7 @@ member_gone(KGroup *g, KMember *m)
 	if (g->nmembers == 0)
 		complete_join(g);		/* a new, empty generation without a protocol */
 	else
-		prepare_rebalance(g);
+		group_rebalance(g);
 }
 
 static void
@@ -280,22 +272,20 @@ on_expire(evutil_socket_t fd, short what, void *arg)
 
 	if (m->join_req || m->sync_req)
 	{
-		touch(m);				/* waiting on us, not gone */
+		member_touch(m);		/* waiting on us, not gone */
 		return;
 	}
 	mq_log_info("group %s: member %s expired", m->group->id, m->id);
 	member_gone(m->group, m);
 }
 
-static KMember *
-member_new(KGroup *g, KRequest *req, const char *instance_id)
+/* a new member with id (taken) of g, not yet joined (group_join.c) */
+KMember *
+member_add(KGroup *g, char *id, const char *instance_id)
 {
 	KMember    *m = mq_malloc0(sizeof(KMember));
-	char		id[300];
 
-	snprintf(id, sizeof(id), "%.200s-%llu-%08x", req->client_id ? req->client_id : "member",
-			 (unsigned long long) ++member_counter, (unsigned) (mq_now_us() & 0xffffffff));
-	m->id = mq_strdup(id);
+	m->id = id;
 	m->instance_id = instance_id ? mq_strdup(instance_id) : NULL;
 	m->group = g;
 	m->expire = evtimer_new(kbase, on_expire, m);
@@ -303,164 +293,6 @@ member_new(KGroup *g, KRequest *req, const char *instance_id)
 	g->members = m;
 	g->nmembers++;
 	return m;
-}
-
-/* a protocol type and at least one protocol shared with the group */
-static bool
-join_compatible(KGroup *g, KJoin *j)
-{
-	if (g->nmembers == 0)
-		return j->nprotos > 0;
-	if (g->protocol_type == NULL || j->protocol_type == NULL ||
-		strcmp(g->protocol_type, j->protocol_type) != 0)
-		return false;
-	for (int i = 0; i < j->nprotos; i++)
-	{
-		bool		ok = true;
-
-		for (KMember *m = g->members; m && ok; m = m->next)
-			ok = member_proto(m, j->protos[i].name) != NULL;
-		if (ok)
-			return true;
-	}
-	return false;
-}
-
-/* the member a JoinGroup speaks for, created or taken over; NULL: *code says why */
-static KMember *
-join_member(KGroup *g, KRequest *req, KJoin *j, int16_t *code)
-{
-	KMember    *m;
-
-	*code = KERR_NONE;
-	if (j->member_id[0] != '\0')
-		return member_lookup(g, j->member_id, j->instance_id, code);
-	m = member_by_instance(g, j->instance_id);
-	if (m)
-	{
-		/* a static member restarted: new id, the old one is fenced */
-		char		id[300];
-
-		snprintf(id, sizeof(id), "%.200s-%llu-%08x", req->client_id ? req->client_id : "member",
-				 (unsigned long long) ++member_counter, (unsigned) (mq_now_us() & 0xffffffff));
-		if (m->join_req)
-			join_respond(m->join_req, g, m, KERR_FENCED_INSTANCE_ID);
-		m->join_req = NULL;
-		if (g->leader && strcmp(g->leader, m->id) == 0)
-		{
-			free(g->leader);
-			g->leader = mq_strdup(id);
-		}
-		free(m->id);
-		m->id = mq_strdup(id);
-		return m;
-	}
-	return member_new(g, req, j->instance_id);
-}
-
-/* a member's client, its address and timeouts, from its latest join */
-static void
-member_update(KMember *m, KRequest *req, const KJoin *j)
-{
-	m->session_ms = j->session_ms;
-	m->rebalance_ms = j->rebalance_ms;
-	free(m->client_id);
-	m->client_id = mq_strdup(req->client_id ? req->client_id : "");
-	free(m->client_host);
-	m->client_host = mq_strdup(conn_peer(req->conn));
-}
-
-/*
- * KIP-345: a static member that restarted (no member id, a known instance
- * id: join_member gave it a new id) into a stable group, asking for the
- * same protocols, gets the current generation at once and then its
- * assignment from SyncGroup: no rebalance, the others keep theirs.  The
- * leader's answer lists the members, so a client that reassigns anyway
- * sends an assignment that a stable group's SyncGroup ignores.
- */
-static bool
-static_rejoin(KGroup *g, KRequest *req, KMember *m, const KJoin *j)
-{
-	if (j->member_id[0] != '\0' || j->instance_id == NULL || g->state != KG_STABLE ||
-		m->join_req != NULL || !member_same_protos(m, j))
-		return false;
-	member_update(m, req, j);
-	touch(m);
-	mq_log_info("group %s: static member %s rejoined as %s, generation %d kept", g->id,
-				m->instance_id, m->id, g->generation);
-	join_respond(req, g, m, KERR_NONE);
-	group_store_save(g, req->role);
-	return true;
-}
-
-/*
- * A known member's JoinGroup that changes nothing, answered as Kafka's
- * coordinator answers it: with the same protocols, a follower of a stable
- * group, or any member while the group completes its rebalance (its
- * JoinGroup answer may have been lost), gets the current generation again
- * and no rebalance starts.  A stable group's leader rebalances it (its
- * client rejoins to reassign, say for new partitions).
- */
-static bool
-unchanged_join(KGroup *g, KMember *m, KRequest *req, const KJoin *j)
-{
-	bool		leader = g->leader && strcmp(g->leader, m->id) == 0;
-
-	if (j->member_id[0] == '\0' || m->join_req != NULL || !member_same_protos(m, j) ||
-		!(g->state == KG_COMPLETING || (g->state == KG_STABLE && !leader)))
-		return false;
-	touch(m);
-	join_respond(req, g, m, KERR_NONE);
-	return true;
-}
-
-void
-group_join(KRequest *req, KJoin *j)
-{
-	KGroup	   *g;
-	KMember    *m;
-	int16_t		code;
-
-	if (group_store_loading())
-	{
-		join_respond(req, NULL, NULL, KERR_COORDINATOR_LOAD_IN_PROGRESS);
-		return;
-	}
-	g = group_get(j->group_id);
-
-	if (j->session_ms < 1000 || j->session_ms > 30 * 60 * 1000)
-	{
-		join_respond(req, g, NULL, KERR_INVALID_SESSION_TIMEOUT);
-		return;
-	}
-	if (!join_compatible(g, j))
-	{
-		join_respond(req, g, NULL, KERR_INCONSISTENT_GROUP_PROTOCOL);
-		return;
-	}
-	if ((m = join_member(g, req, j, &code)) == NULL)
-	{
-		join_respond(req, g, NULL, code);
-		return;
-	}
-	if (static_rejoin(g, req, m, j) || unchanged_join(g, m, req, j))
-		return;
-	if (g->nmembers == 1)
-	{
-		free(g->protocol_type);
-		g->protocol_type = mq_strdup(j->protocol_type ? j->protocol_type : "");
-	}
-	free_protos(m->nprotos, m->protos);
-	m->protos = j->protos;
-	m->nprotos = j->nprotos;
-	j->protos = NULL;
-	j->nprotos = 0;
-	member_update(m, req, j);
-	if (m->join_req)			/* the same member again: the older one is stale */
-		join_respond(m->join_req, g, m, KERR_UNKNOWN_MEMBER_ID);
-	m->join_req = req;
-	touch(m);
-	prepare_rebalance(g);
 }
 
 void
@@ -484,7 +316,7 @@ group_sync(KRequest *req, const char *group_id, int32_t generation, const char *
 		sync_respond(req, NULL, NULL, 0, code);
 		return;
 	}
-	touch(m);
+	member_touch(m);
 	if (g->state == KG_STABLE)
 	{
 		sync_respond(req, g, m->assignment, m->assign_len, KERR_NONE);
@@ -530,7 +362,7 @@ group_heartbeat(const char *group_id, int32_t generation, const char *member_id,
 		return KERR_COORDINATOR_LOAD_IN_PROGRESS;
 	if (m == NULL)
 		return code;
-	touch(m);
+	member_touch(m);
 	if (generation != g->generation)
 		return KERR_ILLEGAL_GENERATION;
 	if (g->state == KG_PREPARING)
@@ -571,7 +403,7 @@ group_commit_check(const char *group_id, const char *member_id, const char *inst
 		return (g == NULL || g->nmembers == 0) ? KERR_NONE : KERR_UNKNOWN_MEMBER_ID;
 	if ((m = member_lookup(g, member_id, instance_id, &code)) == NULL)
 		return code;
-	touch(m);
+	member_touch(m);
 	if (generation != g->generation)
 		return KERR_ILLEGAL_GENERATION;
 	if (g->state == KG_COMPLETING)
@@ -603,7 +435,7 @@ group_adopt(KGroup *g)
 	for (KMember *m = g->members; m; m = m->next)
 	{
 		m->expire = evtimer_new(kbase, on_expire, m);
-		touch(m);				/* a session from now: it may not know we were gone */
+		member_touch(m);		/* a session from now: it may not know we were gone */
 	}
 	g->next = groups;
 	groups = g;

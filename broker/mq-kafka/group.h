@@ -50,6 +50,14 @@ typedef struct KMember
 	struct KMember *next;
 } KMember;
 
+/* a member id handed out with MEMBER_ID_REQUIRED, not joined yet (KIP-394) */
+typedef struct KPending
+{
+	char	   *id;
+	int64_t		until_us;		/* forgotten after its session timeout */
+	struct KPending *next;
+} KPending;
+
 typedef enum KGroupState
 {
 	KG_EMPTY, KG_PREPARING, KG_COMPLETING, KG_STABLE
@@ -65,6 +73,7 @@ struct KGroup
 	char	   *leader;
 	KMember    *members;
 	int			nmembers;
+	KPending   *pending;		/* member ids to come back with (KIP-394) */
 	bool		initial_delay;	/* a new group waiting for more members */
 	struct event *join_timer;
 	struct KGroup *next;
@@ -117,11 +126,22 @@ extern KMember *member_by_instance(KGroup *g, const char *instance_id);
 extern KMember *member_lookup(KGroup *g, const char *member_id, const char *instance_id,
 							  int16_t *code);
 extern bool member_same_protos(const KMember *m, const KJoin *j);
+/* a new member id (malloc'd) for the client of req */
+extern char *member_new_id(const KRequest *req);
+/* KIP-394's pending member ids: add one (taken), or take one back */
+extern void member_pending_add(KGroup *g, char *id, int32_t session_ms);
+extern bool member_pending_take(KGroup *g, const char *id);
 extern void member_free(KMember *m);
 extern void group_free(KGroup *g);
 
 /* group.c: read the groups kept before a restart (group_store.c) */
 extern void group_start(void);
+/* group.c, for group_join.c: a group (created empty), a member added to
+ * it (id taken), a member's session restarted, a rebalance started */
+extern KGroup *group_get(const char *group_id);
+extern KMember *member_add(KGroup *g, char *id, const char *instance_id);
+extern void member_touch(KMember *m);
+extern void group_rebalance(KGroup *g);
 
 /* group_store.c: keeping groups across restarts */
 extern bool group_store_loading(void);
@@ -132,6 +152,8 @@ extern void group_store_load(void (*adopt) (KGroup *g));
 /* group_reply.c: a member's metadata for a protocol, and the answers */
 extern const KProto *member_proto(const KMember *m, const char *name);
 extern void join_respond(KRequest *req, KGroup *g, KMember *m, int16_t error);
+/* an error answer that hands the client a member id (MEMBER_ID_REQUIRED) */
+extern void join_respond_id(KRequest *req, const char *member_id, int16_t error);
 /* g: the group whose protocol a SyncGroup v5+ answer names; NULL on errors */
 extern void sync_respond(KRequest *req, const KGroup *g, const uint8_t *assign, int32_t len,
 						 int16_t error);

@@ -3,7 +3,8 @@
  * group_member.c
  *	  A group's members as a list: finding a member by id or by static
  *	  instance id (and whether a request's member is fenced), comparing
- *	  the protocols a member rejoins with, and freeing members and groups.
+ *	  the protocols a member rejoins with, new member ids and the pending
+ *	  ones (KIP-394), and freeing members and groups.
  *	  It stands below the state machine (group.c) and calls nothing above
  *	  it.  Loop thread only: no locking.
  *
@@ -11,12 +12,16 @@
  */
 #include "group.h"
 
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include <event2/event.h>
 
 #include "kerr.h"
+#include "util.h"
+
+static uint64_t member_counter;
 
 void
 free_protos(int n, KProto *p)
@@ -96,6 +101,66 @@ member_same_protos(const KMember *m, const KJoin *j)
 	return true;
 }
 
+char *
+member_new_id(const KRequest *req)
+{
+	char		id[300];
+
+	snprintf(id, sizeof(id), "%.200s-%llu-%08x", req->client_id ? req->client_id : "member",
+			 (unsigned long long) ++member_counter, (unsigned) (mq_now_us() & 0xffffffff));
+	return mq_strdup(id);
+}
+
+/* forget the pending ids whose session timeout passed */
+static void
+pending_prune(KGroup *g)
+{
+	int64_t		now = mq_now_us();
+
+	for (KPending **pp = &g->pending; *pp;)
+	{
+		KPending   *p = *pp;
+
+		if (p->until_us > now)
+		{
+			pp = &p->next;
+			continue;
+		}
+		*pp = p->next;
+		free(p->id);
+		free(p);
+	}
+}
+
+void
+member_pending_add(KGroup *g, char *id, int32_t session_ms)
+{
+	KPending   *p = mq_malloc0(sizeof(KPending));
+
+	pending_prune(g);
+	p->id = id;
+	p->until_us = mq_now_us() + (int64_t) session_ms * 1000;
+	p->next = g->pending;
+	g->pending = p;
+}
+
+bool
+member_pending_take(KGroup *g, const char *id)
+{
+	pending_prune(g);
+	for (KPending **pp = &g->pending; *pp; pp = &(*pp)->next)
+		if (strcmp((*pp)->id, id) == 0)
+		{
+			KPending   *p = *pp;
+
+			*pp = p->next;
+			free(p->id);
+			free(p);
+			return true;
+		}
+	return false;
+}
+
 /* a group that is no longer anyone's, with its members */
 void
 group_free(KGroup *g)
@@ -106,6 +171,14 @@ group_free(KGroup *g)
 
 		g->members = m->next;
 		member_free(m);
+	}
+	while (g->pending)
+	{
+		KPending   *p = g->pending;
+
+		g->pending = p->next;
+		free(p->id);
+		free(p);
 	}
 	if (g->join_timer)
 		event_free(g->join_timer);

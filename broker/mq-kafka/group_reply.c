@@ -31,12 +31,12 @@ member_proto(const KMember *m, const char *name)
 	return NULL;
 }
 
-void
-join_respond(KRequest *req, KGroup *g, KMember *m, int16_t error)
+/* a JoinGroup answer to member_id (m's, or one handed out); the members for a leader */
+static void
+join_write(KRequest *req, KGroup *g, KMember *m, const char *member_id, int16_t error)
 {
 	KWriter    *w = &req->resp;
 	bool		leader = error == KERR_NONE && m && g->leader && strcmp(g->leader, m->id) == 0;
-
 	const char *none = req->api_version >= 7 ? NULL : "";
 
 	if (req->api_version >= 2)
@@ -49,7 +49,7 @@ join_respond(KRequest *req, KGroup *g, KMember *m, int16_t error)
 	kw_str(w, error == KERR_NONE ? g->leader : "");
 	if (req->api_version >= 9)
 		kw_i8(w, 0);			/* skip_assignment: the leader always assigns */
-	kw_str(w, m ? m->id : "");
+	kw_str(w, member_id);
 	kw_array(w, leader ? g->nmembers : 0);
 	for (KMember *x = leader ? g->members : NULL; x; x = x->next)
 	{
@@ -62,6 +62,18 @@ join_respond(KRequest *req, KGroup *g, KMember *m, int16_t error)
 		kw_tags(w);
 	}
 	req_finish(req);
+}
+
+void
+join_respond(KRequest *req, KGroup *g, KMember *m, int16_t error)
+{
+	join_write(req, g, m, m ? m->id : "", error);
+}
+
+void
+join_respond_id(KRequest *req, const char *member_id, int16_t error)
+{
+	join_write(req, NULL, NULL, member_id, error);
 }
 
 void

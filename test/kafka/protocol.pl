@@ -474,6 +474,34 @@ sub describe_group {
 	close $b;
 }
 
+# KIP-394: a JoinGroup v4+ without a member id gets one and
+# MEMBER_ID_REQUIRED, then joins with it; an id mq did not hand out, or
+# one not claimed within its session timeout, is UNKNOWN_MEMBER_ID
+{
+	my $c = connect_broker();
+	my $join4 = sub { str('kip394') . pack('l> l>', $_[1] // 10000, 10000) . str($_[0]) . str('consumer') . pack('l>', 1) . str('range') . bytes('m') };
+	# error and member id of a JoinGroup v4 answer
+	my $answer = sub {
+		my ($r) = @_;
+		return (undef, undef) unless defined $r && $r ne 'timeout';
+		my (undef, $pos) = rd_str($r, 10);
+		(undef, $pos) = rd_str($r, $pos);
+		my ($id) = rd_str($r, $pos);
+		return (unpack('x4 s>', $r), $id);
+	};
+	my ($e, $id) = $answer->(call($c, 11, 4, $join4->('')));
+	ok(($e // -1) == 79 && length($id // ''), 'JoinGroup v4 without a member id: MEMBER_ID_REQUIRED with an id', 'error ' . ($e // 'none'));
+	my ($e2, $id2) = $answer->(call($c, 11, 4, $join4->($id)));
+	ok(($e2 // -1) == 0 && ($id2 // '') eq $id, 'joining again with that id joins the group under it', 'error ' . ($e2 // 'none'));
+	($e) = $answer->(call($c, 11, 4, $join4->('made-up-id')));
+	ok(($e // -1) == 25, 'an id the coordinator did not hand out: UNKNOWN_MEMBER_ID', 'error ' . ($e // 'none'));
+	(undef, $id) = $answer->(call($c, 11, 4, $join4->('', 1000)));
+	select(undef, undef, undef, 1.5);	# past the pending id's session timeout
+	($e) = $answer->(call($c, 11, 4, $join4->($id, 1000)));
+	ok(($e // -1) == 25, 'an id not claimed within its session timeout: UNKNOWN_MEMBER_ID', 'error ' . ($e // 'none'));
+	close $c;
+}
+
 # DeleteGroups v1: an empty and an unknown group id
 $r = call($s, 42, 1, pack('l>', 2) . str('') . str('nosuchgroup'));
 my @dg = defined $r ? unpack('x4 l> n/a s> n/a s>', $r) : ();
