@@ -90,30 +90,15 @@ enum
 /* The words of the reset targets, as the plan query ($3) knows them. */
 static const char *const reset_targets[] = {"earliest", "latest", "offset", "datetime"};
 
-/* Members whose session has not timed out: the "active" of the help texts. */
-#define ACTIVE_MEMBER \
-	"m.last_heartbeat + m.session_timeout_ms * interval '1 millisecond' > pg_catalog.clock_timestamp()"
-
 /*
  * One row per group, all groups for $1 NULL.  %s: the topics column, a
  * comma-separated list for tables or a JSON array.
  */
 #define GROUPS_SQL \
-	"WITH groups AS (SELECT group_id FROM mq.consumer_offset" \
-	"                UNION SELECT group_id FROM mq.consumer_group)," \
-	" active AS (SELECT m.group_id, count(*) AS members FROM mq.group_members m" \
-	"             WHERE " ACTIVE_MEMBER " GROUP BY m.group_id)," \
-	" lag AS (SELECT group_id, sum(lag)::bigint AS lag FROM mq.consumer_lag GROUP BY group_id)" \
-	" SELECT g.group_id AS \"group\"," \
-	"        CASE WHEN coalesce(a.members, 0) = 0 THEN 'Empty'" \
-	"             WHEN EXISTS (SELECT 1 FROM mq.group_assignments ga" \
-	"                           WHERE ga.group_id = g.group_id AND ga.state <> 'owned')" \
-	"             THEN 'Rebalancing' ELSE 'Stable' END AS state," \
-	"        coalesce(a.members, 0) AS members, cg.generation, cg.assignor," \
+	"WITH lag AS (SELECT group_id, sum(lag)::bigint AS lag FROM mq.consumer_lag GROUP BY group_id)" \
+	" SELECT g.group_id AS \"group\", g.state, g.members, g.generation, g.assignor," \
 	"        %s AS topics, coalesce(l.lag, 0) AS lag" \
-	"   FROM groups g" \
-	"   LEFT JOIN mq.consumer_group cg USING (group_id)" \
-	"   LEFT JOIN active a USING (group_id)" \
+	"   FROM mq.groups g" \
 	"   LEFT JOIN lag l USING (group_id)" \
 	"  CROSS JOIN LATERAL (SELECT ARRAY(" \
 	"        SELECT t.topic_name FROM mq.topic t" \
@@ -300,8 +285,7 @@ static int64_t
 active_members(PGconn *conn, const MqParams *group_param)
 {
 	PGresult   *res = mqctl_exec(conn,
-								 "SELECT count(*) FROM mq.group_members m"
-								 " WHERE m.group_id = $1 AND " ACTIVE_MEMBER,
+								 "SELECT coalesce(sum(members), 0) FROM mq.groups WHERE group_id = $1",
 								 group_param, 0);
 	int64_t		n = strtoll(PQgetvalue(res, 0, 0), NULL, 10);
 

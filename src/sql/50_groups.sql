@@ -584,17 +584,3 @@ BEGIN
     END IF;
 END $$;
 
-CREATE VIEW mq.group_members WITH (security_barrier) AS
-SELECT m.group_id, m.member_id, m.instance_id, g.generation, g.assignor,
-       ARRAY(SELECT t.topic_name FROM mq.topic t WHERE t.topic_id = ANY (m.topics) ORDER BY 1) AS topics,
-       m.session_timeout_ms, m.last_heartbeat,
-       (SELECT count(*) FROM mq.group_assignment a WHERE a.group_id = m.group_id AND a.owner = m.member_id)
-           AS partitions
-  FROM mq.group_member m JOIN mq.consumer_group g USING (group_id)
- WHERE mq._describable('group', m.group_id);
-
-CREATE VIEW mq.group_assignments WITH (security_barrier) AS
-SELECT a.group_id, t.topic_name AS topic, a.partition, a.owner, a.target,
-       CASE WHEN a.revoking THEN 'revoking' WHEN a.owner IS NULL THEN 'unassigned' ELSE 'owned' END AS state
-  FROM mq.group_assignment a JOIN mq.topic t USING (topic_id)
- WHERE mq._describable('group', a.group_id) AND mq._describable('topic', t.topic_name);

@@ -199,8 +199,10 @@ COMMENT ON FUNCTION mq._member_partitions(text, integer, text) IS
     'internal: the partitions of a topic a group member owns (for mq.poll with member_id)';
 COMMENT ON FUNCTION mq._check_member_commit(text, integer, integer, text, integer) IS
     'internal: refuses a member''s offset commit from a stale generation (MQ030) or for a partition it does not own (MQ034)';
+COMMENT ON VIEW mq.groups IS
+    'every consumer group: SQL groups and groups with committed offsets, with state (Empty, Rebalancing, Stable), live members, generation and assignor';
 COMMENT ON VIEW mq.group_members IS
-    'members of every consumer group with generation, assignor, topics, session and number of partitions owned';
+    'members of every consumer group with generation, assignor, topics, session, number of partitions owned and whether its session is live';
 COMMENT ON VIEW mq.group_assignments IS
     'every group''s partitions with owner, target and state (owned, revoking, unassigned)';
 

@@ -11,7 +11,7 @@ REVOKE ALL ON PROCEDURE mq.replica_fetch_commit(integer, text[], integer[], inte
     FROM PUBLIC;
 GRANT USAGE ON SCHEMA mq TO PUBLIC;
 -- the views show each role only the topics and groups it may DESCRIBE
-GRANT SELECT ON mq.topics, mq.partitions, mq.leader_epochs, mq.segments, mq.group_members, mq.group_assignments,
+GRANT SELECT ON mq.topics, mq.partitions, mq.leader_epochs, mq.segments, mq.groups, mq.group_members, mq.group_assignments,
     mq.grants, mq.effective_grants, mq.kafka_transactions, mq.producers TO PUBLIC;
 GRANT EXECUTE ON FUNCTION mq.validate_config(jsonb), mq.murmur2(bytea),
     -- what validate_config (the caller's rights) calls for every key
