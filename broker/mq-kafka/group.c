@@ -59,6 +59,13 @@ group_state_name(KGroupState s)
 	return names[s];
 }
 
+const char *
+group_state_of_sql(const char *state)
+{
+	return strcmp(state, "Stable") == 0 ? "Stable" :
+		strcmp(state, "Rebalancing") == 0 ? "PreparingRebalance" : "Empty";
+}
+
 static void on_join_timer(evutil_socket_t fd, short what, void *arg);
 static void on_expire(evutil_socket_t fd, short what, void *arg);
 

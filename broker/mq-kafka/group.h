@@ -117,6 +117,8 @@ extern KGroup *group_list(void);
 /* DeleteGroups: forget an empty group; false if it has members */
 extern bool group_forget(const char *group_id);
 extern const char *group_state_name(KGroupState s);
+/* mq.groups' state (Empty, Rebalancing, Stable) as Kafka names it */
+extern const char *group_state_of_sql(const char *state);
 
 /* group_member.c: the member list */
 extern void free_protos(int n, KProto *p);

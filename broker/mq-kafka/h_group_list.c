@@ -1,22 +1,21 @@
 /*-------------------------------------------------------------------------
  *
  * h_group_list.c
- *	  ListGroups (v0-v5) and DescribeGroups (v0-v5): what this daemon
- *	  knows of the groups it coordinates, shown to a SASL client only for
- *	  the groups its role may DESCRIBE, as Kafka's authorizer filters them
- *	  (group_authz.c asks; one statement per group).  A group the role may
- *	  not describe is left out of ListGroups and answered
- *	  GROUP_AUTHORIZATION_FAILED, with nothing else, by DescribeGroups.
- *	  Loop thread only.
+ *	  ListGroups (v0-v5): the groups this daemon coordinates, those it
+ *	  holds members of and every other group the database knows
+ *	  (mq.groups: SQL groups and groups with committed offsets, as Kafka
+ *	  lists a group that only has offsets), shown to a SASL client only
+ *	  where its role may DESCRIBE the group, as Kafka's authorizer filters
+ *	  them (group_authz.c asks for the held ones, one statement per group;
+ *	  mq.groups shows no other).  Loop thread only.
  *
- * ListGroups v4+ filters by state (case-insensitive, as Kafka) and
- * answers each group's; v5+ filters by type and answers it: every group
- * served here is "classic" (KIP-848's "consumer" groups are not served).
- * DescribeGroups answers as Kafka's coordinator summarizes a group: the
- * protocol and each member's metadata and assignment only while the group
- * is Stable; in a rebalance the protocol is "" and both are empty, and an
- * empty group has no protocol (group.c clears it).
- * Flexible versions: ListGroups v3+, DescribeGroups v5+.
+ * A group held here answers its own state and protocol type; one known
+ * only to the database is "consumer" if it is an SQL group, else "" (a
+ * group that only commits offsets), in mq.groups' state (Rebalancing is
+ * Kafka's PreparingRebalance).  ListGroups v4+ filters by state
+ * (case-insensitive, as Kafka) and answers each group's; v5+ filters by
+ * type and answers it: every group served here is "classic" (KIP-848's
+ * "consumer" groups are not served).  Flexible versions: v3+.
  *
  *-------------------------------------------------------------------------
  */
@@ -32,12 +31,18 @@
 #include "kerr.h"
 #include "util.h"
 
-/* the names asked about, and the answers */
+#define GROUPS_SQL "SELECT group_id, sql_group, state FROM mq.groups"
+
+/* the groups listed: [0, nheld) held here, [nheld, n) known to the database */
 typedef struct ListState
 {
+	KJob		db;
 	KGroupAuthz authz;
 	int			n;
+	int			nheld;
 	char	  **names;
+	const char **types;			/* of the database's groups */
+	const char **states;
 } ListState;
 
 static void
@@ -45,22 +50,23 @@ list_state_free(void *p)
 {
 	ListState  *s = p;
 
+	kjob_free(&s->db);
 	group_authz_free(&s->authz);
 	for (int i = 0; i < s->n; i++)
 		free(s->names[i]);
 	free(s->names);
+	free(s->types);
+	free(s->states);
 	free(s);
 }
 
-static ListState *
-list_state_new(KRequest *req, int n)
+/* room for n names */
+static void
+list_state_size(ListState *s, int n)
 {
-	ListState  *s = mq_malloc0(sizeof(ListState));
-
 	s->names = mq_malloc0(sizeof(char *) * (n > 0 ? n : 1));
-	req->state = s;
-	req->free_state = list_state_free;
-	return s;
+	s->types = mq_malloc0(sizeof(char *) * (n > 0 ? n : 1));
+	s->states = mq_malloc0(sizeof(char *) * (n > 0 ? n : 1));
 }
 
 /* does a ListGroups filter (v4+ states, v5+ types) let this value pass? */
@@ -78,6 +84,21 @@ filter_passes(KReader *r, const char *value)
 			strncasecmp((const char *) f.p, value, f.len) == 0;
 	}
 	return pass;
+}
+
+/* one group of the answer: its id, protocol type, state (v4+), type (v5+) */
+static void
+write_group(KRequest *req, const char *id, const char *type, const char *state)
+{
+	KWriter    *w = &req->resp;
+
+	kw_str(w, id);
+	kw_str(w, type);
+	if (req->api_version >= 4)
+		kw_str(w, state);
+	if (req->api_version >= 5)
+		kw_str(w, "classic");
+	kw_tags(w);
 }
 
 static void
@@ -103,103 +124,61 @@ list_authorized(KRequest *req)
 	count_at = kw_later(w);
 	for (int i = 0; i < s->n && classic; i++)
 	{
-		KGroup	   *g = group_find(s->names[i]);
+		KGroup	   *g = i < s->nheld ? group_find(s->names[i]) : NULL;
+		const char *state = g ? group_state_name(g->state) : s->states[i];
 		KReader		f = states;
 
-		if (g == NULL || group_authz_error(&s->authz, i) != KERR_NONE ||
-			(req->api_version >= 4 && !filter_passes(&f, group_state_name(g->state))))
+		if ((i < s->nheld && (g == NULL || group_authz_error(&s->authz, i) != KERR_NONE)) ||
+			(req->api_version >= 4 && !filter_passes(&f, state)))
 			continue;
 		n++;
-		kw_str(w, g->id);
-		kw_str(w, g->protocol_type ? g->protocol_type : "");
-		if (req->api_version >= 4)
-			kw_str(w, group_state_name(g->state));
-		if (req->api_version >= 5)
-			kw_str(w, "classic");
-		kw_tags(w);
+		write_group(req, s->names[i], g ? (g->protocol_type ? g->protocol_type : "") : s->types[i], state);
 	}
 	kw_fill_count(w, count_at, n);
 	req_finish(req);
 }
 
-void
-h_list_groups(KRequest *req)
+/* the database's groups known: held ones first, then the others this daemon coordinates */
+static void
+list_known(KRequest *req)
 {
-	int			n = 0;
-	ListState  *s;
+	ListState  *s = req->state;
+	KStmt	   *st = &s->db.stmts[0];
+	int16_t		code;
+	const PGresult *res = NULL;
+	int			held = 0;
 
+	if (kstmt_failed(st, &code))
+		mq_log_warning("list groups: %s", st->err.message);
+	else
+		res = st->res;
 	for (KGroup *g = group_list(); g; g = g->next)
-		n++;
-	s = list_state_new(req, n);
+		held++;
+	list_state_size(s, held + (res ? PQntuples(res) : 0));
 	for (KGroup *g = group_list(); g; g = g->next)
 		if (cluster_coordinates(g->id))	/* else it moved to another daemon */
 			s->names[s->n++] = mq_strdup(g->id);
-	group_authz_run(req, &s->authz, "describe", s->names, s->n, list_authorized);
-}
-
-static void
-describe_one(KRequest *req, const char *name, int16_t error)
-{
-	KWriter    *w = &req->resp;
-	bool		mine = error == KERR_NONE && cluster_coordinates(name);
-	KGroup	   *g = mine ? group_find(name) : NULL;
-	bool		stable = g && g->state == KG_STABLE;
-
-	kw_i16(w, error != KERR_NONE ? error : mine ? KERR_NONE : KERR_NOT_COORDINATOR);
-	kw_str(w, name);
-	kw_str(w, g ? group_state_name(g->state) : error != KERR_NONE ? "" : "Dead");
-	kw_str(w, g && g->protocol_type ? g->protocol_type : "");
-	kw_str(w, stable && g->protocol ? g->protocol : "");
-	kw_array(w, g ? g->nmembers : 0);
-	for (KMember *m = g ? g->members : NULL; m; m = m->next)
+	s->nheld = s->n;
+	for (int r = 0; res && r < PQntuples(res); r++)
 	{
-		const KProto *p = stable ? member_proto(m, g->protocol) : NULL;
+		const char *id = PQgetvalue(res, r, 0);
 
-		kw_str(w, m->id);
-		if (req->api_version >= 4)
-			kw_str(w, m->instance_id);
-		kw_str(w, m->client_id);
-		kw_str(w, m->client_host);
-		kw_bytes(w, p ? p->meta : NULL, p ? p->len : 0);
-		kw_bytes(w, stable ? m->assignment : NULL, stable ? m->assign_len : 0);
-		kw_tags(w);
+		if (group_find(id) || !cluster_coordinates(id))
+			continue;
+		s->types[s->n] = strcmp(PQgetvalue(res, r, 1), "t") == 0 ? "consumer" : "";
+		s->states[s->n] = group_state_of_sql(PQgetvalue(res, r, 2));
+		s->names[s->n++] = mq_strdup(id);
 	}
-	if (req->api_version >= 3)
-		kw_i32(w, INT32_MIN);	/* authorized operations: not computed */
-	kw_tags(w);
-}
-
-static void
-describe_authorized(KRequest *req)
-{
-	ListState  *s = req->state;
-	KWriter    *w = &req->resp;
-
-	if (req->api_version >= 1)
-		kw_i32(w, 0);
-	kw_array(w, s->n);
-	for (int i = 0; i < s->n; i++)
-		describe_one(req, s->names[i], group_authz_error(&s->authz, i));
-	req_finish(req);
+	group_authz_run(req, &s->authz, "describe", s->names, s->nheld, list_authorized);
 }
 
 void
-h_describe_groups(KRequest *req)
+h_list_groups(KRequest *req)
 {
-	KReader    *r = &req->body;
-	int32_t		n = kr_array(r, 2);
-	ListState  *s = list_state_new(req, n);
+	ListState  *s = mq_malloc0(sizeof(ListState));
 
-	for (int32_t i = 0; i < n && !r->err; i++)
-	{
-		s->names[s->n++] = kslice_dup(kr_str(r));
-		if (s->names[i] == NULL)
-			r->err = true;
-	}
-	if (r->err)
-	{
-		req_abort(req);
-		return;
-	}
-	group_authz_run(req, &s->authz, "describe", s->names, s->n, describe_authorized);
+	req->state = s;
+	req->free_state = list_state_free;
+	kjob_add(&s->db, GROUPS_SQL, 0);
+	pool_run(req, &s->db, list_known);
 }
