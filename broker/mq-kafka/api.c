@@ -71,7 +71,7 @@ static const KApi apis[] = {
 	{KAPI_LEAVE_GROUP, 0, 5, 4, h_leave_group,
 	 "one member, or a batch of members (v3)"},
 	{KAPI_SYNC_GROUP, 0, 5, 4, h_sync_group,
-	 ""},
+	 "followers wait for the leader's assignment; v5: a protocol type or protocol the group does not have is INCONSISTENT_GROUP_PROTOCOL"},
 	{KAPI_DESCRIBE_GROUPS, 0, 5, 5, h_describe_groups,
 	 "the protocol and each member's metadata and assignment while the group is Stable, none during a rebalance (Kafka's summary); a group it holds no members of from `mq.groups`: an SQL group's live members (client `mq`, consumer protocol v0), a group with only committed offsets Empty; one nobody knows: Dead"},
 	{KAPI_LIST_GROUPS, 0, 5, 3, h_list_groups,

@@ -302,20 +302,30 @@ member_add(KGroup *g, char *id, const char *instance_id)
 	return m;
 }
 
-void
-group_sync(KRequest *req, const char *group_id, int32_t generation, const char *member_id,
-		   const char *instance_id, int nassign, const KAssign *assign)
+/* does a SyncGroup v5+ name the group's protocol type and protocol (Kafka's check)? */
+static bool
+sync_consistent(const KGroup *g, const KSync *sync)
 {
-	KGroup	   *g = group_find(group_id);
+	return (sync->protocol_type == NULL ||
+			strcmp(sync->protocol_type, g->protocol_type ? g->protocol_type : "") == 0) &&
+		(sync->protocol == NULL || (g->protocol && strcmp(sync->protocol, g->protocol) == 0));
+}
+
+void
+group_sync(KRequest *req, const KSync *sync, int nassign, const KAssign *assign)
+{
+	KGroup	   *g = group_find(sync->group_id);
 	int16_t		code;
-	KMember    *m = member_lookup(g, member_id, instance_id, &code);
+	KMember    *m = member_lookup(g, sync->member_id, sync->instance_id, &code);
 
 	if (group_store_loading())
 		code = KERR_COORDINATOR_LOAD_IN_PROGRESS;
 	else if (m == NULL)
 		;						/* code says why */
-	else if (generation != g->generation)
+	else if (sync->generation != g->generation)
 		code = KERR_ILLEGAL_GENERATION;
+	else if (!sync_consistent(g, sync))
+		code = KERR_INCONSISTENT_GROUP_PROTOCOL;
 	else if (g->state == KG_PREPARING)
 		code = KERR_REBALANCE_IN_PROGRESS;
 	if (code != KERR_NONE)

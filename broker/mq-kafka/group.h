@@ -99,9 +99,18 @@ typedef struct KAssign
 } KAssign;
 
 extern void group_join(KRequest *req, KJoin *j);
-extern void group_sync(KRequest *req, const char *group_id, int32_t generation,
-					   const char *member_id, const char *instance_id,
-					   int nassign, const KAssign *assign);
+/* What a SyncGroup says of its member; protocol type and name (v5+) or NULL */
+typedef struct KSync
+{
+	const char *group_id;
+	int32_t		generation;
+	const char *member_id;
+	const char *instance_id;
+	const char *protocol_type;
+	const char *protocol;
+} KSync;
+
+extern void group_sync(KRequest *req, const KSync *sync, int nassign, const KAssign *assign);
 extern int16_t group_heartbeat(const char *group_id, int32_t generation,
 							   const char *member_id, const char *instance_id);
 extern int16_t group_leave(const char *group_id, const char *member_id,

@@ -297,11 +297,13 @@ sync_authorized(KRequest *req)
 	KAssign    *a;
 	int32_t		na = 0;
 	int16_t		error = group_req_error(req);
+	char	   *protocol_type = NULL;	/* v5+: the group's, as the member knows them */
+	char	   *protocol = NULL;
 
 	if (req->api_version >= 5)
 	{
-		(void) kr_str(r);		/* protocol type and name: the JoinGroup's */
-		(void) kr_str(r);
+		protocol_type = kslice_dup(kr_str(r));
+		protocol = kslice_dup(kr_str(r));
 	}
 	n = kr_array(r, 6);
 	a = mq_malloc0(sizeof(KAssign) * (n > 0 ? n : 1));
@@ -318,12 +320,14 @@ sync_authorized(KRequest *req)
 	else if (error != KERR_NONE)
 		sync_respond(req, NULL, NULL, 0, error);
 	else
-		group_sync(req, s->group, generation, member, instance, na, a);
+		group_sync(req, &(KSync){s->group, generation, member, instance, protocol_type, protocol}, na, a);
 	for (int32_t i = 0; i < na; i++)
 		free(a[i].member_id);
 	free(a);
 	free(member);
 	free(instance);
+	free(protocol_type);
+	free(protocol);
 }
 
 void

@@ -474,6 +474,31 @@ sub describe_group {
 	close $b;
 }
 
+# SyncGroup v5 names the group's protocol type and protocol: ones the
+# group does not have are INCONSISTENT_GROUP_PROTOCOL, as in Kafka
+{
+	my $c = connect_broker();
+	my $j = call($c, 11, 0, str('sp') . pack('l>', 10000) . str('') . str('consumer') . pack('l>', 1) . str('range') . bytes("\0\0\0\0\0\0\0\0\0\0"));
+	my $gen = unpack('x2 l>', $j);
+	my (undef, $pos) = rd_str($j, 6);
+	(undef, $pos) = rd_str($j, $pos);
+	my ($member) = rd_str($j, $pos);
+	my $cs = \&KafkaWire::cstr;
+	my $sync5 = sub {
+		my ($type, $name) = @_;
+		my $r = call($c, 14, 5, $cs->('sp') . pack('l>', $gen) . $cs->($member) . $cs->(undef) . $cs->($type) . $cs->($name)
+			  . "\x02" . $cs->($member) . "\x02a" . "\0" . "\0", flexible => 1);
+		return defined $r && $r ne 'timeout' ? unpack('x5 s>', $r) : 'none';	# past throttle and the header's tags
+	};
+	my $e = $sync5->('consumer', 'roundrobin');
+	ok($e eq '23', 'SyncGroup v5 naming a protocol the group does not use: INCONSISTENT_GROUP_PROTOCOL', "error $e");
+	$e = $sync5->('connect', 'range');
+	ok($e eq '23', 'and a protocol type it does not have', "error $e");
+	$e = $sync5->('consumer', 'range');
+	ok($e eq '0', 'the group\'s own protocol type and protocol sync', "error $e");
+	close $c;
+}
+
 # KIP-394: a JoinGroup v4+ without a member id gets one and
 # MEMBER_ID_REQUIRED, then joins with it; an id mq did not hand out, or
 # one not claimed within its session timeout, is UNKNOWN_MEMBER_ID
