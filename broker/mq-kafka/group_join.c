@@ -19,6 +19,7 @@
  */
 #include "group.h"
 
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -87,7 +88,9 @@ member_update(KMember *m, KRequest *req, const KJoin *j)
 	free(m->client_id);
 	m->client_id = mq_strdup(req->client_id ? req->client_id : "");
 	free(m->client_host);
-	m->client_host = mq_strdup(conn_peer(req->conn));
+	m->client_host = mq_malloc(strlen(conn_peer(req->conn)) + 2);
+	/* Kafka's form, Java's InetAddress without a host name: "/127.0.0.1" */
+	sprintf(m->client_host, "/%s", conn_peer(req->conn));
 }
 
 /*

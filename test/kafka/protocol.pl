@@ -397,7 +397,7 @@ ok(!defined call(connect_broker(), 21, 1, pack('l>', 1) . str('pdel') . pack('l>
 	'a DeleteRecords whose partition count exceeds its bytes closes the connection');
 
 # DescribeGroups v0 of one group: its state, protocol and members
-# ([id, metadata, assignment]...)
+# ([id, metadata, assignment, client host]...)
 sub describe_group {
 	my ($sock, $group) = @_;
 	my $r = call($sock, 15, 0, pack('l>', 1) . str($group));
@@ -409,13 +409,13 @@ sub describe_group {
 	my $count = unpack("x$pos l>", $r);
 	$pos += 4;
 	for (1 .. $count) {
-		my ($id, $meta, $asg);
+		my ($id, $host, $meta, $asg);
 		($id, $pos) = rd_str($r, $pos);
 		(undef, $pos) = rd_str($r, $pos);
-		(undef, $pos) = rd_str($r, $pos);
+		($host, $pos) = rd_str($r, $pos);
 		($meta, $asg) = unpack("x$pos l>/a l>/a", $r);
 		$pos += 8 + length($meta) + length($asg);
-		push @members, [$id, $meta, $asg];
+		push @members, [$id, $meta, $asg, $host];
 	}
 	return ($state, $proto, @members);
 }
@@ -437,6 +437,7 @@ sub describe_group {
 	ok(($state // '') eq 'Stable' && $proto eq 'range' && @m == 1 && $m[0][1] eq $meta && $m[0][2] eq 'asg',
 		'DescribeGroups of a stable group: its protocol, the member\'s metadata and assignment',
 		"state " . ($state // 'none') . ", protocol " . ($proto // 'none'));
+	ok(@m == 1 && $m[0][3] eq '/127.0.0.1', 'the member\'s client host in Kafka\'s form', 'got ' . ($m[0][3] // 'none'));
 	my $b = connect_broker();
 	call($b, 11, 0, $join, nowait => 1);	# parks until the group rebalances
 	my $deadline = time + 10;
