@@ -381,6 +381,9 @@ extern void mq_consumer_offsets_note(text *group, const char *topic_name, int32 
 									 int64 next, text *metadata, TimestampTz at);
 extern void mq_offsets_after_utility(Node *stmt);
 extern void mq_check_group(text *group);
+/* Kafka's offset.metadata.max.bytes: an offset commit's metadata, at most */
+#define MQ_OFFSET_METADATA_MAX 4096
+extern void mq_check_offset_metadata(text *metadata);
 extern void mq_position_key(MqPositionKey *key, text *group, MqTopic *topic, int32 partition);
 extern void mq_auto_commit(text *group, MqTopic *topic, text *member);
 extern int64 mq_position_current(MqPositionKey *key, text *group, MqTopic *topic);

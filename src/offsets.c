@@ -41,6 +41,7 @@
 #include "mq.h"
 
 PG_FUNCTION_INFO_V1(mq_commit_offset);
+PG_FUNCTION_INFO_V1(mq_check_offset_metadata_sql);
 PG_FUNCTION_INFO_V1(mq_committed_offset);
 PG_FUNCTION_INFO_V1(mq_commit_polled);
 
@@ -163,6 +164,28 @@ set_position(HTAB **table, MemoryContext cxt, MqPositionKey *key, int64 next)
 	pos->next_offset = next;
 	pos->member[0] = '\0';
 	return pos;
+}
+
+/*
+ * An offset commit's metadata, at most MQ_OFFSET_METADATA_MAX bytes (Kafka's
+ * offset.metadata.max.bytes); NULL is none.
+ */
+void
+mq_check_offset_metadata(text *metadata)
+{
+	if (metadata && VARSIZE_ANY_EXHDR(metadata) > MQ_OFFSET_METADATA_MAX)
+		ereport(ERROR,
+				(errcode(ERRCODE_MQ_OFFSET_METADATA_TOO_LARGE),
+				 errmsg("offset metadata of %zu bytes is over the limit of %d bytes",
+						(size_t) VARSIZE_ANY_EXHDR(metadata), MQ_OFFSET_METADATA_MAX)));
+}
+
+/* mq._check_offset_metadata(metadata): the same check for SQL callers */
+Datum
+mq_check_offset_metadata_sql(PG_FUNCTION_ARGS)
+{
+	mq_check_offset_metadata(PG_ARGISNULL(0) ? NULL : PG_GETARG_TEXT_PP(0));
+	PG_RETURN_VOID();
 }
 
 void
@@ -409,6 +432,7 @@ mq_commit_offset(PG_FUNCTION_ARGS)
 	if (!PG_ARGISNULL(7) || !PG_ARGISNULL(8))
 		check_member_commit(group, topic, part->partition, fcinfo->args[7], fcinfo->args[8]);
 
+	mq_check_offset_metadata(PG_ARGISNULL(4) ? NULL : PG_GETARG_TEXT_PP(4));
 	if (next < 0)
 		ereport(ERROR,
 				(errcode(ERRCODE_MQ_OFFSET_OUT_OF_RANGE),

@@ -35,6 +35,11 @@ CREATE FUNCTION mq.commit_offset(group_id text, topic text, partition integer,
     RETURNS void
     AS 'MODULE_PATHNAME', 'mq_commit_offset' LANGUAGE C VOLATILE;
 
+-- an offset commit's metadata: at most 4096 bytes (MQ038), as Kafka's
+-- offset.metadata.max.bytes; commit_offset and kafka_txn_offset check it
+CREATE FUNCTION mq._check_offset_metadata(metadata text) RETURNS void
+    AS 'MODULE_PATHNAME', 'mq_check_offset_metadata_sql' LANGUAGE C IMMUTABLE;
+
 CREATE FUNCTION mq.commit_polled(group_id text, topic text) RETURNS integer
     AS 'MODULE_PATHNAME', 'mq_commit_polled' LANGUAGE C VOLATILE;
 COMMENT ON FUNCTION mq.commit_polled(text, text) IS

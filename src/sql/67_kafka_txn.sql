@@ -274,6 +274,7 @@ BEGIN
     IF $7 IS NULL OR $7 OPERATOR(pg_catalog.<) 0 THEN
         RAISE EXCEPTION 'next_offset must not be negative, not %', $7 USING ERRCODE = 'MQ010';
     END IF;
+    PERFORM mq._check_offset_metadata($8);
     PERFORM mq._kafka_txn_begin($1);
     INSERT INTO mq.kafka_txn_offset AS o (transactional_id, group_id, topic, partition, next_offset, metadata)
     VALUES ($1, $4, $5, $6, $7, $8)

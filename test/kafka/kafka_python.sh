@@ -29,6 +29,28 @@ check_eq "$(sql "SELECT mq.committed_offset('kpyg', 'kpy', 0)")" "10" "the commi
 check_eq "$(json_get "$J" '{admin}')" '{"create": [0], "delete": [0], "describe": [3]}' \
 	"the admin client creates, describes (3 partitions) and deletes a topic"
 check_eq "$(sql "SELECT count(*) FROM mq.topics WHERE topic = 'kpy_adm'")" "0" "the deleted topic is gone"
+
+# offset metadata over Kafka's offset.metadata.max.bytes (4096)
+run timeout 60 "$PY" -c '
+import sys
+import kafka.errors as errors
+from kafka import KafkaConsumer, TopicPartition
+from kafka.structs import OffsetAndMetadata
+c = KafkaConsumer(bootstrap_servers=sys.argv[1], group_id="kpyg", enable_auto_commit=False)
+tp = TopicPartition("kpy", 0)
+c.assign([tp])
+try:
+    c.commit({tp: OffsetAndMetadata(3, "m" * 4097)})
+    print("committed")
+except errors.OffsetMetadataTooLargeError:
+    print("too large")
+c.commit({tp: OffsetAndMetadata(10, "m" * 4096)})
+print("4096 committed")
+' "$BROKER"
+check_eq "$OUT" $'too large\n4096 committed' \
+	"a commit with 4097 bytes of metadata is OFFSET_METADATA_TOO_LARGE, one with 4096 is stored"
+check_eq "$(sql "SELECT next_offset || ':' || length(metadata) FROM mq.committed_offsets('kpyg')")" "10:4096" \
+	"the refused commit stored nothing"
 check_eq "$(kill -0 "$KAFKA_PID" && echo alive)" "alive" "mq-kafka is still running"
 if ((FAILED > 0)); then
 	grep -i 'not supported\|closing' "$(tmpdir)/mq-kafka.log" | sort | uniq -c | sed 's/^/# /' || true
