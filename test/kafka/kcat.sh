@@ -63,7 +63,7 @@ check_eq "$OUT" "$(sql "SELECT (extract(epoch FROM timestamp) * 1000)::int8 || '
 
 # -o s@TIMESTAMP starts at the first record stamped at or after it
 echo "before" | kcat_ -P -t kc -p 2
-wait_for 10 test "$(sql "SELECT clock_timestamp() > max(timestamp) + interval '5 ms' FROM mq.fetch('kc', 2, 0, 100)")" = t
+wait_eq 10 t sql "SELECT clock_timestamp() > max(timestamp) + interval '5 ms' FROM mq.fetch('kc', 2, 0, 100)"
 printf 'after1\nafter2\n' | kcat_ -P -t kc -p 2
 ts="$(sql "SELECT (extract(epoch FROM timestamp) * 1000)::int8 FROM mq.fetch('kc', 2, 2, 1)")"
 run kcat_ -C -t kc -p 2 -o "s@$ts" -e -q

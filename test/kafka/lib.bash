@@ -7,6 +7,7 @@
 #   kafka_start [OPTION...]   # mq-kafka on a free loopback port; sets BROKER
 #   kafka_kill                # SIGKILL it (a crash); kafka_start again after
 #   go_build NAME LIBRARY     # test/kafka/go/NAME.go built offline; sets BIN
+#   wait_for SECONDS CMD...   # until CMD succeeds (wait_eq: until it prints a value)
 #
 # mq-kafka is broker/mq-kafka/mq-kafka (built here if missing) or $MQ_KAFKA.
 # shellcheck source=test/cli/lib.bash
@@ -65,6 +66,17 @@ wait_for() {
 	local deadline=$((SECONDS + $1))
 	shift
 	until "$@"; do
+		((SECONDS > deadline)) && return 1
+		sleep 0.05
+	done
+}
+
+# wait_eq SECONDS WANT CMD...: until CMD prints WANT, running it each
+# time (wait_for test "$(CMD)" = WANT would compare one output forever)
+wait_eq() {
+	local deadline=$((SECONDS + $1)) want="$2"
+	shift 2
+	until [[ "$("$@")" == "$want" ]]; do
 		((SECONDS > deadline)) && return 1
 		sleep 0.05
 	done

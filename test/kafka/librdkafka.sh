@@ -35,7 +35,7 @@ kafka_kill
 echo "COMMIT;" >&5
 exec 5>&-
 wait "$holder" || true
-wait_for 30 test "$(sql "SELECT count(*) FROM pg_stat_activity WHERE wait_event = 'advisory'")" = 0 ||
+wait_eq 30 0 sql "SELECT count(*) FROM pg_stat_activity WHERE wait_event = 'advisory'" ||
 	fail "the waiting appends finished"
 kafka_start || fail "mq-kafka restarts"
 RC=0

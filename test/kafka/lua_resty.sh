@@ -42,6 +42,7 @@ records() {
 	       FROM (SELECT * FROM mq.fetch('lua_t', 0, 0) UNION ALL SELECT * FROM mq.fetch('lua_t', 1, 0)) r
 	      WHERE convert_from(key, 'UTF8') LIKE '$1%'"
 }
+async_sent() { [[ -n "$(records "$1-async")" ]]; }
 # what each synchronous send answered, as records() prints it: the offset
 # after the record is the record's offset + 1
 answered() {
@@ -58,7 +59,7 @@ for v in default 1 2; do
 	check_eq "$(records "$v-k")" "$(answered "$v" "$OUT")" \
 		"api_version $v: the records are in the log at the offsets the sends answered"
 	check_eq "$(grep '^async' <<<"$OUT")" "async true nil" "api_version $v: the asynchronous send is taken"
-	wait_for 10 test -n "$(records "$v-async")" || true
+	wait_for 10 async_sent "$v" || true
 	check_eq "$(records "$v-async" | sed 's/@[0-9]*$//')" "$v-async=$v-a" \
 		"api_version $v: the asynchronous producer's timer sends its record"
 done

@@ -49,7 +49,7 @@ expect_rc 0 "kcat produces over SASL_SSL with SCRAM-SHA-256"
 run kcat -b "$B" -F "$T/s512.conf" -C -G ss_kcat -o beginning -e -q -X enable.auto.commit=true \
 	-X auto.commit.interval.ms=100 ss_t
 check_eq "$(sort <<<"$OUT" | tr '\n' ,)" "one,two," "kcat consumes in a group over SASL_SSL with SCRAM-SHA-512"
-wait_for 10 test "$(sql "SELECT mq.committed_offset('ss_kcat', 'ss_t', 0)")" = 2 || fail "kcat's group commits"
+wait_eq 10 2 sql "SELECT mq.committed_offset('ss_kcat', 'ss_t', 0)" || fail "kcat's group commits"
 
 # librdkafka (C)
 cc -O2 -Wall -o "$T/rdk_client" test/kafka/rdk_client.c -lrdkafka -lpthread || fail "rdk_client builds"

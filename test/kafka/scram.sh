@@ -67,7 +67,7 @@ run kcat_ -F "$T/a512.conf" -C -t scram_t -p 0 -o beginning -e -q
 check_eq "$OUT" $'one\ntwo\nthree' "kcat consumes as alice with SCRAM-SHA-512"
 run kcat_ -F "$T/a512.conf" -C -G scram_g -o beginning -e -q -X enable.auto.commit=true -X auto.commit.interval.ms=100 scram_t
 check_eq "$(sort <<<"$OUT" | tr '\n' ,)" "one,three,two," "kcat consumes in alice's group with SCRAM-SHA-512"
-wait_for 10 test "$(sql "SELECT mq.committed_offset('scram_g', 'scram_t', 0)")" = 3 ||
+wait_eq 10 3 sql "SELECT mq.committed_offset('scram_g', 'scram_t', 0)" ||
 	fail "kcat's group commits its offset"
 
 run timeout 60 kcat -b "$BROKER" -F "$T/bob.conf" -P -t scram_t -p 0 -X message.timeout.ms=5000 -l "$T/in"

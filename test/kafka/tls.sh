@@ -143,7 +143,7 @@ check_match "$OUT" "New, TLSv1.2, Cipher is" "TLS 1.2 is served"
 run timeout 10 openssl s_client -connect "$SSL_B" -tls1_3 -CAfile "$C/ca.crt" </dev/null
 check_match "$OUT" "New, TLSv1.3, Cipher is" "TLS 1.3 is served"
 check_eq "$(records tls_t)" "$before_t" "the refused clients stored nothing"
-wait_for 10 test "$(connections)" = 0 || true
+wait_eq 10 0 connections || true
 check_eq "$(connections)" "0" "and left no connection open"
 
 # --- SIGHUP: a new certificate for new connections, the live one kept
