@@ -4,15 +4,17 @@
  *	  The consumer group commands of mqctl, "group list", "group describe"
  *	  and "group reset-offsets": their options and their queries, on the
  *	  group tables mq.consumer_offset and mq.consumer_group, the views
- *	  mq.group_members, mq.group_assignments, mq.consumer_lag and
- *	  mq.partitions, and mq.commit_offset() (the deleting commands are
+ *	  mq.groups, mq.group_members, mq.group_assignments, mq.consumer_lag
+ *	  and mq.partitions, and mq.commit_offset() (the deleting commands are
  *	  cmd_group_delete.c's).
  *
  * A group exists for these commands when it has committed offsets or has
  * been joined (mq.join_group) at some time: Kafka's groups are the same
  * (a group of consumers that only commit, like "mqctl consume --group",
  * has offsets and no members).  A member is active while its session has
- * not timed out, whether or not maintenance has removed it yet.
+ * not timed out, whether or not maintenance has removed it yet.  Both
+ * rules are mq.groups' (src/sql/56_group_views.sql), which mq-kafka's
+ * ListGroups reads too.
  *
  * reset-offsets is kafka-consumer-groups' --reset-offsets: a dry run by
  * default, printing the plan; --execute commits it in one transaction, and
