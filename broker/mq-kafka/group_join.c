@@ -170,7 +170,7 @@ group_join(KRequest *req, KJoin *j)
 	}
 	g = group_get(j->group_id);
 
-	if (j->session_ms < 1000 || j->session_ms > 30 * 60 * 1000)
+	if (j->session_ms < kconfig.group_min_session_ms || j->session_ms > kconfig.group_max_session_ms)
 	{
 		join_respond(req, g, NULL, KERR_INVALID_SESSION_TIMEOUT);
 		return;

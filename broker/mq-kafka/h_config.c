@@ -14,7 +14,8 @@
  * retention.ms, message.max.bytes for max.message.bytes, ...: the
  * synonyms Kafka lists), as DEFAULT_CONFIG, and this daemon's own
  * settings (broker.id, auto.create.topics.enable, num.partitions,
- * default.replication.factor, group.initial.rebalance.delay.ms) as
+ * default.replication.factor, group.initial.rebalance.delay.ms, the
+ * session timeout bounds group.min/max.session.timeout.ms) as
  * STATIC_BROKER_CONFIG, to a client with DESCRIBE on the cluster (else
  * CLUSTER_AUTHORIZATION_FAILED, as in Kafka); another broker's id gets no
  * configs (clients ask each broker about itself).  Other resource types
@@ -209,13 +210,15 @@ static void
 add_broker_stmt(ConfigState *s, Resource *rs)
 {
 	int			nsyn = (int) (sizeof(broker_synonyms) / sizeof(broker_synonyms[0]));
-	char		id[16], delay[16], parts[16];
+	char		id[16], delay[16], parts[16], min_session[16], max_session[16];
 	const char *own[][2] = {
 		{"auto.create.topics.enable", kconfig.auto_create_partitions > 0 ? "true" : "false"},
 		{"broker.id", id},
 		/* single daemons create unreplicated topics; clusters default to 1 */
 		{"default.replication.factor", "1"},
 		{"group.initial.rebalance.delay.ms", delay},
+		{"group.max.session.timeout.ms", max_session},
+		{"group.min.session.timeout.ms", min_session},
 		{"num.partitions", parts},
 	};
 	int			nown = (int) (sizeof(own) / sizeof(own[0]));
@@ -223,6 +226,8 @@ add_broker_stmt(ConfigState *s, Resource *rs)
 
 	snprintf(id, sizeof(id), "%d", kconfig.node_id);
 	snprintf(delay, sizeof(delay), "%d", kconfig.group_initial_delay_ms);
+	snprintf(min_session, sizeof(min_session), "%d", kconfig.group_min_session_ms);
+	snprintf(max_session, sizeof(max_session), "%d", kconfig.group_max_session_ms);
 	snprintf(parts, sizeof(parts), "%d", kconfig_num_partitions());
 	rs->job = kfan_job(&s->fan, pool_local());
 	st = kjob_add(rs->job, BROKER_SQL, 0);

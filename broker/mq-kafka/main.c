@@ -87,6 +87,10 @@ static const char help[] =
 "      --max-request-bytes=N    larger requests close the connection (default 104857600)\n"
 "      --max-batch-bytes=N      decompressed size cap per batch (default 67108864)\n"
 "      --group-initial-delay-ms=N  wait for more members of a new group (default 3000)\n"
+"      --group-min-session-timeout-ms=N  shorter member sessions are refused\n"
+"                               (default 6000)\n"
+"      --group-max-session-timeout-ms=N  longer member sessions are refused\n"
+"                               (default 1800000)\n"
 "      --auto-create-topics=N   create unknown topics with N partitions when a\n"
 "                               Metadata request allows it (default 0: never);\n"
 "                               N is also CreateTopics' default (else 1)\n"
@@ -155,7 +159,7 @@ parse_peer(const CliParser *p, char *arg)
 
 enum
 {
-	O_ADV = CLI_OPT_LONG_BASE, O_NODE, O_POOL, O_MAXREQ, O_MAXBATCH, O_DELAY,
+	O_ADV = CLI_OPT_LONG_BASE, O_NODE, O_POOL, O_MAXREQ, O_MAXBATCH, O_DELAY, O_MINSESSION, O_MAXSESSION,
 	O_AUTO,
 	O_RECHECK,
 	O_FETCH_ENC,
@@ -179,6 +183,8 @@ static const struct option longopts[] = {
 	{"max-request-bytes", required_argument, NULL, O_MAXREQ},
 	{"max-batch-bytes", required_argument, NULL, O_MAXBATCH},
 	{"group-initial-delay-ms", required_argument, NULL, O_DELAY},
+	{"group-min-session-timeout-ms", required_argument, NULL, O_MINSESSION},
+	{"group-max-session-timeout-ms", required_argument, NULL, O_MAXSESSION},
 	{"auto-create-topics", required_argument, NULL, O_AUTO},
 	{"recheck-ms", required_argument, NULL, O_RECHECK},
 	{"fetch-encoder", required_argument, NULL, O_FETCH_ENC},
@@ -359,6 +365,12 @@ parse_args(int argc, char **argv)
 			case O_DELAY:
 				kconfig.group_initial_delay_ms = (int) cli_int(&p, "--group-initial-delay-ms", optarg, 0, 300000);
 				break;
+			case O_MINSESSION:
+				kconfig.group_min_session_ms = (int) cli_int(&p, "--group-min-session-timeout-ms", optarg, 1, INT32_MAX);
+				break;
+			case O_MAXSESSION:
+				kconfig.group_max_session_ms = (int) cli_int(&p, "--group-max-session-timeout-ms", optarg, 1, INT32_MAX);
+				break;
 			case O_AUTO:
 				kconfig.auto_create_partitions = (int) cli_int(&p, "--auto-create-topics", optarg, 0, 10000);
 				break;
@@ -461,6 +473,8 @@ main(int argc, char **argv)
 	kconfig.max_request_bytes = 100 * 1024 * 1024;
 	kconfig.max_inflated_bytes = 64 * 1024 * 1024;
 	kconfig.group_initial_delay_ms = 3000;
+	kconfig.group_min_session_ms = 6000;	/* Kafka's group.min.session.timeout.ms */
+	kconfig.group_max_session_ms = 1800000;	/* and group.max.session.timeout.ms */
 	kconfig.recheck_ms = 2000;
 	kconfig.refresh_ms = 500;
 	parse_args(argc, argv);

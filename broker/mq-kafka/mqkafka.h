@@ -95,6 +95,8 @@ typedef struct KConfig
 	int32_t		max_request_bytes;	/* larger frames close the connection */
 	int32_t		max_inflated_bytes;	/* decompressed size cap per batch */
 	int			group_initial_delay_ms;
+	int			group_min_session_ms;	/* JoinGroup's session timeout bounds */
+	int			group_max_session_ms;
 	int			auto_create_partitions;	/* 0: no automatic topic creation */
 	int			recheck_ms;		/* parked fetches re-read this often (fetch_watch.c) */
 	bool		fetch_in_daemon;	/* Fetch v4+ batches encoded here, not by mq.kafka_fetch */

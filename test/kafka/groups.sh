@@ -4,7 +4,8 @@
 # restarts within its session timeout gets its partition back without a
 # rebalance (KIP-345), membership outlives an mq-kafka crash, and a member
 # that dies without leaving is expired after its session timeout, its
-# partitions going to the others.
+# partitions going to the others; a session shorter than the daemon's
+# minimum is refused.
 source "$(dirname "${BASH_SOURCE[0]}")/lib.bash"
 T="$(tmpdir)"
 
@@ -96,5 +97,13 @@ wait_for 60 grep -q 'assigned: gt \[0\], gt \[1\]' "$T/e2.err" || true
 check_match "$(cat "$T/e2.err")" 'assigned: gt \[0\], gt \[1\]' \
 	"after the session timeout the survivor owns both partitions"
 stop "$e2_pid"
+
+# a session timeout below Kafka's group.min.session.timeout.ms (6000, the
+# daemon's default; every member above asks exactly that) is refused
+member short short -X session.timeout.ms=5999
+wait_for 30 grep -q 'Invalid session timeout' "$T/short.err" || true
+check_match "$(cat "$T/short.err")" 'Invalid session timeout' \
+	"a member asking a 5999 ms session gets INVALID_SESSION_TIMEOUT"
+stop "$short_pid"
 
 finish

@@ -521,6 +521,10 @@ sub describe_group {
 	ok(($e2 // -1) == 0 && ($id2 // '') eq $id, 'joining again with that id joins the group under it', 'error ' . ($e2 // 'none'));
 	($e) = $answer->(call($c, 11, 4, $join4->('made-up-id')));
 	ok(($e // -1) == 25, 'an id the coordinator did not hand out: UNKNOWN_MEMBER_ID', 'error ' . ($e // 'none'));
+	($e) = $answer->(call($c, 11, 4, $join4->('', 999)));
+	ok(($e // -1) == 26, 'a session timeout below the daemon\'s minimum: INVALID_SESSION_TIMEOUT', 'error ' . ($e // 'none'));
+	($e) = $answer->(call($c, 11, 4, $join4->('', 1800001)));
+	ok(($e // -1) == 26, 'and above its maximum (Kafka\'s 30 minutes)', 'error ' . ($e // 'none'));
 	(undef, $id) = $answer->(call($c, 11, 4, $join4->('', 1000)));
 	select(undef, undef, undef, 1.5);	# past the pending id's session timeout
 	($e) = $answer->(call($c, 11, 4, $join4->($id, 1000)));

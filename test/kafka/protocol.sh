@@ -22,7 +22,7 @@ sql "SELECT mq.send_batch('pdel', NULL, ARRAY['a', 'b', 'c']::bytea[])" >/dev/nu
 sql "SELECT mq.create_topic('phw', 1)" >/dev/null
 sql "SELECT mq.replica_become_leader('phw', 0, 1, 1, ARRAY[1, 2], ARRAY[1, 2])" >/dev/null
 sql "SELECT mq.send_batch('phw', NULL, ARRAY['a', 'b', 'c']::bytea[])" >/dev/null
-kafka_start --max-batch-bytes 1048576 || { fail "mq-kafka starts"; finish; }
+kafka_start --max-batch-bytes 1048576 --group-min-session-timeout-ms 1000 || { fail "mq-kafka starts"; finish; }
 
 run perl test/kafka/protocol.pl "$KAFKA_PORT"
 printf '%s\n' "$OUT" | sed 's/^/# /'
