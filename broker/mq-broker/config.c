@@ -135,6 +135,10 @@ static const ConfigKey keys[] = {
 		"mq-kafka's `--pool` (default: mq-kafka's)"),
 	KEY("kafka", "group.initial.rebalance.delay.ms", kafka_group_delay_ms, 'i', 0, 300000, NULL,
 		"mq-kafka's `--group-initial-delay-ms` (default: mq-kafka's)"),
+	KEY("kafka", "group.min.session.timeout.ms", kafka_min_session_ms, 'i', 1, INT32_MAX, NULL,
+		"mq-kafka's `--group-min-session-timeout-ms` (default: mq-kafka's, Kafka's 6000)"),
+	KEY("kafka", "group.max.session.timeout.ms", kafka_max_session_ms, 'i', 1, INT32_MAX, NULL,
+		"mq-kafka's `--group-max-session-timeout-ms` (default: mq-kafka's, Kafka's 1800000)"),
 	KEY("kafka", "sasl", kafka_sasl, 's', 0, 0, NULL,
 		"mechanisms clients authenticate with, a list of `plain`, `scram-sha-256`, `scram-sha-512` (mq-kafka's `--sasl`; default: none)"),
 	KEY("kafka", "sasl.plain.on.plaintext", kafka_sasl_plain_on_plaintext, 'i', 0, 1, NULL,
@@ -296,6 +300,7 @@ check_kafka(BrokerConfig *cfg, const char *path)
 
 	if (cfg->kafka_listen == NULL && cfg->kafka_listeners == NULL &&
 		(cfg->kafka_advertise || cfg->kafka_program || cfg->kafka_pool || cfg->kafka_group_delay_ms >= 0 ||
+		 cfg->kafka_min_session_ms >= 0 || cfg->kafka_max_session_ms >= 0 ||
 		 cfg->kafka_sasl || cfg->kafka_metrics || cfg->kafka_ssl_cert))
 	{
 		mq_log_error("%s: [kafka] needs listen (host:port) or listeners to start mq-kafka", path);
@@ -386,6 +391,8 @@ set_defaults(BrokerConfig *cfg)
 	memset(cfg, 0, sizeof(*cfg));
 	cfg->broker_id = -1;		/* required */
 	cfg->kafka_group_delay_ms = -1;	/* unset: mq-kafka's default */
+	cfg->kafka_min_session_ms = -1;
+	cfg->kafka_max_session_ms = -1;
 	for (size_t i = 0; i < sizeof(keys) / sizeof(keys[0]); i++)
 		if (keys[i].dflt)
 			(void) set_key(&st, &keys[i], keys[i].section, keys[i].dflt);

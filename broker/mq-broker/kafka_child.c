@@ -64,6 +64,8 @@ exec_child(const BrokerConfig *cfg)
 	char		id[16],
 				pool[16],
 				delay[16],
+				min_session[48],
+				max_session[48],
 				sasl[64];
 	const char *argv[48];
 	int			n = 0;
@@ -98,6 +100,16 @@ exec_child(const BrokerConfig *cfg)
 		snprintf(delay, sizeof(delay), "%d", cfg->kafka_group_delay_ms);
 		argv[n++] = "--group-initial-delay-ms";
 		argv[n++] = delay;
+	}
+	if (cfg->kafka_min_session_ms >= 0)
+	{
+		snprintf(min_session, sizeof(min_session), "--group-min-session-timeout-ms=%d", cfg->kafka_min_session_ms);
+		argv[n++] = min_session;
+	}
+	if (cfg->kafka_max_session_ms >= 0)
+	{
+		snprintf(max_session, sizeof(max_session), "--group-max-session-timeout-ms=%d", cfg->kafka_max_session_ms);
+		argv[n++] = max_session;
 	}
 	if (cfg->kafka_sasl)
 	{

@@ -33,7 +33,8 @@ my $py = '/usr/bin/python3';    # Debian's python3-kafka
 my $n = 600;
 
 my $c = MqCluster->new(nodes => 3);
-$c->start_kafka_brokers;
+# [kafka] group.min.session.timeout.ms reaches each node's mq-kafka
+$c->start_kafka_brokers(min_session_ms => 5000);
 $c->create_topic($_, 6, { 'replication.factor' => 3, 'min.insync.replicas' => 2 }) for 'kpc', 'srm';
 # the leaders where placement wants them (all three nodes), before the
 # clients at their defaults (kafka-python: retries=0) send
@@ -108,6 +109,16 @@ is($c->coord->safe_psql('postgres',
 		  . " WHERE topic = 'kpc_adm'"), '2,2,2', 'the coordinator has the topic, with two replicas per partition');
 is(join(',', map { $c->node($_)->safe_psql('postgres', "SELECT count(*) FROM mq.topics WHERE topic = 'kpc_adm'") } 1 .. 3),
 	'1,1,1', 'every node still has it');
+
+# the [kafka] section's session minimum, as each broker describes itself
+# (to a role with describe on the cluster, as in Kafka: clients without
+# SASL act as the daemons' role)
+$c->node($_)->safe_psql('postgres', "SELECT mq.grant('describe', 'cluster', 'kafka-cluster', '$MqCluster::BROKER_ROLE')")
+  for 1 .. 3;
+my ($bc) = client('kpy_broker_configs', $py, "$root/test/kafka/py/cluster.py", 'broker_configs', $boot,
+	'group.min.session.timeout.ms', 1, 2, 3);
+is($bc, '{"1": "5000", "2": "5000", "3": "5000"}',
+	'[kafka] group.min.session.timeout.ms = 5000 is each daemon\'s (DescribeConfigs of brokers 1 to 3)');
 
 # a topic with one replica is on one node, and every broker names it
 ($adm) = client('kpy_admin1', $py, "$root/test/kafka/py/cluster.py", 'admin', $boot, 'kpc_one', 1, 1,

@@ -1098,7 +1098,8 @@ sub teardown
 
 # Start every broker with a [kafka] section (the given one, or a minimal
 # one; each broker's address on a port of its own, the mq-kafka of this
-# tree, group_delay_ms as the group rebalance delay), grant the brokers'
+# tree, group_delay_ms as the group rebalance delay, min_session_ms as
+# the smallest member session, if given), grant the brokers'
 # role what mq-kafka needs (with transactions => 1 also write on every
 # transactional id and topic, for clients without SASL), and wait until
 # every listener is live on the coordinator.  brokers => [ids] starts only
@@ -1139,7 +1140,8 @@ sub start_kafka_brokers
 		}
 		local $self->{opt}{broker_conf} = $base . $section
 		  . 'program = ' . ($o{program} // "$root/broker/mq-kafka/mq-kafka") . "\n"
-		  . 'group.initial.rebalance.delay.ms = ' . ($o{group_delay_ms} // 1000) . "\n";
+		  . 'group.initial.rebalance.delay.ms = ' . ($o{group_delay_ms} // 1000) . "\n"
+		  . ($o{min_session_ms} ? "group.min.session.timeout.ms = $o{min_session_ms}\n" : '');
 		$self->start_broker($i);
 	}
 	my @started = sort keys %{ $self->{kafka_started} };

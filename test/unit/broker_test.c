@@ -66,7 +66,8 @@ test_config_defaults(void)
 		  cfg.auto_rebalance == 1 && cfg.rebalance_delay_ms == 10000 &&
 		  cfg.txn_timeout_ms == 10000, "[replication] defaults");
 	CHECK(ok && cfg.kafka_listen == NULL && cfg.kafka_pool == 0 &&
-		  cfg.kafka_group_delay_ms == -1 && cfg.metrics_address == NULL &&
+		  cfg.kafka_group_delay_ms == -1 && cfg.kafka_min_session_ms == -1 &&
+		  cfg.kafka_max_session_ms == -1 && cfg.metrics_address == NULL &&
 		  strcmp(cfg.node_advertised, cfg.node) == 0, "unset keys stay unset");
 	broker_config_free(&cfg);
 }
@@ -96,6 +97,13 @@ test_config(void)
 	CHECK(!parse_with("[kafka]\nlisten = h:1\nadvertise = h:0\n"), "a [kafka] advertise port 0 is refused");
 	CHECK(!parse_with("[kafka]\npool = 2\n"), "a [kafka] section without listen is refused");
 	CHECK(!parse_with("[kafka]\nlisten = h:1\npool = 0\n"), "a [kafka] pool of 0 is refused");
+	CHECK(parse_with("[kafka]\nlisten = h:1\ngroup.min.session.timeout.ms = 1000\n"
+					 "group.max.session.timeout.ms = 600000\n"),
+		  "[kafka] session timeout bounds are accepted");
+	CHECK(!parse_with("[kafka]\nlisten = h:1\ngroup.min.session.timeout.ms = 0\n"),
+		  "a [kafka] minimum session timeout of 0 is refused");
+	CHECK(!parse_with("[kafka]\ngroup.max.session.timeout.ms = 600000\n"),
+		  "a [kafka] session bound without listen is refused");
 	CHECK(!parse_with("[kafka]\nlisten = h:1\nport = 1\n"), "an unknown [kafka] key is refused");
 	CHECK(parse_with("[kafka]\nlisten = h:1\nsasl = plain\n"), "[kafka] sasl = plain is accepted");
 	CHECK(parse_with("[kafka]\nlisten = h:1\nsasl = scram-sha-256,scram-sha-512,plain\n"),

@@ -31,6 +31,9 @@ the test can act while it runs (kill a leader after so many acks):
         (KEY=VALUE, the rest to defaults), then DescribeConfigs until it
         shows VALUE (at most 20 s): one JSON line, {"alter": error code,
         "describe": error code, "value": KEY's value described}
+    cluster.py broker_configs BOOT KEY ID...
+        DescribeConfigs of each broker ID (asked of that broker): one JSON
+        line, {ID: KEY's value}
     cluster.py acls BOOT create|delete TOPIC USER
         CreateAcls at BOOT (USER may read TOPIC), or DeleteAcls of every
         ACL of USER: one JSON line, {"ok": true, ...} or {"error": ...}
@@ -189,6 +192,17 @@ def configs(boot, topic, key, value):
     say(json.dumps(res, sort_keys=True))
 
 
+def broker_configs(boot, key, *ids):
+    """each broker's value of KEY, from DescribeConfigs of the broker"""
+    a = KafkaAdminClient(bootstrap_servers=boot)
+    res = {}
+    for i in ids:
+        d = a.describe_configs([ConfigResource(ConfigResourceType.BROKER, i)])[0].resources[0]
+        res[i] = {c[0]: c[1] for c in d[4]}.get(key, "error %s, %d configs" % (d[0], len(d[4])))
+    a.close()
+    say(json.dumps(res, sort_keys=True))
+
+
 def acls(boot, what, topic, user):
     """CreateAcls or DeleteAcls at BOOT"""
     a = KafkaAdminClient(bootstrap_servers=boot)
@@ -210,4 +224,4 @@ def acls(boot, what, topic, user):
 
 
 {"probe": probe, "produce": produce, "consume": consume, "admin": admin,
- "configs": configs, "acls": acls}[sys.argv[1]](*sys.argv[2:])
+ "configs": configs, "broker_configs": broker_configs, "acls": acls}[sys.argv[1]](*sys.argv[2:])
