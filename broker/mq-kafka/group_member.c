@@ -111,6 +111,17 @@ member_new_id(const KRequest *req)
 	return mq_strdup(id);
 }
 
+/* unlink and free the pending id *pp */
+static void
+pending_drop(KPending **pp)
+{
+	KPending   *p = *pp;
+
+	*pp = p->next;
+	free(p->id);
+	free(p);
+}
+
 /* forget the pending ids whose session timeout passed */
 static void
 pending_prune(KGroup *g)
@@ -119,16 +130,10 @@ pending_prune(KGroup *g)
 
 	for (KPending **pp = &g->pending; *pp;)
 	{
-		KPending   *p = *pp;
-
-		if (p->until_us > now)
-		{
-			pp = &p->next;
-			continue;
-		}
-		*pp = p->next;
-		free(p->id);
-		free(p);
+		if ((*pp)->until_us > now)
+			pp = &(*pp)->next;
+		else
+			pending_drop(pp);
 	}
 }
 
@@ -151,11 +156,7 @@ member_pending_take(KGroup *g, const char *id)
 	for (KPending **pp = &g->pending; *pp; pp = &(*pp)->next)
 		if (strcmp((*pp)->id, id) == 0)
 		{
-			KPending   *p = *pp;
-
-			*pp = p->next;
-			free(p->id);
-			free(p);
+			pending_drop(pp);
 			return true;
 		}
 	return false;
@@ -173,13 +174,7 @@ group_free(KGroup *g)
 		member_free(m);
 	}
 	while (g->pending)
-	{
-		KPending   *p = g->pending;
-
-		g->pending = p->next;
-		free(p->id);
-		free(p);
-	}
+		pending_drop(&g->pending);
 	if (g->join_timer)
 		event_free(g->join_timer);
 	free(g->id);
