@@ -66,6 +66,12 @@ group_state_of_sql(const char *state)
 		strcmp(state, "Rebalancing") == 0 ? "PreparingRebalance" : "Empty";
 }
 
+const char *
+group_protocol_type_of_sql(bool sql_group)
+{
+	return sql_group ? "consumer" : "";
+}
+
 static void on_join_timer(evutil_socket_t fd, short what, void *arg);
 static void on_expire(evutil_socket_t fd, short what, void *arg);
 

@@ -128,6 +128,9 @@ extern bool group_forget(const char *group_id);
 extern const char *group_state_name(KGroupState s);
 /* mq.groups' state (Empty, Rebalancing, Stable) as Kafka names it */
 extern const char *group_state_of_sql(const char *state);
+/* its protocol type: an SQL group's is "consumer", one that only has
+ * committed offsets has none, as in Kafka */
+extern const char *group_protocol_type_of_sql(bool sql_group);
 
 /* group_member.c: the member list */
 extern void free_protos(int n, KProto *p);

@@ -15,7 +15,8 @@
  * no protocol (group.c clears it).  An SQL group's members are client
  * "mq" without a host, their metadata and assignment in Kafka's consumer
  * protocol (version 0: subscribed topics; the partitions assigned to them
- * in this generation), as __consumer_offsets shows them.
+ * in this generation), encoded by the same SQL as __consumer_offsets'
+ * records (mq._consumer_subscription, mq._consumer_assignment).
  *
  *-------------------------------------------------------------------------
  */
@@ -31,12 +32,15 @@
 #include "kerr.h"
 #include "util.h"
 
-/* $1 a group: its state, type and assignor, then one row per live member */
+/*
+ * $1 a group: its state, type and assignor, then one row per live member
+ * with its subscription and assignment in the consumer protocol (the
+ * encoding __consumer_offsets uses); binary results
+ */
 #define DESCRIBE_SQL \
 	"SELECT g.state, g.sql_group, coalesce(g.assignor, ''), m.member_id, m.instance_id," \
-	"       pg_catalog.array_to_string(m.topics, ',')," \
-	"       (SELECT pg_catalog.string_agg(a.topic || ':' || a.partition, ','" \
-	"                                     ORDER BY a.topic COLLATE \"C\", a.partition)" \
+	"       mq._consumer_subscription(m.topics)," \
+	"       (SELECT mq._consumer_assignment(pg_catalog.array_agg(a.topic), pg_catalog.array_agg(a.partition))" \
 	"          FROM mq.group_assignments a WHERE a.group_id = g.group_id AND a.target = m.member_id)" \
 	"  FROM mq.groups g LEFT JOIN mq.group_members m ON m.group_id = g.group_id AND m.active" \
 	" WHERE g.group_id = $1 ORDER BY m.member_id COLLATE \"C\""
@@ -65,58 +69,6 @@ describe_state_free(void *p)
 	free(s);
 }
 
-/* ConsumerProtocolSubscription v0 of topics "a,b": version, topics, no user data */
-static void
-write_subscription(KWriter *b, const char *topics)
-{
-	int32_t		n = 0;
-
-	kw_i16(b, 0);
-	for (const char *p = topics; *p; p += strcspn(p, ",") + (p[strcspn(p, ",")] == ','))
-		n++;
-	kw_i32(b, n);
-	for (const char *p = topics; *p; p += strcspn(p, ",") + (p[strcspn(p, ",")] == ','))
-		kw_strn(b, p, (int32_t) strcspn(p, ","));
-	kw_i32(b, -1);
-}
-
-/* ConsumerProtocolAssignment v0 of "t:0,t:1,u:0" (sorted by topic) */
-static void
-write_assignment(KWriter *b, const char *parts)
-{
-	size_t		ntopics_at,
-				nparts_at = 0;
-	int32_t		ntopics = 0,
-				nparts = 0;
-	const char *topic = NULL;
-	size_t		topic_len = 0;
-
-	kw_i16(b, 0);
-	ntopics_at = kw_later(b);
-	for (const char *p = parts; *p; p += strcspn(p, ",") + (p[strcspn(p, ",")] == ','))
-	{
-		size_t		len = strcspn(p, ":");
-
-		if (topic == NULL || len != topic_len || strncmp(p, topic, len) != 0)
-		{
-			if (topic)
-				kw_put_i32_at(b, nparts_at, nparts);
-			topic = p;
-			topic_len = len;
-			kw_strn(b, p, (int32_t) len);
-			nparts_at = kw_later(b);
-			nparts = 0;
-			ntopics++;
-		}
-		kw_i32(b, (int32_t) strtol(p + len + 1, NULL, 10));
-		nparts++;
-	}
-	if (topic)
-		kw_put_i32_at(b, nparts_at, nparts);
-	kw_put_i32_at(b, ntopics_at, ntopics);
-	kw_i32(b, -1);
-}
-
 /* a group held here */
 static void
 describe_held(KRequest *req, const KGroup *g)
@@ -143,7 +95,7 @@ describe_held(KRequest *req, const KGroup *g)
 	}
 }
 
-/* a group only the database knows (res: DESCRIBE_SQL's rows, or NULL) */
+/* a group only the database knows (res: DESCRIBE_SQL's rows, binary, or NULL) */
 static void
 describe_known(KRequest *req, const PGresult *res)
 {
@@ -152,13 +104,11 @@ describe_known(KRequest *req, const PGresult *res)
 	const char *state = rows > 0 ? group_state_of_sql(PQgetvalue(res, 0, 0)) : "Dead";
 	bool		stable = strcmp(state, "Stable") == 0;
 	int32_t		nmembers = rows > 0 && !PQgetisnull(res, 0, 3) ? rows : 0;
-	KWriter		b;
 
 	kw_str(w, state);
-	kw_str(w, rows > 0 && strcmp(PQgetvalue(res, 0, 1), "t") == 0 ? "consumer" : "");
+	kw_str(w, group_protocol_type_of_sql(rows > 0 && PQgetvalue(res, 0, 1)[0] == 1));
 	kw_str(w, stable ? PQgetvalue(res, 0, 2) : "");
 	kw_array(w, nmembers);
-	kw_init(&b);
 	for (int r = 0; r < nmembers; r++)
 	{
 		kw_str(w, PQgetvalue(res, r, 3));
@@ -166,17 +116,10 @@ describe_known(KRequest *req, const PGresult *res)
 			kw_str(w, PQgetisnull(res, r, 4) ? NULL : PQgetvalue(res, r, 4));
 		kw_str(w, "mq");
 		kw_str(w, "");
-		kw_reset(&b);
-		if (stable)
-			write_subscription(&b, PQgetvalue(res, r, 5));
-		kw_bytes(w, b.buf, (int32_t) b.len);
-		kw_reset(&b);
-		if (stable)
-			write_assignment(&b, PQgetvalue(res, r, 6));
-		kw_bytes(w, b.buf, (int32_t) b.len);
+		kw_bytes(w, PQgetvalue(res, r, 5), stable ? PQgetlength(res, r, 5) : 0);
+		kw_bytes(w, PQgetvalue(res, r, 6), stable ? PQgetlength(res, r, 6) : 0);
 		kw_tags(w);
 	}
-	kw_free(&b);
 }
 
 static void
@@ -235,7 +178,7 @@ describe_authorized(KRequest *req)
 		if (group_authz_error(&s->authz, i) == KERR_NONE && cluster_coordinates(s->names[i]) &&
 			group_find(s->names[i]) == NULL)
 		{
-			kstmt_text(kjob_add(&s->db, DESCRIBE_SQL, 0), MQ_TEXTOID, s->names[i]);
+			kstmt_text(kjob_add(&s->db, DESCRIBE_SQL, 1), MQ_TEXTOID, s->names[i]);
 			s->stmt[i] = s->db.n - 1;
 		}
 	}

@@ -165,7 +165,7 @@ list_known(KRequest *req)
 
 		if (group_find(id) || !cluster_coordinates(id))
 			continue;
-		s->types[s->n] = strcmp(PQgetvalue(res, r, 1), "t") == 0 ? "consumer" : "";
+		s->types[s->n] = group_protocol_type_of_sql(strcmp(PQgetvalue(res, r, 1), "t") == 0);
 		s->states[s->n] = group_state_of_sql(PQgetvalue(res, r, 2));
 		s->names[s->n++] = mq_strdup(id);
 	}

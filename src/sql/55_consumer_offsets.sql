@@ -49,32 +49,45 @@ LANGUAGE sql IMMUTABLE SET search_path = pg_catalog, pg_temp AS $$
     SELECT int4send(length(b)) || b
 $$;
 
+-- Kafka's consumer protocol, version 0, as its clients encode a member's
+-- metadata and assignment: ConsumerProtocolSubscription (the topics, by
+-- name) and ConsumerProtocolAssignment (topic, partitions of each: the
+-- pairs topics[i], partitions[i]), both without user data, topics in
+-- byte order.  Pure, so the roles mq-kafka acts as may call them too
+-- (DescribeGroups of an SQL group, h_group_describe.c).
+CREATE FUNCTION mq._consumer_subscription(topics text[]) RETURNS bytea
+LANGUAGE sql IMMUTABLE SET search_path = pg_catalog, pg_temp AS $$
+    SELECT int2send(0::smallint) || int4send(count(*)::integer)
+        || coalesce(string_agg(mq._kafka_string(t), ''::bytea ORDER BY t COLLATE "C"), ''::bytea)
+        || '\xffffffff'::bytea
+      FROM unnest(topics) t
+$$;
+CREATE FUNCTION mq._consumer_assignment(topics text[], partitions integer[]) RETURNS bytea
+LANGUAGE sql IMMUTABLE SET search_path = pg_catalog, pg_temp AS $$
+    SELECT int2send(0::smallint) || int4send(count(*)::integer)
+        || coalesce(string_agg(x.entry, ''::bytea ORDER BY x.topic COLLATE "C"), ''::bytea)
+        || '\xffffffff'::bytea
+      FROM (SELECT a.topic, mq._kafka_string(a.topic) || int4send(count(*)::integer)
+                   || string_agg(int4send(a.partition), ''::bytea ORDER BY a.partition) AS entry
+              FROM unnest(topics, partitions) AS a(topic, partition)
+             GROUP BY a.topic) x
+$$;
+
 -- A member of an SQL group as Kafka's MemberMetadata (GroupMetadataValue
 -- version 3): its member and instance ids, client id "mq" and no host
 -- (mq does not know it), its session timeout as both timeouts, its
--- subscription (ConsumerProtocolSubscription version 0: its topics) and
--- its assignment of this generation (ConsumerProtocolAssignment version
--- 0: the partitions targeted to it, by topic).
+-- subscription (its topics) and its assignment of this generation (the
+-- partitions targeted to it), in the consumer protocol above.
 CREATE FUNCTION mq._sql_member_value(p_group text, p_member mq.group_member) RETURNS bytea
 LANGUAGE sql STABLE SET search_path = pg_catalog, pg_temp AS $$
     SELECT mq._kafka_string(p_member.member_id) || mq._kafka_string(p_member.instance_id)
         || mq._kafka_string('mq') || mq._kafka_string('')
         || int4send(p_member.session_timeout_ms) || int4send(p_member.session_timeout_ms)
-        || mq._kafka_bytes(int2send(0::smallint) || int4send(cardinality(p_member.topics))
-               || coalesce((SELECT string_agg(mq._kafka_string(t.topic_name), ''::bytea
-                                              ORDER BY t.topic_name COLLATE "C")
-                              FROM mq.topic t WHERE t.topic_id = ANY (p_member.topics)), ''::bytea)
-               || '\xffffffff'::bytea)
-        || mq._kafka_bytes(int2send(0::smallint)
-               || (SELECT int4send(count(*)::integer)
-                          || coalesce(string_agg(x.entry, ''::bytea ORDER BY x.topic_name COLLATE "C"), ''::bytea)
-                     FROM (SELECT t.topic_name,
-                                  mq._kafka_string(t.topic_name) || int4send(count(*)::integer)
-                                  || string_agg(int4send(a.partition), ''::bytea ORDER BY a.partition) AS entry
-                             FROM mq.group_assignment a JOIN mq.topic t USING (topic_id)
-                            WHERE a.group_id = p_group AND a.target = p_member.member_id
-                            GROUP BY t.topic_name) x)
-               || '\xffffffff'::bytea)
+        || mq._kafka_bytes(mq._consumer_subscription(
+               ARRAY(SELECT t.topic_name FROM mq.topic t WHERE t.topic_id = ANY (p_member.topics))))
+        || mq._kafka_bytes((SELECT mq._consumer_assignment(array_agg(t.topic_name), array_agg(a.partition))
+                              FROM mq.group_assignment a JOIN mq.topic t USING (topic_id)
+                             WHERE a.group_id = p_group AND a.target = p_member.member_id))
 $$;
 
 -- An SQL group (mq.join_group) as Kafka's GroupMetadataValue version 3,
@@ -201,6 +214,10 @@ COMMENT ON FUNCTION mq._kafka_string(text) IS
     'internal: a text as Kafka''s nullable STRING (int16 length, -1 for NULL)';
 COMMENT ON FUNCTION mq._kafka_bytes(bytea) IS
     'internal: a bytea as Kafka''s BYTES (int32 length)';
+COMMENT ON FUNCTION mq._consumer_subscription(text[]) IS
+    'internal: Kafka''s ConsumerProtocolSubscription v0 of topics';
+COMMENT ON FUNCTION mq._consumer_assignment(text[], integer[]) IS
+    'internal: Kafka''s ConsumerProtocolAssignment v0 of (topic, partition) pairs';
 COMMENT ON FUNCTION mq._sql_member_value(text, mq.group_member) IS
     'internal: a member of an SQL group as Kafka''s group metadata MemberMetadata, with its ConsumerProtocol subscription and assignment';
 COMMENT ON FUNCTION mq._sql_group_value(text) IS
