@@ -1,16 +1,21 @@
 /*-------------------------------------------------------------------------
  *
  * h_admin.c
- *	  CreateTopics (v0-v7), DeleteTopics (v0-v6) and CreatePartitions
- *	  (v0-v3) on mq.create_topic, mq.drop_topic and mq.add_partitions.
- *	  Loop thread; one job with a statement per topic.
+ *	  CreateTopics (v0-v7) and CreatePartitions (v0-v3) on mq.create_topic
+ *	  and mq.add_partitions (DeleteTopics: h_topic_delete.c).  Loop thread;
+ *	  one job with a statement per topic.
  *
- * On a single node, topics are created unreplicated: a replication factor
- * above 1 and manual replica assignments are refused
- * (INVALID_REPLICATION_FACTOR, INVALID_REPLICA_ASSIGNMENT).  Configs go to
- * mq.create_topic as a JSON object of strings, so mq's own validation
- * decides (INVALID_CONFIG).  validate_only runs the creation in a
- * transaction that is rolled back.
+ * What Kafka refuses before its controller, refused here before the
+ * database: a name given twice in one request (INVALID_REQUEST, answered
+ * once, nothing of it made), a partition count of 0 or below -1
+ * (INVALID_PARTITIONS), a replication factor of 0 or below -1
+ * (INVALID_REPLICATION_FACTOR).  On a single node, topics are created
+ * unreplicated: a replication factor above 1 and manual replica
+ * assignments are refused (INVALID_REPLICATION_FACTOR,
+ * INVALID_REPLICA_ASSIGNMENT).  Names (with Kafka's collision rule) and
+ * configs are mq.create_topic's to check (INVALID_TOPIC_EXCEPTION,
+ * INVALID_CONFIG): configs go to it as a JSON object of strings.
+ * validate_only runs the creation in a transaction that is rolled back.
  *
  * In a replicated cluster (--coordinator) a Kafka topic is the cluster's,
  * so CreateTopics makes it on the coordinator (mq_coord.create_topic, with
@@ -29,18 +34,12 @@
  * kafkajs ask right after); a topic still without them at the deadline is
  * REQUEST_TIMED_OUT (it was made).  Other daemons may lag by up to
  * --refresh-ms, and clients retry.
- * DeleteTopics of a replicated topic (this node holds a replica; with or
- * without --coordinator) is refused with TOPIC_DELETION_DISABLED and
- * nothing dropped: nothing deletes a replicated topic on every node yet,
- * and dropping one node's replica would break the partition.
  *
  * CreateTopics v5+ answers the partitions and replication factor made
  * (-1 on an error, as Kafka) and no configs (null, which Kafka's schema
  * allows: its admin client then fails only TopicResult.config()); v7+
- * the topic's id (topic_id.h).  DeleteTopics v5+ answers an error
- * message, v6+ takes topics by name or id (a null name) and answers both;
- * an id no topic has is UNKNOWN_TOPIC_ID.  Flexible versions: CreateTopics
- * v5+, DeleteTopics v4+, CreatePartitions v2+.
+ * the topic's id (topic_id.h).  Flexible versions: CreateTopics v5+,
+ * CreatePartitions v2+.
  *
  *-------------------------------------------------------------------------
  */
@@ -56,7 +55,6 @@
 #include "topic_id.h"
 #include "util.h"
 
-#define KERR_TOPIC_DELETION_DISABLED 73
 #define SQLSTATE_UNIQUE_VIOLATION "23505"
 
 #define COORD_CREATE_SQL \
@@ -69,27 +67,19 @@
 #define CREATE_SQL \
 	"SELECT mq.create_topic($1, $2, jsonb_object($3::text[], $4::text[])), " TOPIC_ID_SQL("$1")
 
-/*
- * by name, or (DeleteTopics v6+, name null) by id; a replicated topic is
- * left alone (false): dropping this node's replica would break it
- */
-#define DROP_SQL \
-	"SELECT CASE WHEN EXISTS (SELECT 1 FROM mq.replica_status r WHERE r.topic = t" \
-	"                            AND r.role IS DISTINCT FROM 'standalone') THEN false" \
-	"            ELSE mq.drop_topic(t)::text = '' END, t, " TOPIC_ID_SQL("t") \
-	"  FROM (SELECT coalesce($1, (SELECT topic FROM mq.topics" \
-	"                              WHERE " TOPIC_ID_SQL("topic") " = $2)) t) x WHERE t IS NOT NULL"
-
 typedef struct TopicSpec
 {
 	KSlice		name;
 	int32_t		partitions;		/* CreateTopics: as asked */
 	int16_t		replication;	/* CreateTopics: as asked */
 	int16_t		code;			/* refused before reaching the database */
+	const char *message;		/* and why */
+	uint8_t		repeat;			/* KREPEAT_*: its name given more than once */
+	MqArray		keys;			/* CreateTopics: its configs */
+	MqArray		vals;
 	KJob	   *job;			/* the job its statement is in */
-	int			stmt;			/* the create or drop statement, or -1 */
+	int			stmt;			/* the create or grow statement, or -1 */
 	int			coord_stmt;		/* in a cluster: its statement in coord, or -1 */
-	char		id_hex[33];		/* DeleteTopics v6+: the id asked for */
 } TopicSpec;
 
 typedef struct AdminState
@@ -115,6 +105,11 @@ admin_state_free(void *p)
 	kjob_free(&s->coord);
 	if (s->timer)
 		event_free(s->timer);
+	for (int32_t i = 0; i < s->n; i++)
+	{
+		mq_array_free(&s->specs[i].keys);
+		mq_array_free(&s->specs[i].vals);
+	}
 	free(s->specs);
 	free(s);
 }
@@ -133,22 +128,27 @@ admin_state(KRequest *req, int32_t n)
 	return s;
 }
 
-/* one topic of the request, and its statement(s) unless refused here */
+/* a refusal before the database: Kafka's code and message */
 static void
-read_spec(KReader *r, AdminState *s, TopicSpec *t)
+refuse(TopicSpec *t, int16_t code, const char *message)
 {
-	int32_t		partitions,
-				nassign,
+	if (t->code == KERR_NONE)
+	{
+		t->code = code;
+		t->message = message;
+	}
+}
+
+/* CreateTopics: one topic of the request, and what is refused at once */
+static void
+read_spec(KReader *r, TopicSpec *t)
+{
+	int32_t		nassign,
 				n;
-	int16_t		replication;
-	MqArray		keys,
-				vals;
-	KStmt	   *st;
-	char	   *name;
 
 	t->name = kr_str(r);
-	partitions = kr_i32(r);
-	replication = kr_i16(r);
+	t->partitions = kr_i32(r);
+	t->replication = kr_i16(r);
 	nassign = kr_array(r, 8);
 	for (int32_t i = 0; i < nassign && !r->err; i++)
 	{
@@ -158,8 +158,8 @@ read_spec(KReader *r, AdminState *s, TopicSpec *t)
 			(void) kr_i32(r);
 		kr_tags(r);
 	}
-	mq_array_init(&keys, MQ_TEXTOID);
-	mq_array_init(&vals, MQ_TEXTOID);
+	mq_array_init(&t->keys, MQ_TEXTOID);
+	mq_array_init(&t->vals, MQ_TEXTOID);
 	n = kr_array(r, 4);
 	for (int32_t i = 0; i < n && !r->err; i++)
 	{
@@ -167,36 +167,69 @@ read_spec(KReader *r, AdminState *s, TopicSpec *t)
 		KSlice		v = kr_str(r);
 
 		kr_tags(r);
-		mq_array_add(&keys, k.p, k.len < 0 ? 0 : k.len);
-		mq_array_add(&vals, v.len < 0 ? NULL : v.p, v.len < 0 ? 0 : v.len);
+		mq_array_add(&t->keys, k.p, k.len < 0 ? 0 : k.len);
+		mq_array_add(&t->vals, v.len < 0 ? NULL : v.p, v.len < 0 ? 0 : v.len);
 	}
 	kr_tags(r);
-	t->partitions = partitions < 0 ? kconfig_num_partitions() : partitions;
-	t->replication = replication;
 	t->stmt = t->coord_stmt = -1;
-	t->code = replication > 1 && !cluster_enabled() ? KERR_INVALID_REPLICATION_FACTOR :
-		nassign > 0 ? KERR_INVALID_REPLICA_ASSIGNMENT : KERR_NONE;
-	if (cluster_enabled() && replication > 0)
+	if (t->partitions == 0 || t->partitions < -1)
+		refuse(t, KERR_INVALID_PARTITIONS, "the number of partitions must be positive, or -1 for the default");
+	if (t->replication == 0 || t->replication < -1)
+		refuse(t, KERR_INVALID_REPLICATION_FACTOR, "the replication factor must be positive, or -1 for the default");
+	if (t->replication > 1 && !cluster_enabled())
+		refuse(t, KERR_INVALID_REPLICATION_FACTOR, "a single mq-kafka is one broker: replication factor 1 at most");
+	if (nassign > 0)
+		refuse(t, KERR_INVALID_REPLICA_ASSIGNMENT, "manual replica assignments are not supported");
+	if (t->partitions < 0)
+		t->partitions = kconfig_num_partitions();
+}
+
+/* names given twice: INVALID_REQUEST, once (Kafka's "Duplicate topic name.") */
+static void
+refuse_repeats(AdminState *s)
+{
+	KSlice	   *names = mq_malloc(sizeof(KSlice) * (s->n > 0 ? s->n : 1));
+	uint8_t    *repeat = mq_malloc(s->n > 0 ? s->n : 1);
+
+	for (int32_t i = 0; i < s->n; i++)
+		names[i] = s->specs[i].name;
+	kslice_repeats(names, s->n, repeat);
+	for (int32_t i = 0; i < s->n; i++)
+	{
+		s->specs[i].repeat = repeat[i];
+		if (repeat[i] != KREPEAT_NONE)
+		{
+			s->specs[i].code = KERR_NONE;
+			refuse(&s->specs[i], KERR_INVALID_REQUEST, "duplicate topic name");
+		}
+	}
+	free(names);
+	free(repeat);
+}
+
+/* CreateTopics: the statement of a topic not refused */
+static void
+add_create(AdminState *s, TopicSpec *t)
+{
+	KStmt	   *st;
+	char	   *name;
+
+	if (cluster_enabled() && t->replication > 0)
 	{
 		char		rf[8];
 
-		snprintf(rf, sizeof(rf), "%d", replication);
-		mq_array_add(&keys, "replication.factor", 18);
-		mq_array_add(&vals, rf, strlen(rf));
+		snprintf(rf, sizeof(rf), "%d", t->replication);
+		mq_array_add(&t->keys, "replication.factor", 18);
+		mq_array_add(&t->vals, rf, strlen(rf));
 	}
-	if (t->code == KERR_NONE && !r->err)
-	{
-		name = kslice_dup(t->name);
-		st = kjob_add(&s->job, CREATE_SQL, 0);
-		t->stmt = s->job.n - 1;
-		kstmt_text(st, MQ_TEXTOID, name ? name : "");
-		kstmt_int(st, MQ_INT4OID, partitions < 0 ? kconfig_num_partitions() : partitions);
-		kstmt_array(st, MQ_TEXTARRAYOID, &keys);
-		kstmt_array(st, MQ_TEXTARRAYOID, &vals);
-		free(name);
-	}
-	mq_array_free(&keys);
-	mq_array_free(&vals);
+	name = kslice_dup(t->name);
+	st = kjob_add(&s->job, CREATE_SQL, 0);
+	t->stmt = s->job.n - 1;
+	kstmt_text(st, MQ_TEXTOID, name ? name : "");
+	kstmt_int(st, MQ_INT4OID, t->partitions);
+	kstmt_array(st, MQ_TEXTARRAYOID, &t->keys);
+	kstmt_array(st, MQ_TEXTARRAYOID, &t->vals);
+	free(name);
 }
 
 /* validate_only: each statement between BEGIN and ROLLBACK, each synced */
@@ -224,18 +257,25 @@ write_topic_results(KRequest *req, bool throttle, bool messages)
 
 	bool		create = req->api_key == KAPI_CREATE_TOPICS;
 
+	size_t		count_at;
+	int32_t		n = 0;
+
 	if (throttle)
 		kw_i32(w, 0);
-	kw_array(w, s->n);
+	count_at = kw_later(w);
 	for (int32_t i = 0; i < s->n; i++)
 	{
 		TopicSpec  *t = &s->specs[i];
 		KStmt	   *st = t->stmt >= 0 ? &t->job->stmts[t->stmt] : NULL;
 		KStmt	   *cst = t->coord_stmt >= 0 ? &s->coord.stmts[t->coord_stmt] : NULL;
-		const char *message = NULL;
+		const char *message = t->message;
 		int16_t		code = t->code,
 					failed;
 		uint8_t		id[16];
+
+		if (t->repeat == KREPEAT_LATER)
+			continue;			/* answered at its first */
+		n++;
 
 		if (st && kstmt_failed(st, &failed))
 		{
@@ -267,6 +307,7 @@ write_topic_results(KRequest *req, bool throttle, bool messages)
 		}
 		kw_tags(w);
 	}
+	kw_fill_count(w, count_at, n);
 	req_finish(req);
 }
 
@@ -388,7 +429,7 @@ h_create_topics(KRequest *req)
 	bool		validate_only = false;
 
 	for (int32_t i = 0; i < s->n && !r->err; i++)
-		read_spec(r, s, &s->specs[i]);
+		read_spec(r, &s->specs[i]);
 	s->timeout_ms = kr_i32(r);
 	if (req->api_version >= 1)
 		validate_only = kr_i8(r) != 0;
@@ -397,84 +438,13 @@ h_create_topics(KRequest *req)
 		req_abort(req);
 		return;
 	}
+	refuse_repeats(s);
+	for (int32_t i = 0; i < s->n; i++)
+		if (s->specs[i].code == KERR_NONE)
+			add_create(s, &s->specs[i]);
 	if (validate_only || cluster_enabled())
 		wrap_in_rollback(s);
 	pool_run(req, &s->job, validate_only || !cluster_enabled() ? create_topics_done : create_checked);
-}
-
-static void
-delete_topics_done(KRequest *req)
-{
-	AdminState *s = req->state;
-	KWriter    *w = &req->resp;
-
-	if (req->api_version >= 1)
-		kw_i32(w, 0);
-	kw_array(w, s->n);
-	for (int32_t i = 0; i < s->n; i++)
-	{
-		const KStmt *st = &s->job.stmts[i];
-		PGresult   *res = st->res;
-		int16_t		code;
-		bool		found = res && PQntuples(res) > 0;
-		uint8_t		id[16];
-
-		(void) kstmt_failed(st, &code);
-		if (code == KERR_NONE && !found)
-			code = KERR_UNKNOWN_TOPIC_ID;	/* by id, and no topic has it */
-		if (found && strcmp(PQgetvalue(res, 0, 0), "f") == 0)
-			code = KERR_TOPIC_DELETION_DISABLED;
-		if (found && s->specs[i].name.len < 0)
-			kw_str(w, PQgetvalue(res, 0, 1));
-		else
-			kw_strn(w, s->specs[i].name.p, s->specs[i].name.len);
-		if (req->api_version >= 6)
-		{
-			(void) topic_id_from_hex(found ? PQgetvalue(res, 0, 2) : s->specs[i].id_hex, id);
-			kw_uuid(w, id);
-		}
-		kw_i16(w, code);
-		if (req->api_version >= 5)
-			kw_str(w, code == KERR_TOPIC_DELETION_DISABLED
-				   ? "a replicated topic cannot be deleted yet" : st->err.message);
-		kw_tags(w);
-	}
-	req_finish(req);
-}
-
-void
-h_delete_topics(KRequest *req)
-{
-	KReader    *r = &req->body;
-	AdminState *s = admin_state(req, kr_array(r, 2));
-
-	for (int32_t i = 0; i < s->n && !r->err; i++)
-	{
-		char	   *name;
-		KStmt	   *st = kjob_add(&s->job, DROP_SQL, 0);
-
-		s->specs[i].name = kr_str(r);
-		if (req->api_version >= 6)
-		{
-			KSlice		id = kr_uuid(r);
-
-			if (id.len == 16)
-				topic_id_to_hex(id.p, s->specs[i].id_hex);
-			kr_tags(r);
-		}
-		else if (s->specs[i].name.len < 0)
-			r->err = true;
-		name = kslice_dup(s->specs[i].name);
-		kstmt_text(st, MQ_TEXTOID, name);
-		kstmt_text(st, MQ_TEXTOID, s->specs[i].id_hex);
-		free(name);
-	}
-	if (r->err)
-	{
-		req_abort(req);
-		return;
-	}
-	pool_run(req, &s->job, delete_topics_done);
 }
 
 #define ADD_PARTITIONS_SQL \
@@ -484,6 +454,45 @@ static void
 create_partitions_done(KRequest *req)
 {
 	write_topic_results(req, true, true);
+}
+
+/* CreatePartitions: one topic of the request */
+static void
+read_growth(KReader *r, TopicSpec *t)
+{
+	int32_t		nassign;
+
+	t->name = kr_str(r);
+	t->partitions = kr_i32(r);
+	nassign = kr_array(r, 4);
+	for (int32_t a = 0; a < nassign && !r->err; a++)
+	{
+		int32_t		nb = kr_array(r, 4);
+
+		for (int32_t b = 0; b < nb; b++)
+			(void) kr_i32(r);
+		kr_tags(r);
+	}
+	kr_tags(r);
+	t->stmt = t->coord_stmt = -1;
+	if (nassign > 0)
+		refuse(t, KERR_INVALID_REPLICA_ASSIGNMENT, "manual replica assignments are not supported");
+}
+
+/* CreatePartitions: the statement of a topic not refused */
+static void
+add_growth(AdminState *s, TopicSpec *t)
+{
+	char	   *name = kslice_dup(t->name);
+	KStmt	   *st;
+
+	if (cluster_enabled())
+		t->job = kfan_job(&s->fan, cluster_topic_pool(name ? name : ""));
+	st = kjob_add(t->job, ADD_PARTITIONS_SQL, 0);
+	t->stmt = t->job->n - 1;
+	kstmt_text(st, MQ_TEXTOID, name ? name : "");
+	kstmt_int(st, MQ_INT4OID, t->partitions);
+	free(name);
 }
 
 /*
@@ -503,39 +512,7 @@ h_create_partitions(KRequest *req)
 	bool		validate_only;
 
 	for (int32_t i = 0; i < s->n && !r->err; i++)
-	{
-		TopicSpec  *t = &s->specs[i];
-		int32_t		count;
-		int32_t		nassign;
-		char	   *name;
-		KStmt	   *st;
-
-		t->name = kr_str(r);
-		count = kr_i32(r);
-		nassign = kr_array(r, 4);
-		for (int32_t a = 0; a < nassign && !r->err; a++)
-		{
-			int32_t		nb = kr_array(r, 4);
-
-			for (int32_t b = 0; b < nb; b++)
-				(void) kr_i32(r);
-			kr_tags(r);
-		}
-		kr_tags(r);
-		t->stmt = t->coord_stmt = -1;
-		t->partitions = count;
-		t->code = nassign > 0 ? KERR_INVALID_REPLICA_ASSIGNMENT : KERR_NONE;
-		if (t->code != KERR_NONE)
-			continue;
-		name = kslice_dup(t->name);
-		if (cluster_enabled())
-			t->job = kfan_job(&s->fan, cluster_topic_pool(name ? name : ""));
-		st = kjob_add(t->job, ADD_PARTITIONS_SQL, 0);
-		t->stmt = t->job->n - 1;
-		kstmt_text(st, MQ_TEXTOID, name ? name : "");
-		kstmt_int(st, MQ_INT4OID, count);
-		free(name);
-	}
+		read_growth(r, &s->specs[i]);
 	s->timeout_ms = kr_i32(r);
 	validate_only = kr_i8(r) != 0;
 	if (r->err)
@@ -543,6 +520,10 @@ h_create_partitions(KRequest *req)
 		req_abort(req);
 		return;
 	}
+	refuse_repeats(s);
+	for (int32_t i = 0; i < s->n; i++)
+		if (s->specs[i].code == KERR_NONE)
+			add_growth(s, &s->specs[i]);
 	if (validate_only || cluster_enabled())
 		wrap_in_rollback(s);
 	if (cluster_enabled())

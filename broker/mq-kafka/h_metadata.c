@@ -17,7 +17,9 @@
  * view that this node holds no replica of is named from the view alone,
  * as any Kafka broker names every topic), or are created with
  * mq.create_topic first when --auto-create-topics is set and the client
- * allows it (v4+).  __consumer_offsets, Kafka's internal topic of offset
+ * allows it (v4+).  A name outside Kafka's rule (mq._topic_name_valid) is
+ * INVALID_TOPIC_EXCEPTION and never created, as Kafka answers it, so a
+ * producer fails at once instead of waiting for a topic that cannot be.  __consumer_offsets, Kafka's internal topic of offset
  * commits, is created by mq.ensure_consumer_offsets when a request names
  * it (as Kafka creates it on first need), and is the one is_internal
  * topic; in a cluster it is made on every live node first, and its
@@ -56,7 +58,8 @@
  * This node's partitions, and the cluster view's partitions ($3, $4) of
  * topics this node holds no replica of (describable ones: the same filter
  * as mq.topics), with no leader epoch (-1: unknown, so clients fence
- * nothing by it).
+ * nothing by it); a name asked for that breaks Kafka's rule is one row
+ * of partition -1 (INVALID_TOPIC_EXCEPTION).
  */
 #define METADATA_SQL \
 	"SELECT * FROM (" \
@@ -68,7 +71,10 @@
 	" SELECT v.t, v.p, false, NULL, NULL, NULL, " TOPIC_ID_SQL("v.t") ", -1" \
 	"  FROM unnest($3::text[], $4::int[]) v(t, p)" \
 	" WHERE mq._describable('topic', v.t)" \
-	"   AND NOT EXISTS (SELECT 1 FROM mq.topics x WHERE x.topic = v.t)) m" \
+	"   AND NOT EXISTS (SELECT 1 FROM mq.topics x WHERE x.topic = v.t)" \
+	" UNION ALL" \
+	" SELECT n.t, -1, false, NULL, NULL, NULL, NULL, -1" \
+	"  FROM unnest($1::text[]) n(t) WHERE NOT mq._topic_name_valid(n.t)) m" \
 	" WHERE $1::text[] IS NULL OR m.topic = ANY ($1)" \
 	"    OR " TOPIC_ID_SQL("m.topic") " = ANY ($2::text[]) ORDER BY 1, 2"
 
@@ -84,7 +90,7 @@
 
 #define AUTO_CREATE_SQL \
 	"SELECT mq.create_topic(t, $2) FROM unnest($1::text[]) t" \
-	" WHERE NOT EXISTS (SELECT 1 FROM mq.topics x WHERE x.topic = t)"
+	" WHERE mq._topic_name_valid(t) AND NOT EXISTS (SELECT 1 FROM mq.topics x WHERE x.topic = t)"
 
 typedef struct MetaState
 {
@@ -294,6 +300,12 @@ write_topic(KWriter *w, int16_t v, KSlice name, const char *id, PGresult *res, i
 	int			row = topic_row(res, name, id);
 	uint8_t		uuid[16];
 
+	if (res && row < PQntuples(res) && strcmp(PQgetvalue(res, row, 1), "-1") == 0)
+	{
+		if (error == KERR_NONE)
+			error = KERR_INVALID_TOPIC_EXCEPTION;
+		res = NULL;				/* an invalid name: no partitions */
+	}
 	if (res && row == PQntuples(res) && error == KERR_NONE)
 		error = name.len >= 0 ? KERR_UNKNOWN_TOPIC_OR_PARTITION : KERR_UNKNOWN_TOPIC_ID;
 	if (res && row < PQntuples(res))

@@ -222,6 +222,56 @@ kslice_eq(KSlice s, const char *cstr)
 	return strlen(cstr) == (size_t) s.len && memcmp(s.p, cstr, s.len) == 0;
 }
 
+typedef struct KIndexedSlice
+{
+	KSlice		s;
+	int32_t		i;
+} KIndexedSlice;
+
+/* by length, bytes, then position: equal slices adjacent, first one first */
+static int
+indexed_slice_cmp(const void *a, const void *b)
+{
+	const KIndexedSlice *x = a;
+	const KIndexedSlice *y = b;
+	int			c;
+
+	if (x->s.len != y->s.len)
+		return x->s.len < y->s.len ? -1 : 1;
+	c = x->s.len > 0 ? memcmp(x->s.p, y->s.p, x->s.len) : 0;
+	if (c != 0)
+		return c;
+	return x->i < y->i ? -1 : x->i > y->i;
+}
+
+/* sorted, so that a request of many names costs n log n */
+void
+kslice_repeats(const KSlice *s, int32_t n, uint8_t *repeat)
+{
+	KIndexedSlice *sorted;
+
+	if (n <= 0)
+		return;
+	memset(repeat, KREPEAT_NONE, (size_t) n);
+	sorted = mq_malloc(sizeof(KIndexedSlice) * (size_t) n);
+	for (int32_t i = 0; i < n; i++)
+		sorted[i] = (KIndexedSlice){s[i], i};
+	qsort(sorted, (size_t) n, sizeof(KIndexedSlice), indexed_slice_cmp);
+	for (int32_t k = 1; k < n; k++)
+	{
+		const KIndexedSlice *a = &sorted[k - 1];
+		const KIndexedSlice *b = &sorted[k];
+
+		if (b->s.len < 0 || a->s.len != b->s.len ||
+			(b->s.len > 0 && memcmp(a->s.p, b->s.p, b->s.len) != 0))
+			continue;
+		if (repeat[a->i] == KREPEAT_NONE)
+			repeat[a->i] = KREPEAT_FIRST;
+		repeat[b->i] = KREPEAT_LATER;
+	}
+	free(sorted);
+}
+
 void
 kw_init(KWriter *w)
 {

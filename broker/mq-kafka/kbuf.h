@@ -66,6 +66,17 @@ extern KSlice kr_uuid(KReader *r);	/* 16 bytes */
 extern char *kslice_dup(KSlice s);
 extern bool kslice_eq(KSlice s, const char *cstr);
 
+/*
+ * A name (or id) given more than once in one admin request, which Kafka
+ * answers once with INVALID_REQUEST: repeat[i] is KREPEAT_FIRST for the
+ * first of several equal slices, KREPEAT_LATER for the others, else
+ * KREPEAT_NONE.  Null slices (len -1) repeat nothing.
+ */
+#define KREPEAT_NONE 0
+#define KREPEAT_FIRST 1
+#define KREPEAT_LATER 2
+extern void kslice_repeats(const KSlice *s, int32_t n, uint8_t *repeat);
+
 typedef struct KWriter
 {
 	uint8_t    *buf;

@@ -483,6 +483,12 @@ main(int argc, char **argv)
 		mq_log_error("--peer and --coordinator exclude each other: the coordinator names the peers");
 		return MQ_EXIT_USAGE;
 	}
+	if (kconfig.coordinator && kconfig.auto_create_partitions > 0)
+	{
+		/* Metadata would make an unreplicated topic on this node alone */
+		mq_log_error("--auto-create-topics serves a single mq-kafka: in a cluster, create topics with CreateTopics or mqctl");
+		return MQ_EXIT_USAGE;
+	}
 	if (kconfig.coordinator)
 	{
 		static char progname[32];

@@ -2,13 +2,42 @@
 -- Administration
 -------------------------------------------------------------------------------
 
+-- Kafka's topic name rule, in one place: 1 to 249 characters of
+-- [A-Za-z0-9._-], not "." or "..".  mq-kafka's Metadata asks it of the
+-- names a client sends (INVALID_TOPIC_EXCEPTION), as the caller.
+CREATE FUNCTION mq._topic_name_valid(topic text) RETURNS boolean
+LANGUAGE sql IMMUTABLE SET search_path = pg_catalog, pg_temp AS $$
+    SELECT topic ~ '^[A-Za-z0-9._-]{1,249}$' AND topic NOT IN ('.', '..')
+$$;
+
 CREATE FUNCTION mq._check_topic_name(topic text) RETURNS void
 LANGUAGE plpgsql IMMUTABLE SET search_path = pg_catalog, pg_temp AS $$
 BEGIN
-    IF topic IS NULL OR topic !~ '^[A-Za-z0-9._-]{1,249}$' OR topic IN ('.', '..') THEN
+    IF topic IS NULL OR NOT mq._topic_name_valid(topic) THEN
         RAISE EXCEPTION 'invalid topic name "%"', left(topic, 300)
             USING ERRCODE = 'MQ003',
                   HINT = 'A topic name has 1 to 249 characters from [A-Za-z0-9._-] and is not "." or "..".';
+    END IF;
+END $$;
+
+-- Kafka's collision rule: a new name that differs from an existing one
+-- only in '.' against '_' is refused (both would have one metric name).
+-- p_existing: the topic names to compare with (mq.topic's, or the
+-- coordinator's), whoever calls holds its creation lock.
+CREATE FUNCTION mq._check_topic_collision(topic text, p_existing text[]) RETURNS void
+LANGUAGE plpgsql IMMUTABLE SET search_path = pg_catalog, pg_temp AS $$
+DECLARE
+    v_other text;
+BEGIN
+    IF strpos(topic, '.') = 0 AND strpos(topic, '_') = 0 THEN
+        RETURN;
+    END IF;
+    SELECT e INTO v_other FROM unnest(p_existing) e
+     WHERE translate(e, '.', '_') = translate(topic, '.', '_') AND e <> topic LIMIT 1;
+    IF FOUND THEN
+        RAISE EXCEPTION 'topic "%" collides with existing topic "%"', topic, v_other
+            USING ERRCODE = 'MQ003',
+                  HINT = 'Kafka refuses names that differ only in "." against "_"; use one of the two.';
     END IF;
 END $$;
 
@@ -270,6 +299,7 @@ BEGIN
     IF EXISTS (SELECT 1 FROM mq.topic t WHERE t.topic_name = topic) THEN
         RAISE EXCEPTION 'topic "%" already exists', topic USING ERRCODE = 'MQ002';
     END IF;
+    PERFORM mq._check_topic_collision(topic, ARRAY(SELECT t.topic_name FROM mq.topic t));
     -- mq.ensure_consumer_offsets creates it (without a caller)
     IF topic = '__consumer_offsets' AND p_caller IS NOT NULL THEN
         PERFORM mq._refuse_internal_topic(topic);

@@ -176,6 +176,10 @@ BEGIN
         RAISE EXCEPTION 'invalid partition count %', coalesce(p_partitions::text, 'NULL') USING ERRCODE = 'MQ005';
     END IF;
     v_config := mq.validate_config(coalesce(p_config, '{}'));
+    -- one creation at a time, so that the collision check sees every name
+    PERFORM pg_advisory_xact_lock(hashtext('mq_coord.create_topic'));
+    PERFORM mq._check_topic_collision(p_topic, ARRAY(SELECT t.topic FROM mq_coord.topic t
+                                                      WHERE t.topic <> p_topic));
     INSERT INTO mq_coord.topic (topic, partitions, config) VALUES (p_topic, p_partitions, v_config);
     PERFORM mq_coord._place_partitions(p_topic, 0, p_partitions,
                                        coalesce((v_config->>'replication.factor')::integer, 1));

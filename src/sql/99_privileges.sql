@@ -25,6 +25,8 @@ GRANT EXECUTE ON FUNCTION mq.validate_config(jsonb), mq.murmur2(bytea),
     mq.header_list(jsonb), mq.headers_jsonb(mq.header[]),
     -- pure: the consumer protocol's encoding (mq-kafka's DescribeGroups)
     mq._kafka_string(text), mq._consumer_subscription(text[]), mq._consumer_assignment(text[], integer[]),
+    -- pure: Kafka's topic name rule (mq-kafka's Metadata, as the client's role)
+    mq._topic_name_valid(text),
     mq._has_privilege(oid, text, text, text),
     mq.has_topic_privilege(name, text, text), mq.has_topic_privilege(text, text),
     mq.has_group_privilege(name, text, text), mq.has_group_privilege(text, text),

@@ -10,7 +10,7 @@
 \set ON_ERROR_STOP on
 SET client_min_messages = warning;
 BEGIN;
-SELECT plan(44);
+SELECT plan(45);
 
 -- four brokers, two racks: placement order is 1, 3, 2, 4 (first of each rack, ...)
 INSERT INTO mq_coord.broker (broker_id, node_conninfo, node_name, rack)
@@ -116,5 +116,10 @@ SELECT mq.replica_unhost('q', 1);
 SELECT throws_like($$ SELECT mq.send('q', NULL::text, 'y', partition => 1) $$,
                    'this node holds no replica of "q" partition 1', 'a replica that moved away refuses produce');
 SELECT is(mq.replica_place_topic('q', 4, '{}', '{}'), 1, 'growing the topic marks only the new partition');
+
+-- the cluster's names follow Kafka's collision rule too
+SELECT mq_coord.create_topic('co_ll', 1);
+SELECT throws_ok($$ SELECT mq_coord.create_topic('co.ll', 1) $$, 'MQ003',
+                 'topic "co.ll" collides with existing topic "co_ll"', 'a name differing only in "." against "_"');
 
 ROLLBACK;

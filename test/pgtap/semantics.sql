@@ -20,7 +20,7 @@
 \pset pager off
 
 BEGIN;
-SELECT plan(152);
+SELECT plan(157);
 
 -- rows in one log table (ONLY: a segment has no children)
 CREATE FUNCTION pg_temp.rows_in(rel regclass) RETURNS bigint LANGUAGE plpgsql AS $$
@@ -307,6 +307,15 @@ SELECT throws_ok(format('SELECT mq.create_topic(%L)', repeat('a', 250)), 'MQ003'
 SELECT lives_ok(format('SELECT mq.create_topic(%L)', repeat('a', 249)), '249-character topic name is fine');
 SELECT throws_ok($$SELECT mq.create_topic('bad name')$$, 'MQ003', NULL, 'topic name with a space: MQ003');
 SELECT throws_ok($$SELECT mq.create_topic(NULL)$$, 'MQ003', NULL, 'null topic name: MQ003');
+-- Kafka's collision rule: '.' and '_' would give two topics one metric name
+SELECT lives_ok($$SELECT mq.create_topic('co_ll')$$, 'a name with an underscore');
+SELECT throws_ok($$SELECT mq.create_topic('co.ll')$$, 'MQ003', 'topic "co.ll" collides with existing topic "co_ll"',
+                 'a name differing only in "." against "_": MQ003');
+SELECT is((SELECT count(*) FROM mq.topics WHERE topic = 'co.ll'), 0::bigint, 'and no topic made');
+SELECT lives_ok($$SELECT mq.create_topic('co.lx')$$, 'a name differing in another character is fine');
+SELECT is(array[mq._topic_name_valid('a.b-C_9'), mq._topic_name_valid('a b'), mq._topic_name_valid('..'),
+                mq._topic_name_valid(repeat('x', 250))],
+          array[true, false, false, false], '_topic_name_valid is the rule create_topic checks');
 -- MQ004 invalid config
 SELECT throws_ok($$SELECT mq.create_topic('c', 1, '{"no.such.key": 1}')$$, 'MQ004',
                  'unknown topic config key "no.such.key"', 'unknown config key: MQ004');

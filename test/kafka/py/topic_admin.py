@@ -1,0 +1,80 @@
+"""CreateTopics, CreatePartitions, DeleteTopics and Metadata requests with
+the shapes Kafka 3.9 refuses before creating anything, sent as
+kafka-python's request objects (Debian's python3-kafka; DeleteTopics v6
+by hand, kwire.py).  Run by test/kafka/topic_admin.sh.  Usage:
+topic_admin.py BROKER.  Prints one JSON object: for each case its name and
+the [topic, error code, message] rows the broker answered (DeleteTopics
+v0-v3 answer no message: null)."""
+import json
+import struct
+import sys
+
+from kafka import KafkaAdminClient
+from kafka.protocol.admin import CreatePartitionsRequest, CreateTopicsRequest, DeleteTopicsRequest
+from kafka.protocol.metadata import MetadataRequest
+
+import kwire
+
+broker = sys.argv[1]
+admin = KafkaAdminClient(bootstrap_servers=broker)
+out = {}
+
+
+def send(req):
+    f = admin._send_request_to_node(admin._client.least_loaded_node(), req)
+    admin._wait_for_futures([f])
+    return f.value
+
+
+def create(case, *topics, partitions=1, rf=1):
+    """each topic (name, partitions, replication factor, assignments)"""
+    req = CreateTopicsRequest[3](create_topic_requests=[(t[0], t[1], t[2], t[3] if len(t) > 3 else [], [])
+                                                        for t in topics],
+                                 timeout=5000, validate_only=False)
+    out[case] = sorted(list(e) for e in send(req).topic_errors)
+
+
+def grow(case, *topics):
+    req = CreatePartitionsRequest[1](topic_partitions=[(t, (n, None)) for t, n in topics],
+                                     timeout=5000, validate_only=False)
+    out[case] = sorted(list(e) for e in send(req).topic_errors)
+
+
+def delete(case, *names):
+    out[case] = sorted([t, code, None] for t, code in send(DeleteTopicsRequest[3](topics=list(names),
+                                                                                  timeout=5000)).topic_error_codes)
+
+
+def delete_v6(case, *topics):
+    """DeleteTopics v6 (flexible): each topic (name or None, 16-byte id)"""
+    body = kwire.uvarint(len(topics) + 1) + b''.join(kwire.s(n, True) + i + b'\0' for n, i in topics)
+    c = kwire.Client(int(broker.rsplit(':', 1)[1]))
+    r = kwire.Reader(c.call(20, 6, body + struct.pack('>i', 5000) + b'\0', flex=True), flex=True)
+    c.close()
+    r.take('>i')
+    rows = []
+    for _ in range(r.count()):
+        name = r.str()
+        r.p += 16
+        code = r.take('>h')
+        rows.append([name, code, r.str()])
+        r.tags()
+    out[case] = sorted(rows, key=lambda x: (x[0] or '', x[1]))
+
+
+def metadata(case, *names):
+    out[case] = sorted([t[1], t[0]] for t in send(MetadataRequest[1](topics=list(names))).topics)
+
+
+create('create_partitions', ('pz', 0, 1), ('pm', -2, 1))
+create('create_replication', ('rz', 1, 0), ('rm', 1, -2), ('r3', 1, 3))
+create('create_twice', ('dup', 1, 1), ('uniq', 1, 1), ('dup', 2, 1))
+create('create_collision', ('co.ll', 1, 1))
+create('create_assignment', ('asg', -1, -1, [(0, [1])]))
+grow('grow_twice', ('grown', 2), ('grown', 3))
+delete('delete_twice', 'keep', 'keep')
+delete_v6('delete_v6', (None, bytes.fromhex(sys.argv[2])), (None, bytes.fromhex(sys.argv[2])),
+          (None, bytes(16)), ('keep', bytes(range(1, 17))))
+metadata('metadata', 'bad name', 'nosuch', 'keep')
+admin.close()
+print(json.dumps(out, sort_keys=True))

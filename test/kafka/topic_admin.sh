@@ -1,0 +1,61 @@
+#!/usr/bin/env bash
+# Topic administration refused as Kafka 3.9 refuses it, before anything is
+# made (test/kafka/py/topic_admin.py, kafka-python's request objects and a
+# hand-made DeleteTopics v6): partition counts of 0 or below -1
+# (INVALID_PARTITIONS), replication factors of 0 or below -1 or above the
+# one broker (INVALID_REPLICATION_FACTOR), a name (or id) given twice in
+# one request (INVALID_REQUEST, answered once, nothing of it made, grown or
+# dropped), a DeleteTopics v6 entry with neither or both of name and id,
+# a name differing from an existing one only in '.' against '_'
+# (INVALID_TOPIC_EXCEPTION), and Metadata of a name outside Kafka's rule
+# (INVALID_TOPIC_EXCEPTION: a producer fails at once, and automatic
+# creation never makes it).  A cluster's daemon refuses
+# --auto-create-topics.
+source "$(dirname "${BASH_SOURCE[0]}")/lib.bash"
+
+PY=/usr/bin/python3
+sql "SELECT mq.create_topic(t) FROM unnest(ARRAY['co_ll', 'grown', 'keep']) t" >/dev/null
+keep_id="$(sql "SELECT md5('keep')")"
+kafka_start || { fail "mq-kafka starts"; finish; }
+
+OUT="$(cd "$(dirname "${BASH_SOURCE[0]}")/py" && $PY topic_admin.py "$BROKER" "$keep_id" 2>&1)" ||
+	fail "topic_admin.py runs" "$OUT"
+case_is() { check_eq "$(json_get "$OUT" "{$1}")" "$2" "$3"; }
+positive='the number of partitions must be positive, or -1 for the default'
+rf_positive='the replication factor must be positive, or -1 for the default'
+case_is create_partitions "[[\"pm\", 37, \"$positive\"], [\"pz\", 37, \"$positive\"]]" \
+	"partition counts 0 and -2: INVALID_PARTITIONS"
+case_is create_replication "[[\"r3\", 38, \"a single mq-kafka is one broker: replication factor 1 at most\"], [\"rm\", 38, \"$rf_positive\"], [\"rz\", 38, \"$rf_positive\"]]" \
+	"replication factors 0, -2 and 3 (one broker): INVALID_REPLICATION_FACTOR"
+case_is create_twice '[["dup", 42, "duplicate topic name"], ["uniq", 0, null]]' \
+	"CreateTopics naming a topic twice: INVALID_REQUEST, answered once; the other topic made"
+case_is create_collision '[["co.ll", 17, "topic \"co.ll\" collides with existing topic \"co_ll\""]]' \
+	"a name differing from an existing one only in . against _: INVALID_TOPIC_EXCEPTION"
+case_is create_assignment '[["asg", 39, "manual replica assignments are not supported"]]' \
+	"a manual assignment: INVALID_REPLICA_ASSIGNMENT"
+check_eq "$(sql "SELECT string_agg(topic, ',' ORDER BY topic) FROM mq.topics")" "co_ll,grown,keep,uniq" \
+	"of all these, only the unrepeated valid topic was made"
+case_is grow_twice '[["grown", 42, "duplicate topic name"]]' \
+	"CreatePartitions naming a topic twice: INVALID_REQUEST, answered once"
+check_eq "$(sql "SELECT partitions FROM mq.topics WHERE topic = 'grown'")" "1" "and the topic was not grown"
+case_is delete_twice '[["keep", 42, null]]' "DeleteTopics naming a topic twice: INVALID_REQUEST, answered once"
+case_is delete_v6 '[[null, 42, "duplicate topic id"], [null, 42, "neither topic name nor id was given"], ["keep", 42, "a topic name and a topic id were both given"]]' \
+	"DeleteTopics v6: an id twice, neither name nor id, both: INVALID_REQUEST"
+check_eq "$(sql "SELECT count(*) FROM mq.topics WHERE topic = 'keep'")" "1" "and the topic was not dropped"
+case_is metadata '[["bad name", 17], ["keep", 0], ["nosuch", 3]]' \
+	"Metadata: a name outside Kafka's rule INVALID_TOPIC_EXCEPTION, an unknown one UNKNOWN_TOPIC_OR_PARTITION"
+kafka_kill
+
+# with automatic creation: a valid unknown name is made, an invalid one fails at once
+kafka_start --auto-create-topics 1 || fail "mq-kafka restarts with --auto-create-topics"
+run kcat_ -P -t "bad name" -X message.timeout.ms=30000 <<<"x"
+check_match "$RC:$ERR" '^[1-9].*Invalid topic' "kcat producing to an invalid name fails with Kafka's error"
+run kcat_ -P -t made_on_the_fly <<<"x"
+expect_rc 0 "kcat producing to a valid new name"
+check_eq "$(sql "SELECT string_agg(topic, ',' ORDER BY topic) FROM mq.topics WHERE topic NOT IN ('co_ll', 'grown', 'keep', 'uniq')")" \
+	"made_on_the_fly" "only the valid name was made"
+kafka_kill
+
+run timeout 10 "$MQ_KAFKA" --listen "127.0.0.1:$(_free_port)" -d "dbname=$PGDATABASE" --coordinator "dbname=$PGDATABASE" --auto-create-topics 1
+check_match "$RC:$ERR" '^2:.*--auto-create-topics serves a single mq-kafka' "a cluster's daemon refuses --auto-create-topics"
+finish
