@@ -18,7 +18,9 @@
  * second job of mq.produce_await calls waits for the replicas.  Its
  * SQLSTATEs become Kafka's codes in kerr.c (MQ021 NOT_ENOUGH_REPLICAS,
  * nothing written; MQ022 NOT_ENOUGH_REPLICAS_AFTER_APPEND).  acks=0 gets
- * no response.
+ * no response; if a partition failed, its connection is closed instead,
+ * as Kafka's broker does, so that the client learns something went wrong
+ * and refreshes its metadata (a leader that moved, a topic that went).
  *
  * A transactional batch (the request names a transactional id) is not
  * appended: it is checked here as any other, then staged with
@@ -323,6 +325,7 @@ produce_encode(KRequest *req)
 			}
 			kw_tags(w);
 			wrote |= pp->stmt >= 0 && s->job.stmts[pp->stmt].res != NULL;
+			req->close_after |= req->no_response && code != KERR_NONE;
 		}
 		kw_fill_count(w, count_at, n);
 		kw_tags(w);

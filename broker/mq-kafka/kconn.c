@@ -227,8 +227,8 @@ req_finish(KRequest *req)
 {
 	KConn	   *c = req->conn;
 
-	if (!c->closed && req->db_lost)
-		conn_close(c);			/* no database: let the client try another broker */
+	if (!c->closed && (req->db_lost || req->close_after))
+		conn_close(c);			/* the client tries again, or another broker */
 	if (!c->closed)
 	{
 		if (!req->no_response)

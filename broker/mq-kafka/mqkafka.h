@@ -145,6 +145,8 @@ struct KRequest
 	bool		bare; /* a bare SASL token (KSASL_BARE): the
 								 * response is the token alone */
 	bool		db_lost;		/* the database was unreachable: close afterwards */
+	bool		close_after; /* an acks=0 produce failed: close, so the
+								 * client learns (Kafka's way) */
 	struct KJob *job;			/* statements being run by the pool */
 	KDoneFn		done_fn;		/* when they are done; NULL: respond */
 	void	   *state;			/* the handler's own */

@@ -6,7 +6,8 @@
 # NOT_ENOUGH_REPLICAS (19) with nothing written (the log end unchanged, so
 # a client's retry cannot write it twice); acks=-1 whose ISR shrinks while
 # it waits answered NOT_ENOUGH_REPLICAS_AFTER_APPEND (20), the record
-# written.  Raw Produce v3 requests (produce_acks.pl); the partition is led
+# written; acks=0 that fails closes the connection (Kafka's way of
+# telling the client).  Raw Produce v3 requests (produce_acks.pl); the partition is led
 # on this node in epoch 1, its follower (replica 2) played by psql.
 # The same cases through SQL and mqctl: test/cli/produce_contract.sh.
 source "$(dirname "${BASH_SOURCE[0]}")/lib.bash"
@@ -55,6 +56,8 @@ wait_for 10 bash -c "[[ \$(psql -X -At -c \"SELECT log_end_offset FROM mq.partit
 	fail "the acks=0 record is written"
 run perl test/kafka/produce_acks.pl "$KAFKA_PORT" "$t" 1 one
 check_eq "$OUT" "0 2" "acks=1 with a full ISR"
+run perl test/kafka/produce_acks.pl "$KAFKA_PORT" nosuch 0 lost
+check_eq "$OUT" "closed" "acks=0 that fails (an unknown topic): the connection closed, as Kafka does"
 follow
 
 produce_bg -1 full
