@@ -88,16 +88,9 @@ fetch_epochs_read(PGresult *res, int row, FPart *fp)
 int16_t
 fetch_epoch_check(PGresult *res, int row, const FPart *fp)
 {
-	int32_t		current;
-
-	if (fp->current_epoch < 0 || PQgetisnull(res, row, COL_EPOCH))
+	if (PQgetisnull(res, row, COL_EPOCH))
 		return KERR_NONE;
-	current = mq_get_int32(res, row, COL_EPOCH);
-	if (fp->current_epoch < current)
-		return KERR_FENCED_LEADER_EPOCH;
-	if (fp->current_epoch > current)
-		return KERR_UNKNOWN_LEADER_EPOCH;
-	return KERR_NONE;
+	return kerr_leader_epoch(fp->current_epoch, mq_get_int32(res, row, COL_EPOCH));
 }
 
 int32_t

@@ -95,16 +95,14 @@ epoch_end(PGresult *res, int32_t asked, int32_t *epoch, int64_t *end)
 static int16_t
 epoch_error(PGresult *res, const OPart *op)
 {
-	int32_t		current;
+	int16_t		code;
 
 	if (null_at(res, C_EPOCH))
 		return PQgetvalue(res, 0, C_DESCRIBABLE)[0] == 't' ? KERR_UNKNOWN_TOPIC_OR_PARTITION :
 			KERR_TOPIC_AUTHORIZATION_FAILED;
-	current = (int32_t) int_at(res, C_EPOCH);
-	if (op->current_epoch >= 0 && op->current_epoch < current)
-		return KERR_FENCED_LEADER_EPOCH;
-	if (op->current_epoch > current)
-		return KERR_UNKNOWN_LEADER_EPOCH;
+	code = kerr_leader_epoch(op->current_epoch, (int32_t) int_at(res, C_EPOCH));
+	if (code != KERR_NONE)
+		return code;
 	if (strcmp(PQgetvalue(res, 0, C_ROLE), "follower") == 0)
 		return KERR_NOT_LEADER_OR_FOLLOWER;
 	return KERR_NONE;

@@ -14,8 +14,11 @@
  * v4+ answers a leader epoch: for the latest offset the partition's
  * current one, for the log start and a record found by time the epoch
  * under which that record was written (mq.leader_epochs), as Kafka
- * answers from its epoch cache; the request's current leader epoch is not
- * checked.  v6+ is flexible.
+ * answers from its epoch cache.  The request's current leader epoch
+ * (v4+) is checked as Fetch checks it (kerr_leader_epoch), and a node
+ * that follows the partition answers NOT_LEADER_OR_FOLLOWER, as a Kafka
+ * follower does, so a client with stale metadata asks again instead of
+ * taking a follower's high watermark.  v6+ is flexible.
  *
  * v0, which old clients and monitors (Burrow, sarama's defaults) still
  * send, asks for up to max_num_offsets offsets and gets an array;
@@ -28,10 +31,16 @@
 #include "handlers.h"
 
 #include <stdlib.h>
+#include <string.h>
 
 #include "kerr.h"
 #include "offsets.h"
 #include "util.h"
+
+/* whether this node follows the partition (7th column of each statement) */
+#define FOLLOWS_SQL \
+	"EXISTS (SELECT 1 FROM mq.replica_status r WHERE r.topic = $1 AND r.partition = $2" \
+	"          AND r.role = 'follower')"
 
 /* the leader epoch under which the record at offset o was written */
 #define EPOCH_AT_SQL(o) \
@@ -40,7 +49,7 @@
 
 #define BOUNDS_SQL \
 	"SELECT s.log_start_offset, s.high_watermark, NULL, NULL, s.leader_epoch," \
-	"       " EPOCH_AT_SQL("s.log_start_offset") \
+	"       " EPOCH_AT_SQL("s.log_start_offset") ", " FOLLOWS_SQL \
 	"  FROM mq.partitions s WHERE s.topic = $1 AND s.partition = $2"
 
 /* the first offset whose timestamp is at or after $3 (ms), hw if none */
@@ -48,7 +57,7 @@
 	"SELECT s.log_start_offset, s.high_watermark, o.o," \
 	"       (SELECT (extract(epoch FROM f.timestamp) * 1000)::int8" \
 	"          FROM mq.fetch($1, $2, o.o, 1) f WHERE o.o < s.high_watermark)," \
-	"       s.leader_epoch, " EPOCH_AT_SQL("o.o") \
+	"       s.leader_epoch, " EPOCH_AT_SQL("o.o") ", " FOLLOWS_SQL \
 	"  FROM mq.partitions s, mq.offsets_for_times($1, $2, to_timestamp($3 / 1000.0)) o(o)" \
 	" WHERE s.topic = $1 AND s.partition = $2"
 
@@ -59,6 +68,7 @@
  */
 #define MAX_TIME_SQL \
 	"SELECT s.log_start_offset, s.high_watermark, m.o, m.ts, s.leader_epoch, " EPOCH_AT_SQL("m.o") \
+	"       , " FOLLOWS_SQL \
 	"  FROM mq.partitions s LEFT JOIN LATERAL (" \
 	"    SELECT f.msg_offset AS o, (extract(epoch FROM f.timestamp) * 1000)::int8 AS ts" \
 	"      FROM mq.fetch($1, $2, s.log_start_offset," \
@@ -80,8 +90,9 @@ read_list_part(KRequest *req, OffState *s, OPart *op, const char *topic)
 	KStmt	   *st;
 
 	op->partition = kr_i32(&req->body);
+	op->current_epoch = -1;
 	if (req->api_version >= 4)
-		(void) kr_i32(&req->body);	/* current leader epoch */
+		op->current_epoch = kr_i32(&req->body);
 	op->timestamp = kr_i64(&req->body);
 	if (req->api_version == 0)
 		op->max_offsets = kr_i32(&req->body);
@@ -116,7 +127,11 @@ write_list_part(KRequest *req, OffState *s, OPart *op)
 
 	if (!kstmt_failed(st, &code) && PQntuples(res) == 0)
 		code = KERR_UNKNOWN_TOPIC_OR_PARTITION;
+	else if (code == KERR_NONE && strcmp(PQgetvalue(res, 0, 6), "t") == 0)
+		code = KERR_NOT_LEADER_OR_FOLLOWER;
 	else if (code == KERR_NONE)
+		code = kerr_leader_epoch(op->current_epoch, atoi(PQgetvalue(res, 0, 4)));
+	if (code == KERR_NONE)
 	{
 		int64_t		hw = strtoll(PQgetvalue(res, 0, 1), NULL, 10);
 

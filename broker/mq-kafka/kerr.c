@@ -106,3 +106,11 @@ kerr_from_mq(const MqError *err)
 			return map[i].code;
 	return KERR_UNKNOWN_SERVER_ERROR;
 }
+
+int16_t
+kerr_leader_epoch(int32_t asked, int32_t current)
+{
+	if (asked < 0 || asked == current)
+		return KERR_NONE;
+	return asked < current ? KERR_FENCED_LEADER_EPOCH : KERR_UNKNOWN_LEADER_EPOCH;
+}

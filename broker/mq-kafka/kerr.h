@@ -91,4 +91,11 @@ enum
  */
 extern int16_t kerr_from_mq(const MqError *err);
 
+/*
+ * A request's current leader epoch against the partition's (KIP-320), as
+ * Fetch, ListOffsets and OffsetForLeaderEpoch check it: an older one is
+ * FENCED_LEADER_EPOCH, a newer one UNKNOWN_LEADER_EPOCH, -1 checks nothing.
+ */
+extern int16_t kerr_leader_epoch(int32_t asked, int32_t current);
+
 #endif							/* MQK_KERR_H */

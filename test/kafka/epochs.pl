@@ -1,11 +1,12 @@
 # Leader epochs through raw frames (run by epochs.sh with the broker's
 # port, after it gave topic ep the epochs 0 from offset 0, 2 from 3 and 5
-# from 5, seven records, group eg's offset 4, and topic ep2 an epoch
-# history that starts at epoch 3): OffsetForLeaderEpoch's answers as
-# Kafka's epoch cache gives them, Fetch's current leader epoch check and
-# each batch's partition leader epoch, ListOffsets' and OffsetFetch's
-# epochs; and that an API not served is not advertised and closes the
-# connection when sent anyway.  Prints TAP.
+# from 5, seven records, group eg's offset 4, topic ep2 an epoch history
+# that starts at epoch 3, and topic fol to this node as a follower):
+# OffsetForLeaderEpoch's answers as Kafka's epoch cache gives them,
+# Fetch's current leader epoch check and each batch's partition leader
+# epoch, ListOffsets' epochs and checks, OffsetFetch's epochs; and that an
+# API not served is not advertised and closes the connection when sent
+# anyway.  Prints TAP.
 use strict;
 use warnings;
 use FindBin;
@@ -136,13 +137,27 @@ sub fetch_batches {
 	ok(defined $e && $e == 0 && @$b == 3, 'with none (-1): not checked', 'got ' . ($e // 'closed'));
 }
 
-# ---- ListOffsets v4: the epoch of the record answered (earliest), the current one (latest)
-for my $c ([-2, 0, 0, 'earliest: offset 0, written under epoch 0'], [-1, 7, 5, 'latest: the high watermark, the current epoch 5']) {
-	my ($ts, $want_off, $want_epoch, $what) = @$c;
-	my $r = call(2, 4, pack('l> c l>', -1, 0, 1) . str('ep') . pack('l> l> l> q>', 1, 0, -1, $ts));
+# ---- ListOffsets v4: the epoch of the record answered (earliest), the current one (latest);
+# the request's current leader epoch checked as Fetch checks it (KIP-320)
+for my $c ([-2, -1, 0, 0, 0, 'earliest: offset 0, written under epoch 0'],
+	[-1, -1, 0, 7, 5, 'latest: the high watermark, the current epoch 5'],
+	[-1, 5, 0, 7, 5, 'latest with the current epoch 5: answered'],
+	[-1, 2, 74, -1, -1, 'with an older current epoch (2): FENCED_LEADER_EPOCH'],
+	[-1, 6, 75, -1, -1, 'with a newer current epoch (6): UNKNOWN_LEADER_EPOCH']) {
+	my ($ts, $current, $want_e, $want_off, $want_epoch, $what) = @$c;
+	my $r = call(2, 4, pack('l> c l>', -1, 0, 1) . str('ep') . pack('l> l> l> q>', 1, 0, $current, $ts));
 	my ($e, $off, $epoch) = defined $r ? unpack('x4 x4 x2 x2 x4 x4 s> x8 q> l>', $r) : ();
-	ok(defined $e && $e == 0 && $off == $want_off && $epoch == $want_epoch, "ListOffsets v4 $what",
+	ok(defined $e && $e == $want_e && $off == $want_off && $epoch == $want_epoch, "ListOffsets v4 $what",
 		'got ' . join(', ', map { $_ // 'undef' } $e, $off, $epoch));
+}
+
+# ---- ListOffsets of a partition this node follows: NOT_LEADER_OR_FOLLOWER, as a Kafka follower answers
+for my $ver (1, 4) {
+	my $r = call(2, $ver, pack('l>', -1) . ($ver >= 2 ? "\0" : '') . pack('l>', 1) . str('fol')
+		. pack('l> l>', 1, 0) . ($ver >= 4 ? pack('l>', -1) : '') . pack('q>', -1));
+	my $e = defined $r ? unpack('x' . ($ver >= 2 ? 4 : 0) . ' x4 x2 x3 x4 x4 s>', $r) : undef;
+	ok(defined $e && $e == 6, "ListOffsets v$ver of a partition this node follows: NOT_LEADER_OR_FOLLOWER",
+		'got ' . ($e // 'closed'));
 }
 
 # ---- OffsetFetch v5: the committed leader epoch is the epoch of the record before the offset

@@ -3,7 +3,8 @@
 # gets the epoch history two leader changes write (epoch 0 from offset 0,
 # 2 from 3, 5 from 5, as mq.replica_become_leader records them), then
 # test/kafka/epochs.pl checks OffsetForLeaderEpoch, Fetch's current
-# leader epoch and batch epochs, and OffsetFetch's committed leader epoch
+# leader epoch and batch epochs, ListOffsets' (a follower's answer
+# NOT_LEADER_OR_FOLLOWER) and OffsetFetch's committed leader epoch
 # through raw frames, and test/kafka/diverging.pl Fetch v12+'s diverging
 # epoch (with topic ep3, whose log starts at 1).
 source "$(dirname "${BASH_SOURCE[0]}")/lib.bash"
@@ -46,6 +47,9 @@ sql "SELECT mq.create_topic('plain', 1)" >/dev/null
 check_eq "$(sql "SELECT string_agg(leader_epoch || '@' || start_offset, ' ')
                    FROM mq.leader_epochs WHERE topic = 'plain'")" "0@0" \
 	"a partition never replicated has its one epoch from offset 0"
+# fol: this node follows it (leader 2, epoch 1): ListOffsets is the leader's to answer
+sql "SELECT mq.create_topic('fol', 1)" >/dev/null
+sql "SELECT mq.replica_become_follower('fol', 0, 1, 2)" >/dev/null
 kafka_start || { fail "mq-kafka starts"; finish; }
 
 run perl test/kafka/epochs.pl "$KAFKA_PORT"
