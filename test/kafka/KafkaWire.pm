@@ -171,10 +171,12 @@ sub batch_values {
 }
 
 # TAP: one numbered check, with DETAIL printed when it fails; tap_done
-# prints the plan and exits 1 if any failed.
+# prints the plan and exits 1 if any failed.  The prototype evaluates the
+# condition in scalar context: a failed match (`$x =~ /re/`) in a list
+# would vanish and shift the name into its place, passing the check.
 my ($checks, $failed) = (0, 0);
 
-sub ok {
+sub ok ($$;$) {
 	my ($cond, $what, $detail) = @_;
 	$checks++;
 	print(($cond ? "ok" : "not ok") . " $checks - $what\n");

@@ -13,22 +13,13 @@ use IO::Socket::INET;
 use IO::Select;
 use FindBin;
 use lib $FindBin::Bin;
-use KafkaWire;
+use KafkaWire qw(:DEFAULT ok tap_done);
 use Compress::Zlib ();
 
 my $port = shift or die "usage: protocol.pl PORT\n";
 $| = 1;
 $SIG{PIPE} = 'IGNORE';	# a closed connection fails its check, not the script
-my $n = 0;
-my $failed = 0;
 
-sub ok {
-	my ($cond, $what, $detail) = @_;
-	$n++;
-	print(($cond ? "ok" : "not ok") . " $n - $what\n");
-	print "#   $detail\n" if !$cond && defined $detail;
-	$failed++ unless $cond;
-}
 
 # a record batch: records are [key, value, [header key, header value]...]
 sub batch {
@@ -304,8 +295,7 @@ if (($ARGV[0] // '') eq 'sasl') {
 	read_ahead_check($ARGV[1], $ENV{MQ_SASL_PASSWORD}, $ARGV[2], $ENV{MQ_SASL_PASSWORD_OTHER});
 	concurrent_check($ARGV[1], $ENV{MQ_SASL_PASSWORD}, 12);
 	group_hijack_check($ARGV[1], $ENV{MQ_SASL_PASSWORD}, $ARGV[2], $ENV{MQ_SASL_PASSWORD_OTHER}, 'sasl_g');
-	print "1..$n\n";
-	exit($failed ? 1 : 0);
+	tap_done();
 }
 
 my $s = connect_broker();
@@ -710,5 +700,4 @@ ok(!defined call(connect_broker(), 0, 3, str(undef) . pack('s> l> l>', 1, 5000, 
 $r = call(connect_broker(), 18, 0, '');
 ok(defined $r && unpack('s>', $r) == 0, 'the broker still answers afterwards');
 
-print "1..$n\n";
-exit($failed ? 1 : 0);
+tap_done();

@@ -25,20 +25,15 @@ use IO::Socket::INET;
 use IO::Select;
 use Digest::SHA qw(hmac_sha256 hmac_sha512 sha256 sha512);
 use MIME::Base64 qw(encode_base64 decode_base64);
+use FindBin;
+use lib $FindBin::Bin;
+use KafkaWire qw(ok tap_done);
 
 my ($port, $user, $iters) = @ARGV;
 my $password = $ENV{MQ_SCRAM_PASSWORD} // die "MQ_SCRAM_PASSWORD not set\n";
 $| = 1;
 $SIG{PIPE} = 'IGNORE';
-my ($n, $failed) = (0, 0);
 
-sub ok {
-	my ($cond, $what, $detail) = @_;
-	$n++;
-	print(($cond ? "ok" : "not ok") . " $n - $what\n");
-	print "#   $detail\n" if !$cond && defined $detail;
-	$failed++ unless $cond;
-}
 
 sub str { pack('n', length $_[0]) . $_[0] }
 sub b64 { encode_base64($_[0], '') }
@@ -130,8 +125,7 @@ if (($ARGV[3] // '') eq 'admin') {
 } else {
 	exchange_checks();
 }
-print "1..$n\n";
-exit($failed ? 1 : 0);
+tap_done();
 
 # a refusal: SASL_AUTHENTICATION_FAILED, then closed; its message kept
 my %msg;

@@ -17,18 +17,13 @@ use warnings;
 use IO::Socket::INET;
 use IO::Select;
 use Compress::Zlib ();
+use FindBin;
+use lib $FindBin::Bin;
+use KafkaWire qw(ok tap_done);
 
 my $port = shift or die "usage: versions.pl PORT\n";
 $| = 1;
 $SIG{PIPE} = 'IGNORE';	# a closed connection fails its check, not the script
-my ($n, $failed) = (0, 0);
-sub ok {
-	my ($cond, $what, $detail) = @_;
-	$n++;
-	print(($cond ? "ok" : "not ok") . " $n - $what\n");
-	print "#   $detail\n" if !$cond && defined $detail;
-	$failed++ unless $cond;
-}
 
 # Kafka 3.9's ranges and first flexible versions (99: none)
 my %kafka39 = (
@@ -632,5 +627,4 @@ for my $v (0 .. 4) {
 	ok($h && $h->{error_code} == 114 && !@{ $h->{brokers} },
 		'DescribeCluster v1 of the controllers: MISMATCHED_ENDPOINT_TYPE (114), as a Kafka broker answers');
 }
-print "1..$n\n";
-exit($failed ? 1 : 0);
+tap_done();
