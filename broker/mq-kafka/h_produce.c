@@ -265,20 +265,30 @@ read_partition(KReader *r, ProduceState *s, PPart *pp, const char *topic, const 
 
 /*
  * the partition's outcome: error code, base offset and, on a
- * LogAppendTime topic, the time mq stamped (Kafka's log_append_time)
+ * LogAppendTime topic, the time mq stamped (Kafka's log_append_time); a
+ * statement's failure also gives its message (v8+'s error_message, as
+ * Kafka explains a refused batch there)
  */
 static int16_t
-part_result(ProduceState *s, PPart *pp, int64_t *base, int64_t *append_ms)
+part_result(ProduceState *s, PPart *pp, int64_t *base, int64_t *append_ms, const char **message)
 {
 	KStmt	   *st = pp->stmt >= 0 ? &s->job.stmts[pp->stmt] : NULL;
 	int16_t		code = pp->code;
 
 	*base = -1;
 	*append_ms = -1;
-	if (st && kstmt_failed(st, &code) && code == KERR_UNKNOWN_SERVER_ERROR)
-		mq_log_warning("produce: %s", st->err.message);
+	*message = NULL;
+	if (st && kstmt_failed(st, &code))
+	{
+		*message = st->err.message;
+		if (code == KERR_UNKNOWN_SERVER_ERROR)
+			mq_log_warning("produce: %s", st->err.message);
+	}
 	if (code == KERR_NONE && pp->await >= 0 && kstmt_failed(&s->acked.stmts[pp->await], &code))
+	{
+		*message = s->acked.stmts[pp->await].err.message;
 		return code;
+	}
 	if (pp->staged)
 		return code;			/* offsets come at commit: base_offset -1 */
 	if (code == KERR_NONE)
@@ -309,7 +319,8 @@ produce_encode(KRequest *req)
 			PPart	   *pp = &s->parts[k];
 			int64_t		base;
 			int64_t		append_ms;
-			int16_t		code = part_result(s, pp, &base, &append_ms);
+			const char *message;
+			int16_t		code = part_result(s, pp, &base, &append_ms, &message);
 
 			kw_i32(w, pp->partition);
 			kw_i16(w, code);
@@ -321,7 +332,7 @@ produce_encode(KRequest *req)
 			if (req->api_version >= 8)
 			{
 				kw_array(w, 0); /* record_errors */
-				kw_str(w, NULL);	/* error_message */
+				kw_str(w, message);	/* error_message: the database's */
 			}
 			kw_tags(w);
 			wrote |= pp->stmt >= 0 && s->job.stmts[pp->stmt].res != NULL;

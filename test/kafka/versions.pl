@@ -558,6 +558,15 @@ for my $v (0 .. 2) {
 	ok($p && $p->{error_code} == 0 && $p->{base_offset} > 0, "Produce v$v stores a format-" . ($v >= 2 ? 1 : 0) . ' message',
 		$e // ($p ? "error $p->{error_code}" : 'no partition'));
 }
+{
+	# a record without a key to a compacted topic: INVALID_RECORD, and (v8+) why
+	my ($h, $e) = exchange(0, 11, { acks => 1, timeout_ms => 5000,
+			topics => [{ name => 'vk', partitions => [{ index => 0, records => $batch }] }] });
+	my $p = $h && $h->{responses}[0]{partitions}[0];
+	ok(($p && $p->{error_code} == 87 && ($p->{error_message} // '') =~ /key/) ? 1 : 0,
+		'Produce v11 of a keyless record to a compacted topic: INVALID_RECORD (87) with an error message',
+		$e // ($p ? "error $p->{error_code}, message " . ($p->{error_message} // 'null') : 'no partition'));
+}
 for my $v (0 .. 3) {
 	my ($h, $e) = exchange(1, $v, $vals{1}->($v));
 	my $p = $h && $h->{responses}[0]{partitions}[0];
