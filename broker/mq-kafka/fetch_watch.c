@@ -20,7 +20,9 @@
  * again.  A fetch parking on a partition the running statement does not
  * cover cancels it, and the next statement covers it.
  *
- * While no watch works (mq before 0.2.0, mq not in
+ * A statement_timeout the server sets (for the database or the daemon's
+ * role) shortens each statement's wait below it, so the watch keeps
+ * working under it.  While no watch works (mq before 0.2.0, mq not in
  * shared_preload_libraries, the connection down), parked fetches re-read
  * every WATCH_FALLBACK_MS, as they always did; otherwise only every
  * --recheck-ms, a slow safety net (fwatch_recheck_ms).
@@ -44,7 +46,15 @@
 								 * parked fetch's deadline */
 #define WATCH_FALLBACK_MS 100	/* the recheck while no watch works */
 
-#define AWAIT_SQL "SELECT mq._await_partitions($1::text[], $2::int4[], $3::int8[], $4)"
+/*
+ * At most $4 ms, and under the server's statement_timeout (a database or
+ * role setting a DBA chose, in ms in pg_settings): four fifths of it, so
+ * the statement returns before the server would cancel it.
+ */
+#define AWAIT_SQL \
+	"SELECT mq._await_partitions($1::text[], $2::int4[], $3::int8[]," \
+	"                            CASE WHEN t.ms > 0 THEN least($4, greatest(t.ms * 4 / 5, 1)) ELSE $4 END)" \
+	"  FROM (SELECT setting::int4 AS ms FROM pg_catalog.pg_settings WHERE name = 'statement_timeout') t"
 
 typedef struct WPart
 {
