@@ -31,6 +31,7 @@
 #include "pgbinary.h"
 #include "util.h"
 
+/* DESCRIBE on the cluster: LOG_DIRS_SQL's rows are answered only with it */
 #define AUTHORIZED_SQL "SELECT " KACL_CLUSTER_PRIVILEGE_SQL("'describe'")
 
 /* $1 topics, $2 partitions (text[], int4[], side by side), or null: all */
@@ -41,8 +42,7 @@
 	"  JOIN pg_catalog.pg_tablespace sp ON sp.oid = CASE WHEN c.reltablespace <> 0 THEN c.reltablespace" \
 	"       ELSE (SELECT d.dattablespace FROM pg_catalog.pg_database d" \
 	"              WHERE d.datname = pg_catalog.current_database()) END" \
-	" WHERE " KACL_CLUSTER_PRIVILEGE_SQL("'describe'") \
-	"   AND ($1::text[] IS NULL OR (s.topic, s.partition) IN (SELECT * FROM unnest($1::text[], $2::int4[])))" \
+	" WHERE $1::text[] IS NULL OR (s.topic, s.partition) IN (SELECT * FROM unnest($1::text[], $2::int4[]))" \
 	" GROUP BY 1, 2, 3 ORDER BY 1, 2, 3"
 
 static void
