@@ -22,9 +22,9 @@ END $$;
 
 -- Kafka's collision rule: a new name that differs from an existing one
 -- only in '.' against '_' is refused (both would have one metric name).
--- p_existing: the topic names to compare with (mq.topic's, or the
+-- existing: the topic names to compare with (mq.topic's, or the
 -- coordinator's), whoever calls holds its creation lock.
-CREATE FUNCTION mq._check_topic_collision(topic text, p_existing text[]) RETURNS void
+CREATE FUNCTION mq._check_topic_collision(topic text, existing text[]) RETURNS void
 LANGUAGE plpgsql IMMUTABLE SET search_path = pg_catalog, pg_temp AS $$
 DECLARE
     v_other text;
@@ -32,7 +32,7 @@ BEGIN
     IF strpos(topic, '.') = 0 AND strpos(topic, '_') = 0 THEN
         RETURN;
     END IF;
-    SELECT e INTO v_other FROM unnest(p_existing) e
+    SELECT e INTO v_other FROM unnest(existing) e
      WHERE translate(e, '.', '_') = translate(topic, '.', '_') AND e <> topic LIMIT 1;
     IF FOUND THEN
         RAISE EXCEPTION 'topic "%" collides with existing topic "%"', topic, v_other
