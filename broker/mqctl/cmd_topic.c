@@ -29,7 +29,8 @@
 const char	topic_create_help[] =
 "Usage: mqctl topic create NAME [OPTIONS]\n"
 "\n"
-"Create a topic.  A name has 1 to 249 characters from [A-Za-z0-9._-].\n"
+"Create a topic.  A name has 1 to 249 characters from [A-Za-z0-9._-], and\n"
+"may not differ from an existing topic's only in '.' against '_' (Kafka's rule).\n"
 "\n"
 "Options:\n"
 "  -p, --partitions=N     number of partitions (default 1)\n"
