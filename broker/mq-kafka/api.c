@@ -107,7 +107,7 @@ static const KApi apis[] = {
 	{KAPI_DESCRIBE_CONFIGS, 0, 4, 4, h_describe_configs,
 	 "a topic's keys set in mq (`mq.topics.config`), and the others with mq's defaults (`mq.config_defaults()`, DEFAULT_CONFIG); this broker: those defaults under Kafka's broker names and the daemon's settings, read-only"},
 	{KAPI_ALTER_CONFIGS, 0, 2, 2, h_alter_configs,
-	 "a topic's whole config replaced, through `mq.alter_topic`; `validate_only` supported"},
+	 "a topic's whole config replaced, through `mq.alter_topic`; `validate_only` supported; a key named twice, or a resource given twice, is INVALID_REQUEST"},
 	{KAPI_DESCRIBE_LOG_DIRS, 0, 4, 2, h_describe_log_dirs,
 	 "a log directory per tablespace holding segments (pg_tablespace's name); each partition's size, its segments' `pg_total_relation_size`; DESCRIBE on the cluster"},
 	{KAPI_CREATE_PARTITIONS, 0, 3, 2, h_create_partitions,
@@ -135,7 +135,7 @@ static const KApi apis[] = {
 	{KAPI_LIST_TRANSACTIONS, 0, 1, 0, h_list_transactions,
 	 "`mq.kafka_transactions`, filtered by state, producer id and (v1) time open"},
 	{KAPI_INCREMENTAL_ALTER_CONFIGS, 0, 1, 1, h_incremental_alter_configs,
-	 "SET, DELETE; APPEND and SUBTRACT for `cleanup.policy`; through `mq.alter_topic`; `validate_only` supported"},
+	 "SET, DELETE; APPEND and SUBTRACT for `cleanup.policy`; through `mq.alter_topic`; `validate_only` supported; a key named twice, a resource given twice or a null value but for DELETE is INVALID_REQUEST"},
 };
 
 #define NAPIS (int) (sizeof(apis) / sizeof(apis[0]))

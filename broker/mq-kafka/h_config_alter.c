@@ -14,7 +14,11 @@
  * UNKNOWN_TOPIC_OR_PARTITION, a role without ALTER on the topic
  * TOPIC_AUTHORIZATION_FAILED.  validate_only runs each statement in a
  * transaction that is rolled back.  mq-kafka has no broker configs: a
- * broker resource, like any other type, is INVALID_REQUEST.
+ * broker resource, like any other type, is INVALID_REQUEST.  As Kafka's
+ * ConfigAdminManager refuses them before any config is read, a resource
+ * given twice (each of them), a key named twice in one resource, and an
+ * IncrementalAlterConfigs null value for anything but DELETE are
+ * INVALID_REQUEST, and nothing of them is changed.
  *
  * In a replicated cluster a replicated topic's config is the
  * coordinator's, as in Kafka it is the cluster's: the change is computed
@@ -39,6 +43,7 @@
 #include "util.h"
 
 #define RESOURCE_TOPIC	2
+#define INCREMENTAL_DELETE 1	/* IncrementalAlterConfigs' operation */
 
 #define REPLACE_SQL \
 	"SELECT mq.alter_topic($1, mq._config_replace(" \
@@ -52,6 +57,10 @@ typedef struct AlterResource
 {
 	int8_t		type;
 	KSlice		name;
+	MqArray		keys;			/* its configs, as parsed */
+	MqArray		vals;
+	MqArray		ops;			/* IncrementalAlterConfigs' operations */
+	const char *refusal;		/* INVALID_REQUEST before the database, or NULL */
 	KJob	   *job;			/* the job of its statement */
 	int			stmt;			/* its mq.alter_topic, or -1 */
 	int			coord_stmt;		/* a replicated topic's, on the coordinator, or -1 */
@@ -76,6 +85,12 @@ alter_state_free(void *p)
 	kjob_free(&s->job);
 	kfan_free(&s->fan);
 	kjob_free(&s->coord);
+	for (int32_t i = 0; i < s->n; i++)
+	{
+		mq_array_free(&s->res[i].keys);
+		mq_array_free(&s->res[i].vals);
+		mq_array_free(&s->res[i].ops);
+	}
 	free(s->res);
 	free(s);
 }
@@ -99,7 +114,7 @@ alter_configs_done(KRequest *req)
 		if (st && kstmt_failed(st, &code) && strcmp(st->err.sqlstate, "42501") == 0)
 			code = KERR_TOPIC_AUTHORIZATION_FAILED;
 		kw_i16(w, code);
-		kw_str(w, code == KERR_NONE ? NULL : st ? st->err.message :
+		kw_str(w, code == KERR_NONE ? NULL : st ? st->err.message : rs->refusal ? rs->refusal :
 			   "mq-kafka alters topic configs only: it has no broker configs");
 		kw_i8(w, rs->type);
 		kw_strn(w, rs->name.p, rs->name.len);
@@ -126,56 +141,101 @@ check_job(AlterState *s, const char *topic)
 	return kfan_job(&s->fan, cluster_topic_pool(topic));
 }
 
-/* one resource: its configs, and its statement if it is a topic */
+/*
+ * One resource and its configs.  What Kafka refuses before reading any
+ * config (ConfigAdminManager's checks): a key named twice, and in
+ * IncrementalAlterConfigs a null value for anything but DELETE.
+ */
 static void
-read_resource(KRequest *req, AlterState *s, AlterResource *rs, bool incremental)
+read_resource(KReader *r, AlterResource *rs, bool incremental)
 {
-	KReader    *r = &req->body;
-	MqArray		keys,
-				vals,
-				ops;
 	int32_t		n;
+	KSlice	   *names;
+	uint8_t    *repeat;
+	bool		null_value = false;
 
 	rs->type = kr_i8(r);
 	rs->name = kr_str(r);
 	rs->stmt = rs->coord_stmt = -1;
-	rs->job = &s->job;
-	mq_array_init(&keys, MQ_TEXTOID);
-	mq_array_init(&vals, MQ_TEXTOID);
-	mq_array_init(&ops, MQ_TEXTOID);
+	mq_array_init(&rs->keys, MQ_TEXTOID);
+	mq_array_init(&rs->vals, MQ_TEXTOID);
+	mq_array_init(&rs->ops, MQ_TEXTOID);
 	n = kr_array(r, incremental ? 5 : 4);
+	names = mq_malloc(sizeof(KSlice) * (n > 0 ? n : 1));
 	for (int32_t i = 0; i < n && !r->err; i++)
 	{
-		KSlice		k = kr_str(r);
 		char		op[8];
+		int8_t		opcode;
 		KSlice		v;
 
-		snprintf(op, sizeof(op), "%d", incremental ? kr_i8(r) : 0);
+		names[i] = kr_str(r);
+		opcode = incremental ? kr_i8(r) : 0;
+		snprintf(op, sizeof(op), "%d", opcode);
 		v = kr_str(r);
 		kr_tags(r);
-		mq_array_add(&keys, k.p, k.len < 0 ? 0 : k.len);
-		mq_array_add(&vals, v.len < 0 ? NULL : v.p, v.len < 0 ? 0 : v.len);
-		mq_array_add(&ops, op, strlen(op));
+		null_value |= incremental && v.len < 0 && opcode != INCREMENTAL_DELETE;
+		mq_array_add(&rs->keys, names[i].p, names[i].len < 0 ? 0 : names[i].len);
+		mq_array_add(&rs->vals, v.len < 0 ? NULL : v.p, v.len < 0 ? 0 : v.len);
+		mq_array_add(&rs->ops, op, strlen(op));
 	}
 	kr_tags(r);
-	if (rs->type == RESOURCE_TOPIC && !r->err)
-	{
-		char	   *name = kslice_dup(rs->name);
-		KStmt	   *st;
+	repeat = mq_malloc(n > 0 ? n : 1);
+	kslice_repeats(names, r->err ? 0 : n, repeat);
+	for (int32_t i = 0; i < n && !r->err && rs->refusal == NULL; i++)
+		if (repeat[i] != KREPEAT_NONE)
+			rs->refusal = "error due to duplicate config keys";
+	if (rs->refusal == NULL && null_value)
+		rs->refusal = "null value not supported but for DELETE";
+	free(names);
+	free(repeat);
+}
 
-		rs->job = check_job(s, name ? name : "");
-		st = kjob_add(rs->job, incremental ? INCREMENTAL_SQL : REPLACE_SQL, 0);
-		rs->stmt = rs->job->n - 1;
-		kstmt_text(st, MQ_TEXTOID, name ? name : "");
-		kstmt_array(st, MQ_TEXTARRAYOID, &keys);
-		kstmt_array(st, MQ_TEXTARRAYOID, &vals);
-		if (incremental)
-			kstmt_array(st, MQ_TEXTARRAYOID, &ops);
-		free(name);
+/* a resource (type and name) given twice: each of them refused, as Kafka does */
+static void
+refuse_repeated_resources(AlterState *s)
+{
+	KSlice	   *keys = mq_malloc(sizeof(KSlice) * (s->n > 0 ? s->n : 1));
+	uint8_t    *repeat = mq_malloc(s->n > 0 ? s->n : 1);
+	uint8_t   **bufs = mq_malloc0(sizeof(uint8_t *) * (s->n > 0 ? s->n : 1));
+
+	for (int32_t i = 0; i < s->n; i++)
+	{
+		int32_t		len = s->res[i].name.len < 0 ? 0 : s->res[i].name.len;
+
+		bufs[i] = mq_malloc((size_t) len + 1);
+		bufs[i][0] = (uint8_t) s->res[i].type;
+		if (len > 0)
+			memcpy(bufs[i] + 1, s->res[i].name.p, len);
+		keys[i] = (KSlice){bufs[i], len + 1};
 	}
-	mq_array_free(&keys);
-	mq_array_free(&vals);
-	mq_array_free(&ops);
+	kslice_repeats(keys, s->n, repeat);
+	for (int32_t i = 0; i < s->n; i++)
+	{
+		if (repeat[i] != KREPEAT_NONE)
+			s->res[i].refusal = "each resource must appear at most once";
+		free(bufs[i]);
+	}
+	free(bufs);
+	free(keys);
+	free(repeat);
+}
+
+/* a topic resource that passed: its statement */
+static void
+add_alter(AlterState *s, AlterResource *rs, bool incremental)
+{
+	char	   *name = kslice_dup(rs->name);
+	KStmt	   *st;
+
+	rs->job = check_job(s, name ? name : "");
+	st = kjob_add(rs->job, incremental ? INCREMENTAL_SQL : REPLACE_SQL, 0);
+	rs->stmt = rs->job->n - 1;
+	kstmt_text(st, MQ_TEXTOID, name ? name : "");
+	kstmt_array(st, MQ_TEXTARRAYOID, &rs->keys);
+	kstmt_array(st, MQ_TEXTARRAYOID, &rs->vals);
+	if (incremental)
+		kstmt_array(st, MQ_TEXTARRAYOID, &rs->ops);
+	free(name);
 }
 
 /* each statement of job between BEGIN and ROLLBACK; the resources' indexes follow */
@@ -236,17 +296,19 @@ alter_configs(KRequest *req, bool incremental)
 	s->n = kr_array(r, 7);
 	s->res = mq_malloc0(sizeof(AlterResource) * (s->n > 0 ? s->n : 1));
 	for (int32_t i = 0; i < s->n && !r->err; i++)
-		read_resource(req, s, &s->res[i], incremental);
-	if (r->err)
-	{
-		req_abort(req);
-		return;
-	}
+		read_resource(r, &s->res[i], incremental);
 	s->validate_only = kr_i8(r) != 0;
 	if (r->err)
 	{
 		req_abort(req);
 		return;
+	}
+	refuse_repeated_resources(s);
+	for (int32_t i = 0; i < s->n; i++)
+	{
+		s->res[i].job = &s->job;
+		if (s->res[i].type == RESOURCE_TOPIC && s->res[i].refusal == NULL)
+			add_alter(s, &s->res[i], incremental);
 	}
 	if (s->validate_only)
 		rollback_each(s, &s->job);

@@ -1,13 +1,16 @@
 #!/usr/bin/env bash
 # Topic administration refused as Kafka 3.9 refuses it, before anything is
-# made (test/kafka/py/topic_admin.py, kafka-python's request objects and a
-# hand-made DeleteTopics v6): partition counts of 0 or below -1
-# (INVALID_PARTITIONS), replication factors of 0 or below -1 or above the
-# one broker (INVALID_REPLICATION_FACTOR), a name (or id) given twice in
-# one request (INVALID_REQUEST, answered once, nothing of it made, grown or
-# dropped), a DeleteTopics v6 entry with neither or both of name and id,
-# a name differing from an existing one only in '.' against '_'
-# (INVALID_TOPIC_EXCEPTION), and Metadata of a name outside Kafka's rule
+# made (test/kafka/py/topic_admin.py, kafka-python's request objects and
+# hand-made DeleteTopics v6 and IncrementalAlterConfigs): partition counts
+# of 0 or below -1 (INVALID_PARTITIONS), replication factors of 0 or below
+# -1 or above the one broker (INVALID_REPLICATION_FACTOR), a name (or id)
+# given twice in one request (INVALID_REQUEST, answered once, nothing of
+# it made, grown or dropped), a DeleteTopics v6 entry with neither or both
+# of name and id, a name differing from an existing one only in '.'
+# against '_' (INVALID_TOPIC_EXCEPTION); AlterConfigs and
+# IncrementalAlterConfigs naming a key twice, a resource twice (each
+# answered) or (incremental) setting a null value (INVALID_REQUEST,
+# nothing of them changed); and Metadata of a name outside Kafka's rule
 # (INVALID_TOPIC_EXCEPTION: a producer fails at once, and automatic
 # creation never makes it).  A cluster's daemon refuses
 # --auto-create-topics.
@@ -42,6 +45,13 @@ case_is delete_twice '[["keep", 42, null]]' "DeleteTopics naming a topic twice: 
 case_is delete_v6 '[[null, 42, "duplicate topic id"], [null, 42, "neither topic name nor id was given"], ["keep", 42, "a topic name and a topic id were both given"]]' \
 	"DeleteTopics v6: an id twice, neither name nor id, both: INVALID_REQUEST"
 check_eq "$(sql "SELECT count(*) FROM mq.topics WHERE topic = 'keep'")" "1" "and the topic was not dropped"
+case_is alter_twice '[["keep", 42, "error due to duplicate config keys"], ["grown", 42, "each resource must appear at most once"], ["grown", 42, "each resource must appear at most once"]]' \
+	"AlterConfigs: a key named twice, a resource given twice (each answered): INVALID_REQUEST"
+case_is incremental_refused '[["keep", 42, "error due to duplicate config keys"], ["grown", 42, "null value not supported but for DELETE"], ["co_ll", 0, null]]' \
+	"IncrementalAlterConfigs: a key named twice, a null value to SET: INVALID_REQUEST; the valid one applied"
+check_eq "$(sql "SELECT string_agg(topic || '=' || coalesce(config->>'retention.ms', '-'), ' ' ORDER BY topic)
+                   FROM mq.topics WHERE topic IN ('keep', 'grown', 'co_ll')")" "co_ll=5000 grown=- keep=-" \
+	"of all these config changes, only the valid one was made"
 case_is metadata '[["bad name", 17], ["keep", 0], ["nosuch", 3]]' \
 	"Metadata: a name outside Kafka's rule INVALID_TOPIC_EXCEPTION, an unknown one UNKNOWN_TOPIC_OR_PARTITION"
 kafka_kill

@@ -1,4 +1,5 @@
-"""CreateTopics, CreatePartitions, DeleteTopics and Metadata requests with
+"""CreateTopics, CreatePartitions, DeleteTopics, AlterConfigs,
+IncrementalAlterConfigs and Metadata requests with
 the shapes Kafka 3.9 refuses before creating anything, sent as
 kafka-python's request objects (Debian's python3-kafka; DeleteTopics v6
 by hand, kwire.py).  Run by test/kafka/topic_admin.sh.  Usage:
@@ -10,7 +11,7 @@ import struct
 import sys
 
 from kafka import KafkaAdminClient
-from kafka.protocol.admin import CreatePartitionsRequest, CreateTopicsRequest, DeleteTopicsRequest
+from kafka.protocol.admin import AlterConfigsRequest, CreatePartitionsRequest, CreateTopicsRequest, DeleteTopicsRequest
 from kafka.protocol.metadata import MetadataRequest
 
 import kwire
@@ -62,6 +63,31 @@ def delete_v6(case, *topics):
     out[case] = sorted(rows, key=lambda x: (x[0] or '', x[1]))
 
 
+def alter(case, *resources):
+    """AlterConfigs v1 of topic resources (name, [(key, value)])"""
+    req = AlterConfigsRequest[1](resources=[(2, n, c) for n, c in resources], validate_only=False)
+    out[case] = [[e[3], e[0], e[1]] for e in send(req).resources]
+
+
+def alter_incremental(case, *resources):
+    """IncrementalAlterConfigs v0 (by hand) of topic resources (name, [(key, op, value)])"""
+    body = struct.pack('>i', len(resources)) + b''.join(
+        b'\x02' + kwire.s(n) + struct.pack('>i', len(c)) + b''.join(kwire.s(k) + struct.pack('>b', o) + kwire.s(v)
+                                                                  for k, o, v in c)
+        for n, c in resources) + b'\0'
+    cl = kwire.Client(int(broker.rsplit(':', 1)[1]))
+    r = kwire.Reader(cl.call(44, 0, body))
+    cl.close()
+    r.take('>i')
+    rows = []
+    for _ in range(r.count()):
+        code = r.take('>h')
+        message = r.str()
+        r.take('>b')
+        rows.append([r.str(), code, message])
+    out[case] = rows
+
+
 def metadata(case, *names):
     out[case] = sorted([t[1], t[0]] for t in send(MetadataRequest[1](topics=list(names))).topics)
 
@@ -75,6 +101,10 @@ grow('grow_twice', ('grown', 2), ('grown', 3))
 delete('delete_twice', 'keep', 'keep')
 delete_v6('delete_v6', (None, bytes.fromhex(sys.argv[2])), (None, bytes.fromhex(sys.argv[2])),
           (None, bytes(16)), ('keep', bytes(range(1, 17))))
+alter('alter_twice', ('keep', [('retention.ms', '1000'), ('retention.ms', '2000')]),
+      ('grown', [('retention.ms', '3000')]), ('grown', [('retention.ms', '4000')]))
+alter_incremental('incremental_refused', ('keep', [('retention.ms', 0, '1000'), ('retention.ms', 1, None)]),
+                  ('grown', [('retention.ms', 0, None)]), ('co_ll', [('retention.ms', 0, '5000')]))
 metadata('metadata', 'bad name', 'nosuch', 'keep')
 admin.close()
 print(json.dumps(out, sort_keys=True))
