@@ -20,22 +20,21 @@ BEGIN
     END IF;
 END $$;
 
--- Kafka's collision rule: a new name that differs from an existing one
--- only in '.' against '_' is refused (both would have one metric name).
--- existing: the topic names to compare with (mq.topic's, or the
--- coordinator's), whoever calls holds its creation lock.
-CREATE FUNCTION mq._check_topic_collision(topic text, existing text[]) RETURNS void
+-- Kafka's collision rule: names that differ only in '.' against '_' would
+-- have one metric name, so a new topic may not have another's key.  The
+-- key is indexed (mq.topic here, mq_coord.topic on the coordinator), so
+-- a creation finds a colliding name in a probe, however many topics.
+CREATE FUNCTION mq._topic_collision_key(topic text) RETURNS text
+LANGUAGE sql IMMUTABLE AS $$ SELECT pg_catalog.translate(topic, '.', '_') $$;
+
+CREATE INDEX topic_collision_key ON mq.topic (mq._topic_collision_key(topic_name));
+
+-- colliding: an existing topic with topic's key (its caller's lookup), or NULL
+CREATE FUNCTION mq._refuse_topic_collision(topic text, colliding text) RETURNS void
 LANGUAGE plpgsql IMMUTABLE SET search_path = pg_catalog, pg_temp AS $$
-DECLARE
-    v_other text;
 BEGIN
-    IF strpos(topic, '.') = 0 AND strpos(topic, '_') = 0 THEN
-        RETURN;
-    END IF;
-    SELECT e INTO v_other FROM unnest(existing) e
-     WHERE translate(e, '.', '_') = translate(topic, '.', '_') AND e <> topic LIMIT 1;
-    IF FOUND THEN
-        RAISE EXCEPTION 'topic "%" collides with existing topic "%"', topic, v_other
+    IF colliding IS NOT NULL THEN
+        RAISE EXCEPTION 'topic "%" collides with existing topic "%"', topic, colliding
             USING ERRCODE = 'MQ003',
                   HINT = 'Kafka refuses names that differ only in "." against "_"; use one of the two.';
     END IF;
@@ -299,7 +298,10 @@ BEGIN
     IF EXISTS (SELECT 1 FROM mq.topic t WHERE t.topic_name = topic) THEN
         RAISE EXCEPTION 'topic "%" already exists', topic USING ERRCODE = 'MQ002';
     END IF;
-    PERFORM mq._check_topic_collision(topic, ARRAY(SELECT t.topic_name FROM mq.topic t));
+    PERFORM mq._refuse_topic_collision(topic,
+        (SELECT t.topic_name FROM mq.topic t
+          WHERE mq._topic_collision_key(t.topic_name) = mq._topic_collision_key(topic)
+            AND t.topic_name <> topic LIMIT 1));
     -- mq.ensure_consumer_offsets creates it (without a caller)
     IF topic = '__consumer_offsets' AND p_caller IS NOT NULL THEN
         PERFORM mq._refuse_internal_topic(topic);

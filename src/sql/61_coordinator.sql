@@ -37,6 +37,8 @@ CREATE TABLE mq_coord.topic (
     created_at timestamptz NOT NULL DEFAULT now()
 );
 
+CREATE INDEX topic_collision_key ON mq_coord.topic (mq._topic_collision_key(topic));
+
 CREATE TABLE mq_coord.partition (
     topic           text NOT NULL,
     partition       integer NOT NULL,
@@ -178,8 +180,10 @@ BEGIN
     v_config := mq.validate_config(coalesce(p_config, '{}'));
     -- one creation at a time, so that the collision check sees every name
     PERFORM pg_advisory_xact_lock(hashtext('mq_coord.create_topic'));
-    PERFORM mq._check_topic_collision(p_topic, ARRAY(SELECT t.topic FROM mq_coord.topic t
-                                                      WHERE t.topic <> p_topic));
+    PERFORM mq._refuse_topic_collision(p_topic,
+        (SELECT t.topic FROM mq_coord.topic t
+          WHERE mq._topic_collision_key(t.topic) = mq._topic_collision_key(p_topic)
+            AND t.topic <> p_topic LIMIT 1));
     INSERT INTO mq_coord.topic (topic, partitions, config) VALUES (p_topic, p_partitions, v_config);
     PERFORM mq_coord._place_partitions(p_topic, 0, p_partitions,
                                        coalesce((v_config->>'replication.factor')::integer, 1));

@@ -64,8 +64,10 @@ COMMENT ON FUNCTION mq._check_topic_name(text) IS
     'internal: refuses a topic name outside Kafka''s rule (MQ003)';
 COMMENT ON FUNCTION mq._topic_name_valid(text) IS
     'internal: whether a topic name follows Kafka''s rule (1 to 249 of [A-Za-z0-9._-], not . or ..)';
-COMMENT ON FUNCTION mq._check_topic_collision(text, text[]) IS
-    'internal: refuses a new topic name that differs from an existing one only in . against _ (MQ003)';
+COMMENT ON FUNCTION mq._topic_collision_key(text) IS
+    'internal: a topic name with . as _ (Kafka''s collision rule: two topics may not share it)';
+COMMENT ON FUNCTION mq._refuse_topic_collision(text, text) IS
+    'internal: refuses a new topic whose name collides with an existing one''s (MQ003)';
 COMMENT ON FUNCTION mq._protect_log_table(regclass) IS
     'internal: attaches the triggers that make a log table append-only';
 COMMENT ON FUNCTION mq._create_segment(integer, integer, bigint, bigint) IS

@@ -263,6 +263,10 @@ BEGIN
     END LOOP;
 END $$;
 -- @definitions
+-- Kafka's collision rule, looked up by an index on each catalog of topics
+-- (20_admin.sql, 61_coordinator.sql): after part 2 made the key's function
+CREATE INDEX topic_collision_key ON mq.topic (mq._topic_collision_key(topic_name));
+CREATE INDEX topic_collision_key ON mq_coord.topic (mq._topic_collision_key(topic));
 CREATE TRIGGER cascade_to_partition_state AFTER DELETE ON mq.topic
     REFERENCING OLD TABLE AS gone FOR EACH STATEMENT
     EXECUTE FUNCTION mq._cascade_delete('mq.partition_state', 'topic_id');
