@@ -19,10 +19,11 @@
  * mq.create_topic first when --auto-create-topics is set and the client
  * allows it (v4+).  A name outside Kafka's rule (mq._topic_name_valid) is
  * INVALID_TOPIC_EXCEPTION and never created, as Kafka answers it, so a
- * producer fails at once instead of waiting for a topic that cannot be.  __consumer_offsets, Kafka's internal topic of offset
- * commits, is created by mq.ensure_consumer_offsets when a request names
- * it (as Kafka creates it on first need), and is the one is_internal
- * topic; in a cluster it is made on every live node first, and its
+ * producer fails at once instead of waiting for a topic that cannot be.
+ * __consumer_offsets, Kafka's internal topic of offset commits, is
+ * created by mq.ensure_consumer_offsets when a request names it (as Kafka
+ * creates it on first need), and is the one is_internal topic; in a
+ * cluster it is made on every live node first, and its
  * partitions and leaders come from the view (coffsets.c: each node leads
  * the two its commits go to).  While this node's database is unreachable, every
  * topic is LEADER_NOT_AVAILABLE, so clients ask another broker.
