@@ -111,8 +111,8 @@ static_rejoin(KGroup *g, KRequest *req, KMember *m, const KJoin *j)
 	member_touch(m);
 	mq_log_info("group %s: static member %s rejoined as %s, generation %d kept", g->id,
 				m->instance_id, m->id, g->generation);
+	group_store_save(g, req->role);	/* before the answer frees req */
 	join_respond(req, g, m, KERR_NONE);
-	group_store_save(g, req->role);
 	return true;
 }
 
