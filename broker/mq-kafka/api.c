@@ -15,7 +15,9 @@
  * an unsupported version of any API other than ApiVersions closes the
  * connection, as Kafka does; an unsupported ApiVersions version gets
  * UNSUPPORTED_VERSION with the supported ranges in the v0 format, on
- * which clients retry with a version they share.
+ * which clients retry with a version they share.  A v3+ client software
+ * name or version outside KIP-511's pattern gets INVALID_REQUEST and no
+ * ranges, as from Kafka.
  *
  * On a SASL_PLAINTEXT or SASL_SSL listener (--sasl=plain), a
  * connection that has not authenticated (sasl.c)
@@ -79,7 +81,7 @@ static const KApi apis[] = {
 	{KAPI_SASL_HANDSHAKE, 0, 1, 99, h_sasl_handshake,
 	 "with `--sasl` only; mechanisms `PLAIN` (refused without TLS unless `--sasl-plain-on-plaintext`), `SCRAM-SHA-256`, `SCRAM-SHA-512`; after v0 the tokens come as bare frames (kafka-python 2.0.2)"},
 	{KAPI_API_VERSIONS, 0, 4, 3, h_api_versions,
-	 ""},
+	 "v3+: a client software name or version outside KIP-511's pattern is INVALID_REQUEST, with no ranges"},
 	{KAPI_CREATE_TOPICS, 0, 7, 5, h_create_topics,
 	 "`mq.create_topic`; `validate_only` supported; a name given twice is INVALID_REQUEST (answered once, nothing made), partitions or replication factor 0 or below -1 INVALID_PARTITIONS or INVALID_REPLICATION_FACTOR; a name differing from an existing topic's only in `.` against `_` INVALID_TOPIC_EXCEPTION (Kafka's collision rule)"},
 	{KAPI_DELETE_TOPICS, 0, 6, 4, h_delete_topics,
@@ -166,18 +168,19 @@ api_allowed(const KRequest *req)
 		req->api_key == KAPI_API_VERSIONS || is_sasl_api(req->api_key);
 }
 
+/* the ranges of the APIs served, or (INVALID_REQUEST) none, as Kafka */
 static void
 api_versions_body(KRequest *req, int16_t error, int16_t version)
 {
 	KWriter    *w = &req->resp;
-
+	bool		none = error == KERR_INVALID_REQUEST;
 	int			n = 0;
 
-	for (int i = 0; i < NAPIS; i++)
+	for (int i = 0; i < NAPIS && !none; i++)
 		n += api_find(apis[i].key) != NULL;
 	kw_i16(w, error);
 	kw_array(w, n);
-	for (int i = 0; i < NAPIS; i++)
+	for (int i = 0; i < NAPIS && !none; i++)
 	{
 		if (api_find(apis[i].key) == NULL)
 			continue;
@@ -190,11 +193,40 @@ api_versions_body(KRequest *req, int16_t error, int16_t version)
 		kw_i32(w, 0);			/* throttle_time_ms */
 }
 
+/*
+ * KIP-511's pattern for a client's software name and version (v3+):
+ * letters, digits, '-' and '.', beginning and ending with a letter or digit
+ */
+static bool
+software_id_valid(KSlice s)
+{
+	for (int32_t i = 0; i < s.len; i++)
+	{
+		uint8_t		c = s.p[i];
+		bool		alnum = (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9');
+
+		if (!alnum && ((c != '-' && c != '.') || i == 0 || i == s.len - 1))
+			return false;
+	}
+	return s.len > 0;
+}
+
+/* v3+'s client software name and version are checked as Kafka checks them */
 static void
 h_api_versions(KRequest *req)
 {
-	/* the v3 body (client software name and version) is informational */
-	api_versions_body(req, KERR_NONE, req->api_version);
+	KReader    *r = &req->body;
+	int16_t		error = KERR_NONE;
+
+	if (req->api_version >= 3)
+	{
+		KSlice		name = kr_str(r);
+		KSlice		version = kr_str(r);
+
+		if (r->err || !software_id_valid(name) || !software_id_valid(version))
+			error = KERR_INVALID_REQUEST;
+	}
+	api_versions_body(req, error, req->api_version);
 	req_finish(req);
 }
 

@@ -300,14 +300,22 @@ if (($ARGV[0] // '') eq 'sasl') {
 
 my $s = connect_broker();
 
-# ApiVersions v0, v3 (flexible request header), and one too new
+# ApiVersions v0, v3 (flexible request header; a client software name or
+# version outside KIP-511's pattern refused), and one too new
 my $r = call($s, 18, 0, '');
 my ($err, $count) = unpack('s> l>', $r);
 my %ranges = map { my ($k, $lo, $hi) = unpack('s> s> s>', substr($r, 6 + 6 * $_, 6)); ($k => "$lo-$hi") } 0 .. $count - 1;
 ok($err == 0 && $ranges{0} eq '0-11' && $ranges{1} eq '0-17', 'ApiVersions v0 lists Produce 0-11 and Fetch 0-17 (Kafka 3.9)',
 	"error $err, $ranges{0}, $ranges{1}");
-$r = call($s, 18, 3, "\x0Bprotocol.pl\x021\0", flexible => 1);
+$r = call($s, 18, 3, "\x0Cprotocol.pl\x021\0", flexible => 1);
 ok(defined $r && unpack('s>', $r) == 0 && unpack('x2 C', $r) == $count + 1, 'ApiVersions v3 answers with a compact array');
+for my $id (["bad name!", '1'], ['protocol.pl', '1.0-'], ['', '1']) {
+	my $body = join('', map { chr(length($_) + 1) . $_ } @$id) . "\0";
+	$r = call($s, 18, 3, $body, flexible => 1);
+	ok(defined $r && unpack('s>', $r) == 42 && unpack('x2 C', $r) == 1,
+		"ApiVersions v3 from client software \"$id->[0]\" version \"$id->[1]\": INVALID_REQUEST, no ranges (KIP-511)",
+		defined $r ? 'error ' . unpack('s>', $r) . ', ' . (unpack('x2 C', $r) - 1) . ' ranges' : 'closed');
+}
 $r = call($s, 18, 99, '');
 ok(defined $r && unpack('s>', $r) == 35, 'ApiVersions v99 gets UNSUPPORTED_VERSION');
 
