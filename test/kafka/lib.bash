@@ -33,11 +33,14 @@ _free_port() {
 }
 
 # kafka_start [OPTION...]: start mq-kafka (on the same port as before, if
-# it ran already) and wait until it accepts connections.
+# it ran already) and wait until it accepts connections.  glibc fills its
+# freed memory with a pattern (MALLOC_PERTURB_), so that a use after free
+# of a pointer crashes it and fails the test instead of going unseen (a
+# static member's rejoin read its freed request's role: groups.sh).
 kafka_start() {
 	[[ -n "$KAFKA_PORT" ]] || KAFKA_PORT="$(_free_port)"
 	BROKER="127.0.0.1:$KAFKA_PORT"
-	"$MQ_KAFKA" --listen "$BROKER" -d "dbname=$PGDATABASE" --group-initial-delay-ms 300 "$@" \
+	MALLOC_PERTURB_=165 "$MQ_KAFKA" --listen "$BROKER" -d "dbname=$PGDATABASE" --group-initial-delay-ms 300 "$@" \
 		>>"$(tmpdir)/mq-kafka.log" 2>&1 &
 	KAFKA_PID=$!
 	local deadline=$((SECONDS + 30))

@@ -372,6 +372,10 @@ sub start_broker
 		# in production, not after the test (PostgreSQL::Test::Utils sets
 		# PGAPPNAME)
 		delete $ENV{PGAPPNAME};
+		# glibc fills freed memory with a pattern: a use after free of a
+		# pointer crashes the broker (or its mq-kafka) and fails the test,
+		# where it would otherwise read stale memory unseen
+		$ENV{MALLOC_PERTURB_} = 165;
 		if ($self->{opt}{high_fds})
 		{
 			# high_fds => 1: the broker starts with descriptors 3..1100 taken,
