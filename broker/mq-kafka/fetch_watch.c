@@ -48,13 +48,17 @@
 
 /*
  * At most $4 ms, and under the server's statement_timeout (a database or
- * role setting a DBA chose, in ms in pg_settings): four fifths of it, so
- * the statement returns before the server would cancel it.
+ * role setting a DBA chose; current_setting shows it with a unit, as an
+ * interval reads it): four fifths of it, so the statement returns before
+ * the server would cancel it.  current_setting, not pg_settings: the watch
+ * runs again after every wake, and pg_settings lists every setting (0.58
+ * ms a statement against 0.08 with pgbench).
  */
 #define AWAIT_SQL \
 	"SELECT mq._await_partitions($1::text[], $2::int4[], $3::int8[]," \
 	"                            CASE WHEN t.ms > 0 THEN least($4, greatest(t.ms * 4 / 5, 1)) ELSE $4 END)" \
-	"  FROM (SELECT setting::int4 AS ms FROM pg_catalog.pg_settings WHERE name = 'statement_timeout') t"
+	"  FROM (SELECT (extract(epoch FROM pg_catalog.current_setting('statement_timeout')::interval)" \
+	"                * 1000)::int4 AS ms) t"
 
 typedef struct WPart
 {
