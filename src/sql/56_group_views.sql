@@ -2,10 +2,10 @@
 -- The consumer groups as roles may see them (docs/groups.md): each shows
 -- only the groups (and, for assignments, topics) the role may DESCRIBE.
 --
--- mq.groups: every consumer group this database knows, in one place: a group of SQL
--- consumers (mq.join_group) and any group with committed offsets (a Kafka
--- group, or SQL consumers committing without joining), each once, with
--- the state its members give it.  mqctl's group list and mq-kafka's
+-- mq.groups: every consumer group this database knows, in one place: a
+-- group of SQL consumers (mq.join_group) and any group with committed
+-- offsets (a Kafka group, or SQL consumers committing without joining),
+-- each once, with the state its members give it.  mqctl's group list and mq-kafka's
 -- ListGroups and DescribeGroups (for the groups it holds no members of)
 -- read it, so a group is listed the same way everywhere.
 -------------------------------------------------------------------------------
