@@ -13,13 +13,17 @@
  * carry producer id, epoch and sequence, so a replica can rebuild the
  * state from the log it copied.
  *
+ * Epochs a producer starts itself.  As on a Kafka partition leader, a
+ * batch at sequence 0 with a newer epoch of an id that has no
+ * transactional id starts that epoch: librdkafka and Java's idempotent
+ * producers bump their own epoch after batches timed out.
+ *
  * Ids issued elsewhere.  In a cluster (a node whose broker attached) ids
  * are cluster-wide (src/sql/63_producer_ids.sql) and a producer writes to
  * every partition leader with the id one node issued.  As on a Kafka
  * partition leader, a batch at sequence 0 registers an id this node does
- * not know, or a newer epoch of such an id (one without a transactional id
- * here); any other batch of an unknown id is refused (MQ013).  Nodes that
- * never had a broker know only the ids they issued.
+ * not know; any other batch of an unknown id is refused (MQ013).  Nodes
+ * that never had a broker know only the ids they issued.
  *
  * Fencing.  Every idempotent send (and fenced offset commit) holds a
  * shared lock on its producer id until its transaction ends, then reads
@@ -110,12 +114,11 @@ read_producer(int64 producer_id, int32 *current, bool *cluster, bool *transactio
 }
 
 /*
- * A producer id issued by another node of the cluster starts here, as on a
- * Kafka partition leader, with its first batch (sequence 0): register it,
- * or move it to the newer epoch its batch carries.
+ * Register the epoch a batch starts (starts_epoch): insert an id issued by
+ * another node, or move a known id to the newer epoch.
  */
 static void
-register_foreign(int64 producer_id, int32 epoch)
+register_epoch(int64 producer_id, int32 epoch)
 {
 	static SPIPlanPtr plan = NULL;
 	MqSpiSave	spi;
@@ -138,13 +141,30 @@ register_foreign(int64 producer_id, int32 epoch)
 }
 
 /*
+ * Whether a batch (or a fenced offset commit, base_sequence -1) starts its
+ * producer's epoch here.  As on a Kafka partition leader, a batch at
+ * sequence 0 starts a newer epoch of an id without a transactional id:
+ * an idempotent producer bumps its own epoch after batches timed out
+ * (librdkafka, Java).  In a cluster other nodes issue ids too, so a first
+ * batch or fenced offset commit also registers an unknown id, or a newer
+ * epoch of a foreign one (a transactional id's, from
+ * mq_coord.init_producer).  The epochs of transactional ids issued here
+ * are this node's own.
+ */
+static bool
+starts_epoch(bool found, bool cluster, bool transactional, int32 current,
+			 int32 epoch, int32 base_sequence)
+{
+	if (base_sequence > 0 || (found && (transactional || epoch <= current)))
+		return false;
+	return cluster || (found && base_sequence == 0);
+}
+
+/*
  * Check that the producer exists and that the epoch is its current one,
  * holding the producer's shared lock until the transaction ends.
- * base_sequence is the batch's first sequence (-1 for an offset commit):
- * on a node issuing cluster-wide ids, a batch at sequence 0 or a fenced
- * offset commit of an unknown id, or of a newer epoch of a foreign id
- * (such as a transactional id's, from mq_coord.init_producer), registers
- * that epoch here.
+ * base_sequence is the batch's first sequence (-1 for an offset commit);
+ * an epoch the batch starts (starts_epoch) is registered first.
  */
 void
 mq_producer_check_epoch(int64 producer_id, int32 epoch, int32 base_sequence)
@@ -156,9 +176,9 @@ mq_producer_check_epoch(int64 producer_id, int32 epoch, int32 base_sequence)
 
 	lock_producer(producer_id, ShareLock);
 	found = read_producer(producer_id, &current, &cluster, &transactional);
-	if (cluster && base_sequence <= 0 && (!found || (epoch > current && !transactional)))
+	if (starts_epoch(found, cluster, transactional, current, epoch, base_sequence))
 	{
-		register_foreign(producer_id, epoch);
+		register_epoch(producer_id, epoch);
 		found = read_producer(producer_id, &current, &cluster, &transactional);
 	}
 

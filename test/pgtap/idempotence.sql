@@ -3,7 +3,7 @@
 \set ON_ERROR_STOP on
 SET client_min_messages = warning;
 BEGIN;
-SELECT plan(32);
+SELECT plan(36);
 
 SELECT mq.create_topic('idem', 2);
 CREATE TEMP TABLE p AS SELECT * FROM mq.init_producer();
@@ -121,6 +121,23 @@ SELECT lives_ok($$SELECT mq.commit_offset('g', 'idem', 1, 2, NULL, (SELECT produ
 SELECT is(mq.committed_offset('g', 'idem', 1), 2::bigint, 'the fenced commit changed nothing, the current one did');
 SELECT throws_ok($$SELECT mq.commit_offset('g', 'idem', 1, 2, NULL, (SELECT producer_id FROM tx), NULL)$$,
     'MQ010', NULL, 'producer_id without producer_epoch is refused');
+
+-- an idempotent producer bumps its own epoch after batches timed out
+-- (librdkafka, Java): as on a Kafka partition leader, its first batch at
+-- sequence 0 starts the newer epoch
+SELECT is((SELECT count(*) FROM mq.send('idem', NULL::bytea, '\x00'::bytea, partition => 0,
+        producer_id => (SELECT producer_id FROM p), producer_epoch => 1, base_sequence => 0)), 1::bigint,
+    'a newer epoch of an idempotent producer at sequence 0 produces');
+SELECT is((SELECT producer_epoch FROM mq.producer WHERE producer_id = (SELECT producer_id FROM p)), 1,
+    'and is the producer''s epoch from then on');
+SELECT throws_ok(
+    $$SELECT * FROM mq.send('idem', NULL::bytea, '\x00'::bytea, partition => 1,
+        producer_id => (SELECT producer_id FROM p), producer_epoch => 0, base_sequence => 0)$$,
+    'MQ012', NULL, 'the older epoch is fenced on every partition');
+SELECT throws_ok(
+    $$SELECT * FROM mq.send('idem', NULL::bytea, '\x00'::bytea, partition => 1,
+        producer_id => (SELECT producer_id FROM tx), producer_epoch => 2, base_sequence => 0)$$,
+    'MQ014', NULL, 'a transactional id''s epochs come from init_producer only');
 
 -- expiry (producer.id.expiration.ms)
 SET mq.producer_id_expiration_ms = 1;
