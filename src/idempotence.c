@@ -16,7 +16,10 @@
  * Epochs a producer starts itself.  As on a Kafka partition leader, a
  * batch at sequence 0 with a newer epoch of an id that has no
  * transactional id starts that epoch: librdkafka and Java's idempotent
- * producers bump their own epoch after batches timed out.
+ * producers bump their own epoch after batches timed out.  So does a
+ * batch at sequence 0 of an id this node issued whose row expired
+ * (mq.producer_id_expiration_ms), as Kafka accepts a producer whose state
+ * expired.
  *
  * Ids issued elsewhere.  In a cluster (a node whose broker attached) ids
  * are cluster-wide (src/sql/63_producer_ids.sql) and a producer writes to
@@ -69,20 +72,27 @@ mq_lock_producer(PG_FUNCTION_ARGS)
 	PG_RETURN_VOID();
 }
 
+/* What a node knows of a producer id, read by read_producer */
+typedef struct ProducerRow
+{
+	bool		found;			/* mq.producer has the id */
+	int32		epoch;			/* its current epoch, when found */
+	bool		transactional;	/* found with a transactional id */
+	bool		cluster;		/* ids are cluster-wide (a broker attached) */
+	bool		issued_here;	/* the node's own counter issued it once */
+} ProducerRow;
+
 /*
- * The producer's row: its current epoch and whether it is foreign here
- * (found, with no transactional id, on a node that issues cluster-wide ids
- * from coordinator blocks: some other node may have issued it).  Read with
- * the latest snapshot: an epoch bumped since our snapshot must count.
+ * The producer's row.  Read with the latest snapshot: an epoch bumped
+ * since our snapshot must count.
  */
-static bool
-read_producer(int64 producer_id, int32 *current, bool *cluster, bool *transactional)
+static void
+read_producer(int64 producer_id, ProducerRow *row)
 {
 	static SPIPlanPtr plan = NULL;
 	MqSpiSave	spi;
 	Datum		arg = Int64GetDatum(producer_id);
 	bool		isnull;
-	bool		found;
 
 	PushActiveSnapshot(GetLatestSnapshot());
 	mq_spi_begin(&spi);
@@ -91,8 +101,9 @@ read_producer(int64 producer_id, int32 *current, bool *cluster, bool *transactio
 		Oid			argtype = INT8OID;
 
 		plan = mq_spi_prepare("SELECT p.producer_epoch, p.transactional_id IS NOT NULL, "
-							  "       EXISTS (SELECT 1 FROM mq.replica_broker) "
-							  "  FROM (SELECT 1) AS one "
+							  "       EXISTS (SELECT 1 FROM mq.replica_broker), "
+							  "       $1 > 0 AND ($1 < s.last_value OR ($1 = s.last_value AND s.is_called)) "
+							  "  FROM mq.producer_producer_id_seq AS s "
 							  "  LEFT JOIN mq.producer p ON p.producer_id = $1",
 							  1, &argtype);
 	}
@@ -103,14 +114,14 @@ read_producer(int64 producer_id, int32 *current, bool *cluster, bool *transactio
 		TupleDesc	desc = SPI_tuptable->tupdesc;
 		Datum		d = SPI_getbinval(tup, desc, 1, &isnull);
 
-		found = !isnull;
-		*current = found ? DatumGetInt32(d) : 0;
-		*transactional = found && DatumGetBool(SPI_getbinval(tup, desc, 2, &isnull));
-		*cluster = DatumGetBool(SPI_getbinval(tup, desc, 3, &isnull));
+		row->found = !isnull;
+		row->epoch = row->found ? DatumGetInt32(d) : 0;
+		row->transactional = row->found && DatumGetBool(SPI_getbinval(tup, desc, 2, &isnull));
+		row->cluster = DatumGetBool(SPI_getbinval(tup, desc, 3, &isnull));
+		row->issued_here = DatumGetBool(SPI_getbinval(tup, desc, 4, &isnull));
 	}
 	mq_spi_end(&spi);
 	PopActiveSnapshot();
-	return found;
 }
 
 /*
@@ -143,21 +154,24 @@ register_epoch(int64 producer_id, int32 epoch)
 /*
  * Whether a batch (or a fenced offset commit, base_sequence -1) starts its
  * producer's epoch here.  As on a Kafka partition leader, a batch at
- * sequence 0 starts a newer epoch of an id without a transactional id:
- * an idempotent producer bumps its own epoch after batches timed out
- * (librdkafka, Java).  In a cluster other nodes issue ids too, so a first
- * batch or fenced offset commit also registers an unknown id, or a newer
- * epoch of a foreign one (a transactional id's, from
- * mq_coord.init_producer).  The epochs of transactional ids issued here
- * are this node's own.
+ * sequence 0 starts a newer epoch of an id without a transactional id
+ * (an idempotent producer bumps its own epoch after batches timed out:
+ * librdkafka, Java), and an id this node issued whose row expired starts
+ * again (librdkafka answers UNKNOWN_PRODUCER_ID so).  In a cluster other
+ * nodes issue ids too, so a first batch or fenced offset commit also
+ * registers an unknown id, or a newer epoch of a foreign one (a
+ * transactional id's, from mq_coord.init_producer).  The epochs of
+ * transactional ids issued here are this node's own.
  */
 static bool
-starts_epoch(bool found, bool cluster, bool transactional, int32 current,
-			 int32 epoch, int32 base_sequence)
+starts_epoch(const ProducerRow *row, int32 epoch, int32 base_sequence)
 {
-	if (base_sequence > 0 || (found && (transactional || epoch <= current)))
+	if (base_sequence > 0)
 		return false;
-	return cluster || (found && base_sequence == 0);
+	if (row->found)
+		return !row->transactional && epoch > row->epoch &&
+			(base_sequence == 0 || row->cluster);
+	return row->cluster || (row->issued_here && base_sequence == 0);
 }
 
 /*
@@ -169,35 +183,32 @@ starts_epoch(bool found, bool cluster, bool transactional, int32 current,
 void
 mq_producer_check_epoch(int64 producer_id, int32 epoch, int32 base_sequence)
 {
-	int32		current;
-	bool		cluster;
-	bool		transactional;
-	bool		found;
+	ProducerRow row;
 
 	lock_producer(producer_id, ShareLock);
-	found = read_producer(producer_id, &current, &cluster, &transactional);
-	if (starts_epoch(found, cluster, transactional, current, epoch, base_sequence))
+	read_producer(producer_id, &row);
+	if (starts_epoch(&row, epoch, base_sequence))
 	{
 		register_epoch(producer_id, epoch);
-		found = read_producer(producer_id, &current, &cluster, &transactional);
+		read_producer(producer_id, &row);
 	}
 
-	if (!found)
+	if (!row.found)
 		ereport(ERROR,
 				(errcode(ERRCODE_MQ_UNKNOWN_PRODUCER_ID),
 				 errmsg("producer id " INT64_FORMAT " is unknown or has expired", producer_id),
 				 errhint("Call mq.init_producer() to get a producer id; ids expire after mq.producer_id_expiration_ms without use.")));
-	if (epoch < current)
+	if (epoch < row.epoch)
 		ereport(ERROR,
 				(errcode(ERRCODE_MQ_PRODUCER_FENCED),
 				 errmsg("producer " INT64_FORMAT " with epoch %d has been fenced by epoch %d",
-						producer_id, epoch, current),
+						producer_id, epoch, row.epoch),
 				 errdetail("Another instance called mq.init_producer() with the same transactional id."),
 				 errhint("This instance must stop producing; the newer one has taken over.")));
-	if (epoch > current)
+	if (epoch > row.epoch)
 		ereport(ERROR,
 				(errcode(ERRCODE_MQ_INVALID_PRODUCER_EPOCH),
-				 errmsg("producer " INT64_FORMAT " has epoch %d, not %d", producer_id, current, epoch),
+				 errmsg("producer " INT64_FORMAT " has epoch %d, not %d", producer_id, row.epoch, epoch),
 				 errhint("Use the epoch that mq.init_producer() returned.")));
 }
 

@@ -3,7 +3,7 @@
 \set ON_ERROR_STOP on
 SET client_min_messages = warning;
 BEGIN;
-SELECT plan(36);
+SELECT plan(39);
 
 SELECT mq.create_topic('idem', 2);
 CREATE TEMP TABLE p AS SELECT * FROM mq.init_producer();
@@ -148,6 +148,15 @@ SELECT throws_ok(
     $$SELECT * FROM mq.send('idem', NULL::bytea, '\x00'::bytea, partition => 0,
         producer_id => (SELECT producer_id FROM p), producer_epoch => 0, base_sequence => 13)$$,
     'MQ013', NULL, 'an expired producer id is unknown');
+SELECT is((SELECT count(*) FROM mq.send('idem', NULL::bytea, '\x00'::bytea, partition => 0,
+        producer_id => (SELECT producer_id FROM p), producer_epoch => 2, base_sequence => 0)), 1::bigint,
+    'a batch at sequence 0 starts an expired id this node issued again, as Kafka accepts a producer whose state expired');
+SELECT is((SELECT producer_epoch FROM mq.producer WHERE producer_id = (SELECT producer_id FROM p)), 2,
+    'with the batch''s epoch');
+SELECT throws_ok(
+    $$SELECT * FROM mq.send('idem', NULL::bytea, '\x00'::bytea, partition => 0,
+        producer_id => 999998, producer_epoch => 0, base_sequence => 0)$$,
+    'MQ013', NULL, 'an id this node never issued stays unknown at sequence 0');
 
 SELECT * FROM finish();
 ROLLBACK;

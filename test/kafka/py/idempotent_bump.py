@@ -1,24 +1,29 @@
 """An idempotent librdkafka producer (confluent-kafka-python) whose
-in-flight batch times out while mq-kafka is stopped
-(test/kafka/idempotent_bump.sh).  Usage: idempotent_bump.py BROKER TOPIC PID
+in-flight batch times out while mq-kafka is stopped, then whose producer
+id expires (test/kafka/idempotent_bump.sh).
+Usage: idempotent_bump.py BROKER TOPIC PID EXPIRE_COMMAND
 
 Sends "first" and waits for it; stops mq-kafka (SIGSTOP to PID), sends
 "paused" and polls until its delivery report says it timed out; resumes
 mq-kafka and sends "after0".."after2".  Having had a batch time out,
 librdkafka bumps its producer epoch itself and starts every partition's
-sequence again at 0, as Kafka's partition leaders accept.  Prints JSON
+sequence again at 0, as Kafka's partition leaders accept.  Then runs
+EXPIRE_COMMAND (a shell command that expires the producer's id in mq) and
+sends "expired0".."expired2": answered UNKNOWN_PRODUCER_ID, librdkafka
+bumps its epoch again and starts at sequence 0.  Prints JSON
 {"delivered": [values], "failed": {value: error name}, "fatal": error
 name or null}.
 """
 import json
 import os
 import signal
+import subprocess
 import sys
 import time
 
 from confluent_kafka import Producer
 
-broker, topic, pid = sys.argv[1], sys.argv[2], int(sys.argv[3])
+broker, topic, pid, expire = sys.argv[1], sys.argv[2], int(sys.argv[3]), sys.argv[4]
 delivered, failed, fatal = [], {}, []
 
 
@@ -50,6 +55,10 @@ def main():
         os.kill(pid, signal.SIGCONT)
     for i in range(3):
         p.produce(topic, b'after%d' % i, on_delivery=report)
+    p.flush(30)
+    subprocess.run(['bash', '-c', expire], check=True, stdout=subprocess.DEVNULL)
+    for i in range(3):
+        p.produce(topic, b'expired%d' % i, on_delivery=report)
     p.flush(30)
     print(json.dumps({"delivered": delivered, "failed": failed,
                       "fatal": fatal[0] if fatal else None}))
