@@ -9,7 +9,7 @@
 # and so did the worker for the topic until it was restarted.  Here every
 # statement of both sessions must succeed, and the worker must go on
 # applying retention after the DDL (it drops the segment the producer
-# closes last).
+# closes last), and pg_amcheck must find the tables and indexes sound.
 #
 # Starts a cluster of its own (the worker runs in its database
 # `postgres`); the one in PGHOST/PGPORT (scripts/test.sh) is not used.
@@ -108,4 +108,8 @@ wait_log_start 20
 # each fetch from offset 10 saw the records produced before it
 got=$(grep -v '^@@done' "$work/cons.out" | tr '\n' ' ')
 [[ "$got" == "5 6 7 8 9 9 " ]] || fail "fetches from offset 10 returned: $got"
-echo "ok: REINDEX CONCURRENTLY, VACUUM FULL, CLUSTER and REINDEX left the open sessions and the maintenance worker working"
+# PostgreSQL's own checker finds every heap and its indexes (the segments
+# and mq's catalog) consistent after the DDL
+q -c "CREATE EXTENSION amcheck" >/dev/null
+amcheck=$(pg_amcheck --heapallindexed --parent-check 2>&1) || fail "pg_amcheck: $amcheck"
+echo "ok: REINDEX CONCURRENTLY, VACUUM FULL, CLUSTER and REINDEX left the open sessions and the maintenance worker working, and pg_amcheck the tables sound"
