@@ -107,8 +107,10 @@ plan_group(DelState *s, DelGroup *d)
 	KGroup	   *g = name ? group_find(name) : NULL;
 
 	d->stmt = -1;
-	if (name == NULL || name[0] == '\0')
+	if (name == NULL)
 		d->code = KERR_INVALID_GROUP_ID;
+	else if (name[0] == '\0')
+		d->code = KERR_GROUP_ID_NOT_FOUND;	/* as Kafka: no group "" exists */
 	else if (!cluster_coordinates(name))
 		d->code = KERR_NOT_COORDINATOR;
 	else if (g && g->nmembers > 0)

@@ -26,6 +26,10 @@
  * COORDINATOR_LOAD_IN_PROGRESS, on which clients ask again for it (Java's
  * admin client, the only one that batches, then sends one group less);
  * v9's member id and epoch belong to KIP-848 groups and are ignored.
+ * Kafka takes group "" in both for old clients' sake; mq refuses it in
+ * SQL (MQ010), so OffsetCommit of "" is INVALID_REQUEST and OffsetFetch
+ * of "" answers no offsets, as Kafka does for a group that never
+ * committed.
  *
  * In a replicated cluster a partition's committed offsets live with the
  * partition, and only its leader takes commits: OffsetCommit and
@@ -369,6 +373,8 @@ read_fetch_part(KRequest *req, OffState *s, OPart *op, const char *topic)
 	KStmt	   *st;
 
 	op->partition = kr_i32(&req->body);
+	if (s->group[0] == '\0')
+		return;					/* group "" has no offsets (above) */
 	op->job = leader_job(s, topic, op->partition, &op->code);
 	if (op->job == NULL)
 		return;
@@ -586,7 +592,7 @@ h_offset_fetch(KRequest *req)
 		req_abort(req);
 		return;
 	}
-	if (s->ntopics < 0)
+	if (s->ntopics < 0 && s->group[0] != '\0')
 		add_all_jobs(s);
 	stable_add_checks(s);
 	kfan_run(&s->fan, req, offsets_fetched);

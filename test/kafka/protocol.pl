@@ -533,7 +533,7 @@ sub describe_group {
 # DeleteGroups v1: an empty and an unknown group id
 $r = call($s, 42, 1, pack('l>', 2) . str('') . str('nosuchgroup'));
 my @dg = defined $r ? unpack('x4 l> n/a s> n/a s>', $r) : ();
-ok(@dg == 5 && $dg[2] == 24 && $dg[4] == 69, 'DeleteGroups: INVALID_GROUP_ID for "", GROUP_ID_NOT_FOUND for an unknown group',
+ok(@dg == 5 && $dg[2] == 69 && $dg[4] == 69, 'DeleteGroups: GROUP_ID_NOT_FOUND for "" and for an unknown group, as from Kafka',
 	"@dg");
 ok(!defined call(connect_broker(), 42, 1, pack('l>', 3) . str('g')), 'a truncated DeleteGroups closes the connection');
 
@@ -648,6 +648,8 @@ ok(@c && $c[0] eq 'pt' && $c[2] == 0 && $c[3] == 0, 'OffsetCommit v1 (a commit t
 ok(@f && $f[0] == 3 && $f[1] eq 'm1', 'OffsetFetch v0 reads the v1 commit back', @f ? "@f" : 'closed');
 @f = fetch_committed_v0('nosuchgroup');
 ok(@f && $f[0] == -1 && $f[2] == 0, 'OffsetFetch v0 of a group without commits: offset -1', @f ? "@f" : 'closed');
+@f = fetch_committed_v0('');
+ok(@f && $f[0] == -1 && $f[2] == 0, 'OffsetFetch of group "": offset -1, no error, as from Kafka', @f ? "@f" : 'closed');
 # ListOffsets v0 of pdel partition 0 (log start 2, high watermark 3):
 # ([offsets], error, bytes left over)
 sub list_offsets_v0 {
