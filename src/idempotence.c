@@ -13,20 +13,20 @@
  * carry producer id, epoch and sequence, so a replica can rebuild the
  * state from the log it copied.
  *
- * Epochs a producer starts itself.  As on a Kafka partition leader, a
- * batch at sequence 0 with a newer epoch of an id that has no
+ * State that expired, epochs a producer starts itself.  As on a Kafka
+ * partition leader since KIP-360, a producer the partition has no state
+ * of (new to it, or idle past mq.producer_id_expiration_ms) starts at any
+ * sequence, and a batch of an id this node issued whose row expired
+ * registers it again: kafkajs goes on with its sequences after a day
+ * idle.  A batch at sequence 0 with a newer epoch of an id that has no
  * transactional id starts that epoch: librdkafka and Java's idempotent
- * producers bump their own epoch after batches timed out.  So does a
- * batch at sequence 0 of an id this node issued whose row expired
- * (mq.producer_id_expiration_ms), as Kafka accepts a producer whose state
- * expired.
+ * producers bump their own epoch after batches timed out.
  *
  * Ids issued elsewhere.  In a cluster (a node whose broker attached) ids
  * are cluster-wide (src/sql/63_producer_ids.sql) and a producer writes to
- * every partition leader with the id one node issued.  As on a Kafka
- * partition leader, a batch at sequence 0 registers an id this node does
- * not know; any other batch of an unknown id is refused (MQ013).  Nodes
- * that never had a broker know only the ids they issued.
+ * every partition leader with the id one node issued: any batch of an id
+ * this node does not know registers it.  Nodes that never had a broker
+ * know only the ids they issued (MQ013 for any other).
  *
  * Fencing.  Every idempotent send (and fenced offset commit) holds a
  * shared lock on its producer id until its transaction ends, then reads
@@ -153,25 +153,21 @@ register_epoch(int64 producer_id, int32 epoch)
 
 /*
  * Whether a batch (or a fenced offset commit, base_sequence -1) starts its
- * producer's epoch here.  As on a Kafka partition leader, a batch at
- * sequence 0 starts a newer epoch of an id without a transactional id
- * (an idempotent producer bumps its own epoch after batches timed out:
- * librdkafka, Java), and an id this node issued whose row expired starts
- * again (librdkafka answers UNKNOWN_PRODUCER_ID so).  In a cluster other
- * nodes issue ids too, so a first batch or fenced offset commit also
- * registers an unknown id, or a newer epoch of a foreign one (a
+ * producer's epoch here (above): a batch of an id this node issued whose
+ * row expired; a batch at sequence 0 of a newer epoch of an id without a
+ * transactional id.  In a cluster other nodes issue ids too, so any batch
+ * or fenced offset commit of an unknown id registers it, and a fenced
+ * offset commit also starts a newer epoch of a foreign one (a
  * transactional id's, from mq_coord.init_producer).  The epochs of
  * transactional ids issued here are this node's own.
  */
 static bool
 starts_epoch(const ProducerRow *row, int32 epoch, int32 base_sequence)
 {
-	if (base_sequence > 0)
-		return false;
-	if (row->found)
-		return !row->transactional && epoch > row->epoch &&
-			(base_sequence == 0 || row->cluster);
-	return row->cluster || (row->issued_here && base_sequence == 0);
+	if (!row->found)
+		return row->cluster || (row->issued_here && base_sequence >= 0);
+	return !row->transactional && epoch > row->epoch &&
+		(base_sequence == 0 || (row->cluster && base_sequence < 0));
 }
 
 /*
@@ -306,9 +302,16 @@ mq_producer_check_sequence(MqTopic *topic, int32 partition, MqProducer *p,
 		Assert(nfirst == nlast && nlast == nbase);
 	}
 
-	if (!found || state_epoch != p->producer_epoch)
+	if (!found)
 	{
-		/* a new producer, or a new epoch, on this partition starts at 0 */
+		/*
+		 * none here: a producer new to the partition, or whose state expired,
+		 * starts at any sequence, as on Kafka since KIP-360
+		 */
+	}
+	else if (state_epoch != p->producer_epoch)
+	{
+		/* a new epoch of a producer the partition knows starts at 0 */
 		if (p->base_sequence != 0)
 			ereport(ERROR,
 					(errcode(ERRCODE_MQ_OUT_OF_ORDER_SEQUENCE),

@@ -1,6 +1,6 @@
 """An idempotent librdkafka producer (confluent-kafka-python) whose
 in-flight batch times out while mq-kafka is stopped, then whose producer
-id expires (test/kafka/idempotent_bump.sh).
+id expires (test/kafka/idempotent.sh).
 Usage: idempotent_bump.py BROKER TOPIC PID EXPIRE_COMMAND
 
 Sends "first" and waits for it; stops mq-kafka (SIGSTOP to PID), sends
@@ -9,8 +9,8 @@ mq-kafka and sends "after0".."after2".  Having had a batch time out,
 librdkafka bumps its producer epoch itself and starts every partition's
 sequence again at 0, as Kafka's partition leaders accept.  Then runs
 EXPIRE_COMMAND (a shell command that expires the producer's id in mq) and
-sends "expired0".."expired2": answered UNKNOWN_PRODUCER_ID, librdkafka
-bumps its epoch again and starts at sequence 0.  Prints JSON
+sends "expired0".."expired2", which go on with the producer's sequences.
+Prints JSON
 {"delivered": [values], "failed": {value: error name}, "fatal": error
 name or null}.
 """
