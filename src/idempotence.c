@@ -33,7 +33,8 @@
  * the current epoch with the latest snapshot.  init_producer bumps the
  * epoch and then takes that lock exclusively, so it waits for in-flight
  * transactions of the old epoch to finish, and any send queued behind it
- * sees the new epoch and is refused.
+ * sees the new epoch and is refused.  Maintenance's expiry takes it
+ * exclusively too, without waiting: it skips ids a send holds.
  *
  *-------------------------------------------------------------------------
  */
@@ -51,25 +52,34 @@
 #include "mq.h"
 
 PG_FUNCTION_INFO_V1(mq_lock_producer);
+PG_FUNCTION_INFO_V1(mq_try_lock_producer);
 
 #define MQ_PRODUCER_HISTORY 5
 
-static void
-lock_producer(int64 producer_id, LOCKMODE mode)
+/* the producer's lock, until the transaction ends; false: taken (!wait) */
+static bool
+lock_producer(int64 producer_id, LOCKMODE mode, bool wait)
 {
 	LOCKTAG		tag;
 
 	SET_LOCKTAG_ADVISORY(tag, MyDatabaseId, (uint32) (producer_id >> 32),
 						 (uint32) producer_id, MQ_LOCK_PRODUCER);
-	(void) LockAcquire(&tag, mode, false, false);
+	return LockAcquire(&tag, mode, false, !wait) != LOCKACQUIRE_NOT_AVAIL;
 }
 
 /* mq._lock_producer(producer_id): init_producer's wait for the old epoch */
 Datum
 mq_lock_producer(PG_FUNCTION_ARGS)
 {
-	lock_producer(PG_GETARG_INT64(0), ExclusiveLock);
+	(void) lock_producer(PG_GETARG_INT64(0), ExclusiveLock, true);
 	PG_RETURN_VOID();
+}
+
+/* mq._try_lock_producer(producer_id): expiry's, if no send holds it */
+Datum
+mq_try_lock_producer(PG_FUNCTION_ARGS)
+{
+	PG_RETURN_BOOL(lock_producer(PG_GETARG_INT64(0), ExclusiveLock, false));
 }
 
 /* What a node knows of a producer id, read by read_producer */
@@ -181,7 +191,7 @@ mq_producer_check_epoch(int64 producer_id, int32 epoch, int32 base_sequence)
 {
 	ProducerRow row;
 
-	lock_producer(producer_id, ShareLock);
+	(void) lock_producer(producer_id, ShareLock, true);
 	read_producer(producer_id, &row);
 	if (starts_epoch(&row, epoch, base_sequence))
 	{

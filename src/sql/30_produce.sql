@@ -53,6 +53,8 @@ CREATE FUNCTION mq.record_size(key bytea, value bytea, headers jsonb DEFAULT NUL
 
 CREATE FUNCTION mq._lock_producer(producer_id bigint) RETURNS void
     AS 'MODULE_PATHNAME', 'mq_lock_producer' LANGUAGE C STRICT;
+CREATE FUNCTION mq._try_lock_producer(producer_id bigint) RETURNS boolean
+    AS 'MODULE_PATHNAME', 'mq_try_lock_producer' LANGUAGE C STRICT;
 
 -- A new producer id (epoch 0), or for a known transactional id the same id
 -- with the next epoch.  Waits until transactions of the older epoch have

@@ -129,6 +129,7 @@ LANGUAGE plpgsql SET search_path = pg_catalog, pg_temp AS $$
 DECLARE
     v_expiry interval := coalesce(nullif(current_setting('mq.producer_id_expiration_ms', true), ''), '86400000')::bigint
                          * interval '1 millisecond';
+    v_idle bigint[];
 BEGIN
     -- a dropped role's grants and topic ownership go, so that a new role
     -- that gets the same OID inherits nothing (roles have no dependency
@@ -157,9 +158,19 @@ BEGIN
     EXCEPTION WHEN OTHERS THEN
         RAISE WARNING 'mq maintenance could not abort timed-out Kafka transactions: %', SQLERRM;
     END;
-    -- producer ids unused for mq.producer_id_expiration_ms expire, as in Kafka
+    -- producer ids unused for mq.producer_id_expiration_ms expire, as in
+    -- Kafka.  A send holds its producer's lock until it commits: the idle
+    -- ids are locked first, skipping those a send holds, and deleted only
+    -- if still idle as of the next statement's snapshot, so that a send
+    -- that was open keeps its state (a retry of it is not written twice)
+    WITH idle AS MATERIALIZED (
+        SELECT p.producer_id FROM mq.producer p
+         WHERE p.last_used < clock_timestamp() - v_expiry
+           AND NOT EXISTS (SELECT 1 FROM mq.producer_state s
+                            WHERE s.producer_id = p.producer_id AND s.updated_at >= clock_timestamp() - v_expiry))
+    SELECT array_agg(i.producer_id) INTO v_idle FROM idle i WHERE mq._try_lock_producer(i.producer_id);
     DELETE FROM mq.producer p
-     WHERE p.last_used < clock_timestamp() - v_expiry
+     WHERE p.producer_id = ANY (v_idle)
        AND NOT EXISTS (SELECT 1 FROM mq.producer_state s
                         WHERE s.producer_id = p.producer_id AND s.updated_at >= clock_timestamp() - v_expiry);
 END $$;
