@@ -162,12 +162,16 @@ BEGIN
     -- Kafka.  A send holds its producer's lock until it commits: the idle
     -- ids are locked first, skipping those a send holds, and deleted only
     -- if still idle as of the next statement's snapshot, so that a send
-    -- that was open keeps its state (a retry of it is not written twice)
+    -- that was open keeps its state (a retry of it is not written twice).
+    -- Rows first, skipping those being written (init_producer updates its
+    -- row, then waits for the producer's lock): nothing here waits for a
+    -- lock a producer holds while it waits for one of ours
     WITH idle AS MATERIALIZED (
         SELECT p.producer_id FROM mq.producer p
          WHERE p.last_used < clock_timestamp() - v_expiry
            AND NOT EXISTS (SELECT 1 FROM mq.producer_state s
-                            WHERE s.producer_id = p.producer_id AND s.updated_at >= clock_timestamp() - v_expiry))
+                            WHERE s.producer_id = p.producer_id AND s.updated_at >= clock_timestamp() - v_expiry)
+           FOR UPDATE OF p SKIP LOCKED)
     SELECT array_agg(i.producer_id) INTO v_idle FROM idle i WHERE mq._try_lock_producer(i.producer_id);
     DELETE FROM mq.producer p
      WHERE p.producer_id = ANY (v_idle)
