@@ -17,8 +17,10 @@
  * default.replication.factor, group.initial.rebalance.delay.ms, the
  * session timeout bounds group.min/max.session.timeout.ms) as
  * STATIC_BROKER_CONFIG, to a client with DESCRIBE on the cluster (else
- * CLUSTER_AUTHORIZATION_FAILED, as in Kafka); another broker's id gets no
- * configs (clients ask each broker about itself).  Other resource types
+ * CLUSTER_AUTHORIZATION_FAILED, as in Kafka); as in Kafka, the name ""
+ * (the cluster's dynamic defaults, none here) gets no configs and another
+ * broker's id INVALID_REQUEST (clients ask each broker about itself).
+ * Other resource types
  * get INVALID_REQUEST.  v3+ answers each
  * key's type as UNKNOWN (0) and no documentation (null), which Kafka's
  * schema allows; v4+ is flexible.  In a replicated cluster a replicated
@@ -127,6 +129,8 @@ write_resource(KRequest *req, ConfigState *s, Resource *rs)
 	KWriter    *w = &req->resp;
 	KStmt	   *st = rs->stmt >= 0 ? &rs->job->stmts[rs->stmt] : NULL;
 	int16_t		code = KERR_NONE;
+	const char *message = st && st->err.message ? st->err.message : "";
+	char		other[128];
 	size_t		count_at;
 	int32_t		n = 0;
 
@@ -135,10 +139,18 @@ write_resource(KRequest *req, ConfigState *s, Resource *rs)
 	if ((rs->type != RESOURCE_TOPIC && !broker) ||
 		(rs->type == RESOURCE_TOPIC && st == NULL))
 		code = KERR_INVALID_REQUEST;
+	else if (broker && st == NULL && rs->name.len > 0)
+	{
+		/* as Kafka: "" is the cluster's dynamic defaults (none here) */
+		code = KERR_INVALID_REQUEST;
+		snprintf(other, sizeof(other), "unexpected broker id, expected %d or empty string, but received %.*s",
+				 kconfig.node_id, (int) (rs->name.len > 32 ? 32 : rs->name.len), (const char *) rs->name.p);
+		message = other;
+	}
 	else if (st && !kstmt_failed(st, &code) && PQntuples(st->res) == 0)
 		code = broker ? KERR_CLUSTER_AUTHORIZATION_FAILED : KERR_UNKNOWN_TOPIC_OR_PARTITION;
 	kw_i16(w, code);
-	kw_str(w, code == KERR_NONE ? NULL : st && st->err.message ? st->err.message : "");
+	kw_str(w, code == KERR_NONE ? NULL : message);
 	kw_i8(w, rs->type);
 	kw_strn(w, rs->name.p, rs->name.len);
 	count_at = kw_later(w);

@@ -530,6 +530,29 @@ sub describe_group {
 	close $c;
 }
 
+# DescribeConfigs v0 of broker resources "", another broker's id and this
+# one's (1), as Kafka answers them: no configs (the cluster's dynamic
+# defaults, none here), INVALID_REQUEST with a message, this broker's
+# configs; (error, message, name, count) each
+$r = call($s, 32, 0, pack('l>', 3) . join('', map { pack('c', 4) . str($_) . pack('l>', -1) } ('', '7', '1')));
+my @dc;
+if (defined $r && $r ne 'timeout') {
+	my $pos = 8;
+	for (1 .. 3) {
+		my $err = unpack("x$pos s>", $r);
+		my ($msg, $p1) = rd_str($r, $pos + 2);
+		my ($name, $p2) = rd_str($r, $p1 + 1);
+		my $n = unpack("x$p2 l>", $r);
+		push @dc, [$err, $msg // '', $name, $n];
+		$pos = $p2 + 4;
+		last if $n > 0;	# this broker's configs end the answer
+	}
+}
+ok(@dc == 3 && "@{ $dc[0] }[0,2,3]" eq '0  0' && $dc[1][0] == 42 && $dc[1][1] =~ /unexpected broker id/ && $dc[1][3] == 0
+	&& $dc[2][0] == 0 && $dc[2][2] eq '1' && $dc[2][3] > 0,
+	'DescribeConfigs of broker "": no configs; of another broker: INVALID_REQUEST; of this one: its configs',
+	join(' | ', map { "@$_" } @dc));
+
 # DeleteGroups v1: an empty and an unknown group id
 $r = call($s, 42, 1, pack('l>', 2) . str('') . str('nosuchgroup'));
 my @dg = defined $r ? unpack('x4 l> n/a s> n/a s>', $r) : ();
