@@ -13,20 +13,17 @@
  * carry producer id, epoch and sequence, so a replica can rebuild the
  * state from the log it copied.
  *
- * State that expired, epochs a producer starts itself.  As on a Kafka
- * partition leader since KIP-360, a producer the partition has no state
- * of (new to it, or idle past mq.producer_id_expiration_ms) starts at any
- * sequence, and a batch of an id this node issued whose row expired
- * registers it again: kafkajs goes on with its sequences after a day
- * idle.  A batch at sequence 0 with a newer epoch of an id that has no
+ * Ids and state mq does not have, epochs a producer starts itself.  As on
+ * a Kafka partition leader since KIP-360, a producer the partition has no
+ * state of (new to it, or idle past mq.producer_id_expiration_ms) starts
+ * at any sequence, and any batch of an id the node does not know
+ * registers it: one issued by another node of a cluster, one that
+ * expired (kafkajs goes on with its sequences after a day idle), one from
+ * before a restore.  init_producer skips registered ids
+ * (mq._next_local_producer_id), so such an id is never handed out again.
+ * A batch at sequence 0 with a newer epoch of an id that has no
  * transactional id starts that epoch: librdkafka and Java's idempotent
  * producers bump their own epoch after batches timed out.
- *
- * Ids issued elsewhere.  In a cluster (a node whose broker attached) ids
- * are cluster-wide (src/sql/63_producer_ids.sql) and a producer writes to
- * every partition leader with the id one node issued: any batch of an id
- * this node does not know registers it.  Nodes that never had a broker
- * know only the ids they issued (MQ013 for any other).
  *
  * Fencing.  Every idempotent send (and fenced offset commit) holds a
  * shared lock on its producer id until its transaction ends, then reads
@@ -89,7 +86,6 @@ typedef struct ProducerRow
 	int32		epoch;			/* its current epoch, when found */
 	bool		transactional;	/* found with a transactional id */
 	bool		cluster;		/* ids are cluster-wide (a broker attached) */
-	bool		issued_here;	/* the node's own counter issued it once */
 } ProducerRow;
 
 /*
@@ -111,9 +107,8 @@ read_producer(int64 producer_id, ProducerRow *row)
 		Oid			argtype = INT8OID;
 
 		plan = mq_spi_prepare("SELECT p.producer_epoch, p.transactional_id IS NOT NULL, "
-							  "       EXISTS (SELECT 1 FROM mq.replica_broker), "
-							  "       $1 > 0 AND ($1 < s.last_value OR ($1 = s.last_value AND s.is_called)) "
-							  "  FROM mq.producer_producer_id_seq AS s "
+							  "       EXISTS (SELECT 1 FROM mq.replica_broker) "
+							  "  FROM (SELECT 1) AS one "
 							  "  LEFT JOIN mq.producer p ON p.producer_id = $1",
 							  1, &argtype);
 	}
@@ -128,7 +123,6 @@ read_producer(int64 producer_id, ProducerRow *row)
 		row->epoch = row->found ? DatumGetInt32(d) : 0;
 		row->transactional = row->found && DatumGetBool(SPI_getbinval(tup, desc, 2, &isnull));
 		row->cluster = DatumGetBool(SPI_getbinval(tup, desc, 3, &isnull));
-		row->issued_here = DatumGetBool(SPI_getbinval(tup, desc, 4, &isnull));
 	}
 	mq_spi_end(&spi);
 	PopActiveSnapshot();
@@ -163,19 +157,19 @@ register_epoch(int64 producer_id, int32 epoch)
 
 /*
  * Whether a batch (or a fenced offset commit, base_sequence -1) starts its
- * producer's epoch here (above): a batch of an id this node issued whose
- * row expired; a batch at sequence 0 of a newer epoch of an id without a
- * transactional id.  In a cluster other nodes issue ids too, so any batch
- * or fenced offset commit of an unknown id registers it, and a fenced
- * offset commit also starts a newer epoch of a foreign one (a
- * transactional id's, from mq_coord.init_producer).  The epochs of
- * transactional ids issued here are this node's own.
+ * producer's epoch here (above): any batch of an unknown id; a batch at
+ * sequence 0 of a newer epoch of an id without a transactional id.  In a
+ * cluster a fenced offset commit also registers an unknown id or starts
+ * a newer epoch of a foreign one (a transactional id's, from
+ * mq_coord.init_producer, whose consumer may commit where it never
+ * produced); elsewhere it must name a producer the node knows.  The
+ * epochs of transactional ids issued here are this node's own.
  */
 static bool
 starts_epoch(const ProducerRow *row, int32 epoch, int32 base_sequence)
 {
 	if (!row->found)
-		return row->cluster || (row->issued_here && base_sequence >= 0);
+		return row->cluster || base_sequence >= 0;
 	return !row->transactional && epoch > row->epoch &&
 		(base_sequence == 0 || (row->cluster && base_sequence < 0));
 }

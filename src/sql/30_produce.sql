@@ -56,6 +56,21 @@ CREATE FUNCTION mq._lock_producer(producer_id bigint) RETURNS void
 CREATE FUNCTION mq._try_lock_producer(producer_id bigint) RETURNS boolean
     AS 'MODULE_PATHNAME', 'mq_try_lock_producer' LANGUAGE C STRICT;
 
+-- The node's next own producer id, past ids that batches registered (a
+-- batch of an id mq does not know registers it, as Kafka takes any
+-- producer: src/idempotence.c), so that no two producers share one.
+CREATE FUNCTION mq._next_local_producer_id() RETURNS bigint
+LANGUAGE plpgsql SET search_path = pg_catalog, pg_temp AS $$
+DECLARE
+    v_id bigint;
+BEGIN
+    LOOP
+        v_id := nextval(pg_get_serial_sequence('mq.producer', 'producer_id'));
+        EXIT WHEN NOT EXISTS (SELECT 1 FROM mq.producer p WHERE p.producer_id = v_id);
+    END LOOP;
+    RETURN v_id;
+END $$;
+
 -- A new producer id (epoch 0), or for a known transactional id the same id
 -- with the next epoch.  Waits until transactions of the older epoch have
 -- ended; from then on they are fenced (MQ012).  On a node whose broker
@@ -90,7 +105,8 @@ BEGIN
             RETURNING p.producer_id, p.producer_epoch INTO v_id, v_epoch;
         END IF;
     ELSE
-        INSERT INTO mq.producer AS p (transactional_id) VALUES (init_producer.transactional_id)
+        INSERT INTO mq.producer AS p (producer_id, transactional_id)
+        VALUES (mq._next_local_producer_id(), init_producer.transactional_id)
         ON CONFLICT ON CONSTRAINT producer_transactional_id_key DO UPDATE
             SET producer_epoch = p.producer_epoch + 1, last_used = now()
         RETURNING p.producer_id, p.producer_epoch INTO v_id, v_epoch;

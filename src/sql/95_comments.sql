@@ -110,6 +110,8 @@ COMMENT ON FUNCTION mq.init_producer(text) IS
     'registers an idempotent producer, or for a transactional id bumps its epoch and fences the older instance; returns producer id and epoch';
 COMMENT ON FUNCTION mq._lock_producer(bigint) IS
     'internal: init_producer''s exclusive producer lock, waiting for sends of older epochs to end';
+COMMENT ON FUNCTION mq._next_local_producer_id() IS
+    'internal: the next producer id of the node''s own counter that no producer holds (batches register ids mq did not issue)';
 COMMENT ON FUNCTION mq._try_lock_producer(bigint) IS
     'internal: maintenance''s exclusive producer lock, only if no send holds the producer; false otherwise';
 COMMENT ON TYPE mq.produced IS

@@ -7,7 +7,7 @@
 \set ON_ERROR_STOP on
 SET client_min_messages = warning;
 BEGIN;
-SELECT plan(47);
+SELECT plan(49);
 
 -------------------------------------------------------------------------------
 -- Coordinator: blocks from one counter, never overlapping
@@ -51,9 +51,15 @@ SELECT results_eq($$ SELECT first_id FROM mq_coord.allocate_producer_ids(7, 5) $
 SELECT mq.create_topic('pid', 2);
 CREATE TEMP TABLE local_p AS SELECT * FROM mq.init_producer();
 SELECT ok((SELECT producer_id FROM local_p) IS NOT NULL, 'a brokerless node issues ids of its own');
-SELECT throws_ok($$ SELECT * FROM mq.send_batch('pid', NULL, ARRAY['\x00']::bytea[], partition => 0,
-                     producer_id => 900001, producer_epoch => 0, base_sequence => 0) $$,
-                 'MQ013', NULL, 'a brokerless node refuses an unknown producer id, even at sequence 0');
+SELECT mq.create_topic('pid-local', 1);
+SELECT results_eq($$ SELECT msg_offset FROM mq.send_batch('pid-local', NULL, ARRAY['\x00']::bytea[], partition => 0,
+                      producer_id => 800001, producer_epoch => 0, base_sequence => 3) $$,
+                  ARRAY[0::bigint], 'a brokerless node takes an id it did not issue, at any sequence, as Kafka takes any producer (one from before a restore)');
+SELECT setval(pg_get_serial_sequence('mq.producer', 'producer_id'), 800000);
+SELECT is((SELECT producer_id FROM mq.init_producer()), 800002::bigint,
+          'init_producer skips the id the batch registered');
+SELECT throws_ok($$ SELECT mq.commit_offset('g', 'pid-local', 0, 1, NULL, 800005, 0) $$,
+                 'MQ013', NULL, 'a fenced offset commit must name a producer the node knows');
 
 -------------------------------------------------------------------------------
 -- A node whose broker attached: ids only from blocks
@@ -138,9 +144,8 @@ SELECT throws_ok($$ SELECT * FROM mq.send_batch('pid', '{}'::bytea[], '{}'::byte
 
 -- without its broker row the node is brokerless again
 DELETE FROM mq.replica_broker;
-SELECT throws_ok($$ SELECT * FROM mq.send_batch('pid', NULL, ARRAY['\x00']::bytea[], partition => 0,
-                     producer_id => 900004, producer_epoch => 0, base_sequence => 0) $$,
-                 'MQ013', NULL, 'a brokerless node knows only the ids it issued');
+SELECT throws_ok($$ SELECT mq.commit_offset('g', 'pid', 0, 1, NULL, 900006, 0) $$,
+                 'MQ013', NULL, 'a brokerless node takes no fenced offset commit of an unknown id');
 
 SELECT * FROM finish();
 ROLLBACK;
