@@ -17,7 +17,9 @@
  * a Kafka partition leader since KIP-360, a producer the partition has no
  * state of (new to it, or idle past mq.producer_id_expiration_ms) starts
  * at any sequence, and any batch of an id the node does not know
- * registers it: one issued by another node of a cluster, one that
+ * registers it: one issued by another node of a cluster (ids are
+ * cluster-wide there, src/sql/63_producer_ids.sql, and a producer writes
+ * to every partition leader with the id one node issued), one that
  * expired (kafkajs goes on with its sequences after a day idle), one from
  * before a restore.  init_producer skips registered ids
  * (mq._next_local_producer_id), so such an id is never handed out again.
