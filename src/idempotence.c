@@ -257,7 +257,10 @@ seq_before(int32 a, int32 b)
  * the last five batches (returns true and sets *dup_base to the offset the
  * original got).  A batch entirely before those five is a duplicate whose
  * offsets are forgotten (MQ015, Kafka's DUPLICATE_SEQUENCE_NUMBER); any
- * other sequence is a gap (MQ011).
+ * other sequence is a gap (MQ011).  Only before five, though: with fewer
+ * remembered, the oldest is the first the partition took of this epoch,
+ * which may have come mid-sequence (its state had expired, above), so
+ * nothing says an older batch was written: a gap, as Kafka answers it.
  */
 bool
 mq_producer_check_sequence(MqTopic *topic, int32 partition, MqProducer *p,
@@ -342,7 +345,7 @@ mq_producer_check_sequence(MqTopic *topic, int32 partition, MqProducer *p,
 			*dup_base = bases[i];
 			break;
 		}
-		if (!duplicate && seq_before(last_seq, firsts[0]))
+		if (!duplicate && nfirst == MQ_PRODUCER_HISTORY && seq_before(last_seq, firsts[0]))
 			ereport(ERROR,
 					(errcode(ERRCODE_MQ_DUPLICATE_SEQUENCE),
 					 errmsg("duplicate sequences %d..%d from producer " INT64_FORMAT " epoch %d on topic \"%s\" partition %d",

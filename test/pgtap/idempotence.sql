@@ -3,7 +3,7 @@
 \set ON_ERROR_STOP on
 SET client_min_messages = warning;
 BEGIN;
-SELECT plan(38);
+SELECT plan(39);
 
 SELECT mq.create_topic('idem', 2);
 CREATE TEMP TABLE p AS SELECT * FROM mq.init_producer();
@@ -66,6 +66,10 @@ SELECT throws_ok(
     $$SELECT * FROM mq.send('idem', NULL::bytea, '\x00'::bytea, partition => 1,
         producer_id => (SELECT producer_id FROM p), producer_epoch => 0, base_sequence => 15)$$,
     'MQ011', NULL, 'from then on that partition takes only the next sequence');
+SELECT throws_ok(
+    $$SELECT * FROM mq.send('idem', NULL::bytea, '\x00'::bytea, partition => 1,
+        producer_id => (SELECT producer_id FROM p), producer_epoch => 0, base_sequence => 0)$$,
+    'MQ011', NULL, 'a batch before the first the partition took is a gap, not a duplicate: nothing says it was written');
 
 -- the records carry the producer identity
 DO $$ BEGIN
