@@ -27,7 +27,11 @@
  * and below the high watermark.  It takes ROW EXCLUSIVE on the partition
  * and the segments it touches: producers (ROW EXCLUSIVE on the active
  * segment) and readers (ACCESS SHARE) never wait for it, and readers see
- * the old or the new contents as their MVCC snapshot says.
+ * the old or the new contents as their MVCC snapshot says.  Two passes of
+ * one partition (the maintenance worker's and an mq.compact() call) run
+ * one after the other: each first takes the partition's compaction lock
+ * (MQ_LOCK_COMPACT, until its transaction ends), so the second sees the
+ * first's cleaner point instead of recording the same pass again.
  *
  *-------------------------------------------------------------------------
  */
@@ -36,6 +40,8 @@
 #include "catalog/pg_type.h"
 #include "executor/spi.h"
 #include "fmgr.h"
+#include "miscadmin.h"
+#include "storage/lock.h"
 #include "utils/builtins.h"
 #include "utils/jsonb.h"
 #include "utils/lsyscache.h"
@@ -43,6 +49,19 @@
 #include "mq.h"
 
 PG_FUNCTION_INFO_V1(mq_compact_delete);
+PG_FUNCTION_INFO_V1(mq_lock_compaction);
+
+/* mq._lock_compaction(topic_id, partition): waits for another pass */
+Datum
+mq_lock_compaction(PG_FUNCTION_ARGS)
+{
+	LOCKTAG		tag;
+
+	SET_LOCKTAG_ADVISORY(tag, MyDatabaseId, (uint32) PG_GETARG_INT32(0),
+						 (uint32) PG_GETARG_INT32(1), MQ_LOCK_COMPACT);
+	(void) LockAcquire(&tag, ExclusiveLock, false, false);
+	PG_RETURN_VOID();
+}
 
 /*
  * Produce to a compacted topic: every record needs a key (Kafka's

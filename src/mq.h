@@ -35,6 +35,7 @@
 #define MQ_LOCK_PRODUCER	0x4D53	/* shared by sends, exclusive by init_producer */
 #define MQ_LOCK_BROKER		0x4D54	/* held by the node's mq-broker session (leadership.c) */
 #define MQ_LOCK_PROGRESS	0x4D55	/* a follower's fetch, progress to commit (replica.c) */
+#define MQ_LOCK_COMPACT		0x4D56	/* one compaction pass per partition (compact.c) */
 
 /* Column numbers of a log table (1-based, as in the CREATE TABLE) */
 #define Anum_log_partition		1

@@ -25,7 +25,9 @@
 --
 -- Locking: a pass removes records with one DELETE (compact.c) under the
 -- maintenance transaction's snapshot; producers and readers never wait for
--- it.  A later pass (in another transaction, once the removal committed)
+-- it.  Passes of one partition take turns (mq._lock_compaction): the
+-- worker's and an mq.compact() call's would otherwise both record the
+-- same pass, and the second would fail on cleaner_pass's key.  A later pass (in another transaction, once the removal committed)
 -- rewrites the segments that lost records with CLUSTER to give the space
 -- back, once no transaction older than the pass remains in the database
 -- (CLUSTER keeps what an open snapshot may still see): that takes ACCESS EXCLUSIVE on one closed segment for the length
@@ -191,6 +193,9 @@ END $$;
 
 -- One cleaning pass over a partition if its dirty ratio calls for one.
 -- Returns the number of records removed (NULL when no pass ran).
+CREATE FUNCTION mq._lock_compaction(topic_id integer, partition integer) RETURNS void
+    AS 'MODULE_PATHNAME', 'mq_lock_compaction' LANGUAGE C STRICT;
+
 CREATE FUNCTION mq._compact_partition(p_topic_id integer, p_partition integer, p_config jsonb)
     RETURNS bigint
 LANGUAGE plpgsql SET search_path = pg_catalog, pg_temp AS $$
@@ -205,8 +210,12 @@ DECLARE
     v_clean numeric;
     v_dirty numeric;
     v_removed jsonb;
-    v_now timestamptz := clock_timestamp();
+    v_now timestamptz;
 BEGIN
+    -- one pass of a partition at a time (compact.c); what follows reads
+    -- what a pass that held the lock before committed
+    PERFORM mq._lock_compaction(p_topic_id, p_partition);
+    v_now := clock_timestamp();
     PERFORM mq._compact_rewrite(p_topic_id, p_partition);
     SELECT * INTO st FROM mq.partition_state WHERE topic_id = p_topic_id AND partition = p_partition;
     v_cp := mq._cleaner_point(p_topic_id, p_partition);
@@ -347,6 +356,8 @@ COMMENT ON FUNCTION mq._compaction_overdue(integer, integer, bigint, bigint, jso
     'whether a partition''s oldest dirty record waited longer than max.compaction.lag.ms';
 COMMENT ON FUNCTION mq._compact_rewrite(integer, integer) IS
     'rewrites segments compacted by earlier passes to give their space back';
+COMMENT ON FUNCTION mq._lock_compaction(integer, integer) IS
+    'internal: the partition''s compaction lock until the transaction ends, so that passes take turns';
 COMMENT ON FUNCTION mq._compact_partition(integer, integer, jsonb) IS
     'one compaction pass over a partition when its dirty ratio calls for one';
 COMMENT ON FUNCTION mq._compact_topic(integer, jsonb) IS
