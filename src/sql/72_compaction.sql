@@ -27,7 +27,8 @@
 -- maintenance transaction's snapshot; producers and readers never wait for
 -- it.  Passes of one partition take turns (mq._lock_compaction): the
 -- worker's and an mq.compact() call's would otherwise both record the
--- same pass, and the second would fail on cleaner_pass's key.  A later pass (in another transaction, once the removal committed)
+-- same pass, and the second would fail on cleaner_pass's key.  A later
+-- pass (in another transaction, once the removal committed)
 -- rewrites the segments that lost records with CLUSTER to give the space
 -- back, once no transaction older than the pass remains in the database
 -- (CLUSTER keeps what an open snapshot may still see): that takes ACCESS EXCLUSIVE on one closed segment for the length
@@ -191,11 +192,12 @@ BEGIN
     RETURN v_done;
 END $$;
 
--- One cleaning pass over a partition if its dirty ratio calls for one.
--- Returns the number of records removed (NULL when no pass ran).
+-- The partition's compaction lock until the transaction ends (compact.c).
 CREATE FUNCTION mq._lock_compaction(topic_id integer, partition integer) RETURNS void
     AS 'MODULE_PATHNAME', 'mq_lock_compaction' LANGUAGE C STRICT;
 
+-- One cleaning pass over a partition if its dirty ratio calls for one.
+-- Returns the number of records removed (NULL when no pass ran).
 CREATE FUNCTION mq._compact_partition(p_topic_id integer, p_partition integer, p_config jsonb)
     RETURNS bigint
 LANGUAGE plpgsql SET search_path = pg_catalog, pg_temp AS $$
