@@ -40,8 +40,6 @@
 #include "catalog/pg_type.h"
 #include "executor/spi.h"
 #include "fmgr.h"
-#include "miscadmin.h"
-#include "storage/lock.h"
 #include "utils/builtins.h"
 #include "utils/jsonb.h"
 #include "utils/lsyscache.h"
@@ -55,11 +53,7 @@ PG_FUNCTION_INFO_V1(mq_lock_compaction);
 Datum
 mq_lock_compaction(PG_FUNCTION_ARGS)
 {
-	LOCKTAG		tag;
-
-	SET_LOCKTAG_ADVISORY(tag, MyDatabaseId, (uint32) PG_GETARG_INT32(0),
-						 (uint32) PG_GETARG_INT32(1), MQ_LOCK_COMPACT);
-	(void) LockAcquire(&tag, ExclusiveLock, false, false);
+	mq_lock_partition_class(PG_GETARG_INT32(0), PG_GETARG_INT32(1), MQ_LOCK_COMPACT);
 	PG_RETURN_VOID();
 }
 

@@ -137,6 +137,7 @@ extern void mq_topic_cache_init(void);
 
 /* log.c: storage engine */
 extern void mq_lock_partition(int32 topic_id, int32 partition);
+extern void mq_lock_partition_class(int32 topic_id, int32 partition, uint16 lock_class);
 extern void mq_produce_lock_init(void);
 extern bool mq_release_before_flush;
 extern int64 mq_log_end_offset(MqPartition *part, Snapshot snapshot);

@@ -10,7 +10,9 @@
  * the commit callback below once the commit is visible, or with the
  * transaction's other locks at abort.  The list of held tags lives in
  * TopTransactionContext; the last time this backend's locks had waiters is
- * remembered across transactions.
+ * remembered across transactions.  A partition's locks of other classes
+ * (mq_lock_partition_class: a follower's progress, compaction) use the
+ * same tag layout and are held, as any lock, until the transaction ends.
  *
  * Early release and invalidations.  A transaction that changed the
  * catalog under a produce lock (created a segment on the produce path,
@@ -90,6 +92,20 @@ void
 mq_lock_partition(int32 topic_id, int32 partition)
 {
 	(void) acquire_partition(topic_id, partition, true);
+}
+
+/*
+ * A partition's lock of class lock_class (MQ_LOCK_*), taken as any lock
+ * and held until the transaction ends: the follower's progress lock, the
+ * compaction lock, and the produce lock where no early release is wanted.
+ */
+void
+mq_lock_partition_class(int32 topic_id, int32 partition, uint16 lock_class)
+{
+	LOCKTAG		tag;
+
+	SET_LOCKTAG_ADVISORY(tag, MyDatabaseId, (uint32) topic_id, (uint32) partition, lock_class);
+	(void) LockAcquire(&tag, ExclusiveLock, false, false);
 }
 
 /*

@@ -52,7 +52,6 @@
 #include "fmgr.h"
 #include "funcapi.h"
 #include "miscadmin.h"
-#include "storage/lock.h"
 #include "utils/array.h"
 #include "utils/builtins.h"
 #include "utils/inval.h"
@@ -75,21 +74,11 @@ PG_FUNCTION_INFO_V1(mq_replica_truncate_records);
 #define PRODUCE_TIMEOUT_MS	30000
 
 
-/* A partition's lock of class lock_class, until commit. */
-static void
-lock_partition(int32 topic_id, int32 partition, uint16 lock_class)
-{
-	LOCKTAG		tag;
-
-	SET_LOCKTAG_ADVISORY(tag, MyDatabaseId, (uint32) topic_id, (uint32) partition, lock_class);
-	(void) LockAcquire(&tag, ExclusiveLock, false, false);
-}
-
 /* mq._replica_lock(topic_id, partition): the produce lock, until commit */
 Datum
 mq_replica_lock(PG_FUNCTION_ARGS)
 {
-	lock_partition(PG_GETARG_INT32(0), PG_GETARG_INT32(1), MQ_LOCK_PRODUCE);
+	mq_lock_partition_class(PG_GETARG_INT32(0), PG_GETARG_INT32(1), MQ_LOCK_PRODUCE);
 	PG_RETURN_VOID();
 }
 
@@ -107,7 +96,7 @@ mq_replica_lock(PG_FUNCTION_ARGS)
 Datum
 mq_replica_progress_lock(PG_FUNCTION_ARGS)
 {
-	lock_partition(PG_GETARG_INT32(0), PG_GETARG_INT32(1), MQ_LOCK_PROGRESS);
+	mq_lock_partition_class(PG_GETARG_INT32(0), PG_GETARG_INT32(1), MQ_LOCK_PROGRESS);
 	PG_RETURN_VOID();
 }
 
