@@ -11,10 +11,7 @@
 #   treats UNKNOWN_PRODUCER_ID as fatal, and librdkafka looped on it.
 source "$(dirname "${BASH_SOURCE[0]}")/lib.bash"
 
-if [[ ! -d test/kafka/js/node_modules/kafkajs ]]; then
-	run npm ci --prefix test/kafka/js --no-audit --no-fund
-	expect_rc 0 "npm ci installs kafkajs"
-fi
+js_install kafkajs
 kafka_start || { fail "mq-kafka starts"; finish; }
 sql "SELECT mq.create_topic('bump', 1)" >/dev/null
 sql "SELECT mq.create_topic('idle', 1)" >/dev/null

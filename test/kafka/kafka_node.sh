@@ -6,10 +6,7 @@
 # Consumer's auto-commit; then the same records and commits from SQL.
 source "$(dirname "${BASH_SOURCE[0]}")/lib.bash"
 
-if [[ ! -d test/kafka/js/node_modules/kafka-node ]]; then
-	run npm ci --prefix test/kafka/js --no-audit --no-fund
-	expect_rc 0 "npm ci installs kafka-node"
-fi
+js_install kafka-node
 kafka_start || { fail "mq-kafka starts"; finish; }
 
 run timeout 120 node test/kafka/js/kafka_node.js "$BROKER" kntopic

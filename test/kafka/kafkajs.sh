@@ -6,10 +6,7 @@
 # records, commits and topics seen from SQL.
 source "$(dirname "${BASH_SOURCE[0]}")/lib.bash"
 
-if [[ ! -d test/kafka/js/node_modules/kafkajs ]]; then
-	run npm ci --prefix test/kafka/js --no-audit --no-fund
-	expect_rc 0 "npm ci installs kafkajs"
-fi
+js_install kafkajs
 kafka_start || { fail "mq-kafka starts"; finish; }
 
 run env KAFKAJS_NO_PARTITIONER_WARNING=1 timeout 120 node test/kafka/js/client.js "$BROKER" jstopic jsgroup

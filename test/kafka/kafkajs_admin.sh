@@ -5,10 +5,7 @@
 # a single daemon; then what they did, seen from SQL.
 source "$(dirname "${BASH_SOURCE[0]}")/lib.bash"
 
-if [[ ! -d test/kafka/js/node_modules/kafkajs ]]; then
-	run npm ci --prefix test/kafka/js --no-audit --no-fund
-	expect_rc 0 "npm ci installs kafkajs"
-fi
+js_install kafkajs
 kafka_start || { fail "mq-kafka starts"; finish; }
 
 run env KAFKAJS_NO_PARTITIONER_WARNING=1 timeout 120 node test/kafka/js/admin.js "$BROKER" jsadm

@@ -7,10 +7,7 @@
 # offsets, and an aborted transaction's record never reaches the log.
 source "$(dirname "${BASH_SOURCE[0]}")/lib.bash"
 
-if [[ ! -d test/kafka/js/node_modules/kafkajs ]]; then
-	run npm ci --prefix test/kafka/js --no-audit --no-fund
-	expect_rc 0 "npm ci installs kafkajs"
-fi
+js_install kafkajs
 sql "SELECT mq.create_topic('jtx-in', 2)" >/dev/null
 sql "SELECT mq.create_topic('jtx-out', 2)" >/dev/null
 for p in 0 1; do

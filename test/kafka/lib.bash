@@ -87,6 +87,14 @@ wait_eq() {
 
 kcat_() { kcat -b "$BROKER" "$@"; }
 
+# js_install PACKAGE: install test/kafka/js's npm packages (pinned by its
+# lockfile) unless PACKAGE is there, and check that it worked
+js_install() {
+	[[ -d "test/kafka/js/node_modules/$1" ]] && return 0
+	run npm ci --prefix test/kafka/js --no-audit --no-fund
+	expect_rc 0 "npm ci installs $1"
+}
+
 # go_build NAME LIBRARY: build test/kafka/go/NAME.go offline against the Go
 # libraries Debian installs (GOPATH mode) into BIN, and check that it built
 go_build() {
