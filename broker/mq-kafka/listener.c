@@ -7,9 +7,12 @@
  *	  `listener.security.protocol.map` (NAME:PROTOCOL).  Without a map a
  *	  listener's name is its protocol (PLAINTEXT, SSL, SASL_PLAINTEXT,
  *	  SASL_SSL), as Kafka's default map says.  An empty host listens on
- *	  every interface, as in Kafka.
+ *	  every interface, as in Kafka, and so do 0.0.0.0 and ::.  Such a
+ *	  listener without an advertised address advertises this machine's
+ *	  canonical host name, as Kafka's broker does for an empty host: a
+ *	  wildcard address means nothing to a client on another machine.
  *
- * Pure functions, called once at startup: no state, no locking.
+ * Called once at startup: no state, no locking.
  *
  *-------------------------------------------------------------------------
  */
@@ -19,6 +22,8 @@
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
+#include <netdb.h>
+#include <unistd.h>
 
 #include "util.h"
 
@@ -166,7 +171,7 @@ parse_listeners(char *s, const char *map, KListener *out, int *n, char *err, siz
 		l->name = mq_strdup(name);
 		l->host = mq_strdup(host);
 		l->port = port;
-		l->adv_host = mq_strdup(host[0] ? host : "localhost");
+		l->adv_host = mq_strdup(host);
 		l->adv_port = port;
 		(*n)++;
 	}
@@ -197,6 +202,30 @@ parse_advertised(char *s, KListener *ls, int n, char *err, size_t errlen)
 		l->adv_port = port;
 	}
 	return true;
+}
+
+bool
+listener_is_wildcard(const char *host)
+{
+	return host[0] == '\0' || strcmp(host, "0.0.0.0") == 0 || strcmp(host, "::") == 0;
+}
+
+char *
+listener_host_name(void)
+{
+	char		name[256];
+	struct addrinfo hints = {.ai_flags = AI_CANONNAME};
+	struct addrinfo *ai;
+	char	   *out;
+
+	if (gethostname(name, sizeof(name)) != 0)
+		return mq_strdup("localhost");
+	name[sizeof(name) - 1] = '\0';
+	if (getaddrinfo(name, NULL, &hints, &ai) != 0)
+		return mq_strdup(name);
+	out = mq_strdup(ai->ai_canonname ? ai->ai_canonname : name);
+	freeaddrinfo(ai);
+	return out;
 }
 
 bool

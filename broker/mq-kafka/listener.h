@@ -23,6 +23,12 @@ extern bool listeners_parse(const char *listeners, const char *advertised,
 							const char *map, KListener *out, int *n,
 							char *err, size_t errlen);
 extern const char *listener_proto_name(KSecProto p);
+
+/* does host ("", 0.0.0.0 or ::) mean every interface? */
+extern bool listener_is_wildcard(const char *host);
+
+/* this machine's canonical host name (malloc'd), else its host name */
+extern char *listener_host_name(void);
 extern bool listener_is_tls(const KListener *l);
 extern bool listener_is_sasl(const KListener *l);
 

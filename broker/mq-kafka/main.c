@@ -43,7 +43,8 @@ static const char help[] =
 "  -d, --dbname=CONNINFO        database to serve, as psql takes it (default: libpq\n"
 "                               environment); passwords belong in ~/.pgpass\n"
 "  -l, --listen=HOST:PORT       address to listen on (default 127.0.0.1:9092)\n"
-"      --advertise=HOST:PORT    address Metadata gives clients (default: --listen)\n"
+"      --advertise=HOST:PORT    address Metadata gives clients (default: --listen;\n"
+"                               this machine's host name for 0.0.0.0 or ::)\n"
 "      --node-id=N              broker id in Metadata (default 1); in a replicated\n"
 "                               cluster, the mq-broker id of this node\n"
 "      --peer=ID=HOST:PORT      the mq-kafka of another node (repeat for each)\n"
@@ -74,7 +75,9 @@ static const char help[] =
 "                               NAME is a protocol (PLAINTEXT, SSL,\n"
 "                               SASL_PLAINTEXT, SASL_SSL) or mapped to one\n"
 "      --advertised-listeners=NAME://HOST:PORT,...  what Metadata gives the\n"
-"                               clients of each listener (default: its address)\n"
+"                               clients of each listener (default: its address;\n"
+"                               this machine's host name for an empty host,\n"
+"                               0.0.0.0 or ::)\n"
 "      --listener-security-protocol-map=NAME:PROTOCOL,...\n"
 "      --ssl-certificate=FILE   the server's certificate chain (PEM)\n"
 "      --ssl-key=FILE           its private key (PEM)\n"
@@ -254,6 +257,27 @@ parse_listener_option(const CliParser *p, int c, const char *arg)
 }
 
 /*
+ * A listener on every interface with no advertised address of its own
+ * advertises this machine's host name: its wildcard address would send a
+ * client on another machine to itself.
+ */
+static void
+advertise_host_name(void)
+{
+	for (int i = 0; i < kconfig.nlisteners; i++)
+	{
+		KListener  *l = &kconfig.listeners[i];
+
+		if (!listener_is_wildcard(l->adv_host))
+			continue;
+		free(l->adv_host);
+		l->adv_host = listener_host_name();
+		mq_log_info("listener %s listens on every interface: it advertises this machine's host name %s (--advertise or --advertised-listeners sets another)",
+					l->name, l->adv_host);
+	}
+}
+
+/*
  * kconfig.listeners from --listeners, or the one of --listen, --advertise
  * and --sasl; kconfig's listen and advertised addresses are the first
  * listener's (the one registered on a cluster's coordinator).
@@ -273,7 +297,7 @@ resolve_listeners(const CliParser *p)
 		l->name = (char *) listener_proto_name(l->proto);
 		l->host = kconfig.listen_host;
 		l->port = kconfig.listen_port;
-		l->adv_host = kconfig.advertised_host ? kconfig.advertised_host : l->host;
+		l->adv_host = mq_strdup(kconfig.advertised_host ? kconfig.advertised_host : l->host);
 		l->adv_port = kconfig.advertised_host ? kconfig.advertised_port : l->port;
 		kconfig.nlisteners = 1;
 	}
@@ -282,6 +306,7 @@ resolve_listeners(const CliParser *p)
 	else if (!listeners_parse(opt_listeners, opt_advertised, opt_protomap,
 							  kconfig.listeners, &kconfig.nlisteners, err, sizeof(err)))
 		cli_usage_error(p, "%s", err);
+	advertise_host_name();
 	kconfig.sasl_plain = false;
 	for (int i = 0; i < kconfig.nlisteners; i++)
 		kconfig.sasl_plain |= listener_is_sasl(&kconfig.listeners[i]);
