@@ -10,7 +10,12 @@
  *	  up only through that pointer.  Loop thread only: no locking.
  *
  * A connection stops reading while its request is in flight and resumes
- * once the response is queued, so responses leave in request order.  A
+ * once the response is queued, so responses leave in request order; if
+ * more than RESUME_OUTPUT_BYTES of its output is still unwritten then, it
+ * resumes only once the client has read it down to that, as Kafka mutes a
+ * connection until its response is sent: a client that pipelines requests
+ * and does not read (a slow network, or on purpose) holds at most that
+ * and one response in the daemon's memory, not one per request.  A
  * frame with a size below 8 or above max_request_bytes closes the
  * connection: there is no way to answer a request whose header cannot be
  * trusted.  A connection that closes while its request is with the pool
@@ -42,6 +47,8 @@
 
 /* bytes one write(2) to a client may take */
 #define MAX_SINGLE_WRITE (4 * 1024 * 1024)
+/* unwritten output above which a connection reads no further request */
+#define RESUME_OUTPUT_BYTES (64 * 1024)
 
 struct KConn
 {
@@ -51,6 +58,7 @@ struct KConn
 	int			refs;			/* the socket, a request in flight, a resume */
 	bool		closed;
 	bool		busy;
+	bool		draining;		/* reads on once its output is down to RESUME_OUTPUT_BYTES */
 	bool		closing;		/* closes once its output is written */
 	KSaslStep	sasl_step;
 	int			sasl_mech;		/* KSaslMech chosen by SaslHandshake */
@@ -222,6 +230,15 @@ write_response(KRequest *req)
 	evbuffer_add(out, req->resp.buf, req->resp.len);
 }
 
+/* read the next request, from the loop (on_resume) */
+static void
+conn_resume(KConn *c)
+{
+	bufferevent_enable(c->bev, EV_READ);
+	c->refs++;
+	event_active(c->resume, 0, 0);
+}
+
 void
 req_finish(KRequest *req)
 {
@@ -234,18 +251,19 @@ req_finish(KRequest *req)
 		if (!req->no_response)
 			write_response(req);
 		c->busy = false;
-		bufferevent_enable(c->bev, EV_READ);
+		if (evbuffer_get_length(bufferevent_get_output(c->bev)) > RESUME_OUTPUT_BYTES)
+			c->draining = true; /* conn_written resumes */
+		else
+			conn_resume(c);
 	}
 	req_free(req);
-	if (!c->closed)
-	{
-		c->refs++;
-		event_active(c->resume, 0, 0);
-	}
 	conn_unref(c);
 }
 
-/* the output is written: close a connection that was closing */
+/*
+ * The output is down to the write low watermark: a connection that was
+ * closing closes (its watermark is 0), one that was draining reads on.
+ */
 static void
 conn_written(struct bufferevent *bev, void *arg)
 {
@@ -253,6 +271,11 @@ conn_written(struct bufferevent *bev, void *arg)
 
 	if (c->closing)
 		conn_close(c);
+	else if (c->draining && !c->closed)
+	{
+		c->draining = false;
+		conn_resume(c);
+	}
 }
 
 void
@@ -264,6 +287,7 @@ req_finish_close(KRequest *req)
 	{
 		c->closing = true;
 		write_response(req);
+		bufferevent_setwatermark(c->bev, EV_WRITE, 0, 0);
 		bufferevent_setcb(c->bev, NULL, conn_written, conn_event, c);
 		bufferevent_disable(c->bev, EV_READ);
 		if (evbuffer_get_length(bufferevent_get_output(c->bev)) == 0)
@@ -375,7 +399,8 @@ conn_start(struct bufferevent *bev, const char *peer, const KListener *listener,
 	kmetrics_connection(1);
 	c->resume = event_new(kbase, -1, 0, on_resume, c);
 	c->bev = bev;
-	bufferevent_setcb(bev, conn_read, NULL, conn_event, c);
+	bufferevent_setcb(bev, conn_read, conn_written, conn_event, c);
+	bufferevent_setwatermark(bev, EV_WRITE, RESUME_OUTPUT_BYTES, 0);
 	/* a Fetch response is often a megabyte: not libevent's 16 kB per write */
 	bufferevent_set_max_single_write(bev, MAX_SINGLE_WRITE);
 	bufferevent_enable(bev, EV_READ | EV_WRITE);
