@@ -137,6 +137,8 @@ static const ConfigKey keys[] = {
 		"mq-kafka's `--group-initial-delay-ms` (default: mq-kafka's)"),
 	KEY("kafka", "group.min.session.timeout.ms", kafka_min_session_ms, 'i', 1, INT32_MAX, NULL,
 		"mq-kafka's `--group-min-session-timeout-ms` (default: mq-kafka's, Kafka's 6000)"),
+	KEY("kafka", "connections.max.idle.ms", kafka_idle_ms, 'i', 0, INT32_MAX, NULL,
+		"mq-kafka's `--connections-max-idle-ms`: an idle client connection is closed (default: mq-kafka's, Kafka's 600000; 0: never)"),
 	KEY("kafka", "group.max.session.timeout.ms", kafka_max_session_ms, 'i', 1, INT32_MAX, NULL,
 		"mq-kafka's `--group-max-session-timeout-ms` (default: mq-kafka's, Kafka's 1800000)"),
 	KEY("kafka", "sasl", kafka_sasl, 's', 0, 0, NULL,
@@ -300,7 +302,7 @@ check_kafka(BrokerConfig *cfg, const char *path)
 
 	if (cfg->kafka_listen == NULL && cfg->kafka_listeners == NULL &&
 		(cfg->kafka_advertise || cfg->kafka_program || cfg->kafka_pool || cfg->kafka_group_delay_ms >= 0 ||
-		 cfg->kafka_min_session_ms >= 0 || cfg->kafka_max_session_ms >= 0 ||
+		 cfg->kafka_min_session_ms >= 0 || cfg->kafka_max_session_ms >= 0 || cfg->kafka_idle_ms >= 0 ||
 		 cfg->kafka_sasl || cfg->kafka_metrics || cfg->kafka_ssl_cert))
 	{
 		mq_log_error("%s: [kafka] needs listen (host:port) or listeners to start mq-kafka", path);
@@ -393,6 +395,7 @@ set_defaults(BrokerConfig *cfg)
 	cfg->kafka_group_delay_ms = -1;	/* unset: mq-kafka's default */
 	cfg->kafka_min_session_ms = -1;
 	cfg->kafka_max_session_ms = -1;
+	cfg->kafka_idle_ms = -1;
 	for (size_t i = 0; i < sizeof(keys) / sizeof(keys[0]); i++)
 		if (keys[i].dflt)
 			(void) set_key(&st, &keys[i], keys[i].section, keys[i].dflt);

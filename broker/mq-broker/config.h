@@ -48,6 +48,7 @@ typedef struct BrokerConfig
 	int			kafka_group_delay_ms;	/* group.initial.rebalance.delay.ms */
 	int			kafka_min_session_ms;	/* group.min.session.timeout.ms */
 	int			kafka_max_session_ms;	/* group.max.session.timeout.ms */
+	int			kafka_idle_ms;	/* connections.max.idle.ms */
 	char	   *kafka_sasl;		/* mechanisms clients authenticate with (--sasl) */
 	int			kafka_sasl_plain_on_plaintext;	/* --sasl-plain-on-plaintext */
 	char	   *kafka_principal_rules;	/* --principal-rules */

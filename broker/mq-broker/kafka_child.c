@@ -66,6 +66,7 @@ exec_child(const BrokerConfig *cfg)
 				delay[16],
 				min_session[48],
 				max_session[48],
+				idle[48],
 				sasl[64];
 	const char *argv[48];
 	int			n = 0;
@@ -110,6 +111,11 @@ exec_child(const BrokerConfig *cfg)
 	{
 		snprintf(max_session, sizeof(max_session), "--group-max-session-timeout-ms=%d", cfg->kafka_max_session_ms);
 		argv[n++] = max_session;
+	}
+	if (cfg->kafka_idle_ms >= 0)
+	{
+		snprintf(idle, sizeof(idle), "--connections-max-idle-ms=%d", cfg->kafka_idle_ms);
+		argv[n++] = idle;
 	}
 	if (cfg->kafka_sasl)
 	{

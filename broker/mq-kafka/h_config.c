@@ -222,10 +222,11 @@ static void
 add_broker_stmt(ConfigState *s, Resource *rs)
 {
 	int			nsyn = (int) (sizeof(broker_synonyms) / sizeof(broker_synonyms[0]));
-	char		id[16], delay[16], parts[16], min_session[16], max_session[16];
+	char		id[16], delay[16], parts[16], min_session[16], max_session[16], idle[16];
 	const char *own[][2] = {
 		{"auto.create.topics.enable", kconfig.auto_create_partitions > 0 ? "true" : "false"},
 		{"broker.id", id},
+		{"connections.max.idle.ms", idle},
 		/* single daemons create unreplicated topics; clusters default to 1 */
 		{"default.replication.factor", "1"},
 		{"group.initial.rebalance.delay.ms", delay},
@@ -238,6 +239,7 @@ add_broker_stmt(ConfigState *s, Resource *rs)
 
 	snprintf(id, sizeof(id), "%d", kconfig.node_id);
 	snprintf(delay, sizeof(delay), "%d", kconfig.group_initial_delay_ms);
+	snprintf(idle, sizeof(idle), "%d", kconfig.connections_max_idle_ms);
 	snprintf(min_session, sizeof(min_session), "%d", kconfig.group_min_session_ms);
 	snprintf(max_session, sizeof(max_session), "%d", kconfig.group_max_session_ms);
 	snprintf(parts, sizeof(parts), "%d", kconfig_num_partitions());

@@ -15,7 +15,12 @@
  * resumes only once the client has read it down to that, as Kafka mutes a
  * connection until its response is sent: a client that pipelines requests
  * and does not read (a slow network, or on purpose) holds at most that
- * and one response in the daemon's memory, not one per request.  A
+ * and one response in the daemon's memory, not one per request.  As
+ * Kafka's connections.max.idle.ms, a connection that sends no request
+ * while it may (none in flight), or takes none of its answer, for
+ * --connections-max-idle-ms is closed (the read and write timeouts of
+ * its bufferevent: a parked request, reading disabled, is not idle); its
+ * client connects again when it next needs the broker.  A
  * frame with a size below 8 or above max_request_bytes closes the
  * connection: there is no way to answer a request whose header cannot be
  * trusted.  A connection that closes while its request is with the pool
@@ -382,7 +387,7 @@ conn_event(struct bufferevent *bev, short what, void *arg)
 
 	if ((what & BEV_EVENT_ERROR) && listener_is_tls(c->listener))
 		tls_log_failure(bev, c->peer);
-	if (what & (BEV_EVENT_EOF | BEV_EVENT_ERROR))
+	if (what & (BEV_EVENT_EOF | BEV_EVENT_ERROR | BEV_EVENT_TIMEOUT))
 		conn_close(c);
 }
 
@@ -401,6 +406,13 @@ conn_start(struct bufferevent *bev, const char *peer, const KListener *listener,
 	c->bev = bev;
 	bufferevent_setcb(bev, conn_read, conn_written, conn_event, c);
 	bufferevent_setwatermark(bev, EV_WRITE, RESUME_OUTPUT_BYTES, 0);
+	if (kconfig.connections_max_idle_ms > 0)
+	{
+		struct timeval idle = {kconfig.connections_max_idle_ms / 1000,
+							   (kconfig.connections_max_idle_ms % 1000) * 1000};
+
+		bufferevent_set_timeouts(bev, &idle, &idle);
+	}
 	/* a Fetch response is often a megabyte: not libevent's 16 kB per write */
 	bufferevent_set_max_single_write(bev, MAX_SINGLE_WRITE);
 	bufferevent_enable(bev, EV_READ | EV_WRITE);

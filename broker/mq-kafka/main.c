@@ -88,6 +88,8 @@ static const char help[] =
 "                               name: RULE:pattern/replacement/[LU],...,DEFAULT\n"
 "                               (default DEFAULT: the subject)\n"
 "      --max-request-bytes=N    larger requests close the connection (default 104857600)\n"
+"      --connections-max-idle-ms=N  close a client connection idle this long\n"
+"                               (default 600000; 0: never)\n"
 "      --max-batch-bytes=N      decompressed size cap per batch (default 67108864)\n"
 "      --group-initial-delay-ms=N  wait for more members of a new group (default 3000)\n"
 "      --group-min-session-timeout-ms=N  shorter member sessions are refused\n"
@@ -162,7 +164,15 @@ parse_peer(const CliParser *p, char *arg)
 
 enum
 {
-	O_ADV = CLI_OPT_LONG_BASE, O_NODE, O_POOL, O_MAXREQ, O_MAXBATCH, O_DELAY, O_MINSESSION, O_MAXSESSION,
+	O_ADV = CLI_OPT_LONG_BASE,
+	O_NODE,
+	O_POOL,
+	O_MAXREQ,
+	O_IDLE,
+	O_MAXBATCH,
+	O_DELAY,
+	O_MINSESSION,
+	O_MAXSESSION,
 	O_AUTO,
 	O_RECHECK,
 	O_FETCH_ENC,
@@ -184,6 +194,7 @@ static const struct option longopts[] = {
 	{"pool", required_argument, NULL, O_POOL},
 	{"statement-timeout-ms", required_argument, NULL, O_STMT},
 	{"max-request-bytes", required_argument, NULL, O_MAXREQ},
+	{"connections-max-idle-ms", required_argument, NULL, O_IDLE},
 	{"max-batch-bytes", required_argument, NULL, O_MAXBATCH},
 	{"group-initial-delay-ms", required_argument, NULL, O_DELAY},
 	{"group-min-session-timeout-ms", required_argument, NULL, O_MINSESSION},
@@ -384,6 +395,9 @@ parse_args(int argc, char **argv)
 			case O_MAXREQ:
 				kconfig.max_request_bytes = (int32_t) cli_int(&p, "--max-request-bytes", optarg, 1024, INT32_MAX);
 				break;
+			case O_IDLE:
+				kconfig.connections_max_idle_ms = (int) cli_int(&p, "--connections-max-idle-ms", optarg, 0, INT32_MAX);
+				break;
 			case O_MAXBATCH:
 				kconfig.max_inflated_bytes = (int32_t) cli_int(&p, "--max-batch-bytes", optarg, 1024, INT32_MAX);
 				break;
@@ -496,6 +510,7 @@ main(int argc, char **argv)
 	kconfig.pool_size = 4;
 	kconfig.statement_timeout_ms = 60000;
 	kconfig.max_request_bytes = 100 * 1024 * 1024;
+	kconfig.connections_max_idle_ms = 600000;	/* Kafka's connections.max.idle.ms */
 	kconfig.max_inflated_bytes = 64 * 1024 * 1024;
 	kconfig.group_initial_delay_ms = 3000;
 	kconfig.group_min_session_ms = 6000;	/* Kafka's group.min.session.timeout.ms */

@@ -93,6 +93,7 @@ typedef struct KConfig
 	int			pool_size;		/* database connections */
 	int			statement_timeout_ms;	/* a job's deadline (pool.c) */
 	int32_t		max_request_bytes;	/* larger frames close the connection */
+	int			connections_max_idle_ms;	/* an idle client's is closed; 0: never */
 	int32_t		max_inflated_bytes;	/* decompressed size cap per batch */
 	int			group_initial_delay_ms;
 	int			group_min_session_ms;	/* JoinGroup's session timeout bounds */

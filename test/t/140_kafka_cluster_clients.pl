@@ -33,8 +33,8 @@ my $py = '/usr/bin/python3';    # Debian's python3-kafka
 my $n = 600;
 
 my $c = MqCluster->new(nodes => 3);
-# [kafka] group.min.session.timeout.ms reaches each node's mq-kafka
-$c->start_kafka_brokers(min_session_ms => 5000);
+# [kafka] group.min.session.timeout.ms and connections.max.idle.ms reach each node's mq-kafka
+$c->start_kafka_brokers(min_session_ms => 5000, idle_ms => 300000);
 $c->create_topic($_, 6, { 'replication.factor' => 3, 'min.insync.replicas' => 2 }) for 'kpc', 'srm';
 # the leaders where placement wants them (all three nodes), before the
 # clients at their defaults (kafka-python: retries=0) send
@@ -119,6 +119,10 @@ my ($bc) = client('kpy_broker_configs', $py, "$root/test/kafka/py/cluster.py", '
 	'group.min.session.timeout.ms', 1, 2, 3);
 is($bc, '{"1": "5000", "2": "5000", "3": "5000"}',
 	'[kafka] group.min.session.timeout.ms = 5000 is each daemon\'s (DescribeConfigs of brokers 1 to 3)');
+($bc) = client('kpy_broker_idle', $py, "$root/test/kafka/py/cluster.py", 'broker_configs', $boot,
+	'connections.max.idle.ms', 1, 2, 3);
+is($bc, '{"1": "300000", "2": "300000", "3": "300000"}',
+	'and [kafka] connections.max.idle.ms = 300000 too');
 
 # a topic with one replica is on one node, and every broker names it
 ($adm) = client('kpy_admin1', $py, "$root/test/kafka/py/cluster.py", 'admin', $boot, 'kpc_one', 1, 1,

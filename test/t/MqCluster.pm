@@ -1145,7 +1145,8 @@ sub start_kafka_brokers
 		local $self->{opt}{broker_conf} = $base . $section
 		  . 'program = ' . ($o{program} // "$root/broker/mq-kafka/mq-kafka") . "\n"
 		  . 'group.initial.rebalance.delay.ms = ' . ($o{group_delay_ms} // 1000) . "\n"
-		  . ($o{min_session_ms} ? "group.min.session.timeout.ms = $o{min_session_ms}\n" : '');
+		  . ($o{min_session_ms} ? "group.min.session.timeout.ms = $o{min_session_ms}\n" : '')
+		  . ($o{idle_ms} ? "connections.max.idle.ms = $o{idle_ms}\n" : '');
 		$self->start_broker($i);
 	}
 	my @started = sort keys %{ $self->{kafka_started} };

@@ -100,6 +100,10 @@ test_config(void)
 	CHECK(parse_with("[kafka]\nlisten = h:1\ngroup.min.session.timeout.ms = 1000\n"
 					 "group.max.session.timeout.ms = 600000\n"),
 		  "[kafka] session timeout bounds are accepted");
+	CHECK(parse_with("[kafka]\nlisten = h:1\nconnections.max.idle.ms = 0\n"),
+		  "[kafka] connections.max.idle.ms 0 (never) is accepted");
+	CHECK(!parse_with("[kafka]\nlisten = h:1\nconnections.max.idle.ms = -1\n"),
+		  "a negative [kafka] connections.max.idle.ms is refused");
 	CHECK(!parse_with("[kafka]\nlisten = h:1\ngroup.min.session.timeout.ms = 0\n"),
 		  "a [kafka] minimum session timeout of 0 is refused");
 	CHECK(!parse_with("[kafka]\ngroup.max.session.timeout.ms = 600000\n"),
