@@ -97,8 +97,10 @@ static const char help[] =
 "      --group-max-session-timeout-ms=N  longer member sessions are refused\n"
 "                               (default 1800000)\n"
 "      --auto-create-topics=N   create unknown topics with N partitions when a\n"
-"                               Metadata request allows it (default 0: never);\n"
-"                               N is also CreateTopics' default (else 1)\n"
+"                               Metadata request allows it (default 1, as Kafka's\n"
+"                               auto.create.topics.enable; 0: never; with\n"
+"                               --coordinator never); N is also CreateTopics'\n"
+"                               default (else 1)\n"
 "      --recheck-ms=N           how often a waiting fetch looks for records without\n"
 "                               a wake-up from the database (default 2000)\n"
 "      --fetch-encoder=database|daemon  Fetch v4+ record batches encoded by\n"
@@ -516,6 +518,7 @@ main(int argc, char **argv)
 	kconfig.group_min_session_ms = 6000;	/* Kafka's group.min.session.timeout.ms */
 	kconfig.group_max_session_ms = 1800000;	/* and group.max.session.timeout.ms */
 	kconfig.recheck_ms = 2000;
+	kconfig.auto_create_partitions = -1;	/* unset: see below */
 	kconfig.refresh_ms = 500;
 	parse_args(argc, argv);
 	if (kconfig.coordinator && kconfig.npeers > 0)
@@ -523,6 +526,8 @@ main(int argc, char **argv)
 		mq_log_error("--peer and --coordinator exclude each other: the coordinator names the peers");
 		return MQ_EXIT_USAGE;
 	}
+	if (kconfig.auto_create_partitions < 0)	/* Kafka's default: on, 1 partition */
+		kconfig.auto_create_partitions = kconfig.coordinator ? 0 : 1;
 	if (kconfig.coordinator && kconfig.auto_create_partitions > 0)
 	{
 		/* Metadata would make an unreplicated topic on this node alone */

@@ -3,7 +3,9 @@
 # nginx's embedded Lua) against mq-kafka at its defaults: Metadata v0 and
 # Produce v0 with message format v0 (its default api_version), then
 # Produce v1 and v2 (format v1), acks=all, its asynchronous
-# producer, and a send to a topic that does not exist.  nginx runs in the
+# producer, and sends to a topic that does not exist: its Metadata v0
+# creates it (automatic creation, on by default as in Kafka), and with
+# --auto-create-topics=0 the send fails.  nginx runs in the
 # foreground on a free port with test/kafka/lua/send.lua as a handler.
 source "$(dirname "${BASH_SOURCE[0]}")/lib.bash"
 T="$(tmpdir)"
@@ -68,9 +70,17 @@ run send "topic=lua_t&acks=-1&v=2"
 check_eq "$(grep -c '^send .* nil$' <<<"$OUT") $(records 2-k | wc -w)" "3 6" \
 	"acks=all: three more synchronous sends succeed and are in the log"
 
+run send "topic=lua_new"
+check_eq "$(grep -c '^send default-k[0-9] [0-9]* nil$' <<<"$OUT")" "3" \
+	"sends to a topic nobody made succeed: Metadata v0 created it, as Kafka's default broker does"
+check_eq "$(sql "SELECT partitions || ':' || (SELECT count(*) FROM mq.fetch('lua_new', 0, 0, 10))
+                   FROM mq.topics WHERE topic = 'lua_new'")" "1:3" "with one partition, holding the three records"
+
+kafka_kill
+kafka_start --auto-create-topics=0 || fail "mq-kafka restarts without automatic topic creation"
 run send "topic=lua_missing"
 check_match "$OUT" "send default-k1 nil .*not found topic|send default-k1 nil .*UNKNOWN" \
-	"a send to a topic that does not exist fails with the client's error"
+	"without automatic creation, a send to a topic that does not exist fails with the client's error"
 check_eq "$(sql "SELECT count(*) FROM mq.topics WHERE topic = 'lua_missing'")" "0" "and creates no topic"
 
 if ((FAILED > 0)); then

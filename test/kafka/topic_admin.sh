@@ -12,14 +12,14 @@
 # answered) or (incremental) setting a null value (INVALID_REQUEST,
 # nothing of them changed); and Metadata of a name outside Kafka's rule
 # (INVALID_TOPIC_EXCEPTION: a producer fails at once, and automatic
-# creation never makes it).  A cluster's daemon refuses
+# creation, on by default, never makes it).  A cluster's daemon refuses
 # --auto-create-topics.
 source "$(dirname "${BASH_SOURCE[0]}")/lib.bash"
 
 PY=/usr/bin/python3
 sql "SELECT mq.create_topic(t) FROM unnest(ARRAY['co_ll', 'grown', 'keep']) t" >/dev/null
 keep_id="$(sql "SELECT md5('keep')")"
-kafka_start || { fail "mq-kafka starts"; finish; }
+kafka_start --auto-create-topics 0 || { fail "mq-kafka starts"; finish; }
 
 OUT="$(cd "$(dirname "${BASH_SOURCE[0]}")/py" && $PY topic_admin.py "$BROKER" "$keep_id" 2>&1)" ||
 	fail "topic_admin.py runs" "$OUT"
@@ -56,8 +56,8 @@ case_is metadata '[["bad name", 17], ["keep", 0], ["nosuch", 3]]' \
 	"Metadata: a name outside Kafka's rule INVALID_TOPIC_EXCEPTION, an unknown one UNKNOWN_TOPIC_OR_PARTITION"
 kafka_kill
 
-# with automatic creation: a valid unknown name is made, an invalid one fails at once
-kafka_start --auto-create-topics 1 || fail "mq-kafka restarts with --auto-create-topics"
+# with automatic creation (the default): a valid unknown name is made, an invalid one fails at once
+kafka_start || fail "mq-kafka restarts"
 run kcat_ -P -t "bad name" -X message.timeout.ms=30000 <<<"x"
 check_match "$RC:$ERR" '^[1-9].*Invalid topic' "kcat producing to an invalid name fails with Kafka's error"
 run kcat_ -P -t made_on_the_fly <<<"x"
