@@ -16,8 +16,9 @@
  * topics are UNKNOWN_TOPIC_OR_PARTITION (in a cluster, a topic of the
  * view that this node holds no replica of is named from the view alone,
  * as any Kafka broker names every topic), or are created with
- * mq.create_topic first when --auto-create-topics is set and the client
- * allows it (v4+).  A name outside Kafka's rule (mq._topic_name_valid) is
+ * mq.create_topic first when --auto-create-topics is set (the default)
+ * and the client allows it (v4+) and its role may create them (else they
+ * stay unknown, and the attempt leaves no error in the server's log).  A name outside Kafka's rule (mq._topic_name_valid) is
  * INVALID_TOPIC_EXCEPTION and never created, as Kafka answers it, so a
  * producer fails at once instead of waiting for a topic that cannot be.
  * __consumer_offsets, Kafka's internal topic of offset commits, is
@@ -91,7 +92,8 @@
 
 #define AUTO_CREATE_SQL \
 	"SELECT mq.create_topic(t, $2) FROM unnest($1::text[]) t" \
-	" WHERE mq._topic_name_valid(t) AND NOT EXISTS (SELECT 1 FROM mq.topics x WHERE x.topic = t)"
+	" WHERE mq._topic_name_valid(t) AND NOT EXISTS (SELECT 1 FROM mq.topics x WHERE x.topic = t)" \
+	"   AND mq.has_topic_privilege(t, 'create')"
 
 typedef struct MetaState
 {

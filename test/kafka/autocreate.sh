@@ -3,9 +3,9 @@
 # default, as in Kafka, so a producer at its defaults creates the topic it
 # names (with 1 partition, Kafka's num.partitions); a consumer, whose
 # Metadata request does not allow creation (librdkafka's default), does
-# not; --auto-create-topics=0 turns it off (a produce to an unknown topic
-# fails and creates nothing) and --auto-create-topics N creates N
-# partitions.
+# not, nor does a role that may not create topics; --auto-create-topics=0
+# turns it off (a produce to an unknown topic fails and creates nothing)
+# and --auto-create-topics N creates N partitions.
 source "$(dirname "${BASH_SOURCE[0]}")/lib.bash"
 
 topic_partitions() { sql "SELECT coalesce((SELECT partitions FROM mq.topics WHERE topic = '$1'), 0)"; }
@@ -18,6 +18,16 @@ check_eq "$(sql "SELECT convert_from(value, 'UTF8') FROM mq.fetch('autotopic', 0
 	"and the record is stored"
 run timeout 20 kcat_ -C -t ghost -e -X topic.metadata.refresh.interval.ms=100
 check_eq "$(topic_partitions ghost)" "0" "a consumer of an unknown topic does not create it"
+kafka_kill
+
+# a role that may not create topics: nothing is made, the topic stays unknown
+sql "DO \$\$ BEGIN
+	IF NOT EXISTS (SELECT FROM pg_roles WHERE rolname = 'mq_ac_reader') THEN CREATE ROLE mq_ac_reader; END IF;
+END \$\$; GRANT mq_ac_reader TO CURRENT_USER" >/dev/null
+kafka_start --anonymous=role:mq_ac_reader || fail "mq-kafka restarts with --anonymous=role:mq_ac_reader"
+run kcat_ -P -t denied_new -X message.timeout.ms=2000 <<<"lost"
+check_match "$RC:$ERR" '^[1-9].*(Unknown topic|timed out)' "a role that may not create topics cannot produce to a new one"
+check_eq "$(topic_partitions denied_new)" "0" "and nothing is made"
 kafka_kill
 
 kafka_start --auto-create-topics=0 || fail "mq-kafka restarts with --auto-create-topics=0"
