@@ -59,7 +59,7 @@ static const KApi apis[] = {
 	{KAPI_LIST_OFFSETS, 0, 9, 6, h_list_offsets,
 	 "earliest (-2), latest (-1), max timestamp (-3), local start (-4), last tiered (-5: -1), and by timestamp; v0 answers at most one offset (the one v1 gives), none for `max_num_offsets` 0; the current leader epoch checked (v4+); a partition this node follows is NOT_LEADER_OR_FOLLOWER"},
 	{KAPI_METADATA, 0, 12, 9, h_metadata,
-	 "this daemon and its `--peer`s, or the cluster's live daemons; leaders as below; v0: an empty topic array is every topic; topic ids (v10+), by id (v12); a name outside Kafka's rule is INVALID_TOPIC_EXCEPTION"},
+	 "this daemon and its `--peer`s, or the cluster's live daemons; leaders as below; v0: an empty topic array is every topic; topic ids (v10+), by id (v12); a name outside Kafka's rule is INVALID_TOPIC_EXCEPTION; one the role may not describe (or, to be created, create) TOPIC_AUTHORIZATION_FAILED, whether it exists or not"},
 	{KAPI_OFFSET_COMMIT, 0, 9, 8, h_offset_commit,
 	 "into `mq.commit_offset` on the partition's leader, metadata included (up to 4096 bytes, else OFFSET_METADATA_TOO_LARGE); v0 commits outside any generation (refused while the group has members); the commit timestamp (v1) and retention time (v2 to v4) are ignored; the logical offsets -2 and -1 commit the log start and the high watermark"},
 	{KAPI_OFFSET_FETCH, 0, 9, 6, h_offset_fetch,

@@ -17,10 +17,13 @@
  * view that this node holds no replica of is named from the view alone,
  * as any Kafka broker names every topic), or are created with
  * mq.create_topic first when --auto-create-topics is set (the default)
- * and the client allows it (v4+) and its role may create them (else they
- * stay unknown, and the attempt leaves no error in the server's log).  A name outside Kafka's rule (mq._topic_name_valid) is
- * INVALID_TOPIC_EXCEPTION and never created, as Kafka answers it, so a
- * producer fails at once instead of waiting for a topic that cannot be.
+ * and the client allows it (v4+).  As in Kafka, a topic the client's
+ * role may not describe, whether it exists or not, and with automatic
+ * creation one it may not create, is TOPIC_AUTHORIZATION_FAILED, so a
+ * producer fails at once instead of waiting for its message timeout
+ * (creation is not even tried: no error in the server's log).  A name
+ * outside Kafka's rule (mq._topic_name_valid) is INVALID_TOPIC_EXCEPTION
+ * and never created, as Kafka answers it, for the same reason.
  * __consumer_offsets, Kafka's internal topic of offset commits, is
  * created by mq.ensure_consumer_offsets when a request names it (as Kafka
  * creates it on first need), and is the one is_internal topic; in a
@@ -61,7 +64,9 @@
  * topics this node holds no replica of (describable ones: the same filter
  * as mq.topics), with no leader epoch (-1: unknown, so clients fence
  * nothing by it); a name asked for that breaks Kafka's rule is one row
- * of partition -1 (INVALID_TOPIC_EXCEPTION).
+ * of partition -1 (INVALID_TOPIC_EXCEPTION); one the role may not
+ * describe (existing or not), or with automatic creation ($5) may not
+ * create, one row of partition -2 (TOPIC_AUTHORIZATION_FAILED).
  */
 #define METADATA_SQL \
 	"SELECT * FROM (" \
@@ -76,7 +81,12 @@
 	"   AND NOT EXISTS (SELECT 1 FROM mq.topics x WHERE x.topic = v.t)" \
 	" UNION ALL" \
 	" SELECT n.t, -1, false, NULL, NULL, NULL, NULL, -1" \
-	"  FROM unnest($1::text[]) n(t) WHERE NOT mq._topic_name_valid(n.t)) m" \
+	"  FROM unnest($1::text[]) n(t) WHERE NOT mq._topic_name_valid(n.t)" \
+	" UNION ALL" \
+	" SELECT n.t, -2, false, NULL, NULL, NULL, NULL, -1" \
+	"  FROM unnest($1::text[]) n(t)" \
+	" WHERE mq._topic_name_valid(n.t) AND NOT EXISTS (SELECT 1 FROM mq.topics x WHERE x.topic = n.t)" \
+	"   AND n.t <> ALL (coalesce($3::text[], '{}')) AND (NOT mq._describable('topic', n.t) OR ($5 AND NOT mq.has_topic_privilege(n.t, 'create')))) m" \
 	" WHERE $1::text[] IS NULL OR m.topic = ANY ($1)" \
 	"    OR " TOPIC_ID_SQL("m.topic") " = ANY ($2::text[]) ORDER BY 1, 2"
 
@@ -303,11 +313,12 @@ write_topic(KWriter *w, int16_t v, KSlice name, const char *id, PGresult *res, i
 	int			row = topic_row(res, name, id);
 	uint8_t		uuid[16];
 
-	if (res && row < PQntuples(res) && strcmp(PQgetvalue(res, row, 1), "-1") == 0)
+	if (res && row < PQntuples(res) && PQgetvalue(res, row, 1)[0] == '-')
 	{
 		if (error == KERR_NONE)
-			error = KERR_INVALID_TOPIC_EXCEPTION;
-		res = NULL;				/* an invalid name: no partitions */
+			error = strcmp(PQgetvalue(res, row, 1), "-1") == 0 ? KERR_INVALID_TOPIC_EXCEPTION
+				: KERR_TOPIC_AUTHORIZATION_FAILED;
+		res = NULL;				/* an invalid or forbidden name: no partitions */
 	}
 	if (res && row == PQntuples(res) && error == KERR_NONE)
 		error = name.len >= 0 ? KERR_UNKNOWN_TOPIC_OR_PARTITION : KERR_UNKNOWN_TOPIC_ID;
@@ -481,7 +492,8 @@ h_metadata(KRequest *req)
 				kstmt_int(kjob_add(&s->job, ENSURE_OFFSETS_SQL, 0), MQ_INT4OID, OFFSETS_PARTITIONS);
 			break;
 		}
-	if (s->n > 0 && allow_auto && kconfig.auto_create_partitions > 0)
+	allow_auto = allow_auto && s->n > 0 && kconfig.auto_create_partitions > 0;
+	if (allow_auto)
 	{
 		st = kjob_add(&s->job, AUTO_CREATE_SQL, 0);
 		kstmt_array(st, MQ_TEXTARRAYOID, &arr);
@@ -494,6 +506,7 @@ h_metadata(KRequest *req)
 		kstmt_array(st, MQ_TEXTARRAYOID, &arr);
 	kstmt_array(st, MQ_TEXTARRAYOID, &idarr);
 	add_view_partitions(st);
+	kstmt_text(st, MQ_BOOLOID, allow_auto ? "t" : "f");
 	mq_array_free(&arr);
 	mq_array_free(&idarr);
 	if (s->fan.n > 0)
