@@ -137,6 +137,10 @@ static const ConfigKey keys[] = {
 		"mq-kafka's `--group-initial-delay-ms` (default: mq-kafka's)"),
 	KEY("kafka", "group.min.session.timeout.ms", kafka_min_session_ms, 'i', 1, INT32_MAX, NULL,
 		"mq-kafka's `--group-min-session-timeout-ms` (default: mq-kafka's, Kafka's 6000)"),
+	KEY("kafka", "auto.create.topics.enable", kafka_auto_create, 'i', 0, 1, NULL,
+		"1 or 0: whether a Metadata request may create an unknown topic, on the coordinator (default: mq-kafka's, Kafka's 1; 0 is mq-kafka's `--auto-create-topics=0`)"),
+	KEY("kafka", "num.partitions", kafka_num_partitions, 'i', 1, 10000, NULL,
+		"partitions of a topic so created, and of a CreateTopics asking for -1 (mq-kafka's `--auto-create-topics`; default 1)"),
 	KEY("kafka", "connections.max.idle.ms", kafka_idle_ms, 'i', 0, INT32_MAX, NULL,
 		"mq-kafka's `--connections-max-idle-ms`: an idle client connection is closed (default: mq-kafka's, Kafka's 600000; 0: never)"),
 	KEY("kafka", "group.max.session.timeout.ms", kafka_max_session_ms, 'i', 1, INT32_MAX, NULL,
@@ -303,6 +307,7 @@ check_kafka(BrokerConfig *cfg, const char *path)
 	if (cfg->kafka_listen == NULL && cfg->kafka_listeners == NULL &&
 		(cfg->kafka_advertise || cfg->kafka_program || cfg->kafka_pool || cfg->kafka_group_delay_ms >= 0 ||
 		 cfg->kafka_min_session_ms >= 0 || cfg->kafka_max_session_ms >= 0 || cfg->kafka_idle_ms >= 0 ||
+		 cfg->kafka_auto_create >= 0 || cfg->kafka_num_partitions >= 0 ||
 		 cfg->kafka_sasl || cfg->kafka_metrics || cfg->kafka_ssl_cert))
 	{
 		mq_log_error("%s: [kafka] needs listen (host:port) or listeners to start mq-kafka", path);
@@ -396,6 +401,8 @@ set_defaults(BrokerConfig *cfg)
 	cfg->kafka_min_session_ms = -1;
 	cfg->kafka_max_session_ms = -1;
 	cfg->kafka_idle_ms = -1;
+	cfg->kafka_auto_create = -1;
+	cfg->kafka_num_partitions = -1;
 	for (size_t i = 0; i < sizeof(keys) / sizeof(keys[0]); i++)
 		if (keys[i].dflt)
 			(void) set_key(&st, &keys[i], keys[i].section, keys[i].dflt);

@@ -49,6 +49,8 @@ typedef struct BrokerConfig
 	int			kafka_min_session_ms;	/* group.min.session.timeout.ms */
 	int			kafka_max_session_ms;	/* group.max.session.timeout.ms */
 	int			kafka_idle_ms;	/* connections.max.idle.ms */
+	int			kafka_auto_create;	/* auto.create.topics.enable */
+	int			kafka_num_partitions;	/* num.partitions */
 	char	   *kafka_sasl;		/* mechanisms clients authenticate with (--sasl) */
 	int			kafka_sasl_plain_on_plaintext;	/* --sasl-plain-on-plaintext */
 	char	   *kafka_principal_rules;	/* --principal-rules */

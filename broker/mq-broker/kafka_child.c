@@ -67,6 +67,7 @@ exec_child(const BrokerConfig *cfg)
 				min_session[48],
 				max_session[48],
 				idle[48],
+				auto_create[48],
 				sasl[64];
 	const char *argv[48];
 	int			n = 0;
@@ -116,6 +117,12 @@ exec_child(const BrokerConfig *cfg)
 	{
 		snprintf(idle, sizeof(idle), "--connections-max-idle-ms=%d", cfg->kafka_idle_ms);
 		argv[n++] = idle;
+	}
+	if (cfg->kafka_auto_create == 0 || cfg->kafka_num_partitions > 0)
+	{
+		snprintf(auto_create, sizeof(auto_create), "--auto-create-topics=%d",
+				 cfg->kafka_auto_create == 0 ? 0 : cfg->kafka_num_partitions);
+		argv[n++] = auto_create;
 	}
 	if (cfg->kafka_sasl)
 	{

@@ -12,6 +12,9 @@
 #include "kfan.h"
 #include "mqkafka.h"
 
+/* Kafka's internal topic of offset commits, created when first named */
+#define CONSUMER_OFFSETS_TOPIC "__consumer_offsets"
+
 /* partitions per listener (the extension's MQ_CO_NODE_PARTITIONS) */
 #define KCO_NODE_PARTITIONS 2
 

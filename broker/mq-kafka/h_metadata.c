@@ -17,7 +17,9 @@
  * view that this node holds no replica of is named from the view alone,
  * as any Kafka broker names every topic), or are created with
  * mq.create_topic first when --auto-create-topics is set (the default)
- * and the client allows it (v4+).  As in Kafka, a topic the client's
+ * and the client allows it (v4+); in a cluster on the coordinator instead
+ * (meta_create.c), and LEADER_NOT_AVAILABLE until the view has them.  As
+ * in Kafka, a topic the client's
  * role may not describe, whether it exists or not, and with automatic
  * creation one it may not create, is TOPIC_AUTHORIZATION_FAILED, so a
  * producer fails at once instead of waiting for its message timeout
@@ -55,6 +57,7 @@
 #include "cluster.h"
 #include "coffsets.h"
 #include "kerr.h"
+#include "meta_create.h"
 #include "pgbinary.h"
 #include "topic_id.h"
 #include "util.h"
@@ -92,8 +95,6 @@
 
 #define KERR_LEADER_NOT_AVAILABLE 5
 
-/* Kafka's internal topic of offset commits, created when first named */
-#define CONSUMER_OFFSETS_TOPIC "__consumer_offsets"
 #define ENSURE_OFFSETS_SQL "SELECT mq.ensure_consumer_offsets($1)"
 #define OFFSETS_PARTITIONS 10	/* on a node of its own, as Kafka's default is 50 */
 
@@ -112,6 +113,8 @@ typedef struct MetaState
 	KSlice	   *names;			/* null (v12): asked by id */
 	char	   *ids;			/* n ids in hex (33 bytes each) */
 	KFan		fan;			/* in a cluster: __consumer_offsets on every node */
+	bool		cluster_create; /* in a cluster: unknown topics made first */
+	MetaCreate	create;
 } MetaState;
 
 #define INT32_MIN_OPS (-2147483647 - 1)	/* authorized operations: not computed */
@@ -123,6 +126,7 @@ meta_state_free(void *p)
 
 	kjob_free(&s->job);
 	kfan_free(&s->fan);
+	meta_create_free(&s->create);
 	free(s->names);
 	free(s->ids);
 	free(s);
@@ -349,6 +353,18 @@ write_topic(KWriter *w, int16_t v, KSlice name, const char *id, PGresult *res, i
 	kw_tags(w);
 }
 
+/*
+ * Name i was made on the coordinator by this request (meta_create.c) and
+ * the view has none of it yet: LEADER_NOT_AVAILABLE, on which clients ask
+ * again, as a Kafka cluster answers a topic it has just created.
+ */
+static bool
+just_made(MetaState *s, KStmt *st, int32_t i)
+{
+	return s->cluster_create && meta_create_made(&s->create, s->names[i]) &&
+		(st->res == NULL || topic_row(st->res, s->names[i], NULL) == PQntuples(st->res));
+}
+
 static void
 metadata_done(KRequest *req)
 {
@@ -375,7 +391,7 @@ metadata_done(KRequest *req)
 	{
 		kw_array(w, s->n);
 		for (int32_t i = 0; i < s->n; i++)
-			write_topic(w, v, s->names[i], s->ids + 33 * i, st->res, code);
+			write_topic(w, v, s->names[i], s->ids + 33 * i, st->res, just_made(s, st, i) ? KERR_LEADER_NOT_AVAILABLE : code);
 	}
 	else
 	{
@@ -398,6 +414,14 @@ metadata_done(KRequest *req)
 	req_finish(req);
 }
 
+static void
+metadata_query(KRequest *req)
+{
+	MetaState  *s = req->state;
+
+	pool_run(req, &s->job, metadata_done);
+}
+
 /* __consumer_offsets is on every live node: now the metadata */
 static void
 offsets_ensured(KRequest *req)
@@ -409,7 +433,10 @@ offsets_ensured(KRequest *req)
 		if (kstmt_failed(&s->fan.routes[i]->job.stmts[0], &code))
 			mq_log_warning("cannot make __consumer_offsets on a node: %s",
 						   s->fan.routes[i]->job.stmts[0].err.message);
-	pool_run(req, &s->job, metadata_done);
+	if (s->cluster_create)
+		meta_create_run(&s->create, req, s->names, s->n, metadata_query);
+	else
+		metadata_query(req);
 }
 
 /* the cluster view's partitions as METADATA_SQL's $3 and $4 (none: empty) */
@@ -493,7 +520,8 @@ h_metadata(KRequest *req)
 			break;
 		}
 	allow_auto = allow_auto && s->n > 0 && kconfig.auto_create_partitions > 0;
-	if (allow_auto)
+	s->cluster_create = allow_auto && cluster_enabled();
+	if (allow_auto && !s->cluster_create)
 	{
 		st = kjob_add(&s->job, AUTO_CREATE_SQL, 0);
 		kstmt_array(st, MQ_TEXTARRAYOID, &arr);
@@ -512,7 +540,7 @@ h_metadata(KRequest *req)
 	if (s->fan.n > 0)
 		kfan_run(&s->fan, req, offsets_ensured);
 	else
-		pool_run(req, &s->job, metadata_done);
+		offsets_ensured(req);
 }
 
 /*

@@ -98,9 +98,8 @@ static const char help[] =
 "                               (default 1800000)\n"
 "      --auto-create-topics=N   create unknown topics with N partitions when a\n"
 "                               Metadata request allows it (default 1, as Kafka's\n"
-"                               auto.create.topics.enable; 0: never; with\n"
-"                               --coordinator never); N is also CreateTopics'\n"
-"                               default (else 1)\n"
+"                               auto.create.topics.enable; 0: never); N is also\n"
+"                               CreateTopics' default (else 1)\n"
 "      --recheck-ms=N           how often a waiting fetch looks for records without\n"
 "                               a wake-up from the database (default 2000)\n"
 "      --fetch-encoder=database|daemon  Fetch v4+ record batches encoded by\n"
@@ -518,20 +517,12 @@ main(int argc, char **argv)
 	kconfig.group_min_session_ms = 6000;	/* Kafka's group.min.session.timeout.ms */
 	kconfig.group_max_session_ms = 1800000;	/* and group.max.session.timeout.ms */
 	kconfig.recheck_ms = 2000;
-	kconfig.auto_create_partitions = -1;	/* unset: see below */
+	kconfig.auto_create_partitions = 1;	/* Kafka's auto.create.topics.enable */
 	kconfig.refresh_ms = 500;
 	parse_args(argc, argv);
 	if (kconfig.coordinator && kconfig.npeers > 0)
 	{
 		mq_log_error("--peer and --coordinator exclude each other: the coordinator names the peers");
-		return MQ_EXIT_USAGE;
-	}
-	if (kconfig.auto_create_partitions < 0)	/* Kafka's default: on, 1 partition */
-		kconfig.auto_create_partitions = kconfig.coordinator ? 0 : 1;
-	if (kconfig.coordinator && kconfig.auto_create_partitions > 0)
-	{
-		/* Metadata would make an unreplicated topic on this node alone */
-		mq_log_error("--auto-create-topics serves a single mq-kafka: in a cluster, create topics with CreateTopics or mqctl");
 		return MQ_EXIT_USAGE;
 	}
 	if (kconfig.coordinator)

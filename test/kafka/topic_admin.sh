@@ -12,8 +12,7 @@
 # answered) or (incremental) setting a null value (INVALID_REQUEST,
 # nothing of them changed); and Metadata of a name outside Kafka's rule
 # (INVALID_TOPIC_EXCEPTION: a producer fails at once, and automatic
-# creation, on by default, never makes it).  A cluster's daemon refuses
-# --auto-create-topics.
+# creation, on by default, never makes it).
 source "$(dirname "${BASH_SOURCE[0]}")/lib.bash"
 
 PY=/usr/bin/python3
@@ -65,7 +64,4 @@ expect_rc 0 "kcat producing to a valid new name"
 check_eq "$(sql "SELECT string_agg(topic, ',' ORDER BY topic) FROM mq.topics WHERE topic NOT IN ('co_ll', 'grown', 'keep', 'uniq')")" \
 	"made_on_the_fly" "only the valid name was made"
 kafka_kill
-
-run timeout 10 "$MQ_KAFKA" --listen "127.0.0.1:$(_free_port)" -d "dbname=$PGDATABASE" --coordinator "dbname=$PGDATABASE" --auto-create-topics 1
-check_match "$RC:$ERR" '^2:.*--auto-create-topics serves a single mq-kafka' "a cluster's daemon refuses --auto-create-topics"
 finish

@@ -33,8 +33,9 @@ my $py = '/usr/bin/python3';    # Debian's python3-kafka
 my $n = 600;
 
 my $c = MqCluster->new(nodes => 3);
-# [kafka] group.min.session.timeout.ms and connections.max.idle.ms reach each node's mq-kafka
-$c->start_kafka_brokers(min_session_ms => 5000, idle_ms => 300000);
+# [kafka] group.min.session.timeout.ms, connections.max.idle.ms and
+# num.partitions reach each node's mq-kafka
+$c->start_kafka_brokers(min_session_ms => 5000, idle_ms => 300000, num_partitions => 2);
 $c->create_topic($_, 6, { 'replication.factor' => 3, 'min.insync.replicas' => 2 }) for 'kpc', 'srm';
 # the leaders where placement wants them (all three nodes), before the
 # clients at their defaults (kafka-python: retries=0) send
@@ -193,5 +194,20 @@ SKIP:
 			"SELECT 2 = ANY (replicas) FROM mq_coord.partition WHERE topic = 'kjs-grow' AND partition = 0"), 'f',
 		'kafkajs: that topic had no replica on the node whose daemon was asked');
 }
+
+# automatic topic creation, on by default as in Kafka (last: the placement
+# of its partitions would move the topics above): kcat at its defaults
+# produces to a topic nobody made, through node 2's daemon; it is
+# made on the coordinator ([kafka] num.partitions = 2, replication factor
+# 1, Kafka's default.replication.factor), and its records are on their
+# leaders' nodes
+my ($sent) = client('kcat_auto', 'sh', '-c', "'printf \"a\\nb\\nc\\n\" | kcat -b $boot -P -t kpc_auto && echo sent'");
+is($sent, 'sent', 'kcat produces to a topic nobody made');
+is($c->coord->safe_psql('postgres',
+		"SELECT count(*) || ':' || max(cardinality(replicas)) FROM mq_coord.partition WHERE topic = 'kpc_auto'"),
+	'2:1', 'the coordinator made it: two partitions of one replica each');
+is(eval { my $t = 0; $t += $c->node($c->leader('kpc_auto', $_))->safe_psql('postgres',
+		"SELECT count(*) FROM mq.fetch('kpc_auto', $_, 0, 100)") for 0, 1; $t }, 3,
+	'the three records are on their partitions\' leaders');
 
 done_testing();

@@ -1146,7 +1146,8 @@ sub start_kafka_brokers
 		  . 'program = ' . ($o{program} // "$root/broker/mq-kafka/mq-kafka") . "\n"
 		  . 'group.initial.rebalance.delay.ms = ' . ($o{group_delay_ms} // 1000) . "\n"
 		  . ($o{min_session_ms} ? "group.min.session.timeout.ms = $o{min_session_ms}\n" : '')
-		  . ($o{idle_ms} ? "connections.max.idle.ms = $o{idle_ms}\n" : '');
+		  . ($o{idle_ms} ? "connections.max.idle.ms = $o{idle_ms}\n" : '')
+		  . ($o{num_partitions} ? "num.partitions = $o{num_partitions}\n" : '');
 		$self->start_broker($i);
 	}
 	my @started = sort keys %{ $self->{kafka_started} };

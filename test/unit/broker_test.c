@@ -104,6 +104,9 @@ test_config(void)
 		  "[kafka] connections.max.idle.ms 0 (never) is accepted");
 	CHECK(!parse_with("[kafka]\nlisten = h:1\nconnections.max.idle.ms = -1\n"),
 		  "a negative [kafka] connections.max.idle.ms is refused");
+	CHECK(parse_with("[kafka]\nlisten = h:1\nauto.create.topics.enable = 0\nnum.partitions = 3\n"),
+		  "[kafka] auto.create.topics.enable and num.partitions are accepted");
+	CHECK(!parse_with("[kafka]\nlisten = h:1\nnum.partitions = 0\n"), "a [kafka] num.partitions of 0 is refused");
 	CHECK(!parse_with("[kafka]\nlisten = h:1\ngroup.min.session.timeout.ms = 0\n"),
 		  "a [kafka] minimum session timeout of 0 is refused");
 	CHECK(!parse_with("[kafka]\ngroup.max.session.timeout.ms = 600000\n"),
