@@ -19,13 +19,13 @@
  * mq.create_topic first when --auto-create-topics is set (the default)
  * and the client allows it (v4+); in a cluster on the coordinator instead
  * (meta_create.c), and LEADER_NOT_AVAILABLE until the view has them.  As
- * in Kafka, a topic the client's
- * role may not describe, whether it exists or not, and with automatic
- * creation one it may not create, is TOPIC_AUTHORIZATION_FAILED, so a
- * producer fails at once instead of waiting for its message timeout
- * (creation is not even tried: no error in the server's log).  A name
- * outside Kafka's rule (mq._topic_name_valid) is INVALID_TOPIC_EXCEPTION
- * and never created, as Kafka answers it, for the same reason.
+ * in Kafka, a topic the client's role may not describe, whether it exists
+ * or not, and with automatic creation one it may not create, is
+ * TOPIC_AUTHORIZATION_FAILED, so a producer fails at once instead of
+ * waiting for its message timeout (creation is not even tried: no error
+ * in the server's log).  A name outside Kafka's rule (mq._topic_name_valid)
+ * is INVALID_TOPIC_EXCEPTION and never created, as Kafka answers it, for
+ * the same reason.
  * __consumer_offsets, Kafka's internal topic of offset commits, is
  * created by mq.ensure_consumer_offsets when a request names it (as Kafka
  * creates it on first need), and is the one is_internal topic; in a
@@ -391,7 +391,8 @@ metadata_done(KRequest *req)
 	{
 		kw_array(w, s->n);
 		for (int32_t i = 0; i < s->n; i++)
-			write_topic(w, v, s->names[i], s->ids + 33 * i, st->res, just_made(s, st, i) ? KERR_LEADER_NOT_AVAILABLE : code);
+			write_topic(w, v, s->names[i], s->ids + 33 * i, st->res,
+						just_made(s, st, i) ? KERR_LEADER_NOT_AVAILABLE : code);
 	}
 	else
 	{

@@ -96,7 +96,7 @@ meta_create_run(MetaCreate *mc, KRequest *req, const KSlice *names, int32_t n, K
 		mc->names[i] = kslice_dup(names[i]);
 		if (cluster_partition(mc->names[i], 0) != NULL)
 		{
-			free(mc->names[i]);	/* the cluster has it */
+			free(mc->names[i]); /* the cluster has it */
 			mc->names[i] = NULL;
 			continue;
 		}
