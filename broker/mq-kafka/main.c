@@ -309,7 +309,8 @@ resolve_listeners(const CliParser *p)
 		l->name = (char *) listener_proto_name(l->proto);
 		l->host = kconfig.listen_host;
 		l->port = kconfig.listen_port;
-		l->adv_host = mq_strdup(kconfig.advertised_host ? kconfig.advertised_host : l->host);
+		/* malloc'd either way: advertise_host_name may replace it */
+		l->adv_host = kconfig.advertised_host ? kconfig.advertised_host : mq_strdup(l->host);
 		l->adv_port = kconfig.advertised_host ? kconfig.advertised_port : l->port;
 		kconfig.nlisteners = 1;
 	}
