@@ -478,7 +478,8 @@ collect_all(OffState *s, int *nrows, int16_t *code)
 				n++;
 		}
 	}
-	qsort(rows, n, sizeof(ORow), orow_cmp);
+	if (n > 0)					/* rows is NULL when no node was asked */
+		qsort(rows, n, sizeof(ORow), orow_cmp);
 	*nrows = n;
 	return rows;
 }
