@@ -3,13 +3,13 @@
 # link, or on purpose) must not make mq-kafka hold every answer in memory:
 # as Kafka mutes a connection until its response is sent, the daemon reads
 # the next request only once the unwritten output is down to 64 kB.  A
-# client sends 200 Fetch requests whose answers are about 1 MB each,
-# reads nothing until the daemon has stopped answering, then reads all 200,
+# client sends 120 Fetch requests whose answers are about 1 MB each,
+# reads nothing until the daemon has stopped answering, then reads all 120,
 # in order; in clear text and over TLS.
 source "$(dirname "${BASH_SOURCE[0]}")/lib.bash"
 source "$(dirname "${BASH_SOURCE[0]}")/tls_certs.bash"
 T="$(tmpdir)"
-N=200
+N=120
 
 tls_make_certs "$T/pki" || { fail "the test PKI is made"; finish; }
 METRICS="127.0.0.1:$(_free_port)"
