@@ -102,9 +102,7 @@
 #define CLUSTER_ID "mq"
 
 #define AUTO_CREATE_SQL \
-	"SELECT mq.create_topic(t, $2) FROM unnest($1::text[]) t" \
-	" WHERE mq._topic_name_valid(t) AND NOT EXISTS (SELECT 1 FROM mq.topics x WHERE x.topic = t)" \
-	"   AND mq.has_topic_privilege(t, 'create')"
+	"SELECT mq.create_topic(c.t, $2) FROM (" META_CREATABLE_SQL ") c"
 
 typedef struct MetaState
 {

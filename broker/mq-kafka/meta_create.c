@@ -32,11 +32,6 @@
 #include "pgbinary.h"
 #include "util.h"
 
-#define CHECK_SQL \
-	"SELECT t FROM unnest($1::text[]) t" \
-	" WHERE mq._topic_name_valid(t) AND mq.has_topic_privilege(t, 'create')" \
-	"   AND NOT EXISTS (SELECT 1 FROM mq.topics x WHERE x.topic = t)"
-
 #define COORD_CREATE_SQL "SELECT mq_coord.create_topic($1, $2)"
 
 static void
@@ -108,7 +103,7 @@ meta_create_run(MetaCreate *mc, KRequest *req, const KSlice *names, int32_t n, K
 		done(req);
 		return;
 	}
-	kstmt_array(kjob_add(&mc->check, CHECK_SQL, 0), MQ_TEXTARRAYOID, &arr);
+	kstmt_array(kjob_add(&mc->check, META_CREATABLE_SQL, 0), MQ_TEXTARRAYOID, &arr);
 	mq_array_free(&arr);
 	mc->check_req.state = mc;
 	mc->check_req.role = req->role;	/* borrowed: the client's */
