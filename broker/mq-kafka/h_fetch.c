@@ -53,6 +53,7 @@
 #include "kjson.h"
 #include "msgset.h"
 #include "pgbinary.h"
+#include "quota.h"
 #include "topic_id.h"
 #include "util.h"
 
@@ -303,6 +304,9 @@ fetch_done(KRequest *req)
 		if (!s->failed && s->bytes > 0 && !conn_closed(req->conn))
 			ahead_after(s, &fetch_ops);
 		fsess_sent(s);
+		req->throttle_ms = quota_record(req, KQUOTA_FETCH, (int64_t) req->resp.len);
+		if (req->api_version >= 1)
+			kw_put_i32_at(&req->resp, 0, req->throttle_ms);
 		req_finish(req);
 		return;
 	}

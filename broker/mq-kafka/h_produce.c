@@ -60,6 +60,7 @@
 #include "kerr.h"
 #include "kjson.h"
 #include "msgset.h"
+#include "quota.h"
 #include "pgbinary.h"
 #include "util.h"
 
@@ -85,6 +86,7 @@ typedef struct ProduceState
 {
 	KJob		job;
 	KJob		acked;			/* acks=-1 on replicated partitions */
+	int64_t		db_us;			/* the appends' database time, before acked */
 	TxnRemote	remote;			/* staged on the transaction's node */
 	int16_t		acks;
 	int32_t		timeout_ms;
@@ -348,8 +350,12 @@ produce_encode(KRequest *req)
 			free(topic);
 		}
 	}
+	/* waiting for the replicas is not work (Kafka's purgatory) */
+	if (s->acked.n > 0)
+		req->db_us = s->db_us;
+	req->throttle_ms = quota_record(req, KQUOTA_PRODUCE, (int64_t) req->body.len);
 	if (req->api_version >= 1)
-		kw_i32(w, 0);			/* throttle_time_ms */
+		kw_i32(w, req->throttle_ms);	/* throttle_time_ms */
 	req_finish(req);
 }
 
@@ -379,6 +385,7 @@ produce_done(KRequest *req)
 		kstmt_int(st, MQ_INT4OID, s->timeout_ms);
 		free(topic);
 	}
+	s->db_us = req->db_us;
 	if (s->acked.n > 0)
 		pool_run(req, &s->acked, produce_encode);
 	else

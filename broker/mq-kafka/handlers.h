@@ -56,6 +56,8 @@ enum
 	KAPI_ALTER_PARTITION_REASSIGNMENTS = 45,
 	KAPI_LIST_PARTITION_REASSIGNMENTS = 46,
 	KAPI_OFFSET_DELETE = 47,
+	KAPI_DESCRIBE_CLIENT_QUOTAS = 48,
+	KAPI_ALTER_CLIENT_QUOTAS = 49,
 	KAPI_DESCRIBE_USER_SCRAM_CREDENTIALS = 50,
 	KAPI_ALTER_USER_SCRAM_CREDENTIALS = 51,
 	KAPI_DESCRIBE_TRANSACTIONS = 65,
@@ -136,6 +138,9 @@ extern void h_delete_acls(KRequest *req);
 /* sasl.c */
 extern void h_sasl_handshake(KRequest *req);
 extern void h_sasl_authenticate(KRequest *req);
+/* h_quota.c */
+extern void h_describe_client_quotas(KRequest *req);
+extern void h_alter_client_quotas(KRequest *req);
 /* h_scram_admin.c */
 extern void h_describe_user_scram_credentials(KRequest *req);
 extern void h_alter_user_scram_credentials(KRequest *req);

@@ -15,7 +15,11 @@
  * resumes only once the client has read it down to that, as Kafka mutes a
  * connection until its response is sent: a client that pipelines requests
  * and does not read (a slow network, or on purpose) holds at most that
- * and one response in the daemon's memory, not one per request.  As
+ * and one response in the daemon's memory, not one per request.  A
+request whose client went over a quota (quota.c: the handler counts its
+bytes, this file its database time) mutes the connection for the longer
+throttle time after its response, as Kafka's broker does (KIP-219): the
+next request is read once that time is over.  As
  * Kafka's connections.max.idle.ms, a connection that sends no request
  * while it may (none in flight), or takes none of its answer, for
  * --connections-max-idle-ms is closed (the read and write timeouts of
@@ -47,6 +51,7 @@
 
 #include "kmetrics.h"
 #include "listener.h"
+#include "quota.h"
 #include "tls.h"
 #include "util.h"
 
@@ -59,8 +64,9 @@ struct KConn
 {
 	struct bufferevent *bev;
 	struct event *resume;		/* reads the next buffered frame */
+	struct event *unmute;		/* ends a quota's throttle time */
 	KFrameFn	dispatch;		/* takes each whole frame */
-	int			refs;			/* the socket, a request in flight, a resume */
+	int			refs;			/* the socket, a request in flight, a resume, a mute */
 	bool		closed;
 	bool		busy;
 	bool		draining;		/* reads on once its output is down to RESUME_OUTPUT_BYTES */
@@ -157,6 +163,7 @@ conn_unref(KConn *c)
 	{
 		conn_set_sasl_state(c, NULL, NULL);
 		event_free(c->resume);
+		event_free(c->unmute);
 		free(c->role);
 		free(c);
 	}
@@ -244,6 +251,27 @@ conn_resume(KConn *c)
 	event_active(c->resume, 0, 0);
 }
 
+/* the next request, once the client has read enough of its output */
+static void
+conn_read_on(KConn *c)
+{
+	if (evbuffer_get_length(bufferevent_get_output(c->bev)) > RESUME_OUTPUT_BYTES)
+		c->draining = true;		/* conn_written resumes */
+	else
+		conn_resume(c);
+}
+
+/* a throttle time is over */
+static void
+on_unmute(evutil_socket_t fd, short what, void *arg)
+{
+	KConn	   *c = arg;
+
+	if (!c->closed)
+		conn_read_on(c);
+	conn_unref(c);
+}
+
 void
 req_finish(KRequest *req)
 {
@@ -256,10 +284,21 @@ req_finish(KRequest *req)
 		if (!req->no_response)
 			write_response(req);
 		c->busy = false;
-		if (evbuffer_get_length(bufferevent_get_output(c->bev)) > RESUME_OUTPUT_BYTES)
-			c->draining = true; /* conn_written resumes */
+		if (req->db_us > 0)
+		{
+			int32_t		ms = quota_record(req, KQUOTA_REQUEST, req->db_us);
+
+			req->throttle_ms = ms > req->throttle_ms ? ms : req->throttle_ms;
+		}
+		if (req->throttle_ms > 0)
+		{
+			struct timeval tv = {req->throttle_ms / 1000, (req->throttle_ms % 1000) * 1000};
+
+			c->refs++;
+			evtimer_add(c->unmute, &tv);
+		}
 		else
-			conn_resume(c);
+			conn_read_on(c);
 	}
 	req_free(req);
 	conn_unref(c);
@@ -403,6 +442,7 @@ conn_start(struct bufferevent *bev, const char *peer, const KListener *listener,
 	c->dispatch = dispatch;
 	kmetrics_connection(1);
 	c->resume = event_new(kbase, -1, 0, on_resume, c);
+	c->unmute = evtimer_new(kbase, on_unmute, c);
 	c->bev = bev;
 	bufferevent_setcb(bev, conn_read, conn_written, conn_event, c);
 	bufferevent_setwatermark(bev, EV_WRITE, RESUME_OUTPUT_BYTES, 0);

@@ -40,7 +40,8 @@ static const char *const api_names[KM_MAX_API] = {
 	[18] = "ApiVersions", [19] = "CreateTopics", [20] = "DeleteTopics",
 	[21] = "DeleteRecords", [22] = "InitProducerId", [32] = "DescribeConfigs",
 	[33] = "AlterConfigs", [36] = "SaslAuthenticate", [37] = "CreatePartitions",
-	[42] = "DeleteGroups", [44] = "IncrementalAlterConfigs",
+	[42] = "DeleteGroups", [44] = "IncrementalAlterConfigs", [48] = "DescribeClientQuotas",
+	[49] = "AlterClientQuotas",
 };
 
 static struct
@@ -54,6 +55,8 @@ static struct
 	int64_t		by_state[KM_MAX_STATES + 1];	/* the last: "other" */
 	int64_t		connections;
 	int64_t		connections_total;
+	int64_t		client_quotas;
+	int64_t		throttle_ms;
 }			km;
 
 static bool
@@ -105,6 +108,18 @@ kmetrics_connection(int delta)
 		km.connections_total += delta;
 }
 
+void
+kmetrics_client_quotas(int n)
+{
+	km.client_quotas = n;
+}
+
+void
+kmetrics_throttle(int32_t ms)
+{
+	km.throttle_ms += ms;
+}
+
 static void
 family(struct evbuffer *b, const char *name, const char *type, const char *help)
 {
@@ -145,6 +160,11 @@ render(struct evbuffer *b)
 	evbuffer_add_printf(b, "mq_kafka_connections %lld\n", (long long) km.connections);
 	family(b, "mq_kafka_connections_total", "counter", "Client connections accepted.");
 	evbuffer_add_printf(b, "mq_kafka_connections_total %lld\n", (long long) km.connections_total);
+	family(b, "mq_kafka_client_quotas", "gauge", "Client quotas read from the database and enforced.");
+	evbuffer_add_printf(b, "mq_kafka_client_quotas %lld\n", (long long) km.client_quotas);
+	family(b, "mq_kafka_throttle_seconds_total", "counter",
+		   "Time connections were muted for going over their client quota.");
+	evbuffer_add_printf(b, "mq_kafka_throttle_seconds_total %.3f\n", km.throttle_ms / 1e3);
 }
 
 static void

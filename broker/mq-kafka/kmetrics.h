@@ -26,5 +26,9 @@ extern void kmetrics_protocol_error(void);
 extern void kmetrics_statement_error(const char *sqlstate);
 /* a client connection opened (+1) or closed (-1) */
 extern void kmetrics_connection(int delta);
+/* the client quotas read and enforced (quota.c) */
+extern void kmetrics_client_quotas(int n);
+/* a connection muted this long for its client's quota */
+extern void kmetrics_throttle(int32_t ms);
 
 #endif							/* MQK_KMETRICS_H */

@@ -30,6 +30,7 @@
 #include "listener.h"
 #include "mqkafka.h"
 #include "principal.h"
+#include "quota.h"
 #include "sdnotify.h"
 #include "util.h"
 
@@ -566,6 +567,7 @@ main(int argc, char **argv)
 	pool_start();
 	cluster_start(group_drop_moved);
 	group_start();
+	quota_start();
 	mq_log_info("listening on %s:%d%s (pool of %d database connections%s; unauthenticated clients: %s)",
 				kconfig.listen_host, kconfig.listen_port,
 				kconfig.nlisteners > 1 ? " and more" : "", kconfig.pool_size,

@@ -154,6 +154,8 @@ struct KRequest
 	void		(*free_state) (void *state);
 	KRequest   *next;			/* the pool's wait queue */
 	int64_t		started_us;		/* dispatched at (kmetrics.c); 0: not dispatched */
+	int32_t		throttle_ms;	/* its client's quota mutes the connection this long */
+	int64_t		db_us;			/* time its statements ran (pool.c) */
 };
 
 /* server.c: the listeners */

@@ -42,6 +42,10 @@
  * into another's statement, and the daemon's own jobs (no role) run as
  * the daemon's role.  The pool's bound stays --pool connections.
  *
+ * Each request adds the time its jobs took, from sending to the last
+ * result, to its db_us: the time the database worked for it, which its
+ * client's request_percentage quota counts (quota.c).
+ *
  *-------------------------------------------------------------------------
  */
 #include "mqkafka.h"
@@ -139,6 +143,8 @@ slot_finish(Slot *s)
 
 	s->req = NULL;
 	evtimer_del(s->deadline_ev);
+	if (req)
+		req->db_us += mq_now_us() - s->started_us;
 	if (next && (pool_slot_ready(s) || !s->connecting))
 	{
 		p->wait_head = next->next;
@@ -218,6 +224,7 @@ start(Slot *s, KRequest *req)
 	struct timeval tv;
 
 	s->req = req;
+	s->started_us = mq_now_us();
 	s->next = 0;
 	s->saw_null = false;
 	s->role_result = req->role != NULL;

@@ -24,6 +24,7 @@ struct Slot
 	bool		writing;		/* output not flushed: also wait for EV_WRITE */
 	bool		connecting;		/* other databases: connecting asynchronously */
 	KRequest   *req;			/* the running job's request, or NULL */
+	int64_t		started_us;		/* when its job was sent */
 	int			next;			/* statement whose results come next */
 	bool		saw_null;
 	bool		role_result;	/* the next result is set_config's */

@@ -436,6 +436,22 @@ COMMENT ON FUNCTION mq_coord._txn_durably() IS
 COMMENT ON FUNCTION mq_coord._txn_check_participants(text, jsonb) IS
     'internal: raises MQ054 unless the participants are objects with a gid of the transaction and a kind';
 
+-- client quotas of Kafka clients (93_client_quotas.sql)
+COMMENT ON TABLE mq.client_quota IS
+    'Kafka client quotas mq-kafka enforces: per entity (a user, a client id, both, or their defaults) and key: producer_byte_rate or consumer_byte_rate (bytes a second), request_percentage (percent of one thread); readable by the owner only';
+COMMENT ON FUNCTION mq.set_client_quota(text, double precision, text, text, boolean, boolean) IS
+    'set a client quota of an entity (user_name or default_user, and/or client_id or default_client); quota_value NULL removes it; alter on the cluster';
+COMMENT ON FUNCTION mq_internal.set_client_quota(text, double precision, text, text, boolean, boolean, oid) IS
+    'implementation of mq.set_client_quota, run as the owner with the caller''s role to authorize';
+COMMENT ON FUNCTION mq.list_client_quotas() IS
+    'every client quota, to describe on the cluster (Kafka''s DescribeClientQuotas)';
+COMMENT ON FUNCTION mq_internal.list_client_quotas(oid) IS
+    'implementation of mq.list_client_quotas, run as the owner with the caller''s role to authorize';
+COMMENT ON FUNCTION mq.client_quota_lookup() IS
+    'internal (mq-kafka): every client quota, to enforce them; grant EXECUTE to the role mq-kafka connects as';
+COMMENT ON FUNCTION mq._client_quota_check(text, boolean, text, boolean, text, double precision) IS
+    'internal: a client quota''s entity, key and value checked (MQ063)';
+
 -- SCRAM credentials for Kafka clients (91_scram.sql)
 COMMENT ON TABLE mq.scram_credential IS
     'SCRAM verifiers of Kafka users (mq-kafka --sasl=scram-sha-*): per user and mechanism the salt, iterations, StoredKey and ServerKey, never the password; readable by the owner only';

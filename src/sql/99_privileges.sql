@@ -72,6 +72,12 @@ GRANT EXECUTE ON FUNCTION mq.set_scram_credential(text, text, text, integer),
     mq.set_scram_keys(text, text, integer, bytea, bytea, bytea),
     mq.drop_scram_credential(text, text), mq.list_scram_credentials() TO PUBLIC;
 
+-- client quotas (93_client_quotas.sql): the functions check the caller's
+-- rights (alter on the cluster to set, describe to list);
+-- mq.client_quota_lookup stays with the role mq-kafka runs as.
+GRANT EXECUTE ON FUNCTION mq.set_client_quota(text, double precision, text, text, boolean, boolean),
+    mq.list_client_quotas() TO PUBLIC;
+
 -- monitoring: lag and statistics for pg_monitor (postgres_exporter's role)
 GRANT SELECT ON mq.consumer_lag, mq.partition_stats, mq.group_members, mq.group_assignments TO pg_monitor;
 GRANT EXECUTE ON FUNCTION mq._offset_time(integer, integer, bigint),

@@ -262,6 +262,27 @@ BEGIN
                                   s.relid, s.index_name);
     END LOOP;
 END $$;
+-- Kafka client quotas (93_client_quotas.sql)
+CREATE TABLE mq.client_quota (
+    user_name      text,
+    default_user   boolean NOT NULL DEFAULT false,
+    client_id      text,
+    default_client boolean NOT NULL DEFAULT false,
+    quota_key      text NOT NULL
+                   CHECK (quota_key IN ('producer_byte_rate', 'consumer_byte_rate', 'request_percentage')),
+    quota_value    double precision NOT NULL CHECK (quota_value > 0 AND quota_value < 'Infinity'),
+    set_at         timestamptz NOT NULL DEFAULT now(),
+    CHECK (NOT (default_user AND user_name IS NOT NULL)),
+    CHECK (NOT (default_client AND client_id IS NOT NULL)),
+    CHECK (user_name IS NOT NULL OR default_user OR client_id IS NOT NULL OR default_client),
+    UNIQUE NULLS NOT DISTINCT (user_name, default_user, client_id, default_client, quota_key)
+);
+REVOKE ALL ON mq.client_quota FROM PUBLIC;
+-- no key can identify a row (names are NULL for defaults), so the whole
+-- row does, as for mq.acl: a publication FOR ALL TABLES needs one
+ALTER TABLE mq.client_quota REPLICA IDENTITY FULL;
+-- quotas are the user's configuration: pg_dump keeps them
+SELECT pg_catalog.pg_extension_config_dump('mq.client_quota', '');
 -- @definitions
 -- Kafka's collision rule, looked up by an index on each catalog of topics
 -- (20_admin.sql, 61_coordinator.sql): after part 2 made the key's function

@@ -45,7 +45,7 @@ sub call {
 	my $r = call(18, 0, '');
 	my $cnt = defined $r ? unpack('x2 l>', $r) : 0;
 	my %adv = map { unpack('x' . (6 + 6 * $_) . ' s>', $r) => 1 } 0 .. $cnt - 1;
-	ok($cnt > 0 && !$adv{43} && !$adv{48}, 'ElectLeaders (43), DescribeClientQuotas (48) are not advertised');
+	ok($cnt > 0 && !$adv{43} && !$adv{38}, 'ElectLeaders (43), CreateDelegationToken (38) are not advertised');
 	ok(!defined call(43, 0, pack('l>', 0) . pack('l>', 5000)), 'an ElectLeaders request sent anyway closes the connection');
 	$sock = kafka_connect($port);
 	$r = call(18, 0, '');

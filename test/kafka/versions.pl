@@ -35,8 +35,9 @@ my %kafka39 = (
 	33 => [0, 2, 2], 36 => [0, 2, 2], 37 => [0, 3, 2], 42 => [0, 2, 2], 44 => [0, 1, 1],
 	29 => [0, 3, 2], 30 => [0, 3, 2], 31 => [0, 3, 2], 50 => [0, 0, 0], 51 => [0, 0, 0],
 	45 => [0, 0, 0], 46 => [0, 0, 0], 47 => [0, 0, 99], 35 => [0, 4, 2], 60 => [0, 1, 0],
-	61 => [0, 0, 0],
+	61 => [0, 0, 0], 48 => [0, 1, 1], 49 => [0, 1, 1],
 );
+my @quota_entity = (['entity_type', 'str', '0+'], ['entity_name', 'nstr', '0+']);
 
 my @part_fetch = (['partition', 'i32', '0+'], ['current_leader_epoch', 'i32', '9+'],
 	['fetch_offset', 'i64', '0+'], ['last_fetched_epoch', 'i32', '12+'],
@@ -56,6 +57,11 @@ my %req = (
 		['principal_filter', 'nstr', '0+'], ['host_filter', 'nstr', '0+'], ['operation', 'i8', '0+'],
 		['permission_type', 'i8', '0+']], '0+']],
 	50 => [['users', [['name', 'str', '0+']], '0+']],
+	48 => [['components', [['entity_type', 'str', '0+'], ['match_type', 'i8', '0+'], ['match', 'nstr', '0+']], '0+'],
+		['strict', 'bool', '0+']],
+	49 => [['entries', [['entity', \@quota_entity, '0+'],
+			['ops', [['key', 'str', '0+'], ['value', 'f64', '0+'], ['remove', 'bool', '0+']], '0+']], '0+'],
+		['validate_only', 'bool', '0+']],
 	35 => [['topics', [['topic', 'str', '0+'], ['partitions', '[i32]', '0+']], '0+']],
 	61 => [['topics', [['name', 'str', '0+'], ['partition_indexes', '[i32]', '0+']], '0+']],
 	60 => [['include_cluster_authorized_operations', 'bool', '0+'], ['endpoint_type', 'i8', '1+']],
@@ -157,6 +163,10 @@ my %resp = (
 	50 => [['throttle_time_ms', 'i32', '0+'], ['error_code', 'i16', '0+'], ['error_message', 'nstr', '0+'],
 		['results', [['user', 'str', '0+'], ['error_code', 'i16', '0+'], ['error_message', 'nstr', '0+'],
 			['credential_infos', [['mechanism', 'i8', '0+'], ['iterations', 'i32', '0+']], '0+']], '0+']],
+	48 => [['throttle_time_ms', 'i32', '0+'], ['error_code', 'i16', '0+'], ['error_message', 'nstr', '0+'],
+		['entries', [['entity', \@quota_entity, '0+'], ['values', [['key', 'str', '0+'], ['value', 'f64', '0+']], '0+']], '0+']],
+	49 => [['throttle_time_ms', 'i32', '0+'], ['entries', [['error_code', 'i16', '0+'], ['error_message', 'nstr', '0+'],
+			['entity', \@quota_entity, '0+']], '0+']],
 	60 => [['throttle_time_ms', 'i32', '0+'], ['error_code', 'i16', '0+'], ['error_message', 'nstr', '0+'],
 		['endpoint_type', 'i8', '1+'], ['cluster_id', 'str', '0+'], ['controller_id', 'i32', '0+'],
 		['brokers', [['broker_id', 'i32', '0+'], ['host', 'str', '0+'], ['port', 'i32', '0+'], ['rack', 'nstr', '0+']], '0+'],
@@ -317,6 +327,7 @@ sub encode {
 		elsif ($type eq 'i16') { $out .= pack('s>', $x // 0) }
 		elsif ($type eq 'i32') { $out .= pack('l>', $x // 0) }
 		elsif ($type eq 'i64') { $out .= pack('q>', $x // 0) }
+		elsif ($type eq 'f64') { $out .= pack('d>', $x // 0) }
 		elsif ($type eq 'str') { $out .= e_str($x // '', $flex) }
 		elsif ($type eq 'nstr') { $out .= e_str($x, $flex) }
 		elsif ($type eq 'bytes') { $out .= e_bytes($x // '', $flex) }
@@ -362,6 +373,7 @@ sub decode {
 		elsif ($type eq 'i16') { $h{$name} = unpack('s>', take($b, 2)) }
 		elsif ($type eq 'i32') { $h{$name} = unpack('l>', take($b, 4)) }
 		elsif ($type eq 'i64') { $h{$name} = unpack('q>', take($b, 8)) }
+		elsif ($type eq 'f64') { $h{$name} = unpack('d>', take($b, 8)) }
 		elsif ($type eq 'str' || $type eq 'nstr') {
 			my $l = d_len($b, $flex, 0);
 			die "null $name\n" if $l < 0 && $type eq 'str';
@@ -505,6 +517,9 @@ my %vals = (
 	46 => sub { { timeout_ms => 5000, topics => [{ name => $topic, partition_indexes => [0] }] } },
 	# a group with no offsets (vg's are checked below): GROUP_ID_NOT_FOUND
 	47 => sub { { group_id => 'vdel', topics => [{ name => $topic, partitions => [{ partition_index => 0 }] }] } },
+	48 => sub { { components => [{ entity_type => 'client-id', match_type => 2, match => undef }], strict => 0 } },
+	49 => sub { { entries => [{ entity => [{ entity_type => 'user', entity_name => 'vq' }],
+			ops => [{ key => 'producer_byte_rate', value => 1000, remove => 0 }] }], validate_only => 1 } },
 	65 => sub { { transactional_ids => ['vx'] } },
 	66 => sub { { state_filters => ['Ongoing', 'NoSuchState'], producer_id_filters => [], duration_filter => -1 } },
 	26 => sub { { transactional_id => 'vx', producer_id => 1, producer_epoch => 0, committed => 1 } },

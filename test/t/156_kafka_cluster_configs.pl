@@ -8,7 +8,8 @@
 # DeleteAcls at one daemon reach every node's grants; and so are its SCRAM
 # credentials: AlterUserScramCredentials at one daemon reaches every
 # node's (before, only the asked daemon's node, so a client could not
-# authenticate at the daemons leading its partitions).
+# authenticate at the daemons leading its partitions).  Client quotas
+# likewise: AlterClientQuotas at one daemon reaches every node's.
 use strict;
 use warnings;
 
@@ -130,6 +131,29 @@ is(scalar(keys %keys), 1, 'the same verifier on every node');
 is($scram->(uvarint(2) . cstr('acl_user') . pack('c', 1) . "\0" . uvarint(1) . "\0"), 0,
 	'a deletion at the same daemon succeeds');
 is(join(' ', map { verifiers_on($_) } 1 .. 3), 'none none none', 'and the credential is gone from every node');
+
+# client quotas (KIP-546, a raw v1 request): the daemons' role may set
+# them (alter on the cluster, granted above); the error code of the one
+# entry, for user acl_user's producer_byte_rate (remove: $remove)
+sub quotas_on
+{
+	my ($i) = @_;
+	return $c->node($i)->safe_psql('postgres',
+		"SELECT coalesce(string_agg(quota_key || '=' || quota_value, ' '), 'none') "
+		  . "FROM mq.list_client_quotas() WHERE user_name = 'acl_user'");
+}
+my $quota = sub {
+	my ($remove) = @_;
+	my $body = uvarint(2) . uvarint(2) . cstr('user') . cstr('acl_user') . "\0" . uvarint(2)
+	  . cstr('producer_byte_rate') . pack('d> c', 1048576, $remove) . "\0\0" . "\0\0";
+	my $r = kafka_request(kafka_connect($c->{kafka_port}[$outside]), 'tap', 49, 1, $body, 1) // return undef;
+	return unpack('x10 s>', $r);    # header, throttle time, the entries' count: the entry's code
+};
+is($quota->(0), 0, 'AlterClientQuotas at one daemon succeeds');
+is(join(' ', map { quotas_on($_) } 1 .. 3), join(' ', ('producer_byte_rate=1048576') x 3),
+	'and the quota is on every node');
+is($quota->(1), 0, 'its removal at the same daemon succeeds');
+is(join(' ', map { quotas_on($_) } 1 .. 3), 'none none none', 'and the quota is gone from every node');
 
 $c->teardown;
 done_testing();

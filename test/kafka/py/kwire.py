@@ -100,9 +100,10 @@ class Closed(Exception):
 
 
 class Client:
-    def __init__(self, port, user=None, password=None):
+    def __init__(self, port, user=None, password=None, client_id='kwire.py'):
         self.sock = socket.create_connection(('127.0.0.1', port), timeout=15)
         self.corr = 0
+        self.client_id = client_id
         if user is not None:
             r = self.call(17, 1, s('PLAIN'))
             assert struct.unpack_from('>h', r)[0] == 0, 'handshake'
@@ -117,7 +118,7 @@ class Client:
     def call(self, api, ver, body, flex=False):
         """the response body after the header; Closed if the broker closed"""
         self.corr += 1
-        hdr = struct.pack('>hhi', api, ver, self.corr) + s('kwire.py') + (b'\0' if flex else b'')
+        hdr = struct.pack('>hhi', api, ver, self.corr) + s(self.client_id) + (b'\0' if flex else b'')
         frame = hdr + body
         try:
             self.sock.sendall(struct.pack('>i', len(frame)) + frame)
