@@ -16,11 +16,15 @@
  * entry, so an entry's operations all happen or none, through
  * mq.set_client_quota (ALTER on the cluster; a removal is a NULL value);
  * validate_only checks each and rolls it back.  Refused here, as
- * INVALID_REQUEST: an empty entity, an entity type named twice, an
- * unknown type, ip entities (mq-kafka enforces no connection rate), a
- * key named twice in an entry, and in a filter a type named twice or an
- * exact match without a name.  The database refuses other keys and
- * values that are not positive whole numbers (MQ063, INVALID_REQUEST).
+ * INVALID_REQUEST, as Kafka's controller refuses them: an empty entity,
+ * an entity type named twice, an unknown type, an entity named by an
+ * earlier entry, a key null or named twice in an entry, ip entities
+ * (mq-kafka enforces no connection rate); in a filter an empty type or
+ * one named twice, an exact match without a name or another match with
+ * one, ip with user or client-id (and an unknown type is
+ * UNSUPPORTED_VERSION).  The database refuses empty names, unknown keys
+ * and values that are not positive, or not whole for a byte rate (MQ063,
+ * INVALID_REQUEST).
  * Quotas are each node's, but Kafka's are the cluster's: in a replicated
  * cluster the entries that succeeded here run again on every other live
  * node (kmirror.c); each daemon then enforces what its node holds.
@@ -166,6 +170,14 @@ write_entity(KWriter *w, const Entity *e)
 		write_part(w, "client-id", e->client, e->client_name);
 }
 
+static bool
+same_entity(const Entity *a, const Entity *b)
+{
+	return a->user == b->user && a->client == b->client &&
+		(a->user != PART_NAME || kslice_same(a->user_name, b->user_name)) &&
+		(a->client != PART_NAME || kslice_same(a->client_name, b->client_name));
+}
+
 /* ---- DescribeClientQuotas --------------------------------------------- */
 
 typedef struct Component
@@ -181,6 +193,7 @@ typedef struct DescState
 	int32_t		n;
 	Component  *comps;
 	bool		strict;
+	int16_t		code;			/* the filter refused here, or KERR_NONE */
 	const char *refusal;
 } DescState;
 
@@ -201,14 +214,14 @@ row_entity(PGresult *res, int i)
 	Entity		e = {0};
 
 	e.user = !PQgetisnull(res, i, 0) ? PART_NAME : *PQgetvalue(res, i, 1) == 't' ? PART_DEFAULT : PART_NONE;
-	e.user_name = (KSlice) {(const uint8_t *) PQgetvalue(res, i, 0), PQgetlength(res, i, 0)};
+	e.user_name = (KSlice){(const uint8_t *) PQgetvalue(res, i, 0), PQgetlength(res, i, 0)};
 	e.client = !PQgetisnull(res, i, 2) ? PART_NAME : *PQgetvalue(res, i, 3) == 't' ? PART_DEFAULT : PART_NONE;
-	e.client_name = (KSlice) {(const uint8_t *) PQgetvalue(res, i, 2), PQgetlength(res, i, 2)};
+	e.client_name = (KSlice){(const uint8_t *) PQgetvalue(res, i, 2), PQgetlength(res, i, 2)};
 	return e;
 }
 
 static bool
-same_entity(PGresult *res, int i, int j)
+same_row_entity(PGresult *res, int i, int j)
 {
 	for (int c = 0; c < 4; c++)
 		if (PQgetisnull(res, i, c) != PQgetisnull(res, j, c) ||
@@ -230,8 +243,7 @@ entity_matches(const DescState *s, Entity e)
 
 		if (part == NULL || *part == PART_NONE)
 			return false;		/* ip: mq holds no ip quotas */
-		if (c->match_type == 0 && (*part != PART_NAME || name->len != c->match.len ||
-								   memcmp(name->p, c->match.p, (size_t) c->match.len) != 0))
+		if (c->match_type == 0 && (*part != PART_NAME || !kslice_same(*name, c->match)))
 			return false;
 		if (c->match_type == 1 && *part != PART_DEFAULT)
 			return false;
@@ -251,7 +263,7 @@ write_entries(KWriter *w, const DescState *s, PGresult *res)
 		int			j = i + 1;
 		Entity		e = row_entity(res, i);
 
-		while (j < PQntuples(res) && same_entity(res, i, j))
+		while (j < PQntuples(res) && same_row_entity(res, i, j))
 			j++;
 		if (entity_matches(s, e))
 		{
@@ -277,7 +289,7 @@ describe_done(KRequest *req)
 	DescState  *s = req->state;
 	KWriter    *w = &req->resp;
 	KStmt	   *st = s->job.n > 0 ? &s->job.stmts[0] : NULL;
-	int16_t		code = s->refusal ? KERR_INVALID_REQUEST : KERR_NONE;
+	int16_t		code = s->code;
 	const char *msg = s->refusal;
 
 	if (st && kstmt_failed(st, &code))
@@ -296,26 +308,37 @@ describe_done(KRequest *req)
 	req_finish(req);
 }
 
-/* a filter mq refuses: a type named twice, an unknown type, a bad match */
-static const char *
-check_filter(const DescState *s)
+/* a filter Kafka refuses (UNSUPPORTED_VERSION for an unknown entity
+ * type, else INVALID_REQUEST): KERR_NONE if none */
+static int16_t
+check_filter(const DescState *s, const char **why)
 {
+	bool		ip = false,
+				other = false;
+
 	for (int32_t i = 0; i < s->n; i++)
 	{
 		const Component *c = &s->comps[i];
 
+		*why = c->type.len <= 0 ? "an empty entity type" :
+			c->match_type < 0 || c->match_type > 2 ? "unknown match type: 0 (exact), 1 (default) or 2 (any)" :
+			c->match_type == 0 && c->match.len < 0 ? "an exact match needs a name" :
+			c->match_type != 0 && c->match.len >= 0 ? "only an exact match takes a name" : NULL;
+		for (int32_t j = 0; j < i && *why == NULL; j++)
+			if (kslice_same(c->type, s->comps[j].type))
+				*why = "a filter names an entity type twice";
+		if (*why)
+			return KERR_INVALID_REQUEST;
 		if (!kslice_eq(c->type, "user") && !kslice_eq(c->type, "client-id") && !kslice_eq(c->type, "ip"))
-			return "unknown quota entity type: entity types are user, client-id and ip";
-		if (c->match_type < 0 || c->match_type > 2)
-			return "unknown match type: 0 (exact), 1 (default) or 2 (any)";
-		if (c->match_type == 0 && c->match.len < 0)
-			return "an exact match needs a name";
-		for (int32_t j = 0; j < i; j++)
-			if (c->type.len == s->comps[j].type.len &&
-				memcmp(c->type.p, s->comps[j].type.p, (size_t) c->type.len) == 0)
-				return "a filter names an entity type twice";
+		{
+			*why = "unsupported entity type: entity types are user, client-id and ip";
+			return KERR_UNSUPPORTED_VERSION;
+		}
+		ip |= kslice_eq(c->type, "ip");
+		other |= !kslice_eq(c->type, "ip");
 	}
-	return NULL;
+	*why = ip && other ? "an ip filter component cannot be combined with user or client-id" : NULL;
+	return *why ? KERR_INVALID_REQUEST : KERR_NONE;
 }
 
 void
@@ -342,8 +365,8 @@ h_describe_client_quotas(KRequest *req)
 		req_abort(req);
 		return;
 	}
-	s->refusal = check_filter(s);
-	if (s->refusal)
+	s->code = check_filter(s, &s->refusal);
+	if (s->code != KERR_NONE)
 	{
 		describe_done(req);
 		return;
@@ -443,8 +466,10 @@ read_ops(KReader *r, AlterState *s, Entry *e)
 		mq_array_add(&vals, v, strlen(v));
 		mq_array_add(&removes, kr_i8(r) ? "t" : "f", 1);
 		kr_tags(r);
+		if (seen[i].len < 0 && e->entity.refusal == NULL)
+			e->entity.refusal = "a quota key is null";
 		for (int32_t j = 0; j < i && e->entity.refusal == NULL; j++)
-			if (seen[j].len == seen[i].len && memcmp(seen[j].p, seen[i].p, (size_t) seen[i].len) == 0)
+			if (kslice_same(seen[j], seen[i]))
 				e->entity.refusal = "an entry names a quota key twice";
 	}
 	e->stmt = -1;
@@ -493,6 +518,9 @@ h_alter_client_quotas(KRequest *req)
 	for (int32_t i = 0; i < s->n && !r->err; i++)
 	{
 		read_entity(r, &s->entries[i].entity);
+		for (int32_t j = 0; j < i && s->entries[i].entity.refusal == NULL; j++)
+			if (same_entity(&s->entries[j].entity, &s->entries[i].entity))
+				s->entries[i].entity.refusal = "an entity named in an earlier entry of the request";
 		read_ops(r, s, &s->entries[i]);
 		kr_tags(r);
 	}

@@ -56,12 +56,6 @@ mech_number(const char *name)
 	return strcmp(name, "SCRAM-SHA-256") == 0 ? 1 : strcmp(name, "SCRAM-SHA-512") == 0 ? 2 : 0;
 }
 
-static bool
-slice_same(KSlice a, KSlice b)
-{
-	return a.len == b.len && (a.len <= 0 || memcmp(a.p, b.p, (size_t) a.len) == 0);
-}
-
 static void
 kw_compact_slice(KWriter *w, KSlice s)
 {
@@ -129,7 +123,7 @@ static int16_t
 desc_code(DescState *s, int32_t i)
 {
 	for (int32_t j = 0; j < s->n; j++)
-		if (j != i && slice_same(s->users[i], s->users[j]))
+		if (j != i && kslice_same(s->users[i], s->users[j]))
 			return KERR_DUPLICATE_RESOURCE;
 	return KERR_NONE;
 }
@@ -317,7 +311,7 @@ plan_user(AlterState *s, AlterUser *u)
 		const char *m = mech_name(op->mech);
 		char		it[16];
 
-		if (!slice_same(op->user, u->user))
+		if (!kslice_same(op->user, u->user))
 			continue;
 		array_elem(&a[op->upsert ? 1 : 0], "", (const uint8_t *) m, strlen(m), false);
 		if (!op->upsert)
@@ -361,7 +355,7 @@ plan_alter(AlterState *s)
 		AlterUser  *u = NULL;
 
 		for (int j = 0; j < s->nusers && u == NULL; j++)
-			if (slice_same(s->users[j].user, op->user))
+			if (kslice_same(s->users[j].user, op->user))
 				u = &s->users[j];
 		if (u == NULL)
 		{
@@ -371,7 +365,7 @@ plan_alter(AlterState *s)
 		if (u->code == KERR_NONE && mech_name(op->mech) == NULL)
 			u->code = KERR_UNSUPPORTED_SASL_MECHANISM;
 		for (int j = 0; j < i && u->code == KERR_NONE; j++)
-			if (slice_same(s->ops[j].user, op->user) && s->ops[j].mech == op->mech)
+			if (kslice_same(s->ops[j].user, op->user) && s->ops[j].mech == op->mech)
 				u->code = KERR_DUPLICATE_RESOURCE;
 	}
 	for (int j = 0; j < s->nusers; j++)

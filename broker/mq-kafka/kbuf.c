@@ -215,6 +215,12 @@ kslice_dup(KSlice s)
 }
 
 bool
+kslice_same(KSlice a, KSlice b)
+{
+	return a.len == b.len && (a.len <= 0 || memcmp(a.p, b.p, (size_t) a.len) == 0);
+}
+
+bool
 kslice_eq(KSlice s, const char *cstr)
 {
 	if (s.len < 0 || cstr == NULL)

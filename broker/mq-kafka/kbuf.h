@@ -65,6 +65,8 @@ extern KSlice kr_uuid(KReader *r);	/* 16 bytes */
 /* a NUL-terminated copy of a string field (NULL for null), mq_malloc'ed */
 extern char *kslice_dup(KSlice s);
 extern bool kslice_eq(KSlice s, const char *cstr);
+/* the same bytes, or both null */
+extern bool kslice_same(KSlice a, KSlice b);
 
 /*
  * A name (or id) given more than once in one admin request, which Kafka

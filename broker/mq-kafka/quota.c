@@ -177,9 +177,14 @@ static const Quota *
 quota_find(KQuotaKind kind, const char *user, const char *client)
 {
 	static const Part order[8][2] = {
-		{PART_NAME, PART_NAME}, {PART_NAME, PART_DEFAULT}, {PART_NAME, PART_NONE},
-		{PART_DEFAULT, PART_NAME}, {PART_DEFAULT, PART_DEFAULT}, {PART_DEFAULT, PART_NONE},
-		{PART_NONE, PART_NAME}, {PART_NONE, PART_DEFAULT},
+		{PART_NAME, PART_NAME},
+		{PART_NAME, PART_DEFAULT},
+		{PART_NAME, PART_NONE},
+		{PART_DEFAULT, PART_NAME},
+		{PART_DEFAULT, PART_DEFAULT},
+		{PART_DEFAULT, PART_NONE},
+		{PART_NONE, PART_NAME},
+		{PART_NONE, PART_DEFAULT},
 	};
 
 	for (int o = 0; o < 8; o++)

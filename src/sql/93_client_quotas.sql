@@ -51,6 +51,10 @@ BEGIN
         RAISE EXCEPTION 'a quota entity needs a user, a client id, or a default of either'
             USING ERRCODE = 'MQ063';
     END IF;
+    IF p_user = '' OR p_client = '' THEN
+        RAISE EXCEPTION 'an empty % is not a quota entity', CASE WHEN p_user = '' THEN 'user' ELSE 'client id' END
+            USING ERRCODE = 'MQ063', HINT = 'The default is default_user or default_client.';
+    END IF;
     IF p_key IS NULL OR p_key NOT IN ('producer_byte_rate', 'consumer_byte_rate', 'request_percentage') THEN
         RAISE EXCEPTION 'unknown quota key "%"', p_key
             USING ERRCODE = 'MQ063',
@@ -60,7 +64,8 @@ BEGIN
         RAISE EXCEPTION 'quota % must be a positive number, not %', p_key, p_value
             USING ERRCODE = 'MQ063';
     END IF;
-    IF p_value IS NOT NULL AND p_key <> 'request_percentage' AND p_value <> floor(p_value) THEN
+    -- Kafka's tolerance for a whole number sent as a double
+    IF p_value IS NOT NULL AND p_key <> 'request_percentage' AND abs(p_value - trunc(p_value)) > 1e-6 THEN
         RAISE EXCEPTION 'quota % must be a whole number of bytes a second, not %', p_key, p_value
             USING ERRCODE = 'MQ063';
     END IF;

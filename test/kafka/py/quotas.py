@@ -75,9 +75,10 @@ def alter_v0(c, user, client, key, value):
     return r.take('>h')
 
 
-def describe_v1(c, client):
-    """DescribeClientQuotas v1, client id exactly: error, then entity=key:value each"""
-    body = arr([s('client-id', True) + struct.pack('>b', 0) + s(client, True) + b'\0'], True) + b'\0\0'
+def describe_v1(c, components):
+    """DescribeClientQuotas v1 of (type, match type, match) components:
+    error, then entity=key:value each"""
+    body = arr([s(t, True) + struct.pack('>b', m) + s(x, True) + b'\0' for t, m, x in components], True) + b'\0\0'
     r = Reader(c.call(48, 1, body, True), True)
     r.take('>i')
     got = [r.take('>h'), r.str()]
@@ -96,7 +97,24 @@ def describe_v1(c, client):
 out = {}
 admin = Client(port)
 out['alter_v0'] = alter_v0(admin, 'raw-user', 'raw-v0', 'producer_byte_rate', 123456)
-out['describe_v1'] = describe_v1(admin, 'raw-v0')
+out['describe_v1'] = describe_v1(admin, [('client-id', 0, 'raw-v0')])
+# filters Kafka refuses: an unknown type (UNSUPPORTED_VERSION), a default
+# match with a name, ip with user (INVALID_REQUEST)
+out['describe_refused'] = [describe_v1(admin, f)[0] for f in (
+    [('group', 2, None)], [('user', 1, 'x')], [('ip', 2, None), ('user', 2, None)])]
+# the same entity in two entries: the second is refused
+entity = arr([s('user') + s('raw-user'), s('client-id') + s('raw-v0')])
+ops = arr([s('consumer_byte_rate') + struct.pack('>db', 5000, 0)])
+r = Reader(admin.call(49, 0, arr([entity + ops, entity + ops]) + b'\0'))
+r.take('>i')
+codes = []
+for _ in range(r.take('>i')):
+    codes.append(r.take('>h'))
+    r.str()
+    for _ in range(r.take('>i')):
+        r.str()
+        r.str()
+out['alter_twice'] = codes
 admin.close()
 for ver in (3, 7):
     slow = Client(port, client_id='q-slow-p%d' % ver)
