@@ -24,7 +24,7 @@ typedef enum KQuotaKind
 extern const char *quota_key_name(KQuotaKind kind);
 extern int	quota_key_kind(const char *key);
 
-/* quota_load.c: read the quotas now and every second from then on */
+/* quota_load.c: read the quotas now and every QUOTA_REFRESH_MS from then on */
 extern void quota_start(void);
 /* read them again now (they were just changed through this daemon) */
 extern void quota_reload(void);

@@ -7,7 +7,8 @@
  *	  (h_quota.c), one read at a time.  If the daemon's role may not read
  *	  them, the daemon says so once, keeps what it had (none at first) and
  *	  tries again every QUOTA_RETRY_MS: each failed read is an error in the
- *	  server's log.  A database that is down changes nothing.  Each
+ *	  server's log.  A database that is down, or a connection it closes,
+ *	  changes nothing: the next tick reads again.  Each
  *	  refresh also drops the meters nobody used for an hour.  Loop thread
  *	  only: no locking.
  *
@@ -22,7 +23,7 @@
 #include "kjob.h"
 #include "util.h"
 
-#define QUOTA_REFRESH_MS 1000
+#define QUOTA_REFRESH_MS 10000
 #define QUOTA_RETRY_MS 60000
 #define LOOKUP_SQL \
 	"SELECT user_name, default_user, client_id, default_client, quota_key, quota_value" \
@@ -37,6 +38,18 @@ static bool warned;
 static int64_t retry_at_ms;		/* no periodic read before this */
 
 static void load(void);
+
+/*
+ * The errors that say the daemon's role cannot read the quotas (no
+ * EXECUTE, an mq without the function): anything else is the database or
+ * the connection going away, and the next tick reads again.
+ */
+static bool
+unreadable(const char *sqlstate)
+{
+	return strcmp(sqlstate, "42501") == 0 || strcmp(sqlstate, "42883") == 0 ||
+		strcmp(sqlstate, "3F000") == 0;
+}
 
 static void
 load_done(KRequest *req)
@@ -53,7 +66,7 @@ load_done(KRequest *req)
 			mq_log_info("client quotas are read again: %d enforced", n);
 		warned = false;
 	}
-	else if (strcmp(st->err.sqlstate, "08006") != 0)
+	else if (unreadable(st->err.sqlstate))
 	{
 		if (!warned)
 			mq_log_warning("client quotas cannot be read (%s), grant EXECUTE on mq.client_quota_lookup() "

@@ -82,6 +82,14 @@ extern int	cmd_consume(const MqctlCommand *cmd, int argc, char **argv);
 extern const char cluster_status_help[];
 extern int	cmd_cluster_status(const MqctlCommand *cmd, int argc, char **argv);
 
+/* cmd_quota.c */
+extern const char quota_set_help[];
+extern const char quota_describe_help[];
+extern const char quota_delete_help[];
+extern int	cmd_quota_set(const MqctlCommand *cmd, int argc, char **argv);
+extern int	cmd_quota_describe(const MqctlCommand *cmd, int argc, char **argv);
+extern int	cmd_quota_delete(const MqctlCommand *cmd, int argc, char **argv);
+
 /* cmd_scram.c */
 extern const char scram_set_help[];
 extern const char scram_describe_help[];
