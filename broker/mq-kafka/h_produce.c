@@ -60,8 +60,8 @@
 #include "kerr.h"
 #include "kjson.h"
 #include "msgset.h"
-#include "quota.h"
 #include "pgbinary.h"
+#include "quota.h"
 #include "util.h"
 
 /* the first and last offsets, and the wait the contract says is owed */

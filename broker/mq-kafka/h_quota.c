@@ -68,6 +68,7 @@ typedef struct Entity
 	Part		client;
 	KSlice		client_name;
 	const char *refusal;		/* decided here, INVALID_REQUEST */
+	KSlice		raw;			/* as the request encodes it (so does the answer) */
 } Entity;
 
 static double
@@ -120,6 +121,7 @@ entity_part(Entity *e, KSlice type, KSlice **name)
 static void
 read_entity(KReader *r, Entity *e)
 {
+	size_t		start = r->pos;
 	int32_t		n = item_count(r);
 
 	memset(e, 0, sizeof(*e));
@@ -147,6 +149,7 @@ read_entity(KReader *r, Entity *e)
 			*slot = name;
 		}
 	}
+	e->raw = (KSlice){r->p + start, r->err ? 0 : (int32_t) (r->pos - start)};
 }
 
 static void
@@ -426,7 +429,7 @@ alter_done(KRequest *req)
 		}
 		kw_i16(w, code);
 		kw_str(w, msg);
-		write_entity(w, &e->entity);
+		kw_raw(w, e->entity.raw.p, (size_t) e->entity.raw.len);	/* the entity as sent */
 		kw_tags(w);
 	}
 	if (!s->validate_only)

@@ -16,10 +16,11 @@
  * connection until its response is sent: a client that pipelines requests
  * and does not read (a slow network, or on purpose) holds at most that
  * and one response in the daemon's memory, not one per request.  A
-request whose client went over a quota (quota.c: the handler counts its
-bytes, this file its database time) mutes the connection for the longer
-throttle time after its response, as Kafka's broker does (KIP-219): the
-next request is read once that time is over.  As
+ * request whose client went over a quota (quota.c: the handler counts its
+ * bytes, this file its database time, but for acks=0 as in Kafka) mutes
+ * the connection for the longer throttle time after its response, as
+ * Kafka's broker does (KIP-219): the next request is read once that time
+ * is over.  As
  * Kafka's connections.max.idle.ms, a connection that sends no request
  * while it may (none in flight), or takes none of its answer, for
  * --connections-max-idle-ms is closed (the read and write timeouts of
@@ -284,7 +285,7 @@ req_finish(KRequest *req)
 		if (!req->no_response)
 			write_response(req);
 		c->busy = false;
-		if (req->db_us > 0)
+		if (req->db_us > 0 && !req->no_response)
 		{
 			int32_t		ms = quota_record(req, KQUOTA_REQUEST, req->db_us);
 

@@ -49,8 +49,11 @@ check_eq "$(jcheck "(j->'req_poll'->>0)::int >= 1400 AND (j->'req_poll_next'->>0
 check_eq "$(jcheck "(j->>'alter_v0') || ' ' || (j->>'describe_v1')")" \
 	'0 [0, null, "client-id:raw-v0,user:raw-user=producer_byte_rate:123456"]' \
 	"AlterClientQuotas v0 sets a quota that DescribeClientQuotas v1 reads back"
-check_eq "$(jcheck "(j->>'describe_refused') || ' ' || (j->>'alter_twice')")" '[35, 42, 42] [0, 42]' \
+check_eq "$(jcheck "(j->>'describe_refused') || ' ' || (j->>'alter_twice')")" \
+	'[35, 42, 42] [[0, "user=raw-user", "client-id=raw-v0"], [42, "user=raw-user", "client-id=raw-v0"]]' \
 	"as Kafka: an unknown entity type is UNSUPPORTED_VERSION, a named default match and ip with user INVALID_REQUEST; an entity given twice is refused the second time"
+check_eq "$(jcheck "j->>'alter_ip'")" '[[42, "ip=10.0.0.1"]]' \
+	"an ip quota is INVALID_REQUEST (nothing enforces it), its entity answered as sent"
 check_match "$(curl -sf "http://$METRICS/metrics" | grep '^mq_kafka_throttle_seconds_total')" \
 	' ([4-9]|[1-9][0-9])\.[0-9]+$' "the metrics count the time connections were muted"
 

@@ -102,19 +102,28 @@ out['describe_v1'] = describe_v1(admin, [('client-id', 0, 'raw-v0')])
 # match with a name, ip with user (INVALID_REQUEST)
 out['describe_refused'] = [describe_v1(admin, f)[0] for f in (
     [('group', 2, None)], [('user', 1, 'x')], [('ip', 2, None), ('user', 2, None)])]
-# the same entity in two entries: the second is refused
-entity = arr([s('user') + s('raw-user'), s('client-id') + s('raw-v0')])
-ops = arr([s('consumer_byte_rate') + struct.pack('>db', 5000, 0)])
-r = Reader(admin.call(49, 0, arr([entity + ops, entity + ops]) + b'\0'))
-r.take('>i')
-codes = []
-for _ in range(r.take('>i')):
-    codes.append(r.take('>h'))
-    r.str()
+
+
+def alter_entries(c, entries):
+    """AlterClientQuotas v0 of (entity parts, ops) entries: each entry's
+    code and its entity as answered, type=name"""
+    body = arr([arr([s(t) + s(n) for t, n in ent]) + arr([s(k) + struct.pack('>db', v, 0) for k, v in ops])
+                for ent, ops in entries]) + b'\0'
+    r = Reader(c.call(49, 0, body))
+    r.take('>i')
+    got = []
     for _ in range(r.take('>i')):
+        code = r.take('>h')
         r.str()
-        r.str()
-out['alter_twice'] = codes
+        got.append([code] + ['%s=%s' % (r.str(), r.str()) for _ in range(r.take('>i'))])
+    return got
+
+
+# the same entity in two entries: the second is refused; a refused ip
+# entity is answered as it was sent (clients match answers by entity)
+both = [('user', 'raw-user'), ('client-id', 'raw-v0')]
+out['alter_twice'] = alter_entries(admin, [(both, [('consumer_byte_rate', 5000)])] * 2)
+out['alter_ip'] = alter_entries(admin, [([('ip', '10.0.0.1')], [('connection_creation_rate', 5)])])
 admin.close()
 for ver in (3, 7):
     slow = Client(port, client_id='q-slow-p%d' % ver)
