@@ -25,7 +25,7 @@ my $root = $ENV{MQ_REPO_ROOT} // '.';
 my $logs = $PostgreSQL::Test::Utils::log_path;
 
 my $c = MqCluster->new(nodes => 3);
-$c->start_kafka_brokers;
+$c->start_kafka_brokers(metrics => 1);
 $c->create_topic('cfg', 1, { 'replication.factor' => 2 });
 my %replica = map { $_ => 1 } split /,/,
   $c->coord->safe_psql('postgres', "SELECT array_to_string(replicas, ',') FROM mq_coord.partition WHERE topic = 'cfg'");
@@ -152,6 +152,20 @@ my $quota = sub {
 is($quota->(0), 0, 'AlterClientQuotas at one daemon succeeds');
 is(join(' ', map { quotas_on($_) } 1 .. 3), join(' ', ('producer_byte_rate=1048576') x 3),
 	'and the quota is on every node');
+# every daemon reads its node's quotas (its role was granted the lookup,
+# MqCluster.pm) within its ten-second refresh: the one set through node
+# $outside's daemon counts on each
+for my $i (1 .. 3)
+{
+	my $deadline = time + $PostgreSQL::Test::Utils::timeout_default;
+	my $seen;
+	until (($seen = `curl -sf http://127.0.0.1:$c->{kafka_metrics_port}[$i]/metrics` // '')
+		  =~ /^mq_kafka_client_quotas 1$/m || time > $deadline)
+	{
+		select(undef, undef, undef, 0.2);
+	}
+	like($seen, qr/^mq_kafka_client_quotas 1$/m, "node ${i}'s daemon enforces the quota");
+}
 is($quota->(1), 0, 'its removal at the same daemon succeeds');
 is(join(' ', map { quotas_on($_) } 1 .. 3), 'none none none', 'and the quota is gone from every node');
 

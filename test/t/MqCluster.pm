@@ -1116,7 +1116,7 @@ sub start_kafka_brokers
 	my $n = scalar @{ $self->{nodes} };
 	$self->coord->safe_psql('postgres', "SELECT mq_coord.grant_kafka('$BROKER_ROLE')");
 	$self->node($_)->safe_psql('postgres',
-		"GRANT EXECUTE ON FUNCTION mq.init_producer(text) TO $BROKER_ROLE; "
+		"GRANT EXECUTE ON FUNCTION mq.init_producer(text), mq.client_quota_lookup() TO $BROKER_ROLE; "
 		  . "GRANT SELECT ON mq.consumer_offset, mq.topic TO $BROKER_ROLE; "
 		  . "SELECT mq.grant('read, describe', 'group', '*', '$BROKER_ROLE')"
 		  . ($o{transactions}    # clients without SASL act as the daemons' role
