@@ -46,9 +46,11 @@ SELECT mq.commit_offset('billing', 'orders', 0, 3, 'm0');
 SELECT mq.commit_offset('billing', 'orders', 1, 4);
 SELECT member FROM mq.join_group('members', ARRAY['audit'], instance_id => 'w1');
 SELECT mq.grant('read', 'topic', 'orders', 'mq_restore_reader');
+SELECT mq.set_client_quota('producer_byte_rate', 1048576, user_name => 'mq_restore_reader');
+SELECT mq.set_client_quota('request_percentage', 12.5, default_user => true, client_id => 'batch');
 SQL
 
-# fingerprint DB: every record, offset, group and grant, as one text
+# fingerprint DB: every record, offset, group, grant and client quota, as one text
 fingerprint() {
 	psql -X -q -At -v ON_ERROR_STOP=1 -d "$1" <<'SQL'
 SELECT t.topic_name, t.partitions, t.config, t.owner FROM mq.topic t ORDER BY 1;
@@ -62,11 +64,13 @@ SELECT resource_type, pattern_type, resource_name, grantee, operation, permissio
 SELECT producer_id, transactional_id, producer_epoch FROM mq.producer ORDER BY 1;
 SELECT t.topic_name, partition, producer_id, batch_first, batch_last, batch_offset
   FROM mq.producer_state JOIN mq.topic t USING (topic_id) ORDER BY 1, 2, 3;
+SELECT user_name, default_user, client_id, default_client, quota_key, quota_value FROM mq.list_client_quotas();
 SQL
 }
 want="$(fingerprint "$src")"
 check_match "$want" '\|\\x6b32\|\\x7632\|\{"n": "2"\}\|' "the fingerprint shows records with headers"
 check_match "$want" 'billing\|orders\|1\|4' "the fingerprint shows the committed offsets"
+check_match "$want" '\|t\|batch\|f\|request_percentage\|12.5' "the fingerprint shows the client quotas"
 max_topic="$(sql 'SELECT max(topic_id) FROM mq.topic')"
 max_pid="$(sql 'SELECT max(producer_id) FROM mq.producer')"
 pid="$(sql "SELECT min(producer_id) FROM pids")"
@@ -75,7 +79,7 @@ pid="$(sql "SELECT min(producer_id) FROM pids")"
 after_restore() {
 	local what="$1" db="$2" got
 	got="$(fingerprint "$db")"
-	check_eq "$got" "$want" "$what: every record, offset, group, grant and producer state"
+	check_eq "$got" "$want" "$what: every record, offset, group, grant, producer state and client quota"
 	got="$(PGDATABASE="$db" sql "SELECT mq.create_topic('new_after_restore')")"
 	check_eq "$((got > max_topic))" 1 "$what: create_topic gives a new id ($got > $max_topic)"
 	got="$(PGDATABASE="$db" sql "SELECT producer_id FROM mq.init_producer()")"
