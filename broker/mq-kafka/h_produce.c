@@ -36,7 +36,8 @@
  * are up-converted as Kafka does: the records are stored as any others,
  * with magic 1's timestamps as CreateTime; v0 has no throttle time and
  * v0-v1 no log_append_time in the response.
- * Produce v8+ adds record_errors and error_message (always empty and
+ * Produce v5+ answers the partition's log start offset (-1 for a refused
+ * or staged batch); v8+ adds record_errors and error_message (always empty and
  * null here: a batch is refused whole); v9+ is flexible; v10 and v11 add
  * only tagged fields (KIP-951's leader hints), which are not sent.
  * InitProducerId with a transactional id is mq.kafka_txn_init: the id's
@@ -64,11 +65,15 @@
 #include "quota.h"
 #include "util.h"
 
-/* the first and last offsets, and the wait the contract says is owed */
+/*
+ * the first and last offsets, the wait the contract says is owed, and
+ * what the answer says besides: the log append time and log start offset
+ */
 #define SEND_SQL \
-	"SELECT min(s.msg_offset), max(s.msg_offset), max(s.await_epoch), max(s.await_min_isr)," \
-	"       mq._log_append_time($1, $4, min(s.msg_offset))" \
-	"  FROM mq.produce_records($1, $2::bytea[], $3::bytea[], $8, $4, $5, $6, $7, $9, NULL, $10) s"
+	"SELECT q.first, q.last, q.epoch, q.min_isr, q.a[1], q.a[2] FROM (" \
+	"SELECT min(s.msg_offset) AS first, max(s.msg_offset) AS last, max(s.await_epoch) AS epoch," \
+	"       max(s.await_min_isr) AS min_isr, mq._produce_answer($1, $4, min(s.msg_offset)) AS a" \
+	"  FROM mq.produce_records($1, $2::bytea[], $3::bytea[], $8, $4, $5, $6, $7, $9, NULL, $10) s) q"
 
 #define AWAIT_SQL "SELECT mq.produce_await($1, $2, $3, $4, $5, $6)"
 
@@ -265,39 +270,46 @@ read_partition(KReader *r, ProduceState *s, PPart *pp, const char *topic, const 
 	batch_free(&b);
 }
 
-/*
- * the partition's outcome: error code, base offset and, on a
- * LogAppendTime topic, the time mq stamped (Kafka's log_append_time); a
- * statement's failure also gives its message (v8+'s error_message, as
- * Kafka explains a refused batch there)
- */
-static int16_t
-part_result(ProduceState *s, PPart *pp, int64_t *base, int64_t *append_ms, const char **message)
+/* what the answer says of a partition; -1 for what is not known */
+typedef struct PAnswer
+{
+	int16_t		code;
+	int64_t		base;			/* base_offset */
+	int64_t		append_ms;		/* log_append_time: on a LogAppendTime topic */
+	int64_t		log_start;		/* log_start_offset (v5+) */
+	const char *message;		/* v8+'s error_message, as Kafka explains a refused batch */
+} PAnswer;
+
+static int64_t
+column_or(PGresult *res, int col, int64_t otherwise)
+{
+	return PQgetisnull(res, 0, col) ? otherwise : strtoll(PQgetvalue(res, 0, col), NULL, 10);
+}
+
+/* the partition's outcome */
+static PAnswer
+part_result(ProduceState *s, PPart *pp)
 {
 	KStmt	   *st = pp->stmt >= 0 ? &s->job.stmts[pp->stmt] : NULL;
-	int16_t		code = pp->code;
+	PAnswer		a = {pp->code, -1, -1, -1, NULL};
 
-	*base = -1;
-	*append_ms = -1;
-	*message = NULL;
-	if (st && kstmt_failed(st, &code))
+	if (st && kstmt_failed(st, &a.code))
 	{
-		*message = st->err.message;
-		if (code == KERR_UNKNOWN_SERVER_ERROR)
+		a.message = st->err.message;
+		if (a.code == KERR_UNKNOWN_SERVER_ERROR)
 			mq_log_warning("produce: %s", st->err.message);
 	}
-	if (code == KERR_NONE && pp->await >= 0 && kstmt_failed(&s->acked.stmts[pp->await], &code))
+	if (a.code == KERR_NONE && pp->await >= 0 && kstmt_failed(&s->acked.stmts[pp->await], &a.code))
 	{
-		*message = s->acked.stmts[pp->await].err.message;
-		return code;
+		a.message = s->acked.stmts[pp->await].err.message;
+		return a;
 	}
-	if (pp->staged)
-		return code;			/* offsets come at commit: base_offset -1 */
-	if (code == KERR_NONE)
-		*base = strtoll(PQgetvalue(st->res, 0, 0), NULL, 10);
-	if (code == KERR_NONE && !PQgetisnull(st->res, 0, 4))
-		*append_ms = strtoll(PQgetvalue(st->res, 0, 4), NULL, 10);
-	return code;
+	if (pp->staged || a.code != KERR_NONE)
+		return a;				/* staged: offsets come at commit, base_offset -1 */
+	a.base = column_or(st->res, 0, -1);
+	a.append_ms = column_or(st->res, 4, -1);
+	a.log_start = column_or(st->res, 5, -1);
+	return a;
 }
 
 static void
@@ -319,26 +331,23 @@ produce_encode(KRequest *req)
 		for (; k < s->nparts && s->parts[k].topic == t; k++, n++)
 		{
 			PPart	   *pp = &s->parts[k];
-			int64_t		base;
-			int64_t		append_ms;
-			const char *message;
-			int16_t		code = part_result(s, pp, &base, &append_ms, &message);
+			PAnswer		a = part_result(s, pp);
 
 			kw_i32(w, pp->partition);
-			kw_i16(w, code);
-			kw_i64(w, base);
+			kw_i16(w, a.code);
+			kw_i64(w, a.base);
 			if (req->api_version >= 2)
-				kw_i64(w, append_ms);	/* log_append_time: -1 on CreateTime */
+				kw_i64(w, a.append_ms);	/* log_append_time: -1 on CreateTime */
 			if (req->api_version >= 5)
-				kw_i64(w, -1);	/* log_start_offset */
+				kw_i64(w, a.log_start);
 			if (req->api_version >= 8)
 			{
 				kw_array(w, 0); /* record_errors */
-				kw_str(w, message);	/* error_message: the database's */
+				kw_str(w, a.message);	/* error_message: the database's */
 			}
 			kw_tags(w);
 			wrote |= pp->stmt >= 0 && s->job.stmts[pp->stmt].res != NULL;
-			req->close_after |= req->no_response && code != KERR_NONE;
+			req->close_after |= req->no_response && a.code != KERR_NONE;
 		}
 		kw_fill_count(w, count_at, n);
 		kw_tags(w);

@@ -139,30 +139,34 @@ BEGIN
     high_watermark := mq.produce_await(topic, produce.partition, v_last, v_epoch, v_min, timeout_ms);
 END $$;
 
--- What Kafka's Produce response says of a batch's time (log_append_time):
--- on a LogAppendTime topic the time the broker stamped its records, here
--- the append time of the record at msg_offset (log.c stamps a call's
--- records with one time), in Unix milliseconds as mq-kafka's Fetch gives
--- it; NULL on a CreateTime topic (the response says -1).  The record may
--- still be above the high watermark (acks=-1), so this reads the log as
--- the owner behind src/owner.c, for producers of the topic; it runs after
--- the append in the caller's statement, so it is volatile (a new snapshot).
-CREATE FUNCTION mq_internal._log_append_time(topic text, partition integer, msg_offset bigint, p_caller oid)
-RETURNS bigint LANGUAGE plpgsql VOLATILE SET search_path = pg_catalog, pg_temp AS $$
+-- What Kafka's Produce response says of a batch besides its offset, as
+-- {log_append_time, log_start_offset}: on a LogAppendTime topic the time
+-- the broker stamped its records, here the append time of the record at
+-- msg_offset (log.c stamps a call's records with one time), in Unix
+-- milliseconds as mq-kafka's Fetch gives it, NULL on a CreateTime topic
+-- (the response says -1); and the partition's log start offset (v5+).
+-- The record may still be above the high watermark (acks=-1), so this
+-- reads the log as the owner behind src/owner.c, for producers of the
+-- topic; it runs after the append in the caller's statement, so it is
+-- volatile (a new snapshot).
+CREATE FUNCTION mq_internal._produce_answer(topic text, partition integer, msg_offset bigint, p_caller oid)
+RETURNS bigint[] LANGUAGE plpgsql VOLATILE SET search_path = pg_catalog, pg_temp AS $$
 DECLARE
     v_rel regclass;
+    v_start bigint;
+    v_stamped boolean;
     v_time timestamptz;
 BEGIN
     PERFORM mq._authorize(p_caller, 'topic', topic, 'write');
-    SELECT ps.relid INTO v_rel FROM mq.topic t JOIN mq.partition_state ps USING (topic_id)
-     WHERE t.topic_name = _log_append_time.topic AND ps.partition = _log_append_time.partition
-       AND t.config->>'message.timestamp.type' = 'LogAppendTime';
-    IF v_rel IS NULL OR msg_offset IS NULL THEN
-        RETURN NULL;
+    SELECT ps.relid, ps.log_start_offset, t.config->>'message.timestamp.type' = 'LogAppendTime'
+      INTO v_rel, v_start, v_stamped
+      FROM mq.topic t JOIN mq.partition_state ps USING (topic_id)
+     WHERE t.topic_name = _produce_answer.topic AND ps.partition = _produce_answer.partition;
+    IF v_stamped AND msg_offset IS NOT NULL THEN
+        EXECUTE format('SELECT created_at FROM %s WHERE msg_offset OPERATOR(pg_catalog.=) $1', v_rel)
+           INTO v_time USING msg_offset;
     END IF;
-    EXECUTE format('SELECT created_at FROM %s WHERE msg_offset OPERATOR(pg_catalog.=) $1', v_rel)
-       INTO v_time USING msg_offset;
-    RETURN floor(extract(epoch FROM v_time) * 1000)::bigint;
+    RETURN ARRAY[floor(extract(epoch FROM v_time) * 1000)::bigint, v_start];
 END $$;
-CREATE FUNCTION mq._log_append_time(topic text, partition integer, msg_offset bigint) RETURNS bigint
+CREATE FUNCTION mq._produce_answer(topic text, partition integer, msg_offset bigint) RETURNS bigint[]
     AS 'MODULE_PATHNAME', 'mq_call_as_owner' LANGUAGE C VOLATILE;

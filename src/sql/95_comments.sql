@@ -301,10 +301,10 @@ COMMENT ON FUNCTION mq._acl_rows(text, text, text, text, text, text) IS
     'internal: the mq.acl rows one grant or revoke call names (operation list, prefix, PUBLIC resolved)';
 COMMENT ON FUNCTION mq._authorize_grant(oid, text, text, text) IS
     'internal: raises 42501 unless the role may grant on the resource (alter on the cluster, or the topic''s owner)';
-COMMENT ON FUNCTION mq._log_append_time(text, integer, bigint) IS
-    'internal (mq-kafka): a record''s append time in Unix ms on a LogAppendTime topic, null otherwise (Produce''s log_append_time)';
-COMMENT ON FUNCTION mq_internal._log_append_time(text, integer, bigint, oid) IS
-    'implementation of mq._log_append_time, run as the owner with the caller''s role to authorize';
+COMMENT ON FUNCTION mq._produce_answer(text, integer, bigint) IS
+    'internal (mq-kafka): {a record''s append time in Unix ms on a LogAppendTime topic (null otherwise), the partition''s log start offset}: Produce''s log_append_time and log_start_offset';
+COMMENT ON FUNCTION mq_internal._produce_answer(text, integer, bigint, oid) IS
+    'implementation of mq._produce_answer, run as the owner with the caller''s role to authorize';
 COMMENT ON FUNCTION mq._produce_state(text, integer) IS
     'internal: leader epoch, role, min.insync.replicas and ISR size of a partition, for the produce contract (producers of the topic only)';
 

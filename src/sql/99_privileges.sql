@@ -36,7 +36,7 @@ GRANT EXECUTE ON FUNCTION mq.validate_config(jsonb), mq.murmur2(bytea),
     -- mq-kafka's parked fetches (the topics the caller may read)
     mq._await_partitions(text[], integer[], bigint[], integer),
     -- mq-kafka's Produce response on LogAppendTime topics
-    mq._log_append_time(text, integer, bigint) TO PUBLIC;
+    mq._produce_answer(text, integer, bigint) TO PUBLIC;
 -- Produce, consume, groups, topic administration, grant and revoke check
 -- the caller's rights on each topic and group themselves (src/acl.c), as
 -- a Kafka broker does: every role may call them, mq.grant() decides what

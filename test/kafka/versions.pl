@@ -651,4 +651,16 @@ for my $v (0 .. 4) {
 	ok($h && $h->{error_code} == 114 && !@{ $h->{brokers} },
 		'DescribeCluster v1 of the controllers: MISMATCHED_ENDPOINT_TYPE (114), as a Kafka broker answers');
 }
+{
+	# the partition's log start offset (v5+), once DeleteRecords moved it
+	# (last: the topic's first record is gone for the checks above)
+	my ($d) = exchange(21, 2, { topics => [{ name => $topic, partitions => [{ index => 0, offset => 1 }] }], timeout_ms => 5000 });
+	ok($d && $d->{topics}[0]{partitions}[0]{error_code} == 0, 'DeleteRecords moves the log start of vt to 1');
+	for my $v (5, 8, 11) {
+		my ($h, $e) = exchange(0, $v, $vals{0}->($v));
+		my $p = $h && $h->{responses}[0]{partitions}[0];
+		ok($p && $p->{error_code} == 0 && $p->{log_start_offset} == 1, "Produce v$v answers the partition's log start offset, 1",
+			$e // ($p ? "log start $p->{log_start_offset}" : 'no partition'));
+	}
+}
 tap_done();

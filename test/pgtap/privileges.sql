@@ -400,7 +400,7 @@ SELECT is((SELECT array_agg(DISTINCT p.proname::text ORDER BY p.proname::text)
           ARRAY['_await_partitions', '_config_incremental', '_config_key', '_config_number', '_config_replace',
                 -- pure encoders of Kafka's consumer protocol (mq-kafka's DescribeGroups as the client's role)
                 '_consumer_assignment', '_consumer_subscription',
-                '_describable', '_grant_shown', '_has_privilege', '_kafka_string', '_log_append_time', '_log_end_offset', '_produce_state', '_replica_await_hwm',
+                '_describable', '_grant_shown', '_has_privilege', '_kafka_string', '_log_end_offset', '_produce_answer', '_produce_state', '_replica_await_hwm',
                 -- pure: Kafka's topic name rule (mq-kafka's Metadata)
                 '_topic_name_valid', '_validate_compaction_config',
                 'add_partitions', 'alter_topic', 'await_commit', 'commit_offset', 'commit_polled',
