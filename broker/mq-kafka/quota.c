@@ -26,8 +26,10 @@
  * request_percentage counts percent of one thread's second (1 s of
  * database time a second is 100, as Kafka counts its request handler
  * threads).  Above the quota, the throttle time is the time the excess
- * takes at the quota's rate, as Kafka computes it, at most the whole
- * window.  A meter unused for an hour is dropped.
+ * takes at the quota's rate, as Kafka computes it: unbounded for the
+ * byte rates, at most one window for request_percentage, as Kafka's
+ * ClientRequestQuotaManager bounds it.  A meter unused for an hour is
+ * dropped.
  *
  *-------------------------------------------------------------------------
  */
@@ -42,6 +44,8 @@
 #define QUOTA_SAMPLES 11
 #define QUOTA_WINDOW_MS 1000
 #define METER_IDLE_MS (3600 * 1000)
+/* a bandwidth throttle is Kafka's unbounded one, within an int32 of ms */
+#define QUOTA_MAX_THROTTLE_MS 2147483647.0
 
 /* a part of an entity: absent, a name, or the default */
 typedef enum Part
@@ -258,6 +262,7 @@ quota_record(KRequest *req, KQuotaKind kind, int64_t amount)
 	int64_t		span;
 	double		rate;
 	double		wait;
+	double		cap;
 	int32_t		ms;
 
 	if (nquotas == 0 || (q = quota_find(kind, user, client)) == NULL)
@@ -269,7 +274,8 @@ quota_record(KRequest *req, KQuotaKind kind, int64_t amount)
 	if (rate <= q->value)
 		return 0;
 	wait = (rate - q->value) / q->value * (double) span;
-	ms = wait > QUOTA_SAMPLES * QUOTA_WINDOW_MS ? QUOTA_SAMPLES * QUOTA_WINDOW_MS : (int32_t) (wait + 0.5);
+	cap = kind == KQUOTA_REQUEST ? QUOTA_WINDOW_MS : QUOTA_MAX_THROTTLE_MS;
+	ms = wait > cap ? (int32_t) cap : (int32_t) (wait + 0.5);
 	kmetrics_throttle(ms);
 	return ms;
 }
