@@ -95,6 +95,12 @@ restore_sync() {
 on_exit restore_sync
 
 start_producer mqctl_reply
+# its session idle is not enough: between connecting and its first batch
+# it registers as an idempotent producer (mq.init_producer, a commit); a
+# loaded machine once showed it idle before that, so the standby setting
+# held that commit instead of the batch's, and mqctl, not yet producing,
+# gave up (exit 3)
+wait_for "SELECT count(*) FROM mq.producer" 2
 sql "ALTER SYSTEM SET synchronous_standby_names = 'mq_no_such_standby'" >/dev/null
 sql "SELECT pg_reload_conf()" >/dev/null
 wait_for "SHOW synchronous_standby_names" mq_no_such_standby
