@@ -432,8 +432,6 @@ alter_done(KRequest *req)
 		kw_raw(w, e->entity.raw.p, (size_t) e->entity.raw.len);	/* the entity as sent */
 		kw_tags(w);
 	}
-	if (!s->validate_only)
-		quota_reload();
 	req_finish(req);
 }
 
@@ -496,6 +494,13 @@ read_ops(KReader *r, AlterState *s, Entry *e)
 	free(client);
 }
 
+/* done everywhere: answered once this daemon enforces what changed */
+static void
+mirrored(KRequest *req)
+{
+	quota_reload(req, alter_done);
+}
+
 /* done here: the same on every other node (quotas are each node's) */
 static void
 altered(KRequest *req)
@@ -505,7 +510,7 @@ altered(KRequest *req)
 	if (s->validate_only)
 		alter_done(req);
 	else
-		kmirror_run(&s->mirror, req, &s->job, alter_done);
+		kmirror_run(&s->mirror, req, &s->job, mirrored);
 }
 
 void

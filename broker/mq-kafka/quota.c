@@ -121,6 +121,25 @@ row_part(PGresult *res, int row, int name_col)
 	return strcmp(PQgetvalue(res, row, name_col + 1), "t") == 0 ? PART_DEFAULT : PART_NONE;
 }
 
+/* by kind, then entity: quota_find's order (a part not named is "") */
+static int
+quota_cmp(const void *a, const void *b)
+{
+	const Quota *x = a;
+	const Quota *y = b;
+	int			c;
+
+	if (x->kind != y->kind)
+		return x->kind < y->kind ? -1 : 1;
+	if (x->user_part != y->user_part)
+		return x->user_part < y->user_part ? -1 : 1;
+	if ((c = strcmp(x->user, y->user)) != 0)
+		return c;
+	if (x->client_part != y->client_part)
+		return x->client_part < y->client_part ? -1 : 1;
+	return strcmp(x->client, y->client);
+}
+
 int
 quota_take(PGresult *res)
 {
@@ -141,6 +160,7 @@ quota_take(PGresult *res)
 		q->value = strtod(PQgetvalue(res, row, 5), NULL);
 		nquotas++;
 	}
+	qsort(quotas, (size_t) nquotas, sizeof(Quota), quota_cmp);
 	kmetrics_client_quotas(nquotas);
 	return nquotas;
 }
@@ -168,14 +188,6 @@ quota_expire(void)
 	}
 }
 
-static bool
-part_matches(Part want, Part have, const char *name, const char *value)
-{
-	if (want != have)
-		return false;
-	return want != PART_NAME || strcmp(name, value) == 0;
-}
-
 /* the quota of kind for user and client, in Kafka's order; NULL: none */
 static const Quota *
 quota_find(KQuotaKind kind, const char *user, const char *client)
@@ -192,14 +204,15 @@ quota_find(KQuotaKind kind, const char *user, const char *client)
 	};
 
 	for (int o = 0; o < 8; o++)
-		for (int i = 0; i < nquotas; i++)
-		{
-			const Quota *q = &quotas[i];
+	{
+		Quota		probe = {.kind = kind,
+					   .user_part = order[o][0], .user = (char *) (order[o][0] == PART_NAME ? user : ""),
+					   .client_part = order[o][1], .client = (char *) (order[o][1] == PART_NAME ? client : "")};
+		const Quota *q = bsearch(&probe, quotas, (size_t) nquotas, sizeof(Quota), quota_cmp);
 
-			if (q->kind == kind && part_matches(order[o][0], q->user_part, q->user, user) &&
-				part_matches(order[o][1], q->client_part, q->client, client))
-				return q;
-		}
+		if (q)
+			return q;
+	}
 	return NULL;
 }
 

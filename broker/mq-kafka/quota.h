@@ -26,8 +26,8 @@ extern int	quota_key_kind(const char *key);
 
 /* quota_load.c: read the quotas now and every QUOTA_REFRESH_MS from then on */
 extern void quota_start(void);
-/* read them again now (they were just changed through this daemon) */
-extern void quota_reload(void);
+/* read them again now (they were just changed through this daemon), then done(req) */
+extern void quota_reload(KRequest *req, KDoneFn done);
 
 /* quota.c: enforce the rows of mq.client_quota_lookup() from now on; their count */
 extern int	quota_take(PGresult *res);

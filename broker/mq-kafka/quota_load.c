@@ -4,7 +4,8 @@
  *	  Reading the client quotas quota.c enforces: mq.client_quota_lookup()
  *	  (src/sql/93_client_quotas.sql) as the daemon's role, at start, every
  *	  QUOTA_REFRESH_MS, and at once after an AlterClientQuotas served here
- *	  (h_quota.c), one read at a time.  If the daemon's role may not read
+ *	  (h_quota.c), which is answered once that read is done, so that its
+ *	  client's next request meets the new quotas; one read at a time.  If the daemon's role may not read
  *	  them, the daemon says so once, keeps what it had (none at first) and
  *	  tries again every QUOTA_RETRY_MS: each failed read is an error in the
  *	  server's log.  A database that is down, or a connection it closes,
@@ -16,6 +17,7 @@
  */
 #include "quota.h"
 
+#include <stdlib.h>
 #include <string.h>
 
 #include <event2/event.h>
@@ -29,11 +31,21 @@
 	"SELECT user_name, default_user, client_id, default_client, quota_key, quota_value" \
 	"  FROM mq.client_quota_lookup()"
 
+/* a request answered once a read has taken the quotas in */
+typedef struct Waiter
+{
+	struct Waiter *next;
+	KRequest   *req;
+	KDoneFn		done;
+} Waiter;
+
 static struct event *refresh_ev;
 static KRequest load_req;
 static KJob load_job;
 static bool loading;
 static bool again;				/* a reload was asked for during a load */
+static Waiter *waiting;			/* for the read running */
+static Waiter *waiting_next;	/* for the read after it */
 static bool warned;
 static int64_t retry_at_ms;		/* no periodic read before this */
 
@@ -75,6 +87,14 @@ load_done(KRequest *req)
 		retry_at_ms = mq_now_us() / 1000 + QUOTA_RETRY_MS;
 	}
 	kjob_free(&load_job);
+	while (waiting)
+	{
+		Waiter	   *w = waiting;
+
+		waiting = w->next;
+		w->done(w->req);
+		free(w);
+	}
 	if (again)
 		load();
 }
@@ -89,6 +109,8 @@ load(void)
 	}
 	loading = true;
 	again = false;
+	waiting = waiting_next;
+	waiting_next = NULL;
 	memset(&load_req, 0, sizeof(load_req));
 	(void) kjob_add(&load_job, LOOKUP_SQL, 0);
 	pool_run(&load_req, &load_job, load_done);
@@ -113,7 +135,13 @@ quota_start(void)
 }
 
 void
-quota_reload(void)
+quota_reload(KRequest *req, KDoneFn done)
 {
+	Waiter	   *w = mq_malloc0(sizeof(Waiter));
+
+	w->req = req;
+	w->done = done;
+	w->next = waiting_next;
+	waiting_next = w;
 	load();
 }

@@ -15,13 +15,13 @@ source "$(dirname "${BASH_SOURCE[0]}")/lib.bash"
 
 METRICS="127.0.0.1:$(_free_port)"
 sql "SELECT mq.create_topic('quota_t', 1); SELECT mq.create_topic('quota_empty', 1)" >/dev/null
-sql "SELECT mq.set_client_quota('producer_byte_rate', 10000, client_id => c) FROM unnest(ARRAY['q-slow-p3', 'q-slow-p7', 'q-slow-big']) c;
+sql "SELECT mq.set_client_quota('producer_byte_rate', 10000, client_id => c) FROM unnest(ARRAY['q-slow-p3', 'q-slow-p7', 'q-slow-big', 'q-prec']) c;
      SELECT mq.set_client_quota('consumer_byte_rate', 10000, client_id => c) FROM unnest(ARRAY['q-slow-c4', 'q-slow-c11']) c;
      SELECT mq.set_client_quota('request_percentage', 0.0001, client_id => 'q-req-tiny');
      SELECT mq.set_client_quota('request_percentage', 5, client_id => 'q-req-poll')" >/dev/null
 kafka_start --metrics "$METRICS" || { fail "mq-kafka starts"; finish; }
-quotas_read() { curl -sf "http://$METRICS/metrics" | grep -qx 'mq_kafka_client_quotas 7'; }
-wait_for 10 quotas_read || fail "the daemon reads the seven quotas (mq_kafka_client_quotas)"
+quotas_read() { curl -sf "http://$METRICS/metrics" | grep -qx 'mq_kafka_client_quotas 8'; }
+wait_for 10 quotas_read || fail "the daemon reads the eight quotas (mq_kafka_client_quotas)"
 
 # jcheck EXPR: EXPR over the JSON object j of the last run (true or false)
 jcheck() { psql -X -q -At -v ON_ERROR_STOP=1 -v j="$OUT" <<<"SELECT $1 FROM (SELECT :'j'::jsonb AS j) x;"; }
@@ -44,6 +44,8 @@ for v in 4 11; do
 done
 check_eq "$(jcheck "(j->'produce_big'->>1)::int BETWEEN 20000 AND 26000")" "t" \
 	"a byte rate's throttle time is Kafka's, unbounded: 330 kB at 10000 B/s answers about 23 s"
+check_eq "$(jcheck "(j->>'prec_user')::int = 0 AND (j->>'prec_client')::int BETWEEN 800 AND 1500")" "t" \
+	"Kafka's order: the user's quota (ANONYMOUS) before the client id's; removed, the client id's applies again"
 check_eq "$(jcheck "(j->'req_tiny_next'->>0)::int BETWEEN 800 AND 3000")" "t" \
 	"request_percentage 0.0001: the next request waits a second, the most Kafka mutes for a request quota"
 check_eq "$(jcheck "(j->'req_poll'->>0)::int >= 1400 AND (j->'req_poll_next'->>0)::int < 500")" "t" \

@@ -11,7 +11,9 @@ for it) is muted after each request for a second, the most Kafka gives a
 request quota; a byte rate's throttle has no such bound (330 kB at 10000
 B/s: 23 s, not waited for); one at 5 percent whose
 Fetch waits 1.5 s for records that do not come is not throttled (the
-wait is not work, as in Kafka's purgatory).  AlterClientQuotas v0 and
+wait is not work, as in Kafka's purgatory).  Kafka's order of entities:
+with a quota of the user (ANONYMOUS) set, a client id's own quota no
+longer applies; removed, it does again.  AlterClientQuotas v0 and
 DescribeClientQuotas v1 (the versions @platformatic/kafka does not send)
 set and read back a quota of a user and client id.
 
@@ -108,7 +110,7 @@ out['describe_refused'] = [describe_v1(admin, f)[0] for f in (
 def alter_entries(c, entries):
     """AlterClientQuotas v0 of (entity parts, ops) entries: each entry's
     code and its entity as answered, type=name"""
-    body = arr([arr([s(t) + s(n) for t, n in ent]) + arr([s(k) + struct.pack('>db', v, 0) for k, v in ops])
+    body = arr([arr([s(t) + s(n) for t, n in ent]) + arr([s(o[0]) + struct.pack('>db', o[1], len(o) > 2) for o in ops])
                 for ent, ops in entries]) + b'\0'
     r = Reader(c.call(49, 0, body))
     r.take('>i')
@@ -146,6 +148,18 @@ tiny = Client(port, client_id='q-req-tiny')
 produce(tiny, 7, b'small')
 out['req_tiny_next'] = muted_for(lambda: produce(tiny, 7, b'small'))
 tiny.close()
+# Kafka's order: a quota of the user (ANONYMOUS here) comes before one of
+# the client id alone, so q-prec's 10000 B/s no longer applies
+admin2 = Client(port)
+alter_entries(admin2, [([('user', 'ANONYMOUS')], [('producer_byte_rate', 1000000)])])
+prec = Client(port, client_id='q-prec')
+out['prec_user'] = produce(prec, 7, VALUE)[1]
+prec.close()
+alter_entries(admin2, [([('user', 'ANONYMOUS')], [('producer_byte_rate', 1000000, True)])])
+prec = Client(port, client_id='q-prec')
+out['prec_client'] = produce(prec, 7, VALUE)[1]
+prec.close()
+admin2.close()
 poll = Client(port, client_id='q-req-poll')
 out['req_poll'] = muted_for(lambda: fetch(poll, 11, empty, 1500))
 out['req_poll_next'] = muted_for(lambda: fetch(poll, 11, empty, 0))
