@@ -5,13 +5,13 @@
  *	  (src/sql/93_client_quotas.sql) as the daemon's role, at start, every
  *	  QUOTA_REFRESH_MS, and at once after an AlterClientQuotas served here
  *	  (h_quota.c), which is answered once that read is done, so that its
- *	  client's next request meets the new quotas; one read at a time.  If the daemon's role may not read
- *	  them, the daemon says so once, keeps what it had (none at first) and
- *	  tries again every QUOTA_RETRY_MS: each failed read is an error in the
- *	  server's log.  A database that is down, or a connection it closes,
- *	  changes nothing: the next tick reads again.  Each
- *	  refresh also drops the meters nobody used for an hour.  Loop thread
- *	  only: no locking.
+ *	  client's next request meets the new quotas; one read at a time.
+ *	  Each read first asks whether the role may call the lookup: if not,
+ *	  the daemon says so once and keeps what it had (none at first), the
+ *	  next tick asks again, and the server's log holds no error.  A
+ *	  database that is down, or a connection it closes, changes nothing:
+ *	  the next tick reads again.  Each refresh also drops the meters
+ *	  nobody used for an hour.  Loop thread only: no locking.
  *
  *-------------------------------------------------------------------------
  */
@@ -26,10 +26,14 @@
 #include "util.h"
 
 #define QUOTA_REFRESH_MS 10000
-#define QUOTA_RETRY_MS 60000
 #define LOOKUP_SQL \
 	"SELECT user_name, default_user, client_id, default_client, quota_key, quota_value" \
 	"  FROM mq.client_quota_lookup()"
+/* whether the lookup may be called: asked first, so that a daemon whose
+ * role may not call it puts no error in the server's log */
+#define PROBE_SQL \
+	"SELECT f.oid IS NOT NULL AND pg_catalog.has_function_privilege(f.oid, 'EXECUTE')" \
+	"  FROM (SELECT pg_catalog.to_regprocedure('mq.client_quota_lookup()')::pg_catalog.oid AS oid) f"
 
 /* a request answered once a read has taken the quotas in */
 typedef struct Waiter
@@ -47,46 +51,24 @@ static bool again;				/* a reload was asked for during a load */
 static Waiter *waiting;			/* for the read running */
 static Waiter *waiting_next;	/* for the read after it */
 static bool warned;
-static int64_t retry_at_ms;		/* no periodic read before this */
 
 static void load(void);
 
-/*
- * The errors that say the daemon's role cannot read the quotas (no
- * EXECUTE, an mq without the function): anything else is the database or
- * the connection going away, and the next tick reads again.
- */
-static bool
-unreadable(const char *sqlstate)
+/* the daemon's role may not call the lookup: say so once (the next tick asks again) */
+static void
+unreadable(void)
 {
-	return strcmp(sqlstate, "42501") == 0 || strcmp(sqlstate, "42883") == 0 ||
-		strcmp(sqlstate, "3F000") == 0;
+	if (!warned)
+		mq_log_warning("client quotas cannot be read: grant EXECUTE on mq.client_quota_lookup() "
+					   "to the daemon's role; none are enforced until then");
+	warned = true;
 }
 
+/* the read is over, whatever it found: answer its waiters, read again if asked */
 static void
-load_done(KRequest *req)
+read_over(void)
 {
-	KStmt	   *st = &load_job.stmts[0];
-	int16_t		code;
-
 	loading = false;
-	if (!kstmt_failed(st, &code))
-	{
-		int			n = quota_take(st->res);
-
-		if (warned)
-			mq_log_info("client quotas are read again: %d enforced", n);
-		warned = false;
-	}
-	else if (unreadable(st->err.sqlstate))
-	{
-		if (!warned)
-			mq_log_warning("client quotas cannot be read (%s), grant EXECUTE on mq.client_quota_lookup() "
-						   "to the daemon's role: %s", st->err.sqlstate, st->err.message);
-		warned = true;
-		retry_at_ms = mq_now_us() / 1000 + QUOTA_RETRY_MS;
-	}
-	kjob_free(&load_job);
 	while (waiting)
 	{
 		Waiter	   *w = waiting;
@@ -97,6 +79,48 @@ load_done(KRequest *req)
 	}
 	if (again)
 		load();
+}
+
+/* the quotas read (a database that went away changes nothing) */
+static void
+load_done(KRequest *req)
+{
+	KStmt	   *st = &load_job.stmts[0];
+	int16_t		code;
+
+	if (!kstmt_failed(st, &code))
+	{
+		int			n = quota_take(st->res);
+
+		if (warned)
+			mq_log_info("client quotas are read again: %d enforced", n);
+		warned = false;
+	}
+	else if (strcmp(st->err.sqlstate, "42501") == 0)
+		unreadable();			/* revoked between the probe and the read */
+	kjob_free(&load_job);
+	read_over();
+}
+
+/* the probe's answer: read the quotas, or say why not */
+static void
+probed(KRequest *req)
+{
+	KStmt	   *st = &load_job.stmts[0];
+	int16_t		code;
+	bool		failed = kstmt_failed(st, &code);
+	bool		may = !failed && strcmp(PQgetvalue(st->res, 0, 0), "t") == 0;
+
+	kjob_free(&load_job);
+	if (may)
+	{
+		(void) kjob_add(&load_job, LOOKUP_SQL, 0);
+		pool_run(&load_req, &load_job, load_done);
+		return;
+	}
+	if (!failed)
+		unreadable();
+	read_over();
 }
 
 static void
@@ -112,16 +136,15 @@ load(void)
 	waiting = waiting_next;
 	waiting_next = NULL;
 	memset(&load_req, 0, sizeof(load_req));
-	(void) kjob_add(&load_job, LOOKUP_SQL, 0);
-	pool_run(&load_req, &load_job, load_done);
+	(void) kjob_add(&load_job, PROBE_SQL, 0);
+	pool_run(&load_req, &load_job, probed);
 }
 
 static void
 on_refresh(evutil_socket_t fd, short what, void *arg)
 {
 	quota_expire();
-	if (mq_now_us() / 1000 >= retry_at_ms)
-		load();
+	load();
 }
 
 void
