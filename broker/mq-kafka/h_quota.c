@@ -53,19 +53,12 @@
 	"  FROM ROWS FROM (pg_catalog.unnest($5::text[]), pg_catalog.unnest($6::text[])," \
 	"                  pg_catalog.unnest($7::text[])) AS o(k, v, r)) s"
 
-typedef enum Part
-{
-	PART_NONE,
-	PART_NAME,
-	PART_DEFAULT
-} Part;
-
 /* one entity: its user and client id parts */
 typedef struct Entity
 {
-	Part		user;
+	KQuotaPart	user;
 	KSlice		user_name;
-	Part		client;
+	KQuotaPart	client;
 	KSlice		client_name;
 	const char *refusal;		/* decided here, INVALID_REQUEST */
 	KSlice		raw;			/* as the request encodes it (so does the answer) */
@@ -101,7 +94,7 @@ item_count(KReader *r)
 	return n < 0 ? 0 : n;
 }
 
-static Part *
+static KQuotaPart *
 entity_part(Entity *e, KSlice type, KSlice **name)
 {
 	if (kslice_eq(type, "user"))
@@ -132,7 +125,7 @@ read_entity(KReader *r, Entity *e)
 		KSlice		type = kr_str(r);
 		KSlice		name = kr_str(r);
 		KSlice	   *slot;
-		Part	   *part = entity_part(e, type, &slot);
+		KQuotaPart *part = entity_part(e, type, &slot);
 
 		kr_tags(r);
 		if (e->refusal)
@@ -141,11 +134,11 @@ read_entity(KReader *r, Entity *e)
 			e->refusal = "mq-kafka enforces no ip quotas (connection_creation_rate)";
 		else if (part == NULL)
 			e->refusal = "unknown quota entity type: entity types are user and client-id";
-		else if (*part != PART_NONE)
+		else if (*part != KQUOTA_NONE)
 			e->refusal = "a quota entity names an entity type twice";
 		else
 		{
-			*part = name.len < 0 ? PART_DEFAULT : PART_NAME;
+			*part = name.len < 0 ? KQUOTA_DEFAULT : KQUOTA_NAME;
 			*slot = name;
 		}
 	}
@@ -153,10 +146,10 @@ read_entity(KReader *r, Entity *e)
 }
 
 static void
-write_part(KWriter *w, const char *type, Part part, KSlice name)
+write_part(KWriter *w, const char *type, KQuotaPart part, KSlice name)
 {
 	kw_str(w, type);
-	if (part == PART_DEFAULT)
+	if (part == KQUOTA_DEFAULT)
 		kw_strn(w, NULL, -1);
 	else
 		kw_strn(w, name.p, name.len);
@@ -166,10 +159,10 @@ write_part(KWriter *w, const char *type, Part part, KSlice name)
 static void
 write_entity(KWriter *w, const Entity *e)
 {
-	kw_array(w, (e->user != PART_NONE) + (e->client != PART_NONE));
-	if (e->user != PART_NONE)
+	kw_array(w, (e->user != KQUOTA_NONE) + (e->client != KQUOTA_NONE));
+	if (e->user != KQUOTA_NONE)
 		write_part(w, "user", e->user, e->user_name);
-	if (e->client != PART_NONE)
+	if (e->client != KQUOTA_NONE)
 		write_part(w, "client-id", e->client, e->client_name);
 }
 
@@ -177,8 +170,8 @@ static bool
 same_entity(const Entity *a, const Entity *b)
 {
 	return a->user == b->user && a->client == b->client &&
-		(a->user != PART_NAME || kslice_same(a->user_name, b->user_name)) &&
-		(a->client != PART_NAME || kslice_same(a->client_name, b->client_name));
+		(a->user != KQUOTA_NAME || kslice_same(a->user_name, b->user_name)) &&
+		(a->client != KQUOTA_NAME || kslice_same(a->client_name, b->client_name));
 }
 
 /* ---- DescribeClientQuotas --------------------------------------------- */
@@ -216,9 +209,9 @@ row_entity(PGresult *res, int i)
 {
 	Entity		e = {0};
 
-	e.user = !PQgetisnull(res, i, 0) ? PART_NAME : *PQgetvalue(res, i, 1) == 't' ? PART_DEFAULT : PART_NONE;
+	e.user = !PQgetisnull(res, i, 0) ? KQUOTA_NAME : *PQgetvalue(res, i, 1) == 't' ? KQUOTA_DEFAULT : KQUOTA_NONE;
 	e.user_name = (KSlice){(const uint8_t *) PQgetvalue(res, i, 0), PQgetlength(res, i, 0)};
-	e.client = !PQgetisnull(res, i, 2) ? PART_NAME : *PQgetvalue(res, i, 3) == 't' ? PART_DEFAULT : PART_NONE;
+	e.client = !PQgetisnull(res, i, 2) ? KQUOTA_NAME : *PQgetvalue(res, i, 3) == 't' ? KQUOTA_DEFAULT : KQUOTA_NONE;
 	e.client_name = (KSlice){(const uint8_t *) PQgetvalue(res, i, 2), PQgetlength(res, i, 2)};
 	return e;
 }
@@ -236,19 +229,19 @@ same_row_entity(PGresult *res, int i, int j)
 static bool
 entity_matches(const DescState *s, Entity e)
 {
-	int			parts = (e.user != PART_NONE) + (e.client != PART_NONE);
+	int			parts = (e.user != KQUOTA_NONE) + (e.client != KQUOTA_NONE);
 
 	for (int32_t i = 0; i < s->n; i++)
 	{
 		const Component *c = &s->comps[i];
 		KSlice	   *name;
-		Part	   *part = entity_part(&e, c->type, &name);
+		KQuotaPart *part = entity_part(&e, c->type, &name);
 
-		if (part == NULL || *part == PART_NONE)
+		if (part == NULL || *part == KQUOTA_NONE)
 			return false;		/* ip: mq holds no ip quotas */
-		if (c->match_type == 0 && (*part != PART_NAME || !kslice_same(*name, c->match)))
+		if (c->match_type == 0 && (*part != KQUOTA_NAME || !kslice_same(*name, c->match)))
 			return false;
-		if (c->match_type == 1 && *part != PART_DEFAULT)
+		if (c->match_type == 1 && *part != KQUOTA_DEFAULT)
 			return false;
 	}
 	return !s->strict || parts == s->n;
@@ -451,8 +444,8 @@ read_ops(KReader *r, AlterState *s, Entry *e)
 				removes;
 	KSlice	   *seen = mq_malloc0(sizeof(KSlice) * (n > 0 ? n : 1));
 	KStmt	   *st;
-	char	   *user = e->entity.user == PART_NAME ? kslice_dup(e->entity.user_name) : NULL;
-	char	   *client = e->entity.client == PART_NAME ? kslice_dup(e->entity.client_name) : NULL;
+	char	   *user = e->entity.user == KQUOTA_NAME ? kslice_dup(e->entity.user_name) : NULL;
+	char	   *client = e->entity.client == KQUOTA_NAME ? kslice_dup(e->entity.client_name) : NULL;
 
 	mq_array_init(&keys, MQ_TEXTOID);
 	mq_array_init(&vals, MQ_TEXTOID);
@@ -480,8 +473,8 @@ read_ops(KReader *r, AlterState *s, Entry *e)
 		e->stmt = s->job.n - 1;
 		kstmt_text(st, MQ_TEXTOID, user);
 		kstmt_text(st, MQ_TEXTOID, client);
-		kstmt_text(st, MQ_BOOLOID, e->entity.user == PART_DEFAULT ? "t" : "f");
-		kstmt_text(st, MQ_BOOLOID, e->entity.client == PART_DEFAULT ? "t" : "f");
+		kstmt_text(st, MQ_BOOLOID, e->entity.user == KQUOTA_DEFAULT ? "t" : "f");
+		kstmt_text(st, MQ_BOOLOID, e->entity.client == KQUOTA_DEFAULT ? "t" : "f");
 		kstmt_array(st, MQ_TEXTARRAYOID, &keys);
 		kstmt_array(st, MQ_TEXTARRAYOID, &vals);
 		kstmt_array(st, MQ_TEXTARRAYOID, &removes);

@@ -47,19 +47,11 @@
 /* a bandwidth throttle is Kafka's unbounded one, within an int32 of ms */
 #define QUOTA_MAX_THROTTLE_MS 2147483647.0
 
-/* a part of an entity: absent, a name, or the default */
-typedef enum Part
-{
-	PART_NONE,
-	PART_NAME,
-	PART_DEFAULT
-} Part;
-
 typedef struct Quota
 {
-	Part		user_part;
+	KQuotaPart	user_part;
 	char	   *user;
-	Part		client_part;
+	KQuotaPart	client_part;
 	char	   *client;
 	KQuotaKind	kind;
 	double		value;
@@ -85,13 +77,8 @@ static Quota *quotas;
 static int	nquotas;
 static Meter *meters;
 
-const char *
-quota_key_name(KQuotaKind kind)
-{
-	return key_names[kind];
-}
-
-int
+/* the kind of an mq key; -1: none */
+static int
 quota_key_kind(const char *key)
 {
 	for (int k = 0; k < KQUOTA_KINDS; k++)
@@ -113,12 +100,12 @@ quotas_free(void)
 	nquotas = 0;
 }
 
-static Part
+static KQuotaPart
 row_part(PGresult *res, int row, int name_col)
 {
 	if (!PQgetisnull(res, row, name_col))
-		return PART_NAME;
-	return strcmp(PQgetvalue(res, row, name_col + 1), "t") == 0 ? PART_DEFAULT : PART_NONE;
+		return KQUOTA_NAME;
+	return strcmp(PQgetvalue(res, row, name_col + 1), "t") == 0 ? KQUOTA_DEFAULT : KQUOTA_NONE;
 }
 
 /* by kind, then entity: quota_find's order (a part not named is "") */
@@ -192,22 +179,22 @@ quota_expire(void)
 static const Quota *
 quota_find(KQuotaKind kind, const char *user, const char *client)
 {
-	static const Part order[8][2] = {
-		{PART_NAME, PART_NAME},
-		{PART_NAME, PART_DEFAULT},
-		{PART_NAME, PART_NONE},
-		{PART_DEFAULT, PART_NAME},
-		{PART_DEFAULT, PART_DEFAULT},
-		{PART_DEFAULT, PART_NONE},
-		{PART_NONE, PART_NAME},
-		{PART_NONE, PART_DEFAULT},
+	static const KQuotaPart order[8][2] = {
+		{KQUOTA_NAME, KQUOTA_NAME},
+		{KQUOTA_NAME, KQUOTA_DEFAULT},
+		{KQUOTA_NAME, KQUOTA_NONE},
+		{KQUOTA_DEFAULT, KQUOTA_NAME},
+		{KQUOTA_DEFAULT, KQUOTA_DEFAULT},
+		{KQUOTA_DEFAULT, KQUOTA_NONE},
+		{KQUOTA_NONE, KQUOTA_NAME},
+		{KQUOTA_NONE, KQUOTA_DEFAULT},
 	};
 
 	for (int o = 0; o < 8; o++)
 	{
 		Quota		probe = {.kind = kind,
-					   .user_part = order[o][0], .user = (char *) (order[o][0] == PART_NAME ? user : ""),
-					   .client_part = order[o][1], .client = (char *) (order[o][1] == PART_NAME ? client : "")};
+					   .user_part = order[o][0], .user = (char *) (order[o][0] == KQUOTA_NAME ? user : ""),
+					   .client_part = order[o][1], .client = (char *) (order[o][1] == KQUOTA_NAME ? client : "")};
 		const Quota *q = bsearch(&probe, quotas, (size_t) nquotas, sizeof(Quota), quota_cmp);
 
 		if (q)
@@ -281,8 +268,8 @@ quota_record(KRequest *req, KQuotaKind kind, int64_t amount)
 	if (nquotas == 0 || (q = quota_find(kind, user, client)) == NULL)
 		return 0;
 	now = mq_now_us() / 1000;
-	rate = meter_record(meter_get(kind, q->user_part == PART_NONE ? "" : user,
-								  q->client_part == PART_NONE ? "" : client, now),
+	rate = meter_record(meter_get(kind, q->user_part == KQUOTA_NONE ? "" : user,
+								  q->client_part == KQUOTA_NONE ? "" : client, now),
 						kind == KQUOTA_REQUEST ? (double) amount / 1e4 : (double) amount, now, &span);
 	if (rate <= q->value)
 		return 0;

@@ -20,9 +20,13 @@ typedef enum KQuotaKind
 	KQUOTA_KINDS
 } KQuotaKind;
 
-/* the mq key of a kind, and back (-1: none) */
-extern const char *quota_key_name(KQuotaKind kind);
-extern int	quota_key_kind(const char *key);
+/* a part of a quota entity (a user, a client id): absent, a name, or the default */
+typedef enum KQuotaPart
+{
+	KQUOTA_NONE,
+	KQUOTA_NAME,
+	KQUOTA_DEFAULT
+} KQuotaPart;
 
 /* quota_load.c: read the quotas now and every QUOTA_REFRESH_MS from then on */
 extern void quota_start(void);
