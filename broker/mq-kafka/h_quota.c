@@ -285,15 +285,9 @@ describe_done(KRequest *req)
 	DescState  *s = req->state;
 	KWriter    *w = &req->resp;
 	KStmt	   *st = s->job.n > 0 ? &s->job.stmts[0] : NULL;
-	int16_t		code = s->code;
 	const char *msg = s->refusal;
+	int16_t		code = st ? kstmt_cluster_error(st, &msg) : s->code;
 
-	if (st && kstmt_failed(st, &code))
-	{
-		msg = st->err.message;
-		if (strcmp(st->err.sqlstate, "42501") == 0)
-			code = KERR_CLUSTER_AUTHORIZATION_FAILED;
-	}
 	kw_i32(w, 0);				/* throttle_time_ms */
 	kw_i16(w, code);
 	kw_str(w, msg);
@@ -411,15 +405,9 @@ alter_done(KRequest *req)
 	{
 		Entry	   *e = &s->entries[i];
 		KStmt	   *st = e->stmt >= 0 ? &s->job.stmts[e->stmt] : NULL;
-		int16_t		code = e->entity.refusal ? KERR_INVALID_REQUEST : KERR_NONE;
 		const char *msg = e->entity.refusal;
+		int16_t		code = st ? kstmt_cluster_error(st, &msg) : KERR_INVALID_REQUEST;
 
-		if (st && kstmt_failed(st, &code))
-		{
-			msg = st->err.message;
-			if (strcmp(st->err.sqlstate, "42501") == 0)
-				code = KERR_CLUSTER_AUTHORIZATION_FAILED;
-		}
 		kw_i16(w, code);
 		kw_str(w, msg);
 		kw_raw(w, e->entity.raw.p, (size_t) e->entity.raw.len);	/* the entity as sent */

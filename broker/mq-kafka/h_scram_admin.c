@@ -134,16 +134,13 @@ describe_done(KRequest *req)
 	DescState  *s = req->state;
 	KStmt	   *st = &s->job.stmts[0];
 	KWriter    *w = &req->resp;
-	int16_t		code = KERR_NONE;
-	PGresult   *res = NULL;
+	const char *msg;
+	int16_t		code = kstmt_cluster_error(st, &msg);
+	PGresult   *res = code == KERR_NONE ? st->res : NULL;
 
-	if (kstmt_failed(st, &code))
-		code = strcmp(st->err.sqlstate, "42501") == 0 ? KERR_CLUSTER_AUTHORIZATION_FAILED : code;
-	else
-		res = st->res;
 	kw_i32(w, 0);				/* throttle_time_ms */
 	kw_i16(w, code);
-	kw_compact_str(w, code == KERR_NONE ? NULL : st->err.message);
+	kw_compact_str(w, msg);
 	if (code != KERR_NONE)
 		kw_uvarint(w, 1);
 	else if (s->n < 0)
@@ -248,15 +245,9 @@ alter_done(KRequest *req)
 	{
 		AlterUser  *u = &s->users[i];
 		KStmt	   *st = u->stmt >= 0 ? &s->job.stmts[u->stmt] : NULL;
-		int16_t		code = u->code;
 		const char *msg = NULL;
+		int16_t		code = st ? kstmt_cluster_error(st, &msg) : u->code;
 
-		if (st && kstmt_failed(st, &code))
-		{
-			msg = st->err.message;
-			if (strcmp(st->err.sqlstate, "42501") == 0)
-				code = KERR_CLUSTER_AUTHORIZATION_FAILED;
-		}
 		kw_compact_slice(w, u->user);
 		kw_i16(w, code);
 		kw_compact_str(w, msg);

@@ -262,17 +262,12 @@ kacl_grantee(const KAcl *a)
 int16_t
 kacl_stmt_error(const KStmt *s, const char **message)
 {
-	int16_t		code;
+	int16_t		code = kstmt_cluster_error(s, message);
 
-	*message = NULL;
-	if (!kstmt_failed(s, &code))
-		return KERR_NONE;
-	*message = s->err.message;
-	if (strcmp(s->err.sqlstate, "42501") == 0)
-		return KERR_CLUSTER_AUTHORIZATION_FAILED;
 	/* an unknown role (42704), a name mq refuses: the request's fault */
-	if (strcmp(s->err.sqlstate, "42704") == 0 || mq_error_is(&s->err, MQ_SQLSTATE_INVALID_ARGUMENT) ||
-		strcmp(s->err.sqlstate, "22023") == 0)
+	if (code != KERR_NONE && code != KERR_CLUSTER_AUTHORIZATION_FAILED &&
+		(strcmp(s->err.sqlstate, "42704") == 0 || mq_error_is(&s->err, MQ_SQLSTATE_INVALID_ARGUMENT) ||
+		 strcmp(s->err.sqlstate, "22023") == 0))
 		return KERR_INVALID_REQUEST;
 	return code;
 }

@@ -57,7 +57,8 @@ extern int8_t kacl_pattern_code(const char *name);
 extern void kacl_filter_params(KStmt *s, const KAcl *a);
 /* the grantee mq.grant takes for a binding's principal: a role or PUBLIC */
 extern char *kacl_grantee(const KAcl *a);
-/* an ACL statement's Kafka error: 42501 is the cluster's (ALTER on it) */
+/* an ACL statement's Kafka error: kstmt_cluster_error's, and an unknown
+ * role or a name mq refuses INVALID_REQUEST */
 extern int16_t kacl_stmt_error(const KStmt *s, const char **message);
 
 /*

@@ -105,6 +105,18 @@ kstmt_failed(const KStmt *s, int16_t *code)
 	return true;
 }
 
+int16_t
+kstmt_cluster_error(const KStmt *s, const char **message)
+{
+	int16_t		code;
+
+	*message = NULL;
+	if (!kstmt_failed(s, &code))
+		return KERR_NONE;
+	*message = s->err.message;
+	return strcmp(s->err.sqlstate, "42501") == 0 ? KERR_CLUSTER_AUTHORIZATION_FAILED : code;
+}
+
 void
 kjob_free(KJob *job)
 {

@@ -51,6 +51,12 @@ extern void kstmt_array(KStmt *s, Oid type, MqArray *a);
 extern void kstmt_int_array(KStmt *s, const int32_t *v, int32_t n);
 /* true if the statement failed; its Kafka error code in *code */
 extern bool kstmt_failed(const KStmt *s, int16_t *code);
+/*
+ * The Kafka error of a statement an administrator's request runs (ACLs,
+ * SCRAM credentials, client quotas), with its message (NULL if none):
+ * there 42501 is the cluster's refusal, CLUSTER_AUTHORIZATION_FAILED.
+ */
+extern int16_t kstmt_cluster_error(const KStmt *s, const char **message);
 extern void kjob_free(KJob *job);
 /* forget the results, to run the job again */
 extern void kjob_reset(KJob *job);
