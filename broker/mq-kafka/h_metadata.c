@@ -58,42 +58,10 @@
 #include "coffsets.h"
 #include "kerr.h"
 #include "meta_create.h"
+#include "meta_part.h"
 #include "pgbinary.h"
 #include "topic_id.h"
 #include "util.h"
-
-/*
- * This node's partitions, and the cluster view's partitions ($3, $4) of
- * topics this node holds no replica of (describable ones: the same filter
- * as mq.topics), with no leader epoch (-1: unknown, so clients fence
- * nothing by it); a name asked for that breaks Kafka's rule is one row
- * of partition -1 (INVALID_TOPIC_EXCEPTION); one the role may not
- * describe (existing or not), or with automatic creation ($5) may not
- * create, one row of partition -2 (TOPIC_AUTHORIZATION_FAILED).
- */
-#define METADATA_SQL \
-	"SELECT * FROM (" \
-	"SELECT p.topic, p.partition, r.role IS NULL OR r.role = 'standalone'," \
-	"       r.leader_id, r.replicas, r.isr, " TOPIC_ID_SQL("p.topic") ", p.leader_epoch" \
-	"  FROM mq.partitions p" \
-	"  LEFT JOIN mq.replica_status r ON r.topic = p.topic AND r.partition = p.partition" \
-	" UNION ALL" \
-	" SELECT v.t, v.p, false, NULL, NULL, NULL, " TOPIC_ID_SQL("v.t") ", -1" \
-	"  FROM unnest($3::text[], $4::int[]) v(t, p)" \
-	" WHERE mq._describable('topic', v.t)" \
-	"   AND NOT EXISTS (SELECT 1 FROM mq.topics x WHERE x.topic = v.t)" \
-	" UNION ALL" \
-	" SELECT n.t, -1, false, NULL, NULL, NULL, NULL, -1" \
-	"  FROM unnest($1::text[]) n(t) WHERE NOT mq._topic_name_valid(n.t)" \
-	" UNION ALL" \
-	" SELECT n.t, -2, false, NULL, NULL, NULL, NULL, -1" \
-	"  FROM unnest($1::text[]) n(t)" \
-	" WHERE mq._topic_name_valid(n.t) AND NOT EXISTS (SELECT 1 FROM mq.topics x WHERE x.topic = n.t)" \
-	"   AND n.t <> ALL (coalesce($3::text[], '{}')) AND (NOT mq._describable('topic', n.t) OR ($5 AND NOT mq.has_topic_privilege(n.t, 'create')))) m" \
-	" WHERE $1::text[] IS NULL OR m.topic = ANY ($1)" \
-	"    OR " TOPIC_ID_SQL("m.topic") " = ANY ($2::text[]) ORDER BY 1, 2"
-
-#define KERR_LEADER_NOT_AVAILABLE 5
 
 #define ENSURE_OFFSETS_SQL "SELECT mq.ensure_consumer_offsets($1)"
 #define OFFSETS_PARTITIONS 10	/* on a node of its own, as Kafka's default is 50 */
@@ -114,8 +82,6 @@ typedef struct MetaState
 	bool		cluster_create; /* in a cluster: unknown topics made first */
 	MetaCreate	create;
 } MetaState;
-
-#define INT32_MIN_OPS (-2147483647 - 1)	/* authorized operations: not computed */
 
 static void
 meta_state_free(void *p)
@@ -203,96 +169,6 @@ write_brokers(KRequest *req, KWriter *w, int16_t v)
 		kw_i32(w, kconfig.node_id);	/* controller_id */
 }
 
-/* broker ids, an int[] in text form ("{1,2,3}"); NULL: just me */
-static void
-write_ids(KWriter *w, const char *text)
-{
-	if (text == NULL)
-	{
-		kw_array(w, 1);
-		kw_i32(w, kconfig.node_id);
-	}
-	else
-		kw_int32s_text(w, text);
-}
-
-/* a partition the cluster's view knows */
-static void
-write_viewed_partition(KWriter *w, int16_t v, const KPartView *p, int32_t epoch)
-{
-	const KBroker *b = p->leader >= 0 ? cluster_broker(p->leader) : NULL;
-	bool		up = b && b->live;
-
-	kw_i16(w, up ? KERR_NONE : KERR_LEADER_NOT_AVAILABLE);
-	kw_i32(w, p->partition);
-	kw_i32(w, up ? p->leader : -1);
-	if (v >= 7)
-		kw_i32(w, epoch);		/* leader epoch */
-	write_ids(w, p->replicas);
-	write_ids(w, p->isr);
-	if (v >= 5)
-		kw_array(w, 0);			/* offline replicas */
-	kw_tags(w);
-}
-
-static void
-write_partition(KWriter *w, int16_t v, PGresult *res, int row)
-{
-	bool		standalone = strcmp(PQgetvalue(res, row, 2), "t") == 0;
-	bool		known = !PQgetisnull(res, row, 3);
-	const KPartView *p = cluster_enabled() && !standalone
-		? cluster_partition(PQgetvalue(res, row, 0), atoi(PQgetvalue(res, row, 1))) : NULL;
-
-	if (p)
-	{
-		write_viewed_partition(w, v, p, atoi(PQgetvalue(res, row, 7)));
-		return;
-	}
-
-	kw_i16(w, standalone || known ? KERR_NONE : KERR_LEADER_NOT_AVAILABLE);
-	kw_i32(w, atoi(PQgetvalue(res, row, 1)));
-	kw_i32(w, standalone ? kconfig.node_id : known ? atoi(PQgetvalue(res, row, 3)) : -1);
-	if (v >= 7)
-		kw_i32(w, atoi(PQgetvalue(res, row, 7)));	/* leader epoch */
-	write_ids(w, standalone ? NULL : PQgetvalue(res, row, 4));	/* replicas */
-	write_ids(w, standalone ? NULL : PQgetvalue(res, row, 5));	/* isr */
-	if (v >= 5)
-		kw_array(w, 0);			/* offline replicas */
-	kw_tags(w);
-}
-
-/*
- * __consumer_offsets in a cluster: its partitions and leaders from the
- * view (coffsets.c), the same from every daemon, each partition with its
- * one replica; no leader epoch (-1), as a partition's leader may change
- * without one.
- */
-static int32_t
-write_offsets_partitions(KWriter *w, int16_t v)
-{
-	int			n = coffsets_partitions();
-
-	for (int p = 0; p < n; p++)
-	{
-		int			replica;
-		int			leader = coffsets_leader(p, &replica);
-		char		ids[16];
-
-		snprintf(ids, sizeof(ids), "{%d}", replica);
-		kw_i16(w, leader >= 0 ? KERR_NONE : KERR_LEADER_NOT_AVAILABLE);
-		kw_i32(w, p);
-		kw_i32(w, leader);
-		if (v >= 7)
-			kw_i32(w, -1);		/* leader epoch */
-		write_ids(w, replica >= 0 ? ids : "{}");	/* replicas */
-		write_ids(w, leader >= 0 ? ids : "{}");	/* isr */
-		if (v >= 5)
-			kw_array(w, 0);		/* offline replicas */
-		kw_tags(w);
-	}
-	return n;
-}
-
 /* the first row of res of the topic with this name, or (name null) id */
 static int
 topic_row(PGresult *res, KSlice name, const char *id)
@@ -341,10 +217,10 @@ write_topic(KWriter *w, int16_t v, KSlice name, const char *id, PGresult *res, i
 		kw_i8(w, kslice_eq(name, CONSUMER_OFFSETS_TOPIC) ? 1 : 0);
 	count_at = kw_later(w);
 	if (cluster_enabled() && error == KERR_NONE && kslice_eq(name, CONSUMER_OFFSETS_TOPIC))
-		n = write_offsets_partitions(w, v);
+		n = meta_write_offsets_partitions(w, v, false, 0, INT32_MAX);
 	else
 		for (; res && row < PQntuples(res) && kslice_eq(name, PQgetvalue(res, row, 0)); row++, n++)
-			write_partition(w, v, res, row);
+			meta_write_partition(w, v, false, res, row);
 	kw_fill_count(w, count_at, n);
 	if (v >= 8)
 		kw_i32(w, INT32_MIN_OPS);	/* topic authorized operations */
@@ -438,28 +314,6 @@ offsets_ensured(KRequest *req)
 		metadata_query(req);
 }
 
-/* the cluster view's partitions as METADATA_SQL's $3 and $4 (none: empty) */
-static void
-add_view_partitions(KStmt *st)
-{
-	MqArray		topics,
-				parts;
-
-	mq_array_init(&topics, MQ_TEXTOID);
-	mq_array_init(&parts, MQ_INT4OID);
-	for (int i = 0; i < cluster_npartitions(); i++)
-	{
-		const KPartView *p = cluster_partition_at(i);
-
-		mq_array_add(&topics, p->topic, strlen(p->topic));
-		mq_array_add_int32(&parts, p->partition);
-	}
-	kstmt_array(st, MQ_TEXTARRAYOID, &topics);
-	kstmt_array(st, MQ_INT4ARRAYOID, &parts);
-	mq_array_free(&topics);
-	mq_array_free(&parts);
-}
-
 void
 h_metadata(KRequest *req)
 {
@@ -532,7 +386,7 @@ h_metadata(KRequest *req)
 	else
 		kstmt_array(st, MQ_TEXTARRAYOID, &arr);
 	kstmt_array(st, MQ_TEXTARRAYOID, &idarr);
-	add_view_partitions(st);
+	meta_add_view_partitions(st);
 	kstmt_text(st, MQ_BOOLOID, allow_auto ? "t" : "f");
 	mq_array_free(&arr);
 	mq_array_free(&idarr);

@@ -35,7 +35,7 @@ my %kafka39 = (
 	33 => [0, 2, 2], 36 => [0, 2, 2], 37 => [0, 3, 2], 42 => [0, 2, 2], 44 => [0, 1, 1],
 	29 => [0, 3, 2], 30 => [0, 3, 2], 31 => [0, 3, 2], 50 => [0, 0, 0], 51 => [0, 0, 0],
 	45 => [0, 0, 0], 46 => [0, 0, 0], 47 => [0, 0, 99], 35 => [0, 4, 2], 60 => [0, 1, 0],
-	61 => [0, 0, 0], 48 => [0, 1, 1], 49 => [0, 1, 1],
+	61 => [0, 0, 0], 48 => [0, 1, 1], 49 => [0, 1, 1], 75 => [0, 0, 0],
 );
 my @quota_entity = (['entity_type', 'str', '0+'], ['entity_name', 'nstr', '0+']);
 
@@ -59,6 +59,8 @@ my %req = (
 	50 => [['users', [['name', 'str', '0+']], '0+']],
 	48 => [['components', [['entity_type', 'str', '0+'], ['match_type', 'i8', '0+'], ['match', 'nstr', '0+']], '0+'],
 		['strict', 'bool', '0+']],
+	# cursor: a nullable structure, sent null (-1)
+	75 => [['topics', [['name', 'str', '0+']], '0+'], ['response_partition_limit', 'i32', '0+'], ['cursor', 'i8', '0+']],
 	49 => [['entries', [['entity', \@quota_entity, '0+'],
 			['ops', [['key', 'str', '0+'], ['value', 'f64', '0+'], ['remove', 'bool', '0+']], '0+']], '0+'],
 		['validate_only', 'bool', '0+']],
@@ -165,6 +167,14 @@ my %resp = (
 			['credential_infos', [['mechanism', 'i8', '0+'], ['iterations', 'i32', '0+']], '0+']], '0+']],
 	48 => [['throttle_time_ms', 'i32', '0+'], ['error_code', 'i16', '0+'], ['error_message', 'nstr', '0+'],
 		['entries', [['entity', \@quota_entity, '0+'], ['values', [['key', 'str', '0+'], ['value', 'f64', '0+']], '0+']], '0+']],
+	# next_cursor: a nullable structure, null (-1) with one topic asked
+	75 => [['throttle_time_ms', 'i32', '0+'], ['topics', [['error_code', 'i16', '0+'], ['name', 'nstr', '0+'],
+			['topic_id', 'uuid', '0+'], ['is_internal', 'bool', '0+'],
+			['partitions', [['error_code', 'i16', '0+'], ['partition_index', 'i32', '0+'], ['leader_id', 'i32', '0+'],
+				['leader_epoch', 'i32', '0+'], ['replica_nodes', '[i32]', '0+'], ['isr_nodes', '[i32]', '0+'],
+				['eligible_leader_replicas', '[i32]', '0+'], ['last_known_elr', '[i32]', '0+'],
+				['offline_replicas', '[i32]', '0+']], '0+'], ['topic_authorized_operations', 'i32', '0+']], '0+'],
+		['next_cursor', 'i8', '0+']],
 	49 => [['throttle_time_ms', 'i32', '0+'], ['entries', [['error_code', 'i16', '0+'], ['error_message', 'nstr', '0+'],
 			['entity', \@quota_entity, '0+']], '0+']],
 	60 => [['throttle_time_ms', 'i32', '0+'], ['error_code', 'i16', '0+'], ['error_message', 'nstr', '0+'],
@@ -518,6 +528,7 @@ my %vals = (
 	# a group with no offsets (vg's are checked below): GROUP_ID_NOT_FOUND
 	47 => sub { { group_id => 'vdel', topics => [{ name => $topic, partitions => [{ partition_index => 0 }] }] } },
 	48 => sub { { components => [{ entity_type => 'client-id', match_type => 2, match => undef }], strict => 0 } },
+	75 => sub { { topics => [{ name => $topic }], response_partition_limit => 2000, cursor => -1 } },
 	49 => sub { { entries => [{ entity => [{ entity_type => 'user', entity_name => 'vq' }],
 			ops => [{ key => 'producer_byte_rate', value => 1000, remove => 0 }] }], validate_only => 1 } },
 	65 => sub { { transactional_ids => ['vx'] } },

@@ -2,7 +2,7 @@
 # by their [kafka] sections: Metadata from one bootstrap address names
 # every live daemon and the coordinator's leaders; when a node dies its
 # daemon leaves the view (Metadata drops it, its partitions get the new
-# leaders) and the groups it coordinated move to one other daemon that
+# leaders, which DescribeTopicPartitions names too, a page at a time) and the groups it coordinated move to one other daemon that
 # every daemon names; when the node is back they move back.  A stopped
 # mq-broker takes its mq-kafka with it.
 use strict;
@@ -13,6 +13,7 @@ use PostgreSQL::Test::Utils;
 use Test::More;
 use MqCluster;
 
+my $root = $ENV{MQ_REPO_ROOT} // '.';
 my $c = MqCluster->new(nodes => 3);
 $c->start_kafka_brokers;
 $c->create_topic('vt', 3, { 'replication.factor' => 3, 'min.insync.replicas' => 1 });
@@ -80,6 +81,17 @@ $c->coord->poll_query_until('postgres',
 	"SELECT count(*) = 0 FROM mq_coord.partition WHERE topic = 'vt' AND leader = 2")
   or diag('node 2 still leads');
 wait_metadata('1,3', 'without the dead node');
+
+# DescribeTopicPartitions (v0) from node 1's daemon: the same leaders, in
+# two pages of two partitions and one
+{
+	my ($port) = $c->kafka_address(1) =~ /:(\d+)$/;
+	my $out = `PYTHONPATH=$root/test/kafka/py /usr/bin/python3 $root/test/kafka/py/topic_partitions.py $port '[[["vt"], 2, null], [["vt"], 2, ["vt", 2]]]'`;
+	my @calls = @{ (eval { decode_json($out) } // {})->{calls} // [] };
+	my %l = map { $_->[1] => $_->[2] } map { @{ $_->{topics}[0][4] // [] } } @calls;
+	is_deeply(\%l, coord_leaders(), 'DescribeTopicPartitions names the coordinator\'s leaders without the dead node');
+	is_deeply([ map { $_->{next} } @calls ], [ [ 'vt', 2 ], undef ], 'in two pages, the first ending at partition 2');
+}
 
 # node 2 is back: its daemon is live again and takes its groups back
 $c->node(2)->start;
