@@ -50,6 +50,10 @@ enum
 	KAPI_ALTER_CONFIGS = 33,
 	KAPI_DESCRIBE_LOG_DIRS = 35,
 	KAPI_CREATE_PARTITIONS = 37,
+	KAPI_CREATE_DELEGATION_TOKEN = 38,
+	KAPI_RENEW_DELEGATION_TOKEN = 39,
+	KAPI_EXPIRE_DELEGATION_TOKEN = 40,
+	KAPI_DESCRIBE_DELEGATION_TOKEN = 41,
 	KAPI_DELETE_GROUPS = 42,
 	KAPI_SASL_AUTHENTICATE = 36,
 	KAPI_INCREMENTAL_ALTER_CONFIGS = 44,
@@ -78,6 +82,11 @@ extern void h_delete_topics(KRequest *req);
 extern void h_create_partitions(KRequest *req);
 /* h_delete_records.c */
 extern void h_delete_records(KRequest *req);
+/* h_token.c */
+extern void h_create_delegation_token(KRequest *req);
+extern void h_renew_delegation_token(KRequest *req);
+extern void h_expire_delegation_token(KRequest *req);
+extern void h_describe_delegation_token(KRequest *req);
 /* h_log_dirs.c */
 extern void h_describe_log_dirs(KRequest *req);
 /* h_config.c */

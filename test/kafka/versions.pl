@@ -36,8 +36,10 @@ my %kafka39 = (
 	29 => [0, 3, 2], 30 => [0, 3, 2], 31 => [0, 3, 2], 50 => [0, 0, 0], 51 => [0, 0, 0],
 	45 => [0, 0, 0], 46 => [0, 0, 0], 47 => [0, 0, 99], 35 => [0, 4, 2], 60 => [0, 1, 0],
 	61 => [0, 0, 0], 48 => [0, 1, 1], 49 => [0, 1, 1], 75 => [0, 0, 0],
+	38 => [0, 3, 2], 39 => [0, 2, 2], 40 => [0, 2, 2], 41 => [0, 3, 2],
 );
 my @quota_entity = (['entity_type', 'str', '0+'], ['entity_name', 'nstr', '0+']);
+my @principal = (['principal_type', 'str', '0+'], ['principal_name', 'str', '0+']);
 
 my @part_fetch = (['partition', 'i32', '0+'], ['current_leader_epoch', 'i32', '9+'],
 	['fetch_offset', 'i64', '0+'], ['last_fetched_epoch', 'i32', '12+'],
@@ -59,6 +61,11 @@ my %req = (
 	50 => [['users', [['name', 'str', '0+']], '0+']],
 	48 => [['components', [['entity_type', 'str', '0+'], ['match_type', 'i8', '0+'], ['match', 'nstr', '0+']], '0+'],
 		['strict', 'bool', '0+']],
+	38 => [['owner_principal_type', 'nstr', '3+'], ['owner_principal_name', 'nstr', '3+'], ['renewers', \@principal, '0+'],
+		['max_lifetime_ms', 'i64', '0+']],
+	39 => [['hmac', 'bytes', '0+'], ['renew_period_ms', 'i64', '0+']],
+	40 => [['hmac', 'bytes', '0+'], ['expiry_time_period_ms', 'i64', '0+']],
+	41 => [['owners', \@principal, '0+']],
 	# cursor: a nullable structure, sent null (-1)
 	75 => [['topics', [['name', 'str', '0+']], '0+'], ['response_partition_limit', 'i32', '0+'], ['cursor', 'i8', '0+']],
 	49 => [['entries', [['entity', \@quota_entity, '0+'],
@@ -167,6 +174,15 @@ my %resp = (
 			['credential_infos', [['mechanism', 'i8', '0+'], ['iterations', 'i32', '0+']], '0+']], '0+']],
 	48 => [['throttle_time_ms', 'i32', '0+'], ['error_code', 'i16', '0+'], ['error_message', 'nstr', '0+'],
 		['entries', [['entity', \@quota_entity, '0+'], ['values', [['key', 'str', '0+'], ['value', 'f64', '0+']], '0+']], '0+']],
+	38 => [['error_code', 'i16', '0+'], @principal, ['token_requester_principal_type', 'str', '3+'],
+		['token_requester_principal_name', 'str', '3+'], ['issue_timestamp_ms', 'i64', '0+'], ['expiry_timestamp_ms', 'i64', '0+'],
+		['max_timestamp_ms', 'i64', '0+'], ['token_id', 'str', '0+'], ['hmac', 'bytes', '0+'], ['throttle_time_ms', 'i32', '0+']],
+	39 => [['error_code', 'i16', '0+'], ['expiry_timestamp_ms', 'i64', '0+'], ['throttle_time_ms', 'i32', '0+']],
+	40 => [['error_code', 'i16', '0+'], ['expiry_timestamp_ms', 'i64', '0+'], ['throttle_time_ms', 'i32', '0+']],
+	41 => [['error_code', 'i16', '0+'], ['tokens', [@principal, ['token_requester_principal_type', 'str', '3+'],
+			['token_requester_principal_name', 'str', '3+'], ['issue_timestamp', 'i64', '0+'], ['expiry_timestamp', 'i64', '0+'],
+			['max_timestamp', 'i64', '0+'], ['token_id', 'str', '0+'], ['hmac', 'bytes', '0+'], ['renewers', \@principal, '0+']], '0+'],
+		['throttle_time_ms', 'i32', '0+']],
 	# next_cursor: a nullable structure, null (-1) with one topic asked
 	75 => [['throttle_time_ms', 'i32', '0+'], ['topics', [['error_code', 'i16', '0+'], ['name', 'nstr', '0+'],
 			['topic_id', 'uuid', '0+'], ['is_internal', 'bool', '0+'],
@@ -529,6 +545,11 @@ my %vals = (
 	47 => sub { { group_id => 'vdel', topics => [{ name => $topic, partitions => [{ partition_index => 0 }] }] } },
 	48 => sub { { components => [{ entity_type => 'client-id', match_type => 2, match => undef }], strict => 0 } },
 	75 => sub { { topics => [{ name => $topic }], response_partition_limit => 2000, cursor => -1 } },
+	38 => sub { { owner_principal_type => 'User', owner_principal_name => 'vowner', max_lifetime_ms => -1,
+			renewers => [{ principal_type => 'User', principal_name => 'vrenewer' }] } },
+	39 => sub { { hmac => 'vhmac', renew_period_ms => -1 } },
+	40 => sub { { hmac => 'vhmac', expiry_time_period_ms => -1 } },
+	41 => sub { { owners => [{ principal_type => 'User', principal_name => 'vowner' }] } },
 	49 => sub { { entries => [{ entity => [{ entity_type => 'user', entity_name => 'vq' }],
 			ops => [{ key => 'producer_byte_rate', value => 1000, remove => 0 }] }], validate_only => 1 } },
 	65 => sub { { transactional_ids => ['vx'] } },
@@ -560,6 +581,13 @@ for my $k (sort { $a <=> $b } keys %vals) {
 			$sock = IO::Socket::INET->new(PeerAddr => '127.0.0.1', PeerPort => $port, Proto => 'tcp') or die "connect: $!\n";
 		}
 	}
+}
+
+# mq issues no delegation tokens: on a connection without SASL, Kafka's first refusal
+for my $k (38 .. 41) {
+	my @codes = map { my ($h) = exchange($k, $_, $vals{$k}->($_)); $h ? $h->{error_code} : 'none' } $adv{$k}[0] .. $adv{$k}[1];
+	ok((grep { $_ ne '64' } @codes) ? 0 : 1, "api $k at every version: DELEGATION_TOKEN_REQUEST_NOT_ALLOWED without SASL",
+		join(',', @codes));
 }
 
 # the semantic checks that go with the new fields
