@@ -94,6 +94,7 @@ apply_assignment(Broker *b, const Assignment *a)
 	p->nisr = parse_int_array(a->isr, p->isr, MAX_REPLICAS);
 	p->leader_conninfo = replace_str(p->leader_conninfo, a->leader_conninfo);
 	p->leader_name = replace_str(p->leader_name, a->leader_name);
+	p->elect_preferred = a->elect_preferred;
 }
 
 void

@@ -108,6 +108,7 @@ typedef struct Part
 	int64_t		leaderless_since_us;	/* when we saw it without a live leader, 0 */
 	int64_t		preferred_ready_since_us;	/* leader: preferred replica in the ISR since */
 	int			preferred_ready_epoch;	/* ... in this leader epoch */
+	bool		elect_preferred;	/* ElectLeaders: hand over at once */
 	int64_t		hold_off_until_us;	/* handed leadership over: no re-election before */
 
 	/*

@@ -36,6 +36,7 @@ typedef struct Assignment
 	const char *isr;			/* int4[] text */
 	const char *leader_conninfo;	/* NULL: none */
 	const char *leader_name;
+	bool		elect_preferred;	/* ElectLeaders asked for the preferred one */
 } Assignment;
 
 /* One partition of a decided output part (mq_coord.txn_outputs_pending). */

@@ -13,7 +13,10 @@
  * ISR and not leading, wins the election.  Only records beyond the
  * preferred replica's log end are cut from the old leader, and those were
  * never acknowledged with acks=all (the high watermark is the minimum
- * over the ISR, which holds the preferred one).
+ * over the ISR, which holds the preferred one).  An election asked for
+ * through the coordinator (Kafka's ElectLeaders, mq_coord.elect_preferred)
+ * hands over at the next tick, without the delay and even with
+ * auto.leader.rebalance.enable off.
  *
  * Locking: none; the broker's one thread.
  *
@@ -47,7 +50,7 @@ maybe_hand_over(Broker *b, Part *p)
 	int64_t		now = mq_now_us();
 	int			epoch = p->applied_epoch;
 
-	if (!b->cfg->auto_rebalance || !preferred_ready(b, p))
+	if ((!b->cfg->auto_rebalance && !p->elect_preferred) || !preferred_ready(b, p))
 	{
 		p->preferred_ready_since_us = 0;
 		return;
@@ -58,7 +61,8 @@ maybe_hand_over(Broker *b, Part *p)
 		p->preferred_ready_since_us = now;
 		p->preferred_ready_epoch = epoch;
 	}
-	if (now - p->preferred_ready_since_us < (int64_t) b->cfg->rebalance_delay_ms * 1000)
+	if (!p->elect_preferred &&
+		now - p->preferred_ready_since_us < (int64_t) b->cfg->rebalance_delay_ms * 1000)
 		return;
 
 	/* resign in our epoch: produce is refused and acks=all waiters fail over */
@@ -68,9 +72,14 @@ maybe_hand_over(Broker *b, Part *p)
 		mq_error_free(&err);
 		return;
 	}
-	mq_log_info("%s: the preferred leader, broker %d, has been in the ISR for %d ms; "
-				"resigned epoch %d and released the leadership for it", part_label(p),
-				preferred_leader(p), b->cfg->rebalance_delay_ms, epoch);
+	if (p->elect_preferred)
+		mq_log_info("%s: an election of the preferred leader, broker %d, was asked for; "
+					"resigned epoch %d and released the leadership for it", part_label(p),
+					preferred_leader(p), epoch);
+	else
+		mq_log_info("%s: the preferred leader, broker %d, has been in the ISR for %d ms; "
+					"resigned epoch %d and released the leadership for it", part_label(p),
+					preferred_leader(p), b->cfg->rebalance_delay_ms, epoch);
 	p->preferred_ready_since_us = 0;
 	b->stats.handovers++;
 	fsm_fire(b, p, EV_HANDED_OVER);

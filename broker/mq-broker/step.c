@@ -99,7 +99,8 @@ act_replicate(Broker *b, Part *p)
 
 	p->leaderless_since_us = 0;
 	/* the preferred replica, back in the ISR, takes the lock when it is let go */
-	if ((b->cfg->auto_rebalance && preferred_leader(p) == me && int_in(me, p->isr, p->nisr)) ||
+	if (((b->cfg->auto_rebalance || p->elect_preferred) && preferred_leader(p) == me &&
+		 int_in(me, p->isr, p->nisr)) ||
 		reassign_claims(b, p))
 	{
 		try_elect(b, p);

@@ -126,6 +126,8 @@ static const KApi apis[] = {
 	 "with `--sasl` only; `session_lifetime_ms` 0 (no re-authentication)"},
 	{KAPI_DELETE_GROUPS, 0, 2, 2, h_delete_groups,
 	 "`mq.delete_group`: a group's committed offsets and empty state (below)"},
+	{KAPI_ELECT_LEADERS, 0, 2, 2, h_elect_leaders,
+	 "preferred elections through `mq_coord.elect_preferred`: the leader hands over at its next tick and the answer waits (up to `timeout_ms`) until the preferred replica leads; ELECTION_NOT_NEEDED where it leads, PREFERRED_LEADER_NOT_AVAILABLE where it is out of the ISR or down; unclean: ELECTION_NOT_NEEDED with a leader, ELIGIBLE_LEADERS_NOT_AVAILABLE without (mq elects out of the ISR only by the topic's config); ALTER on the cluster; without `--coordinator` every election is ELECTION_NOT_NEEDED"},
 	{KAPI_OFFSET_DELETE, 0, 0, 99, h_offset_delete,
 	 "`mq.delete_offsets` of each topic: a group's committed offsets of some partitions; a topic a live member subscribes to is GROUP_SUBSCRIBED_TO_TOPIC"},
 	{KAPI_ALTER_PARTITION_REASSIGNMENTS, 0, 0, 0, h_alter_partition_reassignments,

@@ -55,6 +55,7 @@ enum
 	KAPI_EXPIRE_DELEGATION_TOKEN = 40,
 	KAPI_DESCRIBE_DELEGATION_TOKEN = 41,
 	KAPI_DELETE_GROUPS = 42,
+	KAPI_ELECT_LEADERS = 43,
 	KAPI_SASL_AUTHENTICATE = 36,
 	KAPI_INCREMENTAL_ALTER_CONFIGS = 44,
 	KAPI_ALTER_PARTITION_REASSIGNMENTS = 45,
@@ -125,6 +126,8 @@ extern void h_list_transactions(KRequest *req);
 extern void h_alter_partition_reassignments(KRequest *req);
 extern void h_list_partition_reassignments(KRequest *req);
 extern void h_offset_delete(KRequest *req);
+/* h_elect.c */
+extern void h_elect_leaders(KRequest *req);
 /* h_fetch.c */
 extern void h_fetch(KRequest *req);
 extern void fetch_wake_topic(const char *topic);

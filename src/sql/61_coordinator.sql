@@ -242,7 +242,9 @@ BEGIN
     END IF;
     UPDATE mq_coord.partition
        SET leader = p_candidate, leader_epoch = leader_epoch + 1, isr = v_isr,
-           partition_epoch = partition_epoch + 1, updated_at = clock_timestamp()
+           partition_epoch = partition_epoch + 1, updated_at = clock_timestamp(),
+           preferred_election_until = CASE WHEN p_candidate = pt.replicas[1] THEN NULL
+                                           ELSE pt.preferred_election_until END
      WHERE topic = p_topic AND partition = p_partition;
     INSERT INTO mq_coord.event (topic, partition, kind, broker_id, detail)
     VALUES (p_topic, p_partition, 'leader_elected', p_candidate,
@@ -280,22 +282,6 @@ BEGIN
             p_leader, jsonb_build_object('leader_epoch', p_leader_epoch, 'from', pt.isr, 'to', p_isr));
     RETURN pt.partition_epoch + 1;
 END $$;
-
--- What every broker reads each tick: the partitions it holds a replica of,
--- with the leader's node address.
-CREATE FUNCTION mq_coord.assignments(broker_id integer)
-    RETURNS TABLE (topic text, partition integer, partitions integer, config jsonb, lock_id integer,
-                   replicas integer[], leader integer, leader_epoch integer, isr integer[],
-                   partition_epoch integer, leader_conninfo text, leader_name text)
-LANGUAGE sql STABLE SECURITY DEFINER SET search_path = pg_catalog, pg_temp AS $$
-    SELECT p.topic, p.partition, t.partitions, t.config, p.lock_id, p.replicas, p.leader,
-           p.leader_epoch, p.isr, p.partition_epoch, b.node_conninfo, b.node_name
-      FROM mq_coord.partition p
-      JOIN mq_coord.topic t USING (topic)
-      LEFT JOIN mq_coord.broker b ON b.broker_id = p.leader
-     WHERE assignments.broker_id = ANY (p.replicas)
-     ORDER BY p.topic, p.partition;
-$$;
 
 -- Routing for clients that ask the coordinator.
 CREATE VIEW mq_coord.metadata AS

@@ -118,7 +118,9 @@ BEGIN
         'mq_coord.kafka_txn_note_offsets(text, text, text[], integer[], timestamptz), '
         'mq_coord.txn_offsets_unstable(text), '
         -- AlterPartitionReassignments and ListPartitionReassignments
-        'mq_coord.reassign(text, integer, integer[], bigint) '
+        'mq_coord.reassign(text, integer, integer[], bigint), '
+        -- ElectLeaders (69_preferred_election.sql)
+        'mq_coord.elect_preferred(text, integer, integer) '
         'TO %s', role);
     EXECUTE pg_catalog.format(
         'GRANT SELECT (topic, partition, replicas, target_replicas, original_replicas) '

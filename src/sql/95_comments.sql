@@ -359,6 +359,8 @@ COMMENT ON FUNCTION mq_coord.propose_reassignment(text[], integer[]) IS
     'a placement of the topics'' partitions on the given brokers (replication factor kept); changes nothing';
 COMMENT ON FUNCTION mq_coord.reassign(text, integer, integer[], bigint) IS
     'starts moving a partition to a replica set under a throttle in bytes/s (per broker, shared by the copies it serves or receives); returns the replicas while moving';
+COMMENT ON FUNCTION mq_coord.elect_preferred(text, integer, integer) IS
+    'ask for a partition''s preferred replica to lead it within timeout_ms (Kafka''s ElectLeaders): requested, not_needed, not_available or unknown';
 COMMENT ON FUNCTION mq_coord.complete_reassignment(text, integer, integer, integer) IS
     'broker API: the leader ends a move once the whole target is in the ISR; returns the new ISR or NULL';
 COMMENT ON FUNCTION mq_coord.moving(integer) IS

@@ -126,6 +126,10 @@ DROP FUNCTION mq_coord.txn_state(text);
 DROP FUNCTION mq_coord._txn_check_outputs(text,jsonb,jsonb,bytea[],bytea[]);
 DROP FUNCTION mq_coord._txn_store_outputs(text,jsonb,bytea[],bytea[]);
 
+-- preferred leader elections on request (69_preferred_election.sql)
+ALTER TABLE mq_coord.partition
+    ADD COLUMN preferred_election_until timestamptz;  -- an election asked for, until then
+
 -- the produce contract (31_produce_acks.sql): what mq.produce_records returns
 CREATE TYPE mq.produced AS (partition integer, msg_offset bigint,
                             await_epoch integer, await_min_isr integer);

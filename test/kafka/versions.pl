@@ -36,7 +36,7 @@ my %kafka39 = (
 	29 => [0, 3, 2], 30 => [0, 3, 2], 31 => [0, 3, 2], 50 => [0, 0, 0], 51 => [0, 0, 0],
 	45 => [0, 0, 0], 46 => [0, 0, 0], 47 => [0, 0, 99], 35 => [0, 4, 2], 60 => [0, 1, 0],
 	61 => [0, 0, 0], 48 => [0, 1, 1], 49 => [0, 1, 1], 75 => [0, 0, 0],
-	38 => [0, 3, 2], 39 => [0, 2, 2], 40 => [0, 2, 2], 41 => [0, 3, 2],
+	38 => [0, 3, 2], 39 => [0, 2, 2], 40 => [0, 2, 2], 41 => [0, 3, 2], 43 => [0, 2, 2],
 );
 my @quota_entity = (['entity_type', 'str', '0+'], ['entity_name', 'nstr', '0+']);
 my @principal = (['principal_type', 'str', '0+'], ['principal_name', 'str', '0+']);
@@ -66,6 +66,8 @@ my %req = (
 	39 => [['hmac', 'bytes', '0+'], ['renew_period_ms', 'i64', '0+']],
 	40 => [['hmac', 'bytes', '0+'], ['expiry_time_period_ms', 'i64', '0+']],
 	41 => [['owners', \@principal, '0+']],
+	43 => [['election_type', 'i8', '1+'], ['topic_partitions', [['topic', 'str', '0+'], ['partitions', '[i32]', '0+']], '0+'],
+		['timeout_ms', 'i32', '0+']],
 	# cursor: a nullable structure, sent null (-1)
 	75 => [['topics', [['name', 'str', '0+']], '0+'], ['response_partition_limit', 'i32', '0+'], ['cursor', 'i8', '0+']],
 	49 => [['entries', [['entity', \@quota_entity, '0+'],
@@ -183,6 +185,9 @@ my %resp = (
 			['token_requester_principal_name', 'str', '3+'], ['issue_timestamp', 'i64', '0+'], ['expiry_timestamp', 'i64', '0+'],
 			['max_timestamp', 'i64', '0+'], ['token_id', 'str', '0+'], ['hmac', 'bytes', '0+'], ['renewers', \@principal, '0+']], '0+'],
 		['throttle_time_ms', 'i32', '0+']],
+	43 => [['throttle_time_ms', 'i32', '0+'], ['error_code', 'i16', '1+'], ['replica_election_results', [['topic', 'str', '0+'],
+			['partition_result', [['partition_id', 'i32', '0+'], ['error_code', 'i16', '0+'], ['error_message', 'nstr', '0+']], '0+']],
+		'0+']],
 	# next_cursor: a nullable structure, null (-1) with one topic asked
 	75 => [['throttle_time_ms', 'i32', '0+'], ['topics', [['error_code', 'i16', '0+'], ['name', 'nstr', '0+'],
 			['topic_id', 'uuid', '0+'], ['is_internal', 'bool', '0+'],
@@ -545,6 +550,9 @@ my %vals = (
 	47 => sub { { group_id => 'vdel', topics => [{ name => $topic, partitions => [{ partition_index => 0 }] }] } },
 	48 => sub { { components => [{ entity_type => 'client-id', match_type => 2, match => undef }], strict => 0 } },
 	75 => sub { { topics => [{ name => $topic }], response_partition_limit => 2000, cursor => -1 } },
+	# partition 0 and one the topic lacks, preferred (v0) or unclean (v1+)
+	43 => sub { { election_type => $_[0] >= 1 ? 1 : 0, topic_partitions => [{ topic => $topic, partitions => [0, 9] }],
+			timeout_ms => 1000 } },
 	38 => sub { { owner_principal_type => 'User', owner_principal_name => 'vowner', max_lifetime_ms => -1,
 			renewers => [{ principal_type => 'User', principal_name => 'vrenewer' }] } },
 	39 => sub { { hmac => 'vhmac', renew_period_ms => -1 } },
@@ -583,6 +591,14 @@ for my $k (sort { $a <=> $b } keys %vals) {
 	}
 }
 
+# ElectLeaders on a single daemon: no election is needed (84), an unknown partition is 3
+for my $v ($adv{43}[0] .. $adv{43}[1]) {
+	my ($h) = exchange(43, $v, $vals{43}->($v));
+	my $got = $h ? summary(43, $h) : 'no answer';
+	ok($got eq 'partitions 0: error 84, 9: error 3' ? 1 : 0,
+		"ElectLeaders v$v: ELECTION_NOT_NEEDED for a partition this daemon leads, UNKNOWN_TOPIC_OR_PARTITION for one it lacks", $got);
+}
+
 # mq issues no delegation tokens: on a connection without SASL, Kafka's first refusal
 for my $k (38 .. 41) {
 	my @codes = map { my ($h) = exchange($k, $_, $vals{$k}->($_)); $h ? $h->{error_code} : 'none' } $adv{$k}[0] .. $adv{$k}[1];
@@ -602,6 +618,8 @@ sub summary {
 		. "$h->{results}[0]{topics}[0]{partitions}[0]{partition_size} bytes" if $k == 35 && @{ $h->{results} // [] };
 	return 'partitions ' . join(' ', map { "$_->{partition_index}: error $_->{error_code}, "
 				. scalar(@{ $_->{active_producers} }) . ' producers' } @{ $h->{topics}[0]{partitions} }) if $k == 61;
+	return 'partitions ' . join(', ', map { "$_->{partition_id}: error $_->{error_code}" }
+			@{ $h->{replica_election_results}[0]{partition_result} }) if $k == 43 && @{ $h->{replica_election_results} // [] };
 	return "error $h->{error_code} cluster $h->{cluster_id} controller $h->{controller_id} brokers "
 		. join(',', map { "$_->{broker_id}\@$_->{host}:$_->{port}" } @{ $h->{brokers} }) if $k == 60;
 	return '';
