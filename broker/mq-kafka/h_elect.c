@@ -22,7 +22,8 @@
  * unclean.leader.election.enable.  Null topic_partitions means every
  * partition, and then, as Kafka's controller answers, only those where an
  * election was needed are listed.  An unknown partition is
- * UNKNOWN_TOPIC_OR_PARTITION.
+ * UNKNOWN_TOPIC_OR_PARTITION.  The answer lists each partition once, by
+ * topic, as Kafka's set of partitions does, however often it was asked.
  *
  * Without --coordinator this daemon leads every partition it has, each
  * its own only replica: every election is ELECTION_NOT_NEEDED.
@@ -104,6 +105,34 @@ add_part(ElectState *s, const char *topic, int32_t partition)
 	return p;
 }
 
+static int
+part_cmp(const void *a, const void *b)
+{
+	const EPart *x = a,
+			   *y = b;
+	int			c = strcmp(x->topic, y->topic);
+
+	return c != 0 ? c : (x->partition > y->partition) - (x->partition < y->partition);
+}
+
+/* sorted by topic and partition, each once: Kafka's set of partitions */
+static void
+sort_parts(ElectState *s)
+{
+	int32_t		n = 0;
+
+	if (s->n > 0)
+		qsort(s->parts, s->n, sizeof(EPart), part_cmp);
+	for (int32_t i = 0; i < s->n; i++)
+	{
+		if (n > 0 && part_cmp(&s->parts[n - 1], &s->parts[i]) == 0)
+			free(s->parts[i].topic);
+		else
+			s->parts[n++] = s->parts[i];
+	}
+	s->n = n;
+}
+
 /* the request: each partition asked for (none: all), the timeout */
 static bool
 read_request(KRequest *req, ElectState *s)
@@ -126,6 +155,7 @@ read_request(KRequest *req, ElectState *s)
 		r->err |= topic == NULL;
 	}
 	s->timeout_ms = kr_i32(r);
+	sort_parts(s);
 	return !r->err;
 }
 
