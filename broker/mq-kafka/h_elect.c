@@ -16,12 +16,12 @@
  * otherwise the leader hands over at its next tick, and the answer waits
  * (up to timeout_ms, checked every 100 ms) until this daemon's view names
  * the preferred replica leader, REQUEST_TIMED_OUT if it does not by then.
- * An unclean election of a partition that has a leader is
- * ELECTION_NOT_NEEDED; one without is ELIGIBLE_LEADERS_NOT_AVAILABLE:
+ * An unclean election of a partition the coordinator names a leader for
+ * is ELECTION_NOT_NEEDED; one without is ELIGIBLE_LEADERS_NOT_AVAILABLE:
  * mq elects out of the ISR only for a topic with
  * unclean.leader.election.enable.  Null topic_partitions means every
- * partition, and then, as Kafka's controller answers, only those where an
- * election was needed are listed.  An unknown partition is
+ * partition the coordinator knows, and then, as Kafka's controller
+ * answers, only those where an election was needed are listed.  An unknown partition is
  * UNKNOWN_TOPIC_OR_PARTITION.  The answer lists each partition once, by
  * topic, as Kafka's set of partitions does, however often it was asked.
  *
@@ -45,7 +45,16 @@
 /* as the client: the partitions it sees, $1 topics or (null) all */
 #define PARTITIONS_SQL \
 	"SELECT topic, partition FROM mq.partitions WHERE $1::text[] IS NULL OR topic = ANY ($1)"
-#define ELECT_SQL "SELECT mq_coord.elect_preferred($1, $2, $3)"
+/*
+ * On the coordinator, as the daemon: partition $2 of topic $1, or (null)
+ * every partition, with the outcome of a preferred election (asked for
+ * here, mq_coord.elect_preferred) or of an unclean one (none run here)
+ */
+#define COORD_PARTITIONS(outcome) \
+	"SELECT topic, partition, " outcome " FROM mq_coord.kafka_partitions()" \
+	" WHERE $1::text IS NULL OR (topic = $1 AND partition = $2)"
+#define PREFERRED_SQL COORD_PARTITIONS("mq_coord.elect_preferred(topic, partition, $3)")
+#define UNCLEAN_SQL COORD_PARTITIONS("CASE WHEN leader IS NULL THEN 'no_leader' ELSE 'not_needed' END")
 
 typedef struct EPart
 {
@@ -262,57 +271,67 @@ on_view_wait(evutil_socket_t fd, short what, void *arg)
 		evtimer_add(s->timer, &tv);
 }
 
-/* the coordinator's answer for each partition, then the wait */
+/* a coordinator's outcome for p (see COORD_PARTITIONS) */
+static void
+apply_outcome(EPart *p, const char *out)
+{
+	p->waiting = strcmp(out, "requested") == 0;
+	if (p->waiting)
+		p->code = KERR_NONE;
+	else if (strcmp(out, "not_needed") == 0)
+		p->code = KERR_ELECTION_NOT_NEEDED;
+	else if (strcmp(out, "not_available") == 0)
+		p->code = KERR_PREFERRED_LEADER_NOT_AVAILABLE;
+	else
+	{
+		p->code = KERR_ELIGIBLE_LEADERS_NOT_AVAILABLE;
+		p->message = "mq elects a leader out of the ISR only for a topic with unclean.leader.election.enable";
+	}
+}
+
+/* the coordinator's outcomes (every partition's, or each asked), then the wait */
 static void
 coord_done(KRequest *sub)
 {
 	KRequest   *req = sub->state;
 	ElectState *s = req->state;
 
-	for (int32_t i = 0; i < s->n; i++)
+	for (int32_t i = 0; i < s->coord.n; i++)
 	{
-		EPart	   *p = &s->parts[i];
 		const KStmt *st = &s->coord.stmts[i];
-		const char *out;
 		int16_t		code;
 
 		if (kstmt_failed(st, &code))
 		{
-			p->code = code;
-			p->message = st->err.message;
+			if (s->all)
+				s->code = code;
+			else
+			{
+				s->parts[i].code = code;
+				s->parts[i].message = st->err.message;
+			}
 			continue;
 		}
-		out = PQgetvalue(st->res, 0, 0);
-		p->waiting = strcmp(out, "requested") == 0;
-		if (p->waiting)
-			p->code = KERR_NONE;
-		else if (strcmp(out, "not_needed") == 0)
-			p->code = KERR_ELECTION_NOT_NEEDED;
-		else if (strcmp(out, "not_available") == 0)
-			p->code = KERR_PREFERRED_LEADER_NOT_AVAILABLE;
-		/* unknown: this node's own unreplicated partition, or none */
+		/* no row: this node's own unreplicated partition, or none */
+		for (int r = 0; r < PQntuples(st->res); r++)
+			apply_outcome(s->all ? add_part(s, PQgetvalue(st->res, r, 0), atoi(PQgetvalue(st->res, r, 1)))
+						  : &s->parts[i], PQgetvalue(st->res, r, 2));
 	}
 	s->deadline_us = mq_now_us() + (int64_t) s->timeout_ms * 1000;
 	s->timer = evtimer_new(kbase, on_view_wait, req);
 	on_view_wait(-1, 0, req);
 }
 
-/* unclean: the view's leader, if any, leads; none is elected here */
+/* a coordinator statement for part p (NULL: every partition) */
 static void
-unclean_codes(ElectState *s)
+add_coord_stmt(ElectState *s, const EPart *p)
 {
-	for (int32_t i = 0; i < s->n; i++)
-	{
-		EPart	   *p = &s->parts[i];
-		const KPartView *v = cluster_partition(p->topic, p->partition);
-		const KBroker *b = v && v->leader >= 0 ? cluster_broker(v->leader) : NULL;
+	KStmt	   *st = kjob_add(&s->coord, s->type == 0 ? PREFERRED_SQL : UNCLEAN_SQL, 0);
 
-		if (v == NULL)
-			continue;			/* this node's own partition, or none */
-		p->code = b && b->live ? KERR_ELECTION_NOT_NEEDED : KERR_ELIGIBLE_LEADERS_NOT_AVAILABLE;
-		if (p->code != KERR_ELECTION_NOT_NEEDED)
-			p->message = "mq elects a leader out of the ISR only for a topic with unclean.leader.election.enable";
-	}
+	kstmt_text(st, MQ_TEXTOID, p ? p->topic : NULL);
+	kstmt_int(st, MQ_INT4OID, p ? p->partition : 0);
+	if (s->type == 0)
+		kstmt_int(st, MQ_INT4OID, s->timeout_ms);
 }
 
 /* the client's rights and partitions, then the elections on the coordinator */
@@ -332,29 +351,22 @@ elect_authorized(KRequest *req)
 		elect_answer(req);
 		return;
 	}
-	/* a partition this node has: its election is not needed unless the view says */
+	/* a partition this node has: no election needed, unless the coordinator says */
 	st = &s->job.stmts[1];
 	for (int32_t i = 0; !kstmt_failed(st, &code) && i < PQntuples(st->res); i++)
 		for (int32_t k = 0; k < s->n; k++)
 			if (strcmp(s->parts[k].topic, PQgetvalue(st->res, i, 0)) == 0 &&
 				s->parts[k].partition == atoi(PQgetvalue(st->res, i, 1)))
 				s->parts[k].code = KERR_ELECTION_NOT_NEEDED;
-	for (int32_t i = 0; s->all && cluster_enabled() && i < cluster_npartitions(); i++)
-		add_part(s, cluster_partition_at(i)->topic, cluster_partition_at(i)->partition);
-	if (!cluster_enabled() || s->n == 0 || s->type == 1)
+	if (!cluster_enabled() || (s->n == 0 && !s->all))
 	{
-		unclean_codes(s);
 		elect_answer(req);
 		return;
 	}
+	if (s->all)
+		add_coord_stmt(s, NULL);
 	for (int32_t i = 0; i < s->n; i++)
-	{
-		KStmt	   *cst = kjob_add(&s->coord, ELECT_SQL, 0);
-
-		kstmt_text(cst, MQ_TEXTOID, s->parts[i].topic);
-		kstmt_int(cst, MQ_INT4OID, s->parts[i].partition);
-		kstmt_int(cst, MQ_INT4OID, s->timeout_ms);
-	}
+		add_coord_stmt(s, &s->parts[i]);
 	s->coord_req.state = req;
 	pool_run_on(cluster_coord_pool(), &s->coord_req, &s->coord, coord_done);
 }
