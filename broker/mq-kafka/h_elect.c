@@ -41,18 +41,18 @@
 #include "kerr.h"
 #include "util.h"
 
-#define AUTHZ_SQL "SELECT " KACL_CLUSTER_PRIVILEGE_SQL("$1")
 /* as the client: the partitions it sees, $1 topics or (null) all */
 #define PARTITIONS_SQL \
 	"SELECT topic, partition FROM mq.partitions WHERE $1::text[] IS NULL OR topic = ANY ($1)"
 /*
- * On the coordinator, as the daemon: partition $2 of topic $1, or (null)
- * every partition, with the outcome of a preferred election (asked for
- * here, mq_coord.elect_preferred) or of an unclean one (none run here)
+ * On the coordinator, as the daemon: the partitions asked ($1 topics and
+ * $2 partitions side by side), or (null) every partition, with the
+ * outcome of a preferred election (asked for here,
+ * mq_coord.elect_preferred) or of an unclean one (none run here)
  */
 #define COORD_PARTITIONS(outcome) \
 	"SELECT topic, partition, " outcome " FROM mq_coord.kafka_partitions()" \
-	" WHERE $1::text IS NULL OR (topic = $1 AND partition = $2)"
+	" WHERE $1::text[] IS NULL OR (topic, partition) IN (SELECT * FROM unnest($1::text[], $2::int4[]))"
 #define PREFERRED_SQL COORD_PARTITIONS("mq_coord.elect_preferred(topic, partition, $3)")
 #define UNCLEAN_SQL COORD_PARTITIONS("CASE WHEN leader IS NULL THEN 'no_leader' ELSE 'not_needed' END")
 
@@ -289,49 +289,73 @@ apply_outcome(EPart *p, const char *out)
 	}
 }
 
-/* the coordinator's outcomes (every partition's, or each asked), then the wait */
+/* part (topic, partition) of those asked, or with all asked a new one */
+static EPart *
+find_part(ElectState *s, const char *topic, int32_t partition)
+{
+	EPart		key = {.topic = (char *) topic, .partition = partition};
+
+	if (s->all)
+		return add_part(s, topic, partition);
+	return bsearch(&key, s->parts, s->n, sizeof(EPart), part_cmp);
+}
+
+/* the coordinator's outcomes, then the wait; a partition it lacks keeps this node's */
 static void
 coord_done(KRequest *sub)
 {
 	KRequest   *req = sub->state;
 	ElectState *s = req->state;
+	const KStmt *st = &s->coord.stmts[0];
+	int16_t		code;
 
-	for (int32_t i = 0; i < s->coord.n; i++)
+	if (kstmt_failed(st, &code))
 	{
-		const KStmt *st = &s->coord.stmts[i];
-		int16_t		code;
+		s->code = code;
+		elect_answer(req);
+		return;
+	}
+	for (int r = 0; r < PQntuples(st->res); r++)
+	{
+		EPart	   *p = find_part(s, PQgetvalue(st->res, r, 0), atoi(PQgetvalue(st->res, r, 1)));
 
-		if (kstmt_failed(st, &code))
-		{
-			if (s->all)
-				s->code = code;
-			else
-			{
-				s->parts[i].code = code;
-				s->parts[i].message = st->err.message;
-			}
-			continue;
-		}
-		/* no row: this node's own unreplicated partition, or none */
-		for (int r = 0; r < PQntuples(st->res); r++)
-			apply_outcome(s->all ? add_part(s, PQgetvalue(st->res, r, 0), atoi(PQgetvalue(st->res, r, 1)))
-						  : &s->parts[i], PQgetvalue(st->res, r, 2));
+		if (p)
+			apply_outcome(p, PQgetvalue(st->res, r, 2));
 	}
 	s->deadline_us = mq_now_us() + (int64_t) s->timeout_ms * 1000;
 	s->timer = evtimer_new(kbase, on_view_wait, req);
 	on_view_wait(-1, 0, req);
 }
 
-/* a coordinator statement for part p (NULL: every partition) */
+/* the coordinator's statement: the partitions asked, or every one */
 static void
-add_coord_stmt(ElectState *s, const EPart *p)
+add_coord_stmt(ElectState *s)
 {
 	KStmt	   *st = kjob_add(&s->coord, s->type == 0 ? PREFERRED_SQL : UNCLEAN_SQL, 0);
+	MqArray		topics,
+				parts;
 
-	kstmt_text(st, MQ_TEXTOID, p ? p->topic : NULL);
-	kstmt_int(st, MQ_INT4OID, p ? p->partition : 0);
+	mq_array_init(&topics, MQ_TEXTOID);
+	mq_array_init(&parts, MQ_INT4OID);
+	for (int32_t i = 0; i < s->n; i++)
+	{
+		mq_array_add(&topics, s->parts[i].topic, strlen(s->parts[i].topic));
+		mq_array_add_int32(&parts, s->parts[i].partition);
+	}
+	if (s->all)
+	{
+		kstmt_text(st, MQ_TEXTARRAYOID, NULL);
+		kstmt_text(st, MQ_INT4ARRAYOID, NULL);
+	}
+	else
+	{
+		kstmt_array(st, MQ_TEXTARRAYOID, &topics);
+		kstmt_array(st, MQ_INT4ARRAYOID, &parts);
+	}
 	if (s->type == 0)
 		kstmt_int(st, MQ_INT4OID, s->timeout_ms);
+	mq_array_free(&topics);
+	mq_array_free(&parts);
 }
 
 /* the client's rights and partitions, then the elections on the coordinator */
@@ -339,13 +363,10 @@ static void
 elect_authorized(KRequest *req)
 {
 	ElectState *s = req->state;
-	const KStmt *st = &s->job.stmts[0];
+	const KStmt *st;
 	int16_t		code;
 
-	if (kstmt_failed(st, &code))
-		s->code = code;
-	else if (strcmp(PQgetvalue(st->res, 0, 0), "t") != 0)
-		s->code = KERR_CLUSTER_AUTHORIZATION_FAILED;
+	s->code = kacl_cluster_code(&s->job.stmts[0]);
 	if (s->code != KERR_NONE)
 	{
 		elect_answer(req);
@@ -363,10 +384,7 @@ elect_authorized(KRequest *req)
 		elect_answer(req);
 		return;
 	}
-	if (s->all)
-		add_coord_stmt(s, NULL);
-	for (int32_t i = 0; i < s->n; i++)
-		add_coord_stmt(s, &s->parts[i]);
+	add_coord_stmt(s);
 	s->coord_req.state = req;
 	pool_run_on(cluster_coord_pool(), &s->coord_req, &s->coord, coord_done);
 }
@@ -391,7 +409,7 @@ h_elect_leaders(KRequest *req)
 		elect_answer(req);
 		return;
 	}
-	kstmt_text(kjob_add(&s->job, AUTHZ_SQL, 0), MQ_TEXTOID, "alter");
+	kacl_add_cluster_check(&s->job, "alter");
 	st = kjob_add(&s->job, PARTITIONS_SQL, 0);
 	if (s->all)
 		kstmt_text(st, MQ_TEXTARRAYOID, NULL);

@@ -38,7 +38,6 @@
 #include "kerr.h"
 #include "util.h"
 
-#define AUTHZ_SQL "SELECT " KACL_CLUSTER_PRIVILEGE_SQL("$1")
 /* single daemon: does the partition exist (as the client sees topics)? */
 #define EXISTS_SQL \
 	"SELECT count(*) FROM mq.partitions WHERE topic = $1 AND partition = $2"
@@ -139,13 +138,7 @@ read_topics(KRequest *req, bool alter)
 static bool
 authorized(ReassignState *s)
 {
-	const KStmt *st = &s->job.stmts[0];
-	int16_t		code;
-
-	if (kstmt_failed(st, &code))
-		s->code = code;
-	else if (strcmp(PQgetvalue(st->res, 0, 0), "t") != 0)
-		s->code = KERR_CLUSTER_AUTHORIZATION_FAILED;
+	s->code = kacl_cluster_code(&s->job.stmts[0]);
 	return s->code == KERR_NONE;
 }
 
@@ -281,7 +274,7 @@ h_alter_partition_reassignments(KRequest *req)
 		req_abort(req);
 		return;
 	}
-	kstmt_text(kjob_add(&s->job, AUTHZ_SQL, 0), MQ_TEXTOID, "alter");
+	kacl_add_cluster_check(&s->job, "alter");
 	for (int32_t t = 0; !cluster_enabled() && t < s->ntopics; t++)
 		for (int32_t i = 0; i < s->topics[t].n; i++)
 			(void) partition_stmt(&s->job, EXISTS_SQL, s->topics[t].name, &s->topics[t].parts[i]);
@@ -377,6 +370,6 @@ h_list_partition_reassignments(KRequest *req)
 		req_abort(req);
 		return;
 	}
-	kstmt_text(kjob_add(&s->job, AUTHZ_SQL, 0), MQ_TEXTOID, "describe");
+	kacl_add_cluster_check(&s->job, "describe");
 	pool_run(req, &s->job, list_authorized);
 }

@@ -86,7 +86,7 @@ row_name(PGresult *res, int row)
 	return s;
 }
 
-/* the first row of res at or after row whose topic is name (or n) */
+/* the first row of res from row on whose topic is not before name */
 static int
 find_row(PGresult *res, int row, KSlice name)
 {
@@ -170,13 +170,19 @@ typedef struct PageCursor
 	int32_t		part;
 } PageCursor;
 
-/* topic i (or, with none asked, the one at row) is left out here */
+/* topic i (or, with none asked, name) is asked again, or before the cursor */
 static bool
-left_out(const TopicPartsState *s, int32_t i, KSlice name, PGresult *res, int row)
+skipped(const TopicPartsState *s, int32_t i, KSlice name)
 {
 	return (s->n > 0 && i > 0 && kslice_same(name, s->names[i - 1])) ||
-		(s->cursor.len >= 0 && slice_cmp(name, s->cursor) < 0) ||
-		(row_is(res, row, name) && strcmp(PQgetvalue(res, row, 1), "-2") == 0);
+		(s->cursor.len >= 0 && slice_cmp(name, s->cursor) < 0);
+}
+
+/* the role may not describe name (its row at row says so) */
+static bool
+forbidden(PGresult *res, int row, KSlice name)
+{
+	return row_is(res, row, name) && strcmp(PQgetvalue(res, row, 1), "-2") == 0;
 }
 
 /* the row after the rows of the topic at row */
@@ -208,7 +214,7 @@ write_page(KWriter *w, const TopicPartsState *s, PGresult *res, PageCursor *next
 		int32_t		start = s->cursor.len >= 0 && kslice_same(name, s->cursor) ? s->cursor_part : 0;
 
 		row = find_row(res, row, name);
-		if (!left_out(s, i, name, res, row))
+		if (!skipped(s, i, name) && !forbidden(res, row, name))
 		{
 			if (left <= 0)
 			{
@@ -238,14 +244,12 @@ static int32_t
 write_forbidden(KWriter *w, const TopicPartsState *s, PGresult *res)
 {
 	int32_t		n = 0;
+	int			row = 0;
 
 	for (int32_t i = 0; i < s->n; i++)
 	{
-		int			row = find_row(res, 0, s->names[i]);
-
-		if ((i > 0 && kslice_same(s->names[i], s->names[i - 1])) ||
-			(s->cursor.len >= 0 && slice_cmp(s->names[i], s->cursor) < 0) ||
-			!row_is(res, row, s->names[i]) || strcmp(PQgetvalue(res, row, 1), "-2") != 0)
+		row = find_row(res, row, s->names[i]);
+		if (skipped(s, i, s->names[i]) || !forbidden(res, row, s->names[i]))
 			continue;
 		write_error_topic(w, s->names[i], KERR_TOPIC_AUTHORIZATION_FAILED);
 		n++;

@@ -271,3 +271,19 @@ kacl_stmt_error(const KStmt *s, const char **message)
 		return KERR_INVALID_REQUEST;
 	return code;
 }
+
+void
+kacl_add_cluster_check(KJob *job, const char *op)
+{
+	kstmt_text(kjob_add(job, "SELECT " KACL_CLUSTER_PRIVILEGE_SQL("$1"), 0), MQ_TEXTOID, op);
+}
+
+int16_t
+kacl_cluster_code(const KStmt *st)
+{
+	int16_t		code;
+
+	if (kstmt_failed(st, &code))
+		return code;
+	return strcmp(PQgetvalue(st->res, 0, 0), "t") == 0 ? KERR_NONE : KERR_CLUSTER_AUTHORIZATION_FAILED;
+}

@@ -90,4 +90,12 @@ extern int16_t kacl_stmt_error(const KStmt *s, const char **message);
 #define KACL_CLUSTER_PRIVILEGE_SQL(op) \
 	"mq._has_privilege(current_user::regrole::oid, 'cluster', '" KACL_CLUSTER "', " op ")"
 
+/*
+ * A statement at the end of job asking whether the client's role has
+ * operation op ("alter", "describe") on the cluster, and its outcome once
+ * run: KERR_NONE, CLUSTER_AUTHORIZATION_FAILED, or the statement's error.
+ */
+extern void kacl_add_cluster_check(KJob *job, const char *op);
+extern int16_t kacl_cluster_code(const KStmt *st);
+
 #endif							/* MQK_KACL_H */
