@@ -110,6 +110,8 @@ static const KApi apis[] = {
 	 "a topic's keys set in mq (`mq.topics.config`), and the others with mq's defaults (`mq.config_defaults()`, DEFAULT_CONFIG); this broker: those defaults under Kafka's broker names and the daemon's settings, read-only"},
 	{KAPI_ALTER_CONFIGS, 0, 2, 2, h_alter_configs,
 	 "a topic's whole config replaced, through `mq.alter_topic`; `validate_only` supported; a key named twice, or a resource given twice, is INVALID_REQUEST"},
+	{KAPI_ALTER_REPLICA_LOG_DIRS, 0, 2, 2, h_alter_replica_log_dirs,
+	 "`mq.move_partition` of each partition to the tablespace its directory names (DescribeLogDirs' names), done when answered: its segments and those made later; ALTER on the cluster; a name no tablespace has is LOG_DIR_NOT_FOUND"},
 	{KAPI_DESCRIBE_LOG_DIRS, 0, 4, 2, h_describe_log_dirs,
 	 "a log directory per tablespace holding segments (pg_tablespace's name); each partition's size, its segments' `pg_total_relation_size`; DESCRIBE on the cluster"},
 	{KAPI_CREATE_PARTITIONS, 0, 3, 2, h_create_partitions,

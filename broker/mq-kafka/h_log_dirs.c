@@ -6,12 +6,13 @@
  *	  statements.
  *
  * A Kafka log directory is a PostgreSQL tablespace here: the one each
- * segment table lives in (the database's default unless a DBA moved it,
- * ALTER TABLE ... SET TABLESPACE), named as pg_tablespace names it.  A
+ * segment table lives in (the database's default unless the partition was
+ * moved, mq.move_partition or AlterReplicaLogDirs: h_log_dirs_alter.c),
+ * named as pg_tablespace names it.  A
  * partition's size is the sum of its segments' pg_total_relation_size
  * (mq.segments: indexes and TOAST included); its offset lag is 0 and it is
- * never a future replica, since mq has no log being moved between
- * directories.  The volume's total and usable bytes (v4) are -1, which
+ * never a future replica, since a move is done when it is answered.  The
+ * volume's total and usable bytes (v4) are -1, which
  * Kafka answers when it does not know them.  As in Kafka it takes DESCRIBE
  * on the cluster: without it the answer has no directory (and, v3+,
  * CLUSTER_AUTHORIZATION_FAILED); topics the role may not describe are left

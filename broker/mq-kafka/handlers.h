@@ -48,6 +48,7 @@ enum
 	KAPI_DELETE_ACLS = 31,
 	KAPI_DESCRIBE_CONFIGS = 32,
 	KAPI_ALTER_CONFIGS = 33,
+	KAPI_ALTER_REPLICA_LOG_DIRS = 34,
 	KAPI_DESCRIBE_LOG_DIRS = 35,
 	KAPI_CREATE_PARTITIONS = 37,
 	KAPI_CREATE_DELEGATION_TOKEN = 38,
@@ -90,6 +91,8 @@ extern void h_expire_delegation_token(KRequest *req);
 extern void h_describe_delegation_token(KRequest *req);
 /* h_log_dirs.c */
 extern void h_describe_log_dirs(KRequest *req);
+/* h_log_dirs_alter.c */
+extern void h_alter_replica_log_dirs(KRequest *req);
 /* h_config.c */
 extern void h_describe_configs(KRequest *req);
 /* h_config_alter.c */

@@ -58,16 +58,21 @@ DECLARE
     v_part regclass;
     v_name text := format('topic_%s_p%s_%s', p_topic_id, p_partition, p_base);
     v_rel  regclass;
+    v_space text := '';
 BEGIN
     SELECT relid INTO STRICT v_part FROM mq.partition_state
      WHERE topic_id = p_topic_id AND partition = p_partition;
+    -- in the partition's tablespace, if mq.move_partition gave it one
+    SELECT format(' TABLESPACE %I', t.spcname) INTO v_space
+      FROM pg_class c JOIN pg_tablespace t ON t.oid = c.reltablespace WHERE c.oid = v_part;
     -- CREATE TABLE ... PARTITION OF would lock the partition's table in
     -- ACCESS EXCLUSIVE mode and so wait for every reader of it; ATTACH of
     -- an empty table needs only SHARE UPDATE EXCLUSIVE and scans nothing.
-    EXECUTE format('CREATE TABLE mq_log.%I (LIKE %s INCLUDING DEFAULTS INCLUDING CONSTRAINTS)',
-                   v_name, v_part);
+    EXECUTE format('CREATE TABLE mq_log.%I (LIKE %s INCLUDING DEFAULTS INCLUDING CONSTRAINTS)%s',
+                   v_name, v_part, coalesce(v_space, ''));
     v_rel := format('mq_log.%I', v_name)::regclass;
-    EXECUTE format('CREATE UNIQUE INDEX %I ON %s (msg_offset)', v_name || '_msg_offset_idx', v_rel);
+    EXECUTE format('CREATE UNIQUE INDEX %I ON %s (msg_offset)%s', v_name || '_msg_offset_idx', v_rel,
+                   coalesce(v_space, ''));
     -- the offset identifies a row to logical decoding: compaction and a
     -- follower's truncation delete rows, and a publication FOR ALL TABLES
     -- (Debezium's default) refuses that on a table without an identity

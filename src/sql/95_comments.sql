@@ -165,6 +165,10 @@ COMMENT ON FUNCTION mq._config_replace(jsonb, text[], text[]) IS
     'internal: the mq.alter_topic change that makes the given keys a topic''s whole config (Kafka''s AlterConfigs); replication.factor is kept';
 COMMENT ON FUNCTION mq._config_incremental(jsonb, text[], integer[], text[]) IS
     'internal: the mq.alter_topic change of Kafka''s IncrementalAlterConfigs operations (0 SET, 1 DELETE, 2 APPEND, 3 SUBTRACT; the last two for cleanup.policy only, MQ010 otherwise)';
+COMMENT ON FUNCTION mq.move_partition(text, integer, name) IS
+    'moves a partition''s segments, and those made later, to a tablespace (Kafka''s AlterReplicaLogDirs); needs alter on the topic and CREATE on the tablespace; returns the segments moved';
+COMMENT ON FUNCTION mq_internal.move_partition(text, integer, name, oid) IS
+    'internal: mq.move_partition as the owner, with the caller''s role last';
 COMMENT ON FUNCTION mq.delete_records(text, integer, bigint) IS
     'moves a partition''s log start offset up to before_offset (-1: the high watermark), as Kafka''s DeleteRecords: records below are no longer readable; needs DELETE on the topic; MQ007 beyond the high watermark, MQ020 on a follower; returns the new log start';
 COMMENT ON FUNCTION mq._delete_records_lock(text, integer, integer) IS

@@ -57,7 +57,7 @@ BEGIN
                     'kafka_txn_init', 'kafka_txn_add_partition', 'kafka_txn_stage', 'kafka_txn_add_offsets',
                     'kafka_txn_offset', 'kafka_txn_end', 'kafka_txn_adopt', 'kafka_txn_collect', 'kafka_txn_finish',
                     'kafka_offsets_unstable',
-                    'add_partitions', 'grant', 'revoke', 'offsets_for_times',
+                    'add_partitions', 'move_partition', 'grant', 'revoke', 'offsets_for_times',
                     'reset_offsets', 'await_commit']::name[]) LOOP
         EXECUTE pg_catalog.format('GRANT EXECUTE ON ROUTINE %s TO PUBLIC', f);
     END LOOP;

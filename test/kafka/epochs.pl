@@ -45,8 +45,8 @@ sub call {
 	my $r = call(18, 0, '');
 	my $cnt = defined $r ? unpack('x2 l>', $r) : 0;
 	my %adv = map { unpack('x' . (6 + 6 * $_) . ' s>', $r) => 1 } 0 .. $cnt - 1;
-	ok($cnt > 0 && !$adv{34} && !$adv{55}, 'AlterReplicaLogDirs (34), DescribeQuorum (55) are not advertised');
-	ok(!defined call(34, 0, pack('l>', 0)), 'an AlterReplicaLogDirs request sent anyway closes the connection');
+	ok($cnt > 0 && !$adv{55} && !$adv{57}, 'DescribeQuorum (55), UpdateFeatures (57) are not advertised');
+	ok(!defined call(55, 0, pack('l>', 0)), 'a DescribeQuorum request sent anyway closes the connection');
 	$sock = kafka_connect($port);
 	$r = call(18, 0, '');
 	ok(defined $r && unpack('s>', $r) == 0, 'and the daemon serves the next connection');
