@@ -33,10 +33,9 @@ LANGUAGE sql STABLE SECURITY DEFINER SET search_path = pg_catalog, pg_temp AS $$
 $$;
 
 -- Ask for partition's preferred replica to lead it within timeout_ms.
--- Returns 'requested'; 'not_needed' when it leads already (or, having no
--- other replica, cannot change); 'not_available' when it is not in the ISR
--- or its broker holds no liveness lock; 'unknown' for a partition the
--- coordinator does not know.
+-- Returns 'requested'; 'not_needed' when it leads already; 'not_available'
+-- when it is not in the ISR or its broker holds no liveness lock;
+-- 'unknown' for a partition the coordinator does not know.
 CREATE FUNCTION mq_coord.elect_preferred(topic text, partition integer, timeout_ms integer)
     RETURNS text
 LANGUAGE plpgsql SECURITY DEFINER SET search_path = pg_catalog, pg_temp AS $$
