@@ -152,6 +152,8 @@ static const KApi apis[] = {
 	 "`mq.kafka_transactions`: state, timeout, start, producer, the partitions with staged batches"},
 	{KAPI_LIST_TRANSACTIONS, 0, 1, 0, h_list_transactions,
 	 "`mq.kafka_transactions`, filtered by state, producer id and (v1) time open"},
+	{KAPI_LIST_CLIENT_METRICS_RESOURCES, 0, 0, 0, h_list_client_metrics_resources,
+	 "none: mq keeps no client metrics subscriptions (KIP-714), as a Kafka broker before any is configured; DESCRIBE on the cluster"},
 	{KAPI_DESCRIBE_TOPIC_PARTITIONS, 0, 0, 0, h_describe_topic_partitions,
 	 "Metadata's topics and partitions a page at a time: in name order from the cursor on, at most `response_partition_limit` (and 2000) partitions, the next cursor where the limit cut; each topic's authorized operations; none asked is every topic the role may describe; nothing is created"},
 	{KAPI_INCREMENTAL_ALTER_CONFIGS, 0, 1, 1, h_incremental_alter_configs,

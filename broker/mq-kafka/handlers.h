@@ -70,12 +70,15 @@ enum
 	KAPI_DESCRIBE_CLUSTER = 60,
 	KAPI_DESCRIBE_PRODUCERS = 61,
 	KAPI_LIST_TRANSACTIONS = 66,
+	KAPI_LIST_CLIENT_METRICS_RESOURCES = 74,
 	KAPI_DESCRIBE_TOPIC_PARTITIONS = 75,
 };
 
 /* h_metadata.c */
 extern void h_metadata(KRequest *req);
 extern void h_describe_cluster(KRequest *req);
+/* h_client_metrics.c */
+extern void h_list_client_metrics_resources(KRequest *req);
 /* h_topic_partitions.c */
 extern void h_describe_topic_partitions(KRequest *req);
 /* h_admin.c */

@@ -54,8 +54,9 @@ check_eq "$(MQ_PW_ALICE="$PW_ALICE" PYTHONPATH=test/kafka/py "$PY" -c "
 import os, struct; from kwire import Client
 c = Client($KAFKA_PORT, 'mq_az_alice', os.environ['MQ_PW_ALICE'])
 print(struct.unpack_from('>h', c.call(38, 1, struct.pack('>iq', 0, -1)))[0],
-      struct.unpack_from('>h', c.call(41, 1, struct.pack('>i', -1)))[0])")" "61 61" \
-	"CreateDelegationToken and DescribeDelegationToken after SASL authentication: DELEGATION_TOKEN_AUTH_DISABLED"
+      struct.unpack_from('>h', c.call(41, 1, struct.pack('>i', -1)))[0],
+      struct.unpack_from('>ihb', c.call(74, 0, b'\\0', True))[1:])")" "61 61 (31, 1)" \
+	"CreateDelegationToken and DescribeDelegationToken after SASL authentication: DELEGATION_TOKEN_AUTH_DISABLED; ListClientMetricsResources without DESCRIBE on the cluster: CLUSTER_AUTHORIZATION_FAILED, none listed"
 kafka_kill
 
 # --- unauthenticated clients ------------------------------------------------

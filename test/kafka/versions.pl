@@ -36,7 +36,7 @@ my %kafka39 = (
 	29 => [0, 3, 2], 30 => [0, 3, 2], 31 => [0, 3, 2], 50 => [0, 0, 0], 51 => [0, 0, 0],
 	45 => [0, 0, 0], 46 => [0, 0, 0], 47 => [0, 0, 99], 35 => [0, 4, 2], 60 => [0, 1, 0],
 	61 => [0, 0, 0], 48 => [0, 1, 1], 49 => [0, 1, 1], 75 => [0, 0, 0],
-	38 => [0, 3, 2], 39 => [0, 2, 2], 40 => [0, 2, 2], 41 => [0, 3, 2], 43 => [0, 2, 2], 34 => [0, 2, 2],
+	38 => [0, 3, 2], 39 => [0, 2, 2], 40 => [0, 2, 2], 41 => [0, 3, 2], 43 => [0, 2, 2], 34 => [0, 2, 2], 74 => [0, 0, 0],
 );
 my @quota_entity = (['entity_type', 'str', '0+'], ['entity_name', 'nstr', '0+']);
 my @principal = (['principal_type', 'str', '0+'], ['principal_name', 'str', '0+']);
@@ -69,6 +69,7 @@ my %req = (
 	43 => [['election_type', 'i8', '1+'], ['topic_partitions', [['topic', 'str', '0+'], ['partitions', '[i32]', '0+']], '0+'],
 		['timeout_ms', 'i32', '0+']],
 	34 => [['dirs', [['path', 'str', '0+'], ['topics', [['name', 'str', '0+'], ['partitions', '[i32]', '0+']], '0+']], '0+']],
+	74 => [],
 	# cursor: a nullable structure, sent null (-1)
 	75 => [['topics', [['name', 'str', '0+']], '0+'], ['response_partition_limit', 'i32', '0+'], ['cursor', 'i8', '0+']],
 	49 => [['entries', [['entity', \@quota_entity, '0+'],
@@ -191,6 +192,7 @@ my %resp = (
 		'0+']],
 	34 => [['throttle_time_ms', 'i32', '0+'], ['results', [['topic_name', 'str', '0+'],
 			['partitions', [['partition_index', 'i32', '0+'], ['error_code', 'i16', '0+']], '0+']], '0+']],
+	74 => [['throttle_time_ms', 'i32', '0+'], ['error_code', 'i16', '0+'], ['client_metrics_resources', [['name', 'str', '0+']], '0+']],
 	# next_cursor: a nullable structure, null (-1) with one topic asked
 	75 => [['throttle_time_ms', 'i32', '0+'], ['topics', [['error_code', 'i16', '0+'], ['name', 'nstr', '0+'],
 			['topic_id', 'uuid', '0+'], ['is_internal', 'bool', '0+'],
@@ -553,6 +555,7 @@ my %vals = (
 	47 => sub { { group_id => 'vdel', topics => [{ name => $topic, partitions => [{ partition_index => 0 }] }] } },
 	48 => sub { { components => [{ entity_type => 'client-id', match_type => 2, match => undef }], strict => 0 } },
 	75 => sub { { topics => [{ name => $topic }], response_partition_limit => 2000, cursor => -1 } },
+	74 => sub { {} },
 	# a directory no tablespace has: LOG_DIR_NOT_FOUND, nothing moved
 	34 => sub { { dirs => [{ path => 'vnowhere', topics => [{ name => $topic, partitions => [0] }] }] } },
 	# partition 0 and one the topic lacks (twice: answered once), preferred (v0) or unclean (v1+)
@@ -623,6 +626,7 @@ sub summary {
 		. "$h->{results}[0]{topics}[0]{partitions}[0]{partition_size} bytes" if $k == 35 && @{ $h->{results} // [] };
 	return 'partitions ' . join(' ', map { "$_->{partition_index}: error $_->{error_code}, "
 				. scalar(@{ $_->{active_producers} }) . ' producers' } @{ $h->{topics}[0]{partitions} }) if $k == 61;
+	return "error $h->{error_code}, " . scalar(@{ $h->{client_metrics_resources} }) . ' resources' if $k == 74;
 	return "error $h->{results}[0]{partitions}[0]{error_code}" if $k == 34 && @{ $h->{results} // [] };
 	return 'partitions ' . join(', ', map { "$_->{partition_id}: error $_->{error_code}" }
 			@{ $h->{replica_election_results}[0]{partition_result} }) if $k == 43 && @{ $h->{replica_election_results} // [] };
