@@ -16,8 +16,6 @@
  */
 #include "handlers.h"
 
-#include <stdlib.h>
-
 #include "kacl.h"
 #include "kerr.h"
 #include "util.h"
@@ -34,20 +32,13 @@ client_metrics_done(KRequest *req)
 	req_finish(req);
 }
 
-static void
-client_metrics_state_free(void *p)
-{
-	kjob_free(p);
-	free(p);
-}
-
 void
 h_list_client_metrics_resources(KRequest *req)
 {
 	KJob	   *job = mq_malloc0(sizeof(KJob));
 
 	req->state = job;
-	req->free_state = client_metrics_state_free;
+	req->free_state = kjob_free_state;
 	kacl_add_cluster_check(job, "describe");
 	pool_run(req, job, client_metrics_done);
 }

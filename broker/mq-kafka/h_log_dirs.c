@@ -46,15 +46,6 @@
 	" WHERE $1::text[] IS NULL OR (s.topic, s.partition) IN (SELECT * FROM unnest($1::text[], $2::int4[]))" \
 	" GROUP BY 1, 2, 3 ORDER BY 1, 2, 3"
 
-static void
-log_dirs_state_free(void *p)
-{
-	KJob	   *job = p;
-
-	kjob_free(job);
-	free(job);
-}
-
 /* rows [r0, r1) of res share column col's value with row r0: the end */
 static int
 same_run(const PGresult *res, int r0, int r1, int col)
@@ -154,7 +145,7 @@ h_describe_log_dirs(KRequest *req)
 	KStmt	   *st;
 
 	req->state = job;
-	req->free_state = log_dirs_state_free;
+	req->free_state = kjob_free_state;
 	mq_array_init(&topics, MQ_TEXTOID);
 	mq_array_init(&parts, MQ_INT4OID);
 	for (int32_t t = 0; t < n && !r->err; t++)

@@ -135,6 +135,13 @@ kjob_free(KJob *job)
 }
 
 void
+kjob_free_state(void *job)
+{
+	kjob_free(job);
+	free(job);
+}
+
+void
 kjob_reset(KJob *job)
 {
 	for (int i = 0; i < job->n; i++)

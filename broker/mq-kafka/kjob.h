@@ -58,6 +58,8 @@ extern bool kstmt_failed(const KStmt *s, int16_t *code);
  */
 extern int16_t kstmt_cluster_error(const KStmt *s, const char **message);
 extern void kjob_free(KJob *job);
+/* a malloc'd job that is a request's whole state (KRequest.free_state) */
+extern void kjob_free_state(void *job);
 /* forget the results, to run the job again */
 extern void kjob_reset(KJob *job);
 
