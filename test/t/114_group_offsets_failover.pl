@@ -49,7 +49,7 @@ if ($pid == 0)
 		my ($ok, $res) = MqCluster::psql_cmd($c->node($l),
 			"BEGIN; CREATE TEMP TABLE p ON COMMIT DROP AS SELECT msg_offset FROM mq.poll('g', 't', 50, max_wait_ms => 200); "
 			  . "INSERT INTO polled SELECT min(msg_offset), max(msg_offset) + 1 FROM p HAVING count(*) > 0; "
-			  . "SELECT 'rec ' || msg_offset FROM p ORDER BY 1; "
+			  . "SELECT 'rec ' || msg_offset FROM p ORDER BY msg_offset; "
 			  . "SELECT 'commit ' || mq.commit_polled('g', 't'); COMMIT; "
 			  . "SELECT 'acked ' || mq.await_commit(5000);", 10);
 		my @recs = $res =~ /^rec (\d+)$/mg;
