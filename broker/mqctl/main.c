@@ -40,6 +40,7 @@ static const MqctlCommand commands[] = {
 	{"group delete-offsets", "delete a group's committed offsets of one topic", group_delete_offsets_help, cmd_group_delete_offsets},
 	{"cluster status", "show brokers, leaders, ISR and under-replicated partitions", cluster_status_help, cmd_cluster_status},
 	{"reassign", "move replicas of partitions between brokers", reassign_help, cmd_reassign},
+	{"leader-election", "give partitions to their preferred replicas", leader_election_help, cmd_leader_election},
 	{"broker remove", "remove a broker that holds no replicas", broker_remove_help, cmd_broker_remove},
 	{"broker set-rack", "record the rack of a broker", broker_set_rack_help, cmd_broker_set_rack},
 	{"scram set", "set a Kafka user's SCRAM credential", scram_set_help, cmd_scram_set},

@@ -99,6 +99,8 @@ extern int	cmd_scram_describe(const MqctlCommand *cmd, int argc, char **argv);
 extern int	cmd_scram_delete(const MqctlCommand *cmd, int argc, char **argv);
 
 /* cmd_placement.c */
+extern const char leader_election_help[];
+extern int	cmd_leader_election(const MqctlCommand *cmd, int argc, char **argv);
 extern const char reassign_help[];
 extern const char broker_remove_help[];
 extern const char broker_set_rack_help[];

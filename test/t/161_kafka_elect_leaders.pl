@@ -9,7 +9,9 @@
 # partition (null topic_partitions) gives it back, answered once done and
 # naming that partition alone, as Kafka's controller does.  A partition
 # whose preferred broker is stopped is PREFERRED_LEADER_NOT_AVAILABLE; an
-# unclean election of a partition with a leader is not needed.
+# unclean election of a partition with a leader is not needed.  mqctl
+# leader-election does the same from the command line: not available
+# while that broker is down, elected once it is back in the ISR.
 use strict;
 use warnings;
 
@@ -69,5 +71,24 @@ $c->coord->poll_query_until('postgres',
   or diag('partition el:' . $p3 . ' still led by broker 3');
 is(elect(0, 5000, "el:$p3"), "0;el:$p3=80", 'the preferred broker down: PREFERRED_LEADER_NOT_AVAILABLE');
 is(elect(1, 5000, "el:$p3"), "0;el:$p3=84", 'unclean with a leader: ELECTION_NOT_NEEDED');
+
+# mqctl leader-election asks the coordinator the same
+sub mqctl_elect
+{
+	my ($rc, $out) = $c->mqctl('leader-election', @_, '--format=json');
+	my $rows = eval { decode_json($out) } or return "$rc: $out";
+	return "$rc " . join(' ', map { "$_->{topic}:$_->{partition}=$_->{result}" } @$rows);
+}
+is(mqctl_elect("el:$p3"), "1 el:$p3=not available", 'mqctl leader-election: not available, exit status 1');
+$c->start_kafka_brokers(brokers => [3]);
+$c->coord->poll_query_until('postgres',
+	"SELECT 3 = ANY (isr) FROM mq_coord.partition WHERE topic = 'el' AND partition = $p3")
+  or diag('broker 3 is not back in the ISR');
+isnt($c->leader('el', $p3), 3, "el:$p3 stays with the broker that took it over");
+is(mqctl_elect("el:$p3", 'el:9', '--timeout-ms=20000'), "1 el:$p3=elected el:9=unknown",
+	'mqctl leader-election: elected, an unknown partition unknown (exit status 1)');
+is($c->leader('el', $p3), 3, "broker 3 leads el:$p3 again");
+is(mqctl_elect('--all-topic-partitions'), '0 ' . join(' ', map { "el:$_=not needed" } 0 .. 2),
+	'mqctl leader-election --all-topic-partitions: none needed, exit status 0');
 
 done_testing();
