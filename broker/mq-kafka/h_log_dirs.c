@@ -32,9 +32,6 @@
 #include "pgbinary.h"
 #include "util.h"
 
-/* DESCRIBE on the cluster: LOG_DIRS_SQL's rows are answered only with it */
-#define AUTHORIZED_SQL "SELECT " KACL_CLUSTER_PRIVILEGE_SQL("'describe'")
-
 /* $1 topics, $2 partitions (text[], int4[], side by side), or null: all */
 #define LOG_DIRS_SQL \
 	"SELECT sp.spcname, s.topic, s.partition, sum(s.bytes)::int8" \
@@ -115,9 +112,7 @@ log_dirs_done(KRequest *req)
 
 	if (kstmt_failed(authz, &code) || kstmt_failed(dirs, &code))
 		mq_log_warning("describe log dirs: %s", authz->err.message ? authz->err.message : dirs->err.message);
-	else if (strcmp(PQgetvalue(authz->res, 0, 0), "t") != 0)
-		code = KERR_CLUSTER_AUTHORIZATION_FAILED;
-	else
+	else if ((code = kacl_cluster_code(authz)) == KERR_NONE)
 		res = dirs->res;
 	kw_i32(w, 0);				/* throttle_time_ms */
 	if (req->api_version >= 3)
@@ -168,7 +163,8 @@ h_describe_log_dirs(KRequest *req)
 		req_abort(req);
 		return;
 	}
-	(void) kjob_add(job, AUTHORIZED_SQL, 0);
+	/* DESCRIBE on the cluster: LOG_DIRS_SQL's rows are answered only with it */
+	kacl_add_cluster_check(job, "describe");
 	st = kjob_add(job, LOG_DIRS_SQL, 0);
 	if (n < 0)
 	{
