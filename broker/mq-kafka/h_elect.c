@@ -41,9 +41,8 @@
 #include "kerr.h"
 #include "util.h"
 
-/* as the client: the partitions it sees, $1 topics or (null) all */
-#define PARTITIONS_SQL \
-	"SELECT topic, partition FROM mq.partitions WHERE $1::text[] IS NULL OR topic = ANY ($1)"
+/* as the client: the partitions it sees of the topics asked ($1) */
+#define PARTITIONS_SQL "SELECT topic, partition FROM mq.partitions WHERE topic = ANY ($1)"
 /*
  * On the coordinator, as the daemon: the partitions asked ($1 topics and
  * $2 partitions side by side), or (null) every partition, with the
@@ -372,13 +371,15 @@ elect_authorized(KRequest *req)
 		elect_answer(req);
 		return;
 	}
-	/* a partition this node has: no election needed, unless the coordinator says */
-	st = &s->job.stmts[1];
-	for (int32_t i = 0; !kstmt_failed(st, &code) && i < PQntuples(st->res); i++)
-		for (int32_t k = 0; k < s->n; k++)
-			if (strcmp(s->parts[k].topic, PQgetvalue(st->res, i, 0)) == 0 &&
-				s->parts[k].partition == atoi(PQgetvalue(st->res, i, 1)))
-				s->parts[k].code = KERR_ELECTION_NOT_NEEDED;
+	/* a partition asked that this node has: no election needed, unless the coordinator says */
+	st = s->all ? NULL : &s->job.stmts[1];
+	for (int32_t i = 0; st && !kstmt_failed(st, &code) && i < PQntuples(st->res); i++)
+	{
+		EPart	   *p = find_part(s, PQgetvalue(st->res, i, 0), atoi(PQgetvalue(st->res, i, 1)));
+
+		if (p)
+			p->code = KERR_ELECTION_NOT_NEEDED;
+	}
 	if (!cluster_enabled() || (s->n == 0 && !s->all))
 	{
 		elect_answer(req);
@@ -410,11 +411,9 @@ h_elect_leaders(KRequest *req)
 		return;
 	}
 	kacl_add_cluster_check(&s->job, "alter");
-	st = kjob_add(&s->job, PARTITIONS_SQL, 0);
-	if (s->all)
-		kstmt_text(st, MQ_TEXTARRAYOID, NULL);
-	else
+	if (!s->all)
 	{
+		st = kjob_add(&s->job, PARTITIONS_SQL, 0);
 		mq_array_init(&topics, MQ_TEXTOID);
 		for (int32_t i = 0; i < s->n; i++)
 			mq_array_add(&topics, s->parts[i].topic, strlen(s->parts[i].topic));
