@@ -35,13 +35,19 @@
 
 #define MAX_PARTITIONS 2000		/* Kafka's max.request.partition.size.limit */
 
-/* METADATA_SQL's rows in byte order, with the topic's authorized operations */
-#define OPS(op, bit) "CASE WHEN mq.has_topic_privilege(q.topic, '" op "') THEN " bit " ELSE 0 END"
+/*
+ * METADATA_SQL's rows in byte order, with the topic's authorized
+ * operations, asked once per topic that has partitions
+ */
+#define OPS(op, bit) "CASE WHEN mq.has_topic_privilege(t.topic, '" op "') THEN " bit " ELSE 0 END"
 #define TOPIC_PARTITIONS_SQL \
-	"SELECT q.*, CASE WHEN q.partition >= 0 THEN " \
+	"WITH q AS (" METADATA_SQL ")," \
+	" o AS (SELECT t.topic, " \
 	OPS("read", "8") " + " OPS("write", "16") " + " OPS("create", "32") " + " \
-	OPS("delete", "64") " + " OPS("alter", "2176") " + " OPS("describe", "1280") " END" \
-	"  FROM (" METADATA_SQL ") q ORDER BY q.topic COLLATE \"C\", q.partition"
+	OPS("delete", "64") " + " OPS("alter", "2176") " + " OPS("describe", "1280") " AS ops" \
+	"        FROM (SELECT DISTINCT topic FROM q WHERE partition >= 0) t)" \
+	" SELECT q.*, o.ops FROM q LEFT JOIN o ON o.topic = q.topic AND q.partition >= 0" \
+	" ORDER BY q.topic COLLATE \"C\", q.partition"
 #define COL_OPS 8
 
 typedef struct TopicPartsState
