@@ -2,7 +2,8 @@
  *
  * produce.c
  *	  mq.send and mq.send_batch: argument checking, partition choice, and
- *	  handing each partition's records to the log in one append.
+ *	  handing each partition's records to the log in one append;
+ *	  mq._check_records: the checks before an append, without it.
  *
  * A batch is split by partition and the partitions are appended in
  * ascending order, so two batches that touch the same partitions always
@@ -33,6 +34,7 @@ PG_FUNCTION_INFO_V1(mq_send);
 PG_FUNCTION_INFO_V1(mq_send_text);
 PG_FUNCTION_INFO_V1(mq_send_batch);
 PG_FUNCTION_INFO_V1(mq_send_batch_text);
+PG_FUNCTION_INFO_V1(mq_check_records);
 
 /* argument positions shared by all send functions */
 #define ARG_TOPIC		0
@@ -106,19 +108,16 @@ read_producer(FunctionCallInfo fcinfo, MqProducer *producer)
 }
 
 /*
- * Assign partitions, append partition by partition, and return one row
- * (partition, msg_offset) per record in input order.
+ * The checks of an append that come before anything is written and need
+ * no lock: the caller's write right, the topic and partition, and each
+ * record's size, key (compacted topics) and timestamp.  The producer's
+ * epoch and sequences are the append's.
  */
-static void
-send_records(FunctionCallInfo fcinfo, MqRecordIn *recs, int n)
+static MqTopic *
+check_records(FunctionCallInfo fcinfo, MqRecordIn *recs, int n)
 {
-	ReturnSetInfo *rsinfo = (ReturnSetInfo *) fcinfo->resultinfo;
 	char	   *topic_name;
 	MqTopic    *topic;
-	MqProducer	producer;
-	int64	   *offsets;
-	int32	   *partitions;
-	int32		sticky = -1;
 
 	if (PG_ARGISNULL(ARG_TOPIC))
 		ereport(ERROR,
@@ -128,6 +127,31 @@ send_records(FunctionCallInfo fcinfo, MqRecordIn *recs, int n)
 	mq_acl_check(MQ_RES_TOPIC, topic_name, MQ_ACL_WRITE);
 	mq_consumer_offsets_check_write(topic_name);	/* before any record check */
 	topic = mq_topic_lookup(topic_name, false);
+	if (!PG_ARGISNULL(ARG_PARTITION))
+		(void) mq_topic_partition(topic, PG_GETARG_INT32(ARG_PARTITION));
+	/* max.message.bytes: the whole call fails before anything is appended */
+	mq_check_record_sizes(topic, recs, n);
+	/* compacted topics refuse records without a key (compact.c) */
+	mq_check_compacted_keys(topic, recs, n);
+	mq_check_timestamps(topic, recs, n);
+	return topic;
+}
+
+/*
+ * Assign partitions, append partition by partition, and return one row
+ * (partition, msg_offset) per record in input order.
+ */
+static void
+send_records(FunctionCallInfo fcinfo, MqRecordIn *recs, int n)
+{
+	ReturnSetInfo *rsinfo = (ReturnSetInfo *) fcinfo->resultinfo;
+	MqTopic    *topic = check_records(fcinfo, recs, n);
+	char	   *topic_name = pstrdup(topic->name);	/* the cache may be rebuilt */
+	MqProducer	producer;
+	int64	   *offsets;
+	int32	   *partitions;
+	int32		sticky = -1;
+
 	read_producer(fcinfo, &producer);
 
 	InitMaterializedSRF(fcinfo, 0);
@@ -144,10 +168,6 @@ send_records(FunctionCallInfo fcinfo, MqRecordIn *recs, int n)
 									producer.base_sequence);
 		return;
 	}
-	/* max.message.bytes: the whole call fails before anything is appended */
-	mq_check_record_sizes(topic, recs, n);
-	/* compacted topics refuse records without a key (compact.c) */
-	mq_check_compacted_keys(topic, recs, n);
 
 	for (int i = 0; i < n; i++)
 	{
@@ -178,7 +198,6 @@ send_records(FunctionCallInfo fcinfo, MqRecordIn *recs, int n)
 	if (producer.present)
 		mq_producer_check_epoch(producer.producer_id, producer.producer_epoch,
 								producer.base_sequence);
-	mq_check_timestamps(topic, recs, n);
 
 	offsets = palloc(sizeof(int64) * n);
 	partitions = palloc(sizeof(int32) * n);
@@ -281,8 +300,9 @@ array_arg(FunctionCallInfo fcinfo, int argno, Oid elemtype, const char *what,
 	return n;
 }
 
-static Datum
-send_batch_common(FunctionCallInfo fcinfo, bool text_input)
+/* send_batch's arguments as records; *n: how many */
+static MqRecordIn *
+batch_args(FunctionCallInfo fcinfo, bool text_input, int *n)
 {
 	Oid			elemtype = text_input ? TEXTOID : BYTEAOID;
 	Datum	   *keys,
@@ -345,20 +365,44 @@ send_batch_common(FunctionCallInfo fcinfo, bool text_input)
 			recs[i].timestamp = PG_GETARG_TIMESTAMPTZ(ARG_BATCH_TIMESTAMP);
 		}
 	}
-	send_records(fcinfo, recs, nvals);
-	return (Datum) 0;
+	*n = nvals;
+	return recs;
 }
 
 /* mq.send_batch(topic, keys bytea[], vals bytea[], headers jsonb[], ...) */
 Datum
 mq_send_batch(PG_FUNCTION_ARGS)
 {
-	return send_batch_common(fcinfo, false);
+	int			n;
+	MqRecordIn *recs = batch_args(fcinfo, false, &n);
+
+	send_records(fcinfo, recs, n);
+	return (Datum) 0;
 }
 
 /* mq.send_batch(topic, keys text[], vals text[], ...) */
 Datum
 mq_send_batch_text(PG_FUNCTION_ARGS)
 {
-	return send_batch_common(fcinfo, true);
+	int			n;
+	MqRecordIn *recs = batch_args(fcinfo, true, &n);
+
+	send_records(fcinfo, recs, n);
+	return (Datum) 0;
+}
+
+/*
+ * mq._check_records(the arguments of mq.send_batch): the checks
+ * mq.send_batch makes before it writes, without writing: for records kept
+ * to be appended later (a Kafka transaction's, staged until it commits),
+ * so that they are refused when they come, as Kafka refuses them.
+ */
+Datum
+mq_check_records(PG_FUNCTION_ARGS)
+{
+	int			n;
+	MqRecordIn *recs = batch_args(fcinfo, false, &n);
+
+	(void) check_records(fcinfo, recs, n);
+	PG_RETURN_VOID();
 }

@@ -7,9 +7,12 @@
  *
  * Size.  Kafka's broker refuses a record batch larger than the topic's
  * max.message.bytes (RecordTooLargeException, error MESSAGE_TOO_LARGE).
- * mq has no producer batches, so it limits each record, counted as the
- * Kafka record batch (format v2, uncompressed) that holds this record
- * alone, which is what a Kafka producer sends for a single record:
+ * A Kafka client's batch is checked as such (mq._check_batch_size: the
+ * produce contract's batch_bytes, mq-kafka's staged transactional
+ * batches).  SQL calls have no producer batches, so every record is
+ * limited too, counted as the Kafka record batch (format v2,
+ * uncompressed) that holds this record alone, which is what a Kafka
+ * producer sends for a single record:
  *
  *   61 bytes of batch header
  *   + the record: a varint of its length, then attributes (1 byte),
@@ -34,7 +37,8 @@
  * them on a follower whose copy of the topic config differs would stop
  * replication for good (docs/sql.md, "Record size").
  *
- * No locks: the check reads only the caller's arguments and the topic cache.
+ * No locks: the checks read only the caller's arguments, the caller's
+ * rights and the topic cache.
  *
  *-------------------------------------------------------------------------
  */
@@ -49,6 +53,7 @@
 #include "mq.h"
 
 PG_FUNCTION_INFO_V1(mq_record_size_sql);
+PG_FUNCTION_INFO_V1(mq_check_batch_size_sql);
 
 /* Kafka's DefaultRecordBatch.RECORD_BATCH_OVERHEAD */
 #define KAFKA_BATCH_OVERHEAD 61
@@ -186,6 +191,27 @@ mq_record_size(bytea *key, bytea *value, Jsonb *headers)
 	return KAFKA_BATCH_OVERHEAD + varint_size(body) + body;
 }
 
+/* The limit on the topic's records and batches, and its name for messages. */
+static int64
+size_limit(MqTopic *topic, char **what)
+{
+	if (topic->max_message_bytes >= 0)
+	{
+		*what = psprintf("max.message.bytes " INT64_FORMAT " of topic \"%s\"", topic->max_message_bytes, topic->name);
+		return topic->max_message_bytes;
+	}
+	*what = psprintf("mq.message_max_bytes %d", mq_message_max_bytes);
+	return mq_message_max_bytes;
+}
+
+static int
+size_hint(MqTopic *topic)
+{
+	return errhint(topic->max_message_bytes >= 0 ?
+				   "Send smaller records, or raise the topic's max.message.bytes with mq.alter_topic()." :
+				   "Send smaller records, or set max.message.bytes on the topic (or mq.message_max_bytes on the server).");
+}
+
 /*
  * Refuse the call (MQ040) if any of its records is larger than the topic
  * allows.  Called before anything is appended.
@@ -193,29 +219,57 @@ mq_record_size(bytea *key, bytea *value, Jsonb *headers)
 void
 mq_check_record_sizes(MqTopic *topic, MqRecordIn *recs, int n)
 {
-	bool		from_topic = topic->max_message_bytes >= 0;
-	int64		limit = from_topic ? topic->max_message_bytes : (int64) mq_message_max_bytes;
+	char	   *what;
+	int64		limit = size_limit(topic, &what);
 
 	for (int i = 0; i < n; i++)
 	{
 		int64		size = mq_record_size(recs[i].key, recs[i].value,
 										  recs[i].headers ? DatumGetJsonbP(recs[i].headers) : NULL);
-		char	   *what;
 
 		if (size <= limit)
 			continue;
-		what = from_topic ? psprintf("max.message.bytes " INT64_FORMAT " of topic \"%s\"", limit, topic->name)
-			: psprintf("mq.message_max_bytes " INT64_FORMAT, limit);
 		ereport(ERROR,
 				(errcode(ERRCODE_MQ_RECORD_TOO_LARGE),
 				 n > 1 ?
 				 errmsg("record %d of the batch, " INT64_FORMAT " bytes, is larger than %s", i, size, what) :
 				 errmsg("record of " INT64_FORMAT " bytes is larger than %s", size, what),
 				 errdetail("Nothing was written.  A record counts as Kafka counts a record batch holding it alone: its key, value and headers with their lengths, a few bytes of record framing and 61 of batch header."),
-				 errhint(from_topic ?
-						 "Send smaller records, or raise the topic's max.message.bytes with mq.alter_topic()." :
-						 "Send smaller records, or set max.message.bytes on the topic (or mq.message_max_bytes on the server).")));
+				 size_hint(topic)));
 	}
+}
+
+/*
+ * mq._check_batch_size(topic text, batch_bytes integer): refuse (MQ040) a
+ * Kafka record batch larger than the topic allows, as Kafka's broker
+ * counts it: the batch as the producer sent it, compressed or not.  Needs
+ * the write right on the topic, as the append it comes before.
+ */
+Datum
+mq_check_batch_size_sql(PG_FUNCTION_ARGS)
+{
+	char	   *name;
+	MqTopic    *topic;
+	char	   *what;
+	int64		limit;
+	int32		bytes;
+
+	if (PG_ARGISNULL(0) || PG_ARGISNULL(1))
+		ereport(ERROR,
+				(errcode(ERRCODE_MQ_INVALID_ARGUMENT),
+				 errmsg("topic and batch_bytes must not be null")));
+	name = text_to_cstring(PG_GETARG_TEXT_PP(0));
+	bytes = PG_GETARG_INT32(1);
+	mq_acl_check(MQ_RES_TOPIC, name, MQ_ACL_WRITE);
+	topic = mq_topic_lookup(name, false);
+	limit = size_limit(topic, &what);
+	if (bytes > limit)
+		ereport(ERROR,
+				(errcode(ERRCODE_MQ_RECORD_TOO_LARGE),
+				 errmsg("record batch of %d bytes is larger than %s", bytes, what),
+				 errdetail("Nothing was written.  As in Kafka, the limit applies to each record batch as its producer sent it (compressed, if it was)."),
+				 size_hint(topic)));
+	PG_RETURN_VOID();
 }
 
 /* mq.record_size(key bytea, value bytea, headers jsonb): the size limits compare */

@@ -73,7 +73,7 @@
 	"SELECT q.first, q.last, q.epoch, q.min_isr, q.a[1], q.a[2] FROM (" \
 	"SELECT min(s.msg_offset) AS first, max(s.msg_offset) AS last, max(s.await_epoch) AS epoch," \
 	"       max(s.await_min_isr) AS min_isr, mq._produce_answer($1, $4, min(s.msg_offset)) AS a" \
-	"  FROM mq.produce_records($1, $2::bytea[], $3::bytea[], $8, $4, $5, $6, $7, $9, NULL, $10) s) q"
+	"  FROM mq.produce_records($1, $2::bytea[], $3::bytea[], $8, $4, $5, $6, $7, $9, NULL, $10, $11) s) q"
 
 #define AWAIT_SQL "SELECT mq.produce_await($1, $2, $3, $4, $5, $6)"
 
@@ -179,9 +179,23 @@ bind_keys_values(KStmt *st, const KBatch *b)
 	mq_array_free(&vals);
 }
 
+/*
+ * the batch's size as Kafka limits it (max.message.bytes): a v2 batch as
+ * sent; a message set (v0-v2) is limited per record (NULL)
+ */
+static void
+bind_batch_bytes(KStmt *st, int16_t v, int32_t len)
+{
+	if (v >= 3)
+		kstmt_int(st, MQ_INT4OID, len);
+	else
+		kstmt_text(st, MQ_INT4OID, NULL);
+}
+
 /* the mq.produce_records statement of one decoded batch */
 static void
-add_append(KJob *job, const char *topic, int32_t partition, const KBatch *b, int16_t acks)
+add_append(KJob *job, const char *topic, int32_t partition, const KBatch *b, int16_t acks,
+		   int16_t v, int32_t len)
 {
 	char		acks_text[8];
 	KStmt	   *st = kjob_add(job, SEND_SQL, 0);
@@ -204,13 +218,18 @@ add_append(KJob *job, const char *topic, int32_t partition, const KBatch *b, int
 	add_meta(st, b);
 	snprintf(acks_text, sizeof(acks_text), "%d", acks);
 	kstmt_text(st, MQ_TEXTOID, acks_text);
+	bind_batch_bytes(st, v, len);
 }
 
-#define STAGE_SQL "SELECT mq.kafka_txn_stage($1, $2, $3, $4, $5, $6, $7, $8, $9, $10)"
+/* one statement: a batch too large is not staged, whichever runs first */
+#define STAGE_SQL \
+	"SELECT mq.kafka_txn_stage($1, $2, $3, $4, $5, $6, $7, $8, $9, $10)," \
+	"       CASE WHEN $11::int4 IS NOT NULL THEN mq._check_batch_size($4, $11) END"
 
 /* the mq.kafka_txn_stage statement of a transactional batch */
 static void
-add_stage(KJob *job, const char *txn_id, const char *topic, int32_t partition, const KBatch *b)
+add_stage(KJob *job, const char *txn_id, const char *topic, int32_t partition, const KBatch *b,
+		  int16_t v, int32_t len)
 {
 	KStmt	   *st = kjob_add(job, STAGE_SQL, 0);
 
@@ -222,6 +241,7 @@ add_stage(KJob *job, const char *txn_id, const char *topic, int32_t partition, c
 	kstmt_int(st, MQ_INT4OID, b->base_sequence);
 	bind_keys_values(st, b);
 	add_meta(st, b);
+	bind_batch_bytes(st, v, len);
 }
 
 /* in a cluster, does this daemon lead the partition? */
@@ -259,9 +279,9 @@ read_partition(KReader *r, ProduceState *s, PPart *pp, const char *topic, const 
 	if (pp->code == KERR_NONE && txn && !leads_here(topic, pp->partition))
 		pp->code = KERR_NOT_LEADER_OR_FOLLOWER;	/* staged on the leader's word */
 	if (pp->code == KERR_NONE && txn)
-		add_stage(&s->job, txn, topic, pp->partition, &b);
+		add_stage(&s->job, txn, topic, pp->partition, &b, v, records.len);
 	else if (pp->code == KERR_NONE)
-		add_append(&s->job, topic, pp->partition, &b, s->acks);
+		add_append(&s->job, topic, pp->partition, &b, s->acks, v, records.len);
 	if (pp->code == KERR_NONE)
 	{
 		pp->stmt = s->job.n - 1;

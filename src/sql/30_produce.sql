@@ -46,6 +46,21 @@ CREATE FUNCTION mq.send_batch(topic text, keys text[], vals text[], headers json
     RETURNS TABLE (partition integer, msg_offset bigint)
     AS 'MODULE_PATHNAME', 'mq_send_batch_text' LANGUAGE C VOLATILE;
 
+-- The checks mq.send_batch makes before it writes, without writing (the
+-- records of a Kafka transaction, staged until it commits: 67_kafka_txn.sql).
+CREATE FUNCTION mq._check_records(topic text, keys bytea[], vals bytea[], headers jsonb[] DEFAULT NULL,
+                                  partition integer DEFAULT NULL,
+                                  producer_id bigint DEFAULT NULL, producer_epoch integer DEFAULT NULL,
+                                  base_sequence integer DEFAULT NULL,
+                                  timestamps timestamptz[] DEFAULT NULL, "timestamp" timestamptz DEFAULT NULL)
+    RETURNS void
+    AS 'MODULE_PATHNAME', 'mq_check_records' LANGUAGE C STABLE;
+
+-- A Kafka record batch against the topic's max.message.bytes, as Kafka
+-- counts it (src/record_size.c): the batch as sent, compressed or not.
+CREATE FUNCTION mq._check_batch_size(topic text, batch_bytes integer) RETURNS void
+    AS 'MODULE_PATHNAME', 'mq_check_batch_size_sql' LANGUAGE C STABLE;
+
 -- The size max.message.bytes (or mq.message_max_bytes) limits: the Kafka
 -- record batch holding this record alone (src/record_size.c).
 CREATE FUNCTION mq.record_size(key bytea, value bytea, headers jsonb DEFAULT NULL) RETURNS bigint

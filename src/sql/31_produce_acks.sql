@@ -8,6 +8,11 @@
 --   before   acks=all needs a partition, and on a replicated partition this
 --            node leads, an ISR smaller than min.insync.replicas is MQ021
 --            (Kafka's NOT_ENOUGH_REPLICAS): nothing is written.
+--   batch    batch_bytes, the size of the Kafka record batch the records
+--            came in (mq-kafka gives it), larger than max.message.bytes
+--            is MQ040 (MESSAGE_TOO_LARGE), as Kafka limits batches:
+--            nothing is written.  Every record is limited too
+--            (src/record_size.c).
 --   floor    acks=0 commits asynchronously (synchronous_commit off for the
 --            transaction); acks=1 commits at least with a local flush,
 --            whatever the server's default, and so does acks=all where
@@ -51,7 +56,7 @@ CREATE FUNCTION mq.produce_records(topic text, keys bytea[], vals bytea[], heade
                                    producer_id bigint DEFAULT NULL, producer_epoch integer DEFAULT NULL,
                                    base_sequence integer DEFAULT NULL,
                                    timestamps timestamptz[] DEFAULT NULL, "timestamp" timestamptz DEFAULT NULL,
-                                   acks text DEFAULT '1')
+                                   acks text DEFAULT '1', batch_bytes integer DEFAULT NULL)
     RETURNS SETOF mq.produced
 LANGUAGE plpgsql VOLATILE AS $$
 DECLARE
@@ -82,6 +87,10 @@ BEGIN
             v_epoch := NULL;
             v_min := NULL;
         END IF;
+    END IF;
+    IF batch_bytes IS NOT NULL THEN
+        -- a Kafka client's batch counts as a whole, as Kafka's broker counts it
+        PERFORM mq._check_batch_size(topic, batch_bytes);
     END IF;
     IF acks OPERATOR(pg_catalog.=) '0' OR v_epoch IS NOT NULL THEN
         -- acks=0: nobody waits.  acks=all on a leader: mq.produce_await

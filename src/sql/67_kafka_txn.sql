@@ -226,6 +226,8 @@ BEGIN
     END IF;
     PERFORM mq._kafka_txn_lock($1, $2, $3, p_caller);
     PERFORM mq._kafka_txn_partition($4, $5, p_caller);
+    -- refused now, as Kafka refuses them, not when the commit appends them
+    PERFORM mq._check_records($4, $7, $8, $9, $5, NULL, NULL, NULL, $10);
     PERFORM mq._kafka_txn_begin($1);
     INSERT INTO mq.kafka_txn_record (transactional_id, topic, partition, base_sequence, keys, vals,
                                      headers, timestamps)

@@ -344,6 +344,16 @@ ok(defined $err && $err == 10, 'a gzip bomb over --max-batch-bytes gets MESSAGE_
 ($err) = produce_result(call($s, 0, 3, produce_body('pt', batch(records => [['k', 'g']], attributes => 1,
 	compress => sub { Compress::Zlib::memGzip($_[0]) }))));
 ok(defined $err && $err == 0, 'a small gzip batch is accepted');
+# max.message.bytes limits the batch as sent, as Kafka's broker does (pbig: 300)
+my @three = map { ['k', chr(ord('a') + $_) x 100] } 0 .. 2;
+($err) = produce_result(call($s, 0, 3, produce_body('pbig', batch(records => \@three))));
+ok(defined $err && $err == 10, 'a batch over max.message.bytes of records each under it gets MESSAGE_TOO_LARGE',
+	"error " . ($err // 'none'));
+($err) = produce_result(call($s, 0, 3, produce_body('pbig', batch(records => [$three[0]]))));
+ok(defined $err && $err == 0, 'one of its records alone is accepted', "error " . ($err // 'none'));
+($err) = produce_result(call($s, 0, 3, produce_body('pbig', batch(records => \@three, attributes => 1,
+	compress => sub { Compress::Zlib::memGzip($_[0]) }))));
+ok(defined $err && $err == 0, 'the three gzipped, under the limit as sent, are accepted', "error " . ($err // 'none'));
 ($err) = produce_result(call($s, 0, 3, produce_body('pt', batch(records => [['k', 't']], attributes => 0x10))));
 ok(defined $err && $err == 87, 'a transactional batch without a transactional id gets INVALID_RECORD');
 ($err) = produce_result(call($s, 0, 3, produce_body('nosuchtopic', batch(records => [['k', 'v']]))));

@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Raw protocol: handshakes, bad frames, bad batches (CRC, truncation,
-# decompression bomb, header keys, transactions, unknown codec), admin
+# decompression bomb, header keys, transactions, unknown codec, a batch
+# over max.message.bytes as sent, whose records each fit), admin
 # requests (DeleteRecords, DeleteGroups, IncrementalAlterConfigs),
 # Produce's log_append_time on a LogAppendTime topic, Fetch between a
 # replicated partition's high watermark and its log end (no error), and
@@ -16,6 +17,7 @@ source "$(dirname "${BASH_SOURCE[0]}")/lib.bash"
 sql "SELECT mq.create_topic('pt', 1)" >/dev/null
 sql "SELECT mq.create_topic('plat', 1, '{\"message.timestamp.type\": \"LogAppendTime\"}')" >/dev/null
 sql "SELECT mq.create_topic('pdel', 1)" >/dev/null
+sql "SELECT mq.create_topic('pbig', 1, '{\"max.message.bytes\": 300}')" >/dev/null
 sql "SELECT mq.send_batch('pdel', NULL, ARRAY['a', 'b', 'c']::bytea[])" >/dev/null
 # a replicated partition whose follower (replica 2) has fetched nothing:
 # three records, high watermark 0
@@ -29,6 +31,8 @@ printf '%s\n' "$OUT" | sed 's/^/# /'
 expect_rc 0 "protocol.pl: every check passed"
 check_eq "$(sql "SELECT string_agg(convert_from(value, 'UTF8'), ',' ORDER BY msg_offset) FROM mq.fetch('pt', 0, 0, 100)")" \
 	"v,w,h,g" "only the valid batches were stored"
+check_eq "$(sql "SELECT string_agg(left(convert_from(value, 'UTF8'), 1), ',' ORDER BY msg_offset) FROM mq.fetch('pbig', 0, 0, 100)")" \
+	"a,a,b,c" "of the batches over max.message.bytes as sent, nothing was stored"
 check_eq "$(sql "SELECT headers FROM mq.fetch('pt', 0, 2, 1)")" '[["hk", "hv"], ["hk", null]]' \
 	"the headers were stored in order, the null value as null"
 check_eq "$(sql "SELECT log_start_offset FROM mq.partitions WHERE topic = 'pdel'")" "2" \

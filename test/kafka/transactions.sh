@@ -8,7 +8,8 @@
 # with the old epoch is fenced; a transaction left open past its
 # transaction.timeout.ms is aborted and its producer fenced; while a
 # transaction is open, its records take no offset and another producer
-# of the partition is not held up.
+# of the partition is not held up; a record Kafka refuses (too large, no
+# key on a compacted topic) fails its delivery, not the commit.
 source "$(dirname "${BASH_SOURCE[0]}")/lib.bash"
 
 PY=/usr/bin/python3
@@ -84,6 +85,24 @@ sql "SELECT mq.run_maintenance()" >/dev/null
 check_eq "$(staged)" "none" "nothing is left staged: the timeout aborted it"
 check_eq "$(sql "SELECT state || ' ' || producer_epoch FROM mq.kafka_transactions WHERE transactional_id = 'tx-timeout'")" \
 	"empty 1" "and bumped the epoch, which fences the producer"
+
+# what Kafka refuses when the batch comes is refused then, not at the
+# commit: a record over max.message.bytes, a record without a key on a
+# compacted topic (mq used to stage them, report them delivered, and fail
+# the commit)
+sql "SELECT mq.create_topic('tx-small', 1, '{\"max.message.bytes\": 1000}')" >/dev/null
+sql "SELECT mq.create_topic('tx-compact', 1, '{\"cleanup.policy\": \"compact\"}')" >/dev/null
+run txn refused tx-small tx-refused k 2000
+check_eq "$(tail -n 1 <<<"$OUT")" \
+	'{"delivery": ["MSG_SIZE_TOO_LARGE", "MSG_SIZE_TOO_LARGE"], "abortable": true, "commit": "MSG_SIZE_TOO_LARGE", "next": "ok"}' \
+	"a record over max.message.bytes fails its batch's delivery; the transaction must abort; the next one commits"
+run txn refused tx-compact tx-refused - 10
+check_eq "$(tail -n 1 <<<"$OUT")" \
+	'{"delivery": ["INVALID_RECORD", "INVALID_RECORD"], "abortable": true, "commit": "INVALID_RECORD", "next": "ok"}' \
+	"a record without a key on a compacted topic: INVALID_RECORD at its delivery"
+check_eq "$(sql "SELECT string_agg(convert_from(value, 'UTF8'), ',') FROM mq.fetch('tx-small', 0, 0, 100)")
+$(sql "SELECT string_agg(convert_from(value, 'UTF8'), ',') FROM mq.fetch('tx-compact', 0, 0, 100)")" "next
+next" "only the next transactions' records reached the logs"
 
 check_eq "$(kill -0 "$KAFKA_PID" && echo alive)" "alive" "mq-kafka is still running"
 finish

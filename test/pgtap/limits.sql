@@ -2,11 +2,13 @@
 -- else the server's mq.message_max_bytes (Kafka's broker message.max.bytes,
 -- 1048588 by default), refuses a larger record with MQ040 (Kafka's
 -- MESSAGE_TOO_LARGE) in every produce path, and a refused call writes
--- nothing.  Sizes are counted as Kafka counts them (mq.record_size).
+-- nothing.  Sizes are counted as Kafka counts them (mq.record_size).  A
+-- Kafka client's batch counts as a whole (batch_bytes), and a Kafka
+-- transaction's records are refused when staged, not at its commit.
 \set ON_ERROR_STOP on
 SET client_min_messages = warning;
 BEGIN;
-SELECT plan(35);
+SELECT plan(46);
 
 CREATE FUNCTION pg_temp.leo(t text) RETURNS bigint LANGUAGE sql AS $$
     SELECT sum(log_end_offset)::bigint FROM mq.partitions WHERE topic = t
@@ -71,6 +73,49 @@ SELECT throws_ok(format($$SELECT * FROM mq.send_batch('lim-idem', NULL, ARRAY['a
 SELECT lives_ok(format($$SELECT * FROM mq.send_batch('lim-idem', NULL, ARRAY['a', 'b'], NULL, 0, %s, %s, 0)$$,
                        (SELECT producer_id FROM prod), (SELECT producer_epoch FROM prod)),
                 'the producer goes on at the same sequence');
+
+-------------------------------------------------------------------------------
+-- a Kafka client's batch: its size as sent (mq-kafka's batch_bytes)
+-------------------------------------------------------------------------------
+SELECT mq.create_topic('lim-batch', 1, '{"max.message.bytes": 200}');
+SELECT throws_ok($$SELECT * FROM mq.produce_records('lim-batch', NULL, ARRAY['a', 'b']::bytea[], partition => 0,
+                                                    batch_bytes => 201)$$,
+                 'MQ040', 'record batch of 201 bytes is larger than max.message.bytes 200 of topic "lim-batch"',
+                 'a batch one byte over the limit is refused, however small its records');
+SELECT is(pg_temp.leo('lim-batch'), 0::bigint, 'and nothing of it is written');
+SELECT is((SELECT count(*) FROM mq.produce_records('lim-batch', NULL, ARRAY['a', 'b']::bytea[], partition => 0,
+                                                   batch_bytes => 200)), 2::bigint,
+          'a batch of exactly the limit is written');
+SELECT is((SELECT count(*) FROM mq.produce_records('lim-batch', NULL, ARRAY['a', 'b', 'c']::bytea[], partition => 0)),
+          3::bigint, 'without batch_bytes (SQL) only each record is limited');
+CREATE ROLE lim_nowrite;
+SET LOCAL ROLE lim_nowrite;
+SELECT throws_ok($$SELECT mq._check_batch_size('lim-batch', 1000)$$, '42501', NULL,
+                 'the batch check needs write on the topic, as the append it comes before');
+RESET ROLE;
+
+-- a Kafka transaction's records: refused when staged, as Kafka refuses
+-- them at the produce, not when the commit appends them
+CREATE TEMP TABLE txp AS SELECT * FROM mq.kafka_txn_init('lim-txn', 60000);
+CREATE FUNCTION pg_temp.stage(topic text, keys bytea[], vals bytea[], ts timestamptz[] DEFAULT NULL) RETURNS void
+LANGUAGE sql AS $$
+    SELECT mq.kafka_txn_stage('lim-txn', (SELECT producer_id FROM txp), 0, topic, 0, 0, keys, vals, NULL, ts)
+$$;
+SELECT throws_ok($$SELECT pg_temp.stage('lim', ARRAY[NULL]::bytea[], ARRAY[convert_to(repeat('x', 1000), 'UTF8')])$$,
+                 'MQ040', 'record of 1070 bytes is larger than max.message.bytes 100 of topic "lim"',
+                 'a staged record too large is refused');
+SELECT mq.create_topic('lim-compact', 1, '{"cleanup.policy": "compact"}');
+SELECT throws_ok($$SELECT pg_temp.stage('lim-compact', ARRAY['k', NULL]::bytea[], ARRAY['a', 'b']::bytea[])$$,
+                 'MQ008', NULL, 'a staged record without a key on a compacted topic is refused');
+SELECT mq.create_topic('lim-time', 1, '{"message.timestamp.before.max.ms": 60000}');
+SELECT throws_ok($$SELECT pg_temp.stage('lim-time', ARRAY[NULL]::bytea[], ARRAY['a']::bytea[], ARRAY[now() - interval '1 hour'])$$,
+                 'MQ041', NULL, 'a staged record with a timestamp out of range is refused');
+SELECT throws_ok($$SELECT pg_temp.stage('__consumer_offsets', ARRAY[NULL]::bytea[], ARRAY['a']::bytea[])$$,
+                 NULL, NULL, 'nothing is staged for __consumer_offsets');
+SELECT is((SELECT count(*) FROM mq.kafka_txn_record WHERE transactional_id = 'lim-txn'), 0::bigint,
+          'none of them was staged');
+SELECT lives_ok($$SELECT pg_temp.stage('lim-compact', ARRAY['k', 'l']::bytea[], ARRAY['a', 'b']::bytea[])$$,
+                'records that pass are staged');
 
 -------------------------------------------------------------------------------
 -- the server-wide default, mq.message_max_bytes (Kafka's message.max.bytes)

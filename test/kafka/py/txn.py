@@ -24,6 +24,10 @@
       "timestamp": [type, ms]}
   read OUT N                      a read_committed consumer: prints the
       values of OUT (JSON list), stopping after 5 s without records or N.
+  refused OUT TXN_ID KEY BYTES    a record of BYTES bytes (KEY "-": none)
+      and a small one in a transaction, then commit; prints
+      {"delivery": [each report's error], "commit": "ok" | error,
+      "abortable": bool, "next": the next transaction's commit}
 """
 import json
 import sys
@@ -187,6 +191,29 @@ def one(txn_id, topic, partition, value, wait_file=None):
         print(json.dumps({'commit': err_name(e)}))
 
 
+def refused(dst, txn_id, key, nbytes):
+    p = producer(txn_id)
+    p.begin_transaction()
+    reports = []
+    report = lambda e, m: reports.append(e.name() if e else 'ok')  # noqa: E731
+    p.produce(dst, key=None if key == '-' else key, value=b'x' * int(nbytes), on_delivery=report)
+    p.produce(dst, key='k', value=b'small', on_delivery=report)
+    p.flush(30)
+    out = {'delivery': reports, 'abortable': False}
+    try:
+        p.commit_transaction(30)
+        out['commit'] = 'ok'
+    except KafkaException as e:
+        out['commit'] = err_name(e)
+        out['abortable'] = e.args[0].txn_requires_abort()
+        p.abort_transaction(30)
+    p.begin_transaction()
+    p.produce(dst, key='k', value=b'next')
+    p.commit_transaction(30)
+    out['next'] = 'ok'
+    print(json.dumps(out))
+
+
 def read(dst, n):
     c = Consumer({'bootstrap.servers': broker, 'group.id': 'txn-reader-%d' % time.time_ns(),
                   'auto.offset.reset': 'earliest', 'isolation.level': 'read_committed',
@@ -232,5 +259,7 @@ elif mode == 'one':
     one(*args)
 elif mode == 'get':
     get(*args)
+elif mode == 'refused':
+    refused(*args)
 elif mode == 'read':
     read(args[0], int(args[1]))
