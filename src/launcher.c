@@ -16,7 +16,9 @@
  * anywhere (launcher_hook.c wakes it).  A database created later is new
  * to the launcher, so it is probed at the next listing.  A worker that
  * failed is started again after MQ_RETRY_MS.  A database that vanished
- * (dropped) is forgotten, so its worker is never started again.
+ * (dropped) is forgotten, so its worker is never started again.  When
+ * mq.database names no such database (renamed, dropped, mistyped), a
+ * WARNING says nothing is maintained.
  *
  * Shared memory holds one slot per database with a worker or a pause: the
  * worker's pid (set by the worker, cleared at its exit) and a pause
@@ -267,6 +269,27 @@ local_db(Oid dboid, const char *name)
 	return &dbs[ndbs++];
 }
 
+/*
+ * mq.database named no database a worker may run in (renamed, dropped,
+ * mistyped): nothing is maintained, which a WARNING says once, and a LOG
+ * line again when it is found.
+ */
+static void
+note_named_database(bool found)
+{
+	static bool missing = false;
+
+	if (mq_database[0] == '\0' || found != missing)
+		return;
+	missing = !found;
+	if (missing)
+		ereport(WARNING,
+				(errmsg("mq launcher: mq.database names \"%s\", which is no database that accepts connections: no database is maintained", mq_database),
+				 errhint("Set mq.database to the database that holds mq (or empty, for every database) and reload.")));
+	else
+		ereport(LOG, (errmsg("mq launcher: database \"%s\" (mq.database) is there again", mq_database)));
+}
+
 /* Mark listed every database a worker may run in (pg_database). */
 static void
 list_databases(void)
@@ -274,6 +297,7 @@ list_databases(void)
 	Relation	rel;
 	TableScanDesc scan;
 	HeapTuple	tup;
+	bool		named = false;
 
 	for (int i = 0; i < ndbs; i++)
 		dbs[i].listed = false;
@@ -290,6 +314,7 @@ list_databases(void)
 			continue;
 		if (mq_database[0] != '\0' && strcmp(NameStr(db->datname), mq_database) != 0)
 			continue;
+		named = true;
 		old = MemoryContextSwitchTo(TopMemoryContext);
 		local_db(db->oid, NameStr(db->datname))->listed = true;
 		MemoryContextSwitchTo(old);
@@ -297,6 +322,7 @@ list_databases(void)
 	table_endscan(scan);
 	table_close(rel, AccessShareLock);
 	CommitTransactionCommand();
+	note_named_database(named);
 }
 
 static bool

@@ -14,7 +14,8 @@
 #     another role's failed DROP DATABASE leaves the worker alone
 #   - max_worker_processes too small: a WARNING says which database has
 #     no worker and what to raise
-#   - mq.database set: only that database is maintained
+#   - mq.database set: only that database is maintained; renamed away,
+#     a WARNING says that nothing is maintained
 use strict;
 use warnings;
 
@@ -152,6 +153,19 @@ $node->wait_for_log(qr/mq maintenance worker started in database "db_d"/, $log_o
 $node->wait_for_log(qr/mq launcher started: maintaining database "db_d" only/, $log_offset);
 is($node->safe_psql('postgres', "SELECT string_agg(datname, ',') FROM pg_stat_activity WHERE backend_type = 'mq maintenance'"),
 	'db_d', 'with mq.database set, only that database is maintained');
+
+# the database mq.database names renamed: its worker goes, and the log
+# says that nothing is maintained any more, then that it is back
+$log_offset = -s $node->logfile;
+$node->safe_psql('postgres', 'ALTER DATABASE db_d RENAME TO db_d2');
+$node->wait_for_log(qr/WARNING:  mq launcher: mq.database names "db_d", which is no database that accepts connections: no database is maintained/,
+	$log_offset);
+ok($node->poll_query_until('postgres', "SELECT count(*) = 0 FROM pg_stat_activity WHERE backend_type = 'mq maintenance'"),
+	'after the rename no database is maintained, and a WARNING says so');
+$node->safe_psql('postgres', 'ALTER DATABASE db_d2 RENAME TO db_d');
+$node->wait_for_log(qr/LOG:  mq launcher: database "db_d" \(mq.database\) is there again/, $log_offset);
+$node->wait_for_log(qr/mq maintenance worker started in database "db_d"/, $log_offset);
+pass('renamed back, it is maintained again');
 
 $node->stop;
 done_testing();
