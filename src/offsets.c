@@ -7,18 +7,19 @@
  *
  * Within a transaction a poll advances the consumer's position (as a
  * Kafka consumer's position advances in memory), and commit_offset sets
- * it.  With auto_commit, a poll first commits what the same session's
- * previous auto-commit poll of that group and topic returned -- for a
- * group member, what that member's previous poll returned: a connection
- * pooler hands one server session to many clients, and each client of a
- * group polls with its own member id, so one client never commits
- * another's batch.  DISCARD ALL (a pooler's reset query between clients)
- * drops the batches not yet committed, so they are delivered again, as
- * when a session ends (docs/delivery.md, docs/operations.md).
+ * it.  With auto_commit, a poll first commits what the previous
+ * auto-commit poll of that group and topic returned: a group member's,
+ * wherever it ran (a row of mq.poll_pending: under transaction pooling
+ * each poll may run in another server session, shared with other
+ * clients); without member_id, the same session's (memory, which DISCARD
+ * ALL, a pooler's reset query between clients, drops, so the batch is
+ * delivered again, as when a session ends; docs/operations.md).
  *
  * Locking: committed offsets are rows of mq.consumer_offset, written by
  * upsert as the extension owner (spi.c); a concurrent commit of the same
- * partition waits on the row.  Each commit that changed a row is then
+ * partition waits on the row, and a member's pending batch is a row of
+ * mq.poll_pending per group partition, taken over by the member that
+ * polls the partition next.  Each commit that changed a row is then
  * appended to __consumer_offsets (consumer_offsets.c), under that topic
  * partition's produce lock.  Positions are backend-local hash tables:
  * one lives for the transaction, one for the session.
@@ -74,7 +75,6 @@ typedef struct Position
 	int64		next_offset;
 	/* pending: the offset beyond the log end a poll reset from, or -1 */
 	int64		replaces;
-	char		member[NAMEDATALEN * 4];	/* pending: its poller, "" if none */
 } Position;
 
 static HTAB *xact_positions = NULL;
@@ -119,21 +119,6 @@ mq_offsets_init(void)
 	RegisterXactCallback(offsets_xact_callback, NULL);
 }
 
-/* The member text (NUL-terminated, "" for NULL) a pending batch keeps. */
-static void
-member_name(char *out, text *member)
-{
-	int			len = member ? VARSIZE_ANY_EXHDR(member) : 0;
-
-	if (len >= NAMEDATALEN * 4)
-		ereport(ERROR,
-				(errcode(ERRCODE_MQ_INVALID_ARGUMENT),
-				 errmsg("member_id is longer than %d bytes", NAMEDATALEN * 4 - 1)));
-	if (len > 0)
-		memcpy(out, VARDATA_ANY(member), len);
-	out[len] = '\0';
-}
-
 void
 mq_position_key(MqPositionKey *key, text *group, MqTopic *topic, int32 partition)
 {
@@ -162,7 +147,6 @@ set_position(HTAB **table, MemoryContext cxt, MqPositionKey *key, int64 next)
 	if (!found)
 		pos->replaces = -1;
 	pos->next_offset = next;
-	pos->member[0] = '\0';
 	return pos;
 }
 
@@ -268,9 +252,101 @@ store_offset(text *group, MqTopic *topic, int32 partition, int64 next,
 	mq_spi_end(&spi);
 }
 
+/* Is it a member's poll (a member_id given)? */
+static bool
+is_member(text *member)
+{
+	return member != NULL && VARSIZE_ANY_EXHDR(member) > 0;
+}
+
+/* A member's pending batch of one partition, as mq.poll_pending keeps it. */
+typedef struct MemberPending
+{
+	int32		partition;
+	int64		next_offset;
+	int64		replaces;
+} MemberPending;
+
+/* Take (delete) the member's pending batches of group/topic; *n: how many. */
+static MemberPending *
+take_member_pending(text *group, MqTopic *topic, text *member, int *n)
+{
+	static SPIPlanPtr plan = NULL;
+	Datum		args[3] = {PointerGetDatum(group), Int32GetDatum(topic->topic_id), PointerGetDatum(member)};
+	MemoryContext outer = CurrentMemoryContext;
+	MemberPending *taken;
+	MqSpiSave	spi;
+
+	mq_spi_begin(&spi);
+	if (plan == NULL)
+	{
+		Oid			argtypes[3] = {TEXTOID, INT4OID, TEXTOID};
+
+		plan = mq_spi_prepare("DELETE FROM mq.poll_pending p "
+							  "WHERE p.group_id OPERATOR(pg_catalog.=) $1 "
+							  "  AND p.topic_id OPERATOR(pg_catalog.=) $2 "
+							  "  AND p.member_id OPERATOR(pg_catalog.=) $3 "
+							  "RETURNING p.partition, p.next_offset, p.replaces",
+							  3, argtypes);
+	}
+	if (SPI_execute_plan(plan, args, NULL, false, 0) != SPI_OK_DELETE_RETURNING)
+		elog(ERROR, "mq: taking the pending batches failed");
+	*n = (int) SPI_processed;
+	taken = MemoryContextAlloc(outer, sizeof(MemberPending) * Max(*n, 1));
+	for (int i = 0; i < *n; i++)
+	{
+		HeapTuple	row = SPI_tuptable->vals[i];
+		TupleDesc	desc = SPI_tuptable->tupdesc;
+		bool		isnull;
+
+		taken[i].partition = DatumGetInt32(SPI_getbinval(row, desc, 1, &isnull));
+		taken[i].next_offset = DatumGetInt64(SPI_getbinval(row, desc, 2, &isnull));
+		taken[i].replaces = DatumGetInt64(SPI_getbinval(row, desc, 3, &isnull));
+	}
+	mq_spi_end(&spi);
+	return taken;
+}
+
 /*
- * Commit what this session's previous auto-commit poll of group/topic
- * by the same member (or by no member) returned.
+ * A member's poll returned records of key's partition up to next (from
+ * replaces, a reset beyond the log end, or -1): its next poll commits
+ * that, wherever it runs.  Another member's batch of the partition is
+ * replaced, not committed: it is delivered again.
+ */
+static void
+keep_member_pending(MqPositionKey *key, text *member, int64 next, int64 replaces)
+{
+	static SPIPlanPtr plan = NULL;
+	Datum		args[6] = {CStringGetTextDatum(key->group), Int32GetDatum(key->topic_id),
+					 Int32GetDatum(key->partition), PointerGetDatum(member), Int64GetDatum(next),
+					 Int64GetDatum(replaces)};
+	MqSpiSave	spi;
+
+	mq_spi_begin(&spi);
+	if (plan == NULL)
+	{
+		Oid			argtypes[6] = {TEXTOID, INT4OID, INT4OID, TEXTOID, INT8OID, INT8OID};
+
+		/* the same member's batch of this poll keeps the reset it began with */
+		plan = mq_spi_prepare("INSERT INTO mq.poll_pending AS p "
+							  "  (group_id, topic_id, partition, member_id, next_offset, replaces) "
+							  "VALUES ($1, $2, $3, $4, $5, $6) "
+							  "ON CONFLICT (group_id, topic_id, partition) DO UPDATE "
+							  "SET next_offset = EXCLUDED.next_offset, "
+							  "    replaces = CASE WHEN p.member_id OPERATOR(pg_catalog.=) EXCLUDED.member_id "
+							  "                     AND EXCLUDED.replaces OPERATOR(pg_catalog.<) 0 "
+							  "                    THEN p.replaces ELSE EXCLUDED.replaces END, "
+							  "    member_id = EXCLUDED.member_id",
+							  6, argtypes);
+	}
+	if (SPI_execute_plan(plan, args, NULL, false, 0) != SPI_OK_INSERT)
+		elog(ERROR, "mq: keeping the pending batch failed");
+	mq_spi_end(&spi);
+}
+
+/*
+ * Commit what the previous auto-commit poll of group/topic returned: by
+ * the same member, wherever it ran, or by no member in this session.
  */
 void
 mq_auto_commit(text *group, MqTopic *topic, text *member)
@@ -278,18 +354,27 @@ mq_auto_commit(text *group, MqTopic *topic, text *member)
 	HASH_SEQ_STATUS status;
 	Position   *pos;
 	MqPositionKey probe;
-	char		name[NAMEDATALEN * 4];
 
+	if (is_member(member))
+	{
+		int			n;
+		MemberPending *taken = take_member_pending(group, topic, member, &n);
+
+		for (int i = 0; i < n; i++)
+			if (taken[i].partition < topic->npartitions)
+				store_offset(group, topic, taken[i].partition, taken[i].next_offset,
+							 (Datum) 0, true, true, taken[i].replaces);
+		pfree(taken);
+		return;
+	}
 	if (pending_autocommit == NULL)
 		return;
 	mq_position_key(&probe, group, topic, 0);
-	member_name(name, member);
 	hash_seq_init(&status, pending_autocommit);
 	while ((pos = hash_seq_search(&status)) != NULL)
 	{
 		if (pos->key.topic_id != probe.topic_id ||
-			strcmp(pos->key.group, probe.group) != 0 ||
-			strcmp(pos->member, name) != 0)
+			strcmp(pos->key.group, probe.group) != 0)
 			continue;
 		if (pos->key.partition < topic->npartitions)
 			store_offset(group, topic, pos->key.partition, pos->next_offset,
@@ -314,17 +399,32 @@ mq_position_current(MqPositionKey *key, text *group, MqTopic *topic)
 }
 
 /*
- * A poll (by member, or NULL) returned records up to next: advance the
- * positions it keeps.  A pending batch of another member of the same
- * partition is replaced, not committed: it is delivered again.
+ * The batch an auto-commit poll returned, up to next (from replaces, or
+ * -1), for the next poll to commit: a member's in mq.poll_pending, a poll
+ * without member_id's in this session.
  */
+static void
+keep_pending(MqPositionKey *key, text *member, int64 next, int64 replaces)
+{
+	Position   *pending;
+
+	if (is_member(member))
+	{
+		keep_member_pending(key, member, next, replaces);
+		return;
+	}
+	pending = set_position(&pending_autocommit, TopMemoryContext, key, next);
+	if (replaces >= 0)
+		pending->replaces = replaces;
+}
+
+/* A poll (by member, or NULL) returned records up to next: advance the positions it keeps. */
 void
 mq_position_advance(MqPositionKey *key, int64 next, bool autocommit, int n, text *member)
 {
 	set_position(&xact_positions, TopTransactionContext, key, next);
 	if (autocommit && n > 0)
-		member_name(set_position(&pending_autocommit, TopMemoryContext, key, next)->member,
-					member);
+		keep_pending(key, member, next, -1);
 }
 
 /*
@@ -362,12 +462,7 @@ mq_position_reset(MqPositionKey *key, int64 from, int64 next, bool autocommit, t
 {
 	set_position(&xact_positions, TopTransactionContext, key, next);
 	if (autocommit)
-	{
-		Position   *pending = set_position(&pending_autocommit, TopMemoryContext, key, next);
-
-		pending->replaces = from;
-		member_name(pending->member, member);
-	}
+		keep_pending(key, member, next, from);
 }
 
 /* A group member's commit: current generation, owned partition. */

@@ -107,6 +107,23 @@ CREATE TRIGGER cascade_to_consumer_offset AFTER DELETE ON mq.partition_state
 -- a partition's offsets: a follower's fetch ships them all
 CREATE INDEX ON mq.consumer_offset (topic_id, partition);
 
+-- A group member's auto_commit batch, which its next poll commits in
+-- whichever session that runs (src/offsets.c): one row per group
+-- partition, taken over by the member that polls the partition next.
+-- Not dumped: as a session's batch, it is delivered again after a restore.
+CREATE TABLE mq.poll_pending (
+    group_id    text NOT NULL,
+    topic_id    integer NOT NULL,
+    partition   integer NOT NULL,
+    member_id   text NOT NULL,
+    next_offset bigint NOT NULL,
+    replaces    bigint NOT NULL DEFAULT -1,  -- a commit beyond the log end the poll reset from
+    PRIMARY KEY (group_id, topic_id, partition)
+);
+CREATE TRIGGER cascade_to_poll_pending AFTER DELETE ON mq.partition_state
+    REFERENCING OLD TABLE AS gone FOR EACH STATEMENT
+    EXECUTE FUNCTION mq._cascade_delete('mq.poll_pending', 'topic_id', 'partition');
+
 -- Idempotent producers: one row per producer id; a transactional id keeps
 -- its producer id and gets a new epoch from each init_producer.
 CREATE TABLE mq.producer (

@@ -63,6 +63,9 @@ CREATE TRIGGER cascade_to_group_assignment AFTER DELETE ON mq.partition_state
 CREATE TRIGGER cascade_to_group_assignment AFTER DELETE ON mq.consumer_group
     REFERENCING OLD TABLE AS gone FOR EACH STATEMENT
     EXECUTE FUNCTION mq._cascade_delete('mq.group_assignment', 'group_id');
+CREATE TRIGGER cascade_to_poll_pending AFTER DELETE ON mq.consumer_group
+    REFERENCING OLD TABLE AS gone FOR EACH STATEMENT
+    EXECUTE FUNCTION mq._cascade_delete('mq.poll_pending', 'group_id');
 
 -- member ids replaced by a newer instance with the same instance id
 CREATE TABLE mq.fenced_member (

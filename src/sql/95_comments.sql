@@ -22,6 +22,8 @@ COMMENT ON TABLE mq.last_segment_written IS
     'partitions whose last segment has been written to: the next maintenance pass makes each another segment ahead';
 COMMENT ON TABLE mq.consumer_offset IS
     'committed offsets: per group, topic and partition, the offset of the next record to read';
+COMMENT ON TABLE mq.poll_pending IS
+    'per group partition: the batch a member''s last auto_commit poll returned, which its next poll commits in whichever session it runs';
 COMMENT ON TABLE mq.producer IS
     'idempotent producers: id, current epoch and optional transactional id';
 COMMENT ON TABLE mq.producer_state IS

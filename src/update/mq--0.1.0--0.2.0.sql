@@ -126,6 +126,18 @@ DROP FUNCTION mq_coord.txn_state(text);
 DROP FUNCTION mq_coord._txn_check_outputs(text,jsonb,jsonb,bytea[],bytea[]);
 DROP FUNCTION mq_coord._txn_store_outputs(text,jsonb,bytea[],bytea[]);
 
+-- a group member's auto_commit batch, kept for its next poll in any
+-- session (01_catalog.sql, src/offsets.c)
+CREATE TABLE mq.poll_pending (
+    group_id    text NOT NULL,
+    topic_id    integer NOT NULL,
+    partition   integer NOT NULL,
+    member_id   text NOT NULL,
+    next_offset bigint NOT NULL,
+    replaces    bigint NOT NULL DEFAULT -1,  -- a commit beyond the log end the poll reset from
+    PRIMARY KEY (group_id, topic_id, partition)
+);
+
 -- preferred leader elections on request (69_preferred_election.sql)
 ALTER TABLE mq_coord.partition
     ADD COLUMN preferred_election_until timestamptz;  -- an election asked for, until then
@@ -349,6 +361,12 @@ CREATE TRIGGER cascade_to_cleaner_pass AFTER DELETE ON mq.partition_state
 CREATE TRIGGER cascade_to_cleaner_rewrite AFTER DELETE ON mq.segment
     REFERENCING OLD TABLE AS gone FOR EACH STATEMENT
     EXECUTE FUNCTION mq._cascade_delete('mq.cleaner_rewrite', 'topic_id', 'partition', 'base_offset');
+CREATE TRIGGER cascade_to_poll_pending AFTER DELETE ON mq.partition_state
+    REFERENCING OLD TABLE AS gone FOR EACH STATEMENT
+    EXECUTE FUNCTION mq._cascade_delete('mq.poll_pending', 'topic_id', 'partition');
+CREATE TRIGGER cascade_to_poll_pending AFTER DELETE ON mq.consumer_group
+    REFERENCING OLD TABLE AS gone FOR EACH STATEMENT
+    EXECUTE FUNCTION mq._cascade_delete('mq.poll_pending', 'group_id');
 -- the key of the fake SCRAM salts (91_scram.sql; needs mq._scram_random)
 INSERT INTO mq.scram_secret (secret) VALUES (mq._scram_random(32));
 

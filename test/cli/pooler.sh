@@ -7,7 +7,8 @@
 #    the batch, and the next client gets it again (docs/delivery.md: a
 #    session that dies has its last batch delivered again);
 #  - transaction pooling: group members each poll with their member id,
-#    and a poll commits only its own member's previous batch; poll and
+#    and a poll commits only its own member's previous batch, whichever
+#    server session each ran in (three here, in turn); poll and
 #    commit_polled in one transaction need no session state at all.
 # Also without a pooler: DISCARD ALL drops the pending batch.  And mqctl
 # produce, consume and perf behind transaction pooling with several server
@@ -74,6 +75,7 @@ start_bouncer() {
 		auth_type = trust
 		auth_file = $dir/users.txt
 		pool_mode = $1
+		server_round_robin = 1
 		default_pool_size = 1
 		max_client_conn = 20
 		logfile = $dir/pgbouncer.log
@@ -128,6 +130,29 @@ b1="$(client "SELECT pg_backend_pid() || ' ' || string_agg(msg_offset::text, ','
 check_eq "${b1%% *}" "${a1%% *}" "transaction pooling: member B got A's server backend"
 check_eq "${b1#* }" "3,4,5" "transaction pooling: A's uncommitted batch goes to B again"
 check_eq "$(sql "SELECT mq.committed_offset('txg', 'pq', 0)")" 3 "transaction pooling: B's poll committed nothing of A's"
+# a member's polls through three server sessions, which pgbouncer takes
+# in turn (server_round_robin): each poll commits the member's previous
+# batch, whichever session returned it (a batch kept in the session was
+# delivered once per session, and committed only when a poll came back
+# to it)
+many_client() { PGDATABASE="${PGDATABASE}_many" client "$1"; }
+warm=()
+for c in 1 2 3; do
+	many_client "SELECT pg_sleep(0.5)" >/dev/null &
+	warm+=($!)
+done
+wait "${warm[@]}"
+mm="$(many_client "SELECT member FROM mq.join_group('txm', ARRAY['pq'])")"
+got="" backends=""
+for i in 1 2 3 4 5 6; do
+	r="$(many_client "SELECT pg_backend_pid() || ' ' || string_agg(msg_offset::text, ',') FROM mq.poll('txm', 'pq', 3, true, member_id => '$mm')")"
+	got+="${r#* } " backends+="${r%% *}"$'\n'
+done
+check_eq "$(sort -u <<<"$backends" | grep -c .)" 3 "transaction pooling: a member's six polls ran in three server sessions"
+check_eq "$got" "0,1,2 3,4,5 6,7,8 9,10,11 12,13,14 15,16,17 " \
+	"transaction pooling: each poll got the next batch, none twice"
+check_eq "$(sql "SELECT mq.committed_offset('txm', 'pq', 0)")" 15 \
+	"transaction pooling: each poll committed the member's batch before it"
 # without auto_commit: poll and commit in one transaction
 got="$(psql -X -q -At -v ON_ERROR_STOP=1 -h 127.0.0.1 -p "$port" <<'SQL'
 BEGIN;
