@@ -189,7 +189,7 @@ extern void mq_commit_wait_finished(TransactionId xid, bool commit);
 extern int	mq_message_max_bytes;
 extern void mq_record_size_init(void);
 extern int64 mq_record_size(bytea *key, bytea *value, Jsonb *headers);
-extern void mq_check_record_sizes(MqTopic *topic, MqRecordIn *recs, int n);
+extern void mq_check_record_sizes(MqTopic *topic, MqRecordIn *recs, int n, int64 batch_bytes);
 
 /* malloc_tune.c: mq.malloc_trim_threshold, memory kept between batches */
 extern void mq_malloc_tune_init(void);

@@ -50,6 +50,8 @@ PG_FUNCTION_INFO_V1(mq_check_records);
 #define ARG_HEADER_LIST	9
 #define ARG_TIMESTAMPS	8
 #define ARG_BATCH_TIMESTAMP 9
+/* mq.send_batch(bytea[]) and mq._check_records: a Kafka batch's size as sent */
+#define ARG_BATCH_BYTES 10
 
 /* text or jsonb as UTF-8 bytes, the way Kafka's string serializer sends it */
 static bytea *
@@ -109,8 +111,9 @@ read_producer(FunctionCallInfo fcinfo, MqProducer *producer)
 
 /*
  * The checks of an append that come before anything is written and need
- * no lock: the caller's write right, the topic and partition, and each
- * record's size, key (compacted topics) and timestamp.  The producer's
+ * no lock: the caller's write right, the topic and partition, the size
+ * (of the Kafka batch the records came in, or else of each record), and
+ * each record's key (compacted topics) and timestamp.  The producer's
  * epoch and sequences are the append's.
  */
 static MqTopic *
@@ -130,7 +133,9 @@ check_records(FunctionCallInfo fcinfo, MqRecordIn *recs, int n)
 	if (!PG_ARGISNULL(ARG_PARTITION))
 		(void) mq_topic_partition(topic, PG_GETARG_INT32(ARG_PARTITION));
 	/* max.message.bytes: the whole call fails before anything is appended */
-	mq_check_record_sizes(topic, recs, n);
+	mq_check_record_sizes(topic, recs, n,
+						  PG_NARGS() > ARG_BATCH_BYTES && !PG_ARGISNULL(ARG_BATCH_BYTES) ?
+						  PG_GETARG_INT32(ARG_BATCH_BYTES) : -1);
 	/* compacted topics refuse records without a key (compact.c) */
 	mq_check_compacted_keys(topic, recs, n);
 	mq_check_timestamps(topic, recs, n);

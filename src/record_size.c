@@ -7,12 +7,12 @@
  *
  * Size.  Kafka's broker refuses a record batch larger than the topic's
  * max.message.bytes (RecordTooLargeException, error MESSAGE_TOO_LARGE).
- * A Kafka client's batch is checked as such (mq._check_batch_size: the
- * produce contract's batch_bytes, mq-kafka's staged transactional
- * batches).  SQL calls have no producer batches, so every record is
- * limited too, counted as the Kafka record batch (format v2,
- * uncompressed) that holds this record alone, which is what a Kafka
- * producer sends for a single record:
+ * A Kafka client's batch is checked as such: mq-kafka passes its size as
+ * sent (batch_bytes of the produce contract and of a transaction's staged
+ * batch), and only that is limited, as in Kafka.  SQL calls have no
+ * producer batches, so there each record is limited, counted as the
+ * Kafka record batch (format v2, uncompressed) that holds this record
+ * alone, which is what a Kafka producer sends for a single record:
  *
  *   61 bytes of batch header
  *   + the record: a varint of its length, then attributes (1 byte),
@@ -37,8 +37,7 @@
  * them on a follower whose copy of the topic config differs would stop
  * replication for good (docs/sql.md, "Record size").
  *
- * No locks: the checks read only the caller's arguments, the caller's
- * rights and the topic cache.
+ * No locks: the check reads only the caller's arguments and the topic cache.
  *
  *-------------------------------------------------------------------------
  */
@@ -53,7 +52,6 @@
 #include "mq.h"
 
 PG_FUNCTION_INFO_V1(mq_record_size_sql);
-PG_FUNCTION_INFO_V1(mq_check_batch_size_sql);
 
 /* Kafka's DefaultRecordBatch.RECORD_BATCH_OVERHEAD */
 #define KAFKA_BATCH_OVERHEAD 61
@@ -213,15 +211,28 @@ size_hint(MqTopic *topic)
 }
 
 /*
- * Refuse the call (MQ040) if any of its records is larger than the topic
- * allows.  Called before anything is appended.
+ * Refuse the call (MQ040) if it is larger than the topic allows: the
+ * Kafka batch the records came in, as Kafka's broker counts it (its size
+ * as the producer sent it, compressed or not: batch_bytes), or else
+ * (batch_bytes < 0) any of its records.  Called before anything is
+ * appended.
  */
 void
-mq_check_record_sizes(MqTopic *topic, MqRecordIn *recs, int n)
+mq_check_record_sizes(MqTopic *topic, MqRecordIn *recs, int n, int64 batch_bytes)
 {
 	char	   *what;
 	int64		limit = size_limit(topic, &what);
 
+	if (batch_bytes >= 0)
+	{
+		if (batch_bytes > limit)
+			ereport(ERROR,
+					(errcode(ERRCODE_MQ_RECORD_TOO_LARGE),
+					 errmsg("record batch of " INT64_FORMAT " bytes is larger than %s", batch_bytes, what),
+					 errdetail("Nothing was written.  As in Kafka, the limit applies to each record batch as its producer sent it (compressed, if it was)."),
+					 size_hint(topic)));
+		return;
+	}
 	for (int i = 0; i < n; i++)
 	{
 		int64		size = mq_record_size(recs[i].key, recs[i].value,
@@ -237,39 +248,6 @@ mq_check_record_sizes(MqTopic *topic, MqRecordIn *recs, int n)
 				 errdetail("Nothing was written.  A record counts as Kafka counts a record batch holding it alone: its key, value and headers with their lengths, a few bytes of record framing and 61 of batch header."),
 				 size_hint(topic)));
 	}
-}
-
-/*
- * mq._check_batch_size(topic text, batch_bytes integer): refuse (MQ040) a
- * Kafka record batch larger than the topic allows, as Kafka's broker
- * counts it: the batch as the producer sent it, compressed or not.  Needs
- * the write right on the topic, as the append it comes before.
- */
-Datum
-mq_check_batch_size_sql(PG_FUNCTION_ARGS)
-{
-	char	   *name;
-	MqTopic    *topic;
-	char	   *what;
-	int64		limit;
-	int32		bytes;
-
-	if (PG_ARGISNULL(0) || PG_ARGISNULL(1))
-		ereport(ERROR,
-				(errcode(ERRCODE_MQ_INVALID_ARGUMENT),
-				 errmsg("topic and batch_bytes must not be null")));
-	name = text_to_cstring(PG_GETARG_TEXT_PP(0));
-	bytes = PG_GETARG_INT32(1);
-	mq_acl_check(MQ_RES_TOPIC, name, MQ_ACL_WRITE);
-	topic = mq_topic_lookup(name, false);
-	limit = size_limit(topic, &what);
-	if (bytes > limit)
-		ereport(ERROR,
-				(errcode(ERRCODE_MQ_RECORD_TOO_LARGE),
-				 errmsg("record batch of %d bytes is larger than %s", bytes, what),
-				 errdetail("Nothing was written.  As in Kafka, the limit applies to each record batch as its producer sent it (compressed, if it was)."),
-				 size_hint(topic)));
-	PG_RETURN_VOID();
 }
 
 /* mq.record_size(key bytea, value bytea, headers jsonb): the size limits compare */

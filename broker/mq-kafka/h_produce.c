@@ -221,10 +221,7 @@ add_append(KJob *job, const char *topic, int32_t partition, const KBatch *b, int
 	bind_batch_bytes(st, v, len);
 }
 
-/* one statement: a batch too large is not staged, whichever runs first */
-#define STAGE_SQL \
-	"SELECT mq.kafka_txn_stage($1, $2, $3, $4, $5, $6, $7, $8, $9, $10)," \
-	"       CASE WHEN $11::int4 IS NOT NULL THEN mq._check_batch_size($4, $11) END"
+#define STAGE_SQL "SELECT mq.kafka_txn_stage($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11)"
 
 /* the mq.kafka_txn_stage statement of a transactional batch */
 static void

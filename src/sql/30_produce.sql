@@ -29,12 +29,16 @@ CREATE FUNCTION mq.send(topic text, key text, value jsonb, headers jsonb DEFAULT
     AS 'MODULE_PATHNAME', 'mq_send_text' LANGUAGE C VOLATILE ROWS 1;
 
 -- timestamps: one CreateTime per record (a NULL element: now), or one
--- timestamp for all; headers: per record, an object or a list of pairs.
+-- timestamp for all; headers: per record, an object or a list of pairs;
+-- batch_bytes: the size of the Kafka record batch the records came in, as
+-- sent, which max.message.bytes then limits instead of each record
+-- (src/record_size.c).
 CREATE FUNCTION mq.send_batch(topic text, keys bytea[], vals bytea[], headers jsonb[] DEFAULT NULL,
                               partition integer DEFAULT NULL,
                               producer_id bigint DEFAULT NULL, producer_epoch integer DEFAULT NULL,
                               base_sequence integer DEFAULT NULL,
-                              timestamps timestamptz[] DEFAULT NULL, "timestamp" timestamptz DEFAULT NULL)
+                              timestamps timestamptz[] DEFAULT NULL, "timestamp" timestamptz DEFAULT NULL,
+                              batch_bytes integer DEFAULT NULL)
     RETURNS TABLE (partition integer, msg_offset bigint)
     AS 'MODULE_PATHNAME', 'mq_send_batch' LANGUAGE C VOLATILE;
 
@@ -52,14 +56,10 @@ CREATE FUNCTION mq._check_records(topic text, keys bytea[], vals bytea[], header
                                   partition integer DEFAULT NULL,
                                   producer_id bigint DEFAULT NULL, producer_epoch integer DEFAULT NULL,
                                   base_sequence integer DEFAULT NULL,
-                                  timestamps timestamptz[] DEFAULT NULL, "timestamp" timestamptz DEFAULT NULL)
+                                  timestamps timestamptz[] DEFAULT NULL, "timestamp" timestamptz DEFAULT NULL,
+                                  batch_bytes integer DEFAULT NULL)
     RETURNS void
     AS 'MODULE_PATHNAME', 'mq_check_records' LANGUAGE C STABLE;
-
--- A Kafka record batch against the topic's max.message.bytes, as Kafka
--- counts it (src/record_size.c): the batch as sent, compressed or not.
-CREATE FUNCTION mq._check_batch_size(topic text, batch_bytes integer) RETURNS void
-    AS 'MODULE_PATHNAME', 'mq_check_batch_size_sql' LANGUAGE C STABLE;
 
 -- The size max.message.bytes (or mq.message_max_bytes) limits: the Kafka
 -- record batch holding this record alone (src/record_size.c).

@@ -9,10 +9,10 @@
 --            node leads, an ISR smaller than min.insync.replicas is MQ021
 --            (Kafka's NOT_ENOUGH_REPLICAS): nothing is written.
 --   batch    batch_bytes, the size of the Kafka record batch the records
---            came in (mq-kafka gives it), larger than max.message.bytes
---            is MQ040 (MESSAGE_TOO_LARGE), as Kafka limits batches:
---            nothing is written.  Every record is limited too
---            (src/record_size.c).
+--            came in as sent (mq-kafka gives it), is what max.message.bytes
+--            limits, as in Kafka: larger is MQ040 (MESSAGE_TOO_LARGE),
+--            nothing written.  Without it each record is limited
+--            (mq.send_batch, src/record_size.c).
 --   floor    acks=0 commits asynchronously (synchronous_commit off for the
 --            transaction); acks=1 commits at least with a local flush,
 --            whatever the server's default, and so does acks=all where
@@ -88,10 +88,6 @@ BEGIN
             v_min := NULL;
         END IF;
     END IF;
-    IF batch_bytes IS NOT NULL THEN
-        -- a Kafka client's batch counts as a whole, as Kafka's broker counts it
-        PERFORM mq._check_batch_size(topic, batch_bytes);
-    END IF;
     IF acks OPERATOR(pg_catalog.=) '0' OR v_epoch IS NOT NULL THEN
         -- acks=0: nobody waits.  acks=all on a leader: mq.produce_await
         -- flushes this commit while the followers fetch it, and the high
@@ -106,7 +102,8 @@ BEGIN
     SELECT s.partition, s.msg_offset, v_epoch, v_min
       FROM mq.send_batch(topic, keys, vals, produce_records.headers, produce_records.partition,
                          producer_id, producer_epoch, base_sequence,
-                         produce_records.timestamps, produce_records."timestamp") s;
+                         produce_records.timestamps, produce_records."timestamp",
+                         produce_records.batch_bytes) s;
 END $$;
 
 -- The acknowledgement of the contract, after the commit: waits until the

@@ -217,7 +217,8 @@ END $$;
 CREATE FUNCTION mq_internal.kafka_txn_stage(transactional_id text, producer_id bigint, producer_epoch integer,
                                             topic text, partition integer, base_sequence integer,
                                             keys bytea[], vals bytea[], headers jsonb[],
-                                            timestamps timestamptz[], p_caller oid) RETURNS void
+                                            timestamps timestamptz[], batch_bytes integer,
+                                            p_caller oid) RETURNS void
 LANGUAGE plpgsql SET search_path = pg_catalog, pg_temp AS $$
 BEGIN
     IF $7 IS NULL OR $8 IS NULL OR pg_catalog.cardinality($7) OPERATOR(pg_catalog.<>) pg_catalog.cardinality($8)
@@ -227,7 +228,7 @@ BEGIN
     PERFORM mq._kafka_txn_lock($1, $2, $3, p_caller);
     PERFORM mq._kafka_txn_partition($4, $5, p_caller);
     -- refused now, as Kafka refuses them, not when the commit appends them
-    PERFORM mq._check_records($4, $7, $8, $9, $5, NULL, NULL, NULL, $10);
+    PERFORM mq._check_records($4, $7, $8, $9, $5, NULL, NULL, NULL, $10, NULL, $11);
     PERFORM mq._kafka_txn_begin($1);
     INSERT INTO mq.kafka_txn_record (transactional_id, topic, partition, base_sequence, keys, vals,
                                      headers, timestamps)
@@ -237,9 +238,10 @@ END $$;
 CREATE FUNCTION mq.kafka_txn_stage(transactional_id text, producer_id bigint, producer_epoch integer,
                                    topic text, partition integer, base_sequence integer,
                                    keys bytea[], vals bytea[], headers jsonb[] DEFAULT NULL,
-                                   timestamps timestamptz[] DEFAULT NULL) RETURNS void
+                                   timestamps timestamptz[] DEFAULT NULL,
+                                   batch_bytes integer DEFAULT NULL) RETURNS void
     AS 'MODULE_PATHNAME', 'mq_call_as_owner' LANGUAGE C;
-COMMENT ON FUNCTION mq.kafka_txn_stage(text, bigint, integer, text, integer, integer, bytea[], bytea[], jsonb[], timestamptz[]) IS
+COMMENT ON FUNCTION mq.kafka_txn_stage(text, bigint, integer, text, integer, integer, bytea[], bytea[], jsonb[], timestamptz[], integer) IS
     'mq-kafka API: stage a transactional batch, appended when the transaction commits';
 
 -- AddOffsetsToTxn: the group may be read by the caller.

@@ -102,16 +102,14 @@ COMMENT ON FUNCTION mq.send(text, text, text, jsonb, integer, bigint, integer, i
     'appends one record with a text key and value (stored as UTF-8); returns its partition and offset';
 COMMENT ON FUNCTION mq.send(text, text, jsonb, jsonb, integer, bigint, integer, integer, timestamptz, mq.header[]) IS
     'appends one record with a text key and a jsonb value (stored as its text in UTF-8); returns its partition and offset';
-COMMENT ON FUNCTION mq.send_batch(text, bytea[], bytea[], jsonb[], integer, bigint, integer, integer, timestamptz[], timestamptz) IS
+COMMENT ON FUNCTION mq.send_batch(text, bytea[], bytea[], jsonb[], integer, bigint, integer, integer, timestamptz[], timestamptz, integer) IS
     'appends a batch of records (arrays of keys, values and optional headers) in one call; returns each record''s partition and offset';
 COMMENT ON FUNCTION mq.send_batch(text, text[], text[], jsonb[], integer, bigint, integer, integer, timestamptz[], timestamptz) IS
     'appends a batch of records with text keys and values; returns each record''s partition and offset';
 COMMENT ON FUNCTION mq.record_size(bytea, bytea, jsonb) IS
     'the size max.message.bytes limits: the Kafka record batch holding this record alone (61 bytes of header, key, value and headers with their lengths); see docs/sql.md#record-size';
-COMMENT ON FUNCTION mq._check_records(text, bytea[], bytea[], jsonb[], integer, bigint, integer, integer, timestamptz[], timestamptz) IS
-    'internal: the checks mq.send_batch makes before it writes (rights, topic, partition, record sizes, keys of compacted topics, timestamps), without writing';
-COMMENT ON FUNCTION mq._check_batch_size(text, integer) IS
-    'internal: refuses (MQ040) a Kafka record batch of batch_bytes larger than the topic''s max.message.bytes; needs write on the topic';
+COMMENT ON FUNCTION mq._check_records(text, bytea[], bytea[], jsonb[], integer, bigint, integer, integer, timestamptz[], timestamptz, integer) IS
+    'internal: the checks mq.send_batch makes before it writes (rights, topic, partition, sizes, keys of compacted topics, timestamps), without writing';
 COMMENT ON FUNCTION mq.init_producer(text) IS
     'registers an idempotent producer, or for a transactional id bumps its epoch and fences the older instance; returns producer id and epoch';
 COMMENT ON FUNCTION mq._lock_producer(bigint) IS
@@ -123,7 +121,7 @@ COMMENT ON FUNCTION mq._try_lock_producer(bigint) IS
 COMMENT ON TYPE mq.produced IS
     'a record mq.produce_records wrote: partition, offset, and the wait acks=all owes (await_epoch and await_min_isr for mq.produce_await; NULL: none)';
 COMMENT ON FUNCTION mq.produce_records(text, bytea[], bytea[], jsonb[], integer, bigint, integer, integer, timestamptz[], timestamptz, text, integer) IS
-    'the write of the produce contract: checks acks and, for acks=all, the ISR (MQ021, nothing written), and a Kafka batch''s batch_bytes against max.message.bytes (MQ040), applies the durability floor, appends; returns each record''s partition and offset and the wait acks=all owes';
+    'the write of the produce contract: checks acks and, for acks=all, the ISR (MQ021, nothing written), applies the durability floor, appends (a Kafka batch''s batch_bytes is what max.message.bytes limits); returns each record''s partition and offset and the wait acks=all owes';
 COMMENT ON FUNCTION mq.produce_await(text, integer, bigint, integer, integer, integer) IS
     'the acknowledgement of the produce contract, after the commit: waits until the in-sync replicas hold the records (MQ022 when the ISR shrank, MQ023 on timeout); NULL when nothing is owed';
 COMMENT ON PROCEDURE mq.produce(text, bytea[], bytea[], integer, text, bigint, integer, integer, integer, bigint, bigint, jsonb[], timestamptz[], timestamptz) IS

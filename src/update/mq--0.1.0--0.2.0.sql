@@ -125,6 +125,9 @@ DROP FUNCTION mq_coord.txn_state(text);
 -- and CreateTimes (64_twophase_redo.sql)
 DROP FUNCTION mq_coord._txn_check_outputs(text,jsonb,jsonb,bytea[],bytea[]);
 DROP FUNCTION mq_coord._txn_store_outputs(text,jsonb,bytea[],bytea[]);
+-- mq.send_batch takes the size of the Kafka batch its records came in
+-- (batch_bytes, what max.message.bytes then limits: 30_produce.sql)
+DROP FUNCTION mq.send_batch(text,bytea[],bytea[],jsonb[],integer,bigint,integer,integer,timestamptz[],timestamptz);
 
 -- a group member's auto_commit batch, kept for its next poll in any
 -- session (01_catalog.sql, src/offsets.c)

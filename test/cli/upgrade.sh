@@ -35,6 +35,8 @@ REMOVED_SINCE_OLD=(
 	'mq_coord.txn_decide(text,text,jsonb,integer,jsonb,bytea[],bytea[]):+headers, timestamps'
 	# each offset of a step reported by name (several leaders)
 	'mq_coord.txn_offsets_redone(text,integer,integer):+group, topic, partition'
+	# a Kafka batch's size as sent, what max.message.bytes then limits (30_produce.sql)
+	'mq.send_batch(text,bytea[],bytea[],jsonb[],integer,bigint,integer,integer,timestamp with time zone[],timestamp with time zone):+batch_bytes'
 	# internal: a wake-up names its partition (notify.c)
 	'mq._replica_notify(integer):+partition'
 	# internal: a follower's long poll no longer wakes for a new high watermark

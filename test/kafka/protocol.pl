@@ -354,6 +354,9 @@ ok(defined $err && $err == 0, 'one of its records alone is accepted', "error " .
 ($err) = produce_result(call($s, 0, 3, produce_body('pbig', batch(records => \@three, attributes => 1,
 	compress => sub { Compress::Zlib::memGzip($_[0]) }))));
 ok(defined $err && $err == 0, 'the three gzipped, under the limit as sent, are accepted', "error " . ($err // 'none'));
+($err) = produce_result(call($s, 0, 3, produce_body('pbig', batch(records => [['k', 'd' x 1000]], attributes => 1,
+	compress => sub { Compress::Zlib::memGzip($_[0]) }))));
+ok(defined $err && $err == 0, 'so is a record over the limit, gzipped under it', "error " . ($err // 'none'));
 ($err) = produce_result(call($s, 0, 3, produce_body('pt', batch(records => [['k', 't']], attributes => 0x10))));
 ok(defined $err && $err == 87, 'a transactional batch without a transactional id gets INVALID_RECORD');
 ($err) = produce_result(call($s, 0, 3, produce_body('nosuchtopic', batch(records => [['k', 'v']]))));

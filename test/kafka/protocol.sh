@@ -32,7 +32,7 @@ expect_rc 0 "protocol.pl: every check passed"
 check_eq "$(sql "SELECT string_agg(convert_from(value, 'UTF8'), ',' ORDER BY msg_offset) FROM mq.fetch('pt', 0, 0, 100)")" \
 	"v,w,h,g" "only the valid batches were stored"
 check_eq "$(sql "SELECT string_agg(left(convert_from(value, 'UTF8'), 1), ',' ORDER BY msg_offset) FROM mq.fetch('pbig', 0, 0, 100)")" \
-	"a,a,b,c" "of the batches over max.message.bytes as sent, nothing was stored"
+	"a,a,b,c,d" "of the batches over max.message.bytes as sent, nothing was stored"
 check_eq "$(sql "SELECT headers FROM mq.fetch('pt', 0, 2, 1)")" '[["hk", "hv"], ["hk", null]]' \
 	"the headers were stored in order, the null value as null"
 check_eq "$(sql "SELECT log_start_offset FROM mq.partitions WHERE topic = 'pdel'")" "2" \
