@@ -151,8 +151,8 @@ write_list_part(KRequest *req, OffState *s, OPart *op)
 			ts = PQgetisnull(res, 0, 3) ? -1 : strtoll(PQgetvalue(res, 0, 3), NULL, 10);
 			epoch = epoch_at(res, epoch);
 		}
-		else if (op->timestamp == TS_MAX)
-			epoch = -1;			/* an empty log */
+		else
+			epoch = -1;			/* no record that late (-3: an empty log): offset -1 */
 	}
 	kw_i32(w, op->partition);
 	kw_i16(w, code);

@@ -143,7 +143,8 @@ for my $c ([-2, -1, 0, 0, 0, 'earliest: offset 0, written under epoch 0'],
 	[-1, -1, 0, 7, 5, 'latest: the high watermark, the current epoch 5'],
 	[-1, 5, 0, 7, 5, 'latest with the current epoch 5: answered'],
 	[-1, 2, 74, -1, -1, 'with an older current epoch (2): FENCED_LEADER_EPOCH'],
-	[-1, 6, 75, -1, -1, 'with a newer current epoch (6): UNKNOWN_LEADER_EPOCH']) {
+	[-1, 6, 75, -1, -1, 'with a newer current epoch (6): UNKNOWN_LEADER_EPOCH'],
+	[4102444800000, -1, 0, -1, -1, 'by a time after every record: offset -1 and epoch -1, as Kafka leaves them']) {
 	my ($ts, $current, $want_e, $want_off, $want_epoch, $what) = @$c;
 	my $r = call(2, 4, pack('l> c l>', -1, 0, 1) . str('ep') . pack('l> l> l> q>', 1, 0, $current, $ts));
 	my ($e, $off, $epoch) = defined $r ? unpack('x4 x4 x2 x2 x4 x4 s> x8 q> l>', $r) : ();
