@@ -42,19 +42,23 @@ END $$;
 COMMENT ON FUNCTION mq._validate_compaction_config(text, jsonb) IS
     'validate_config''s checks of cleanup.policy and min.cleanable.dirty.ratio';
 
--- A topic config key's kind (ms, bytes, count, bool, policy, tstype) and
--- its numbers' range, for validate_config; an unknown key is an MQ004
--- error.  The maxima: what the code can compute with (times as intervals
--- added to timestamps: 1,000 years; sizes and counts Kafka keeps in an int
--- as int4; retention.bytes as int8).
+-- A topic config key's kind (ms, bytes, count, bool, policy, tstype,
+-- compression, version, replicas, off) and its numbers' range, for
+-- validate_config; an unknown key is an MQ004 error.  The ranges are
+-- Kafka's (sizes and counts Kafka keeps in an int as int4, longs as
+-- int8); times beyond what an interval holds mean no limit where they
+-- are used (mq._config_ms).  The keys after the first group are Kafka's
+-- that mq keeps and reports but does not act on: its records are stored
+-- uncompressed, PostgreSQL flushes, indexes and allocates by itself, and
+-- there is no tiered storage or replication throttle (docs/sql.md).
 CREATE FUNCTION mq._config_key(p_key text, OUT kind text, OUT min numeric, OUT max numeric)
 LANGUAGE plpgsql IMMUTABLE SET search_path = pg_catalog, pg_temp AS $$
 BEGIN
     SELECT s.kind, s.min, s.max INTO kind, min, max FROM (VALUES
-        ('retention.ms', 'ms', -1, 31557600000000),
+        ('retention.ms', 'ms', -1, 9223372036854775807),
         ('retention.bytes', 'bytes', -1, 9223372036854775807),
         ('segment.bytes', 'bytes', 1024, 2147483647),
-        ('segment.ms', 'ms', 1, 31557600000000),
+        ('segment.ms', 'ms', 1, 9223372036854775807),
         ('segment.records', 'count', 1, 2147483647),
         ('max.message.bytes', 'bytes', 0, 2147483647),
         ('min.insync.replicas', 'count', 1, 2147483647),
@@ -67,22 +71,75 @@ BEGIN
         ('message.timestamp.before.max.ms', 'ms', 0, 9223372036854775807),
         ('message.timestamp.after.max.ms', 'ms', 0, 9223372036854775807),
         ('min.cleanable.dirty.ratio', 'policy', 0, 1),
-        ('min.compaction.lag.ms', 'ms', 0, 31557600000000),
+        ('min.compaction.lag.ms', 'ms', 0, 9223372036854775807),
         -- KIP-354; Kafka's default (no limit) is the int8 maximum
         ('max.compaction.lag.ms', 'ms', 1, 9223372036854775807),
-        ('delete.retention.ms', 'ms', 0, 31557600000000)) AS s(key, kind, min, max)
+        ('delete.retention.ms', 'ms', 0, 9223372036854775807),
+        -- kept and reported, not acted on
+        ('compression.type', 'compression', NULL, NULL),
+        ('compression.gzip.level', 'count', -1, 9),
+        ('compression.lz4.level', 'count', 1, 17),
+        ('compression.zstd.level', 'count', -131072, 22),
+        ('file.delete.delay.ms', 'ms', 0, 9223372036854775807),
+        ('flush.messages', 'count', 1, 9223372036854775807),
+        ('flush.ms', 'ms', 0, 9223372036854775807),
+        ('index.interval.bytes', 'bytes', 0, 2147483647),
+        ('segment.index.bytes', 'bytes', 4, 2147483647),
+        ('segment.jitter.ms', 'ms', 0, 9223372036854775807),
+        ('preallocate', 'bool', NULL, NULL),
+        ('message.downconversion.enable', 'bool', NULL, NULL),
+        ('message.format.version', 'version', NULL, NULL),
+        ('leader.replication.throttled.replicas', 'replicas', NULL, NULL),
+        ('follower.replication.throttled.replicas', 'replicas', NULL, NULL),
+        ('local.retention.ms', 'ms', -2, 9223372036854775807),
+        ('local.retention.bytes', 'bytes', -2, 9223372036854775807),
+        ('remote.storage.enable', 'off', NULL, NULL),
+        ('remote.log.copy.disable', 'bool', NULL, NULL),
+        ('remote.log.delete.on.disable', 'bool', NULL, NULL)) AS s(key, kind, min, max)
      WHERE s.key = p_key;
     IF kind IS NULL THEN
         RAISE EXCEPTION 'unknown topic config key "%"', p_key
             USING ERRCODE = 'MQ004',
-                  HINT = 'Known keys: retention.ms, retention.bytes, segment.bytes, segment.ms, segment.records, '
-                         'max.message.bytes, min.insync.replicas, replication.factor, '
-                         'unclean.leader.election.enable, cleanup.policy, message.timestamp.type, '
-                         'message.timestamp.difference.max.ms, message.timestamp.before.max.ms, '
-                         'message.timestamp.after.max.ms, min.cleanable.dirty.ratio, '
-                         'min.compaction.lag.ms, max.compaction.lag.ms, delete.retention.ms.';
+                  HINT = 'The keys are Kafka''s topic configs (docs/sql.md#configuration lists them).';
     END IF;
 END $$;
+
+-- A value of a key kept but not acted on that is no number: compression
+-- (Kafka's compression.type values), version (message.format.version,
+-- deprecated and ignored by Kafka 3), replicas (a throttled replica list:
+-- "*" or partition:broker pairs) or off (tiered storage, which mq does not
+-- have: only false).  Returns the value as stored.
+CREATE FUNCTION mq._config_text(p_key text, p_val jsonb, p_kind text) RETURNS jsonb
+LANGUAGE plpgsql IMMUTABLE SET search_path = pg_catalog, pg_temp AS $$
+DECLARE
+    v text := CASE WHEN jsonb_typeof(p_val) IN ('string', 'boolean') THEN p_val #>> '{}' END;
+BEGIN
+    IF p_kind = 'off' AND lower(v) = 'false' THEN
+        RETURN to_jsonb(false);
+    ELSIF p_kind = 'off' AND lower(v) = 'true' THEN
+        RAISE EXCEPTION 'tiered storage is not supported: "%" must be false', p_key
+            USING ERRCODE = 'MQ004', HINT = 'mq keeps every segment in PostgreSQL.';
+    ELSIF (p_kind = 'compression' AND v IN ('uncompressed', 'zstd', 'lz4', 'snappy', 'gzip', 'producer'))
+       OR (p_kind = 'version' AND v ~ '^[0-9]+\.[0-9]+(\.[0-9]+)?(-IV[0-9]+)?$')
+       OR (p_kind = 'replicas' AND v ~ '^\s*(\*|[0-9]+\s*:\s*[0-9]+(\s*,\s*[0-9]+\s*:\s*[0-9]+)*)?\s*$') THEN
+        RETURN to_jsonb(v);
+    END IF;
+    RAISE EXCEPTION 'invalid value % for "%"', p_val, p_key
+        USING ERRCODE = 'MQ004',
+              HINT = CASE p_kind WHEN 'compression' THEN 'Use uncompressed, zstd, lz4, snappy, gzip or producer.'
+                                 WHEN 'version' THEN 'Give a Kafka version, for example "3.0-IV1".'
+                                 WHEN 'replicas' THEN 'Give "*" or partition:broker pairs, for example "0:1,1:2".'
+                                 ELSE 'Use false.' END;
+END $$;
+
+-- A time limit of config as mq computes with it: the number, at most
+-- 1,000 years (an interval's range; Kafka's "no limit" is the int8
+-- maximum), NULL when not set.
+CREATE FUNCTION mq._config_ms(config jsonb, key text) RETURNS bigint
+LANGUAGE sql IMMUTABLE SET search_path = pg_catalog, pg_temp AS $$
+    SELECT least(v, 31557600000000)     -- least() alone would make NULL the maximum
+      FROM (SELECT (config OPERATOR(pg_catalog.->>) key)::bigint) s(v) WHERE v IS NOT NULL
+$$;
 
 -- A number-valued config key's value, for validate_config: a JSON number,
 -- or a string holding a number and a unit of the key's kind ('7d',
@@ -182,6 +239,8 @@ BEGIN
             v_out := v_out || jsonb_build_object(v_key, v_val);
         ELSIF v_kind = 'policy' THEN
             v_out := v_out || mq._validate_compaction_config(v_key, v_val);
+        ELSIF v_kind IN ('compression', 'version', 'replicas', 'off') THEN
+            v_out := v_out || jsonb_build_object(v_key, mq._config_text(v_key, v_val, v_kind));
         ELSE
             v_out := v_out || jsonb_build_object(v_key, mq._config_number(v_key, v_val, v_kind, v_min, v_max));
         END IF;
@@ -192,12 +251,6 @@ BEGIN
         RAISE EXCEPTION 'min.compaction.lag.ms (%) is larger than max.compaction.lag.ms (%)',
             v_out->>'min.compaction.lag.ms', v_out->>'max.compaction.lag.ms'
             USING ERRCODE = 'MQ004', HINT = 'A record must be allowed to wait the minimum before it must be compacted.';
-    END IF;
-    -- an unreplicated topic has one replica
-    IF (v_out->>'min.insync.replicas')::int > coalesce((v_out->>'replication.factor')::int, 1) THEN
-        RAISE EXCEPTION 'min.insync.replicas (%) is larger than replication.factor (%)',
-            v_out->>'min.insync.replicas', coalesce(v_out->>'replication.factor', '1')
-            USING ERRCODE = 'MQ004', HINT = 'No write could ever be acknowledged with acks=all.';
     END IF;
     RETURN v_out;
 END $$;

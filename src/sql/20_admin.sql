@@ -183,8 +183,9 @@ CREATE FUNCTION mq._segment_roll_ms(p_config jsonb) RETURNS bigint
 LANGUAGE sql IMMUTABLE SET search_path = pg_catalog, pg_temp AS $$
     SELECT CASE WHEN coalesce(p_config->>'cleanup.policy', 'delete') IN ('compact', 'compact,delete')
                      AND (p_config->>'max.compaction.lag.ms')::bigint <= 31557600000000
-                THEN least((p_config->>'segment.ms')::bigint, (p_config->>'max.compaction.lag.ms')::bigint)
-                ELSE (p_config->>'segment.ms')::bigint END
+                THEN least(mq._config_ms(p_config, 'segment.ms'), (p_config->>'max.compaction.lag.ms')::bigint)
+                WHEN (p_config->>'segment.ms')::bigint <= 31557600000000
+                THEN (p_config->>'segment.ms')::bigint END
 $$;
 
 -- segment.ms: close the segment being written at the log end once its first

@@ -9,7 +9,8 @@
 -- (no roll by time), segment.records (from segment.bytes and the record
 -- size) and replication.factor (not a Kafka config).  Where mq's default
 -- differs from Kafka's it is mq's: retention.ms is -1 (keep everything),
--- not seven days.
+-- not seven days.  The keys mq keeps without acting on them (10_helpers.sql)
+-- have Kafka 3.9's defaults.
 -------------------------------------------------------------------------------
 
 CREATE FUNCTION mq.config_defaults() RETURNS jsonb
@@ -32,4 +33,25 @@ LANGUAGE sql STABLE SET search_path = pg_catalog, pg_temp AS $$
         'retention.ms', -1,
         'segment.bytes', 1073741824,
         'unclean.leader.election.enable', false)
+    || jsonb_build_object(
+        'compression.type', 'producer',
+        'compression.gzip.level', -1,
+        'compression.lz4.level', 9,
+        'compression.zstd.level', 3,
+        'file.delete.delay.ms', 60000,
+        'flush.messages', 9223372036854775807,
+        'flush.ms', 9223372036854775807,
+        'follower.replication.throttled.replicas', '',
+        'index.interval.bytes', 4096,
+        'leader.replication.throttled.replicas', '',
+        'local.retention.bytes', -2,
+        'local.retention.ms', -2,
+        'message.downconversion.enable', true,
+        'message.format.version', '3.0-IV1',
+        'preallocate', false,
+        'remote.log.copy.disable', false,
+        'remote.log.delete.on.disable', false,
+        'remote.storage.enable', false,
+        'segment.index.bytes', 10485760,
+        'segment.jitter.ms', 0)
 $$;

@@ -5,9 +5,11 @@
 --
 --   acks     '0', '1', 'all' or '-1' (Kafka's name for all); anything else
 --            is MQ016 (Kafka's INVALID_REQUIRED_ACKS) and nothing is written.
---   before   acks=all needs a partition, and on a replicated partition this
---            node leads, an ISR smaller than min.insync.replicas is MQ021
---            (Kafka's NOT_ENOUGH_REPLICAS): nothing is written.
+--   before   acks=all needs a partition, and where this node leads it (or
+--            holds the one copy of a topic that is not replicated: an ISR
+--            of 1, as a Kafka topic of one replica), an ISR smaller than
+--            min.insync.replicas is MQ021 (Kafka's NOT_ENOUGH_REPLICAS):
+--            nothing is written.
 --   batch    batch_bytes, the size of the Kafka record batch the records
 --            came in as sent (mq-kafka gives it), is what max.message.bytes
 --            limits, as in Kafka: larger is MQ040 (MESSAGE_TOO_LARGE),
@@ -73,10 +75,10 @@ BEGIN
             RAISE EXCEPTION 'acks=all needs a partition' USING ERRCODE = 'MQ010',
                 HINT = 'mq.partition_for gives the partition of a key.';
         END IF;
-        SELECT s.leader_epoch, s.role, s.min_isr, COALESCE(s.isr, 0)
+        SELECT s.leader_epoch, s.role, s.min_isr, s.isr
           INTO v_epoch, v_role, v_min, v_isr
           FROM mq._produce_state(topic, produce_records.partition) s;
-        IF v_role OPERATOR(pg_catalog.=) 'leader' AND v_isr OPERATOR(pg_catalog.<) v_min THEN
+        IF v_role OPERATOR(pg_catalog.<>) 'follower' AND v_isr OPERATOR(pg_catalog.<) v_min THEN
             RAISE EXCEPTION 'not enough in-sync replicas for "%" partition %: % in sync, min.insync.replicas is %',
                 topic, produce_records.partition, v_isr, v_min
                 USING ERRCODE = 'MQ021', DETAIL = 'Nothing was written.',

@@ -14,8 +14,13 @@ DECLARE
 BEGIN
     PERFORM mq._authorize(p_caller, 'topic', topic, 'write');
     v_id := mq._topic_id(topic);
+    -- the ISR: a replicated partition's, or the one copy of a topic that
+    -- is not replicated (as a Kafka topic of one replica); NULL for a
+    -- replicated topic this node does not hold as leader or follower yet
     SELECT p.leader_epoch, p.role, coalesce((t.config->>'min.insync.replicas')::integer, 1),
-           cardinality(r.isr)
+           coalesce(cardinality(r.isr),
+                    CASE WHEN p.role = 'standalone'
+                              AND coalesce((t.config->>'replication.factor')::integer, 1) <= 1 THEN 1 END)
       INTO leader_epoch, role, min_isr, isr
       FROM mq.partition_state p JOIN mq.topic t USING (topic_id)
       LEFT JOIN mq.replica_partition r USING (topic_id, partition)

@@ -135,7 +135,7 @@ DECLARE
     v_end bigint;
     v_total bigint;
     v_lost jsonb;
-    v_ms bigint := coalesce((p_config->>'retention.ms')::bigint, -1);
+    v_ms bigint := coalesce(mq._config_ms(p_config, 'retention.ms'), -1);
     v_bytes bigint := coalesce((p_config->>'retention.bytes')::bigint, -1);
     v_dropped integer := 0;
 BEGIN

@@ -204,8 +204,8 @@ LANGUAGE plpgsql SET search_path = pg_catalog, pg_temp AS $$
 DECLARE
     st mq.partition_state;
     v_ratio numeric := coalesce((p_config->>'min.cleanable.dirty.ratio')::numeric, 0.5);
-    v_lag bigint := coalesce((p_config->>'min.compaction.lag.ms')::bigint, 0);
-    v_dr bigint := coalesce((p_config->>'delete.retention.ms')::bigint, 86400000);
+    v_lag bigint := coalesce(mq._config_ms(p_config, 'min.compaction.lag.ms'), 0);
+    v_dr bigint := coalesce(mq._config_ms(p_config, 'delete.retention.ms'), 86400000);
     v_cp bigint;
     v_ce bigint;
     v_tomb bigint;

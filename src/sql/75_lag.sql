@@ -76,7 +76,7 @@ DECLARE
     v_expiry timestamptz;      -- when its newest record is older than retention.ms
     v_headroom interval;
 BEGIN
-    SELECT (t.config->>'retention.ms')::bigint, mq._segment_roll_ms(t.config) INTO v_ms, v_segment_ms
+    SELECT mq._config_ms(t.config, 'retention.ms'), mq._segment_roll_ms(t.config) INTO v_ms, v_segment_ms
       FROM mq.topic t WHERE t.topic_id = p_topic_id;
     IF v_ms IS NULL OR v_ms < 0 THEN
         RETURN NULL;

@@ -34,6 +34,10 @@ COMMENT ON TYPE mq.header IS
     'one Kafka record header: a key (keys may repeat in a list) and a value (null differs from empty)';
 
 -- Helpers (10_helpers.sql; validate_config and murmur2 are commented there)
+COMMENT ON FUNCTION mq._config_text(text, jsonb, text) IS
+    'internal: validate_config''s check of a Kafka topic config mq keeps without acting on it and that is no number';
+COMMENT ON FUNCTION mq._config_ms(jsonb, text) IS
+    'internal: a time limit of a topic config as mq computes with it: at most 1,000 years (Kafka''s no limit is the int8 maximum); NULL when not set';
 COMMENT ON FUNCTION mq._config_key(text) IS
     'internal: a topic config key''s kind and range, for validate_config (an unknown key is an error)';
 COMMENT ON FUNCTION mq._config_number(text, jsonb, text, numeric, numeric) IS

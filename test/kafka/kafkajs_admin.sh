@@ -76,12 +76,12 @@ check_match "$(json_get "$JS" '{configs,defaults}')" 'cleanup.policy=delete\(5\)
 B="$(json_get "$JS" '{configs,brokerConfigs}')"
 for want in 'log.retention.ms=-1(5,ro)' 'log.retention.bytes=-1(5,ro)' 'log.cleanup.policy=delete(5,ro)' \
 	'log.segment.bytes=1073741824(5,ro)' "message.max.bytes=$(sql "SELECT setting FROM pg_settings WHERE name = 'mq.message_max_bytes'")(5,ro)" \
-	'min.insync.replicas=1(5,ro)' 'broker.id=1(4,ro)' 'auto.create.topics.enable=true(4,ro)' 'connections.max.idle.ms=600000(4,ro)' \
+	'min.insync.replicas=1(5,ro)' 'compression.type=producer(5,ro)' 'log.roll.jitter.ms=0(5,ro)' 'broker.id=1(4,ro)' 'auto.create.topics.enable=true(4,ro)' 'connections.max.idle.ms=600000(4,ro)' \
 	'num.partitions=1(4,ro)' 'default.replication.factor=1(4,ro)' 'group.initial.rebalance.delay.ms=300(4,ro)' \
 	'group.min.session.timeout.ms=6000(4,ro)' 'group.max.session.timeout.ms=1800000(4,ro)'; do
 	check_match " $B " " ${want//[().]/\\&} " "DescribeConfigs of broker 1: $want"
 done
-check_eq "$(wc -w <<<"$B")" "23" "and nothing else: 15 topic defaults renamed, 8 settings of the daemon"
+check_eq "$(wc -w <<<"$B")" "38" "and nothing else: 30 topic defaults renamed, 8 settings of the daemon"
 
 # ListPartitionReassignments and AlterPartitionReassignments on a single
 # daemon (h_reassign.c): nothing moves, only broker 1 may hold a replica

@@ -3,11 +3,13 @@
 -- config, mq._config_incremental applies SET, DELETE, APPEND and
 -- SUBTRACT; bad operations get MQ010, bad values MQ004 from
 -- mq.alter_topic, and neither changes the topic.  mq.config_defaults,
--- which DescribeConfigs lists, are valid values of known keys.
+-- which DescribeConfigs lists, are valid values of known keys.  Kafka's
+-- topic configs mq does not act on are kept and checked as Kafka checks
+-- them.
 \set ON_ERROR_STOP on
 SET client_min_messages = warning;
 BEGIN;
-SELECT plan(17);
+SELECT plan(24);
 
 SELECT mq.create_topic('co', 1, '{"retention.ms": "1d", "segment.records": 100}');
 CREATE TEMP VIEW cfg AS SELECT config FROM mq.topics WHERE topic = 'co';
@@ -54,6 +56,29 @@ SET LOCAL mq.message_max_bytes = 5000;
 SELECT is(mq.config_defaults()->>'max.message.bytes', '5000', 'max.message.bytes follows mq.message_max_bytes');
 RESET mq.message_max_bytes;
 SELECT is(mq.config_defaults()->>'retention.ms', '-1', 'retention.ms: mq keeps everything by default');
+
+-- Kafka's other topic configs: kept as given (units resolved), reported,
+-- checked as Kafka checks them; tiered storage cannot be turned on
+SELECT is(mq.validate_config('{"compression.type": "zstd", "compression.zstd.level": -5, "preallocate": "true",
+                               "segment.jitter.ms": "1h", "flush.messages": 9223372036854775807,
+                               "message.format.version": "2.8-IV1", "remote.storage.enable": "false",
+                               "leader.replication.throttled.replicas": "0:1,1:2",
+                               "follower.replication.throttled.replicas": "*"}'),
+          '{"compression.type": "zstd", "compression.zstd.level": -5, "preallocate": true, "segment.jitter.ms": 3600000,
+            "flush.messages": 9223372036854775807, "message.format.version": "2.8-IV1", "remote.storage.enable": false,
+            "leader.replication.throttled.replicas": "0:1,1:2", "follower.replication.throttled.replicas": "*"}'::jsonb,
+          'Kafka''s topic configs that mq does not act on are kept, normalised');
+SELECT throws_ok($$SELECT mq.validate_config('{"compression.type": "brotli"}')$$, 'MQ004',
+                 'invalid value "brotli" for "compression.type"', 'an unknown codec is refused');
+SELECT throws_ok($$SELECT mq.validate_config('{"compression.lz4.level": 18}')$$, 'MQ004', NULL,
+                 'a compression level out of Kafka''s range is refused');
+SELECT throws_ok($$SELECT mq.validate_config('{"remote.storage.enable": true}')$$, 'MQ004',
+                 'tiered storage is not supported: "remote.storage.enable" must be false', 'tiered storage is refused');
+SELECT throws_ok($$SELECT mq.validate_config('{"leader.replication.throttled.replicas": "0-1"}')$$, 'MQ004', NULL,
+                 'a throttled replica list that is not partition:broker pairs is refused');
+SELECT is((SELECT count(*) FROM jsonb_each(mq.config_defaults()) d WHERE mq.validate_config(jsonb_build_object(d.key, d.value)) IS NULL),
+          0::bigint, 'every default DescribeConfigs lists is a valid value of its key');
+SELECT is(mq.config_defaults()->>'compression.type', 'producer', 'compression.type defaults to Kafka''s producer');
 
 SELECT * FROM finish();
 ROLLBACK;

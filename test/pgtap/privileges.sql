@@ -154,10 +154,18 @@ SELECT is((SELECT log_end_offset FROM mq.partitions WHERE topic = 'payments'), 1
 -- 6. numeric config bounded to what the code computes; one topic's
 --    maintenance failure is a warning, not a stop
 -------------------------------------------------------------------------------
-SELECT throws_ok($$ SELECT mq.create_topic('huge', 1, '{"retention.ms": 9223372036854775807}') $$,
-                 'MQ004', NULL, 'retention.ms beyond 1,000 years is refused');
-SELECT throws_ok($$ SELECT mq.create_topic('huge', 1, '{"segment.ms": 9223372036854775807}') $$,
-                 'MQ004', NULL, 'segment.ms beyond 1,000 years is refused');
+-- Kafka's "no limit", the int8 maximum, is taken for times, and the code
+-- computes with it as 1,000 years (mq._config_ms), without an overflow
+SELECT lives_ok($$ SELECT mq.create_topic('huge', 1, '{"retention.ms": 9223372036854775807, "segment.ms": 9223372036854775807,
+                                                      "cleanup.policy": "compact,delete", "delete.retention.ms": 9223372036854775807,
+                                                      "min.compaction.lag.ms": 9223372036854775807}') $$,
+                'time limits up to the int8 maximum are taken, as by Kafka');
+SELECT mq.send('huge', 'k', 'v');
+SELECT is((SELECT mq._retain_topic(topic_id, config) + mq._roll_segment_by_time(topic_id, 0)::int
+                  + coalesce(mq._compact_partition(topic_id, 0, config), 0)::int
+                  + (mq._retention_headroom(topic_id, 0, 0) IS NOT NULL)::int
+             FROM mq.topic WHERE topic_name = 'huge'), 1,
+          'retention, the roll by time, compaction and the lag''s headroom compute with them: nothing dropped, rolled or cleaned');
 SELECT throws_ok($$ SELECT mq.create_topic('huge', 1, '{"replication.factor": 3000000000}') $$,
                  'MQ004', NULL, 'a count beyond int4 is refused');
 SELECT throws_ok($$ SELECT mq.alter_topic('payments', '{"retention.ms": "300000000000d"}') $$,
@@ -176,7 +184,7 @@ SELECT lives_ok($$ SELECT mq.create_topic('long-lived', 1, '{"retention.ms": "10
 SAVEPOINT maint;
 -- a topic whose config could not be computed with (as a bad upgrade or a
 -- hand edit might leave it)
-UPDATE mq.topic SET config = '{"segment.ms": 9223372036854775807}' WHERE topic_name = 'orders.eu';
+UPDATE mq.topic SET config = '{"segment.ms": "forever"}' WHERE topic_name = 'orders.eu';
 SELECT lives_ok($$ SELECT mq.run_maintenance() $$, 'maintenance survives one broken topic');
 ROLLBACK TO SAVEPOINT maint;
 
@@ -397,7 +405,7 @@ SELECT throws_ok($$ SELECT mq.grant('read', 'topic', 'x', 'no_such_role_mqp') $$
 SELECT is((SELECT array_agg(DISTINCT p.proname::text ORDER BY p.proname::text)
              FROM pg_proc p, aclexplode(coalesce(p.proacl, acldefault('f', p.proowner))) a
             WHERE p.pronamespace = 'mq'::regnamespace AND a.grantee = 0 AND a.privilege_type = 'EXECUTE'),
-          ARRAY['_await_partitions', '_config_incremental', '_config_key', '_config_number', '_config_replace',
+          ARRAY['_await_partitions', '_config_incremental', '_config_key', '_config_ms', '_config_number', '_config_replace', '_config_text',
                 -- pure encoders of Kafka's consumer protocol (mq-kafka's DescribeGroups as the client's role)
                 '_consumer_assignment', '_consumer_subscription',
                 '_describable', '_grant_shown', '_has_privilege', '_kafka_string', '_log_end_offset', '_produce_answer', '_produce_state', '_replica_await_hwm',

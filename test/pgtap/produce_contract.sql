@@ -8,7 +8,7 @@
 -- test/kafka/produce_acks.sh run the same cases through mq.produce,
 -- mqctl and mq-kafka, with commits and concurrent waits.
 BEGIN;
-SELECT plan(20);
+SELECT plan(23);
 
 SELECT mq.create_topic('pc', 1, '{"replication.factor": 3, "min.insync.replicas": 2}');
 SELECT mq.create_topic('pc_plain', 1);
@@ -29,6 +29,16 @@ SELECT is((SELECT row(msg_offset, await_epoch, await_min_isr)::text
              FROM mq.produce_records('pc_plain', NULL, ARRAY['x']::bytea[], partition => 0, acks => 'all')),
           '(0,,)', 'unreplicated: acks=all writes and owes no wait');
 SELECT is(mq.produce_await('pc_plain', 0, 0, NULL, NULL), NULL, 'produce_await with nothing owed returns NULL at once');
+
+-- a topic that is not replicated has an ISR of one: with min.insync.replicas
+-- 2, acks=all is refused, as on a Kafka topic of one replica; acks=1 writes
+SELECT mq.create_topic('pc_misr', 1, '{"min.insync.replicas": 2}');
+SELECT throws_ok($$SELECT * FROM mq.produce_records('pc_misr', NULL, ARRAY['x']::bytea[], partition => 0, acks => 'all')$$,
+                 'MQ021', 'not enough in-sync replicas for "pc_misr" partition 0: 1 in sync, min.insync.replicas is 2',
+                 'unreplicated, min.insync.replicas 2: acks=all is refused');
+SELECT is((SELECT count(*) FROM mq.produce_records('pc_misr', NULL, ARRAY['x']::bytea[], partition => 0, acks => '1')),
+          1::bigint, 'acks=1 is written');
+SELECT is((SELECT log_end_offset FROM mq.partitions WHERE topic = 'pc_misr'), 1::bigint, 'only the acks=1 record');
 
 -- the durability floor, for the transaction of the write
 SET LOCAL synchronous_commit = off;
