@@ -153,6 +153,13 @@ check_eq "$got" "0,1,2 3,4,5 6,7,8 9,10,11 12,13,14 15,16,17 " \
 	"transaction pooling: each poll got the next batch, none twice"
 check_eq "$(sql "SELECT mq.committed_offset('txm', 'pq', 0)")" 15 \
 	"transaction pooling: each poll committed the member's batch before it"
+# a COMMIT and what follows it in one query string run in one server
+# session (docs/delivery.md: COMMIT; SELECT mq.await_commit(...)), two
+# statements sent apart in two
+check_eq "$(many_client "BEGIN; SELECT pg_backend_pid(); COMMIT; SELECT pg_backend_pid()" | sort -u | grep -c .)" 1 \
+	"transaction pooling: COMMIT and the next statement in one query string share a server session"
+check_eq "$(psql -X -q -At -h 127.0.0.1 -p "$port" -d "${PGDATABASE}_many" -c "SELECT pg_backend_pid()" -c "SELECT pg_backend_pid()" |
+	sort -u | grep -c .)" 2 "transaction pooling: sent apart, they do not"
 # without auto_commit: poll and commit in one transaction
 got="$(psql -X -q -At -v ON_ERROR_STOP=1 -h 127.0.0.1 -p "$port" <<'SQL'
 BEGIN;
