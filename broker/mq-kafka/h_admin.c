@@ -9,10 +9,14 @@
  * database: a name given twice in one request (INVALID_REQUEST, answered
  * once, nothing of it made), a partition count of 0 or below -1
  * (INVALID_PARTITIONS), a replication factor of 0 or below -1
- * (INVALID_REPLICATION_FACTOR).  On a single node, topics are created
- * unreplicated: a replication factor above 1 and manual replica
- * assignments are refused (INVALID_REPLICATION_FACTOR,
- * INVALID_REPLICA_ASSIGNMENT).  Names (with Kafka's collision rule) and
+ * (INVALID_REPLICATION_FACTOR), a manual replica assignment beside a
+ * partition count or replication factor (INVALID_REQUEST) or that is not
+ * partitions 0 .. n-1 with as many distinct brokers each
+ * (INVALID_REPLICA_ASSIGNMENT).  On a single node, topics are created
+ * unreplicated: a replication factor above 1 is refused
+ * (INVALID_REPLICATION_FACTOR), and an assignment may name only this
+ * broker (INVALID_REPLICA_ASSIGNMENT otherwise); in a cluster manual
+ * assignments are refused (a topic is reassigned once made).  Names (with Kafka's collision rule) and
  * configs are mq.create_topic's to check (INVALID_TOPIC_EXCEPTION,
  * INVALID_CONFIG): configs go to it as a JSON object of strings.
  * validate_only runs the creation in a transaction that is rolled back.
@@ -139,25 +143,72 @@ refuse(TopicSpec *t, int16_t code, const char *message)
 	}
 }
 
+/*
+ * One partition's replica list of a manual assignment; its length is
+ * *replicas (the first list's).  A single node is one broker, so only
+ * that broker alone can hold a replica; in a cluster manual assignments
+ * are refused (a topic is made, then moved: AlterPartitionReassignments).
+ */
+static void
+read_replica_list(KReader *r, TopicSpec *t, int32_t *replicas)
+{
+	int32_t		n = kr_array(r, 4);
+
+	for (int32_t j = 0; j < n && !r->err; j++)
+		if (kr_i32(r) != kconfig.node_id && !cluster_enabled())
+			refuse(t, KERR_INVALID_REPLICA_ASSIGNMENT, "unknown broker in the replica assignment");
+	kr_tags(r);
+	if (n <= 0 || (*replicas >= 0 && n != *replicas))
+		refuse(t, KERR_INVALID_REPLICA_ASSIGNMENT, "every partition needs the same number of replicas, at least one");
+	else if (n > 1 && !cluster_enabled())
+		refuse(t, KERR_INVALID_REPLICA_ASSIGNMENT, "duplicate brokers in the replica assignment");
+	*replicas = n;
+	if (cluster_enabled())
+		refuse(t, KERR_INVALID_REPLICA_ASSIGNMENT,
+			   "manual replica assignments are not supported in a replicated cluster: create the topic, then reassign");
+}
+
+/*
+ * CreateTopics' manual assignment: partitions 0 .. n-1 once each, as
+ * Kafka's controller checks it, and then the topic's partitions and
+ * replication factor.
+ */
+static void
+read_assignment(KReader *r, TopicSpec *t, int32_t nassign)
+{
+	uint8_t    *seen = mq_malloc0(nassign > 0 ? nassign : 1);
+	int32_t		replicas = -1;
+
+	if (nassign > 0 && (t->partitions != -1 || t->replication != -1))
+		refuse(t, KERR_INVALID_REQUEST, "both a partition count or replication factor and a replica assignment were given");
+	for (int32_t i = 0; i < nassign && !r->err; i++)
+	{
+		int32_t		index = kr_i32(r);
+
+		if (index < 0 || index >= nassign || seen[index])
+			refuse(t, KERR_INVALID_REPLICA_ASSIGNMENT, "the assigned partitions must be 0, 1, 2, ... each once");
+		else
+			seen[index] = 1;
+		read_replica_list(r, t, &replicas);
+	}
+	free(seen);
+	if (nassign > 0)
+	{
+		t->partitions = nassign;
+		t->replication = (int16_t) replicas;
+	}
+}
+
 /* CreateTopics: one topic of the request, and what is refused at once */
 static void
 read_spec(KReader *r, TopicSpec *t)
 {
-	int32_t		nassign,
-				n;
+	int32_t		n;
 
 	t->name = kr_str(r);
 	t->partitions = kr_i32(r);
 	t->replication = kr_i16(r);
-	nassign = kr_array(r, 8);
-	for (int32_t i = 0; i < nassign && !r->err; i++)
-	{
-		(void) kr_i32(r);
-		n = kr_array(r, 4);
-		for (int32_t j = 0; j < n; j++)
-			(void) kr_i32(r);
-		kr_tags(r);
-	}
+	read_assignment(r, t, kr_array(r, 8));
 	mq_array_init(&t->keys, MQ_TEXTOID);
 	mq_array_init(&t->vals, MQ_TEXTOID);
 	n = kr_array(r, 4);
@@ -178,8 +229,6 @@ read_spec(KReader *r, TopicSpec *t)
 		refuse(t, KERR_INVALID_REPLICATION_FACTOR, "the replication factor must be positive, or -1 for the default");
 	if (t->replication > 1 && !cluster_enabled())
 		refuse(t, KERR_INVALID_REPLICATION_FACTOR, "a single mq-kafka is one broker: replication factor 1 at most");
-	if (nassign > 0)
-		refuse(t, KERR_INVALID_REPLICA_ASSIGNMENT, "manual replica assignments are not supported");
 	if (t->partitions < 0)
 		t->partitions = kconfig_num_partitions();
 }
@@ -460,23 +509,16 @@ create_partitions_done(KRequest *req)
 static void
 read_growth(KReader *r, TopicSpec *t)
 {
-	int32_t		nassign;
+	int32_t		nassign,
+				replicas = -1;
 
 	t->name = kr_str(r);
 	t->partitions = kr_i32(r);
 	nassign = kr_array(r, 4);
 	for (int32_t a = 0; a < nassign && !r->err; a++)
-	{
-		int32_t		nb = kr_array(r, 4);
-
-		for (int32_t b = 0; b < nb; b++)
-			(void) kr_i32(r);
-		kr_tags(r);
-	}
+		read_replica_list(r, t, &replicas);
 	kr_tags(r);
 	t->stmt = t->coord_stmt = -1;
-	if (nassign > 0)
-		refuse(t, KERR_INVALID_REPLICA_ASSIGNMENT, "manual replica assignments are not supported");
 }
 
 /* CreatePartitions: the statement of a topic not refused */

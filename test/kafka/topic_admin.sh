@@ -5,7 +5,8 @@
 # of 0 or below -1 (INVALID_PARTITIONS), replication factors of 0 or below
 # -1 or above the one broker (INVALID_REPLICATION_FACTOR), a name (or id)
 # given twice in one request (INVALID_REQUEST, answered once, nothing of
-# it made, grown or dropped), a DeleteTopics v6 entry with neither or both
+# it made, grown or dropped), manual replica assignments as Kafka's one
+# broker checks them (made where they name only it, partitions 0 .. n-1), a DeleteTopics v6 entry with neither or both
 # of name and id, a name differing from an existing one only in '.'
 # against '_' (INVALID_TOPIC_EXCEPTION); AlterConfigs and
 # IncrementalAlterConfigs naming a key twice, a resource twice (each
@@ -33,10 +34,12 @@ case_is create_twice '[["dup", 42, "duplicate topic name"], ["uniq", 0, null]]' 
 	"CreateTopics naming a topic twice: INVALID_REQUEST, answered once; the other topic made"
 case_is create_collision '[["co.ll", 17, "topic \"co.ll\" collides with existing topic \"co_ll\""]]' \
 	"a name differing from an existing one only in . against _: INVALID_TOPIC_EXCEPTION"
-case_is create_assignment '[["asg", 39, "manual replica assignments are not supported"]]' \
-	"a manual assignment: INVALID_REPLICA_ASSIGNMENT"
-check_eq "$(sql "SELECT string_agg(topic, ',' ORDER BY topic) FROM mq.topics")" "co_ll,grown,keep,uniq" \
-	"of all these, only the unrepeated valid topic was made"
+case_is create_assignment '[["asg", 0, null], ["asg_both", 42, "both a partition count or replication factor and a replica assignment were given"], ["asg_dup", 39, "duplicate brokers in the replica assignment"], ["asg_gap", 39, "the assigned partitions must be 0, 1, 2, ... each once"], ["asg_unknown", 39, "unknown broker in the replica assignment"]]' \
+	"manual assignments: made where they name only this broker, partitions 0 .. n-1 (as Kafka's one broker); refused as Kafka refuses them otherwise"
+case_is grow_assignment '[["asg", 0, null], ["keep", 39, "unknown broker in the replica assignment"]]' \
+	"CreatePartitions with an assignment naming this broker grows the topic; naming another is INVALID_REPLICA_ASSIGNMENT"
+check_eq "$(sql "SELECT string_agg(topic || ':' || partitions, ',' ORDER BY topic) FROM mq.topics")" "asg:3,co_ll:1,grown:1,keep:1,uniq:1" \
+	"of all these, only the unrepeated valid topics were made, the assigned one with its two partitions, then grown to three"
 case_is grow_twice '[["grown", 42, "duplicate topic name"]]' \
 	"CreatePartitions naming a topic twice: INVALID_REQUEST, answered once"
 check_eq "$(sql "SELECT partitions FROM mq.topics WHERE topic = 'grown'")" "1" "and the topic was not grown"
@@ -61,7 +64,7 @@ run kcat_ -P -t "bad name" -X message.timeout.ms=30000 <<<"x"
 check_match "$RC:$ERR" '^[1-9].*Invalid topic' "kcat producing to an invalid name fails with Kafka's error"
 run kcat_ -P -t made_on_the_fly <<<"x"
 expect_rc 0 "kcat producing to a valid new name"
-check_eq "$(sql "SELECT string_agg(topic, ',' ORDER BY topic) FROM mq.topics WHERE topic NOT IN ('co_ll', 'grown', 'keep', 'uniq')")" \
+check_eq "$(sql "SELECT string_agg(topic, ',' ORDER BY topic) FROM mq.topics WHERE topic NOT IN ('asg', 'co_ll', 'grown', 'keep', 'uniq')")" \
 	"made_on_the_fly" "only the valid name was made"
 kafka_kill
 finish

@@ -36,7 +36,8 @@ def create(case, *topics, partitions=1, rf=1):
 
 
 def grow(case, *topics):
-    req = CreatePartitionsRequest[1](topic_partitions=[(t, (n, None)) for t, n in topics],
+    """each topic (name, count, assignments or None)"""
+    req = CreatePartitionsRequest[1](topic_partitions=[(t[0], (t[1], t[2] if len(t) > 2 else None)) for t in topics],
                                      timeout=5000, validate_only=False)
     out[case] = sorted(list(e) for e in send(req).topic_errors)
 
@@ -96,7 +97,10 @@ create('create_partitions', ('pz', 0, 1), ('pm', -2, 1))
 create('create_replication', ('rz', 1, 0), ('rm', 1, -2), ('r3', 1, 3))
 create('create_twice', ('dup', 1, 1), ('uniq', 1, 1), ('dup', 2, 1))
 create('create_collision', ('co.ll', 1, 1))
-create('create_assignment', ('asg', -1, -1, [(0, [1])]))
+create('create_assignment', ('asg', -1, -1, [(1, [1]), (0, [1])]), ('asg_both', 2, -1, [(0, [1])]),
+       ('asg_unknown', -1, -1, [(0, [2])]), ('asg_gap', -1, -1, [(0, [1]), (2, [1])]),
+       ('asg_dup', -1, -1, [(0, [1, 1])]))
+grow('grow_assignment', ('asg', 3, [[1]]), ('keep', 2, [[2]]))
 grow('grow_twice', ('grown', 2), ('grown', 3))
 delete('delete_twice', 'keep', 'keep')
 delete_v6('delete_v6', (None, bytes.fromhex(sys.argv[2])), (None, bytes.fromhex(sys.argv[2])),
