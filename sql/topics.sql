@@ -159,8 +159,8 @@ SELECT pg_temp.err($$SELECT mq.create_topic('cfg', 1, '{"cleanup.policy": "compa
 -- below the minimum of the key
 SELECT pg_temp.err($$SELECT mq.create_topic('cfg', 1, '{"retention.ms": -2}')$$);
 SELECT pg_temp.err($$SELECT mq.create_topic('cfg', 1, '{"retention.bytes": "-5"}')$$);
-SELECT pg_temp.err($$SELECT mq.create_topic('cfg', 1, '{"segment.bytes": 100}')$$);
-SELECT pg_temp.err($$SELECT mq.create_topic('cfg', 1, '{"segment.bytes": "1023B"}')$$);
+SELECT pg_temp.err($$SELECT mq.create_topic('cfg', 1, '{"segment.bytes": 13}')$$);
+SELECT pg_temp.err($$SELECT mq.create_topic('cfg', 1, '{"segment.bytes": "13B"}')$$);
 SELECT pg_temp.err($$SELECT mq.create_topic('cfg', 1, '{"segment.ms": 0}')$$);
 SELECT pg_temp.err($$SELECT mq.create_topic('cfg', 1, '{"segment.records": 0}')$$);
 SELECT pg_temp.err($$SELECT mq.create_topic('cfg', 1, '{"min.insync.replicas": 0}')$$);

@@ -57,7 +57,9 @@ BEGIN
     SELECT s.kind, s.min, s.max INTO kind, min, max FROM (VALUES
         ('retention.ms', 'ms', -1, 9223372036854775807),
         ('retention.bytes', 'bytes', -1, 9223372036854775807),
-        ('segment.bytes', 'bytes', 1024, 2147483647),
+        -- Kafka's minimum (a legacy record's overhead); mq's segments hold at
+        -- least 1,000 records whatever it says (mq._segment_span)
+        ('segment.bytes', 'bytes', 14, 2147483647),
         ('segment.ms', 'ms', 1, 9223372036854775807),
         ('segment.records', 'count', 1, 2147483647),
         ('max.message.bytes', 'bytes', 0, 2147483647),

@@ -321,8 +321,8 @@ SELECT throws_ok($$SELECT mq.create_topic('c', 1, '{"no.such.key": 1}')$$, 'MQ00
                  'unknown topic config key "no.such.key"', 'unknown config key: MQ004');
 SELECT throws_ok($$SELECT mq.create_topic('c', 1, '{"retention.ms": "forever"}')$$, 'MQ004', NULL, 'bad config value: MQ004');
 SELECT throws_ok($$SELECT mq.create_topic('c', 1, '{"retention.ms": "3 weeks"}')$$, 'MQ004', NULL, 'bad config unit: MQ004');
-SELECT throws_ok($$SELECT mq.create_topic('c', 1, '{"segment.bytes": 100}')$$, 'MQ004',
-                 'invalid value 100 for "segment.bytes": the minimum is 1024', 'segment.bytes below its minimum: MQ004');
+SELECT throws_ok($$SELECT mq.create_topic('c', 1, '{"segment.bytes": 13}')$$, 'MQ004',
+                 'invalid value 13 for "segment.bytes": the minimum is 14', 'segment.bytes below Kafka''s minimum: MQ004');
 SELECT throws_ok($$SELECT mq.create_topic('c', 1, '{"segment.records": 0}')$$, 'MQ004', NULL,
                  'segment.records below its minimum: MQ004');
 SELECT throws_ok($$SELECT mq.create_topic('c', 1, '{"retention.ms": -2}')$$, 'MQ004', NULL, 'retention.ms below -1: MQ004');
