@@ -187,13 +187,14 @@ CREATE FUNCTION mq.kafka_txn_add_partition(transactional_id text, producer_id bi
 COMMENT ON FUNCTION mq.kafka_txn_add_partition(text, bigint, integer, text, integer) IS
     'mq-kafka API: a partition joins the transactional id''s transaction; needs write on the topic';
 
--- The caller may write the topic, and the partition exists here.  In a
--- replicated cluster the transaction's node need not hold a replica of
--- every topic the transaction writes (a topic with fewer replicas than
--- nodes): one it does not hold is taken as it is, the daemon having
--- checked it against the cluster's partitions (broker/mq-kafka/h_txn.c),
--- and its leader checks the records again when the commit sends them.
-CREATE FUNCTION mq._kafka_txn_partition(p_topic text, p_partition integer, p_caller oid) RETURNS void
+-- The caller may write the topic, and the partition exists here (true).
+-- In a replicated cluster the transaction's node need not hold a replica
+-- of every topic the transaction writes (a topic with fewer replicas than
+-- nodes): one it does not hold is taken as it is (false), the daemon
+-- having checked it against the cluster's partitions
+-- (broker/mq-kafka/h_txn.c), and its leader checks the records when the
+-- commit sends them.
+CREATE FUNCTION mq._kafka_txn_partition(p_topic text, p_partition integer, p_caller oid) RETURNS boolean
 LANGUAGE plpgsql SET search_path = pg_catalog, pg_temp AS $$
 DECLARE
     v_count integer;
@@ -201,7 +202,7 @@ BEGIN
     PERFORM mq._authorize(p_caller, 'topic', p_topic, 'write');
     SELECT t.partitions INTO v_count FROM mq.topic t WHERE t.topic_name OPERATOR(pg_catalog.=) p_topic;
     IF NOT FOUND AND mq._cluster_producer_ids() THEN
-        RETURN;
+        RETURN false;
     END IF;
     IF NOT FOUND THEN
         RAISE EXCEPTION 'topic "%" does not exist', p_topic USING ERRCODE = 'MQ001';
@@ -210,6 +211,7 @@ BEGIN
        OR p_partition OPERATOR(pg_catalog.>=) v_count THEN
         RAISE EXCEPTION 'topic "%" has no partition %', p_topic, p_partition USING ERRCODE = 'MQ006';
     END IF;
+    RETURN true;
 END $$;
 
 -- A transactional batch, staged until the transaction ends.  A retry of a
@@ -226,9 +228,11 @@ BEGIN
         RAISE EXCEPTION 'a staged batch needs as many keys as values, at least one' USING ERRCODE = 'MQ010';
     END IF;
     PERFORM mq._kafka_txn_lock($1, $2, $3, p_caller);
-    PERFORM mq._kafka_txn_partition($4, $5, p_caller);
     -- refused now, as Kafka refuses them, not when the commit appends them
-    PERFORM mq._check_records($4, $7, $8, $9, $5, NULL, NULL, NULL, $10, NULL, $11);
+    -- (a topic this node does not hold: by its leader at the commit)
+    IF mq._kafka_txn_partition($4, $5, p_caller) THEN
+        PERFORM mq._check_records($4, $7, $8, $9, $5, NULL, NULL, NULL, $10, NULL, $11);
+    END IF;
     PERFORM mq._kafka_txn_begin($1);
     INSERT INTO mq.kafka_txn_record (transactional_id, topic, partition, base_sequence, keys, vals,
                                      headers, timestamps)
