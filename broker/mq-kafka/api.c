@@ -89,7 +89,7 @@ static const KApi apis[] = {
 	{KAPI_DELETE_RECORDS, 0, 2, 2, h_delete_records,
 	 "`mq.delete_records`: the log start moves up to the offset (-1: the high watermark); the answer is the new low watermark"},
 	{KAPI_INIT_PRODUCER_ID, 0, 5, 2, h_init_producer_id,
-	 "`mq.init_producer()`; with a transactional id `mq.kafka_txn_init` (below: Transactions)"},
+	 "`mq.kafka_init_producer()` (WRITE on some topic, KIP-679); with a transactional id `mq.kafka_txn_init` (below: Transactions)"},
 	{KAPI_OFFSET_FOR_LEADER_EPOCH, 0, 4, 4, h_offset_for_leader_epoch,
 	 "where a leader epoch ends, from the partition's epoch history (`mq.leader_epochs`); the current leader epoch checked (v2+)"},
 	{KAPI_ADD_PARTITIONS_TO_TXN, 0, 5, 3, h_add_partitions_to_txn,

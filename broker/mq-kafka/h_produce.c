@@ -40,7 +40,8 @@
  * or staged batch); v8+ adds record_errors and error_message (always empty and
  * null here: a batch is refused whole); v9+ is flexible; v10 and v11 add
  * only tagged fields (KIP-951's leader hints), which are not sent.
- * InitProducerId with a transactional id is mq.kafka_txn_init: the id's
+ * InitProducerId without one is mq.kafka_init_producer, for a client that
+ * may write some topic (KIP-679).  With a transactional id it is mq.kafka_txn_init: the id's
  * producer id with the next epoch, which fences the older instance and
  * aborts its open transaction; a timeout outside 1 ms .. 15 min (Kafka's
  * transaction.max.timeout.ms) is INVALID_TRANSACTION_TIMEOUT.  v3+'s
@@ -493,7 +494,7 @@ init_producer_done(KRequest *req)
 		mq_log_warning("init producer id: %s", s->job.stmts[0].err.message);
 	if (code != KERR_NONE)
 		res = NULL;
-	/* no EXECUTE on mq.init_producer: Kafka's IdempotentWrite on the cluster */
+	/* may write no topic: Kafka's IdempotentWrite on the cluster (KIP-679) */
 	if (code == KERR_TOPIC_AUTHORIZATION_FAILED)
 		code = KERR_CLUSTER_AUTHORIZATION_FAILED;
 	kw_i32(w, 0);
@@ -527,7 +528,7 @@ h_init_producer_id(KRequest *req)
 		return;
 	}
 	if (txn == NULL)
-		(void) kjob_add(&s->job, "SELECT producer_id, producer_epoch FROM mq.init_producer()", 0);
+		(void) kjob_add(&s->job, "SELECT producer_id, producer_epoch FROM mq.kafka_init_producer()", 0);
 	else if (timeout_ms <= 0 || timeout_ms > TXN_MAX_TIMEOUT_MS)
 		s->code = KERR_INVALID_TRANSACTION_TIMEOUT;
 	else if (cluster_enabled())

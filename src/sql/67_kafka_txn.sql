@@ -145,6 +145,32 @@ BEGIN
            last_result = NULL, updated_at = pg_catalog.now();
 END $$;
 
+-- InitProducerId without a transactional id (KIP-679): a Kafka producer
+-- may be idempotent when it may write some topic (Kafka: WRITE on any
+-- topic, or IDEMPOTENT_WRITE on the cluster, which mq's grants do not
+-- name; a prefixed or wildcard grant counts before its topics exist), or
+-- holds EXECUTE on mq.init_producer, what SQL producers need.  Otherwise
+-- 42501, which mq-kafka answers CLUSTER_AUTHORIZATION_FAILED.
+CREATE FUNCTION mq_internal.kafka_init_producer(p_caller oid, OUT producer_id bigint, OUT producer_epoch integer)
+LANGUAGE plpgsql SET search_path = pg_catalog, pg_temp AS $$
+BEGIN
+    IF NOT (has_function_privilege(p_caller, 'mq.init_producer(text)', 'EXECUTE')
+            OR EXISTS (SELECT FROM mq.acl a
+                        WHERE a.resource_type OPERATOR(pg_catalog.=) 'topic'
+                          AND a.permission OPERATOR(pg_catalog.=) 'allow'
+                          AND a.operation OPERATOR(pg_catalog.=) ANY (ARRAY['write', 'all'])
+                          AND (a.grantee IS NULL OR pg_has_role(p_caller, a.grantee, 'USAGE')))
+            OR EXISTS (SELECT FROM mq.topic t WHERE mq._has_privilege(p_caller, 'topic', t.topic_name, 'write'))) THEN
+        RAISE EXCEPTION 'role "%" may write no topic, so it may not produce idempotently', p_caller::regrole
+            USING ERRCODE = '42501', HINT = 'Grant it write on the topics it produces to (mq.grant).';
+    END IF;
+    SELECT i.producer_id, i.producer_epoch INTO producer_id, producer_epoch FROM mq.init_producer() i;
+END $$;
+CREATE FUNCTION mq.kafka_init_producer(OUT producer_id bigint, OUT producer_epoch integer)
+    AS 'MODULE_PATHNAME', 'mq_call_as_owner' LANGUAGE C;
+COMMENT ON FUNCTION mq.kafka_init_producer() IS
+    'mq-kafka API: InitProducerId without a transactional id, for a role that may write some topic (KIP-679) or execute mq.init_producer';
+
 -- InitProducerId with a transactional id: its producer id and the next
 -- epoch; the previous epoch's open transaction is aborted.
 CREATE FUNCTION mq_internal.kafka_txn_init(transactional_id text, timeout_ms integer, p_caller oid,

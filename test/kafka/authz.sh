@@ -13,6 +13,7 @@ PY=/usr/bin/python3
 PW_ALICE="alice-$RANDOM-$RANDOM-secret"
 PW_BOB="bob-$RANDOM-$RANDOM-secret"
 PW_CAROL="carol-$RANDOM-$RANDOM-secret"
+PW_DAVE="dave-$RANDOM-$RANDOM-secret"
 PW_DAEMON="daemon-$RANDOM-$RANDOM-secret"
 # roles are the cluster's, shared by every test database: made once
 # (members of mq_sasl_test log in with a password: scripts/lib.sh)
@@ -21,15 +22,17 @@ sql "DO \$\$ BEGIN
 	IF NOT EXISTS (SELECT FROM pg_roles WHERE rolname = 'mq_az_alice') THEN CREATE ROLE mq_az_alice LOGIN IN ROLE mq_sasl_test; END IF;
 	IF NOT EXISTS (SELECT FROM pg_roles WHERE rolname = 'mq_az_bob') THEN CREATE ROLE mq_az_bob LOGIN IN ROLE mq_sasl_test; END IF;
 	IF NOT EXISTS (SELECT FROM pg_roles WHERE rolname = 'mq_az_carol') THEN CREATE ROLE mq_az_carol LOGIN IN ROLE mq_sasl_test; END IF;
+	IF NOT EXISTS (SELECT FROM pg_roles WHERE rolname = 'mq_az_dave') THEN CREATE ROLE mq_az_dave LOGIN IN ROLE mq_sasl_test; END IF;
 	IF NOT EXISTS (SELECT FROM pg_roles WHERE rolname = 'mq_az_daemon') THEN CREATE ROLE mq_az_daemon LOGIN NOINHERIT; END IF;
 END \$\$" >/dev/null
 # docs/operations.md: the daemon's role is NOINHERIT and a member of each
 # principal's role, so it may SET ROLE to them and gains nothing from them
-PGOPTIONS="-c client_min_messages=warning" sql "GRANT mq_az_alice, mq_az_bob TO mq_az_daemon" >/dev/null
+PGOPTIONS="-c client_min_messages=warning" sql "GRANT mq_az_alice, mq_az_bob, mq_az_dave TO mq_az_daemon" >/dev/null
 psql -X -q -v ON_ERROR_STOP=1 >/dev/null <<EOF
 ALTER ROLE mq_az_alice PASSWORD '$PW_ALICE';
 ALTER ROLE mq_az_bob PASSWORD '$PW_BOB';
 ALTER ROLE mq_az_carol PASSWORD '$PW_CAROL';
+ALTER ROLE mq_az_dave PASSWORD '$PW_DAVE';
 ALTER ROLE mq_az_daemon PASSWORD '$PW_DAEMON';
 EOF
 # the daemon logs in with a password too (pg_hba.conf asks members of
@@ -120,6 +123,34 @@ check_eq "$(log_dirs mq_az_alice "$PW_ALICE")" \
 	"0 $(sql "SELECT 'pg_default:orders:0:' || sum(bytes) FROM mq.segments WHERE topic = 'orders' AND partition = 0")" \
 	"with it: the tablespace as the log directory, the partition's size that mq.segments sums"
 sql "SELECT mq.revoke('describe', 'cluster', 'kafka-cluster', 'mq_az_alice')" >/dev/null
+
+# An idempotent producer (InitProducerId without a transactional id) needs
+# WRITE on some topic, as in Kafka (KIP-679), not EXECUTE on
+# mq.init_producer: dave, who may write topic idem, produces with
+# confluent-kafka's enable.idempotence; once he may only read it, his
+# producer fails with CLUSTER_AUTHORIZATION_FAILED, as against Kafka
+sql "SELECT mq.create_topic('idem', 1)" >/dev/null
+sql "SELECT mq.grant('write', 'topic', 'idem', 'mq_az_dave')" >/dev/null
+idem_produce() {
+	MQ_PW="$PW_DAVE" timeout 60 "$PY" -c "
+import os, sys
+from confluent_kafka import KafkaException, Producer
+out = []
+p = Producer({'bootstrap.servers': sys.argv[1], 'enable.idempotence': True, 'security.protocol': 'SASL_PLAINTEXT',
+              'sasl.mechanism': 'PLAIN', 'sasl.username': 'mq_az_dave', 'sasl.password': os.environ['MQ_PW'],
+              'error_cb': lambda e: None})
+try:
+    p.produce('idem', b'v', on_delivery=lambda e, m: out.append(e.name() if e else 'ok'))
+    p.flush(15)
+except KafkaException as e:   # a fatal error: the producer got no producer id
+    out.append(e.args[0].name())
+print(out[0] if out else 'no report')" "$BROKER" 2>/dev/null | tail -n 1
+}
+check_eq "$(idem_produce)" "ok" "an idempotent producer of a role that may write the topic, without EXECUTE on mq.init_producer"
+check_eq "$(sql "SELECT count(*) || ' ' || count(DISTINCT producer_id) FROM mq.producer_state ps JOIN mq.topic t USING (topic_id) WHERE t.topic_name = 'idem'")" \
+	"1 1" "its batch carries the producer id it was given"
+sql "SELECT mq.revoke('write', 'topic', 'idem', 'mq_az_dave'), mq.grant('read', 'topic', 'idem', 'mq_az_dave')" >/dev/null
+check_eq "$(idem_produce)" "CLUSTER_AUTHORIZATION_FAILED" "once it may write no topic: CLUSTER_AUTHORIZATION_FAILED"
 
 # DescribeProducers takes READ on the topic (h_producers.c), as in Kafka:
 # after the matrix alice reads orders (granted to PUBLIC) and is denied
