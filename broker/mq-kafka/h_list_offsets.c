@@ -37,6 +37,16 @@
 #include "offsets.h"
 #include "util.h"
 
+/*
+ * one row whatever the topic: the statement's columns (NULL where the
+ * partition is unknown or hidden), then whether the client may describe
+ * the topic (column 7): Kafka answers TOPIC_AUTHORIZATION_FAILED for a
+ * topic the client may not describe, whether it exists or not
+ */
+#define DESCRIBABLE(sql) \
+	"SELECT x.*, a.ok FROM (SELECT mq._describable('topic', $1) AS ok) a LEFT JOIN LATERAL (" sql ") x ON true"
+#define COL_DESCRIBABLE 7
+
 /* whether this node follows the partition (7th column of each statement) */
 #define FOLLOWS_SQL \
 	"EXISTS (SELECT 1 FROM mq.replica_status r WHERE r.topic = $1 AND r.partition = $2" \
@@ -47,26 +57,26 @@
 	"(SELECT max(e.leader_epoch) FROM mq.leader_epochs e" \
 	"  WHERE e.topic = $1 AND e.partition = $2 AND e.start_offset <= " o ")"
 
-#define BOUNDS_SQL \
+#define BOUNDS_SQL DESCRIBABLE( \
 	"SELECT s.log_start_offset, s.high_watermark, NULL, NULL, s.leader_epoch," \
 	"       " EPOCH_AT_SQL("s.log_start_offset") ", " FOLLOWS_SQL \
-	"  FROM mq.partitions s WHERE s.topic = $1 AND s.partition = $2"
+	"  FROM mq.partitions s WHERE s.topic = $1 AND s.partition = $2")
 
 /* the first offset whose timestamp is at or after $3 (ms), hw if none */
-#define BY_TIME_SQL \
+#define BY_TIME_SQL DESCRIBABLE( \
 	"SELECT s.log_start_offset, s.high_watermark, o.o," \
 	"       (SELECT (extract(epoch FROM f.timestamp) * 1000)::int8" \
 	"          FROM mq.fetch($1, $2, o.o, 1) f WHERE o.o < s.high_watermark)," \
 	"       s.leader_epoch, " EPOCH_AT_SQL("o.o") ", " FOLLOWS_SQL \
 	"  FROM mq.partitions s, mq.offsets_for_times($1, $2, to_timestamp($3 / 1000.0)) o(o)" \
-	" WHERE s.topic = $1 AND s.partition = $2"
+	" WHERE s.topic = $1 AND s.partition = $2")
 
 /*
  * v7+ -3: the first record with the largest timestamp (its offset and
  * time); mq keeps no largest timestamp per partition, so this reads the
  * partition's timestamps (ListOffsets by max timestamp is an admin call)
  */
-#define MAX_TIME_SQL \
+#define MAX_TIME_SQL DESCRIBABLE( \
 	"SELECT s.log_start_offset, s.high_watermark, m.o, m.ts, s.leader_epoch, " EPOCH_AT_SQL("m.o") \
 	"       , " FOLLOWS_SQL \
 	"  FROM mq.partitions s LEFT JOIN LATERAL (" \
@@ -75,7 +85,7 @@
 	"                    greatest(s.high_watermark - s.log_start_offset, 1)::int4) f" \
 	"     WHERE f.msg_offset < s.high_watermark" \
 	"     ORDER BY f.timestamp DESC, f.msg_offset LIMIT 1) m ON true" \
-	" WHERE s.topic = $1 AND s.partition = $2"
+	" WHERE s.topic = $1 AND s.partition = $2")
 
 /* the timestamps that name a position rather than a time */
 #define TS_LATEST (-1)
@@ -125,8 +135,9 @@ write_list_part(KRequest *req, OffState *s, OPart *op)
 				ts = -1;
 	int32_t		epoch = -1;
 
-	if (!kstmt_failed(st, &code) && PQntuples(res) == 0)
-		code = KERR_UNKNOWN_TOPIC_OR_PARTITION;
+	if (!kstmt_failed(st, &code) && (PQntuples(res) == 0 || PQgetisnull(res, 0, 0)))
+		code = PQntuples(res) == 1 && strcmp(PQgetvalue(res, 0, COL_DESCRIBABLE), "f") == 0 ?
+			KERR_TOPIC_AUTHORIZATION_FAILED : KERR_UNKNOWN_TOPIC_OR_PARTITION;
 	else if (code == KERR_NONE && strcmp(PQgetvalue(res, 0, 6), "t") == 0)
 		code = KERR_NOT_LEADER_OR_FOLLOWER;
 	else if (code == KERR_NONE)

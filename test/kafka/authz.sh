@@ -173,6 +173,20 @@ check_match "$want" "^\([0-9]+,0,1\)$" "mq.producers has the batch: epoch 0, las
 check_eq "$(producers)" "orders:0:0:[$want]orders:3:3:[]payments:0:29:[]payments:3:29:[]" \
 	"DescribeProducers: orders' producer as mq.producers has it (id, epoch, last sequence 1), a partition orders lacks UNKNOWN_TOPIC_OR_PARTITION, payments (READ denied) TOPIC_AUTHORIZATION_FAILED"
 
+# ListOffsets: a topic the client may not describe is TOPIC_AUTHORIZATION_FAILED,
+# whether it exists or not, as in Kafka; one it may: UNKNOWN_TOPIC_OR_PARTITION
+list_offsets() {
+	PYTHONPATH=test/kafka/py "$PY" -c "
+import sys; from kwire import Client
+c = Client($KAFKA_PORT, 'mq_az_alice', sys.argv[1])
+print(' '.join('%s:%d' % (t, c.list_offsets(t, p)) for t, p in (('orders', 0), ('orders', 7), ('payments', 0), ('nosuch', 0),
+                                                             ('nosuch2', 0))))" "$PW_ALICE"
+}
+sql "SELECT mq.grant('all', 'topic', 'nosuch', 'mq_az_alice', permission => 'deny')" >/dev/null
+nosuch2="$(sql "SET ROLE mq_az_alice; SELECT CASE WHEN mq._describable('topic', 'nosuch2') THEN 3 ELSE 29 END")"
+check_eq "$(list_offsets)" "orders:0 orders:3 payments:29 nosuch:29 nosuch2:$nosuch2" \
+	"ListOffsets: orders answered, a partition it lacks UNKNOWN_TOPIC_OR_PARTITION, payments (hidden from alice) and a missing topic she may not describe TOPIC_AUTHORIZATION_FAILED, one she may UNKNOWN_TOPIC_OR_PARTITION"
+
 # a principal whose role the daemon is not a member of: SET ROLE fails, nothing runs
 before="$(sql "SELECT count(*) FROM mq.fetch('orders', 0, 0, 1000)")"
 run env PYTHONPATH=test/kafka/py "$PY" -c "

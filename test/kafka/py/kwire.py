@@ -151,6 +151,15 @@ class Client:
         r.take('>ii')
         return r.take('>h')
 
+    def list_offsets(self, topic, partition=0, timestamp=-1):
+        """ListOffsets v1 of one partition: its error code"""
+        body = struct.pack('>i', -1) + struct.pack('>i', 1) + s(topic) + struct.pack('>iiq', 1, partition, timestamp)
+        r = Reader(self.call(2, 1, body))
+        r.take('>i')
+        r.str()
+        r.take('>ii')
+        return r.take('>h')
+
     def metadata(self):
         """the topics Metadata v1 lists (all topics asked)"""
         r = Reader(self.call(3, 1, struct.pack('>i', -1)))
