@@ -84,6 +84,7 @@ typedef struct TopicSpec
 	KJob	   *job;			/* the job its statement is in */
 	int			stmt;			/* the create or grow statement, or -1 */
 	int			coord_stmt;		/* in a cluster: its statement in coord, or -1 */
+	int32_t		nassign;		/* CreatePartitions: assignments given, -1 none */
 } TopicSpec;
 
 typedef struct AdminState
@@ -98,6 +99,13 @@ typedef struct AdminState
 	int64_t		deadline_us;	/* waiting for the view's leaders until then */
 	struct event *timer;
 } AdminState;
+
+/* CreatePartitions: assignments that do not name each partition added (NULL) */
+static bool
+wrong_assignment_count(const TopicSpec *t, const KStmt *st)
+{
+	return t->nassign >= 0 && st->res && PQntuples(st->res) == 1 && PQgetisnull(st->res, 0, 0);
+}
 
 static void
 admin_state_free(void *p)
@@ -209,6 +217,7 @@ read_spec(KReader *r, TopicSpec *t)
 	t->partitions = kr_i32(r);
 	t->replication = kr_i16(r);
 	read_assignment(r, t, kr_array(r, 8));
+	t->nassign = -1;			/* CreatePartitions' */
 	mq_array_init(&t->keys, MQ_TEXTOID);
 	mq_array_init(&t->vals, MQ_TEXTOID);
 	n = kr_array(r, 4);
@@ -330,6 +339,11 @@ write_topic_results(KRequest *req, bool throttle, bool messages)
 		{
 			code = failed;
 			message = st->err.message;
+		}
+		else if (st && wrong_assignment_count(t, st))
+		{
+			code = KERR_INVALID_REPLICA_ASSIGNMENT;
+			message = "the assignments must name each partition added, one list each";
 		}
 		else if (cst && kstmt_failed(cst, &failed))
 		{
@@ -454,7 +468,7 @@ create_checked(KRequest *req)
 		KStmt	   *st = t->stmt >= 0 ? &t->job->stmts[t->stmt] : NULL;
 		KStmt	   *cst;
 
-		if (st == NULL || kstmt_failed(st, &code))
+		if (st == NULL || kstmt_failed(st, &code) || wrong_assignment_count(t, st))
 			continue;
 		cst = kjob_add(&s->coord, create ? COORD_CREATE_SQL : COORD_GROW_SQL, 0);
 		t->coord_stmt = s->coord.n - 1;
@@ -497,7 +511,10 @@ h_create_topics(KRequest *req)
 }
 
 #define ADD_PARTITIONS_SQL \
-	"SELECT mq.add_partitions($1, $2 - (SELECT partitions FROM mq.topics WHERE topic = $1))"
+	"SELECT CASE WHEN $3 >= 0 AND $2 > c.n AND $3 <> $2 - c.n THEN NULL" \
+	"            ELSE mq.add_partitions($1, $2 - c.n) END" \
+	"  FROM (SELECT (SELECT partitions FROM mq.topics WHERE topic = $1) AS n) c"
+
 
 static void
 create_partitions_done(KRequest *req)
@@ -518,6 +535,7 @@ read_growth(KReader *r, TopicSpec *t)
 	for (int32_t a = 0; a < nassign && !r->err; a++)
 		read_replica_list(r, t, &replicas);
 	kr_tags(r);
+	t->nassign = nassign;
 	t->stmt = t->coord_stmt = -1;
 }
 
@@ -534,6 +552,7 @@ add_growth(AdminState *s, TopicSpec *t)
 	t->stmt = t->job->n - 1;
 	kstmt_text(st, MQ_TEXTOID, name ? name : "");
 	kstmt_int(st, MQ_INT4OID, t->partitions);
+	kstmt_int(st, MQ_INT4OID, t->nassign);
 	free(name);
 }
 

@@ -38,6 +38,8 @@ case_is create_assignment '[["asg", 0, null], ["asg_both", 42, "both a partition
 	"manual assignments: made where they name only this broker, partitions 0 .. n-1 (as Kafka's one broker); refused as Kafka refuses them otherwise"
 case_is grow_assignment '[["asg", 0, null], ["keep", 39, "unknown broker in the replica assignment"]]' \
 	"CreatePartitions with an assignment naming this broker grows the topic; naming another is INVALID_REPLICA_ASSIGNMENT"
+case_is grow_assignment_count '[["asg", 39, "the assignments must name each partition added, one list each"]]' \
+	"growing by two with one assignment: INVALID_REPLICA_ASSIGNMENT, nothing grown (below)"
 check_eq "$(sql "SELECT string_agg(topic || ':' || partitions, ',' ORDER BY topic) FROM mq.topics")" "asg:3,co_ll:1,grown:1,keep:1,uniq:1" \
 	"of all these, only the unrepeated valid topics were made, the assigned one with its two partitions, then grown to three"
 case_is grow_twice '[["grown", 42, "duplicate topic name"]]' \

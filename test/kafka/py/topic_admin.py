@@ -101,6 +101,7 @@ create('create_assignment', ('asg', -1, -1, [(1, [1]), (0, [1])]), ('asg_both', 
        ('asg_unknown', -1, -1, [(0, [2])]), ('asg_gap', -1, -1, [(0, [1]), (2, [1])]),
        ('asg_dup', -1, -1, [(0, [1, 1])]))
 grow('grow_assignment', ('asg', 3, [[1]]), ('keep', 2, [[2]]))
+grow('grow_assignment_count', ('asg', 5, [[1]]))
 grow('grow_twice', ('grown', 2), ('grown', 3))
 delete('delete_twice', 'keep', 'keep')
 delete_v6('delete_v6', (None, bytes.fromhex(sys.argv[2])), (None, bytes.fromhex(sys.argv[2])),
