@@ -77,7 +77,7 @@ static const KApi apis[] = {
 	{KAPI_DESCRIBE_GROUPS, 0, 5, 5, h_describe_groups,
 	 "the protocol and each member's metadata and assignment while the group is Stable, none during a rebalance (Kafka's summary); a group it holds no members of from `mq.groups`: an SQL group's live members (client `mq`, consumer protocol v0), a group with only committed offsets Empty; one nobody knows: Dead"},
 	{KAPI_LIST_GROUPS, 0, 5, 3, h_list_groups,
-	 "groups this daemon coordinates: those it holds members of, and every other group `mq.groups` knows (SQL groups; groups with only committed offsets, an empty protocol type, as Kafka lists them)"},
+	 "groups this daemon coordinates: those it holds members of, and every other group `mq.groups` knows (SQL groups; groups with only committed offsets, an empty protocol type, as Kafka lists them); with SASL those the client may describe, every group with DESCRIBE on the cluster"},
 	{KAPI_SASL_HANDSHAKE, 0, 1, 99, h_sasl_handshake,
 	 "with `--sasl` only; mechanisms `PLAIN` (refused without TLS unless `--sasl-plain-on-plaintext`), `SCRAM-SHA-256`, `SCRAM-SHA-512`; after v0 the tokens come as bare frames (kafka-python 2.0.2)"},
 	{KAPI_API_VERSIONS, 0, 4, 3, h_api_versions,

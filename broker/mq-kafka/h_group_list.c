@@ -7,7 +7,9 @@
  *	  lists a group that only has offsets), shown to a SASL client only
  *	  where its role may DESCRIBE the group, as Kafka's authorizer filters
  *	  them (group_authz.c asks for the held ones, one statement per group;
- *	  mq.groups shows no other).  Loop thread only.
+ *	  mq.groups shows no other), unless it may DESCRIBE the cluster: then
+ *	  every group, as Kafka lists them (mq.groups read as the daemon's
+ *	  role).  Loop thread only.
  *
  * A group held here answers its own state and protocol type; one known
  * only to the database is "consumer" if it is an SQL group, else "" (a
@@ -28,15 +30,20 @@
 #include "cluster.h"
 #include "group.h"
 #include "group_authz.h"
+#include "kacl.h"
 #include "kerr.h"
 #include "util.h"
 
 #define GROUPS_SQL "SELECT group_id, sql_group, state FROM mq.groups"
+#define CLUSTER_DESCRIBE_SQL "SELECT " KACL_CLUSTER_PRIVILEGE_SQL("'describe'")
 
 /* the groups listed: [0, nheld) held here, [nheld, n) known to the database */
 typedef struct ListState
 {
 	KJob		db;
+	KJob		scope;			/* SASL: may the client DESCRIBE the cluster? */
+	KRequest	daemon_req;		/* then mq.groups is read as the daemon's role */
+	bool		all;			/* and every group is listed */
 	KGroupAuthz authz;
 	int			n;
 	int			nheld;
@@ -51,6 +58,7 @@ list_state_free(void *p)
 	ListState  *s = p;
 
 	kjob_free(&s->db);
+	kjob_free(&s->scope);
 	group_authz_free(&s->authz);
 	for (int i = 0; i < s->n; i++)
 		free(s->names[i]);
@@ -169,7 +177,35 @@ list_known(KRequest *req)
 		s->states[s->n] = group_state_of_sql(PQgetvalue(res, r, 2));
 		s->names[s->n++] = mq_strdup(id);
 	}
-	group_authz_run(req, &s->authz, "describe", s->names, s->nheld, list_authorized);
+	if (s->all)
+		list_authorized(req);
+	else
+		group_authz_run(req, &s->authz, "describe", s->names, s->nheld, list_authorized);
+}
+
+/* mq.groups read as the daemon's role: every group */
+static void
+list_known_all(KRequest *sub)
+{
+	list_known(sub->state);
+}
+
+/* DESCRIBE on the cluster lists every group, else those the client may describe */
+static void
+list_scoped(KRequest *req)
+{
+	ListState  *s = req->state;
+	KStmt	   *st = &s->scope.stmts[0];
+	int16_t		code;
+
+	s->all = !kstmt_failed(st, &code) && strcmp(PQgetvalue(st->res, 0, 0), "t") == 0;
+	if (!s->all)
+	{
+		pool_run(req, &s->db, list_known);
+		return;
+	}
+	s->daemon_req.state = req;	/* no role: the daemon's */
+	pool_run_on(pool_local(), &s->daemon_req, &s->db, list_known_all);
 }
 
 void
@@ -180,5 +216,11 @@ h_list_groups(KRequest *req)
 	req->state = s;
 	req->free_state = list_state_free;
 	kjob_add(&s->db, GROUPS_SQL, 0);
-	pool_run(req, &s->db, list_known);
+	if (req->role == NULL)
+	{
+		pool_run(req, &s->db, list_known);
+		return;
+	}
+	kjob_add(&s->scope, CLUSTER_DESCRIBE_SQL, 0);
+	pool_run(req, &s->scope, list_scoped);
 }

@@ -187,6 +187,21 @@ nosuch2="$(sql "SET ROLE mq_az_alice; SELECT CASE WHEN mq._describable('topic', 
 check_eq "$(list_offsets)" "orders:0 orders:3 payments:29 nosuch:29 nosuch2:$nosuch2" \
 	"ListOffsets: orders answered, a partition it lacks UNKNOWN_TOPIC_OR_PARTITION, payments (hidden from alice) and a missing topic she may not describe TOPIC_AUTHORIZATION_FAILED, one she may UNKNOWN_TOPIC_OR_PARTITION"
 
+# ListGroups: the groups alice may describe; with DESCRIBE on the cluster
+# every group, as Kafka lists them (its "backward compatibility" rule)
+sql "SELECT mq.commit_offset(g, 'orders', 0, 1) FROM unnest(ARRAY['lg_open', 'lg_hidden']) g" >/dev/null
+sql "SELECT mq.grant('describe', 'group', 'lg_open', 'mq_az_alice'),
+            mq.grant('all', 'group', 'lg_hidden', 'mq_az_alice', permission => 'deny')" >/dev/null
+groups_of_alice() {
+	PYTHONPATH=test/kafka/py "$PY" -c "
+import sys; from kwire import Client
+print(','.join(g for g in Client($KAFKA_PORT, 'mq_az_alice', sys.argv[1]).list_groups() if g.startswith('lg_')))" "$PW_ALICE"
+}
+check_eq "$(groups_of_alice)" "lg_open" "ListGroups: the groups alice may describe"
+sql "SELECT mq.grant('describe', 'cluster', 'kafka-cluster', 'mq_az_alice')" >/dev/null
+check_eq "$(groups_of_alice)" "lg_hidden,lg_open" "with DESCRIBE on the cluster: every group, the one denied to her too"
+sql "SELECT mq.revoke('describe', 'cluster', 'kafka-cluster', 'mq_az_alice')" >/dev/null
+
 # a principal whose role the daemon is not a member of: SET ROLE fails, nothing runs
 before="$(sql "SELECT count(*) FROM mq.fetch('orders', 0, 0, 1000)")"
 run env PYTHONPATH=test/kafka/py "$PY" -c "

@@ -160,6 +160,16 @@ class Client:
         r.take('>ii')
         return r.take('>h')
 
+    def list_groups(self):
+        """the groups ListGroups v0 lists, sorted"""
+        r = Reader(self.call(16, 0, b''))
+        r.take('>h')
+        names = []
+        for _ in range(r.take('>i')):
+            names.append(r.str())
+            r.str()
+        return sorted(names)
+
     def metadata(self):
         """the topics Metadata v1 lists (all topics asked)"""
         r = Reader(self.call(3, 1, struct.pack('>i', -1)))
