@@ -62,6 +62,10 @@ extern void read_topics(KRequest *req, OffState *s, size_t part_size,
 /* write each topic with its partitions, write_part writing one */
 extern void write_topics(KRequest *req, OffState *s,
 						 void (*write_part) (KRequest *req, OffState *s, OPart *op));
+/* the job of the pool of the node leading (topic, partition); NULL: *code */
+extern KJob *offsets_leader_job(OffState *s, const char *topic, int32_t partition, int16_t *code);
+/* a statement's failure as a coordinator reports its offsets log's */
+extern int16_t offsets_error(const KStmt *st);
 
 /*
  * offsets_stable.c, OffsetFetch's require_stable: a check on each node of

@@ -201,6 +201,13 @@ check_eq "$(groups_of_alice)" "lg_open" "ListGroups: the groups alice may descri
 sql "SELECT mq.grant('describe', 'cluster', 'kafka-cluster', 'mq_az_alice')" >/dev/null
 check_eq "$(groups_of_alice)" "lg_hidden,lg_open" "with DESCRIBE on the cluster: every group, the one denied to her too"
 sql "SELECT mq.revoke('describe', 'cluster', 'kafka-cluster', 'mq_az_alice')" >/dev/null
+# OffsetFetch of a group she may not describe: from v2 on the group's
+# error at the top level, no partitions (Kafka's getErrorResponse); v1 per partition
+check_eq "$(PYTHONPATH=test/kafka/py "$PY" -c "
+import sys; from kwire import Client
+c = Client($KAFKA_PORT, 'mq_az_alice', sys.argv[1])
+print(c.offset_fetch_v3('lg_hidden', 'orders'), c.offset_fetch_v3('lg_open', 'orders'), c.offset_fetch('lg_hidden', 'orders'))" "$PW_ALICE")" \
+	"(30, 0) (0, 1) 30" "OffsetFetch v3: GROUP_AUTHORIZATION_FAILED at the top level for a group she may not describe; v1 in the partition"
 
 # a principal whose role the daemon is not a member of: SET ROLE fails, nothing runs
 before="$(sql "SELECT count(*) FROM mq.fetch('orders', 0, 0, 1000)")"

@@ -212,6 +212,21 @@ class Client:
         r.str()
         return r.take('>h')
 
+    def offset_fetch_v3(self, group, topic):
+        """OffsetFetch v3 of partition 0: (top-level error, partitions answered)"""
+        body = s(group) + struct.pack('>i', 1) + s(topic) + struct.pack('>ii', 1, 0)
+        r = Reader(self.call(9, 3, body))
+        r.take('>i')
+        n = 0
+        for _ in range(r.take('>i')):
+            r.str()
+            for _ in range(r.take('>i')):
+                r.take('>iq')
+                r.str()
+                r.take('>h')
+                n += 1
+        return r.take('>h'), n
+
     def log_dirs(self):
         """DescribeLogDirs v3 of every partition: (error, [(dir, topic, partition, size)])"""
         r = Reader(self.call(35, 3, b'\x00\x00', flex=True), flex=True)  # topics null, no tags

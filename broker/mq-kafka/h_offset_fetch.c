@@ -1,0 +1,359 @@
+/*-------------------------------------------------------------------------
+ *
+ * h_offset_fetch.c
+ *	  OffsetFetch (v0-v9): a group's committed offsets, each from the node
+ *	  that leads its partition (h_offsets.c's jobs), or of every live node
+ *	  for all of a group's offsets (topics null), each partition's taken
+ *	  from its leader's.  Loop thread.
+ *
+ * OffsetFetch v0 is v1 on the wire (Kafka read ZooKeeper's offsets for
+ * it); v6+ is flexible; v7's require_stable answers
+ * UNSTABLE_OFFSET_COMMIT for an offset a transaction is still committing
+ * (offsets_stable.c); v8+ asks for a list of groups: the first is
+ * answered, any other gets COORDINATOR_LOAD_IN_PROGRESS, on which clients
+ * ask again for it (Java's admin client, the only one that batches, then
+ * sends one group less); v9's member id and epoch belong to KIP-848
+ * groups and are ignored.  Group "" answers no offsets, as Kafka does for
+ * a group that never committed.  A group the client may not describe is
+ * GROUP_AUTHORIZATION_FAILED: from v2 on at the top level with no
+ * partitions, as Kafka answers it, before that in each partition.
+ *
+ *-------------------------------------------------------------------------
+ */
+#include "handlers.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+#include "cluster.h"
+#include "kerr.h"
+#include "kfan.h"
+#include "mq_sqlstates.h"
+#include "offsets.h"
+#include "util.h"
+
+/*
+ * The committed leader epoch (v5+): the epoch under which the record
+ * before the committed offset was written (mq.leader_epochs), with which a
+ * consumer validates the offset after a leader change (KIP-320); -1 when
+ * unknown.  mq does not store the epoch a client commits with: the log's
+ * own history is what the client's check needs.
+ */
+#define EPOCH_BEFORE_SQL(t, p, o) \
+	"(SELECT max(e.leader_epoch) FROM mq.leader_epochs e WHERE e.topic = " t \
+	"    AND e.partition = " p " AND e.start_offset < " o ")"
+
+/* mq.committed_offsets checks the rights: a client's role may not read the table */
+#define COMMITTED_SQL \
+	"SELECT o.o, (SELECT c.metadata FROM mq.committed_offsets($1) c" \
+	"              WHERE c.topic = $2 AND c.partition = $3)," \
+	"       " EPOCH_BEFORE_SQL("$2", "$3", "o.o") \
+	"  FROM mq.committed_offset($1, $2, $3) o(o)"
+
+/* one array, so that a job's statement is known by its address (collect_all) */
+static const char all_committed_sql[] =
+"SELECT c.topic, c.partition, c.next_offset, c.metadata,"
+"       " EPOCH_BEFORE_SQL("c.topic", "c.partition", "c.next_offset")
+"  FROM mq.committed_offsets($1) c";
+
+static void
+write_committed(KRequest *req, int32_t partition, int64_t off, int32_t epoch, const char *meta,
+				int16_t code)
+{
+	KWriter    *w = &req->resp;
+
+	kw_i32(w, partition);
+	kw_i64(w, off);
+	if (req->api_version >= 5)
+		kw_i32(w, off >= 0 ? epoch : -1);	/* committed leader epoch */
+	kw_str(w, meta ? meta : "");
+	kw_i16(w, code);
+}
+
+/* OffsetFetch v8+: a group after the first, read to be answered retriable */
+static void
+skip_group(KReader *r, KSlice *id, int16_t v)
+{
+	int32_t		nt;
+
+	*id = kr_str(r);
+	if (v >= 9)
+	{
+		(void) kr_str(r);		/* member id */
+		(void) kr_i32(r);		/* member epoch */
+	}
+	nt = kr_array(r, 3);
+	for (int32_t t = 0; t < nt && !r->err; t++)
+	{
+		int32_t		np;
+
+		(void) kr_str(r);
+		np = kr_array(r, 4);
+		for (int32_t i = 0; i < np && !r->err; i++)
+			(void) kr_i32(r);
+		kr_tags(r);
+	}
+	kr_tags(r);
+}
+
+static void
+read_fetch_part(KRequest *req, OffState *s, OPart *op, const char *topic)
+{
+	KStmt	   *st;
+
+	op->partition = kr_i32(&req->body);
+	if (s->group[0] == '\0')
+		return;					/* group "" has no offsets (above) */
+	op->job = offsets_leader_job(s, topic, op->partition, &op->code);
+	if (op->job == NULL)
+		return;
+	st = kjob_add(op->job, COMMITTED_SQL, 0);
+	op->stmt = op->job->n - 1;
+	kstmt_text(st, MQ_TEXTOID, s->group);
+	kstmt_text(st, MQ_TEXTOID, topic);
+	kstmt_int(st, MQ_INT4OID, op->partition);
+}
+
+/* a requested partition's error; an unknown topic has none (offset -1) */
+static int16_t
+fetch_part_code(const OPart *op)
+{
+	const KStmt *st = op->job ? &op->job->stmts[op->stmt] : NULL;
+
+	if (st && st->res == NULL && !mq_error_is(&st->err, MQ_SQLSTATE_UNKNOWN_TOPIC) &&
+		!mq_error_is(&st->err, MQ_SQLSTATE_UNKNOWN_PARTITION))
+		return offsets_error(st);
+	return op->code;
+}
+
+/*
+ * v2+ answers a group the client may not describe with a top-level
+ * GROUP_AUTHORIZATION_FAILED and no partitions, as Kafka does (v0-v1 in
+ * each partition): every partition asked was refused for the group
+ */
+static bool
+group_refused(KRequest *req, const OffState *s)
+{
+	if (req->api_version < 2 || s->ntopics < 0 || s->nparts == 0)
+		return false;
+	for (int32_t i = 0; i < s->nparts; i++)
+		if (fetch_part_code(&s->parts[i]) != KERR_GROUP_AUTHORIZATION_FAILED)
+			return false;
+	return true;
+}
+
+/* one requested partition; an unknown topic has no committed offset (-1) */
+static void
+write_fetch_part(KRequest *req, OffState *s, OPart *op)
+{
+	KStmt	   *st = op->job ? &op->job->stmts[op->stmt] : NULL;
+	PGresult   *res = st ? st->res : NULL;
+	int16_t		code = fetch_part_code(op);
+
+	if (code == KERR_NONE && stable_pending(s, (const char *) s->topics[op->topic].p, s->topics[op->topic].len,
+											op->partition))
+	{
+		write_committed(req, op->partition, -1, -1, "", KERR_UNSTABLE_OFFSET_COMMIT);
+		return;
+	}
+	write_committed(req, op->partition,
+					res && !PQgetisnull(res, 0, 0) ? strtoll(PQgetvalue(res, 0, 0), NULL, 10) : -1,
+					res && !PQgetisnull(res, 0, 2) ? atoi(PQgetvalue(res, 0, 2)) : -1,
+					res && !PQgetisnull(res, 0, 1) ? PQgetvalue(res, 0, 1) : "", code);
+}
+
+/* a committed offset of the group, as one node has it */
+typedef struct ORow
+{
+	const char *topic;
+	int32_t		partition;
+	const char *offset;
+	const char *meta;
+	int32_t		epoch;
+} ORow;
+
+static int
+orow_cmp(const void *a, const void *b)
+{
+	const ORow *x = a,
+			   *y = b;
+	int			c = strcmp(x->topic, y->topic);
+
+	return c != 0 ? c : (x->partition > y->partition) - (x->partition < y->partition);
+}
+
+/* topics = null: every node's offsets, each partition's from its leader's node */
+static void
+add_all_jobs(OffState *s)
+{
+	KJob	   *job = kfan_job(&s->fan, pool_local());
+
+	kstmt_text(kjob_add(job, all_committed_sql, 0), MQ_TEXTOID, s->group);
+	for (int i = 0; cluster_enabled() && i < cluster_nbrokers(); i++)
+	{
+		const KBroker *b = cluster_broker_at(i);
+		KPool	   *pool = b->live && b->id != kconfig.node_id ? cluster_node_pool(b) : NULL;
+
+		if (pool)
+			kstmt_text(kjob_add(kfan_job(&s->fan, pool), all_committed_sql, 0), MQ_TEXTOID, s->group);
+	}
+}
+
+/* the rows of every node that leads them, sorted; *code: the local node's failure */
+static ORow *
+collect_all(OffState *s, int *nrows, int16_t *code)
+{
+	ORow	   *rows = NULL;
+	int			n = 0;
+
+	*code = KERR_NONE;
+	for (int i = 0; i < s->fan.n; i++)
+	{
+		KRoute	   *r = s->fan.routes[i];
+		PGresult   *res;
+		int16_t		c;
+
+		if (r->job.n == 0 || r->job.stmts[0].sql != all_committed_sql)
+			continue;			/* a node asked only for require_stable */
+		res = r->job.stmts[0].res;
+		if (kstmt_failed(&r->job.stmts[0], &c) && r->pool == pool_local())
+			*code = c;
+		rows = mq_realloc(rows, sizeof(ORow) * (n + (res ? PQntuples(res) : 0) + 1));
+		for (int row = 0; res && row < PQntuples(res); row++)
+		{
+			ORow	   *o = &rows[n];
+
+			o->topic = PQgetvalue(res, row, 0);
+			o->partition = atoi(PQgetvalue(res, row, 1));
+			o->offset = PQgetvalue(res, row, 2);
+			o->meta = PQgetvalue(res, row, 3);
+			o->epoch = PQgetisnull(res, row, 4) ? -1 : atoi(PQgetvalue(res, row, 4));
+			if (cluster_leader_pool(o->topic, o->partition, &c) == r->pool)
+				n++;
+		}
+	}
+	if (n > 0)					/* rows is NULL when no node was asked */
+		qsort(rows, n, sizeof(ORow), orow_cmp);
+	*nrows = n;
+	return rows;
+}
+
+/* every committed offset of the group (topics = null, v2+) */
+static int16_t
+write_all(KRequest *req, OffState *s)
+{
+	KWriter    *w = &req->resp;
+	size_t		topics_at = kw_later(w);
+	int32_t		ntopics = 0;
+	int16_t		code;
+	int			nrows;
+	ORow	   *rows = collect_all(s, &nrows, &code);
+
+	for (int row = 0; row < nrows; ntopics++)
+	{
+		const char *topic = rows[row].topic;
+		size_t		parts_at;
+		int32_t		n = 0;
+
+		kw_str(w, topic);
+		parts_at = kw_later(w);
+		for (; row < nrows && strcmp(rows[row].topic, topic) == 0; row++, n++)
+		{
+			if (stable_pending(s, topic, strlen(topic), rows[row].partition))
+				write_committed(req, rows[row].partition, -1, -1, "", KERR_UNSTABLE_OFFSET_COMMIT);
+			else
+				write_committed(req, rows[row].partition, strtoll(rows[row].offset, NULL, 10),
+								rows[row].epoch, rows[row].meta, KERR_NONE);
+			kw_tags(w);
+		}
+		kw_fill_count(w, parts_at, n);
+		kw_tags(w);
+	}
+	kw_fill_count(w, topics_at, ntopics);
+	free(rows);
+	return code;
+}
+
+static void
+offset_fetch_done(KRequest *req)
+{
+	OffState   *s = req->state;
+	int16_t		code = KERR_NONE;
+
+	KWriter    *w = &req->resp;
+
+	if (req->api_version >= 3)
+		kw_i32(w, 0);
+	if (req->api_version >= 8)
+	{
+		kw_array(w, 1 + s->nother);
+		kw_str(w, s->group);
+	}
+	if (group_refused(req, s))
+	{
+		kw_array(w, 0);
+		code = KERR_GROUP_AUTHORIZATION_FAILED;
+	}
+	else if (s->ntopics < 0)
+		code = write_all(req, s);
+	else
+		write_topics(req, s, write_fetch_part);
+	if (req->api_version >= 2)
+		kw_i16(w, code);
+	for (int32_t g = 0; g < s->nother; g++)
+	{
+		kw_tags(w);				/* the group before */
+		kw_strn(w, s->others[g].p, s->others[g].len);
+		kw_array(w, 0);
+		kw_i16(w, KERR_COORDINATOR_LOAD_IN_PROGRESS);
+	}
+	if (req->api_version >= 8)
+		kw_tags(w);
+	req_finish(req);
+}
+
+/* every leader answered: in a cluster, the coordinator's pending offsets too */
+static void
+offsets_fetched(KRequest *req)
+{
+	stable_ask_coordinator(req, req->state, offset_fetch_done);
+}
+
+void
+h_offset_fetch(KRequest *req)
+{
+	KReader    *r = &req->body;
+	OffState   *s = off_state(req);
+	int32_t		ngroups = 1;
+
+	s->int_parts = true;
+	if (req->api_version >= 8)
+		ngroups = kr_array(r, 4);
+	s->group = ngroups > 0 ? kslice_dup(kr_str(r)) : NULL;
+	if (req->api_version >= 9)
+	{
+		(void) kr_str(r);		/* member id */
+		(void) kr_i32(r);		/* member epoch */
+	}
+	if (s->group)
+		read_topics(req, s, 4, read_fetch_part);
+	if (req->api_version >= 8 && s->group)
+	{
+		kr_tags(r);
+		s->nother = ngroups - 1;
+		s->others = mq_malloc0(sizeof(KSlice) * ngroups);
+		for (int32_t g = 0; g < s->nother && !r->err; g++)
+			skip_group(r, &s->others[g], req->api_version);
+	}
+	if (req->api_version >= 7 && s->group)
+		s->require_stable = kr_i8(r) != 0;
+	if (r->err || s->group == NULL)
+	{
+		req_abort(req);
+		return;
+	}
+	if (s->ntopics < 0 && s->group[0] != '\0')
+		add_all_jobs(s);
+	stable_add_checks(s);
+	kfan_run(&s->fan, req, offsets_fetched);
+}
