@@ -24,8 +24,9 @@
  * topics' offsets are deleted; mq.delete_offsets refuses live SQL members
  * subscribed to the topic the same way (MQ037), an unknown group with
  * GROUP_ID_NOT_FOUND for the whole request, and needs DELETE on the group
- * and READ on the topic.  A topic's partitions share its statement's
- * answer.
+ * (else GROUP_AUTHORIZATION_FAILED for the whole request, as Kafka
+ * answers it) and READ on the topic.  A topic's partitions share its
+ * statement's answer.
  *
  *-------------------------------------------------------------------------
  */
@@ -242,13 +243,17 @@ offset_delete_done(KRequest *req)
 	OffDelState *s = req->state;
 	KWriter    *w = &req->resp;
 
-	/* an unknown group is the whole request's answer, as in Kafka */
+	/*
+	 * an unknown group, or one the client may not delete offsets of, is
+	 * the whole request's answer, as in Kafka
+	 */
 	for (int32_t i = 0; s->code == KERR_NONE && i < s->n; i++)
 	{
 		OffTopic   *t = &s->topics[i];
 
-		if (t->stmt >= 0 && kstmt_failed(&s->job.stmts[t->stmt], &t->code) && t->code == KERR_GROUP_ID_NOT_FOUND)
-			s->code = KERR_GROUP_ID_NOT_FOUND;
+		if (t->stmt >= 0 && kstmt_failed(&s->job.stmts[t->stmt], &t->code) &&
+			(t->code == KERR_GROUP_ID_NOT_FOUND || t->code == KERR_GROUP_AUTHORIZATION_FAILED))
+			s->code = t->code;
 	}
 	kw_i16(w, s->code);
 	kw_i32(w, 0);				/* throttle_time_ms */

@@ -208,6 +208,14 @@ import sys; from kwire import Client
 c = Client($KAFKA_PORT, 'mq_az_alice', sys.argv[1])
 print(c.offset_fetch_v3('lg_hidden', 'orders'), c.offset_fetch_v3('lg_open', 'orders'), c.offset_fetch('lg_hidden', 'orders'))" "$PW_ALICE")" \
 	"(30, 0) (0, 1) 30" "OffsetFetch v3: GROUP_AUTHORIZATION_FAILED at the top level for a group she may not describe; v1 in the partition"
+# OffsetDelete of a group she may not delete offsets of: the whole request's error, as in Kafka
+check_eq "$(PYTHONPATH=test/kafka/py "$PY" -c "
+import struct, sys; from kwire import Client, s
+c = Client($KAFKA_PORT, 'mq_az_alice', sys.argv[1])
+r = c.call(47, 0, s('lg_hidden') + struct.pack('>i', 1) + s('orders') + struct.pack('>ii', 1, 0))
+print(struct.unpack_from('>hii', r))" "$PW_ALICE")" "(30, 0, 0)" \
+	"OffsetDelete without DELETE on the group: GROUP_AUTHORIZATION_FAILED at the top level, no topics"
+check_eq "$(sql "SELECT mq.committed_offset('lg_hidden', 'orders', 0)")" "1" "and the offset is still there"
 
 # a principal whose role the daemon is not a member of: SET ROLE fails, nothing runs
 before="$(sql "SELECT count(*) FROM mq.fetch('orders', 0, 0, 1000)")"
