@@ -101,7 +101,7 @@ static const KApi apis[] = {
 	{KAPI_TXN_OFFSET_COMMIT, 0, 4, 3, h_txn_offset_commit,
 	 "`mq.kafka_txn_offset`: staged until EndTxn; generation and member not checked"},
 	{KAPI_DESCRIBE_ACLS, 0, 3, 2, h_describe_acls,
-	 "`mq.grants` as the principal's role sees it (below: ACLs)"},
+	 "`mq.grants`, to a principal with DESCRIBE on the cluster (below: ACLs)"},
 	{KAPI_CREATE_ACLS, 0, 3, 2, h_create_acls,
 	 "`mq.grant`, one transaction per creation; shapes mq cannot hold refused (`INVALID_REQUEST`)"},
 	{KAPI_DELETE_ACLS, 0, 3, 2, h_delete_acls,

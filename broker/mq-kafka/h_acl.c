@@ -5,10 +5,11 @@
  *	  (kacl.c maps Kafka's model; DeleteAcls is h_acl_delete.c).  Loop
  *	  thread; one job.
  *
- * Both run as the principal's role (pool.c), so mq decides exactly as
- * for SQL: DescribeAcls lists what mq.grants shows that role (every grant
- * to an administrator, DESCRIBE on the cluster; otherwise the grants that
- * apply to it), CreateAcls calls mq.grant, which only an administrator
+ * Both run as the principal's role (pool.c), so mq decides as for SQL:
+ * DescribeAcls needs DESCRIBE on the cluster, as in Kafka (else
+ * CLUSTER_AUTHORIZATION_FAILED, where SQL's mq.grants would show a role
+ * the grants that apply to it), and then lists every grant the filter
+ * matches; CreateAcls calls mq.grant, which only an administrator
  * (ALTER on the cluster) or a topic's owner may (42501 answers
  * CLUSTER_AUTHORIZATION_FAILED, Kafka's code for ACL changes).  Each
  * creation is its own statement and transaction: one refused leaves the
@@ -112,7 +113,9 @@ describe_done(KRequest *req)
 	const char *message = a->message;
 	int16_t		code = a->error;
 
-	if (a->stmt >= 0)
+	if (code == KERR_NONE)
+		code = kacl_cluster_code(&s->job.stmts[0]);
+	if (code == KERR_NONE && a->stmt >= 0)
 		code = kacl_stmt_error(&s->job.stmts[a->stmt], &message);
 	kw_i32(w, 0);				/* throttle_time_ms */
 	kw_i16(w, code);
@@ -138,11 +141,12 @@ h_describe_acls(KRequest *req)
 		req_abort(req);
 		return;
 	}
+	kacl_add_cluster_check(&s->job, "describe");
 	if (kacl_check_filter(a) && !a->matches_nothing)
 	{
 		kacl_filter_params(kjob_add(&s->job, KACL_MATCH_SQL
 									" ORDER BY 1, 2, 3, 4 NULLS FIRST, 5, 6", 0), a);
-		a->stmt = 0;
+		a->stmt = 1;
 	}
 	pool_run(req, &s->job, describe_done);
 }
