@@ -6,10 +6,13 @@
  *	  SCRAM credentials (src/sql/91_scram.sql).  Both are flexible
  *	  versions: compact strings and arrays, tagged fields.  Loop thread.
  *
- * Describe reads mq.scram_credentials as the client's role: every user's
- * credentials with DESCRIBE on the cluster, else the role's own; a user
- * asked for and not visible is RESOURCE_NOT_FOUND, a user named twice
- * DUPLICATE_RESOURCE.  Alter runs, per user, one statement (so one
+ * Both need what Kafka's need: DESCRIBE on the cluster to describe (else
+ * a top-level CLUSTER_AUTHORIZATION_FAILED), ALTER on it to alter (else
+ * CLUSTER_AUTHORIZATION_FAILED for each user, nothing altered), where SQL
+ * lets a role see and change its own credentials.  Describe reads
+ * mq.scram_credentials as the client's role; a user asked for and not
+ * there is RESOURCE_NOT_FOUND, a user named twice DUPLICATE_RESOURCE.
+ * Alter runs, per user, one statement (so one
  * transaction: a user's alterations all happen or none) of
  * mq.drop_scram_credential and mq.set_scram_keys with the verifier derived
  * here from the client's SaltedPassword (common/scram_keys.c): neither the
@@ -37,6 +40,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "kacl.h"
 #include "kerr.h"
 #include "kmirror.h"
 #include "scram_keys.h"
@@ -134,9 +138,13 @@ describe_done(KRequest *req)
 	DescState  *s = req->state;
 	KStmt	   *st = &s->job.stmts[0];
 	KWriter    *w = &req->resp;
-	const char *msg;
-	int16_t		code = kstmt_cluster_error(st, &msg);
-	PGresult   *res = code == KERR_NONE ? st->res : NULL;
+	const char *msg = NULL;
+	int16_t		code = kacl_cluster_code(&s->job.stmts[1]);
+	PGresult   *res;
+
+	if (code == KERR_NONE)
+		code = kstmt_cluster_error(st, &msg);
+	res = code == KERR_NONE ? st->res : NULL;
 
 	kw_i32(w, 0);				/* throttle_time_ms */
 	kw_i16(w, code);
@@ -189,6 +197,7 @@ h_describe_user_scram_credentials(KRequest *req)
 	if (s->n == 0)
 		s->n = -1;				/* an empty list asks for every user, as null does */
 	kjob_add(&s->job, "SELECT user_name, mechanism, iterations FROM mq.scram_credentials ORDER BY 1, 2", 0);
+	kacl_add_cluster_check(&s->job, "describe");
 	pool_run(req, &s->job, describe_done);
 }
 
@@ -247,6 +256,12 @@ alter_done(KRequest *req)
 		KStmt	   *st = u->stmt >= 0 ? &s->job.stmts[u->stmt] : NULL;
 		const char *msg = NULL;
 		int16_t		code = st ? kstmt_cluster_error(st, &msg) : u->code;
+
+		if (code == KERR_NONE && st && PQgetisnull(st->res, 0, 0))
+		{
+			code = KERR_CLUSTER_AUTHORIZATION_FAILED;	/* no ALTER on the cluster */
+			msg = "altering SCRAM credentials needs ALTER on the cluster";
+		}
 
 		kw_compact_slice(w, u->user);
 		kw_i16(w, code);
@@ -317,12 +332,14 @@ plan_user(AlterState *s, AlterUser *u)
 		array_elem(&a[5], "\\\\x", keys.server, (size_t) keys.len, true);
 		explicit_bzero(&keys, sizeof(keys));
 	}
+	/* NULL, nothing run, without ALTER on the cluster */
 	st = kjob_add(&s->job,
-				  "SELECT (SELECT count(*) FROM (SELECT mq.drop_scram_credential($1, d) FROM pg_catalog.unnest($2::text[]) d) a)"
+				  "SELECT CASE WHEN " KACL_CLUSTER_PRIVILEGE_SQL("'alter'") " THEN"
+				  " (SELECT count(*) FROM (SELECT mq.drop_scram_credential($1, d) FROM pg_catalog.unnest($2::text[]) d) a)"
 				  " + (SELECT count(*) FROM (SELECT mq.set_scram_keys($1, u.m, u.i, u.s, u.st, u.sv)"
 				  " FROM ROWS FROM (pg_catalog.unnest($3::text[]), pg_catalog.unnest($4::int[]),"
 				  " pg_catalog.unnest($5::bytea[]), pg_catalog.unnest($6::bytea[]),"
-				  " pg_catalog.unnest($7::bytea[])) AS u(m, i, s, st, sv)) b)", 0);
+				  " pg_catalog.unnest($7::bytea[])) AS u(m, i, s, st, sv)) b) END", 0);
 	kstmt_text(st, MQ_TEXTOID, name ? name : "");
 	for (int k = 0; k < 6; k++)
 	{
