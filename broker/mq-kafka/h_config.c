@@ -5,6 +5,9 @@
  *	  (mq.topics.config, the keys set at creation or with mq.alter_topic,
  *	  normalised by mq).  Loop thread; one statement per topic resource.
  *
+ * A topic's configs need Kafka's DESCRIBE_CONFIGS on it, implied by
+ * ALTER_CONFIGS: mq's alter on the topic (else TOPIC_AUTHORIZATION_FAILED,
+ * whether it exists or not, as Kafka).
  * The keys that are set are listed with source DYNAMIC_TOPIC_CONFIG, the
  * others mq knows with their defaults (mq.config_defaults(): what mq does
  * while a key is not set) as DEFAULT_CONFIG, is_default in v0, so that
@@ -54,6 +57,12 @@
 	"  UNION ALL SELECT k, v, true FROM jsonb_each_text(mq.config_defaults()) d(k, v)" \
 	"   WHERE NOT t.config ? k) c(k, v, d)" \
 	" WHERE t.topic = $1 ORDER BY c.k"
+
+/*
+ * Kafka's DESCRIBE_CONFIGS on a topic, which its ALTER_CONFIGS implies:
+ * mq's alter (what AlterConfigs needs), not describe or read
+ */
+#define DESCRIBE_CONFIGS_SQL "SELECT mq.has_topic_privilege($1, 'alter')"
 
 /* a broker's keys: mq's topic defaults renamed ($1 topic keys, $2 their
  * broker names), then the daemon's own ($3 keys, $4 values), text[] all;
@@ -106,6 +115,7 @@ typedef struct Resource
 	KSlice	   *keys;
 	KJob	   *job;			/* the job of its statement */
 	int			stmt;
+	int			may;			/* a topic's: may the client describe its configs? */
 } Resource;
 
 typedef struct ConfigState
@@ -162,6 +172,9 @@ write_resource(KRequest *req, ConfigState *s, Resource *rs)
 				 kconfig.node_id, (int) (rs->name.len > 32 ? 32 : rs->name.len), (const char *) rs->name.p);
 		message = other;
 	}
+	else if (!broker && st && !kstmt_failed(&rs->job->stmts[rs->may], &code) &&
+			 strcmp(PQgetvalue(rs->job->stmts[rs->may].res, 0, 0), "t") != 0)
+		code = KERR_TOPIC_AUTHORIZATION_FAILED; /* whether the topic exists or not */
 	else if (st && !kstmt_failed(st, &code) && PQntuples(st->res) == 0)
 		code = broker ? KERR_CLUSTER_AUTHORIZATION_FAILED : KERR_UNKNOWN_TOPIC_OR_PARTITION;
 	kw_i16(w, code);
@@ -298,6 +311,8 @@ h_describe_configs(KRequest *req)
 			rs->job = kfan_job(&s->fan, cluster_topic_pool(name ? name : ""));
 			kstmt_text(kjob_add(rs->job, CONFIG_SQL, 0), MQ_TEXTOID, name ? name : "");
 			rs->stmt = rs->job->n - 1;
+			kstmt_text(kjob_add(rs->job, DESCRIBE_CONFIGS_SQL, 0), MQ_TEXTOID, name ? name : "");
+			rs->may = rs->job->n - 1;
 			free(name);
 		}
 	}

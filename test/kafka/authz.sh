@@ -208,6 +208,23 @@ import sys; from kwire import Client
 c = Client($KAFKA_PORT, 'mq_az_alice', sys.argv[1])
 print(c.offset_fetch_v3('lg_hidden', 'orders'), c.offset_fetch_v3('lg_open', 'orders'), c.offset_fetch('lg_hidden', 'orders'))" "$PW_ALICE")" \
 	"(30, 0) (0, 1) 30" "OffsetFetch v3: GROUP_AUTHORIZATION_FAILED at the top level for a group she may not describe; v1 in the partition"
+# DescribeConfigs of a topic needs Kafka's DESCRIBE_CONFIGS, which ALTER_CONFIGS
+# implies: mq's alter on the topic; reading it is not enough
+describe_configs() {
+	PYTHONPATH=test/kafka/py "$PY" -c "
+import struct, sys; from kwire import Client, s
+c = Client($KAFKA_PORT, 'mq_az_alice', sys.argv[1])
+out = []
+for t in ('orders', 'nosuch'):
+    r = c.call(32, 0, struct.pack('>i', 1) + struct.pack('>b', 2) + s(t) + struct.pack('>i', -1))
+    out.append('%s:%d' % (t, struct.unpack_from('>h', r, 8)[0]))
+print(' '.join(out))" "$PW_ALICE"
+}
+check_eq "$(describe_configs)" "orders:29 nosuch:29" \
+	"DescribeConfigs of a topic she reads, and of one she may not describe: TOPIC_AUTHORIZATION_FAILED"
+sql "SELECT mq.grant('alter', 'topic', 'orders', 'mq_az_alice')" >/dev/null
+check_eq "$(describe_configs)" "orders:0 nosuch:29" "with alter on the topic (Kafka's ALTER_CONFIGS): its configs"
+sql "SELECT mq.revoke('alter', 'topic', 'orders', 'mq_az_alice')" >/dev/null
 # OffsetDelete of a group she may not delete offsets of: the whole request's error, as in Kafka
 check_eq "$(PYTHONPATH=test/kafka/py "$PY" -c "
 import struct, sys; from kwire import Client, s
