@@ -168,13 +168,18 @@ group_join(KRequest *req, KJoin *j)
 		join_respond(req, NULL, NULL, KERR_COORDINATOR_LOAD_IN_PROGRESS);
 		return;
 	}
-	g = group_get(j->group_id);
-
+	/* refused before a group is made for it, as Kafka's coordinator does */
 	if (j->session_ms < kconfig.group_min_session_ms || j->session_ms > kconfig.group_max_session_ms)
 	{
-		join_respond(req, g, NULL, KERR_INVALID_SESSION_TIMEOUT);
+		join_respond(req, group_find(j->group_id), NULL, KERR_INVALID_SESSION_TIMEOUT);
 		return;
 	}
+	if (j->member_id[0] != '\0' && group_find(j->group_id) == NULL)
+	{
+		join_respond(req, NULL, NULL, KERR_UNKNOWN_MEMBER_ID);	/* a member of no group */
+		return;
+	}
+	g = group_get(j->group_id);
 	if (!join_compatible(g, j))
 	{
 		join_respond(req, g, NULL, KERR_INCONSISTENT_GROUP_PROTOCOL);

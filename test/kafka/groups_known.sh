@@ -6,7 +6,7 @@
 # knows, as Kafka lists a group that only has committed offsets: SQL
 # consumers committing without joining, an SQL group (mq.join_group) with
 # its members and their assignments, and a Kafka group that committed and
-# left before mq-kafka restarted.
+# left before mq-kafka restarted; not a group whose JoinGroup was refused.
 source "$(dirname "${BASH_SOURCE[0]}")/lib.bash"
 
 PY=/usr/bin/python3
@@ -48,4 +48,17 @@ want="$(sql "SELECT json_agg(json_build_array(m.member_id, 'mq', m.topics,
 check_eq "$(json_get "$J" '{described,gk_sql}')" "$(json_get "[\"Stable\", \"consumer\", \"range\", $want]" '{}')" \
 	"DescribeGroups: the SQL group is Stable, with its members, subscriptions and assignments as mq.group_assignments has them"
 check_match "$(json_get "$J" '{described,gk_sql,3}')" '"gk:0".*"gk:1".*"gk:2"' "between them the members hold the three partitions"
+
+# a JoinGroup refused for its session timeout, or naming a member of a
+# group that does not exist, makes no group: Kafka lists neither
+run env PYTHONPATH=test/kafka/py "$PY" -c "
+import struct; from kwire import Client, s
+c = Client($KAFKA_PORT)
+def join(group, session_ms, member):
+    body = s(group) + struct.pack('>i', session_ms) + s(member) + s('consumer') + struct.pack('>i', 1) + s('range') \
+        + struct.pack('>i', 0)
+    return struct.unpack_from('>h', c.call(11, 0, body))[0]
+print(join('gk_short', 1000, ''), join('gk_stranger', 10000, 'someone'), ','.join(g for g in c.list_groups() if g in ('gk_short', 'gk_stranger')) or 'none')"
+check_eq "$OUT" "26 25 none" \
+	"JoinGroup with a session timeout below the minimum: INVALID_SESSION_TIMEOUT; with an unknown member id: UNKNOWN_MEMBER_ID; neither group listed"
 finish
