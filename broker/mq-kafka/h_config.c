@@ -174,7 +174,7 @@ write_resource(KRequest *req, ConfigState *s, Resource *rs)
 	}
 	else if (!broker && st && !kstmt_failed(&rs->job->stmts[rs->may], &code) &&
 			 strcmp(PQgetvalue(rs->job->stmts[rs->may].res, 0, 0), "t") != 0)
-		code = KERR_TOPIC_AUTHORIZATION_FAILED; /* whether the topic exists or not */
+		code = KERR_TOPIC_AUTHORIZATION_FAILED;	/* whether the topic exists or not */
 	else if (st && !kstmt_failed(st, &code) && PQntuples(st->res) == 0)
 		code = broker ? KERR_CLUSTER_AUTHORIZATION_FAILED : KERR_UNKNOWN_TOPIC_OR_PARTITION;
 	kw_i16(w, code);
