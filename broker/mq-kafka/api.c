@@ -157,7 +157,7 @@ static const KApi apis[] = {
 	{KAPI_DESCRIBE_TOPIC_PARTITIONS, 0, 0, 0, h_describe_topic_partitions,
 	 "Metadata's topics and partitions a page at a time: in name order from the cursor on, at most `response_partition_limit` (and 2000) partitions, the next cursor where the limit cut; each topic's authorized operations; none asked is every topic the role may describe; nothing is created"},
 	{KAPI_INCREMENTAL_ALTER_CONFIGS, 0, 1, 1, h_incremental_alter_configs,
-	 "SET, DELETE; APPEND and SUBTRACT for `cleanup.policy`; through `mq.alter_topic`; `validate_only` supported; a key named twice, a resource given twice or a null value but for DELETE is INVALID_REQUEST"},
+	 "SET, DELETE; APPEND and SUBTRACT for Kafka's list keys (`cleanup.policy`, the throttled replica lists; INVALID_CONFIG on others); through `mq.alter_topic`; `validate_only` supported; a key named twice, a resource given twice or a null value but for DELETE is INVALID_REQUEST"},
 };
 
 #define NAPIS (int) (sizeof(apis) / sizeof(apis[0]))

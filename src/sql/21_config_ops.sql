@@ -28,9 +28,12 @@ DECLARE
     v_arg text[];
 BEGIN
     FOR i IN 1 .. coalesce(cardinality(p_keys), 0) LOOP
-        IF p_ops[i] IN (2, 3) AND p_keys[i] IS DISTINCT FROM 'cleanup.policy' THEN
+        IF p_ops[i] IN (2, 3) AND coalesce(p_keys[i] <> ALL (ARRAY['cleanup.policy',
+                'leader.replication.throttled.replicas', 'follower.replication.throttled.replicas']), true) THEN
+            -- Kafka's INVALID_CONFIG: "Can't APPEND to key ... because its type is not LIST."
             RAISE EXCEPTION 'config "%" is not a list: it can only be set or deleted', p_keys[i]
-                USING ERRCODE = 'MQ010', HINT = 'Only cleanup.policy takes APPEND and SUBTRACT.';
+                USING ERRCODE = 'MQ004',
+                      HINT = 'Kafka''s list configs, which take APPEND and SUBTRACT, are cleanup.policy and the throttled replica lists.';
         ELSIF p_ops[i] IS NULL OR p_ops[i] NOT IN (0, 1, 2, 3) THEN
             RAISE EXCEPTION 'unknown config operation %', coalesce(p_ops[i]::text, 'NULL')
                 USING ERRCODE = 'MQ010', HINT = 'Operations are 0 SET, 1 DELETE, 2 APPEND and 3 SUBTRACT.';
@@ -38,12 +41,15 @@ BEGIN
             v_out := v_out || jsonb_build_object(p_keys[i], CASE WHEN p_ops[i] = 0 THEN p_vals[i] END);
             CONTINUE;
         END IF;
-        v_old := string_to_array(coalesce(v_out->>p_keys[i], p_config->>p_keys[i], 'delete'), ',');
+        v_old := ARRAY(SELECT trim(x) FROM unnest(string_to_array(coalesce(v_out->>p_keys[i], p_config->>p_keys[i],
+                                   CASE WHEN p_keys[i] = 'cleanup.policy' THEN 'delete' END), ',')) x
+                        WHERE trim(x) <> '');
         v_arg := ARRAY(SELECT trim(x) FROM unnest(string_to_array(coalesce(p_vals[i], ''), ',')) x
                         WHERE trim(x) <> '');
+        -- as Kafka: APPEND adds what is not there yet at the end, SUBTRACT removes
         v_out := v_out || jsonb_build_object(p_keys[i], array_to_string(ARRAY(
-            SELECT DISTINCT x FROM unnest(v_old || CASE WHEN p_ops[i] = 2 THEN v_arg END) x
-             WHERE p_ops[i] = 2 OR x <> ALL (v_arg) ORDER BY 1), ','));
+            SELECT u.x FROM unnest(v_old || CASE WHEN p_ops[i] = 2 THEN v_arg END) WITH ORDINALITY u(x, n)
+             WHERE p_ops[i] = 2 OR u.x <> ALL (v_arg) GROUP BY u.x ORDER BY min(u.n)), ','));
     END LOOP;
     RETURN v_out;
 END $$;

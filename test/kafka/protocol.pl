@@ -587,8 +587,8 @@ ok((incremental_alter(2, 'pdel', 0, ['retention.ms', 0, '1h'], ['cleanup.policy'
 	'IncrementalAlterConfigs: SET a key and APPEND to cleanup.policy');
 ok((incremental_alter(2, 'pdel', 1, ['retention.ms', 1, undef]) // -99) == 0,
 	'IncrementalAlterConfigs validate_only: DELETE accepted (and undone)');
-ok((incremental_alter(2, 'pdel', 0, ['retention.ms', 2, '5']) // -99) == 42,
-	'IncrementalAlterConfigs APPEND to a key that is not a list: INVALID_REQUEST');
+ok((incremental_alter(2, 'pdel', 0, ['retention.ms', 2, '5']) // -99) == 40,
+	'IncrementalAlterConfigs APPEND to a key that is not a list: INVALID_CONFIG, as Kafka');
 ok((incremental_alter(2, 'pdel', 0, ['retention.ms', 0, 'soon']) // -99) == 40,
 	'IncrementalAlterConfigs of a bad value: INVALID_CONFIG');
 ok((incremental_alter(2, 'nosuchtopic', 0, ['retention.ms', 0, '1']) // -99) == 3,

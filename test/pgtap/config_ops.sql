@@ -9,7 +9,7 @@
 \set ON_ERROR_STOP on
 SET client_min_messages = warning;
 BEGIN;
-SELECT plan(24);
+SELECT plan(25);
 
 SELECT mq.create_topic('co', 1, '{"retention.ms": "1d", "segment.records": 100}');
 CREATE TEMP VIEW cfg AS SELECT config FROM mq.topics WHERE topic = 'co';
@@ -27,11 +27,15 @@ SELECT is(mq.alter_topic('co', mq._config_replace((SELECT config FROM cfg), ARRA
 SELECT is(mq._config_incremental('{"retention.ms": 1}', ARRAY['segment.records', 'retention.ms'], ARRAY[0, 1], ARRAY['5', NULL]),
           '{"retention.ms": null, "segment.records": "5"}', 'SET and DELETE');
 SELECT is(mq._config_incremental('{}', ARRAY['cleanup.policy'], ARRAY[2], ARRAY['compact']),
-          '{"cleanup.policy": "compact,delete"}', 'APPEND to cleanup.policy adds to its default, delete');
+          '{"cleanup.policy": "delete,compact"}', 'APPEND to cleanup.policy adds to its default, delete, at the end (mq.validate_config then stores it sorted)');
 SELECT is(mq._config_incremental('{"cleanup.policy": "compact,delete"}', ARRAY['cleanup.policy'], ARRAY[3], ARRAY['delete']),
           '{"cleanup.policy": "compact"}', 'SUBTRACT from cleanup.policy');
-SELECT throws_ok($$SELECT mq._config_incremental('{}', ARRAY['retention.ms'], ARRAY[2], ARRAY['1'])$$, 'MQ010', NULL,
-                 'APPEND to a key that is not a list is MQ010');
+SELECT throws_ok($$SELECT mq._config_incremental('{}', ARRAY['retention.ms'], ARRAY[2], ARRAY['1'])$$, 'MQ004', NULL,
+                 'APPEND to a key that is not a list is MQ004 (Kafka''s INVALID_CONFIG)');
+SELECT is(mq._config_incremental('{"leader.replication.throttled.replicas": "1:1,0:1"}',
+                                 ARRAY['leader.replication.throttled.replicas'], ARRAY[2], ARRAY['0:1,2:1']),
+          '{"leader.replication.throttled.replicas": "1:1,0:1,2:1"}',
+          'the throttled replica lists are lists too: APPEND adds what is new at the end, in order, as Kafka');
 SELECT throws_ok($$SELECT mq._config_incremental('{}', ARRAY['retention.ms'], ARRAY[7], ARRAY['1'])$$, 'MQ010', NULL,
                  'an unknown operation is MQ010');
 SELECT is(mq.alter_topic('co', mq._config_incremental((SELECT config FROM cfg), ARRAY['segment.records', 'retention.ms'],
