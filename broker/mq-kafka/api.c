@@ -107,7 +107,7 @@ static const KApi apis[] = {
 	{KAPI_DELETE_ACLS, 0, 3, 2, h_delete_acls,
 	 "`mq.revoke` of each grant a filter matches, one transaction per filter"},
 	{KAPI_DESCRIBE_CONFIGS, 0, 4, 4, h_describe_configs,
-	 "a topic's keys set in mq (`mq.topics.config`), and the others with mq's defaults (`mq.config_defaults()`, DEFAULT_CONFIG); this broker: those defaults under Kafka's broker names and the daemon's settings, read-only; a topic's need alter on it (Kafka's DESCRIBE_CONFIGS, implied by ALTER_CONFIGS)"},
+	 "a topic's keys set in mq (`mq.topics.config`), and the others with mq's defaults (`mq.config_defaults()`, DEFAULT_CONFIG); this broker: those defaults under Kafka's broker names and the daemon's settings, read-only; a topic's need alter on it (Kafka's DESCRIBE_CONFIGS, implied by ALTER_CONFIGS); with include_synonyms (v1+) each key's synonyms: the topic's value, then the broker default under Kafka's broker name"},
 	{KAPI_ALTER_CONFIGS, 0, 2, 2, h_alter_configs,
 	 "a topic's whole config replaced, through `mq.alter_topic`; `validate_only` supported; a key named twice, or a resource given twice, is INVALID_REQUEST"},
 	{KAPI_ALTER_REPLICA_LOG_DIRS, 0, 2, 2, h_alter_replica_log_dirs,

@@ -5,6 +5,9 @@
  *	  (mq.topics.config, the keys set at creation or with mq.alter_topic,
  *	  normalised by mq).  Loop thread; one statement per topic resource.
  *
+ * With include_synonyms (v1+) each key lists its synonyms as Kafka does:
+ * a topic's value set on it, then the broker's default under the broker's
+ * name (broker_synonyms), or the default alone.
  * A topic's configs need Kafka's DESCRIBE_CONFIGS on it, implied by
  * ALTER_CONFIGS: mq's alter on the topic (else TOPIC_AUTHORIZATION_FAILED,
  * whether it exists or not, as Kafka).
@@ -50,9 +53,9 @@
 #define SOURCE_STATIC_BROKER_CONFIG 4
 #define SOURCE_DEFAULT_CONFIG 5
 
-/* no rows: unknown topic; else key, value and whether it is a default */
+/* no rows: unknown topic; else key, value, whether it is a default, the default */
 #define CONFIG_SQL \
-	"SELECT c.k, c.v, c.d FROM mq.topics t CROSS JOIN LATERAL" \
+	"SELECT c.k, c.v, c.d, mq.config_defaults() ->> c.k FROM mq.topics t CROSS JOIN LATERAL" \
 	" (SELECT k, v, false FROM jsonb_each_text(t.config) s(k, v)" \
 	"  UNION ALL SELECT k, v, true FROM jsonb_each_text(mq.config_defaults()) d(k, v)" \
 	"   WHERE NOT t.config ? k) c(k, v, d)" \
@@ -120,6 +123,7 @@ typedef struct Resource
 
 typedef struct ConfigState
 {
+	bool		synonyms;		/* v1+: include_synonyms */
 	KFan		fan;			/* a job per node asked */
 	int32_t		n;
 	Resource   *res;
@@ -146,6 +150,59 @@ wanted(const Resource *rs, const char *key)
 		if (kslice_eq(rs->keys[i], key))
 			return true;
 	return false;
+}
+
+/* the broker's name for a topic key (Kafka's synonym), or NULL */
+static const char *
+broker_name(const char *key)
+{
+	for (size_t i = 0; i < sizeof(broker_synonyms) / sizeof(broker_synonyms[0]); i++)
+		if (strcmp(broker_synonyms[i][0], key) == 0)
+			return broker_synonyms[i][1];
+	return NULL;
+}
+
+static void
+write_synonym(KWriter *w, const char *name, const char *value, int8_t source)
+{
+	kw_str(w, name);
+	kw_str(w, value);
+	kw_i8(w, source);
+	kw_tags(w);
+}
+
+/*
+ * v1+ with include_synonyms, as Kafka lists them, most specific first: a
+ * topic's key set on it, then the broker's default for it under the
+ * broker's name (DEFAULT_CONFIG); a topic's key at its default, that
+ * default under the broker's name; a broker's key, itself.  None without
+ * include_synonyms.
+ */
+static void
+write_synonyms(KWriter *w, bool wanted, bool broker, const char *key, const char *value,
+			   bool is_default, const char *default_value)
+{
+	const char *bname = broker ? NULL : broker_name(key);
+
+	if (!wanted)
+		kw_array(w, 0);
+	else if (broker)
+	{
+		kw_array(w, 1);
+		write_synonym(w, key, value, is_default ? SOURCE_DEFAULT_CONFIG : SOURCE_STATIC_BROKER_CONFIG);
+	}
+	else if (is_default)
+	{
+		kw_array(w, 1);
+		write_synonym(w, bname ? bname : key, value, SOURCE_DEFAULT_CONFIG);
+	}
+	else
+	{
+		kw_array(w, bname && default_value ? 2 : 1);
+		write_synonym(w, key, value, SOURCE_DYNAMIC_TOPIC_CONFIG);
+		if (bname && default_value)
+			write_synonym(w, bname, default_value, SOURCE_DEFAULT_CONFIG);
+	}
 }
 
 static void
@@ -199,7 +256,8 @@ write_resource(KRequest *req, ConfigState *s, Resource *rs)
 				  SOURCE_DYNAMIC_TOPIC_CONFIG);
 		kw_i8(w, 0);			/* is_sensitive */
 		if (req->api_version >= 1)
-			kw_array(w, 0);		/* synonyms */
+			write_synonyms(w, s->synonyms, broker, key, PQgetvalue(st->res, row, 1), is_default,
+						   broker || PQgetisnull(st->res, row, 3) ? NULL : PQgetvalue(st->res, row, 3));
 		if (req->api_version >= 3)
 		{
 			kw_i8(w, 0);		/* config_type: UNKNOWN */
@@ -317,7 +375,7 @@ h_describe_configs(KRequest *req)
 		}
 	}
 	if (req->api_version >= 1)
-		(void) kr_i8(r);		/* include_synonyms */
+		s->synonyms = kr_i8(r) != 0;	/* include_synonyms */
 	if (r->err)
 	{
 		req_abort(req);

@@ -5,7 +5,9 @@
 # segment.jitter.ms, preallocate, flush.messages, message.format.version),
 # Kafka's "no limit" for a time (the int8 maximum) and min.insync.replicas
 # above the replication factor are taken as by Kafka, and DescribeConfigs
-# reports them, with Kafka's defaults for the others; tiered storage is
+# reports them, with Kafka's defaults for the others and, as librdkafka
+# asks, their synonyms (the key set on the topic, then the broker's
+# default under its broker name); tiered storage is
 # INVALID_CONFIG; a producer at its defaults (acks=all) to the topic with
 # one replica and min.insync.replicas 2 gets NOT_ENOUGH_REPLICAS and
 # writes nothing, one with acks=1 writes (docs/sql.md, "Configuration").
@@ -24,6 +26,7 @@ preallocate=true default=False
 retention.ms=9223372036854775807 default=False
 segment.jitter.ms=1000 default=False
 segment.index.bytes=10485760 default=True
+synonyms: retention.ms retention.ms=9223372036854775807,log.retention.ms=-1; segment.index.bytes log.index.size.max.bytes=10485760
 tiered: INVALID_CONFIG
 defaults (acks=all): NOT_ENOUGH_REPLICAS
 acks=1: ok" "configs taken and described as by Kafka; acks=all refused below min.insync.replicas"

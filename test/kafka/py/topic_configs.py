@@ -23,6 +23,8 @@ for k in sorted(configs):
     e = got[k]
     print('%s=%s default=%s' % (k, e.value, e.is_default))
 print('segment.index.bytes=%s default=%s' % (got['segment.index.bytes'].value, got['segment.index.bytes'].is_default))
+syn = lambda e: ','.join('%s=%s' % (x.name, x.value) for x in e.synonyms.values())  # noqa: E731
+print('synonyms: retention.ms %s; segment.index.bytes %s' % (syn(got['retention.ms']), syn(got['segment.index.bytes'])))
 try:
     a.create_topics([NewTopic('tc-tiered', 1, 1, config={'remote.storage.enable': 'true'})])['tc-tiered'].result(15)
     print('tiered: created')
