@@ -5,7 +5,7 @@
  *	  server's certificate and key (PEM), TLS 1.2 at least, and client
  *	  certificates (ssl.client.auth: none, requested or required) verified
  *	  against a CA file; the principal of a verified client certificate
- *	  (its subject, mapped by sslmap.c).  The record layer is OpenSSL's,
+ *	  (its subject as Kafka writes it, x500.c, mapped by sslmap.c).  The record layer is OpenSSL's,
  *	  driven by libevent's OpenSSL bufferevents (server.c).
  *
  * Reload (SIGHUP): a new context is built from the files; if that fails
@@ -29,6 +29,7 @@
 
 #include "sslmap.h"
 #include "util.h"
+#include "x500.h"
 
 static SSL_CTX *ctx;
 static SslMap *map;
@@ -214,19 +215,13 @@ tls_peer_principal(struct bufferevent *bev, bool *refuse, char *dn, size_t dnlen
 {
 	SSL		   *ssl = bufferevent_openssl_get_ssl(bev);
 	X509	   *cert = SSL_get0_peer_certificate(ssl);
-	BIO		   *bio;
 	char	   *name;
-	int			n;
 
 	*refuse = false;
 	dn[0] = '\0';
 	if (cert == NULL || SSL_get_verify_result(ssl) != X509_V_OK)
 		return NULL;
-	bio = BIO_new(BIO_s_mem());
-	X509_NAME_print_ex(bio, X509_get_subject_name(cert), 0, XN_FLAG_RFC2253);
-	n = BIO_read(bio, dn, (int) dnlen - 1);
-	dn[n > 0 ? n : 0] = '\0';
-	BIO_free(bio);
+	x500_name(X509_get_subject_name(cert), dn, dnlen);
 	name = sslmap_apply(map, dn);
 	*refuse = name == NULL || name[0] == '\0';
 	if (*refuse)

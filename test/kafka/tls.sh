@@ -38,6 +38,9 @@ P_SSL="$(_free_port)"
 METRICS="127.0.0.1:$(_free_port)"
 SSL_B="127.0.0.1:$P_SSL"
 RULES='RULE:^CN=([^,]*),OU=clients,O=mq test$/mq_tls_$1/L'
+# a subject with emailAddress as Kafka's broker writes it (Java's RFC 2253:
+# the attribute's OID and its DER in hex), which a rule written for Kafka matches
+RULES+=',RULE:^1.2.840.113549.1.9.1=#16056140622e63,CN=([^,]*),OU=clients,O=mq test$/mq_tls_$1/L'
 
 # tls_start [OPTION...]: mq-kafka on both listeners, until the SSL one accepts
 tls_start() {
@@ -59,7 +62,7 @@ check_match "$(cat "$T/mq-kafka.log")" "listener SSL \\(SSL\\) on 127.0.0.1:$P_S
 
 # kcat's settings in files (-F): server-authenticated TLS, and mutual TLS
 printf 'security.protocol=ssl\nssl.ca.location=%s\n' "$C/ca.crt" >"$T/ssl.conf"
-for who in client expired rogue other; do
+for who in client expired rogue other mailed; do
 	cat "$T/ssl.conf" - >"$T/$who.conf" <<EOF
 ssl.certificate.location=$C/$who.crt
 ssl.key.location=$C/$who.key
@@ -118,6 +121,13 @@ check_eq "$(json_get "$OUT" '{produced}') $(json_get "$OUT" '{committed}')" "[8,
 check_eq "$(json_get "$OUT" '{consumed}')" '["py0", "py1", "py2", "py3", "py4", "py5"]' "and reads its records back"
 run timeout 120 "$PY" test/kafka/py/tls.py clients "$SSL_B" tls_ro tls_gp2 "$C"
 check_eq "$(json_get "$OUT" '{committed}')" "14" "kafka-python over SSL without a client certificate"
+
+# a rule written for the subject as Kafka writes it maps the certificate
+# with an emailAddress (OpenSSL's own form, emailAddress=a@b.c first, did not)
+before_t="$(records tls_t)"
+run timeout 60 kcat -b "$SSL_B" -F "$T/mailed.conf" -P -t tls_t -p 0 -l "$T/in"
+check_eq "$RC:$(($(records tls_t) - before_t))" "0:3" \
+	"a subject with emailAddress, written as Kafka writes it (1.2.840.113549.1.9.1=#16056140622e63,CN=app1,...), maps to mq_tls_app1"
 
 # --- refusals: nothing authenticated, nothing stored, no connection left
 before_t="$(records tls_t)"

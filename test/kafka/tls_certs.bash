@@ -67,6 +67,8 @@ tls_make_certs() {
 	_tls_sign "$d" server2 "/O=mq test/CN=localhost" ca "subjectAltName=DNS:localhost,IP:127.0.0.1"
 	_tls_sign "$d" client "/O=mq test/OU=clients/CN=app1" ca "extendedKeyUsage=clientAuth"
 	_tls_sign "$d" other "/O=mq test/OU=ops/CN=app2" ca "extendedKeyUsage=clientAuth"
+	# an attribute Java's RFC 2253 form does not name (Kafka: its OID and DER)
+	_tls_sign "$d" mailed "/O=mq test/OU=clients/CN=app1/emailAddress=a@b.c" ca "extendedKeyUsage=clientAuth"
 	_tls_sign "$d" rogue "/O=mq test/OU=clients/CN=app1" rogue-ca "extendedKeyUsage=clientAuth"
 	_tls_expired "$d"
 	chmod 600 "$d"/*.key
