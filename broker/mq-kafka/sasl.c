@@ -84,8 +84,9 @@ conn_mechs(const KConn *c)
 	return m;
 }
 
+/* an error closes the connection, but for keep (after a successful login, as Kafka) */
 static void
-handshake_respond(KRequest *req, int16_t error)
+handshake_respond(KRequest *req, int16_t error, bool keep)
 {
 	unsigned	m = conn_mechs(req->conn);
 	int32_t		n = 0;
@@ -97,7 +98,7 @@ handshake_respond(KRequest *req, int16_t error)
 	for (size_t i = 0; i < NMECHS; i++)
 		if (m & mechs[i].mech)
 			kw_str(&req->resp, mechs[i].name);
-	if (error == KERR_NONE)
+	if (error == KERR_NONE || keep)
 		req_finish(req);
 	else
 		req_finish_close(req);
@@ -116,7 +117,7 @@ h_sasl_handshake(KRequest *req)
 	}
 	if (conn_sasl_step(req->conn) != KSASL_START)
 	{
-		handshake_respond(req, KERR_ILLEGAL_SASL_STATE);
+		handshake_respond(req, KERR_ILLEGAL_SASL_STATE, conn_sasl_step(req->conn) == KSASL_DONE);
 		return;
 	}
 	for (size_t i = 0; i < NMECHS; i++)
@@ -125,7 +126,7 @@ h_sasl_handshake(KRequest *req)
 			conn_set_sasl_mech(req->conn, mechs[i].mech);
 			/* after v0 the tokens come as bare frames (kafka-python) */
 			conn_set_sasl(req->conn, req->api_version == 0 ? KSASL_BARE : KSASL_HANDSHAKEN, NULL);
-			handshake_respond(req, KERR_NONE);
+			handshake_respond(req, KERR_NONE, false);
 			return;
 		}
 	{
@@ -137,7 +138,7 @@ h_sasl_handshake(KRequest *req)
 					kslice_eq(name, "PLAIN") && (kconfig.sasl_mechs & KSASL_MECH_PLAIN) ?
 					" on a connection without tls (--sasl-plain-on-plaintext allows it)" : "");
 	}
-	handshake_respond(req, KERR_UNSUPPORTED_SASL_MECHANISM);
+	handshake_respond(req, KERR_UNSUPPORTED_SASL_MECHANISM, false);
 }
 
 /* the mechanism's round for a token */
@@ -168,9 +169,15 @@ h_sasl_authenticate(KRequest *req)
 		req_abort(req);
 		return;
 	}
+	if (conn_sasl_step(req->conn) == KSASL_DONE)
+	{
+		/* as Kafka: answered, and the authenticated connection goes on */
+		sasl_respond_after_login(req);
+		return;
+	}
 	if (conn_sasl_step(req->conn) != KSASL_HANDSHAKEN)
 	{
-		sasl_respond(req, KERR_ILLEGAL_SASL_STATE, "sasl handshake first", NULL, 0);
+		req_abort(req);			/* before a handshake: Kafka closes, no answer */
 		return;
 	}
 	sasl_token(req, (uint8_t *) token.p, token.len > 0 ? (size_t) token.len : 0);

@@ -50,6 +50,8 @@ extern bool sasl_plain_parse(const uint8_t *p, size_t len, SaslPlain *out);
 /* sasl_reply.c: the SaslAuthenticate response; a failure closes the connection */
 extern void sasl_respond(KRequest *req, int16_t error, const char *message,
 						 const void *auth_bytes, size_t len);
+/* SaslAuthenticate after a successful login: answered, connection kept */
+extern void sasl_respond_after_login(KRequest *req);
 /* sasl_reply.c: a name the client chose, fit for one log line; returns buf */
 extern const char *sasl_log_name(const char *name, size_t len, char *buf, size_t size);
 /* sasl_reply.c: a user name no client may authenticate as */

@@ -60,3 +60,15 @@ sasl_respond(KRequest *req, int16_t error, const char *message, const void *auth
 	else
 		req_finish_close(req);
 }
+
+/* SaslAuthenticate after a successful login: ILLEGAL_SASL_STATE, the connection kept */
+void
+sasl_respond_after_login(KRequest *req)
+{
+	kw_i16(&req->resp, KERR_ILLEGAL_SASL_STATE);
+	kw_str(&req->resp, "SaslAuthenticate request received after successful authentication");
+	kw_bytes(&req->resp, "", 0);
+	if (req->api_version >= 1)
+		kw_i64(&req->resp, 0);
+	req_finish(req);
+}

@@ -160,6 +160,10 @@ sub exchange_checks {
 		ok(defined $r, "$mech: then Metadata is answered");
 		($e) = handshake($s, $mech);
 		ok(defined $e && $e == 34, "$mech: a second SaslHandshake gets ILLEGAL_SASL_STATE");
+		my ($ae2) = authenticate($s, 'n,,n=x,r=y');
+		ok(defined $ae2 && $ae2 == 34, "$mech: so does a SaslAuthenticate after the login");
+		$r = call($s, 3, 1, pack('l>', -1));
+		ok(defined $r, "$mech: and the connection goes on, as Kafka keeps it");
 	}
 
 	# refusals: each SASL_AUTHENTICATION_FAILED, then closed
