@@ -29,6 +29,7 @@
 #include "postgres.h"
 
 #include "access/xact.h"
+#include "access/xlog.h"
 #include "catalog/pg_type.h"
 #include "common/hashfn.h"
 #include "executor/spi.h"
@@ -252,11 +253,12 @@ store_offset(text *group, MqTopic *topic, int32 partition, int64 next,
 	mq_spi_end(&spi);
 }
 
-/* Is it a member's poll (a member_id given)? */
+/* A member's poll (member_id given), whose batch is a row: not on a
+ * standby, which writes nothing (the session keeps it, and commits fail) */
 static bool
 is_member(text *member)
 {
-	return member != NULL && VARSIZE_ANY_EXHDR(member) > 0;
+	return member != NULL && VARSIZE_ANY_EXHDR(member) > 0 && !RecoveryInProgress();
 }
 
 /* A member's pending batch of one partition, as mq.poll_pending keeps it. */
@@ -282,12 +284,9 @@ take_member_pending(text *group, MqTopic *topic, text *member, int *n)
 	{
 		Oid			argtypes[3] = {TEXTOID, INT4OID, TEXTOID};
 
-		plan = mq_spi_prepare("DELETE FROM mq.poll_pending p "
-							  "WHERE p.group_id OPERATOR(pg_catalog.=) $1 "
-							  "  AND p.topic_id OPERATOR(pg_catalog.=) $2 "
-							  "  AND p.member_id OPERATOR(pg_catalog.=) $3 "
-							  "RETURNING p.partition, p.next_offset, p.replaces",
-							  3, argtypes);
+		plan = mq_spi_prepare("DELETE FROM mq.poll_pending p WHERE p.group_id OPERATOR(pg_catalog.=) $1 "
+							  "AND p.topic_id OPERATOR(pg_catalog.=) $2 AND p.member_id OPERATOR(pg_catalog.=) $3 "
+							  "RETURNING p.partition, p.next_offset, p.replaces", 3, argtypes);
 	}
 	if (SPI_execute_plan(plan, args, NULL, false, 0) != SPI_OK_DELETE_RETURNING)
 		elog(ERROR, "mq: taking the pending batches failed");

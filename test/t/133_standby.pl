@@ -109,6 +109,17 @@ my ($ret, $out, $err) = $standby->psql('postgres',
 	extra_params => [ '-v', 'VERBOSITY=verbose' ]);
 like($err, qr/ERROR:  25006: cannot execute \w+ in a read-only transaction/,
 	'a poll with auto_commit is refused when it has a batch to commit');
+# and a group member's the same: its batch, kept in mq.poll_pending on a
+# primary, stays in the session on a standby, which writes nothing
+my $member = $primary->safe_psql('postgres', "SELECT member FROM mq.join_group('gm', ARRAY['t'])");
+catch_up();
+($ret, $out, $err) = $standby->psql('postgres',
+	"SELECT count(*) FROM mq.poll('gm', 't', 1, true, member_id => '$member');"
+	  . "SELECT count(*) FROM mq.poll('gm', 't', 1, true, member_id => '$member')",
+	extra_params => [ '-v', 'VERBOSITY=verbose' ]);
+is($out, '1', "a member's first auto_commit poll reads on the standby");
+like($err, qr/ERROR:  25006: cannot execute \w+ in a read-only transaction/,
+	'the next, with a batch to commit, is refused');
 
 # so a consumer that reads on the standby commits on the primary, and its
 # next poll on the standby starts there once the commit is replayed
