@@ -189,17 +189,20 @@ mq_record_size(bytea *key, bytea *value, Jsonb *headers)
 	return KAFKA_BATCH_OVERHEAD + varint_size(body) + body;
 }
 
-/* The limit on the topic's records and batches, and its name for messages. */
+/* The limit on the topic's records and batches. */
 static int64
-size_limit(MqTopic *topic, char **what)
+size_limit(MqTopic *topic)
 {
-	if (topic->max_message_bytes >= 0)
-	{
-		*what = psprintf("max.message.bytes " INT64_FORMAT " of topic \"%s\"", topic->max_message_bytes, topic->name);
-		return topic->max_message_bytes;
-	}
-	*what = psprintf("mq.message_max_bytes %d", mq_message_max_bytes);
-	return mq_message_max_bytes;
+	return topic->max_message_bytes >= 0 ? topic->max_message_bytes : (int64) mq_message_max_bytes;
+}
+
+/* The limit's name, for a refusal's message (only then: produce's path builds no text). */
+static char *
+limit_name(MqTopic *topic)
+{
+	return topic->max_message_bytes >= 0 ?
+		psprintf("max.message.bytes " INT64_FORMAT " of topic \"%s\"", topic->max_message_bytes, topic->name) :
+		psprintf("mq.message_max_bytes %d", mq_message_max_bytes);
 }
 
 static int
@@ -220,15 +223,14 @@ size_hint(MqTopic *topic)
 void
 mq_check_record_sizes(MqTopic *topic, MqRecordIn *recs, int n, int64 batch_bytes)
 {
-	char	   *what;
-	int64		limit = size_limit(topic, &what);
+	int64		limit = size_limit(topic);
 
 	if (batch_bytes >= 0)
 	{
 		if (batch_bytes > limit)
 			ereport(ERROR,
 					(errcode(ERRCODE_MQ_RECORD_TOO_LARGE),
-					 errmsg("record batch of " INT64_FORMAT " bytes is larger than %s", batch_bytes, what),
+					 errmsg("record batch of " INT64_FORMAT " bytes is larger than %s", batch_bytes, limit_name(topic)),
 					 errdetail("Nothing was written.  As in Kafka, the limit applies to each record batch as its producer sent it (compressed, if it was)."),
 					 size_hint(topic)));
 		return;
@@ -243,8 +245,8 @@ mq_check_record_sizes(MqTopic *topic, MqRecordIn *recs, int n, int64 batch_bytes
 		ereport(ERROR,
 				(errcode(ERRCODE_MQ_RECORD_TOO_LARGE),
 				 n > 1 ?
-				 errmsg("record %d of the batch, " INT64_FORMAT " bytes, is larger than %s", i, size, what) :
-				 errmsg("record of " INT64_FORMAT " bytes is larger than %s", size, what),
+				 errmsg("record %d of the batch, " INT64_FORMAT " bytes, is larger than %s", i, size, limit_name(topic)) :
+				 errmsg("record of " INT64_FORMAT " bytes is larger than %s", size, limit_name(topic)),
 				 errdetail("Nothing was written.  A record counts as Kafka counts a record batch holding it alone: its key, value and headers with their lengths, a few bytes of record framing and 61 of batch header."),
 				 size_hint(topic)));
 	}
