@@ -53,11 +53,15 @@
 #define SOURCE_STATIC_BROKER_CONFIG 4
 #define SOURCE_DEFAULT_CONFIG 5
 
-/* no rows: unknown topic; else key, value, whether it is a default, the default */
+/*
+ * no rows: unknown topic; else key, value, whether it is a default, the
+ * default (mq.config_defaults() read once)
+ */
 #define CONFIG_SQL \
-	"SELECT c.k, c.v, c.d, mq.config_defaults() ->> c.k FROM mq.topics t CROSS JOIN LATERAL" \
+	"SELECT c.k, c.v, c.d, dft.j ->> c.k FROM mq.topics t" \
+	" CROSS JOIN (SELECT mq.config_defaults() AS j) dft CROSS JOIN LATERAL" \
 	" (SELECT k, v, false FROM jsonb_each_text(t.config) s(k, v)" \
-	"  UNION ALL SELECT k, v, true FROM jsonb_each_text(mq.config_defaults()) d(k, v)" \
+	"  UNION ALL SELECT k, v, true FROM jsonb_each_text(dft.j) d(k, v)" \
 	"   WHERE NOT t.config ? k) c(k, v, d)" \
 	" WHERE t.topic = $1 ORDER BY c.k"
 
