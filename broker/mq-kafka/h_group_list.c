@@ -35,7 +35,6 @@
 #include "util.h"
 
 #define GROUPS_SQL "SELECT group_id, sql_group, state FROM mq.groups"
-#define CLUSTER_DESCRIBE_SQL "SELECT " KACL_CLUSTER_PRIVILEGE_SQL("'describe'")
 
 /* the groups listed: [0, nheld) held here, [nheld, n) known to the database */
 typedef struct ListState
@@ -195,10 +194,8 @@ static void
 list_scoped(KRequest *req)
 {
 	ListState  *s = req->state;
-	KStmt	   *st = &s->scope.stmts[0];
-	int16_t		code;
 
-	s->all = !kstmt_failed(st, &code) && strcmp(PQgetvalue(st->res, 0, 0), "t") == 0;
+	s->all = kacl_cluster_code(&s->scope.stmts[0]) == KERR_NONE;
 	if (!s->all)
 	{
 		pool_run(req, &s->db, list_known);
@@ -221,6 +218,6 @@ h_list_groups(KRequest *req)
 		pool_run(req, &s->db, list_known);
 		return;
 	}
-	kjob_add(&s->scope, CLUSTER_DESCRIBE_SQL, 0);
+	kacl_add_cluster_check(&s->scope, "describe");
 	pool_run(req, &s->scope, list_scoped);
 }
