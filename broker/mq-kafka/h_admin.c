@@ -162,18 +162,19 @@ read_replica_list(KReader *r, TopicSpec *t, int32_t *replicas)
 {
 	int32_t		n = kr_array(r, 4);
 
+	/* the first refusal is the answer (refuse) */
+	if (cluster_enabled())
+		refuse(t, KERR_INVALID_REPLICA_ASSIGNMENT,
+			   "manual replica assignments are not supported in a replicated cluster: create the topic, then reassign");
 	for (int32_t j = 0; j < n && !r->err; j++)
-		if (kr_i32(r) != kconfig.node_id && !cluster_enabled())
+		if (kr_i32(r) != kconfig.node_id)
 			refuse(t, KERR_INVALID_REPLICA_ASSIGNMENT, "unknown broker in the replica assignment");
 	kr_tags(r);
 	if (n <= 0 || (*replicas >= 0 && n != *replicas))
 		refuse(t, KERR_INVALID_REPLICA_ASSIGNMENT, "every partition needs the same number of replicas, at least one");
-	else if (n > 1 && !cluster_enabled())
+	else if (n > 1)
 		refuse(t, KERR_INVALID_REPLICA_ASSIGNMENT, "duplicate brokers in the replica assignment");
 	*replicas = n;
-	if (cluster_enabled())
-		refuse(t, KERR_INVALID_REPLICA_ASSIGNMENT,
-			   "manual replica assignments are not supported in a replicated cluster: create the topic, then reassign");
 }
 
 /*
@@ -514,7 +515,6 @@ h_create_topics(KRequest *req)
 	"SELECT CASE WHEN $3 >= 0 AND $2 > c.n AND $3 <> $2 - c.n THEN NULL" \
 	"            ELSE mq.add_partitions($1, $2 - c.n) END" \
 	"  FROM (SELECT (SELECT partitions FROM mq.topics WHERE topic = $1) AS n) c"
-
 
 static void
 create_partitions_done(KRequest *req)
