@@ -43,7 +43,7 @@ COMMENT ON FUNCTION mq._validate_compaction_config(text, jsonb) IS
     'validate_config''s checks of cleanup.policy and min.cleanable.dirty.ratio';
 
 -- A topic config key's kind (ms, bytes, count, bool, policy, tstype,
--- compression, version, replicas, off) and its numbers' range, for
+-- compression, version, replicas) and its numbers' range, for
 -- validate_config; an unknown key is an MQ004 error.  The ranges are
 -- Kafka's (sizes and counts Kafka keeps in an int as int4, longs as
 -- int8); times beyond what an interval holds mean no limit where they
@@ -95,7 +95,7 @@ BEGIN
         ('follower.replication.throttled.replicas', 'replicas', NULL, NULL),
         ('local.retention.ms', 'ms', -2, 9223372036854775807),
         ('local.retention.bytes', 'bytes', -2, 9223372036854775807),
-        ('remote.storage.enable', 'off', NULL, NULL),
+        ('remote.storage.enable', 'bool', NULL, NULL),     -- only false (validate_config)
         ('remote.log.copy.disable', 'bool', NULL, NULL),
         ('remote.log.delete.on.disable', 'bool', NULL, NULL)) AS s(key, kind, min, max)
      WHERE s.key = p_key;
@@ -109,19 +109,13 @@ END $$;
 -- A value of a key kept but not acted on that is no number: compression
 -- (Kafka's compression.type values), version (message.format.version,
 -- deprecated and ignored by Kafka 3), replicas (a throttled replica list:
--- "*" or partition:broker pairs) or off (tiered storage, which mq does not
--- have: only false).  Returns the value as stored.
+-- "*" or partition:broker pairs).  Returns the value as stored.
 CREATE FUNCTION mq._config_text(p_key text, p_val jsonb, p_kind text) RETURNS jsonb
 LANGUAGE plpgsql IMMUTABLE SET search_path = pg_catalog, pg_temp AS $$
 DECLARE
-    v text := CASE WHEN jsonb_typeof(p_val) IN ('string', 'boolean') THEN p_val #>> '{}' END;
+    v text := CASE WHEN jsonb_typeof(p_val) = 'string' THEN p_val #>> '{}' END;
 BEGIN
-    IF p_kind = 'off' AND lower(v) = 'false' THEN
-        RETURN to_jsonb(false);
-    ELSIF p_kind = 'off' AND lower(v) = 'true' THEN
-        RAISE EXCEPTION 'tiered storage is not supported: "%" must be false', p_key
-            USING ERRCODE = 'MQ004', HINT = 'mq keeps every segment in PostgreSQL.';
-    ELSIF (p_kind = 'compression' AND v IN ('uncompressed', 'zstd', 'lz4', 'snappy', 'gzip', 'producer'))
+    IF (p_kind = 'compression' AND v IN ('uncompressed', 'zstd', 'lz4', 'snappy', 'gzip', 'producer'))
        OR (p_kind = 'version' AND v ~ '^[0-9]+\.[0-9]+(\.[0-9]+)?(-IV[0-9]+)?$')
        OR (p_kind = 'replicas' AND v ~ '^\s*(\*|[0-9]+\s*:\s*[0-9]+(\s*,\s*[0-9]+\s*:\s*[0-9]+)*)?\s*$') THEN
         RETURN to_jsonb(v);
@@ -130,8 +124,7 @@ BEGIN
         USING ERRCODE = 'MQ004',
               HINT = CASE p_kind WHEN 'compression' THEN 'Use uncompressed, zstd, lz4, snappy, gzip or producer.'
                                  WHEN 'version' THEN 'Give a Kafka version, for example "3.0-IV1".'
-                                 WHEN 'replicas' THEN 'Give "*" or partition:broker pairs, for example "0:1,1:2".'
-                                 ELSE 'Use false.' END;
+                                 ELSE 'Give "*" or partition:broker pairs, for example "0:1,1:2".' END;
 END $$;
 
 -- A time limit of config as mq computes with it: the number, at most
@@ -241,12 +234,17 @@ BEGIN
             v_out := v_out || jsonb_build_object(v_key, v_val);
         ELSIF v_kind = 'policy' THEN
             v_out := v_out || mq._validate_compaction_config(v_key, v_val);
-        ELSIF v_kind IN ('compression', 'version', 'replicas', 'off') THEN
+        ELSIF v_kind IN ('compression', 'version', 'replicas') THEN
             v_out := v_out || jsonb_build_object(v_key, mq._config_text(v_key, v_val, v_kind));
         ELSE
             v_out := v_out || jsonb_build_object(v_key, mq._config_number(v_key, v_val, v_kind, v_min, v_max));
         END IF;
     END LOOP;
+    -- mq has no tiered storage: as a Kafka broker without it
+    IF (v_out->>'remote.storage.enable')::boolean THEN
+        RAISE EXCEPTION 'tiered storage is not supported: "remote.storage.enable" must be false'
+            USING ERRCODE = 'MQ004', HINT = 'mq keeps every segment in PostgreSQL.';
+    END IF;
     -- Kafka's LogConfig.validateValues
     IF coalesce((v_out->>'min.compaction.lag.ms')::bigint, 0)
        > coalesce((v_out->>'max.compaction.lag.ms')::bigint, 9223372036854775807) THEN
