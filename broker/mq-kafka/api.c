@@ -22,11 +22,9 @@
  * On a SASL_PLAINTEXT or SASL_SSL listener (--sasl=plain), a
  * connection that has not authenticated (sasl.c)
  * may send only ApiVersions, SaslHandshake and SaslAuthenticate: any
- * other request closes it, as Kafka does.  Without it, the SASL APIs are
- * neither advertised nor served.  SaslHandshake v0 (whose token follows
- * as a bare frame) is advertised, since librdkafka enables SASL only if
- * the range holds 0, but answered UNSUPPORTED_VERSION: the clients use
- * v1, then SaslAuthenticate, up to its last non-flexible version (1).
+ * other request closes it, as Kafka does.  The SASL APIs are advertised
+ * on every listener, as by Kafka; on one without SASL they answer
+ * ILLEGAL_SASL_STATE, as after a login (sasl.c).
  *
  *-------------------------------------------------------------------------
  */
@@ -79,7 +77,7 @@ static const KApi apis[] = {
 	{KAPI_LIST_GROUPS, 0, 5, 3, h_list_groups,
 	 "groups this daemon coordinates: those it holds members of, and every other group `mq.groups` knows (SQL groups; groups with only committed offsets, an empty protocol type, as Kafka lists them); with SASL those the client may describe, every group with DESCRIBE on the cluster"},
 	{KAPI_SASL_HANDSHAKE, 0, 1, 99, h_sasl_handshake,
-	 "with `--sasl` only; mechanisms `PLAIN` (refused without TLS unless `--sasl-plain-on-plaintext`), `SCRAM-SHA-256`, `SCRAM-SHA-512`; after v0 the tokens come as bare frames (kafka-python 2.0.2)"},
+	 "mechanisms `PLAIN` (refused without TLS unless `--sasl-plain-on-plaintext`), `SCRAM-SHA-256`, `SCRAM-SHA-512`; after v0 the tokens come as bare frames (kafka-python 2.0.2); ILLEGAL_SASL_STATE after a login and on a listener without SASL, as from Kafka"},
 	{KAPI_API_VERSIONS, 0, 4, 3, h_api_versions,
 	 "v3+: a client software name or version outside KIP-511's pattern is INVALID_REQUEST, with no ranges"},
 	{KAPI_CREATE_TOPICS, 0, 7, 5, h_create_topics,
@@ -125,7 +123,7 @@ static const KApi apis[] = {
 	{KAPI_DESCRIBE_DELEGATION_TOKEN, 0, 3, 2, h_describe_delegation_token,
 	 "as CreateDelegationToken, with no tokens"},
 	{KAPI_SASL_AUTHENTICATE, 0, 2, 2, h_sasl_authenticate,
-	 "with `--sasl` only; `session_lifetime_ms` 0 (no re-authentication)"},
+	 "`session_lifetime_ms` 0 (no re-authentication); ILLEGAL_SASL_STATE after a login and on a listener without SASL, as from Kafka"},
 	{KAPI_DELETE_GROUPS, 0, 2, 2, h_delete_groups,
 	 "`mq.delete_group`: a group's committed offsets and empty state (below)"},
 	{KAPI_ELECT_LEADERS, 0, 2, 2, h_elect_leaders,
@@ -172,8 +170,6 @@ is_sasl_api(int16_t key)
 static const KApi *
 api_find(int16_t key)
 {
-	if (is_sasl_api(key) && !kconfig.sasl_plain)
-		return NULL;
 	for (int i = 0; i < NAPIS; i++)
 		if (apis[i].key == key)
 			return &apis[i];

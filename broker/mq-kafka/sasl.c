@@ -84,11 +84,15 @@ conn_mechs(const KConn *c)
 	return m;
 }
 
-/* an error closes the connection, but for keep (after a successful login, as Kafka) */
+/*
+ * An error closes the connection, but for keep (after a login, as Kafka).
+ * Kafka lists the enabled mechanisms with an unknown one, none with
+ * ILLEGAL_SASL_STATE.
+ */
 static void
 handshake_respond(KRequest *req, int16_t error, bool keep)
 {
-	unsigned	m = conn_mechs(req->conn);
+	unsigned	m = error == KERR_ILLEGAL_SASL_STATE ? 0 : conn_mechs(req->conn);
 	int32_t		n = 0;
 
 	kw_i16(&req->resp, error);
@@ -115,9 +119,11 @@ h_sasl_handshake(KRequest *req)
 		req_abort(req);
 		return;
 	}
-	if (conn_sasl_step(req->conn) != KSASL_START)
+	if (!conn_needs_sasl(req->conn) || conn_sasl_step(req->conn) != KSASL_START)
 	{
-		handshake_respond(req, KERR_ILLEGAL_SASL_STATE, conn_sasl_step(req->conn) == KSASL_DONE);
+		/* after a login, or on a listener without SASL: the connection goes on */
+		handshake_respond(req, KERR_ILLEGAL_SASL_STATE,
+						  !conn_needs_sasl(req->conn) || conn_sasl_step(req->conn) == KSASL_DONE);
 		return;
 	}
 	for (size_t i = 0; i < NMECHS; i++)
@@ -169,9 +175,9 @@ h_sasl_authenticate(KRequest *req)
 		req_abort(req);
 		return;
 	}
-	if (conn_sasl_step(req->conn) == KSASL_DONE)
+	if (!conn_needs_sasl(req->conn) || conn_sasl_step(req->conn) == KSASL_DONE)
 	{
-		/* as Kafka: answered, and the authenticated connection goes on */
+		/* as Kafka: answered, and the connection goes on */
 		sasl_respond_after_login(req);
 		return;
 	}

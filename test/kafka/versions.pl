@@ -133,6 +133,8 @@ my %req = (
 			['verify_only', 'bool', '4+'], ['topics', [['name', 'str', '4+'], ['partitions', '[i32]', '4+']], '4+']], '4+'],
 		['v3_transactional_id', 'str', '0-3'], ['v3_producer_id', 'i64', '0-3'], ['v3_producer_epoch', 'i16', '0-3'],
 		['v3_topics', [['name', 'str', '0-3'], ['partitions', '[i32]', '0-3']], '0-3']],
+	17 => [['mechanism', 'str', '0+']],
+	36 => [['auth_bytes', 'bytes', '0+']],
 	25 => [['transactional_id', 'str', '0+'], ['producer_id', 'i64', '0+'], ['producer_epoch', 'i16', '0+'],
 		['group_id', 'str', '0+']],
 	26 => [['transactional_id', 'str', '0+'], ['producer_id', 'i64', '0+'], ['producer_epoch', 'i16', '0+'],
@@ -288,6 +290,9 @@ my %resp = (
 	24 => [['throttle_time_ms', 'i32', '0+'], ['error_code', 'i16', '4+'],
 		['results_by_transaction', [['transactional_id', 'str', '4+'], ['topic_results', \@txn_topic_result, '4+']], '4+'],
 		['results_by_topic', \@txn_topic_result, '0-3']],
+	17 => [['error_code', 'i16', '0+'], ['mechanisms', '[str]', '0+']],
+	36 => [['error_code', 'i16', '0+'], ['error_message', 'nstr', '0+'], ['auth_bytes', 'bytes', '0+'],
+		['session_lifetime_ms', 'i64', '1+']],
 	25 => [['throttle_time_ms', 'i32', '0+'], ['error_code', 'i16', '0+']],
 	26 => [['throttle_time_ms', 'i32', '0+'], ['error_code', 'i16', '0+']],
 	47 => [['error_code', 'i16', '0+'], ['throttle_time_ms', 'i32', '0+'], ['topics', [['name', 'str', '0+'],
@@ -469,7 +474,6 @@ ok($av, 'ApiVersions v3 decodes', $err);
 exit 1 unless $av;
 my %adv = map { $_->{key} => [$_->{min}, $_->{max}] } @{ $av->{api_keys} };
 for my $k (sort { $a <=> $b } keys %kafka39) {
-	next if ($k == 17 || $k == 36) && !$adv{$k};	# SASL: with --sasl only
 	ok($adv{$k} && $adv{$k}[0] == $kafka39{$k}[0] && $adv{$k}[1] == $kafka39{$k}[1],
 		"api $k: advertised range is Kafka 3.9's ($kafka39{$k}[0]-$kafka39{$k}[1])",
 		$adv{$k} ? "advertised $adv{$k}[0]-$adv{$k}[1]" : 'not advertised');
@@ -547,6 +551,9 @@ my %vals = (
 	24 => sub { my $t = [{ name => $topic, partitions => [0] }];
 		{ transactions => [{ transactional_id => 'vx', producer_id => 1, producer_epoch => 0, verify_only => 0, topics => $t }],
 			v3_transactional_id => 'vx', v3_producer_id => 1, v3_producer_epoch => 0, v3_topics => $t } },
+	# a listener without SASL: ILLEGAL_SASL_STATE, and the connection goes on (checked below)
+	17 => sub { { mechanism => 'PLAIN' } },
+	36 => sub { { auth_bytes => "\0u\0p" } },
 	25 => sub { { transactional_id => 'vx', producer_id => 1, producer_epoch => 0, group_id => 'vg' } },
 	# broker 1 alone: nothing to move on a single daemon
 	45 => sub { { timeout_ms => 5000, topics => [{ name => $topic, partitions => [{ partition_index => 0, replicas => [1] }] }] } },
@@ -605,6 +612,14 @@ for my $v ($adv{43}[0] .. $adv{43}[1]) {
 	my $got = $h ? summary(43, $h) : 'no answer';
 	ok($got eq 'partitions 0: error 84, 9: error 3' ? 1 : 0,
 		"ElectLeaders v$v: ELECTION_NOT_NEEDED for a partition this daemon leads, UNKNOWN_TOPIC_OR_PARTITION for one it lacks (asked twice, answered once)", $got);
+}
+
+# SASL on a listener without it: as Kafka, ILLEGAL_SASL_STATE and no mechanisms
+for my $k (17, 36) {
+	my @codes = map { my ($h) = exchange($k, $_, $vals{$k}->($_)); $h ? $h->{error_code} . ($k == 17 ? '/' . @{ $h->{mechanisms} } : '') : 'none' } $adv{$k}[0] .. $adv{$k}[1];
+	my $want = $k == 17 ? '34/0' : '34';
+	ok((grep { $_ ne $want } @codes) ? 0 : 1, "api $k at every version on a listener without SASL: ILLEGAL_SASL_STATE",
+		join(',', @codes));
 }
 
 # mq issues no delegation tokens: on a connection without SASL, Kafka's first refusal
