@@ -210,8 +210,7 @@ reassign_generate(PGconn *conn, const ReassignOptions *o)
 					 "FROM mq_coord.propose_reassignment($1, $2)", &params, 0);
 	if (PQntuples(res) == 0)
 	{
-		fprintf(stderr, "mqctl reassign: no partitions of replicated topics %s\n", o->topics);
-		exit(MQ_EXIT_SERVER);
+		mq_fatal(MQ_EXIT_SERVER, "no partitions of replicated topics %s", o->topics);
 	}
 	print_plan("Current partition replica assignment", res, 2);
 	print_plan("Proposed partition reassignment configuration", res, 3);
@@ -233,14 +232,15 @@ load_plan(const char *file)
 
 	if (root == NULL)
 	{
-		fprintf(stderr, "mqctl reassign: cannot read the plan %s: %s (line %d)\n",
-				file, jerr.text, jerr.line);
-		exit(MQ_EXIT_USAGE);
+		/* jansson's line is -1 when the file could not be read at all */
+		if (jerr.line > 0)
+			mq_fatal(MQ_EXIT_USAGE, "cannot read the plan %s: %s (line %d)",
+					 file, jerr.text, jerr.line);
+		mq_fatal(MQ_EXIT_USAGE, "cannot read the plan %s: %s", file, jerr.text);
 	}
 	if (!json_is_array(parts) || json_array_size(parts) == 0)
 	{
-		fprintf(stderr, "mqctl reassign: the plan %s has no \"partitions\" array\n", file);
-		exit(MQ_EXIT_USAGE);
+		mq_fatal(MQ_EXIT_USAGE, "the plan %s has no \"partitions\" array", file);
 	}
 	json_incref(parts);
 	json_decref(root);
@@ -261,9 +261,8 @@ plan_entry(const char *file, json_t *e, const char **topic, int *partition, char
 
 	if (!json_is_string(t) || !json_is_integer(p) || !json_is_array(r))
 	{
-		fprintf(stderr, "mqctl reassign: every entry of %s needs \"topic\", \"partition\" and "
-				"\"replicas\"\n", file);
-		exit(MQ_EXIT_USAGE);
+		mq_fatal(MQ_EXIT_USAGE, "every entry of %s needs \"topic\", \"partition\" and \"replicas\"",
+				 file);
 	}
 	*topic = json_string_value(t);
 	*partition = (int) json_integer_value(p);
@@ -272,8 +271,7 @@ plan_entry(const char *file, json_t *e, const char **topic, int *partition, char
 	{
 		if (!json_is_integer(v) || len + 24 > size)
 		{
-			fprintf(stderr, "mqctl reassign: replicas of %s[%d] must be broker ids\n", *topic, *partition);
-			exit(MQ_EXIT_USAGE);
+			mq_fatal(MQ_EXIT_USAGE, "replicas of %s[%d] must be broker ids", *topic, *partition);
 		}
 		len += snprintf(replicas + len, size - len, "%s%lld", i ? "," : "", (long long) json_integer_value(v));
 	}

@@ -3,9 +3,9 @@
  * cmd_produce.c
  *	  The command "mqctl produce TOPIC": its options, and the loop that
  *	  turns every line of standard input into a record (the line without
- *	  its newline is the value; with --key-separator the part before the
- *	  first separator is the key) and hands batches to the producing
- *	  engine (producer.c).
+ *	  its newline, or without the \r\n of a CRLF line, is the value; with
+ *	  --key-separator the part before the first separator is the key) and
+ *	  hands batches to the producing engine (producer.c).
  *
  * A batch is sent when it is full, at the end of input, and when input
  * has paused for --linger-ms with records waiting, so that someone typing
@@ -15,8 +15,9 @@
  * poll(2) below.
  *
  * Lines are bytes: no encoding is assumed or checked, and a value holds
- * exactly the bytes of its line.  How a batch is delivered (partitions,
- * idempotence, acks, retries) is producer.c's business.
+ * exactly the bytes of its line (but the '\r' of a CRLF line end, which
+ * Kafka's console producer drops too).  How a batch is delivered
+ * (partitions, idempotence, acks, retries) is producer.c's business.
  *
  *-------------------------------------------------------------------------
  */
@@ -37,8 +38,8 @@ const char	produce_help[] =
 "Usage: mqctl produce TOPIC [OPTIONS]\n"
 "\n"
 "Send each line of standard input to TOPIC as a record: the line without its\n"
-"newline is the value (bytes as they are, no encoding assumed).  Records are\n"
-"sent in batches, each batch one transaction.\n"
+"newline (\\n or \\r\\n, as Kafka's) is the value (bytes as they are, no encoding\n"
+"assumed).  Records are sent in batches, each batch one transaction.\n"
 "\n"
 "Options:\n"
 "      --key-separator=SEP\n"
@@ -93,9 +94,19 @@ typedef enum ReadResult
 } ReadResult;
 
 /*
- * The next line (without '\n') into *line and *len, valid until the next
- * call.  With timeout_ms >= 0, returns READ_IDLE when no complete line
- * is buffered and no input arrives for that long.
+ * A line's length without the '\r' of a CRLF line end (Windows files,
+ * network tools), which Kafka's console producer drops too (readLine).
+ */
+static size_t
+line_length(const char *line, size_t len)
+{
+	return len > 0 && line[len - 1] == '\r' ? len - 1 : len;
+}
+
+/*
+ * The next line (without '\n' or '\r\n') into *line and *len, valid until
+ * the next call.  With timeout_ms >= 0, returns READ_IDLE when no complete
+ * line is buffered and no input arrives for that long.
  */
 static ReadResult
 read_line(LineReader *r, int timeout_ms, char **line, size_t *len)
@@ -109,7 +120,7 @@ read_line(LineReader *r, int timeout_ms, char **line, size_t *len)
 		if (nl != NULL)
 		{
 			*line = r->buf + r->start;
-			*len = nl - *line;
+			*len = line_length(*line, nl - *line);
 			r->start = nl + 1 - r->buf;
 			r->scanned = 0;
 			return READ_LINE;
@@ -121,7 +132,7 @@ read_line(LineReader *r, int timeout_ms, char **line, size_t *len)
 				return READ_EOF;
 			/* a last line without newline is a line all the same */
 			*line = r->buf + r->start;
-			*len = r->end - r->start;
+			*len = line_length(*line, r->end - r->start);
 			r->start = r->end;
 			r->scanned = 0;
 			return READ_LINE;
@@ -283,8 +294,12 @@ add_line(MqProducer *pr, const ProduceOptions *o, char *line, size_t len,
 	{
 		/* what came before is fine: send it, then stop here */
 		flush_batch(pr, o->verbose, sent);
-		mq_log_error("line %lld has no key separator; the %lld lines before it were sent",
-					 (long long) lineno, (long long) *sent);
+		if (*sent == 1)
+			mq_log_error("line %lld has no key separator; the line before it was sent",
+						 (long long) lineno);
+		else
+			mq_log_error("line %lld has no key separator; the %lld lines before it were sent",
+						 (long long) lineno, (long long) *sent);
 		return false;
 	}
 	producer_add(pr, line, sep - line, sep + o->seplen, len - (sep - line) - o->seplen);

@@ -159,7 +159,10 @@ read_password(const ScramOptions *o, char *buf, size_t size)
 	{
 		const char *v = getenv(o->password_env);
 
-		ok = v && v[0] && strlen(v) < size;
+		if (v == NULL || v[0] == '\0')
+			mq_fatal(MQ_EXIT_USAGE, "no password given: the environment variable %s is %s",
+					 o->password_env, v == NULL ? "not set" : "empty");
+		ok = strlen(v) < size;
 		if (ok)
 			strcpy(buf, v);
 	}

@@ -56,6 +56,17 @@ expect_rc 5 "a line without the key separator"
 check_match "$ERR" 'line 3 has no key separator; the 2 lines before it were sent' "says which line"
 check_eq "$(sql "SELECT count(*) FROM mq.partitions p, mq.fetch('p3', p.partition, 0) f WHERE p.topic = 'p3' AND f.key IN ('a', 'b', 'c')")" \
 	2 "the lines before it were sent, the ones after were not"
+run mqctl produce p3 --key-separator '::' < <(printf 'd::1\nno separator\n')
+expect_rc 5 "a second line without the key separator"
+check_match "$ERR" 'line 2 has no key separator; the line before it was sent$' "one line: singular"
+
+# --- CRLF input: the \r goes with the \n, as Kafka's console producer reads lines --
+mqctl topic create pcrlf >/dev/null
+run mqctl produce pcrlf --key-separator : < <(printf 'k1:v1\r\nk2:v\r2\r\nk3:v3\r')
+expect_rc 0 "produce CRLF lines"
+check_eq "$(sql "SELECT string_agg(encode(key, 'hex') || '=' || encode(value, 'hex'), ' ' ORDER BY msg_offset)
+                  FROM mq.fetch('pcrlf', 0, 0)")" "6b31=7631 6b32=760d32 6b33=7633" \
+	"a trailing \\r is dropped (also on a last line without newline), one inside is kept"
 
 # --- bytes that are not text go through unchanged -----------------------------
 run mqctl produce p1 --key-separator '|' < <(printf 'k\001\377|v\000\376\n')

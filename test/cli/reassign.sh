@@ -31,6 +31,11 @@ expect_rc 2 "--wait goes with --verify"
 # plans that cannot be read
 run mqctl reassign --execute --file="$(tmpdir)/missing.json"
 expect_rc 2 "a missing plan file"
+check_match "$ERR" '^mqctl: error: cannot read the plan .*/missing.json: unable to open [^(]*$' \
+	"the common error form, and no line number for a file that cannot be opened"
+run mqctl reassign --verify --file="$(tmpdir)/missing.json"
+expect_rc 2 "a missing plan file (--verify)"
+check_no_match "$ERR" 'line -1' "no line -1"
 printf '{"version": 1}' >"$plan"
 run mqctl reassign --execute --file="$plan"
 expect_rc 2 "a plan without partitions"

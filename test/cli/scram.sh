@@ -92,6 +92,12 @@ check_match "$ERR" "MQ061" "with MQ061"
 run mqctl scram set dave </dev/null
 expect_rc 2 "no password at all is refused"
 check_eq "$(sql "SELECT count(*) FROM mq.scram_credential WHERE user_name = 'dave'")" "0" "nothing of dave was stored"
+run env -u MQ_CLI_NO_SUCH_VAR "$MQCTL" scram set dave --password-env MQ_CLI_NO_SUCH_VAR
+expect_rc 2 "--password-env naming a variable that is not set"
+check_match "$ERR" '^mqctl: error: no password given: the environment variable MQ_CLI_NO_SUCH_VAR is not set$' \
+	"says the variable is not set"
+run env MQ_TEST_PW= "$MQCTL" scram set dave --password-env MQ_TEST_PW
+check_match "$ERR" 'the environment variable MQ_TEST_PW is empty$' "or empty"
 
 # docs/kafka.md, "SCRAM": its ```bash block, run in a scratch directory
 awk '/^## SCRAM$/ { sec = 1; next } /^## / { sec = 0 }
