@@ -539,42 +539,40 @@ cluster_add_partitions(PGconn *conn, const char *topic, int count, int *total)
 /*
  * topic alter --partitions N (Kafka's kafka-topics --alter --partitions):
  * grow the topic to N partitions, on the coordinator for a replicated
- * topic, else here.  Partitions are never removed.
+ * topic, else here, in the caller's transaction.  Partitions are never
+ * removed.  Returns what to print once committed (malloc'd); exits on an
+ * error, which rolls the transaction back.
  */
-void
+char *
 alter_partition_count(PGconn *conn, const char *topic, int wanted)
 {
 	bool		cluster = cluster_topic(conn, topic);
 	MqParams	params;
 	PGresult   *res;
 	int			have;
+	char		line[1024];
 
 	mq_params_init(&params);
 	mq_param_text(&params, MQ_TEXTOID, topic);
 	res = mqctl_exec(conn, cluster ? "SELECT partitions FROM mq_coord.topic WHERE topic = $1"
 					 : "SELECT partitions FROM mq.topics WHERE topic = $1", &params, 0);
 	if (PQntuples(res) == 0)
-	{
-		fprintf(stderr, "mqctl topic alter: topic %s does not exist\n", topic);
-		exit(MQ_EXIT_SERVER);
-	}
+		mq_fatal(MQ_EXIT_SERVER, "topic \"%s\" does not exist", topic);	/* the server's MQ001 words */
 	have = atoi(PQgetvalue(res, 0, 0));
 	PQclear(res);
 	if (wanted < have)
-	{
-		fprintf(stderr, "mqctl topic alter: topic %s has %d partitions; partitions can be added, "
-				"never removed\n", topic, have);
-		exit(MQ_EXIT_SERVER);
-	}
+		mq_fatal(MQ_EXIT_SERVER, "topic \"%s\" has %d partitions: partitions can be added, never removed",
+				 topic, have);
 	if (wanted == have)
 	{
-		printf("Topic %s already has %d partitions.\n", topic, have);
-		return;
+		snprintf(line, sizeof(line), "Topic %s already has %d partitions.", topic, have);
+		return mq_strdup(line);
 	}
 	mq_param_int(&params, MQ_INT4OID, wanted - have);
 	res = mqctl_exec(conn, cluster ? "SELECT mq_coord.add_partitions($1, $2)"
 					 : "SELECT mq.add_partitions($1, $2)", &params, 0);
-	printf("%s %s now has %s partitions.\n", cluster ? "Replicated topic" : "Topic", topic,
-		   PQgetvalue(res, 0, 0));
+	snprintf(line, sizeof(line), "%s %s now has %s partitions.", cluster ? "Replicated topic" : "Topic",
+			 topic, PQgetvalue(res, 0, 0));
 	PQclear(res);
+	return mq_strdup(line);
 }

@@ -60,9 +60,10 @@ const char	topic_alter_help[] =
 "Usage: mqctl topic alter NAME OPTIONS\n"
 "\n"
 "Change a topic's configuration; keys not named keep their values.  With\n"
-"--partitions, grow the topic to N partitions first (never fewer); connected to\n"
-"a cluster's coordinator, a replicated topic grows there (as add-partitions),\n"
-"and its configuration changes there, for every replica.\n"
+"--partitions, also grow the topic to N partitions (never fewer).  All in one\n"
+"transaction: on any error nothing changes.  Connected to a cluster's\n"
+"coordinator, a replicated topic changes there (partitions as with\n"
+"add-partitions), for every replica.\n"
 "\n"
 "Options:\n"
 "  -c, --config=KEY=VALUE set a key (repeatable)\n"
@@ -359,6 +360,53 @@ cmd_topic_describe(const MqctlCommand *cmd, int argc, char **argv)
 	return MQ_EXIT_OK;
 }
 
+/*
+ * topic alter's config change, in the caller's transaction: every key
+ * named must be one the server knows, including those --delete-config
+ * resets (mq.alter_topic reads a JSON null as "reset" and would not look
+ * at the key), so that a misspelt key is refused either way.  The key list
+ * is the server's (mq._config_key, which mq.validate_config asks too).
+ * Returns the resulting config as text (malloc'd; "" for the defaults).
+ */
+static char *
+alter_config(PGconn *conn, const char *topic, ConfigArgs *config)
+{
+	MqParams	params;
+	PGresult   *res;
+	const char *keys;
+	int			len;
+	char	   *text;
+
+	mq_params_init(&params);
+	keys = mq_array_bytes(&config->keys, &len);
+	mq_param_binary(&params, MQ_TEXTARRAYOID, keys, len);
+	PQclear(mqctl_exec(conn, "SELECT count(*) FROM pg_catalog.unnest($1::text[]) AS u(k),"
+					   " LATERAL mq._config_key(u.k) AS c", &params, 0));
+
+	mq_params_init(&params);
+	mq_param_text(&params, MQ_TEXTOID, topic);
+	config_params(config, &params);
+	/* a replicated topic's config is the coordinator's (its brokers bring the nodes to it) */
+	res = mqctl_exec(conn, cluster_topic(conn, topic) ?
+					 "SELECT " CONFIG_TEXT("c.config") "  FROM (SELECT mq_coord.alter_topic_config($1, "
+					 "pg_catalog.jsonb_strip_nulls(t.config OPERATOR(pg_catalog.||) pg_catalog.jsonb_object($2, $3)))"
+					 " AS config FROM mq_coord.topic t WHERE t.topic OPERATOR(pg_catalog.=) $1) c" :
+					 "SELECT " CONFIG_TEXT("c.config")
+					 "  FROM (SELECT mq.alter_topic($1, pg_catalog.jsonb_object($2, $3)) AS config) c",
+					 &params, 0);
+	if (PQntuples(res) == 0)
+		mq_fatal(MQ_EXIT_SERVER, "topic \"%s\" does not exist", topic);	/* the server's MQ001 words */
+	text = mq_strdup(PQgetvalue(res, 0, 0));
+	PQclear(res);
+	return text;
+}
+
+/*
+ * topic alter: the config, then the partition count, in one transaction,
+ * so that an error in either changes nothing (an exit before the COMMIT
+ * ends the session, which rolls it back).  What changed is printed once
+ * committed.
+ */
 int
 cmd_topic_alter(const MqctlCommand *cmd, int argc, char **argv)
 {
@@ -374,9 +422,9 @@ cmd_topic_alter(const MqctlCommand *cmd, int argc, char **argv)
 	const char *topic;
 	char	   *key,
 			   *value;
-	MqParams	params;
+	char	   *config_text = NULL;
+	char	   *partitions_text = NULL;
 	PGconn	   *conn;
-	PGresult   *res;
 	int			c;
 
 	config_init(&config);
@@ -404,29 +452,19 @@ cmd_topic_alter(const MqctlCommand *cmd, int argc, char **argv)
 		cli_usage_error(&p, "nothing to change: give --config, --delete-config or --partitions");
 
 	conn = mqctl_connect();
+	mqctl_command(conn, "BEGIN");
+	if (config.keys.nelems > 0)
+		config_text = alter_config(conn, topic, &config);
 	if (partitions > 0)
-		alter_partition_count(conn, topic, partitions);
-	if (config.keys.nelems == 0)
-	{
-		PQfinish(conn);
-		config_free(&config);
-		cli_free(&p);
-		return MQ_EXIT_OK;
-	}
-	mq_params_init(&params);
-	mq_param_text(&params, MQ_TEXTOID, topic);
-	config_params(&config, &params);
-	/* a replicated topic's config is the coordinator's (its brokers bring the nodes to it) */
-	res = mqctl_exec(conn, cluster_topic(conn, topic) ?
-					 "SELECT " CONFIG_TEXT("c.config") "  FROM (SELECT mq_coord.alter_topic_config($1, "
-					 "pg_catalog.jsonb_strip_nulls(t.config OPERATOR(pg_catalog.||) pg_catalog.jsonb_object($2, $3)))"
-					 " AS config FROM mq_coord.topic t WHERE t.topic OPERATOR(pg_catalog.=) $1) c" :
-					 "SELECT " CONFIG_TEXT("c.config")
-					 "  FROM (SELECT mq.alter_topic($1, pg_catalog.jsonb_object($2, $3)) AS config) c",
-					 &params, 0);
-	printf("Altered topic %s: config %s\n", topic,
-		   *PQgetvalue(res, 0, 0) ? PQgetvalue(res, 0, 0) : "(defaults)");
-	PQclear(res);
+		partitions_text = alter_partition_count(conn, topic, partitions);
+	mqctl_command(conn, "COMMIT");
+
+	if (config_text != NULL)
+		printf("Altered topic %s: config %s\n", topic, *config_text ? config_text : "(defaults)");
+	if (partitions_text != NULL)
+		printf("%s\n", partitions_text);
+	free(config_text);
+	free(partitions_text);
 	PQfinish(conn);
 	config_free(&config);
 	cli_free(&p);

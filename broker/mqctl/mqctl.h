@@ -108,7 +108,7 @@ extern int	cmd_reassign(const MqctlCommand *cmd, int argc, char **argv);
 extern int	cmd_broker_remove(const MqctlCommand *cmd, int argc, char **argv);
 extern int	cmd_broker_set_rack(const MqctlCommand *cmd, int argc, char **argv);
 extern bool cluster_add_partitions(PGconn *conn, const char *topic, int count, int *total);
-extern void alter_partition_count(PGconn *conn, const char *topic, int wanted);
+extern char *alter_partition_count(PGconn *conn, const char *topic, int wanted);
 extern bool cluster_topic(PGconn *conn, const char *topic);
 /* cmd_pipeline.c */
 extern const char pipeline_help[];

@@ -109,6 +109,36 @@ run mqctl topic alter orders --partitions 2
 expect_rc 1 "alter --partitions below the count"
 check_match "$ERR" 'never removed' "partitions are never removed"
 check_eq "$(sql "SELECT count(*) FROM mq.partitions WHERE topic = 'orders'")" 6 "six partitions now"
+check_match "$ERR" '^mqctl: error: topic "orders" has 6 partitions: partitions can be added, never removed$' \
+	"in the common error form"
+run mqctl topic alter nosuch --partitions 3
+expect_rc 1 "alter --partitions of a missing topic"
+check_match "$ERR" '^mqctl: error: topic "nosuch" does not exist$' "says so in the common error form"
+
+# the whole alter is one transaction: the config first, then the partitions
+run mqctl topic alter orders --partitions 8 -c no.such.key=1
+expect_rc 1 "alter --partitions with an unknown config key"
+check_match "$ERR" 'unknown topic config key "no.such.key" \[SQLSTATE MQ004\]' "names the key"
+check_eq "$OUT" "" "prints no result"
+check_eq "$(sql "SELECT count(*) FROM mq.partitions WHERE topic = 'orders'")" 6 "and added no partition"
+run mqctl topic alter orders --partitions 2 -c retention.ms=2h
+expect_rc 1 "alter a config with --partitions below the count"
+check_eq "$OUT" "" "prints no result"
+check_eq "$(sql "SELECT config FROM mq.topics WHERE topic = 'orders'")" '{}' "and changed no config"
+run mqctl topic alter orders --partitions 7 -c retention.ms=2h
+expect_rc 0 "alter config and partitions"
+check_eq "$OUT" $'Altered topic orders: config retention.ms=7200000\nTopic orders now has 7 partitions.' \
+	"prints both once committed"
+check_eq "$(sql "SELECT partitions || ' ' || config::text FROM mq.topics WHERE topic = 'orders'")" \
+	'7 {"retention.ms": 7200000}' "both changed"
+
+# --delete-config of a key the server does not know is refused as --config's
+run mqctl topic alter orders --delete-config no.such.key
+expect_rc 1 "--delete-config of an unknown key"
+check_match "$ERR" 'unknown topic config key "no.such.key" \[SQLSTATE MQ004\]' "names the key, as --config does"
+run mqctl topic alter orders --delete-config retention.ms --delete-config segment.ms
+expect_rc 0 "--delete-config of known keys, set or not"
+check_eq "$OUT" "Altered topic orders: config (defaults)" "back to the defaults"
 
 # --- delete ------------------------------------------------------------------------------
 run mqctl topic delete orders
