@@ -3,8 +3,10 @@
 # (mqctl consume --group) and groups with members (mq.join_group), lag,
 # owners, retention headroom and records lost, JSON output, the reset
 # plan (dry run), --execute in one transaction, the refusal while members
-# are active, --force, --to-datetime, group delete, group delete-offsets,
-# and errors.
+# are active, --force, the targets (--to-datetime, --by-duration,
+# --shift-by, --to-current), --topic T:P,P and --all-topics, the warnings
+# for offsets moved into the log, group delete, group delete-offsets, and
+# errors.
 source "$(dirname "${BASH_SOURCE[0]}")/lib.bash"
 
 mqctl topic create g3 --partitions 3 >/dev/null
@@ -150,6 +152,81 @@ sql "SELECT count(*) FROM mq.send_batch('gts', NULL, ARRAY['a', 'b', 'c']::bytea
          timestamps => ARRAY['2001-01-01Z', '2003-01-01Z', '2002-01-01Z']::timestamptz[])" >/dev/null
 run mqctl group reset-offsets readers --topic gts --to-datetime 2002-06-01T00:00:00Z
 check_match "$OUT" 'gts +0 +- +1$' "--to-datetime follows the records' timestamps"
+
+# --- reset-offsets: Kafka's other targets, --dry-run, partitions, --all-topics ------------
+check_eq "$(offsets readers g3)" "1,1,0" "readers' offsets on g3 before (log ends 6, 2, 0)"
+run mqctl group reset-offsets readers --topic g3 --to-earliest --dry-run
+expect_rc 0 "--dry-run, as Kafka's scripts pass it"
+check_match "$ERR" 'dry run: no offset was changed' "is a dry run"
+check_eq "$(offsets readers g3)" "1,1,0" "changing nothing"
+
+# offsets asked for outside the log are moved into it, with a warning each (Kafka's)
+run mqctl group reset-offsets readers -t g3 --to-offset 100
+check_match "$ERR" 'mqctl: warning: new offset \(100\) is higher than the log end offset \(6\) of topic g3 partition 0: it will be set to 6' \
+	"--to-offset beyond the log end: a warning"
+check_eq "$(grep -c 'warning: new offset' <<<"$ERR")" 3 "one per partition moved"
+run mqctl group reset-offsets readers --topic g3 --shift-by 2 --execute
+expect_rc 0 "--shift-by 2 --execute"
+check_eq "$(offsets readers g3)" "3,2,0" "--shift-by: the committed offsets plus 2, moved into the log"
+check_match "$ERR" 'warning: new offset \(3\) is higher than the log end offset \(2\) of topic g3 partition 1: it is set to 2' \
+	"with a warning for each moved"
+check_no_match "$ERR" 'partition 0:' "none for a partition not moved"
+run mqctl group reset-offsets readers --topic g3 --shift-by -5
+check_match "$OUT" 'g3 +0 +3 +0' "--shift-by -5: the log start at least"
+check_match "$ERR" 'new offset \(-2\) is lower than the log start offset \(0\) of topic g3 partition 0: it will be set to 0' \
+	"with a warning"
+
+# --shift-by refuses a partition without a committed offset (Kafka's "Cannot shift offset")
+sql "SELECT mq.commit_offset('shifty', 'g3', 0, 1)" >/dev/null
+run mqctl group reset-offsets shifty --topic g3 --shift-by 1 --execute
+expect_rc 1 "--shift-by where a partition has no committed offset"
+check_match "$ERR" 'error: cannot shift the offset of topic g3 partition 1: group "shifty" has no committed offset there' \
+	"says which partition"
+check_eq "$OUT" "" "prints no plan"
+check_eq "$(offsets shifty g3)" "1,-,-" "nothing changed"
+run mqctl group reset-offsets shifty --topic g3:0 --shift-by 1 --execute
+expect_rc 0 "--topic g3:0: only partition 0"
+check_eq "$OUT" $'TOPIC  PARTITION  CURRENT_OFFSET  NEW_OFFSET\ng3     0          1               2' "the plan of that partition"
+check_eq "$(offsets shifty g3)" "2,-,-" "shifted there only"
+
+# --to-current: the committed offset, the log end where there is none
+run mqctl group reset-offsets shifty --topic g3 --to-current --execute
+expect_rc 0 "--to-current"
+check_eq "$(offsets shifty g3)" "2,2,0" "the committed offset, or the log end"
+
+# --topic T:P,P: only those partitions; a partition the topic lacks is an error
+run mqctl group reset-offsets readers --topic g3:0,2 --to-earliest --execute
+expect_rc 0 "--topic g3:0,2"
+check_eq "$(echo "$OUT" | awk 'NR > 1 {print $2}' | tr '\n' ' ')" "0 2 " "the plan has those partitions"
+check_eq "$(offsets readers g3)" "0,2,0" "and only they changed"
+run mqctl group reset-offsets readers --topic g3:0,7 --topic nosuch --to-latest --execute
+expect_rc 1 "a partition the topic lacks"
+check_match "$ERR" 'error: partition 7 of topic "g3" does not exist' "says which"
+check_match "$ERR" 'error: topic "nosuch" does not exist' "and names a missing topic too"
+check_eq "$(offsets readers g3)" "0,2,0" "nothing changed"
+
+# --by-duration: the first record at or after now minus an ISO 8601 duration
+run mqctl group reset-offsets readers --topic g1 --by-duration PT1H
+expect_rc 0 "--by-duration PT1H"
+check_match "$OUT" 'g1 +0 +2 +0$' "every record is younger than an hour: the log start"
+run mqctl group reset-offsets readers --topic g1 --by-duration P1DT2H
+check_match "$OUT" 'g1 +0 +2 +0$' "P1DT2H"
+run mqctl group reset-offsets readers --topic g1 --by-duration PT0S
+check_match "$OUT" 'g1 +0 +2 +5$' "none younger than now: the log end"
+run mqctl group reset-offsets readers --topic g1 --by-duration PT1X
+expect_rc 2 "--by-duration that is no duration"
+check_match "$ERR" '--by-duration: "PT1X" is not an ISO 8601 duration' "says so"
+
+# --all-topics: every partition the group has a committed offset on (Kafka's)
+run mqctl group reset-offsets readers --all-topics --to-latest --execute
+expect_rc 0 "--all-topics"
+check_eq "$(echo "$OUT" | awk 'NR > 1 {print $1 ":" $2}' | tr '\n' ' ')" "g1:0 g3:0 g3:1 g3:2 " \
+	"the partitions with committed offsets, in every topic"
+check_match "$ERR" 'committed the new offsets of group "readers" on 4 partitions of 2 topics' "says what it did"
+check_eq "$(offsets readers g3) $(offsets readers g1)" "6,2,0 5" "all at the log end"
+run mqctl group reset-offsets nobody --all-topics --to-earliest
+expect_rc 0 "--all-topics of a group without offsets"
+check_match "$ERR" 'group "nobody" has no committed offset: no partition to reset' "says there is nothing to do"
 
 # --- reset-offsets and active members --------------------------------------------------
 before="$(offsets workers g3)"

@@ -85,10 +85,23 @@ bad 'missing group name' group describe
 bad 'the group name must not be empty' group describe ''
 bad 'unexpected argument "h"' group describe g h
 bad 'missing group name' group reset-offsets --topic t --to-earliest
-bad '--topic is required' group reset-offsets g --to-earliest
+bad 'give --topic or --all-topics' group reset-offsets g --to-earliest
+bad 'give --topic or --all-topics, not both' group reset-offsets g --topic t --all-topics --to-earliest
 bad '--topic must not be empty' group reset-offsets g --topic '' --to-earliest
-bad 'say where to: --to-earliest, --to-latest, --to-offset or --to-datetime' group reset-offsets g --topic t
-bad 'give one of --to-earliest, --to-latest, --to-offset and --to-datetime' group reset-offsets g -t t --to-earliest --to-latest
+bad '--topic must not be empty' group reset-offsets g --topic :0 --to-earliest
+bad '--topic t:: give partition numbers separated by commas, e.g. t:0,2' group reset-offsets g --topic t: --to-earliest
+bad '--topic t:0,,1: give partition numbers separated by commas' group reset-offsets g --topic t:0,,1 --to-earliest
+bad '--topic: "x" is not a whole number' group reset-offsets g --topic t:0,x --to-earliest
+bad '--topic: -1 is out of range' group reset-offsets g --topic t:-1 --to-earliest
+bad 'say where to: --to-earliest, --to-latest, --to-current, --to-offset, --shift-by, --to-datetime or --by-duration' \
+	group reset-offsets g --topic t
+bad 'give only one of --to-earliest, --to-latest, --to-current, --to-offset, --shift-by, --to-datetime or --by-duration' \
+	group reset-offsets g -t t --to-earliest --to-latest
+bad 'give only one of --to-earliest' group reset-offsets g -t t --shift-by 1 --to-current
+bad 'give only one of --execute and --dry-run' group reset-offsets g -t t --to-latest --execute --dry-run
+bad '--shift-by: "x" is not a whole number' group reset-offsets g -t t --shift-by x
+bad 'option --by-duration needs a value' group reset-offsets g -t t --by-duration
+bad '--by-duration: "1 hour" is not an ISO 8601 duration \(e.g. PT1H or P1DT2H\)' group reset-offsets g -t t --by-duration '1 hour'
 bad '--to-offset: "first" is not a whole number' group reset-offsets g -t t --to-offset first
 bad '--to-offset: -1 is out of range' group reset-offsets g -t t --to-offset -1
 bad 'option --to-datetime needs a value' group reset-offsets g -t t --to-datetime
