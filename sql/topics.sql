@@ -197,10 +197,12 @@ SELECT mq.alter_topic('events', '{"retention.ms": "12h"}');
 SELECT mq.alter_topic('events', '{"retention.ms": null}');
 SELECT mq.alter_topic('events', '{"segment.bytes": null, "cleanup.policy": "delete"}');
 SELECT config FROM mq.topics WHERE topic = 'events';
--- resetting a key that is not set, an empty change and a null change change nothing
+-- resetting a key that is not set and an empty change change nothing; a
+-- null change and resetting an unknown key are refused (MQ010, MQ004)
 SELECT mq.alter_topic('events', '{"retention.bytes": null}');
 SELECT mq.alter_topic('events', '{}');
-SELECT mq.alter_topic('events', NULL);
+SELECT pg_temp.err($$SELECT mq.alter_topic('events', NULL)$$);
+SELECT pg_temp.err($$SELECT mq.alter_topic('events', '{"bogus": null}')$$);
 SELECT config FROM mq.topics WHERE topic = 'events';
 -- invalid changes are refused and leave the config as it was
 SELECT pg_temp.err($$SELECT mq.alter_topic('events', '{"nope": 1}')$$);

@@ -114,13 +114,14 @@ CREATE FUNCTION mq._config_text(p_key text, p_val jsonb, p_kind text) RETURNS js
 LANGUAGE plpgsql IMMUTABLE SET search_path = pg_catalog, pg_temp AS $$
 DECLARE
     v text := CASE WHEN jsonb_typeof(p_val) = 'string' THEN p_val #>> '{}' END;
+    v_shown text := CASE WHEN length(p_val::text) > 40 THEN left(p_val::text, 40) || '...' ELSE p_val::text END;
 BEGIN
     IF (p_kind = 'compression' AND v IN ('uncompressed', 'zstd', 'lz4', 'snappy', 'gzip', 'producer'))
        OR (p_kind = 'version' AND v ~ '^[0-9]+\.[0-9]+(\.[0-9]+)?(-IV[0-9]+)?$')
        OR (p_kind = 'replicas' AND v ~ '^\s*(\*|[0-9]+\s*:\s*[0-9]+(\s*,\s*[0-9]+\s*:\s*[0-9]+)*)?\s*$') THEN
         RETURN to_jsonb(v);
     END IF;
-    RAISE EXCEPTION 'invalid value % for "%"', p_val, p_key
+    RAISE EXCEPTION 'invalid value % for "%"', v_shown, p_key
         USING ERRCODE = 'MQ004',
               HINT = CASE p_kind WHEN 'compression' THEN 'Use uncompressed, zstd, lz4, snappy, gzip or producer.'
                                  WHEN 'version' THEN 'Give a Kafka version, for example "3.0-IV1".'
@@ -148,6 +149,8 @@ DECLARE
     v_unit text;
     v_mult numeric;
     v_m text[];
+    -- the value as messages quote it: a JSON 1e400 is 401 digits
+    v_shown text := CASE WHEN length(p_val::text) > 40 THEN left(p_val::text, 40) || '...' ELSE p_val::text END;
 BEGIN
     IF jsonb_typeof(p_val) = 'number' THEN
         v_num := (p_val #>> '{}')::numeric;
@@ -155,7 +158,7 @@ BEGIN
     ELSIF jsonb_typeof(p_val) = 'string' THEN
         v_m := regexp_match(p_val #>> '{}', '^\s*(-?[0-9]+(?:\.[0-9]+)?)\s*([A-Za-z]*)\s*$');
         IF v_m IS NULL THEN
-            RAISE EXCEPTION 'invalid value % for "%"', p_val, p_key
+            RAISE EXCEPTION 'invalid value % for "%"', v_shown, p_key
                 USING ERRCODE = 'MQ004', HINT = 'Give a number, optionally followed by a unit.';
         END IF;
         v_num := v_m[1]::numeric;
@@ -175,24 +178,26 @@ BEGIN
                                          ELSE 'This key takes a plain number.' END;
         END IF;
     ELSE
-        RAISE EXCEPTION 'invalid value % for "%"', p_val, p_key
+        RAISE EXCEPTION 'invalid value % for "%"', v_shown, p_key
             USING ERRCODE = 'MQ004', HINT = 'Give a number, optionally followed by a unit.';
     END IF;
     v_num := v_num * v_mult;
     IF v_num <> trunc(v_num) OR v_num > 9223372036854775807 THEN
-        RAISE EXCEPTION 'invalid value % for "%": not a whole number in range', p_val, p_key
+        RAISE EXCEPTION 'invalid value % for "%": not a whole number in range', v_shown, p_key
             USING ERRCODE = 'MQ004';
     END IF;
     IF v_num > p_max THEN
-        RAISE EXCEPTION 'invalid value % for "%": the maximum is %', p_val, p_key, p_max
+        RAISE EXCEPTION 'invalid value % for "%": the maximum is %', v_shown, p_key, p_max
             USING ERRCODE = 'MQ004',
-                  HINT = CASE WHEN p_min = -1 THEN 'Use -1 for no limit.'
+                  HINT = CASE WHEN p_key = 'compression.gzip.level' THEN 'Use 1 to 9, or -1 for gzip''s default level.'
+                              WHEN p_min = -1 THEN 'Use -1 for no limit.'
                               ELSE 'Give a smaller value.' END;
     END IF;
     IF v_num < p_min THEN
-        RAISE EXCEPTION 'invalid value % for "%": the minimum is %', p_val, p_key, p_min
+        RAISE EXCEPTION 'invalid value % for "%": the minimum is %', v_shown, p_key, p_min
             USING ERRCODE = 'MQ004',
-                  HINT = CASE WHEN p_min = -1 THEN 'Use -1 for no limit.'
+                  HINT = CASE WHEN p_key = 'compression.gzip.level' THEN 'Use 1 to 9, or -1 for gzip''s default level.'
+                              WHEN p_min = -1 THEN 'Use -1 for no limit.'
                               ELSE format('Give at least %s.', p_min) END;
     END IF;
     RETURN v_num::bigint;
@@ -223,12 +228,14 @@ BEGIN
             ELSIF jsonb_typeof(v_val) = 'string' AND lower(v_val #>> '{}') IN ('true', 'false') THEN
                 v_out := v_out || jsonb_build_object(v_key, lower(v_val #>> '{}')::boolean);
             ELSE
-                RAISE EXCEPTION 'invalid value % for "%"', v_val, v_key
+                RAISE EXCEPTION 'invalid value % for "%"',
+                    CASE WHEN length(v_val::text) > 40 THEN left(v_val::text, 40) || '...' ELSE v_val::text END, v_key
                     USING ERRCODE = 'MQ004', HINT = 'Use true or false.';
             END IF;
         ELSIF v_kind = 'tstype' THEN
             IF v_val NOT IN ('"CreateTime"'::jsonb, '"LogAppendTime"'::jsonb) THEN
-                RAISE EXCEPTION 'invalid value % for "message.timestamp.type"', v_val
+                RAISE EXCEPTION 'invalid value % for "message.timestamp.type"',
+                    CASE WHEN length(v_val::text) > 40 THEN left(v_val::text, 40) || '...' ELSE v_val::text END
                     USING ERRCODE = 'MQ004', HINT = 'Use "CreateTime" or "LogAppendTime".';
             END IF;
             v_out := v_out || jsonb_build_object(v_key, v_val);

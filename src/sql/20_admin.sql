@@ -292,6 +292,9 @@ DECLARE
     v_config jsonb;
     v_rel regclass;
 BEGIN
+    IF topic IS NULL THEN
+        RAISE EXCEPTION 'topic must not be null' USING ERRCODE = 'MQ010';
+    END IF;
     PERFORM mq._authorize(p_caller, 'topic', topic, 'create');
     PERFORM mq._check_topic_name(topic);
     IF partitions IS NULL OR partitions < 1 OR partitions > 10000 THEN
@@ -387,10 +390,18 @@ DECLARE
 BEGIN
     PERFORM mq._authorize(p_caller, 'topic', topic, 'alter');
     v_id := mq._topic_id(topic);
+    IF alter_topic.config IS NULL THEN
+        RAISE EXCEPTION 'config must not be null' USING ERRCODE = 'MQ010',
+            HINT = 'Give the keys to change; a key given as JSON null returns to its default.';
+    END IF;
+    -- a key given as JSON null returns to its default: a known key only
+    PERFORM mq._config_key(k.key)
+       FROM jsonb_each(CASE WHEN jsonb_typeof(alter_topic.config) = 'object' THEN alter_topic.config END) k
+      WHERE jsonb_typeof(k.value) = 'null';
     SELECT t.config, t.relid INTO v_old, v_rel FROM mq.topic t WHERE t.topic_id = v_id FOR UPDATE;
     -- validate the merged config, so that checks between keys see both old
-    -- and new values.  A key given as JSON null returns to its default.
-    v_config := jsonb_strip_nulls(v_old || coalesce(alter_topic.config, '{}'));
+    -- and new values
+    v_config := jsonb_strip_nulls(v_old || alter_topic.config);
     IF (v_config->'replication.factor') IS DISTINCT FROM (v_old->'replication.factor') THEN
         RAISE EXCEPTION 'replication.factor cannot be changed with alter_topic'
             USING ERRCODE = 'MQ004', HINT = 'Reassigning replicas is done with the broker.';

@@ -9,7 +9,7 @@
 \set ON_ERROR_STOP on
 SET client_min_messages = warning;
 BEGIN;
-SELECT plan(25);
+SELECT plan(33);
 
 SELECT mq.create_topic('co', 1, '{"retention.ms": "1d", "segment.records": 100}');
 CREATE TEMP VIEW cfg AS SELECT config FROM mq.topics WHERE topic = 'co';
@@ -83,6 +83,37 @@ SELECT throws_ok($$SELECT mq.validate_config('{"leader.replication.throttled.rep
 SELECT is((SELECT count(*) FROM jsonb_each(mq.config_defaults()) d WHERE mq.validate_config(jsonb_build_object(d.key, d.value)) IS NULL),
           0::bigint, 'every default DescribeConfigs lists is a valid value of its key');
 SELECT is(mq.config_defaults()->>'compression.type', 'producer', 'compression.type defaults to Kafka''s producer');
+
+-- bad input (an audit): the right SQLSTATE, a message that names the
+-- argument, and nothing changed
+CREATE FUNCTION pg_temp.hint(q text) RETURNS text LANGUAGE plpgsql AS $$
+DECLARE
+    v text;
+BEGIN
+    EXECUTE q;
+    RETURN NULL;
+EXCEPTION WHEN OTHERS THEN
+    GET STACKED DIAGNOSTICS v = PG_EXCEPTION_HINT;
+    RETURN v;
+END $$;
+SELECT mq.alter_topic('co', mq._config_replace((SELECT config FROM cfg), ARRAY['retention.ms'], ARRAY['1h']));
+SELECT throws_ok($$SELECT mq.alter_topic('co', '{"bogus": null}')$$, 'MQ004', 'unknown topic config key "bogus"',
+                 'an unknown key is refused also when its value is null');
+SELECT throws_ok($$SELECT mq.alter_topic('co', NULL)$$, 'MQ010', 'config must not be null',
+                 'alter_topic with a null config is MQ010');
+SELECT is((SELECT config FROM cfg), '{"retention.ms": 3600000}'::jsonb, 'neither changed the topic');
+SELECT throws_ok($$SELECT mq.create_topic(NULL)$$, 'MQ010', 'topic must not be null',
+                 'create_topic with a null name is MQ010, as drop_topic and alter_topic');
+SELECT mq.create_topic('co_null_config', 1, NULL);
+SELECT is((SELECT config FROM mq.topics WHERE topic = 'co_null_config'), '{}'::jsonb,
+          'create_topic with a null config: a topic without config');
+SELECT is(pg_temp.hint($$SELECT mq.validate_config('{"compression.gzip.level": 99}')$$),
+          'Use 1 to 9, or -1 for gzip''s default level.', 'compression.gzip.level: -1 is the default level, not "no limit"');
+SELECT is(pg_temp.hint($$SELECT mq.validate_config('{"retention.ms": -2}')$$), 'Use -1 for no limit.',
+          'retention.ms: -1 is no limit');
+SELECT throws_ok($$SELECT mq.validate_config('{"segment.bytes": 1e400}')$$, 'MQ004',
+                 'invalid value 1000000000000000000000000000000000000000... for "segment.bytes": not a whole number in range',
+                 'a huge value is quoted by its first 40 characters');
 
 SELECT * FROM finish();
 ROLLBACK;

@@ -306,7 +306,7 @@ SELECT throws_ok($$SELECT mq.create_topic('..')$$, 'MQ003', NULL, 'topic name ".
 SELECT throws_ok(format('SELECT mq.create_topic(%L)', repeat('a', 250)), 'MQ003', NULL, '250-character topic name: MQ003');
 SELECT lives_ok(format('SELECT mq.create_topic(%L)', repeat('a', 249)), '249-character topic name is fine');
 SELECT throws_ok($$SELECT mq.create_topic('bad name')$$, 'MQ003', NULL, 'topic name with a space: MQ003');
-SELECT throws_ok($$SELECT mq.create_topic(NULL)$$, 'MQ003', NULL, 'null topic name: MQ003');
+SELECT throws_ok($$SELECT mq.create_topic(NULL)$$, 'MQ010', 'topic must not be null', 'null topic name: MQ010');
 -- Kafka's collision rule: '.' and '_' would give two topics one metric name
 SELECT lives_ok($$SELECT mq.create_topic('co_ll')$$, 'a name with an underscore');
 SELECT throws_ok($$SELECT mq.create_topic('co.ll')$$, 'MQ003', 'topic "co.ll" collides with existing topic "co_ll"',
