@@ -68,7 +68,8 @@ DECLARE
 BEGIN
     PERFORM mq._authorize(p_caller, 'group', v_group, 'delete');
     IF v_group IS NULL OR v_group = '' THEN
-        RAISE EXCEPTION 'group_id must not be empty' USING ERRCODE = 'MQ010';
+        RAISE EXCEPTION 'group_id must not be %', CASE WHEN v_group IS NULL THEN 'null' ELSE 'empty' END
+            USING ERRCODE = 'MQ010';
     END IF;
     PERFORM 1 FROM mq.consumer_group g WHERE g.group_id = v_group FOR UPDATE;
     PERFORM mq._delete_group_check(v_group);
@@ -134,11 +135,10 @@ DECLARE
     v_part integer;
 BEGIN
     SELECT u.p INTO v_part FROM unnest(p_parts) AS u(p)
-     WHERE u.p IS NULL OR NOT EXISTS (SELECT 1 FROM mq.partition_state s
-                                       WHERE s.topic_id = p_id AND s.partition = u.p)
+     WHERE NOT EXISTS (SELECT 1 FROM mq.partition_state s WHERE s.topic_id = p_id AND s.partition = u.p)
      LIMIT 1;
     IF FOUND THEN
-        RAISE EXCEPTION 'partition % of topic "%" does not exist', coalesce(v_part::text, 'NULL'), p_topic
+        RAISE EXCEPTION 'partition % of topic "%" does not exist', v_part, p_topic
             USING ERRCODE = 'MQ006';
     END IF;
     PERFORM mq._expire_members(p_group);
@@ -180,9 +180,13 @@ BEGIN
     PERFORM mq._authorize(p_caller, 'group', v_group, 'delete');
     PERFORM mq._authorize(p_caller, 'topic', v_topic, 'read');
     IF v_group IS NULL OR v_group = '' THEN
-        RAISE EXCEPTION 'group_id must not be empty' USING ERRCODE = 'MQ010';
+        RAISE EXCEPTION 'group_id must not be %', CASE WHEN v_group IS NULL THEN 'null' ELSE 'empty' END
+            USING ERRCODE = 'MQ010';
     END IF;
     v_id := mq._topic_id(v_topic);
+    IF array_position(v_parts, NULL) IS NOT NULL THEN
+        RAISE EXCEPTION 'partitions must not contain null' USING ERRCODE = 'MQ010';
+    END IF;
     PERFORM 1 FROM mq.consumer_group g WHERE g.group_id = v_group FOR UPDATE;
     PERFORM mq._delete_offsets_check(v_group, v_topic, v_id, v_parts);
     RETURN mq._delete_offsets_of(v_group, v_id, v_parts);

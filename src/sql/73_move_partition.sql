@@ -31,6 +31,11 @@ DECLARE
 BEGIN
     PERFORM mq._authorize(p_caller, 'topic', topic, 'alter');
     v_id := mq._topic_id(topic);
+    IF move_partition.partition IS NULL OR move_partition.tablespace IS NULL THEN
+        RAISE EXCEPTION '% must not be null',
+            CASE WHEN move_partition.partition IS NULL THEN 'partition' ELSE 'tablespace' END
+            USING ERRCODE = 'MQ010';
+    END IF;
     SELECT t.oid INTO v_ts FROM pg_tablespace t WHERE t.spcname OPERATOR(pg_catalog.=) move_partition.tablespace;
     IF v_ts IS NULL THEN
         RAISE EXCEPTION 'tablespace "%" does not exist', move_partition.tablespace

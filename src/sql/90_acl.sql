@@ -65,19 +65,35 @@ DECLARE
     v_name text := p_resource_name;
     v_pattern text := lower(p_pattern_type);
     v_op text;
+    v_role regrole;
 BEGIN
-    IF v_type IS NULL OR v_type NOT IN ('topic', 'group', 'cluster', 'transactional_id') THEN
+    IF p_operations IS NULL OR p_resource_type IS NULL OR p_grantee IS NULL OR p_permission IS NULL THEN
+        RAISE EXCEPTION '% must not be null',
+            CASE WHEN p_operations IS NULL THEN 'operations' WHEN p_resource_type IS NULL THEN 'resource_type'
+                 WHEN p_grantee IS NULL THEN 'grantee' ELSE 'permission' END
+            USING ERRCODE = 'MQ010';
+    END IF;
+    IF v_type NOT IN ('topic', 'group', 'cluster', 'transactional_id') THEN
         RAISE EXCEPTION 'unknown resource type "%"', p_resource_type
             USING ERRCODE = 'MQ010', HINT = 'Resource types are topic, group, cluster and transactional_id.';
     END IF;
-    IF coalesce(lower(p_permission), '') NOT IN ('allow', 'deny') THEN
+    IF lower(p_permission) NOT IN ('allow', 'deny') THEN
         RAISE EXCEPTION 'unknown permission "%"', p_permission
             USING ERRCODE = 'MQ010', HINT = 'Use allow or deny.';
     END IF;
-    IF p_grantee IS NULL THEN
-        RAISE EXCEPTION 'grantee must not be null' USING ERRCODE = 'MQ010', HINT = 'Name a role, or PUBLIC.';
+    IF upper(p_grantee) <> 'PUBLIC' THEN
+        BEGIN
+            v_role := p_grantee::regrole;
+        EXCEPTION WHEN invalid_name THEN
+            RAISE EXCEPTION 'invalid role name "%"', p_grantee
+                USING ERRCODE = 'MQ010', HINT = 'Name a role, or PUBLIC.';
+        END;
     END IF;
-    IF v_type = 'cluster' THEN
+    -- Kafka's only cluster resource name (NULL names it too)
+    IF v_type = 'cluster' AND v_name <> 'kafka-cluster' THEN
+        RAISE EXCEPTION 'invalid cluster resource name "%"', v_name
+            USING ERRCODE = 'MQ010', HINT = 'The only name of the cluster resource is kafka-cluster.';
+    ELSIF v_type = 'cluster' THEN
         v_name := 'kafka-cluster';
         v_pattern := 'literal';
     ELSIF v_name IS NULL OR v_name = '' THEN
@@ -97,9 +113,7 @@ BEGIN
                 USING ERRCODE = 'MQ010',
                       HINT = 'Operations are read, write, describe, create, alter, delete and all.';
         END IF;
-        RETURN QUERY SELECT v_type, v_pattern, v_name,
-                            CASE WHEN upper(p_grantee) = 'PUBLIC' THEN NULL ELSE p_grantee::regrole END,
-                            v_op, lower(p_permission);
+        RETURN QUERY SELECT v_type, v_pattern, v_name, v_role, v_op, lower(p_permission);
     END LOOP;
 END $$;
 

@@ -82,16 +82,24 @@ LANGUAGE plpgsql SET search_path = pg_catalog, pg_temp AS $$
 DECLARE
     v_mech text;
 BEGIN
+    IF p_user IS NULL OR p_mechanism IS NULL THEN
+        RAISE EXCEPTION '% must not be null', CASE WHEN p_user IS NULL THEN 'user_name' ELSE 'mechanism' END
+            USING ERRCODE = 'MQ010';
+    END IF;
     PERFORM mq._authorize_scram(p_caller, p_user);
     v_mech := mq._scram_mechanism(p_mechanism);
-    IF p_user IS NULL OR p_user = '' THEN
+    IF p_user = '' THEN
         RAISE EXCEPTION 'user name must not be empty' USING ERRCODE = 'MQ060';
     END IF;
-    IF p_iterations IS NULL OR p_iterations NOT BETWEEN 4096 AND 16384 THEN
-        RAISE EXCEPTION 'iterations must be from 4096 to 16384, not %', coalesce(p_iterations::text, 'null')
+    IF p_iterations IS NULL OR p_salt IS NULL THEN
+        RAISE EXCEPTION '% must not be null', CASE WHEN p_iterations IS NULL THEN 'iterations' ELSE 'salt' END
+            USING ERRCODE = 'MQ010';
+    END IF;
+    IF p_iterations NOT BETWEEN 4096 AND 16384 THEN
+        RAISE EXCEPTION 'iterations must be from 4096 to 16384, not %', p_iterations
             USING ERRCODE = 'MQ060', HINT = 'Kafka takes 4096 to 16384 iterations.';
     END IF;
-    IF p_salt IS NULL OR length(p_salt) < 16 THEN
+    IF length(p_salt) < 16 THEN
         RAISE EXCEPTION 'salt must be at least 16 bytes' USING ERRCODE = 'MQ060';
     END IF;
     RETURN v_mech;
@@ -105,8 +113,11 @@ LANGUAGE plpgsql SET search_path = pg_catalog, pg_temp AS $$
 DECLARE
     v_len integer := CASE p_mechanism WHEN 'SCRAM-SHA-512' THEN 64 ELSE 32 END;
 BEGIN
-    IF p_stored_key IS NULL OR p_server_key IS NULL
-       OR length(p_stored_key) <> v_len OR length(p_server_key) <> v_len THEN
+    IF p_stored_key IS NULL OR p_server_key IS NULL THEN
+        RAISE EXCEPTION '% must not be null', CASE WHEN p_stored_key IS NULL THEN 'stored_key' ELSE 'server_key' END
+            USING ERRCODE = 'MQ010';
+    END IF;
+    IF length(p_stored_key) <> v_len OR length(p_server_key) <> v_len THEN
         RAISE EXCEPTION 'stored and server keys must be % bytes each for %', v_len, p_mechanism
             USING ERRCODE = 'MQ060';
     END IF;
@@ -125,7 +136,11 @@ LANGUAGE plpgsql SET search_path = pg_catalog, pg_temp AS $$
 DECLARE
     v_keys record;
 BEGIN
-    IF p_secret IS NULL OR length(p_secret) = 0 THEN
+    IF p_secret IS NULL THEN
+        RAISE EXCEPTION '% must not be null', CASE WHEN p_salted THEN 'salted_password' ELSE 'password' END
+            USING ERRCODE = 'MQ010';
+    END IF;
+    IF length(p_secret) = 0 THEN
         RAISE EXCEPTION 'password must not be empty' USING ERRCODE = 'MQ060';
     END IF;
     v_keys := mq._scram_keys(p_mechanism, p_secret, p_salt, p_iterations, p_salted);
@@ -162,6 +177,9 @@ DECLARE
     v_mech text;
     v_n integer;
 BEGIN
+    IF drop_scram_credential.user_name IS NULL THEN
+        RAISE EXCEPTION 'user_name must not be null' USING ERRCODE = 'MQ010';
+    END IF;
     PERFORM mq._authorize_scram(p_caller, user_name);
     IF mechanism IS NOT NULL THEN
         v_mech := mq._scram_mechanism(mechanism);

@@ -15,7 +15,7 @@
 SET client_min_messages = warning;
 
 BEGIN;
-SELECT plan(27);
+SELECT plan(33);
 
 CREATE ROLE mqh_attacker LOGIN;
 CREATE ROLE mqh_owner LOGIN;
@@ -161,6 +161,22 @@ SELECT is(public.mqh_refused($$SELECT mq.grant('read', 'topic', 'visible', 'PUBL
 SELECT is(public.mqh_refused($$SELECT mq.has_topic_privilege('mqh_owner', 'visible', 'read')$$), 'mq.cluster',
           'a refused question about another role names the cluster');
 RESET ROLE;
+
+-------------------------------------------------------------------------------
+-- 8. bad arguments of grant (an audit): MQ010, naming what is wrong, and
+--    no grant made
+-------------------------------------------------------------------------------
+SELECT count(*) AS acl_before FROM mq.acl \gset
+SELECT throws_ok($$SELECT mq.grant(NULL, 'topic', 'visible', 'mqh_attacker')$$, 'MQ010',
+                 'operations must not be null', 'null operations are MQ010, said as null');
+SELECT throws_ok($$SELECT mq.grant('read', 'topic', 'visible', '')$$, 'MQ010', 'invalid role name ""',
+                 'an empty role name is MQ010, not invalid name syntax');
+SELECT throws_ok($$SELECT mq.grant('read', 'cluster', 'x', 'mqh_attacker')$$, 'MQ010',
+                 'invalid cluster resource name "x"', 'the cluster has one name, kafka-cluster (as Kafka)');
+SELECT throws_ok($$SELECT mq.revoke('alter', 'cluster', 'other', 'mqh_admin')$$, 'MQ010', NULL,
+                 'revoke refuses another cluster name too');
+SELECT is((SELECT count(*) FROM mq.acl), :acl_before::bigint, 'nothing was granted or revoked');
+SELECT is(mq.grant('describe', 'cluster', 'kafka-cluster', 'mqh_attacker'), 1, 'kafka-cluster is the cluster''s name');
 
 SELECT * FROM finish();
 ROLLBACK;

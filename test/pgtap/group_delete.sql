@@ -6,7 +6,7 @@
 -- mq.delete_offsets (Kafka's OffsetDelete): the same for one topic's
 -- offsets, live members refused only when subscribed to it (MQ037).
 BEGIN;
-SELECT plan(36);
+SELECT plan(38);
 
 SELECT mq.create_topic('gd', 2);
 SELECT mq.create_topic('gd_led', 1);
@@ -85,6 +85,10 @@ SELECT throws_ok($$SELECT mq.delete_offsets('gd-o', 'gd_nope')$$, 'MQ001', NULL,
 SELECT throws_ok($$SELECT mq.delete_offsets('gd-o', 'gd', ARRAY[0, 5])$$, 'MQ006', NULL,
                  'a partition outside the topic is MQ006');
 SELECT throws_ok($$SELECT mq.delete_offsets('', 'gd')$$, 'MQ010', NULL, 'an empty group id is MQ010');
+SELECT throws_ok($$SELECT mq.delete_offsets('gd-o', 'gd', ARRAY[0, NULL])$$, 'MQ010', 'partitions must not contain null',
+                 'a null partition is MQ010, not partition NULL');
+SELECT throws_ok($$SELECT mq.delete_offsets(NULL, 'gd')$$, 'MQ010', 'group_id must not be null',
+                 'a null group id is MQ010, said as null');
 SELECT is((SELECT n FROM offsets WHERE group_id = 'gd-o'), 3::bigint, 'the refusals changed nothing');
 -- a live member subscribed to the topic refuses it; one reading another topic does not
 SELECT mq.join_group('gd-o', ARRAY['gd'], session_timeout_ms => 60000);

@@ -13,7 +13,7 @@
 SET client_min_messages = warning;
 
 BEGIN;
-SELECT plan(8);
+SELECT plan(9);
 
 CREATE ROLE mqm_reader LOGIN;
 CREATE ROLE mqm_admin LOGIN;
@@ -43,8 +43,10 @@ SELECT throws_ok($$SELECT mq.move_partition('mqm_t', 0, 'pg_global')$$, '42501',
                  'a role with alter on the topic but without CREATE on the tablespace is refused');
 RESET ROLE;
 SELECT is(pg_temp.spaces(), '0', 'nothing moved');
-SELECT throws_ok($$SELECT mq.move_partition('mqm_t', NULL, 'pg_default')$$, 'MQ006', NULL,
-                 'a null partition is MQ006');
+SELECT throws_ok($$SELECT mq.move_partition('mqm_t', NULL, 'pg_default')$$, 'MQ010', 'partition must not be null',
+                 'a null partition is MQ010, not an unknown partition');
+SELECT throws_ok($$SELECT mq.move_partition('mqm_t', 0, NULL)$$, 'MQ010', 'tablespace must not be null',
+                 'a null tablespace is MQ010, not an unknown tablespace');
 
 SELECT * FROM finish();
 ROLLBACK;

@@ -13,7 +13,7 @@
 SET client_min_messages = warning;
 
 BEGIN;
-SELECT plan(34);
+SELECT plan(40);
 
 CREATE ROLE mqs_alice LOGIN;
 CREATE ROLE mqs_bob LOGIN;
@@ -100,6 +100,19 @@ SELECT throws_ok($$SELECT mq.drop_scram_credential('nobody')$$, 'MQ062', NULL,
                  'dropping a credential that does not exist is MQ062');
 SELECT throws_ok($$SELECT mq.drop_scram_credential('mqs_bob', 'SCRAM-SHA-512')$$, 'MQ062', NULL,
                  'dropping a mechanism the user does not have is MQ062');
+SELECT throws_ok($$SELECT mq.drop_scram_credential(NULL)$$, 'MQ010', 'user_name must not be null',
+                 'a null user name is MQ010, not a user "<NULL>" without credential');
+SELECT throws_ok($$SELECT mq.set_scram_credential('mqs_bob', NULL, 'pw')$$, 'MQ010', 'mechanism must not be null',
+                 'a null mechanism is MQ010, not an unsupported mechanism');
+SELECT throws_ok($$SELECT mq.set_scram_credential(NULL, 'SCRAM-SHA-256', 'pw')$$, 'MQ010', 'user_name must not be null',
+                 'a null user name when setting is MQ010');
+SELECT throws_ok($$SELECT mq.set_scram_credential('mqs_bob', 'SCRAM-SHA-256', NULL)$$, 'MQ010', 'password must not be null',
+                 'a null password is MQ010');
+SELECT throws_ok($$SELECT mq.set_scram_credential('mqs_bob', 'SCRAM-SHA-256', 'pw', NULL)$$, 'MQ010',
+                 'iterations must not be null', 'null iterations are MQ010');
+SELECT throws_ok($$SELECT mq.set_scram_keys('mqs_bob', 'SCRAM-SHA-256', 4096, '\x101112131415161718191a1b1c1d1e1f', NULL,
+                                            ('\x' || repeat('ab', 32))::bytea)$$,
+                 'MQ010', 'stored_key must not be null', 'a null key is MQ010');
 SELECT is((SELECT string_agg(user_name || '/' || mechanism || '/' || iterations, ',' ORDER BY 1)
              FROM mq.scram_credential),
           'mqs_alice/SCRAM-SHA-256/8192,mqs_alice/SCRAM-SHA-512/4096,mqs_bob/SCRAM-SHA-256/5000',
