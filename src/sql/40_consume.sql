@@ -70,13 +70,27 @@ CREATE FUNCTION mq.offsets_for_times(topic text, partition integer, ts timestamp
 -- Commit, for every partition of the topic, the group's position at the
 -- first record at or after to_timestamp (kafka-consumer-groups
 -- --reset-offsets --to-datetime).  The caller's rights: commit_offset
--- checks READ on the group and the topic.
+-- checks READ on the group and the topic.  As Kafka's reset, which needs
+-- an inactive group, live members (through mq.join_group) subscribed to
+-- the topic refuse it (MQ037, as mq.delete_offsets): mq.group_members
+-- shows them to whoever may read the group.
 CREATE FUNCTION mq.reset_offsets(group_id text, topic text, to_timestamp timestamptz)
     RETURNS TABLE (partition integer, next_offset bigint)
 LANGUAGE plpgsql SET search_path = pg_catalog, pg_temp AS $$
 BEGIN
-    IF to_timestamp IS NULL THEN
-        RAISE EXCEPTION 'to_timestamp must not be null' USING ERRCODE = 'MQ010';
+    IF reset_offsets.group_id IS NULL OR reset_offsets.topic IS NULL OR reset_offsets.to_timestamp IS NULL THEN
+        RAISE EXCEPTION '% must not be null',
+            CASE WHEN reset_offsets.group_id IS NULL THEN 'group_id'
+                 WHEN reset_offsets.topic IS NULL THEN 'topic' ELSE 'to_timestamp' END
+            USING ERRCODE = 'MQ010';
+    END IF;
+    IF EXISTS (SELECT 1 FROM mq.group_members m
+                WHERE m.group_id OPERATOR(pg_catalog.=) reset_offsets.group_id AND m.active
+                  AND reset_offsets.topic OPERATOR(pg_catalog.=) ANY (m.topics)) THEN
+        RAISE EXCEPTION 'group "%" has live members subscribed to topic "%"', reset_offsets.group_id,
+            reset_offsets.topic
+            USING ERRCODE = 'MQ037',
+                  HINT = 'Stop the members that read the topic (mq.leave_group), or wait for their session timeout.';
     END IF;
     -- mq.partitions shows the topics the caller may DESCRIBE
     FOR partition IN SELECT ps.partition FROM mq.partitions ps

@@ -3,7 +3,7 @@
 -- only with describe on the group (42501 otherwise), and only in the
 -- topics the caller may describe.
 BEGIN;
-SELECT plan(5);
+SELECT plan(14);
 
 SELECT mq.create_topic('go_a', 2);
 SELECT mq.create_topic('go_b', 1);
@@ -32,6 +32,33 @@ SELECT results_eq($$SELECT topic, partition, next_offset FROM mq.committed_offse
                   'with describe on the group, it sees the topics it may describe');
 SELECT throws_ok($$SELECT * FROM mq.consumer_offset$$, '42501', NULL, 'but not the table itself');
 RESET ROLE;
+
+-- committed_offsets refuses what committed_offset refuses (an audit)
+SELECT throws_ok($$SELECT * FROM mq.committed_offsets(NULL)$$, 'MQ010', 'group_id must not be null',
+                 'a null group id is MQ010, as mq.committed_offset says, not an empty list');
+SELECT throws_ok($$SELECT * FROM mq.committed_offsets('')$$, 'MQ010', 'group_id must not be empty',
+                 'an empty group id likewise');
+
+-- mq.reset_offsets: its own parameters named; refused while live members
+-- read the topic (Kafka resets only an inactive group), as delete_offsets
+SELECT throws_ok($$SELECT * FROM mq.reset_offsets('go-g', NULL, now())$$, 'MQ010', 'topic must not be null',
+                 'reset_offsets names its own parameter');
+SELECT throws_ok($$SELECT * FROM mq.reset_offsets(NULL, 'go_a', now())$$, 'MQ010', 'group_id must not be null',
+                 'a null group id too');
+SELECT throws_ok($$SELECT * FROM mq.reset_offsets('go-g', 'go_a', NULL)$$, 'MQ010', 'to_timestamp must not be null',
+                 'and a null time');
+SELECT mq.join_group('go-g', ARRAY['go_a'], session_timeout_ms => 60000) IS NOT NULL AS joined;
+SELECT throws_ok($$SELECT * FROM mq.reset_offsets('go-g', 'go_a', '-infinity')$$, 'MQ037',
+                 'group "go-g" has live members subscribed to topic "go_a"',
+                 'a live member reading the topic refuses the reset (MQ037)');
+SELECT results_eq($$SELECT topic, partition, next_offset FROM mq.committed_offsets('go-g')$$,
+                  $$VALUES ('go_a', 0, 2::bigint), ('go_a', 1, 5::bigint), ('go_b', 0, 1::bigint)$$,
+                  'the refused reset changed nothing');
+SELECT results_eq($$SELECT partition, next_offset FROM mq.reset_offsets('go-g', 'go_b', '-infinity')$$,
+                  $$VALUES (0, 0::bigint)$$, 'a topic the members do not read is reset');
+UPDATE mq.group_member SET last_heartbeat = last_heartbeat - interval '2 minutes' WHERE group_id = 'go-g';
+SELECT results_eq($$SELECT partition, next_offset FROM mq.reset_offsets('go-g', 'go_a', '-infinity')$$,
+                  $$VALUES (0, 0::bigint), (1, 0::bigint)$$, 'once the member''s session timed out, the topic is reset');
 
 SELECT * FROM finish();
 ROLLBACK;
