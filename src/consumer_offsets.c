@@ -436,6 +436,8 @@ note_group(text *group, bytea *value)
 {
 	StringInfoData k;
 
+	if (value != NULL)
+		mq_check_group_value(value);
 	initStringInfo(&k);
 	put_i16(&k, GROUP_KEY_VERSION);
 	put_str(&k, VARDATA_ANY(group), VARSIZE_ANY_EXHDR(group));

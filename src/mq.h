@@ -370,6 +370,9 @@ typedef struct MqPositionKey
 	int32		partition;
 	char		group[NAMEDATALEN * 4];
 } MqPositionKey;
+/* group_id.c: the longest group id (what MqPositionKey holds), its check */
+#define MQ_GROUP_ID_MAX (NAMEDATALEN * 4 - 1)
+extern void mq_check_group(text *group);
 extern void mq_offsets_init(void);
 
 /* consumer_offsets.c: the __consumer_offsets topic of offset commits */
@@ -379,10 +382,11 @@ extern void mq_offsets_init(void);
 extern int32 mq_consumer_offsets_partition(const char *group, int len, int32 npartitions);
 extern void mq_consumer_offsets_check_write(const char *topic_name);
 extern void mq_consumer_offsets_init(void);
+/* group_value.c: a GroupMetadataValue handed in, checked */
+extern void mq_check_group_value(const bytea *value);
 extern void mq_consumer_offsets_note(text *group, const char *topic_name, int32 partition,
 									 int64 next, text *metadata, TimestampTz at);
 extern void mq_offsets_after_utility(Node *stmt);
-extern void mq_check_group(text *group);
 /* Kafka's offset.metadata.max.bytes: an offset commit's metadata, at most */
 #define MQ_OFFSET_METADATA_MAX 4096
 extern void mq_check_offset_metadata(text *metadata);

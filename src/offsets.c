@@ -125,10 +125,8 @@ mq_position_key(MqPositionKey *key, text *group, MqTopic *topic, int32 partition
 {
 	int			len = VARSIZE_ANY_EXHDR(group);
 
-	if (len >= (int) sizeof(key->group))
-		ereport(ERROR,
-				(errcode(ERRCODE_MQ_INVALID_ARGUMENT),
-				 errmsg("group_id is longer than %d bytes", (int) sizeof(key->group) - 1)));
+	StaticAssertStmt(sizeof(key->group) > MQ_GROUP_ID_MAX, "a position key holds the longest group id");
+	mq_check_group(group);
 	memset(key, 0, sizeof(*key));
 	memcpy(key->group, VARDATA_ANY(group), len);
 	key->group_hash = hash_any((unsigned char *) key->group, len);
@@ -171,15 +169,6 @@ mq_check_offset_metadata_sql(PG_FUNCTION_ARGS)
 {
 	mq_check_offset_metadata(PG_ARGISNULL(0) ? NULL : PG_GETARG_TEXT_PP(0));
 	PG_RETURN_VOID();
-}
-
-void
-mq_check_group(text *group)
-{
-	if (VARSIZE_ANY_EXHDR(group) == 0)
-		ereport(ERROR,
-				(errcode(ERRCODE_MQ_INVALID_ARGUMENT),
-				 errmsg("group_id must not be empty")));
 }
 
 /*

@@ -66,6 +66,7 @@ PG_FUNCTION_INFO_V1(mq_replica_progress_lock);
 PG_FUNCTION_INFO_V1(mq_replica_notify);
 PG_FUNCTION_INFO_V1(mq_replica_durable_log_end);
 PG_FUNCTION_INFO_V1(mq_produce_await);
+PG_FUNCTION_INFO_V1(mq_produce_outside_block);
 PG_FUNCTION_INFO_V1(mq_replica_await_hwm);
 PG_FUNCTION_INFO_V1(mq_replica_append_records);
 PG_FUNCTION_INFO_V1(mq_replica_truncate_records);
@@ -166,6 +167,10 @@ mq_produce_await(PG_FUNCTION_ARGS)
 				 errmsg("topic and partition must not be null")));
 	if (PG_ARGISNULL(2) || PG_ARGISNULL(3))
 		PG_RETURN_NULL();
+	if (PG_GETARG_INT64(2) < 0 || PG_GETARG_INT64(2) == PG_INT64_MAX)
+		ereport(ERROR,
+				(errcode(ERRCODE_MQ_INVALID_ARGUMENT),
+				 errmsg("last_offset must be an offset, not " INT64_FORMAT, PG_GETARG_INT64(2))));
 	if (PG_ARGISNULL(4))
 		ereport(ERROR,
 				(errcode(ERRCODE_MQ_INVALID_ARGUMENT),
@@ -180,6 +185,23 @@ mq_produce_await(PG_FUNCTION_ARGS)
 							 PG_GETARG_INT64(2) + 1, PG_GETARG_INT32(4), timeout_ms);
 	mq_replica_read_state(topic->topic_id, PG_GETARG_INT32(1), &st);
 	PG_RETURN_INT64(st.high_watermark);
+}
+
+/*
+ * mq._produce_outside_block(): the procedure mq.produce commits before it
+ * waits, which PostgreSQL refuses inside a transaction block with a
+ * message about transaction termination; this says why first.
+ */
+Datum
+mq_produce_outside_block(PG_FUNCTION_ARGS)
+{
+	if (IsTransactionBlock())
+		ereport(ERROR,
+				(errcode(ERRCODE_MQ_IN_TRANSACTION_BLOCK),
+				 errmsg("mq.produce cannot run inside a transaction block"),
+				 errhint("It commits before it waits for the acknowledgement: call it with autocommit, "
+						 "or call mq.produce_records in the transaction and mq.produce_await after it.")));
+	PG_RETURN_VOID();
 }
 
 /*

@@ -84,7 +84,7 @@ mq_txn_finish(PG_FUNCTION_ARGS)
 						 "use COMMIT PREPARED or ROLLBACK PREPARED as the transaction's owner.")));
 	if (IsTransactionBlock())
 		ereport(ERROR,
-				(errcode(ERRCODE_MQ_TXN_FINISH_IN_BLOCK),
+				(errcode(ERRCODE_MQ_IN_TRANSACTION_BLOCK),
 				 errmsg("mq.txn_finish cannot run inside a transaction block"),
 				 errhint("Call it as a statement of its own.")));
 	xid = prepared_xid(gid);

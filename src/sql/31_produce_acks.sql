@@ -121,8 +121,12 @@ CREATE FUNCTION mq.produce_await(topic text, partition integer, last_offset bigi
 
 -------------------------------------------------------------------------------
 -- mq.produce: the contract in one call (a procedure, because acks=all
--- commits before it waits).  Call it outside an explicit transaction block.
+-- commits before it waits).  Call it outside an explicit transaction block
+-- (MQ052 inside one).
 -------------------------------------------------------------------------------
+
+CREATE FUNCTION mq._produce_outside_block() RETURNS void
+    AS 'MODULE_PATHNAME', 'mq_produce_outside_block' LANGUAGE C VOLATILE;
 
 CREATE PROCEDURE mq.produce(topic text, keys bytea[], vals bytea[], partition integer,
                             acks text DEFAULT 'all',
@@ -137,6 +141,7 @@ DECLARE
     v_min integer;
     v_last bigint;
 BEGIN
+    PERFORM mq._produce_outside_block();
     SELECT pg_catalog.min(s.msg_offset), pg_catalog.max(s.msg_offset),
            pg_catalog.max(s.await_epoch), pg_catalog.max(s.await_min_isr)
       INTO base_offset, v_last, v_epoch, v_min

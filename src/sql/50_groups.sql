@@ -363,6 +363,10 @@ BEGIN
     RETURN v_n;
 END $$;
 
+-- A group id's rules (group_id.c): named, at most 255 bytes.
+CREATE FUNCTION mq._check_group(group_id text) RETURNS void
+    AS 'MODULE_PATHNAME', 'mq_check_group_sql' LANGUAGE C IMMUTABLE;
+
 -- Raise the right error for a member id that is not in the group.
 CREATE FUNCTION mq._check_member(p_group text, p_member text) RETURNS void
 LANGUAGE plpgsql STABLE SET search_path = pg_catalog, pg_temp AS $$
@@ -398,9 +402,10 @@ DECLARE
     v_old mq.group_member;
     v_changed boolean := false;
 BEGIN
+    PERFORM mq._check_group(v_group);
     PERFORM mq._authorize(p_caller, 'group', v_group, 'read');
-    IF v_group IS NULL OR v_group = '' THEN
-        RAISE EXCEPTION 'group_id must not be empty' USING ERRCODE = 'MQ010';
+    IF join_group.instance_id = '' THEN     -- Kafka's group.instance.id too
+        RAISE EXCEPTION 'instance_id must not be empty' USING ERRCODE = 'MQ010';
     END IF;
     IF join_group.assignor IS NULL OR join_group.assignor NOT IN ('range', 'roundrobin', 'cooperative-sticky') THEN
         RAISE EXCEPTION 'unknown assignor "%"', join_group.assignor
@@ -490,6 +495,7 @@ DECLARE
     v_member text := heartbeat.member_id;
     v_generation integer;
 BEGIN
+    PERFORM mq._check_group(v_group);
     PERFORM mq._authorize(p_caller, 'group', v_group, 'read');
     SELECT g.generation INTO v_generation FROM mq.consumer_group g WHERE g.group_id = v_group FOR UPDATE;
     PERFORM mq._expire_members(v_group);
@@ -527,6 +533,7 @@ LANGUAGE plpgsql SET search_path = pg_catalog, pg_temp AS $$
 DECLARE
     v_group text := leave_group.group_id;
 BEGIN
+    PERFORM mq._check_group(v_group);
     PERFORM mq._authorize(p_caller, 'group', v_group, 'read');
     PERFORM 1 FROM mq.consumer_group g WHERE g.group_id = v_group FOR UPDATE;
     PERFORM mq._check_member(v_group, leave_group.member_id);

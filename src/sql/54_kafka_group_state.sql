@@ -28,7 +28,11 @@ LANGUAGE plpgsql SET search_path = pg_catalog, pg_temp AS $$
 DECLARE
     v_n bigint;
 BEGIN
+    PERFORM mq._check_group(kafka_group_save.group_id);
     PERFORM mq._authorize(p_caller, 'group', kafka_group_save.group_id, 'read');
+    IF kafka_group_save.version IS NULL THEN
+        RAISE EXCEPTION 'version must not be null' USING ERRCODE = 'MQ010';
+    END IF;
     IF kafka_group_save.state IS NULL THEN
         DELETE FROM mq.kafka_group_state s
          WHERE s.group_id OPERATOR(pg_catalog.=) kafka_group_save.group_id
@@ -61,7 +65,12 @@ CREATE FUNCTION mq_internal.kafka_group_metadata(group_id text, kafka_metadata b
     RETURNS void
 LANGUAGE plpgsql SET search_path = pg_catalog, pg_temp AS $$
 BEGIN
+    PERFORM mq._check_group(kafka_group_metadata.group_id);
     PERFORM mq._authorize(p_caller, 'group', kafka_group_metadata.group_id, 'read');
+    -- a tombstone is mq's to write, when the group goes (mq.delete_group)
+    IF kafka_group_metadata.kafka_metadata IS NULL THEN
+        RAISE EXCEPTION 'kafka_metadata must not be null' USING ERRCODE = 'MQ010';
+    END IF;
     PERFORM mq._consumer_offsets_append(kafka_group_metadata.group_id, NULL, NULL, NULL, NULL,
                                         kafka_group_metadata.kafka_metadata);
 END $$;

@@ -40,10 +40,16 @@ END $$;
 -- Kafka's protocol types: a nullable STRING (int16 length, -1: null) and
 -- BYTES (int32 length)
 CREATE FUNCTION mq._kafka_string(s text) RETURNS bytea
-LANGUAGE sql IMMUTABLE SET search_path = pg_catalog, pg_temp AS $$
-    SELECT CASE WHEN s IS NULL THEN '\xffff'::bytea
-                ELSE int2send(octet_length(convert_to(s, 'UTF8'))::smallint) || convert_to(s, 'UTF8') END
-$$;
+LANGUAGE plpgsql IMMUTABLE SET search_path = pg_catalog, pg_temp AS $$
+DECLARE
+    v bytea := convert_to(s, 'UTF8');
+BEGIN
+    IF octet_length(v) > 32767 THEN     -- as consumer_offsets.c's put_str
+        RAISE EXCEPTION 'a string of % bytes does not fit a __consumer_offsets record', octet_length(v)
+            USING ERRCODE = 'MQ010';
+    END IF;
+    RETURN CASE WHEN s IS NULL THEN '\xffff'::bytea ELSE int2send(octet_length(v)::smallint) || v END;
+END $$;
 CREATE FUNCTION mq._kafka_bytes(b bytea) RETURNS bytea
 LANGUAGE sql IMMUTABLE SET search_path = pg_catalog, pg_temp AS $$
     SELECT int4send(length(b)) || b

@@ -81,6 +81,11 @@ LANGUAGE plpgsql SET search_path = pg_catalog, pg_temp AS $$
 DECLARE
     v mq.kafka_txn;
 BEGIN
+    -- the id, producer id and epoch are the token that fences an old instance
+    IF p_id IS NULL OR p_producer_id IS NULL OR p_epoch IS NULL THEN
+        RAISE EXCEPTION 'transactional_id, producer_id and producer_epoch must not be null'
+            USING ERRCODE = 'MQ010';
+    END IF;
     PERFORM mq._authorize(p_caller, 'transactional_id', p_id, 'write');
     SELECT * INTO v FROM mq.kafka_txn t
      WHERE t.transactional_id OPERATOR(pg_catalog.=) p_id FOR UPDATE;
@@ -204,7 +209,7 @@ CREATE FUNCTION mq_internal.kafka_txn_add_partition(transactional_id text, produ
 LANGUAGE plpgsql SET search_path = pg_catalog, pg_temp AS $$
 BEGIN
     PERFORM mq._kafka_txn_lock($1, $2, $3, p_caller);
-    PERFORM mq._kafka_txn_partition($4, $5, p_caller);
+    PERFORM mq._kafka_txn_partition($4, $5, p_caller, 'write');
     PERFORM mq._kafka_txn_begin($1);
 END $$;
 CREATE FUNCTION mq.kafka_txn_add_partition(transactional_id text, producer_id bigint, producer_epoch integer,
@@ -213,19 +218,21 @@ CREATE FUNCTION mq.kafka_txn_add_partition(transactional_id text, producer_id bi
 COMMENT ON FUNCTION mq.kafka_txn_add_partition(text, bigint, integer, text, integer) IS
     'mq-kafka API: a partition joins the transactional id''s transaction; needs write on the topic';
 
--- The caller may write the topic, and the partition exists here (true).
+-- The caller may write the topic (operation 'write'; staged offsets:
+-- 'read'), and the partition exists here (true).
 -- In a replicated cluster the transaction's node need not hold a replica
 -- of every topic the transaction writes (a topic with fewer replicas than
 -- nodes): one it does not hold is taken as it is (false), the daemon
 -- having checked it against the cluster's partitions
 -- (broker/mq-kafka/h_txn.c), and its leader checks the records when the
 -- commit sends them.
-CREATE FUNCTION mq._kafka_txn_partition(p_topic text, p_partition integer, p_caller oid) RETURNS boolean
+CREATE FUNCTION mq._kafka_txn_partition(p_topic text, p_partition integer, p_caller oid,
+                                         p_operation text) RETURNS boolean
 LANGUAGE plpgsql SET search_path = pg_catalog, pg_temp AS $$
 DECLARE
     v_count integer;
 BEGIN
-    PERFORM mq._authorize(p_caller, 'topic', p_topic, 'write');
+    PERFORM mq._authorize(p_caller, 'topic', p_topic, p_operation);
     SELECT t.partitions INTO v_count FROM mq.topic t WHERE t.topic_name OPERATOR(pg_catalog.=) p_topic;
     IF NOT FOUND AND mq._cluster_producer_ids() THEN
         RETURN false;
@@ -253,10 +260,14 @@ BEGIN
        OR pg_catalog.cardinality($7) OPERATOR(pg_catalog.=) 0 THEN
         RAISE EXCEPTION 'a staged batch needs as many keys as values, at least one' USING ERRCODE = 'MQ010';
     END IF;
+    IF $6 IS NULL OR $6 OPERATOR(pg_catalog.<) 0 THEN
+        RAISE EXCEPTION 'base_sequence of a transactional batch must not be negative, not %', $6
+            USING ERRCODE = 'MQ010';
+    END IF;
     PERFORM mq._kafka_txn_lock($1, $2, $3, p_caller);
     -- refused now, as Kafka refuses them, not when the commit appends them
     -- (a topic this node does not hold: by its leader at the commit)
-    IF mq._kafka_txn_partition($4, $5, p_caller) THEN
+    IF mq._kafka_txn_partition($4, $5, p_caller, 'write') THEN
         PERFORM mq._check_records($4, $7, $8, $9, $5, NULL, NULL, NULL, $10, NULL, $11);
     END IF;
     PERFORM mq._kafka_txn_begin($1);
@@ -274,6 +285,15 @@ CREATE FUNCTION mq.kafka_txn_stage(transactional_id text, producer_id bigint, pr
 COMMENT ON FUNCTION mq.kafka_txn_stage(text, bigint, integer, text, integer, integer, bytea[], bytea[], jsonb[], timestamptz[], integer) IS
     'mq-kafka API: stage a transactional batch, appended when the transaction commits';
 
+-- A group whose offsets a transaction stages: a valid id (refused now,
+-- not at the commit) the caller may read.
+CREATE FUNCTION mq._kafka_txn_group(p_group text, p_caller oid) RETURNS void
+LANGUAGE plpgsql SET search_path = pg_catalog, pg_temp AS $$
+BEGIN
+    PERFORM mq._check_group(p_group);
+    PERFORM mq._authorize(p_caller, 'group', p_group, 'read');
+END $$;
+
 -- AddOffsetsToTxn: the group may be read by the caller.
 CREATE FUNCTION mq_internal.kafka_txn_add_offsets(transactional_id text, producer_id bigint,
                                                   producer_epoch integer, group_id text, p_caller oid)
@@ -281,7 +301,7 @@ CREATE FUNCTION mq_internal.kafka_txn_add_offsets(transactional_id text, produce
 LANGUAGE plpgsql SET search_path = pg_catalog, pg_temp AS $$
 BEGIN
     PERFORM mq._kafka_txn_lock($1, $2, $3, p_caller);
-    PERFORM mq._authorize(p_caller, 'group', $4, 'read');
+    PERFORM mq._kafka_txn_group($4, p_caller);
     PERFORM mq._kafka_txn_begin($1);
 END $$;
 CREATE FUNCTION mq.kafka_txn_add_offsets(transactional_id text, producer_id bigint, producer_epoch integer,
@@ -303,8 +323,9 @@ DECLARE
     v_deadline timestamptz;
 BEGIN
     PERFORM mq._kafka_txn_lock($1, $2, $3, p_caller);
-    PERFORM mq._authorize(p_caller, 'group', $4, 'read');
-    PERFORM mq._authorize(p_caller, 'topic', $5, 'read');
+    PERFORM mq._kafka_txn_group($4, p_caller);
+    -- an unknown partition is refused now, as Kafka's TxnOffsetCommit does
+    PERFORM mq._kafka_txn_partition($5, $6, p_caller, 'read');
     IF $7 IS NULL OR $7 OPERATOR(pg_catalog.<) 0 THEN
         RAISE EXCEPTION 'next_offset must not be negative, not %', $7 USING ERRCODE = 'MQ010';
     END IF;
@@ -340,7 +361,7 @@ DECLARE
     r record;
 BEGIN
     IF $4 IS NULL THEN
-        RAISE EXCEPTION 'commit must not be NULL' USING ERRCODE = 'MQ010';
+        RAISE EXCEPTION 'commit must not be null' USING ERRCODE = 'MQ010';
     END IF;
     IF v.state OPERATOR(pg_catalog.=) 'empty' THEN
         IF v.last_result IS NOT DISTINCT FROM v_result THEN
@@ -455,7 +476,9 @@ COMMENT ON FUNCTION mq._kafka_txn_install(text, integer, bigint, integer) IS
     'give a transactional id''s row a producer id and epoch, with nothing open or staged';
 COMMENT ON FUNCTION mq._kafka_txn_begin(text) IS
     'open the transactional id''s transaction unless it is open';
-COMMENT ON FUNCTION mq._kafka_txn_partition(text, integer, oid) IS
-    'check that a partition exists and the caller may write its topic';
+COMMENT ON FUNCTION mq._kafka_txn_partition(text, integer, oid, text) IS
+    'check that a partition exists and the caller may write (or read, for staged offsets) its topic';
+COMMENT ON FUNCTION mq._kafka_txn_group(text, oid) IS
+    'check a group id whose offsets a transaction stages, and that the caller may read the group';
 COMMENT ON FUNCTION mq._kafka_txn_expire() IS
     'maintenance: abort every Kafka transaction past its timeout; returns how many';

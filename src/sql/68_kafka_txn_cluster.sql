@@ -121,7 +121,7 @@ DECLARE
     v_offsets jsonb;
 BEGIN
     IF $4 IS NULL THEN
-        RAISE EXCEPTION 'commit must not be NULL' USING ERRCODE = 'MQ010';
+        RAISE EXCEPTION 'commit must not be null' USING ERRCODE = 'MQ010';
     END IF;
     IF v.state OPERATOR(pg_catalog.=) 'empty' THEN
         IF $4 AND v.last_result IS DISTINCT FROM 'commit' THEN
@@ -189,7 +189,10 @@ LANGUAGE plpgsql SET search_path = pg_catalog, pg_temp AS $$
 DECLARE
     v mq.kafka_txn := mq._kafka_txn_lock($1, $2, $3, p_caller);
 BEGIN
-    IF $5 IS NULL OR v.state OPERATOR(pg_catalog.<>) 'ongoing'
+    IF $5 IS NULL THEN
+        RAISE EXCEPTION 'committed must not be null' USING ERRCODE = 'MQ010';
+    END IF;
+    IF v.state OPERATOR(pg_catalog.<>) 'ongoing'
        OR mq._kafka_txn_name(v) IS DISTINCT FROM $4 THEN
         RETURN;
     END IF;

@@ -221,6 +221,8 @@ COMMENT ON FUNCTION mq._member_partitions(text, integer, text) IS
     'internal: the partitions of a topic a group member owns (for mq.poll with member_id)';
 COMMENT ON FUNCTION mq._check_member_commit(text, integer, integer, text, integer) IS
     'internal: refuses a member''s offset commit from a stale generation (MQ030) or for a partition it does not own (MQ034)';
+COMMENT ON FUNCTION mq._check_group(text) IS
+    'internal: a group id''s rules (named, at most 255 bytes), MQ010 otherwise';
 COMMENT ON FUNCTION mq._check_offset_metadata(text) IS
     'internal: refuses an offset commit''s metadata over 4096 bytes (MQ038), Kafka''s offset.metadata.max.bytes';
 COMMENT ON VIEW mq.groups IS
@@ -317,6 +319,8 @@ COMMENT ON FUNCTION mq._produce_answer(text, integer, bigint) IS
     'internal (mq-kafka): {a record''s append time in Unix ms on a LogAppendTime topic (null otherwise), the partition''s log start offset}: Produce''s log_append_time and log_start_offset';
 COMMENT ON FUNCTION mq_internal._produce_answer(text, integer, bigint, oid) IS
     'implementation of mq._produce_answer, run as the owner with the caller''s role to authorize';
+COMMENT ON FUNCTION mq._produce_outside_block() IS
+    'internal: MQ052 inside a transaction block, where the procedure mq.produce cannot commit before its wait';
 COMMENT ON FUNCTION mq._produce_state(text, integer) IS
     'internal: leader epoch, role, min.insync.replicas and ISR size of a partition, for the produce contract (producers of the topic only)';
 

@@ -33,7 +33,7 @@ GRANT EXECUTE ON FUNCTION mq.validate_config(jsonb), mq.murmur2(bytea),
     mq.has_group_privilege(name, text, text), mq.has_group_privilege(text, text),
     -- what the produce contract (31_produce_acks.sql, the caller's rights)
     -- calls besides send_batch
-    mq._produce_state(text, integer),
+    mq._produce_state(text, integer), mq._produce_outside_block(),
     -- mq-kafka's parked fetches (the topics the caller may read)
     mq._await_partitions(text[], integer[], bigint[], integer),
     -- mq-kafka's Produce response on LogAppendTime topics

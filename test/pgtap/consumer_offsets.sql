@@ -9,7 +9,7 @@
 \set ON_ERROR_STOP on
 SET client_min_messages = warning;
 BEGIN;
-SELECT plan(28);
+SELECT plan(30);
 
 SELECT mq.create_topic('co', 2);
 SELECT mq.send('co', NULL::bytea, ('r' || i)::bytea, partition => i % 2) FROM generate_series(0, 19) i;
@@ -122,6 +122,12 @@ SELECT mq._consumer_offsets_flush();
 SELECT results_eq($$SELECT grp, at FROM coff WHERE grp IN ('gk', 'ünï😀code-group', 'polygenelubricants') ORDER BY 1$$,
                   $$VALUES ('gk', 0), ('polygenelubricants', 0), ('ünï😀code-group', 1)$$,
                   'abs(hashCode) % 10, a character beyond U+FFFF counting as its surrogate pair, and Integer.MIN_VALUE as 0');
+
+-- a Kafka STRING holds at most 32767 bytes: a longer one is MQ010, not smallint's overflow
+SELECT throws_ok($$SELECT mq._kafka_string(repeat('x', 40000))$$, 'MQ010',
+                 'a string of 40000 bytes does not fit a __consumer_offsets record', 'mq._kafka_string refuses it');
+SELECT throws_ok($$SELECT * FROM mq.join_group('long-instance', ARRAY['co'], instance_id => repeat('i', 40000))$$,
+                 'MQ010', NULL, 'so does a join whose instance id the group''s record cannot hold');
 
 -- a role without rights commits nothing, and so appends nothing
 CREATE ROLE co_nobody;

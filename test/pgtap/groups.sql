@@ -3,7 +3,7 @@
 \set ON_ERROR_STOP on
 SET client_min_messages = warning;
 BEGIN;
-SELECT plan(33);
+SELECT plan(38);
 
 -- join n static members i1..in to a fresh group; returns nothing
 CREATE FUNCTION pg_temp.join_n(g text, topic text, n int, assignor text) RETURNS void LANGUAGE plpgsql AS $$
@@ -121,6 +121,16 @@ SELECT throws_ok($$SELECT * FROM mq.join_group('commits', ARRAY['g3p'], assignor
 SELECT throws_ok($$SELECT * FROM mq.join_group('commits', ARRAY['nosuch'])$$, 'MQ001', NULL, 'an unknown topic is refused');
 SELECT throws_ok($$SELECT * FROM mq.join_group('commits', ARRAY['g3p'], assignor => 'sticky')$$,
                  'MQ010', NULL, 'an unknown assignor is refused');
+
+-- a group id a member could never commit for, and an empty instance id, are refused
+SELECT throws_ok($$SELECT * FROM mq.join_group(repeat('g', 256), ARRAY['g3p'])$$, 'MQ010',
+                 'group_id is longer than 255 bytes', 'a group id longer than 255 bytes is refused');
+SELECT lives_ok($$SELECT * FROM mq.join_group(repeat('g', 255), ARRAY['g3p'])$$, 'one of 255 bytes joins');
+SELECT throws_ok($$SELECT * FROM mq.join_group('commits', ARRAY['g3p'], instance_id => '')$$, 'MQ010', NULL,
+                 'an empty instance id is refused, as Kafka''s group.instance.id');
+SELECT throws_ok($$SELECT * FROM mq.heartbeat(NULL, 'm')$$, 'MQ010', 'group_id must not be null',
+                 'a heartbeat without a group id: MQ010, not an unknown member');
+SELECT throws_ok($$SELECT mq.leave_group(NULL, 'm')$$, 'MQ010', NULL, 'so is leaving');
 
 -- static membership: a restart keeps the partitions, the old id is fenced
 SELECT pg_temp.join_n('static', 'g6p', 2, 'cooperative-sticky');

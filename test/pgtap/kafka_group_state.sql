@@ -12,7 +12,7 @@
 SET client_min_messages = warning;
 
 BEGIN;
-SELECT plan(12);
+SELECT plan(17);
 
 CREATE ROLE mqg_app LOGIN;
 CREATE ROLE mqg_other LOGIN;
@@ -54,17 +54,33 @@ RESET ROLE;
 -- in a replicated cluster mq-kafka appends only the group's Kafka metadata
 -- (mq.kafka_group_metadata); here: to the group's partition on one node
 SELECT mq.ensure_consumer_offsets();
+-- an Empty group in Kafka's GroupMetadataValue version 3, as mq-kafka writes it
+CREATE TEMP TABLE empty_group AS
+SELECT int2send(3::smallint) || mq._kafka_string('consumer') || int4send(4) || '\xffffffff'::bytea
+       || int8send(1700000000000) || int4send(0) AS v;
+GRANT SELECT ON empty_group TO mqg_app;
 SET LOCAL ROLE mqg_app;
-SELECT throws_ok($$SELECT mq.kafka_group_metadata('other', '\x0003')$$, '42501', NULL,
+SELECT throws_ok($$SELECT mq.kafka_group_metadata('other', (SELECT v FROM empty_group))$$, '42501', NULL,
     'a role without read on the group cannot append its metadata');
-SELECT lives_ok($$SELECT mq.kafka_group_metadata('app', '\x000300')$$,
+SELECT lives_ok($$SELECT mq.kafka_group_metadata('app', (SELECT v FROM empty_group))$$,
     'a role with read on the group appends its metadata');
+-- only mq writes __consumer_offsets: what Kafka tools decode there is Kafka's
+SELECT throws_ok($$SELECT mq.kafka_group_metadata('app', '\xdeadbeef')$$, 'MQ010', NULL,
+    'bytes that are no GroupMetadataValue are refused');
+SELECT throws_ok($$SELECT mq.kafka_group_metadata('app', (SELECT v || '\x00'::bytea FROM empty_group))$$, 'MQ010',
+    NULL, 'so is a value with a byte left over');
+SELECT throws_ok($$SELECT mq.kafka_group_metadata('app', NULL)$$, 'MQ010', NULL,
+    'and a null value, a tombstone (mq''s to write when the group goes)');
+SELECT throws_ok($$SELECT mq.kafka_group_save('app', 12, '\x01', '\x0003')$$, 'MQ010', NULL,
+    'a save''s metadata is checked the same way, and nothing is saved');
+SELECT throws_ok($$SELECT mq.kafka_group_save(repeat('g', 256), 12, '\x01')$$, 'MQ010', NULL,
+    'a group id longer than 255 bytes is refused, as by every group function');
 RESET ROLE;
 SELECT mq._consumer_offsets_flush();
 SELECT is((SELECT array_agg(f.value ORDER BY f.msg_offset)
              FROM generate_series(0, 9) p, LATERAL mq.fetch('__consumer_offsets', p, 0) f
             WHERE f.key = '\x0002'::bytea || mq._kafka_string('app')),
-          ARRAY['\x000300'::bytea],
+          ARRAY[(SELECT v FROM empty_group)],
     'the metadata is a group record of __consumer_offsets (GroupMetadataKey version 2), nothing saved');
 
 SELECT * FROM finish();

@@ -3,7 +3,7 @@
 -- staged offsets; abort, a new epoch and the timeout drop them; an older
 -- epoch is fenced; the transactional id is an ACL resource.
 BEGIN;
-SELECT plan(31);
+SELECT plan(40);
 
 SELECT mq.create_topic('ktx-out', 2);
 SELECT mq.create_topic('ktx-in', 1);
@@ -37,6 +37,27 @@ SELECT lives_ok($$SELECT mq.kafka_txn_add_offsets('app-1', (SELECT producer_id F
 SELECT lives_ok($$SELECT mq.kafka_txn_offset('app-1', (SELECT producer_id FROM p0), 0, 'g1', 'ktx-in', 0, 1, 'm')$$,
                 'an offset is staged');
 SELECT is(mq.committed_offset('g1', 'ktx-in', 0), NULL, 'and not committed yet');
+-- the producer id and epoch fence an old instance: null is no way around them
+SELECT throws_ok($$SELECT mq.kafka_txn_stage('app-1', NULL, NULL, 'ktx-out', 0, 1,
+                     ARRAY['k']::bytea[], ARRAY['v']::bytea[])$$, 'MQ010', NULL,
+                 'a null producer id and epoch are refused when staging');
+SELECT throws_ok($$SELECT mq.kafka_txn_offset('app-1', (SELECT producer_id FROM p0), NULL, 'g1', 'ktx-in', 0, 1)$$,
+                 'MQ010', NULL, 'a null epoch is refused for an offset');
+SELECT throws_ok($$SELECT mq.kafka_txn_end('app-1', NULL, 0, true)$$, 'MQ010', NULL,
+                 'and a null producer id at the end');
+SELECT throws_ok($$SELECT mq.kafka_txn_stage('app-1', (SELECT producer_id FROM p0), 0, 'ktx-out', 0, -1,
+                     ARRAY['k']::bytea[], ARRAY['v']::bytea[])$$, 'MQ010', NULL,
+                 'a negative base sequence is refused');
+-- TxnOffsetCommit's checks when the offset is staged, not at the commit
+SELECT throws_ok($$SELECT mq.kafka_txn_offset('app-1', (SELECT producer_id FROM p0), 0, 'g1', 'ktx-in', 9, 1)$$,
+                 'MQ006', NULL, 'an offset of a partition the topic lacks is refused when staged');
+SELECT throws_ok($$SELECT mq.kafka_txn_offset('app-1', (SELECT producer_id FROM p0), 0, 'g1', 'ktx-none', 0, 1)$$,
+                 'MQ001', NULL, 'so is one of a topic that does not exist');
+SELECT throws_ok($$SELECT mq.kafka_txn_offset('app-1', (SELECT producer_id FROM p0), 0, '', 'ktx-in', 0, 1)$$,
+                 'MQ010', NULL, 'and one of an empty group id');
+SELECT throws_ok($$SELECT mq.kafka_txn_add_offsets('app-1', (SELECT producer_id FROM p0), 0, NULL)$$,
+                 'MQ010', NULL, 'AddOffsetsToTxn without a group is refused');
+SELECT is((SELECT count(*) FROM mq.kafka_txn_offset), 1::bigint, 'nothing refused was staged');
 
 -- commit: appended after the plain record, offsets committed with them
 SELECT is(mq.kafka_txn_end('app-1', (SELECT producer_id FROM p0), 0, true), ARRAY['ktx-out'],

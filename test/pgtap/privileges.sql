@@ -223,10 +223,12 @@ SELECT throws_ok($$ SELECT mq.add_partitions('payments', 1) $$, '42501', NULL,
                  'alice without grants: add_partitions refused');
 SELECT throws_ok($$ SELECT mq.partition_for('payments', 'k'::bytea) $$, '42501', NULL,
                  'alice without grants: partition_for refused');
-SELECT throws_ok($$ CALL mq.produce('payments', NULL, ARRAY['x']::bytea[], 0, 'all') $$, '42501', NULL,
-                 'alice without grants: mq.produce refused');
-SELECT throws_ok($$ CALL mq.produce('no-such-topic', NULL, ARRAY['x']::bytea[], 0, 'all') $$, '42501', NULL,
-                 'and for a topic that does not exist, the same answer');
+-- (mq.produce, a procedure that commits, runs it outside a transaction
+-- block; inside this test's it is MQ052: produce_contract.sql)
+SELECT throws_ok($$ SELECT * FROM mq.produce_records('payments', NULL, ARRAY['x']::bytea[], partition => 0, acks => 'all') $$,
+                 '42501', NULL, 'alice without grants: mq.produce_records (the write of mq.produce) refused');
+SELECT throws_ok($$ SELECT * FROM mq.produce_records('no-such-topic', NULL, ARRAY['x']::bytea[], partition => 0, acks => 'all') $$,
+                 '42501', NULL, 'and for a topic that does not exist, the same answer');
 SELECT is((SELECT count(*) FROM mq.topics), 0::bigint, 'alice sees no topics');
 SELECT is((SELECT count(*) FROM mq.partitions), 0::bigint, 'alice sees no partitions');
 SELECT is((SELECT count(*) FROM mq.segments), 0::bigint, 'no segments');
@@ -408,7 +410,7 @@ SELECT is((SELECT array_agg(DISTINCT p.proname::text ORDER BY p.proname::text)
           ARRAY['_await_partitions', '_config_incremental', '_config_key', '_config_ms', '_config_number', '_config_replace', '_config_text',
                 -- pure encoders of Kafka's consumer protocol (mq-kafka's DescribeGroups as the client's role)
                 '_consumer_assignment', '_consumer_subscription',
-                '_describable', '_grant_shown', '_has_privilege', '_kafka_string', '_log_end_offset', '_produce_answer', '_produce_state', '_replica_await_hwm',
+                '_describable', '_grant_shown', '_has_privilege', '_kafka_string', '_log_end_offset', '_produce_answer', '_produce_outside_block', '_produce_state', '_replica_await_hwm',
                 -- pure: Kafka's topic name rule (mq-kafka's Metadata)
                 '_topic_name_valid', '_validate_compaction_config',
                 'add_partitions', 'alter_topic', 'await_commit', 'commit_offset', 'commit_polled',

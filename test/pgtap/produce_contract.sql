@@ -8,7 +8,7 @@
 -- test/kafka/produce_acks.sh run the same cases through mq.produce,
 -- mqctl and mq-kafka, with commits and concurrent waits.
 BEGIN;
-SELECT plan(23);
+SELECT plan(26);
 
 SELECT mq.create_topic('pc', 1, '{"replication.factor": 3, "min.insync.replicas": 2}');
 SELECT mq.create_topic('pc_plain', 1);
@@ -88,6 +88,12 @@ SELECT throws_ok($$SELECT mq.produce_await('pc', 0, (SELECT msg_offset FROM w), 
                  'MQ022', NULL, 'an ISR that shrank after the write: not enough replicas after append');
 SELECT is((SELECT convert_from(value, 'UTF8') FROM mq.fetch('pc', 0, 1, 1)), 'c',
           'and the record stays written');
+SELECT throws_ok($$SELECT mq.produce_await('pc', 0, 9223372036854775807, 1, 1, 10)$$, 'MQ010', NULL,
+                 'a last offset no record can have is refused, not waited past');
+SELECT throws_ok($$SELECT mq.produce_await('pc', 0, -5, 1, 1, 10)$$, 'MQ010', NULL, 'so is a negative one');
+-- the procedure commits before it waits: inside BEGIN it says so first
+SELECT throws_ok($$CALL mq.produce('pc', NULL, ARRAY['d']::bytea[], 0, acks => '1')$$, 'MQ052',
+                 'mq.produce cannot run inside a transaction block', 'mq.produce inside a transaction block: MQ052');
 
 SELECT * FROM finish();
 ROLLBACK;

@@ -1,0 +1,46 @@
+/*-------------------------------------------------------------------------
+ *
+ * group_id.c
+ *	  What a consumer group id may be, for every way one comes in (SQL
+ *	  consumers, mq.join_group, Kafka's transactional offsets): named, and
+ *	  at most MQ_GROUP_ID_MAX bytes, what a session's group position key
+ *	  (MqPositionKey, offsets.c) holds.  Kafka limits group ids only by
+ *	  its string size; one that could be joined but never committed for
+ *	  would be worse than a refusal at the door.
+ *
+ * No state, no locks.
+ *
+ *-------------------------------------------------------------------------
+ */
+#include "postgres.h"
+
+#include "fmgr.h"
+
+#include "mq.h"
+
+PG_FUNCTION_INFO_V1(mq_check_group_sql);
+
+void
+mq_check_group(text *group)
+{
+	if (VARSIZE_ANY_EXHDR(group) == 0)
+		ereport(ERROR,
+				(errcode(ERRCODE_MQ_INVALID_ARGUMENT),
+				 errmsg("group_id must not be empty")));
+	if (VARSIZE_ANY_EXHDR(group) > MQ_GROUP_ID_MAX)
+		ereport(ERROR,
+				(errcode(ERRCODE_MQ_INVALID_ARGUMENT),
+				 errmsg("group_id is longer than %d bytes", MQ_GROUP_ID_MAX)));
+}
+
+/* mq._check_group(group_id): the same check for SQL callers; NULL is refused too */
+Datum
+mq_check_group_sql(PG_FUNCTION_ARGS)
+{
+	if (PG_ARGISNULL(0))
+		ereport(ERROR,
+				(errcode(ERRCODE_MQ_INVALID_ARGUMENT),
+				 errmsg("group_id must not be null")));
+	mq_check_group(PG_GETARG_TEXT_PP(0));
+	PG_RETURN_VOID();
+}
