@@ -26,6 +26,21 @@ void		_PG_init(void);
 
 static int	mq_producer_id_expiration_ms = 86400000;
 
+/*
+ * mq.producer_id_expiration_ms takes units ('1d', '30min') like mq's other
+ * time settings, but shows as the plain number of milliseconds: the
+ * maintenance SQL of every installed extension version reads it with
+ * current_setting(...)::bigint, which '1d' would break.
+ */
+static const char *
+show_producer_id_expiration(void)
+{
+	static char buf[16];
+
+	snprintf(buf, sizeof(buf), "%d", mq_producer_id_expiration_ms);
+	return buf;
+}
+
 void
 _PG_init(void)
 {
@@ -50,7 +65,7 @@ _PG_init(void)
 							"Time after which an unused producer id expires.",
 							"Like Kafka's producer.id.expiration.ms; maintenance removes expired ids.",
 							&mq_producer_id_expiration_ms, 86400000, 1, INT_MAX,
-							PGC_SUSET, 0, NULL, NULL, NULL);
+							PGC_SUSET, GUC_UNIT_MS, NULL, NULL, show_producer_id_expiration);
 
 	if (!process_shared_preload_libraries_in_progress)
 		return;
