@@ -187,6 +187,11 @@ mq_producer_check_epoch(int64 producer_id, int32 epoch, int32 base_sequence)
 {
 	ProducerRow row;
 
+	/* Kafka's epoch is an int16: no other is ever registered */
+	if (epoch < 0 || epoch > PG_INT16_MAX)
+		ereport(ERROR,
+				(errcode(ERRCODE_MQ_INVALID_ARGUMENT),
+				 errmsg("producer_epoch must be from 0 to %d, not %d", PG_INT16_MAX, epoch)));
 	(void) lock_producer(producer_id, ShareLock, true);
 	read_producer(producer_id, &row);
 	if (starts_epoch(&row, epoch, base_sequence))

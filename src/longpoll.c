@@ -52,10 +52,14 @@ mq_long_poll_start(MqLongPoll *lp, NullableDatum wait, NullableDatum min, int32 
 	int32		wait_ms = wait.isnull ? 0 : DatumGetInt32(wait.value);
 	int32		min_records = min.isnull ? 1 : DatumGetInt32(min.value);
 
-	if (wait_ms < 0 || min_records < 1)
+	if (wait_ms < 0)
 		ereport(ERROR,
 				(errcode(ERRCODE_MQ_INVALID_ARGUMENT),
-				 errmsg("max_wait_ms must not be negative and min_records must be at least 1")));
+				 errmsg("max_wait_ms must not be negative, not %d", wait_ms)));
+	if (min_records < 1)
+		ereport(ERROR,
+				(errcode(ERRCODE_MQ_INVALID_ARGUMENT),
+				 errmsg("min_records must be at least 1, not %d", min_records)));
 	lp->enabled = wait_ms > 0 && !IsolationUsesXactSnapshot();
 	lp->min_records = min_records;
 	lp->deadline = TimestampTzPlusMilliseconds(GetCurrentTimestamp(), wait_ms);

@@ -203,8 +203,13 @@ listed_partitions(ArrayType *arr, MqTopic *topic)
 	deconstruct_array(arr, INT4OID, sizeof(int32), true, TYPALIGN_INT, &elems, &nulls, &n);
 	for (int i = 0; i < n; i++)
 	{
-		int32		p = nulls[i] ? -1 : DatumGetInt32(elems[i]);
+		int32		p;
 
+		if (nulls[i])
+			ereport(ERROR,
+					(errcode(ERRCODE_MQ_INVALID_ARGUMENT),
+					 errmsg("partitions must not contain null")));
+		p = DatumGetInt32(elems[i]);
 		if (p < 0 || p >= topic->npartitions)
 			ereport(ERROR,
 					(errcode(ERRCODE_MQ_UNKNOWN_PARTITION),

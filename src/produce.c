@@ -107,6 +107,11 @@ read_producer(FunctionCallInfo fcinfo, MqProducer *producer)
 		ereport(ERROR,
 				(errcode(ERRCODE_MQ_INVALID_ARGUMENT),
 				 errmsg("producer_id, producer_epoch and base_sequence must not be negative")));
+	/* Kafka's epoch is an int16 */
+	if (producer->producer_epoch > PG_INT16_MAX)
+		ereport(ERROR,
+				(errcode(ERRCODE_MQ_INVALID_ARGUMENT),
+				 errmsg("producer_epoch must be from 0 to %d, not %d", PG_INT16_MAX, producer->producer_epoch)));
 }
 
 /*
@@ -133,6 +138,11 @@ check_records(FunctionCallInfo fcinfo, MqRecordIn *recs, int n)
 	if (!PG_ARGISNULL(ARG_PARTITION))
 		(void) mq_topic_partition(topic, PG_GETARG_INT32(ARG_PARTITION));
 	/* max.message.bytes: the whole call fails before anything is appended */
+	if (PG_NARGS() > ARG_BATCH_BYTES && !PG_ARGISNULL(ARG_BATCH_BYTES) && PG_GETARG_INT32(ARG_BATCH_BYTES) <= 0)
+		ereport(ERROR,
+				(errcode(ERRCODE_MQ_INVALID_ARGUMENT),
+				 errmsg("batch_bytes must be positive, not %d", PG_GETARG_INT32(ARG_BATCH_BYTES)),
+				 errhint("Give the size of the Kafka record batch the records came in, or null.")));
 	mq_check_record_sizes(topic, recs, n,
 						  PG_NARGS() > ARG_BATCH_BYTES && !PG_ARGISNULL(ARG_BATCH_BYTES) ?
 						  PG_GETARG_INT32(ARG_BATCH_BYTES) : -1);

@@ -91,11 +91,32 @@ limit_us(int64 ms)
 	return (ms < 0 || ms > PG_INT64_MAX / 1000 / 2) ? -1 : ms * 1000;
 }
 
+/* 1970-01-01 00:00 UTC, Kafka's timestamp 0, as a TimestampTz */
+#define UNIX_EPOCH_TZ ((TimestampTz) (UNIX_EPOCH_JDATE - POSTGRES_EPOCH_JDATE) * USECS_PER_DAY)
+
+/*
+ * A Kafka timestamp is milliseconds since 1970 (-1, none, is a null
+ * timestamp here): refuse an infinite or earlier CreateTime.
+ */
+static void
+check_timestamps_kafka(MqTopic *topic, MqRecordIn *recs, int n)
+{
+	for (int i = 0; i < n; i++)
+		if (recs[i].has_timestamp && (TIMESTAMP_NOT_FINITE(recs[i].timestamp) || recs[i].timestamp < UNIX_EPOCH_TZ))
+			ereport(ERROR,
+					(errcode(ERRCODE_MQ_INVALID_TIMESTAMP),
+					 errmsg("timestamp %s of record %d is out of range for topic \"%s\"",
+							timestamptz_to_str(recs[i].timestamp), i, topic->name),
+					 errdetail("A Kafka timestamp is a time from 1970-01-01 00:00 UTC on; nothing was written."),
+					 errhint("Give a finite timestamp from 1970 on, or null for the broker's time.")));
+}
+
 /*
  * Refuse a call with a CreateTime more than message.timestamp.before.max.ms
- * before now or more than message.timestamp.after.max.ms after it, before
- * anything is written (Kafka: InvalidTimestampException).  LogAppendTime
- * topics ignore the producer's timestamps.
+ * before now or more than message.timestamp.after.max.ms after it, or one
+ * Kafka cannot hold (above), before anything is written (Kafka:
+ * InvalidTimestampException).  LogAppendTime topics ignore the producer's
+ * timestamps.
  */
 void
 mq_check_timestamps(MqTopic *topic, MqRecordIn *recs, int n)
@@ -104,7 +125,10 @@ mq_check_timestamps(MqTopic *topic, MqRecordIn *recs, int n)
 	int64		before_us = limit_us(topic->timestamp_before_ms);
 	int64		after_us = limit_us(topic->timestamp_after_ms);
 
-	if (topic->log_append_time || (before_us < 0 && after_us < 0))
+	if (topic->log_append_time)
+		return;
+	check_timestamps_kafka(topic, recs, n);
+	if (before_us < 0 && after_us < 0)
 		return;
 	now = GetCurrentTimestamp();
 	for (int i = 0; i < n; i++)

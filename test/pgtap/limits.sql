@@ -8,7 +8,7 @@
 \set ON_ERROR_STOP on
 SET client_min_messages = warning;
 BEGIN;
-SELECT plan(46);
+SELECT plan(62);
 
 CREATE FUNCTION pg_temp.leo(t text) RETURNS bigint LANGUAGE sql AS $$
     SELECT sum(log_end_offset)::bigint FROM mq.partitions WHERE topic = t
@@ -41,10 +41,11 @@ SELECT throws_ok($$SELECT * FROM mq.send('lim', 'k', 'v')$$, 'MQ040', NULL, 'mq.
 SELECT throws_ok($$SELECT * FROM mq.send('lim', 'k', '{"a": 1}'::jsonb)$$, 'MQ040', NULL, 'mq.send(text, jsonb)');
 SELECT throws_ok($$SELECT * FROM mq.send_batch('lim', NULL, ARRAY['v'::bytea])$$, 'MQ040', NULL, 'mq.send_batch(bytea[])');
 SELECT throws_ok($$SELECT * FROM mq.send_batch('lim', NULL, ARRAY['v'])$$, 'MQ040', NULL, 'mq.send_batch(text[])');
-SELECT throws_ok($$CALL mq.produce('lim', NULL, ARRAY['v'::bytea], 0, acks => '1')$$, 'MQ040', NULL,
-                 'mq.produce (acks=1)');
-SELECT throws_ok($$CALL mq.produce('lim', NULL, ARRAY['v'::bytea], 0, acks => 'all')$$, 'MQ040', NULL,
-                 'mq.produce (acks=all)');
+-- mq.produce's write (the procedure itself runs outside a transaction block)
+SELECT throws_ok($$SELECT * FROM mq.produce_records('lim', NULL, ARRAY['v'::bytea], partition => 0, acks => '1')$$,
+                 'MQ040', NULL, 'mq.produce_records (acks=1)');
+SELECT throws_ok($$SELECT * FROM mq.produce_records('lim', NULL, ARRAY['v'::bytea], partition => 0, acks => 'all')$$,
+                 'MQ040', NULL, 'mq.produce_records (acks=all)');
 SELECT is(pg_temp.leo('lim'), 0::bigint, 'nothing was written');
 
 -- the boundary, and alter_topic taking effect at once
@@ -151,6 +152,46 @@ SELECT throws_ok($$SELECT * FROM mq.send('lim-rep', NULL::bytea, convert_to(repe
 SELECT mq.replica_become_follower('lim-rep', 0, 2, 2);
 SELECT is(mq.replica_append('lim-rep', 0, 2, pg_temp.batch(0, convert_to(repeat('x', 1000), 'UTF8'))), 1::bigint,
           'a follower appends what its leader accepted, whatever its own copy of the config says');
+
+-------------------------------------------------------------------------------
+-- arguments Kafka cannot carry (an audit of bad input): MQ010, or MQ041
+-- for a timestamp, and nothing written
+-------------------------------------------------------------------------------
+SELECT mq.create_topic('lim-arg', 1);
+SELECT throws_ok($$SELECT * FROM mq.send_batch('lim-arg', NULL, ARRAY['a']::bytea[], batch_bytes => 0)$$,
+                 'MQ010', 'batch_bytes must be positive, not 0', 'send_batch: batch_bytes 0 is refused');
+SELECT throws_ok($$SELECT * FROM mq.send_batch('lim-arg', NULL, ARRAY['a']::bytea[], batch_bytes => -1)$$,
+                 'MQ010', 'batch_bytes must be positive, not -1', 'send_batch: a negative batch_bytes too');
+SELECT throws_ok($$SELECT * FROM mq.produce_records('lim-arg', NULL, ARRAY['a']::bytea[], batch_bytes => -1)$$,
+                 'MQ010', 'batch_bytes must be positive, not -1', 'produce_records: likewise');
+SELECT throws_ok($$SELECT * FROM mq.send('lim-arg', NULL::text, 'v', producer_id => 424242, producer_epoch => 32768,
+                                         base_sequence => 0)$$,
+                 'MQ010', 'producer_epoch must be from 0 to 32767, not 32768', 'an epoch beyond Kafka''s int16 is refused');
+SELECT throws_ok($$SELECT * FROM mq.send_batch('lim-arg', NULL, ARRAY['a']::bytea[], producer_id => 424242,
+                                               producer_epoch => 2147483647, base_sequence => 0)$$,
+                 'MQ010', NULL, 'so is the int4 maximum');
+SELECT throws_ok($$SELECT mq.commit_offset('lim-g', 'lim-arg', 0, 0, producer_id => 424242, producer_epoch => 32768)$$,
+                 'MQ010', 'producer_epoch must be from 0 to 32767, not 32768', 'and in a fenced offset commit');
+SELECT is((SELECT count(*) FROM mq.producer WHERE producer_id = 424242), 0::bigint, 'no producer was registered');
+SELECT throws_ok($$SELECT * FROM mq.send('lim-arg', NULL::text, 'v', "timestamp" => 'infinity')$$,
+                 'MQ041', 'timestamp infinity of record 0 is out of range for topic "lim-arg"',
+                 'an infinite timestamp is refused (Kafka''s INVALID_TIMESTAMP)');
+SELECT throws_ok($$SELECT * FROM mq.send('lim-arg', NULL::text, 'v', "timestamp" => '-infinity')$$,
+                 'MQ041', NULL, 'so is -infinity');
+SELECT throws_ok($$SELECT * FROM mq.send_batch('lim-arg', NULL, ARRAY['a']::bytea[], "timestamp" => '0044-03-15 BC')$$,
+                 'MQ041', NULL, 'and a BC date');
+SELECT throws_ok($$SELECT * FROM mq.send_batch('lim-arg', NULL, ARRAY['a', 'b']::bytea[],
+                                               timestamps => ARRAY[now(), '1969-12-31 23:59:59.999Z'::timestamptz])$$,
+                 'MQ041', NULL, 'and any time before 1970 (Kafka''s timestamps are milliseconds since 1970)');
+SELECT is(pg_temp.leo('lim-arg'), 0::bigint, 'none of these wrote anything');
+SELECT lives_ok($$SELECT * FROM mq.send('lim-arg', NULL::text, 'v', "timestamp" => '1970-01-01 00:00Z')$$,
+                'timestamp 0 is accepted');
+SELECT throws_ok($$SELECT * FROM mq.fetch('lim-arg', 0, 0, max_wait_ms => -1)$$,
+                 'MQ010', 'max_wait_ms must not be negative, not -1', 'fetch names the argument that is wrong');
+SELECT throws_ok($$SELECT * FROM mq.poll('lim-g', 'lim-arg', min_records => 0)$$,
+                 'MQ010', 'min_records must be at least 1, not 0', 'so does poll');
+SELECT throws_ok($$SELECT * FROM mq.poll('lim-g', 'lim-arg', partitions => ARRAY[0, NULL])$$,
+                 'MQ010', 'partitions must not contain null', 'a null among poll''s partitions is MQ010, not partition -1');
 
 SELECT * FROM finish();
 ROLLBACK;
