@@ -46,7 +46,7 @@ _PG_init(void)
 {
 	mq_topic_cache_init();
 	mq_produce_lock_init();
-	mq_offsets_init();
+	mq_positions_init();
 	mq_utility_init();
 	mq_notify_init();
 	mq_commit_wait_init();

@@ -362,7 +362,7 @@ extern void mq_fetch_path_init(void);	/* starts both, from _PG_init */
 extern const struct CustomScanMethods *mq_scan_plan_methods(bool poll);
 extern void mq_fetch_scan_init(void);
 
-/* offsets.c: group positions and committed offsets */
+/* a consumer position's key: group, topic, partition (positions.c, offsets.c) */
 typedef struct MqPositionKey
 {
 	uint32		group_hash;
@@ -373,7 +373,6 @@ typedef struct MqPositionKey
 /* group_id.c: the longest group id (what MqPositionKey holds), its check */
 #define MQ_GROUP_ID_MAX (NAMEDATALEN * 4 - 1)
 extern void mq_check_group(text *group);
-extern void mq_offsets_init(void);
 
 /* consumer_offsets.c: the __consumer_offsets topic of offset commits */
 #define MQ_CONSUMER_OFFSETS "__consumer_offsets"
@@ -386,11 +385,23 @@ extern void mq_consumer_offsets_init(void);
 extern void mq_check_group_value(const bytea *value);
 extern void mq_consumer_offsets_note(text *group, const char *topic_name, int32 partition,
 									 int64 next, text *metadata, TimestampTz at);
-extern void mq_offsets_after_utility(Node *stmt);
 /* Kafka's offset.metadata.max.bytes: an offset commit's metadata, at most */
 #define MQ_OFFSET_METADATA_MAX 4096
 extern void mq_check_offset_metadata(text *metadata);
+/* positions.c: where consumers read next, taken back with their transactions */
+typedef struct MqPendingBatch
+{
+	int32		partition;
+	int64		next_offset;
+	int64		replaces;		/* a reset from beyond the log end, or -1 */
+} MqPendingBatch;
+extern void mq_positions_init(void);
+extern void mq_positions_after_utility(Node *stmt);
 extern void mq_position_key(MqPositionKey *key, text *group, MqTopic *topic, int32 partition);
+extern bool mq_position_xact(const MqPositionKey *key, int64 *next);
+extern void mq_position_set_xact(const MqPositionKey *key, int64 next);
+extern void mq_position_keep_pending(const MqPositionKey *key, int64 next, int64 replaces);
+extern MqPendingBatch *mq_position_list(const MqPositionKey *probe, bool take, int *n);
 extern void mq_auto_commit(text *group, MqTopic *topic, text *member);
 extern int64 mq_position_current(MqPositionKey *key, text *group, MqTopic *topic);
 extern void mq_position_advance(MqPositionKey *key, int64 next, bool autocommit, int n,

@@ -21,8 +21,8 @@
  * mq.poll_pending per group partition, taken over by the member that
  * polls the partition next.  Each commit that changed a row is then
  * appended to __consumer_offsets (consumer_offsets.c), under that topic
- * partition's produce lock.  Positions are backend-local hash tables:
- * one lives for the transaction, one for the session.
+ * partition's produce lock.  The positions themselves are backend-local
+ * (positions.c), taken back with the (sub)transaction that changed them.
  *
  *-------------------------------------------------------------------------
  */
@@ -31,12 +31,9 @@
 #include "access/xact.h"
 #include "access/xlog.h"
 #include "catalog/pg_type.h"
-#include "common/hashfn.h"
 #include "executor/spi.h"
 #include "fmgr.h"
-#include "nodes/parsenodes.h"
 #include "utils/builtins.h"
-#include "utils/hsearch.h"
 #include "utils/memutils.h"
 #include "utils/snapmgr.h"
 
@@ -61,91 +58,6 @@ committed_position(text *group, MqTopic *topic, int32 partition)
 							"SELECT next_offset FROM mq.consumer_offset "
 							"WHERE group_id = $1 AND topic_id = $2 AND partition = $3",
 							3, argtypes, args, &pos);
-	return pos;
-}
-
-/*
- * Positions: where a consumer (group, topic, partition) reads next.  One
- * table lives for the transaction (what polls returned and commit_offset
- * set), one for the session (what the last auto-commit poll returned,
- * to be committed by the next).
- */
-typedef struct Position
-{
-	MqPositionKey key;
-	int64		next_offset;
-	/* pending: the offset beyond the log end a poll reset from, or -1 */
-	int64		replaces;
-} Position;
-
-static HTAB *xact_positions = NULL;
-static HTAB *pending_autocommit = NULL;
-
-static HTAB *
-position_table(MemoryContext cxt, const char *name)
-{
-	HASHCTL		ctl;
-
-	memset(&ctl, 0, sizeof(ctl));
-	ctl.keysize = sizeof(MqPositionKey);
-	ctl.entrysize = sizeof(Position);
-	ctl.hcxt = cxt;
-	return hash_create(name, 16, &ctl, HASH_ELEM | HASH_BLOBS | HASH_CONTEXT);
-}
-
-static void
-offsets_xact_callback(XactEvent event, void *arg)
-{
-	if (event == XACT_EVENT_COMMIT || event == XACT_EVENT_ABORT ||
-		event == XACT_EVENT_PARALLEL_COMMIT || event == XACT_EVENT_PARALLEL_ABORT ||
-		event == XACT_EVENT_PREPARE)
-		xact_positions = NULL;	/* its memory goes with the transaction */
-}
-
-/* After DISCARD ALL: the session's client may change, so forget its batches. */
-void
-mq_offsets_after_utility(Node *stmt)
-{
-	if (IsA(stmt, DiscardStmt) && ((DiscardStmt *) stmt)->target == DISCARD_ALL &&
-		pending_autocommit != NULL)
-	{
-		hash_destroy(pending_autocommit);
-		pending_autocommit = NULL;
-	}
-}
-
-void
-mq_offsets_init(void)
-{
-	RegisterXactCallback(offsets_xact_callback, NULL);
-}
-
-void
-mq_position_key(MqPositionKey *key, text *group, MqTopic *topic, int32 partition)
-{
-	int			len = VARSIZE_ANY_EXHDR(group);
-
-	StaticAssertStmt(sizeof(key->group) > MQ_GROUP_ID_MAX, "a position key holds the longest group id");
-	mq_check_group(group);
-	memset(key, 0, sizeof(*key));
-	memcpy(key->group, VARDATA_ANY(group), len);
-	key->group_hash = hash_any((unsigned char *) key->group, len);
-	key->topic_id = topic->topic_id;
-	key->partition = partition;
-}
-
-static Position *
-set_position(HTAB **table, MemoryContext cxt, MqPositionKey *key, int64 next)
-{
-	Position   *pos;
-	bool		found;
-
-	if (*table == NULL)
-		*table = position_table(cxt, "mq positions");
-	pos = hash_search(*table, key, HASH_ENTER, &found);
-	if (!found)
-		pos->replaces = -1;
-	pos->next_offset = next;
 	return pos;
 }
 
@@ -250,22 +162,14 @@ is_member(text *member)
 	return member != NULL && VARSIZE_ANY_EXHDR(member) > 0 && !RecoveryInProgress();
 }
 
-/* A member's pending batch of one partition, as mq.poll_pending keeps it. */
-typedef struct MemberPending
-{
-	int32		partition;
-	int64		next_offset;
-	int64		replaces;
-} MemberPending;
-
 /* Take (delete) the member's pending batches of group/topic; *n: how many. */
-static MemberPending *
+static MqPendingBatch *
 take_member_pending(text *group, MqTopic *topic, text *member, int *n)
 {
 	static SPIPlanPtr plan = NULL;
 	Datum		args[3] = {PointerGetDatum(group), Int32GetDatum(topic->topic_id), PointerGetDatum(member)};
 	MemoryContext outer = CurrentMemoryContext;
-	MemberPending *taken;
+	MqPendingBatch *taken;
 	MqSpiSave	spi;
 
 	mq_spi_begin(&spi);
@@ -280,7 +184,7 @@ take_member_pending(text *group, MqTopic *topic, text *member, int *n)
 	if (SPI_execute_plan(plan, args, NULL, false, 0) != SPI_OK_DELETE_RETURNING)
 		elog(ERROR, "mq: taking the pending batches failed");
 	*n = (int) SPI_processed;
-	taken = MemoryContextAlloc(outer, sizeof(MemberPending) * Max(*n, 1));
+	taken = MemoryContextAlloc(outer, sizeof(MqPendingBatch) * Max(*n, 1));
 	for (int i = 0; i < *n; i++)
 	{
 		HeapTuple	row = SPI_tuptable->vals[i];
@@ -339,36 +243,18 @@ keep_member_pending(MqPositionKey *key, text *member, int64 next, int64 replaces
 void
 mq_auto_commit(text *group, MqTopic *topic, text *member)
 {
-	HASH_SEQ_STATUS status;
-	Position   *pos;
 	MqPositionKey probe;
+	MqPendingBatch *taken;
+	int			n;
 
-	if (is_member(member))
-	{
-		int			n;
-		MemberPending *taken = take_member_pending(group, topic, member, &n);
-
-		for (int i = 0; i < n; i++)
-			if (taken[i].partition < topic->npartitions)
-				store_offset(group, topic, taken[i].partition, taken[i].next_offset,
-							 (Datum) 0, true, true, taken[i].replaces);
-		pfree(taken);
-		return;
-	}
-	if (pending_autocommit == NULL)
-		return;
 	mq_position_key(&probe, group, topic, 0);
-	hash_seq_init(&status, pending_autocommit);
-	while ((pos = hash_seq_search(&status)) != NULL)
-	{
-		if (pos->key.topic_id != probe.topic_id ||
-			strcmp(pos->key.group, probe.group) != 0)
-			continue;
-		if (pos->key.partition < topic->npartitions)
-			store_offset(group, topic, pos->key.partition, pos->next_offset,
-						 (Datum) 0, true, true, pos->replaces);
-		hash_search(pending_autocommit, &pos->key, HASH_REMOVE, NULL);
-	}
+	taken = is_member(member) ? take_member_pending(group, topic, member, &n)
+		: mq_position_list(&probe, true, &n);
+	for (int i = 0; i < n; i++)
+		if (taken[i].partition < topic->npartitions)
+			store_offset(group, topic, taken[i].partition, taken[i].next_offset,
+						 (Datum) 0, true, true, taken[i].replaces);
+	pfree(taken);
 }
 
 /*
@@ -378,12 +264,9 @@ mq_auto_commit(text *group, MqTopic *topic, text *member)
 int64
 mq_position_current(MqPositionKey *key, text *group, MqTopic *topic)
 {
-	Position   *known = NULL;
+	int64		next;
 
-	if (xact_positions != NULL)
-		known = hash_search(xact_positions, key, HASH_FIND, NULL);
-	return known ? known->next_offset :
-		committed_position(group, topic, key->partition);
+	return mq_position_xact(key, &next) ? next : committed_position(group, topic, key->partition);
 }
 
 /*
@@ -394,50 +277,19 @@ mq_position_current(MqPositionKey *key, text *group, MqTopic *topic)
 static void
 keep_pending(MqPositionKey *key, text *member, int64 next, int64 replaces)
 {
-	Position   *pending;
-
 	if (is_member(member))
-	{
 		keep_member_pending(key, member, next, replaces);
-		return;
-	}
-	pending = set_position(&pending_autocommit, TopMemoryContext, key, next);
-	if (replaces >= 0)
-		pending->replaces = replaces;
+	else
+		mq_position_keep_pending(key, next, replaces);
 }
 
 /* A poll (by member, or NULL) returned records up to next: advance the positions it keeps. */
 void
 mq_position_advance(MqPositionKey *key, int64 next, bool autocommit, int n, text *member)
 {
-	set_position(&xact_positions, TopTransactionContext, key, next);
+	mq_position_set_xact(key, next);
 	if (autocommit && n > 0)
 		keep_pending(key, member, next, -1);
-}
-
-/*
- * Positions this backend has seen inside the log: a poll's read ended
- * there, or the log end was read at or past it.  A poll that starts from
- * one again need not read the log end to know it is not beyond it
- * (poll.c).  The log end moves back only when a follower truncates, and
- * groups poll leaders only; a position known here that a truncation left
- * beyond the end waits for the log to grow past it, as before commits
- * beyond the end were taken.
- */
-static HTAB *in_log = NULL;
-
-bool
-mq_position_in_log(MqPositionKey *key, int64 pos)
-{
-	Position   *known = in_log ? hash_search(in_log, key, HASH_FIND, NULL) : NULL;
-
-	return known != NULL && known->next_offset == pos;
-}
-
-void
-mq_position_note_in_log(MqPositionKey *key, int64 pos)
-{
-	(void) set_position(&in_log, TopMemoryContext, key, pos);
 }
 
 /*
@@ -448,7 +300,7 @@ mq_position_note_in_log(MqPositionKey *key, int64 pos)
 void
 mq_position_reset(MqPositionKey *key, int64 from, int64 next, bool autocommit, text *member)
 {
-	set_position(&xact_positions, TopTransactionContext, key, next);
+	mq_position_set_xact(key, next);
 	if (autocommit)
 		keep_pending(key, member, next, from);
 }
@@ -527,7 +379,7 @@ mq_commit_offset(PG_FUNCTION_ARGS)
 	store_offset(group, topic, part->partition, next,
 				 PG_ARGISNULL(4) ? (Datum) 0 : PG_GETARG_DATUM(4), PG_ARGISNULL(4), false, -1);
 	mq_position_key(&key, group, topic, part->partition);
-	set_position(&xact_positions, TopTransactionContext, &key, next);
+	mq_position_set_xact(&key, next);
 	PG_RETURN_VOID();
 }
 
@@ -563,26 +415,18 @@ mq_commit_polled(PG_FUNCTION_ARGS)
 	text	   *group;
 	MqTopic    *topic;
 	MqPositionKey probe;
-	HASH_SEQ_STATUS status;
-	Position   *pos;
-	int			n = 0;
+	MqPendingBatch *polled;
+	int			n;
 
 	mq_check_not_null(fcinfo->args, 2, names);
 	group = PG_GETARG_TEXT_PP(0);
 	mq_check_group(group);
 	mq_group_authorize(group, MQ_ACL_READ);
 	topic = mq_topic_authorized(PG_GETARG_TEXT_PP(1), MQ_ACL_READ);
-	if (xact_positions == NULL)
-		PG_RETURN_INT32(0);
-
 	mq_position_key(&probe, group, topic, 0);
-	hash_seq_init(&status, xact_positions);
-	while ((pos = hash_seq_search(&status)) != NULL)
-	{
-		if (pos->key.topic_id != probe.topic_id || strcmp(pos->key.group, probe.group) != 0)
-			continue;
-		store_offset(group, topic, pos->key.partition, pos->next_offset, (Datum) 0, true, false, -1);
-		n++;
-	}
+	polled = mq_position_list(&probe, false, &n);
+	for (int i = 0; i < n; i++)
+		store_offset(group, topic, polled[i].partition, polled[i].next_offset, (Datum) 0, true, false, -1);
+	pfree(polled);
 	PG_RETURN_INT32(n);
 }

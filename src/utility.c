@@ -10,7 +10,7 @@
  *		(launcher_hook.c, when preloaded);
  *	  - after: CREATE EXTENSION mq wakes the launcher at commit
  *		(launcher_hook.c); DISCARD ALL forgets the session's pending
- *		auto_commit batches (offsets.c).
+ *		auto_commit batches (positions.c).
  *
  * No locks of its own.
  *
@@ -38,7 +38,7 @@ mq_utility(PlannedStmt *pstmt, const char *queryString, bool readOnlyTree,
 		standard_ProcessUtility(pstmt, queryString, readOnlyTree, context, params,
 								queryEnv, dest, qc);
 	mq_launcher_after_utility(stmt);
-	mq_offsets_after_utility(stmt);
+	mq_positions_after_utility(stmt);
 }
 
 void

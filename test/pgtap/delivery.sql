@@ -1,7 +1,7 @@
 -- The delivery semantics of docs/delivery.md, each with a simulated failure.
 \set ON_ERROR_STOP on
 SET client_min_messages = warning;
-SELECT plan(15);
+SELECT plan(21);
 
 SELECT mq.create_topic('orders', 1);
 SELECT mq.send_batch('orders', NULL, ARRAY['o1', 'o2', 'o3']);
@@ -58,5 +58,38 @@ SELECT is((SELECT string_agg(convert_from(value, 'UTF8'), ',' ORDER BY msg_offse
           'o1,o2,o3', 'exactly-once: and every output record once');
 SELECT is((SELECT count(*) FROM mq.poll('billing', 'orders', 100)), 0::bigint,
           'exactly-once: the position moved with them');
+
+-- exactly-once with savepoints: what a rolled-back subtransaction polled
+-- or committed is taken back with it, as everything else it did
+SELECT mq.create_topic('undo', 1);
+SELECT mq.send_batch('undo', NULL, ARRAY['u0', 'u1', 'u2', 'u3', 'u4', 'u5']);
+CREATE FUNCTION pg_temp.polled(g text, t text, n integer, auto boolean DEFAULT false) RETURNS text
+LANGUAGE sql AS $$
+    SELECT string_agg(convert_from(value, 'UTF8'), ',' ORDER BY msg_offset) FROM mq.poll(g, t, n, auto_commit => auto)
+$$;
+BEGIN;
+SELECT pg_temp.polled('sp', 'undo', 2);
+SAVEPOINT s;
+SELECT pg_temp.polled('sp', 'undo', 2);
+ROLLBACK TO s;
+SELECT is(pg_temp.polled('sp', 'undo', 2), 'u2,u3',
+          'savepoints: after ROLLBACK TO SAVEPOINT the rolled-back poll''s records come again');
+DO $$ BEGIN PERFORM mq.poll('sp', 'undo', 2); RAISE EXCEPTION 'failed'; EXCEPTION WHEN raise_exception THEN END $$;
+SELECT is(pg_temp.polled('sp', 'undo', 1), 'u4', 'savepoints: so do those of a poll in a PL/pgSQL block that failed');
+SAVEPOINT s2;
+SELECT mq.commit_offset('sp', 'undo', 0, 1);
+ROLLBACK TO s2;
+SELECT is(pg_temp.polled('sp', 'undo', 1), 'u5', 'savepoints: a commit_offset rolled back does not move the position');
+SELECT is(mq.commit_polled('sp', 'undo'), 1, 'savepoints: commit_polled commits the partition');
+COMMIT;
+SELECT is(mq.committed_offset('sp', 'undo', 0), 6::bigint, 'savepoints: at the position after u5');
+
+-- auto-commit: a batch returned only in a rolled-back transaction is returned again
+SELECT pg_temp.polled('ac', 'undo', 2, true);
+BEGIN;
+SELECT pg_temp.polled('ac', 'undo', 2, true);
+ROLLBACK;
+SELECT is(pg_temp.polled('ac', 'undo', 2, true), 'u2,u3',
+          'auto-commit: the rolled-back poll''s batch comes again, not counted as delivered');
 
 SELECT * FROM finish();
