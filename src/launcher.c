@@ -26,6 +26,11 @@
  * RENAME / SET TABLESPACE or CREATE DATABASE ... TEMPLATE, statements that
  * fail while another session is connected to the database: the hook
  * terminates the worker and the launcher starts none until the pause ends.
+ * The slot also remembers, across the worker's restarts, that the database
+ * was found read-only (so that the worker says so once, and once again
+ * when it is writable), and that the worker left to be started again at
+ * once (its database's or role's settings changed: a new connection
+ * applies them).
  *
  * Locking: the slots and the launcher's latch are under one spinlock, held
  * only to copy or set a few fields.  The launcher alone allocates slots;
@@ -67,6 +72,8 @@ typedef struct MqDbSlot
 	Oid			dboid;			/* InvalidOid: free */
 	pid_t		pid;			/* the worker's, 0 when none runs */
 	bool		absent;			/* the worker found no extension */
+	bool		read_only;		/* the worker found the database read-only */
+	bool		again;			/* the worker left to start afresh at once */
 	TimestampTz paused_until;	/* start no worker before this */
 } MqDbSlot;
 
@@ -247,6 +254,44 @@ mq_launcher_worker_state(bool absent)
 	return !paused;
 }
 
+/*
+ * A maintenance worker found its database read-only (or writable): true
+ * when that is news, which the worker logs.
+ */
+bool
+mq_launcher_note_read_only(bool read_only)
+{
+	MqDbSlot   *slot;
+	bool		news = false;
+
+	if (shared == NULL)
+		return false;
+	SpinLockAcquire(&shared->mutex);
+	slot = slot_for(MyDatabaseId, false);
+	if (slot != NULL && slot->read_only != read_only)
+	{
+		slot->read_only = read_only;
+		news = true;
+	}
+	SpinLockRelease(&shared->mutex);
+	return news;
+}
+
+/* A maintenance worker leaves to be started again at once (its exit wakes us). */
+void
+mq_launcher_restart_me(void)
+{
+	MqDbSlot   *slot;
+
+	if (shared == NULL)
+		return;
+	SpinLockAcquire(&shared->mutex);
+	slot = slot_for(MyDatabaseId, false);
+	if (slot != NULL)
+		slot->again = true;
+	SpinLockRelease(&shared->mutex);
+}
+
 static MqLocalDb *
 local_db(Oid dboid, const char *name)
 {
@@ -388,6 +433,7 @@ reap_worker(MqLocalDb *db, TimestampTz now)
 	pid_t		pid;
 	MqDbSlot   *slot;
 	bool		absent = false;
+	bool		again = false;
 
 	if (db->handle == NULL ||
 		GetBackgroundWorkerPid(db->handle, &pid) != BGWH_STOPPED)
@@ -397,9 +443,16 @@ reap_worker(MqLocalDb *db, TimestampTz now)
 	SpinLockAcquire(&shared->mutex);
 	slot = slot_for(db->dboid, false);
 	if (slot != NULL)
+	{
 		absent = slot->absent;
+		again = slot->again;
+		slot->again = false;
+	}
 	SpinLockRelease(&shared->mutex);
-	db->start_after = TimestampTzPlusMilliseconds(now, absent ? MQ_PROBE_AGAIN_MS : MQ_RETRY_MS);
+	if (again)
+		db->start_after = 0;
+	else
+		db->start_after = TimestampTzPlusMilliseconds(now, absent ? MQ_PROBE_AGAIN_MS : MQ_RETRY_MS);
 }
 
 /* Forget a database no longer listed: stop its worker, free its slot. */

@@ -16,6 +16,17 @@
  * DATABASE, pg_terminate_backend) ends it at once; the launcher decides
  * whether another starts.
  *
+ * A pass starts with a look at the session: in a read-only database
+ * (default_transaction_read_only on, from ALTER DATABASE / ALTER ROLE ...
+ * SET or postgresql.conf) the worker skips its passes and stays idle
+ * instead of failing every pass with 25006; it says so once, and once
+ * again when the database is writable (the launcher's slot remembers it
+ * across restarts).  A session applies its database's and role's settings
+ * when it connects, so the worker compares them (pg_db_role_setting) with
+ * what it started with, and when they changed it leaves for the launcher
+ * to start a new one at once: an ALTER DATABASE ... SET or RESET reaches
+ * maintenance within a pass.
+ *
  * Locking: the extension's, shared, in each transaction of a pass (a DROP
  * EXTENSION waits for the batch); mq._maintain_batch() takes what it needs.
  *
@@ -37,6 +48,7 @@
 #include "storage/latch.h"
 #include "storage/lmgr.h"
 #include "tcop/tcopprot.h"
+#include "utils/builtins.h"
 #include "utils/guc.h"
 #include "utils/memutils.h"
 #include "utils/snapmgr.h"
@@ -47,6 +59,17 @@ PGDLLEXPORT void mq_maintenance_main(Datum arg);
 
 int			mq_maintenance_interval = 1000;
 int			mq_maintenance_batch_topics = 500;
+
+typedef enum MqPassResult
+{
+	MQ_PASS_DONE,
+	MQ_PASS_ABSENT,				/* the extension is not installed */
+	MQ_PASS_READ_ONLY,			/* skipped: the database is read-only */
+	MQ_PASS_RESTART,			/* the session's settings changed */
+} MqPassResult;
+
+/* the database's and role's settings as the worker's session applied them */
+static char *settings_seen = NULL;
 
 /*
  * Is the extension installed?  Holding a share lock on it until the end of
@@ -126,28 +149,105 @@ pass_batch(int32 *after, bool first)
 }
 
 /*
+ * The rows of pg_db_role_setting that apply to this session, as text, in
+ * the current transaction's memory.
+ */
+static char *
+session_settings(void)
+{
+	Oid			argtypes[2] = {OIDOID, OIDOID};
+	Datum		args[2] = {ObjectIdGetDatum(MyDatabaseId), ObjectIdGetDatum(GetSessionUserId())};
+	bool		isnull;
+	Datum		d;
+
+	SPI_execute_with_args("SELECT coalesce(string_agg(setdatabase || '/' || setrole || ' ' || setconfig::text, ' ' "
+						  "ORDER BY setdatabase, setrole), '') FROM pg_catalog.pg_db_role_setting "
+						  "WHERE setdatabase IN (0, $1) AND setrole IN (0, $2)",
+						  2, argtypes, args, NULL, true, 1);
+	d = SPI_getbinval(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 1, &isnull);
+	return TextDatumGetCString(d);
+}
+
+/*
+ * Before a pass: is the database read-only, or have the settings of this
+ * session changed since it connected?  (Or is the extension gone.)
+ */
+static MqPassResult
+pass_check(void)
+{
+	MqPassResult result = MQ_PASS_DONE;
+	char	   *now;
+
+	SetCurrentStatementStartTimestamp();
+	StartTransactionCommand();
+	SPI_connect();
+	PushActiveSnapshot(GetTransactionSnapshot());
+	pgstat_report_activity(STATE_RUNNING, "mq maintenance");
+	SetConfigOption("search_path", "pg_catalog, pg_temp", PGC_SUSET, PGC_S_OVERRIDE);
+	now = session_settings();
+	if (settings_seen == NULL)
+		settings_seen = MemoryContextStrdup(TopMemoryContext, now);
+	if (strcmp(now, settings_seen) != 0)
+		result = MQ_PASS_RESTART;
+	else if (!OidIsValid(get_extension_oid("mq", true)))
+		result = MQ_PASS_ABSENT;
+	else if (XactReadOnly)
+	{
+		result = MQ_PASS_READ_ONLY;
+		pgstat_report_activity(STATE_RUNNING, "mq maintenance: paused, the database is read-only");
+	}
+	SPI_finish();
+	PopActiveSnapshot();
+	CommitTransactionCommand();
+	pgstat_report_activity(STATE_IDLE, NULL);
+	return result;
+}
+
+/* Say once that maintenance pauses for a read-only database, once that it resumes. */
+static void
+note_read_only(bool read_only, const char *dbname)
+{
+	if (!mq_launcher_note_read_only(read_only))
+		return;
+	if (read_only)
+		ereport(WARNING,
+				(errcode(ERRCODE_READ_ONLY_SQL_TRANSACTION),
+				 errmsg("mq maintenance of database \"%s\" paused: the database is read-only", dbname),
+				 errdetail("default_transaction_read_only is on for the maintenance worker's session; segments are not created ahead, and retention, compaction and expiry wait."),
+				 errhint("Maintenance resumes by itself when the database is writable again (ALTER DATABASE ... RESET default_transaction_read_only).")));
+	else
+		ereport(LOG,
+				(errmsg("mq maintenance of database \"%s\" resumed: the database is writable again", dbname)));
+}
+
+/*
  * One maintenance pass: a transaction per batch of topics
  * (mq.maintenance_batch_topics), so that a pass over many topics never
  * holds back the xmin horizon for long, then one for the rest; false if
  * the extension is not installed here.
  */
-static bool
-maintenance_pass(void)
+static MqPassResult
+maintenance_pass(const char *dbname)
 {
 	int32		after = 0;
 	bool		more = true;
+	MqPassResult checked = pass_check();
 
+	if (checked == MQ_PASS_READ_ONLY || checked == MQ_PASS_DONE)
+		note_read_only(checked == MQ_PASS_READ_ONLY, dbname);
+	if (checked != MQ_PASS_DONE)
+		return checked;
 	for (bool first = true; more; first = false)
 	{
 		CHECK_FOR_INTERRUPTS();
 		if (!pass_begin())
-			return false;
+			return MQ_PASS_ABSENT;
 		more = pass_batch(&after, first);
 		if (!more)
 			SPI_execute("SELECT mq._maintain_rest()", false, 0);
 		pass_commit();
 	}
-	return true;
+	return MQ_PASS_DONE;
 }
 
 void
@@ -173,13 +273,25 @@ mq_maintenance_main(Datum arg)
 			ConfigReloadPending = false;
 			ProcessConfigFile(PGC_SIGHUP);
 		}
-		if (!maintenance_pass())
+		switch (maintenance_pass(dbname))
 		{
-			ereport(first ? DEBUG1 : LOG,
-					(errmsg("mq maintenance worker leaves database \"%s\": the extension is not installed",
-							dbname)));
-			(void) mq_launcher_worker_state(true);
-			proc_exit(0);
+			case MQ_PASS_ABSENT:
+				ereport(first ? DEBUG1 : LOG,
+						(errmsg("mq maintenance worker leaves database \"%s\": the extension is not installed",
+								dbname)));
+				(void) mq_launcher_worker_state(true);
+				proc_exit(0);
+				break;
+			case MQ_PASS_RESTART:
+				ereport(LOG,
+						(errmsg("mq maintenance worker of database \"%s\" restarts: the database's or role's settings changed",
+								dbname)));
+				mq_launcher_restart_me();
+				proc_exit(0);
+				break;
+			case MQ_PASS_DONE:
+			case MQ_PASS_READ_ONLY:
+				break;
 		}
 		if (first)
 			ereport(LOG, (errmsg("mq maintenance worker started in database \"%s\"", dbname)));

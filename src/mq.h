@@ -498,5 +498,7 @@ extern void mq_utility_init(void);
 extern pid_t mq_launcher_pause(Oid dboid, TimestampTz until);
 extern void mq_launcher_wake(bool probe_all);
 extern bool mq_launcher_worker_state(bool absent);
+extern bool mq_launcher_note_read_only(bool read_only);
+extern void mq_launcher_restart_me(void);
 
 #endif							/* MQ_H */
