@@ -193,6 +193,10 @@ BEGIN
                               WHEN p_min = -1 THEN 'Use -1 for no limit.'
                               ELSE 'Give a smaller value.' END;
     END IF;
+    IF p_key = 'compression.gzip.level' AND v_num = 0 THEN     -- Kafka: [1,...,9] or -1
+        RAISE EXCEPTION 'invalid value % for "%": not a gzip level', v_shown, p_key
+            USING ERRCODE = 'MQ004', HINT = 'Use 1 to 9, or -1 for gzip''s default level.';
+    END IF;
     IF v_num < p_min THEN
         RAISE EXCEPTION 'invalid value % for "%": the minimum is %', v_shown, p_key, p_min
             USING ERRCODE = 'MQ004',

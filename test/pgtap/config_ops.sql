@@ -9,7 +9,7 @@
 \set ON_ERROR_STOP on
 SET client_min_messages = warning;
 BEGIN;
-SELECT plan(33);
+SELECT plan(35);
 
 SELECT mq.create_topic('co', 1, '{"retention.ms": "1d", "segment.records": 100}');
 CREATE TEMP VIEW cfg AS SELECT config FROM mq.topics WHERE topic = 'co';
@@ -109,6 +109,9 @@ SELECT is((SELECT config FROM mq.topics WHERE topic = 'co_null_config'), '{}'::j
           'create_topic with a null config: a topic without config');
 SELECT is(pg_temp.hint($$SELECT mq.validate_config('{"compression.gzip.level": 99}')$$),
           'Use 1 to 9, or -1 for gzip''s default level.', 'compression.gzip.level: -1 is the default level, not "no limit"');
+SELECT throws_ok($$SELECT mq.validate_config('{"compression.gzip.level": 0}')$$, 'MQ004', NULL,
+                 'compression.gzip.level 0 is refused, as by Kafka ([1,...,9] or -1)');
+SELECT lives_ok($$SELECT mq.validate_config('{"compression.gzip.level": -1}')$$, 'and -1 taken');
 SELECT is(pg_temp.hint($$SELECT mq.validate_config('{"retention.ms": -2}')$$), 'Use -1 for no limit.',
           'retention.ms: -1 is no limit');
 SELECT throws_ok($$SELECT mq.validate_config('{"segment.bytes": 1e400}')$$, 'MQ004',
