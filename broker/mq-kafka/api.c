@@ -97,7 +97,7 @@ static const KApi apis[] = {
 	{KAPI_END_TXN, 0, 4, 3, h_end_txn,
 	 "`mq.kafka_txn_end`: the staged batches appended and the staged offsets committed in one transaction, or both dropped"},
 	{KAPI_TXN_OFFSET_COMMIT, 0, 4, 3, h_txn_offset_commit,
-	 "`mq.kafka_txn_offset`: staged until EndTxn; generation and member not checked"},
+	 "`mq.kafka_txn_offset`: staged until EndTxn; v3+ a stale member or generation is fenced (UNKNOWN_MEMBER_ID, ILLEGAL_GENERATION, FENCED_INSTANCE_ID; KIP-447)"},
 	{KAPI_DESCRIBE_ACLS, 0, 3, 2, h_describe_acls,
 	 "`mq.grants`, to a principal with DESCRIBE on the cluster (below: ACLs)"},
 	{KAPI_CREATE_ACLS, 0, 3, 2, h_create_acls,

@@ -5,8 +5,9 @@
  *	  thread only.
  *
  * Generations: a rebalance completes the JoinGroup barrier by bumping the
- * generation; SyncGroup, Heartbeat and OffsetCommit must carry it
- * (ILLEGAL_GENERATION otherwise).  While a rebalance is being prepared,
+ * generation; SyncGroup, Heartbeat and OffsetCommit (and TxnOffsetCommit
+ * v3+ with a member, KIP-447) must carry it (ILLEGAL_GENERATION
+ * otherwise).  While a rebalance is being prepared,
  * Heartbeat answers REBALANCE_IN_PROGRESS so members rejoin, and commits
  * of the current (old) generation are still accepted, so a member can
  * commit what it consumed before giving partitions up.
@@ -432,6 +433,31 @@ group_commit_check(const char *group_id, const char *member_id, const char *inst
 	if (g->state == KG_COMPLETING)
 		return KERR_REBALANCE_IN_PROGRESS;
 	return KERR_NONE;
+}
+
+/*
+ * TxnOffsetCommit v3+ (KIP-447): a member is checked as OffsetCommit's,
+ * so a zombie whose session expired (its partitions another's now) cannot
+ * commit in its transaction.  As Kafka's validateOffsetCommit, a commit
+ * without a generation, member or instance (v0-v2, or a producer outside
+ * any group) is taken whoever the members are, and a member's commit is
+ * not refused while the group completes a rebalance, nor does it count
+ * as a heartbeat.
+ */
+int16_t
+group_txn_commit_check(const char *group_id, const char *member_id, const char *instance_id,
+					   int32_t generation)
+{
+	KGroup	   *g = group_find(group_id);
+	int16_t		code;
+
+	if (group_store_loading())
+		return KERR_COORDINATOR_LOAD_IN_PROGRESS;
+	if (generation < 0 && (member_id == NULL || member_id[0] == '\0') && instance_id == NULL)
+		return KERR_NONE;
+	if (member_lookup(g, member_id, instance_id, &code) == NULL)
+		return code;
+	return generation != g->generation ? KERR_ILLEGAL_GENERATION : KERR_NONE;
 }
 
 /* DeleteGroups: forget an empty group (one with members stays: false) */

@@ -118,6 +118,9 @@ extern int16_t group_leave(const char *group_id, const char *member_id,
 /* may this member commit offsets for the group now? */
 extern int16_t group_commit_check(const char *group_id, const char *member_id,
 								  const char *instance_id, int32_t generation);
+/* may this member commit offsets in a transaction (TxnOffsetCommit v3+)? */
+extern int16_t group_txn_commit_check(const char *group_id, const char *member_id,
+									  const char *instance_id, int32_t generation);
 extern KGroup *group_find(const char *group_id);
 /* drop the members of groups another daemon coordinates now (after each
  * cluster view: main.c hands it to cluster_start) */

@@ -36,8 +36,9 @@
  * transactions, verify_only, a top-level error); it is served, each
  * transaction's partitions added as v3's are (verify_only adds too), on
  * its own id's node: one job per transaction, run one after another.
- * TxnOffsetCommit v3+'s generation, member and instance ids are read
- * and not checked.
+ * TxnOffsetCommit v3+'s generation, member and instance ids are checked
+ * first, on the group's coordinator (this daemon, which knows its
+ * members: group_txn_commit_check), so a zombie member is fenced (KIP-447).
  *
  *-------------------------------------------------------------------------
  */
@@ -47,6 +48,7 @@
 #include <string.h>
 
 #include "cluster.h"
+#include "group.h"
 #include "kerr.h"
 #include "mq_sqlstates.h"
 #include "offsets.h"
@@ -80,7 +82,7 @@ typedef struct TxnState
 	int32_t    *topic_txn;		/* each topic's transaction */
 	int32_t		nparts;
 	TPart	   *parts;
-	int16_t		code;			/* AddOffsetsToTxn, EndTxn */
+	int16_t		code;			/* AddOffsetsToTxn, EndTxn; member check */
 	TxnRemote	remote;			/* TxnOffsetCommit: on the transaction's node */
 	char	   *group;			/* TxnOffsetCommit's */
 	StableNote	note;			/* and in a cluster its note on the coordinator */
@@ -441,8 +443,8 @@ read_offset_part(KRequest *req, TxnState *s, TPart *pp, const char *group, const
 	meta = kslice_dup(kr_str(r));
 	kr_tags(r);
 	pp->stmt = -1;
-	if (!r->err && !cluster_coordinates(group))
-		pp->code = KERR_NOT_COORDINATOR;	/* sent to the group's coordinator */
+	if (!r->err && s->code != KERR_NONE)
+		pp->code = s->code;
 	else if (!r->err)
 	{
 		st = txn_stmt(s, TXN_OFFSET_SQL, &s->txns[0]);
@@ -543,6 +545,9 @@ h_txn_offset_commit(KRequest *req)
 	KReader    *r = &req->body;
 	TxnState   *s = txn_state_new(req, kr_left(r));
 	char	   *group;
+	char	   *member = NULL;
+	char	   *instance = NULL;
+	int32_t		generation = -1;	/* v0-v2: no member */
 	int32_t		nt;
 
 	s->txns[0].id = kr_str(r);
@@ -551,10 +556,15 @@ h_txn_offset_commit(KRequest *req)
 	s->txns[0].epoch = kr_i16(r);
 	if (req->api_version >= 3)
 	{
-		(void) kr_i32(r);		/* generation_id */
-		(void) kr_str(r);		/* member_id */
-		(void) kr_str(r);		/* group_instance_id */
+		generation = kr_i32(r);
+		member = kslice_dup(kr_str(r));
+		instance = kslice_dup(kr_str(r));
 	}
+	/* sent to the group's coordinator, which fences a stale member */
+	s->code = !cluster_coordinates(group ? group : "") ? KERR_NOT_COORDINATOR :
+		group_txn_commit_check(group ? group : "", member, instance, generation);
+	free(member);
+	free(instance);
 	nt = kr_array(r, 6);
 	for (int32_t t = 0; t < nt && !r->err; t++)
 	{
