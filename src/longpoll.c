@@ -10,8 +10,14 @@
  *
  * Locking: the high watermark is read from mq.partition_state with the
  * caller's snapshot, no lock beyond the catalog's AccessShareLock.  Long
- * polling waits on the topic's change counter (notify.c) and holds no
- * lock while it waits.
+ * polling waits on the topic's change counter (notify.c) and takes no
+ * lock (heavyweight or LWLock) of its own while it waits, but it waits
+ * inside the caller's statement: the AccessShareLocks the statement took
+ * (mq.topic, mq.segment, mq.partition_state) and its snapshot's xmin stay
+ * for the whole wait, so DDL on those tables (ALTER EXTENSION mq UPDATE)
+ * queues behind it and VACUUM keeps rows that died since it started
+ * (docs/groups.md, "Long polling").  pg_stat_activity shows the wait as
+ * wait_event Extension.
  *
  *-------------------------------------------------------------------------
  */
