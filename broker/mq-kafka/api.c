@@ -65,7 +65,7 @@ static const KApi apis[] = {
 	{KAPI_FIND_COORDINATOR, 0, 6, 3, h_find_coordinator,
 	 "the daemon asked; in a cluster, the group's daemon (below); a batch of keys (v4+)"},
 	{KAPI_JOIN_GROUP, 0, 9, 6, h_join_group,
-	 "classic protocol; v4+ without a member id: MEMBER_ID_REQUIRED with one to join with (KIP-394); static membership (v5); a known member joining again unchanged keeps the generation unless it leads a stable group"},
+	 "classic protocol; v4+ without a member id: MEMBER_ID_REQUIRED with one to join with (KIP-394); static membership (v5): a restarted static member keeps a stable group's generation unless the protocol chosen would change (v9+: a leader is told to skip the assignment); a known member joining again unchanged keeps the generation unless it leads a stable group"},
 	{KAPI_HEARTBEAT, 0, 4, 4, h_heartbeat,
 	 ""},
 	{KAPI_LEAVE_GROUP, 0, 5, 4, h_leave_group,

@@ -109,11 +109,18 @@ all_joined(KGroup *g)
 	return true;
 }
 
-/* the first protocol of the leader's that every member supports */
-static char *
-choose_protocol(KGroup *g, KMember *leader)
+/*
+ * the first protocol of the leader's (the group's leader, or its first
+ * member) that every member supports
+ */
+char *
+group_choose_protocol(KGroup *g)
 {
-	for (int i = 0; i < leader->nprotos; i++)
+	KMember    *leader = member_find(g, g->leader);
+
+	if (leader == NULL)
+		leader = g->members;
+	for (int i = 0; leader && i < leader->nprotos; i++)
 	{
 		bool		ok = true;
 
@@ -152,7 +159,7 @@ complete_join(KGroup *g)
 		leader = g->members;
 	free(g->leader);
 	g->leader = mq_strdup(leader->id);
-	g->protocol = choose_protocol(g, leader);
+	g->protocol = group_choose_protocol(g);
 	g->state = KG_COMPLETING;
 	mq_log_info("group %s: generation %d with %d members, leader %s", g->id, g->generation,
 				g->nmembers, g->leader);

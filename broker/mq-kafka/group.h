@@ -90,6 +90,7 @@ typedef struct KJoin
 	char	   *protocol_type;
 	int			nprotos;
 	KProto	   *protos;
+	char	   *replaced_id;	/* a static member taken over: its old id */
 } KJoin;
 
 typedef struct KAssign
@@ -159,6 +160,8 @@ extern KGroup *group_get(const char *group_id);
 extern KMember *member_add(KGroup *g, char *id, const char *instance_id);
 extern void member_touch(KMember *m);
 extern void group_rebalance(KGroup *g);
+/* the protocol a generation completed now would choose (malloc'd, or NULL) */
+extern char *group_choose_protocol(KGroup *g);
 
 /* group_store.c: keeping groups across restarts */
 extern bool group_store_loading(void);
@@ -169,6 +172,9 @@ extern void group_store_load(void (*adopt) (KGroup *g));
 /* group_reply.c: a member's metadata for a protocol, and the answers */
 extern const KProto *member_proto(const KMember *m, const char *name);
 extern void join_respond(KRequest *req, KGroup *g, KMember *m, int16_t error);
+/* the answer to a static member that rejoined a stable group (KIP-345);
+ * old_id: its id before */
+extern void join_respond_static(KRequest *req, KGroup *g, KMember *m, const char *old_id);
 /* an error answer that hands the client a member id (MEMBER_ID_REQUIRED) */
 extern void join_respond_id(KRequest *req, const char *member_id, int16_t error);
 /* g: the group whose protocol a SyncGroup v5+ answer names; NULL on errors */

@@ -10,10 +10,11 @@
  * A JoinGroup v4+ without a member id first gets one and MEMBER_ID_REQUIRED
  * (KIP-394, id_required).  A static member (group.instance.id) joining
  * without a member id but with a known instance id takes that member over
- * under a new id, fencing the old one; into a stable group with the same
- * protocols that is all (KIP-345, static_rejoin).  A known member joining
- * again with the same protocols starts no rebalance unless it leads a
- * stable group (unchanged_join), as in Kafka.  Every other join rebalances.
+ * under a new id, fencing the old one; into a stable group whose protocol
+ * its protocols would not change that is all (KIP-345, static_rejoin).  A
+ * known member joining again with the same protocols starts no rebalance
+ * unless it leads a stable group (unchanged_join), as in Kafka.  Every
+ * other join rebalances.
  *
  *-------------------------------------------------------------------------
  */
@@ -72,7 +73,8 @@ join_member(KGroup *g, KRequest *req, KJoin *j, int16_t *code)
 			free(g->leader);
 			g->leader = mq_strdup(id);
 		}
-		free(m->id);
+		free(j->replaced_id);
+		j->replaced_id = m->id;
 		m->id = id;
 		return m;
 	}
@@ -93,26 +95,53 @@ member_update(KMember *m, KRequest *req, const KJoin *j)
 	sprintf(m->client_host, "/%s", conn_peer(req->conn));
 }
 
+/* swap the protocols of m and of a join */
+static void
+swap_protos(KMember *m, KJoin *j)
+{
+	KProto	   *p = m->protos;
+	int			n = m->nprotos;
+
+	m->protos = j->protos;
+	m->nprotos = j->nprotos;
+	j->protos = p;
+	j->nprotos = n;
+}
+
 /*
  * KIP-345: a static member that restarted (no member id, a known instance
- * id: join_member gave it a new id) into a stable group, asking for the
- * same protocols, gets the current generation at once and then its
- * assignment from SyncGroup: no rebalance, the others keep theirs.  The
- * leader's answer lists the members, so a client that reassigns anyway
- * sends an assignment that a stable group's SyncGroup ignores.
+ * id: join_member gave it a new id) into a stable group gets the current
+ * generation at once and then its assignment from SyncGroup: no
+ * rebalance, the others keep theirs, as long as the protocol the group
+ * would choose with its new protocols is the group's (Kafka's
+ * updateStaticMemberAndRebalance).  Its protocols' metadata is then
+ * replaced, even when it changed: cooperative-sticky's (and every Java
+ * assignor's) lists the partitions the member owned, which a restarted
+ * member no longer does.  The leader's answer is join_respond_static's.
  */
 static bool
-static_rejoin(KGroup *g, KRequest *req, KMember *m, const KJoin *j)
+static_rejoin(KGroup *g, KRequest *req, KMember *m, KJoin *j)
 {
-	if (j->member_id[0] != '\0' || j->instance_id == NULL || g->state != KG_STABLE ||
-		m->join_req != NULL || !member_same_protos(m, j))
+	char	   *next;
+	bool		same;
+
+	if (j->replaced_id == NULL || g->state != KG_STABLE || m->join_req != NULL)
 		return false;
+	swap_protos(m, j);
+	next = group_choose_protocol(g);
+	same = next && g->protocol && strcmp(next, g->protocol) == 0;
+	free(next);
+	if (!same)
+	{
+		swap_protos(m, j);		/* group_join takes them as it rebalances */
+		return false;
+	}
 	member_update(m, req, j);
 	member_touch(m);
 	mq_log_info("group %s: static member %s rejoined as %s, generation %d kept", g->id,
 				m->instance_id, m->id, g->generation);
 	group_store_save(g, req->role);	/* before the answer frees req */
-	join_respond(req, g, m, KERR_NONE);
+	join_respond_static(req, g, m, j->replaced_id);
 	return true;
 }
 

@@ -10,8 +10,9 @@
  *	  Loop thread only: no locking.
  *
  * JoinGroup v7+ names the protocol type (null, as the protocol name, on
- * an error), v9+ answers skip_assignment false; SyncGroup v5+ names the
- * group's protocol type and name (null on an error).
+ * an error), v9+ answers skip_assignment, false but to a static leader
+ * that rejoined a stable group (join_respond_static); SyncGroup v5+ names
+ * the group's protocol type and name (null on an error).
  *
  *-------------------------------------------------------------------------
  */
@@ -31,12 +32,17 @@ member_proto(const KMember *m, const char *name)
 	return NULL;
 }
 
-/* a JoinGroup answer to member_id (m's, or one handed out); the members for a leader */
+/*
+ * a JoinGroup answer to member_id (m's, or one handed out) naming leader
+ * as the group's leader; the members for that leader, who may be told to
+ * skip the assignment (v9+)
+ */
 static void
-join_write(KRequest *req, KGroup *g, KMember *m, const char *member_id, int16_t error)
+join_write(KRequest *req, KGroup *g, KMember *m, const char *member_id, int16_t error,
+		   const char *leader_id, bool skip)
 {
 	KWriter    *w = &req->resp;
-	bool		leader = error == KERR_NONE && m && g->leader && strcmp(g->leader, m->id) == 0;
+	bool		leader = error == KERR_NONE && m && leader_id && strcmp(leader_id, m->id) == 0;
 	const char *none = req->api_version >= 7 ? NULL : "";
 
 	if (req->api_version >= 2)
@@ -46,9 +52,9 @@ join_write(KRequest *req, KGroup *g, KMember *m, const char *member_id, int16_t 
 	if (req->api_version >= 7)
 		kw_str(w, error == KERR_NONE ? g->protocol_type : NULL);
 	kw_str(w, error == KERR_NONE ? g->protocol : none);
-	kw_str(w, error == KERR_NONE ? g->leader : "");
+	kw_str(w, error == KERR_NONE ? leader_id : "");
 	if (req->api_version >= 9)
-		kw_i8(w, 0);			/* skip_assignment: the leader always assigns */
+		kw_i8(w, leader && skip);	/* skip_assignment */
 	kw_str(w, member_id);
 	kw_array(w, leader ? g->nmembers : 0);
 	for (KMember *x = leader ? g->members : NULL; x; x = x->next)
@@ -67,13 +73,29 @@ join_write(KRequest *req, KGroup *g, KMember *m, const char *member_id, int16_t 
 void
 join_respond(KRequest *req, KGroup *g, KMember *m, int16_t error)
 {
-	join_write(req, g, m, m ? m->id : "", error);
+	join_write(req, g, m, m ? m->id : "", error, g ? g->leader : NULL, false);
+}
+
+/*
+ * As Kafka's coordinator answers a static member that rejoined a stable
+ * group without a rebalance: a follower as any; the leader, from v9, with
+ * the members and skip_assignment (it keeps watching the metadata but
+ * need not assign, the group keeping its assignment), before v9 with its
+ * old id as the leader's, so that it does not take itself for the leader
+ * and send an assignment the stable group would ignore.
+ */
+void
+join_respond_static(KRequest *req, KGroup *g, KMember *m, const char *old_id)
+{
+	bool		leader = g->leader && strcmp(g->leader, m->id) == 0;
+
+	join_write(req, g, m, m->id, KERR_NONE, leader && req->api_version < 9 ? old_id : g->leader, true);
 }
 
 void
 join_respond_id(KRequest *req, const char *member_id, int16_t error)
 {
-	join_write(req, NULL, NULL, member_id, error);
+	join_write(req, NULL, NULL, member_id, error, NULL, false);
 }
 
 void

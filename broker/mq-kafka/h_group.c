@@ -129,6 +129,7 @@ join_free(KJoin *j)
 	free(j->member_id);
 	free(j->instance_id);
 	free(j->protocol_type);
+	free(j->replaced_id);
 }
 
 #define SQL_MEMBERS_SQL \

@@ -2,10 +2,12 @@
 # The group coordinator with kcat consumers: static membership fences an
 # older instance with the same group.instance.id, a static member that
 # restarts within its session timeout gets its partition back without a
-# rebalance (KIP-345), membership outlives an mq-kafka crash, and a member
-# that dies without leaving is expired after its session timeout, its
-# partitions going to the others; a session shorter than the daemon's
-# minimum is refused.
+# rebalance (KIP-345), also with cooperative-sticky (whose metadata, the
+# partitions owned, changes across the restart; and on the wire with
+# JoinGroup v5 and v9: static_rejoin.pl), membership outlives an
+# mq-kafka crash, and a member that dies without leaving is expired after
+# its session timeout, its partitions going to the others; a session
+# shorter than the daemon's minimum is refused.
 source "$(dirname "${BASH_SOURCE[0]}")/lib.bash"
 T="$(tmpdir)"
 
@@ -20,6 +22,15 @@ member() {	# member NAME GROUP [kcat options]: a consumer in the background
 	eval "${name}_pid=$!"
 }
 stop() { kill "$1" 2>/dev/null || true; wait "$1" 2>/dev/null || true; }
+# the partitions a cooperative kcat member owns, from its incremental
+# assignments and revocations ("gt [0], gt [1]")
+kcat_owned() {
+	awk '/incremental (assignment|revoke) of/ {
+		r = /revoke/; sub(/.*\): /, ""); n = split($0, a, ", ")
+		for (i = 1; i <= n; i++) if (r) delete own[a[i]]; else own[a[i]] = 1
+	} END { s = ""; for (k in own) s = s (s == "" ? "" : ", ") k; print s }' "$1"
+}
+rebalances() { grep -c 'rebalanced' "$1" || true; }
 
 # static membership: a second instance with the same id fences the first
 member s1 static -X group.instance.id=inst-1
@@ -54,6 +65,55 @@ check_eq "$(grep -c 'revoked\|assigned' "$T/b1.err")" "$b_events" \
 	"the other member was not revoked or reassigned"
 stop "$a2_pid"
 stop "$b1_pid"
+
+# the same with cooperative-sticky, whose subscription metadata lists the
+# partitions a member owns: c1, which joined first (the leader) and owned
+# both, rejoined owning one; restarted it owns none, so its metadata
+# changed, but the group's protocol would not, and Kafka keeps the
+# generation (the metadata replaced; the leader answered as a follower,
+# JoinGroup < v9); mq used to rebalance
+coop=(-X partition.assignment.strategy=cooperative-sticky)
+member c1 coop -X group.instance.id=inst-c "${coop[@]}"
+wait_for 30 grep -q 'incremental assignment of 2' "$T/c1.err" || fail "the first cooperative member gets both partitions"
+member d1 coop -X group.instance.id=inst-d "${coop[@]}"
+one_each() {
+	[[ "$(kcat_owned "$T/c1.err")" =~ ^gt\ \[[01]\]$ && "$(kcat_owned "$T/d1.err")" =~ ^gt\ \[[01]\]$ ]]
+}
+wait_for 60 one_each || fail "two cooperative static members get a partition each" "$(cat "$T/c1.err" "$T/d1.err")"
+sleep 2	# settled: no further rebalance
+c_part="$(kcat_owned "$T/c1.err")"
+d_events="$(rebalances "$T/d1.err")"
+gen_before="$(grep -o 'group coop: generation [0-9]*' "$(tmpdir)/mq-kafka.log" | tail -1 || true)"
+kill -9 "$c1_pid"
+wait "$c1_pid" 2>/dev/null || true
+member c2 coop -X group.instance.id=inst-c "${coop[@]}"
+wait_for 30 grep -q 'incremental assignment of [1-9]' "$T/c2.err" || fail "the restarted cooperative instance is assigned" "$(cat "$T/c2.err")"
+check_eq "$(kcat_owned "$T/c2.err")" "$c_part" "the restarted cooperative-sticky member gets its partition back"
+check_match "$(cat "$(tmpdir)/mq-kafka.log")" 'group coop: static member inst-c rejoined as .*, generation [0-9]+ kept' \
+	"mq-kafka kept the generation although the member's metadata changed"
+check_eq "$(grep -o 'group coop: generation [0-9]*' "$(tmpdir)/mq-kafka.log" | tail -1)" "$gen_before" \
+	"no new generation was made"
+sleep 2
+check_eq "$(rebalances "$T/d1.err")" "$d_events" \
+	"the other cooperative member saw no rebalance"
+stop "$c2_pid"
+stop "$d1_pid"
+
+# a static leader's restart on the wire (test/kafka/static_rejoin.pl)
+run perl test/kafka/static_rejoin.pl "$KAFKA_PORT" raw-static
+printf '%s\n' "$OUT" | sed 's/^/# /'
+expect_rc 0 "static_rejoin.pl runs"
+step() { sed -n "s/^$1 //p" <<<"$OUT"; }
+g="$(step first | cut -d' ' -f2)"
+check_eq "$(step first)" "0 $g range leader 1 - a" "a static member joins alone and leads"
+check_eq "$(step restart-v5)" "0 $g range follower 0 -" \
+	"restarted with other range metadata: the generation is kept; JoinGroup v5 answers it as a follower"
+check_eq "$(step restart-v5-leader-was-old)" "yes" "naming its old member id as the leader's, as Kafka"
+check_eq "$(step restart-v5-sync)" "0 A" "its SyncGroup gets the generation's assignment"
+check_eq "$(step restart-v9)" "0 $g range leader 1 1 c" \
+	"JoinGroup v9: the leader with the members (its new metadata) and skip_assignment"
+check_eq "$(step restart-new-protocol)" "0 $((g + 1)) roundrobin leader 1 - y" \
+	"restarted with protocols that change the group's: a rebalance"
 
 # membership outlives an mq-kafka crash: the members (kafka-python, which
 # rides out a broker restart as applications do; kcat exits) carry on with
