@@ -92,8 +92,8 @@ extension_locked(void)
  * Open a transaction of a pass, holding the extension's lock; false (and no
  * transaction) when the extension is not installed.
  */
-static bool
-pass_begin(void)
+static void
+pass_start(void)
 {
 	SetCurrentStatementStartTimestamp();
 	StartTransactionCommand();
@@ -102,18 +102,6 @@ pass_begin(void)
 	pgstat_report_activity(STATE_RUNNING, "mq maintenance");
 	/* the worker is a superuser: nothing of a user's may be on its path */
 	SetConfigOption("search_path", "pg_catalog, pg_temp", PGC_SUSET, PGC_S_OVERRIDE);
-	if (!extension_locked())
-	{
-		SPI_finish();
-		PopActiveSnapshot();
-		CommitTransactionCommand();
-		pgstat_report_activity(STATE_IDLE, NULL);
-		return false;
-	}
-	/* a snapshot taken after the lock sees the extension's tables */
-	PopActiveSnapshot();
-	PushActiveSnapshot(GetTransactionSnapshot());
-	return true;
 }
 
 static void
@@ -123,6 +111,21 @@ pass_commit(void)
 	PopActiveSnapshot();
 	CommitTransactionCommand();
 	pgstat_report_activity(STATE_IDLE, NULL);
+}
+
+static bool
+pass_begin(void)
+{
+	pass_start();
+	if (!extension_locked())
+	{
+		pass_commit();
+		return false;
+	}
+	/* a snapshot taken after the lock sees the extension's tables */
+	PopActiveSnapshot();
+	PushActiveSnapshot(GetTransactionSnapshot());
+	return true;
 }
 
 /*
@@ -178,12 +181,7 @@ pass_check(void)
 	MqPassResult result = MQ_PASS_DONE;
 	char	   *now;
 
-	SetCurrentStatementStartTimestamp();
-	StartTransactionCommand();
-	SPI_connect();
-	PushActiveSnapshot(GetTransactionSnapshot());
-	pgstat_report_activity(STATE_RUNNING, "mq maintenance");
-	SetConfigOption("search_path", "pg_catalog, pg_temp", PGC_SUSET, PGC_S_OVERRIDE);
+	pass_start();
 	now = session_settings();
 	if (settings_seen == NULL)
 		settings_seen = MemoryContextStrdup(TopMemoryContext, now);
@@ -196,10 +194,7 @@ pass_check(void)
 		result = MQ_PASS_READ_ONLY;
 		pgstat_report_activity(STATE_RUNNING, "mq maintenance: paused, the database is read-only");
 	}
-	SPI_finish();
-	PopActiveSnapshot();
-	CommitTransactionCommand();
-	pgstat_report_activity(STATE_IDLE, NULL);
+	pass_commit();
 	return result;
 }
 
