@@ -525,45 +525,35 @@ cmd_group_reset_offsets(const MqctlCommand *cmd, int argc, char **argv)
 	CliParser	p;
 	ResetOptions o;
 	PGconn	   *conn;
-	PGresult   *plan;
+	PGresult   *plan = NULL;
 	PGresult   *shown;
 	int64_t		members;
+	int			rc = MQ_EXIT_SERVER;
 
 	parse_reset_options(&p, cmd, argc, argv, &o);
 	conn = mqctl_connect();
 	if (o.time != NULL)
 		check_time(&p, conn, &o);
-	if ((!o.all_topics && !check_topics(conn, &o)) || (members = lock_members(conn, &o)) < 0)
+	/* a refusal commits nothing: closing the connection ends the transaction */
+	if ((o.all_topics || check_topics(conn, &o)) && (members = lock_members(conn, &o)) >= 0 &&
+		check_shift(&o, plan = make_plan(conn, &o)))
 	{
-		PQfinish(conn);
-		cli_free(&p);
-		return MQ_EXIT_SERVER;
+		if (o.execute)
+		{
+			commit_plan(conn, o.group, plan);
+			mqctl_command(conn, "COMMIT");
+		}
+		warn_moved(&o, plan);
+		shown = shown_columns(plan);
+		output_rows(shown, o.format);
+		report_reset(&o, members, plan);
+		PQclear(shown);
+		rc = MQ_EXIT_OK;
 	}
-
-	plan = make_plan(conn, &o);
-	if (!check_shift(&o, plan))
-	{
-		/* nothing was committed: closing ends the transaction */
-		PQclear(plan);
-		PQfinish(conn);
-		cli_free(&p);
-		return MQ_EXIT_SERVER;
-	}
-	if (o.execute)
-	{
-		commit_plan(conn, o.group, plan);
-		mqctl_command(conn, "COMMIT");
-	}
-
-	warn_moved(&o, plan);
-	shown = shown_columns(plan);
-	output_rows(shown, o.format);
-	report_reset(&o, members, plan);
-	PQclear(shown);
 	PQclear(plan);
 	PQfinish(conn);
 	mq_array_free(&o.topics);
 	mq_array_free(&o.partitions);
 	cli_free(&p);
-	return MQ_EXIT_OK;
+	return rc;
 }
