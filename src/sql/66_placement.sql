@@ -67,7 +67,7 @@ DECLARE
 BEGIN
     IF v_n < p_rf THEN
         RAISE EXCEPTION 'replication.factor % is larger than the % registered brokers', p_rf, v_n
-            USING ERRCODE = 'MQ004', HINT = 'Start more brokers, or lower replication.factor.';
+            USING ERRCODE = 'MQ046', HINT = 'Start more brokers, or lower replication.factor.';
     END IF;
     SELECT array_position(v_brokers, q.replicas[1]) - 1 INTO v_start
       FROM mq_coord.partition q WHERE q.topic = p_topic AND q.partition = 0;

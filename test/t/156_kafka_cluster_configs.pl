@@ -169,5 +169,17 @@ for my $i (1 .. 3)
 is($quota->(1), 0, 'its removal at the same daemon succeeds');
 is(join(' ', map { quotas_on($_) } 1 .. 3), 'none none none', 'and the quota is gone from every node');
 
+# a replication factor above the registered brokers: Kafka's
+# INVALID_REPLICATION_FACTOR (CreateTopics v4), nothing created
+{
+	my $body = pack('l> n/a* l> s> l> l> l> C', 1, 'rf4', 1, 4, 0, 0, 5000, 0);
+	my $r = kafka_request(kafka_connect($c->{kafka_port}[1]), 'tap', 19, 4, $body);
+	my ($n, $name, $err) = defined $r ? unpack('x4 x4 l> n/a* s>', $r) : ();
+	is(join(' ', $name // 'none', $err // 'none'), 'rf4 38',
+		'CreateTopics with a replication factor of 4 on 3 brokers: INVALID_REPLICATION_FACTOR');
+	is($c->coord->safe_psql('postgres', "SELECT count(*) FROM mq_coord.topic WHERE topic = 'rf4'"), '0',
+		'and no topic was made');
+}
+
 $c->teardown;
 done_testing();
