@@ -106,6 +106,13 @@ BEGIN
     END IF;
 END $$;
 
+-- A config value as messages quote it: at most 40 characters (a JSON
+-- 1e400 is 401 digits).
+CREATE FUNCTION mq._config_shown(p_val jsonb) RETURNS text
+LANGUAGE sql IMMUTABLE SET search_path = pg_catalog, pg_temp AS $$
+    SELECT CASE WHEN length(p_val::text) > 40 THEN left(p_val::text, 40) || '...' ELSE p_val::text END
+$$;
+
 -- A value of a key kept but not acted on that is no number: compression
 -- (Kafka's compression.type values), version (message.format.version,
 -- deprecated and ignored by Kafka 3), replicas (a throttled replica list:
@@ -114,7 +121,7 @@ CREATE FUNCTION mq._config_text(p_key text, p_val jsonb, p_kind text) RETURNS js
 LANGUAGE plpgsql IMMUTABLE SET search_path = pg_catalog, pg_temp AS $$
 DECLARE
     v text := CASE WHEN jsonb_typeof(p_val) = 'string' THEN p_val #>> '{}' END;
-    v_shown text := CASE WHEN length(p_val::text) > 40 THEN left(p_val::text, 40) || '...' ELSE p_val::text END;
+    v_shown text := mq._config_shown(p_val);
 BEGIN
     IF (p_kind = 'compression' AND v IN ('uncompressed', 'zstd', 'lz4', 'snappy', 'gzip', 'producer'))
        OR (p_kind = 'version' AND v ~ '^[0-9]+\.[0-9]+(\.[0-9]+)?(-IV[0-9]+)?$')
@@ -149,8 +156,7 @@ DECLARE
     v_unit text;
     v_mult numeric;
     v_m text[];
-    -- the value as messages quote it: a JSON 1e400 is 401 digits
-    v_shown text := CASE WHEN length(p_val::text) > 40 THEN left(p_val::text, 40) || '...' ELSE p_val::text END;
+    v_shown text := mq._config_shown(p_val);
 BEGIN
     IF jsonb_typeof(p_val) = 'number' THEN
         v_num := (p_val #>> '{}')::numeric;
@@ -232,14 +238,12 @@ BEGIN
             ELSIF jsonb_typeof(v_val) = 'string' AND lower(v_val #>> '{}') IN ('true', 'false') THEN
                 v_out := v_out || jsonb_build_object(v_key, lower(v_val #>> '{}')::boolean);
             ELSE
-                RAISE EXCEPTION 'invalid value % for "%"',
-                    CASE WHEN length(v_val::text) > 40 THEN left(v_val::text, 40) || '...' ELSE v_val::text END, v_key
+                RAISE EXCEPTION 'invalid value % for "%"', mq._config_shown(v_val), v_key
                     USING ERRCODE = 'MQ004', HINT = 'Use true or false.';
             END IF;
         ELSIF v_kind = 'tstype' THEN
             IF v_val NOT IN ('"CreateTime"'::jsonb, '"LogAppendTime"'::jsonb) THEN
-                RAISE EXCEPTION 'invalid value % for "message.timestamp.type"',
-                    CASE WHEN length(v_val::text) > 40 THEN left(v_val::text, 40) || '...' ELSE v_val::text END
+                RAISE EXCEPTION 'invalid value % for "message.timestamp.type"', mq._config_shown(v_val)
                     USING ERRCODE = 'MQ004', HINT = 'Use "CreateTime" or "LogAppendTime".';
             END IF;
             v_out := v_out || jsonb_build_object(v_key, v_val);

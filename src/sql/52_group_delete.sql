@@ -66,11 +66,8 @@ DECLARE
     v_group text := delete_group.group_id;
     v_n integer;
 BEGIN
+    PERFORM mq._check_group(v_group);
     PERFORM mq._authorize(p_caller, 'group', v_group, 'delete');
-    IF v_group IS NULL OR v_group = '' THEN
-        RAISE EXCEPTION 'group_id must not be %', CASE WHEN v_group IS NULL THEN 'null' ELSE 'empty' END
-            USING ERRCODE = 'MQ010';
-    END IF;
     PERFORM 1 FROM mq.consumer_group g WHERE g.group_id = v_group FOR UPDATE;
     PERFORM mq._delete_group_check(v_group);
     v_n := mq._delete_offsets_of(v_group, NULL, NULL);
@@ -177,12 +174,9 @@ DECLARE
     v_parts integer[] := delete_offsets.partitions;
     v_id integer;
 BEGIN
+    PERFORM mq._check_group(v_group);
     PERFORM mq._authorize(p_caller, 'group', v_group, 'delete');
     PERFORM mq._authorize(p_caller, 'topic', v_topic, 'read');
-    IF v_group IS NULL OR v_group = '' THEN
-        RAISE EXCEPTION 'group_id must not be %', CASE WHEN v_group IS NULL THEN 'null' ELSE 'empty' END
-            USING ERRCODE = 'MQ010';
-    END IF;
     v_id := mq._topic_id(v_topic);
     IF array_position(v_parts, NULL) IS NOT NULL THEN
         RAISE EXCEPTION 'partitions must not contain null' USING ERRCODE = 'MQ010';

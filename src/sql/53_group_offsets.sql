@@ -11,10 +11,7 @@ RETURNS SETOF record
 LANGUAGE plpgsql STABLE SET search_path = pg_catalog, pg_temp AS $$
 BEGIN
     -- refused as mq.committed_offset refuses them, not an empty list
-    IF committed_offsets.group_id IS NULL OR committed_offsets.group_id OPERATOR(pg_catalog.=) '' THEN
-        RAISE EXCEPTION 'group_id must not be %', CASE WHEN committed_offsets.group_id IS NULL THEN 'null' ELSE 'empty' END
-            USING ERRCODE = 'MQ010';
-    END IF;
+    PERFORM mq._check_group(committed_offsets.group_id);
     PERFORM mq._authorize(p_caller, 'group', committed_offsets.group_id, 'describe');
     RETURN QUERY
     SELECT t.topic_name, c.partition, c.next_offset, c.metadata

@@ -34,6 +34,8 @@ COMMENT ON TYPE mq.header IS
     'one Kafka record header: a key (keys may repeat in a list) and a value (null differs from empty)';
 
 -- Helpers (10_helpers.sql; validate_config and murmur2 are commented there)
+COMMENT ON FUNCTION mq._config_shown(jsonb) IS
+    'internal: a config value as error messages quote it, at most 40 characters';
 COMMENT ON FUNCTION mq._config_text(text, jsonb, text) IS
     'internal: validate_config''s check of a Kafka topic config mq keeps without acting on it and that is no number';
 COMMENT ON FUNCTION mq._config_ms(jsonb, text) IS

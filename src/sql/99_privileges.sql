@@ -16,7 +16,7 @@ GRANT SELECT ON mq.topics, mq.partitions, mq.leader_epochs, mq.segments, mq.grou
 GRANT EXECUTE ON FUNCTION mq.validate_config(jsonb), mq.murmur2(bytea),
     -- what validate_config (the caller's rights) calls for every key
     mq._config_key(text), mq._config_number(text, jsonb, text, numeric, numeric),
-    mq._config_text(text, jsonb, text), mq._config_ms(jsonb, text),
+    mq._config_text(text, jsonb, text), mq._config_ms(jsonb, text), mq._config_shown(jsonb),
     mq._validate_compaction_config(text, jsonb),
     mq.partition_for(text, bytea), mq.partition_for(text, text),
     mq._log_end_offset(integer, integer), mq._describable(text, text), mq._grant_shown(text, text, text),
