@@ -155,6 +155,8 @@ static const ConfigKey keys[] = {
 		"`daemon`, `refuse` or `role:ROLE`: what clients that do not authenticate run as (mq-kafka's `--anonymous`; default: daemon)"),
 	KEY("kafka", "metrics", kafka_metrics, 's', 0, 0, NULL,
 		"host:port where mq-kafka serves Prometheus text on /metrics (its `--metrics`; default: none)"),
+	KEY("kafka", "watchdog.ms", kafka_watchdog_ms, 'i', 0, 3600000, "10000",
+		"mq-kafka whose event loop has not turned for this long (no heartbeat on its pipe to mq-broker) is killed (SIGKILL) and restarted, as Kafka fences a broker silent for `broker.session.timeout.ms`; at least 2000, or 0: never"),
 };
 
 static bool
@@ -324,6 +326,13 @@ check_kafka(BrokerConfig *cfg, const char *path)
 	{
 		mq_log_error("%s: [kafka] ssl.client.auth must be none, requested or required, not \"%s\"",
 					 path, cfg->kafka_ssl_client_auth);
+		return false;
+	}
+	if (cfg->kafka_watchdog_ms > 0 && cfg->kafka_watchdog_ms < 2000)
+	{
+		/* mq-kafka beats once a second: less would kill a healthy one */
+		mq_log_error("%s: [kafka] watchdog.ms must be 0 (never) or at least 2000, not %d",
+					 path, cfg->kafka_watchdog_ms);
 		return false;
 	}
 	if (cfg->kafka_sasl && !sasl_list_ok(cfg->kafka_sasl))

@@ -56,6 +56,7 @@ typedef struct BrokerConfig
 	char	   *kafka_principal_rules;	/* --principal-rules */
 	char	   *kafka_anonymous;	/* --anonymous */
 	char	   *kafka_metrics;	/* host:port of its /metrics (--metrics); NULL: none */
+	int			kafka_watchdog_ms;	/* a child silent this long is killed; 0: never */
 	/* its listeners and TLS (mq-kafka's --listeners, --ssl-...); NULL: unset */
 	char	   *kafka_listeners;
 	char	   *kafka_advertised_listeners;

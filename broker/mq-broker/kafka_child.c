@@ -11,6 +11,20 @@
  *	  stops, and dies with the broker (PR_SET_PDEATHSIG) if the broker is
  *	  killed.  Its output goes where the broker's goes.
  *
+ * The watchdog ([kafka] watchdog.ms): a child whose event loop stopped
+ * turning (stopped, deadlocked, spinning) still holds its port, and its
+ * clients keep sending it requests that it would run, stale, when it
+ * resumes.  Each child gets a fresh pipe: it inherits the write end (its
+ * number in MQ_KAFKA_HEARTBEAT_FD; every other descriptor of the broker
+ * is close-on-exec, the read end too) and writes a byte every second
+ * from its loop (broker/mq-kafka/main.c), without blocking and dropping
+ * the byte when the pipe is full.  Each tick the broker drains the
+ * read end, non-blocking; after watchdog.ms without a byte it kills the
+ * child with SIGKILL, so the requests queued on its sockets die with it
+ * and its clients reconnect, and the restart below starts a new one.
+ * Time the broker itself was not looking (a tick later than half the
+ * timeout: a stopped or stalled broker) is not held against the child.
+ *
  * The connection strings hold no password (config.c refuses them), so
  * passing them on mq-kafka's command line shows nothing secret.
  *
@@ -18,9 +32,11 @@
  *
  *-------------------------------------------------------------------------
  */
+#define _GNU_SOURCE				/* pipe2 */
 #include "kafka_child.h"
 
 #include <errno.h>
+#include <fcntl.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -35,6 +51,11 @@
 static const BrokerConfig *kcfg;
 static pid_t child = -1;
 static int64_t restart_at_us;
+/* the watchdog: the read end of the child's heartbeat pipe, or -1 */
+static int	beat_fd = -1;
+static int64_t beat_us;			/* when the last byte came (or the child started) */
+static int64_t looked_us;		/* when the pipe was last drained */
+static bool killed;				/* the child was sent SIGKILL, not yet reaped */
 
 /* "--option=value" for each listener and TLS key that is set */
 static int
@@ -57,9 +78,9 @@ tls_args(const BrokerConfig *cfg, const char **argv, int n)
 	return n;
 }
 
-/* exec mq-kafka with the section's settings; never returns */
+/* exec mq-kafka with the section's settings (beat: its heartbeat pipe's write end, or -1); never returns */
 static void
-exec_child(const BrokerConfig *cfg)
+exec_child(const BrokerConfig *cfg, int beat)
 {
 	char		id[16],
 				pool[16],
@@ -75,6 +96,17 @@ exec_child(const BrokerConfig *cfg)
 
 	(void) prctl(PR_SET_PDEATHSIG, SIGTERM);
 	mq_sd_forget();				/* systemd hears from mq-broker only */
+	if (beat >= 0)
+	{
+		char		fd[16];
+
+		/* the one descriptor the child keeps */
+		snprintf(fd, sizeof(fd), "%d", beat);
+		if (fcntl(beat, F_SETFD, 0) == 0)
+			setenv("MQ_KAFKA_HEARTBEAT_FD", fd, 1);
+	}
+	else
+		unsetenv("MQ_KAFKA_HEARTBEAT_FD");
 	snprintf(id, sizeof(id), "%d", cfg->broker_id);
 	argv[n++] = prog;
 	argv[n++] = "--dbname";
@@ -152,19 +184,45 @@ exec_child(const BrokerConfig *cfg)
 	_exit(127);
 }
 
+/* the heartbeat pipe of the next child: both ends close-on-exec and non-blocking */
+static bool
+beat_pipe(int fds[2])
+{
+	fds[0] = fds[1] = -1;
+	if (kcfg->kafka_watchdog_ms <= 0)
+		return false;
+	if (pipe2(fds, O_CLOEXEC | O_NONBLOCK) == 0)
+		return true;
+	mq_log_warning("no watchdog for mq-kafka: cannot create a pipe: %s", strerror(errno));
+	fds[0] = fds[1] = -1;
+	return false;
+}
+
 static void
 spawn(void)
 {
+	int			fds[2];
+	bool		watched = beat_pipe(fds);
 	pid_t		pid = fork();
 
 	if (pid < 0)
 	{
 		mq_log_error("cannot start mq-kafka: %s", strerror(errno));
 		restart_at_us = mq_now_us() + 1000000;
+		if (watched)
+		{
+			close(fds[0]);
+			close(fds[1]);
+		}
 		return;
 	}
 	if (pid == 0)
-		exec_child(kcfg);
+		exec_child(kcfg, fds[1]);
+	if (watched)
+		close(fds[1]);			/* the child's; EOF on fds[0] once it is gone */
+	beat_fd = fds[0];
+	beat_us = looked_us = mq_now_us();
+	killed = false;
 	child = pid;
 	restart_at_us = mq_now_us() + 1000000;
 	mq_log_info("started mq-kafka (pid %d) on %s", (int) pid,
@@ -180,6 +238,37 @@ kafka_child_start(const BrokerConfig *cfg)
 	spawn();
 }
 
+/*
+ * The watchdog: drain the heartbeat pipe; SIGKILL a child silent for
+ * watchdog.ms.  The reaping and the restart are kafka_child_check's.
+ */
+static void
+watch_beats(void)
+{
+	char		buf[256];
+	int64_t		now = mq_now_us();
+	int64_t		timeout_us = (int64_t) kcfg->kafka_watchdog_ms * 1000;
+	ssize_t		n;
+
+	if (child <= 0 || beat_fd < 0 || killed)
+		return;
+	/* the broker was stopped or stalled: count from now */
+	if (now - looked_us > timeout_us / 2)
+		beat_us = now;
+	looked_us = now;
+	while ((n = read(beat_fd, buf, sizeof(buf))) > 0)
+		beat_us = now;
+	if (n < 0 && errno != EAGAIN && errno != EINTR)
+		return;
+	/* n == 0: the child closed it, so it is exiting; waitpid will tell */
+	if (n == 0 || now - beat_us < timeout_us)
+		return;
+	mq_log_warning("mq-kafka (pid %d) has not turned its loop for %.1f s: killing it",
+				   (int) child, (double) (now - beat_us) / 1e6);
+	if (kill(child, SIGKILL) == 0)
+		killed = true;
+}
+
 void
 kafka_child_check(void)
 {
@@ -187,8 +276,12 @@ kafka_child_check(void)
 
 	if (kcfg == NULL)
 		return;
+	watch_beats();
 	if (child > 0 && waitpid(child, &status, WNOHANG) == child)
 	{
+		if (beat_fd >= 0)
+			close(beat_fd);
+		beat_fd = -1;
 		if (WIFSIGNALED(status))
 			mq_log_warning("mq-kafka (pid %d) was killed by signal %d; restarting it",
 						   (int) child, WTERMSIG(status));
@@ -218,4 +311,7 @@ kafka_child_stop(void)
 	while (waitpid(child, NULL, 0) < 0 && errno == EINTR)
 		;
 	child = -1;
+	if (beat_fd >= 0)
+		close(beat_fd);
+	beat_fd = -1;
 }

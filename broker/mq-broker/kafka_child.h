@@ -13,7 +13,8 @@
 
 /* start mq-kafka if [kafka] listen is set */
 extern void kafka_child_start(const BrokerConfig *cfg);
-/* restart it if it exited (at most once a second); call every tick */
+/* restart it if it exited (at most once a second), kill it if its loop
+ * stopped turning ([kafka] watchdog.ms); call every tick */
 extern void kafka_child_check(void);
 /* SIGTERM it and wait for it */
 extern void kafka_child_stop(void);

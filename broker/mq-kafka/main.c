@@ -16,11 +16,13 @@
  *
  *-------------------------------------------------------------------------
  */
+#include <fcntl.h>
 #include <malloc.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "cli.h"
 #include "sasl.h"
@@ -455,22 +457,40 @@ parse_args(int argc, char **argv)
 	cli_free(&p);
 }
 
-/* systemd's watchdog (WatchdogSec=): ping while the event loop turns */
+/* mq-broker's watchdog (its kafka_child.c): the heartbeat pipe, or -1 */
+static int	heartbeat_fd = -1;
+
+/* while the loop turns: ping systemd (WatchdogSec=) and mq-broker (a byte; dropped when full) */
 static void
 on_watchdog(evutil_socket_t fd, short what, void *arg)
 {
+	if (heartbeat_fd >= 0 && write(heartbeat_fd, "", 1) < 0 && errno == EPIPE)
+		heartbeat_fd = -1;		/* mq-broker is gone (SIGPIPE is ignored) */
 	mq_sd_watchdog();
 }
 
+/* run by mq-broker, MQ_KAFKA_HEARTBEAT_FD names the pipe; standalone, none */
 static void
 watchdog_start(void)
 {
-	uint64_t	usec = mq_sd_watchdog_usec();
+	uint64_t	usec = mq_sd_watchdog_usec() / 2;
+	const char *beat = getenv("MQ_KAFKA_HEARTBEAT_FD");
 	struct timeval tv;
 
+	if (beat && *beat)
+	{
+		char	   *end;
+		long		fd = strtol(beat, &end, 10);
+
+		if (*end || fd < 0 || fd > INT32_MAX || fcntl((int) fd, F_SETFL, O_NONBLOCK) < 0)
+			mq_log_warning("MQ_KAFKA_HEARTBEAT_FD=%s is not a descriptor: no heartbeat", beat);
+		else
+			heartbeat_fd = (int) fd;
+	}
+	if (heartbeat_fd >= 0 && (usec == 0 || usec > 1000000))
+		usec = 1000000;			/* a beat a second */
 	if (usec == 0)
 		return;
-	usec /= 2;
 	tv.tv_sec = (time_t) (usec / 1000000);
 	tv.tv_usec = (suseconds_t) (usec % 1000000);
 	event_add(event_new(kbase, -1, EV_PERSIST, on_watchdog, NULL), &tv);
