@@ -126,8 +126,31 @@ BEGIN
             SET producer_epoch = p.producer_epoch + 1, last_used = now()
         RETURNING p.producer_id, p.producer_epoch INTO v_id, v_epoch;
     END IF;
+    IF v_epoch > 32766 THEN
+        SELECT r.producer_id, r.producer_epoch INTO v_id, v_epoch FROM mq._rotate_producer(v_id) r;
+    END IF;
     PERFORM mq._lock_producer(v_id);
     producer_id := v_id;
     producer_epoch := v_epoch;
     RETURN NEXT;
+END $$;
+
+-- Kafka's epoch is an int16, and Kafka gives a transactional id whose
+-- epoch reached 32766 a new producer id at epoch 0.  The old id stays,
+-- without its transactional id, at epoch 32767, which no instance that
+-- used it has: they are fenced (MQ012) until maintenance expires it.
+-- Waits for the old id's open transactions first, as an epoch bump does.
+CREATE FUNCTION mq._rotate_producer(p_old bigint, OUT producer_id bigint, OUT producer_epoch integer)
+LANGUAGE plpgsql SET search_path = pg_catalog, pg_temp AS $$
+DECLARE
+    v_txn text;
+BEGIN
+    PERFORM mq._lock_producer(p_old);
+    SELECT p.transactional_id INTO v_txn FROM mq.producer p WHERE p.producer_id OPERATOR(pg_catalog.=) p_old;
+    UPDATE mq.producer AS p SET transactional_id = NULL, producer_epoch = 32767
+     WHERE p.producer_id OPERATOR(pg_catalog.=) p_old;
+    INSERT INTO mq.producer AS p (producer_id, transactional_id)
+    VALUES (CASE WHEN mq._cluster_producer_ids() THEN mq._next_producer_id() ELSE mq._next_local_producer_id() END,
+            v_txn)
+    RETURNING p.producer_id, p.producer_epoch INTO producer_id, producer_epoch;
 END $$;

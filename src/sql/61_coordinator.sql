@@ -364,6 +364,14 @@ CREATE TABLE mq_coord.transactional_producer (
 );
 SELECT pg_catalog.pg_extension_config_dump('mq_coord.transactional_producer', '');
 
+-- The next producer id of a transactional id (the coordinator's counter).
+CREATE FUNCTION mq_coord._next_transactional_id() RETURNS bigint
+LANGUAGE sql SET search_path = pg_catalog, pg_temp AS $$
+    INSERT INTO mq_coord.producer_id_counter AS c (singleton, next_id) VALUES (true, 2)
+    ON CONFLICT (singleton) DO UPDATE SET next_id = c.next_id OPERATOR(pg_catalog.+) 1
+    RETURNING c.next_id OPERATOR(pg_catalog.-) 1;
+$$;
+
 CREATE FUNCTION mq_coord.init_producer(transactional_id text,
                                        OUT producer_id bigint, OUT producer_epoch integer)
 LANGUAGE plpgsql SECURITY DEFINER SET search_path = pg_catalog, pg_temp AS $$
@@ -399,16 +407,18 @@ BEGIN
     -- the new epoch fences the open Kafka transaction: its offsets can
     -- no longer commit (68_kafka_txn_cluster.sql)
     PERFORM mq_coord._kafka_txn_forget_offsets(p_transactional_id);
+    -- Kafka's epoch is an int16: from 32766 on, a new producer id at epoch 0
     UPDATE mq_coord.transactional_producer t
-       SET producer_epoch = t.producer_epoch + 1, updated_at = clock_timestamp()
+       SET producer_epoch = CASE WHEN t.producer_epoch >= 32766 THEN 0 ELSE t.producer_epoch + 1 END,
+           producer_id = CASE WHEN t.producer_epoch >= 32766 THEN mq_coord._next_transactional_id()
+                              ELSE t.producer_id END,
+           updated_at = clock_timestamp()
      WHERE t.transactional_id = p_transactional_id
     RETURNING t.producer_id, t.producer_epoch INTO producer_id, producer_epoch;
     IF FOUND THEN
         RETURN;
     END IF;
-    INSERT INTO mq_coord.producer_id_counter AS c (singleton, next_id) VALUES (true, 2)
-    ON CONFLICT (singleton) DO UPDATE SET next_id = c.next_id + 1
-    RETURNING c.next_id - 1 INTO v_next;
+    v_next := mq_coord._next_transactional_id();
     -- a concurrent first call for the same id: the loser bumps the winner's epoch
     INSERT INTO mq_coord.transactional_producer AS t (transactional_id, producer_id, producer_epoch)
     VALUES (p_transactional_id, v_next, 0)

@@ -112,16 +112,23 @@ END $$;
 -- Abort the id's open transaction and fence its producer (a new epoch).
 CREATE FUNCTION mq._kafka_txn_timeout(p_id text) RETURNS void
 LANGUAGE plpgsql SET search_path = pg_catalog, pg_temp AS $$
+DECLARE
+    v record;
 BEGIN
     DELETE FROM mq.kafka_txn_record r WHERE r.transactional_id OPERATOR(pg_catalog.=) p_id;
     DELETE FROM mq.kafka_txn_offset o WHERE o.transactional_id OPERATOR(pg_catalog.=) p_id;
     -- in a cluster the epochs are the coordinator's (mq_coord.init_producer,
     -- 68_kafka_txn_cluster.sql): the next one here fences the client, and
-    -- its next InitProducerId gets at least that one there
+    -- its next InitProducerId gets at least that one there; here the next
+    -- is mq.init_producer's (a new producer id once the epoch is spent)
+    IF mq._cluster_producer_ids() THEN
+        SELECT t.producer_id, t.producer_epoch OPERATOR(pg_catalog.+) 1 AS producer_epoch INTO v
+          FROM mq.kafka_txn t WHERE t.transactional_id OPERATOR(pg_catalog.=) p_id;
+    ELSE
+        SELECT i.producer_id, i.producer_epoch INTO v FROM mq.init_producer(p_id) i;
+    END IF;
     UPDATE mq.kafka_txn t
-       SET producer_epoch = CASE WHEN mq._cluster_producer_ids()
-                                 THEN t.producer_epoch OPERATOR(pg_catalog.+) 1
-                                 ELSE (SELECT i.producer_epoch FROM mq.init_producer(p_id) i) END,
+       SET producer_id = v.producer_id, producer_epoch = v.producer_epoch,
            state = 'empty', started_at = NULL, last_result = 'abort', updated_at = pg_catalog.now()
      WHERE t.transactional_id OPERATOR(pg_catalog.=) p_id;
 END $$;

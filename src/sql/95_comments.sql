@@ -116,6 +116,8 @@ COMMENT ON FUNCTION mq.record_size(bytea, bytea, jsonb) IS
     'the size max.message.bytes limits: the Kafka record batch holding this record alone (61 bytes of header, key, value and headers with their lengths); see docs/sql.md#record-size';
 COMMENT ON FUNCTION mq._check_records(text, bytea[], bytea[], jsonb[], integer, bigint, integer, integer, timestamptz[], timestamptz, integer) IS
     'internal: the checks mq.send_batch makes before it writes (rights, topic, partition, sizes, keys of compacted topics, timestamps), without writing';
+COMMENT ON FUNCTION mq._rotate_producer(bigint) IS
+    'internal: a transactional id past epoch 32766 gets a new producer id at epoch 0; the old id stays fenced at 32767';
 COMMENT ON FUNCTION mq.init_producer(text) IS
     'registers an idempotent producer, or for a transactional id bumps its epoch and fences the older instance; returns producer id and epoch';
 COMMENT ON FUNCTION mq._lock_producer(bigint) IS

@@ -150,6 +150,8 @@ COMMENT ON TABLE mq_coord.producer_id_block IS
     'every block of producer ids handed out: to which broker, first and last id, when';
 COMMENT ON FUNCTION mq_coord.allocate_producer_ids(integer, integer) IS
     'broker API: a new block of cluster-wide producer ids for a live broker, committed durably (KIP-730)';
+COMMENT ON FUNCTION mq_coord._next_transactional_id() IS
+    'internal: the next producer id for a transactional id, from the coordinator''s counter';
 COMMENT ON FUNCTION mq_coord.init_producer(text) IS
     'cluster-wide transactional id: the same producer id with the next epoch on every call (Kafka''s InitProducerId), committed durably';
 COMMENT ON FUNCTION mq_coord.grant_producer(regrole) IS

@@ -3,7 +3,7 @@
 \set ON_ERROR_STOP on
 SET client_min_messages = warning;
 BEGIN;
-SELECT plan(39);
+SELECT plan(42);
 
 SELECT mq.create_topic('idem', 2);
 CREATE TEMP TABLE p AS SELECT * FROM mq.init_producer();
@@ -157,6 +157,21 @@ SELECT is((SELECT producer_epoch FROM mq.producer WHERE producer_id = (SELECT pr
 SELECT throws_ok(
     $$SELECT mq.commit_offset('g', 'idem', 0, 1, NULL, 999998, 0)$$,
     'MQ013', NULL, 'a fenced offset commit of an unknown id is refused');
+
+-- Kafka's epoch is an int16: a transactional id past 32766 gets a new
+-- producer id at epoch 0 (the coordinator's: transactional_ids.sql), and
+-- the old id stays fenced
+CREATE TEMP TABLE l0 AS SELECT * FROM mq.init_producer('local-1');
+UPDATE mq.producer SET producer_epoch = 32765 WHERE transactional_id = 'local-1';
+CREATE TEMP TABLE l1 AS SELECT * FROM mq.init_producer('local-1');
+CREATE TEMP TABLE l2 AS SELECT * FROM mq.init_producer('local-1');
+SELECT is((SELECT (producer_id, producer_epoch)::text FROM l1), (SELECT (producer_id, 32766)::text FROM l0),
+          'a node bumps an epoch up to 32766');
+SELECT ok((SELECT producer_epoch = 0 AND producer_id <> (SELECT producer_id FROM l0) FROM l2),
+          'then gives the transactional id a new producer id at epoch 0');
+SELECT throws_ok($$SELECT mq.send('idem', NULL::bytea, 'zombie'::bytea, partition => 0,
+                      producer_id => (SELECT producer_id FROM l1), producer_epoch => 32766, base_sequence => 0)$$,
+                 'MQ012', NULL, 'the old id''s last instance is fenced');
 
 SELECT * FROM finish();
 ROLLBACK;

@@ -3,7 +3,7 @@
 -- epoch per call; a brokered node takes such an (id, epoch) with its first
 -- batch or fenced offset commit and fences older epochs from then on.
 BEGIN;
-SELECT plan(11);
+SELECT plan(14);
 
 CREATE TEMP TABLE a0 AS SELECT * FROM mq_coord.init_producer('pipeline-1');
 CREATE TEMP TABLE a1 AS SELECT * FROM mq_coord.init_producer('pipeline-1');
@@ -38,6 +38,16 @@ SELECT throws_ok($$SELECT mq.commit_offset('g', 'tx-in', 0, 1, NULL, (SELECT pro
 SELECT lives_ok($$SELECT mq.send('tx-out', NULL::bytea, 'late'::bytea, partition => 0,
                       producer_id => (SELECT producer_id FROM b0), producer_epoch => 0, base_sequence => 5)$$,
                 'an unknown id whose batch does not start at 0 is taken, as on Kafka (its state may have expired)');
+
+-- Kafka's epoch is an int16: from 32766 on a transactional id gets a new
+-- producer id at epoch 0 on the coordinator (and on a node: idempotence.sql)
+UPDATE mq_coord.transactional_producer SET producer_epoch = 32765 WHERE transactional_id = 'pipeline-2';
+CREATE TEMP TABLE c1 AS SELECT * FROM mq_coord.init_producer('pipeline-2');
+CREATE TEMP TABLE c2 AS SELECT * FROM mq_coord.init_producer('pipeline-2');
+SELECT is((SELECT (producer_id, producer_epoch)::text FROM c1), (SELECT (producer_id, 32766)::text FROM b0),
+          'the coordinator bumps an epoch up to 32766');
+SELECT is((SELECT producer_epoch FROM c2), 0, 'then starts a new producer id at epoch 0');
+SELECT isnt((SELECT producer_id FROM c2), (SELECT producer_id FROM b0), 'a new producer id');
 
 SELECT * FROM finish();
 ROLLBACK;
