@@ -373,6 +373,7 @@ typedef struct MqPositionKey
 /* group_id.c: the longest group id (what MqPositionKey holds), its check */
 #define MQ_GROUP_ID_MAX (NAMEDATALEN * 4 - 1)
 extern void mq_check_group(text *group);
+extern bool mq_check_group_read(text *group);
 
 /* consumer_offsets.c: the __consumer_offsets topic of offset commits */
 #define MQ_CONSUMER_OFFSETS "__consumer_offsets"

@@ -392,7 +392,8 @@ mq_committed_offset(PG_FUNCTION_ARGS)
 	int64		pos;
 
 	mq_check_not_null(fcinfo->args, 3, names);
-	mq_check_group(PG_GETARG_TEXT_PP(0));
+	if (!mq_check_group_read(PG_GETARG_TEXT_PP(0)))
+		PG_RETURN_NULL();		/* too long to have been stored */
 	mq_group_authorize(PG_GETARG_TEXT_PP(0), MQ_ACL_DESCRIBE);
 	topic = mq_topic_authorized(PG_GETARG_TEXT_PP(1), MQ_ACL_DESCRIBE);
 	(void) mq_topic_partition(topic, PG_GETARG_INT32(2));

@@ -363,8 +363,9 @@ BEGIN
     RETURN v_n;
 END $$;
 
--- A group id's rules (group_id.c): named, at most 255 bytes.
-CREATE FUNCTION mq._check_group(group_id text) RETURNS void
+-- A group id's rules (group_id.c): named, at most 255 bytes; for a read
+-- (reading), false for a longer one, which has nothing stored.
+CREATE FUNCTION mq._check_group(group_id text, reading boolean DEFAULT false) RETURNS boolean
     AS 'MODULE_PATHNAME', 'mq_check_group_sql' LANGUAGE C IMMUTABLE;
 
 -- Raise the right error for a member id that is not in the group.

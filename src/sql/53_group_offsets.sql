@@ -10,8 +10,11 @@ CREATE FUNCTION mq_internal.committed_offsets(group_id text, p_caller oid,
 RETURNS SETOF record
 LANGUAGE plpgsql STABLE SET search_path = pg_catalog, pg_temp AS $$
 BEGIN
-    -- refused as mq.committed_offset refuses them, not an empty list
-    PERFORM mq._check_group(committed_offsets.group_id);
+    -- refused as mq.committed_offset refuses them, not an empty list; an
+    -- id too long to be stored has none
+    IF NOT mq._check_group(committed_offsets.group_id, reading => true) THEN
+        RETURN;
+    END IF;
     PERFORM mq._authorize(p_caller, 'group', committed_offsets.group_id, 'describe');
     RETURN QUERY
     SELECT t.topic_name, c.partition, c.next_offset, c.metadata

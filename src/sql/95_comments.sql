@@ -225,8 +225,8 @@ COMMENT ON FUNCTION mq._member_partitions(text, integer, text) IS
     'internal: the partitions of a topic a group member owns (for mq.poll with member_id)';
 COMMENT ON FUNCTION mq._check_member_commit(text, integer, integer, text, integer) IS
     'internal: refuses a member''s offset commit from a stale generation (MQ030) or for a partition it does not own (MQ034)';
-COMMENT ON FUNCTION mq._check_group(text) IS
-    'internal: a group id''s rules (named, at most 255 bytes), MQ010 otherwise';
+COMMENT ON FUNCTION mq._check_group(text, boolean) IS
+    'internal: a group id''s rules (named, at most 255 bytes), MQ010 otherwise; for a read, false for a longer id';
 COMMENT ON FUNCTION mq._check_offset_metadata(text) IS
     'internal: refuses an offset commit''s metadata over 4096 bytes (MQ038), Kafka''s offset.metadata.max.bytes';
 COMMENT ON VIEW mq.groups IS

@@ -3,7 +3,7 @@
 -- only with describe on the group (42501 otherwise), and only in the
 -- topics the caller may describe.
 BEGIN;
-SELECT plan(14);
+SELECT plan(17);
 
 SELECT mq.create_topic('go_a', 2);
 SELECT mq.create_topic('go_b', 1);
@@ -38,6 +38,13 @@ SELECT throws_ok($$SELECT * FROM mq.committed_offsets(NULL)$$, 'MQ010', 'group_i
                  'a null group id is MQ010, as mq.committed_offset says, not an empty list');
 SELECT throws_ok($$SELECT * FROM mq.committed_offsets('')$$, 'MQ010', 'group_id must not be empty',
                  'an empty group id likewise');
+-- a group id too long to be stored (over 255 bytes) has no offsets: a Kafka
+-- consumer's OffsetFetch reads none and starts by auto.offset.reset
+SELECT is_empty($$SELECT * FROM mq.committed_offsets(repeat('g', 300))$$,
+                'a group id over 255 bytes has no committed offsets, not an error');
+SELECT is(mq.committed_offset(repeat('g', 300), 'go_a', 0), NULL, 'nor a committed offset');
+SELECT throws_ok($$SELECT mq.commit_offset(repeat('g', 300), 'go_a', 0, 1)$$, 'MQ010',
+                 'group_id is longer than 255 bytes', 'but a commit for it is refused');
 
 -- mq.reset_offsets: its own parameters named; refused while live members
 -- read the topic (Kafka resets only an inactive group), as delete_offsets
