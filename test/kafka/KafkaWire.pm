@@ -11,7 +11,7 @@ use Exporter 'import';
 use IO::Select;
 use IO::Socket::INET;
 our @EXPORT = qw(crc32c varint str vbytes);
-our @EXPORT_OK = qw(kafka_connect kafka_request kafka_fetch_flex batch_values uvarint cstr ok tap_done);
+our @EXPORT_OK = qw(kafka_connect kafka_request kafka_fetch_flex batch_values uvarint cstr read_varint read_cstr ok tap_done);
 
 # CRC-32C (Castagnoli)
 my @crc_table = map {
@@ -82,6 +82,16 @@ sub read_varint {
 		$shift += 7;
 	}
 	return !$zigzag ? $v : ($v & 1) ? -(($v >> 1) + 1) : $v >> 1;
+}
+
+# the compact string of $$buf at offset $$pos (undef for null), which moves past it
+sub read_cstr {
+	my ($buf, $pos) = @_;
+	my $n = read_varint($buf, $pos) - 1;
+	return undef if $n < 0;
+	my $s = substr($$buf, $$pos, $n);
+	$$pos += $n;
+	return $s;
 }
 
 # Fetch v12+ (flexible) on SOCK.  TOPICS: [[name, or 16-byte id from

@@ -8,38 +8,27 @@ use strict;
 use warnings;
 use FindBin;
 use lib $FindBin::Bin;
-use KafkaWire qw(kafka_connect kafka_request uvarint cstr);
+use KafkaWire qw(kafka_connect kafka_request uvarint cstr read_varint);
 
 my ($port, $group, $topic, $partition) = @ARGV;
 die "usage: stable_offsets.pl PORT GROUP TOPIC PARTITION\n" unless defined $partition;
 my $sock = kafka_connect($port);
 
-# the unsigned varint at $$pos of $$buf
-sub uv {
-	my ($buf, $pos) = @_;
-	my ($v, $shift) = (0, 0);
-	while (1) {
-		my $b = ord substr($$buf, $$pos++, 1);
-		$v |= ($b & 0x7f) << $shift;
-		return $v unless $b & 0x80;
-		$shift += 7;
-	}
-}
 
 # (offset, error) of the one partition in a v6-v8 response
 sub one_partition {
 	my ($r, $ver) = @_;
 	my $pos = 4 + 1 + 4;    # correlation id, header tags, throttle time
 	if ($ver >= 8) {
-		uv(\$r, \$pos);    # groups: 1
-		$pos += uv(\$r, \$pos) - 1;    # group id
+		read_varint(\$r, \$pos);    # groups: 1
+		$pos += read_varint(\$r, \$pos) - 1;    # group id
 	}
-	uv(\$r, \$pos);    # topics: 1
-	$pos += uv(\$r, \$pos) - 1;    # topic name
-	uv(\$r, \$pos);    # partitions: 1
+	read_varint(\$r, \$pos);    # topics: 1
+	$pos += read_varint(\$r, \$pos) - 1;    # topic name
+	read_varint(\$r, \$pos);    # partitions: 1
 	my ($p, $off) = unpack("x$pos l> q>", $r);
 	$pos += 4 + 8 + 4;
-	my $mlen = uv(\$r, \$pos);
+	my $mlen = read_varint(\$r, \$pos);
 	$pos += $mlen - 1 if $mlen > 0;
 	return ($off, unpack("x$pos s>", $r));
 }

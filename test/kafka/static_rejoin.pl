@@ -13,23 +13,12 @@ use strict;
 use warnings;
 use FindBin;
 use lib $FindBin::Bin;
-use KafkaWire qw(kafka_connect kafka_request str uvarint cstr);
+use KafkaWire qw(kafka_connect kafka_request str uvarint cstr read_varint read_cstr);
 
 my ($port, $group) = @ARGV;
 die "usage: static_rejoin.pl PORT GROUP\n" unless defined $group;
 my $sock = kafka_connect($port);
 
-sub uv {
-	my ($buf, $pos) = @_;
-	my ($v, $shift) = (0, 0);
-	while (1) {
-		my $b = ord substr($$buf, $$pos++, 1);
-		$v |= ($b & 0x7f) << $shift;
-		return $v unless $b & 0x80;
-		$shift += 7;
-	}
-}
-sub cs { my ($buf, $pos) = @_; my $n = uv($buf, $pos) - 1; return undef if $n < 0; my $s = substr($$buf, $$pos, $n); $$pos += $n; $s }
 
 # JoinGroup v5 or v9 of instance "lead" without a member id, with PROTOS
 # [[name, metadata]...]: { error, generation, protocol, leader, skip, member, members => [[id, metadata]...] }
@@ -55,18 +44,18 @@ sub join_group {
 	my $pos = 4 + 1 + 4;
 	($r{error}, $r{generation}) = unpack("x$pos s> l>", $resp);
 	$pos += 6;
-	cs(\$resp, \$pos);    # protocol type
-	$r{protocol} = cs(\$resp, \$pos);
-	$r{leader} = cs(\$resp, \$pos);
+	read_cstr(\$resp, \$pos);    # protocol type
+	$r{protocol} = read_cstr(\$resp, \$pos);
+	$r{leader} = read_cstr(\$resp, \$pos);
 	$r{skip} = unpack("x$pos c", $resp);
 	$pos++;
-	$r{member} = cs(\$resp, \$pos);
-	my $n = uv(\$resp, \$pos) - 1;
+	$r{member} = read_cstr(\$resp, \$pos);
+	my $n = read_varint(\$resp, \$pos) - 1;
 	for (1 .. $n) {
-		my $id = cs(\$resp, \$pos);
-		cs(\$resp, \$pos);    # instance id
-		push @{ $r{members} }, [$id, cs(\$resp, \$pos)];
-		uv(\$resp, \$pos);    # tags
+		my $id = read_cstr(\$resp, \$pos);
+		read_cstr(\$resp, \$pos);    # instance id
+		push @{ $r{members} }, [$id, read_cstr(\$resp, \$pos)];
+		read_varint(\$resp, \$pos);    # tags
 	}
 	return \%r;
 }
