@@ -361,7 +361,13 @@ mq_prepare(PGconn *conn, const char *sql, const MqParams *types, MqError *err)
 	return res != NULL;
 }
 
-/* tries at most: each may land on another session of a pooler */
+/*
+ * Tries at most: each may land on another session of a pooler.  After
+ * them the statement runs unnamed, which needs no session's state: a
+ * pooler that keeps handing the prepare and the execution to different
+ * sessions (several clients on a few server sessions) costs a plan, never
+ * the statement.
+ */
 #define PREPARE_TRIES 8
 
 PGresult *
@@ -381,9 +387,11 @@ mq_exec_prepared(PGconn *conn, const char *sql, const MqParams *params,
 													  result_format),
 									   err);
 
-		if (res != NULL || try == PREPARE_TRIES || !mq_error_is(err, "26000"))
+		if (res != NULL || !mq_error_is(err, "26000"))
 			return res;
-		mq_error_free(err);
+		mq_error_free(err);		/* missing here: nothing ran */
+		if (try == PREPARE_TRIES)
+			return mq_exec(conn, sql, params, result_format, err);
 		if (!mq_prepare(conn, sql, params, err))
 			return NULL;
 	}
