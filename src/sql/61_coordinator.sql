@@ -161,7 +161,7 @@ BEGIN
 END $$;
 
 -- Create a replicated topic: replication.factor replicas of each partition
--- on the registered brokers (mq_coord._place_partitions, 66_placement.sql).
+-- on the live brokers (mq_coord._place_partitions, 66_placement.sql).
 -- The brokers create the partitions on their nodes when they see them.
 CREATE FUNCTION mq_coord.create_topic(topic text, partitions integer DEFAULT 1,
                                       config jsonb DEFAULT '{}') RETURNS integer

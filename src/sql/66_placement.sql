@@ -39,35 +39,55 @@ ALTER TABLE mq_coord.partition
 
 -- Registered brokers in placement order: the first of each rack, then the
 -- second of each, ... (Kafka's rack-alternated list), so that consecutive
--- brokers sit in different racks; without racks, by id.
-CREATE FUNCTION mq_coord._placement_order() RETURNS integer[]
+-- brokers sit in different racks; without racks, by id.  With live_only,
+-- of the live brokers only (some session of this database holds the
+-- broker's liveness lock), alternated among themselves: where Kafka's
+-- controller places new partitions, on unfenced brokers.
+CREATE FUNCTION mq_coord._placement_order(live_only boolean DEFAULT false) RETURNS integer[]
 LANGUAGE sql STABLE SET search_path = pg_catalog, pg_temp AS $$
     SELECT coalesce(array_agg(b.broker_id ORDER BY b.n, b.rack, b.broker_id), '{}')
       FROM (SELECT broker_id, coalesce(rack, '') AS rack,
                    row_number() OVER (PARTITION BY coalesce(rack, '') ORDER BY broker_id) AS n
-              FROM mq_coord.broker) b;
+              FROM mq_coord.broker r
+             WHERE NOT live_only
+                OR EXISTS (SELECT 1 FROM pg_locks l
+                            WHERE l.locktype = 'advisory' AND l.granted AND l.objsubid = 2
+                              AND l.database = (SELECT d.oid FROM pg_database d
+                                                 WHERE d.datname = current_database())
+                              AND l.classid = mq_coord.broker_lock_class()::oid
+                              AND l.objid = r.broker_id::oid)) b;
 $$;
 
 -- Place partitions p_from .. p_to - 1 of a topic: p_rf consecutive brokers
--- of the placement order, starting one further for each partition, so
--- that preferred leaders (the first replica) spread.  A topic's partition
--- 0 starts at the broker after the previous topic's (the number of other
--- topics, modulo the brokers), as Kafka starts each topic at a random
--- broker: otherwise every topic's partition 0 would be led by the first
--- broker, and a cluster of one-partition topics by one node.  Added
--- partitions continue from where partition 0 is.
+-- of the live brokers' placement order, starting one further for each
+-- partition, so that preferred leaders (the first replica) spread.  The
+-- one owner of where new replicas go: mq_coord.create_topic and
+-- add_partitions (SQL, mqctl, mq-kafka's CreateTopics, CreatePartitions
+-- and Metadata's auto-creation) all place through it.  Brokers that are
+-- registered but not live get no new replica, as Kafka places on
+-- unfenced brokers only: a replica there could not catch up until its
+-- broker returns.  A replication factor above the live brokers is MQ046
+-- (Kafka's INVALID_REPLICATION_FACTOR), nothing placed.  A topic's
+-- partition 0 starts at the broker after the previous topic's (the number
+-- of other topics, modulo the live brokers), as Kafka starts each topic at
+-- a random broker: otherwise every topic's partition 0 would be led by the
+-- first broker, and a cluster of one-partition topics by one node.  Added
+-- partitions continue from where partition 0 is (or, when partition 0's
+-- first replica is not live, from where a new topic would start).
 CREATE FUNCTION mq_coord._place_partitions(p_topic text, p_from integer, p_to integer, p_rf integer)
     RETURNS void
 LANGUAGE plpgsql SET search_path = pg_catalog, pg_temp AS $$
 DECLARE
-    v_brokers integer[] := mq_coord._placement_order();
+    v_brokers integer[] := mq_coord._placement_order(true);
     v_n integer := cardinality(v_brokers);
     v_start integer;
     v_replicas integer[];
 BEGIN
     IF v_n < p_rf THEN
-        RAISE EXCEPTION 'replication.factor % is larger than the % registered brokers', p_rf, v_n
-            USING ERRCODE = 'MQ046', HINT = 'Start more brokers, or lower replication.factor.';
+        RAISE EXCEPTION 'replication.factor % is larger than the % live brokers (% registered)', p_rf, v_n,
+            (SELECT count(*) FROM mq_coord.broker)
+            USING ERRCODE = 'MQ046',
+                  HINT = 'Start the brokers that are down or more brokers, or lower replication.factor.';
     END IF;
     SELECT array_position(v_brokers, q.replicas[1]) - 1 INTO v_start
       FROM mq_coord.partition q WHERE q.topic = p_topic AND q.partition = 0;

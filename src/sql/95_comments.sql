@@ -361,10 +361,10 @@ COMMENT ON FUNCTION mq_coord.grant_client(regrole) IS
     'grant a role what mqctl needs on the coordinator: routing and cluster consumer groups';
 
 -- Placement and reassignment (66_placement.sql)
-COMMENT ON FUNCTION mq_coord._placement_order() IS
-    'internal: registered brokers in placement order, alternating between racks';
+COMMENT ON FUNCTION mq_coord._placement_order(boolean) IS
+    'internal: registered (or only the live) brokers in placement order, alternating between racks';
 COMMENT ON FUNCTION mq_coord._place_partitions(text, integer, integer, integer) IS
-    'internal: places partitions of a replicated topic on the brokers, round robin with a shifting start';
+    'internal: places new partitions of a replicated topic on the live brokers, round robin with a shifting start; MQ046 when too few';
 COMMENT ON FUNCTION mq_coord._check_broker(integer) IS
     'internal: raises MQ042 unless the broker is registered';
 COMMENT ON FUNCTION mq_coord.set_broker_rack(integer, text) IS

@@ -137,7 +137,7 @@ COMMENT ON FUNCTION mq_coord.broker_alive(integer, integer) IS
 COMMENT ON FUNCTION mq_coord.fence_broker(integer, integer, integer) IS
     'broker API: ends the coordinator session of a broker whose heartbeat is too old, so that its locks go; returns true when it did';
 COMMENT ON FUNCTION mq_coord.create_topic(text, integer, jsonb) IS
-    'creates a replicated topic, placing replication.factor replicas of each partition on the registered brokers';
+    'creates a replicated topic, placing replication.factor replicas of each partition on the live brokers';
 COMMENT ON FUNCTION mq_coord.elect(text, integer, integer, integer) IS
     'broker API: elects the candidate leader of a partition if eligible; returns the new leader epoch or null';
 COMMENT ON FUNCTION mq_coord.alter_isr(text, integer, integer, integer, integer[]) IS

@@ -125,6 +125,8 @@ DROP FUNCTION mq_coord.txn_state(text);
 -- and CreateTimes (64_twophase_redo.sql)
 DROP FUNCTION mq_coord._txn_check_outputs(text,jsonb,jsonb,bytea[],bytea[]);
 DROP FUNCTION mq_coord._txn_store_outputs(text,jsonb,bytea[],bytea[]);
+-- placement orders the live brokers only, on request (66_placement.sql)
+DROP FUNCTION mq_coord._placement_order();
 -- mq.send_batch takes the size of the Kafka batch its records came in
 -- (batch_bytes, what max.message.bytes then limits: 30_produce.sql)
 DROP FUNCTION mq.send_batch(text,bytea[],bytea[],jsonb[],integer,bigint,integer,integer,timestamptz[],timestamptz);

@@ -9,6 +9,8 @@ source "$(dirname "${BASH_SOURCE[0]}")/lib.bash"
 psql -X -q -v ON_ERROR_STOP=1 <<'SQL'
 INSERT INTO mq_coord.broker (broker_id, node_conninfo, node_name)
 VALUES (1, 'host=a', 'a'), (2, 'host=b', 'b'), (3, 'host=c', 'c');
+-- live while the topic is placed: this session holds their liveness locks
+SELECT pg_advisory_lock(mq_coord.broker_lock_class(), b) FROM generate_series(1, 3) b;
 SELECT mq_coord.create_topic('moving', 2, '{"replication.factor": 2}');
 SQL
 plan="$(tmpdir)/plan.json"

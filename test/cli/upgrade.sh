@@ -45,6 +45,8 @@ REMOVED_SINCE_OLD=(
 	# internal: mq.delete_group deletes through mq._delete_offsets_of, which
 	# mq.delete_offsets shares (52_group_delete.sql)
 	'mq._delete_group_versions(text):-into _delete_offsets_of'
+	# internal: new topics are placed on the live brokers only (66_placement.sql)
+	'mq_coord._placement_order():+live_only'
 )
 dir="$(dirname "${BASH_SOURCE[0]}")/upgrade"
 old_db="${PGDATABASE}_old"

@@ -1,21 +1,42 @@
 -- Placement and reassignment on the coordinator and a node's side of it
 -- (docs/replication.md, "Placement and reassignment";
--- src/sql/66_placement.sql): rack-alternated placement, adding
+-- src/sql/66_placement.sql): rack-alternated placement on live brokers
+-- only, adding
 -- partitions, the checks of mq_coord.reassign, completing a move only when
 -- its time has come, the moves a broker reads (its throttle's shares),
 -- removing brokers; on the node, a topic placed with only some partitions
 -- hosted, the others refusing with MQ020.  Runs in a fresh database where
 -- pgtap and mq are installed; it plays both the coordinator (brokers
--- registered by hand, no mq-broker) and a data node.
+-- registered by hand, this session holding their liveness locks, no
+-- mq-broker) and a data node.
 \set ON_ERROR_STOP on
 SET client_min_messages = warning;
 BEGIN;
-SELECT plan(45);
+SELECT plan(51);
 
 -- four brokers, two racks: placement order is 1, 3, 2, 4 (first of each rack, ...)
 INSERT INTO mq_coord.broker (broker_id, node_conninfo, node_name, rack)
 VALUES (1, 'host=a', 'a', 'r1'), (2, 'host=b', 'b', 'r1'), (3, 'host=c', 'c', 'r2'), (4, 'host=d', 'd', 'r2');
 SELECT is(mq_coord._placement_order(), ARRAY[1, 3, 2, 4], 'brokers alternate between racks');
+-- placement uses live brokers only: none holds its liveness lock yet
+SELECT is(mq_coord._placement_order(true), '{}'::int[], 'no broker is live');
+SELECT throws_ok($$ SELECT mq_coord.create_topic('none', 1) $$, 'MQ046',
+                 'replication.factor 1 is larger than the 0 live brokers (4 registered)',
+                 'a topic needs a live broker');
+-- this session holds brokers 1, 2 and 4's liveness locks (3 is down):
+-- the live ones alternate among themselves
+SELECT pg_advisory_lock(mq_coord.broker_lock_class(), b) FROM unnest('{1,2,4}'::int[]) b;
+SELECT is(mq_coord._placement_order(true), ARRAY[1, 4, 2], 'the live brokers alternate between racks');
+SELECT mq_coord.create_topic('three', 3, '{"replication.factor": 3}');
+SELECT is((SELECT count(*)::int FROM mq_coord.partition WHERE topic = 'three' AND 3 = ANY (replicas)), 0,
+          'a broker that is down gets no replica');
+SELECT throws_ok($$ SELECT mq_coord.create_topic('four', 1, '{"replication.factor": 4}') $$, 'MQ046',
+                 'replication.factor 4 is larger than the 3 live brokers (4 registered)',
+                 'replication.factor above the live brokers is refused');
+SELECT is((SELECT count(*)::int FROM mq_coord.topic WHERE topic IN ('none', 'four')), 0, 'nothing made');
+SELECT pg_advisory_lock(mq_coord.broker_lock_class(), 3);
+DELETE FROM mq_coord.partition WHERE topic = 'three';
+DELETE FROM mq_coord.topic WHERE topic = 'three';
 SELECT mq_coord.create_topic('p', 4, '{"replication.factor": 2, "min.insync.replicas": 2}');
 SELECT results_eq($$ SELECT replicas FROM mq_coord.partition WHERE topic = 'p' ORDER BY partition $$,
                   $$ VALUES ('{1,3}'::int[]), ('{3,2}'), ('{2,4}'), ('{4,1}') $$,
@@ -122,4 +143,5 @@ SELECT mq_coord.create_topic('co_ll', 1);
 SELECT throws_ok($$ SELECT mq_coord.create_topic('co.ll', 1) $$, 'MQ003',
                  'topic "co.ll" collides with existing topic "co_ll"', 'a name differing only in "." against "_"');
 
+SELECT pg_advisory_unlock(mq_coord.broker_lock_class(), b) FROM generate_series(1, 4) b;
 ROLLBACK;
