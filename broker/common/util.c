@@ -140,6 +140,15 @@ mq_now_us(void)
 	return (int64_t) ts.tv_sec * 1000000 + ts.tv_nsec / 1000;
 }
 
+int64_t
+mq_wall_us(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_REALTIME, &ts);
+	return (int64_t) ts.tv_sec * 1000000 + ts.tv_nsec / 1000;
+}
+
 void
 mq_sleep_ms(int64_t ms)
 {

@@ -50,6 +50,9 @@ extern char *mq_strdup(const char *s);
 /* Microseconds on a monotonic clock (for durations, never for dates). */
 extern int64_t mq_now_us(void);
 
+/* Microseconds since the Unix epoch (the time of day: for dates). */
+extern int64_t mq_wall_us(void);
+
 /* Sleep for ms milliseconds; returns early when a signal arrives. */
 extern void mq_sleep_ms(int64_t ms);
 

@@ -17,7 +17,8 @@
  *
  * Groups outlive a restart (group_store.c): each stable group is saved,
  * read back at start (group_adopt), and until then group requests are
- * answered COORDINATOR_LOAD_IN_PROGRESS.
+ * answered COORDINATOR_LOAD_IN_PROGRESS.  A timer touches the saved
+ * groups that still have members, so that SQL sees them live.
  *
  *-------------------------------------------------------------------------
  */
@@ -32,7 +33,11 @@
 #include "kerr.h"
 #include "util.h"
 
+#define TOUCH_CHECK_MS 1000
+
 static KGroup *groups;
+static struct event *touch_timer;
+static int64_t touched_us;
 
 static void member_drop(KGroup *g, KMember *m, int16_t error);
 
@@ -497,8 +502,43 @@ group_adopt(KGroup *g)
 	groups = g;
 }
 
+/*
+ * Every second: once a third of the shortest session timeout among the
+ * members here has passed since the last touch, touch every group with
+ * members (group_store.c), which keeps them live for SQL.
+ */
+static void
+on_touch_timer(evutil_socket_t fd, short what, void *arg)
+{
+	int32_t		shortest = INT32_MAX;
+	int			n = 0;
+	const char **ids;
+	int64_t		now = mq_now_us();
+
+	for (KGroup *g = groups; g; g = g->next)
+	{
+		n += g->nmembers > 0;
+		for (KMember *m = g->members; m; m = m->next)
+			shortest = m->session_ms < shortest ? m->session_ms : shortest;
+	}
+	if (n == 0 || now - touched_us < (int64_t) shortest * 1000 / 3)
+		return;
+	ids = mq_malloc(sizeof(char *) * n);
+	n = 0;
+	for (KGroup *g = groups; g; g = g->next)
+		if (g->nmembers > 0)
+			ids[n++] = g->id;
+	touched_us = now;
+	group_store_touch(ids, n);
+	free(ids);
+}
+
 void
 group_start(void)
 {
+	struct timeval tv = {TOUCH_CHECK_MS / 1000, (TOUCH_CHECK_MS % 1000) * 1000};
+
 	group_store_load(group_adopt);
+	touch_timer = event_new(kbase, -1, EV_PERSIST, on_touch_timer, NULL);
+	evtimer_add(touch_timer, &tv);
 }

@@ -167,6 +167,10 @@ extern char *group_choose_protocol(KGroup *g);
 extern bool group_store_loading(void);
 /* save a stable group, or forget one that emptied, as role */
 extern void group_store_save(const KGroup *g, const char *role);
+/* fn(req) once the saves issued so far have landed (at once if none) */
+extern void group_store_after_saves(KRequest *req, KDoneFn fn);
+/* these groups (ids) still have their members here */
+extern void group_store_touch(const char *const *ids, int n);
 extern void group_store_load(void (*adopt) (KGroup *g));
 
 /* group_reply.c: a member's metadata for a protocol, and the answers */

@@ -23,8 +23,15 @@
  * the latest whatever order they commit in.  A failed save is logged and
  * costs only a rebalance after a restart.  Each save also carries the
  * group in Kafka's GroupMetadataValue format, which the database appends
- * to __consumer_offsets for Kafka tools (docs/kafka.md).  Loop thread
- * only: no locking.
+ * to __consumer_offsets for Kafka tools (docs/kafka.md) and keeps with the
+ * state, where SQL reads the members (mq.group_members): group.c touches
+ * the groups it holds with members (mq.kafka_group_touch) within a third
+ * of their shortest session timeout, so that SQL counts them live as long
+ * as this daemon holds them, and a session timeout longer if it dies.  A
+ * LeaveGroup is answered once the saves issued before it have landed
+ * (group_store_after_saves): a DeleteGroups or an SQL reset that follows
+ * the last member's leave finds the group empty in the database too.
+ * Loop thread only: no locking.
  *
  *-------------------------------------------------------------------------
  */
@@ -41,6 +48,7 @@
 
 #define FORMAT_VERSION 1
 #define SAVE_SQL "SELECT mq.kafka_group_save($1, $2, $3, $4)"
+#define TOUCH_SQL "SELECT mq.kafka_group_touch($1)"
 #define METADATA_SQL "SELECT mq.kafka_group_metadata($1, $2)"
 /* Kafka's GroupMetadataValue version, for __consumer_offsets */
 #define KAFKA_GROUP_VALUE_VERSION 3
@@ -52,7 +60,18 @@ typedef struct Save
 {
 	KRequest	req;			/* the pool's handle: no client behind it */
 	KJob		job;
+	int64_t		seq;			/* in the order saves were issued */
+	struct Save *next;			/* in flight */
 } Save;
+
+/* a request answered once the saves issued before it have landed */
+typedef struct Waiter
+{
+	KRequest   *req;
+	KDoneFn		fn;
+	int64_t		seq;			/* the last save issued before it */
+	struct Waiter *next;
+} Waiter;
 
 static bool loaded;
 static bool disabled;			/* the database lacks the functions */
@@ -61,6 +80,9 @@ static void (*adopt_fn) (KGroup *g);
 static KRequest load_req;
 static KJob load_job;
 static struct event *load_timer;
+static Save *in_flight;
+static int64_t last_seq;
+static Waiter *waiters;
 
 bool
 group_store_loading(void)
@@ -125,7 +147,7 @@ encode_kafka(KWriter *w, const KGroup *g, bool stable)
 	kw_i32(w, g->generation);
 	kw_str(w, stable ? g->protocol : NULL);
 	kw_str(w, stable ? g->leader : NULL);
-	kw_i64(w, mq_now_us() / 1000);	/* current state timestamp */
+	kw_i64(w, mq_wall_us() / 1000);	/* current state timestamp */
 	kw_i32(w, stable ? g->nmembers : 0);
 	for (const KMember *m = stable ? g->members : NULL; m; m = m->next)
 	{
@@ -140,6 +162,57 @@ encode_kafka(KWriter *w, const KGroup *g, bool stable)
 	}
 }
 
+/* answer the waiters whose saves have all landed */
+static void
+release_waiters(void)
+{
+	int64_t		oldest = INT64_MAX;
+	Waiter	   *ready = NULL;
+
+	for (Save *s = in_flight; s; s = s->next)
+		oldest = s->seq < oldest ? s->seq : oldest;
+	for (Waiter **pp = &waiters; *pp;)
+	{
+		Waiter	   *w = *pp;
+
+		if (w->seq < oldest)
+		{
+			*pp = w->next;
+			w->next = ready;
+			ready = w;
+		}
+		else
+			pp = &w->next;
+	}
+	/* answered after the list is settled: an answer may read more requests */
+	while (ready)
+	{
+		Waiter	   *w = ready;
+
+		ready = w->next;
+		w->fn(w->req);
+		free(w);
+	}
+}
+
+void
+group_store_after_saves(KRequest *req, KDoneFn fn)
+{
+	Waiter	   *w;
+
+	if (in_flight == NULL)
+	{
+		fn(req);
+		return;
+	}
+	w = mq_malloc0(sizeof(Waiter));
+	w->req = req;
+	w->fn = fn;
+	w->seq = last_seq;
+	w->next = waiters;
+	waiters = w;
+}
+
 static void
 save_done(KRequest *req)
 {
@@ -148,9 +221,16 @@ save_done(KRequest *req)
 
 	if (kstmt_failed(&s->job.stmts[0], &code))
 		mq_log_warning("cannot keep consumer group state: %s", s->job.stmts[0].err.message);
+	for (Save **pp = &in_flight; *pp; pp = &(*pp)->next)
+		if (*pp == s)
+		{
+			*pp = s->next;
+			break;
+		}
 	kjob_free(&s->job);
 	free(s->req.role);
 	free(s);
+	release_waiters();
 }
 
 /* The statement of a save: the state and Kafka's metadata, or (in a cluster) the metadata only */
@@ -158,7 +238,7 @@ static void
 add_save(KJob *job, const KGroup *g)
 {
 	bool		keep = g->state == KG_STABLE && g->nmembers > 0;
-	int64_t		now = mq_now_us();
+	int64_t		now = mq_wall_us();
 	KStmt	   *st;
 	KWriter		w;
 
@@ -195,7 +275,40 @@ group_store_save(const KGroup *g, const char *role)
 	add_save(&s->job, g);
 	s->req.state = s;
 	s->req.role = role ? mq_strdup(role) : NULL;
+	s->seq = ++last_seq;
+	s->next = in_flight;
+	in_flight = s;
 	pool_run(&s->req, &s->job, save_done);
+}
+
+static void
+touch_done(KRequest *req)
+{
+	Save	   *s = req->state;
+	int16_t		code;
+
+	if (kstmt_failed(&s->job.stmts[0], &code))
+		mq_log_warning("cannot mark consumer groups live: %s", s->job.stmts[0].err.message);
+	kjob_free(&s->job);
+	free(s);
+}
+
+void
+group_store_touch(const char *const *ids, int n)
+{
+	Save	   *s;
+	MqArray		a;
+
+	if (!loaded || disabled || cluster_enabled() || n == 0)
+		return;
+	s = mq_malloc0(sizeof(Save));
+	mq_array_init(&a, MQ_TEXTOID);
+	for (int i = 0; i < n; i++)
+		mq_array_add(&a, ids[i], strlen(ids[i]));
+	kstmt_array(kjob_add(&s->job, TOUCH_SQL, 0), MQ_TEXTARRAYOID, &a);
+	mq_array_free(&a);
+	s->req.state = s;
+	pool_run(&s->req, &s->job, touch_done);
 }
 
 static KMember *

@@ -133,7 +133,7 @@ join_free(KJoin *j)
 }
 
 #define SQL_MEMBERS_SQL \
-	"SELECT EXISTS (SELECT 1 FROM mq.group_members m WHERE m.group_id = $1" \
+	"SELECT EXISTS (SELECT 1 FROM mq.group_members m WHERE m.group_id = $1 AND NOT m.kafka" \
 	"                  AND m.last_heartbeat > now() - m.session_timeout_ms * interval '1 ms')"
 
 typedef struct JoinState
@@ -414,7 +414,7 @@ leave_authorized(KRequest *req)
 	if (r->err)
 		req_abort(req);
 	else
-		req_finish(req);
+		group_store_after_saves(req, req_finish);	/* a group that emptied: forgotten */
 }
 
 void

@@ -12,7 +12,8 @@
  * been joined (mq.join_group) at some time: Kafka's groups are the same
  * (a group of consumers that only commit, like "mqctl consume --group",
  * has offsets and no members).  A member is active while its session has
- * not timed out, whether or not maintenance has removed it yet.  Both
+ * not timed out, whether or not maintenance has removed it yet; Kafka's
+ * members are those mq-kafka saved on this node.  Both
  * rules are mq.groups' (src/sql/56_group_views.sql), which mq-kafka's
  * ListGroups reads too.
  *
@@ -63,10 +64,9 @@ enum
 	"   FROM mq.groups g" \
 	"   LEFT JOIN lag l USING (group_id)" \
 	"  CROSS JOIN LATERAL (SELECT ARRAY(" \
-	"        SELECT t.topic_name FROM mq.topic t" \
-	"         WHERE t.topic_id IN (SELECT o.topic_id FROM mq.consumer_offset o WHERE o.group_id = g.group_id" \
-	"                              UNION SELECT unnest(gm.topics) FROM mq.group_member gm" \
-	"                                     WHERE gm.group_id = g.group_id)" \
+	"        SELECT t.topic_name FROM mq.consumer_offset o JOIN mq.topic t USING (topic_id)" \
+	"         WHERE o.group_id = g.group_id" \
+	"        UNION SELECT unnest(gm.topics) FROM mq.group_members gm WHERE gm.group_id = g.group_id" \
 	"         ORDER BY 1) AS names) tp" \
 	"  WHERE $1::text IS NULL OR g.group_id = $1" \
 	"  ORDER BY 1"

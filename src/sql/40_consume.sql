@@ -73,7 +73,7 @@ CREATE FUNCTION mq.offsets_for_times(topic text, partition integer, ts timestamp
 -- checks READ on the group and the topic.  As Kafka's reset, which needs
 -- an inactive group, live members (through mq.join_group) subscribed to
 -- the topic refuse it (MQ037, as mq.delete_offsets): mq.group_members
--- shows them to whoever may read the group.
+-- shows them, SQL's and Kafka's, to whoever may read the group.
 CREATE FUNCTION mq.reset_offsets(group_id text, topic text, to_timestamp timestamptz)
     RETURNS TABLE (partition integer, next_offset bigint)
 LANGUAGE plpgsql SET search_path = pg_catalog, pg_temp AS $$
@@ -90,7 +90,7 @@ BEGIN
         RAISE EXCEPTION 'group "%" has live members subscribed to topic "%"', reset_offsets.group_id,
             reset_offsets.topic
             USING ERRCODE = 'MQ037',
-                  HINT = 'Stop the members that read the topic (mq.leave_group), or wait for their session timeout.';
+                  HINT = 'Stop the consumers that read the topic (mq.leave_group for SQL members), or wait for their session timeout.';
     END IF;
     -- mq.partitions shows the topics the caller may DESCRIBE
     FOR partition IN SELECT ps.partition FROM mq.partitions ps

@@ -421,6 +421,10 @@ BEGIN
     END IF;
     SELECT array_agg(mq._topic_id(t) ORDER BY t) INTO v_topics
       FROM (SELECT DISTINCT unnest(join_group.topics) AS t) s;
+    IF EXISTS (SELECT 1 FROM mq.kafka_group_member k WHERE k.group_id = v_group AND k.active) THEN
+        RAISE EXCEPTION 'group "%" has live Kafka members', v_group USING ERRCODE = 'MQ032',
+            HINT = 'A group''s members are all SQL consumers or all Kafka consumers (mq-kafka refuses the other way round).';
+    END IF;
 
     INSERT INTO mq.consumer_group AS g (group_id, assignor) VALUES (v_group, join_group.assignor)
     ON CONFLICT ON CONSTRAINT consumer_group_pkey DO NOTHING;
@@ -594,4 +598,3 @@ BEGIN
             USING ERRCODE = 'MQ034', HINT = 'Commit only the partitions mq.heartbeat() lists for the member.';
     END IF;
 END $$;
-

@@ -3,10 +3,14 @@
 -- its committed offsets (mq.consumer_offset, the one store that
 -- mq.commit_offset and OffsetCommit write), what retention counted as
 -- lost for it, and its SQL group state (mq.consumer_group, with its
--- assignment, and fenced member ids).  A group with live SQL members is
--- refused (MQ036), as Kafka refuses a non-empty group; an unknown one is
--- MQ035.  mq-kafka refuses a group with Kafka members itself, before it
--- calls this (the database does not know them).
+-- assignment, fenced member ids, and mq-kafka's saved membership).  A
+-- group with live members is refused (MQ036), as Kafka refuses a
+-- non-empty group; an unknown one is MQ035.  Live members are SQL's and
+-- those mq-kafka saved on this node (mq.kafka_group_member); mq-kafka
+-- refuses a group with members in its memory itself, before it calls
+-- this, and answers a LeaveGroup only once the group's save has landed,
+-- so that a DeleteGroups after the last member left finds it empty here
+-- too.
 --
 -- Replicated partitions: committed offsets live with each partition and
 -- only its leader takes changes, so a group with offsets on a partition
@@ -16,7 +20,7 @@
 --
 -- mq.delete_offsets deletes a group's offsets of one topic only (Kafka's
 -- OffsetDelete, mq-kafka's API 47), under the same rules, except that
--- live SQL members are refused only when they subscribe to the topic
+-- live members are refused only when they subscribe to the topic
 -- (MQ037, Kafka's GROUP_SUBSCRIBED_TO_TOPIC).
 --
 -- Locking: the group's consumer_group row (FOR UPDATE), as every change
@@ -32,13 +36,15 @@ DECLARE
     v_elsewhere record;
 BEGIN
     PERFORM mq._expire_members(p_group);
-    IF EXISTS (SELECT 1 FROM mq.group_member m WHERE m.group_id = p_group) THEN
+    IF EXISTS (SELECT 1 FROM mq.group_member m WHERE m.group_id = p_group)
+       OR EXISTS (SELECT 1 FROM mq.kafka_group_member k WHERE k.group_id = p_group AND k.active) THEN
         RAISE EXCEPTION 'group "%" has live members', p_group
             USING ERRCODE = 'MQ036',
-                  HINT = 'Stop its consumers (mq.leave_group) or wait for their session timeout.';
+                  HINT = 'Stop its consumers (mq.leave_group for SQL members) or wait for their session timeout.';
     END IF;
     IF NOT EXISTS (SELECT 1 FROM mq.consumer_group g WHERE g.group_id = p_group)
-       AND NOT EXISTS (SELECT 1 FROM mq.consumer_offset o WHERE o.group_id = p_group) THEN
+       AND NOT EXISTS (SELECT 1 FROM mq.consumer_offset o WHERE o.group_id = p_group)
+       AND NOT EXISTS (SELECT 1 FROM mq.kafka_group_state s WHERE s.group_id = p_group) THEN
         RAISE EXCEPTION 'group "%" does not exist', p_group USING ERRCODE = 'MQ035';
     END IF;
     SELECT t.topic_name, o.partition INTO v_elsewhere
@@ -72,6 +78,7 @@ BEGIN
     PERFORM mq._delete_group_check(v_group);
     v_n := mq._delete_offsets_of(v_group, NULL, NULL);
     DELETE FROM mq.fenced_member f WHERE f.group_id = v_group;
+    DELETE FROM mq.kafka_group_state s WHERE s.group_id = v_group;     -- members gone
     DELETE FROM mq.consumer_group g WHERE g.group_id = v_group;
     IF FOUND THEN
         PERFORM mq._note_sql_group(v_group);    -- its group metadata's tombstone
@@ -143,10 +150,12 @@ BEGIN
        AND NOT EXISTS (SELECT 1 FROM mq.consumer_offset o WHERE o.group_id = p_group) THEN
         RAISE EXCEPTION 'group "%" does not exist', p_group USING ERRCODE = 'MQ035';
     END IF;
-    IF EXISTS (SELECT 1 FROM mq.group_member m WHERE m.group_id = p_group AND p_id = ANY (m.topics)) THEN
+    IF EXISTS (SELECT 1 FROM mq.group_member m WHERE m.group_id = p_group AND p_id = ANY (m.topics))
+       OR EXISTS (SELECT 1 FROM mq.kafka_group_member k
+                   WHERE k.group_id = p_group AND k.active AND p_topic = ANY (k.topics)) THEN
         RAISE EXCEPTION 'group "%" has live members subscribed to topic "%"', p_group, p_topic
             USING ERRCODE = 'MQ037',
-                  HINT = 'Stop the members that read the topic (mq.leave_group), or wait for their session timeout.';
+                  HINT = 'Stop the consumers that read the topic (mq.leave_group for SQL members), or wait for their session timeout.';
     END IF;
     SELECT o.partition INTO v_part
       FROM mq._group_topic_offsets(p_group, p_id, p_parts) o

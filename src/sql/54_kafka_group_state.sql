@@ -7,12 +7,21 @@
 -- whatever order their transactions commit in.  A group that empties is
 -- forgotten.  Not dumped: membership is only worth the session timeout it
 -- lives for, and a restored database has no members.
+--
+-- kafka_metadata is the same group in Kafka's GroupMetadataValue format,
+-- from which the group views show Kafka's members to SQL
+-- (56_group_views.sql).  saved_at is when mq-kafka last saved the group or
+-- said it still holds it (mq.kafka_group_touch, every third of the
+-- group's shortest session timeout): its members count as live for their
+-- session timeout after it, as a Kafka coordinator that takes a group
+-- over counts them until they heartbeat or time out.
 -------------------------------------------------------------------------------
 CREATE TABLE mq.kafka_group_state (
-    group_id text PRIMARY KEY,
-    version  bigint NOT NULL,
-    state    bytea NOT NULL,
-    saved_at timestamptz NOT NULL DEFAULT now()
+    group_id       text PRIMARY KEY,
+    version        bigint NOT NULL,
+    state          bytea NOT NULL,
+    saved_at       timestamptz NOT NULL DEFAULT now(),
+    kafka_metadata bytea
 );
 COMMENT ON TABLE mq.kafka_group_state IS
     'mq-kafka''s consumer groups (members, generation, assignments), kept across its restarts';
@@ -38,10 +47,12 @@ BEGIN
          WHERE s.group_id OPERATOR(pg_catalog.=) kafka_group_save.group_id
            AND s.version OPERATOR(pg_catalog.<) kafka_group_save.version;
     ELSE
-        INSERT INTO mq.kafka_group_state AS s (group_id, version, state)
-        VALUES (kafka_group_save.group_id, kafka_group_save.version, kafka_group_save.state)
+        INSERT INTO mq.kafka_group_state AS s (group_id, version, state, kafka_metadata)
+        VALUES (kafka_group_save.group_id, kafka_group_save.version, kafka_group_save.state,
+                kafka_group_save.kafka_metadata)
         ON CONFLICT ON CONSTRAINT kafka_group_state_pkey DO UPDATE
-           SET version = EXCLUDED.version, state = EXCLUDED.state, saved_at = pg_catalog.now()
+           SET version = EXCLUDED.version, state = EXCLUDED.state, saved_at = pg_catalog.now(),
+               kafka_metadata = EXCLUDED.kafka_metadata
          WHERE s.version OPERATOR(pg_catalog.<) EXCLUDED.version;
     END IF;
     GET DIAGNOSTICS v_n = ROW_COUNT;
@@ -55,6 +66,29 @@ CREATE FUNCTION mq.kafka_group_save(group_id text, version bigint, state bytea,
     AS 'MODULE_PATHNAME', 'mq_call_as_owner' LANGUAGE C;
 COMMENT ON FUNCTION mq.kafka_group_save(text, bigint, bytea, bytea) IS
     'mq-kafka API: keep a consumer group''s membership (NULL: forget it), and append its Kafka group metadata to __consumer_offsets; needs read on the group';
+
+-- mq-kafka still holds these groups with their members: their saved_at
+-- moves to now, so SQL counts the members live for another session
+-- timeout.  Groups the caller may not read are left as they are; returns
+-- how many were touched.
+CREATE FUNCTION mq_internal.kafka_group_touch(group_ids text[], p_caller oid) RETURNS integer
+LANGUAGE plpgsql SET search_path = pg_catalog, pg_temp AS $$
+DECLARE
+    v_n integer;
+BEGIN
+    IF kafka_group_touch.group_ids IS NULL THEN
+        RAISE EXCEPTION 'group_ids must not be null' USING ERRCODE = 'MQ010';
+    END IF;
+    UPDATE mq.kafka_group_state s SET saved_at = pg_catalog.now()
+     WHERE s.group_id OPERATOR(pg_catalog.=) ANY (kafka_group_touch.group_ids)
+       AND mq._has_privilege(p_caller, 'group', s.group_id, 'read');
+    GET DIAGNOSTICS v_n = ROW_COUNT;
+    RETURN v_n;
+END $$;
+CREATE FUNCTION mq.kafka_group_touch(group_ids text[]) RETURNS integer
+    AS 'MODULE_PATHNAME', 'mq_call_as_owner' LANGUAGE C;
+COMMENT ON FUNCTION mq.kafka_group_touch(text[]) IS
+    'mq-kafka API: the consumer groups it still holds with members, so that SQL counts them live; needs read on each group';
 
 -- In a replicated cluster mq-kafka keeps no group state (a group's
 -- coordinator moves between nodes), but Kafka tools still read each

@@ -232,9 +232,13 @@ COMMENT ON FUNCTION mq._check_offset_metadata(text) IS
 COMMENT ON VIEW mq.groups IS
     'every consumer group: SQL groups and groups with committed offsets, with state (Empty, Rebalancing, Stable), live members, generation and assignor';
 COMMENT ON VIEW mq.group_members IS
-    'members of every consumer group with generation, assignor, topics, session, number of partitions owned and whether its session is live';
+    'members of every consumer group, SQL''s and Kafka''s (as mq-kafka last saved them), with generation, assignor, topics, session, number of partitions owned, whether its session is live, client id and host';
 COMMENT ON VIEW mq.group_assignments IS
-    'every group''s partitions with owner, target and state (owned, revoking, unassigned)';
+    'every group''s partitions with owner, target and state (owned, revoking, unassigned); a Kafka group''s as its live members were last assigned';
+COMMENT ON VIEW mq.kafka_group_member IS
+    'internal: the Kafka members mq-kafka saved (mq.kafka_group_state), live for their session timeout after its last save or touch';
+COMMENT ON FUNCTION mq._kafka_group_members(bytea) IS
+    'internal, pure: the members of a Kafka GroupMetadataValue with subscribed topics and assigned partitions';
 
 -- Retention and lag (70_retention.sql, 75_lag.sql)
 COMMENT ON TABLE mq.retention_loss IS

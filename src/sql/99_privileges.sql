@@ -24,8 +24,10 @@ GRANT EXECUTE ON FUNCTION mq.validate_config(jsonb), mq.murmur2(bytea),
     mq._config_replace(jsonb, text[], text[]), mq._config_incremental(jsonb, text[], integer[], text[]),
     mq.config_defaults(),
     mq.header_list(jsonb), mq.headers_jsonb(mq.header[]),
-    -- pure: the consumer protocol's encoding (mq-kafka's DescribeGroups)
+    -- pure: the consumer protocol's encoding (mq-kafka's DescribeGroups),
+    -- and the decoding of Kafka's members for the group views
     mq._kafka_string(text), mq._consumer_subscription(text[]), mq._consumer_assignment(text[], integer[]),
+    mq._kafka_group_members(bytea),
     -- pure: Kafka's topic name rule (mq-kafka's Metadata, as the client's role)
     mq._topic_name_valid(text),
     mq._has_privilege(oid, text, text, text),
@@ -54,7 +56,7 @@ BEGIN
                     'send', 'send_batch', 'produce', 'produce_records', 'produce_await', 'fetch', 'kafka_fetch', 'poll', 'commit_offset',
                     'commit_polled', 'committed_offset', 'committed_offsets', 'join_group', 'heartbeat',
                     'leave_group', 'delete_group', 'delete_offsets', 'delete_records', 'create_topic', 'drop_topic', 'alter_topic',
-                    'kafka_group_save', 'kafka_group_metadata', 'kafka_group_states', 'ensure_consumer_offsets',
+                    'kafka_group_save', 'kafka_group_metadata', 'kafka_group_states', 'kafka_group_touch', 'ensure_consumer_offsets',
                     'kafka_init_producer', 'kafka_txn_init', 'kafka_txn_add_partition', 'kafka_txn_stage', 'kafka_txn_add_offsets',
                     'kafka_txn_offset', 'kafka_txn_end', 'kafka_txn_adopt', 'kafka_txn_collect', 'kafka_txn_finish',
                     'kafka_offsets_unstable',

@@ -186,10 +186,11 @@ SELECT pg_catalog.pg_extension_config_dump(pg_catalog.pg_get_serial_sequence('mq
 SELECT pg_catalog.pg_extension_config_dump(pg_catalog.pg_get_serial_sequence('mq_coord.event', 'event_id'), '');
 -- mq-kafka's group membership across its restarts (54_kafka_group_state.sql)
 CREATE TABLE mq.kafka_group_state (
-    group_id text PRIMARY KEY,
-    version  bigint NOT NULL,
-    state    bytea NOT NULL,
-    saved_at timestamptz NOT NULL DEFAULT now()
+    group_id       text PRIMARY KEY,
+    version        bigint NOT NULL,
+    state          bytea NOT NULL,
+    saved_at       timestamptz NOT NULL DEFAULT now(),
+    kafka_metadata bytea
 );
 -- Kafka transactions (67_kafka_txn.sql); transactional ids as an ACL resource
 ALTER TABLE mq.acl DROP CONSTRAINT acl_resource_type_check;

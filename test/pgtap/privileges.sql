@@ -410,13 +410,13 @@ SELECT is((SELECT array_agg(DISTINCT p.proname::text ORDER BY p.proname::text)
           ARRAY['_await_partitions', '_config_incremental', '_config_key', '_config_ms', '_config_number', '_config_replace', '_config_shown', '_config_text',
                 -- pure encoders of Kafka's consumer protocol (mq-kafka's DescribeGroups as the client's role)
                 '_consumer_assignment', '_consumer_subscription',
-                '_describable', '_grant_shown', '_has_privilege', '_kafka_string', '_log_end_offset', '_produce_answer', '_produce_outside_block', '_produce_state', '_replica_await_hwm',
+                '_describable', '_grant_shown', '_has_privilege', '_kafka_group_members', '_kafka_string', '_log_end_offset', '_produce_answer', '_produce_outside_block', '_produce_state', '_replica_await_hwm',
                 -- pure: Kafka's topic name rule (mq-kafka's Metadata)
                 '_topic_name_valid', '_validate_compaction_config',
                 'add_partitions', 'alter_topic', 'await_commit', 'commit_offset', 'commit_polled',
                 'committed_offset', 'committed_offsets', 'config_defaults', 'create_topic', 'delete_group', 'delete_offsets', 'delete_records', 'drop_scram_credential', 'drop_topic', 'ensure_consumer_offsets', 'fetch', 'grant', 'has_group_privilege',
                 'has_topic_privilege', 'header_list', 'headers_jsonb', 'heartbeat', 'join_group',
-                'kafka_fetch', 'kafka_group_metadata', 'kafka_group_save', 'kafka_group_states', 'kafka_init_producer', 'kafka_offsets_unstable',
+                'kafka_fetch', 'kafka_group_metadata', 'kafka_group_save', 'kafka_group_states', 'kafka_group_touch', 'kafka_init_producer', 'kafka_offsets_unstable',
                 'kafka_txn_add_offsets', 'kafka_txn_add_partition', 'kafka_txn_adopt', 'kafka_txn_collect',
                 'kafka_txn_end', 'kafka_txn_finish', 'kafka_txn_init', 'kafka_txn_offset', 'kafka_txn_stage',
                 'leave_group', 'list_client_quotas', 'list_scram_credentials', 'move_partition', 'murmur2', 'offsets_for_times', 'partition_for', 'poll', 'produce', 'produce_await', 'produce_records',
