@@ -276,8 +276,11 @@ group_store_save(const KGroup *g, const char *role)
 	s->req.state = s;
 	s->req.role = role ? mq_strdup(role) : NULL;
 	s->seq = ++last_seq;
-	s->next = in_flight;
-	in_flight = s;
+	if (!cluster_enabled())		/* what SQL reads of the group (in a cluster, nothing) */
+	{
+		s->next = in_flight;
+		in_flight = s;
+	}
 	pool_run(&s->req, &s->job, save_done);
 }
 
