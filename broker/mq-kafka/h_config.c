@@ -3,7 +3,8 @@
  * h_config.c
  *	  DescribeConfigs (v0-v4): a topic's configuration as mq keeps it
  *	  (mq.topics.config, the keys set at creation or with mq.alter_topic,
- *	  normalised by mq).  Loop thread; one statement per topic resource.
+ *	  normalised by mq).  Loop thread; one statement per topic resource,
+ *	  on the node that answers it.
  *
  * With include_synonyms (v1+) each key lists its synonyms as Kafka does:
  * a topic's value set on it, then the broker's default under the broker's
@@ -31,7 +32,13 @@
  * key's type as UNKNOWN (0) and no documentation (null), which Kafka's
  * schema allows; v4+ is flexible.  In a replicated cluster a replicated
  * topic is described by a node holding it (cluster_topic_pool: clients
- * ask any daemon), as the client.
+ * ask any daemon), as the client.  When that node cannot be reached (its
+ * database down: the topic's only node, or every replica's), the topic's
+ * config is the coordinator's copy (mq_coord.topic, read as the daemon),
+ * as Kafka answers from the controller's: rendered by the same statement
+ * on this node, with its defaults, after DESCRIBE_CONFIGS is checked
+ * here, as the client; only when the coordinator cannot be read either
+ * does the node's KAFKA_STORAGE_ERROR stand.
  *
  *-------------------------------------------------------------------------
  */
@@ -54,16 +61,23 @@
 #define SOURCE_DEFAULT_CONFIG 5
 
 /*
- * no rows: unknown topic; else key, value, whether it is a default, the
- * default (mq.config_defaults() read once)
+ * A topic's keys in config (t.config of from, where cond), each with its
+ * value, whether it is a default, the default (mq.config_defaults() read
+ * once); no rows: unknown topic.  One rendering for both copies of a
+ * config: this node's topic, and the coordinator's of a replicated topic.
  */
-#define CONFIG_SQL \
-	"SELECT c.k, c.v, c.d, dft.j ->> c.k FROM mq.topics t" \
+#define RENDER_SQL(from, cond) \
+	"SELECT c.k, c.v, c.d, dft.j ->> c.k FROM " from \
 	" CROSS JOIN (SELECT mq.config_defaults() AS j) dft CROSS JOIN LATERAL" \
 	" (SELECT k, v, false FROM jsonb_each_text(t.config) s(k, v)" \
 	"  UNION ALL SELECT k, v, true FROM jsonb_each_text(dft.j) d(k, v)" \
 	"   WHERE NOT t.config ? k) c(k, v, d)" \
-	" WHERE t.topic = $1 ORDER BY c.k"
+	" WHERE " cond " ORDER BY c.k"
+#define CONFIG_SQL RENDER_SQL("mq.topics t", "t.topic = $1")
+/* $1: the coordinator's config of the topic, NULL if it has none */
+#define STORED_CONFIG_SQL RENDER_SQL("(SELECT $1::jsonb) t(config)", "t.config IS NOT NULL")
+/* on the coordinator, as the daemon: a replicated topic's config, the cluster's */
+#define COORD_CONFIG_SQL "SELECT config FROM mq_coord.topic WHERE topic = $1"
 
 /*
  * Kafka's DESCRIBE_CONFIGS on a topic, which its ALTER_CONFIGS implies:
@@ -123,12 +137,17 @@ typedef struct Resource
 	KJob	   *job;			/* the job of its statement */
 	int			stmt;
 	int			may;			/* a topic's: may the client describe its configs? */
+	bool		remote;			/* a topic's job went to another node */
+	int			coord_stmt;		/* its config read on the coordinator, or -1 */
 } Resource;
 
 typedef struct ConfigState
 {
 	bool		synonyms;		/* v1+: include_synonyms */
 	KFan		fan;			/* a job per node asked */
+	KJob		coord;			/* configs no node holding them gave */
+	KRequest	coord_req;
+	KJob		local;			/* those configs rendered and checked here */
 	int32_t		n;
 	Resource   *res;
 } ConfigState;
@@ -141,6 +160,8 @@ config_state_free(void *p)
 	for (int32_t i = 0; i < s->n; i++)
 		free(s->res[i].keys);
 	kfan_free(&s->fan);
+	kjob_free(&s->coord);
+	kjob_free(&s->local);
 	free(s->res);
 	free(s);
 }
@@ -286,6 +307,69 @@ describe_configs_done(KRequest *req)
 	req_finish(req);
 }
 
+/*
+ * The coordinator's configs, rendered here with this node's defaults as
+ * the client, after DESCRIBE_CONFIGS checked here: no other node is
+ * reachable.  A topic the coordinator could not be asked about keeps its
+ * node's error.
+ */
+static void
+coord_done(KRequest *sub)
+{
+	KRequest   *req = sub->state;
+	ConfigState *s = req->state;
+
+	for (int32_t i = 0; i < s->n; i++)
+	{
+		Resource   *rs = &s->res[i];
+		KStmt	   *cst = rs->coord_stmt >= 0 ? &s->coord.stmts[rs->coord_stmt] : NULL;
+		int16_t		code;
+
+		if (cst == NULL || kstmt_failed(cst, &code))
+			continue;
+		kstmt_text(kjob_add(&s->local, STORED_CONFIG_SQL, 0), MQ_TEXTOID,
+				   PQntuples(cst->res) == 1 ? PQgetvalue(cst->res, 0, 0) : NULL);
+		rs->stmt = s->local.n - 1;
+		kstmt_text(kjob_add(&s->local, DESCRIBE_CONFIGS_SQL, 0), MQ_TEXTOID, cst->values[0]);
+		rs->may = s->local.n - 1;
+		rs->job = &s->local;
+	}
+	if (s->local.n == 0)
+		describe_configs_done(req);
+	else
+		pool_run(req, &s->local, describe_configs_done);
+}
+
+/*
+ * A replicated topic whose node could not be reached (a lost or refused
+ * connection: cluster_topic_pool found no better node): its config is the
+ * cluster's, as Kafka's is the controller's, so the coordinator's copy
+ * answers, read as the daemon.
+ */
+static void
+nodes_done(KRequest *req)
+{
+	ConfigState *s = req->state;
+
+	for (int32_t i = 0; i < s->n; i++)
+	{
+		Resource   *rs = &s->res[i];
+
+		if (!rs->remote || !rs->job->stmts[rs->stmt].err.connection_lost)
+			continue;
+		kstmt_text(kjob_add(&s->coord, COORD_CONFIG_SQL, 0), MQ_TEXTOID,
+				   rs->job->stmts[rs->stmt].values[0]);
+		rs->coord_stmt = s->coord.n - 1;
+	}
+	if (s->coord.n == 0 || cluster_coord_pool() == NULL)
+	{
+		describe_configs_done(req);
+		return;
+	}
+	s->coord_req.state = req;	/* no role: the daemon's on the coordinator */
+	pool_run_on(cluster_coord_pool(), &s->coord_req, &s->coord, coord_done);
+}
+
 static bool
 is_this_broker(KSlice name)
 {
@@ -363,14 +447,16 @@ h_describe_configs(KRequest *req)
 		for (int32_t k = 0; k < rs->nkeys; k++)
 			rs->keys[k] = kr_str(r);
 		kr_tags(r);
-		rs->stmt = -1;
+		rs->stmt = rs->coord_stmt = -1;
 		if (rs->type == RESOURCE_BROKER && !r->err && is_this_broker(rs->name))
 			add_broker_stmt(s, rs);
 		if (rs->type == RESOURCE_TOPIC && !r->err)
 		{
 			char	   *name = kslice_dup(rs->name);
+			KPool	   *pool = cluster_topic_pool(name ? name : "");
 
-			rs->job = kfan_job(&s->fan, cluster_topic_pool(name ? name : ""));
+			rs->remote = pool != pool_local();
+			rs->job = kfan_job(&s->fan, pool);
 			kstmt_text(kjob_add(rs->job, CONFIG_SQL, 0), MQ_TEXTOID, name ? name : "");
 			rs->stmt = rs->job->n - 1;
 			kstmt_text(kjob_add(rs->job, DESCRIBE_CONFIGS_SQL, 0), MQ_TEXTOID, name ? name : "");
@@ -385,5 +471,5 @@ h_describe_configs(KRequest *req)
 		req_abort(req);
 		return;
 	}
-	kfan_run(&s->fan, req, describe_configs_done);
+	kfan_run(&s->fan, req, nodes_done);
 }

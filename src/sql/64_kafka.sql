@@ -125,6 +125,8 @@ BEGIN
     EXECUTE pg_catalog.format(
         'GRANT SELECT (topic, partition, replicas, target_replicas, original_replicas) '
         'ON mq_coord.partition TO %s', role);
+    -- DescribeConfigs of a replicated topic no node holding it answers
+    EXECUTE pg_catalog.format('GRANT SELECT (topic, config) ON mq_coord.topic TO %s', role);
 END;
 $$;
 COMMENT ON FUNCTION mq_coord.grant_kafka(regrole) IS
