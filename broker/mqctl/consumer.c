@@ -4,16 +4,20 @@
  *	  The consuming engine: batches of records from a topic (see
  *	  consumer.h), for the commands in cmd_consume.c and cmd_perf.c.
  *	  Layers: the commands above; below it consumer_route.c (a cluster
- *	  group), then consumer_wait.c (cancellable waits) and
+ *	  group) and consumer_member.c (a group member on one node), then
+ *	  consumer_wait.c (cancellable waits) and
  *	  consumer_offsets.c (the commit's parameters), which call nothing
  *	  back up.
  *
- * In a group, one batch is one transaction: mq.poll() claims the
- * partitions it reads until the transaction ends, so several consumers of
- * a group get disjoint records; the caller processes (prints) the batch,
- * then the offsets past it are committed in the same transaction.  A crash
- * in between commits nothing, and the batch is delivered again:
- * at-least-once, the default delivery of Kafka's console consumer too.
+ * In a group, the consumer is a member (consumer_member.c: joined,
+ * heartbeating between batches, leaving at the end) and one batch is one
+ * transaction: mq.poll() with the member id reads the partitions the
+ * member owns and claims those it reads until the transaction ends, so
+ * members get disjoint records even while a rebalance is being heard; the
+ * caller processes (prints) the batch, then the offsets past it are
+ * committed in the same transaction.  A crash in between commits nothing,
+ * and the batch is delivered again: at-least-once, the default delivery
+ * of Kafka's console consumer too.
  *
  * Without a group the positions live here, and each batch is a single
  * statement that fetches from every partition at once (a LATERAL call of
@@ -28,9 +32,10 @@
  * consumer_commit() relies on.
  *
  * Long polling: with nothing to read, mq.poll() and mq.fetch() wait on the
- * server (max_wait_ms) until a producer commits to the topic.  A group
- * waits inside its batch transaction, so its claims last for the wait;
- * another member then finds those partitions claimed and waits too, and
+ * server (max_wait_ms, at most a heartbeat interval for a member) until
+ * a producer commits to the topic.  A group member waits inside its batch
+ * transaction, so its claims last for the wait; a member that a rebalance
+ * gave one of those partitions finds it claimed and waits too, and
  * whoever wakes first reads.  mq.fetch() waits for one partition only, so
  * a reader of several partitions without a group waits differently: in a
  * transaction that is rolled back, it sets the positions of a group of its
@@ -134,30 +139,46 @@ consumer_open(MqConsumer *c, PGconn *conn, const char *topic,
 						   " WHERE p.topic = $2 AND mq.committed_offset($1, $2, p.partition) IS NULL",
 						   &params, 0));
 	}
+	consumer_member_join(c);
 }
 
+/*
+ * A member's batch: a poll of its partitions in a new transaction, left
+ * open when it read records.  A poll that finds the member gone (MQ031:
+ * its session timed out) joins again and polls once more.  NULL when
+ * interrupted, or when the member was gone twice.
+ */
 static PGresult *
 poll_group(MqConsumer *c, int max_records, int wait_ms)
 {
 	MqParams	params;
 	MqError		err = MQ_ERROR_INIT;
-	PGresult   *res;
+	PGresult   *res = NULL;
 
-	mqctl_command(c->conn, "BEGIN");
-	c->in_txn = true;
-	mq_params_init(&params);
-	mq_param_text(&params, MQ_TEXTOID, c->group);
-	mq_param_text(&params, MQ_TEXTOID, c->topic);
-	mq_param_int(&params, MQ_INT4OID, max_records);
-	mq_param_int(&params, MQ_INT4OID, wait_ms);
-	res = consumer_exec_wait(c, "SELECT " RECORD_COLUMNS " FROM mq.poll($1, $2, $3, false, $4) f",
-							 &params, NULL, &err);
-	mq_error_free(&err);
-	if (PQntuples(res) == 0)
+	for (int tries = 0; tries < 2 && res == NULL && !consumer_interrupted(); tries++)
 	{
-		/* nothing to commit: let the claims go at once */
-		mqctl_command(c->conn, "ROLLBACK");
-		c->in_txn = false;
+		consumer_member_heartbeat(c);
+		mqctl_command(c->conn, "BEGIN");
+		c->in_txn = true;
+		mq_params_init(&params);
+		mq_param_text(&params, MQ_TEXTOID, c->group);
+		mq_param_text(&params, MQ_TEXTOID, c->topic);
+		mq_param_int(&params, MQ_INT4OID, max_records);
+		mq_param_int(&params, MQ_INT4OID,
+					 wait_ms < CONSUMER_HEARTBEAT_MS ? wait_ms : CONSUMER_HEARTBEAT_MS);
+		mq_param_text(&params, MQ_TEXTOID, c->member_id);
+		res = consumer_exec_wait(c, "SELECT " RECORD_COLUMNS
+								 "  FROM mq.poll($1, $2, $3, false, $4, 1, $5) f",
+								 &params, MQ_SQLSTATE_UNKNOWN_MEMBER, &err);
+		if (res == NULL || PQntuples(res) == 0)
+		{
+			/* nothing to commit: let the claims go at once */
+			mqctl_command(c->conn, "ROLLBACK");
+			c->in_txn = false;
+		}
+		if (res == NULL && !consumer_interrupted())
+			consumer_member_expired(c);	/* MQ031: its session timed out */
+		mq_error_free(&err);
 	}
 	return res;
 }
@@ -296,21 +317,6 @@ partition_index(const MqConsumer *c, int32_t partition)
 	return -1;
 }
 
-static void
-commit_group(MqConsumer *c, const PGresult *batch, int nrows)
-{
-	MqArray		parts;
-	MqArray		offsets;
-	MqParams	params;
-
-	consumer_commit_params(c, batch, nrows, &parts, &offsets, &params);
-	PQclear(mqctl_exec(c->conn, CONSUMER_COMMIT_SQL, &params, 0));
-	mq_array_free(&parts);
-	mq_array_free(&offsets);
-	mqctl_command(c->conn, "COMMIT");
-	c->in_txn = false;
-}
-
 void
 consumer_commit(MqConsumer *c, const PGresult *batch, int nrows)
 {
@@ -322,7 +328,7 @@ consumer_commit(MqConsumer *c, const PGresult *batch, int nrows)
 	if (c->group)
 	{
 		if (c->in_txn)
-			commit_group(c, batch, nrows);
+			consumer_member_commit(c, batch, nrows);
 		return;
 	}
 	for (int r = 0; r < nrows; r++)
@@ -339,8 +345,12 @@ consumer_close(MqConsumer *c)
 {
 	if (c->router != NULL)
 		consumer_route_close(c);
-	else if (c->in_txn)
-		mqctl_command(c->conn, "ROLLBACK");
+	else if (c->group != NULL)
+	{
+		if (c->in_txn && PQstatus(c->conn) == CONNECTION_OK)
+			mqctl_command(c->conn, "ROLLBACK");
+		consumer_member_leave(c);
+	}
 	PQfreeCancel(c->cancel);
 	free(c->partitions);
 	free(c->next);

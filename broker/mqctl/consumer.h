@@ -2,10 +2,10 @@
  *
  * consumer.h
  *	  The consuming engine: reading a topic in batches for "mqctl consume"
- *	  and "mqctl perf consume", as a consumer group (mq.poll, offsets
- *	  committed with mq.commit_offset) or by offset without a group
- *	  (mq.fetch).  The commands' options and output are cmd_consume.c's
- *	  and cmd_perf.c's.
+ *	  and "mqctl perf consume", as a member of a consumer group (joined,
+ *	  heartbeating, mq.poll, offsets committed with mq.commit_offset) or
+ *	  by offset without a group (mq.fetch).  The commands' options and
+ *	  output are cmd_consume.c's and cmd_perf.c's.
  *
  *-------------------------------------------------------------------------
  */
@@ -19,6 +19,7 @@
 
 #include "pgbinary.h"
 #include "route.h"
+#include "util.h"
 
 /* Where reading starts when there is no committed offset to go on. */
 typedef enum ConsumerStart
@@ -62,22 +63,51 @@ typedef struct MqConsumer
 	bool		in_txn;			/* a group batch holds its claims */
 	bool		cannot_wait;	/* no rights for the several-partition wait */
 
+	/* a group member: on one node (consumer_member.c) or a cluster's */
+	char	   *member_id;
+	int32_t		generation;
+	int64_t		heartbeat_due_us;
+
 	/* a cluster group through the coordinator (consumer_route.c) */
 	MqRouter   *router;			/* non-NULL: conn is the coordinator's */
 	ConsumerStart start;
-	char	   *member_id;
-	int32_t		generation;
 	bool	   *assigned;		/* per partition of router */
 	int32_t		nassigned;		/* entries of assigned */
-	int64_t		heartbeat_due_us;
 	PGconn	   *txn_conn;		/* the leader whose transaction holds the batch */
 	int			leader_rotation;
 } MqConsumer;
 
 /*
- * Start reading topic.  With a group, start only applies to partitions the
- * group has no committed offset for (START_LATEST commits their end
- * offsets first, as Kafka's auto.offset.reset=latest).  Without a group,
+ * A group member's session: the group drops a member that has not
+ * heartbeated for CONSUMER_SESSION_TIMEOUT_MS (mq.join_group's
+ * session_timeout_ms; Kafka's session.timeout.ms is 45 s); it heartbeats
+ * every CONSUMER_HEARTBEAT_MS from its poll loop.
+ */
+#define CONSUMER_SESSION_TIMEOUT_MS 10000
+#define CONSUMER_HEARTBEAT_MS		1000
+
+/* A heartbeat (or a join) went: the next is due an interval from now. */
+static inline void
+consumer_heartbeat_sent(MqConsumer *c)
+{
+	c->heartbeat_due_us = mq_now_us() + (int64_t) CONSUMER_HEARTBEAT_MS * 1000;
+}
+
+/* Is a heartbeat due?  If so, it counts as sent. */
+static inline bool
+consumer_heartbeat_due(MqConsumer *c)
+{
+	if (mq_now_us() < c->heartbeat_due_us)
+		return false;
+	consumer_heartbeat_sent(c);
+	return true;
+}
+
+/*
+ * Start reading topic.  With a group, it joins the group (leaving it in
+ * consumer_close()), and start only applies to partitions the group has
+ * no committed offset for (START_LATEST commits their end offsets first,
+ * as Kafka's auto.offset.reset=latest).  Without a group,
  * partition -1 reads all partitions.  Exits through mqctl_fail() on errors.
  */
 extern void consumer_open(MqConsumer *c, PGconn *conn, const char *topic,
@@ -91,13 +121,19 @@ extern void consumer_open(MqConsumer *c, PGconn *conn, const char *topic,
  */
 #define CONSUMER_LONG_POLL_MS 1000
 
+/* a member heartbeats between polls: a poll must not wait longer */
+_Static_assert(CONSUMER_LONG_POLL_MS <= CONSUMER_HEARTBEAT_MS,
+			   "a long poll would delay a member's heartbeat");
+
 /*
  * The next batch, up to max_records.  When there is nothing to read, wait
  * up to wait_ms for records to arrive (long polling: the server wakes the
- * wait when a producer commits to the topic).  In a group, a non-empty
- * batch leaves a transaction open (holding the partitions' claims) until
- * consumer_commit().  Returns NULL, which is an empty batch for PQntuples()
- * and PQclear(), when consumer_interrupt() cut a wait short.
+ * wait when a producer commits to the topic; a group member waits at
+ * most CONSUMER_HEARTBEAT_MS, and heartbeats first when due).  In a group,
+ * a non-empty batch leaves a transaction open (holding the partitions'
+ * claims) until consumer_commit().  Returns NULL, which is an empty batch
+ * for PQntuples() and PQclear(), when consumer_interrupt() cut a wait
+ * short.
  */
 extern PGresult *consumer_poll(MqConsumer *c, int max_records, int wait_ms);
 
@@ -113,6 +149,7 @@ extern void consumer_interrupt(void);
  */
 extern void consumer_commit(MqConsumer *c, const PGresult *batch, int nrows);
 
+/* End the batch in hand, if any, uncommitted, and leave the group. */
 extern void consumer_close(MqConsumer *c);
 
 /* consumer_wait.c: did consumer_interrupt() run? */
@@ -136,6 +173,19 @@ extern PGresult *consumer_exec_wait(MqConsumer *c, const char *sql, const MqPara
 	"SELECT mq.commit_offset($1, $2, u.p, u.o) FROM unnest($3::int4[], $4::int8[]) AS u(p, o)"
 extern void consumer_commit_params(const MqConsumer *c, const PGresult *batch, int nrows,
 								   MqArray *parts, MqArray *offsets, MqParams *params);
+
+/*
+ * consumer_member.c: a group member on one node.  consumer_member_join()
+ * and the heartbeat (when due; outside a transaction) end mqctl on errors
+ * other than a rebalance; consumer_member_expired() joins again after
+ * MQ031 from a poll; consumer_member_commit() commits the batch's offsets
+ * and the transaction (in_txn).
+ */
+extern void consumer_member_join(MqConsumer *c);
+extern void consumer_member_heartbeat(MqConsumer *c);
+extern void consumer_member_expired(MqConsumer *c);
+extern void consumer_member_commit(MqConsumer *c, const PGresult *batch, int nrows);
+extern void consumer_member_leave(MqConsumer *c);
 
 /*
  * consumer_route.c: a cluster group given the coordinator's address.

@@ -3,10 +3,12 @@
  * consumer_offsets.c
  *	  The offsets a consumer group commits after a batch, as the
  *	  parameters of CONSUMER_COMMIT_SQL: shared by the one-node group
- *	  (consumer.c) and the cluster group (consumer_route.c, which runs the
+ *	  member (consumer_member.c, whose statement adds its member id and
+ *	  generation) and the cluster group (consumer_route.c, which runs the
  *	  statement on each partition's leader).
  *
- * Layer: below consumer.c and consumer_route.c; calls only broker/common.
+ * Layer: below consumer_member.c and consumer_route.c; calls only
+ * broker/common.
  *
  * Locking: none here; the statement runs in the batch's transaction,
  * which holds the partitions' claims.

@@ -23,8 +23,9 @@
  *
  * Leader changes (MQ020, MQ006, a lost connection) are followed with the
  * router's jittered back-off (broker/common/route.c).  Heartbeats go every
- * HEARTBEAT_MS from the poll loop (a poll waits at most a second); an
- * expired member (MQ031) joins again with its member id.  A coordinator
+ * CONSUMER_HEARTBEAT_MS from the poll loop (a poll waits no longer); an
+ * expired member (MQ031) joins again with its member id.  One node's
+ * group has the same shape in consumer_member.c.  A coordinator
  * that is away delays heartbeats only: reading goes on with the
  * assignment in hand until it is back.
  *
@@ -38,8 +39,6 @@
 #include "mqctl.h"
 #include "pgbinary.h"
 
-#define SESSION_TIMEOUT_MS	10000
-#define HEARTBEAT_MS		1000
 #define AWAIT_COMMIT_MS		10000
 
 /* Take the generation and assignment of a join or heartbeat result. */
@@ -99,13 +98,13 @@ join(MqConsumer *c, MqError *err)
 	mq_param_text(&params, MQ_TEXTOID, c->group);
 	mq_param_text(&params, MQ_TEXTARRAYOID, topics);
 	mq_param_text(&params, MQ_TEXTOID, c->member_id);
-	mq_param_int(&params, MQ_INT4OID, SESSION_TIMEOUT_MS);
+	mq_param_int(&params, MQ_INT4OID, CONSUMER_SESSION_TIMEOUT_MS);
 	res = mq_exec(coord, "SELECT member_id, generation, topic, partition"
 				  "  FROM mq_coord.join_cluster_group($1, $2, $3, $4)", &params, 0, err);
 	if (res == NULL)
 		return false;
 	take_assignment(c, res);
-	c->heartbeat_due_us = mq_now_us() + (int64_t) HEARTBEAT_MS * 1000;
+	consumer_heartbeat_sent(c);
 	return true;
 }
 
@@ -118,9 +117,8 @@ heartbeat(MqConsumer *c)
 	PGconn	   *coord;
 	PGresult   *res = NULL;
 
-	if (mq_now_us() < c->heartbeat_due_us)
+	if (!consumer_heartbeat_due(c))
 		return;
-	c->heartbeat_due_us = mq_now_us() + (int64_t) HEARTBEAT_MS * 1000;
 	coord = mq_router_coord(c->router, &err);
 	if (coord != NULL)
 	{
