@@ -57,12 +57,13 @@ replace_str(char *old, const char *s)
 _Static_assert(PART_NONE == 0, "a zeroed Part is in state NONE");
 
 static Part *
-new_part(Broker *b, const char *topic, int partition)
+new_part(Broker *b, const char *topic, int partition, const char *incarnation)
 {
 	Part	   *p = mq_malloc0(sizeof(Part));
 
 	p->topic = mq_strdup(topic);
 	p->partition = partition;
+	p->incarnation = mq_strdup(incarnation);
 	/* zeroed: state PART_NONE (only fsm_fire changes it from here on) */
 	p->applied_epoch = -1;
 	p->m_log_end = p->m_hwm = p->m_leader_log_end = -1;
@@ -73,13 +74,18 @@ new_part(Broker *b, const char *topic, int partition)
 	return p;
 }
 
+/*
+ * A partition of a topic created again under its name (another
+ * incarnation) is another partition: the old one's Part, left unseen, is
+ * forgotten below as a deleted topic's are, and the new one starts afresh.
+ */
 static void
 apply_assignment(Broker *b, const Assignment *a)
 {
 	Part	   *p = broker_find_part(b, a->topic, a->partition);
 
-	if (p == NULL)
-		p = new_part(b, a->topic, a->partition);
+	if (p == NULL || strcmp(p->incarnation, a->incarnation) != 0)
+		p = new_part(b, a->topic, a->partition, a->incarnation);
 	p->seen = true;
 	p->partitions = a->partitions;
 	if (p->config == NULL || strcmp(p->config, a->config) != 0)
@@ -104,10 +110,15 @@ free_part(Part *p)
 	free(p->config);
 	free(p->leader_conninfo);
 	free(p->leader_name);
+	free(p->incarnation);
 	free(p);
 }
 
-/* Partitions no longer assigned (topic dropped): forget them. */
+/*
+ * Partitions no longer assigned (moved away, or their topic deleted or
+ * created again): forget them, and look for deleted topics to drop from
+ * the node (topic_drop.c).
+ */
 static void
 forget_unassigned(Broker *b)
 {
@@ -123,6 +134,7 @@ forget_unassigned(Broker *b)
 			continue;
 		}
 		mq_log_info("%s: no longer assigned; dropping its state", part_label(p));
+		b->drops_due = true;
 		placement_forget(b, p); /* the node stops serving it */
 		follower_stop(p);
 		release_lock(b, p);
@@ -159,6 +171,7 @@ read_assignments(Broker *b)
 	forget_unassigned(b);
 	if (!placement_read_moving(b))	/* a read too: before the heartbeat */
 		return false;
+	topic_drop_read(b);			/* likewise */
 	if (!coord_heartbeat(b, &err))
 	{
 		mq_error_free(&err);
@@ -167,6 +180,7 @@ read_assignments(Broker *b)
 	placement_tick(b);			/* the time this tick may place topics */
 	placement_register_rack(b);
 	placement_retry_unhost(b);	/* acts on what the standby holds */
+	topic_drop_apply(b);
 	return true;
 }
 

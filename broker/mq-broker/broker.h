@@ -22,6 +22,7 @@
  *	 recover.c     settling the node's in-doubt prepared transactions
  *	 follower.c    a follower's epoch, truncation and fetch loop
  *	 placement.c   topics placed with only our replicas hosted; throttle
+ *	 topic_drop.c  dropping the node's copies of deleted topics
  *	 throttle.c    the throttle's budgets: a leader's, a follower's
  *	 liveness.c    connecting to the node and the coordinator; liveness
  *	               and leadership locks
@@ -98,6 +99,7 @@ typedef struct Part
 	int			leader_epoch;
 	char	   *leader_conninfo;
 	char	   *leader_name;
+	char	   *incarnation;	/* the topic's: another is another topic */
 	bool		seen;
 
 	/* what this broker has applied; state is written by fsm_fire() only */
@@ -212,6 +214,10 @@ typedef struct Broker
 	int			place_done;		/* placing statements run this tick */
 	int64_t		place_until_us; /* no further one this tick after */
 	int64_t		rack_live_since_us;	/* live_since_us when our rack was registered */
+	bool		drops_due;		/* look for deleted topics on the node (topic_drop.c) */
+	int64_t		drops_live_since_us;	/* live_since_us when last looked */
+	bool		drops_read;		/* this tick looked (topic_drop_read) */
+	PGresult   *drops_gone;		/* and found these deleted, to drop */
 	struct
 	{
 		int64_t		elections;	/* won by this broker */

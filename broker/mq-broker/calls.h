@@ -37,6 +37,7 @@ typedef struct Assignment
 	const char *leader_conninfo;	/* NULL: none */
 	const char *leader_name;
 	bool		elect_preferred;	/* ElectLeaders asked for the preferred one */
+	const char *incarnation;	/* the topic's (66_topic_delete.sql) */
 } Assignment;
 
 /* One partition of a decided output part (mq_coord.txn_outputs_pending). */

@@ -130,7 +130,8 @@ coord_assignments(Broker *b, void (*each) (Broker *b, const Assignment *a), MqEr
 
 	one_int(&prm, b->cfg->broker_id);
 	res = coord_exec(b, "SELECT topic, partition, partitions, config, lock_id, replicas, "
-					 "coalesce(leader, -1), leader_epoch, isr, leader_conninfo, leader_name, elect_preferred "
+					 "coalesce(leader, -1), leader_epoch, isr, leader_conninfo, leader_name, elect_preferred, "
+					 "incarnation "
 					 "FROM mq_coord.assignments($1)", &prm, err);
 	if (res == NULL)
 		return false;
@@ -150,6 +151,7 @@ coord_assignments(Broker *b, void (*each) (Broker *b, const Assignment *a), MqEr
 		a.leader_conninfo = value_or_null(res, i, 9);
 		a.leader_name = value_or_null(res, i, 10);
 		a.elect_preferred = strcmp(PQgetvalue(res, i, 11), "t") == 0;
+		a.incarnation = PQgetvalue(res, i, 12);
 		each(b, &a);
 	}
 	PQclear(res);

@@ -3,8 +3,10 @@
  * calls_placement.c
  *	  Typed calls of the placement functions (src/sql/66_placement.sql):
  *	  on the broker's own node, placing a topic, marking a replica not
- *	  hosted, and the leader's replica set; on the coordinator, the
- *	  partitions that are moving and completing a move.  As calls_node.c
+ *	  hosted, the leader's replica set, and listing and dropping copies of
+ *	  replicated topics (src/sql/66_topic_delete.sql); on the coordinator,
+ *	  the partitions that are moving, completing a move, and which topics
+ *	  were deleted.  As calls_node.c
  *	  and calls_coord.c, each builds its parameters and reads its result
  *	  here only; src/sql/62_broker_role.sql grants them to the broker's role.
  *
@@ -34,11 +36,32 @@ node_set(Broker *b, const char *sql, MqError *err)
 }
 
 /*
- * The topic on the node with (at least) partitions partitions: hosted, the
- * partitions we replicate, int4[] text; *absent: newly marked not hosted.
- * The server cancels it at half node.timeout.ms (statement_timeout, reset
- * after): a slow placement fails as a statement, its connection kept,
- * before our own deadline would count the node as lost (placement.c).
+ * A statement the server cancels at half node.timeout.ms (statement_timeout,
+ * reset after): a slow placement or drop fails as a statement, its
+ * connection kept, before our own deadline would count the node as lost
+ * (placement.c).
+ */
+static PGresult *
+node_exec_bounded(Broker *b, const char *sql, const MqParams *prm, MqError *err)
+{
+	PGresult   *res;
+	char		set[64];
+	MqError		reset_err = MQ_ERROR_INIT;
+
+	snprintf(set, sizeof(set), "SET statement_timeout = %d", b->cfg->node_timeout_ms / 2);
+	if (!node_set(b, set, err))
+		return NULL;
+	res = node_exec(b, sql, prm, 0, err);
+	if (b->node != NULL && !node_set(b, "RESET statement_timeout", &reset_err))
+		log_mq_error("cannot reset statement_timeout", &reset_err);
+	mq_error_free(&reset_err);
+	return res;
+}
+
+/*
+ * The topic on the node with (at least) partitions partitions, in p's
+ * incarnation: hosted, the partitions we replicate, int4[] text;
+ * *absent: newly marked not hosted.
  */
 bool
 node_place_topic(Broker *b, const Part *p, int partitions, const char *hosted, int *absent,
@@ -46,24 +69,63 @@ node_place_topic(Broker *b, const Part *p, int partitions, const char *hosted, i
 {
 	MqParams	prm;
 	PGresult   *res;
-	char		set[64];
-	MqError		reset_err = MQ_ERROR_INIT;
 
-	snprintf(set, sizeof(set), "SET statement_timeout = %d", b->cfg->node_timeout_ms / 2);
-	if (!node_set(b, set, err))
-		return false;
 	mq_params_init(&prm);
 	mq_param_text(&prm, MQ_TEXTOID, p->topic);
 	mq_param_int(&prm, MQ_INT4OID, partitions);
 	mq_param_text(&prm, MQ_JSONBOID, p->config);
 	mq_param_text(&prm, MQ_INT4ARRAYOID, hosted);
-	res = node_exec(b, "SELECT mq.replica_place_topic($1, $2, $3, $4)", &prm, 0, err);
-	if (b->node != NULL && !node_set(b, "RESET statement_timeout", &reset_err))
-		log_mq_error("cannot reset statement_timeout after placing a topic", &reset_err);
-	mq_error_free(&reset_err);
+	mq_param_text(&prm, MQ_TEXTOID, p->incarnation);
+	res = node_exec_bounded(b, "SELECT mq.replica_place_topic($1, $2, $3, $4, $5::uuid)", &prm, err);
 	if (res == NULL)
 		return false;
 	*absent = atoi(PQgetvalue(res, 0, 0));
+	PQclear(res);
+	return true;
+}
+
+/*
+ * The node's replicated topics and their incarnations: one row of two
+ * arrays (text[] and uuid[] text, NULL when there are none), as
+ * coord_deleted_topics takes them.
+ */
+PGresult *
+node_replica_topics(Broker *b, MqError *err)
+{
+	MqParams	prm;
+
+	mq_params_init(&prm);
+	return node_exec(b, "SELECT array_agg(topic ORDER BY topic), array_agg(incarnation ORDER BY topic) "
+					 "FROM mq.replica_topics()", &prm, 0, err);
+}
+
+/* Of those, the deleted ones: rows of topic and incarnation (NULL: none recorded). */
+PGresult *
+coord_deleted_topics(Broker *b, const char *topics, const char *incarnations, MqError *err)
+{
+	MqParams	prm;
+
+	mq_params_init(&prm);
+	mq_param_text(&prm, MQ_TEXTARRAYOID, topics);
+	mq_param_text(&prm, MQ_TEXTOID, incarnations);
+	return coord_exec(b, "SELECT topic, incarnation FROM mq_coord.deleted_topics($1, $2::uuid[])",
+					  &prm, err);
+}
+
+/* Drop the node's copy of topic in incarnation (NULL: none recorded). */
+bool
+node_drop_topic(Broker *b, const char *topic, const char *incarnation, bool *dropped, MqError *err)
+{
+	MqParams	prm;
+	PGresult   *res;
+
+	mq_params_init(&prm);
+	mq_param_text(&prm, MQ_TEXTOID, topic);
+	mq_param_text(&prm, MQ_TEXTOID, incarnation);
+	res = node_exec_bounded(b, "SELECT mq.replica_drop_topic($1, $2::uuid)", &prm, err);
+	if (res == NULL)
+		return false;
+	*dropped = strcmp(PQgetvalue(res, 0, 0), "t") == 0;
 	PQclear(res);
 	return true;
 }

@@ -23,7 +23,8 @@
  * broker with a rack in its config registers it once per liveness.  A
  * replica the coordinator no longer assigns us (it moved away, or the
  * topic went) is marked not hosted on the node (mq.replica_unhost),
- * retried every tick until the node has it.  Each tick also reads which of
+ * retried every tick until the node has it; a deleted topic's copy is
+ * then dropped (topic_drop.c).  Each tick also reads which of
  * our partitions are moving (mq_coord.moving): their target replica set
  * and throttle, and the throttled moves that share a leader with ours.  A
  * follower that is a throttled copy (a replica of a moving partition, not
@@ -52,6 +53,7 @@ typedef struct PlacedTopic
 	char	   *topic;
 	int			partitions;		/* the count the node was placed with so far */
 	char	   *config;			/* the coordinator's config it was placed with */
+	char	   *incarnation;	/* the coordinator's incarnation it was placed in */
 	struct PlacedTopic *next;
 } PlacedTopic;
 
@@ -149,6 +151,8 @@ place_chunk(Broker *b, Part *p, PlacedTopic *t)
 		t->partitions = want;
 		free(t->config);
 		t->config = p->config ? mq_strdup(p->config) : NULL;
+		free(t->incarnation);
+		t->incarnation = mq_strdup(p->incarnation);
 	}
 	mq_error_free(&err);
 	free(hosted);
@@ -164,13 +168,18 @@ place_chunk(Broker *b, Part *p, PlacedTopic *t)
  * counts on the node only once committed, and placing it again changes
  * nothing, so a chunk that failed (a lost node) is simply placed again.
  * A new config (AlterConfigs in the cluster) places the topic again, as
- * it is.  False while p's partition is not on the node.
+ * it is.  So does a new incarnation (the topic was created again under its
+ * name), from its first chunk: the node drops the copy it holds of the
+ * old one in that chunk's transaction (mq.replica_place_topic).  False
+ * while p's partition is not on the node.
  */
 bool
 placement_ensure_topic(Broker *b, Part *p)
 {
 	PlacedTopic *t = find_placed(b, p->topic);
 
+	if (t && (t->incarnation == NULL || strcmp(t->incarnation, p->incarnation) != 0))
+		t->partitions = 0;		/* placed afresh */
 	if (t && t->partitions >= p->partitions && t->config && p->config && strcmp(t->config, p->config) != 0 &&
 		b->node != NULL && (b->place_done == 0 || mq_now_us() < b->place_until_us))
 		(void) place_chunk(b, p, t);
@@ -188,6 +197,26 @@ placement_ensure_topic(Broker *b, Part *p)
 		if (!place_chunk(b, p, t))
 			break;
 	return p->partition < t->partitions;
+}
+
+/* The node dropped topic (topic_drop.c): placed again if assigned again. */
+void
+placement_unplace(Broker *b, const char *topic)
+{
+	PlacedTopic **pp = &b->placed;
+
+	while (*pp && strcmp((*pp)->topic, topic) != 0)
+		pp = &(*pp)->next;
+	if (*pp)
+	{
+		PlacedTopic *t = *pp;
+
+		*pp = t->next;
+		free(t->topic);
+		free(t->config);
+		free(t->incarnation);
+		free(t);
+	}
 }
 
 /* The coordinator no longer assigns p to us: mark it not hosted (retried). */
@@ -331,6 +360,8 @@ placement_throttle(Broker *b, Part *p, int64_t bytes)
 void
 placement_free(Broker *b)
 {
+	PQclear(b->drops_gone);
+	b->drops_gone = NULL;
 	while (b->placed)
 	{
 		PlacedTopic *t = b->placed;
@@ -338,6 +369,7 @@ placement_free(Broker *b)
 		b->placed = t->next;
 		free(t->topic);
 		free(t->config);
+		free(t->incarnation);
 		free(t);
 	}
 	while (b->unhosts)

@@ -6,8 +6,9 @@
  *	  with only this broker's replicas hosted, marking replicas that moved
  *	  away not hosted, reading which partitions are moving, the copy
  *	  throttle of new replicas (placement.c, its budgets in throttle.c),
- *	  and the leader's part of a move (reassign.c).  Their typed calls are
- *	  in calls_placement.c.
+ *	  the leader's part of a move (reassign.c), and dropping the node's
+ *	  copies of deleted topics (topic_drop.c).  Their typed calls are in
+ *	  calls_placement.c.
  *
  * Locking: none; the broker's one thread.
  *
@@ -54,6 +55,11 @@ typedef struct Throttles
 extern bool node_place_topic(Broker *b, const Part *p, int partitions, const char *hosted,
 							 int *absent, MqError *err);
 extern bool node_unhost(Broker *b, const char *topic, int partition, MqError *err);
+extern PGresult *node_replica_topics(Broker *b, MqError *err);
+extern PGresult *coord_deleted_topics(Broker *b, const char *topics, const char *incarnations,
+									  MqError *err);
+extern bool node_drop_topic(Broker *b, const char *topic, const char *incarnation, bool *dropped,
+							MqError *err);
 extern bool node_set_replicas(Broker *b, const Part *p, const int *isr, int nisr, MqError *err);
 extern bool coord_moving(Broker *b, Moving **rows, int *nrows, MqError *err);
 extern void moving_free(Moving *rows, int nrows);
@@ -65,6 +71,7 @@ extern bool coord_complete_reassignment(Broker *b, const Part *p, int *isr, int 
 extern void placement_tick(Broker *b);
 extern bool placement_ensure_topic(Broker *b, Part *p);
 extern void placement_forget(Broker *b, const Part *p);
+extern void placement_unplace(Broker *b, const char *topic);
 extern bool placement_read_moving(Broker *b);
 extern void placement_register_rack(Broker *b);
 extern void placement_retry_unhost(Broker *b);
@@ -77,6 +84,10 @@ extern void throttles_add(Throttles *t, const Moving *m);
 extern const ThrottleLoad *throttles_load(const Throttles *t, int broker);
 extern int64_t throttle_rate(const Throttles *t, const Moving *m, int replica);
 extern void throttles_free(Throttles *t);
+
+/* topic_drop.c */
+extern void topic_drop_read(Broker *b);
+extern void topic_drop_apply(Broker *b);
 
 /* reassign.c */
 extern void reassign_leader_step(Broker *b, Part *p);

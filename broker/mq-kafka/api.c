@@ -83,7 +83,7 @@ static const KApi apis[] = {
 	{KAPI_CREATE_TOPICS, 0, 7, 5, h_create_topics,
 	 "`mq.create_topic`; `validate_only` supported; a name given twice is INVALID_REQUEST (answered once, nothing made), partitions or replication factor 0 or below -1 INVALID_PARTITIONS or INVALID_REPLICATION_FACTOR, and so is (in a cluster) one above the live brokers (registered ones that are down get no replicas, as in Kafka); a name differing from an existing topic's only in `.` against `_` INVALID_TOPIC_EXCEPTION (Kafka's collision rule); a manual replica assignment as Kafka's one broker checks it (only this broker, partitions 0 .. n-1), refused in a cluster (reassign once made)"},
 	{KAPI_DELETE_TOPICS, 0, 6, 4, h_delete_topics,
-	 "`mq.drop_topic`; a name or id given twice, or an entry (v6+) with neither or both, is INVALID_REQUEST, nothing of it dropped"},
+	 "`mq.drop_topic`; in a cluster `mq_coord.delete_topic` for a replicated topic (answered once the view lost it); a name or id given twice, or an entry (v6+) with neither or both, is INVALID_REQUEST, nothing of it dropped"},
 	{KAPI_DELETE_RECORDS, 0, 2, 2, h_delete_records,
 	 "`mq.delete_records`: the log start moves up to the offset (-1: the high watermark); the answer is the new low watermark"},
 	{KAPI_INIT_PRODUCER_ID, 0, 5, 2, h_init_producer_id,

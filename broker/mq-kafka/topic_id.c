@@ -10,6 +10,8 @@
 
 #include <string.h>
 
+#include <openssl/evp.h>
+
 static int
 hexval(char c)
 {
@@ -54,4 +56,13 @@ topic_id_to_hex(const uint8_t *id, char *hex)
 		hex[2 * i + 1] = digits[id[i] & 15];
 	}
 	hex[32] = '\0';
+}
+
+void
+topic_id_of(const char *name, uint8_t *id)
+{
+	unsigned int len = 16;
+
+	if (!EVP_Digest(name, strlen(name), id, &len, EVP_md5(), NULL))
+		memset(id, 0, 16);
 }

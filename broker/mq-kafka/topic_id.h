@@ -27,6 +27,8 @@
 
 /* 32 hex digits to 16 bytes; false (and zeros) if it is not that */
 extern bool topic_id_from_hex(const char *hex, uint8_t *id);
+/* the id of a topic named name (what TOPIC_ID_SQL computes) */
+extern void topic_id_of(const char *name, uint8_t *id);
 /* 16 bytes to 32 hex digits and a NUL */
 extern void topic_id_to_hex(const uint8_t *id, char *hex);
 

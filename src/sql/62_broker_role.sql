@@ -50,7 +50,9 @@ BEGIN
         'mq.replica_log_state(text, integer, integer), '
         'mq.replica_add_producer_ids(bigint, bigint), '
         'mq.replica_producer_ids_left(), '
-        'mq.replica_place_topic(text, integer, jsonb, integer[]), '
+        'mq.replica_place_topic(text, integer, jsonb, integer[], uuid), '
+        -- deleted replicated topics (66_topic_delete.sql)
+        'mq._replica_incarnation(text, uuid), mq.replica_topics(), mq.replica_drop_topic(text, uuid), '
         'mq.replica_adopt_partitions(text, integer[]), '
         'mq.replica_unhost(text, integer), '
         'mq.replica_set_replicas(text, integer, integer, integer[], integer[]), '
@@ -94,6 +96,7 @@ BEGIN
         'mq_coord.assignments(integer), '
         'mq_coord.allocate_producer_ids(integer, integer), '
         'mq_coord.moving(integer), '
+        'mq_coord.deleted_topics(text[], uuid[]), '
         'mq_coord.register_rack(integer, text), '
         'mq_coord.complete_reassignment(text, integer, integer, integer), '
         'mq_coord.txn_resolve(text, integer, bigint, integer), '

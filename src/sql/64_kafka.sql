@@ -106,6 +106,8 @@ BEGIN
         'mq_coord.kafka_partitions(), '
         -- CreateTopics and CreatePartitions in a cluster act here (docs/kafka.md)
         'mq_coord.create_topic(text, integer, jsonb), '
+        -- DeleteTopics in a cluster (66_topic_delete.sql)
+        'mq_coord.delete_topic(text), '
         'mq_coord.add_partitions(text, integer), '
         -- AlterConfigs and IncrementalAlterConfigs in a cluster
         'mq_coord.alter_topic_config(text, jsonb), '

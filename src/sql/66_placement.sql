@@ -73,7 +73,9 @@ $$;
 -- a random broker: otherwise every topic's partition 0 would be led by the
 -- first broker, and a cluster of one-partition topics by one node.  Added
 -- partitions continue from where partition 0 is (or, when partition 0's
--- first replica is not live, from where a new topic would start).
+-- first replica is not live, from where a new topic would start).  A
+-- name deleted before starts at the largest leader epoch it reached
+-- (66_topic_delete.sql), so that nodes holding an old copy are fenced.
 CREATE FUNCTION mq_coord._place_partitions(p_topic text, p_from integer, p_to integer, p_rf integer)
     RETURNS void
 LANGUAGE plpgsql SET search_path = pg_catalog, pg_temp AS $$
@@ -82,6 +84,8 @@ DECLARE
     v_n integer := cardinality(v_brokers);
     v_start integer;
     v_replicas integer[];
+    v_epoch integer := (SELECT coalesce(max(d.leader_epoch), 0) FROM mq_coord.deleted_topic d
+                         WHERE d.topic = p_topic);
 BEGIN
     IF v_n < p_rf THEN
         RAISE EXCEPTION 'replication.factor % is larger than the % live brokers (% registered)', p_rf, v_n,
@@ -97,8 +101,8 @@ BEGIN
     FOR p IN p_from .. p_to - 1 LOOP
         SELECT array_agg(v_brokers[1 + ((v_start + p + i) % v_n)] ORDER BY i) INTO v_replicas
           FROM generate_series(0, p_rf - 1) AS i;
-        INSERT INTO mq_coord.partition (topic, partition, replicas, isr)
-        VALUES (p_topic, p, v_replicas, v_replicas);
+        INSERT INTO mq_coord.partition (topic, partition, replicas, isr, leader_epoch)
+        VALUES (p_topic, p, v_replicas, v_replicas, v_epoch);
     END LOOP;
 END $$;
 
@@ -447,10 +451,12 @@ END $$;
 
 -- The broker places a replicated topic on its node, in one transaction:
 -- created (owned by the broker) or grown to p_partitions, then adopted
--- (above).  SECURITY INVOKER: it creates with the broker's own rights.
+-- (above).  A copy of another incarnation than the coordinator's
+-- (66_topic_delete.sql) is dropped first and the topic created afresh.
+-- SECURITY INVOKER: it creates with the broker's own rights.
 -- Returns the partitions newly marked not hosted.
 CREATE FUNCTION mq.replica_place_topic(topic text, partitions integer, config jsonb,
-                                       hosted integer[]) RETURNS integer
+                                       hosted integer[], incarnation uuid DEFAULT NULL) RETURNS integer
 LANGUAGE plpgsql SECURITY INVOKER SET search_path = pg_catalog, pg_temp AS $$
 #variable_conflict use_column
 DECLARE
@@ -458,10 +464,14 @@ DECLARE
     p_partitions ALIAS FOR $2;
     p_config ALIAS FOR $3;
     p_hosted ALIAS FOR $4;
+    p_incarnation ALIAS FOR $5;
     v_have integer;
     v_want jsonb;
     v_cfg jsonb;
 BEGIN
+    IF p_incarnation IS NOT NULL THEN       -- a 0.1.0 broker gives none
+        PERFORM mq._replica_incarnation(p_topic, p_incarnation);   -- an older incarnation goes
+    END IF;
     SELECT t.partitions INTO v_have FROM mq.topics t WHERE t.topic = p_topic;
     IF v_have IS NULL THEN
         PERFORM mq.create_topic(p_topic, p_partitions, p_config);
@@ -476,6 +486,9 @@ BEGIN
     IF v_have IS NOT NULL AND v_cfg IS DISTINCT FROM v_want THEN
         PERFORM mq.alter_topic(p_topic, coalesce((SELECT jsonb_object_agg(k, NULL) FROM jsonb_object_keys(v_cfg) k
                                                    WHERE NOT v_want ? k), '{}') || v_want);
+    END IF;
+    IF p_incarnation IS NOT NULL THEN
+        PERFORM mq._replica_incarnation(p_topic, p_incarnation);   -- recorded
     END IF;
     RETURN mq.replica_adopt_partitions(p_topic, p_hosted);
 END $$;

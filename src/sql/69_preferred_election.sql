@@ -14,17 +14,18 @@ ALTER TABLE mq_coord.partition
     ADD COLUMN preferred_election_until timestamptz;  -- an election asked for, until then
 
 -- What every broker reads each tick: the partitions it holds a replica of,
--- with the leader's node address, and whether a preferred leader election
--- is asked for.
+-- with the leader's node address, whether a preferred leader election
+-- is asked for, and the topic's incarnation (66_topic_delete.sql).
 CREATE FUNCTION mq_coord.assignments(broker_id integer)
     RETURNS TABLE (topic text, partition integer, partitions integer, config jsonb, lock_id integer,
                    replicas integer[], leader integer, leader_epoch integer, isr integer[],
                    partition_epoch integer, leader_conninfo text, leader_name text,
-                   elect_preferred boolean)
+                   elect_preferred boolean, incarnation uuid)
 LANGUAGE sql STABLE SECURITY DEFINER SET search_path = pg_catalog, pg_temp AS $$
     SELECT p.topic, p.partition, t.partitions, t.config, p.lock_id, p.replicas, p.leader,
            p.leader_epoch, p.isr, p.partition_epoch, b.node_conninfo, b.node_name,
-           coalesce(p.preferred_election_until OPERATOR(pg_catalog.>) pg_catalog.clock_timestamp(), false)
+           coalesce(p.preferred_election_until OPERATOR(pg_catalog.>) pg_catalog.clock_timestamp(), false),
+           t.incarnation
       FROM mq_coord.partition p
       JOIN mq_coord.topic t USING (topic)
       LEFT JOIN mq_coord.broker b ON b.broker_id OPERATOR(pg_catalog.=) p.leader

@@ -395,8 +395,8 @@ COMMENT ON FUNCTION mq._replica_mark(integer, integer, boolean) IS
     'internal: makes a partition a follower on this node, hosted or not (under the produce lock)';
 COMMENT ON FUNCTION mq.replica_adopt_partitions(text, integer[]) IS
     'broker API: partitions replication has not touched become followers, hosted or not; returns how many are not hosted';
-COMMENT ON FUNCTION mq.replica_place_topic(text, integer, jsonb, integer[]) IS
-    'broker API: creates or grows a replicated topic on this node, brings its config to the coordinator''s, and adopts its partitions, in one transaction';
+COMMENT ON FUNCTION mq.replica_place_topic(text, integer, jsonb, integer[], uuid) IS
+    'broker API: creates or grows a replicated topic on this node (afresh when the node holds another incarnation), brings its config to the coordinator''s, and adopts its partitions, in one transaction';
 COMMENT ON FUNCTION mq.replica_unhost(text, integer) IS
     'broker API: this node no longer holds a replica of the partition (it moved away); produce and reads raise MQ020';
 COMMENT ON FUNCTION mq.replica_set_replicas(text, integer, integer, integer[], integer[]) IS

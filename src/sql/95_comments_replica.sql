@@ -160,3 +160,21 @@ COMMENT ON TABLE mq_coord.transactional_producer IS
     'cluster-wide transactional ids: producer id and current epoch of each';
 COMMENT ON VIEW mq_coord.metadata IS
     'routing for clients: each replicated partition''s leader, its node, epoch, ISR and replicas';
+
+-- Deleting replicated topics (66_topic_delete.sql)
+COMMENT ON COLUMN mq_coord.topic.incarnation IS
+    'this topic''s incarnation: a random id given at creation, never given again; a node holding another has an older topic of the name';
+COMMENT ON TABLE mq_coord.deleted_topic IS
+    'tombstones of deleted replicated topics: name, incarnation and largest leader epoch, kept so that brokers down at the deletion drop their copy when back and a topic created again starts above the epochs old copies have';
+COMMENT ON FUNCTION mq_coord.delete_topic(text) IS
+    'deletes a replicated topic (its partitions, leaders, ISRs) in one transaction; every broker drops its node''s copy at its next tick';
+COMMENT ON FUNCTION mq_coord.deleted_topics(text[], uuid[]) IS
+    'broker API: of a node''s replicated topics and their incarnations, those deleted';
+COMMENT ON TABLE mq.replica_topic IS
+    'the coordinator''s incarnation each replicated topic of this node was placed with';
+COMMENT ON FUNCTION mq.replica_topics() IS
+    'broker API: this node''s replicated topics and the incarnation each was placed with (NULL: not recorded)';
+COMMENT ON FUNCTION mq.replica_drop_topic(text, uuid) IS
+    'broker API: drops this node''s copy of a deleted replicated topic in that incarnation, as mq.drop_topic; false when it holds none';
+COMMENT ON FUNCTION mq._replica_incarnation(text, uuid) IS
+    'internal: records the incarnation a replicated topic is placed with, or drops a copy of another one';

@@ -305,6 +305,22 @@ REVOKE ALL ON mq.client_quota FROM PUBLIC;
 ALTER TABLE mq.client_quota REPLICA IDENTITY FULL;
 -- quotas are the user's configuration: pg_dump keeps them
 SELECT pg_catalog.pg_extension_config_dump('mq.client_quota', '');
+-- deleting replicated topics: incarnations and tombstones (66_topic_delete.sql)
+ALTER TABLE mq_coord.topic
+    ADD COLUMN incarnation uuid NOT NULL DEFAULT pg_catalog.gen_random_uuid();
+CREATE TABLE mq_coord.deleted_topic (
+    incarnation  uuid PRIMARY KEY,
+    topic        text NOT NULL,
+    leader_epoch integer NOT NULL,    -- the largest of its partitions'
+    deleted_at   timestamptz NOT NULL DEFAULT now()
+);
+CREATE INDEX deleted_topic_name ON mq_coord.deleted_topic (topic);
+SELECT pg_catalog.pg_extension_config_dump('mq_coord.deleted_topic', '');
+CREATE TABLE mq.replica_topic (
+    topic_id    integer PRIMARY KEY,
+    incarnation uuid NOT NULL
+);
+SELECT pg_catalog.pg_extension_config_dump('mq.replica_topic', '');
 -- @definitions
 -- Kafka's collision rule, looked up by an index on each catalog of topics
 -- (20_admin.sql, 61_coordinator.sql): after part 2 made the key's function
@@ -373,6 +389,9 @@ CREATE TRIGGER cascade_to_poll_pending AFTER DELETE ON mq.partition_state
 CREATE TRIGGER cascade_to_poll_pending AFTER DELETE ON mq.consumer_group
     REFERENCING OLD TABLE AS gone FOR EACH STATEMENT
     EXECUTE FUNCTION mq._cascade_delete('mq.poll_pending', 'group_id');
+CREATE TRIGGER cascade_to_replica_topic AFTER DELETE ON mq.topic
+    REFERENCING OLD TABLE AS gone FOR EACH STATEMENT
+    EXECUTE FUNCTION mq._cascade_delete('mq.replica_topic', 'topic_id');
 -- the key of the fake SCRAM salts (91_scram.sql; needs mq._scram_random)
 INSERT INTO mq.scram_secret (secret) VALUES (mq._scram_random(32));
 
@@ -396,6 +415,8 @@ BEGIN
                 -- one report per offset (64_twophase_redo.sql)
                 WHEN 'txn_offsets_redone' THEN 'mq_coord.txn_offsets_redone(text, text, text, integer, '
                                                'integer, integer)'
+                -- the incarnation a topic is placed with (66_topic_delete.sql)
+                WHEN 'replica_place_topic' THEN 'mq.replica_place_topic(text, integer, jsonb, integer[], uuid)'
                 ELSE g.routine END,
             g.grantee, CASE WHEN g.option THEN ' WITH GRANT OPTION' ELSE '' END);
     END LOOP;

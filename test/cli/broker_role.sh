@@ -45,7 +45,7 @@ check_eq "$(sql "SELECT pg_catalog.has_column_privilege('$role', 'mq_coord.parti
 	"$role reads the coordinator's ISR column, not the brokers' connection strings"
 
 # what administrators call stays theirs
-for f in 'mq_coord.create_topic(text, integer, jsonb)' 'mq_coord.add_partitions(text, integer)' \
+for f in 'mq_coord.create_topic(text, integer, jsonb)' 'mq_coord.delete_topic(text)' 'mq_coord.add_partitions(text, integer)' \
 	'mq_coord.reassign(text, integer, integer[], bigint)' 'mq_coord.remove_broker(integer)' \
 	'mq.grant_broker(regrole)' 'mq_coord.grant_broker(regrole)'; do
 	check_eq "$(sql "SELECT pg_catalog.has_function_privilege('$role', '$f', 'EXECUTE')")" f \

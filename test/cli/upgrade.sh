@@ -47,6 +47,8 @@ REMOVED_SINCE_OLD=(
 	'mq._delete_group_versions(text):-into _delete_offsets_of'
 	# internal: new topics are placed on the live brokers only (66_placement.sql)
 	'mq_coord._placement_order():+live_only'
+	# broker API: a topic is placed in the coordinator's incarnation (66_topic_delete.sql)
+	'mq.replica_place_topic(text,integer,jsonb,integer[]):+incarnation'
 )
 dir="$(dirname "${BASH_SOURCE[0]}")/upgrade"
 old_db="${PGDATABASE}_old"
