@@ -8,11 +8,12 @@
  * Kafka's rules: a group with members here (group.c) is NON_EMPTY_GROUP
  * without asking the database; mq.delete_group then refuses a group with
  * live SQL members (MQ036, NON_EMPTY_GROUP) and an unknown one (MQ035,
- * GROUP_ID_NOT_FOUND), and needs DELETE on the group (42501,
- * GROUP_AUTHORIZATION_FAILED).  It deletes the committed offsets that
- * OffsetCommit and mq.commit_offset share, and the group's SQL state; a
- * deleted group's empty state here is forgotten, so ListGroups no longer
- * shows it.  In a replicated cluster only the group's coordinator
+ * GROUP_ID_NOT_FOUND, unless this daemon holds the group, Empty: one
+ * whose members left without committing, which Kafka deletes), and needs
+ * DELETE on the group (42501, GROUP_AUTHORIZATION_FAILED).  It deletes
+ * the committed offsets that OffsetCommit and mq.commit_offset share, and
+ * the group's SQL state; a deleted group's empty state here is
+ * forgotten, so ListGroups no longer shows it.  In a replicated cluster only the group's coordinator
  * answers (NOT_COORDINATOR elsewhere), and it deletes in its own
  * database: offsets on partitions its node does not lead are refused
  * there (MQ020, docs/kafka.md).
@@ -89,7 +90,11 @@ delete_groups_done(KRequest *req)
 		DelGroup   *d = &s->groups[i];
 		int16_t		code = group_code(s, d);
 		char	   *name = kslice_dup(d->name);
+		KGroup	   *g = name && d->stmt >= 0 ? group_find(name) : NULL;
 
+		/* an Empty group known here only (no offsets): Kafka deletes it too */
+		if (code == KERR_GROUP_ID_NOT_FOUND && g && g->nmembers == 0)
+			code = KERR_NONE;
 		if (code == KERR_NONE && d->stmt >= 0 && name)
 			(void) group_forget(name);
 		free(name);

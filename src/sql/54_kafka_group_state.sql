@@ -114,7 +114,10 @@ COMMENT ON FUNCTION mq.kafka_group_metadata(text, bytea) IS
     'mq-kafka API, in a replicated cluster: append a consumer group''s Kafka group metadata to this node''s partitions of __consumer_offsets; needs read on the group';
 
 -- The groups saved within max_age that the caller may read: what a
--- restarted mq-kafka takes up again.
+-- restarted mq-kafka takes up again.  Not a group with a member whose
+-- session SQL counts as timed out (mq.kafka_group_member): SQL may have
+-- reset its offsets since, which the members' old generation must not
+-- overwrite; its members join again, as a new generation.
 CREATE FUNCTION mq_internal.kafka_group_states(max_age interval, p_caller oid,
                                                OUT group_id text, OUT state bytea)
 RETURNS SETOF record
@@ -124,6 +127,8 @@ BEGIN
     SELECT s.group_id, s.state FROM mq.kafka_group_state s
      WHERE s.saved_at OPERATOR(pg_catalog.>) (pg_catalog.now() OPERATOR(pg_catalog.-) kafka_group_states.max_age)
        AND mq._has_privilege(p_caller, 'group', s.group_id, 'read')
+       AND NOT EXISTS (SELECT 1 FROM mq.kafka_group_member k
+                        WHERE k.group_id OPERATOR(pg_catalog.=) s.group_id AND NOT k.active)
      ORDER BY 1;
 END $$;
 CREATE FUNCTION mq.kafka_group_states(max_age interval, OUT group_id text, OUT state bytea)

@@ -16,6 +16,8 @@ JS="$OUT"
 check_eq "$(json_get "$JS" '{groups,live}')" "68" "DeleteGroups of a group with a live consumer: NON_EMPTY_GROUP"
 check_eq "$(json_get "$JS" '{groups,unknown}')" "69" "DeleteGroups of an unknown group: GROUP_ID_NOT_FOUND"
 check_eq "$(json_get "$JS" '{groups,gone}')" "0" "DeleteGroups of a group whose consumer left: deleted"
+check_eq "$(json_get "$JS" '{groups,never}')" "0" \
+	"DeleteGroups of a group whose consumer left without committing (Empty, no offsets): deleted"
 check_eq "$(json_get "$JS" '{groups,goneOffsets}')" "-1" "the deleted group has no committed offset left"
 check_eq "$(json_get "$JS" '{groups,goneListed}')" "false" "nor is it listed by ListGroups"
 check_eq "$(sql "SELECT count(*) FROM mq.consumer_offset WHERE group_id = 'jsadm-gone'")" "0" \

@@ -13,7 +13,7 @@
 SET client_min_messages = warning;
 
 BEGIN;
-SELECT plan(29);
+SELECT plan(31);
 
 SELECT mq.create_topic('kgm1', 3);
 SELECT mq.create_topic('kgm2', 1);
@@ -90,11 +90,15 @@ SELECT is((SELECT count(*)::int FROM mq.group_assignments WHERE group_id = 'kg')
     'and own no partitions');
 SELECT lives_ok($$SELECT * FROM mq.reset_offsets('kg', 'kgm1', now())$$,
     'its offsets can be reset');
+SELECT is((SELECT count(*)::int FROM mq.kafka_group_states('30 minutes') WHERE group_id = 'kg'), 0,
+    'and a restarted mq-kafka does not take the group up (its old generation would commit over the reset)');
 SET LOCAL ROLE kgm_reader;
 SELECT is(mq.kafka_group_touch(ARRAY['kg', 'nobody']), 1, 'a role that may read the group touches it');
 RESET ROLE;
 SELECT is((SELECT row(state, members)::text FROM mq.groups WHERE group_id = 'kg'), '(Stable,2)',
     'and its members are live again');
+SELECT is((SELECT count(*)::int FROM mq.kafka_group_states('30 minutes') WHERE group_id = 'kg'), 1,
+    'a group whose members are live is taken up after a restart');
 SELECT throws_ok($$SELECT mq.kafka_group_touch(NULL)$$, 'MQ010', NULL, 'touching NULL is refused');
 
 -- gone: deleted with its saved membership

@@ -1,8 +1,8 @@
 // kafkajs's admin APIs that delete and alter (test/kafka/kafkajs_admin.sh
 // runs it):   node admin.js BROKER TOPIC
 // DeleteGroups: a group with a live consumer (NON_EMPTY_GROUP), an
-// unknown group (GROUP_ID_NOT_FOUND), and a group that committed and
-// left (deleted, its offsets gone).  DeleteRecords: up to an offset, the
+// unknown group (GROUP_ID_NOT_FOUND), a group that committed and left
+// (deleted, its offsets gone), and one that left without committing.  DeleteRecords: up to an offset, the
 // low watermark after it and where a new consumer starts, beyond the high
 // watermark (OFFSET_OUT_OF_RANGE), and -1 (the high watermark).
 // ResetOffsets (earliest, latest) and SetOffsets of a group with no
@@ -29,18 +29,19 @@ async function deleteGroups(admin, groups) {
 }
 
 // a consumer of TOPIC in group that has read n records and committed
-async function consume(groupId, n) {
+// (unless commit is false)
+async function consume(groupId, n, commit = true) {
   const consumer = kafka.consumer({ groupId, sessionTimeout: 10000, heartbeatInterval: 500 });
   await consumer.connect();
   await consumer.subscribe({ topic, fromBeginning: true });
   let seen = 0;
   let done;
   const finished = new Promise((resolve) => { done = resolve; });
-  await consumer.run({ autoCommit: true, eachMessage: async () => { if (++seen >= n) done(); } });
+  await consumer.run({ autoCommit: commit, eachMessage: async () => { if (++seen >= n) done(); } });
   const timer = setTimeout(done, 30000);
   await finished;
   clearTimeout(timer);
-  await consumer.commitOffsets([]);
+  if (commit) await consumer.commitOffsets([]);
   return consumer;
 }
 
@@ -48,12 +49,16 @@ async function groupsTest(admin) {
   const live = await consume(`${topic}-live`, 4);
   const gone = await consume(`${topic}-gone`, 4);
   await gone.disconnect();
-  const codes = await deleteGroups(admin, [`${topic}-live`, `${topic}-nope`, `${topic}-gone`]);
+  // a group whose consumer left without committing: Empty, and deleted as by Kafka
+  const never = await consume(`${topic}-never`, 4, false);
+  await never.disconnect();
+  const codes = await deleteGroups(admin, [`${topic}-live`, `${topic}-nope`, `${topic}-gone`, `${topic}-never`]);
   const offsets = await admin.fetchOffsets({ groupId: `${topic}-gone`, topics: [topic] });
   const listed = (await admin.listGroups()).groups.map((g) => g.groupId);
   await live.disconnect();
   return {
     live: codes[`${topic}-live`], unknown: codes[`${topic}-nope`], gone: codes[`${topic}-gone`],
+    never: codes[`${topic}-never`],
     goneOffsets: offsets[0].partitions.map((p) => p.offset).join(','),
     goneListed: listed.includes(`${topic}-gone`),
   };
