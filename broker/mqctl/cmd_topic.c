@@ -85,7 +85,9 @@ const char	topic_add_partitions_help[] =
 const char	topic_delete_help[] =
 "Usage: mqctl topic delete NAME [OPTIONS]\n"
 "\n"
-"Delete a topic with all its records and committed offsets.\n"
+"Delete a topic with all its records and committed offsets.  Connected to a\n"
+"cluster's coordinator, a replicated topic is deleted there, and every broker\n"
+"drops its node's copy (as Kafka's controller deletes a topic).\n"
 "\n"
 "Options:\n"
 "      --if-exists        succeed without change when there is no such topic\n";
@@ -535,7 +537,8 @@ cmd_topic_delete(const MqctlCommand *cmd, int argc, char **argv)
 	topic = topic_argument(&p);
 
 	conn = mqctl_connect();
-	res = mqctl_exec_unless_missing(conn, "SELECT mq.drop_topic($1)", topic,
+	res = mqctl_exec_unless_missing(conn, cluster_topic(conn, topic) ? "SELECT mq_coord.delete_topic($1)"
+									: "SELECT mq.drop_topic($1)", topic,
 									MQ_SQLSTATE_UNKNOWN_TOPIC, if_exists);
 	if (res != NULL)
 		printf("Deleted topic %s.\n", topic);

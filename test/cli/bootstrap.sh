@@ -83,4 +83,12 @@ run mqctl consume orders --no-follow
 expect_rc 4 "no group through the coordinator"
 check_match "$ERR" 'replicated topic and this is its coordinator' "says why"
 
+# deleting a replicated topic goes on the coordinator (its brokers drop
+# their copies; here no broker runs, so the node keeps its copy)
+run mqctl topic delete orders
+expect_rc 0 "topic delete through the coordinator"
+check_eq "$(psql -X -At -c "SELECT (SELECT count(*) FROM mq_coord.topic WHERE topic = 'orders')
+                                   || ' ' || (SELECT count(*) FROM mq_coord.deleted_topic WHERE topic = 'orders')")" \
+	"0 1" "the coordinator deleted it (mq_coord.delete_topic), leaving a tombstone for the brokers"
+
 finish
