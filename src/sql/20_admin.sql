@@ -360,6 +360,22 @@ BEGIN
     RETURN v_id;
 END $$;
 
+-- A topic replicated in a cluster gets or loses partitions on the
+-- coordinator only, whose brokers bring every node to it: dropping or
+-- growing one node's copy would break its partitions (MQ039).  The
+-- brokers' own calls (p_caller NULL: mq.replica_drop_topic,
+-- mq._replica_add_partitions) are what carries the coordinator's change.
+CREATE FUNCTION mq._refuse_replicated_topic(p_id integer, p_topic text, p_caller oid, p_change text)
+    RETURNS void
+LANGUAGE plpgsql STABLE SET search_path = pg_catalog, pg_temp AS $$
+BEGIN
+    IF p_caller IS NOT NULL AND EXISTS (SELECT 1 FROM mq.replica_partition r WHERE r.topic_id = p_id) THEN
+        RAISE EXCEPTION 'topic "%" is replicated: % it on the cluster''s coordinator', p_topic, p_change
+            USING ERRCODE = 'MQ039',
+                  HINT = 'Connect to the coordinator (mq_coord.delete_topic, mq_coord.add_partitions, mqctl -d COORDINATOR), or use Kafka''s DeleteTopics or CreatePartitions.';
+    END IF;
+END $$;
+
 CREATE FUNCTION mq_internal.drop_topic(topic text, p_caller oid) RETURNS void
 LANGUAGE plpgsql SET search_path = pg_catalog, pg_temp AS $$
 DECLARE
@@ -368,6 +384,7 @@ DECLARE
 BEGIN
     PERFORM mq._authorize(p_caller, 'topic', topic, 'delete');
     v_id := mq._topic_id(topic);
+    PERFORM mq._refuse_replicated_topic(v_id, topic, p_caller, 'delete');
     SELECT relid INTO v_rel FROM mq.topic WHERE topic_id = v_id FOR UPDATE;
     EXECUTE format('DROP TABLE %s', v_rel);
     DELETE FROM mq.topic WHERE topic_id = v_id;
@@ -421,6 +438,7 @@ BEGIN
     PERFORM mq._authorize(p_caller, 'topic', topic, 'alter');
     v_id := mq._topic_id(topic);
     PERFORM mq._refuse_internal_topic(topic);
+    PERFORM mq._refuse_replicated_topic(v_id, topic, p_caller, 'add partitions to');
     IF count IS NULL OR count < 1 THEN
         RAISE EXCEPTION 'invalid partition count increase %', coalesce(count::text, 'NULL')
             USING ERRCODE = 'MQ005', HINT = 'Partitions can be added, never removed: give a positive number to add.';

@@ -53,6 +53,7 @@ BEGIN
         'mq.replica_place_topic(text, integer, jsonb, integer[], uuid), '
         -- deleted replicated topics (66_topic_delete.sql)
         'mq._replica_incarnation(text, uuid), mq.replica_topics(), mq.replica_drop_topic(text, uuid), '
+        'mq._replica_add_partitions(text, integer), '
         'mq.replica_adopt_partitions(text, integer[]), '
         'mq.replica_unhost(text, integer), '
         'mq.replica_set_replicas(text, integer, integer, integer[], integer[]), '

@@ -462,6 +462,14 @@ LANGUAGE plpgsql SECURITY INVOKER SET search_path = pg_catalog, pg_temp AS $$
 DECLARE
     p_topic ALIAS FOR $1;
     p_partitions ALIAS FOR $2;
+-- The broker grows its node's copy to the coordinator's partition count:
+-- not refused as a client's change would be (mq._refuse_replicated_topic);
+-- only brokers may call it (grant_broker).
+CREATE FUNCTION mq._replica_add_partitions(p_topic text, p_count integer) RETURNS integer
+LANGUAGE sql SECURITY DEFINER SET search_path = pg_catalog, pg_temp AS $$
+    SELECT mq_internal.add_partitions(p_topic, p_count, NULL)
+$$;
+
     p_config ALIAS FOR $3;
     p_hosted ALIAS FOR $4;
     p_incarnation ALIAS FOR $5;
@@ -476,7 +484,7 @@ BEGIN
     IF v_have IS NULL THEN
         PERFORM mq.create_topic(p_topic, p_partitions, p_config);
     ELSIF v_have < p_partitions THEN
-        PERFORM mq.add_partitions(p_topic, p_partitions - v_have);
+        PERFORM mq._replica_add_partitions(p_topic, p_partitions - v_have);
     END IF;
     -- the coordinator's config (changed by AlterConfigs in the cluster):
     -- keys the node has and it lacks return to their defaults,

@@ -63,11 +63,13 @@ COMMENT ON FUNCTION mq._log_end_offset(integer, integer) IS
 COMMENT ON FUNCTION mq.create_topic(text, integer, jsonb) IS
     'creates a topic with 1 to 10000 partitions and a config; returns its topic id';
 COMMENT ON FUNCTION mq.drop_topic(text) IS
-    'drops a topic with its records, committed offsets and producer state';
+    'drops a topic with its records, committed offsets and producer state; a topic replicated in a cluster is MQ039 (delete it on the coordinator)';
 COMMENT ON FUNCTION mq.alter_topic(text, jsonb) IS
     'merges config keys into a topic''s config (a JSON null resets a key); returns the new config';
 COMMENT ON FUNCTION mq.add_partitions(text, integer) IS
-    'adds partitions to a topic (never removes any); returns the new partition count';
+    'adds partitions to a topic (never removes any); returns the new partition count; a topic replicated in a cluster is MQ039 (add them on the coordinator)';
+COMMENT ON FUNCTION mq._refuse_replicated_topic(integer, text, oid, text) IS
+    'internal: raises MQ039 when a client drops or grows a node''s copy of a replicated topic';
 COMMENT ON FUNCTION mq._check_topic_name(text) IS
     'internal: refuses a topic name outside Kafka''s rule (MQ003)';
 COMMENT ON FUNCTION mq._topic_name_valid(text) IS

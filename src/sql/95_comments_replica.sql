@@ -137,7 +137,7 @@ COMMENT ON FUNCTION mq_coord.broker_alive(integer, integer) IS
 COMMENT ON FUNCTION mq_coord.fence_broker(integer, integer, integer) IS
     'broker API: ends the coordinator session of a broker whose heartbeat is too old, so that its locks go; returns true when it did';
 COMMENT ON FUNCTION mq_coord.create_topic(text, integer, jsonb) IS
-    'creates a replicated topic, placing replication.factor replicas of each partition on the live brokers';
+    'creates a replicated topic, placing replication.factor replicas of each partition on the live brokers first, then on brokers that are down';
 COMMENT ON FUNCTION mq_coord.elect(text, integer, integer, integer) IS
     'broker API: elects the candidate leader of a partition if eligible; returns the new leader epoch or null';
 COMMENT ON FUNCTION mq_coord.alter_isr(text, integer, integer, integer, integer[]) IS
@@ -176,5 +176,7 @@ COMMENT ON FUNCTION mq.replica_topics() IS
     'broker API: this node''s replicated topics and the incarnation each was placed with (NULL: not recorded)';
 COMMENT ON FUNCTION mq.replica_drop_topic(text, uuid) IS
     'broker API: drops this node''s copy of a deleted replicated topic in that incarnation, as mq.drop_topic; false when it holds none';
+COMMENT ON FUNCTION mq._replica_add_partitions(text, integer) IS
+    'internal: the broker grows its node''s copy of a replicated topic to the coordinator''s partition count';
 COMMENT ON FUNCTION mq._replica_incarnation(text, uuid) IS
     'internal: records the incarnation a replicated topic is placed with, or drops a copy of another one';

@@ -11,7 +11,7 @@
 \set ON_ERROR_STOP on
 SET client_min_messages = warning;
 BEGIN;
-SELECT plan(23);
+SELECT plan(27);
 
 INSERT INTO mq_coord.broker (broker_id, node_conninfo, node_name) VALUES (1, 'host=a', 'a');
 SELECT pg_advisory_lock(mq_coord.broker_lock_class(), 1);
@@ -66,6 +66,16 @@ SELECT results_eq($$ SELECT partition, log_end_offset FROM mq.partitions WHERE t
                   $$ VALUES (0, 0::bigint) $$, 'the new copy starts empty, with the new partition count');
 SELECT is((SELECT count(*)::int FROM mq.consumer_offset c JOIN mq.topic t USING (topic_id) WHERE t.topic_name = 'n'),
           0, 'the old copy''s committed offsets went with it');
+-- a client cannot drop or grow one node's copy (that would break its
+-- partitions): the coordinator changes it, and the broker carries it out
+SELECT throws_ok($$ SELECT mq.drop_topic('n') $$, 'MQ039', 'topic "n" is replicated: delete it on the cluster''s coordinator',
+                 'mq.drop_topic of a replicated topic on a node is refused');
+SELECT throws_ok($$ SELECT mq.add_partitions('n', 1) $$, 'MQ039', NULL,
+                 'and so is mq.add_partitions');
+SELECT is(mq.replica_place_topic('n', 2, '{}', '{0,1}', :'second_incarnation'), 0,
+          'the broker grows the copy to the coordinator''s count');
+SELECT results_eq($$ SELECT count(*)::int FROM mq.partitions WHERE topic = 'n' $$, $$ VALUES (2) $$,
+                  'to two partitions');
 SELECT is(mq.replica_drop_topic('n', :'second_incarnation'), true, 'the deleted incarnation''s copy is dropped');
 SELECT is((SELECT count(*)::int FROM mq.topic WHERE topic_name = 'n'), 0, 'the topic is gone from the node');
 SELECT is((SELECT count(*)::int FROM pg_class c JOIN pg_namespace s ON s.oid = c.relnamespace
