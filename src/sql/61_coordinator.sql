@@ -161,7 +161,8 @@ BEGIN
 END $$;
 
 -- Create a replicated topic: replication.factor replicas of each partition
--- on the live brokers (mq_coord._place_partitions, 66_placement.sql).
+-- on the live brokers first, then on registered brokers that are down
+-- (mq_coord._place_partitions, 66_placement.sql).
 -- The brokers create the partitions on their nodes when they see them.
 CREATE FUNCTION mq_coord.create_topic(topic text, partitions integer DEFAULT 1,
                                       config jsonb DEFAULT '{}') RETURNS integer

@@ -41,8 +41,8 @@ ALTER TABLE mq_coord.partition
 -- second of each, ... (Kafka's rack-alternated list), so that consecutive
 -- brokers sit in different racks; without racks, by id.  With live_only,
 -- of the live brokers only (some session of this database holds the
--- broker's liveness lock), alternated among themselves: where Kafka's
--- controller places new partitions, on unfenced brokers.
+-- broker's liveness lock), alternated among themselves: the brokers Kafka's
+-- controller places new partitions on first, the unfenced ones.
 CREATE FUNCTION mq_coord._placement_order(live_only boolean DEFAULT false) RETURNS integer[]
 LANGUAGE sql STABLE SET search_path = pg_catalog, pg_temp AS $$
     SELECT coalesce(array_agg(b.broker_id ORDER BY b.n, b.rack, b.broker_id), '{}')
@@ -58,19 +58,23 @@ LANGUAGE sql STABLE SET search_path = pg_catalog, pg_temp AS $$
                               AND l.objid = r.broker_id::oid)) b;
 $$;
 
--- Place partitions p_from .. p_to - 1 of a topic: p_rf consecutive brokers
--- of the live brokers' placement order, starting one further for each
--- partition, so that preferred leaders (the first replica) spread.  The
--- one owner of where new replicas go: mq_coord.create_topic and
--- add_partitions (SQL, mqctl, mq-kafka's CreateTopics, CreatePartitions
--- and Metadata's auto-creation) all place through it.  Brokers that are
--- registered but not live get no new replica, as Kafka places on
--- unfenced brokers only: a replica there could not catch up until its
--- broker returns.  A replication factor above the live brokers is MQ046
--- (Kafka's INVALID_REPLICATION_FACTOR), nothing placed.  A topic's
--- partition 0 starts at the broker after the previous topic's (the number
--- of other topics, modulo the live brokers), as Kafka starts each topic at
--- a random broker: otherwise every topic's partition 0 would be led by the
+-- Place partitions p_from .. p_to - 1 of a topic, as Kafka 3.9's
+-- StripedReplicaPlacer: the live brokers first, then, only when p_rf is
+-- larger than them, the brokers that are registered but down.  Each
+-- partition's replicas are consecutive brokers of the live brokers'
+-- placement order, starting one further for each partition, so that
+-- preferred leaders (the first replica) spread and are always live;
+-- replicas beyond the live brokers are the brokers down, in placement
+-- order, and stay outside the ISR (as KRaft's ISR of a new partition is
+-- its unfenced replicas) until they return and catch up.  The one owner
+-- of where new replicas go: mq_coord.create_topic and add_partitions
+-- (SQL, mqctl, mq-kafka's CreateTopics, CreatePartitions and Metadata's
+-- auto-creation) all place through it.  MQ046 (Kafka's
+-- INVALID_REPLICATION_FACTOR), nothing placed, when no broker is live or
+-- when p_rf is larger than the registered brokers.  A topic's partition 0
+-- starts at the live broker after the previous topic's (the number of
+-- other topics, modulo the live brokers), as Kafka starts each topic at a
+-- random broker: otherwise every topic's partition 0 would be led by the
 -- first broker, and a cluster of one-partition topics by one node.  Added
 -- partitions continue from where partition 0 is (or, when partition 0's
 -- first replica is not live, from where a new topic would start).  A
@@ -82,17 +86,26 @@ LANGUAGE plpgsql SET search_path = pg_catalog, pg_temp AS $$
 DECLARE
     v_brokers integer[] := mq_coord._placement_order(true);
     v_n integer := cardinality(v_brokers);
+    v_down integer[];
+    v_registered integer := (SELECT count(*) FROM mq_coord.broker);
     v_start integer;
     v_replicas integer[];
     v_epoch integer := (SELECT coalesce(max(d.leader_epoch), 0) FROM mq_coord.deleted_topic d
                          WHERE d.topic = p_topic);
 BEGIN
-    IF v_n < p_rf THEN
-        RAISE EXCEPTION 'replication.factor % is larger than the % live brokers (% registered)', p_rf, v_n,
-            (SELECT count(*) FROM mq_coord.broker)
-            USING ERRCODE = 'MQ046',
-                  HINT = 'Start the brokers that are down or more brokers, or lower replication.factor.';
+    IF v_n = 0 THEN
+        RAISE EXCEPTION 'replication.factor % cannot be placed: all brokers are down (% registered)',
+            p_rf, v_registered
+            USING ERRCODE = 'MQ046', HINT = 'Start the brokers: a new partition''s leader must be live.';
     END IF;
+    IF v_registered < p_rf THEN
+        RAISE EXCEPTION 'replication.factor % is larger than the % registered brokers', p_rf, v_registered
+            USING ERRCODE = 'MQ046',
+                  HINT = 'Start more brokers so that they register, or lower replication.factor.';
+    END IF;
+    -- the brokers down, in placement order (used only beyond the live ones)
+    v_down := ARRAY(SELECT o FROM unnest(mq_coord._placement_order()) WITH ORDINALITY AS u(o, k)
+                     WHERE NOT o = ANY (v_brokers) ORDER BY k);
     SELECT array_position(v_brokers, q.replicas[1]) - 1 INTO v_start
       FROM mq_coord.partition q WHERE q.topic = p_topic AND q.partition = 0;
     IF v_start IS NULL THEN
@@ -100,9 +113,9 @@ BEGIN
     END IF;
     FOR p IN p_from .. p_to - 1 LOOP
         SELECT array_agg(v_brokers[1 + ((v_start + p + i) % v_n)] ORDER BY i) INTO v_replicas
-          FROM generate_series(0, p_rf - 1) AS i;
+          FROM generate_series(0, least(p_rf, v_n) - 1) AS i;
         INSERT INTO mq_coord.partition (topic, partition, replicas, isr, leader_epoch)
-        VALUES (p_topic, p, v_replicas, v_replicas, v_epoch);
+        VALUES (p_topic, p, v_replicas || v_down[1 : p_rf - v_n], v_replicas, v_epoch);
     END LOOP;
 END $$;
 

@@ -370,7 +370,7 @@ COMMENT ON FUNCTION mq_coord.grant_client(regrole) IS
 COMMENT ON FUNCTION mq_coord._placement_order(boolean) IS
     'internal: registered (or only the live) brokers in placement order, alternating between racks';
 COMMENT ON FUNCTION mq_coord._place_partitions(text, integer, integer, integer) IS
-    'internal: places new partitions of a replicated topic on the live brokers, round robin with a shifting start; MQ046 when too few';
+    'internal: places new partitions of a replicated topic on the live brokers first (round robin with a shifting start, the leader live), then on brokers that are down; MQ046 above the registered brokers or with none live';
 COMMENT ON FUNCTION mq_coord._check_broker(integer) IS
     'internal: raises MQ042 unless the broker is registered';
 COMMENT ON FUNCTION mq_coord.set_broker_rack(integer, text) IS

@@ -1,8 +1,8 @@
 -- Placement and reassignment on the coordinator and a node's side of it
 -- (docs/replication.md, "Placement and reassignment";
 -- src/sql/66_placement.sql): rack-alternated placement on live brokers
--- only, adding
--- partitions, the checks of mq_coord.reassign, completing a move only when
+-- first, then on brokers that are down only when the replication factor
+-- needs them (the leader always live), adding partitions, the checks of mq_coord.reassign, completing a move only when
 -- its time has come, the moves a broker reads (its throttle's shares),
 -- removing brokers; on the node, a topic placed with only some partitions
 -- hosted, the others refusing with MQ020.  Runs in a fresh database where
@@ -12,16 +12,16 @@
 \set ON_ERROR_STOP on
 SET client_min_messages = warning;
 BEGIN;
-SELECT plan(51);
+SELECT plan(53);
 
 -- four brokers, two racks: placement order is 1, 3, 2, 4 (first of each rack, ...)
 INSERT INTO mq_coord.broker (broker_id, node_conninfo, node_name, rack)
 VALUES (1, 'host=a', 'a', 'r1'), (2, 'host=b', 'b', 'r1'), (3, 'host=c', 'c', 'r2'), (4, 'host=d', 'd', 'r2');
 SELECT is(mq_coord._placement_order(), ARRAY[1, 3, 2, 4], 'brokers alternate between racks');
--- placement uses live brokers only: none holds its liveness lock yet
+-- placement uses live brokers first: none holds its liveness lock yet
 SELECT is(mq_coord._placement_order(true), '{}'::int[], 'no broker is live');
 SELECT throws_ok($$ SELECT mq_coord.create_topic('none', 1) $$, 'MQ046',
-                 'replication.factor 1 is larger than the 0 live brokers (4 registered)',
+                 'replication.factor 1 cannot be placed: all brokers are down (4 registered)',
                  'a topic needs a live broker');
 -- this session holds brokers 1, 2 and 4's liveness locks (3 is down):
 -- the live ones alternate among themselves
@@ -29,14 +29,27 @@ SELECT pg_advisory_lock(mq_coord.broker_lock_class(), b) FROM unnest('{1,2,4}'::
 SELECT is(mq_coord._placement_order(true), ARRAY[1, 4, 2], 'the live brokers alternate between racks');
 SELECT mq_coord.create_topic('three', 3, '{"replication.factor": 3}');
 SELECT is((SELECT count(*)::int FROM mq_coord.partition WHERE topic = 'three' AND 3 = ANY (replicas)), 0,
-          'a broker that is down gets no replica');
-SELECT throws_ok($$ SELECT mq_coord.create_topic('four', 1, '{"replication.factor": 4}') $$, 'MQ046',
-                 'replication.factor 4 is larger than the 3 live brokers (4 registered)',
-                 'replication.factor above the live brokers is refused');
-SELECT is((SELECT count(*)::int FROM mq_coord.topic WHERE topic IN ('none', 'four')), 0, 'nothing made');
+          'a broker that is down gets no replica while the live ones suffice');
+-- replication.factor above the live brokers (as Kafka's StripedReplicaPlacer):
+-- the live ones first (rotated), then the one down; the ISR the live ones
+SELECT mq_coord.create_topic('four', 1, '{"replication.factor": 4}');
+SELECT results_eq($$ SELECT replicas, isr FROM mq_coord.partition WHERE topic = 'four' $$,
+                  $$ VALUES ('{4,2,1,3}'::int[], '{4,2,1}'::int[]) $$,
+                  'replication.factor 4 with 3 live brokers: the live ones lead, broker 3 is the last replica');
+SELECT throws_ok($$ SELECT mq_coord.create_topic('five', 1, '{"replication.factor": 5}') $$, 'MQ046',
+                 'replication.factor 5 is larger than the 4 registered brokers',
+                 'replication.factor above the registered brokers is refused');
+SELECT is((SELECT count(*)::int FROM mq_coord.topic WHERE topic IN ('none', 'five')), 0, 'nothing made');
+-- only broker 1 live: the brokers down follow it in placement order (3, 2, 4)
+SELECT pg_advisory_unlock(mq_coord.broker_lock_class(), b) FROM unnest('{2,4}'::int[]) b;
+SELECT mq_coord.create_topic('solo', 2, '{"replication.factor": 3}');
+SELECT results_eq($$ SELECT replicas, isr FROM mq_coord.partition WHERE topic = 'solo' ORDER BY partition $$,
+                  $$ VALUES ('{1,3,2}'::int[], '{1}'::int[]), ('{1,3,2}', '{1}') $$,
+                  'one live broker: it leads every partition, the others down follow in placement order');
+SELECT pg_advisory_lock(mq_coord.broker_lock_class(), b) FROM unnest('{2,4}'::int[]) b;
 SELECT pg_advisory_lock(mq_coord.broker_lock_class(), 3);
-DELETE FROM mq_coord.partition WHERE topic = 'three';
-DELETE FROM mq_coord.topic WHERE topic = 'three';
+DELETE FROM mq_coord.partition WHERE topic IN ('three', 'four', 'solo');
+DELETE FROM mq_coord.topic WHERE topic IN ('three', 'four', 'solo');
 SELECT mq_coord.create_topic('p', 4, '{"replication.factor": 2, "min.insync.replicas": 2}');
 SELECT results_eq($$ SELECT replicas FROM mq_coord.partition WHERE topic = 'p' ORDER BY partition $$,
                   $$ VALUES ('{1,3}'::int[]), ('{3,2}'), ('{2,4}'), ('{4,1}') $$,
