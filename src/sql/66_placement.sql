@@ -462,6 +462,14 @@ BEGIN
     RETURN v_absent;
 END $$;
 
+-- The broker grows its node's copy to the coordinator's partition count:
+-- not refused as a client's change would be (mq._refuse_replicated_topic);
+-- only brokers may call it (grant_broker).
+CREATE FUNCTION mq._replica_add_partitions(p_topic text, p_count integer) RETURNS integer
+LANGUAGE sql SECURITY DEFINER SET search_path = pg_catalog, pg_temp AS $$
+    SELECT mq_internal.add_partitions(p_topic, p_count, NULL)
+$$;
+
 -- The broker places a replicated topic on its node, in one transaction:
 -- created (owned by the broker) or grown to p_partitions, then adopted
 -- (above).  A copy of another incarnation than the coordinator's
@@ -475,14 +483,6 @@ LANGUAGE plpgsql SECURITY INVOKER SET search_path = pg_catalog, pg_temp AS $$
 DECLARE
     p_topic ALIAS FOR $1;
     p_partitions ALIAS FOR $2;
--- The broker grows its node's copy to the coordinator's partition count:
--- not refused as a client's change would be (mq._refuse_replicated_topic);
--- only brokers may call it (grant_broker).
-CREATE FUNCTION mq._replica_add_partitions(p_topic text, p_count integer) RETURNS integer
-LANGUAGE sql SECURITY DEFINER SET search_path = pg_catalog, pg_temp AS $$
-    SELECT mq_internal.add_partitions(p_topic, p_count, NULL)
-$$;
-
     p_config ALIAS FOR $3;
     p_hosted ALIAS FOR $4;
     p_incarnation ALIAS FOR $5;
