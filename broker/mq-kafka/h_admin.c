@@ -7,43 +7,41 @@
  *
  * What Kafka refuses before its controller, refused here before the
  * database: a name given twice in one request (INVALID_REQUEST, answered
- * once, nothing of it made), a partition count of 0 or below -1
- * (INVALID_PARTITIONS), a replication factor of 0 or below -1
- * (INVALID_REPLICATION_FACTOR), a manual replica assignment beside a
- * partition count or replication factor (INVALID_REQUEST) or that is not
+ * once, nothing of it made), a partition count or replication factor of 0
+ * or below -1 (INVALID_PARTITIONS, INVALID_REPLICATION_FACTOR), a manual
+ * replica assignment beside either (INVALID_REQUEST) or that is not
  * partitions 0 .. n-1 with as many distinct brokers each
- * (INVALID_REPLICA_ASSIGNMENT).  On a single node, topics are created
- * unreplicated: a replication factor above 1 is refused
- * (INVALID_REPLICATION_FACTOR), and an assignment may name only this
- * broker (INVALID_REPLICA_ASSIGNMENT otherwise); in a cluster manual
- * assignments are refused (a topic is reassigned once made).  Names (with Kafka's collision rule) and
- * configs are mq.create_topic's to check (INVALID_TOPIC_EXCEPTION,
- * INVALID_CONFIG): configs go to it as a JSON object of strings.
+ * (INVALID_REPLICA_ASSIGNMENT).  On a single node topics are unreplicated:
+ * a replication factor above 1 is INVALID_REPLICATION_FACTOR, an
+ * assignment may name only this broker; in a cluster manual assignments
+ * are refused (a topic is reassigned once made).  Names (with Kafka's
+ * collision rule) and configs (a JSON object of strings) are
+ * mq.create_topic's to check (INVALID_TOPIC_EXCEPTION, INVALID_CONFIG).
  * validate_only runs the creation in a transaction that is rolled back.
  *
  * In a replicated cluster (--coordinator) a Kafka topic is the cluster's,
  * so CreateTopics makes it on the coordinator (mq_coord.create_topic, with
  * the request's replication factor, -1 its default of 1): the brokers
- * place it on the replicas' nodes and elect leaders, and every daemon's
- * Metadata names it once its view has it.  This node first runs the
- * creation as the client, rolled back, so that the client's rights, the
- * name, partitions and configs are checked as on a single node; only what
- * passes goes to the coordinator, as the daemon's role (a second job, on
- * cluster.c's coordinator pool).  A name the coordinator knows already is
- * TOPIC_ALREADY_EXISTS.  CreatePartitions grows a topic the same way
- * (mq_coord.add_partitions).  As a Kafka broker does, the answer waits
+ * place it on the replicas' nodes and elect leaders.  This node first runs
+ * the creation as the client, rolled back, so that the client's rights,
+ * the name, partitions and configs are checked as on a single node; only
+ * what passes goes to the coordinator, as the daemon's role (a second
+ * job, on cluster.c's coordinator pool).  A name the coordinator knows
+ * already is TOPIC_ALREADY_EXISTS (MQ002).  CreatePartitions grows a topic the
+ * same way (mq_coord.add_partitions).  validate_only runs the same
+ * coordinator statements, each rolled back, so that it answers what the
+ * real call would (a replication factor above the registered brokers, a
+ * name only other nodes hold).  As a Kafka broker does, the answer waits
  * (up to the request's timeout_ms; none with 0) until this daemon's view
  * has a live leader for every partition, checked every 100 ms, so that
- * this daemon's Metadata names the topic at once (clients such as
- * kafkajs ask right after); a topic still without them at the deadline is
- * REQUEST_TIMED_OUT (it was made).  Other daemons may lag by up to
- * --refresh-ms, and clients retry.
+ * its Metadata names the topic at once (kafkajs asks right after); a
+ * topic still without them at the deadline is REQUEST_TIMED_OUT (it was
+ * made).  Other daemons may lag by up to --refresh-ms; clients retry.
  *
  * CreateTopics v5+ answers the partitions and replication factor made
  * (-1 on an error, as Kafka) and no configs (null, which Kafka's schema
- * allows: its admin client then fails only TopicResult.config()); v7+
- * the topic's id (topic_id.h).  Flexible versions: CreateTopics v5+,
- * CreatePartitions v2+.
+ * allows: its admin client then fails only TopicResult.config()); v7+ the
+ * topic's id (topic_id.h).  Flexible: CreateTopics v5+, CreatePartitions v2+.
  *
  *-------------------------------------------------------------------------
  */
@@ -58,8 +56,6 @@
 #include "pgbinary.h"
 #include "topic_id.h"
 #include "util.h"
-
-#define SQLSTATE_UNIQUE_VIOLATION "23505"
 
 #define COORD_CREATE_SQL \
 	"SELECT mq_coord.create_topic($1, $2, jsonb_object($3::text[], $4::text[]))"
@@ -96,6 +92,7 @@ typedef struct AdminState
 	KJob		coord;			/* CreateTopics in a cluster: on the coordinator */
 	KRequest	coord_req;		/* what the coordinator's pool runs */
 	int32_t		timeout_ms;		/* the request's */
+	bool		validate_only;	/* the coordinator's statements rolled back */
 	int64_t		deadline_us;	/* waiting for the view's leaders until then */
 	struct event *timer;
 } AdminState;
@@ -152,10 +149,9 @@ refuse(TopicSpec *t, int16_t code, const char *message)
 }
 
 /*
- * One partition's replica list of a manual assignment; its length is
- * *replicas (the first list's).  A single node is one broker, so only
- * that broker alone can hold a replica; in a cluster manual assignments
- * are refused (a topic is made, then moved: AlterPartitionReassignments).
+ * One partition's replica list of a manual assignment, of *replicas (the
+ * first list's) brokers: this one alone on a single node, refused in a
+ * cluster (a topic is made, then moved: AlterPartitionReassignments).
  */
 static void
 read_replica_list(KReader *r, TopicSpec *t, int32_t *replicas)
@@ -348,8 +344,7 @@ write_topic_results(KRequest *req, bool throttle, bool messages)
 		}
 		else if (cst && kstmt_failed(cst, &failed))
 		{
-			code = strcmp(cst->err.sqlstate, SQLSTATE_UNIQUE_VIOLATION) == 0
-				? KERR_TOPIC_ALREADY_EXISTS : failed;
+			code = failed;		/* MQ002: TOPIC_ALREADY_EXISTS */
 			message = cst->err.message;
 		}
 		kw_strn(w, t->name.p, t->name.len);
@@ -441,7 +436,7 @@ coord_done(KRequest *sub)
 	KRequest   *req = sub->state;
 	AdminState *s = req->state;
 
-	if (s->timeout_ms <= 0)
+	if (s->timeout_ms <= 0 || s->validate_only)
 	{
 		coord_answer(req);
 		return;
@@ -452,9 +447,9 @@ coord_done(KRequest *sub)
 }
 
 /*
- * In a cluster, after this node checked each topic (rolled back): the
- * ones that passed, on the coordinator, created or grown.  The parameters
- * are the checked statement's (wrap_in_rollback put it at stmt).
+ * In a cluster, after this node checked each topic (rolled back): those
+ * that passed, created or grown on the coordinator (rolled back too with
+ * validate_only), with the checked statement's parameters.
  */
 static void
 create_checked(KRequest *req)
@@ -481,6 +476,13 @@ create_checked(KRequest *req)
 			kstmt_binary(cst, MQ_TEXTARRAYOID, st->values[3], st->lengths[3]);
 		}
 	}
+	if (s->validate_only)
+	{
+		kjob_rollback_each(&s->coord);
+		for (int32_t i = 0; i < s->n; i++)
+			if (s->specs[i].coord_stmt >= 0)
+				s->specs[i].coord_stmt = 3 * s->specs[i].coord_stmt + 1;
+	}
 	s->coord_req.state = req;	/* no role: the daemon's on the coordinator */
 	pool_run_on(cluster_coord_pool(), &s->coord_req, &s->coord, coord_done);
 }
@@ -506,15 +508,20 @@ h_create_topics(KRequest *req)
 	for (int32_t i = 0; i < s->n; i++)
 		if (s->specs[i].code == KERR_NONE)
 			add_create(s, &s->specs[i]);
+	s->validate_only = validate_only;
 	if (validate_only || cluster_enabled())
 		wrap_in_rollback(s);
-	pool_run(req, &s->job, validate_only || !cluster_enabled() ? create_topics_done : create_checked);
+	pool_run(req, &s->job, cluster_enabled() ? create_checked : create_topics_done);
 }
 
+/* a replicated topic (MQ039 here): ALTER checked, then the coordinator's */
 #define ADD_PARTITIONS_SQL \
 	"SELECT CASE WHEN $3 >= 0 AND $2 > c.n AND $3 <> $2 - c.n THEN NULL" \
+	"            WHEN c.replicated AND mq.has_topic_privilege($1, 'alter') THEN c.n" \
 	"            ELSE mq.add_partitions($1, $2 - c.n) END" \
-	"  FROM (SELECT (SELECT partitions FROM mq.topics WHERE topic = $1) AS n) c"
+	"  FROM (SELECT (SELECT partitions FROM mq.topics WHERE topic = $1) AS n," \
+	"               EXISTS (SELECT 1 FROM mq.replica_status r WHERE r.topic = $1" \
+	"                        AND r.role IS DISTINCT FROM 'standalone') AS replicated) c"
 
 static void
 create_partitions_done(KRequest *req)
@@ -558,12 +565,10 @@ add_growth(AdminState *s, TopicSpec *t)
 
 /*
  * CreatePartitions (v0-v3): Kafka's count is the new total, mq.add_partitions
- * takes the number to add; a total not above the current one is
- * INVALID_PARTITIONS (MQ005), manual assignments are refused.  In a
- * cluster, as CreateTopics: checked as the client (rolled back) on a node
- * holding the topic (cluster_topic_pool: Kafka clients send it to the
- * controller, whichever brokers hold the topic), then grown on the coordinator
- * (mq_coord.add_partitions), which places the new partitions' replicas.
+ * takes the number to add; a total not above it is INVALID_PARTITIONS
+ * (MQ005).  In a cluster, as CreateTopics: checked as the client (rolled
+ * back) on a node holding the topic (cluster_topic_pool: clients send it to
+ * any broker), then grown on the coordinator (mq_coord.add_partitions).
  */
 void
 h_create_partitions(KRequest *req)
@@ -585,10 +590,11 @@ h_create_partitions(KRequest *req)
 	for (int32_t i = 0; i < s->n; i++)
 		if (s->specs[i].code == KERR_NONE)
 			add_growth(s, &s->specs[i]);
+	s->validate_only = validate_only;
 	if (validate_only || cluster_enabled())
 		wrap_in_rollback(s);
 	if (cluster_enabled())
-		kfan_run(&s->fan, req, validate_only ? create_partitions_done : create_checked);
+		kfan_run(&s->fan, req, create_checked);
 	else
 		pool_run(req, &s->job, create_partitions_done);
 }

@@ -181,6 +181,9 @@ BEGIN
     v_config := mq.validate_config(coalesce(p_config, '{}'));
     -- one creation at a time, so that the collision check sees every name
     PERFORM pg_advisory_xact_lock(hashtext('mq_coord.create_topic'));
+    IF EXISTS (SELECT 1 FROM mq_coord.topic t WHERE t.topic = p_topic) THEN
+        RAISE EXCEPTION 'topic "%" already exists', p_topic USING ERRCODE = 'MQ002';
+    END IF;
     PERFORM mq._refuse_topic_collision(p_topic,
         (SELECT t.topic FROM mq_coord.topic t
           WHERE mq._topic_collision_key(t.topic) = mq._topic_collision_key(p_topic)

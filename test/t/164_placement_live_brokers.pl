@@ -105,6 +105,65 @@ is($c->coord->safe_psql('postgres', "SELECT count(*) FROM mq_coord.topic WHERE t
 		'0', "with no replica on broker $down");
 }
 
+# validate_only (CreateTopics v1+, CreatePartitions v0+) answers what the
+# real call answers, the coordinator deciding both, and changes nothing
+# (before, it checked on the asked node only: RF 4 and a name only the
+# cluster has passed; a replicated topic's CreatePartitions was MQ039)
+sub create_topics_v4
+{
+	my ($broker, $name, $partitions, $rf, $validate) = @_;
+	my $body = pack('l> n/a* l> s> l> l> l> C', 1, $name, $partitions, $rf, 0, 0, 5000, $validate);
+	my $r = kafka_request(kafka_connect($c->{kafka_port}[$broker]), 'tap', 19, 4, $body, 0, 30);
+	my ($n, $got, $code) = defined $r ? unpack('x4 x4 l> n/a* s>', $r) : ();
+	return join(' ', $got // 'none', $code // 'none');
+}
+my $coord_topics = "SELECT count(*) FROM mq_coord.topic WHERE topic LIKE 'v\\_%'";
+is(create_topics_v4(1, 'v_rf4', 1, 4, 1), 'v_rf4 38',
+	'CreateTopics validate_only with replication factor 4 on 3 registered brokers: INVALID_REPLICATION_FACTOR');
+$c->coord->safe_psql('postgres', "SELECT mq_coord.create_topic('v_solo', 1, '{\"replication.factor\": 1}')");
+my $solo = $c->coord->safe_psql('postgres', "SELECT replicas[1] FROM mq_coord.partition WHERE topic = 'v_solo'");
+my $other = $solo == 1 ? 2 : 1;
+is($c->node($other)->safe_psql('postgres', "SELECT count(*) FROM mq.topics WHERE topic = 'v_solo'"), '0',
+	"v_solo, on broker $solo, is not on broker $other's node");
+is(create_topics_v4($other, 'v_solo', 1, 1, 1), 'v_solo 36',
+	'CreateTopics validate_only of a name the cluster has, not the asked node: TOPIC_ALREADY_EXISTS');
+is(create_topics_v4($other, 'v_solo', 1, 1, 0), 'v_solo 36', 'as the real call answers');
+($rc, $out, $err) = $c->coord->psql('postgres',
+	"\\set VERBOSITY verbose\nSELECT mq_coord.create_topic('v_solo', 1)");
+like($err, qr/MQ002: topic "v_solo" already exists/, 'which the coordinator raises as MQ002');
+is(create_topics_v4(1, 'v_good', 2, 2, 1), 'v_good 0', 'CreateTopics validate_only of a good topic: no error');
+is($c->coord->safe_psql('postgres', $coord_topics), '1', 'and no topic was made on the coordinator');
+is($c->node(1)->safe_psql('postgres', "SELECT count(*) FROM mq.topics WHERE topic = 'v_good'"), '0',
+	'nor on the asked node');
+{
+	# CreatePartitions v0: live2 (6 partitions) to 8, validate_only
+	my $body = pack('l> n/a* l> l> l> C', 1, 'live2', 8, -1, 5000, 1);
+	my $r = kafka_request(kafka_connect($c->{kafka_port}[1]), 'tap', 37, 0, $body, 0, 30);
+	my ($n, $name, $code) = defined $r ? unpack('x4 x4 l> n/a* s>', $r) : ();
+	is(join(' ', $name // 'none', $code // 'none'), 'live2 0', 'CreatePartitions validate_only: no error');
+	is($c->coord->safe_psql('postgres', "SELECT partitions FROM mq_coord.topic WHERE topic = 'live2'"), '6',
+		'and the topic was not grown');
+	$body = pack('l> n/a* l> l> l> C', 1, 'live2', 8, -1, 5000, 0);
+	$r = kafka_request(kafka_connect($c->{kafka_port}[1]), 'tap', 37, 0, $body, 0, 30);
+	($n, $name, $code) = defined $r ? unpack('x4 x4 l> n/a* s>', $r) : ();
+	is(join(' ', $name // 'none', $code // 'none'), 'live2 0', 'the real CreatePartitions: no error');
+	is($c->coord->safe_psql('postgres', "SELECT partitions FROM mq_coord.topic WHERE topic = 'live2'"), '8',
+		'and the coordinator grew the topic');
+	# a topic of broker 1's node alone, not the cluster's: the coordinator
+	# refuses to grow it (UNKNOWN_TOPIC_OR_PARTITION), validate_only as well
+	$c->node(1)->safe_psql('postgres',
+		"SELECT mq.create_topic('v_local', 1); SELECT mq.grant('alter', 'topic', 'v_local', 'mq_broker')");
+	for my $validate (1, 0)
+	{
+		$body = pack('l> n/a* l> l> l> C', 1, 'v_local', 2, -1, 5000, $validate);
+		$r = kafka_request(kafka_connect($c->{kafka_port}[1]), 'tap', 37, 0, $body, 0, 30);
+		($n, $name, $code) = defined $r ? unpack('x4 x4 l> n/a* s>', $r) : ();
+		is(join(' ', $name // 'none', $code // 'none'), 'v_local 3',
+			"CreatePartitions (validate_only $validate) of a topic the coordinator does not know: "
+			  . 'UNKNOWN_TOPIC_OR_PARTITION');
+	}
+}
+
 # the broker back: it joins the ISR of the topic placed while it was down,
 # and new topics place it among the live brokers again
 $c->start_kafka_brokers(brokers => [$down]);
