@@ -447,6 +447,17 @@ if [[ -z "${MQ_SKIP_BUILD:-}" ]]; then
 fi
 
 # --------------------------------------------------------------------------
+# The npm packages of test/kafka/js (pinned by its lockfile), before the
+# lanes start: the mq-kafka tests install them themselves, but the TAP
+# tests that run kafkajs in a cluster (140, 153, 160) only look for them,
+# and beside the mq-kafka lane they would find none in a fresh clone and
+# skip their Kafka clients.
+if { want tap || want kafka; } && [[ ! -d test/kafka/js/node_modules/kafkajs ]] && command -v npm >/dev/null; then
+	mq_phase "npm packages of test/kafka/js (npm ci)"
+	npm ci --prefix test/kafka/js --no-audit --no-fund || fail "npm ci --prefix test/kafka/js"
+fi
+
+# --------------------------------------------------------------------------
 shopt -s nullglob
 REGRESS_SQL=(sql/*.sql)
 ISOLATION_SPECS=(test/isolation/specs/*.spec)
