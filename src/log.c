@@ -144,6 +144,13 @@ mq_log_end_offset(MqPartition *part, Snapshot snapshot)
 	return log_end_offset(part, snapshot, NULL, false);
 }
 
+/* the same, -1 when a segment's table is gone (the topic cache is stale) */
+int64
+mq_log_end_offset_ok(MqPartition *part, Snapshot snapshot)
+{
+	return log_end_offset(part, snapshot, NULL, true);
+}
+
 static MqSegment *
 segment_for_offset(MqPartition *part, int64 offset)
 {

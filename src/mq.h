@@ -141,6 +141,7 @@ extern void mq_lock_partition_class(int32 topic_id, int32 partition, uint16 lock
 extern void mq_produce_lock_init(void);
 extern bool mq_release_before_flush;
 extern int64 mq_log_end_offset(MqPartition *part, Snapshot snapshot);
+extern int64 mq_log_end_offset_ok(MqPartition *part, Snapshot snapshot);
 extern int64 mq_segment_last_offset(MqSegment *seg, Snapshot snapshot, TimestampTz *max_ts);
 extern int64 mq_log_append(const char *topic_name, int32 partition,
 						   MqRecordIn *recs, int nrecs, MqProducer *producer);
@@ -169,6 +170,7 @@ typedef struct MqReplicaState
 } MqReplicaState;
 extern void mq_replica_read_state(int32 topic_id, int32 partition, MqReplicaState *st);
 extern int64 mq_replica_log_end_now(int32 topic_id, int32 partition);
+extern int64 mq_replica_log_end_fresh(int32 topic_id, int32 partition);
 extern void mq_replica_raise_not_leader(const char *topic_name, int32 partition,
 										MqReplicaState *st);
 extern void mq_replica_check_broker(const char *topic_name, int32 partition,

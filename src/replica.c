@@ -109,18 +109,52 @@ mq_replica_notify(PG_FUNCTION_ARGS)
 	PG_RETURN_VOID();
 }
 
-/* the partition's log end in the latest snapshot (replica_wait.c too) */
+/*
+ * The partition's log end in the latest snapshot (replica_wait.c), or -1
+ * when its topic is gone there: dropped by mq (mq.replica_drop_topic when
+ * the coordinator deletes it) after the caller's snapshot was taken, its
+ * segment tables with it, which the caller's topic cache may still list.
+ * A segment table gone while the latest catalog, read again, still lists
+ * it was dropped by something other than mq: MQ074 (mq_segment_open).
+ */
+int64
+mq_replica_log_end_fresh(int32 topic_id, int32 partition)
+{
+	for (int reads = 1;; reads++)
+	{
+		MqTopic    *topic;
+		MqPartition *part;
+		int64		leo;
+
+		AcceptInvalidationMessages();	/* segments created since we looked */
+		PushActiveSnapshot(GetLatestSnapshot());
+		topic = mq_topic_by_id(topic_id, true);
+		if (topic == NULL)
+		{
+			PopActiveSnapshot();
+			return -1;
+		}
+		part = mq_topic_partition(topic, partition);
+		leo = reads < 3 ? mq_log_end_offset_ok(part, GetActiveSnapshot())
+			: mq_log_end_offset(part, GetActiveSnapshot());
+		PopActiveSnapshot();
+		if (leo >= 0)
+			return leo;
+		mq_topic_cache_reset(); /* a segment it listed is gone: read again */
+		CHECK_FOR_INTERRUPTS();
+	}
+}
+
+/* the same, MQ006 when the topic is gone */
 int64
 mq_replica_log_end_now(int32 topic_id, int32 partition)
 {
-	MqTopic    *topic;
-	int64		leo;
+	int64		leo = mq_replica_log_end_fresh(topic_id, partition);
 
-	AcceptInvalidationMessages();	/* segments created since we looked */
-	topic = mq_topic_by_id(topic_id, false);
-	PushActiveSnapshot(GetLatestSnapshot());
-	leo = mq_log_end_offset(mq_topic_partition(topic, partition), GetActiveSnapshot());
-	PopActiveSnapshot();
+	if (leo < 0)
+		ereport(ERROR,
+				(errcode(ERRCODE_MQ_UNKNOWN_PARTITION),
+				 errmsg("partition %d of topic id %d does not exist", partition, topic_id)));
 	return leo;
 }
 

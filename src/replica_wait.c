@@ -54,8 +54,10 @@ static bool
 has_news(int32 topic_id, int32 partition, int64 offset, int64 known_offsets)
 {
 	MqReplicaState st;
+	int64		leo = mq_replica_log_end_fresh(topic_id, partition);
 
-	if (mq_replica_log_end_now(topic_id, partition) > offset)
+	/* a partition whose topic was dropped since the caller looked is news */
+	if (leo < 0 || leo > offset)
 		return true;
 	mq_replica_read_state(topic_id, partition, &st);
 	return !st.found || mq_offsets_version(topic_id, partition) != known_offsets;

@@ -365,6 +365,18 @@ follower_take_error(Broker *b, Part *p, const MqError *err)
 					   part_label(p), p->leader, (long long) p->fetch_offset, err->message);
 		fsm_fire(b, p, EV_DIVERGED);
 	}
+	else if (mq_error_is(err, MQ_SQLSTATE_UNKNOWN_PARTITION))
+	{
+		/*
+		 * The leader's node lacks it: its topic deleted (the leader's broker
+		 * dropped its copy, topic_drop.c) or not placed there yet.  No
+		 * refusal to warn of: the next tick's assignment forgets a deleted
+		 * one, as any partition no longer assigned (assign.c).
+		 */
+		mq_log_info("%s: broker %d's node has no such partition (%s); waiting for the next tick's assignment",
+					part_label(p), p->leader, err->message);
+		wait_a_tick(b, p);
+	}
 	else
 	{
 		/* fenced, unknown epoch, not leader: the coordinator will tell us more */

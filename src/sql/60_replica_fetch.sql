@@ -160,6 +160,9 @@ DECLARE
 BEGIN
     st := mq._replica_fence(p_id, p_partition, p_leader_epoch, 'leader');
     leo := mq._log_end_offset(p_id, p_partition);
+    IF leo IS NULL THEN   -- its topic dropped since the fence read its state
+        RAISE EXCEPTION 'partition % of topic id % does not exist', p_partition, p_id USING ERRCODE = 'MQ006';
+    END IF;
     IF p_fetch_offset > leo THEN
         RAISE EXCEPTION 'fetch offset % of replica % is outside the leader''s log [%, %) of "%" partition %',
             p_fetch_offset, p_replica_id, st.log_start_offset, leo, p_topic, p_partition
@@ -397,6 +400,29 @@ BEGIN
     END LOOP;
 END $$;
 
+-- The idle partitions p_ks (as mq._replica_fetch_refresh has them) that
+-- it did not answer, looked at again (mq._replica_fetch_look): each was
+-- remembered idle, and has changed since, or its topic was dropped, which
+-- its look refuses (MQ006); a row per one refused, as
+-- mq._replica_fetch_looks keeps it.  A look that passes holds the
+-- partition's segment tables, so its topic stays until the fetch commits.
+CREATE FUNCTION mq._replica_fetch_relook(p_replica_id integer, p_topics text[], p_ids integer[],
+                                         p_partitions integer[], p_epochs integer[], p_offsets bigint[],
+                                         p_ovs bigint[], p_wait_ms integer, p_ks integer[])
+    RETURNS TABLE (k integer, err_state text, err_message text)
+LANGUAGE plpgsql SET search_path = pg_catalog, pg_temp AS $$
+BEGIN
+    FOREACH k IN ARRAY p_ks LOOP
+        BEGIN
+            PERFORM mq._replica_fetch_look(p_topics[k], p_ids[k], p_partitions[k], p_epochs[k], p_replica_id,
+                                           p_offsets[k], p_ovs[k], p_wait_ms);
+        EXCEPTION WHEN OTHERS THEN
+            GET STACKED DIAGNOSTICS err_state = RETURNED_SQLSTATE, err_message = MESSAGE_TEXT;
+            RETURN NEXT;
+        END;
+    END LOOP;
+END $$;
+
 -- The leader side of a follower's fetch of many partitions at once: one
 -- statement, and one connection, per leader's node and follower, as
 -- Kafka's replica fetcher (broker/mq-broker/fetch_session.c).  Element k
@@ -493,12 +519,17 @@ BEGIN
                                               ARRAY(SELECT partitions[k] FROM unnest(v_idle) k WHERE (v_fresh[k]).base_offset IS NOT NULL),
                                               v_stamped);
         END IF;
-        -- remembered idle ones the refresh did not answer are fetched in
-        -- full below: looked at again next time, from the progress that
-        -- records
-        PERFORM mq._replica_fetch_forget(replica_id,
-                                         ARRAY(SELECT s.ids[k] FROM unnest(v_idle) k WHERE (v_fresh[k]).base_offset IS NULL),
-                                         ARRAY(SELECT partitions[k] FROM unnest(v_idle) k WHERE (v_fresh[k]).base_offset IS NULL));
+        -- remembered idle ones the refresh did not answer are looked at
+        -- again (refused alone if their topic was dropped since), fetched
+        -- in full below, and looked at again next time
+        v_idle := ARRAY(SELECT k FROM unnest(v_idle) k WHERE (v_fresh[k]).base_offset IS NULL);
+        PERFORM mq._replica_fetch_forget(replica_id, ARRAY(SELECT s.ids[k] FROM unnest(v_idle) k),
+                                         ARRAY(SELECT partitions[k] FROM unnest(v_idle) k));
+        FOR r IN SELECT * FROM mq._replica_fetch_relook(replica_id, topics, s.ids, partitions, leader_epochs,
+                                                        fetch_offsets, offsets_versions, max_wait_ms, v_idle) LOOP
+            s.err_state[r.k] := r.err_state;
+            s.err_message[r.k] := r.err_message;
+        END LOOP;
     END IF;
     -- a row for each partition taken or refused, in the order given; none
     -- for the others (nothing to tell, nor their progress to record)
@@ -556,6 +587,8 @@ COMMENT ON FUNCTION mq._replica_fetch_look(text, integer, integer, integer, inte
     'internal (replication): what a follower''s fetch finds before it reads (epoch check, log end, progress, idle, progress recorded)';
 COMMENT ON FUNCTION mq._replica_fetch_looks(integer, text[], integer[], integer[], bigint[], bigint[], integer) IS
     'internal (replication): replica_fetch_many''s look at each partition, errors kept per partition';
+COMMENT ON FUNCTION mq._replica_fetch_relook(integer, text[], integer[], integer[], integer[], bigint[], bigint[], integer, integer[]) IS
+    'internal (replication): replica_fetch_many''s look again at idle partitions its refresh did not answer';
 COMMENT ON FUNCTION mq._replica_fetch_refresh(integer, integer[], integer[], integer[], bigint[], bigint[], integer[]) IS
     'internal (replication): replica_fetch_many''s answers of idle partitions whose progress is due, in one statement';
 COMMENT ON FUNCTION mq.replica_fetch_many(integer, text[], integer[], integer[], bigint[], bigint[], integer, integer) IS
