@@ -38,6 +38,22 @@ sub delete_topic
 	return join(' ', $name // 'none', $code // 'none');
 }
 
+# Metadata's error code for a topic at broker $i's daemon, once it is
+# $want (each daemon's view of the cluster follows within its refresh, as a
+# Kafka broker's metadata follows the controller's): the last one after 30 s
+sub metadata_error_becomes
+{
+	my ($i, $topic, $want) = @_;
+	my $deadline = time + 30;
+	my $code = metadata_error($i, $topic);
+	while ($code ne $want && time < $deadline)
+	{
+		usleep(100_000);
+		$code = metadata_error($i, $topic);
+	}
+	return $code;
+}
+
 # Metadata v4 of one topic at broker $i's daemon, no auto-creation: its error code
 sub metadata_error
 {
@@ -148,7 +164,7 @@ is($c->coord->safe_psql('postgres',
 ok(dropped(1, $id{1}) && dropped(2, $id{2}),
 	'brokers 1 and 2 drop their nodes\' copies: topic, log tables and committed offsets');
 is(topic_id(3, 'dk'), $id{3}, 'node 3, whose broker is down, still has its copy');
-is(metadata_error($_, 'dk'), 3, "Metadata at broker $_\'s daemon: UNKNOWN_TOPIC_OR_PARTITION") for 1, 2;
+is(metadata_error_becomes($_, 'dk', 3), 3, "Metadata at broker $_\'s daemon: UNKNOWN_TOPIC_OR_PARTITION") for 1, 2;
 is(produce(1, 'dk', 'late'), '3 -1', 'Produce: UNKNOWN_TOPIC_OR_PARTITION');
 is(delete_topic(2, 'dk'), 'dk 3', 'DeleteTopics of it again: UNKNOWN_TOPIC_OR_PARTITION');
 
@@ -156,7 +172,7 @@ $c->start_kafka_brokers(brokers => [3]);
 ok(dropped(3, $id{3}), 'broker 3, back, drops its node\'s copy');
 is($c->coord->safe_psql('postgres', "SELECT count(*) FROM mq_coord.topic WHERE topic = 'dk'"), '0',
 	'and does not bring the topic back');
-is(metadata_error(3, 'dk'), 3, 'Metadata at broker 3\'s daemon: UNKNOWN_TOPIC_OR_PARTITION');
+is(metadata_error_becomes(3, 'dk', 3), 3, 'Metadata at broker 3\'s daemon: UNKNOWN_TOPIC_OR_PARTITION');
 
 # --- SQL, and the name created again at once, broker 3 paused ------------
 
