@@ -102,6 +102,7 @@ sub topic_id
 sub dropped
 {
 	my ($i, $id) = @_;
+	return 0 unless defined $id;    # the node never had it: nothing to see dropped
 	return $c->node($i)->poll_query_until('postgres',
 		"SELECT NOT EXISTS (SELECT 1 FROM mq.topic WHERE topic_id = $id) "
 		  . "AND NOT EXISTS (SELECT 1 FROM pg_class WHERE relnamespace = 'mq_log'::regnamespace "
@@ -132,6 +133,7 @@ sub broker_locked
 # --- the right to delete, checked at the daemon asked ---------------------
 
 $c->create_topic('da', 1, { 'replication.factor' => 2 });
+ok($c->wait_caught_up('da'), 'a topic of replication factor 2 is placed and led');
 my %replica = map { $_ => 1 } split /,/, $c->replicas('da', 0);
 my ($outside) = grep { !$replica{$_} } 1 .. 3;
 is(delete_topic($outside, 'da'), 'da 29',
