@@ -11,7 +11,7 @@
  *	    mqctl broker remove ID      a stopped broker that holds nothing
  *	    mqctl broker set-rack ID R  the rack placement spreads over
  *	  and the partitions of a replicated topic (topic add-partitions asks
- *	  cluster_add_partitions first).  All run against the coordinator
+ *	  cluster_add_partitions first; topic create, cluster_coordinator).  All run against the coordinator
  *	  database (-d): mq_coord.reassign, propose_reassignment,
  *	  remove_broker, set_broker_rack and add_partitions
  *	  (src/sql/66_placement.sql) do the work and the checks.
@@ -485,6 +485,27 @@ cmd_broker_set_rack(const MqctlCommand *cmd, int argc, char **argv)
 	PQfinish(conn);
 	cli_free(&p);
 	return MQ_EXIT_OK;
+}
+
+/* Is the connected database a cluster's coordinator where we may create topics? */
+bool
+cluster_coordinator(PGconn *conn)
+{
+	PGresult   *res;
+	bool		yes;
+
+	res = mqctl_exec(conn, "SELECT pg_catalog.has_schema_privilege('mq_coord', 'USAGE') "
+					 "AND pg_catalog.has_table_privilege('mq_coord.broker', 'SELECT') "
+					 "AND pg_catalog.has_function_privilege('mq_coord.create_topic(text, integer, jsonb)', 'EXECUTE')",
+					 NULL, 0);
+	yes = PQgetvalue(res, 0, 0)[0] == 't';
+	PQclear(res);
+	if (!yes)
+		return false;
+	res = mqctl_exec(conn, "SELECT EXISTS (SELECT 1 FROM mq_coord.broker)", NULL, 0);
+	yes = PQgetvalue(res, 0, 0)[0] == 't';
+	PQclear(res);
+	return yes;
 }
 
 /*

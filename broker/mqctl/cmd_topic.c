@@ -31,6 +31,8 @@ const char	topic_create_help[] =
 "\n"
 "Create a topic.  A name has 1 to 249 characters from [A-Za-z0-9._-], and\n"
 "may not differ from an existing topic's only in '.' against '_' (Kafka's rule).\n"
+"Connected to a cluster's coordinator, the topic is replicated, placed on the\n"
+"brokers (-c replication.factor=N, default 1).\n"
 "\n"
 "Options:\n"
 "  -p, --partitions=N     number of partitions (default 1)\n"
@@ -211,7 +213,10 @@ cmd_topic_create(const MqctlCommand *cmd, int argc, char **argv)
 	mq_param_text(&params, MQ_TEXTOID, o.topic);
 	mq_param_int(&params, MQ_INT4OID, o.partitions);
 	config_params(&o.config, &params);
-	res = mq_exec(conn, "SELECT mq.create_topic($1, $2, pg_catalog.jsonb_object($3, $4))",
+	/* on a cluster's coordinator, a replicated topic, placed on its brokers */
+	res = mq_exec(conn, cluster_coordinator(conn) ?
+				  "SELECT mq_coord.create_topic($1, $2, pg_catalog.jsonb_object($3, $4))" :
+				  "SELECT mq.create_topic($1, $2, pg_catalog.jsonb_object($3, $4))",
 				  &params, 0, &err);
 	if (res != NULL)
 		printf("Created topic %s.\n", o.topic);

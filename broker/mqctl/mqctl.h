@@ -110,6 +110,7 @@ extern int	cmd_broker_set_rack(const MqctlCommand *cmd, int argc, char **argv);
 extern bool cluster_add_partitions(PGconn *conn, const char *topic, int count, int *total);
 extern char *alter_partition_count(PGconn *conn, const char *topic, int wanted);
 extern bool cluster_topic(PGconn *conn, const char *topic);
+extern bool cluster_coordinator(PGconn *conn);
 /* cmd_pipeline.c */
 extern const char pipeline_help[];
 extern int	cmd_pipeline(const MqctlCommand *cmd, int argc, char **argv);

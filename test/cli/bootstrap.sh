@@ -83,6 +83,14 @@ run mqctl consume orders --no-follow
 expect_rc 4 "no group through the coordinator"
 check_match "$ERR" 'replicated topic and this is its coordinator' "says why"
 
+# creating a topic given the coordinator's address makes a replicated one
+# there (mq_coord.create_topic), placed on live brokers: none runs here
+run mqctl topic create fresh -c replication.factor=1
+check_eq "$RC" "1" "topic create through the coordinator asks the coordinator"
+check_match "$ERR" 'cannot be placed: all brokers are down' "which places on its brokers (none is live here)"
+check_eq "$(psql -X -At -c "SELECT count(*) FROM mq.topic WHERE topic_name = 'fresh'")" "0" \
+	"and nothing is created on the connected database alone"
+
 # deleting a replicated topic goes on the coordinator (its brokers drop
 # their copies; here no broker runs, so the node keeps its copy)
 run mqctl topic delete orders
