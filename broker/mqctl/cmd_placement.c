@@ -487,25 +487,26 @@ cmd_broker_set_rack(const MqctlCommand *cmd, int argc, char **argv)
 	return MQ_EXIT_OK;
 }
 
+/* The first column of the first row of sql's answer, a boolean. */
+static bool
+query_true(PGconn *conn, const char *sql, const MqParams *params)
+{
+	PGresult   *res = mqctl_exec(conn, sql, params, 0);
+	bool		yes = PQgetvalue(res, 0, 0)[0] == 't';
+
+	PQclear(res);
+	return yes;
+}
+
 /* Is the connected database a cluster's coordinator where we may create topics? */
 bool
 cluster_coordinator(PGconn *conn)
 {
-	PGresult   *res;
-	bool		yes;
-
-	res = mqctl_exec(conn, "SELECT pg_catalog.has_schema_privilege('mq_coord', 'USAGE') "
-					 "AND pg_catalog.has_table_privilege('mq_coord.broker', 'SELECT') "
-					 "AND pg_catalog.has_function_privilege('mq_coord.create_topic(text, integer, jsonb)', 'EXECUTE')",
-					 NULL, 0);
-	yes = PQgetvalue(res, 0, 0)[0] == 't';
-	PQclear(res);
-	if (!yes)
-		return false;
-	res = mqctl_exec(conn, "SELECT EXISTS (SELECT 1 FROM mq_coord.broker)", NULL, 0);
-	yes = PQgetvalue(res, 0, 0)[0] == 't';
-	PQclear(res);
-	return yes;
+	return query_true(conn, "SELECT pg_catalog.has_schema_privilege('mq_coord', 'USAGE') "
+					  "AND pg_catalog.has_table_privilege('mq_coord.broker', 'SELECT') "
+					  "AND pg_catalog.has_function_privilege('mq_coord.create_topic(text, integer, jsonb)', 'EXECUTE')",
+					  NULL) &&
+		query_true(conn, "SELECT EXISTS (SELECT 1 FROM mq_coord.broker)", NULL);
 }
 
 /*
@@ -516,22 +517,14 @@ bool
 cluster_topic(PGconn *conn, const char *topic)
 {
 	MqParams	params;
-	PGresult   *res;
-	bool		replicated;
 
-	res = mqctl_exec(conn, "SELECT pg_catalog.has_table_privilege('mq_coord.topic', 'SELECT') "
-					 "AND pg_catalog.has_function_privilege('mq_coord.add_partitions(text, integer)', 'EXECUTE')",
-					 NULL, 0);
-	replicated = PQgetvalue(res, 0, 0)[0] == 't';
-	PQclear(res);
-	if (!replicated)
+	if (!query_true(conn, "SELECT pg_catalog.has_table_privilege('mq_coord.topic', 'SELECT') "
+					"AND pg_catalog.has_function_privilege('mq_coord.add_partitions(text, integer)', 'EXECUTE')",
+					NULL))
 		return false;
 	mq_params_init(&params);
 	mq_param_text(&params, MQ_TEXTOID, topic);
-	res = mqctl_exec(conn, "SELECT EXISTS (SELECT 1 FROM mq_coord.topic WHERE topic = $1)", &params, 0);
-	replicated = PQgetvalue(res, 0, 0)[0] == 't';
-	PQclear(res);
-	return replicated;
+	return query_true(conn, "SELECT EXISTS (SELECT 1 FROM mq_coord.topic WHERE topic = $1)", &params);
 }
 
 /*
