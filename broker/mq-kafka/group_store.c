@@ -213,23 +213,31 @@ group_store_after_saves(KRequest *req, KDoneFn fn)
 	waiters = w;
 }
 
+/* a save's or touch's end: what failed is logged (what: the warning), s freed */
+static void
+job_end(Save *s, const char *what)
+{
+	int16_t		code;
+
+	if (kstmt_failed(&s->job.stmts[0], &code))
+		mq_log_warning("%s: %s", what, s->job.stmts[0].err.message);
+	kjob_free(&s->job);
+	free(s->req.role);
+	free(s);
+}
+
 static void
 save_done(KRequest *req)
 {
 	Save	   *s = req->state;
-	int16_t		code;
 
-	if (kstmt_failed(&s->job.stmts[0], &code))
-		mq_log_warning("cannot keep consumer group state: %s", s->job.stmts[0].err.message);
 	for (Save **pp = &in_flight; *pp; pp = &(*pp)->next)
 		if (*pp == s)
 		{
 			*pp = s->next;
 			break;
 		}
-	kjob_free(&s->job);
-	free(s->req.role);
-	free(s);
+	job_end(s, "cannot keep consumer group state");
 	release_waiters();
 }
 
@@ -275,9 +283,9 @@ group_store_save(const KGroup *g, const char *role)
 	add_save(&s->job, g);
 	s->req.state = s;
 	s->req.role = role ? mq_strdup(role) : NULL;
-	s->seq = ++last_seq;
 	if (!cluster_enabled())		/* what SQL reads of the group (in a cluster, nothing) */
 	{
+		s->seq = ++last_seq;
 		s->next = in_flight;
 		in_flight = s;
 	}
@@ -287,13 +295,7 @@ group_store_save(const KGroup *g, const char *role)
 static void
 touch_done(KRequest *req)
 {
-	Save	   *s = req->state;
-	int16_t		code;
-
-	if (kstmt_failed(&s->job.stmts[0], &code))
-		mq_log_warning("cannot mark consumer groups live: %s", s->job.stmts[0].err.message);
-	kjob_free(&s->job);
-	free(s);
+	job_end(req->state, "cannot mark consumer groups live");
 }
 
 void
