@@ -133,8 +133,7 @@ join_free(KJoin *j)
 }
 
 #define SQL_MEMBERS_SQL \
-	"SELECT EXISTS (SELECT 1 FROM mq.group_members m WHERE m.group_id = $1 AND NOT m.kafka" \
-	"                  AND m.last_heartbeat > now() - m.session_timeout_ms * interval '1 ms')"
+	"SELECT EXISTS (SELECT 1 FROM mq.group_members m WHERE m.group_id = $1 AND NOT m.kafka AND m.active)"
 
 typedef struct JoinState
 {
