@@ -501,6 +501,19 @@ if [[ -n "${MQ_TESTS:-}" ]]; then
 fi
 shopt -u nullglob
 
+# node-rdkafka compiles its own librdkafka (about 100 s of CPU): started
+# here in the background, so that the build overlaps the phases before
+# the mq-kafka lane reaches test/kafka/node_rdkafka.sh, which waits for
+# the status file in MQ_RDKAFKA_NPM.
+if want kafka && [[ " ${KAFKA_SH[*]} " == *" test/kafka/node_rdkafka.sh "* ]] && command -v npm >/dev/null &&
+	[[ ! -e test/kafka/rdkafka/node_modules/node-rdkafka/build/Release/node-librdkafka.node ]]; then
+	MQ_RDKAFKA_NPM="$(mktemp -d "${TMPDIR:-/tmp}/mq-rdkafka-npm.XXXXXX")"
+	mq_on_exit "rm -rf '$MQ_RDKAFKA_NPM'"
+	export MQ_RDKAFKA_NPM
+	echo "npm ci of test/kafka/rdkafka (node-rdkafka) in the background"
+	mq_spawn_timeout 600 bash -c 'npm ci --prefix test/kafka/rdkafka --no-audit --no-fund >"$1/log" 2>&1; echo $? >"$1/rc"' _ "$MQ_RDKAFKA_NPM"
+fi
+
 # --------------------------------------------------------------------------
 # lanes beside (MQ_TAP_BESIDE): the TAP phase, then mq-kafka and the
 # sanitizers, each when something is left to run beside it
