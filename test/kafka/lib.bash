@@ -87,12 +87,27 @@ wait_eq() {
 
 kcat_() { kcat -b "$BROKER" "$@"; }
 
-# js_install PACKAGE: install test/kafka/js's npm packages (pinned by its
-# lockfile) unless PACKAGE is there, and check that it worked
-js_install() {
-	[[ -d "test/kafka/js/node_modules/$1" ]] && return 0
-	run npm ci --prefix test/kafka/js --no-audit --no-fund
-	expect_rc 0 "npm ci installs $1"
+# npm_install DIR PATH: install DIR's npm packages (pinned by its
+# lockfile) unless DIR/node_modules/PATH is there, and check that it worked
+npm_install() {
+	[[ -e "$1/node_modules/$2" ]] && return 0
+	run npm ci --prefix "$1" --no-audit --no-fund
+	expect_rc 0 "npm ci installs ${2%%/*} ($1)"
+}
+
+# js_install PACKAGE: test/kafka/js's packages, unless PACKAGE is there
+js_install() { npm_install test/kafka/js "$1"; }
+
+# platformatic_install: test/kafka/platformatic's @platformatic/kafka, which
+# needs Node.js 20.19.4 or newer: with an older one (Debian 12's is 18) a
+# check is skipped, saying why, and it returns false
+platformatic_install() {
+	if ! node -e 'const [a, b, c] = process.versions.node.split(".").map(Number);
+		process.exit(a > 20 || (a === 20 && (b > 19 || (b === 19 && c >= 4))) ? 0 : 1)'; then
+		pass "@platformatic/kafka # SKIP node $(node --version) is older than its 20.19.4"
+		return 1
+	fi
+	npm_install test/kafka/platformatic @platformatic/kafka
 }
 
 # go_build NAME LIBRARY: build test/kafka/go/NAME.go offline against the Go

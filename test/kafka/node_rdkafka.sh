@@ -21,9 +21,8 @@ if [[ -n "${MQ_RDKAFKA_NPM:-}" ]]; then
 	rc="$(cat "$MQ_RDKAFKA_NPM/rc" 2>/dev/null)"
 	check_eq "$rc" 0 "npm ci installs node-rdkafka (started by scripts/test.sh)"
 	[[ "$rc" == 0 ]] || tail -n 20 "$MQ_RDKAFKA_NPM/log" | sed 's/^/# /'
-elif [[ ! -e $D/node_modules/node-rdkafka/build/Release/node-librdkafka.node ]]; then
-	run npm ci --prefix "$D" --no-audit --no-fund
-	expect_rc 0 "npm ci installs node-rdkafka"
+else
+	npm_install "$D" node-rdkafka/build/Release/node-librdkafka.node
 fi
 kafka_start || { fail "mq-kafka starts"; finish; }
 

@@ -10,16 +10,7 @@
 source "$(dirname "${BASH_SOURCE[0]}")/lib.bash"
 D=test/kafka/platformatic
 
-if ! node -e 'const [a, b, c] = process.versions.node.split(".").map(Number);
-	process.exit(a > 20 || (a === 20 && (b > 19 || (b === 19 && c >= 4))) ? 0 : 1)'; then
-	echo "ok 1 # SKIP node $(node --version) is older than @platformatic/kafka's 20.19.4"
-	echo "1..1"
-	exit 0
-fi
-if [[ ! -d $D/node_modules/@platformatic/kafka ]]; then
-	run npm ci --prefix "$D" --no-audit --no-fund
-	expect_rc 0 "npm ci installs @platformatic/kafka"
-fi
+platformatic_install || finish
 kafka_start || { fail "mq-kafka starts"; finish; }
 
 run timeout 120 node "$D/client.mjs" "$BROKER" pf

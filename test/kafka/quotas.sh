@@ -62,6 +62,7 @@ check_match "$(curl -sf "http://$METRICS/metrics" | grep '^mq_kafka_throttle_sec
 	' ([4-9]|[1-9][0-9])\.[0-9]+$' "the metrics count the time connections were muted"
 
 sql "SELECT mq.set_client_quota(quota_key, NULL, user_name, client_id, default_user, default_client) FROM mq.list_client_quotas()" >/dev/null
+platformatic_install || finish
 run timeout 90 node test/kafka/platformatic/quotas.mjs "$BROKER"
 expect_rc 0 "@platformatic/kafka's Admin runs"
 printf '# %s\n' "$OUT"

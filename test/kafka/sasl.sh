@@ -76,10 +76,7 @@ run env MQ_SASL_PASSWORD="$PW_ALICE" MQ_SASL_PASSWORD_OTHER="$PW_DAVE" \
 printf '%s\n' "$OUT" | sed 's/^/# /'
 expect_rc 0 "protocol.pl sasl: every check passed"
 
-if [[ ! -d test/kafka/js/node_modules/kafkajs ]]; then
-	run npm ci --prefix test/kafka/js --no-audit --no-fund
-	expect_rc 0 "npm ci installs kafkajs"
-fi
+js_install kafkajs
 run env MQ_SASL_PASSWORD="$PW_ALICE" KAFKAJS_NO_PARTITIONER_WARNING=1 timeout 120 \
 	node test/kafka/js/sasl.js "$BROKER" sasl_t sasl_g mq_sasl_alice
 check_eq "$(json_get "$OUT" '{produced}') $(json_get "$OUT" '{consumed}')" "true 5" \

@@ -61,10 +61,7 @@ check_eq "$(sql "SELECT sum(mq.committed_offset('ss_rdk', 'ss_rdk', p)) FROM gen
 	"their commits are mq's"
 
 # kafkajs and kafka-python
-if [[ ! -d test/kafka/js/node_modules/kafkajs ]]; then
-	run npm ci --prefix test/kafka/js --no-audit --no-fund
-	expect_rc 0 "npm ci installs kafkajs"
-fi
+js_install kafkajs
 for mech in scram-sha-256 scram-sha-512; do
 	run env MQ_SASL_PASSWORD="$PW" MQ_SASL_MECHANISM="$mech" MQ_SSL_CA="$C/ca.crt" KAFKAJS_NO_PARTITIONER_WARNING=1 \
 		timeout 120 node test/kafka/js/sasl.js "$B" ss_t "ss_js_$mech" mq_sslsasl_app

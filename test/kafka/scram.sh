@@ -101,10 +101,7 @@ check_eq "$(sql "SELECT sum(mq.committed_offset('scram_rdk', 'scram_rdk', p)) FR
 	"the group's commits are mq's"
 
 # kafkajs
-if [[ ! -d test/kafka/js/node_modules/kafkajs ]]; then
-	run npm ci --prefix test/kafka/js --no-audit --no-fund
-	expect_rc 0 "npm ci installs kafkajs"
-fi
+js_install kafkajs
 for mech in scram-sha-256 scram-sha-512; do
 	run env MQ_SASL_PASSWORD="$PW_ALICE" MQ_SASL_MECHANISM="$mech" KAFKAJS_NO_PARTITIONER_WARNING=1 timeout 120 \
 		node test/kafka/js/sasl.js "$BROKER" scram_t "scram_g_$mech" mq_scram_alice

@@ -104,10 +104,7 @@ check_eq "$(sql "SELECT sum(mq.committed_offset('tls_gr', 'tls_rdk', p)) FROM ge
 	"its commits are mq's"
 
 # --- kafkajs and kafka-python, over SSL and over mutual TLS
-if [[ ! -d test/kafka/js/node_modules/kafkajs ]]; then
-	run npm ci --prefix test/kafka/js --no-audit --no-fund
-	expect_rc 0 "npm ci installs kafkajs"
-fi
+js_install kafkajs
 run env KAFKAJS_NO_PARTITIONER_WARNING=1 timeout 120 node test/kafka/js/tls.js "$SSL_B" tls_t tls_gj "$C" client
 check_eq "$(json_get "$OUT" '{produced}') $(json_get "$OUT" '{consumed}') $(json_get "$OUT" '{committed}')" "true 5 8" \
 	"kafkajs produces, consumes and commits in a group over mutual TLS"
