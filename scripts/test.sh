@@ -504,8 +504,9 @@ shopt -u nullglob
 # node-rdkafka compiles its own librdkafka (about 100 s of CPU): started
 # here in the background, so that the build overlaps the phases before
 # the mq-kafka lane reaches test/kafka/node_rdkafka.sh, which waits for
-# the status file in MQ_RDKAFKA_NPM.
-if want kafka && [[ " ${KAFKA_SH[*]} " == *" test/kafka/node_rdkafka.sh "* ]] && command -v npm >/dev/null &&
+# the status file in MQ_RDKAFKA_NPM (the lane's own test.sh finds it set).
+if [[ -z "${MQ_RDKAFKA_NPM:-}" ]] && want kafka && [[ " ${KAFKA_SH[*]} " == *" test/kafka/node_rdkafka.sh "* ]] &&
+	command -v npm >/dev/null &&
 	[[ ! -e test/kafka/rdkafka/node_modules/node-rdkafka/build/Release/node-librdkafka.node ]]; then
 	MQ_RDKAFKA_NPM="$(mktemp -d "${TMPDIR:-/tmp}/mq-rdkafka-npm.XXXXXX")"
 	mq_on_exit "rm -rf '$MQ_RDKAFKA_NPM'"
