@@ -162,7 +162,7 @@ kjob_rollback_each(KJob *job)
 	{
 		(void) kjob_add(job, "BEGIN", 0);
 		*kjob_add(job, NULL, 0) = orig.stmts[i];
-		(void) kjob_add(job, "ROLLBACK", 0);
+		kjob_add(job, "ROLLBACK", 0)->as_daemon = true;
 	}
 	free(orig.stmts);
 }

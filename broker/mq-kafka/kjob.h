@@ -29,6 +29,8 @@ typedef struct KStmt
 	char	   *values[KSTMT_MAX_PARAMS];	/* owned copies; NULL is SQL NULL */
 	int			lengths[KSTMT_MAX_PARAMS];
 	int			formats[KSTMT_MAX_PARAMS];
+	bool		as_daemon; /* without the request's role: a ROLLBACK
+								 * must run in an aborted transaction */
 	PGresult   *res;			/* on success */
 	MqError		err;			/* on failure (err.message set) */
 } KStmt;

@@ -216,6 +216,13 @@ on_deadline(evutil_socket_t fd, short what, void *arg)
 
 #define SQL_SET_LOCAL_ROLE "SELECT pg_catalog.set_config('role', $1, true)"
 
+/* whether statement i of req goes after a set_config of the role */
+static bool
+sends_role(const KRequest *req, int i)
+{
+	return req->role != NULL && i < req->job->n && !req->job->stmts[i].as_daemon;
+}
+
 static void
 start(Slot *s, KRequest *req)
 {
@@ -227,7 +234,7 @@ start(Slot *s, KRequest *req)
 	s->started_us = mq_now_us();
 	s->next = 0;
 	s->saw_null = false;
-	s->role_result = req->role != NULL;
+	s->role_result = sends_role(req, 0);
 	tv.tv_sec = s->pool->statement_timeout_ms / 1000;
 	tv.tv_usec = (s->pool->statement_timeout_ms % 1000) * 1000;
 	evtimer_add(s->deadline_ev, &tv);
@@ -235,7 +242,7 @@ start(Slot *s, KRequest *req)
 	{
 		KStmt	   *st = &job->stmts[i];
 
-		if ((req->role &&
+		if ((sends_role(req, i) &&
 			 !PQsendQueryParams(s->conn, SQL_SET_LOCAL_ROLE, 1, NULL, role, NULL, NULL, 0)) ||
 			!PQsendQueryParams(s->conn, st->sql, st->nparams, st->types,
 							   (const char *const *) st->values, st->lengths, st->formats,
@@ -278,6 +285,22 @@ take_error(KStmt *st, PGconn *conn, const PGresult *r)
 		kmetrics_statement_error(st->err.sqlstate);
 }
 
+/*
+ * The job's last result arrived.  A job leaves no transaction open; one
+ * that did (a bug) would hold its locks and snapshot and fail the next
+ * job's statements, so the connection is given up.
+ */
+static void
+job_end(Slot *s)
+{
+	if (PQtransactionStatus(s->conn) != PQTRANS_IDLE)
+	{
+		mq_log_warning("a job left a transaction open on %s: reconnecting", s->pool->name);
+		pool_slot_lost(s);
+	}
+	slot_finish(s);
+}
+
 /* take the results that have arrived */
 static void
 drain(Slot *s)
@@ -309,9 +332,9 @@ drain(Slot *s)
 		{
 			case PGRES_PIPELINE_SYNC:
 				PQclear(r);
-				s->role_result = s->req->role != NULL;
+				s->role_result = sends_role(s->req, s->next + 1);
 				if (++s->next == s->req->job->n)
-					slot_finish(s);
+					job_end(s);
 				continue;
 			case PGRES_TUPLES_OK:
 			case PGRES_COMMAND_OK:
