@@ -28,7 +28,9 @@
  * client connects again when it next needs the broker.  A
  * frame with a size below 8 or above max_request_bytes closes the
  * connection: there is no way to answer a request whose header cannot be
- * trusted.  A connection that closes while its request is with the pool
+ * trusted.  Before a SASL listener's client authenticated, the bound is
+ * Kafka's sasl.server.max.receive.size default, 512 KiB, so that nobody
+ * makes the daemon hold --max-request-bytes per connection unknown.  A connection that closes while its request is with the pool
  * or parked is freed when the request is done (refs).  Each connection
  * keeps who it authenticated as (sasl.c), and each of its requests runs
  * its statements as that role.
@@ -383,6 +385,18 @@ conn_tls_principal(KConn *c)
 	return true;
 }
 
+/* Kafka's sasl.server.max.receive.size default */
+#define PRE_AUTH_MAX_BYTES (512 * 1024)
+
+/* the largest frame c may send now */
+static int32_t
+frame_max(const KConn *c)
+{
+	if (conn_needs_sasl(c) && c->sasl_step != KSASL_DONE && kconfig.max_request_bytes > PRE_AUTH_MAX_BYTES)
+		return PRE_AUTH_MAX_BYTES;
+	return kconfig.max_request_bytes;
+}
+
 /* the next whole frame, if one has arrived and none is in flight */
 static void
 conn_read(struct bufferevent *bev, void *arg)
@@ -399,9 +413,10 @@ conn_read(struct bufferevent *bev, void *arg)
 		return;
 	evbuffer_copyout(in, szb, 4);
 	size = (int32_t) (((uint32_t) szb[0] << 24) | (szb[1] << 16) | (szb[2] << 8) | szb[3]);
-	if (size < (c->sasl_step == KSASL_BARE ? 1 : 8) || size > kconfig.max_request_bytes)
+	if (size < (c->sasl_step == KSASL_BARE ? 1 : 8) || size > frame_max(c))
 	{
-		mq_log_warning("%s: frame size %d out of range, closing", c->peer, size);
+		mq_log_warning("%s: frame size %d out of range%s, closing", c->peer, size,
+					   frame_max(c) < kconfig.max_request_bytes ? " before authentication" : "");
 		kmetrics_protocol_error();
 		conn_close(c);
 		return;

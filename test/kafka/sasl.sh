@@ -68,6 +68,25 @@ check_match "$ERR" "[Aa]uthentication failed" "a role that pg_hba.conf trusts is
 check_match "$(cat "$T/mq-kafka.log")" "let \"mq_sasl_carol\" connect without a password" "and the daemon says why"
 run timeout 30 kcat -b "$BROKER" -L -m 3
 check_no_match "$OUT" "sasl_t" "a client without SASL sees no metadata"
+
+# Kafka's sasl.server.max.receive.size (512 KiB): a larger frame before
+# authentication closes the connection at once, without waiting for it
+big_frame() { # SIZE: seconds until the daemon closes a connection that announced a frame of SIZE bytes
+	perl -MIO::Socket::INET -MTime::HiRes=time -e '
+		my $s = IO::Socket::INET->new(PeerAddr => $ARGV[0], Timeout => 5) or die "connect: $!\n";
+		my $t0 = time;
+		print $s pack("N", $ARGV[1]), "\0" x 1024;
+		$s->flush;
+		vec(my $r = "", fileno($s), 1) = 1;
+		print select($r, undef, undef, 2) && !sysread($s, my $b, 1) ? "closed\n" : "open\n";' "$BROKER" "$1"
+}
+check_eq "$(big_frame 600000)" "closed" "a 600,000-byte frame before authentication closes the connection at once"
+check_match "$(cat "$(tmpdir)/mq-kafka.log")" "frame size 600000 out of range before authentication" "and the daemon says why"
+check_eq "$(big_frame 400000)" "open" "a 400,000-byte one is read (and then refused as the request it is not)"
+head -c 700000 /dev/zero | tr '\0' x >"$T/big"
+run kcat_ -F "$T/alice.conf" -P -t sasl_t -p 0 -X message.max.bytes=1000000 "$T/big"
+check_eq "$RC:$(sql "SELECT max(length(value)) FROM mq.fetch('sasl_t', 0, 0, 10)")" "0:700000" \
+	"once authenticated, alice produces a 700,000-byte record"
 check_match "$(cat "$T/mq-kafka.log")" "api key 3 before sasl authentication, closing" \
 	"and is disconnected"
 
