@@ -8,7 +8,10 @@
  * principal's role sees them (kacl.h's KACL_MATCH_SQL) and revokes each
  * with mq.revoke, which only an administrator or the topic's owner may
  * (42501: CLUSTER_AUTHORIZATION_FAILED, and nothing of that filter is
- * revoked: one statement, one transaction).  mq.revoke of ALL takes back
+ * revoked: one statement, one transaction).  As Kafka checks ALTER on
+ * the cluster before matching anything, a filter of a principal without
+ * it that deleted nothing answers CLUSTER_AUTHORIZATION_FAILED too, not
+ * an empty success (the last statement asks for the right).  mq.revoke of ALL takes back
  * every operation of that grantee on that resource (as REVOKE ALL), so
  * a matched ALL grant deletes, and lists, those grants too: the answer
  * names every grant that is gone here.  In a replicated cluster the
@@ -33,6 +36,7 @@ typedef struct DelAclState
 	KMirror		mirror;			/* in a cluster: the other nodes' */
 	int32_t		n;
 	KAcl	   *filters;
+	int			cluster;		/* the statement asking for ALTER on the cluster */
 } DelAclState;
 
 static void
@@ -96,6 +100,7 @@ delete_done(KRequest *req)
 	DelAclState *s = req->state;
 	bool		flex = req->api_version >= 2;
 	KWriter    *w = &req->resp;
+	bool		alter = kacl_cluster_code(&s->job.stmts[s->cluster]) == KERR_NONE;
 
 	kw_i32(w, 0);				/* throttle_time_ms */
 	kacl_w_array(w, flex, s->n);
@@ -113,6 +118,11 @@ delete_done(KRequest *req)
 			res = s->job.stmts[f->stmt].res;
 		}
 		rows = code == KERR_NONE && res ? PQntuples(res) : 0;
+		if (!alter && code == KERR_NONE && rows == 0)
+		{
+			code = KERR_CLUSTER_AUTHORIZATION_FAILED;
+			message = NULL;
+		}
 		kw_i16(w, code);
 		kacl_w_str(w, flex, message);
 		kacl_w_array(w, flex, rows);
@@ -160,5 +170,7 @@ h_delete_acls(KRequest *req)
 		kacl_filter_params(kjob_add(&s->job, DELETE_SQL, 0), f);
 		f->stmt = s->job.n - 1;
 	}
+	kacl_add_cluster_check(&s->job, "alter");
+	s->cluster = s->job.n - 1;
 	pool_run(req, &s->job, deleted);
 }

@@ -187,7 +187,8 @@ LANGUAGE sql STABLE SET search_path = pg_catalog, pg_temp
 AS $$ SELECT p_type = 'cluster' OR p_pattern = 'prefixed' OR p_name = '*' OR mq._describable(p_type, p_name) $$;
 
 -- Grants as made; a role sees those that apply to it (directly, through
--- membership or PUBLIC) on resources it may describe, administrators
+-- membership or PUBLIC) on resources it may describe, a topic's owner the
+-- literal grants on its topic (which it may revoke), administrators
 -- (describe on the cluster) all.  security_barrier: the filter runs before
 -- any condition of the caller's (which could print the rows it is shown).
 CREATE VIEW mq.grants WITH (security_barrier) AS
@@ -197,7 +198,11 @@ SELECT a.resource_type, a.pattern_type, a.resource_name,
   FROM mq.acl a
  WHERE mq._has_privilege(current_user::regrole::oid, 'cluster', 'kafka-cluster', 'describe')
     OR ((a.grantee IS NULL OR pg_has_role(current_user, a.grantee, 'USAGE'))
-        AND mq._grant_shown(a.resource_type, a.pattern_type, a.resource_name));
+        AND mq._grant_shown(a.resource_type, a.pattern_type, a.resource_name))
+    OR (a.resource_type = 'topic' AND a.pattern_type = 'literal'
+        AND EXISTS (SELECT 1 FROM mq.topic t
+                     WHERE t.topic_name = a.resource_name AND t.owner IS NOT NULL
+                       AND pg_has_role(current_user, t.owner, 'USAGE')));
 
 -- Effective grants: each role with each grant it has, and through which
 -- grantee (itself, a role it inherits from, or PUBLIC).

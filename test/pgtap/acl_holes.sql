@@ -15,7 +15,7 @@
 SET client_min_messages = warning;
 
 BEGIN;
-SELECT plan(33);
+SELECT plan(34);
 
 CREATE ROLE mqh_attacker LOGIN;
 CREATE ROLE mqh_owner LOGIN;
@@ -114,6 +114,11 @@ SELECT mq.grant('read', 'topic', 'planted', 'PUBLIC');
 RESET ROLE;
 SET ROLE mqh_admin;
 SELECT mq.grant('describe', 'topic', 'planted', 'mqh_attacker');
+RESET ROLE;
+SET ROLE mqh_owner;
+SELECT is((SELECT array_agg(grantee || ':' || operation ORDER BY grantee) FROM mq.grants WHERE resource_name = 'planted'),
+          ARRAY['PUBLIC:read', 'mqh_attacker:describe'],
+          'a topic''s owner sees the literal grants on its topic, which it may revoke (Kafka''s DeleteAcls matches them)');
 RESET ROLE;
 SELECT mq.drop_topic('planted');
 SELECT is((SELECT array_agg(grantee || ':' || operation) FROM mq.grants WHERE resource_name = 'planted'),

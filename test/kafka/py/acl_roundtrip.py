@@ -156,7 +156,19 @@ r = u.create_acls([(TOPIC, 'rt-self', LITERAL, 'User:' + USER, '*', ALL, ALLOW)]
 ok(r[0][0] == CLUSTER_AUTHZ and 'permission denied' in (r[0][1] or ''),
    'a principal that may not grant gets CLUSTER_AUTHORIZATION_FAILED', r)
 r = u.delete_acls([(ANY, None, ANY, None, None, ANY, ANY)])
-ok(r[0][0] in (0, CLUSTER_AUTHZ), 'and may not delete what it sees', r)
+ok(r[0][0] == CLUSTER_AUTHZ and r[0][2] == [], 'and may not delete what it sees', r)
+r = u.delete_acls([(ANY, None, ANY, 'User:' + ADMIN, None, ANY, ANY), (TOPIC, 'rt-none', LITERAL, None, None, ANY, ANY)])
+ok([x[0] for x in r] == [CLUSTER_AUTHZ, CLUSTER_AUTHZ] and all(x[2] == [] for x in r),
+   'nor what it does not see: CLUSTER_AUTHORIZATION_FAILED for every filter, as Kafka checks ALTER before matching', r)
+# a topic's owner, without ALTER on the cluster, grants and revokes on it
+sql("SELECT mq.grant('create', 'cluster', 'kafka-cluster', '%s');"
+    "SET ROLE %s; SELECT mq.create_topic('rt-own'); RESET ROLE" % (USER, USER))
+r = u.create_acls([(TOPIC, 'rt-own', LITERAL, 'User:' + ADMIN, '*', READ, ALLOW)])
+ok(r[0][0] == 0, "the topic's owner creates an ACL on it", r)
+r = u.delete_acls([(TOPIC, 'rt-own', LITERAL, None, None, ANY, ANY), (TOPIC, 'rt-own', LITERAL, None, None, WRITE, ANY)])
+ok([(x[0], len(x[2])) for x in r] == [(0, 1), (CLUSTER_AUTHZ, 0)],
+   "and deletes it; a filter of its that matches nothing is CLUSTER_AUTHORIZATION_FAILED", r)
+sql("SELECT mq.revoke('create', 'cluster', 'kafka-cluster', '%s'); SELECT mq.drop_topic('rt-own')" % USER)
 e, m, rows = u.describe_acls((ANY, None, ANY, None, None, ANY, ANY))
 ok(e == CLUSTER_AUTHZ and rows == [],
    'DescribeAcls without DESCRIBE on the cluster: CLUSTER_AUTHORIZATION_FAILED and nothing listed, as in Kafka',
