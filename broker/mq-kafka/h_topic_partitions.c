@@ -37,14 +37,16 @@
 
 /*
  * METADATA_SQL's rows in byte order, with the topic's authorized
- * operations, asked once per topic that has partitions
+ * operations, asked once per topic that has partitions: mq's alter is
+ * Kafka's ALTER and ALTER_CONFIGS, and so DESCRIBE_CONFIGS, which
+ * DescribeConfigs needs (h_configs.c); describe is DESCRIBE alone
  */
 #define OPS(op, bit) "CASE WHEN mq.has_topic_privilege(t.topic, '" op "') THEN " bit " ELSE 0 END"
 #define TOPIC_PARTITIONS_SQL \
 	"WITH q AS (" METADATA_SQL ")," \
 	" o AS (SELECT t.topic, " \
 	OPS("read", "8") " + " OPS("write", "16") " + " OPS("create", "32") " + " \
-	OPS("delete", "64") " + " OPS("alter", "2176") " + " OPS("describe", "1280") " AS ops" \
+	OPS("delete", "64") " + " OPS("alter", "3200") " + " OPS("describe", "256") " AS ops" \
 	"        FROM (SELECT DISTINCT topic FROM q WHERE partition >= 0) t)" \
 	" SELECT q.*, o.ops FROM q LEFT JOIN o ON o.topic = q.topic AND q.partition >= 0" \
 	" ORDER BY q.topic COLLATE \"C\", q.partition"
