@@ -52,7 +52,7 @@ on_accept(struct evconnlistener *l, evutil_socket_t fd, struct sockaddr *sa,
 		inet_ntop(AF_INET6, &((struct sockaddr_in6 *) sa)->sin6_addr, host, sizeof(host));
 	if (listener_is_tls(arg))
 	{
-		bev = bufferevent_openssl_socket_new(kbase, fd, tls_new_ssl(), BUFFEREVENT_SSL_ACCEPTING,
+		bev = bufferevent_openssl_socket_new(kbase, fd, tls_new_ssl(listener_is_sasl(arg)), BUFFEREVENT_SSL_ACCEPTING,
 											 BEV_OPT_CLOSE_ON_FREE);
 		/* a client that closes without close_notify has just gone */
 		bufferevent_openssl_set_allow_dirty_shutdown(bev, 1);

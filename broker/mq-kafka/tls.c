@@ -4,7 +4,8 @@
  *	  The OpenSSL server context of the SSL and SASL_SSL listeners: the
  *	  server's certificate and key (PEM), TLS 1.2 at least, and client
  *	  certificates (ssl.client.auth: none, requested or required) verified
- *	  against a CA file; the principal of a verified client certificate
+ *	  against a CA file, on SSL listeners only (as Kafka, KIP-684: SASL
+ *	  authenticates a SASL_SSL listener's clients); the principal of a verified client certificate
  *	  (its subject as Kafka writes it, x500.c, mapped by sslmap.c).  The record layer is OpenSSL's,
  *	  driven by libevent's OpenSSL bufferevents (server.c).
  *
@@ -177,9 +178,13 @@ tls_reload(void)
 }
 
 SSL *
-tls_new_ssl(void)
+tls_new_ssl(bool sasl)
 {
-	return SSL_new(ctx);
+	SSL		   *ssl = SSL_new(ctx);
+
+	if (ssl && sasl)
+		SSL_set_verify(ssl, SSL_VERIFY_NONE, NULL);
+	return ssl;
 }
 
 void

@@ -18,8 +18,9 @@
 extern void tls_start(void);
 /* read the certificate, key, CA and rules again; keep the old on error */
 extern bool tls_reload(void);
-/* a server-side SSL for one new connection */
-extern SSL *tls_new_ssl(void);
+/* a server-side SSL for one new connection; a SASL_SSL listener's asks
+ * for no client certificate (SASL authenticates it) */
+extern SSL *tls_new_ssl(bool sasl);
 /* log why bev's TLS failed, if its handshake did */
 extern void tls_log_failure(struct bufferevent *bev, const char *peer);
 /* send close_notify on bev's TLS, without waiting for the peer's */

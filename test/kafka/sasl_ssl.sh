@@ -5,7 +5,9 @@
 # their user name; a wrong password is refused over TLS as without it and
 # leaves nothing behind; PLAIN, refused on plaintext connections
 # (scram.sh), is offered over TLS; a client that does not speak TLS to the
-# SASL_SSL listener is refused.
+# SASL_SSL listener is refused.  The daemon runs with --ssl-client-auth
+# required, which, as Kafka's ssl.client.auth (KIP-684), SASL_SSL
+# listeners ignore: none of these clients has a certificate.
 source "$(dirname "${BASH_SOURCE[0]}")/lib.bash"
 source "$(dirname "${BASH_SOURCE[0]}")/tls_certs.bash"
 T="$(tmpdir)"
@@ -28,7 +30,7 @@ sql "SELECT mq.grant('read', 'group', 'ss_', 'mq_sslsasl_app', 'prefixed')" >/de
 P="$(_free_port)"
 B="127.0.0.1:$P"
 "$MQ_KAFKA" -d "dbname=$PGDATABASE" --group-initial-delay-ms 300 --listeners "SASL_SSL://127.0.0.1:$P" \
-	--ssl-certificate "$C/server.crt" --ssl-key "$C/server.key" \
+	--ssl-certificate "$C/server.crt" --ssl-key "$C/server.key" --ssl-ca "$C/ca.crt" --ssl-client-auth required \
 	--sasl=scram-sha-256,scram-sha-512,plain >>"$T/mq-kafka.log" 2>&1 &
 KAFKA_PID=$! # lib.bash's kafka_kill stops it at the end
 wait_for 30 bash -c "exec 3<>/dev/tcp/127.0.0.1/$P" 2>/dev/null || { fail "mq-kafka starts" "$(cat "$T/mq-kafka.log")"; finish; }
@@ -45,7 +47,7 @@ conf wrong SCRAM-SHA-256 "$PW-wrong"
 # kcat
 printf 'one\ntwo\n' >"$T/in"
 run kcat -b "$B" -F "$T/s256.conf" -P -t ss_t -p 0 -l "$T/in"
-expect_rc 0 "kcat produces over SASL_SSL with SCRAM-SHA-256"
+expect_rc 0 "kcat produces over SASL_SSL with SCRAM-SHA-256, without a client certificate: --ssl-client-auth is the SSL listeners' (KIP-684)"
 run kcat -b "$B" -F "$T/s512.conf" -C -G ss_kcat -o beginning -e -q -X enable.auto.commit=true \
 	-X auto.commit.interval.ms=100 ss_t
 check_eq "$(sort <<<"$OUT" | tr '\n' ,)" "one,two," "kcat consumes in a group over SASL_SSL with SCRAM-SHA-512"
