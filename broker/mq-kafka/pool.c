@@ -301,6 +301,20 @@ job_end(Slot *s)
 	slot_finish(s);
 }
 
+/*
+ * The role's set_config failed: a role that does not exist (22023, the
+ * subject of a certificate a DEFAULT mapping rule passed through) is
+ * refused as one the daemon may not take (42501 without a resource:
+ * kerr.c), as Kafka refuses a principal no ACL names.
+ */
+static void
+take_role_error(KStmt *st, PGconn *conn, const PGresult *r)
+{
+	take_error(st, conn, r);
+	if (strcmp(st->err.sqlstate, "22023") == 0)
+		snprintf(st->err.sqlstate, sizeof(st->err.sqlstate), "42501");
+}
+
 /* take the results that have arrived */
 static void
 drain(Slot *s)
@@ -324,7 +338,7 @@ drain(Slot *s)
 			/* set_config's: if it failed, so does the statement */
 			s->role_result = false;
 			if (PQresultStatus(r) != PGRES_TUPLES_OK)
-				take_error(st, s->conn, r);
+				take_role_error(st, s->conn, r);
 			PQclear(r);
 			continue;
 		}

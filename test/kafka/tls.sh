@@ -196,6 +196,17 @@ check_match "$(cat "$T/mq-kafka.log")" "tls: .*peer did not return a certificate
 run timeout 60 kcat -b "$SSL_B" -F "$T/client.conf" -L
 expect_rc 0 "a client with its certificate gets in"
 
+# --- a DEFAULT rule passes an unmatched subject through: a principal no
+# role has is refused as Kafka refuses one no ACL names
+kafka_kill
+tls_start --ssl-client-auth required --ssl-principal-mapping-rules "$RULES,DEFAULT" ||
+	{ fail "mq-kafka starts with a DEFAULT mapping rule"; finish; }
+run timeout 30 kcat -b "$SSL_B" -F "$T/other.conf" -P -t tls_t -p 0 -X message.timeout.ms=5000 -l "$T/in"
+check_match "$ERR" "Topic authorization failed" \
+	"the principal CN=app2,OU=ops,O=mq test, which no role has, gets TOPIC_AUTHORIZATION_FAILED on produce"
+run timeout 30 kcat -b "$SSL_B" -F "$T/other.conf" -C -t tls_t -p 0 -o beginning -e -q
+check_match "$ERR" "[Aa]uthoriz" "and on fetch"
+
 # --- bad settings are usage errors
 run "$MQ_KAFKA" --listeners "SSL://127.0.0.1:1"
 check_match "$ERR" "needs --ssl-certificate and --ssl-key" "an SSL listener without a certificate is refused"
