@@ -126,21 +126,12 @@ txn_state_new(KRequest *req, size_t left)
 	return s;
 }
 
-/* a failed statement's code; a fenced epoch is PRODUCER_FENCED from v2 */
+/* a failed statement's code (txn_cluster_code's); fenced_code: a fenced
+ * epoch is PRODUCER_FENCED from v2 */
 static int16_t
 txn_code(const KStmt *st, int16_t v, bool fenced_code)
 {
-	int16_t		code = KERR_NONE;
-
-	if (st == NULL || !kstmt_failed(st, &code))
-		return code;
-	if (fenced_code && v >= 2 && mq_error_is(&st->err, MQ_SQLSTATE_PRODUCER_FENCED))
-		return KERR_PRODUCER_FENCED;
-	if (st->err.connection_lost)
-		return KERR_COORDINATOR_NOT_AVAILABLE;	/* the transaction's node: ask again */
-	if (code == KERR_UNKNOWN_SERVER_ERROR)
-		mq_log_warning("transaction: %s", st->err.message);
-	return code;
+	return txn_cluster_code(st, fenced_code ? v : 0);
 }
 
 /* a statement of job whose first parameters are transactional id, producer id, epoch */

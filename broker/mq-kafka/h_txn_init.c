@@ -39,7 +39,16 @@
 #include "mq_sqlstates.h"
 #include "util.h"
 
-/* a statement's Kafka code; a fenced epoch is PRODUCER_FENCED from v2 */
+/*
+ * A transaction API's statement's Kafka code; a fenced epoch is
+ * PRODUCER_FENCED from v2.  A lost connection or a transient refusal (a
+ * database read-only during a failover, lock_timeout, a deadlock, a
+ * cancel) is COORDINATOR_NOT_AVAILABLE, the transaction coordinator's
+ * retriable answer: the KAFKA_STORAGE_ERROR kerr.c gives other APIs is
+ * no transaction API's error, and clients abort on it (and fail the
+ * abort too while the database stays read-only).  A retried step is
+ * idempotent: an EndTxn finds what was decided.
+ */
 int16_t
 txn_cluster_code(const KStmt *st, int16_t v)
 {
@@ -49,7 +58,7 @@ txn_cluster_code(const KStmt *st, int16_t v)
 		return code;
 	if (v >= 2 && mq_error_is(&st->err, MQ_SQLSTATE_PRODUCER_FENCED))
 		return KERR_PRODUCER_FENCED;
-	if (st->err.connection_lost)
+	if (st->err.connection_lost || mq_error_is_transient(&st->err))
 		return KERR_COORDINATOR_NOT_AVAILABLE;	/* ask again */
 	if (code == KERR_UNKNOWN_SERVER_ERROR)
 		mq_log_warning("transaction: %s", st->err.message);
