@@ -5,8 +5,9 @@
 -- in __consumer_offsets).  One row per group, in mq-kafka's own encoding;
 -- a later save (by the saver's clock, `version`) replaces an earlier one
 -- whatever order their transactions commit in.  A group that empties is
--- forgotten.  Not dumped: membership is only worth the session timeout it
--- lives for, and a restored database has no members.
+-- forgotten.  Dumped, as SQL groups' members are: mq-kafka on a restored
+-- database takes up the groups whose members' sessions have not run out
+-- since the last save (group_store.c), and the others' members rejoin.
 --
 -- kafka_metadata is the same group in Kafka's GroupMetadataValue format,
 -- from which the group views show Kafka's members to SQL
@@ -25,6 +26,7 @@ CREATE TABLE mq.kafka_group_state (
 );
 COMMENT ON TABLE mq.kafka_group_state IS
     'mq-kafka''s consumer groups (members, generation, assignments), kept across its restarts';
+SELECT pg_catalog.pg_extension_config_dump('mq.kafka_group_state', '');
 
 -- Save a group's state, or forget the group (state NULL); needs READ on
 -- the group, as the JoinGroup and SyncGroup that change it do.

@@ -23,7 +23,11 @@
 -- lock.  Authorization: WRITE on the transactional id (resource type
 -- 'transactional_id'), WRITE on each topic staged into, READ on the group
 -- whose offsets are staged, checked at the call as Kafka's broker does.
--- Not dumped: an open transaction does not outlive a restore.
+-- Dumped: the ids without an open transaction (the condition below), so
+-- that a producer goes on with its producer id and epoch after a restore,
+-- as after a restart.  An open transaction does not outlive a restore:
+-- its stage is not dumped, nor its id, whose producer's next call gets
+-- INVALID_PRODUCER_ID_MAPPING, so that it aborts and goes on.
 -------------------------------------------------------------------------------
 CREATE TABLE mq.kafka_txn (
     transactional_id text PRIMARY KEY CHECK (transactional_id <> ''),
@@ -37,6 +41,7 @@ CREATE TABLE mq.kafka_txn (
 );
 COMMENT ON TABLE mq.kafka_txn IS
     'Kafka transactional ids: producer id, epoch, open transaction, timeout';
+SELECT pg_catalog.pg_extension_config_dump('mq.kafka_txn', 'WHERE state OPERATOR(pg_catalog.=) ''empty''');
 
 CREATE TABLE mq.kafka_txn_record (
     transactional_id text NOT NULL,

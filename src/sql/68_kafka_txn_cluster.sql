@@ -47,6 +47,10 @@ CREATE TABLE mq.kafka_txn_sequence (
 );
 COMMENT ON TABLE mq.kafka_txn_sequence IS
     'in a cluster, the sequence each transactional id''s next committed batch is sent to a partition with';
+-- dumped with the ids mq.kafka_txn dumps (67_kafka_txn.sql)
+SELECT pg_catalog.pg_extension_config_dump('mq.kafka_txn_sequence',
+    'WHERE transactional_id OPERATOR(pg_catalog.=) ANY (SELECT k.transactional_id FROM mq.kafka_txn k'
+    ' WHERE k.state OPERATOR(pg_catalog.=) ''empty'')');
 
 -- InitProducerId in a cluster: the producer id and epoch the coordinator
 -- gave the id (mq_coord.init_producer); the previous epoch's open

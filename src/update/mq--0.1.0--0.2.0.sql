@@ -192,6 +192,7 @@ CREATE TABLE mq.kafka_group_state (
     saved_at       timestamptz NOT NULL DEFAULT now(),
     kafka_metadata bytea
 );
+SELECT pg_catalog.pg_extension_config_dump('mq.kafka_group_state', '');
 -- Kafka transactions (67_kafka_txn.sql); transactional ids as an ACL resource
 ALTER TABLE mq.acl DROP CONSTRAINT acl_resource_type_check;
 ALTER TABLE mq.acl ADD CONSTRAINT acl_resource_type_check
@@ -206,6 +207,7 @@ CREATE TABLE mq.kafka_txn (
     last_result      text CHECK (last_result IN ('commit', 'abort')),
     updated_at       timestamptz NOT NULL DEFAULT now()
 );
+SELECT pg_catalog.pg_extension_config_dump('mq.kafka_txn', 'WHERE state OPERATOR(pg_catalog.=) ''empty''');
 CREATE TABLE mq.kafka_txn_record (
     transactional_id text NOT NULL,
     topic            text NOT NULL,
@@ -236,6 +238,9 @@ CREATE TABLE mq.kafka_txn_sequence (
     next_sequence    integer NOT NULL CHECK (next_sequence >= 0),
     PRIMARY KEY (transactional_id, topic, partition)
 );
+SELECT pg_catalog.pg_extension_config_dump('mq.kafka_txn_sequence',
+    'WHERE transactional_id OPERATOR(pg_catalog.=) ANY (SELECT k.transactional_id FROM mq.kafka_txn k'
+    ' WHERE k.state OPERATOR(pg_catalog.=) ''empty'')');
 CREATE TABLE mq_coord.kafka_txn_staged_offset (
     group_id         text NOT NULL,
     topic            text NOT NULL,

@@ -48,6 +48,12 @@ SELECT member FROM mq.join_group('members', ARRAY['audit'], instance_id => 'w1')
 SELECT mq.grant('read', 'topic', 'orders', 'mq_restore_reader');
 SELECT mq.set_client_quota('producer_byte_rate', 1048576, user_name => 'mq_restore_reader');
 SELECT mq.set_client_quota('request_percentage', 12.5, default_user => true, client_id => 'batch');
+-- mq-kafka's state: a transactional id between transactions, one with a
+-- transaction open (its stage and id are not dumped), a group it saved
+SELECT * FROM mq.kafka_txn_init('kt-idle', 60000);
+SELECT mq.kafka_txn_add_partition('kt-open', i.producer_id, i.producer_epoch, 'orders', 0)
+  FROM mq.kafka_txn_init('kt-open', 60000) i;
+SELECT mq.kafka_group_save('kg', 7, '\x01'::bytea);
 SQL
 
 # fingerprint DB: every record, offset, group, grant and client quota, as one text
@@ -65,6 +71,8 @@ SELECT producer_id, transactional_id, producer_epoch FROM mq.producer ORDER BY 1
 SELECT t.topic_name, partition, producer_id, batch_first, batch_last, batch_offset
   FROM mq.producer_state JOIN mq.topic t USING (topic_id) ORDER BY 1, 2, 3;
 SELECT user_name, default_user, client_id, default_client, quota_key, quota_value FROM mq.list_client_quotas();
+SELECT transactional_id, producer_id, producer_epoch, state FROM mq.kafka_txn WHERE state = 'empty' ORDER BY 1;
+SELECT group_id, version, state FROM mq.kafka_group_state ORDER BY 1;
 SQL
 }
 want="$(fingerprint "$src")"
@@ -74,18 +82,21 @@ check_match "$want" '\|t\|batch\|f\|request_percentage\|12.5' "the fingerprint s
 max_topic="$(sql 'SELECT max(topic_id) FROM mq.topic')"
 max_pid="$(sql 'SELECT max(producer_id) FROM mq.producer')"
 pid="$(sql "SELECT min(producer_id) FROM pids")"
+tx_pid="$(sql "SELECT producer_id FROM mq.producer WHERE transactional_id = 'tx-1'")"
 
 # after_restore WHAT DB: the restored database has everything and works
 after_restore() {
 	local what="$1" db="$2" got
 	got="$(fingerprint "$db")"
 	check_eq "$got" "$want" "$what: every record, offset, group, grant, producer state and client quota"
+	got="$(PGDATABASE="$db" sql "SELECT string_agg(transactional_id, ',' ORDER BY 1) FROM mq.kafka_txn")"
+	check_eq "$got" "kt-idle" "$what: mq-kafka's transactional id between transactions comes back, the one with a transaction open does not"
 	got="$(PGDATABASE="$db" sql "SELECT mq.create_topic('new_after_restore')")"
 	check_eq "$((got > max_topic))" 1 "$what: create_topic gives a new id ($got > $max_topic)"
 	got="$(PGDATABASE="$db" sql "SELECT producer_id FROM mq.init_producer()")"
 	check_eq "$((got > max_pid))" 1 "$what: init_producer gives a new id ($got > $max_pid)"
 	got="$(PGDATABASE="$db" sql "SELECT producer_id || '/' || producer_epoch FROM mq.init_producer('tx-1')")"
-	check_eq "$got" "$((max_pid))/1" "$what: a transactional id keeps its producer id, next epoch"
+	check_eq "$got" "$tx_pid/1" "$what: a transactional id keeps its producer id, next epoch"
 	# the idempotent producer: a duplicate is acknowledged at its offset,
 	# the next sequence appends, a gap is refused
 	got="$(PGDATABASE="$db" sql "SELECT msg_offset FROM mq.send('audit', 'i'::bytea, 'p2'::bytea,
