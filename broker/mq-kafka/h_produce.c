@@ -84,6 +84,7 @@ typedef struct PPart
 	int32_t		partition;
 	int16_t		code;			/* refused before reaching the database */
 	int			stmt;			/* its mq.produce_records, or -1 */
+	int			check;			/* transactional: its mq.produce_check in checks */
 	int			await;			/* acks=-1: its wait in acked, or -1 */
 	bool		staged;			/* transactional: staged, no offset yet */
 } PPart;
@@ -91,6 +92,8 @@ typedef struct PPart
 typedef struct ProduceState
 {
 	KJob		job;
+	KJob		checks;			/* transactional: the contract's check, here */
+	char	   *txn;			/* transactional id, or NULL */
 	KJob		acked;			/* acks=-1 on replicated partitions */
 	int64_t		db_us;			/* the appends' database time, before acked */
 	TxnRemote	remote;			/* staged on the transaction's node */
@@ -108,7 +111,9 @@ produce_state_free(void *p)
 	ProduceState *s = p;
 
 	kjob_free(&s->job);
+	kjob_free(&s->checks);
 	kjob_free(&s->acked);
+	free(s->txn);
 	free(s->topics);
 	free(s->parts);
 	free(s);
@@ -223,6 +228,7 @@ add_append(KJob *job, const char *topic, int32_t partition, const KBatch *b, int
 }
 
 #define STAGE_SQL "SELECT mq.kafka_txn_stage($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11)"
+#define CHECK_SQL "SELECT mq.produce_check($1, $2)"
 
 /* the mq.kafka_txn_stage statement of a transactional batch */
 static void
@@ -277,7 +283,12 @@ read_partition(KReader *r, ProduceState *s, PPart *pp, const char *topic, const 
 	if (pp->code == KERR_NONE && txn && !leads_here(topic, pp->partition))
 		pp->code = KERR_NOT_LEADER_OR_FOLLOWER;	/* staged on the leader's word */
 	if (pp->code == KERR_NONE && txn)
+	{
 		add_stage(&s->job, txn, topic, pp->partition, &b, v, records.len);
+		kstmt_text(kjob_add(&s->checks, CHECK_SQL, 0), MQ_TEXTOID, topic);
+		kstmt_int(&s->checks.stmts[s->checks.n - 1], MQ_INT4OID, pp->partition);
+		pp->check = s->checks.n - 1;
+	}
 	else if (pp->code == KERR_NONE)
 		add_append(&s->job, topic, pp->partition, &b, s->acks, v, records.len);
 	if (pp->code == KERR_NONE)
@@ -419,6 +430,40 @@ produce_done(KRequest *req)
 		produce_encode(req);
 }
 
+/*
+ * Transactional batches: the contract's check on this node, the
+ * partition's leader (a partition short of in-sync replicas refuses a
+ * transactional batch, as Kafka's acks=all); those it passes are staged
+ * in the transaction's database.
+ */
+static void
+txn_checked(KRequest *req)
+{
+	ProduceState *s = req->state;
+	KJob		stage = {0};
+
+	for (int32_t k = 0; k < s->nparts; k++)
+	{
+		PPart	   *pp = &s->parts[k];
+
+		if (pp->stmt < 0)
+			continue;
+		if (kstmt_failed(&s->checks.stmts[pp->check], &pp->code))
+		{
+			pp->stmt = -1;
+			continue;
+		}
+		kjob_copy(&stage, &s->job.stmts[pp->stmt]);
+		pp->stmt = stage.n - 1;
+	}
+	kjob_free(&s->job);
+	s->job = stage;
+	if (s->job.n == 0)
+		produce_done(req);
+	else
+		txn_cluster_stage(req, &s->remote, &s->job, s->txn, produce_done);	/* in its database */
+}
+
 void
 h_produce(KRequest *req)
 {
@@ -459,11 +504,11 @@ h_produce(KRequest *req)
 		req_abort(req);
 		return;
 	}
+	s->txn = txn;
 	if (txn)
-		txn_cluster_stage(req, &s->remote, &s->job, txn, produce_done);	/* in its database */
+		pool_run(req, &s->checks, txn_checked);
 	else
 		pool_run(req, &s->job, produce_done);
-	free(txn);
 }
 
 typedef struct InitState

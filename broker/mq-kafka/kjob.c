@@ -33,6 +33,19 @@ kjob_add(KJob *job, const char *sql, int result_format)
 	return s;
 }
 
+void
+kjob_copy(KJob *job, const KStmt *st)
+{
+	KStmt	   *c = kjob_add(job, st->sql, st->result_format);
+
+	c->as_daemon = st->as_daemon;
+	for (int i = 0; i < st->nparams; i++)
+		if (st->formats[i] == 1)
+			kstmt_binary(c, st->types[i], st->values[i], st->lengths[i]);
+		else
+			kstmt_text(c, st->types[i], st->values[i]);
+}
+
 static int
 next_param(KStmt *s)
 {

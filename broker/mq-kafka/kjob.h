@@ -44,6 +44,8 @@ typedef struct KJob
 
 /* a new statement at the end of the job; its index is job->n - 1 */
 extern KStmt *kjob_add(KJob *job, const char *sql, int result_format);
+/* a copy of st's statement and parameters at the end of job */
+extern void kjob_copy(KJob *job, const KStmt *st);
 extern void kstmt_text(KStmt *s, Oid type, const char *value);
 extern void kstmt_int(KStmt *s, Oid type, int64_t value);
 extern void kstmt_binary(KStmt *s, Oid type, const void *data, int len);

@@ -14,19 +14,6 @@
 #include "cluster.h"
 #include "util.h"
 
-/* a copy of st's statement and parameters at the end of job */
-static void
-copy_stmt(KJob *job, const KStmt *st)
-{
-	KStmt	   *c = kjob_add(job, st->sql, st->result_format);
-
-	for (int i = 0; i < st->nparams; i++)
-		if (st->formats[i] == 1)
-			kstmt_binary(c, st->types[i], st->values[i], st->lengths[i]);
-		else
-			kstmt_text(c, st->types[i], st->values[i]);
-}
-
 /* every node has answered: those that refused, logged; then the answer */
 static void
 mirrored(KRequest *sub)
@@ -58,7 +45,7 @@ kmirror_run(KMirror *m, KRequest *req, const KJob *job, KDoneFn done)
 
 		for (int i = 0; copy && i < job->n; i++)
 			if (job->stmts[i].err.message == NULL)
-				copy_stmt(copy, &job->stmts[i]);
+				kjob_copy(copy, &job->stmts[i]);
 	}
 	m->sub.state = m;
 	m->sub.role = req->role;	/* borrowed: never freed */

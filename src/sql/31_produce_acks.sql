@@ -108,6 +108,18 @@ BEGIN
                          produce_records.batch_bytes) s;
 END $$;
 
+-- The contract's check before a write, alone: acks=all's refusal (MQ021,
+-- NOT_ENOUGH_REPLICAS) where produce_records would refuse it, by asking
+-- produce_records to write no records.  mq-kafka asks it on the
+-- partition's leader before it stages a transactional batch, which
+-- EndTxn writes later (Kafka's transactional producers send with
+-- acks=all, and a partition short of in-sync replicas refuses them).
+CREATE FUNCTION mq.produce_check(topic text, partition integer) RETURNS void
+LANGUAGE sql VOLATILE AS $$
+    SELECT FROM mq.produce_records(produce_check.topic, '{}'::bytea[], '{}'::bytea[],
+                                   partition => produce_check.partition, acks => 'all')
+$$;
+
 -- The acknowledgement of the contract, after the commit: waits until the
 -- high watermark passes last_offset while this node leads in await_epoch
 -- with at least await_min_isr in sync (MQ022, MQ023, MQ020 otherwise).

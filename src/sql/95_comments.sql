@@ -132,6 +132,8 @@ COMMENT ON TYPE mq.produced IS
     'a record mq.produce_records wrote: partition, offset, and the wait acks=all owes (await_epoch and await_min_isr for mq.produce_await; NULL: none)';
 COMMENT ON FUNCTION mq.produce_records(text, bytea[], bytea[], jsonb[], integer, bigint, integer, integer, timestamptz[], timestamptz, text, integer) IS
     'the write of the produce contract: checks acks and, for acks=all, the ISR (MQ021, nothing written), applies the durability floor, appends (a Kafka batch''s batch_bytes is what max.message.bytes limits); returns each record''s partition and offset and the wait acks=all owes';
+COMMENT ON FUNCTION mq.produce_check(text, integer) IS
+    'the produce contract''s check alone: MQ021 where acks=all would be refused for too few in-sync replicas; nothing written';
 COMMENT ON FUNCTION mq.produce_await(text, integer, bigint, integer, integer, integer) IS
     'the acknowledgement of the produce contract, after the commit: waits until the in-sync replicas hold the records (MQ022 when the ISR shrank, MQ023 on timeout); NULL when nothing is owed';
 COMMENT ON PROCEDURE mq.produce(text, bytea[], bytea[], integer, text, bigint, integer, integer, integer, bigint, bigint, jsonb[], timestamptz[], timestamptz) IS

@@ -53,7 +53,7 @@ BEGIN
     FOR f IN SELECT p.oid::regprocedure FROM pg_catalog.pg_proc p
               WHERE p.pronamespace OPERATOR(pg_catalog.=) 'mq'::regnamespace
                 AND p.proname OPERATOR(pg_catalog.=) ANY (ARRAY[
-                    'send', 'send_batch', 'produce', 'produce_records', 'produce_await', 'fetch', 'kafka_fetch', 'poll', 'commit_offset',
+                    'send', 'send_batch', 'produce', 'produce_records', 'produce_check', 'produce_await', 'fetch', 'kafka_fetch', 'poll', 'commit_offset',
                     'commit_polled', 'committed_offset', 'committed_offsets', 'join_group', 'heartbeat',
                     'leave_group', 'delete_group', 'delete_offsets', 'delete_records', 'create_topic', 'drop_topic', 'alter_topic',
                     'kafka_group_save', 'kafka_group_metadata', 'kafka_group_states', 'kafka_group_touch', 'ensure_consumer_offsets',

@@ -100,6 +100,16 @@ run txn refused tx-compact tx-refused - 10
 check_eq "$(tail -n 1 <<<"$OUT")" \
 	'{"delivery": ["INVALID_RECORD", "INVALID_RECORD"], "abortable": true, "commit": "INVALID_RECORD", "next": "ok"}' \
 	"a record without a key on a compacted topic: INVALID_RECORD at its delivery"
+# a partition short of in-sync replicas (min.insync.replicas above its
+# one replica) refuses a transactional batch when it comes, as Kafka's
+# acks=all: mq used to stage it and commit it below the minimum
+sql "SELECT mq.create_topic('tx-short', 1, '{\"min.insync.replicas\": 2}'), mq.create_topic('tx-short-next', 1)" >/dev/null
+run txn refused tx-short tx-refused k 10 tx-short-next
+check_eq "$(tail -n 1 <<<"$OUT")" \
+	'{"delivery": ["_MSG_TIMED_OUT", "_MSG_TIMED_OUT"], "abortable": true, "commit": "_TIMED_OUT", "next": "ok"}' \
+	"a partition with fewer in-sync replicas than min.insync.replicas refuses the transaction's batches (NOT_ENOUGH_REPLICAS, which librdkafka retries until message.timeout.ms); it must abort"
+check_eq "$(sql "SELECT count(*) FROM mq.fetch('tx-short', 0, 0, 100)") $(sql "SELECT count(*) FROM mq.fetch('tx-short-next', 0, 0, 100)")" "0 1" \
+	"nothing reached its log; the next transaction's record reached the other topic"
 check_eq "$(sql "SELECT string_agg(convert_from(value, 'UTF8'), ',') FROM mq.fetch('tx-small', 0, 0, 100)")
 $(sql "SELECT string_agg(convert_from(value, 'UTF8'), ',') FROM mq.fetch('tx-compact', 0, 0, 100)")" "next
 next" "only the next transactions' records reached the logs"

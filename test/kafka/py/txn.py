@@ -24,10 +24,11 @@
       "timestamp": [type, ms]}
   read OUT N                      a read_committed consumer: prints the
       values of OUT (JSON list), stopping after 5 s without records or N.
-  refused OUT TXN_ID KEY BYTES    a record of BYTES bytes (KEY "-": none)
-      and a small one in a transaction, then commit; prints
+  refused OUT TXN_ID KEY BYTES [NEXT]   a record of BYTES bytes (KEY "-":
+      none) and a small one in a transaction, then commit; prints
       {"delivery": [each report's error], "commit": "ok" | error,
-      "abortable": bool, "next": the next transaction's commit}
+      "abortable": bool, "next": the next transaction's commit (into
+      NEXT, if given)}
 """
 import json
 import sys
@@ -40,9 +41,9 @@ mode = sys.argv[2]
 args = sys.argv[3:]
 
 
-def producer(txn_id, timeout_ms=60000):
+def producer(txn_id, timeout_ms=60000, **conf):
     p = Producer({'bootstrap.servers': broker, 'transactional.id': txn_id,
-                  'transaction.timeout.ms': timeout_ms, 'linger.ms': 5})
+                  'transaction.timeout.ms': timeout_ms, 'linger.ms': 5, **conf})
     p.init_transactions(30)
     return p
 
@@ -191,8 +192,9 @@ def one(txn_id, topic, partition, value, wait_file=None):
         print(json.dumps({'commit': err_name(e)}))
 
 
-def refused(dst, txn_id, key, nbytes):
-    p = producer(txn_id)
+def refused(dst, txn_id, key, nbytes, next_dst=None):
+    # a retriable refusal (NOT_ENOUGH_REPLICAS) fails the delivery at its timeout
+    p = producer(txn_id, **{'message.timeout.ms': 5000})
     p.begin_transaction()
     reports = []
     report = lambda e, m: reports.append(e.name() if e else 'ok')  # noqa: E731
@@ -208,7 +210,7 @@ def refused(dst, txn_id, key, nbytes):
         out['abortable'] = e.args[0].txn_requires_abort()
         p.abort_transaction(30)
     p.begin_transaction()
-    p.produce(dst, key='k', value=b'next')
+    p.produce(next_dst or dst, key='k', value=b'next')
     p.commit_transaction(30)
     out['next'] = 'ok'
     print(json.dumps(out))
