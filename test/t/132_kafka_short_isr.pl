@@ -5,7 +5,8 @@
 # followers' nodes killed (-9), and once the leader's ISR is the leader
 # alone, acks=-1 is answered NOT_ENOUGH_REPLICAS (19) and writes nothing
 # (the leader's log end unchanged: a client's retry cannot write it
-# twice), while acks=1 is written.  On one node with the ISR set by hand,
+# twice), and so is a transactional batch (mq.produce_check, before it
+# is staged), while acks=1 is written.  On one node with the ISR set by hand,
 # every client path: test/kafka/produce_acks.sh, test/cli/produce_contract.sh.
 use strict;
 use warnings;
@@ -55,6 +56,9 @@ $c->node($leader)->poll_query_until('postgres',
 my $end = log_end();
 is(produce(-1, 'short'), '19 -1', 'the ISR is the leader alone: acks=-1 gets NOT_ENOUGH_REPLICAS');
 is(log_end(), $end, 'and nothing was written (the log end is unchanged)');
+my (undef, undef, $check_err) = $c->node($leader)->psql('postgres', "SELECT mq.produce_check('t', 0)");
+like($check_err, qr/not enough in-sync replicas/,
+	'mq.produce_check, which mq-kafka asks before it stages a transactional batch, refuses it too');
 is(produce(1, 'one'), "0 $end", 'acks=1 is written');
 is(log_end(), $end + 1, 'at the log end');
 
