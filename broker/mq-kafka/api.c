@@ -59,7 +59,7 @@ static const KApi apis[] = {
 	{KAPI_METADATA, 0, 12, 9, h_metadata,
 	 "this daemon and its `--peer`s, or the cluster's live daemons; leaders as below; v0: an empty topic array is every topic; topic ids (v10+), by id (v12); a name outside Kafka's rule is INVALID_TOPIC_EXCEPTION; one the role may not describe (or, to be created, create) TOPIC_AUTHORIZATION_FAILED, whether it exists or not"},
 	{KAPI_OFFSET_COMMIT, 0, 9, 8, h_offset_commit,
-	 "into `mq.commit_offset` on the partition's leader, metadata included (up to 4096 bytes, else OFFSET_METADATA_TOO_LARGE); v0 commits outside any generation (refused while the group has members); the commit timestamp (v1) and retention time (v2 to v4) are ignored; the logical offsets -2 and -1 commit the log start and the high watermark"},
+	 "into `mq.commit_offset` on the partition's leader, metadata included (up to 4096 bytes, else OFFSET_METADATA_TOO_LARGE); in a cluster a partition whose ISR is short of min.insync.replicas refuses it before it is stored (COORDINATOR_NOT_AVAILABLE); v0 commits outside any generation (refused while the group has members); the commit timestamp (v1) and retention time (v2 to v4) are ignored; the logical offsets -2 and -1 commit the log start and the high watermark"},
 	{KAPI_OFFSET_FETCH, 0, 9, 6, h_offset_fetch,
 	 "from `mq.committed_offset` and `mq.committed_offsets` on the partition's leader; all of a group's offsets (v2+); `require_stable` (v7+): UNSTABLE_OFFSET_COMMIT while a transaction commits the offset; v8+: the first group of the batch (below)"},
 	{KAPI_FIND_COORDINATOR, 0, 6, 3, h_find_coordinator,

@@ -66,6 +66,15 @@
 	"SELECT mq.commit_offset($1, $2, $3, coalesce((" \
 	"    SELECT CASE WHEN $4 = -2 THEN s.log_start_offset ELSE s.high_watermark END" \
 	"      FROM mq.partitions s WHERE s.topic = $2 AND s.partition = $3), $4), $5)"
+/*
+ * In a cluster a commit is replicated with its partition and acknowledged
+ * once the ISR holds it (mq.await_commit below), which an ISR short of
+ * min.insync.replicas refuses: the produce contract's check first
+ * (mq.produce_check, run before the commit as the FROM item), so that a
+ * refused commit is not left committed on the leader, where OffsetFetch
+ * would show it (Kafka discards an offset whose append failed).
+ */
+#define CHECKED(sql) sql " FROM mq.produce_check($2, $3)"
 
 static void
 off_state_free(void *p)
@@ -216,7 +225,10 @@ read_commit_part(KRequest *req, OffState *s, OPart *op, const char *topic)
 		free(meta);
 		return;
 	}
-	st = kjob_add(op->job, off == OFFSET_EARLIEST || off == OFFSET_LATEST ? COMMIT_LOGICAL_SQL : COMMIT_SQL, 0);
+	if (off == OFFSET_EARLIEST || off == OFFSET_LATEST)
+		st = kjob_add(op->job, cluster_enabled() ? CHECKED(COMMIT_LOGICAL_SQL) : COMMIT_LOGICAL_SQL, 0);
+	else
+		st = kjob_add(op->job, cluster_enabled() ? CHECKED(COMMIT_SQL) : COMMIT_SQL, 0);
 	op->stmt = op->job->n - 1;
 	kstmt_text(st, MQ_TEXTOID, s->group);
 	kstmt_text(st, MQ_TEXTOID, topic);

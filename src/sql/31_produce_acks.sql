@@ -113,9 +113,12 @@ END $$;
 -- produce_records to write no records.  mq-kafka asks it on the
 -- partition's leader before it stages a transactional batch, which
 -- EndTxn writes later (Kafka's transactional producers send with
--- acks=all, and a partition short of in-sync replicas refuses them).
+-- acks=all, and a partition short of in-sync replicas refuses them), and
+-- in the statement of a replicated offset commit.  The SET clause keeps
+-- the durability floor produce_records sets inside the function: the
+-- caller's transaction commits with its own.
 CREATE FUNCTION mq.produce_check(topic text, partition integer) RETURNS void
-LANGUAGE sql VOLATILE AS $$
+LANGUAGE sql VOLATILE SET synchronous_commit = 'local' AS $$
     SELECT FROM mq.produce_records(produce_check.topic, '{}'::bytea[], '{}'::bytea[],
                                    partition => produce_check.partition, acks => 'all')
 $$;

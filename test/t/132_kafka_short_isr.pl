@@ -59,6 +59,24 @@ is(log_end(), $end, 'and nothing was written (the log end is unchanged)');
 my (undef, undef, $check_err) = $c->node($leader)->psql('postgres', "SELECT mq.produce_check('t', 0)");
 like($check_err, qr/not enough in-sync replicas/,
 	'mq.produce_check, which mq-kafka asks before it stages a transactional batch, refuses it too');
+# an offset commit is refused too (COORDINATOR_NOT_AVAILABLE), and is not
+# left committed on the leader: OffsetFetch does not show it
+my $commit = `/usr/bin/python3 - 127.0.0.1:$port 2>&1 <<'PY'
+import sys
+from confluent_kafka import Consumer, KafkaException, TopicPartition
+c = Consumer({'bootstrap.servers': sys.argv[1], 'group.id': 'g132', 'enable.auto.commit': False})
+try:
+    c.commit(offsets=[TopicPartition('t', 0, 1)], asynchronous=False)
+    print('committed', end=' ')
+except KafkaException as e:
+    print(e.args[0].name(), end=' ')
+print(c.committed([TopicPartition('t', 0)], timeout=10)[0].offset)
+c.close()
+PY
+`;
+chomp $commit;
+like($commit, qr/^COORDINATOR_NOT_AVAILABLE -1001$/,
+	"an offset commit is refused (COORDINATOR_NOT_AVAILABLE) and OffsetFetch shows none: nothing was left committed ($commit)");
 is(produce(1, 'one'), "0 $end", 'acks=1 is written');
 is(log_end(), $end + 1, 'at the log end');
 
