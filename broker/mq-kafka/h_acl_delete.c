@@ -11,10 +11,10 @@
  * revoked: one statement, one transaction).  As Kafka checks ALTER on
  * the cluster before matching anything, a filter of a principal without
  * it that deleted nothing answers CLUSTER_AUTHORIZATION_FAILED too, not
- * an empty success (the last statement asks for the right).  mq.revoke of ALL takes back
- * every operation of that grantee on that resource (as REVOKE ALL), so
- * a matched ALL grant deletes, and lists, those grants too: the answer
- * names every grant that is gone here.  In a replicated cluster the
+ * an empty success (the last statement asks for the right).  mq.revoke
+ * of ALL takes back every operation of that grantee on that resource (as
+ * REVOKE ALL), so a matched ALL grant deletes, and lists, those grants
+ * too: the answer names every grant that is gone here.  In a replicated cluster the
  * filters that succeeded here then run on every other live node too
  * (kmirror.c).
  *

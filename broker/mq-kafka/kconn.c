@@ -29,9 +29,10 @@
  * frame with a size below 8 or above max_request_bytes closes the
  * connection: there is no way to answer a request whose header cannot be
  * trusted.  Before a SASL listener's client authenticated, the bound is
- * Kafka's sasl.server.max.receive.size default, 512 KiB, so that nobody
- * makes the daemon hold --max-request-bytes per connection unknown.  A connection that closes while its request is with the pool
- * or parked is freed when the request is done (refs).  Each connection
+ * Kafka's sasl.server.max.receive.size default, 512 KiB, so that no
+ * unknown client makes the daemon hold --max-request-bytes.  A connection
+ * that closes while its request is with the pool or parked is freed when
+ * the request is done (refs).  Each connection
  * keeps who it authenticated as (sasl.c), and each of its requests runs
  * its statements as that role.
  *

@@ -5,9 +5,10 @@
  *	  server's certificate and key (PEM), TLS 1.2 at least, and client
  *	  certificates (ssl.client.auth: none, requested or required) verified
  *	  against a CA file, on SSL listeners only (as Kafka, KIP-684: SASL
- *	  authenticates a SASL_SSL listener's clients); the principal of a verified client certificate
- *	  (its subject as Kafka writes it, x500.c, mapped by sslmap.c).  The record layer is OpenSSL's,
- *	  driven by libevent's OpenSSL bufferevents (server.c).
+ *	  authenticates a SASL_SSL listener's clients); the principal of a
+ *	  verified client certificate (its subject as Kafka writes it, x500.c,
+ *	  mapped by sslmap.c).  The record layer is OpenSSL's, driven by
+ *	  libevent's OpenSSL bufferevents (server.c).
  *
  * Reload (SIGHUP): a new context is built from the files; if that fails
  * the old one stays and the error is logged.  Each connection's SSL holds
