@@ -120,6 +120,8 @@ consumer_open(MqConsumer *c, PGconn *conn, const char *topic,
 		open_partitions(c, partition, start, offset);
 		return;
 	}
+	/* joined first: a refused join (MQ032) must leave the group's offsets as they were */
+	consumer_member_join(c);
 	if (start == START_LATEST)
 	{
 		MqParams	params;
@@ -139,7 +141,6 @@ consumer_open(MqConsumer *c, PGconn *conn, const char *topic,
 						   " WHERE p.topic = $2 AND mq.committed_offset($1, $2, p.partition) IS NULL",
 						   &params, 0));
 	}
-	consumer_member_join(c);
 }
 
 /*

@@ -174,4 +174,14 @@ run mqctl perf consume cm --records 202 --group gp --timeout-ms 3000
 check_eq "$RC $(sql "SELECT state, members, generation FROM mq.groups WHERE group_id = 'gp'")" "0 Empty|0|2" \
 	"perf consume --group: a member too, that left"
 
+# --- a refused join changes nothing -----------------------------------------------------------
+# a live member with another assignor: mqctl's join is refused (MQ032), and
+# the group's offsets stay as they were: mqctl used to commit the log ends
+# (its start at the end, as Kafka's console consumer) before joining, and
+# the group's real member then skipped every record before them
+sql "SELECT member FROM mq.join_group('grefused', ARRAY['cm'], assignor => 'roundrobin')" >/dev/null
+run mqctl consume cm --group grefused --no-follow
+check_match "$RC $ERR" "^1 .*MQ032" "a join refused for another assignor: exit 1, MQ032"
+check_eq "$(sql "SELECT count(*) FROM mq.committed_offsets('grefused')")" "0" "and no offset was committed for the group"
+
 finish
