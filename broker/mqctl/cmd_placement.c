@@ -498,13 +498,20 @@ query_true(PGconn *conn, const char *sql, const MqParams *params)
 	return yes;
 }
 
+/*
+ * A test of rights on mq_coord's objects, false without USAGE on the
+ * schema (naming an object of a schema one may not use is itself 42501,
+ * and AND does not promise to test the schema first)
+ */
+#define MQ_COORD_MAY(cond) \
+	"SELECT CASE WHEN pg_catalog.has_schema_privilege('mq_coord', 'USAGE') THEN " cond " ELSE false END"
+
 /* Is the connected database a cluster's coordinator where we may create topics? */
 bool
 cluster_coordinator(PGconn *conn)
 {
-	return query_true(conn, "SELECT pg_catalog.has_schema_privilege('mq_coord', 'USAGE') "
-					  "AND pg_catalog.has_table_privilege('mq_coord.broker', 'SELECT') "
-					  "AND pg_catalog.has_function_privilege('mq_coord.create_topic(text, integer, jsonb)', 'EXECUTE')",
+	return query_true(conn, MQ_COORD_MAY("pg_catalog.has_table_privilege('mq_coord.broker', 'SELECT') "
+										 "AND pg_catalog.has_function_privilege('mq_coord.create_topic(text, integer, jsonb)', 'EXECUTE')"),
 					  NULL) &&
 		query_true(conn, "SELECT EXISTS (SELECT 1 FROM mq_coord.broker)", NULL);
 }
@@ -518,8 +525,8 @@ cluster_topic(PGconn *conn, const char *topic)
 {
 	MqParams	params;
 
-	if (!query_true(conn, "SELECT pg_catalog.has_table_privilege('mq_coord.topic', 'SELECT') "
-					"AND pg_catalog.has_function_privilege('mq_coord.add_partitions(text, integer)', 'EXECUTE')",
+	if (!query_true(conn, MQ_COORD_MAY("pg_catalog.has_table_privilege('mq_coord.topic', 'SELECT') "
+									   "AND pg_catalog.has_function_privilege('mq_coord.add_partitions(text, integer)', 'EXECUTE')"),
 					NULL))
 		return false;
 	mq_params_init(&params);

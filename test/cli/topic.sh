@@ -153,4 +153,23 @@ check_eq "$OUT" "Topic orders does not exist." "--if-exists says so"
 run mqctl topic list --format json
 check_eq "$(json_get "$OUT" '{0,topic}')" plain "list after delete"
 
+# --- a role with rights on its topics, not on the coordinator's schema --------------
+# mqctl asks whether the database coordinates a cluster's topic; naming
+# mq_coord's objects without USAGE on the schema was an error (42501), not a no
+sql "DO \$\$ BEGIN
+	IF NOT EXISTS (SELECT FROM pg_roles WHERE rolname = 'mq_cli_topic_bob') THEN CREATE ROLE mq_cli_topic_bob LOGIN; END IF;
+END \$\$" >/dev/null
+sql "GRANT USAGE ON SCHEMA mq TO mq_cli_topic_bob" >/dev/null
+sql "SELECT mq.grant('create', 'cluster', 'kafka-cluster', 'mq_cli_topic_bob')" >/dev/null
+bob=(-d "dbname=$PGDATABASE user=mq_cli_topic_bob")
+run mqctl "${bob[@]}" topic create bob.x --partitions 1
+expect_rc 0 "a role allowed to create topics creates one"
+run mqctl "${bob[@]}" topic alter bob.x --config retention.ms=1h
+expect_rc 0 "its owner alters it"
+run mqctl "${bob[@]}" topic add-partitions bob.x --count 1
+expect_rc 0 "adds partitions to it"
+run mqctl "${bob[@]}" topic delete bob.x
+expect_rc 0 "and deletes it"
+check_eq "$(sql "SELECT count(*) FROM mq.topics WHERE topic = 'bob.x'")" "0" "the topic is gone"
+
 finish
