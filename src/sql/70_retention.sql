@@ -195,6 +195,9 @@ DECLARE
     t record;
     v_dropped integer := 0;
 BEGIN
+    IF apply_retention.topic IS NOT NULL THEN
+        PERFORM mq._topic_id(apply_retention.topic);     -- MQ001 for a topic that does not exist
+    END IF;
     FOR t IN SELECT tp.topic_id, tp.config FROM mq.topic tp
               WHERE apply_retention.topic IS NULL OR tp.topic_name = apply_retention.topic
               ORDER BY tp.topic_id LOOP

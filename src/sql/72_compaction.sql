@@ -301,6 +301,9 @@ DECLARE
     t record;
     v_total bigint := 0;
 BEGIN
+    IF compact.topic IS NOT NULL THEN
+        PERFORM mq._topic_id(compact.topic);             -- MQ001 for a topic that does not exist
+    END IF;
     FOR t IN SELECT tp.topic_id, tp.config FROM mq.topic tp
               WHERE compact.topic IS NULL OR tp.topic_name = compact.topic
               ORDER BY tp.topic_id LOOP

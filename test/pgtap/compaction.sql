@@ -7,7 +7,7 @@
 \set ON_ERROR_STOP on
 SET client_min_messages = warning;
 CREATE EXTENSION IF NOT EXISTS dblink;
-SELECT plan(61);
+SELECT plan(62);
 
 CREATE FUNCTION pg_temp.offsets(p_topic text, p_from bigint DEFAULT 0, p_max integer DEFAULT 1000) RETURNS text
 LANGUAGE sql AS $$ SELECT string_agg(msg_offset::text, ',' ORDER BY msg_offset) FROM mq.fetch(p_topic, 0, p_from, p_max) $$;
@@ -227,4 +227,5 @@ SELECT is((SELECT count(*) FROM mq.fetch('phys', 0, 0, 1000)), 926::bigint, 'eve
 SELECT is((SELECT bool_and(msg_offset = CASE WHEN rn <= 75 THEN 2 * rn - 1 ELSE rn + 74 END)
              FROM (SELECT msg_offset, row_number() OVER () AS rn FROM mq.fetch('phys', 0, 0, 1000)) f), true,
           'visible in offset order, gapless above the cleaner point');
+SELECT throws_ok($$SELECT mq.compact('phys-nosuch')$$, 'MQ001', NULL, 'compact of a topic that does not exist: MQ001');
 SELECT * FROM finish();

@@ -3,7 +3,7 @@
 \set ON_ERROR_STOP on
 SET client_min_messages = warning;
 BEGIN;
-SELECT plan(21);
+SELECT plan(22);
 
 SELECT mq.create_topic('ret', 1, '{"segment.records": 10, "retention.bytes": 0}');
 SELECT mq.send_batch('ret', NULL, (SELECT array_agg('x'::bytea) FROM generate_series(1, 35)));
@@ -56,6 +56,7 @@ SELECT mq.alter_topic('ret-roll', '{"retention.ms": 1}');
 SELECT pg_sleep(0.02);
 SELECT is(mq.apply_retention('ret-roll'), 1, 'the rolled segment can now be dropped by time');
 SELECT is((SELECT log_start_offset FROM mq.partitions WHERE topic = 'ret-roll'), 3::bigint, 'log start at the roll point');
+SELECT throws_ok($$SELECT mq.apply_retention('ret-nosuch')$$, 'MQ001', NULL, 'apply_retention of a topic that does not exist: MQ001');
 
 SELECT * FROM finish();
 ROLLBACK;
