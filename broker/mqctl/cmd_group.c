@@ -2,9 +2,10 @@
  *
  * cmd_group.c
  *	  The consumer group commands of mqctl, "group list" and "group
- *	  describe": their options and their queries, on the group table
- *	  mq.consumer_offset and the views mq.groups, mq.group_members,
- *	  mq.group_assignments, mq.consumer_lag and mq.partitions ("group
+ *	  describe": their options and their queries, on
+ *	  mq.committed_offsets() and the views mq.groups, mq.group_members,
+ *	  mq.group_assignments, mq.consumer_lag and mq.partitions, all of
+ *	  which any role reads for what it may describe ("group
  *	  reset-offsets" is cmd_group_reset.c's, the deleting commands are
  *	  cmd_group_delete.c's).
  *
@@ -64,8 +65,7 @@ enum
 	"   FROM mq.groups g" \
 	"   LEFT JOIN lag l USING (group_id)" \
 	"  CROSS JOIN LATERAL (SELECT ARRAY(" \
-	"        SELECT t.topic_name FROM mq.consumer_offset o JOIN mq.topic t USING (topic_id)" \
-	"         WHERE o.group_id = g.group_id" \
+	"        SELECT c.topic FROM mq.committed_offsets(g.group_id) c" \
 	"        UNION SELECT unnest(gm.topics) FROM mq.group_members gm WHERE gm.group_id = g.group_id" \
 	"         ORDER BY 1) AS names) tp" \
 	"  WHERE $1::text IS NULL OR g.group_id = $1" \
@@ -197,9 +197,7 @@ cmd_group_describe(const MqctlCommand *cmd, int argc, char **argv)
 	 * there is an offset; where there is none they are unknown ("-").
 	 */
 	snprintf(sql, sizeof(sql),
-			 "WITH parts AS (SELECT t.topic_name AS topic, o.partition"
-			 "                 FROM mq.consumer_offset o JOIN mq.topic t USING (topic_id)"
-			 "                WHERE o.group_id = $1"
+			 "WITH parts AS (SELECT c.topic, c.partition FROM mq.committed_offsets($1) c"
 			 "               UNION SELECT a.topic, a.partition FROM mq.group_assignments a"
 			 "                WHERE a.group_id = $1)"
 			 " SELECT p.topic, p.partition, l.committed_offset,"

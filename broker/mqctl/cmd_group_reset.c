@@ -3,7 +3,7 @@
  * cmd_group_reset.c
  *	  The command "mqctl group reset-offsets", kafka-consumer-groups'
  *	  --reset-offsets: its options, the plan query (plan_sql) on
- *	  mq.partitions, mq.consumer_offset, mq.committed_offset() and
+ *	  mq.partitions, mq.committed_offsets(), mq.committed_offset() and
  *	  mq.offsets_for_times(), and the commit of the plan with
  *	  mq.commit_offset().
  *
@@ -106,12 +106,12 @@ static const char *const reset_targets[] = {
  */
 static const char plan_sql[] =
 "WITH sel AS (SELECT s.topic, s.partition FROM unnest($2::text[], $4::int4[]) AS s(topic, partition)),"
+" co AS (SELECT c.topic, c.partition FROM mq.committed_offsets($1) c),"
 " p AS (SELECT pt.topic, pt.partition, pt.log_start_offset, pt.high_watermark,"
 "              mq.committed_offset($1, pt.topic, pt.partition) AS current_offset"
 "         FROM mq.partitions pt"
 "        WHERE CASE WHEN $2::text[] IS NULL"
-"              THEN EXISTS (SELECT 1 FROM mq.consumer_offset o JOIN mq.topic t USING (topic_id)"
-"                            WHERE o.group_id = $1 AND t.topic_name = pt.topic AND o.partition = pt.partition)"
+"              THEN EXISTS (SELECT 1 FROM co WHERE co.topic = pt.topic AND co.partition = pt.partition)"
 "              ELSE EXISTS (SELECT 1 FROM sel WHERE sel.topic = pt.topic"
 "                              AND (sel.partition = -1 OR sel.partition = pt.partition)) END),"
 " q AS (SELECT p.*, CASE $3 WHEN 'earliest' THEN p.log_start_offset"

@@ -209,7 +209,7 @@ BEGIN
     SELECT sg.base_offset, sg.end_offset INTO base_offset, end_offset FROM mq.segment sg
      WHERE sg.topic_id = p_topic_id AND sg.partition = p_partition
        AND sg.base_offset < log_end AND log_end < sg.end_offset;
-    IF base_offset IS NULL OR mq._offset_time(p_topic_id, p_partition, base_offset)
+    IF base_offset IS NULL OR mq_internal._offset_time(p_topic_id, p_partition, base_offset, NULL)
                               >= clock_timestamp() - p_ms * interval '1 millisecond' THEN
         base_offset := NULL;
     END IF;

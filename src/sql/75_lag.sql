@@ -34,13 +34,32 @@ BEGIN
     RETURN v_n;
 END $$;
 
+-- The lag views call _offset_time and _retention_headroom for the rows
+-- they show their caller, and so does whoever may read those views: the
+-- public functions (C wrappers, src/owner.c) run the implementations here
+-- as the owner with the caller's role last, and the implementations answer
+-- NULL for a topic the caller may not describe, so that an id tells
+-- nothing of a hidden topic (as mq._log_end_offset).  mq's own callers
+-- (maintenance) call the implementations with no caller.
+CREATE FUNCTION mq_internal._shows_topic(p_topic_id integer, p_caller oid) RETURNS boolean
+LANGUAGE sql STABLE SET search_path = pg_catalog, pg_temp AS $$
+    SELECT p_caller IS NULL
+        OR coalesce(mq._has_privilege(p_caller, 'topic',
+                                      (SELECT t.topic_name FROM mq.topic t WHERE t.topic_id = p_topic_id),
+                                      'describe'), false)
+$$;
+
 -- Time a record was appended (NULL outside the log).
-CREATE FUNCTION mq._offset_time(p_topic_id integer, p_partition integer, p_offset bigint) RETURNS timestamptz
+CREATE FUNCTION mq_internal._offset_time(p_topic_id integer, p_partition integer, p_offset bigint,
+                                         p_caller oid) RETURNS timestamptz
 LANGUAGE plpgsql STABLE SECURITY DEFINER SET search_path = pg_catalog, pg_temp AS $$
 DECLARE
     v_rel regclass;
     v_time timestamptz;
 BEGIN
+    IF NOT mq_internal._shows_topic(p_topic_id, p_caller) THEN
+        RETURN NULL;
+    END IF;
     -- the record at p_offset, or on a compacted partition the next one left
     FOR v_rel IN SELECT s.relid FROM mq.segment s
                   WHERE s.topic_id = p_topic_id AND s.partition = p_partition AND p_offset < s.end_offset
@@ -64,7 +83,8 @@ END $$;
 --     retention.ms.  Rolled by segment.ms (at its first record's time plus
 --     segment.ms) with no new record: once that time has come and its
 --     newest record is older than retention.ms.  The smaller of the two.
-CREATE FUNCTION mq._retention_headroom(p_topic_id integer, p_partition integer, p_offset bigint)
+CREATE FUNCTION mq_internal._retention_headroom(p_topic_id integer, p_partition integer, p_offset bigint,
+                                                p_caller oid)
 RETURNS interval
 LANGUAGE plpgsql STABLE SECURITY DEFINER SET search_path = pg_catalog, pg_temp AS $$
 DECLARE
@@ -76,6 +96,9 @@ DECLARE
     v_expiry timestamptz;      -- when its newest record is older than retention.ms
     v_headroom interval;
 BEGIN
+    IF NOT mq_internal._shows_topic(p_topic_id, p_caller) THEN
+        RETURN NULL;
+    END IF;
     SELECT mq._config_ms(t.config, 'retention.ms'), mq._segment_roll_ms(t.config) INTO v_ms, v_segment_ms
       FROM mq.topic t WHERE t.topic_id = p_topic_id;
     IF v_ms IS NULL OR v_ms < 0 THEN
@@ -94,13 +117,18 @@ BEGIN
         v_headroom := v_ms * interval '1 millisecond';
         IF v_segment_ms IS NOT NULL THEN
             v_headroom := least(v_headroom,
-                                greatest(mq._offset_time(p_topic_id, p_partition, v_base)
+                                greatest(mq_internal._offset_time(p_topic_id, p_partition, v_base, NULL)
                                          + v_segment_ms * interval '1 millisecond', v_expiry)
                                 - clock_timestamp());
         END IF;
     END IF;
     RETURN greatest(v_headroom, interval '0');
 END $$;
+
+CREATE FUNCTION mq._offset_time(p_topic_id integer, p_partition integer, p_offset bigint) RETURNS timestamptz
+    AS 'MODULE_PATHNAME', 'mq_call_as_owner' LANGUAGE C STABLE;
+CREATE FUNCTION mq._retention_headroom(p_topic_id integer, p_partition integer, p_offset bigint) RETURNS interval
+    AS 'MODULE_PATHNAME', 'mq_call_as_owner' LANGUAGE C STABLE;
 
 CREATE VIEW mq.consumer_lag WITH (security_barrier) AS
 SELECT o.group_id, t.topic_name AS topic, o.partition,

@@ -81,10 +81,13 @@ GRANT EXECUTE ON FUNCTION mq.set_scram_credential(text, text, text, integer),
 GRANT EXECUTE ON FUNCTION mq.set_client_quota(text, double precision, text, text, boolean, boolean),
     mq.list_client_quotas() TO PUBLIC;
 
--- monitoring: lag and statistics for pg_monitor (postgres_exporter's role)
+-- lag and statistics, for any role as the other views: rows of the topics
+-- and groups it may describe, which members of pg_monitor
+-- (postgres_exporter's role) may all
 GRANT SELECT ON mq.consumer_lag, mq.partition_stats, mq.group_members, mq.group_assignments TO pg_monitor;
+GRANT SELECT ON mq.consumer_lag, mq.partition_stats TO PUBLIC;
 GRANT EXECUTE ON FUNCTION mq._offset_time(integer, integer, bigint),
-    mq._retention_headroom(integer, integer, bigint) TO pg_monitor;
+    mq._retention_headroom(integer, integer, bigint) TO pg_monitor, PUBLIC;
 
 -- what max.message.bytes counts (src/record_size.c), for anyone sizing records
 GRANT EXECUTE ON FUNCTION mq.record_size(bytea, bytea, jsonb) TO PUBLIC;

@@ -302,4 +302,17 @@ expect_rc 2 "--to-datetime that is not a time"
 check_match "$ERR" '--to-datetime: "half past noon" is not a date and time' "says so"
 check_match "$ERR" 'Try "mqctl group reset-offsets --help"' "a usage error"
 
+# --- a team's role: its own group and topic, and nothing else ----------------------
+sql "DO \$\$ BEGIN
+	IF NOT EXISTS (SELECT FROM pg_roles WHERE rolname = 'mq_cli_group_team') THEN CREATE ROLE mq_cli_group_team LOGIN; END IF;
+END \$\$" >/dev/null
+sql "GRANT USAGE ON SCHEMA mq TO mq_cli_group_team" >/dev/null
+sql "SELECT mq.grant('read', 'topic', 'g3', 'mq_cli_group_team'), mq.grant('read', 'group', 'readers', 'mq_cli_group_team')" >/dev/null
+team=(-d "dbname=$PGDATABASE user=mq_cli_group_team")
+run mqctl "${team[@]}" group list --format json
+check_eq "$RC $(json_get "$OUT" '{0,group}') $(json_get "$OUT" '{1}')" "0 readers " \
+	"a role with rights on one group and topic lists that group alone (mq.consumer_lag, readable by any role)"
+run mqctl "${team[@]}" group describe readers
+expect_rc 0 "and describes it with its lag"
+
 finish

@@ -15,7 +15,7 @@
 SET client_min_messages = warning;
 
 BEGIN;
-SELECT plan(34);
+SELECT plan(37);
 
 CREATE ROLE mqh_attacker LOGIN;
 CREATE ROLE mqh_owner LOGIN;
@@ -36,6 +36,8 @@ SELECT mq.revoke('write', 'topic', 'secret_c', 'PUBLIC');
 SELECT mq.grant('describe', 'group', 'hidden_group', 'PUBLIC', permission => 'deny');
 SELECT mq.join_group('hidden_group', ARRAY['secret']);
 SELECT mq.join_group('mine', ARRAY['visible']);
+SELECT mq.commit_offset('mine', 'visible', 0, 0);
+SELECT mq.commit_offset('hidden_group', 'secret', 0, 0);
 
 -------------------------------------------------------------------------------
 -- 1. a cheap function in the caller's WHERE clause sees only the rows the
@@ -84,6 +86,11 @@ SELECT is((SELECT count(*) FROM mq.grants WHERE resource_name IN ('secret', 'hid
           'mq.grants shows no PUBLIC grant naming a topic or group the role may not describe');
 SELECT is((SELECT count(*) FROM mq.grants WHERE resource_name IN ('visible', 'mine')), 2::bigint,
           'mq.grants shows the role''s own grants');
+SELECT is((SELECT string_agg(group_id || '/' || topic, ',') FROM mq.consumer_lag), 'mine/visible',
+          'mq.consumer_lag shows the lag of its group on its topic, nothing of the hidden ones');
+SELECT is((SELECT string_agg(topic, ',' ORDER BY topic) FROM mq.partition_stats), 'visible',
+          'mq.partition_stats shows its topic only');
+SELECT is(mq._offset_time(:secret_id, 0, 0), NULL, '_offset_time of a hidden topic: NULL');
 
 -------------------------------------------------------------------------------
 -- 3. an id tells a hidden topic from a missing one in no way

@@ -10,7 +10,7 @@
 SET client_min_messages = warning;
 
 BEGIN;
-SELECT plan(105);
+SELECT plan(107);
 
 CREATE ROLE mqp_attacker LOGIN;
 CREATE ROLE mqp_alice LOGIN;
@@ -238,8 +238,12 @@ SELECT is(mq._log_end_offset(:payments_id, 0), NULL,
           'no log end offset of a topic she may not describe');
 SELECT throws_ok($$ SELECT mq.produce_await('payments', 0, 1, 0, 1, 0) $$, '42501', NULL,
                  'no acks=all wait on a topic she may not write');
-SELECT throws_ok($$ SELECT count(*) FROM mq.consumer_lag $$, '42501', NULL,
-                 'lag is for monitoring roles');
+SELECT is((SELECT count(*) FROM mq.consumer_lag) + (SELECT count(*) FROM mq.partition_stats), 0::bigint,
+          'no lag or statistics of topics and groups she may not describe');
+SELECT is(mq._offset_time(:payments_id, 0, 0), NULL,
+          'no append time of a topic she may not describe');
+SELECT is(mq._retention_headroom(:payments_id, 0, 0), NULL,
+          'no retention headroom of one');
 SELECT is((SELECT count(*) FROM mq.group_members) + (SELECT count(*) FROM mq.group_assignments), 0::bigint,
           'no group members or assignments');
 SELECT throws_ok($$ SELECT mq.grant('read', 'topic', 'payments', 'mqp_alice') $$, '42501', NULL,
@@ -410,7 +414,7 @@ SELECT is((SELECT array_agg(DISTINCT p.proname::text ORDER BY p.proname::text)
           ARRAY['_await_partitions', '_config_incremental', '_config_key', '_config_ms', '_config_number', '_config_replace', '_config_shown', '_config_text',
                 -- pure encoders of Kafka's consumer protocol (mq-kafka's DescribeGroups as the client's role)
                 '_consumer_assignment', '_consumer_subscription',
-                '_describable', '_grant_shown', '_has_privilege', '_kafka_group_members', '_kafka_string', '_log_end_offset', '_produce_answer', '_produce_outside_block', '_produce_state', '_replica_await_hwm',
+                '_describable', '_grant_shown', '_has_privilege', '_kafka_group_members', '_kafka_string', '_log_end_offset', '_offset_time', '_produce_answer', '_produce_outside_block', '_produce_state', '_replica_await_hwm', '_retention_headroom',
                 -- pure: Kafka's topic name rule (mq-kafka's Metadata)
                 '_topic_name_valid', '_validate_compaction_config',
                 'add_partitions', 'alter_topic', 'await_commit', 'commit_offset', 'commit_polled',
