@@ -153,6 +153,13 @@ mq_connect(const char *conninfo, const char *appname, MqError *err)
 	return mq_connect_with(conninfo, appname, NULL, NULL, err);
 }
 
+/* what libpq's expand_dbname takes for a connection string, not a database name */
+static bool
+is_conn_string(const char *s)
+{
+	return strchr(s, '=') != NULL || strncmp(s, "postgresql://", 13) == 0 || strncmp(s, "postgres://", 11) == 0;
+}
+
 bool
 mq_conn_params(const char *conninfo, const char *appname,
 			   const char *const *extra_keys, const char *const *extra_vals,
@@ -161,7 +168,8 @@ mq_conn_params(const char *conninfo, const char *appname,
 	int			n = 0;
 
 	mq_error_free(err);
-	if (conninfo != NULL)
+	/* a database name alone is one, as psql -d takes it */
+	if (conninfo != NULL && is_conn_string(conninfo))
 	{
 		char	   *parse_error = NULL;
 		PQconninfoOption *opts = PQconninfoParse(conninfo, &parse_error);
@@ -177,6 +185,9 @@ mq_conn_params(const char *conninfo, const char *appname,
 			return false;
 		}
 		PQconninfoFree(opts);
+	}
+	if (conninfo != NULL)
+	{
 		keywords[n] = "dbname"; /* with expand_dbname, the whole string */
 		values[n++] = conninfo;
 	}

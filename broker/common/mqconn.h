@@ -76,8 +76,9 @@ extern bool mq_error_is_transient(const MqError *err);
 extern void mq_error_free(MqError *err);
 
 /*
- * Connect.  conninfo is a connection string or URI, or NULL to use only
- * libpq's environment (PGHOST, PGSERVICE, ~/.pg_service.conf, ...).
+ * Connect.  conninfo is a database name, connection string or URI (as
+ * psql -d takes it), or NULL to use only libpq's environment (PGHOST,
+ * PGSERVICE, ~/.pg_service.conf, ...).
  * appname becomes application_name unless the user set one.
  */
 extern PGconn *mq_connect(const char *conninfo, const char *appname, MqError *err);

@@ -23,8 +23,9 @@
 
 const char	mqctl_common_help[] =
 "Connection options:\n"
-"  -d, --dbname=CONNINFO  connection string or URI (postgresql://...); without\n"
-"                         it libpq's environment decides: PGHOST, PGPORT,\n"
+"  -d, --dbname=CONNINFO  database name, connection string or URI\n"
+"                         (postgresql://...), as psql takes it; without it\n"
+"                         libpq's environment decides: PGHOST, PGPORT,\n"
 "                         PGUSER, PGDATABASE, PGSERVICE, ~/.pgpass, ...\n"
 "      --help             show this help, then exit\n";
 

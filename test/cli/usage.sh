@@ -122,6 +122,8 @@ check_no_match "$OUT$ERR" 'sekrit123' "does not quote a broken connection string
 run mqctl -d "postgresql://u:sekrit123@h:notaport/db" topic list
 expect_rc 3 "broken URI"
 check_no_match "$OUT$ERR" 'sekrit123' "does not quote a broken URI"
+run mqctl -d "$PGDATABASE" topic list
+expect_rc 0 "a database name alone, as psql -d takes it"
 
 # -d works after the command words as well as before
 run mqctl topic list -d "dbname=$PGDATABASE"
