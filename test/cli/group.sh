@@ -303,10 +303,7 @@ check_match "$ERR" '--to-datetime: "half past noon" is not a date and time' "say
 check_match "$ERR" 'Try "mqctl group reset-offsets --help"' "a usage error"
 
 # --- a team's role: its own group and topic, and nothing else ----------------------
-sql "DO \$\$ BEGIN
-	IF NOT EXISTS (SELECT FROM pg_roles WHERE rolname = 'mq_cli_group_team') THEN CREATE ROLE mq_cli_group_team LOGIN; END IF;
-END \$\$" >/dev/null
-sql "GRANT USAGE ON SCHEMA mq TO mq_cli_group_team" >/dev/null
+login_role mq_cli_group_team
 sql "SELECT mq.grant('read', 'topic', 'g3', 'mq_cli_group_team'), mq.grant('read', 'group', 'readers', 'mq_cli_group_team')" >/dev/null
 team=(-d "dbname=$PGDATABASE user=mq_cli_group_team")
 run mqctl "${team[@]}" group list --format json

@@ -103,6 +103,15 @@ check_no_match() {
 # sql QUERY: one value (or rows joined by newlines), unaligned
 sql() { psql -X -q -At -v ON_ERROR_STOP=1 -c "$1"; }
 
+# login_role NAME: a role that logs in and may use schema mq (roles are
+# the cluster's, shared by every test's database: made once)
+login_role() {
+	sql "DO \$\$ BEGIN
+		IF NOT EXISTS (SELECT FROM pg_roles WHERE rolname = '$1') THEN CREATE ROLE $1 LOGIN; END IF;
+	END \$\$" >/dev/null
+	sql "GRANT USAGE ON SCHEMA mq TO $1" >/dev/null
+}
+
 # hold_briefly SQL: another session runs SQL in a transaction that it keeps
 # open for 1.5 s more, in the background (HOLDER is its pid, for `wait`);
 # returns once that session sleeps, holding what SQL took (false after 10 s)

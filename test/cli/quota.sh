@@ -6,10 +6,7 @@
 # bad command lines as exit 2; describe filtered by the entity's parts.
 source "$(dirname "${BASH_SOURCE[0]}")/lib.bash"
 
-sql "DO \$\$ BEGIN
-	IF NOT EXISTS (SELECT FROM pg_roles WHERE rolname = 'mq_cli_quota_eve') THEN CREATE ROLE mq_cli_quota_eve LOGIN; END IF;
-END \$\$" >/dev/null
-sql "GRANT USAGE ON SCHEMA mq TO mq_cli_quota_eve" >/dev/null
+login_role mq_cli_quota_eve
 # user/client=key:value of every quota, in mq.list_client_quotas' order
 quotas() {
 	sql "SELECT coalesce(string_agg(CASE WHEN default_user THEN '<default>' ELSE coalesce(user_name, '-') END || '/' ||

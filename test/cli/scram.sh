@@ -13,10 +13,7 @@ source "$(dirname "${BASH_SOURCE[0]}")/../kafka/lib.bash"
 T="$(tmpdir)"
 
 # the roles are the cluster's: made once
-sql "DO \$\$ BEGIN
-	IF NOT EXISTS (SELECT FROM pg_roles WHERE rolname = 'mq_cli_scram_eve') THEN CREATE ROLE mq_cli_scram_eve LOGIN; END IF;
-END \$\$" >/dev/null
-sql "GRANT USAGE ON SCHEMA mq TO mq_cli_scram_eve" >/dev/null
+login_role mq_cli_scram_eve
 
 # the verifier of USER/MECH is the one of PASSWORD (recomputed from its salt)
 matches() { # USER MECH PASSWORD

@@ -156,10 +156,7 @@ check_eq "$(json_get "$OUT" '{0,topic}')" plain "list after delete"
 # --- a role with rights on its topics, not on the coordinator's schema --------------
 # mqctl asks whether the database coordinates a cluster's topic; naming
 # mq_coord's objects without USAGE on the schema was an error (42501), not a no
-sql "DO \$\$ BEGIN
-	IF NOT EXISTS (SELECT FROM pg_roles WHERE rolname = 'mq_cli_topic_bob') THEN CREATE ROLE mq_cli_topic_bob LOGIN; END IF;
-END \$\$" >/dev/null
-sql "GRANT USAGE ON SCHEMA mq TO mq_cli_topic_bob" >/dev/null
+login_role mq_cli_topic_bob
 sql "SELECT mq.grant('create', 'cluster', 'kafka-cluster', 'mq_cli_topic_bob')" >/dev/null
 bob=(-d "dbname=$PGDATABASE user=mq_cli_topic_bob")
 run mqctl "${bob[@]}" topic create bob.x --partitions 1
