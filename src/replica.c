@@ -195,12 +195,17 @@ mq_produce_await(PG_FUNCTION_ARGS)
 	MqTopic    *topic;
 	MqReplicaState st;
 
+	/*
+	 * nothing owed first: CALL mq.produce of acks 0 or 1 without a
+	 * partition comes here after its commit, which an error would report
+	 * as failed (a client's retry writing the records twice)
+	 */
+	if (PG_ARGISNULL(2) || PG_ARGISNULL(3))
+		PG_RETURN_NULL();
 	if (PG_ARGISNULL(0) || PG_ARGISNULL(1))
 		ereport(ERROR,
 				(errcode(ERRCODE_MQ_INVALID_ARGUMENT),
 				 errmsg("topic and partition must not be null")));
-	if (PG_ARGISNULL(2) || PG_ARGISNULL(3))
-		PG_RETURN_NULL();
 	if (PG_GETARG_INT64(2) < 0 || PG_GETARG_INT64(2) == PG_INT64_MAX)
 		ereport(ERROR,
 				(errcode(ERRCODE_MQ_INVALID_ARGUMENT),

@@ -107,4 +107,17 @@ for client in sql mqctl; do
 		"$client: it is the record sent"
 done
 
+
+# acks 0 and 1 need no partition (the records go by key): the call's wait,
+# owed nothing, is no error after its commit (it said "topic and
+# partition must not be null" once the records were written, and a
+# client's retry would write them twice)
+sql "SELECT mq.create_topic('pc_nopart', 2)" >/dev/null
+for acks in 0 1; do
+	run psql -X -q -v ON_ERROR_STOP=1 -c "CALL mq.produce('pc_nopart', ARRAY['k$acks']::bytea[], ARRAY['v$acks']::bytea[], NULL, '$acks')"
+	expect_rc 0 "CALL mq.produce with acks $acks and no partition"
+done
+check_eq "$(sql "SELECT (SELECT count(*) FROM mq.fetch('pc_nopart', 0, 0)) + (SELECT count(*) FROM mq.fetch('pc_nopart', 1, 0))")" \
+	"2" "both records written once"
+
 finish
