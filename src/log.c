@@ -165,34 +165,28 @@ segment_for_offset(MqPartition *part, int64 offset)
 }
 
 /*
- * Create the segments the partition is missing: one beyond the log end,
- * or (upto >= 0: a follower placing a record past a compaction gap) up to
- * the one covering offset upto.  Maintenance normally keeps one ahead so
- * that this never runs; it runs as the extension owner because
- * mq._ensure_segments and mq._ensure_segments_to are SECURITY DEFINER.
+ * Create the segments the rest of a batch, through offset upto, goes into
+ * (at most 32, the last covering the rest: mq._ensure_segments_to) and
+ * one ahead.  Maintenance normally keeps one ahead so that this runs only
+ * for a batch longer than it; it runs as the extension owner because
+ * mq._ensure_segments_to is SECURITY DEFINER.
  */
 static void
 create_missing_segments(MqTopic *topic, int32 partition, int64 upto)
 {
 	static Oid	fn = InvalidOid;
-	static Oid	fn_to = InvalidOid;
 
 	if (!OidIsValid(fn))
 	{
 		Oid			argtypes[3] = {INT4OID, INT4OID, INT8OID};
 
-		fn = LookupFuncName(list_make2(makeString("mq"), makeString("_ensure_segments")),
-							2, argtypes, false);
-		fn_to = LookupFuncName(list_make2(makeString("mq"), makeString("_ensure_segments_to")),
-							   3, argtypes, false);
+		fn = LookupFuncName(list_make2(makeString("mq"), makeString("_ensure_segments_to")),
+							3, argtypes, false);
 	}
 	elog(DEBUG1, "mq: creating a segment for topic \"%s\" partition %d on the produce path",
 		 topic->name, partition);
-	if (upto < 0)
-		(void) OidFunctionCall2(fn, Int32GetDatum(topic->topic_id), Int32GetDatum(partition));
-	else
-		(void) OidFunctionCall3(fn_to, Int32GetDatum(topic->topic_id), Int32GetDatum(partition),
-								Int64GetDatum(upto));
+	(void) OidFunctionCall3(fn, Int32GetDatum(topic->topic_id), Int32GetDatum(partition),
+							Int64GetDatum(upto));
 	CommandCounterIncrement();
 	mq_topic_cache_reset();
 }
@@ -411,7 +405,8 @@ write_records(const char *topic_name, MqTopic **topic, int32 partition,
 
 		if (seg == NULL)
 		{
-			create_missing_segments(*topic, partition, offsets ? at : -1);
+			create_missing_segments(*topic, partition,
+									offsets ? offsets[n - 1] : next + (n - done) - 1);
 			*topic = mq_topic_lookup(topic_name, false);
 			part = mq_topic_partition(*topic, partition);
 			seg = segment_for_offset(part, at);

@@ -153,22 +153,31 @@ LANGUAGE sql SECURITY DEFINER SET search_path = pg_catalog, pg_temp AS $$
     SELECT count(*)::integer FROM noted
 $$;
 
--- A follower placing a record past a gap that compaction left on the
--- leader (mq.replica_append): segments up to the one covering p_offset,
--- then one empty segment ahead as above.  Returns the number created.
+-- A batch running past the partition's last segment (the produce path,
+-- or a follower placing records past a gap that compaction left on the
+-- leader: mq.replica_append): segments through p_offset, the batch's
+-- last offset, then one empty segment ahead as above.  Segments cover a
+-- segment's span each, but the 32nd one a batch makes covers the rest of
+-- it: each segment is a table, whose locks the batch holds until it
+-- commits, and a batch of thousands of records into a topic with
+-- segment.records 1 ran out of PostgreSQL's lock table (Kafka, which
+-- rolls segments only between batches, never splits one).  Returns the
+-- number created.
 CREATE FUNCTION mq._ensure_segments_to(p_topic_id integer, p_partition integer, p_offset bigint)
     RETURNS integer
 LANGUAGE plpgsql SECURITY DEFINER SET search_path = pg_catalog, pg_temp AS $$
 DECLARE
+    v_span bigint := mq._segment_span(p_topic_id, p_partition);
     v_last bigint;
     v_created integer := 0;
 BEGIN
     LOOP
-        SELECT max(end_offset) INTO v_last FROM mq.segment
+        SELECT coalesce(max(end_offset), 0) INTO v_last FROM mq.segment
          WHERE topic_id = p_topic_id AND partition = p_partition;
         EXIT WHEN v_last > p_offset;
-        PERFORM mq._create_segment(p_topic_id, p_partition, coalesce(v_last, 0),
-                                   coalesce(v_last, 0) + mq._segment_span(p_topic_id, p_partition));
+        PERFORM mq._create_segment(p_topic_id, p_partition, v_last,
+                                   CASE WHEN v_created < 31 THEN v_last + v_span
+                                        ELSE greatest(v_last + v_span, p_offset + 1) END);
         v_created := v_created + 1;
     END LOOP;
     RETURN v_created + mq._ensure_segments(p_topic_id, p_partition);

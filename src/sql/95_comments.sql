@@ -91,7 +91,7 @@ COMMENT ON FUNCTION mq._ensure_segments(integer, integer) IS
 COMMENT ON FUNCTION mq._note_last_segment_written(integer, integer) IS
     'internal (produce path): notes that a record landed in the partition''s last segment, so that the next maintenance pass makes another one ahead';
 COMMENT ON FUNCTION mq._ensure_segments_to(integer, integer, bigint) IS
-    'internal (replication): creates the segments up to the one covering an offset past a compaction gap; returns the number created';
+    'internal (produce and replication paths): creates the segments through a batch''s last offset (the 32nd covering the rest) and one ahead; returns the number created';
 COMMENT ON FUNCTION mq._segment_roll_ms(jsonb) IS
     'internal: how long a segment is written before time closes it (segment.ms, or max.compaction.lag.ms on a compacted topic)';
 COMMENT ON FUNCTION mq._roll_segment_by_time(integer, integer) IS
