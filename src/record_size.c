@@ -245,7 +245,7 @@ mq_check_record_sizes(MqTopic *topic, MqRecordIn *recs, int n, int64 batch_bytes
 		ereport(ERROR,
 				(errcode(ERRCODE_MQ_RECORD_TOO_LARGE),
 				 n > 1 ?
-				 errmsg("record %d of the batch, " INT64_FORMAT " bytes, is larger than %s", i, size, limit_name(topic)) :
+				 errmsg("record %d of the batch, " INT64_FORMAT " bytes, is larger than %s", i + 1, size, limit_name(topic)) :
 				 errmsg("record of " INT64_FORMAT " bytes is larger than %s", size, limit_name(topic)),
 				 errdetail("Nothing was written.  A record counts as Kafka counts a record batch holding it alone: its key, value and headers with their lengths, a few bytes of record framing and 61 of batch header."),
 				 size_hint(topic)));

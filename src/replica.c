@@ -339,7 +339,7 @@ batch_records(HeapTupleHeader batch, int32 partition, MqRecordIn **precs, MqReco
 	{
 		if (tsn[i])
 			ereport(ERROR, (errcode(ERRCODE_MQ_INVALID_ARGUMENT),
-							errmsg("replica batch record %d has no timestamp", i)));
+							errmsg("replica batch record %d has no timestamp", i + 1)));
 		recs[i].partition = partition;
 		recs[i].input_index = i;
 		recs[i].key = keyn[i] ? NULL : DatumGetByteaPP(keys[i]);
@@ -366,7 +366,7 @@ bad_offsets(const char *why, int i, int64 off, int64 bound)
 {
 	ereport(ERROR,
 			(errcode(ERRCODE_MQ_INVALID_REPLICA_OFFSETS),
-			 errmsg("replica batch record %d has offset " INT64_FORMAT ", %s " INT64_FORMAT, i, off, why, bound),
+			 errmsg("replica batch record %d has offset " INT64_FORMAT ", %s " INT64_FORMAT, i + 1, off, why, bound),
 			 errdetail("Nothing of the batch was written."),
 			 errhint("A leader sends record offsets only for a range with compaction gaps, rising from the follower's log end.")));
 }
@@ -403,7 +403,7 @@ batch_offsets(HeapTupleHeader batch, int n, int64 base)
 		if (nulls[i])
 			ereport(ERROR,
 					(errcode(ERRCODE_MQ_INVALID_REPLICA_OFFSETS),
-					 errmsg("replica batch record %d has no offset", i),
+					 errmsg("replica batch record %d has no offset", i + 1),
 					 errdetail("Nothing of the batch was written.")));
 		offsets[i] = DatumGetInt64(elems[i]);
 		if (i == 0 && offsets[i] < base)

@@ -106,7 +106,7 @@ check_timestamps_kafka(MqTopic *topic, MqRecordIn *recs, int n)
 			ereport(ERROR,
 					(errcode(ERRCODE_MQ_INVALID_TIMESTAMP),
 					 errmsg("timestamp %s of record %d is out of range for topic \"%s\"",
-							timestamptz_to_str(recs[i].timestamp), i, topic->name),
+							timestamptz_to_str(recs[i].timestamp), i + 1, topic->name),
 					 errdetail("A Kafka timestamp is a time from 1970-01-01 00:00 UTC on; nothing was written."),
 					 errhint("Give a finite timestamp from 1970 on, or null for the broker's time.")));
 }
@@ -144,7 +144,7 @@ mq_check_timestamps(MqTopic *topic, MqRecordIn *recs, int n)
 			ereport(ERROR,
 					(errcode(ERRCODE_MQ_INVALID_TIMESTAMP),
 					 errmsg("timestamp %s of record %d is out of range for topic \"%s\"",
-							timestamptz_to_str(recs[i].timestamp), i, topic->name),
+							timestamptz_to_str(recs[i].timestamp), i + 1, topic->name),
 					 errdetail("It is more than %s (" INT64_FORMAT " ms) %s the broker's time %s; nothing was written.",
 							   early ? "message.timestamp.before.max.ms" : "message.timestamp.after.max.ms",
 							   early ? topic->timestamp_before_ms : topic->timestamp_after_ms,

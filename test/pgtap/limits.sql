@@ -59,7 +59,7 @@ SELECT is(pg_temp.leo('lim'), 1::bigint, 'only the accepted record was written')
 -- a batch fails as a whole, across partitions, with the record named
 SELECT mq.alter_topic('lim', '{"max.message.bytes": 100}');
 SELECT throws_ok($$SELECT * FROM mq.send_batch('lim', ARRAY['a', 'b', 'c', 'd'], ARRAY['1', '2', repeat('x', 100), '4'])$$,
-                 'MQ040', 'record 2 of the batch, 171 bytes, is larger than max.message.bytes 100 of topic "lim"',
+                 'MQ040', 'record 3 of the batch, 171 bytes, is larger than max.message.bytes 100 of topic "lim"',
                  'send_batch with one record too large fails');
 SELECT is(pg_temp.leo('lim'), 1::bigint, 'and writes nothing, in no partition');
 SELECT is((SELECT count(*) FROM mq.send_batch('lim', ARRAY['a', 'b', 'c', 'd'], ARRAY['1', '2', '3', '4'])), 4::bigint,
@@ -174,7 +174,7 @@ SELECT throws_ok($$SELECT mq.commit_offset('lim-g', 'lim-arg', 0, 0, producer_id
                  'MQ010', 'producer_epoch must be from 0 to 32767, not 32768', 'and in a fenced offset commit');
 SELECT is((SELECT count(*) FROM mq.producer WHERE producer_id = 424242), 0::bigint, 'no producer was registered');
 SELECT throws_ok($$SELECT * FROM mq.send('lim-arg', NULL::text, 'v', "timestamp" => 'infinity')$$,
-                 'MQ041', 'timestamp infinity of record 0 is out of range for topic "lim-arg"',
+                 'MQ041', 'timestamp infinity of record 1 is out of range for topic "lim-arg"',
                  'an infinite timestamp is refused (Kafka''s INVALID_TIMESTAMP)');
 SELECT throws_ok($$SELECT * FROM mq.send('lim-arg', NULL::text, 'v', "timestamp" => '-infinity')$$,
                  'MQ041', NULL, 'so is -infinity');
