@@ -16,7 +16,10 @@
  * groups and are ignored.  Group "" answers no offsets, as Kafka does for
  * a group that never committed.  A group the client may not describe is
  * GROUP_AUTHORIZATION_FAILED: from v2 on at the top level with no
- * partitions, as Kafka answers it, before that in each partition.
+ * partitions, as Kafka answers it, before that in each partition.  In a
+ * cluster, a partition whose offset cannot be read now (its leader
+ * unknown or unreachable) makes v2+ answer the group
+ * COORDINATOR_LOAD_IN_PROGRESS (part_unavailable).
  *
  *-------------------------------------------------------------------------
  */
@@ -127,6 +130,33 @@ fetch_part_code(const OPart *op)
 }
 
 /*
+ * A partition whose committed offset cannot be read now: its leader is
+ * unknown or unreachable, or has just moved.  Kafka's offsets do not
+ * depend on partition leaders, and clients fail on a partition's error
+ * they do not expect (Java's consumer on any but UNKNOWN_TOPIC_OR_PARTITION,
+ * TOPIC_AUTHORIZATION_FAILED and UNSTABLE_OFFSET_COMMIT; librdkafka hands
+ * it to the application), so from v2 on the group's answer is
+ * COORDINATOR_LOAD_IN_PROGRESS, which every client asks again on, as
+ * Kafka answers while its coordinator loads the group's offsets.
+ */
+static bool
+part_unavailable(const OPart *op)
+{
+	int16_t		code = fetch_part_code(op);
+
+	return code == KERR_NOT_COORDINATOR || code == KERR_COORDINATOR_NOT_AVAILABLE;
+}
+
+static bool
+some_part_unavailable(const OffState *s)
+{
+	for (int32_t i = 0; i < s->nparts; i++)
+		if (part_unavailable(&s->parts[i]))
+			return true;
+	return false;
+}
+
+/*
  * v2+ answers a group the client may not describe with a top-level
  * GROUP_AUTHORIZATION_FAILED and no partitions, as Kafka does (v0-v1 in
  * each partition): every partition asked was refused for the group
@@ -199,7 +229,11 @@ add_all_jobs(OffState *s)
 	}
 }
 
-/* the rows of every node that leads them, sorted; *code: the local node's failure */
+/*
+ * The rows of every node that leads them, sorted; *code: the local node's
+ * failure, or COORDINATOR_LOAD_IN_PROGRESS (above) when another node
+ * did not answer or a partition with offsets has no leader now
+ */
 static ORow *
 collect_all(OffState *s, int *nrows, int16_t *code)
 {
@@ -216,8 +250,8 @@ collect_all(OffState *s, int *nrows, int16_t *code)
 		if (r->job.n == 0 || r->job.stmts[0].sql != all_committed_sql)
 			continue;			/* a node asked only for require_stable */
 		res = r->job.stmts[0].res;
-		if (kstmt_failed(&r->job.stmts[0], &c) && r->pool == pool_local())
-			*code = c;
+		if (kstmt_failed(&r->job.stmts[0], &c))
+			*code = r->pool == pool_local() ? c : KERR_COORDINATOR_LOAD_IN_PROGRESS;
 		rows = mq_realloc(rows, sizeof(ORow) * (n + (res ? PQntuples(res) : 0) + 1));
 		for (int row = 0; res && row < PQntuples(res); row++)
 		{
@@ -230,6 +264,8 @@ collect_all(OffState *s, int *nrows, int16_t *code)
 			o->epoch = PQgetisnull(res, row, 4) ? -1 : atoi(PQgetvalue(res, row, 4));
 			if (cluster_leader_pool(o->topic, o->partition, &c) == r->pool)
 				n++;
+			else if (c != KERR_NONE && *code == KERR_NONE)
+				*code = KERR_COORDINATOR_LOAD_IN_PROGRESS;
 		}
 	}
 	if (n > 0)					/* rows is NULL when no node was asked */
@@ -297,7 +333,11 @@ offset_fetch_done(KRequest *req)
 	else if (s->ntopics < 0)
 		code = write_all(req, s);
 	else
+	{
 		write_topics(req, s, write_fetch_part);
+		if (req->api_version >= 2 && some_part_unavailable(s))
+			code = KERR_COORDINATOR_LOAD_IN_PROGRESS;
+	}
 	if (req->api_version >= 2)
 		kw_i16(w, code);
 	for (int32_t g = 0; g < s->nother; g++)

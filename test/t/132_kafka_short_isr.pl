@@ -6,7 +6,9 @@
 # alone, acks=-1 is answered NOT_ENOUGH_REPLICAS (19) and writes nothing
 # (the leader's log end unchanged: a client's retry cannot write it
 # twice), and so is a transactional batch (mq.produce_check, before it
-# is staged), while acks=1 is written.  On one node with the ISR set by hand,
+# is staged), while acks=1 is written.  Then with the partition left
+# without a leader, OffsetFetch answers a retriable error of the group's.
+# On one node with the ISR set by hand,
 # every client path: test/kafka/produce_acks.sh, test/cli/produce_contract.sh.
 use strict;
 use warnings;
@@ -48,6 +50,10 @@ sub log_end
 }
 
 is(produce(-1, 'full'), '0 0', 'acks=-1 with the full ISR is acknowledged');
+# an offset committed while the ISR is full, on every replica (below)
+$c->node($leader)->safe_psql('postgres', "SELECT mq.commit_offset('g132all', 't', 0, 1)");
+$c->node($_)->poll_query_until('postgres', "SELECT mq.committed_offset('g132all', 't', 0) = 1")
+  or diag("node $_ did not get the committed offset") for @followers;
 
 $c->kill9_node($_) for @followers;
 $c->node($leader)->poll_query_until('postgres',
@@ -79,6 +85,61 @@ like($commit, qr/^COORDINATOR_NOT_AVAILABLE -1001$/,
 	"an offset commit is refused (COORDINATOR_NOT_AVAILABLE) and OffsetFetch shows none: nothing was left committed ($commit)");
 is(produce(1, 'one'), "0 $end", 'acks=1 is written');
 is(log_end(), $end + 1, 'at the log end');
+
+# The leader's node killed too, and the followers' back, out of the ISR:
+# the partition has no leader to read its committed offsets on.  Kafka's
+# offsets never wait on a partition's leader, and a partition's
+# NOT_COORDINATOR or COORDINATOR_NOT_AVAILABLE is fatal to Java's
+# consumer (librdkafka hands it to the application): OffsetFetch v2+
+# answers the group COORDINATOR_LOAD_IN_PROGRESS (14), which clients ask
+# again on (the partition keeps its own error, for a client that reads
+# no further).  "group_error partition_error" from a follower's mq-kafka.
+sub offset_fetch_v2
+{
+	my ($port, $group, $topics) = @_;
+	require IO::Socket::INET;
+	my $sock = IO::Socket::INET->new(PeerAddr => '127.0.0.1', PeerPort => $port,
+		Proto => 'tcp', Timeout => 5) or return 'unreachable';
+	print $sock pack('l>/a*', pack('s> s> l> s>/a* s>/a*', 9, 2, 1, 'tap', $group) . $topics);
+	my ($len, $resp) = ('', '');
+	return 'closed' unless read($sock, $len, 4) == 4;
+	read($sock, $resp, unpack('l>', $len));
+	close $sock;
+	return $resp;
+}
+# topic t partition 0: "group_error partition_error"
+sub fetch_t0
+{
+	my $resp = offset_fetch_v2($_[0], 'g132', pack('l> s>/a* l> l>', 1, 't', 1, 0));
+	return $resp if length $resp < 20;
+	# correlation id, 1 topic "t", 1 partition: id, offset, metadata, error; the group's error
+	my (undef, undef, undef, undef, undef, undef, $meta) = unpack('l> l> s>/a l> l> q> s>', $resp);
+	my ($perr, $gerr) = unpack('s> s>', substr($resp, 4 + 4 + 3 + 4 + 4 + 8 + 2 + ($meta > 0 ? $meta : 0)));
+	return "$gerr $perr";
+}
+# all of group g132all's offsets (topics null): "group_error topics"
+sub fetch_all
+{
+	my $resp = offset_fetch_v2($_[0], 'g132all', pack('l>', -1));
+	return $resp if length $resp < 10;
+	my (undef, $ntopics) = unpack('l> l>', $resp);
+	return unpack('s>', substr($resp, -2)) . " $ntopics";
+}
+$c->kill9_node($leader);
+$c->node($_)->start for @followers;
+my $fport = $c->{kafka_port}[ $followers[0] ];
+my $fetched = '';
+my $deadline = time + $PostgreSQL::Test::Utils::timeout_default;
+while (time < $deadline)
+{
+	$fetched = fetch_t0($fport);
+	last if $fetched =~ /^(\d+) (\d+)$/ && ($1 != 0 || $2 != 0);
+	usleep(200_000);
+}
+like($fetched, qr/^14 /,
+	"the partition without a leader: OffsetFetch answers the group COORDINATOR_LOAD_IN_PROGRESS (group and partition errors: $fetched)");
+is(fetch_all($fport), '14 0',
+	'and so does OffsetFetch of all of a group\'s offsets, which had left out the partition\'s');
 
 $c->teardown;
 done_testing();
