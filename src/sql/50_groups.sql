@@ -444,6 +444,21 @@ BEGIN
         -- a known member joining again, perhaps with new topics
         PERFORM mq._check_member(v_group, v_member);
         SELECT * INTO v_old FROM mq.group_member m WHERE m.group_id = v_group AND m.member_id = v_member;
+        -- with another instance id than it joined with, as Kafka's
+        -- coordinator answers: fenced when that id is another member's,
+        -- else an unknown member (nothing changed either way)
+        IF join_group.instance_id IS NOT NULL AND v_old.instance_id IS DISTINCT FROM join_group.instance_id THEN
+            IF EXISTS (SELECT 1 FROM mq.group_member m
+                        WHERE m.group_id = v_group AND m.instance_id = join_group.instance_id) THEN
+                RAISE EXCEPTION 'instance id "%" of group "%" belongs to another member, not "%"',
+                    join_group.instance_id, v_group, v_member
+                    USING ERRCODE = 'MQ033', HINT = 'Another consumer joined with this instance id; this one must stop.';
+            END IF;
+            RAISE EXCEPTION 'member "%" of group "%" joined without instance id "%"',
+                v_member, v_group, join_group.instance_id
+                USING ERRCODE = 'MQ031',
+                      HINT = 'A member keeps the instance id it joined with; join without member_id to join as another.';
+        END IF;
         v_changed := v_old.topics IS DISTINCT FROM v_topics;
         UPDATE mq.group_member m
            SET topics = v_topics, session_timeout_ms = join_group.session_timeout_ms,

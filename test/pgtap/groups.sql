@@ -3,7 +3,7 @@
 \set ON_ERROR_STOP on
 SET client_min_messages = warning;
 BEGIN;
-SELECT plan(38);
+SELECT plan(42);
 
 -- join n static members i1..in to a fresh group; returns nothing
 CREATE FUNCTION pg_temp.join_n(g text, topic text, n int, assignor text) RETURNS void LANGUAGE plpgsql AS $$
@@ -143,6 +143,22 @@ SELECT is((SELECT generation FROM again), (SELECT generation FROM before), 'and 
 SELECT isnt((SELECT member FROM again), (SELECT old_id FROM before), 'the restarted instance gets a new member id');
 SELECT throws_ok($$SELECT * FROM mq.heartbeat('static', (SELECT old_id FROM before))$$, 'MQ033', NULL,
                  'the old instance is fenced');
+-- a member rejoining with another instance id than its own, as Kafka's
+-- coordinator answers it: another member's is fenced (MQ033), an unknown
+-- one an unknown member (MQ031); nothing changes either way
+CREATE TEMP TABLE static_ids AS
+    SELECT instance_id, member_id FROM mq.group_member WHERE group_id = 'static';
+SELECT throws_ok($$SELECT * FROM mq.join_group('static', ARRAY['g6p'], (SELECT member FROM again), 'i2',
+                                               assignor => 'cooperative-sticky')$$,
+                 'MQ033', NULL, 'a member rejoining with another member''s instance id is fenced');
+SELECT throws_ok($$SELECT * FROM mq.join_group('static', ARRAY['g6p'], (SELECT member FROM again), 'i9',
+                                               assignor => 'cooperative-sticky')$$,
+                 'MQ031', NULL, 'with an instance id no member has, it is an unknown member');
+SELECT set_eq($$SELECT instance_id, member_id FROM mq.group_member WHERE group_id = 'static'$$,
+              $$SELECT * FROM static_ids$$, 'and the group''s members and instance ids are as they were');
+SELECT lives_ok($$SELECT * FROM mq.join_group('static', ARRAY['g6p'], (SELECT member FROM again), 'i1',
+                                              assignor => 'cooperative-sticky')$$,
+                'its own instance id rejoins');
 
 -- poll restricted to a member's partitions
 SELECT mq.send_batch('g3p', NULL, ARRAY['a'], partition => p) FROM generate_series(0, 2) p;
