@@ -28,7 +28,9 @@
  * client connects again when it next needs the broker.  A
  * frame with a size below 8 or above max_request_bytes closes the
  * connection: there is no way to answer a request whose header cannot be
- * trusted.  Before a SASL listener's client authenticated, the bound is
+ * trusted; so does a request the daemon cannot read (req_abort), each
+ * once the answers before it are written (conn_close_when_written).
+ * Before a SASL listener's client authenticated, the bound is
  * Kafka's sasl.server.max.receive.size default, 512 KiB, so that no
  * unknown client makes the daemon hold --max-request-bytes.  A connection
  * that closes while its request is with the pool or parked is freed when
@@ -326,6 +328,23 @@ conn_written(struct bufferevent *bev, void *arg)
 	}
 }
 
+/*
+ * Close once the output already queued is written: the answers to the
+ * requests before (a client pipelines up to five), which Kafka has sent
+ * before it reads the next request, so that a bad request does not take
+ * away the answer to a Produce that was written.  Nothing more is read.
+ */
+static void
+conn_close_when_written(KConn *c)
+{
+	c->closing = true;
+	bufferevent_setwatermark(c->bev, EV_WRITE, 0, 0);
+	bufferevent_setcb(c->bev, NULL, conn_written, conn_event, c);
+	bufferevent_disable(c->bev, EV_READ);
+	if (evbuffer_get_length(bufferevent_get_output(c->bev)) == 0)
+		conn_close(c);
+}
+
 void
 req_finish_close(KRequest *req)
 {
@@ -333,13 +352,8 @@ req_finish_close(KRequest *req)
 
 	if (!c->closed)
 	{
-		c->closing = true;
 		write_response(req);
-		bufferevent_setwatermark(c->bev, EV_WRITE, 0, 0);
-		bufferevent_setcb(c->bev, NULL, conn_written, conn_event, c);
-		bufferevent_disable(c->bev, EV_READ);
-		if (evbuffer_get_length(bufferevent_get_output(c->bev)) == 0)
-			conn_close(c);
+		conn_close_when_written(c);
 	}
 	req_free(req);
 	conn_unref(c);
@@ -351,7 +365,8 @@ req_abort(KRequest *req)
 	KConn	   *c = req->conn;
 
 	kmetrics_protocol_error();
-	conn_close(c);
+	if (!c->closed)
+		conn_close_when_written(c);
 	req_free(req);
 	conn_unref(c);
 }
@@ -419,7 +434,7 @@ conn_read(struct bufferevent *bev, void *arg)
 		mq_log_warning("%s: frame size %d out of range%s, closing", c->peer, size,
 					   frame_max(c) < kconfig.max_request_bytes ? " before authentication" : "");
 		kmetrics_protocol_error();
-		conn_close(c);
+		conn_close_when_written(c);
 		return;
 	}
 	if (evbuffer_get_length(in) < (size_t) size + 4)

@@ -6,7 +6,8 @@
 # Produce's log_append_time on a LogAppendTime topic, Fetch between a
 # replicated partition's high watermark and its log end (no error), and
 # unknown APIs, each answered with Kafka's error code or a closed
-# connection, and the old versions default clients send (Metadata v0,
+# connection (once the answers to the requests pipelined before it are
+# written), and the old versions default clients send (Metadata v0,
 # OffsetCommit v0/v1, OffsetFetch v0, ListOffsets v0)
 # (test/kafka/protocol.pl); afterwards nothing bad was stored.  OffsetFetch
 # v7+ with require_stable answers UNSTABLE_OFFSET_COMMIT while an open
@@ -17,6 +18,7 @@ source "$(dirname "${BASH_SOURCE[0]}")/lib.bash"
 sql "SELECT mq.create_topic('pt', 1)" >/dev/null
 sql "SELECT mq.create_topic('plat', 1, '{\"message.timestamp.type\": \"LogAppendTime\"}')" >/dev/null
 sql "SELECT mq.create_topic('pdel', 1)" >/dev/null
+sql "SELECT mq.create_topic('ppipe', 1)" >/dev/null
 sql "SELECT mq.create_topic('pbig', 1, '{\"max.message.bytes\": 300}')" >/dev/null
 sql "SELECT mq.send_batch('pdel', NULL, ARRAY['a', 'b', 'c']::bytea[])" >/dev/null
 # a replicated partition whose follower (replica 2) has fetched nothing:
@@ -31,6 +33,8 @@ printf '%s\n' "$OUT" | sed 's/^/# /'
 expect_rc 0 "protocol.pl: every check passed"
 check_eq "$(sql "SELECT string_agg(convert_from(value, 'UTF8'), ',' ORDER BY msg_offset) FROM mq.fetch('pt', 0, 0, 100)")" \
 	"v,w,h,g" "only the valid batches were stored"
+check_eq "$(sql "SELECT string_agg(convert_from(value, 'UTF8'), ',' ORDER BY msg_offset) FROM mq.fetch('ppipe', 0, 0, 100)")" \
+	"piped,piped" "each Produce pipelined before a bad request was written once"
 check_eq "$(sql "SELECT string_agg(left(convert_from(value, 'UTF8'), 1), ',' ORDER BY msg_offset) FROM mq.fetch('pbig', 0, 0, 100)")" \
 	"a,a,b,c,d" "of the batches over max.message.bytes as sent, nothing was stored"
 check_eq "$(sql "SELECT headers FROM mq.fetch('pt', 0, 2, 1)")" '[["hk", "hv"], ["hk", null]]' \
