@@ -183,7 +183,8 @@ cmd_group_describe(const MqctlCommand *cmd, int argc, char **argv)
 	group_res = mqctl_exec(conn, sql, &params, 0);
 	if (PQntuples(group_res) == 0)
 	{
-		mq_log_error("consumer group \"%s\" does not exist (it has no committed offsets and no members)",
+		mq_log_error("consumer group \"%s\" does not exist (it has no committed offsets and no members)"
+					 MQCTL_SQLSTATE(MQ_SQLSTATE_GROUP_NOT_FOUND),
 					 group);
 		PQclear(group_res);
 		PQfinish(conn);

@@ -311,13 +311,14 @@ check_topics(PGconn *conn, ResetOptions *o)
 					 "                      AND (s.partition = -1 OR p.partition = s.partition))",
 					 &check, 0);
 	found = PQntuples(res) == 0;
-	/* the words of the server's MQ001 and MQ002 */
+	/* the words and codes of the server's MQ006 and MQ001 */
 	for (int r = 0; r < PQntuples(res); r++)
 		if (PQgetvalue(res, r, 2)[0] == 't')
-			mq_log_error("partition %s of topic \"%s\" does not exist",
+			mq_log_error("partition %s of topic \"%s\" does not exist" MQCTL_SQLSTATE(MQ_SQLSTATE_UNKNOWN_PARTITION),
 						 PQgetvalue(res, r, 1), PQgetvalue(res, r, 0));
 		else
-			mq_log_error("topic \"%s\" does not exist", PQgetvalue(res, r, 0));
+			mq_log_error("topic \"%s\" does not exist" MQCTL_SQLSTATE(MQ_SQLSTATE_UNKNOWN_TOPIC),
+						 PQgetvalue(res, r, 0));
 	PQclear(res);
 	return found;
 }

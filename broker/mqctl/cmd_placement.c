@@ -210,7 +210,8 @@ reassign_generate(PGconn *conn, const ReassignOptions *o)
 					 "FROM mq_coord.propose_reassignment($1, $2)", &params, 0);
 	if (PQntuples(res) == 0)
 	{
-		mq_fatal(MQ_EXIT_SERVER, "no partitions of replicated topics %s", o->topics);
+		mq_fatal(MQ_EXIT_SERVER, "no partitions of replicated topics %s" MQCTL_SQLSTATE(MQ_SQLSTATE_UNKNOWN_TOPIC),
+				 o->topics);
 	}
 	print_plan("Current partition replica assignment", res, 2);
 	print_plan("Proposed partition reassignment configuration", res, 3);
@@ -578,12 +579,12 @@ alter_partition_count(PGconn *conn, const char *topic, int wanted)
 	res = mqctl_exec(conn, cluster ? "SELECT partitions FROM mq_coord.topic WHERE topic = $1"
 					 : "SELECT partitions FROM mq.topics WHERE topic = $1", &params, 0);
 	if (PQntuples(res) == 0)
-		mq_fatal(MQ_EXIT_SERVER, "topic \"%s\" does not exist", topic);	/* the server's MQ001 words */
+		mq_fatal(MQ_EXIT_SERVER, "topic \"%s\" does not exist" MQCTL_SQLSTATE(MQ_SQLSTATE_UNKNOWN_TOPIC), topic);	/* the server's MQ001 words */
 	have = atoi(PQgetvalue(res, 0, 0));
 	PQclear(res);
 	if (wanted < have)
-		mq_fatal(MQ_EXIT_SERVER, "topic \"%s\" has %d partitions: partitions can be added, never removed",
-				 topic, have);
+		mq_fatal(MQ_EXIT_SERVER, "topic \"%s\" has %d partitions: partitions can be added, never removed"
+				 MQCTL_SQLSTATE(MQ_SQLSTATE_INVALID_PARTITIONS), topic, have);
 	if (wanted == have)
 	{
 		snprintf(line, sizeof(line), "Topic %s already has %d partitions.", topic, have);

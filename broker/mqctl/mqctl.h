@@ -55,6 +55,13 @@ extern void mqctl_command(PGconn *conn, const char *sql);
 extern PGresult *mqctl_exec_unless_missing(PGconn *conn, const char *sql, const char *name,
 										   const char *missing_sqlstate, bool if_exists);
 extern void mqctl_fail(PGconn *conn, MqError *err) __attribute__((noreturn));
+/*
+ * The end of a message mqctl words itself for what the server would
+ * refuse (an unknown topic found by a query of a view): the server's
+ * SQLSTATE, as docs/cli.md promises for exit status 1
+ */
+#define MQCTL_SQLSTATE(code) " [SQLSTATE " code "]"
+#include "mq_sqlstates.h"
 
 /* cmd_topic.c */
 extern const char topic_create_help[];

@@ -98,8 +98,8 @@ mqctl_try_connect(MqError *err)
 	if (PQntuples(res) == 0)
 	{
 		/* not worth a retry: say so and stop */
-		mq_log_error("the mq extension is not installed in database \"%s\" (%s)",
-					 PQdb(conn), mq_conn_label(conn));
+		mq_log_error("the mq extension is not installed in database \"%s\" (%s)"
+					 MQCTL_SQLSTATE("3F000"), PQdb(conn), mq_conn_label(conn));	/* schema "mq" does not exist */
 		fprintf(stderr, "%s: hint: Run CREATE EXTENSION mq; in that database, or choose another with -d.\n",
 				mq_progname);
 		PQclear(res);

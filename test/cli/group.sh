@@ -293,10 +293,10 @@ check_match "$ERR" 'partition 7 of topic "g3" does not exist' "says so"
 # --- errors ---------------------------------------------------------------------------------
 run mqctl group describe nosuch
 expect_rc 1 "describe a missing group"
-check_match "$ERR" 'consumer group "nosuch" does not exist' "says the group does not exist"
+check_match "$ERR" 'consumer group "nosuch" does not exist .* \[SQLSTATE MQ035\]' "says the group does not exist, with its SQLSTATE"
 run mqctl group reset-offsets readers --topic nosuch --to-earliest
 expect_rc 1 "reset on a missing topic"
-check_match "$ERR" 'topic "nosuch" does not exist' "says the topic does not exist"
+check_match "$ERR" 'topic "nosuch" does not exist \[SQLSTATE MQ001\]' "says the topic does not exist, with its SQLSTATE"
 run mqctl group reset-offsets readers --topic g1 --to-datetime 'half past noon'
 expect_rc 2 "--to-datetime that is not a time"
 check_match "$ERR" '--to-datetime: "half past noon" is not a date and time' "says so"

@@ -109,11 +109,11 @@ run mqctl topic alter orders --partitions 2
 expect_rc 1 "alter --partitions below the count"
 check_match "$ERR" 'never removed' "partitions are never removed"
 check_eq "$(sql "SELECT count(*) FROM mq.partitions WHERE topic = 'orders'")" 6 "six partitions now"
-check_match "$ERR" '^mqctl: error: topic "orders" has 6 partitions: partitions can be added, never removed$' \
-	"in the common error form"
+check_match "$ERR" '^mqctl: error: topic "orders" has 6 partitions: partitions can be added, never removed \[SQLSTATE MQ005\]$' \
+	"in the common error form, with the SQLSTATE the server gives it"
 run mqctl topic alter nosuch --partitions 3
 expect_rc 1 "alter --partitions of a missing topic"
-check_match "$ERR" '^mqctl: error: topic "nosuch" does not exist$' "says so in the common error form"
+check_match "$ERR" '^mqctl: error: topic "nosuch" does not exist \[SQLSTATE MQ001\]$' "says so in the common error form"
 
 # the whole alter is one transaction: the config first, then the partitions
 run mqctl topic alter orders --partitions 8 -c no.such.key=1

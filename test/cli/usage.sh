@@ -151,7 +151,7 @@ createdb "$noext"
 on_exit "dropdb --if-exists '$noext'"
 run mqctl -d "dbname=$noext" topic list
 expect_rc 1 "database without mq"
-check_match "$ERR" 'the mq extension is not installed in database' "says mq is missing"
+check_match "$ERR" 'the mq extension is not installed in database .* \[SQLSTATE 3F000\]' "says mq is missing, with the SQLSTATE of a missing schema"
 check_match "$ERR" 'CREATE EXTENSION mq' "hints at CREATE EXTENSION"
 
 # --- server errors: exit 1 with the SQLSTATE ---------------------------------
