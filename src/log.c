@@ -120,7 +120,8 @@ mq_segment_last_offset(MqSegment *seg, Snapshot snapshot, TimestampTz *max_ts)
 /*
  * The offset the next record of this partition gets, as seen by the
  * snapshot.  Segments are contiguous, so the newest non-empty one decides;
- * when all are empty, the log starts at the oldest segment's base.  With
+ * when all are empty, the log ends where it starts: the oldest segment's
+ * base or, when segments were made below it, the log start.  With
  * missing_ok, -1 when a segment's table is gone (segment_last_offset).
  */
 static int64
@@ -135,7 +136,7 @@ log_end_offset(MqPartition *part, Snapshot snapshot, TimestampTz *max_ts, bool m
 		if (last >= 0)
 			return last + 1;
 	}
-	return part->nsegs > 0 ? part->segs[0].base : part->log_start;
+	return part->nsegs > 0 ? Max(part->segs[0].base, part->log_start) : part->log_start;
 }
 
 int64

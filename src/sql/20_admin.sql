@@ -123,6 +123,21 @@ LANGUAGE sql STABLE SET search_path = pg_catalog, pg_temp AS $$
       FROM (SELECT mq._log_end_offset(p_topic_id, p_partition) AS log_end) e
 $$;
 
+-- Where the next segment starts: at the end of the last one, or, when
+-- mq.delete_records or retention dropped every segment (the log end was
+-- a segment's end, with none made ahead yet), at the log start, which
+-- they left at that end: offsets never restart below it.
+CREATE FUNCTION mq._segments_end(p_topic_id integer, p_partition integer) RETURNS bigint
+LANGUAGE sql STABLE SET search_path = pg_catalog, pg_temp AS $$
+    SELECT coalesce((SELECT max(sg.end_offset) FROM mq.segment sg
+                      WHERE sg.topic_id OPERATOR(pg_catalog.=) p_topic_id
+                        AND sg.partition OPERATOR(pg_catalog.=) p_partition),
+                    ps.log_start_offset)
+      FROM mq.partition_state ps
+     WHERE ps.topic_id OPERATOR(pg_catalog.=) p_topic_id
+       AND ps.partition OPERATOR(pg_catalog.=) p_partition
+$$;
+
 CREATE FUNCTION mq._ensure_segments(p_topic_id integer, p_partition integer) RETURNS integer
 LANGUAGE plpgsql SECURITY DEFINER SET search_path = pg_catalog, pg_temp AS $$
 DECLARE
@@ -131,10 +146,9 @@ DECLARE
 BEGIN
     -- enough when a whole empty segment lies beyond the log end
     WHILE NOT mq._segment_ahead(p_topic_id, p_partition) LOOP
-        SELECT max(end_offset) INTO v_last FROM mq.segment
-         WHERE topic_id = p_topic_id AND partition = p_partition;
-        PERFORM mq._create_segment(p_topic_id, p_partition, coalesce(v_last, 0),
-                                   coalesce(v_last, 0) + mq._segment_span(p_topic_id, p_partition));
+        v_last := mq._segments_end(p_topic_id, p_partition);
+        PERFORM mq._create_segment(p_topic_id, p_partition, v_last,
+                                   v_last + mq._segment_span(p_topic_id, p_partition));
         v_created := v_created + 1;
     END LOOP;
     RETURN v_created;
@@ -172,8 +186,7 @@ DECLARE
     v_created integer := 0;
 BEGIN
     LOOP
-        SELECT coalesce(max(end_offset), 0) INTO v_last FROM mq.segment
-         WHERE topic_id = p_topic_id AND partition = p_partition;
+        v_last := mq._segments_end(p_topic_id, p_partition);
         EXIT WHEN v_last > p_offset;
         PERFORM mq._create_segment(p_topic_id, p_partition, v_last,
                                    CASE WHEN v_created < 31 THEN v_last + v_span

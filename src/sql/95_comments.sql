@@ -86,6 +86,8 @@ COMMENT ON FUNCTION mq._segment_span(integer, integer) IS
     'internal: how many offsets a new segment of the partition covers (segment.records, or segment.bytes over the record size seen)';
 COMMENT ON FUNCTION mq._segment_ahead(integer, integer) IS
     'internal (maintenance): whether a whole empty segment lies beyond the partition''s log end';
+COMMENT ON FUNCTION mq._segments_end(integer, integer) IS
+    'internal: where the partition''s next segment starts (the last one''s end, or the log start when none is left)';
 COMMENT ON FUNCTION mq._ensure_segments(integer, integer) IS
     'internal (maintenance): keeps one empty segment ahead of the one being written; returns the number created';
 COMMENT ON FUNCTION mq._note_last_segment_written(integer, integer) IS
