@@ -23,6 +23,23 @@ CREATE TRIGGER cascade_to_retention_loss AFTER DELETE ON mq.partition_state
     EXECUTE FUNCTION mq._cascade_delete('mq.retention_loss', 'topic_id', 'partition');
 SELECT pg_catalog.pg_extension_config_dump('mq.retention_loss', '');
 
+-- A segment's table as a qualified name to put in a query, or NULL when
+-- the table is gone: another maintenance pass (the worker's beside an
+-- mq.run_maintenance() call, or two calls) dropped it after the caller
+-- listed the segment from its snapshot, often while the caller waited
+-- for its lock.  A dropped relation's regclass prints as a bare OID,
+-- which spliced into a query was "syntax error at or near 17363".
+-- pg_relation_size looks the table up by OID after taking its lock, so
+-- it sees a drop that committed meanwhile; the name comes from the
+-- caller's snapshot, so it is never an OID (a drop committing between
+-- the two is "relation ... does not exist", not a query of a number).
+CREATE FUNCTION mq._segment_table(p_rel regclass) RETURNS text
+LANGUAGE sql STABLE SET search_path = pg_catalog, pg_temp AS $$
+    SELECT pg_catalog.format('%I.%I', n.nspname, c.relname)
+      FROM pg_catalog.pg_class c JOIN pg_catalog.pg_namespace n ON n.oid OPERATOR(pg_catalog.=) c.relnamespace
+     WHERE c.oid OPERATOR(pg_catalog.=) p_rel AND pg_catalog.pg_relation_size(p_rel) IS NOT NULL;
+$$;
+
 -- A segment's age, which retention.ms compares with now as Kafka does
 -- (LogSegment.largestTimestamp): the largest timestamp of the records it
 -- holds, the last record's running maximum (src/timeindex.c; compaction
@@ -31,32 +48,44 @@ SELECT pg_catalog.pg_extension_config_dump('mq.retention_loss', '');
 -- its last modification, the latest append of what it held
 -- (mq.segment.last_modified).  Only mq's own segments: this reads as the
 -- owner, so a relation named by a caller that is not a segment (a view
--- calling the caller's function, say) is refused.
+-- calling the caller's function, say) is refused.  NULL for a segment
+-- whose table another transaction dropped since the caller listed it
+-- (mq._segment_table).
 CREATE FUNCTION mq._segment_last_time(p_rel regclass) RETURNS timestamptz
 LANGUAGE plpgsql STABLE SECURITY DEFINER SET search_path = pg_catalog, pg_temp AS $$
 DECLARE
     v_time timestamptz;
     v_seg mq.segment;
+    v_table text;
 BEGIN
     SELECT * INTO v_seg FROM mq.segment s WHERE s.relid = p_rel;
     IF NOT FOUND THEN
         RAISE EXCEPTION 'relation % is not a segment of an mq topic', p_rel
             USING ERRCODE = '42501';
     END IF;
+    v_table := mq._segment_table(p_rel);
+    IF v_table IS NULL THEN
+        RETURN NULL;
+    END IF;
     EXECUTE format('SELECT coalesce(max_timestamp, "timestamp", created_at) FROM %s
-                     ORDER BY msg_offset DESC LIMIT 1', p_rel) INTO v_time;
+                     ORDER BY msg_offset DESC LIMIT 1', v_table) INTO v_time;
     RETURN coalesce(v_time, v_seg.last_modified, v_seg.created_at);
 END $$;
 
 -- The records a segment still holds from an offset on: what a group that
 -- had not read them loses when the segment goes.  Offsets compaction
--- removed are not records anybody loses.
+-- removed are not records anybody loses.  0 once its table is gone: the
+-- pass that dropped it counted them.
 CREATE FUNCTION mq._segment_records_from(p_rel regclass, p_from bigint) RETURNS bigint
 LANGUAGE plpgsql STABLE SET search_path = pg_catalog, pg_temp AS $$
 DECLARE
     v_n bigint;
+    v_table text := mq._segment_table(p_rel);
 BEGIN
-    EXECUTE format('SELECT count(*) FROM %s WHERE msg_offset OPERATOR(pg_catalog.>=) $1', p_rel)
+    IF v_table IS NULL THEN
+        RETURN 0;
+    END IF;
+    EXECUTE format('SELECT count(*) FROM %s WHERE msg_offset OPERATOR(pg_catalog.>=) $1', v_table)
        INTO v_n USING p_from;
     RETURN v_n;
 END $$;
@@ -80,19 +109,23 @@ END $$;
 -- table it dumps until it ends: a DROP waiting for it held the produce
 -- locks maintenance had taken and queued every later reader of those
 -- tables behind it, so producers stalled for the length of the dump.  A
--- segment that cannot be dropped now is dropped by a later pass.
+-- segment that cannot be dropped now is dropped by a later pass; one
+-- that another pass dropped since this one listed it is false too.
 CREATE FUNCTION mq._try_drop_segment(p_topic_id integer, p_partition integer, p_base_offset bigint)
 RETURNS boolean LANGUAGE plpgsql SET search_path = pg_catalog, pg_temp AS $$
 DECLARE
-    v_rel regclass;
+    v_rel text;
     v_part regclass;
 BEGIN
-    SELECT sg.relid, ps.relid INTO STRICT v_rel, v_part
+    SELECT mq._segment_table(sg.relid), ps.relid INTO v_rel, v_part
       FROM mq.segment sg JOIN mq.partition_state ps USING (topic_id, partition)
      WHERE sg.topic_id = p_topic_id AND sg.partition = p_partition AND sg.base_offset = p_base_offset;
+    IF v_rel IS NULL THEN
+        RETURN false;
+    END IF;
     BEGIN
         EXECUTE format('LOCK TABLE ONLY %s, ONLY %s IN ACCESS EXCLUSIVE MODE NOWAIT', v_part, v_rel);
-    EXCEPTION WHEN lock_not_available THEN
+    EXCEPTION WHEN lock_not_available OR undefined_table THEN
         RETURN false;
     END;
     PERFORM mq._drop_segment(p_topic_id, p_partition, p_base_offset);

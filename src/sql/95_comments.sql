@@ -251,6 +251,8 @@ COMMENT ON TABLE mq.retention_loss IS
     'records retention removed before a group consumed them, per group and partition';
 COMMENT ON FUNCTION mq.apply_retention(text) IS
     'applies retention.ms and retention.bytes to every topic (or one), dropping whole segments; returns how many were dropped';
+COMMENT ON FUNCTION mq._segment_table(regclass) IS
+    'internal: a segment''s table as a qualified name, NULL once another transaction dropped it';
 COMMENT ON FUNCTION mq._segment_last_time(regclass) IS
     'internal: a segment''s age for retention: its largest record timestamp, or its last modification once compaction emptied it';
 COMMENT ON FUNCTION mq._segment_records_from(regclass, bigint) IS
