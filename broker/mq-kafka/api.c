@@ -153,7 +153,7 @@ static const KApi apis[] = {
 	{KAPI_LIST_CLIENT_METRICS_RESOURCES, 0, 0, 0, h_list_client_metrics_resources,
 	 "none: mq keeps no client metrics subscriptions (KIP-714), as a Kafka broker before any is configured; DESCRIBE on the cluster"},
 	{KAPI_DESCRIBE_TOPIC_PARTITIONS, 0, 0, 0, h_describe_topic_partitions,
-	 "Metadata's topics and partitions a page at a time: in name order from the cursor on, at most `response_partition_limit` (and 2000) partitions, the next cursor where the limit cut; each topic's authorized operations; none asked is every topic the role may describe; nothing is created"},
+	 "Metadata's topics and partitions a page at a time: in name order from the cursor on, at most `response_partition_limit` (and 2000; a limit of 0 or less is 1, as in Kafka) partitions, the next cursor where the limit cut; each topic's authorized operations; none asked is every topic the role may describe; nothing is created"},
 	{KAPI_INCREMENTAL_ALTER_CONFIGS, 0, 1, 1, h_incremental_alter_configs,
 	 "SET, DELETE; APPEND and SUBTRACT for Kafka's list keys (`cleanup.policy`, the throttled replica lists; INVALID_CONFIG on others); through `mq.alter_topic`; `validate_only` supported; a key named twice, a resource given twice or a null value but for DELETE is INVALID_REQUEST"},
 };

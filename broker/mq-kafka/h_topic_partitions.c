@@ -10,7 +10,8 @@
  * (mq.has_topic_privilege), which this API always answers.  As in Kafka's
  * broker: topics in name order (byte order, as Java compares the names),
  * from the cursor's topic on and, in it, from the cursor's partition; at
- * most min(response_partition_limit, 2000) partitions, and a next cursor
+ * most max(min(response_partition_limit, 2000), 1) partitions (a limit
+ * of 0 or less is 1, as in Kafka), and a next cursor
  * where the limit cut the answer: the next partition of a topic, or the
  * next topic's partition 0 (even if that topic is unknown).  No topics
  * asked is every topic the role may describe; a topic asked that it may
@@ -205,13 +206,25 @@ skip_topic(PGresult *res, int row)
 }
 
 /*
+ * the partitions a page holds at most: the client's limit, at most
+ * MAX_PARTITIONS and at least 1, as Kafka clamps it (a limit of 0 would
+ * answer only a cursor where the page began, and a paging client would
+ * ask again forever)
+ */
+static int32_t
+page_limit(int32_t asked)
+{
+	return asked < 1 ? 1 : asked < MAX_PARTITIONS ? asked : MAX_PARTITIONS;
+}
+
+/*
  * The topics asked (sorted), or with none asked every topic of res, from
  * the cursor on, but those the role may not describe: how many.
  */
 static int32_t
 write_page(KWriter *w, const TopicPartsState *s, PGresult *res, PageCursor *next)
 {
-	int32_t		left = s->limit < MAX_PARTITIONS ? s->limit : MAX_PARTITIONS;
+	int32_t		left = page_limit(s->limit);
 	int32_t		n = 0;
 	int			row = 0;
 
@@ -224,10 +237,10 @@ write_page(KWriter *w, const TopicPartsState *s, PGresult *res, PageCursor *next
 		row = find_row(res, row, name);
 		if (!skipped(s, i, name) && !forbidden(res, row, name))
 		{
-			if (left <= 0)
+			if (left == 0)
 			{
 				next->name = name;
-				next->part = left == 0 ? 0 : -1;
+				next->part = 0;
 				break;
 			}
 			n++;

@@ -3,6 +3,7 @@
 # decompression bomb, header keys, transactions, unknown codec, a batch
 # over max.message.bytes as sent, whose records each fit), admin
 # requests (DeleteRecords, DeleteGroups, IncrementalAlterConfigs),
+# DescribeTopicPartitions with a response_partition_limit of 0 or less,
 # Produce's log_append_time on a LogAppendTime topic, Fetch between a
 # replicated partition's high watermark and its log end (no error), and
 # unknown APIs, each answered with Kafka's error code or a closed

@@ -3,7 +3,7 @@
 # topics with it) as Kafka's broker answers it (py/topic_partitions.py):
 # topics in name order with Metadata's ids, leaders and replicas, empty
 # eligible leader replicas, and their authorized operations; pages of
-# response_partition_limit partitions, each with the cursor the next
+# response_partition_limit partitions (at least 1), each with the cursor the next
 # starts from (a topic's next partition, or the next topic's first);
 # unknown names UNKNOWN_TOPIC_OR_PARTITION, names outside Kafka's rule
 # INVALID_TOPIC_EXCEPTION, a cursor outside the topics asked or with a
@@ -58,8 +58,8 @@ tp_a/0/0:2=1 $ALL tp_b/0/0:0=1 $ALL -> tp_b:1
 tp_b/0/0:1=1 $ALL tp_c/0/0:0=1 $ALL
 tp_a/0/0:0=1,1=1,2=1 $ALL -> tp_b:0
 tp_b/0/0:0=1,1=1 $ALL -> tp_c:0
- -> tp_a:0" \
-	"pages of response_partition_limit partitions: a cut topic's next partition, or at a topic's end the next topic, is the next cursor; the last page has none"
+tp_a/0/0:0=1 $ALL -> tp_a:1" \
+	"pages of response_partition_limit partitions (a limit of 0 is 1, as in Kafka): a cut topic's next partition, or at a topic's end the next topic, is the next cursor; the last page has none"
 
 describe "$KAFKA_PORT" '[["tp_zz", "bad name!", "tp_a", "tp_a"], 10, null]' '[["tp_a", "tp_b"], 10, ["tp_c", 0]]' \
 	'[["tp_a"], 10, ["tp_a", -1]]'
