@@ -51,7 +51,7 @@ static void h_api_versions(KRequest *req);
 /* also the one source of docs/kafka.md's API table (scripts/reftables.sh) */
 static const KApi apis[] = {
 	{KAPI_PRODUCE, 0, 11, 9, h_produce,
-	 "record batch v2 (v3+), message sets v0 and v1 up-converted (v0-v2); gzip, snappy (raw and xerial framing), lz4, zstd; acks 0, 1, -1 (acks 0 that fails closes the connection, as Kafka does); v5+: the partition's log start offset; v8+: a refused partition's error message"},
+	 "record batch v2 (v3+), message sets v0 and v1 up-converted (v0-v2); gzip, snappy (raw and xerial framing), lz4, zstd (v7+, as in Kafka); acks 0, 1, -1 (acks 0 that fails closes the connection, as Kafka does); v5+: the partition's log start offset; v8+: a refused partition's error message"},
 	{KAPI_FETCH, 0, 17, 12, h_fetch,
 	 "record batches (v4+), message sets down-converted to v0 (v0-v1) and v1 (v2-v3); topic ids (v13+); byte limits with at least one whole record (KIP-74); long polling; fetch sessions (v7+, KIP-227); current leader epoch checked (v9+); diverging epoch from the last fetched epoch (v12+)"},
 	{KAPI_LIST_OFFSETS, 0, 9, 6, h_list_offsets,

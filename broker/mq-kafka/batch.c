@@ -96,6 +96,20 @@ records_decode(KReader *r, KBatch *b)
 	return kr_left(r) == 0 ? KERR_NONE : KERR_CORRUPT_MESSAGE;
 }
 
+/* where the magic byte is, and the attributes' low byte (the codec bits) */
+#define MAGIC_AT 16
+#define CODEC_AT 22
+
+int
+batch_precheck(const uint8_t *p, int32_t len, int16_t produce_version)
+{
+	if (p == NULL || len <= MAGIC_AT || p[MAGIC_AT] != 2)
+		return KERR_INVALID_RECORD;
+	if (produce_version < 7 && len > CODEC_AT && (p[CODEC_AT] & KBATCH_CODEC_MASK) == KCODEC_ZSTD)
+		return KERR_UNSUPPORTED_COMPRESSION_TYPE;
+	return KERR_NONE;
+}
+
 int
 batch_decode(const uint8_t *p, size_t len, size_t cap, KBatch *b)
 {

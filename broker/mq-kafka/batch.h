@@ -51,6 +51,15 @@ typedef struct KBatch
 } KBatch;
 
 /*
+ * What Kafka checks of a v3+ Produce partition's records before anything
+ * else (ProduceRequest.validateRecords), len -1 for null: a batch (none
+ * in null or empty records) of magic 2 (else INVALID_RECORD), and ZSTD
+ * only from Produce v7 (KIP-110; else UNSUPPORTED_COMPRESSION_TYPE).
+ * Returns 0 or the Kafka error code; batch_decode checks the rest.
+ */
+extern int	batch_precheck(const uint8_t *p, int32_t len, int16_t produce_version);
+
+/*
  * Decode the records field of one produce partition: exactly one batch.
  * Returns 0 or a Kafka error code (CORRUPT_MESSAGE, INVALID_RECORD,
  * UNSUPPORTED_COMPRESSION_TYPE, MESSAGE_TOO_LARGE).  cap bounds the

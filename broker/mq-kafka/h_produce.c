@@ -32,6 +32,7 @@
  * daemon coordinates the transactional id (h_txn_init.c), where the
  * transaction lives.
  *
+ * A v3+ partition's records are first checked as Kafka does (batch.h).
  * Produce v0-v2 carry message sets (formats v0 and v1, msgset.h), which
  * are up-converted as Kafka does: the records are stored as any others,
  * with magic 1's timestamps as CreateTime; v0 has no throttle time and
@@ -271,8 +272,11 @@ read_partition(KReader *r, ProduceState *s, PPart *pp, const char *topic, const 
 	pp->await = -1;
 	if (r->err)
 		return;
-	pp->code = (v >= 3 ? batch_decode : msgset_decode)(records.p, records.len < 0 ? 0 : records.len,
-													   kconfig.max_inflated_bytes, &b);
+	memset(&b, 0, sizeof(b));
+	pp->code = v >= 3 ? batch_precheck(records.p, records.len, v) : KERR_NONE;
+	if (pp->code == KERR_NONE)
+		pp->code = (v >= 3 ? batch_decode : msgset_decode)(records.p, records.len < 0 ? 0 : records.len,
+														   kconfig.max_inflated_bytes, &b);
 	if (pp->code == KERR_NONE)
 		pp->code = batch_check_storable(&b);
 	/* a transactional batch comes with a transactional id, and only then */

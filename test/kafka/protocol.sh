@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Raw protocol: handshakes, bad frames, bad batches (CRC, truncation,
-# decompression bomb, header keys, transactions, unknown codec, a batch
+# decompression bomb, header keys, transactions, unknown codec, no batch,
+# magic 1, ZSTD before Produce v7, a batch
 # over max.message.bytes as sent, whose records each fit), admin
 # requests (DeleteRecords, DeleteGroups, IncrementalAlterConfigs),
 # DescribeTopicPartitions with a response_partition_limit of 0 or less,
