@@ -59,7 +59,6 @@
 #include "mq.h"
 
 PG_FUNCTION_INFO_V1(mq_refuse_log_change);
-PG_FUNCTION_INFO_V1(mq_log_end_offset_sql);
 
 /* Set by the code paths that may remove records (replica truncation). */
 bool		mq_allow_log_change = false;
@@ -439,6 +438,31 @@ write_records(const char *topic_name, MqTopic **topic, int32 partition,
 }
 
 /*
+ * The log end under the produce lock, as SnapshotSelf sees it (with
+ * *last_max, the last record's running maximum).  Retention takes no
+ * produce lock and drops closed segments, and the one holding the last
+ * record is closed once it is full: when the topic cache listed it and a
+ * maintenance pass dropped it meanwhile, locking it waited for that pass
+ * and found it gone (which brought the drop's invalidation).  The topic
+ * is looked up again, once, and the log end read from the segments the
+ * catalog lists now; a table still missing then was dropped behind mq's
+ * back: MQ074.
+ */
+static int64
+append_log_end(const char *topic_name, MqTopic **topic, int32 partition, TimestampTz *last_max)
+{
+	int64		end = log_end_offset(mq_topic_partition(*topic, partition), SnapshotSelf,
+									 last_max, true);
+
+	if (end >= 0)
+		return end;
+	mq_topic_cache_reset();
+	*topic = mq_topic_lookup(topic_name, false);
+	*last_max = DT_NOBEGIN;
+	return log_end_offset(mq_topic_partition(*topic, partition), SnapshotSelf, last_max, false);
+}
+
+/*
  * Append records to one partition; returns the offset of the first.  The
  * records get consecutive offsets in array order.  Callers have checked
  * the records' sizes (mq_check_record_sizes) before appending anything.  With a producer, a batch
@@ -460,7 +484,7 @@ mq_log_append(const char *topic_name, int32 partition, MqRecordIn *recs,
 	if (part->replicated)
 		epoch = mq_replica_check_produce(topic, partition);
 
-	base = log_end_offset(part, SnapshotSelf, &last_max, false);
+	base = append_log_end(topic_name, &topic, partition, &last_max);
 	if (producer != NULL &&
 		mq_producer_check_sequence(topic, partition, producer, nrecs, &base))
 	{
@@ -496,8 +520,7 @@ mq_log_append_at(const char *topic_name, int32 partition, MqRecordIn *recs,
 {
 	MqTopic    *topic = lock_for_append(topic_name, partition);
 	TimestampTz last_max = DT_NOBEGIN;
-	int64		next = log_end_offset(mq_topic_partition(topic, partition), SnapshotSelf,
-									  &last_max, false);
+	int64		next = append_log_end(topic_name, &topic, partition, &last_max);
 
 	if (next != base_offset)
 		ereport(ERROR,
@@ -541,53 +564,4 @@ mq_refuse_log_change(PG_FUNCTION_ARGS)
 						   RelationGetRelationName(trigdata->tg_relation)),
 				 errhint("Records leave the log through retention (retention.ms, retention.bytes) or mq.drop_topic().")));
 	return PointerGetDatum(NULL);
-}
-
-/*
- * mq._log_end_offset(topic_id, partition), as the caller's snapshot sees it.
- * Views (mq.partitions) call it for every partition while maintenance may
- * drop segments: when one listed by the topic cache is gone by the time it
- * is locked, the cache is read again (the newest committed segments) and
- * the log end taken from those, never "could not open relation".
- */
-/* reads of the catalog after which a segment still missing is an error */
-#define MAX_LOG_END_READS 3
-
-Datum
-mq_log_end_offset_sql(PG_FUNCTION_ARGS)
-{
-	for (int reads = 1;; reads++)
-	{
-		MqTopic    *topic = mq_topic_by_id(PG_GETARG_INT32(0), true);
-		int64		end;
-
-		/*
-		 * NULL, not an error, so that views filtering on DESCRIBE never
-		 * fail; and NULL for an id no topic has, so that the answer does not
-		 * tell a hidden topic from a missing one
-		 */
-		if (topic == NULL ||
-			!mq_acl_allowed(GetUserId(), MQ_RES_TOPIC, topic->name, MQ_ACL_DESCRIBE))
-			PG_RETURN_NULL();
-		end = log_end_offset(mq_topic_partition(topic, PG_GETARG_INT32(1)),
-							 GetActiveSnapshot(), NULL, true);
-		if (end >= 0)
-			PG_RETURN_INT64(end);
-
-		/*
-		 * A segment the freshly read catalog lists is gone too: dropped
-		 * behind mq's back, not by maintenance.  Say so rather than read
-		 * again for ever (a maintenance worker did, holding its locks, under
-		 * pg_restore --clean).
-		 */
-		if (reads >= MAX_LOG_END_READS)
-			ereport(ERROR,
-					(errcode(ERRCODE_MQ_LOG_TABLE_MISSING),
-					 errmsg("a log table of topic \"%s\" partition %d is missing", topic->name,
-							PG_GETARG_INT32(1)),
-					 errdetail("mq.segment lists a segment table that was dropped by something other than mq."),
-					 errhint("Restore the database into a new one from a dump; drop topics with mq.drop_topic.")));
-		mq_topic_cache_reset();
-		CHECK_FOR_INTERRUPTS();
-	}
 }
