@@ -55,7 +55,7 @@ static const KApi apis[] = {
 	{KAPI_FETCH, 0, 17, 12, h_fetch,
 	 "record batches (v4+), message sets down-converted to v0 (v0-v1) and v1 (v2-v3); topic ids (v13+); byte limits with at least one whole record (KIP-74); long polling; fetch sessions (v7+, KIP-227); current leader epoch checked (v9+); diverging epoch from the last fetched epoch (v12+)"},
 	{KAPI_LIST_OFFSETS, 0, 9, 6, h_list_offsets,
-	 "earliest (-2), latest (-1), max timestamp (-3), local start (-4), last tiered (-5: -1), and by timestamp; v0 answers at most one offset (the one v1 gives), none for `max_num_offsets` 0; the current leader epoch checked (v4+); a partition this node follows is NOT_LEADER_OR_FOLLOWER"},
+	 "earliest (-2), latest (-1), max timestamp (-3, v7+), local start (-4, v8+), last tiered (-5, v9+: -1), each UNSUPPORTED_VERSION before its version, and by timestamp; a partition asked twice is INVALID_REQUEST each time (v1+); v0 answers at most one offset (the one v1 gives), none for `max_num_offsets` 0; the current leader epoch checked (v4+); a partition this node follows is NOT_LEADER_OR_FOLLOWER"},
 	{KAPI_METADATA, 0, 12, 9, h_metadata,
 	 "this daemon and its `--peer`s, or the cluster's live daemons; leaders as below; v0: an empty topic array is every topic; topic ids (v10+), by id (v12); a name outside Kafka's rule is INVALID_TOPIC_EXCEPTION; one the role may not describe (or, to be created, create) TOPIC_AUTHORIZATION_FAILED, whether it exists or not"},
 	{KAPI_OFFSET_COMMIT, 0, 9, 8, h_offset_commit,

@@ -20,6 +20,11 @@
  * follower does, so a client with stale metadata asks again instead of
  * taking a follower's high watermark.  v6+ is flexible.
  *
+ * As in Kafka 3.9, after the topic's authorization and before anything
+ * else: from v1, every entry of a partition asked more than once is
+ * INVALID_REQUEST; a named position newer than the request's version
+ * (-3 before v7, -4 before v8, -5 before v9) is UNSUPPORTED_VERSION.
+ *
  * v0, which old clients and monitors (Burrow, sarama's defaults) still
  * send, asks for up to max_num_offsets offsets and gets an array;
  * Kafka's were segment base offsets, mq's is the one offset v1 answers
@@ -94,6 +99,14 @@
 #define TS_EARLIEST_LOCAL (-4)	/* v8+: no tiered storage: the log start */
 #define TS_LATEST_TIERED (-5)	/* v9+: nothing tiered: offset -1 */
 
+/* a named position the request's version does not know (Kafka 3.9's check) */
+static bool
+position_unsupported(int64_t ts, int16_t v)
+{
+	return (ts == TS_MAX && v < 7) || (ts == TS_EARLIEST_LOCAL && v < 8) ||
+		(ts == TS_LATEST_TIERED && v < 9);
+}
+
 static void
 read_list_part(KRequest *req, OffState *s, OPart *op, const char *topic)
 {
@@ -106,7 +119,10 @@ read_list_part(KRequest *req, OffState *s, OPart *op, const char *topic)
 	op->timestamp = kr_i64(&req->body);
 	if (req->api_version == 0)
 		op->max_offsets = kr_i32(&req->body);
-	st = kjob_add(&s->job, op->timestamp == TS_MAX ? MAX_TIME_SQL : op->timestamp < 0 ? BOUNDS_SQL :
+	if (position_unsupported(op->timestamp, req->api_version))
+		op->code = KERR_UNSUPPORTED_VERSION;
+	st = kjob_add(&s->job, op->timestamp == TS_MAX && op->code == KERR_NONE ? MAX_TIME_SQL :
+				  op->timestamp < 0 ? BOUNDS_SQL :
 				  BY_TIME_SQL,
 				  0);
 	op->job = &s->job;
@@ -142,6 +158,8 @@ write_list_part(KRequest *req, OffState *s, OPart *op)
 		code = KERR_NOT_LEADER_OR_FOLLOWER;
 	else if (code == KERR_NONE)
 		code = kerr_leader_epoch(op->current_epoch, atoi(PQgetvalue(res, 0, 4)));
+	if (op->code != KERR_NONE && code != KERR_TOPIC_AUTHORIZATION_FAILED)
+		code = op->code;		/* refused before the partition is looked at */
 	if (code == KERR_NONE)
 	{
 		int64_t		hw = strtoll(PQgetvalue(res, 0, 1), NULL, 10);
@@ -183,6 +201,45 @@ write_list_part(KRequest *req, OffState *s, OPart *op)
 		kw_i32(w, epoch);		/* leader epoch */
 }
 
+/* a (topic, partition) asked, and where in the request */
+typedef struct PartKey
+{
+	KSlice		topic;
+	int32_t		partition;
+	int32_t		i;
+} PartKey;
+
+static int
+part_key_cmp(const void *a, const void *b)
+{
+	const PartKey *x = a,
+			   *y = b;
+	int			c = (x->topic.len > y->topic.len) - (x->topic.len < y->topic.len);
+
+	if (c == 0 && x->topic.len > 0)
+		c = memcmp(x->topic.p, y->topic.p, (size_t) x->topic.len);
+	return c != 0 ? c : (x->partition > y->partition) - (x->partition < y->partition);
+}
+
+/* v1+: every entry of a partition asked twice is INVALID_REQUEST, as in Kafka */
+static void
+refuse_duplicates(OffState *s)
+{
+	PartKey    *k = mq_malloc0(sizeof(PartKey) * (s->nparts > 0 ? s->nparts : 1));
+
+	for (int32_t i = 0; i < s->nparts; i++)
+	{
+		k[i].topic = s->topics[s->parts[i].topic];
+		k[i].partition = s->parts[i].partition;
+		k[i].i = i;
+	}
+	qsort(k, s->nparts, sizeof(PartKey), part_key_cmp);
+	for (int32_t i = 1; i < s->nparts; i++)
+		if (part_key_cmp(&k[i - 1], &k[i]) == 0)
+			s->parts[k[i - 1].i].code = s->parts[k[i].i].code = KERR_INVALID_REQUEST;
+	free(k);
+}
+
 static void
 list_offsets_done(KRequest *req)
 {
@@ -209,5 +266,7 @@ h_list_offsets(KRequest *req)
 		req_abort(req);
 		return;
 	}
+	if (req->api_version >= 1)
+		refuse_duplicates(s);
 	pool_run(req, &s->job, list_offsets_done);
 }

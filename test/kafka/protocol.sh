@@ -10,7 +10,8 @@
 # unknown APIs, each answered with Kafka's error code or a closed
 # connection (once the answers to the requests pipelined before it are
 # written), and the old versions default clients send (Metadata v0,
-# OffsetCommit v0/v1, OffsetFetch v0, ListOffsets v0)
+# OffsetCommit v0/v1, OffsetFetch v0, ListOffsets v0), and ListOffsets'
+# duplicate partitions and positions newer than its version
 # (test/kafka/protocol.pl); afterwards nothing bad was stored.  OffsetFetch
 # v7+ with require_stable answers UNSTABLE_OFFSET_COMMIT while an open
 # transaction holds the group's offset, the committed one without it
