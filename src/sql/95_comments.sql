@@ -225,6 +225,10 @@ COMMENT ON FUNCTION mq._rebalance(text) IS
     'internal: starts a new generation of a group with a new assignment';
 COMMENT ON FUNCTION mq._expire_members(text) IS
     'internal (maintenance): removes members whose session timed out and rebalances their groups; returns how many';
+COMMENT ON FUNCTION mq._check_join_args(text[], text, text, integer) IS
+    'internal (groups): checks a join''s topics, instance id, assignor and session timeout';
+COMMENT ON FUNCTION mq._rejoining_member(text, text, text) IS
+    'internal (groups): a known member joining again, refused when it names another instance id than it joined with';
 COMMENT ON FUNCTION mq._check_member(text, text) IS
     'internal: raises the right error (MQ031, MQ033) for a member id that is not in the group';
 COMMENT ON FUNCTION mq._member_partitions(text, integer, text) IS
