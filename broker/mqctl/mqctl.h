@@ -15,6 +15,7 @@
 #include <libpq-fe.h>
 
 #include "cli.h"
+#include "mq_sqlstates.h"
 #include "mqconn.h"
 #include "output.h"
 #include "util.h"
@@ -61,7 +62,6 @@ extern void mqctl_fail(PGconn *conn, MqError *err) __attribute__((noreturn));
  * SQLSTATE, as docs/cli.md promises for exit status 1
  */
 #define MQCTL_SQLSTATE(code) " [SQLSTATE " code "]"
-#include "mq_sqlstates.h"
 
 /* cmd_topic.c */
 extern const char topic_create_help[];
