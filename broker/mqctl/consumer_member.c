@@ -2,7 +2,7 @@
  *
  * consumer_member.c
  *	  The consuming engine's membership of a consumer group on one node
- *	  (docs/groups.md, "Membership"; src/sql/50_groups.sql): it joins with
+ *	  (docs/groups.md, "Membership"; src/sql/51_group_members.sql): it joins with
  *	  mq.join_group (session timeout CONSUMER_SESSION_TIMEOUT_MS, the range
  *	  assignor), heartbeats with mq.heartbeat from the poll loop, commits
  *	  a batch's offsets with its member id and generation, and leaves with

@@ -162,7 +162,7 @@ COMMENT ON FUNCTION mq.headers_jsonb(mq.header[]) IS
 COMMENT ON FUNCTION mq.poll(text, text, integer, boolean, integer, integer, text, text, integer[]) IS
     'reads records for a consumer group from its positions, over the partitions it can claim (or, with member_id, owns); optionally auto-commits and long-polls';
 
--- Consumer groups (50_groups.sql)
+-- Consumer groups (50_groups.sql, 51_group_members.sql)
 COMMENT ON TABLE mq.consumer_group IS
     'consumer groups: current generation, assignor and rebalance counters';
 COMMENT ON TABLE mq.group_member IS
