@@ -10,7 +10,9 @@
  * creating a partition invalidates the topic table's, and alter_topic
  * sends an invalidation itself (mq._invalidate, at the end of this
  * file).  A relcache callback on any of those relations marks the whole
- * cache stale; the next lookup rebuilds it.
+ * cache stale, and so does any invalidation while a topic is being read
+ * (its snapshot may predate a commit that came during a lock wait); the
+ * next lookup rebuilds it.
  * Values that change without DDL (high watermark, log start) are read
  * from the catalog where they are needed; a compaction pass, and a
  * follower's copy of a leader's gaps, send an invalidation for the
@@ -63,13 +65,21 @@ static MemoryContext cache_cxt = NULL;
 static HTAB *topic_cache = NULL;	/* name -> MqTopic */
 static HTAB *watched_rels = NULL;	/* relids whose invalidation matters */
 static bool cache_stale = false;
+static bool loading = false;	/* load_topic is reading the catalog */
 
+/*
+ * While a topic is being read, any invalidation makes the cache stale: the
+ * read's snapshot was taken before its locks, and a commit (a segment
+ * made) that came during a wait for one (VACUUM FULL or CLUSTER of
+ * mq.partition_state, say) is not in it, while its invalidation, for a
+ * table not watched yet, would otherwise be dropped.
+ */
 static void
 mq_relcache_callback(Datum arg, Oid relid)
 {
 	if (topic_cache == NULL || cache_stale)
 		return;
-	if (!OidIsValid(relid) ||
+	if (loading || !OidIsValid(relid) ||
 		hash_search(watched_rels, &relid, HASH_FIND, NULL) != NULL)
 		cache_stale = true;
 }
@@ -301,16 +311,19 @@ mq_topic_lookup(const char *name, bool missing_ok)
 		return t;
 
 	t = hash_search(topic_cache, key, HASH_ENTER, &found);
+	loading = true;
 	PG_TRY();
 	{
 		found = load_topic(t, name);
 	}
 	PG_CATCH();
 	{
+		loading = false;
 		cache_stale = true;
 		PG_RE_THROW();
 	}
 	PG_END_TRY();
+	loading = false;
 
 	if (!found)
 	{
