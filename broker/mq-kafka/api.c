@@ -63,7 +63,7 @@ static const KApi apis[] = {
 	{KAPI_OFFSET_FETCH, 0, 9, 6, h_offset_fetch,
 	 "from `mq.committed_offset` and `mq.committed_offsets` on the partition's leader; all of a group's offsets (v2+); `require_stable` (v7+): UNSTABLE_OFFSET_COMMIT while a transaction commits the offset; v8+: the first group of the batch (below)"},
 	{KAPI_FIND_COORDINATOR, 0, 6, 3, h_find_coordinator,
-	 "the daemon asked; in a cluster, the group's daemon (below); a batch of keys (v4+)"},
+	 "the daemon asked; in a cluster, the group's daemon (below); a batch of keys (v4+); key type 2 (share groups) INVALID_REQUEST below v6, COORDINATOR_NOT_AVAILABLE at v6 (Kafka 3.9 has no share coordinator), any type but 0, 1 and 2 INVALID_REQUEST for every key"},
 	{KAPI_JOIN_GROUP, 0, 9, 6, h_join_group,
 	 "classic protocol; v4+ without a member id: MEMBER_ID_REQUIRED with one to join with (KIP-394); static membership (v5): a restarted static member keeps a stable group's generation unless the protocol chosen would change (v9+: a leader is told to skip the assignment); a known member joining again unchanged keeps the generation unless it leads a stable group"},
 	{KAPI_HEARTBEAT, 0, 4, 4, h_heartbeat,

@@ -21,7 +21,11 @@
  * a group without Kafka members.
  *
  * Newer versions: FindCoordinator v4+ asks for a list of keys and gets a
- * coordinator each (v6's share-group key type is answered like a group's);
+ * coordinator each.  Key types as Kafka 3.9's: 0 a group, 1 a transaction;
+ * 2, a share group's (v6), INVALID_REQUEST below v6 and
+ * COORDINATOR_NOT_AVAILABLE from v6 (3.9 has no share coordinator); any
+ * other type fails the whole request with INVALID_REQUEST, every key's
+ * coordinator -1;
  * JoinGroup v7+ answers the protocol type (null, as the protocol name, on
  * an error), v8+ sends a reason (logged nowhere, as most of Kafka's), v9+
  * answers skip_assignment false (the leader always assigns); SyncGroup v5
@@ -51,19 +55,37 @@ typedef struct GroupReq
 	char	   *group;
 } GroupReq;
 
-/* one key's coordinator: error, [message,] node, host, port (v0-v3 order) */
+#define KEY_TYPE_SHARE 2
+
+/* a key type's error before any lookup (Kafka 3.9's getCoordinator) */
+static int16_t
+key_type_error(KRequest *req, int8_t type)
+{
+	if (type == 0 || type == 1)
+		return KERR_NONE;
+	if (type == KEY_TYPE_SHARE)
+		return req->api_version < 6 ? KERR_INVALID_REQUEST : KERR_COORDINATOR_NOT_AVAILABLE;
+	return KERR_INVALID_REQUEST;
+}
+
+/*
+ * one key's coordinator: error, [message,] node, host, port (v0-v3
+ * order); an error given (the key type's) answers node -1, host "", port -1
+ */
 static void
-write_coordinator(KRequest *req, KSlice keys)
+write_coordinator(KRequest *req, KSlice keys, int16_t type_error)
 {
 	KWriter    *w = &req->resp;
 	char	   *key = kslice_dup(keys);
-	int			id = cluster_group_coordinator(key ? key : "");
-	const KBroker *b = cluster_enabled() && id != kconfig.node_id ? cluster_broker(id) : NULL;
+	int			id = type_error != KERR_NONE ? -1 : cluster_group_coordinator(key ? key : "");
+	const KBroker *b = cluster_enabled() && id >= 0 && id != kconfig.node_id ? cluster_broker(id) : NULL;
 	int16_t		error = id < 0 || (cluster_enabled() && b == NULL && id != kconfig.node_id) ?
 		KERR_COORDINATOR_NOT_AVAILABLE : KERR_NONE;
 	const char *host;			/* this node: the listener the client came in on */
 	int			port;
 
+	if (type_error != KERR_NONE)
+		error = type_error;
 	free(key);
 	conn_advertised(req->conn, &host, &port);
 	if (req->api_version >= 4)
@@ -92,11 +114,12 @@ h_find_coordinator(KRequest *req)
 	KReader    *r = &req->body;
 	KSlice		key = {NULL, -1};
 	int32_t		n = 1;
+	int8_t		type = 0;		/* v0: a group */
 
 	if (req->api_version <= 3)
 		key = kr_str(r);
 	if (req->api_version >= 1)
-		(void) kr_i8(r);		/* key type: groups and transactions alike */
+		type = kr_i8(r);
 	if (req->api_version >= 4)
 		n = kr_array(r, 1);
 	if (r->err)
@@ -109,7 +132,7 @@ h_find_coordinator(KRequest *req)
 	if (req->api_version >= 4)
 		kw_array(w, n);
 	for (int32_t i = 0; i < n && !r->err; i++)
-		write_coordinator(req, req->api_version >= 4 ? kr_str(r) : key);
+		write_coordinator(req, req->api_version >= 4 ? kr_str(r) : key, key_type_error(req, type));
 	if (r->err)
 		req_abort(req);
 	else

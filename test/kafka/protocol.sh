@@ -11,7 +11,8 @@
 # connection (once the answers to the requests pipelined before it are
 # written), and the old versions default clients send (Metadata v0,
 # OffsetCommit v0/v1, OffsetFetch v0, ListOffsets v0), and ListOffsets'
-# duplicate partitions and positions newer than its version
+# duplicate partitions and positions newer than its version, FindCoordinator's
+# key types (unknown ones INVALID_REQUEST)
 # (test/kafka/protocol.pl); afterwards nothing bad was stored.  OffsetFetch
 # v7+ with require_stable answers UNSTABLE_OFFSET_COMMIT while an open
 # transaction holds the group's offset, the committed one without it
