@@ -143,7 +143,7 @@ static const KApi apis[] = {
 	{KAPI_ALTER_USER_SCRAM_CREDENTIALS, 0, 0, 0, h_alter_user_scram_credentials,
 	 "the verifier derived here from the SaltedPassword, by `mq.set_scram_keys` / `mq.drop_scram_credential`, one transaction per user, then on every other live node of a cluster; ALTER on the cluster, as Kafka (else CLUSTER_AUTHORIZATION_FAILED, nothing altered)"},
 	{KAPI_DESCRIBE_CLUSTER, 0, 1, 0, h_describe_cluster,
-	 "the brokers Metadata lists, cluster id `mq`, this daemon as the controller; endpoint type controllers (v1) is MISMATCHED_ENDPOINT_TYPE"},
+	 "the brokers Metadata lists, cluster id `mq`, this daemon as the controller; endpoint type controllers (v1) is MISMATCHED_ENDPOINT_TYPE, any other but brokers UNSUPPORTED_ENDPOINT_TYPE (an error: cluster id `\"\"`, controller -1, no brokers, as Kafka 3.9)"},
 	{KAPI_DESCRIBE_PRODUCERS, 0, 0, 0, h_describe_producers,
 	 "`mq.producers`: each partition's producer ids, epochs, last sequence and its time; READ on the topic; coordinator epoch and transaction start -1"},
 	{KAPI_DESCRIBE_TRANSACTIONS, 0, 0, 0, h_describe_transactions,

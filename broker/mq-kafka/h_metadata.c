@@ -401,7 +401,10 @@ h_metadata(KRequest *req)
  * the cluster id and this daemon as the controller, without a database
  * round trip.  v1's endpoint type 2 (controllers, KIP-919) is
  * MISMATCHED_ENDPOINT_TYPE, as a Kafka broker answers: mq has no
- * controller quorum to list.  Authorized operations are not computed.
+ * controller quorum to list; any type but 1 and 2 is
+ * UNSUPPORTED_ENDPOINT_TYPE, as Kafka 3.9's (its message too).  An error
+ * answers what Kafka's does: cluster id "", controller -1, no brokers.
+ * Authorized operations are not computed.
  */
 void
 h_describe_cluster(KRequest *req)
@@ -409,7 +412,8 @@ h_describe_cluster(KRequest *req)
 	KReader    *r = &req->body;
 	KWriter    *w = &req->resp;
 	int8_t		endpoint = 1;	/* brokers */
-	bool		mismatched;
+	int16_t		error = KERR_NONE;
+	char		msg[64];
 
 	(void) kr_i8(r);			/* include_cluster_authorized_operations */
 	if (req->api_version >= 1)
@@ -419,15 +423,20 @@ h_describe_cluster(KRequest *req)
 		req_abort(req);
 		return;
 	}
-	mismatched = endpoint != 1;
+	if (endpoint == 2)
+		error = KERR_MISMATCHED_ENDPOINT_TYPE;
+	else if (endpoint != 1)
+		error = KERR_UNSUPPORTED_ENDPOINT_TYPE;
+	snprintf(msg, sizeof(msg), "Unsupported endpoint type %d", endpoint);
 	kw_i32(w, 0);				/* throttle_time_ms */
-	kw_i16(w, mismatched ? KERR_MISMATCHED_ENDPOINT_TYPE : KERR_NONE);
-	kw_str(w, mismatched ? "mq-kafka serves broker endpoints only" : NULL);
+	kw_i16(w, error);
+	kw_str(w, error == KERR_MISMATCHED_ENDPOINT_TYPE ? "mq-kafka serves broker endpoints only" : error != KERR_NONE ? msg :
+		   NULL);
 	if (req->api_version >= 1)
 		kw_i8(w, 1);			/* endpoint_type: brokers */
-	kw_str(w, CLUSTER_ID);
-	kw_i32(w, mismatched ? -1 : kconfig.node_id);	/* controller_id */
-	if (mismatched)
+	kw_str(w, error != KERR_NONE ? "" : CLUSTER_ID);
+	kw_i32(w, error != KERR_NONE ? -1 : kconfig.node_id);	/* controller_id */
+	if (error != KERR_NONE)
 		kw_array(w, 0);
 	else
 		write_broker_array(req, w, 1);

@@ -732,6 +732,13 @@ for my $v (0 .. 4) {
 	($h) = exchange(60, 1, { include_cluster_authorized_operations => 0, endpoint_type => 2 });
 	ok($h && $h->{error_code} == 114 && !@{ $h->{brokers} },
 		'DescribeCluster v1 of the controllers: MISMATCHED_ENDPOINT_TYPE (114), as a Kafka broker answers');
+	for my $type (0, 3, -1) {
+		($h) = exchange(60, 1, { include_cluster_authorized_operations => 0, endpoint_type => $type });
+		ok($h && $h->{error_code} == 115 && ($h->{error_message} // '') eq "Unsupported endpoint type $type"
+			&& $h->{cluster_id} eq '' && $h->{controller_id} == -1 && !@{ $h->{brokers} },
+			"DescribeCluster v1 of endpoint type $type: UNSUPPORTED_ENDPOINT_TYPE (115), as Kafka 3.9",
+			$h ? "error $h->{error_code}, cluster '$h->{cluster_id}'" : 'no answer');
+	}
 }
 {
 	# the partition's log start offset (v5+), once DeleteRecords moved it

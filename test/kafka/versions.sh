@@ -4,7 +4,8 @@
 # layouts of test/kafka/versions.pl, the advertised ranges compared with
 # Kafka 3.9's, and the new fields' meaning (topic ids in Metadata and
 # Fetch, ListOffsets -3 and -5, OffsetFetch's groups, FindCoordinator's
-# keys, OffsetForLeaderEpoch, Produce's error message).
+# keys, OffsetForLeaderEpoch, Produce's error message, DescribeCluster's
+# endpoint types).
 source "$(dirname "${BASH_SOURCE[0]}")/lib.bash"
 
 sql "SELECT mq.create_topic('vt', 1)" >/dev/null
