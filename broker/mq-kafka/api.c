@@ -105,9 +105,9 @@ static const KApi apis[] = {
 	{KAPI_DELETE_ACLS, 0, 3, 2, h_delete_acls,
 	 "`mq.revoke` of each grant a filter matches, one transaction per filter"},
 	{KAPI_DESCRIBE_CONFIGS, 0, 4, 4, h_describe_configs,
-	 "a topic's keys set in mq (`mq.topics.config`), and the others with mq's defaults (`mq.config_defaults()`, DEFAULT_CONFIG); this broker: those defaults under Kafka's broker names and the daemon's settings, read-only; a topic's need alter on it (Kafka's DESCRIBE_CONFIGS, implied by ALTER_CONFIGS); with include_synonyms (v1+) each key's synonyms: the topic's value, then the broker default under Kafka's broker name"},
+	 "a topic's keys set in mq (`mq.topics.config`), and the others with mq's defaults (`mq.config_defaults()`, DEFAULT_CONFIG); this broker: those defaults under Kafka's broker names and the daemon's settings, read-only; a topic's need alter on it (Kafka's DESCRIBE_CONFIGS, implied by ALTER_CONFIGS); with include_synonyms (v1+) each key's synonyms: the topic's value, then the broker default under Kafka's broker name; a topic name outside Kafka's rule (`\"\"` too) INVALID_TOPIC_EXCEPTION, as Kafka 3.9"},
 	{KAPI_ALTER_CONFIGS, 0, 2, 2, h_alter_configs,
-	 "a topic's whole config replaced, through `mq.alter_topic`; `validate_only` supported; a key named twice, or a resource given twice, is INVALID_REQUEST"},
+	 "a topic's whole config replaced, through `mq.alter_topic`; `validate_only` supported; a key named twice, or a resource given twice, is INVALID_REQUEST; a topic name outside Kafka's rule INVALID_TOPIC_EXCEPTION, `\"\"` INVALID_REQUEST (Kafka 3.9's controller)"},
 	{KAPI_ALTER_REPLICA_LOG_DIRS, 0, 2, 2, h_alter_replica_log_dirs,
 	 "`mq.move_partition` of each partition to the tablespace its directory names (DescribeLogDirs' names), done when answered: its segments and those made later; ALTER on the cluster; a name no tablespace has is LOG_DIR_NOT_FOUND"},
 	{KAPI_DESCRIBE_LOG_DIRS, 0, 4, 2, h_describe_log_dirs,
@@ -155,7 +155,7 @@ static const KApi apis[] = {
 	{KAPI_DESCRIBE_TOPIC_PARTITIONS, 0, 0, 0, h_describe_topic_partitions,
 	 "Metadata's topics and partitions a page at a time: in name order from the cursor on, at most `response_partition_limit` (and 2000; a limit of 0 or less is 1, as in Kafka) partitions, the next cursor where the limit cut; each topic's authorized operations; none asked is every topic the role may describe; nothing is created"},
 	{KAPI_INCREMENTAL_ALTER_CONFIGS, 0, 1, 1, h_incremental_alter_configs,
-	 "SET, DELETE; APPEND and SUBTRACT for Kafka's list keys (`cleanup.policy`, the throttled replica lists; INVALID_CONFIG on others); through `mq.alter_topic`; `validate_only` supported; a key named twice, a resource given twice or a null value but for DELETE is INVALID_REQUEST"},
+	 "SET, DELETE; APPEND and SUBTRACT for Kafka's list keys (`cleanup.policy`, the throttled replica lists; INVALID_CONFIG on others); through `mq.alter_topic`; `validate_only` supported; a key named twice, a resource given twice or a null value but for DELETE is INVALID_REQUEST; a topic name outside Kafka's rule INVALID_TOPIC_EXCEPTION, `\"\"` INVALID_REQUEST (Kafka 3.9's controller)"},
 };
 
 #define NAPIS (int) (sizeof(apis) / sizeof(apis[0]))

@@ -27,7 +27,9 @@
  * CLUSTER_AUTHORIZATION_FAILED, as in Kafka); as in Kafka, the name ""
  * (the cluster's dynamic defaults, none here) gets no configs and another
  * broker's id INVALID_REQUEST (clients ask each broker about itself).
- * Other resource types
+ * A topic name outside Kafka's rule (topic_name.c) is
+ * INVALID_TOPIC_EXCEPTION with Kafka's message, once DESCRIBE_CONFIGS is
+ * granted, as Kafka 3.9's ConfigHelper.  Other resource types
  * get INVALID_REQUEST.  v3+ answers each
  * key's type as UNKNOWN (0) and no documentation (null), which Kafka's
  * schema allows; v4+ is flexible.  In a replicated cluster a replicated
@@ -52,6 +54,7 @@
 #include "kerr.h"
 #include "kfan.h"
 #include "pgbinary.h"
+#include "topic_name.h"
 #include "util.h"
 
 #define RESOURCE_TOPIC	2
@@ -237,7 +240,7 @@ write_resource(KRequest *req, ConfigState *s, Resource *rs)
 	KStmt	   *st = rs->stmt >= 0 ? &rs->job->stmts[rs->stmt] : NULL;
 	int16_t		code = KERR_NONE;
 	const char *message = st && st->err.message ? st->err.message : "";
-	char		other[128];
+	char		other[400];
 	size_t		count_at;
 	int32_t		n = 0;
 
@@ -257,6 +260,11 @@ write_resource(KRequest *req, ConfigState *s, Resource *rs)
 	else if (!broker && st && !kstmt_failed(&rs->job->stmts[rs->may], &code) &&
 			 strcmp(PQgetvalue(rs->job->stmts[rs->may].res, 0, 0), "t") != 0)
 		code = KERR_TOPIC_AUTHORIZATION_FAILED;	/* whether the topic exists or not */
+	else if (!broker && st && code == KERR_NONE && topic_name_invalid(rs->name, other, sizeof(other)))
+	{
+		code = KERR_INVALID_TOPIC_EXCEPTION;
+		message = other;
+	}
 	else if (st && !kstmt_failed(st, &code) && PQntuples(st->res) == 0)
 		code = broker ? KERR_CLUSTER_AUTHORIZATION_FAILED : KERR_UNKNOWN_TOPIC_OR_PARTITION;
 	kw_i16(w, code);

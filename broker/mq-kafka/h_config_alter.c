@@ -18,7 +18,11 @@
  * ConfigAdminManager refuses them before any config is read, a resource
  * given twice (each of them), a key named twice in one resource, and an
  * IncrementalAlterConfigs null value for anything but DELETE are
- * INVALID_REQUEST, and nothing of them is changed.
+ * INVALID_REQUEST, and nothing of them is changed.  Then, as Kafka 3.9's
+ * controller validates a topic resource's name: "" is INVALID_REQUEST
+ * (default topic resources are not allowed), any other name outside
+ * Kafka's rule INVALID_TOPIC_EXCEPTION (topic_name.c), before the
+ * database is asked.
  *
  * In a replicated cluster a replicated topic's config is the
  * coordinator's, as in Kafka it is the cluster's: the change is computed
@@ -40,6 +44,7 @@
 #include "kerr.h"
 #include "kfan.h"
 #include "pgbinary.h"
+#include "topic_name.h"
 #include "util.h"
 
 #define RESOURCE_TOPIC	2
@@ -60,7 +65,9 @@ typedef struct AlterResource
 	MqArray		keys;			/* its configs, as parsed */
 	MqArray		vals;
 	MqArray		ops;			/* IncrementalAlterConfigs' operations */
-	const char *refusal;		/* INVALID_REQUEST before the database, or NULL */
+	const char *refusal;		/* refused before the database, or NULL */
+	int16_t		refusal_code;	/* its error: INVALID_REQUEST unless set */
+	char		name_msg[400];	/* an illegal topic name's refusal */
 	KJob	   *job;			/* the job of its statement */
 	int			stmt;			/* its mq.alter_topic, or -1 */
 	int			coord_stmt;		/* a replicated topic's, on the coordinator, or -1 */
@@ -107,7 +114,7 @@ alter_configs_done(KRequest *req)
 	{
 		AlterResource *rs = &s->res[i];
 		KStmt	   *st = rs->stmt >= 0 ? &rs->job->stmts[rs->stmt] : NULL;
-		int16_t		code = KERR_INVALID_REQUEST;
+		int16_t		code = rs->refusal && rs->refusal_code ? rs->refusal_code : KERR_INVALID_REQUEST;
 
 		if (st && !kstmt_failed(st, &code) && rs->coord_stmt >= 0)
 			st = &s->coord.stmts[rs->coord_stmt];
@@ -220,6 +227,19 @@ refuse_repeated_resources(AlterState *s)
 	free(repeat);
 }
 
+/* a topic resource's name as Kafka 3.9's controller checks it */
+static void
+refuse_illegal_name(AlterResource *rs)
+{
+	if (rs->name.len <= 0)
+		rs->refusal = "Default topic resources are not allowed.";
+	else if (topic_name_invalid(rs->name, rs->name_msg, sizeof(rs->name_msg)))
+	{
+		rs->refusal = rs->name_msg;
+		rs->refusal_code = KERR_INVALID_TOPIC_EXCEPTION;
+	}
+}
+
 /* a topic resource that passed: its statement */
 static void
 add_alter(AlterState *s, AlterResource *rs, bool incremental)
@@ -307,6 +327,8 @@ alter_configs(KRequest *req, bool incremental)
 	for (int32_t i = 0; i < s->n; i++)
 	{
 		s->res[i].job = &s->job;
+		if (s->res[i].type == RESOURCE_TOPIC && s->res[i].refusal == NULL)
+			refuse_illegal_name(&s->res[i]);
 		if (s->res[i].type == RESOURCE_TOPIC && s->res[i].refusal == NULL)
 			add_alter(s, &s->res[i], incremental);
 	}

@@ -3,7 +3,8 @@
 # decompression bomb, header keys, transactions, unknown codec, no batch,
 # magic 1, ZSTD before Produce v7, a batch
 # over max.message.bytes as sent, whose records each fit), admin
-# requests (DeleteRecords, DeleteGroups, IncrementalAlterConfigs),
+# requests (DeleteRecords, DeleteGroups, IncrementalAlterConfigs; the config
+# APIs' illegal topic names),
 # DescribeTopicPartitions with a response_partition_limit of 0 or less,
 # Produce's log_append_time on a LogAppendTime topic, Fetch between a
 # replicated partition's high watermark and its log end (no error), and
