@@ -12,7 +12,8 @@
  * (offsets_stable.c); v8+ asks for a list of groups: the first is
  * answered, any other gets COORDINATOR_LOAD_IN_PROGRESS, on which clients
  * ask again for it (Java's admin client, the only one that batches, then
- * sends one group less); v9's member id and epoch belong to KIP-848
+ * sends one group less), and an empty list of groups gets an empty list
+ * of answers, as from Kafka 3.9; v9's member id and epoch belong to KIP-848
  * groups and are ignored.  Group "" answers no offsets, as Kafka does for
  * a group that never committed.  A group the client may not describe is
  * GROUP_AUTHORIZATION_FAILED: from v2 on at the top level with no
@@ -359,6 +360,24 @@ offsets_fetched(KRequest *req)
 	stable_ask_coordinator(req, req->state, offset_fetch_done);
 }
 
+/* v8+ of no groups: none answered, as Kafka answers an empty list */
+static void
+answer_no_groups(KRequest *req)
+{
+	KReader    *r = &req->body;
+	KWriter    *w = &req->resp;
+
+	(void) kr_i8(r);			/* require_stable */
+	if (r->err)
+	{
+		req_abort(req);
+		return;
+	}
+	kw_i32(w, 0);				/* throttle_time_ms */
+	kw_array(w, 0);
+	req_finish(req);			/* with the response's tagged fields */
+}
+
 void
 h_offset_fetch(KRequest *req)
 {
@@ -369,6 +388,11 @@ h_offset_fetch(KRequest *req)
 	s->int_parts = true;
 	if (req->api_version >= 8)
 		ngroups = kr_array(r, 4);
+	if (req->api_version >= 8 && ngroups == 0 && !r->err)
+	{
+		answer_no_groups(req);
+		return;
+	}
 	s->group = ngroups > 0 ? kslice_dup(kr_str(r)) : NULL;
 	if (req->api_version >= 9)
 	{

@@ -13,7 +13,7 @@
 # written), and the old versions default clients send (Metadata v0,
 # OffsetCommit v0/v1, OffsetFetch v0, ListOffsets v0), and ListOffsets'
 # duplicate partitions and positions newer than its version, FindCoordinator's
-# key types (unknown ones INVALID_REQUEST)
+# key types (unknown ones INVALID_REQUEST), OffsetFetch v8+ of no groups
 # (test/kafka/protocol.pl); afterwards nothing bad was stored.  OffsetFetch
 # v7+ with require_stable answers UNSTABLE_OFFSET_COMMIT while an open
 # transaction holds the group's offset, the committed one without it
