@@ -1,7 +1,7 @@
 /*-------------------------------------------------------------------------
  *
  * h_produce.c
- *	  Produce (v0-v11) and InitProducerId (v0-v5).  Loop thread: the
+ *	  Produce (v0-v11).  Loop thread: the
  *	  request is decoded and each batch checked here, the appends run as
  *	  one job, and parked fetches of the topics written are woken.
  *
@@ -41,14 +41,6 @@
  * or staged batch); v8+ adds record_errors and error_message (always empty and
  * null here: a batch is refused whole); v9+ is flexible; v10 and v11 add
  * only tagged fields (KIP-951's leader hints), which are not sent.
- * InitProducerId without one is mq.kafka_init_producer, for a client that
- * may write some topic (KIP-679).  With a transactional id it is mq.kafka_txn_init: the id's
- * producer id with the next epoch, which fences the older instance and
- * aborts its open transaction; a timeout outside 1 ms .. 15 min (Kafka's
- * transaction.max.timeout.ms) is INVALID_TRANSACTION_TIMEOUT.  v3+'s
- * current id and epoch (KIP-360) are not compared: the epoch is bumped
- * either way.  Without one an idempotent producer always gets a new id,
- * as from Kafka.
  *
  *-------------------------------------------------------------------------
  */
@@ -513,88 +505,4 @@ h_produce(KRequest *req)
 		pool_run(req, &s->checks, txn_checked);
 	else
 		pool_run(req, &s->job, produce_done);
-}
-
-typedef struct InitState
-{
-	KJob		job;
-	int16_t		code;			/* refused before the database */
-} InitState;
-
-/* Kafka's transaction.max.timeout.ms default: 15 minutes */
-#define TXN_MAX_TIMEOUT_MS 900000
-
-static void
-init_state_free(void *p)
-{
-	kjob_free(&((InitState *) p)->job);
-	free(p);
-}
-
-static void
-init_producer_done(KRequest *req)
-{
-	InitState  *s = req->state;
-	KWriter    *w = &req->resp;
-	PGresult   *res = s->job.n > 0 ? s->job.stmts[0].res : NULL;
-	int16_t		code = s->code;
-
-	if (s->job.n > 0 && kstmt_failed(&s->job.stmts[0], &code) && code == KERR_UNKNOWN_SERVER_ERROR)
-		mq_log_warning("init producer id: %s", s->job.stmts[0].err.message);
-	if (code != KERR_NONE)
-		res = NULL;
-	/* may write no topic: Kafka's IdempotentWrite on the cluster (KIP-679) */
-	if (code == KERR_TOPIC_AUTHORIZATION_FAILED)
-		code = KERR_CLUSTER_AUTHORIZATION_FAILED;
-	kw_i32(w, 0);
-	kw_i16(w, code);
-	kw_i64(w, res ? strtoll(PQgetvalue(res, 0, 0), NULL, 10) : -1);
-	kw_i16(w, res ? (int16_t) atoi(PQgetvalue(res, 0, 1)) : -1);
-	req_finish(req);
-}
-
-void
-h_init_producer_id(KRequest *req)
-{
-	KReader    *r = &req->body;
-	InitState  *s = mq_malloc0(sizeof(InitState));
-	char	   *txn;
-	int32_t		timeout_ms;
-
-	req->state = s;
-	req->free_state = init_state_free;
-	txn = kslice_dup(kr_str(r));
-	timeout_ms = kr_i32(r);
-	if (req->api_version >= 3)
-	{
-		(void) kr_i64(r);		/* producer_id */
-		(void) kr_i16(r);		/* producer_epoch */
-	}
-	if (r->err)
-	{
-		free(txn);
-		req_abort(req);
-		return;
-	}
-	if (txn == NULL)
-		(void) kjob_add(&s->job, "SELECT producer_id, producer_epoch FROM mq.kafka_init_producer()", 0);
-	else if (timeout_ms <= 0 || timeout_ms > TXN_MAX_TIMEOUT_MS)
-		s->code = KERR_INVALID_TRANSACTION_TIMEOUT;
-	else if (cluster_enabled())
-	{
-		/* the coordinator's producer id and epoch (h_txn_end.c) */
-		free(s);
-		txn_cluster_init(req, txn, timeout_ms);
-		free(txn);
-		return;
-	}
-	else
-	{
-		KStmt	   *st = kjob_add(&s->job, "SELECT producer_id, producer_epoch FROM mq.kafka_txn_init($1, $2)", 0);
-
-		kstmt_text(st, MQ_TEXTOID, txn);
-		kstmt_int(st, MQ_INT4OID, timeout_ms);
-	}
-	free(txn);
-	pool_run(req, &s->job, init_producer_done);
 }
