@@ -166,27 +166,34 @@ segment_for_offset(MqPartition *part, int64 offset)
 
 /*
  * Create the segments the rest of a batch, through offset upto, goes into
- * (at most 32, the last covering the rest: mq._ensure_segments_to) and
- * one ahead.  Maintenance normally keeps one ahead so that this runs only
- * for a batch longer than it; it runs as the extension owner because
- * mq._ensure_segments_to is SECURITY DEFINER.
+ * (at most 32, the last covering the rest: mq._ensure_segments_to), from
+ * where this view of the segments, the newest committed one, ends: the
+ * function would read the transaction's snapshot, which under REPEATABLE
+ * READ misses segments made since.  Maintenance normally keeps one
+ * segment ahead so that this runs only for a batch longer than it; it
+ * runs as the extension owner because the function is SECURITY DEFINER.
+ * Looked up each time, as rare as it is; under 0.1.0's schema (until
+ * ALTER EXTENSION UPDATE) its form without the start, which reads it.
  */
 static void
 create_missing_segments(MqTopic *topic, int32 partition, int64 upto)
 {
-	static Oid	fn = InvalidOid;
+	MqPartition *part = mq_topic_partition(topic, partition);
+	List	   *name = list_make2(makeString("mq"), makeString("_ensure_segments_to"));
+	Oid			argtypes[4] = {INT4OID, INT4OID, INT8OID, INT8OID};
+	Oid			fn = LookupFuncName(name, 4, argtypes, true);
 
-	if (!OidIsValid(fn))
-	{
-		Oid			argtypes[3] = {INT4OID, INT4OID, INT8OID};
-
-		fn = LookupFuncName(list_make2(makeString("mq"), makeString("_ensure_segments_to")),
-							3, argtypes, false);
-	}
 	elog(DEBUG1, "mq: creating a segment for topic \"%s\" partition %d on the produce path",
 		 topic->name, partition);
-	(void) OidFunctionCall3(fn, Int32GetDatum(topic->topic_id), Int32GetDatum(partition),
-							Int64GetDatum(upto));
+	if (OidIsValid(fn))
+		(void) OidFunctionCall4(fn, Int32GetDatum(topic->topic_id), Int32GetDatum(partition),
+								Int64GetDatum(part->nsegs > 0 ? part->segs[part->nsegs - 1].end
+											  : part->log_start),
+								Int64GetDatum(upto));
+	else
+		(void) OidFunctionCall3(LookupFuncName(name, 3, argtypes, false),
+								Int32GetDatum(topic->topic_id), Int32GetDatum(partition),
+								Int64GetDatum(upto));
 	CommandCounterIncrement();
 	mq_topic_cache_reset();
 }

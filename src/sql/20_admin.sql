@@ -160,40 +160,49 @@ END $$;
 -- (mq._maintain_segments).  Once per segment, so it costs producers
 -- nothing measurable.  Returns 1 when noted now, 0 when it already was.
 CREATE FUNCTION mq._note_last_segment_written(p_topic_id integer, p_partition integer) RETURNS integer
-LANGUAGE sql SECURITY DEFINER SET search_path = pg_catalog, pg_temp AS $$
-    WITH noted AS (
-        INSERT INTO mq.last_segment_written (topic_id, partition) VALUES (p_topic_id, p_partition)
-        ON CONFLICT DO NOTHING RETURNING 1)
-    SELECT count(*)::integer FROM noted
-$$;
+LANGUAGE plpgsql SECURITY DEFINER SET search_path = pg_catalog, pg_temp AS $$
+BEGIN
+    INSERT INTO mq.last_segment_written (topic_id, partition) VALUES (p_topic_id, p_partition)
+    ON CONFLICT DO NOTHING;
+    RETURN CASE WHEN FOUND THEN 1 ELSE 0 END;
+EXCEPTION WHEN serialization_failure THEN
+    -- REPEATABLE READ: noted by a transaction that committed after this
+    -- one's snapshot, which ON CONFLICT refuses to pass over
+    RETURN 0;
+END $$;
 
 -- A batch running past the partition's last segment (the produce path,
 -- or a follower placing records past a gap that compaction left on the
--- leader: mq.replica_append): segments through p_offset, the batch's
--- last offset, then one empty segment ahead as above.  Segments cover a
+-- leader: mq.replica_append): segments from p_from, where the last one
+-- ends, through p_offset, the batch's last offset, and one more ahead
+-- when only one was needed (the produce path writes up to p_from first,
+-- so the second begins past what it has written).  The caller, under the
+-- partition's produce lock, knows p_from from its view of the segments,
+-- which is the newest committed one: mq.segment read here would be the
+-- transaction's snapshot, which under REPEATABLE READ missed segments
+-- made since it began and so made them again (42P07).  Segments cover a
 -- segment's span each, but the 32nd one a batch makes covers the rest of
 -- it: each segment is a table, whose locks the batch holds until it
 -- commits, and a batch of thousands of records into a topic with
 -- segment.records 1 ran out of PostgreSQL's lock table (Kafka, which
 -- rolls segments only between batches, never splits one).  Returns the
 -- number created.
-CREATE FUNCTION mq._ensure_segments_to(p_topic_id integer, p_partition integer, p_offset bigint)
-    RETURNS integer
+CREATE FUNCTION mq._ensure_segments_to(p_topic_id integer, p_partition integer, p_from bigint,
+                                       p_offset bigint) RETURNS integer
 LANGUAGE plpgsql SECURITY DEFINER SET search_path = pg_catalog, pg_temp AS $$
 DECLARE
     v_span bigint := mq._segment_span(p_topic_id, p_partition);
-    v_last bigint;
+    v_last bigint := p_from;
+    v_end bigint;
     v_created integer := 0;
 BEGIN
-    LOOP
-        v_last := mq._segments_end(p_topic_id, p_partition);
-        EXIT WHEN v_last > p_offset;
-        PERFORM mq._create_segment(p_topic_id, p_partition, v_last,
-                                   CASE WHEN v_created < 31 THEN v_last + v_span
-                                        ELSE greatest(v_last + v_span, p_offset + 1) END);
+    WHILE v_last <= p_offset OR v_created = 1 LOOP
+        v_end := CASE WHEN v_created < 31 THEN v_last + v_span ELSE greatest(v_last + v_span, p_offset + 1) END;
+        PERFORM mq._create_segment(p_topic_id, p_partition, v_last, v_end);
+        v_last := v_end;
         v_created := v_created + 1;
     END LOOP;
-    RETURN v_created + mq._ensure_segments(p_topic_id, p_partition);
+    RETURN v_created;
 END $$;
 
 -- How long a segment is written before it is closed by time: segment.ms,

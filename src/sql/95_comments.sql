@@ -92,8 +92,8 @@ COMMENT ON FUNCTION mq._ensure_segments(integer, integer) IS
     'internal (maintenance): keeps one empty segment ahead of the one being written; returns the number created';
 COMMENT ON FUNCTION mq._note_last_segment_written(integer, integer) IS
     'internal (produce path): notes that a record landed in the partition''s last segment, so that the next maintenance pass makes another one ahead';
-COMMENT ON FUNCTION mq._ensure_segments_to(integer, integer, bigint) IS
-    'internal (produce and replication paths): creates the segments through a batch''s last offset (the 32nd covering the rest) and one ahead; returns the number created';
+COMMENT ON FUNCTION mq._ensure_segments_to(integer, integer, bigint, bigint) IS
+    'internal (produce and replication paths): creates the segments from where the last one ends through a batch''s last offset (the 32nd covering the rest), and one ahead when one was needed; returns the number created';
 COMMENT ON FUNCTION mq._segment_roll_ms(jsonb) IS
     'internal: how long a segment is written before time closes it (segment.ms, or max.compaction.lag.ms on a compacted topic)';
 COMMENT ON FUNCTION mq._roll_segment_by_time(integer, integer) IS

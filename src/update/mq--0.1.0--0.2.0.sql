@@ -272,6 +272,9 @@ DROP FUNCTION mq._replica_wait_records(integer, integer, bigint, integer, bigint
 -- mq.delete_group deletes through mq._delete_offsets_of, which
 -- mq.delete_offsets shares (52_group_delete.sql)
 DROP FUNCTION mq._delete_group_versions(text);
+-- the produce path passes where its segments end: the function read them
+-- with the transaction's snapshot, stale under REPEATABLE READ (20_admin.sql)
+DROP FUNCTION mq._ensure_segments_to(integer, integer, bigint);
 -- a publication FOR ALL TABLES refuses deletes from a table without a
 -- replica identity: grants are identified by the whole row (90_acl.sql),
 -- a segment's rows by its unique offset index (20_admin.sql)

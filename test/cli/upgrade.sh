@@ -49,6 +49,9 @@ REMOVED_SINCE_OLD=(
 	'mq_coord._placement_order():+live_only'
 	# broker API: a topic is placed in the coordinator's incarnation (66_topic_delete.sql)
 	'mq.replica_place_topic(text,integer,jsonb,integer[]):+incarnation'
+	# internal: the produce path passes where its segments end, which the
+	# transaction's snapshot missed under REPEATABLE READ (20_admin.sql)
+	'mq._ensure_segments_to(integer,integer,bigint):+from'
 )
 dir="$(dirname "${BASH_SOURCE[0]}")/upgrade"
 old_db="${PGDATABASE}_old"
