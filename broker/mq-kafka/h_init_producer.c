@@ -89,7 +89,7 @@ h_init_producer_id(KRequest *req)
 		return;
 	}
 	if ((producer_id == -1) != (producer_epoch == -1))
-		s->code = KERR_INVALID_REQUEST; /* one without the other */
+		s->code = KERR_INVALID_REQUEST;	/* one without the other */
 	else if (txn == NULL)
 		(void) kjob_add(&s->job, "SELECT producer_id, producer_epoch FROM mq.kafka_init_producer()", 0);
 	else if (timeout_ms <= 0 || timeout_ms > TXN_MAX_TIMEOUT_MS)
