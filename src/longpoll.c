@@ -70,16 +70,22 @@ mq_long_poll_start(MqLongPoll *lp, NullableDatum wait, NullableDatum min, int32 
 	lp->min_records = min_records;
 	lp->deadline = TimestampTzPlusMilliseconds(GetCurrentTimestamp(), wait_ms);
 	lp->seen = mq_notify_counter(topic_id);
+	lp->last_read = false;
 }
 
-/* After reads that got `got` records in all: wait, then read again? */
+/*
+ * After reads that got `got` records in all: wait, then read again?  Once
+ * the deadline passes without a wake-up, the answer is what is there then,
+ * as Kafka's fetch.max.wait.ms gives: one last read, for commits that woke
+ * no one (COMMIT PREPARED runs no commit callback, notify.c).
+ */
 bool
 mq_long_poll_wait(MqLongPoll *lp, int got, int max, int32 topic_id)
 {
-	if (!lp->enabled || got >= lp->min_records || got >= max)
+	if (!lp->enabled || lp->last_read || got >= lp->min_records || got >= max)
 		return false;
 	if (!mq_notify_wait(topic_id, lp->seen, lp->deadline))
-		return false;
+		lp->last_read = true;
 	lp->seen = mq_notify_counter(topic_id);
 	return true;
 }

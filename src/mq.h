@@ -270,6 +270,7 @@ typedef struct MqLongPoll
 	int			min_records;
 	TimestampTz deadline;
 	uint64		seen;			/* the topic's change counter before the read */
+	bool		last_read;		/* the read at the deadline was started */
 } MqLongPoll;
 extern int64 mq_partition_high_watermark(MqTopic *topic, MqPartition *part);
 extern void mq_long_poll_start(MqLongPoll *lp, NullableDatum wait, NullableDatum min,
