@@ -21,7 +21,10 @@
  * mq.poll_pending per group partition, taken over by the member that
  * polls the partition next.  Each commit that changed a row is then
  * appended to __consumer_offsets (consumer_offsets.c), under that topic
- * partition's produce lock.  The positions themselves are backend-local
+ * partition's produce lock.  A commit holds its topic's table in
+ * AccessShareLock to its end (hold_topic), so that drop_topic, which takes
+ * it in AccessExclusiveLock, waits for it, and so does add_partitions.
+ * The positions themselves are backend-local
  * (positions.c), taken back with the (sub)transaction that changed them.
  *
  *-------------------------------------------------------------------------
@@ -33,6 +36,7 @@
 #include "catalog/pg_type.h"
 #include "executor/spi.h"
 #include "fmgr.h"
+#include "storage/lmgr.h"
 #include "utils/builtins.h"
 #include "utils/memutils.h"
 #include "utils/snapmgr.h"
@@ -84,6 +88,27 @@ mq_check_offset_metadata_sql(PG_FUNCTION_ARGS)
 }
 
 /*
+ * drop_topic drops the topic's tables, then deletes its committed offsets
+ * (a trigger on mq.partition_state).  A commit holds the topic's table in
+ * AccessShareLock until it ends: a drop waits for it and then deletes what
+ * it committed, and a commit that waited for a drop finds the topic gone
+ * (MQ001) instead of storing an offset nothing would delete.  A cache
+ * rebuilt meanwhile leaves topic valid (topic.c keeps the old one to the
+ * end of the transaction).
+ */
+static void
+hold_topic(MqTopic *topic)
+{
+	if (!OidIsValid(topic->relid))
+		return;
+	LockRelationOid(topic->relid, AccessShareLock);
+	if (mq_topic_by_id(topic->topic_id, true) == NULL)
+		ereport(ERROR,
+				(errcode(ERRCODE_MQ_UNKNOWN_TOPIC),
+				 errmsg("topic \"%s\" was dropped while an offset of it was committed", topic->name)));
+}
+
+/*
  * Store a committed offset.  Forward-only commits (auto-commit) never move
  * a group's position back over what another consumer committed meanwhile,
  * except from replaces (>= 0), a commit beyond the log end a poll reset.
@@ -98,6 +123,7 @@ store_offset(text *group, MqTopic *topic, int32 partition, int64 next,
 	MqSpiSave	spi;
 	MemoryContext outer = CurrentMemoryContext;
 
+	hold_topic(topic);
 	/* replicated: the leader alone takes commits, and followers copy them */
 	if (mq_topic_partition(topic, partition)->replicated)
 		mq_commit_note_offsets(topic, partition);
