@@ -114,27 +114,58 @@ all_joined(KGroup *g)
 	return true;
 }
 
+/* does every member of g support protocol name? */
+static bool
+all_support(KGroup *g, const char *name)
+{
+	for (KMember *m = g->members; m; m = m->next)
+		if (member_proto(m, name) == NULL)
+			return false;
+	return true;
+}
+
+/* m's vote: the first of its protocols that every member supports */
+static const char *
+member_vote(KGroup *g, const KMember *m)
+{
+	for (int i = 0; i < m->nprotos; i++)
+		if (all_support(g, m->protos[i].name))
+			return m->protos[i].name;
+	return NULL;
+}
+
 /*
- * the first protocol of the leader's (the group's leader, or its first
- * member) that every member supports
+ * Of the protocols every member supports, the one most members list first
+ * among them: Kafka's vote (GroupMetadata.selectProtocol); a tie goes to
+ * the one the leader (the group's, or its first member) lists first.
  */
 char *
 group_choose_protocol(KGroup *g)
 {
 	KMember    *leader = member_find(g, g->leader);
+	const char *best = NULL;
+	int			best_votes = 0;
 
 	if (leader == NULL)
 		leader = g->members;
 	for (int i = 0; leader && i < leader->nprotos; i++)
 	{
-		bool		ok = true;
+		const char *name = leader->protos[i].name;
+		int			votes = 0;
 
-		for (KMember *m = g->members; m && ok; m = m->next)
-			ok = member_proto(m, leader->protos[i].name) != NULL;
-		if (ok)
-			return mq_strdup(leader->protos[i].name);
+		for (KMember *m = g->members; m; m = m->next)
+		{
+			const char *vote = member_vote(g, m);
+
+			votes += vote != NULL && strcmp(vote, name) == 0;
+		}
+		if (votes > best_votes)
+		{
+			best = name;
+			best_votes = votes;
+		}
 	}
-	return NULL;
+	return best ? mq_strdup(best) : NULL;
 }
 
 static void
@@ -315,9 +346,7 @@ member_add(KGroup *g, char *id, const char *instance_id)
 	m->instance_id = instance_id ? mq_strdup(instance_id) : NULL;
 	m->group = g;
 	m->expire = evtimer_new(kbase, on_expire, m);
-	m->next = g->members;
-	g->members = m;
-	g->nmembers++;
+	member_link(g, m);
 	return m;
 }
 

@@ -139,6 +139,8 @@ extern const char *group_protocol_type_of_sql(bool sql_group);
 /* group_member.c: the member list */
 extern void free_protos(int n, KProto *p);
 extern KMember *member_find(KGroup *g, const char *member_id);
+/* add m at the end of g's members, which are in the order they joined */
+extern void member_link(KGroup *g, KMember *m);
 extern KMember *member_by_instance(KGroup *g, const char *instance_id);
 /* the member a request speaks for; NULL: *code is UNKNOWN_MEMBER_ID or FENCED_INSTANCE_ID */
 extern KMember *member_lookup(KGroup *g, const char *member_id, const char *instance_id,

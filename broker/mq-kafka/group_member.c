@@ -43,6 +43,23 @@ member_find(KGroup *g, const char *member_id)
 	return NULL;
 }
 
+/*
+ * Link m in after the group's last member: the list is in the order the
+ * members joined, so that a new group's leader is its first member, as
+ * Kafka's is (GroupMetadata.add), and a restart keeps the order.
+ */
+void
+member_link(KGroup *g, KMember *m)
+{
+	KMember   **pp = &g->members;
+
+	while (*pp)
+		pp = &(*pp)->next;
+	m->next = NULL;
+	*pp = m;
+	g->nmembers++;
+}
+
 KMember *
 member_by_instance(KGroup *g, const char *instance_id)
 {

@@ -388,9 +388,7 @@ decode(const char *id, const uint8_t *p, int len)
 	{
 		KMember    *m = decode_member(&r, g);
 
-		m->next = g->members;
-		g->members = m;
-		g->nmembers++;
+		member_link(g, m);
 		ok = member_sane(m);
 	}
 	if (ok && !r.err && kr_left(&r) == 0 && g->nmembers > 0 && g->leader && g->protocol)
