@@ -220,25 +220,43 @@ maybe_complete_join(KGroup *g)
 }
 
 static void
+timer_start(KGroup *g, int32_t ms)
+{
+	struct timeval tv;
+
+	tv.tv_sec = ms / 1000;
+	tv.tv_usec = (ms % 1000) * 1000;
+	evtimer_add(g->join_timer, &tv);
+}
+
+static void
 on_join_timer(evutil_socket_t fd, short what, void *arg)
 {
 	KGroup	   *g = arg;
 
 	if (g->state != KG_PREPARING)
 		return;
+	if (g->initial_delay && g->member_added && g->initial_left_ms > 0)
+	{
+		/* more joined meanwhile: wait as long again for yet more */
+		int32_t		ms = g->initial_left_ms < kconfig.group_initial_delay_ms
+			? g->initial_left_ms : kconfig.group_initial_delay_ms;
+
+		g->member_added = false;
+		g->initial_left_ms -= ms;
+		timer_start(g, ms);
+		return;
+	}
 	if (g->initial_delay && !all_joined(g))
 	{
 		int32_t		ms = 0;
-		struct timeval tv;
 
 		/* members still missing: the rest of the rebalance timeout */
 		for (KMember *m = g->members; m; m = m->next)
 			if (m->rebalance_ms > ms)
 				ms = m->rebalance_ms;
 		g->initial_delay = false;
-		tv.tv_sec = ms / 1000;
-		tv.tv_usec = (ms % 1000) * 1000;
-		evtimer_add(g->join_timer, &tv);
+		timer_start(g, ms);
 		return;
 	}
 	complete_join(g);
@@ -248,7 +266,6 @@ void
 group_rebalance(KGroup *g)
 {
 	int32_t		ms = 0;
-	struct timeval tv;
 
 	if (g->state == KG_PREPARING)
 	{
@@ -265,15 +282,15 @@ group_rebalance(KGroup *g)
 			sync_respond(req, NULL, NULL, 0, KERR_REBALANCE_IN_PROGRESS);
 		}
 	g->initial_delay = g->state == KG_EMPTY && kconfig.group_initial_delay_ms > 0;
+	g->member_added = false;
 	g->state = KG_PREPARING;
 	for (KMember *m = g->members; m; m = m->next)
 		if (m->rebalance_ms > ms)
 			ms = m->rebalance_ms;
+	g->initial_left_ms = ms > kconfig.group_initial_delay_ms ? ms - kconfig.group_initial_delay_ms : 0;
 	if (g->initial_delay && kconfig.group_initial_delay_ms < ms)
 		ms = kconfig.group_initial_delay_ms;
-	tv.tv_sec = ms / 1000;
-	tv.tv_usec = (ms % 1000) * 1000;
-	evtimer_add(g->join_timer, &tv);
+	timer_start(g, ms);
 	maybe_complete_join(g);
 }
 
@@ -347,6 +364,7 @@ member_add(KGroup *g, char *id, const char *instance_id)
 	m->group = g;
 	m->expire = evtimer_new(kbase, on_expire, m);
 	member_link(g, m);
+	g->member_added = g->initial_delay;
 	return m;
 }
 

@@ -9,7 +9,8 @@
  * the coordinator relays each member's opaque bytes.  JoinGroup requests
  * are parked until every known member has rejoined (or the rebalance
  * timeout passes, and the missing members are dropped), and a new group
- * waits group_initial_delay_ms for more members first; followers'
+ * waits group_initial_delay_ms for more members first, and that again
+ * while more keep joining (Kafka's InitialDelayedJoin); followers'
  * SyncGroup requests are parked until the leader's arrives.  Offsets are
  * not kept here: they live in mq (h_offsets.c).  State is lost on restart,
  * and clients then rejoin (UNKNOWN_MEMBER_ID).  Loop thread only, so no
@@ -75,6 +76,8 @@ struct KGroup
 	int			nmembers;
 	KPending   *pending;		/* member ids to come back with (KIP-394) */
 	bool		initial_delay;	/* a new group waiting for more members */
+	bool		member_added;	/* one joined during this wait: wait again */
+	int32_t		initial_left_ms;	/* of the rebalance timeout, for more waits */
 	struct event *join_timer;
 	struct KGroup *next;
 };

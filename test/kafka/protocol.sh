@@ -13,7 +13,9 @@
 # written), and the old versions default clients send (Metadata v0,
 # OffsetCommit v0/v1, OffsetFetch v0, ListOffsets v0), and ListOffsets'
 # duplicate partitions and positions newer than its version, FindCoordinator's
-# key types (unknown ones INVALID_REQUEST), OffsetFetch v8+ of no groups
+# key types (unknown ones INVALID_REQUEST), OffsetFetch v8+ of no groups,
+# InitProducerId's producer id without its epoch, a new group's leader
+# and protocol vote, and its initial delay extended while members join
 # (test/kafka/protocol.pl); afterwards nothing bad was stored.  OffsetFetch
 # v7+ with require_stable answers UNSTABLE_OFFSET_COMMIT while an open
 # transaction holds the group's offset, the committed one without it
@@ -70,5 +72,13 @@ run perl test/kafka/stable_offsets.pl "$KAFKA_PORT" stg pst 0
 check_eq "$(tr '\n' ',' <<<"$OUT")" "6 0 2 0,7 0 2 0,7 1 2 0,8 0 2 0,8 1 2 0," \
 	"once the transaction commits, every version reads its offset"
 check_eq "$(kill -0 "$KAFKA_PID" && echo alive)" "alive" "mq-kafka is still running"
+
+# a new group's initial delay, extended while members keep joining, with
+# a delay long enough to place the joins in it (protocol.pl)
+kafka_kill
+kafka_start --group-initial-delay-ms 1500 || { fail "mq-kafka starts"; finish; }
+run perl test/kafka/protocol.pl "$KAFKA_PORT" initial-delay 1500
+printf '%s\n' "$OUT" | sed 's/^/# /'
+expect_rc 0 "initial delay: members joining while a new group waits make one generation"
 
 finish
