@@ -61,7 +61,7 @@ static const KApi apis[] = {
 	{KAPI_OFFSET_COMMIT, 0, 9, 8, h_offset_commit,
 	 "into `mq.commit_offset` on the partition's leader, metadata included (up to 4096 bytes, else OFFSET_METADATA_TOO_LARGE); in a cluster a partition whose ISR is short of min.insync.replicas refuses it before it is stored (COORDINATOR_NOT_AVAILABLE); v0 commits outside any generation (refused while the group has members); the commit timestamp (v1) and retention time (v2 to v4) are ignored; the logical offsets -2 and -1 commit the log start and the high watermark"},
 	{KAPI_OFFSET_FETCH, 0, 9, 6, h_offset_fetch,
-	 "from `mq.committed_offset` and `mq.committed_offsets` on the partition's leader; all of a group's offsets (v2+); `require_stable` (v7+): UNSTABLE_OFFSET_COMMIT while a transaction commits the offset; v8+: the first group of the batch (below), none of an empty one"},
+	 "from `mq.committed_offset` and `mq.committed_offsets` on the partition's leader; all of a group's offsets (v2+); `require_stable` (v7+): UNSTABLE_OFFSET_COMMIT while a transaction commits the offset; v8+: every group of the batch in order, each as if asked alone (below), none of an empty one"},
 	{KAPI_FIND_COORDINATOR, 0, 6, 3, h_find_coordinator,
 	 "the daemon asked; in a cluster, the group's daemon (below); a batch of keys (v4+); key type 2 (share groups) INVALID_REQUEST below v6, COORDINATOR_NOT_AVAILABLE at v6 (Kafka 3.9 has no share coordinator), any type but 0, 1 and 2 INVALID_REQUEST for every key"},
 	{KAPI_JOIN_GROUP, 0, 9, 6, h_join_group,

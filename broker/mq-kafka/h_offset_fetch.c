@@ -1,25 +1,27 @@
 /*-------------------------------------------------------------------------
  *
  * h_offset_fetch.c
- *	  OffsetFetch (v0-v9): a group's committed offsets, each from the node
- *	  that leads its partition (h_offsets.c's jobs), or of every live node
- *	  for all of a group's offsets (topics null), each partition's taken
- *	  from its leader's.  Loop thread.
+ *	  OffsetFetch (v0-v9): each group's committed offsets, each from the
+ *	  node that leads its partition (h_offsets.c's jobs), or of every live
+ *	  node for all of a group's offsets (topics null), each partition's
+ *	  taken from its leader's.  Loop thread.
  *
  * OffsetFetch v0 is v1 on the wire (Kafka read ZooKeeper's offsets for
  * it); v6+ is flexible; v7's require_stable answers
  * UNSTABLE_OFFSET_COMMIT for an offset a transaction is still committing
- * (offsets_stable.c); v8+ asks for a list of groups: the first is
- * answered, any other gets COORDINATOR_LOAD_IN_PROGRESS, on which clients
- * ask again for it (Java's admin client, the only one that batches, then
- * sends one group less), and an empty list of groups gets an empty list
- * of answers, as from Kafka 3.9; v9's member id and epoch belong to KIP-848
- * groups and are ignored.  Group "" answers no offsets, as Kafka does for
- * a group that never committed.  A group the client may not describe is
- * GROUP_AUTHORIZATION_FAILED: from v2 on at the top level with no
- * partitions, as Kafka answers it, before that in each partition.  In a
- * cluster, a partition whose offset cannot be read now (its leader
- * unknown or unreachable) makes v2+ answer the group
+ * (offsets_stable.c); v8+ asks for a list of groups (KIP-709), answered
+ * as Kafka 3.9 answers them: every one, in the request's order, each as
+ * if asked alone (its own offsets and error code).  The request is read
+ * through first (require_stable follows the list), each group's entry
+ * kept as a slice; then one group after another is read again into a
+ * fresh state, its jobs run and its answer written.  An empty list of
+ * groups gets an empty list of answers; v9's member id and epoch belong
+ * to KIP-848 groups and are ignored.  Group "" answers no offsets, as
+ * Kafka does for a group that never committed.  A group the client may
+ * not describe is GROUP_AUTHORIZATION_FAILED: from v2 on at the group's
+ * level with no partitions, as Kafka answers it, before that in each
+ * partition.  In a cluster, a partition whose offset cannot be read now
+ * (its leader unknown or unreachable) makes v2+ answer its group
  * COORDINATOR_LOAD_IN_PROGRESS (part_unavailable).
  *
  *-------------------------------------------------------------------------
@@ -74,13 +76,19 @@ write_committed(KRequest *req, int32_t partition, int64_t off, int32_t epoch, co
 	kw_i16(w, code);
 }
 
-/* OffsetFetch v8+: a group after the first, read to be answered retriable */
-static void
-skip_group(KReader *r, KSlice *id, int16_t v)
+/*
+ * A group's entry in the request, read through to be checked and left
+ * to be read again when the group's turn comes (fetch_group): v8+ one of
+ * the list (its tags included), before that the request's one group
+ */
+static KSlice
+skip_group(KReader *r, int16_t v)
 {
+	size_t		from = r->pos;
 	int32_t		nt;
 
-	*id = kr_str(r);
+	if (kr_str(r).len < 0 && !r->err)
+		r->err = true;			/* a group id is never null */
 	if (v >= 9)
 	{
 		(void) kr_str(r);		/* member id */
@@ -97,7 +105,9 @@ skip_group(KReader *r, KSlice *id, int16_t v)
 			(void) kr_i32(r);
 		kr_tags(r);
 	}
-	kr_tags(r);
+	if (v >= 8)
+		kr_tags(r);
+	return (KSlice){r->p + from, (int32_t) (r->pos - from)};
 }
 
 static void
@@ -311,21 +321,15 @@ write_all(KRequest *req, OffState *s)
 	return code;
 }
 
+/* one group's answer: v8+ an entry of the list, before that the response */
 static void
-offset_fetch_done(KRequest *req)
+write_group(KRequest *req, OffState *s)
 {
-	OffState   *s = req->state;
+	KWriter    *w = &req->resp;
 	int16_t		code = KERR_NONE;
 
-	KWriter    *w = &req->resp;
-
-	if (req->api_version >= 3)
-		kw_i32(w, 0);
 	if (req->api_version >= 8)
-	{
-		kw_array(w, 1 + s->nother);
 		kw_str(w, s->group);
-	}
 	if (group_refused(req, s))
 	{
 		kw_array(w, 0);
@@ -341,16 +345,33 @@ offset_fetch_done(KRequest *req)
 	}
 	if (req->api_version >= 2)
 		kw_i16(w, code);
-	for (int32_t g = 0; g < s->nother; g++)
-	{
-		kw_tags(w);				/* the group before */
-		kw_strn(w, s->others[g].p, s->others[g].len);
-		kw_array(w, 0);
-		kw_i16(w, KERR_COORDINATOR_LOAD_IN_PROGRESS);
-	}
 	if (req->api_version >= 8)
 		kw_tags(w);
-	req_finish(req);
+}
+
+static void fetch_groups(KRequest *req);
+
+/*
+ * A group answered: the next one, each as if asked alone, then the
+ * response.  One answered while its jobs are being started (no statement
+ * to run, or a pool that answers at once) is left to fetch_groups' loop,
+ * so that many such groups do not grow the stack.
+ */
+static void
+offset_fetch_done(KRequest *req)
+{
+	OffState   *s = req->state;
+
+	write_group(req, s);
+	if (s->starting)
+		s->answered = true;
+	else if (s->group_at + 1 < s->ngroups)
+	{
+		off_state_next_group(s);
+		fetch_groups(req);
+	}
+	else
+		req_finish(req);		/* with the response's tagged fields */
 }
 
 /* every leader answered: in a cluster, the coordinator's pending offsets too */
@@ -360,64 +381,87 @@ offsets_fetched(KRequest *req)
 	stable_ask_coordinator(req, req->state, offset_fetch_done);
 }
 
-/* v8+ of no groups: none answered, as Kafka answers an empty list */
+/*
+ * The group entry group_at: its id and topics read again (req->body is
+ * now that entry; the request was read through before), its jobs run
+ */
 static void
-answer_no_groups(KRequest *req)
+fetch_group(KRequest *req)
 {
+	OffState   *s = req->state;
+	KSlice		entry = s->groups[s->group_at];
 	KReader    *r = &req->body;
-	KWriter    *w = &req->resp;
 
-	(void) kr_i8(r);			/* require_stable */
-	if (r->err)
-	{
-		req_abort(req);
-		return;
-	}
-	kw_i32(w, 0);				/* throttle_time_ms */
-	kw_array(w, 0);
-	req_finish(req);			/* with the response's tagged fields */
-}
-
-void
-h_offset_fetch(KRequest *req)
-{
-	KReader    *r = &req->body;
-	OffState   *s = off_state(req);
-	int32_t		ngroups = 1;
-
-	s->int_parts = true;
-	if (req->api_version >= 8)
-		ngroups = kr_array(r, 4);
-	if (req->api_version >= 8 && ngroups == 0 && !r->err)
-	{
-		answer_no_groups(req);
-		return;
-	}
-	s->group = ngroups > 0 ? kslice_dup(kr_str(r)) : NULL;
+	*r = (KReader){entry.p, (size_t) entry.len, 0, false, r->flex};
+	s->group = kslice_dup(kr_str(r));
 	if (req->api_version >= 9)
 	{
 		(void) kr_str(r);		/* member id */
 		(void) kr_i32(r);		/* member epoch */
 	}
-	if (s->group)
-		read_topics(req, s, 4, read_fetch_part);
-	if (req->api_version >= 8 && s->group)
-	{
-		kr_tags(r);
-		s->nother = ngroups - 1;
-		s->others = mq_malloc0(sizeof(KSlice) * ngroups);
-		for (int32_t g = 0; g < s->nother && !r->err; g++)
-			skip_group(r, &s->others[g], req->api_version);
-	}
-	if (req->api_version >= 7 && s->group)
-		s->require_stable = kr_i8(r) != 0;
-	if (r->err || s->group == NULL)
-	{
-		req_abort(req);
-		return;
-	}
+	read_topics(req, s, 4, read_fetch_part);
 	if (s->ntopics < 0 && s->group[0] != '\0')
 		add_all_jobs(s);
 	stable_add_checks(s);
 	kfan_run(&s->fan, req, offsets_fetched);
+}
+
+/* the groups from group_at on, until one waits for its jobs or all are answered */
+static void
+fetch_groups(KRequest *req)
+{
+	OffState   *s = req->state;
+
+	for (;;)
+	{
+		s->starting = true;
+		s->answered = false;
+		fetch_group(req);
+		s->starting = false;
+		if (!s->answered)
+			return;				/* offset_fetch_done goes on */
+		if (s->group_at + 1 == s->ngroups)
+		{
+			req_finish(req);
+			return;
+		}
+		off_state_next_group(s);
+	}
+}
+
+/* the request's group entries (skip_group) and require_stable; false: malformed */
+static bool
+read_request(KRequest *req, OffState *s)
+{
+	KReader    *r = &req->body;
+
+	s->ngroups = req->api_version >= 8 ? kr_array(r, 4) : 1;
+	s->groups = mq_malloc0(sizeof(KSlice) * (s->ngroups > 0 ? s->ngroups : 1));
+	for (int32_t g = 0; g < s->ngroups && !r->err; g++)
+		s->groups[g] = skip_group(r, req->api_version);
+	if (req->api_version >= 7)
+		s->require_stable = kr_i8(r) != 0;
+	return !r->err && s->ngroups >= 0;
+}
+
+void
+h_offset_fetch(KRequest *req)
+{
+	OffState   *s = off_state(req);
+	KWriter    *w = &req->resp;
+
+	s->int_parts = true;
+	if (!read_request(req, s))
+	{
+		req_abort(req);
+		return;
+	}
+	if (req->api_version >= 3)
+		kw_i32(w, 0);			/* throttle_time_ms */
+	if (req->api_version >= 8)
+		kw_array(w, s->ngroups);
+	if (s->ngroups == 0)
+		req_finish(req);		/* v8+ of no groups: none, as Kafka 3.9 answers */
+	else
+		fetch_groups(req);
 }

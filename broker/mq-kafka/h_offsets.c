@@ -76,19 +76,40 @@
  */
 #define CHECKED(sql) sql " FROM mq.produce_check($2, $3)"
 
+/* what one group's answer holds */
 static void
-off_state_free(void *p)
+off_state_clear(OffState *s)
 {
-	OffState   *s = p;
-
 	kjob_free(&s->job);
 	kjob_free(&s->coord);
 	kfan_free(&s->fan);
 	free(s->topics);
 	free(s->parts);
 	free(s->group);
-	free(s->others);
+}
+
+static void
+off_state_free(void *p)
+{
+	OffState   *s = p;
+
+	off_state_clear(s);
+	free(s->groups);
 	free(s);
+}
+
+void
+off_state_next_group(OffState *s)
+{
+	OffState	keep = *s;
+
+	off_state_clear(s);
+	memset(s, 0, sizeof(OffState));
+	s->int_parts = keep.int_parts;
+	s->require_stable = keep.require_stable;
+	s->ngroups = keep.ngroups;
+	s->groups = keep.groups;
+	s->group_at = keep.group_at + 1;
 }
 
 OffState *

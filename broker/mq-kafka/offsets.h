@@ -39,8 +39,11 @@ typedef struct OffState
 	char	   *group;
 	int16_t		verdict;		/* OffsetCommit: the coordinator's */
 	bool		int_parts;		/* partitions are bare int32s (OffsetFetch) */
-	int32_t		nother;			/* OffsetFetch v8+: groups after the first */
-	KSlice	   *others;
+	int32_t		ngroups;		/* OffsetFetch: the request's group entries */
+	KSlice	   *groups;			/* (v8+ a list, before that one), each read */
+	int32_t		group_at;		/* in turn: the one answered now */
+	bool		starting;		/* its jobs being started (fetch_groups) */
+	bool		answered;		/* and answered meanwhile */
 	KFan		fan;			/* OffsetCommit, OffsetFetch: a job per leader */
 	bool		require_stable; /* OffsetFetch v7+: pending offsets are unstable */
 	KJob		coord;			/* and in a cluster the coordinator's (as the daemon) */
@@ -50,6 +53,12 @@ typedef struct OffState
 
 /* a new state, owned by req */
 extern OffState *off_state(KRequest *req);
+/*
+ * OffsetFetch: the state emptied for the request's next group entry,
+ * keeping what the request says for all of them (its entries,
+ * int_parts, require_stable)
+ */
+extern void off_state_next_group(OffState *s);
 
 /*
  * The topics and partitions of a request (arrays of topic name, then

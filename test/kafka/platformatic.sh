@@ -4,8 +4,9 @@
 # mq-kafka at its defaults (test/kafka/platformatic/client.mjs): topics
 # created, records with headers, an idempotent producer, a group that
 # autocommits, ListOffsets, transactions that consume, transform and
-# produce (one aborted), ListGroups, DescribeGroups and DeleteTopics; each
-# checked against what SQL sees.  The client needs Node.js 20.19.4 or
+# produce (one aborted), both groups' offsets in one OffsetFetch (the
+# admin's listConsumerGroupOffsets), ListGroups, DescribeGroups and
+# DeleteTopics; each checked against what SQL sees.  The client needs Node.js 20.19.4 or
 # newer (Debian 12's is 18): with an older one the test says so and skips.
 source "$(dirname "${BASH_SOURCE[0]}")/lib.bash"
 D=test/kafka/platformatic
@@ -46,6 +47,12 @@ check_eq "$(sql "SELECT sum(mq.committed_offset('pf-txn-group', 'pf_in', p)) FRO
 	            FROM $(all pf_in) GROUP BY partition) s")" \
 	"the transactions committed the input offsets with their output"
 
+check_eq "$(json_get "$J" '{groupOffsets}')" \
+	"$(sql "SELECT string_agg(g || ':' || (SELECT string_agg(topic || '=' || ps, ';' ORDER BY topic)
+	                                        FROM (SELECT topic, string_agg(partition || '/' || next_offset, ',' ORDER BY partition) ps
+	                                                FROM mq.committed_offsets(g) GROUP BY topic) t), ' ' ORDER BY n)
+	          FROM unnest(ARRAY['pf-group', 'pf-txn-group']) WITH ORDINALITY u(g, n)")" \
+	"the admin's OffsetFetch of both groups in one request answers each group's offsets"
 check_eq "$(json_get "$J" '{groups}')" '["pf-group", "pf-reader", "pf-txn-group"]' "ListGroups lists the groups"
 check_eq "$(json_get "$J" '{groupStates}')" '["pf-group:EMPTY:"]' \
 	"DescribeGroups: empty after its member left, with no protocol (Kafka's next generation)"

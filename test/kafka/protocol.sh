@@ -13,10 +13,11 @@
 # written), and the old versions default clients send (Metadata v0,
 # OffsetCommit v0/v1, OffsetFetch v0, ListOffsets v0), and ListOffsets'
 # duplicate partitions and positions newer than its version, FindCoordinator's
-# key types (unknown ones INVALID_REQUEST), OffsetFetch v8+ of no groups,
-# InitProducerId's producer id without its epoch, a new group's leader
-# and protocol vote, and its initial delay extended while members join
-# (test/kafka/protocol.pl); afterwards nothing bad was stored.  OffsetFetch
+# key types (unknown ones INVALID_REQUEST), OffsetFetch v8+ of no groups
+# and of several (each answered), InitProducerId's producer id without
+# its epoch, a new group's leader and protocol vote, and its initial
+# delay extended while members join (test/kafka/protocol.pl); afterwards
+# nothing bad was stored.  OffsetFetch
 # v7+ with require_stable answers UNSTABLE_OFFSET_COMMIT while an open
 # transaction holds the group's offset, the committed one without it
 # (test/kafka/stable_offsets.pl).
@@ -28,6 +29,10 @@ sql "SELECT mq.create_topic('pdel', 1)" >/dev/null
 sql "SELECT mq.create_topic('ppipe', 1)" >/dev/null
 sql "SELECT mq.create_topic('pbig', 1, '{\"max.message.bytes\": 300}')" >/dev/null
 sql "SELECT mq.send_batch('pdel', NULL, ARRAY['a', 'b', 'c']::bytea[])" >/dev/null
+# two groups' offsets for OffsetFetch v8+ of several groups
+sql "SELECT mq.create_topic('pof', 1)" >/dev/null
+sql "SELECT mq.send_batch('pof', NULL, ARRAY['a', 'b', 'c']::bytea[])" >/dev/null
+sql "SELECT mq.commit_offset('ofa', 'pof', 0, 1), mq.commit_offset('ofb', 'pof', 0, 2)" >/dev/null
 # a replicated partition whose follower (replica 2) has fetched nothing:
 # three records, high watermark 0
 sql "SELECT mq.create_topic('phw', 1)" >/dev/null

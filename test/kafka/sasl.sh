@@ -4,7 +4,8 @@
 # mq_sasl_test for one) and act with exactly that role's mq rights; a role
 # without write gets TOPIC_AUTHORIZATION_FAILED, a wrong password and an
 # unauthenticated client are turned away; raw frames (protocol.pl sasl,
-# also: one role's read-ahead never answers another's Fetch);
+# also: one role's read-ahead never answers another's Fetch, and an
+# OffsetFetch of two groups refuses only the one she may not read);
 # no password reaches a log.
 source "$(dirname "${BASH_SOURCE[0]}")/lib.bash"
 T="$(tmpdir)"

@@ -2,7 +2,7 @@
 // at its defaults, run by test/kafka/platformatic.sh: a pure-JavaScript
 // client at the newest versions Kafka 3.9 serves (Produce v11, Fetch v17,
 // Metadata v12, ListOffsets v9, JoinGroup v9, OffsetCommit and
-// OffsetFetch v9, FindCoordinator v6).  Usage: node client.mjs BROKER
+// OffsetFetch v9 (the admin's of two groups at once), FindCoordinator v6).  Usage: node client.mjs BROKER
 // PREFIX.  Prints one JSON object: each step's result, or "ERR ..." with
 // the client's error.
 import { Producer, Consumer, Admin, stringSerializers, stringDeserializers } from '@platformatic/kafka'
@@ -88,6 +88,12 @@ const reader = new Consumer({ groupId: prefix + '-reader', clientId: 'pf-reader'
 await step('transformed', async () => take(await reader.consume({ topics: [tout], mode: 'earliest' }), 5, m => m.value))
 await reader.close()
 
+// OffsetFetch v9 of two groups in one request (KIP-709): each group's
+// offsets, as "group:topic=partition/offset,...;topic=..." in the order answered
+const offsetsOf = g => g.groupId + ':' + g.topics.map(t => t.name + '=' +
+  [...t.partitions].sort((a, b) => a.partitionIndex - b.partitionIndex).map(p => `${p.partitionIndex}/${p.committedOffset}`).join(',')).sort().join(';')
+await step('groupOffsets', async () =>
+  (await admin.listConsumerGroupOffsets({ groups: [prefix + '-group', prefix + '-txn-group'] })).map(offsetsOf).join(' '))
 await step('groups', async () => [...(await admin.listGroups()).keys()].filter(g => g.startsWith(prefix)).sort())
 await step('groupStates', async () => [...(await admin.describeGroups({ groups: [prefix + '-group'] })).values()].map(g => `${g.id}:${g.state}:${g.protocol}`))
 await step('deleted', async () => { await admin.deleteTopics({ topics: [scratch] }) })
