@@ -240,10 +240,25 @@ add_all_jobs(OffState *s)
 	}
 }
 
+/* was pool asked for all of the group's offsets (add_all_jobs)? */
+static bool
+asked_all(OffState *s, KPool *pool)
+{
+	for (int i = 0; pool && i < s->fan.n; i++)
+	{
+		KRoute	   *r = s->fan.routes[i];
+
+		if (r->pool == pool && r->job.n > 0 && r->job.stmts[0].sql == all_committed_sql)
+			return true;
+	}
+	return false;
+}
+
 /*
  * The rows of every node that leads them, sorted; *code: the local node's
  * failure, or COORDINATOR_LOAD_IN_PROGRESS (above) when another node
- * did not answer or a partition with offsets has no leader now
+ * did not answer or a partition with offsets has no leader now, or one
+ * whose node was not asked (not live)
  */
 static ORow *
 collect_all(OffState *s, int *nrows, int16_t *code)
@@ -256,6 +271,7 @@ collect_all(OffState *s, int *nrows, int16_t *code)
 	{
 		KRoute	   *r = s->fan.routes[i];
 		PGresult   *res;
+		KPool	   *leader;
 		int16_t		c;
 
 		if (r->job.n == 0 || r->job.stmts[0].sql != all_committed_sql)
@@ -273,9 +289,10 @@ collect_all(OffState *s, int *nrows, int16_t *code)
 			o->offset = PQgetvalue(res, row, 2);
 			o->meta = PQgetvalue(res, row, 3);
 			o->epoch = PQgetisnull(res, row, 4) ? -1 : atoi(PQgetvalue(res, row, 4));
-			if (cluster_leader_pool(o->topic, o->partition, &c) == r->pool)
+			leader = cluster_leader_pool(o->topic, o->partition, &c);
+			if (leader == r->pool)
 				n++;
-			else if (c != KERR_NONE && *code == KERR_NONE)
+			else if ((c != KERR_NONE || !asked_all(s, leader)) && *code == KERR_NONE)
 				*code = KERR_COORDINATOR_LOAD_IN_PROGRESS;
 		}
 	}

@@ -138,6 +138,25 @@ while (time < $deadline)
 }
 like($fetched, qr/^14 /,
 	"the partition without a leader: OffsetFetch answers the group COORDINATOR_LOAD_IN_PROGRESS (group and partition errors: $fetched)");
+# the same once the follower's daemon no longer counts the leader's
+# listener live (its daemon gave the listener up with its database; the
+# Metadata it answers lists live brokers only): no node was asked for the
+# partition's offsets then, which had left them out without an error
+my $brokers = '';
+$deadline = time + $PostgreSQL::Test::Utils::timeout_default;
+while (time < $deadline)
+{
+	$brokers = `/usr/bin/python3 - 127.0.0.1:$fport 2>&1 <<'PY'
+import sys
+from confluent_kafka.admin import AdminClient
+print(' '.join(str(b) for b in sorted(AdminClient({'bootstrap.servers': sys.argv[1]}).list_topics(timeout=10).brokers)))
+PY
+`;
+	chomp $brokers;
+	last if $brokers =~ /^[\d ]+$/ && $brokers !~ /\b$leader\b/;
+	usleep(200_000);
+}
+unlike($brokers, qr/\b$leader\b/, "the follower's daemon no longer lists broker $leader ($brokers)");
 is(fetch_all($fport), '14 0',
 	'and so does OffsetFetch of all of a group\'s offsets, which had left out the partition\'s');
 
