@@ -212,6 +212,13 @@ mq_producer_check_epoch(int64 producer_id, int32 epoch, int32 base_sequence)
 						producer_id, epoch, row.epoch),
 				 errdetail("Another instance called mq.init_producer() with the same transactional id."),
 				 errhint("This instance must stop producing; the newer one has taken over.")));
+	/* a newer epoch a batch does not start: not at 0, as Kafka's leader says */
+	if (epoch > row.epoch && !row.transactional && base_sequence > 0)
+		ereport(ERROR,
+				(errcode(ERRCODE_MQ_OUT_OF_ORDER_SEQUENCE),
+				 errmsg("out-of-order sequence %d from producer " INT64_FORMAT " epoch %d: expected 0",
+						base_sequence, producer_id, epoch),
+				 errdetail("A new epoch of a producer starts at sequence 0.")));
 	if (epoch > row.epoch)
 		ereport(ERROR,
 				(errcode(ERRCODE_MQ_INVALID_PRODUCER_EPOCH),

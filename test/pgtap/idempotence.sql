@@ -87,7 +87,7 @@ SELECT is((SELECT count(*) FROM mq.send('idem', NULL::bytea, '\x00'::bytea, part
 SELECT throws_ok(
     $$SELECT * FROM mq.send('idem', NULL::bytea, '\x00'::bytea, partition => 0,
         producer_id => (SELECT producer_id FROM p), producer_epoch => 7, base_sequence => 13)$$,
-    'MQ014', NULL, 'an epoch newer than the registered one is refused');
+    'MQ011', NULL, 'a batch of an epoch newer than the registered one, not at sequence 0, is out of order (Kafka''s OUT_OF_ORDER_SEQUENCE_NUMBER)');
 SELECT throws_ok(
     $$SELECT * FROM mq.send('idem', NULL::bytea, '\x00'::bytea, partition => 0,
         producer_id => (SELECT producer_id FROM p), base_sequence => 13)$$,

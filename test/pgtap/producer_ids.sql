@@ -127,7 +127,7 @@ SELECT throws_ok($$ SELECT * FROM mq.send_batch('pid', NULL, ARRAY['\x04']::byte
                  'MQ012', NULL, 'the older epoch is fenced on every partition of the node');
 SELECT throws_ok($$ SELECT * FROM mq.send_batch('pid', NULL, ARRAY['\x04']::bytea[], partition => 0,
                      producer_id => 900001, producer_epoch => 3, base_sequence => 4) $$,
-                 'MQ014', NULL, 'a newer epoch not at sequence 0 is refused');
+                 'MQ011', NULL, 'a newer epoch not at sequence 0 is out of order');
 SELECT throws_ok($$ SELECT * FROM mq.send_batch('pid', NULL, ARRAY['\x04']::bytea[], partition => 0,
                      producer_id => 2002, producer_epoch => 5, base_sequence => 0) $$,
                  'MQ014', NULL, 'the epochs of a transactional id issued here are this node''s own');
@@ -140,7 +140,7 @@ SELECT results_eq($$ SELECT producer_epoch FROM mq.producer WHERE producer_id = 
 SELECT throws_ok($$ SELECT * FROM mq.send_batch('pid', '{}'::bytea[], '{}'::bytea[], NULL, 0, 900001, 2, 0) $$,
                  'MQ012', NULL, 'an empty batch of a fenced epoch is refused');
 SELECT throws_ok($$ SELECT * FROM mq.send_batch('pid', '{}'::bytea[], '{}'::bytea[], NULL, 0, 900001, 5, 3) $$,
-                 'MQ014', NULL, 'and one of a newer epoch not at sequence 0');
+                 'MQ011', NULL, 'and one of a newer epoch not at sequence 0');
 
 -- without its broker row the node is brokerless again
 DELETE FROM mq.replica_broker;
