@@ -366,6 +366,21 @@ write_group(KRequest *req, OffState *s)
 		kw_tags(w);
 }
 
+/* after a group's answer: on to the next group (true), or the response sent */
+static bool
+next_group(KRequest *req)
+{
+	OffState   *s = req->state;
+
+	if (s->group_at + 1 == s->ngroups)
+	{
+		req_finish(req);		/* with the response's tagged fields */
+		return false;
+	}
+	off_state_next_group(s);
+	return true;
+}
+
 static void fetch_groups(KRequest *req);
 
 /*
@@ -382,13 +397,8 @@ offset_fetch_done(KRequest *req)
 	write_group(req, s);
 	if (s->starting)
 		s->answered = true;
-	else if (s->group_at + 1 < s->ngroups)
-	{
-		off_state_next_group(s);
+	else if (next_group(req))
 		fetch_groups(req);
-	}
-	else
-		req_finish(req);		/* with the response's tagged fields */
 }
 
 /* every leader answered: in a cluster, the coordinator's pending offsets too */
@@ -435,14 +445,8 @@ fetch_groups(KRequest *req)
 		s->answered = false;
 		fetch_group(req);
 		s->starting = false;
-		if (!s->answered)
-			return;				/* offset_fetch_done goes on */
-		if (s->group_at + 1 == s->ngroups)
-		{
-			req_finish(req);
-			return;
-		}
-		off_state_next_group(s);
+		if (!s->answered || !next_group(req))
+			return;				/* offset_fetch_done goes on, or all are answered */
 	}
 }
 
