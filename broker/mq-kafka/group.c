@@ -219,6 +219,18 @@ maybe_complete_join(KGroup *g)
 		complete_join(g);
 }
 
+/* the longest rebalance timeout of g's members: how long a rebalance waits */
+static int32_t
+max_rebalance_ms(const KGroup *g)
+{
+	int32_t		ms = 0;
+
+	for (KMember *m = g->members; m; m = m->next)
+		if (m->rebalance_ms > ms)
+			ms = m->rebalance_ms;
+	return ms;
+}
+
 static void
 timer_start(KGroup *g, int32_t ms)
 {
@@ -249,14 +261,9 @@ on_join_timer(evutil_socket_t fd, short what, void *arg)
 	}
 	if (g->initial_delay && !all_joined(g))
 	{
-		int32_t		ms = 0;
-
 		/* members still missing: the rest of the rebalance timeout */
-		for (KMember *m = g->members; m; m = m->next)
-			if (m->rebalance_ms > ms)
-				ms = m->rebalance_ms;
 		g->initial_delay = false;
-		timer_start(g, ms);
+		timer_start(g, max_rebalance_ms(g));
 		return;
 	}
 	complete_join(g);
@@ -265,7 +272,7 @@ on_join_timer(evutil_socket_t fd, short what, void *arg)
 void
 group_rebalance(KGroup *g)
 {
-	int32_t		ms = 0;
+	int32_t		ms;
 
 	if (g->state == KG_PREPARING)
 	{
@@ -284,9 +291,7 @@ group_rebalance(KGroup *g)
 	g->initial_delay = g->state == KG_EMPTY && kconfig.group_initial_delay_ms > 0;
 	g->member_added = false;
 	g->state = KG_PREPARING;
-	for (KMember *m = g->members; m; m = m->next)
-		if (m->rebalance_ms > ms)
-			ms = m->rebalance_ms;
+	ms = max_rebalance_ms(g);
 	g->initial_left_ms = ms > kconfig.group_initial_delay_ms ? ms - kconfig.group_initial_delay_ms : 0;
 	if (g->initial_delay && kconfig.group_initial_delay_ms < ms)
 		ms = kconfig.group_initial_delay_ms;
