@@ -413,6 +413,7 @@ h_describe_cluster(KRequest *req)
 	KWriter    *w = &req->resp;
 	int8_t		endpoint = 1;	/* brokers */
 	int16_t		error = KERR_NONE;
+	const char *message = NULL;
 	char		msg[64];
 
 	(void) kr_i8(r);			/* include_cluster_authorized_operations */
@@ -424,14 +425,19 @@ h_describe_cluster(KRequest *req)
 		return;
 	}
 	if (endpoint == 2)
+	{
 		error = KERR_MISMATCHED_ENDPOINT_TYPE;
+		message = "mq-kafka serves broker endpoints only";
+	}
 	else if (endpoint != 1)
+	{
 		error = KERR_UNSUPPORTED_ENDPOINT_TYPE;
-	snprintf(msg, sizeof(msg), "Unsupported endpoint type %d", endpoint);
+		snprintf(msg, sizeof(msg), "Unsupported endpoint type %d", endpoint);
+		message = msg;
+	}
 	kw_i32(w, 0);				/* throttle_time_ms */
 	kw_i16(w, error);
-	kw_str(w, error == KERR_MISMATCHED_ENDPOINT_TYPE ? "mq-kafka serves broker endpoints only" : error != KERR_NONE ? msg :
-		   NULL);
+	kw_str(w, message);
 	if (req->api_version >= 1)
 		kw_i8(w, 1);			/* endpoint_type: brokers */
 	kw_str(w, error != KERR_NONE ? "" : CLUSTER_ID);
