@@ -45,7 +45,6 @@ static void
 init_producer_done(KRequest *req)
 {
 	InitState  *s = req->state;
-	KWriter    *w = &req->resp;
 	PGresult   *res = s->job.n > 0 ? s->job.stmts[0].res : NULL;
 	int16_t		code = s->code;
 
@@ -56,11 +55,7 @@ init_producer_done(KRequest *req)
 	/* may write no topic: Kafka's IdempotentWrite on the cluster (KIP-679) */
 	if (code == KERR_TOPIC_AUTHORIZATION_FAILED)
 		code = KERR_CLUSTER_AUTHORIZATION_FAILED;
-	kw_i32(w, 0);
-	kw_i16(w, code);
-	kw_i64(w, res ? strtoll(PQgetvalue(res, 0, 0), NULL, 10) : -1);
-	kw_i16(w, res ? (int16_t) atoi(PQgetvalue(res, 0, 1)) : -1);
-	req_finish(req);
+	init_producer_answer(req, code, res);
 }
 
 void

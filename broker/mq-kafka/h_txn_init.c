@@ -13,7 +13,8 @@
  * the id is decided and not complete: CONCURRENT_TRANSACTIONS, which
  * clients retry), and this node's row takes them (mq.kafka_txn_adopt).
  * So the id keeps one producer id wherever it is coordinated, and a
- * zombie's epoch is older everywhere.
+ * zombie's epoch is older everywhere.  The answer's form is written here
+ * for h_init_producer.c's single-node path too (init_producer_answer).
  *
  * The transaction's node: every statement on an id's transaction runs on
  * the pool of the node the id maps to (cluster_txn_pool; staged batches
@@ -154,17 +155,26 @@ init_state_free(void *p)
 	free(s);
 }
 
+/*
+ * An InitProducerId answer: code, and the producer id and epoch of res's
+ * first row (-1 and -1 without one), h_init_producer.c's too
+ */
+void
+init_producer_answer(KRequest *req, int16_t code, const PGresult *res)
+{
+	kw_i32(&req->resp, 0);
+	kw_i16(&req->resp, code);
+	kw_i64(&req->resp, res ? strtoll(PQgetvalue(res, 0, 0), NULL, 10) : -1);
+	kw_i16(&req->resp, res ? (int16_t) atoi(PQgetvalue(res, 0, 1)) : -1);
+	req_finish(req);
+}
+
 static void
 init_answer(KRequest *req)
 {
 	InitState  *s = req->state;
-	PGresult   *res = s->code == KERR_NONE ? s->coord.stmts[0].res : NULL;
 
-	kw_i32(&req->resp, 0);
-	kw_i16(&req->resp, s->code);
-	kw_i64(&req->resp, res ? strtoll(PQgetvalue(res, 0, 0), NULL, 10) : -1);
-	kw_i16(&req->resp, res ? (int16_t) atoi(PQgetvalue(res, 0, 1)) : -1);
-	req_finish(req);
+	init_producer_answer(req, s->code, s->code == KERR_NONE ? s->coord.stmts[0].res : NULL);
 }
 
 static void

@@ -122,6 +122,7 @@ typedef struct TxnRemote
 	int			next;			/* the next broker to look on (cluster order) */
 } TxnRemote;
 extern void txn_cluster_init(KRequest *req, const char *id, int32_t timeout_ms);
+extern void init_producer_answer(KRequest *req, int16_t code, const PGresult *res);
 extern int16_t txn_cluster_code(const KStmt *st, int16_t v);
 extern void txn_cluster_stage(KRequest *req, TxnRemote *r, KJob *job, const char *id, KDoneFn done);
 /* h_producers.c */
