@@ -317,7 +317,7 @@ check_topics(PGconn *conn, ResetOptions *o)
 			mq_log_error("partition %s of topic \"%s\" does not exist" MQCTL_SQLSTATE(MQ_SQLSTATE_UNKNOWN_PARTITION),
 						 PQgetvalue(res, r, 1), PQgetvalue(res, r, 0));
 		else
-			mq_log_error("topic \"%s\" does not exist" MQCTL_SQLSTATE(MQ_SQLSTATE_UNKNOWN_TOPIC),
+			mq_log_error(MQCTL_NO_TOPIC,
 						 PQgetvalue(res, r, 0));
 	PQclear(res);
 	return found;

@@ -579,7 +579,7 @@ alter_partition_count(PGconn *conn, const char *topic, int wanted)
 	res = mqctl_exec(conn, cluster ? "SELECT partitions FROM mq_coord.topic WHERE topic = $1"
 					 : "SELECT partitions FROM mq.topics WHERE topic = $1", &params, 0);
 	if (PQntuples(res) == 0)
-		mq_fatal(MQ_EXIT_SERVER, "topic \"%s\" does not exist" MQCTL_SQLSTATE(MQ_SQLSTATE_UNKNOWN_TOPIC), topic);	/* the server's MQ001 words */
+		mq_fatal(MQ_EXIT_SERVER, MQCTL_NO_TOPIC, topic);
 	have = atoi(PQgetvalue(res, 0, 0));
 	PQclear(res);
 	if (wanted < have)

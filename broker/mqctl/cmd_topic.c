@@ -332,7 +332,7 @@ cmd_topic_describe(const MqctlCommand *cmd, int argc, char **argv)
 	if (PQntuples(topic_res) == 0)
 	{
 		/* the same words as the server's MQ001, which a view cannot raise */
-		mq_log_error("topic \"%s\" does not exist" MQCTL_SQLSTATE(MQ_SQLSTATE_UNKNOWN_TOPIC), topic);
+		mq_log_error(MQCTL_NO_TOPIC, topic);
 		PQclear(topic_res);
 		PQfinish(conn);
 		cli_free(&p);
@@ -402,7 +402,7 @@ alter_config(PGconn *conn, const char *topic, ConfigArgs *config)
 					 "  FROM (SELECT mq.alter_topic($1, pg_catalog.jsonb_object($2, $3)) AS config) c",
 					 &params, 0);
 	if (PQntuples(res) == 0)
-		mq_fatal(MQ_EXIT_SERVER, "topic \"%s\" does not exist" MQCTL_SQLSTATE(MQ_SQLSTATE_UNKNOWN_TOPIC), topic);	/* the server's MQ001 words */
+		mq_fatal(MQ_EXIT_SERVER, MQCTL_NO_TOPIC, topic);
 	text = mq_strdup(PQgetvalue(res, 0, 0));
 	PQclear(res);
 	return text;

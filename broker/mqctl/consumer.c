@@ -77,7 +77,7 @@ open_partitions(MqConsumer *c, int32_t partition, ConsumerStart start, int64_t o
 	if (n == 0)
 	{
 		/* every topic has a partition: the topic is missing (MQ001's words) */
-		mq_log_error("topic \"%s\" does not exist" MQCTL_SQLSTATE(MQ_SQLSTATE_UNKNOWN_TOPIC), c->topic);
+		mq_log_error(MQCTL_NO_TOPIC, c->topic);
 		exit(MQ_EXIT_SERVER);
 	}
 	c->partitions = mq_malloc(sizeof(int32_t) * n);

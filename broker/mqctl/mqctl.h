@@ -62,6 +62,8 @@ extern void mqctl_fail(PGconn *conn, MqError *err) __attribute__((noreturn));
  * SQLSTATE, as docs/cli.md promises for exit status 1
  */
 #define MQCTL_SQLSTATE(code) " [SQLSTATE " code "]"
+/* the server's MQ001, worded once: the format of mqctl's own "no such topic" */
+#define MQCTL_NO_TOPIC "topic \"%s\" does not exist" MQCTL_SQLSTATE(MQ_SQLSTATE_UNKNOWN_TOPIC)
 
 /* cmd_topic.c */
 extern const char topic_create_help[];

@@ -77,7 +77,7 @@ topic_partitions(PGconn *conn, const char *topic)
 		/* let the server say it, with its SQLSTATE, as a send would */
 		PQclear(res);
 		PQclear(mqctl_exec(conn, "SELECT mq.partition_for($1, ''::bytea)", &params, 0));
-		mq_log_error("topic \"%s\" does not exist" MQCTL_SQLSTATE(MQ_SQLSTATE_UNKNOWN_TOPIC), topic);
+		mq_log_error(MQCTL_NO_TOPIC, topic);
 		PQfinish(conn);
 		exit(MQ_EXIT_SERVER);
 	}
