@@ -5,7 +5,9 @@
  *	  check a name before any database statement (DescribeConfigs,
  *	  AlterConfigs, IncrementalAlterConfigs of a topic resource: an illegal
  *	  name is INVALID_TOPIC_EXCEPTION there, as from Kafka 3.9).  SQL
- *	  has the same rule as mq._topic_name_valid.  No state, no locking.
+ *	  has the same rule as mq._topic_name_valid (src/sql/20_admin.sql),
+ *	  which Metadata asks: a change to one goes to the other.  No state, no
+ *	  locking.
  *
  * A legal name is 1 to 249 characters of ASCII letters, digits, '.', '_'
  * and '-', and neither "." nor "..".
