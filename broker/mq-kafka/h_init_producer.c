@@ -12,8 +12,10 @@
  * epoch, h_txn_init.c); a timeout outside 1 ms .. 15 min (Kafka's
  * transaction.max.timeout.ms) is INVALID_TRANSACTION_TIMEOUT.  v3+'s
  * current producer id and epoch (KIP-360) must come together, or neither
- * (INVALID_REQUEST, as Kafka answers); they are not compared with the
- * id's: the epoch is bumped either way (docs/kafka.md, "Bad input").
+ * (INVALID_REQUEST, as Kafka answers); with a transactional id they are
+ * compared with the id's (mq.kafka_txn_init_check): a retry of the last
+ * call gets its pair again, a stale pair is PRODUCER_FENCED.  Without one
+ * they are not looked at: a new id, as from Kafka.
  *
  *-------------------------------------------------------------------------
  */
@@ -46,10 +48,8 @@ init_producer_done(KRequest *req)
 {
 	InitState  *s = req->state;
 	PGresult   *res = s->job.n > 0 ? s->job.stmts[0].res : NULL;
-	int16_t		code = s->code;
+	int16_t		code = s->job.n > 0 ? init_producer_code(&s->job.stmts[0], req->api_version) : s->code;
 
-	if (s->job.n > 0 && kstmt_failed(&s->job.stmts[0], &code) && code == KERR_UNKNOWN_SERVER_ERROR)
-		mq_log_warning("init producer id: %s", s->job.stmts[0].err.message);
 	if (code != KERR_NONE)
 		res = NULL;
 	/* may write no topic: Kafka's IdempotentWrite on the cluster (KIP-679) */
@@ -91,18 +91,20 @@ h_init_producer_id(KRequest *req)
 		s->code = KERR_INVALID_TRANSACTION_TIMEOUT;
 	else if (cluster_enabled())
 	{
-		/* the coordinator's producer id and epoch (h_txn_end.c) */
+		/* the coordinator's producer id and epoch (h_txn_init.c) */
 		free(s);
-		txn_cluster_init(req, txn, timeout_ms);
+		txn_cluster_init(req, txn, timeout_ms, producer_id, producer_epoch);
 		free(txn);
 		return;
 	}
 	else
 	{
-		KStmt	   *st = kjob_add(&s->job, "SELECT producer_id, producer_epoch FROM mq.kafka_txn_init($1, $2)", 0);
+		KStmt	   *st = kjob_add(&s->job, "SELECT producer_id, producer_epoch FROM mq.kafka_txn_init($1, $2, $3, $4)", 0);
 
 		kstmt_text(st, MQ_TEXTOID, txn);
 		kstmt_int(st, MQ_INT4OID, timeout_ms);
+		kstmt_int(st, MQ_INT8OID, producer_id);
+		kstmt_int(st, MQ_INT4OID, producer_epoch);
 	}
 	free(txn);
 	pool_run(req, &s->job, init_producer_done);

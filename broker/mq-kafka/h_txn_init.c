@@ -6,15 +6,19 @@
  *	  on the transaction's node (staged batches, staged offsets).  Loop
  *	  thread; each request is a chain of jobs, none waiting in the loop.
  *
- * InitProducerId: the arguments and the client's right to the id are
- * checked on this node (mq.kafka_txn_adopt, rolled back), the id's
- * producer id and next epoch come from the cluster's coordinator
- * (mq_coord.init_producer, which refuses while an earlier transaction of
- * the id is decided and not complete: CONCURRENT_TRANSACTIONS, which
- * clients retry), and this node's row takes them (mq.kafka_txn_adopt).
- * So the id keeps one producer id wherever it is coordinated, and a
- * zombie's epoch is older everywhere.  The answer's form is written here
- * for h_init_producer.c's single-node path too (init_producer_answer).
+ * InitProducerId: the arguments, the client's right to the id and its
+ * current producer id and epoch (v3+, KIP-360) are checked on the id's
+ * node (mq.kafka_txn_init_check: a retry of the last call is answered
+ * from there, a stale pair is PRODUCER_FENCED), the id's producer id and
+ * next epoch come from the cluster's coordinator (mq_coord.init_producer,
+ * which refuses while an earlier transaction of the id is decided and not
+ * complete: CONCURRENT_TRANSACTIONS, which clients retry), and the id's
+ * node takes them (mq.kafka_txn_adopt).  So the id keeps one producer id
+ * wherever it is coordinated, and a zombie's epoch is older everywhere.
+ * The check and the new epoch are two transactions: two InitProducerIds
+ * of one id at once may both pass the check, and the later adopt wins.
+ * The answer's form and code are written here for h_init_producer.c's
+ * single-node path too (init_producer_answer, init_producer_code).
  *
  * The transaction's node: every statement on an id's transaction runs on
  * the pool of the node the id maps to (cluster_txn_pool; staged batches
@@ -131,16 +135,20 @@ txn_cluster_stage(KRequest *req, TxnRemote *r, KJob *job, const char *id, KDoneF
 /* InitProducerId                                                   */
 /* ---------------------------------------------------------------- */
 
-#define ADOPT_SQL "SELECT mq.kafka_txn_adopt($1, $2, $3, $4)"
+#define CHECK_SQL "SELECT producer_id, producer_epoch FROM mq.kafka_txn_init_check($1, $2, $3, $4)"
+#define ADOPT_SQL "SELECT mq.kafka_txn_adopt($1, $2, $3, $4, $5, $6)"
 
 typedef struct InitState
 {
-	KJob		local;			/* checked (rolled back), then adopted */
+	KJob		local;			/* checked, then adopted */
 	KJob		coord;
 	KRequest	coord_req;
 	TxnRemote	remote;			/* local: on the transaction's node */
+	const PGresult *ids;		/* the answer's producer id and epoch */
 	char	   *id;
 	int32_t		timeout_ms;
+	int64_t		current_id;		/* the client's pair (KIP-360), or -1 */
+	int16_t		current_epoch;
 	int16_t		code;
 } InitState;
 
@@ -169,12 +177,27 @@ init_producer_answer(KRequest *req, int16_t code, const PGresult *res)
 	req_finish(req);
 }
 
+/*
+ * An InitProducerId statement's Kafka code: a stale producer id and epoch
+ * (MQ012) is PRODUCER_FENCED from v4, INVALID_PRODUCER_EPOCH before (as
+ * Kafka answers clients that do not know the newer code)
+ */
+int16_t
+init_producer_code(const KStmt *st, int16_t v)
+{
+	int16_t		code = txn_cluster_code(st, 0);
+
+	if (code == KERR_INVALID_PRODUCER_EPOCH && v >= 4)
+		code = KERR_PRODUCER_FENCED;
+	return code;
+}
+
 static void
 init_answer(KRequest *req)
 {
 	InitState  *s = req->state;
 
-	init_producer_answer(req, s->code, s->code == KERR_NONE ? s->coord.stmts[0].res : NULL);
+	init_producer_answer(req, s->code, s->code == KERR_NONE ? s->ids : NULL);
 }
 
 static void
@@ -182,8 +205,16 @@ adopted(KRequest *req)
 {
 	InitState  *s = req->state;
 
-	s->code = txn_cluster_code(&s->local.stmts[0], 0);
+	s->code = init_producer_code(&s->local.stmts[0], req->api_version);
 	init_answer(req);
+}
+
+/* the id and timeout, a check's and an adopt's first parameters */
+static void
+ids_params(KStmt *st, const InitState *s)
+{
+	kstmt_text(st, MQ_TEXTOID, s->id);
+	kstmt_int(st, MQ_INT4OID, s->timeout_ms);
 }
 
 /* the coordinator's producer id and epoch, taken here */
@@ -204,24 +235,31 @@ got_ids(KRequest *sub)
 		init_answer(req);
 		return;
 	}
+	s->ids = st->res;
 	kjob_free(&s->local);
 	a = kjob_add(&s->local, ADOPT_SQL, 0);
-	kstmt_text(a, MQ_TEXTOID, s->id);
-	kstmt_int(a, MQ_INT4OID, s->timeout_ms);
+	ids_params(a, s);
 	kstmt_text(a, MQ_INT8OID, PQgetvalue(st->res, 0, 0));
 	kstmt_text(a, MQ_INT4OID, PQgetvalue(st->res, 0, 1));
+	kstmt_int(a, MQ_INT8OID, s->current_id);
+	kstmt_int(a, MQ_INT4OID, s->current_epoch);
 	txn_cluster_stage(req, &s->remote, &s->local, s->id, adopted);
 }
 
-/* the client may take the id here (the check was rolled back) */
+/*
+ * Checked on the id's node: a retry is answered with the pair it got, a
+ * new epoch is asked of the coordinator
+ */
 static void
 checked(KRequest *req)
 {
 	InitState  *s = req->state;
+	const KStmt *st = &s->local.stmts[0];
 
-	s->code = txn_cluster_code(&s->local.stmts[1], 0);
-	if (s->code != KERR_NONE)
+	s->code = init_producer_code(st, req->api_version);
+	if (s->code != KERR_NONE || !PQgetisnull(st->res, 0, 0))
 	{
+		s->ids = st->res;
 		init_answer(req);
 		return;
 	}
@@ -232,7 +270,7 @@ checked(KRequest *req)
 }
 
 void
-txn_cluster_init(KRequest *req, const char *id, int32_t timeout_ms)
+txn_cluster_init(KRequest *req, const char *id, int32_t timeout_ms, int64_t current_id, int16_t current_epoch)
 {
 	InitState  *s = mq_malloc0(sizeof(InitState));
 	KStmt	   *st;
@@ -241,18 +279,17 @@ txn_cluster_init(KRequest *req, const char *id, int32_t timeout_ms)
 	req->free_state = init_state_free;
 	s->id = mq_strdup(id);
 	s->timeout_ms = timeout_ms;
+	s->current_id = current_id;
+	s->current_epoch = current_epoch;
 	if (cluster_coord_pool() == NULL)
 	{
 		s->code = KERR_COORDINATOR_NOT_AVAILABLE;
 		init_answer(req);
 		return;
 	}
-	/* producer id 1, epoch 0: any valid pair, for the checks only */
-	st = kjob_add(&s->local, ADOPT_SQL, 0);
-	kstmt_text(st, MQ_TEXTOID, id);
-	kstmt_int(st, MQ_INT4OID, timeout_ms);
-	kstmt_int(st, MQ_INT8OID, 1);
-	kstmt_int(st, MQ_INT4OID, 0);
-	kjob_rollback_each(&s->local);
+	st = kjob_add(&s->local, CHECK_SQL, 0);
+	ids_params(st, s);
+	kstmt_int(st, MQ_INT8OID, current_id);
+	kstmt_int(st, MQ_INT4OID, current_epoch);
 	txn_cluster_stage(req, &s->remote, &s->local, s->id, checked);
 }

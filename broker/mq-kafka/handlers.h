@@ -121,8 +121,10 @@ typedef struct TxnRemote
 	KPool	   *pool;			/* the node running the job now */
 	int			next;			/* the next broker to look on (cluster order) */
 } TxnRemote;
-extern void txn_cluster_init(KRequest *req, const char *id, int32_t timeout_ms);
+extern void txn_cluster_init(KRequest *req, const char *id, int32_t timeout_ms, int64_t current_id,
+							 int16_t current_epoch);
 extern void init_producer_answer(KRequest *req, int16_t code, const PGresult *res);
+extern int16_t init_producer_code(const KStmt *st, int16_t v);
 extern int16_t txn_cluster_code(const KStmt *st, int16_t v);
 extern void txn_cluster_stage(KRequest *req, TxnRemote *r, KJob *job, const char *id, KDoneFn done);
 /* h_producers.c */

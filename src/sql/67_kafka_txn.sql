@@ -37,6 +37,10 @@ CREATE TABLE mq.kafka_txn (
     timeout_ms       integer NOT NULL CHECK (timeout_ms > 0),
     started_at       timestamptz,       -- the open transaction's first call
     last_result      text CHECK (last_result IN ('commit', 'abort')),
+    -- the client's pair an InitProducerId replaced (KIP-360): a retry of
+    -- that call gets the current pair again; NULL after a new instance's
+    last_producer_id    bigint,
+    last_producer_epoch integer,
     updated_at       timestamptz NOT NULL DEFAULT now()
 );
 COMMENT ON TABLE mq.kafka_txn IS
@@ -134,7 +138,8 @@ BEGIN
     END IF;
     UPDATE mq.kafka_txn t
        SET producer_id = v.producer_id, producer_epoch = v.producer_epoch,
-           state = 'empty', started_at = NULL, last_result = 'abort', updated_at = pg_catalog.now()
+           state = 'empty', started_at = NULL, last_result = 'abort',
+           last_producer_id = NULL, last_producer_epoch = NULL, updated_at = pg_catalog.now()
      WHERE t.transactional_id OPERATOR(pg_catalog.=) p_id;
 END $$;
 
@@ -147,19 +152,22 @@ LANGUAGE sql SET search_path = pg_catalog, pg_temp AS $$
 $$;
 
 -- The id's row with a new producer id and epoch, nothing open, nothing
--- staged (the caller holds the row's lock, if it exists).
+-- staged (the caller holds the row's lock, if it exists); p_last_id and
+-- p_last_epoch are the client's pair the new one replaces, if it sent one.
 CREATE FUNCTION mq._kafka_txn_install(p_id text, p_timeout integer, p_producer_id bigint,
-                                      p_epoch integer) RETURNS void
+                                      p_epoch integer, p_last_id bigint, p_last_epoch integer) RETURNS void
 LANGUAGE plpgsql SET search_path = pg_catalog, pg_temp AS $$
 BEGIN
     DELETE FROM mq.kafka_txn_record r WHERE r.transactional_id OPERATOR(pg_catalog.=) p_id;
     DELETE FROM mq.kafka_txn_offset o WHERE o.transactional_id OPERATOR(pg_catalog.=) p_id;
-    INSERT INTO mq.kafka_txn AS t (transactional_id, producer_id, producer_epoch, timeout_ms)
-    VALUES (p_id, p_producer_id, p_epoch, p_timeout)
+    INSERT INTO mq.kafka_txn AS t (transactional_id, producer_id, producer_epoch, timeout_ms,
+                                   last_producer_id, last_producer_epoch)
+    VALUES (p_id, p_producer_id, p_epoch, p_timeout, p_last_id, p_last_epoch)
     ON CONFLICT ON CONSTRAINT kafka_txn_pkey DO UPDATE
        SET producer_id = EXCLUDED.producer_id, producer_epoch = EXCLUDED.producer_epoch,
            timeout_ms = EXCLUDED.timeout_ms, state = 'empty', started_at = NULL,
-           last_result = NULL, updated_at = pg_catalog.now();
+           last_result = NULL, last_producer_id = EXCLUDED.last_producer_id,
+           last_producer_epoch = EXCLUDED.last_producer_epoch, updated_at = pg_catalog.now();
 END $$;
 
 -- InitProducerId without a transactional id (KIP-679): a Kafka producer
@@ -188,31 +196,84 @@ CREATE FUNCTION mq.kafka_init_producer(OUT producer_id bigint, OUT producer_epoc
 COMMENT ON FUNCTION mq.kafka_init_producer() IS
     'mq-kafka API: InitProducerId without a transactional id, for a role that may write some topic (KIP-679) or execute mq.init_producer';
 
+-- InitProducerId's checks on the transactional id's node: the arguments,
+-- the caller's right to the id, and the client's current producer id and
+-- epoch (v3+, KIP-360; NULL or -1: none, a new instance; so is producer
+-- id 0, which mq never issues and @platformatic/kafka sends with epoch 0
+-- on every first call), compared as Kafka's transaction coordinator does,
+-- on the id's row, locked:
+--   the id's pair, none, or a new id: a new epoch is due (NULLs returned);
+--   the pair the id's last InitProducerId replaced: a retry of that call,
+--     which gets the id's current pair again (returned);
+--   any other: MQ012, PRODUCER_FENCED (a newer instance took the id over;
+--     before KIP-360 the zombie's call fenced the newer instance instead).
+-- mq_internal.kafka_txn_init runs it; in a cluster mq-kafka does first
+-- (broker/mq-kafka/h_txn_init.c), before the coordinator's new epoch.
+CREATE FUNCTION mq_internal.kafka_txn_init_check(transactional_id text, timeout_ms integer,
+                                                 current_producer_id bigint, current_producer_epoch integer,
+                                                 p_caller oid, OUT producer_id bigint, OUT producer_epoch integer)
+LANGUAGE plpgsql SET search_path = pg_catalog, pg_temp AS $$
+DECLARE
+    v mq.kafka_txn;
+BEGIN
+    IF $1 IS NULL OR $1 OPERATOR(pg_catalog.=) '' THEN
+        RAISE EXCEPTION 'transactional_id must not be empty' USING ERRCODE = 'MQ010';
+    END IF;
+    IF $2 IS NULL OR $2 OPERATOR(pg_catalog.<=) 0 THEN
+        RAISE EXCEPTION 'transaction timeout_ms must be positive, not %', $2 USING ERRCODE = 'MQ010';
+    END IF;
+    IF (coalesce($3, -1) OPERATOR(pg_catalog.=) -1) OPERATOR(pg_catalog.<>) (coalesce($4, -1) OPERATOR(pg_catalog.=) -1) THEN
+        RAISE EXCEPTION 'current_producer_id and current_producer_epoch must be given together'
+            USING ERRCODE = 'MQ010';
+    END IF;
+    PERFORM mq._authorize(p_caller, 'transactional_id', $1, 'write');
+    SELECT * INTO v FROM mq.kafka_txn t WHERE t.transactional_id OPERATOR(pg_catalog.=) $1 FOR UPDATE;
+    IF NOT FOUND OR coalesce($3, -1) OPERATOR(pg_catalog.<=) 0
+       OR (v.producer_id OPERATOR(pg_catalog.=) $3 AND v.producer_epoch OPERATOR(pg_catalog.=) $4) THEN
+        RETURN;
+    END IF;
+    IF v.last_producer_id OPERATOR(pg_catalog.=) $3 AND v.last_producer_epoch OPERATOR(pg_catalog.=) $4 THEN
+        producer_id := v.producer_id;
+        producer_epoch := v.producer_epoch;
+        RETURN;
+    END IF;
+    RAISE EXCEPTION 'producer %, epoch % of transactional id "%" is fenced: the current producer is %, epoch %',
+        $3, $4, $1, v.producer_id, v.producer_epoch
+        USING ERRCODE = 'MQ012', HINT = 'A newer instance took the id over, or the transaction timed out.';
+END $$;
+CREATE FUNCTION mq.kafka_txn_init_check(transactional_id text, timeout_ms integer,
+                                        current_producer_id bigint, current_producer_epoch integer,
+                                        OUT producer_id bigint, OUT producer_epoch integer)
+    AS 'MODULE_PATHNAME', 'mq_call_as_owner' LANGUAGE C;
+COMMENT ON FUNCTION mq.kafka_txn_init_check(text, integer, bigint, integer) IS
+    'mq-kafka API: InitProducerId''s checks of a transactional id and the client''s current producer id and epoch (KIP-360); returns the current pair for a retry, NULLs when a new epoch is due';
+
 -- InitProducerId with a transactional id: its producer id and the next
--- epoch; the previous epoch's open transaction is aborted.
-CREATE FUNCTION mq_internal.kafka_txn_init(transactional_id text, timeout_ms integer, p_caller oid,
-                                           OUT producer_id bigint, OUT producer_epoch integer)
+-- epoch, which fences the older one and aborts its transaction; or, for a
+-- retry, the pair it got (mq_internal.kafka_txn_init_check).
+CREATE FUNCTION mq_internal.kafka_txn_init(transactional_id text, timeout_ms integer,
+                                           current_producer_id bigint, current_producer_epoch integer,
+                                           p_caller oid, OUT producer_id bigint, OUT producer_epoch integer)
 LANGUAGE plpgsql SET search_path = pg_catalog, pg_temp AS $$
 DECLARE
     p_id ALIAS FOR $1;
-    p_timeout ALIAS FOR $2;
 BEGIN
-    IF p_id IS NULL OR p_id OPERATOR(pg_catalog.=) '' THEN
-        RAISE EXCEPTION 'transactional_id must not be empty' USING ERRCODE = 'MQ010';
+    SELECT c.producer_id, c.producer_epoch INTO producer_id, producer_epoch
+      FROM mq_internal.kafka_txn_init_check($1, $2, $3, $4, p_caller) c;
+    IF kafka_txn_init.producer_id IS NOT NULL THEN
+        RETURN;         -- a retry
     END IF;
-    IF p_timeout IS NULL OR p_timeout OPERATOR(pg_catalog.<=) 0 THEN
-        RAISE EXCEPTION 'transaction timeout_ms must be positive, not %', p_timeout USING ERRCODE = 'MQ010';
-    END IF;
-    PERFORM mq._authorize(p_caller, 'transactional_id', p_id, 'write');
-    PERFORM 1 FROM mq.kafka_txn t WHERE t.transactional_id OPERATOR(pg_catalog.=) p_id FOR UPDATE;
     SELECT i.producer_id, i.producer_epoch INTO producer_id, producer_epoch FROM mq.init_producer(p_id) i;
-    PERFORM mq._kafka_txn_install(p_id, p_timeout, kafka_txn_init.producer_id, kafka_txn_init.producer_epoch);
+    PERFORM mq._kafka_txn_install(p_id, $2, kafka_txn_init.producer_id, kafka_txn_init.producer_epoch,
+                                  CASE WHEN $3 OPERATOR(pg_catalog.>) 0 THEN $3 END,
+                                  CASE WHEN $3 OPERATOR(pg_catalog.>) 0 THEN $4 END);
 END $$;
 CREATE FUNCTION mq.kafka_txn_init(transactional_id text, timeout_ms integer,
+                                  current_producer_id bigint DEFAULT NULL, current_producer_epoch integer DEFAULT NULL,
                                   OUT producer_id bigint, OUT producer_epoch integer)
     AS 'MODULE_PATHNAME', 'mq_call_as_owner' LANGUAGE C;
-COMMENT ON FUNCTION mq.kafka_txn_init(text, integer) IS
-    'mq-kafka API: a transactional id''s producer id and next epoch; fences the older epoch and aborts its transaction';
+COMMENT ON FUNCTION mq.kafka_txn_init(text, integer, bigint, integer) IS
+    'mq-kafka API: a transactional id''s producer id and next epoch, which fences the older epoch and aborts its transaction; a retry (KIP-360) gets the same pair again';
 
 -- AddPartitionsToTxn, one partition: it must exist and the caller may write it.
 CREATE FUNCTION mq_internal.kafka_txn_add_partition(transactional_id text, producer_id bigint,
@@ -358,34 +419,46 @@ CREATE FUNCTION mq.kafka_txn_offset(transactional_id text, producer_id bigint, p
 COMMENT ON FUNCTION mq.kafka_txn_offset(text, bigint, integer, text, text, integer, bigint, text) IS
     'mq-kafka API: stage a consumer offset, committed with the transaction''s records; returns the transaction''s deadline (its start and timeout), past which it can only abort';
 
+-- EndTxn's rule when nothing is open, as Kafka's transaction coordinator's:
+-- ending the last transaction again the way it ended is a retry (false);
+-- the other way, or with none ended since InitProducerId (Kafka's Empty
+-- state), is MQ072, INVALID_TXN_STATE.  An open transaction: true.
+-- mq.kafka_txn_end and, in a cluster, mq.kafka_txn_collect ask it.
+CREATE FUNCTION mq._kafka_txn_to_end(v mq.kafka_txn, p_commit boolean) RETURNS boolean
+LANGUAGE plpgsql STABLE SET search_path = pg_catalog, pg_temp AS $$
+DECLARE
+    v_result text := CASE WHEN p_commit THEN 'commit' ELSE 'abort' END;
+BEGIN
+    IF p_commit IS NULL THEN
+        RAISE EXCEPTION 'commit must not be null' USING ERRCODE = 'MQ010';
+    END IF;
+    IF v.state OPERATOR(pg_catalog.=) 'ongoing' THEN
+        RETURN true;
+    END IF;
+    IF v.last_result OPERATOR(pg_catalog.=) v_result THEN
+        RETURN false;       -- a retry
+    END IF;
+    RAISE EXCEPTION 'transactional id "%" has no open transaction to %', v.transactional_id, v_result
+        USING ERRCODE = 'MQ072',
+              DETAIL = CASE WHEN v.last_result IS NULL THEN 'None ended since its producer id was initialized.'
+                            ELSE pg_catalog.format('Its last transaction ended with %s.', v.last_result) END,
+              HINT = 'Begin a transaction (add partitions or offsets, or produce) before ending it.';
+END $$;
+
 -- EndTxn: commit (append every staged batch, commit the staged offsets) or
--- abort (drop them), all in the caller's one transaction.  Ending a
--- transaction that already ended the same way again succeeds (a retry);
--- the other way, or with nothing open, is MQ072.  Returns the topics
--- appended to (mq-kafka wakes the fetches waiting on them).
+-- abort (drop them), all in the caller's one transaction; with nothing
+-- open, mq._kafka_txn_to_end's rule.  Returns the topics appended to
+-- (mq-kafka wakes the fetches waiting on them).
 CREATE FUNCTION mq_internal.kafka_txn_end(transactional_id text, producer_id bigint, producer_epoch integer,
                                           commit boolean, p_caller oid) RETURNS text[]
 LANGUAGE plpgsql SET search_path = pg_catalog, pg_temp AS $$
 DECLARE
     v mq.kafka_txn := mq._kafka_txn_lock($1, $2, $3, p_caller);
-    v_result text := CASE WHEN $4 THEN 'commit' ELSE 'abort' END;
     v_topics text[] := '{}';
     r record;
 BEGIN
-    IF $4 IS NULL THEN
-        RAISE EXCEPTION 'commit must not be null' USING ERRCODE = 'MQ010';
-    END IF;
-    IF v.state OPERATOR(pg_catalog.=) 'empty' THEN
-        IF v.last_result IS NOT DISTINCT FROM v_result THEN
-            RETURN v_topics;        -- a retry
-        END IF;
-        IF NOT $4 THEN      -- an abort with nothing open: nothing to undo
-            UPDATE mq.kafka_txn t SET last_result = 'abort', updated_at = pg_catalog.now()
-             WHERE t.transactional_id OPERATOR(pg_catalog.=) $1;
-            RETURN v_topics;
-        END IF;
-        RAISE EXCEPTION 'transactional id "%" has no open transaction to commit', $1
-            USING ERRCODE = 'MQ072';
+    IF NOT mq._kafka_txn_to_end(v, $4) THEN
+        RETURN v_topics;
     END IF;
     IF $4 THEN
         FOR r IN SELECT * FROM mq.kafka_txn_record s WHERE s.transactional_id OPERATOR(pg_catalog.=) $1
@@ -402,7 +475,8 @@ BEGIN
     END IF;
     DELETE FROM mq.kafka_txn_record s WHERE s.transactional_id OPERATOR(pg_catalog.=) $1;
     DELETE FROM mq.kafka_txn_offset s WHERE s.transactional_id OPERATOR(pg_catalog.=) $1;
-    UPDATE mq.kafka_txn t SET state = 'empty', started_at = NULL, last_result = v_result,
+    UPDATE mq.kafka_txn t SET state = 'empty', started_at = NULL,
+                              last_result = CASE WHEN $4 THEN 'commit' ELSE 'abort' END,
                               updated_at = pg_catalog.now()
      WHERE t.transactional_id OPERATOR(pg_catalog.=) $1;
     RETURN v_topics;
@@ -484,8 +558,10 @@ COMMENT ON FUNCTION mq._kafka_txn_lock(text, bigint, integer, oid) IS
     'lock a transactional id''s row after the authorization and fencing checks (a timed-out transaction is fenced)';
 COMMENT ON FUNCTION mq._kafka_txn_timeout(text) IS
     'abort a transactional id''s open transaction and fence its producer with a new epoch';
-COMMENT ON FUNCTION mq._kafka_txn_install(text, integer, bigint, integer) IS
-    'give a transactional id''s row a producer id and epoch, with nothing open or staged';
+COMMENT ON FUNCTION mq._kafka_txn_install(text, integer, bigint, integer, bigint, integer) IS
+    'give a transactional id''s row a producer id and epoch, with nothing open or staged, noting the client''s pair it replaces';
+COMMENT ON FUNCTION mq._kafka_txn_to_end(mq.kafka_txn, boolean) IS
+    'whether EndTxn has an open transaction to end: false for a retry of the last end, MQ072 otherwise';
 COMMENT ON FUNCTION mq._kafka_txn_begin(text) IS
     'open the transactional id''s transaction unless it is open';
 COMMENT ON FUNCTION mq._kafka_txn_partition(text, integer, oid, text) IS

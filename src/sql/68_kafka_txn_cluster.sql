@@ -53,31 +53,30 @@ SELECT pg_catalog.pg_extension_config_dump('mq.kafka_txn_sequence',
     ' WHERE k.state OPERATOR(pg_catalog.=) ''empty'')');
 
 -- InitProducerId in a cluster: the producer id and epoch the coordinator
--- gave the id (mq_coord.init_producer); the previous epoch's open
--- transaction is aborted, as by mq.kafka_txn_init.
+-- gave the id (mq_coord.init_producer), after mq.kafka_txn_init_check
+-- (67_kafka_txn.sql) found a new epoch due; current_producer_id and
+-- current_producer_epoch are the client's pair it replaces, if it sent
+-- one (a producer id above 0).  The previous epoch's open transaction is aborted, as by
+-- mq.kafka_txn_init.
 CREATE FUNCTION mq_internal.kafka_txn_adopt(transactional_id text, timeout_ms integer, producer_id bigint,
-                                            producer_epoch integer, p_caller oid) RETURNS void
+                                            producer_epoch integer, current_producer_id bigint,
+                                            current_producer_epoch integer, p_caller oid) RETURNS void
 LANGUAGE plpgsql SET search_path = pg_catalog, pg_temp AS $$
 BEGIN
-    IF $1 IS NULL OR $1 OPERATOR(pg_catalog.=) '' THEN
-        RAISE EXCEPTION 'transactional_id must not be empty' USING ERRCODE = 'MQ010';
-    END IF;
-    IF $2 IS NULL OR $2 OPERATOR(pg_catalog.<=) 0 THEN
-        RAISE EXCEPTION 'transaction timeout_ms must be positive, not %', $2 USING ERRCODE = 'MQ010';
-    END IF;
+    PERFORM mq_internal.kafka_txn_init_check($1, $2, NULL, NULL, p_caller);
     IF $3 IS NULL OR $3 OPERATOR(pg_catalog.<) 1 OR $4 IS NULL OR $4 OPERATOR(pg_catalog.<) 0 THEN
         RAISE EXCEPTION 'invalid producer id % or epoch %', $3, $4 USING ERRCODE = 'MQ010';
     END IF;
-    PERFORM mq._authorize(p_caller, 'transactional_id', $1, 'write');
-    PERFORM 1 FROM mq.kafka_txn t WHERE t.transactional_id OPERATOR(pg_catalog.=) $1 FOR UPDATE;
     DELETE FROM mq.kafka_txn_sequence q WHERE q.transactional_id OPERATOR(pg_catalog.=) $1;
-    PERFORM mq._kafka_txn_install($1, $2, $3, $4);
+    PERFORM mq._kafka_txn_install($1, $2, $3, $4, CASE WHEN $5 OPERATOR(pg_catalog.>) 0 THEN $5 END,
+                                  CASE WHEN $5 OPERATOR(pg_catalog.>) 0 THEN $6 END);
 END $$;
 CREATE FUNCTION mq.kafka_txn_adopt(transactional_id text, timeout_ms integer, producer_id bigint,
-                                   producer_epoch integer) RETURNS void
+                                   producer_epoch integer, current_producer_id bigint DEFAULT NULL,
+                                   current_producer_epoch integer DEFAULT NULL) RETURNS void
     AS 'MODULE_PATHNAME', 'mq_call_as_owner' LANGUAGE C;
-COMMENT ON FUNCTION mq.kafka_txn_adopt(text, integer, bigint, integer) IS
-    'mq-kafka API in a cluster: a transactional id takes the producer id and epoch the coordinator gave it; aborts the older epoch''s transaction';
+COMMENT ON FUNCTION mq.kafka_txn_adopt(text, integer, bigint, integer, bigint, integer) IS
+    'mq-kafka API in a cluster: a transactional id takes the producer id and epoch the coordinator gave it, noting the client''s pair it replaces; aborts the older epoch''s transaction';
 
 -- The open transaction's name on the coordinator: producer id, epoch and
 -- when it began, so a retry finds the same decision.
@@ -107,13 +106,12 @@ LANGUAGE sql STABLE SET search_path = pg_catalog, pg_temp AS $$
 $$;
 
 -- EndTxn in a cluster, first step, on the transaction's node.  action:
---   none    nothing to do (a retry, or an abort with nothing open);
+--   none    nothing to do (a retry: mq._kafka_txn_to_end);
 --   finish  a commit of nothing: mq.kafka_txn_finish, no decision;
 --   abort   record an abort decision for txn_id, then finish;
 --   decide  record the commit decision: participants, outputs, keys, vals,
 --           headers and timestamps (the producer's CreateTimes) are
 --           mq_coord.txn_decide's arguments.
--- A commit with nothing open is MQ072, as in mq.kafka_txn_end.
 CREATE FUNCTION mq_internal.kafka_txn_collect(transactional_id text, producer_id bigint, producer_epoch integer,
                                               commit boolean, p_caller oid,
                                               OUT action text, OUT txn_id text, OUT participants jsonb,
@@ -124,14 +122,7 @@ DECLARE
     v mq.kafka_txn := mq._kafka_txn_lock($1, $2, $3, p_caller);
     v_offsets jsonb;
 BEGIN
-    IF $4 IS NULL THEN
-        RAISE EXCEPTION 'commit must not be null' USING ERRCODE = 'MQ010';
-    END IF;
-    IF v.state OPERATOR(pg_catalog.=) 'empty' THEN
-        IF $4 AND v.last_result IS DISTINCT FROM 'commit' THEN
-            RAISE EXCEPTION 'transactional id "%" has no open transaction to commit', $1
-                USING ERRCODE = 'MQ072';
-        END IF;
+    IF NOT mq._kafka_txn_to_end(v, $4) THEN
         action := 'none';
         RETURN;
     END IF;

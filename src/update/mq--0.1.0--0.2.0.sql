@@ -205,6 +205,8 @@ CREATE TABLE mq.kafka_txn (
     timeout_ms       integer NOT NULL CHECK (timeout_ms > 0),
     started_at       timestamptz,       -- the open transaction's first call
     last_result      text CHECK (last_result IN ('commit', 'abort')),
+    last_producer_id    bigint,
+    last_producer_epoch integer,
     updated_at       timestamptz NOT NULL DEFAULT now()
 );
 SELECT pg_catalog.pg_extension_config_dump('mq.kafka_txn', 'WHERE state OPERATOR(pg_catalog.=) ''empty''');

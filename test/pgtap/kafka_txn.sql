@@ -3,7 +3,7 @@
 -- staged offsets; abort, a new epoch and the timeout drop them; an older
 -- epoch is fenced; the transactional id is an ACL resource.
 BEGIN;
-SELECT plan(40);
+SELECT plan(53);
 
 SELECT mq.create_topic('ktx-out', 2);
 SELECT mq.create_topic('ktx-in', 1);
@@ -69,15 +69,18 @@ SELECT is((SELECT (kafka_state, staged_batches)::text FROM mq.kafka_transactions
           '(CompleteCommit,0)', 'then it is complete');
 SELECT is(mq.kafka_txn_end('app-1', (SELECT producer_id FROM p0), 0, true), '{}'::text[],
           'a retried commit succeeds and appends nothing');
-SELECT mq.kafka_txn_end('app-1', (SELECT producer_id FROM p0), 0, false);
-SELECT throws_ok($$SELECT mq.kafka_txn_end('app-1', (SELECT producer_id FROM p0), 0, true)$$,
-                 'MQ072', NULL, 'a commit with nothing open after an abort is refused');
+SELECT throws_ok($$SELECT mq.kafka_txn_end('app-1', (SELECT producer_id FROM p0), 0, false)$$,
+                 'MQ072', NULL, 'an abort after the commit is refused (Kafka: CompleteCommit, INVALID_TXN_STATE)');
 
 -- abort: nothing appears
 SELECT mq.kafka_txn_stage('app-1', (SELECT producer_id FROM p0), 0, 'ktx-out', 0, 2,
                           ARRAY['k']::bytea[], ARRAY['aborted']::bytea[]);
 SELECT mq.kafka_txn_end('app-1', (SELECT producer_id FROM p0), 0, false);
 SELECT is((SELECT count(*) FROM mq.fetch('ktx-out', 0, 0)), 0::bigint, 'an aborted batch never appears');
+SELECT lives_ok($$SELECT mq.kafka_txn_end('app-1', (SELECT producer_id FROM p0), 0, false)$$,
+                'a retried abort succeeds');
+SELECT throws_ok($$SELECT mq.kafka_txn_end('app-1', (SELECT producer_id FROM p0), 0, true)$$,
+                 'MQ072', NULL, 'a commit with nothing open after an abort is refused');
 
 -- a new instance (epoch 1) fences the old one and aborts its open transaction
 SELECT mq.kafka_txn_stage('app-1', (SELECT producer_id FROM p0), 0, 'ktx-out', 0, 3,
@@ -99,6 +102,35 @@ SELECT is(mq._kafka_txn_expire(), 1, 'and aborted by the sweep');
 SELECT is((SELECT count(*) FROM mq.kafka_txn_record), 0::bigint, 'which drops its stage');
 SELECT throws_ok($$SELECT mq.kafka_txn_end('app-1', (SELECT producer_id FROM p1), 1, true)$$,
                  'MQ012', NULL, 'and its producer is fenced');
+
+-- nothing ended since InitProducerId (Kafka's Empty): neither end is valid
+CREATE TEMP TABLE e0 AS SELECT * FROM mq.kafka_txn_init('app-e', 60000);
+SELECT throws_ok($$SELECT mq.kafka_txn_end('app-e', (SELECT producer_id FROM e0), 0, false)$$,
+                 'MQ072', NULL, 'an abort with no transaction begun is refused');
+SELECT throws_ok($$SELECT mq.kafka_txn_end('app-e', (SELECT producer_id FROM e0), 0, true)$$,
+                 'MQ072', NULL, 'so is a commit');
+
+-- KIP-360: the client's current producer id and epoch
+CREATE TEMP TABLE k0 AS SELECT * FROM mq.kafka_txn_init('app-k', 60000);
+SELECT is((SELECT producer_epoch FROM mq.kafka_txn_init('app-k', 60000, (SELECT producer_id FROM k0), 0)), 1,
+          'InitProducerId with the id''s pair bumps the epoch');
+SELECT is((SELECT (producer_id, producer_epoch)::text
+             FROM mq.kafka_txn_init('app-k', 60000, (SELECT producer_id FROM k0), 0)),
+          (SELECT (producer_id, 1)::text FROM k0), 'its retry (the pair it replaced) gets the same pair again');
+SELECT throws_ok($$SELECT mq.kafka_txn_init('app-k', 60000, (SELECT producer_id FROM k0), 5)$$,
+                 'MQ012', NULL, 'an epoch the id never had is fenced');
+SELECT throws_ok($$SELECT mq.kafka_txn_init('app-k', 60000, (SELECT producer_id FROM k0) + 1000, 1)$$,
+                 'MQ012', NULL, 'so is another producer id');
+SELECT throws_ok($$SELECT mq.kafka_txn_init('app-k', 60000, (SELECT producer_id FROM k0), NULL)$$,
+                 'MQ010', NULL, 'a producer id without its epoch is refused');
+SELECT is((SELECT producer_epoch FROM mq.kafka_txn_init('app-k', 60000, (SELECT producer_id FROM k0), 1)), 2,
+          'the current pair bumps again');
+SELECT is((SELECT producer_epoch FROM mq.kafka_txn_init('app-k', 60000, 0, 0)), 3,
+          'a new instance bumps: producer id 0, which mq never issues, is no pair (@platformatic/kafka sends it)');
+SELECT throws_ok($$SELECT mq.kafka_txn_init('app-k', 60000, (SELECT producer_id FROM k0), 2)$$,
+                 'MQ012', NULL, 'after which the older instance''s retry is fenced, not the new instance');
+SELECT is((SELECT producer_epoch FROM mq.kafka_txn_init('app-k2', 60000, 424242, 7)), 0,
+          'a pair for an id never initialized starts it at epoch 0');
 
 -- authorization: WRITE on the transactional id
 CREATE ROLE ktx_app;

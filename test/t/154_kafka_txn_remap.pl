@@ -6,7 +6,8 @@
 # (txn_cluster_stage, broker/mq-kafka/h_txn_init.c).  Forty ids each open
 # a transaction with one staged record on three nodes; a fourth broker
 # starts; EndTxn of an id that now maps to it commits the record where it
-# was staged.
+# was staged.  Then InitProducerId's pair check (KIP-360) and EndTxn's
+# states through the cluster path (test/kafka/txn_states.pl).
 use strict;
 use warnings;
 
@@ -55,6 +56,11 @@ is($c->node($leader)->safe_psql('postgres',
 is($c->node($open{$moved}[0])->safe_psql('postgres',
 		"SELECT state || ' ' || last_result FROM mq.kafka_txn WHERE transactional_id = '$moved'"),
 	'empty commit', "on node$open{$moved}[0], where it began, the transaction is committed");
+
+# KIP-360 and EndTxn's states where the id's producer ids come from the
+# coordinator (h_txn_init.c's cluster path)
+my $out = `perl $FindBin::Bin/../kafka/txn_states.pl $c->{kafka_port}[1] rm-states krm 2>&1`;
+is($?, 0, 'txn_states.pl: every check holds in the cluster') or diag($out);
 
 $c->teardown;
 done_testing();
