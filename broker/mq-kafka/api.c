@@ -91,7 +91,7 @@ static const KApi apis[] = {
 	{KAPI_OFFSET_FOR_LEADER_EPOCH, 0, 4, 4, h_offset_for_leader_epoch,
 	 "where a leader epoch ends, from the partition's epoch history (`mq.leader_epochs`); the current leader epoch checked (v2+)"},
 	{KAPI_ADD_PARTITIONS_TO_TXN, 0, 5, 3, h_add_partitions_to_txn,
-	 "`mq.kafka_txn_add_partition`; v4+ (the brokers' batched form) served too, each transaction on its own id's node"},
+	 "`mq.kafka_txn_add_partitions`, all or none (the others OPERATION_NOT_ATTEMPTED); v4+ (the brokers' batched form) served too, each transaction on its own id's node"},
 	{KAPI_ADD_OFFSETS_TO_TXN, 0, 4, 3, h_add_offsets_to_txn,
 	 "`mq.kafka_txn_add_offsets`"},
 	{KAPI_END_TXN, 0, 4, 3, h_end_txn,

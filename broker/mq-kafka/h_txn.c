@@ -1,11 +1,11 @@
 /*-------------------------------------------------------------------------
  *
  * h_txn.c
- *	  The transaction APIs (KIP-98): AddPartitionsToTxn (v0-v5),
- *	  AddOffsetsToTxn (v0-v4), TxnOffsetCommit (v0-v4) and EndTxn (v0-v4).
- *	  Loop thread: each request is decoded here into statements of
- *	  src/sql/67_kafka_txn.sql (one per partition, each its own database
- *	  transaction) run as one job.
+ *	  The transaction APIs (KIP-98): AddOffsetsToTxn (v0-v4),
+ *	  TxnOffsetCommit (v0-v4) and EndTxn (v0-v4), and what they share with
+ *	  AddPartitionsToTxn (h_txn_add.c, through txn.h).  Loop thread: each
+ *	  request is decoded here into statements of src/sql/67_kafka_txn.sql
+ *	  (one per partition, each its own database transaction) run as one job.
  *
  * The transaction's state is in the database (mq.kafka_txn), so any
  * daemon coordinates any transactional id; transactional batches are
@@ -28,21 +28,13 @@
  * answers (offsets_stable.c), for OffsetFetch's require_stable while the
  * transaction's node is down.
  *
- * In a cluster, AddPartitionsToTxn checks each partition against the
- * cluster's (cluster_partition): the transaction's node need not hold a
- * replica of it, and takes it as it is (67_kafka_txn.sql).
- *
- * AddPartitionsToTxn v4+ is the brokers' batched form (a list of
- * transactions, verify_only, a top-level error); it is served, each
- * transaction's partitions added as v3's are (verify_only adds too), on
- * its own id's node: one job per transaction, run one after another.
  * TxnOffsetCommit v3+'s generation, member and instance ids are checked
  * first, on the group's coordinator (this daemon, which knows its
  * members: group_txn_commit_check), so a zombie member is fenced (KIP-447).
  *
  *-------------------------------------------------------------------------
  */
-#include "handlers.h"
+#include "txn.h"
 
 #include <stdlib.h>
 #include <string.h>
@@ -53,43 +45,6 @@
 #include "mq_sqlstates.h"
 #include "offsets.h"
 #include "util.h"
-
-/* one partition (AddPartitionsToTxn, TxnOffsetCommit) */
-typedef struct TPart
-{
-	int32_t		txn;			/* index into txns */
-	int32_t		topic;			/* index into topics */
-	int32_t		partition;
-	int16_t		code;			/* refused before the database */
-	int			stmt;			/* its statement, or -1 */
-} TPart;
-
-/* one transaction's ids */
-typedef struct TId
-{
-	KSlice		id;
-	int64_t		producer_id;
-	int16_t		epoch;
-} TId;
-
-typedef struct TxnState
-{
-	KJob		job;
-	int32_t		ntxns;
-	TId		   *txns;
-	int32_t		ntopics;
-	KSlice	   *topics;
-	int32_t    *topic_txn;		/* each topic's transaction */
-	int32_t		nparts;
-	TPart	   *parts;
-	int16_t		code;			/* AddOffsetsToTxn, EndTxn; member check */
-	TxnRemote	remote;			/* TxnOffsetCommit: on the transaction's node */
-	char	   *group;			/* TxnOffsetCommit's */
-	StableNote	note;			/* and in a cluster its note on the coordinator */
-	KJob	   *txn_jobs;		/* AddPartitionsToTxn: each transaction's */
-	TxnRemote  *txn_remotes;	/* and where it runs */
-	int32_t		running;		/* the next transaction to run */
-} TxnState;
 
 static void
 txn_state_free(void *p)
@@ -110,7 +65,7 @@ txn_state_free(void *p)
 	free(s);
 }
 
-static TxnState *
+TxnState *
 txn_state_new(KRequest *req, size_t left)
 {
 	TxnState   *s = mq_malloc0(sizeof(TxnState));
@@ -128,14 +83,14 @@ txn_state_new(KRequest *req, size_t left)
 
 /* a failed statement's code (txn_cluster_code's); fenced_code: a fenced
  * epoch is PRODUCER_FENCED from v2 */
-static int16_t
+int16_t
 txn_code(const KStmt *st, int16_t v, bool fenced_code)
 {
 	return txn_cluster_code(st, fenced_code ? v : 0);
 }
 
 /* a statement of job whose first parameters are transactional id, producer id, epoch */
-static KStmt *
+KStmt *
 job_stmt(KJob *job, const char *sql, const TId *t)
 {
 	KStmt	   *st = kjob_add(job, sql, 0);
@@ -165,56 +120,8 @@ txn_run(KRequest *req, TxnState *s, const TId *t, KDoneFn done)
 	free(id);
 }
 
-/* ---------------------------------------------------------------- */
-/* AddPartitionsToTxn                                               */
-/* ---------------------------------------------------------------- */
-
-#define ADD_PARTITION_SQL "SELECT mq.kafka_txn_add_partition($1, $2, $3, $4, $5)"
-
-/* one transaction's topics and partitions, after its ids */
-static void
-read_add_topics(KRequest *req, TxnState *s, int32_t txn)
-{
-	KReader    *r = &req->body;
-	int32_t		nt = kr_array(r, 6);
-
-	for (int32_t t = 0; t < nt && !r->err; t++)
-	{
-		int32_t		ti = s->ntopics++;
-		char	   *topic;
-		int32_t		np;
-
-		s->topics[ti] = kr_str(r);
-		s->topic_txn[ti] = txn;
-		topic = kslice_dup(s->topics[ti]);
-		np = kr_array(r, 4);
-		for (int32_t i = 0; i < np && !r->err; i++)
-		{
-			TPart	   *pp = &s->parts[s->nparts++];
-
-			pp->txn = txn;
-			pp->topic = ti;
-			pp->partition = kr_i32(r);
-			pp->stmt = -1;
-			if (r->err)
-				break;
-			if (cluster_enabled() && cluster_partition(topic ? topic : "", pp->partition) == NULL)
-				pp->code = KERR_UNKNOWN_TOPIC_OR_PARTITION;
-			else
-			{
-				KStmt	   *st = job_stmt(&s->txn_jobs[txn], ADD_PARTITION_SQL, &s->txns[txn]);
-
-				kstmt_text(st, MQ_TEXTOID, topic ? topic : "");
-				kstmt_int(st, MQ_INT4OID, pp->partition);
-				pp->stmt = s->txn_jobs[txn].n - 1;
-			}
-		}
-		kr_tags(r);
-		free(topic);
-	}
-}
-
-static void
+/* a transaction API's transactional id, producer id and epoch */
+void
 read_ids(KReader *r, TId *t)
 {
 	t->id = kr_str(r);
@@ -222,117 +129,10 @@ read_ids(KReader *r, TId *t)
 	t->epoch = kr_i16(r);
 }
 
-/* kw_topic_parts' view of a request's partitions */
-typedef struct TWrite
-{
-	KRequest   *req;
-	TxnState   *s;
-} TWrite;
-
-static int32_t
+int32_t
 tpart_topic(const void *arg, int32_t i)
 {
 	return ((const TWrite *) arg)->s->parts[i].topic;
-}
-
-/* an AddPartitionsToTxn partition: its index and error */
-static void
-write_add_part(KWriter *w, void *arg, int32_t i)
-{
-	TWrite	   *o = arg;
-	TPart	   *pp = &o->s->parts[i];
-
-	kw_i32(w, pp->partition);
-	kw_i16(w, pp->stmt >= 0 ? txn_code(&o->s->txn_jobs[pp->txn].stmts[pp->stmt], o->req->api_version, true)
-		   : pp->code);
-}
-
-/* topic results of one transaction (its topics are consecutive): name, [partition, error] */
-static void
-write_add_topics(KRequest *req, TxnState *s, int32_t txn)
-{
-	TWrite		o = {req, s};
-	int32_t		t0 = 0;
-	int32_t		t1;
-
-	while (t0 < s->ntopics && s->topic_txn[t0] != txn)
-		t0++;
-	for (t1 = t0; t1 < s->ntopics && s->topic_txn[t1] == txn; t1++)
-		;
-	kw_topic_parts(&req->resp, s->topics, t0, t1, s->nparts, tpart_topic, write_add_part, &o);
-}
-
-static void
-add_partitions_done(KRequest *req)
-{
-	TxnState   *s = req->state;
-	KWriter    *w = &req->resp;
-
-	kw_i32(w, 0);				/* throttle_time_ms */
-	if (req->api_version < 4)
-	{
-		write_add_topics(req, s, 0);
-		req_finish(req);
-		return;
-	}
-	kw_i16(w, KERR_NONE);
-	kw_array(w, s->ntxns);
-	for (int32_t i = 0; i < s->ntxns; i++)
-	{
-		kw_strn(w, s->txns[i].id.p, s->txns[i].id.len);
-		write_add_topics(req, s, i);
-		kw_tags(w);
-	}
-	req_finish(req);
-}
-
-/* each transaction's partitions on its own id's node, one after another */
-static void
-add_next(KRequest *req)
-{
-	TxnState   *s = req->state;
-	int32_t		i = s->running++;
-	char	   *id;
-
-	if (i >= s->ntxns)
-	{
-		add_partitions_done(req);
-		return;
-	}
-	id = kslice_dup(s->txns[i].id);
-	txn_cluster_stage(req, &s->txn_remotes[i], &s->txn_jobs[i], id ? id : "", add_next);
-	free(id);
-}
-
-void
-h_add_partitions_to_txn(KRequest *req)
-{
-	KReader    *r = &req->body;
-	TxnState   *s = txn_state_new(req, kr_left(r));
-
-	if (req->api_version < 4)
-	{
-		read_ids(r, &s->txns[s->ntxns++]);
-		read_add_topics(req, s, 0);
-	}
-	else
-	{
-		int32_t		n = kr_array(r, 20);
-
-		for (int32_t i = 0; i < n && !r->err; i++)
-		{
-			read_ids(r, &s->txns[s->ntxns++]);
-			(void) kr_i8(r);	/* verify_only: added as well */
-			read_add_topics(req, s, i);
-			kr_tags(r);
-		}
-	}
-	if (r->err)
-	{
-		req_abort(req);
-		return;
-	}
-	add_next(req);
 }
 
 /* ---------------------------------------------------------------- */

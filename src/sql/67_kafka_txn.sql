@@ -4,8 +4,9 @@
 -- at commit").
 --
 -- A transactional id has one row in mq.kafka_txn: its producer id and
--- epoch (from mq.init_producer, so mq.producer holds them too), whether a
--- transaction is open, its timeout and when it began.  A transactional
+-- epoch (from mq.init_producer, 67_kafka_txn_init.sql, so mq.producer
+-- holds them too), whether a transaction is open, its timeout and when it
+-- began.  A transactional
 -- batch is STAGED in mq.kafka_txn_record at Produce time, checked but
 -- without an offset and without the partition's produce lock, so other
 -- producers of the partition never wait for an open transaction; the
@@ -170,126 +171,54 @@ BEGIN
            last_producer_epoch = EXCLUDED.last_producer_epoch, updated_at = pg_catalog.now();
 END $$;
 
--- InitProducerId without a transactional id (KIP-679): a Kafka producer
--- may be idempotent when it may write some topic (Kafka: WRITE on any
--- topic, or IDEMPOTENT_WRITE on the cluster, which mq's grants do not
--- name; a prefixed or wildcard grant counts before its topics exist), or
--- holds EXECUTE on mq.init_producer, what SQL producers need.  Otherwise
--- 42501, which mq-kafka answers CLUSTER_AUTHORIZATION_FAILED.
-CREATE FUNCTION mq_internal.kafka_init_producer(p_caller oid, OUT producer_id bigint, OUT producer_epoch integer)
-LANGUAGE plpgsql SET search_path = pg_catalog, pg_temp AS $$
-BEGIN
-    IF NOT (has_function_privilege(p_caller, 'mq.init_producer(text)', 'EXECUTE')
-            OR EXISTS (SELECT FROM mq.acl a
-                        WHERE a.resource_type OPERATOR(pg_catalog.=) 'topic'
-                          AND a.permission OPERATOR(pg_catalog.=) 'allow'
-                          AND a.operation OPERATOR(pg_catalog.=) ANY (ARRAY['write', 'all'])
-                          AND (a.grantee IS NULL OR pg_has_role(p_caller, a.grantee, 'USAGE')))
-            OR EXISTS (SELECT FROM mq.topic t WHERE mq._has_privilege(p_caller, 'topic', t.topic_name, 'write'))) THEN
-        RAISE EXCEPTION 'role "%" may write no topic, so it may not produce idempotently', p_caller::regrole
-            USING ERRCODE = '42501', HINT = 'Grant it write on the topics it produces to (mq.grant).';
-    END IF;
-    SELECT i.producer_id, i.producer_epoch INTO producer_id, producer_epoch FROM mq.init_producer() i;
-END $$;
-CREATE FUNCTION mq.kafka_init_producer(OUT producer_id bigint, OUT producer_epoch integer)
-    AS 'MODULE_PATHNAME', 'mq_call_as_owner' LANGUAGE C;
-COMMENT ON FUNCTION mq.kafka_init_producer() IS
-    'mq-kafka API: InitProducerId without a transactional id, for a role that may write some topic (KIP-679) or execute mq.init_producer';
-
--- InitProducerId's checks on the transactional id's node: the arguments,
--- the caller's right to the id, and the client's current producer id and
--- epoch (v3+, KIP-360; NULL or -1: none, a new instance; so is producer
--- id 0, which mq never issues and @platformatic/kafka sends with epoch 0
--- on every first call), compared as Kafka's transaction coordinator does,
--- on the id's row, locked:
---   the id's pair, none, or a new id: a new epoch is due (NULLs returned);
---   the pair the id's last InitProducerId replaced: a retry of that call,
---     which gets the id's current pair again (returned);
---   any other: MQ012, PRODUCER_FENCED (a newer instance took the id over;
---     before KIP-360 the zombie's call fenced the newer instance instead).
--- mq_internal.kafka_txn_init runs it; in a cluster mq-kafka does first
--- (broker/mq-kafka/h_txn_init.c), before the coordinator's new epoch.
-CREATE FUNCTION mq_internal.kafka_txn_init_check(transactional_id text, timeout_ms integer,
-                                                 current_producer_id bigint, current_producer_epoch integer,
-                                                 p_caller oid, OUT producer_id bigint, OUT producer_epoch integer)
+-- AddPartitionsToTxn: the partitions join the transaction all or none,
+-- as with Kafka.  A partition refused (its topic unknown, MQ001, or one
+-- the caller may not write, 42501; no such partition, MQ006) is answered
+-- with its SQLSTATE and the error's table field (the resource kind of a
+-- 42501, which mq-kafka's kerr.c reads); when any is, none is added and
+-- the others are answered not added, without a SQLSTATE (Kafka's
+-- OPERATION_NOT_ATTEMPTED).  The transactional id's own refusals
+-- (fenced, unknown producer id, no right to the id) fail the call.
+CREATE FUNCTION mq_internal.kafka_txn_add_partitions(transactional_id text, producer_id bigint,
+                                                     producer_epoch integer, topics text[], partitions integer[],
+                                                     p_caller oid, OUT topic text, OUT partition integer,
+                                                     OUT added boolean, OUT sqlstate text, OUT resource text)
+RETURNS SETOF record
 LANGUAGE plpgsql SET search_path = pg_catalog, pg_temp AS $$
 DECLARE
-    v mq.kafka_txn;
+    v_n integer := coalesce(pg_catalog.cardinality($4), 0);
+    v_states text[];
+    v_resources text[];
+    v_state text;
+    v_resource text;
 BEGIN
-    IF $1 IS NULL OR $1 OPERATOR(pg_catalog.=) '' THEN
-        RAISE EXCEPTION 'transactional_id must not be empty' USING ERRCODE = 'MQ010';
+    IF v_n OPERATOR(pg_catalog.<>) coalesce(pg_catalog.cardinality($5), 0) THEN
+        RAISE EXCEPTION 'topics and partitions must have as many elements' USING ERRCODE = 'MQ010';
     END IF;
-    IF $2 IS NULL OR $2 OPERATOR(pg_catalog.<=) 0 THEN
-        RAISE EXCEPTION 'transaction timeout_ms must be positive, not %', $2 USING ERRCODE = 'MQ010';
-    END IF;
-    IF (coalesce($3, -1) OPERATOR(pg_catalog.=) -1) OPERATOR(pg_catalog.<>) (coalesce($4, -1) OPERATOR(pg_catalog.=) -1) THEN
-        RAISE EXCEPTION 'current_producer_id and current_producer_epoch must be given together'
-            USING ERRCODE = 'MQ010';
-    END IF;
-    PERFORM mq._authorize(p_caller, 'transactional_id', $1, 'write');
-    SELECT * INTO v FROM mq.kafka_txn t WHERE t.transactional_id OPERATOR(pg_catalog.=) $1 FOR UPDATE;
-    IF NOT FOUND OR coalesce($3, -1) OPERATOR(pg_catalog.<=) 0
-       OR (v.producer_id OPERATOR(pg_catalog.=) $3 AND v.producer_epoch OPERATOR(pg_catalog.=) $4) THEN
-        RETURN;
-    END IF;
-    IF v.last_producer_id OPERATOR(pg_catalog.=) $3 AND v.last_producer_epoch OPERATOR(pg_catalog.=) $4 THEN
-        producer_id := v.producer_id;
-        producer_epoch := v.producer_epoch;
-        RETURN;
-    END IF;
-    RAISE EXCEPTION 'producer %, epoch % of transactional id "%" is fenced: the current producer is %, epoch %',
-        $3, $4, $1, v.producer_id, v.producer_epoch
-        USING ERRCODE = 'MQ012', HINT = 'A newer instance took the id over, or the transaction timed out.';
-END $$;
-CREATE FUNCTION mq.kafka_txn_init_check(transactional_id text, timeout_ms integer,
-                                        current_producer_id bigint, current_producer_epoch integer,
-                                        OUT producer_id bigint, OUT producer_epoch integer)
-    AS 'MODULE_PATHNAME', 'mq_call_as_owner' LANGUAGE C;
-COMMENT ON FUNCTION mq.kafka_txn_init_check(text, integer, bigint, integer) IS
-    'mq-kafka API: InitProducerId''s checks of a transactional id and the client''s current producer id and epoch (KIP-360); returns the current pair for a retry, NULLs when a new epoch is due';
-
--- InitProducerId with a transactional id: its producer id and the next
--- epoch, which fences the older one and aborts its transaction; or, for a
--- retry, the pair it got (mq_internal.kafka_txn_init_check).
-CREATE FUNCTION mq_internal.kafka_txn_init(transactional_id text, timeout_ms integer,
-                                           current_producer_id bigint, current_producer_epoch integer,
-                                           p_caller oid, OUT producer_id bigint, OUT producer_epoch integer)
-LANGUAGE plpgsql SET search_path = pg_catalog, pg_temp AS $$
-DECLARE
-    p_id ALIAS FOR $1;
-BEGIN
-    SELECT c.producer_id, c.producer_epoch INTO producer_id, producer_epoch
-      FROM mq_internal.kafka_txn_init_check($1, $2, $3, $4, p_caller) c;
-    IF kafka_txn_init.producer_id IS NOT NULL THEN
-        RETURN;         -- a retry
-    END IF;
-    SELECT i.producer_id, i.producer_epoch INTO producer_id, producer_epoch FROM mq.init_producer(p_id) i;
-    PERFORM mq._kafka_txn_install(p_id, $2, kafka_txn_init.producer_id, kafka_txn_init.producer_epoch,
-                                  CASE WHEN $3 OPERATOR(pg_catalog.>) 0 THEN $3 END,
-                                  CASE WHEN $3 OPERATOR(pg_catalog.>) 0 THEN $4 END);
-END $$;
-CREATE FUNCTION mq.kafka_txn_init(transactional_id text, timeout_ms integer,
-                                  current_producer_id bigint DEFAULT NULL, current_producer_epoch integer DEFAULT NULL,
-                                  OUT producer_id bigint, OUT producer_epoch integer)
-    AS 'MODULE_PATHNAME', 'mq_call_as_owner' LANGUAGE C;
-COMMENT ON FUNCTION mq.kafka_txn_init(text, integer, bigint, integer) IS
-    'mq-kafka API: a transactional id''s producer id and next epoch, which fences the older epoch and aborts its transaction; a retry (KIP-360) gets the same pair again';
-
--- AddPartitionsToTxn, one partition: it must exist and the caller may write it.
-CREATE FUNCTION mq_internal.kafka_txn_add_partition(transactional_id text, producer_id bigint,
-                                                    producer_epoch integer, topic text, partition integer,
-                                                    p_caller oid) RETURNS void
-LANGUAGE plpgsql SET search_path = pg_catalog, pg_temp AS $$
-BEGIN
     PERFORM mq._kafka_txn_lock($1, $2, $3, p_caller);
-    PERFORM mq._kafka_txn_partition($4, $5, p_caller, 'write');
-    PERFORM mq._kafka_txn_begin($1);
+    FOR i IN 1 .. v_n LOOP
+        BEGIN
+            PERFORM mq._kafka_txn_partition($4[i], $5[i], p_caller, 'write');
+        EXCEPTION WHEN insufficient_privilege OR SQLSTATE 'MQ001' OR SQLSTATE 'MQ006' THEN
+            GET STACKED DIAGNOSTICS v_state = RETURNED_SQLSTATE, v_resource = TABLE_NAME;
+            v_states[i] := v_state;
+            v_resources[i] := v_resource;
+        END;
+    END LOOP;
+    IF v_states IS NULL AND v_n OPERATOR(pg_catalog.>) 0 THEN
+        PERFORM mq._kafka_txn_begin($1);
+    END IF;
+    RETURN QUERY
+    SELECT $4[g.n], $5[g.n], v_states IS NULL, v_states[g.n], v_resources[g.n]
+      FROM pg_catalog.generate_series(1, v_n) AS g(n) ORDER BY g.n;
 END $$;
-CREATE FUNCTION mq.kafka_txn_add_partition(transactional_id text, producer_id bigint, producer_epoch integer,
-                                           topic text, partition integer) RETURNS void
-    AS 'MODULE_PATHNAME', 'mq_call_as_owner' LANGUAGE C;
-COMMENT ON FUNCTION mq.kafka_txn_add_partition(text, bigint, integer, text, integer) IS
-    'mq-kafka API: a partition joins the transactional id''s transaction; needs write on the topic';
+CREATE FUNCTION mq.kafka_txn_add_partitions(transactional_id text, producer_id bigint, producer_epoch integer,
+                                            topics text[], partitions integer[], OUT topic text,
+                                            OUT partition integer, OUT added boolean, OUT sqlstate text,
+                                            OUT resource text)
+RETURNS SETOF record AS 'MODULE_PATHNAME', 'mq_call_as_owner' LANGUAGE C;
+COMMENT ON FUNCTION mq.kafka_txn_add_partitions(text, bigint, integer, text[], integer[]) IS
+    'mq-kafka API: partitions join the transactional id''s transaction, all or none; needs write on their topics';
 
 -- The caller may write the topic (operation 'write'; staged offsets:
 -- 'read'), and the partition exists here (true).

@@ -54,7 +54,7 @@ SELECT pg_catalog.pg_extension_config_dump('mq.kafka_txn_sequence',
 
 -- InitProducerId in a cluster: the producer id and epoch the coordinator
 -- gave the id (mq_coord.init_producer), after mq.kafka_txn_init_check
--- (67_kafka_txn.sql) found a new epoch due; current_producer_id and
+-- (67_kafka_txn_init.sql) found a new epoch due; current_producer_id and
 -- current_producer_epoch are the client's pair it replaces, if it sent
 -- one (a producer id above 0).  The previous epoch's open transaction is aborted, as by
 -- mq.kafka_txn_init.

@@ -51,8 +51,8 @@ SELECT mq.set_client_quota('request_percentage', 12.5, default_user => true, cli
 -- mq-kafka's state: a transactional id between transactions, one with a
 -- transaction open (its stage and id are not dumped), a group it saved
 SELECT * FROM mq.kafka_txn_init('kt-idle', 60000);
-SELECT mq.kafka_txn_add_partition('kt-open', i.producer_id, i.producer_epoch, 'orders', 0)
-  FROM mq.kafka_txn_init('kt-open', 60000) i;
+SELECT a.added FROM mq.kafka_txn_init('kt-open', 60000) i,
+       mq.kafka_txn_add_partitions('kt-open', i.producer_id, i.producer_epoch, ARRAY['orders'], ARRAY[0]) a;
 SELECT mq.kafka_group_save('kg', 7, '\x01'::bytea);
 SQL
 

@@ -7,7 +7,9 @@
 #   instance's call (no pair) closes the retry window;
 #   EndTxn with no transaction begun (Empty), or ending the last one the
 #   other way, is INVALID_TXN_STATE, and ending it the same way again
-#   succeeds (a retry).
+#   succeeds (a retry);
+#   AddPartitionsToTxn adds a transaction's partitions all or none: an
+#   unknown one is refused, the others OPERATION_NOT_ATTEMPTED.
 #   txn_states.pl PORT TXN TOPIC    (TOPIC: an existing topic, partition 0)
 use strict;
 use warnings;
@@ -77,4 +79,32 @@ ok(unpack('x' . (4 + 4 + 4 + 2 + length($topic) + 4 + 4) . ' s>', $r) == 0, 'Add
 ok(end_txn($pid, $e, 1) == 0, 'EndTxn commits it');
 ok(end_txn($pid, $e, 1) == 0, 'a retried commit succeeds');
 ok(end_txn($pid, $e, 0) == 48, 'an abort after the commit: INVALID_TXN_STATE (48)');
+
+# AddPartitionsToTxn v1 adds all or none: "topic partition error" of each
+sub add_partitions {
+	my (@tp) = @_;
+	my $body = str($txn) . pack('q> s> l>', $pid, $e, scalar @tp);
+	$body .= str($_->[0]) . pack('l> l>', 1, $_->[1]) for @tp;
+	my $r = call(24, 1, $body);
+	my ($n, $pos, @out) = (unpack('x8 l>', $r), 12);
+	for (1 .. $n) {
+		my $len = unpack('n', substr($r, $pos, 2));
+		my $name = substr($r, $pos + 2, $len);
+		my $np = unpack('l>', substr($r, $pos + 2 + $len, 4));
+		$pos += 2 + $len + 4;
+		for (1 .. $np) {
+			push @out, "$name " . join(' ', unpack('l> s>', substr($r, $pos, 6)));
+			$pos += 6;
+		}
+	}
+	return join(', ', sort @out);
+}
+my $got = add_partitions([$topic, 0], ['no-such-topic', 0]);
+ok($got eq join(', ', sort("$topic 0 55", 'no-such-topic 0 3')),
+	'an unknown topic: UNKNOWN_TOPIC_OR_PARTITION (3), the other OPERATION_NOT_ATTEMPTED (55)', $got);
+$got = add_partitions([$topic, 0], [$topic, 99]);
+ok($got eq "$topic 0 55, $topic 99 3", 'an unknown partition: the same', $got);
+ok(end_txn($pid, $e, 0) == 48, 'nothing was added: no transaction is open to abort (48)');
+ok(add_partitions([$topic, 0]) eq "$topic 0 0", 'the partition alone is added');
+ok(end_txn($pid, $e, 0) == 0, 'and that transaction aborts');
 tap_done();

@@ -3,7 +3,7 @@
 -- staged offsets; abort, a new epoch and the timeout drop them; an older
 -- epoch is fenced; the transactional id is an ACL resource.
 BEGIN;
-SELECT plan(53);
+SELECT plan(55);
 
 SELECT mq.create_topic('ktx-out', 2);
 SELECT mq.create_topic('ktx-in', 1);
@@ -142,7 +142,20 @@ RESET ROLE;
 SELECT mq.grant('write', 'transactional_id', 'app-*', 'ktx_app');
 SET LOCAL ROLE ktx_app;
 SELECT lives_ok($$SELECT mq.kafka_txn_init('app-2', 60000)$$, 'with a prefixed grant it may');
+-- AddPartitionsToTxn all or none: a topic it may not write is refused
+-- (42501, resource topic), the other partition not added
 RESET ROLE;
+SELECT mq.grant('write', 'topic', 'ktx-in', 'ktx_app');
+SET LOCAL ROLE ktx_app;
+SELECT results_eq($$SELECT a.topic, a.added, a.sqlstate, a.resource
+                      FROM mq.kafka_txn_init('app-3', 60000) i,
+                           mq.kafka_txn_add_partitions('app-3', i.producer_id, i.producer_epoch,
+                                                       ARRAY['ktx-in', 'ktx-out'], ARRAY[0, 0]) a$$,
+                  $$VALUES ('ktx-in', false, NULL, NULL), ('ktx-out', false, '42501', 'topic')$$,
+                  'a topic the role may not write is refused, the other partition is not added');
+RESET ROLE;
+SELECT is((SELECT state FROM mq.kafka_txn WHERE transactional_id = 'app-3'), 'empty',
+          'and no transaction is open');
 
 SELECT * FROM finish();
 ROLLBACK;
