@@ -6,7 +6,8 @@
  *	  AlterConfigs, IncrementalAlterConfigs of a topic resource: an illegal
  *	  name is INVALID_TOPIC_EXCEPTION there, as from Kafka 3.9).  SQL
  *	  has the same rule as mq._topic_name_valid (src/sql/20_admin.sql),
- *	  which Metadata asks: a change to one goes to the other.  No state, no
+ *	  which Metadata asks: a change to one goes to the other
+ *	  (test/kafka/topic_names.sh checks that they agree).  No state, no
  *	  locking.
  *
  * A legal name is 1 to 249 characters of ASCII letters, digits, '.', '_'

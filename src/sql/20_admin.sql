@@ -6,7 +6,8 @@
 -- "." or "..".  mq-kafka's Metadata asks it of the names a client sends
 -- (INVALID_TOPIC_EXCEPTION), as the caller; its config APIs, which refuse
 -- a name before any statement, with Kafka's messages, hold a twin in C
--- (broker/mq-kafka/topic_name.c): a change here goes there too.
+-- (broker/mq-kafka/topic_name.c): a change here goes there too;
+-- test/kafka/topic_names.sh checks that the two agree.
 CREATE FUNCTION mq._topic_name_valid(topic text) RETURNS boolean
 LANGUAGE sql IMMUTABLE SET search_path = pg_catalog, pg_temp AS $$
     SELECT topic ~ '^[A-Za-z0-9._-]{1,249}$' AND topic NOT IN ('.', '..')
