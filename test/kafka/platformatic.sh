@@ -4,7 +4,8 @@
 # mq-kafka at its defaults (test/kafka/platformatic/client.mjs): topics
 # created, records with headers, an idempotent producer, a group that
 # autocommits, ListOffsets, transactions that consume, transform and
-# produce (one aborted), both groups' offsets in one OffsetFetch (the
+# produce (one aborted), a new producer of the same transactional id
+# (which sends producer id 0 and epoch 0: no pair), both groups' offsets in one OffsetFetch (the
 # admin's listConsumerGroupOffsets), ListGroups, DescribeGroups and
 # DeleteTopics; each checked against what SQL sees.  The client needs Node.js 20.19.4 or
 # newer (Debian 12's is 18): with an older one the test says so and skips.
@@ -38,9 +39,11 @@ check_eq "$(sql "SELECT string_agg(mq.committed_offset('pf-group', 'pf', p)::tex
 	"$ends" "SQL sees the same committed offsets"
 
 check_eq "$(json_get "$J" '{transactions}')" "ok" "six transactions, one aborted, end without error"
-check_eq "$(sql "SELECT string_agg(convert_from(value, 'UTF8'), ',' ORDER BY value) FROM $(all pf_out)")" "V0,V1,V2,V4,V5" \
+check_eq "$(json_get "$J" '{reopened}')" "ok" \
+	"a new producer of the same transactional id commits (its InitProducerId's pair is 0, 0: none)"
+check_eq "$(sql "SELECT string_agg(convert_from(value, 'UTF8'), ',' ORDER BY value) FROM $(all pf_out)")" "REOPENED,V0,V1,V2,V4,V5" \
 	"the committed transactions' records are in the log, the aborted one's not"
-check_eq "$(json_get "$J" '{transformed}')" '["V0", "V1", "V2", "V4", "V5"]' "a consumer reads the same five"
+check_eq "$(json_get "$J" '{transformed}')" '["REOPENED", "V0", "V1", "V2", "V4", "V5"]' "a consumer reads the same six"
 check_eq "$(sql "SELECT sum(mq.committed_offset('pf-txn-group', 'pf_in', p)) FROM generate_series(0, 1) p")" \
 	"$(sql "SELECT sum(CASE WHEN last_v3 THEN n - 1 ELSE n END) FROM (
 	          SELECT partition, count(*) n, bool_or(value = 'v3' AND msg_offset = (SELECT max(msg_offset) FROM mq.fetch('pf_in', partition, 0))) last_v3

@@ -84,8 +84,17 @@ await step('transactions', async () => {
 })
 await tc.close()
 await tp.close()
+// a new instance of the same transactional id (a restart) takes it over:
+// its first InitProducerId sends producer id 0, epoch 0
+const tp2 = new Producer({ clientId: 'pf-txn-2', bootstrapBrokers: brokers, serializers: stringSerializers, idempotent: true, transactionalId: prefix + '-txn' })
+await step('reopened', async () => {
+  const t = await tp2.beginTransaction()
+  await t.send({ messages: [{ topic: tout, key: 'r', value: 'REOPENED' }] })
+  await t.commit()
+})
+await tp2.close()
 const reader = new Consumer({ groupId: prefix + '-reader', clientId: 'pf-reader', bootstrapBrokers: brokers, deserializers: stringDeserializers })
-await step('transformed', async () => take(await reader.consume({ topics: [tout], mode: 'earliest' }), 5, m => m.value))
+await step('transformed', async () => take(await reader.consume({ topics: [tout], mode: 'earliest' }), 6, m => m.value))
 await reader.close()
 
 // OffsetFetch v9 of two groups in one request (KIP-709): each group's
