@@ -233,4 +233,3 @@ h_add_partitions_to_txn(KRequest *req)
 	}
 	add_next(req);
 }
-

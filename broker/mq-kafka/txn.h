@@ -20,8 +20,8 @@ typedef struct TPart
 	int32_t		topic;			/* index into topics */
 	int32_t		partition;
 	int16_t		code;			/* refused before the database */
-	int			stmt;			/* its statement, or -1; AddPartitionsToTxn:
-								 * its row in its transaction's statement */
+	/* its statement, or -1 (AddPartitionsToTxn: its row in the statement) */
+	int			stmt;
 } TPart;
 
 /* one transaction's ids */

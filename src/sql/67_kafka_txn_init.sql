@@ -61,7 +61,8 @@ BEGIN
     IF $2 IS NULL OR $2 OPERATOR(pg_catalog.<=) 0 THEN
         RAISE EXCEPTION 'transaction timeout_ms must be positive, not %', $2 USING ERRCODE = 'MQ010';
     END IF;
-    IF (coalesce($3, -1) OPERATOR(pg_catalog.=) -1) OPERATOR(pg_catalog.<>) (coalesce($4, -1) OPERATOR(pg_catalog.=) -1) THEN
+    IF (coalesce($3, -1) OPERATOR(pg_catalog.=) -1)
+       OPERATOR(pg_catalog.<>) (coalesce($4, -1) OPERATOR(pg_catalog.=) -1) THEN
         RAISE EXCEPTION 'current_producer_id and current_producer_epoch must be given together'
             USING ERRCODE = 'MQ010';
     END IF;
