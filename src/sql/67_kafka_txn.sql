@@ -6,11 +6,11 @@
 -- A transactional id has one row in mq.kafka_txn: its producer id and
 -- epoch (from mq.init_producer, 67_kafka_txn_init.sql, so mq.producer
 -- holds them too), whether a transaction is open, its timeout and when it
--- began.  A transactional
--- batch is STAGED in mq.kafka_txn_record at Produce time, checked but
--- without an offset and without the partition's produce lock, so other
--- producers of the partition never wait for an open transaction; the
--- offsets a TxnOffsetCommit sends are staged in mq.kafka_txn_offset.
+-- began.  A transactional batch is STAGED in mq.kafka_txn_record at
+-- Produce time, checked but without an offset and without the partition's
+-- produce lock, so other producers of the partition never wait for an
+-- open transaction; the offsets a TxnOffsetCommit sends are staged in
+-- mq.kafka_txn_offset.
 -- mq.kafka_txn_end(commit) appends every staged batch (partitions in
 -- ascending order, mq's lock order) and commits the staged offsets in ONE
 -- PostgreSQL transaction: offsets are assigned at commit, so no reader,
