@@ -11,7 +11,7 @@ use Exporter 'import';
 use IO::Select;
 use IO::Socket::INET;
 our @EXPORT = qw(crc32c varint str vbytes);
-our @EXPORT_OK = qw(kafka_connect kafka_request kafka_fetch_flex batch_values uvarint cstr read_varint read_cstr ok tap_done);
+our @EXPORT_OK = qw(kafka_connect kafka_request kafka_call kafka_fetch_flex batch_values uvarint cstr read_varint read_cstr ok tap_done);
 
 # CRC-32C (Castagnoli)
 my @crc_table = map {
@@ -60,6 +60,14 @@ sub kafka_request {
 			return substr($buf, 4, $size) if length $buf >= 4 + $size;
 		}
 	}
+}
+
+# kafka_request that dies when no answer comes within 30 seconds.
+sub kafka_call {
+	my ($sock, $client, $api, $ver, $body, $flex) = @_;
+	my $r = kafka_request($sock, $client, $api, $ver, $body, $flex, 30);
+	die "api $api v$ver: no answer\n" unless defined $r;
+	return $r;
 }
 
 # KIP-482: an unsigned varint; a compact string (length + 1, 0 for null)

@@ -15,18 +15,13 @@ use strict;
 use warnings;
 use FindBin;
 use lib $FindBin::Bin;
-use KafkaWire qw(kafka_connect kafka_request str uvarint cstr);
+use KafkaWire qw(kafka_connect kafka_call str uvarint cstr);
 
 my ($port, $group, $topic, $txn) = @ARGV;
 die "usage: txn_fence.pl PORT GROUP TOPIC TXN\n" unless defined $txn;
 my $sock = kafka_connect($port);
 
-sub call {
-	my ($api, $ver, $body, $flex) = @_;
-	my $r = kafka_request($sock, 'txn_fence.pl', $api, $ver, $body, $flex, 30);
-	die "api $api v$ver: no answer\n" unless defined $r;
-	return $r;
-}
+sub call { return kafka_call($sock, 'txn_fence.pl', @_) }
 
 # a consumer subscription (ConsumerProtocol v0) to TOPIC, and an
 # assignment of its partition 0

@@ -15,18 +15,13 @@ use strict;
 use warnings;
 use FindBin;
 use lib $FindBin::Bin;
-use KafkaWire qw(kafka_connect kafka_request str cstr ok tap_done);
+use KafkaWire qw(kafka_connect kafka_call str cstr ok tap_done);
 
 my ($port, $txn, $topic) = @ARGV;
 die "usage: txn_states.pl PORT TXN TOPIC\n" unless defined $topic;
 my $sock = kafka_connect($port);
 
-sub call {
-	my ($api, $ver, $body, $flex) = @_;
-	my $r = kafka_request($sock, 'txn_states.pl', $api, $ver, $body, $flex, 30);
-	die "api $api v$ver: no answer\n" unless defined $r;
-	return $r;
-}
+sub call { return kafka_call($sock, 'txn_states.pl', @_) }
 
 # InitProducerId v3+ (flexible) with the client's pair, asked again while
 # the coordinator loads or the id is busy: (error, producer id, epoch)
