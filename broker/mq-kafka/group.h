@@ -159,6 +159,11 @@ extern void group_free(KGroup *g);
 
 /* group.c: read the groups kept before a restart (group_store.c) */
 extern void group_start(void);
+/* group_cleanup.c: drop the Empty groups the database holds nothing of
+ * (after DeleteTopics; every 10 minutes once group_cleanup_start, which
+ * runs group_start first, ran) */
+extern void group_cleanup(void);
+extern void group_cleanup_start(void);
 /* group.c, for group_join.c: a group (created empty), a member added to
  * it (id taken), a member's session restarted, a rebalance started */
 extern KGroup *group_get(const char *group_id);

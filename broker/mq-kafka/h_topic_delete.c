@@ -29,6 +29,9 @@
  * Without --coordinator a replicated topic is refused with
  * TOPIC_DELETION_DISABLED and nothing dropped: dropping one node's replica
  * would break its partitions, and only the coordinator deletes them all.
+ * Once a topic is deleted, the Empty groups held here of which the
+ * database keeps nothing are dropped (group_cleanup.c), as Kafka's group
+ * coordinator drops Empty groups left without offsets.
  *
  *-------------------------------------------------------------------------
  */
@@ -38,6 +41,7 @@
 #include <string.h>
 
 #include "cluster.h"
+#include "group.h"
 #include "kerr.h"
 #include "topic_id.h"
 #include "util.h"
@@ -187,7 +191,8 @@ stmt_result(const DeleteState *s, const DeleteSpec *t, const KStmt *st, const ch
 	return code;
 }
 
-static void
+/* a topic's answer; returns its code */
+static int16_t
 write_result(KRequest *req, const DeleteSpec *t)
 {
 	KWriter    *w = &req->resp;
@@ -214,6 +219,7 @@ write_result(KRequest *req, const DeleteSpec *t)
 	if (req->api_version >= 5)
 		kw_str(w, message);
 	kw_tags(w);
+	return code;
 }
 
 static void
@@ -223,6 +229,7 @@ delete_topics_done(KRequest *req)
 	KWriter    *w = &req->resp;
 	size_t		count_at;
 	int32_t		n = 0;
+	bool		deleted = false;
 
 	if (req->api_version >= 1)
 		kw_i32(w, 0);			/* throttle */
@@ -230,11 +237,13 @@ delete_topics_done(KRequest *req)
 	for (int32_t i = 0; i < s->n; i++)
 		if (s->specs[i].repeat != KREPEAT_LATER)
 		{
-			write_result(req, &s->specs[i]);
+			deleted |= write_result(req, &s->specs[i]) == KERR_NONE;
 			n++;
 		}
 	kw_fill_count(w, count_at, n);
 	req_finish(req);
+	if (deleted)
+		group_cleanup();		/* Kafka drops Empty groups left without offsets */
 }
 
 /* the view's topic whose id is id_hex, or NULL */

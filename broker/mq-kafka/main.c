@@ -586,7 +586,7 @@ main(int argc, char **argv)
 		kmetrics_start(kconfig.metrics_host, kconfig.metrics_port);
 	pool_start();
 	cluster_start(group_drop_moved);
-	group_start();
+	group_cleanup_start();		/* group_start() first */
 	quota_start();
 	mq_log_info("listening on %s:%d%s (pool of %d database connections%s; unauthenticated clients: %s)",
 				kconfig.listen_host, kconfig.listen_port,

@@ -137,3 +137,22 @@ CREATE FUNCTION mq.kafka_group_states(max_age interval, OUT group_id text, OUT s
 RETURNS SETOF record AS 'MODULE_PATHNAME', 'mq_call_as_owner' LANGUAGE C STABLE;
 COMMENT ON FUNCTION mq.kafka_group_states(interval) IS
     'mq-kafka API: the consumer groups saved within max_age that the caller may read';
+
+-- mq-kafka's cleanup of the Empty groups it holds (broker/mq-kafka/
+-- group_cleanup.c), as Kafka's group coordinator drops an Empty group
+-- that has no committed offsets: of group_ids, those the database holds
+-- nothing of (no committed offset, no SQL group, no saved membership).
+-- A group the caller may not read is not named (it is kept).
+CREATE FUNCTION mq_internal.kafka_groups_unused(group_ids text[], p_caller oid) RETURNS SETOF text
+LANGUAGE sql STABLE SET search_path = pg_catalog, pg_temp AS $$
+    SELECT DISTINCT g.id FROM pg_catalog.unnest(group_ids) AS g(id)
+     WHERE mq._has_privilege(p_caller, 'group', g.id, 'read')
+       AND NOT EXISTS (SELECT 1 FROM mq.consumer_offset o WHERE o.group_id OPERATOR(pg_catalog.=) g.id)
+       AND NOT EXISTS (SELECT 1 FROM mq.consumer_group c WHERE c.group_id OPERATOR(pg_catalog.=) g.id)
+       AND NOT EXISTS (SELECT 1 FROM mq.kafka_group_state s WHERE s.group_id OPERATOR(pg_catalog.=) g.id)
+     ORDER BY 1;
+$$;
+CREATE FUNCTION mq.kafka_groups_unused(group_ids text[]) RETURNS SETOF text
+    AS 'MODULE_PATHNAME', 'mq_call_as_owner' LANGUAGE C STABLE;
+COMMENT ON FUNCTION mq.kafka_groups_unused(text[]) IS
+    'mq-kafka API: of the given groups, those with no committed offset, no SQL group and no saved membership (Kafka drops such an Empty group); needs read on each group';

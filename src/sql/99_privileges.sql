@@ -56,7 +56,7 @@ BEGIN
                     'send', 'send_batch', 'produce', 'produce_records', 'produce_check', 'produce_await', 'fetch', 'kafka_fetch', 'poll', 'commit_offset',
                     'commit_polled', 'committed_offset', 'committed_offsets', 'join_group', 'heartbeat',
                     'leave_group', 'delete_group', 'delete_offsets', 'delete_records', 'create_topic', 'drop_topic', 'alter_topic',
-                    'kafka_group_save', 'kafka_group_metadata', 'kafka_group_states', 'kafka_group_touch', 'ensure_consumer_offsets',
+                    'kafka_group_save', 'kafka_group_metadata', 'kafka_group_states', 'kafka_group_touch', 'kafka_groups_unused', 'ensure_consumer_offsets',
                     'kafka_init_producer', 'kafka_txn_init', 'kafka_txn_init_check', 'kafka_txn_add_partitions', 'kafka_txn_stage', 'kafka_txn_add_offsets',
                     'kafka_txn_offset', 'kafka_txn_end', 'kafka_txn_adopt', 'kafka_txn_collect', 'kafka_txn_finish',
                     'kafka_offsets_unstable',

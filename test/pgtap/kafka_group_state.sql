@@ -12,7 +12,7 @@
 SET client_min_messages = warning;
 
 BEGIN;
-SELECT plan(17);
+SELECT plan(19);
 
 CREATE ROLE mqg_app LOGIN;
 CREATE ROLE mqg_other LOGIN;
@@ -82,6 +82,21 @@ SELECT is((SELECT array_agg(f.value ORDER BY f.msg_offset)
             WHERE f.key = '\x0002'::bytea || mq._kafka_string('app')),
           ARRAY[(SELECT v FROM empty_group)],
     'the metadata is a group record of __consumer_offsets (GroupMetadataKey version 2), nothing saved');
+
+-- the cleanup of mq-kafka's Empty groups (group_cleanup.c): the groups
+-- the database holds nothing of, among those the caller may read
+SELECT mq.create_topic('kgs_t', 1);
+SELECT mq.commit_offset('with-offset', 'kgs_t', 0, 0);
+SELECT mq.join_group('with-sql', ARRAY['kgs_t']);
+SELECT mq.kafka_group_save('with-members', 1, '\x01');
+SELECT results_eq($$SELECT * FROM mq.kafka_groups_unused(ARRAY['unused', 'with-offset', 'with-sql', 'with-members',
+                                                                'unused'])$$,
+                  $$VALUES ('unused')$$,
+                  'unused: not a group with a committed offset, an SQL group or a saved membership, once each');
+SET LOCAL ROLE mqg_app;
+SELECT is_empty($$SELECT * FROM mq.kafka_groups_unused(ARRAY['unused'])$$,
+                'a group the caller may not read is not named (it is kept)');
+RESET ROLE;
 
 SELECT * FROM finish();
 ROLLBACK;

@@ -420,7 +420,7 @@ SELECT is((SELECT array_agg(DISTINCT p.proname::text ORDER BY p.proname::text)
                 'add_partitions', 'alter_topic', 'await_commit', 'commit_offset', 'commit_polled',
                 'committed_offset', 'committed_offsets', 'config_defaults', 'create_topic', 'delete_group', 'delete_offsets', 'delete_records', 'drop_scram_credential', 'drop_topic', 'ensure_consumer_offsets', 'fetch', 'grant', 'has_group_privilege',
                 'has_topic_privilege', 'header_list', 'headers_jsonb', 'heartbeat', 'join_group',
-                'kafka_fetch', 'kafka_group_metadata', 'kafka_group_save', 'kafka_group_states', 'kafka_group_touch', 'kafka_init_producer', 'kafka_offsets_unstable',
+                'kafka_fetch', 'kafka_group_metadata', 'kafka_group_save', 'kafka_group_states', 'kafka_group_touch', 'kafka_groups_unused', 'kafka_init_producer', 'kafka_offsets_unstable',
                 'kafka_txn_add_offsets', 'kafka_txn_add_partitions', 'kafka_txn_adopt', 'kafka_txn_collect',
                 'kafka_txn_end', 'kafka_txn_finish', 'kafka_txn_init', 'kafka_txn_init_check', 'kafka_txn_offset', 'kafka_txn_stage',
                 'leave_group', 'list_client_quotas', 'list_scram_credentials', 'move_partition', 'murmur2', 'offsets_for_times', 'partition_for', 'poll', 'produce', 'produce_await', 'produce_check', 'produce_records',
