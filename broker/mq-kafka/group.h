@@ -154,6 +154,7 @@ extern char *member_new_id(const KRequest *req);
 /* KIP-394's pending member ids: add one (taken), or take one back */
 extern void member_pending_add(KGroup *g, char *id, int32_t session_ms);
 extern bool member_pending_take(KGroup *g, const char *id);
+extern bool member_pending_any(KGroup *g);
 extern void member_free(KMember *m);
 extern void group_free(KGroup *g);
 

@@ -36,10 +36,11 @@ static KRequest sub;
 static bool running;
 static bool again;				/* asked while running: once more after */
 
+/* Empty, and no member id given out that may still come back (KIP-394) */
 static bool
-is_empty(const KGroup *g)
+is_empty(KGroup *g)
 {
-	return g->nmembers == 0 && g->state == KG_EMPTY;
+	return g->nmembers == 0 && g->state == KG_EMPTY && !member_pending_any(g);
 }
 
 /* the groups the database holds nothing of: forgotten, if still Empty */

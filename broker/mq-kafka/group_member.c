@@ -179,6 +179,14 @@ member_pending_take(KGroup *g, const char *id)
 	return false;
 }
 
+/* does a pending id wait within its session timeout (the others forgotten)? */
+bool
+member_pending_any(KGroup *g)
+{
+	pending_prune(g);
+	return g->pending != NULL;
+}
+
 /* a group that is no longer anyone's, with its members */
 void
 group_free(KGroup *g)
