@@ -154,7 +154,8 @@ $$;
 
 -- The id's row with a new producer id and epoch, nothing open, nothing
 -- staged (the caller holds the row's lock, if it exists); p_last_id and
--- p_last_epoch are the client's pair the new one replaces, if it sent one.
+-- p_last_epoch are the client's pair the new one replaces, noted if it
+-- sent one (a producer id above 0: mq_internal.kafka_txn_init_check).
 CREATE FUNCTION mq._kafka_txn_install(p_id text, p_timeout integer, p_producer_id bigint,
                                       p_epoch integer, p_last_id bigint, p_last_epoch integer) RETURNS void
 LANGUAGE plpgsql SET search_path = pg_catalog, pg_temp AS $$
@@ -163,7 +164,9 @@ BEGIN
     DELETE FROM mq.kafka_txn_offset o WHERE o.transactional_id OPERATOR(pg_catalog.=) p_id;
     INSERT INTO mq.kafka_txn AS t (transactional_id, producer_id, producer_epoch, timeout_ms,
                                    last_producer_id, last_producer_epoch)
-    VALUES (p_id, p_producer_id, p_epoch, p_timeout, p_last_id, p_last_epoch)
+    VALUES (p_id, p_producer_id, p_epoch, p_timeout,
+            CASE WHEN p_last_id OPERATOR(pg_catalog.>) 0 THEN p_last_id END,
+            CASE WHEN p_last_id OPERATOR(pg_catalog.>) 0 THEN p_last_epoch END)
     ON CONFLICT ON CONSTRAINT kafka_txn_pkey DO UPDATE
        SET producer_id = EXCLUDED.producer_id, producer_epoch = EXCLUDED.producer_epoch,
            timeout_ms = EXCLUDED.timeout_ms, state = 'empty', started_at = NULL,

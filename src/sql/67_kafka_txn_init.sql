@@ -104,9 +104,7 @@ BEGIN
         RETURN;         -- a retry
     END IF;
     SELECT i.producer_id, i.producer_epoch INTO producer_id, producer_epoch FROM mq.init_producer(p_id) i;
-    PERFORM mq._kafka_txn_install(p_id, $2, kafka_txn_init.producer_id, kafka_txn_init.producer_epoch,
-                                  CASE WHEN $3 OPERATOR(pg_catalog.>) 0 THEN $3 END,
-                                  CASE WHEN $3 OPERATOR(pg_catalog.>) 0 THEN $4 END);
+    PERFORM mq._kafka_txn_install(p_id, $2, kafka_txn_init.producer_id, kafka_txn_init.producer_epoch, $3, $4);
 END $$;
 CREATE FUNCTION mq.kafka_txn_init(transactional_id text, timeout_ms integer,
                                   current_producer_id bigint DEFAULT NULL, current_producer_epoch integer DEFAULT NULL,

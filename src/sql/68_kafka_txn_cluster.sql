@@ -56,8 +56,8 @@ SELECT pg_catalog.pg_extension_config_dump('mq.kafka_txn_sequence',
 -- gave the id (mq_coord.init_producer), after mq.kafka_txn_init_check
 -- (67_kafka_txn_init.sql) found a new epoch due; current_producer_id and
 -- current_producer_epoch are the client's pair it replaces, if it sent
--- one (a producer id above 0).  The previous epoch's open transaction is aborted, as by
--- mq.kafka_txn_init.
+-- one (a producer id above 0).  The previous epoch's open transaction is
+-- aborted, as by mq.kafka_txn_init.
 CREATE FUNCTION mq_internal.kafka_txn_adopt(transactional_id text, timeout_ms integer, producer_id bigint,
                                             producer_epoch integer, current_producer_id bigint,
                                             current_producer_epoch integer, p_caller oid) RETURNS void
@@ -68,8 +68,7 @@ BEGIN
         RAISE EXCEPTION 'invalid producer id % or epoch %', $3, $4 USING ERRCODE = 'MQ010';
     END IF;
     DELETE FROM mq.kafka_txn_sequence q WHERE q.transactional_id OPERATOR(pg_catalog.=) $1;
-    PERFORM mq._kafka_txn_install($1, $2, $3, $4, CASE WHEN $5 OPERATOR(pg_catalog.>) 0 THEN $5 END,
-                                  CASE WHEN $5 OPERATOR(pg_catalog.>) 0 THEN $6 END);
+    PERFORM mq._kafka_txn_install($1, $2, $3, $4, $5, $6);
 END $$;
 CREATE FUNCTION mq.kafka_txn_adopt(transactional_id text, timeout_ms integer, producer_id bigint,
                                    producer_epoch integer, current_producer_id bigint DEFAULT NULL,
