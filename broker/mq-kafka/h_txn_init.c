@@ -185,11 +185,7 @@ init_producer_answer(KRequest *req, int16_t code, const PGresult *res)
 int16_t
 init_producer_code(const KStmt *st, int16_t v)
 {
-	int16_t		code = txn_cluster_code(st, 0);
-
-	if (code == KERR_INVALID_PRODUCER_EPOCH && v >= 4)
-		code = KERR_PRODUCER_FENCED;
-	return code;
+	return txn_cluster_code(st, v >= 4 ? v : 0);
 }
 
 static void
