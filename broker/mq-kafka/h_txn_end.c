@@ -362,8 +362,6 @@ decided(KRequest *sub)
 	if (st->res == NULL)
 	{
 		s->code = txn_cluster_code(st, req->api_version);
-		if (mq_error_is(&st->err, MQ_SQLSTATE_CONCURRENT_TRANSACTIONS))
-			s->code = KERR_CONCURRENT_TRANSACTIONS;
 		end_answer(req);		/* nothing decided here: the client retries or aborts */
 		return;
 	}

@@ -15,8 +15,11 @@
  * complete: CONCURRENT_TRANSACTIONS, which clients retry), and the id's
  * node takes them (mq.kafka_txn_adopt).  So the id keeps one producer id
  * wherever it is coordinated, and a zombie's epoch is older everywhere.
- * The check and the new epoch are two transactions: two InitProducerIds
- * of one id at once may both pass the check, and the later adopt wins.
+ * The check and the new epoch are two transactions, so the adopt checks
+ * the client's pair again on the locked row and refuses an epoch the row
+ * has passed (CONCURRENT_TRANSACTIONS: the client asks again): of two
+ * InitProducerIds of one id at once, a zombie's is fenced and a newer
+ * instance's wins, as with Kafka's coordinator.
  * The answer's form and code are written here for h_init_producer.c's
  * single-node path too (init_producer_answer, init_producer_code).
  *
@@ -63,6 +66,8 @@ txn_cluster_code(const KStmt *st, int16_t v)
 		return code;
 	if (v >= 2 && mq_error_is(&st->err, MQ_SQLSTATE_PRODUCER_FENCED))
 		return KERR_PRODUCER_FENCED;
+	if (mq_error_is(&st->err, MQ_SQLSTATE_CONCURRENT_TRANSACTIONS))
+		return KERR_CONCURRENT_TRANSACTIONS;	/* retriable */
 	if (st->err.connection_lost || mq_error_is_transient(&st->err))
 		return KERR_COORDINATOR_NOT_AVAILABLE;	/* ask again */
 	if (code == KERR_UNKNOWN_SERVER_ERROR)
@@ -224,8 +229,7 @@ got_ids(KRequest *sub)
 
 	if (st->res == NULL)
 	{
-		s->code = mq_error_is(&st->err, MQ_SQLSTATE_CONCURRENT_TRANSACTIONS)
-			? KERR_CONCURRENT_TRANSACTIONS : txn_cluster_code(st, 0);
+		s->code = txn_cluster_code(st, 0);
 		if (s->code == KERR_UNKNOWN_SERVER_ERROR || s->code == KERR_KAFKA_STORAGE_ERROR)
 			s->code = KERR_COORDINATOR_NOT_AVAILABLE;
 		init_answer(req);

@@ -3,7 +3,7 @@
 -- staged offsets; abort, a new epoch and the timeout drop them; an older
 -- epoch is fenced; the transactional id is an ACL resource.
 BEGIN;
-SELECT plan(55);
+SELECT plan(62);
 
 SELECT mq.create_topic('ktx-out', 2);
 SELECT mq.create_topic('ktx-in', 1);
@@ -131,6 +131,27 @@ SELECT throws_ok($$SELECT mq.kafka_txn_init('app-k', 60000, (SELECT producer_id 
                  'MQ012', NULL, 'after which the older instance''s retry is fenced, not the new instance');
 SELECT is((SELECT producer_epoch FROM mq.kafka_txn_init('app-k2', 60000, 424242, 7)), 0,
           'a pair for an id never initialized starts it at epoch 0');
+
+-- a cluster's InitProducerId: checked on the id's node, the epoch from the
+-- coordinator, then adopted; another call may be adopted in between, so
+-- the adopt checks the client's pair again and refuses an epoch passed
+SELECT mq.kafka_txn_adopt('app-r', 60000, 9001, 0);
+SELECT is((SELECT count(*) FROM mq.kafka_txn_init_check('app-r', 60000, 9001, 0) WHERE producer_id IS NULL)
+          OPERATOR(pg_catalog.+)
+          (SELECT count(*) FROM mq.kafka_txn_init_check('app-r', 60000, NULL, NULL) WHERE producer_id IS NULL),
+          2::bigint, 'an instance with the id''s pair and a new instance both pass the check');
+SELECT lives_ok($$SELECT mq.kafka_txn_adopt('app-r', 60000, 9001, 2)$$,
+                'the new instance adopts its epoch (2) first');
+SELECT throws_ok($$SELECT mq.kafka_txn_adopt('app-r', 60000, 9001, 1, 9001, 0)$$, 'MQ012', NULL,
+                 'the other, whose pair it replaced, is fenced when it adopts epoch 1');
+SELECT lives_ok($$SELECT mq.kafka_txn_adopt('app-r', 60000, 9001, 4, 9001, 2)$$,
+                'the id''s instance adopts epoch 4 first');
+SELECT throws_ok($$SELECT mq.kafka_txn_adopt('app-r', 60000, 9001, 3)$$, 'MQ056', NULL,
+                 'a new instance''s epoch 3, given before it, is CONCURRENT_TRANSACTIONS: it asks again');
+SELECT lives_ok($$SELECT mq.kafka_txn_adopt('app-r', 60000, 9001, 5, 9001, 2)$$,
+                'a retry of the call that got epoch 4 (the pair it replaced) adopts a newer epoch');
+SELECT is((SELECT (producer_epoch, last_producer_epoch)::text FROM mq.kafka_txn WHERE transactional_id = 'app-r'),
+          '(5,2)', 'which the id has, with the pair it replaced');
 
 -- authorization: WRITE on the transactional id
 CREATE ROLE ktx_app;

@@ -7,7 +7,8 @@
 # a transaction with one staged record on three nodes; a fourth broker
 # starts; EndTxn of an id that now maps to it commits the record where it
 # was staged.  Then InitProducerId's pair check (KIP-360) and EndTxn's
-# states through the cluster path (test/kafka/txn_states.pl).
+# states through the cluster path (test/kafka/txn_states.pl), and an
+# InitProducerId whose epoch another one's overtook.
 use strict;
 use warnings;
 
@@ -16,7 +17,7 @@ use Test::More;
 use Time::HiRes qw(usleep);
 use FindBin;
 use lib "$FindBin::Bin/../kafka";
-use KafkaWire qw(kafka_connect kafka_request);
+use KafkaWire qw(str kafka_connect kafka_request cstr);
 use MqCluster;
 
 my $c = MqCluster->new(nodes => 4);
@@ -61,6 +62,33 @@ is($c->node($open{$moved}[0])->safe_psql('postgres',
 # coordinator (h_txn_init.c's cluster path)
 my $out = `perl $FindBin::Bin/../kafka/txn_states.pl $c->{kafka_port}[1] rm-states krm 2>&1`;
 is($?, 0, 'txn_states.pl: every check holds in the cluster') or diag($out);
+
+# The check and the coordinator's epoch are two transactions: when another
+# InitProducerId of the id takes the coordinator's next epoch on the id's
+# node first (done here by hand), this one's older epoch is refused with
+# CONCURRENT_TRANSACTIONS (51), and asking again gets a newer one
+# (mq.kafka_txn_adopt).  The id's node: FindCoordinator v1's (key type 1)
+# for an id it gives one of the first three brokers (the daemons may not
+# have read broker 4's node yet, and leave it out of the ids' nodes).
+my ($race, $y);
+for my $i (1 .. 50)
+{
+	my $fc = kafka_request(kafka_connect($c->{kafka_port}[1]), 'tap', 10, 1, str("rm-race$i") . pack('c', 1));
+	# correlation id, throttle, error, error message (null), node id
+	my $node = defined $fc ? unpack('x4 x4 x2 x2 l>', $fc) : -1;
+	($race, $y) = ("rm-race$i", $node), last if $node >= 1 && $node <= 3;
+}
+my ($rpid, $repoch) = split /\|/,
+  $c->coord->safe_psql('postgres', "SELECT producer_id, producer_epoch FROM mq_coord.init_producer('$race')");
+$c->node($y)->safe_psql('postgres', "SELECT mq.kafka_txn_adopt('$race', 60000, $rpid, $repoch + 1)");
+# InitProducerId v4: transactional id, timeout, producer id and epoch (none)
+my $init = cstr($race) . pack('l> q> s>', 60000, -1, -1) . "\0";
+my @got = map {
+	my $r = kafka_request(kafka_connect($c->{kafka_port}[$y]), 'tap', 22, 4, $init, 1);
+	defined $r ? join(' ', unpack('x4 x1 x4 s> q> s>', $r)) : 'none'
+} 1 .. 2;
+is(join(', ', @got), '51 -1 -1, 0 ' . $rpid . ' ' . ($repoch + 2),
+	'an epoch the id\'s node has passed: CONCURRENT_TRANSACTIONS, then the next epoch');
 
 $c->teardown;
 done_testing();
