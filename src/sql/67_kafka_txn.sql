@@ -156,9 +156,19 @@ $$;
 -- staged (the caller holds the row's lock, if it exists); p_last_id and
 -- p_last_epoch are the client's pair the new one replaces, noted if it
 -- sent one (a producer id above 0: mq_internal.kafka_txn_init_check).
+-- An epoch of the row's producer id older than the row's is refused
+-- (MQ056): in a cluster the epoch comes from the coordinator in a
+-- transaction of its own (mq.kafka_txn_adopt), and another InitProducerId
+-- of the id may have installed a newer one meanwhile, even into a row
+-- that did not exist when this one began.  The row's own epoch is taken:
+-- the coordinator gives each epoch once, and a transaction's timeout
+-- fences its client with the coordinator's next epoch, which no client
+-- has had (_kafka_txn_timeout).
 CREATE FUNCTION mq._kafka_txn_install(p_id text, p_timeout integer, p_producer_id bigint,
                                       p_epoch integer, p_last_id bigint, p_last_epoch integer) RETURNS void
 LANGUAGE plpgsql SET search_path = pg_catalog, pg_temp AS $$
+DECLARE
+    v mq.kafka_txn;
 BEGIN
     DELETE FROM mq.kafka_txn_record r WHERE r.transactional_id OPERATOR(pg_catalog.=) p_id;
     DELETE FROM mq.kafka_txn_offset o WHERE o.transactional_id OPERATOR(pg_catalog.=) p_id;
@@ -171,7 +181,15 @@ BEGIN
        SET producer_id = EXCLUDED.producer_id, producer_epoch = EXCLUDED.producer_epoch,
            timeout_ms = EXCLUDED.timeout_ms, state = 'empty', started_at = NULL,
            last_result = NULL, last_producer_id = EXCLUDED.last_producer_id,
-           last_producer_epoch = EXCLUDED.last_producer_epoch, updated_at = pg_catalog.now();
+           last_producer_epoch = EXCLUDED.last_producer_epoch, updated_at = pg_catalog.now()
+     WHERE t.producer_id OPERATOR(pg_catalog.<>) EXCLUDED.producer_id
+        OR t.producer_epoch OPERATOR(pg_catalog.<=) EXCLUDED.producer_epoch;
+    IF NOT FOUND THEN
+        SELECT * INTO v FROM mq.kafka_txn t WHERE t.transactional_id OPERATOR(pg_catalog.=) p_id;
+        RAISE EXCEPTION 'transactional id "%" already has epoch % of producer %, newer than %',
+            p_id, v.producer_epoch, p_producer_id, p_epoch
+            USING ERRCODE = 'MQ056', HINT = 'Another InitProducerId of the id came first: ask again.';
+    END IF;
 END $$;
 
 -- AddPartitionsToTxn: the partitions join the transaction all or none,

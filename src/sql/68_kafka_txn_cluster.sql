@@ -61,26 +61,17 @@ SELECT pg_catalog.pg_extension_config_dump('mq.kafka_txn_sequence',
 -- its own, before the coordinator's epoch: another InitProducerId of the
 -- id may have been adopted since.  So the client's pair is checked again
 -- here, on the locked row (a zombie's pair that a new instance replaced
--- meanwhile is fenced, MQ012), and an epoch the row already has or has
--- passed is refused (MQ056, CONCURRENT_TRANSACTIONS: the client asks
--- again and gets a newer one), as Kafka's coordinator checks and bumps
--- in one step.
+-- meanwhile is fenced, MQ012), and the install refuses an epoch the row
+-- has passed (MQ056, CONCURRENT_TRANSACTIONS: the client asks again and
+-- gets a newer one), as Kafka's coordinator checks and bumps in one step.
 CREATE FUNCTION mq_internal.kafka_txn_adopt(transactional_id text, timeout_ms integer, producer_id bigint,
                                             producer_epoch integer, current_producer_id bigint,
                                             current_producer_epoch integer, p_caller oid) RETURNS void
 LANGUAGE plpgsql SET search_path = pg_catalog, pg_temp AS $$
-DECLARE
-    v mq.kafka_txn;
 BEGIN
     PERFORM mq_internal.kafka_txn_init_check($1, $2, $5, $6, p_caller);
     IF $3 IS NULL OR $3 OPERATOR(pg_catalog.<) 1 OR $4 IS NULL OR $4 OPERATOR(pg_catalog.<) 0 THEN
         RAISE EXCEPTION 'invalid producer id % or epoch %', $3, $4 USING ERRCODE = 'MQ010';
-    END IF;
-    SELECT * INTO v FROM mq.kafka_txn t WHERE t.transactional_id OPERATOR(pg_catalog.=) $1;
-    IF v.producer_id OPERATOR(pg_catalog.=) $3 AND v.producer_epoch OPERATOR(pg_catalog.>=) $4 THEN
-        RAISE EXCEPTION 'transactional id "%" already has epoch % of producer %, not older than %',
-            $1, v.producer_epoch, $3, $4
-            USING ERRCODE = 'MQ056', HINT = 'Another InitProducerId of the id came first: ask again.';
     END IF;
     DELETE FROM mq.kafka_txn_sequence q WHERE q.transactional_id OPERATOR(pg_catalog.=) $1;
     PERFORM mq._kafka_txn_install($1, $2, $3, $4, $5, $6);

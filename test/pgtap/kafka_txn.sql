@@ -3,7 +3,7 @@
 -- staged offsets; abort, a new epoch and the timeout drop them; an older
 -- epoch is fenced; the transactional id is an ACL resource.
 BEGIN;
-SELECT plan(62);
+SELECT plan(63);
 
 SELECT mq.create_topic('ktx-out', 2);
 SELECT mq.create_topic('ktx-in', 1);
@@ -152,6 +152,11 @@ SELECT lives_ok($$SELECT mq.kafka_txn_adopt('app-r', 60000, 9001, 5, 9001, 2)$$,
                 'a retry of the call that got epoch 4 (the pair it replaced) adopts a newer epoch');
 SELECT is((SELECT (producer_epoch, last_producer_epoch)::text FROM mq.kafka_txn WHERE transactional_id = 'app-r'),
           '(5,2)', 'which the id has, with the pair it replaced');
+-- a timeout in a cluster fences the client with the coordinator's next
+-- epoch (6 here), which the next InitProducerId then gets
+UPDATE mq.kafka_txn SET producer_epoch = 6 WHERE transactional_id = 'app-r';
+SELECT lives_ok($$SELECT mq.kafka_txn_adopt('app-r', 60000, 9001, 6)$$,
+                'the epoch a timeout fenced the client with is adopted');
 
 -- authorization: WRITE on the transactional id
 CREATE ROLE ktx_app;

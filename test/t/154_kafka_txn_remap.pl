@@ -64,12 +64,13 @@ my $out = `perl $FindBin::Bin/../kafka/txn_states.pl $c->{kafka_port}[1] rm-stat
 is($?, 0, 'txn_states.pl: every check holds in the cluster') or diag($out);
 
 # The check and the coordinator's epoch are two transactions: when another
-# InitProducerId of the id takes the coordinator's next epoch on the id's
-# node first (done here by hand), this one's older epoch is refused with
-# CONCURRENT_TRANSACTIONS (51), and asking again gets a newer one
-# (mq.kafka_txn_adopt).  The id's node: FindCoordinator v1's (key type 1)
-# for an id it gives one of the first three brokers (the daemons may not
-# have read broker 4's node yet, and leave it out of the ids' nodes).
+# InitProducerId of the id puts a newer epoch on the id's node first (done
+# here by hand, with an epoch ahead of the coordinator's next), this one's
+# older epoch is refused with CONCURRENT_TRANSACTIONS (51), and asking
+# again gets one the node takes (mq.kafka_txn_adopt).  The id's node:
+# FindCoordinator v1's (key type 1) for an id it gives one of the first
+# three brokers (the daemons may not have read broker 4's node yet, and
+# leave it out of the ids' nodes until they do).
 my ($race, $y);
 for my $i (1 .. 50)
 {
@@ -80,15 +81,17 @@ for my $i (1 .. 50)
 }
 my ($rpid, $repoch) = split /\|/,
   $c->coord->safe_psql('postgres', "SELECT producer_id, producer_epoch FROM mq_coord.init_producer('$race')");
-$c->node($y)->safe_psql('postgres', "SELECT mq.kafka_txn_adopt('$race', 60000, $rpid, $repoch + 1)");
+$c->node($y)->safe_psql('postgres', "SELECT mq.kafka_txn_adopt('$race', 60000, $rpid, $repoch + 2)");
 # InitProducerId v4: transactional id, timeout, producer id and epoch (none)
 my $init = cstr($race) . pack('l> q> s>', 60000, -1, -1) . "\0";
 my @got = map {
 	my $r = kafka_request(kafka_connect($c->{kafka_port}[$y]), 'tap', 22, 4, $init, 1);
 	defined $r ? join(' ', unpack('x4 x1 x4 s> q> s>', $r)) : 'none'
 } 1 .. 2;
-is(join(', ', @got), '51 -1 -1, 0 ' . $rpid . ' ' . ($repoch + 2),
-	'an epoch the id\'s node has passed: CONCURRENT_TRANSACTIONS, then the next epoch');
+my $took = $c->node($y)->safe_psql('postgres',
+	"SELECT producer_id || ' ' || producer_epoch FROM mq.kafka_txn WHERE transactional_id = '$race'");
+is(join(', ', @got), "51 -1 -1, 0 $took",
+	'an epoch older than the one the id\'s node has: CONCURRENT_TRANSACTIONS, then one the node takes');
 
 $c->teardown;
 done_testing();
