@@ -28,7 +28,9 @@ SELECT t.topic_name AS topic, p.partition, p.log_start_offset,
 -- history, mq.leader_epoch_history); a partition that was never
 -- replicated has one epoch, its current one, from offset 0.  mq-kafka's
 -- OffsetForLeaderEpoch and Fetch read it (docs/kafka.md, "Leader epochs").
+-- Its UNION ALL is a subquery, under the security barrier (56_group_views.sql).
 CREATE VIEW mq.leader_epochs WITH (security_barrier) AS
+SELECT * FROM (
 SELECT t.topic_name AS topic, h.partition, h.leader_epoch, h.start_offset
   FROM mq.leader_epoch_history h
   JOIN mq.topic t USING (topic_id)
@@ -39,7 +41,7 @@ SELECT t.topic_name, p.partition, p.leader_epoch, 0::bigint
   JOIN mq.topic t USING (topic_id)
  WHERE mq._describable('topic', t.topic_name)
    AND NOT EXISTS (SELECT FROM mq.leader_epoch_history h
-                    WHERE h.topic_id = p.topic_id AND h.partition = p.partition);
+                    WHERE h.topic_id = p.topic_id AND h.partition = p.partition)) v;
 
 CREATE VIEW mq.segments WITH (security_barrier) AS
 SELECT t.topic_name AS topic, s.partition, s.base_offset, s.end_offset, s.relid,
