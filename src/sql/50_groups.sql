@@ -37,7 +37,7 @@ CREATE TABLE mq.group_member (
     group_id           text NOT NULL,
     member_id          text NOT NULL,
     instance_id        text,
-    topics             integer[] NOT NULL,
+    topics             text[] NOT NULL,   -- subscribed by name, sorted, as Kafka's consumers
     session_timeout_ms integer NOT NULL,
     last_heartbeat     timestamptz NOT NULL DEFAULT clock_timestamp(),
     PRIMARY KEY (group_id, member_id),
@@ -85,7 +85,7 @@ SELECT pg_catalog.pg_extension_config_dump('mq.group_assignment', '');
 -- by instance id, then dynamic members by member id; ids compare as Java
 -- strings do (byte order here, whatever the database's collation).
 CREATE FUNCTION mq._members_ordered(p_group text)
-RETURNS TABLE (member_id text, topics integer[], ord integer)
+RETURNS TABLE (member_id text, topics text[], ord integer)
 LANGUAGE sql STABLE SET search_path = pg_catalog, pg_temp AS $$
     SELECT m.member_id, m.topics,
            (row_number() OVER (ORDER BY m.instance_id IS NULL, m.instance_id COLLATE "C",
@@ -95,26 +95,29 @@ $$;
 
 -- Every partition of the topics the group's members subscribe to, sorted
 -- by topic name (byte order) and partition, as the assignors see them.
+-- Members subscribe by name: a topic dropped and created again under its
+-- name is the subscribed topic again.
 CREATE FUNCTION mq._group_partitions(p_group text)
-RETURNS TABLE (topic_id integer, partition integer, ord bigint)
+RETURNS TABLE (topic_id integer, topic_name text, partition integer, ord bigint)
 LANGUAGE sql STABLE SET search_path = pg_catalog, pg_temp AS $$
-    SELECT t.topic_id, p.p, row_number() OVER (ORDER BY t.topic_name COLLATE "C", p.p)
+    SELECT t.topic_id, t.topic_name, p.p, row_number() OVER (ORDER BY t.topic_name COLLATE "C", p.p)
       FROM mq.topic t CROSS JOIN LATERAL generate_series(0, t.partitions - 1) p(p)
-     WHERE EXISTS (SELECT 1 FROM mq.group_member m WHERE m.group_id = p_group AND t.topic_id = ANY (m.topics))
+     WHERE EXISTS (SELECT 1 FROM mq.group_member m WHERE m.group_id = p_group AND t.topic_name = ANY (m.topics))
 $$;
 
 -- Whether the group's assignment no longer covers the partitions its
 -- members subscribe to: a subscribed topic gained partitions
--- (mq.add_partitions) since the last rebalance.  Kafka's consumers notice
--- this in their metadata and rejoin; here the group's next join,
--- heartbeat or member poll, or maintenance, rebalances.  After a
--- rebalance the assignment has one row per subscribed partition, and
--- partitions are never removed, so counting suffices.
+-- (mq.add_partitions), or a subscribed topic was created (again) since
+-- the last rebalance.  Kafka's consumers notice this in their metadata
+-- and rejoin; here the group's next join, heartbeat or member poll, or
+-- maintenance, rebalances.  After a rebalance the assignment has one row
+-- per subscribed partition, partitions are never removed, and a dropped
+-- topic's rows go with it, so counting suffices.
 CREATE FUNCTION mq._metadata_changed(p_group text) RETURNS boolean
 LANGUAGE sql STABLE SET search_path = pg_catalog, pg_temp AS $$
     SELECT coalesce((SELECT sum(t.partitions) FROM mq.topic t
                       WHERE EXISTS (SELECT 1 FROM mq.group_member m
-                                     WHERE m.group_id = p_group AND t.topic_id = ANY (m.topics))), 0)
+                                     WHERE m.group_id = p_group AND t.topic_name = ANY (m.topics))), 0)
            <> (SELECT count(*) FROM mq.group_assignment a WHERE a.group_id = p_group)
 $$;
 
@@ -136,7 +139,7 @@ BEGIN
                    count(*) OVER (PARTITION BY t.topic_id) AS nm,
                    t.partitions AS np
               FROM mq._members_ordered(p_group) o
-              JOIN mq.topic t ON t.topic_id = ANY (o.topics))
+              JOIN mq.topic t ON t.topic_name = ANY (o.topics))
         SELECT s.topic_id, p.p, s.member_id
           FROM subs s
          CROSS JOIN LATERAL generate_series(
@@ -169,7 +172,7 @@ BEGIN
     FOR r IN
         SELECT gp.topic_id AS tid, gp.partition AS pn,
                (SELECT array_agg(o.ord) FROM mq._members_ordered(p_group) o
-                 WHERE gp.topic_id = ANY (o.topics)) AS subscribers
+                 WHERE gp.topic_name = ANY (o.topics)) AS subscribers
           FROM mq._group_partitions(p_group) gp
          ORDER BY gp.ord
     LOOP
@@ -218,8 +221,9 @@ BEGIN
             SELECT a.topic_id, a.partition, coalesce(a.target, a.owner) AS who,
                    row_number() OVER (PARTITION BY coalesce(a.target, a.owner) ORDER BY a.topic_id, a.partition) AS n
               FROM mq.group_assignment a
+              JOIN mq.topic t ON t.topic_id = a.topic_id
               JOIN mq.group_member m ON m.group_id = a.group_id AND m.member_id = coalesce(a.target, a.owner)
-                                    AND a.topic_id = ANY (m.topics)
+                                    AND t.topic_name = ANY (m.topics)
              WHERE a.group_id = p_group) k
          ORDER BY k.n > v_floor, k.topic_id, k.partition
     LOOP
@@ -237,7 +241,7 @@ BEGIN
     -- everything else to the least-loaded member subscribed to its topic,
     -- the first in member order among equals
     FOR r IN
-        SELECT gp.topic_id AS tid, gp.partition AS pn
+        SELECT gp.topic_id AS tid, gp.topic_name AS tname, gp.partition AS pn
           FROM mq._group_partitions(p_group) gp
          WHERE NOT EXISTS (SELECT 1 FROM unnest(v_tid, v_part) AS k(t, p)
                             WHERE k.t = gp.topic_id AND k.p = gp.partition)
@@ -246,7 +250,7 @@ BEGIN
         SELECT u.i::integer INTO v_i
           FROM unnest(v_load) WITH ORDINALITY AS u(n, i)
           JOIN mq.group_member m ON m.group_id = p_group AND m.member_id = v_members[u.i::integer]
-         WHERE r.tid = ANY (m.topics)
+         WHERE r.tname = ANY (m.topics)
          ORDER BY u.n, u.i
          LIMIT 1;
         v_tid := v_tid || r.tid;

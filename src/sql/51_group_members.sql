@@ -83,7 +83,7 @@ CREATE FUNCTION mq_internal.join_group(group_id text, topics text[], member_id t
 LANGUAGE plpgsql SET search_path = pg_catalog, pg_temp AS $$
 DECLARE
     v_group text := join_group.group_id;
-    v_topics integer[];
+    v_topics text[];
     v_member text := join_group.member_id;
     v_old mq.group_member;
     v_changed boolean := false;
@@ -92,8 +92,9 @@ BEGIN
     PERFORM mq._authorize(p_caller, 'group', v_group, 'read');
     PERFORM mq._check_join_args(join_group.topics, join_group.instance_id, join_group.assignor,
                                 join_group.session_timeout_ms);
-    SELECT array_agg(mq._topic_id(t) ORDER BY t) INTO v_topics
-      FROM (SELECT DISTINCT unnest(join_group.topics) AS t) s;
+    -- by name, each one existing (MQ001 otherwise)
+    SELECT array_agg(t ORDER BY t COLLATE "C") INTO v_topics
+      FROM (SELECT DISTINCT unnest(join_group.topics) AS t) s WHERE mq._topic_id(t) IS NOT NULL;
     IF EXISTS (SELECT 1 FROM mq.kafka_group_member k WHERE k.group_id = v_group AND k.active) THEN
         RAISE EXCEPTION 'group "%" has live Kafka members', v_group USING ERRCODE = 'MQ032',
             HINT = 'A group''s members are all SQL consumers or all Kafka consumers (mq-kafka refuses the other way round).';

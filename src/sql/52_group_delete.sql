@@ -150,7 +150,7 @@ BEGIN
        AND NOT EXISTS (SELECT 1 FROM mq.consumer_offset o WHERE o.group_id = p_group) THEN
         RAISE EXCEPTION 'group "%" does not exist', p_group USING ERRCODE = 'MQ035';
     END IF;
-    IF EXISTS (SELECT 1 FROM mq.group_member m WHERE m.group_id = p_group AND p_id = ANY (m.topics))
+    IF EXISTS (SELECT 1 FROM mq.group_member m WHERE m.group_id = p_group AND p_topic = ANY (m.topics))
        OR EXISTS (SELECT 1 FROM mq.kafka_group_member k
                    WHERE k.group_id = p_group AND k.active AND p_topic = ANY (k.topics)) THEN
         RAISE EXCEPTION 'group "%" has live members subscribed to topic "%"', p_group, p_topic

@@ -89,8 +89,7 @@ LANGUAGE sql STABLE SET search_path = pg_catalog, pg_temp AS $$
     SELECT mq._kafka_string(p_member.member_id) || mq._kafka_string(p_member.instance_id)
         || mq._kafka_string('mq') || mq._kafka_string('')
         || int4send(p_member.session_timeout_ms) || int4send(p_member.session_timeout_ms)
-        || mq._kafka_bytes(mq._consumer_subscription(
-               ARRAY(SELECT t.topic_name FROM mq.topic t WHERE t.topic_id = ANY (p_member.topics))))
+        || mq._kafka_bytes(mq._consumer_subscription(p_member.topics))
         || mq._kafka_bytes((SELECT mq._consumer_assignment(array_agg(t.topic_name), array_agg(a.partition))
                               FROM mq.group_assignment a JOIN mq.topic t USING (topic_id)
                              WHERE a.group_id = p_group AND a.target = p_member.member_id))

@@ -43,7 +43,7 @@ SELECT s.group_id, k.member_id, k.instance_id, k.client_id, k.client_host, k.ses
 CREATE VIEW mq.group_members WITH (security_barrier) AS
 SELECT * FROM (
 SELECT m.group_id, m.member_id, m.instance_id, g.generation, g.assignor,
-       ARRAY(SELECT t.topic_name FROM mq.topic t WHERE t.topic_id = ANY (m.topics) ORDER BY 1) AS topics,
+       m.topics,
        m.session_timeout_ms, m.last_heartbeat,
        (SELECT count(*) FROM mq.group_assignment a WHERE a.group_id = m.group_id AND a.owner = m.member_id)
            AS partitions,

@@ -166,7 +166,7 @@ COMMENT ON FUNCTION mq.poll(text, text, integer, boolean, integer, integer, text
 COMMENT ON TABLE mq.consumer_group IS
     'consumer groups: current generation, assignor and rebalance counters';
 COMMENT ON TABLE mq.group_member IS
-    'members of consumer groups: subscribed topics, optional static instance id, session timeout and last heartbeat';
+    'members of consumer groups: subscribed topics (by name), optional static instance id, session timeout and last heartbeat';
 COMMENT ON TABLE mq.group_assignment IS
     'per group and partition: the owning member, the target member while it moves, and whether it is being revoked';
 COMMENT ON TABLE mq.fenced_member IS

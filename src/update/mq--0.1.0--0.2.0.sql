@@ -331,6 +331,20 @@ CREATE TABLE mq.replica_topic (
     incarnation uuid NOT NULL
 );
 SELECT pg_catalog.pg_extension_config_dump('mq.replica_topic', '');
+-- SQL group members subscribe by topic name, as Kafka's consumers do
+-- (50_groups.sql): a topic dropped and created again is subscribed again.
+-- The view reading the column and the functions whose result types name
+-- it go first (part 2 creates them again, with their grants).
+DROP VIEW mq.group_members;
+DROP FUNCTION mq._members_ordered(text);
+DROP FUNCTION mq._group_partitions(text);
+CREATE FUNCTION mq._update_topic_names(ids integer[]) RETURNS text[]
+LANGUAGE sql STABLE SET search_path = pg_catalog, pg_temp AS $$
+    SELECT coalesce(pg_catalog.array_agg(t.topic_name ORDER BY t.topic_name COLLATE "C"), '{}')
+      FROM mq.topic t WHERE t.topic_id OPERATOR(pg_catalog.=) ANY (ids)
+$$;
+ALTER TABLE mq.group_member ALTER COLUMN topics TYPE text[] USING mq._update_topic_names(topics);
+DROP FUNCTION mq._update_topic_names(integer[]);
 -- @definitions
 -- Kafka's collision rule, looked up by an index on each catalog of topics
 -- (20_admin.sql, 61_coordinator.sql): after part 2 made the key's function

@@ -1,5 +1,6 @@
 -- Consumer groups against Kafka's documented behaviour (issue 11, "Groups";
--- issue 9, item 2): a partition count change reaches a stable group,
+-- issue 9, item 2): a partition count change reaches a stable group, and
+-- so does a subscribed topic created again (subscriptions are by name),
 -- RoundRobinAssignor's circular pointer over members with different
 -- subscriptions, AbstractPartitionAssignor.MemberInfo ordering (static
 -- members first), retention_headroom of a record in the segment being
@@ -8,7 +9,7 @@
 \set ON_ERROR_STOP on
 SET client_min_messages = warning;
 BEGIN;
-SELECT plan(30);
+SELECT plan(34);
 
 -- "a:t/0,t/1|b:u/2": each member (instance id, else member id) and what it owns
 CREATE FUNCTION pg_temp.layout(g text) RETURNS text LANGUAGE sql AS $$
@@ -118,6 +119,25 @@ SELECT mq.heartbeat('grow3-g', member_id) FROM mq.group_member WHERE group_id = 
 SELECT is(pg_temp.layout('grow3-g'), 'a:grow3/0,grow3/2|b:grow3/1,grow3/3',
           'cooperative-sticky: each member keeps its partition and gets a new one');
 SELECT is((SELECT last_revoked FROM mq.consumer_group WHERE group_id = 'grow3-g'), 0, 'nothing was revoked');
+
+-- a member subscribes by name, as Kafka's consumers: a topic dropped and
+-- created again is its topic again, without joining again
+SELECT mq.create_topic('re-a', 1);
+SELECT mq.create_topic('re-b', 1);
+SELECT mq.join_group('re-g', ARRAY['re-b', 're-a'], instance_id => 'solo');
+SELECT mq.drop_topic('re-a');
+SELECT is((SELECT topics FROM mq.group_members WHERE group_id = 're-g'), ARRAY['re-a', 're-b'],
+          'a dropped topic stays in the member''s subscription');
+SELECT is((SELECT string_agg(topic || '/' || partition, ',') FROM mq.heartbeat('re-g', pg_temp.member('re-g', 'solo'))),
+          're-b/0', 'while the member reads the other topic');
+SELECT mq.create_topic('re-a', 2);
+SELECT mq.send('re-a', NULL::bytea, 'again'::bytea, partition => 1);
+SELECT is((SELECT string_agg(topic || '/' || partition, ',' ORDER BY topic, partition)
+             FROM mq.heartbeat('re-g', pg_temp.member('re-g', 'solo'))),
+          're-a/0,re-a/1,re-b/0', 'created again, its partitions go to the member at its next heartbeat');
+SELECT is((SELECT string_agg(convert_from(value, 'UTF8'), ',')
+             FROM mq.poll('re-g', 're-a', 10, member_id => pg_temp.member('re-g', 'solo'))),
+          'again', 'which polls the new topic''s records');
 
 -------------------------------------------------------------------------------
 -- (b) roundrobin follows RoundRobinAssignor with different subscriptions
