@@ -15,7 +15,7 @@
 SET client_min_messages = warning;
 
 BEGIN;
-SELECT plan(40);
+SELECT plan(41);
 
 CREATE ROLE mqh_attacker LOGIN;
 CREATE ROLE mqh_owner LOGIN;
@@ -38,6 +38,19 @@ SELECT mq.join_group('hidden_group', ARRAY['secret']);
 SELECT mq.join_group('mine', ARRAY['visible']);
 SELECT mq.commit_offset('mine', 'visible', 0, 0);
 SELECT mq.commit_offset('hidden_group', 'secret', 0, 0);
+-- hidden rows for the other views too: a producer's state on the hidden
+-- topic, a Kafka transaction with a batch staged for it, a SCRAM user
+SELECT mq.send('secret', 'k'::bytea, 'v'::bytea, producer_id => p.producer_id,
+               producer_epoch => p.producer_epoch, base_sequence => 0)
+  FROM mq.init_producer() p;
+SELECT mq.kafka_txn_stage('hidden-txn', t.producer_id, t.producer_epoch, 'secret', 0, 0,
+                          ARRAY['k']::bytea[], ARRAY['v']::bytea[])
+  FROM mq.kafka_txn_init('hidden-txn', 60000) t;
+SELECT mq.set_scram_credential('hidden-user', 'SCRAM-SHA-256', 'pw-of-hidden-user');
+SELECT is((SELECT count(*) FROM mq.producers WHERE topic = 'secret')
+          + (SELECT count(*) FROM mq.kafka_transactions WHERE transactional_id = 'hidden-txn')
+          + (SELECT count(*) FROM mq.scram_credentials WHERE user_name = 'hidden-user'), 3::bigint,
+          'the views show the hidden rows to a superuser (what the probes below must not see)');
 
 -------------------------------------------------------------------------------
 -- 1. a cheap function in the caller's WHERE clause sees only the rows the
