@@ -167,6 +167,30 @@ BEGIN
     high_watermark := mq.produce_await(topic, produce.partition, v_last, v_epoch, v_min, timeout_ms);
 END $$;
 
+-- The same with text keys and values, sent as UTF-8 (as mq.send_batch's
+-- text form and Kafka's string serializer): CALL mq.produce('t', NULL,
+-- ARRAY['hello'], 0) needs no cast.
+CREATE PROCEDURE mq.produce(topic text, keys text[], vals text[], partition integer,
+                            acks text DEFAULT 'all',
+                            producer_id bigint DEFAULT NULL, producer_epoch integer DEFAULT NULL,
+                            base_sequence integer DEFAULT NULL, timeout_ms integer DEFAULT 30000,
+                            INOUT base_offset bigint DEFAULT NULL, INOUT high_watermark bigint DEFAULT NULL,
+                            headers jsonb[] DEFAULT NULL, timestamps timestamptz[] DEFAULT NULL,
+                            "timestamp" timestamptz DEFAULT NULL)
+LANGUAGE plpgsql AS $$
+DECLARE
+    v_keys bytea[];
+    v_vals bytea[];
+BEGIN
+    SELECT CASE WHEN keys IS NOT NULL THEN
+               ARRAY(SELECT pg_catalog.convert_to(k.k, 'UTF8') FROM unnest(keys) WITH ORDINALITY AS k(k, n) ORDER BY k.n) END,
+           CASE WHEN vals IS NOT NULL THEN
+               ARRAY(SELECT pg_catalog.convert_to(v.v, 'UTF8') FROM unnest(vals) WITH ORDINALITY AS v(v, n) ORDER BY v.n) END
+      INTO v_keys, v_vals;
+    CALL mq.produce(topic, v_keys, v_vals, produce.partition, acks, producer_id, producer_epoch, base_sequence,
+                    timeout_ms, base_offset, high_watermark, headers, timestamps, produce."timestamp");
+END $$;
+
 -- What Kafka's Produce response says of a batch besides its offset, as
 -- {log_append_time, log_start_offset}: on a LogAppendTime topic the time
 -- the broker stamped its records, here the append time of the record at

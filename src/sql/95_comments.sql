@@ -138,6 +138,8 @@ COMMENT ON FUNCTION mq.produce_check(text, integer) IS
     'the produce contract''s check alone: MQ021 where acks=all would be refused for too few in-sync replicas; nothing written';
 COMMENT ON FUNCTION mq.produce_await(text, integer, bigint, integer, integer, integer) IS
     'the acknowledgement of the produce contract, after the commit: waits until the in-sync replicas hold the records (MQ022 when the ISR shrank, MQ023 on timeout); NULL when nothing is owed';
+COMMENT ON PROCEDURE mq.produce(text, text[], text[], integer, text, bigint, integer, integer, integer, bigint, bigint, jsonb[], timestamptz[], timestamptz) IS
+    'mq.produce with text keys and values, sent as UTF-8';
 COMMENT ON PROCEDURE mq.produce(text, bytea[], bytea[], integer, text, bigint, integer, integer, integer, bigint, bigint, jsonb[], timestamptz[], timestamptz) IS
     'produces a batch to one partition with Kafka''s acks (0, 1 or all) and commits; with acks=all waits for the in-sync replicas. Call outside a transaction block';
 

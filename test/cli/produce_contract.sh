@@ -120,4 +120,16 @@ done
 check_eq "$(sql "SELECT (SELECT count(*) FROM mq.fetch('pc_nopart', 0, 0)) + (SELECT count(*) FROM mq.fetch('pc_nopart', 1, 0))")" \
 	"2" "both records written once"
 
+# text keys and values, as mq.send_batch's text form takes them: UTF-8,
+# in order, a NULL element a null value; inside a transaction block MQ052
+sql "SELECT mq.create_topic('pc_text', 1)" >/dev/null
+run psql -X -q -v ON_ERROR_STOP=1 -At -c "CALL mq.produce('pc_text', ARRAY['k1', NULL], ARRAY['hé', NULL], 0, 'all')"
+expect_rc 0 "CALL mq.produce with text[] keys and values"
+check_eq "$OUT" "0|" "its base offset (no follower to wait for on this node)"
+check_eq "$(sql "SELECT string_agg(coalesce(encode(key, 'hex'), '-') || ':' || coalesce(encode(value, 'hex'), '-'), ','
+	ORDER BY msg_offset) FROM mq.fetch('pc_text', 0, 0)")" "6b31:68c3a9,-:-" "stored as UTF-8, in order, nulls kept"
+run psql -X -q -c "BEGIN" -c "CALL mq.produce('pc_text', NULL, ARRAY['x'], 0)"
+check_match "$ERR" "mq.produce cannot run inside a transaction block" "in a transaction block: refused (MQ052)"
+check_eq "$(sql "SELECT count(*) FROM mq.fetch('pc_text', 0, 0)")" "2" "and nothing written"
+
 finish
