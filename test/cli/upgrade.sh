@@ -163,6 +163,8 @@ check_eq "$(old -c "SELECT producer_id || '/' || producer_epoch FROM mq.init_pro
 	"$tx_pid/1" "the transactional id keeps its producer id, next epoch"
 run old -c "SELECT generation FROM mq.heartbeat('upg-g', '$member') LIMIT 1"
 check_match "$RC:$OUT" '^0:[0-9]+$' "the group member heartbeats"
+check_eq "$(old -c "SELECT topics FROM mq.group_members WHERE group_id = 'upg-g'")" "{upg.events}" \
+	"its subscription, kept by topic id in 0.1.0, is by name"
 run old -c "SELECT partition || '@' || min(msg_offset) FROM mq.poll('upg-g', 'upg.events', 100, member_id => '$member')
              GROUP BY partition ORDER BY 1"
 check_eq "$OUT" "$(printf '0@5\n1@2')" "the consumer resumes at the committed offsets"
