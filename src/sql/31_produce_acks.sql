@@ -183,9 +183,11 @@ DECLARE
     v_vals bytea[];
 BEGIN
     SELECT CASE WHEN keys IS NOT NULL THEN
-               ARRAY(SELECT pg_catalog.convert_to(k.k, 'UTF8') FROM unnest(keys) WITH ORDINALITY AS k(k, n) ORDER BY k.n) END,
+               ARRAY(SELECT pg_catalog.convert_to(k.k, 'UTF8')
+                       FROM pg_catalog.unnest(keys) WITH ORDINALITY AS k(k, n) ORDER BY k.n) END,
            CASE WHEN vals IS NOT NULL THEN
-               ARRAY(SELECT pg_catalog.convert_to(v.v, 'UTF8') FROM unnest(vals) WITH ORDINALITY AS v(v, n) ORDER BY v.n) END
+               ARRAY(SELECT pg_catalog.convert_to(v.v, 'UTF8')
+                       FROM pg_catalog.unnest(vals) WITH ORDINALITY AS v(v, n) ORDER BY v.n) END
       INTO v_keys, v_vals;
     CALL mq.produce(topic, v_keys, v_vals, produce.partition, acks, producer_id, producer_epoch, base_sequence,
                     timeout_ms, base_offset, high_watermark, headers, timestamps, produce."timestamp");
