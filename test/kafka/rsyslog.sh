@@ -70,6 +70,9 @@ check_eq "$(sql "SELECT string_agg(key || ':' || n, ',' ORDER BY key) FROM (SELE
 	WHERE own > 0")" "web1:1,web2:1,web3:1" "each host's lines in one partition, keyed by its name"
 
 # mq-kafka down while lines are logged: they arrive once it is back
+# (killed with nothing in flight: both actions delivered everything, so
+# that a retry of an unanswered batch cannot write it twice)
+wait_eq 60 140 count syslog || fail "140 lines arrive in syslog" "$(count syslog) of 140"
 kafka_kill
 say $(seq -f 'down-%g' 1 30)
 kafka_start --auto-create-topics 3 || fail "mq-kafka starts again"
