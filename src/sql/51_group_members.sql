@@ -92,7 +92,11 @@ BEGIN
     PERFORM mq._authorize(p_caller, 'group', v_group, 'read');
     PERFORM mq._check_join_args(join_group.topics, join_group.instance_id, join_group.assignor,
                                 join_group.session_timeout_ms);
-    -- by name, each one existing (MQ001 otherwise)
+    -- by name, each one the caller may describe (42501 otherwise, whether
+    -- it exists or not, as Kafka's Metadata answers a consumer) and then
+    -- existing (MQ001 otherwise): a hidden topic's existence and partitions
+    -- (the heartbeat's assignment) are not told
+    PERFORM mq._authorize(p_caller, 'topic', t, 'describe') FROM unnest(join_group.topics) t;
     SELECT array_agg(t ORDER BY t COLLATE "C") INTO v_topics
       FROM (SELECT DISTINCT unnest(join_group.topics) AS t) s WHERE mq._topic_id(t) IS NOT NULL;
     IF EXISTS (SELECT 1 FROM mq.kafka_group_member k WHERE k.group_id = v_group AND k.active) THEN

@@ -15,7 +15,7 @@
 SET client_min_messages = warning;
 
 BEGIN;
-SELECT plan(41);
+SELECT plan(43);
 
 CREATE ROLE mqh_attacker LOGIN;
 CREATE ROLE mqh_owner LOGIN;
@@ -122,10 +122,18 @@ SELECT is((SELECT string_agg(topic, ',' ORDER BY topic) FROM mq.partition_stats)
 SELECT is(mq._offset_time(:secret_id, 0, 0), NULL, '_offset_time of a hidden topic: NULL');
 
 -------------------------------------------------------------------------------
--- 3. an id tells a hidden topic from a missing one in no way
+-- 3. an id tells a hidden topic from a missing one in no way, and neither
+--    does a group subscription (a join used to take a hidden topic, and
+--    the heartbeat's assignment named its partitions)
 -------------------------------------------------------------------------------
 SELECT is(mq._log_end_offset(:secret_id, 0), NULL, '_log_end_offset of a hidden topic: NULL');
 SELECT is(mq._log_end_offset(999999, 0), NULL, '_log_end_offset of an id no topic has: NULL too');
+SELECT throws_ok($$SELECT mq.join_group('mine', ARRAY['visible', 'secret'])$$, '42501',
+                 'permission denied: describe on topic "secret" for role "mqh_attacker"',
+                 'joining its own group with a hidden topic is refused');
+SELECT throws_ok($$SELECT mq.join_group('mine', ARRAY['visible', 'secret_nosuch'])$$, '42501',
+                 'permission denied: describe on topic "secret_nosuch" for role "mqh_attacker"',
+                 'as it is with a topic that does not exist');
 
 -------------------------------------------------------------------------------
 -- 4. a role asks only about its own rights (or those of roles it has)
