@@ -155,6 +155,9 @@ LANGUAGE plpgsql SECURITY DEFINER SET search_path = pg_catalog, pg_temp AS $$
 DECLARE
     p_broker_id ALIAS FOR $1;
 BEGIN
+    IF p_broker_id IS NULL THEN
+        RAISE EXCEPTION 'broker_id must not be null' USING ERRCODE = 'MQ010';
+    END IF;
     PERFORM mq._replica_attach_broker();
     INSERT INTO mq.replica_broker (broker_id) VALUES (p_broker_id)
     ON CONFLICT (singleton) DO UPDATE SET broker_id = EXCLUDED.broker_id, attached_at = now(),

@@ -475,8 +475,11 @@ DECLARE
 BEGIN
     IF n > 10000 OR coalesce(cardinality(partitions), 0) <> n OR coalesce(cardinality(leader_epochs), 0) <> n
        OR coalesce(cardinality(fetch_offsets), 0) <> n
-       OR coalesce(cardinality(offsets_versions), n) <> n THEN
-        RAISE EXCEPTION 'replica_fetch_many needs arrays of one length, at most 10000 partitions'
+       OR coalesce(cardinality(offsets_versions), n) <> n
+       OR replica_id IS NULL OR array_position(topics, NULL) IS NOT NULL
+       OR array_position(partitions, NULL) IS NOT NULL
+       OR array_position(leader_epochs, NULL) IS NOT NULL OR array_position(fetch_offsets, NULL) IS NOT NULL THEN
+        RAISE EXCEPTION 'replica_fetch_many needs a replica and arrays of one length without nulls, at most 10000 partitions'
             USING ERRCODE = 'MQ010';
     END IF;
     s := mq._replica_fetch_looks(replica_id, topics, partitions, leader_epochs, fetch_offsets,

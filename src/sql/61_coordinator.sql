@@ -436,7 +436,7 @@ CREATE FUNCTION mq_coord.grant_producer(role regrole) RETURNS void
 LANGUAGE plpgsql SECURITY INVOKER SET search_path = pg_catalog, pg_temp AS $$
 BEGIN
     IF role IS NULL THEN
-        RAISE EXCEPTION 'role must not be NULL' USING ERRCODE = 'MQ010';
+        RAISE EXCEPTION 'role must not be null' USING ERRCODE = 'MQ010';
     END IF;
     EXECUTE pg_catalog.format('GRANT USAGE ON SCHEMA mq_coord TO %s', role);
     EXECUTE pg_catalog.format('GRANT EXECUTE ON FUNCTION mq_coord.init_producer(text) TO %s', role);

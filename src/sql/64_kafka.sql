@@ -42,6 +42,9 @@ DECLARE
     p_live ALIAS FOR $4;
     v_held boolean := mq_coord._holds(mq_coord.kafka_lock_class(), p_broker_id);
 BEGIN
+    IF p_broker_id IS NULL OR p_live IS NULL THEN
+        RAISE EXCEPTION 'broker_id and live must not be null' USING ERRCODE = 'MQ010';
+    END IF;
     IF NOT p_live THEN
         IF v_held THEN
             PERFORM pg_advisory_unlock(mq_coord.kafka_lock_class(), p_broker_id);
@@ -96,7 +99,7 @@ CREATE FUNCTION mq_coord.grant_kafka(role regrole) RETURNS void
 LANGUAGE plpgsql SECURITY INVOKER SET search_path = pg_catalog, pg_temp AS $$
 BEGIN
     IF role IS NULL THEN
-        RAISE EXCEPTION 'role must not be NULL' USING ERRCODE = 'MQ010';
+        RAISE EXCEPTION 'role must not be null' USING ERRCODE = 'MQ010';
     END IF;
     EXECUTE pg_catalog.format('GRANT USAGE ON SCHEMA mq_coord TO %s', role);
     EXECUTE pg_catalog.format(

@@ -179,6 +179,9 @@ DECLARE
     p_reason ALIAS FOR $2;
     v_state text;
 BEGIN
+    IF p_txn IS NULL THEN
+        RAISE EXCEPTION 'txn_id must not be null' USING ERRCODE = 'MQ010';
+    END IF;
     PERFORM mq_coord._txn_durably();
     INSERT INTO mq_coord.txn AS t (txn_id, state, reason)
     VALUES (p_txn, 'abort', p_reason)
@@ -363,7 +366,7 @@ CREATE FUNCTION mq.grant_pipeline(role regrole) RETURNS void
 LANGUAGE plpgsql SECURITY INVOKER SET search_path = pg_catalog, pg_temp AS $$
 BEGIN
     IF role IS NULL THEN
-        RAISE EXCEPTION 'role must not be NULL' USING ERRCODE = 'MQ010';
+        RAISE EXCEPTION 'role must not be null' USING ERRCODE = 'MQ010';
     END IF;
     EXECUTE pg_catalog.format('GRANT EXECUTE ON FUNCTION mq.txn_finish(text, boolean), mq.txn_notes() TO %s',
                               role);
@@ -373,7 +376,7 @@ CREATE FUNCTION mq_coord.grant_pipeline(role regrole) RETURNS void
 LANGUAGE plpgsql SECURITY INVOKER SET search_path = pg_catalog, pg_temp AS $$
 BEGIN
     IF role IS NULL THEN
-        RAISE EXCEPTION 'role must not be NULL' USING ERRCODE = 'MQ010';
+        RAISE EXCEPTION 'role must not be null' USING ERRCODE = 'MQ010';
     END IF;
     EXECUTE pg_catalog.format('GRANT USAGE ON SCHEMA mq_coord TO %s', role);
     EXECUTE pg_catalog.format(

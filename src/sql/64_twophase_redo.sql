@@ -329,6 +329,9 @@ END $$;
 CREATE FUNCTION mq._txn_check_leads(p_topic text, p_partition integer, p_epoch integer) RETURNS void
 LANGUAGE plpgsql STABLE SET search_path = pg_catalog, pg_temp AS $$
 BEGIN
+    IF p_topic IS NULL OR p_partition IS NULL OR p_epoch IS NULL THEN
+        RAISE EXCEPTION 'topic, partition and epoch must not be null' USING ERRCODE = 'MQ010';
+    END IF;
     IF NOT EXISTS (SELECT 1 FROM mq.replica_status s
                     WHERE s.topic = p_topic AND s.partition = p_partition
                       AND s.role = 'leader' AND s.leader_epoch = p_epoch) THEN
