@@ -32,6 +32,15 @@ LANGUAGE sql IMMUTABLE AS $$ SELECT pg_catalog.translate(topic, '.', '_') $$;
 
 CREATE INDEX topic_collision_key ON mq.topic (mq._topic_collision_key(topic_name));
 
+-- A topic's Kafka id (KIP-516), the MD5 of its name in hex (mq-kafka's
+-- topic_id.h), indexed, so that mq-kafka finds the topic of an id through
+-- mq.topics in a probe: a leakproof C function, which the view's security
+-- barrier lets in (src/kafka_topic_id.c).
+CREATE FUNCTION mq._kafka_topic_id(topic text) RETURNS text
+    AS 'MODULE_PATHNAME', 'mq_kafka_topic_id' LANGUAGE C IMMUTABLE STRICT LEAKPROOF PARALLEL SAFE;
+
+CREATE INDEX topic_kafka_id ON mq.topic (mq._kafka_topic_id(topic_name));
+
 -- colliding: an existing topic with topic's key (its caller's lookup), or NULL
 CREATE FUNCTION mq._refuse_topic_collision(topic text, colliding text) RETURNS void
 LANGUAGE plpgsql IMMUTABLE SET search_path = pg_catalog, pg_temp AS $$

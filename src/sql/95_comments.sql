@@ -76,6 +76,8 @@ COMMENT ON FUNCTION mq._topic_name_valid(text) IS
     'internal: whether a topic name follows Kafka''s rule (1 to 249 of [A-Za-z0-9._-], not . or ..)';
 COMMENT ON FUNCTION mq._topic_collision_key(text) IS
     'internal: a topic name with . as _ (Kafka''s collision rule: two topics may not share it)';
+COMMENT ON FUNCTION mq._kafka_topic_id(text) IS
+    'internal: a topic''s Kafka id (KIP-516), the MD5 of its name in hex; indexed on mq.topic';
 COMMENT ON FUNCTION mq._refuse_topic_collision(text, text) IS
     'internal: refuses a new topic whose name collides with an existing one''s (MQ003)';
 COMMENT ON FUNCTION mq._protect_log_table(regclass) IS

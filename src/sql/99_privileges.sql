@@ -28,8 +28,9 @@ GRANT EXECUTE ON FUNCTION mq.validate_config(jsonb), mq.murmur2(bytea),
     -- and the decoding of Kafka's members for the group views
     mq._kafka_string(text), mq._consumer_subscription(text[]), mq._consumer_assignment(text[], integer[]),
     mq._kafka_group_members(bytea),
-    -- pure: Kafka's topic name rule (mq-kafka's Metadata, as the client's role)
-    mq._topic_name_valid(text),
+    -- pure: Kafka's topic name rule and topic ids (mq-kafka's Metadata and
+    -- Fetch, as the client's role)
+    mq._topic_name_valid(text), mq._kafka_topic_id(text),
     mq._has_privilege(oid, text, text, text),
     mq.has_topic_privilege(name, text, text), mq.has_topic_privilege(text, text),
     mq.has_group_privilege(name, text, text), mq.has_group_privilege(text, text),

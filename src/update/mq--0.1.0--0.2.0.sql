@@ -350,6 +350,8 @@ DROP FUNCTION mq._update_topic_names(integer[]);
 -- (20_admin.sql, 61_coordinator.sql): after part 2 made the key's function
 CREATE INDEX topic_collision_key ON mq.topic (mq._topic_collision_key(topic_name));
 CREATE INDEX topic_collision_key ON mq_coord.topic (mq._topic_collision_key(topic));
+-- topic ids, looked up by an index (20_admin.sql): after part 2 made the function
+CREATE INDEX topic_kafka_id ON mq.topic (mq._kafka_topic_id(topic_name));
 CREATE TRIGGER cascade_to_partition_state AFTER DELETE ON mq.topic
     REFERENCING OLD TABLE AS gone FOR EACH STATEMENT
     EXECUTE FUNCTION mq._cascade_delete('mq.partition_state', 'topic_id');

@@ -414,7 +414,9 @@ SELECT is((SELECT array_agg(DISTINCT p.proname::text ORDER BY p.proname::text)
           ARRAY['_await_partitions', '_config_incremental', '_config_key', '_config_ms', '_config_number', '_config_replace', '_config_shown', '_config_text',
                 -- pure encoders of Kafka's consumer protocol (mq-kafka's DescribeGroups as the client's role)
                 '_consumer_assignment', '_consumer_subscription',
-                '_describable', '_grant_shown', '_has_privilege', '_kafka_group_members', '_kafka_string', '_log_end_offset', '_offset_time', '_produce_answer', '_produce_outside_block', '_produce_state', '_replica_await_hwm', '_retention_headroom',
+                '_describable', '_grant_shown', '_has_privilege', '_kafka_group_members', '_kafka_string',
+                -- pure: a topic's Kafka id (mq-kafka's Metadata and Fetch)
+                '_kafka_topic_id', '_log_end_offset', '_offset_time', '_produce_answer', '_produce_outside_block', '_produce_state', '_replica_await_hwm', '_retention_headroom',
                 -- pure: Kafka's topic name rule (mq-kafka's Metadata)
                 '_topic_name_valid', '_validate_compaction_config',
                 'add_partitions', 'alter_topic', 'await_commit', 'commit_offset', 'commit_polled',
