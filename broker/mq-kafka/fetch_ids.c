@@ -23,9 +23,15 @@
 #include "topic_id.h"
 #include "util.h"
 
+/*
+ * each id looked up alone, by mq.topic's index on the id (OFFSET 0 keeps
+ * the subquery apart, so that its qual reaches the security-barrier view;
+ * joined plainly, every topic's id was computed for every Fetch)
+ */
 #define RESOLVE_SQL \
 	"SELECT u.i::int4, t.topic FROM unnest($1::text[]) WITH ORDINALITY u(h, i)" \
-	"  JOIN mq.topics t ON " TOPIC_ID_SQL("t.topic") " OPERATOR(pg_catalog.=) u.h"
+	"  CROSS JOIN LATERAL (SELECT t.topic FROM mq.topics t" \
+	"                       WHERE " TOPIC_ID_SQL("t.topic") " OPERATOR(pg_catalog.=) u.h OFFSET 0) t"
 
 /* v13+: the topic ids resolved; unknown ones keep an empty name */
 static void

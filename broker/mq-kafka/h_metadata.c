@@ -380,7 +380,7 @@ h_metadata(KRequest *req)
 		kstmt_array(st, MQ_TEXTARRAYOID, &arr);
 		kstmt_int(st, MQ_INT4OID, kconfig_num_partitions());
 	}
-	st = kjob_add(&s->job, METADATA_SQL, 0);
+	st = kjob_add(&s->job, s->n < 0 ? METADATA_ALL_SQL : METADATA_SQL, 0);
 	if (s->n < 0)
 		kstmt_text(st, MQ_TEXTARRAYOID, NULL);
 	else

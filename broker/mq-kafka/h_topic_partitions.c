@@ -43,8 +43,8 @@
  * DescribeConfigs needs (h_configs.c); describe is DESCRIBE alone
  */
 #define OPS(op, bit) "CASE WHEN mq.has_topic_privilege(t.topic, '" op "') THEN " bit " ELSE 0 END"
-#define TOPIC_PARTITIONS_SQL \
-	"WITH q AS (" METADATA_SQL ")," \
+#define TOPIC_PARTITIONS_SQL(metadata) \
+	"WITH q AS (" metadata ")," \
 	" o AS (SELECT t.topic, " \
 	OPS("read", "8") " + " OPS("write", "16") " + " OPS("create", "32") " + " \
 	OPS("delete", "64") " + " OPS("alter", "3200") " + " OPS("describe", "256") " AS ops" \
@@ -369,7 +369,8 @@ h_describe_topic_partitions(KRequest *req)
 	mq_array_init(&ids, MQ_TEXTOID);
 	for (int32_t i = 0; i < s->n; i++)
 		mq_array_add(&names, s->names[i].p, s->names[i].len);
-	st = kjob_add(&s->job, TOPIC_PARTITIONS_SQL, 0);
+	st = kjob_add(&s->job, s->n > 0 ? TOPIC_PARTITIONS_SQL(METADATA_SQL)
+				  : TOPIC_PARTITIONS_SQL(METADATA_ALL_SQL), 0);
 	if (s->n > 0)
 		kstmt_array(st, MQ_TEXTARRAYOID, &names);
 	else

@@ -15,13 +15,14 @@
 /*
  * The names of $1 (text[]) that Metadata may create as the current role:
  * valid (Kafka's rule), not a topic of this node, and the role may create
- * them.  On a single daemon h_metadata.c creates them in place; in a
+ * them (each name looked up alone: OFFSET 0, as in meta_part.h).  On a
+ * single daemon h_metadata.c creates them in place; in a
  * cluster meta_create.c has the coordinator make them.
  */
 #define META_CREATABLE_SQL \
 	"SELECT t FROM unnest($1::text[]) t" \
 	" WHERE mq._topic_name_valid(t) AND mq.has_topic_privilege(t, 'create')" \
-	"   AND NOT EXISTS (SELECT 1 FROM mq.topics x WHERE x.topic = t)"
+	"   AND NOT EXISTS (SELECT 1 FROM mq.topics x WHERE x.topic = t OFFSET 0)"
 
 typedef struct MetaCreate
 {

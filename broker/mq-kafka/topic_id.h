@@ -9,8 +9,9 @@
  * cluster and across restarts without a catalog column kept in step by
  * replication.  The price: a topic dropped and created again under the
  * same name keeps its id, so a client cannot tell it was recreated (as
- * before KIP-516).  SQL computes it as md5(topic) (TOPIC_ID_SQL), the
- * daemon converts between that hex form and the wire's 16 bytes.
+ * before KIP-516).  SQL computes it as mq._kafka_topic_id(topic), the MD5
+ * in hex, which mq.topic indexes (TOPIC_ID_SQL; src/kafka_topic_id.c);
+ * the daemon converts between that hex form and the wire's 16 bytes.
  *
  *-------------------------------------------------------------------------
  */
@@ -23,7 +24,7 @@
 #define KERR_UNKNOWN_TOPIC_ID 100
 
 /* the SQL expression of a topic's id in hex, from its name */
-#define TOPIC_ID_SQL(name) "md5(" name ")"
+#define TOPIC_ID_SQL(name) "mq._kafka_topic_id(" name ")"
 
 /* 32 hex digits to 16 bytes; false (and zeros) if it is not that */
 extern bool topic_id_from_hex(const char *hex, uint8_t *id);
