@@ -1,8 +1,11 @@
 /*-------------------------------------------------------------------------
  *
  * h_list_offsets.c
- *	  ListOffsets (v0-v9).  Loop thread; a request is one job with a
- *	  statement per partition.
+ *	  ListOffsets (v0-v9).  Loop thread; a request is one job: one
+ *	  statement for every partition asked for a named position (the log
+ *	  start, the high watermark: what consumers starting and lag monitors
+ *	  ask, for many partitions at once), and one per partition asked by
+ *	  time.
  *
  * By timestamp is mq.offsets_for_times (Kafka's semantics: the first
  * offset whose record timestamp is at or after the time).  The named
@@ -52,27 +55,40 @@
 	"SELECT x.*, a.ok FROM (SELECT mq._describable('topic', $1) AS ok) a LEFT JOIN LATERAL (" sql ") x ON true"
 #define COL_DESCRIBABLE 7
 
-/* whether this node follows the partition (7th column of each statement) */
-#define FOLLOWS_SQL \
-	"EXISTS (SELECT 1 FROM mq.replica_status r WHERE r.topic = $1 AND r.partition = $2" \
+/* whether this node follows partition (t, p) (7th column of each statement) */
+#define FOLLOWS_SQL(t, p) \
+	"EXISTS (SELECT 1 FROM mq.replica_status r WHERE r.topic = " t " AND r.partition = " p \
 	"          AND r.role = 'follower')"
 
-/* the leader epoch under which the record at offset o was written */
-#define EPOCH_AT_SQL(o) \
+/* the leader epoch under which the record at offset o of (t, p) was written */
+#define EPOCH_AT_SQL(t, p, o) \
 	"(SELECT max(e.leader_epoch) FROM mq.leader_epochs e" \
-	"  WHERE e.topic = $1 AND e.partition = $2 AND e.start_offset <= " o ")"
+	"  WHERE e.topic = " t " AND e.partition = " p " AND e.start_offset <= " o ")"
 
-#define BOUNDS_SQL DESCRIBABLE( \
-	"SELECT s.log_start_offset, s.high_watermark, NULL, NULL, s.leader_epoch," \
-	"       " EPOCH_AT_SQL("s.log_start_offset") ", " FOLLOWS_SQL \
-	"  FROM mq.partitions s WHERE s.topic = $1 AND s.partition = $2")
+/*
+ * The log start and high watermark of every partition asked for a named
+ * position ($1 topics, $2 partitions), a row each in their order, with
+ * the columns of DESCRIBABLE: each partition looked up alone (a LATERAL
+ * subquery that OFFSET 0 keeps apart, so that its quals reach the
+ * security-barrier view; design.md, "Views joined by their keys").  A
+ * statement per partition cost about 1 ms each, mostly planning: 500 ms
+ * for a 500-partition topic, which a lag monitor asks every few seconds.
+ */
+#define BOUNDS_SQL \
+	"SELECT x.*, a.ok FROM unnest($1::text[], $2::int4[]) WITH ORDINALITY u(t, p, i)" \
+	" CROSS JOIN LATERAL (SELECT mq._describable('topic', u.t) AS ok) a" \
+	" LEFT JOIN LATERAL (" \
+	"  SELECT s.log_start_offset, s.high_watermark, NULL, NULL, s.leader_epoch," \
+	"         " EPOCH_AT_SQL("u.t", "u.p", "s.log_start_offset") ", " FOLLOWS_SQL("u.t", "u.p") \
+	"    FROM mq.partitions s WHERE s.topic = u.t AND s.partition = u.p OFFSET 0) x ON true" \
+	" ORDER BY u.i"
 
 /* the first offset whose timestamp is at or after $3 (ms), hw if none */
 #define BY_TIME_SQL DESCRIBABLE( \
 	"SELECT s.log_start_offset, s.high_watermark, o.o," \
 	"       (SELECT (extract(epoch FROM f.timestamp) * 1000)::int8" \
 	"          FROM mq.fetch($1, $2, o.o, 1) f WHERE o.o < s.high_watermark)," \
-	"       s.leader_epoch, " EPOCH_AT_SQL("o.o") ", " FOLLOWS_SQL \
+	"       s.leader_epoch, " EPOCH_AT_SQL("$1", "$2", "o.o") ", " FOLLOWS_SQL("$1", "$2") \
 	"  FROM mq.partitions s, mq.offsets_for_times($1, $2, to_timestamp($3 / 1000.0)) o(o)" \
 	" WHERE s.topic = $1 AND s.partition = $2")
 
@@ -82,8 +98,8 @@
  * partition's timestamps (ListOffsets by max timestamp is an admin call)
  */
 #define MAX_TIME_SQL DESCRIBABLE( \
-	"SELECT s.log_start_offset, s.high_watermark, m.o, m.ts, s.leader_epoch, " EPOCH_AT_SQL("m.o") \
-	"       , " FOLLOWS_SQL \
+	"SELECT s.log_start_offset, s.high_watermark, m.o, m.ts, s.leader_epoch," \
+	"       " EPOCH_AT_SQL("$1", "$2", "m.o") ", " FOLLOWS_SQL("$1", "$2") \
 	"  FROM mq.partitions s LEFT JOIN LATERAL (" \
 	"    SELECT f.msg_offset AS o, (extract(epoch FROM f.timestamp) * 1000)::int8 AS ts" \
 	"      FROM mq.fetch($1, $2, s.log_start_offset," \
@@ -121,11 +137,11 @@ read_list_part(KRequest *req, OffState *s, OPart *op, const char *topic)
 		op->max_offsets = kr_i32(&req->body);
 	if (position_unsupported(op->timestamp, req->api_version))
 		op->code = KERR_UNSUPPORTED_VERSION;
-	st = kjob_add(&s->job, op->timestamp == TS_MAX && op->code == KERR_NONE ? MAX_TIME_SQL :
-				  op->timestamp < 0 ? BOUNDS_SQL :
-				  BY_TIME_SQL,
-				  0);
 	op->job = &s->job;
+	op->stmt = -1;				/* BOUNDS_SQL's, added when all are read */
+	if (op->timestamp < 0 && (op->timestamp != TS_MAX || op->code != KERR_NONE))
+		return;					/* TS_MAX is read from the records */
+	st = kjob_add(&s->job, op->timestamp < 0 ? MAX_TIME_SQL : BY_TIME_SQL, 0);
 	op->stmt = s->job.n - 1;
 	kstmt_text(st, MQ_TEXTOID, topic);
 	kstmt_int(st, MQ_INT4OID, op->partition);
@@ -133,11 +149,11 @@ read_list_part(KRequest *req, OffState *s, OPart *op, const char *topic)
 		kstmt_int(st, MQ_INT8OID, op->timestamp);
 }
 
-/* the epoch of the record answered, if the history has it */
+/* the epoch of the record answered (row of res), if the history has it */
 static int32_t
-epoch_at(PGresult *res, int32_t current)
+epoch_at(PGresult *res, int row, int32_t current)
 {
-	return PQgetisnull(res, 0, 5) ? current : atoi(PQgetvalue(res, 0, 5));
+	return PQgetisnull(res, row, 5) ? current : atoi(PQgetvalue(res, row, 5));
 }
 
 static void
@@ -146,39 +162,40 @@ write_list_part(KRequest *req, OffState *s, OPart *op)
 	KWriter    *w = &req->resp;
 	KStmt	   *st = &op->job->stmts[op->stmt];
 	PGresult   *res = st->res;
+	int			row = op->row;
 	int16_t		code;
 	int64_t		off = -1,
 				ts = -1;
 	int32_t		epoch = -1;
 
-	if (!kstmt_failed(st, &code) && (PQntuples(res) == 0 || PQgetisnull(res, 0, 0)))
-		code = PQntuples(res) == 1 && strcmp(PQgetvalue(res, 0, COL_DESCRIBABLE), "f") == 0 ?
+	if (!kstmt_failed(st, &code) && (PQntuples(res) <= row || PQgetisnull(res, row, 0)))
+		code = PQntuples(res) > row && strcmp(PQgetvalue(res, row, COL_DESCRIBABLE), "f") == 0 ?
 			KERR_TOPIC_AUTHORIZATION_FAILED : KERR_UNKNOWN_TOPIC_OR_PARTITION;
-	else if (code == KERR_NONE && strcmp(PQgetvalue(res, 0, 6), "t") == 0)
+	else if (code == KERR_NONE && strcmp(PQgetvalue(res, row, 6), "t") == 0)
 		code = KERR_NOT_LEADER_OR_FOLLOWER;
 	else if (code == KERR_NONE)
-		code = kerr_leader_epoch(op->current_epoch, atoi(PQgetvalue(res, 0, 4)));
+		code = kerr_leader_epoch(op->current_epoch, atoi(PQgetvalue(res, row, 4)));
 	if (op->code != KERR_NONE && code != KERR_TOPIC_AUTHORIZATION_FAILED)
 		code = op->code;		/* refused before the partition is looked at */
 	if (code == KERR_NONE)
 	{
-		int64_t		hw = strtoll(PQgetvalue(res, 0, 1), NULL, 10);
+		int64_t		hw = strtoll(PQgetvalue(res, row, 1), NULL, 10);
 
-		epoch = atoi(PQgetvalue(res, 0, 4));
+		epoch = atoi(PQgetvalue(res, row, 4));
 		if (op->timestamp == TS_EARLIEST || op->timestamp == TS_EARLIEST_LOCAL)
 		{
-			off = strtoll(PQgetvalue(res, 0, 0), NULL, 10);
-			epoch = epoch_at(res, epoch);
+			off = strtoll(PQgetvalue(res, row, 0), NULL, 10);
+			epoch = epoch_at(res, row, epoch);
 		}
 		else if (op->timestamp == TS_LATEST)
 			off = hw;
 		else if (op->timestamp == TS_LATEST_TIERED || op->timestamp < TS_LATEST_TIERED)
 			epoch = -1;			/* nothing tiered (or unknown): offset -1 */
-		else if (!PQgetisnull(res, 0, 2) && strtoll(PQgetvalue(res, 0, 2), NULL, 10) < hw)
+		else if (!PQgetisnull(res, row, 2) && strtoll(PQgetvalue(res, row, 2), NULL, 10) < hw)
 		{
-			off = strtoll(PQgetvalue(res, 0, 2), NULL, 10);
-			ts = PQgetisnull(res, 0, 3) ? -1 : strtoll(PQgetvalue(res, 0, 3), NULL, 10);
-			epoch = epoch_at(res, epoch);
+			off = strtoll(PQgetvalue(res, row, 2), NULL, 10);
+			ts = PQgetisnull(res, row, 3) ? -1 : strtoll(PQgetvalue(res, row, 3), NULL, 10);
+			epoch = epoch_at(res, row, epoch);
 		}
 		else
 			epoch = -1;			/* no record that late (-3: an empty log): offset -1 */
@@ -240,6 +257,38 @@ refuse_duplicates(OffState *s)
 	free(k);
 }
 
+/* BOUNDS_SQL for the partitions that have no statement of their own */
+static void
+add_bounds(OffState *s)
+{
+	MqArray		topics,
+				parts;
+	KStmt	   *st;
+	int			row = 0;
+
+	mq_array_init(&topics, MQ_TEXTOID);
+	mq_array_init(&parts, MQ_INT4OID);
+	for (int32_t i = 0; i < s->nparts; i++)
+	{
+		OPart	   *op = &s->parts[i];
+
+		if (op->stmt >= 0)
+			continue;
+		op->stmt = s->job.n;
+		op->row = row++;
+		mq_array_add(&topics, s->topics[op->topic].p, s->topics[op->topic].len);
+		mq_array_add_int32(&parts, op->partition);
+	}
+	if (row > 0)
+	{
+		st = kjob_add(&s->job, BOUNDS_SQL, 0);
+		kstmt_array(st, MQ_TEXTARRAYOID, &topics);
+		kstmt_array(st, MQ_INT4ARRAYOID, &parts);
+	}
+	mq_array_free(&topics);
+	mq_array_free(&parts);
+}
+
 static void
 list_offsets_done(KRequest *req)
 {
@@ -268,5 +317,6 @@ h_list_offsets(KRequest *req)
 	}
 	if (req->api_version >= 1)
 		refuse_duplicates(s);
+	add_bounds(s);
 	pool_run(req, &s->job, list_offsets_done);
 }

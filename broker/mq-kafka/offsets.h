@@ -27,6 +27,7 @@ typedef struct OPart
 	int16_t		code;			/* OffsetCommit: the coordinator's verdict */
 	KJob	   *job;			/* whose statements stmt indexes */
 	int			stmt;
+	int			row;			/* ListOffsets: stmt's result row (or 0) */
 } OPart;
 
 typedef struct OffState
