@@ -25,9 +25,9 @@
 # directory.  Fixed sleeps are settling times of a benchmark, not checks.
 set -euo pipefail
 
-cd "$(dirname "${BASH_SOURCE[0]}")/../.."
-# shellcheck source=scripts/lib.sh
-source scripts/lib.sh
+# shellcheck source=test/bench/setup.bash
+source "$(dirname "${BASH_SOURCE[0]}")/setup.bash"
+cd "$REPO"
 CONSUMERS=20 SECS=10 RECORDS=9 RUNS=3 BASE=main BASE_KAFKA=""
 while (($#)); do
 	case "$1" in
@@ -57,12 +57,7 @@ cleanup() {
 mq_on_exit cleanup
 
 # the base's mq-kafka (--base-kafka: one built already)
-if [[ -z "$BASE_KAFKA" ]]; then
-	mkdir -p "$WORK/base"
-	git archive "$BASE" broker src/errcodes.txt scripts mq.control | tar -x -C "$WORK/base"
-	make -s -C "$WORK/base/broker" mq-kafka/mq-kafka >/dev/null
-	BASE_KAFKA="$WORK/base/broker/mq-kafka/mq-kafka"
-fi
+[[ -n "$BASE_KAFKA" ]] || BASE_KAFKA="$(base_kafka "$BASE" "$WORK/base")"
 declare -A PROG=([before]="$BASE_KAFKA" [after]="$PWD/broker/mq-kafka/mq-kafka")
 
 cluster_start fetchwake "log_min_messages = warning" >/dev/null
@@ -82,7 +77,6 @@ ticks() {
 now_ms() { date +%s%3N; }
 
 declare -A CPU=() LAT=()
-median() { tr ' ' '\n' <<<"$1" | awk 'NF' | sort -g | awk '{ v[NR] = $1 } END { print (NR % 2) ? v[(NR + 1) / 2] : (v[NR / 2] + v[NR / 2 + 1]) / 2 }'; }
 HZ="$(getconf CLK_TCK)"
 for ((run = 1; run <= RUNS; run++)); do
 	for v in before after; do

@@ -25,9 +25,9 @@
 # directory.
 set -euo pipefail
 
-cd "$(dirname "${BASH_SOURCE[0]}")/../.."
-# shellcheck source=scripts/lib.sh
-source scripts/lib.sh
+# shellcheck source=test/bench/setup.bash
+source "$(dirname "${BASH_SOURCE[0]}")/setup.bash"
+cd "$REPO"
 STEPS="0 1000 4000" PER=500 COUNT=200 RUNS=3 BASE=main BASE_KAFKA=""
 while (($#)); do
 	case "$1" in
@@ -50,19 +50,13 @@ cleanup() {
 }
 mq_on_exit cleanup
 
-if [[ -z "$BASE_KAFKA" ]]; then
-	mkdir -p "$WORK/base"
-	git archive "$BASE" broker src/errcodes.txt scripts mq.control | tar -x -C "$WORK/base"
-	make -s -C "$WORK/base/broker" mq-kafka/mq-kafka >/dev/null
-	BASE_KAFKA="$WORK/base/broker/mq-kafka/mq-kafka"
-fi
+[[ -n "$BASE_KAFKA" ]] || BASE_KAFKA="$(base_kafka "$BASE" "$WORK/base")"
 declare -A PROG=([before]="$BASE_KAFKA" [after]="$PWD/broker/mq-kafka/mq-kafka")
 
 cluster_start lookups "log_min_messages = warning" >/dev/null
 psql -X -q -c "CREATE EXTENSION mq" -c "SELECT mq.create_topic('one', 1)" \
 	-c "SELECT count(*) FROM mq.send_batch('one', NULL::text[], ARRAY['a', 'b', 'c'])" >/dev/null
 
-median() { tr ' ' '\n' <<<"$1" | awk 'NF' | sort -g | awk '{ v[NR] = $1 } END { print (NR % 2) ? v[(NR + 1) / 2] : (v[NR / 2] + v[NR / 2 + 1]) / 2 }'; }
 KINDS="apiversions metadata fetch4 fetch13"
 declare -A MED=()
 added=0

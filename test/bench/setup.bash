@@ -1,7 +1,8 @@
 # shellcheck shell=bash
 # The setup the benchmarks share (test/bench/{ackpath,replication,core,
-# fetch_cpu,kafka_epochs,many_topics,idle_cpu}.sh source it right after
-# `set -euo pipefail`): what each of them repeated.  Sourcing it
+# fetch_cpu,fetch_wake,kafka_epochs,kafka_lookups,many_topics,idle_cpu}.sh
+# source it right after `set -euo pipefail`): what each of them repeated.
+# Sourcing it
 #
 #   sets HERE (test/bench) and REPO (the checkout), sources scripts/lib.sh,
 #   finds PostgreSQL 15 (mq_pg_paths: it uses the INSTALLED extension,
@@ -22,6 +23,9 @@
 #       registered
 #   median WORDS
 #       the median of the numbers WORDS
+#   base_kafka REV DIR
+#       mq-kafka as of git revision REV, built in DIR (made); prints its
+#       path (the "before" of an A/B against this tree's)
 #
 # MQ_BENCH_CONF (environment): more postgresql.conf lines, one a line, for
 # every server bench_node and bench_replicated start, after the script's
@@ -74,3 +78,9 @@ bench_replicated() {
 }
 
 median() { tr ' ' '\n' <<<"$1" | awk 'NF' | sort -g | awk '{ v[NR] = $1 } END { print (NR % 2) ? v[(NR + 1) / 2] : (v[NR / 2] + v[NR / 2 + 1]) / 2 }'; }
+base_kafka() {
+	mkdir -p "$2"
+	git -C "$REPO" archive "$1" broker src/errcodes.txt scripts mq.control | tar -x -C "$2"
+	make -s -C "$2/broker" mq-kafka/mq-kafka >/dev/null
+	printf '%s\n' "$2/broker/mq-kafka/mq-kafka"
+}
