@@ -4,7 +4,8 @@
 # lk_b's partition tables held in ACCESS EXCLUSIVE mode, kcat at its
 # defaults still gets lk_a's Metadata, its offsets and its records,
 # through Fetch v11 (record batches from the database) and through the
-# message sets of Fetch v0 (rows encoded by mq-kafka).  Before, the
+# message sets of Fetch v0 (rows encoded by mq-kafka), and so do SQL's
+# mq.fetch and mq.poll (docs/operations.md says so).  Before, the
 # Metadata and Fetch statements joined the security-barrier views
 # mq.partitions and mq.replica_status on the partitions asked for, which
 # read every partition of every topic (lk_b's included, so they waited
@@ -70,6 +71,12 @@ for v in (4, 0):
     print('v%d:%d:%d' % ((v,) + r.take('>ihq')[1:]))
 " 2>&1 || true)"
 check_eq "$got" $'v4:0:3\nv0:0:3' "raw Fetch v4 and v0 of lk_a answered at once, high watermark 3"
+
+# and SQL consumers of lk_a, each bounded by a statement timeout
+got="$(PGOPTIONS='-c statement_timeout=10s' psql -X -q -At -v ON_ERROR_STOP=1 \
+	-c "SELECT string_agg(convert_from(value, 'UTF8'), ',' ORDER BY msg_offset) FROM mq.fetch('lk_a', 0, 0)" \
+	-c "SELECT count(*) FROM mq.poll('lk_g', 'lk_a', 10)" 2>&1 || true)"
+check_eq "$got" $'a1,a2,a3\n3' "mq.fetch and mq.poll of lk_a read it while lk_b is locked"
 
 held || fail "lk_b was held all along"
 release
