@@ -2,10 +2,10 @@
 # A lock on one topic's log (a DBA's VACUUM FULL, CLUSTER or LOCK TABLE
 # on its tables) holds up requests about that topic only: with topic
 # lk_b's partition tables held in ACCESS EXCLUSIVE mode, kcat at its
-# defaults still gets lk_a's Metadata, its offsets and its records,
-# through Fetch v11 (record batches from the database) and through the
-# message sets of Fetch v0 (rows encoded by mq-kafka), and so do SQL's
-# mq.fetch and mq.poll (docs/operations.md says so).  Before, the
+# defaults still gets lk_a's Metadata, its offsets and its records
+# (Fetch v11: record batches from the database), raw Fetch v4 and v0
+# (rows encoded by mq-kafka) are answered, and SQL's mq.fetch and
+# mq.poll read it (docs/operations.md says so).  Before, the
 # Metadata and Fetch statements joined the security-barrier views
 # mq.partitions and mq.replica_status on the partitions asked for, which
 # read every partition of every topic (lk_b's included, so they waited
@@ -49,13 +49,12 @@ check_match "$out" 'lk_a \[0\] offset 3' "ListOffsets of lk_a: its end"
 out="$(timeout 20 kcat -b "$BROKER" -C -t lk_a -p 0 -o beginning -e -f '%s\n' 2>&1 || true)"
 check_eq "$(grep -c '^a[123]$' <<<"$out")" "3" "Fetch v11 of lk_a returns its records while lk_b is locked"
 
-out="$(timeout 20 kcat -b "$BROKER" -X api.version.request=false -X broker.version.fallback=0.9.0 \
-	-C -t lk_a -p 0 -o beginning -e -f '%s\n' 2>&1 || true)"
-check_eq "$(grep -c '^a[123]$' <<<"$out")" "3" "and so does Fetch v0 (message sets encoded by mq-kafka)"
-
 # the same without Metadata before: Fetch v4 (batches from the database)
-# and v0 (rows), each its partition's error code and high watermark, or
-# "closed" when no answer came within 15 s (test/kafka/py/kwire.py)
+# and v0 (rows, encoded by mq-kafka), each its partition's error code and
+# high watermark, or "closed" when no answer came within 15 s
+# (test/kafka/py/kwire.py).  (kcat with the 0.9 protocol is no check of
+# v0: librdkafka may first ask Metadata v0 of no topic, which is every
+# topic, lk_b's included, and waits for the lock as Kafka's would not.)
 got="$(PYTHONPATH=test/kafka/py /usr/bin/python3 -c "
 import struct; from kwire import Client, Closed, Reader, s
 c = Client($KAFKA_PORT)
