@@ -2,8 +2,9 @@
  *
  * offsets.c
  *	  Consumer group positions and committed offsets: mq.commit_offset,
- *	  mq.committed_offset, mq.commit_polled, and the positions mq.poll
- *	  (poll.c) reads from and advances.
+ *	  mq.committed_offset (and mq._committed_position, the same with the
+ *	  offset's metadata, for mq-kafka's OffsetFetch), mq.commit_polled,
+ *	  and the positions mq.poll (poll.c) reads from and advances.
  *
  * Within a transaction a poll advances the consumer's position (as a
  * Kafka consumer's position advances in memory), and commit_offset sets
@@ -31,11 +32,13 @@
  */
 #include "postgres.h"
 
+#include "access/htup_details.h"
 #include "access/xact.h"
 #include "access/xlog.h"
 #include "catalog/pg_type.h"
 #include "executor/spi.h"
 #include "fmgr.h"
+#include "funcapi.h"
 #include "storage/lmgr.h"
 #include "utils/builtins.h"
 #include "utils/memutils.h"
@@ -46,23 +49,53 @@
 PG_FUNCTION_INFO_V1(mq_commit_offset);
 PG_FUNCTION_INFO_V1(mq_check_offset_metadata_sql);
 PG_FUNCTION_INFO_V1(mq_committed_offset);
+PG_FUNCTION_INFO_V1(mq_committed_position);
 PG_FUNCTION_INFO_V1(mq_commit_polled);
 
-/* The group's committed position, or -1 when it has none. */
-static int64
-committed_position(text *group, MqTopic *topic, int32 partition)
+/*
+ * The group's committed offset of a partition and its metadata, as the
+ * latest snapshot has them, into values[0..1] (nulls[] true where there
+ * is none; the metadata copied out of SPI's memory).
+ */
+static void
+committed_row(text *group, MqTopic *topic, int32 partition, Datum *values, bool *nulls)
 {
 	static SPIPlanPtr plan = NULL;
 	Oid			argtypes[3] = {TEXTOID, INT4OID, INT4OID};
 	Datum		args[3] = {PointerGetDatum(group), Int32GetDatum(topic->topic_id),
 					 Int32GetDatum(partition)};
-	int64		pos = -1;
+	MqSpiSave	spi;
 
-	(void) mq_spi_get_int64(&plan,
-							"SELECT next_offset FROM mq.consumer_offset "
-							"WHERE group_id = $1 AND topic_id = $2 AND partition = $3",
-							3, argtypes, args, &pos);
-	return pos;
+	nulls[0] = nulls[1] = true;
+	PushActiveSnapshot(GetLatestSnapshot());
+	mq_spi_begin(&spi);
+	if (plan == NULL)
+		plan = mq_spi_prepare("SELECT next_offset, metadata FROM mq.consumer_offset "
+							  "WHERE group_id = $1 AND topic_id = $2 AND partition = $3",
+							  3, argtypes);
+	if (SPI_execute_plan(plan, args, NULL, true, 1) != SPI_OK_SELECT)
+		elog(ERROR, "mq: the committed offset could not be read");
+	if (SPI_processed == 1)
+		for (int i = 0; i < 2; i++)
+		{
+			values[i] = SPI_getbinval(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, i + 1,
+									  &nulls[i]);
+			if (!nulls[i])
+				values[i] = SPI_datumTransfer(values[i], i == 0, i == 0 ? sizeof(int64) : -1);
+		}
+	mq_spi_end(&spi);
+	PopActiveSnapshot();
+}
+
+/* The group's committed position, or -1 when it has none. */
+static int64
+committed_position(text *group, MqTopic *topic, int32 partition)
+{
+	Datum		values[2];
+	bool		nulls[2];
+
+	committed_row(group, topic, partition, values, nulls);
+	return nulls[0] ? -1 : DatumGetInt64(values[0]);
 }
 
 /*
@@ -409,24 +442,61 @@ mq_commit_offset(PG_FUNCTION_ARGS)
 	PG_RETURN_VOID();
 }
 
+/*
+ * The checks of mq.committed_offset and mq._committed_position: the
+ * partition's topic, or NULL for a group id too long to have been stored
+ */
+static MqTopic *
+committed_topic(FunctionCallInfo fcinfo)
+{
+	static const char *const names[] = {"group_id", "topic", "partition"};
+	MqTopic    *topic;
+
+	mq_check_not_null(fcinfo->args, 3, names);
+	if (!mq_check_group_read(PG_GETARG_TEXT_PP(0)))
+		return NULL;
+	mq_group_authorize(PG_GETARG_TEXT_PP(0), MQ_ACL_DESCRIBE);
+	topic = mq_topic_authorized(PG_GETARG_TEXT_PP(1), MQ_ACL_DESCRIBE);
+	(void) mq_topic_partition(topic, PG_GETARG_INT32(2));
+	return topic;
+}
+
 /* mq.committed_offset(group_id, topic, partition): NULL when none */
 Datum
 mq_committed_offset(PG_FUNCTION_ARGS)
 {
-	static const char *const names[] = {"group_id", "topic", "partition"};
-	MqTopic    *topic;
+	MqTopic    *topic = committed_topic(fcinfo);
 	int64		pos;
 
-	mq_check_not_null(fcinfo->args, 3, names);
-	if (!mq_check_group_read(PG_GETARG_TEXT_PP(0)))
-		PG_RETURN_NULL();		/* too long to have been stored */
-	mq_group_authorize(PG_GETARG_TEXT_PP(0), MQ_ACL_DESCRIBE);
-	topic = mq_topic_authorized(PG_GETARG_TEXT_PP(1), MQ_ACL_DESCRIBE);
-	(void) mq_topic_partition(topic, PG_GETARG_INT32(2));
+	if (topic == NULL)
+		PG_RETURN_NULL();
 	pos = committed_position(PG_GETARG_TEXT_PP(0), topic, PG_GETARG_INT32(2));
 	if (pos < 0)
 		PG_RETURN_NULL();
 	PG_RETURN_INT64(pos);
+}
+
+/*
+ * mq._committed_position(group_id, topic, partition): the committed
+ * offset and its metadata, read together (both null when none), with
+ * mq.committed_offset's checks.  mq-kafka's OffsetFetch reads it per
+ * partition; it read the metadata from all of the group's offsets before,
+ * for each partition asked (quadratic in the group's partitions).
+ */
+Datum
+mq_committed_position(PG_FUNCTION_ARGS)
+{
+	TupleDesc	tupdesc;
+	MqTopic    *topic;
+	Datum		values[2];
+	bool		nulls[2] = {true, true};
+
+	if (get_call_result_type(fcinfo, NULL, &tupdesc) != TYPEFUNC_COMPOSITE)
+		elog(ERROR, "mq: _committed_position must return a record");
+	topic = committed_topic(fcinfo);
+	if (topic != NULL)
+		committed_row(PG_GETARG_TEXT_PP(0), topic, PG_GETARG_INT32(2), values, nulls);
+	PG_RETURN_DATUM(HeapTupleGetDatum(heap_form_tuple(BlessTupleDesc(tupdesc), values, nulls)));
 }
 
 /*

@@ -49,6 +49,12 @@ CREATE FUNCTION mq.committed_offset(group_id text, topic text, partition integer
     RETURNS bigint
     AS 'MODULE_PATHNAME', 'mq_committed_offset' LANGUAGE C STABLE;
 
+-- The same with the offset's metadata, read together (both null when
+-- none): mq-kafka's OffsetFetch of a partition (src/offsets.c).
+CREATE FUNCTION mq._committed_position(group_id text, topic text, partition integer,
+                                       OUT next_offset bigint, OUT metadata text)
+    RETURNS record AS 'MODULE_PATHNAME', 'mq_committed_position' LANGUAGE C STABLE;
+
 -- member_id restricts the poll to the partitions the group member owns,
 -- partitions to those it names (a client of a replicated cluster names
 -- what the node leads); auto_offset_reset (earliest, latest, none) says

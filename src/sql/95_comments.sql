@@ -155,6 +155,8 @@ COMMENT ON FUNCTION mq.commit_offset(text, text, integer, bigint, text, bigint, 
     'commits a group''s position (the next offset to read) in a partition; fenced by producer epoch or group generation when those are given';
 COMMENT ON FUNCTION mq.committed_offset(text, text, integer) IS
     'the group''s committed position in a partition, or null when it has none';
+COMMENT ON FUNCTION mq._committed_position(text, text, integer) IS
+    'internal (mq-kafka''s OffsetFetch): the group''s committed position in a partition and its metadata, null when none';
 COMMENT ON FUNCTION mq.offsets_for_times(text, integer, timestamptz) IS
     'the earliest offset of a partition whose record timestamp is at or after ts, or the log end offset (Kafka''s ListOffsets by timestamp)';
 COMMENT ON FUNCTION mq.reset_offsets(text, text, timestamptz) IS

@@ -31,6 +31,8 @@ GRANT EXECUTE ON FUNCTION mq.validate_config(jsonb), mq.murmur2(bytea),
     -- pure: Kafka's topic name rule and topic ids (mq-kafka's Metadata and
     -- Fetch, as the client's role)
     mq._topic_name_valid(text), mq._kafka_topic_id(text),
+    -- mq-kafka's OffsetFetch: mq.committed_offset's checks, as the client's role
+    mq._committed_position(text, text, integer),
     mq._has_privilege(oid, text, text, text),
     mq.has_topic_privilege(name, text, text), mq.has_topic_privilege(text, text),
     mq.has_group_privilege(name, text, text), mq.has_group_privilege(text, text),

@@ -411,7 +411,7 @@ SELECT throws_ok($$ SELECT mq.grant('read', 'topic', 'x', 'no_such_role_mqp') $$
 SELECT is((SELECT array_agg(DISTINCT p.proname::text ORDER BY p.proname::text)
              FROM pg_proc p, aclexplode(coalesce(p.proacl, acldefault('f', p.proowner))) a
             WHERE p.pronamespace = 'mq'::regnamespace AND a.grantee = 0 AND a.privilege_type = 'EXECUTE'),
-          ARRAY['_await_partitions', '_config_incremental', '_config_key', '_config_ms', '_config_number', '_config_replace', '_config_shown', '_config_text',
+          ARRAY['_await_partitions', '_committed_position', '_config_incremental', '_config_key', '_config_ms', '_config_number', '_config_replace', '_config_shown', '_config_text',
                 -- pure encoders of Kafka's consumer protocol (mq-kafka's DescribeGroups as the client's role)
                 '_consumer_assignment', '_consumer_subscription',
                 '_describable', '_grant_shown', '_has_privilege', '_kafka_group_members', '_kafka_string',
